@@ -1,0 +1,3 @@
+module github.com/mnvhq/mnv/cmd
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module github.com/mnvhq/mnv/gateway
+
+go 1.26.0

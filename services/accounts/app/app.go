@@ -1,0 +1,183 @@
+// Package app composes the accounts service: configuration, database, domain and gRPC server.
+// The service's own binary (cmd/accounts) and the all-in-one developer binary both start it
+// through here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/clients"
+	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/server"
+	"github.com/mnvhq/mnv/services/accounts/migrations"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// Schema is the Postgres schema the service owns.
+const Schema = "accounts"
+
+// Config is the service's configuration.
+type Config struct {
+	// GRPCAddr is where the gRPC server listens (MNV_ACCOUNTS_GRPC_ADDR).
+	GRPCAddr string
+	// DatabaseURL (MNV_ACCOUNTS_DATABASE_URL, else DATABASE_URL).
+	DatabaseURL string
+	// DBMaxConns bounds the pool (MNV_ACCOUNTS_DB_MAX_CONNS).
+	DBMaxConns int
+	// Pepper keys the fingerprints of credentials (MNV_PEPPER or MNV_PEPPER_FILE).
+	Pepper string
+	// DataKeys seal personal data at rest (MNV_DATA_KEYS or MNV_DATA_KEYS_FILE): "id:base64,...",
+	// the first one current.
+	DataKeys string
+	// InternalToken authenticates the other mnv services (MNV_INTERNAL_TOKEN[_FILE]).
+	InternalToken string
+	// AdminToken authenticates the operator (MNV_ADMIN_TOKEN[_FILE]).
+	AdminToken string
+	// Prices override the default prices (MNV_PRICES), e.g. "VERIFICATION=2,STUCK_PLUS_REVEAL=0".
+	Prices string
+	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig is the configuration with every default set and no secrets.
+func DefaultConfig() Config {
+	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second}
+}
+
+// LoadConfig reads the configuration from env over the defaults.
+func LoadConfig(env *config.Env) (Config, error) {
+	c := DefaultConfig()
+	c.GRPCAddr = env.String("MNV_ACCOUNTS_GRPC_ADDR", c.GRPCAddr)
+	c.DatabaseURL = env.String("MNV_ACCOUNTS_DATABASE_URL", env.String("DATABASE_URL", ""))
+	c.DBMaxConns = env.Int("MNV_ACCOUNTS_DB_MAX_CONNS", c.DBMaxConns)
+	c.Pepper = env.Secret("MNV_PEPPER")
+	c.DataKeys = env.Secret("MNV_DATA_KEYS")
+	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.AdminToken = env.Secret("MNV_ADMIN_TOKEN")
+	c.Prices = env.String("MNV_PRICES", "")
+	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	env.Require("DATABASE_URL", c.DatabaseURL)
+	env.Require("MNV_PEPPER", c.Pepper)
+	env.Require("MNV_DATA_KEYS", c.DataKeys)
+	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
+	env.Require("MNV_ADMIN_TOKEN", c.AdminToken)
+	if err := env.Err(); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values that parse but make no sense.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
+		errs = append(errs, errors.New("MNV_ACCOUNTS_DB_MAX_CONNS: must be between 2 and 1000"))
+	}
+	if len(c.InternalToken) < 32 || len(c.AdminToken) < 32 {
+		errs = append(errs, errors.New("MNV_INTERNAL_TOKEN and MNV_ADMIN_TOKEN: must be at least 32 characters"))
+	}
+	if c.InternalToken == c.AdminToken {
+		errs = append(errs, errors.New("MNV_INTERNAL_TOKEN and MNV_ADMIN_TOKEN: must differ"))
+	}
+	return errors.Join(errs...)
+}
+
+// App is a running accounts service.
+type App struct {
+	cfg    Config
+	log    *zap.Logger
+	pool   *pgxpool.Pool
+	server *grpcserver.Server
+	creds  *credentials.Service
+}
+
+// New connects to the database, migrates the schema and builds the server. reg receives the
+// service's metrics.
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
+	fp, err := crypto.NewFingerprinter(cfg.Pepper)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_PEPPER: %w", err)
+	}
+	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_DATA_KEYS: %w", err)
+	}
+	prices, err := billing.ParsePrices(cfg.Prices)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_PRICES: %w", err)
+	}
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-accounts"})
+	if err != nil {
+		return nil, err
+	}
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS); err != nil {
+		pool.Close()
+		return nil, err
+	}
+
+	creds := credentials.New(pool, fp, log)
+	ledger := billing.NewLedger(pool, prices)
+	if reg != nil {
+		batch := prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "mnv", Subsystem: "accounts", Name: "debit_batch_size",
+			Help:    "Debits committed together in one transaction (group commit per client).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		})
+		if err := reg.Register(batch); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		ledger.Observe = func(n int) { batch.Observe(float64(n)) }
+	}
+	deps := server.Deps{
+		Clients: clients.New(pool, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
+		Log: log, Now: time.Now,
+	}
+	srv, err := grpcserver.New(grpcserver.Options{
+		Logger:          log,
+		Registerer:      reg,
+		Guard:           auth.NewGuard(server.Policy(), creds, auth.NewServiceTokens(cfg.InternalToken, cfg.AdminToken)),
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
+	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps})
+	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
+	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds}, nil
+}
+
+// Run serves on lis until ctx ends, then shuts down gracefully and closes the pool.
+func (a *App) Run(ctx context.Context, lis net.Listener) error {
+	defer a.pool.Close()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { a.creds.Run(ctx); return nil })
+	g.Go(func() error { return a.server.Serve(ctx, lis) })
+	return g.Wait()
+}
+
+// Listen opens the configured gRPC address.
+func (a *App) Listen() (net.Listener, error) {
+	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.cfg.GRPCAddr, err)
+	}
+	return lis, nil
+}

@@ -1,0 +1,32 @@
+// Command accounts runs the accounts service: clients, credentials and money.
+package main
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/accounts/app"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/process"
+)
+
+func main() {
+	process.Main("accounts", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
+		cfg, err := app.LoadConfig(env)
+		if err != nil {
+			return err
+		}
+		a, err := app.New(ctx, cfg, log, reg)
+		if err != nil {
+			return err
+		}
+		lis, err := a.Listen()
+		if err != nil {
+			return err
+		}
+		log.Info("serving gRPC", zap.String("addr", lis.Addr().String()))
+		return a.Run(ctx, lis)
+	})
+}

@@ -1,0 +1,251 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// MaxAmount bounds any single amount, far below int64 overflow of a sum of many.
+const MaxAmount = 1_000_000_000_000
+
+// maxBatch bounds how many debits of one client share a transaction.
+const maxBatch = 512
+
+// DebitRequest asks to charge a client the price of one operation.
+type DebitRequest struct {
+	ClientID    string
+	Kind        domain.Kind
+	Variant     string
+	Reference   string
+	Description *string
+}
+
+// DebitResult is the outcome of a debit.
+type DebitResult struct {
+	Entry    domain.LedgerEntry
+	Charged  int64
+	Replayed bool
+}
+
+// Ledger owns the money of every client.
+//
+// Debits of one client are group-committed: while a transaction for a client is in flight, the
+// debits that arrive for it queue up, and the next transaction takes them all under one lock of
+// the balance row and one commit. One hot client therefore pays one lock hand-off and one commit
+// per batch instead of per debit, which is what lets it go as fast as debits spread over many
+// clients. The batch decides every debit in order under the lock, so the balance never goes
+// below zero, and every debit still gets its own ledger row with its exact balance_after. The
+// row lock, not the queue, is what makes this correct, so several replicas are as safe as one.
+type Ledger struct {
+	pool   *pgxpool.Pool
+	prices Prices
+
+	mu     sync.Mutex
+	queues map[string]*queue
+
+	// Observe, when set, is told the size of every committed batch (a metric).
+	Observe func(batchSize int)
+}
+
+type queue struct{ items []*pending }
+
+type pending struct {
+	req  DebitRequest
+	done chan outcome
+}
+
+type outcome struct {
+	res DebitResult
+	err error
+}
+
+// NewLedger returns a Ledger over pool with the configured prices.
+func NewLedger(pool *pgxpool.Pool, prices Prices) *Ledger {
+	return &Ledger{pool: pool, prices: prices, queues: map[string]*queue{}}
+}
+
+// ValidateReference checks an idempotency reference: 1 to 200 printable characters.
+func ValidateReference(field, ref string) error {
+	if ref == "" || len(ref) > 200 || !utf8.ValidString(ref) || strings.ContainsFunc(ref, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return domain.Invalid(field, "must be 1 to 200 printable characters")
+	}
+	return nil
+}
+
+// Debit charges the client the price of req.Kind/req.Variant, once per reference.
+//
+// When ctx ends before the batch commits, Debit returns ctx.Err() but the debit may still
+// commit: the caller retries with the same reference (and gets the first result) or refunds it.
+func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, error) {
+	if !req.Kind.Chargeable() {
+		return DebitResult{}, domain.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+	}
+	if err := ValidateReference("reference", req.Reference); err != nil {
+		return DebitResult{}, err
+	}
+	if len(req.Variant) > 64 {
+		return DebitResult{}, domain.Invalid("variant", "must be at most 64 characters")
+	}
+	p := &pending{req: req, done: make(chan outcome, 1)}
+	l.mu.Lock()
+	q, running := l.queues[req.ClientID]
+	if !running {
+		q = &queue{}
+		l.queues[req.ClientID] = q
+	}
+	q.items = append(q.items, p)
+	l.mu.Unlock()
+	if !running {
+		go l.drain(req.ClientID, q)
+	}
+	select {
+	case o := <-p.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return DebitResult{}, ctx.Err()
+	}
+}
+
+// drain commits the client's queued debits, batch after batch, until none are left. A queue in
+// the map means a drain is running for it.
+func (l *Ledger) drain(clientID string, q *queue) {
+	for {
+		l.mu.Lock()
+		n := min(len(q.items), maxBatch)
+		if n == 0 {
+			delete(l.queues, clientID)
+			l.mu.Unlock()
+			return
+		}
+		batch := q.items[:n:n]
+		q.items = q.items[n:]
+		l.mu.Unlock()
+
+		// A batch outlives the request that started it: the others in it still wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		results, err := l.commit(ctx, clientID, batch)
+		cancel()
+		for i, p := range batch {
+			if err != nil {
+				p.done <- outcome{err: err}
+			} else {
+				p.done <- results[i]
+			}
+		}
+		if l.Observe != nil && err == nil {
+			l.Observe(n)
+		}
+	}
+}
+
+// commit decides and writes one batch in one transaction: lock and read (one round trip),
+// decide in order, write the ledger rows and the new balance (one round trip), commit.
+func (l *Ledger) commit(ctx context.Context, clientID string, batch []*pending) ([]outcome, error) {
+	refs := make([]string, 0, len(batch))
+	for _, p := range batch {
+		refs = append(refs, p.req.Reference)
+	}
+	out := make([]outcome, len(batch))
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		snap, err := store.LockForDebits(ctx, tx, clientID, refs)
+		if err != nil {
+			return err
+		}
+		balance := snap.Balance
+		var entries []domain.LedgerEntry
+		entryOf := make([]int, len(batch)) // index into entries, or -1
+		firstOf := map[string]int{}        // reference -> index of its first debit in this batch
+		for i, p := range batch {
+			entryOf[i] = -1
+			if e, ok := snap.Existing[p.req.Reference]; ok {
+				out[i] = replay(e, p.req)
+				continue
+			}
+			if j, ok := firstOf[p.req.Reference]; ok {
+				out[i] = sameAs(out[j], entryOf[j], p.req, batch[j].req)
+				entryOf[i] = entryOf[j]
+				continue
+			}
+			firstOf[p.req.Reference] = i
+			price := l.prices.For(p.req.Kind, p.req.Variant, snap.Overrides)
+			if err := chargeable(snap.BalanceState, balance, price); err != nil {
+				out[i] = outcome{err: err}
+				continue
+			}
+			balance -= price
+			entryOf[i] = len(entries)
+			entries = append(entries, domain.LedgerEntry{
+				Kind: p.req.Kind, Amount: -price, BalanceAfter: balance,
+				Reference: p.req.Reference, Variant: p.req.Variant, Description: p.req.Description,
+			})
+		}
+		written, err := store.AppendLedger(ctx, tx, clientID, entries, nil)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			if j := entryOf[i]; j >= 0 {
+				replayed := out[i].res.Replayed
+				out[i] = outcome{res: DebitResult{Entry: written[j], Charged: -written[j].Amount, Replayed: replayed}}
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		for i := range out {
+			out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("debit batch: %w", err)
+	}
+	return out, nil
+}
+
+// chargeable decides whether a price can be taken from balance.
+func chargeable(s store.BalanceState, balance, price int64) error {
+	switch {
+	case s.Status != auth.StatusActive:
+		return domain.ErrSuspended
+	case price == 0:
+		// A free operation needs no balance, valid or not.
+		return nil
+	case domain.Expired(s.ExpiresAt, s.Now):
+		return domain.ErrBalanceExpired
+	case balance < price:
+		return domain.ErrInsufficientBalance
+	}
+	return nil
+}
+
+// replay answers a debit whose reference is already in the ledger.
+func replay(e domain.LedgerEntry, req DebitRequest) outcome {
+	if e.Kind != req.Kind || e.Variant != req.Variant || e.Amount > 0 {
+		return outcome{err: domain.ErrReferenceConflict}
+	}
+	return outcome{res: DebitResult{Entry: e, Charged: -e.Amount, Replayed: true}}
+}
+
+// sameAs answers the second debit of a reference within one batch like the first.
+func sameAs(first outcome, firstEntry int, req, firstReq DebitRequest) outcome {
+	if req.Kind != firstReq.Kind || req.Variant != firstReq.Variant {
+		return outcome{err: domain.ErrReferenceConflict}
+	}
+	if firstEntry < 0 {
+		return first
+	}
+	return outcome{res: DebitResult{Replayed: true}}
+}

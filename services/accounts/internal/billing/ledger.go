@@ -1,0 +1,177 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
+)
+
+// RefundResult is the outcome of a refund.
+type RefundResult struct {
+	Entry    domain.LedgerEntry
+	Refunded int64
+	Replayed bool
+}
+
+// refundPrefix makes a refund's reference from its debit's; the unique reference per client is
+// what makes a refund happen at most once.
+const refundPrefix = "refund:"
+
+// Refund gives back the debit with reference, once.
+func (l *Ledger) Refund(ctx context.Context, clientID, reference string, description *string) (RefundResult, error) {
+	if err := ValidateReference("reference", reference); err != nil {
+		return RefundResult{}, err
+	}
+	var res RefundResult
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		state, err := store.LockBalance(ctx, tx, clientID)
+		if err != nil {
+			return err
+		}
+		if done, err := store.LedgerByReference(ctx, tx, clientID, refundPrefix+reference); err == nil {
+			res = RefundResult{Entry: done, Refunded: done.Amount, Replayed: true}
+			return nil
+		} else if !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
+		debit, err := store.LedgerByReference(ctx, tx, clientID, reference)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && (!debit.Kind.Chargeable() || debit.Amount > 0)) {
+			return domain.ErrNothingToRefund
+		}
+		if err != nil {
+			return err
+		}
+		entry := domain.LedgerEntry{
+			Kind: domain.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
+			Reference: refundPrefix + reference, Variant: debit.Variant, Description: description,
+		}
+		written, err := store.AppendLedger(ctx, tx, clientID, []domain.LedgerEntry{entry}, nil)
+		if err != nil {
+			return err
+		}
+		res = RefundResult{Entry: written[0], Refunded: entry.Amount}
+		return nil
+	})
+	if err != nil {
+		return RefundResult{}, fmt.Errorf("refund: %w", err)
+	}
+	return res, nil
+}
+
+// TopUpRequest adds credit and optionally moves the expiry of the whole balance.
+type TopUpRequest struct {
+	ClientID  string
+	Amount    int64
+	ExpiresAt *time.Time
+	Reference string
+	// Description defaults to a note of what changed.
+	Description *string
+}
+
+// TopUpResult is the outcome of a top-up.
+type TopUpResult struct {
+	Entry    domain.LedgerEntry
+	Replayed bool
+}
+
+// ValidateTopUp checks a top-up request; now judges the expiry.
+func ValidateTopUp(r *TopUpRequest, now time.Time) error {
+	if r.Amount < 0 || r.Amount > MaxAmount {
+		return domain.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
+	}
+	if r.Amount == 0 && r.ExpiresAt == nil {
+		return domain.Invalid("amount", "a top-up adds credit, sets an expiry, or both")
+	}
+	if r.ExpiresAt != nil && !r.ExpiresAt.After(now) {
+		return domain.Invalid("balanceExpiresAt", "must be in the future")
+	}
+	if r.Reference == "" {
+		r.Reference = "top-up:" + uuid.NewString()
+	}
+	return ValidateReference("reference", r.Reference)
+}
+
+// TopUp adds credit (a TOP_UP ledger row), idempotent by reference. It runs in tx when given
+// (client creation), else in its own transaction.
+func (l *Ledger) TopUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpResult, error) {
+	if err := ValidateTopUp(&r, time.Now()); err != nil {
+		return TopUpResult{}, err
+	}
+	if tx == nil {
+		var res TopUpResult
+		err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+			var err error
+			res, err = l.topUp(ctx, tx, r)
+			return err
+		})
+		return res, err
+	}
+	return l.topUp(ctx, tx, r)
+}
+
+func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpResult, error) {
+	state, err := store.LockBalance(ctx, tx, r.ClientID)
+	if err != nil {
+		return TopUpResult{}, err
+	}
+	if e, err := store.LedgerByReference(ctx, tx, r.ClientID, r.Reference); err == nil {
+		if e.Kind != domain.KindTopUp || e.Amount != r.Amount {
+			return TopUpResult{}, domain.ErrReferenceConflict
+		}
+		return TopUpResult{Entry: e, Replayed: true}, nil
+	} else if !errors.Is(err, domain.ErrNotFound) {
+		return TopUpResult{}, err
+	}
+	desc := r.Description
+	if desc == nil && r.ExpiresAt != nil {
+		d := "balance expiry set to " + r.ExpiresAt.UTC().Format(time.RFC3339)
+		desc = &d
+	}
+	entry := domain.LedgerEntry{
+		Kind: domain.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
+		Reference: r.Reference, Description: desc,
+	}
+	written, err := store.AppendLedger(ctx, tx, r.ClientID, []domain.LedgerEntry{entry}, r.ExpiresAt)
+	if err != nil {
+		return TopUpResult{}, fmt.Errorf("top up: %w", err)
+	}
+	return TopUpResult{Entry: written[0]}, nil
+}
+
+// ListLedger reads a page of a client's ledger.
+func (l *Ledger) ListLedger(ctx context.Context, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error) {
+	return store.ListLedger(ctx, l.pool, clientID, limit, offset)
+}
+
+// Prices lists the prices that apply to a client.
+func (l *Ledger) Prices(ctx context.Context, clientID string) ([]domain.Price, error) {
+	o, err := store.PriceOverrides(ctx, l.pool, clientID)
+	if err != nil {
+		return nil, err
+	}
+	return l.prices.Effective(o), nil
+}
+
+// SetPrice sets (amount not nil) or clears a client's price override and returns the prices.
+func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind domain.Kind, variant string, amount *int64) ([]domain.Price, error) {
+	if !kind.Chargeable() {
+		return nil, domain.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+	}
+	if len(variant) > 64 {
+		return nil, domain.Invalid("variant", "must be at most 64 characters")
+	}
+	if amount != nil && (*amount < 0 || *amount > MaxAmount) {
+		return nil, domain.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
+	}
+	if err := store.SetPriceOverride(ctx, l.pool, clientID, kind, variant, amount); err != nil {
+		return nil, err
+	}
+	return l.Prices(ctx, clientID)
+}

@@ -1,0 +1,110 @@
+// Package billing moves money: debits (group-committed per client), refunds, top-ups, prices
+// and the ledger. A balance never goes below zero, every change is a ledger row, and the
+// balance is the sum of its ledger.
+package billing
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+)
+
+// Prices are the configured default prices, by kind and optional variant.
+type Prices struct {
+	byKey map[priceKey]int64
+}
+
+type priceKey struct {
+	kind    domain.Kind
+	variant string
+}
+
+// DefaultPrices are the contract's defaults: verification 1, enrichment 1, reveal 5.
+func DefaultPrices() Prices {
+	return Prices{byKey: map[priceKey]int64{
+		{domain.KindVerification, ""}:      1,
+		{domain.KindConnectEnrichment, ""}: 1,
+		{domain.KindStuckPlusReveal, ""}:   5,
+	}}
+}
+
+// ParsePrices reads "KIND[/VARIANT]=AMOUNT,..." over the defaults, e.g.
+// "VERIFICATION=2,VERIFICATION/NETWORK_API=3,STUCK_PLUS_REVEAL=0".
+func ParsePrices(spec string) (Prices, error) {
+	p := DefaultPrices()
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(item, "=")
+		if !ok {
+			return p, fmt.Errorf("price %q: want KIND[/VARIANT]=AMOUNT", item)
+		}
+		kind, variant, _ := strings.Cut(strings.TrimSpace(key), "/")
+		if !domain.Kind(kind).Chargeable() {
+			return p, fmt.Errorf("price %q: kind must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL", item)
+		}
+		amount, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil || amount < 0 || amount > MaxAmount {
+			return p, fmt.Errorf("price %q: amount must be an integer from 0 to %d", item, MaxAmount)
+		}
+		p.byKey[priceKey{domain.Kind(kind), variant}] = amount
+	}
+	return p, nil
+}
+
+// For returns the price of kind/variant for a client with overrides: the client's override of
+// the variant, else of the kind, else the configured price of the variant, else of the kind.
+func (p Prices) For(kind domain.Kind, variant string, overrides []domain.Price) int64 {
+	var kindOverride *int64
+	for i := range overrides {
+		o := &overrides[i]
+		if o.Kind != kind {
+			continue
+		}
+		if o.Variant == variant && variant != "" {
+			return o.Amount
+		}
+		if o.Variant == "" {
+			kindOverride = &o.Amount
+		}
+	}
+	if kindOverride != nil {
+		return *kindOverride
+	}
+	if a, ok := p.byKey[priceKey{kind, variant}]; ok {
+		return a
+	}
+	return p.byKey[priceKey{kind, ""}]
+}
+
+// Effective lists the prices that apply to a client: every configured price, and every
+// override, marked as such.
+func (p Prices) Effective(overrides []domain.Price) []domain.Price {
+	seen := map[priceKey]bool{}
+	var out []domain.Price
+	for _, o := range overrides {
+		seen[priceKey{o.Kind, o.Variant}] = true
+		out = append(out, o)
+	}
+	for k := range p.byKey {
+		if !seen[k] {
+			out = append(out, domain.Price{Kind: k.kind, Variant: k.variant, Amount: p.For(k.kind, k.variant, overrides)})
+		}
+	}
+	sortPrices(out)
+	return out
+}
+
+func sortPrices(p []domain.Price) {
+	slices.SortFunc(p, func(a, b domain.Price) int {
+		if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Variant, b.Variant)
+	})
+}

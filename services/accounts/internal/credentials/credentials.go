@@ -1,0 +1,328 @@
+// Package credentials issues and checks the credentials of clients: API keys with roles, the
+// client secret, and SDK tokens. Only keyed fingerprints are stored; a credential is shown once,
+// when it is issued.
+package credentials
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// Limits of the requests.
+const (
+	MaxGrace        = 7 * 24 * time.Hour
+	MinSDKTokenTTL  = time.Minute
+	MaxSDKTokenTTL  = 365 * 24 * time.Hour
+	touchEvery      = time.Minute
+	defaultKeyName  = "default"
+	maxNameLen      = 100
+	touchQueueDepth = 1024
+)
+
+// Service issues and checks credentials.
+type Service struct {
+	pool *pgxpool.Pool
+	fp   *crypto.Fingerprinter
+	log  *zap.Logger
+
+	// lastUsed throttles last_used_at writes to one per key per touchEvery per process: a key
+	// used a thousand times a second must not cost a thousand row updates.
+	mu       sync.Mutex
+	lastUsed map[string]time.Time
+	touches  chan string
+}
+
+// New returns a Service. Run must run for last-used times to be recorded.
+func New(pool *pgxpool.Pool, fp *crypto.Fingerprinter, log *zap.Logger) *Service {
+	return &Service{pool: pool, fp: fp, log: log, lastUsed: map[string]time.Time{}, touches: make(chan string, touchQueueDepth)}
+}
+
+// Run records last-used times in batches until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var ids []string
+	flush := func() {
+		if len(ids) == 0 {
+			return
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := store.TouchKeys(fctx, s.pool, ids); err != nil {
+			s.log.Warn("record key use", zap.Error(err), zap.Int("keys", len(ids)))
+		}
+		cancel()
+		ids = ids[:0]
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			flush()
+			return
+		case id := <-s.touches:
+			ids = append(ids, id)
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+func (s *Service) touch(keyID string) {
+	now := time.Now()
+	s.mu.Lock()
+	last, ok := s.lastUsed[keyID]
+	due := !ok || now.Sub(last) >= touchEvery
+	if due {
+		s.lastUsed[keyID] = now
+	}
+	s.mu.Unlock()
+	if due {
+		select {
+		case s.touches <- keyID:
+		default: // Never slow a request down for a last-used time.
+		}
+	}
+}
+
+// AuthenticateAPIKey resolves an API key (of clientID, when not empty) to a principal.
+func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (auth.Principal, error) {
+	fp := s.fp.Sum(apiKey)
+	a, err := store.KeyByFingerprint(ctx, s.pool, fp)
+	if errors.Is(err, domain.ErrNotFound) {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	if !s.fp.Matches(apiKey, a.Fingerprint) || (clientID != "" && clientID != a.Key.ClientID) {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	s.touch(a.Key.ID)
+	return auth.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features}, nil
+}
+
+// AuthenticateSDKToken resolves an SDK token of clientID to a principal.
+func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (auth.Principal, error) {
+	a, err := store.SDKTokenByFingerprint(ctx, s.pool, s.fp.Sum(token))
+	if errors.Is(err, domain.ErrNotFound) {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	if !s.fp.Matches(token, a.Fingerprint) || clientID != a.ClientID {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	return auth.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features}, nil
+}
+
+// NewClientSecret returns a fresh client secret and its fingerprint.
+func (s *Service) NewClientSecret() (secret string, fp []byte) {
+	secret = crypto.NewToken(auth.ClientSecretPrefix)
+	return secret, s.fp.Sum(secret)
+}
+
+// Issued is a newly issued key: its description and the key itself, to be shown once.
+type Issued struct {
+	Key    domain.APIKey
+	Secret string
+}
+
+// IssueKey stores a new key in db (a transaction holding the client lock, or the pool).
+func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string, role auth.Role) (Issued, error) {
+	raw := crypto.NewToken(auth.APIKeyPrefix)
+	k, err := store.InsertKey(ctx, db, domain.APIKey{
+		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
+	}, s.fp.Sum(raw))
+	if err != nil {
+		return Issued{}, err
+	}
+	return Issued{Key: k, Secret: raw}, nil
+}
+
+// withClient runs fn in a transaction holding the client's row lock, after checking the client
+// secret. Key changes of one client are serialised this way, so two concurrent revocations
+// cannot both remove "the other" ADMIN key.
+func (s *Service) withClient(ctx context.Context, clientID, secret string, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		c, err := store.GetClient(ctx, tx, clientID, true)
+		if err != nil {
+			return err
+		}
+		if !s.fp.Matches(secret, c.SecretFP) {
+			return domain.ErrUnauthenticated
+		}
+		return fn(tx)
+	})
+}
+
+// GenerateFirstKey issues the first (ADMIN) key of a client that proves itself with its secret.
+func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string) (Issued, error) {
+	if !auth.WellFormedClientSecret(secret) {
+		return Issued{}, domain.ErrUnauthenticated
+	}
+	var out Issued
+	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx) error {
+		if c, err := store.GetClient(ctx, tx, clientID, false); err != nil {
+			return err
+		} else if c.Status != auth.StatusActive {
+			return domain.ErrSuspended
+		}
+		n, _, err := store.CountUsableKeys(ctx, tx, clientID, "")
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return domain.ErrKeyExists
+		}
+		out, err = s.IssueKey(ctx, tx, clientID, defaultKeyName, auth.RoleAdmin)
+		return err
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		// Never confirm that a client id exists to someone without its secret.
+		return Issued{}, domain.ErrUnauthenticated
+	}
+	return out, err
+}
+
+// Rotate replaces the key p authenticated with by a new key of the same name and role. The old
+// key stops at once, or after grace.
+func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, grace time.Duration) (Issued, error) {
+	if grace < 0 || grace > MaxGrace {
+		return Issued{}, domain.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
+	}
+	if !auth.WellFormedClientSecret(secret) {
+		return Issued{}, domain.ErrUnauthenticated
+	}
+	var out Issued
+	err := s.withClient(ctx, p.ClientID, secret, func(tx pgx.Tx) error {
+		old, err := store.UsableKey(ctx, tx, p.ClientID, p.KeyID)
+		if errors.Is(err, domain.ErrNotFound) {
+			// Revoked or expired since the call was authenticated.
+			return domain.ErrUnauthenticated
+		}
+		if err != nil {
+			return err
+		}
+		if out, err = s.IssueKey(ctx, tx, p.ClientID, old.Name, old.Role); err != nil {
+			return err
+		}
+		return store.RetireKey(ctx, tx, old.ID, out.Key.ID, grace)
+	})
+	return out, err
+}
+
+// CreateKey issues a further named key with a role.
+func (s *Service) CreateKey(ctx context.Context, p auth.Principal, name string, role auth.Role) (Issued, error) {
+	if err := validateName("name", name); err != nil {
+		return Issued{}, err
+	}
+	if role != auth.RoleAdmin && role != auth.RoleMember {
+		return Issued{}, domain.Invalid("role", "must be ADMIN or MEMBER")
+	}
+	return s.IssueKey(ctx, s.pool, p.ClientID, name, role)
+}
+
+// ListKeys reads a page of the client's usable keys.
+func (s *Service) ListKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
+	return store.ListUsableKeys(ctx, s.pool, clientID, limit, offset)
+}
+
+// RevokeKey stops a key of the client at once. The client must keep one lasting ADMIN key.
+func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain.APIKey, error) {
+	if _, err := uuid.Parse(keyID); err != nil {
+		return domain.APIKey{}, domain.ErrNotFound
+	}
+	var k domain.APIKey
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetClient(ctx, tx, clientID, true); err != nil {
+			return err
+		}
+		var err error
+		if k, err = store.UsableKey(ctx, tx, clientID, keyID); err != nil {
+			return err
+		}
+		if k.Role == auth.RoleAdmin {
+			_, admins, err := store.CountUsableKeys(ctx, tx, clientID, keyID)
+			if err != nil {
+				return err
+			}
+			if admins == 0 {
+				return domain.ErrLastAdminKey
+			}
+		}
+		return store.RevokeKey(ctx, tx, clientID, keyID)
+	})
+	return k, err
+}
+
+// IssuedSDKToken is a newly issued SDK token, to be shown once.
+type IssuedSDKToken struct {
+	Token  domain.SDKToken
+	Secret string
+}
+
+// CreateSDKToken issues an SDK token with a label and an optional lifetime.
+func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, ttl *time.Duration) (IssuedSDKToken, error) {
+	if err := validateName("label", label); err != nil {
+		return IssuedSDKToken{}, err
+	}
+	var expires *time.Time
+	if ttl != nil {
+		if *ttl < MinSDKTokenTTL || *ttl > MaxSDKTokenTTL {
+			return IssuedSDKToken{}, domain.Invalid("ttlSeconds", "must be between %d and %d", int(MinSDKTokenTTL.Seconds()), int(MaxSDKTokenTTL.Seconds()))
+		}
+		t := time.Now().Add(*ttl)
+		expires = &t
+	}
+	raw := crypto.NewToken(auth.SDKTokenPrefix)
+	t, err := store.InsertSDKToken(ctx, s.pool, domain.SDKToken{
+		ID: uuid.NewString(), ClientID: clientID, Label: label, Hint: crypto.Hint(raw), ExpiresAt: expires,
+	}, s.fp.Sum(raw))
+	if err != nil {
+		return IssuedSDKToken{}, err
+	}
+	return IssuedSDKToken{Token: t, Secret: raw}, nil
+}
+
+// ListSDKTokens reads a page of the client's usable SDK tokens.
+func (s *Service) ListSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
+	return store.ListUsableSDKTokens(ctx, s.pool, clientID, limit, offset)
+}
+
+// RevokeSDKToken stops an SDK token of the client at once.
+func (s *Service) RevokeSDKToken(ctx context.Context, clientID, tokenID string) (domain.SDKToken, error) {
+	if _, err := uuid.Parse(tokenID); err != nil {
+		return domain.SDKToken{}, domain.ErrNotFound
+	}
+	return store.RevokeSDKToken(ctx, s.pool, clientID, tokenID)
+}
+
+// validateName checks a display name: 1 to 100 characters, printable, not blank.
+func validateName(field, v string) error {
+	n := utf8.RuneCountInString(v)
+	switch {
+	case !utf8.ValidString(v) || strings.TrimSpace(v) == "":
+		return domain.Invalid(field, "must not be blank")
+	case n > maxNameLen:
+		return domain.Invalid(field, "must be at most %d characters", maxNameLen)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return domain.Invalid(field, "must not contain control characters")
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+// Package domain is the vocabulary of the accounts service: its types and the errors its rules
+// return. It knows nothing of gRPC, HTTP or SQL; the server maps these errors to status codes
+// in one place.
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// Errors of the rules. Wrapped with context where they are returned; compared with errors.Is.
+var (
+	// ErrNotFound: no such thing for this client (including things of other clients).
+	ErrNotFound = errors.New("not found")
+	// ErrUnauthenticated: a credential (client secret) is wrong.
+	ErrUnauthenticated = auth.ErrUnauthenticated
+	// ErrInsufficientBalance: the balance is below the price.
+	ErrInsufficientBalance = errors.New("insufficient balance")
+	// ErrBalanceExpired: the balance has passed its expiry date.
+	ErrBalanceExpired = errors.New("balance expired")
+	// ErrSuspended: the client is suspended.
+	ErrSuspended = errors.New("client suspended")
+	// ErrKeyExists: the first key was already generated.
+	ErrKeyExists = errors.New("the client already has an active API key; rotate it instead")
+	// ErrLastAdminKey: revoking would leave the client without an ADMIN key.
+	ErrLastAdminKey = errors.New("the last ADMIN key cannot be revoked")
+	// ErrReferenceConflict: a reference was reused for a different operation.
+	ErrReferenceConflict = errors.New("reference already used for a different operation")
+	// ErrNothingToRefund: the reference names no debit.
+	ErrNothingToRefund = errors.New("no debit with that reference")
+)
+
+// InvalidError is a request field with a bad value. Field is the JSON name.
+type InvalidError struct {
+	Field string
+	Msg   string
+}
+
+func (e *InvalidError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
+
+// Invalid returns an *InvalidError.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Kind of a ledger entry.
+type Kind string
+
+// Ledger kinds.
+const (
+	KindTopUp             Kind = "TOP_UP"
+	KindVerification      Kind = "VERIFICATION"
+	KindConnectEnrichment Kind = "CONNECT_ENRICHMENT"
+	KindStuckPlusReveal   Kind = "STUCK_PLUS_REVEAL"
+	KindRefund            Kind = "REFUND"
+	KindAdjustment        Kind = "ADJUSTMENT"
+)
+
+// Chargeable reports whether k is a kind that Debit may charge.
+func (k Kind) Chargeable() bool {
+	return k == KindVerification || k == KindConnectEnrichment || k == KindStuckPlusReveal
+}
+
+// Features a client may have.
+const (
+	FeatureVerify    = "VERIFY"
+	FeatureConnect   = "CONNECT"
+	FeatureStuckPlus = "STUCK_PLUS"
+	FeatureSandbox   = "SANDBOX"
+)
+
+// Contact is the client's contact person: personal data, sealed at rest.
+type Contact struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Phone string `json:"phone"`
+}
+
+// Client is an account with its balance.
+type Client struct {
+	ID               string
+	Name             string
+	Contact          Contact
+	Status           auth.Status
+	Features         []string
+	Balance          int64
+	BalanceExpiresAt *time.Time
+	CreatedAt        time.Time
+}
+
+// BalanceValid reports whether the client can spend: ACTIVE, above zero and not expired.
+func (c Client) BalanceValid(now time.Time) bool {
+	return c.Status == auth.StatusActive && c.Balance > 0 && !Expired(c.BalanceExpiresAt, now)
+}
+
+// DaysUntilExpiry is the whole days left before the balance expires: 0 once expired, nil when
+// the balance never expires.
+func (c Client) DaysUntilExpiry(now time.Time) *int32 {
+	if c.BalanceExpiresAt == nil {
+		return nil
+	}
+	d := int32(0)
+	if left := c.BalanceExpiresAt.Sub(now); left > 0 {
+		d = int32(left / (24 * time.Hour))
+	}
+	return &d
+}
+
+// Expired reports whether an optional expiry has passed.
+func Expired(expiresAt *time.Time, now time.Time) bool {
+	return expiresAt != nil && !now.Before(*expiresAt)
+}
+
+// APIKey describes an API key (never the key itself).
+type APIKey struct {
+	ID         string
+	ClientID   string
+	Name       string
+	Role       auth.Role
+	Hint       string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	ExpiresAt  *time.Time
+}
+
+// SDKToken describes an SDK token (never the token itself).
+type SDKToken struct {
+	ID        string
+	ClientID  string
+	Label     string
+	Hint      string
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+}
+
+// LedgerEntry is one balance change.
+type LedgerEntry struct {
+	ID           string
+	ClientID     string
+	Kind         Kind
+	Amount       int64
+	BalanceAfter int64
+	Reference    string
+	Variant      string
+	Description  *string
+	CreatedAt    time.Time
+}
+
+// Price of one operation of a kind (and variant) for a client.
+type Price struct {
+	Kind       Kind
+	Variant    string
+	Amount     int64
+	Overridden bool
+}

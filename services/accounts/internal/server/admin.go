@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/clients"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/paging"
+)
+
+// Admin implements AccountsAdminService, the operator's API (mnvctl).
+type Admin struct {
+	accountsv1.UnimplementedAccountsAdminServiceServer
+	Deps
+}
+
+func (s *Admin) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+
+// CreateClient creates a client with its credentials.
+func (s *Admin) CreateClient(ctx context.Context, req *accountsv1.CreateClientRequest) (*accountsv1.CreateClientResponse, error) {
+	created, err := s.Clients.Create(ctx, clients.CreateRequest{
+		Name: req.GetClientName(),
+		Contact: domain.Contact{
+			Name: req.GetContactPersonName(), Email: req.GetContactPersonEmail(), Phone: req.GetContactPhoneNumber(),
+		},
+		InitialBalance:   req.GetInitialBalance(),
+		BalanceExpiresAt: timeOrNil(req.GetBalanceExpiresAt()),
+		Features:         featuresFromProto(req.GetFeatures()),
+		WithoutAPIKey:    req.GetWithoutApiKey(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.CreateClientResponse{
+		Client: clientToProto(created.Client, s.Now()), ClientSecret: created.ClientSecret, ApiKey: created.APIKey,
+	}, nil
+}
+
+// DescribeClient reads a client with its prices.
+func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClientRequest) (*accountsv1.DescribeClientResponse, error) {
+	c, err := s.Clients.Get(ctx, req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	prices, err := s.Ledger.Prices(ctx, c.ID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	_, total, err := s.Credentials.ListKeys(ctx, c.ID, 0, 0)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
+		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(total),
+	}}, nil
+}
+
+// ListClients lists clients, newest first.
+func (s *Admin) ListClients(ctx context.Context, req *accountsv1.ListClientsRequest) (*accountsv1.ListClientsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	cs, total, err := s.Clients.List(ctx, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	now := s.Now()
+	return &accountsv1.ListClientsResponse{
+		Items: mapItems(cs, func(c domain.Client) *accountsv1.Client { return clientToProto(c, now) }),
+		Page:  pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
+}
+
+// TopUpBalance adds credit.
+func (s *Admin) TopUpBalance(ctx context.Context, req *accountsv1.TopUpBalanceRequest) (*accountsv1.TopUpBalanceResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.Ledger.TopUp(ctx, nil, billing.TopUpRequest{
+		ClientID: cid, Amount: req.GetAmount(), ExpiresAt: timeOrNil(req.GetBalanceExpiresAt()),
+		Reference: req.GetReference(), Description: req.Description,
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	c, err := s.Clients.Get(ctx, cid)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.TopUpBalanceResponse{Client: clientToProto(c, s.Now()), Entry: entryToProto(res.Entry), Replayed: res.Replayed}, nil
+}
+
+// SetClientStatus activates or suspends a client.
+func (s *Admin) SetClientStatus(ctx context.Context, req *accountsv1.SetClientStatusRequest) (*accountsv1.SetClientStatusResponse, error) {
+	c, err := s.Clients.SetStatus(ctx, req.GetClientId(), statusFromProto(req.GetStatus()))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientStatusResponse{Client: clientToProto(c, s.Now())}, nil
+}
+
+// SetClientFeatures replaces a client's features.
+func (s *Admin) SetClientFeatures(ctx context.Context, req *accountsv1.SetClientFeaturesRequest) (*accountsv1.SetClientFeaturesResponse, error) {
+	c, err := s.Clients.SetFeatures(ctx, req.GetClientId(), featuresFromProto(req.GetFeatures()))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientFeaturesResponse{Client: clientToProto(c, s.Now())}, nil
+}
+
+// SetClientPrice sets or clears a price override.
+func (s *Admin) SetClientPrice(ctx context.Context, req *accountsv1.SetClientPriceRequest) (*accountsv1.SetClientPriceResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	prices, err := s.Ledger.SetPrice(ctx, cid, kindFromProto(req.GetKind()), req.GetVariant(), req.Amount)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientPriceResponse{Prices: pricesToProto(prices)}, nil
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// Enum values in the protos carry their type's prefix (ROLE_ADMIN); the domain uses the bare
+// names the contract shows (ADMIN).
+
+func roleToProto(r auth.Role) accountsv1.Role {
+	return accountsv1.Role(accountsv1.Role_value["ROLE_"+string(r)])
+}
+
+func roleFromProto(r accountsv1.Role) auth.Role {
+	if r == accountsv1.Role_ROLE_UNSPECIFIED {
+		return ""
+	}
+	return auth.Role(strings.TrimPrefix(r.String(), "ROLE_"))
+}
+
+func statusToProto(s auth.Status) accountsv1.ClientStatus {
+	return accountsv1.ClientStatus(accountsv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
+}
+
+func statusFromProto(s accountsv1.ClientStatus) auth.Status {
+	if s == accountsv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
+		return ""
+	}
+	return auth.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
+}
+
+func featuresToProto(f []string) []accountsv1.Feature {
+	out := make([]accountsv1.Feature, 0, len(f))
+	for _, v := range f {
+		out = append(out, accountsv1.Feature(accountsv1.Feature_value["FEATURE_"+v]))
+	}
+	return out
+}
+
+func featuresFromProto(f []accountsv1.Feature) []string {
+	out := make([]string, 0, len(f))
+	for _, v := range f {
+		// UNSPECIFIED (or an unknown number) becomes a name normaliseFeatures rejects.
+		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
+	}
+	return out
+}
+
+func kindToProto(k domain.Kind) accountsv1.LedgerKind {
+	return accountsv1.LedgerKind(accountsv1.LedgerKind_value["LEDGER_KIND_"+string(k)])
+}
+
+func kindFromProto(k accountsv1.LedgerKind) domain.Kind {
+	if k == accountsv1.LedgerKind_LEDGER_KIND_UNSPECIFIED {
+		return ""
+	}
+	return domain.Kind(strings.TrimPrefix(k.String(), "LEDGER_KIND_"))
+}
+
+func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+func tsOrNil(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}
+
+func timeOrNil(t *timestamppb.Timestamp) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.AsTime()
+	return &v
+}
+
+func clientToProto(c domain.Client, now time.Time) *accountsv1.Client {
+	return &accountsv1.Client{
+		Id:                     c.ID,
+		ClientName:             c.Name,
+		ContactPersonName:      c.Contact.Name,
+		ContactPersonEmail:     c.Contact.Email,
+		ContactPhoneNumber:     c.Contact.Phone,
+		ClientStatus:           statusToProto(c.Status),
+		Balance:                c.Balance,
+		BalanceExpiryDate:      tsOrNil(c.BalanceExpiresAt),
+		BalanceValid:           c.BalanceValid(now),
+		DaysUntilBalanceExpiry: c.DaysUntilExpiry(now),
+		EnabledFeatures:        featuresToProto(c.Features),
+	}
+}
+
+func keyToProto(k domain.APIKey) *accountsv1.ApiKey {
+	return &accountsv1.ApiKey{
+		Id: k.ID, Name: k.Name, Role: roleToProto(k.Role), Hint: k.Hint,
+		CreatedAt: ts(k.CreatedAt), LastUsedAt: tsOrNil(k.LastUsedAt), ExpiresAt: tsOrNil(k.ExpiresAt),
+	}
+}
+
+func tokenToProto(t domain.SDKToken) *accountsv1.SdkToken {
+	return &accountsv1.SdkToken{
+		Id: t.ID, Label: t.Label, Hint: t.Hint, CreatedAt: ts(t.CreatedAt), ExpiresAt: tsOrNil(t.ExpiresAt),
+	}
+}
+
+func entryToProto(e domain.LedgerEntry) *accountsv1.LedgerEntry {
+	return &accountsv1.LedgerEntry{
+		Id: e.ID, Kind: kindToProto(e.Kind), Amount: e.Amount, BalanceAfter: e.BalanceAfter,
+		Reference: e.Reference, Description: e.Description, CreatedAt: ts(e.CreatedAt),
+	}
+}
+
+func principalToProto(p auth.Principal) *accountsv1.Principal {
+	return &accountsv1.Principal{
+		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleToProto(p.Role),
+		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features),
+	}
+}
+
+func pricesToProto(ps []domain.Price) []*accountsv1.Price {
+	out := make([]*accountsv1.Price, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, &accountsv1.Price{Kind: kindToProto(p.Kind), Variant: p.Variant, Amount: p.Amount, Overridden: p.Overridden})
+	}
+	return out
+}
+
+// mapItems converts a slice with f.
+func mapItems[T, P any](in []T, f func(T) P) []P {
+	out := make([]P, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// Internal implements AccountsInternalService, called by the other mnv services.
+type Internal struct {
+	accountsv1.UnimplementedAccountsInternalServiceServer
+	Deps
+}
+
+func (s *Internal) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+
+// clientID reads a client id field; a malformed one names no client.
+func clientID(v string) (string, error) {
+	id, ok := auth.ParseClientID(v)
+	if !ok {
+		return "", domain.Invalid("clientId", "must be a client id (UUID)")
+	}
+	return id, nil
+}
+
+// Authenticate resolves an API key for another service.
+func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.AuthenticateRequest) (*accountsv1.AuthenticateResponse, error) {
+	cid := ""
+	if req.GetClientId() != "" {
+		var ok bool
+		if cid, ok = auth.ParseClientID(req.GetClientId()); !ok {
+			return nil, s.fail(ctx, domain.ErrUnauthenticated)
+		}
+	}
+	if !auth.WellFormedAPIKey(req.GetApiKey()) {
+		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+	}
+	p, err := s.Credentials.AuthenticateAPIKey(ctx, req.GetApiKey(), cid)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.AuthenticateResponse{Principal: principalToProto(p)}, nil
+}
+
+// AuthenticateSdkToken resolves an SDK token for another service.
+func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.AuthenticateSdkTokenRequest) (*accountsv1.AuthenticateSdkTokenResponse, error) {
+	cid, ok := auth.ParseClientID(req.GetClientId())
+	if !ok || !auth.WellFormedSDKToken(req.GetSdkToken()) {
+		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+	}
+	p, err := s.Credentials.AuthenticateSDKToken(ctx, req.GetSdkToken(), cid)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.AuthenticateSdkTokenResponse{Principal: principalToProto(p)}, nil
+}
+
+// Debit charges a client.
+func (s *Internal) Debit(ctx context.Context, req *accountsv1.DebitRequest) (*accountsv1.DebitResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.Ledger.Debit(ctx, billing.DebitRequest{
+		ClientID: cid, Kind: kindFromProto(req.GetKind()), Variant: req.GetVariant(),
+		Reference: req.GetReference(), Description: req.Description,
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.DebitResponse{
+		EntryId: res.Entry.ID, Charged: res.Charged, BalanceAfter: res.Entry.BalanceAfter,
+		Replayed: res.Replayed, CreatedAt: ts(res.Entry.CreatedAt),
+	}, nil
+}
+
+// Refund gives a debit back.
+func (s *Internal) Refund(ctx context.Context, req *accountsv1.RefundRequest) (*accountsv1.RefundResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.Ledger.Refund(ctx, cid, req.GetReference(), req.Description)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.RefundResponse{
+		EntryId: res.Entry.ID, Refunded: res.Refunded, BalanceAfter: res.Entry.BalanceAfter, Replayed: res.Replayed,
+	}, nil
+}
+
+// GetBalance reads a client's balance.
+func (s *Internal) GetBalance(ctx context.Context, req *accountsv1.GetBalanceRequest) (*accountsv1.GetBalanceResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	c, err := s.Clients.Get(ctx, cid)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetBalanceResponse{
+		Balance: c.Balance, ExpiresAt: tsOrNil(c.BalanceExpiresAt), Valid: c.BalanceValid(s.Now()),
+	}, nil
+}

@@ -1,0 +1,44 @@
+package server
+
+import (
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// Policy is the access rule of every method of the accounts service (contract section 3).
+// A method missing here is refused.
+func Policy() auth.Policy {
+	apiKey := auth.Rule{Credential: auth.APIKey}
+	adminKey := auth.Rule{Credential: auth.APIKey, AdminRole: true}
+	internal := auth.Rule{Credential: auth.Internal}
+	operator := auth.Rule{Credential: auth.Admin}
+	return auth.Policy{
+		// A suspended client may still read its own details, and nothing else.
+		accountsv1.AccountsService_GetClient_FullMethodName:          {Credential: auth.APIKey, AllowSuspended: true},
+		accountsv1.AccountsService_RotateApiKey_FullMethodName:       apiKey,
+		accountsv1.AccountsService_RotateClientApiKey_FullMethodName: apiKey,
+		// The bootstrap proves the client with its secret, checked by the handler.
+		accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName: {Credential: auth.None},
+		accountsv1.AccountsService_ListApiKeys_FullMethodName:         adminKey,
+		accountsv1.AccountsService_CreateApiKey_FullMethodName:        adminKey,
+		accountsv1.AccountsService_RevokeApiKey_FullMethodName:        adminKey,
+		accountsv1.AccountsService_ListLedgerEntries_FullMethodName:   apiKey,
+		accountsv1.AccountsService_CreateSdkToken_FullMethodName:      adminKey,
+		accountsv1.AccountsService_ListSdkTokens_FullMethodName:       adminKey,
+		accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      adminKey,
+
+		accountsv1.AccountsInternalService_Authenticate_FullMethodName:         internal,
+		accountsv1.AccountsInternalService_AuthenticateSdkToken_FullMethodName: internal,
+		accountsv1.AccountsInternalService_Debit_FullMethodName:                internal,
+		accountsv1.AccountsInternalService_Refund_FullMethodName:               internal,
+		accountsv1.AccountsInternalService_GetBalance_FullMethodName:           internal,
+
+		accountsv1.AccountsAdminService_CreateClient_FullMethodName:      operator,
+		accountsv1.AccountsAdminService_DescribeClient_FullMethodName:    operator,
+		accountsv1.AccountsAdminService_ListClients_FullMethodName:       operator,
+		accountsv1.AccountsAdminService_TopUpBalance_FullMethodName:      operator,
+		accountsv1.AccountsAdminService_SetClientStatus_FullMethodName:   operator,
+		accountsv1.AccountsAdminService_SetClientFeatures_FullMethodName: operator,
+		accountsv1.AccountsAdminService_SetClientPrice_FullMethodName:    operator,
+	}
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/clients"
+	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/paging"
+)
+
+// Deps are what the handlers call.
+type Deps struct {
+	Clients     *clients.Service
+	Credentials *credentials.Service
+	Ledger      *billing.Ledger
+	Log         *zap.Logger
+	// Now is the clock of derived fields (balanceValid, daysUntilBalanceExpiry).
+	Now func() time.Time
+}
+
+// Public implements AccountsService, the API a client calls about itself.
+type Public struct {
+	accountsv1.UnimplementedAccountsServiceServer
+	Deps
+}
+
+// principal is set by the auth interceptor for every method whose rule needs a client.
+func principal(ctx context.Context) auth.Principal {
+	p, _ := auth.FromContext(ctx)
+	return p
+}
+
+func (s *Public) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+
+// GetClient implements interface spec 4.1.
+func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) (*accountsv1.GetClientResponse, error) {
+	c, err := s.Clients.Get(ctx, principal(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetClientResponse{Client: clientToProto(c, s.Now())}, nil
+}
+
+// RotateApiKey implements interface spec 4.2 and 4.4.
+func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyRequest) (*accountsv1.RotateApiKeyResponse, error) {
+	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
+	if err != nil {
+		return nil, err
+	}
+	return &accountsv1.RotateApiKeyResponse{NewApiKey: key}, nil
+}
+
+// RotateClientApiKey implements interface spec 4.3: another client's id is NOT_FOUND.
+func (s *Public) RotateClientApiKey(ctx context.Context, req *accountsv1.RotateClientApiKeyRequest) (*accountsv1.RotateClientApiKeyResponse, error) {
+	if id, ok := auth.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
+		return nil, s.fail(ctx, domain.ErrNotFound)
+	}
+	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
+	if err != nil {
+		return nil, err
+	}
+	return &accountsv1.RotateClientApiKeyResponse{NewApiKey: key}, nil
+}
+
+func (s *Public) rotate(ctx context.Context, secret string, graceSeconds *int32) (string, error) {
+	var grace time.Duration
+	if graceSeconds != nil {
+		grace = time.Duration(*graceSeconds) * time.Second
+	}
+	issued, err := s.Credentials.Rotate(ctx, principal(ctx), secret, grace)
+	if err != nil {
+		return "", s.fail(ctx, err)
+	}
+	return issued.Secret, nil
+}
+
+// GenerateFirstApiKey implements interface spec 4.5: the client proves itself with x-client-id
+// and its secret, since it has no key yet.
+func (s *Public) GenerateFirstApiKey(ctx context.Context, req *accountsv1.GenerateFirstApiKeyRequest) (*accountsv1.GenerateFirstApiKeyResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	ids := md.Get(auth.MDClientID)
+	if len(ids) != 1 {
+		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+	}
+	clientID, ok := auth.ParseClientID(ids[0])
+	if !ok {
+		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+	}
+	issued, err := s.Credentials.GenerateFirstKey(ctx, clientID, req.GetSecretKey())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GenerateFirstApiKeyResponse{ApiKey: issued.Secret}, nil
+}
+
+// ListApiKeys lists the client's usable keys.
+func (s *Public) ListApiKeys(ctx context.Context, req *accountsv1.ListApiKeysRequest) (*accountsv1.ListApiKeysResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	keys, total, err := s.Credentials.ListKeys(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListApiKeysResponse{
+		Items: mapItems(keys, keyToProto), Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
+}
+
+// CreateApiKey issues a further key.
+func (s *Public) CreateApiKey(ctx context.Context, req *accountsv1.CreateApiKeyRequest) (*accountsv1.CreateApiKeyResponse, error) {
+	issued, err := s.Credentials.CreateKey(ctx, principal(ctx), req.GetName(), roleFromProto(req.GetRole()))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	k := keyToProto(issued.Key)
+	return &accountsv1.CreateApiKeyResponse{
+		Id: k.Id, Name: k.Name, Role: k.Role, Hint: k.Hint, CreatedAt: k.CreatedAt,
+		LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, ApiKey: issued.Secret,
+	}, nil
+}
+
+// RevokeApiKey revokes a key of the client.
+func (s *Public) RevokeApiKey(ctx context.Context, req *accountsv1.RevokeApiKeyRequest) (*accountsv1.RevokeApiKeyResponse, error) {
+	k, err := s.Credentials.RevokeKey(ctx, principal(ctx).ClientID, req.GetKeyId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.RevokeApiKeyResponse{ApiKey: keyToProto(k)}, nil
+}
+
+// ListLedgerEntries lists the client's ledger.
+func (s *Public) ListLedgerEntries(ctx context.Context, req *accountsv1.ListLedgerEntriesRequest) (*accountsv1.ListLedgerEntriesResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	entries, total, err := s.Ledger.ListLedger(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListLedgerEntriesResponse{
+		Items: mapItems(entries, entryToProto), Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
+}
+
+// CreateSdkToken issues an SDK token.
+func (s *Public) CreateSdkToken(ctx context.Context, req *accountsv1.CreateSdkTokenRequest) (*accountsv1.CreateSdkTokenResponse, error) {
+	var ttl *time.Duration
+	if req.TtlSeconds != nil {
+		// Bounded before multiplying, so a huge value cannot overflow into a valid one.
+		secs := min(max(*req.TtlSeconds, -1), int64(credentials.MaxSDKTokenTTL/time.Second)+1)
+		d := time.Duration(secs) * time.Second
+		ttl = &d
+	}
+	issued, err := s.Credentials.CreateSDKToken(ctx, principal(ctx).ClientID, req.GetLabel(), ttl)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	t := tokenToProto(issued.Token)
+	return &accountsv1.CreateSdkTokenResponse{
+		Id: t.Id, Label: t.Label, Hint: t.Hint, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, SdkToken: issued.Secret,
+	}, nil
+}
+
+// ListSdkTokens lists the client's usable SDK tokens.
+func (s *Public) ListSdkTokens(ctx context.Context, req *accountsv1.ListSdkTokensRequest) (*accountsv1.ListSdkTokensResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	tokens, total, err := s.Credentials.ListSDKTokens(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListSdkTokensResponse{
+		Items: mapItems(tokens, tokenToProto), Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
+}
+
+// RevokeSdkToken revokes an SDK token of the client.
+func (s *Public) RevokeSdkToken(ctx context.Context, req *accountsv1.RevokeSdkTokenRequest) (*accountsv1.RevokeSdkTokenResponse, error) {
+	t, err := s.Credentials.RevokeSDKToken(ctx, principal(ctx).ClientID, req.GetTokenId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.RevokeSdkTokenResponse{SdkToken: tokenToProto(t)}, nil
+}

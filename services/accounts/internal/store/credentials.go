@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// usable is the condition of a key or token that still works, judged by the database clock.
+const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
+
+// KeyAuth is what authenticating an API key needs, in one indexed lookup.
+type KeyAuth struct {
+	Key         domain.APIKey
+	Fingerprint []byte
+	Status      auth.Status
+	Features    []string
+}
+
+// KeyByFingerprint finds the usable API key with fingerprint fp.
+func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error) {
+	var a KeyAuth
+	err := db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, k.fingerprint, c.status, c.features
+		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
+		WHERE k.fingerprint = $1 AND k.`+usable, fp).
+		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Fingerprint, &a.Status, &a.Features)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, domain.ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("key by fingerprint: %w", err)
+	}
+	return a, nil
+}
+
+// TouchKeys records that keys were used now.
+func TouchKeys(ctx context.Context, db pg.DB, ids []string) error {
+	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return fmt.Errorf("touch keys: %w", err)
+	}
+	return nil
+}
+
+// InsertKey stores a new API key.
+func InsertKey(ctx context.Context, db pg.DB, k domain.APIKey, fp []byte) (domain.APIKey, error) {
+	err := db.QueryRow(ctx, `INSERT INTO accounts.api_keys (id, client_id, name, role, fingerprint, hint, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
+		k.ID, k.ClientID, k.Name, k.Role, fp, k.Hint, k.ExpiresAt).Scan(&k.CreatedAt)
+	if err != nil {
+		return k, fmt.Errorf("insert key: %w", err)
+	}
+	return k, nil
+}
+
+const keyColumns = `id::text, client_id::text, name, role, hint, created_at, last_used_at, expires_at`
+
+func scanKey(row pgx.Row) (domain.APIKey, error) {
+	var k domain.APIKey
+	err := row.Scan(&k.ID, &k.ClientID, &k.Name, &k.Role, &k.Hint, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, domain.ErrNotFound
+	}
+	return k, err
+}
+
+// UsableKey reads a usable key of a client; another client's key is ErrNotFound.
+func UsableKey(ctx context.Context, db pg.DB, clientID, keyID string) (domain.APIKey, error) {
+	k, err := scanKey(db.QueryRow(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys
+		WHERE id = $1 AND client_id = $2 AND `+usable, keyID, clientID))
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return k, fmt.Errorf("usable key: %w", err)
+	}
+	return k, err
+}
+
+// ListUsableKeys reads a page of a client's usable keys, newest first, with the total count.
+func ListUsableKeys(ctx context.Context, db pg.DB, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
+	var total int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count keys: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys WHERE client_id = $1 AND `+usable+`
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list keys: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.APIKey, error) { return scanKey(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list keys: %w", err)
+	}
+	return out, total, nil
+}
+
+// CountUsableKeys counts a client's usable keys, and of them the ADMIN keys that do not expire
+// by themselves (excluding exceptID).
+func CountUsableKeys(ctx context.Context, db pg.DB, clientID, exceptID string) (all, lastingAdmins int, err error) {
+	err = db.QueryRow(ctx, `SELECT count(*),
+		count(*) FILTER (WHERE role = 'ADMIN' AND expires_at IS NULL AND id::text <> $2)
+		FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID, exceptID).Scan(&all, &lastingAdmins)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count keys: %w", err)
+	}
+	return all, lastingAdmins, nil
+}
+
+// RevokeKey stops a key at once.
+func RevokeKey(ctx context.Context, db pg.DB, clientID, keyID string) error {
+	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1 AND client_id = $2`, keyID, clientID)
+	if err != nil {
+		return fmt.Errorf("revoke key: %w", err)
+	}
+	return nil
+}
+
+// RetireKey marks a rotated key as replaced; it stops at once (grace 0) or after grace.
+func RetireKey(ctx context.Context, db pg.DB, keyID, replacedBy string, grace time.Duration) error {
+	var err error
+	if grace <= 0 {
+		_, err = db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now(), replaced_by = $2 WHERE id = $1`, keyID, replacedBy)
+	} else {
+		_, err = db.Exec(ctx, `UPDATE accounts.api_keys SET replaced_by = $2,
+			expires_at = least(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3))
+			WHERE id = $1`, keyID, replacedBy, grace.Seconds())
+	}
+	if err != nil {
+		return fmt.Errorf("retire key: %w", err)
+	}
+	return nil
+}
+
+// SDKTokenAuth is what authenticating an SDK token needs.
+type SDKTokenAuth struct {
+	TokenID     string
+	ClientID    string
+	Fingerprint []byte
+	Status      auth.Status
+	Features    []string
+}
+
+// SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.
+func SDKTokenByFingerprint(ctx context.Context, db pg.DB, fp []byte) (SDKTokenAuth, error) {
+	var a SDKTokenAuth
+	err := db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, t.fingerprint, c.status, c.features
+		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
+		WHERE t.fingerprint = $1 AND t.`+usable, fp).
+		Scan(&a.TokenID, &a.ClientID, &a.Fingerprint, &a.Status, &a.Features)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, domain.ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("sdk token by fingerprint: %w", err)
+	}
+	return a, nil
+}
+
+// InsertSDKToken stores a new SDK token.
+func InsertSDKToken(ctx context.Context, db pg.DB, t domain.SDKToken, fp []byte) (domain.SDKToken, error) {
+	err := db.QueryRow(ctx, `INSERT INTO accounts.sdk_tokens (id, client_id, label, fingerprint, hint, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+		t.ID, t.ClientID, t.Label, fp, t.Hint, t.ExpiresAt).Scan(&t.CreatedAt)
+	if err != nil {
+		return t, fmt.Errorf("insert sdk token: %w", err)
+	}
+	return t, nil
+}
+
+const tokenColumns = `id::text, client_id::text, label, hint, created_at, expires_at`
+
+func scanToken(row pgx.Row) (domain.SDKToken, error) {
+	var t domain.SDKToken
+	err := row.Scan(&t.ID, &t.ClientID, &t.Label, &t.Hint, &t.CreatedAt, &t.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, domain.ErrNotFound
+	}
+	return t, err
+}
+
+// ListUsableSDKTokens reads a page of a client's usable SDK tokens, newest first.
+func ListUsableSDKTokens(ctx context.Context, db pg.DB, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
+	var total int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count sdk tokens: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+tokenColumns+` FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable+`
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sdk tokens: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SDKToken, error) { return scanToken(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sdk tokens: %w", err)
+	}
+	return out, total, nil
+}
+
+// RevokeSDKToken stops a usable token of a client at once and returns it as it was; another
+// client's token, or one already stopped, is ErrNotFound.
+func RevokeSDKToken(ctx context.Context, db pg.DB, clientID, tokenID string) (domain.SDKToken, error) {
+	t, err := scanToken(db.QueryRow(ctx, `UPDATE accounts.sdk_tokens SET revoked_at = now()
+		WHERE id = $1 AND client_id = $2 AND `+usable+` RETURNING `+tokenColumns, tokenID, clientID))
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return t, fmt.Errorf("revoke sdk token: %w", err)
+	}
+	return t, err
+}

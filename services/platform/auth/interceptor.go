@@ -1,0 +1,244 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/mnvhq/mnv/services/platform/apierr"
+)
+
+// Credential is what a method requires of its caller.
+type Credential int
+
+// Credentials a rule may require.
+const (
+	// None: no credential (health checks; a method that proves the caller itself, like the
+	// first-key bootstrap with the client secret).
+	None Credential = iota + 1
+	// APIKey: a client's API key in x-api-key; x-client-id, when sent, must match it.
+	APIKey
+	// SDKToken: a client's SDK token in x-sdk-token, with x-client-id.
+	SDKToken
+	// Internal: the internal service credential, for calls between mnv services.
+	Internal
+	// Admin: the operator credential (mnvctl).
+	Admin
+)
+
+// Rule is the access rule of one method.
+type Rule struct {
+	Credential Credential
+	// AdminRole requires an API key with the ADMIN role.
+	AdminRole bool
+	// AllowSuspended lets a suspended client through (it may still read its own details).
+	AllowSuspended bool
+}
+
+// Policy maps full method names ("/pkg.Service/Method") to rules.
+type Policy map[string]Rule
+
+// Authenticator resolves client credentials. It returns ErrUnauthenticated for credentials that
+// are wrong, revoked, expired or of another client, and any other error for a failure to decide.
+type Authenticator interface {
+	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (Principal, error)
+	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (Principal, error)
+}
+
+// ErrUnauthenticated is the one answer to every bad credential: the caller learns nothing about
+// which part was wrong.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// ServiceTokens holds digests of the internal and admin credentials, compared in constant time.
+type ServiceTokens struct {
+	internal, admin [sha256.Size]byte
+	hasInternal     bool
+	hasAdmin        bool
+}
+
+// NewServiceTokens keeps digests of the tokens; an empty token is never accepted.
+func NewServiceTokens(internal, admin string) ServiceTokens {
+	return ServiceTokens{
+		internal: sha256.Sum256([]byte(internal)), hasInternal: internal != "",
+		admin: sha256.Sum256([]byte(admin)), hasAdmin: admin != "",
+	}
+}
+
+func (t ServiceTokens) matches(c Credential, token string) bool {
+	d := sha256.Sum256([]byte(token))
+	switch c {
+	case Internal:
+		return t.hasInternal && subtle.ConstantTimeCompare(d[:], t.internal[:]) == 1
+	case Admin:
+		return t.hasAdmin && subtle.ConstantTimeCompare(d[:], t.admin[:]) == 1
+	}
+	return false
+}
+
+// Guard enforces a Policy.
+type Guard struct {
+	policy Policy
+	authn  Authenticator
+	tokens ServiceTokens
+}
+
+// NewGuard returns a Guard. authn may be nil for a service whose policy needs no client
+// credential.
+func NewGuard(policy Policy, authn Authenticator, tokens ServiceTokens) *Guard {
+	return &Guard{policy: policy, authn: authn, tokens: tokens}
+}
+
+var (
+	errUnauthenticated = apierr.New(codes.Unauthenticated, apierr.Unauthenticated, "missing or invalid credentials")
+	errNoRule          = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "method not allowed")
+	errSuspended       = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "the account is suspended")
+	errNotAdmin        = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "this operation needs an API key with the ADMIN role")
+	errUnavailable     = apierr.New(codes.Unavailable, apierr.Unavailable, "authentication is unavailable, try again")
+)
+
+// Check authenticates the call to method and returns ctx carrying the principal, if any.
+func (g *Guard) Check(ctx context.Context, method string) (context.Context, error) {
+	rule, ok := g.policy[method]
+	if !ok {
+		if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+			return ctx, nil
+		}
+		return ctx, errNoRule
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	switch rule.Credential {
+	case None:
+		return ctx, nil
+	case Internal, Admin:
+		token, ok := bearer(md)
+		if !ok || !g.tokens.matches(rule.Credential, token) {
+			return ctx, errUnauthenticated
+		}
+		return ctx, nil
+	case APIKey, SDKToken:
+		p, err := g.client(ctx, md, rule.Credential)
+		if err != nil {
+			return ctx, err
+		}
+		if p.Status != StatusActive && !rule.AllowSuspended {
+			return ctx, errSuspended
+		}
+		if rule.AdminRole && p.Role != RoleAdmin {
+			return ctx, errNotAdmin
+		}
+		return WithPrincipal(ctx, p), nil
+	}
+	return ctx, errNoRule
+}
+
+func (g *Guard) client(ctx context.Context, md metadata.MD, c Credential) (Principal, error) {
+	if g.authn == nil {
+		return Principal{}, errNoRule
+	}
+	clientID, sent := single(md, MDClientID)
+	if sent {
+		var ok bool
+		if clientID, ok = ParseClientID(clientID); !ok {
+			return Principal{}, errUnauthenticated
+		}
+	} else if len(md.Get(MDClientID)) > 1 {
+		return Principal{}, errUnauthenticated
+	}
+	var (
+		p   Principal
+		err error
+	)
+	switch c {
+	case APIKey:
+		key, ok := single(md, MDAPIKey)
+		if !ok || !WellFormedAPIKey(key) {
+			return Principal{}, errUnauthenticated
+		}
+		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
+	case SDKToken:
+		token, ok := single(md, MDSDKToken)
+		if !ok || !WellFormedSDKToken(token) || clientID == "" {
+			return Principal{}, errUnauthenticated
+		}
+		p, err = g.authn.AuthenticateSDKToken(ctx, token, clientID)
+	}
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		return Principal{}, errUnauthenticated
+	case err != nil:
+		if ctx.Err() != nil {
+			return Principal{}, ctx.Err()
+		}
+		return Principal{}, errUnavailable
+	}
+	return p, nil
+}
+
+// single returns the only value of key; a repeated credential is as bad as a missing one.
+func single(md metadata.MD, key string) (string, bool) {
+	v := md.Get(key)
+	if len(v) != 1 || v[0] == "" {
+		return "", false
+	}
+	return v[0], true
+}
+
+func bearer(md metadata.MD) (string, bool) {
+	v, ok := single(md, MDAuthorization)
+	if !ok {
+		return "", false
+	}
+	token, ok := strings.CutPrefix(v, "Bearer ")
+	return token, ok && token != ""
+}
+
+// UnaryInterceptor enforces the policy on unary calls.
+func (g *Guard) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, err := g.Check(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// StreamInterceptor enforces the policy on streams.
+func (g *Guard) StreamInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, err := g.Check(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		return handler(srv, &wrappedStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type wrappedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w *wrappedStream) Context() context.Context { return w.ctx }
+
+// BearerCredentials attaches a bearer token to every call of a client connection: the internal
+// credential of one mnv service calling another, or the admin credential of mnvctl.
+type BearerCredentials struct {
+	Token string
+	// Insecure allows plain-text connections (loopback, or a mesh that encrypts for us).
+	Insecure bool
+}
+
+// GetRequestMetadata implements credentials.PerRPCCredentials.
+func (b BearerCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{MDAuthorization: "Bearer " + b.Token}, nil
+}
+
+// RequireTransportSecurity implements credentials.PerRPCCredentials.
+func (b BearerCredentials) RequireTransportSecurity() bool { return !b.Insecure }

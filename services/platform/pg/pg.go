@@ -1,0 +1,135 @@
+// Package pg holds what every service needs of PostgreSQL: a pool with explicit limits, schema
+// migrations from embedded SQL, a transaction callback and SQLSTATE helpers.
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+)
+
+// PoolConfig sets the limits of a pool. Zero values take the defaults.
+type PoolConfig struct {
+	MaxConns        int32
+	MinConns        int32
+	MaxConnLifetime time.Duration
+	// ApplicationName shows in pg_stat_activity, so an operator can tell the services apart.
+	ApplicationName string
+}
+
+// Open connects a pool to url and checks that the server answers.
+func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the URL, password included.
+		return nil, errors.New("database url does not parse")
+	}
+	cfg.MaxConns = 16
+	if c.MaxConns > 0 {
+		cfg.MaxConns = c.MaxConns
+	}
+	if c.MinConns > 0 {
+		cfg.MinConns = c.MinConns
+	}
+	cfg.MaxConnLifetime = time.Hour
+	if c.MaxConnLifetime > 0 {
+		cfg.MaxConnLifetime = c.MaxConnLifetime
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	if c.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return pool, nil
+}
+
+var schemaName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// Migrate brings schema up to the newest migration in fsys (files NNN_name.sql, run by tern).
+// The schema and its version table (schema.schema_version) are created when missing. Concurrent
+// replicas starting together are serialised by advisory locks, so each migration runs once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS) error {
+	if !schemaName.MatchString(schema) {
+		return fmt.Errorf("migrate: bad schema name %q", schema)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: acquire: %w", schema, err)
+	}
+	defer conn.Release()
+
+	// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin; the lock makes it so.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('mnv.migrate.' || $1))`, schema); err != nil {
+		return fmt.Errorf("migrate %s: lock: %w", schema, err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('mnv.migrate.' || $1))`, schema)
+	}()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+		return fmt.Errorf("migrate %s: create schema: %w", schema, err)
+	}
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+".schema_version")
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	if err := m.LoadMigrations(fsys); err != nil {
+		return fmt.Errorf("migrate %s: load: %w", schema, err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	return nil
+}
+
+// DB is what both a pool and a transaction offer, so a store method serves either.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil and rolling back otherwise.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// SQLSTATE codes we act on.
+const (
+	codeUniqueViolation = "23505"
+	codeFKViolation     = "23503"
+)
+
+// IsUniqueViolation reports whether err is a unique violation, of constraint when it is not
+// empty.
+func IsUniqueViolation(err error, constraint string) bool {
+	return isCode(err, codeUniqueViolation, constraint)
+}
+
+// IsForeignKeyViolation reports whether err is a foreign-key violation.
+func IsForeignKeyViolation(err error) bool { return isCode(err, codeFKViolation, "") }
+
+func isCode(err error, code, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != code {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}

@@ -1,0 +1,122 @@
+// Package pgtest gives tests a real PostgreSQL database of their own.
+//
+// The server is $DATABASE_URL when set; otherwise deploy/local/pg-ensure.sh finds or starts one
+// (the local server, or a private throwaway cluster), so `go test` works in any module of the
+// workspace on a fresh machine. Each database is created empty and dropped at the end.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	serverOnce sync.Once
+	serverURL  string
+	serverErr  error
+)
+
+// ServerURL returns the URL of the server the tests use.
+func ServerURL() (string, error) {
+	serverOnce.Do(func() {
+		if u := os.Getenv("DATABASE_URL"); u != "" {
+			serverURL = u
+			return
+		}
+		script, err := findScript()
+		if err != nil {
+			serverErr = err
+			return
+		}
+		out, err := exec.Command(script).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				err = fmt.Errorf("%w: %s", err, ee.Stderr)
+			}
+			serverErr = fmt.Errorf("pg-ensure.sh: %w", err)
+			return
+		}
+		serverURL = strings.TrimSpace(string(out))
+	})
+	return serverURL, serverErr
+}
+
+func findScript() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "deploy", "local", "pg-ensure.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("DATABASE_URL is not set and deploy/local/pg-ensure.sh was not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// CreateDatabase creates an empty database and returns its URL and a function that drops it.
+func CreateDatabase(ctx context.Context) (string, func(), error) {
+	server, err := ServerURL()
+	if err != nil {
+		return "", nil, err
+	}
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "mnvtest_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create test database: %w", err)
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", nil, fmt.Errorf("parse server url: %w", err)
+	}
+	u.Path = "/" + name
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, server)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return u.String(), drop, nil
+}
+
+// NewDatabase creates an empty database for t and drops it when t ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, drop, err := CreateDatabase(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(drop)
+	return u
+}

@@ -1,0 +1,65 @@
+// Package process is the common start of every mnv binary: a logger, a context that ends on
+// SIGINT or SIGTERM, and a Prometheus registry served over HTTP when MNV_METRICS_ADDR is set.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/logging"
+)
+
+// RunFunc is a binary's body: it runs until ctx ends and returns nil after a clean shutdown.
+type RunFunc func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error
+
+// Main runs run and exits the process: 0 after a clean shutdown, 1 otherwise.
+func Main(name string, run RunFunc) {
+	env := config.FromOS()
+	log, err := logging.New(env.String("MNV_LOG_LEVEL", "info"), env.String("MNV_LOG_FORMAT", "json"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	log = log.With(zap.String("service", name))
+	defer func() { _ = log.Sync() }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := NewRegistry()
+	if addr := env.String("MNV_METRICS_ADDR", ""); addr != "" {
+		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", zap.Error(err))
+			}
+		}()
+		defer srv.Close()
+	}
+
+	if err := run(ctx, env, log, reg); err != nil {
+		log.Error("exiting", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+	log.Info("stopped")
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
