@@ -137,15 +137,15 @@ func (l *Ledger) drain(clientID string, q *queue) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		results, err := l.commit(ctx, clientID, batch)
 		cancel()
+		if l.Observe != nil && err == nil {
+			l.Observe(n)
+		}
 		for i, p := range batch {
 			if err != nil {
 				p.done <- outcome{err: err}
 			} else {
 				p.done <- results[i]
 			}
-		}
-		if l.Observe != nil && err == nil {
-			l.Observe(n)
 		}
 	}
 }

@@ -1,0 +1,172 @@
+// Command mnv runs the whole suite in one process for local development (make run): every
+// service and the gateway, each on its own port, talking real gRPC over loopback. On first start
+// it generates development secrets and a demo client under the state folder (.mnv).
+//
+// Production runs each service's own binary instead (services/*/cmd, gateway/cmd).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/mnvhq/mnv/cmd/internal/devstate"
+	gateway "github.com/mnvhq/mnv/gateway/app"
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	accounts "github.com/mnvhq/mnv/services/accounts/app"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/process"
+)
+
+func main() {
+	state := os.Getenv("MNV_STATE_DIR")
+	if state == "" {
+		state = ".mnv"
+	}
+	// Secrets first: the services read them from the environment as they start.
+	if err := devstate.EnsureSecrets(state); err != nil {
+		fmt.Fprintf(os.Stderr, "mnv: %v\n", err)
+		os.Exit(1)
+	}
+	process.Main("mnv", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
+		return run(ctx, env, log, reg, state)
+	})
+}
+
+func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry, state string) error {
+	acfg, err := accounts.LoadConfig(env)
+	if err != nil {
+		return err
+	}
+	gcfg, err := gateway.LoadConfig(env)
+	if err != nil {
+		return err
+	}
+	gcfg.AccountsAddr = acfg.GRPCAddr
+
+	acc, err := accounts.New(ctx, acfg, log.With(zap.String("component", "accounts")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "accounts"}, reg))
+	if err != nil {
+		return fmt.Errorf("accounts: %w", err)
+	}
+	accLis, err := acc.Listen()
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(ctx, gcfg, log.With(zap.String("component", "gateway")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "gateway"}, reg), reg)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	gwLis, err := gw.Listen()
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return acc.Run(ctx, accLis) })
+	g.Go(func() error { return gw.Run(ctx, gwLis) })
+	g.Go(func() error {
+		if err := demoClient(ctx, acfg, state); err != nil {
+			log.Error("demo client", zap.Error(err))
+		}
+		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gwLis.Addr())
+		return nil
+	})
+	return g.Wait()
+}
+
+// demoFile is where the demo client's credentials are kept (git-ignored, mode 0600).
+const demoFile = "demo-client.json"
+
+type demo struct {
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret"`
+	APIKey       string `json:"apiKey"`
+}
+
+// demoClient creates a demo client on first start, through the admin API like mnvctl would,
+// and prints its credentials. Later starts print them again while the client exists.
+func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
+	conn, err := grpc.NewClient(cfg.GRPCAddr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.AdminToken, Insecure: true}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	admin := accountsv1.NewAccountsAdminServiceClient(conn)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := waitFor(ctx, cfg.GRPCAddr); err != nil {
+		return err
+	}
+
+	path := filepath.Join(state, demoFile)
+	var d demo
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil {
+		_, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: d.ClientID})
+		if err == nil {
+			printDemo(d, path, false)
+			return nil
+		}
+		if status.Code(err) != codes.NotFound {
+			return err
+		}
+		// The database was reset: make a new demo client.
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	resp, err := admin.CreateClient(ctx, &accountsv1.CreateClientRequest{
+		ClientName: "Demo client", ContactPersonName: "Dev Eloper", ContactPersonEmail: "dev@example.com",
+		ContactPhoneNumber: "0123456789", InitialBalance: 1000,
+		Features: []accountsv1.Feature{accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_CONNECT,
+			accountsv1.Feature_FEATURE_STUCK_PLUS, accountsv1.Feature_FEATURE_SANDBOX},
+	})
+	if err != nil {
+		return err
+	}
+	d = demo{ClientID: resp.GetClient().GetId(), ClientSecret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
+	b, _ := json.MarshalIndent(d, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	printDemo(d, path, true)
+	return nil
+}
+
+func printDemo(d demo, path string, created bool) {
+	verb := "Demo client"
+	if created {
+		verb = "Created a demo client"
+	}
+	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n",
+		verb, path, d.ClientID, d.APIKey, d.ClientSecret)
+}
+
+func waitFor(ctx context.Context, addr string) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

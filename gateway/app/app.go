@@ -1,0 +1,251 @@
+// Package app composes the gateway: the HTTP edge that serves /v1/api as JSON, authenticates
+// headers, wraps every answer in the envelope and calls the services over gRPC. The gateway's
+// own binary (cmd/gateway) and the all-in-one developer binary both start it through here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mnvhq/mnv/gateway/internal/envelope"
+	"github.com/mnvhq/mnv/gateway/internal/headerauth"
+	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
+	"github.com/mnvhq/mnv/gateway/internal/middleware"
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/proto/gen/openapi"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	// HTTPAddr is where the API listens (MNV_HTTP_ADDR).
+	HTTPAddr string
+	// AccountsAddr is the accounts service's gRPC address (MNV_ACCOUNTS_ADDR).
+	AccountsAddr string
+	// InternalToken is the credential the gateway presents to the services (MNV_INTERNAL_TOKEN).
+	InternalToken string
+	// MaxBodyBytes bounds JSON request bodies (MNV_MAX_BODY_BYTES); beyond it, 413.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig is the configuration with every default set and no secrets.
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091",
+		MaxBodyBytes: 1 << 20, ShutdownTimeout: 15 * time.Second,
+	}
+}
+
+// LoadConfig reads the configuration from env over the defaults.
+func LoadConfig(env *config.Env) (Config, error) {
+	c := DefaultConfig()
+	c.HTTPAddr = env.String("MNV_HTTP_ADDR", c.HTTPAddr)
+	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
+	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.MaxBodyBytes = int64(env.Int("MNV_MAX_BODY_BYTES", int(c.MaxBodyBytes)))
+	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
+	if err := env.Err(); err != nil {
+		return c, err
+	}
+	if c.MaxBodyBytes < 1024 {
+		return c, errors.New("MNV_MAX_BODY_BYTES: must be at least 1024")
+	}
+	return c, nil
+}
+
+// successMessages are the success texts of the RPCs that deserve more than "OK".
+var successMessages = map[string]string{
+	accountsv1.AccountsService_GetClient_FullMethodName:           "Client details retrieved successfully",
+	accountsv1.AccountsService_RotateApiKey_FullMethodName:        "API key rotated successfully",
+	accountsv1.AccountsService_RotateClientApiKey_FullMethodName:  "API key rotated successfully",
+	accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName: "API key generated successfully",
+	accountsv1.AccountsService_ListApiKeys_FullMethodName:         "API keys retrieved successfully",
+	accountsv1.AccountsService_CreateApiKey_FullMethodName:        "API key created successfully",
+	accountsv1.AccountsService_RevokeApiKey_FullMethodName:        "API key revoked successfully",
+	accountsv1.AccountsService_ListLedgerEntries_FullMethodName:   "Ledger retrieved successfully",
+	accountsv1.AccountsService_CreateSdkToken_FullMethodName:      "SDK token created successfully",
+	accountsv1.AccountsService_ListSdkTokens_FullMethodName:       "SDK tokens retrieved successfully",
+	accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      "SDK token revoked successfully",
+}
+
+// Gateway is the HTTP edge.
+type Gateway struct {
+	cfg      Config
+	log      *zap.Logger
+	handler  http.Handler
+	conns    []*grpc.ClientConn
+	backends map[string]healthpb.HealthClient
+}
+
+// New builds the gateway. gatherer is what /metrics serves (the gateway's own registry, or in
+// the all-in-one binary every service's).
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (*Gateway, error) {
+	g := &Gateway{cfg: cfg, log: log, backends: map[string]healthpb.HealthClient{}}
+	accounts, err := g.dial(cfg.AccountsAddr)
+	if err != nil {
+		return nil, err
+	}
+	g.backends["accounts"] = healthpb.NewHealthClient(accounts)
+
+	metrics, err := middleware.NewMetrics(reg)
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
+		runtime.WithIncomingHeaderMatcher(incomingHeaders),
+		runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
+		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages)),
+		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
+		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler()),
+		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerauth.Middleware()),
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithWriteContentLength(),
+	)
+	if err := accountsv1.RegisterAccountsServiceHandler(ctx, mux, accounts); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("register accounts routes: %w", err)
+	}
+
+	// Operational endpoints and the API description live beside the API, outside the mux's
+	// credential rules.
+	root := http.NewServeMux()
+	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux))
+	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openapi.JSON)
+	})
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))
+	})
+	root.HandleFunc("GET /readyz", g.ready)
+	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
+
+	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(root)))
+	return g, nil
+}
+
+func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: g.cfg.InternalToken, Insecure: true}),
+		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	g.conns = append(g.conns, conn)
+	return conn, nil
+}
+
+// incomingHeaders lets exactly the headers the services need through, under lower-case gRPC
+// metadata keys. Everything else (Authorization included) stays at the edge.
+func incomingHeaders(key string) (string, bool) {
+	switch strings.ToLower(key) {
+	case "x-api-key", "x-client-id", "x-sdk-token", "x-request-id", "idempotency-key":
+		return strings.ToLower(key), true
+	}
+	return "", false
+}
+
+// outgoingHeaders passes on the response headers the contract names, nothing else.
+func outgoingHeaders(key string) (string, bool) {
+	switch strings.ToLower(key) {
+	case "idempotent-replayed":
+		return "Idempotent-Replayed", true
+	case "retry-after":
+		return "Retry-After", true
+	}
+	return "", false
+}
+
+// ready reports whether every backend answers its health check.
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var down []string
+	for name, h := range g.backends {
+		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			down = append(down, name)
+		}
+	}
+	if len(down) > 0 {
+		envelope.WriteError(w, envelope.Error{
+			Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE",
+			Message: "not ready: " + strings.Join(down, ", ") + " not serving",
+		})
+		return
+	}
+	envelope.WriteSuccess(w, http.StatusOK, "ready", []byte(`{"status":"SERVING"}`))
+}
+
+// Handler is the gateway's HTTP handler.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Listen opens the configured HTTP address.
+func (g *Gateway) Listen() (net.Listener, error) {
+	lis, err := net.Listen("tcp", g.cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", g.cfg.HTTPAddr, err)
+	}
+	return lis, nil
+}
+
+// Run serves on lis until ctx ends, then lets in-flight requests finish (up to the shutdown
+// timeout) and closes the backend connections.
+func (g *Gateway) Run(ctx context.Context, lis net.Listener) error {
+	defer g.Close()
+	srv := &http.Server{
+		Handler:           g.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(g.log),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// Close closes the backend connections.
+func (g *Gateway) Close() {
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+	g.conns = nil
+}

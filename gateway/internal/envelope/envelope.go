@@ -1,0 +1,261 @@
+// Package envelope writes every JSON response of the API in the envelope of interface spec 2.1
+// and contract section 2, and maps errors to HTTP once: the reason an error carries decides the
+// status, its code and its message.
+package envelope
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
+	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+)
+
+// Envelope is the body of every JSON response.
+type Envelope struct {
+	Success  bool            `json:"success"`
+	Messages []Message       `json:"messages"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// Message is one success message of an envelope.
+type Message struct {
+	Type       string `json:"type"`
+	Message    string `json:"message"`
+	HTTPStatus string `json:"httpStatus"`
+	Technical  bool   `json:"technical"`
+}
+
+// errorMessage is one error message: it always has code and field (null when there is no
+// field), so clients see one shape.
+type errorMessage struct {
+	Type       string  `json:"type"`
+	Code       string  `json:"code"`
+	Message    string  `json:"message"`
+	HTTPStatus string  `json:"httpStatus"`
+	Technical  bool    `json:"technical"`
+	Field      *string `json:"field"`
+}
+
+type errorEnvelope struct {
+	Success  bool           `json:"success"`
+	Messages []errorMessage `json:"messages"`
+	Data     *struct{}      `json:"data"`
+}
+
+var null = json.RawMessage("null")
+
+// StatusName is the upper-case name of an HTTP status: 402 is PAYMENT_REQUIRED.
+func StatusName(code int) string {
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return "PAYLOAD_TOO_LARGE"
+	case http.StatusUnprocessableEntity:
+		return "UNPROCESSABLE_ENTITY"
+	}
+	text := http.StatusText(code)
+	if text == "" {
+		return strconv.Itoa(code)
+	}
+	return strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_", "'", "").Replace(text))
+}
+
+// Success wraps data (already JSON) in a success envelope.
+func Success(status int, message string, data []byte) Envelope {
+	if data == nil {
+		data = null
+	}
+	return Envelope{
+		Success:  true,
+		Messages: []Message{{Type: "SUCCESS", Message: message, HTTPStatus: StatusName(status)}},
+		Data:     data,
+	}
+}
+
+// WriteSuccess writes a success envelope with data (already JSON).
+func WriteSuccess(w http.ResponseWriter, status int, message string, data []byte) {
+	write(w, status, Success(status, message, data))
+}
+
+// httpStatus is the one mapping of error reasons to HTTP statuses (contract section 2).
+func httpStatus(reason apierr.Reason, code codes.Code) int {
+	switch reason {
+	case apierr.InvalidArgument, apierr.FeatureNotEnabled:
+		return http.StatusBadRequest
+	case apierr.Unauthenticated:
+		return http.StatusUnauthorized
+	case apierr.InsufficientBalance, apierr.BalanceExpired:
+		return http.StatusPaymentRequired
+	case apierr.PermissionDenied:
+		return http.StatusForbidden
+	case apierr.NotFound:
+		return http.StatusNotFound
+	case apierr.Conflict, apierr.AlreadyUsed:
+		return http.StatusConflict
+	case apierr.IdempotencyMismatch:
+		return http.StatusUnprocessableEntity
+	case apierr.PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apierr.RateLimited:
+		return http.StatusTooManyRequests
+	case apierr.Unavailable:
+		return http.StatusServiceUnavailable
+	case apierr.Internal:
+		return http.StatusInternalServerError
+	}
+	// A reason this gateway does not know yet (a newer service): fall back on the gRPC code.
+	return runtime.HTTPStatusFromCode(code)
+}
+
+// Error is an error as the gateway answers it.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+}
+
+// FromErr reads an error (a gRPC status from a service, or one the gateway made) into an Error.
+// 5xx messages never carry internals: only a fixed text and the request id.
+func FromErr(ctx context.Context, err error) Error {
+	d := apierr.Parse(err)
+	e := Error{Status: httpStatus(d.Reason, d.Code), Code: string(d.Reason), Message: d.Message, Field: d.Field}
+	if d.Code == codes.InvalidArgument && d.Reason == apierr.InvalidArgument && e.Field == "" {
+		e.Message, e.Field = describeDecodeError(d.Message)
+	}
+	if e.Status >= 500 {
+		e.Message = "the service could not complete the request"
+		if e.Status == http.StatusServiceUnavailable {
+			e.Message = "the service is temporarily unavailable, try again"
+		}
+		if id := requestid.From(ctx); id != "" {
+			e.Message += " (request id " + id + ")"
+		}
+	}
+	return e
+}
+
+var (
+	unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
+	protoPrefix  = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
+)
+
+// describeDecodeError turns a protojson decoding error into a message for people, and names the
+// field when it can.
+func describeDecodeError(msg string) (string, string) {
+	if m := unknownField.FindStringSubmatch(msg); m != nil {
+		return "unknown field " + strconv.Quote(m[1]), m[1]
+	}
+	if strings.HasPrefix(msg, "proto:") || strings.HasPrefix(msg, "malformed JSON") {
+		return "malformed JSON body: " + protoPrefix.ReplaceAllString(msg, ""), ""
+	}
+	return msg, ""
+}
+
+// Internal is the error of a fault in the gateway itself.
+func Internal(ctx context.Context) Error {
+	return FromErr(ctx, apierr.New(codes.Internal, apierr.Internal, "internal error"))
+}
+
+// WriteError writes e in an error envelope.
+func WriteError(w http.ResponseWriter, e Error) {
+	msg := errorMessage{
+		Type: "ERROR", Code: e.Code, Message: e.Message, HTTPStatus: StatusName(e.Status),
+		Technical: e.Status >= 500,
+	}
+	if e.Field != "" {
+		msg.Field = &e.Field
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `ApiKey realm="mnv"`)
+	}
+	write(w, e.Status, errorEnvelope{Messages: []errorMessage{msg}})
+}
+
+func write(w http.ResponseWriter, status int, body any) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		// Only reachable with a broken envelope type: answer something well-formed anyway.
+		status = http.StatusInternalServerError
+		b = []byte(`{"success":false,"messages":[{"type":"ERROR","code":"INTERNAL","message":"the service could not complete the request","httpStatus":"INTERNAL_SERVER_ERROR","technical":true,"field":null}],"data":null}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// ResponseRewriter wraps every successful gRPC answer in the envelope. messages gives the
+// success text per RPC (full method name); others get a text by HTTP method.
+func ResponseRewriter(messages map[string]string) runtime.ForwardResponseRewriter {
+	return func(ctx context.Context, resp proto.Message) (any, error) {
+		body := resp
+		if rb, ok := resp.(interface{ XXX_ResponseBody() any }); ok {
+			if m, ok := rb.XXX_ResponseBody().(proto.Message); ok {
+				body = m
+			}
+		}
+		msg := "OK"
+		if method, ok := runtime.RPCMethod(ctx); ok {
+			if m, ok := messages[method]; ok {
+				msg = m
+			}
+		}
+		return Success(http.StatusOK, msg, jsonpb.AppendMessage(nil, body.ProtoReflect())), nil
+	}
+}
+
+// ErrorHandler writes gRPC and gateway errors in the envelope; it also passes on the headers a
+// service set (Retry-After) through the mux's outgoing header matcher.
+func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.ErrorHandlerFunc {
+	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		var hse *runtime.HTTPStatusError
+		e := FromErr(ctx, err)
+		if errors.As(err, &hse) && hse.HTTPStatus == http.StatusBadRequest {
+			e = Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "malformed request path"}
+		}
+		if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
+			for k, vs := range md.HeaderMD {
+				if h, ok := outgoing(k); ok {
+					for _, v := range vs {
+						w.Header().Add(h, v)
+					}
+				}
+			}
+		}
+		if e.Status >= 500 {
+			log.Warn("request failed", zap.String("request_id", requestid.From(r.Context())),
+				zap.String("path", r.URL.Path), zap.String("grpc_code", apierr.Parse(err).Code.String()))
+		}
+		WriteError(w, e)
+	}
+}
+
+// RoutingErrorHandler answers unknown paths (404) and wrong methods (405) in the envelope.
+func RoutingErrorHandler() runtime.RoutingErrorHandlerFunc {
+	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
+		WriteError(w, RoutingError(status))
+	}
+}
+
+// RoutingError is the error of an unknown path or method.
+func RoutingError(status int) Error {
+	switch status {
+	case http.StatusMethodNotAllowed:
+		return Error{Status: status, Code: "METHOD_NOT_ALLOWED", Message: "this path does not support that method"}
+	case http.StatusNotFound:
+		return Error{Status: status, Code: string(apierr.NotFound), Message: "no such path"}
+	}
+	return Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "malformed request path"}
+}

@@ -1,0 +1,226 @@
+// Package jsonpb is the gateway's one JSON representation of protobuf messages, decided once
+// for the whole API (contract section 2):
+//
+//   - 64-bit integers are JSON numbers, not the quoted strings of protojson;
+//   - timestamps are ISO 8601 UTC with exactly three fractional digits;
+//   - a field that can be absent (a message, a proto3 optional) is null when absent, never
+//     omitted; repeated fields are [] when empty; every other field is always written;
+//   - enum values are written without their type prefix (ROLE_ADMIN is "ADMIN", the
+//     *_UNSPECIFIED zero value is null), and read with or without it;
+//   - unknown request fields are errors.
+package jsonpb
+
+import (
+	"encoding/base64"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+const timestampName protoreflect.FullName = "google.protobuf.Timestamp"
+
+// TimeLayout is the layout of every timestamp the API writes.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// AppendMessage appends the JSON of m to b.
+func AppendMessage(b []byte, m protoreflect.Message) []byte {
+	md := m.Descriptor()
+	if md.FullName() == timestampName {
+		return appendTimestamp(b, m)
+	}
+	if md.FullName().Parent() == "google.protobuf" {
+		// Other well-known types (Struct, Value, Duration, wrappers) keep their protojson form.
+		out, err := protojson.Marshal(m.Interface())
+		if err != nil {
+			return append(b, "null"...)
+		}
+		return append(b, out...)
+	}
+	b = append(b, '{')
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, fd.JSONName())
+		b = append(b, ':')
+		b = appendField(b, m, fd)
+	}
+	return append(b, '}')
+}
+
+func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescriptor) []byte {
+	switch {
+	case fd.IsList():
+		list := m.Get(fd).List()
+		b = append(b, '[')
+		for i := 0; i < list.Len(); i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendValue(b, fd, list.Get(i))
+		}
+		return append(b, ']')
+	case fd.IsMap():
+		mp := m.Get(fd).Map()
+		keys := make([]protoreflect.MapKey, 0, mp.Len())
+		mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool { keys = append(keys, k); return true })
+		slices.SortFunc(keys, func(a, c protoreflect.MapKey) int { return strings.Compare(a.String(), c.String()) })
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k.String())
+			b = append(b, ':')
+			b = appendValue(b, fd.MapValue(), mp.Get(k))
+		}
+		return append(b, '}')
+	case fd.HasPresence() && !m.Has(fd):
+		return append(b, "null"...)
+	}
+	return appendValue(b, fd, m.Get(fd))
+}
+
+func appendValue(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) []byte {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return strconv.AppendBool(b, v.Bool())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return strconv.AppendUint(b, v.Uint(), 10)
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return appendFloat(b, v.Float(), fd.Kind() == protoreflect.FloatKind)
+	case protoreflect.StringKind:
+		return appendString(b, v.String())
+	case protoreflect.BytesKind:
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v.Bytes())
+		return append(b, '"')
+	case protoreflect.EnumKind:
+		return appendEnum(b, fd.Enum(), v.Enum())
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return AppendMessage(b, v.Message())
+	}
+	return append(b, "null"...)
+}
+
+func appendFloat(b []byte, f float64, is32 bool) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	bits := 64
+	if is32 {
+		bits = 32
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, bits)
+}
+
+func appendEnum(b []byte, ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) []byte {
+	vd := ed.Values().ByNumber(n)
+	if vd == nil {
+		// A number this build does not know: write it as protojson would.
+		return strconv.AppendInt(b, int64(n), 10)
+	}
+	if n == 0 && strings.HasSuffix(string(vd.Name()), "_UNSPECIFIED") {
+		return append(b, "null"...)
+	}
+	return appendString(b, strings.TrimPrefix(string(vd.Name()), EnumPrefix(ed)))
+}
+
+func appendTimestamp(b []byte, m protoreflect.Message) []byte {
+	fields := m.Descriptor().Fields()
+	secs := m.Get(fields.ByName("seconds")).Int()
+	nanos := m.Get(fields.ByName("nanos")).Int()
+	t := time.Unix(secs, nanos).UTC()
+	b = append(b, '"')
+	b = t.AppendFormat(b, TimeLayout)
+	return append(b, '"')
+}
+
+// EnumPrefix is the prefix buf's ENUM_VALUE_PREFIX rule puts on the values of ed:
+// ClientStatus -> "CLIENT_STATUS_".
+func EnumPrefix(ed protoreflect.EnumDescriptor) string {
+	name := string(ed.Name())
+	var sb strings.Builder
+	for i, r := range name {
+		if i > 0 && 'A' <= r && r <= 'Z' {
+			prev := name[i-1]
+			next := byte(0)
+			if i+1 < len(name) {
+				next = name[i+1]
+			}
+			if 'a' <= prev && prev <= 'z' || '0' <= prev && prev <= '9' || ('A' <= prev && prev <= 'Z' && 'a' <= next && next <= 'z') {
+				sb.WriteByte('_')
+			}
+		}
+		sb.WriteRune(r)
+	}
+	return strings.ToUpper(sb.String()) + "_"
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaped like encoding/json (HTML-safe, U+2028 and
+// U+2029 escaped, invalid UTF-8 replaced).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

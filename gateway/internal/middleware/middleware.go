@@ -1,0 +1,198 @@
+// Package middleware holds the HTTP middlewares of the gateway, outermost first: request id,
+// panic recovery, access log and metrics, body limit.
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/gateway/internal/envelope"
+	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+)
+
+// RequestID gives every request an id: the caller's X-Request-Id when it is sane, else a new
+// one. It is echoed on the response, put in the context and forwarded to the services.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(requestid.Header)
+		if len(r.Header.Values(requestid.Header)) != 1 || !requestid.Valid(id) {
+			id = requestid.New()
+			r.Header.Set(requestid.Header, id)
+		}
+		w.Header().Set(requestid.Header, id)
+		next.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+	})
+}
+
+// Recover answers a panic with a 500 envelope instead of a dropped connection.
+func Recover(log *zap.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					log.Error("panic in HTTP handler", zap.Any("panic", p), zap.String("request_id", requestid.From(r.Context())), zap.Stack("stack"))
+					envelope.WriteError(w, envelope.Internal(r.Context()))
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+type routeKey struct{}
+
+// route is filled in by RouteMiddleware once the mux has matched a route, so the outer access
+// log and metrics can label by route pattern rather than by raw path (ids in paths would make
+// unbounded label values).
+type route struct{ pattern string }
+
+// RouteMiddleware records the matched route pattern for Observe.
+func RouteMiddleware() runtime.Middleware {
+	return func(next runtime.HandlerFunc) runtime.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+			if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
+				if p, ok := runtime.HTTPPattern(r.Context()); ok {
+					rt.pattern = p.String()
+				}
+			}
+			next(w, r, params)
+		}
+	}
+}
+
+// Metrics are the gateway's RED metrics.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mnv", Subsystem: "gateway", Name: "http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "mnv", Subsystem: "gateway", Name: "http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern and method.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route", "method"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Observe writes the access log line and the metrics of every request. It logs the method,
+// route pattern, status, size and duration; never headers, bodies or query strings.
+func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rt := &route{}
+			rec := &recorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			elapsed := time.Since(start)
+			pattern := rt.pattern
+			if pattern == "" {
+				pattern = "unmatched"
+			}
+			m.requests.WithLabelValues(pattern, r.Method, strconv.Itoa(rec.status)).Inc()
+			m.duration.WithLabelValues(pattern, r.Method).Observe(elapsed.Seconds())
+			level := zap.DebugLevel
+			switch {
+			case rec.status >= 500:
+				level = zap.ErrorLevel
+			case rec.status >= 400:
+				level = zap.InfoLevel
+			}
+			if ce := log.Check(level, "http request"); ce != nil {
+				ce.Write(zap.String("request_id", requestid.From(r.Context())), zap.String("method", r.Method),
+					zap.String("route", pattern), zap.Int("status", rec.status), zap.Int("bytes", rec.bytes),
+					zap.Duration("duration", elapsed))
+			}
+		})
+	}
+}
+
+// BodyLimit reads request bodies up to limit bytes and answers 413 beyond it, before any
+// decoding. Routes for which streaming reports true (large uploads) are left alone.
+func BodyLimit(limit int64, streaming func(*http.Request) bool) func(http.Handler) http.Handler {
+	tooLarge := envelope.Error{
+		Status: http.StatusRequestEntityTooLarge, Code: string(apierr.PayloadTooLarge),
+		Message: "the request body is larger than " + strconv.FormatInt(limit>>10, 10) + " KiB",
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body == nil || r.Body == http.NoBody || (streaming != nil && streaming(r)) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if r.ContentLength > limit {
+				envelope.WriteError(w, tooLarge)
+				return
+			}
+			data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+			if err != nil {
+				envelope.WriteError(w, envelope.Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "the request body could not be read"})
+				return
+			}
+			if int64(len(data)) > limit {
+				envelope.WriteError(w, tooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			r.ContentLength = int64(len(data))
+			next.ServeHTTP(w, r)
+		})
+	}
+}

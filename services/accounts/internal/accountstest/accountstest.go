@@ -1,0 +1,116 @@
+// Package accountstest builds the accounts domain on a fresh, migrated PostgreSQL database for
+// tests: real pool, real schema, no fakes.
+package accountstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/clients"
+	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/accounts/migrations"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+)
+
+// Pepper and DataKeys are fixed test secrets.
+const (
+	Pepper   = "test-pepper-test-pepper-test-pepper-0123"
+	DataKeys = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+)
+
+// Env is the accounts domain over a fresh database.
+type Env struct {
+	Pool        *pgxpool.Pool
+	URL         string
+	Ledger      *billing.Ledger
+	Credentials *credentials.Service
+	Clients     *clients.Service
+	Keyring     *crypto.Keyring
+}
+
+// New migrates a fresh database and builds the domain with prices.
+func New(t testing.TB, prices billing.Prices) *Env {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pg.Migrate(ctx, pool, "accounts", migrations.FS); err != nil {
+		t.Fatal(err)
+	}
+	fp, err := crypto.NewFingerprinter(Pepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := crypto.ParseKeyring(DataKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := credentials.New(pool, fp, zaptest.NewLogger(t))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { creds.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ledger := billing.NewLedger(pool, prices)
+	return &Env{
+		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring,
+		Clients: clients.New(pool, keyring, creds, ledger),
+	}
+}
+
+// Client creates an ACTIVE client with balance and features, and returns it with its
+// credentials.
+func (e *Env) Client(t testing.TB, balance int64, features ...string) clients.Created {
+	t.Helper()
+	c, err := e.Clients.Create(context.Background(), clients.CreateRequest{
+		Name:           "Test client",
+		Contact:        domain.Contact{Name: "Tess Ter", Email: "tess@example.com", Phone: "0011223344"},
+		InitialBalance: balance,
+		Features:       features,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ExpireBalance moves a client's balance expiry into the past, as time passing would.
+func (e *Env) ExpireBalance(t testing.TB, clientID string) {
+	t.Helper()
+	_, err := e.Pool.Exec(context.Background(), `UPDATE accounts.balances SET expires_at = now() - interval '1 second' WHERE client_id = $1`, clientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckLedger fails t unless the client's balance equals the sum of its ledger.
+func (e *Env) CheckLedger(t testing.TB, clientID string) int64 {
+	t.Helper()
+	sum, balance, err := store.LedgerSum(context.Background(), e.Pool, clientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != balance {
+		t.Fatalf("balance %d != ledger sum %d", balance, sum)
+	}
+	return balance
+}
+
+// Deadline is a context for one test step.
+func Deadline(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

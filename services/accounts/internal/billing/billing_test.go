@@ -1,0 +1,299 @@
+package billing_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+func debit(ref string) billing.DebitRequest {
+	return billing.DebitRequest{Kind: domain.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: ref}
+}
+
+func TestDebit(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+
+	tests := []struct {
+		name        string
+		balance     int64
+		prepare     func(t *testing.T, clientID string)
+		req         billing.DebitRequest
+		wantErr     error
+		wantCharged int64
+		wantAfter   int64
+	}{
+		{name: "charges the default price", balance: 10, req: debit("v-1"), wantCharged: 1, wantAfter: 9},
+		{name: "reveal costs 5", balance: 10, req: billing.DebitRequest{Kind: domain.KindStuckPlusReveal, Reference: "r-1"}, wantCharged: 5, wantAfter: 5},
+		{name: "last unit", balance: 1, req: debit("v-1"), wantCharged: 1, wantAfter: 0},
+		{name: "insufficient", balance: 4, req: billing.DebitRequest{Kind: domain.KindStuckPlusReveal, Reference: "r-1"}, wantErr: domain.ErrInsufficientBalance},
+		{name: "empty balance", balance: 0, req: debit("v-1"), wantErr: domain.ErrInsufficientBalance},
+		{name: "expired balance", balance: 10, prepare: func(t *testing.T, id string) { env.ExpireBalance(t, id) }, req: debit("v-1"), wantErr: domain.ErrBalanceExpired},
+		{name: "suspended client", balance: 10, prepare: func(t *testing.T, id string) {
+			if _, err := env.Clients.SetStatus(ctx, id, auth.StatusSuspended); err != nil {
+				t.Fatal(err)
+			}
+		}, req: debit("v-1"), wantErr: domain.ErrSuspended},
+		{name: "client override of the variant", balance: 10, prepare: func(t *testing.T, id string) {
+			amount := int64(3)
+			if _, err := env.Ledger.SetPrice(ctx, id, domain.KindVerification, "HEADER_ENRICHMENT", &amount); err != nil {
+				t.Fatal(err)
+			}
+		}, req: debit("v-1"), wantCharged: 3, wantAfter: 7},
+		{name: "free operation on an expired balance", balance: 0, prepare: func(t *testing.T, id string) {
+			free := int64(0)
+			if _, err := env.Ledger.SetPrice(ctx, id, domain.KindVerification, "", &free); err != nil {
+				t.Fatal(err)
+			}
+			env.ExpireBalance(t, id)
+		}, req: debit("v-1"), wantCharged: 0, wantAfter: 0},
+		{name: "kind that cannot be charged", balance: 10, req: billing.DebitRequest{Kind: domain.KindTopUp, Reference: "x"}, wantErr: &domain.InvalidError{}},
+		{name: "empty reference", balance: 10, req: billing.DebitRequest{Kind: domain.KindVerification}, wantErr: &domain.InvalidError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := env.Client(t, tt.balance)
+			if tt.prepare != nil {
+				tt.prepare(t, c.Client.ID)
+			}
+			tt.req.ClientID = c.Client.ID
+			res, err := env.Ledger.Debit(ctx, tt.req)
+			var invalid *domain.InvalidError
+			switch {
+			case errors.As(tt.wantErr, &invalid):
+				if !errors.As(err, &invalid) {
+					t.Fatalf("err = %v, want an InvalidError", err)
+				}
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if res.Charged != tt.wantCharged || res.Entry.BalanceAfter != tt.wantAfter || res.Replayed {
+					t.Fatalf("charged %d after %d replayed %v, want %d after %d", res.Charged, res.Entry.BalanceAfter, res.Replayed, tt.wantCharged, tt.wantAfter)
+				}
+			}
+			env.CheckLedger(t, c.Client.ID)
+		})
+	}
+}
+
+func TestDebitIsIdempotentByReference(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	c := env.Client(t, 10)
+
+	first, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "ver-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "ver-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || again.Entry.ID != first.Entry.ID || again.Charged != 1 || again.Entry.BalanceAfter != 9 {
+		t.Fatalf("replay = %+v, want the first debit %+v replayed", again, first)
+	}
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindConnectEnrichment, Reference: "ver-1"}); !errors.Is(err, domain.ErrReferenceConflict) {
+		t.Fatalf("same reference, other kind: err = %v, want ErrReferenceConflict", err)
+	}
+	if got := env.CheckLedger(t, c.Client.ID); got != 9 {
+		t.Fatalf("balance %d, want 9", got)
+	}
+}
+
+// TestConcurrentDebitsNeverOverdraw races 200 debits (20 of them retries of the same reference)
+// for a balance of 100: exactly 100 distinct debits succeed, the balance ends at 0 and equals
+// the ledger sum.
+func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	c := env.Client(t, 100)
+	var batches, largest int
+	env.Ledger.Observe = func(n int) { batches++; largest = max(largest, n) }
+
+	const n = 220
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		succeeded = map[string]string{} // reference -> entry id
+		short     int
+		failures  []error
+	)
+	start := make(chan struct{})
+	for i := range n {
+		ref := fmt.Sprintf("ver-%d", i)
+		if i >= 200 {
+			ref = fmt.Sprintf("ver-%d", i-200) // a retry racing its original
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: ref})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, domain.ErrInsufficientBalance):
+				short++
+			case err != nil:
+				failures = append(failures, err)
+			default:
+				if prev, ok := succeeded[ref]; ok && prev != res.Entry.ID {
+					failures = append(failures, fmt.Errorf("reference %s charged twice: %s and %s", ref, prev, res.Entry.ID))
+				}
+				succeeded[ref] = res.Entry.ID
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("unexpected errors: %v", failures)
+	}
+	t.Logf("%d debits in %d batches, the largest of %d", n, batches, largest)
+	if len(succeeded) != 100 {
+		t.Fatalf("%d distinct debits succeeded, want exactly 100", len(succeeded))
+	}
+	if got := env.CheckLedger(t, c.Client.ID); got != 0 {
+		t.Fatalf("final balance %d, want 0", got)
+	}
+	entries, total, err := store.ListLedger(ctx, env.Pool, c.Client.ID, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 101 { // the initial top-up and 100 debits
+		t.Fatalf("ledger has %d rows, want 101", total)
+	}
+	// Every row's balance_after is its predecessor's minus its own amount: no gap, no overlap.
+	for i := len(entries) - 2; i >= 0; i-- {
+		if entries[i].BalanceAfter != entries[i+1].BalanceAfter+entries[i].Amount {
+			t.Fatalf("ledger row %d: balance_after %d does not follow %d%+d", i, entries[i].BalanceAfter, entries[i+1].BalanceAfter, entries[i].Amount)
+		}
+	}
+}
+
+func TestRefund(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	c := env.Client(t, 10)
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindStuckPlusReveal, Reference: "rev-1"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := env.Ledger.Refund(ctx, c.Client.ID, "rev-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Refunded != 5 || first.Entry.BalanceAfter != 10 || first.Replayed {
+		t.Fatalf("refund = %+v, want 5 back to 10", first)
+	}
+	again, err := env.Ledger.Refund(ctx, c.Client.ID, "rev-1", nil)
+	if err != nil || !again.Replayed || again.Entry.ID != first.Entry.ID {
+		t.Fatalf("second refund = %+v, %v; want the first replayed", again, err)
+	}
+	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "no-such-debit", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+		t.Fatalf("refund of nothing: err = %v", err)
+	}
+	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "initial-balance", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+		t.Fatalf("refund of a top-up: err = %v", err)
+	}
+	other := env.Client(t, 10)
+	if _, err := env.Ledger.Refund(ctx, other.Client.ID, "rev-1", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+		t.Fatalf("refund of another client's debit: err = %v", err)
+	}
+	if got := env.CheckLedger(t, c.Client.ID); got != 10 {
+		t.Fatalf("balance %d, want 10", got)
+	}
+}
+
+func TestTopUp(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	c := env.Client(t, 0)
+	env.ExpireBalance(t, c.Client.ID)
+
+	res, err := env.Ledger.TopUp(ctx, nil, billing.TopUpRequest{ClientID: c.Client.ID, Amount: 50, Reference: "invoice-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entry.BalanceAfter != 50 || res.Entry.Kind != domain.KindTopUp {
+		t.Fatalf("top-up entry %+v", res.Entry)
+	}
+	if again, err := env.Ledger.TopUp(ctx, nil, billing.TopUpRequest{ClientID: c.Client.ID, Amount: 50, Reference: "invoice-7"}); err != nil || !again.Replayed {
+		t.Fatalf("repeat top-up = %+v, %v; want replayed", again, err)
+	}
+	// Credit alone does not revive an expired balance: the expiry must move too.
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "v"}); !errors.Is(err, domain.ErrBalanceExpired) {
+		t.Fatalf("debit on expired balance: err = %v", err)
+	}
+	for _, bad := range []billing.TopUpRequest{
+		{ClientID: c.Client.ID, Amount: -1},
+		{ClientID: c.Client.ID, Amount: 0},
+		{ClientID: c.Client.ID, Amount: billing.MaxAmount + 1},
+	} {
+		var invalid *domain.InvalidError
+		if _, err := env.Ledger.TopUp(ctx, nil, bad); !errors.As(err, &invalid) {
+			t.Errorf("top-up %+v: err = %v, want invalid", bad, err)
+		}
+	}
+	if got := env.CheckLedger(t, c.Client.ID); got != 50 {
+		t.Fatalf("balance %d, want 50", got)
+	}
+}
+
+func TestLedgerIsAppendOnly(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	c := env.Client(t, 5)
+	for _, sql := range []string{
+		`UPDATE accounts.ledger SET amount = 1000 WHERE client_id = $1`,
+		`DELETE FROM accounts.ledger WHERE client_id = $1`,
+	} {
+		if _, err := env.Pool.Exec(context.Background(), sql, c.Client.ID); err == nil {
+			t.Errorf("%s: succeeded on the append-only ledger", sql)
+		}
+	}
+	if _, err := env.Pool.Exec(context.Background(), `UPDATE accounts.balances SET balance = -1 WHERE client_id = $1`, c.Client.ID); err == nil {
+		t.Error("a negative balance was stored")
+	}
+}
+
+func TestParsePrices(t *testing.T) {
+	tests := []struct {
+		spec    string
+		kind    domain.Kind
+		variant string
+		want    int64
+		wantErr bool
+	}{
+		{spec: "", kind: domain.KindVerification, want: 1},
+		{spec: "", kind: domain.KindStuckPlusReveal, want: 5},
+		{spec: "VERIFICATION=2", kind: domain.KindVerification, variant: "NETWORK_API", want: 2},
+		{spec: "VERIFICATION=2,VERIFICATION/NETWORK_API=3", kind: domain.KindVerification, variant: "NETWORK_API", want: 3},
+		{spec: "STUCK_PLUS_REVEAL=0", kind: domain.KindStuckPlusReveal, want: 0},
+		{spec: "TOP_UP=1", wantErr: true},
+		{spec: "VERIFICATION=-1", wantErr: true},
+		{spec: "VERIFICATION", wantErr: true},
+	}
+	for _, tt := range tests {
+		p, err := billing.ParsePrices(tt.spec)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParsePrices(%q) err = %v", tt.spec, err)
+			continue
+		}
+		if err == nil {
+			if got := p.For(tt.kind, tt.variant, nil); got != tt.want {
+				t.Errorf("ParsePrices(%q).For(%s/%s) = %d, want %d", tt.spec, tt.kind, tt.variant, got, tt.want)
+			}
+		}
+	}
+}
