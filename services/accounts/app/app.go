@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
@@ -25,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -104,6 +106,7 @@ type App struct {
 	pool   *pgxpool.Pool
 	server *grpcserver.Server
 	creds  *credentials.Service
+	idem   *idempotency.Store
 }
 
 // New connects to the database, migrates the schema and builds the server. reg receives the
@@ -125,7 +128,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	if err := pg.Migrate(ctx, pool, Schema, migrations.FS); err != nil {
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -148,10 +151,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Clients: clients.New(pool, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
 		Log: log, Now: time.Now,
 	}
+	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
 		Guard:           auth.NewGuard(server.Policy(), creds, auth.NewServiceTokens(cfg.InternalToken, cfg.AdminToken)),
+		Unary:           []grpc.UnaryServerInterceptor{idem.UnaryInterceptor()},
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
 	if err != nil {
@@ -161,7 +166,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
 	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
-	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds}, nil
+	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds, idem: idem}, nil
 }
 
 // Run serves on lis until ctx ends, then shuts down gracefully and closes the pool.
@@ -169,6 +174,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	defer a.pool.Close()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.creds.Run(ctx); return nil })
+	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

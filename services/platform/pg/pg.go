@@ -62,10 +62,19 @@ func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) 
 
 var schemaName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
-// Migrate brings schema up to the newest migration in fsys (files NNN_name.sql, run by tern).
-// The schema and its version table (schema.schema_version) are created when missing. Concurrent
-// replicas starting together are serialised by advisory locks, so each migration runs once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS) error {
+// Migrations is one set of numbered migrations (files NNN_name.sql) with its own version table
+// (schema.<Name>_version). A service has its own set ("schema"); a platform package that needs
+// tables in every service's schema (idempotency keys) brings another. The SQL may refer to the
+// schema as {{.schema}}.
+type Migrations struct {
+	Name string
+	FS   fs.FS
+}
+
+// Migrate brings schema up to the newest migration of each set, in order, run by tern. The
+// schema and the version tables are created when missing. Concurrent replicas starting together
+// are serialised by advisory locks, so each migration runs once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS, more ...Migrations) error {
 	if !schemaName.MatchString(schema) {
 		return fmt.Errorf("migrate: bad schema name %q", schema)
 	}
@@ -85,15 +94,18 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
 		return fmt.Errorf("migrate %s: create schema: %w", schema, err)
 	}
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+".schema_version")
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", schema, err)
-	}
-	if err := m.LoadMigrations(fsys); err != nil {
-		return fmt.Errorf("migrate %s: load: %w", schema, err)
-	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate %s: %w", schema, err)
+	for _, set := range append([]Migrations{{Name: "schema", FS: fsys}}, more...) {
+		m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+"."+set.Name+"_version")
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", schema, err)
+		}
+		m.Data["schema"] = schema
+		if err := m.LoadMigrations(set.FS); err != nil {
+			return fmt.Errorf("migrate %s (%s): load: %w", schema, set.Name, err)
+		}
+		if err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate %s (%s): %w", schema, set.Name, err)
+		}
 	}
 	return nil
 }

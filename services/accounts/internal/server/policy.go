@@ -42,3 +42,16 @@ func Policy() auth.Policy {
 		accountsv1.AccountsAdminService_SetClientPrice_FullMethodName:    operator,
 	}
 }
+
+// IdempotentMethods honour the Idempotency-Key header (contract section 4): every public method
+// that creates something. A rotation's replay needs a key that still works, so clients that
+// retry rotations should rotate with oldKeyGraceSeconds.
+func IdempotentMethods() []string {
+	return []string{
+		accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName,
+		accountsv1.AccountsService_RotateApiKey_FullMethodName,
+		accountsv1.AccountsService_RotateClientApiKey_FullMethodName,
+		accountsv1.AccountsService_CreateApiKey_FullMethodName,
+		accountsv1.AccountsService_CreateSdkToken_FullMethodName,
+	}
+}

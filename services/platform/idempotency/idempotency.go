@@ -1,0 +1,274 @@
+// Package idempotency implements the Idempotency-Key header of contract section 4 as a gRPC
+// interceptor: the same key with the same request within 24 hours returns the first answer
+// (with Idempotent-Replayed: true) and runs the operation once; with another request it is
+// IDEMPOTENCY_MISMATCH; while the first is still running it is CONFLICT.
+//
+// Keys are scoped to the client. Answers are stored sealed with the service's keyring, since
+// they may carry a credential that is shown once.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// Metadata keys: the request's key, and the mark of a replayed answer.
+const (
+	MDKey      = "idempotency-key"
+	MDReplayed = "idempotent-replayed"
+)
+
+// Retention is how long a key is remembered.
+const Retention = 24 * time.Hour
+
+// abandonAfter is when a RUNNING key whose process died may be taken over.
+const abandonAfter = 2 * time.Minute
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations creates the idempotency table in a service's schema; pass it to pg.Migrate.
+func Migrations() pg.Migrations {
+	sub, _ := fs.Sub(migrationFS, "migrations")
+	return pg.Migrations{Name: "idempotency", FS: sub}
+}
+
+// Store remembers keys in schema.idempotency_keys.
+type Store struct {
+	pool    *pgxpool.Pool
+	table   string
+	keyring *crypto.Keyring
+	methods map[string]bool
+	log     *zap.Logger
+}
+
+// New returns a Store for the methods (full names) that honour the header.
+func New(pool *pgxpool.Pool, schema string, keyring *crypto.Keyring, log *zap.Logger, methods ...string) *Store {
+	s := &Store{pool: pool, table: schema + ".idempotency_keys", keyring: keyring, methods: map[string]bool{}, log: log}
+	for _, m := range methods {
+		s.methods[m] = true
+	}
+	return s
+}
+
+var (
+	errMismatch = apierr.Field(codes.FailedPrecondition, apierr.IdempotencyMismatch, "Idempotency-Key",
+		"this Idempotency-Key was used with a different request")
+	errInFlight = apierr.Field(codes.Aborted, apierr.Conflict, "Idempotency-Key",
+		"a request with this Idempotency-Key is still in progress")
+	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+)
+
+// UnaryInterceptor applies the header to the store's methods. It must run after authentication.
+func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !s.methods[info.FullMethod] {
+			return handler(ctx, req)
+		}
+		md, _ := metadata.FromIncomingContext(ctx)
+		keys := md.Get(MDKey)
+		if len(keys) == 0 {
+			return handler(ctx, req)
+		}
+		if len(keys) > 1 || !validKey(keys[0]) {
+			return nil, errBadKey
+		}
+		scope, ok := clientScope(ctx, md)
+		if !ok {
+			return handler(ctx, req)
+		}
+		msg, ok := req.(proto.Message)
+		if !ok {
+			return handler(ctx, req)
+		}
+		hash, err := requestHash(info.FullMethod, msg)
+		if err != nil {
+			return nil, err
+		}
+		return s.run(ctx, scope, keys[0], info.FullMethod, hash, func() (any, error) { return handler(ctx, req) })
+	}
+}
+
+func (s *Store) run(ctx context.Context, client, key, method string, hash []byte, handler func() (any, error)) (any, error) {
+	ad := []byte(s.table + "|" + client + "|" + key)
+	for attempt := 0; attempt < 3; attempt++ {
+		claimed, err := s.claim(ctx, client, key, method, hash)
+		if err != nil {
+			return nil, err
+		}
+		if claimed {
+			resp, herr := handler()
+			s.finish(ctx, client, key, resp, herr, ad)
+			return resp, herr
+		}
+		var (
+			state    string
+			stored   []byte
+			seenHash []byte
+			seenMeth string
+			created  time.Time
+			updated  time.Time
+		)
+		err = s.pool.QueryRow(ctx, `SELECT state, response, request_hash, method, created_at, updated_at FROM `+s.table+`
+			WHERE client_id = $1 AND key = $2`, client, key).Scan(&state, &stored, &seenHash, &seenMeth, &created, &updated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // finished with an error and released in between: claim again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("idempotency: read key: %w", err)
+		}
+		switch {
+		case time.Since(created) > Retention || (state == "RUNNING" && time.Since(updated) > abandonAfter):
+			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND key = $2 AND updated_at = $3`, client, key, updated); err != nil {
+				return nil, fmt.Errorf("idempotency: expire key: %w", err)
+			}
+			continue
+		case seenMeth != method || !bytes.Equal(seenHash, hash):
+			return nil, errMismatch
+		case state == "RUNNING":
+			return nil, errInFlight
+		}
+		resp, err := s.decode(stored, ad)
+		if err != nil {
+			return nil, err
+		}
+		_ = grpc.SetHeader(ctx, metadata.Pairs(MDReplayed, "true"))
+		return resp, nil
+	}
+	return nil, errInFlight
+}
+
+// claim inserts the key as RUNNING; false when it exists already.
+func (s *Store) claim(ctx context.Context, client, key, method string, hash []byte) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+` (client_id, key, method, request_hash, state)
+		VALUES ($1, $2, $3, $4, 'RUNNING') ON CONFLICT DO NOTHING`, client, key, method, hash)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: claim key: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// finish stores the answer, or releases the key after an error so that a retry runs again.
+func (s *Store) finish(ctx context.Context, client, key string, resp any, herr error, ad []byte) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var err error
+	if msg, ok := resp.(proto.Message); ok && herr == nil {
+		var b []byte
+		if b, err = encode(msg); err == nil {
+			_, err = s.pool.Exec(ctx, `UPDATE `+s.table+` SET state = 'DONE', response = $3, updated_at = now()
+				WHERE client_id = $1 AND key = $2`, client, key, s.keyring.Seal(b, ad))
+		}
+	} else {
+		_, err = s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND key = $2`, client, key)
+	}
+	if err != nil {
+		// The operation is done; only its replay is lost. A retry within abandonAfter is 409.
+		s.log.Warn("idempotency: store answer", zap.Error(err))
+	}
+}
+
+// Run deletes expired keys every few minutes until ctx ends.
+func (s *Store) Run(ctx context.Context) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE created_at < now() - $1::interval`, Retention.String()); err != nil && ctx.Err() == nil {
+				s.log.Warn("idempotency: purge", zap.Error(err))
+			}
+		}
+	}
+}
+
+// clientScope is the client a key belongs to: the authenticated one, else (the bootstrap, which
+// has no principal) the client id it names.
+func clientScope(ctx context.Context, md metadata.MD) (string, bool) {
+	if p, ok := auth.FromContext(ctx); ok {
+		return p.ClientID, true
+	}
+	if ids := md.Get(auth.MDClientID); len(ids) == 1 {
+		if id, ok := auth.ParseClientID(ids[0]); ok {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func validKey(k string) bool {
+	if k == "" || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestHash(method string, m proto.Message) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: hash request: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write(b)
+	return h.Sum(nil), nil
+}
+
+// encode stores the message with its type name, so the replay can rebuild it.
+func encode(m proto.Message) ([]byte, error) {
+	name := string(m.ProtoReflect().Descriptor().FullName())
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(name), 0), b...), nil
+}
+
+func (s *Store) decode(sealed, ad []byte) (proto.Message, error) {
+	plain, err := s.keyring.Open(sealed, ad)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: open stored answer: %w", err)
+	}
+	i := bytes.IndexByte(plain, 0)
+	if i < 0 {
+		return nil, errors.New("idempotency: stored answer is malformed")
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(plain[:i]))
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: stored answer type: %w", err)
+	}
+	m := mt.New().Interface()
+	if err := proto.Unmarshal(plain[i+1:], m); err != nil {
+		return nil, fmt.Errorf("idempotency: decode stored answer: %w", err)
+	}
+	return m, nil
+}
