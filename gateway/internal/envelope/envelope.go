@@ -148,17 +148,21 @@ func FromErr(ctx context.Context, err error) Error {
 
 var (
 	unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
-	protoPrefix  = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
+	invalidValue = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
+	decodeNoise  = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
 )
 
-// describeDecodeError turns a protojson decoding error into a message for people, and names the
-// field when it can.
+// describeDecodeError turns a decoding error into a message for people, and names the field
+// when it can.
 func describeDecodeError(msg string) (string, string) {
 	if m := unknownField.FindStringSubmatch(msg); m != nil {
 		return "unknown field " + strconv.Quote(m[1]), m[1]
 	}
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		return "invalid value " + m[2] + " for field " + m[1], m[1]
+	}
 	if strings.HasPrefix(msg, "proto:") || strings.HasPrefix(msg, "malformed JSON") {
-		return "malformed JSON body: " + protoPrefix.ReplaceAllString(msg, ""), ""
+		return "malformed JSON body: " + decodeNoise.ReplaceAllString(msg, ""), ""
 	}
 	return msg, ""
 }

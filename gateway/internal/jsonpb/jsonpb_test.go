@@ -1,0 +1,170 @@
+package jsonpb_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+)
+
+func TestEncode(t *testing.T) {
+	days := int32(29)
+	desc := "a <note> & \"quote\"\n"
+	tests := []struct {
+		name string
+		msg  proto.Message
+		want string
+	}{
+		{
+			name: "client with nulls",
+			msg: &accountsv1.Client{
+				Id: "c1", ClientStatus: accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE, Balance: 9007199254740993,
+			},
+			want: `{"id":"c1","clientName":"","contactPersonName":"","contactPersonEmail":"","contactPhoneNumber":"","clientStatus":"ACTIVE","balance":9007199254740993,"balanceExpiryDate":null,"balanceValid":false,"daysUntilBalanceExpiry":null,"enabledFeatures":[]}`,
+		},
+		{
+			name: "client with expiry and features",
+			msg: &accountsv1.Client{
+				ClientStatus:           accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED,
+				BalanceExpiryDate:      timestamppb.New(time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC)),
+				DaysUntilBalanceExpiry: &days,
+				EnabledFeatures:        []accountsv1.Feature{accountsv1.Feature_FEATURE_STUCK_PLUS, accountsv1.Feature_FEATURE_SANDBOX},
+			},
+			want: `{"id":"","clientName":"","contactPersonName":"","contactPersonEmail":"","contactPhoneNumber":"","clientStatus":"SUSPENDED","balance":0,"balanceExpiryDate":"2026-12-31T23:59:59.000Z","balanceValid":false,"daysUntilBalanceExpiry":29,"enabledFeatures":["STUCK_PLUS","SANDBOX"]}`,
+		},
+		{
+			name: "milliseconds are truncated to exactly three digits",
+			msg: &accountsv1.SdkToken{
+				CreatedAt: timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 678912345, time.UTC)),
+			},
+			want: `{"id":"","label":"","hint":"","createdAt":"2026-01-02T03:04:05.678Z","expiresAt":null}`,
+		},
+		{
+			name: "negative amounts, optional strings and escaping",
+			msg: &accountsv1.LedgerEntry{
+				Kind: accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL, Amount: -5, BalanceAfter: 0, Description: &desc,
+			},
+			want: `{"id":"","kind":"STUCK_PLUS_REVEAL","amount":-5,"balanceAfter":0,"reference":"","description":"a \u003cnote\u003e \u0026 \"quote\"\n","createdAt":null}`,
+		},
+		{
+			name: "unspecified enum is null",
+			msg:  &accountsv1.ApiKey{},
+			want: `{"id":"","name":"","role":null,"hint":"","createdAt":null,"lastUsedAt":null,"expiresAt":null}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(jsonpb.AppendMessage(nil, tt.msg.ProtoReflect()))
+			if got != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatal("not valid JSON")
+			}
+		})
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		msg     proto.Message
+		want    proto.Message
+		wantErr string
+	}{
+		{name: "short enum", body: `{"name":"ci","role":"MEMBER"}`, msg: &accountsv1.CreateApiKeyRequest{},
+			want: &accountsv1.CreateApiKeyRequest{Name: "ci", Role: accountsv1.Role_ROLE_MEMBER}},
+		{name: "full enum", body: `{"name":"ci","role":"ROLE_ADMIN"}`, msg: &accountsv1.CreateApiKeyRequest{},
+			want: &accountsv1.CreateApiKeyRequest{Name: "ci", Role: accountsv1.Role_ROLE_ADMIN}},
+		{name: "int64 as number", body: `{"label":"x","ttlSeconds":3600}`, msg: &accountsv1.CreateSdkTokenRequest{},
+			want: &accountsv1.CreateSdkTokenRequest{Label: "x", TtlSeconds: proto.Int64(3600)}},
+		{name: "optional int32", body: `{"secretKey":"s","oldKeyGraceSeconds":60}`, msg: &accountsv1.RotateApiKeyRequest{},
+			want: &accountsv1.RotateApiKeyRequest{SecretKey: "s", OldKeyGraceSeconds: proto.Int32(60)}},
+		{name: "unknown field", body: `{"secretKey":"s","clientId":"x"}`, msg: &accountsv1.RotateApiKeyRequest{}, wantErr: `unknown field "clientId"`},
+		{name: "unknown field with enums", body: `{"name":"x","role":"ADMIN","extra":1}`, msg: &accountsv1.CreateApiKeyRequest{}, wantErr: `unknown field "extra"`},
+		{name: "unknown enum value", body: `{"role":"OWNER"}`, msg: &accountsv1.CreateApiKeyRequest{}, wantErr: "invalid value for enum"},
+		{name: "wrong type", body: `{"secretKey":5}`, msg: &accountsv1.RotateApiKeyRequest{}, wantErr: "invalid value for string"},
+		{name: "malformed", body: `{"secretKey":`, msg: &accountsv1.RotateApiKeyRequest{}, wantErr: "unexpected"},
+		{name: "malformed with enums", body: `{"role":`, msg: &accountsv1.CreateApiKeyRequest{}, wantErr: "malformed JSON"},
+		{name: "two values", body: `{"role":"ADMIN"} {}`, msg: &accountsv1.CreateApiKeyRequest{}, wantErr: "more than one value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := jsonpb.Unmarshal([]byte(tt.body), tt.msg)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(tt.msg, tt.want) {
+				t.Fatalf("got %v, want %v", tt.msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestEnumPrefixes checks EnumPrefix against every enum of every generated file: each value
+// must start with it, or the encoder would write the full names.
+func TestEnumPrefixes(t *testing.T) {
+	n := 0
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if !strings.HasPrefix(string(fd.Package()), "mnv.") {
+			return true
+		}
+		for i := 0; i < fd.Enums().Len(); i++ {
+			ed := fd.Enums().Get(i)
+			prefix := jsonpb.EnumPrefix(ed)
+			for j := 0; j < ed.Values().Len(); j++ {
+				n++
+				if name := string(ed.Values().Get(j).Name()); !strings.HasPrefix(name, prefix) {
+					t.Errorf("%s: value %s lacks prefix %q", ed.FullName(), name, prefix)
+				}
+			}
+		}
+		return true
+	})
+	if n == 0 {
+		t.Fatal("no enums found: is the generated code linked in?")
+	}
+}
+
+// FuzzUnmarshal feeds arbitrary bodies to the request decoder: it must never panic, and what it
+// accepts must survive a round trip through the encoder.
+func FuzzUnmarshal(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"ci","role":"MEMBER"}`, `{"role":"ROLE_ADMIN"}`, `{"name":"\u0000"}`, `{}`, `[]`, `null`,
+		`{"name":"x","role":1}`, `{"role":{"a":1}}`, `{"name":"` + strings.Repeat("a", 300) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req accountsv1.CreateApiKeyRequest
+		if err := jsonpb.Unmarshal(body, &req); err != nil {
+			return
+		}
+		out := jsonpb.AppendMessage(nil, req.ProtoReflect())
+		if !json.Valid(out) {
+			t.Fatalf("encoder wrote invalid JSON %q", out)
+		}
+		var again accountsv1.CreateApiKeyRequest
+		if err := jsonpb.Unmarshal(out, &again); err != nil {
+			t.Fatalf("re-decoding %s: %v", out, err)
+		}
+		if !proto.Equal(&req, &again) {
+			t.Fatalf("round trip changed %v into %v", &req, &again)
+		}
+	})
+}
