@@ -24,8 +24,9 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
+	"github.com/mnvhq/mnv/gateway/internal/openapi"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/proto/gen/openapi"
+	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/requestid"
@@ -99,6 +100,10 @@ type Gateway struct {
 // the all-in-one binary every service's).
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, log: log, backends: map[string]healthpb.HealthClient{}}
+	apiDoc, err := openapi.Document(openapigen.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
 	accounts, err := g.dial(cfg.AccountsAddr)
 	if err != nil {
 		return nil, err
@@ -134,7 +139,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux))
 	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(openapi.JSON)
+		_, _ = w.Write(apiDoc)
 	})
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))

@@ -286,3 +286,23 @@ func TestBalanceExpiry(t *testing.T) {
 		t.Fatalf("balanceExpiryDate %s, want %s", got, expires.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
 }
+
+// TestOpenAPIIsPublic: the API description needs no credential and describes the envelope.
+func TestOpenAPIIsPublic(t *testing.T) {
+	s := start(t)
+	a := s.do(t, call{method: "GET", path: "/v1/api/openapi.json"})
+	var doc struct {
+		Swagger string `json:"swagger"`
+		Info    struct {
+			Title string `json:"title"`
+		} `json:"info"`
+		Paths       map[string]any `json:"paths"`
+		Definitions map[string]any `json:"definitions"`
+	}
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &doc) != nil {
+		t.Fatalf("%d %.200s", a.status, a.body)
+	}
+	if doc.Swagger != "2.0" || doc.Info.Title != "mnv API" || doc.Paths["/v1/api/clients"] == nil || doc.Definitions["Envelope"] == nil {
+		t.Fatalf("document: swagger %q title %q, %d paths", doc.Swagger, doc.Info.Title, len(doc.Paths))
+	}
+}

@@ -1,0 +1,126 @@
+// Package e2e_test drives the real binaries (accounts, gateway, mnvctl), started as separate
+// processes, through the REST API, as a client and an operator would.
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mnvhq/mnv/tests/e2e/harness"
+)
+
+var suite *harness.Suite
+
+func TestMain(m *testing.M) {
+	s, err := harness.Start(context.Background(), harness.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	suite = s
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "e2e: process logs are in %s\n", s.LogDir)
+	}
+	s.Stop()
+	os.Exit(code)
+}
+
+// envelope is the body of every answer.
+type envelope struct {
+	Success  bool `json:"success"`
+	Messages []struct {
+		Type       string  `json:"type"`
+		Code       string  `json:"code"`
+		Message    string  `json:"message"`
+		HTTPStatus string  `json:"httpStatus"`
+		Technical  bool    `json:"technical"`
+		Field      *string `json:"field"`
+	} `json:"messages"`
+	Data json.RawMessage `json:"data"`
+}
+
+type response struct {
+	status int
+	header http.Header
+	env    envelope
+	raw    []byte
+}
+
+func (r response) code() string {
+	if len(r.env.Messages) == 0 {
+		return ""
+	}
+	return r.env.Messages[0].Code
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.env.Data, v); err != nil {
+		t.Fatalf("data %s: %v", r.env.Data, err)
+	}
+}
+
+type headers map[string]string
+
+func call(t *testing.T, method, path string, h headers, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, suite.GatewayURL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = []string{v} // as sent: no canonicalisation of the value
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if err := json.Unmarshal(raw, &r.env); err != nil {
+		t.Fatalf("%s %s: %d, body is not an envelope: %q", method, path, resp.StatusCode, raw)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id", method, path)
+	}
+	if r.env.Success != (resp.StatusCode < 300) {
+		t.Errorf("%s %s: status %d with success=%v", method, path, resp.StatusCode, r.env.Success)
+	}
+	return r
+}
+
+// ok calls and fails the test unless the answer is 200.
+func ok(t *testing.T, method, path string, h headers, body string) response {
+	t.Helper()
+	r := call(t, method, path, h, body)
+	if r.status != http.StatusOK {
+		t.Fatalf("%s %s: %d %s", method, path, r.status, r.raw)
+	}
+	return r
+}
+
+func newClient(t *testing.T, balance int64, extra ...string) harness.Client {
+	t.Helper()
+	c, err := suite.CreateClient(context.Background(), balance, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func keyOf(c harness.Client) headers { return headers{"X-Api-Key": c.APIKey, "X-Client-Id": c.ID} }
+func meOf(c harness.Client) headers  { return headers{"X-Api-Key": c.APIKey} }
