@@ -5,7 +5,7 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 # Every Go module of the workspace; `go test ./...` does not cross module boundaries.
-MODULES := proto/gen services/platform services/accounts gateway cmd tests/e2e
+MODULES := proto/gen services/platform services/accounts gateway cmd tests
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 FUZZTIME ?= 10s

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/tests/e2e/harness"
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // route is one path of the accounts API with a body that is valid for it.

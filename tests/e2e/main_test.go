@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/tests/e2e/harness"
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 var suite *harness.Suite

@@ -1,4 +1,4 @@
-module github.com/mnvhq/mnv/tests/e2e
+module github.com/mnvhq/mnv/tests
 
 go 1.26.0
 
@@ -12,6 +12,6 @@ require (
 )
 
 replace (
-	github.com/mnvhq/mnv/proto/gen => ../../proto/gen
-	github.com/mnvhq/mnv/services/platform => ../../services/platform
+	github.com/mnvhq/mnv/proto/gen => ../proto/gen
+	github.com/mnvhq/mnv/services/platform => ../services/platform
 )
