@@ -25,10 +25,13 @@ test: ## Run every test against a real PostgreSQL (started if need be)
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target briefly (FUZZTIME, default 10s)
-	@cd gateway && for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/func //'); do \
-	  pkg=$$(grep -rlE "^func $$t\(" --include='*_test.go' . | xargs -n1 dirname | head -1); \
-	  echo "== fuzz $$t ($$pkg)"; go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; done
+fuzz: ## Run every fuzz target briefly (FUZZTIME, default 10s)
+	@for f in $$(grep -rlE '^func Fuzz' --include='*_test.go' $(MODULES)); do \
+	  for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]+' $$f | sed 's/func //'); do \
+	    echo "== fuzz $$t (./$$(dirname $$f))"; \
+	    go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+	  done; \
+	done
 
 .PHONY: bench
 bench: build ## Measure throughput (REST vs gRPC, hot vs spread debits) next to the raw Postgres limit
