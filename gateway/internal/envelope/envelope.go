@@ -149,6 +149,7 @@ func FromErr(ctx context.Context, err error) Error {
 var (
 	unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
 	invalidValue = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
+	badQuery     = regexp.MustCompile(`^parsing field "([A-Za-z0-9_.]+)"`)
 	decodeNoise  = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
 )
 
@@ -160,6 +161,9 @@ func describeDecodeError(msg string) (string, string) {
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
 		return "invalid value " + m[2] + " for field " + m[1], m[1]
+	}
+	if m := badQuery.FindStringSubmatch(msg); m != nil {
+		return "invalid value for query parameter " + m[1], m[1]
 	}
 	if strings.HasPrefix(msg, "proto:") || strings.HasPrefix(msg, "malformed JSON") {
 		return "malformed JSON body: " + decodeNoise.ReplaceAllString(msg, ""), ""
