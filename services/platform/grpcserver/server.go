@@ -76,22 +76,23 @@ func New(o Options) (*Server, error) {
 			return logging.Fields{"request_id", requestid.From(ctx)}
 		}),
 	}
-	// Order matters, outermost first: recovery catches panics anywhere below; the request id is
-	// set before anything logs; logging and metrics see the final code, including auth refusals;
-	// auth runs before any interceptor or handler that needs the principal.
+	// Order matters, outermost first: the request id is set before anything logs; logging and
+	// metrics wrap recovery, so they see the final code of every call, a panic (INTERNAL) or an
+	// auth refusal included; recovery wraps everything that runs code of ours; auth runs before
+	// any interceptor or handler that needs the principal.
 	unary := []grpc.UnaryServerInterceptor{
-		recovery.UnaryServerInterceptor(onPanic),
 		requestid.UnaryServerInterceptor(),
 		logging.UnaryServerInterceptor(zapLogger(log), logOpts...),
 		metrics.UnaryServerInterceptor(),
+		recovery.UnaryServerInterceptor(onPanic),
 		o.Guard.UnaryInterceptor(),
 	}
 	unary = append(unary, o.Unary...)
 	stream := []grpc.StreamServerInterceptor{
-		recovery.StreamServerInterceptor(onPanic),
 		requestid.StreamServerInterceptor(),
 		logging.StreamServerInterceptor(zapLogger(log), logOpts...),
 		metrics.StreamServerInterceptor(),
+		recovery.StreamServerInterceptor(onPanic),
 		o.Guard.StreamInterceptor(),
 	}
 	srv := grpc.NewServer(

@@ -95,6 +95,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS,
 		return fmt.Errorf("migrate %s: create schema: %w", schema, err)
 	}
 	for _, set := range append([]Migrations{{Name: "schema", FS: fsys}}, more...) {
+		if files, err := migrate.FindMigrations(set.FS); err != nil {
+			return fmt.Errorf("migrate %s (%s): %w", schema, set.Name, err)
+		} else if len(files) == 0 {
+			// A service may have no tables of its own yet and still use a platform set.
+			continue
+		}
 		m, err := migrate.NewMigrator(ctx, conn.Conn(), schema+"."+set.Name+"_version")
 		if err != nil {
 			return fmt.Errorf("migrate %s: %w", schema, err)

@@ -1,0 +1,602 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+)
+
+const (
+	schema  = "idemtest"
+	mCreate = "/test.Svc/Create"
+	mCharge = "/test.Svc/Charge"
+	mGet    = "/test.Svc/Get"
+)
+
+// mainSet stands for a service's own migrations. It holds one trivial migration because
+// pg.Migrate currently fails on an empty set ("load: migrations not found", from tern).
+var mainSet = fstest.MapFS{
+	"001_init.sql": {Data: []byte(`CREATE TABLE {{.schema}}.placeholder (id int);`)},
+}
+
+type env struct {
+	pool    *pgxpool.Pool
+	spec    string // of keyring
+	keyring *crypto.Keyring
+	store   *idempotency.Store
+}
+
+// TestStore runs every case on one database: creating a database is the slow part.
+func TestStore(t *testing.T) {
+	e := setup(t)
+	tests := []struct {
+		name string
+		run  func(*testing.T, env)
+	}{
+		{"UnaryInterceptor", testUnaryInterceptor},
+		{"StoredAnswerIsSealed", testStoredAnswerIsSealed},
+		{"InFlight", testInFlight},
+		{"StaleKeys", testStaleKeys},
+		{"TamperedAnswerIsNotReplayed", testTamperedAnswerIsNotReplayed},
+		{"ReplayHeaderOverGRPC", testReplayHeaderOverGRPC},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
+	}
+}
+
+func setup(t *testing.T) env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8})
+	if err != nil {
+		t.Fatalf("pg.Open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pg.Migrate(ctx, pool, schema, mainSet, idempotency.Migrations()); err != nil {
+		t.Fatalf("pg.Migrate: %v", err)
+	}
+	spec := crypto.NewKeySpec("k1")
+	keyring, err := crypto.ParseKeyring(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{pool: pool, spec: spec, keyring: keyring, store: idempotency.New(pool, schema, keyring, zap.NewNop(), mCreate)}
+}
+
+// counter is a handler that counts its runs and answers with a message naming the run, so a
+// replayed answer can be told from a fresh one.
+type counter struct {
+	mu       sync.Mutex
+	calls    int
+	err      error // returned (once) when set
+	withResp bool  // return an answer along with err (gRPC drops it; the store must too)
+}
+
+func (c *counter) handle(ctx context.Context, req any) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	client := "-"
+	if p, ok := auth.FromContext(ctx); ok {
+		client = p.ClientID
+	}
+	var in string
+	if m, ok := req.(*wrapperspb.StringValue); ok {
+		in = m.GetValue()
+	}
+	resp := wrapperspb.String("created " + in + " run " + string(rune('0'+c.calls)) + " for " + client)
+	if c.err != nil {
+		err := c.err
+		c.err = nil
+		if c.withResp {
+			return resp, err
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (c *counter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// call is one request through the interceptor.
+type call struct {
+	client string // principal's client id; "" for no principal
+	md     metadata.MD
+	method string // mCreate when empty
+	req    any    // a *wrapperspb.StringValue, or anything else
+}
+
+func key(k string) metadata.MD { return metadata.Pairs(idempotency.MDKey, k) }
+
+func req(s string) *wrapperspb.StringValue { return wrapperspb.String(s) }
+
+func do(store *idempotency.Store, h *counter, c call) (any, error) {
+	ctx := context.Background()
+	if c.md != nil {
+		ctx = metadata.NewIncomingContext(ctx, c.md)
+	}
+	if c.client != "" {
+		ctx = auth.WithPrincipal(ctx, auth.Principal{ClientID: c.client})
+	}
+	method := c.method
+	if method == "" {
+		method = mCreate
+	}
+	return store.UnaryInterceptor()(ctx, c.req, &grpc.UnaryServerInfo{FullMethod: method}, h.handle)
+}
+
+func testUnaryInterceptor(t *testing.T, e env) {
+	twoMethods := idempotency.New(e.pool, schema, e.keyring, zap.NewNop(), mCreate, mCharge)
+	errHandler := apierr.New(codes.Unavailable, apierr.Unavailable, "downstream is down")
+	const clientUUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+
+	type step struct {
+		call
+		store      *idempotency.Store // e.store when nil
+		handlerErr error              // the handler fails this time
+		errResp    bool               // and returns an answer along with its error
+		wantCode   codes.Code
+		wantReason apierr.Reason // checked when wantCode != OK
+		wantCalls  int           // handler runs so far in this case
+		sameAs     int           // 1-based step whose answer this one must equal; 0: a fresh answer
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"no header: the handler runs each time", []step{
+			{call: call{client: "c1", req: req("a")}, wantCalls: 1},
+			{call: call{client: "c1", req: req("a")}, wantCalls: 2},
+			{call: call{client: "c1", md: metadata.Pairs("other", "x"), req: req("a")}, wantCalls: 3},
+		}},
+		{"same key, same request: runs once and replays the first answer", []step{
+			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+		}},
+		{"same key, different request: mismatch", []step{
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("b")}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("")}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
+			// The original request still replays.
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+		}},
+		{"same key, another method: mismatch", []step{
+			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCreate}, wantCalls: 1},
+			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCharge}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
+		}},
+		{"same key from another client: keys are per client", []step{
+			{call: call{client: "c1", md: key("shared-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: "c2", md: key("shared-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: "c2", md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: "c1", md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
+			// c2 may use the key for another request than c1 did, without a mismatch.
+			{call: call{client: "c3", md: key("shared-1"), req: req("b")}, wantCalls: 3},
+		}},
+		{"handler error releases the key", []step{
+			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+		}},
+		{"handler error with an answer still releases the key", []step{
+			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, handlerErr: errHandler, errResp: true, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2},
+			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2, sameAs: 2},
+		}},
+		{"handler error releases the key for another request too", []step{
+			{call: call{client: "c1", md: key("retry-2"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-2"), req: req("b")}, wantCalls: 2},
+		}},
+		{"malformed keys are INVALID_ARGUMENT and never run the handler", []step{
+			{call: call{client: "c1", md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key(strings.Repeat("k", 256)), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key(""), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: metadata.Pairs(idempotency.MDKey, "rep-1", idempotency.MDKey, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			// A malformed key is refused even without a principal.
+			{call: call{md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+		}},
+		{"longest and oddest valid keys are honoured", []step{
+			{call: call{client: "c1", md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1},
+			{call: call{client: "c1", md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: "c1", md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2},
+			{call: call{client: "c1", md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2, sameAs: 3},
+		}},
+		{"a method not in the list ignores the header", []step{
+			{call: call{client: "c1", md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 1},
+			{call: call{client: "c1", md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 2},
+			{call: call{client: "c1", md: key("not valid"), req: req("a"), method: mGet}, wantCalls: 3},
+		}},
+		{"bootstrap: without a principal the key is scoped by x-client-id", []step{
+			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
+			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
+			// The authenticated client of that id shares the scope.
+			{call: call{client: clientUUID, md: key("boot-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+		}},
+		{"no principal and no usable client id: the handler runs each time", []step{
+			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 1},
+			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 2},
+			{call: call{md: metadata.Pairs(idempotency.MDKey, "anon-1", auth.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
+		}},
+		{"a request that is not a proto message is passed through", []step{
+			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 1},
+			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &counter{}
+			var answers []any
+			for i, s := range tt.steps {
+				store := s.store
+				if store == nil {
+					store = e.store
+				}
+				h.err, h.withResp = s.handlerErr, s.errResp
+				resp, err := do(store, h, s.call)
+				answers = append(answers, resp)
+
+				if code := status.Code(err); code != s.wantCode {
+					t.Fatalf("step %d: code %v (%v), want %v", i+1, code, err, s.wantCode)
+				}
+				if s.wantCode != codes.OK {
+					if d := apierr.Parse(err); d.Reason != s.wantReason {
+						t.Errorf("step %d: reason %q, want %q", i+1, d.Reason, s.wantReason)
+					}
+					if s.wantCode == codes.InvalidArgument || s.wantReason == apierr.IdempotencyMismatch {
+						if d := apierr.Parse(err); d.Field != "Idempotency-Key" {
+							t.Errorf("step %d: field %q, want Idempotency-Key", i+1, d.Field)
+						}
+					}
+					if resp != nil && !s.errResp {
+						t.Errorf("step %d: answer %v with an error", i+1, resp)
+					}
+				}
+				if got := h.count(); got != s.wantCalls {
+					t.Fatalf("step %d: handler ran %d times in all, want %d", i+1, got, s.wantCalls)
+				}
+				if s.wantCode != codes.OK {
+					continue
+				}
+				if resp == nil {
+					t.Fatalf("step %d: nil answer", i+1)
+				}
+				if s.sameAs > 0 {
+					first, ok1 := answers[s.sameAs-1].(proto.Message)
+					got, ok2 := resp.(proto.Message)
+					if !ok1 || !ok2 || !proto.Equal(first, got) {
+						t.Errorf("step %d: answer %v, want the answer of step %d: %v", i+1, resp, s.sameAs, answers[s.sameAs-1])
+					}
+					if _, ok := resp.(*wrapperspb.StringValue); !ok {
+						t.Errorf("step %d: replayed answer is a %T, want *wrapperspb.StringValue", i+1, resp)
+					}
+				} else {
+					// A fresh answer differs from every earlier one.
+					for j, prev := range answers[:i] {
+						pm, ok1 := prev.(proto.Message)
+						rm, ok2 := resp.(proto.Message)
+						if ok1 && ok2 && proto.Equal(pm, rm) {
+							t.Errorf("step %d: answer equals the answer of step %d, want a fresh one", i+1, j+1)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// testStoredAnswerIsSealed reads the table: the answer is stored, but not in clear, and is
+// bound to its row.
+func testStoredAnswerIsSealed(t *testing.T, e env) {
+	ctx := context.Background()
+	const secret = "mnv_SHOWN_ONCE_0123456789abcdefghijklmnopqrstuv"
+	h := func(context.Context, any) (any, error) { return wrapperspb.String(secret), nil }
+	callWith := func(store *idempotency.Store, client, k string) (any, error) {
+		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, auth.Principal{ClientID: client}), key(k))
+		return store.UnaryInterceptor()(c, req("create key"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
+	}
+	for _, k := range []string{"sealed-1", "sealed-2"} {
+		if _, err := callWith(e.store, "c1", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var state string
+	var response, hash []byte
+	if err := e.pool.QueryRow(ctx, `SELECT state, response, request_hash FROM `+schema+`.idempotency_keys
+		WHERE client_id = 'c1' AND key = 'sealed-1'`).Scan(&state, &response, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if state != "DONE" {
+		t.Errorf("state = %q, want DONE", state)
+	}
+	if len(response) == 0 {
+		t.Fatal("no response stored")
+	}
+	for _, clear := range []string{secret, "SHOWN_ONCE", "google.protobuf.StringValue", "create key"} {
+		if bytes.Contains(response, []byte(clear)) {
+			t.Errorf("stored response contains %q in clear", clear)
+		}
+	}
+	if bytes.Contains(hash, []byte("create key")) {
+		t.Error("request hash contains the request in clear")
+	}
+
+	// The sealed answer opens with the keyring and the row's binding only: a response copied to
+	// another row does not replay there.
+	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys SET response = $1
+		WHERE client_id = 'c1' AND key = 'sealed-2'`, response); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := callWith(e.store, "c1", "sealed-2"); err == nil {
+		t.Errorf("a response moved to another row replayed: %v", resp)
+	}
+
+	// A rotated keyring (new current key, old key kept) still replays old answers.
+	rotated, err := crypto.ParseKeyring(crypto.NewKeySpec("k2") + "," + e.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := callWith(idempotency.New(e.pool, schema, rotated, zap.NewNop(), mCreate), "c1", "sealed-1")
+	if err != nil {
+		t.Fatalf("replay after rotation: %v", err)
+	}
+	if !proto.Equal(resp.(proto.Message), wrapperspb.String(secret)) {
+		t.Errorf("replay after rotation = %v", resp)
+	}
+
+	// A keyring without the sealing key cannot replay.
+	stranger, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := callWith(idempotency.New(e.pool, schema, stranger, zap.NewNop(), mCreate), "c1", "sealed-1"); err == nil {
+		t.Errorf("replay with a foreign key succeeded: %v", resp)
+	}
+}
+
+// testInFlight runs a second request with the key while the first is still in its handler.
+func testInFlight(t *testing.T, e env) {
+	ctx := auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c1"})
+	ctx = metadata.NewIncomingContext(ctx, key("inflight-1"))
+	icpt := e.store.UnaryInterceptor()
+	info := &grpc.UnaryServerInfo{FullMethod: mCreate}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var firstResp any
+	var firstErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		firstResp, firstErr = icpt(ctx, req("a"), info, func(context.Context, any) (any, error) {
+			close(started)
+			<-release
+			return wrapperspb.String("first"), nil
+		})
+	}()
+	<-started
+
+	secondRan := false
+	second := func(context.Context, any) (any, error) { secondRan = true; return wrapperspb.String("second"), nil }
+	tests := []struct {
+		name       string
+		req        *wrapperspb.StringValue
+		wantCode   codes.Code
+		wantReason apierr.Reason
+	}{
+		{"same request while running: conflict", req("a"), codes.Aborted, apierr.Conflict},
+		{"other request while running: mismatch", req("b"), codes.FailedPrecondition, apierr.IdempotencyMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := icpt(ctx, tt.req, info, second)
+			if status.Code(err) != tt.wantCode || apierr.Parse(err).Reason != tt.wantReason {
+				t.Errorf("call = %v, %v; want %v / %s", resp, err, tt.wantCode, tt.wantReason)
+			}
+		})
+	}
+	close(release)
+	<-done
+	if firstErr != nil || !proto.Equal(firstResp.(proto.Message), wrapperspb.String("first")) {
+		t.Fatalf("first call = %v, %v", firstResp, firstErr)
+	}
+	if secondRan {
+		t.Error("the second handler ran while the first held the key")
+	}
+	// Once the first is done, the same request replays its answer.
+	resp, err := icpt(ctx, req("a"), info, second)
+	if err != nil || !proto.Equal(resp.(proto.Message), wrapperspb.String("first")) {
+		t.Errorf("after the first finished: %v, %v; want the first answer", resp, err)
+	}
+	if secondRan {
+		t.Error("the second handler ran instead of a replay")
+	}
+}
+
+// testStaleKeys ages rows in the table to check that expired keys and abandoned RUNNING keys
+// are taken over, while a recent RUNNING key is still a conflict.
+func testStaleKeys(t *testing.T, e env) {
+	tests := []struct {
+		name     string
+		age      string // SQL run on the row after the first call
+		wantRun  bool   // the second call runs the handler again
+		wantCode codes.Code
+	}{
+		{"done, recent: replay", ``, false, codes.OK},
+		{"done, 23 hours old: replay", `created_at = now() - interval '23 hours'`, false, codes.OK},
+		{"done, 25 hours old: expired, runs again", `created_at = now() - interval '25 hours', updated_at = now() - interval '25 hours'`, true, codes.OK},
+		{"running, recent: conflict", `state = 'RUNNING', response = NULL, updated_at = now()`, false, codes.Aborted},
+		{"running, 3 minutes stale: abandoned, runs again", `state = 'RUNNING', response = NULL, updated_at = now() - interval '3 minutes'`, true, codes.OK},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := "stale-" + string(rune('a'+i))
+			h := &counter{}
+			c := call{client: "c1", md: key(k), req: req("a")}
+			first, err := do(e.store, h, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.age != "" {
+				tag, err := e.pool.Exec(context.Background(), `UPDATE `+schema+`.idempotency_keys SET `+tt.age+` WHERE client_id = 'c1' AND key = $1`, k)
+				if err != nil || tag.RowsAffected() != 1 {
+					t.Fatalf("age the row: %v, %d rows", err, tag.RowsAffected())
+				}
+			}
+			resp, err := do(e.store, h, c)
+			if status.Code(err) != tt.wantCode {
+				t.Fatalf("second call: %v, want %v", err, tt.wantCode)
+			}
+			wantCalls := 1
+			if tt.wantRun {
+				wantCalls = 2
+			}
+			if h.count() != wantCalls {
+				t.Errorf("handler ran %d times, want %d", h.count(), wantCalls)
+			}
+			if tt.wantCode == codes.OK && !tt.wantRun && !proto.Equal(resp.(proto.Message), first.(proto.Message)) {
+				t.Errorf("second answer %v, want the replay %v", resp, first)
+			}
+			if tt.wantRun {
+				// The new run is remembered in turn.
+				third, err := do(e.store, h, c)
+				if err != nil || h.count() != 2 || !proto.Equal(third.(proto.Message), resp.(proto.Message)) {
+					t.Errorf("third call = %v, %v after %d runs; want a replay of the second", third, err, h.count())
+				}
+			}
+		})
+	}
+}
+
+func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
+	ctx := context.Background()
+	h := &counter{}
+	c := call{client: "c1", md: key("tamper-1"), req: req("a")}
+	if _, err := do(e.store, h, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys
+		SET response = set_byte(response, length(response) - 1, get_byte(response, length(response) - 1) # 1)
+		WHERE client_id = 'c1' AND key = 'tamper-1'`); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := do(e.store, h, c)
+	if err == nil {
+		t.Fatalf("tampered answer replayed: %v", resp)
+	}
+	if !errors.Is(err, crypto.ErrOpen) {
+		t.Errorf("error %v does not wrap crypto.ErrOpen", err)
+	}
+	if h.count() != 1 {
+		t.Errorf("handler ran %d times, want 1", h.count())
+	}
+}
+
+// testReplayHeaderOverGRPC runs the interceptor in a real gRPC server (in memory), where the
+// replay can set the Idempotent-Replayed header.
+func testReplayHeaderOverGRPC(t *testing.T, e env) {
+	h := &counter{}
+	withPrincipal := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		return next(auth.WithPrincipal(ctx, auth.Principal{ClientID: "c1"}), req)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(withPrincipal, e.store.UnaryInterceptor()))
+	srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Svc",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Create",
+			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+				in := new(wrapperspb.StringValue)
+				if err := dec(in); err != nil {
+					return nil, err
+				}
+				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: mCreate}, h.handle)
+			},
+		}},
+	}, struct{}{})
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tests := []struct {
+		name         string
+		key          string // "" for no header
+		in           string
+		wantReplayed bool
+		wantCalls    int
+	}{
+		{"first call", "grpc-1", "a", false, 1},
+		{"replay", "grpc-1", "a", true, 1},
+		{"replay again", "grpc-1", "a", true, 1},
+		{"other key", "grpc-2", "a", false, 2},
+		{"no key", "", "a", false, 3},
+	}
+	var first *wrapperspb.StringValue
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ctx
+			if tt.key != "" {
+				c = metadata.AppendToOutgoingContext(c, idempotency.MDKey, tt.key)
+			}
+			var header metadata.MD
+			out := new(wrapperspb.StringValue)
+			if err := conn.Invoke(c, mCreate, req(tt.in), out, grpc.Header(&header)); err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = out
+			}
+			replayed := strings.Join(header.Get(idempotency.MDReplayed), ",")
+			if (replayed == "true") != tt.wantReplayed || (replayed != "" && replayed != "true") {
+				t.Errorf("%s header = %q, want replayed %v", idempotency.MDReplayed, replayed, tt.wantReplayed)
+			}
+			if tt.wantReplayed && !proto.Equal(out, first) {
+				t.Errorf("replayed %v, want %v", out, first)
+			}
+			if h.count() != tt.wantCalls {
+				t.Errorf("handler ran %d times, want %d", h.count(), tt.wantCalls)
+			}
+		})
+	}
+}
