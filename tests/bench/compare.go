@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Config is the load shape every benchmark shares.
+type Config struct {
+	Workers  int
+	Duration time.Duration
+	Warmup   time.Duration
+	Rounds   int
+	Timeout  time.Duration
+}
+
+// Variant is one side of a comparison: a name and the request it repeats.
+type Variant struct {
+	Name string
+	Op   Op
+}
+
+// Measured is what the rounds of one variant add up to.
+type Measured struct {
+	Name   string
+	Rounds []Result
+}
+
+// Throughput is the median of the rounds' throughputs.
+func (m Measured) Throughput() float64 {
+	xs := make([]float64, len(m.Rounds))
+	for i, r := range m.Rounds {
+		xs[i] = r.Throughput()
+	}
+	return median(xs)
+}
+
+// Percentile is taken over every successful request of every round.
+func (m Measured) Percentile(p float64) time.Duration {
+	var all []time.Duration
+	for _, r := range m.Rounds {
+		all = append(all, r.Latencies...)
+	}
+	return percentileUnsorted(all, p)
+}
+
+// CPUPerRequest is the CPU time per request (successes and errors) over every round.
+func (m Measured) CPUPerRequest() CPU {
+	var cpu CPU
+	for _, r := range m.Rounds {
+		cpu = cpu.add(r.CPU)
+	}
+	return cpu.per(m.OK() + m.Errors())
+}
+
+// OK is the number of successes over all rounds.
+func (m Measured) OK() int {
+	n := 0
+	for _, r := range m.Rounds {
+		n += r.OK
+	}
+	return n
+}
+
+// Errors is the number of errors over all rounds.
+func (m Measured) Errors() int {
+	n := 0
+	for _, r := range m.Rounds {
+		n += r.Errors
+	}
+	return n
+}
+
+// ErrorRate is errors over all requests of all rounds.
+func (m Measured) ErrorRate() float64 {
+	total := m.OK() + m.Errors()
+	if total == 0 {
+		return 1 // nothing succeeded: as bad as it gets
+	}
+	return float64(m.Errors()) / float64(total)
+}
+
+// FirstErr is an example error, or nil.
+func (m Measured) FirstErr() error {
+	for _, r := range m.Rounds {
+		if r.FirstErr != nil {
+			return r.FirstErr
+		}
+	}
+	return nil
+}
+
+// Compare measures the variants in interleaved rounds (a, b, a, b, ...) so that drift of a
+// noisy machine (other load, CPU frequency, a growing table) hits every variant alike. Each
+// variant is first called once, to fail fast on a broken setup, and every measured run is
+// preceded by an uncounted warm-up of the same variant, which opens its connections and fills
+// the pools and caches the other variant may have left cold.
+func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Variant) ([]Measured, error) {
+	for _, v := range variants {
+		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		err := v.Op(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("first request of %s: %w", v.Name, err)
+		}
+	}
+	out := make([]Measured, len(variants))
+	for i, v := range variants {
+		out[i].Name = v.Name
+	}
+	for round := 1; round <= cfg.Rounds; round++ {
+		for i, v := range variants {
+			if cfg.Warmup > 0 {
+				Load(ctx, cfg.Workers, cfg.Warmup, cfg.Timeout, v.Op)
+			}
+			r := Load(ctx, cfg.Workers, cfg.Duration, cfg.Timeout, v.Op)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			out[i].Rounds = append(out[i].Rounds, r)
+			fmt.Fprintf(progress, "  round %d/%d %-34s %9.1f req/s  p50 %s  p99 %s  errors %d\n",
+				round, cfg.Rounds, v.Name, r.Throughput(), ms(percentile(r.Latencies, 50)),
+				ms(percentile(r.Latencies, 99)), r.Errors)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CPU is CPU time (user+system) by who spent it, so a result can say where a request's cost
+// went on a machine the load generator shares with everything it measures.
+type CPU struct {
+	Gen      time.Duration // this process, the load generator
+	Gateway  time.Duration // the gateway, a child of this process
+	Accounts time.Duration // accounts, a child of this process
+	Machine  time.Duration // every CPU of the machine (from /proc/stat)
+}
+
+// Other is what the rest of the machine spent: PostgreSQL, and any other tenant.
+func (c CPU) Other() time.Duration { return max(0, c.Machine-c.Gen-c.Gateway-c.Accounts) }
+
+func (c CPU) sub(o CPU) CPU {
+	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Machine - o.Machine}
+}
+
+func (c CPU) add(o CPU) CPU {
+	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Machine + o.Machine}
+}
+
+func (c CPU) per(n int) CPU {
+	if n <= 0 {
+		return CPU{}
+	}
+	d := time.Duration(n)
+	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Machine / d}
+}
+
+// userHZ is the unit of the times in /proc (USER_HZ, 100 on every Linux ABI).
+const userHZ = 100
+
+func ticks(t uint64) time.Duration { return time.Duration(t) * time.Second / userHZ }
+
+// sampleCPU reads the CPU counters now. Where /proc is missing the services and the machine
+// read as zero.
+func sampleCPU() CPU {
+	var c CPU
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.Gen = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := bytes.Cut(b, []byte("\n"))
+		f := strings.Fields(string(line))
+		// cpu user nice system idle iowait irq softirq steal ...: busy is all but idle,
+		// iowait and steal.
+		for i, v := range f {
+			if i == 0 || i == 4 || i == 5 || i >= 8 {
+				continue
+			}
+			n, _ := strconv.ParseUint(v, 10, 64)
+			c.Machine += ticks(n)
+		}
+	}
+	self := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		comm := string(b[open+1 : end])
+		// After the command: state ppid ... utime (12th) stime (13th).
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) < 13 || f[1] != self || (comm != "gateway" && comm != "accounts") {
+			continue
+		}
+		u, _ := strconv.ParseUint(f[11], 10, 64)
+		s, _ := strconv.ParseUint(f[12], 10, 64)
+		if comm == "gateway" {
+			c.Gateway += ticks(u + s)
+		} else {
+			c.Accounts += ticks(u + s)
+		}
+	}
+	return c
+}
