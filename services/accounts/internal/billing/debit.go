@@ -151,15 +151,36 @@ func (l *Ledger) drain(clientID string, q *queue) {
 }
 
 // commit decides and writes one batch in one transaction: lock and read (one round trip),
-// decide in order, write the ledger rows and the new balance (one round trip), commit.
+// decide in order, write the ledger rows and the new balance (one round trip), commit. A batch
+// is first decided as if none of its references had been used, which is the rule; when the
+// ledger says otherwise (a retried debit), it is rolled back and decided again knowing them.
 func (l *Ledger) commit(ctx context.Context, clientID string, batch []*pending) ([]outcome, error) {
-	refs := make([]string, 0, len(batch))
-	for _, p := range batch {
-		refs = append(refs, p.req.Reference)
+	out, err := l.decide(ctx, clientID, batch, nil)
+	if errors.Is(err, store.ErrReferenceTaken) {
+		refs := make([]string, 0, len(batch))
+		for _, p := range batch {
+			refs = append(refs, p.req.Reference)
+		}
+		out, err = l.decide(ctx, clientID, batch, refs)
 	}
+	if errors.Is(err, domain.ErrNotFound) {
+		out = make([]outcome, len(batch))
+		for i := range out {
+			out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("debit batch: %w", err)
+	}
+	return out, nil
+}
+
+// decide runs one attempt of a batch; lookup names the references to read from the ledger.
+func (l *Ledger) decide(ctx context.Context, clientID string, batch []*pending, lookup []string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		snap, err := store.LockForDebits(ctx, tx, clientID, refs)
+		snap, err := store.LockForDebits(ctx, tx, clientID, lookup)
 		if err != nil {
 			return err
 		}
@@ -203,16 +224,7 @@ func (l *Ledger) commit(ctx context.Context, clientID string, batch []*pending) 
 		}
 		return nil
 	})
-	if errors.Is(err, domain.ErrNotFound) {
-		for i := range out {
-			out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
-		}
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("debit batch: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // chargeable decides whether a price can be taken from balance.

@@ -23,13 +23,17 @@ type BalanceState struct {
 }
 
 // DebitSnapshot is everything a batch of debits needs to decide, read in one round trip under
-// the balance lock: the balance, the ledger rows of the references already used, and the
-// client's price overrides.
+// the balance lock: the balance, the client's price overrides and, when asked for, the ledger
+// rows of references already used.
 type DebitSnapshot struct {
 	BalanceState
 	Existing  map[string]domain.LedgerEntry
 	Overrides []domain.Price
 }
+
+// ErrReferenceTaken is returned by AppendLedger when an entry's reference is already in the
+// client's ledger; the caller rolls back and decides again knowing the existing entries.
+var ErrReferenceTaken = errors.New("ledger reference already used")
 
 const lockBalanceSQL = `SELECT b.balance, b.expires_at, c.status, now()
 	FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
@@ -48,6 +52,10 @@ func LockBalance(ctx context.Context, tx pgx.Tx, clientID string) (BalanceState,
 	return s, nil
 }
 
+// refKey is the ledger's ref_key of a reference: the client id (canonical, lower-case) and the
+// reference, as the generated column computes it.
+func refKey(clientID, reference string) string { return clientID + "/" + reference }
+
 const ledgerColumns = `id::text, client_id::text, kind, amount, balance_after, reference, variant, description, created_at`
 
 func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
@@ -56,12 +64,20 @@ func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
 	return e, err
 }
 
-// LockForDebits locks the balance and reads the snapshot for a batch of debits of references.
-func LockForDebits(ctx context.Context, tx pgx.Tx, clientID string, references []string) (DebitSnapshot, error) {
+// LockForDebits locks the balance and reads the snapshot for a batch of debits. References are
+// looked up only when lookup is not empty: the common batch has none in the ledger yet, and
+// AppendLedger's unique constraint tells when one was (a retry), so the lookup is the exception.
+func LockForDebits(ctx context.Context, tx pgx.Tx, clientID string, lookup []string) (DebitSnapshot, error) {
 	b := &pgx.Batch{}
 	b.Queue(lockBalanceSQL, clientID)
-	b.Queue(`SELECT `+ledgerColumns+` FROM accounts.ledger WHERE client_id = $1 AND reference = ANY($2)`, clientID, references)
 	b.Queue(`SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1`, clientID)
+	if len(lookup) > 0 {
+		keys := make([]string, len(lookup))
+		for i, ref := range lookup {
+			keys[i] = refKey(clientID, ref)
+		}
+		b.Queue(`SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = ANY($1)`, keys)
+	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -75,17 +91,6 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientID string, references [
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return s, fmt.Errorf("read references: %w", err)
-	}
-	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
-	if err != nil {
-		return s, fmt.Errorf("read references: %w", err)
-	}
-	s.Existing = make(map[string]domain.LedgerEntry, len(entries))
-	for _, e := range entries {
-		s.Existing[e.Reference] = e
-	}
-	if rows, err = br.Query(); err != nil {
 		return s, fmt.Errorf("read prices: %w", err)
 	}
 	s.Overrides, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Price, error) {
@@ -95,13 +100,26 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientID string, references [
 	if err != nil {
 		return s, fmt.Errorf("read prices: %w", err)
 	}
+	s.Existing = map[string]domain.LedgerEntry{}
+	if len(lookup) > 0 {
+		if rows, err = br.Query(); err != nil {
+			return s, fmt.Errorf("read references: %w", err)
+		}
+		entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
+		if err != nil {
+			return s, fmt.Errorf("read references: %w", err)
+		}
+		for _, e := range entries {
+			s.Existing[e.Reference] = e
+		}
+	}
 	return s, br.Close()
 }
 
 // LedgerByReference reads one ledger entry of a client by reference.
 func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string) (domain.LedgerEntry, error) {
-	e, err := scanLedger(db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger
-		WHERE client_id = $1 AND reference = $2`, clientID, reference))
+	e, err := scanLedger(db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = $1`,
+		refKey(clientID, reference)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, domain.ErrNotFound
 	}
@@ -111,9 +129,11 @@ func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string
 	return e, nil
 }
 
-// AppendLedger inserts entries (all of one client, in order, with distinct references) and sets the client's balance to
-// the last entry's balance_after, in one round trip. It returns the entries with their ids and
-// times. The caller holds the balance lock; expiresAt, when not nil, also replaces the expiry.
+// AppendLedger inserts entries (all of one client, in order, with distinct references) and sets
+// the client's balance to the last entry's balance_after, in one round trip, and returns the
+// entries with their ids and times. The caller holds the balance lock; expiresAt, when not nil,
+// also replaces the expiry. When a reference is already in the ledger it returns
+// ErrReferenceTaken, and the transaction must be rolled back.
 func AppendLedger(ctx context.Context, tx pgx.Tx, clientID string, entries []domain.LedgerEntry, expiresAt *time.Time) ([]domain.LedgerEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -133,6 +153,7 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, clientID string, entries []dom
 		SELECT gen_random_uuid(), $1, k, a, ba, r, v, d
 		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(k, a, ba, r, v, d, ord)
 		ORDER BY ord
+		ON CONFLICT (ref_key) DO NOTHING
 		RETURNING reference, id::text, created_at`, clientID, kinds, amounts, after, refs, variants, descs)
 	if expiresAt != nil {
 		b.Queue(`UPDATE accounts.balances SET balance = $2, expires_at = $3, updated_at = now() WHERE client_id = $1`,
@@ -167,7 +188,7 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, clientID string, entries []dom
 	for i, e := range entries {
 		in, ok := byRef[e.Reference]
 		if !ok {
-			return nil, fmt.Errorf("append ledger: no row returned for an entry")
+			return nil, ErrReferenceTaken
 		}
 		e.ClientID, e.ID, e.CreatedAt = clientID, in.id, in.created
 		out[i] = e
