@@ -148,7 +148,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
 
-	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(root)))
+	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(middleware.StripUntrusted(root))))
 	return g, nil
 }
 

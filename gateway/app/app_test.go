@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -29,24 +28,27 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // stack is a real accounts service and the gateway in front of it, over real sockets.
 type stack struct {
 	accounts *apptest.Server
+	handler  http.Handler
 	url      string
 }
 
-func start(t *testing.T) *stack {
+func start(t *testing.T) *stack { return startB(t) }
+
+func startB(t testing.TB) *stack {
 	t.Helper()
 	acc := apptest.Start(t)
 	cfg := app.DefaultConfig()
 	cfg.AccountsAddr = acc.Addr
 	cfg.InternalToken = apptest.InternalToken
 	reg := prometheus.NewRegistry()
-	g, err := app.New(context.Background(), cfg, zaptest.NewLogger(t), reg, reg)
+	g, err := app.New(context.Background(), cfg, apptest.Logger(t), reg, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
-	return &stack{accounts: acc, url: srv.URL}
+	return &stack{accounts: acc, handler: g.Handler(), url: srv.URL}
 }
 
 type call struct {
@@ -198,6 +200,14 @@ func TestGolden(t *testing.T) {
 	c := s.accounts.CreateClient(t, 100, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX)
 
 	golden(t, "get_client", s.do(t, call{method: "GET", path: "/v1/api/clients", headers: keyHeaders(c)}))
+	// A client's Authorization header never reaches a service (it would sit beside the
+	// gateway's own credential), nor do forwarding headers it could forge.
+	spoof := keyHeaders(c)
+	spoof["Authorization"] = "Bearer " + apptest.InternalToken
+	spoof["X-Forwarded-For"] = "10.0.0.1"
+	if a := s.do(t, call{method: "GET", path: "/v1/api/clients", headers: spoof}); a.status != http.StatusOK {
+		t.Fatalf("with untrusted headers: %d %s", a.status, a.body)
+	}
 	golden(t, "get_client_without_client_id", s.do(t, call{method: "GET", path: "/v1/api/clients", headers: meHeaders(c)}))
 	golden(t, "unknown_route", s.do(t, call{method: "GET", path: "/v1/api/nothing-here", headers: keyHeaders(c)}))
 	golden(t, "wrong_method", s.do(t, call{method: "PUT", path: "/v1/api/clients", headers: keyHeaders(c)}))

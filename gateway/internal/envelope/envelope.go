@@ -56,19 +56,25 @@ type errorEnvelope struct {
 
 var null = json.RawMessage("null")
 
+var statusNames = func() map[int]string {
+	m := map[int]string{}
+	r := strings.NewReplacer(" ", "_", "-", "_", "'", "")
+	for code := 100; code < 600; code++ {
+		if text := http.StatusText(code); text != "" {
+			m[code] = strings.ToUpper(r.Replace(text))
+		}
+	}
+	m[http.StatusRequestEntityTooLarge] = "PAYLOAD_TOO_LARGE"
+	m[http.StatusUnprocessableEntity] = "UNPROCESSABLE_ENTITY"
+	return m
+}()
+
 // StatusName is the upper-case name of an HTTP status: 402 is PAYMENT_REQUIRED.
 func StatusName(code int) string {
-	switch code {
-	case http.StatusRequestEntityTooLarge:
-		return "PAYLOAD_TOO_LARGE"
-	case http.StatusUnprocessableEntity:
-		return "UNPROCESSABLE_ENTITY"
+	if name, ok := statusNames[code]; ok {
+		return name
 	}
-	text := http.StatusText(code)
-	if text == "" {
-		return strconv.Itoa(code)
-	}
-	return strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_", "'", "").Replace(text))
+	return strconv.Itoa(code)
 }
 
 // Success wraps data (already JSON) in a success envelope.
@@ -205,7 +211,9 @@ func write(w http.ResponseWriter, status int, body any) {
 }
 
 // ResponseRewriter wraps every successful gRPC answer in the envelope. messages gives the
-// success text per RPC (full method name); others get a text by HTTP method.
+// success text per RPC (full method name); others get "OK". It returns the finished JSON
+// (json.RawMessage), which the marshaler writes as it is: this is the hot path of every
+// request, so the envelope is appended directly rather than built by encoding/json.
 func ResponseRewriter(messages map[string]string) runtime.ForwardResponseRewriter {
 	return func(ctx context.Context, resp proto.Message) (any, error) {
 		body := resp
@@ -220,7 +228,12 @@ func ResponseRewriter(messages map[string]string) runtime.ForwardResponseRewrite
 				msg = m
 			}
 		}
-		return Success(http.StatusOK, msg, jsonpb.AppendMessage(nil, body.ProtoReflect())), nil
+		b := make([]byte, 0, 1024)
+		b = append(b, `{"success":true,"messages":[{"type":"SUCCESS","message":`...)
+		b = jsonpb.AppendString(b, msg)
+		b = append(b, `,"httpStatus":"OK","technical":false}],"data":`...)
+		b = jsonpb.AppendMessage(b, body.ProtoReflect())
+		return json.RawMessage(append(b, '}')), nil
 	}
 }
 

@@ -49,7 +49,7 @@ func AppendMessage(b []byte, m protoreflect.Message) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, fd.JSONName())
+		b = AppendString(b, fd.JSONName())
 		b = append(b, ':')
 		b = appendField(b, m, fd)
 	}
@@ -78,7 +78,7 @@ func appendField(b []byte, m protoreflect.Message, fd protoreflect.FieldDescript
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k.String())
+			b = AppendString(b, k.String())
 			b = append(b, ':')
 			b = appendValue(b, fd.MapValue(), mp.Get(k))
 		}
@@ -101,7 +101,7 @@ func appendValue(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		return appendFloat(b, v.Float(), fd.Kind() == protoreflect.FloatKind)
 	case protoreflect.StringKind:
-		return appendString(b, v.String())
+		return AppendString(b, v.String())
 	case protoreflect.BytesKind:
 		b = append(b, '"')
 		b = base64.StdEncoding.AppendEncode(b, v.Bytes())
@@ -139,7 +139,7 @@ func appendEnum(b []byte, ed protoreflect.EnumDescriptor, n protoreflect.EnumNum
 	if n == 0 && strings.HasSuffix(string(vd.Name()), "_UNSPECIFIED") {
 		return append(b, "null"...)
 	}
-	return appendString(b, strings.TrimPrefix(string(vd.Name()), EnumPrefix(ed)))
+	return AppendString(b, strings.TrimPrefix(string(vd.Name()), EnumPrefix(ed)))
 }
 
 func appendTimestamp(b []byte, m protoreflect.Message) []byte {
@@ -175,9 +175,9 @@ func EnumPrefix(ed protoreflect.EnumDescriptor) string {
 
 const hex = "0123456789abcdef"
 
-// appendString appends s as a JSON string, escaped like encoding/json (HTML-safe, U+2028 and
+// AppendString appends s as a JSON string, escaped like encoding/json (HTML-safe, U+2028 and
 // U+2029 escaped, invalid UTF-8 replaced).
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

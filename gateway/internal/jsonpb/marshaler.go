@@ -18,10 +18,14 @@ type Marshaler struct {
 
 var _ runtime.Marshaler = (*Marshaler)(nil)
 
-// Marshal encodes v.
+// Marshal encodes v. JSON that is already finished (json.RawMessage, the envelope) is written
+// as it is.
 func (m *Marshaler) Marshal(v any) ([]byte, error) {
-	if pm, ok := v.(proto.Message); ok {
-		return AppendMessage(nil, pm.ProtoReflect()), nil
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x, nil
+	case proto.Message:
+		return AppendMessage(make([]byte, 0, 512), x.ProtoReflect()), nil
 	}
 	return json.Marshal(v)
 }

@@ -1,5 +1,5 @@
 // Package middleware holds the HTTP middlewares of the gateway, outermost first: request id,
-// panic recovery, access log and metrics, body limit.
+// panic recovery, access log and metrics, removal of untrusted headers, body limit.
 package middleware
 
 import (
@@ -30,6 +30,22 @@ func RequestID(next http.Handler) http.Handler {
 		}
 		w.Header().Set(requestid.Header, id)
 		next.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+	})
+}
+
+// untrusted are request headers a client must not be able to pass to the services:
+// grpc-gateway forwards Authorization as gRPC metadata whatever the header matcher says (the
+// services' own credential travels there), and derives x-forwarded-for/-host from these
+// headers when present, which would let a client choose the address the services see.
+var untrusted = []string{"Authorization", "X-Forwarded-For", "X-Forwarded-Host", "Forwarded", "Grpc-Timeout"}
+
+// StripUntrusted removes the untrusted headers before anything reads them.
+func StripUntrusted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range untrusted {
+			r.Header.Del(h)
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -125,22 +126,28 @@ func codeToLevel(c codes.Code) logging.Level {
 // (method, code, duration, request id), never payloads or metadata.
 func zapLogger(l *zap.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		if !l.Core().Enabled(zapLevel(lvl)) {
+			return
+		}
 		f := make([]zap.Field, 0, len(fields)/2)
 		for i := 0; i+1 < len(fields); i += 2 {
 			key, _ := fields[i].(string)
 			f = append(f, zap.Any(key, fields[i+1]))
 		}
-		switch lvl {
-		case logging.LevelDebug:
-			l.Debug(msg, f...)
-		case logging.LevelInfo:
-			l.Info(msg, f...)
-		case logging.LevelWarn:
-			l.Warn(msg, f...)
-		default:
-			l.Error(msg, f...)
-		}
+		l.Log(zapLevel(lvl), msg, f...)
 	})
+}
+
+func zapLevel(l logging.Level) zapcore.Level {
+	switch l {
+	case logging.LevelDebug:
+		return zapcore.DebugLevel
+	case logging.LevelInfo:
+		return zapcore.InfoLevel
+	case logging.LevelWarn:
+		return zapcore.WarnLevel
+	}
+	return zapcore.ErrorLevel
 }
 
 // Serve serves on lis until ctx is done, then stops gracefully: health turns NOT_SERVING, new

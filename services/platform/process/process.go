@@ -1,5 +1,6 @@
 // Package process is the common start of every mnv binary: a logger, a context that ends on
-// SIGINT or SIGTERM, and a Prometheus registry served over HTTP when MNV_METRICS_ADDR is set.
+// SIGINT or SIGTERM, a Prometheus registry served over HTTP when MNV_METRICS_ADDR is set, and
+// pprof when MNV_DEBUG_ADDR is set.
 package process
 
 import (
@@ -7,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -21,11 +24,20 @@ import (
 	"github.com/mnvhq/mnv/services/platform/logging"
 )
 
+// defaultGCPercent is the GC target when GOGC is not set.
+const defaultGCPercent = 400
+
 // RunFunc is a binary's body: it runs until ctx ends and returns nil after a clean shutdown.
 type RunFunc func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error
 
 // Main runs run and exits the process: 0 after a clean shutdown, 1 otherwise.
 func Main(name string, run RunFunc) {
+	if os.Getenv("GOGC") == "" {
+		// Every service keeps a small heap (a few tens of MB) and allocates per request; a GC
+		// target of 400% trades some of that memory for CPU (the gateway spent a fifth less CPU
+		// per request in make bench). GOGC, and GOMEMLIMIT for a hard ceiling, still apply.
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	env := config.FromOS()
 	log, err := logging.New(env.String("MNV_LOG_LEVEL", "info"), env.String("MNV_LOG_FORMAT", "json"))
 	if err != nil {
@@ -44,6 +56,21 @@ func Main(name string, run RunFunc) {
 		go func() {
 			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server", zap.Error(err))
+			}
+		}()
+		defer srv.Close()
+	}
+
+	if addr := env.String("MNV_DEBUG_ADDR", ""); addr != "" {
+		// pprof on its own listener, off by default: never on the API's address.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("debug server", zap.Error(err))
 			}
 		}()
 		defer srv.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -46,7 +47,7 @@ func Start(t testing.TB) *Server {
 	cfg.ShutdownTimeout = 5 * time.Second
 
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, zaptest.NewLogger(t), prometheus.NewRegistry())
+	a, err := app.New(ctx, cfg, Logger(t), prometheus.NewRegistry())
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -68,6 +69,14 @@ func Start(t testing.TB) *Server {
 	s.Admin = accountsv1.NewAccountsAdminServiceClient(Dial(t, s.Addr, AdminToken))
 	s.Internal = accountsv1.NewAccountsInternalServiceClient(Dial(t, s.Addr, InternalToken))
 	return s
+}
+
+// Logger logs to the test's log; benchmarks get warnings only, so logging is not measured.
+func Logger(t testing.TB) *zap.Logger {
+	if _, bench := t.(*testing.B); bench {
+		return zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	}
+	return zaptest.NewLogger(t)
 }
 
 // Dial opens a client connection that presents token ("" for none) as a bearer credential.
