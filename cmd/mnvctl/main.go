@@ -191,16 +191,10 @@ func (c *command) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := cl.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: pos[0]})
-	if err != nil {
-		return err
-	}
-	return c.print(resp.GetDetails())
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: pos[0]})
+		return resp.GetDetails(), err
+	})
 }
 
 func (c *command) list(ctx context.Context, args []string) error {
@@ -260,16 +254,10 @@ func (c *command) setStatus(ctx context.Context, args []string, st accountsv1.Cl
 	if err != nil {
 		return err
 	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := cl.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: pos[0], Status: st})
-	if err != nil {
-		return err
-	}
-	return c.print(resp.GetClient())
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		resp, err := admin.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: pos[0], Status: st})
+		return resp.GetClient(), err
+	})
 }
 
 func (c *command) features(ctx context.Context, args []string) error {
@@ -281,16 +269,10 @@ func (c *command) features(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := cl.SetClientFeatures(ctx, &accountsv1.SetClientFeaturesRequest{ClientId: pos[0], Features: feats})
-	if err != nil {
-		return err
-	}
-	return c.print(resp.GetClient())
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		resp, err := admin.SetClientFeatures(ctx, &accountsv1.SetClientFeaturesRequest{ClientId: pos[0], Features: feats})
+		return resp.GetClient(), err
+	})
 }
 
 func (c *command) price(ctx context.Context, args []string) error {
@@ -316,16 +298,23 @@ func (c *command) price(ctx context.Context, args []string) error {
 	default:
 		return errors.New("give --amount N or --clear")
 	}
-	cl, done, err := c.admin()
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		return admin.SetClientPrice(ctx, req)
+	})
+}
+
+// call runs one admin call and prints its answer.
+func (c *command) call(ctx context.Context, fn func(accountsv1.AccountsAdminServiceClient) (proto.Message, error)) error {
+	admin, done, err := c.admin()
 	if err != nil {
 		return err
 	}
 	defer done()
-	resp, err := cl.SetClientPrice(ctx, req)
+	m, err := fn(admin)
 	if err != nil {
 		return err
 	}
-	return c.print(resp)
+	return c.print(m)
 }
 
 func (c *command) print(m proto.Message) error {

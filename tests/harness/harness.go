@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
@@ -82,20 +82,11 @@ func BinDir() (string, error) {
 }
 
 func repoRoot() (string, error) {
-	dir, err := os.Getwd()
+	p, err := findup.Path("go.work")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("go.work: %w", err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.work not found above the working directory")
-		}
-		dir = parent
-	}
+	return filepath.Dir(p), nil
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.

@@ -11,8 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/findup"
 )
 
 // Secret names and the variables they feed (as NAME_FILE).
@@ -64,29 +66,19 @@ func EnsureSecrets(dir string) error {
 	return nil
 }
 
-// FindAdminToken looks for the admin token of a local setup: dir/secrets/admin-token in the
+// FindAdminToken looks for the admin token of a local setup: .mnv/secrets/admin-token in the
 // working directory or any directory above it.
 func FindAdminToken() (string, error) {
-	dir, err := os.Getwd()
+	p, err := findup.Path(filepath.Join(".mnv", "secrets", "admin-token"))
+	if errors.Is(err, findup.ErrNotFound) {
+		return "", errors.New("no admin token: set MNV_ADMIN_TOKEN or MNV_ADMIN_TOKEN_FILE, or run mnvctl inside the checkout where make run runs")
+	}
 	if err != nil {
 		return "", err
 	}
-	for {
-		p := filepath.Join(dir, ".mnv", "secrets", "admin-token")
-		if b, err := os.ReadFile(p); err == nil {
-			return string(trim(b)), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no admin token: set MNV_ADMIN_TOKEN or MNV_ADMIN_TOKEN_FILE, or run mnvctl inside the checkout where make run runs")
-		}
-		dir = parent
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
 	}
-}
-
-func trim(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return strings.TrimSpace(string(b)), nil
 }

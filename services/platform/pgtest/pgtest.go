@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/platform/findup"
 )
 
 var (
@@ -56,21 +58,11 @@ func ServerURL() (string, error) {
 }
 
 func findScript() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
+	p, err := findup.Path(filepath.Join("deploy", "local", "pg-ensure.sh"))
+	if errors.Is(err, findup.ErrNotFound) {
+		return "", errors.New("DATABASE_URL is not set and deploy/local/pg-ensure.sh was not found above the working directory")
 	}
-	for {
-		p := filepath.Join(dir, "deploy", "local", "pg-ensure.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("DATABASE_URL is not set and deploy/local/pg-ensure.sh was not found above the working directory")
-		}
-		dir = parent
-	}
+	return p, err
 }
 
 // CreateDatabase creates an empty database and returns its URL and a function that drops it.

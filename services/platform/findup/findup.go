@@ -1,0 +1,36 @@
+// Package findup finds a file in the working directory or the nearest directory above it: how
+// the developer tools (tests, mnvctl) find the checkout's scripts and local state without
+// being told where the checkout is.
+package findup
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrNotFound is returned when no directory up to the root holds the file.
+var ErrNotFound = errors.New("not found in the working directory or above it")
+
+// Path returns the path of rel (e.g. "deploy/local/pg-ensure.sh") in the working directory or
+// the nearest directory above it that has it.
+func Path(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNotFound
+		}
+		dir = parent
+	}
+}
