@@ -235,18 +235,11 @@ func (c *command) topUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := cl.TopUpBalance(ctx, &accountsv1.TopUpBalanceRequest{
-		ClientId: pos[0], Amount: *amount, BalanceExpiresAt: expires, Reference: *reference,
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		return admin.TopUpBalance(ctx, &accountsv1.TopUpBalanceRequest{
+			ClientId: pos[0], Amount: *amount, BalanceExpiresAt: expires, Reference: *reference,
+		})
 	})
-	if err != nil {
-		return err
-	}
-	return c.print(resp)
 }
 
 func (c *command) setStatus(ctx context.Context, args []string, st accountsv1.ClientStatus) error {
