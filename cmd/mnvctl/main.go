@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,12 +311,19 @@ func (c *command) call(ctx context.Context, fn func(accountsv1.AccountsAdminServ
 	return c.print(m)
 }
 
+// print writes m as indented JSON. protojson varies its whitespace on purpose; re-indenting
+// with encoding/json gives output that scripts can rely on.
 func (c *command) print(m proto.Message) error {
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true}.Marshal(m)
+	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(c.out, string(b))
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(c.out)
 	return err
 }
 
