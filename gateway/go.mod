@@ -32,3 +32,7 @@ replace (
 	github.com/mnvhq/mnv/proto/gen => ../proto/gen
 	github.com/mnvhq/mnv/services/platform => ../services/platform
 )
+
+require github.com/mnvhq/mnv/services/verification v0.0.0
+
+replace github.com/mnvhq/mnv/services/verification => ../services/verification

@@ -28,6 +28,7 @@ import (
 	gateway "github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	accounts "github.com/mnvhq/mnv/services/accounts/app"
+	verification "github.com/mnvhq/mnv/services/verification/app"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/process"
@@ -57,13 +58,26 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	if err != nil {
 		return err
 	}
-	gcfg.AccountsAddr = acfg.GRPCAddr
+	vcfg, err := verification.LoadConfig(env)
+	if err != nil {
+		return err
+	}
+	vcfg.AccountsAddr = acfg.GRPCAddr
+	gcfg.AccountsAddr, gcfg.VerificationAddr = acfg.GRPCAddr, vcfg.GRPCAddr
 
 	acc, err := accounts.New(ctx, acfg, log.With(zap.String("component", "accounts")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "accounts"}, reg))
 	if err != nil {
 		return fmt.Errorf("accounts: %w", err)
 	}
 	accLis, err := acc.Listen()
+	if err != nil {
+		return err
+	}
+	ver, err := verification.New(ctx, vcfg, log.With(zap.String("component", "verification")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "verification"}, reg))
+	if err != nil {
+		return fmt.Errorf("verification: %w", err)
+	}
+	verLis, err := ver.Listen()
 	if err != nil {
 		return err
 	}
@@ -78,6 +92,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return acc.Run(ctx, accLis) })
+	g.Go(func() error { return ver.Run(ctx, verLis) })
 	g.Go(func() error { return gw.Run(ctx, gwLis) })
 	g.Go(func() error {
 		if err := demoClient(ctx, acfg, state); err != nil {

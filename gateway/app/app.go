@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/textproto"
 	"strings"
 	"time"
 
@@ -19,13 +21,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 
+	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	"github.com/mnvhq/mnv/gateway/internal/openapi"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
@@ -38,6 +43,15 @@ type Config struct {
 	HTTPAddr string
 	// AccountsAddr is the accounts service's gRPC address (MNV_ACCOUNTS_ADDR).
 	AccountsAddr string
+	// VerificationAddr is the verification service's gRPC address (MNV_VERIFICATION_ADDR).
+	VerificationAddr string
+	// TrustedProxies may speak for the client address in X-Forwarded-For (MNV_TRUSTED_PROXIES,
+	// comma-separated CIDRs); empty: the socket address is the client.
+	TrustedProxies []netip.Prefix
+	// NumberHeaders are the headers operators' proxies put the number in (MNV_NUMBER_HEADERS,
+	// comma-separated): passed to the verification service on the capture routes only. They
+	// must list every numberHeader of the operator registry.
+	NumberHeaders []string
 	// InternalToken is the credential the gateway presents to the services (MNV_INTERNAL_TOKEN).
 	InternalToken string
 	// MaxBodyBytes bounds JSON request bodies (MNV_MAX_BODY_BYTES); beyond it, 413.
@@ -49,7 +63,8 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
-		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091",
+		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092",
+		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
 		MaxBodyBytes: 1 << 20, ShutdownTimeout: 15 * time.Second,
 	}
 }
@@ -59,6 +74,20 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
 	c.HTTPAddr = env.String("MNV_HTTP_ADDR", c.HTTPAddr)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
+	c.VerificationAddr = env.String("MNV_VERIFICATION_ADDR", c.VerificationAddr)
+	proxies, err := clientip.ParsePrefixes(env.String("MNV_TRUSTED_PROXIES", ""))
+	if err != nil {
+		return c, fmt.Errorf("MNV_TRUSTED_PROXIES: %w", err)
+	}
+	c.TrustedProxies = proxies
+	if h := env.String("MNV_NUMBER_HEADERS", ""); h != "" {
+		c.NumberHeaders = nil
+		for _, name := range strings.Split(h, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				c.NumberHeaders = append(c.NumberHeaders, textproto.CanonicalMIMEHeaderKey(name))
+			}
+		}
+	}
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
 	c.MaxBodyBytes = int64(env.Int("MNV_MAX_BODY_BYTES", int(c.MaxBodyBytes)))
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
@@ -85,6 +114,18 @@ var successMessages = map[string]string{
 	accountsv1.AccountsService_CreateSdkToken_FullMethodName:      "SDK token created successfully",
 	accountsv1.AccountsService_ListSdkTokens_FullMethodName:       "SDK tokens retrieved successfully",
 	accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      "SDK token revoked successfully",
+
+	verificationv1.VerificationService_ListOperators_FullMethodName:          "Operators retrieved successfully",
+	verificationv1.VerificationService_CreateSdkSession_FullMethodName:       "SDK session created",
+	verificationv1.VerificationService_Verify_FullMethodName:                 "Verification completed",
+	verificationv1.VerificationService_GetVerification_FullMethodName:        "Verification retrieved successfully",
+	verificationv1.VerificationService_ListVerifications_FullMethodName:      "Verifications retrieved successfully",
+	verificationv1.VerificationService_CreateOpportunity_FullMethodName:      "Transaction created",
+	verificationv1.VerificationService_GetOpportunity_FullMethodName:         "Transaction retrieved successfully",
+	verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  "Transaction captured",
+	verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  "Stuck-plus sessions retrieved successfully",
+	verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: "Number revealed",
+	verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   "Reveals retrieved successfully",
 }
 
 // Gateway is the HTTP edge.
@@ -109,6 +150,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	g.backends["accounts"] = healthpb.NewHealthClient(accounts)
+	verification, err := g.dial(cfg.VerificationAddr)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.backends["verification"] = healthpb.NewHealthClient(verification)
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
@@ -124,6 +171,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
 		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler()),
 		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerauth.Middleware()),
+		runtime.WithMetadata(captureMetadata(cfg.NumberHeaders)),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithWriteContentLength(),
@@ -132,11 +180,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		g.Close()
 		return nil, fmt.Errorf("register accounts routes: %w", err)
 	}
+	if err := verificationv1.RegisterVerificationServiceHandler(ctx, mux, verification); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("register verification routes: %w", err)
+	}
 
 	// Operational endpoints and the API description live beside the API, outside the mux's
 	// credential rules.
 	root := http.NewServeMux()
 	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux))
+	// The browser capture is called from any web page, without cookies.
+	root.Handle("/v1/api/web/", middleware.CORS(middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
 	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(apiDoc)
@@ -148,7 +202,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
 
-	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(middleware.StripUntrusted(root))))
+	// The client address is resolved before the forwarding headers are stripped.
+	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
+		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(root)))))
 	return g, nil
 }
 
@@ -163,6 +219,34 @@ func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
 	}
 	g.conns = append(g.conns, conn)
 	return conn, nil
+}
+
+// Metadata the verification service reads on the capture routes (see its server package).
+const (
+	mdClientIP     = "x-mnv-client-ip"
+	mdHeaderPrefix = "x-mnv-hdr-"
+)
+
+// captureMetadata passes the client address (as resolved behind the trusted proxies) and the
+// operator number headers to the services, on the two capture routes only: a number header
+// means nothing anywhere else, and is personal data.
+func captureMetadata(numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
+	return func(ctx context.Context, r *http.Request) metadata.MD {
+		md := metadata.MD{}
+		if addr, ok := clientip.FromContext(r.Context()); ok {
+			md.Set(mdClientIP, addr.String())
+		}
+		pattern, _ := runtime.HTTPPattern(ctx)
+		if kind := headerauth.Classify(pattern.String()); kind != headerauth.SDKSession && kind != headerauth.Public {
+			return md
+		}
+		for _, h := range numberHeaders {
+			if v := r.Header.Values(h); len(v) == 1 {
+				md.Set(mdHeaderPrefix+strings.ToLower(h), v[0])
+			}
+		}
+		return md
+	}
 }
 
 // incomingHeaders lets exactly the headers the services need through, under lower-case gRPC

@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -37,8 +38,9 @@ func start(t *testing.T) *stack { return startB(t) }
 func startB(t testing.TB) *stack {
 	t.Helper()
 	acc := apptest.Start(t)
+	ver := verificationtest.Start(t, acc.Addr, apptest.InternalToken, nil)
 	cfg := app.DefaultConfig()
-	cfg.AccountsAddr = acc.Addr
+	cfg.AccountsAddr, cfg.VerificationAddr = acc.Addr, ver.Addr
 	cfg.InternalToken = apptest.InternalToken
 	reg := prometheus.NewRegistry()
 	g, err := app.New(context.Background(), cfg, apptest.Logger(t), reg, reg)

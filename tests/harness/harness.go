@@ -22,12 +22,16 @@ import (
 )
 
 // Binaries the suite runs.
-var binaries = []string{"accounts", "gateway", "mnvctl"}
+var binaries = []string{"accounts", "verification", "gateway", "mnvctl"}
+
+// NumberHashKey is the suite's key of number hashes.
+const NumberHashKey = "e2e-number-hash-key-0123456789abcdefghij"
 
 // Suite is a running mnv.
 type Suite struct {
-	GatewayURL    string
-	AccountsAddr  string
+	GatewayURL       string
+	AccountsAddr     string
+	VerificationAddr string
 	DatabaseURL   string
 	InternalToken string
 	AdminToken    string
@@ -67,7 +71,8 @@ func BinDir() (string, error) {
 			return
 		}
 		pkgs := map[string]string{
-			"accounts": "./services/accounts/cmd/accounts", "gateway": "./gateway/cmd/gateway", "mnvctl": "./cmd/mnvctl",
+			"accounts": "./services/accounts/cmd/accounts", "verification": "./services/verification/cmd/verification",
+			"gateway": "./gateway/cmd/gateway", "mnvctl": "./cmd/mnvctl",
 		}
 		for _, b := range binaries {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b), pkgs[b])
@@ -124,11 +129,15 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	verificationAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	httpAddr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	s.AccountsAddr, s.GatewayURL = accountsAddr, "http://"+httpAddr
+	s.AccountsAddr, s.VerificationAddr, s.GatewayURL = accountsAddr, verificationAddr, "http://"+httpAddr
 	common := append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"MNV_INTERNAL_TOKEN=" + s.InternalToken,
@@ -145,9 +154,20 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		s.Stop()
 		return nil, err
 	}
+	if err := s.spawn("verification", append(common,
+		"DATABASE_URL="+dbURL,
+		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
+		"MNV_ACCOUNTS_ADDR="+accountsAddr,
+		"MNV_DATA_KEYS=e2ev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+		"MNV_NUMBER_HASH_KEY="+NumberHashKey,
+	)); err != nil {
+		s.Stop()
+		return nil, err
+	}
 	if err := s.spawn("gateway", append(common,
 		"MNV_HTTP_ADDR="+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
+		"MNV_VERIFICATION_ADDR="+verificationAddr,
 	)); err != nil {
 		s.Stop()
 		return nil, err

@@ -26,6 +26,7 @@ var secrets = []struct {
 	{"data-keys", "MNV_DATA_KEYS", func() string { return crypto.NewKeySpec("dev1") }},
 	{"internal-token", "MNV_INTERNAL_TOKEN", randomText},
 	{"admin-token", "MNV_ADMIN_TOKEN", randomText},
+	{"number-hash-key", "MNV_NUMBER_HASH_KEY", randomText},
 }
 
 func randomText() string {

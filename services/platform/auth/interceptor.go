@@ -102,6 +102,16 @@ var (
 	errUnavailable     = apierr.New(codes.Unavailable, apierr.Unavailable, "authentication is unavailable, try again")
 )
 
+type internalCallerKey struct{}
+
+// InternalCaller reports whether the call carried the internal service credential, whatever
+// its method's rule: only then may a service believe metadata another mnv service set (the
+// client address the gateway resolved, for one).
+func InternalCaller(ctx context.Context) bool {
+	v, _ := ctx.Value(internalCallerKey{}).(bool)
+	return v
+}
+
 // Check authenticates the call to method and returns ctx carrying the principal, if any.
 func (g *Guard) Check(ctx context.Context, method string) (context.Context, error) {
 	rule, ok := g.policy[method]
@@ -112,6 +122,9 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		return ctx, errNoRule
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
+	if token, ok := bearer(md); ok && g.tokens.matches(Internal, token) {
+		ctx = context.WithValue(ctx, internalCallerKey{}, true)
+	}
 	switch rule.Credential {
 	case None:
 		return ctx, nil

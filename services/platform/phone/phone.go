@@ -1,0 +1,182 @@
+// Package phone parses, masks and hashes mobile numbers.
+//
+// Numbers enter the system as strict E.164 ("+971501234567") and are checked with
+// github.com/nyaruka/phonenumbers, a port of Google's libphonenumber, rather than a pattern: a
+// number must be one the library's metadata says is valid. Only this package's parsed form,
+// [Number.E164], should be stored, compared, hashed or sealed.
+//
+// Only the parsing metadata is used. The library's carrier, geocoding and time-zone lookups load
+// large data sets on first use and are slow; nothing here touches them.
+package phone
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// Number is a valid mobile number, normalised.
+type Number struct {
+	// E164 is the normalised E.164 form, "+971501234567": the form to store, compare, hash and
+	// seal.
+	E164 string
+	// CountryCode is the country calling code, 971.
+	CountryCode int
+	// National is the national significant number, "501234567": the digits after the country
+	// code, without a national (trunk) prefix. It keeps a leading zero where the number has one
+	// (Italian fixed lines).
+	National string
+	// Region is the phonenumbers region code, "AE": an ISO 3166-1 alpha-2 code, or "001" for
+	// non-geographic numbering (+800, +882, …). It is "" when the library cannot tell.
+	Region string
+}
+
+var (
+	// ErrNotE164 is returned by [Parse] for input that is not written as E.164: a '+', then 7 to
+	// 15 digits, the first of them not 0. Spaces, dashes, parentheses, dots and letters are
+	// refused, not cleaned up.
+	ErrNotE164 = errors.New("phone number is not in E.164 form")
+	// ErrInvalid is returned by [Parse] for input written as E.164 that is not a valid number:
+	// an unknown country code, or a length or prefix the numbering plan does not allow.
+	ErrInvalid = errors.New("phone number is not valid")
+)
+
+// Parse reads a number in strict E.164 form and validates it against the numbering plans.
+//
+// The shape is checked first (^\+[1-9]\d{6,14}$), else [ErrNotE164]; then the number must parse
+// and be valid according to phonenumbers, else [ErrInvalid]. The result holds the library's
+// normalised E.164, which can differ from the input: a national trunk prefix written after the
+// country code is dropped (+4407400123456 gives +447400123456).
+//
+// Errors are the bare sentinel values; they never quote the input.
+func Parse(s string) (Number, error) {
+	if !isE164Shape(s) {
+		return Number{}, ErrNotE164
+	}
+	n, err := phonenumbers.Parse(s, "")
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return Number{}, ErrInvalid
+	}
+	region := phonenumbers.GetRegionCodeForNumber(n)
+	if region == phonenumbers.UNKNOWN_REGION {
+		region = ""
+	}
+	return Number{
+		E164:        phonenumbers.Format(n, phonenumbers.E164),
+		CountryCode: int(n.GetCountryCode()),
+		National:    phonenumbers.GetNationalSignificantNumber(n),
+		Region:      region,
+	}, nil
+}
+
+// isE164Shape reports whether s matches ^\+[1-9]\d{6,14}$.
+func isE164Shape(s string) bool {
+	if len(s) < 1+7 || len(s) > 1+15 || s[0] != '+' || s[1] == '0' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Mask returns the form of a number that may be shown: the country code, then the first two
+// digits of the national number, one '*' per hidden digit, and the last two digits. For
+// +971501234567 (country code 971, national number 501234567) it is "+97150*****67".
+//
+// The country code and national number come from phonenumbers, so the input should be E.164
+// (Mask is meant for stored, normalised numbers; a number the library parses but does not
+// consider valid is still masked this way). Other rules:
+//   - a national number of 4 digits or fewer keeps no leading digits: "+353**34";
+//   - a national number of 1 or 2 digits is starred entirely;
+//   - input that is not E.164 or that the library cannot parse is starred entirely except for a
+//     leading '+' and its last two characters when those are digits ("+*********78"), one '*'
+//     per character.
+//
+// At most 4 digits of the national number are ever shown, and never all of them.
+func Mask(e164 string) string {
+	if isE164Shape(e164) {
+		if n, err := phonenumbers.Parse(e164, ""); err == nil {
+			nat := phonenumbers.GetNationalSignificantNumber(n)
+			if nat != "" {
+				return "+" + strconv.Itoa(int(n.GetCountryCode())) + maskNational(nat)
+			}
+		}
+	}
+	return maskOpaque(e164)
+}
+
+// maskNational stars a national significant number (ASCII digits), keeping the first two and
+// last two digits when it has more than 4, only the last two when it has 3 or 4, none below.
+func maskNational(nat string) string {
+	keepHead, keepTail := 2, 2
+	switch {
+	case len(nat) <= 2:
+		keepHead, keepTail = 0, 0
+	case len(nat) <= 4:
+		keepHead = 0
+	}
+	return nat[:keepHead] + strings.Repeat("*", len(nat)-keepHead-keepTail) + nat[len(nat)-keepTail:]
+}
+
+// maskOpaque masks input that did not parse: a leading '+' is kept, every other character
+// becomes '*' except the last two when both are ASCII digits and something precedes them.
+func maskOpaque(s string) string {
+	var b strings.Builder
+	rest := s
+	if strings.HasPrefix(rest, "+") {
+		b.WriteByte('+')
+		rest = rest[1:]
+	}
+	tail := ""
+	if n := len(rest); n > 2 && isDigit(rest[n-1]) && isDigit(rest[n-2]) {
+		tail, rest = rest[n-2:], rest[:n-2]
+	}
+	b.WriteString(strings.Repeat("*", utf8.RuneCountInString(rest)))
+	b.WriteString(tail)
+	return b.String()
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// minHashKeyLen is the shortest key [NewHasher] accepts: 32 bytes, the strength of
+// HMAC-SHA-256.
+const minHashKeyLen = 32
+
+// hashDomain prefixes every hashed number, so these hashes cannot collide with other HMACs made
+// with the same key, and a future scheme can change the prefix.
+const hashDomain = "mnv.number.v1|"
+
+// Hasher computes the keyed hash stored beside an encrypted number so that rows can be found
+// by number (equality lookups, per-number rate limits) without decrypting. Without the key, a
+// stolen hash cannot be checked against guessed numbers. Every service configured with the same
+// key computes the same hash. A Hasher is safe for concurrent use.
+type Hasher struct {
+	key []byte
+}
+
+// NewHasher returns a Hasher keyed with key, which must be at least 32 bytes. The key is copied.
+func NewHasher(key []byte) (*Hasher, error) {
+	if len(key) < minHashKeyLen {
+		return nil, errors.New("phone: hash key must be at least 32 bytes")
+	}
+	return &Hasher{key: append([]byte(nil), key...)}, nil
+}
+
+// Sum returns HMAC-SHA-256(key, "mnv.number.v1|" + e164), 32 bytes.
+//
+// The input is hashed as given, not normalised: pass [Number.E164] from [Parse], since two
+// spellings of one number hash differently.
+func (h *Hasher) Sum(e164 string) []byte {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(hashDomain))
+	m.Write([]byte(e164))
+	return m.Sum(nil)
+}

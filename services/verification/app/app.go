@@ -1,0 +1,224 @@
+// Package app composes the verification service: configuration, database, the operator
+// registry, the domain and the gRPC server. The service's own binary and the all-in-one
+// developer binary both start it through here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/verification/internal/capture"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/limits"
+	"github.com/mnvhq/mnv/services/verification/internal/numbers"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/server"
+	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
+	"github.com/mnvhq/mnv/services/verification/internal/verify"
+	"github.com/mnvhq/mnv/services/verification/migrations"
+)
+
+// Schema is the Postgres schema the service owns.
+const Schema = "verification"
+
+// Config is the service's configuration.
+type Config struct {
+	// GRPCAddr is where the gRPC server listens (MNV_VERIFICATION_GRPC_ADDR).
+	GRPCAddr string
+	// DatabaseURL (MNV_VERIFICATION_DATABASE_URL, else DATABASE_URL).
+	DatabaseURL string
+	// DBMaxConns bounds the pool (MNV_VERIFICATION_DB_MAX_CONNS).
+	DBMaxConns int
+	// AccountsAddr is where accounts listens (MNV_ACCOUNTS_ADDR).
+	AccountsAddr string
+	// InternalToken authenticates calls between services (MNV_INTERNAL_TOKEN[_FILE]).
+	InternalToken string
+	// DataKeys seal blobs and numbers at rest (MNV_DATA_KEYS[_FILE]).
+	DataKeys string
+	// NumberHashKey keys the hash of numbers, shared with Connect (MNV_NUMBER_HASH_KEY[_FILE]).
+	NumberHashKey string
+	// OperatorsFile is the operator registry (MNV_OPERATORS_FILE); empty: the sandbox only.
+	OperatorsFile string
+	// SessionTTL is how long a sealed blob may be verified (MNV_SESSION_TTL).
+	SessionTTL time.Duration
+	// TransactionTTL is how long a browser flow waits for its capture (MNV_TRANSACTION_TTL).
+	TransactionTTL time.Duration
+	// ClientRate and ClientBurst bound each client's requests per second
+	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
+	ClientRate  float64
+	ClientBurst int
+	// NumberAttemptsPerHour bounds the verifications of one number (MNV_NUMBER_ATTEMPTS_PER_HOUR);
+	// 0 disables the limit.
+	NumberAttemptsPerHour int
+	// RevealChargeRepeats charges every reveal, not only a session's first
+	// (MNV_REVEAL_CHARGE_REPEATS).
+	RevealChargeRepeats bool
+	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig is the configuration with every default set and no secrets.
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
+		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
+		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
+	}
+}
+
+// LoadConfig reads the configuration from env over the defaults.
+func LoadConfig(env *config.Env) (Config, error) {
+	c := DefaultConfig()
+	c.GRPCAddr = env.String("MNV_VERIFICATION_GRPC_ADDR", c.GRPCAddr)
+	c.DatabaseURL = env.String("MNV_VERIFICATION_DATABASE_URL", env.String("DATABASE_URL", ""))
+	c.DBMaxConns = env.Int("MNV_VERIFICATION_DB_MAX_CONNS", c.DBMaxConns)
+	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
+	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.DataKeys = env.Secret("MNV_DATA_KEYS")
+	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
+	c.OperatorsFile = env.String("MNV_OPERATORS_FILE", "")
+	c.SessionTTL = env.Duration("MNV_SESSION_TTL", c.SessionTTL)
+	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
+	c.ClientRate = float64(env.Int("MNV_CLIENT_RATE", int(c.ClientRate)))
+	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.NumberAttemptsPerHour = env.Int("MNV_NUMBER_ATTEMPTS_PER_HOUR", c.NumberAttemptsPerHour)
+	c.RevealChargeRepeats = env.Bool("MNV_REVEAL_CHARGE_REPEATS", false)
+	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	env.Require("DATABASE_URL", c.DatabaseURL)
+	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
+	env.Require("MNV_DATA_KEYS", c.DataKeys)
+	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
+	if err := env.Err(); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values that parse but make no sense.
+func (c Config) Validate() error {
+	var errs []error
+	if c.SessionTTL < 10*time.Second || c.SessionTTL > time.Hour {
+		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 10s and 1h"))
+	}
+	if c.TransactionTTL < time.Minute || c.TransactionTTL > 24*time.Hour {
+		errs = append(errs, errors.New("MNV_TRANSACTION_TTL: must be between 1m and 24h"))
+	}
+	if c.ClientRate < 0 || c.ClientBurst < 1 || c.NumberAttemptsPerHour < 0 {
+		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST, MNV_NUMBER_ATTEMPTS_PER_HOUR: must not be negative (burst at least 1)"))
+	}
+	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
+		errs = append(errs, errors.New("MNV_VERIFICATION_DB_MAX_CONNS: must be between 2 and 1000"))
+	}
+	return errors.Join(errs...)
+}
+
+// App is a running verification service.
+type App struct {
+	cfg      Config
+	pool     *pgxpool.Pool
+	accounts *accountsclient.Client
+	server   *grpcserver.Server
+	verifier *verify.Service
+	idem     *idempotency.Store
+}
+
+// New connects to the database and accounts, migrates the schema and builds the server.
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
+	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_DATA_KEYS: %w", err)
+	}
+	hasher, err := phone.NewHasher([]byte(cfg.NumberHashKey))
+	if err != nil {
+		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
+	}
+	ops, err := operators.Load(cfg.OperatorsFile)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
+	}
+	accounts, err := accountsclient.Dial(cfg.AccountsAddr, cfg.InternalToken)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-verification"})
+	if err != nil {
+		_ = accounts.Close()
+		return nil, err
+	}
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, err
+	}
+
+	sealer := seal.NewSealer(keyring)
+	vault := numbers.NewVault(keyring, hasher)
+	verifier := verify.New(pool, ops, sealer, vault, accounts, verify.Config{
+		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: 30 * time.Second,
+	}, log)
+	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
+	rate := limits.NewClientRate(cfg.ClientRate, cfg.ClientBurst)
+	srv, err := grpcserver.New(grpcserver.Options{
+		Logger:     log,
+		Registerer: reg,
+		Guard:      auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalToken, "")),
+		Unary: []grpc.UnaryServerInterceptor{
+			rate.UnaryInterceptor(func(ctx context.Context, wait time.Duration) error {
+				return server.Refuse(ctx, log, &domain.RateLimitedError{Msg: "too many requests for this account", RetryAfter: wait})
+			}),
+			idem.UnaryInterceptor(),
+		},
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	})
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, err
+	}
+	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
+		Capture:  capture.New(pool, ops, sealer, vault, capture.Config{SessionTTL: cfg.SessionTTL, TransactionTTL: cfg.TransactionTTL}, log),
+		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
+		NumberHeaders: ops.NumberHeaders(), Log: log,
+	})
+	return &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem}, nil
+}
+
+// Listen opens the configured gRPC address.
+func (a *App) Listen() (net.Listener, error) {
+	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.cfg.GRPCAddr, err)
+	}
+	return lis, nil
+}
+
+// Run serves on lis until ctx ends, settles pending verifications in the background, then shuts
+// down gracefully and closes the pool and the accounts connection.
+func (a *App) Run(ctx context.Context, lis net.Listener) error {
+	defer a.pool.Close()
+	defer func() { _ = a.accounts.Close() }()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { a.verifier.Reconcile(ctx, 5*time.Second); return nil })
+	g.Go(func() error { a.idem.Run(ctx); return nil })
+	g.Go(func() error { return a.server.Serve(ctx, lis) })
+	return g.Wait()
+}

@@ -1,0 +1,300 @@
+// Package capture turns what an operator's network shows about a request into a capture: an SDK
+// session or a browser transaction. A number header is believed only when the request comes
+// from the operator's trusted ranges; the captured number is sealed into a single-use blob for
+// Verify, or (stuck-plus) kept sealed at rest for an audited reveal.
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/numbers"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+)
+
+// Network is what a request showed of the network it came through: the client's address (as
+// the gateway resolved it) and the headers an operator's proxy may have added, by canonical name.
+type Network struct {
+	Addr    netip.Addr
+	Headers map[string]string
+}
+
+// Config sets the lifetimes.
+type Config struct {
+	// SessionTTL is how long a sealed blob may be verified (contract: 300 s).
+	SessionTTL time.Duration
+	// TransactionTTL is how long a browser flow waits for its capture.
+	TransactionTTL time.Duration
+}
+
+// Service captures numbers.
+type Service struct {
+	pool   *pgxpool.Pool
+	ops    *operators.Registry
+	sealer *seal.Sealer
+	vault  *numbers.Vault
+	cfg    Config
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, cfg Config, log *zap.Logger) *Service {
+	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, cfg: cfg, log: log, now: time.Now}
+}
+
+// Operators lists the operators a client may use.
+func (s *Service) Operators(p auth.Principal) []operators.Operator {
+	var out []operators.Operator
+	for _, op := range s.ops.List() {
+		if op.EnabledFor(p.Features) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// SessionRequest is the body of an SDK session.
+type SessionRequest struct {
+	OperatorID *string
+	Platform   string // ANDROID, IOS or WEB
+	DeviceID   *string
+	AppVersion *string
+}
+
+// Capture is what a capture gave: its status, the operator and, for a verify, the blob.
+type Capture struct {
+	SessionID  string
+	Status     string
+	OperatorID *string
+	Blob       string
+	ExpiresAt  time.Time
+}
+
+// CreateSession opens an SDK session for the client of p (authenticated by its SDK token).
+func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r SessionRequest, n Network) (Capture, error) {
+	if !p.Has(domain.FeatureVerify) {
+		return Capture{}, domain.NotEnabled("", "verification is not enabled for this account")
+	}
+	if !slices.Contains([]string{"ANDROID", "IOS", "WEB"}, r.Platform) {
+		return Capture{}, domain.Invalid("platform", "must be ANDROID, IOS or WEB")
+	}
+	for field, v := range map[string]*string{"deviceId": r.DeviceID, "appVersion": r.AppVersion} {
+		if v != nil {
+			if err := text(field, *v, 128); err != nil {
+				return Capture{}, err
+			}
+		}
+	}
+	op, found, err := s.operator(r.OperatorID, p.Features, n)
+	if err != nil {
+		return Capture{}, err
+	}
+	number := s.number(op, found, n)
+	now := s.now()
+	sess := domain.Session{
+		ID: uuid.NewString(), ClientID: p.ClientID, Source: "SDK", Status: status(number),
+		Platform: &r.Platform, DeviceID: r.DeviceID, AppVersion: r.AppVersion, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
+	}
+	if found {
+		sess.OperatorID = &op.ID
+	}
+	return s.openSession(ctx, s.pool, sess, number)
+}
+
+// openSession stores a session and seals its blob.
+func (s *Service) openSession(ctx context.Context, db store.DB, sess domain.Session, number string) (Capture, error) {
+	opID := ""
+	if sess.OperatorID != nil {
+		opID = *sess.OperatorID
+	}
+	blob, err := s.sealer.Seal(seal.Claims{
+		Number: number, ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: opID,
+		IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+	})
+	if err != nil {
+		return Capture{}, fmt.Errorf("seal session: %w", err)
+	}
+	if err := store.InsertSession(ctx, db, sess); err != nil {
+		return Capture{}, err
+	}
+	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+}
+
+// operator picks the operator of a capture: the one named (which must exist and be enabled for
+// the client), else the one whose ranges the address is in. found is false when none is.
+func (s *Service) operator(id *string, features []string, n Network) (operators.Operator, bool, error) {
+	if id != nil {
+		op, ok := s.ops.Get(*id)
+		if !ok || !op.EnabledFor(features) {
+			return operators.Operator{}, false, domain.NotEnabled("operatorId", "operator %q is not available to this account", *id)
+		}
+		return op, true, nil
+	}
+	op, ok := s.ops.ByAddr(n.Addr)
+	if !ok || !op.EnabledFor(features) {
+		return operators.Operator{}, false, nil
+	}
+	return op, true, nil
+}
+
+// number is the subscriber number the operator's proxy gave, or "": a header is believed only
+// from the operator's trusted ranges, and only when it holds a valid number.
+func (s *Service) number(op operators.Operator, found bool, n Network) string {
+	if !found || !op.Supports(operators.MethodHeaderEnrichment) || !op.Trusts(n.Addr) {
+		return ""
+	}
+	v := n.Headers[op.NumberHeader]
+	if v == "" {
+		return ""
+	}
+	num, err := phone.Parse(v)
+	if err != nil {
+		s.log.Warn("operator sent an invalid number header", zap.String("operator", op.ID), zap.String("masked", phone.Mask(v)))
+		return ""
+	}
+	return num.E164
+}
+
+func status(number string) string {
+	if number == "" {
+		return domain.NoNetworkIdentity
+	}
+	return domain.Captured
+}
+
+// CreateOpportunity starts a browser flow of a product the client has.
+func (s *Service) CreateOpportunity(ctx context.Context, p auth.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
+	switch serviceCode {
+	case domain.ServiceVerify:
+		if !p.Has(domain.FeatureVerify) {
+			return domain.Transaction{}, domain.NotEnabled("serviceCode", "VERIFY is not enabled for this account")
+		}
+	case domain.ServiceStuckPlus:
+		if !p.Has(domain.FeatureStuckPlus) {
+			return domain.Transaction{}, domain.NotEnabled("serviceCode", "STUCK_PLUS is not enabled for this account")
+		}
+	default:
+		return domain.Transaction{}, domain.Invalid("serviceCode", "must be VERIFY or STUCK_PLUS")
+	}
+	if err := text("metadataId", metadataID, 128); err != nil {
+		return domain.Transaction{}, err
+	}
+	now := s.now()
+	return store.InsertTransaction(ctx, s.pool, domain.Transaction{
+		ID: uuid.NewString(), ClientID: p.ClientID, ServiceCode: serviceCode, MetadataID: metadataID,
+		Features: p.Features, Status: domain.TransactionPending, ExpiresAt: now.Add(s.cfg.TransactionTTL),
+	})
+}
+
+// GetOpportunity resolves a browser flow of the client.
+func (s *Service) GetOpportunity(ctx context.Context, clientID, id string) (domain.Transaction, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.Transaction{}, domain.ErrNotFound
+	}
+	t, err := store.GetTransaction(ctx, s.pool, clientID, id)
+	if err != nil {
+		return t, err
+	}
+	return s.withExpiry(t), nil
+}
+
+func (s *Service) withExpiry(t domain.Transaction) domain.Transaction {
+	if t.Status == domain.TransactionPending && !s.now().Before(t.ExpiresAt) {
+		t.Status = domain.TransactionExpired
+	}
+	return t
+}
+
+// CaptureWeb captures a browser flow, identified by its id alone. A flow is captured once.
+func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Network) (domain.Transaction, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return domain.Transaction{}, domain.ErrNotFound
+	}
+	var out domain.Transaction
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		t, err := store.LockTransaction(ctx, tx, transactionID)
+		if err != nil {
+			return err
+		}
+		if t = s.withExpiry(t); t.Status == domain.TransactionExpired {
+			out = t
+			return nil
+		}
+		if t.Status != domain.TransactionPending {
+			return domain.ErrAlreadyUsed
+		}
+		op, found, err := s.operator(nil, t.Features, n)
+		if err != nil {
+			return err
+		}
+		number := s.number(op, found, n)
+		t.Status = status(number)
+		if found {
+			t.OperatorID = &op.ID
+		}
+		switch t.ServiceCode {
+		case domain.ServiceVerify:
+			now := s.now()
+			c, err := s.openSession(ctx, tx, domain.Session{
+				ID: uuid.NewString(), ClientID: t.ClientID, Source: "WEB", Status: t.Status, OperatorID: t.OperatorID,
+				CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
+			}, number)
+			if err != nil {
+				return err
+			}
+			t.SessionID, t.Blob = &c.SessionID, &c.Blob
+		case domain.ServiceStuckPlus:
+			if number != "" {
+				sp := domain.StuckPlusSession{
+					ID: uuid.NewString(), ClientID: t.ClientID, TransactionID: t.ID, MetadataID: t.MetadataID,
+					OperatorID: op.ID, NumberMasked: s.vault.Mask(number),
+				}
+				sp.NumberSealed = s.vault.Seal(number, "stuck_plus_sessions", sp.ID)
+				if err := store.InsertStuckPlusSession(ctx, tx, sp, s.vault.Hash(number)); err != nil {
+					return err
+				}
+				t.StuckPlusSessionID = &sp.ID
+			}
+		}
+		if err := store.CompleteCapture(ctx, tx, t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil && !errors.Is(err, domain.ErrNotFound) && !errors.Is(err, domain.ErrAlreadyUsed) {
+		return domain.Transaction{}, fmt.Errorf("capture: %w", err)
+	}
+	return out, err
+}
+
+// text checks a free-text field: 1 to max characters, no control characters.
+func text(field, v string, max int) error {
+	switch {
+	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
+		return domain.Invalid(field, "must not be blank")
+	case utf8.RuneCountInString(v) > max:
+		return domain.Invalid(field, "must be at most %d characters", max)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return domain.Invalid(field, "must not contain control characters")
+	}
+	return nil
+}

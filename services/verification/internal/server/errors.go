@@ -1,0 +1,61 @@
+// Package server is the gRPC edge of the verification service: thin handlers, the access
+// policy of every method, and the one mapping of domain errors to gRPC status codes.
+package server
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/limits"
+)
+
+// toStatus maps a domain error to a gRPC status error. Anything unexpected is logged with the
+// request id and answered INTERNAL without details.
+func toStatus(ctx context.Context, log *zap.Logger, err error) error {
+	var (
+		invalid    *domain.InvalidError
+		notEnabled *domain.NotEnabledError
+		limited    *domain.RateLimitedError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &invalid):
+		return apierr.Invalid(invalid.Field, invalid.Error())
+	case errors.As(err, &notEnabled):
+		return apierr.Field(codes.InvalidArgument, apierr.FeatureNotEnabled, notEnabled.Field, notEnabled.Msg)
+	case errors.As(err, &limited):
+		_ = grpc.SetHeader(ctx, metadata.Pairs("retry-after", strconv.Itoa(limits.RetryAfterSeconds(limited.RetryAfter))))
+		return apierr.New(codes.ResourceExhausted, apierr.RateLimited, limited.Msg)
+	case errors.Is(err, domain.ErrNotFound):
+		return apierr.New(codes.NotFound, apierr.NotFound, "not found")
+	case errors.Is(err, domain.ErrAlreadyUsed):
+		return apierr.New(codes.AlreadyExists, apierr.AlreadyUsed, "this sealed session or transaction was already used")
+	case errors.Is(err, domain.ErrInsufficientBalance):
+		return apierr.New(codes.FailedPrecondition, apierr.InsufficientBalance, err.Error())
+	case errors.Is(err, domain.ErrBalanceExpired):
+		return apierr.New(codes.FailedPrecondition, apierr.BalanceExpired, err.Error())
+	case errors.Is(err, domain.ErrSuspended):
+		return apierr.New(codes.PermissionDenied, apierr.PermissionDenied, err.Error())
+	case errors.Is(err, domain.ErrUnavailable):
+		return apierr.New(codes.Unavailable, apierr.Unavailable, "a backend service is unavailable, try again")
+	case errors.Is(err, context.Canceled):
+		return apierr.New(codes.Canceled, apierr.Unavailable, "the request was cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierr.New(codes.DeadlineExceeded, apierr.Unavailable, "the request timed out")
+	}
+	log.Error("request failed", zap.Error(err), zap.String("request_id", requestid.From(ctx)))
+	return apierr.New(codes.Internal, apierr.Internal, "internal error")
+}
+
+// Refuse maps a domain error for an interceptor, the way the handlers do.
+func Refuse(ctx context.Context, log *zap.Logger, err error) error { return toStatus(ctx, log, err) }

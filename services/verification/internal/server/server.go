@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/paging"
+	"github.com/mnvhq/mnv/services/verification/internal/capture"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
+	"github.com/mnvhq/mnv/services/verification/internal/verify"
+)
+
+// Server implements VerificationService.
+type Server struct {
+	verificationv1.UnimplementedVerificationServiceServer
+	Capture   *capture.Service
+	Verifier  *verify.Service
+	StuckPlus *stuckplus.Service
+	// NumberHeaders are the registry's number headers, read from the gateway's metadata.
+	NumberHeaders []string
+	Log           *zap.Logger
+}
+
+func (s *Server) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+
+func principal(ctx context.Context) auth.Principal {
+	p, _ := auth.FromContext(ctx)
+	return p
+}
+
+// ListOperators lists the operators the client may use.
+func (s *Server) ListOperators(ctx context.Context, _ *verificationv1.ListOperatorsRequest) (*verificationv1.ListOperatorsResponse, error) {
+	ops := s.Capture.Operators(principal(ctx))
+	out := make([]*verificationv1.Operator, 0, len(ops))
+	for _, op := range ops {
+		types := make([]verificationv1.ServiceType, 0, len(op.Methods))
+		for _, m := range op.Methods {
+			types = append(types, serviceType(string(m)))
+		}
+		out = append(out, &verificationv1.Operator{
+			Id: op.ID, Name: op.Name, Country: op.Country, MccMnc: op.MCCMNC, ServiceTypes: types, Sandbox: op.Sandbox,
+		})
+	}
+	return &verificationv1.ListOperatorsResponse{Items: out}, nil
+}
+
+// CreateSdkSession captures the number of an app's request.
+func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.CreateSdkSessionRequest) (*verificationv1.CreateSdkSessionResponse, error) {
+	platform := ""
+	if req.GetPlatform() != verificationv1.Platform_PLATFORM_UNSPECIFIED {
+		platform = strings.TrimPrefix(req.GetPlatform().String(), "PLATFORM_")
+	}
+	c, err := s.Capture.CreateSession(ctx, principal(ctx), capture.SessionRequest{
+		OperatorID: req.OperatorId, Platform: platform, DeviceID: req.DeviceId, AppVersion: req.AppVersion,
+	}, network(ctx, s.NumberHeaders))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.CreateSdkSessionResponse{
+		SessionId: c.SessionID, Status: captureStatus(c.Status), EncryptedMobileNumber: &c.Blob,
+		OperatorId: c.OperatorID, ExpiresAt: timestamppb.New(c.ExpiresAt),
+	}, nil
+}
+
+// Verify decides a verification.
+func (s *Server) Verify(ctx context.Context, req *verificationv1.VerifyRequest) (*verificationv1.VerifyResponse, error) {
+	r, err := s.Verifier.Verify(ctx, principal(ctx), verify.Request{
+		MobileNumber: req.GetMobileNumber(), Blob: req.GetEncryptedMobileNumber(),
+		OperatorID: req.GetOperatorId(), ServiceType: req.GetServiceType(),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.VerifyResponse{Verification: verificationToProto(r.Verification, r.MobileNumber)}, nil
+}
+
+// GetVerification reads a kept verification (number masked).
+func (s *Server) GetVerification(ctx context.Context, req *verificationv1.GetVerificationRequest) (*verificationv1.GetVerificationResponse, error) {
+	v, err := s.Verifier.Get(ctx, principal(ctx).ClientID, req.GetVerificationId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetVerificationResponse{Verification: verificationToProto(v, s.Verifier.Masked(v))}, nil
+}
+
+// ListVerifications lists kept verifications (numbers masked), newest first.
+func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.ListVerificationsRequest) (*verificationv1.ListVerificationsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	f := store.VerificationFilter{Status: req.Status, From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo())}
+	page, err := s.Verifier.List(ctx, principal(ctx).ClientID, f, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	items := make([]*verificationv1.Verification, 0, len(page.Items))
+	for _, v := range page.Items {
+		items = append(items, verificationToProto(v, s.Verifier.Masked(v)))
+	}
+	return &verificationv1.ListVerificationsResponse{
+		Items: items, Page: pg.Number, Size: pg.Size, TotalItems: page.Total, TotalPages: pg.TotalPages(page.Total),
+	}, nil
+}
+
+// CreateOpportunity starts a browser flow.
+func (s *Server) CreateOpportunity(ctx context.Context, req *verificationv1.CreateOpportunityRequest) (*verificationv1.CreateOpportunityResponse, error) {
+	t, err := s.Capture.CreateOpportunity(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.CreateOpportunityResponse{Transaction: transactionToProto(t)}, nil
+}
+
+// GetOpportunity resolves a browser flow.
+func (s *Server) GetOpportunity(ctx context.Context, req *verificationv1.GetOpportunityRequest) (*verificationv1.GetOpportunityResponse, error) {
+	t, err := s.Capture.GetOpportunity(ctx, principal(ctx).ClientID, req.GetTransactionId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetOpportunityResponse{Transaction: transactionToProto(t)}, nil
+}
+
+// CaptureWebTransaction captures a browser flow (called by the gateway only).
+func (s *Server) CaptureWebTransaction(ctx context.Context, req *verificationv1.CaptureWebTransactionRequest) (*verificationv1.CaptureWebTransactionResponse, error) {
+	t, err := s.Capture.CaptureWeb(ctx, req.GetTransactionId(), network(ctx, s.NumberHeaders))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.CaptureWebTransactionResponse{
+		TransactionId: t.ID, Status: transactionStatus(t.Status), OperatorId: t.OperatorID,
+		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
+	}, nil
+}
+
+// ListStuckPlusSessions lists captured stuck-plus sessions (numbers masked).
+func (s *Server) ListStuckPlusSessions(ctx context.Context, req *verificationv1.ListStuckPlusSessionsRequest) (*verificationv1.ListStuckPlusSessionsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.StuckPlus.List(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	items := make([]*verificationv1.StuckPlusSession, 0, len(page.Items))
+	for _, sp := range page.Items {
+		items = append(items, &verificationv1.StuckPlusSession{
+			Id: sp.ID, TransactionId: sp.TransactionID, MetadataId: sp.MetadataID, OperatorId: sp.OperatorID,
+			MobileNumberMasked: sp.NumberMasked, CreatedAt: timestamppb.New(sp.CreatedAt), RevealedAt: tsOrNil(sp.RevealedAt),
+		})
+	}
+	return &verificationv1.ListStuckPlusSessionsResponse{
+		Items: items, Page: pg.Number, Size: pg.Size, TotalItems: page.Total, TotalPages: pg.TotalPages(page.Total),
+	}, nil
+}
+
+// RevealStuckPlusSession reveals a number to an ADMIN key, audited.
+func (s *Server) RevealStuckPlusSession(ctx context.Context, req *verificationv1.RevealStuckPlusSessionRequest) (*verificationv1.RevealStuckPlusSessionResponse, error) {
+	r, err := s.StuckPlus.Reveal(ctx, principal(ctx), req.GetSessionId(), req.GetReason())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.RevealStuckPlusSessionResponse{
+		SessionId: r.Reveal.SessionID, MobileNumber: r.MobileNumber, RevealedAt: timestamppb.New(r.Reveal.CreatedAt), Charged: r.Reveal.Charged,
+	}, nil
+}
+
+// ListStuckPlusReveals lists the reveal audit.
+func (s *Server) ListStuckPlusReveals(ctx context.Context, req *verificationv1.ListStuckPlusRevealsRequest) (*verificationv1.ListStuckPlusRevealsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.StuckPlus.ListReveals(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	items := make([]*verificationv1.StuckPlusReveal, 0, len(page.Items))
+	for _, r := range page.Items {
+		items = append(items, &verificationv1.StuckPlusReveal{
+			Id: r.ID, SessionId: r.SessionID, KeyId: r.KeyID, Reason: r.Reason, Charged: r.Charged, CreatedAt: timestamppb.New(r.CreatedAt),
+		})
+	}
+	return &verificationv1.ListStuckPlusRevealsResponse{
+		Items: items, Page: pg.Number, Size: pg.Size, TotalItems: page.Total, TotalPages: pg.TotalPages(page.Total),
+	}, nil
+}
+
+func verificationToProto(v domain.Verification, number string) *verificationv1.Verification {
+	return &verificationv1.Verification{
+		VerificationId: v.ID, Status: verificationStatus(v.Outcome), Reason: v.Reason, Verified: v.Outcome == domain.StatusVerified,
+		MobileNumber: number, OperatorId: v.OperatorID, ServiceType: v.ServiceType, SessionId: v.SessionID,
+		Charged: v.Charged, BalanceAfter: v.BalanceAfter, CreatedAt: timestamppb.New(v.CreatedAt),
+	}
+}
+
+func transactionToProto(t domain.Transaction) *verificationv1.Transaction {
+	return &verificationv1.Transaction{
+		TransactionId: t.ID, Status: transactionStatus(t.Status), ServiceCode: t.ServiceCode, MetadataId: t.MetadataID,
+		ExpiresAt: timestamppb.New(t.ExpiresAt), OperatorId: t.OperatorID, EncryptedMobileNumber: t.Blob,
+		StuckPlusSessionId: t.StuckPlusSessionID, CreatedAt: timestamppb.New(t.CreatedAt),
+	}
+}
+
+func serviceType(m string) verificationv1.ServiceType {
+	return verificationv1.ServiceType(verificationv1.ServiceType_value["SERVICE_TYPE_"+m])
+}
+
+func captureStatus(s string) verificationv1.CaptureStatus {
+	return verificationv1.CaptureStatus(verificationv1.CaptureStatus_value["CAPTURE_STATUS_"+s])
+}
+
+func verificationStatus(s string) verificationv1.VerificationStatus {
+	return verificationv1.VerificationStatus(verificationv1.VerificationStatus_value["VERIFICATION_STATUS_"+s])
+}
+
+func transactionStatus(s string) verificationv1.TransactionStatus {
+	return verificationv1.TransactionStatus(verificationv1.TransactionStatus_value["TRANSACTION_STATUS_"+s])
+}
+
+func tsOrNil(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}
+
+func timeOrNil(t *timestamppb.Timestamp) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.AsTime()
+	return &v
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+)
+
+// InsertTransaction stores a new browser flow.
+func InsertTransaction(ctx context.Context, db pg.DB, t domain.Transaction) (domain.Transaction, error) {
+	err := db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, status, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
+		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, t.Status, t.ExpiresAt).Scan(&t.CreatedAt)
+	if err != nil {
+		return t, fmt.Errorf("insert transaction: %w", err)
+	}
+	return t, nil
+}
+
+const transactionColumns = `id::text, client_id::text, service_code, metadata_id, features, status, operator_id,
+	session_id::text, blob, stuck_plus_session_id::text, created_at, expires_at`
+
+func scanTransaction(row pgx.Row) (domain.Transaction, error) {
+	var t domain.Transaction
+	err := row.Scan(&t.ID, &t.ClientID, &t.ServiceCode, &t.MetadataID, &t.Features, &t.Status, &t.OperatorID,
+		&t.SessionID, &t.Blob, &t.StuckPlusSessionID, &t.CreatedAt, &t.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, domain.ErrNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("read transaction: %w", err)
+	}
+	return t, nil
+}
+
+// GetTransaction reads a transaction of a client.
+func GetTransaction(ctx context.Context, db pg.DB, clientID, id string) (domain.Transaction, error) {
+	return scanTransaction(db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
+		WHERE id = $1 AND client_id = $2`, id, clientID))
+}
+
+// LockTransaction reads a transaction by its id alone (the browser's capability) and locks it
+// until the transaction ends.
+func LockTransaction(ctx context.Context, tx pgx.Tx, id string) (domain.Transaction, error) {
+	return scanTransaction(tx.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
+		WHERE id = $1 FOR UPDATE`, id))
+}
+
+// CompleteCapture records what a capture gave a transaction.
+func CompleteCapture(ctx context.Context, db pg.DB, t domain.Transaction) error {
+	_, err := db.Exec(ctx, `UPDATE verification.transactions SET status = $2, operator_id = $3, session_id = $4,
+		blob = $5, stuck_plus_session_id = $6, captured_at = now() WHERE id = $1`,
+		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID)
+	if err != nil {
+		return fmt.Errorf("complete capture: %w", err)
+	}
+	return nil
+}
+
+// InsertStuckPlusSession stores a captured stuck-plus number (sealed).
+func InsertStuckPlusSession(ctx context.Context, db pg.DB, s domain.StuckPlusSession, hash []byte) error {
+	_, err := db.Exec(ctx, `INSERT INTO verification.stuck_plus_sessions
+		(id, client_id, transaction_id, metadata_id, operator_id, number_sealed, number_hash, number_masked)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		s.ID, s.ClientID, s.TransactionID, s.MetadataID, s.OperatorID, s.NumberSealed, hash, s.NumberMasked)
+	if err != nil {
+		return fmt.Errorf("insert stuck-plus session: %w", err)
+	}
+	return nil
+}
+
+const stuckPlusColumns = `id::text, client_id::text, transaction_id::text, metadata_id, operator_id,
+	number_sealed, number_masked, created_at, revealed_at`
+
+func scanStuckPlus(row pgx.Row) (domain.StuckPlusSession, error) {
+	var s domain.StuckPlusSession
+	err := row.Scan(&s.ID, &s.ClientID, &s.TransactionID, &s.MetadataID, &s.OperatorID,
+		&s.NumberSealed, &s.NumberMasked, &s.CreatedAt, &s.RevealedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, domain.ErrNotFound
+	}
+	if err != nil {
+		return s, fmt.Errorf("read stuck-plus session: %w", err)
+	}
+	return s, nil
+}
+
+// ListStuckPlusSessions reads a page of a client's stuck-plus sessions, newest first.
+func ListStuckPlusSessions(ctx context.Context, db pg.DB, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
+	var p domain.Page[domain.StuckPlusSession]
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_sessions WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count stuck-plus sessions: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions WHERE client_id = $1
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list stuck-plus sessions: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StuckPlusSession, error) { return scanStuckPlus(r) })
+	return p, err
+}
+
+// LockStuckPlusSession reads a client's stuck-plus session and locks it: reveals of one
+// session are serialised, so exactly one of them is the first.
+func LockStuckPlusSession(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.StuckPlusSession, error) {
+	return scanStuckPlus(tx.QueryRow(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions
+		WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
+}
+
+// RecordReveal writes the audit row of a reveal and marks the session revealed (the first time).
+func RecordReveal(ctx context.Context, tx pgx.Tx, r domain.Reveal) (domain.Reveal, error) {
+	err := tx.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+		r.ID, r.ClientID, r.SessionID, r.KeyID, r.Reason, r.Charged).Scan(&r.CreatedAt)
+	if err != nil {
+		return r, fmt.Errorf("record reveal: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
+		WHERE id = $1 AND revealed_at IS NULL`, r.SessionID, r.CreatedAt); err != nil {
+		return r, fmt.Errorf("mark revealed: %w", err)
+	}
+	return r, nil
+}
+
+// ListReveals reads a page of a client's reveal audit, newest first.
+func ListReveals(ctx context.Context, db pg.DB, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
+	var p domain.Page[domain.Reveal]
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count reveals: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at
+		FROM verification.stuck_plus_reveals WHERE client_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list reveals: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) {
+		var v domain.Reveal
+		return v, r.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.KeyID, &v.Reason, &v.Charged, &v.CreatedAt)
+	})
+	return p, err
+}

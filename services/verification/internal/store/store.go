@@ -1,0 +1,194 @@
+// Package store is the verification service's access to its Postgres schema. Every function
+// takes a pg.DB, so the same query serves a pool or a transaction. The steps of a verification
+// are single statements (data-modifying CTEs), each its own commit.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+)
+
+// DB is a pool or a transaction.
+type DB = pg.DB
+
+// InsertSession stores a capture session.
+func InsertSession(ctx context.Context, db pg.DB, s domain.Session) error {
+	_, err := db.Exec(ctx, `INSERT INTO verification.sessions
+		(id, client_id, source, operator_id, status, platform, device_id, app_version, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.ID, s.ClientID, s.Source, s.OperatorID, s.Status, s.Platform, s.DeviceID, s.AppVersion, s.CreatedAt, s.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("insert session: %w", err)
+	}
+	return nil
+}
+
+// RecordVerification consumes the client's unused session and records the verification, in
+// one statement. recorded is false when the session is missing, of another client, or used.
+func RecordVerification(ctx context.Context, db pg.DB, v domain.Verification) (recorded bool, createdAt time.Time, err error) {
+	err = db.QueryRow(ctx, `WITH s AS (
+			UPDATE verification.sessions SET used_at = now()
+			WHERE id = $2 AND client_id = $3 AND used_at IS NULL
+			RETURNING id)
+		INSERT INTO verification.verifications
+			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at)
+		SELECT $1, $3, s.id, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $4 = 'PENDING' THEN NULL ELSE now() END FROM s
+		RETURNING created_at`,
+		v.ID, v.SessionID, v.ClientID, v.Status, v.Outcome, v.Reason, v.OperatorID, v.ServiceType, v.NumberSealed, v.NumberHash).
+		Scan(&createdAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, time.Time{}, nil
+	}
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("record verification: %w", err)
+	}
+	return true, createdAt, nil
+}
+
+// SessionVerification reads the verification that used a client's session: ErrNotFound when
+// the session does not exist for this client, a nil verification when it exists unused.
+func SessionVerification(ctx context.Context, db pg.DB, clientID, sessionID string) (*domain.Verification, error) {
+	var exists bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM verification.sessions WHERE id = $1 AND client_id = $2)`,
+		sessionID, clientID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	if !exists {
+		return nil, domain.ErrNotFound
+	}
+	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+		WHERE session_id = $1 AND status <> 'REJECTED'`, sessionID))
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session verification: %w", err)
+	}
+	return &v, nil
+}
+
+// SettleVerification records the charge of a PENDING verification and, for a VERIFIED one, the
+// outbox fact for Connect, in one statement. settled is false when it was settled already.
+func SettleVerification(ctx context.Context, db pg.DB, id string, charged int64, balanceAfter int64) (settled bool, err error) {
+	tag, err := db.Exec(ctx, `WITH v AS (
+			UPDATE verification.verifications
+			SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
+			WHERE id = $1 AND status = 'PENDING'
+			RETURNING id, client_id, number_hash, outcome, settled_at)
+		INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at)
+		SELECT client_id, id, number_hash, settled_at FROM v WHERE outcome = 'VERIFIED'`, id, charged, balanceAfter)
+	if err != nil {
+		return false, fmt.Errorf("settle verification: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	// Not VERIFIED: no outbox row either way; tell settled from already settled.
+	var status string
+	if err := db.QueryRow(ctx, `SELECT status FROM verification.verifications WHERE id = $1`, id).Scan(&status); err != nil {
+		return false, fmt.Errorf("settle verification: %w", err)
+	}
+	return status != domain.StatusPending, nil
+}
+
+// RejectVerification marks a PENDING verification whose charge was refused and releases its
+// session, so the blob can be verified again once the balance allows.
+func RejectVerification(ctx context.Context, db pg.DB, id string) error {
+	_, err := db.Exec(ctx, `WITH v AS (
+			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now()
+			WHERE id = $1 AND status = 'PENDING'
+			RETURNING session_id)
+		UPDATE verification.sessions SET used_at = NULL WHERE id IN (SELECT session_id FROM v)`, id)
+	if err != nil {
+		return fmt.Errorf("reject verification: %w", err)
+	}
+	return nil
+}
+
+const verificationColumns = `id::text, client_id::text, session_id::text, status, outcome, reason, operator_id,
+	service_type, number_sealed, number_hash, charged, balance_after, created_at`
+
+func scanVerification(row pgx.Row) (domain.Verification, error) {
+	var v domain.Verification
+	err := row.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.Status, &v.Outcome, &v.Reason, &v.OperatorID,
+		&v.ServiceType, &v.NumberSealed, &v.NumberHash, &v.Charged, &v.BalanceAfter, &v.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, domain.ErrNotFound
+	}
+	return v, err
+}
+
+// settledStatuses are the verifications a client sees: PENDING ones appear once settled,
+// REJECTED ones were answered 402 and are not verifications.
+const settledStatuses = `status IN ('VERIFIED', 'NOT_VERIFIED', 'UNDETERMINED', 'EXPIRED')`
+
+// GetVerification reads a settled verification of a client.
+func GetVerification(ctx context.Context, db pg.DB, clientID, id string) (domain.Verification, error) {
+	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+		WHERE id = $1 AND client_id = $2 AND `+settledStatuses, id, clientID))
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return v, fmt.Errorf("get verification: %w", err)
+	}
+	return v, err
+}
+
+// VerificationFilter narrows a list.
+type VerificationFilter struct {
+	Status   *string
+	From, To *time.Time
+}
+
+// ListVerifications reads a page of a client's settled verifications, newest first.
+func ListVerifications(ctx context.Context, db pg.DB, clientID string, f VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
+	where := `client_id = $1 AND ` + settledStatuses + `
+		AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
+		AND ($4::timestamptz IS NULL OR created_at < $4)`
+	var p domain.Page[domain.Verification]
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.verifications WHERE `+where,
+		clientID, f.Status, f.From, f.To).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count verifications: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications WHERE `+where+`
+		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Status, f.From, f.To, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list verifications: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Verification, error) { return scanVerification(r) })
+	if err != nil {
+		return p, fmt.Errorf("list verifications: %w", err)
+	}
+	return p, nil
+}
+
+// NumberAttempts counts the verifications of a number (any client) since a time, and returns
+// the oldest of them.
+func NumberAttempts(ctx context.Context, db pg.DB, hash []byte, since time.Time) (n int, oldest *time.Time, err error) {
+	err = db.QueryRow(ctx, `SELECT count(*), min(created_at) FROM verification.verifications
+		WHERE number_hash = $1 AND created_at >= $2`, hash, since).Scan(&n, &oldest)
+	if err != nil {
+		return 0, nil, fmt.Errorf("number attempts: %w", err)
+	}
+	return n, oldest, nil
+}
+
+// StalePending reads PENDING verifications older than before, skipping those another replica
+// is settling.
+func StalePending(ctx context.Context, tx pgx.Tx, before time.Time, limit int) ([]domain.Verification, error) {
+	rows, err := tx.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale pending: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Verification, error) { return scanVerification(r) })
+	if err != nil {
+		return nil, fmt.Errorf("stale pending: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+// Package stuckplus keeps the numbers captured by STUCK_PLUS browser flows and reveals them to
+// an ADMIN key with a reason: every reveal is audited; the first reveal of a session is
+// charged (and repeats too, when configured).
+package stuckplus
+
+import (
+	"context"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/numbers"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/verify"
+)
+
+// Reason bounds (interface spec 4.11).
+const (
+	MinReason = 10
+	MaxReason = 500
+)
+
+// Service keeps and reveals stuck-plus numbers.
+type Service struct {
+	pool    *pgxpool.Pool
+	vault   *numbers.Vault
+	charger verify.Charger
+	// chargeRepeats charges every reveal, not only a session's first.
+	chargeRepeats bool
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, vault *numbers.Vault, charger verify.Charger, chargeRepeats bool) *Service {
+	return &Service{pool: pool, vault: vault, charger: charger, chargeRepeats: chargeRepeats}
+}
+
+// List reads a page of the client's stuck-plus sessions (numbers masked).
+func (s *Service) List(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
+	return store.ListStuckPlusSessions(ctx, s.pool, clientID, limit, offset)
+}
+
+// Revealed is a reveal's answer.
+type Revealed struct {
+	Reveal       domain.Reveal
+	MobileNumber string
+}
+
+// Reveal decrypts a session's number for the ADMIN key of p, charging per configuration and
+// writing the audit row. Reveals of one session are serialised by its row lock, so exactly one
+// is the first. The first reveal's debit reference is the session's own, so a reveal retried
+// after a crash between debit and audit is not charged again.
+func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reason string) (Revealed, error) {
+	if err := checkReason(reason); err != nil {
+		return Revealed{}, err
+	}
+	if _, err := uuid.Parse(sessionID); err != nil {
+		return Revealed{}, domain.ErrNotFound
+	}
+	var out Revealed
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		sess, err := store.LockStuckPlusSession(ctx, tx, p.ClientID, sessionID)
+		if err != nil {
+			return err
+		}
+		r := domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason}
+		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
+			ref := "stuck-plus-reveal:" + sess.ID
+			if !first {
+				ref += ":" + r.ID
+			}
+			charge, err := s.charger.Debit(ctx, p.ClientID, accountsclient.KindStuckPlusReveal, "", ref)
+			if err != nil {
+				return domain.ChargeError(err)
+			}
+			r.Charged = charge.Charged
+		}
+		if r, err = store.RecordReveal(ctx, tx, r); err != nil {
+			return err
+		}
+		number, err := s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID)
+		if err != nil {
+			return err
+		}
+		out = Revealed{Reveal: r, MobileNumber: number}
+		return nil
+	})
+	return out, err
+}
+
+// ListReveals reads a page of the client's reveal audit.
+func (s *Service) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
+	return store.ListReveals(ctx, s.pool, clientID, limit, offset)
+}
+
+func checkReason(r string) error {
+	n := utf8.RuneCountInString(r)
+	switch {
+	case !utf8.ValidString(r) || n < MinReason || n > MaxReason || strings.TrimSpace(r) == "":
+		return domain.Invalid("reason", "must be %d to %d characters", MinReason, MaxReason)
+	case strings.ContainsFunc(r, func(c rune) bool { return unicode.IsControl(c) && c != '\n' }):
+		return domain.Invalid("reason", "must not contain control characters")
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+// Package verify decides a verification: it opens the sealed blob, checks that it belongs to
+// the client, is unused and unexpired, compares the numbers, and charges a definitive outcome.
+//
+// A charge never exists without its verification: the verification is recorded (PENDING, its
+// session consumed) before accounts is asked to debit it, with the verification id as the
+// debit's reference; the charge is then settled on the row. If the debit is refused the row is
+// marked REJECTED and the session released; if its outcome is unknown (accounts down, a crash),
+// the row stays PENDING and Reconcile settles it later with the same reference, which accounts
+// charges at most once.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/numbers"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+)
+
+// Charger debits a client; accountsclient.Client is one.
+type Charger interface {
+	Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (accountsclient.Charge, error)
+}
+
+// Config sets the limits.
+type Config struct {
+	// NumberAttemptsPerHour bounds the verifications of one number, across clients; 0 disables.
+	NumberAttemptsPerHour int
+	// SettleAfter is how old a PENDING verification must be before Reconcile settles it.
+	SettleAfter time.Duration
+}
+
+// Service verifies numbers.
+type Service struct {
+	pool    *pgxpool.Pool
+	ops     *operators.Registry
+	sealer  *seal.Sealer
+	vault   *numbers.Vault
+	charger Charger
+	cfg     Config
+	log     *zap.Logger
+	now     func() time.Time
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, charger Charger,
+	cfg Config, log *zap.Logger) *Service {
+	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, charger: charger, cfg: cfg, log: log, now: time.Now}
+}
+
+// Request is a verify request (interface spec 4.6).
+type Request struct {
+	MobileNumber string
+	Blob         string
+	OperatorID   string
+	ServiceType  string
+}
+
+// Result is a decided verification, with the number as the caller gave it, normalised.
+type Result struct {
+	Verification domain.Verification
+	MobileNumber string
+}
+
+// Verify decides req for the client of p.
+func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Result, error) {
+	num, err := s.validate(p, req)
+	if err != nil {
+		return Result{}, err
+	}
+	hash := s.vault.Hash(num.E164)
+	if err := s.checkNumberLimit(ctx, hash); err != nil {
+		return Result{}, err
+	}
+	claims, err := s.sealer.Open(req.Blob)
+	if err != nil || claims.ClientID != p.ClientID {
+		// Another client's blob is as unknown as a forged one: never say it exists.
+		return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+	}
+	if claims.OperatorID != req.OperatorID {
+		return Result{}, domain.Invalid("operatorId", "does not match the operator of the sealed session")
+	}
+
+	outcome, reason := decide(claims, num.E164, s.now())
+	v := domain.Verification{
+		ID: uuid.NewString(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
+		OperatorID: req.OperatorID, ServiceType: req.ServiceType, NumberHash: hash,
+	}
+	v.NumberSealed = s.vault.Seal(num.E164, "verifications", v.ID)
+	v.Status = outcome
+	if domain.Charged(outcome) {
+		v.Status = domain.StatusPending
+	}
+	recorded, created, err := store.RecordVerification(ctx, s.pool, v)
+	if err != nil {
+		return Result{}, err
+	}
+	if recorded {
+		v.CreatedAt = created
+	} else {
+		// The session is used, unknown, or this is a retry of a verification whose charge did
+		// not settle: resume that one.
+		prev, err := store.SessionVerification(ctx, s.pool, p.ClientID, claims.SessionID)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+		case err != nil:
+			return Result{}, err
+		case prev == nil || prev.Status != domain.StatusPending || string(prev.NumberHash) != string(hash) ||
+			prev.OperatorID != req.OperatorID || prev.ServiceType != req.ServiceType:
+			return Result{}, domain.ErrAlreadyUsed
+		}
+		v = *prev
+	}
+	if v.Status == domain.StatusPending {
+		// The charge completes even if the caller goes away: the row is already consumed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		if v, err = s.settle(cctx, s.pool, v); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Verification: v, MobileNumber: num.E164}, nil
+}
+
+// validate checks the request fields and what the client may use.
+func (s *Service) validate(p auth.Principal, req Request) (phone.Number, error) {
+	num, err := phone.Parse(req.MobileNumber)
+	if err != nil {
+		return num, domain.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
+	}
+	if req.Blob == "" {
+		return num, domain.Invalid("encryptedMobileNumber", "is required")
+	}
+	if req.OperatorID == "" {
+		return num, domain.Invalid("operatorId", "is required")
+	}
+	if req.ServiceType == "" {
+		return num, domain.Invalid("serviceType", "is required")
+	}
+	if !p.Has(domain.FeatureVerify) {
+		return num, domain.NotEnabled("", "verification is not enabled for this account")
+	}
+	op, ok := s.ops.Get(req.OperatorID)
+	if !ok || !op.EnabledFor(p.Features) {
+		return num, domain.NotEnabled("operatorId", "operator %q is not available to this account", req.OperatorID)
+	}
+	// HEADER_ENRICHMENT is the method implemented; NETWORK_API is planned.
+	if req.ServiceType != string(operators.MethodHeaderEnrichment) || !op.Supports(operators.MethodHeaderEnrichment) {
+		return num, domain.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
+	}
+	return num, nil
+}
+
+func (s *Service) checkNumberLimit(ctx context.Context, hash []byte) error {
+	if s.cfg.NumberAttemptsPerHour <= 0 {
+		return nil
+	}
+	now := s.now()
+	n, oldest, err := store.NumberAttempts(ctx, s.pool, hash, now.Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	if n >= s.cfg.NumberAttemptsPerHour && oldest != nil {
+		return &domain.RateLimitedError{Msg: "too many verification attempts for this number", RetryAfter: oldest.Add(time.Hour).Sub(now)}
+	}
+	return nil
+}
+
+// decide compares the sealed network number with the number given.
+func decide(c seal.Claims, given string, now time.Time) (outcome, reason string) {
+	switch {
+	case !now.Before(c.ExpiresAt):
+		return domain.StatusExpired, domain.ReasonSessionExpired
+	case c.Number == "":
+		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity
+	case c.Number == given:
+		return domain.StatusVerified, domain.ReasonMatch
+	}
+	return domain.StatusNotVerified, domain.ReasonMismatch
+}
+
+// settle charges a PENDING verification and records the charge through db (the reconciler's
+// transaction holds the row's lock).
+func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification) (domain.Verification, error) {
+	charge, err := s.charger.Debit(ctx, v.ClientID, accountsclient.KindVerification, v.ServiceType, "verification:"+v.ID)
+	switch err = domain.ChargeError(err); {
+	case errors.Is(err, domain.ErrUnavailable):
+		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err))
+		return v, domain.ErrUnavailable
+	case err != nil:
+		if rerr := store.RejectVerification(ctx, db, v.ID); rerr != nil {
+			return v, rerr
+		}
+		return v, err
+	}
+	if _, err := store.SettleVerification(ctx, db, v.ID, charge.Charged, charge.BalanceAfter); err != nil {
+		return v, err
+	}
+	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Charged, &charge.BalanceAfter
+	return v, nil
+}
+
+// Reconcile settles verifications left PENDING (accounts was unreachable, or a process died
+// between recording and settling) until ctx ends. Replicas share the work (SKIP LOCKED).
+func (s *Service) Reconcile(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("reconcile pending verifications", zap.Error(err))
+			} else if n > 0 {
+				s.log.Info("settled pending verifications", zap.Int("count", n))
+			}
+		}
+	}
+}
+
+// ReconcileOnce settles one batch of stale PENDING verifications and returns how many it
+// settled or rejected.
+func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		pending, err := store.StalePending(ctx, tx, s.now().Add(-s.cfg.SettleAfter), 100)
+		if err != nil {
+			return err
+		}
+		for _, v := range pending {
+			if _, err := s.settle(ctx, tx, v); errors.Is(err, domain.ErrUnavailable) {
+				return nil // accounts is still away; try again next round
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("reconcile: %w", err)
+	}
+	return n, nil
+}
+
+// Get reads a verification of the client.
+func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Verification, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.Verification{}, domain.ErrNotFound
+	}
+	return store.GetVerification(ctx, s.pool, clientID, id)
+}
+
+// List reads a page of the client's verifications.
+func (s *Service) List(ctx context.Context, clientID string, f store.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
+	if f.Status != nil && !domain.IsOutcome(*f.Status) {
+		return domain.Page[domain.Verification]{}, domain.Invalid("status", "must be VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED")
+	}
+	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
+		return domain.Page[domain.Verification]{}, domain.Invalid("from", "must be before to")
+	}
+	return store.ListVerifications(ctx, s.pool, clientID, f, limit, offset)
+}
+
+// Masked is the display form of a kept verification's number.
+func (s *Service) Masked(v domain.Verification) string {
+	n, err := s.vault.Open(v.NumberSealed, "verifications", v.ID)
+	if err != nil {
+		s.log.Error("a kept number does not open", zap.String("verification", v.ID), zap.Error(err))
+		return ""
+	}
+	return s.vault.Mask(n)
+}
