@@ -28,10 +28,10 @@ import (
 	gateway "github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	accounts "github.com/mnvhq/mnv/services/accounts/app"
-	verification "github.com/mnvhq/mnv/services/verification/app"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/process"
+	verification "github.com/mnvhq/mnv/services/verification/app"
 )
 
 func main() {

@@ -65,7 +65,7 @@ func DefaultConfig() Config {
 	return Config{
 		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092",
 		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
-		MaxBodyBytes: 1 << 20, ShutdownTimeout: 15 * time.Second,
+		MaxBodyBytes:  1 << 20, ShutdownTimeout: 15 * time.Second,
 	}
 }
 

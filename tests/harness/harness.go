@@ -32,11 +32,11 @@ type Suite struct {
 	GatewayURL       string
 	AccountsAddr     string
 	VerificationAddr string
-	DatabaseURL   string
-	InternalToken string
-	AdminToken    string
-	BinDir        string
-	LogDir        string
+	DatabaseURL      string
+	InternalToken    string
+	AdminToken       string
+	BinDir           string
+	LogDir           string
 
 	procs []*exec.Cmd
 	drop  func()
