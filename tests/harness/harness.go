@@ -38,7 +38,7 @@ type Suite struct {
 	BinDir           string
 	LogDir           string
 
-	procs []*exec.Cmd
+	procs []*proc
 	drop  func()
 }
 
@@ -179,21 +179,72 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 	return s, nil
 }
 
+// proc is one process of the suite, kept with its environment so it can be started again.
+type proc struct {
+	name string
+	env  []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
 func (s *Suite) spawn(name string, env []string) error {
-	logf, err := os.Create(filepath.Join(s.LogDir, name+".log"))
+	p := &proc{name: name, env: env}
+	s.procs = append(s.procs, p)
+	return s.start(p)
+}
+
+func (s *Suite) start(p *proc) error {
+	logf, err := os.OpenFile(filepath.Join(s.LogDir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.BinDir, name))
-	cmd.Env = env
+	cmd := exec.Command(filepath.Join(s.BinDir, p.name))
+	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("start %s: %w", name, err)
+		return fmt.Errorf("start %s: %w", p.name, err)
 	}
-	s.procs = append(s.procs, cmd)
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
 	return nil
+}
+
+func (s *Suite) proc(name string) (*proc, error) {
+	for _, p := range s.procs {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no process %q in the suite", name)
+}
+
+// Kill stops one process of the suite with sig (SIGKILL for a crash, SIGTERM for a graceful
+// stop) and waits until it is gone.
+func (s *Suite) Kill(name string, sig syscall.Signal) error {
+	p, err := s.proc(name)
+	if err != nil {
+		return err
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop on %v", name, sig)
+	}
+}
+
+// Restart starts a stopped process again, with the environment it had.
+func (s *Suite) Restart(name string) error {
+	p, err := s.proc(name)
+	if err != nil {
+		return err
+	}
+	return s.start(p)
 }
 
 // WaitReady polls the gateway's /readyz until it answers 200.
@@ -209,8 +260,10 @@ func (s *Suite) WaitReady(ctx context.Context, within time.Duration) error {
 			}
 		}
 		for _, p := range s.procs {
-			if p.ProcessState != nil {
-				return fmt.Errorf("%s exited; logs in %s", filepath.Base(p.Path), s.LogDir)
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited; logs in %s", p.name, s.LogDir)
+			default:
 			}
 		}
 		select {
@@ -230,16 +283,7 @@ func (s *Suite) Logs(name string) string {
 // Stop sends SIGTERM to every process, waits for them and drops the database.
 func (s *Suite) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = p.Process.Kill()
-			<-done
-		}
+		_ = s.Kill(s.procs[i].name, syscall.SIGTERM)
 	}
 	s.procs = nil
 	if s.drop != nil {

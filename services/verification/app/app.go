@@ -69,6 +69,11 @@ type Config struct {
 	// NumberAttemptsPerHour bounds the verifications of one number (MNV_NUMBER_ATTEMPTS_PER_HOUR);
 	// 0 disables the limit.
 	NumberAttemptsPerHour int
+	// SettleAfter is how old a verification left PENDING (its charge's outcome unknown) must be
+	// before the reconciler settles it (MNV_SETTLE_AFTER); ReconcileEvery is how often it looks
+	// (MNV_RECONCILE_EVERY).
+	SettleAfter    time.Duration
+	ReconcileEvery time.Duration
 	// RevealChargeRepeats charges every reveal, not only a session's first
 	// (MNV_REVEAL_CHARGE_REPEATS).
 	RevealChargeRepeats bool
@@ -82,6 +87,7 @@ func DefaultConfig() Config {
 		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
+		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
 	}
 }
 
@@ -102,6 +108,8 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.NumberAttemptsPerHour = env.Int("MNV_NUMBER_ATTEMPTS_PER_HOUR", c.NumberAttemptsPerHour)
 	c.RevealChargeRepeats = env.Bool("MNV_REVEAL_CHARGE_REPEATS", false)
+	c.SettleAfter = env.Duration("MNV_SETTLE_AFTER", c.SettleAfter)
+	c.ReconcileEvery = env.Duration("MNV_RECONCILE_EVERY", c.ReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("DATABASE_URL", c.DatabaseURL)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
@@ -116,14 +124,17 @@ func LoadConfig(env *config.Env) (Config, error) {
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
-	if c.SessionTTL < 10*time.Second || c.SessionTTL > time.Hour {
-		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 10s and 1h"))
+	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
+		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 1s and 1h"))
 	}
 	if c.TransactionTTL < time.Minute || c.TransactionTTL > 24*time.Hour {
 		errs = append(errs, errors.New("MNV_TRANSACTION_TTL: must be between 1m and 24h"))
 	}
 	if c.ClientRate < 0 || c.ClientBurst < 1 || c.NumberAttemptsPerHour < 0 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST, MNV_NUMBER_ATTEMPTS_PER_HOUR: must not be negative (burst at least 1)"))
+	}
+	if c.SettleAfter < 100*time.Millisecond || c.ReconcileEvery < 100*time.Millisecond {
+		errs = append(errs, errors.New("MNV_SETTLE_AFTER, MNV_RECONCILE_EVERY: must be at least 100ms"))
 	}
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_VERIFICATION_DB_MAX_CONNS: must be between 2 and 1000"))
@@ -173,7 +184,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	sealer := seal.NewSealer(keyring)
 	vault := numbers.NewVault(keyring, hasher)
 	verifier := verify.New(pool, ops, sealer, vault, accounts, verify.Config{
-		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: 30 * time.Second,
+		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	rate := limits.NewClientRate(cfg.ClientRate, cfg.ClientBurst)
@@ -217,7 +228,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	defer a.pool.Close()
 	defer func() { _ = a.accounts.Close() }()
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { a.verifier.Reconcile(ctx, 5*time.Second); return nil })
+	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
