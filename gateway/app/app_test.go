@@ -131,6 +131,8 @@ func normalise(v any, key string) any {
 		switch {
 		case key == "hint" && len(x) == 4:
 			return "<hint>"
+		case key == "encryptedMobileNumber" && len(x) > 64:
+			return "<sealed blob>"
 		case timeRe.MatchString(x):
 			return "<time>"
 		case apiKeyRe.MatchString(x):
@@ -278,6 +280,50 @@ func TestGolden(t *testing.T) {
 
 	golden(t, "healthz", s.do(t, call{method: "GET", path: "/healthz"}))
 	golden(t, "readyz", s.do(t, call{method: "GET", path: "/readyz"}))
+}
+
+// TestGoldenVerification pins the verification bodies.
+func TestGoldenVerification(t *testing.T) {
+	s := start(t)
+	c := s.accounts.CreateClient(t, 1, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX,
+		accountsv1.Feature_FEATURE_STUCK_PLUS)
+	golden(t, "operators", s.do(t, call{method: "GET", path: "/v1/api/operators", headers: keyHeaders(c)}))
+	token := s.data(t, call{method: "POST", path: "/v1/api/me/sdk-tokens", headers: meHeaders(c), body: `{"label":"app"}`})["sdkToken"].(string)
+	session := func(number string) (answer, string) {
+		h := map[string]string{"X-SDK-TOKEN": token, "X-CLIENT-ID": c.ID}
+		if number != "" {
+			h["X-Mnv-Sandbox-Msisdn"] = number
+		}
+		a := s.do(t, call{method: "POST", path: "/v1/api/sdk/session", headers: h, body: `{"platform":"IOS"}`})
+		var env struct {
+			Data struct {
+				Blob string `json:"encryptedMobileNumber"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(a.body, &env); err != nil {
+			t.Fatal(err)
+		}
+		return a, env.Data.Blob
+	}
+	verify := func(number, blob string) answer {
+		return s.do(t, call{method: "POST", path: "/v1/api/verify", headers: keyHeaders(c),
+			body: `{"mobileNumber":"` + number + `","encryptedMobileNumber":"` + blob + `","operatorId":"sandbox","serviceType":"HEADER_ENRICHMENT"}`})
+	}
+	a, blob := session("+971501234567")
+	golden(t, "sdk_session_captured", a)
+	golden(t, "verify_verified", verify("+971501234567", blob))
+	golden(t, "verify_reused", verify("+971501234567", blob))
+	a, blob = session("")
+	golden(t, "sdk_session_no_identity", a)
+	golden(t, "verify_undetermined", verify("+971501234568", blob))
+	_, blob = session("+971501234569")
+	golden(t, "verify_insufficient_balance", verify("+971501234569", blob))
+	golden(t, "verify_bad_number", verify("+97150", blob))
+	golden(t, "verify_bad_blob", verify("+971501234569", "AAAA"))
+	golden(t, "verifications", s.do(t, call{method: "GET", path: "/v1/api/verifications", headers: keyHeaders(c)}))
+	golden(t, "opportunity", s.do(t, call{method: "POST", path: "/v1/api/opportunity", headers: keyHeaders(c), body: `{"serviceCode":"STUCK_PLUS","metadataId":"lead-1"}`}))
+	golden(t, "reveal_unknown_session", s.do(t, call{method: "POST", path: "/v1/api/me/stuck-plus/sessions/00000000-0000-4000-8000-000000000000/reveal",
+		headers: meHeaders(c), body: `{"reason":"ticket 42, customer asked"}`}))
 }
 
 // TestBalanceExpiry shows the derived balance fields of a client whose balance expires.

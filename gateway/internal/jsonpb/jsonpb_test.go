@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 )
 
 func TestEncode(t *testing.T) {
@@ -139,6 +140,27 @@ func TestEnumPrefixes(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no enums found: is the generated code linked in?")
 	}
+}
+
+// FuzzUnmarshalVerify is FuzzUnmarshal for the body of POST /v1/api/verify.
+func FuzzUnmarshalVerify(f *testing.F) {
+	for _, seed := range []string{
+		`{"mobileNumber":"+971501234567","encryptedMobileNumber":"AQJ2","operatorId":"sandbox","serviceType":"HEADER_ENRICHMENT"}`,
+		`{"mobileNumber":1}`, `{"serviceType":null}`, `{"mobile_number":"+1"}`, `{"operatorId":"\ud800"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req verificationv1.VerifyRequest
+		if err := jsonpb.Unmarshal(body, &req); err != nil {
+			return
+		}
+		out := jsonpb.AppendMessage(nil, req.ProtoReflect())
+		var again verificationv1.VerifyRequest
+		if err := jsonpb.Unmarshal(out, &again); err != nil || !proto.Equal(&req, &again) {
+			t.Fatalf("round trip of %s: %v", out, err)
+		}
+	})
 }
 
 // FuzzUnmarshal feeds arbitrary bodies to the request decoder: it must never panic, and what it
