@@ -514,6 +514,12 @@ func TestStuckPlus(t *testing.T) {
 	if r := call(t, "POST", reveal, meOf(other), reason); r.status != http.StatusNotFound {
 		t.Fatalf("another client's session: %d %s", r.status, r.raw)
 	}
+	// Captured, stored, listed and revealed: the number is in no log.
+	for _, name := range []string{"gateway", "verification", "accounts"} {
+		if strings.Contains(suite.Logs(name), n[1:]) {
+			t.Errorf("the %s log holds the full number", name)
+		}
+	}
 }
 
 // TestAbuseLimits runs its own suite with low limits and short sessions.
