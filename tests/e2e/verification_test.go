@@ -145,9 +145,16 @@ func TestNativeFlow(t *testing.T) {
 	})
 	t.Run("a number header from an untrusted address is ignored", func(t *testing.T) {
 		for _, xff := range []string{"203.0.113.7", "127.0.0.1, 203.0.113.7"} {
-			sess := openSession(t, suite, c, token, headers{sandboxHeader: nextNumber(), "X-Forwarded-For": xff})
-			if sess.Status != "NO_NETWORK_IDENTITY" {
+			n := nextNumber()
+			sess := openSession(t, suite, c, token, headers{sandboxHeader: n, "X-Forwarded-For": xff})
+			if sess.Status != "NO_NETWORK_IDENTITY" || sess.OperatorID != nil {
 				t.Fatalf("from %s: session %+v", xff, sess)
+			}
+			// Verifying the number the header claimed proves nothing: UNDETERMINED, free.
+			var v verification
+			ok(t, "POST", "/v1/api/verify", keyOf(c), verifyBody(n, *sess.EncryptedMobileNumber)).decode(t, &v)
+			if v.Status != "UNDETERMINED" || v.Charged != 0 {
+				t.Fatalf("from %s: verification %+v", xff, v)
 			}
 		}
 	})

@@ -91,7 +91,9 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 		// Another client's blob is as unknown as a forged one: never say it exists.
 		return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
 	}
-	if claims.OperatorID != req.OperatorID {
+	// A session without an operator (no network identified the phone) can only be UNDETERMINED,
+	// whatever operator the caller names.
+	if claims.OperatorID != "" && claims.OperatorID != req.OperatorID {
 		return Result{}, domain.Invalid("operatorId", "does not match the operator of the sealed session")
 	}
 
