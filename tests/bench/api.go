@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc/metadata"
 
@@ -23,11 +24,8 @@ func benchAPI(ctx context.Context, s *harness.Suite, cfg Config, grpcConns int, 
 		return rest, grpcM, err
 	}
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 2 * cfg.Workers
-	tr.MaxIdleConnsPerHost = cfg.Workers
-	hc := &http.Client{Transport: tr}
-	defer tr.CloseIdleConnections()
+	hc, closeHTTP := newHTTPClient(cfg.Workers)
+	defer closeHTTP()
 
 	pool, err := dialPool(s.AccountsAddr, grpcConns)
 	if err != nil {
@@ -45,33 +43,57 @@ func benchAPI(ctx context.Context, s *harness.Suite, cfg Config, grpcConns int, 
 	return ms[0], ms[1], nil
 }
 
-// restGetClient is GET /v1/api/clients with the client's API key; only a 200 is a success. The
-// body is read to the end so the connection goes back to the pool.
+// newHTTPClient is an HTTP/1.1 client that keeps up to conns idle connections to the gateway,
+// so a load of conns workers reuses its connections; closeIdle closes them.
+func newHTTPClient(conns int) (hc *http.Client, closeIdle func()) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 2 * conns
+	tr.MaxIdleConnsPerHost = conns
+	return &http.Client{Transport: tr}, tr.CloseIdleConnections
+}
+
+// restCall sends one REST request with the header pairs (name, value, ...) and, unless body is
+// empty, a JSON body. Anything but a 200 with a JSON body is an error. The body is read to the
+// end so the connection goes back to the pool, and returned.
+func restCall(ctx context.Context, hc *http.Client, method, url, body string, header ...string) ([]byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return b, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
+	}
+	if !json.Valid(b) {
+		return b, fmt.Errorf("HTTP 200 with a body that is not JSON: %.200s", b)
+	}
+	return b, nil
+}
+
+// restGetClient is GET /v1/api/clients with the client's API key; only a 200 is a success.
 func restGetClient(hc *http.Client, gatewayURL string, c harness.Client) Op {
 	url := gatewayURL + "/v1/api/clients"
 	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-API-KEY", c.APIKey)
-		req.Header.Set("X-CLIENT-ID", c.ID)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, body)
-		}
-		if !json.Valid(body) {
-			return fmt.Errorf("HTTP 200 with a body that is not JSON: %.200s", body)
-		}
-		return nil
+		_, err := restCall(ctx, hc, http.MethodGet, url, "", "X-API-KEY", c.APIKey, "X-CLIENT-ID", c.ID)
+		return err
 	}
 }
 

@@ -20,6 +20,20 @@ type Config struct {
 type Variant struct {
 	Name string
 	Op   Op
+	// Prepare, when set, readies the op's input for a load of span (0: the single first call),
+	// given what has been measured so far of every variant (in Compare's order). It runs
+	// before the first call and before every warm-up, and its time is not measured.
+	Prepare func(ctx context.Context, span time.Duration, done []Measured) error
+}
+
+func (v Variant) prepare(ctx context.Context, span time.Duration, done []Measured) error {
+	if v.Prepare == nil {
+		return nil
+	}
+	if err := v.Prepare(ctx, span, done); err != nil {
+		return fmt.Errorf("prepare %s: %w", v.Name, err)
+	}
+	return nil
 }
 
 // Measured is what the rounds of one variant add up to.
@@ -82,6 +96,17 @@ func (m Measured) ErrorRate() float64 {
 	return float64(m.Errors()) / float64(total)
 }
 
+// Exhausted is the number of rounds that ran out of input before their deadline.
+func (m Measured) Exhausted() int {
+	n := 0
+	for _, r := range m.Rounds {
+		if r.Exhausted {
+			n++
+		}
+	}
+	return n
+}
+
 // FirstErr is an example error, or nil.
 func (m Measured) FirstErr() error {
 	for _, r := range m.Rounds {
@@ -96,9 +121,15 @@ func (m Measured) FirstErr() error {
 // noisy machine (other load, CPU frequency, a growing table) hits every variant alike. Each
 // variant is first called once, to fail fast on a broken setup, and every measured run is
 // preceded by an uncounted warm-up of the same variant, which opens its connections and fills
-// the pools and caches the other variant may have left cold.
+// the pools and caches the other variant may have left cold. A variant's Prepare runs before
+// its first call and before each of its warm-ups, outside every measurement.
 func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Variant) ([]Measured, error) {
-	for _, v := range variants {
+	out := make([]Measured, len(variants))
+	for i, v := range variants {
+		out[i].Name = v.Name
+		if err := v.prepare(ctx, 0, out); err != nil {
+			return nil, err
+		}
 		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		err := v.Op(cctx)
 		cancel()
@@ -106,12 +137,11 @@ func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Va
 			return nil, fmt.Errorf("first request of %s: %w", v.Name, err)
 		}
 	}
-	out := make([]Measured, len(variants))
-	for i, v := range variants {
-		out[i].Name = v.Name
-	}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for i, v := range variants {
+			if err := v.prepare(ctx, cfg.Warmup+cfg.Duration, out); err != nil {
+				return nil, err
+			}
 			if cfg.Warmup > 0 {
 				Load(ctx, cfg.Workers, cfg.Warmup, cfg.Timeout, v.Op)
 			}
@@ -120,9 +150,13 @@ func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Va
 				return nil, err
 			}
 			out[i].Rounds = append(out[i].Rounds, r)
-			fmt.Fprintf(progress, "  round %d/%d %-34s %9.1f req/s  p50 %s  p99 %s  errors %d\n",
+			dry := ""
+			if r.Exhausted {
+				dry = fmt.Sprintf("  POOL RAN DRY after %s", r.Elapsed.Round(time.Millisecond))
+			}
+			fmt.Fprintf(progress, "  round %d/%d %-34s %9.1f req/s  p50 %s  p99 %s  errors %d%s\n",
 				round, cfg.Rounds, v.Name, r.Throughput(), ms(percentile(r.Latencies, 50)),
-				ms(percentile(r.Latencies, 99)), r.Errors)
+				ms(percentile(r.Latencies, 99)), r.Errors, dry)
 		}
 	}
 	return out, nil

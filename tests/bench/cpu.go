@@ -13,21 +13,24 @@ import (
 // CPU is CPU time (user+system) by who spent it, so a result can say where a request's cost
 // went on a machine the load generator shares with everything it measures.
 type CPU struct {
-	Gen      time.Duration // this process, the load generator
-	Gateway  time.Duration // the gateway, a child of this process
-	Accounts time.Duration // accounts, a child of this process
-	Machine  time.Duration // every CPU of the machine (from /proc/stat)
+	Gen          time.Duration // this process, the load generator
+	Gateway      time.Duration // the gateway, a child of this process
+	Accounts     time.Duration // accounts, a child of this process
+	Verification time.Duration // verification, a child of this process
+	Machine      time.Duration // every CPU of the machine (from /proc/stat)
 }
 
 // Other is what the rest of the machine spent: PostgreSQL, and any other tenant.
-func (c CPU) Other() time.Duration { return max(0, c.Machine-c.Gen-c.Gateway-c.Accounts) }
+func (c CPU) Other() time.Duration {
+	return max(0, c.Machine-c.Gen-c.Gateway-c.Accounts-c.Verification)
+}
 
 func (c CPU) sub(o CPU) CPU {
-	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Machine - o.Machine}
+	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Verification - o.Verification, c.Machine - o.Machine}
 }
 
 func (c CPU) add(o CPU) CPU {
-	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Machine + o.Machine}
+	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Verification + o.Verification, c.Machine + o.Machine}
 }
 
 func (c CPU) per(n int) CPU {
@@ -35,7 +38,7 @@ func (c CPU) per(n int) CPU {
 		return CPU{}
 	}
 	d := time.Duration(n)
-	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Machine / d}
+	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Verification / d, c.Machine / d}
 }
 
 // userHZ is the unit of the times in /proc (USER_HZ, 100 on every Linux ABI).
@@ -78,15 +81,18 @@ func sampleCPU() CPU {
 		comm := string(b[open+1 : end])
 		// After the command: state ppid ... utime (12th) stime (13th).
 		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 13 || f[1] != self || (comm != "gateway" && comm != "accounts") {
+		if len(f) < 13 || f[1] != self {
 			continue
 		}
 		u, _ := strconv.ParseUint(f[11], 10, 64)
 		s, _ := strconv.ParseUint(f[12], 10, 64)
-		if comm == "gateway" {
+		switch comm {
+		case "gateway":
 			c.Gateway += ticks(u + s)
-		} else {
+		case "accounts":
 			c.Accounts += ticks(u + s)
+		case "verification":
+			c.Verification += ticks(u + s)
 		}
 	}
 	return c

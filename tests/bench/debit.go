@@ -54,11 +54,15 @@ func benchDebits(ctx context.Context, s *harness.Suite, cfg Config, grpcConns in
 	cl := accountsv1.NewAccountsInternalServiceClient(internal)
 
 	t0 := time.Now()
-	ids, err := createClients(ctx, accountsv1.NewAccountsAdminServiceClient(admin), spreadClients+1)
+	clients, err := createClients(ctx, accountsv1.NewAccountsAdminServiceClient(admin), spreadClients+1, false)
 	if err != nil {
 		return rep, err
 	}
-	fmt.Fprintf(progress, "  created %d clients with balance %d in %s\n", len(ids), initialBalance, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(progress, "  created %d clients with balance %d in %s\n", len(clients), initialBalance, time.Since(t0).Round(time.Millisecond))
+	ids := make([]string, len(clients))
+	for i, c := range clients {
+		ids[i] = c.ID
+	}
 	hotID, spreadIDs := ids[0], ids[1:] // the hot client is not among the spread ones
 
 	prefix := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
@@ -129,9 +133,10 @@ func balanceCheck(name string, got, initial int64, d *debiter) Check {
 	return c
 }
 
-// createClients creates n clients with a large balance through the admin API, a few at a time.
-func createClients(ctx context.Context, admin accountsv1.AccountsAdminServiceClient, n int) ([]string, error) {
-	ids := make([]string, n)
+// createClients creates n clients with a large balance and the given features through the
+// admin API, a few at a time; with withKey each gets an ADMIN API key too.
+func createClients(ctx context.Context, admin accountsv1.AccountsAdminServiceClient, n int, withKey bool, features ...accountsv1.Feature) ([]harness.Client, error) {
+	clients := make([]harness.Client, n)
 	err := parallel(ctx, n, func(ctx context.Context, i int) error {
 		resp, err := admin.CreateClient(ctx, &accountsv1.CreateClientRequest{
 			ClientName:         fmt.Sprintf("Bench Client %04d", i),
@@ -139,15 +144,16 @@ func createClients(ctx context.Context, admin accountsv1.AccountsAdminServiceCli
 			ContactPersonEmail: "bench@example.com",
 			ContactPhoneNumber: "0099887766",
 			InitialBalance:     initialBalance,
-			WithoutApiKey:      true,
+			Features:           features,
+			WithoutApiKey:      !withKey,
 		})
 		if err != nil {
 			return fmt.Errorf("create client %d: %w", i, err)
 		}
-		ids[i] = resp.GetClient().GetId()
+		clients[i] = harness.Client{ID: resp.GetClient().GetId(), Secret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
 		return nil
 	})
-	return ids, err
+	return clients, err
 }
 
 // sumBalances reads the balances of ids and adds them up.
@@ -166,6 +172,11 @@ func sumBalances(ctx context.Context, cl accountsv1.AccountsInternalServiceClien
 
 // parallel calls f for 0..n-1 on setupWorkers goroutines and returns the first error.
 func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return parallelN(ctx, setupWorkers, n, f)
+}
+
+// parallelN calls f for 0..n-1 on the given number of goroutines and returns the first error.
+func parallelN(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -174,7 +185,7 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		errOnce  sync.Once
 		firstErr error
 	)
-	for range min(setupWorkers, n) {
+	for range min(workers, n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)

@@ -13,6 +13,16 @@
 //     against every debit on ONE client. Debits of one client serialise on its balance row,
 //     so hot/spread shows whether a single busy client is throttled by that lock; the goal is
 //     at least 0.90. The balances are checked afterwards against the debits answered OK.
+//   - C, REST verify throughput: POST /v1/api/verify through the gateway (verification,
+//     which authenticates the key and debits through accounts), each consuming one sealed blob
+//     of an SDK session opened before the round (not measured), with the sessions spread over
+//     200 clients against all on ONE client. Goals: many-client verifies/s at least 0.50 of the
+//     raw PostgreSQL limit of a verification (spread_tps below), one/many at least 0.90. Then
+//     an open loop on the many-client pool at half of its peak, latency counted from each
+//     request's scheduled send; the goal is p99 under 15 ms. The charges are checked
+//     afterwards against the VERIFIED answers, client by client. The suite runs with the
+//     abuse limits off (MNV_CLIENT_RATE=0, MNV_NUMBER_ATTEMPTS_PER_HOUR=0), since the bench
+//     itself is the abuse they are there to stop.
 //   - The raw PostgreSQL limit (../shared/bench/pgbench-verify-limit.sh, when present), run
 //     last so it does not compete: the same writes as plain SQL, so mnv's debits/s can be read
 //     as a fraction of what the database allows.
@@ -20,7 +30,7 @@
 // The load generator, the services and PostgreSQL share the machine, so absolute numbers are
 // only comparable between runs on the same machine; the ratios are the point. To tell where a
 // request's cost went, every run also splits the machine's CPU time per request between the
-// generator, the gateway, accounts and the rest (PostgreSQL, other tenants). The report goes
+// generator, the gateway, accounts, verification and the rest (PostgreSQL, other tenants). The report goes
 // to stdout and out/bench.txt. The exit code is 1 when a benchmark had more than 1% errors,
 // a balance check failed or the suite could not run.
 package main
@@ -34,6 +44,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,26 +55,44 @@ const (
 	maxErrorRate = 0.01
 	restGoal     = 0.70
 	hotGoal      = 0.90
+	verifyGoal   = 0.90 // one-client verifies/s over many-client ones
+	pacedP99Goal = 15 * time.Millisecond
 	callTimeout  = 10 * time.Second
 )
+
+// suiteEnv is added to every process of the suite: quiet logs, and verification's per-client
+// rate and per-number attempt limits off, which benchmark C would otherwise run into at once.
+var suiteEnv = []string{"MNV_LOG_LEVEL=warn", "MNV_CLIENT_RATE=0", "MNV_NUMBER_ATTEMPTS_PER_HOUR=0"}
+
+// Options are the command line's choices beyond the load shape.
+type Options struct {
+	GRPCConns    int
+	VerifyRounds int // rounds of benchmark C
+	SkipVerify   bool
+}
 
 func main() { os.Exit(run()) }
 
 func run() int {
 	var (
 		cfg         = Config{Timeout: callTimeout}
-		grpcConns   int
+		opts        Options
 		skipPGBench bool
 	)
 	flag.IntVar(&cfg.Workers, "c", 32, "concurrent workers (closed loop)")
 	flag.DurationVar(&cfg.Duration, "d", 10*time.Second, "measured duration of each round")
 	flag.IntVar(&cfg.Rounds, "rounds", 2, "interleaved rounds of each benchmark")
 	flag.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "uncounted warm-up before each measured round")
-	flag.IntVar(&grpcConns, "grpc-conns", 1, "gRPC client connections to accounts, used round-robin")
+	flag.IntVar(&opts.GRPCConns, "grpc-conns", 1, "gRPC client connections to accounts, used round-robin")
+	flag.IntVar(&opts.VerifyRounds, "verify-rounds", 0, "interleaved rounds of benchmark C (0: as -rounds)")
+	flag.BoolVar(&opts.SkipVerify, "skip-verify", false, "do not run benchmark C (REST verify)")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	flag.Parse()
-	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || grpcConns < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds and -grpc-conns must be positive, -warmup not negative; no arguments")
+	if opts.VerifyRounds == 0 {
+		opts.VerifyRounds = cfg.Rounds
+	}
+	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds and -grpc-conns must be positive, -warmup and -verify-rounds not negative; no arguments")
 		return 2
 	}
 
@@ -76,12 +105,18 @@ func run() int {
 	rep := Report{Header: []string{
 		"mnv bench " + start.Format(time.RFC3339),
 		fmt.Sprintf("parameters: C=%d D=%s rounds=%d warm-up=%s (before every round) GOMAXPROCS=%d nproc=%d grpc-conns=%d (round-robin)",
-			cfg.Workers, cfg.Duration, cfg.Rounds, cfg.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU(), grpcConns),
-		fmt.Sprintf("req/s = median of the %d rounds (each: successes / wall time); p50, p99 over every successful request of every round", cfg.Rounds),
-		"the load generator, accounts, gateway and PostgreSQL all run on this machine",
+			cfg.Workers, cfg.Duration, cfg.Rounds, cfg.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU(), opts.GRPCConns),
+		"suite env: " + strings.Join(suiteEnv, " ") + " (verification's per-client rate and per-number limits off)",
+		"req/s = median of the rounds (each: successes / wall time); p50, p99 over every successful request of every round",
+		"the load generator, accounts, verification, gateway and PostgreSQL all run on this machine",
 	}}
+	if !opts.SkipVerify {
+		rep.Header = append(rep.Header, fmt.Sprintf("C: rounds=%d; %d clients (many) and 1 client (one); every verify consumes a sealed blob of an SDK session opened before its round (not measured); "+
+			"open loop at 1/2 of the many-client req/s for %s (after a warm-up), at most %d in flight, latency from the scheduled send",
+			opts.VerifyRounds, verifyManyClients, cfg.Duration, pacedInFlight*cfg.Workers))
+	}
 
-	err := measure(ctx, cfg, grpcConns, progress, &rep)
+	err := measure(ctx, cfg, opts, progress, &rep)
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(os.Stderr, "bench: interrupted")
@@ -116,10 +151,10 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A and B into rep and stops the suite again.
-func measure(ctx context.Context, cfg Config, grpcConns int, progress io.Writer, rep *Report) (err error) {
-	fmt.Fprintln(progress, "== starting accounts and gateway")
-	s, err := harness.Start(ctx, harness.Options{Env: []string{"MNV_LOG_LEVEL=warn"}})
+// measure starts the suite, runs benchmarks A, B and C into rep and stops the suite again.
+func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
+	fmt.Fprintln(progress, "== starting accounts, verification and gateway")
+	s, err := harness.Start(ctx, harness.Options{Env: suiteEnv})
 	if err != nil {
 		return err
 	}
@@ -131,12 +166,12 @@ func measure(ctx context.Context, cfg Config, grpcConns int, progress io.Writer,
 	}()
 
 	fmt.Fprintln(progress, "== A: REST through the gateway vs gRPC to accounts")
-	rest, grpcM, err := benchAPI(ctx, s, cfg, grpcConns, progress)
+	rest, grpcM, err := benchAPI(ctx, s, cfg, opts.GRPCConns, progress)
 	if err != nil {
 		return fmt.Errorf("benchmark A: %w", err)
 	}
 	fmt.Fprintln(progress, "== B: debits spread over many clients vs on one client")
-	deb, err := benchDebits(ctx, s, cfg, grpcConns, progress)
+	deb, err := benchDebits(ctx, s, cfg, opts.GRPCConns, progress)
 	if err != nil {
 		return fmt.Errorf("benchmark B: %w", err)
 	}
@@ -148,6 +183,36 @@ func measure(ctx context.Context, cfg Config, grpcConns int, progress io.Writer,
 	}
 	rep.Checks = deb.Checks
 	rep.Spread, rep.Hot = deb.Spread.Throughput(), deb.Hot.Throughput()
+
+	if opts.SkipVerify {
+		rep.Notes = append(rep.Notes, "benchmark C (REST verify) skipped: -skip-verify")
+	} else {
+		fmt.Fprintln(progress, "== C: REST verify, sessions spread over many clients vs on one client")
+		vcfg := cfg
+		vcfg.Rounds = opts.VerifyRounds
+		ver, err := benchVerify(ctx, s, vcfg, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark C: %w", err)
+		}
+		rep.Rows = append(rep.Rows, ver.Many, ver.One)
+		rep.Ratios = append(rep.Ratios, Ratio{Name: "verify one/many", Num: ver.One.Throughput(), Den: ver.Many.Throughput(), Goal: verifyGoal})
+		if len(ver.Paced.Rounds) > 0 {
+			rep.Rows = append(rep.Rows, ver.Paced)
+			rep.Latency = append(rep.Latency, LatencyGoal{
+				Name: ver.Paced.Name, Offered: ver.PacedRate, Achieved: ver.Paced.Throughput(),
+				P50: ver.Paced.Percentile(50), P99: ver.Paced.Percentile(99), P99Below: pacedP99Goal,
+				Sent: ver.Paced.Rounds[0].Sent, Late: ver.Paced.Rounds[0].Late, MaxLate: ver.Paced.Rounds[0].MaxLate,
+			})
+		}
+		rep.Checks = append(rep.Checks, ver.Checks...)
+		rep.Verify = ver.Many.Throughput()
+	}
+	for _, m := range rep.Rows {
+		if n := m.Exhausted(); n > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the blob pool ran dry in %d of %d rounds (marked (dry)); those rounds ran shorter than %s and their req/s is over the time they ran",
+				m.Name, n, len(m.Rounds), cfg.Duration))
+		}
+	}
 	for _, m := range rep.Rows {
 		if rate := m.ErrorRate(); rate > maxErrorRate {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: error rate %.2f%% > %.0f%% (%d of %d); e.g. %v; service logs in %s",
@@ -156,7 +221,7 @@ func measure(ctx context.Context, cfg Config, grpcConns int, progress io.Writer,
 			fmt.Fprintf(progress, "  note: %s had %d errors, e.g. %v\n", m.Name, m.Errors(), m.FirstErr())
 		}
 	}
-	for _, c := range deb.Checks {
+	for _, c := range rep.Checks {
 		if !c.OK {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("check %s: %s", c.Name, c.Text))
 		}

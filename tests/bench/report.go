@@ -20,16 +20,39 @@ func (r Ratio) value() float64 {
 	return r.Num / r.Den
 }
 
+// LatencyGoal is a latency percentile at an offered load, against a goal.
+type LatencyGoal struct {
+	Name               string
+	Offered, Achieved  float64 // req/s
+	P50, P99, P99Below time.Duration
+	Sent, Late         int           // sends, and those that left late (see Result)
+	MaxLate            time.Duration // the latest send
+}
+
 // Report is everything one run prints.
 type Report struct {
 	Header   []string
 	Rows     []Measured
 	Ratios   []Ratio
+	Latency  []LatencyGoal
 	Checks   []Check
 	PG       *PGLimit
 	Spread   float64 // our spread debits/s, beside PG.Spread
 	Hot      float64 // our hot debits/s, beside PG.Hot
+	Verify   float64 // our verifies/s over many clients, beside PG.Spread (0: not measured)
+	Notes    []string
 	Failures []string
+}
+
+// verifySpreadGoal is the goal of verifies/s over many clients against the raw PostgreSQL
+// limit of one verification (spread_tps).
+const verifySpreadGoal = 0.50
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT met"
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
@@ -57,39 +80,49 @@ func (r Report) String() string {
 		for _, m := range r.Rows {
 			var rounds []string
 			for _, x := range m.Rounds {
-				rounds = append(rounds, fmt.Sprintf("%.1f", x.Throughput()))
+				dry := ""
+				if x.Exhausted {
+					dry = "(dry)"
+				}
+				rounds = append(rounds, fmt.Sprintf("%.1f%s", x.Throughput(), dry))
 			}
 			row(m.Name, fmt.Sprintf("%.1f", m.Throughput()), ms(m.Percentile(50)), ms(m.Percentile(99)),
 				fmt.Sprint(m.OK()), fmt.Sprint(m.Errors()), strings.Join(rounds, " "))
 		}
 		b.WriteString("\nCPU time per request (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
 		cpuRow := func(cols ...string) {
-			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
 		}
-		cpuRow("benchmark", "gen", "gateway", "accounts", "other", "total")
+		cpuRow("benchmark", "gen", "gateway", "accounts", "verification", "other", "total")
 		for _, m := range r.Rows {
 			c := m.CPUPerRequest()
-			cpuRow(m.Name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Other()), us(c.Machine))
+			cpuRow(m.Name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Verification), us(c.Other()), us(c.Machine))
 		}
 	}
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n")
 		for _, q := range r.Ratios {
-			verdict := "met"
-			if q.value() < q.Goal {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(&b, "ratio %-12s %5.2f   goal >= %.2f   %-7s   (%.1f / %.1f req/s)\n", q.Name, q.value(), q.Goal, verdict, q.Num, q.Den)
+			fmt.Fprintf(&b, "ratio %-16s %5.2f   goal >= %.2f   %-7s   (%.1f / %.1f req/s)\n",
+				q.Name, q.value(), q.Goal, verdict(q.value() >= q.Goal), q.Num, q.Den)
+		}
+	}
+	if len(r.Latency) > 0 {
+		b.WriteString("\n")
+		for _, l := range r.Latency {
+			fmt.Fprintf(&b, "latency %s: offered %.1f req/s, achieved %.1f req/s, p50 %s, p99 %s   goal p99 < %s   %s\n",
+				l.Name, l.Offered, l.Achieved, ms(l.P50), ms(l.P99), ms(l.P99Below), verdict(l.P99 > 0 && l.P99 < l.P99Below))
+			fmt.Fprintf(&b, "  generator: %d of %d sends left more than %s after their scheduled time (latest %s)\n",
+				l.Late, l.Sent, ms(lateAfter), ms(l.MaxLate))
 		}
 	}
 	if len(r.Checks) > 0 {
 		b.WriteString("\n")
 		for _, c := range r.Checks {
-			verdict := "OK"
+			ok := "OK"
 			if !c.OK {
-				verdict = "FAIL"
+				ok = "FAIL"
 			}
-			fmt.Fprintf(&b, "check %-28s %-4s  %s\n", c.Name, verdict, c.Text)
+			fmt.Fprintf(&b, "check %-33s %-4s  %s\n", c.Name, ok, c.Text)
 		}
 	}
 	if pg := r.PG; pg != nil {
@@ -101,6 +134,17 @@ func (r Report) String() string {
 				pg.Clients, pg.Seconds, pg.Spread, pg.Hot)
 			fmt.Fprintf(&b, "  mnv spread debits/s / spread_tps = %.1f / %.1f = %.2f\n", r.Spread, pg.Spread, r.Spread/pg.Spread)
 			fmt.Fprintf(&b, "  mnv hot debits/s    / hot_tps    = %.1f / %.1f = %.2f\n", r.Hot, pg.Hot, r.Hot/pg.Hot)
+			if r.Verify > 0 {
+				v := r.Verify / pg.Spread
+				fmt.Fprintf(&b, "  mnv verify many/s   / spread_tps = %.1f / %.1f = %.2f   goal >= %.2f   %s\n",
+					r.Verify, pg.Spread, v, verifySpreadGoal, verdict(v >= verifySpreadGoal))
+			}
+		}
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "NOTE: %s\n", n)
 		}
 	}
 	if len(r.Failures) > 0 {
