@@ -119,8 +119,9 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	ctx := accountstest.Deadline(t)
 	c := env.Client(t, 100)
+	var mu2 sync.Mutex
 	var batches, largest int
-	env.Ledger.Observe = func(n int) { batches++; largest = max(largest, n) }
+	env.Ledger.Observe = func(n int) { mu2.Lock(); batches++; largest = max(largest, n); mu2.Unlock() }
 
 	const n = 220
 	var (
@@ -161,7 +162,9 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("unexpected errors: %v", failures)
 	}
+	mu2.Lock()
 	t.Logf("%d debits in %d batches, the largest of %d", n, batches, largest)
+	mu2.Unlock()
 	if len(succeeded) != 100 {
 		t.Fatalf("%d distinct debits succeeded, want exactly 100", len(succeeded))
 	}
@@ -180,6 +183,67 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 		if entries[i].BalanceAfter != entries[i+1].BalanceAfter+entries[i].Amount {
 			t.Fatalf("ledger row %d: balance_after %d does not follow %d%+d", i, entries[i].BalanceAfter, entries[i+1].BalanceAfter, entries[i].Amount)
 		}
+	}
+}
+
+// TestConcurrentDebitsAcrossClients: debits of 20 clients share batches; each client's balance
+// of 5 takes exactly 5 of its 10 debits.
+func TestConcurrentDebitsAcrossClients(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	const clients, each, balance = 20, 10, 5
+	ids := make([]string, clients)
+	for i := range ids {
+		ids[i] = env.Client(t, balance).Client.ID
+	}
+	var (
+		batchMu sync.Mutex
+		largest int
+	)
+	env.Ledger.Observe = func(n int) { batchMu.Lock(); largest = max(largest, n); batchMu.Unlock() }
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ok   = map[string]int{}
+		errs []error
+	)
+	start := make(chan struct{})
+	for i := range clients * each {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			id := ids[i%clients]
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Reference: fmt.Sprint("v-", i)})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok[id]++
+			case !errors.Is(err, domain.ErrInsufficientBalance):
+				errs = append(errs, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	batchMu.Lock()
+	t.Logf("the largest batch held %d debits", largest)
+	batchMu.Unlock()
+	for _, id := range ids {
+		if ok[id] != balance {
+			t.Errorf("client %s: %d debits succeeded, want %d", id, ok[id], balance)
+		}
+		if got := env.CheckLedger(t, id); got != 0 {
+			t.Errorf("client %s: balance %d, want 0", id, got)
+		}
+	}
+	// A debit of a client that does not exist fails alone, not its batch.
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-4000-8000-000000000000", Kind: domain.KindVerification, Reference: "x"}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("unknown client: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -41,25 +42,34 @@ type DebitResult struct {
 
 // Ledger owns the money of every client.
 //
-// Debits of one client are group-committed: while a transaction for a client is in flight, the
-// debits that arrive for it queue up, and the next transaction takes them all under one lock of
-// the balance row and one commit. One hot client therefore pays one lock hand-off and one commit
-// per batch instead of per debit, which is what lets it go as fast as debits spread over many
-// clients. The batch decides every debit in order under the lock, so the balance never goes
-// below zero, and every debit still gets its own ledger row with its exact balance_after. The
-// row lock, not the queue, is what makes this correct, so several replicas are as safe as one.
+// Debits are group-committed: while a transaction is in flight on a shard, the debits that
+// arrive for its clients queue up, and the next transaction takes them all, whatever their
+// clients: one round trip locks the clients' balance rows (in id order) and reads their
+// balances and prices, the batch is decided in order in Go, one round trip writes every ledger
+// row and balance, one commit. One hot client therefore pays one lock hand-off and one commit
+// per batch instead of per debit, and debits spread over many clients share commits too. Every
+// debit still gets its own ledger row with its exact balance_after, and no balance goes below
+// zero. The row locks, not the queues, make this correct, so several replicas are as safe as
+// one. Clients are spread over shards so that independent batches run in parallel; a client
+// always lands on the same shard.
 type Ledger struct {
 	pool   *pgxpool.Pool
 	prices Prices
+	shards []*shard
 
-	mu     sync.Mutex
-	queues map[string]*queue
-
-	// Observe, when set, is told the size of every committed batch (a metric).
+	// Observe, when set, is told the size of every committed batch (a metric). Shards call it
+	// concurrently.
 	Observe func(batchSize int)
 }
 
-type queue struct{ items []*pending }
+// shards is how many batches may be in flight at once in one process.
+const shards = 4
+
+type shard struct {
+	mu      sync.Mutex
+	items   []*pending
+	running bool
+}
 
 type pending struct {
 	req  DebitRequest
@@ -73,7 +83,11 @@ type outcome struct {
 
 // NewLedger returns a Ledger over pool with the configured prices.
 func NewLedger(pool *pgxpool.Pool, prices Prices) *Ledger {
-	return &Ledger{pool: pool, prices: prices, queues: map[string]*queue{}}
+	l := &Ledger{pool: pool, prices: prices}
+	for range shards {
+		l.shards = append(l.shards, &shard{})
+	}
+	return l
 }
 
 // ValidateReference checks an idempotency reference: 1 to 200 printable characters.
@@ -98,17 +112,17 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	if len(req.Variant) > 64 {
 		return DebitResult{}, domain.Invalid("variant", "must be at most 64 characters")
 	}
+	h := fnv.New32a()
+	h.Write([]byte(req.ClientID))
+	s := l.shards[h.Sum32()%shards]
 	p := &pending{req: req, done: make(chan outcome, 1)}
-	l.mu.Lock()
-	q, running := l.queues[req.ClientID]
-	if !running {
-		q = &queue{}
-		l.queues[req.ClientID] = q
-	}
-	q.items = append(q.items, p)
-	l.mu.Unlock()
-	if !running {
-		go l.drain(req.ClientID, q)
+	s.mu.Lock()
+	s.items = append(s.items, p)
+	start := !s.running
+	s.running = true
+	s.mu.Unlock()
+	if start {
+		go l.drain(s)
 	}
 	select {
 	case o := <-p.done:
@@ -118,24 +132,23 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	}
 }
 
-// drain commits the client's queued debits, batch after batch, until none are left. A queue in
-// the map means a drain is running for it.
-func (l *Ledger) drain(clientID string, q *queue) {
+// drain commits a shard's queued debits, batch after batch, until none are left.
+func (l *Ledger) drain(s *shard) {
 	for {
-		l.mu.Lock()
-		n := min(len(q.items), maxBatch)
+		s.mu.Lock()
+		n := min(len(s.items), maxBatch)
 		if n == 0 {
-			delete(l.queues, clientID)
-			l.mu.Unlock()
+			s.running = false
+			s.mu.Unlock()
 			return
 		}
-		batch := q.items[:n:n]
-		q.items = q.items[n:]
-		l.mu.Unlock()
+		batch := s.items[:n:n]
+		s.items = s.items[n:]
+		s.mu.Unlock()
 
 		// A batch outlives the request that started it: the others in it still wait.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		results, err := l.commit(ctx, clientID, batch)
+		results, err := l.commit(ctx, batch)
 		cancel()
 		if l.Observe != nil && err == nil {
 			l.Observe(n)
@@ -150,25 +163,17 @@ func (l *Ledger) drain(clientID string, q *queue) {
 	}
 }
 
-// commit decides and writes one batch in one transaction: lock and read (one round trip),
-// decide in order, write the ledger rows and the new balance (one round trip), commit. A batch
-// is first decided as if none of its references had been used, which is the rule; when the
-// ledger says otherwise (a retried debit), it is rolled back and decided again knowing them.
-func (l *Ledger) commit(ctx context.Context, clientID string, batch []*pending) ([]outcome, error) {
-	out, err := l.decide(ctx, clientID, batch, nil)
+// commit decides and writes one batch in one transaction. A batch is first decided as if none
+// of its references had been used, which is the rule; when the ledger says otherwise (a retried
+// debit), it is rolled back and decided again knowing them.
+func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error) {
+	out, err := l.decide(ctx, batch, nil)
 	if errors.Is(err, store.ErrReferenceTaken) {
-		refs := make([]string, 0, len(batch))
+		lookup := make([][2]string, 0, len(batch))
 		for _, p := range batch {
-			refs = append(refs, p.req.Reference)
+			lookup = append(lookup, [2]string{p.req.ClientID, p.req.Reference})
 		}
-		out, err = l.decide(ctx, clientID, batch, refs)
-	}
-	if errors.Is(err, domain.ErrNotFound) {
-		out = make([]outcome, len(batch))
-		for i := range out {
-			out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
-		}
-		return out, nil
+		out, err = l.decide(ctx, batch, lookup)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("debit batch: %w", err)
@@ -177,42 +182,59 @@ func (l *Ledger) commit(ctx context.Context, clientID string, batch []*pending) 
 }
 
 // decide runs one attempt of a batch; lookup names the references to read from the ledger.
-func (l *Ledger) decide(ctx context.Context, clientID string, batch []*pending, lookup []string) ([]outcome, error) {
+func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		snap, err := store.LockForDebits(ctx, tx, clientID, lookup)
+		clients := make([]string, 0, len(batch))
+		seen := map[string]bool{}
+		for _, p := range batch {
+			if !seen[p.req.ClientID] {
+				seen[p.req.ClientID] = true
+				clients = append(clients, p.req.ClientID)
+			}
+		}
+		snap, err := store.LockForDebits(ctx, tx, clients, lookup)
 		if err != nil {
 			return err
 		}
-		balance := snap.Balance
+		balance := map[string]int64{}
+		for id, st := range snap.Balances {
+			balance[id] = st.Balance
+		}
 		var entries []domain.LedgerEntry
 		entryOf := make([]int, len(batch)) // index into entries, or -1
-		firstOf := map[string]int{}        // reference -> index of its first debit in this batch
+		firstOf := map[string]int{}        // client/reference -> index of its first debit here
 		for i, p := range batch {
 			entryOf[i] = -1
-			if e, ok := snap.Existing[p.req.Reference]; ok {
+			state, ok := snap.Balances[p.req.ClientID]
+			if !ok {
+				out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
+				continue
+			}
+			key := store.ExistingKey(p.req.ClientID, p.req.Reference)
+			if e, ok := snap.Existing[key]; ok {
 				out[i] = replay(e, p.req)
 				continue
 			}
-			if j, ok := firstOf[p.req.Reference]; ok {
+			if j, ok := firstOf[key]; ok {
 				out[i] = sameAs(out[j], entryOf[j], p.req, batch[j].req)
 				entryOf[i] = entryOf[j]
 				continue
 			}
-			firstOf[p.req.Reference] = i
-			price := l.prices.For(p.req.Kind, p.req.Variant, snap.Overrides)
-			if err := chargeable(snap.BalanceState, balance, price); err != nil {
+			firstOf[key] = i
+			price := l.prices.For(p.req.Kind, p.req.Variant, snap.Overrides[p.req.ClientID])
+			if err := chargeable(state, balance[p.req.ClientID], price); err != nil {
 				out[i] = outcome{err: err}
 				continue
 			}
-			balance -= price
+			balance[p.req.ClientID] -= price
 			entryOf[i] = len(entries)
 			entries = append(entries, domain.LedgerEntry{
-				Kind: p.req.Kind, Amount: -price, BalanceAfter: balance,
+				ClientID: p.req.ClientID, Kind: p.req.Kind, Amount: -price, BalanceAfter: balance[p.req.ClientID],
 				Reference: p.req.Reference, Variant: p.req.Variant, Description: p.req.Description,
 			})
 		}
-		written, err := store.AppendLedger(ctx, tx, clientID, entries, nil)
+		written, err := store.AppendLedger(ctx, tx, entries)
 		if err != nil {
 			return err
 		}

@@ -49,10 +49,10 @@ func (l *Ledger) Refund(ctx context.Context, clientID, reference string, descrip
 			return err
 		}
 		entry := domain.LedgerEntry{
-			Kind: domain.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
+			ClientID: clientID, Kind: domain.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
 			Reference: refundPrefix + reference, Variant: debit.Variant, Description: description,
 		}
-		written, err := store.AppendLedger(ctx, tx, clientID, []domain.LedgerEntry{entry}, nil)
+		written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
 		if err != nil {
 			return err
 		}
@@ -135,12 +135,17 @@ func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpRes
 		desc = &d
 	}
 	entry := domain.LedgerEntry{
-		Kind: domain.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
+		ClientID: r.ClientID, Kind: domain.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
 		Reference: r.Reference, Description: desc,
 	}
-	written, err := store.AppendLedger(ctx, tx, r.ClientID, []domain.LedgerEntry{entry}, r.ExpiresAt)
+	written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
 	if err != nil {
 		return TopUpResult{}, fmt.Errorf("top up: %w", err)
+	}
+	if r.ExpiresAt != nil {
+		if err := store.SetExpiry(ctx, tx, r.ClientID, *r.ExpiresAt); err != nil {
+			return TopUpResult{}, err
+		}
 	}
 	return TopUpResult{Entry: written[0]}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,12 +24,12 @@ type BalanceState struct {
 }
 
 // DebitSnapshot is everything a batch of debits needs to decide, read in one round trip under
-// the balance lock: the balance, the client's price overrides and, when asked for, the ledger
-// rows of references already used.
+// the balance locks of its clients: their balances, their price overrides and, when asked for,
+// the ledger rows of references already used (by ref_key).
 type DebitSnapshot struct {
-	BalanceState
+	Balances  map[string]BalanceState
+	Overrides map[string][]domain.Price
 	Existing  map[string]domain.LedgerEntry
-	Overrides []domain.Price
 }
 
 // ErrReferenceTaken is returned by AppendLedger when an entry's reference is already in the
@@ -64,57 +65,78 @@ func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
 	return e, err
 }
 
-// LockForDebits locks the balance and reads the snapshot for a batch of debits. References are
-// looked up only when lookup is not empty: the common batch has none in the ledger yet, and
-// AppendLedger's unique constraint tells when one was (a retry), so the lookup is the exception.
-func LockForDebits(ctx context.Context, tx pgx.Tx, clientID string, lookup []string) (DebitSnapshot, error) {
+// LockForDebits locks the balance rows of clientIDs, in id order (so batches that share
+// clients never deadlock, on one replica or several), and reads the snapshot of a batch. Clients
+// that do not exist are absent from Balances. References are looked up only when lookup (pairs
+// of client id and reference) is not empty: the common batch has none in the ledger yet, and
+// AppendLedger's unique constraint tells when one was (a retry).
+func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup [][2]string) (DebitSnapshot, error) {
+	ids := slices.Clone(clientIDs)
+	slices.Sort(ids)
 	b := &pgx.Batch{}
-	b.Queue(lockBalanceSQL, clientID)
-	b.Queue(`SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1`, clientID)
+	b.Queue(`SELECT b.client_id::text, b.balance, b.expires_at, c.status, now()
+		FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
+		WHERE b.client_id = ANY($1::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
+	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::uuid[])`, ids)
 	if len(lookup) > 0 {
 		keys := make([]string, len(lookup))
-		for i, ref := range lookup {
-			keys[i] = refKey(clientID, ref)
+		for i, l := range lookup {
+			keys[i] = refKey(l[0], l[1])
 		}
 		b.Queue(`SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = ANY($1)`, keys)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
-	var s DebitSnapshot
-	err := br.QueryRow().Scan(&s.Balance, &s.ExpiresAt, &s.Status, &s.Now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, domain.ErrNotFound
-	}
-	if err != nil {
-		return s, fmt.Errorf("lock balance: %w", err)
-	}
+	snap := DebitSnapshot{Balances: map[string]BalanceState{}, Overrides: map[string][]domain.Price{}, Existing: map[string]domain.LedgerEntry{}}
 	rows, err := br.Query()
 	if err != nil {
-		return s, fmt.Errorf("read prices: %w", err)
+		return snap, fmt.Errorf("lock balances: %w", err)
 	}
-	s.Overrides, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Price, error) {
+	for rows.Next() {
+		var id string
+		var st BalanceState
+		if err := rows.Scan(&id, &st.Balance, &st.ExpiresAt, &st.Status, &st.Now); err != nil {
+			rows.Close()
+			return snap, fmt.Errorf("lock balances: %w", err)
+		}
+		snap.Balances[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return snap, fmt.Errorf("lock balances: %w", err)
+	}
+	if rows, err = br.Query(); err != nil {
+		return snap, fmt.Errorf("read prices: %w", err)
+	}
+	for rows.Next() {
+		var id string
 		p := domain.Price{Overridden: true}
-		return p, r.Scan(&p.Kind, &p.Variant, &p.Amount)
-	})
-	if err != nil {
-		return s, fmt.Errorf("read prices: %w", err)
+		if err := rows.Scan(&id, &p.Kind, &p.Variant, &p.Amount); err != nil {
+			rows.Close()
+			return snap, fmt.Errorf("read prices: %w", err)
+		}
+		snap.Overrides[id] = append(snap.Overrides[id], p)
 	}
-	s.Existing = map[string]domain.LedgerEntry{}
+	if err := rows.Err(); err != nil {
+		return snap, fmt.Errorf("read prices: %w", err)
+	}
 	if len(lookup) > 0 {
 		if rows, err = br.Query(); err != nil {
-			return s, fmt.Errorf("read references: %w", err)
+			return snap, fmt.Errorf("read references: %w", err)
 		}
 		entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
 		if err != nil {
-			return s, fmt.Errorf("read references: %w", err)
+			return snap, fmt.Errorf("read references: %w", err)
 		}
 		for _, e := range entries {
-			s.Existing[e.Reference] = e
+			snap.Existing[refKey(e.ClientID, e.Reference)] = e
 		}
 	}
-	return s, br.Close()
+	return snap, br.Close()
 }
+
+// ExistingKey is the key of DebitSnapshot.Existing.
+func ExistingKey(clientID, reference string) string { return refKey(clientID, reference) }
 
 // LedgerByReference reads one ledger entry of a client by reference.
 func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string) (domain.LedgerEntry, error) {
@@ -129,38 +151,48 @@ func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string
 	return e, nil
 }
 
-// AppendLedger inserts entries (all of one client, in order, with distinct references) and sets
-// the client's balance to the last entry's balance_after, in one round trip, and returns the
-// entries with their ids and times. The caller holds the balance lock; expiresAt, when not nil,
-// also replaces the expiry. When a reference is already in the ledger it returns
-// ErrReferenceTaken, and the transaction must be rolled back.
-func AppendLedger(ctx context.Context, tx pgx.Tx, clientID string, entries []domain.LedgerEntry, expiresAt *time.Time) ([]domain.LedgerEntry, error) {
+// AppendLedger inserts entries (each of its ClientID, in order, distinct references per client)
+// and sets each client's balance to its last entry's balance_after, in one round trip, and
+// returns the entries with their ids and times. The caller holds the balance locks. When a
+// reference is already in the ledger it returns ErrReferenceTaken, and the transaction must be
+// rolled back.
+func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
 	n := len(entries)
+	clients := make([]string, n)
 	kinds := make([]string, n)
 	amounts := make([]int64, n)
 	after := make([]int64, n)
 	refs := make([]string, n)
 	variants := make([]string, n)
 	descs := make([]*string, n)
+	final := map[string]int64{}
 	for i, e := range entries {
-		kinds[i], amounts[i], after[i], refs[i], variants[i], descs[i] = string(e.Kind), e.Amount, e.BalanceAfter, e.Reference, e.Variant, e.Description
+		clients[i], kinds[i], amounts[i], after[i], refs[i], variants[i], descs[i] =
+			e.ClientID, string(e.Kind), e.Amount, e.BalanceAfter, e.Reference, e.Variant, e.Description
+		final[e.ClientID] = e.BalanceAfter
+	}
+	balClients := make([]string, 0, len(final))
+	for c := range final {
+		balClients = append(balClients, c)
+	}
+	slices.Sort(balClients)
+	balances := make([]int64, len(balClients))
+	for i, c := range balClients {
+		balances[i] = final[c]
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference, variant, description)
-		SELECT gen_random_uuid(), $1, k, a, ba, r, v, d
-		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(k, a, ba, r, v, d, ord)
+		SELECT gen_random_uuid(), c, k, a, ba, r, v, d
+		FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[])
+			WITH ORDINALITY AS t(c, k, a, ba, r, v, d, ord)
 		ORDER BY ord
 		ON CONFLICT (ref_key) DO NOTHING
-		RETURNING reference, id::text, created_at`, clientID, kinds, amounts, after, refs, variants, descs)
-	if expiresAt != nil {
-		b.Queue(`UPDATE accounts.balances SET balance = $2, expires_at = $3, updated_at = now() WHERE client_id = $1`,
-			clientID, after[n-1], *expiresAt)
-	} else {
-		b.Queue(`UPDATE accounts.balances SET balance = $2, updated_at = now() WHERE client_id = $1`, clientID, after[n-1])
-	}
+		RETURNING client_id::text, reference, id::text, created_at`, clients, kinds, amounts, after, refs, variants, descs)
+	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
+		FROM unnest($1::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
@@ -171,32 +203,40 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, clientID string, entries []dom
 		id      string
 		created time.Time
 	}
-	byRef := make(map[string]inserted, n)
+	byKey := make(map[string]inserted, n)
 	for rows.Next() {
-		var ref string
+		var client, ref string
 		var in inserted
-		if err := rows.Scan(&ref, &in.id, &in.created); err != nil {
+		if err := rows.Scan(&client, &ref, &in.id, &in.created); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("append ledger: %w", err)
 		}
-		byRef[ref] = in
+		byKey[refKey(client, ref)] = in
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("append ledger: %w", err)
 	}
 	out := make([]domain.LedgerEntry, n)
 	for i, e := range entries {
-		in, ok := byRef[e.Reference]
+		in, ok := byKey[refKey(e.ClientID, e.Reference)]
 		if !ok {
 			return nil, ErrReferenceTaken
 		}
-		e.ClientID, e.ID, e.CreatedAt = clientID, in.id, in.created
+		e.ID, e.CreatedAt = in.id, in.created
 		out[i] = e
 	}
 	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("set balance: %w", err)
+		return nil, fmt.Errorf("set balances: %w", err)
 	}
 	return out, br.Close()
+}
+
+// SetExpiry replaces a client's balance expiry. The caller holds the balance lock.
+func SetExpiry(ctx context.Context, tx pgx.Tx, clientID string, expiresAt time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE accounts.balances SET expires_at = $2, updated_at = now() WHERE client_id = $1`, clientID, expiresAt); err != nil {
+		return fmt.Errorf("set expiry: %w", err)
+	}
+	return nil
 }
 
 // ListLedger reads a page of a client's ledger, newest first, with the total count.
