@@ -38,14 +38,17 @@ type Suite struct {
 	BinDir           string
 	LogDir           string
 
-	procs []*proc
-	drop  func()
+	procs      []*proc
+	processEnv map[string][]string
+	drop       func()
 }
 
 // Options adjust a suite.
 type Options struct {
 	// Env is added to every service's environment (e.g. MNV_LOG_LEVEL).
 	Env []string
+	// ProcessEnv is added to one process's environment, by name ("verification": MNV_DEBUG_ADDR=…).
+	ProcessEnv map[string][]string
 }
 
 var (
@@ -121,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		return nil, err
 	}
 	s := &Suite{
-		DatabaseURL: dbURL, BinDir: bin, LogDir: logDir, drop: drop,
+		DatabaseURL: dbURL, BinDir: bin, LogDir: logDir, drop: drop, processEnv: opts.ProcessEnv,
 		InternalToken: "e2e-internal-token-0123456789abcdefghij",
 		AdminToken:    "e2e-admin-token-0123456789abcdefghijklm",
 	}
@@ -188,7 +191,7 @@ type proc struct {
 }
 
 func (s *Suite) spawn(name string, env []string) error {
-	p := &proc{name: name, env: env}
+	p := &proc{name: name, env: append(env, s.processEnv[name]...)}
 	s.procs = append(s.procs, p)
 	return s.start(p)
 }
