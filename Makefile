@@ -5,7 +5,7 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 # Every Go module of the workspace; `go test ./...` does not cross module boundaries.
-MODULES := proto/gen services/platform services/accounts services/verification gateway cmd tests
+MODULES := proto/gen services/platform services/accounts services/verification services/connect gateway cmd tests
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 FUZZTIME ?= 10s
@@ -44,6 +44,7 @@ build: ## Build the binaries into bin/
 	go build -o $(BIN)/mnvctl ./cmd/mnvctl
 	go build -o $(BIN)/accounts ./services/accounts/cmd/accounts
 	go build -o $(BIN)/verification ./services/verification/cmd/verification
+	go build -o $(BIN)/connect ./services/connect/cmd/connect
 	go build -o $(BIN)/gateway ./gateway/cmd/gateway
 
 $(BIN)/.tools: tools/go.mod tools/go.sum

@@ -61,3 +61,7 @@ replace (
 require github.com/mnvhq/mnv/services/verification v0.0.0
 
 replace github.com/mnvhq/mnv/services/verification => ../services/verification
+
+require github.com/mnvhq/mnv/services/connect v0.0.0
+
+replace github.com/mnvhq/mnv/services/connect => ../services/connect

@@ -28,6 +28,7 @@ import (
 	gateway "github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	accounts "github.com/mnvhq/mnv/services/accounts/app"
+	connect "github.com/mnvhq/mnv/services/connect/app"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/process"
@@ -62,8 +63,12 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	if err != nil {
 		return err
 	}
-	vcfg.AccountsAddr = acfg.GRPCAddr
-	gcfg.AccountsAddr, gcfg.VerificationAddr = acfg.GRPCAddr, vcfg.GRPCAddr
+	ccfg, err := connect.LoadConfig(env)
+	if err != nil {
+		return err
+	}
+	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr
+	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
 
 	acc, err := accounts.New(ctx, acfg, log.With(zap.String("component", "accounts")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "accounts"}, reg))
 	if err != nil {
@@ -81,6 +86,14 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	if err != nil {
 		return err
 	}
+	con, err := connect.New(ctx, ccfg, log.With(zap.String("component", "connect")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "connect"}, reg))
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	conLis, err := con.Listen()
+	if err != nil {
+		return err
+	}
 	gw, err := gateway.New(ctx, gcfg, log.With(zap.String("component", "gateway")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "gateway"}, reg), reg)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -93,6 +106,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return acc.Run(ctx, accLis) })
 	g.Go(func() error { return ver.Run(ctx, verLis) })
+	g.Go(func() error { return con.Run(ctx, conLis) })
 	g.Go(func() error { return gw.Run(ctx, gwLis) })
 	g.Go(func() error {
 		if err := demoClient(ctx, acfg, state); err != nil {

@@ -29,7 +29,9 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	"github.com/mnvhq/mnv/gateway/internal/openapi"
+	"github.com/mnvhq/mnv/gateway/internal/upload"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -45,6 +47,8 @@ type Config struct {
 	AccountsAddr string
 	// VerificationAddr is the verification service's gRPC address (MNV_VERIFICATION_ADDR).
 	VerificationAddr string
+	// ConnectAddr is the connect service's gRPC address (MNV_CONNECT_ADDR).
+	ConnectAddr string
 	// TrustedProxies may speak for the client address in X-Forwarded-For (MNV_TRUSTED_PROXIES,
 	// comma-separated CIDRs); empty: the socket address is the client.
 	TrustedProxies []netip.Prefix
@@ -63,7 +67,7 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
-		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092",
+		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092", ConnectAddr: "127.0.0.1:9093",
 		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
 		MaxBodyBytes:  1 << 20, ShutdownTimeout: 15 * time.Second,
 	}
@@ -75,6 +79,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.HTTPAddr = env.String("MNV_HTTP_ADDR", c.HTTPAddr)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.VerificationAddr = env.String("MNV_VERIFICATION_ADDR", c.VerificationAddr)
+	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
 	proxies, err := clientip.ParsePrefixes(env.String("MNV_TRUSTED_PROXIES", ""))
 	if err != nil {
 		return c, fmt.Errorf("MNV_TRUSTED_PROXIES: %w", err)
@@ -126,6 +131,22 @@ var successMessages = map[string]string{
 	verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  "Stuck-plus sessions retrieved successfully",
 	verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: "Number revealed",
 	verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   "Reveals retrieved successfully",
+
+	connectv1.ConnectService_ListProfiles_FullMethodName:      "Profiles retrieved successfully",
+	connectv1.ConnectService_GetProfile_FullMethodName:        "Profile retrieved successfully",
+	connectv1.ConnectService_CreateProfile_FullMethodName:     "Profile created",
+	connectv1.ConnectService_DeleteProfile_FullMethodName:     "Profile erased",
+	connectv1.ConnectService_EnrichProfile_FullMethodName:     "Profile enriched",
+	connectv1.ConnectService_ListImportJobs_FullMethodName:    "Import jobs retrieved successfully",
+	connectv1.ConnectService_GetImportJob_FullMethodName:      "Import job retrieved successfully",
+	connectv1.ConnectService_CreateIntegration_FullMethodName: "Integration created",
+	connectv1.ConnectService_ListIntegrations_FullMethodName:  "Integrations retrieved successfully",
+	connectv1.ConnectService_GetIntegration_FullMethodName:    "Integration retrieved successfully",
+	connectv1.ConnectService_UpdateIntegration_FullMethodName: "Integration updated",
+	connectv1.ConnectService_DeleteIntegration_FullMethodName: "Integration deleted",
+	connectv1.ConnectService_SyncIntegration_FullMethodName:   "Sync queued",
+	connectv1.ConnectService_ListSyncHistory_FullMethodName:   "Sync history retrieved successfully",
+	connectv1.ConnectService_GetOverview_FullMethodName:       "Overview retrieved successfully",
 }
 
 // Gateway is the HTTP edge.
@@ -156,6 +177,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	g.backends["verification"] = healthpb.NewHealthClient(verification)
+	connect, err := g.dial(cfg.ConnectAddr)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.backends["connect"] = healthpb.NewHealthClient(connect)
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
@@ -184,11 +211,19 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		g.Close()
 		return nil, fmt.Errorf("register verification routes: %w", err)
 	}
+	if err := connectv1.RegisterConnectServiceHandler(ctx, mux, connect); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("register connect routes: %w", err)
+	}
+	if err := upload.Register(mux, connectv1.NewConnectServiceClient(connect)); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("register upload routes: %w", err)
+	}
 
 	// Operational endpoints and the API description live beside the API, outside the mux's
 	// credential rules.
 	root := http.NewServeMux()
-	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux))
+	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, upload.Streaming)(mux))
 	// The browser capture is called from any web page, without cookies.
 	root.Handle("/v1/api/web/", middleware.CORS(middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
 	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {

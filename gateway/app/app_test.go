@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
 	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
@@ -39,8 +40,9 @@ func startB(t testing.TB) *stack {
 	t.Helper()
 	acc := apptest.Start(t)
 	ver := verificationtest.Start(t, acc.Addr, apptest.InternalToken, nil)
+	con := connecttest.Start(t, acc.Addr, apptest.InternalToken, nil)
 	cfg := app.DefaultConfig()
-	cfg.AccountsAddr, cfg.VerificationAddr = acc.Addr, ver.Addr
+	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr
 	cfg.InternalToken = apptest.InternalToken
 	reg := prometheus.NewRegistry()
 	g, err := app.New(context.Background(), cfg, apptest.Logger(t), reg, reg)

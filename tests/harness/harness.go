@@ -22,7 +22,7 @@ import (
 )
 
 // Binaries the suite runs.
-var binaries = []string{"accounts", "verification", "gateway", "mnvctl"}
+var binaries = []string{"accounts", "verification", "connect", "gateway", "mnvctl"}
 
 // NumberHashKey is the suite's key of number hashes.
 const NumberHashKey = "e2e-number-hash-key-0123456789abcdefghij"
@@ -32,6 +32,7 @@ type Suite struct {
 	GatewayURL       string
 	AccountsAddr     string
 	VerificationAddr string
+	ConnectAddr      string
 	DatabaseURL      string
 	InternalToken    string
 	AdminToken       string
@@ -75,6 +76,7 @@ func BinDir() (string, error) {
 		}
 		pkgs := map[string]string{
 			"accounts": "./services/accounts/cmd/accounts", "verification": "./services/verification/cmd/verification",
+			"connect": "./services/connect/cmd/connect",
 			"gateway": "./gateway/cmd/gateway", "mnvctl": "./cmd/mnvctl",
 		}
 		for _, b := range binaries {
@@ -136,11 +138,15 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	connectAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	httpAddr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	s.AccountsAddr, s.VerificationAddr, s.GatewayURL = accountsAddr, verificationAddr, "http://"+httpAddr
+	s.AccountsAddr, s.VerificationAddr, s.ConnectAddr, s.GatewayURL = accountsAddr, verificationAddr, connectAddr, "http://"+httpAddr
 	common := append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"MNV_INTERNAL_TOKEN=" + s.InternalToken,
@@ -163,6 +169,19 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_DATA_KEYS=e2ev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		"MNV_NUMBER_HASH_KEY="+NumberHashKey,
+		"MNV_CONNECT_ADDR="+connectAddr,
+	)); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.spawn("connect", append(common,
+		"DATABASE_URL="+dbURL,
+		"MNV_CONNECT_GRPC_ADDR="+connectAddr,
+		"MNV_ACCOUNTS_ADDR="+accountsAddr,
+		"MNV_DATA_KEYS=e2ec:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+		"MNV_NUMBER_HASH_KEY="+NumberHashKey,
+		// Tests deliver to a local receiver: plain http on loopback, and retries within seconds.
+		"MNV_WEBHOOK_ALLOW_HTTP=true", "MNV_WEBHOOK_ALLOWED_NETS=127.0.0.1/32", "MNV_DELIVERY_BACKOFF=200ms",
 	)); err != nil {
 		s.Stop()
 		return nil, err
@@ -171,6 +190,7 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		"MNV_HTTP_ADDR="+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_VERIFICATION_ADDR="+verificationAddr,
+		"MNV_CONNECT_ADDR="+connectAddr,
 	)); err != nil {
 		s.Stop()
 		return nil, err

@@ -134,3 +134,12 @@ func (c *Client) Refund(ctx context.Context, clientID, reference string) error {
 	}
 	return nil
 }
+
+// Balance reads a client's balance.
+func (c *Client) Balance(ctx context.Context, clientID string) (int64, error) {
+	resp, err := c.internal.GetBalance(ctx, &accountsv1.GetBalanceRequest{ClientId: clientID})
+	if err != nil {
+		return 0, fmt.Errorf("balance: %w", err)
+	}
+	return resp.GetBalance(), nil
+}

@@ -80,6 +80,16 @@ var (
 	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
 )
 
+type keyInContext struct{}
+
+// KeyFromContext returns the Idempotency-Key of the request being handled, if it has one: a
+// handler that charges can derive its debit reference from it, so that a retry taking over an
+// interrupted first attempt is not charged twice.
+func KeyFromContext(ctx context.Context) (string, bool) {
+	k, ok := ctx.Value(keyInContext{}).(string)
+	return k, ok
+}
+
 // UnaryInterceptor applies the header to the store's methods. It must run after authentication.
 func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -106,6 +116,7 @@ func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if err != nil {
 			return nil, err
 		}
+		ctx = context.WithValue(ctx, keyInContext{}, keys[0])
 		return s.run(ctx, scope, keys[0], info.FullMethod, hash, func() (any, error) { return handler(ctx, req) })
 	}
 }

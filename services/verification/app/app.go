@@ -15,7 +15,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -30,6 +32,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/limits"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/server"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
@@ -50,6 +53,9 @@ type Config struct {
 	DBMaxConns int
 	// AccountsAddr is where accounts listens (MNV_ACCOUNTS_ADDR).
 	AccountsAddr string
+	// ConnectAddr is where Connect listens (MNV_CONNECT_ADDR); empty: the outbox of verified
+	// numbers is kept but not relayed.
+	ConnectAddr string
 	// InternalToken authenticates calls between services (MNV_INTERNAL_TOKEN[_FILE]).
 	InternalToken string
 	// DataKeys seal blobs and numbers at rest (MNV_DATA_KEYS[_FILE]).
@@ -84,7 +90,7 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
-		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
+		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093",
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
@@ -98,6 +104,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DatabaseURL = env.String("MNV_VERIFICATION_DATABASE_URL", env.String("DATABASE_URL", ""))
 	c.DBMaxConns = env.Int("MNV_VERIFICATION_DB_MAX_CONNS", c.DBMaxConns)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
+	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
@@ -150,6 +157,8 @@ type App struct {
 	server   *grpcserver.Server
 	verifier *verify.Service
 	idem     *idempotency.Store
+	relay    *relay.Relay
+	connect  *grpc.ClientConn
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
@@ -210,7 +219,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
-	return &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem}, nil
+	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem}
+	if cfg.ConnectAddr != "" {
+		conn, err := grpc.NewClient(cfg.ConnectAddr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.InternalToken, Insecure: true}))
+		if err != nil {
+			pool.Close()
+			_ = accounts.Close()
+			return nil, fmt.Errorf("dial connect: %w", err)
+		}
+		a.connect = conn
+		a.relay = relay.New(pool, connectv1.NewConnectInternalServiceClient(conn), log)
+	}
+	return a, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -230,6 +252,10 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
+	if a.relay != nil {
+		defer func() { _ = a.connect.Close() }()
+		g.Go(func() error { a.relay.Run(ctx, time.Second); return nil })
+	}
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

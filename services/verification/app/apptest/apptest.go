@@ -37,6 +37,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
 	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
+	cfg.ConnectAddr = "" // no Connect in these tests: keep the outbox, relay nothing
 	cfg.ShutdownTimeout = 5 * time.Second
 	if edit != nil {
 		edit(&cfg)

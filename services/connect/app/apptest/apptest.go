@@ -1,0 +1,73 @@
+// Package apptest starts a real connect service for tests of this and other modules, on a fresh
+// database, in front of a running accounts service.
+package apptest
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+)
+
+// Test secrets; the number hash key is verification's apptest key, so the two match.
+const (
+	DataKeys      = "c1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	NumberHashKey = "apptest-number-hash-key-0123456789abcdef"
+)
+
+// Server is a running connect service.
+type Server struct {
+	Addr        string
+	DatabaseURL string
+}
+
+// Start runs a connect service against the accounts service at accountsAddr until the test
+// ends. Deliveries may go to plain-http loopback receivers, with retries a few hundred
+// milliseconds apart. edit may change the configuration.
+func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Config)) *Server {
+	t.Helper()
+	cfg := app.DefaultConfig()
+	cfg.GRPCAddr = "127.0.0.1:0"
+	cfg.DatabaseURL = pgtest.NewDatabase(t)
+	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
+	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
+	cfg.WebhookAllowHTTP = true
+	cfg.WebhookAllowedNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	cfg.DeliveryBackoff = 100 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+	if edit != nil {
+		edit(&cfg)
+	}
+	log := zaptest.NewLogger(t)
+	if _, bench := t.(*testing.B); bench {
+		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, log, prometheus.NewRegistry())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("connect stopped with %v", err)
+		}
+	})
+	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL}
+}

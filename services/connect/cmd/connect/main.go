@@ -1,0 +1,33 @@
+// Command connect runs the connect service: profiles, imports, integrations with delivery,
+// enrichment and the overview.
+package main
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/process"
+)
+
+func main() {
+	process.Main("connect", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
+		cfg, err := app.LoadConfig(env)
+		if err != nil {
+			return err
+		}
+		a, err := app.New(ctx, cfg, log, reg)
+		if err != nil {
+			return err
+		}
+		lis, err := a.Listen()
+		if err != nil {
+			return err
+		}
+		log.Info("serving gRPC", zap.String("addr", lis.Addr().String()))
+		return a.Run(ctx, lis)
+	})
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package csvimport
+
+// raceEnabled reports whether the race detector is on.
+const raceEnabled = false

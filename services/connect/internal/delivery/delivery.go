@@ -1,0 +1,181 @@
+// Package delivery runs the durable delivery queue: workers lease due batches (FOR UPDATE SKIP
+// LOCKED, so replicas share the work and a crashed worker's lease simply runs out), render the
+// profiles through the integration's mappings at send time (an erased profile is never sent),
+// sign and send them, and record every attempt as a sync event. Timeouts, connection errors,
+// 429 and 5xx are retried with exponential backoff and jitter, up to webhook.MaxAttempts; the
+// delivery id is stable across attempts, so receivers dedupe (at-least-once).
+package delivery
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/integrations"
+	"github.com/mnvhq/mnv/services/connect/internal/profiles"
+	"github.com/mnvhq/mnv/services/connect/internal/render"
+	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+)
+
+// Config shapes the workers.
+type Config struct {
+	Workers     int
+	Poll        time.Duration // how often an idle worker looks for due batches
+	Lease       time.Duration // how long a taken batch is held; longer than a delivery can take
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	MaxAttempts int
+}
+
+// Worker delivers queued batches.
+type Worker struct {
+	pool    *pgxpool.Pool
+	keyring *crypto.Keyring
+	numbers profiles.Numbers
+	client  *http.Client
+	cfg     Config
+	log     *zap.Logger
+
+	mu  sync.Mutex
+	rnd *rand.Rand
+}
+
+// New returns a Worker that sends with client (webhook.NewClient, which enforces the SSRF
+// policy when it connects).
+func New(pool *pgxpool.Pool, keyring *crypto.Keyring, numbers profiles.Numbers, client *http.Client, cfg Config, log *zap.Logger) *Worker {
+	return &Worker{pool: pool, keyring: keyring, numbers: numbers, client: client, cfg: cfg, log: log,
+		rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6d6e76))}
+}
+
+// Run delivers until ctx ends.
+func (w *Worker) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range w.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				n, err := w.RunOnce(ctx, 1)
+				if err != nil && ctx.Err() == nil {
+					w.log.Warn("delivery", zap.Error(err))
+				}
+				if n == 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(w.cfg.Poll):
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// RunOnce takes up to n due batches and delivers them; it returns how many it took.
+func (w *Worker) RunOnce(ctx context.Context, n int) (int, error) {
+	batch, err := store.ClaimDeliveries(ctx, w.pool, n, w.cfg.Lease)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range batch {
+		if err := w.deliver(ctx, d); err != nil {
+			return len(batch), err
+		}
+	}
+	return len(batch), nil
+}
+
+func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
+	started := time.Now()
+	ev := domain.SyncEvent{
+		ID: uuid.NewString(), IntegrationID: d.IntegrationID, ClientID: d.ClientID, DeliveryID: d.ID,
+		Trigger: d.Trigger, Attempt: d.Attempts, StartedAt: started,
+	}
+	it, err := store.GetIntegration(ctx, w.pool, d.ClientID, d.IntegrationID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil // deleted with its queue in between
+	}
+	if err != nil {
+		return err
+	}
+	if it.Status != domain.IntegrationActive {
+		// Paused: hold the batch without spending an attempt on it.
+		retry := time.Now().Add(w.cfg.Poll * 10)
+		return store.PostponeDelivery(ctx, w.pool, d.ID, retry)
+	}
+	profs, err := store.ProfilesByID(ctx, w.pool, d.ClientID, d.ProfileIDs)
+	if err != nil {
+		return err
+	}
+	if it.MatchedOnly {
+		kept := profs[:0]
+		for _, p := range profs {
+			if p.MatchedAt != nil {
+				kept = append(kept, p)
+			}
+		}
+		profs = kept
+	}
+	ev.RecordCount = len(profs)
+	if len(profs) == 0 {
+		// Everything was erased or unmatched since: nothing to send, and that is a success.
+		return w.finish(ctx, ev, webhook.Result{Status: 0}, true)
+	}
+	body, err := render.Records(profs, it.FieldMappings, w.numbers.Open)
+	if err != nil {
+		return err
+	}
+	apiKey, err := integrations.OpenAPIKey(w.keyring, it)
+	if err != nil {
+		return err
+	}
+	secret, err := integrations.OpenSecret(w.keyring, it)
+	if err != nil {
+		return err
+	}
+	res := webhook.Deliver(ctx, w.client, webhook.Request{
+		URL: it.EndpointURL, Method: it.HTTPMethod, APIKey: apiKey, Secret: secret,
+		DeliveryID: d.ID, Attempt: d.Attempts, Body: body,
+	}, time.Now())
+	return w.finish(ctx, ev, res, res.Err == nil)
+}
+
+func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Result, ok bool) error {
+	ev.FinishedAt = time.Now()
+	ev.Duration = ev.FinishedAt.Sub(ev.StartedAt)
+	if res.Status != 0 {
+		s := res.Status
+		ev.HTTPStatus = &s
+	}
+	var retryAt *time.Time
+	switch {
+	case ok:
+		ev.Status = domain.SyncSucceeded
+	case res.Retry && ev.Attempt < w.cfg.MaxAttempts:
+		ev.Status = domain.SyncRetrying
+		w.mu.Lock()
+		at := time.Now().Add(webhook.Backoff(ev.Attempt, w.cfg.BackoffBase, w.cfg.BackoffMax, w.rnd))
+		w.mu.Unlock()
+		retryAt = &at
+	default:
+		ev.Status = domain.SyncFailed
+	}
+	if res.Err != nil {
+		msg := res.Err.Error()
+		ev.Error = &msg
+	}
+	// The outcome is recorded even if the request that triggered it has gone.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return store.FinishDelivery(fctx, w.pool, ev, retryAt)
+}

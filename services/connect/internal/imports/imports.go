@@ -1,0 +1,255 @@
+// Package imports turns uploaded CSV files into profiles. An upload is stored (in chunks, in
+// one transaction) and answered with a QUEUED job at once; workers on any replica take jobs
+// with a lease, stream the file in constant memory, and upsert profiles in batches (COPY into
+// a staging table, then one INSERT … ON CONFLICT per batch). Each batch commits the job's
+// progress with it, so a worker that dies is replaced, after its lease, by one that resumes
+// after the last committed batch; numbers are unique per client, so nothing is duplicated.
+package imports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/profiles"
+	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/phone"
+)
+
+// Limits of an upload and of the work done per transaction.
+const (
+	MaxFileSize = 50 << 20
+	chunkSize   = 1 << 20
+	batchRows   = 5000
+)
+
+// ErrTooLarge is an upload over MaxFileSize.
+var ErrTooLarge = errors.New("the file is larger than 50 MiB")
+
+// Config shapes the workers.
+type Config struct {
+	Poll  time.Duration
+	Lease time.Duration
+}
+
+// Service stores uploads and runs import jobs.
+type Service struct {
+	pool    *pgxpool.Pool
+	numbers profiles.Numbers
+	cfg     Config
+	log     *zap.Logger
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, numbers profiles.Numbers, cfg Config, log *zap.Logger) *Service {
+	return &Service{pool: pool, numbers: numbers, cfg: cfg, log: log}
+}
+
+// Upload stores a file read from r and queues its import.
+func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Reader) (domain.ImportJob, error) {
+	fileName = strings.TrimSpace(fileName)
+	if fileName == "" {
+		fileName = "upload.csv"
+	}
+	if utf8.RuneCountInString(fileName) > 255 || !utf8.ValidString(fileName) {
+		return domain.ImportJob{}, domain.Invalid("file", "the file name must be at most 255 characters")
+	}
+	job := domain.ImportJob{ID: uuid.NewString(), ClientID: clientID, FileName: fileName}
+	var out domain.ImportJob
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := store.InsertJob(ctx, tx, job); err != nil {
+			return err
+		}
+		buf := make([]byte, chunkSize)
+		var size int64
+		for seq := 0; ; seq++ {
+			n, err := io.ReadFull(r, buf)
+			if n > 0 {
+				if size += int64(n); size > MaxFileSize {
+					return ErrTooLarge
+				}
+				if err := store.InsertChunk(ctx, tx, job.ID, seq, buf[:n]); err != nil {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read upload: %w", err)
+			}
+		}
+		var err error
+		if out, err = store.SetJobSize(ctx, tx, job.ID, size); err != nil {
+			return err
+		}
+		if size == 0 {
+			empty := "the file is empty"
+			out, err = store.FinishJob(ctx, tx, job.ID, &empty)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Get reads a job of the client.
+func (s *Service) Get(ctx context.Context, clientID, id string) (domain.ImportJob, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.ImportJob{}, domain.ErrNotFound
+	}
+	return store.GetJob(ctx, s.pool, clientID, id)
+}
+
+// List reads a page of the client's jobs, newest first.
+func (s *Service) List(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
+	return store.ListJobs(ctx, s.pool, clientID, limit, offset)
+}
+
+// Run takes and runs jobs until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		ran, err := s.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("import job", zap.Error(err))
+		}
+		if !ran {
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.cfg.Poll):
+			}
+		}
+	}
+}
+
+// RunOnce takes one job, if one is waiting, and runs it to its end.
+func (s *Service) RunOnce(ctx context.Context) (bool, error) {
+	job, err := store.ClaimJob(ctx, s.pool, s.cfg.Lease)
+	if errors.Is(err, domain.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := s.run(ctx, job); err != nil {
+		// The lease runs out and another worker resumes; nothing committed is lost.
+		return true, fmt.Errorf("job %s: %w", job.ID, err)
+	}
+	return true, nil
+}
+
+func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(store.Chunks(ctx, s.pool, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
+	}()
+	defer pr.Close()
+
+	r, err := csvimport.NewReader(pr)
+	if err != nil {
+		return s.fail(ctx, job, err)
+	}
+	if err := csvimport.Skip(r, int(job.ProcessedRecords)); err != nil {
+		return s.fail(ctx, job, err)
+	}
+	kept := len(job.Errors)
+	for {
+		p := store.Progress{MaxKept: csvimport.MaxErrors, Lease: s.cfg.Lease}
+		var rows []store.StageRow
+		var readErr error
+		for len(rows) < batchRows && int(p.Records) < batchRows {
+			row, rowErrs, err := r.Next()
+			if err != nil {
+				readErr = err
+				break
+			}
+			p.Records++
+			p.Total++
+			if len(rowErrs) > 0 {
+				p.Failed++
+				for _, e := range rowErrs {
+					if kept < csvimport.MaxErrors {
+						p.Errors = append(p.Errors, domain.ImportError{Row: e.Row, Column: e.Column, Message: e.Message})
+						kept++
+					}
+				}
+				continue
+			}
+			rows = append(rows, s.stage(row))
+		}
+		if p.Records > 0 {
+			err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				return store.UpsertBatch(ctx, tx, job.ClientID, job.ID, rows, &p)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		switch {
+		case errors.Is(readErr, io.EOF):
+			return s.complete(ctx, job)
+		case readErr != nil:
+			return s.fail(ctx, job, readErr)
+		}
+	}
+}
+
+func (s *Service) stage(row csvimport.Row) store.StageRow {
+	id := uuid.NewString()
+	attrs := []byte("{}")
+	if len(row.Attributes) > 0 {
+		attrs, _ = json.Marshal(row.Attributes)
+	}
+	num, _ := phone.Parse(row.MobileNumber) // already valid: the reader parsed it
+	country := num.Region
+	if country == "" || country == "001" {
+		country = "ZZ"
+	}
+	return store.StageRow{
+		ID: id, NumberSealed: s.numbers.Seal(row.MobileNumber, id), NumberHash: s.numbers.Hasher.Sum(row.MobileNumber),
+		NumberMasked: phone.Mask(row.MobileNumber), CountryCode: country,
+		ExternalID: row.ExternalID, FirstName: row.FirstName, LastName: row.LastName, Email: row.Email, Attributes: attrs,
+	}
+}
+
+// complete marks the job COMPLETED and queues what it touched for IMPORT_COMPLETED integrations.
+func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := store.FinishJob(ctx, tx, job.ID, nil); err != nil {
+			return err
+		}
+		its, err := store.ListIntegrations(ctx, tx, job.ClientID, 1000, 0)
+		if err != nil {
+			return err
+		}
+		for _, it := range its.Items {
+			if it.Status == domain.IntegrationActive && it.TriggerEvent == domain.TriggerImportCompleted {
+				if _, err := store.EnqueueAll(ctx, tx, it, domain.TriggerImportCompleted, &job.ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// fail marks the job FAILED with a reason a person can act on (the file is not a CSV we read).
+func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) error {
+	if !errors.Is(cause, csvimport.ErrNotCSV) {
+		return cause
+	}
+	reason := cause.Error()
+	_, err := store.FinishJob(ctx, s.pool, job.ID, &reason)
+	return err
+}

@@ -1,0 +1,343 @@
+// Package profiles holds the rules of customer identity profiles: one per number per client,
+// the number sealed at rest with its keyed hash beside it and shown masked; erasure; matching
+// with the client's verified numbers; enrichment, charged per call.
+package profiles
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nyaruka/phonenumbers"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/phone"
+)
+
+// Accounts is what profiles need of accounts; accountsclient.Client is one.
+type Accounts interface {
+	Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (accountsclient.Charge, error)
+	Balance(ctx context.Context, clientID string) (int64, error)
+}
+
+// Numbers seals, opens and hashes numbers of profiles.
+type Numbers struct {
+	Keyring *crypto.Keyring
+	Hasher  *phone.Hasher
+}
+
+func ad(profileID string) []byte { return []byte("connect.profiles:" + profileID) }
+
+// Seal seals a number for a profile row.
+func (n Numbers) Seal(e164, profileID string) []byte {
+	return n.Keyring.Seal([]byte(e164), ad(profileID))
+}
+
+// Open opens a profile's number.
+func (n Numbers) Open(p domain.Profile) (string, error) {
+	b, err := n.Keyring.Open(p.NumberSealed, ad(p.ID))
+	if err != nil {
+		return "", fmt.Errorf("open number of profile %s: %w", p.ID, err)
+	}
+	return string(b), nil
+}
+
+// Service manages profiles.
+type Service struct {
+	pool     *pgxpool.Pool
+	numbers  Numbers
+	accounts Accounts
+	now      func() time.Time
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, numbers Numbers, accounts Accounts) *Service {
+	return &Service{pool: pool, numbers: numbers, accounts: accounts, now: time.Now}
+}
+
+// Fields are the optional fields of a profile, validated.
+type Fields struct {
+	ExternalID, FirstName, LastName, Email *string
+	Attributes                             map[string]string
+}
+
+// CreateRequest is a new profile from the API.
+type CreateRequest struct {
+	MobileNumber string
+	Fields
+}
+
+// RequireConnect refuses clients without the CONNECT product.
+func RequireConnect(p auth.Principal) error {
+	if !p.Has(domain.FeatureConnect) {
+		return domain.NotEnabled("", "Connect is not enabled for this account")
+	}
+	return nil
+}
+
+// Create stores a profile from the API and queues it for PROFILE_CREATED integrations.
+func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest) (domain.Profile, error) {
+	num, err := phone.Parse(r.MobileNumber)
+	if err != nil {
+		return domain.Profile{}, domain.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
+	}
+	if err := ValidateFields(r.Fields); err != nil {
+		return domain.Profile{}, err
+	}
+	prof := domain.Profile{
+		ID: uuid.NewString(), ClientID: p.ClientID, NumberHash: s.numbers.Hasher.Sum(num.E164), NumberMasked: phone.Mask(num.E164),
+		CountryCode: region(num), ExternalID: r.ExternalID, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email,
+		Attributes: r.Attributes, Source: domain.SourceAPI,
+	}
+	prof.NumberSealed = s.numbers.Seal(num.E164, prof.ID)
+	var out domain.Profile
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = store.InsertProfile(ctx, tx, prof); err != nil {
+			return err
+		}
+		_, err = store.EnqueueForTrigger(ctx, tx, p.ClientID, domain.TriggerProfileCreated, []string{out.ID})
+		return err
+	})
+	if errors.Is(err, domain.ErrConflict) {
+		return domain.Profile{}, fmt.Errorf("%w: the account already has a profile with this number", domain.ErrConflict)
+	}
+	return out, err
+}
+
+func region(n phone.Number) string {
+	if n.Region == "" || n.Region == "001" {
+		return "ZZ"
+	}
+	return n.Region
+}
+
+// Limits of the optional fields (the same as imports').
+const (
+	maxExternalID = 128
+	maxName       = 100
+	maxEmail      = 254
+	maxAttrKey    = 100
+	maxAttrValue  = 1000
+	maxAttrs      = 50
+)
+
+// ValidateFields checks the optional fields of a profile.
+func ValidateFields(f Fields) error {
+	for _, c := range []struct {
+		field string
+		v     *string
+		max   int
+	}{{"externalId", f.ExternalID, maxExternalID}, {"firstName", f.FirstName, maxName}, {"lastName", f.LastName, maxName}} {
+		if c.v != nil {
+			if err := text(c.field, *c.v, c.max); err != nil {
+				return err
+			}
+		}
+	}
+	if f.Email != nil {
+		if a, err := mail.ParseAddress(*f.Email); err != nil || a.Address != *f.Email || len(*f.Email) > maxEmail {
+			return domain.Invalid("email", "must be an e-mail address like name@example.com")
+		}
+	}
+	if len(f.Attributes) > maxAttrs {
+		return domain.Invalid("attributes", "at most %d attributes", maxAttrs)
+	}
+	for k, v := range f.Attributes {
+		if err := text("attributes", k, maxAttrKey); err != nil {
+			return err
+		}
+		if utf8.RuneCountInString(v) > maxAttrValue || strings.ContainsFunc(v, unicode.IsControl) {
+			return domain.Invalid("attributes", "values must be at most %d characters, without control characters", maxAttrValue)
+		}
+	}
+	return nil
+}
+
+func text(field, v string, max int) error {
+	switch {
+	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
+		return domain.Invalid(field, "must not be blank")
+	case utf8.RuneCountInString(v) > max:
+		return domain.Invalid(field, "must be at most %d characters", max)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return domain.Invalid(field, "must not contain control characters")
+	}
+	return nil
+}
+
+// Get reads a profile of the client.
+func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Profile, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.Profile{}, domain.ErrNotFound
+	}
+	return store.GetProfile(ctx, s.pool, clientID, id)
+}
+
+// List reads a page of the client's profiles.
+func (s *Service) List(ctx context.Context, clientID string, f store.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
+	if f.Source != nil && *f.Source != domain.SourceImport && *f.Source != domain.SourceAPI && *f.Source != domain.SourceVerification {
+		return domain.Page[domain.Profile]{}, domain.Invalid("source", "must be IMPORT, API or VERIFICATION")
+	}
+	if f.Search != nil && utf8.RuneCountInString(*f.Search) > 128 {
+		return domain.Page[domain.Profile]{}, domain.Invalid("search", "must be at most 128 characters")
+	}
+	return store.ListProfiles(ctx, s.pool, clientID, f, limit, offset)
+}
+
+// Delete erases a profile of the client.
+func (s *Service) Delete(ctx context.Context, clientID, id string) (time.Time, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return time.Time{}, domain.ErrNotFound
+	}
+	return store.DeleteProfile(ctx, s.pool, clientID, id)
+}
+
+// Reason bounds of an enrichment (contract 8).
+const (
+	minReason = 3
+	maxReason = 500
+)
+
+// Enrich fills a profile's enrichment from the phone-number library and the client's
+// verifications, and charges CONNECT_ENRICHMENT for every call (a retry with the same
+// Idempotency-Key is answered from the first call, without a second charge).
+func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
+	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason || strings.TrimSpace(reason) == "" {
+		return domain.Profile{}, domain.Invalid("reason", "must be %d to %d characters", minReason, maxReason)
+	}
+	prof, err := s.Get(ctx, p.ClientID, id)
+	if err != nil {
+		return prof, err
+	}
+	number, err := s.numbers.Open(prof)
+	if err != nil {
+		return prof, err
+	}
+	e, err := s.enrichment(ctx, p.ClientID, prof, number)
+	if err != nil {
+		return prof, err
+	}
+	// Each call is charged; a retry under the same Idempotency-Key reuses the first call's
+	// reference, so it is charged once even if the first attempt died after its debit.
+	ref := "enrichment:" + uuid.NewString()
+	if key, ok := idempotency.KeyFromContext(ctx); ok {
+		sum := sha256.Sum256([]byte(key))
+		ref = "enrichment:key:" + hex.EncodeToString(sum[:16])
+	}
+	if _, err := s.accounts.Debit(ctx, p.ClientID, accountsclient.KindConnectEnrichment, "", ref); err != nil {
+		return prof, domain.ChargeError(err)
+	}
+	var out domain.Profile
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = store.SetEnrichment(ctx, tx, p.ClientID, id, e); err != nil {
+			return err
+		}
+		_, err = store.EnqueueForTrigger(ctx, tx, p.ClientID, domain.TriggerProfileEnriched, []string{id})
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) enrichment(ctx context.Context, clientID string, prof domain.Profile, number string) (domain.Enrichment, error) {
+	e := domain.Enrichment{EnrichedAt: s.now().UTC()}
+	num, err := phonenumbers.Parse(number, "")
+	if err != nil {
+		return e, fmt.Errorf("parse a kept number: %w", err)
+	}
+	e.Valid = phonenumbers.IsValidNumber(num)
+	e.CountryCode = phonenumbers.GetRegionCodeForNumber(num)
+	e.LineType = lineType(phonenumbers.GetNumberType(num))
+	if c, err := phonenumbers.GetCarrierForNumber(num, "en"); err == nil && c != "" {
+		e.Carrier = &c
+	}
+	if g, err := phonenumbers.GetGeocodingForNumber(num, "en"); err == nil && g != "" {
+		e.Region = &g
+	}
+	if e.LastVerifiedAt, err = store.LastVerified(ctx, s.pool, clientID, prof.NumberHash); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func lineType(t phonenumbers.PhoneNumberType) string {
+	switch t {
+	case phonenumbers.MOBILE:
+		return "MOBILE"
+	case phonenumbers.FIXED_LINE:
+		return "FIXED_LINE"
+	case phonenumbers.FIXED_LINE_OR_MOBILE:
+		return "FIXED_LINE_OR_MOBILE"
+	case phonenumbers.TOLL_FREE:
+		return "TOLL_FREE"
+	case phonenumbers.PREMIUM_RATE:
+		return "PREMIUM_RATE"
+	case phonenumbers.VOIP:
+		return "VOIP"
+	case phonenumbers.PAGER:
+		return "PAGER"
+	}
+	return "UNKNOWN"
+}
+
+// RecordVerified marks the profiles of relayed VERIFIED numbers matched and queues them for
+// PROFILE_MATCHED integrations. Replays of the same facts change nothing.
+func (s *Service) RecordVerified(ctx context.Context, items []store.VerifiedNumber) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		matched, err := store.RecordVerified(ctx, tx, items)
+		if err != nil {
+			return err
+		}
+		n = int64(len(matched))
+		byClient := map[string][]string{}
+		for _, m := range matched {
+			byClient[m.ClientID] = append(byClient[m.ClientID], m.ProfileID)
+		}
+		for client, ids := range byClient {
+			if _, err := store.EnqueueForTrigger(ctx, tx, client, domain.TriggerProfileMatched, ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Overview reads the client's indicators.
+func (s *Service) Overview(ctx context.Context, clientID string) (domain.Overview, error) {
+	o, err := store.OverviewCounts(ctx, s.pool, clientID)
+	if err != nil {
+		return o, err
+	}
+	if o.Balance, err = s.accounts.Balance(ctx, clientID); err != nil {
+		return o, fmt.Errorf("%w: %w", domain.ErrUnavailable, err)
+	}
+	return o, nil
+}
+
+// Warm loads the phone-number library's carrier and geocoding data, whose first lookups take
+// tens of milliseconds, so that the first enrichment does not.
+func Warm() {
+	if n, err := phonenumbers.Parse("+447400123456", ""); err == nil {
+		_, _ = phonenumbers.GetCarrierForNumber(n, "en")
+		_, _ = phonenumbers.GetGeocodingForNumber(n, "en")
+	}
+}

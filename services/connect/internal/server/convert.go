@@ -1,0 +1,60 @@
+package server
+
+import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+)
+
+func profileToProto(p domain.Profile) *connectv1.Profile {
+	out := &connectv1.Profile{
+		Id: p.ID, ExternalId: p.ExternalID, FirstName: p.FirstName, LastName: p.LastName, Email: p.Email,
+		MobileNumberMasked: p.NumberMasked, CountryCode: p.CountryCode, Matched: p.MatchedAt != nil, MatchedAt: tsOrNil(p.MatchedAt),
+		Source:     connectv1.ProfileSource(connectv1.ProfileSource_value["PROFILE_SOURCE_"+p.Source]),
+		Attributes: p.Attributes, CreatedAt: timestamppb.New(p.CreatedAt), UpdatedAt: timestamppb.New(p.UpdatedAt),
+	}
+	if e := p.Enrichment; e != nil {
+		out.Enrichment = &connectv1.Enrichment{
+			Carrier: e.Carrier, LineType: e.LineType, Region: e.Region, CountryCode: e.CountryCode, Valid: e.Valid,
+			LastVerifiedAt: tsOrNil(e.LastVerifiedAt), EnrichedAt: timestamppb.New(e.EnrichedAt),
+		}
+	}
+	return out
+}
+
+func jobToProto(j domain.ImportJob) *connectv1.ImportJob {
+	errs := make([]*connectv1.ImportError, 0, len(j.Errors))
+	for _, e := range j.Errors {
+		errs = append(errs, &connectv1.ImportError{Row: int32(e.Row), Column: e.Column, Message: e.Message})
+	}
+	return &connectv1.ImportJob{
+		Id: j.ID, FileName: j.FileName, Status: connectv1.ImportStatus(connectv1.ImportStatus_value["IMPORT_STATUS_"+j.Status]),
+		TotalRows: j.TotalRows, ImportedRows: j.ImportedRows, UpdatedRows: j.UpdatedRows, FailedRows: j.FailedRows,
+		Errors: errs, Failure: j.Failure, CreatedAt: timestamppb.New(j.CreatedAt), StartedAt: tsOrNil(j.StartedAt), FinishedAt: tsOrNil(j.FinishedAt),
+	}
+}
+
+func integrationToProto(it domain.Integration) *connectv1.Integration {
+	return &connectv1.Integration{
+		Id: it.ID, DisplayName: it.DisplayName, IntegrationType: it.Type, EndpointUrl: it.EndpointURL, HttpMethod: it.HTTPMethod,
+		ApiKeyConfigured: it.APIKeySealed != nil, TriggerEvent: it.TriggerEvent, FieldMappings: it.FieldMappings,
+		BatchSize: int32(it.BatchSize), MatchedOnly: it.MatchedOnly,
+		Status:    connectv1.IntegrationStatus(connectv1.IntegrationStatus_value["INTEGRATION_STATUS_"+it.Status]),
+		CreatedAt: timestamppb.New(it.CreatedAt), UpdatedAt: timestamppb.New(it.UpdatedAt),
+	}
+}
+
+func syncEventToProto(e domain.SyncEvent) *connectv1.SyncEvent {
+	out := &connectv1.SyncEvent{
+		Id: e.ID, IntegrationId: e.IntegrationID, Trigger: e.Trigger,
+		Status:      connectv1.SyncStatus(connectv1.SyncStatus_value["SYNC_STATUS_"+e.Status]),
+		RecordCount: int32(e.RecordCount), Error: e.Error, Attempt: int32(e.Attempt), DurationMs: e.Duration.Milliseconds(),
+		StartedAt: timestamppb.New(e.StartedAt), FinishedAt: timestamppb.New(e.FinishedAt), DeliveryId: e.DeliveryID,
+	}
+	if e.HTTPStatus != nil {
+		s := int32(*e.HTTPStatus)
+		out.HttpStatus = &s
+	}
+	return out
+}

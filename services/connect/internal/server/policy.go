@@ -1,0 +1,43 @@
+package server
+
+import (
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/platform/auth"
+)
+
+// Policy is the access rule of every method of the connect service. A method missing here is
+// refused. (The CONNECT feature is checked by the handlers' requireConnect.)
+func Policy() auth.Policy {
+	apiKey := auth.Rule{Credential: auth.APIKey}
+	return auth.Policy{
+		connectv1.ConnectService_ListProfiles_FullMethodName:      apiKey,
+		connectv1.ConnectService_GetProfile_FullMethodName:        apiKey,
+		connectv1.ConnectService_CreateProfile_FullMethodName:     apiKey,
+		connectv1.ConnectService_DeleteProfile_FullMethodName:     apiKey,
+		connectv1.ConnectService_EnrichProfile_FullMethodName:     apiKey,
+		connectv1.ConnectService_UploadImport_FullMethodName:      apiKey,
+		connectv1.ConnectService_GetImportSample_FullMethodName:   apiKey,
+		connectv1.ConnectService_ListImportJobs_FullMethodName:    apiKey,
+		connectv1.ConnectService_GetImportJob_FullMethodName:      apiKey,
+		connectv1.ConnectService_CreateIntegration_FullMethodName: apiKey,
+		connectv1.ConnectService_ListIntegrations_FullMethodName:  apiKey,
+		connectv1.ConnectService_GetIntegration_FullMethodName:    apiKey,
+		connectv1.ConnectService_UpdateIntegration_FullMethodName: apiKey,
+		connectv1.ConnectService_DeleteIntegration_FullMethodName: apiKey,
+		connectv1.ConnectService_SyncIntegration_FullMethodName:   apiKey,
+		connectv1.ConnectService_ListSyncHistory_FullMethodName:   apiKey,
+		connectv1.ConnectService_GetOverview_FullMethodName:       apiKey,
+
+		connectv1.ConnectInternalService_RecordVerifiedNumbers_FullMethodName: {Credential: auth.Internal},
+	}
+}
+
+// IdempotentMethods honour the Idempotency-Key header: the methods that charge or create.
+func IdempotentMethods() []string {
+	return []string{
+		connectv1.ConnectService_CreateProfile_FullMethodName,
+		connectv1.ConnectService_EnrichProfile_FullMethodName,
+		connectv1.ConnectService_CreateIntegration_FullMethodName,
+		connectv1.ConnectService_SyncIntegration_FullMethodName,
+	}
+}

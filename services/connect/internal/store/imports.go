@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+)
+
+const jobColumns = `id::text, client_id::text, file_name, size_bytes, status, total_rows, imported_rows, updated_rows,
+	failed_rows, errors, failure, processed_records, created_at, started_at, finished_at`
+
+func scanJob(row pgx.Row) (domain.ImportJob, error) {
+	var j domain.ImportJob
+	var errs []byte
+	err := row.Scan(&j.ID, &j.ClientID, &j.FileName, &j.SizeBytes, &j.Status, &j.TotalRows, &j.ImportedRows, &j.UpdatedRows,
+		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.CreatedAt, &j.StartedAt, &j.FinishedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return j, domain.ErrNotFound
+	}
+	if err != nil {
+		return j, fmt.Errorf("read import job: %w", err)
+	}
+	if err := json.Unmarshal(errs, &j.Errors); err != nil {
+		return j, fmt.Errorf("read import errors: %w", err)
+	}
+	return j, nil
+}
+
+// InsertJob stores a new job (not yet QUEUED: its chunks are being written).
+func InsertJob(ctx context.Context, db DB, j domain.ImportJob) error {
+	_, err := db.Exec(ctx, `INSERT INTO connect.import_jobs (id, client_id, file_name, size_bytes, status)
+		VALUES ($1, $2, $3, 0, 'QUEUED')`, j.ID, j.ClientID, j.FileName)
+	if err != nil {
+		return fmt.Errorf("insert import job: %w", err)
+	}
+	return nil
+}
+
+// InsertChunk stores one chunk of an uploaded file.
+func InsertChunk(ctx context.Context, db DB, jobID string, seq int, data []byte) error {
+	if _, err := db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`, jobID, seq, data); err != nil {
+		return fmt.Errorf("insert chunk: %w", err)
+	}
+	return nil
+}
+
+// SetJobSize records the uploaded size and returns the job.
+func SetJobSize(ctx context.Context, db DB, jobID string, size int64) (domain.ImportJob, error) {
+	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2 WHERE id = $1 RETURNING `+jobColumns, jobID, size))
+}
+
+// GetJob reads a job of a client.
+func GetJob(ctx context.Context, db DB, clientID, id string) (domain.ImportJob, error) {
+	return scanJob(db.QueryRow(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE id = $1 AND client_id = $2`, id, clientID))
+}
+
+// ListJobs reads a page of a client's jobs, newest first.
+func ListJobs(ctx context.Context, db DB, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
+	var p domain.Page[domain.ImportJob]
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count import jobs: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list import jobs: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ImportJob, error) { return scanJob(r) })
+	return p, err
+}
+
+// ClaimJob takes the oldest job that is QUEUED, or RUNNING with an expired lease (its worker
+// died), and leases it.
+func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob, error) {
+	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
+			started_at = coalesce(started_at, now())
+		FROM (SELECT id FROM connect.import_jobs
+			WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
+			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) todo
+		WHERE j.id = todo.id RETURNING `+jobColumnsQualified, lease.String()))
+}
+
+var jobColumnsQualified = `j.id::text, j.client_id::text, j.file_name, j.size_bytes, j.status, j.total_rows, j.imported_rows,
+	j.updated_rows, j.failed_rows, j.errors, j.failure, j.processed_records, j.created_at, j.started_at, j.finished_at`
+
+// Chunks calls fn with each chunk of a job's file, in order, one at a time.
+func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) error {
+	var seq int
+	for {
+		var data []byte
+		err := db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read chunk %d: %w", seq, err)
+		}
+		if err := fn(data); err != nil {
+			return err
+		}
+		seq++
+	}
+}
+
+// StageRow is one valid row of an import, ready for the database.
+type StageRow struct {
+	ID           string
+	NumberSealed []byte
+	NumberHash   []byte
+	NumberMasked string
+	CountryCode  string
+	ExternalID   *string
+	FirstName    *string
+	LastName     *string
+	Email        *string
+	Attributes   []byte
+}
+
+// Progress is what one batch adds to a job.
+type Progress struct {
+	Records  int64 // records of the file consumed, valid or not
+	Total    int64
+	Failed   int64
+	Errors   []domain.ImportError // to append, up to the cap
+	MaxKept  int
+	Lease    time.Duration
+	Imported int64 // filled by UpsertBatch
+	Updated  int64
+}
+
+// UpsertBatch copies rows into a staging table (COPY) and upserts them into the client's
+// profiles (one profile per number: an existing one is updated, never duplicated), then
+// records the job's progress, all in tx, so that a restart resumes exactly after the last
+// committed batch.
+func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []StageRow, p *Progress) error {
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS import_stage (
+			id uuid, number_sealed bytea, number_hash bytea, number_masked text, country_code text,
+			external_id text, first_name text, last_name text, email text, attributes jsonb, ord integer
+		) ON COMMIT DELETE ROWS`); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if len(rows) > 0 {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_stage"},
+			[]string{"id", "number_sealed", "number_hash", "number_masked", "country_code", "external_id", "first_name", "last_name", "email", "attributes", "ord"},
+			pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+				r := rows[i]
+				return []any{r.ID, r.NumberSealed, r.NumberHash, r.NumberMasked, r.CountryCode, r.ExternalID, r.FirstName, r.LastName, r.Email, r.Attributes, i}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("copy batch: %w", err)
+		}
+		// Within a file the last row of a number wins; xmax = 0 tells an insert from an update.
+		err = tx.QueryRow(ctx, `WITH up AS (
+				INSERT INTO connect.profiles AS p (id, client_id, number_sealed, number_hash, number_masked, country_code,
+					external_id, first_name, last_name, email, attributes, source, import_job_id, matched_at)
+				SELECT DISTINCT ON (s.number_hash) s.id, $1, s.number_sealed, s.number_hash, s.number_masked, s.country_code,
+					s.external_id, s.first_name, s.last_name, s.email, s.attributes, 'IMPORT', $2, v.verified_at
+				FROM import_stage s LEFT JOIN connect.verified_numbers v ON v.client_id = $1 AND v.number_hash = s.number_hash
+				ORDER BY s.number_hash, s.ord DESC
+				ON CONFLICT (client_id, number_hash) DO UPDATE SET
+					external_id = coalesce(excluded.external_id, p.external_id),
+					first_name = coalesce(excluded.first_name, p.first_name),
+					last_name = coalesce(excluded.last_name, p.last_name),
+					email = coalesce(excluded.email, p.email),
+					attributes = p.attributes || excluded.attributes,
+					import_job_id = excluded.import_job_id,
+					updated_at = now()
+				RETURNING (xmax = 0) AS inserted)
+			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`, clientID, jobID).
+			Scan(&p.Imported, &p.Updated)
+		if err != nil {
+			return fmt.Errorf("upsert batch: %w", err)
+		}
+	}
+	errs := []byte("[]")
+	if len(p.Errors) > 0 {
+		errs, _ = json.Marshal(p.Errors)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE connect.import_jobs SET
+			processed_records = processed_records + $2, total_rows = total_rows + $3,
+			imported_rows = imported_rows + $4, updated_rows = updated_rows + $5, failed_rows = failed_rows + $6,
+			errors = CASE WHEN jsonb_array_length(errors) >= $8 THEN errors
+				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $7::jsonb) e LIMIT $8) x) END,
+			lease_until = now() + $9::interval
+		WHERE id = $1`, jobID, p.Records, p.Total, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String()); err != nil {
+		return fmt.Errorf("record progress: %w", err)
+	}
+	return nil
+}
+
+// FinishJob marks a job COMPLETED, or FAILED with a reason, and drops its file.
+func FinishJob(ctx context.Context, db DB, jobID string, failure *string) (domain.ImportJob, error) {
+	status := domain.ImportCompleted
+	if failure != nil {
+		status = domain.ImportFailed
+	}
+	j, err := scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
+		WHERE id = $1 RETURNING `+jobColumns, jobID, status, failure))
+	if err != nil {
+		return j, err
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE job_id = $1`, jobID); err != nil {
+		return j, fmt.Errorf("drop import file: %w", err)
+	}
+	return j, nil
+}

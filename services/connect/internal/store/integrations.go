@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+)
+
+const integrationColumns = `id::text, client_id::text, display_name, integration_type, endpoint_url, http_method,
+	api_key_sealed, signing_secret_sealed, trigger_event, field_mappings, batch_size, matched_only, status, created_at, updated_at`
+
+func scanIntegration(row pgx.Row) (domain.Integration, error) {
+	var it domain.Integration
+	var mappings []byte
+	err := row.Scan(&it.ID, &it.ClientID, &it.DisplayName, &it.Type, &it.EndpointURL, &it.HTTPMethod,
+		&it.APIKeySealed, &it.SigningSecretSealed, &it.TriggerEvent, &mappings, &it.BatchSize, &it.MatchedOnly, &it.Status,
+		&it.CreatedAt, &it.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return it, domain.ErrNotFound
+	}
+	if err != nil {
+		return it, fmt.Errorf("read integration: %w", err)
+	}
+	if err := json.Unmarshal(mappings, &it.FieldMappings); err != nil {
+		return it, fmt.Errorf("read field mappings: %w", err)
+	}
+	return it, nil
+}
+
+// InsertIntegration stores a new integration.
+func InsertIntegration(ctx context.Context, db DB, it domain.Integration) (domain.Integration, error) {
+	m, _ := json.Marshal(it.FieldMappings)
+	return scanIntegration(db.QueryRow(ctx, `INSERT INTO connect.integrations
+		(id, client_id, display_name, integration_type, endpoint_url, http_method, api_key_sealed, signing_secret_sealed,
+		 trigger_event, field_mappings, batch_size, matched_only, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+integrationColumns,
+		it.ID, it.ClientID, it.DisplayName, it.Type, it.EndpointURL, it.HTTPMethod, it.APIKeySealed, it.SigningSecretSealed,
+		it.TriggerEvent, m, it.BatchSize, it.MatchedOnly, it.Status))
+}
+
+// UpdateIntegration writes an integration's changed fields.
+func UpdateIntegration(ctx context.Context, db DB, it domain.Integration) (domain.Integration, error) {
+	m, _ := json.Marshal(it.FieldMappings)
+	return scanIntegration(db.QueryRow(ctx, `UPDATE connect.integrations SET display_name = $3, endpoint_url = $4,
+		http_method = $5, api_key_sealed = $6, trigger_event = $7, field_mappings = $8, batch_size = $9, matched_only = $10,
+		status = $11, updated_at = now() WHERE id = $1 AND client_id = $2 RETURNING `+integrationColumns,
+		it.ID, it.ClientID, it.DisplayName, it.EndpointURL, it.HTTPMethod, it.APIKeySealed, it.TriggerEvent, m,
+		it.BatchSize, it.MatchedOnly, it.Status))
+}
+
+// GetIntegration reads an integration of a client.
+func GetIntegration(ctx context.Context, db DB, clientID, id string) (domain.Integration, error) {
+	return scanIntegration(db.QueryRow(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID))
+}
+
+// ListIntegrations reads a page of a client's integrations, newest first.
+func ListIntegrations(ctx context.Context, db DB, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
+	var p domain.Page[domain.Integration]
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.integrations WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count integrations: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE client_id = $1
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list integrations: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Integration, error) { return scanIntegration(r) })
+	return p, err
+}
+
+// DeleteIntegration removes an integration with its queue and history.
+func DeleteIntegration(ctx context.Context, db DB, clientID, id string) error {
+	tag, err := db.Exec(ctx, `DELETE FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID)
+	if err != nil {
+		return fmt.Errorf("delete integration: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.ErrNotFound
+	}
+	return nil
+}
+
+// EnqueueForTrigger queues, for every ACTIVE integration of the client with trigger, the given
+// profiles (only the matched ones for matchedOnly integrations), in batches of the
+// integration's size. It returns how many records were queued.
+func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, profileIDs []string) (int64, error) {
+	if len(profileIDs) == 0 {
+		return 0, nil
+	}
+	rows, err := db.Query(ctx, `SELECT id::text, batch_size, matched_only FROM connect.integrations
+		WHERE client_id = $1 AND trigger_event = $2 AND status = 'ACTIVE'`, clientID, trigger)
+	if err != nil {
+		return 0, fmt.Errorf("integrations for %s: %w", trigger, err)
+	}
+	type target struct {
+		id          string
+		batch       int
+		matchedOnly bool
+	}
+	targets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (target, error) {
+		var t target
+		return t, r.Scan(&t.id, &t.batch, &t.matchedOnly)
+	})
+	if err != nil || len(targets) == 0 {
+		return 0, err
+	}
+	var queued int64
+	for _, t := range targets {
+		ids := profileIDs
+		if t.matchedOnly {
+			if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
+				WHERE client_id = $1 AND id = ANY($2::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&ids); err != nil {
+				return 0, fmt.Errorf("matched profiles: %w", err)
+			}
+		}
+		n, err := enqueue(ctx, db, clientID, t.id, trigger, ids, t.batch)
+		if err != nil {
+			return 0, err
+		}
+		queued += n
+	}
+	return queued, nil
+}
+
+// EnqueueAll queues every profile of the client (matched ones only when matchedOnly) for one
+// integration, in batches of its size, straight from the profiles table.
+func EnqueueAll(ctx context.Context, db DB, it domain.Integration, trigger string, importJobID *string) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
+			SELECT gen_random_uuid(), $1, $2, $3, array_agg(id ORDER BY id), 'PENDING'
+			FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / $4 AS chunk FROM connect.profiles
+				WHERE client_id = $2 AND (NOT $5 OR matched_at IS NOT NULL) AND ($6::uuid IS NULL OR import_job_id = $6)) p
+			GROUP BY chunk
+			RETURNING cardinality(profile_ids) AS records)
+		SELECT coalesce(sum(records), 0)::bigint FROM ins`, it.ID, it.ClientID, trigger, it.BatchSize, it.MatchedOnly, importJobID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("queue deliveries: %w", err)
+	}
+	return n, nil
+}
+
+func enqueue(ctx context.Context, db DB, clientID, integrationID, trigger string, ids []string, batch int) (int64, error) {
+	var queued int64
+	for start := 0; start < len(ids); start += batch {
+		chunk := ids[start:min(start+batch, len(ids))]
+		if _, err := db.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
+			VALUES ($1, $2, $3, $4, $5, 'PENDING')`, uuid.NewString(), integrationID, clientID, trigger, chunk); err != nil {
+			return 0, fmt.Errorf("queue delivery: %w", err)
+		}
+		queued += int64(len(chunk))
+	}
+	return queued, nil
+}
+
+// ClaimDeliveries takes up to n due deliveries for lease, skipping those another worker holds.
+func ClaimDeliveries(ctx context.Context, db DB, n int, lease time.Duration) ([]domain.Delivery, error) {
+	rows, err := db.Query(ctx, `UPDATE connect.deliveries d SET lease_until = now() + $2::interval, attempts = attempts + 1
+		FROM (SELECT id FROM connect.deliveries
+			WHERE status = 'PENDING' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+			ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		WHERE d.id = due.id
+		RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.trigger, d.profile_ids::text[], d.attempts`,
+		n, lease.String())
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Delivery, error) {
+		var d domain.Delivery
+		return d, r.Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Attempts)
+	})
+}
+
+// FinishDelivery records an attempt's sync event and the delivery's next state: done (status
+// SUCCEEDED or FAILED) or due again at retryAt.
+func FinishDelivery(ctx context.Context, db DB, ev domain.SyncEvent, retryAt *time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO connect.sync_events (id, integration_id, client_id, delivery_id, trigger, status, record_count,
+		http_status, error, attempt, duration_ms, started_at, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		ev.ID, ev.IntegrationID, ev.ClientID, ev.DeliveryID, ev.Trigger, ev.Status, ev.RecordCount, ev.HTTPStatus, ev.Error,
+		ev.Attempt, ev.Duration.Milliseconds(), ev.StartedAt, ev.FinishedAt)
+	if retryAt != nil {
+		b.Queue(`UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL WHERE id = $1`, ev.DeliveryID, *retryAt)
+	} else {
+		b.Queue(`UPDATE connect.deliveries SET status = $2, lease_until = NULL WHERE id = $1`, ev.DeliveryID, ev.Status)
+	}
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("finish delivery: %w", err)
+	}
+	return nil
+}
+
+// ProfilesByID reads the client's profiles with these ids (erased ones are simply absent).
+func ProfilesByID(ctx context.Context, db DB, clientID string, ids []string) ([]domain.Profile, error) {
+	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE client_id = $1 AND id = ANY($2::uuid[]) ORDER BY id`, clientID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("profiles by id: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Profile, error) { return scanProfile(r) })
+}
+
+// ListSyncEvents reads a page of an integration's sync history, newest first.
+func ListSyncEvents(ctx context.Context, db DB, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
+	var p domain.Page[domain.SyncEvent]
+	where := `integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
+		return p, fmt.Errorf("count sync events: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
+		record_count, http_status, error, attempt, duration_ms, started_at, finished_at
+		FROM connect.sync_events WHERE `+where+` ORDER BY started_at DESC, id LIMIT $4 OFFSET $5`,
+		integrationID, clientID, status, limit, offset)
+	if err != nil {
+		return p, fmt.Errorf("list sync events: %w", err)
+	}
+	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SyncEvent, error) {
+		var e domain.SyncEvent
+		var ms int64
+		err := r.Scan(&e.ID, &e.IntegrationID, &e.ClientID, &e.DeliveryID, &e.Trigger, &e.Status, &e.RecordCount,
+			&e.HTTPStatus, &e.Error, &e.Attempt, &ms, &e.StartedAt, &e.FinishedAt)
+		e.Duration = time.Duration(ms) * time.Millisecond
+		return e, err
+	})
+	return p, err
+}
+
+// OverviewCounts reads the integration, import and sync indicators of a client.
+func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overview, error) {
+	var o domain.Overview
+	err := db.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM connect.integrations WHERE client_id = $1),
+		(SELECT count(*) FROM connect.integrations WHERE client_id = $1 AND status = 'ACTIVE'),
+		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1),
+		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status IN ('QUEUED', 'RUNNING')),
+		(SELECT max(finished_at) FROM connect.import_jobs WHERE client_id = $1 AND status = 'COMPLETED'),
+		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'SUCCEEDED'),
+		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'FAILED')`,
+		clientID).Scan(&o.Integrations, &o.Active, &o.Imports, &o.RunningImports, &o.LastImportCompletedAt, &o.SyncsSucceeded, &o.SyncsFailed)
+	if err != nil {
+		return o, fmt.Errorf("overview: %w", err)
+	}
+	o.Profiles, o.Matched, o.Enriched, err = Stats(ctx, db, clientID)
+	return o, err
+}
+
+// PostponeDelivery puts a taken batch back, due at when, without counting the attempt.
+func PostponeDelivery(ctx context.Context, db DB, id string, when time.Time) error {
+	if _, err := db.Exec(ctx, `UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL, attempts = attempts - 1
+		WHERE id = $1`, id, when); err != nil {
+		return fmt.Errorf("postpone delivery: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package store is the connect service's access to its Postgres schema. Every function takes a
+// pg.DB, so the same query serves a pool or a transaction.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// DB is a pool or a transaction.
+type DB = pg.DB
+
+const profileColumns = `id::text, client_id::text, number_sealed, number_hash, number_masked, country_code,
+	external_id, first_name, last_name, email, attributes, source, matched_at, enrichment, created_at, updated_at`
+
+func scanProfile(row pgx.Row) (domain.Profile, error) {
+	var p domain.Profile
+	var attrs, enrichment []byte
+	err := row.Scan(&p.ID, &p.ClientID, &p.NumberSealed, &p.NumberHash, &p.NumberMasked, &p.CountryCode,
+		&p.ExternalID, &p.FirstName, &p.LastName, &p.Email, &attrs, &p.Source, &p.MatchedAt, &enrichment, &p.CreatedAt, &p.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, domain.ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("read profile: %w", err)
+	}
+	if err := json.Unmarshal(attrs, &p.Attributes); err != nil {
+		return p, fmt.Errorf("read profile attributes: %w", err)
+	}
+	if enrichment != nil {
+		p.Enrichment = &domain.Enrichment{}
+		if err := json.Unmarshal(enrichment, p.Enrichment); err != nil {
+			return p, fmt.Errorf("read profile enrichment: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func attributesJSON(a map[string]string) []byte {
+	if a == nil {
+		return []byte("{}")
+	}
+	b, _ := json.Marshal(a)
+	return b
+}
+
+// InsertProfile stores a new profile, matched at once when the client verified its number
+// before. It returns domain.ErrConflict when the client already has the number.
+func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile, error) {
+	out, err := scanProfile(db.QueryRow(ctx, `INSERT INTO connect.profiles
+		(id, client_id, number_sealed, number_hash, number_masked, country_code, external_id, first_name, last_name,
+		 email, attributes, source, matched_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+			(SELECT verified_at FROM connect.verified_numbers WHERE client_id = $2 AND number_hash = $4))
+		RETURNING `+profileColumns,
+		p.ID, p.ClientID, p.NumberSealed, p.NumberHash, p.NumberMasked, p.CountryCode, p.ExternalID, p.FirstName, p.LastName,
+		p.Email, attributesJSON(p.Attributes), p.Source))
+	if pg.IsUniqueViolation(err, "profiles_number_unique") {
+		return out, domain.ErrConflict
+	}
+	return out, err
+}
+
+// GetProfile reads a profile of a client.
+func GetProfile(ctx context.Context, db DB, clientID, id string) (domain.Profile, error) {
+	return scanProfile(db.QueryRow(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE id = $1 AND client_id = $2`, id, clientID))
+}
+
+// ProfileFilter narrows a list.
+type ProfileFilter struct {
+	Matched *bool
+	Source  *string
+	Search  *string
+}
+
+// ListProfiles reads a page of a client's profiles, newest first.
+func ListProfiles(ctx context.Context, db DB, clientID string, f ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
+	where := `client_id = $1 AND ($2::boolean IS NULL OR (matched_at IS NOT NULL) = $2)
+		AND ($3::text IS NULL OR source = $3)
+		AND ($4::text IS NULL OR external_id ILIKE '%' || $4 || '%' OR email ILIKE '%' || $4 || '%')`
+	var page domain.Page[domain.Profile]
+	var search *string
+	if f.Search != nil {
+		s := likeEscape(*f.Search)
+		search = &s
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.profiles WHERE `+where, clientID, f.Matched, f.Source, search).Scan(&page.Total); err != nil {
+		return page, fmt.Errorf("count profiles: %w", err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE `+where+`
+		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Matched, f.Source, search, limit, offset)
+	if err != nil {
+		return page, fmt.Errorf("list profiles: %w", err)
+	}
+	page.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Profile, error) { return scanProfile(r) })
+	return page, err
+}
+
+// likeEscape makes a search text literal inside ILIKE.
+func likeEscape(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if r == '%' || r == '_' || r == '\\' {
+			out = append(out, '\\')
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// DeleteProfile erases a profile and records the erasure, without its personal data.
+func DeleteProfile(ctx context.Context, db DB, clientID, id string) (time.Time, error) {
+	var at time.Time
+	err := db.QueryRow(ctx, `WITH d AS (DELETE FROM connect.profiles WHERE id = $1 AND client_id = $2 RETURNING id, client_id)
+		INSERT INTO connect.erasures (profile_id, client_id) SELECT id, client_id FROM d RETURNING erased_at`, id, clientID).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return at, domain.ErrNotFound
+	}
+	if err != nil {
+		return at, fmt.Errorf("erase profile: %w", err)
+	}
+	return at, nil
+}
+
+// SetEnrichment stores a profile's enrichment.
+func SetEnrichment(ctx context.Context, db DB, clientID, id string, e domain.Enrichment) (domain.Profile, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return domain.Profile{}, err
+	}
+	return scanProfile(db.QueryRow(ctx, `UPDATE connect.profiles SET enrichment = $3, enriched_at = $4, updated_at = now()
+		WHERE id = $1 AND client_id = $2 RETURNING `+profileColumns, id, clientID, b, e.EnrichedAt))
+}
+
+// LastVerified is when a client last verified a number (nil: never).
+func LastVerified(ctx context.Context, db DB, clientID string, hash []byte) (*time.Time, error) {
+	var at time.Time
+	err := db.QueryRow(ctx, `SELECT verified_at FROM connect.verified_numbers WHERE client_id = $1 AND number_hash = $2`, clientID, hash).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("last verified: %w", err)
+	}
+	return &at, nil
+}
+
+// VerifiedNumber is a relayed VERIFIED verification.
+type VerifiedNumber struct {
+	ClientID       string
+	NumberHash     []byte
+	VerificationID string
+	VerifiedAt     time.Time
+}
+
+// RecordVerified keeps the latest verification of each number and marks the client's profiles
+// with those numbers matched, in one statement. Replays change nothing. It returns the profiles
+// newly matched.
+func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]MatchedProfile, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	clients := make([]string, len(items))
+	hashes := make([][]byte, len(items))
+	ids := make([]string, len(items))
+	ats := make([]time.Time, len(items))
+	for i, it := range items {
+		clients[i], hashes[i], ids[i], ats[i] = it.ClientID, it.NumberHash, it.VerificationID, it.VerifiedAt
+	}
+	rows, err := db.Query(ctx, `WITH v AS (
+			INSERT INTO connect.verified_numbers AS vn (client_id, number_hash, verification_id, verified_at)
+			SELECT DISTINCT ON (c, h) c, h, i, a FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::timestamptz[]) AS t(c, h, i, a)
+			ORDER BY c, h, a DESC
+			ON CONFLICT (client_id, number_hash) DO UPDATE SET verification_id = excluded.verification_id, verified_at = excluded.verified_at
+				WHERE vn.verified_at < excluded.verified_at
+			RETURNING client_id, number_hash, verified_at)
+		UPDATE connect.profiles p SET matched_at = u.verified_at, updated_at = now()
+		FROM (SELECT DISTINCT ON (c, h) c, h, a FROM unnest($1::uuid[], $2::bytea[], $4::timestamptz[]) AS t(c, h, a) ORDER BY c, h, a) u(client_id, number_hash, verified_at)
+		WHERE p.client_id = u.client_id AND p.number_hash = u.number_hash AND p.matched_at IS NULL
+		RETURNING p.id::text, p.client_id::text`, clients, hashes, ids, ats)
+	if err != nil {
+		return nil, fmt.Errorf("record verified numbers: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MatchedProfile, error) {
+		var m MatchedProfile
+		return m, r.Scan(&m.ProfileID, &m.ClientID)
+	})
+}
+
+// MatchedProfile is a profile newly matched.
+type MatchedProfile struct{ ProfileID, ClientID string }
+
+// Stats are a client's profile counts, kept by triggers.
+func Stats(ctx context.Context, db DB, clientID string) (profiles, matched, enriched int64, err error) {
+	err = db.QueryRow(ctx, `SELECT profiles, matched, enriched FROM connect.client_stats WHERE client_id = $1`, clientID).
+		Scan(&profiles, &matched, &enriched)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("stats: %w", err)
+	}
+	return profiles, matched, enriched, nil
+}

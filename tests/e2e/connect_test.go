@@ -1,0 +1,540 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/tests/harness"
+)
+
+type importJob struct {
+	ID           string  `json:"id"`
+	FileName     string  `json:"fileName"`
+	Status       string  `json:"status"`
+	TotalRows    int64   `json:"totalRows"`
+	ImportedRows int64   `json:"importedRows"`
+	UpdatedRows  int64   `json:"updatedRows"`
+	FailedRows   int64   `json:"failedRows"`
+	Failure      *string `json:"failure"`
+	Errors       []struct {
+		Row     int    `json:"row"`
+		Column  string `json:"column"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+type profile struct {
+	ID                 string            `json:"id"`
+	ExternalID         *string           `json:"externalId"`
+	MobileNumberMasked string            `json:"mobileNumberMasked"`
+	CountryCode        string            `json:"countryCode"`
+	Matched            bool              `json:"matched"`
+	Source             string            `json:"source"`
+	Attributes         map[string]string `json:"attributes"`
+	Enrichment         *struct {
+		LineType       string  `json:"lineType"`
+		CountryCode    string  `json:"countryCode"`
+		Valid          bool    `json:"valid"`
+		LastVerifiedAt *string `json:"lastVerifiedAt"`
+	} `json:"enrichment"`
+}
+
+// upload sends a CSV as a multipart upload and returns the queued job.
+func upload(t *testing.T, c harness.Client, name string, content []byte) importJob {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(content)
+	mw.Close()
+	req, _ := http.NewRequest("POST", suite.GatewayURL+"/v1/api/me/connect/import", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-Api-Key", c.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", resp.StatusCode, raw)
+	}
+	var env struct {
+		Data importJob `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env.Data.Status != "QUEUED" {
+		t.Fatalf("upload answer %s", raw)
+	}
+	return env.Data
+}
+
+// waitJob waits for a job to finish.
+func waitJob(t *testing.T, c harness.Client, id string) importJob {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var j importJob
+		ok(t, "GET", "/v1/api/me/connect/import/jobs/"+id, meOf(c), "").decode(t, &j)
+		if j.Status == "COMPLETED" || j.Status == "FAILED" {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s", id, j.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func sample(t *testing.T, c harness.Client) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("GET", suite.GatewayURL+"/v1/api/me/connect/import/sample.csv", nil)
+	req.Header.Set("X-Api-Key", c.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), "attachment; filename=") {
+		t.Fatalf("sample: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	return b
+}
+
+func TestConnectImports(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT")
+	csv := sample(t, c)
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(csv), "\r\n", "\n")), "\n")
+	if len(lines) != 6 || lines[0] != "mobileNumber,externalId,firstName,lastName,email" {
+		t.Fatalf("sample:\n%s", csv)
+	}
+
+	first := waitJob(t, c, upload(t, c, "sample.csv", csv).ID)
+	if first.Status != "COMPLETED" || first.TotalRows != 5 || first.ImportedRows != 5 || first.FailedRows != 0 || len(first.Errors) != 0 {
+		t.Fatalf("sample import %+v", first)
+	}
+	again := waitJob(t, c, upload(t, c, "sample-again.csv", csv).ID)
+	if again.ImportedRows != 0 || again.UpdatedRows != 5 {
+		t.Fatalf("re-import %+v, want 5 updated", again)
+	}
+	var list struct {
+		Items      []profile `json:"items"`
+		TotalItems int       `json:"totalItems"`
+	}
+	lr := ok(t, "GET", "/v1/api/me/connect/profiles?size=100", meOf(c), "")
+	lr.decode(t, &list)
+	if list.TotalItems != 5 {
+		t.Fatalf("%d profiles after two imports of the same file, want 5", list.TotalItems)
+	}
+	for _, l := range lines[1:] {
+		if n := strings.Split(l, ",")[0]; strings.Contains(string(lr.raw), n) || strings.Contains(string(lr.raw), n[1:]) {
+			t.Fatalf("the profile list shows %s unmasked", n[:6])
+		}
+	}
+
+	bad := "mobileNumber,email,tier\n+971501112233,ok@example.com,gold\nnot-a-number,x@example.com,silver\n+971501112244,not-an-email,bronze\n+971501112255,a@example.com\n"
+	j := waitJob(t, c, upload(t, c, "bad.csv", []byte(bad)).ID)
+	if j.Status != "COMPLETED" || j.TotalRows != 4 || j.ImportedRows != 1 || j.FailedRows != 3 || len(j.Errors) != 3 {
+		t.Fatalf("bad rows %+v", j)
+	}
+	if j.Errors[0].Row != 3 || j.Errors[0].Column != "mobileNumber" || j.Errors[1].Row != 4 || j.Errors[1].Column != "email" || j.Errors[2].Row != 5 {
+		t.Fatalf("errors %+v", j.Errors)
+	}
+	var one struct {
+		Items []profile `json:"items"`
+	}
+	ok(t, "GET", "/v1/api/me/connect/profiles?search=&size=100&source=IMPORT", meOf(c), "").decode(t, &one)
+	found := false
+	for _, p := range one.Items {
+		if p.Attributes["tier"] == "gold" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the extra column did not land in attributes")
+	}
+
+	notCSV := waitJob(t, c, upload(t, c, "photo.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")).ID)
+	if notCSV.Status != "FAILED" || notCSV.Failure == nil || *notCSV.Failure == "" {
+		t.Fatalf("not a CSV: %+v", notCSV)
+	}
+
+	var jobs struct {
+		Items []importJob `json:"items"`
+	}
+	ok(t, "GET", "/v1/api/me/connect/import/jobs", meOf(c), "").decode(t, &jobs)
+	if len(jobs.Items) != 4 || jobs.Items[0].ID != notCSV.ID || jobs.Items[3].ID != first.ID {
+		t.Fatalf("jobs not newest first: %+v", jobs.Items)
+	}
+
+	other := newClient(t, 10, "--features", "CONNECT")
+	for _, path := range []string{"/v1/api/me/connect/import/jobs/" + first.ID, "/v1/api/me/connect/profiles/" + list.Items[0].ID} {
+		if r := call(t, "GET", path, meOf(other), ""); r.status != http.StatusNotFound {
+			t.Errorf("another client reads %s: %d", path, r.status)
+		}
+	}
+	if r := call(t, "GET", "/v1/api/me/connect/profiles", meOf(newClient(t, 0)), ""); r.status != http.StatusBadRequest || r.code() != "FEATURE_NOT_ENABLED" {
+		t.Errorf("a client without CONNECT: %d %s", r.status, r.raw)
+	}
+}
+
+func TestUploadLimit(t *testing.T) {
+	c := newClient(t, 0, "--features", "CONNECT")
+	big := io.MultiReader(strings.NewReader("mobileNumber\n"), io.LimitReader(neverEnding('1'), 51<<20))
+	req, _ := http.NewRequest("POST", suite.GatewayURL+"/v1/api/me/connect/import", big)
+	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("X-Api-Key", c.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("51 MiB upload: %d", resp.StatusCode)
+	}
+}
+
+type neverEnding byte
+
+func (b neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+// receiver is a CRM endpoint: it fails the first failures requests, then accepts, and keeps
+// the records it accepted by delivery id.
+type receiver struct {
+	mu         sync.Mutex
+	failures   int
+	calls      int
+	deliveries map[string][]map[string]any
+	auth       []string
+	signatures []string
+	bodies     [][]byte
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.calls++
+	rc.auth = append(rc.auth, r.Header.Get("Authorization"))
+	if rc.calls <= rc.failures {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	var recs []map[string]any
+	if err := json.Unmarshal(body, &recs); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	rc.deliveries[r.Header.Get("X-Mnv-Delivery-Id")] = recs
+	rc.signatures = append(rc.signatures, r.Header.Get("X-Mnv-Signature"))
+	rc.bodies = append(rc.bodies, body)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (rc *receiver) records() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for _, recs := range rc.deliveries {
+		n += len(recs)
+	}
+	return n
+}
+
+type syncEvent struct {
+	Status      string  `json:"status"`
+	RecordCount int     `json:"recordCount"`
+	HTTPStatus  *int    `json:"httpStatus"`
+	Attempt     int     `json:"attempt"`
+	DeliveryID  string  `json:"deliveryId"`
+	Error       *string `json:"error"`
+}
+
+func TestIntegrationDelivery(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT")
+	waitJob(t, c, upload(t, c, "sample.csv", sample(t, c)).ID)
+	rc := &receiver{failures: 2, deliveries: map[string][]map[string]any{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+
+	const apiKey = "crm-secret-token-0123456789"
+	body := func(name string, batch int, matchedOnly bool) string {
+		return fmt.Sprintf(`{"displayName":%q,"integrationType":"WEBHOOK","endpointUrl":%q,"httpMethod":"POST",`+
+			`"apiKey":%q,"triggerEvent":"MANUAL","fieldMappings":{"externalId":"customer_ref","mobileNumber":"phone","matched":"verified"},`+
+			`"batchSize":%d,"matchedOnly":%v}`, name, srv.URL+"/hook", apiKey, batch, matchedOnly)
+	}
+	var created struct {
+		ID               string  `json:"id"`
+		APIKeyConfigured bool    `json:"apiKeyConfigured"`
+		SigningSecret    *string `json:"signingSecret"`
+		Status           string  `json:"status"`
+	}
+	cr := ok(t, "POST", "/v1/api/me/connect/integrations", meOf(c), body("CRM", 2, false))
+	cr.decode(t, &created)
+	if !created.APIKeyConfigured || created.SigningSecret == nil || created.Status != "ACTIVE" || strings.Contains(string(cr.raw), apiKey) {
+		t.Fatalf("created %s", cr.raw)
+	}
+	for _, r := range []response{
+		ok(t, "GET", "/v1/api/me/connect/integrations/"+created.ID, meOf(c), ""),
+		ok(t, "GET", "/v1/api/me/connect/integrations", meOf(c), ""),
+	} {
+		if strings.Contains(string(r.raw), apiKey) || strings.Contains(string(r.raw), *created.SigningSecret) {
+			t.Fatalf("a response shows a credential: %s", r.raw)
+		}
+	}
+	var sync struct {
+		QueuedRecords int `json:"queuedRecords"`
+	}
+	ok(t, "POST", "/v1/api/me/connect/integrations/"+created.ID+"/sync", meOf(c), "").decode(t, &sync)
+	if sync.QueuedRecords != 5 {
+		t.Fatalf("queued %d, want 5", sync.QueuedRecords)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var history struct {
+		Items      []syncEvent `json:"items"`
+		TotalItems int         `json:"totalItems"`
+	}
+	for {
+		ok(t, "GET", "/v1/api/me/connect/integrations/"+created.ID+"/sync-history?size=100", meOf(c), "").decode(t, &history)
+		succeeded := 0
+		for _, e := range history.Items {
+			if e.Status == "SUCCEEDED" {
+				succeeded++
+			}
+		}
+		if succeeded == 3 { // 5 records in batches of 2
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history %+v", history.Items)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if rc.records() != 5 || len(rc.deliveries) != 3 {
+		t.Fatalf("receiver got %d records in %d deliveries", rc.records(), len(rc.deliveries))
+	}
+	retrying := 0
+	for _, e := range history.Items {
+		if e.Status == "RETRYING" {
+			retrying++
+			if e.HTTPStatus == nil || *e.HTTPStatus != 503 {
+				t.Errorf("retry event %+v", e)
+			}
+		}
+	}
+	if retrying != 2 || history.TotalItems != 5 {
+		t.Fatalf("history %+v: want 2 RETRYING and 3 SUCCEEDED", history.Items)
+	}
+	rc.mu.Lock()
+	for _, a := range rc.auth {
+		if a != "Bearer "+apiKey {
+			t.Errorf("Authorization %q", a)
+		}
+	}
+	for i, sig := range rc.signatures {
+		if !verifySignature(*created.SigningSecret, rc.bodies[i], sig) {
+			t.Errorf("signature %q does not verify", sig)
+		}
+	}
+	for _, recs := range rc.deliveries {
+		for _, r := range recs {
+			if p, _ := r["phone"].(string); !strings.HasPrefix(p, "+") || len(r) != 3 {
+				t.Errorf("record %v", r)
+			}
+		}
+	}
+	rc.mu.Unlock()
+
+	// The credential is sealed at rest.
+	conn, err := pgx.Connect(context.Background(), suite.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM connect.integrations t WHERE strpos(t::text, $1) > 0
+		OR strpos(t::text, encode(convert_to($1, 'UTF8'), 'hex')) > 0`, apiKey).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the credential is stored in clear (%d rows, %v)", n, err)
+	}
+
+	// matchedOnly sends only matched profiles: none here.
+	rc2 := &receiver{deliveries: map[string][]map[string]any{}}
+	srv2 := httptest.NewServer(rc2)
+	defer srv2.Close()
+	var only struct {
+		ID string `json:"id"`
+	}
+	ok(t, "POST", "/v1/api/me/connect/integrations", meOf(c), strings.Replace(body("matched only", 10, true), srv.URL, srv2.URL, 1)).decode(t, &only)
+	ok(t, "POST", "/v1/api/me/connect/integrations/"+only.ID+"/sync", meOf(c), "").decode(t, &sync)
+	if sync.QueuedRecords != 0 {
+		t.Fatalf("matchedOnly queued %d unmatched records", sync.QueuedRecords)
+	}
+	other := newClient(t, 0, "--features", "CONNECT")
+	if r := call(t, "GET", "/v1/api/me/connect/integrations/"+created.ID, meOf(other), ""); r.status != http.StatusNotFound {
+		t.Fatalf("another client's integration: %d", r.status)
+	}
+}
+
+func verifySignature(secret string, body []byte, header string) bool {
+	var ts string
+	var sigs []string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sigs = append(sigs, v)
+		}
+	}
+	want := hmacHex(secret, ts+"."+string(body))
+	for _, s := range sigs {
+		if s == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIntegrationValidation(t *testing.T) {
+	c := newClient(t, 0, "--features", "CONNECT")
+	base := map[string]any{
+		"displayName": "CRM", "integrationType": "WEBHOOK", "endpointUrl": "https://crm.example.com/hook", "httpMethod": "POST",
+		"triggerEvent": "MANUAL", "fieldMappings": map[string]string{"externalId": "ref"},
+	}
+	with := func(k string, v any) string {
+		m := map[string]any{}
+		for kk, vv := range base {
+			m[kk] = vv
+		}
+		m[k] = v
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	tests := []struct {
+		name, body string
+		status     int
+		field      string
+	}{
+		{"display name of 1", with("displayName", "x"), 200, ""},
+		{"display name of 100", with("displayName", strings.Repeat("x", 100)), 200, ""},
+		{"display name of 0", with("displayName", ""), 400, "displayName"},
+		{"display name of 101", with("displayName", strings.Repeat("x", 101)), 400, "displayName"},
+		{"other integration type", with("integrationType", "SALESFORCE"), 400, "integrationType"},
+		{"empty integration type", with("integrationType", ""), 400, "integrationType"},
+		{"plain http elsewhere", with("endpointUrl", "http://crm.example.com/hook"), 200, ""}, // allowed in this suite
+		{"metadata address", with("endpointUrl", "https://169.254.169.254/latest/meta-data"), 400, "endpointUrl"},
+		{"private address", with("endpointUrl", "https://10.0.0.7/hook"), 400, "endpointUrl"},
+		{"loopback outside the allowed net", with("endpointUrl", "https://127.0.0.2/hook"), 400, "endpointUrl"},
+		{"localhost name", with("endpointUrl", "https://localhost/hook"), 400, "endpointUrl"},
+		{"not http", with("endpointUrl", "ftp://crm.example.com/"), 400, "endpointUrl"},
+		{"GET", with("httpMethod", "GET"), 400, "httpMethod"},
+		{"unknown trigger", with("triggerEvent", "ALWAYS"), 400, "triggerEvent"},
+		{"unknown source field", with("fieldMappings", map[string]string{"password": "p"}), 400, "fieldMappings"},
+		{"batch of 0", with("batchSize", 0), 400, "batchSize"},
+		{"batch of 1001", with("batchSize", 1001), 400, "batchSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := call(t, "POST", "/v1/api/me/connect/integrations", meOf(c), tt.body)
+			if r.status != tt.status {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			if tt.field != "" && (r.env.Messages[0].Field == nil || *r.env.Messages[0].Field != tt.field) {
+				t.Fatalf("field %v, want %s: %s", r.env.Messages[0].Field, tt.field, r.raw)
+			}
+		})
+	}
+}
+
+// TestMatchingAndEnrichment: a VERIFIED number marks the client's profile matched (through the
+// outbox relay); enrichment fills from the phone-number library and charges once per call, once
+// per Idempotency-Key.
+func TestMatchingAndEnrichment(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT,VERIFY,SANDBOX")
+	n := nextNumber()
+	var p profile
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+n+`","externalId":"c-1"}`).decode(t, &p)
+	if p.Matched || p.Source != "API" || p.MobileNumberMasked != n[:6]+"*****"+n[len(n)-2:] {
+		t.Fatalf("profile %+v", p)
+	}
+	if r := call(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+n+`"}`); r.status != http.StatusConflict {
+		t.Fatalf("a second profile for the number: %d", r.status)
+	}
+	sess := openSession(t, suite, c, sdkToken(t, suite, c), headers{sandboxHeader: n})
+	ok(t, "POST", "/v1/api/verify", keyOf(c), verifyBody(n, *sess.EncryptedMobileNumber))
+	deadline := time.Now().Add(20 * time.Second)
+	for !p.Matched {
+		if time.Now().After(deadline) {
+			t.Fatal("the verified number did not match its profile")
+		}
+		time.Sleep(200 * time.Millisecond)
+		ok(t, "GET", "/v1/api/me/connect/profiles/"+p.ID, meOf(c), "").decode(t, &p)
+	}
+	// A profile created later for an already verified number is matched at once.
+	ok(t, "DELETE", "/v1/api/me/connect/profiles/"+p.ID, meOf(c), "")
+	if r := call(t, "GET", "/v1/api/me/connect/profiles/"+p.ID, meOf(c), ""); r.status != http.StatusNotFound {
+		t.Fatalf("erased profile: %d", r.status)
+	}
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+n+`"}`).decode(t, &p)
+	if !p.Matched {
+		t.Fatal("a profile of a verified number is not matched at once")
+	}
+
+	before := balanceOf(t, suite, c)
+	if r := call(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", meOf(c), `{"reason":"ok"}`); r.status != http.StatusBadRequest {
+		t.Fatalf("short reason: %d", r.status)
+	}
+	var e profile
+	ok(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", meOf(c), `{"reason":"fraud check"}`).decode(t, &e)
+	if e.Enrichment == nil || e.Enrichment.LineType != "MOBILE" || e.Enrichment.CountryCode != "AE" || !e.Enrichment.Valid || e.Enrichment.LastVerifiedAt == nil {
+		t.Fatalf("enrichment %+v", e.Enrichment)
+	}
+	ok(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", meOf(c), `{"reason":"fraud check"}`)
+	h := meOf(c)
+	h["Idempotency-Key"] = "enrich-" + p.ID
+	ok(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", h, `{"reason":"once only"}`)
+	ok(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", h, `{"reason":"once only"}`)
+	if after := balanceOf(t, suite, c); after != before-3 {
+		t.Fatalf("balance %d -> %d, want 3 charges", before, after)
+	}
+	var ov struct {
+		Profiles struct {
+			Total, Matched, Enriched int
+		} `json:"profiles"`
+		Credits struct {
+			Balance int64 `json:"balance"`
+		} `json:"credits"`
+	}
+	ok(t, "GET", "/v1/api/me/connect/overview", meOf(c), "").decode(t, &ov)
+	if ov.Profiles.Total != 1 || ov.Profiles.Matched != 1 || ov.Profiles.Enriched != 1 || ov.Credits.Balance != before-3 {
+		t.Fatalf("overview %+v", ov)
+	}
+	poor := newClient(t, 0, "--features", "CONNECT")
+	var pp profile
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(poor), `{"mobileNumber":"`+nextNumber()+`"}`).decode(t, &pp)
+	if r := call(t, "POST", "/v1/api/me/connect/profiles/"+pp.ID+"/enrich", meOf(poor), `{"reason":"fraud check"}`); r.status != http.StatusPaymentRequired {
+		t.Fatalf("enrich without balance: %d %s", r.status, r.raw)
+	}
+}
