@@ -107,6 +107,8 @@ type Row struct {
 	MobileNumber string
 	// CountryCode is the number's country calling code (971), from [phone.Parse].
 	CountryCode int
+	// Region is the number's region (AE), from [phone.Parse]; "" when the library has none.
+	Region string
 	// ExternalID is the externalId cell, trimmed; nil when the column is absent or the cell
 	// is empty.
 	ExternalID *string
@@ -439,7 +441,7 @@ func (r *Reader) set(row *Row, col *column, v string) string {
 		case err != nil:
 			return "not a valid mobile number (unknown country code, or a length or prefix its numbering plan does not allow)"
 		}
-		row.MobileNumber, row.CountryCode = n.E164, n.CountryCode
+		row.MobileNumber, row.CountryCode, row.Region = n.E164, n.CountryCode, n.Region
 	case colExternalID:
 		return setText(&row.ExternalID, v, maxExternalID)
 	case colFirstName:

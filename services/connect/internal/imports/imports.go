@@ -160,7 +160,10 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	if err != nil {
 		return s.fail(ctx, job, err)
 	}
-	if err := csvimport.Skip(r, int(job.ProcessedRecords)); err != nil {
+	if err := csvimport.Skip(r, int(job.ProcessedRecords)); errors.Is(err, io.EOF) {
+		// Every record was committed before the previous worker stopped: only the end is left.
+		return s.complete(ctx, job)
+	} else if err != nil {
 		return s.fail(ctx, job, err)
 	}
 	kept := len(job.Errors)
@@ -211,8 +214,7 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 	if len(row.Attributes) > 0 {
 		attrs, _ = json.Marshal(row.Attributes)
 	}
-	num, _ := phone.Parse(row.MobileNumber) // already valid: the reader parsed it
-	country := num.Region
+	country := row.Region
 	if country == "" || country == "001" {
 		country = "ZZ"
 	}
