@@ -51,8 +51,8 @@ type profile struct {
 	} `json:"enrichment"`
 }
 
-// upload sends a CSV as a multipart upload and returns the queued job.
-func upload(t *testing.T, c harness.Client, name string, content []byte) importJob {
+// upload sends a CSV as a multipart upload through s's gateway and returns the queued job.
+func upload(t *testing.T, s *harness.Suite, c harness.Client, name string, content []byte) importJob {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -62,7 +62,7 @@ func upload(t *testing.T, c harness.Client, name string, content []byte) importJ
 	}
 	fw.Write(content)
 	mw.Close()
-	req, _ := http.NewRequest("POST", suite.GatewayURL+"/v1/api/me/connect/import", &body)
+	req, _ := http.NewRequest("POST", s.GatewayURL+"/v1/api/me/connect/import", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("X-Api-Key", c.APIKey)
 	resp, err := http.DefaultClient.Do(req)
@@ -84,12 +84,11 @@ func upload(t *testing.T, c harness.Client, name string, content []byte) importJ
 }
 
 // waitJob waits for a job to finish.
-func waitJob(t *testing.T, c harness.Client, id string) importJob {
+func waitJob(t *testing.T, s *harness.Suite, c harness.Client, id string) importJob {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var j importJob
-		ok(t, "GET", "/v1/api/me/connect/import/jobs/"+id, meOf(c), "").decode(t, &j)
+		j := getJob(t, s, c, id)
 		if j.Status == "COMPLETED" || j.Status == "FAILED" {
 			return j
 		}
@@ -98,6 +97,17 @@ func waitJob(t *testing.T, c harness.Client, id string) importJob {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func getJob(t *testing.T, s *harness.Suite, c harness.Client, id string) importJob {
+	t.Helper()
+	var j importJob
+	r := callSuite(t, s, "GET", "/v1/api/me/connect/import/jobs/"+id, meOf(c), "")
+	if r.status != http.StatusOK {
+		t.Fatalf("job %s: %d %s", id, r.status, r.raw)
+	}
+	r.decode(t, &j)
+	return j
 }
 
 func sample(t *testing.T, c harness.Client) []byte {
@@ -125,11 +135,11 @@ func TestConnectImports(t *testing.T) {
 		t.Fatalf("sample:\n%s", csv)
 	}
 
-	first := waitJob(t, c, upload(t, c, "sample.csv", csv).ID)
+	first := waitJob(t, suite, c, upload(t, suite, c, "sample.csv", csv).ID)
 	if first.Status != "COMPLETED" || first.TotalRows != 5 || first.ImportedRows != 5 || first.FailedRows != 0 || len(first.Errors) != 0 {
 		t.Fatalf("sample import %+v", first)
 	}
-	again := waitJob(t, c, upload(t, c, "sample-again.csv", csv).ID)
+	again := waitJob(t, suite, c, upload(t, suite, c, "sample-again.csv", csv).ID)
 	if again.ImportedRows != 0 || again.UpdatedRows != 5 {
 		t.Fatalf("re-import %+v, want 5 updated", again)
 	}
@@ -149,7 +159,7 @@ func TestConnectImports(t *testing.T) {
 	}
 
 	bad := "mobileNumber,email,tier\n+971501112233,ok@example.com,gold\nnot-a-number,x@example.com,silver\n+971501112244,not-an-email,bronze\n+971501112255,a@example.com\n"
-	j := waitJob(t, c, upload(t, c, "bad.csv", []byte(bad)).ID)
+	j := waitJob(t, suite, c, upload(t, suite, c, "bad.csv", []byte(bad)).ID)
 	if j.Status != "COMPLETED" || j.TotalRows != 4 || j.ImportedRows != 1 || j.FailedRows != 3 || len(j.Errors) != 3 {
 		t.Fatalf("bad rows %+v", j)
 	}
@@ -170,7 +180,7 @@ func TestConnectImports(t *testing.T) {
 		t.Fatal("the extra column did not land in attributes")
 	}
 
-	notCSV := waitJob(t, c, upload(t, c, "photo.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")).ID)
+	notCSV := waitJob(t, suite, c, upload(t, suite, c, "photo.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")).ID)
 	if notCSV.Status != "FAILED" || notCSV.Failure == nil || *notCSV.Failure == "" {
 		t.Fatalf("not a CSV: %+v", notCSV)
 	}
@@ -273,7 +283,7 @@ type syncEvent struct {
 
 func TestIntegrationDelivery(t *testing.T) {
 	c := newClient(t, 10, "--features", "CONNECT")
-	waitJob(t, c, upload(t, c, "sample.csv", sample(t, c)).ID)
+	waitJob(t, suite, c, upload(t, suite, c, "sample.csv", sample(t, c)).ID)
 	rc := &receiver{failures: 2, deliveries: map[string][]map[string]any{}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -161,4 +164,87 @@ func checkMoney(t *testing.T, s *harness.Suite, c harness.Client) error {
 		return fmt.Errorf("balance %d != ledger sum %d", b, sum)
 	}
 	return nil
+}
+
+// TestImportSurvivesRestart stops connect in the middle of a large import, gracefully and by
+// SIGKILL, and checks that the job then completes with every row imported exactly once: the
+// rows committed before the stop are neither lost nor imported again (they would count as
+// updates), and no profile is duplicated.
+func TestImportSurvivesRestart(t *testing.T) {
+	s, err := harness.Start(context.Background(), harness.Options{ProcessEnv: map[string][]string{
+		"connect": {"MNV_IMPORT_LEASE=3s"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	conn, err := pgx.Connect(context.Background(), s.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+
+	const rows = 100_000
+	var file bytes.Buffer
+	file.WriteString("mobileNumber,externalId\n")
+	for i := range rows {
+		fmt.Fprintf(&file, "+97150%07d,E%d\n", i, i)
+	}
+
+	for _, tt := range []struct {
+		sig               syscall.Signal
+		wantInterruptions int
+	}{
+		{syscall.SIGTERM, 0}, // handed back at once, not a crash
+		{syscall.SIGKILL, 1}, // resumed once the lease ran out
+	} {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			c, err := s.CreateClient(context.Background(), 0, "--features", "CONNECT")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := upload(t, s, c, "big.csv", file.Bytes())
+			for {
+				j := getJob(t, s, c, job.ID)
+				if j.Status == "COMPLETED" || j.Status == "FAILED" {
+					t.Fatalf("the import ended before the stop (%+v): make the file bigger", j)
+				}
+				if j.Status == "RUNNING" && j.ImportedRows > 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := s.Kill("connect", tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			var status string
+			var processed int64
+			if err := conn.QueryRow(context.Background(), `SELECT status, processed_records FROM connect.import_jobs WHERE id = $1`,
+				job.ID).Scan(&status, &processed); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("stopped with %d of %d records processed, job %s", processed, rows, status)
+			if wantStatus := map[syscall.Signal]string{syscall.SIGTERM: "QUEUED", syscall.SIGKILL: "RUNNING"}[tt.sig]; status != wantStatus {
+				t.Errorf("job %s after %v, want %s", status, tt.sig, wantStatus)
+			}
+			if err := s.Restart("connect"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WaitReady(context.Background(), 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			j := waitJob(t, s, c, job.ID)
+			if j.Status != "COMPLETED" || j.TotalRows != rows || j.ImportedRows != rows || j.UpdatedRows != 0 || j.FailedRows != 0 {
+				t.Fatalf("after the restart: %+v, want %d rows imported once", j, rows)
+			}
+			var profiles, interruptions int
+			if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM connect.profiles WHERE client_id = $1),
+				(SELECT interruptions FROM connect.import_jobs WHERE id = $2)`, c.ID, job.ID).Scan(&profiles, &interruptions); err != nil {
+				t.Fatal(err)
+			}
+			if profiles != rows || interruptions != tt.wantInterruptions {
+				t.Fatalf("%d profiles (want %d), %d interruptions (want %d)", profiles, rows, interruptions, tt.wantInterruptions)
+			}
+		})
+	}
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// DeliveryBackoff is the first retry delay, doubled each attempt up to a minute
 	// (MNV_DELIVERY_BACKOFF).
 	DeliveryBackoff time.Duration
+	// ImportLease is how long an import job stays with a worker that stops reporting
+	// progress before another worker resumes it (MNV_IMPORT_LEASE). One batch must fit in it.
+	ImportLease time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -78,7 +81,7 @@ func DefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryBackoff: 2 * time.Second,
-		ShutdownTimeout: 15 * time.Second,
+		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second,
 	}
 }
 
@@ -104,6 +107,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.WebhookTimeout = env.Duration("MNV_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
+	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("DATABASE_URL", c.DatabaseURL)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
@@ -133,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.WebhookTimeout < 100*time.Millisecond || c.DeliveryBackoff < 10*time.Millisecond {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
+	}
+	if c.ImportLease < time.Second {
+		errs = append(errs, errors.New("MNV_IMPORT_LEASE: must be at least 1s"))
 	}
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
@@ -180,7 +187,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	profs := profiles.New(pool, numbers, accounts)
-	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: 2 * time.Minute}, log)
+	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	worker := delivery.New(pool, keyring, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: time.Minute, MaxAttempts: webhook.MaxAttempts,

@@ -128,6 +128,10 @@ type ImportJob struct {
 	CreatedAt        time.Time
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
+	// LeaseToken fences the worker that holds the job; Interruptions counts the claims of it
+	// after a worker died mid-run.
+	LeaseToken    int64
+	Interruptions int
 }
 
 // Integration statuses, triggers and types.

@@ -97,7 +97,7 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		}
 		if size == 0 {
 			empty := "the file is empty"
-			out, err = store.FinishJob(ctx, tx, job.ID, &empty)
+			out, err = store.FinishJob(ctx, tx, job.ID, out.LeaseToken, &empty)
 		}
 		return err
 	})
@@ -133,6 +133,10 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
+// MaxInterruptions is how many times a job may lose its worker mid-run before it is FAILED
+// rather than resumed once more.
+const MaxInterruptions = 3
+
 // RunOnce takes one job, if one is waiting, and runs it to its end.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	job, err := store.ClaimJob(ctx, s.pool, s.cfg.Lease)
@@ -142,11 +146,33 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := s.run(ctx, job); err != nil {
+	if job.Interruptions > MaxInterruptions {
+		reason := fmt.Sprintf("the import stopped unexpectedly %d times and was given up; the first %d records of the file were imported",
+			job.Interruptions, job.ProcessedRecords)
+		_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
+		return true, err
+	}
+	err = s.run(ctx, job)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrLeaseLost):
+		// Our lease ran out while we were slow and another worker holds the job now; what we
+		// had not committed is its to redo.
+		s.log.Warn("import job taken over by another worker", zap.String("job_id", job.ID))
+		return true, nil
+	case ctx.Err() != nil:
+		// Stopping: hand the job back at once rather than make a successor wait out the lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if rerr := store.ReleaseJob(rctx, s.pool, job.ID, job.LeaseToken); rerr != nil {
+			return true, fmt.Errorf("job %s: %w (and %w)", job.ID, err, rerr)
+		}
+		return true, nil
+	default:
 		// The lease runs out and another worker resumes; nothing committed is lost.
 		return true, fmt.Errorf("job %s: %w", job.ID, err)
 	}
-	return true, nil
 }
 
 func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
@@ -168,7 +194,7 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	}
 	kept := len(job.Errors)
 	for {
-		p := store.Progress{MaxKept: csvimport.MaxErrors, Lease: s.cfg.Lease}
+		p := store.Progress{MaxKept: csvimport.MaxErrors, Lease: s.cfg.Lease, Token: job.LeaseToken}
 		var rows []store.StageRow
 		var readErr error
 		for len(rows) < batchRows && int(p.Records) < batchRows {
@@ -228,7 +254,7 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 // complete marks the job COMPLETED and queues what it touched for IMPORT_COMPLETED integrations.
 func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := store.FinishJob(ctx, tx, job.ID, nil); err != nil {
+		if _, err := store.FinishJob(ctx, tx, job.ID, job.LeaseToken, nil); err != nil {
 			return err
 		}
 		its, err := store.ListIntegrations(ctx, tx, job.ClientID, 1000, 0)
@@ -252,6 +278,6 @@ func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) e
 		return cause
 	}
 	reason := cause.Error()
-	_, err := store.FinishJob(ctx, s.pool, job.ID, &reason)
+	_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
 	return err
 }

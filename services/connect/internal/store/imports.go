@@ -13,13 +13,13 @@ import (
 )
 
 const jobColumns = `id::text, client_id::text, file_name, size_bytes, status, total_rows, imported_rows, updated_rows,
-	failed_rows, errors, failure, processed_records, created_at, started_at, finished_at`
+	failed_rows, errors, failure, processed_records, created_at, started_at, finished_at, lease_token, interruptions`
 
 func scanJob(row pgx.Row) (domain.ImportJob, error) {
 	var j domain.ImportJob
 	var errs []byte
 	err := row.Scan(&j.ID, &j.ClientID, &j.FileName, &j.SizeBytes, &j.Status, &j.TotalRows, &j.ImportedRows, &j.UpdatedRows,
-		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.CreatedAt, &j.StartedAt, &j.FinishedAt)
+		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseToken, &j.Interruptions)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return j, domain.ErrNotFound
 	}
@@ -79,7 +79,8 @@ func ListJobs(ctx context.Context, db DB, clientID string, limit, offset int64) 
 // died), and leases it.
 func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob, error) {
 	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
-			started_at = coalesce(started_at, now())
+			started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
+			interruptions = j.interruptions + (j.status = 'RUNNING')::int
 		FROM (SELECT id FROM connect.import_jobs
 			WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
 			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) todo
@@ -87,7 +88,8 @@ func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob
 }
 
 var jobColumnsQualified = `j.id::text, j.client_id::text, j.file_name, j.size_bytes, j.status, j.total_rows, j.imported_rows,
-	j.updated_rows, j.failed_rows, j.errors, j.failure, j.processed_records, j.created_at, j.started_at, j.finished_at`
+	j.updated_rows, j.failed_rows, j.errors, j.failure, j.processed_records, j.created_at, j.started_at, j.finished_at,
+	j.lease_token, j.interruptions`
 
 // Chunks calls fn with each chunk of a job's file, in order, one at a time.
 func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) error {
@@ -130,6 +132,7 @@ type Progress struct {
 	Errors   []domain.ImportError // to append, up to the cap
 	MaxKept  int
 	Lease    time.Duration
+	Token    int64 // the worker's lease token
 	Imported int64 // filled by UpsertBatch
 	Updated  int64
 }
@@ -182,26 +185,49 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 	if len(p.Errors) > 0 {
 		errs, _ = json.Marshal(p.Errors)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE connect.import_jobs SET
+	tag, err := tx.Exec(ctx, `UPDATE connect.import_jobs SET
 			processed_records = processed_records + $2, total_rows = total_rows + $3,
 			imported_rows = imported_rows + $4, updated_rows = updated_rows + $5, failed_rows = failed_rows + $6,
 			errors = CASE WHEN jsonb_array_length(errors) >= $8 THEN errors
 				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $7::jsonb) e LIMIT $8) x) END,
 			lease_until = now() + $9::interval
-		WHERE id = $1`, jobID, p.Records, p.Total, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String()); err != nil {
+		WHERE id = $1 AND lease_token = $10 AND status = 'RUNNING'`,
+		jobID, p.Records, p.Total, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token)
+	if err != nil {
 		return fmt.Errorf("record progress: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// ErrLeaseLost is a write by a worker whose job has been claimed by another since: the write
+// is refused (its transaction must roll back) and the worker must let the job go.
+var ErrLeaseLost = errors.New("import job lease lost to another worker")
+
+// ReleaseJob hands a RUNNING job back to the queue, where it resumes from its progress: a
+// worker stopping gracefully does not make its successor wait out the lease.
+func ReleaseJob(ctx context.Context, db DB, jobID string, token int64) error {
+	_, err := db.Exec(ctx, `UPDATE connect.import_jobs SET status = 'QUEUED', lease_until = NULL
+		WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'`, jobID, token)
+	if err != nil {
+		return fmt.Errorf("release import job: %w", err)
 	}
 	return nil
 }
 
 // FinishJob marks a job COMPLETED, or FAILED with a reason, and drops its file.
-func FinishJob(ctx context.Context, db DB, jobID string, failure *string) (domain.ImportJob, error) {
+func FinishJob(ctx context.Context, db DB, jobID string, token int64, failure *string) (domain.ImportJob, error) {
 	status := domain.ImportCompleted
 	if failure != nil {
 		status = domain.ImportFailed
 	}
 	j, err := scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
-		WHERE id = $1 RETURNING `+jobColumns, jobID, status, failure))
+		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
+	if errors.Is(err, domain.ErrNotFound) {
+		return j, ErrLeaseLost
+	}
 	if err != nil {
 		return j, err
 	}
