@@ -113,6 +113,14 @@ func Mask(e164 string) string {
 	return maskOpaque(e164)
 }
 
+// Masked is [Mask] of the number, without parsing it again.
+func (n Number) Masked() string {
+	if n.National == "" {
+		return maskOpaque(n.E164)
+	}
+	return "+" + strconv.Itoa(n.CountryCode) + maskNational(n.National)
+}
+
 // maskNational stars a national significant number (ASCII digits), keeping the first two and
 // last two digits when it has more than 4, only the last two when it has 3 or 4, none below.
 func maskNational(nat string) string {

@@ -149,6 +149,10 @@ func TestMask(t *testing.T) {
 				t.Fatalf("Mask(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 			checkMaskInvariants(t, tt.in, got)
+			// A parsed number masks itself the same way, without parsing again.
+			if n, err := phone.Parse(tt.in); err == nil && n.Masked() != got {
+				t.Fatalf("Parse(%q).Masked() = %q, want %q", tt.in, n.Masked(), got)
+			}
 		})
 	}
 }

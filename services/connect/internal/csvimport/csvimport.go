@@ -103,12 +103,9 @@ type Row struct {
 	// Line is the 1-based line number in the file on which the record starts (the header is
 	// line 1, unless blank lines precede it), for error reports and resume bookkeeping.
 	Line int
-	// MobileNumber is the number in its normalised E.164 form, from [phone.Parse].
-	MobileNumber string
-	// CountryCode is the number's country calling code (971), from [phone.Parse].
-	CountryCode int
-	// Region is the number's region (AE), from [phone.Parse]; "" when the library has none.
-	Region string
+	// Number is the mobileNumber cell as [phone.Parse] read it: normalised E.164, country
+	// code, national number and region, so nothing downstream parses it again.
+	Number phone.Number
 	// ExternalID is the externalId cell, trimmed; nil when the column is absent or the cell
 	// is empty.
 	ExternalID *string
@@ -441,7 +438,7 @@ func (r *Reader) set(row *Row, col *column, v string) string {
 		case err != nil:
 			return "not a valid mobile number (unknown country code, or a length or prefix its numbering plan does not allow)"
 		}
-		row.MobileNumber, row.CountryCode, row.Region = n.E164, n.CountryCode, n.Region
+		row.Number = n
 	case colExternalID:
 		return setText(&row.ExternalID, v, maxExternalID)
 	case colFirstName:

@@ -85,6 +85,15 @@ func mustRead(t *testing.T, src string) result {
 
 func ptr(s string) *string { return &s }
 
+// number parses one of the test numbers, which are valid.
+func number(e164 string) phone.Number {
+	n, err := phone.Parse(e164)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 const (
 	ae1 = "+971501234567"
 	ae2 = "+971552345678"
@@ -118,12 +127,12 @@ func TestSample(t *testing.T) {
 		if !strings.HasSuffix(*row.Email, "@example.com") {
 			t.Errorf("row %d: email %q", i, *row.Email)
 		}
-		if seen[row.MobileNumber] {
+		if seen[row.Number.E164] {
 			t.Errorf("row %d: number repeated", i)
 		}
-		seen[row.MobileNumber] = true
+		seen[row.Number.E164] = true
 	}
-	want := Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr("CUST-1001"), FirstName: ptr("Aisha"),
+	want := Row{Line: 2, Number: number(ae1), ExternalID: ptr("CUST-1001"), FirstName: ptr("Aisha"),
 		LastName: ptr("Al Mansoori"), Email: ptr("aisha.almansoori@example.com")}
 	if !reflect.DeepEqual(res.rows[0], want) {
 		t.Errorf("first row %+v, want %+v", res.rows[0], want)
@@ -137,23 +146,23 @@ func TestHeader(t *testing.T) {
 		want  []Row  // when the header is accepted
 		notOK string // else: a part of the ErrNotCSV message
 	}{
-		{name: "exact", src: "mobileNumber\n" + ae1 + "\n", want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE"}}},
+		{name: "exact", src: "mobileNumber\n" + ae1 + "\n", want: []Row{{Line: 2, Number: number(ae1)}}},
 		{name: "case", src: "MOBILENUMBER,ExternalID,FIRSTNAME,lastname,EMail\n" + ae1 + ",x,F,L,a@example.com\n",
-			want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr("x"), FirstName: ptr("F"), LastName: ptr("L"), Email: ptr("a@example.com")}}},
-		{name: "BOM", src: "\xEF\xBB\xBFmobileNumber,email\n" + ae1 + ",\n", want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE"}}},
+			want: []Row{{Line: 2, Number: number(ae1), ExternalID: ptr("x"), FirstName: ptr("F"), LastName: ptr("L"), Email: ptr("a@example.com")}}},
+		{name: "BOM", src: "\xEF\xBB\xBFmobileNumber,email\n" + ae1 + ",\n", want: []Row{{Line: 2, Number: number(ae1)}}},
 		{name: "spaces around names", src: " mobileNumber ,\t firstName\t\n" + ae1 + ", Ann \n",
-			want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", FirstName: ptr("Ann")}}},
+			want: []Row{{Line: 2, Number: number(ae1), FirstName: ptr("Ann")}}},
 		{name: "quoted names", src: `"mobileNumber","first, name"` + "\n" + ae1 + ",x\n",
-			want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", Attributes: map[string]string{"first, name": "x"}}}},
+			want: []Row{{Line: 2, Number: number(ae1), Attributes: map[string]string{"first, name": "x"}}}},
 		{name: "attribute columns keep their spelling", src: "Tier, Plan Name ,mobileNumber,empty\r\ngold, pro ," + gb1 + ",\r\n",
-			want: []Row{{Line: 2, MobileNumber: gb1, CountryCode: 44, Region: "GB", Attributes: map[string]string{"Tier": "gold", "Plan Name": "pro"}}}},
-		{name: "blank lines before the header", src: "\n\r\nmobileNumber\n" + ae1 + "\n", want: []Row{{Line: 4, MobileNumber: ae1, CountryCode: 971, Region: "AE"}}},
+			want: []Row{{Line: 2, Number: number(gb1), Attributes: map[string]string{"Tier": "gold", "Plan Name": "pro"}}}},
+		{name: "blank lines before the header", src: "\n\r\nmobileNumber\n" + ae1 + "\n", want: []Row{{Line: 4, Number: number(ae1)}}},
 		{name: "no rows", src: "mobileNumber,email\n"},
 		{name: "no final newline", src: "mobileNumber", want: nil},
 		{name: "100 columns", src: "mobileNumber" + cols(99) + "\n" + ae1 + strings.Repeat(",", 99) + "\n",
-			want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE"}}},
+			want: []Row{{Line: 2, Number: number(ae1)}}},
 		{name: "header name of 100 characters", src: "mobileNumber," + strings.Repeat("é", 100) + "\n" + ae1 + ",v\n",
-			want: []Row{{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", Attributes: map[string]string{strings.Repeat("é", 100): "v"}}}},
+			want: []Row{{Line: 2, Number: number(ae1), Attributes: map[string]string{strings.Repeat("é", 100): "v"}}}},
 
 		{name: "empty file", src: "", notOK: "the file is empty"},
 		{name: "only blank lines", src: "\n\n\r\n", notOK: "no header line"},
@@ -222,17 +231,17 @@ func TestCells(t *testing.T) {
 		more   []string // other bad columns expected, in order after column
 	}{
 		{name: "all columns", record: ae1 + ",E1,Ann,Lee,ann@example.com,gold",
-			want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr("E1"), FirstName: ptr("Ann"), LastName: ptr("Lee"), Email: ptr("ann@example.com"), Attributes: map[string]string{"tier": "gold"}}},
+			want: &Row{Line: 2, Number: number(ae1), ExternalID: ptr("E1"), FirstName: ptr("Ann"), LastName: ptr("Lee"), Email: ptr("ann@example.com"), Attributes: map[string]string{"tier": "gold"}}},
 		{name: "empty optional cells are nil", record: ae1 + ",,, ,,",
-			want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE"}},
+			want: &Row{Line: 2, Number: number(ae1)}},
 		{name: "cells are trimmed", record: " " + ae1 + "\t, E1 ,\" Ann \",Lee\u00a0, ann@example.com , gold ",
-			want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr("E1"), FirstName: ptr("Ann"), LastName: ptr("Lee"), Email: ptr("ann@example.com"), Attributes: map[string]string{"tier": "gold"}}},
-		{name: "number normalised", record: "+4407400123456,,,,,", want: &Row{Line: 2, MobileNumber: gb1, CountryCode: 44, Region: "GB"}},
+			want: &Row{Line: 2, Number: number(ae1), ExternalID: ptr("E1"), FirstName: ptr("Ann"), LastName: ptr("Lee"), Email: ptr("ann@example.com"), Attributes: map[string]string{"tier": "gold"}}},
+		{name: "number normalised", record: "+4407400123456,,,,,", want: &Row{Line: 2, Number: number(gb1)}},
 		{name: "quoted cell with commas and quotes", record: ae1 + `,"a,b",Ann,"O""Brien",,"x, ""y"""`,
-			want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr("a,b"), FirstName: ptr("Ann"), LastName: ptr(`O"Brien`), Attributes: map[string]string{"tier": `x, "y"`}}},
-		{name: "unicode names", record: ae1 + ",,عائشة,Müller-Łukasz,,", want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", FirstName: ptr("عائشة"), LastName: ptr("Müller-Łukasz")}},
+			want: &Row{Line: 2, Number: number(ae1), ExternalID: ptr("a,b"), FirstName: ptr("Ann"), LastName: ptr(`O"Brien`), Attributes: map[string]string{"tier": `x, "y"`}}},
+		{name: "unicode names", record: ae1 + ",,عائشة,Müller-Łukasz,,", want: &Row{Line: 2, Number: number(ae1), FirstName: ptr("عائشة"), LastName: ptr("Müller-Łukasz")}},
 		{name: "limits are inclusive", record: ae1 + "," + strings.Repeat("x", 128) + "," + strings.Repeat("é", 100) + "," + strings.Repeat("n", 100) + "," + strings.Repeat("a", 242) + "@example.com," + strings.Repeat("ü", 1000),
-			want: &Row{Line: 2, MobileNumber: ae1, CountryCode: 971, Region: "AE", ExternalID: ptr(strings.Repeat("x", 128)), FirstName: ptr(strings.Repeat("é", 100)), LastName: ptr(strings.Repeat("n", 100)),
+			want: &Row{Line: 2, Number: number(ae1), ExternalID: ptr(strings.Repeat("x", 128)), FirstName: ptr(strings.Repeat("é", 100)), LastName: ptr(strings.Repeat("n", 100)),
 				Email: ptr(strings.Repeat("a", 242) + "@example.com"), Attributes: map[string]string{"tier": strings.Repeat("ü", 1000)}}},
 
 		{name: "number missing", record: ",E1,,,,", column: "mobileNumber", msg: "required"},
@@ -272,7 +281,7 @@ func TestCells(t *testing.T) {
 			if res.err != nil {
 				t.Fatalf("file error: %v", res.err)
 			}
-			next := Row{Line: 3 + strings.Count(tt.record, "\n"), MobileNumber: ae2, CountryCode: 971, Region: "AE", ExternalID: ptr("next")}
+			next := Row{Line: 3 + strings.Count(tt.record, "\n"), Number: number(ae2), ExternalID: ptr("next")}
 			if len(res.rows) == 0 || !reflect.DeepEqual(res.rows[len(res.rows)-1], next) {
 				t.Fatalf("the next row was not read right: %+v", res.rows)
 			}
@@ -867,9 +876,9 @@ func TestByteSize(t *testing.T) {
 func checkResult(t *testing.T, res result) {
 	t.Helper()
 	for _, row := range res.rows {
-		n, err := phone.Parse(row.MobileNumber)
-		if err != nil || n.E164 != row.MobileNumber || n.CountryCode != row.CountryCode {
-			t.Fatalf("row with number %q: %v", phone.Mask(row.MobileNumber), err)
+		n, err := phone.Parse(row.Number.E164)
+		if err != nil || n != row.Number {
+			t.Fatalf("row with number %q: %v", phone.Mask(row.Number.E164), err)
 		}
 		if row.Line < 2 {
 			t.Fatalf("row on line %d", row.Line)

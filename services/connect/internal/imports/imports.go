@@ -25,7 +25,6 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
 // Limits of an upload and of the work done per transaction.
@@ -240,13 +239,9 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 	if len(row.Attributes) > 0 {
 		attrs, _ = json.Marshal(row.Attributes)
 	}
-	country := row.Region
-	if country == "" || country == "001" {
-		country = "ZZ"
-	}
 	return store.StageRow{
-		ID: id, NumberSealed: s.numbers.Seal(row.MobileNumber, id), NumberHash: s.numbers.Hasher.Sum(row.MobileNumber),
-		NumberMasked: phone.Mask(row.MobileNumber), CountryCode: country,
+		ID: id, NumberSealed: s.numbers.Seal(row.Number.E164, id), NumberHash: s.numbers.Hasher.Sum(row.Number.E164),
+		NumberMasked: row.Number.Masked(), CountryCode: profiles.Region(row.Number),
 		ExternalID: row.ExternalID, FirstName: row.FirstName, LastName: row.LastName, Email: row.Email, Attributes: attrs,
 	}
 }

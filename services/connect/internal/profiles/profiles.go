@@ -101,8 +101,8 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest)
 		return domain.Profile{}, err
 	}
 	prof := domain.Profile{
-		ID: uuid.NewString(), ClientID: p.ClientID, NumberHash: s.numbers.Hasher.Sum(num.E164), NumberMasked: phone.Mask(num.E164),
-		CountryCode: region(num), ExternalID: r.ExternalID, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email,
+		ID: uuid.NewString(), ClientID: p.ClientID, NumberHash: s.numbers.Hasher.Sum(num.E164), NumberMasked: num.Masked(),
+		CountryCode: Region(num), ExternalID: r.ExternalID, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email,
 		Attributes: r.Attributes, Source: domain.SourceAPI,
 	}
 	prof.NumberSealed = s.numbers.Seal(num.E164, prof.ID)
@@ -121,7 +121,9 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest)
 	return out, err
 }
 
-func region(n phone.Number) string {
+// Region is the country a profile of n is filed under: its ISO region, or "ZZ" for numbers
+// of no country (+800 and the like).
+func Region(n phone.Number) string {
 	if n.Region == "" || n.Region == "001" {
 		return "ZZ"
 	}
