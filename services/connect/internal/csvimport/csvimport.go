@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"io"
 	"net/mail"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -302,8 +303,31 @@ func (r *Reader) Next() (Row, []RowError, error) {
 	if err != nil {
 		return Row{}, nil, err
 	}
-	row, errs := r.parse(rec)
+	row, errs := r.parse(r.line, rec)
 	return row, errs, nil
+}
+
+// Record is a record of the file, read but not yet checked. Read and Check split Next, so that
+// the reading, which must be in order, and the checking, which costs most, can run apart.
+type Record struct {
+	line   int
+	fields []string
+}
+
+// Read returns the next record of the file, unchecked, with Next's errors.
+func (r *Reader) Read() (Record, error) {
+	rec, err := r.read()
+	if err != nil {
+		return Record{}, err
+	}
+	// The csv.Reader reuses its slice; the strings in it are its own.
+	return Record{line: r.line, fields: slices.Clone(rec)}, nil
+}
+
+// Check checks a record from Read, as Next does. Unlike the rest of the Reader, it is safe to
+// call from several goroutines at once, and while Read runs.
+func (r *Reader) Check(rec Record) (Row, []RowError) {
+	return r.parse(rec.line, rec.fields)
 }
 
 // Line returns the line number on which the last record returned by Next (or skipped by Skip)
@@ -379,9 +403,8 @@ func (r *Reader) readError(err error) error {
 	return notCSV("%v", err)
 }
 
-// parse checks one record.
-func (r *Reader) parse(rec []string) (Row, []RowError) {
-	line := r.line
+// parse checks the record that starts on line; it only reads the Reader's header and limits.
+func (r *Reader) parse(line int, rec []string) (Row, []RowError) {
 	if len(rec) != len(r.cols) {
 		msg := fmt.Sprintf("the record has %d fields, the header has %d", len(rec), len(r.cols))
 		if len(rec) > len(r.cols) {

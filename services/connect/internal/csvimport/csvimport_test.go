@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 
@@ -618,6 +619,61 @@ func (s *rowSource) Read(p []byte) (int, error) {
 	n := copy(p, s.buf)
 	s.buf = s.buf[n:]
 	return n, nil
+}
+
+// TestReadCheckMatchesNext reads the same file with Next, and with Read while goroutines Check
+// the records out of order: the results must be the same, record for record.
+func TestReadCheckMatchesNext(t *testing.T) {
+	const rows = 2_000
+	src := func() *Reader {
+		r, err := NewReader(&rowSource{n: rows, everyNth: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	type result struct {
+		row  Row
+		errs []RowError
+	}
+	var want []result
+	for r := src(); ; {
+		row, errs, err := r.Next()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, result{row, errs})
+	}
+
+	r := src()
+	var recs []Record
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	got := make([]result, len(recs))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := len(recs) - 1 - w; i >= 0; i -= 4 {
+				row, errs := r.Check(recs[i])
+				got[i] = result{row, errs}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != rows || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Read+Check gave %d records, Next %d, or they differ", len(got), len(want))
+	}
 }
 
 func TestConstantMemory(t *testing.T) {

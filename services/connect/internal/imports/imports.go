@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
@@ -191,46 +194,112 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	} else if err != nil {
 		return s.fail(ctx, job, err)
 	}
-	kept := len(job.Errors)
-	for {
-		p := store.Progress{MaxKept: csvimport.MaxErrors, Lease: s.cfg.Lease, Token: job.LeaseToken}
-		var rows []store.StageRow
-		var readErr error
-		for len(rows) < batchRows && int(p.Records) < batchRows {
-			row, rowErrs, err := r.Next()
-			if err != nil {
-				readErr = err
-				break
+	// Checking and sealing the next batch (Go's work) overlaps with committing this one
+	// (Postgres's): the two cost about the same.
+	g, gctx := errgroup.WithContext(ctx)
+	batches := make(chan batch, 1)
+	g.Go(func() error {
+		defer close(batches)
+		kept := len(job.Errors)
+		for {
+			b := s.prepare(r, &kept)
+			b.p.Lease, b.p.Token = s.cfg.Lease, job.LeaseToken
+			select {
+			case batches <- b:
+			case <-gctx.Done():
+				return gctx.Err()
 			}
-			p.Records++
-			p.Total++
-			if len(rowErrs) > 0 {
-				p.Failed++
-				for _, e := range rowErrs {
-					if kept < csvimport.MaxErrors {
-						p.Errors = append(p.Errors, domain.ImportError{Row: e.Row, Column: e.Column, Message: e.Message})
-						kept++
-					}
+			if b.end != nil {
+				return nil
+			}
+		}
+	})
+	var end error
+	g.Go(func() error {
+		for b := range batches {
+			if b.p.Records > 0 {
+				err := pgx.BeginFunc(gctx, s.pool, func(tx pgx.Tx) error {
+					return store.UpsertBatch(gctx, tx, job.ClientID, job.ID, b.rows, &b.p)
+				})
+				if err != nil {
+					return err
 				}
-				continue
 			}
-			rows = append(rows, s.stage(row))
+			end = b.end
 		}
-		if p.Records > 0 {
-			err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-				return store.UpsertBatch(ctx, tx, job.ClientID, job.ID, rows, &p)
-			})
-			if err != nil {
-				return err
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if errors.Is(end, io.EOF) {
+		return s.complete(ctx, job)
+	}
+	return s.fail(ctx, job, end)
+}
+
+// batch is up to batchRows records of the file, checked and sealed, with the progress they
+// make; end is the error that ended the file after them (io.EOF at its end), or nil.
+type batch struct {
+	p    store.Progress
+	rows []store.StageRow
+	end  error
+}
+
+// prepare reads the next batch of records in order, then checks and seals them on every
+// core. kept counts the row errors kept so far, for the cap.
+func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
+	var b batch
+	recs := make([]csvimport.Record, 0, batchRows)
+	for len(recs) < batchRows {
+		rec, err := r.Read()
+		if err != nil {
+			b.end = err
+			break
+		}
+		recs = append(recs, rec)
+	}
+	type checked struct {
+		row  store.StageRow
+		errs []csvimport.RowError
+	}
+	out := make([]checked, len(recs))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	per := (len(recs) + workers - 1) / workers
+	for lo := 0; lo < len(recs); lo += per {
+		hi := min(lo+per, len(recs))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				row, errs := r.Check(recs[i])
+				if errs != nil {
+					out[i].errs = errs
+					continue
+				}
+				out[i].row = s.stage(row)
 			}
+		}()
+	}
+	wg.Wait()
+
+	b.rows = make([]store.StageRow, 0, len(recs))
+	b.p = store.Progress{MaxKept: csvimport.MaxErrors, Records: int64(len(recs)), Total: int64(len(recs))}
+	for _, c := range out {
+		if c.errs == nil {
+			b.rows = append(b.rows, c.row)
+			continue
 		}
-		switch {
-		case errors.Is(readErr, io.EOF):
-			return s.complete(ctx, job)
-		case readErr != nil:
-			return s.fail(ctx, job, readErr)
+		b.p.Failed++
+		for _, e := range c.errs {
+			if *kept < csvimport.MaxErrors {
+				b.p.Errors = append(b.p.Errors, domain.ImportError{Row: e.Row, Column: e.Column, Message: e.Message})
+				*kept++
+			}
 		}
 	}
+	return b
 }
 
 func (s *Service) stage(row csvimport.Row) store.StageRow {
