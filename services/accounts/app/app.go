@@ -109,6 +109,26 @@ type App struct {
 	idem   *idempotency.Store
 }
 
+// Migrate applies the schema's migrations and returns: the `accounts migrate` command, run once
+// before a new version serves (a Kubernetes init step), so replicas starting together do not
+// all queue on the migration lock. New migrates too, so a lone process needs no extra step.
+func Migrate(ctx context.Context, cfg Config, log *zap.Logger) error {
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-accounts-migrate"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool); err != nil {
+		return err
+	}
+	log.Info("schema migrated", zap.String("schema", Schema))
+	return nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations())
+}
+
 // New connects to the database, migrates the schema and builds the server. reg receives the
 // service's metrics.
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
@@ -128,7 +148,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -84,6 +84,15 @@ func Main(name string, run RunFunc) {
 	log.Info("stopped")
 }
 
+// Command returns the command a binary was started with: its first argument ("migrate"), or
+// "" to serve.
+func Command() string {
+	if len(os.Args) > 1 {
+		return os.Args[1]
+	}
+	return ""
+}
+
 // NewRegistry returns a registry with the Go runtime and process collectors.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()

@@ -161,6 +161,26 @@ type App struct {
 	connect  *grpc.ClientConn
 }
 
+// Migrate applies the schema's migrations and returns: the `verification migrate` command, run once
+// before a new version serves (a Kubernetes init step), so replicas starting together do not
+// all queue on the migration lock. New migrates too, so a lone process needs no extra step.
+func Migrate(ctx context.Context, cfg Config, log *zap.Logger) error {
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-verification-migrate"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool); err != nil {
+		return err
+	}
+	log.Info("schema migrated", zap.String("schema", Schema))
+	return nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations())
+}
+
 // New connects to the database and accounts, migrates the schema and builds the server.
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
 	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
@@ -184,7 +204,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		_ = accounts.Close()
 		return nil, err
 	}
-	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		_ = accounts.Close()
 		return nil, err

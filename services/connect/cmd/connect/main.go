@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -18,6 +19,13 @@ func main() {
 		cfg, err := app.LoadConfig(env)
 		if err != nil {
 			return err
+		}
+		switch cmd := process.Command(); cmd {
+		case "migrate":
+			return app.Migrate(ctx, cfg, log)
+		case "":
+		default:
+			return fmt.Errorf("unknown command %q: run with no argument to serve, or with migrate", cmd)
 		}
 		a, err := app.New(ctx, cfg, log, reg)
 		if err != nil {
