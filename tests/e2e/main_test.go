@@ -84,9 +84,24 @@ func call(t *testing.T, method, path string, h headers, body string) response {
 
 func callSuite(t *testing.T, s *harness.Suite, method, path string, h headers, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, s.GatewayURL+path, strings.NewReader(body))
+	r, err := send(s, method, path, h, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id", method, path)
+	}
+	if r.env.Success != (r.status < 300) {
+		t.Errorf("%s %s: status %d with success=%v", method, path, r.status, r.env.Success)
+	}
+	return r
+}
+
+// send makes one call to s's gateway; unlike callSuite it may run on any goroutine.
+func send(s *harness.Suite, method, path string, h headers, body string) (response, error) {
+	req, err := http.NewRequest(method, s.GatewayURL+path, strings.NewReader(body))
+	if err != nil {
+		return response{}, err
 	}
 	for k, v := range h {
 		req.Header[k] = []string{v} // as sent: no canonicalisation of the value
@@ -96,24 +111,18 @@ func callSuite(t *testing.T, s *harness.Suite, method, path string, h headers, b
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if err := json.Unmarshal(raw, &r.env); err != nil {
-		t.Fatalf("%s %s: %d, body is not an envelope: %q", method, path, resp.StatusCode, raw)
+		return r, fmt.Errorf("%s %s: %d, body is not an envelope: %q", method, path, resp.StatusCode, raw)
 	}
-	if resp.Header.Get("X-Request-Id") == "" {
-		t.Errorf("%s %s: no X-Request-Id", method, path)
-	}
-	if r.env.Success != (resp.StatusCode < 300) {
-		t.Errorf("%s %s: status %d with success=%v", method, path, resp.StatusCode, r.env.Success)
-	}
-	return r
+	return r, nil
 }
 
 // ok calls and fails the test unless the answer is 200.

@@ -3,7 +3,9 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,12 +19,12 @@ import (
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
-// TestCrashesLoseNoMoney kills accounts, then verification, in the middle of a burst of
-// verifies, restarts them, and checks the money once the reconciler has run: every charge in
-// the ledger is a kept verification, every charged verification is in the ledger, and the
-// balance is the ledger's sum. Where the crash lands is up to the scheduler; the invariant must
-// hold wherever it does.
-func TestCrashesLoseNoMoney(t *testing.T) {
+// TestRestartsLoseNoMoney keeps a steady load of SDK sessions and verifies running while
+// accounts, then verification, is stopped (killed, or stopped gracefully) and started again.
+// Once the reconciler has run, every charge in the ledger is a kept verification, every
+// charged verification is in the ledger, and the balance is the ledger's sum; the services that
+// were not restarted serve again on their own.
+func TestRestartsLoseNoMoney(t *testing.T) {
 	s, err := harness.Start(context.Background(), harness.Options{Env: []string{
 		"MNV_CLIENT_RATE=100000", "MNV_CLIENT_BURST=100000", "MNV_NUMBER_ATTEMPTS_PER_HOUR=100000",
 		"MNV_SETTLE_AFTER=500ms", "MNV_RECONCILE_EVERY=200ms",
@@ -31,62 +33,64 @@ func TestCrashesLoseNoMoney(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	c, err := s.CreateClient(context.Background(), 1000, "--features", "VERIFY,SANDBOX")
+	c, err := s.CreateClient(context.Background(), 100_000, "--features", "VERIFY,SANDBOX")
 	if err != nil {
 		t.Fatal(err)
 	}
 	token := sdkToken(t, s, c)
 
-	for _, victim := range []string{"accounts", "verification"} {
-		t.Run(victim, func(t *testing.T) {
-			const n = 60
-			blobs, numbers := make([]string, n), make([]string, n)
-			for i := range n {
-				numbers[i] = nextNumber()
-				blobs[i] = *openSession(t, s, c, token, headers{sandboxHeader: numbers[i]}).EncryptedMobileNumber
-			}
-			// Eight workers verify one blob after another; the victim is killed once a quarter
-			// have been answered, so others are in flight at that moment.
+	for _, tt := range []struct {
+		victim string
+		sig    syscall.Signal
+	}{
+		{"accounts", syscall.SIGKILL},
+		{"accounts", syscall.SIGTERM},
+		{"verification", syscall.SIGKILL},
+	} {
+		t.Run(tt.victim+"/"+tt.sig.String(), func(t *testing.T) {
+			stop := make(chan struct{})
 			var (
-				wg       sync.WaitGroup
-				answered atomic.Int32
-				killed   = make(chan error, 1)
-				next     = make(chan int, n)
+				wg               sync.WaitGroup
+				verified, failed atomic.Int32
 			)
-			statuses := make([]int, n)
-			for i := range n {
-				next <- i
-			}
-			close(next)
-			for range 8 {
+			// Four callers, each opening a session and verifying it about 25 times a second.
+			for range 4 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := range next {
-						statuses[i] = callSuite(t, s, "POST", "/v1/api/verify", keyOf(c), verifyBody(numbers[i], blobs[i])).status
-						if answered.Add(1) == n/4 {
-							killed <- s.Kill(victim, syscall.SIGKILL)
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(40 * time.Millisecond):
+						}
+						if verifyOnce(s, c, token) {
+							verified.Add(1)
+						} else {
+							failed.Add(1)
 						}
 					}
 				}()
 			}
-			wg.Wait()
-			if err := <-killed; err != nil {
+			time.Sleep(time.Second)
+			if err := s.Kill(tt.victim, tt.sig); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Restart(victim); err != nil {
+			time.Sleep(time.Second)
+			if err := s.Restart(tt.victim); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.WaitReady(context.Background(), 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			failed := 0
-			for _, st := range statuses {
-				if st != http.StatusOK {
-					failed++
-				}
+			before := verified.Load()
+			time.Sleep(time.Second)
+			close(stop)
+			wg.Wait()
+			t.Logf("%d verified, %d failed across the restart of %s", verified.Load(), failed.Load(), tt.victim)
+			if verified.Load() == before {
+				t.Fatalf("no verification succeeded in the second after %s came back", tt.victim)
 			}
-			t.Logf("%d of %d verifies failed while %s was down", failed, n, victim)
 			// The reconciler settles what was left PENDING within a second or so.
 			deadline := time.Now().Add(20 * time.Second)
 			for {
@@ -98,6 +102,153 @@ func TestCrashesLoseNoMoney(t *testing.T) {
 					t.Fatal(err)
 				}
 				time.Sleep(300 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// verifyOnce opens a sandbox session and verifies its number, as an app and its backend
+// would; it reports whether the verification succeeded. It may run on any goroutine.
+func verifyOnce(s *harness.Suite, c harness.Client, token string) bool {
+	number := nextNumber()
+	r, err := send(s, "POST", "/v1/api/sdk/session", headers{"X-Sdk-Token": token, "X-Client-Id": c.ID, sandboxHeader: number},
+		`{"platform":"ANDROID","appVersion":"1.2.3"}`)
+	if err != nil || r.status != http.StatusOK {
+		return false
+	}
+	var sess session
+	if json.Unmarshal(r.env.Data, &sess) != nil || sess.EncryptedMobileNumber == nil {
+		return false
+	}
+	r, err = send(s, "POST", "/v1/api/verify", keyOf(c), verifyBody(number, *sess.EncryptedMobileNumber))
+	return err == nil && r.status == http.StatusOK
+}
+
+// TestReadinessFollowsDependencies stops each service behind the gateway: the gateway's
+// /readyz turns 503 and names it, and turns 200 again once it is back, without the gateway
+// being restarted.
+func TestReadinessFollowsDependencies(t *testing.T) {
+	s, err := harness.Start(context.Background(), harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	ready := func() response {
+		r, err := send(s, "GET", "/readyz", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	waitFor := func(status int) response {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := ready()
+			if r.status == status {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz still %d %s, want %d", r.status, r.raw, status)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor(http.StatusOK)
+	for _, victim := range []string{"accounts", "verification", "connect"} {
+		t.Run(victim, func(t *testing.T) {
+			if err := s.Kill(victim, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if r := waitFor(http.StatusServiceUnavailable); !strings.Contains(string(r.raw), victim) {
+				t.Errorf("/readyz does not name %s: %s", victim, r.raw)
+			}
+			if err := s.Restart(victim); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(http.StatusOK)
+		})
+	}
+}
+
+// TestGracefulStopFinishesInFlight stops the gateway, then connect, with SIGTERM while an
+// upload is streaming through both: the upload must still be answered 202 and its file
+// imported whole.
+func TestGracefulStopFinishesInFlight(t *testing.T) {
+	s, err := harness.Start(context.Background(), harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for _, victim := range []string{"gateway", "connect"} {
+		t.Run(victim, func(t *testing.T) {
+			c, err := s.CreateClient(context.Background(), 0, "--features", "CONNECT")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const rows = 2_000
+			pr, pw := io.Pipe()
+			type answer struct {
+				status int
+				body   []byte
+				err    error
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				req, _ := http.NewRequest("POST", s.GatewayURL+"/v1/api/me/connect/import", pr)
+				req.Header.Set("Content-Type", "text/csv")
+				req.Header.Set("X-Api-Key", c.APIKey)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answered <- answer{err: err}
+					return
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				answered <- answer{resp.StatusCode, b, err}
+			}()
+			write := func(from, to int) {
+				for i := from; i < to; i++ {
+					if _, err := fmt.Fprintf(pw, "+97155%07d,E%d\n", i, i); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := io.WriteString(pw, "mobileNumber,externalId\n"); err != nil {
+				t.Fatal(err)
+			}
+			write(0, rows/2)
+			time.Sleep(300 * time.Millisecond) // the request is in flight, through to connect
+			stopped := make(chan error, 1)
+			go func() { stopped <- s.Kill(victim, syscall.SIGTERM) }()
+			time.Sleep(500 * time.Millisecond) // the stop has begun and waits for the upload
+			select {
+			case err := <-stopped:
+				t.Fatalf("%s stopped with an upload in flight: %v", victim, err)
+			default:
+			}
+			write(rows/2, rows)
+			pw.Close()
+			a := <-answered
+			if a.err != nil || a.status != http.StatusAccepted {
+				t.Fatalf("upload across the stop of %s: %d %v %s", victim, a.status, a.err, a.body)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Restart(victim); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WaitReady(context.Background(), 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var env struct {
+				Data importJob `json:"data"`
+			}
+			if err := json.Unmarshal(a.body, &env); err != nil {
+				t.Fatal(err)
+			}
+			if j := waitJob(t, s, c, env.Data.ID); j.Status != "COMPLETED" || j.ImportedRows != rows {
+				t.Fatalf("the upload made across the stop imported %+v, want %d rows", j, rows)
 			}
 		})
 	}
