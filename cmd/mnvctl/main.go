@@ -9,6 +9,7 @@
 //	mnvctl client suspend CLIENT_ID | mnvctl client activate CLIENT_ID
 //	mnvctl client features CLIENT_ID VERIFY,CONNECT
 //	mnvctl client price CLIENT_ID --kind VERIFICATION [--variant HEADER_ENRICHMENT] --amount 2 | --clear
+//	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
 //
 // It reaches the accounts service at MNV_ACCOUNTS_ADDR (default 127.0.0.1:9091) with the admin
 // credential from MNV_ADMIN_TOKEN, MNV_ADMIN_TOKEN_FILE, or the .mnv folder of a local setup.
@@ -23,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/crypto"
 )
 
 func main() {
@@ -52,9 +55,13 @@ func main() {
 }
 
 const usage = `usage: mnvctl client <create|show|list|top-up|suspend|activate|features|price> [flags]
+       mnvctl keygen <data-key KEY_ID|secret>
 run "mnvctl client <command> -h" for the flags of a command`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "keygen" {
+		return keygen(args[1:], out)
+	}
 	if len(args) < 2 || args[0] != "client" {
 		return errors.New(usage)
 	}
@@ -84,6 +91,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
+
+// keygen prints a fresh secret for the configuration; it needs no running service.
+func keygen(args []string, out io.Writer) error {
+	switch {
+	case len(args) == 2 && args[0] == "data-key" && keyID.MatchString(args[1]):
+		_, err := fmt.Fprintln(out, crypto.NewKeySpec(args[1]))
+		return err
+	case len(args) == 1 && args[0] == "secret":
+		_, err := fmt.Fprintln(out, crypto.NewSecret())
+		return err
+	}
+	return errors.New("usage: mnvctl keygen data-key KEY_ID (letters, digits, - and _) | mnvctl keygen secret")
+}
+
+var keyID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 type command struct {
 	fs     *flag.FlagSet

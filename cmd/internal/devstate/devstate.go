@@ -4,8 +4,6 @@
 package devstate
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,17 +20,11 @@ var secrets = []struct {
 	file, env string
 	make      func() string
 }{
-	{"pepper", "MNV_PEPPER", randomText},
+	{"pepper", "MNV_PEPPER", crypto.NewSecret},
 	{"data-keys", "MNV_DATA_KEYS", func() string { return crypto.NewKeySpec("dev1") }},
-	{"internal-token", "MNV_INTERNAL_TOKEN", randomText},
-	{"admin-token", "MNV_ADMIN_TOKEN", randomText},
-	{"number-hash-key", "MNV_NUMBER_HASH_KEY", randomText},
-}
-
-func randomText() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	{"internal-token", "MNV_INTERNAL_TOKEN", crypto.NewSecret},
+	{"admin-token", "MNV_ADMIN_TOKEN", crypto.NewSecret},
+	{"number-hash-key", "MNV_NUMBER_HASH_KEY", crypto.NewSecret},
 }
 
 // EnsureSecrets creates any missing secret file under dir/secrets (mode 0600) and points the

@@ -65,11 +65,20 @@ func decodeKey(s string) ([]byte, error) {
 	return nil, errors.New("not base64")
 }
 
-// NewKeySpec returns a fresh keyring specification with one random key, for development.
+// NewKeySpec returns a keyring specification with one fresh random key: a new MNV_DATA_KEYS,
+// or the entry to put first in one when rotating.
 func NewKeySpec(id string) string {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return id + ":" + base64.StdEncoding.EncodeToString(key)
+}
+
+// NewSecret returns 32 random bytes in URL-safe base64 (43 characters): a pepper, hash key or
+// token for the configuration.
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // CurrentKeyID is the id of the key that seals.
