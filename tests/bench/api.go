@@ -53,8 +53,8 @@ func newHTTPClient(conns int) (hc *http.Client, closeIdle func()) {
 }
 
 // restCall sends one REST request with the header pairs (name, value, ...) and, unless body is
-// empty, a JSON body. Anything but a 200 with a JSON body is an error. The body is read to the
-// end so the connection goes back to the pool, and returned.
+// empty, a JSON body, and returns the answer's body. Anything but a 200 with a JSON body is an
+// error.
 func restCall(ctx context.Context, hc *http.Client, method, url, body string, header ...string) ([]byte, error) {
 	var rd io.Reader
 	if body != "" {
@@ -70,6 +70,12 @@ func restCall(ctx context.Context, hc *http.Client, method, url, body string, he
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return doJSON(hc, req, http.StatusOK)
+}
+
+// doJSON sends req and reads the answer to the end, so the connection goes back to the pool,
+// and returns it. Anything but the status want with a JSON body is an error.
+func doJSON(hc *http.Client, req *http.Request, want int) ([]byte, error) {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -79,13 +85,27 @@ func restCall(ctx context.Context, hc *http.Client, method, url, body string, he
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != want {
 		return b, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
 	}
 	if !json.Valid(b) {
-		return b, fmt.Errorf("HTTP 200 with a body that is not JSON: %.200s", b)
+		return b, fmt.Errorf("HTTP %d with a body that is not JSON: %.200s", want, b)
 	}
 	return b, nil
+}
+
+// decodeData decodes the data of a JSON envelope ({"data": ...}) into v.
+func decodeData(raw []byte, v any) error {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || len(env.Data) == 0 {
+		return fmt.Errorf("no data in %.200s", raw)
+	}
+	if err := json.Unmarshal(env.Data, v); err != nil {
+		return fmt.Errorf("data %.200s: %w", env.Data, err)
+	}
+	return nil
 }
 
 // restGetClient is GET /v1/api/clients with the client's API key; only a 200 is a success.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,20 +18,23 @@ type CPU struct {
 	Gateway      time.Duration // the gateway, a child of this process
 	Accounts     time.Duration // accounts, a child of this process
 	Verification time.Duration // verification, a child of this process
+	Connect      time.Duration // connect, a child of this process
 	Machine      time.Duration // every CPU of the machine (from /proc/stat)
 }
 
 // Other is what the rest of the machine spent: PostgreSQL, and any other tenant.
 func (c CPU) Other() time.Duration {
-	return max(0, c.Machine-c.Gen-c.Gateway-c.Accounts-c.Verification)
+	return max(0, c.Machine-c.Gen-c.Gateway-c.Accounts-c.Verification-c.Connect)
 }
 
 func (c CPU) sub(o CPU) CPU {
-	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Verification - o.Verification, c.Machine - o.Machine}
+	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Verification - o.Verification,
+		c.Connect - o.Connect, c.Machine - o.Machine}
 }
 
 func (c CPU) add(o CPU) CPU {
-	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Verification + o.Verification, c.Machine + o.Machine}
+	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Verification + o.Verification,
+		c.Connect + o.Connect, c.Machine + o.Machine}
 }
 
 func (c CPU) per(n int) CPU {
@@ -38,7 +42,7 @@ func (c CPU) per(n int) CPU {
 		return CPU{}
 	}
 	d := time.Duration(n)
-	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Verification / d, c.Machine / d}
+	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Verification / d, c.Connect / d, c.Machine / d}
 }
 
 // userHZ is the unit of the times in /proc (USER_HZ, 100 on every Linux ABI).
@@ -67,6 +71,30 @@ func sampleCPU() CPU {
 			c.Machine += ticks(n)
 		}
 	}
+	children(func(_ int, comm string, stat []string) {
+		// After the command: state ppid ... utime (12th) stime (13th).
+		if len(stat) < 13 {
+			return
+		}
+		u, _ := strconv.ParseUint(stat[11], 10, 64)
+		s, _ := strconv.ParseUint(stat[12], 10, 64)
+		switch comm {
+		case "gateway":
+			c.Gateway += ticks(u + s)
+		case "accounts":
+			c.Accounts += ticks(u + s)
+		case "verification":
+			c.Verification += ticks(u + s)
+		case "connect":
+			c.Connect += ticks(u + s)
+		}
+	})
+	return c
+}
+
+// children calls f with the pid, command name and the fields of /proc/<pid>/stat after the
+// command (state, ppid, ...) of every child of this process: the services of the suite.
+func children(f func(pid int, comm string, stat []string)) {
 	self := strconv.Itoa(os.Getpid())
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -78,22 +106,28 @@ func sampleCPU() CPU {
 		if open < 0 || end < open {
 			continue
 		}
-		comm := string(b[open+1 : end])
-		// After the command: state ppid ... utime (12th) stime (13th).
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 13 || f[1] != self {
+		fields := strings.Fields(string(b[end+1:]))
+		if len(fields) < 2 || fields[1] != self {
 			continue
 		}
-		u, _ := strconv.ParseUint(f[11], 10, 64)
-		s, _ := strconv.ParseUint(f[12], 10, 64)
-		switch comm {
-		case "gateway":
-			c.Gateway += ticks(u + s)
-		case "accounts":
-			c.Accounts += ticks(u + s)
-		case "verification":
-			c.Verification += ticks(u + s)
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil {
+			continue
 		}
+		f(pid, string(b[open+1:end]), fields)
 	}
-	return c
+}
+
+// childPID is the pid of the child of this process named comm ("connect"), or an error.
+func childPID(comm string) (int, error) {
+	pid := 0
+	children(func(p int, c string, _ []string) {
+		if c == comm {
+			pid = p
+		}
+	})
+	if pid == 0 {
+		return 0, fmt.Errorf("no child process %q found in /proc", comm)
+	}
+	return pid, nil
 }

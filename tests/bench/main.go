@@ -23,16 +23,29 @@
 //     afterwards against the VERIFIED answers, client by client. The suite runs with the
 //     abuse limits off (MNV_CLIENT_RATE=0, MNV_NUMBER_ATTEMPTS_PER_HOUR=0), since the bench
 //     itself is the abuse they are there to stop.
+//   - D, Connect: a generated CSV of 1,000,000 rows (-connect-rows), each a distinct valid
+//     number, is uploaded as a text/csv body and imported, timed from the upload's 202 until
+//     the job reads COMPLETED, while connect's RSS is sampled every 100 ms (goal: peak under
+//     150 MB). Then the same file is read, parsed and COPY'd in this process into a table like
+//     connect.profiles (same indexes, no triggers) in a scratch schema of the same database:
+//     import rows/s over raw COPY rows/s is what the import leaves of PostgreSQL's bulk-load
+//     limit; the goal is at least 0.50. Then every imported profile is delivered by a MANUAL
+//     sync of an integration with batches of 500 to a receiver in this process, timed from the
+//     sync's answer until the receiver has every queued record (distinct delivery ids); the
+//     goal is at least 20,000 records/s. Once with the masked number only, once with the full
+//     number too (opened for every record). With -connect-pprof, connect's CPU profile of the
+//     first 30 s of the import is written to a file.
 //   - The raw PostgreSQL limit (../shared/bench/pgbench-verify-limit.sh, when present), run
 //     last so it does not compete: the same writes as plain SQL, so mnv's debits/s can be read
 //     as a fraction of what the database allows.
 //
 // The load generator, the services and PostgreSQL share the machine, so absolute numbers are
 // only comparable between runs on the same machine; the ratios are the point. To tell where a
-// request's cost went, every run also splits the machine's CPU time per request between the
-// generator, the gateway, accounts, verification and the rest (PostgreSQL, other tenants). The report goes
-// to stdout and out/bench.txt. The exit code is 1 when a benchmark had more than 1% errors,
-// a balance check failed or the suite could not run.
+// request's cost went, every run also splits the machine's CPU time per request (per row or
+// record for D) between the generator, the gateway, accounts, verification, connect and the
+// rest (PostgreSQL, other tenants). The report goes to stdout and out/bench.txt. The exit code
+// is 1 when a benchmark had more than 1% errors, a check (balances, charges, the import, the
+// deliveries) failed or the suite could not run.
 package main
 
 import (
@@ -69,6 +82,9 @@ type Options struct {
 	GRPCConns    int
 	VerifyRounds int // rounds of benchmark C
 	SkipVerify   bool
+	SkipConnect  bool
+	ConnectRows  int    // rows of benchmark D's CSV
+	ConnectPprof string // where to write connect's CPU profile of the import ("": none)
 }
 
 func main() { os.Exit(run()) }
@@ -86,13 +102,16 @@ func run() int {
 	flag.IntVar(&opts.GRPCConns, "grpc-conns", 1, "gRPC client connections to accounts, used round-robin")
 	flag.IntVar(&opts.VerifyRounds, "verify-rounds", 0, "interleaved rounds of benchmark C (0: as -rounds)")
 	flag.BoolVar(&opts.SkipVerify, "skip-verify", false, "do not run benchmark C (REST verify)")
+	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
+	flag.IntVar(&opts.ConnectRows, "connect-rows", 1_000_000, "rows of benchmark D's CSV (at most what fits in 50 MiB)")
+	flag.StringVar(&opts.ConnectPprof, "connect-pprof", "", fmt.Sprintf("write connect's CPU profile of the first %ds of the import to this file", pprofSeconds))
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	flag.Parse()
 	if opts.VerifyRounds == 0 {
 		opts.VerifyRounds = cfg.Rounds
 	}
-	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds and -grpc-conns must be positive, -warmup and -verify-rounds not negative; no arguments")
+	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns and -connect-rows must be positive, -warmup and -verify-rounds not negative; no arguments")
 		return 2
 	}
 
@@ -108,12 +127,16 @@ func run() int {
 			cfg.Workers, cfg.Duration, cfg.Rounds, cfg.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU(), opts.GRPCConns),
 		"suite env: " + strings.Join(suiteEnv, " ") + " (verification's per-client rate and per-number limits off)",
 		"req/s = median of the rounds (each: successes / wall time); p50, p99 over every successful request of every round",
-		"the load generator, accounts, verification, gateway and PostgreSQL all run on this machine",
+		"the load generator, accounts, verification, connect, gateway and PostgreSQL all run on this machine",
 	}}
 	if !opts.SkipVerify {
 		rep.Header = append(rep.Header, fmt.Sprintf("C: rounds=%d; %d clients (many) and 1 client (one); every verify consumes a sealed blob of an SDK session opened before its round (not measured); "+
 			"open loop at 1/2 of the many-client req/s for %s (after a warm-up), at most %d in flight, latency from the scheduled send",
 			opts.VerifyRounds, verifyManyClients, cfg.Duration, pacedInFlight*cfg.Workers))
+	}
+	if !opts.SkipConnect {
+		rep.Header = append(rep.Header, fmt.Sprintf("D: %d rows, header %s, rows %s; one client (CONNECT); delivery: MANUAL sync of every profile in batches of %d, plain http to a receiver in this process",
+			opts.ConnectRows, csvHeader, csvRowShape, deliveryBatch))
 	}
 
 	err := measure(ctx, cfg, opts, progress, &rep)
@@ -151,10 +174,18 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A, B and C into rep and stops the suite again.
+// measure starts the suite, runs benchmarks A, B, C and D into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
-	fmt.Fprintln(progress, "== starting accounts, verification and gateway")
-	s, err := harness.Start(ctx, harness.Options{Env: suiteEnv})
+	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
+	hopts := harness.Options{Env: suiteEnv}
+	debugAddr := ""
+	if !opts.SkipConnect && opts.ConnectPprof != "" {
+		if debugAddr, err = harness.FreeAddr(); err != nil {
+			return err
+		}
+		hopts.ProcessEnv = map[string][]string{"connect": {"MNV_DEBUG_ADDR=" + debugAddr}}
+	}
+	s, err := harness.Start(ctx, hopts)
 	if err != nil {
 		return err
 	}
@@ -206,6 +237,26 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		}
 		rep.Checks = append(rep.Checks, ver.Checks...)
 		rep.Verify = ver.Many.Throughput()
+	}
+	if opts.SkipConnect {
+		rep.Notes = append(rep.Notes, "benchmark D (Connect import and delivery) skipped: -skip-connect")
+	} else {
+		fmt.Fprintln(progress, "== D: Connect, CSV import vs raw COPY, and delivery to a local receiver")
+		con, err := benchConnect(ctx, s, cfg, opts.ConnectRows, debugAddr, opts.ConnectPprof, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark D: %w", err)
+		}
+		rep.Bulk = append(rep.Bulk, con.Import, con.Raw)
+		rep.Bulk = append(rep.Bulk, con.Deliveries...)
+		rep.Ratios = append(rep.Ratios, Ratio{Name: "import/raw COPY", Num: con.Import.Rate(), Den: con.Raw.Rate(), Goal: importGoal, Unit: "rows/s"})
+		rep.Goals = append(rep.Goals, Goal{Name: "connect peak RSS, upload+import", Value: mb(con.PeakRSS), Unit: "MB", Bound: mb(rssGoal), Below: true,
+			Detail: fmt.Sprintf("largest of %d VmRSS samples every %s; %.1f MB before the upload; VmHWM afterwards %.1f MB",
+				con.RSSSamples, rssEvery, mb(con.RSSBefore), mb(con.HWM))})
+		for _, d := range con.Deliveries {
+			rep.Goals = append(rep.Goals, Goal{Name: d.Name, Value: d.Rate(), Unit: "records/s", Bound: deliveryGoal})
+		}
+		rep.Checks = append(rep.Checks, con.Checks...)
+		rep.Notes = append(rep.Notes, con.Notes...)
 	}
 	for _, m := range rep.Rows {
 		if n := m.Exhausted(); n > 0 {

@@ -11,6 +11,7 @@ type Ratio struct {
 	Name     string
 	Num, Den float64
 	Goal     float64
+	Unit     string // of Num and Den; "" is req/s
 }
 
 func (r Ratio) value() float64 {
@@ -18,6 +19,42 @@ func (r Ratio) value() float64 {
 		return 0
 	}
 	return r.Num / r.Den
+}
+
+// Bulk is one bulk run of benchmark D: N rows or records moved in Elapsed.
+type Bulk struct {
+	Name    string
+	Unit    string // what N counts: "rows", "records"
+	N       int64
+	Elapsed time.Duration
+	Errors  int64
+	CPU     CPU    // what the generator, the services and the machine spent during the run
+	Detail  string // how the run went, beyond its rate
+}
+
+// Rate is N per second of Elapsed.
+func (b Bulk) Rate() float64 {
+	if b.Elapsed <= 0 {
+		return 0
+	}
+	return float64(b.N) / b.Elapsed.Seconds()
+}
+
+// Goal is one measured value against a bound: at least Bound, or with Below under it.
+type Goal struct {
+	Name   string
+	Value  float64
+	Unit   string
+	Bound  float64
+	Below  bool
+	Detail string
+}
+
+func (g Goal) met() bool {
+	if g.Below {
+		return g.Value < g.Bound
+	}
+	return g.Value >= g.Bound
 }
 
 // LatencyGoal is a latency percentile at an offered load, against a goal.
@@ -33,7 +70,9 @@ type LatencyGoal struct {
 type Report struct {
 	Header   []string
 	Rows     []Measured
+	Bulk     []Bulk
 	Ratios   []Ratio
+	Goals    []Goal
 	Latency  []LatencyGoal
 	Checks   []Check
 	PG       *PGLimit
@@ -65,11 +104,14 @@ func (r Report) String() string {
 	for _, h := range r.Header {
 		b.WriteString(h + "\n")
 	}
+	nameW := len("benchmark")
+	for _, m := range r.Rows {
+		nameW = max(nameW, len(m.Name))
+	}
+	for _, x := range r.Bulk {
+		nameW = max(nameW, len(x.Name))
+	}
 	if len(r.Rows) > 0 {
-		nameW := len("benchmark")
-		for _, m := range r.Rows {
-			nameW = max(nameW, len(m.Name))
-		}
 		row := func(cols ...string) {
 			fmt.Fprintf(&b, "%-*s  %10s  %9s  %9s  %9s  %7s  %s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
 		}
@@ -89,21 +131,63 @@ func (r Report) String() string {
 			row(m.Name, fmt.Sprintf("%.1f", m.Throughput()), ms(m.Percentile(50)), ms(m.Percentile(99)),
 				fmt.Sprint(m.OK()), fmt.Sprint(m.Errors()), strings.Join(rounds, " "))
 		}
-		b.WriteString("\nCPU time per request (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
-		cpuRow := func(cols ...string) {
-			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	}
+	if len(r.Bulk) > 0 {
+		row := func(cols ...string) {
+			fmt.Fprintf(&b, "%-*s  %10s  %-9s  %9s  %9s  %7s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
 		}
-		cpuRow("benchmark", "gen", "gateway", "accounts", "verification", "other", "total")
+		b.WriteString("\n")
+		row("benchmark", "rate", "", "elapsed", "count", "errors")
+		row(strings.Repeat("-", nameW), strings.Repeat("-", 10), strings.Repeat("-", 9), strings.Repeat("-", 9),
+			strings.Repeat("-", 9), strings.Repeat("-", 7))
+		for _, x := range r.Bulk {
+			row(x.Name, fmt.Sprintf("%.1f", x.Rate()), x.Unit+"/s", fmt.Sprintf("%.2fs", x.Elapsed.Seconds()),
+				fmt.Sprint(x.N), fmt.Sprint(x.Errors))
+			if x.Detail != "" {
+				fmt.Fprintf(&b, "  %s\n", x.Detail)
+			}
+		}
+	}
+	if len(r.Rows) > 0 || len(r.Bulk) > 0 {
+		b.WriteString("\nCPU time per request, or per row or record for D (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
+		cpuRow := func(cols ...string) {
+			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
+		}
+		cpuRow("benchmark", "gen", "gateway", "accounts", "verification", "connect", "other", "total")
+		cpuLine := func(name string, c CPU) {
+			cpuRow(name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Verification), us(c.Connect), us(c.Other()), us(c.Machine))
+		}
 		for _, m := range r.Rows {
-			c := m.CPUPerRequest()
-			cpuRow(m.Name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Verification), us(c.Other()), us(c.Machine))
+			cpuLine(m.Name, m.CPUPerRequest())
+		}
+		for _, x := range r.Bulk {
+			cpuLine(x.Name, x.CPU.per(int(x.N)))
 		}
 	}
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n")
 		for _, q := range r.Ratios {
-			fmt.Fprintf(&b, "ratio %-16s %5.2f   goal >= %.2f   %-7s   (%.1f / %.1f req/s)\n",
-				q.Name, q.value(), q.Goal, verdict(q.value() >= q.Goal), q.Num, q.Den)
+			unit := q.Unit
+			if unit == "" {
+				unit = "req/s"
+			}
+			fmt.Fprintf(&b, "ratio %-16s %5.2f   goal >= %.2f   %-7s   (%.1f / %.1f %s)\n",
+				q.Name, q.value(), q.Goal, verdict(q.value() >= q.Goal), q.Num, q.Den, unit)
+		}
+	}
+	if len(r.Goals) > 0 {
+		b.WriteString("\n")
+		for _, g := range r.Goals {
+			op := ">="
+			if g.Below {
+				op = "<"
+			}
+			detail := ""
+			if g.Detail != "" {
+				detail = "   (" + g.Detail + ")"
+			}
+			fmt.Fprintf(&b, "goal %-*s  %10.1f %-9s   goal %s %.0f %s   %s%s\n",
+				nameW, g.Name, g.Value, g.Unit, op, g.Bound, g.Unit, verdict(g.met()), detail)
 		}
 	}
 	if len(r.Latency) > 0 {
@@ -117,12 +201,16 @@ func (r Report) String() string {
 	}
 	if len(r.Checks) > 0 {
 		b.WriteString("\n")
+		checkW := 33
+		for _, c := range r.Checks {
+			checkW = max(checkW, len(c.Name))
+		}
 		for _, c := range r.Checks {
 			ok := "OK"
 			if !c.OK {
 				ok = "FAIL"
 			}
-			fmt.Fprintf(&b, "check %-33s %-4s  %s\n", c.Name, ok, c.Text)
+			fmt.Fprintf(&b, "check %-*s %-4s  %s\n", checkW, c.Name, ok, c.Text)
 		}
 	}
 	if pg := r.PG; pg != nil {
