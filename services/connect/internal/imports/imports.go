@@ -303,13 +303,13 @@ func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
 }
 
 func (s *Service) stage(row csvimport.Row) store.StageRow {
-	id := uuid.NewString()
+	id := uuid.New()
 	attrs := []byte("{}")
 	if len(row.Attributes) > 0 {
 		attrs, _ = json.Marshal(row.Attributes)
 	}
 	return store.StageRow{
-		ID: id, NumberSealed: s.numbers.Seal(row.Number.E164, id), NumberHash: s.numbers.Hasher.Sum(row.Number.E164),
+		ID: id, NumberSealed: s.numbers.Seal(row.Number.E164, id.String()), NumberHash: s.numbers.Hasher.Sum(row.Number.E164),
 		NumberMasked: row.Number.Masked(), CountryCode: profiles.Region(row.Number),
 		ExternalID: row.ExternalID, FirstName: row.FirstName, LastName: row.LastName, Email: row.Email, Attributes: attrs,
 	}

@@ -112,7 +112,7 @@ func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) err
 
 // StageRow is one valid row of an import, ready for the database.
 type StageRow struct {
-	ID           string
+	ID           [16]byte // a UUID's bytes: COPY encodes them directly, not by parsing text
 	NumberSealed []byte
 	NumberHash   []byte
 	NumberMasked string
