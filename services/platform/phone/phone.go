@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
+	"google.golang.org/protobuf/proto"
 )
 
 // Number is a valid mobile number, normalised.
@@ -58,6 +59,51 @@ func Parse(s string) (Number, error) {
 	if !isE164Shape(s) {
 		return Number{}, ErrNotE164
 	}
+	if n, ok := parseAsWritten(s); ok {
+		return n, nil
+	}
+	return parseLibrary(s)
+}
+
+// parseAsWritten reads s, which has the E.164 shape, as a country code and the national number
+// written after it, and accepts it only when the library says that number is valid as written.
+// It gives the same result as the library's Parse for such numbers at about a third of the
+// cost: Parse is built for free text (punctuation, letters, extensions, trunk prefixes) and
+// spends most of its time on regular expressions that E.164 input never needs. Anything it
+// does not accept (a leading zero or trunk prefix after the country code, an invalid number)
+// goes through parseLibrary, which normalises or refuses it; TestParseAsWrittenAgrees holds
+// the two to the same answers.
+func parseAsWritten(s string) (Number, bool) {
+	digits := s[1:]
+	// Country calling codes are a prefix code: at most one of the first 1–3 digits is one.
+	for l := 1; l <= 3 && l < len(digits); l++ {
+		cc, _ := strconv.Atoi(digits[:l])
+		if phonenumbers.GetRegionCodeForCountryCode(cc) == phonenumbers.UNKNOWN_REGION {
+			continue
+		}
+		national := digits[l:]
+		if national[0] == '0' {
+			return Number{}, false
+		}
+		nn, err := strconv.ParseUint(national, 10, 64)
+		if err != nil {
+			return Number{}, false
+		}
+		n := &phonenumbers.PhoneNumber{CountryCode: proto.Int32(int32(cc)), NationalNumber: proto.Uint64(nn)}
+		if !phonenumbers.IsValidNumber(n) {
+			return Number{}, false
+		}
+		region := phonenumbers.GetRegionCodeForNumber(n)
+		if region == phonenumbers.UNKNOWN_REGION {
+			region = ""
+		}
+		return Number{E164: s, CountryCode: cc, National: national, Region: region}, true
+	}
+	return Number{}, false
+}
+
+// parseLibrary is Parse by the library's own parser.
+func parseLibrary(s string) (Number, error) {
 	n, err := phonenumbers.Parse(s, "")
 	if err != nil || !phonenumbers.IsValidNumber(n) {
 		return Number{}, ErrInvalid
