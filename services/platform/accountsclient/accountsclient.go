@@ -18,6 +18,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Errors of a debit that the caller's rules act on.
@@ -35,11 +36,12 @@ type Client struct {
 
 // Dial connects to accounts at addr.
 func Dial(addr, internalToken string) (*Client, error) {
-	conn, err := grpc.NewClient(addr,
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: internalToken, Insecure: true}),
 		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
-	)
+	}
+	conn, err := grpc.NewClient(addr, append(opts, tracing.DialOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial accounts at %s: %w", addr, err)
 	}

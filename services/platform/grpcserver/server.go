@@ -23,7 +23,9 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	mnvlog "github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Options configure a Server.
@@ -67,15 +69,13 @@ func New(o Options) (*Server, error) {
 	}
 	log := o.Logger
 	onPanic := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
-		log.Error("panic in handler", zap.Any("panic", p), zap.String("request_id", requestid.From(ctx)), zap.Stack("stack"))
+		log.Error("panic in handler", zap.Any("panic", p), mnvlog.Request(ctx), zap.Stack("stack"))
 		return errInternal
 	})
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(codeToLevel),
-		logging.WithFieldsFromContext(func(ctx context.Context) logging.Fields {
-			return logging.Fields{"request_id", requestid.From(ctx)}
-		}),
+		logging.WithFieldsFromContext(requestFields),
 	}
 	// Order matters, outermost first: the request id is set before anything logs; logging and
 	// metrics wrap recovery, so they see the final code of every call, a panic (INTERNAL) or an
@@ -96,17 +96,30 @@ func New(o Options) (*Server, error) {
 		recovery.StreamServerInterceptor(onPanic),
 		o.Guard.StreamInterceptor(),
 	}
-	srv := grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	// The trace's server span (when tracing is on) is a stats handler: it starts before every
+	// interceptor, so the request log line can name its trace.
+	srv := grpc.NewServer(append(opts, tracing.ServerOptions()...)...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(srv, h)
 	s := &Server{Server: srv, Health: h, log: log, timeout: o.ShutdownTimeout}
 	// Metrics are initialised lazily per method; registering services happens after New, so the
 	// zero series appear on the first call instead. That is enough for rate() and alerts.
 	return s, nil
+}
+
+// requestFields are the fields of every request log line: the request id, and the trace and
+// span ids when the call is traced.
+func requestFields(ctx context.Context) logging.Fields {
+	f := logging.Fields{"request_id", requestid.From(ctx)}
+	if traceID, spanID := tracing.IDs(ctx); traceID != "" {
+		f = append(f, "trace_id", traceID, "span_id", spanID)
+	}
+	return f
 }
 
 func codeToLevel(c codes.Code) logging.Level {

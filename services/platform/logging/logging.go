@@ -6,10 +6,14 @@
 package logging
 
 import (
+	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
 // New returns a JSON logger at level ("debug", "info", "warn", "error"). format "console" gives a
@@ -39,3 +43,20 @@ func New(level, format string) (*zap.Logger, error) {
 
 // RequestID is the field name every process uses for the request id.
 func RequestID(id string) zap.Field { return zap.String("request_id", id) }
+
+// Request is the fields that tie a log line to its request: request_id, and trace_id and
+// span_id when a span is active, so an operator can go from the line to the trace.
+func Request(ctx context.Context) zap.Field { return zap.Inline(requestFields{ctx}) }
+
+type requestFields struct{ ctx context.Context }
+
+func (r requestFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	if id := requestid.From(r.ctx); id != "" {
+		enc.AddString("request_id", id)
+	}
+	if sc := trace.SpanContextFromContext(r.ctx); sc.IsValid() {
+		enc.AddString("trace_id", sc.TraceID().String())
+		enc.AddString("span_id", sc.SpanID().String())
+	}
+	return nil
+}

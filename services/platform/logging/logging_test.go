@@ -1,11 +1,17 @@
 package logging_test
 
 import (
+	"context"
+	"reflect"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
 func TestNew(t *testing.T) {
@@ -50,5 +56,33 @@ func TestRequestIDField(t *testing.T) {
 	f := logging.RequestID("abc")
 	if f.Key != "request_id" || f.String != "abc" || f.Type != zapcore.StringType {
 		t.Errorf("RequestID = %+v", f)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	spanID, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	traced := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled,
+	}))
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want map[string]any
+	}{
+		{"nothing", context.Background(), map[string]any{}},
+		{"request id only", requestid.With(context.Background(), "r-1"), map[string]any{"request_id": "r-1"}},
+		{"span only", traced, map[string]any{"trace_id": traceID.String(), "span_id": spanID.String()}},
+		{"both", requestid.With(traced, "r-2"), map[string]any{"request_id": "r-2", "trace_id": traceID.String(), "span_id": spanID.String()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			zap.New(core).Info("line", logging.Request(tt.ctx))
+			got := logs.All()[0].ContextMap()
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("fields = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

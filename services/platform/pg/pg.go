@@ -1,5 +1,6 @@
 // Package pg holds what every service needs of PostgreSQL: a pool with explicit limits, schema
-// migrations from embedded SQL, a transaction callback and SQLSTATE helpers.
+// migrations from embedded SQL, a transaction callback and SQLSTATE helpers, the pool's metrics
+// (PoolCollector), and a span per query when tracing is on.
 package pg
 
 import (
@@ -14,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // PoolConfig sets the limits of a pool. Zero values take the defaults.
@@ -46,6 +49,9 @@ func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) 
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	if c.ApplicationName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
+	}
+	if t := tracing.PgxTracer(); t != nil {
+		cfg.ConnConfig.Tracer = t
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package process is the common start of every mnv binary: a logger, a context that ends on
-// SIGINT or SIGTERM, a Prometheus registry served over HTTP when MNV_METRICS_ADDR is set, and
-// pprof when MNV_DEBUG_ADDR is set.
+// SIGINT or SIGTERM, a Prometheus registry served over HTTP when MNV_METRICS_ADDR is set,
+// OpenTelemetry tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set (flushed at exit), and pprof
+// when MNV_DEBUG_ADDR is set.
 package process
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // defaultGCPercent is the GC target when GOGC is not set.
@@ -50,6 +52,22 @@ func Main(name string, run RunFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Tracing is decided before run builds anything: servers, clients and pools ask whether it
+	// is on when they are made.
+	shutdownTracing, err := tracing.Setup(ctx, env, name, log)
+	if err != nil {
+		log.Error("exiting", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(1)
+	}
+	flush := func() {
+		fctx, cancel := context.WithTimeout(context.Background(), tracing.ShutdownTimeout)
+		defer cancel()
+		if err := shutdownTracing(fctx); err != nil {
+			log.Warn("flush traces", zap.Error(err))
+		}
+	}
+
 	reg := NewRegistry()
 	if addr := env.String("MNV_METRICS_ADDR", ""); addr != "" {
 		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
@@ -76,7 +94,9 @@ func Main(name string, run RunFunc) {
 		defer srv.Close()
 	}
 
-	if err := run(ctx, env, log, reg); err != nil {
+	err = run(ctx, env, log, reg)
+	flush()
+	if err != nil {
 		log.Error("exiting", zap.Error(err))
 		_ = log.Sync()
 		os.Exit(1)
