@@ -155,18 +155,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 	creds := credentials.New(pool, fp, log)
 	ledger := billing.NewLedger(pool, prices)
-	if reg != nil {
-		batch := prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "mnv", Subsystem: "accounts", Name: "debit_batch_size",
-			Help:    "Debits committed together in one transaction (group commit per client).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
-		})
-		if err := reg.Register(batch); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
-		ledger.Observe = func(n int) { batch.Observe(float64(n)) }
+	metrics, err := billing.NewMetrics(reg)
+	if err == nil {
+		err = pg.RegisterPool(reg, pool)
 	}
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	ledger.Metrics = metrics
 	deps := server.Deps{
 		Clients: clients.New(pool, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
 		Log: log, Now: time.Now,

@@ -166,4 +166,3 @@ func keys(m map[string]sdktrace.ReadOnlySpan) []string {
 	}
 	return out
 }
-

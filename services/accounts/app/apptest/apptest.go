@@ -33,8 +33,10 @@ const (
 type Server struct {
 	Addr        string
 	DatabaseURL string
-	Admin       accountsv1.AccountsAdminServiceClient
-	Internal    accountsv1.AccountsInternalServiceClient
+	// Metrics is the registry the service registered its metrics on.
+	Metrics  *prometheus.Registry
+	Admin    accountsv1.AccountsAdminServiceClient
+	Internal accountsv1.AccountsInternalServiceClient
 }
 
 // Start runs an accounts service until the test ends.
@@ -47,7 +49,8 @@ func Start(t testing.TB) *Server {
 	cfg.ShutdownTimeout = 5 * time.Second
 
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, Logger(t), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	a, err := app.New(ctx, cfg, Logger(t), reg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -65,7 +68,7 @@ func Start(t testing.TB) *Server {
 			t.Errorf("accounts stopped with %v", err)
 		}
 	})
-	s := &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL}
+	s := &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg}
 	s.Admin = accountsv1.NewAccountsAdminServiceClient(Dial(t, s.Addr, AdminToken))
 	s.Internal = accountsv1.NewAccountsInternalServiceClient(Dial(t, s.Addr, InternalToken))
 	return s

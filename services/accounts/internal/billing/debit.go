@@ -57,7 +57,9 @@ type Ledger struct {
 	prices Prices
 	shards []*shard
 
-	// Observe, when set, is told the size of every committed batch (a metric). Shards call it
+	// Metrics, when set, count debits and refunds and observe batch sizes.
+	Metrics *Metrics
+	// Observe, when set, is told the size of every committed batch (for tests). Shards call it
 	// concurrently.
 	Observe func(batchSize int)
 }
@@ -150,15 +152,20 @@ func (l *Ledger) drain(s *shard) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		results, err := l.commit(ctx, batch)
 		cancel()
-		if l.Observe != nil && err == nil {
-			l.Observe(n)
+		if err == nil {
+			l.Metrics.batchSize(n)
+			if l.Observe != nil {
+				l.Observe(n)
+			}
 		}
 		for i, p := range batch {
-			if err != nil {
-				p.done <- outcome{err: err}
-			} else {
-				p.done <- results[i]
+			o := outcome{err: err}
+			if err == nil {
+				o = results[i]
 			}
+			// Counted before the caller hears, so a metric never lags what a caller saw.
+			l.Metrics.debit(p.req.Kind, o.res, o.err)
+			p.done <- o
 		}
 	}
 }

@@ -29,6 +29,12 @@ func (l *Ledger) Refund(ctx context.Context, clientID, reference string, descrip
 	if err := ValidateReference("reference", reference); err != nil {
 		return RefundResult{}, err
 	}
+	res, err := l.refund(ctx, clientID, reference, description)
+	l.Metrics.refund(res, err)
+	return res, err
+}
+
+func (l *Ledger) refund(ctx context.Context, clientID, reference string, description *string) (RefundResult, error) {
 	var res RefundResult
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		state, err := store.LockBalance(ctx, tx, clientID)
