@@ -37,5 +37,8 @@ func main() {
 		}
 		log.Info("serving gRPC", zap.String("addr", lis.Addr().String()))
 		return a.Run(ctx, lis)
-	})
+	},
+		// An import allocates for every row it reads; at the default 400% the heap grew to five
+		// times its live size (a peak RSS of 245 MB importing a 1M-row file in make bench).
+		process.GCPercent(100))
 }
