@@ -656,7 +656,7 @@ func TestUnusedTagsDropped(t *testing.T) {
 			for _, tag := range tags {
 				names = append(names, get(t, tag, "name").(string))
 			}
-			want := []string{"AccountsService", "VerificationService"}
+			want := []string{"AccountsService", "ConnectService", "VerificationService"}
 			if in.name != "generated" {
 				want = want[:1]
 			}
