@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/limits"
@@ -210,11 +211,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 
+	verifyMetrics, err := verify.NewMetrics(reg)
+	if err == nil {
+		err = pg.RegisterPool(reg, pool)
+	}
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	sealer := seal.NewSealer(keyring)
 	vault := numbers.NewVault(keyring, hasher)
 	verifier := verify.New(pool, ops, sealer, vault, accounts, verify.Config{
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)
+	verifier.Metrics = verifyMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	rate := limits.NewClientRate(cfg.ClientRate, cfg.ClientBurst)
 	srv, err := grpcserver.New(grpcserver.Options{
@@ -241,9 +252,19 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	})
 	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem}
 	if cfg.ConnectAddr != "" {
-		conn, err := grpc.NewClient(cfg.ConnectAddr,
+		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
+		// nothing would hide a growing outbox.
+		relayMetrics, err := relay.NewMetrics(reg)
+		if err != nil {
+			pool.Close()
+			_ = accounts.Close()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.InternalToken, Insecure: true}))
+			grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.InternalToken, Insecure: true}),
+		}
+		conn, err := grpc.NewClient(cfg.ConnectAddr, append(opts, tracing.DialOptions()...)...)
 		if err != nil {
 			pool.Close()
 			_ = accounts.Close()
@@ -251,6 +272,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		}
 		a.connect = conn
 		a.relay = relay.New(pool, connectv1.NewConnectInternalServiceClient(conn), log)
+		a.relay.Metrics = relayMetrics
 	}
 	return a, nil
 }

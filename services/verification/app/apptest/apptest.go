@@ -26,6 +26,8 @@ const (
 type Server struct {
 	Addr        string
 	DatabaseURL string
+	// Metrics is the registry the service registered its metrics on.
+	Metrics *prometheus.Registry
 }
 
 // Start runs a verification service against the accounts service at accountsAddr (which must
@@ -47,7 +49,8 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, log, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	a, err := app.New(ctx, cfg, log, reg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -65,5 +68,5 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 			t.Errorf("verification stopped with %v", err)
 		}
 	})
-	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL}
+	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg}
 }

@@ -22,11 +22,17 @@ type Relay struct {
 	connect connectv1.ConnectInternalServiceClient
 	log     *zap.Logger
 	batch   int
+
+	// Metrics, when set, count relayed rows and failed rounds and are told the backlog.
+	Metrics *Metrics
+	// MeasureEvery is how often Run measures the backlog for Metrics.
+	MeasureEvery time.Duration
+	measured     time.Time
 }
 
 // New returns a Relay.
 func New(pool *pgxpool.Pool, connect connectv1.ConnectInternalServiceClient, log *zap.Logger) *Relay {
-	return &Relay{pool: pool, connect: connect, log: log, batch: 500}
+	return &Relay{pool: pool, connect: connect, log: log, batch: 500, MeasureEvery: 5 * time.Second}
 }
 
 // Run relays until ctx ends, looking every poll when there is nothing to do.
@@ -35,7 +41,9 @@ func (r *Relay) Run(ctx context.Context, poll time.Duration) {
 		n, err := r.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("relay the outbox to connect", zap.Error(err))
+			r.Metrics.failure()
 		}
+		r.measure(ctx)
 		if n < r.batch {
 			select {
 			case <-ctx.Done():
@@ -85,17 +93,47 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		n = len(ids)
 		return nil
 	})
+	if err == nil {
+		r.Metrics.relay(n)
+	}
 	return n, err
 }
 
-// Lag is the age of the oldest fact not relayed yet (0 when none): the outbox lag metric.
-func Lag(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
+// measure tells Metrics the backlog, at most every MeasureEvery: two indexed lookups, whatever
+// the outbox's size.
+func (r *Relay) measure(ctx context.Context) {
+	if r.Metrics == nil || time.Since(r.measured) < r.MeasureEvery {
+		return
+	}
+	r.measured = time.Now()
+	lag, pending, err := Backlog(ctx, r.pool)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("measure the outbox backlog", zap.Error(err))
+		}
+		return
+	}
+	r.Metrics.backlog(lag, pending)
+}
+
+// MaxCounted caps the pending count of Backlog, so that measuring a huge backlog stays cheap.
+const MaxCounted = 100_000
+
+// Backlog measures the facts not relayed yet: the age of the oldest (0 when none) and how many
+// there are, up to MaxCounted. Both read the partial index of pending rows (outbox_pending),
+// never the relayed ones; ids follow insertion, so the lowest pending id is the oldest fact (give
+// or take a transaction).
+func Backlog(ctx context.Context, pool *pgxpool.Pool) (lag time.Duration, pending int64, err error) {
 	var oldest *time.Time
-	if err := pool.QueryRow(ctx, `SELECT min(created_at) FROM verification.outbox WHERE relayed_at IS NULL`).Scan(&oldest); err != nil {
-		return 0, err
+	err = pool.QueryRow(ctx, `SELECT
+			(SELECT created_at FROM verification.outbox WHERE relayed_at IS NULL ORDER BY id LIMIT 1),
+			(SELECT count(*) FROM (SELECT 1 FROM verification.outbox WHERE relayed_at IS NULL LIMIT $1) p)`,
+		MaxCounted).Scan(&oldest, &pending)
+	if err != nil {
+		return 0, 0, fmt.Errorf("outbox backlog: %w", err)
 	}
-	if oldest == nil {
-		return 0, nil
+	if oldest != nil {
+		lag = max(time.Since(*oldest), 0)
 	}
-	return time.Since(*oldest), nil
+	return lag, pending, nil
 }

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/limits"
 )
@@ -53,7 +53,7 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(codes.DeadlineExceeded, apierr.Unavailable, "the request timed out")
 	}
-	log.Error("request failed", zap.Error(err), zap.String("request_id", requestid.From(ctx)))
+	log.Error("request failed", zap.Error(err), logging.Request(ctx))
 	return apierr.New(codes.Internal, apierr.Internal, "internal error")
 }
 

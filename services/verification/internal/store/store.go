@@ -75,41 +75,37 @@ func SessionVerification(ctx context.Context, db pg.DB, clientID, sessionID stri
 }
 
 // SettleVerification records the charge of a PENDING verification and, for a VERIFIED one, the
-// outbox fact for Connect, in one statement. settled is false when it was settled already.
+// outbox fact for Connect, in one statement. settled is false when it was settled already (by a
+// retry of the request or the reconciler).
 func SettleVerification(ctx context.Context, db pg.DB, id string, charged int64, balanceAfter int64) (settled bool, err error) {
-	tag, err := db.Exec(ctx, `WITH v AS (
+	err = db.QueryRow(ctx, `WITH v AS (
 			UPDATE verification.verifications
 			SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
 			WHERE id = $1 AND status = 'PENDING'
-			RETURNING id, client_id, number_hash, outcome, settled_at)
-		INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at)
-		SELECT client_id, id, number_hash, settled_at FROM v WHERE outcome = 'VERIFIED'`, id, charged, balanceAfter)
+			RETURNING id, client_id, number_hash, outcome, settled_at),
+		o AS (
+			INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at)
+			SELECT client_id, id, number_hash, settled_at FROM v WHERE outcome = 'VERIFIED')
+		SELECT count(*) = 1 FROM v`, id, charged, balanceAfter).Scan(&settled)
 	if err != nil {
 		return false, fmt.Errorf("settle verification: %w", err)
 	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	// Not VERIFIED: no outbox row either way; tell settled from already settled.
-	var status string
-	if err := db.QueryRow(ctx, `SELECT status FROM verification.verifications WHERE id = $1`, id).Scan(&status); err != nil {
-		return false, fmt.Errorf("settle verification: %w", err)
-	}
-	return status != domain.StatusPending, nil
+	return settled, nil
 }
 
 // RejectVerification marks a PENDING verification whose charge was refused and releases its
-// session, so the blob can be verified again once the balance allows.
-func RejectVerification(ctx context.Context, db pg.DB, id string) error {
-	_, err := db.Exec(ctx, `WITH v AS (
+// session, so the blob can be verified again once the balance allows. rejected is false when
+// it was no longer PENDING.
+func RejectVerification(ctx context.Context, db pg.DB, id string) (rejected bool, err error) {
+	tag, err := db.Exec(ctx, `WITH v AS (
 			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now()
 			WHERE id = $1 AND status = 'PENDING'
 			RETURNING session_id)
 		UPDATE verification.sessions SET used_at = NULL WHERE id IN (SELECT session_id FROM v)`, id)
 	if err != nil {
-		return fmt.Errorf("reject verification: %w", err)
+		return false, fmt.Errorf("reject verification: %w", err)
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 const verificationColumns = `id::text, client_id::text, session_id::text, status, outcome, reason, operator_id,

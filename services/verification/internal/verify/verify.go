@@ -23,6 +23,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -54,6 +55,9 @@ type Service struct {
 	cfg     Config
 	log     *zap.Logger
 	now     func() time.Time
+
+	// Metrics, when set, count settled verifications.
+	Metrics *Metrics
 }
 
 // New returns a Service.
@@ -113,6 +117,9 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 	}
 	if recorded {
 		v.CreatedAt = created
+		if v.Status != domain.StatusPending {
+			s.Metrics.settle(v.Status) // an outcome nobody pays for is final at once
+		}
 	} else {
 		// The session is used, unknown, or this is a retry of a verification whose charge did
 		// not settle: resume that one.
@@ -202,16 +209,25 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 	charge, err := s.charger.Debit(ctx, v.ClientID, accountsclient.KindVerification, v.ServiceType, "verification:"+v.ID)
 	switch err = domain.ChargeError(err); {
 	case errors.Is(err, domain.ErrUnavailable):
-		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err))
+		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))
+		s.Metrics.deferCharge()
 		return v, domain.ErrUnavailable
 	case err != nil:
-		if rerr := store.RejectVerification(ctx, db, v.ID); rerr != nil {
+		rejected, rerr := store.RejectVerification(ctx, db, v.ID)
+		if rerr != nil {
 			return v, rerr
+		}
+		if rejected {
+			s.Metrics.settle(domain.StatusRejected)
 		}
 		return v, err
 	}
-	if _, err := store.SettleVerification(ctx, db, v.ID, charge.Charged, charge.BalanceAfter); err != nil {
+	settled, err := store.SettleVerification(ctx, db, v.ID, charge.Charged, charge.BalanceAfter)
+	if err != nil {
 		return v, err
+	}
+	if settled {
+		s.Metrics.settle(v.Outcome)
 	}
 	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Charged, &charge.BalanceAfter
 	return v, nil
