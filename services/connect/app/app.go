@@ -203,6 +203,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	go profiles.Warm()
+	importMetrics, err := imports.NewMetrics(reg)
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	deliveryMetrics, err := delivery.NewMetrics(reg)
+	if err == nil {
+		err = pg.RegisterPool(reg, pool)
+	}
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 
 	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
@@ -212,6 +227,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: time.Minute, MaxAttempts: webhook.MaxAttempts,
 	}, log)
+	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,

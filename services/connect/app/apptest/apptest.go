@@ -27,6 +27,8 @@ const (
 type Server struct {
 	Addr        string
 	DatabaseURL string
+	// Metrics is the registry the service registered its metrics on.
+	Metrics *prometheus.Registry
 }
 
 // Start runs a connect service against the accounts service at accountsAddr until the test
@@ -51,7 +53,8 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, log, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	a, err := app.New(ctx, cfg, log, reg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -69,5 +72,5 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 			t.Errorf("connect stopped with %v", err)
 		}
 	})
-	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL}
+	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg}
 }

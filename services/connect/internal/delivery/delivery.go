@@ -48,6 +48,9 @@ type Worker struct {
 
 	mu  sync.Mutex
 	rnd *rand.Rand
+
+	// Metrics, when set, count attempts and delivered records.
+	Metrics *Metrics
 }
 
 // New returns a Worker that sends with client (webhook.NewClient, which enforces the SSRF
@@ -177,5 +180,9 @@ func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Re
 	// The outcome is recorded even if the request that triggered it has gone.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	return store.FinishDelivery(fctx, w.pool, ev, retryAt)
+	if err := store.FinishDelivery(fctx, w.pool, ev, retryAt); err != nil {
+		return err
+	}
+	w.Metrics.attempt(ev)
+	return nil
 }

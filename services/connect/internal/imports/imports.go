@@ -52,6 +52,9 @@ type Service struct {
 	numbers profiles.Numbers
 	cfg     Config
 	log     *zap.Logger
+
+	// Metrics, when set, count rows and finished jobs.
+	Metrics *Metrics
 }
 
 // New returns a Service.
@@ -103,6 +106,9 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		}
 		return err
 	})
+	if err == nil && out.Status == domain.ImportFailed {
+		s.Metrics.finished(domain.ImportFailed)
+	}
 	return out, err
 }
 
@@ -152,6 +158,9 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 		reason := fmt.Sprintf("the import stopped unexpectedly %d times and was given up; the first %d records of the file were imported",
 			job.Interruptions, job.ProcessedRecords)
 		_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
+		if err == nil {
+			s.Metrics.finished(domain.ImportFailed)
+		}
 		return true, err
 	}
 	err = s.run(ctx, job)
@@ -224,6 +233,7 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 				if err != nil {
 					return err
 				}
+				s.Metrics.rows(b.p.Imported, b.p.Updated, b.p.Failed)
 			}
 			end = b.end
 		}
@@ -317,7 +327,7 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 
 // complete marks the job COMPLETED and queues what it touched for IMPORT_COMPLETED integrations.
 func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := store.FinishJob(ctx, tx, job.ID, job.LeaseToken, nil); err != nil {
 			return err
 		}
@@ -334,6 +344,10 @@ func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.Metrics.finished(domain.ImportCompleted)
+	}
+	return err
 }
 
 // fail marks the job FAILED with a reason a person can act on (the file is not a CSV we read).
@@ -343,5 +357,8 @@ func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) e
 	}
 	reason := cause.Error()
 	_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
+	if err == nil {
+		s.Metrics.finished(domain.ImportFailed)
+	}
 	return err
 }
