@@ -12,10 +12,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // MaxAmount bounds any single amount, far below int64 overflow of a sum of many.
@@ -76,6 +81,7 @@ type shard struct {
 type pending struct {
 	req  DebitRequest
 	done chan outcome
+	span trace.SpanContext // the request's span, when traced
 }
 
 type outcome struct {
@@ -118,6 +124,9 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	h.Write([]byte(req.ClientID))
 	s := l.shards[h.Sum32()%shards]
 	p := &pending{req: req, done: make(chan outcome, 1)}
+	if tracing.Enabled() {
+		p.span = trace.SpanContextFromContext(ctx)
+	}
 	s.mu.Lock()
 	s.items = append(s.items, p)
 	start := !s.running
@@ -150,7 +159,12 @@ func (l *Ledger) drain(s *shard) {
 
 		// A batch outlives the request that started it: the others in it still wait.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, span := batchSpan(ctx, batch)
 		results, err := l.commit(ctx, batch)
+		if err != nil {
+			span.SetStatus(otelcodes.Error, "debit batch failed")
+		}
+		span.End()
 		cancel()
 		if err == nil {
 			l.Metrics.batchSize(n)
@@ -168,6 +182,32 @@ func (l *Ledger) drain(s *shard) {
 			p.done <- o
 		}
 	}
+}
+
+var tracer = otel.Tracer("github.com/mnvhq/mnv/services/accounts/internal/billing")
+
+// batchSpan starts the span of a batch's transaction when tracing is on: a child of the first
+// traced debit in it, linked to the others, so every request's trace leads to the queries that
+// charged it.
+func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
+	if !tracing.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	var parent trace.SpanContext
+	var links []trace.Link
+	for _, p := range batch {
+		switch {
+		case !p.span.IsValid():
+		case !parent.IsValid():
+			parent = p.span
+		default:
+			links = append(links, trace.Link{SpanContext: p.span})
+		}
+	}
+	if parent.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, parent)
+	}
+	return tracer.Start(ctx, "debit batch", trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.debit.batch_size", len(batch))))
 }
 
 // commit decides and writes one batch in one transaction. A batch is first decided as if none

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/logging"
 )
 
 // toStatus maps a domain error to a gRPC status error. Anything unexpected is logged with the
@@ -45,6 +45,6 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(codes.DeadlineExceeded, apierr.Unavailable, "the request timed out")
 	}
-	log.Error("request failed", zap.Error(err), zap.String("request_id", requestid.From(ctx)))
+	log.Error("request failed", zap.Error(err), logging.Request(ctx))
 	return apierr.New(codes.Internal, apierr.Internal, "internal error")
 }
