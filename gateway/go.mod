@@ -51,8 +51,6 @@ require (
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
-	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -79,6 +77,10 @@ require github.com/mnvhq/mnv/services/connect v0.0.0
 
 replace github.com/mnvhq/mnv/services/connect => ../services/connect
 
-require github.com/mnvhq/mnv/services/accounts v0.0.0
+require (
+	github.com/mnvhq/mnv/services/accounts v0.0.0
+	go.opentelemetry.io/otel/sdk v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
+)
 
 replace github.com/mnvhq/mnv/services/accounts => ../services/accounts

@@ -37,6 +37,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Config is the gateway's configuration.
@@ -237,18 +238,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
 
-	// The client address is resolved before the forwarding headers are stripped.
-	g.handler = middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
-		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(root)))))
+	// The client address is resolved before the forwarding headers are stripped. The trace's
+	// server span (when tracing is on) is outermost, so the access log line can name it.
+	g.handler = tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
+		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(root))))))
 	return g, nil
 }
 
 func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr,
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: g.cfg.InternalToken, Insecure: true}),
 		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
-	)
+	}
+	conn, err := grpc.NewClient(addr, append(opts, tracing.DialOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
@@ -256,7 +257,7 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 			}
 		}
 		if e.Status >= 500 {
-			log.Warn("request failed", zap.String("request_id", requestid.From(r.Context())),
+			log.Warn("request failed", logging.Request(r.Context()),
 				zap.String("path", r.URL.Path), zap.String("grpc_code", apierr.Parse(err).Code.String()))
 		}
 		WriteError(w, e)

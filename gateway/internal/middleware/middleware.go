@@ -16,7 +16,9 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // RequestID gives every request an id: the caller's X-Request-Id when it is sane, else a new
@@ -76,7 +78,7 @@ func Recover(log *zap.Logger) func(http.Handler) http.Handler {
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					log.Error("panic in HTTP handler", zap.Any("panic", p), zap.String("request_id", requestid.From(r.Context())), zap.Stack("stack"))
+					log.Error("panic in HTTP handler", zap.Any("panic", p), logging.Request(r.Context()), zap.Stack("stack"))
 					envelope.WriteError(w, envelope.Internal(r.Context()))
 				}
 			}()
@@ -92,14 +94,16 @@ type routeKey struct{}
 // unbounded label values).
 type route struct{ pattern string }
 
-// RouteMiddleware records the matched route pattern for Observe.
+// RouteMiddleware records the matched route pattern for Observe, and names the request's span
+// (when traced) after it.
 func RouteMiddleware() runtime.Middleware {
 	return func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-			if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
-				if p, ok := runtime.HTTPPattern(r.Context()); ok {
+			if p, ok := runtime.HTTPPattern(r.Context()); ok {
+				if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
 					rt.pattern = p.String()
 				}
+				tracing.SetRoute(r.Context(), r.Method, p.String())
 			}
 			next(w, r, params)
 		}
@@ -163,8 +167,9 @@ func (r *recorder) Flush() {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// Observe writes the access log line and the metrics of every request. It logs the method,
-// route pattern, status, size and duration; never headers, bodies or query strings.
+// Observe writes the access log line and the metrics of every request. It logs the request id
+// (and the trace's ids when traced), method, route pattern, status, size and duration; never
+// headers, bodies or query strings.
 func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -190,7 +195,7 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 				level = zap.InfoLevel
 			}
 			if ce := log.Check(level, "http request"); ce != nil {
-				ce.Write(zap.String("request_id", requestid.From(r.Context())), zap.String("method", r.Method),
+				ce.Write(logging.Request(r.Context()), zap.String("method", r.Method),
 					zap.String("route", pattern), zap.Int("status", rec.status), zap.Int("bytes", rec.bytes),
 					zap.Duration("duration", elapsed))
 			}

@@ -184,8 +184,6 @@ func (l *Ledger) drain(s *shard) {
 	}
 }
 
-var tracer = otel.Tracer("github.com/mnvhq/mnv/services/accounts/internal/billing")
-
 // batchSpan starts the span of a batch's transaction when tracing is on: a child of the first
 // traced debit in it, linked to the others, so every request's trace leads to the queries that
 // charged it.
@@ -207,7 +205,7 @@ func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Sp
 	if parent.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, parent)
 	}
-	return tracer.Start(ctx, "debit batch", trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.debit.batch_size", len(batch))))
+	return otel.Tracer("github.com/mnvhq/mnv/services/accounts/internal/billing").Start(ctx, "debit batch", trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.debit.batch_size", len(batch))))
 }
 
 // commit decides and writes one batch in one transaction. A batch is first decided as if none
