@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	ledger := billing.NewLedger(pool, prices)
 	metrics, err := billing.NewMetrics(reg)
 	if err == nil {
-		err = pg.RegisterPool(reg, pool)
+		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
 		pool.Close()

@@ -211,7 +211,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	deliveryMetrics, err := delivery.NewMetrics(reg)
 	if err == nil {
-		err = pg.RegisterPool(reg, pool)
+		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
 		pool.Close()

@@ -16,11 +16,13 @@ type PoolCollector struct {
 	waitSeconds                              *prometheus.Desc
 }
 
-// NewPoolCollector returns a collector of pool's statistics; register it on the service's
-// registry.
-func NewPoolCollector(pool *pgxpool.Pool) *PoolCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName("mnv", "db_pool", name), help, nil, nil)
+// NewPoolCollector returns a collector of pool's statistics, labelled pool=name (the schema it
+// serves, so an alert names the service whatever the scrape configuration); register it on the
+// service's registry.
+func NewPoolCollector(name string, pool *pgxpool.Pool) *PoolCollector {
+	labels := prometheus.Labels{"pool": name}
+	d := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName("mnv", "db_pool", metric), help, nil, labels)
 	}
 	return &PoolCollector{
 		pool:          pool,
@@ -61,10 +63,10 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	n(c.waitSeconds, s.EmptyAcquireWaitTime().Seconds())
 }
 
-// RegisterPool registers pool's collector on reg; a nil reg registers nothing.
-func RegisterPool(reg prometheus.Registerer, pool *pgxpool.Pool) error {
+// RegisterPool registers the collector of pool, named name, on reg; a nil reg registers nothing.
+func RegisterPool(reg prometheus.Registerer, name string, pool *pgxpool.Pool) error {
 	if reg == nil {
 		return nil
 	}
-	return reg.Register(NewPoolCollector(pool))
+	return reg.Register(NewPoolCollector(name, pool))
 }

@@ -21,10 +21,10 @@ func TestPoolCollector(t *testing.T) {
 	}
 	defer pool.Close()
 	reg := prometheus.NewRegistry()
-	if err := pg.RegisterPool(reg, pool); err != nil {
+	if err := pg.RegisterPool(reg, "test", pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := pg.RegisterPool(nil, pool); err != nil {
+	if err := pg.RegisterPool(nil, "test", pool); err != nil {
 		t.Fatalf("RegisterPool(nil) = %v, want nil", err)
 	}
 	conn, err := pool.Acquire(ctx)
@@ -40,6 +40,9 @@ func TestPoolCollector(t *testing.T) {
 	got := map[string]float64{}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "pool" || m.GetLabel()[0].GetValue() != "test" {
+				t.Errorf("%s has labels %v, want pool=test", f.GetName(), m.GetLabel())
+			}
 			got[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
 	}

@@ -213,7 +213,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 	verifyMetrics, err := verify.NewMetrics(reg)
 	if err == nil {
-		err = pg.RegisterPool(reg, pool)
+		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
 		pool.Close()
