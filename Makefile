@@ -5,7 +5,7 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 # Every Go module of the workspace; `go test ./...` does not cross module boundaries.
-MODULES := proto/gen services/platform services/accounts services/verification services/connect gateway cmd tests
+MODULES := proto/gen services/platform services/accounts services/verification services/connect gateway cmd tests deploy/k8s
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 FUZZTIME ?= 10s

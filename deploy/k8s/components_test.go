@@ -1,0 +1,97 @@
+package k8s_test
+
+// component is what the manifests must say about one mnv process, taken from its code.
+type component struct {
+	// name is the app.kubernetes.io/name label, the Dockerfile's and the binary's name.
+	name string
+	// deployment is the name of its Deployment (and of its Service, PDB, HPA, NetworkPolicy).
+	deployment string
+	// cmd is the main package, from the repository root.
+	cmd string
+	// app is the file whose LoadConfig reads the configuration.
+	app string
+	// database: the process owns a schema, so the binary takes `migrate` and the pod runs it
+	// before serving.
+	database bool
+	// port is the serving port: HTTP for the gateway, gRPC (with grpc.health.v1) for the others.
+	port int32
+	// listenVar sets the serving address; its default is loopback, useless in a pod.
+	listenVar string
+	// secrets are the secrets LoadConfig requires (env.Require). "DATABASE_URL" is also
+	// satisfied by the service's own MNV_<SVC>_DATABASE_URL.
+	secrets []string
+	// dbVar is the service's own database URL variable.
+	dbVar string
+	// probes are the wanted probes: a path for HTTP, "" for gRPC health.
+	probes map[string]string
+}
+
+var components = []component{
+	{
+		name: "gateway", deployment: "mnv-gateway", cmd: "gateway/cmd/gateway", app: "gateway/app/app.go",
+		port: 8080, listenVar: "MNV_HTTP_ADDR",
+		secrets: []string{"MNV_INTERNAL_TOKEN"},
+		// /healthz: alive; /readyz: every backend answers its health check (gateway/app).
+		probes: map[string]string{"liveness": "/healthz", "readiness": "/readyz", "startup": "/healthz"},
+	},
+	{
+		name: "accounts", deployment: "mnv-accounts", cmd: "services/accounts/cmd/accounts", app: "services/accounts/app/app.go",
+		database: true, port: 9091, listenVar: "MNV_ACCOUNTS_GRPC_ADDR", dbVar: "MNV_ACCOUNTS_DATABASE_URL",
+		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_INTERNAL_TOKEN", "MNV_ADMIN_TOKEN"},
+		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+	},
+	{
+		name: "verification", deployment: "mnv-verification", cmd: "services/verification/cmd/verification", app: "services/verification/app/app.go",
+		database: true, port: 9092, listenVar: "MNV_VERIFICATION_GRPC_ADDR", dbVar: "MNV_VERIFICATION_DATABASE_URL",
+		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
+		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+	},
+	{
+		name: "connect", deployment: "mnv-connect", cmd: "services/connect/cmd/connect", app: "services/connect/app/app.go",
+		database: true, port: 9093, listenVar: "MNV_CONNECT_GRPC_ADDR", dbVar: "MNV_CONNECT_DATABASE_URL",
+		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
+		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+	},
+}
+
+// secretVars are the variables that hold secrets. The value says whether the code also reads
+// NAME_FILE (config.Env.Secret); the database URLs are read with env.String, so for them a
+// _FILE variable would be silently ignored. TestSecretListMatchesCode keeps this list true.
+var secretVars = map[string]bool{
+	"DATABASE_URL":                  false,
+	"MNV_ACCOUNTS_DATABASE_URL":     false,
+	"MNV_VERIFICATION_DATABASE_URL": false,
+	"MNV_CONNECT_DATABASE_URL":      false,
+	"MNV_INTERNAL_TOKEN":            true,
+	"MNV_ADMIN_TOKEN":               true,
+	"MNV_PEPPER":                    true,
+	"MNV_DATA_KEYS":                 true,
+	"MNV_NUMBER_HASH_KEY":           true,
+}
+
+// backendAddrVars name where a process reaches another: each must name a Service of the render.
+var backendAddrVars = []string{"MNV_ACCOUNTS_ADDR", "MNV_VERIFICATION_ADDR", "MNV_CONNECT_ADDR"}
+
+// metricsPort is where every process serves Prometheus (MNV_METRICS_ADDR).
+const metricsPort = 9100
+
+// postgresConnectionBudget bounds, in prod, the sum over the database services of HPA
+// maxReplicas times the pool size (MNV_<SVC>_DB_MAX_CONNS) plus the migration step's
+// connections. PostgreSQL's max_connections must exceed it (deploy/k8s/README.md).
+const postgresConnectionBudget = 300
+
+// migrateConns is the pool of the `migrate` command (app.Migrate opens MaxConns 2).
+const migrateConns = 2
+
+// overlayNamespace is the namespace each environment deploys into.
+var overlayNamespace = map[string]string{"dev": "mnv-dev", "prod": "mnv"}
+
+// componentByLabel returns the component whose name is the pod's app.kubernetes.io/name.
+func componentByLabel(name string) (component, bool) {
+	for _, c := range components {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return component{}, false
+}
