@@ -61,7 +61,6 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261012220534-4341edf3f941 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261026165753-2ffab32bce7e // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace (
@@ -81,6 +80,7 @@ require (
 	github.com/mnvhq/mnv/services/accounts v0.0.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 replace github.com/mnvhq/mnv/services/accounts => ../services/accounts

@@ -128,6 +128,12 @@ func Command() string {
 // NewRegistry returns a registry with the Go runtime and process collectors.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(RuntimeCollectors()...)
 	return reg
+}
+
+// RuntimeCollectors are the collectors every binary registers besides its app's: Go's runtime
+// (go_*) and the process (process_*).
+func RuntimeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 }
