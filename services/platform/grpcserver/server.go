@@ -116,6 +116,9 @@ func New(o Options) (*Server, error) {
 // span ids when the call is traced.
 func requestFields(ctx context.Context) logging.Fields {
 	f := logging.Fields{"request_id", requestid.From(ctx)}
+	if !tracing.Enabled() {
+		return f
+	}
 	if traceID, spanID := tracing.IDs(ctx); traceID != "" {
 		f = append(f, "trace_id", traceID, "span_id", spanID)
 	}
