@@ -606,7 +606,9 @@ func selectorMatches(sel map[string]string, podLabels map[string]string) bool {
 }
 
 // checkServices: every Service selects the pods of exactly one Deployment and every port
-// targets a port those pods declare.
+// targets a port those pods declare. A gRPC service's Service is headless, so its callers'
+// round_robin balancer sees every pod; then the port is used as is on the pod (targetPort does
+// not apply), so it must be the container's port number.
 func checkServices(m *manifests) []string {
 	var p []string
 	for _, s := range m.services {
@@ -620,9 +622,15 @@ func checkServices(m *manifests) []string {
 			p = append(p, fmt.Sprintf("Service %s: selects %d Deployments, want 1", s.Name, len(matched)))
 			continue
 		}
+		c, known := deploymentComponent(matched[0])
+		grpcBackend := known && c.name != "gateway"
+		headless := s.Spec.ClusterIP == corev1.ClusterIPNone
+		if grpcBackend && !headless {
+			p = append(p, fmt.Sprintf("Service %s: a gRPC backend's Service must be headless (clusterIP: None) for its callers to spread calls over the pods", s.Name))
+		}
 		for _, sp := range s.Spec.Ports {
 			target := sp.TargetPort
-			if target.Type == intstr.Int && target.IntVal == 0 {
+			if target.Type == intstr.Int && target.IntVal == 0 || headless {
 				target = intstr.FromInt32(sp.Port)
 			}
 			found := false

@@ -139,6 +139,8 @@ func TestFixturesFail(t *testing.T) {
 		{dir: "loopback-listen", want: []string{"addresses"}},
 		{dir: "wrong-backend-address", want: []string{"addresses"}},
 		{dir: "service-wrong-target", want: []string{"services"}},
+		{dir: "service-virtual-ip", want: []string{"services"}},
+		{dir: "headless-port-mismatch", want: []string{"services"}},
 		{dir: "no-pdb", want: []string{"pdb"}},
 		{dir: "blocking-pdb", want: []string{"pdb"}},
 		{dir: "no-hpa", want: []string{"hpa"}},

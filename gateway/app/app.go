@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
@@ -34,9 +33,8 @@ import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -246,14 +244,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 }
 
 func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: g.cfg.InternalToken, Insecure: true}),
-		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
-	}
-	conn, err := grpc.NewClient(addr, append(opts, tracing.DialOptions()...)...)
+	conn, err := grpcclient.Dial(addr, g.cfg.InternalToken)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
+		return nil, err
 	}
 	g.conns = append(g.conns, conn)
 	return conn, nil

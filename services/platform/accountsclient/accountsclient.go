@@ -11,14 +11,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/requestid"
-	"github.com/mnvhq/mnv/services/platform/tracing"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 )
 
 // Errors of a debit that the caller's rules act on.
@@ -36,12 +34,7 @@ type Client struct {
 
 // Dial connects to accounts at addr.
 func Dial(addr, internalToken string) (*Client, error) {
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: internalToken, Insecure: true}),
-		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
-	}
-	conn, err := grpc.NewClient(addr, append(opts, tracing.DialOptions()...)...)
+	conn, err := grpcclient.Dial(addr, internalToken)
 	if err != nil {
 		return nil, fmt.Errorf("dial accounts at %s: %w", addr, err)
 	}

@@ -39,7 +39,16 @@ type Options struct {
 	Unary []grpc.UnaryServerInterceptor
 	// ShutdownTimeout bounds the graceful stop; in-flight calls get this long to finish.
 	ShutdownTimeout time.Duration
+	// MaxConnectionAge is how long a client connection serves new calls before the server asks
+	// the client to reconnect (default 2 minutes, ±10% jitter by grpc-go). Clients then resolve
+	// the service's name again, so replicas added by a scale-out receive calls within minutes.
+	MaxConnectionAge time.Duration
 }
+
+// maxConnectionAgeGrace is how long calls in flight on an aged connection may still run. It is
+// generous because it ends a stream by force: a CSV upload streams to connect for as long as the
+// client takes to send 50 MiB. New calls go to a new connection at once either way.
+const maxConnectionAgeGrace = 10 * time.Minute
 
 // Server is a gRPC server with health and metrics.
 type Server struct {
@@ -58,6 +67,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 15 * time.Second
+	}
+	if o.MaxConnectionAge == 0 {
+		o.MaxConnectionAge = 2 * time.Minute
 	}
 	metrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 		grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}),
@@ -100,6 +112,7 @@ func New(o Options) (*Server, error) {
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: o.MaxConnectionAge, MaxConnectionAgeGrace: maxConnectionAgeGrace}),
 	}
 	// The trace's server span (when tracing is on) is a stats handler: it starts before every
 	// interceptor, so the request log line can name its trace.

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
@@ -23,11 +22,11 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
-	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/limits"
@@ -260,11 +259,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			_ = accounts.Close()
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
-		opts := []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.InternalToken, Insecure: true}),
-		}
-		conn, err := grpc.NewClient(cfg.ConnectAddr, append(opts, tracing.DialOptions()...)...)
+		conn, err := grpcclient.Dial(cfg.ConnectAddr, cfg.InternalToken)
 		if err != nil {
 			pool.Close()
 			_ = accounts.Close()

@@ -1,0 +1,141 @@
+package grpcclient_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+)
+
+const token = "internal-token-for-grpcclient-test"
+
+// replica is one real server on a loopback port that counts the calls it answers and the
+// connections it accepts.
+type replica struct {
+	addr    string
+	calls   atomic.Int64
+	accepts atomic.Int64
+	mu      sync.Mutex
+	ids     []string // request ids the handler saw
+}
+
+type countingListener struct {
+	net.Listener
+	r *replica
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.r.accepts.Add(1)
+	}
+	return c, err
+}
+
+// startReplica serves the internal-only method test.Svc/Echo with a short connection age.
+func startReplica(t *testing.T, age time.Duration) *replica {
+	t.Helper()
+	r := &replica{}
+	s, err := grpcserver.New(grpcserver.Options{
+		Logger:           zap.NewNop(),
+		Guard:            auth.NewGuard(auth.Policy{"/test.Svc/Echo": {Credential: auth.Internal}}, nil, auth.NewServiceTokens(token, "")),
+		MaxConnectionAge: age,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Svc",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Echo",
+			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+				in := new(wrapperspb.StringValue)
+				if err := dec(in); err != nil {
+					return nil, err
+				}
+				h := func(ctx context.Context, _ any) (any, error) {
+					r.calls.Add(1)
+					r.mu.Lock()
+					r.ids = append(r.ids, requestid.From(ctx))
+					r.mu.Unlock()
+					return in, nil
+				}
+				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Svc/Echo"}, h)
+			},
+		}},
+	}, struct{}{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = lis.Addr().String()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, countingListener{lis, r}) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
+	return r
+}
+
+// TestDialSpreadsCallsOverReplicas dials a name that resolves to two real servers, as a
+// headless Service resolves to its pods, while the servers age their connections out: every
+// call succeeds with the internal credential and its request id, both replicas answer, and
+// clients reconnect as the servers ask.
+func TestDialSpreadsCallsOverReplicas(t *testing.T) {
+	const age = 150 * time.Millisecond
+	a, b := startReplica(t, age), startReplica(t, age)
+	res := manual.NewBuilderWithScheme("mnvtest")
+	res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: a.addr}, {Addr: b.addr}}})
+
+	conn, err := grpcclient.Dial(res.Scheme()+":///accounts", token, grpc.WithResolvers(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var calls int
+	for end := time.Now().Add(5 * age); time.Now().Before(end) || calls < 100; calls++ {
+		c := requestid.With(ctx, "req-spread-1")
+		out := new(wrapperspb.StringValue)
+		if err := conn.Invoke(c, "/test.Svc/Echo", wrapperspb.String("x"), out); err != nil {
+			t.Fatalf("call %d: %v", calls, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	for name, r := range map[string]*replica{"first": a, "second": b} {
+		n := r.calls.Load()
+		// round_robin alternates; pick_first would leave one replica with nothing.
+		if n < int64(calls)/4 {
+			t.Errorf("%s replica answered %d of %d calls; calls are not spread", name, n, calls)
+		}
+		if got := r.accepts.Load(); got < 2 {
+			t.Errorf("%s replica accepted %d connection(s) in %v with a %v connection age; want reconnections", name, got, 5*age, age)
+		}
+		r.mu.Lock()
+		for _, id := range r.ids {
+			if id != "req-spread-1" {
+				t.Fatalf("%s replica saw request id %q; want the caller's", name, id)
+			}
+		}
+		r.mu.Unlock()
+	}
+}
