@@ -42,7 +42,7 @@ func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error)
 
 // TouchKeys records that keys were used now.
 func TouchKeys(ctx context.Context, db pg.DB, ids []string) error {
-	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])`, ids)
+	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET last_used_at = now() WHERE id = ANY($1::text[]::uuid[])`, ids)
 	if err != nil {
 		return fmt.Errorf("touch keys: %w", err)
 	}

@@ -74,10 +74,13 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup []
 	ids := slices.Clone(clientIDs)
 	slices.Sort(ids)
 	b := &pgx.Batch{}
+	// Ids travel as text[] and are cast by the server: pgx has no binary plan for []string into
+	// uuid[], and finding that out (an error built with fmt) before falling back to text cost
+	// about a tenth of accounts' CPU on the debit path.
 	b.Queue(`SELECT b.client_id::text, b.balance, b.expires_at, c.status, now()
 		FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
-		WHERE b.client_id = ANY($1::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
-	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::uuid[])`, ids)
+		WHERE b.client_id = ANY($1::text[]::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
+	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::text[]::uuid[])`, ids)
 	if len(lookup) > 0 {
 		keys := make([]string, len(lookup))
 		for i, l := range lookup {
@@ -186,13 +189,13 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) 
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference, variant, description)
 		SELECT gen_random_uuid(), c, k, a, ba, r, v, d
-		FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[])
+		FROM unnest($1::text[]::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[])
 			WITH ORDINALITY AS t(c, k, a, ba, r, v, d, ord)
 		ORDER BY ord
 		ON CONFLICT (ref_key) DO NOTHING
 		RETURNING client_id::text, reference, id::text, created_at`, clients, kinds, amounts, after, refs, variants, descs)
 	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
-		FROM unnest($1::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
+		FROM unnest($1::text[]::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()

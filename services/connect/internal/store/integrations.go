@@ -116,7 +116,7 @@ func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, pro
 		ids := profileIDs
 		if t.matchedOnly {
 			if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
-				WHERE client_id = $1 AND id = ANY($2::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&ids); err != nil {
+				WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&ids); err != nil {
 				return 0, fmt.Errorf("matched profiles: %w", err)
 			}
 		}
@@ -200,7 +200,7 @@ func FinishDelivery(ctx context.Context, db DB, ev domain.SyncEvent, retryAt *ti
 
 // ProfilesByID reads the client's profiles with these ids (erased ones are simply absent).
 func ProfilesByID(ctx context.Context, db DB, clientID string, ids []string) ([]domain.Profile, error) {
-	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE client_id = $1 AND id = ANY($2::uuid[]) ORDER BY id`, clientID, ids)
+	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) ORDER BY id`, clientID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("profiles by id: %w", err)
 	}

@@ -175,15 +175,17 @@ func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]Match
 	for i, it := range items {
 		clients[i], hashes[i], ids[i], ats[i] = it.ClientID, it.NumberHash, it.VerificationID, it.VerifiedAt
 	}
+	// Ids travel as text[], cast by the server: pgx has no binary plan for []string into uuid[]
+	// and would fail one (building an error) on every call before falling back to text.
 	rows, err := db.Query(ctx, `WITH v AS (
 			INSERT INTO connect.verified_numbers AS vn (client_id, number_hash, verification_id, verified_at)
-			SELECT DISTINCT ON (c, h) c, h, i, a FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::timestamptz[]) AS t(c, h, i, a)
+			SELECT DISTINCT ON (c, h) c, h, i, a FROM unnest($1::text[]::uuid[], $2::bytea[], $3::text[]::uuid[], $4::timestamptz[]) AS t(c, h, i, a)
 			ORDER BY c, h, a DESC
 			ON CONFLICT (client_id, number_hash) DO UPDATE SET verification_id = excluded.verification_id, verified_at = excluded.verified_at
 				WHERE vn.verified_at < excluded.verified_at
 			RETURNING client_id, number_hash, verified_at)
 		UPDATE connect.profiles p SET matched_at = u.verified_at, updated_at = now()
-		FROM (SELECT DISTINCT ON (c, h) c, h, a FROM unnest($1::uuid[], $2::bytea[], $4::timestamptz[]) AS t(c, h, a) ORDER BY c, h, a) u(client_id, number_hash, verified_at)
+		FROM (SELECT DISTINCT ON (c, h) c, h, a FROM unnest($1::text[]::uuid[], $2::bytea[], $4::timestamptz[]) AS t(c, h, a) ORDER BY c, h, a) u(client_id, number_hash, verified_at)
 		WHERE p.client_id = u.client_id AND p.number_hash = u.number_hash AND p.matched_at IS NULL
 		RETURNING p.id::text, p.client_id::text`, clients, hashes, ids, ats)
 	if err != nil {
