@@ -213,8 +213,12 @@ type proc struct {
 
 func (s *Suite) spawn(name string, env []string) error {
 	p := &proc{name: name, env: append(env, s.processEnv[name]...)}
+	// Only a started process joins the suite: Stop after a failed start must not signal it.
+	if err := s.start(p); err != nil {
+		return err
+	}
 	s.procs = append(s.procs, p)
-	return s.start(p)
+	return nil
 }
 
 func (s *Suite) start(p *proc) error {
