@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 type client struct {
@@ -213,6 +214,35 @@ func TestRequestID(t *testing.T) {
 	h["X-Request-Id"] = strings.Repeat("x", 200)
 	if r := ok(t, "GET", "/v1/api/clients", h, ""); len(r.header.Get("X-Request-Id")) != 32 {
 		t.Fatalf("a 200-character id was echoed: %q", r.header.Get("X-Request-Id"))
+	}
+
+	// The id reaches the service behind the gateway, so its log line (a NotFound is logged at
+	// info) can be found from the id a caller reports: the caller's own, or the gateway's.
+	missing := "0b0f5a40-4c2f-4f8e-9d3c-1a2b3c4d5e6f"
+	for _, tt := range []struct {
+		service, method, path, sent string
+	}{
+		{"accounts", "DELETE", "/v1/api/me/api-keys/" + missing, "trace-accounts-" + c.ID[:8]},
+		{"verification", "GET", "/v1/api/verifications/" + missing, "trace-verification-" + c.ID[:8]},
+		{"verification", "GET", "/v1/api/verifications/" + missing, ""},
+	} {
+		h := keyOf(c)
+		if tt.sent != "" {
+			h["X-Request-Id"] = tt.sent
+		}
+		r := call(t, tt.method, tt.path, h, "")
+		id := r.header.Get("X-Request-Id")
+		if r.status != http.StatusNotFound || id == "" || tt.sent != "" && id != tt.sent {
+			t.Fatalf("%s %s: %d, request id %q", tt.method, tt.path, r.status, id)
+		}
+		want := `"request_id":"` + id + `"`
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(suite.Logs(tt.service), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s logged no line with %s for %s %s", tt.service, want, tt.method, tt.path)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

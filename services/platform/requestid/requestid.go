@@ -82,11 +82,16 @@ func fromMD(ctx context.Context) string {
 	return New()
 }
 
-// UnaryClientInterceptor passes the id in ctx on to the next service.
+// UnaryClientInterceptor passes the id in ctx on to the next service. It replaces any id the
+// outgoing metadata holds already (grpc-gateway forwards the caller's X-Request-Id header):
+// the server takes only a single id and would otherwise make up a new one.
 func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if id := From(ctx); id != "" {
-			ctx = metadata.AppendToOutgoingContext(ctx, MD, id)
+			md, _ := metadata.FromOutgoingContext(ctx)
+			md = md.Copy()
+			md.Set(MD, id)
+			ctx = metadata.NewOutgoingContext(ctx, md)
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}

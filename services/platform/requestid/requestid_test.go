@@ -140,15 +140,22 @@ func TestUnaryClientInterceptor(t *testing.T) {
 	tests := []struct {
 		name string
 		id   string
+		md   metadata.MD // outgoing metadata already set (grpc-gateway forwards headers)
 		want []string
 	}{
-		{"id passed on", "abc", []string{"abc"}},
-		{"no id, nothing sent", "", nil},
+		{"id passed on", "abc", nil, []string{"abc"}},
+		{"no id, nothing sent", "", nil, nil},
+		{"forwarded header replaced, not doubled", "abc", metadata.Pairs(requestid.MD, "abc", "x-api-key", "k"), []string{"abc"}},
+		{"stale id replaced by the context's", "abc", metadata.Pairs(requestid.MD, "other"), []string{"abc"}},
+		{"forwarded id kept without one in the context", "", metadata.Pairs(requestid.MD, "other"), []string{"other"}},
 	}
 	icpt := requestid.UnaryClientInterceptor()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
+			if tt.md != nil {
+				ctx = metadata.NewOutgoingContext(ctx, tt.md)
+			}
 			if tt.id != "" {
 				ctx = requestid.With(ctx, tt.id)
 			}
