@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -398,4 +399,78 @@ func TestImportSurvivesRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDatabaseOutageIsUnavailable gives verification a database of its own, as a deployment
+// may, and closes it to connections: verification's routes answer 503 UNAVAILABLE (a condition
+// to retry, not an internal error), accounts' routes keep working, and once the database
+// accepts connections again verification serves without a restart.
+func TestDatabaseOutageIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	own, drop, err := pgtest.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop()
+	s, err := harness.Start(ctx, harness.Options{ProcessEnv: map[string][]string{
+		"verification": {"MNV_VERIFICATION_DATABASE_URL=" + own},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c, err := s.CreateClient(ctx, 10, "--features", "VERIFY,SANDBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pgtest.ServerURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	cfg, err := pgx.ParseConfig(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgx.Identifier{cfg.Database}.Sanitize()
+	setOpen := func(open bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", db, open)); err != nil {
+			t.Fatal(err)
+		}
+		if !open {
+			if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, cfg.Database); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer setOpen(true) // so drop can connect whatever happened
+
+	expect := func(path string, status int, code string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := callSuite(t, s, "GET", path, keyOf(c), "")
+			if r.status == status && (code == "" || r.code() == code) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s: %d %s, want %d %s", path, r.status, r.raw, status, code)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	expect("/v1/api/verifications", http.StatusOK, "")
+	setOpen(false)
+	expect("/v1/api/verifications", http.StatusServiceUnavailable, "UNAVAILABLE")
+	expect("/v1/api/clients", http.StatusOK, "")
+	if logs := s.Logs("verification"); !strings.Contains(logs, "database unreachable") {
+		t.Error("verification did not log the unreachable database")
+	}
+	setOpen(true)
+	expect("/v1/api/verifications", http.StatusOK, "")
 }

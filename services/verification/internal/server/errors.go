@@ -14,6 +14,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/limits"
 )
@@ -52,6 +53,9 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		return apierr.New(codes.Canceled, apierr.Unavailable, "the request was cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(codes.DeadlineExceeded, apierr.Unavailable, "the request timed out")
+	case pg.Unreachable(err):
+		log.Warn("database unreachable", zap.Error(err), logging.Request(ctx))
+		return apierr.New(codes.Unavailable, apierr.Unavailable, "the service's database is unavailable, try again")
 	}
 	log.Error("request failed", zap.Error(err), logging.Request(ctx))
 	return apierr.New(codes.Internal, apierr.Internal, "internal error")
