@@ -503,7 +503,23 @@ func checkSecrets(m *manifests) []string {
 			if !known {
 				continue
 			}
-			for _, s := range c.secrets {
+			required := c.secrets
+			if c.database && isMigration(ctr) {
+				// migrate reads the database URL alone: the step that changes the schema holds
+				// none of the service's keys.
+				required = []string{"DATABASE_URL"}
+				for name := range provided {
+					if name != "DATABASE_URL" && name != c.dbVar {
+						p = append(p, fmt.Sprintf("%s: holds the secret %s, which migrate does not read", where, name))
+					}
+				}
+				for _, vm := range ctr.VolumeMounts {
+					if secretVolume(spec, vm.Name) {
+						p = append(p, fmt.Sprintf("%s: mounts the Secret volume %s, which migrate does not read", where, vm.Name))
+					}
+				}
+			}
+			for _, s := range required {
 				ok := provided[s]
 				if s == "DATABASE_URL" && c.dbVar != "" {
 					ok = ok || provided[c.dbVar]
@@ -772,9 +788,8 @@ func checkMigration(m *manifests) []string {
 		spec := &d.Spec.Template.Spec
 		var mig *corev1.Container
 		for i := range spec.InitContainers {
-			ic := &spec.InitContainers[i]
-			if args := append(slices.Clone(ic.Command), ic.Args...); slices.Contains(args, "migrate") {
-				mig = ic
+			if isMigration(&spec.InitContainers[i]) {
+				mig = &spec.InitContainers[i]
 			}
 		}
 		if !c.database {
@@ -797,15 +812,33 @@ func checkMigration(m *manifests) []string {
 		if mig.Image != srv.Image {
 			p = append(p, fmt.Sprintf("Deployment %s: migration image %s differs from the serving image %s", d.Name, mig.Image, srv.Image))
 		}
-		migEnv, _ := containerEnv(m, d.Namespace, mig)
-		srvEnv, _ := containerEnv(m, d.Namespace, srv)
-		for name := range srvEnv {
-			if _, ok := migEnv[name]; !ok {
-				p = append(p, fmt.Sprintf("Deployment %s: the migration lacks %s, which the serving container has (migrate loads the same configuration)", d.Name, name))
+	}
+	return p
+}
+
+// isMigration tells the container that runs `migrate`.
+func isMigration(ctr *corev1.Container) bool {
+	return slices.Contains(append(slices.Clone(ctr.Command), ctr.Args...), "migrate")
+}
+
+// secretVolume tells whether the pod's volume name holds a Secret, whole or projected.
+func secretVolume(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		if v.Secret != nil {
+			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					return true
+				}
 			}
 		}
 	}
-	return p
+	return false
 }
 
 // checkNamespace: in an overlay every namespaced object is in the environment's namespace, and

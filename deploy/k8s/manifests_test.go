@@ -149,6 +149,7 @@ func TestFixturesFail(t *testing.T) {
 		{dir: "no-migration", want: []string{"migration"}},
 		{dir: "migration-other-image", want: []string{"migration"}},
 		{dir: "gateway-migration", want: []string{"migration"}},
+		{dir: "migration-holds-secrets", want: []string{"secrets"}},
 		{dir: "open-ingress", want: []string{"networkpolicy"}},
 		{dir: "egress-anywhere", want: []string{"networkpolicy"}},
 		{dir: "no-egress-policy", want: []string{"networkpolicy"}},

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -264,18 +263,6 @@ func (s *Suite) Kill(name string, sig syscall.Signal) error {
 		<-p.done
 		return fmt.Errorf("%s did not stop on %v", name, sig)
 	}
-}
-
-// Exec runs a process's binary once, with its environment plus env (later values win) and
-// args, and returns its combined output: the way to try a command such as `accounts migrate`.
-func (s *Suite) Exec(ctx context.Context, name string, env []string, args ...string) ([]byte, error) {
-	p, err := s.proc(name)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(s.BinDir, name), args...)
-	cmd.Env = append(slices.Clone(p.env), env...)
-	return cmd.CombinedOutput()
 }
 
 // Restart starts a stopped process again, with the environment it had.

@@ -61,11 +61,24 @@ func DefaultConfig() Config {
 	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second}
 }
 
+// DatabaseURL reads the database URL alone: all that `migrate` needs, so a migration step
+// holds no other secret.
+func DatabaseURL(env *config.Env) (string, error) {
+	u := databaseURL(env)
+	return u, env.Err()
+}
+
+func databaseURL(env *config.Env) string {
+	u := env.String("MNV_ACCOUNTS_DATABASE_URL", env.String("DATABASE_URL", ""))
+	env.Require("DATABASE_URL", u)
+	return u
+}
+
 // LoadConfig reads the configuration from env over the defaults.
 func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
 	c.GRPCAddr = env.String("MNV_ACCOUNTS_GRPC_ADDR", c.GRPCAddr)
-	c.DatabaseURL = env.String("MNV_ACCOUNTS_DATABASE_URL", env.String("DATABASE_URL", ""))
+	c.DatabaseURL = databaseURL(env)
 	c.DBMaxConns = env.Int("MNV_ACCOUNTS_DB_MAX_CONNS", c.DBMaxConns)
 	c.Pepper = env.Secret("MNV_PEPPER")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
@@ -73,7 +86,6 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.AdminToken = env.Secret("MNV_ADMIN_TOKEN")
 	c.Prices = env.String("MNV_PRICES", "")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
-	env.Require("DATABASE_URL", c.DatabaseURL)
 	env.Require("MNV_PEPPER", c.Pepper)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
@@ -112,8 +124,8 @@ type App struct {
 // Migrate applies the schema's migrations and returns: the `accounts migrate` command, run once
 // before a new version serves (a Kubernetes init step), so replicas starting together do not
 // all queue on the migration lock. New migrates too, so a lone process needs no extra step.
-func Migrate(ctx context.Context, cfg Config, log *zap.Logger) error {
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-accounts-migrate"})
+func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
+	pool, err := pg.Open(ctx, databaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-accounts-migrate"})
 	if err != nil {
 		return err
 	}

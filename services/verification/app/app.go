@@ -97,11 +97,24 @@ func DefaultConfig() Config {
 	}
 }
 
+// DatabaseURL reads the database URL alone: all that `migrate` needs, so a migration step
+// holds no other secret.
+func DatabaseURL(env *config.Env) (string, error) {
+	u := databaseURL(env)
+	return u, env.Err()
+}
+
+func databaseURL(env *config.Env) string {
+	u := env.String("MNV_VERIFICATION_DATABASE_URL", env.String("DATABASE_URL", ""))
+	env.Require("DATABASE_URL", u)
+	return u
+}
+
 // LoadConfig reads the configuration from env over the defaults.
 func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
 	c.GRPCAddr = env.String("MNV_VERIFICATION_GRPC_ADDR", c.GRPCAddr)
-	c.DatabaseURL = env.String("MNV_VERIFICATION_DATABASE_URL", env.String("DATABASE_URL", ""))
+	c.DatabaseURL = databaseURL(env)
 	c.DBMaxConns = env.Int("MNV_VERIFICATION_DB_MAX_CONNS", c.DBMaxConns)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
@@ -118,7 +131,6 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.SettleAfter = env.Duration("MNV_SETTLE_AFTER", c.SettleAfter)
 	c.ReconcileEvery = env.Duration("MNV_RECONCILE_EVERY", c.ReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
-	env.Require("DATABASE_URL", c.DatabaseURL)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -164,8 +176,8 @@ type App struct {
 // Migrate applies the schema's migrations and returns: the `verification migrate` command, run once
 // before a new version serves (a Kubernetes init step), so replicas starting together do not
 // all queue on the migration lock. New migrates too, so a lone process needs no extra step.
-func Migrate(ctx context.Context, cfg Config, log *zap.Logger) error {
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-verification-migrate"})
+func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
+	pool, err := pg.Open(ctx, databaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-verification-migrate"})
 	if err != nil {
 		return err
 	}

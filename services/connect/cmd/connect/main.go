@@ -16,16 +16,20 @@ import (
 
 func main() {
 	process.Main("connect", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
-		cfg, err := app.LoadConfig(env)
-		if err != nil {
-			return err
-		}
 		switch cmd := process.Command(); cmd {
 		case "migrate":
-			return app.Migrate(ctx, cfg, log)
+			url, err := app.DatabaseURL(env)
+			if err != nil {
+				return err
+			}
+			return app.Migrate(ctx, url, log)
 		case "":
 		default:
 			return fmt.Errorf("unknown command %q: run with no argument to serve, or with migrate", cmd)
+		}
+		cfg, err := app.LoadConfig(env)
+		if err != nil {
+			return err
 		}
 		a, err := app.New(ctx, cfg, log, reg)
 		if err != nil {

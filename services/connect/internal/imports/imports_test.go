@@ -32,7 +32,7 @@ func setup(t *testing.T) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
 	ctx := context.Background()
 	cfg := app.DefaultConfig()
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
-	if err := app.Migrate(ctx, cfg, zaptest.NewLogger(t)); err != nil {
+	if err := app.Migrate(ctx, cfg.DatabaseURL, zaptest.NewLogger(t)); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 4})
