@@ -38,12 +38,7 @@ CREATE TABLE accounts.ledger (
     variant       text        NOT NULL DEFAULT '',
     description   text,
     created_at    timestamptz NOT NULL DEFAULT now(),
-    -- The reference, unique per client, as one column. Lookups by reference go through this
-    -- column only: with (client_id, reference) the planner, holding statistics from when every
-    -- client had a row or two, preferred ledger_client_seq and read a busy client's whole
-    -- ledger, under its balance lock.
-    ref_key       text GENERATED ALWAYS AS (client_id::text || '/' || reference) STORED,
-    CONSTRAINT ledger_ref_key UNIQUE (ref_key)
+    CONSTRAINT ledger_reference_unique UNIQUE (client_id, reference)
 );
 
 CREATE INDEX ledger_client_seq ON accounts.ledger (client_id, seq DESC);

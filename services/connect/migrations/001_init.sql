@@ -110,12 +110,6 @@ CREATE TABLE connect.import_jobs (
     processed_records bigint      NOT NULL DEFAULT 0,
     -- A RUNNING job whose lease has passed belongs to nobody (its worker died).
     lease_until       timestamptz,
-    -- Raised by every claim. A worker writes only while the token is still its own, so one
-    -- whose lease ran out while it was slow cannot commit over its successor's work.
-    lease_token       bigint      NOT NULL DEFAULT 0,
-    -- Claims of a job whose worker died mid-run; past a bound the job is FAILED, so a file
-    -- that kills its worker cannot take the service down forever.
-    interruptions     integer     NOT NULL DEFAULT 0,
     created_at        timestamptz NOT NULL DEFAULT now(),
     started_at        timestamptz,
     finished_at       timestamptz
