@@ -474,3 +474,73 @@ func TestDatabaseOutageIsUnavailable(t *testing.T) {
 	setOpen(true)
 	expect("/v1/api/verifications", http.StatusOK, "")
 }
+
+// TestReconcilerSkipsAPoisonedCharge leaves two verifications PENDING, as a crash between
+// recording and charging would: the older one for a client accounts does not know, whose debit
+// accounts refuses every time, and a newer one of a real client. The reconciler must settle the
+// second (one charge) and keep retrying the first without letting it block the queue.
+func TestReconcilerSkipsAPoisonedCharge(t *testing.T) {
+	ctx := context.Background()
+	s, err := harness.Start(ctx, harness.Options{Env: []string{"MNV_SETTLE_AFTER=200ms", "MNV_RECONCILE_EVERY=100ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c, err := s.CreateClient(ctx, 10, "--features", "VERIFY,SANDBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, s.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	pending := func(client string, age time.Duration) string {
+		t.Helper()
+		var id string
+		err := db.QueryRow(ctx, `WITH s AS (
+				INSERT INTO verification.sessions (id, client_id, source, operator_id, status, expires_at, used_at)
+				VALUES (gen_random_uuid(), $1, 'SDK', 'sandbox', 'CAPTURED', now(), now() - $2::interval) RETURNING id)
+			INSERT INTO verification.verifications (id, client_id, session_id, status, outcome, reason, operator_id,
+				service_type, number_sealed, number_hash, created_at)
+			SELECT gen_random_uuid(), $1, s.id, 'PENDING', 'VERIFIED', 'NUMBER_MATCH', 'sandbox', 'HEADER_ENRICHMENT',
+				'\x00', decode(md5(random()::text), 'hex'), now() - $2::interval FROM s
+			RETURNING id::text`, client, age.String()).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	poisoned := pending("0b0f5a40-4c2f-4f8e-9d3c-1a2b3c4d5e6f", time.Hour)
+	real := pending(c.ID, time.Minute)
+
+	statusOf := func(id string) (string, int64) {
+		var st string
+		var charged int64
+		if err := db.QueryRow(ctx, `SELECT status, charged FROM verification.verifications WHERE id = $1`, id).Scan(&st, &charged); err != nil {
+			t.Fatal(err)
+		}
+		return st, charged
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, charged := statusOf(real)
+		if st == "VERIFIED" && charged == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the real client's verification is still %s (charged %d) behind a charge that always fails", st, charged)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st, _ := statusOf(poisoned); st != "PENDING" {
+		t.Errorf("the unchargeable verification is %s; it must stay PENDING", st)
+	}
+	var balance int64
+	if err := db.QueryRow(ctx, `SELECT balance FROM accounts.balances WHERE client_id = $1`, c.ID).Scan(&balance); err != nil {
+		t.Fatal(err)
+	}
+	if balance != 9 {
+		t.Errorf("balance %d after one settled verification of 1 credit, want 9", balance)
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
@@ -233,6 +235,20 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 	return v, nil
 }
 
+// reconcileCallTimeout bounds each debit of the reconciler, whose transaction holds the rows
+// of its batch.
+const reconcileCallTimeout = 10 * time.Second
+
+// accountsAway tells a debit that failed because accounts could not be reached or did not
+// answer in time, as opposed to one that accounts answered with an error.
+func accountsAway(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
 // Reconcile settles verifications left PENDING (accounts was unreachable, or a process died
 // between recording and settling) until ctx ends. Replicas share the work (SKIP LOCKED).
 func (s *Service) Reconcile(ctx context.Context, every time.Duration) {
@@ -262,8 +278,16 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, v := range pending {
-			if _, err := s.settle(ctx, tx, v); errors.Is(err, domain.ErrUnavailable) {
-				return nil // accounts is still away; try again next round
+			cctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
+			_, err := s.settle(cctx, tx, v)
+			cancel()
+			switch {
+			case errors.Is(err, domain.ErrUnavailable) && accountsAway(err):
+				return nil // try the batch again next round
+			case errors.Is(err, domain.ErrUnavailable):
+				// This charge failed for a reason of its own: it stays PENDING and is tried again
+				// next round, but does not hold up the ones after it.
+				continue
 			}
 			n++
 		}
