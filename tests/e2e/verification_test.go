@@ -573,6 +573,13 @@ func TestAbuseLimits(t *testing.T) {
 				t.Fatalf("attempt 3: %d %s %v", r.status, r.raw, r.header)
 			}
 		}
+		// The limit is the client's own: another client still verifies the number (no client
+		// can lock a number out for the others).
+		other := newSuiteClient()
+		blob := *openSession(t, s, other, sdkToken(t, s, other), headers{sandboxHeader: n}).EncryptedMobileNumber
+		if r := callSuite(t, s, "POST", "/v1/api/verify", keyOf(other), verifyBody(n, blob)); r.status != http.StatusOK {
+			t.Fatalf("another client's verify of the limited number: %d %s", r.status, r.raw)
+		}
 	})
 	t.Run("per client", func(t *testing.T) {
 		c := newSuiteClient()

@@ -72,8 +72,8 @@ type Config struct {
 	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
 	ClientRate  float64
 	ClientBurst int
-	// NumberAttemptsPerHour bounds the verifications of one number (MNV_NUMBER_ATTEMPTS_PER_HOUR);
-	// 0 disables the limit.
+	// NumberAttemptsPerHour bounds a client's verifications of one number
+	// (MNV_NUMBER_ATTEMPTS_PER_HOUR); 0 disables the limit.
 	NumberAttemptsPerHour int
 	// SettleAfter is how old a verification left PENDING (its charge's outcome unknown) must be
 	// before the reconciler settles it (MNV_SETTLE_AFTER); ReconcileEvery is how often it looks

@@ -163,11 +163,11 @@ func ListVerifications(ctx context.Context, db pg.DB, clientID string, f Verific
 	return p, nil
 }
 
-// NumberAttempts counts the verifications of a number (any client) since a time, and returns
-// the oldest of them.
-func NumberAttempts(ctx context.Context, db pg.DB, hash []byte, since time.Time) (n int, oldest *time.Time, err error) {
+// NumberAttempts counts a client's verifications of a number since a time, and returns the
+// oldest of them.
+func NumberAttempts(ctx context.Context, db pg.DB, clientID string, hash []byte, since time.Time) (n int, oldest *time.Time, err error) {
 	err = db.QueryRow(ctx, `SELECT count(*), min(created_at) FROM verification.verifications
-		WHERE number_hash = $1 AND created_at >= $2`, hash, since).Scan(&n, &oldest)
+		WHERE number_hash = $1 AND created_at >= $2 AND client_id = $3`, hash, since, clientID).Scan(&n, &oldest)
 	if err != nil {
 		return 0, nil, fmt.Errorf("number attempts: %w", err)
 	}

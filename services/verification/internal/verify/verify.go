@@ -41,7 +41,9 @@ type Charger interface {
 
 // Config sets the limits.
 type Config struct {
-	// NumberAttemptsPerHour bounds the verifications of one number, across clients; 0 disables.
+	// NumberAttemptsPerHour bounds a client's verifications of one number; 0 disables. It is
+	// counted per client, never across clients: free verifies (UNDETERMINED, EXPIRED) of a
+	// stranger's number would otherwise lock that number out for everyone.
 	NumberAttemptsPerHour int
 	// SettleAfter is how old a PENDING verification must be before Reconcile settles it.
 	SettleAfter time.Duration
@@ -89,7 +91,7 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 		return Result{}, err
 	}
 	hash := s.vault.Hash(num.E164)
-	if err := s.checkNumberLimit(ctx, hash); err != nil {
+	if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
 		return Result{}, err
 	}
 	claims, err := s.sealer.Open(req.Blob)
@@ -177,12 +179,12 @@ func (s *Service) validate(p auth.Principal, req Request) (phone.Number, error) 
 	return num, nil
 }
 
-func (s *Service) checkNumberLimit(ctx context.Context, hash []byte) error {
+func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []byte) error {
 	if s.cfg.NumberAttemptsPerHour <= 0 {
 		return nil
 	}
 	now := s.now()
-	n, oldest, err := store.NumberAttempts(ctx, s.pool, hash, now.Add(-time.Hour))
+	n, oldest, err := store.NumberAttempts(ctx, s.pool, clientID, hash, now.Add(-time.Hour))
 	if err != nil {
 		return err
 	}
