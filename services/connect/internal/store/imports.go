@@ -149,6 +149,9 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 		return fmt.Errorf("stage: %w", err)
 	}
 	if len(rows) > 0 {
+		if err := lockMatchShared(ctx, tx, clientID); err != nil {
+			return err
+		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_stage"},
 			[]string{"id", "number_sealed", "number_hash", "number_masked", "country_code", "external_id", "first_name", "last_name", "email", "attributes", "ord"},
 			pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
@@ -173,6 +176,7 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 					email = coalesce(excluded.email, p.email),
 					attributes = p.attributes || excluded.attributes,
 					import_job_id = excluded.import_job_id,
+					matched_at = coalesce(p.matched_at, excluded.matched_at),
 					updated_at = now()
 				RETURNING (xmax = 0) AS inserted)
 			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`, clientID, jobID).

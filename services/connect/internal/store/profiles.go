@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,9 +53,28 @@ func attributesJSON(a map[string]string) []byte {
 	return b
 }
 
+// Matching has two sides: a profile written looks its number up in verified_numbers, and a
+// verified number recorded marks the profiles that have it. Two such transactions running at
+// once would each miss the other's uncommitted row, and the profile would stay unmatched for
+// good. A per-client advisory lock orders them: profile writers share it, a recording takes it
+// alone, so whichever commits second sees the first. The lock is the transaction's: callers pass
+// a transaction.
+const matchLockKey = `hashtextextended('mnv.connect.match.' || $1::text, 0)`
+
+func lockMatchShared(ctx context.Context, tx DB, clientID string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+matchLockKey+`)`, clientID); err != nil {
+		return fmt.Errorf("lock matching: %w", err)
+	}
+	return nil
+}
+
 // InsertProfile stores a new profile, matched at once when the client verified its number
-// before. It returns domain.ErrConflict when the client already has the number.
+// before. It returns domain.ErrConflict when the client already has the number. db is a
+// transaction (see matchLockKey).
 func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile, error) {
+	if err := lockMatchShared(ctx, db, p.ClientID); err != nil {
+		return domain.Profile{}, err
+	}
 	out, err := scanProfile(db.QueryRow(ctx, `INSERT INTO connect.profiles
 		(id, client_id, number_sealed, number_hash, number_masked, country_code, external_id, first_name, last_name,
 		 email, attributes, source, matched_at)
@@ -163,10 +183,21 @@ type VerifiedNumber struct {
 
 // RecordVerified keeps the latest verification of each number and marks the client's profiles
 // with those numbers matched, in one statement. Replays change nothing. It returns the profiles
-// newly matched.
+// newly matched. db is a transaction (see matchLockKey).
 func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]MatchedProfile, error) {
 	if len(items) == 0 {
 		return nil, nil
+	}
+	// Several clients' locks, always taken in the same order, so two recordings cannot deadlock.
+	var clientIDs []string
+	for _, it := range items {
+		clientIDs = append(clientIDs, it.ClientID)
+	}
+	slices.Sort(clientIDs)
+	for _, c := range slices.Compact(clientIDs) {
+		if _, err := db.Exec(ctx, `SELECT pg_advisory_xact_lock(`+matchLockKey+`)`, c); err != nil {
+			return nil, fmt.Errorf("lock matching: %w", err)
+		}
 	}
 	clients := make([]string, len(items))
 	hashes := make([][]byte, len(items))
