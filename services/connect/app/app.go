@@ -237,7 +237,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	worker := delivery.New(pool, keyring, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
-		BackoffBase: cfg.DeliveryBackoff, BackoffMax: time.Minute, MaxAttempts: webhook.MaxAttempts,
+		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)

@@ -9,6 +9,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -134,17 +135,20 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 		// Everything was erased or unmatched since: nothing to send, and that is a success.
 		return w.finish(ctx, ev, webhook.Result{Status: 0}, true)
 	}
+	// A batch that cannot be rendered or signed (a data key missing from MNV_DATA_KEYS) would
+	// fail the same way on every lease: it is FAILED at once, with the reason in its history,
+	// instead of coming back forever unseen. A manual sync sends it once the key is back.
 	body, err := render.Records(profs, it.FieldMappings, w.numbers.Open)
 	if err != nil {
-		return err
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("render the records: %w", err)}, false)
 	}
 	apiKey, err := integrations.OpenAPIKey(w.keyring, it)
 	if err != nil {
-		return err
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's API key: %w", err)}, false)
 	}
 	secret, err := integrations.OpenSecret(w.keyring, it)
 	if err != nil {
-		return err
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's signing secret: %w", err)}, false)
 	}
 	res := webhook.Deliver(ctx, w.client, webhook.Request{
 		URL: it.EndpointURL, Method: it.HTTPMethod, APIKey: apiKey, Secret: secret,

@@ -5,10 +5,14 @@ import (
 	"time"
 )
 
-// MaxAttempts is the default number of attempts for one batch (the first try and five
-// retries). With a base of a few seconds and Backoff's doubling, that spans minutes, enough to
-// ride out a CRM's deploy or brief outage without holding a batch for hours.
-const MaxAttempts = 6
+// MaxAttempts is the number of attempts for one batch: the first try and eleven retries. With
+// the default base of 2 s doubling up to MaxBackoff, the waits add up to between 32 and 64
+// minutes, enough to ride out a CRM's deploy or an outage of half an hour before the batch is
+// FAILED (a manual sync sends it again).
+const MaxAttempts = 12
+
+// MaxBackoff caps one wait between attempts.
+const MaxBackoff = 30 * time.Minute
 
 // Backoff returns how long to wait before attempt+1, after attempt failed (attempt starts at
 // 1; smaller values count as 1). The ceiling is base·2^(attempt-1), capped at max, without

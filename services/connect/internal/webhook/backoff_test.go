@@ -81,8 +81,8 @@ func TestBackoffEdges(t *testing.T) {
 	if d := Backoff(1, 1, 1, rnd); d < 0 || d > 1 {
 		t.Errorf("1ns: %v", d)
 	}
-	if d := Backoff(MaxAttempts, base, limit, nil); d < 16*time.Second || d > 32*time.Second {
-		t.Errorf("nil rand, attempt %d: %v", MaxAttempts, d)
+	if d := Backoff(6, base, limit, nil); d < 16*time.Second || d > 32*time.Second {
+		t.Errorf("nil rand, attempt 6: %v", d)
 	}
 
 	// Reproducible with the same seed.
@@ -91,5 +91,24 @@ func TestBackoffEdges(t *testing.T) {
 		if x, y := Backoff(attempt, base, limit, a), Backoff(attempt, base, limit, b); x != y {
 			t.Fatalf("attempt %d: %v != %v with the same seed", attempt, x, y)
 		}
+	}
+}
+
+// TestScheduleRidesOutHalfAnHour: with the default first delay (MNV_DELIVERY_BACKOFF, 2s), the
+// waits between MaxAttempts attempts add up to at least 30 minutes even with the shortest
+// jitter (half of each ceiling), and to at most about an hour, as MaxAttempts promises.
+func TestScheduleRidesOutHalfAnHour(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var least, most time.Duration
+	for attempt := 1; attempt < MaxAttempts; attempt++ {
+		ceiling := min(2*time.Second<<(attempt-1), MaxBackoff)
+		if d := Backoff(attempt, 2*time.Second, MaxBackoff, rnd); d < ceiling/2 || d > ceiling {
+			t.Fatalf("attempt %d waits %v, outside [%v, %v]", attempt, d, ceiling/2, ceiling)
+		}
+		least += ceiling / 2
+		most += ceiling
+	}
+	if least < 30*time.Minute || most > 65*time.Minute {
+		t.Errorf("%d attempts span %v to %v; want at least 30m and at most about an hour", MaxAttempts, least, most)
 	}
 }
