@@ -25,6 +25,14 @@ var (
 	ErrUnavailable = errors.New("a backend service is unavailable")
 )
 
+// UsedByError is ErrAlreadyUsed for a blob the client already verified: it names that
+// verification, so a client whose first call ended without an answer (a timeout, a 503 settled
+// later by the reconciler) can read what it was charged for.
+type UsedByError struct{ VerificationID string }
+
+func (e *UsedByError) Error() string        { return "already used by verification " + e.VerificationID }
+func (e *UsedByError) Is(target error) bool { return target == ErrAlreadyUsed }
+
 // ChargeError turns the error of a debit into the domain's: a refusal (balance, expiry,
 // suspension) is returned as such; any other error means the outcome of the debit is unknown,
 // and is wrapped in ErrUnavailable.

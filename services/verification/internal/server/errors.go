@@ -26,6 +26,7 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		invalid    *domain.InvalidError
 		notEnabled *domain.NotEnabledError
 		limited    *domain.RateLimitedError
+		usedBy     *domain.UsedByError
 	)
 	switch {
 	case err == nil:
@@ -39,6 +40,8 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		return apierr.New(codes.ResourceExhausted, apierr.RateLimited, limited.Msg)
 	case errors.Is(err, domain.ErrNotFound):
 		return apierr.New(codes.NotFound, apierr.NotFound, "not found")
+	case errors.As(err, &usedBy):
+		return apierr.New(codes.AlreadyExists, apierr.AlreadyUsed, "this sealed session was already verified, by verification "+usedBy.VerificationID)
 	case errors.Is(err, domain.ErrAlreadyUsed):
 		return apierr.New(codes.AlreadyExists, apierr.AlreadyUsed, "this sealed session or transaction was already used")
 	case errors.Is(err, domain.ErrInsufficientBalance):

@@ -133,9 +133,12 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 			return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
 		case err != nil:
 			return Result{}, err
-		case prev == nil || prev.Status != domain.StatusPending || string(prev.NumberHash) != string(hash) ||
-			prev.OperatorID != req.OperatorID || prev.ServiceType != req.ServiceType:
+		case prev == nil:
 			return Result{}, domain.ErrAlreadyUsed
+		case prev.Status != domain.StatusPending || string(prev.NumberHash) != string(hash) ||
+			prev.OperatorID != req.OperatorID || prev.ServiceType != req.ServiceType:
+			// The blob is this client's (checked above), so is the verification it names.
+			return Result{}, &domain.UsedByError{VerificationID: prev.ID}
 		}
 		v = *prev
 	}
