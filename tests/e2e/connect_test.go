@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -546,5 +547,67 @@ func TestMatchingAndEnrichment(t *testing.T) {
 	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(poor), `{"mobileNumber":"`+nextNumber()+`"}`).decode(t, &pp)
 	if r := call(t, "POST", "/v1/api/me/connect/profiles/"+pp.ID+"/enrich", meOf(poor), `{"reason":"fraud check"}`); r.status != http.StatusPaymentRequired {
 		t.Fatalf("enrich without balance: %d %s", r.status, r.raw)
+	}
+}
+
+// TestDeliveryThatCannotBeOpened restarts connect without the data key that sealed an
+// integration's credentials: a sync then records one FAILED attempt saying why, sends nothing,
+// and does not come back on every lease.
+func TestDeliveryThatCannotBeOpened(t *testing.T) {
+	ctx := context.Background()
+	s, err := harness.Start(ctx, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c, err := s.CreateClient(ctx, 10, "--features", "CONNECT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &receiver{deliveries: map[string][]map[string]any{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	callSuite(t, s, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"+971501234567","externalId":"x-1"}`)
+	var created struct {
+		ID string `json:"id"`
+	}
+	callSuite(t, s, "POST", "/v1/api/me/connect/integrations", meOf(c), `{"displayName":"CRM","integrationType":"WEBHOOK",`+
+		`"endpointUrl":"`+srv.URL+`/hook","httpMethod":"POST","apiKey":"crm-token-0123456789","triggerEvent":"MANUAL",`+
+		`"fieldMappings":{"externalId":"id"},"batchSize":10,"matchedOnly":false}`).decode(t, &created)
+
+	if err := s.Kill("connect", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart("connect", "MNV_DATA_KEYS=other:HyAhIiMkJSYnKCkqKywtLi8wMTIzNDU2Nzg5Ojs8PT4="); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitReady(ctx, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := callSuite(t, s, "POST", "/v1/api/me/connect/integrations/"+created.ID+"/sync", meOf(c), ""); r.status != http.StatusOK {
+		t.Fatalf("sync: %d %s", r.status, r.raw)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var history struct {
+			Items []syncEvent `json:"items"`
+		}
+		callSuite(t, s, "GET", "/v1/api/me/connect/integrations/"+created.ID+"/sync-history", meOf(c), "").decode(t, &history)
+		if len(history.Items) > 0 {
+			ev := history.Items[0]
+			if len(history.Items) != 1 || ev.Status != "FAILED" || ev.Error == nil || !strings.Contains(*ev.Error, "open the integration's") {
+				t.Fatalf("history %+v", history.Items)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt recorded for a delivery whose credentials cannot be opened")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.calls != 0 {
+		t.Errorf("the receiver got %d calls", rc.calls)
 	}
 }

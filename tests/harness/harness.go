@@ -265,12 +265,14 @@ func (s *Suite) Kill(name string, sig syscall.Signal) error {
 	}
 }
 
-// Restart starts a stopped process again, with the environment it had.
-func (s *Suite) Restart(name string) error {
+// Restart starts a stopped process again, with the environment it had plus env (later values
+// win: a changed configuration).
+func (s *Suite) Restart(name string, env ...string) error {
 	p, err := s.proc(name)
 	if err != nil {
 		return err
 	}
+	p.env = append(p.env, env...)
 	return s.start(p)
 }
 
