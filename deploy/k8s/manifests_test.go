@@ -211,6 +211,9 @@ func TestSecretListMatchesCode(t *testing.T) {
 	secretRead := regexp.MustCompile(`env\.Secret\("([A-Z0-9_]+)"\)`)
 	stringRead := regexp.MustCompile(`env\.String\("([A-Z0-9_]*DATABASE_URL)"`)
 	required := regexp.MustCompile(`env\.Require\("([A-Z0-9_]+)"`)
+	// config.Env.DatabaseURL reads the service's own variable, else DATABASE_URL, which it
+	// requires; both plainly (no _FILE form).
+	databaseRead := regexp.MustCompile(`env\.DatabaseURL\(`)
 	for _, c := range components {
 		t.Run(c.name, func(t *testing.T) {
 			src, err := os.ReadFile(filepath.Join(repoRoot, c.app))
@@ -231,6 +234,15 @@ func TestSecretListMatchesCode(t *testing.T) {
 				}
 			}
 			var req []string
+			if databaseRead.MatchString(string(src)) && c.dbVar != "" {
+				for _, v := range []string{"DATABASE_URL", c.dbVar} {
+					isSecret[v] = true
+					if fileOK, ok := secretVars[v]; !ok || fileOK {
+						t.Errorf("%s reads the database URL %s: add it to secretVars as false", c.app, v)
+					}
+				}
+				req = append(req, "DATABASE_URL")
+			}
 			for _, mm := range required.FindAllStringSubmatch(string(src), -1) {
 				if isSecret[mm[1]] {
 					req = append(req, mm[1])

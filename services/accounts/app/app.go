@@ -61,24 +61,21 @@ func DefaultConfig() Config {
 	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second}
 }
 
+// databaseVar overrides DATABASE_URL for this service alone.
+const databaseVar = "MNV_ACCOUNTS_DATABASE_URL"
+
 // DatabaseURL reads the database URL alone: all that `migrate` needs, so a migration step
 // holds no other secret.
 func DatabaseURL(env *config.Env) (string, error) {
-	u := databaseURL(env)
+	u := env.DatabaseURL(databaseVar)
 	return u, env.Err()
-}
-
-func databaseURL(env *config.Env) string {
-	u := env.String("MNV_ACCOUNTS_DATABASE_URL", env.String("DATABASE_URL", ""))
-	env.Require("DATABASE_URL", u)
-	return u
 }
 
 // LoadConfig reads the configuration from env over the defaults.
 func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
 	c.GRPCAddr = env.String("MNV_ACCOUNTS_GRPC_ADDR", c.GRPCAddr)
-	c.DatabaseURL = databaseURL(env)
+	c.DatabaseURL = env.DatabaseURL(databaseVar)
 	c.DBMaxConns = env.Int("MNV_ACCOUNTS_DB_MAX_CONNS", c.DBMaxConns)
 	c.Pepper = env.Secret("MNV_PEPPER")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")

@@ -111,6 +111,15 @@ func (e *Env) Secret(name string) string {
 	}
 }
 
+// DatabaseURL reads a service's database URL: its own variable when set, else DATABASE_URL,
+// which is then required. Both are read as plain values: Kubernetes passes them by
+// secretKeyRef, and a _FILE form would be one more way to get it wrong.
+func (e *Env) DatabaseURL(own string) string {
+	u := e.String(own, e.String("DATABASE_URL", ""))
+	e.Require("DATABASE_URL", u)
+	return u
+}
+
 // Require records an error when value is empty.
 func (e *Env) Require(name, value string) {
 	if value == "" {

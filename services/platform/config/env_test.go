@@ -280,3 +280,29 @@ func checkErr(t *testing.T, err error, wantErr bool, name string) {
 		t.Errorf("Err = %q does not name %s", err, name)
 	}
 }
+
+func TestDatabaseURL(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string
+		wantErr bool
+	}{
+		{"the service's own", map[string]string{"MNV_SVC_DATABASE_URL": "postgres://own"}, "postgres://own", false},
+		{"the shared one", map[string]string{"DATABASE_URL": "postgres://shared"}, "postgres://shared", false},
+		{"own wins", map[string]string{"MNV_SVC_DATABASE_URL": "postgres://own", "DATABASE_URL": "postgres://shared"}, "postgres://own", false},
+		{"neither is an error", nil, "", true},
+		{"a file form is not read", map[string]string{"DATABASE_URL_FILE": "/run/secrets/db"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := config.FromMap(tt.env)
+			if got := e.DatabaseURL("MNV_SVC_DATABASE_URL"); got != tt.want {
+				t.Errorf("DatabaseURL = %q, want %q", got, tt.want)
+			}
+			if err := e.Err(); (err != nil) != tt.wantErr || err != nil && !strings.Contains(err.Error(), "DATABASE_URL") {
+				t.Errorf("Err = %v, wantErr %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -97,24 +97,21 @@ func DefaultConfig() Config {
 	}
 }
 
+// databaseVar overrides DATABASE_URL for this service alone.
+const databaseVar = "MNV_VERIFICATION_DATABASE_URL"
+
 // DatabaseURL reads the database URL alone: all that `migrate` needs, so a migration step
 // holds no other secret.
 func DatabaseURL(env *config.Env) (string, error) {
-	u := databaseURL(env)
+	u := env.DatabaseURL(databaseVar)
 	return u, env.Err()
-}
-
-func databaseURL(env *config.Env) string {
-	u := env.String("MNV_VERIFICATION_DATABASE_URL", env.String("DATABASE_URL", ""))
-	env.Require("DATABASE_URL", u)
-	return u
 }
 
 // LoadConfig reads the configuration from env over the defaults.
 func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
 	c.GRPCAddr = env.String("MNV_VERIFICATION_GRPC_ADDR", c.GRPCAddr)
-	c.DatabaseURL = databaseURL(env)
+	c.DatabaseURL = env.DatabaseURL(databaseVar)
 	c.DBMaxConns = env.Int("MNV_VERIFICATION_DB_MAX_CONNS", c.DBMaxConns)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
