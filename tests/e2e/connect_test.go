@@ -611,3 +611,60 @@ func TestDeliveryThatCannotBeOpened(t *testing.T) {
 		t.Errorf("the receiver got %d calls", rc.calls)
 	}
 }
+
+// TestMatchedOnlyDelivery: of two profiles, one has its number verified; an integration with
+// matchedOnly queues and sends that one alone, with a MANUAL sync and with PROFILE_MATCHED.
+func TestMatchedOnlyDelivery(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT,VERIFY,SANDBOX")
+	rc := &receiver{deliveries: map[string][]map[string]any{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	integration := func(trigger string) string {
+		var it struct {
+			ID string `json:"id"`
+		}
+		ok(t, "POST", "/v1/api/me/connect/integrations", meOf(c), `{"displayName":"matched `+trigger+`","integrationType":"WEBHOOK",`+
+			`"endpointUrl":"`+srv.URL+`/hook","httpMethod":"POST","triggerEvent":"`+trigger+`",`+
+			`"fieldMappings":{"externalId":"id"},"batchSize":10,"matchedOnly":true}`).decode(t, &it)
+		return it.ID
+	}
+	manual, onMatch := integration("MANUAL"), integration("PROFILE_MATCHED")
+	verified, unverified := nextNumber(), nextNumber()
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+verified+`","externalId":"m-1"}`)
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+unverified+`","externalId":"u-2"}`)
+
+	sess := openSession(t, suite, c, sdkToken(t, suite, c), headers{sandboxHeader: verified})
+	ok(t, "POST", "/v1/api/verify", keyOf(c), verifyBody(verified, *sess.EncryptedMobileNumber))
+	waitRecords := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for rc.records() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the receiver has %d records, want %d", rc.records(), want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitRecords(1) // PROFILE_MATCHED, once the relay has marked the profile
+
+	var sync struct {
+		QueuedRecords int `json:"queuedRecords"`
+	}
+	ok(t, "POST", "/v1/api/me/connect/integrations/"+manual+"/sync", meOf(c), "").decode(t, &sync)
+	if sync.QueuedRecords != 1 {
+		t.Fatalf("matchedOnly sync queued %d records, want the 1 matched", sync.QueuedRecords)
+	}
+	waitRecords(2)
+	time.Sleep(300 * time.Millisecond) // anything wrongly queued would have arrived by now
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var ids []string
+	for _, recs := range rc.deliveries {
+		for _, r := range recs {
+			ids = append(ids, fmt.Sprint(r["id"]))
+		}
+	}
+	if len(ids) != 2 || ids[0] != "m-1" || ids[1] != "m-1" {
+		t.Fatalf("delivered %v; want m-1 once per integration (%s, %s)", ids, manual, onMatch)
+	}
+}
