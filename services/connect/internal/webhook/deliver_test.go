@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-const testAPIKey = "mnv_TopSecretApiKeyValue0123456789abcdefg"
+const testAPIKey = "crm-test-token-not-a-secret-0123456789"
 
 var testSecret = []byte("whsec_test_signing_secret")
 
