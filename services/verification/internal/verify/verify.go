@@ -218,7 +218,7 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 	case errors.Is(err, domain.ErrUnavailable):
 		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))
 		s.Metrics.deferCharge()
-		return v, domain.ErrUnavailable
+		return v, err // wraps ErrUnavailable and keeps the gRPC status for accountsAway
 	case err != nil:
 		rejected, rerr := store.RejectVerification(ctx, db, v.ID)
 		if rerr != nil {
