@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -132,7 +131,9 @@ type demo struct {
 func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
 	conn, err := grpc.NewClient(cfg.GRPCAddr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.AdminToken, Insecure: true}))
+		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.AdminToken, Insecure: true}),
+		// Accounts' listener is bound, but it may not serve yet: wait for it rather than fail.
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))
 	if err != nil {
 		return err
 	}
@@ -140,9 +141,6 @@ func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
 	admin := accountsv1.NewAccountsAdminServiceClient(conn)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitFor(ctx, cfg.GRPCAddr); err != nil {
-		return err
-	}
 
 	path := filepath.Join(state, demoFile)
 	var d demo
@@ -184,18 +182,4 @@ func printDemo(d demo, path string, created bool) {
 	}
 	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n",
 		verb, path, d.ClientID, d.APIKey, d.ClientSecret)
-}
-
-func waitFor(ctx context.Context, addr string) error {
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

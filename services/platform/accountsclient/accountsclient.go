@@ -41,9 +41,6 @@ func Dial(addr, internalToken string) (*Client, error) {
 	return &Client{conn: conn, internal: accountsv1.NewAccountsInternalServiceClient(conn)}, nil
 }
 
-// Conn is the connection, for health checks.
-func (c *Client) Conn() *grpc.ClientConn { return c.conn }
-
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
@@ -119,15 +116,6 @@ func (c *Client) Debit(ctx context.Context, clientID string, kind accountsv1.Led
 		return Charge{}, fmt.Errorf("debit: %w", err)
 	}
 	return Charge{EntryID: resp.GetEntryId(), Charged: resp.GetCharged(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
-}
-
-// Refund gives back the debit with reference.
-func (c *Client) Refund(ctx context.Context, clientID, reference string) error {
-	_, err := c.internal.Refund(ctx, &accountsv1.RefundRequest{ClientId: clientID, Reference: reference})
-	if err != nil {
-		return fmt.Errorf("refund: %w", err)
-	}
-	return nil
 }
 
 // Balance reads a client's balance.

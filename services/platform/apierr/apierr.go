@@ -5,8 +5,6 @@
 package apierr
 
 import (
-	"errors"
-
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -75,15 +73,8 @@ type Details struct {
 // Parse reads an error back. Errors without an mnv ErrorInfo get the reason that matches their
 // gRPC code, so a plain status from a library still maps to a sensible code.
 func Parse(err error) Details {
-	st, ok := status.FromError(err)
-	if !ok {
-		var se interface{ GRPCStatus() *status.Status }
-		if errors.As(err, &se) {
-			st = se.GRPCStatus()
-		} else {
-			st = status.New(codes.Unknown, err.Error())
-		}
-	}
+	// FromError unwraps a wrapped status, and makes anything else UNKNOWN.
+	st, _ := status.FromError(err)
 	d := Details{Code: st.Code(), Message: st.Message(), Reason: DefaultReason(st.Code())}
 	for _, det := range st.Details() {
 		if info, ok := det.(*errdetails.ErrorInfo); ok && info.GetDomain() == Domain {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 
+	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -70,8 +71,8 @@ func NewServiceTokens(internal, admin string) ServiceTokens {
 	}
 }
 
-func (t ServiceTokens) matches(c Credential, token string) bool {
-	d := sha256.Sum256([]byte(token))
+// matches reports whether d, the digest of a bearer token, is that of credential c.
+func (t ServiceTokens) matches(c Credential, d [sha256.Size]byte) bool {
 	switch c {
 	case Internal:
 		return t.hasInternal && subtle.ConstantTimeCompare(d[:], t.internal[:]) == 1
@@ -121,21 +122,24 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		}
 		return ctx, errNoRule
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	if token, ok := bearer(md); ok && g.tokens.matches(Internal, token) {
-		ctx = context.WithValue(ctx, internalCallerKey{}, true)
+	token, hasBearer := bearer(ctx)
+	var digest [sha256.Size]byte
+	if hasBearer {
+		digest = sha256.Sum256([]byte(token))
+		if g.tokens.matches(Internal, digest) {
+			ctx = context.WithValue(ctx, internalCallerKey{}, true)
+		}
 	}
 	switch rule.Credential {
 	case None:
 		return ctx, nil
 	case Internal, Admin:
-		token, ok := bearer(md)
-		if !ok || !g.tokens.matches(rule.Credential, token) {
+		if !hasBearer || !g.tokens.matches(rule.Credential, digest) {
 			return ctx, errUnauthenticated
 		}
 		return ctx, nil
 	case APIKey, SDKToken:
-		p, err := g.client(ctx, md, rule.Credential)
+		p, err := g.client(ctx, rule.Credential)
 		if err != nil {
 			return ctx, err
 		}
@@ -150,17 +154,18 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 	return ctx, errNoRule
 }
 
-func (g *Guard) client(ctx context.Context, md metadata.MD, c Credential) (Principal, error) {
+func (g *Guard) client(ctx context.Context, c Credential) (Principal, error) {
 	if g.authn == nil {
 		return Principal{}, errNoRule
 	}
-	clientID, sent := single(md, MDClientID)
+	ids := metadata.ValueFromIncomingContext(ctx, MDClientID)
+	clientID, sent := only(ids)
 	if sent {
 		var ok bool
 		if clientID, ok = ParseClientID(clientID); !ok {
 			return Principal{}, errUnauthenticated
 		}
-	} else if len(md.Get(MDClientID)) > 1 {
+	} else if len(ids) > 1 {
 		return Principal{}, errUnauthenticated
 	}
 	var (
@@ -169,13 +174,13 @@ func (g *Guard) client(ctx context.Context, md metadata.MD, c Credential) (Princ
 	)
 	switch c {
 	case APIKey:
-		key, ok := single(md, MDAPIKey)
+		key, ok := single(ctx, MDAPIKey)
 		if !ok || !WellFormedAPIKey(key) {
 			return Principal{}, errUnauthenticated
 		}
 		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
 	case SDKToken:
-		token, ok := single(md, MDSDKToken)
+		token, ok := single(ctx, MDSDKToken)
 		if !ok || !WellFormedSDKToken(token) || clientID == "" {
 			return Principal{}, errUnauthenticated
 		}
@@ -193,17 +198,22 @@ func (g *Guard) client(ctx context.Context, md metadata.MD, c Credential) (Princ
 	return p, nil
 }
 
-// single returns the only value of key; a repeated credential is as bad as a missing one.
-func single(md metadata.MD, key string) (string, bool) {
-	v := md.Get(key)
+// single returns the only value of key in the incoming metadata; a repeated credential is as
+// bad as a missing one.
+func single(ctx context.Context, key string) (string, bool) {
+	return only(metadata.ValueFromIncomingContext(ctx, key))
+}
+
+// only returns the one value of v, if v holds exactly one and it is not empty.
+func only(v []string) (string, bool) {
 	if len(v) != 1 || v[0] == "" {
 		return "", false
 	}
 	return v[0], true
 }
 
-func bearer(md metadata.MD) (string, bool) {
-	v, ok := single(md, MDAuthorization)
+func bearer(ctx context.Context) (string, bool) {
+	v, ok := single(ctx, MDAuthorization)
 	if !ok {
 		return "", false
 	}
@@ -229,16 +239,11 @@ func (g *Guard) StreamInterceptor() grpc.StreamServerInterceptor {
 		if err != nil {
 			return err
 		}
-		return handler(srv, &wrappedStream{ServerStream: ss, ctx: ctx})
+		ws := middleware.WrapServerStream(ss)
+		ws.WrappedContext = ctx
+		return handler(srv, ws)
 	}
 }
-
-type wrappedStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (w *wrappedStream) Context() context.Context { return w.ctx }
 
 // BearerCredentials attaches a bearer token to every call of a client connection: the internal
 // credential of one mnv service calling another, or the admin credential of mnvctl.

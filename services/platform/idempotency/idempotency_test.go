@@ -37,11 +37,9 @@ const (
 	mGet    = "/test.Svc/Get"
 )
 
-// mainSet stands for a service's own migrations. It holds one trivial migration because
-// pg.Migrate currently fails on an empty set ("load: migrations not found", from tern).
-var mainSet = fstest.MapFS{
-	"001_init.sql": {Data: []byte(`CREATE TABLE {{.schema}}.placeholder (id int);`)},
-}
+// mainSet stands for a service's own migrations: none, as for a service with no tables of its
+// own yet.
+var mainSet = fstest.MapFS{}
 
 type env struct {
 	pool    *pgxpool.Pool

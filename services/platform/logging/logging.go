@@ -41,9 +41,6 @@ func New(level, format string) (*zap.Logger, error) {
 	return cfg.Build()
 }
 
-// RequestID is the field name every process uses for the request id.
-func RequestID(id string) zap.Field { return zap.String("request_id", id) }
-
 // Request is the fields that tie a log line to its request: request_id, and trace_id and
 // span_id when a span is active, so an operator can go from the line to the trace.
 func Request(ctx context.Context) zap.Field { return zap.Inline(requestFields{ctx}) }

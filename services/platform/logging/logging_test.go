@@ -52,13 +52,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestRequestIDField(t *testing.T) {
-	f := logging.RequestID("abc")
-	if f.Key != "request_id" || f.String != "abc" || f.Type != zapcore.StringType {
-		t.Errorf("RequestID = %+v", f)
-	}
-}
-
 func TestRequest(t *testing.T) {
 	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
 	spanID, _ := trace.SpanIDFromHex("b7ad6b7169203331")

@@ -1,11 +1,13 @@
 package pg_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -33,18 +35,13 @@ func TestPoolCollector(t *testing.T) {
 	}
 	defer conn.Release()
 
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]float64{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "pool" || m.GetLabel()[0].GetValue() != "test" {
-				t.Errorf("%s has labels %v, want pool=test", f.GetName(), m.GetLabel())
-			}
-			got[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	for series, v := range metricstest.Gather(t, reg) {
+		name, labels, _ := strings.Cut(series, "{")
+		if labels != "pool=test}" {
+			t.Errorf("%s has labels {%s, want pool=test", name, labels)
 		}
+		got[name] = v
 	}
 	tests := []struct {
 		metric string

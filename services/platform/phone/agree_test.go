@@ -57,7 +57,7 @@ func TestParseAsWrittenAgrees(t *testing.T) {
 	}
 	fast, checked := 0, 0
 	for _, in := range inputs {
-		if !isE164Shape(in) {
+		if !IsE164Shape(in) {
 			continue
 		}
 		checked++

@@ -10,15 +10,16 @@
 package phone
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
 )
 
 // Number is a valid mobile number, normalised.
@@ -56,7 +57,7 @@ var (
 //
 // Errors are the bare sentinel values; they never quote the input.
 func Parse(s string) (Number, error) {
-	if !isE164Shape(s) {
+	if !IsE164Shape(s) {
 		return Number{}, ErrNotE164
 	}
 	if n, ok := parseAsWritten(s); ok {
@@ -120,8 +121,9 @@ func parseLibrary(s string) (Number, error) {
 	}, nil
 }
 
-// isE164Shape reports whether s matches ^\+[1-9]\d{6,14}$.
-func isE164Shape(s string) bool {
+// IsE164Shape reports whether s matches ^\+[1-9]\d{6,14}$: the shape of E.164, without asking
+// the library whether the number is valid.
+func IsE164Shape(s string) bool {
 	if len(s) < 1+7 || len(s) > 1+15 || s[0] != '+' || s[1] == '0' {
 		return false
 	}
@@ -148,7 +150,7 @@ func isE164Shape(s string) bool {
 //
 // At most 4 digits of the national number are ever shown, and never all of them.
 func Mask(e164 string) string {
-	if isE164Shape(e164) {
+	if IsE164Shape(e164) {
 		if n, err := phonenumbers.Parse(e164, ""); err == nil {
 			nat := phonenumbers.GetNationalSignificantNumber(n)
 			if nat != "" {
@@ -213,7 +215,7 @@ const hashDomain = "mnv.number.v1|"
 // stolen hash cannot be checked against guessed numbers. Every service configured with the same
 // key computes the same hash. A Hasher is safe for concurrent use.
 type Hasher struct {
-	key []byte
+	f *crypto.Fingerprinter
 }
 
 // NewHasher returns a Hasher keyed with key, which must be at least 32 bytes. The key is copied.
@@ -221,16 +223,15 @@ func NewHasher(key []byte) (*Hasher, error) {
 	if len(key) < minHashKeyLen {
 		return nil, errors.New("phone: hash key must be at least 32 bytes")
 	}
-	return &Hasher{key: append([]byte(nil), key...)}, nil
+	f, err := crypto.NewFingerprinter(string(key))
+	if err != nil {
+		return nil, fmt.Errorf("phone: %w", err)
+	}
+	return &Hasher{f: f}, nil
 }
 
 // Sum returns HMAC-SHA-256(key, "mnv.number.v1|" + e164), 32 bytes.
 //
 // The input is hashed as given, not normalised: pass [Number.E164] from [Parse], since two
 // spellings of one number hash differently.
-func (h *Hasher) Sum(e164 string) []byte {
-	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(hashDomain))
-	m.Write([]byte(e164))
-	return m.Sum(nil)
-}
+func (h *Hasher) Sum(e164 string) []byte { return h.f.Sum(hashDomain + e164) }

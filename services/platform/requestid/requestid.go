@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -63,20 +64,14 @@ func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // StreamServerInterceptor is UnaryServerInterceptor for streams.
 func StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return handler(srv, &stream{ServerStream: ss, ctx: With(ss.Context(), fromMD(ss.Context()))})
+		ws := middleware.WrapServerStream(ss)
+		ws.WrappedContext = With(ss.Context(), fromMD(ss.Context()))
+		return handler(srv, ws)
 	}
 }
 
-type stream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s *stream) Context() context.Context { return s.ctx }
-
 func fromMD(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(MD); len(v) == 1 && Valid(v[0]) {
+	if v := metadata.ValueFromIncomingContext(ctx, MD); len(v) == 1 && Valid(v[0]) {
 		return v[0]
 	}
 	return New()
@@ -88,8 +83,11 @@ func fromMD(ctx context.Context) string {
 func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if id := From(ctx); id != "" {
-			md, _ := metadata.FromOutgoingContext(ctx)
-			md = md.Copy()
+			// FromOutgoingContext returns a copy, which is ours to change.
+			md, ok := metadata.FromOutgoingContext(ctx)
+			if !ok {
+				md = metadata.MD{}
+			}
 			md.Set(MD, id)
 			ctx = metadata.NewOutgoingContext(ctx, md)
 		}

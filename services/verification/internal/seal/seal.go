@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
 // Claims are what a blob carries: a number the network identified for an SDK session.
@@ -155,7 +156,7 @@ func isURLAlphabet(b byte) bool {
 // validate applies the rules of Seal. Open applies them too, so whatever Open returns can be
 // sealed again.
 func validate(c Claims) error {
-	if c.Number != "" && !isE164Shape(c.Number) {
+	if c.Number != "" && !phone.IsE164Shape(c.Number) {
 		return errors.New("seal: Number is not E.164")
 	}
 	for _, f := range []struct {
@@ -183,19 +184,6 @@ func validate(c Claims) error {
 		return errors.New("seal: ExpiresAt is after year 9999")
 	}
 	return nil
-}
-
-// isE164Shape reports whether s matches ^\+[1-9]\d{6,14}$.
-func isE164Shape(s string) bool {
-	if len(s) < 1+7 || len(s) > 1+15 || s[0] != '+' || s[1] == '0' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // encodePayload writes the version 1 layout. c must be valid.
