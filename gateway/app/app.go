@@ -33,8 +33,11 @@ import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -252,28 +255,27 @@ func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// Metadata the verification service reads on the capture routes (see its server package).
-const (
-	mdClientIP     = "x-mnv-client-ip"
-	mdHeaderPrefix = "x-mnv-hdr-"
-)
-
 // captureMetadata passes the client address (as resolved behind the trusted proxies) and the
 // operator number headers to the services, on the two capture routes only: a number header
-// means nothing anywhere else, and is personal data.
+// means nothing anywhere else, and is personal data. The verification service reads them
+// (auth.MDClientIP, auth.MDHeaderPrefix) on those routes' RPCs only.
 func captureMetadata(numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
+	type numberHeader struct{ name, key string }
+	headers := make([]numberHeader, len(numberHeaders))
+	for i, h := range numberHeaders {
+		headers[i] = numberHeader{name: h, key: auth.MDHeaderPrefix + strings.ToLower(h)}
+	}
 	return func(ctx context.Context, r *http.Request) metadata.MD {
+		if kind := headerauth.Classify(headerauth.RoutePattern(ctx)); kind != headerauth.SDKSession && kind != headerauth.Public {
+			return nil
+		}
 		md := metadata.MD{}
 		if addr, ok := clientip.FromContext(r.Context()); ok {
-			md.Set(mdClientIP, addr.String())
+			md.Set(auth.MDClientIP, addr.String())
 		}
-		pattern, _ := runtime.HTTPPattern(ctx)
-		if kind := headerauth.Classify(pattern.String()); kind != headerauth.SDKSession && kind != headerauth.Public {
-			return md
-		}
-		for _, h := range numberHeaders {
-			if v := r.Header.Values(h); len(v) == 1 {
-				md.Set(mdHeaderPrefix+strings.ToLower(h), v[0])
+		for _, h := range headers {
+			if v := r.Header.Values(h.name); len(v) == 1 {
+				md.Set(h.key, v[0])
 			}
 		}
 		return md
@@ -283,9 +285,9 @@ func captureMetadata(numberHeaders []string) func(context.Context, *http.Request
 // incomingHeaders lets exactly the headers the services need through, under lower-case gRPC
 // metadata keys. Everything else (Authorization included) stays at the edge.
 func incomingHeaders(key string) (string, bool) {
-	switch strings.ToLower(key) {
-	case "x-api-key", "x-client-id", "x-sdk-token", "x-request-id", "idempotency-key":
-		return strings.ToLower(key), true
+	switch key = strings.ToLower(key); key {
+	case auth.MDAPIKey, auth.MDClientID, auth.MDSDKToken, requestid.MD, idempotency.MDKey:
+		return key, true
 	}
 	return "", false
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -36,7 +37,11 @@ type stack struct {
 
 func start(t *testing.T) *stack { return startB(t) }
 
-func startB(t testing.TB) *stack {
+func startB(t testing.TB) *stack { return startWith(t, apptest.Logger(t)).stack }
+
+// startWith starts every service and the gateway over real sockets, with log as the gateway's
+// logger.
+func startWith(t testing.TB, log *zap.Logger) *full {
 	t.Helper()
 	acc := apptest.Start(t)
 	ver := verificationtest.Start(t, acc.Addr, apptest.InternalToken, nil)
@@ -45,14 +50,14 @@ func startB(t testing.TB) *stack {
 	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr
 	cfg.InternalToken = apptest.InternalToken
 	reg := prometheus.NewRegistry()
-	g, err := app.New(context.Background(), cfg, apptest.Logger(t), reg, reg)
+	g, err := app.New(context.Background(), cfg, log, reg, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
-	return &stack{accounts: acc, handler: g.Handler(), url: srv.URL}
+	return &full{stack: &stack{accounts: acc, handler: g.Handler(), url: srv.URL}, ver: ver, con: con, gateway: reg}
 }
 
 type call struct {

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
@@ -41,22 +39,10 @@ type full struct {
 
 func startFull(t *testing.T) *full {
 	t.Helper()
-	acc := apptest.Start(t)
-	ver := verificationtest.Start(t, acc.Addr, apptest.InternalToken, nil)
-	con := connecttest.Start(t, acc.Addr, apptest.InternalToken, nil)
-	cfg := app.DefaultConfig()
-	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr
-	cfg.InternalToken = apptest.InternalToken
-	reg := prometheus.NewRegistry()
 	core, logs := observer.New(zapcore.DebugLevel)
-	g, err := app.New(context.Background(), cfg, zap.New(core), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	srv := httptest.NewServer(g.Handler())
-	t.Cleanup(srv.Close)
-	return &full{stack: &stack{accounts: acc, handler: g.Handler(), url: srv.URL}, ver: ver, con: con, gateway: reg, logs: logs}
+	f := startWith(t, zap.New(core))
+	f.logs = logs
+	return f
 }
 
 // sdkSession captures a sandbox session for number ("" for a phone no network identified) and

@@ -15,12 +15,14 @@
 package headerauth
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
+	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 )
@@ -119,16 +121,26 @@ func value(h http.Header, name string) (string, bool) {
 	return v[0], true
 }
 
-// Middleware applies the rules to every matched route of a grpc-gateway mux.
+// Middleware applies the rules to every matched route of a grpc-gateway mux. It reads the
+// pattern middleware.RouteMiddleware recorded, when that runs before it.
 func Middleware() runtime.Middleware {
 	return func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-			pattern, _ := runtime.HTTPPattern(r.Context())
-			if !Check(Classify(pattern.String()), r.Header) {
+			if !Check(Classify(RoutePattern(r.Context())), r.Header) {
 				envelope.WriteError(w, unauthenticated)
 				return
 			}
 			next(w, r, params)
 		}
 	}
+}
+
+// RoutePattern is the matched route pattern of the request of ctx: the one
+// middleware.RouteMiddleware recorded, else built from the mux's match.
+func RoutePattern(ctx context.Context) string {
+	if pattern, ok := middleware.Pattern(ctx); ok {
+		return pattern
+	}
+	p, _ := runtime.HTTPPattern(ctx)
+	return p.String()
 }

@@ -125,7 +125,7 @@ func fixValue(v any, fd protoreflect.FieldDescriptor) any {
 		if values.ByName(protoreflect.Name(s)) != nil {
 			return v
 		}
-		if full := EnumPrefix(fd.Enum()) + s; values.ByName(protoreflect.Name(full)) != nil {
+		if full := enumPrefix(fd.Enum()) + s; values.ByName(protoreflect.Name(full)) != nil {
 			return full
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -139,7 +140,7 @@ func appendEnum(b []byte, ed protoreflect.EnumDescriptor, n protoreflect.EnumNum
 	if n == 0 && strings.HasSuffix(string(vd.Name()), "_UNSPECIFIED") {
 		return append(b, "null"...)
 	}
-	return AppendString(b, strings.TrimPrefix(string(vd.Name()), EnumPrefix(ed)))
+	return AppendString(b, strings.TrimPrefix(string(vd.Name()), enumPrefix(ed)))
 }
 
 func appendTimestamp(b []byte, m protoreflect.Message) []byte {
@@ -150,6 +151,18 @@ func appendTimestamp(b []byte, m protoreflect.Message) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, TimeLayout)
 	return append(b, '"')
+}
+
+var prefixCache sync.Map // protoreflect.FullName -> string
+
+// enumPrefix is EnumPrefix, computed once per enum.
+func enumPrefix(ed protoreflect.EnumDescriptor) string {
+	if v, ok := prefixCache.Load(ed.FullName()); ok {
+		return v.(string)
+	}
+	p := EnumPrefix(ed)
+	prefixCache.Store(ed.FullName(), p)
+	return p
 }
 
 // EnumPrefix is the prefix buf's ENUM_VALUE_PREFIX rule puts on the values of ed:

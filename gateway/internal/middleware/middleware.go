@@ -91,23 +91,36 @@ type routeKey struct{}
 
 // route is filled in by RouteMiddleware once the mux has matched a route, so the outer access
 // log and metrics can label by route pattern rather than by raw path (ids in paths would make
-// unbounded label values).
+// unbounded label values), and the inner handlers read the pattern without rebuilding it.
 type route struct{ pattern string }
 
-// RouteMiddleware records the matched route pattern for Observe, and names the request's span
-// (when traced) after it.
+// RouteMiddleware records the matched route pattern for Observe and for Pattern, and names the
+// request's span (when traced) after it.
 func RouteMiddleware() runtime.Middleware {
 	return func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
 			if p, ok := runtime.HTTPPattern(r.Context()); ok {
+				pattern := p.String()
 				if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
-					rt.pattern = p.String()
+					rt.pattern = pattern
+				} else {
+					r = r.WithContext(context.WithValue(r.Context(), routeKey{}, &route{pattern: pattern}))
 				}
-				tracing.SetRoute(r.Context(), r.Method, p.String())
+				tracing.SetRoute(r.Context(), r.Method, pattern)
 			}
 			next(w, r, params)
 		}
 	}
+}
+
+// Pattern returns the route pattern RouteMiddleware recorded for the request of ctx, as
+// grpc-gateway's Pattern.String writes it; ok is false before (or without) it.
+func Pattern(ctx context.Context) (pattern string, ok bool) {
+	rt, _ := ctx.Value(routeKey{}).(*route)
+	if rt == nil || rt.pattern == "" {
+		return "", false
+	}
+	return rt.pattern, true
 }
 
 // Metrics are the gateway's RED metrics.

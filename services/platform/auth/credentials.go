@@ -12,7 +12,14 @@ const (
 	MDClientID      = "x-client-id"
 	MDSDKToken      = "x-sdk-token"
 	MDAuthorization = "authorization"
-	MDRequestID     = "x-request-id"
+)
+
+// Metadata the gateway sets on the capture routes only, for the verification service: the
+// client address it resolved (behind its trusted proxies), and each configured number header
+// as MDHeaderPrefix + the lower-case header name.
+const (
+	MDClientIP     = "x-mnv-client-ip"
+	MDHeaderPrefix = "x-mnv-hdr-"
 )
 
 // Credential prefixes. Distinct prefixes let a secret scanner spot each kind and let us tell a

@@ -101,15 +101,16 @@ func (s *Service) touch(keyID string) {
 
 // AuthenticateAPIKey resolves an API key (of clientID, when not empty) to a principal.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (auth.Principal, error) {
-	fp := s.fp.Sum(apiKey)
-	a, err := store.KeyByFingerprint(ctx, s.pool, fp)
+	// The row is found by the key's fingerprint, so the key is proved: only the client is left
+	// to check.
+	a, err := store.KeyByFingerprint(ctx, s.pool, s.fp.Sum(apiKey))
 	if errors.Is(err, domain.ErrNotFound) {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	if !s.fp.Matches(apiKey, a.Fingerprint) || (clientID != "" && clientID != a.Key.ClientID) {
+	if clientID != "" && clientID != a.Key.ClientID {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	s.touch(a.Key.ID)
@@ -118,6 +119,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
 func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (auth.Principal, error) {
+	// Found by the token's fingerprint, as in AuthenticateAPIKey.
 	a, err := store.SDKTokenByFingerprint(ctx, s.pool, s.fp.Sum(token))
 	if errors.Is(err, domain.ErrNotFound) {
 		return auth.Principal{}, auth.ErrUnauthenticated
@@ -125,7 +127,7 @@ func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID stri
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	if !s.fp.Matches(token, a.Fingerprint) || clientID != a.ClientID {
+	if clientID != a.ClientID {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	return auth.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features}, nil
@@ -156,9 +158,9 @@ func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string,
 }
 
 // withClient runs fn in a transaction holding the client's row lock, after checking the client
-// secret. Key changes of one client are serialised this way, so two concurrent revocations
-// cannot both remove "the other" ADMIN key.
-func (s *Service) withClient(ctx context.Context, clientID, secret string, fn func(tx pgx.Tx) error) error {
+// secret; fn gets the client as locked. Key changes of one client are serialised this way, so
+// two concurrent revocations cannot both remove "the other" ADMIN key.
+func (s *Service) withClient(ctx context.Context, clientID, secret string, fn func(tx pgx.Tx, c store.ClientRow) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := store.GetClient(ctx, tx, clientID, true)
 		if err != nil {
@@ -167,7 +169,7 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 		if !s.fp.Matches(secret, c.SecretFP) {
 			return domain.ErrUnauthenticated
 		}
-		return fn(tx)
+		return fn(tx, c)
 	})
 }
 
@@ -177,10 +179,8 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 		return Issued{}, domain.ErrUnauthenticated
 	}
 	var out Issued
-	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx) error {
-		if c, err := store.GetClient(ctx, tx, clientID, false); err != nil {
-			return err
-		} else if c.Status != auth.StatusActive {
+	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx, c store.ClientRow) error {
+		if c.Status != auth.StatusActive {
 			return domain.ErrSuspended
 		}
 		n, _, err := store.CountUsableKeys(ctx, tx, clientID, "")
@@ -210,7 +210,7 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, g
 		return Issued{}, domain.ErrUnauthenticated
 	}
 	var out Issued
-	err := s.withClient(ctx, p.ClientID, secret, func(tx pgx.Tx) error {
+	err := s.withClient(ctx, p.ClientID, secret, func(tx pgx.Tx, _ store.ClientRow) error {
 		old, err := store.UsableKey(ctx, tx, p.ClientID, p.KeyID)
 		if errors.Is(err, domain.ErrNotFound) {
 			// Revoked or expired since the call was authenticated.
@@ -241,6 +241,12 @@ func (s *Service) CreateKey(ctx context.Context, p auth.Principal, name string, 
 // ListKeys reads a page of the client's usable keys.
 func (s *Service) ListKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
 	return store.ListUsableKeys(ctx, s.pool, clientID, limit, offset)
+}
+
+// CountKeys counts the client's usable keys.
+func (s *Service) CountKeys(ctx context.Context, clientID string) (int, error) {
+	n, _, err := store.CountUsableKeys(ctx, s.pool, clientID, "")
+	return n, err
 }
 
 // RevokeKey stops a key of the client at once. The client must keep one lasting ADMIN key.

@@ -16,8 +16,6 @@ type Admin struct {
 	Deps
 }
 
-func (s *Admin) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
-
 // CreateClient creates a client with its credentials.
 func (s *Admin) CreateClient(ctx context.Context, req *accountsv1.CreateClientRequest) (*accountsv1.CreateClientResponse, error) {
 	created, err := s.Clients.Create(ctx, clients.CreateRequest{
@@ -48,12 +46,12 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	_, total, err := s.Credentials.ListKeys(ctx, c.ID, 0, 0)
+	keys, err := s.Credentials.CountKeys(ctx, c.ID)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
-		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(total),
+		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
 	}}, nil
 }
 

@@ -15,8 +15,6 @@ type Internal struct {
 	Deps
 }
 
-func (s *Internal) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
-
 // clientID reads a client id field; a malformed one names no client.
 func clientID(v string) (string, error) {
 	id, ok := auth.ParseClientID(v)

@@ -26,6 +26,9 @@ type Deps struct {
 	Now func() time.Time
 }
 
+// fail turns a handler's error into its gRPC status (logging the unexpected ones).
+func (d *Deps) fail(ctx context.Context, err error) error { return toStatus(ctx, d.Log, err) }
+
 // Public implements AccountsService, the API a client calls about itself.
 type Public struct {
 	accountsv1.UnimplementedAccountsServiceServer
@@ -37,8 +40,6 @@ func principal(ctx context.Context) auth.Principal {
 	p, _ := auth.FromContext(ctx)
 	return p
 }
-
-func (s *Public) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
 
 // GetClient implements interface spec 4.1.
 func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) (*accountsv1.GetClientResponse, error) {

@@ -18,19 +18,18 @@ const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
 
 // KeyAuth is what authenticating an API key needs, in one indexed lookup.
 type KeyAuth struct {
-	Key         domain.APIKey
-	Fingerprint []byte
-	Status      auth.Status
-	Features    []string
+	Key      domain.APIKey
+	Status   auth.Status
+	Features []string
 }
 
 // KeyByFingerprint finds the usable API key with fingerprint fp.
 func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error) {
 	var a KeyAuth
-	err := db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, k.fingerprint, c.status, c.features
+	err := db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features
 		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
-		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Fingerprint, &a.Status, &a.Features)
+		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, domain.ErrNotFound
 	}
@@ -138,20 +137,19 @@ func RetireKey(ctx context.Context, db pg.DB, keyID, replacedBy string, grace ti
 
 // SDKTokenAuth is what authenticating an SDK token needs.
 type SDKTokenAuth struct {
-	TokenID     string
-	ClientID    string
-	Fingerprint []byte
-	Status      auth.Status
-	Features    []string
+	TokenID  string
+	ClientID string
+	Status   auth.Status
+	Features []string
 }
 
 // SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.
 func SDKTokenByFingerprint(ctx context.Context, db pg.DB, fp []byte) (SDKTokenAuth, error) {
 	var a SDKTokenAuth
-	err := db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, t.fingerprint, c.status, c.features
+	err := db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features
 		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
-		Scan(&a.TokenID, &a.ClientID, &a.Fingerprint, &a.Status, &a.Features)
+		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, domain.ErrNotFound
 	}

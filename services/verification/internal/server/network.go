@@ -12,16 +12,10 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 )
 
-// Metadata the gateway sets for a capture: the client address it resolved (behind its trusted
-// proxies) and each configured number header, as x-mnv-hdr-<lower-case header name>.
-const (
-	MDClientIP     = "x-mnv-client-ip"
-	MDHeaderPrefix = "x-mnv-hdr-"
-)
-
-// network reads what the request showed of its network. Only the gateway (a caller with the
-// internal credential) may speak for the client address and pass number headers; anyone else
-// is taken at its socket address, without headers.
+// network reads what the request showed of its network (the gateway's auth.MDClientIP and
+// auth.MDHeaderPrefix metadata). Only the gateway (a caller with the internal credential) may
+// speak for the client address and pass number headers; anyone else is taken at its socket
+// address, without headers.
 func network(ctx context.Context, numberHeaders []string) capture.Network {
 	var n capture.Network
 	if !auth.InternalCaller(ctx) {
@@ -33,14 +27,14 @@ func network(ctx context.Context, numberHeaders []string) capture.Network {
 		return n
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(MDClientIP); len(v) == 1 {
+	if v := md.Get(auth.MDClientIP); len(v) == 1 {
 		if a, err := netip.ParseAddr(v[0]); err == nil {
 			n.Addr = a.Unmap()
 		}
 	}
 	n.Headers = map[string]string{}
 	for _, h := range numberHeaders {
-		if v := md.Get(MDHeaderPrefix + strings.ToLower(h)); len(v) == 1 {
+		if v := md.Get(auth.MDHeaderPrefix + strings.ToLower(h)); len(v) == 1 {
 			n.Headers[h] = v[0]
 		}
 	}
