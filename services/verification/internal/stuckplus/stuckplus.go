@@ -69,6 +69,11 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 		if err != nil {
 			return err
 		}
+		// Open before charging: a number that does not open must not cost a reveal.
+		number, err := s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID)
+		if err != nil {
+			return err
+		}
 		r := domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason}
 		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
 			ref := "stuck-plus-reveal:" + sess.ID
@@ -82,10 +87,6 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 			r.Charged = charge.Charged
 		}
 		if r, err = store.RecordReveal(ctx, tx, r); err != nil {
-			return err
-		}
-		number, err := s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID)
-		if err != nil {
 			return err
 		}
 		out = Revealed{Reveal: r, MobileNumber: number}
