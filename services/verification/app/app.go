@@ -290,16 +290,24 @@ func (a *App) Listen() (net.Listener, error) {
 	return lis, nil
 }
 
+// Close releases what New opened: the Connect and accounts connections and the pool. Run closes
+// them itself; Close is for an App that is never run (say, when Listen fails).
+func (a *App) Close() {
+	if a.connect != nil {
+		_ = a.connect.Close()
+	}
+	_ = a.accounts.Close()
+	a.pool.Close()
+}
+
 // Run serves on lis until ctx ends, settles pending verifications in the background, then shuts
 // down gracefully and closes the pool and the accounts connection.
 func (a *App) Run(ctx context.Context, lis net.Listener) error {
-	defer a.pool.Close()
-	defer func() { _ = a.accounts.Close() }()
+	defer a.Close()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	if a.relay != nil {
-		defer func() { _ = a.connect.Close() }()
 		g.Go(func() error { a.relay.Run(ctx, time.Second); return nil })
 	}
 	g.Go(func() error { return a.server.Serve(ctx, lis) })

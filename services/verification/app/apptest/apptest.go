@@ -4,7 +4,6 @@ package apptest
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -55,8 +54,9 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 		cancel()
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	lis, err := a.Listen()
 	if err != nil {
+		a.Close()
 		cancel()
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ func main() {
 		}
 		lis, err := a.Listen()
 		if err != nil {
+			a.Close()
 			return err
 		}
 		log.Info("serving gRPC", zap.String("addr", lis.Addr().String()))

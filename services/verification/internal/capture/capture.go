@@ -96,9 +96,12 @@ func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r Session
 	if !slices.Contains([]string{"ANDROID", "IOS", "WEB"}, r.Platform) {
 		return Capture{}, domain.Invalid("platform", "must be ANDROID, IOS or WEB")
 	}
-	for field, v := range map[string]*string{"deviceId": r.DeviceID, "appVersion": r.AppVersion} {
-		if v != nil {
-			if err := text(field, *v, 128); err != nil {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"deviceId", r.DeviceID}, {"appVersion", r.AppVersion}} {
+		if f.v != nil {
+			if err := text(f.name, *f.v, 128); err != nil {
 				return Capture{}, err
 			}
 		}
@@ -110,13 +113,13 @@ func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r Session
 	number := s.number(op, found, n)
 	now := s.now()
 	sess := domain.Session{
-		ID: uuid.NewString(), ClientID: p.ClientID, Source: "SDK", Status: status(number),
+		ID: uuid.NewString(), ClientID: p.ClientID, Source: "SDK", Status: status(number.E164),
 		Platform: &r.Platform, DeviceID: r.DeviceID, AppVersion: r.AppVersion, CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
 	}
 	if found {
 		sess.OperatorID = &op.ID
 	}
-	return s.openSession(ctx, s.pool, sess, number)
+	return s.openSession(ctx, s.pool, sess, number.E164)
 }
 
 // openSession stores a session and seals its blob.
@@ -155,22 +158,23 @@ func (s *Service) operator(id *string, features []string, n Network) (operators.
 	return op, true, nil
 }
 
-// number is the subscriber number the operator's proxy gave, or "": a header is believed only
-// from the operator's trusted ranges, and only when it holds a valid number.
-func (s *Service) number(op operators.Operator, found bool, n Network) string {
+// number is the subscriber number the operator's proxy gave, or the zero Number (E164 ""): a
+// header is believed only from the operator's trusted ranges, and only when it holds a valid
+// number.
+func (s *Service) number(op operators.Operator, found bool, n Network) phone.Number {
 	if !found || !op.Supports(operators.MethodHeaderEnrichment) || !op.Trusts(n.Addr) {
-		return ""
+		return phone.Number{}
 	}
 	v := n.Headers[op.NumberHeader]
 	if v == "" {
-		return ""
+		return phone.Number{}
 	}
 	num, err := phone.Parse(v)
 	if err != nil {
 		s.log.Warn("operator sent an invalid number header", zap.String("operator", op.ID), zap.String("masked", phone.Mask(v)))
-		return ""
+		return phone.Number{}
 	}
-	return num.E164
+	return num
 }
 
 func status(number string) string {
@@ -246,7 +250,7 @@ func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Networ
 			return err
 		}
 		number := s.number(op, found, n)
-		t.Status = status(number)
+		t.Status = status(number.E164)
 		if found {
 			t.OperatorID = &op.ID
 		}
@@ -256,19 +260,19 @@ func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Networ
 			c, err := s.openSession(ctx, tx, domain.Session{
 				ID: uuid.NewString(), ClientID: t.ClientID, Source: "WEB", Status: t.Status, OperatorID: t.OperatorID,
 				CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL),
-			}, number)
+			}, number.E164)
 			if err != nil {
 				return err
 			}
 			t.SessionID, t.Blob = &c.SessionID, &c.Blob
 		case domain.ServiceStuckPlus:
-			if number != "" {
+			if number.E164 != "" {
 				sp := domain.StuckPlusSession{
 					ID: uuid.NewString(), ClientID: t.ClientID, TransactionID: t.ID, MetadataID: t.MetadataID,
-					OperatorID: op.ID, NumberMasked: s.vault.Mask(number),
+					OperatorID: op.ID, NumberMasked: number.Masked(),
 				}
-				sp.NumberSealed = s.vault.Seal(number, "stuck_plus_sessions", sp.ID)
-				if err := store.InsertStuckPlusSession(ctx, tx, sp, s.vault.Hash(number)); err != nil {
+				sp.NumberSealed = s.vault.Seal(number.E164, "stuck_plus_sessions", sp.ID)
+				if err := store.InsertStuckPlusSession(ctx, tx, sp, s.vault.Hash(number.E164)); err != nil {
 					return err
 				}
 				t.StuckPlusSessionID = &sp.ID

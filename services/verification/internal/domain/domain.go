@@ -131,7 +131,6 @@ type Session struct {
 	AppVersion *string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
-	UsedAt     *time.Time
 }
 
 // Verification is a kept verification.
