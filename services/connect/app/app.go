@@ -232,7 +232,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	profs := profiles.New(pool, numbers, accounts)
 	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
-	worker := delivery.New(pool, keyring, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
+	worker := delivery.New(pool, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)

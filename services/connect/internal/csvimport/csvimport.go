@@ -54,12 +54,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/mail"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -80,13 +80,13 @@ const (
 	MaxRecordBytes = 1 << 20
 )
 
-// Limits of one cell, in characters (Unicode code points), after trimming.
+// Limits of one cell, in characters (Unicode code points), after trimming: a profile's (an
+// attribute's key is its column's name).
 const (
-	maxHeaderName = 100
-	maxExternalID = 128
-	maxName       = 100
-	maxEmail      = 254
-	maxAttribute  = 1000
+	maxHeaderName = domain.MaxAttrKey
+	maxExternalID = domain.MaxExternalID
+	maxName       = domain.MaxName
+	maxAttribute  = domain.MaxAttrValue
 )
 
 // ErrNotCSV is wrapped by every error that fails a file as a whole: the file is not a CSV file
@@ -472,11 +472,8 @@ func (r *Reader) set(row *Row, col *column, v string) string {
 		if v == "" {
 			return ""
 		}
-		if tooLong(v, maxEmail) {
-			return fmt.Sprintf("longer than %d characters", maxEmail)
-		}
-		if a, err := mail.ParseAddress(v); err != nil || a.Name != "" || a.Address != v {
-			return "not a plain e-mail address (like name@example.com)"
+		if msg := domain.EmailProblem(v); msg != "" {
+			return msg
 		}
 		row.Email = &v
 	case colAttribute:

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/render"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
-	"github.com/mnvhq/mnv/services/platform/crypto"
 )
 
 // Config shapes the workers.
@@ -41,14 +39,10 @@ type Config struct {
 // Worker delivers queued batches.
 type Worker struct {
 	pool    *pgxpool.Pool
-	keyring *crypto.Keyring
-	numbers profiles.Numbers
+	numbers profiles.Numbers // its Keyring also opens the integrations' secrets
 	client  *http.Client
 	cfg     Config
 	log     *zap.Logger
-
-	mu  sync.Mutex
-	rnd *rand.Rand
 
 	// Metrics, when set, count attempts and delivered records.
 	Metrics *Metrics
@@ -56,9 +50,8 @@ type Worker struct {
 
 // New returns a Worker that sends with client (webhook.NewClient, which enforces the SSRF
 // policy when it connects).
-func New(pool *pgxpool.Pool, keyring *crypto.Keyring, numbers profiles.Numbers, client *http.Client, cfg Config, log *zap.Logger) *Worker {
-	return &Worker{pool: pool, keyring: keyring, numbers: numbers, client: client, cfg: cfg, log: log,
-		rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6d6e76))}
+func New(pool *pgxpool.Pool, numbers profiles.Numbers, client *http.Client, cfg Config, log *zap.Logger) *Worker {
+	return &Worker{pool: pool, numbers: numbers, client: client, cfg: cfg, log: log}
 }
 
 // Run delivers until ctx ends.
@@ -133,31 +126,32 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 	ev.RecordCount = len(profs)
 	if len(profs) == 0 {
 		// Everything was erased or unmatched since: nothing to send, and that is a success.
-		return w.finish(ctx, ev, webhook.Result{Status: 0}, true)
+		return w.finish(ctx, ev, webhook.Result{Status: 0})
 	}
 	// A batch that cannot be rendered or signed (a data key missing from MNV_DATA_KEYS) would
 	// fail the same way on every lease: it is FAILED at once, with the reason in its history,
 	// instead of coming back forever unseen. A manual sync sends it once the key is back.
 	body, err := render.Records(profs, it.FieldMappings, w.numbers.Open)
 	if err != nil {
-		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("render the records: %w", err)}, false)
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("render the records: %w", err)})
 	}
-	apiKey, err := integrations.OpenAPIKey(w.keyring, it)
+	apiKey, err := integrations.OpenAPIKey(w.numbers.Keyring, it)
 	if err != nil {
-		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's API key: %w", err)}, false)
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's API key: %w", err)})
 	}
-	secret, err := integrations.OpenSecret(w.keyring, it)
+	secret, err := integrations.OpenSecret(w.numbers.Keyring, it)
 	if err != nil {
-		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's signing secret: %w", err)}, false)
+		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's signing secret: %w", err)})
 	}
 	res := webhook.Deliver(ctx, w.client, webhook.Request{
 		URL: it.EndpointURL, Method: it.HTTPMethod, APIKey: apiKey, Secret: secret,
 		DeliveryID: d.ID, Attempt: d.Attempts, Body: body,
 	}, time.Now())
-	return w.finish(ctx, ev, res, res.Err == nil)
+	return w.finish(ctx, ev, res)
 }
 
-func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Result, ok bool) error {
+// finish records the outcome of an attempt: a success when res has no error.
+func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Result) error {
 	ev.FinishedAt = time.Now()
 	ev.Duration = ev.FinishedAt.Sub(ev.StartedAt)
 	if res.Status != 0 {
@@ -166,13 +160,11 @@ func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Re
 	}
 	var retryAt *time.Time
 	switch {
-	case ok:
+	case res.Err == nil:
 		ev.Status = domain.SyncSucceeded
 	case res.Retry && ev.Attempt < w.cfg.MaxAttempts:
 		ev.Status = domain.SyncRetrying
-		w.mu.Lock()
-		at := time.Now().Add(webhook.Backoff(ev.Attempt, w.cfg.BackoffBase, w.cfg.BackoffMax, w.rnd))
-		w.mu.Unlock()
+		at := time.Now().Add(webhook.Backoff(ev.Attempt, w.cfg.BackoffBase, w.cfg.BackoffMax, nil))
 		retryAt = &at
 	default:
 		ev.Status = domain.SyncFailed

@@ -5,7 +5,9 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"net/mail"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 )
@@ -28,6 +30,29 @@ func (e *InvalidError) Error() string { return e.Field + ": " + e.Msg }
 // Invalid returns an *InvalidError.
 func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Limits of a profile's optional fields, in characters (Unicode code points), the same whether
+// the profile comes from the API or from an import.
+const (
+	MaxExternalID = 128
+	MaxName       = 100 // firstName, lastName
+	MaxEmail      = 254
+	MaxAttrKey    = 100 // in an import, a column's name
+	MaxAttrValue  = 1000
+)
+
+// EmailProblem says what is wrong with v as a profile's e-mail address, or returns "" when it
+// is a plain address (name@example.com: no display name, no angle brackets) of at most
+// MaxEmail characters.
+func EmailProblem(v string) string {
+	if len(v) > MaxEmail && utf8.RuneCountInString(v) > MaxEmail {
+		return fmt.Sprintf("longer than %d characters", MaxEmail)
+	}
+	if a, err := mail.ParseAddress(v); err != nil || a.Name != "" || a.Address != v {
+		return "not a plain e-mail address (like name@example.com)"
+	}
+	return ""
 }
 
 // NotEnabledError is a product or kind the client may not use (400 FEATURE_NOT_ENABLED).

@@ -295,7 +295,7 @@ func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
 	wg.Wait()
 
 	b.rows = make([]store.StageRow, 0, len(recs))
-	b.p = store.Progress{MaxKept: csvimport.MaxErrors, Records: int64(len(recs)), Total: int64(len(recs))}
+	b.p = store.Progress{MaxKept: csvimport.MaxErrors, Records: int64(len(recs))}
 	for _, c := range out {
 		if c.errs == nil {
 			b.rows = append(b.rows, c.row)
@@ -331,15 +331,13 @@ func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
 		if _, err := store.FinishJob(ctx, tx, job.ID, job.LeaseToken, nil); err != nil {
 			return err
 		}
-		its, err := store.ListIntegrations(ctx, tx, job.ClientID, 1000, 0)
+		its, err := store.TriggerIntegrations(ctx, tx, job.ClientID, domain.TriggerImportCompleted)
 		if err != nil {
 			return err
 		}
-		for _, it := range its.Items {
-			if it.Status == domain.IntegrationActive && it.TriggerEvent == domain.TriggerImportCompleted {
-				if _, err := store.EnqueueAll(ctx, tx, it, domain.TriggerImportCompleted, &job.ID); err != nil {
-					return err
-				}
+		for _, it := range its {
+			if _, err := store.EnqueueAll(ctx, tx, it, domain.TriggerImportCompleted, &job.ID); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -122,7 +122,7 @@ func TestLeaseFencing(t *testing.T) {
 
 	row := store.StageRow{ID: uuid.New(), NumberSealed: []byte{1}, NumberHash: []byte("h"), NumberMasked: "+97150*****67",
 		CountryCode: "AE", Attributes: []byte("{}")}
-	p := store.Progress{Records: 1, Total: 1, MaxKept: 100, Lease: time.Minute, Token: stale.LeaseToken}
+	p := store.Progress{Records: 1, MaxKept: 100, Lease: time.Minute, Token: stale.LeaseToken}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return store.UpsertBatch(ctx, tx, client, job.ID, []store.StageRow{row}, &p)
 	})

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 	"unicode"
@@ -130,15 +129,9 @@ func Region(n phone.Number) string {
 	return n.Region
 }
 
-// Limits of the optional fields (the same as imports').
-const (
-	maxExternalID = 128
-	maxName       = 100
-	maxEmail      = 254
-	maxAttrKey    = 100
-	maxAttrValue  = 1000
-	maxAttrs      = 50
-)
+// maxAttrs is the most attributes a profile may have (the other limits are domain's, shared
+// with imports).
+const maxAttrs = 50
 
 // ValidateFields checks the optional fields of a profile.
 func ValidateFields(f Fields) error {
@@ -146,7 +139,7 @@ func ValidateFields(f Fields) error {
 		field string
 		v     *string
 		max   int
-	}{{"externalId", f.ExternalID, maxExternalID}, {"firstName", f.FirstName, maxName}, {"lastName", f.LastName, maxName}} {
+	}{{"externalId", f.ExternalID, domain.MaxExternalID}, {"firstName", f.FirstName, domain.MaxName}, {"lastName", f.LastName, domain.MaxName}} {
 		if c.v != nil {
 			if err := text(c.field, *c.v, c.max); err != nil {
 				return err
@@ -154,7 +147,7 @@ func ValidateFields(f Fields) error {
 		}
 	}
 	if f.Email != nil {
-		if a, err := mail.ParseAddress(*f.Email); err != nil || a.Address != *f.Email || len(*f.Email) > maxEmail {
+		if domain.EmailProblem(*f.Email) != "" {
 			return domain.Invalid("email", "must be an e-mail address like name@example.com")
 		}
 	}
@@ -162,11 +155,11 @@ func ValidateFields(f Fields) error {
 		return domain.Invalid("attributes", "at most %d attributes", maxAttrs)
 	}
 	for k, v := range f.Attributes {
-		if err := text("attributes", k, maxAttrKey); err != nil {
+		if err := text("attributes", k, domain.MaxAttrKey); err != nil {
 			return err
 		}
-		if utf8.RuneCountInString(v) > maxAttrValue || strings.ContainsFunc(v, unicode.IsControl) {
-			return domain.Invalid("attributes", "values must be at most %d characters, without control characters", maxAttrValue)
+		if utf8.RuneCountInString(v) > domain.MaxAttrValue || strings.ContainsFunc(v, unicode.IsControl) {
+			return domain.Invalid("attributes", "values must be at most %d characters, without control characters", domain.MaxAttrValue)
 		}
 	}
 	return nil

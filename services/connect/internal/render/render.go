@@ -31,12 +31,6 @@ func KnownField(f string) bool {
 	return slices.Contains(fields, f)
 }
 
-// NeedsNumber reports whether a mapping sends the full number (which then has to be opened).
-func NeedsNumber(m map[string]string) bool {
-	_, ok := m["mobileNumber"]
-	return ok
-}
-
 // Records renders profiles as a JSON array of mapped records. number returns a profile's full
 // number; it is called only when the mapping has mobileNumber.
 func Records(profiles []domain.Profile, mappings map[string]string, number func(domain.Profile) (string, error)) ([]byte, error) {

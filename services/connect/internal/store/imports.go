@@ -81,15 +81,11 @@ func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob
 	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
 			started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
 			interruptions = j.interruptions + (j.status = 'RUNNING')::int
-		FROM (SELECT id FROM connect.import_jobs
+		FROM (SELECT id AS todo_id FROM connect.import_jobs
 			WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
 			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) todo
-		WHERE j.id = todo.id RETURNING `+jobColumnsQualified, lease.String()))
+		WHERE j.id = todo.todo_id RETURNING `+jobColumns, lease.String()))
 }
-
-var jobColumnsQualified = `j.id::text, j.client_id::text, j.file_name, j.size_bytes, j.status, j.total_rows, j.imported_rows,
-	j.updated_rows, j.failed_rows, j.errors, j.failure, j.processed_records, j.created_at, j.started_at, j.finished_at,
-	j.lease_token, j.interruptions`
 
 // Chunks calls fn with each chunk of a job's file, in order, one at a time.
 func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) error {
@@ -126,8 +122,7 @@ type StageRow struct {
 
 // Progress is what one batch adds to a job.
 type Progress struct {
-	Records  int64 // records of the file consumed, valid or not
-	Total    int64
+	Records  int64 // records of the file consumed, valid or not (each one a row of total_rows)
 	Failed   int64
 	Errors   []domain.ImportError // to append, up to the cap
 	MaxKept  int
@@ -190,13 +185,13 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 		errs, _ = json.Marshal(p.Errors)
 	}
 	tag, err := tx.Exec(ctx, `UPDATE connect.import_jobs SET
-			processed_records = processed_records + $2, total_rows = total_rows + $3,
-			imported_rows = imported_rows + $4, updated_rows = updated_rows + $5, failed_rows = failed_rows + $6,
-			errors = CASE WHEN jsonb_array_length(errors) >= $8 THEN errors
-				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $7::jsonb) e LIMIT $8) x) END,
-			lease_until = now() + $9::interval
-		WHERE id = $1 AND lease_token = $10 AND status = 'RUNNING'`,
-		jobID, p.Records, p.Total, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token)
+			processed_records = processed_records + $2, total_rows = total_rows + $2,
+			imported_rows = imported_rows + $3, updated_rows = updated_rows + $4, failed_rows = failed_rows + $5,
+			errors = CASE WHEN jsonb_array_length(errors) >= $7 THEN errors
+				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $6::jsonb) e LIMIT $7) x) END,
+			lease_until = now() + $8::interval
+		WHERE id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
+		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token)
 	if err != nil {
 		return fmt.Errorf("record progress: %w", err)
 	}

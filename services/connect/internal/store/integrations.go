@@ -87,6 +87,17 @@ func DeleteIntegration(ctx context.Context, db DB, clientID, id string) error {
 	return nil
 }
 
+// TriggerIntegrations reads the client's ACTIVE integrations with trigger: the ones an event
+// of that trigger queues deliveries for.
+func TriggerIntegrations(ctx context.Context, db DB, clientID, trigger string) ([]domain.Integration, error) {
+	rows, err := db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations
+		WHERE client_id = $1 AND trigger_event = $2 AND status = 'ACTIVE'`, clientID, trigger)
+	if err != nil {
+		return nil, fmt.Errorf("integrations for %s: %w", trigger, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Integration, error) { return scanIntegration(r) })
+}
+
 // EnqueueForTrigger queues, for every ACTIVE integration of the client with trigger, the given
 // profiles (only the matched ones for matchedOnly integrations), in batches of the
 // integration's size. It returns how many records were queued.
@@ -94,33 +105,26 @@ func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, pro
 	if len(profileIDs) == 0 {
 		return 0, nil
 	}
-	rows, err := db.Query(ctx, `SELECT id::text, batch_size, matched_only FROM connect.integrations
-		WHERE client_id = $1 AND trigger_event = $2 AND status = 'ACTIVE'`, clientID, trigger)
-	if err != nil {
-		return 0, fmt.Errorf("integrations for %s: %w", trigger, err)
-	}
-	type target struct {
-		id          string
-		batch       int
-		matchedOnly bool
-	}
-	targets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (target, error) {
-		var t target
-		return t, r.Scan(&t.id, &t.batch, &t.matchedOnly)
-	})
+	targets, err := TriggerIntegrations(ctx, db, clientID, trigger)
 	if err != nil || len(targets) == 0 {
 		return 0, err
 	}
+	var matched []string // the matched ones among profileIDs, read on the first matchedOnly target
+	var haveMatched bool
 	var queued int64
 	for _, t := range targets {
 		ids := profileIDs
-		if t.matchedOnly {
-			if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
-				WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&ids); err != nil {
-				return 0, fmt.Errorf("matched profiles: %w", err)
+		if t.MatchedOnly {
+			if !haveMatched {
+				if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
+					WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&matched); err != nil {
+					return 0, fmt.Errorf("matched profiles: %w", err)
+				}
+				haveMatched = true
 			}
+			ids = matched
 		}
-		n, err := enqueue(ctx, db, clientID, t.id, trigger, ids, t.batch)
+		n, err := enqueue(ctx, db, clientID, t.ID, trigger, ids, t.BatchSize)
 		if err != nil {
 			return 0, err
 		}
@@ -242,13 +246,16 @@ func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overvie
 		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status IN ('QUEUED', 'RUNNING')),
 		(SELECT max(finished_at) FROM connect.import_jobs WHERE client_id = $1 AND status = 'COMPLETED'),
 		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'SUCCEEDED'),
-		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'FAILED')`,
-		clientID).Scan(&o.Integrations, &o.Active, &o.Imports, &o.RunningImports, &o.LastImportCompletedAt, &o.SyncsSucceeded, &o.SyncsFailed)
+		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'FAILED'),
+		coalesce((SELECT profiles FROM connect.client_stats WHERE client_id = $1), 0),
+		coalesce((SELECT matched FROM connect.client_stats WHERE client_id = $1), 0),
+		coalesce((SELECT enriched FROM connect.client_stats WHERE client_id = $1), 0)`,
+		clientID).Scan(&o.Integrations, &o.Active, &o.Imports, &o.RunningImports, &o.LastImportCompletedAt, &o.SyncsSucceeded, &o.SyncsFailed,
+		&o.Profiles, &o.Matched, &o.Enriched)
 	if err != nil {
 		return o, fmt.Errorf("overview: %w", err)
 	}
-	o.Profiles, o.Matched, o.Enriched, err = Stats(ctx, db, clientID)
-	return o, err
+	return o, nil
 }
 
 // PostponeDelivery puts a taken batch back, due at when, without counting the attempt.

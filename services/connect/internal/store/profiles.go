@@ -230,16 +230,3 @@ func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]Match
 
 // MatchedProfile is a profile newly matched.
 type MatchedProfile struct{ ProfileID, ClientID string }
-
-// Stats are a client's profile counts, kept by triggers.
-func Stats(ctx context.Context, db DB, clientID string) (profiles, matched, enriched int64, err error) {
-	err = db.QueryRow(ctx, `SELECT profiles, matched, enriched FROM connect.client_stats WHERE client_id = $1`, clientID).
-		Scan(&profiles, &matched, &enriched)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("stats: %w", err)
-	}
-	return profiles, matched, enriched, nil
-}
