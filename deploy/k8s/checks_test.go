@@ -85,19 +85,6 @@ func checkComponents(m *manifests) []string {
 	return p
 }
 
-// portDeclared reports whether port (a number or a name) is one of the container's ports.
-func portDeclared(ctr *corev1.Container, port intstr.IntOrString) bool {
-	for _, cp := range ctr.Ports {
-		if port.Type == intstr.String && cp.Name == port.StrVal {
-			return true
-		}
-		if port.Type == intstr.Int && cp.ContainerPort == port.IntVal {
-			return true
-		}
-	}
-	return false
-}
-
 // portNumber resolves port against the container's ports (0 when it is not declared).
 func portNumber(ctr *corev1.Container, port intstr.IntOrString) int32 {
 	for _, cp := range ctr.Ports {
@@ -139,7 +126,7 @@ func checkProbes(m *manifests) []string {
 					p = append(p, fmt.Sprintf("%s: %s probe runs a command; the images have no shell", where, kind))
 					continue
 				}
-				if !portDeclared(&ctr, port) {
+				if portNumber(&ctr, port) == 0 {
 					p = append(p, fmt.Sprintf("%s: %s probe on port %s, which the container does not declare", where, kind, port.String()))
 					continue
 				}
@@ -598,7 +585,7 @@ func checkAddresses(m *manifests) []string {
 			if n, err := strconv.Atoi(port); err != nil || int32(n) != want {
 				p = append(p, fmt.Sprintf("%s: %s=%q, want port %d", where, name, v.value, want))
 			}
-			if !portDeclared(ctr, intstr.FromInt32(want)) {
+			if portNumber(ctr, intstr.FromInt32(want)) == 0 {
 				p = append(p, fmt.Sprintf("%s: port %d (%s) is not declared", where, want, name))
 			}
 		}
@@ -651,7 +638,7 @@ func checkServices(m *manifests) []string {
 			}
 			found := false
 			for _, ctr := range matched[0].Spec.Template.Spec.Containers {
-				if portDeclared(&ctr, target) {
+				if portNumber(&ctr, target) != 0 {
 					found = true
 				}
 			}

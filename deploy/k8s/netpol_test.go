@@ -177,11 +177,9 @@ func portMatches(ports []networkingv1.NetworkPolicyPort, port int32, protocol co
 		if p.Port.StrVal != "" {
 			n = 0
 			if dst != nil && dst.deployment != nil {
-				for _, c := range dst.deployment.Spec.Template.Spec.Containers {
-					for _, cp := range c.Ports {
-						if cp.Name == p.Port.StrVal {
-							n = cp.ContainerPort
-						}
+				for i := range dst.deployment.Spec.Template.Spec.Containers {
+					if cn := portNumber(&dst.deployment.Spec.Template.Spec.Containers[i], *p.Port); cn != 0 {
+						n = cn
 					}
 				}
 			}
@@ -216,44 +214,42 @@ func policiesFor(m *manifests, e *endpoint, t networkingv1.PolicyType) []*networ
 	return out
 }
 
-func ingressAllowed(m *manifests, from, to *endpoint, port int32, protocol corev1.Protocol) bool {
-	pols := policiesFor(m, to, networkingv1.PolicyTypeIngress)
+// directionAllowed judges one side of a connection: for PolicyTypeIngress the receiver's
+// ingress rules, whose peers are senders; for PolicyTypeEgress the sender's egress rules, whose
+// peers are receivers. A pod no policy of that type selects allows everything.
+func directionAllowed(m *manifests, dir networkingv1.PolicyType, from, to *endpoint, port int32, protocol corev1.Protocol) bool {
+	subject, other := to, from
+	if dir == networkingv1.PolicyTypeEgress {
+		subject, other = from, to
+	}
+	pols := policiesFor(m, subject, dir)
 	if len(pols) == 0 {
 		return true
 	}
+	type rule struct {
+		ports []networkingv1.NetworkPolicyPort
+		peers []networkingv1.NetworkPolicyPeer
+	}
 	for _, np := range pols {
-		for _, r := range np.Spec.Ingress {
-			if !portMatches(r.Ports, port, protocol, to) {
-				continue
+		var rules []rule
+		if dir == networkingv1.PolicyTypeEgress {
+			for _, r := range np.Spec.Egress {
+				rules = append(rules, rule{r.Ports, r.To})
 			}
-			if len(r.From) == 0 {
-				return true
-			}
-			for _, peer := range r.From {
-				if peerMatches(peer, np.Namespace, from) {
-					return true
-				}
+		} else {
+			for _, r := range np.Spec.Ingress {
+				rules = append(rules, rule{r.Ports, r.From})
 			}
 		}
-	}
-	return false
-}
-
-func egressAllowed(m *manifests, from, to *endpoint, port int32, protocol corev1.Protocol) bool {
-	pols := policiesFor(m, from, networkingv1.PolicyTypeEgress)
-	if len(pols) == 0 {
-		return true
-	}
-	for _, np := range pols {
-		for _, r := range np.Spec.Egress {
-			if !portMatches(r.Ports, port, protocol, to) {
+		for _, r := range rules {
+			if !portMatches(r.ports, port, protocol, to) {
 				continue
 			}
-			if len(r.To) == 0 {
+			if len(r.peers) == 0 {
 				return true
 			}
-			for _, peer := range r.To {
-				if peerMatches(peer, np.Namespace, to) {
+			for _, peer := range r.peers {
+				if peerMatches(peer, np.Namespace, other) {
 					return true
 				}
 			}
@@ -265,10 +261,10 @@ func egressAllowed(m *manifests, from, to *endpoint, port int32, protocol corev1
 // allowed judges one connection: the sender's egress (when it is a pod of the render) and the
 // receiver's ingress (likewise).
 func allowed(m *manifests, from, to *endpoint, port int32, protocol corev1.Protocol) bool {
-	if from.deployment != nil && !egressAllowed(m, from, to, port, protocol) {
+	if from.deployment != nil && !directionAllowed(m, networkingv1.PolicyTypeEgress, from, to, port, protocol) {
 		return false
 	}
-	if to.deployment != nil && !ingressAllowed(m, from, to, port, protocol) {
+	if to.deployment != nil && !directionAllowed(m, networkingv1.PolicyTypeIngress, from, to, port, protocol) {
 		return false
 	}
 	return true

@@ -91,6 +91,7 @@ type connectBench struct {
 	hc       *http.Client
 	url      string
 	client   harness.Client
+	suite    *harness.Suite
 	progress io.Writer
 	timeout  time.Duration
 }
@@ -114,7 +115,7 @@ func benchConnect(ctx context.Context, s *harness.Suite, cfg Config, rows int, d
 	}
 	hc, closeHTTP := newHTTPClient(setupWorkers)
 	defer closeHTTP()
-	b := &connectBench{hc: hc, url: s.GatewayURL, client: clients[0], progress: progress, timeout: cfg.Timeout}
+	b := &connectBench{hc: hc, url: s.GatewayURL, client: clients[0], suite: s, progress: progress, timeout: cfg.Timeout}
 	if debugAddr != "" {
 		fmt.Fprintf(progress, "  connect serves pprof on http://%s/debug/pprof/\n", debugAddr)
 	}
@@ -219,7 +220,7 @@ type importJob struct {
 func (b *connectBench) importCSV(ctx context.Context, path string, size int64, rows int, debugAddr, profilePath string, rep *ConnectReport) error {
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
-	pid, err := childPID("connect")
+	pid, err := b.suite.PID("connect")
 	if err != nil {
 		return err
 	}

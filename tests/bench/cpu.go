@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,18 +115,4 @@ func children(f func(pid int, comm string, stat []string)) {
 		}
 		f(pid, string(b[open+1:end]), fields)
 	}
-}
-
-// childPID is the pid of the child of this process named comm ("connect"), or an error.
-func childPID(comm string) (int, error) {
-	pid := 0
-	children(func(p int, c string, _ []string) {
-		if c == comm {
-			pid = p
-		}
-	})
-	if pid == 0 {
-		return 0, fmt.Errorf("no child process %q found in /proc", comm)
-	}
-	return pid, nil
 }

@@ -118,7 +118,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := os.Stderr
-	root := repoRoot()
+	root, _ := harness.RepoRoot() // "" outside a checkout: the report goes to ./out
 	start := time.Now()
 
 	rep := Report{Header: []string{
@@ -295,22 +295,4 @@ func writeOut(root, text string) error {
 	}
 	fmt.Fprintln(os.Stderr, "bench: report written to", path)
 	return nil
-}
-
-// repoRoot is the folder of go.work above the working directory, or "" when there is none.
-func repoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

@@ -146,3 +146,34 @@ func newClient(t *testing.T, balance int64, extra ...string) harness.Client {
 
 func keyOf(c harness.Client) headers { return headers{"X-Api-Key": c.APIKey, "X-Client-Id": c.ID} }
 func meOf(c harness.Client) headers  { return headers{"X-Api-Key": c.APIKey} }
+
+// ledgerCharges pages through c's ledger: it returns the VERIFICATION rows as the amount charged
+// by verification id ("verification:" stripped from the reference) and the sum of every row.
+func ledgerCharges(t *testing.T, s *harness.Suite, c harness.Client) (charges map[string]int64, sum int64, err error) {
+	t.Helper()
+	charges = map[string]int64{}
+	for page := 0; ; page++ {
+		var l struct {
+			Items []struct {
+				Kind      string `json:"kind"`
+				Amount    int64  `json:"amount"`
+				Reference string `json:"reference"`
+			} `json:"items"`
+			TotalPages int `json:"totalPages"`
+		}
+		r := callSuite(t, s, "GET", fmt.Sprintf("/v1/api/me/ledger?size=100&page=%d", page), meOf(c), "")
+		if r.status != http.StatusOK {
+			return nil, 0, fmt.Errorf("ledger: %d %s", r.status, r.raw)
+		}
+		r.decode(t, &l)
+		for _, e := range l.Items {
+			sum += e.Amount
+			if e.Kind == "VERIFICATION" {
+				charges[strings.TrimPrefix(e.Reference, "verification:")] = -e.Amount
+			}
+		}
+		if page+1 >= l.TotalPages {
+			return charges, sum, nil
+		}
+	}
+}

@@ -258,31 +258,9 @@ func TestGracefulStopFinishesInFlight(t *testing.T) {
 // checkMoney compares the ledger's VERIFICATION rows with the kept verifications.
 func checkMoney(t *testing.T, s *harness.Suite, c harness.Client) error {
 	t.Helper()
-	charges := map[string]int64{}
-	var sum int64
-	for page := 0; ; page++ {
-		var l struct {
-			Items []struct {
-				Kind      string `json:"kind"`
-				Amount    int64  `json:"amount"`
-				Reference string `json:"reference"`
-			} `json:"items"`
-			TotalPages int `json:"totalPages"`
-		}
-		r := callSuite(t, s, "GET", fmt.Sprintf("/v1/api/me/ledger?size=100&page=%d", page), meOf(c), "")
-		if r.status != http.StatusOK {
-			return fmt.Errorf("ledger: %d %s", r.status, r.raw)
-		}
-		r.decode(t, &l)
-		for _, e := range l.Items {
-			sum += e.Amount
-			if e.Kind == "VERIFICATION" {
-				charges[strings.TrimPrefix(e.Reference, "verification:")] = -e.Amount
-			}
-		}
-		if page+1 >= l.TotalPages {
-			break
-		}
+	charges, sum, err := ledgerCharges(t, s, c)
+	if err != nil {
+		return err
 	}
 	kept := map[string]int64{}
 	for page := 0; ; page++ {
@@ -356,6 +334,7 @@ func TestImportSurvivesRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			job := upload(t, s, c, "big.csv", file.Bytes())
+			deadline := time.Now().Add(30 * time.Second)
 			for {
 				j := getJob(t, s, c, job.ID)
 				if j.Status == "COMPLETED" || j.Status == "FAILED" {
@@ -363,6 +342,9 @@ func TestImportSurvivesRestart(t *testing.T) {
 				}
 				if j.Status == "RUNNING" && j.ImportedRows > 0 {
 					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the import did not start running: %+v", j)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -407,11 +389,9 @@ func TestImportSurvivesRestart(t *testing.T) {
 // accepts connections again verification serves without a restart.
 func TestDatabaseOutageIsUnavailable(t *testing.T) {
 	ctx := context.Background()
-	own, drop, err := pgtest.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer drop()
+	// Dropped by a t.Cleanup, which runs after every defer below: the suite is stopped and the
+	// database open to connections again by then.
+	own := pgtest.NewDatabase(t)
 	s, err := harness.Start(ctx, harness.Options{ProcessEnv: map[string][]string{
 		"verification": {"MNV_VERIFICATION_DATABASE_URL=" + own},
 	}})

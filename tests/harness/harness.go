@@ -65,7 +65,7 @@ func BinDir() (string, error) {
 		return d, nil
 	}
 	buildOnce.Do(func() {
-		root, err := repoRoot()
+		root, err := RepoRoot()
 		if err != nil {
 			buildErr = err
 			return
@@ -91,7 +91,9 @@ func BinDir() (string, error) {
 	return buildDir, buildErr
 }
 
-func repoRoot() (string, error) {
+// RepoRoot returns the checkout: the folder of the go.work in the working directory or the
+// nearest directory above it.
+func RepoRoot() (string, error) {
 	p, err := findup.Path("go.work")
 	if err != nil {
 		return "", fmt.Errorf("go.work: %w", err)
@@ -110,8 +112,9 @@ func FreeAddr() (string, error) {
 }
 
 // Start runs accounts and the gateway against a fresh database and waits until the gateway is
-// ready.
-func Start(ctx context.Context, opts Options) (*Suite, error) {
+// ready. On failure it stops whatever it started and drops the database; it removes the logs
+// too, unless the suite did not become ready (the error then names them).
+func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -120,32 +123,30 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	logDir, err := os.MkdirTemp("", "mnv-e2e-logs-")
-	if err != nil {
-		drop()
-		return nil, err
-	}
 	s := &Suite{
-		DatabaseURL: dbURL, BinDir: bin, LogDir: logDir, drop: drop, processEnv: opts.ProcessEnv,
+		DatabaseURL: dbURL, BinDir: bin, drop: drop, processEnv: opts.ProcessEnv,
 		InternalToken: "e2e-internal-token-0123456789abcdefghij",
 		AdminToken:    "e2e-admin-token-0123456789abcdefghijklm",
 	}
-	accountsAddr, err := FreeAddr()
-	if err != nil {
+	keepLogs := false
+	defer func() {
+		if err != nil {
+			s.Stop() // the processes started so far, then the database
+			if s.LogDir != "" && !keepLogs {
+				os.RemoveAll(s.LogDir)
+			}
+		}
+	}()
+	if s.LogDir, err = os.MkdirTemp("", "mnv-e2e-logs-"); err != nil {
 		return nil, err
 	}
-	verificationAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
+	var addrs [4]string
+	for i := range addrs {
+		if addrs[i], err = FreeAddr(); err != nil {
+			return nil, err
+		}
 	}
-	connectAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
+	accountsAddr, verificationAddr, connectAddr, httpAddr := addrs[0], addrs[1], addrs[2], addrs[3]
 	s.AccountsAddr, s.VerificationAddr, s.ConnectAddr, s.GatewayURL = accountsAddr, verificationAddr, connectAddr, "http://"+httpAddr
 	common := append([]string{
 		"PATH=" + os.Getenv("PATH"),
@@ -153,17 +154,16 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		"MNV_LOG_LEVEL=info",
 		"MNV_SHUTDOWN_TIMEOUT=10s",
 	}, opts.Env...)
-	if err := s.spawn("accounts", append(common,
+	if err = s.spawn("accounts", append(common,
 		"DATABASE_URL="+dbURL,
 		"MNV_ACCOUNTS_GRPC_ADDR="+accountsAddr,
 		"MNV_PEPPER=e2e-pepper-e2e-pepper-e2e-pepper-0123456",
 		"MNV_DATA_KEYS=e2e:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		"MNV_ADMIN_TOKEN="+s.AdminToken,
 	)); err != nil {
-		s.Stop()
 		return nil, err
 	}
-	if err := s.spawn("verification", append(common,
+	if err = s.spawn("verification", append(common,
 		"DATABASE_URL="+dbURL,
 		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
@@ -171,10 +171,9 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		"MNV_NUMBER_HASH_KEY="+NumberHashKey,
 		"MNV_CONNECT_ADDR="+connectAddr,
 	)); err != nil {
-		s.Stop()
 		return nil, err
 	}
-	if err := s.spawn("connect", append(common,
+	if err = s.spawn("connect", append(common,
 		"DATABASE_URL="+dbURL,
 		"MNV_CONNECT_GRPC_ADDR="+connectAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
@@ -183,20 +182,18 @@ func Start(ctx context.Context, opts Options) (*Suite, error) {
 		// Tests deliver to a local receiver: plain http on loopback, and retries within seconds.
 		"MNV_WEBHOOK_ALLOW_HTTP=true", "MNV_WEBHOOK_ALLOWED_NETS=127.0.0.1/32", "MNV_DELIVERY_BACKOFF=200ms",
 	)); err != nil {
-		s.Stop()
 		return nil, err
 	}
-	if err := s.spawn("gateway", append(common,
+	if err = s.spawn("gateway", append(common,
 		"MNV_HTTP_ADDR="+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_VERIFICATION_ADDR="+verificationAddr,
 		"MNV_CONNECT_ADDR="+connectAddr,
 	)); err != nil {
-		s.Stop()
 		return nil, err
 	}
-	if err := s.WaitReady(ctx, 60*time.Second); err != nil {
-		s.Stop()
+	if err = s.WaitReady(ctx, 60*time.Second); err != nil {
+		keepLogs = true
 		return nil, err
 	}
 	return s, nil
@@ -300,6 +297,20 @@ func (s *Suite) WaitReady(ctx context.Context, within time.Duration) error {
 			return fmt.Errorf("suite not ready after %s; logs in %s", within, s.LogDir)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// PID returns the process id of a running process of the suite ("connect").
+func (s *Suite) PID(name string) (int, error) {
+	p, err := s.proc(name)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-p.done:
+		return 0, fmt.Errorf("%s is not running", name)
+	default:
+		return p.cmd.Process.Pid, nil
 	}
 }
 
