@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -120,6 +121,10 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 // demoFile is where the demo client's credentials are kept (git-ignored, mode 0600).
 const demoFile = "demo-client.json"
 
+// demoOrigins are the web origins the demo client allows to capture its browser flows: the
+// local demo site's (127.0.0.1:8081). No other client of make run allows them.
+var demoOrigins = []string{"http://127.0.0.1:8081", "http://localhost:8081"}
+
 type demo struct {
 	ClientID     string `json:"clientId"`
 	ClientSecret string `json:"clientSecret"`
@@ -145,8 +150,14 @@ func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
 	path := filepath.Join(state, demoFile)
 	var d demo
 	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil {
-		_, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: d.ClientID})
+		resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: d.ClientID})
 		if err == nil {
+			// A demo client made before web origins existed allows none: give it the demo's.
+			if len(resp.GetDetails().GetWebOrigins()) == 0 {
+				if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: demoOrigins}); err != nil {
+					return err
+				}
+			}
 			printDemo(d, path, false)
 			return nil
 		}
@@ -167,6 +178,9 @@ func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
 		return err
 	}
 	d = demo{ClientID: resp.GetClient().GetId(), ClientSecret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
+	if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: demoOrigins}); err != nil {
+		return err
+	}
 	b, _ := json.MarshalIndent(d, "", "  ")
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return err
@@ -180,6 +194,6 @@ func printDemo(d demo, path string, created bool) {
 	if created {
 		verb = "Created a demo client"
 	}
-	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n",
-		verb, path, d.ClientID, d.APIKey, d.ClientSecret)
+	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n  web origins:  %s\n",
+		verb, path, d.ClientID, d.APIKey, d.ClientSecret, strings.Join(demoOrigins, ", "))
 }

@@ -9,6 +9,7 @@
 //	mnvctl client suspend CLIENT_ID | mnvctl client activate CLIENT_ID
 //	mnvctl client features CLIENT_ID VERIFY,CONNECT
 //	mnvctl client price CLIENT_ID --kind VERIFICATION [--variant HEADER_ENRICHMENT] --amount 2 | --clear
+//	mnvctl client origins CLIENT_ID [https://shop.example,https://www.shop.example | --clear]
 //	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
 //
 // It reaches the accounts service at MNV_ACCOUNTS_ADDR (default 127.0.0.1:9091) with the admin
@@ -54,7 +55,7 @@ func main() {
 	}
 }
 
-const usage = `usage: mnvctl client <create|show|list|top-up|suspend|activate|features|price> [flags]
+const usage = `usage: mnvctl client <create|show|list|top-up|suspend|activate|features|price|origins> [flags]
        mnvctl keygen <data-key KEY_ID|secret>
 run "mnvctl client <command> -h" for the flags of a command`
 
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.features(ctx, rest)
 	case "price":
 		return c.price(ctx, rest)
+	case "origins":
+		return c.origins(ctx, rest)
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
@@ -113,8 +116,13 @@ type command struct {
 	format *string
 }
 
-// parse parses flags that may come before or after the positional arguments.
+// parse parses flags that may come before or after exactly positional arguments.
 func (c *command) parse(args []string, positional int) ([]string, error) {
+	return c.parseBetween(args, positional, positional)
+}
+
+// parseBetween parses flags that may come before or after min to max positional arguments.
+func (c *command) parseBetween(args []string, min, max int) ([]string, error) {
 	var pos []string
 	for {
 		if err := c.fs.Parse(args); err != nil {
@@ -126,10 +134,13 @@ func (c *command) parse(args []string, positional int) ([]string, error) {
 		pos = append(pos, c.fs.Arg(0))
 		args = c.fs.Args()[1:]
 	}
-	if len(pos) != positional {
-		return nil, fmt.Errorf("want %d argument(s), got %d", positional, len(pos))
-	}
-	if *c.format != "text" && *c.format != "json" {
+	switch {
+	case len(pos) < min || len(pos) > max:
+		if min == max {
+			return nil, fmt.Errorf("want %d argument(s), got %d", min, len(pos))
+		}
+		return nil, fmt.Errorf("want %d to %d arguments, got %d", min, max, len(pos))
+	case *c.format != "text" && *c.format != "json":
 		return nil, errors.New("-o must be text or json")
 	}
 	return pos, nil
@@ -316,6 +327,34 @@ func (c *command) price(ctx context.Context, args []string) error {
 	}
 	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
 		return admin.SetClientPrice(ctx, req)
+	})
+}
+
+// origins shows the web origins allowed to capture a client's browser flows, or replaces them
+// with a comma-separated list (--clear: none).
+func (c *command) origins(ctx context.Context, args []string) error {
+	clear := c.fs.Bool("clear", false, "allow no origin")
+	pos, err := c.parseBetween(args, 1, 2)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 2 && *clear {
+		return errors.New("give origins or --clear, not both")
+	}
+	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
+		if len(pos) == 1 && !*clear {
+			resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: pos[0]})
+			return &accountsv1.SetClientWebOriginsResponse{WebOrigins: resp.GetDetails().GetWebOrigins()}, err
+		}
+		var origins []string
+		if len(pos) == 2 {
+			for _, o := range strings.Split(pos[1], ",") {
+				if o = strings.TrimSpace(o); o != "" {
+					origins = append(origins, o)
+				}
+			}
+		}
+		return admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: pos[0], Origins: origins})
 	})
 }
 

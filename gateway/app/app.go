@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	"github.com/mnvhq/mnv/gateway/internal/openapi"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
+	"github.com/mnvhq/mnv/gateway/internal/weborigin"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
@@ -121,6 +122,8 @@ var successMessages = map[string]string{
 	accountsv1.AccountsService_CreateSdkToken_FullMethodName:      "SDK token created successfully",
 	accountsv1.AccountsService_ListSdkTokens_FullMethodName:       "SDK tokens retrieved successfully",
 	accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      "SDK token revoked successfully",
+	accountsv1.AccountsService_ListWebOrigins_FullMethodName:      "Web origins retrieved successfully",
+	accountsv1.AccountsService_SetWebOrigins_FullMethodName:       "Web origins updated",
 
 	verificationv1.VerificationService_ListOperators_FullMethodName:          "Operators retrieved successfully",
 	verificationv1.VerificationService_CreateSdkSession_FullMethodName:       "SDK session created",
@@ -226,8 +229,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// credential rules.
 	root := http.NewServeMux()
 	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, upload.Streaming)(mux))
-	// The browser capture is called from any web page, without cookies.
-	root.Handle("/v1/api/web/", middleware.CORS(middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
+	// The browser capture takes no credential: it is bound to the web origins of the
+	// transaction's client, and answers CORS for those origins only.
+	root.Handle("/v1/api/web/", weborigin.Middleware(verificationv1.NewVerificationServiceClient(verification), cfg.NumberHeaders)(
+		middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
 	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(apiDoc)
@@ -255,10 +260,11 @@ func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// captureMetadata passes the client address (as resolved behind the trusted proxies) and the
-// operator number headers to the services, on the two capture routes only: a number header
-// means nothing anywhere else, and is personal data. The verification service reads them
-// (auth.MDClientIP, auth.MDHeaderPrefix) on those routes' RPCs only.
+// captureMetadata passes the client address (as resolved behind the trusted proxies), the
+// operator number headers and the page's Origin to the services, on the two capture routes
+// only: a number header means nothing anywhere else, and is personal data. The verification
+// service reads them (auth.MDClientIP, auth.MDHeaderPrefix, auth.MDOrigin) on those routes'
+// RPCs only.
 func captureMetadata(numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
 	type numberHeader struct{ name, key string }
 	headers := make([]numberHeader, len(numberHeaders))
@@ -277,6 +283,9 @@ func captureMetadata(numberHeaders []string) func(context.Context, *http.Request
 			if v := r.Header.Values(h.name); len(v) == 1 {
 				md.Set(h.key, v[0])
 			}
+		}
+		if v := r.Header.Values("Origin"); len(v) == 1 {
+			md.Set(auth.MDOrigin, v[0])
 		}
 		return md
 	}

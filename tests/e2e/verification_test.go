@@ -376,8 +376,20 @@ type transaction struct {
 	StuckPlusSessionID    *string `json:"stuckPlusSessionId"`
 }
 
-// TestBrowserVerify: backend opens a transaction, the browser captures it with no credential,
-// the backend resolves it and verifies the blob.
+// shopOrigin is the web origin of the e2e clients' own site.
+const shopOrigin = "https://shop.example"
+
+// allowShop lets c's browser flows be captured from shopOrigin, through mnvctl.
+func allowShop(t *testing.T, c harness.Client) {
+	t.Helper()
+	out, err := suite.Mnvctl(context.Background(), "client", "origins", c.ID, shopOrigin)
+	if err != nil || !strings.Contains(string(out), shopOrigin) {
+		t.Fatalf("mnvctl client origins: %v %s", err, out)
+	}
+}
+
+// TestBrowserVerify: backend opens a transaction, the browser captures it with no credential
+// from a page on the client's own web origin, the backend resolves it and verifies the blob.
 func TestBrowserVerify(t *testing.T) {
 	c := newClient(t, 10, "--features", "VERIFY,SANDBOX")
 	var tr transaction
@@ -387,23 +399,41 @@ func TestBrowserVerify(t *testing.T) {
 	}
 	n := nextNumber()
 	path := "/v1/api/web/transactions/" + tr.TransactionID + "/capture"
-	// A browser preflight, then the capture: no credential at all.
-	pre, err := http.NewRequest(http.MethodOptions, suite.GatewayURL+path, nil)
-	if err != nil {
-		t.Fatal(err)
+	preflight := func(origin string) *http.Response {
+		t.Helper()
+		pre, err := http.NewRequest(http.MethodOptions, suite.GatewayURL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre.Header.Set("Origin", origin)
+		pre.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(pre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
 	}
-	pre.Header.Set("Origin", "https://shop.example")
-	pre.Header.Set("Access-Control-Request-Method", "POST")
-	resp, err := http.DefaultClient.Do(pre)
-	if err != nil {
-		t.Fatal(err)
+	// Before the client lists its site, no page may capture; nothing is captured.
+	if resp := preflight(shopOrigin); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("preflight with no origins allowed: %d %v", resp.StatusCode, resp.Header)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+	if r := call(t, "POST", path, headers{sandboxHeader: n, "Origin": shopOrigin}, ""); r.status != http.StatusForbidden || r.code() != "PERMISSION_DENIED" {
+		t.Fatalf("capture with no origins allowed: %d %s", r.status, r.raw)
+	}
+	allowShop(t, c)
+	// Another page, or no page at all (curl), is refused; the transaction stays usable.
+	for _, h := range []headers{{sandboxHeader: n, "Origin": "https://mallory.example"}, {sandboxHeader: n}} {
+		if r := call(t, "POST", path, h, ""); r.status != http.StatusForbidden || r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("capture from %q: %d %s", h["Origin"], r.status, r.raw)
+		}
+	}
+	// A browser preflight, then the capture: no credential at all, the page's origin granted.
+	if resp := preflight(shopOrigin); resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != shopOrigin {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
 	}
-	r := call(t, "POST", path, headers{sandboxHeader: n, "Origin": "https://shop.example"}, "")
-	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != "*" {
+	r := call(t, "POST", path, headers{sandboxHeader: n, "Origin": shopOrigin}, "")
+	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != shopOrigin {
 		t.Fatalf("capture: %d %s", r.status, r.raw)
 	}
 	var captured transaction
@@ -411,7 +441,7 @@ func TestBrowserVerify(t *testing.T) {
 	if captured.Status != "CAPTURED" || captured.EncryptedMobileNumber == nil || strings.Contains(string(r.raw), n[1:]) {
 		t.Fatalf("capture %s", r.raw)
 	}
-	if again := call(t, "POST", path, headers{sandboxHeader: n}, ""); again.status != http.StatusConflict {
+	if again := call(t, "POST", path, headers{sandboxHeader: n, "Origin": shopOrigin}, ""); again.status != http.StatusConflict {
 		t.Fatalf("second capture: %d %s", again.status, again.raw)
 	}
 	var resolved transaction
@@ -428,7 +458,8 @@ func TestBrowserVerify(t *testing.T) {
 	if r := call(t, "GET", "/v1/api/opportunity/"+tr.TransactionID, keyOf(other), ""); r.status != http.StatusNotFound {
 		t.Fatalf("another client's transaction: %d", r.status)
 	}
-	if r := call(t, "POST", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000/capture", nil, ""); r.status != http.StatusNotFound {
+	// An unknown id answers like another page's: nothing tells a page which ids exist.
+	if r := call(t, "POST", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000/capture", headers{"Origin": shopOrigin}, ""); r.status != http.StatusForbidden {
 		t.Fatalf("unknown transaction: %d", r.status)
 	}
 	for _, body := range []string{`{"serviceCode":"STUCK_PLUS","metadataId":"x"}`, `{"serviceCode":"NOPE","metadataId":"x"}`, `{"serviceCode":"VERIFY","metadataId":""}`} {
@@ -442,10 +473,11 @@ func TestBrowserVerify(t *testing.T) {
 // reason, charged on the first reveal, and every reveal is audited.
 func TestStuckPlus(t *testing.T) {
 	c := newClient(t, 20, "--features", "STUCK_PLUS,SANDBOX")
+	allowShop(t, c)
 	var tr transaction
 	ok(t, "POST", "/v1/api/opportunity", keyOf(c), `{"serviceCode":"STUCK_PLUS","metadataId":"lead-7"}`).decode(t, &tr)
 	n := nextNumber()
-	r := call(t, "POST", "/v1/api/web/transactions/"+tr.TransactionID+"/capture", headers{sandboxHeader: n}, "")
+	r := call(t, "POST", "/v1/api/web/transactions/"+tr.TransactionID+"/capture", headers{sandboxHeader: n, "Origin": shopOrigin}, "")
 	if r.status != http.StatusOK || strings.Contains(string(r.raw), n[1:]) {
 		t.Fatalf("capture: %d %s", r.status, r.raw)
 	}

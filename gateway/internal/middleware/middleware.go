@@ -51,24 +51,6 @@ func StripUntrusted(next http.Handler) http.Handler {
 	})
 }
 
-// CORS opens a route to browsers on any origin, without credentials (contract 3: the browser
-// capture), and answers preflight requests itself.
-func CORS(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "X-Request-Id")
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Request-Id")
-			h.Set("Access-Control-Max-Age", "600")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // Recover answers a panic with a 500 envelope instead of a dropped connection.
 func Recover(log *zap.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {

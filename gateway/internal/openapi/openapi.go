@@ -301,6 +301,9 @@ func rewriteOperations(doc map[string]any) bool {
 			}
 			rewriteResponses(op, method)
 			addHeaderParameters(op, method)
+			if strings.HasPrefix(path, "/v1/api/web/") {
+				addOriginParameter(op)
+			}
 			op["security"] = security(kind)
 			if kind == headerauth.SDKSession {
 				usesSDKToken = true
@@ -491,6 +494,21 @@ func addHeaderParameters(op map[string]any, method string) {
 		})
 	}
 	op["parameters"] = params
+}
+
+// addOriginParameter documents the Origin header that binds a browser route to the web
+// origins of the transaction's client (the browser sets it; a page cannot).
+func addOriginParameter(op map[string]any) {
+	params, _ := op["parameters"].([]any)
+	for _, p := range params {
+		if pm, _ := p.(map[string]any); pm["in"] == "header" && pm["name"] == "Origin" {
+			return
+		}
+	}
+	op["parameters"] = append(params, map[string]any{
+		"name": "Origin", "in": "header", "required": true, "type": "string",
+		"description": "The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.",
+	})
 }
 
 func addDefinitions(doc map[string]any) {

@@ -126,3 +126,13 @@ func (c *Client) Balance(ctx context.Context, clientID string) (int64, error) {
 	}
 	return resp.GetBalance(), nil
 }
+
+// AllowsWebOrigin tells whether a browser page whose Origin header is origin may capture the
+// client's browser flows.
+func (c *Client) AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error) {
+	resp, err := c.internal.CheckWebOrigin(ctx, &accountsv1.CheckWebOriginRequest{ClientId: clientID, Origin: origin})
+	if err != nil {
+		return false, fmt.Errorf("check web origin: %w", err)
+	}
+	return resp.GetAllowed(), nil
+}

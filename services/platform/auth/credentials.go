@@ -15,11 +15,13 @@ const (
 )
 
 // Metadata the gateway sets on the capture routes only, for the verification service: the
-// client address it resolved (behind its trusted proxies), and each configured number header
-// as MDHeaderPrefix + the lower-case header name.
+// client address it resolved (behind its trusted proxies), each configured number header as
+// MDHeaderPrefix + the lower-case header name, and the browser's Origin header.
 const (
 	MDClientIP     = "x-mnv-client-ip"
 	MDHeaderPrefix = "x-mnv-hdr-"
+	// MDOrigin is the Origin header of a browser capture, as the page's browser sent it.
+	MDOrigin = "x-mnv-origin"
 )
 
 // Credential prefixes. Distinct prefixes let a secret scanner spot each kind and let us tell a

@@ -254,7 +254,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
-		Capture:  capture.New(pool, ops, sealer, vault, capture.Config{SessionTTL: cfg.SessionTTL, TransactionTTL: cfg.TransactionTTL}, log),
+		Capture:  capture.New(pool, ops, sealer, vault, accounts, capture.Config{SessionTTL: cfg.SessionTTL, TransactionTTL: cfg.TransactionTTL}, log),
 		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})

@@ -136,6 +136,12 @@ type SDKToken struct {
 	ExpiresAt *time.Time
 }
 
+// WebOrigin is a page origin (scheme://host[:port]) allowed to capture a client's browser flows.
+type WebOrigin struct {
+	Origin    string
+	CreatedAt time.Time
+}
+
 // LedgerEntry is one balance change.
 type LedgerEntry struct {
 	ID           string

@@ -50,8 +50,13 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	origins, err := s.Clients.WebOrigins(ctx, c.ID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
 		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
+		WebOrigins: originNames(origins),
 	}}, nil
 }
 
@@ -121,4 +126,17 @@ func (s *Admin) SetClientPrice(ctx context.Context, req *accountsv1.SetClientPri
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.SetClientPriceResponse{Prices: pricesToProto(prices)}, nil
+}
+
+// SetClientWebOrigins replaces the origins allowed to capture a client's browser flows.
+func (s *Admin) SetClientWebOrigins(ctx context.Context, req *accountsv1.SetClientWebOriginsRequest) (*accountsv1.SetClientWebOriginsResponse, error) {
+	origins, err := s.Clients.SetWebOrigins(ctx, req.GetClientId(), req.GetOrigins())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientWebOriginsResponse{WebOrigins: originNames(origins)}, nil
+}
+
+func originNames(origins []domain.WebOrigin) []string {
+	return mapItems(origins, func(o domain.WebOrigin) string { return o.Origin })
 }

@@ -124,6 +124,10 @@ func principalToProto(p auth.Principal) *accountsv1.Principal {
 	}
 }
 
+func webOriginToProto(o domain.WebOrigin) *accountsv1.WebOrigin {
+	return &accountsv1.WebOrigin{Origin: o.Origin, CreatedAt: ts(o.CreatedAt)}
+}
+
 func pricesToProto(ps []domain.Price) []*accountsv1.Price {
 	out := make([]*accountsv1.Price, 0, len(ps))
 	for _, p := range ps {

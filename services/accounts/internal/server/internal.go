@@ -104,3 +104,13 @@ func (s *Internal) GetBalance(ctx context.Context, req *accountsv1.GetBalanceReq
 		Balance: c.Balance, ExpiresAt: tsOrNil(c.BalanceExpiresAt), Valid: c.BalanceValid(s.Now()),
 	}, nil
 }
+
+// CheckWebOrigin tells whether a page origin may capture the client's browser flows. A client
+// that does not exist allows none.
+func (s *Internal) CheckWebOrigin(ctx context.Context, req *accountsv1.CheckWebOriginRequest) (*accountsv1.CheckWebOriginResponse, error) {
+	ok, err := s.Clients.AllowsWebOrigin(ctx, req.GetClientId(), req.GetOrigin())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.CheckWebOriginResponse{Allowed: ok}, nil
+}

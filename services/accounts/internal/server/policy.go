@@ -26,20 +26,24 @@ func Policy() auth.Policy {
 		accountsv1.AccountsService_CreateSdkToken_FullMethodName:      adminKey,
 		accountsv1.AccountsService_ListSdkTokens_FullMethodName:       adminKey,
 		accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      adminKey,
+		accountsv1.AccountsService_ListWebOrigins_FullMethodName:      apiKey,
+		accountsv1.AccountsService_SetWebOrigins_FullMethodName:       adminKey,
 
 		accountsv1.AccountsInternalService_Authenticate_FullMethodName:         internal,
 		accountsv1.AccountsInternalService_AuthenticateSdkToken_FullMethodName: internal,
 		accountsv1.AccountsInternalService_Debit_FullMethodName:                internal,
 		accountsv1.AccountsInternalService_Refund_FullMethodName:               internal,
 		accountsv1.AccountsInternalService_GetBalance_FullMethodName:           internal,
+		accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName:       internal,
 
-		accountsv1.AccountsAdminService_CreateClient_FullMethodName:      operator,
-		accountsv1.AccountsAdminService_DescribeClient_FullMethodName:    operator,
-		accountsv1.AccountsAdminService_ListClients_FullMethodName:       operator,
-		accountsv1.AccountsAdminService_TopUpBalance_FullMethodName:      operator,
-		accountsv1.AccountsAdminService_SetClientStatus_FullMethodName:   operator,
-		accountsv1.AccountsAdminService_SetClientFeatures_FullMethodName: operator,
-		accountsv1.AccountsAdminService_SetClientPrice_FullMethodName:    operator,
+		accountsv1.AccountsAdminService_CreateClient_FullMethodName:        operator,
+		accountsv1.AccountsAdminService_DescribeClient_FullMethodName:      operator,
+		accountsv1.AccountsAdminService_ListClients_FullMethodName:         operator,
+		accountsv1.AccountsAdminService_TopUpBalance_FullMethodName:        operator,
+		accountsv1.AccountsAdminService_SetClientStatus_FullMethodName:     operator,
+		accountsv1.AccountsAdminService_SetClientFeatures_FullMethodName:   operator,
+		accountsv1.AccountsAdminService_SetClientPrice_FullMethodName:      operator,
+		accountsv1.AccountsAdminService_SetClientWebOrigins_FullMethodName: operator,
 	}
 }
 

@@ -196,3 +196,21 @@ func (s *Public) RevokeSdkToken(ctx context.Context, req *accountsv1.RevokeSdkTo
 	}
 	return &accountsv1.RevokeSdkTokenResponse{SdkToken: tokenToProto(t)}, nil
 }
+
+// ListWebOrigins lists the origins allowed to capture the client's browser flows.
+func (s *Public) ListWebOrigins(ctx context.Context, _ *accountsv1.ListWebOriginsRequest) (*accountsv1.ListWebOriginsResponse, error) {
+	origins, err := s.Clients.WebOrigins(ctx, principal(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListWebOriginsResponse{Items: mapItems(origins, webOriginToProto)}, nil
+}
+
+// SetWebOrigins replaces the client's allowed origins.
+func (s *Public) SetWebOrigins(ctx context.Context, req *accountsv1.SetWebOriginsRequest) (*accountsv1.SetWebOriginsResponse, error) {
+	origins, err := s.Clients.SetWebOrigins(ctx, principal(ctx).ClientID, req.GetOrigins())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetWebOriginsResponse{Items: mapItems(origins, webOriginToProto)}, nil
+}

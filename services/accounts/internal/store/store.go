@@ -107,3 +107,40 @@ func updateClient(ctx context.Context, db pg.DB, sql string, args ...any) error 
 	}
 	return nil
 }
+
+// WebOrigins reads a client's allowed page origins, in order.
+func WebOrigins(ctx context.Context, db pg.DB, clientID string) ([]domain.WebOrigin, error) {
+	rows, err := db.Query(ctx, `SELECT origin, created_at FROM accounts.web_origins WHERE client_id = $1 ORDER BY origin`, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("web origins: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[domain.WebOrigin])
+	if err != nil {
+		return nil, fmt.Errorf("web origins: %w", err)
+	}
+	return out, nil
+}
+
+// SetWebOrigins replaces a client's origins with origins (canonical, distinct), keeping the
+// creation time of those it already had. db must be a transaction holding the client row lock.
+func SetWebOrigins(ctx context.Context, db pg.DB, clientID string, origins []string) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM accounts.web_origins WHERE client_id = $1 AND NOT (origin = ANY($2::text[]))`, clientID, origins)
+	b.Queue(`INSERT INTO accounts.web_origins (client_id, origin) SELECT $1, o FROM unnest($2::text[]) AS o
+		ON CONFLICT DO NOTHING`, clientID, origins)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("set web origins: %w", err)
+	}
+	return nil
+}
+
+// HasWebOrigin reports whether origin (canonical) is one of the client's.
+func HasWebOrigin(ctx context.Context, db pg.DB, clientID, origin string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts.web_origins WHERE client_id = $1 AND origin = $2)`,
+		clientID, origin).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("web origin: %w", err)
+	}
+	return ok, nil
+}

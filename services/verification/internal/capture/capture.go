@@ -30,10 +30,18 @@ import (
 )
 
 // Network is what a request showed of the network it came through: the client's address (as
-// the gateway resolved it) and the headers an operator's proxy may have added, by canonical name.
+// the gateway resolved it), the headers an operator's proxy may have added, by canonical name,
+// and for a browser capture the page's Origin header.
 type Network struct {
 	Addr    netip.Addr
 	Headers map[string]string
+	Origin  string
+}
+
+// Origins tells which web pages may capture a client's browser flows; accountsclient.Client is
+// one.
+type Origins interface {
+	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
 }
 
 // Config sets the lifetimes.
@@ -46,18 +54,19 @@ type Config struct {
 
 // Service captures numbers.
 type Service struct {
-	pool   *pgxpool.Pool
-	ops    *operators.Registry
-	sealer *seal.Sealer
-	vault  *numbers.Vault
-	cfg    Config
-	log    *zap.Logger
-	now    func() time.Time
+	pool    *pgxpool.Pool
+	ops     *operators.Registry
+	sealer  *seal.Sealer
+	vault   *numbers.Vault
+	origins Origins
+	cfg     Config
+	log     *zap.Logger
+	now     func() time.Time
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, cfg Config, log *zap.Logger) *Service {
-	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, cfg: cfg, log: log, now: time.Now}
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, origins Origins, cfg Config, log *zap.Logger) *Service {
+	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, origins: origins, cfg: cfg, log: log, now: time.Now}
 }
 
 // Operators lists the operators a client may use.
@@ -227,10 +236,58 @@ func (s *Service) withExpiry(t domain.Transaction) domain.Transaction {
 	return t
 }
 
-// CaptureWeb captures a browser flow, identified by its id alone. A flow is captured once.
+// OriginAllowed tells whether a page whose Origin header is origin may call the browser routes
+// of a transaction: the origin must be one the transaction's client allowed. An unknown
+// transaction allows no origin, so a page learns nothing about which ids exist.
+func (s *Service) OriginAllowed(ctx context.Context, transactionID, origin string) (bool, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return false, nil
+	}
+	err := s.checkOrigin(ctx, transactionID, origin)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrOriginNotAllowed):
+		return false, nil
+	}
+	return false, err
+}
+
+// checkOrigin returns nil when origin may capture the transaction, domain.ErrNotFound for an
+// unknown transaction and domain.ErrOriginNotAllowed for any other origin (none included).
+func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string) error {
+	clientID, err := store.TransactionClient(ctx, s.pool, transactionID)
+	if err != nil {
+		return err
+	}
+	if origin == "" {
+		return domain.ErrOriginNotAllowed
+	}
+	ok, err := s.origins.AllowsWebOrigin(ctx, clientID, origin)
+	if err != nil {
+		return fmt.Errorf("%w: %w", domain.ErrUnavailable, err)
+	}
+	if !ok {
+		return domain.ErrOriginNotAllowed
+	}
+	return nil
+}
+
+// CaptureWeb captures a browser flow, identified by its id, from a page on one of its client's
+// allowed origins (n.Origin). A flow is captured once; a refused origin leaves it untouched.
+//
+// The origin binds the capture to the client's own site the way a registered redirect URI
+// binds an OAuth authorization to the client: a page elsewhere that obtained a transaction id
+// (an attacker's, started for a number she does not own) cannot have a victim's browser capture
+// it, because the victim's browser tells us the page's origin and the page cannot forge it.
 func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Network) (domain.Transaction, error) {
 	if _, err := uuid.Parse(transactionID); err != nil {
 		return domain.Transaction{}, domain.ErrNotFound
+	}
+	// Checked before the transaction row is locked: a transaction's client never changes, and
+	// the row lock should not wait on a call to accounts.
+	if err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
+		return domain.Transaction{}, err
 	}
 	var out domain.Transaction
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

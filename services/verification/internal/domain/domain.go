@@ -23,6 +23,9 @@ var (
 	ErrSuspended = errors.New("the account is suspended")
 	// ErrUnavailable: accounts could not be reached; the outcome of a charge is not known yet.
 	ErrUnavailable = errors.New("a backend service is unavailable")
+	// ErrOriginNotAllowed: a browser capture from a page whose origin the transaction's client
+	// did not allow (or with no origin at all).
+	ErrOriginNotAllowed = errors.New("this page's origin is not allowed to capture the account's transactions")
 )
 
 // UsedByError is ErrAlreadyUsed for a blob the client already verified: it names that

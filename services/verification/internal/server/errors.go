@@ -47,6 +47,8 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		return apierr.New(codes.FailedPrecondition, apierr.InsufficientBalance, err.Error())
 	case errors.Is(err, domain.ErrBalanceExpired):
 		return apierr.New(codes.FailedPrecondition, apierr.BalanceExpired, err.Error())
+	case errors.Is(err, domain.ErrOriginNotAllowed):
+		return apierr.New(codes.PermissionDenied, apierr.PermissionDenied, err.Error())
 	case errors.Is(err, domain.ErrSuspended):
 		return apierr.New(codes.PermissionDenied, apierr.PermissionDenied, err.Error())
 	case errors.Is(err, domain.ErrUnavailable):

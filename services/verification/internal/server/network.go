@@ -12,8 +12,8 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 )
 
-// network reads what the request showed of its network (the gateway's auth.MDClientIP and
-// auth.MDHeaderPrefix metadata). Only the gateway (a caller with the internal credential) may
+// network reads what the request showed of its network (the gateway's auth.MDClientIP,
+// auth.MDHeaderPrefix and auth.MDOrigin metadata). Only the gateway (a caller with the internal credential) may
 // speak for the client address and pass number headers; anyone else is taken at its socket
 // address, without headers.
 func network(ctx context.Context, numberHeaders []string) capture.Network {
@@ -31,6 +31,9 @@ func network(ctx context.Context, numberHeaders []string) capture.Network {
 		if a, err := netip.ParseAddr(v[0]); err == nil {
 			n.Addr = a.Unmap()
 		}
+	}
+	if v := md.Get(auth.MDOrigin); len(v) == 1 {
+		n.Origin = v[0]
 	}
 	n.Headers = map[string]string{}
 	for _, h := range numberHeaders {

@@ -18,9 +18,11 @@ func Policy() auth.Policy {
 		verificationv1.VerificationService_ListVerifications_FullMethodName: apiKey,
 		verificationv1.VerificationService_CreateOpportunity_FullMethodName: apiKey,
 		verificationv1.VerificationService_GetOpportunity_FullMethodName:    apiKey,
-		// The browser has no credential: the transaction id is the capability, and only the
-		// gateway, which resolves the client address, may present it.
+		// The browser has no credential: the capture is bound to the client's allowed web
+		// origins, and only the gateway, which resolves the client address and passes the
+		// page's Origin, may present it.
 		verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  {Credential: auth.Internal},
+		verificationv1.VerificationService_CheckWebOrigin_FullMethodName:         {Credential: auth.Internal},
 		verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  apiKey,
 		verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: adminKey,
 		verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   adminKey,

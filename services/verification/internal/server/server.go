@@ -141,6 +141,16 @@ func (s *Server) CaptureWebTransaction(ctx context.Context, req *verificationv1.
 	}, nil
 }
 
+// CheckWebOrigin tells the gateway whether a page origin may call a transaction's browser
+// routes (called by the gateway only, for its CORS answers).
+func (s *Server) CheckWebOrigin(ctx context.Context, req *verificationv1.CheckWebOriginRequest) (*verificationv1.CheckWebOriginResponse, error) {
+	ok, err := s.Capture.OriginAllowed(ctx, req.GetTransactionId(), req.GetOrigin())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.CheckWebOriginResponse{Allowed: ok}, nil
+}
+
 // ListStuckPlusSessions lists captured stuck-plus sessions (numbers masked).
 func (s *Server) ListStuckPlusSessions(ctx context.Context, req *verificationv1.ListStuckPlusSessionsRequest) (*verificationv1.ListStuckPlusSessionsResponse, error) {
 	pg, err := paging.Parse(req.Page, req.Size)

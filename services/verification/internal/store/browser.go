@@ -44,6 +44,19 @@ func GetTransaction(ctx context.Context, db pg.DB, clientID, id string) (domain.
 		WHERE id = $1 AND client_id = $2`, id, clientID))
 }
 
+// TransactionClient returns the client a transaction belongs to, whatever its state.
+func TransactionClient(ctx context.Context, db pg.DB, id string) (string, error) {
+	var clientID string
+	err := db.QueryRow(ctx, `SELECT client_id::text FROM verification.transactions WHERE id = $1`, id).Scan(&clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", domain.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("transaction client: %w", err)
+	}
+	return clientID, nil
+}
+
 // LockTransaction reads a transaction by its id alone (the browser's capability) and locks it
 // until the transaction ends.
 func LockTransaction(ctx context.Context, tx pgx.Tx, id string) (domain.Transaction, error) {

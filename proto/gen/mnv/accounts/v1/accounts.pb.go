@@ -1259,6 +1259,229 @@ func (x *RevokeSdkTokenResponse) GetSdkToken() *SdkToken {
 	return nil
 }
 
+// WebOrigin is a page origin (scheme://host[:port]) allowed to capture the account's browser flows.
+type WebOrigin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Origin        string                 `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebOrigin) Reset() {
+	*x = WebOrigin{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebOrigin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebOrigin) ProtoMessage() {}
+
+func (x *WebOrigin) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebOrigin.ProtoReflect.Descriptor instead.
+func (*WebOrigin) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WebOrigin) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *WebOrigin) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListWebOriginsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebOriginsRequest) Reset() {
+	*x = ListWebOriginsRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebOriginsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebOriginsRequest) ProtoMessage() {}
+
+func (x *ListWebOriginsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebOriginsRequest.ProtoReflect.Descriptor instead.
+func (*ListWebOriginsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
+}
+
+type ListWebOriginsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*WebOrigin           `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebOriginsResponse) Reset() {
+	*x = ListWebOriginsResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebOriginsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebOriginsResponse) ProtoMessage() {}
+
+func (x *ListWebOriginsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebOriginsResponse.ProtoReflect.Descriptor instead.
+func (*ListWebOriginsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ListWebOriginsResponse) GetItems() []*WebOrigin {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type SetWebOriginsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The complete list, at most 20: https origins, or http on a loopback host (localhost,
+	// 127.0.0.1, [::1]) for development. An empty list allows no origin.
+	Origins       []string `protobuf:"bytes,1,rep,name=origins,proto3" json:"origins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWebOriginsRequest) Reset() {
+	*x = SetWebOriginsRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWebOriginsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWebOriginsRequest) ProtoMessage() {}
+
+func (x *SetWebOriginsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWebOriginsRequest.ProtoReflect.Descriptor instead.
+func (*SetWebOriginsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SetWebOriginsRequest) GetOrigins() []string {
+	if x != nil {
+		return x.Origins
+	}
+	return nil
+}
+
+type SetWebOriginsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*WebOrigin           `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWebOriginsResponse) Reset() {
+	*x = SetWebOriginsResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWebOriginsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWebOriginsResponse) ProtoMessage() {}
+
+func (x *SetWebOriginsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWebOriginsResponse.ProtoReflect.Descriptor instead.
+func (*SetWebOriginsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SetWebOriginsResponse) GetItems() []*WebOrigin {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
@@ -1362,7 +1585,19 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x15RevokeSdkTokenRequest\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"P\n" +
 	"\x16RevokeSdkTokenResponse\x126\n" +
-	"\tsdk_token\x18\x01 \x01(\v2\x19.mnv.accounts.v1.SdkTokenR\bsdkToken2\xc9\b\n" +
+	"\tsdk_token\x18\x01 \x01(\v2\x19.mnv.accounts.v1.SdkTokenR\bsdkToken\"^\n" +
+	"\tWebOrigin\x12\x16\n" +
+	"\x06origin\x18\x01 \x01(\tR\x06origin\x129\n" +
+	"\n" +
+	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x17\n" +
+	"\x15ListWebOriginsRequest\"J\n" +
+	"\x16ListWebOriginsResponse\x120\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"0\n" +
+	"\x14SetWebOriginsRequest\x12\x18\n" +
+	"\aorigins\x18\x01 \x03(\tR\aorigins\"I\n" +
+	"\x15SetWebOriginsResponse\x120\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\x8c\n" +
+	"\n" +
 	"\x0fAccountsService\x12R\n" +
 	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\x12[\n" +
 	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\x12m\n" +
@@ -1374,7 +1609,9 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\x12a\n" +
 	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\x12^\n" +
 	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\x12a\n" +
-	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\x12a\n" +
+	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\x12^\n" +
+	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -1388,7 +1625,7 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
 	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
@@ -1412,54 +1649,66 @@ var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*ListSdkTokensResponse)(nil),       // 19: mnv.accounts.v1.ListSdkTokensResponse
 	(*RevokeSdkTokenRequest)(nil),       // 20: mnv.accounts.v1.RevokeSdkTokenRequest
 	(*RevokeSdkTokenResponse)(nil),      // 21: mnv.accounts.v1.RevokeSdkTokenResponse
-	(*Client)(nil),                      // 22: mnv.accounts.v1.Client
-	(*ApiKey)(nil),                      // 23: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 24: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 25: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 26: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 27: mnv.accounts.v1.SdkToken
+	(*WebOrigin)(nil),                   // 22: mnv.accounts.v1.WebOrigin
+	(*ListWebOriginsRequest)(nil),       // 23: mnv.accounts.v1.ListWebOriginsRequest
+	(*ListWebOriginsResponse)(nil),      // 24: mnv.accounts.v1.ListWebOriginsResponse
+	(*SetWebOriginsRequest)(nil),        // 25: mnv.accounts.v1.SetWebOriginsRequest
+	(*SetWebOriginsResponse)(nil),       // 26: mnv.accounts.v1.SetWebOriginsResponse
+	(*Client)(nil),                      // 27: mnv.accounts.v1.Client
+	(*ApiKey)(nil),                      // 28: mnv.accounts.v1.ApiKey
+	(Role)(0),                           // 29: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),       // 30: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                 // 31: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                    // 32: mnv.accounts.v1.SdkToken
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	22, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	23, // 1: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	24, // 2: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	24, // 3: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	25, // 4: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	25, // 5: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	25, // 6: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	23, // 7: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	26, // 8: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	25, // 9: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	25, // 10: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 11: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	27, // 12: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	0,  // 13: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 14: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	4,  // 15: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	6,  // 16: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	8,  // 17: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	10, // 18: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	12, // 19: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	14, // 20: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	16, // 21: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	18, // 22: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	20, // 23: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	1,  // 24: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 25: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	5,  // 26: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	7,  // 27: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	9,  // 28: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	11, // 29: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	13, // 30: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	15, // 31: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	17, // 32: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	19, // 33: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	21, // 34: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	24, // [24:35] is the sub-list for method output_type
-	13, // [13:24] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	27, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	28, // 1: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	29, // 2: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	29, // 3: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	30, // 4: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	30, // 5: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	30, // 6: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 7: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	31, // 8: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	30, // 9: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	30, // 10: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 11: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	32, // 12: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	30, // 13: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	22, // 14: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	22, // 15: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	0,  // 16: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 17: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	4,  // 18: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	6,  // 19: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	8,  // 20: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	10, // 21: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	12, // 22: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	14, // 23: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	16, // 24: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	18, // 25: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	20, // 26: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	23, // 27: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	25, // 28: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	1,  // 29: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 30: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	5,  // 31: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	7,  // 32: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	9,  // 33: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	11, // 34: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	13, // 35: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	15, // 36: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	17, // 37: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	19, // 38: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	21, // 39: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	24, // 40: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	26, // 41: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -1480,7 +1729,7 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

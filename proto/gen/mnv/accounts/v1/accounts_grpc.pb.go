@@ -30,6 +30,8 @@ const (
 	AccountsService_CreateSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/CreateSdkToken"
 	AccountsService_ListSdkTokens_FullMethodName       = "/mnv.accounts.v1.AccountsService/ListSdkTokens"
 	AccountsService_RevokeSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/RevokeSdkToken"
+	AccountsService_ListWebOrigins_FullMethodName      = "/mnv.accounts.v1.AccountsService/ListWebOrigins"
+	AccountsService_SetWebOrigins_FullMethodName       = "/mnv.accounts.v1.AccountsService/SetWebOrigins"
 )
 
 // AccountsServiceClient is the client API for AccountsService service.
@@ -62,6 +64,10 @@ type AccountsServiceClient interface {
 	ListSdkTokens(ctx context.Context, in *ListSdkTokensRequest, opts ...grpc.CallOption) (*ListSdkTokensResponse, error)
 	// Revokes an SDK token at once (ADMIN).
 	RevokeSdkToken(ctx context.Context, in *RevokeSdkTokenRequest, opts ...grpc.CallOption) (*RevokeSdkTokenResponse, error)
+	// Lists the web origins from which the account's browser flows may be captured.
+	ListWebOrigins(ctx context.Context, in *ListWebOriginsRequest, opts ...grpc.CallOption) (*ListWebOriginsResponse, error)
+	// Replaces the account's web origins (ADMIN).
+	SetWebOrigins(ctx context.Context, in *SetWebOriginsRequest, opts ...grpc.CallOption) (*SetWebOriginsResponse, error)
 }
 
 type accountsServiceClient struct {
@@ -182,6 +188,26 @@ func (c *accountsServiceClient) RevokeSdkToken(ctx context.Context, in *RevokeSd
 	return out, nil
 }
 
+func (c *accountsServiceClient) ListWebOrigins(ctx context.Context, in *ListWebOriginsRequest, opts ...grpc.CallOption) (*ListWebOriginsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebOriginsResponse)
+	err := c.cc.Invoke(ctx, AccountsService_ListWebOrigins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) SetWebOrigins(ctx context.Context, in *SetWebOriginsRequest, opts ...grpc.CallOption) (*SetWebOriginsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetWebOriginsResponse)
+	err := c.cc.Invoke(ctx, AccountsService_SetWebOrigins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsServiceServer is the server API for AccountsService service.
 // All implementations must embed UnimplementedAccountsServiceServer
 // for forward compatibility.
@@ -212,6 +238,10 @@ type AccountsServiceServer interface {
 	ListSdkTokens(context.Context, *ListSdkTokensRequest) (*ListSdkTokensResponse, error)
 	// Revokes an SDK token at once (ADMIN).
 	RevokeSdkToken(context.Context, *RevokeSdkTokenRequest) (*RevokeSdkTokenResponse, error)
+	// Lists the web origins from which the account's browser flows may be captured.
+	ListWebOrigins(context.Context, *ListWebOriginsRequest) (*ListWebOriginsResponse, error)
+	// Replaces the account's web origins (ADMIN).
+	SetWebOrigins(context.Context, *SetWebOriginsRequest) (*SetWebOriginsResponse, error)
 	mustEmbedUnimplementedAccountsServiceServer()
 }
 
@@ -254,6 +284,12 @@ func (UnimplementedAccountsServiceServer) ListSdkTokens(context.Context, *ListSd
 }
 func (UnimplementedAccountsServiceServer) RevokeSdkToken(context.Context, *RevokeSdkTokenRequest) (*RevokeSdkTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeSdkToken not implemented")
+}
+func (UnimplementedAccountsServiceServer) ListWebOrigins(context.Context, *ListWebOriginsRequest) (*ListWebOriginsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebOrigins not implemented")
+}
+func (UnimplementedAccountsServiceServer) SetWebOrigins(context.Context, *SetWebOriginsRequest) (*SetWebOriginsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetWebOrigins not implemented")
 }
 func (UnimplementedAccountsServiceServer) mustEmbedUnimplementedAccountsServiceServer() {}
 func (UnimplementedAccountsServiceServer) testEmbeddedByValue()                         {}
@@ -474,6 +510,42 @@ func _AccountsService_RevokeSdkToken_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_ListWebOrigins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebOriginsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).ListWebOrigins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_ListWebOrigins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).ListWebOrigins(ctx, req.(*ListWebOriginsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsService_SetWebOrigins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetWebOriginsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).SetWebOrigins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_SetWebOrigins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).SetWebOrigins(ctx, req.(*SetWebOriginsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsService_ServiceDesc is the grpc.ServiceDesc for AccountsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -524,6 +596,14 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeSdkToken",
 			Handler:    _AccountsService_RevokeSdkToken_Handler,
+		},
+		{
+			MethodName: "ListWebOrigins",
+			Handler:    _AccountsService_ListWebOrigins_Handler,
+		},
+		{
+			MethodName: "SetWebOrigins",
+			Handler:    _AccountsService_SetWebOrigins_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

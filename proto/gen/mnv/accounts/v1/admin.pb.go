@@ -100,6 +100,8 @@ type ClientDetails struct {
 	Prices        []*Price               `protobuf:"bytes,2,rep,name=prices,proto3" json:"prices,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	ActiveApiKeys int32                  `protobuf:"varint,4,opt,name=active_api_keys,json=activeApiKeys,proto3" json:"active_api_keys,omitempty"`
+	// Origins allowed to capture the client's browser flows.
+	WebOrigins    []string `protobuf:"bytes,5,rep,name=web_origins,json=webOrigins,proto3" json:"web_origins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -160,6 +162,13 @@ func (x *ClientDetails) GetActiveApiKeys() int32 {
 		return x.ActiveApiKeys
 	}
 	return 0
+}
+
+func (x *ClientDetails) GetWebOrigins() []string {
+	if x != nil {
+		return x.WebOrigins
+	}
+	return nil
 }
 
 type CreateClientRequest struct {
@@ -988,6 +997,103 @@ func (x *SetClientPriceResponse) GetPrices() []*Price {
 	return nil
 }
 
+type SetClientWebOriginsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The complete list (see SetWebOriginsRequest); empty allows no origin.
+	Origins       []string `protobuf:"bytes,2,rep,name=origins,proto3" json:"origins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClientWebOriginsRequest) Reset() {
+	*x = SetClientWebOriginsRequest{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientWebOriginsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientWebOriginsRequest) ProtoMessage() {}
+
+func (x *SetClientWebOriginsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientWebOriginsRequest.ProtoReflect.Descriptor instead.
+func (*SetClientWebOriginsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SetClientWebOriginsRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *SetClientWebOriginsRequest) GetOrigins() []string {
+	if x != nil {
+		return x.Origins
+	}
+	return nil
+}
+
+type SetClientWebOriginsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WebOrigins    []string               `protobuf:"bytes,1,rep,name=web_origins,json=webOrigins,proto3" json:"web_origins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClientWebOriginsResponse) Reset() {
+	*x = SetClientWebOriginsResponse{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientWebOriginsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientWebOriginsResponse) ProtoMessage() {}
+
+func (x *SetClientWebOriginsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientWebOriginsResponse.ProtoReflect.Descriptor instead.
+func (*SetClientWebOriginsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SetClientWebOriginsResponse) GetWebOrigins() []string {
+	if x != nil {
+		return x.WebOrigins
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
@@ -999,13 +1105,15 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1e\n" +
 	"\n" +
 	"overridden\x18\x04 \x01(\bR\n" +
-	"overridden\"\xd3\x01\n" +
+	"overridden\"\xf4\x01\n" +
 	"\rClientDetails\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\x12.\n" +
 	"\x06prices\x18\x02 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices\x129\n" +
 	"\n" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12&\n" +
-	"\x0factive_api_keys\x18\x04 \x01(\x05R\ractiveApiKeys\"\x9b\x03\n" +
+	"\x0factive_api_keys\x18\x04 \x01(\x05R\ractiveApiKeys\x12\x1f\n" +
+	"\vweb_origins\x18\x05 \x03(\tR\n" +
+	"webOrigins\"\x9b\x03\n" +
 	"\x13CreateClientRequest\x12\x1f\n" +
 	"\vclient_name\x18\x01 \x01(\tR\n" +
 	"clientName\x12.\n" +
@@ -1065,7 +1173,13 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x06amount\x18\x04 \x01(\x03H\x00R\x06amount\x88\x01\x01B\t\n" +
 	"\a_amount\"H\n" +
 	"\x16SetClientPriceResponse\x12.\n" +
-	"\x06prices\x18\x01 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices2\xc2\x05\n" +
+	"\x06prices\x18\x01 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices\"S\n" +
+	"\x1aSetClientWebOriginsRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
+	"\aorigins\x18\x02 \x03(\tR\aorigins\">\n" +
+	"\x1bSetClientWebOriginsResponse\x12\x1f\n" +
+	"\vweb_origins\x18\x01 \x03(\tR\n" +
+	"webOrigins2\xb4\x06\n" +
 	"\x14AccountsAdminService\x12[\n" +
 	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\x12a\n" +
 	"\x0eDescribeClient\x12&.mnv.accounts.v1.DescribeClientRequest\x1a'.mnv.accounts.v1.DescribeClientResponse\x12X\n" +
@@ -1073,7 +1187,8 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\fTopUpBalance\x12$.mnv.accounts.v1.TopUpBalanceRequest\x1a%.mnv.accounts.v1.TopUpBalanceResponse\x12d\n" +
 	"\x0fSetClientStatus\x12'.mnv.accounts.v1.SetClientStatusRequest\x1a(.mnv.accounts.v1.SetClientStatusResponse\x12j\n" +
 	"\x11SetClientFeatures\x12).mnv.accounts.v1.SetClientFeaturesRequest\x1a*.mnv.accounts.v1.SetClientFeaturesResponse\x12a\n" +
-	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponse\x12p\n" +
+	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_admin_proto_rawDescOnce sync.Once
@@ -1087,49 +1202,51 @@ func file_mnv_accounts_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_admin_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_mnv_accounts_v1_admin_proto_goTypes = []any{
-	(*Price)(nil),                     // 0: mnv.accounts.v1.Price
-	(*ClientDetails)(nil),             // 1: mnv.accounts.v1.ClientDetails
-	(*CreateClientRequest)(nil),       // 2: mnv.accounts.v1.CreateClientRequest
-	(*CreateClientResponse)(nil),      // 3: mnv.accounts.v1.CreateClientResponse
-	(*DescribeClientRequest)(nil),     // 4: mnv.accounts.v1.DescribeClientRequest
-	(*DescribeClientResponse)(nil),    // 5: mnv.accounts.v1.DescribeClientResponse
-	(*ListClientsRequest)(nil),        // 6: mnv.accounts.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),       // 7: mnv.accounts.v1.ListClientsResponse
-	(*TopUpBalanceRequest)(nil),       // 8: mnv.accounts.v1.TopUpBalanceRequest
-	(*TopUpBalanceResponse)(nil),      // 9: mnv.accounts.v1.TopUpBalanceResponse
-	(*SetClientStatusRequest)(nil),    // 10: mnv.accounts.v1.SetClientStatusRequest
-	(*SetClientStatusResponse)(nil),   // 11: mnv.accounts.v1.SetClientStatusResponse
-	(*SetClientFeaturesRequest)(nil),  // 12: mnv.accounts.v1.SetClientFeaturesRequest
-	(*SetClientFeaturesResponse)(nil), // 13: mnv.accounts.v1.SetClientFeaturesResponse
-	(*SetClientPriceRequest)(nil),     // 14: mnv.accounts.v1.SetClientPriceRequest
-	(*SetClientPriceResponse)(nil),    // 15: mnv.accounts.v1.SetClientPriceResponse
-	(LedgerKind)(0),                   // 16: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                    // 17: mnv.accounts.v1.Client
-	(*timestamppb.Timestamp)(nil),     // 18: google.protobuf.Timestamp
-	(Feature)(0),                      // 19: mnv.accounts.v1.Feature
-	(*LedgerEntry)(nil),               // 20: mnv.accounts.v1.LedgerEntry
-	(ClientStatus)(0),                 // 21: mnv.accounts.v1.ClientStatus
+	(*Price)(nil),                       // 0: mnv.accounts.v1.Price
+	(*ClientDetails)(nil),               // 1: mnv.accounts.v1.ClientDetails
+	(*CreateClientRequest)(nil),         // 2: mnv.accounts.v1.CreateClientRequest
+	(*CreateClientResponse)(nil),        // 3: mnv.accounts.v1.CreateClientResponse
+	(*DescribeClientRequest)(nil),       // 4: mnv.accounts.v1.DescribeClientRequest
+	(*DescribeClientResponse)(nil),      // 5: mnv.accounts.v1.DescribeClientResponse
+	(*ListClientsRequest)(nil),          // 6: mnv.accounts.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 7: mnv.accounts.v1.ListClientsResponse
+	(*TopUpBalanceRequest)(nil),         // 8: mnv.accounts.v1.TopUpBalanceRequest
+	(*TopUpBalanceResponse)(nil),        // 9: mnv.accounts.v1.TopUpBalanceResponse
+	(*SetClientStatusRequest)(nil),      // 10: mnv.accounts.v1.SetClientStatusRequest
+	(*SetClientStatusResponse)(nil),     // 11: mnv.accounts.v1.SetClientStatusResponse
+	(*SetClientFeaturesRequest)(nil),    // 12: mnv.accounts.v1.SetClientFeaturesRequest
+	(*SetClientFeaturesResponse)(nil),   // 13: mnv.accounts.v1.SetClientFeaturesResponse
+	(*SetClientPriceRequest)(nil),       // 14: mnv.accounts.v1.SetClientPriceRequest
+	(*SetClientPriceResponse)(nil),      // 15: mnv.accounts.v1.SetClientPriceResponse
+	(*SetClientWebOriginsRequest)(nil),  // 16: mnv.accounts.v1.SetClientWebOriginsRequest
+	(*SetClientWebOriginsResponse)(nil), // 17: mnv.accounts.v1.SetClientWebOriginsResponse
+	(LedgerKind)(0),                     // 18: mnv.accounts.v1.LedgerKind
+	(*Client)(nil),                      // 19: mnv.accounts.v1.Client
+	(*timestamppb.Timestamp)(nil),       // 20: google.protobuf.Timestamp
+	(Feature)(0),                        // 21: mnv.accounts.v1.Feature
+	(*LedgerEntry)(nil),                 // 22: mnv.accounts.v1.LedgerEntry
+	(ClientStatus)(0),                   // 23: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
-	16, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
-	17, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
+	18, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
+	19, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
 	0,  // 2: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
-	18, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
-	18, // 4: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	19, // 5: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
-	17, // 6: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
+	20, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
+	20, // 4: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	21, // 5: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
+	19, // 6: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
 	1,  // 7: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
-	17, // 8: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
-	18, // 9: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 10: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
-	20, // 11: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
-	21, // 12: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
-	17, // 13: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
-	19, // 14: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
-	17, // 15: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
-	16, // 16: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	19, // 8: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
+	20, // 9: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	19, // 10: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
+	22, // 11: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
+	23, // 12: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
+	19, // 13: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
+	21, // 14: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
+	19, // 15: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
+	18, // 16: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
 	0,  // 17: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
 	2,  // 18: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
 	4,  // 19: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
@@ -1138,15 +1255,17 @@ var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
 	10, // 22: mnv.accounts.v1.AccountsAdminService.SetClientStatus:input_type -> mnv.accounts.v1.SetClientStatusRequest
 	12, // 23: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
 	14, // 24: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
-	3,  // 25: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
-	5,  // 26: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
-	7,  // 27: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
-	9,  // 28: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
-	11, // 29: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
-	13, // 30: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
-	15, // 31: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
+	16, // 25: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
+	3,  // 26: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
+	5,  // 27: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
+	7,  // 28: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
+	9,  // 29: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
+	11, // 30: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
+	13, // 31: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
+	15, // 32: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
+	17, // 33: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1167,7 +1286,7 @@ func file_mnv_accounts_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_admin_proto_rawDesc), len(file_mnv_accounts_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

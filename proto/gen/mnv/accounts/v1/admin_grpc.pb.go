@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AccountsAdminService_CreateClient_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/CreateClient"
-	AccountsAdminService_DescribeClient_FullMethodName    = "/mnv.accounts.v1.AccountsAdminService/DescribeClient"
-	AccountsAdminService_ListClients_FullMethodName       = "/mnv.accounts.v1.AccountsAdminService/ListClients"
-	AccountsAdminService_TopUpBalance_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/TopUpBalance"
-	AccountsAdminService_SetClientStatus_FullMethodName   = "/mnv.accounts.v1.AccountsAdminService/SetClientStatus"
-	AccountsAdminService_SetClientFeatures_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
-	AccountsAdminService_SetClientPrice_FullMethodName    = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
+	AccountsAdminService_CreateClient_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/CreateClient"
+	AccountsAdminService_DescribeClient_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/DescribeClient"
+	AccountsAdminService_ListClients_FullMethodName         = "/mnv.accounts.v1.AccountsAdminService/ListClients"
+	AccountsAdminService_TopUpBalance_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/TopUpBalance"
+	AccountsAdminService_SetClientStatus_FullMethodName     = "/mnv.accounts.v1.AccountsAdminService/SetClientStatus"
+	AccountsAdminService_SetClientFeatures_FullMethodName   = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
+	AccountsAdminService_SetClientPrice_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
+	AccountsAdminService_SetClientWebOrigins_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientWebOrigins"
 )
 
 // AccountsAdminServiceClient is the client API for AccountsAdminService service.
@@ -46,6 +47,8 @@ type AccountsAdminServiceClient interface {
 	SetClientFeatures(ctx context.Context, in *SetClientFeaturesRequest, opts ...grpc.CallOption) (*SetClientFeaturesResponse, error)
 	// Sets or clears a per-client price override.
 	SetClientPrice(ctx context.Context, in *SetClientPriceRequest, opts ...grpc.CallOption) (*SetClientPriceResponse, error)
+	// Replaces the web origins allowed to capture the client's browser flows.
+	SetClientWebOrigins(ctx context.Context, in *SetClientWebOriginsRequest, opts ...grpc.CallOption) (*SetClientWebOriginsResponse, error)
 }
 
 type accountsAdminServiceClient struct {
@@ -126,6 +129,16 @@ func (c *accountsAdminServiceClient) SetClientPrice(ctx context.Context, in *Set
 	return out, nil
 }
 
+func (c *accountsAdminServiceClient) SetClientWebOrigins(ctx context.Context, in *SetClientWebOriginsRequest, opts ...grpc.CallOption) (*SetClientWebOriginsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetClientWebOriginsResponse)
+	err := c.cc.Invoke(ctx, AccountsAdminService_SetClientWebOrigins_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsAdminServiceServer is the server API for AccountsAdminService service.
 // All implementations must embed UnimplementedAccountsAdminServiceServer
 // for forward compatibility.
@@ -144,6 +157,8 @@ type AccountsAdminServiceServer interface {
 	SetClientFeatures(context.Context, *SetClientFeaturesRequest) (*SetClientFeaturesResponse, error)
 	// Sets or clears a per-client price override.
 	SetClientPrice(context.Context, *SetClientPriceRequest) (*SetClientPriceResponse, error)
+	// Replaces the web origins allowed to capture the client's browser flows.
+	SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error)
 	mustEmbedUnimplementedAccountsAdminServiceServer()
 }
 
@@ -174,6 +189,9 @@ func (UnimplementedAccountsAdminServiceServer) SetClientFeatures(context.Context
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientPrice(context.Context, *SetClientPriceRequest) (*SetClientPriceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientPrice not implemented")
+}
+func (UnimplementedAccountsAdminServiceServer) SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetClientWebOrigins not implemented")
 }
 func (UnimplementedAccountsAdminServiceServer) mustEmbedUnimplementedAccountsAdminServiceServer() {}
 func (UnimplementedAccountsAdminServiceServer) testEmbeddedByValue()                              {}
@@ -322,6 +340,24 @@ func _AccountsAdminService_SetClientPrice_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsAdminService_SetClientWebOrigins_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetClientWebOriginsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsAdminServiceServer).SetClientWebOrigins(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsAdminService_SetClientWebOrigins_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsAdminServiceServer).SetClientWebOrigins(ctx, req.(*SetClientWebOriginsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsAdminService_ServiceDesc is the grpc.ServiceDesc for AccountsAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -356,6 +392,10 @@ var AccountsAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClientPrice",
 			Handler:    _AccountsAdminService_SetClientPrice_Handler,
+		},
+		{
+			MethodName: "SetClientWebOrigins",
+			Handler:    _AccountsAdminService_SetClientWebOrigins_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -692,6 +692,103 @@ func (x *GetBalanceResponse) GetValid() bool {
 	return false
 }
 
+type CheckWebOriginRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The Origin header the browser sent, as it sent it.
+	Origin        string `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebOriginRequest) Reset() {
+	*x = CheckWebOriginRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebOriginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebOriginRequest) ProtoMessage() {}
+
+func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
+func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CheckWebOriginRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *CheckWebOriginRequest) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+type CheckWebOriginResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allowed       bool                   `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebOriginResponse) Reset() {
+	*x = CheckWebOriginResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebOriginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebOriginResponse) ProtoMessage() {}
+
+func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
+func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CheckWebOriginResponse) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
 var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
@@ -745,14 +842,20 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\abalance\x18\x01 \x01(\x03R\abalance\x129\n" +
 	"\n" +
 	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x14\n" +
-	"\x05valid\x18\x03 \x01(\bR\x05valid2\xd5\x03\n" +
+	"\x05valid\x18\x03 \x01(\bR\x05valid\"L\n" +
+	"\x15CheckWebOriginRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
+	"\x16CheckWebOriginResponse\x12\x18\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed2\xb8\x04\n" +
 	"\x17AccountsInternalService\x12[\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\x12s\n" +
 	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\x12F\n" +
 	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\x12I\n" +
 	"\x06Refund\x12\x1e.mnv.accounts.v1.RefundRequest\x1a\x1f.mnv.accounts.v1.RefundResponse\x12U\n" +
 	"\n" +
-	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\x12a\n" +
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_internal_proto_rawDescOnce sync.Once
@@ -766,7 +869,7 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_internal_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*Principal)(nil),                    // 0: mnv.accounts.v1.Principal
 	(*AuthenticateRequest)(nil),          // 1: mnv.accounts.v1.AuthenticateRequest
@@ -779,33 +882,37 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*RefundResponse)(nil),               // 8: mnv.accounts.v1.RefundResponse
 	(*GetBalanceRequest)(nil),            // 9: mnv.accounts.v1.GetBalanceRequest
 	(*GetBalanceResponse)(nil),           // 10: mnv.accounts.v1.GetBalanceResponse
-	(Role)(0),                            // 11: mnv.accounts.v1.Role
-	(ClientStatus)(0),                    // 12: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                         // 13: mnv.accounts.v1.Feature
-	(LedgerKind)(0),                      // 14: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),        // 15: google.protobuf.Timestamp
+	(*CheckWebOriginRequest)(nil),        // 11: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),       // 12: mnv.accounts.v1.CheckWebOriginResponse
+	(Role)(0),                            // 13: mnv.accounts.v1.Role
+	(ClientStatus)(0),                    // 14: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                         // 15: mnv.accounts.v1.Feature
+	(LedgerKind)(0),                      // 16: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
-	11, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	12, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	13, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	13, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	14, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	15, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
 	0,  // 3: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	0,  // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	14, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	15, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	15, // 7: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	16, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	17, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	17, // 7: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 8: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
 	3,  // 9: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
 	5,  // 10: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
 	7,  // 11: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
 	9,  // 12: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	2,  // 13: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	4,  // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	6,  // 15: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	8,  // 16: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	10, // 17: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
+	11, // 13: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	2,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	4,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	6,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	8,  // 17: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	10, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	12, // 19: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	14, // [14:20] is the sub-list for method output_type
+	8,  // [8:14] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -825,7 +932,7 @@ func file_mnv_accounts_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	AccountsInternalService_Debit_FullMethodName                = "/mnv.accounts.v1.AccountsInternalService/Debit"
 	AccountsInternalService_Refund_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/Refund"
 	AccountsInternalService_GetBalance_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
+	AccountsInternalService_CheckWebOrigin_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
 )
 
 // AccountsInternalServiceClient is the client API for AccountsInternalService service.
@@ -47,6 +48,8 @@ type AccountsInternalServiceClient interface {
 	Refund(ctx context.Context, in *RefundRequest, opts ...grpc.CallOption) (*RefundResponse, error)
 	// Reads the balance and its validity.
 	GetBalance(ctx context.Context, in *GetBalanceRequest, opts ...grpc.CallOption) (*GetBalanceResponse, error)
+	// Tells whether a page origin may capture the client's browser flows.
+	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
 }
 
 type accountsInternalServiceClient struct {
@@ -107,6 +110,16 @@ func (c *accountsInternalServiceClient) GetBalance(ctx context.Context, in *GetB
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWebOriginResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_CheckWebOrigin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsInternalServiceServer is the server API for AccountsInternalService service.
 // All implementations must embed UnimplementedAccountsInternalServiceServer
 // for forward compatibility.
@@ -128,6 +141,8 @@ type AccountsInternalServiceServer interface {
 	Refund(context.Context, *RefundRequest) (*RefundResponse, error)
 	// Reads the balance and its validity.
 	GetBalance(context.Context, *GetBalanceRequest) (*GetBalanceResponse, error)
+	// Tells whether a page origin may capture the client's browser flows.
+	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
 	mustEmbedUnimplementedAccountsInternalServiceServer()
 }
 
@@ -152,6 +167,9 @@ func (UnimplementedAccountsInternalServiceServer) Refund(context.Context, *Refun
 }
 func (UnimplementedAccountsInternalServiceServer) GetBalance(context.Context, *GetBalanceRequest) (*GetBalanceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetBalance not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) mustEmbedUnimplementedAccountsInternalServiceServer() {
 }
@@ -265,6 +283,24 @@ func _AccountsInternalService_GetBalance_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWebOriginRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).CheckWebOrigin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_CheckWebOrigin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).CheckWebOrigin(ctx, req.(*CheckWebOriginRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsInternalService_ServiceDesc is the grpc.ServiceDesc for AccountsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -291,6 +327,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetBalance",
 			Handler:    _AccountsInternalService_GetBalance_Handler,
+		},
+		{
+			MethodName: "CheckWebOrigin",
+			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1436,6 +1436,103 @@ func (x *CaptureWebTransactionRequest) GetTransactionId() string {
 	return ""
 }
 
+type CheckWebOriginRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	// The Origin header the browser sent.
+	Origin        string `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebOriginRequest) Reset() {
+	*x = CheckWebOriginRequest{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebOriginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebOriginRequest) ProtoMessage() {}
+
+func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
+func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CheckWebOriginRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+func (x *CheckWebOriginRequest) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+type CheckWebOriginResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allowed       bool                   `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebOriginResponse) Reset() {
+	*x = CheckWebOriginResponse{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebOriginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebOriginResponse) ProtoMessage() {}
+
+func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
+func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckWebOriginResponse) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
 type CaptureWebTransactionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
@@ -1450,7 +1547,7 @@ type CaptureWebTransactionResponse struct {
 
 func (x *CaptureWebTransactionResponse) Reset() {
 	*x = CaptureWebTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1559,7 @@ func (x *CaptureWebTransactionResponse) String() string {
 func (*CaptureWebTransactionResponse) ProtoMessage() {}
 
 func (x *CaptureWebTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1572,7 @@ func (x *CaptureWebTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureWebTransactionResponse.ProtoReflect.Descriptor instead.
 func (*CaptureWebTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CaptureWebTransactionResponse) GetTransactionId() string {
@@ -1529,7 +1626,7 @@ type StuckPlusSession struct {
 
 func (x *StuckPlusSession) Reset() {
 	*x = StuckPlusSession{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1638,7 @@ func (x *StuckPlusSession) String() string {
 func (*StuckPlusSession) ProtoMessage() {}
 
 func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1651,7 @@ func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusSession.ProtoReflect.Descriptor instead.
 func (*StuckPlusSession) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StuckPlusSession) GetId() string {
@@ -1616,7 +1713,7 @@ type ListStuckPlusSessionsRequest struct {
 
 func (x *ListStuckPlusSessionsRequest) Reset() {
 	*x = ListStuckPlusSessionsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1725,7 @@ func (x *ListStuckPlusSessionsRequest) String() string {
 func (*ListStuckPlusSessionsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1738,7 @@ func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListStuckPlusSessionsRequest) GetPage() int32 {
@@ -1671,7 +1768,7 @@ type ListStuckPlusSessionsResponse struct {
 
 func (x *ListStuckPlusSessionsResponse) Reset() {
 	*x = ListStuckPlusSessionsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1780,7 @@ func (x *ListStuckPlusSessionsResponse) String() string {
 func (*ListStuckPlusSessionsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1793,7 @@ func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListStuckPlusSessionsResponse) GetItems() []*StuckPlusSession {
@@ -1745,7 +1842,7 @@ type RevealStuckPlusSessionRequest struct {
 
 func (x *RevealStuckPlusSessionRequest) Reset() {
 	*x = RevealStuckPlusSessionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1854,7 @@ func (x *RevealStuckPlusSessionRequest) String() string {
 func (*RevealStuckPlusSessionRequest) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1867,7 @@ func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevealStuckPlusSessionRequest) GetSessionId() string {
@@ -1799,7 +1896,7 @@ type RevealStuckPlusSessionResponse struct {
 
 func (x *RevealStuckPlusSessionResponse) Reset() {
 	*x = RevealStuckPlusSessionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1908,7 @@ func (x *RevealStuckPlusSessionResponse) String() string {
 func (*RevealStuckPlusSessionResponse) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1921,7 @@ func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevealStuckPlusSessionResponse) GetSessionId() string {
@@ -1871,7 +1968,7 @@ type StuckPlusReveal struct {
 
 func (x *StuckPlusReveal) Reset() {
 	*x = StuckPlusReveal{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1980,7 @@ func (x *StuckPlusReveal) String() string {
 func (*StuckPlusReveal) ProtoMessage() {}
 
 func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1993,7 @@ func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusReveal.ProtoReflect.Descriptor instead.
 func (*StuckPlusReveal) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StuckPlusReveal) GetId() string {
@@ -1951,7 +2048,7 @@ type ListStuckPlusRevealsRequest struct {
 
 func (x *ListStuckPlusRevealsRequest) Reset() {
 	*x = ListStuckPlusRevealsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2060,7 @@ func (x *ListStuckPlusRevealsRequest) String() string {
 func (*ListStuckPlusRevealsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2073,7 @@ func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListStuckPlusRevealsRequest) GetPage() int32 {
@@ -2006,7 +2103,7 @@ type ListStuckPlusRevealsResponse struct {
 
 func (x *ListStuckPlusRevealsResponse) Reset() {
 	*x = ListStuckPlusRevealsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2115,7 @@ func (x *ListStuckPlusRevealsResponse) String() string {
 func (*ListStuckPlusRevealsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2128,7 @@ func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListStuckPlusRevealsResponse) GetItems() []*StuckPlusReveal {
@@ -2180,7 +2277,12 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x16GetOpportunityResponse\x12B\n" +
 	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"E\n" +
 	"\x1cCaptureWebTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\xd0\x02\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"V\n" +
+	"\x15CheckWebOriginRequest\x12%\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x16\n" +
+	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
+	"\x16CheckWebOriginResponse\x12\x18\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"\xd0\x02\n" +
 	"\x1dCaptureWebTransactionResponse\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
@@ -2273,7 +2375,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\x83\n" +
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xee\n" +
 	"\n" +
 	"\x13VerificationService\x12f\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\x12o\n" +
@@ -2283,7 +2385,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\x12r\n" +
 	"\x11CreateOpportunity\x12-.mnv.verification.v1.CreateOpportunityRequest\x1a..mnv.verification.v1.CreateOpportunityResponse\x12i\n" +
 	"\x0eGetOpportunity\x12*.mnv.verification.v1.GetOpportunityRequest\x1a+.mnv.verification.v1.GetOpportunityResponse\x12~\n" +
-	"\x15CaptureWebTransaction\x121.mnv.verification.v1.CaptureWebTransactionRequest\x1a2.mnv.verification.v1.CaptureWebTransactionResponse\x12~\n" +
+	"\x15CaptureWebTransaction\x121.mnv.verification.v1.CaptureWebTransactionRequest\x1a2.mnv.verification.v1.CaptureWebTransactionResponse\x12i\n" +
+	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\x12~\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\x12\x81\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\x12{\n" +
 	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponseBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
@@ -2301,7 +2404,7 @@ func file_mnv_verification_v1_verification_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_verification_v1_verification_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(ServiceType)(0),                       // 0: mnv.verification.v1.ServiceType
 	(Platform)(0),                          // 1: mnv.verification.v1.Platform
@@ -2326,43 +2429,45 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*GetOpportunityRequest)(nil),          // 20: mnv.verification.v1.GetOpportunityRequest
 	(*GetOpportunityResponse)(nil),         // 21: mnv.verification.v1.GetOpportunityResponse
 	(*CaptureWebTransactionRequest)(nil),   // 22: mnv.verification.v1.CaptureWebTransactionRequest
-	(*CaptureWebTransactionResponse)(nil),  // 23: mnv.verification.v1.CaptureWebTransactionResponse
-	(*StuckPlusSession)(nil),               // 24: mnv.verification.v1.StuckPlusSession
-	(*ListStuckPlusSessionsRequest)(nil),   // 25: mnv.verification.v1.ListStuckPlusSessionsRequest
-	(*ListStuckPlusSessionsResponse)(nil),  // 26: mnv.verification.v1.ListStuckPlusSessionsResponse
-	(*RevealStuckPlusSessionRequest)(nil),  // 27: mnv.verification.v1.RevealStuckPlusSessionRequest
-	(*RevealStuckPlusSessionResponse)(nil), // 28: mnv.verification.v1.RevealStuckPlusSessionResponse
-	(*StuckPlusReveal)(nil),                // 29: mnv.verification.v1.StuckPlusReveal
-	(*ListStuckPlusRevealsRequest)(nil),    // 30: mnv.verification.v1.ListStuckPlusRevealsRequest
-	(*ListStuckPlusRevealsResponse)(nil),   // 31: mnv.verification.v1.ListStuckPlusRevealsResponse
-	(*timestamppb.Timestamp)(nil),          // 32: google.protobuf.Timestamp
+	(*CheckWebOriginRequest)(nil),          // 23: mnv.verification.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),         // 24: mnv.verification.v1.CheckWebOriginResponse
+	(*CaptureWebTransactionResponse)(nil),  // 25: mnv.verification.v1.CaptureWebTransactionResponse
+	(*StuckPlusSession)(nil),               // 26: mnv.verification.v1.StuckPlusSession
+	(*ListStuckPlusSessionsRequest)(nil),   // 27: mnv.verification.v1.ListStuckPlusSessionsRequest
+	(*ListStuckPlusSessionsResponse)(nil),  // 28: mnv.verification.v1.ListStuckPlusSessionsResponse
+	(*RevealStuckPlusSessionRequest)(nil),  // 29: mnv.verification.v1.RevealStuckPlusSessionRequest
+	(*RevealStuckPlusSessionResponse)(nil), // 30: mnv.verification.v1.RevealStuckPlusSessionResponse
+	(*StuckPlusReveal)(nil),                // 31: mnv.verification.v1.StuckPlusReveal
+	(*ListStuckPlusRevealsRequest)(nil),    // 32: mnv.verification.v1.ListStuckPlusRevealsRequest
+	(*ListStuckPlusRevealsResponse)(nil),   // 33: mnv.verification.v1.ListStuckPlusRevealsResponse
+	(*timestamppb.Timestamp)(nil),          // 34: google.protobuf.Timestamp
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
 	5,  // 1: mnv.verification.v1.ListOperatorsResponse.items:type_name -> mnv.verification.v1.Operator
 	1,  // 2: mnv.verification.v1.CreateSdkSessionRequest.platform:type_name -> mnv.verification.v1.Platform
 	2,  // 3: mnv.verification.v1.CreateSdkSessionResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	32, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 5: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
-	32, // 6: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
+	34, // 6: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
 	11, // 7: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
 	11, // 8: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
-	32, // 9: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
-	32, // 10: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
+	34, // 9: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
+	34, // 10: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
 	11, // 11: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
 	4,  // 12: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
-	32, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
+	34, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
 	17, // 15: mnv.verification.v1.CreateOpportunityResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	17, // 16: mnv.verification.v1.GetOpportunityResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	4,  // 17: mnv.verification.v1.CaptureWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	32, // 18: mnv.verification.v1.CaptureWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
-	32, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
-	24, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
-	32, // 22: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
-	32, // 23: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
-	29, // 24: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
+	34, // 18: mnv.verification.v1.CaptureWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
+	34, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
+	26, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
+	34, // 22: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
+	34, // 23: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
+	31, // 24: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
 	6,  // 25: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
 	8,  // 26: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
 	10, // 27: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
@@ -2371,22 +2476,24 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	18, // 30: mnv.verification.v1.VerificationService.CreateOpportunity:input_type -> mnv.verification.v1.CreateOpportunityRequest
 	20, // 31: mnv.verification.v1.VerificationService.GetOpportunity:input_type -> mnv.verification.v1.GetOpportunityRequest
 	22, // 32: mnv.verification.v1.VerificationService.CaptureWebTransaction:input_type -> mnv.verification.v1.CaptureWebTransactionRequest
-	25, // 33: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	27, // 34: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	30, // 35: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	7,  // 36: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 37: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	12, // 38: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	14, // 39: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	16, // 40: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	19, // 41: mnv.verification.v1.VerificationService.CreateOpportunity:output_type -> mnv.verification.v1.CreateOpportunityResponse
-	21, // 42: mnv.verification.v1.VerificationService.GetOpportunity:output_type -> mnv.verification.v1.GetOpportunityResponse
-	23, // 43: mnv.verification.v1.VerificationService.CaptureWebTransaction:output_type -> mnv.verification.v1.CaptureWebTransactionResponse
-	26, // 44: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	28, // 45: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	31, // 46: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	36, // [36:47] is the sub-list for method output_type
-	25, // [25:36] is the sub-list for method input_type
+	23, // 33: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	27, // 34: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	29, // 35: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	32, // 36: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	7,  // 37: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 38: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	12, // 39: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	14, // 40: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	16, // 41: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	19, // 42: mnv.verification.v1.VerificationService.CreateOpportunity:output_type -> mnv.verification.v1.CreateOpportunityResponse
+	21, // 43: mnv.verification.v1.VerificationService.GetOpportunity:output_type -> mnv.verification.v1.GetOpportunityResponse
+	25, // 44: mnv.verification.v1.VerificationService.CaptureWebTransaction:output_type -> mnv.verification.v1.CaptureWebTransactionResponse
+	24, // 45: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	28, // 46: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	30, // 47: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	33, // 48: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	37, // [37:49] is the sub-list for method output_type
+	25, // [25:37] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -2402,16 +2509,16 @@ func file_mnv_verification_v1_verification_proto_init() {
 	file_mnv_verification_v1_verification_proto_msgTypes[6].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[10].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[12].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[20].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[25].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_verification_proto_rawDesc), len(file_mnv_verification_v1_verification_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

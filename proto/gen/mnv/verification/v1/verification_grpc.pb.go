@@ -27,6 +27,7 @@ const (
 	VerificationService_CreateOpportunity_FullMethodName      = "/mnv.verification.v1.VerificationService/CreateOpportunity"
 	VerificationService_GetOpportunity_FullMethodName         = "/mnv.verification.v1.VerificationService/GetOpportunity"
 	VerificationService_CaptureWebTransaction_FullMethodName  = "/mnv.verification.v1.VerificationService/CaptureWebTransaction"
+	VerificationService_CheckWebOrigin_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName  = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
 	VerificationService_ListStuckPlusReveals_FullMethodName   = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
@@ -40,9 +41,10 @@ const (
 // using the operator's network, and runs the browser flow and the stuck-plus reveal.
 //
 // Every call is authenticated with the client's API key (x-api-key, x-client-id), except
-// CreateSdkSession (x-sdk-token and x-client-id) and CaptureWebTransaction (no client
-// credential: the unguessable transaction id is the capability; only the gateway calls it,
-// with the internal service credential).
+// CreateSdkSession (x-sdk-token and x-client-id), and CaptureWebTransaction and
+// CheckWebOrigin (no client credential: the browser page's origin must be one the
+// transaction's client allowed; only the gateway calls them, with its internal credential, and
+// passes the page's Origin header as x-mnv-origin metadata).
 type VerificationServiceClient interface {
 	// Lists the operators the client may use.
 	ListOperators(ctx context.Context, in *ListOperatorsRequest, opts ...grpc.CallOption) (*ListOperatorsResponse, error)
@@ -57,8 +59,12 @@ type VerificationServiceClient interface {
 	CreateOpportunity(ctx context.Context, in *CreateOpportunityRequest, opts ...grpc.CallOption) (*CreateOpportunityResponse, error)
 	// Resolves a browser flow.
 	GetOpportunity(ctx context.Context, in *GetOpportunityRequest, opts ...grpc.CallOption) (*GetOpportunityResponse, error)
-	// The browser's capture of a transaction, through the operator's network.
+	// The browser's capture of a transaction, through the operator's network. Refused unless the
+	// page's origin is one the transaction's client allowed.
 	CaptureWebTransaction(ctx context.Context, in *CaptureWebTransactionRequest, opts ...grpc.CallOption) (*CaptureWebTransactionResponse, error)
+	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
+	// CORS answer). An unknown transaction allows no origin. No HTTP route.
+	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
 	ListStuckPlusSessions(ctx context.Context, in *ListStuckPlusSessionsRequest, opts ...grpc.CallOption) (*ListStuckPlusSessionsResponse, error)
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
@@ -154,6 +160,16 @@ func (c *verificationServiceClient) CaptureWebTransaction(ctx context.Context, i
 	return out, nil
 }
 
+func (c *verificationServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWebOriginResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CheckWebOrigin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) ListStuckPlusSessions(ctx context.Context, in *ListStuckPlusSessionsRequest, opts ...grpc.CallOption) (*ListStuckPlusSessionsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListStuckPlusSessionsResponse)
@@ -192,9 +208,10 @@ func (c *verificationServiceClient) ListStuckPlusReveals(ctx context.Context, in
 // using the operator's network, and runs the browser flow and the stuck-plus reveal.
 //
 // Every call is authenticated with the client's API key (x-api-key, x-client-id), except
-// CreateSdkSession (x-sdk-token and x-client-id) and CaptureWebTransaction (no client
-// credential: the unguessable transaction id is the capability; only the gateway calls it,
-// with the internal service credential).
+// CreateSdkSession (x-sdk-token and x-client-id), and CaptureWebTransaction and
+// CheckWebOrigin (no client credential: the browser page's origin must be one the
+// transaction's client allowed; only the gateway calls them, with its internal credential, and
+// passes the page's Origin header as x-mnv-origin metadata).
 type VerificationServiceServer interface {
 	// Lists the operators the client may use.
 	ListOperators(context.Context, *ListOperatorsRequest) (*ListOperatorsResponse, error)
@@ -209,8 +226,12 @@ type VerificationServiceServer interface {
 	CreateOpportunity(context.Context, *CreateOpportunityRequest) (*CreateOpportunityResponse, error)
 	// Resolves a browser flow.
 	GetOpportunity(context.Context, *GetOpportunityRequest) (*GetOpportunityResponse, error)
-	// The browser's capture of a transaction, through the operator's network.
+	// The browser's capture of a transaction, through the operator's network. Refused unless the
+	// page's origin is one the transaction's client allowed.
 	CaptureWebTransaction(context.Context, *CaptureWebTransactionRequest) (*CaptureWebTransactionResponse, error)
+	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
+	// CORS answer). An unknown transaction allows no origin. No HTTP route.
+	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
 	ListStuckPlusSessions(context.Context, *ListStuckPlusSessionsRequest) (*ListStuckPlusSessionsResponse, error)
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
@@ -249,6 +270,9 @@ func (UnimplementedVerificationServiceServer) GetOpportunity(context.Context, *G
 }
 func (UnimplementedVerificationServiceServer) CaptureWebTransaction(context.Context, *CaptureWebTransactionRequest) (*CaptureWebTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CaptureWebTransaction not implemented")
+}
+func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
 }
 func (UnimplementedVerificationServiceServer) ListStuckPlusSessions(context.Context, *ListStuckPlusSessionsRequest) (*ListStuckPlusSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListStuckPlusSessions not implemented")
@@ -424,6 +448,24 @@ func _VerificationService_CaptureWebTransaction_Handler(srv interface{}, ctx con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWebOriginRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CheckWebOrigin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CheckWebOrigin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CheckWebOrigin(ctx, req.(*CheckWebOriginRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_ListStuckPlusSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListStuckPlusSessionsRequest)
 	if err := dec(in); err != nil {
@@ -516,6 +558,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CaptureWebTransaction",
 			Handler:    _VerificationService_CaptureWebTransaction_Handler,
+		},
+		{
+			MethodName: "CheckWebOrigin",
+			Handler:    _VerificationService_CheckWebOrigin_Handler,
 		},
 		{
 			MethodName: "ListStuckPlusSessions",

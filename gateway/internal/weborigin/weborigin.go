@@ -1,0 +1,99 @@
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/...) to the web
+// origins the transaction's client allowed (contract 3). Those routes take no credential, so
+// without the binding any page could have a visitor's browser capture a transaction it obtained
+// elsewhere; a browser always says which page is calling in its Origin header, and a page
+// cannot forge it.
+//
+// Every request, the CORS preflight included, must carry an Origin that the transaction's
+// client allowed: otherwise it is 403 PERMISSION_DENIED and goes no further. An allowed origin
+// is echoed in Access-Control-Allow-Origin (never "*", never with credentials). The
+// verification service checks the origin again when it captures, which is what makes it hold
+// for every caller; this layer is what the browser's CORS needs, and it refuses early.
+package weborigin
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/mnvhq/mnv/gateway/internal/envelope"
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/apierr"
+)
+
+// Checker asks whether an origin may call a transaction's browser routes;
+// verificationv1.VerificationServiceClient is one.
+type Checker interface {
+	CheckWebOrigin(ctx context.Context, in *verificationv1.CheckWebOriginRequest, opts ...grpc.CallOption) (*verificationv1.CheckWebOriginResponse, error)
+}
+
+// prefix is the path of a transaction's browser routes, followed by its id.
+const prefix = "/v1/api/web/transactions/"
+
+// checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
+const checkTimeout = 3 * time.Second
+
+var forbidden = envelope.Error{
+	Status: http.StatusForbidden, Code: string(apierr.PermissionDenied),
+	Message: "this page's origin is not one the account allows to capture its transactions; the account lists its web origins with PUT /v1/api/me/web-origins",
+}
+
+// Middleware applies the binding in front of next. allowHeaders are the request headers a page
+// may send besides Content-Type and X-Request-Id (the sandbox's number header, so a demo page
+// can play the operator's proxy).
+func Middleware(check Checker, allowHeaders []string) func(http.Handler) http.Handler {
+	allowed := strings.Join(append([]string{"Content-Type", "X-Request-Id"}, allowHeaders...), ", ")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, ok := transactionID(r.URL.Path)
+			if !ok {
+				next.ServeHTTP(w, r) // not a transaction route: the mux answers 404
+				return
+			}
+			h := w.Header()
+			// The answer depends on the Origin: caches must not serve one page's to another.
+			h.Add("Vary", "Origin")
+			origins := r.Header.Values("Origin")
+			if len(origins) != 1 || origins[0] == "" {
+				envelope.WriteError(w, forbidden)
+				return
+			}
+			origin := origins[0]
+			ctx, cancel := context.WithTimeout(r.Context(), checkTimeout)
+			resp, err := check.CheckWebOrigin(ctx, &verificationv1.CheckWebOriginRequest{TransactionId: id, Origin: origin})
+			cancel()
+			if err != nil {
+				envelope.WriteError(w, envelope.FromErr(r.Context(), err))
+				return
+			}
+			if !resp.GetAllowed() {
+				envelope.WriteError(w, forbidden)
+				return
+			}
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+				h.Set("Access-Control-Allow-Headers", allowed)
+				h.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// transactionID returns the id of a path under prefix ("{id}/capture"), unvalidated: the
+// verification service decides what exists.
+func transactionID(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, "/")
+	return id, ok && id != ""
+}
