@@ -55,8 +55,8 @@ func holdRow(t *testing.T, s *harness.Suite, query string, args ...any) (release
 const holdBalanceSQL = `SELECT 1 FROM accounts.balances WHERE client_id = $1 FOR UPDATE`
 
 // waitLockWaiters waits until n backends of app (the pool's application name, "mnv-connect")
-// wait for a lock; done, when it ends first, fails the test with its reason.
-func waitLockWaiters(t *testing.T, db *pgx.Conn, app string, n int, done <-chan string) {
+// wait for a lock. A request answered on early before that fails the test: it did not wait.
+func waitLockWaiters(t *testing.T, db *pgx.Conn, app string, n int, early <-chan response) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -69,8 +69,8 @@ func waitLockWaiters(t *testing.T, db *pgx.Conn, app string, n int, done <-chan 
 			return
 		}
 		select {
-		case why := <-done:
-			t.Fatalf("%s before %d %s backends waited for a lock", why, n, app)
+		case r := <-early:
+			t.Fatalf("answered %d %s before %d %s backends waited for a lock", r.status, r.raw, n, app)
 		default:
 		}
 		if time.Now().After(deadline) {
