@@ -72,6 +72,12 @@ type Config struct {
 	// ImportLease is how long an import job stays with a worker that stops reporting
 	// progress before another worker resumes it (MNV_IMPORT_LEASE). One batch must fit in it.
 	ImportLease time.Duration
+	// EnrichmentSettleAfter is how old an enrichment left PENDING (its charge's outcome
+	// unknown) must be before the reconciler settles it (MNV_ENRICHMENT_SETTLE_AFTER); longer
+	// than a debit can take, since the reconciler refunds the charge of an erased profile.
+	// EnrichmentReconcileEvery is how often it looks (MNV_ENRICHMENT_RECONCILE_EVERY).
+	EnrichmentSettleAfter    time.Duration
+	EnrichmentReconcileEvery time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -82,6 +88,7 @@ func DefaultConfig() Config {
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second,
+		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
 	}
 }
 
@@ -118,6 +125,8 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
+	c.EnrichmentSettleAfter = env.Duration("MNV_ENRICHMENT_SETTLE_AFTER", c.EnrichmentSettleAfter)
+	c.EnrichmentReconcileEvery = env.Duration("MNV_ENRICHMENT_RECONCILE_EVERY", c.EnrichmentReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
@@ -150,6 +159,9 @@ func (c Config) Validate() error {
 	if c.ImportLease < time.Second {
 		errs = append(errs, errors.New("MNV_IMPORT_LEASE: must be at least 1s"))
 	}
+	if c.EnrichmentSettleAfter < 100*time.Millisecond || c.EnrichmentReconcileEvery < 100*time.Millisecond {
+		errs = append(errs, errors.New("MNV_ENRICHMENT_SETTLE_AFTER, MNV_ENRICHMENT_RECONCILE_EVERY: must be at least 100ms"))
+	}
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
@@ -159,9 +171,11 @@ func (c Config) Validate() error {
 // App is a running connect service.
 type App struct {
 	cfg      Config
+	log      *zap.Logger
 	pool     *pgxpool.Pool
 	accounts *accountsclient.Client
 	server   *grpcserver.Server
+	profiles *profiles.Service
 	imports  *imports.Service
 	delivery *delivery.Worker
 	idem     *idempotency.Store
@@ -254,7 +268,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
-	return &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, imports: imps, delivery: worker, idem: idem}, nil
+	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem}, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -266,13 +280,17 @@ func (a *App) Listen() (net.Listener, error) {
 	return lis, nil
 }
 
-// Run serves on lis and runs the import and delivery workers until ctx ends, then shuts down
-// gracefully.
+// Run serves on lis and runs the import and delivery workers and the enrichment reconciler
+// until ctx ends, then shuts down gracefully.
 func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	defer a.pool.Close()
 	defer func() { _ = a.accounts.Close() }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.imports.Run(ctx); return nil })
+	g.Go(func() error {
+		a.profiles.ReconcileEnrichments(ctx, a.cfg.EnrichmentReconcileEvery, a.cfg.EnrichmentSettleAfter, a.log)
+		return nil
+	})
 	g.Go(func() error { a.delivery.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })

@@ -1,6 +1,6 @@
 // Package accountsclient is how the other services use accounts: it authenticates callers
-// (an auth.Authenticator over AccountsInternalService) and moves money with Debit, turning
-// accounts' error reasons back into values the callers' rules can test.
+// (an auth.Authenticator over AccountsInternalService) and moves money with Debit and Refund,
+// turning accounts' error reasons back into values the callers' rules can test.
 package accountsclient
 
 import (
@@ -24,6 +24,8 @@ var (
 	ErrInsufficientBalance = errors.New("insufficient balance")
 	ErrBalanceExpired      = errors.New("balance expired")
 	ErrSuspended           = errors.New("client suspended")
+	// ErrNothingToRefund: accounts holds no debit of the client with that reference.
+	ErrNothingToRefund = errors.New("nothing to refund")
 )
 
 // Client calls accounts with the internal service credential.
@@ -116,6 +118,39 @@ func (c *Client) Debit(ctx context.Context, clientID string, kind accountsv1.Led
 		return Charge{}, fmt.Errorf("debit: %w", err)
 	}
 	return Charge{EntryID: resp.GetEntryId(), Charged: resp.GetCharged(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
+}
+
+// Away tells an error of a call that failed because accounts could not be reached or did not
+// answer in time, as opposed to one accounts answered: a caller working through a queue stops
+// there instead of waiting out every item's timeout.
+func Away(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// Refunded is a settled refund.
+type Refunded struct {
+	EntryID      string
+	Refunded     int64
+	BalanceAfter int64
+	Replayed     bool
+}
+
+// Refund gives back the debit of clientID with reference, once: a repeated refund answers the
+// first. A reference that names no debit (it never committed) is ErrNothingToRefund; any other
+// error leaves the outcome unknown, and the caller retries.
+func (c *Client) Refund(ctx context.Context, clientID, reference string, description *string) (Refunded, error) {
+	resp, err := c.internal.Refund(ctx, &accountsv1.RefundRequest{ClientId: clientID, Reference: reference, Description: description})
+	if err != nil {
+		if apierr.Parse(err).Reason == apierr.NotFound {
+			return Refunded{}, ErrNothingToRefund
+		}
+		return Refunded{}, fmt.Errorf("refund: %w", err)
+	}
+	return Refunded{EntryID: resp.GetEntryId(), Refunded: resp.GetRefunded(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
 }
 
 // Balance reads a client's balance.

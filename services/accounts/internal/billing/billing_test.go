@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
@@ -358,6 +359,114 @@ func TestParsePrices(t *testing.T) {
 			if got := p.For(tt.kind, tt.variant, nil); got != tt.want {
 				t.Errorf("ParsePrices(%q).For(%s/%s) = %d, want %d", tt.spec, tt.kind, tt.variant, got, tt.want)
 			}
+		}
+	}
+}
+
+// TestRetriedDebitIsTheChargeWhateverNow: a debit whose caller gave up before it committed is
+// retried after the balance was spent, the client suspended or the balance expired. The retry
+// is the charge that happened (replayed, the same entry), never a refusal: a refusal would make
+// the caller release what it charged for and charge it again later.
+func TestRetriedDebitIsTheChargeWhateverNow(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	tests := []struct {
+		name        string
+		after       func(t *testing.T, clientID string)
+		wantBalance int64
+		wantNewErr  error // what a new debit meets now
+	}{
+		{name: "balance spent since", wantBalance: 0, wantNewErr: domain.ErrInsufficientBalance, after: func(t *testing.T, id string) {
+			for _, ref := range []string{"spend-1", "spend-2"} {
+				if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Reference: ref}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "client suspended since", wantBalance: 2, wantNewErr: domain.ErrSuspended, after: func(t *testing.T, id string) {
+			if _, err := env.Clients.SetStatus(ctx, id, auth.StatusSuspended); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "balance expired since", wantBalance: 2, wantNewErr: domain.ErrBalanceExpired, after: func(t *testing.T, id string) {
+			env.ExpireBalance(t, id)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := env.Client(t, 3).Client.ID
+			lost := billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: "verification:lost"}
+			first := commitUnheard(t, env, lost)
+			tt.after(t, id)
+
+			again, err := env.Ledger.Debit(ctx, lost)
+			if err != nil {
+				t.Fatalf("retry of a debit that committed: %v, want the charge replayed", err)
+			}
+			if !again.Replayed || again.Entry.ID != first.ID || again.Charged != 1 || again.Entry.BalanceAfter != 2 {
+				t.Fatalf("retry = %+v, want entry %s (charged 1, balance after 2) replayed", again, first.ID)
+			}
+			// Retries racing a new debit, likely in one batch: the retries replay, the new debit
+			// is refused.
+			refs := []string{"verification:lost", "verification:lost", "verification:new"}
+			errs := make([]error, len(refs))
+			var wg sync.WaitGroup
+			for i, ref := range refs {
+				wg.Go(func() {
+					req := lost
+					req.Reference = ref
+					res, err := env.Ledger.Debit(ctx, req)
+					if err == nil && (!res.Replayed || res.Entry.ID != first.ID) {
+						err = fmt.Errorf("%s = %+v, want entry %s replayed", ref, res, first.ID)
+					}
+					errs[i] = err
+				})
+			}
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], tt.wantNewErr) {
+				t.Fatalf("concurrent debits: %v; want two replays and %v", errs, tt.wantNewErr)
+			}
+			if got := env.CheckLedger(t, id); got != tt.wantBalance {
+				t.Fatalf("balance %d, want %d", got, tt.wantBalance)
+			}
+		})
+	}
+}
+
+// commitUnheard makes req commit while its caller has given up: another transaction holds the
+// client's balance row past the caller's deadline, then lets the batch through. It returns the
+// ledger entry the batch wrote.
+func commitUnheard(t *testing.T, env *accountstest.Env, req billing.DebitRequest) domain.LedgerEntry {
+	t.Helper()
+	ctx := accountstest.Deadline(t)
+	holder, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx) //nolint:errcheck // released below; this covers a failure
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM accounts.balances WHERE client_id = $1 FOR UPDATE`, req.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := env.Ledger.Debit(short, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("debit behind a held balance row: %v, want the caller's deadline", err)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err := store.LedgerByReference(ctx, env.Pool, req.ClientID, req.Reference)
+		if err == nil {
+			return e
+		}
+		if !errors.Is(err, domain.ErrNotFound) {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the debit whose caller gave up never committed")
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

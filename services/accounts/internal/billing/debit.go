@@ -210,7 +210,10 @@ func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Sp
 
 // commit decides and writes one batch in one transaction. A batch is first decided as if none
 // of its references had been used, which is the rule; when the ledger says otherwise (a retried
-// debit), it is rolled back and decided again knowing them.
+// debit), it is rolled back and decided again knowing them. A retry is told either by the
+// insert's conflict or, for a debit the balance now refuses (which inserts nothing), by looking
+// its reference up: a charge that happened is that charge, whatever the balance, status or
+// expiry are now.
 func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error) {
 	out, err := l.decide(ctx, batch, nil)
 	if errors.Is(err, store.ErrReferenceTaken) {
@@ -247,6 +250,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 			balance[id] = st.Balance
 		}
 		var entries []domain.LedgerEntry
+		var refused [][2]string            // client/reference of the debits refused here
 		entryOf := make([]int, len(batch)) // index into entries, or -1
 		firstOf := map[string]int{}        // client/reference -> index of its first debit here
 		for i, p := range batch {
@@ -270,6 +274,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 			price := l.prices.For(p.req.Kind, p.req.Variant, snap.Overrides[p.req.ClientID])
 			if err := chargeable(state, balance[p.req.ClientID], price); err != nil {
 				out[i] = outcome{err: err}
+				refused = append(refused, [2]string{p.req.ClientID, p.req.Reference})
 				continue
 			}
 			balance[p.req.ClientID] -= price
@@ -278,6 +283,16 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 				ClientID: p.req.ClientID, Kind: p.req.Kind, Amount: -price, BalanceAfter: balance[p.req.ClientID],
 				Reference: p.req.Reference, Variant: p.req.Variant, Description: p.req.Description,
 			})
+		}
+		if lookup == nil && len(refused) > 0 {
+			// Rare (a refusal), so it may cost a round trip; the common batch does not pay it.
+			existing, err := store.LedgerByReferences(ctx, tx, refused)
+			if err != nil {
+				return err
+			}
+			if len(existing) > 0 {
+				return fmt.Errorf("a refused debit was charged before: %w", store.ErrReferenceTaken)
+			}
 		}
 		written, err := store.AppendLedger(ctx, tx, entries)
 		if err != nil {

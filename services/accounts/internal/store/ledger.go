@@ -69,7 +69,8 @@ func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
 // clients never deadlock, on one replica or several), and reads the snapshot of a batch. Clients
 // that do not exist are absent from Balances. References are looked up only when lookup (pairs
 // of client id and reference) is not empty: the common batch has none in the ledger yet, and
-// AppendLedger's unique constraint tells when one was (a retry).
+// AppendLedger's unique constraint tells when one was (a retry); a refused debit, which inserts
+// nothing, asks LedgerByReferences.
 func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup [][2]string) (DebitSnapshot, error) {
 	ids := slices.Clone(clientIDs)
 	slices.Sort(ids)
@@ -82,11 +83,7 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup []
 		WHERE b.client_id = ANY($1::text[]::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
 	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::text[]::uuid[])`, ids)
 	if len(lookup) > 0 {
-		keys := make([]string, len(lookup))
-		for i, l := range lookup {
-			keys[i] = refKey(l[0], l[1])
-		}
-		b.Queue(`SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = ANY($1)`, keys)
+		b.Queue(ledgerByRefKeysSQL, refKeys(lookup))
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
@@ -127,19 +124,51 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup []
 		if rows, err = br.Query(); err != nil {
 			return snap, fmt.Errorf("read references: %w", err)
 		}
-		entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
-		if err != nil {
+		if snap.Existing, err = collectByRefKey(rows); err != nil {
 			return snap, fmt.Errorf("read references: %w", err)
-		}
-		for _, e := range entries {
-			snap.Existing[refKey(e.ClientID, e.Reference)] = e
 		}
 	}
 	return snap, br.Close()
 }
 
-// ExistingKey is the key of DebitSnapshot.Existing.
+// ExistingKey is the key of DebitSnapshot.Existing and of LedgerByReferences' answer.
 func ExistingKey(clientID, reference string) string { return refKey(clientID, reference) }
+
+const ledgerByRefKeysSQL = `SELECT ` + ledgerColumns + ` FROM accounts.ledger WHERE ref_key = ANY($1)`
+
+func refKeys(refs [][2]string) []string {
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		keys[i] = refKey(r[0], r[1])
+	}
+	return keys
+}
+
+func collectByRefKey(rows pgx.Rows) (map[string]domain.LedgerEntry, error) {
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]domain.LedgerEntry, len(entries))
+	for _, e := range entries {
+		out[refKey(e.ClientID, e.Reference)] = e
+	}
+	return out, nil
+}
+
+// LedgerByReferences reads the ledger rows of refs (pairs of client id and reference) that
+// exist, by ExistingKey.
+func LedgerByReferences(ctx context.Context, db pg.DB, refs [][2]string) (map[string]domain.LedgerEntry, error) {
+	rows, err := db.Query(ctx, ledgerByRefKeysSQL, refKeys(refs))
+	if err != nil {
+		return nil, fmt.Errorf("ledger by references: %w", err)
+	}
+	out, err := collectByRefKey(rows)
+	if err != nil {
+		return nil, fmt.Errorf("ledger by references: %w", err)
+	}
+	return out, nil
+}
 
 // LedgerByReference reads one ledger entry of a client by reference.
 func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string) (domain.LedgerEntry, error) {

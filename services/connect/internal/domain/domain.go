@@ -101,6 +101,28 @@ type Enrichment struct {
 	EnrichedAt     time.Time  `json:"enrichedAt"`
 }
 
+// Statuses of an enrichment record.
+const (
+	EnrichmentPending   = "PENDING"   // recorded; its charge's outcome is not known yet
+	EnrichmentSettled   = "SETTLED"   // charged and written onto the profile
+	EnrichmentRejected  = "REJECTED"  // accounts refused the debit: nothing charged or written
+	EnrichmentCancelled = "CANCELLED" // the profile was erased first: nothing charged, or refunded
+)
+
+// EnrichmentRecord is one enrichment of a profile, recorded before it is charged; the debit's
+// reference is its Reference.
+type EnrichmentRecord struct {
+	ID        string
+	ClientID  string
+	ProfileID string
+	Status    string
+	Charged   int64
+	CreatedAt time.Time
+}
+
+// Reference is the debit reference of the record's charge.
+func (r EnrichmentRecord) Reference() string { return "enrichment:" + r.ID }
+
 // Profile is a customer identity profile; the number is sealed, shown masked.
 type Profile struct {
 	ID           string

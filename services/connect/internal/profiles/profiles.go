@@ -1,12 +1,11 @@
 // Package profiles holds the rules of customer identity profiles: one per number per client,
 // the number sealed at rest with its keyed hash beside it and shown masked; erasure; matching
-// with the client's verified numbers; enrichment, charged per call.
+// with the client's verified numbers; enrichment, recorded, charged once and settled like a
+// verification.
 package profiles
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,13 +24,13 @@ import (
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
 // Accounts is what profiles need of accounts; accountsclient.Client is one.
 type Accounts interface {
 	Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (accountsclient.Charge, error)
+	Refund(ctx context.Context, clientID, reference string, description *string) (accountsclient.Refunded, error)
 	Balance(ctx context.Context, clientID string) (int64, error)
 }
 
@@ -204,54 +203,9 @@ func (s *Service) Delete(ctx context.Context, clientID, id string) (time.Time, e
 	return store.DeleteProfile(ctx, s.pool, clientID, id)
 }
 
-// Reason bounds of an enrichment (contract 8).
-const (
-	minReason = 3
-	maxReason = 500
-)
-
-// Enrich fills a profile's enrichment from the phone-number library and the client's
-// verifications, and charges CONNECT_ENRICHMENT for every call (a retry with the same
-// Idempotency-Key is answered from the first call, without a second charge).
-func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
-	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason || strings.TrimSpace(reason) == "" {
-		return domain.Profile{}, domain.Invalid("reason", "must be %d to %d characters", minReason, maxReason)
-	}
-	prof, err := s.Get(ctx, p.ClientID, id)
-	if err != nil {
-		return prof, err
-	}
-	number, err := s.numbers.Open(prof)
-	if err != nil {
-		return prof, err
-	}
-	e, err := s.enrichment(ctx, p.ClientID, prof, number)
-	if err != nil {
-		return prof, err
-	}
-	// Each call is charged; a retry under the same Idempotency-Key reuses the first call's
-	// reference, so it is charged once even if the first attempt died after its debit.
-	ref := "enrichment:" + uuid.NewString()
-	if key, ok := idempotency.KeyFromContext(ctx); ok {
-		sum := sha256.Sum256([]byte(key))
-		ref = "enrichment:key:" + hex.EncodeToString(sum[:16])
-	}
-	if _, err := s.accounts.Debit(ctx, p.ClientID, accountsclient.KindConnectEnrichment, "", ref); err != nil {
-		return prof, domain.ChargeError(err)
-	}
-	var out domain.Profile
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if out, err = store.SetEnrichment(ctx, tx, p.ClientID, id, e); err != nil {
-			return err
-		}
-		_, err = store.EnqueueForTrigger(ctx, tx, p.ClientID, domain.TriggerProfileEnriched, []string{id})
-		return err
-	})
-	return out, err
-}
-
-func (s *Service) enrichment(ctx context.Context, clientID string, prof domain.Profile, number string) (domain.Enrichment, error) {
+// enrichment works out what mnv knows of a profile's number, reading the client's
+// verifications through db.
+func (s *Service) enrichment(ctx context.Context, db store.DB, prof domain.Profile, number string) (domain.Enrichment, error) {
 	e := domain.Enrichment{EnrichedAt: s.now().UTC()}
 	num, err := phonenumbers.Parse(number, "")
 	if err != nil {
@@ -266,7 +220,7 @@ func (s *Service) enrichment(ctx context.Context, clientID string, prof domain.P
 	if g, err := phonenumbers.GetGeocodingForNumber(num, "en"); err == nil && g != "" {
 		e.Region = &g
 	}
-	if e.LastVerifiedAt, err = store.LastVerified(ctx, s.pool, clientID, prof.NumberHash); err != nil {
+	if e.LastVerifiedAt, err = store.LastVerified(ctx, db, prof.ClientID, prof.NumberHash); err != nil {
 		return e, err
 	}
 	return e, nil

@@ -125,6 +125,18 @@ func LockStuckPlusSession(ctx context.Context, tx pgx.Tx, clientID, id string) (
 		WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
 }
 
+// CountReveals counts the recorded reveals of a session. Called under the session's lock (in a
+// statement after the lock's, so it sees the reveals committed while it waited), it numbers the
+// next reveal.
+func CountReveals(ctx context.Context, tx pgx.Tx, clientID, sessionID string) (int, error) {
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1 AND session_id = $2`,
+		clientID, sessionID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count reveals: %w", err)
+	}
+	return n, nil
+}
+
 // RecordReveal writes the audit row of a reveal and marks the session revealed (the first time).
 func RecordReveal(ctx context.Context, tx pgx.Tx, r domain.Reveal) (domain.Reveal, error) {
 	err := tx.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)

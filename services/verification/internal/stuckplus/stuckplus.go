@@ -5,6 +5,7 @@ package stuckplus
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -54,8 +55,11 @@ type Revealed struct {
 
 // Reveal decrypts a session's number for the ADMIN key of p, charging per configuration and
 // writing the audit row. Reveals of one session are serialised by its row lock, so exactly one
-// is the first. The first reveal's debit reference is the session's own, so a reveal retried
-// after a crash between debit and audit is not charged again.
+// is the first, and every reveal's debit reference is fixed by the reveals recorded before it:
+// the session's own for the first, the session's and their count for a repeat. A reveal whose
+// debit committed but whose transaction did not (its caller gave up, a crash) is retried under
+// the same reference, and accounts answers the charge it made: each audited reveal is charged
+// once, whatever the balance is by then.
 func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reason string) (Revealed, error) {
 	if err := checkReason(reason); err != nil {
 		return Revealed{}, err
@@ -78,7 +82,11 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
 			ref := "stuck-plus-reveal:" + sess.ID
 			if !first {
-				ref += ":" + r.ID
+				n, err := store.CountReveals(ctx, tx, p.ClientID, sess.ID)
+				if err != nil {
+					return err
+				}
+				ref += ":" + strconv.Itoa(n)
 			}
 			charge, err := s.charger.Debit(ctx, p.ClientID, accountsclient.KindStuckPlusReveal, "", ref)
 			if err != nil {

@@ -1,0 +1,282 @@
+package profiles
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
+)
+
+// Reason bounds of an enrichment (contract 8).
+const (
+	minReason = 3
+	maxReason = 500
+)
+
+// chargeTimeout bounds a debit or refund of an enrichment, during which its transaction holds
+// the record and the profile.
+const chargeTimeout = 10 * time.Second
+
+// settler is who settles a record, which decides what an erased profile and a settled record
+// mean.
+type settler int
+
+const (
+	// byNewRequest: the request that recorded it, before any debit of it was asked for.
+	byNewRequest settler = iota
+	// byRetry: a retry of that request (the same credential, Idempotency-Key and profile); an
+	// earlier attempt may have charged it.
+	byRetry
+	// byReconciler: nobody waits for the answer; an earlier attempt may have charged it.
+	byReconciler
+)
+
+// Enrich fills a profile's enrichment from the phone-number library and the client's
+// verifications, and charges CONNECT_ENRICHMENT for it, the way a verification is charged: the
+// enrichment is recorded (PENDING) first, then debited under the record's own reference while
+// the record and the profile are locked (an erasure waits), and written with the record SETTLED
+// in the same transaction. Nothing is charged unless the enrichment is written: a refused debit
+// marks the record REJECTED, an erased profile CANCELLED. When the debit's outcome is unknown
+// (accounts away) the record stays PENDING: a retry of the request (same Idempotency-Key)
+// resumes it, and otherwise the reconciler settles it; accounts charges the reference once.
+func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
+	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason || strings.TrimSpace(reason) == "" {
+		return domain.Profile{}, domain.Invalid("reason", "must be %d to %d characters", minReason, maxReason)
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.Profile{}, domain.ErrNotFound
+	}
+	rec, resumed, err := s.recordEnrichment(ctx, p, id)
+	if err != nil {
+		return domain.Profile{}, err
+	}
+	// The charge completes even if the caller goes away: the record exists already.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chargeTimeout+5*time.Second)
+	defer cancel()
+	by := byNewRequest
+	if resumed {
+		by = byRetry
+	}
+	var res settled
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := store.LockEnrichment(ctx, tx, rec.ID)
+		if err != nil {
+			return err
+		}
+		res, err = s.answer(ctx, tx, cur, by)
+		return err
+	})
+	if err != nil {
+		return domain.Profile{}, err
+	}
+	return res.profile, res.outcome
+}
+
+// settled is what became of a record: its enrichment written onto profile, or outcome, the
+// answer of a record settled otherwise (a refusal: REJECTED; domain.ErrNotFound: CANCELLED, or
+// the profile erased).
+type settled struct {
+	profile domain.Profile
+	outcome error
+}
+
+// requestKey names a request across its retries: the credential that sent it, its
+// Idempotency-Key and the profile. nil when the request has no key.
+func requestKey(ctx context.Context, p auth.Principal, profileID string) []byte {
+	key, ok := idempotency.KeyFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	h := sha256.New()
+	for _, part := range []string{p.KeyID, p.SDKTokenID, key, profileID} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
+}
+
+// recordEnrichment is an enrichment's first transaction: the profile must be the client's, and
+// the enrichment is recorded PENDING; unless the request is a retry whose record is still
+// PENDING, or was settled by the reconciler while the request was away (within the
+// idempotency window), which it returns with resumed set.
+func (s *Service) recordEnrichment(ctx context.Context, p auth.Principal, id string) (rec domain.EnrichmentRecord, resumed bool, err error) {
+	key := requestKey(ctx, p, id)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := store.GetProfile(ctx, tx, p.ClientID, id); err != nil {
+			return err
+		}
+		if key != nil {
+			prev, err := store.EnrichmentByRequestKey(ctx, tx, p.ClientID, key)
+			switch {
+			case errors.Is(err, domain.ErrNotFound):
+			case err != nil:
+				return err
+			case prev.Status == domain.EnrichmentPending ||
+				prev.Status == domain.EnrichmentSettled && s.now().Sub(prev.CreatedAt) < idempotency.Retention:
+				rec, resumed = prev, true
+				return nil
+			default:
+				// The key's earlier request is long answered: this one is new.
+				if err := store.ReleaseRequestKey(ctx, tx, prev.ID); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		rec, err = store.InsertEnrichment(ctx, tx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key)
+		return err
+	})
+	return rec, resumed, err
+}
+
+// answer settles a record whose lock tx holds, or reads how it was settled. An error means
+// nothing may be committed: the record stays PENDING.
+func (s *Service) answer(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) (settled, error) {
+	switch rec.Status {
+	case domain.EnrichmentPending:
+		return s.settle(ctx, tx, rec, by)
+	case domain.EnrichmentSettled:
+		// Settled by the reconciler while its request was away: this retry hears it, charged once.
+		if err := store.ReleaseRequestKey(ctx, tx, rec.ID); err != nil {
+			return settled{}, err
+		}
+		prof, err := store.GetProfile(ctx, tx, rec.ClientID, rec.ProfileID)
+		if errors.Is(err, domain.ErrNotFound) {
+			return settled{outcome: err}, nil // erased since
+		}
+		return settled{profile: prof}, err
+	case domain.EnrichmentCancelled:
+		return settled{outcome: domain.ErrNotFound}, nil
+	}
+	// REJECTED by the reconciler between this retry's two transactions: nothing was charged, and
+	// the retry's retry records a new attempt.
+	return settled{}, fmt.Errorf("%w: the enrichment was refused meanwhile, try again", domain.ErrUnavailable)
+}
+
+// settle charges a PENDING record whose lock tx holds and writes its enrichment, while the
+// profile is locked too: an erasure waits until the enrichment is written or given up.
+func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) (settled, error) {
+	prof, err := store.LockProfile(ctx, tx, rec.ClientID, rec.ProfileID)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return settled{outcome: domain.ErrNotFound}, s.cancel(ctx, tx, rec, by)
+	case err != nil:
+		return settled{}, err
+	}
+	// Worked out before charging: a number that does not open must not cost an enrichment.
+	number, err := s.numbers.Open(prof)
+	if err != nil {
+		return settled{}, err
+	}
+	e, err := s.enrichment(ctx, tx, prof, number)
+	if err != nil {
+		return settled{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
+	charge, err := s.accounts.Debit(cctx, rec.ClientID, accountsclient.KindConnectEnrichment, "", rec.Reference())
+	cancel()
+	switch err = domain.ChargeError(err); {
+	case errors.Is(err, domain.ErrUnavailable):
+		return settled{}, err
+	case err != nil:
+		return settled{outcome: err}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentRejected, 0, false)
+	}
+	out, err := store.SetEnrichment(ctx, tx, rec.ClientID, rec.ProfileID, e)
+	if err != nil {
+		return settled{}, err
+	}
+	if _, err := store.EnqueueForTrigger(ctx, tx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
+		return settled{}, err
+	}
+	return settled{profile: out}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentSettled, charge.Charged, by == byReconciler)
+}
+
+// cancel settles a record whose profile was erased before it was written.
+func (s *Service) cancel(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) error {
+	switch by {
+	case byRetry:
+		// An earlier attempt's debit may still be on its way to accounts, so a refund now could
+		// find nothing and miss it: the reconciler, later, refunds and cancels.
+		return nil
+	case byReconciler:
+		cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
+		desc := "enrichment of an erased profile"
+		_, err := s.accounts.Refund(cctx, rec.ClientID, rec.Reference(), &desc)
+		cancel()
+		if err != nil && !errors.Is(err, accountsclient.ErrNothingToRefund) {
+			return fmt.Errorf("%w: refund %s: %w", domain.ErrUnavailable, rec.Reference(), err)
+		}
+	}
+	return store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentCancelled, 0, false)
+}
+
+// reconcileBatch bounds how many records one transaction of the reconciler settles.
+const reconcileBatch = 100
+
+// ReconcileEnrichments settles enrichments left PENDING for longer than after (accounts was
+// away, a process died between debit and commit) every every, until ctx ends. Replicas share
+// the work (SKIP LOCKED).
+func (s *Service) ReconcileEnrichments(ctx context.Context, every, after time.Duration, log *zap.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.ReconcileEnrichmentsOnce(ctx, after, log); err != nil && ctx.Err() == nil {
+				log.Warn("reconcile pending enrichments", zap.Error(err))
+			} else if n > 0 {
+				log.Info("settled pending enrichments", zap.Int("count", n))
+			}
+		}
+	}
+}
+
+// ReconcileEnrichmentsOnce settles one batch of enrichments PENDING for longer than after:
+// the same reference is debited again (accounts answers a charge it made with that charge) and
+// the enrichment written; one whose profile was erased is refunded and CANCELLED. It returns
+// how many records it settled.
+func (s *Service) ReconcileEnrichmentsOnce(ctx context.Context, after time.Duration, log *zap.Logger) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		pending, err := store.StaleEnrichments(ctx, tx, s.now().Add(-after), reconcileBatch)
+		if err != nil {
+			return err
+		}
+		for _, rec := range pending {
+			// A savepoint per record: one that cannot settle (its number does not open, accounts
+			// refuses its refund) stays PENDING without holding up the others.
+			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+				_, err := s.settle(ctx, sp, rec, byReconciler)
+				return err
+			})
+			switch {
+			case err == nil:
+				n++
+			case accountsclient.Away(err):
+				return nil // accounts is away: keep what is settled, try the rest next round
+			default:
+				log.Warn("enrichment not settled", zap.String("enrichment", rec.ID), zap.Error(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("reconcile enrichments: %w", err)
+	}
+	return n, nil
+}

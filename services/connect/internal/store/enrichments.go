@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+const enrichmentColumns = `id::text, client_id::text, profile_id::text, status, charged, created_at`
+
+func scanEnrichment(row pgx.Row) (domain.EnrichmentRecord, error) {
+	var r domain.EnrichmentRecord
+	err := row.Scan(&r.ID, &r.ClientID, &r.ProfileID, &r.Status, &r.Charged, &r.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, domain.ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("read enrichment: %w", err)
+	}
+	return r, nil
+}
+
+// LockProfile reads a client's profile and locks it until the transaction ends: an erasure
+// (DeleteProfile) waits for the lock holder's enrichment to be written or given up.
+func LockProfile(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.Profile, error) {
+	return scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
+}
+
+// InsertEnrichment records a PENDING enrichment; requestKey (nil for none) lets a retry of the
+// same request find it. A request key already held by another record is domain.ErrConflict.
+func InsertEnrichment(ctx context.Context, db DB, r domain.EnrichmentRecord, requestKey []byte) (domain.EnrichmentRecord, error) {
+	out, err := scanEnrichment(db.QueryRow(ctx, `INSERT INTO connect.enrichments (id, client_id, profile_id, status, request_key)
+		VALUES ($1, $2, $3, 'PENDING', $4) RETURNING `+enrichmentColumns, r.ID, r.ClientID, r.ProfileID, requestKey))
+	if pg.IsUniqueViolation(err, "enrichments_request_key") {
+		return out, fmt.Errorf("%w: a request with this Idempotency-Key is still in progress", domain.ErrConflict)
+	}
+	return out, err
+}
+
+// EnrichmentByRequestKey reads the record a request key is held by (domain.ErrNotFound: none).
+// It does not lock: the record is locked, and its status checked again, before it is charged.
+func EnrichmentByRequestKey(ctx context.Context, db DB, clientID string, requestKey []byte) (domain.EnrichmentRecord, error) {
+	return scanEnrichment(db.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
+		WHERE client_id = $1 AND request_key = $2`, clientID, requestKey))
+}
+
+// ReleaseRequestKey forgets a record's request key: the request it belonged to is answered.
+func ReleaseRequestKey(ctx context.Context, db DB, id string) error {
+	if _, err := db.Exec(ctx, `UPDATE connect.enrichments SET request_key = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("release enrichment request key: %w", err)
+	}
+	return nil
+}
+
+// LockEnrichment reads a record and locks it until the transaction ends.
+func LockEnrichment(ctx context.Context, tx pgx.Tx, id string) (domain.EnrichmentRecord, error) {
+	return scanEnrichment(tx.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments WHERE id = $1 FOR UPDATE`, id))
+}
+
+// FinishEnrichment moves a PENDING record to status with the amount charged. keepKey keeps its
+// request key, for a record settled while its request was not there to hear it (the
+// reconciler): a retry of that request is then answered with it instead of charged again.
+func FinishEnrichment(ctx context.Context, db DB, id, status string, charged int64, keepKey bool) error {
+	tag, err := db.Exec(ctx, `UPDATE connect.enrichments SET status = $2, charged = $3, settled_at = now(),
+			request_key = CASE WHEN $4 THEN request_key END
+		WHERE id = $1 AND status = 'PENDING'`, id, status, charged, keepKey)
+	if err != nil {
+		return fmt.Errorf("finish enrichment: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("finish enrichment %s: not PENDING", id)
+	}
+	return nil
+}
+
+// StaleEnrichments locks up to limit PENDING records created before before, oldest first, skipping
+// those another transaction holds (a request settling it, another replica's reconciler).
+func StaleEnrichments(ctx context.Context, tx pgx.Tx, before time.Time, limit int) ([]domain.EnrichmentRecord, error) {
+	rows, err := tx.Query(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
+		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale enrichments: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.EnrichmentRecord, error) { return scanEnrichment(r) })
+	if err != nil {
+		return nil, fmt.Errorf("stale enrichments: %w", err)
+	}
+	return out, nil
+}
