@@ -51,7 +51,7 @@ func startReplica(t *testing.T, age time.Duration) *replica {
 	r := &replica{}
 	s, err := grpcserver.New(grpcserver.Options{
 		Logger:           zap.NewNop(),
-		Guard:            auth.NewGuard(auth.Policy{"/test.Svc/Echo": {Credential: auth.Internal}}, nil, auth.NewServiceTokens(token, "")),
+		Guard:            auth.NewGuard(auth.Policy{"/test.Svc/Echo": {Credential: auth.Internal, Callers: []string{auth.CallerGateway}}}, nil, auth.NewServiceTokens(auth.Callers{}.With(auth.CallerGateway, token), "")),
 		MaxConnectionAge: age,
 	})
 	if err != nil {
@@ -103,7 +103,7 @@ func TestDialSpreadsCallsOverReplicas(t *testing.T) {
 	res := manual.NewBuilderWithScheme("mnvtest")
 	res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: a.addr}, {Addr: b.addr}}})
 
-	conn, err := grpcclient.Dial(res.Scheme()+":///accounts", token, grpc.WithResolvers(res))
+	conn, err := grpcclient.Dial(res.Scheme()+":///accounts", grpcclient.Options{Token: token}, grpc.WithResolvers(res))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func Policy() auth.Policy {
 		verificationv1.VerificationService_GetOpportunity_FullMethodName:    apiKey,
 		// The browser has no credential: the transaction id is the capability, and only the
 		// gateway, which resolves the client address, may present it.
-		verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  {Credential: auth.Internal},
+		verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
 		verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  apiKey,
 		verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: adminKey,
 		verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   adminKey,

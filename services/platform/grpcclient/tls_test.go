@@ -1,0 +1,341 @@
+package grpcclient_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/tlstest"
+)
+
+// whoAmI is an internal method that answers with the caller the server recognised.
+const whoAmI = "/test.Svc/WhoAmI"
+
+// startServer serves whoAmI on a loopback port with transport t, and returns its address.
+func startServer(t *testing.T, tr grpcserver.Transport) string {
+	t.Helper()
+	s, err := grpcserver.New(grpcserver.Options{
+		Logger:    zap.NewNop(),
+		Guard:     auth.NewGuard(auth.Policy{whoAmI: {Credential: auth.Internal, Callers: []string{auth.CallerGateway}}}, nil, auth.NewServiceTokens(auth.Callers{}.With(auth.CallerGateway, token), "")),
+		Transport: tr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "test.Svc",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "WhoAmI",
+			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+				in := new(wrapperspb.StringValue)
+				if err := dec(in); err != nil {
+					return nil, err
+				}
+				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: whoAmI}, func(ctx context.Context, _ any) (any, error) {
+					name, _ := auth.Caller(ctx)
+					return wrapperspb.String(name), nil
+				})
+			},
+		}},
+	}, struct{}{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return lis.Addr().String()
+}
+
+func callWhoAmI(conn *grpc.ClientConn) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := new(wrapperspb.StringValue)
+	err := conn.Invoke(ctx, whoAmI, wrapperspb.String(""), out)
+	return out.GetValue(), err
+}
+
+// TestTLSBetweenServices: a server with a certificate speaks TLS only, and a client with the
+// CA that signed it reaches it; anything else fails, and the token only ever travels inside TLS.
+func TestTLSBetweenServices(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA("mnv test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tlstest.NewCA("another CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's certificate names the loopback address and a service name, as a Kubernetes
+	// certificate names the Service.
+	files, err := ca.Write(dir, "server", "mnv-accounts", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherFiles, err := other.Write(dir, "other", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "not-pem.crt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr := startServer(t, grpcserver.Transport{CertFile: files.Cert, KeyFile: files.Key})
+	_, port, _ := net.SplitHostPort(tlsAddr)
+
+	// byName resolves mnv-accounts:<port> to the loopback server, so the name checked against
+	// the certificate is the host part of the target, as with a headless Service.
+	byName := func(host string) (string, grpc.DialOption) {
+		res := manual.NewBuilderWithScheme("mnvtls")
+		res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: tlsAddr}}})
+		return res.Scheme() + ":///" + net.JoinHostPort(host, port), grpc.WithResolvers(res)
+	}
+	tests := []struct {
+		name     string
+		target   func() (string, []grpc.DialOption)
+		caFile   string
+		wantCode codes.Code
+	}{
+		{"TLS client with the CA, by address", func() (string, []grpc.DialOption) { return tlsAddr, nil }, files.CA, codes.OK},
+		{"TLS client with the CA, by service name", func() (string, []grpc.DialOption) {
+			target, opt := byName("mnv-accounts")
+			return target, []grpc.DialOption{opt}
+		}, files.CA, codes.OK},
+		{"a name the certificate does not hold", func() (string, []grpc.DialOption) {
+			target, opt := byName("mnv-connect")
+			return target, []grpc.DialOption{opt}
+		}, files.CA, codes.Unavailable},
+		{"TLS client with another CA", func() (string, []grpc.DialOption) { return tlsAddr, nil }, otherFiles.CA, codes.Unavailable},
+		{"plaintext client", func() (string, []grpc.DialOption) { return tlsAddr, nil }, "", codes.Unavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target, extra := tt.target()
+			conn, err := grpcclient.Dial(target, grpcclient.Options{Token: token, CAFile: tt.caFile}, extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			caller, err := callWhoAmI(conn)
+			if code := status.Code(err); code != tt.wantCode {
+				t.Fatalf("call = %v, want %v", err, tt.wantCode)
+			}
+			if tt.wantCode == codes.OK && caller != auth.CallerGateway {
+				t.Errorf("the server saw caller %q, want the gateway", caller)
+			}
+		})
+	}
+
+	t.Run("a CA file that is not PEM", func(t *testing.T) {
+		if _, err := grpcclient.Dial(tlsAddr, grpcclient.Options{Token: token, CAFile: notPEM}); err == nil || !strings.Contains(err.Error(), "MNV_GRPC_TLS_CA") {
+			t.Fatalf("Dial = %v, want an error naming MNV_GRPC_TLS_CA", err)
+		}
+	})
+	t.Run("a missing CA file", func(t *testing.T) {
+		if _, err := grpcclient.Dial(tlsAddr, grpcclient.Options{Token: token, CAFile: filepath.Join(dir, "none.crt")}); err == nil {
+			t.Fatal("Dial succeeded")
+		}
+	})
+}
+
+// sniffer is a plaintext listener that records the bytes clients send it: a server that was
+// not switched to TLS, or anything between a caller and its server.
+type sniffer struct {
+	net.Listener
+	mu  sync.Mutex
+	got bytes.Buffer
+}
+
+func (s *sniffer) serve() {
+	for {
+		c, err := s.Accept()
+		if err != nil {
+			return
+		}
+		// Whatever the client sends first, then hang up: a TLS client has nothing more to say
+		// to a server that does not answer its handshake.
+		go func() {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _ := c.Read(buf)
+			s.mu.Lock()
+			s.got.Write(buf[:n])
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// TestTokenNeverInClear: a client configured for TLS that meets a plaintext server sends it a
+// TLS handshake and nothing else, and a bearer credential that requires TLS is refused on a
+// plaintext connection rather than sent.
+func TestTokenNeverInClear(t *testing.T) {
+	ca, err := tlstest.NewCA("mnv test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ca.Write(t.TempDir(), "server", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sniffer{Listener: lis}
+	go s.serve()
+	defer lis.Close()
+
+	conn, err := grpcclient.Dial(lis.Addr().String(), grpcclient.Options{Token: token, CAFile: files.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callWhoAmI(conn); status.Code(err) != codes.Unavailable {
+		t.Errorf("call to a plaintext server = %v, want Unavailable", err)
+	}
+	conn.Close()
+
+	// A connection without TLS with a bearer credential that requires it (what a TLS-configured
+	// client makes) is refused before anything is sent.
+	_, err = grpc.NewClient(lis.Addr().String(), append(mustOptions(t, "", ""), grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token}))...)
+	if err == nil || !strings.Contains(err.Error(), "transport level security") {
+		t.Errorf("a TLS-only bearer credential over plaintext: NewClient = %v, want a refusal", err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.got.Len() == 0 {
+		t.Fatal("the client sent nothing: the test proves nothing")
+	}
+	if bytes.Contains(s.got.Bytes(), []byte(token)) {
+		t.Error("the token went over the wire in clear")
+	}
+	if s.got.Bytes()[0] != 0x16 { // a TLS handshake record
+		t.Errorf("the client opened with %#x, not a TLS handshake", s.got.Bytes()[0])
+	}
+}
+
+func mustOptions(t *testing.T, tok, caFile string) []grpc.DialOption {
+	t.Helper()
+	opts, err := grpcclient.CredentialOptions(tok, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+// TestRenewedCertificateServed: a certificate renewed on disk (cert-manager, a rotated Secret)
+// is what the next connection gets, without a restart.
+func TestRenewedCertificateServed(t *testing.T) {
+	dir := t.TempDir()
+	first, err := tlstest.NewCA("first CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tlstest.NewCA("second CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := first.Write(dir, "server", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondFiles, err := second.Write(dir, "renewed", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startServer(t, grpcserver.Transport{CertFile: files.Cert, KeyFile: files.Key})
+	dial := func(caFile string) (string, error) {
+		conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: token, CAFile: caFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return callWhoAmI(conn)
+	}
+	if _, err := dial(files.CA); err != nil {
+		t.Fatalf("before the renewal: %v", err)
+	}
+	// Renew: the second CA's certificate replaces the first, with a later modification time.
+	for src, dst := range map[string]string{secondFiles.Cert: files.Cert, secondFiles.Key: files.Key} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		later := time.Now().Add(time.Minute)
+		if err := os.Chtimes(dst, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dial(secondFiles.CA); err != nil {
+		t.Errorf("after the renewal, a client of the new CA: %v", err)
+	}
+	if _, err := dial(files.CA); status.Code(err) != codes.Unavailable {
+		t.Errorf("after the renewal, a client of the old CA = %v, want Unavailable", err)
+	}
+}
+
+// TestHealthPortForProbes: with TLS on, the kubelet's gRPC probe (plaintext) reaches the
+// health service on its own port, and nothing else is served there.
+func TestHealthPortForProbes(t *testing.T) {
+	ca, err := tlstest.NewCA("mnv test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ca.Write(t.TempDir(), "server", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := healthLis.Addr().String()
+	healthLis.Close()
+	startServer(t, grpcserver.Transport{CertFile: files.Cert, KeyFile: files.Key, HealthAddr: healthAddr})
+
+	conn, err := grpc.NewClient(healthAddr, mustOptions(t, "", "")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("plaintext health check = %v, %v; want SERVING", resp, err)
+	}
+	if _, err := callWhoAmI(conn); status.Code(err) != codes.Unimplemented {
+		t.Errorf("an internal method on the health port = %v, want Unimplemented", err)
+	}
+}
