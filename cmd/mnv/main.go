@@ -1,7 +1,8 @@
 // Command mnv runs the whole suite in one process for local development (make run): every
 // service and the gateway, each on its own port, talking real gRPC over loopback. On first start
 // it generates development secrets and a demo client under the state folder (.mnv). Each app
-// presents its own internal token, as in a deployment.
+// presents its own internal token, as in a deployment, and the sandbox operator is on unless
+// MNV_SANDBOX says otherwise.
 //
 // Production runs each service's own binary instead (services/*/cmd, gateway/cmd).
 package main
@@ -53,7 +54,8 @@ func main() {
 
 // devSecrets makes the development secrets and points the environment at them: one internal
 // token per caller (the files by caller are returned; each app gets its own, see ownToken) and
-// the caller list every server accepts, which the all-in-one always sets itself.
+// the caller list every server accepts, which the all-in-one always sets itself. It also turns
+// the sandbox operator on, unless MNV_SANDBOX is set: this binary is for development.
 func devSecrets(state string) (map[string]string, error) {
 	if err := devstate.EnsureSecrets(state); err != nil {
 		return nil, err
@@ -64,6 +66,11 @@ func devSecrets(state string) (map[string]string, error) {
 	}
 	if err := os.Setenv("MNV_INTERNAL_CALLERS", callers.String()); err != nil {
 		return nil, err
+	}
+	if os.Getenv("MNV_SANDBOX") == "" {
+		if err := os.Setenv("MNV_SANDBOX", "true"); err != nil {
+			return nil, err
+		}
 	}
 	return tokens, nil
 }

@@ -111,6 +111,47 @@ func TestInternalMethodsAdmitTheirCallers(t *testing.T) {
 	}
 }
 
+// TestSandboxSwitchedOff: a verification without MNV_SANDBOX has no sandbox operator, so a
+// request from loopback with the sandbox's number header captures nothing, even for a client
+// with the SANDBOX feature; with it on (the main suite) the same request captures.
+func TestSandboxSwitchedOff(t *testing.T) {
+	s, err := harness.Start(context.Background(), harness.Options{
+		Env:        mainEnv,
+		ProcessEnv: map[string][]string{"verification": {"MNV_SANDBOX="}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for _, tt := range []struct {
+		name     string
+		s        *harness.Suite
+		sandbox  bool
+		captured string
+	}{
+		{"sandbox unset", s, false, "NO_NETWORK_IDENTITY"},
+		{"sandbox on", suite, true, "CAPTURED"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.s.CreateClient(context.Background(), 10, "--features", "VERIFY,SANDBOX")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := callSuite(t, tt.s, "GET", "/v1/api/operators", keyOf(c), "")
+			if r.status != http.StatusOK {
+				t.Fatalf("operators: %d %s", r.status, r.raw)
+			}
+			if listed := strings.Contains(string(r.raw), `"sandbox"`); listed != tt.sandbox {
+				t.Errorf("operators %s: sandbox listed %v, want %v", r.raw, listed, tt.sandbox)
+			}
+			sess := openSession(t, tt.s, c, sdkToken(t, tt.s, c), headers{sandboxHeader: nextNumber()})
+			if sess.Status != tt.captured {
+				t.Errorf("session from loopback with the sandbox header: %+v, want %s", sess, tt.captured)
+			}
+		})
+	}
+}
+
 // TestTLSBetweenProcesses runs every process with TLS on the gRPC hops: the API works end to
 // end through the gateway, mnvctl reaches accounts with the CA, and a plaintext caller with a
 // valid token gets nowhere.

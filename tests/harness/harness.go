@@ -168,6 +168,8 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	common := append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"MNV_INTERNAL_CALLERS=" + callers.String(),
+		// The tests capture through the sandbox operator; a test may switch it off again.
+		"MNV_SANDBOX=true",
 		"MNV_LOG_LEVEL=info",
 		"MNV_SHUTDOWN_TIMEOUT=10s",
 	}, opts.Env...)

@@ -72,8 +72,12 @@ type Config struct {
 	DataKeys string
 	// NumberHashKey keys the hash of numbers, shared with Connect (MNV_NUMBER_HASH_KEY[_FILE]).
 	NumberHashKey string
-	// OperatorsFile is the operator registry (MNV_OPERATORS_FILE); empty: the sandbox only.
+	// OperatorsFile is the operator registry (MNV_OPERATORS_FILE); empty: the built-in one.
 	OperatorsFile string
+	// Sandbox switches the sandbox operator on (MNV_SANDBOX): it trusts loopback, so it is for
+	// development and tests only. Off, the built-in registry is empty and a registry file with
+	// a sandbox operator is refused.
+	Sandbox bool
 	// SessionTTL is how long a sealed blob may be verified (MNV_SESSION_TTL).
 	SessionTTL time.Duration
 	// TransactionTTL is how long a browser flow waits for its capture (MNV_TRANSACTION_TTL).
@@ -130,6 +134,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
 	c.OperatorsFile = env.String("MNV_OPERATORS_FILE", "")
+	c.Sandbox = env.Bool("MNV_SANDBOX", false)
 	c.SessionTTL = env.Duration("MNV_SESSION_TTL", c.SessionTTL)
 	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
 	c.ClientRate = float64(env.Int("MNV_CLIENT_RATE", int(c.ClientRate)))
@@ -214,9 +219,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
 	}
-	ops, err := operators.Load(cfg.OperatorsFile)
+	ops, err := operators.Load(cfg.OperatorsFile, cfg.Sandbox)
+	if errors.Is(err, operators.ErrSandboxOff) {
+		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w; set MNV_SANDBOX=true where a sandbox belongs (development, tests), never in production", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
+	}
+	if len(ops.List()) == 0 {
+		log.Warn("no operator is configured: every capture finds no network identity (set MNV_OPERATORS_FILE, or MNV_SANDBOX=true for development)")
 	}
 	internal := grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile}
 	accounts, err := accountsclient.Dial(cfg.AccountsAddr, internal)

@@ -32,7 +32,7 @@ type Server struct {
 
 // Start runs a verification service against the accounts service at accountsAddr (which must
 // accept internalToken, the token verification presents) until the test ends. It accepts the
-// callers of authtest. edit may change the configuration.
+// callers of authtest, and the sandbox operator is on. edit may change the configuration.
 func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Config)) *Server {
 	t.Helper()
 	cfg := app.DefaultConfig()
@@ -40,6 +40,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
 	cfg.InternalCallers = authtest.Callers()
+	cfg.Sandbox = true
 	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
 	cfg.ConnectAddr = "" // no Connect in these tests: keep the outbox, relay nothing
 	cfg.ShutdownTimeout = 5 * time.Second
