@@ -1,6 +1,7 @@
 package k8s_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path"
@@ -31,6 +32,7 @@ var checks = []check{
 	{"security", checkSecurity},
 	{"images", checkImages},
 	{"secrets", checkSecrets},
+	{"credentials", checkCredentials},
 	{"addresses", checkAddresses},
 	{"services", checkServices},
 	{"pdb", checkPDBs},
@@ -97,7 +99,9 @@ func portNumber(ctr *corev1.Container, port intstr.IntOrString) int32 {
 
 // checkProbes: the serving container has liveness, readiness and startup probes on the real
 // health endpoints (gRPC health for the services, /healthz and /readyz for the gateway), each
-// on a port the container declares.
+// on a port the container declares: the serving port, or the port of MNV_GRPC_HEALTH_ADDR where
+// a service answers health checks alone in plaintext. A service that speaks TLS
+// (MNV_GRPC_TLS_CERT) needs the latter: the kubelet's gRPC probes cannot speak TLS.
 func checkProbes(m *manifests) []string {
 	var p []string
 	for _, d := range m.deployments {
@@ -134,8 +138,11 @@ func checkProbes(m *manifests) []string {
 					continue
 				}
 				wantPath := c.probes[kind]
-				if got := portNumber(&ctr, port); got != c.port {
-					p = append(p, fmt.Sprintf("%s: %s probe on port %d, want the serving port %d", where, kind, got, c.port))
+				wantPort, what, err := healthPort(m, d.Namespace, &ctr, c)
+				if err != nil {
+					p = append(p, fmt.Sprintf("%s: %s probe: %v", where, kind, err))
+				} else if got := portNumber(&ctr, port); got != wantPort {
+					p = append(p, fmt.Sprintf("%s: %s probe on port %d, want %s %d", where, kind, got, what, wantPort))
 				}
 				switch {
 				case wantPath == "" && (pr.GRPC == nil || (pr.GRPC.Service != nil && *pr.GRPC.Service != "")):
@@ -147,6 +154,25 @@ func checkProbes(m *manifests) []string {
 		}
 	}
 	return p
+}
+
+// healthPort is the port a probe of the serving container must reach, and what it is: the port
+// of MNV_GRPC_HEALTH_ADDR when set, else the serving port. A server that speaks TLS must set
+// MNV_GRPC_HEALTH_ADDR: the kubelet's gRPC probes cannot speak TLS.
+func healthPort(m *manifests, ns string, ctr *corev1.Container, c component) (int32, string, error) {
+	env, _ := containerEnv(m, ns, ctr)
+	if h, ok := env["MNV_GRPC_HEALTH_ADDR"]; ok {
+		_, port, err := net.SplitHostPort(h.value)
+		n, perr := strconv.ParseInt(port, 10, 32)
+		if err != nil || perr != nil {
+			return 0, "", fmt.Errorf("MNV_GRPC_HEALTH_ADDR %q is not an address with a port", h.value)
+		}
+		return int32(n), "the plaintext health port of MNV_GRPC_HEALTH_ADDR", nil
+	}
+	if _, tls := env["MNV_GRPC_TLS_CERT"]; tls {
+		return 0, "", errors.New("the server speaks TLS (MNV_GRPC_TLS_CERT), which the kubelet's gRPC probes cannot: set MNV_GRPC_HEALTH_ADDR and probe its port")
+	}
+	return c.port, "the serving port", nil
 }
 
 // env is a container's environment as the kubelet builds it: envFrom, then env over it.
