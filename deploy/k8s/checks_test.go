@@ -68,6 +68,34 @@ func mainContainer(d *appsv1.Deployment, c component) *corev1.Container {
 	return nil
 }
 
+// serving is a Deployment of a known component, with its serving container and that
+// container's environment.
+type serving struct {
+	d   *appsv1.Deployment
+	c   component
+	ctr *corev1.Container
+	env map[string]envVar
+}
+
+// servingContainers lists the Deployments of known components that have their serving
+// container (checkComponents reports the others).
+func servingContainers(m *manifests) []serving {
+	var out []serving
+	for _, d := range m.deployments {
+		c, ok := deploymentComponent(d)
+		if !ok {
+			continue
+		}
+		ctr := mainContainer(d, c)
+		if ctr == nil {
+			continue
+		}
+		env, _ := containerEnv(m, d.Namespace, ctr)
+		out = append(out, serving{d: d, c: c, ctr: ctr, env: env})
+	}
+	return out
+}
+
 // checkComponents: every Deployment is one of the known components, with its serving container.
 func checkComponents(m *manifests) []string {
 	var p []string
@@ -583,17 +611,9 @@ func serviceFor(m *manifests, ns, addr string) string {
 // reaches the other services through Services of the render.
 func checkAddresses(m *manifests) []string {
 	var p []string
-	for _, d := range m.deployments {
-		c, ok := deploymentComponent(d)
-		if !ok {
-			continue
-		}
-		ctr := mainContainer(d, c)
-		if ctr == nil {
-			continue
-		}
+	for _, sv := range servingContainers(m) {
+		d, c, ctr, env := sv.d, sv.c, sv.ctr, sv.env
 		where := fmt.Sprintf("Deployment %s container %s", d.Name, ctr.Name)
-		env, _ := containerEnv(m, d.Namespace, ctr)
 		listen := func(name string, want int32) {
 			v, ok := env[name]
 			if !ok {

@@ -15,17 +15,9 @@ import (
 func checkCredentials(m *manifests) []string {
 	var p []string
 	tokenOf := map[string]string{} // namespace/Secret/key of an internal token -> its Deployment
-	for _, d := range m.deployments {
-		c, ok := deploymentComponent(d)
-		if !ok {
-			continue
-		}
-		ctr := mainContainer(d, c)
-		if ctr == nil {
-			continue
-		}
+	for _, sv := range servingContainers(m) {
+		d, c, ctr, env := sv.d, sv.c, sv.ctr, sv.env
 		spec := &d.Spec.Template.Spec
-		env, _ := containerEnv(m, d.Namespace, ctr)
 		where := "Deployment " + d.Name
 		// A missing token is the secrets check's; here, whose it is.
 		if v, ok := env["MNV_INTERNAL_TOKEN_FILE"]; ok && c.caller && v.literal {

@@ -30,48 +30,33 @@ import (
 // whoAmI is an internal method that answers with the caller the server recognised.
 const whoAmI = "/test.Svc/WhoAmI"
 
-// startServer serves whoAmI on a loopback port with transport t, and returns its address.
+// startServer serves whoAmI on a loopback port with transport tr, and returns its address.
 func startServer(t *testing.T, tr grpcserver.Transport) string {
 	t.Helper()
-	s, err := grpcserver.New(grpcserver.Options{
-		Logger:    zap.NewNop(),
-		Guard:     auth.NewGuard(auth.Policy{whoAmI: {Credential: auth.Internal, Callers: []string{auth.CallerGateway}}}, nil, auth.NewServiceTokens(auth.Callers{}.With(auth.CallerGateway, token), "")),
-		Transport: tr,
-	})
+	s, err := grpcserver.New(grpcserver.Options{Logger: zap.NewNop(), Guard: gatewayOnly("WhoAmI"), Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "test.Svc",
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{
-			MethodName: "WhoAmI",
-			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-				in := new(wrapperspb.StringValue)
-				if err := dec(in); err != nil {
-					return nil, err
-				}
-				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: whoAmI}, func(ctx context.Context, _ any) (any, error) {
-					name, _ := auth.Caller(ctx)
-					return wrapperspb.String(name), nil
-				})
-			},
-		}},
-	}, struct{}{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, lis) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	lis := listen(t)
+	serveTest(t, s, lis, map[string]func(context.Context) string{"WhoAmI": func(ctx context.Context) string {
+		name, _ := auth.Caller(ctx)
+		return name
+	}})
 	return lis.Addr().String()
+}
+
+// certificate makes a CA named caName and a server certificate it signs for hosts, in dir.
+func certificate(t *testing.T, dir, caName string, hosts ...string) tlstest.Files {
+	t.Helper()
+	ca, err := tlstest.NewCA(caName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.Write(dir, strings.ReplaceAll(caName, " ", "-"), hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func callWhoAmI(conn *grpc.ClientConn) (string, error) {
@@ -86,24 +71,10 @@ func callWhoAmI(conn *grpc.ClientConn) (string, error) {
 // CA that signed it reaches it; anything else fails, and the token only ever travels inside TLS.
 func TestTLSBetweenServices(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := tlstest.NewCA("mnv test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := tlstest.NewCA("another CA")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The server's certificate names the loopback address and a service name, as a Kubernetes
 	// certificate names the Service.
-	files, err := ca.Write(dir, "server", "mnv-accounts", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherFiles, err := other.Write(dir, "other", "unused")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := certificate(t, dir, "mnv test CA", "mnv-accounts", "127.0.0.1")
+	otherFiles := certificate(t, dir, "another CA", "unused")
 	notPEM := filepath.Join(dir, "not-pem.crt")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
@@ -181,32 +152,14 @@ func startRecorder(t *testing.T) (addr string, seen func() []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "test.Svc",
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{
-			MethodName: "Record",
-			Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				in := new(wrapperspb.StringValue)
-				if err := dec(in); err != nil {
-					return nil, err
-				}
-				md, _ := metadata.FromIncomingContext(ctx)
-				mu.Lock()
-				got = append(got, md.Get("authorization")...)
-				mu.Unlock()
-				return in, nil
-			},
-		}},
-	}, struct{}{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, lis) }()
-	t.Cleanup(func() { stop(); <-done })
+	lis := listen(t)
+	serveTest(t, s, lis, map[string]func(context.Context) string{"Record": func(ctx context.Context) string {
+		md, _ := metadata.FromIncomingContext(ctx)
+		mu.Lock()
+		got = append(got, md.Get("authorization")...)
+		mu.Unlock()
+		return ""
+	}})
 	return lis.Addr().String(), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -219,14 +172,7 @@ func startRecorder(t *testing.T) (addr string, seen func() []string) {
 // would see one. A connection without TLS that carries a bearer credential requiring it (what
 // a TLS client's options make) is refused before anything is sent.
 func TestTokenNeverInClear(t *testing.T) {
-	ca, err := tlstest.NewCA("mnv test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := ca.Write(t.TempDir(), "server", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := certificate(t, t.TempDir(), "mnv test CA", "127.0.0.1")
 	addr, seen := startRecorder(t)
 	call := func(caFile string) error {
 		conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: token, CAFile: caFile})
@@ -252,7 +198,7 @@ func TestTokenNeverInClear(t *testing.T) {
 		t.Fatalf("the recorder saw %d value(s) from a plaintext client; it cannot tell", len(got))
 	}
 
-	_, err = grpc.NewClient(addr, append(mustOptions(t, "", ""), grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token}))...)
+	_, err := grpc.NewClient(addr, append(mustOptions(t, "", ""), grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token}))...)
 	if err == nil || !strings.Contains(err.Error(), "transport level security") {
 		t.Errorf("a TLS-only bearer credential over plaintext: NewClient = %v, want a refusal", err)
 	}
@@ -271,22 +217,8 @@ func mustOptions(t *testing.T, tok, caFile string) []grpc.DialOption {
 // is what the next connection gets, without a restart.
 func TestRenewedCertificateServed(t *testing.T) {
 	dir := t.TempDir()
-	first, err := tlstest.NewCA("first CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := tlstest.NewCA("second CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := first.Write(dir, "server", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	secondFiles, err := second.Write(dir, "renewed", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := certificate(t, dir, "first CA", "127.0.0.1")
+	secondFiles := certificate(t, dir, "second CA", "127.0.0.1")
 	addr := startServer(t, grpcserver.Transport{CertFile: files.Cert, KeyFile: files.Key})
 	dial := func(caFile string) (string, error) {
 		conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: token, CAFile: caFile})
@@ -324,18 +256,8 @@ func TestRenewedCertificateServed(t *testing.T) {
 // TestHealthPortForProbes: with TLS on, the kubelet's gRPC probe (plaintext) reaches the
 // health service on its own port, and nothing else is served there.
 func TestHealthPortForProbes(t *testing.T) {
-	ca, err := tlstest.NewCA("mnv test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := ca.Write(t.TempDir(), "server", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	healthLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := certificate(t, t.TempDir(), "mnv test CA", "127.0.0.1")
+	healthLis := listen(t)
 	healthAddr := healthLis.Addr().String()
 	healthLis.Close()
 	startServer(t, grpcserver.Transport{CertFile: files.Cert, KeyFile: files.Key, HealthAddr: healthAddr})
