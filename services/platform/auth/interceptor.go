@@ -29,7 +29,7 @@ const (
 	APIKey
 	// SDKToken: a client's SDK token in x-sdk-token, with x-client-id.
 	SDKToken
-	// Internal: the internal service credential, for calls between mnv services.
+	// Internal: the calling mnv service's own token, of one of the callers the rule names.
 	Internal
 	// Admin: the operator credential (mnvctl).
 	Admin

@@ -1,5 +1,6 @@
 // Package grpcserver is the gRPC server kit every mnv service runs on: one interceptor chain in
-// a fixed order, health, Prometheus metrics and a graceful shutdown.
+// a fixed order, health, Prometheus metrics, TLS when configured (Transport) and a graceful
+// shutdown.
 package grpcserver
 
 import (
