@@ -122,8 +122,8 @@ func keygen(args []string, in io.Reader, out io.Writer) error {
 			return err
 		}
 		token := strings.TrimSpace(string(b))
-		if len(token) < 32 {
-			return errors.New("caller-digest: give the caller's token (32+ characters) on standard input")
+		if len(token) < auth.MinTokenLength {
+			return fmt.Errorf("caller-digest: give the caller's token (%d+ characters) on standard input", auth.MinTokenLength)
 		}
 		_, err = fmt.Fprintln(out, auth.CallerEntry(args[1], token))
 		return err

@@ -26,6 +26,9 @@ const (
 	CallerConnect = "connect"
 )
 
+// MinTokenLength is the shortest internal token a caller may present.
+const MinTokenLength = 32
+
 // KnownCallers are the caller names a caller list may use, so that a typo in
 // MNV_INTERNAL_CALLERS is an error at start-up rather than a caller refused at run time.
 var KnownCallers = []string{CallerGateway, CallerVerification, CallerConnect}

@@ -41,6 +41,10 @@ type Options struct {
 // Dial connects to the mnv service at target (host:port, or any gRPC target). extra options
 // come last, so they may override these.
 func Dial(target string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	// The servers see only digests, so the caller is where a weak token can be caught.
+	if o.Token != "" && len(o.Token) < auth.MinTokenLength {
+		return nil, fmt.Errorf("MNV_INTERNAL_TOKEN: must be at least %d characters", auth.MinTokenLength)
+	}
 	opts, err := CredentialOptions(o.Token, o.CAFile)
 	if err != nil {
 		return nil, err

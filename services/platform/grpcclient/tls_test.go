@@ -130,6 +130,11 @@ func TestTLSBetweenServices(t *testing.T) {
 			t.Fatalf("Dial = %v, want an error naming MNV_GRPC_TLS_CA", err)
 		}
 	})
+	t.Run("a short token", func(t *testing.T) {
+		if _, err := grpcclient.Dial(tlsAddr, grpcclient.Options{Token: "short-token", CAFile: files.CA}); err == nil || !strings.Contains(err.Error(), "MNV_INTERNAL_TOKEN") {
+			t.Fatalf("Dial = %v, want an error naming MNV_INTERNAL_TOKEN", err)
+		}
+	})
 	t.Run("a missing CA file", func(t *testing.T) {
 		if _, err := grpcclient.Dial(tlsAddr, grpcclient.Options{Token: token, CAFile: filepath.Join(dir, "none.crt")}); err == nil {
 			t.Fatal("Dial succeeded")
