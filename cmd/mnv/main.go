@@ -1,6 +1,8 @@
 // Command mnv runs the whole suite in one process for local development (make run): every
 // service and the gateway, each on its own port, talking real gRPC over loopback. On first start
-// it generates development secrets and a demo client under the state folder (.mnv).
+// it generates development secrets and a demo client under the state folder (.mnv). Each app
+// presents its own internal token, as in a deployment, and the sandbox operator is on unless
+// MNV_SANDBOX says otherwise.
 //
 // Production runs each service's own binary instead (services/*/cmd, gateway/cmd).
 package main
@@ -21,7 +23,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/cmd/internal/devstate"
@@ -31,6 +32,7 @@ import (
 	connect "github.com/mnvhq/mnv/services/connect/app"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/process"
 	verification "github.com/mnvhq/mnv/services/verification/app"
 )
@@ -41,29 +43,70 @@ func main() {
 		state = ".mnv"
 	}
 	// Secrets first: the services read them from the environment as they start.
-	if err := devstate.EnsureSecrets(state); err != nil {
+	tokens, err := devSecrets(state)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "mnv: %v\n", err)
 		os.Exit(1)
 	}
 	process.Main("mnv", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
-		return run(ctx, env, log, reg, state)
+		return run(ctx, env, log, reg, state, tokens)
 	})
 }
 
-func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry, state string) error {
+// devSecrets makes the development secrets and points the environment at them: one internal
+// token per caller (the files by caller are returned; each app gets its own, see ownToken) and
+// the caller list every server accepts, which the all-in-one always sets itself. It also turns
+// the sandbox operator on, unless MNV_SANDBOX is set: this binary is for development.
+func devSecrets(state string) (map[string]string, error) {
+	if err := devstate.EnsureSecrets(state); err != nil {
+		return nil, err
+	}
+	tokens, callers, err := devstate.InternalTokens(state)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("MNV_INTERNAL_CALLERS", callers.String()); err != nil {
+		return nil, err
+	}
+	if os.Getenv("MNV_SANDBOX") == "" {
+		if err := os.Setenv("MNV_SANDBOX", "true"); err != nil {
+			return nil, err
+		}
+	}
+	return tokens, nil
+}
+
+// tokenVar is the variable of a process's own internal token.
+const tokenVar = "MNV_INTERNAL_TOKEN"
+
+// ownToken is the environment one app of the all-in-one reads: the process's, with the app's
+// own internal token (tokenFile) in place of any the environment sets.
+func ownToken(tokenFile string) *config.Env {
+	return config.New(func(name string) (string, bool) {
+		switch name {
+		case tokenVar:
+			return "", false
+		case tokenVar + "_FILE":
+			return tokenFile, true
+		}
+		return os.LookupEnv(name)
+	})
+}
+
+func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry, state string, tokens map[string]string) error {
 	acfg, err := accounts.LoadConfig(env)
 	if err != nil {
 		return err
 	}
-	gcfg, err := gateway.LoadConfig(env)
+	gcfg, err := gateway.LoadConfig(ownToken(tokens[auth.CallerGateway]))
 	if err != nil {
 		return err
 	}
-	vcfg, err := verification.LoadConfig(env)
+	vcfg, err := verification.LoadConfig(ownToken(tokens[auth.CallerVerification]))
 	if err != nil {
 		return err
 	}
-	ccfg, err := connect.LoadConfig(env)
+	ccfg, err := connect.LoadConfig(ownToken(tokens[auth.CallerConnect]))
 	if err != nil {
 		return err
 	}
@@ -109,7 +152,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	g.Go(func() error { return con.Run(ctx, conLis) })
 	g.Go(func() error { return gw.Run(ctx, gwLis) })
 	g.Go(func() error {
-		if err := demoClient(ctx, acfg, state); err != nil {
+		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state); err != nil {
 			log.Error("demo client", zap.Error(err))
 		}
 		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gwLis.Addr())
@@ -132,13 +175,16 @@ type demo struct {
 }
 
 // demoClient creates a demo client on first start, through the admin API like mnvctl would,
-// and prints its credentials. Later starts print them again while the client exists.
-func demoClient(ctx context.Context, cfg accounts.Config, state string) error {
-	conn, err := grpc.NewClient(cfg.GRPCAddr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: cfg.AdminToken, Insecure: true}),
+// and prints its credentials. Later starts print them again while the client exists. caFile is
+// MNV_GRPC_TLS_CA, for a developer who turned TLS on.
+func demoClient(ctx context.Context, cfg accounts.Config, caFile, state string) error {
+	opts, err := grpcclient.CredentialOptions(cfg.AdminToken, caFile)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(cfg.GRPCAddr, append(opts,
 		// Accounts' listener is bound, but it may not serve yet: wait for it rather than fail.
-		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))
+		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))...)
 	if err != nil {
 		return err
 	}

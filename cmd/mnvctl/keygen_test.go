@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 )
 
@@ -13,6 +14,7 @@ func TestKeygen(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  []string
+		stdin string
 		check func(t *testing.T, out string)
 		fails bool
 	}{
@@ -27,6 +29,30 @@ func TestKeygen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "internal token and its callers entry", args: []string{"keygen", "internal-token", "connect"}, check: func(t *testing.T, out string) {
+			token, entry, ok := strings.Cut(out, "\n")
+			if !ok || len(token) < 32 {
+				t.Fatalf("output %q: want a token line and an entry line", out)
+			}
+			c, err := auth.ParseCallers(entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.Accepts(token) || c.String() != auth.CallerEntry(auth.CallerConnect, token) {
+				t.Fatalf("entry %q does not admit the token as connect", entry)
+			}
+			if strings.Contains(entry, token) {
+				t.Fatal("the entry shows the token")
+			}
+		}},
+		{name: "internal token of an unknown caller", args: []string{"keygen", "internal-token", "billing"}, fails: true},
+		{name: "internal token without a caller", args: []string{"keygen", "internal-token"}, fails: true},
+		{name: "digest of a token on stdin", args: []string{"keygen", "caller-digest", "gateway"}, stdin: "  gateway-token-0123456789abcdefghijklmnop\n", check: func(t *testing.T, out string) {
+			if out != auth.CallerEntry(auth.CallerGateway, "gateway-token-0123456789abcdefghijklmnop") {
+				t.Fatalf("entry %q", out)
+			}
+		}},
+		{name: "digest of a short token", args: []string{"keygen", "caller-digest", "gateway"}, stdin: "short", fails: true},
 		{name: "key id with a colon", args: []string{"keygen", "data-key", "a:b"}, fails: true},
 		{name: "key id missing", args: []string{"keygen", "data-key"}, fails: true},
 		{name: "unknown kind", args: []string{"keygen", "pepper"}, fails: true},
@@ -34,7 +60,7 @@ func TestKeygen(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(context.Background(), tt.args, &out)
+			err := runWith(context.Background(), tt.args, strings.NewReader(tt.stdin), &out)
 			if tt.fails {
 				if err == nil {
 					t.Fatalf("want an error, got %q", out.String())

@@ -11,9 +11,11 @@
 //	mnvctl client price CLIENT_ID --kind VERIFICATION [--variant HEADER_ENRICHMENT] --amount 2 | --clear
 //	mnvctl client origins CLIENT_ID [https://shop.example,https://www.shop.example | --clear]
 //	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
+//	mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file
 //
 // It reaches the accounts service at MNV_ACCOUNTS_ADDR (default 127.0.0.1:9091) with the admin
-// credential from MNV_ADMIN_TOKEN, MNV_ADMIN_TOKEN_FILE, or the .mnv folder of a local setup.
+// credential from MNV_ADMIN_TOKEN, MNV_ADMIN_TOKEN_FILE, or the .mnv folder of a local setup,
+// over TLS verified against MNV_GRPC_TLS_CA when that is set.
 package main
 
 import (
@@ -26,12 +28,12 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -42,6 +44,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 )
 
 func main() {
@@ -56,12 +59,16 @@ func main() {
 }
 
 const usage = `usage: mnvctl client <create|show|list|top-up|suspend|activate|features|price|origins> [flags]
-       mnvctl keygen <data-key KEY_ID|secret>
+       mnvctl keygen <data-key KEY_ID|secret|internal-token CALLER|caller-digest CALLER>
 run "mnvctl client <command> -h" for the flags of a command`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	return runWith(ctx, args, os.Stdin, out)
+}
+
+func runWith(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
 	if len(args) > 0 && args[0] == "keygen" {
-		return keygen(args[1:], out)
+		return keygen(args[1:], in, out)
 	}
 	if len(args) < 2 || args[0] != "client" {
 		return errors.New(usage)
@@ -96,7 +103,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // keygen prints a fresh secret for the configuration; it needs no running service.
-func keygen(args []string, out io.Writer) error {
+//
+// internal-token CALLER prints two lines: a new token, for that caller's own MNV_INTERNAL_TOKEN
+// (its Secret), and its entry for the servers' MNV_INTERNAL_CALLERS, which is not secret.
+// caller-digest CALLER prints the entry of a token read from standard input.
+func keygen(args []string, in io.Reader, out io.Writer) error {
 	switch {
 	case len(args) == 2 && args[0] == "data-key" && keyID.MatchString(args[1]):
 		_, err := fmt.Fprintln(out, crypto.NewKeySpec(args[1]))
@@ -104,8 +115,24 @@ func keygen(args []string, out io.Writer) error {
 	case len(args) == 1 && args[0] == "secret":
 		_, err := fmt.Fprintln(out, crypto.NewSecret())
 		return err
+	case len(args) == 2 && args[0] == "internal-token" && slices.Contains(auth.KnownCallers, args[1]):
+		token := crypto.NewSecret()
+		_, err := fmt.Fprintf(out, "%s\n%s\n", token, auth.CallerEntry(args[1], token))
+		return err
+	case len(args) == 2 && args[0] == "caller-digest" && slices.Contains(auth.KnownCallers, args[1]):
+		b, err := io.ReadAll(io.LimitReader(in, 4096))
+		if err != nil {
+			return err
+		}
+		token := strings.TrimSpace(string(b))
+		if len(token) < auth.MinTokenLength {
+			return fmt.Errorf("caller-digest: give the caller's token (%d+ characters) on standard input", auth.MinTokenLength)
+		}
+		_, err = fmt.Fprintln(out, auth.CallerEntry(args[1], token))
+		return err
 	}
-	return errors.New("usage: mnvctl keygen data-key KEY_ID (letters, digits, - and _) | mnvctl keygen secret")
+	return fmt.Errorf("usage: mnvctl keygen data-key KEY_ID (letters, digits, - and _) | mnvctl keygen secret | "+
+		"mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file (CALLER: %s)", strings.Join(auth.KnownCallers, ", "))
 }
 
 var keyID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -150,6 +177,7 @@ func (c *command) admin() (accountsv1.AccountsAdminServiceClient, func(), error)
 	env := config.FromOS()
 	addr := env.String("MNV_ACCOUNTS_ADDR", "127.0.0.1:9091")
 	token := env.Secret("MNV_ADMIN_TOKEN")
+	caFile := env.String("MNV_GRPC_TLS_CA", "")
 	if err := env.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -159,9 +187,11 @@ func (c *command) admin() (accountsv1.AccountsAdminServiceClient, func(), error)
 			return nil, nil, err
 		}
 	}
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token, Insecure: true}))
+	opts, err := grpcclient.CredentialOptions(token, caFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package k8s_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path"
@@ -31,6 +32,7 @@ var checks = []check{
 	{"security", checkSecurity},
 	{"images", checkImages},
 	{"secrets", checkSecrets},
+	{"credentials", checkCredentials},
 	{"addresses", checkAddresses},
 	{"services", checkServices},
 	{"pdb", checkPDBs},
@@ -66,6 +68,34 @@ func mainContainer(d *appsv1.Deployment, c component) *corev1.Container {
 	return nil
 }
 
+// serving is a Deployment of a known component, with its serving container and that
+// container's environment.
+type serving struct {
+	d   *appsv1.Deployment
+	c   component
+	ctr *corev1.Container
+	env map[string]envVar
+}
+
+// servingContainers lists the Deployments of known components that have their serving
+// container (checkComponents reports the others).
+func servingContainers(m *manifests) []serving {
+	var out []serving
+	for _, d := range m.deployments {
+		c, ok := deploymentComponent(d)
+		if !ok {
+			continue
+		}
+		ctr := mainContainer(d, c)
+		if ctr == nil {
+			continue
+		}
+		env, _ := containerEnv(m, d.Namespace, ctr)
+		out = append(out, serving{d: d, c: c, ctr: ctr, env: env})
+	}
+	return out
+}
+
 // checkComponents: every Deployment is one of the known components, with its serving container.
 func checkComponents(m *manifests) []string {
 	var p []string
@@ -97,7 +127,9 @@ func portNumber(ctr *corev1.Container, port intstr.IntOrString) int32 {
 
 // checkProbes: the serving container has liveness, readiness and startup probes on the real
 // health endpoints (gRPC health for the services, /healthz and /readyz for the gateway), each
-// on a port the container declares.
+// on a port the container declares: the serving port, or the port of MNV_GRPC_HEALTH_ADDR where
+// a service answers health checks alone in plaintext. A service that speaks TLS
+// (MNV_GRPC_TLS_CERT) needs the latter: the kubelet's gRPC probes cannot speak TLS.
 func checkProbes(m *manifests) []string {
 	var p []string
 	for _, d := range m.deployments {
@@ -134,8 +166,11 @@ func checkProbes(m *manifests) []string {
 					continue
 				}
 				wantPath := c.probes[kind]
-				if got := portNumber(&ctr, port); got != c.port {
-					p = append(p, fmt.Sprintf("%s: %s probe on port %d, want the serving port %d", where, kind, got, c.port))
+				wantPort, what, err := healthPort(m, d.Namespace, &ctr, c)
+				if err != nil {
+					p = append(p, fmt.Sprintf("%s: %s probe: %v", where, kind, err))
+				} else if got := portNumber(&ctr, port); got != wantPort {
+					p = append(p, fmt.Sprintf("%s: %s probe on port %d, want %s %d", where, kind, got, what, wantPort))
 				}
 				switch {
 				case wantPath == "" && (pr.GRPC == nil || (pr.GRPC.Service != nil && *pr.GRPC.Service != "")):
@@ -147,6 +182,25 @@ func checkProbes(m *manifests) []string {
 		}
 	}
 	return p
+}
+
+// healthPort is the port a probe of the serving container must reach, and what it is: the port
+// of MNV_GRPC_HEALTH_ADDR when set, else the serving port. A server that speaks TLS must set
+// MNV_GRPC_HEALTH_ADDR: the kubelet's gRPC probes cannot speak TLS.
+func healthPort(m *manifests, ns string, ctr *corev1.Container, c component) (int32, string, error) {
+	env, _ := containerEnv(m, ns, ctr)
+	if h, ok := env["MNV_GRPC_HEALTH_ADDR"]; ok {
+		_, port, err := net.SplitHostPort(h.value)
+		n, perr := strconv.ParseInt(port, 10, 32)
+		if err != nil || perr != nil {
+			return 0, "", fmt.Errorf("MNV_GRPC_HEALTH_ADDR %q is not an address with a port", h.value)
+		}
+		return int32(n), "the plaintext health port of MNV_GRPC_HEALTH_ADDR", nil
+	}
+	if _, tls := env["MNV_GRPC_TLS_CERT"]; tls {
+		return 0, "", errors.New("the server speaks TLS (MNV_GRPC_TLS_CERT), which the kubelet's gRPC probes cannot: set MNV_GRPC_HEALTH_ADDR and probe its port")
+	}
+	return c.port, "the serving port", nil
 }
 
 // env is a container's environment as the kubelet builds it: envFrom, then env over it.
@@ -557,17 +611,9 @@ func serviceFor(m *manifests, ns, addr string) string {
 // reaches the other services through Services of the render.
 func checkAddresses(m *manifests) []string {
 	var p []string
-	for _, d := range m.deployments {
-		c, ok := deploymentComponent(d)
-		if !ok {
-			continue
-		}
-		ctr := mainContainer(d, c)
-		if ctr == nil {
-			continue
-		}
+	for _, sv := range servingContainers(m) {
+		d, c, ctr, env := sv.d, sv.c, sv.ctr, sv.env
 		where := fmt.Sprintf("Deployment %s container %s", d.Name, ctr.Name)
-		env, _ := containerEnv(m, d.Namespace, ctr)
 		listen := func(name string, want int32) {
 			v, ok := env[name]
 			if !ok {

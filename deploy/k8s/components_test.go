@@ -24,33 +24,42 @@ type component struct {
 	dbVar string
 	// probes are the wanted probes: a path for HTTP, "" for gRPC health.
 	probes map[string]string
+	// caller: the process calls other services' internal methods with its own token
+	// (MNV_INTERNAL_TOKEN), and dials them over TLS in prod (MNV_GRPC_TLS_CA).
+	caller bool
+	// server: the process serves gRPC with internal methods: it needs its callers' digests
+	// (MNV_INTERNAL_CALLERS), and serves TLS in prod (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY).
+	server bool
 }
 
 var components = []component{
 	{
 		name: "gateway", deployment: "mnv-gateway", cmd: "gateway/cmd/gateway", app: "gateway/app/app.go",
 		port: 8080, listenVar: "MNV_HTTP_ADDR",
-		secrets: []string{"MNV_INTERNAL_TOKEN"},
+		secrets: []string{"MNV_INTERNAL_TOKEN"}, caller: true,
 		// /healthz: alive; /readyz: every backend answers its health check (gateway/app).
 		probes: map[string]string{"liveness": "/healthz", "readiness": "/readyz", "startup": "/healthz"},
 	},
 	{
 		name: "accounts", deployment: "mnv-accounts", cmd: "services/accounts/cmd/accounts", app: "services/accounts/app/app.go",
 		database: true, port: 9091, listenVar: "MNV_ACCOUNTS_GRPC_ADDR", dbVar: "MNV_ACCOUNTS_DATABASE_URL",
-		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_INTERNAL_TOKEN", "MNV_ADMIN_TOKEN"},
+		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_ADMIN_TOKEN"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+		server:  true,
 	},
 	{
 		name: "verification", deployment: "mnv-verification", cmd: "services/verification/cmd/verification", app: "services/verification/app/app.go",
 		database: true, port: 9092, listenVar: "MNV_VERIFICATION_GRPC_ADDR", dbVar: "MNV_VERIFICATION_DATABASE_URL",
 		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+		caller:  true, server: true,
 	},
 	{
 		name: "connect", deployment: "mnv-connect", cmd: "services/connect/cmd/connect", app: "services/connect/app/app.go",
 		database: true, port: 9093, listenVar: "MNV_CONNECT_GRPC_ADDR", dbVar: "MNV_CONNECT_DATABASE_URL",
 		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
+		caller:  true, server: true,
 	},
 }
 

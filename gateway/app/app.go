@@ -59,8 +59,12 @@ type Config struct {
 	// comma-separated): passed to the verification service on the capture routes only. They
 	// must list every numberHeader of the operator registry.
 	NumberHeaders []string
-	// InternalToken is the credential the gateway presents to the services (MNV_INTERNAL_TOKEN).
+	// InternalToken is the gateway's own credential, presented to the services
+	// (MNV_INTERNAL_TOKEN): the one token they believe about a client's network.
 	InternalToken string
+	// TLSCAFile, when set, makes the calls to the services TLS, verified against it
+	// (MNV_GRPC_TLS_CA).
+	TLSCAFile string
 	// MaxBodyBytes bounds JSON request bodies (MNV_MAX_BODY_BYTES); beyond it, 413.
 	MaxBodyBytes int64
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
@@ -97,6 +101,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 		}
 	}
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
 	c.MaxBodyBytes = int64(env.Int("MNV_MAX_BODY_BYTES", int(c.MaxBodyBytes)))
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
@@ -252,7 +257,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 }
 
 func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpcclient.Dial(addr, g.cfg.InternalToken)
+	conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile})
 	if err != nil {
 		return nil, err
 	}

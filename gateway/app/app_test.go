@@ -23,6 +23,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
@@ -44,11 +45,11 @@ func startB(t testing.TB) *stack { return startWith(t, apptest.Logger(t)).stack 
 func startWith(t testing.TB, log *zap.Logger) *full {
 	t.Helper()
 	acc := apptest.Start(t)
-	ver := verificationtest.Start(t, acc.Addr, apptest.InternalToken, nil)
-	con := connecttest.Start(t, acc.Addr, apptest.InternalToken, nil)
+	ver := verificationtest.Start(t, acc.Addr, authtest.VerificationToken, nil)
+	con := connecttest.Start(t, acc.Addr, authtest.ConnectToken, nil)
 	cfg := app.DefaultConfig()
 	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr
-	cfg.InternalToken = apptest.InternalToken
+	cfg.InternalToken = authtest.GatewayToken
 	reg := prometheus.NewRegistry()
 	g, err := app.New(context.Background(), cfg, log, reg, reg)
 	if err != nil {
@@ -214,7 +215,7 @@ func TestGolden(t *testing.T) {
 	// A client's Authorization header never reaches a service (it would sit beside the
 	// gateway's own credential), nor do forwarding headers it could forge.
 	spoof := keyHeaders(c)
-	spoof["Authorization"] = "Bearer " + apptest.InternalToken
+	spoof["Authorization"] = "Bearer " + authtest.GatewayToken
 	spoof["X-Forwarded-For"] = "10.0.0.1"
 	if a := s.do(t, call{method: "GET", path: "/v1/api/clients", headers: spoof}); a.status != http.StatusOK {
 		t.Fatalf("with untrusted headers: %d %s", a.status, a.body)

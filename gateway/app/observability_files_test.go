@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	connect "github.com/mnvhq/mnv/services/connect/app"
 	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/process"
@@ -92,19 +93,21 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	}
 	acfg := accounts.DefaultConfig()
 	acfg.GRPCAddr, acfg.DatabaseURL = "127.0.0.1:0", pgtest.NewDatabase(t)
-	acfg.Pepper, acfg.DataKeys, acfg.InternalToken, acfg.AdminToken = apptest.Pepper, apptest.DataKeys, apptest.InternalToken, apptest.AdminToken
+	acfg.Pepper, acfg.DataKeys, acfg.AdminToken, acfg.InternalCallers = apptest.Pepper, apptest.DataKeys, apptest.AdminToken, authtest.Callers()
 	stop(accounts.New(ctx, acfg, log, on()))
 	vcfg := verification.DefaultConfig()
 	vcfg.GRPCAddr, vcfg.DatabaseURL = "127.0.0.1:0", pgtest.NewDatabase(t)
-	vcfg.InternalToken, vcfg.DataKeys, vcfg.NumberHashKey = apptest.InternalToken, verificationtest.DataKeys, verificationtest.NumberHashKey
+	vcfg.InternalToken, vcfg.DataKeys, vcfg.NumberHashKey = authtest.VerificationToken, verificationtest.DataKeys, verificationtest.NumberHashKey
+	vcfg.InternalCallers = authtest.Callers()
 	vcfg.ConnectAddr = "127.0.0.1:1" // the relay and its metrics exist where Connect is configured
 	stop(verification.New(ctx, vcfg, log, on()))
 	ccfg := connect.DefaultConfig()
 	ccfg.GRPCAddr, ccfg.DatabaseURL = "127.0.0.1:0", pgtest.NewDatabase(t)
-	ccfg.InternalToken, ccfg.DataKeys, ccfg.NumberHashKey = apptest.InternalToken, connecttest.DataKeys, connecttest.NumberHashKey
+	ccfg.InternalToken, ccfg.DataKeys, ccfg.NumberHashKey = authtest.ConnectToken, connecttest.DataKeys, connecttest.NumberHashKey
+	ccfg.InternalCallers = authtest.Callers()
 	stop(connect.New(ctx, ccfg, log, on()))
 	gcfg := app.DefaultConfig()
-	gcfg.InternalToken = apptest.InternalToken
+	gcfg.InternalToken = authtest.GatewayToken
 	reg := on()
 	g, err := app.New(ctx, gcfg, log, reg, prometheus.NewRegistry())
 	if err != nil {

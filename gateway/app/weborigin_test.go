@@ -15,6 +15,7 @@ import (
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 )
 
 // TestBrowserCaptureIsBoundToWebOrigins plays the attack of issue 9: Mallory starts a VERIFY
@@ -85,7 +86,7 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 	}
 	// The verification service holds the rule itself, not only the gateway in front of it: the
 	// gateway's own credential without the page's origin (or with another) captures nothing.
-	ver := verificationv1.NewVerificationServiceClient(apptest.Dial(t, s.ver.Addr, apptest.InternalToken))
+	ver := verificationv1.NewVerificationServiceClient(apptest.Dial(t, s.ver.Addr, authtest.GatewayToken))
 	for _, origin := range []string{"", mallory} {
 		ctx := context.Background()
 		if origin != "" {

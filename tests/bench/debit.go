@@ -46,7 +46,7 @@ func benchDebits(ctx context.Context, s *harness.Suite, cfg Config, grpcConns in
 		return rep, err
 	}
 	defer admin.Close()
-	internal, err := dialPool(s.AccountsAddr, grpcConns, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.InternalToken, Insecure: true}))
+	internal, err := dialPool(s.AccountsAddr, grpcConns, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.Tokens[auth.CallerVerification], Insecure: true}))
 	if err != nil {
 		return rep, err
 	}

@@ -100,7 +100,7 @@ func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, progress io.
 		return rep, err
 	}
 	defer admin.Close()
-	internal, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.InternalToken, Insecure: true}))
+	internal, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.Tokens[auth.CallerVerification], Insecure: true}))
 	if err != nil {
 		return rep, err
 	}

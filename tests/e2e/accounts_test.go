@@ -251,9 +251,13 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	c := newClient(t, 0)
 	call(t, "GET", "/v1/api/clients", headers{"X-Api-Key": c.APIKey + "x", "X-Client-Id": c.ID}, "")
 	call(t, "POST", "/v1/api/clients/rotate-key", keyOf(c), `{"secretKey":"`+c.Secret+`x"}`)
-	for _, name := range []string{"accounts", "gateway"} {
+	secrets := []string{c.APIKey, c.Secret, c.APIKey[4:20], "0099887766", "eve@example.com", suite.AdminToken}
+	for _, token := range suite.Tokens {
+		secrets = append(secrets, token)
+	}
+	for _, name := range []string{"accounts", "verification", "connect", "gateway"} {
 		logs := suite.Logs(name)
-		for _, secret := range []string{c.APIKey, c.Secret, c.APIKey[4:20], "0099887766", "eve@example.com"} {
+		for _, secret := range secrets {
 			if strings.Contains(logs, secret) {
 				t.Errorf("%s log holds %s…", name, secret[:6])
 			}

@@ -17,8 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/tlstest"
 )
 
 // Binaries the suite runs.
@@ -34,10 +36,14 @@ type Suite struct {
 	VerificationAddr string
 	ConnectAddr      string
 	DatabaseURL      string
-	InternalToken    string
-	AdminToken       string
-	BinDir           string
-	LogDir           string
+	// Tokens are the internal tokens each process presents, by caller (auth.CallerGateway, …):
+	// one per caller, as in a deployment.
+	Tokens     map[string]string
+	AdminToken string
+	// CAFile is the CA of the services' certificates when the suite runs with TLS, else "".
+	CAFile string
+	BinDir string
+	LogDir string
 
 	procs      []*proc
 	processEnv map[string][]string
@@ -50,6 +56,9 @@ type Options struct {
 	Env []string
 	// ProcessEnv is added to one process's environment, by name ("verification": MNV_DEBUG_ADDR=…).
 	ProcessEnv map[string][]string
+	// TLS runs the gRPC between the processes over TLS, with certificates of a CA made for the
+	// suite; the gateway still serves plain HTTP.
+	TLS bool
 }
 
 var (
@@ -125,8 +134,12 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	}
 	s := &Suite{
 		DatabaseURL: dbURL, BinDir: bin, drop: drop, processEnv: opts.ProcessEnv,
-		InternalToken: "e2e-internal-token-0123456789abcdefghij",
-		AdminToken:    "e2e-admin-token-0123456789abcdefghijklm",
+		Tokens: map[string]string{
+			auth.CallerGateway:      "e2e-gateway-token-0123456789abcdefghij",
+			auth.CallerVerification: "e2e-verification-token-0123456789abcdef",
+			auth.CallerConnect:      "e2e-connect-token-0123456789abcdefghij",
+		},
+		AdminToken: "e2e-admin-token-0123456789abcdefghijklm",
 	}
 	keepLogs := false
 	defer func() {
@@ -148,13 +161,33 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	}
 	accountsAddr, verificationAddr, connectAddr, httpAddr := addrs[0], addrs[1], addrs[2], addrs[3]
 	s.AccountsAddr, s.VerificationAddr, s.ConnectAddr, s.GatewayURL = accountsAddr, verificationAddr, connectAddr, "http://"+httpAddr
+	var callers auth.Callers
+	for name, token := range s.Tokens {
+		callers = callers.With(name, token)
+	}
 	common := append([]string{
 		"PATH=" + os.Getenv("PATH"),
-		"MNV_INTERNAL_TOKEN=" + s.InternalToken,
+		"MNV_INTERNAL_CALLERS=" + callers.String(),
+		// The tests capture through the sandbox operator; a test may switch it off again.
+		"MNV_SANDBOX=true",
 		"MNV_LOG_LEVEL=info",
 		"MNV_SHUTDOWN_TIMEOUT=10s",
 	}, opts.Env...)
-	if err = s.spawn("accounts", append(common,
+	// tlsEnv is each process's TLS configuration: its server certificate, and the CA it trusts.
+	tlsEnv := map[string][]string{}
+	if opts.TLS {
+		if tlsEnv, err = s.certificates(); err != nil {
+			return nil, err
+		}
+	}
+	own := func(name string, env ...string) []string {
+		out := append(append(append([]string{}, common...), tlsEnv[name]...), env...)
+		if tok, ok := s.Tokens[name]; ok {
+			out = append(out, "MNV_INTERNAL_TOKEN="+tok)
+		}
+		return out
+	}
+	if err = s.spawn("accounts", own("accounts",
 		"DATABASE_URL="+dbURL,
 		"MNV_ACCOUNTS_GRPC_ADDR="+accountsAddr,
 		"MNV_PEPPER=e2e-pepper-e2e-pepper-e2e-pepper-0123456",
@@ -163,7 +196,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	)); err != nil {
 		return nil, err
 	}
-	if err = s.spawn("verification", append(common,
+	if err = s.spawn("verification", own("verification",
 		"DATABASE_URL="+dbURL,
 		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
@@ -173,7 +206,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	)); err != nil {
 		return nil, err
 	}
-	if err = s.spawn("connect", append(common,
+	if err = s.spawn("connect", own("connect",
 		"DATABASE_URL="+dbURL,
 		"MNV_CONNECT_GRPC_ADDR="+connectAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
@@ -184,7 +217,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	)); err != nil {
 		return nil, err
 	}
-	if err = s.spawn("gateway", append(common,
+	if err = s.spawn("gateway", own("gateway",
 		"MNV_HTTP_ADDR="+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_VERIFICATION_ADDR="+verificationAddr,
@@ -197,6 +230,32 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// certificates makes a CA for the suite and a certificate for each gRPC server (on loopback),
+// in the log folder, and returns each process's TLS variables.
+func (s *Suite) certificates() (map[string][]string, error) {
+	ca, err := tlstest.NewCA("mnv e2e CA")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(s.LogDir, "tls-")
+	if err != nil {
+		return nil, err
+	}
+	env := map[string][]string{}
+	for _, name := range []string{"accounts", "verification", "connect"} {
+		f, err := ca.Write(dir, name, "127.0.0.1", "localhost")
+		if err != nil {
+			return nil, err
+		}
+		env[name] = []string{"MNV_GRPC_TLS_CERT=" + f.Cert, "MNV_GRPC_TLS_KEY=" + f.Key}
+		s.CAFile = f.CA
+	}
+	for _, name := range []string{"verification", "connect", "gateway"} {
+		env[name] = append(env[name], "MNV_GRPC_TLS_CA="+s.CAFile)
+	}
+	return env, nil
 }
 
 // proc is one process of the suite, kept with its environment so it can be started again.
@@ -336,6 +395,9 @@ func (s *Suite) Stop() {
 func (s *Suite) Mnvctl(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(s.BinDir, "mnvctl"), args...)
 	cmd.Env = []string{"MNV_ACCOUNTS_ADDR=" + s.AccountsAddr, "MNV_ADMIN_TOKEN=" + s.AdminToken}
+	if s.CAFile != "" {
+		cmd.Env = append(cmd.Env, "MNV_GRPC_TLS_CA="+s.CAFile)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/findup"
 )
@@ -22,7 +23,6 @@ var secrets = []struct {
 }{
 	{"pepper", "MNV_PEPPER", crypto.NewSecret},
 	{"data-keys", "MNV_DATA_KEYS", func() string { return crypto.NewKeySpec("dev1") }},
-	{"internal-token", "MNV_INTERNAL_TOKEN", crypto.NewSecret},
 	{"admin-token", "MNV_ADMIN_TOKEN", crypto.NewSecret},
 	{"number-hash-key", "MNV_NUMBER_HASH_KEY", crypto.NewSecret},
 }
@@ -39,24 +39,68 @@ func EnsureSecrets(dir string) error {
 			continue
 		}
 		path := filepath.Join(sdir, s.file)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		switch {
-		case err == nil:
-			_, werr := f.WriteString(s.make() + "\n")
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				return fmt.Errorf("write %s: %w", path, werr)
-			}
-		case !errors.Is(err, fs.ErrExist):
-			return fmt.Errorf("create %s: %w", path, err)
+		if err := ensureFile(path, s.make); err != nil {
+			return err
 		}
 		if err := os.Setenv(s.env+"_FILE", path); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ensureFile creates path (mode 0600) with a fresh value unless it exists.
+func ensureFile(path string, make func() string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	_, werr := f.WriteString(make() + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// InternalCallers are the callers of the all-in-one, each with its own token, as in a
+// deployment: the gateway, verification and connect apps present different tokens.
+var InternalCallers = []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}
+
+// legacyInternalToken is the one token every process shared before each caller had its own;
+// a state folder of that time still holds it.
+const legacyInternalToken = "internal-token"
+
+// InternalTokens creates any missing token file of InternalCallers under dir/secrets
+// (<caller>-token, mode 0600) and returns the files by caller, with the caller list that admits
+// them (MNV_INTERNAL_CALLERS). The shared token file of an earlier version is removed: only the
+// all-in-one itself ever used it, so nothing needs it once each caller has its own.
+func InternalTokens(dir string) (files map[string]string, callers auth.Callers, err error) {
+	sdir := filepath.Join(dir, "secrets")
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		return nil, auth.Callers{}, fmt.Errorf("create %s: %w", sdir, err)
+	}
+	files = map[string]string{}
+	for _, name := range InternalCallers {
+		path := filepath.Join(sdir, name+"-token")
+		if err := ensureFile(path, crypto.NewSecret); err != nil {
+			return nil, auth.Callers{}, err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, auth.Callers{}, err
+		}
+		files[name], callers = path, callers.With(name, strings.TrimSpace(string(b)))
+	}
+	if err := os.Remove(filepath.Join(sdir, legacyInternalToken)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, auth.Callers{}, err
+	}
+	return files, callers, nil
 }
 
 // FindAdminToken looks for the admin token of a local setup: .mnv/secrets/admin-token in the

@@ -46,8 +46,12 @@ type Config struct {
 	// DataKeys seal personal data at rest (MNV_DATA_KEYS or MNV_DATA_KEYS_FILE): "id:base64,...",
 	// the first one current.
 	DataKeys string
-	// InternalToken authenticates the other mnv services (MNV_INTERNAL_TOKEN[_FILE]).
-	InternalToken string
+	// InternalCallers are the digests of the tokens of the services that call accounts'
+	// internal methods, by caller (MNV_INTERNAL_CALLERS).
+	InternalCallers auth.Callers
+	// Transport is the gRPC server's TLS and health port (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY,
+	// MNV_GRPC_HEALTH_ADDR).
+	Transport grpcserver.Transport
 	// AdminToken authenticates the operator (MNV_ADMIN_TOKEN[_FILE]).
 	AdminToken string
 	// Prices override the default prices (MNV_PRICES), e.g. "VERIFICATION=2,STUCK_PLUS_REVEAL=0".
@@ -79,15 +83,16 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DBMaxConns = env.Int("MNV_ACCOUNTS_DB_MAX_CONNS", c.DBMaxConns)
 	c.Pepper = env.Secret("MNV_PEPPER")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
-	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
 	c.AdminToken = env.Secret("MNV_ADMIN_TOKEN")
 	c.Prices = env.String("MNV_PRICES", "")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("MNV_PEPPER", c.Pepper)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
-	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_ADMIN_TOKEN", c.AdminToken)
-	if err := env.Err(); err != nil {
+	callers, cerr := auth.LoadCallers(env)
+	transport, terr := grpcserver.LoadTransport(env)
+	c.InternalCallers, c.Transport = callers, transport
+	if err := errors.Join(env.Err(), cerr, terr); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -99,11 +104,11 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_ACCOUNTS_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
-	if len(c.InternalToken) < 32 || len(c.AdminToken) < 32 {
-		errs = append(errs, errors.New("MNV_INTERNAL_TOKEN and MNV_ADMIN_TOKEN: must be at least 32 characters"))
+	if len(c.AdminToken) < 32 {
+		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: must be at least 32 characters"))
 	}
-	if c.InternalToken == c.AdminToken {
-		errs = append(errs, errors.New("MNV_INTERNAL_TOKEN and MNV_ADMIN_TOKEN: must differ"))
+	if c.InternalCallers.Accepts(c.AdminToken) {
+		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: is an internal caller's token (MNV_INTERNAL_CALLERS); they must differ"))
 	}
 	return errors.Join(errs...)
 }
@@ -181,9 +186,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
-		Guard:           auth.NewGuard(server.Policy(), creds, auth.NewServiceTokens(cfg.InternalToken, cfg.AdminToken)),
+		Guard:           auth.NewGuard(server.Policy(), creds, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
 		Unary:           []grpc.UnaryServerInterceptor{idem.UnaryInterceptor()},
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		Transport:       cfg.Transport,
 	})
 	if err != nil {
 		pool.Close()

@@ -13,6 +13,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 )
 
 // TestEveryMethodRejectsUnauthenticatedCallers calls every method of every accounts service
@@ -21,7 +22,8 @@ func TestEveryMethodRejectsUnauthenticatedCallers(t *testing.T) {
 	s := apptest.Start(t)
 	c := s.CreateClient(t, 10)
 	anon := apptest.Dial(t, s.Addr, "")
-	asInternal := apptest.Dial(t, s.Addr, apptest.InternalToken)
+	asInternal := apptest.Dial(t, s.Addr, authtest.VerificationToken)
+	asGateway := apptest.Dial(t, s.Addr, authtest.GatewayToken)
 	asAdmin := apptest.Dial(t, s.Addr, apptest.AdminToken)
 
 	public := accountsv1.NewAccountsServiceClient(anon)
@@ -30,6 +32,7 @@ func TestEveryMethodRejectsUnauthenticatedCallers(t *testing.T) {
 	adminAnon := accountsv1.NewAccountsAdminServiceClient(anon)
 	adminAsInternal := accountsv1.NewAccountsAdminServiceClient(asInternal)
 	publicAsInternal := accountsv1.NewAccountsServiceClient(asInternal)
+	internalAsGateway := accountsv1.NewAccountsInternalServiceClient(asGateway)
 
 	ctx := context.Background()
 	calls := map[string]func() error{
@@ -53,6 +56,15 @@ func TestEveryMethodRejectsUnauthenticatedCallers(t *testing.T) {
 		},
 		"Debit": func() error {
 			_, err := internalAnon.Debit(ctx, &accountsv1.DebitRequest{ClientId: c.ID, Kind: accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, Reference: "x"})
+			return err
+		},
+		// A valid internal token of a caller the method does not admit.
+		"Debit with the gateway's token": func() error {
+			_, err := internalAsGateway.Debit(ctx, &accountsv1.DebitRequest{ClientId: c.ID, Kind: accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, Reference: "x"})
+			return err
+		},
+		"Authenticate with the gateway's token": func() error {
+			_, err := internalAsGateway.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: c.APIKey})
 			return err
 		},
 		"Debit with admin token": func() error {

@@ -30,6 +30,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
@@ -49,8 +50,17 @@ type Config struct {
 	DBMaxConns int
 	// AccountsAddr is where accounts listens (MNV_ACCOUNTS_ADDR).
 	AccountsAddr string
-	// InternalToken authenticates calls between services (MNV_INTERNAL_TOKEN[_FILE]).
+	// InternalToken is connect's own credential, presented to accounts
+	// (MNV_INTERNAL_TOKEN[_FILE]).
 	InternalToken string
+	// TLSCAFile, when set, makes the calls to accounts TLS, verified against it
+	// (MNV_GRPC_TLS_CA).
+	TLSCAFile string
+	// InternalCallers are the digests of the callers' tokens (MNV_INTERNAL_CALLERS).
+	InternalCallers auth.Callers
+	// Transport is the gRPC server's TLS and health port (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY,
+	// MNV_GRPC_HEALTH_ADDR).
+	Transport grpcserver.Transport
 	// DataKeys seal numbers and integration credentials (MNV_DATA_KEYS[_FILE]).
 	DataKeys string
 	// NumberHashKey keys the numbers' lookup hash; the same as verification's
@@ -110,6 +120,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DBMaxConns = env.Int("MNV_CONNECT_DB_MAX_CONNS", c.DBMaxConns)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
 	c.WebhookAllowHTTP = env.Bool("MNV_WEBHOOK_ALLOW_HTTP", false)
@@ -131,7 +142,10 @@ func LoadConfig(env *config.Env) (Config, error) {
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
-	if err := env.Err(); err != nil {
+	callers, cerr := auth.LoadCallers(env)
+	transport, terr := grpcserver.LoadTransport(env)
+	c.InternalCallers, c.Transport = callers, transport
+	if err := errors.Join(env.Err(), cerr, terr); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -211,7 +225,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
 	}
-	accounts, err := accountsclient.Dial(cfg.AccountsAddr, cfg.InternalToken)
+	accounts, err := accountsclient.Dial(cfg.AccountsAddr, grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile})
 	if err != nil {
 		return nil, err
 	}
@@ -255,9 +269,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
-		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalToken, "")),
+		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
 		Unary:           []grpc.UnaryServerInterceptor{idem.UnaryInterceptor()},
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		Transport:       cfg.Transport,
 	})
 	if err != nil {
 		pool.Close()

@@ -28,15 +28,15 @@ var (
 	ErrNothingToRefund = errors.New("nothing to refund")
 )
 
-// Client calls accounts with the internal service credential.
+// Client calls accounts with the caller's internal credential.
 type Client struct {
 	conn     *grpc.ClientConn
 	internal accountsv1.AccountsInternalServiceClient
 }
 
-// Dial connects to accounts at addr.
-func Dial(addr, internalToken string) (*Client, error) {
-	conn, err := grpcclient.Dial(addr, internalToken)
+// Dial connects to accounts at addr as the caller o names.
+func Dial(addr string, o grpcclient.Options) (*Client, error) {
+	conn, err := grpcclient.Dial(addr, o)
 	if err != nil {
 		return nil, fmt.Errorf("dial accounts at %s: %w", addr, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
@@ -27,7 +29,7 @@ const (
 	APIKey
 	// SDKToken: a client's SDK token in x-sdk-token, with x-client-id.
 	SDKToken
-	// Internal: the internal service credential, for calls between mnv services.
+	// Internal: the calling mnv service's own token, of one of the callers the rule names.
 	Internal
 	// Admin: the operator credential (mnvctl).
 	Admin
@@ -36,6 +38,9 @@ const (
 // Rule is the access rule of one method.
 type Rule struct {
 	Credential Credential
+	// Callers are the internal callers an Internal rule admits (KnownCallers); an Internal rule
+	// must name at least one (Guard.Validate).
+	Callers []string
 	// AdminRole requires an API key with the ADMIN role.
 	AdminRole bool
 	// AllowSuspended lets a suspended client through (it may still read its own details).
@@ -56,30 +61,22 @@ type Authenticator interface {
 // which part was wrong.
 var ErrUnauthenticated = errors.New("unauthenticated")
 
-// ServiceTokens holds digests of the internal and admin credentials, compared in constant time.
+// ServiceTokens are the bearer credentials a server accepts: its internal callers' token
+// digests, and the digest of the admin token. Both are compared in constant time.
 type ServiceTokens struct {
-	internal, admin [sha256.Size]byte
-	hasInternal     bool
-	hasAdmin        bool
+	callers  Callers
+	admin    [sha256.Size]byte
+	hasAdmin bool
 }
 
-// NewServiceTokens keeps digests of the tokens; an empty token is never accepted.
-func NewServiceTokens(internal, admin string) ServiceTokens {
-	return ServiceTokens{
-		internal: sha256.Sum256([]byte(internal)), hasInternal: internal != "",
-		admin: sha256.Sum256([]byte(admin)), hasAdmin: admin != "",
-	}
+// NewServiceTokens keeps the callers and a digest of the admin token; an empty admin token is
+// never accepted.
+func NewServiceTokens(callers Callers, admin string) ServiceTokens {
+	return ServiceTokens{callers: callers, admin: sha256.Sum256([]byte(admin)), hasAdmin: admin != ""}
 }
 
-// matches reports whether d, the digest of a bearer token, is that of credential c.
-func (t ServiceTokens) matches(c Credential, d [sha256.Size]byte) bool {
-	switch c {
-	case Internal:
-		return t.hasInternal && subtle.ConstantTimeCompare(d[:], t.internal[:]) == 1
-	case Admin:
-		return t.hasAdmin && subtle.ConstantTimeCompare(d[:], t.admin[:]) == 1
-	}
-	return false
+func (t ServiceTokens) isAdmin(d [sha256.Size]byte) bool {
+	return t.hasAdmin && subtle.ConstantTimeCompare(d[:], t.admin[:]) == 1
 }
 
 // Guard enforces a Policy.
@@ -95,23 +92,44 @@ func NewGuard(policy Policy, authn Authenticator, tokens ServiceTokens) *Guard {
 	return &Guard{policy: policy, authn: authn, tokens: tokens}
 }
 
+// Validate checks the policy itself: every Internal rule names its callers, all of them known.
+// A rule without callers would refuse every call; one with a misspelt caller, that caller. The
+// gRPC server refuses to start with such a policy (grpcserver.New).
+func (g *Guard) Validate() error {
+	var errs []error
+	for method, rule := range g.policy {
+		if rule.Credential != Internal {
+			if len(rule.Callers) > 0 {
+				errs = append(errs, fmt.Errorf("policy of %s: Callers given on a rule that is not Internal", method))
+			}
+			continue
+		}
+		if len(rule.Callers) == 0 {
+			errs = append(errs, fmt.Errorf("policy of %s: an Internal rule must name its Callers", method))
+		}
+		for _, c := range rule.Callers {
+			if !slices.Contains(KnownCallers, c) {
+				errs = append(errs, fmt.Errorf("policy of %s: unknown caller %q", method, c))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 var (
 	errUnauthenticated = apierr.New(codes.Unauthenticated, apierr.Unauthenticated, "missing or invalid credentials")
 	errNoRule          = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "method not allowed")
 	errSuspended       = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "the account is suspended")
 	errNotAdmin        = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "this operation needs an API key with the ADMIN role")
 	errUnavailable     = apierr.New(codes.Unavailable, apierr.Unavailable, "authentication is unavailable, try again")
+	// errCallerNotAdmitted answers a valid internal token on a method whose rule does not name
+	// its caller. UNAUTHENTICATED rather than PERMISSION_DENIED: the credential is not one this
+	// method accepts, and callers read PERMISSION_DENIED as a business refusal (accountsclient
+	// takes it for a suspended client, which would settle a verification as REJECTED), while an
+	// unexpected UNAUTHENTICATED leaves a charge unknown, retried and alerted on. The message
+	// tells the operator that the token is valid and the caller list is what to look at.
+	errCallerNotAdmitted = apierr.New(codes.Unauthenticated, apierr.Unauthenticated, "this internal caller may not call this method")
 )
-
-type internalCallerKey struct{}
-
-// InternalCaller reports whether the call carried the internal service credential, whatever
-// its method's rule: only then may a service believe metadata another mnv service set (the
-// client address the gateway resolved, for one).
-func InternalCaller(ctx context.Context) bool {
-	v, _ := ctx.Value(internalCallerKey{}).(bool)
-	return v
-}
 
 // Check authenticates the call to method and returns ctx carrying the principal, if any.
 func (g *Guard) Check(ctx context.Context, method string) (context.Context, error) {
@@ -123,18 +141,30 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		return ctx, errNoRule
 	}
 	token, hasBearer := bearer(ctx)
-	var digest [sha256.Size]byte
+	var (
+		digest   [sha256.Size]byte
+		caller   string
+		isCaller bool
+	)
 	if hasBearer {
 		digest = sha256.Sum256([]byte(token))
-		if g.tokens.matches(Internal, digest) {
-			ctx = context.WithValue(ctx, internalCallerKey{}, true)
+		if caller, isCaller = g.tokens.callers.caller(digest); isCaller {
+			ctx = context.WithValue(ctx, callerKey{}, caller)
 		}
 	}
 	switch rule.Credential {
 	case None:
 		return ctx, nil
-	case Internal, Admin:
-		if !hasBearer || !g.tokens.matches(rule.Credential, digest) {
+	case Internal:
+		if !isCaller {
+			return ctx, errUnauthenticated
+		}
+		if !slices.Contains(rule.Callers, caller) {
+			return ctx, errCallerNotAdmitted
+		}
+		return ctx, nil
+	case Admin:
+		if !hasBearer || !g.tokens.isAdmin(digest) {
 			return ctx, errUnauthenticated
 		}
 		return ctx, nil
@@ -249,7 +279,8 @@ func (g *Guard) StreamInterceptor() grpc.StreamServerInterceptor {
 // credential of one mnv service calling another, or the admin credential of mnvctl.
 type BearerCredentials struct {
 	Token string
-	// Insecure allows plain-text connections (loopback, or a mesh that encrypts for us).
+	// Insecure allows plain-text connections (loopback, or a mesh that encrypts for us). When
+	// false, gRPC refuses to send the token over a connection without TLS.
 	Insecure bool
 }
 

@@ -39,12 +39,16 @@ func (f *fakeAuthn) AuthenticateSDKToken(_ context.Context, token, clientID stri
 }
 
 const (
-	internalToken = "internal-service-token-0123456789"
-	adminToken    = "admin-operator-token-0123456789"
-	clientID      = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	// internalToken is the gateway's: the one caller mInternal admits.
+	internalToken     = "gateway-service-token-0123456789"
+	verificationToken = "verification-service-token-0123456789"
+	connectToken      = "connect-service-token-0123456789"
+	adminToken        = "admin-operator-token-0123456789"
+	clientID          = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 	mOpen      = "/test.Svc/Open"
 	mInternal  = "/test.Svc/Internal"
+	mServices  = "/test.Svc/Services"
 	mAdmin     = "/test.Svc/Admin"
 	mKey       = "/test.Svc/Key"
 	mKeyAnyOK  = "/test.Svc/KeyAllowSuspended"
@@ -58,7 +62,8 @@ const (
 
 var policy = auth.Policy{
 	mOpen:     {Credential: auth.None},
-	mInternal: {Credential: auth.Internal},
+	mInternal: {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
+	mServices: {Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}},
 	mAdmin:    {Credential: auth.Admin},
 	mKey:      {Credential: auth.APIKey},
 	mKeyAnyOK: {Credential: auth.APIKey, AllowSuspended: true},
@@ -66,6 +71,12 @@ var policy = auth.Policy{
 	mSDK:      {Credential: auth.SDKToken},
 	mZeroRule: {},
 }
+
+// callers are every internal caller, each with its own token.
+var callers = auth.Callers{}.
+	With(auth.CallerGateway, internalToken).
+	With(auth.CallerVerification, verificationToken).
+	With(auth.CallerConnect, connectToken)
 
 var (
 	activeAdmin     = auth.Principal{ClientID: clientID, KeyID: "k1", Role: auth.RoleAdmin, Status: auth.StatusActive, Features: []string{"VERIFY"}}
@@ -166,7 +177,7 @@ func TestGuardCheck(t *testing.T) {
 		{"sdk: repeated token", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), auth.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
 	}
-	tokens := auth.NewServiceTokens(internalToken, adminToken)
+	tokens := auth.NewServiceTokens(callers, adminToken)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := &fakeAuthn{principal: tt.principal, err: tt.authErr}
@@ -210,7 +221,7 @@ func TestGuardCheck(t *testing.T) {
 // TestGuardTokensNotConfigured checks that an unset internal or admin token never lets anyone
 // in, whatever they send.
 func TestGuardTokensNotConfigured(t *testing.T) {
-	g := auth.NewGuard(policy, nil, auth.NewServiceTokens("", ""))
+	g := auth.NewGuard(policy, nil, auth.NewServiceTokens(auth.Callers{}, ""))
 	tests := []struct {
 		name, method, authorization string
 	}{
@@ -230,7 +241,7 @@ func TestGuardTokensNotConfigured(t *testing.T) {
 }
 
 func TestGuardWithoutAuthenticator(t *testing.T) {
-	g := auth.NewGuard(policy, nil, auth.NewServiceTokens(internalToken, adminToken))
+	g := auth.NewGuard(policy, nil, auth.NewServiceTokens(callers, adminToken))
 	tests := []struct {
 		name   string
 		method string
@@ -254,7 +265,7 @@ func TestGuardWithoutAuthenticator(t *testing.T) {
 // TestGuardCanceled checks that an authenticator failing because the caller went away reports
 // the context's error, not UNAVAILABLE.
 func TestGuardCanceled(t *testing.T) {
-	g := auth.NewGuard(policy, &fakeAuthn{err: context.Canceled}, auth.NewServiceTokens(internalToken, adminToken))
+	g := auth.NewGuard(policy, &fakeAuthn{err: context.Canceled}, auth.NewServiceTokens(callers, adminToken))
 	ctx, cancel := context.WithCancel(metadata.NewIncomingContext(context.Background(),
 		metadata.Pairs("x-api-key", crypto.NewToken(auth.APIKeyPrefix))))
 	cancel()
@@ -274,7 +285,7 @@ func TestGuardUnaryInterceptor(t *testing.T) {
 		{"authenticated call reaches the handler with the principal", metadata.Pairs("x-api-key", apiKey), codes.OK, true},
 		{"refused call never reaches the handler", metadata.Pairs("x-api-key", "bad"), codes.Unauthenticated, false},
 	}
-	g := auth.NewGuard(policy, &fakeAuthn{principal: activeMember}, auth.NewServiceTokens(internalToken, adminToken))
+	g := auth.NewGuard(policy, &fakeAuthn{principal: activeMember}, auth.NewServiceTokens(callers, adminToken))
 	icpt := g.UnaryInterceptor()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +329,7 @@ func TestGuardStreamInterceptor(t *testing.T) {
 		{"sdk stream carries the principal", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(auth.SDKTokenPrefix), "x-client-id", clientID), codes.OK, true},
 		{"unknown stream refused", mNoRule, nil, codes.PermissionDenied, false},
 	}
-	g := auth.NewGuard(policy, &fakeAuthn{principal: sdkPrincipal}, auth.NewServiceTokens(internalToken, adminToken))
+	g := auth.NewGuard(policy, &fakeAuthn{principal: sdkPrincipal}, auth.NewServiceTokens(callers, adminToken))
 	icpt := g.StreamInterceptor()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,7 +366,7 @@ func TestBearerCredentialsPassGuard(t *testing.T) {
 		{"admin credentials on an admin method", auth.BearerCredentials{Token: adminToken, Insecure: true}, mAdmin, codes.OK},
 		{"internal credentials on an admin method", auth.BearerCredentials{Token: internalToken}, mAdmin, codes.Unauthenticated},
 	}
-	g := auth.NewGuard(policy, nil, auth.NewServiceTokens(internalToken, adminToken))
+	g := auth.NewGuard(policy, nil, auth.NewServiceTokens(callers, adminToken))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.creds.RequireTransportSecurity(); got == tt.creds.Insecure {

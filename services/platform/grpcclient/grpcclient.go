@@ -1,11 +1,17 @@
-// Package grpcclient dials one mnv service from another: the internal credential on every call,
-// the request id carried along, traces when tracing is on, and calls spread over replicas.
+// Package grpcclient dials one mnv service from another: the caller's own internal token on
+// every call, over TLS when a CA is configured, the request id carried along, traces when
+// tracing is on, and calls spread over replicas.
 package grpcclient
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -21,19 +27,71 @@ import (
 // their share.
 const serviceConfig = `{"loadBalancingConfig":[{"round_robin":{}}]}`
 
-// Dial connects to the mnv service at target (host:port, or any gRPC target) with the internal
-// token. extra options come last, so they may override these.
-func Dial(target, internalToken string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: internalToken, Insecure: true}),
+// Options are what a process presents when it calls another mnv service.
+type Options struct {
+	// Token is the process's own internal token (MNV_INTERNAL_TOKEN): it tells the server
+	// which caller this is.
+	Token string
+	// CAFile is the PEM bundle of the CAs that sign the services' certificates
+	// (MNV_GRPC_TLS_CA). Set, every call goes over TLS and the server's certificate must name
+	// the host part of the target; empty, calls are plaintext.
+	CAFile string
+}
+
+// Dial connects to the mnv service at target (host:port, or any gRPC target). extra options
+// come last, so they may override these.
+func Dial(target string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	// The servers see only digests, so the caller is where a weak token can be caught.
+	if o.Token != "" && len(o.Token) < auth.MinTokenLength {
+		return nil, fmt.Errorf("MNV_INTERNAL_TOKEN: must be at least %d characters", auth.MinTokenLength)
+	}
+	opts, err := CredentialOptions(o.Token, o.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
 		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
 		grpc.WithDefaultServiceConfig(serviceConfig),
-	}
+	)
 	opts = append(opts, tracing.DialOptions()...)
 	conn, err := grpc.NewClient(target, append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", target, err)
 	}
 	return conn, nil
+}
+
+// CredentialOptions are the dial options that carry token (as a bearer credential; "" for
+// none) over the transport caFile asks for: TLS verified against caFile's CAs, or plaintext
+// when caFile is empty. With TLS the bearer credential requires it, so a token never travels in
+// clear. mnvctl and the all-in-one dial with these too.
+func CredentialOptions(token, caFile string) ([]grpc.DialOption, error) {
+	var opts []grpc.DialOption
+	if caFile == "" {
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	} else {
+		pool, err := loadCAs(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("MNV_GRPC_TLS_CA: %w", err)
+		}
+		// The server name checked is the host part of the target (grpc-go takes it from the
+		// authority), so "mnv-accounts:9091" needs a certificate for mnv-accounts.
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})))
+	}
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token, Insecure: caFile == ""}))
+	}
+	return opts, nil
+}
+
+func loadCAs(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, errors.New(file + ": no PEM certificate in it")
+	}
+	return pool, nil
 }

@@ -45,51 +45,74 @@ func (l countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// startReplica serves the internal-only method test.Svc/Echo with a short connection age.
-func startReplica(t *testing.T, age time.Duration) *replica {
-	t.Helper()
-	r := &replica{}
-	s, err := grpcserver.New(grpcserver.Options{
-		Logger:           zap.NewNop(),
-		Guard:            auth.NewGuard(auth.Policy{"/test.Svc/Echo": {Credential: auth.Internal}}, nil, auth.NewServiceTokens(token, "")),
-		MaxConnectionAge: age,
-	})
-	if err != nil {
-		t.Fatal(err)
+// gatewayOnly admits token, as the gateway, to the methods it names.
+func gatewayOnly(methods ...string) *auth.Guard {
+	policy := auth.Policy{}
+	for _, m := range methods {
+		policy["/test.Svc/"+m] = auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}
 	}
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "test.Svc",
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{
-			MethodName: "Echo",
+	return auth.NewGuard(policy, nil, auth.NewServiceTokens(auth.Callers{}.With(auth.CallerGateway, token), ""))
+}
+
+// serveTest registers test.Svc on s, one unary method per handler (a StringValue in, the
+// handler's string out, through the server's interceptors), and serves it on lis until the
+// test ends.
+func serveTest(t *testing.T, s *grpcserver.Server, lis net.Listener, handlers map[string]func(ctx context.Context) string) {
+	t.Helper()
+	desc := &grpc.ServiceDesc{ServiceName: "test.Svc", HandlerType: (*any)(nil)}
+	for name, h := range handlers {
+		desc.Methods = append(desc.Methods, grpc.MethodDesc{
+			MethodName: name,
 			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
 				in := new(wrapperspb.StringValue)
 				if err := dec(in); err != nil {
 					return nil, err
 				}
-				h := func(ctx context.Context, _ any) (any, error) {
-					r.calls.Add(1)
-					r.mu.Lock()
-					r.ids = append(r.ids, requestid.From(ctx))
-					r.mu.Unlock()
-					return in, nil
-				}
-				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Svc/Echo"}, h)
+				return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Svc/" + name}, func(ctx context.Context, _ any) (any, error) {
+					return wrapperspb.String(h(ctx)), nil
+				})
 			},
-		}},
-	}, struct{}{})
+		})
+	}
+	s.RegisterService(desc, struct{}{})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+// listen opens a loopback port.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lis
+}
+
+// startReplica serves the internal-only method test.Svc/Echo with a short connection age.
+func startReplica(t *testing.T, age time.Duration) *replica {
+	t.Helper()
+	r := &replica{}
+	s, err := grpcserver.New(grpcserver.Options{Logger: zap.NewNop(), Guard: gatewayOnly("Echo"), MaxConnectionAge: age})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := listen(t)
 	r.addr = lis.Addr().String()
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, countingListener{lis, r}) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
+	serveTest(t, s, countingListener{lis, r}, map[string]func(context.Context) string{"Echo": func(ctx context.Context) string {
+		r.calls.Add(1)
+		r.mu.Lock()
+		r.ids = append(r.ids, requestid.From(ctx))
+		r.mu.Unlock()
+		return ""
+	}})
 	return r
 }
 
@@ -103,7 +126,7 @@ func TestDialSpreadsCallsOverReplicas(t *testing.T) {
 	res := manual.NewBuilderWithScheme("mnvtest")
 	res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: a.addr}, {Addr: b.addr}}})
 
-	conn, err := grpcclient.Dial(res.Scheme()+":///accounts", token, grpc.WithResolvers(res))
+	conn, err := grpcclient.Dial(res.Scheme()+":///accounts", grpcclient.Options{Token: token}, grpc.WithResolvers(res))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package grpcserver is the gRPC server kit every mnv service runs on: one interceptor chain in
-// a fixed order, health, Prometheus metrics and a graceful shutdown.
+// a fixed order, health, Prometheus metrics, TLS when configured (Transport) and a graceful
+// shutdown.
 package grpcserver
 
 import (
@@ -43,6 +44,8 @@ type Options struct {
 	// the client to reconnect (default 2 minutes, ±10% jitter by grpc-go). Clients then resolve
 	// the service's name again, so replicas added by a scale-out receive calls within minutes.
 	MaxConnectionAge time.Duration
+	// Transport: TLS, and a plaintext health port (LoadTransport).
+	Transport Transport
 }
 
 // maxConnectionAgeGrace is how long calls in flight on an aged connection may still run. It is
@@ -56,6 +59,9 @@ type Server struct {
 	Health  *health.Server
 	log     *zap.Logger
 	timeout time.Duration
+	// healthOnly serves Health alone, in plaintext, on healthAddr (Transport.HealthAddr).
+	healthOnly *grpc.Server
+	healthAddr string
 }
 
 var errInternal = apierr.New(codes.Internal, apierr.Internal, "internal error")
@@ -64,6 +70,13 @@ var errInternal = apierr.New(codes.Internal, apierr.Internal, "internal error")
 func New(o Options) (*Server, error) {
 	if o.Logger == nil || o.Guard == nil {
 		return nil, errors.New("grpcserver: Logger and Guard are required")
+	}
+	if err := o.Guard.Validate(); err != nil {
+		return nil, fmt.Errorf("grpcserver: %w", err)
+	}
+	creds, err := o.Transport.credentials()
+	if err != nil {
+		return nil, err
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 15 * time.Second
@@ -114,12 +127,19 @@ func New(o Options) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: o.MaxConnectionAge, MaxConnectionAgeGrace: maxConnectionAgeGrace}),
 	}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
 	// The trace's server span (when tracing is on) is a stats handler: it starts before every
 	// interceptor, so the request log line can name its trace.
 	srv := grpc.NewServer(append(opts, tracing.ServerOptions()...)...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(srv, h)
-	s := &Server{Server: srv, Health: h, log: log, timeout: o.ShutdownTimeout}
+	s := &Server{Server: srv, Health: h, log: log, timeout: o.ShutdownTimeout, healthAddr: o.Transport.HealthAddr}
+	if s.healthAddr != "" {
+		s.healthOnly = grpc.NewServer()
+		healthpb.RegisterHealthServer(s.healthOnly, h)
+	}
 	// Metrics are initialised lazily per method; registering services happens after New, so the
 	// zero series appear on the first call instead. That is enough for rate() and alerts.
 	return s, nil
@@ -182,6 +202,15 @@ func zapLevel(l logging.Level) zapcore.Level {
 // Serve serves on lis until ctx is done, then stops gracefully: health turns NOT_SERVING, new
 // calls are refused, in-flight calls get the shutdown timeout to finish.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	if s.healthOnly != nil {
+		hl, err := net.Listen("tcp", s.healthAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s (MNV_GRPC_HEALTH_ADDR): %w", s.healthAddr, err)
+		}
+		go func() { _ = s.healthOnly.Serve(hl) }()
+		// Stopped last, so that probes see NOT_SERVING for as long as the graceful stop runs.
+		defer s.healthOnly.Stop()
+	}
 	s.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Server.Serve(lis) }()

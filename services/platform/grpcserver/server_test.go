@@ -31,6 +31,9 @@ import (
 
 const internalToken = "internal-token-for-grpcserver-test"
 
+// callers admit internalToken as the gateway.
+var callers = auth.Callers{}.With(auth.CallerGateway, internalToken)
+
 // testService is registered by hand with wrapperspb messages, so no generated code is needed.
 // Every method answers with the request id its handler saw.
 func testService() *grpc.ServiceDesc {
@@ -72,13 +75,13 @@ func testService() *grpc.ServiceDesc {
 
 var policy = auth.Policy{
 	"/test.Svc/Echo":   {Credential: auth.None},
-	"/test.Svc/Secret": {Credential: auth.Internal},
+	"/test.Svc/Secret": {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
 	"/test.Svc/Fail":   {Credential: auth.None},
 	"/test.Svc/Panic":  {Credential: auth.None},
 }
 
 func TestNewRequiresLoggerAndGuard(t *testing.T) {
-	guard := auth.NewGuard(policy, nil, auth.NewServiceTokens(internalToken, ""))
+	guard := auth.NewGuard(policy, nil, auth.NewServiceTokens(callers, ""))
 	reg := prometheus.NewRegistry()
 	tests := []struct {
 		name    string
@@ -92,6 +95,11 @@ func TestNewRequiresLoggerAndGuard(t *testing.T) {
 		{"with a registerer", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Registerer: reg}, false},
 		// The same metrics cannot be registered twice on one registry.
 		{"registerer used twice", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Registerer: reg}, true},
+		// An internal method that names no caller would refuse every call: caught at start-up.
+		{"internal rule without callers", grpcserver.Options{Logger: zap.NewNop(), Guard: auth.NewGuard(
+			auth.Policy{"/test.Svc/Secret": {Credential: auth.Internal}}, nil, auth.NewServiceTokens(callers, ""))}, true},
+		{"certificate without key", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Transport: grpcserver.Transport{CertFile: "x.crt"}}, true},
+		{"unreadable certificate", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Transport: grpcserver.Transport{CertFile: "no.crt", KeyFile: "no.key"}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +142,7 @@ func TestServer(t *testing.T) {
 	s, err := grpcserver.New(grpcserver.Options{
 		Logger:     zap.New(core),
 		Registerer: reg,
-		Guard:      auth.NewGuard(policy, nil, auth.NewServiceTokens(internalToken, "")),
+		Guard:      auth.NewGuard(policy, nil, auth.NewServiceTokens(callers, "")),
 		Unary:      []grpc.UnaryServerInterceptor{rec.interceptor},
 	})
 	if err != nil {

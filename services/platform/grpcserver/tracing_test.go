@@ -43,7 +43,7 @@ func TestTracing(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	s, err := grpcserver.New(grpcserver.Options{
 		Logger: zap.New(core),
-		Guard:  auth.NewGuard(auth.Policy{"/test.Traced/Query": {Credential: auth.None}}, nil, auth.NewServiceTokens(internalToken, "")),
+		Guard:  auth.NewGuard(auth.Policy{"/test.Traced/Query": {Credential: auth.None}}, nil, auth.NewServiceTokens(callers, "")),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,14 +56,28 @@ type Config struct {
 	// ConnectAddr is where Connect listens (MNV_CONNECT_ADDR); empty: the outbox of verified
 	// numbers is kept but not relayed.
 	ConnectAddr string
-	// InternalToken authenticates calls between services (MNV_INTERNAL_TOKEN[_FILE]).
+	// InternalToken is verification's own credential, presented to accounts and connect
+	// (MNV_INTERNAL_TOKEN[_FILE]).
 	InternalToken string
+	// TLSCAFile, when set, makes the calls to accounts and connect TLS, verified against it
+	// (MNV_GRPC_TLS_CA).
+	TLSCAFile string
+	// InternalCallers are the digests of the callers' tokens (MNV_INTERNAL_CALLERS): only the
+	// gateway's may capture, and speak for a client's network.
+	InternalCallers auth.Callers
+	// Transport is the gRPC server's TLS and health port (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY,
+	// MNV_GRPC_HEALTH_ADDR).
+	Transport grpcserver.Transport
 	// DataKeys seal blobs and numbers at rest (MNV_DATA_KEYS[_FILE]).
 	DataKeys string
 	// NumberHashKey keys the hash of numbers, shared with Connect (MNV_NUMBER_HASH_KEY[_FILE]).
 	NumberHashKey string
-	// OperatorsFile is the operator registry (MNV_OPERATORS_FILE); empty: the sandbox only.
+	// OperatorsFile is the operator registry (MNV_OPERATORS_FILE); empty: the built-in one.
 	OperatorsFile string
+	// Sandbox switches the sandbox operator on (MNV_SANDBOX): it trusts loopback, so it is for
+	// development and tests only. Off, the built-in registry is empty and a registry file with
+	// a sandbox operator is refused.
+	Sandbox bool
 	// SessionTTL is how long a sealed blob may be verified (MNV_SESSION_TTL).
 	SessionTTL time.Duration
 	// TransactionTTL is how long a browser flow waits for its capture (MNV_TRANSACTION_TTL).
@@ -116,9 +130,11 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
 	c.OperatorsFile = env.String("MNV_OPERATORS_FILE", "")
+	c.Sandbox = env.Bool("MNV_SANDBOX", false)
 	c.SessionTTL = env.Duration("MNV_SESSION_TTL", c.SessionTTL)
 	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
 	c.ClientRate = float64(env.Int("MNV_CLIENT_RATE", int(c.ClientRate)))
@@ -131,7 +147,10 @@ func LoadConfig(env *config.Env) (Config, error) {
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
-	if err := env.Err(); err != nil {
+	callers, cerr := auth.LoadCallers(env)
+	transport, terr := grpcserver.LoadTransport(env)
+	c.InternalCallers, c.Transport = callers, transport
+	if err := errors.Join(env.Err(), cerr, terr); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -200,11 +219,18 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
 	}
-	ops, err := operators.Load(cfg.OperatorsFile)
+	ops, err := operators.Load(cfg.OperatorsFile, cfg.Sandbox)
+	if errors.Is(err, operators.ErrSandboxOff) {
+		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w; set MNV_SANDBOX=true where a sandbox belongs (development, tests), never in production", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
 	}
-	accounts, err := accountsclient.Dial(cfg.AccountsAddr, cfg.InternalToken)
+	if len(ops.List()) == 0 {
+		log.Warn("no operator is configured: every capture finds no network identity (set MNV_OPERATORS_FILE, or MNV_SANDBOX=true for development)")
+	}
+	internal := grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile}
+	accounts, err := accountsclient.Dial(cfg.AccountsAddr, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +265,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:     log,
 		Registerer: reg,
-		Guard:      auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalToken, "")),
+		Guard:      auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
 		Unary: []grpc.UnaryServerInterceptor{
 			rate.UnaryInterceptor(func(ctx context.Context, wait time.Duration) error {
 				return server.Refuse(ctx, log, &domain.RateLimitedError{Msg: "too many requests for this account", RetryAfter: wait})
@@ -247,6 +273,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			idem.UnaryInterceptor(),
 		},
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		Transport:       cfg.Transport,
 	})
 	if err != nil {
 		pool.Close()
@@ -268,7 +295,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			_ = accounts.Close()
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
-		conn, err := grpcclient.Dial(cfg.ConnectAddr, cfg.InternalToken)
+		conn, err := grpcclient.Dial(cfg.ConnectAddr, internal)
 		if err != nil {
 			pool.Close()
 			_ = accounts.Close()

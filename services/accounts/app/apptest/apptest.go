@@ -18,15 +18,15 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
-// Test secrets.
+// Test secrets. The internal callers' tokens are authtest's.
 const (
-	Pepper        = "apptest-pepper-apptest-pepper-0123456789"
-	DataKeys      = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-	InternalToken = "apptest-internal-token-0123456789abcdef"
-	AdminToken    = "apptest-admin-token-0123456789abcdefghij"
+	Pepper     = "apptest-pepper-apptest-pepper-0123456789"
+	DataKeys   = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	AdminToken = "apptest-admin-token-0123456789abcdefghij"
 )
 
 // Server is a running accounts service.
@@ -34,8 +34,9 @@ type Server struct {
 	Addr        string
 	DatabaseURL string
 	// Metrics is the registry the service registered its metrics on.
-	Metrics  *prometheus.Registry
-	Admin    accountsv1.AccountsAdminServiceClient
+	Metrics *prometheus.Registry
+	Admin   accountsv1.AccountsAdminServiceClient
+	// Internal calls the internal methods as verification does.
 	Internal accountsv1.AccountsInternalServiceClient
 }
 
@@ -45,7 +46,8 @@ func Start(t testing.TB) *Server {
 	cfg := app.DefaultConfig()
 	cfg.GRPCAddr = "127.0.0.1:0"
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
-	cfg.Pepper, cfg.DataKeys, cfg.InternalToken, cfg.AdminToken = Pepper, DataKeys, InternalToken, AdminToken
+	cfg.Pepper, cfg.DataKeys, cfg.AdminToken = Pepper, DataKeys, AdminToken
+	cfg.InternalCallers = authtest.Callers()
 	cfg.ShutdownTimeout = 5 * time.Second
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +72,7 @@ func Start(t testing.TB) *Server {
 	})
 	s := &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg}
 	s.Admin = accountsv1.NewAccountsAdminServiceClient(Dial(t, s.Addr, AdminToken))
-	s.Internal = accountsv1.NewAccountsInternalServiceClient(Dial(t, s.Addr, InternalToken))
+	s.Internal = accountsv1.NewAccountsInternalServiceClient(Dial(t, s.Addr, authtest.VerificationToken))
 	return s
 }
 

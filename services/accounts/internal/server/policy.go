@@ -10,7 +10,9 @@ import (
 func Policy() auth.Policy {
 	apiKey := auth.Rule{Credential: auth.APIKey}
 	adminKey := auth.Rule{Credential: auth.APIKey, AdminRole: true}
-	internal := auth.Rule{Credential: auth.Internal}
+	// The services that authenticate their callers' credentials and charge them; the gateway
+	// never calls these (it forwards credentials to the services' own methods).
+	services := auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}
 	operator := auth.Rule{Credential: auth.Admin}
 	return auth.Policy{
 		// A suspended client may still read its own details, and nothing else.
@@ -29,12 +31,13 @@ func Policy() auth.Policy {
 		accountsv1.AccountsService_ListWebOrigins_FullMethodName:      apiKey,
 		accountsv1.AccountsService_SetWebOrigins_FullMethodName:       adminKey,
 
-		accountsv1.AccountsInternalService_Authenticate_FullMethodName:         internal,
-		accountsv1.AccountsInternalService_AuthenticateSdkToken_FullMethodName: internal,
-		accountsv1.AccountsInternalService_Debit_FullMethodName:                internal,
-		accountsv1.AccountsInternalService_Refund_FullMethodName:               internal,
-		accountsv1.AccountsInternalService_GetBalance_FullMethodName:           internal,
-		accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName:       internal,
+		accountsv1.AccountsInternalService_Authenticate_FullMethodName:         services,
+		accountsv1.AccountsInternalService_AuthenticateSdkToken_FullMethodName: services,
+		accountsv1.AccountsInternalService_Debit_FullMethodName:                services,
+		accountsv1.AccountsInternalService_Refund_FullMethodName:               services,
+		accountsv1.AccountsInternalService_GetBalance_FullMethodName:           services,
+		// Only verification checks a browser capture's origin.
+		accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName: {Credential: auth.Internal, Callers: []string{auth.CallerVerification}},
 
 		accountsv1.AccountsAdminService_CreateClient_FullMethodName:        operator,
 		accountsv1.AccountsAdminService_DescribeClient_FullMethodName:      operator,

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
@@ -31,8 +32,9 @@ type Server struct {
 	Metrics *prometheus.Registry
 }
 
-// Start runs a connect service against the accounts service at accountsAddr until the test
-// ends. Deliveries may go to plain-http loopback receivers, with retries a few hundred
+// Start runs a connect service against the accounts service at accountsAddr (which must accept
+// internalToken, the token connect presents) until the test ends. It accepts the callers of
+// authtest. Deliveries may go to plain-http loopback receivers, with retries a few hundred
 // milliseconds apart. edit may change the configuration.
 func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Config)) *Server {
 	t.Helper()
@@ -40,6 +42,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.GRPCAddr = "127.0.0.1:0"
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
+	cfg.InternalCallers = authtest.Callers()
 	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
 	cfg.WebhookAllowHTTP = true
 	cfg.WebhookAllowedNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}

@@ -28,7 +28,8 @@ func Policy() auth.Policy {
 		connectv1.ConnectService_ListSyncHistory_FullMethodName:   apiKey,
 		connectv1.ConnectService_GetOverview_FullMethodName:       apiKey,
 
-		connectv1.ConnectInternalService_RecordVerifiedNumbers_FullMethodName: {Credential: auth.Internal},
+		// Verified numbers come from verification's outbox relay, and from nowhere else.
+		connectv1.ConnectInternalService_RecordVerifiedNumbers_FullMethodName: {Credential: auth.Internal, Callers: []string{auth.CallerVerification}},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/app"
 )
@@ -30,13 +31,16 @@ type Server struct {
 }
 
 // Start runs a verification service against the accounts service at accountsAddr (which must
-// accept internalToken) until the test ends. edit may change the configuration.
+// accept internalToken, the token verification presents) until the test ends. It accepts the
+// callers of authtest, and the sandbox operator is on. edit may change the configuration.
 func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Config)) *Server {
 	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.GRPCAddr = "127.0.0.1:0"
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
+	cfg.InternalCallers = authtest.Callers()
+	cfg.Sandbox = true
 	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
 	cfg.ConnectAddr = "" // no Connect in these tests: keep the outbox, relay nothing
 	cfg.ShutdownTimeout = 5 * time.Second

@@ -140,10 +140,24 @@ func Default() *Registry {
 	return defaultRegistry()
 }
 
-// Load reads and parses the registry file at path. An empty path means Default.
-func Load(path string) (*Registry, error) {
+// ErrSandboxOff is the error of a registry file that lists a sandbox operator while the sandbox
+// is switched off.
+var ErrSandboxOff = errors.New("a sandbox operator, and the sandbox is switched off")
+
+// Load reads and parses the registry file at path. An empty path means the built-in registry:
+// Default when sandbox is true, no operator at all otherwise.
+//
+// The sandbox operator trusts loopback, and behind a same-host proxy or a mesh sidecar every
+// request comes from loopback: any client with the SANDBOX feature could assert any number. So
+// it exists only where the deployment switches it on (development, tests), and with the switch
+// off a file that lists a sandbox operator is refused rather than quietly trimmed: whoever
+// wrote it expected that operator to work.
+func Load(path string, sandbox bool) (*Registry, error) {
 	if path == "" {
-		return Default(), nil
+		if sandbox {
+			return Default(), nil
+		}
+		return &Registry{byID: map[string]int{}}, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -152,6 +166,13 @@ func Load(path string) (*Registry, error) {
 	r, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !sandbox {
+		for i, op := range r.ops {
+			if op.Sandbox {
+				return nil, fmt.Errorf("%s: operators[%d] (id %q): %w", path, i, op.ID, ErrSandboxOff)
+			}
+		}
 	}
 	return r, nil
 }

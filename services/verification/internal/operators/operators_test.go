@@ -1,6 +1,7 @@
 package operators_test
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -80,37 +81,65 @@ func TestDefault(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	r, err := operators.Load("")
-	if err != nil {
-		t.Fatalf(`Load(""): %v`, err)
-	}
-	if !reflect.DeepEqual(r.List(), operators.Default().List()) {
-		t.Error(`Load("") differs from Default()`)
-	}
-
 	dir := t.TempDir()
 	path := filepath.Join(dir, "operators.yaml")
 	if err := os.WriteFile(path, []byte(twoOperators), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err = operators.Load(path)
-	if err != nil {
-		t.Fatalf("Load(%s): %v", path, err)
+	realOnly := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(realOnly, []byte(twoOperators[:strings.Index(twoOperators, "  - id: sandbox")]+twoOperators[strings.Index(twoOperators, "  - id: ae-etisalat"):]), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if ids := ids(r.List()); !slices.Equal(ids, []string{"sandbox", "ae-etisalat"}) {
-		t.Errorf("Load(%s) ids = %v", path, ids)
-	}
-
-	if _, err := operators.Load(filepath.Join(dir, "missing.yaml")); err == nil {
-		t.Error("Load of a missing file: no error")
-	}
-
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("operators: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operators.Load(bad); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("Load of an invalid file: %v, want an error naming the file", err)
+	tests := []struct {
+		name    string
+		path    string
+		sandbox bool
+		wantIDs []string
+		wantErr string // part of the error; "" for none
+	}{
+		{"built-in, sandbox on: the sandbox operator", "", true, []string{"sandbox"}, ""},
+		// A sandbox that trusts loopback must not exist unless switched on: behind a same-host
+		// proxy or a mesh sidecar every request comes from loopback.
+		{"built-in, sandbox off: no operator", "", false, nil, ""},
+		{"file, sandbox on", path, true, []string{"sandbox", "ae-etisalat"}, ""},
+		{"file with a sandbox operator, sandbox off: refused", path, false, nil, `operators[0] (id "sandbox"): a sandbox operator, and the sandbox is switched off`},
+		{"file without a sandbox operator, sandbox off", realOnly, false, []string{"ae-etisalat"}, ""},
+		{"missing file", filepath.Join(dir, "missing.yaml"), true, nil, "missing.yaml"},
+		{"invalid file, named", bad, true, nil, bad},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := operators.Load(tt.path, tt.sandbox)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(r.List()); !slices.Equal(got, tt.wantIDs) {
+				t.Errorf("ids = %v, want %v", got, tt.wantIDs)
+			}
+			sandboxHeader := slices.Contains(r.NumberHeaders(), "X-Mnv-Sandbox-Msisdn")
+			if sandboxHeader != slices.Contains(tt.wantIDs, "sandbox") {
+				t.Errorf("NumberHeaders = %v", r.NumberHeaders())
+			}
+			if op, ok := r.ByAddr(netip.MustParseAddr("127.0.0.1")); ok != slices.Contains(tt.wantIDs, "sandbox") {
+				t.Errorf("ByAddr(127.0.0.1) = %v, %v", op.ID, ok)
+			}
+		})
+	}
+	if _, err := operators.Load(path, false); !errors.Is(err, operators.ErrSandboxOff) {
+		t.Errorf("the refusal is not ErrSandboxOff: %v", err)
+	}
+	if r, _ := operators.Load("", true); r != operators.Default() {
+		t.Error(`Load("", true) is not Default()`)
 	}
 }
 

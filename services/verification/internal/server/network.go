@@ -13,12 +13,12 @@ import (
 )
 
 // network reads what the request showed of its network (the gateway's auth.MDClientIP,
-// auth.MDHeaderPrefix and auth.MDOrigin metadata). Only the gateway (a caller with the internal credential) may
-// speak for the client address and pass number headers; anyone else is taken at its socket
-// address, without headers.
+// auth.MDHeaderPrefix and auth.MDOrigin metadata). Only the gateway (a call with the gateway's
+// own token) may speak for the client address, pass number headers and name the page's origin;
+// anyone else, another mnv service included, is taken at its socket address, without headers.
 func network(ctx context.Context, numberHeaders []string) capture.Network {
 	var n capture.Network
-	if !auth.InternalCaller(ctx) {
+	if caller, _ := auth.Caller(ctx); caller != auth.CallerGateway {
 		if p, ok := peer.FromContext(ctx); ok {
 			if ap, err := netip.ParseAddrPort(p.Addr.String()); err == nil {
 				n.Addr = ap.Addr().Unmap()

@@ -20,9 +20,9 @@ func Policy() auth.Policy {
 		verificationv1.VerificationService_GetOpportunity_FullMethodName:    apiKey,
 		// The browser has no credential: the capture is bound to the client's allowed web
 		// origins, and only the gateway, which resolves the client address and passes the
-		// page's Origin, may present it.
-		verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  {Credential: auth.Internal},
-		verificationv1.VerificationService_CheckWebOrigin_FullMethodName:         {Credential: auth.Internal},
+		// page's Origin, may present it or ask about an origin.
+		verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
+		verificationv1.VerificationService_CheckWebOrigin_FullMethodName:         {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
 		verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  apiKey,
 		verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: adminKey,
 		verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   adminKey,

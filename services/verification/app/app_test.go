@@ -1,0 +1,111 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/verification/app"
+	"github.com/mnvhq/mnv/services/verification/app/apptest"
+)
+
+// TestLoadConfigCredentials: the credentials and the sandbox switch are read, and each mistake
+// stops the start with a message naming its variable.
+func TestLoadConfigCredentials(t *testing.T) {
+	base := func() map[string]string {
+		return map[string]string{
+			"DATABASE_URL":         "postgres://localhost/mnv",
+			"MNV_INTERNAL_TOKEN":   authtest.VerificationToken,
+			"MNV_INTERNAL_CALLERS": authtest.Callers().String(),
+			"MNV_DATA_KEYS":        apptest.DataKeys,
+			"MNV_NUMBER_HASH_KEY":  apptest.NumberHashKey,
+		}
+	}
+	tests := []struct {
+		name    string
+		edit    func(map[string]string)
+		wantErr string // "" for none
+		check   func(t *testing.T, c app.Config)
+	}{
+		{"complete; the sandbox is off by default", nil, "", func(t *testing.T, c app.Config) {
+			if c.Sandbox {
+				t.Error("the sandbox is on without MNV_SANDBOX")
+			}
+			if c.InternalToken != authtest.VerificationToken || !c.InternalCallers.Accepts(authtest.GatewayToken) {
+				t.Error("the token or the callers were not read")
+			}
+		}},
+		{"MNV_SANDBOX=true", func(m map[string]string) { m["MNV_SANDBOX"] = "true" }, "", func(t *testing.T, c app.Config) {
+			if !c.Sandbox {
+				t.Error("the sandbox is off")
+			}
+		}},
+		{"TLS", func(m map[string]string) {
+			m["MNV_GRPC_TLS_CERT"], m["MNV_GRPC_TLS_KEY"], m["MNV_GRPC_TLS_CA"] = "/tls/tls.crt", "/tls/tls.key", "/tls/ca.crt"
+		}, "", func(t *testing.T, c app.Config) {
+			if c.Transport.CertFile != "/tls/tls.crt" || c.Transport.KeyFile != "/tls/tls.key" || c.TLSCAFile != "/tls/ca.crt" {
+				t.Errorf("transport %+v, CA %q", c.Transport, c.TLSCAFile)
+			}
+		}},
+		{"no own token", func(m map[string]string) { delete(m, "MNV_INTERNAL_TOKEN") }, "MNV_INTERNAL_TOKEN: required", nil},
+		{"no callers", func(m map[string]string) { delete(m, "MNV_INTERNAL_CALLERS") }, "MNV_INTERNAL_CALLERS: required", nil},
+		{"malformed callers", func(m map[string]string) { m["MNV_INTERNAL_CALLERS"] = "gateway:" + authtest.GatewayToken }, "MNV_INTERNAL_CALLERS: entry 1 (gateway)", nil},
+		{"a certificate without its key", func(m map[string]string) { m["MNV_GRPC_TLS_CERT"] = "/tls/tls.crt" }, "MNV_GRPC_TLS_CERT and MNV_GRPC_TLS_KEY", nil},
+		{"a malformed sandbox switch", func(m map[string]string) { m["MNV_SANDBOX"] = "yes please" }, "MNV_SANDBOX", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := base()
+			if tt.edit != nil {
+				tt.edit(m)
+			}
+			c, err := app.LoadConfig(config.FromMap(m))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("LoadConfig = %v, want an error containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), authtest.GatewayToken) || strings.Contains(err.Error(), authtest.VerificationToken) {
+					t.Errorf("the error quotes a token: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+// TestSandboxOperatorNeedsTheSwitch: a registry file with a sandbox operator is refused at
+// start-up unless MNV_SANDBOX is on, with a message that says so.
+func TestSandboxOperatorNeedsTheSwitch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "operators.yaml")
+	const registry = `operators:
+  - id: sandbox
+    name: mnv sandbox
+    country: ZZ
+    methods: [HEADER_ENRICHMENT]
+    sandbox: true
+    headerEnrichment:
+      trustedRanges: ["127.0.0.0/8"]
+      numberHeader: X-Mnv-Sandbox-Msisdn
+`
+	if err := os.WriteFile(path, []byte(registry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := app.DefaultConfig()
+	cfg.DataKeys, cfg.NumberHashKey, cfg.OperatorsFile = apptest.DataKeys, apptest.NumberHashKey, path
+	cfg.InternalToken, cfg.InternalCallers = authtest.VerificationToken, auth.Callers{}.With(auth.CallerGateway, authtest.GatewayToken)
+	_, err := app.New(context.Background(), cfg, zap.NewNop(), nil)
+	if err == nil || !strings.Contains(err.Error(), "MNV_SANDBOX=true") || !strings.Contains(err.Error(), `"sandbox"`) {
+		t.Fatalf("New = %v, want a refusal naming the operator and MNV_SANDBOX", err)
+	}
+}
