@@ -50,7 +50,8 @@ func TestLimiter(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			l := open(t, b.url, redistest.Prefix(t), nil, nil).Limiter("credential", ratelimit.Limit{Rate: 1, Burst: 3})
+			reg := prometheus.NewRegistry()
+			l := open(t, b.url, redistest.Prefix(t), nil, reg).Limiter("credential", ratelimit.Limit{Rate: 1, Burst: 3})
 			if ok, _, err := l.Peek(ctx, "a"); err != nil || !ok {
 				t.Fatalf("peek at an unused key: %v %v", ok, err)
 			}
@@ -82,6 +83,10 @@ func TestLimiter(t *testing.T) {
 			}
 			if ok, _, _ := l.Allow(ctx, "a"); ok {
 				t.Fatal("the refill gave more than one token in a second")
+			}
+			// Two refused Allows and one refused Peek.
+			if got := metricstest.Gather(t, reg)["mnv_ratelimit_refused_total{limit=credential}"]; got != 3 {
+				t.Fatalf("mnv_ratelimit_refused_total = %v, want 3", got)
 			}
 		})
 	}

@@ -65,7 +65,7 @@ func Open(o Options) (*Store, error) {
 	}
 	s.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "mnv", Subsystem: "ratelimit", Name: "refused_total",
-		Help: "Requests refused with 429 by a rate limit, by limit.",
+		Help: "Requests that found their rate-limit budget empty (answered 429), by limit.",
 	}, []string{"limit"})
 	s.redisErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "mnv", Subsystem: "ratelimit", Name: "redis_errors_total",
@@ -119,14 +119,23 @@ func (s *Store) Limiter(name string, l Limit) Limiter {
 	return &counted{Limiter: &failOpen{store: s, shared: NewRedis(s.rdb, s.prefix+name+":", l), local: local}, refused: refused}
 }
 
-// counted counts the refusals of Allow (Peek refuses nothing by itself: its caller decides).
+// counted counts the decisions that found a budget empty: the requests answered 429, whether
+// the budget is spent by the request (Allow) or checked before it (Peek, failed
+// authentications).
 type counted struct {
 	Limiter
 	refused prometheus.Counter
 }
 
 func (c *counted) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
-	ok, wait, err := c.Limiter.Allow(ctx, key)
+	return c.count(c.Limiter.Allow(ctx, key))
+}
+
+func (c *counted) Peek(ctx context.Context, key string) (bool, time.Duration, error) {
+	return c.count(c.Limiter.Peek(ctx, key))
+}
+
+func (c *counted) count(ok bool, wait time.Duration, err error) (bool, time.Duration, error) {
 	if err == nil && !ok {
 		c.refused.Inc()
 	}
