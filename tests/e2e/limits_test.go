@@ -2,13 +2,9 @@ package e2e_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,31 +87,6 @@ func authenticateCalls(t *testing.T, metricsAddr string) int {
 	return int(total)
 }
 
-// uploadCSV sends a one-line CSV to connect's streaming import through s's gateway.
-func uploadCSV(t *testing.T, s *harness.Suite, c harness.Client) response {
-	t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, err := mw.CreateFormFile("file", "one.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(fw, "mobileNumber\n%s\n", nextNumber())
-	mw.Close()
-	req, _ := http.NewRequest("POST", s.GatewayURL+"/v1/api/me/connect/import", &body)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-Api-Key", c.APIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.env)
-	return r
-}
-
 // TestLimits runs its own suite with small budgets shared through a real Redis (MNV_REDIS_URL),
 // as the prod overlay does: per credential in every service, per address at the gateway.
 func TestLimits(t *testing.T) {
@@ -174,7 +145,9 @@ func TestLimits(t *testing.T) {
 			return callSuite(t, s, "GET", "/v1/api/me/connect/profiles", meOf(c), "")
 		})
 		wantRateLimited(t, "connect", r, 1)
-		r = untilLimited(t, "upload", func() response { return uploadCSV(t, s, c) })
+		r = untilLimited(t, "upload", func() response {
+			return postUpload(t, s, c, "one.csv", []byte("mobileNumber\n"+nextNumber()+"\n"))
+		})
 		wantRateLimited(t, "connect upload", r, 1)
 	})
 

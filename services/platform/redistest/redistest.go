@@ -9,10 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -28,25 +25,10 @@ var (
 // ServerURL returns the URL of the server the tests use.
 func ServerURL() (string, error) {
 	serverOnce.Do(func() {
-		script, err := findup.Path(filepath.Join("deploy", "local", "redis-ensure.sh"))
-		if errors.Is(err, findup.ErrNotFound) {
+		serverURL, serverErr = findup.Output(filepath.Join("deploy", "local", "redis-ensure.sh"))
+		if errors.Is(serverErr, findup.ErrNotFound) {
 			serverErr = errors.New("deploy/local/redis-ensure.sh was not found above the working directory")
-			return
 		}
-		if err != nil {
-			serverErr = err
-			return
-		}
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			serverErr = fmt.Errorf("redis-ensure.sh: %w", err)
-			return
-		}
-		serverURL = strings.TrimSpace(string(out))
 	})
 	return serverURL, serverErr
 }
