@@ -212,7 +212,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		g.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	if g.limits, err = ratelimit.Open(ratelimit.Options{RedisURL: cfg.RedisURL, Log: log, Registerer: reg}); err != nil {
+	if g.limits, err = ratelimit.Open(ratelimit.Options{Service: "gateway", RedisURL: cfg.RedisURL, Log: log, Registerer: reg}); err != nil {
 		g.Close()
 		return nil, err
 	}

@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Log: log, Now: time.Now,
 	}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	limits, err := ratelimit.Open(ratelimit.Options{RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "accounts", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		pool.Close()
 		return nil, err

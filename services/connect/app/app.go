@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	limits, err := ratelimit.Open(ratelimit.Options{RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		pool.Close()
 		_ = accounts.Close()

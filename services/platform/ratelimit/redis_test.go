@@ -123,6 +123,39 @@ func TestReplicaMath(t *testing.T) {
 	}
 }
 
+// TestServicesKeepTheirOwnBudgets: in Redis, as in-process, a credential's budget at one
+// service is not spent by its calls to another.
+func TestServicesKeepTheirOwnBudgets(t *testing.T) {
+	ctx := context.Background()
+	lim := ratelimit.Limit{Rate: 0.01, Burst: 2}
+	prefix := redistest.Prefix(t)
+	store := func(service string) *ratelimit.Store {
+		s, err := ratelimit.Open(ratelimit.Options{Service: service, RedisURL: redistest.URL(t), Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	services := map[string][]ratelimit.Limiter{
+		"accounts":     {store("accounts").Limiter("credential", lim), store("accounts").Limiter("credential", lim)},
+		"verification": {store("verification").Limiter("credential", lim)},
+	}
+	for name, replicas := range services {
+		allowed := 0
+		for i := range 6 {
+			if ok, _, err := replicas[i%len(replicas)].Allow(ctx, "key:k1"); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				allowed++
+			}
+		}
+		if allowed != lim.Burst {
+			t.Fatalf("%s: %d of 6 allowed, want its own burst %d", name, allowed, lim.Burst)
+		}
+	}
+}
+
 // proxy stands between a Store and the test Redis, so a test can take "Redis" away: it
 // forwards, refuses connections, or accepts them and never answers.
 type proxy struct {

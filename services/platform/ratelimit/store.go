@@ -16,6 +16,10 @@ type Options struct {
 	// RedisURL is the shared server (redis:// or rediss://, MNV_REDIS_URL); empty keeps every
 	// budget in this process.
 	RedisURL string
+	// Service names the process's component ("accounts", "gateway"): in Redis its budgets are
+	// its own, as they are in-process, so a credential's budget at accounts and at
+	// verification never meet.
+	Service string
 	// Prefix is put before every key in Redis; default "mnv:". Tests give each their own.
 	Prefix string
 	// Log receives the start and end of a Redis outage.
@@ -59,6 +63,9 @@ func Open(o Options) (*Store, error) {
 	s := &Store{prefix: o.Prefix, log: o.Log}
 	if s.prefix == "" {
 		s.prefix = "mnv:"
+	}
+	if o.Service != "" {
+		s.prefix += o.Service + ":"
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -106,7 +113,7 @@ func (s *Store) Close() error {
 }
 
 // Limiter returns the limiter of the budgets called name ("credential", "address"): Redis keys
-// name:key under the Store's prefix, refusals counted under the label name.
+// <prefix><service>:<name>:<key>, refusals counted under the label name.
 func (s *Store) Limiter(name string, l Limit) Limiter {
 	refused := s.refused.WithLabelValues(name)
 	if l.Off() {
