@@ -8,6 +8,7 @@ MAKEFLAGS += --no-print-directory
 MODULES := proto/gen services/platform services/accounts services/verification services/connect gateway cmd tests deploy/k8s
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
+REDIS_ENSURE := deploy/local/redis-ensure.sh
 FUZZTIME ?= 10s
 
 .PHONY: help
@@ -19,8 +20,9 @@ run: build ## Start the whole suite (gateway on MNV_HTTP_ADDR, default 127.0.0.1
 	@url=$$($(PG_ENSURE) --database mnv); DATABASE_URL="$$url" MNV_LOG_FORMAT=$${MNV_LOG_FORMAT:-console} exec $(BIN)/mnv
 
 .PHONY: test
-test: ## Run every test against a real PostgreSQL (started if need be)
+test: ## Run every test against a real PostgreSQL and Redis (started if need be)
 	@url=$$($(PG_ENSURE)); export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
+	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
 	$(MAKE) build; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
 
@@ -77,6 +79,11 @@ db-stop: ## Stop the private PostgreSQL cluster, if one was started
 	@d=.mnv/pg/data; [ -f $$d/PG_VERSION ] || exit 0; \
 	pgbin=$$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); \
 	if [ "$$(id -u)" = 0 ]; then runuser -u postgres -- $$pgbin/pg_ctl -D $$d stop -m fast; else $$pgbin/pg_ctl -D $$d stop -m fast; fi
+
+.PHONY: redis-stop
+redis-stop: ## Stop the private Redis, if one was started
+	@d=.mnv/redis; [ -f $$d/redis.pid ] || exit 0; \
+	kill "$$(cat $$d/redis.pid)" 2>/dev/null || true; rm -f $$d/redis.pid $$d/port
 
 .PHONY: clean
 clean: ## Remove build output (not the local database)

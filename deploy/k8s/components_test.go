@@ -76,6 +76,7 @@ var secretVars = map[string]bool{
 	"MNV_PEPPER":                    true,
 	"MNV_DATA_KEYS":                 true,
 	"MNV_NUMBER_HASH_KEY":           true,
+	"MNV_REDIS_URL":                 true,
 }
 
 // backendAddrVars name where a process reaches another: each must name a Service of the render.

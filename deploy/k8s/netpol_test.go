@@ -3,6 +3,7 @@ package k8s_test
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,6 +89,16 @@ var connections = []connection{
 	{"verification", "internet", 443, corev1.ProtocolTCP, false},
 }
 
+// prodConnections hold in the prod overlay, whose components share the rate limits through
+// Redis (MNV_REDIS_URL_FILE); base and dev keep them per replica and reach no Redis.
+var prodConnections = []connection{
+	{"gateway", "redis", 6379, corev1.ProtocolTCP, true},
+	{"accounts", "redis", 6379, corev1.ProtocolTCP, true},
+	{"verification", "redis", 6379, corev1.ProtocolTCP, true},
+	{"connect", "redis", 6379, corev1.ProtocolTCP, true},
+	{"gateway", "redis", 5432, corev1.ProtocolTCP, false},
+}
+
 func nsLabels(ns string) map[string]string {
 	return map[string]string{"kubernetes.io/metadata.name": ns}
 }
@@ -104,6 +115,7 @@ func endpoints(m *manifests) map[string]*endpoint {
 		"private-host":       {name: "private-host", ip: netip.MustParseAddr("10.1.2.3")},
 		"metadata-service":   {name: "metadata-service", ip: netip.MustParseAddr("169.254.169.254")},
 		"postgres":           {name: "postgres", ip: netip.MustParseAddr("10.20.0.5")},
+		"redis":              {name: "redis", ip: netip.MustParseAddr("10.20.0.6")},
 		"ingress-controller": {name: "ingress-controller", namespace: "ingress-nginx", nsLabels: nsLabels("ingress-nginx"), podLabels: map[string]string{"app.kubernetes.io/name": "ingress-nginx"}, ip: netip.MustParseAddr("10.244.9.1")},
 		"prometheus":         {name: "prometheus", namespace: "monitoring", nsLabels: nsLabels("monitoring"), podLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}, ip: netip.MustParseAddr("10.244.9.2")},
 		"other-namespace":    {name: "other-namespace", namespace: "other", nsLabels: nsLabels("other"), podLabels: map[string]string{"app.kubernetes.io/name": "gateway", "app.kubernetes.io/part-of": "mnv"}, ip: netip.MustParseAddr("10.244.9.3")},
@@ -286,7 +298,11 @@ func checkNetworkPolicies(m *manifests) []string {
 			}
 		}
 	}
-	for _, c := range connections {
+	expected := connections
+	if m.env == "prod" {
+		expected = append(slices.Clone(connections), prodConnections...)
+	}
+	for _, c := range expected {
 		from, to := eps[c.from], eps[c.to]
 		if from == nil || to == nil {
 			continue // a component this render does not hold

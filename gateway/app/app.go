@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
+	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
@@ -38,6 +39,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
@@ -69,6 +71,15 @@ type Config struct {
 	MaxBodyBytes int64
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// Limits per client address (gateway/internal/edgelimit): IPRate and IPBurst on the routes
+	// without a credential (MNV_IP_RATE, MNV_IP_BURST), AuthFailureRate and AuthFailureBurst on
+	// failed authentications (MNV_AUTH_FAILURE_RATE, MNV_AUTH_FAILURE_BURST); a rate of 0
+	// disables a limit. RedisURL shares them between replicas (MNV_REDIS_URL[_FILE]).
+	IPRate           float64
+	IPBurst          int
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	RedisURL         string
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
@@ -77,6 +88,7 @@ func DefaultConfig() Config {
 		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092", ConnectAddr: "127.0.0.1:9093",
 		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
 		MaxBodyBytes:  1 << 20, ShutdownTimeout: 15 * time.Second,
+		IPRate: 10, IPBurst: 50, AuthFailureRate: 1, AuthFailureBurst: 30,
 	}
 }
 
@@ -104,12 +116,20 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
 	c.MaxBodyBytes = int64(env.Int("MNV_MAX_BODY_BYTES", int(c.MaxBodyBytes)))
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.IPRate = env.Float("MNV_IP_RATE", c.IPRate)
+	c.IPBurst = env.Int("MNV_IP_BURST", c.IPBurst)
+	c.AuthFailureRate = env.Float("MNV_AUTH_FAILURE_RATE", c.AuthFailureRate)
+	c.AuthFailureBurst = env.Int("MNV_AUTH_FAILURE_BURST", c.AuthFailureBurst)
+	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	if err := env.Err(); err != nil {
 		return c, err
 	}
 	if c.MaxBodyBytes < 1024 {
 		return c, errors.New("MNV_MAX_BODY_BYTES: must be at least 1024")
+	}
+	if c.IPRate < 0 || c.IPBurst < 1 || c.AuthFailureRate < 0 || c.AuthFailureBurst < 1 {
+		return c, errors.New("MNV_IP_RATE, MNV_IP_BURST, MNV_AUTH_FAILURE_RATE, MNV_AUTH_FAILURE_BURST: must not be negative (bursts at least 1)")
 	}
 	return c, nil
 }
@@ -166,6 +186,7 @@ type Gateway struct {
 	handler  http.Handler
 	conns    []*grpc.ClientConn
 	backends map[string]healthpb.HealthClient
+	limits   *ratelimit.Store
 }
 
 // New builds the gateway. gatherer is what /metrics serves (the gateway's own registry, or in
@@ -199,6 +220,13 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		g.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	if g.limits, err = ratelimit.Open(ratelimit.Options{Service: "gateway", RedisURL: cfg.RedisURL, Log: log, Registerer: reg}); err != nil {
+		g.Close()
+		return nil, err
+	}
+	perAddress := edgelimit.Middleware(
+		g.limits.Limiter("address", ratelimit.Limit{Rate: cfg.IPRate, Burst: cfg.IPBurst}),
+		g.limits.Limiter("auth_failure", ratelimit.Limit{Rate: cfg.AuthFailureRate, Burst: cfg.AuthFailureBurst}), log)
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
 		runtime.WithIncomingHeaderMatcher(incomingHeaders),
@@ -252,7 +280,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// The client address is resolved before the forwarding headers are stripped. The trace's
 	// server span (when tracing is on) is outermost, so the access log line can name it.
 	g.handler = tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
-		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(root))))))
+		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(root)))))))
 	return g, nil
 }
 
@@ -384,4 +412,8 @@ func (g *Gateway) Close() {
 		_ = c.Close()
 	}
 	g.conns = nil
+	if g.limits != nil {
+		_ = g.limits.Close()
+		g.limits = nil
+	}
 }

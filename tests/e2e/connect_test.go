@@ -55,6 +55,20 @@ type profile struct {
 // upload sends a CSV as a multipart upload through s's gateway and returns the queued job.
 func upload(t *testing.T, s *harness.Suite, c harness.Client, name string, content []byte) importJob {
 	t.Helper()
+	r := postUpload(t, s, c, name, content)
+	if r.status != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", r.status, r.raw)
+	}
+	var job importJob
+	if err := json.Unmarshal(r.env.Data, &job); err != nil || job.Status != "QUEUED" {
+		t.Fatalf("upload answer %s", r.raw)
+	}
+	return job
+}
+
+// postUpload sends a CSV as a multipart upload through s's gateway and returns the answer.
+func postUpload(t *testing.T, s *harness.Suite, c harness.Client, name string, content []byte) response {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	fw, err := mw.CreateFormFile("file", name)
@@ -72,16 +86,11 @@ func upload(t *testing.T, s *harness.Suite, c harness.Client, name string, conte
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("upload: %d %s", resp.StatusCode, raw)
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if err := json.Unmarshal(raw, &r.env); err != nil {
+		t.Fatalf("upload: %d, body is not an envelope: %q", resp.StatusCode, raw)
 	}
-	var env struct {
-		Data importJob `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil || env.Data.Status != "QUEUED" {
-		t.Fatalf("upload answer %s", raw)
-	}
-	return env.Data
+	return r
 }
 
 // waitJob waits for a job to finish.

@@ -17,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
 // Routes of the non-JSON Connect endpoints.
@@ -78,7 +79,7 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 		}
 		if err := stream.Send(&connectv1.UploadImportRequest{Part: &connectv1.UploadImportRequest_Header{
 			Header: &connectv1.UploadImportHeader{FileName: name}}}); err != nil {
-			envelope.WriteError(w, envelope.FromErr(r.Context(), recvErr(stream, err)))
+			writeStreamError(w, r, stream, recvErr(stream, err))
 			return
 		}
 		buf := make([]byte, chunk)
@@ -91,7 +92,7 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 					return
 				}
 				if err := stream.Send(&connectv1.UploadImportRequest{Part: &connectv1.UploadImportRequest_Chunk{Chunk: buf[:n]}}); err != nil {
-					envelope.WriteError(w, envelope.FromErr(r.Context(), recvErr(stream, err)))
+					writeStreamError(w, r, stream, recvErr(stream, err))
 					return
 				}
 			}
@@ -111,11 +112,22 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 		}
 		resp, err := stream.CloseAndRecv()
 		if err != nil {
-			envelope.WriteError(w, envelope.FromErr(r.Context(), err))
+			writeStreamError(w, r, stream, err)
 			return
 		}
 		envelope.WriteSuccess(w, http.StatusAccepted, "Import queued", jsonpb.AppendMessage(nil, resp.GetJob().ProtoReflect()))
 	}
+}
+
+// writeStreamError answers the error that ended the upload stream, with the Retry-After that
+// connect set on a refusal (the mux passes it on for the other routes).
+func writeStreamError(w http.ResponseWriter, r *http.Request, stream connectv1.ConnectService_UploadImportClient, err error) {
+	if md, herr := stream.Header(); herr == nil {
+		for _, v := range md.Get(ratelimit.RetryAfterMD) {
+			w.Header().Add("Retry-After", v)
+		}
+	}
+	envelope.WriteError(w, envelope.FromErr(r.Context(), err))
 }
 
 // recvErr returns the service's own error when a Send failed because the stream ended.

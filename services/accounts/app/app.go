@@ -28,6 +28,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -56,13 +57,20 @@ type Config struct {
 	AdminToken string
 	// Prices override the default prices (MNV_PRICES), e.g. "VERIFICATION=2,STUCK_PLUS_REVEAL=0".
 	Prices string
+	// ClientRate and ClientBurst bound the requests per second of each client credential, API
+	// key or SDK token (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
+	ClientRate  float64
+	ClientBurst int
+	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
+	// replica keeps its own.
+	RedisURL string
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
-	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second}
+	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100}
 }
 
 // databaseVar overrides DATABASE_URL for this service alone.
@@ -85,6 +93,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.AdminToken = env.Secret("MNV_ADMIN_TOKEN")
 	c.Prices = env.String("MNV_PRICES", "")
+	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
+	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("MNV_PEPPER", c.Pepper)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
@@ -107,6 +118,9 @@ func (c Config) Validate() error {
 	if len(c.AdminToken) < 32 {
 		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: must be at least 32 characters"))
 	}
+	if c.ClientRate < 0 || c.ClientBurst < 1 {
+		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
+	}
 	if c.InternalCallers.Accepts(c.AdminToken) {
 		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: is an internal caller's token (MNV_INTERNAL_CALLERS); they must differ"))
 	}
@@ -121,6 +135,7 @@ type App struct {
 	server *grpcserver.Server
 	creds  *credentials.Service
 	idem   *idempotency.Store
+	limits *ratelimit.Store
 }
 
 // Migrate applies the schema's migrations and returns: the `accounts migrate` command, run once
@@ -183,27 +198,35 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Log: log, Now: time.Now,
 	}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "accounts", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
 		Guard:           auth.NewGuard(server.Policy(), creds, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
-		Unary:           []grpc.UnaryServerInterceptor{idem.UnaryInterceptor()},
+		Unary:           []grpc.UnaryServerInterceptor{ratelimit.UnaryServerInterceptor(perCredential), idem.UnaryInterceptor()},
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
+		_ = limits.Close()
 		pool.Close()
 		return nil, err
 	}
 	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
 	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
-	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds, idem: idem}, nil
+	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds, idem: idem, limits: limits}, nil
 }
 
 // Run serves on lis until ctx ends, then shuts down gracefully and closes the pool.
 func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	defer a.pool.Close()
+	defer func() { _ = a.limits.Close() }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.creds.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })

@@ -35,6 +35,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -88,6 +89,13 @@ type Config struct {
 	// EnrichmentReconcileEvery is how often it looks (MNV_ENRICHMENT_RECONCILE_EVERY).
 	EnrichmentSettleAfter    time.Duration
 	EnrichmentReconcileEvery time.Duration
+	// ClientRate and ClientBurst bound the requests per second of each client credential
+	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
+	ClientRate  float64
+	ClientBurst int
+	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
+	// replica keeps its own.
+	RedisURL string
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -97,7 +105,7 @@ func DefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryBackoff: 2 * time.Second,
-		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second,
+		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
 	}
 }
@@ -138,6 +146,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.EnrichmentSettleAfter = env.Duration("MNV_ENRICHMENT_SETTLE_AFTER", c.EnrichmentSettleAfter)
 	c.EnrichmentReconcileEvery = env.Duration("MNV_ENRICHMENT_RECONCILE_EVERY", c.EnrichmentReconcileEvery)
+	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
+	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
@@ -179,6 +190,9 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
+	if c.ClientRate < 0 || c.ClientBurst < 1 {
+		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -193,6 +207,7 @@ type App struct {
 	imports  *imports.Service
 	delivery *delivery.Worker
 	idem     *idempotency.Store
+	limits   *ratelimit.Store
 }
 
 // Migrate applies the schema's migrations and returns: the `connect migrate` command, run once
@@ -266,15 +281,24 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, err
+	}
+	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
 		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
-		Unary:           []grpc.UnaryServerInterceptor{idem.UnaryInterceptor()},
+		Unary:           []grpc.UnaryServerInterceptor{ratelimit.UnaryServerInterceptor(perCredential), idem.UnaryInterceptor()},
+		Stream:          []grpc.StreamServerInterceptor{ratelimit.StreamServerInterceptor(perCredential)},
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
+		_ = limits.Close()
 		pool.Close()
 		_ = accounts.Close()
 		return nil, err
@@ -283,7 +307,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
-	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem}, nil
+	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem, limits: limits}, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -300,6 +324,7 @@ func (a *App) Listen() (net.Listener, error) {
 func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	defer a.pool.Close()
 	defer func() { _ = a.accounts.Close() }()
+	defer func() { _ = a.limits.Close() }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.imports.Run(ctx); return nil })
 	g.Go(func() error {

@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -59,6 +60,21 @@ func (e *Env) Int(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// Float returns the variable as a decimal number ("2", "0.5"), or def when unset. NaN and the
+// infinities are refused: no setting means them.
+func (e *Env) Float(name string, def float64) float64 {
+	v, ok := e.get(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		e.fail(name, fmt.Errorf("not a number: %q", v))
+		return def
+	}
+	return f
 }
 
 // Duration returns the variable as a Go duration ("1.5s", "2m"), or def when unset.

@@ -65,6 +65,35 @@ func TestInt(t *testing.T) {
 	}
 }
 
+func TestFloat(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   *string
+		want    float64
+		wantErr bool
+	}{
+		{"unset gives default", nil, 7, false},
+		{"blank gives default", ptr(" "), 7, false},
+		{"integer", ptr("42"), 42, false},
+		{"fraction", ptr("0.25"), 0.25, false},
+		{"zero", ptr("0"), 0, false},
+		{"negative", ptr("-1.5"), -1.5, false},
+		{"not a number", ptr("fast"), 7, true},
+		{"NaN", ptr("NaN"), 7, true},
+		{"infinity", ptr("+Inf"), 7, true},
+		{"unit", ptr("5/s"), 7, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := config.FromMap(envOf("MNV_F", tt.value))
+			if got := e.Float("MNV_F", 7); got != tt.want {
+				t.Errorf("Float = %v, want %v", got, tt.want)
+			}
+			checkErr(t, e.Err(), tt.wantErr, "MNV_F")
+		})
+	}
+}
+
 func TestDuration(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -4,9 +4,12 @@
 package findup
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -33,4 +36,22 @@ func Path(rel string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Output runs the program rel (found as Path finds it, e.g. "deploy/local/pg-ensure.sh") and
+// returns its standard output, trimmed; its standard error, when it fails, is in the error.
+func Output(rel string) (string, error) {
+	p, err := Path(rel)
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(p).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return "", fmt.Errorf("%s: %w", filepath.Base(rel), err)
+	}
+	return string(bytes.TrimSpace(out)), nil
 }

@@ -38,6 +38,8 @@ type Options struct {
 	Guard *auth.Guard
 	// Unary interceptors that run after authentication, in order (e.g. idempotency).
 	Unary []grpc.UnaryServerInterceptor
+	// Stream interceptors that run after authentication, in order (e.g. rate limits).
+	Stream []grpc.StreamServerInterceptor
 	// ShutdownTimeout bounds the graceful stop; in-flight calls get this long to finish.
 	ShutdownTimeout time.Duration
 	// MaxConnectionAge is how long a client connection serves new calls before the server asks
@@ -121,6 +123,7 @@ func New(o Options) (*Server, error) {
 		recovery.StreamServerInterceptor(onPanic),
 		o.Guard.StreamInterceptor(),
 	}
+	stream = append(stream, o.Stream...)
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),

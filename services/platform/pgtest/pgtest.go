@@ -13,9 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,31 +36,12 @@ func ServerURL() (string, error) {
 			serverURL = u
 			return
 		}
-		script, err := findScript()
-		if err != nil {
-			serverErr = err
-			return
+		serverURL, serverErr = findup.Output(filepath.Join("deploy", "local", "pg-ensure.sh"))
+		if errors.Is(serverErr, findup.ErrNotFound) {
+			serverErr = errors.New("DATABASE_URL is not set and deploy/local/pg-ensure.sh was not found above the working directory")
 		}
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				err = fmt.Errorf("%w: %s", err, ee.Stderr)
-			}
-			serverErr = fmt.Errorf("pg-ensure.sh: %w", err)
-			return
-		}
-		serverURL = strings.TrimSpace(string(out))
 	})
 	return serverURL, serverErr
-}
-
-func findScript() (string, error) {
-	p, err := findup.Path(filepath.Join("deploy", "local", "pg-ensure.sh"))
-	if errors.Is(err, findup.ErrNotFound) {
-		return "", errors.New("DATABASE_URL is not set and deploy/local/pg-ensure.sh was not found above the working directory")
-	}
-	return p, err
 }
 
 // CreateDatabase creates an empty database and returns its URL and a function that drops it.

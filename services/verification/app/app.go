@@ -27,9 +27,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
-	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/limits"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
@@ -82,10 +81,13 @@ type Config struct {
 	SessionTTL time.Duration
 	// TransactionTTL is how long a browser flow waits for its capture (MNV_TRANSACTION_TTL).
 	TransactionTTL time.Duration
-	// ClientRate and ClientBurst bound each client's requests per second
-	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
+	// ClientRate and ClientBurst bound the requests per second of each client credential, API
+	// key or SDK token (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
 	ClientRate  float64
 	ClientBurst int
+	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
+	// replica keeps its own.
+	RedisURL string
 	// NumberAttemptsPerHour bounds a client's verifications of one number
 	// (MNV_NUMBER_ATTEMPTS_PER_HOUR); 0 disables the limit.
 	NumberAttemptsPerHour int
@@ -137,8 +139,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.Sandbox = env.Bool("MNV_SANDBOX", false)
 	c.SessionTTL = env.Duration("MNV_SESSION_TTL", c.SessionTTL)
 	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
-	c.ClientRate = float64(env.Int("MNV_CLIENT_RATE", int(c.ClientRate)))
+	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.NumberAttemptsPerHour = env.Int("MNV_NUMBER_ATTEMPTS_PER_HOUR", c.NumberAttemptsPerHour)
 	c.RevealChargeRepeats = env.Bool("MNV_REVEAL_CHARGE_REPEATS", false)
 	c.SettleAfter = env.Duration("MNV_SETTLE_AFTER", c.SettleAfter)
@@ -187,6 +190,7 @@ type App struct {
 	idem     *idempotency.Store
 	relay    *relay.Relay
 	connect  *grpc.ClientConn
+	limits   *ratelimit.Store
 }
 
 // Migrate applies the schema's migrations and returns: the `verification migrate` command, run once
@@ -261,21 +265,26 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}, log)
 	verifier.Metrics = verifyMetrics
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	rate := limits.NewClientRate(cfg.ClientRate, cfg.ClientBurst)
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "verification", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	if err != nil {
+		pool.Close()
+		_ = accounts.Close()
+		return nil, err
+	}
+	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:     log,
 		Registerer: reg,
 		Guard:      auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
 		Unary: []grpc.UnaryServerInterceptor{
-			rate.UnaryInterceptor(func(ctx context.Context, wait time.Duration) error {
-				return server.Refuse(ctx, log, &domain.RateLimitedError{Msg: "too many requests for this account", RetryAfter: wait})
-			}),
+			ratelimit.UnaryServerInterceptor(perCredential),
 			idem.UnaryInterceptor(),
 		},
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
+		_ = limits.Close()
 		pool.Close()
 		_ = accounts.Close()
 		return nil, err
@@ -285,20 +294,18 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
-	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem}
+	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem, limits: limits}
 	if cfg.ConnectAddr != "" {
 		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
 		// nothing would hide a growing outbox.
 		relayMetrics, err := relay.NewMetrics(reg)
 		if err != nil {
-			pool.Close()
-			_ = accounts.Close()
+			a.Close()
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 		conn, err := grpcclient.Dial(cfg.ConnectAddr, internal)
 		if err != nil {
-			pool.Close()
-			_ = accounts.Close()
+			a.Close()
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.connect = conn
@@ -324,6 +331,7 @@ func (a *App) Close() {
 		_ = a.connect.Close()
 	}
 	_ = a.accounts.Close()
+	_ = a.limits.Close()
 	a.pool.Close()
 }
 

@@ -5,17 +5,15 @@ package server
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/limits"
 )
 
 // toStatus maps a domain error to a gRPC status error. Anything unexpected is logged with the
@@ -35,8 +33,8 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	case errors.As(err, &notEnabled):
 		return apierr.Field(codes.InvalidArgument, apierr.FeatureNotEnabled, notEnabled.Field, notEnabled.Msg)
 	case errors.As(err, &limited):
-		_ = grpc.SetHeader(ctx, metadata.Pairs("retry-after", strconv.Itoa(limits.RetryAfterSeconds(limited.RetryAfter))))
-		return apierr.New(codes.ResourceExhausted, apierr.RateLimited, limited.Msg)
+		_ = grpc.SetHeader(ctx, ratelimit.RetryAfterHeader(limited.RetryAfter))
+		return ratelimit.Refusal(limited.Msg)
 	case errors.Is(err, domain.ErrNotFound):
 		return apierr.New(codes.NotFound, apierr.NotFound, "not found")
 	case errors.As(err, &usedBy):
@@ -56,6 +54,3 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	}
 	return grpcserver.Unexpected(ctx, log, err)
 }
-
-// Refuse maps a domain error for an interceptor, the way the handlers do.
-func Refuse(ctx context.Context, log *zap.Logger, err error) error { return toStatus(ctx, log, err) }
