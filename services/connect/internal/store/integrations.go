@@ -242,7 +242,7 @@ func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overvie
 	err := db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1),
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1 AND status = 'ACTIVE'),
-		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1),
+		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'),
 		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status IN ('QUEUED', 'RUNNING')),
 		(SELECT max(finished_at) FROM connect.import_jobs WHERE client_id = $1 AND status = 'COMPLETED'),
 		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'SUCCEEDED'),

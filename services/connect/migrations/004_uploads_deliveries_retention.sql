@@ -1,0 +1,9 @@
+-- Uploads without a long transaction, fair deliveries, and the indexes of the retention purges.
+
+-- An upload is written chunk by chunk, each chunk its own short statement, under a job that is
+-- UPLOADING until its last chunk is in: no worker claims it and no list shows it. A job left
+-- UPLOADING (its replica died mid-upload) is purged.
+ALTER TABLE connect.import_jobs DROP CONSTRAINT import_jobs_status_check;
+ALTER TABLE connect.import_jobs ADD CONSTRAINT import_jobs_status_check
+    CHECK (status IN ('UPLOADING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED'));
+CREATE INDEX import_jobs_uploading ON connect.import_jobs (created_at) WHERE status = 'UPLOADING';
