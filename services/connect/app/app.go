@@ -66,6 +66,9 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// DeliveryWorkers run in parallel (MNV_DELIVERY_WORKERS).
 	DeliveryWorkers int
+	// DeliveryPerIntegration bounds the batches of one integration in flight at once, across
+	// replicas, so a slow endpoint holds a few workers (MNV_DELIVERY_PER_INTEGRATION).
+	DeliveryPerIntegration int
 	// DeliveryBackoff is the first retry delay, doubled each attempt up to a minute
 	// (MNV_DELIVERY_BACKOFF).
 	DeliveryBackoff time.Duration
@@ -80,7 +83,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
-		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryBackoff: 2 * time.Second,
+		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second,
 	}
 }
@@ -116,6 +119,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	}
 	c.WebhookTimeout = env.Duration("MNV_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
+	c.DeliveryPerIntegration = env.Int("MNV_DELIVERY_PER_INTEGRATION", c.DeliveryPerIntegration)
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
@@ -143,6 +147,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 256 {
 		errs = append(errs, errors.New("MNV_DELIVERY_WORKERS: must be between 1 and 256"))
+	}
+	if c.DeliveryPerIntegration < 1 || c.DeliveryPerIntegration > 256 {
+		errs = append(errs, errors.New("MNV_DELIVERY_PER_INTEGRATION: must be between 1 and 256"))
 	}
 	if c.WebhookTimeout < 100*time.Millisecond || c.DeliveryBackoff < 10*time.Millisecond {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
@@ -233,7 +240,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	profs := profiles.New(pool, numbers, accounts)
 	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	worker := delivery.New(pool, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
-		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
+		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics

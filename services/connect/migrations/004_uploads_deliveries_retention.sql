@@ -7,3 +7,8 @@ ALTER TABLE connect.import_jobs DROP CONSTRAINT import_jobs_status_check;
 ALTER TABLE connect.import_jobs ADD CONSTRAINT import_jobs_status_check
     CHECK (status IN ('UPLOADING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED'));
 CREATE INDEX import_jobs_uploading ON connect.import_jobs (created_at) WHERE status = 'UPLOADING';
+
+-- Claims walk the integrations that have pending batches (a loose index scan) and take a few due
+-- batches of each, so one client's backlog, or one slow endpoint, does not hold every worker.
+CREATE INDEX deliveries_integration_due ON connect.deliveries (integration_id, next_attempt_at) WHERE status = 'PENDING';
+CREATE INDEX deliveries_in_flight ON connect.deliveries (integration_id) WHERE status = 'PENDING' AND lease_until IS NOT NULL;
