@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
+	"github.com/mnvhq/mnv/services/connect/internal/retention"
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/connect/migrations"
@@ -34,6 +35,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/purge"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -75,6 +77,11 @@ type Config struct {
 	// ImportLease is how long an import job stays with a worker that stops reporting
 	// progress before another worker resumes it (MNV_IMPORT_LEASE). One batch must fit in it.
 	ImportLease time.Duration
+	// Retention is how long finished deliveries, sync events and finished import jobs are kept
+	// (MNV_RETENTION_DELIVERIES, MNV_RETENTION_SYNC_EVENTS, MNV_RETENTION_IMPORT_JOBS; 0 keeps
+	// them), purged every PurgeEvery (MNV_PURGE_EVERY).
+	Retention  retention.Config
+	PurgeEvery time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -85,6 +92,8 @@ func DefaultConfig() Config {
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second,
+		Retention:  retention.Config{Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour},
+		PurgeEvery: 10 * time.Minute,
 	}
 }
 
@@ -123,6 +132,10 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Retention.Deliveries = env.Duration("MNV_RETENTION_DELIVERIES", c.Retention.Deliveries)
+	c.Retention.SyncEvents = env.Duration("MNV_RETENTION_SYNC_EVENTS", c.Retention.SyncEvents)
+	c.Retention.ImportJobs = env.Duration("MNV_RETENTION_IMPORT_JOBS", c.Retention.ImportJobs)
+	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -160,6 +173,9 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
+	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.PurgeEvery < 100*time.Millisecond {
+		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -172,6 +188,7 @@ type App struct {
 	imports  *imports.Service
 	delivery *delivery.Worker
 	idem     *idempotency.Store
+	purge    *purge.Runner
 }
 
 // Migrate applies the schema's migrations and returns: the `connect migrate` command, run once
@@ -261,7 +278,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
-	return &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, imports: imps, delivery: worker, idem: idem}, nil
+	return &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, imports: imps, delivery: worker, idem: idem,
+		purge: &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}}, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -282,6 +300,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	g.Go(func() error { a.imports.Run(ctx); return nil })
 	g.Go(func() error { a.delivery.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
+	g.Go(func() error { a.purge.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

@@ -12,3 +12,9 @@ CREATE INDEX import_jobs_uploading ON connect.import_jobs (created_at) WHERE sta
 -- batches of each, so one client's backlog, or one slow endpoint, does not hold every worker.
 CREATE INDEX deliveries_integration_due ON connect.deliveries (integration_id, next_attempt_at) WHERE status = 'PENDING';
 CREATE INDEX deliveries_in_flight ON connect.deliveries (integration_id) WHERE status = 'PENDING' AND lease_until IS NOT NULL;
+
+-- Retention: finished deliveries, sync events and finished import jobs go after their
+-- retention, uploads left UPLOADING after an hour.
+CREATE INDEX deliveries_finished ON connect.deliveries (created_at) WHERE status <> 'PENDING';
+CREATE INDEX sync_events_finished ON connect.sync_events (finished_at);
+CREATE INDEX import_jobs_finished ON connect.import_jobs (finished_at) WHERE status IN ('COMPLETED', 'FAILED');
