@@ -44,6 +44,16 @@ func Over(db pg.DB, aged ...Aged) []Rule {
 	return out
 }
 
+// Statement runs one purge statement of a store, whose $1 is the age in seconds and $2 the
+// most rows to remove, and returns how many it removed; what names the rows in its error.
+func Statement(ctx context.Context, db pg.DB, what, sql string, age time.Duration, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, sql, age.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s: %w", what, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // Runner applies rules.
 type Runner struct {
 	Rules []Rule

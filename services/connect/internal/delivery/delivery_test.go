@@ -15,16 +15,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
 	"github.com/mnvhq/mnv/services/connect/internal/delivery"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
-	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -39,26 +36,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	if err := app.Migrate(ctx, url, zaptest.NewLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(crypto.NewSecret()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, numbers := connecttest.Pool(t, 16), connecttest.Numbers(t)
 	policy := webhook.Policy{AllowHTTP: true, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	return &fixture{pool: pool, numbers: profiles.Numbers{Keyring: keyring, Hasher: hasher}, its: integrations.New(pool, keyring, policy), policy: policy}
+	return &fixture{pool: pool, numbers: numbers, its: integrations.New(pool, numbers.Keyring, policy), policy: policy}
 }
 
 // client makes a client with one profile and one MANUAL integration sending to url.

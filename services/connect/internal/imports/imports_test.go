@@ -16,14 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -39,26 +36,7 @@ func setup(t *testing.T) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
 // setupPool is setup with a pool of maxConns connections.
 func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
 	t.Helper()
-	ctx := context.Background()
-	cfg := app.DefaultConfig()
-	cfg.DatabaseURL = pgtest.NewDatabase(t)
-	if err := app.Migrate(ctx, cfg.DatabaseURL, zaptest.NewLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: maxConns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(crypto.NewSecret()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
+	pool, numbers := connecttest.Pool(t, maxConns), connecttest.Numbers(t)
 	return imports.New(pool, numbers, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, numbers
 }
 

@@ -8,10 +8,8 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
 	"github.com/mnvhq/mnv/services/connect/internal/retention"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/purge"
 )
 
@@ -20,15 +18,7 @@ import (
 // jobs, profiles and erasure records stay.
 func TestPurge(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	if err := app.Migrate(ctx, url, zaptest.NewLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := connecttest.Pool(t, 4)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err != nil {
