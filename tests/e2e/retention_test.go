@@ -55,7 +55,8 @@ func TestRetention(t *testing.T) {
 	t.Run("stuck-plus number", func(t *testing.T) {
 		var tr transaction
 		callSuite(t, s, "POST", "/v1/api/opportunity", keyOf(c), `{"serviceCode":"STUCK_PLUS","metadataId":"lead-retention"}`).decode(t, &tr)
-		if r := callSuite(t, s, "POST", "/v1/api/web/transactions/"+tr.TransactionID+"/capture", headers{sandboxHeader: nextNumber()}, ""); r.status != http.StatusOK {
+		capture := headers{sandboxHeader: nextNumber(), "Origin": "https://shop.example"}
+		if r := callSuite(t, s, "POST", "/v1/api/web/transactions/"+tr.TransactionID+"/capture", capture, ""); r.status != http.StatusOK {
 			t.Fatalf("capture: %d %s", r.status, r.raw)
 		}
 		var resolved transaction
