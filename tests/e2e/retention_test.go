@@ -34,7 +34,7 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
-	waitFor := func(what, sql string, args ...any) {
+	waitFor := func(t *testing.T, what, sql string, args ...any) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for {
@@ -65,7 +65,7 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("resolved %+v", resolved)
 		}
 		id := *resolved.StuckPlusSessionID
-		waitFor("the stuck-plus number", `SELECT number_sealed IS NULL FROM verification.stuck_plus_sessions WHERE id = $1`, id)
+		waitFor(t, "the stuck-plus number", `SELECT number_sealed IS NULL FROM verification.stuck_plus_sessions WHERE id = $1`, id)
 
 		r := callSuite(t, s, "POST", "/v1/api/me/stuck-plus/sessions/"+id+"/reveal", meOf(c), `{"reason":"customer called back"}`)
 		if r.status != http.StatusNotFound || r.code() != "NOT_FOUND" || !strings.Contains(r.env.Messages[0].Message, "no longer kept") {
@@ -104,7 +104,7 @@ func TestRetention(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		waitFor("the sync history and the delivery", `SELECT NOT EXISTS (SELECT 1 FROM connect.sync_events WHERE integration_id = $1)
+		waitFor(t, "the sync history and the delivery", `SELECT NOT EXISTS (SELECT 1 FROM connect.sync_events WHERE integration_id = $1)
 			AND NOT EXISTS (SELECT 1 FROM connect.deliveries WHERE integration_id = $1)`, it.ID)
 		var history struct {
 			TotalItems int `json:"totalItems"`
