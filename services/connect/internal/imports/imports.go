@@ -1,9 +1,10 @@
 // Package imports turns uploaded CSV files into profiles. An upload is stored (in sealed
 // chunks, each written as it arrives) and answered with a QUEUED job at once; workers on any
 // replica take jobs with a lease, stream the file in constant memory, and upsert profiles in
-// batches (COPY into a staging table, then one INSERT … ON CONFLICT per batch). Each batch commits the job's
-// progress with it, so a worker that dies is replaced, after its lease, by one that resumes
-// after the last committed batch; numbers are unique per client, so nothing is duplicated.
+// batches (COPY into a staging table, then one INSERT … ON CONFLICT per batch). Each batch
+// commits the job's progress with it, so a worker that dies is replaced, after its lease, by
+// one that resumes after the last committed batch; numbers are unique per client, so nothing
+// is duplicated.
 package imports
 
 import (
