@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 type client struct {
@@ -136,6 +138,59 @@ func TestBootstrapAndRotation(t *testing.T) {
 		t.Fatalf("rotation with a wrong secret: %d", r.status)
 	}
 	ok(t, "GET", "/v1/api/clients", headers{"X-Api-Key": final, "X-Client-Id": c.ID}, "")
+}
+
+// TestSupersededKeyCannotRotate replays the issue's sequence on each rotation route: a key
+// rotated with a grace period, then rotated again while in grace, is 409 and changes nothing
+// (it used to leave two ADMIN keys named "default" and end the grace at once).
+func TestSupersededKeyCannotRotate(t *testing.T) {
+	type key struct {
+		ID        string  `json:"id"`
+		Name      string  `json:"name"`
+		ExpiresAt *string `json:"expiresAt"`
+	}
+	routes := []struct {
+		name string
+		path func(c harness.Client) string
+		h    func(c harness.Client, key string) headers
+	}{
+		{"4.2", func(harness.Client) string { return "/v1/api/clients/rotate-key" },
+			func(c harness.Client, key string) headers { return headers{"X-Api-Key": key, "X-Client-Id": c.ID} }},
+		{"4.3", func(c harness.Client) string { return "/v1/api/clients/" + c.ID + "/rotate-key" },
+			func(_ harness.Client, key string) headers { return headers{"X-Api-Key": key} }},
+		{"4.4", func(harness.Client) string { return "/v1/api/me/api-key/rotate" },
+			func(_ harness.Client, key string) headers { return headers{"X-Api-Key": key} }},
+	}
+	for _, rt := range routes {
+		t.Run(rt.name, func(t *testing.T) {
+			c := newClient(t, 0)
+			var next struct {
+				NewAPIKey string `json:"newApiKey"`
+			}
+			ok(t, "POST", "/v1/api/clients/"+c.ID+"/rotate-key", meOf(c), `{"secretKey":"`+c.Secret+`","oldKeyGraceSeconds":3600}`).decode(t, &next)
+			var before struct {
+				Items []key `json:"items"`
+			}
+			ok(t, "GET", "/v1/api/me/api-keys", headers{"X-Api-Key": next.NewAPIKey}, "").decode(t, &before)
+
+			for _, grace := range []string{"", `,"oldKeyGraceSeconds":60`} {
+				r := call(t, "POST", rt.path(c), rt.h(c, c.APIKey), `{"secretKey":"`+c.Secret+`"`+grace+`}`)
+				if r.status != http.StatusConflict || r.code() != "CONFLICT" || !strings.Contains(r.env.Messages[0].Message, "replaced") {
+					t.Fatalf("rotating a key in its grace period: %d %s", r.status, r.raw)
+				}
+			}
+			var after struct {
+				Items []key `json:"items"`
+			}
+			ok(t, "GET", "/v1/api/me/api-keys", headers{"X-Api-Key": next.NewAPIKey}, "").decode(t, &after)
+			b, _ := json.Marshal(before.Items)
+			a, _ := json.Marshal(after.Items)
+			if string(a) != string(b) || len(after.Items) != 2 {
+				t.Fatalf("keys changed by a refused rotation:\n before %s\n after  %s", b, a)
+			}
+			ok(t, "GET", "/v1/api/clients", keyOf(c), "") // the grace goes on
+		})
+	}
 }
 
 // TestForeignIDsAreNotFound: ids of another client are 404, never a hint that they exist.

@@ -416,6 +416,103 @@ func TestIntegrationDelivery(t *testing.T) {
 	}
 }
 
+// TestIntegrationWritesNeedAdmin: a MEMBER key reads integrations but cannot create, change,
+// delete or sync one (it could point an integration at its own server and have the stored CRM
+// credential sent there). An ADMIN that moves an integration to another URL without sending a
+// new apiKey drops the stored credential: the next delivery carries no Authorization.
+func TestIntegrationWritesNeedAdmin(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT")
+	var member struct {
+		APIKey string `json:"apiKey"`
+	}
+	ok(t, "POST", "/v1/api/me/api-keys", meOf(c), `{"name":"crm reader","role":"MEMBER"}`).decode(t, &member)
+	m := headers{"X-Api-Key": member.APIKey}
+	ok(t, "POST", "/v1/api/me/connect/profiles", meOf(c), `{"mobileNumber":"`+nextNumber()+`","externalId":"w-1"}`)
+
+	crm := &receiver{deliveries: map[string][]map[string]any{}}
+	crmSrv := httptest.NewServer(crm)
+	defer crmSrv.Close()
+	thief := &receiver{deliveries: map[string][]map[string]any{}}
+	thiefSrv := httptest.NewServer(thief)
+	defer thiefSrv.Close()
+
+	const apiKey = "crm-secret-token-admin-only-0123"
+	create := `{"displayName":"CRM","integrationType":"WEBHOOK","endpointUrl":"` + crmSrv.URL + `/hook","httpMethod":"POST",` +
+		`"apiKey":"` + apiKey + `","triggerEvent":"MANUAL","fieldMappings":{"externalId":"id"},"batchSize":10}`
+	type integration struct {
+		ID               string `json:"id"`
+		DisplayName      string `json:"displayName"`
+		EndpointURL      string `json:"endpointUrl"`
+		APIKeyConfigured bool   `json:"apiKeyConfigured"`
+		Status           string `json:"status"`
+	}
+	var it integration
+	ok(t, "POST", "/v1/api/me/connect/integrations", meOf(c), create).decode(t, &it)
+	path := "/v1/api/me/connect/integrations/" + it.ID
+
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/api/me/connect/integrations", create},
+		{"PATCH", path, `{"endpointUrl":"` + thiefSrv.URL + `/steal"}`},
+		{"PATCH", path, `{"status":"PAUSED"}`},
+		{"POST", path + "/sync", ""},
+		{"DELETE", path, ""},
+	} {
+		if r := call(t, tc.method, tc.path, m, tc.body); r.status != http.StatusForbidden || r.code() != "PERMISSION_DENIED" {
+			t.Errorf("MEMBER %s %s: %d %s", tc.method, tc.path, r.status, r.raw)
+		}
+	}
+	// Reads stay open to MEMBER, and show that nothing changed.
+	var got integration
+	ok(t, "GET", path, m, "").decode(t, &got)
+	if got != it {
+		t.Fatalf("after the MEMBER's refused writes: %+v, was %+v", got, it)
+	}
+	var list struct {
+		TotalItems int `json:"totalItems"`
+	}
+	ok(t, "GET", "/v1/api/me/connect/integrations", m, "").decode(t, &list)
+	ok(t, "GET", path+"/sync-history", m, "")
+	if list.TotalItems != 1 {
+		t.Fatalf("%d integrations, want the ADMIN's one", list.TotalItems)
+	}
+	time.Sleep(300 * time.Millisecond) // a delivery wrongly queued would have been sent by now
+	crm.mu.Lock()
+	thief.mu.Lock()
+	if crm.calls != 0 || thief.calls != 0 {
+		t.Errorf("receivers called %d and %d times after refused writes", crm.calls, thief.calls)
+	}
+	thief.mu.Unlock()
+	crm.mu.Unlock()
+
+	// An ADMIN moves the integration without a new credential: the old one is dropped, not
+	// sent to the new URL.
+	var moved integration
+	ok(t, "PATCH", path, meOf(c), `{"endpointUrl":"`+thiefSrv.URL+`/new"}`).decode(t, &moved)
+	if moved.APIKeyConfigured || moved.EndpointURL != thiefSrv.URL+"/new" {
+		t.Fatalf("moved integration %+v: the credential should be dropped", moved)
+	}
+	ok(t, "POST", path+"/sync", meOf(c), "")
+	deadline := time.Now().Add(20 * time.Second)
+	for thief.records() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery to the new URL")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	thief.mu.Lock()
+	defer thief.mu.Unlock()
+	for _, a := range thief.auth {
+		if a != "" {
+			t.Errorf("the new URL received Authorization %q", a)
+		}
+	}
+	// Changing the URL and sending a credential keeps the new one.
+	ok(t, "PATCH", path, meOf(c), `{"endpointUrl":"`+crmSrv.URL+`/hook","apiKey":"`+apiKey+`"}`).decode(t, &moved)
+	if !moved.APIKeyConfigured {
+		t.Fatalf("a URL change with a new apiKey: %+v", moved)
+	}
+}
+
 func verifySignature(secret string, body []byte, header string) bool {
 	var ts string
 	var sigs []string

@@ -281,9 +281,7 @@ func TestChargeHeardLate(t *testing.T) {
 			t.Fatalf("opportunity: %d %s", r.status, r.raw)
 		}
 		r.decode(t, &tr)
-		if r := callSuite(t, s, "PUT", "/v1/api/me/web-origins", meOf(c), `{"origins":["`+shopOrigin+`"]}`); r.status != http.StatusOK {
-			t.Fatalf("web origins: %d %s", r.status, r.raw)
-		}
+		allowShopOn(t, s, c)
 		if r := callSuite(t, s, "POST", "/v1/api/web/transactions/"+tr.TransactionID+"/capture", headers{sandboxHeader: nextNumber(), "Origin": shopOrigin}, ""); r.status != http.StatusOK {
 			t.Fatalf("capture: %d %s", r.status, r.raw)
 		}

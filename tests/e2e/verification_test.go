@@ -388,6 +388,14 @@ func allowShop(t *testing.T, c harness.Client) {
 	}
 }
 
+// allowShopOn lets c's browser flows on suite s be captured from shopOrigin, through the API.
+func allowShopOn(t *testing.T, s *harness.Suite, c harness.Client) {
+	t.Helper()
+	if r := callSuite(t, s, "PUT", "/v1/api/me/web-origins", meOf(c), `{"origins":["`+shopOrigin+`"]}`); r.status != http.StatusOK {
+		t.Fatalf("web origins: %d %s", r.status, r.raw)
+	}
+}
+
 // TestBrowserVerify: backend opens a transaction, the browser captures it with no credential
 // from a page on the client's own web origin, the backend resolves it and verifies the blob.
 func TestBrowserVerify(t *testing.T) {

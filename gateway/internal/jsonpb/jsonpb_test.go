@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 )
 
@@ -189,4 +190,25 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("round trip changed %v into %v", &req, &again)
 		}
 	})
+}
+
+// TestDecodeBodyField: a route whose body is one field of the request (the integration PATCH,
+// `body: patch`) decodes into that field, which grpc-gateway passes by address: a **T.
+func TestDecodeBodyField(t *testing.T) {
+	m := &jsonpb.Marshaler{}
+	var req connectv1.UpdateIntegrationRequest
+	if err := m.NewDecoder(strings.NewReader(`{"endpointUrl":"https://crm.example.com/hook","batchSize":5}`)).Decode(&req.Patch); err != nil {
+		t.Fatal(err)
+	}
+	want := &connectv1.IntegrationPatch{EndpointUrl: proto.String("https://crm.example.com/hook"), BatchSize: proto.Int32(5)}
+	if !proto.Equal(req.Patch, want) {
+		t.Fatalf("patch %v, want %v", req.Patch, want)
+	}
+	if err := m.NewDecoder(strings.NewReader(`{"endpointUrl":"x","extra":1}`)).Decode(&req.Patch); err == nil || !strings.Contains(err.Error(), "unknown field") {
+		t.Fatalf("unknown field in a body field: %v", err)
+	}
+	var s string
+	if err := m.Unmarshal([]byte(`"x"`), &s); err == nil {
+		t.Fatal("decoded into a string")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
@@ -30,14 +31,36 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// Unmarshal decodes data into v, which must be a proto message.
+// Unmarshal decodes data into v, which must be a proto message, or the address of a message
+// field (a **T): what grpc-gateway passes when a route's body is one field of the request.
 func (m *Marshaler) Unmarshal(data []byte, v any) error {
 	pm, ok := v.(proto.Message)
+	if !ok {
+		pm, ok = fieldMessage(v)
+	}
 	if !ok {
 		return errors.New("jsonpb: can only decode into proto messages")
 	}
 	return Unmarshal(data, pm)
 }
+
+// fieldMessage returns the message a **T points to, allocating it when the field is nil.
+func fieldMessage(v any) (proto.Message, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Pointer {
+		return nil, false
+	}
+	field := rv.Elem()
+	if !field.Type().Implements(messageType) {
+		return nil, false
+	}
+	if field.IsNil() {
+		field.Set(reflect.New(field.Type().Elem()))
+	}
+	return field.Interface().(proto.Message), true
+}
+
+var messageType = reflect.TypeFor[proto.Message]()
 
 // NewDecoder returns a decoder of one request body. An empty body decodes as io.EOF, which the
 // generated handlers take as "no fields".

@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
+	"github.com/mnvhq/mnv/services/connect/internal/retention"
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/connect/migrations"
@@ -35,6 +36,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
@@ -77,6 +79,9 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// DeliveryWorkers run in parallel (MNV_DELIVERY_WORKERS).
 	DeliveryWorkers int
+	// DeliveryPerIntegration bounds the batches of one integration in flight at once, across
+	// replicas, so a slow endpoint holds a few workers (MNV_DELIVERY_PER_INTEGRATION).
+	DeliveryPerIntegration int
 	// DeliveryBackoff is the first retry delay, doubled each attempt up to a minute
 	// (MNV_DELIVERY_BACKOFF).
 	DeliveryBackoff time.Duration
@@ -96,6 +101,11 @@ type Config struct {
 	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
 	// replica keeps its own.
 	RedisURL string
+	// Retention is how long finished deliveries, sync events and finished import jobs are kept
+	// (MNV_RETENTION_DELIVERIES, MNV_RETENTION_SYNC_EVENTS, MNV_RETENTION_IMPORT_JOBS; 0 keeps
+	// them), purged every PurgeEvery (MNV_PURGE_EVERY).
+	Retention  retention.Config
+	PurgeEvery time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -104,9 +114,11 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
-		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryBackoff: 2 * time.Second,
+		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
+		Retention:  retention.Config{Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour},
+		PurgeEvery: 10 * time.Minute,
 	}
 }
 
@@ -142,6 +154,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	}
 	c.WebhookTimeout = env.Duration("MNV_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
+	c.DeliveryPerIntegration = env.Int("MNV_DELIVERY_PER_INTEGRATION", c.DeliveryPerIntegration)
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.EnrichmentSettleAfter = env.Duration("MNV_ENRICHMENT_SETTLE_AFTER", c.EnrichmentSettleAfter)
@@ -150,6 +163,10 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Retention.Deliveries = env.Duration("MNV_RETENTION_DELIVERIES", c.Retention.Deliveries)
+	c.Retention.SyncEvents = env.Duration("MNV_RETENTION_SYNC_EVENTS", c.Retention.SyncEvents)
+	c.Retention.ImportJobs = env.Duration("MNV_RETENTION_IMPORT_JOBS", c.Retention.ImportJobs)
+	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -178,6 +195,9 @@ func (c Config) Validate() error {
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 256 {
 		errs = append(errs, errors.New("MNV_DELIVERY_WORKERS: must be between 1 and 256"))
 	}
+	if c.DeliveryPerIntegration < 1 || c.DeliveryPerIntegration > 256 {
+		errs = append(errs, errors.New("MNV_DELIVERY_PER_INTEGRATION: must be between 1 and 256"))
+	}
 	if c.WebhookTimeout < 100*time.Millisecond || c.DeliveryBackoff < 10*time.Millisecond {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
 	}
@@ -192,6 +212,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClientRate < 0 || c.ClientBurst < 1 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
+	}
+	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.PurgeEvery < 100*time.Millisecond {
+		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
 	return errors.Join(errs...)
 }
@@ -208,6 +231,7 @@ type App struct {
 	delivery *delivery.Worker
 	idem     *idempotency.Store
 	limits   *ratelimit.Store
+	purge    *purge.Runner
 }
 
 // Migrate applies the schema's migrations and returns: the `connect migrate` command, run once
@@ -276,7 +300,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	profs := profiles.New(pool, numbers, accounts)
 	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	worker := delivery.New(pool, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
-		Workers: cfg.DeliveryWorkers, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
+		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
@@ -307,7 +331,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
-	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem, limits: limits}, nil
+	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem, limits: limits,
+		purge: &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}}, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -333,6 +358,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	})
 	g.Go(func() error { a.delivery.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
+	g.Go(func() error { a.purge.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

@@ -27,11 +27,13 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
+	"github.com/mnvhq/mnv/services/verification/internal/retention"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/server"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
@@ -99,6 +101,11 @@ type Config struct {
 	// RevealChargeRepeats charges every reveal, not only a session's first
 	// (MNV_REVEAL_CHARGE_REPEATS).
 	RevealChargeRepeats bool
+	// Retention is how long expired sessions, stuck-plus numbers and relayed outbox rows are
+	// kept (MNV_RETENTION_SESSIONS, MNV_RETENTION_STUCK_PLUS_NUMBERS, MNV_RETENTION_OUTBOX; 0
+	// keeps them), purged every PurgeEvery (MNV_PURGE_EVERY).
+	Retention  retention.Config
+	PurgeEvery time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -110,6 +117,8 @@ func DefaultConfig() Config {
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
+		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour, Outbox: 7 * 24 * time.Hour},
+		PurgeEvery: 10 * time.Minute,
 	}
 }
 
@@ -147,6 +156,10 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.SettleAfter = env.Duration("MNV_SETTLE_AFTER", c.SettleAfter)
 	c.ReconcileEvery = env.Duration("MNV_RECONCILE_EVERY", c.ReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Retention.Sessions = env.Duration("MNV_RETENTION_SESSIONS", c.Retention.Sessions)
+	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
+	c.Retention.Outbox = env.Duration("MNV_RETENTION_OUTBOX", c.Retention.Outbox)
+	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -177,6 +190,9 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_VERIFICATION_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
+	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.Retention.Outbox < 0 || c.PurgeEvery < 100*time.Millisecond {
+		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -191,6 +207,7 @@ type App struct {
 	relay    *relay.Relay
 	connect  *grpc.ClientConn
 	limits   *ratelimit.Store
+	purge    *purge.Runner
 }
 
 // Migrate applies the schema's migrations and returns: the `verification migrate` command, run once
@@ -294,7 +311,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
-	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem, limits: limits}
+	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem, limits: limits,
+		purge: &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}}
 	if cfg.ConnectAddr != "" {
 		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
 		// nothing would hide a growing outbox.
@@ -342,6 +360,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
+	g.Go(func() error { a.purge.Run(ctx); return nil })
 	if a.relay != nil {
 		g.Go(func() error { a.relay.Run(ctx, time.Second); return nil })
 	}

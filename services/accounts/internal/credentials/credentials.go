@@ -201,7 +201,8 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 }
 
 // Rotate replaces the key p authenticated with by a new key of the same name and role. The old
-// key stops at once, or after grace.
+// key stops at once, or after grace. A key already replaced (living out its grace) cannot be
+// rotated: one rotation, one replacement.
 func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, grace time.Duration) (Issued, error) {
 	if grace < 0 || grace > MaxGrace {
 		return Issued{}, domain.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
@@ -218,6 +219,9 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, g
 		}
 		if err != nil {
 			return err
+		}
+		if old.Superseded {
+			return domain.ErrKeySuperseded
 		}
 		if out, err = s.IssueKey(ctx, tx, p.ClientID, old.Name, old.Role); err != nil {
 			return err

@@ -114,6 +114,35 @@ func TestRotate(t *testing.T) {
 		}
 		mustAuth(t, env, c.APIKey)
 	})
+	// The sequence: a key in its grace period rotated again made a second "default"
+	// ADMIN key and cut the grace short. It is refused and changes nothing.
+	t.Run("superseded key", func(t *testing.T) {
+		c := env.Client(t, 0)
+		old := mustAuth(t, env, c.APIKey)
+		issued, err := env.Credentials.Rotate(ctx, old, c.ClientSecret, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, grace := range []time.Duration{0, time.Minute} {
+			if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), c.ClientSecret, grace); !errors.Is(err, domain.ErrKeySuperseded) {
+				t.Fatalf("rotating the superseded key (grace %v): err = %v, want ErrKeySuperseded", grace, err)
+			}
+		}
+		keys, total, err := env.Credentials.ListKeys(ctx, c.Client.ID, 10, 0)
+		if err != nil || total != 2 {
+			t.Fatalf("%d keys after the refused rotation, want the old and its replacement (%v)", total, err)
+		}
+		for _, k := range keys {
+			if k.ID == old.KeyID && (k.ExpiresAt == nil || time.Until(*k.ExpiresAt) < 59*time.Minute) {
+				t.Fatalf("the old key's grace changed: it expires at %v", k.ExpiresAt)
+			}
+		}
+		mustAuth(t, env, c.APIKey)
+		// The replacement is not superseded: it rotates as usual.
+		if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, issued.Secret), c.ClientSecret, 0); err != nil {
+			t.Fatalf("rotating the replacement: %v", err)
+		}
+	})
 	t.Run("grace out of range", func(t *testing.T) {
 		c := env.Client(t, 0)
 		var invalid *domain.InvalidError

@@ -25,6 +25,9 @@ var (
 	ErrSuspended = errors.New("client suspended")
 	// ErrKeyExists: the first key was already generated.
 	ErrKeyExists = errors.New("the client already has an active API key; rotate it instead")
+	// ErrKeySuperseded: the key was rotated with a grace period and has a replacement; rotating
+	// it again would make a second key of the same name and end the first rotation's grace.
+	ErrKeySuperseded = errors.New("this API key was already rotated and replaced; it works only until its grace period ends. Rotate the key that replaced it")
 	// ErrLastAdminKey: revoking would leave the client without an ADMIN key.
 	ErrLastAdminKey = errors.New("the last ADMIN key cannot be revoked")
 	// ErrReferenceConflict: a reference was reused for a different operation.
@@ -124,6 +127,8 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	ExpiresAt  *time.Time
+	// Superseded: a rotation replaced the key, which lives on only for its grace period.
+	Superseded bool
 }
 
 // SDKToken describes an SDK token (never the token itself).

@@ -34,7 +34,7 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		return apierr.New(codes.FailedPrecondition, apierr.BalanceExpired, "the balance has expired")
 	case errors.Is(err, domain.ErrSuspended):
 		return apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "the account is suspended")
-	case errors.Is(err, domain.ErrKeyExists), errors.Is(err, domain.ErrLastAdminKey):
+	case errors.Is(err, domain.ErrKeyExists), errors.Is(err, domain.ErrLastAdminKey), errors.Is(err, domain.ErrKeySuperseded):
 		return apierr.New(codes.FailedPrecondition, apierr.Conflict, err.Error())
 	case errors.Is(err, domain.ErrReferenceConflict):
 		return apierr.New(codes.FailedPrecondition, apierr.Conflict, err.Error())

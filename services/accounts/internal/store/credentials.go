@@ -59,11 +59,11 @@ func InsertKey(ctx context.Context, db pg.DB, k domain.APIKey, fp []byte) (domai
 	return k, nil
 }
 
-const keyColumns = `id::text, client_id::text, name, role, hint, created_at, last_used_at, expires_at`
+const keyColumns = `id::text, client_id::text, name, role, hint, created_at, last_used_at, expires_at, replaced_by IS NOT NULL`
 
 func scanKey(row pgx.Row) (domain.APIKey, error) {
 	var k domain.APIKey
-	err := row.Scan(&k.ID, &k.ClientID, &k.Name, &k.Role, &k.Hint, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt)
+	err := row.Scan(&k.ID, &k.ClientID, &k.Name, &k.Role, &k.Hint, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt, &k.Superseded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, domain.ErrNotFound
 	}

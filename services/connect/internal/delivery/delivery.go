@@ -1,9 +1,10 @@
-// Package delivery runs the durable delivery queue: workers lease due batches (FOR UPDATE SKIP
-// LOCKED, so replicas share the work and a crashed worker's lease simply runs out), render the
-// profiles through the integration's mappings at send time (an erased profile is never sent),
-// sign and send them, and record every attempt as a sync event. Timeouts, connection errors,
-// 429 and 5xx are retried with exponential backoff and jitter, up to webhook.MaxAttempts; the
-// delivery id is stable across attempts, so receivers dedupe (at-least-once).
+// Package delivery runs the durable delivery queue: workers lease due batches (a few per
+// integration at a time, the least busy clients first, so replicas share the work fairly and a
+// crashed worker's lease simply runs out), render the profiles through the integration's
+// mappings at send time (an erased profile is never sent), sign and send them, and record every
+// attempt as a sync event. Timeouts, connection errors, 429 and 5xx are retried with exponential
+// backoff and jitter, up to webhook.MaxAttempts; the delivery id is stable across attempts, so
+// receivers dedupe (at-least-once).
 package delivery
 
 import (
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
@@ -28,12 +30,14 @@ import (
 
 // Config shapes the workers.
 type Config struct {
-	Workers     int
-	Poll        time.Duration // how often an idle worker looks for due batches
-	Lease       time.Duration // how long a taken batch is held; longer than a delivery can take
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
-	MaxAttempts int
+	Workers int
+	// PerIntegration bounds the batches of one integration in flight at once, across replicas.
+	PerIntegration int
+	Poll           time.Duration // how often an idle worker looks for due batches
+	Lease          time.Duration // how long a taken batch is held; longer than a delivery can take
+	BackoffBase    time.Duration
+	BackoffMax     time.Duration
+	MaxAttempts    int
 }
 
 // Worker delivers queued batches.
@@ -54,42 +58,71 @@ func New(pool *pgxpool.Pool, numbers profiles.Numbers, client *http.Client, cfg 
 	return &Worker{pool: pool, numbers: numbers, client: client, cfg: cfg, log: log}
 }
 
-// Run delivers until ctx ends.
+// Run delivers until ctx ends. One loop claims as many due batches as there are idle workers,
+// in one claim however many are idle (claims are serialised across replicas, so they should
+// be few), and hands them to the workers.
 func (w *Worker) Run(ctx context.Context) {
+	todo := make(chan domain.Delivery)
+	idle := make(chan struct{}, w.cfg.Workers)
 	var wg sync.WaitGroup
 	for range w.cfg.Workers {
+		idle <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				n, err := w.RunOnce(ctx, 1)
-				if err != nil && ctx.Err() == nil {
+			for d := range todo {
+				if err := w.deliver(ctx, d); err != nil && ctx.Err() == nil {
 					w.log.Warn("delivery", zap.Error(err))
 				}
-				if n == 0 {
-					select {
-					case <-ctx.Done():
-					case <-time.After(w.cfg.Poll):
-					}
-				}
+				idle <- struct{}{}
 			}
 		}()
 	}
-	wg.Wait()
-}
-
-// RunOnce takes up to n due batches and delivers them; it returns how many it took.
-func (w *Worker) RunOnce(ctx context.Context, n int) (int, error) {
-	batch, err := store.ClaimDeliveries(ctx, w.pool, n, w.cfg.Lease)
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range batch {
-		if err := w.deliver(ctx, d); err != nil {
-			return len(batch), err
+	defer func() { close(todo); wg.Wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle:
+		}
+		n := 1
+		for more := true; more; {
+			select {
+			case <-idle:
+				n++
+			default:
+				more = false
+			}
+		}
+		batch, err := w.claim(ctx, n)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("delivery claim", zap.Error(err))
+		}
+		for _, d := range batch {
+			todo <- d // n workers are idle, waiting for it
+		}
+		for range n - len(batch) {
+			idle <- struct{}{}
+		}
+		if len(batch) < n {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(w.cfg.Poll):
+			}
 		}
 	}
-	return len(batch), nil
+}
+
+// claim takes up to n due batches, fairly (see store.ClaimDeliveries).
+func (w *Worker) claim(ctx context.Context, n int) ([]domain.Delivery, error) {
+	var batch []domain.Delivery
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		var err error
+		batch, err = store.ClaimDeliveries(ctx, tx, n, w.cfg.PerIntegration, w.cfg.Lease)
+		return err
+	})
+	return batch, err
 }
 
 func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {

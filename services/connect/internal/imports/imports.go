@@ -1,9 +1,10 @@
-// Package imports turns uploaded CSV files into profiles. An upload is stored (in chunks, in
-// one transaction) and answered with a QUEUED job at once; workers on any replica take jobs
-// with a lease, stream the file in constant memory, and upsert profiles in batches (COPY into
-// a staging table, then one INSERT … ON CONFLICT per batch). Each batch commits the job's
-// progress with it, so a worker that dies is replaced, after its lease, by one that resumes
-// after the last committed batch; numbers are unique per client, so nothing is duplicated.
+// Package imports turns uploaded CSV files into profiles. An upload is stored (in sealed
+// chunks, each written as it arrives) and answered with a QUEUED job at once; workers on any
+// replica take jobs with a lease, stream the file in constant memory, and upsert profiles in
+// batches (COPY into a staging table, then one INSERT … ON CONFLICT per batch). Each batch
+// commits the job's progress with it, so a worker that dies is replaced, after its lease, by
+// one that resumes after the last committed batch; numbers are unique per client, so nothing
+// is duplicated.
 package imports
 
 import (
@@ -62,7 +63,11 @@ func New(pool *pgxpool.Pool, numbers profiles.Numbers, cfg Config, log *zap.Logg
 	return &Service{pool: pool, numbers: numbers, cfg: cfg, log: log}
 }
 
-// Upload stores a file read from r and queues its import.
+// Upload stores a file read from r and queues its import. Each chunk is sealed and written in
+// its own statement as it arrives, under a job that stays UPLOADING (claimed by no worker,
+// shown by no list) until the last byte is in: a slow upload holds no connection while it
+// reads, and one that fails is deleted. A job left UPLOADING by a replica that died is purged
+// after AbandonedUploadAge.
 func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Reader) (domain.ImportJob, error) {
 	fileName = strings.TrimSpace(fileName)
 	if fileName == "" {
@@ -72,44 +77,59 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		return domain.ImportJob{}, domain.Invalid("file", "the file name must be at most 255 characters")
 	}
 	job := domain.ImportJob{ID: uuid.NewString(), ClientID: clientID, FileName: fileName}
-	var out domain.ImportJob
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := store.InsertJob(ctx, tx, job); err != nil {
-			return err
+	if err := store.InsertJob(ctx, s.pool, job); err != nil {
+		return domain.ImportJob{}, err
+	}
+	out, err := s.receive(ctx, job.ID, r)
+	if err != nil {
+		// Even when the caller has gone: nothing of a failed upload stays behind.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if derr := store.DeleteUpload(dctx, s.pool, job.ID); derr != nil {
+			s.log.Warn("import upload not deleted; the purge will", zap.String("job_id", job.ID), zap.Error(derr))
 		}
-		buf := make([]byte, chunkSize)
-		var size int64
-		for seq := 0; ; seq++ {
-			n, err := io.ReadFull(r, buf)
-			if n > 0 {
-				if size += int64(n); size > MaxFileSize {
-					return ErrTooLarge
-				}
-				if err := store.InsertChunk(ctx, tx, job.ID, seq, buf[:n]); err != nil {
-					return err
-				}
-			}
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read upload: %w", err)
-			}
-		}
-		var err error
-		if out, err = store.SetJobSize(ctx, tx, job.ID, size); err != nil {
-			return err
-		}
-		if size == 0 {
-			empty := "the file is empty"
-			out, err = store.FinishJob(ctx, tx, job.ID, out.LeaseToken, &empty)
-		}
-		return err
-	})
-	if err == nil && out.Status == domain.ImportFailed {
+		return domain.ImportJob{}, err
+	}
+	if out.Status == domain.ImportFailed {
 		s.Metrics.finished(domain.ImportFailed)
 	}
-	return out, err
+	return out, nil
+}
+
+// AbandonedUploadAge is the age at which a job still UPLOADING is taken for one whose replica
+// died mid-upload, and purged. Uploads through the gateway end within its 60 s read timeout.
+const AbandonedUploadAge = time.Hour
+
+// receive writes the chunks of an UPLOADING job, then queues it (or fails it when empty).
+func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domain.ImportJob, error) {
+	buf := make([]byte, chunkSize)
+	var size int64
+	for seq := 0; ; seq++ {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if size += int64(n); size > MaxFileSize {
+				return domain.ImportJob{}, ErrTooLarge
+			}
+			if err := store.InsertChunk(ctx, s.pool, s.numbers.Keyring, jobID, seq, buf[:n]); err != nil {
+				return domain.ImportJob{}, err
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return domain.ImportJob{}, fmt.Errorf("read upload: %w", err)
+		}
+	}
+	out, err := store.QueueJob(ctx, s.pool, jobID, size)
+	if errors.Is(err, domain.ErrNotFound) {
+		return out, fmt.Errorf("import job %s was purged before its upload ended", jobID)
+	}
+	if err != nil || size > 0 {
+		return out, err
+	}
+	empty := "the file is empty"
+	return store.FinishJob(ctx, s.pool, jobID, out.LeaseToken, &empty)
 }
 
 // Get reads a job of the client.
@@ -189,7 +209,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(store.Chunks(ctx, s.pool, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
+		pw.CloseWithError(store.Chunks(ctx, s.pool, s.numbers.Keyring, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
 	}()
 	defer pr.Close()
 
@@ -348,12 +368,16 @@ func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
 	return err
 }
 
-// fail marks the job FAILED with a reason a person can act on (the file is not a CSV we read).
+// fail marks the job FAILED with a reason a person can act on (the file is not a CSV we read,
+// or its stored chunks do not open, which no retry changes).
 func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) error {
-	if !errors.Is(cause, csvimport.ErrNotCSV) {
+	reason := cause.Error()
+	switch {
+	case errors.Is(cause, store.ErrChunkSealed):
+		reason = store.ErrChunkSealed.Error()
+	case !errors.Is(cause, csvimport.ErrNotCSV):
 		return cause
 	}
-	reason := cause.Error()
 	_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
 	if err == nil {
 		s.Metrics.finished(domain.ImportFailed)

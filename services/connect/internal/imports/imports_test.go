@@ -1,9 +1,13 @@
 package imports_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,14 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/connect/app"
+	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -29,26 +30,13 @@ const file = "mobileNumber,externalId\n+971501234567,A\nnot-a-number,B\n+9715523
 // it uses.
 func setup(t *testing.T) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
 	t.Helper()
-	ctx := context.Background()
-	cfg := app.DefaultConfig()
-	cfg.DatabaseURL = pgtest.NewDatabase(t)
-	if err := app.Migrate(ctx, cfg.DatabaseURL, zaptest.NewLogger(t)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(crypto.NewSecret()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
+	return setupPool(t, 4)
+}
+
+// setupPool is setup with a pool of maxConns connections.
+func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
+	t.Helper()
+	pool, numbers := connecttest.Pool(t, maxConns), connecttest.Numbers(t)
 	return imports.New(pool, numbers, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, numbers
 }
 
@@ -176,5 +164,178 @@ func TestGivesUpAfterInterruptions(t *testing.T) {
 	}
 	if got.Status != domain.ImportFailed || got.Failure == nil || !strings.Contains(*got.Failure, "stopped unexpectedly 4 times") {
 		t.Fatalf("job %+v", got)
+	}
+}
+
+// trickle is a slow client's upload: a header, then one row per tick.
+type trickle struct {
+	rows int
+	tick time.Duration
+	sent int
+	buf  []byte
+}
+
+func (r *trickle) Read(p []byte) (int, error) {
+	if len(r.buf) == 0 {
+		switch {
+		case r.sent == 0:
+			r.buf = []byte("mobileNumber,externalId\n")
+		case r.sent > r.rows:
+			return 0, io.EOF
+		default:
+			time.Sleep(r.tick)
+			r.buf = fmt.Appendf(nil, "+9715012%05d,T%02d\n", r.sent, r.sent)
+		}
+		r.sent++
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// TestSlowUploadsDoNotHoldThePool: uploads are stored without holding a connection while they
+// read, so 40 slow uploads on a pool of 3 leave it free for every other query (an upload used
+// to hold a transaction from its first byte to its last).
+func TestSlowUploadsDoNotHoldThePool(t *testing.T) {
+	svc, pool, _ := setupPool(t, 3)
+	ctx := context.Background()
+	client := uuid.NewString()
+	const uploads, rows = 40, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, uploads)
+	for range uploads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := svc.Upload(ctx, client, "slow.csv", &trickle{rows: rows, tick: 100 * time.Millisecond})
+			errs <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // every upload has begun and is reading
+	for i := range 3 {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		start := time.Now()
+		_, err := svc.List(qctx, client, 10, 0)
+		cancel()
+		if err != nil {
+			t.Errorf("query %d during the uploads: %v after %v", i, err, time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("upload: %v", err)
+		}
+	}
+	var queued int
+	var size int64
+	if err := pool.QueryRow(ctx, `SELECT count(*), min(size_bytes) FROM connect.import_jobs WHERE client_id = $1 AND status = 'QUEUED'`,
+		client).Scan(&queued, &size); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(len("mobileNumber,externalId\n") + rows*len("+971501200001,T01\n")); queued != uploads || size != want {
+		t.Fatalf("%d jobs queued of %d bytes, want %d of %d", queued, size, uploads, want)
+	}
+}
+
+// TestUploadChunksAreSealed: the file waiting for its job is not stored in clear, and the
+// job still reads it.
+func TestUploadChunksAreSealed(t *testing.T) {
+	svc, pool, _ := setup(t)
+	ctx := context.Background()
+	client := uuid.NewString()
+	job := upload(t, svc, client)
+	rows, err := pool.Query(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1`, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("%d chunks, %v", len(chunks), err)
+	}
+	for _, clear := range []string{"mobileNumber", "+971501234567", "971501234567"} {
+		if bytes.Contains(chunks[0], []byte(clear)) {
+			t.Fatalf("the stored chunk holds %q in clear", clear)
+		}
+	}
+	if ran, err := svc.RunOnce(ctx); !ran || err != nil {
+		t.Fatalf("RunOnce: %v %v", ran, err)
+	}
+	if got, _ := svc.Get(ctx, client, job.ID); got.Status != domain.ImportCompleted || got.ImportedRows != 2 {
+		t.Fatalf("job %+v", got)
+	}
+	// A chunk moved to another job does not open: that job fails, saying why, at once.
+	other := upload(t, svc, client)
+	if _, err := pool.Exec(ctx, `UPDATE connect.import_chunks SET data = $2 WHERE job_id = $1`, other.ID, chunks[0]); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := svc.RunOnce(ctx); !ran || err != nil {
+		t.Fatalf("RunOnce: %v %v", ran, err)
+	}
+	got, _ := svc.Get(ctx, client, other.ID)
+	if got.Status != domain.ImportFailed || got.Failure == nil || !strings.Contains(*got.Failure, "cannot be opened") {
+		t.Fatalf("job with another job's chunk: %+v", got)
+	}
+}
+
+// blockingUpload sends more than one chunk, then waits for release and ends with err.
+type blockingUpload struct {
+	sent    int
+	reached chan struct{}
+	release chan error
+}
+
+func (r *blockingUpload) Read(p []byte) (int, error) {
+	const size = 3 << 20 // three chunks
+	if r.sent >= size {
+		close(r.reached)
+		return 0, <-r.release
+	}
+	n := min(len(p), size-r.sent)
+	for i := range p[:n] {
+		p[i] = '1'
+	}
+	if r.sent == 0 {
+		copy(p, "mobileNumber\n")
+	}
+	r.sent += n
+	return n, nil
+}
+
+// TestAbortedUploadLeavesNothing: an upload shows nowhere until its last byte is in, and one
+// that fails leaves no job and no chunk behind.
+func TestAbortedUploadLeavesNothing(t *testing.T) {
+	svc, pool, _ := setup(t)
+	ctx := context.Background()
+	client := uuid.NewString()
+	r := &blockingUpload{reached: make(chan struct{}), release: make(chan error)}
+	done := make(chan error, 1)
+	go func() { _, err := svc.Upload(ctx, client, "big.csv", r); done <- err }()
+	<-r.reached
+	// Errorf, not Fatalf, until the upload is released: it would hold the pool forever.
+	var stored int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM connect.import_chunks c JOIN connect.import_jobs j ON j.id = c.job_id
+		WHERE j.client_id = $1`, client).Scan(&stored); err != nil || stored < 2 {
+		t.Errorf("%d chunks stored mid-upload (%v): the upload should be written as it arrives", stored, err)
+	}
+	if page, err := svc.List(ctx, client, 10, 0); err != nil || page.Total != 0 || len(page.Items) != 0 {
+		t.Errorf("a half-received upload is listed: %+v %v", page, err)
+	}
+	if o, err := store.OverviewCounts(ctx, pool, client); err != nil || o.Imports != 0 || o.RunningImports != 0 {
+		t.Errorf("a half-received upload is counted: %+v %v", o, err)
+	}
+	if ran, err := svc.RunOnce(ctx); ran || err != nil {
+		t.Errorf("a worker took a half-received upload: %v %v", ran, err)
+	}
+	r.release <- errors.New("connection reset")
+	if err := <-done; err == nil {
+		t.Fatal("the aborted upload succeeded")
+	}
+	var jobs, chunks int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM connect.import_jobs), (SELECT count(*) FROM connect.import_chunks)`).
+		Scan(&jobs, &chunks); err != nil || jobs != 0 || chunks != 0 {
+		t.Fatalf("the aborted upload left %d jobs and %d chunks (%v)", jobs, chunks, err)
 	}
 }

@@ -181,11 +181,15 @@ type Patch struct {
 	MatchedOnly                                                        *bool
 }
 
-// Update applies a patch.
+// Update applies a patch. A new endpointUrl without a new apiKey drops the stored credential:
+// it was given for the old target and must never be sent to another one.
 func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (domain.Integration, error) {
 	it, err := s.Get(ctx, clientID, id)
 	if err != nil {
 		return it, err
+	}
+	if p.EndpointURL != nil && *p.EndpointURL != it.EndpointURL && p.APIKey == nil {
+		it.APIKeySealed = nil
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {

@@ -6,9 +6,12 @@ import (
 )
 
 // Policy is the access rule of every method of the connect service. A method missing here is
-// refused. (The CONNECT feature is checked by the handlers' requireConnect.)
+// refused. (The CONNECT feature is checked by the handlers' requireConnect.) Integration writes
+// need an ADMIN key: an integration decides where profiles and the stored CRM credential are
+// sent. Reads stay open to MEMBER keys.
 func Policy() auth.Policy {
 	apiKey := auth.Rule{Credential: auth.APIKey}
+	adminKey := auth.Rule{Credential: auth.APIKey, AdminRole: true}
 	return auth.Policy{
 		connectv1.ConnectService_ListProfiles_FullMethodName:      apiKey,
 		connectv1.ConnectService_GetProfile_FullMethodName:        apiKey,
@@ -19,12 +22,12 @@ func Policy() auth.Policy {
 		connectv1.ConnectService_GetImportSample_FullMethodName:   apiKey,
 		connectv1.ConnectService_ListImportJobs_FullMethodName:    apiKey,
 		connectv1.ConnectService_GetImportJob_FullMethodName:      apiKey,
-		connectv1.ConnectService_CreateIntegration_FullMethodName: apiKey,
+		connectv1.ConnectService_CreateIntegration_FullMethodName: adminKey,
 		connectv1.ConnectService_ListIntegrations_FullMethodName:  apiKey,
 		connectv1.ConnectService_GetIntegration_FullMethodName:    apiKey,
-		connectv1.ConnectService_UpdateIntegration_FullMethodName: apiKey,
-		connectv1.ConnectService_DeleteIntegration_FullMethodName: apiKey,
-		connectv1.ConnectService_SyncIntegration_FullMethodName:   apiKey,
+		connectv1.ConnectService_UpdateIntegration_FullMethodName: adminKey,
+		connectv1.ConnectService_DeleteIntegration_FullMethodName: adminKey,
+		connectv1.ConnectService_SyncIntegration_FullMethodName:   adminKey,
 		connectv1.ConnectService_ListSyncHistory_FullMethodName:   apiKey,
 		connectv1.ConnectService_GetOverview_FullMethodName:       apiKey,
 

@@ -262,6 +262,9 @@ func (s *Server) UpdateIntegration(ctx context.Context, req *connectv1.UpdateInt
 		return nil, err
 	}
 	p := req.GetPatch()
+	if p == nil { // an empty body: nothing to change
+		p = &connectv1.IntegrationPatch{}
+	}
 	var batch *int
 	if p.BatchSize != nil {
 		b := int(*p.BatchSize)

@@ -32,41 +32,69 @@ func scanJob(row pgx.Row) (domain.ImportJob, error) {
 	return j, nil
 }
 
-// InsertJob stores a new job (not yet QUEUED: its chunks are being written).
+// InsertJob stores a new job, UPLOADING: its chunks are being written, no worker takes it and
+// no list shows it.
 func InsertJob(ctx context.Context, db DB, j domain.ImportJob) error {
 	_, err := db.Exec(ctx, `INSERT INTO connect.import_jobs (id, client_id, file_name, size_bytes, status)
-		VALUES ($1, $2, $3, 0, 'QUEUED')`, j.ID, j.ClientID, j.FileName)
+		VALUES ($1, $2, $3, 0, 'UPLOADING')`, j.ID, j.ClientID, j.FileName)
 	if err != nil {
 		return fmt.Errorf("insert import job: %w", err)
 	}
 	return nil
 }
 
-// InsertChunk stores one chunk of an uploaded file.
-func InsertChunk(ctx context.Context, db DB, jobID string, seq int, data []byte) error {
-	if _, err := db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`, jobID, seq, data); err != nil {
+// Sealer seals and opens data at rest under associated data; crypto.Keyring is one.
+type Sealer interface {
+	Seal(plaintext, ad []byte) []byte
+	Open(ciphertext, ad []byte) ([]byte, error)
+}
+
+// chunkAD binds a sealed chunk to its place: a chunk copied to another job or position does
+// not open.
+func chunkAD(jobID string, seq int) []byte {
+	return fmt.Appendf(nil, "connect.import_chunks:%s:%d", jobID, seq)
+}
+
+// InsertChunk stores one chunk of an uploaded file, sealed. The job's row must still be there
+// (a job purged as abandoned takes its chunks with it, and refuses more).
+func InsertChunk(ctx context.Context, db DB, sealer Sealer, jobID string, seq int, data []byte) error {
+	if _, err := db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`,
+		jobID, seq, sealer.Seal(data, chunkAD(jobID, seq))); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	return nil
 }
 
-// SetJobSize records the uploaded size and returns the job.
-func SetJobSize(ctx context.Context, db DB, jobID string, size int64) (domain.ImportJob, error) {
-	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2 WHERE id = $1 RETURNING `+jobColumns, jobID, size))
+// QueueJob ends an upload: it records the file's size and queues the job. ErrNotFound: the
+// job is no longer UPLOADING (it was purged as abandoned).
+func QueueJob(ctx context.Context, db DB, jobID string, size int64) (domain.ImportJob, error) {
+	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2, status = 'QUEUED'
+		WHERE id = $1 AND status = 'UPLOADING' RETURNING `+jobColumns, jobID, size))
 }
 
-// GetJob reads a job of a client.
+// DeleteUpload removes a job that is still UPLOADING, with its chunks: an upload that failed
+// leaves nothing.
+func DeleteUpload(ctx context.Context, db DB, jobID string) error {
+	if _, err := db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE id = $1 AND status = 'UPLOADING'`, jobID); err != nil {
+		return fmt.Errorf("delete upload: %w", err)
+	}
+	return nil
+}
+
+// GetJob reads a job of a client (not one still UPLOADING).
 func GetJob(ctx context.Context, db DB, clientID, id string) (domain.ImportJob, error) {
-	return scanJob(db.QueryRow(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE id = $1 AND client_id = $2`, id, clientID))
+	return scanJob(db.QueryRow(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs
+		WHERE id = $1 AND client_id = $2 AND status <> 'UPLOADING'`, id, clientID))
 }
 
-// ListJobs reads a page of a client's jobs, newest first.
+// ListJobs reads a page of a client's jobs, newest first (not those still UPLOADING).
 func ListJobs(ctx context.Context, db DB, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
 	var p domain.Page[domain.ImportJob]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
+		clientID).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count import jobs: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1
+	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list import jobs: %w", err)
@@ -87,17 +115,21 @@ func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob
 		WHERE j.id = todo.todo_id RETURNING `+jobColumns, lease.String()))
 }
 
-// Chunks calls fn with each chunk of a job's file, in order, one at a time.
-func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) error {
+// Chunks calls fn with each chunk of a job's file, opened, in order, one at a time.
+func Chunks(ctx context.Context, db DB, sealer Sealer, jobID string, fn func([]byte) error) error {
 	var seq int
 	for {
-		var data []byte
-		err := db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&data)
+		var sealed []byte
+		err := db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&sealed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read chunk %d: %w", seq, err)
+		}
+		data, err := sealer.Open(sealed, chunkAD(jobID, seq))
+		if err != nil {
+			return fmt.Errorf("chunk %d: %w", seq, ErrChunkSealed)
 		}
 		if err := fn(data); err != nil {
 			return err
@@ -105,6 +137,11 @@ func Chunks(ctx context.Context, db DB, jobID string, fn func([]byte) error) err
 		seq++
 	}
 }
+
+// ErrChunkSealed is a stored chunk of an upload that does not open: sealed with a data key no
+// longer configured, or written in clear by a version before chunks were sealed. No retry
+// opens it; the job fails and the file must be uploaded again.
+var ErrChunkSealed = errors.New("the stored upload cannot be opened (its data key is gone, or an earlier version stored it); upload the file again")
 
 // StageRow is one valid row of an import, ready for the database.
 type StageRow struct {

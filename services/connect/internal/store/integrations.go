@@ -164,15 +164,51 @@ func enqueue(ctx context.Context, db DB, clientID, integrationID, trigger string
 	return queued, nil
 }
 
-// ClaimDeliveries takes up to n due deliveries for lease, skipping those another worker holds.
-func ClaimDeliveries(ctx context.Context, db DB, n int, lease time.Duration) ([]domain.Delivery, error) {
-	rows, err := db.Query(ctx, `UPDATE connect.deliveries d SET lease_until = now() + $2::interval, attempts = attempts + 1
-		FROM (SELECT id FROM connect.deliveries
-			WHERE status = 'PENDING' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-			ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+// ClaimDeliveries takes up to n due deliveries for lease, fairly: no integration gets more
+// than perIntegration batches in flight at once (so a slow endpoint holds a few workers, not
+// all of them), and among the rest the clients with the fewest batches in flight go first, in
+// turn (so one client's backlog does not queue every other client behind it). Claims are
+// serialised by a transaction-level advisory lock, which makes the in-flight counts exact
+// across replicas; tx must be a transaction, committed soon after.
+func ClaimDeliveries(ctx context.Context, tx pgx.Tx, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mnv.connect.deliveries.claim'))`); err != nil {
+		return nil, fmt.Errorf("claim deliveries: lock: %w", err)
+	}
+	// The integrations with pending batches, by a loose index scan (one probe each, however
+	// long a backlog); the in-flight counts and due batches come from partial indexes too.
+	rows, err := tx.Query(ctx, `WITH RECURSIVE integrations AS (
+			(SELECT integration_id FROM connect.deliveries WHERE status = 'PENDING' ORDER BY integration_id LIMIT 1)
+			UNION ALL
+			SELECT (SELECT d.integration_id FROM connect.deliveries d
+				WHERE d.status = 'PENDING' AND d.integration_id > i.integration_id ORDER BY d.integration_id LIMIT 1)
+			FROM integrations i WHERE i.integration_id IS NOT NULL),
+		busy AS (
+			SELECT client_id, integration_id, count(*) AS n FROM connect.deliveries
+			WHERE status = 'PENDING' AND lease_until IS NOT NULL AND lease_until > now()
+			GROUP BY client_id, integration_id),
+		candidates AS (
+			SELECT c.id, c.client_id, c.next_attempt_at,
+				row_number() OVER (PARTITION BY c.client_id ORDER BY c.next_attempt_at, c.id) AS turn
+			FROM integrations i
+			LEFT JOIN busy b ON b.integration_id = i.integration_id
+			CROSS JOIN LATERAL (
+				SELECT d.id, d.client_id, d.next_attempt_at FROM connect.deliveries d
+				WHERE d.integration_id = i.integration_id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+					AND (d.lease_until IS NULL OR d.lease_until < now())
+				ORDER BY d.next_attempt_at LIMIT greatest($3 - coalesce(b.n, 0), 0)) c
+			WHERE i.integration_id IS NOT NULL),
+		picked AS (
+			SELECT c.id FROM candidates c
+			LEFT JOIN (SELECT client_id, sum(n) AS n FROM busy GROUP BY client_id) cb ON cb.client_id = c.client_id
+			ORDER BY coalesce(cb.n, 0) + c.turn, c.next_attempt_at, c.id
+			LIMIT $1)
+		UPDATE connect.deliveries d SET lease_until = now() + $2::interval, attempts = attempts + 1
+		FROM (SELECT id FROM connect.deliveries WHERE id IN (SELECT id FROM picked)
+			AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < now())
+			FOR UPDATE SKIP LOCKED) due
 		WHERE d.id = due.id
 		RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.trigger, d.profile_ids::text[], d.attempts`,
-		n, lease.String())
+		n, lease.String(), perIntegration)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -242,7 +278,7 @@ func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overvie
 	err := db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1),
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1 AND status = 'ACTIVE'),
-		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1),
+		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'),
 		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status IN ('QUEUED', 'RUNNING')),
 		(SELECT max(finished_at) FROM connect.import_jobs WHERE client_id = $1 AND status = 'COMPLETED'),
 		(SELECT count(*) FROM connect.sync_events WHERE client_id = $1 AND finished_at > now() - interval '24 hours' AND status = 'SUCCEEDED'),

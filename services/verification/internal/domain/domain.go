@@ -14,6 +14,9 @@ import (
 var (
 	// ErrNotFound: no such thing for this client (including things of other clients).
 	ErrNotFound = errors.New("not found")
+	// ErrNumberNotKept: a stuck-plus session whose number was dropped after its retention; the
+	// session and its reveal audit remain, the number cannot be revealed any more.
+	ErrNumberNotKept = errors.New("the number of this stuck-plus session is no longer kept: its retention period has passed")
 	// ErrAlreadyUsed: a sealed blob or a transaction was used already.
 	ErrAlreadyUsed = errors.New("already used")
 	// ErrInsufficientBalance and ErrBalanceExpired: the charge was refused.

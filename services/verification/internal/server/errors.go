@@ -37,6 +37,8 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		return ratelimit.Refusal(limited.Msg)
 	case errors.Is(err, domain.ErrNotFound):
 		return apierr.New(codes.NotFound, apierr.NotFound, "not found")
+	case errors.Is(err, domain.ErrNumberNotKept):
+		return apierr.New(codes.NotFound, apierr.NotFound, err.Error())
 	case errors.As(err, &usedBy):
 		return apierr.New(codes.AlreadyExists, apierr.AlreadyUsed, "this sealed session was already verified, by verification "+usedBy.VerificationID)
 	case errors.Is(err, domain.ErrAlreadyUsed):

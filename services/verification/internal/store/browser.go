@@ -119,10 +119,15 @@ func ListStuckPlusSessions(ctx context.Context, db pg.DB, clientID string, limit
 }
 
 // LockStuckPlusSession reads a client's stuck-plus session and locks it: reveals of one
-// session are serialised, so exactly one of them is the first.
+// session are serialised, so exactly one of them is the first. ErrNumberNotKept: the session's
+// number was dropped after its retention.
 func LockStuckPlusSession(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.StuckPlusSession, error) {
-	return scanStuckPlus(tx.QueryRow(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions
+	s, err := scanStuckPlus(tx.QueryRow(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions
 		WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
+	if err == nil && s.NumberSealed == nil {
+		return s, domain.ErrNumberNotKept
+	}
+	return s, err
 }
 
 // CountReveals counts the recorded reveals of a session. Called under the session's lock (in a
