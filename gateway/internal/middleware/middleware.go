@@ -180,6 +180,18 @@ func (r *recorder) Flush() {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// methodLabel is the method as metrics and logs name it: the standard methods by their name,
+// anything else OTHER. The client chooses the method, and every new label value would be a
+// series kept for the life of the process (curl -X FOO$RANDOM, repeated).
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
 // Observe writes the access log line and the metrics of every request. It logs the request id
 // (and the trace's ids when traced), method, route pattern, status, size and duration; never
 // headers, bodies or query strings.
@@ -198,8 +210,9 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 			if pattern == "" {
 				pattern = "unmatched"
 			}
-			m.requests.WithLabelValues(pattern, r.Method, strconv.Itoa(rec.status)).Inc()
-			m.duration.WithLabelValues(pattern, r.Method).Observe(elapsed.Seconds())
+			method := methodLabel(r.Method)
+			m.requests.WithLabelValues(pattern, method, strconv.Itoa(rec.status)).Inc()
+			m.duration.WithLabelValues(pattern, method).Observe(elapsed.Seconds())
 			level := zap.DebugLevel
 			switch {
 			case rec.status >= 500:
@@ -208,7 +221,7 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 				level = zap.InfoLevel
 			}
 			if ce := log.Check(level, "http request"); ce != nil {
-				ce.Write(logging.Request(r.Context()), zap.String("method", r.Method),
+				ce.Write(logging.Request(r.Context()), zap.String("method", method),
 					zap.String("route", pattern), zap.Int("status", rec.status), zap.Int("bytes", rec.bytes),
 					zap.Duration("duration", elapsed))
 			}
