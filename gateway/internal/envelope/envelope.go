@@ -265,8 +265,14 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 			}
 		}
 		if e.Status >= 500 {
+			// The route's pattern, never the path: a path holds ids, and the transaction id of a
+			// browser flow is the capability to capture it.
+			route := "unmatched"
+			if p, ok := runtime.HTTPPattern(r.Context()); ok {
+				route = p.String()
+			}
 			log.Warn("request failed", logging.Request(r.Context()),
-				zap.String("path", r.URL.Path), zap.String("grpc_code", apierr.Parse(err).Code.String()))
+				zap.String("route", route), zap.String("grpc_code", apierr.Parse(err).Code.String()))
 		}
 		WriteError(w, e)
 	}
