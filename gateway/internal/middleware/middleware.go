@@ -1,5 +1,6 @@
-// Package middleware holds the HTTP middlewares of the gateway, outermost first: request id,
-// panic recovery, access log and metrics, removal of untrusted headers, body limit.
+// Package middleware holds the HTTP middlewares of the gateway, outermost first: the drain of
+// unread bodies, request id, panic recovery, access log and metrics, removal of untrusted
+// headers, body limit.
 package middleware
 
 import (
@@ -225,6 +226,31 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 					zap.String("route", pattern), zap.Int("status", rec.status), zap.Int("bytes", rec.bytes),
 					zap.Duration("duration", elapsed))
 			}
+		})
+	}
+}
+
+// DrainBody reads what the handler left of a request body, after its answer is flushed, up to
+// max bytes and for at most wait. A server that answers early (413, 401, 404 before reading)
+// and closes with unread data makes the kernel reset the connection, and a client that writes
+// its whole body before reading then gets the reset instead of the answer; net/http itself
+// drains only 256 KiB. Beyond the bound, the connection is closed all the same.
+func DrainBody(max int64, wait time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The body as the server gave it: inner handlers may replace r.Body (BodyLimit does).
+			body := r.Body
+			next.ServeHTTP(w, r)
+			if body == nil || body == http.NoBody {
+				return
+			}
+			rc := http.NewResponseController(w)
+			// The client reads its answer now, whatever the drain does.
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			_ = rc.SetReadDeadline(time.Now().Add(wait))
+			_, _ = io.CopyN(io.Discard, body, max)
 		})
 	}
 }
