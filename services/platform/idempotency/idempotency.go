@@ -84,6 +84,9 @@ var (
 	errInFlight = apierr.Field(codes.Aborted, apierr.Conflict, "Idempotency-Key",
 		"a request with this Idempotency-Key is still in progress")
 	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+	// A principal that names neither an API key nor an SDK token: a bug, refused loudly, since
+	// the alternative is sharing its key with the client's other credentials.
+	errNoCredential = apierr.New(codes.Internal, apierr.Internal, "idempotency: the caller's credential is unknown")
 )
 
 // Credentials that are not an API key or an SDK token.
@@ -272,8 +275,6 @@ func (s *Store) Run(ctx context.Context) {
 	}
 }
 
-var errNoCredential = apierr.New(codes.Internal, apierr.Internal, "idempotency: the caller's credential is unknown")
-
 // scope is who a key belongs to: the authenticated client and the credential it called with,
 // else (the bootstrap, which has no principal) the client id it names. client is "" when the
 // request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
@@ -285,7 +286,6 @@ func scope(ctx context.Context, md metadata.MD) (client, credential string, err 
 		case p.SDKTokenID != "":
 			return p.ClientID, "sdk:" + p.SDKTokenID, nil
 		}
-		// Sharing the key with the client's other credentials is the one thing it must not do.
 		return "", "", errNoCredential
 	}
 	if ids := md.Get(auth.MDClientID); len(ids) == 1 {
