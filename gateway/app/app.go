@@ -269,13 +269,10 @@ func (g *Gateway) dial(watchCtx context.Context, name, addr string) (*grpc.Clien
 	if err != nil {
 		return nil, err
 	}
+	b.Attach(conn)
 	g.conns = append(g.conns, conn)
 	g.backends = append(g.backends, b)
-	g.watching.Add(1)
-	go func() {
-		defer g.watching.Done()
-		b.Watch(watchCtx, conn)
-	}()
+	g.watching.Go(func() { b.Watch(watchCtx) })
 	return conn, nil
 }
 
@@ -328,15 +325,25 @@ func outgoingHeaders(key string) (string, bool) {
 }
 
 // ready answers 200 whenever the gateway serves: its readiness is its own (a stopping gateway
-// closes its listener first, so probes fail then). The backends' states, as of their last
-// health check, are listed for information only: one service down must not take every gateway
-// replica out of rotation, and with it the routes of the other services; a route whose service
-// is away answers 503 itself.
-func (g *Gateway) ready(w http.ResponseWriter, _ *http.Request) {
-	states := make(map[string]string, len(g.backends))
+// closes its listener first, so probes fail then). The backends' states, checked now, are
+// listed for information only: one service down must not take every gateway replica out of
+// rotation, and with it the routes of the other services; a route whose service is away
+// answers 503 itself.
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
+	var (
+		mu     sync.Mutex
+		checks sync.WaitGroup
+		states = make(map[string]string, len(g.backends))
+	)
 	for _, b := range g.backends {
-		states[b.Name] = b.State().String()
+		checks.Go(func() {
+			s := b.Check(r.Context()).String()
+			mu.Lock()
+			defer mu.Unlock()
+			states[b.Name] = s
+		})
 	}
+	checks.Wait()
 	data, err := json.Marshal(struct {
 		Status   string            `json:"status"`
 		Backends map[string]string `json:"backends"`

@@ -148,9 +148,9 @@ func silentAddr(t *testing.T) string {
 
 // TestBackendDown runs the gateway with verification away, refusing connections or silent:
 // the gateway stays ready and says which service is away, the routes of the services that
-// work answer, the routes of the one that is away answer 503 in the envelope at once, and the
-// failure's log line names the route, not the path (a capture's path holds the transaction
-// id, the flow's capability).
+// work answer, the routes of the one that is away answer 503 in the envelope within a second
+// or so (not after gRPC's 20-second connect timeout), and the failure's log line names the
+// route, not the path (a capture's path holds the transaction id, the flow's capability).
 func TestBackendDown(t *testing.T) {
 	acc := apptest.Start(t)
 	con := connecttest.Start(t, acc.Addr, apptest.InternalToken, nil)
@@ -205,8 +205,8 @@ func TestBackendDown(t *testing.T) {
 				t.Run(tt.name, func(t *testing.T) {
 					began := time.Now()
 					a := s.do(t, tt.call)
-					if took := time.Since(began); took > 2*time.Second {
-						t.Errorf("answered in %v, want at once", took)
+					if took := time.Since(began); took > 3*time.Second {
+						t.Errorf("answered in %v, want within a second or so", took)
 					}
 					if a.status != tt.wantStatus {
 						t.Fatalf("%d %s, want %d", a.status, a.body, tt.wantStatus)

@@ -127,7 +127,7 @@ func verifyOnce(s *harness.Suite, c harness.Client, token string) bool {
 
 // TestReadinessIsTheGateways stops each service behind the gateway in turn: the gateway's
 // /readyz stays 200 (one service away must not take every gateway out of rotation) and names
-// the service as UNREACHABLE; that service's routes answer 503 in the envelope at once, the
+// the service as UNREACHABLE; that service's routes answer 503 in the envelope within a second or so, the
 // others' routes keep working; all is SERVING again once it is back, without the gateway being
 // restarted.
 func TestReadinessIsTheGateways(t *testing.T) {
@@ -183,8 +183,8 @@ func TestReadinessIsTheGateways(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if took := time.Since(began); took > 2*time.Second {
-				t.Errorf("%s %s answered in %v, want at once", tt.dead.method, tt.dead.path, took)
+			if took := time.Since(began); took > 3*time.Second {
+				t.Errorf("%s %s answered in %v, want within a second or so", tt.dead.method, tt.dead.path, took)
 			}
 			if r.status != http.StatusServiceUnavailable || r.code() != "UNAVAILABLE" || r.env.Success {
 				t.Errorf("%s %s with %s away: %d %s, want the 503 envelope", tt.dead.method, tt.dead.path, tt.victim, r.status, r.raw)
