@@ -37,7 +37,7 @@ var components = []component{
 		name: "gateway", deployment: "mnv-gateway", cmd: "gateway/cmd/gateway", app: "gateway/app/app.go",
 		port: 8080, listenVar: "MNV_HTTP_ADDR",
 		secrets: []string{"MNV_INTERNAL_TOKEN"}, caller: true,
-		// /healthz: alive; /readyz: every backend answers its health check (gateway/app).
+		// /healthz: alive; /readyz: the gateway serves, backends listed, not followed (gateway/app).
 		probes: map[string]string{"liveness": "/healthz", "readiness": "/readyz", "startup": "/healthz"},
 	},
 	{

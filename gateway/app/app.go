@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -19,9 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
@@ -179,41 +181,53 @@ var successMessages = map[string]string{
 	connectv1.ConnectService_GetOverview_FullMethodName:       "Overview retrieved successfully",
 }
 
+// How much of a body the gateway reads, after answering, so that a client still writing it
+// gets the answer rather than a reset: a few MiB beyond the JSON limit, for a few seconds.
+const (
+	drainBeyondLimit = 4 << 20
+	drainWait        = 3 * time.Second
+)
+
 // Gateway is the HTTP edge.
 type Gateway struct {
 	cfg      Config
 	log      *zap.Logger
 	handler  http.Handler
 	conns    []*grpc.ClientConn
-	backends map[string]healthpb.HealthClient
+	backends []*backends.Backend
 	limits   *ratelimit.Store
+	// stopWatch ends the backends' health checks; watching counts them.
+	stopWatch context.CancelFunc
+	watching  sync.WaitGroup
 }
 
 // New builds the gateway. gatherer is what /metrics serves (the gateway's own registry, or in
 // the all-in-one binary every service's).
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, log: log, backends: map[string]healthpb.HealthClient{}}
+	g := &Gateway{cfg: cfg, log: log}
+	// The watches outlive New's ctx (which may end once the gateway is built): Close ends them.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	g.stopWatch = stopWatch
 	apiDoc, err := openapi.Document(openapigen.JSON)
 	if err != nil {
+		g.Close()
 		return nil, fmt.Errorf("openapi document: %w", err)
 	}
-	accounts, err := g.dial(cfg.AccountsAddr)
-	if err != nil {
-		return nil, err
-	}
-	g.backends["accounts"] = healthpb.NewHealthClient(accounts)
-	verification, err := g.dial(cfg.VerificationAddr)
+	accounts, err := g.dial(watchCtx, "accounts", cfg.AccountsAddr)
 	if err != nil {
 		g.Close()
 		return nil, err
 	}
-	g.backends["verification"] = healthpb.NewHealthClient(verification)
-	connect, err := g.dial(cfg.ConnectAddr)
+	verification, err := g.dial(watchCtx, "verification", cfg.VerificationAddr)
 	if err != nil {
 		g.Close()
 		return nil, err
 	}
-	g.backends["connect"] = healthpb.NewHealthClient(connect)
+	connect, err := g.dial(watchCtx, "connect", cfg.ConnectAddr)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
@@ -264,7 +278,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, upload.Streaming)(mux))
 	// The browser capture takes no credential: it is bound to the web origins of the
 	// transaction's client, and answers CORS for those origins only.
-	root.Handle("/v1/api/web/", weborigin.Middleware(verificationv1.NewVerificationServiceClient(verification), cfg.NumberHeaders)(
+	root.Handle("/v1/api/web/", weborigin.Middleware(verificationv1.NewVerificationServiceClient(verification), cfg.NumberHeaders, log)(
 		middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
 	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -278,18 +292,25 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
 
 	// The client address is resolved before the forwarding headers are stripped. The trace's
-	// server span (when tracing is on) is outermost, so the access log line can name it.
-	g.handler = tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
-		clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(root)))))))
+	// server span (when tracing is on) encloses the access log, so the log line can name it.
+	// Only the drain of unread bodies is further out: it runs once the answer is complete.
+	g.handler = middleware.DrainBody(cfg.MaxBodyBytes+drainBeyondLimit, drainWait)(
+		tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
+			clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(root))))))))
 	return g, nil
 }
 
-func (g *Gateway) dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile})
+// dial connects to the backend name at addr and watches its health until Close.
+func (g *Gateway) dial(watchCtx context.Context, name, addr string) (*grpc.ClientConn, error) {
+	b := backends.New(name)
+	conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile}, b.DialOptions()...)
 	if err != nil {
 		return nil, err
 	}
+	b.Attach(conn)
 	g.conns = append(g.conns, conn)
+	g.backends = append(g.backends, b)
+	g.watching.Go(func() { b.Watch(watchCtx) })
 	return conn, nil
 }
 
@@ -345,25 +366,35 @@ func outgoingHeaders(key string) (string, bool) {
 	return "", false
 }
 
-// ready reports whether every backend answers its health check.
+// ready answers 200 whenever the gateway serves: its readiness is its own (a stopping gateway
+// closes its listener first, so probes fail then). The backends' states, checked now, are
+// listed for information only: one service down must not take every gateway replica out of
+// rotation, and with it the routes of the other services; a route whose service is away
+// answers 503 itself.
 func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	var down []string
-	for name, h := range g.backends {
-		resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
-		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			down = append(down, name)
-		}
-	}
-	if len(down) > 0 {
-		envelope.WriteError(w, envelope.Error{
-			Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE",
-			Message: "not ready: " + strings.Join(down, ", ") + " not serving",
+	var (
+		mu     sync.Mutex
+		checks sync.WaitGroup
+		states = make(map[string]string, len(g.backends))
+	)
+	for _, b := range g.backends {
+		checks.Go(func() {
+			s := b.Check(r.Context()).String()
+			mu.Lock()
+			defer mu.Unlock()
+			states[b.Name] = s
 		})
+	}
+	checks.Wait()
+	data, err := json.Marshal(struct {
+		Status   string            `json:"status"`
+		Backends map[string]string `json:"backends"`
+	}{"SERVING", states})
+	if err != nil {
+		envelope.WriteError(w, envelope.Internal(context.Background()))
 		return
 	}
-	envelope.WriteSuccess(w, http.StatusOK, "ready", []byte(`{"status":"SERVING"}`))
+	envelope.WriteSuccess(w, http.StatusOK, "ready", data)
 }
 
 // Handler is the gateway's HTTP handler.
@@ -406,8 +437,10 @@ func (g *Gateway) Run(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
-// Close closes the backend connections.
+// Close ends the health checks and closes the backend connections.
 func (g *Gateway) Close() {
+	g.stopWatch()
+	g.watching.Wait()
 	for _, c := range g.conns {
 		_ = c.Close()
 	}

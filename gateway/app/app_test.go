@@ -231,6 +231,12 @@ func TestGolden(t *testing.T) {
 	golden(t, "create_key_bad_role", s.do(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":"ci","role":"OWNER"}`}))
 	golden(t, "create_key_no_role", s.do(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":"ci"}`}))
 	golden(t, "create_key_malformed_json", s.do(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":`}))
+	// A body that says two things is refused, not read as the last of them (an ADMIN key).
+	keysBefore := s.data(t, call{method: "GET", path: "/v1/api/me/api-keys", headers: meHeaders(c)})["totalItems"]
+	golden(t, "create_key_duplicate_role", s.do(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":"ci","role":"MEMBER","role":"ADMIN"}`}))
+	if after := s.data(t, call{method: "GET", path: "/v1/api/me/api-keys", headers: meHeaders(c)})["totalItems"]; after != keysBefore {
+		t.Fatalf("a body with the role twice changed the keys from %v to %v", keysBefore, after)
+	}
 	golden(t, "list_keys", s.do(t, call{method: "GET", path: "/v1/api/me/api-keys?page=0&size=1", headers: meHeaders(c)}))
 
 	keys := s.data(t, call{method: "GET", path: "/v1/api/me/api-keys", headers: meHeaders(c)})["items"].([]any)

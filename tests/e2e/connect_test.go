@@ -774,3 +774,48 @@ func TestMatchedOnlyDelivery(t *testing.T) {
 		t.Fatalf("delivered %v; want m-1 once per integration (%s, %s)", ids, manual, onMatch)
 	}
 }
+
+// TestErasureForgetsIdempotentAnswers erases a profile created (and enriched) with an
+// Idempotency-Key: the stored answers, which hold its data, go with it, so a replay of the same
+// key and body creates a new profile instead of handing back the erased one.
+func TestErasureForgetsIdempotentAnswers(t *testing.T) {
+	c := newClient(t, 10, "--features", "CONNECT")
+	create := meOf(c)
+	create["Idempotency-Key"] = "erase-create-" + c.ID
+	body := `{"mobileNumber":"` + nextNumber() + `","externalId":"crm-7","firstName":"Erin","email":"erin@example.com"}`
+	var p profile
+	ok(t, "POST", "/v1/api/me/connect/profiles", create, body).decode(t, &p)
+	if r := ok(t, "POST", "/v1/api/me/connect/profiles", create, body); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("before the erasure the key does not replay: %v", r.header)
+	}
+	enrich := meOf(c)
+	enrich["Idempotency-Key"] = "erase-enrich-" + c.ID
+	ok(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", enrich, `{"reason":"fraud check"}`)
+
+	ok(t, "DELETE", "/v1/api/me/connect/profiles/"+p.ID, meOf(c), "")
+
+	conn, err := pgx.Connect(context.Background(), suite.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM connect.idempotency_keys WHERE client_id = $1 AND key IN ($2, $3)`,
+		c.ID, create["Idempotency-Key"], enrich["Idempotency-Key"]).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("%d stored answers about the erased profile remain", rows)
+	}
+
+	var again profile
+	r := ok(t, "POST", "/v1/api/me/connect/profiles", create, body)
+	r.decode(t, &again)
+	if again.ID == p.ID || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the replay after the erasure answered the erased profile %s: %s %v", p.ID, r.raw, r.header)
+	}
+	ok(t, "GET", "/v1/api/me/connect/profiles/"+again.ID, meOf(c), "")
+	if r := call(t, "POST", "/v1/api/me/connect/profiles/"+p.ID+"/enrich", enrich, `{"reason":"fraud check"}`); r.status != http.StatusNotFound {
+		t.Fatalf("the enrichment's replay after the erasure: %d %s, want 404", r.status, r.raw)
+	}
+}

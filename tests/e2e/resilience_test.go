@@ -125,48 +125,92 @@ func verifyOnce(s *harness.Suite, c harness.Client, token string) bool {
 	return err == nil && r.status == http.StatusOK
 }
 
-// TestReadinessFollowsDependencies stops each service behind the gateway: the gateway's
-// /readyz turns 503 and names it, and turns 200 again once it is back, without the gateway
-// being restarted.
-func TestReadinessFollowsDependencies(t *testing.T) {
+// TestReadinessIsTheGateways stops each service behind the gateway in turn: the gateway's
+// /readyz stays 200 (one service away must not take every gateway out of rotation) and names
+// the service as UNREACHABLE; that service's routes answer 503 in the envelope within a second or so, the
+// others' routes keep working; all is SERVING again once it is back, without the gateway being
+// restarted.
+func TestReadinessIsTheGateways(t *testing.T) {
 	s, err := harness.Start(context.Background(), harness.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	ready := func() response {
-		r, err := send(s, "GET", "/readyz", nil, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+	if err := s.WaitReady(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	waitFor := func(status int) response {
+	c, err := s.CreateClient(context.Background(), 10, "--features", "VERIFY,CONNECT,STUCK_PLUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState := func(name, state string) {
+		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			r := ready()
-			if r.status == status {
-				return r
+			states, err := s.Backends(context.Background())
+			if err != nil {
+				t.Fatalf("/readyz while %s is %s: %v", name, state, err)
+			}
+			if states[name] == state {
+				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("/readyz still %d %s, want %d", r.status, r.raw, status)
+				t.Fatalf("/readyz still lists %s as %s, want %s", name, states[name], state)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	waitFor(http.StatusOK)
-	for _, victim := range []string{"accounts", "verification", "connect"} {
-		t.Run(victim, func(t *testing.T) {
-			if err := s.Kill(victim, syscall.SIGKILL); err != nil {
+	type route struct{ method, path, body string }
+	clients := route{"GET", "/v1/api/clients", ""}
+	for _, tt := range []struct {
+		victim string
+		dead   route // a route of the victim
+		live   route // a route that does not need it
+	}{
+		// Every credential is checked by accounts: without it only the gateway's own routes work.
+		{"accounts", clients, route{"GET", "/v1/api/openapi.json", ""}},
+		{"verification", route{"POST", "/v1/api/opportunity", `{"serviceCode":"STUCK_PLUS","metadataId":"lead-1"}`}, clients},
+		{"connect", route{"GET", "/v1/api/me/connect/profiles", ""}, clients},
+	} {
+		t.Run(tt.victim, func(t *testing.T) {
+			if err := s.Kill(tt.victim, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			if r := waitFor(http.StatusServiceUnavailable); !strings.Contains(string(r.raw), victim) {
-				t.Errorf("/readyz does not name %s: %s", victim, r.raw)
-			}
-			if err := s.Restart(victim); err != nil {
+			waitState(tt.victim, "UNREACHABLE")
+
+			began := time.Now()
+			r, err := send(s, tt.dead.method, tt.dead.path, keyOf(c), tt.dead.body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(http.StatusOK)
+			if took := time.Since(began); took > 3*time.Second {
+				t.Errorf("%s %s answered in %v, want within a second or so", tt.dead.method, tt.dead.path, took)
+			}
+			if r.status != http.StatusServiceUnavailable || r.code() != "UNAVAILABLE" || r.env.Success {
+				t.Errorf("%s %s with %s away: %d %s, want the 503 envelope", tt.dead.method, tt.dead.path, tt.victim, r.status, r.raw)
+			}
+			req, _ := http.NewRequest(tt.live.method, s.GatewayURL+tt.live.path, strings.NewReader(tt.live.body))
+			for k, v := range keyOf(c) {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s %s with %s away: %d, want 200", tt.live.method, tt.live.path, tt.victim, resp.StatusCode)
+			}
+
+			if err := s.Restart(tt.victim); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WaitReady(context.Background(), 20*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := send(s, tt.dead.method, tt.dead.path, keyOf(c), tt.dead.body); err != nil || r.status != http.StatusOK {
+				t.Fatalf("%s %s once %s is back: %v %d %s", tt.dead.method, tt.dead.path, tt.victim, err, r.status, r.raw)
+			}
 		})
 	}
 }

@@ -332,15 +332,18 @@ func (s *Suite) Restart(name string, env ...string) error {
 	return s.start(p)
 }
 
-// WaitReady polls the gateway's /readyz until it answers 200.
+// WaitReady polls the gateway's /readyz until it answers 200 and lists every backend as
+// SERVING: the gateway is ready on its own, and says how its backends are.
 func (s *Suite) WaitReady(ctx context.Context, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.GatewayURL+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+		if states, err := s.Backends(ctx); err == nil && len(states) > 0 {
+			serving := true
+			for _, st := range states {
+				serving = serving && st == "SERVING"
+			}
+			if serving {
 				return nil
 			}
 		}
@@ -357,6 +360,31 @@ func (s *Suite) WaitReady(ctx context.Context, within time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Backends reads the backends' states from the gateway's /readyz, which must answer 200.
+func (s *Suite) Backends(ctx context.Context) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.GatewayURL+"/readyz", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data struct {
+			Backends map[string]string `json:"backends"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return nil, fmt.Errorf("readyz: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("readyz: %d", resp.StatusCode)
+	}
+	return env.Data.Backends, nil
 }
 
 // PID returns the process id of a running process of the suite ("connect").

@@ -155,9 +155,12 @@ func FromErr(ctx context.Context, err error) Error {
 
 var (
 	unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
-	invalidValue = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
-	badQuery     = regexp.MustCompile(`^parsing field "([A-Za-z0-9_.]+)"`)
-	decodeNoise  = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
+	// A key given twice, found by jsonpb at any depth (or by protojson, as JSON and proto names
+	// of one field): the name is quoted with Go's escapes.
+	duplicateField = regexp.MustCompile(`duplicate field ("(?:[^"\\]|\\.)*")`)
+	invalidValue   = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
+	badQuery       = regexp.MustCompile(`^parsing field "([A-Za-z0-9_.]+)"`)
+	decodeNoise    = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
 )
 
 // describeDecodeError turns a decoding error into a message for people, and names the field
@@ -165,6 +168,11 @@ var (
 func describeDecodeError(msg string) (string, string) {
 	if m := unknownField.FindStringSubmatch(msg); m != nil {
 		return "unknown field " + strconv.Quote(m[1]), m[1]
+	}
+	if m := duplicateField.FindStringSubmatch(msg); m != nil {
+		if name, err := strconv.Unquote(m[1]); err == nil {
+			return "duplicate field " + m[1], name
+		}
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
 		return "invalid value " + m[2] + " for field " + m[1], m[1]
@@ -257,8 +265,14 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 			}
 		}
 		if e.Status >= 500 {
+			// The route's pattern, never the path: a path holds ids, and the transaction id of a
+			// browser flow is the capability to capture it.
+			route := "unmatched"
+			if p, ok := runtime.HTTPPattern(r.Context()); ok {
+				route = p.String()
+			}
 			log.Warn("request failed", logging.Request(r.Context()),
-				zap.String("path", r.URL.Path), zap.String("grpc_code", apierr.Parse(err).Code.String()))
+				zap.String("route", route), zap.String("grpc_code", apierr.Parse(err).Code.String()))
 		}
 		WriteError(w, e)
 	}

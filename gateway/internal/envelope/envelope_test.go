@@ -43,6 +43,8 @@ func TestFromErr(t *testing.T) {
 		{"rate", apierr.New(codes.ResourceExhausted, apierr.RateLimited, "slow down"), 429, "RATE_LIMITED", "", "slow down"},
 		{"plain not found", status.Error(codes.NotFound, "x"), 404, "NOT_FOUND", "", "x"},
 		{"unknown field", status.Error(codes.InvalidArgument, `proto: (line 1:2): unknown field "foo"`), 400, "INVALID_ARGUMENT", "foo", `unknown field "foo"`},
+		{"duplicate key", status.Error(codes.InvalidArgument, `duplicate field "fieldMappings.e\"mail"`), 400, "INVALID_ARGUMENT", `fieldMappings.e"mail`, `duplicate field "fieldMappings.e\"mail"`},
+		{"duplicate field from protojson", status.Error(codes.InvalidArgument, `proto: (line 1:24): duplicate field "secret_key"`), 400, "INVALID_ARGUMENT", "secret_key", `duplicate field "secret_key"`},
 		{"bad query", status.Error(codes.InvalidArgument, `parsing field "size": strconv.ParseInt: parsing "abc": invalid syntax`), 400, "INVALID_ARGUMENT", "size", "invalid value for query parameter size"},
 		{"internal hides details", status.Error(codes.Internal, "pq: relation does not exist"), 500, "INTERNAL", "", "the service could not complete the request (request id req-1)"},
 		{"backend down", status.Error(codes.Unavailable, "connection refused 10.0.0.1"), 503, "UNAVAILABLE", "", "the service is temporarily unavailable, try again (request id req-1)"},

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -14,9 +17,12 @@ import (
 
 var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: false}
 
-// Unmarshal decodes a JSON request body into m. Unknown fields, wrong types and malformed JSON
-// are errors. Enum values may be given with or without their type prefix.
+// Unmarshal decodes a JSON request body into m. Unknown fields, wrong types, keys given twice
+// and malformed JSON are errors. Enum values may be given with or without their type prefix.
 func Unmarshal(data []byte, m proto.Message) error {
+	if err := rejectDuplicates(data); err != nil {
+		return err
+	}
 	if hasEnums(m.ProtoReflect().Descriptor()) {
 		var err error
 		if data, err = prefixEnums(data, m.ProtoReflect().Descriptor()); err != nil {
@@ -134,4 +140,201 @@ func fixValue(v any, fd protoreflect.FieldDescriptor) any {
 		}
 	}
 	return v
+}
+
+// maxDepth bounds the nesting rejectDuplicates follows, as protojson bounds its own.
+const maxDepth = 10000
+
+// rejectDuplicates refuses a body in which an object names a key twice, at any depth. The
+// enum rewrite (like encoding/json) keeps the last value, so {"role":"MEMBER","role":"ADMIN"}
+// created an ADMIN key, while whatever checked the first value saw MEMBER: a request that says
+// two things is refused rather than read as either. Malformed JSON is left to the decoding
+// that follows, which reports it. It is a small scanner rather than json.Decoder.Token, which
+// cost twice what the rest of the decoding does, on every request.
+func rejectDuplicates(data []byte) error {
+	s := dupScanner{data: data}
+	if err := s.value(0); err != errMalformed {
+		return err
+	}
+	return nil
+}
+
+// errMalformed stops the scan: the decoder that follows says what is wrong.
+var errMalformed = errors.New("malformed JSON")
+
+// pathElem is a key, or the index of an array element.
+type pathElem struct {
+	key   string
+	index int // -1 for a key
+}
+
+type dupScanner struct {
+	data []byte
+	i    int
+	path []pathElem // of the value being read
+}
+
+func (s *dupScanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips spaces and reports whether the next byte is c, consuming it if so.
+func (s *dupScanner) next(c byte) bool {
+	s.space()
+	if s.i < len(s.data) && s.data[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *dupScanner) value(depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("malformed JSON: nested deeper than %d", maxDepth)
+	}
+	s.space()
+	if s.i >= len(s.data) {
+		return errMalformed
+	}
+	switch s.data[s.i] {
+	case '{':
+		return s.object(depth + 1)
+	case '[':
+		return s.array(depth + 1)
+	case '"':
+		_, _, err := s.str()
+		return err
+	}
+	// A number or a literal: its end is all that matters here.
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		s.i++
+	}
+	return nil
+}
+
+func (s *dupScanner) object(depth int) error {
+	s.i++ // {
+	if s.next('}') {
+		return nil
+	}
+	// Few keys are compared in a slice; many in a map, so that no body costs quadratic time.
+	var (
+		few  []string
+		many map[string]struct{}
+	)
+	for {
+		s.space()
+		if s.i >= len(s.data) || s.data[s.i] != '"' {
+			return errMalformed
+		}
+		raw, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		key := string(raw[1 : len(raw)-1])
+		if escaped {
+			if json.Unmarshal(raw, &key) != nil {
+				return errMalformed
+			}
+		}
+		dup := false
+		switch {
+		case many != nil:
+			_, dup = many[key]
+			many[key] = struct{}{}
+		case len(few) < 16:
+			dup = slices.Contains(few, key)
+			few = append(few, key)
+		default:
+			many = make(map[string]struct{}, 2*len(few))
+			for _, k := range few {
+				many[k] = struct{}{}
+			}
+			_, dup = many[key]
+			many[key] = struct{}{}
+		}
+		if dup {
+			return fmt.Errorf("duplicate field %s", strconv.Quote(s.pathTo(key)))
+		}
+		if !s.next(':') {
+			return errMalformed
+		}
+		s.path = append(s.path, pathElem{key: key, index: -1})
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+		switch {
+		case s.next(','):
+		case s.next('}'):
+			return nil
+		default:
+			return errMalformed
+		}
+	}
+}
+
+func (s *dupScanner) array(depth int) error {
+	s.i++ // [
+	if s.next(']') {
+		return nil
+	}
+	s.path = append(s.path, pathElem{})
+	for n := 0; ; n++ {
+		s.path[len(s.path)-1].index = n
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		switch {
+		case s.next(','):
+		case s.next(']'):
+			s.path = s.path[:len(s.path)-1]
+			return nil
+		default:
+			return errMalformed
+		}
+	}
+}
+
+// str reads the string at s.i, quotes included, and whether it has escapes.
+func (s *dupScanner) str() (raw []byte, escaped bool, err error) {
+	start := s.i
+	for j := start + 1; j < len(s.data); j++ {
+		switch s.data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			s.i = j + 1
+			return s.data[start:s.i], escaped, nil
+		}
+	}
+	return nil, false, errMalformed
+}
+
+// pathTo names key in the value being read, e.g. fieldMappings.email or items[2].name.
+func (s *dupScanner) pathTo(key string) string {
+	var b strings.Builder
+	for _, e := range append(s.path, pathElem{key: key, index: -1}) {
+		switch {
+		case e.index >= 0:
+			b.WriteString("[" + strconv.Itoa(e.index) + "]")
+		case b.Len() > 0:
+			b.WriteString("." + e.key)
+		default:
+			b.WriteString(e.key)
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package jsonpb_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,52 @@ func TestDecode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDuplicateKeys: a body that names a key twice, at any depth and however the key is
+// spelled in JSON, is refused with the key's path, whether the message has enums (rewritten
+// before protojson) or not.
+func TestDuplicateKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		msg     proto.Message
+		wantErr string // "" to accept
+	}{
+		{"role twice", `{"name":"ci","role":"MEMBER","role":"ADMIN"}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "role"`},
+		{"same value twice", `{"name":"ci","name":"ci","role":"MEMBER"}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "name"`},
+		{"escaped spelling of the same key", `{"role":"MEMBER","r\u006fle":"ADMIN"}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "role"`},
+		{"message without enums", `{"secretKey":"a","secretKey":"b"}`, &accountsv1.RotateApiKeyRequest{}, `duplicate field "secretKey"`},
+		{"key of a map", `{"displayName":"x","fieldMappings":{"email":"mail","email":"e"}}`, &connectv1.CreateIntegrationRequest{}, `duplicate field "fieldMappings.email"`},
+		{"attribute of a profile", `{"mobileNumber":"+971501234567","attributes":{"tier":"gold","tier":"free"}}`, &connectv1.CreateProfileRequest{}, `duplicate field "attributes.tier"`},
+		{"inside an array", `{"name":"x","items":[{"a":1},{"b":1,"b":2}]}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "items[1].b"`},
+		{"JSON and proto names of one field", `{"secretKey":"a","secret_key":"b"}`, &accountsv1.RotateApiKeyRequest{}, `duplicate field "secret_key"`},
+		{"a key again in a nested object is no duplicate", `{"displayName":"x","fieldMappings":{"displayName":"name"}}`, &connectv1.CreateIntegrationRequest{}, ""},
+		{"the same key in sibling objects is no duplicate", `{"name":"x","items":[{"a":1},{"a":2}]}`, &accountsv1.CreateApiKeyRequest{}, `unknown field "items"`},
+		{"malformed JSON is still reported as such", `{"name":"x","role":`, &accountsv1.CreateApiKeyRequest{}, "malformed JSON"},
+		{"nesting too deep to follow", `{"name":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, &accountsv1.CreateApiKeyRequest{}, "malformed JSON"},
+		{"many keys, the last a duplicate", `{` + strings.Repeat(`"name":"x",`, 1) + manyKeys(5000) + `"name":"y"}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "name"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := jsonpb.Unmarshal([]byte(tt.body), tt.msg)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want it to contain %q (decoded %v)", err, tt.wantErr, tt.msg)
+			}
+		})
+	}
+}
+
+// manyKeys is n distinct members of an object, each followed by a comma.
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	return b.String()
 }
 
 // TestEnumPrefixes checks EnumPrefix against every enum of every generated file: each value

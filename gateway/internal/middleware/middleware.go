@@ -1,5 +1,6 @@
-// Package middleware holds the HTTP middlewares of the gateway, outermost first: request id,
-// panic recovery, access log and metrics, removal of untrusted headers, body limit.
+// Package middleware holds the HTTP middlewares of the gateway, outermost first: the drain of
+// unread bodies, request id, panic recovery, access log and metrics, removal of untrusted
+// headers, body limit.
 package middleware
 
 import (
@@ -162,6 +163,18 @@ func (r *recorder) Flush() {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// methodLabel is the method as metrics and logs name it: the standard methods by their name,
+// anything else OTHER. The client chooses the method, and every new label value would be a
+// series kept for the life of the process (curl -X FOO$RANDOM, repeated).
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
 // Observe writes the access log line and the metrics of every request. It logs the request id
 // (and the trace's ids when traced), method, route pattern, status, size and duration; never
 // headers, bodies or query strings.
@@ -180,8 +193,9 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 			if pattern == "" {
 				pattern = "unmatched"
 			}
-			m.requests.WithLabelValues(pattern, r.Method, strconv.Itoa(rec.status)).Inc()
-			m.duration.WithLabelValues(pattern, r.Method).Observe(elapsed.Seconds())
+			method := methodLabel(r.Method)
+			m.requests.WithLabelValues(pattern, method, strconv.Itoa(rec.status)).Inc()
+			m.duration.WithLabelValues(pattern, method).Observe(elapsed.Seconds())
 			level := zap.DebugLevel
 			switch {
 			case rec.status >= 500:
@@ -190,10 +204,35 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 				level = zap.InfoLevel
 			}
 			if ce := log.Check(level, "http request"); ce != nil {
-				ce.Write(logging.Request(r.Context()), zap.String("method", r.Method),
+				ce.Write(logging.Request(r.Context()), zap.String("method", method),
 					zap.String("route", pattern), zap.Int("status", rec.status), zap.Int("bytes", rec.bytes),
 					zap.Duration("duration", elapsed))
 			}
+		})
+	}
+}
+
+// DrainBody reads what the handler left of a request body, after its answer is flushed, up to
+// max bytes and for at most wait. A server that answers early (413, 401, 404 before reading)
+// and closes with unread data makes the kernel reset the connection, and a client that writes
+// its whole body before reading then gets the reset instead of the answer; net/http itself
+// drains only 256 KiB. Beyond the bound, the connection is closed all the same.
+func DrainBody(max int64, wait time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The body as the server gave it: inner handlers may replace r.Body (BodyLimit does).
+			body := r.Body
+			next.ServeHTTP(w, r)
+			if body == nil || body == http.NoBody {
+				return
+			}
+			rc := http.NewResponseController(w)
+			// The client reads its answer now, whatever the drain does.
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			_ = rc.SetReadDeadline(time.Now().Add(wait))
+			_, _ = io.CopyN(io.Discard, body, max)
 		})
 	}
 }

@@ -1,12 +1,19 @@
 package middleware_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
+	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
@@ -84,6 +91,67 @@ func TestBodyLimit(t *testing.T) {
 		h.ServeHTTP(w, req)
 		if w.Code != tt.want {
 			t.Errorf("body of %d bytes (chunked %v): %d, want %d", len(tt.body), tt.chunked, w.Code, tt.want)
+		}
+	}
+}
+
+// TestObserveBoundsMethods sends requests with many made-up methods over HTTP: the metrics and
+// the access log name them all OTHER, so the series stay as few as the standard methods.
+func TestObserveBoundsMethods(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := middleware.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	srv := httptest.NewServer(middleware.Observe(zap.New(core), m)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	})))
+	defer srv.Close()
+	send := func(method string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+"/v1/api/clients", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	const made = 300
+	for i := range made {
+		send(fmt.Sprintf("FOO%d", i))
+	}
+	for _, method := range []string{"GET", "POST", "DELETE"} {
+		send(method)
+	}
+
+	series := metricstest.Gather(t, reg)
+	methods := map[string]bool{}
+	for k := range series {
+		if !strings.HasPrefix(k, "mnv_gateway_http_requests_total{") {
+			continue
+		}
+		for _, l := range strings.Split(strings.Trim(strings.TrimPrefix(k, "mnv_gateway_http_requests_total"), "{}"), ",") {
+			if v, ok := strings.CutPrefix(l, "method="); ok {
+				methods[v] = true
+			}
+		}
+	}
+	if len(methods) != 4 || !methods["OTHER"] || !methods["GET"] || !methods["POST"] || !methods["DELETE"] {
+		t.Errorf("method labels %v, want GET, POST, DELETE and OTHER", methods)
+	}
+	if got := metricstest.Sum(series, "mnv_gateway_http_requests_total", "method=OTHER"); got != made {
+		t.Errorf("%v requests counted as OTHER, want %d", got, made)
+	}
+	if got := metricstest.Sum(series, "mnv_gateway_http_request_duration_seconds", "method=OTHER"); got != made {
+		t.Errorf("%v durations observed as OTHER, want %d", got, made)
+	}
+	for _, e := range logs.FilterMessage("http request").All() {
+		if method := e.ContextMap()["method"]; strings.HasPrefix(fmt.Sprint(method), "FOO") {
+			t.Fatalf("the access log names the method %v", method)
 		}
 	}
 }

@@ -17,11 +17,13 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/logging"
 )
 
 // Checker asks whether an origin may call a transaction's browser routes;
@@ -30,8 +32,13 @@ type Checker interface {
 	CheckWebOrigin(ctx context.Context, in *verificationv1.CheckWebOriginRequest, opts ...grpc.CallOption) (*verificationv1.CheckWebOriginResponse, error)
 }
 
-// prefix is the path of a transaction's browser routes, followed by its id.
-const prefix = "/v1/api/web/transactions/"
+// prefix is the path of a transaction's browser routes, followed by its id; route is the
+// pattern of the one browser route, as the mux writes it (and logs name it: the path holds the
+// transaction id, the flow's capability, which logs never do).
+const (
+	prefix = "/v1/api/web/transactions/"
+	route  = "/v1/api/web/transactions/{transaction_id=*}/capture"
+)
 
 // checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
 const checkTimeout = 3 * time.Second
@@ -44,13 +51,13 @@ var forbidden = envelope.Error{
 // Middleware applies the binding in front of next. allowHeaders are the request headers a page
 // may send besides Content-Type and X-Request-Id (the sandbox's number header, so a demo page
 // can play the operator's proxy).
-func Middleware(check Checker, allowHeaders []string) func(http.Handler) http.Handler {
+func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http.Handler) http.Handler {
 	allowed := strings.Join(append([]string{"Content-Type", "X-Request-Id"}, allowHeaders...), ", ")
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, ok := transactionID(r.URL.Path)
 			if !ok {
-				next.ServeHTTP(w, r) // not a transaction route: the mux answers 404
+				next.ServeHTTP(w, r) // not a browser route: the mux answers 404
 				return
 			}
 			h := w.Header()
@@ -66,7 +73,12 @@ func Middleware(check Checker, allowHeaders []string) func(http.Handler) http.Ha
 			resp, err := check.CheckWebOrigin(ctx, &verificationv1.CheckWebOriginRequest{TransactionId: id, Origin: origin})
 			cancel()
 			if err != nil {
-				envelope.WriteError(w, envelope.FromErr(r.Context(), err))
+				e := envelope.FromErr(r.Context(), err)
+				if e.Status >= 500 {
+					log.Warn("request failed", logging.Request(r.Context()),
+						zap.String("route", route), zap.String("grpc_code", apierr.Parse(err).Code.String()))
+				}
+				envelope.WriteError(w, e)
 				return
 			}
 			if !resp.GetAllowed() {
@@ -87,13 +99,13 @@ func Middleware(check Checker, allowHeaders []string) func(http.Handler) http.Ha
 	}
 }
 
-// transactionID returns the id of a path under prefix ("{id}/capture"), unvalidated: the
-// verification service decides what exists.
+// transactionID returns the id of a browser route's path (prefix + "{id}/capture"),
+// unvalidated: the verification service decides what exists.
 func transactionID(path string) (string, bool) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
 		return "", false
 	}
-	id, _, ok := strings.Cut(rest, "/")
-	return id, ok && id != ""
+	id, action, ok := strings.Cut(rest, "/")
+	return id, ok && id != "" && action == "capture"
 }

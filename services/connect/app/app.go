@@ -297,14 +297,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
-	profs := profiles.New(pool, numbers, accounts)
+	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
+	profs := profiles.New(pool, numbers, accounts, idem)
 	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	worker := delivery.New(pool, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
-	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		pool.Close()

@@ -3,8 +3,14 @@
 // (with Idempotent-Replayed: true) and runs the operation once; with another request it is
 // IDEMPOTENCY_MISMATCH; while the first is still running it is CONFLICT.
 //
-// Keys are scoped to the client. Answers are stored sealed with the service's keyring, since
-// they may carry a credential that is shown once.
+// Keys are scoped to the credential that sent them (an API key, an SDK token; the first-key
+// bootstrap, which has none yet, by the client it names), never shared across a client's
+// credentials: a key can only ever replay an answer to the credential that received it first,
+// so a shown-once secret never reaches another credential. Answers are stored sealed with the
+// service's keyring, bound to their row, since they may carry such a secret.
+//
+// A handler whose answer holds someone's personal data tags it (Tag) with a subject, and the
+// erasure of that subject forgets the stored answers (Store.Forget) in its own transaction.
 package idempotency
 
 import (
@@ -78,16 +84,57 @@ var (
 	errInFlight = apierr.Field(codes.Aborted, apierr.Conflict, "Idempotency-Key",
 		"a request with this Idempotency-Key is still in progress")
 	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+	// A principal that names neither an API key nor an SDK token: a bug, refused loudly, since
+	// the alternative is sharing its key with the client's other credentials.
+	errNoCredential = apierr.New(codes.Internal, apierr.Internal, "idempotency: the caller's credential is unknown")
 )
 
-type keyInContext struct{}
+// Credentials that are not an API key or an SDK token.
+const (
+	// bootstrapCredential scopes the keys of a method that takes no credential (the first-key
+	// bootstrap) within the client it names; its request hash covers the secret that proves the
+	// caller, so only a caller who sent that same secret can replay its answer.
+	bootstrapCredential = "bootstrap"
+)
 
-// KeyFromContext returns the Idempotency-Key of the request being handled, if it has one: a
+// request is the key of the request being handled, in its context.
+type request struct {
+	credential, key string
+	subject         string // set by Tag
+}
+
+type requestInContext struct{}
+
+// KeyFromContext returns an identity of the Idempotency-Key of the request being handled, if it
+// has one: the key together with the credential that sent it, unique within the client. A
 // handler that charges can derive its debit reference from it, so that a retry taking over an
-// interrupted first attempt is not charged twice.
+// interrupted first attempt is not charged twice, while another credential of the client using
+// the same key is charged for its own request.
 func KeyFromContext(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(keyInContext{}).(string)
-	return k, ok
+	r, ok := ctx.Value(requestInContext{}).(*request)
+	if !ok {
+		return "", false
+	}
+	return r.credential + " " + r.key, true
+}
+
+// Tag marks the answer of the request being handled as holding the data of subject (e.g.
+// "profile:<id>"), so that Forget(subject) drops it once that data is erased. Without an
+// Idempotency-Key it does nothing. A request has one subject; a second Tag replaces it.
+func Tag(ctx context.Context, subject string) {
+	if r, ok := ctx.Value(requestInContext{}).(*request); ok {
+		r.subject = subject
+	}
+}
+
+// Forget deletes the client's stored answers tagged with subject. Call it in the transaction
+// that erases the subject's data, so that no replay returns the data after the erasure. A key
+// whose answer is forgotten is free again: its replay runs the request anew.
+func (s *Store) Forget(ctx context.Context, db pg.DB, clientID, subject string) error {
+	if _, err := db.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND subject = $2`, clientID, subject); err != nil {
+		return fmt.Errorf("idempotency: forget answers of %s: %w", subject, err)
+	}
+	return nil
 }
 
 // UnaryInterceptor applies the header to the store's methods. It must run after authentication.
@@ -104,8 +151,11 @@ func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if len(keys) > 1 || !validKey(keys[0]) {
 			return nil, errBadKey
 		}
-		scope, ok := clientScope(ctx, md)
-		if !ok {
+		client, credential, err := scope(ctx, md)
+		if err != nil {
+			return nil, err
+		}
+		if client == "" {
 			return handler(ctx, req)
 		}
 		msg, ok := req.(proto.Message)
@@ -116,21 +166,24 @@ func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if err != nil {
 			return nil, err
 		}
-		ctx = context.WithValue(ctx, keyInContext{}, keys[0])
-		return s.run(ctx, scope, keys[0], info.FullMethod, hash, func() (any, error) { return handler(ctx, req) })
+		r := &request{credential: credential, key: keys[0]}
+		ctx = context.WithValue(ctx, requestInContext{}, r)
+		return s.run(ctx, client, r, info.FullMethod, hash, func() (any, error) { return handler(ctx, req) })
 	}
 }
 
-func (s *Store) run(ctx context.Context, client, key, method string, hash []byte, handler func() (any, error)) (any, error) {
-	ad := []byte(s.table + "|" + client + "|" + key)
+func (s *Store) run(ctx context.Context, client string, r *request, method string, hash []byte, handler func() (any, error)) (any, error) {
+	// The sealed answer is bound to its row: moved to another client's, credential's or key's
+	// row it does not open.
+	ad := []byte(s.table + "|" + client + "|" + r.credential + "|" + r.key)
 	for attempt := 0; attempt < 3; attempt++ {
-		claimed, err := s.claim(ctx, client, key, method, hash)
+		claimed, err := s.claim(ctx, client, r, method, hash)
 		if err != nil {
 			return nil, err
 		}
 		if claimed {
 			resp, herr := handler()
-			s.finish(ctx, client, key, resp, herr, ad)
+			s.finish(ctx, client, r, resp, herr, ad)
 			return resp, herr
 		}
 		var (
@@ -142,7 +195,7 @@ func (s *Store) run(ctx context.Context, client, key, method string, hash []byte
 			updated  time.Time
 		)
 		err = s.pool.QueryRow(ctx, `SELECT state, response, request_hash, method, created_at, updated_at FROM `+s.table+`
-			WHERE client_id = $1 AND key = $2`, client, key).Scan(&state, &stored, &seenHash, &seenMeth, &created, &updated)
+			WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key).Scan(&state, &stored, &seenHash, &seenMeth, &created, &updated)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // finished with an error and released in between: claim again
 		}
@@ -151,7 +204,8 @@ func (s *Store) run(ctx context.Context, client, key, method string, hash []byte
 		}
 		switch {
 		case time.Since(created) > Retention || (state == "RUNNING" && time.Since(updated) > abandonAfter):
-			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND key = $2 AND updated_at = $3`, client, key, updated); err != nil {
+			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND credential = $2 AND key = $3 AND updated_at = $4`,
+				client, r.credential, r.key, updated); err != nil {
 				return nil, fmt.Errorf("idempotency: expire key: %w", err)
 			}
 			continue
@@ -171,28 +225,33 @@ func (s *Store) run(ctx context.Context, client, key, method string, hash []byte
 }
 
 // claim inserts the key as RUNNING; false when it exists already.
-func (s *Store) claim(ctx context.Context, client, key, method string, hash []byte) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+` (client_id, key, method, request_hash, state)
-		VALUES ($1, $2, $3, $4, 'RUNNING') ON CONFLICT DO NOTHING`, client, key, method, hash)
+func (s *Store) claim(ctx context.Context, client string, r *request, method string, hash []byte) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+` (client_id, credential, key, method, request_hash, state)
+		VALUES ($1, $2, $3, $4, $5, 'RUNNING') ON CONFLICT DO NOTHING`, client, r.credential, r.key, method, hash)
 	if err != nil {
 		return false, fmt.Errorf("idempotency: claim key: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
-// finish stores the answer, or releases the key after an error so that a retry runs again.
-func (s *Store) finish(ctx context.Context, client, key string, resp any, herr error, ad []byte) {
+// finish stores the answer, with its subject, or releases the key after an error so that a
+// retry runs again.
+func (s *Store) finish(ctx context.Context, client string, r *request, resp any, herr error, ad []byte) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	var err error
 	if msg, ok := resp.(proto.Message); ok && herr == nil {
 		var b []byte
 		if b, err = encode(msg); err == nil {
-			_, err = s.pool.Exec(ctx, `UPDATE `+s.table+` SET state = 'DONE', response = $3, updated_at = now()
-				WHERE client_id = $1 AND key = $2`, client, key, s.keyring.Seal(b, ad))
+			var subject *string
+			if r.subject != "" {
+				subject = &r.subject
+			}
+			_, err = s.pool.Exec(ctx, `UPDATE `+s.table+` SET state = 'DONE', response = $4, subject = $5, updated_at = now()
+				WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key, s.keyring.Seal(b, ad), subject)
 		}
 	} else {
-		_, err = s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND key = $2`, client, key)
+		_, err = s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key)
 	}
 	if err != nil {
 		// The operation is done; only its replay is lost. A retry within abandonAfter is 409.
@@ -216,18 +275,25 @@ func (s *Store) Run(ctx context.Context) {
 	}
 }
 
-// clientScope is the client a key belongs to: the authenticated one, else (the bootstrap, which
-// has no principal) the client id it names.
-func clientScope(ctx context.Context, md metadata.MD) (string, bool) {
+// scope is who a key belongs to: the authenticated client and the credential it called with,
+// else (the bootstrap, which has no principal) the client id it names. client is "" when the
+// request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
+func scope(ctx context.Context, md metadata.MD) (client, credential string, err error) {
 	if p, ok := auth.FromContext(ctx); ok {
-		return p.ClientID, true
+		switch {
+		case p.KeyID != "":
+			return p.ClientID, "key:" + p.KeyID, nil
+		case p.SDKTokenID != "":
+			return p.ClientID, "sdk:" + p.SDKTokenID, nil
+		}
+		return "", "", errNoCredential
 	}
 	if ids := md.Get(auth.MDClientID); len(ids) == 1 {
 		if id, ok := auth.ParseClientID(ids[0]); ok {
-			return id, true
+			return id, bootstrapCredential, nil
 		}
 	}
-	return "", false
+	return "", "", nil
 }
 
 func validKey(k string) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"strings"
 	"sync"
@@ -61,6 +62,9 @@ func TestStore(t *testing.T) {
 		{"StaleKeys", testStaleKeys},
 		{"TamperedAnswerIsNotReplayed", testTamperedAnswerIsNotReplayed},
 		{"ReplayHeaderOverGRPC", testReplayHeaderOverGRPC},
+		{"KeyFromContext", testKeyFromContext},
+		{"ForgetTaggedAnswers", testForgetTaggedAnswers},
+		{"UpgradeFromClientScope", testUpgradeFromClientScope},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
@@ -129,9 +133,27 @@ func (c *counter) count() int {
 // call is one request through the interceptor.
 type call struct {
 	client string // principal's client id; "" for no principal
+	// cred is the principal's credential: "key:<id>" (an API key), "sdk:<id>" (an SDK token),
+	// "none" (neither); when empty, the client's one API key "key:<client>".
+	cred   string
 	md     metadata.MD
 	method string // mCreate when empty
 	req    any    // a *wrapperspb.StringValue, or anything else
+}
+
+// principal is the principal of client calling with cred (see call.cred).
+func principal(client, cred string) auth.Principal {
+	p := auth.Principal{ClientID: client}
+	if cred == "" {
+		cred = "key:" + client
+	}
+	switch kind, id, _ := strings.Cut(cred, ":"); kind {
+	case "key":
+		p.KeyID = id
+	case "sdk":
+		p.SDKTokenID = id
+	}
+	return p
 }
 
 func key(k string) metadata.MD { return metadata.Pairs(idempotency.MDKey, k) }
@@ -144,7 +166,7 @@ func do(store *idempotency.Store, h *counter, c call) (any, error) {
 		ctx = metadata.NewIncomingContext(ctx, c.md)
 	}
 	if c.client != "" {
-		ctx = auth.WithPrincipal(ctx, auth.Principal{ClientID: c.client})
+		ctx = auth.WithPrincipal(ctx, principal(c.client, c.cred))
 	}
 	method := c.method
 	if method == "" {
@@ -201,6 +223,27 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			// c2 may use the key for another request than c1 did, without a mismatch.
 			{call: call{client: "c3", md: key("shared-1"), req: req("b")}, wantCalls: 3},
 		}},
+		{"same key from another API key of the client: keys are per credential", []step{
+			{call: call{client: "c1", cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: "c1", cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: "c1", cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: "c1", cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
+			// Another credential's request is its own, not a mismatch of the first.
+			{call: call{client: "c1", cred: "key:k3", md: key("cred-1"), req: req("b")}, wantCalls: 3},
+		}},
+		{"an SDK token's key is not the API key's: no mismatch across credentials", []step{
+			{store: twoMethods, call: call{client: "c1", cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 1},
+			{store: twoMethods, call: call{client: "c1", cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 2},
+			{store: twoMethods, call: call{client: "c1", cred: "sdk:t2", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3},
+			{store: twoMethods, call: call{client: "c1", cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 3, sameAs: 2},
+			{store: twoMethods, call: call{client: "c1", cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3, sameAs: 1},
+			// An API key and an SDK token with the same id are still two credentials.
+			{store: twoMethods, call: call{client: "c1", cred: "key:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 4},
+		}},
+		{"a principal that names no credential is refused rather than share the client's keys", []step{
+			{call: call{client: "c1", cred: "none", md: key("cred-3"), req: req("a")}, wantCode: codes.Internal, wantReason: apierr.Internal},
+			{call: call{client: "c1", cred: "none", req: req("a")}, wantCalls: 1},
+		}},
 		{"handler error releases the key", []step{
 			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
 			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2},
@@ -240,8 +283,9 @@ func testUnaryInterceptor(t *testing.T, e env) {
 		{"bootstrap: without a principal the key is scoped by x-client-id", []step{
 			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
 			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
-			// The authenticated client of that id shares the scope.
-			{call: call{client: clientUUID, md: key("boot-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+			// A credential of that client does not share the bootstrap's answer, however it asks.
+			{call: call{client: clientUUID, md: key("boot-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: clientUUID, md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 2, sameAs: 3},
 		}},
 		{"no principal and no usable client id: the handler runs each time", []step{
 			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 1},
@@ -321,20 +365,24 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	ctx := context.Background()
 	const secret = "mnv_SHOWN_ONCE_0123456789abcdefghijklmnopqrstuv"
 	h := func(context.Context, any) (any, error) { return wrapperspb.String(secret), nil }
-	callWith := func(store *idempotency.Store, client, k string) (any, error) {
-		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, auth.Principal{ClientID: client}), key(k))
+	callAs := func(store *idempotency.Store, client, cred, k string) (any, error) {
+		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, principal(client, cred)), key(k))
 		return store.UnaryInterceptor()(c, req("create key"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 	}
+	callWith := func(store *idempotency.Store, client, k string) (any, error) { return callAs(store, client, "", k) }
 	for _, k := range []string{"sealed-1", "sealed-2"} {
 		if _, err := callWith(e.store, "c1", k); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if _, err := callAs(e.store, "c1", "key:other", "sealed-1"); err != nil {
+		t.Fatal(err)
+	}
 
 	var state string
 	var response, hash []byte
 	if err := e.pool.QueryRow(ctx, `SELECT state, response, request_hash FROM `+schema+`.idempotency_keys
-		WHERE client_id = 'c1' AND key = 'sealed-1'`).Scan(&state, &response, &hash); err != nil {
+		WHERE client_id = 'c1' AND credential = 'key:c1' AND key = 'sealed-1'`).Scan(&state, &response, &hash); err != nil {
 		t.Fatal(err)
 	}
 	if state != "DONE" {
@@ -355,11 +403,19 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	// The sealed answer opens with the keyring and the row's binding only: a response copied to
 	// another row does not replay there.
 	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys SET response = $1
-		WHERE client_id = 'c1' AND key = 'sealed-2'`, response); err != nil {
+		WHERE client_id = 'c1' AND credential = 'key:c1' AND key = 'sealed-2'`, response); err != nil {
 		t.Fatal(err)
 	}
 	if resp, err := callWith(e.store, "c1", "sealed-2"); err == nil {
 		t.Errorf("a response moved to another row replayed: %v", resp)
+	}
+	// Nor to another credential's row of the same key.
+	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys SET response = $1
+		WHERE client_id = 'c1' AND credential = 'key:other' AND key = 'sealed-1'`, response); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := callAs(e.store, "c1", "key:other", "sealed-1"); err == nil {
+		t.Errorf("a response moved to another credential's row replayed: %v", resp)
 	}
 
 	// A rotated keyring (new current key, old key kept) still replays old answers.
@@ -387,7 +443,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 
 // testInFlight runs a second request with the key while the first is still in its handler.
 func testInFlight(t *testing.T, e env) {
-	ctx := auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c1"})
+	ctx := auth.WithPrincipal(context.Background(), principal("c1", ""))
 	ctx = metadata.NewIncomingContext(ctx, key("inflight-1"))
 	icpt := e.store.UnaryInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCreate}
@@ -527,7 +583,7 @@ func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
 func testReplayHeaderOverGRPC(t *testing.T, e env) {
 	h := &counter{}
 	withPrincipal := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		return next(auth.WithPrincipal(ctx, auth.Principal{ClientID: "c1"}), req)
+		return next(auth.WithPrincipal(ctx, principal("c1", "")), req)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(withPrincipal, e.store.UnaryInterceptor()))
 	srv.RegisterService(&grpc.ServiceDesc{
@@ -597,4 +653,175 @@ func testReplayHeaderOverGRPC(t *testing.T, e env) {
 			}
 		})
 	}
+}
+
+// testKeyFromContext: what a handler derives its debit reference from is the same for a retry
+// by the same credential and differs for another credential using the same key, which runs
+// a request of its own and must be charged for it.
+func testKeyFromContext(t *testing.T, e env) {
+	seen := func(c call) string {
+		t.Helper()
+		var got string
+		h := func(ctx context.Context, _ any) (any, error) {
+			k, ok := idempotency.KeyFromContext(ctx)
+			if !ok {
+				t.Fatal("no key in the handler's context")
+			}
+			got = k
+			// Failing releases the key, so the next call runs the handler again.
+			return nil, apierr.New(codes.Unavailable, apierr.Unavailable, "try again")
+		}
+		ctx := metadata.NewIncomingContext(auth.WithPrincipal(context.Background(), principal(c.client, c.cred)), c.md)
+		_, _ = e.store.UnaryInterceptor()(ctx, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
+		return got
+	}
+	first := seen(call{client: "c1", cred: "key:k1", md: key("ref-1")})
+	tests := []struct {
+		name string
+		c    call
+		same bool
+	}{
+		{"retry by the same API key", call{client: "c1", cred: "key:k1", md: key("ref-1")}, true},
+		{"another API key of the client", call{client: "c1", cred: "key:k2", md: key("ref-1")}, false},
+		{"an SDK token of the client", call{client: "c1", cred: "sdk:k1", md: key("ref-1")}, false},
+		{"another key of the same API key", call{client: "c1", cred: "key:k1", md: key("ref-2")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := seen(tt.c); (got == first) != tt.same {
+				t.Errorf("KeyFromContext = %q, first %q: want same %v", got, first, tt.same)
+			}
+		})
+	}
+	if _, ok := idempotency.KeyFromContext(context.Background()); ok {
+		t.Error("KeyFromContext found a key in a context without one")
+	}
+}
+
+// testForgetTaggedAnswers: an answer tagged with a subject is forgotten when the subject is,
+// inside the caller's transaction, and only that answer.
+func testForgetTaggedAnswers(t *testing.T, e env) {
+	ctx := context.Background()
+	h := &counter{}
+	tagging := func(subject string) grpc.UnaryHandler {
+		return func(ctx context.Context, r any) (any, error) {
+			if subject != "" {
+				idempotency.Tag(ctx, subject)
+			}
+			return h.handle(ctx, r)
+		}
+	}
+	run := func(client, k, subject string) any {
+		t.Helper()
+		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, principal(client, "")), key(k))
+		resp, err := e.store.UnaryInterceptor()(c, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, tagging(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	rows := func(client, k string) int {
+		t.Helper()
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.idempotency_keys WHERE client_id = $1 AND key = $2`, client, k).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	forget := func(client, subject string, commit bool) {
+		t.Helper()
+		tx, err := e.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if err := e.store.Forget(ctx, tx, client, subject); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	first := run("c1", "forget-1", "profile:p1")
+	run("c1", "forget-2", "profile:p2")
+	run("c1", "forget-3", "")
+	run("c2", "forget-1", "profile:p1")
+
+	// A rolled-back erasure forgets nothing.
+	forget("c1", "profile:p1", false)
+	if rows("c1", "forget-1") != 1 {
+		t.Fatal("a rolled-back Forget deleted the answer")
+	}
+	forget("c1", "profile:p1", true)
+	tests := []struct {
+		name      string
+		client, k string
+		want      int
+	}{
+		{"the subject's answer is gone", "c1", "forget-1", 0},
+		{"another subject's answer stays", "c1", "forget-2", 1},
+		{"an untagged answer stays", "c1", "forget-3", 1},
+		{"another client's answer about the same subject stays", "c2", "forget-1", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rows(tt.client, tt.k); got != tt.want {
+				t.Errorf("%d rows, want %d", got, tt.want)
+			}
+		})
+	}
+	// The forgotten key runs anew instead of replaying the erased answer.
+	calls := h.count()
+	if again := run("c1", "forget-1", "profile:p3"); proto.Equal(again.(proto.Message), first.(proto.Message)) || h.count() != calls+1 {
+		t.Errorf("after Forget: %v after %d runs, want a fresh run", again, h.count())
+	}
+}
+
+// testUpgradeFromClientScope migrates a schema that has the client-scoped table of migration 001
+// and rows in it: the rows stay (to expire) but replay to nobody, since nobody can tell which
+// credential wrote them.
+func testUpgradeFromClientScope(t *testing.T, e env) {
+	ctx := context.Background()
+	const old = "idemold"
+	shipped, err := fs.ReadFile(idempotency.Migrations().FS, "001_idempotency_keys.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	only001 := fstest.MapFS{"001_idempotency_keys.sql": &fstest.MapFile{Data: shipped}}
+	if err := pg.Migrate(ctx, e.pool, old, mainSet, pg.Migrations{Name: "idempotency", FS: only001}); err != nil {
+		t.Fatal(err)
+	}
+	// An answer stored by the client-scoped version, sealed as it sealed them.
+	plain := append([]byte("google.protobuf.StringValue\x00"), mustMarshal(t, wrapperspb.String("old answer"))...)
+	if _, err := e.pool.Exec(ctx, `INSERT INTO `+old+`.idempotency_keys (client_id, key, method, request_hash, state, response)
+		VALUES ('c1', 'old-1', $1, $2, 'DONE', $3)`, mCreate, []byte("hash"), e.keyring.Seal(plain, []byte(old+".idempotency_keys|c1|old-1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Migrate(ctx, e.pool, old, mainSet, idempotency.Migrations()); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	var cred string
+	if err := e.pool.QueryRow(ctx, `SELECT credential FROM `+old+`.idempotency_keys WHERE client_id = 'c1' AND key = 'old-1'`).Scan(&cred); err != nil {
+		t.Fatalf("the old row: %v", err)
+	}
+	if cred != "" {
+		t.Errorf("the old row's credential is %q, want none", cred)
+	}
+	h := &counter{}
+	resp, err := do(idempotency.New(e.pool, old, e.keyring, zap.NewNop(), mCreate), h, call{client: "c1", md: key("old-1"), req: req("a")})
+	if err != nil || h.count() != 1 {
+		t.Fatalf("a key of an old row: %v, %v after %d runs; want a fresh run", resp, err, h.count())
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

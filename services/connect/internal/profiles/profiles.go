@@ -24,6 +24,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -33,6 +34,16 @@ type Accounts interface {
 	Refund(ctx context.Context, clientID, reference string, description *string) (accountsclient.Refunded, error)
 	Balance(ctx context.Context, clientID string) (int64, error)
 }
+
+// Answers holds the stored answers of idempotent requests; *idempotency.Store is one. The
+// answers of requests about a profile are tagged with Subject(id) (the server does it), and
+// forgotten when the profile is erased.
+type Answers interface {
+	Forget(ctx context.Context, db pg.DB, clientID, subject string) error
+}
+
+// Subject is what the stored answers holding a profile's data are tagged with.
+func Subject(profileID string) string { return "profile:" + profileID }
 
 // Numbers seals, opens and hashes numbers of profiles.
 type Numbers struct {
@@ -61,12 +72,13 @@ type Service struct {
 	pool     *pgxpool.Pool
 	numbers  Numbers
 	accounts Accounts
+	answers  Answers
 	now      func() time.Time
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, numbers Numbers, accounts Accounts) *Service {
-	return &Service{pool: pool, numbers: numbers, accounts: accounts, now: time.Now}
+func New(pool *pgxpool.Pool, numbers Numbers, accounts Accounts, answers Answers) *Service {
+	return &Service{pool: pool, numbers: numbers, accounts: accounts, answers: answers, now: time.Now}
 }
 
 // Fields are the optional fields of a profile, validated.
@@ -195,12 +207,22 @@ func (s *Service) List(ctx context.Context, clientID string, f store.ProfileFilt
 	return store.ListProfiles(ctx, s.pool, clientID, f, limit, offset)
 }
 
-// Delete erases a profile of the client.
+// Delete erases a profile of the client, and with it the stored idempotent answers that hold
+// its data: a replay of the request that created it must not bring the data back. The key of
+// such a request is free again, so its replay creates a new profile.
 func (s *Service) Delete(ctx context.Context, clientID, id string) (time.Time, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return time.Time{}, domain.ErrNotFound
 	}
-	return store.DeleteProfile(ctx, s.pool, clientID, id)
+	var at time.Time
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if at, err = store.DeleteProfile(ctx, tx, clientID, id); err != nil {
+			return err
+		}
+		return s.answers.Forget(ctx, tx, clientID, Subject(id))
+	})
+	return at, err
 }
 
 // enrichment works out what mnv knows of a profile's number, reading the client's

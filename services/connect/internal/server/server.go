@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
 
@@ -86,6 +87,8 @@ func (s *Server) CreateProfile(ctx context.Context, req *connectv1.CreateProfile
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	// The stored answer holds the profile's data: its erasure must forget it.
+	idempotency.Tag(ctx, profiles.Subject(out.ID))
 	return &connectv1.CreateProfileResponse{Profile: profileToProto(out)}, nil
 }
 
@@ -108,6 +111,8 @@ func (s *Server) EnrichProfile(ctx context.Context, req *connectv1.EnrichProfile
 		return nil, err
 	}
 	p, _ := auth.FromContext(ctx)
+	// The stored answer holds the profile's data: its erasure must forget it.
+	idempotency.Tag(ctx, profiles.Subject(req.GetProfileId()))
 	out, err := s.Profiles.Enrich(ctx, p, req.GetProfileId(), req.GetReason())
 	if err != nil {
 		return nil, s.fail(ctx, err)

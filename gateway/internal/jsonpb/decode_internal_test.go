@@ -1,0 +1,102 @@
+package jsonpb
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzRejectDuplicates holds the scanner to a plain reading of the same JSON with
+// json.Decoder.Token: on valid JSON both find the same first duplicate (or none), and nothing
+// makes the scanner panic.
+func FuzzRejectDuplicates(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"ci","role":"MEMBER","role":"ADMIN"}`, `{"role":"MEMBER","r\u006fle":"ADMIN"}`,
+		`{"a":{"b":[1,{"c":true,"c":null}]}}`, `[{"a":1},{"a":2}]`, `{"a":{"a":1}}`, `{"":1,"":2}`,
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k3":7}`,
+		`{"a\"b":1,"a\"b":2}`, ` { "x" : [ ] , "y" : { } , "x" : -1.5e3 } `, `"str"`, `12`, `null`, `{}`, `[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := rejectDuplicates(data) // must not panic on anything
+		// encoding/json reads invalid UTF-8 as U+FFFD, protojson refuses it: no reference.
+		if !json.Valid(data) || !utf8.Valid(data) {
+			return
+		}
+		want := referenceDuplicates(data)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q: scanner %v, reference %v", data, got, want)
+		}
+	})
+}
+
+// referenceDuplicates finds the first duplicate key of valid JSON the simple way.
+func referenceDuplicates(data []byte) error {
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    string
+		inKey  bool
+		index  int
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var stack []*frame
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			switch {
+			case !f.object:
+				b.WriteString("[" + strconv.Itoa(f.index) + "]")
+			case b.Len() > 0:
+				b.WriteString("." + f.key)
+			default:
+				b.WriteString(f.key)
+			}
+		}
+		return b.String()
+	}
+	done := func() {
+		if n := len(stack); n > 0 {
+			if top := stack[n-1]; top.object {
+				top.inKey = true
+			} else {
+				top.index++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{object: true, inKey: true, keys: map[string]bool{}})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				done()
+			}
+			continue
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].inKey {
+				top := stack[n-1]
+				top.key, top.inKey = t, false
+				if top.keys[t] {
+					return fmt.Errorf("duplicate field %s", strconv.Quote(path()))
+				}
+				top.keys[t] = true
+				continue
+			}
+		}
+		done()
+	}
+}
