@@ -19,8 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
@@ -218,7 +216,7 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 	case errors.Is(err, domain.ErrUnavailable):
 		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))
 		s.Metrics.deferCharge()
-		return v, err // wraps ErrUnavailable and keeps the gRPC status for accountsAway
+		return v, err // wraps ErrUnavailable and keeps the gRPC status for accountsclient.Away
 	case err != nil:
 		rejected, rerr := store.RejectVerification(ctx, db, v.ID)
 		if rerr != nil {
@@ -243,16 +241,6 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 // reconcileCallTimeout bounds each debit of the reconciler, whose transaction holds the rows
 // of its batch.
 const reconcileCallTimeout = 10 * time.Second
-
-// accountsAway tells a debit that failed because accounts could not be reached or did not
-// answer in time, as opposed to one that accounts answered with an error.
-func accountsAway(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded)
-}
 
 // Reconcile settles verifications left PENDING (accounts was unreachable, or a process died
 // between recording and settling) until ctx ends. Replicas share the work (SKIP LOCKED).
@@ -287,7 +275,7 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 			_, err := s.settle(cctx, tx, v)
 			cancel()
 			switch {
-			case errors.Is(err, domain.ErrUnavailable) && accountsAway(err):
+			case errors.Is(err, domain.ErrUnavailable) && accountsclient.Away(err):
 				return nil // try the batch again next round
 			case errors.Is(err, domain.ErrUnavailable):
 				// This charge failed for a reason of its own: it stays PENDING and is tried again
