@@ -221,6 +221,32 @@ func TestTracedRequest(t *testing.T) {
 		}
 	})
 
+	t.Run("spans hold no browser flow id and no made-up method", func(t *testing.T) {
+		// The transaction id in a capture's path is the flow's capability; a made-up method
+		// would name a span of its own per request.
+		const txID = "6f1c2a3b-4d5e-4f60-8172-93a4b5c6d7e8"
+		f.do(t, call{method: "POST", path: "/v1/api/web/transactions/" + txID + "/capture", headers: map[string]string{"Origin": "https://shop.example"}})
+		f.do(t, call{method: "FOO123", path: "/v1/api/clients/" + txID})
+		var seen int
+		for deadline := time.Now().Add(5 * time.Second); seen < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			seen = 0
+			for _, s := range spans.Ended() {
+				if s.SpanKind() == trace.SpanKindServer && s.StartTime().After(edge.EndTime()) && !strings.Contains(s.Name(), "/") {
+					seen++
+				}
+			}
+		}
+		for _, s := range spans.Ended() {
+			line := s.Name()
+			for _, kv := range s.Attributes() {
+				line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			}
+			if strings.Contains(line, txID) || strings.Contains(line, "FOO123") {
+				t.Errorf("span %s", line)
+			}
+		}
+	})
+
 	t.Run("the access log line names the trace", func(t *testing.T) {
 		for _, e := range f.logs.FilterMessage("http request").All() {
 			m := e.ContextMap()

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -112,15 +113,56 @@ func notTraced(path string) bool {
 // Handler wraps the HTTP edge: one server span per request, named by the route once it is known
 // (see SetRoute). A trace context sent by the client starts a new trace linked to it, never a
 // child of it: the internet does not choose our trace ids or sampling. Without tracing, h.
+//
+// A span holds neither the ids of the request's path (a browser flow's transaction id is the
+// capability to capture it, and trace backends are read by more people than the database) nor
+// a method the client made up (each would be a span name of its own).
 func Handler(h http.Handler) http.Handler {
 	if !Enabled() {
 		return h
 	}
-	return otelhttp.NewHandler(h, "http",
+	redacted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attrs := []attribute.KeyValue{semconv.URLPath(redactPath(r.URL.Path))}
+		if !standardMethod(r.Method) {
+			attrs = append(attrs, semconv.HTTPRequestMethodOriginal("_OTHER"))
+		}
+		trace.SpanFromContext(r.Context()).SetAttributes(attrs...)
+		h.ServeHTTP(w, r)
+	})
+	return otelhttp.NewHandler(redacted, "http",
 		otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
 		otelhttp.WithFilter(func(r *http.Request) bool { return !notTraced(r.URL.Path) }),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if standardMethod(r.Method) {
+				return r.Method
+			}
+			return "HTTP"
+		}),
 	)
+}
+
+// standardMethod reports whether m is one of the methods of RFC 9110 and PATCH.
+func standardMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// redactPath keeps the words of a path (the fixed segments of our routes: lower-case letters,
+// dots and dashes, short) and replaces every other segment, the ids, with "{id}".
+func redactPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if s != "" && s != "v1" && (len(s) > 20 || strings.ContainsFunc(s, func(r rune) bool {
+			return (r < 'a' || r > 'z') && r != '-' && r != '.'
+		})) {
+			segs[i] = "{id}"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // SetRoute names the request's server span by its route pattern, once the router knows it
