@@ -1,4 +1,4 @@
-package app_test
+package gateway_test
 
 import (
 	"encoding/json"
