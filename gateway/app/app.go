@@ -41,6 +41,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -193,54 +194,46 @@ type Gateway struct {
 	cfg      Config
 	log      *zap.Logger
 	handler  http.Handler
-	conns    []*grpc.ClientConn
 	backends []*backends.Backend
-	limits   *ratelimit.Store
-	// stopWatch ends the backends' health checks; watching counts them.
-	stopWatch context.CancelFunc
-	watching  sync.WaitGroup
+	// closer holds what New opened (the backend connections, their health checks, the rate
+	// limits), closed by Run's end or Close.
+	closer lifecycle.Closer
 }
 
 // New builds the gateway. gatherer is what /metrics serves (the gateway's own registry, or in
 // the all-in-one binary every service's).
-func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (*Gateway, error) {
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (_ *Gateway, err error) {
 	g := &Gateway{cfg: cfg, log: log}
-	// The watches outlive New's ctx (which may end once the gateway is built): Close ends them.
-	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	g.stopWatch = stopWatch
+	defer g.closer.CloseOnError(&err)
 	apiDoc, err := openapi.Document(openapigen.JSON)
 	if err != nil {
-		g.Close()
 		return nil, fmt.Errorf("openapi document: %w", err)
 	}
-	accounts, err := g.dial(watchCtx, "accounts", cfg.AccountsAddr)
+	accounts, err := g.dial(ctx, "accounts", cfg.AccountsAddr)
 	if err != nil {
-		g.Close()
 		return nil, err
 	}
-	verification, err := g.dial(watchCtx, "verification", cfg.VerificationAddr)
+	verification, err := g.dial(ctx, "verification", cfg.VerificationAddr)
 	if err != nil {
-		g.Close()
 		return nil, err
 	}
-	connect, err := g.dial(watchCtx, "connect", cfg.ConnectAddr)
+	connect, err := g.dial(ctx, "connect", cfg.ConnectAddr)
 	if err != nil {
-		g.Close()
 		return nil, err
 	}
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
-		g.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	if g.limits, err = ratelimit.Open(ratelimit.Options{Service: "gateway", RedisURL: cfg.RedisURL, Log: log, Registerer: reg}); err != nil {
-		g.Close()
+	limits, err := ratelimit.Open(ratelimit.Options{Service: "gateway", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	if err != nil {
 		return nil, err
 	}
+	g.closer.Add("rate limits", limits.Close)
 	perAddress := edgelimit.Middleware(
-		g.limits.Limiter("address", ratelimit.Limit{Rate: cfg.IPRate, Burst: cfg.IPBurst}),
-		g.limits.Limiter("auth_failure", ratelimit.Limit{Rate: cfg.AuthFailureRate, Burst: cfg.AuthFailureBurst}), log)
+		limits.Limiter("address", ratelimit.Limit{Rate: cfg.IPRate, Burst: cfg.IPBurst}),
+		limits.Limiter("auth_failure", ratelimit.Limit{Rate: cfg.AuthFailureRate, Burst: cfg.AuthFailureBurst}), log)
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
 		runtime.WithIncomingHeaderMatcher(incomingHeaders),
@@ -256,19 +249,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithWriteContentLength(),
 	)
 	if err := accountsv1.RegisterAccountsServiceHandler(ctx, mux, accounts); err != nil {
-		g.Close()
 		return nil, fmt.Errorf("register accounts routes: %w", err)
 	}
 	if err := verificationv1.RegisterVerificationServiceHandler(ctx, mux, verification); err != nil {
-		g.Close()
 		return nil, fmt.Errorf("register verification routes: %w", err)
 	}
 	if err := connectv1.RegisterConnectServiceHandler(ctx, mux, connect); err != nil {
-		g.Close()
 		return nil, fmt.Errorf("register connect routes: %w", err)
 	}
 	if err := upload.Register(mux, connectv1.NewConnectServiceClient(connect)); err != nil {
-		g.Close()
 		return nil, fmt.Errorf("register upload routes: %w", err)
 	}
 
@@ -300,17 +289,22 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	return g, nil
 }
 
-// dial connects to the backend name at addr and watches its health until Close.
-func (g *Gateway) dial(watchCtx context.Context, name, addr string) (*grpc.ClientConn, error) {
+// dial connects to the backend name at addr and watches its health until Close, which stops
+// the watch before it closes the connection.
+func (g *Gateway) dial(ctx context.Context, name, addr string) (*grpc.ClientConn, error) {
 	b := backends.New(name)
 	conn, err := grpcclient.Dial(addr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile}, b.DialOptions()...)
 	if err != nil {
 		return nil, err
 	}
+	g.closer.Add(name+" connection", conn.Close)
 	b.Attach(conn)
-	g.conns = append(g.conns, conn)
 	g.backends = append(g.backends, b)
-	g.watching.Go(func() { b.Watch(watchCtx) })
+	// The watch outlives New's ctx, which may end once the gateway is built.
+	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	watched := make(chan struct{})
+	go func() { defer close(watched); b.Watch(watchCtx) }()
+	g.closer.AddFunc(name+" health checks", func() { stop(); <-watched })
 	return conn, nil
 }
 
@@ -410,9 +404,9 @@ func (g *Gateway) Listen() (net.Listener, error) {
 }
 
 // Run serves on lis until ctx ends, then lets in-flight requests finish (up to the shutdown
-// timeout) and closes the backend connections.
-func (g *Gateway) Run(ctx context.Context, lis net.Listener) error {
-	defer g.Close()
+// timeout) and closes what New opened.
+func (g *Gateway) Run(ctx context.Context, lis net.Listener) (err error) {
+	defer func() { err = errors.Join(err, g.Close()) }()
 	srv := &http.Server{
 		Handler:           g.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -437,16 +431,6 @@ func (g *Gateway) Run(ctx context.Context, lis net.Listener) error {
 	return nil
 }
 
-// Close ends the health checks and closes the backend connections.
-func (g *Gateway) Close() {
-	g.stopWatch()
-	g.watching.Wait()
-	for _, c := range g.conns {
-		_ = c.Close()
-	}
-	g.conns = nil
-	if g.limits != nil {
-		_ = g.limits.Close()
-		g.limits = nil
-	}
-}
+// Close ends the health checks and closes the backend connections and the rate limits. Run
+// closes them itself; Close is for a Gateway that is never run.
+func (g *Gateway) Close() error { return g.closer.Close() }

@@ -55,7 +55,11 @@ func startWith(t testing.TB, log *zap.Logger) *full {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
 	return &full{stack: &stack{accounts: acc, handler: g.Handler(), url: srv.URL}, ver: ver, con: con, gateway: reg}

@@ -188,7 +188,11 @@ func TestBackendDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(g.Close)
+			t.Cleanup(func() {
+				if err := g.Close(); err != nil {
+					t.Error(err)
+				}
+			})
 			srv := httptest.NewServer(g.Handler())
 			t.Cleanup(srv.Close)
 			s := &stack{accounts: acc, handler: g.Handler(), url: srv.URL}

@@ -113,7 +113,9 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Close()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return d.names
 }
 

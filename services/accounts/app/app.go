@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
@@ -130,12 +131,11 @@ func (c Config) Validate() error {
 // App is a running accounts service.
 type App struct {
 	cfg    Config
-	log    *zap.Logger
-	pool   *pgxpool.Pool
 	server *grpcserver.Server
 	creds  *credentials.Service
 	idem   *idempotency.Store
-	limits *ratelimit.Store
+	// closer holds what New opened, closed by Run's end or Close.
+	closer lifecycle.Closer
 }
 
 // Migrate applies the schema's migrations and returns: the `accounts migrate` command, run once
@@ -160,7 +160,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 
 // New connects to the database, migrates the schema and builds the server. reg receives the
 // service's metrics.
-func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (_ *App, err error) {
 	fp, err := crypto.NewFingerprinter(cfg.Pepper)
 	if err != nil {
 		return nil, fmt.Errorf("MNV_PEPPER: %w", err)
@@ -173,12 +173,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_PRICES: %w", err)
 	}
+	a := &App{cfg: cfg}
+	defer a.closer.CloseOnError(&err)
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-accounts"})
 	if err != nil {
 		return nil, err
 	}
+	a.closer.AddFunc("database pool", pool.Close)
 	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
 		return nil, err
 	}
 
@@ -189,7 +191,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	ledger.Metrics = metrics
@@ -200,9 +201,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "accounts", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
-		pool.Close()
 		return nil, err
 	}
+	a.closer.Add("rate limits", limits.Close)
 	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
@@ -213,26 +214,28 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
-		_ = limits.Close()
-		pool.Close()
 		return nil, err
 	}
 	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
 	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
-	return &App{cfg: cfg, log: log, pool: pool, server: srv, creds: creds, idem: idem, limits: limits}, nil
+	a.server, a.creds, a.idem = srv, creds, idem
+	return a, nil
 }
 
-// Run serves on lis until ctx ends, then shuts down gracefully and closes the pool.
-func (a *App) Run(ctx context.Context, lis net.Listener) error {
-	defer a.pool.Close()
-	defer func() { _ = a.limits.Close() }()
+// Run serves on lis until ctx ends, then shuts down gracefully and closes what New opened.
+func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
+	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.creds.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }
+
+// Close releases what New opened, the last opened first. Run closes them itself; Close is for an
+// App that is never run (say, when Listen fails).
+func (a *App) Close() error { return a.closer.Close() }
 
 // Listen opens the configured gRPC address.
 func (a *App) Listen() (net.Listener, error) {

@@ -34,6 +34,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
@@ -223,15 +224,14 @@ func (c Config) Validate() error {
 type App struct {
 	cfg      Config
 	log      *zap.Logger
-	pool     *pgxpool.Pool
-	accounts *accountsclient.Client
 	server   *grpcserver.Server
 	profiles *profiles.Service
 	imports  *imports.Service
 	delivery *delivery.Worker
 	idem     *idempotency.Store
-	limits   *ratelimit.Store
 	purge    *purge.Runner
+	// closer holds what New opened, closed by Run's end or Close.
+	closer lifecycle.Closer
 }
 
 // Migrate applies the schema's migrations and returns: the `connect migrate` command, run once
@@ -255,7 +255,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
-func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (_ *App, err error) {
 	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
 	if err != nil {
 		return nil, fmt.Errorf("MNV_DATA_KEYS: %w", err)
@@ -264,25 +264,24 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
 	}
+	a := &App{cfg: cfg, log: log}
+	defer a.closer.CloseOnError(&err)
 	accounts, err := accountsclient.Dial(cfg.AccountsAddr, grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile})
 	if err != nil {
 		return nil, err
 	}
+	a.closer.Add("accounts connection", accounts.Close)
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-connect"})
 	if err != nil {
-		_ = accounts.Close()
 		return nil, err
 	}
+	a.closer.AddFunc("database pool", pool.Close)
 	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
 	go profiles.Warm()
 	importMetrics, err := imports.NewMetrics(reg)
 	if err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	deliveryMetrics, err := delivery.NewMetrics(reg)
@@ -290,8 +289,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 
@@ -307,10 +304,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
+	a.closer.Add("rate limits", limits.Close)
 	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
@@ -322,17 +318,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
-		_ = limits.Close()
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
 		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
-	return &App{cfg: cfg, log: log, pool: pool, accounts: accounts, server: srv, profiles: profs, imports: imps, delivery: worker, idem: idem, limits: limits,
-		purge: &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}}, nil
+	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
+	a.purge = &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}
+	return a, nil
 }
 
 // Listen opens the configured gRPC address.
@@ -344,12 +338,14 @@ func (a *App) Listen() (net.Listener, error) {
 	return lis, nil
 }
 
+// Close releases what New opened, the last opened first. Run closes them itself; Close is for an
+// App that is never run (say, when Listen fails).
+func (a *App) Close() error { return a.closer.Close() }
+
 // Run serves on lis and runs the import and delivery workers and the enrichment reconciler
-// until ctx ends, then shuts down gracefully.
-func (a *App) Run(ctx context.Context, lis net.Listener) error {
-	defer a.pool.Close()
-	defer func() { _ = a.accounts.Close() }()
-	defer func() { _ = a.limits.Close() }()
+// until ctx ends, then shuts down gracefully and closes what New opened.
+func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
+	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.imports.Run(ctx); return nil })
 	g.Go(func() error {

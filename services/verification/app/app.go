@@ -25,6 +25,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
@@ -199,15 +200,13 @@ func (c Config) Validate() error {
 // App is a running verification service.
 type App struct {
 	cfg      Config
-	pool     *pgxpool.Pool
-	accounts *accountsclient.Client
 	server   *grpcserver.Server
 	verifier *verify.Service
 	idem     *idempotency.Store
 	relay    *relay.Relay
-	connect  *grpc.ClientConn
-	limits   *ratelimit.Store
 	purge    *purge.Runner
+	// closer holds what New opened, closed by Run's end or Close.
+	closer lifecycle.Closer
 }
 
 // Migrate applies the schema's migrations and returns: the `verification migrate` command, run once
@@ -231,7 +230,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
-func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (*App, error) {
+func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (_ *App, err error) {
 	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
 	if err != nil {
 		return nil, fmt.Errorf("MNV_DATA_KEYS: %w", err)
@@ -250,19 +249,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if len(ops.List()) == 0 {
 		log.Warn("no operator is configured: every capture finds no network identity (set MNV_OPERATORS_FILE, or MNV_SANDBOX=true for development)")
 	}
+	a := &App{cfg: cfg}
+	defer a.closer.CloseOnError(&err)
 	internal := grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile}
 	accounts, err := accountsclient.Dial(cfg.AccountsAddr, internal)
 	if err != nil {
 		return nil, err
 	}
+	a.closer.Add("accounts connection", accounts.Close)
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-verification"})
 	if err != nil {
-		_ = accounts.Close()
 		return nil, err
 	}
+	a.closer.AddFunc("database pool", pool.Close)
 	if err := migrate(ctx, pool); err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
 
@@ -271,8 +271,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		err = pg.RegisterPool(reg, Schema, pool)
 	}
 	if err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	sealer := seal.NewSealer(keyring)
@@ -284,10 +282,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "verification", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
+	a.closer.Add("rate limits", limits.Close)
 	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:     log,
@@ -301,9 +298,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Transport:       cfg.Transport,
 	})
 	if err != nil {
-		_ = limits.Close()
-		pool.Close()
-		_ = accounts.Close()
 		return nil, err
 	}
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
@@ -311,22 +305,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
-	a := &App{cfg: cfg, pool: pool, accounts: accounts, server: srv, verifier: verifier, idem: idem, limits: limits,
-		purge: &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}}
+	a.server, a.verifier, a.idem = srv, verifier, idem
+	a.purge = &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
 		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
 		// nothing would hide a growing outbox.
 		relayMetrics, err := relay.NewMetrics(reg)
 		if err != nil {
-			a.Close()
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 		conn, err := grpcclient.Dial(cfg.ConnectAddr, internal)
 		if err != nil {
-			a.Close()
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
-		a.connect = conn
+		a.closer.Add("connect connection", conn.Close)
 		a.relay = relay.New(pool, connectv1.NewConnectInternalServiceClient(conn), log)
 		a.relay.Metrics = relayMetrics
 	}
@@ -342,21 +334,15 @@ func (a *App) Listen() (net.Listener, error) {
 	return lis, nil
 }
 
-// Close releases what New opened: the Connect and accounts connections and the pool. Run closes
-// them itself; Close is for an App that is never run (say, when Listen fails).
-func (a *App) Close() {
-	if a.connect != nil {
-		_ = a.connect.Close()
-	}
-	_ = a.accounts.Close()
-	_ = a.limits.Close()
-	a.pool.Close()
-}
+// Close releases what New opened, the last opened first: the Connect and accounts connections,
+// the rate limits and the pool. Run closes them itself; Close is for an App that is never run
+// (say, when Listen fails).
+func (a *App) Close() error { return a.closer.Close() }
 
 // Run serves on lis until ctx ends, settles pending verifications in the background, then shuts
-// down gracefully and closes the pool and the accounts connection.
-func (a *App) Run(ctx context.Context, lis net.Listener) error {
-	defer a.Close()
+// down gracefully and closes what New opened.
+func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
+	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })

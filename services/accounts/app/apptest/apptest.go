@@ -5,7 +5,6 @@ package apptest
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -57,8 +56,9 @@ func Start(t testing.TB) *Server {
 		cancel()
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	lis, err := a.Listen()
 	if err != nil {
+		_ = a.Close()
 		cancel()
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package apptest
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -62,8 +61,9 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 		cancel()
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	lis, err := a.Listen()
 	if err != nil {
+		_ = a.Close()
 		cancel()
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	}
 	lis, err := a.Listen()
 	if err != nil {
-		a.Close()
+		_ = a.Close()
 		cancel()
 		t.Fatal(err)
 	}
