@@ -13,20 +13,19 @@ import (
 )
 
 func main() {
-	process.Main("gateway", func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
-		cfg, err := app.LoadConfig(env)
-		if err != nil {
-			return err
-		}
-		g, err := app.New(ctx, cfg, log, reg, reg)
-		if err != nil {
-			return err
-		}
-		lis, err := g.Listen()
-		if err != nil {
-			return err
-		}
-		log.Info("serving HTTP", zap.String("addr", lis.Addr().String()))
-		return g.Run(ctx, lis)
-	})
+	process.Serve("gateway", build)
+}
+
+// build is process.Build's work with one difference: the gateway's /metrics serves the
+// registry it registers on, the process's own.
+func build(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) (process.Service, error) {
+	cfg, err := app.LoadConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	g, err := app.New(ctx, cfg, log, reg, reg)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
 }

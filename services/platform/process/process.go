@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -35,17 +36,32 @@ type RunFunc func(ctx context.Context, env *config.Env, log *zap.Logger, reg *pr
 // Option adjusts Main for one binary.
 type Option func(*options)
 
-type options struct{ gcPercent int }
+type options struct {
+	gcPercent int
+	migrate   func(ctx context.Context, env *config.Env, log *zap.Logger) error
+}
 
 // GCPercent sets the binary's GC target when GOGC is not set, instead of 400.
 func GCPercent(p int) Option { return func(o *options) { o.gcPercent = p } }
 
+// Migrate gives a binary run by Serve its `migrate` command: it reads the database URL alone
+// (databaseURL), so a migration step holds no other secret, applies the migrations (migrate)
+// and exits.
+func Migrate(databaseURL func(*config.Env) (string, error), migrate func(ctx context.Context, url string, log *zap.Logger) error) Option {
+	return func(o *options) {
+		o.migrate = func(ctx context.Context, env *config.Env, log *zap.Logger) error {
+			url, err := databaseURL(env)
+			if err != nil {
+				return err
+			}
+			return migrate(ctx, url, log)
+		}
+	}
+}
+
 // Main runs run and exits the process: 0 after a clean shutdown, 1 otherwise.
 func Main(name string, run RunFunc, opts ...Option) {
-	o := options{gcPercent: defaultGCPercent}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	if os.Getenv("GOGC") == "" {
 		// Every service keeps a small heap (a few tens of MB) and allocates per request; a GC
 		// target of 400% trades some of that memory for CPU (the gateway spent a fifth less CPU
@@ -114,6 +130,74 @@ func Main(name string, run RunFunc, opts ...Option) {
 		os.Exit(1)
 	}
 	log.Info("stopped")
+}
+
+func newOptions(opts []Option) options {
+	o := options{gcPercent: defaultGCPercent}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// Service is what a binary serves: it listens, runs until its context ends and then releases
+// what it opened; Close releases it when it never runs.
+type Service interface {
+	Listen() (net.Listener, error)
+	Run(ctx context.Context, lis net.Listener) error
+	Close() error
+}
+
+// BuildFunc loads a service's configuration from env and builds it, registering its metrics on
+// reg.
+type BuildFunc func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) (Service, error)
+
+// Build is the BuildFunc of a service whose configuration comes from load and which construct builds.
+func Build[C any, S Service](load func(*config.Env) (C, error), construct func(context.Context, C, *zap.Logger, prometheus.Registerer) (S, error)) BuildFunc {
+	return func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) (Service, error) {
+		cfg, err := load(env)
+		if err != nil {
+			return nil, err
+		}
+		// Not `return construct(...)`: a nil S in a Service interface is not nil.
+		svc, err := construct(ctx, cfg, log, reg)
+		if err != nil {
+			return nil, err
+		}
+		return svc, nil
+	}
+}
+
+// Serve is the main of a service's binary. With no argument it builds the service, listens and
+// serves until SIGINT or SIGTERM; with `migrate`, given the Migrate option, it migrates and
+// exits; any other argument is refused. It exits like Main.
+func Serve(name string, build BuildFunc, opts ...Option) {
+	Main(name, serve(build, Command(), newOptions(opts).migrate), opts...)
+}
+
+// serve is the RunFunc of Serve for command.
+func serve(build BuildFunc, command string, migrate func(context.Context, *config.Env, *zap.Logger) error) RunFunc {
+	return func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) error {
+		switch {
+		case command == "":
+		case command == "migrate" && migrate != nil:
+			return migrate(ctx, env, log)
+		case migrate != nil:
+			return fmt.Errorf("unknown command %q: run with no argument to serve, or with migrate", command)
+		default:
+			return fmt.Errorf("unknown command %q: run with no argument to serve", command)
+		}
+		svc, err := build(ctx, env, log, reg)
+		if err != nil {
+			return err
+		}
+		lis, err := svc.Listen()
+		if err != nil {
+			return errors.Join(err, svc.Close())
+		}
+		log.Info("serving", zap.String("addr", lis.Addr().String()))
+		return svc.Run(ctx, lis)
+	}
 }
 
 // Command returns the command a binary was started with: its first argument ("migrate"), or

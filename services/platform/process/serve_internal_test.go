@@ -1,0 +1,92 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/config"
+)
+
+// service records what serve does with it. Listen opens a real loopback listener unless
+// listenErr is set.
+type service struct {
+	listenErr error
+	ran       net.Listener
+	closed    int
+}
+
+func (s *service) Listen() (net.Listener, error) {
+	if s.listenErr != nil {
+		return nil, s.listenErr
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+func (s *service) Run(_ context.Context, lis net.Listener) error {
+	s.ran = lis
+	return lis.Close()
+}
+
+func (s *service) Close() error { s.closed++; return nil }
+
+func TestServe(t *testing.T) {
+	errBuild, errListen := errors.New("bad config"), errors.New("address in use")
+	tests := []struct {
+		name        string
+		command     string
+		hasMigrate  bool
+		buildErr    error
+		listenErr   error
+		wantErr     string
+		wantMigrate bool
+		wantRun     bool
+		wantClosed  int
+	}{
+		{name: "serves", command: "", hasMigrate: true, wantRun: true},
+		{name: "serves without a migrate command", command: "", wantRun: true},
+		{name: "migrates", command: "migrate", hasMigrate: true, wantMigrate: true},
+		{name: "unknown command", command: "migrat", hasMigrate: true, wantErr: `unknown command "migrat": run with no argument to serve, or with migrate`},
+		{name: "migrate without a migrate command", command: "migrate", wantErr: `unknown command "migrate": run with no argument to serve`},
+		{name: "build fails", buildErr: errBuild, wantErr: "bad config"},
+		{name: "listen fails: the built service is closed", listenErr: errListen, wantErr: "address in use", wantClosed: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &service{listenErr: tt.listenErr}
+			built, migrated := false, false
+			build := func(context.Context, *config.Env, *zap.Logger, *prometheus.Registry) (Service, error) {
+				built = true
+				if tt.buildErr != nil {
+					return nil, tt.buildErr
+				}
+				return svc, nil
+			}
+			var migrate func(context.Context, *config.Env, *zap.Logger) error
+			if tt.hasMigrate {
+				migrate = func(context.Context, *config.Env, *zap.Logger) error { migrated = true; return nil }
+			}
+			err := serve(build, tt.command, migrate)(context.Background(), config.New(func(string) (string, bool) { return "", false }), zap.NewNop(), prometheus.NewRegistry())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if migrated != tt.wantMigrate {
+				t.Errorf("migrated = %v, want %v", migrated, tt.wantMigrate)
+			}
+			if wantBuilt := tt.command == ""; built != wantBuilt {
+				t.Errorf("built = %v, want %v", built, wantBuilt)
+			}
+			if (svc.ran != nil) != tt.wantRun {
+				t.Errorf("ran = %v, want %v", svc.ran != nil, tt.wantRun)
+			}
+			if svc.closed != tt.wantClosed {
+				t.Errorf("closed %d times, want %d", svc.closed, tt.wantClosed)
+			}
+		})
+	}
+}
