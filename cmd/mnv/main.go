@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/process"
 	verification "github.com/mnvhq/mnv/services/verification/app"
 )
@@ -113,50 +115,106 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
 
-	acc, err := accounts.New(ctx, acfg, log.With(zap.String("component", "accounts")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "accounts"}, reg))
-	if err != nil {
-		return fmt.Errorf("accounts: %w", err)
+	// Each app logs as its component and labels its metrics with its service.
+	logOf := func(name string) *zap.Logger { return log.With(zap.String("component", name)) }
+	regOf := func(name string) prometheus.Registerer {
+		return prometheus.WrapRegistererWith(prometheus.Labels{"service": name}, reg)
 	}
-	accLis, err := acc.Listen()
-	if err != nil {
-		return err
-	}
-	ver, err := verification.New(ctx, vcfg, log.With(zap.String("component", "verification")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "verification"}, reg))
-	if err != nil {
-		return fmt.Errorf("verification: %w", err)
-	}
-	verLis, err := ver.Listen()
-	if err != nil {
-		return err
-	}
-	con, err := connect.New(ctx, ccfg, log.With(zap.String("component", "connect")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "connect"}, reg))
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	conLis, err := con.Listen()
+	apps, err := start(ctx, []part{
+		{"accounts", func(ctx context.Context) (process.Service, error) {
+			return service(accounts.New(ctx, acfg, logOf("accounts"), regOf("accounts")))
+		}},
+		{"verification", func(ctx context.Context) (process.Service, error) {
+			return service(verification.New(ctx, vcfg, logOf("verification"), regOf("verification")))
+		}},
+		{"connect", func(ctx context.Context) (process.Service, error) {
+			return service(connect.New(ctx, ccfg, logOf("connect"), regOf("connect")))
+		}},
+		{"gateway", func(ctx context.Context) (process.Service, error) {
+			return service(gateway.New(ctx, gcfg, logOf("gateway"), regOf("gateway"), reg))
+		}},
+	})
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(ctx, gcfg, log.With(zap.String("component", "gateway")), prometheus.WrapRegistererWith(prometheus.Labels{"service": "gateway"}, reg), reg)
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	gwLis, err := gw.Listen()
-	if err != nil {
-		return err
-	}
-
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return acc.Run(ctx, accLis) })
-	g.Go(func() error { return ver.Run(ctx, verLis) })
-	g.Go(func() error { return con.Run(ctx, conLis) })
-	g.Go(func() error { return gw.Run(ctx, gwLis) })
-	g.Go(func() error {
+	gatewayAddr := apps[len(apps)-1].lis.Addr()
+	return serve(ctx, apps, acfg.ShutdownTimeout, func(ctx context.Context) {
 		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state); err != nil {
 			log.Error("demo client", zap.Error(err))
 		}
-		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gwLis.Addr())
-		return nil
+		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gatewayAddr)
+	})
+}
+
+// part is one app of the suite and how to build it.
+type part struct {
+	name  string
+	build func(context.Context) (process.Service, error)
+}
+
+// service turns what an app's New returns into a process.Service, keeping a failed New's nil
+// a nil interface.
+func service[S process.Service](s S, err error) (process.Service, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// started is an app built and listening.
+type started struct {
+	name string
+	app  process.Service
+	lis  net.Listener
+}
+
+// start builds the parts and opens their listeners, in order: accounts first, which the others
+// dial. When one fails, what was started before it is closed, the last first, so a failed start
+// leaves no port bound and no connection open.
+func start(ctx context.Context, parts []part) (_ []started, err error) {
+	var opened lifecycle.Closer
+	defer opened.CloseOnError(&err)
+	apps := make([]started, 0, len(parts))
+	for _, p := range parts {
+		a, err := p.build(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		opened.Add(p.name, a.Close)
+		lis, err := a.Listen()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		opened.Add(p.name+" listener", lis.Close)
+		apps = append(apps, started{name: p.name, app: a, lis: lis})
+	}
+	return apps, nil
+}
+
+// serve runs the apps (each closes what it opened when it ends) and then, once, ready, until ctx
+// ends or an app fails. Then it stops them the last started first, each after the ones started
+// after it have stopped: the gateway finishes its requests while the services behind it still
+// answer. Each app may take its graceful stop (shutdown) and its cleanup.
+func serve(ctx context.Context, apps []started, shutdown time.Duration, ready func(context.Context)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	stopping := lifecycle.Closer{Timeout: time.Duration(len(apps)) * (shutdown + lifecycle.DefaultTimeout)}
+	for _, a := range apps {
+		// Each app's own context, which only stopping ends.
+		actx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		g.Go(func() error {
+			defer close(done)
+			if err := a.app.Run(actx, a.lis); err != nil {
+				return fmt.Errorf("%s: %w", a.name, err)
+			}
+			return nil
+		})
+		stopping.AddFunc(a.name, func() { stop(); <-done })
+	}
+	g.Go(func() error { ready(gctx); return nil })
+	g.Go(func() error {
+		<-gctx.Done()
+		return stopping.Close()
 	})
 	return g.Wait()
 }
