@@ -40,7 +40,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
@@ -343,7 +343,7 @@ func captureMetadata(numberHeaders []string) func(context.Context, *http.Request
 // metadata keys. Everything else (Authorization included) stays at the edge.
 func incomingHeaders(key string) (string, bool) {
 	switch key = strings.ToLower(key); key {
-	case auth.MDAPIKey, auth.MDClientID, auth.MDSDKToken, requestid.MD, idempotency.MDKey:
+	case auth.MDAPIKey, auth.MDClientID, auth.MDSDKToken, requestid.MD, idemkey.MD:
 		return key, true
 	}
 	return "", false
@@ -352,7 +352,7 @@ func incomingHeaders(key string) (string, bool) {
 // outgoingHeaders passes on the response headers the contract names, nothing else.
 func outgoingHeaders(key string) (string, bool) {
 	switch strings.ToLower(key) {
-	case "idempotent-replayed":
+	case idemkey.MDReplayed:
 		return "Idempotent-Replayed", true
 	case "retry-after":
 		return "Retry-After", true

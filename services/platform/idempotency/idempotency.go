@@ -36,13 +36,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/pg"
-)
-
-// Metadata keys: the request's key, and the mark of a replayed answer.
-const (
-	MDKey      = "idempotency-key"
-	MDReplayed = "idempotent-replayed"
 )
 
 // Retention is how long a key is remembered.
@@ -144,7 +139,7 @@ func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 			return handler(ctx, req)
 		}
 		md, _ := metadata.FromIncomingContext(ctx)
-		keys := md.Get(MDKey)
+		keys := md.Get(idemkey.MD)
 		if len(keys) == 0 {
 			return handler(ctx, req)
 		}
@@ -218,7 +213,7 @@ func (s *Store) run(ctx context.Context, client string, r *request, method strin
 		if err != nil {
 			return nil, err
 		}
-		_ = grpc.SetHeader(ctx, metadata.Pairs(MDReplayed, "true"))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(idemkey.MDReplayed, "true"))
 		return resp, nil
 	}
 	return nil, errInFlight

@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
@@ -156,7 +157,7 @@ func principal(client, cred string) auth.Principal {
 	return p
 }
 
-func key(k string) metadata.MD { return metadata.Pairs(idempotency.MDKey, k) }
+func key(k string) metadata.MD { return metadata.Pairs(idemkey.MD, k) }
 
 func req(s string) *wrapperspb.StringValue { return wrapperspb.String(s) }
 
@@ -265,7 +266,7 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			{call: call{client: "c1", md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
 			{call: call{client: "c1", md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
 			{call: call{client: "c1", md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: metadata.Pairs(idempotency.MDKey, "rep-1", idempotency.MDKey, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: metadata.Pairs(idemkey.MD, "rep-1", idemkey.MD, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
 			// A malformed key is refused even without a principal.
 			{call: call{md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
 		}},
@@ -281,16 +282,16 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			{call: call{client: "c1", md: key("not valid"), req: req("a"), method: mGet}, wantCalls: 3},
 		}},
 		{"bootstrap: without a principal the key is scoped by x-client-id", []step{
-			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
-			{call: call{md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
+			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
 			// A credential of that client does not share the bootstrap's answer, however it asks.
 			{call: call{client: clientUUID, md: key("boot-1"), req: req("a")}, wantCalls: 2},
-			{call: call{client: clientUUID, md: metadata.Pairs(idempotency.MDKey, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 2, sameAs: 3},
+			{call: call{client: clientUUID, md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 2, sameAs: 3},
 		}},
 		{"no principal and no usable client id: the handler runs each time", []step{
 			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 1},
 			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 2},
-			{call: call{md: metadata.Pairs(idempotency.MDKey, "anon-1", auth.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
+			{call: call{md: metadata.Pairs(idemkey.MD, "anon-1", auth.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
 		}},
 		{"a request that is not a proto message is passed through", []step{
 			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 1},
@@ -631,7 +632,7 @@ func testReplayHeaderOverGRPC(t *testing.T, e env) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ctx
 			if tt.key != "" {
-				c = metadata.AppendToOutgoingContext(c, idempotency.MDKey, tt.key)
+				c = metadata.AppendToOutgoingContext(c, idemkey.MD, tt.key)
 			}
 			var header metadata.MD
 			out := new(wrapperspb.StringValue)
@@ -641,9 +642,9 @@ func testReplayHeaderOverGRPC(t *testing.T, e env) {
 			if first == nil {
 				first = out
 			}
-			replayed := strings.Join(header.Get(idempotency.MDReplayed), ",")
+			replayed := strings.Join(header.Get(idemkey.MDReplayed), ",")
 			if (replayed == "true") != tt.wantReplayed || (replayed != "" && replayed != "true") {
-				t.Errorf("%s header = %q, want replayed %v", idempotency.MDReplayed, replayed, tt.wantReplayed)
+				t.Errorf("%s header = %q, want replayed %v", idemkey.MDReplayed, replayed, tt.wantReplayed)
 			}
 			if tt.wantReplayed && !proto.Equal(out, first) {
 				t.Errorf("replayed %v, want %v", out, first)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -50,8 +51,13 @@ func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) 
 	if c.ApplicationName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
 	}
-	if t := tracing.PgxTracer(); t != nil {
-		cfg.ConnConfig.Tracer = t
+	if tracing.Enabled() {
+		// A span per query, batch, COPY and prepare, as a child of the request's span (a query
+		// outside any traced request, a worker's poll, records none); the SQL text only, never
+		// its arguments. Pool acquires are left out: a span each would double every trace, and
+		// the pool's gauges (PoolCollector) show saturation. The tracer lives here, not in
+		// tracing, so a process without a database (the gateway) links no database driver.
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithDisableAcquireTracer())
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/exaring/otelpgx"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -192,18 +191,6 @@ func DialOptions() []grpc.DialOption {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(otelgrpc.WithFilter(filters.Not(filters.HealthCheck()))))}
-}
-
-// PgxTracer is the tracer of a pgx pool: a span per query, batch, COPY and prepare, as a child
-// of the request's span (a query outside any traced request, a worker's poll, records none).
-// Only the SQL text is recorded, never its arguments. Nil without tracing.
-func PgxTracer() *otelpgx.Tracer {
-	if !Enabled() {
-		return nil
-	}
-	// Pool acquires are left out: a span each would double every trace, and the pool's gauges
-	// (pg.PoolCollector) show saturation.
-	return otelpgx.NewTracer(otelpgx.WithDisableAcquireTracer())
 }
 
 // IDs returns the trace and span ids of the span in ctx, or "" when there is none.

@@ -138,7 +138,7 @@ func TestSetup(t *testing.T) {
 			if tracing.Enabled() != tt.wantOn {
 				t.Fatalf("Enabled = %v, want %v", tracing.Enabled(), tt.wantOn)
 			}
-			if on := tracing.ServerOptions() != nil || tracing.DialOptions() != nil || tracing.PgxTracer() != nil; on != tt.wantOn {
+			if on := tracing.ServerOptions() != nil || tracing.DialOptions() != nil; on != tt.wantOn {
 				t.Errorf("instrumentation offered = %v, want %v", on, tt.wantOn)
 			}
 			if tt.wantOn {
