@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/services/platform/findup"
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // serviceModules are the modules the gateway must not need: it reaches the services over gRPC
@@ -21,21 +21,16 @@ var serviceModules = []string{
 	"github.com/mnvhq/mnv/services/connect",
 }
 
-func root(t *testing.T) string {
-	t.Helper()
-	p, err := findup.Path("go.work")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Dir(p)
-}
-
 // goCmd runs the go command in dir of the checkout, outside the workspace: what a module's own
 // go.mod allows, as its image build sees it.
 func goCmd(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join(root(t), dir)
+	cmd.Dir = filepath.Join(root, dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	out, err := cmd.Output()
 	if err != nil {
