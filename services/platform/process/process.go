@@ -152,7 +152,8 @@ type Service interface {
 // reg.
 type BuildFunc func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) (Service, error)
 
-// Build is the BuildFunc of a service whose configuration comes from load and which construct builds.
+// Build is the BuildFunc of a service whose configuration load reads and which construct
+// builds: an app's LoadConfig and New.
 func Build[C any, S Service](load func(*config.Env) (C, error), construct func(context.Context, C, *zap.Logger, prometheus.Registerer) (S, error)) BuildFunc {
 	return func(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry) (Service, error) {
 		cfg, err := load(env)

@@ -90,3 +90,45 @@ func TestServe(t *testing.T) {
 		})
 	}
 }
+
+func TestBuild(t *testing.T) {
+	errLoad, errNew := errors.New("bad config"), errors.New("no database")
+	tests := []struct {
+		name            string
+		loadErr, newErr error
+		wantErr         error
+		wantConstructed bool
+	}{
+		{name: "builds", wantConstructed: true},
+		{name: "configuration fails", loadErr: errLoad, wantErr: errLoad},
+		{name: "construction fails", newErr: errNew, wantErr: errNew, wantConstructed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			constructed := false
+			load := func(*config.Env) (string, error) { return "cfg", tt.loadErr }
+			construct := func(_ context.Context, cfg string, _ *zap.Logger, _ prometheus.Registerer) (*service, error) {
+				constructed = true
+				if cfg != "cfg" {
+					t.Errorf("construct got configuration %q, want what load returned", cfg)
+				}
+				if tt.newErr != nil {
+					return nil, tt.newErr
+				}
+				return &service{}, nil
+			}
+			svc, err := Build(load, construct)(context.Background(), config.FromMap(nil), zap.NewNop(), prometheus.NewRegistry())
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			// A failed New's nil *service must come back as a nil Service, not a non-nil
+			// interface holding nil.
+			if (svc != nil) != (tt.wantErr == nil) {
+				t.Errorf("service = %#v, want one only when the build succeeds", svc)
+			}
+			if constructed != tt.wantConstructed {
+				t.Errorf("constructed = %v, want %v", constructed, tt.wantConstructed)
+			}
+		})
+	}
+}
