@@ -12,6 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -23,29 +26,29 @@ func TestErrorsOnTheWire(t *testing.T) {
 		name   string
 		err    error
 		code   codes.Code
-		reason apierr.Reason
+		reason fault.Reason
 		field  string
 		msg    string
 	}{
-		{"invalid field", domain.Invalid("operatorId", "is required"), codes.InvalidArgument, apierr.InvalidArgument, "operatorId", "operatorId: is required"},
-		{"not enabled, on a field", domain.NotEnabled("serviceType", "service type %q is not available", "X"), codes.InvalidArgument, apierr.FeatureNotEnabled, "serviceType", `service type "X" is not available`},
-		{"not enabled, the product", domain.NotEnabled("", "verification is not enabled for this account"), codes.InvalidArgument, apierr.FeatureNotEnabled, "", "verification is not enabled for this account"},
-		{"rate limited", &domain.RateLimitedError{Msg: "too many verification attempts for this number", RetryAfter: time.Minute}, codes.ResourceExhausted, apierr.RateLimited, "", "too many verification attempts for this number"},
-		{"not found, wrapped", fmt.Errorf("capture: %w", domain.ErrNotFound), codes.NotFound, apierr.NotFound, "", "not found"},
-		{"number not kept", domain.ErrNumberNotKept, codes.NotFound, apierr.NotFound, "", domain.ErrNumberNotKept.Error()},
-		{"blob used by a verification", &domain.UsedByError{VerificationID: "v-1"}, codes.AlreadyExists, apierr.AlreadyUsed, "", "this sealed session was already verified, by verification v-1"},
-		{"already used", domain.ErrAlreadyUsed, codes.AlreadyExists, apierr.AlreadyUsed, "", "this sealed session or transaction was already used"},
-		{"insufficient balance", domain.ErrInsufficientBalance, codes.FailedPrecondition, apierr.InsufficientBalance, "", "the balance is too low for this operation"},
-		{"balance expired", domain.ErrBalanceExpired, codes.FailedPrecondition, apierr.BalanceExpired, "", "the balance has expired"},
-		{"origin not allowed", domain.ErrOriginNotAllowed, codes.PermissionDenied, apierr.PermissionDenied, "", "this page's origin is not allowed to capture the account's transactions"},
-		{"suspended", domain.ErrSuspended, codes.PermissionDenied, apierr.PermissionDenied, "", "the account is suspended"},
-		{"charge outcome unknown", fmt.Errorf("%w: %w", domain.ErrUnavailable, away), codes.Unavailable, apierr.Unavailable, "", "a backend service is unavailable, try again"},
-		{"timed out", fmt.Errorf("store: %w", context.DeadlineExceeded), codes.DeadlineExceeded, apierr.Unavailable, "", "the request timed out"},
-		{"unexpected", errors.New("driver: connection reset"), codes.Internal, apierr.Internal, "", "internal error"},
+		{"invalid field", fault.Invalid("operatorId", "is required"), codes.InvalidArgument, fault.InvalidArgument, "operatorId", "operatorId: is required"},
+		{"not enabled, on a field", fault.NotEnabled("serviceType", "service type %q is not available", "X"), codes.InvalidArgument, fault.FeatureNotEnabled, "serviceType", `service type "X" is not available`},
+		{"not enabled, the product", fault.NotEnabled("", "verification is not enabled for this account"), codes.InvalidArgument, fault.FeatureNotEnabled, "", "verification is not enabled for this account"},
+		{"rate limited", fault.Limited("too many verification attempts for this number", time.Minute), codes.ResourceExhausted, fault.RateLimited, "", "too many verification attempts for this number"},
+		{"not found, wrapped", fmt.Errorf("capture: %w", fault.ErrNotFound), codes.NotFound, fault.NotFound, "", "not found"},
+		{"number not kept", domain.ErrNumberNotKept, codes.NotFound, fault.NotFound, "", domain.ErrNumberNotKept.Error()},
+		{"blob used by a verification", domain.UsedBy("v-1"), codes.AlreadyExists, fault.AlreadyUsed, "", "this sealed session was already verified, by verification v-1"},
+		{"already used", domain.ErrAlreadyUsed, codes.AlreadyExists, fault.AlreadyUsed, "", "this sealed session or transaction was already used"},
+		{"insufficient balance", money.ErrInsufficientBalance, codes.FailedPrecondition, fault.InsufficientBalance, "", "the balance is too low for this operation"},
+		{"balance expired", money.ErrBalanceExpired, codes.FailedPrecondition, fault.BalanceExpired, "", "the balance has expired"},
+		{"origin not allowed", domain.ErrOriginNotAllowed, codes.PermissionDenied, fault.PermissionDenied, "", "this page's origin is not allowed to capture the account's transactions"},
+		{"suspended", fault.ErrSuspended, codes.PermissionDenied, fault.PermissionDenied, "", "the account is suspended"},
+		{"charge outcome unknown", money.Unknown("debit", away, true), codes.Unavailable, fault.Unavailable, "", "a backend service is unavailable, try again"},
+		{"timed out", fmt.Errorf("store: %w", context.DeadlineExceeded), codes.DeadlineExceeded, fault.Unavailable, "", "the request timed out"},
+		{"unexpected", errors.New("driver: connection reset"), codes.Internal, fault.Internal, "", "internal error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := toStatus(context.Background(), zaptest.NewLogger(t), tt.err)
+			got := grpcserver.Status(context.Background(), zaptest.NewLogger(t), tt.err)
 			d := apierr.Parse(got)
 			if status.Code(got) != tt.code || d.Reason != tt.reason || d.Field != tt.field || d.Message != tt.msg {
 				t.Errorf("got %v %s field %q %q, want %v %s field %q %q", status.Code(got), d.Reason, d.Field, d.Message, tt.code, tt.reason, tt.field, tt.msg)

@@ -14,12 +14,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
-	"github.com/mnvhq/mnv/services/verification/internal/verify"
 )
 
 // Reason bounds (interface spec 4.11).
@@ -30,16 +30,16 @@ const (
 
 // Service keeps and reveals stuck-plus numbers.
 type Service struct {
-	pool    *pgxpool.Pool
-	vault   *numbers.Vault
-	charger verify.Charger
+	pool   *pgxpool.Pool
+	vault  *numbers.Vault
+	ledger money.Ledger
 	// chargeRepeats charges every reveal, not only a session's first.
 	chargeRepeats bool
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *numbers.Vault, charger verify.Charger, chargeRepeats bool) *Service {
-	return &Service{pool: pool, vault: vault, charger: charger, chargeRepeats: chargeRepeats}
+func New(pool *pgxpool.Pool, vault *numbers.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
+	return &Service{pool: pool, vault: vault, ledger: ledger, chargeRepeats: chargeRepeats}
 }
 
 // List reads a page of the client's stuck-plus sessions (numbers masked).
@@ -65,7 +65,7 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 		return Revealed{}, err
 	}
 	if _, err := uuid.Parse(sessionID); err != nil {
-		return Revealed{}, domain.ErrNotFound
+		return Revealed{}, fault.ErrNotFound
 	}
 	var out Revealed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -88,11 +88,11 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 				}
 				ref += ":" + strconv.Itoa(n)
 			}
-			charge, err := s.charger.Debit(ctx, p.ClientID, accountsclient.KindStuckPlusReveal, "", ref)
+			charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: p.ClientID, Kind: money.KindStuckPlusReveal, Reference: ref})
 			if err != nil {
-				return domain.ChargeError(err)
+				return err
 			}
-			r.Charged = charge.Charged
+			r.Charged = charge.Amount
 		}
 		if r, err = store.RecordReveal(ctx, tx, r); err != nil {
 			return err
@@ -112,9 +112,9 @@ func checkReason(r string) error {
 	n := utf8.RuneCountInString(r)
 	switch {
 	case !utf8.ValidString(r) || n < MinReason || n > MaxReason || strings.TrimSpace(r) == "":
-		return domain.Invalid("reason", "must be %d to %d characters", MinReason, MaxReason)
+		return fault.Invalid("reason", "must be %d to %d characters", MinReason, MaxReason)
 	case strings.ContainsFunc(r, func(c rune) bool { return unicode.IsControl(c) && c != '\n' }):
-		return domain.Invalid("reason", "must not contain control characters")
+		return fault.Invalid("reason", "must not contain control characters")
 	}
 	return nil
 }
