@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
 // Service manages clients.
@@ -200,15 +199,18 @@ func normaliseFeatures(in []string) ([]string, error) {
 	return out, nil
 }
 
+// nameRule bounds the client's name and its contact person's.
+var nameRule = freetext.Rule{Max: 200}
+
 func validateCreate(r *CreateRequest, now time.Time) error {
 	r.Name = strings.TrimSpace(r.Name)
 	r.Contact.Name = strings.TrimSpace(r.Contact.Name)
 	r.Contact.Email = strings.TrimSpace(r.Contact.Email)
 	r.Contact.Phone = strings.TrimSpace(r.Contact.Phone)
-	if err := text("clientName", r.Name, 200); err != nil {
+	if err := nameRule.Check("clientName", r.Name); err != nil {
 		return err
 	}
-	if err := text("contactPersonName", r.Contact.Name, 200); err != nil {
+	if err := nameRule.Check("contactPersonName", r.Contact.Name); err != nil {
 		return err
 	}
 	if a, err := mail.ParseAddress(r.Contact.Email); err != nil || a.Address != r.Contact.Email || len(r.Contact.Email) > 254 {
@@ -228,17 +230,5 @@ func validateCreate(r *CreateRequest, now time.Time) error {
 		return err
 	}
 	r.Features = f
-	return nil
-}
-
-func text(field, v string, max int) error {
-	switch {
-	case v == "" || !utf8.ValidString(v):
-		return fault.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return fault.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return fault.Invalid(field, "must not contain control characters")
-	}
 	return nil
 }

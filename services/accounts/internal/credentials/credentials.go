@@ -6,11 +6,8 @@ package credentials
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -32,9 +30,11 @@ const (
 	MaxSDKTokenTTL  = 365 * 24 * time.Hour
 	touchEvery      = time.Minute
 	defaultKeyName  = "default"
-	maxNameLen      = 100
 	touchQueueDepth = 1024
 )
+
+// nameRule bounds the names of keys and the labels of SDK tokens.
+var nameRule = freetext.Rule{Max: 100}
 
 // Service issues and checks credentials.
 type Service struct {
@@ -234,7 +234,7 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, g
 
 // CreateKey issues a further named key with a role.
 func (s *Service) CreateKey(ctx context.Context, p auth.Principal, name string, role auth.Role) (Issued, error) {
-	if err := validateName("name", name); err != nil {
+	if err := nameRule.Check("name", name); err != nil {
 		return Issued{}, err
 	}
 	if role != auth.RoleAdmin && role != auth.RoleMember {
@@ -290,7 +290,7 @@ type IssuedSDKToken struct {
 
 // CreateSDKToken issues an SDK token with a label and an optional lifetime.
 func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, ttl *time.Duration) (IssuedSDKToken, error) {
-	if err := validateName("label", label); err != nil {
+	if err := nameRule.Check("label", label); err != nil {
 		return IssuedSDKToken{}, err
 	}
 	var expires *time.Time
@@ -322,18 +322,4 @@ func (s *Service) RevokeSDKToken(ctx context.Context, clientID, tokenID string) 
 		return domain.SDKToken{}, fault.ErrNotFound
 	}
 	return store.RevokeSDKToken(ctx, s.pool, clientID, tokenID)
-}
-
-// validateName checks a display name: 1 to 100 characters, printable, not blank.
-func validateName(field, v string) error {
-	n := utf8.RuneCountInString(v)
-	switch {
-	case !utf8.ValidString(v) || strings.TrimSpace(v) == "":
-		return fault.Invalid(field, "must not be blank")
-	case n > maxNameLen:
-		return fault.Invalid(field, "must be at most %d characters", maxNameLen)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return fault.Invalid(field, "must not contain control characters")
-	}
-	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
 // Bounds (interface spec 8, contract 8).
@@ -32,6 +33,9 @@ const (
 	maxTargetName    = 100
 	secretPrefix     = "mnvwhsec_"
 )
+
+// displayNameRule bounds an integration's name; its bounds are told as a range (1 to 100).
+var displayNameRule = freetext.Rule{Min: 1, Max: maxDisplayName}
 
 var (
 	methods  = []string{"POST", "PUT", "PATCH"}
@@ -125,9 +129,8 @@ func (s *Service) sealAPIKey(it *domain.Integration, key string) error {
 }
 
 func (s *Service) validate(it domain.Integration) error {
-	if n := utf8.RuneCountInString(it.DisplayName); n < 1 || n > maxDisplayName || strings.TrimSpace(it.DisplayName) == "" ||
-		strings.ContainsFunc(it.DisplayName, unicode.IsControl) {
-		return fault.Invalid("displayName", "must be 1 to %d characters", maxDisplayName)
+	if err := displayNameRule.Check("displayName", it.DisplayName); err != nil {
+		return err
 	}
 	if n := utf8.RuneCountInString(it.Type); n < 1 || n > maxType {
 		return fault.Invalid("integrationType", "must be 1 to %d characters", maxType)

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,15 +15,14 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
-// Reason bounds of an enrichment (contract 8).
-const (
-	minReason = 3
-	maxReason = 500
-)
+// reasonRule bounds an enrichment's reason (contract 8). The reason is neither stored nor
+// shown, and has never been held to more than its length.
+var reasonRule = freetext.Rule{Min: 3, Max: 500, Controls: true}
 
 // chargeTimeout bounds a debit or refund of an enrichment, during which its transaction holds
 // the record and the profile.
@@ -54,8 +51,8 @@ const (
 // (accounts away) the record stays PENDING: a retry of the request (same Idempotency-Key)
 // resumes it, and otherwise the reconciler settles it; accounts charges the reference once.
 func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
-	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason || strings.TrimSpace(reason) == "" {
-		return domain.Profile{}, fault.Invalid("reason", "must be %d to %d characters", minReason, maxReason)
+	if err := reasonRule.Check("reason", reason); err != nil {
+		return domain.Profile{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Profile{}, fault.ErrNotFound

@@ -22,6 +22,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -141,7 +142,7 @@ func ValidateFields(f Fields) error {
 		max   int
 	}{{"externalId", f.ExternalID, domain.MaxExternalID}, {"firstName", f.FirstName, domain.MaxName}, {"lastName", f.LastName, domain.MaxName}} {
 		if c.v != nil {
-			if err := text(c.field, *c.v, c.max); err != nil {
+			if err := (freetext.Rule{Max: c.max}).Check(c.field, *c.v); err != nil {
 				return err
 			}
 		}
@@ -155,24 +156,12 @@ func ValidateFields(f Fields) error {
 		return fault.Invalid("attributes", "at most %d attributes", maxAttrs)
 	}
 	for k, v := range f.Attributes {
-		if err := text("attributes", k, domain.MaxAttrKey); err != nil {
+		if err := (freetext.Rule{Max: domain.MaxAttrKey}).Check("attributes", k); err != nil {
 			return err
 		}
 		if utf8.RuneCountInString(v) > domain.MaxAttrValue || strings.ContainsFunc(v, unicode.IsControl) {
 			return fault.Invalid("attributes", "values must be at most %d characters, without control characters", domain.MaxAttrValue)
 		}
-	}
-	return nil
-}
-
-func text(field, v string, max int) error {
-	switch {
-	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
-		return fault.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return fault.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return fault.Invalid(field, "must not contain control characters")
 	}
 	return nil
 }

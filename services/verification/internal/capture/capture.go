@@ -10,10 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -44,6 +42,9 @@ type Network struct {
 type Origins interface {
 	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
 }
+
+// shortText bounds the client's own references and the SDK's device fields.
+var shortText = freetext.Rule{Max: 128}
 
 // Config sets the lifetimes.
 type Config struct {
@@ -111,7 +112,7 @@ func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r Session
 		v    *string
 	}{{"deviceId", r.DeviceID}, {"appVersion", r.AppVersion}} {
 		if f.v != nil {
-			if err := text(f.name, *f.v, 128); err != nil {
+			if err := shortText.Check(f.name, *f.v); err != nil {
 				return Capture{}, err
 			}
 		}
@@ -208,7 +209,7 @@ func (s *Service) CreateOpportunity(ctx context.Context, p auth.Principal, servi
 	default:
 		return domain.Transaction{}, fault.Invalid("serviceCode", "must be VERIFY or STUCK_PLUS")
 	}
-	if err := text("metadataId", metadataID, 128); err != nil {
+	if err := shortText.Check("metadataId", metadataID); err != nil {
 		return domain.Transaction{}, err
 	}
 	now := s.now()
@@ -346,17 +347,4 @@ func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Networ
 		return domain.Transaction{}, fmt.Errorf("capture: %w", err)
 	}
 	return out, err
-}
-
-// text checks a free-text field: 1 to max characters, no control characters.
-func text(field, v string, max int) error {
-	switch {
-	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
-		return fault.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return fault.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return fault.Invalid(field, "must not contain control characters")
-	}
-	return nil
 }
