@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // State is what the gateway knows of a backend.
@@ -72,7 +73,7 @@ type Backend struct {
 // New returns a backend named name, in state Unknown until it is checked. Dial its connection
 // with DialOptions, then Attach it.
 func New(name string) *Backend {
-	return &Backend{Name: name, errDown: apierr.New(codes.Unavailable, apierr.Unavailable, name+" is unavailable")}
+	return &Backend{Name: name, errDown: apierr.New(codes.Unavailable, fault.Unavailable, name+" is unavailable")}
 }
 
 // Attach gives the backend the connection its health is checked over; call it once, before

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 const echo = "/test.Svc/Echo"
@@ -98,7 +99,7 @@ func TestDownBackendFailsFast(t *testing.T) {
 		t.Fatalf("check of a stopped backend: %v", s)
 	}
 	took, err := call(conn)
-	if status.Code(err) != codes.Unavailable || apierr.Parse(err).Reason != apierr.Unavailable || took > 3*time.Second {
+	if status.Code(err) != codes.Unavailable || apierr.Parse(err).Reason != fault.Unavailable || took > 3*time.Second {
 		t.Fatalf("call to a stopped backend: %v after %v, want UNAVAILABLE within a second or so", err, took)
 	}
 

@@ -29,7 +29,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
-	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
@@ -124,7 +124,7 @@ func carriesCredential(r *http.Request) bool {
 
 func refuse(w http.ResponseWriter, wait time.Duration, msg string) {
 	w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(wait)))
-	envelope.WriteError(w, envelope.Error{Status: http.StatusTooManyRequests, Code: string(apierr.RateLimited), Message: msg})
+	envelope.WriteError(w, envelope.Error{Status: http.StatusTooManyRequests, Code: string(fault.RateLimited), Message: msg})
 }
 
 // statusRecorder remembers the status of the answer; it keeps Flush and Unwrap for the handlers

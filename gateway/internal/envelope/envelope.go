@@ -19,6 +19,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
@@ -96,29 +97,29 @@ func WriteSuccess(w http.ResponseWriter, status int, message string, data []byte
 }
 
 // httpStatus is the one mapping of error reasons to HTTP statuses (contract section 2).
-func httpStatus(reason apierr.Reason, code codes.Code) int {
+func httpStatus(reason fault.Reason, code codes.Code) int {
 	switch reason {
-	case apierr.InvalidArgument, apierr.FeatureNotEnabled:
+	case fault.InvalidArgument, fault.FeatureNotEnabled:
 		return http.StatusBadRequest
-	case apierr.Unauthenticated:
+	case fault.Unauthenticated:
 		return http.StatusUnauthorized
-	case apierr.InsufficientBalance, apierr.BalanceExpired:
+	case fault.InsufficientBalance, fault.BalanceExpired:
 		return http.StatusPaymentRequired
-	case apierr.PermissionDenied:
+	case fault.PermissionDenied:
 		return http.StatusForbidden
-	case apierr.NotFound:
+	case fault.NotFound:
 		return http.StatusNotFound
-	case apierr.Conflict, apierr.AlreadyUsed:
+	case fault.Conflict, fault.AlreadyUsed:
 		return http.StatusConflict
-	case apierr.IdempotencyMismatch:
+	case fault.IdempotencyMismatch:
 		return http.StatusUnprocessableEntity
-	case apierr.PayloadTooLarge:
+	case fault.PayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case apierr.RateLimited:
+	case fault.RateLimited:
 		return http.StatusTooManyRequests
-	case apierr.Unavailable:
+	case fault.Unavailable:
 		return http.StatusServiceUnavailable
-	case apierr.Internal:
+	case fault.Internal:
 		return http.StatusInternalServerError
 	}
 	// A reason this gateway does not know yet (a newer service): fall back on the gRPC code.
@@ -138,7 +139,7 @@ type Error struct {
 func FromErr(ctx context.Context, err error) Error {
 	d := apierr.Parse(err)
 	e := Error{Status: httpStatus(d.Reason, d.Code), Code: string(d.Reason), Message: d.Message, Field: d.Field}
-	if d.Code == codes.InvalidArgument && d.Reason == apierr.InvalidArgument && e.Field == "" {
+	if d.Code == codes.InvalidArgument && d.Reason == fault.InvalidArgument && e.Field == "" {
 		e.Message, e.Field = describeDecodeError(d.Message)
 	}
 	if e.Status >= 500 {
@@ -188,7 +189,7 @@ func describeDecodeError(msg string) (string, string) {
 
 // Internal is the error of a fault in the gateway itself.
 func Internal(ctx context.Context) Error {
-	return FromErr(ctx, apierr.New(codes.Internal, apierr.Internal, "internal error"))
+	return FromErr(ctx, apierr.New(codes.Internal, fault.Internal, "internal error"))
 }
 
 // WriteError writes e in an error envelope.
@@ -253,7 +254,7 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 		var hse *runtime.HTTPStatusError
 		e := FromErr(ctx, err)
 		if errors.As(err, &hse) && hse.HTTPStatus == http.StatusBadRequest {
-			e = Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "malformed request path"}
+			e = Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument), Message: "malformed request path"}
 		}
 		if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
 			for k, vs := range md.HeaderMD {
@@ -291,7 +292,7 @@ func RoutingError(status int) Error {
 	case http.StatusMethodNotAllowed:
 		return Error{Status: status, Code: "METHOD_NOT_ALLOWED", Message: "this path does not support that method"}
 	case http.StatusNotFound:
-		return Error{Status: status, Code: string(apierr.NotFound), Message: "no such path"}
+		return Error{Status: status, Code: string(fault.NotFound), Message: "no such path"}
 	}
-	return Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "malformed request path"}
+	return Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument), Message: "malformed request path"}
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
@@ -35,12 +36,12 @@ func TestFromErr(t *testing.T) {
 		wantMessage string
 	}{
 		{"invalid field", apierr.Invalid("name", "too long"), 400, "INVALID_ARGUMENT", "name", "too long"},
-		{"feature", apierr.New(codes.InvalidArgument, apierr.FeatureNotEnabled, "no"), 400, "FEATURE_NOT_ENABLED", "", "no"},
-		{"balance", apierr.New(codes.FailedPrecondition, apierr.InsufficientBalance, "poor"), 402, "INSUFFICIENT_BALANCE", "", "poor"},
-		{"expired", apierr.New(codes.FailedPrecondition, apierr.BalanceExpired, "late"), 402, "BALANCE_EXPIRED", "", "late"},
-		{"already used", apierr.New(codes.FailedPrecondition, apierr.AlreadyUsed, "used"), 409, "ALREADY_USED", "", "used"},
-		{"mismatch", apierr.New(codes.FailedPrecondition, apierr.IdempotencyMismatch, "other body"), 422, "IDEMPOTENCY_MISMATCH", "", "other body"},
-		{"rate", apierr.New(codes.ResourceExhausted, apierr.RateLimited, "slow down"), 429, "RATE_LIMITED", "", "slow down"},
+		{"feature", apierr.New(codes.InvalidArgument, fault.FeatureNotEnabled, "no"), 400, "FEATURE_NOT_ENABLED", "", "no"},
+		{"balance", apierr.New(codes.FailedPrecondition, fault.InsufficientBalance, "poor"), 402, "INSUFFICIENT_BALANCE", "", "poor"},
+		{"expired", apierr.New(codes.FailedPrecondition, fault.BalanceExpired, "late"), 402, "BALANCE_EXPIRED", "", "late"},
+		{"already used", apierr.New(codes.FailedPrecondition, fault.AlreadyUsed, "used"), 409, "ALREADY_USED", "", "used"},
+		{"mismatch", apierr.New(codes.FailedPrecondition, fault.IdempotencyMismatch, "other body"), 422, "IDEMPOTENCY_MISMATCH", "", "other body"},
+		{"rate", apierr.New(codes.ResourceExhausted, fault.RateLimited, "slow down"), 429, "RATE_LIMITED", "", "slow down"},
 		{"plain not found", status.Error(codes.NotFound, "x"), 404, "NOT_FOUND", "", "x"},
 		{"unknown field", status.Error(codes.InvalidArgument, `proto: (line 1:2): unknown field "foo"`), 400, "INVALID_ARGUMENT", "foo", `unknown field "foo"`},
 		{"duplicate key", status.Error(codes.InvalidArgument, `duplicate field "fieldMappings.e\"mail"`), 400, "INVALID_ARGUMENT", `fieldMappings.e"mail`, `duplicate field "fieldMappings.e\"mail"`},

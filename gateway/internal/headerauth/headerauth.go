@@ -23,8 +23,8 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
-	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Header names as clients send them.
@@ -68,7 +68,7 @@ func Classify(pattern string) Kind {
 }
 
 var unauthenticated = envelope.Error{
-	Status: http.StatusUnauthorized, Code: string(apierr.Unauthenticated), Message: "missing or invalid credentials",
+	Status: http.StatusUnauthorized, Code: string(fault.Unauthenticated), Message: "missing or invalid credentials",
 }
 
 // Check applies the rule of kind to h, and removes the credentials the route must not see.

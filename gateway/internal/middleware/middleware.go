@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
-	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -241,7 +241,7 @@ func DrainBody(max int64, wait time.Duration) func(http.Handler) http.Handler {
 // decoding. Routes for which streaming reports true (large uploads) are left alone.
 func BodyLimit(limit int64, streaming func(*http.Request) bool) func(http.Handler) http.Handler {
 	tooLarge := envelope.Error{
-		Status: http.StatusRequestEntityTooLarge, Code: string(apierr.PayloadTooLarge),
+		Status: http.StatusRequestEntityTooLarge, Code: string(fault.PayloadTooLarge),
 		Message: "the request body is larger than " + strconv.FormatInt(limit>>10, 10) + " KiB",
 	}
 	return func(next http.Handler) http.Handler {
@@ -256,7 +256,7 @@ func BodyLimit(limit int64, streaming func(*http.Request) bool) func(http.Handle
 			}
 			data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 			if err != nil {
-				envelope.WriteError(w, envelope.Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Message: "the request body could not be read"})
+				envelope.WriteError(w, envelope.Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument), Message: "the request body could not be read"})
 				return
 			}
 			if int64(len(data)) > limit {

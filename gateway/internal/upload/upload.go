@@ -16,7 +16,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
-	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
@@ -47,9 +47,9 @@ func annotate(mux *runtime.ServeMux, r *http.Request, method, pattern string) (c
 }
 
 var (
-	errTooLarge = envelope.Error{Status: http.StatusRequestEntityTooLarge, Code: string(apierr.PayloadTooLarge),
+	errTooLarge = envelope.Error{Status: http.StatusRequestEntityTooLarge, Code: string(fault.PayloadTooLarge),
 		Message: "the file is larger than 50 MiB"}
-	errNoFile = envelope.Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument), Field: "file",
+	errNoFile = envelope.Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument), Field: "file",
 		Message: "send the CSV as the multipart field \"file\" or as a text/csv body"}
 )
 
@@ -105,7 +105,7 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 				return
 			}
 			if rerr != nil {
-				envelope.WriteError(w, envelope.Error{Status: http.StatusBadRequest, Code: string(apierr.InvalidArgument),
+				envelope.WriteError(w, envelope.Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument),
 					Message: "the upload could not be read"})
 				return
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
 )
 
@@ -44,7 +45,7 @@ const (
 const checkTimeout = 3 * time.Second
 
 var forbidden = envelope.Error{
-	Status: http.StatusForbidden, Code: string(apierr.PermissionDenied),
+	Status: http.StatusForbidden, Code: string(fault.PermissionDenied),
 	Message: "this page's origin is not one the account allows to capture its transactions; the account lists its web origins with PUT /v1/api/me/web-origins",
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // TestEveryMethodRejectsUnauthenticatedCallers calls every method of every accounts service
@@ -147,7 +148,7 @@ func TestConcurrentDebitsOverGRPC(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case apierr.Parse(err).Reason == apierr.InsufficientBalance:
+			case apierr.Parse(err).Reason == fault.InsufficientBalance:
 				poor++
 			default:
 				other = append(other, err)

@@ -1,11 +1,10 @@
 // Package accountsclient is how the other services use accounts: it authenticates callers
-// (an auth.Authenticator over AccountsInternalService) and moves money with Debit and Refund,
-// turning accounts' error reasons back into values the callers' rules can test.
+// (an auth.Authenticator over AccountsInternalService) and is their money.Ledger, turning the
+// reason of accounts' answer back into the value accounts' rules returned.
 package accountsclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -16,16 +15,9 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
-)
-
-// Errors of a debit that the caller's rules act on.
-var (
-	ErrInsufficientBalance = errors.New("insufficient balance")
-	ErrBalanceExpired      = errors.New("balance expired")
-	ErrSuspended           = errors.New("client suspended")
-	// ErrNothingToRefund: accounts holds no debit of the client with that reference.
-	ErrNothingToRefund = errors.New("nothing to refund")
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Client calls accounts with the caller's internal credential.
@@ -86,80 +78,54 @@ func principal(p *accountsv1.Principal) auth.Principal {
 	}
 }
 
-// Kinds a service may charge.
-const (
-	KindVerification      = accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION
-	KindConnectEnrichment = accountsv1.LedgerKind_LEDGER_KIND_CONNECT_ENRICHMENT
-	KindStuckPlusReveal   = accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL
-)
+var _ money.Ledger = (*Client)(nil)
 
-// Charge is a settled debit.
-type Charge struct {
-	EntryID      string
-	Charged      int64
-	BalanceAfter int64
-	Replayed     bool
-}
-
-// Debit charges clientID the price of kind/variant, once per reference. A refused debit is
-// ErrInsufficientBalance, ErrBalanceExpired or ErrSuspended; any other error leaves the outcome
-// unknown, and the caller retries with the same reference.
-func (c *Client) Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (Charge, error) {
-	resp, err := c.internal.Debit(ctx, &accountsv1.DebitRequest{ClientId: clientID, Kind: kind, Variant: variant, Reference: reference})
+// Debit implements money.Ledger.
+func (c *Client) Debit(ctx context.Context, ch money.Charge) (money.Charged, error) {
+	resp, err := c.internal.Debit(ctx, &accountsv1.DebitRequest{
+		ClientId: ch.ClientID, Kind: ledgerKind(ch.Kind), Variant: ch.Variant, Reference: ch.Reference,
+	})
 	if err != nil {
-		switch apierr.Parse(err).Reason {
-		case apierr.InsufficientBalance:
-			return Charge{}, ErrInsufficientBalance
-		case apierr.BalanceExpired:
-			return Charge{}, ErrBalanceExpired
-		case apierr.PermissionDenied:
-			return Charge{}, ErrSuspended
+		if refused, ok := money.Refusal(apierr.Parse(err).Reason); ok {
+			return money.Charged{}, refused
 		}
-		return Charge{}, fmt.Errorf("debit: %w", err)
+		return money.Charged{}, unknown("debit", err)
 	}
-	return Charge{EntryID: resp.GetEntryId(), Charged: resp.GetCharged(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
+	return money.Charged{EntryID: resp.GetEntryId(), Amount: resp.GetCharged(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
 }
 
-// Away tells an error of a call that failed because accounts could not be reached or did not
-// answer in time, as opposed to one accounts answered: a caller working through a queue stops
-// there instead of waiting out every item's timeout.
-func Away(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded)
-}
-
-// Refunded is a settled refund.
-type Refunded struct {
-	EntryID      string
-	Refunded     int64
-	BalanceAfter int64
-	Replayed     bool
-}
-
-// Refund gives back the debit of clientID with reference, once: a repeated refund answers the
-// first. A reference that names no debit (it never committed) is ErrNothingToRefund; any other
-// error leaves the outcome unknown, and the caller retries.
-func (c *Client) Refund(ctx context.Context, clientID, reference string, description *string) (Refunded, error) {
-	resp, err := c.internal.Refund(ctx, &accountsv1.RefundRequest{ClientId: clientID, Reference: reference, Description: description})
+// Refund implements money.Ledger.
+func (c *Client) Refund(ctx context.Context, r money.Refund) (money.Refunded, error) {
+	resp, err := c.internal.Refund(ctx, &accountsv1.RefundRequest{ClientId: r.ClientID, Reference: r.Reference, Description: r.Description})
 	if err != nil {
-		if apierr.Parse(err).Reason == apierr.NotFound {
-			return Refunded{}, ErrNothingToRefund
+		if apierr.Parse(err).Reason == fault.NotFound {
+			return money.Refunded{}, money.ErrNothingToRefund
 		}
-		return Refunded{}, fmt.Errorf("refund: %w", err)
+		return money.Refunded{}, unknown("refund", err)
 	}
-	return Refunded{EntryID: resp.GetEntryId(), Refunded: resp.GetRefunded(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
+	return money.Refunded{EntryID: resp.GetEntryId(), Amount: resp.GetRefunded(), BalanceAfter: resp.GetBalanceAfter(), Replayed: resp.GetReplayed()}, nil
 }
 
-// Balance reads a client's balance.
+// Balance implements money.Ledger.
 func (c *Client) Balance(ctx context.Context, clientID string) (int64, error) {
 	resp, err := c.internal.GetBalance(ctx, &accountsv1.GetBalanceRequest{ClientId: clientID})
 	if err != nil {
 		return 0, fmt.Errorf("balance: %w", err)
 	}
 	return resp.GetBalance(), nil
+}
+
+// ledgerKind is k as accounts' protos name it (LEDGER_KIND_ and the kind).
+func ledgerKind(k money.Kind) accountsv1.LedgerKind {
+	return accountsv1.LedgerKind(accountsv1.LedgerKind_value["LEDGER_KIND_"+string(k)])
+}
+
+// unknown is the error of a money call that accounts did not answer with a rule of its own:
+// its outcome is unknown, and the call was away when accounts could not be reached or did not
+// answer in time.
+func unknown(op string, err error) error {
+	code := status.Code(err)
+	return money.Unknown(op, err, code == codes.Unavailable || code == codes.DeadlineExceeded)
 }
 
 // AllowsWebOrigin tells whether a browser page whose Origin header is origin may capture the

@@ -1,55 +1,67 @@
-// Package apierr is the error vocabulary shared by the services and the gateway: a gRPC status
-// carries a stable reason (the contract's machine-readable code) and, where there is one, the
-// offending request field, in a google.rpc.ErrorInfo detail. Services build errors with it at
-// their edge; the gateway reads them back once, to choose the HTTP status and the envelope code.
+// Package apierr puts mnv's errors on the wire and reads them back: a gRPC status carries a
+// stable reason (fault's vocabulary, the contract's machine-readable code) and, where there is
+// one, the offending request field, in a google.rpc.ErrorInfo detail. Services answer with it
+// (FromFault turns an error of their rules into its status); the gateway reads statuses back
+// once, to choose the HTTP status and the envelope code.
 package apierr
 
 import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Domain names the ErrorInfo domain of every mnv error.
 const Domain = "mnv"
 
-// Reason is a stable, machine-readable error code (contract section 2).
-type Reason string
-
-// The reasons of the contract. New reasons may be added; none is ever renamed.
-const (
-	InvalidArgument     Reason = "INVALID_ARGUMENT"
-	FeatureNotEnabled   Reason = "FEATURE_NOT_ENABLED"
-	Unauthenticated     Reason = "UNAUTHENTICATED"
-	InsufficientBalance Reason = "INSUFFICIENT_BALANCE"
-	BalanceExpired      Reason = "BALANCE_EXPIRED"
-	PermissionDenied    Reason = "PERMISSION_DENIED"
-	NotFound            Reason = "NOT_FOUND"
-	Conflict            Reason = "CONFLICT"
-	AlreadyUsed         Reason = "ALREADY_USED"
-	IdempotencyMismatch Reason = "IDEMPOTENCY_MISMATCH"
-	PayloadTooLarge     Reason = "PAYLOAD_TOO_LARGE"
-	RateLimited         Reason = "RATE_LIMITED"
-	Internal            Reason = "INTERNAL"
-	Unavailable         Reason = "UNAVAILABLE"
-)
-
 // New returns a status error with code, reason and a message safe to show to the caller.
-func New(code codes.Code, reason Reason, msg string) error {
+func New(code codes.Code, reason fault.Reason, msg string) error {
 	return build(code, reason, "", msg)
 }
 
 // Field returns a status error about one request field (JSON name, e.g. "secretKey").
-func Field(code codes.Code, reason Reason, field, msg string) error {
+func Field(code codes.Code, reason fault.Reason, field, msg string) error {
 	return build(code, reason, field, msg)
 }
 
 // Invalid is the common case: a request field with a bad value.
 func Invalid(field, msg string) error {
-	return build(codes.InvalidArgument, InvalidArgument, field, msg)
+	return build(codes.InvalidArgument, fault.InvalidArgument, field, msg)
 }
 
-func build(code codes.Code, reason Reason, field, msg string) error {
+// FromFault is the status of an error of the rules: the gRPC code of its reason (Code), the
+// reason, its field and its message.
+func FromFault(e *fault.Error) error {
+	return build(Code(e.Reason), e.Reason, e.Field, e.Msg)
+}
+
+// Code is the gRPC code an error with reason is answered with. The gateway decides the HTTP
+// status by the reason; the code is what gRPC callers and the RPC metrics see.
+func Code(r fault.Reason) codes.Code {
+	switch r {
+	case fault.InvalidArgument, fault.FeatureNotEnabled, fault.PayloadTooLarge:
+		return codes.InvalidArgument
+	case fault.Unauthenticated:
+		return codes.Unauthenticated
+	case fault.InsufficientBalance, fault.BalanceExpired, fault.Conflict, fault.IdempotencyMismatch:
+		return codes.FailedPrecondition
+	case fault.PermissionDenied:
+		return codes.PermissionDenied
+	case fault.NotFound:
+		return codes.NotFound
+	case fault.AlreadyUsed:
+		return codes.AlreadyExists
+	case fault.RateLimited:
+		return codes.ResourceExhausted
+	case fault.Unavailable:
+		return codes.Unavailable
+	}
+	return codes.Internal
+}
+
+func build(code codes.Code, reason fault.Reason, field, msg string) error {
 	info := &errdetails.ErrorInfo{Reason: string(reason), Domain: Domain}
 	if field != "" {
 		info.Metadata = map[string]string{"field": field}
@@ -65,7 +77,7 @@ func build(code codes.Code, reason Reason, field, msg string) error {
 // Details is what the gateway needs to know of an error.
 type Details struct {
 	Code    codes.Code
-	Reason  Reason
+	Reason  fault.Reason
 	Field   string
 	Message string
 }
@@ -78,7 +90,7 @@ func Parse(err error) Details {
 	d := Details{Code: st.Code(), Message: st.Message(), Reason: DefaultReason(st.Code())}
 	for _, det := range st.Details() {
 		if info, ok := det.(*errdetails.ErrorInfo); ok && info.GetDomain() == Domain {
-			d.Reason = Reason(info.GetReason())
+			d.Reason = fault.Reason(info.GetReason())
 			d.Field = info.GetMetadata()["field"]
 		}
 	}
@@ -86,25 +98,25 @@ func Parse(err error) Details {
 }
 
 // DefaultReason is the reason of a gRPC code when the error names none.
-func DefaultReason(c codes.Code) Reason {
+func DefaultReason(c codes.Code) fault.Reason {
 	switch c {
 	case codes.InvalidArgument, codes.OutOfRange:
-		return InvalidArgument
+		return fault.InvalidArgument
 	case codes.Unauthenticated:
-		return Unauthenticated
+		return fault.Unauthenticated
 	case codes.PermissionDenied:
-		return PermissionDenied
+		return fault.PermissionDenied
 	case codes.NotFound:
-		return NotFound
+		return fault.NotFound
 	case codes.AlreadyExists, codes.Aborted:
-		return Conflict
+		return fault.Conflict
 	case codes.ResourceExhausted:
-		return RateLimited
+		return fault.RateLimited
 	case codes.Unavailable, codes.DeadlineExceeded:
-		return Unavailable
+		return fault.Unavailable
 	case codes.FailedPrecondition:
-		return InvalidArgument
+		return fault.InvalidArgument
 	default:
-		return Internal
+		return fault.Internal
 	}
 }

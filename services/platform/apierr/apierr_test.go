@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -20,33 +21,33 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{
 			"New",
-			apierr.New(codes.NotFound, apierr.NotFound, "no such client"),
-			apierr.Details{Code: codes.NotFound, Reason: apierr.NotFound, Message: "no such client"},
+			apierr.New(codes.NotFound, fault.NotFound, "no such client"),
+			apierr.Details{Code: codes.NotFound, Reason: fault.NotFound, Message: "no such client"},
 		},
 		{
 			"New with a reason other than the code's default",
-			apierr.New(codes.FailedPrecondition, apierr.InsufficientBalance, "balance too low"),
-			apierr.Details{Code: codes.FailedPrecondition, Reason: apierr.InsufficientBalance, Message: "balance too low"},
+			apierr.New(codes.FailedPrecondition, fault.InsufficientBalance, "balance too low"),
+			apierr.Details{Code: codes.FailedPrecondition, Reason: fault.InsufficientBalance, Message: "balance too low"},
 		},
 		{
 			"Field",
-			apierr.Field(codes.FailedPrecondition, apierr.IdempotencyMismatch, "Idempotency-Key", "reused"),
-			apierr.Details{Code: codes.FailedPrecondition, Reason: apierr.IdempotencyMismatch, Field: "Idempotency-Key", Message: "reused"},
+			apierr.Field(codes.FailedPrecondition, fault.IdempotencyMismatch, "Idempotency-Key", "reused"),
+			apierr.Details{Code: codes.FailedPrecondition, Reason: fault.IdempotencyMismatch, Field: "Idempotency-Key", Message: "reused"},
 		},
 		{
 			"Field with empty field is New",
-			apierr.Field(codes.PermissionDenied, apierr.FeatureNotEnabled, "", "not enabled"),
-			apierr.Details{Code: codes.PermissionDenied, Reason: apierr.FeatureNotEnabled, Message: "not enabled"},
+			apierr.Field(codes.PermissionDenied, fault.FeatureNotEnabled, "", "not enabled"),
+			apierr.Details{Code: codes.PermissionDenied, Reason: fault.FeatureNotEnabled, Message: "not enabled"},
 		},
 		{
 			"Invalid",
 			apierr.Invalid("secretKey", "must not be empty"),
-			apierr.Details{Code: codes.InvalidArgument, Reason: apierr.InvalidArgument, Field: "secretKey", Message: "must not be empty"},
+			apierr.Details{Code: codes.InvalidArgument, Reason: fault.InvalidArgument, Field: "secretKey", Message: "must not be empty"},
 		},
 		{
 			"wrapped with %w",
 			fmt.Errorf("store: %w", apierr.Invalid("page", "bad page")),
-			apierr.Details{Code: codes.InvalidArgument, Reason: apierr.InvalidArgument, Field: "page"},
+			apierr.Details{Code: codes.InvalidArgument, Reason: fault.InvalidArgument, Field: "page"},
 		},
 	}
 	for _, tt := range tests {
@@ -94,12 +95,12 @@ func TestParseWithoutDetails(t *testing.T) {
 		err  error
 		want apierr.Details
 	}{
-		{"plain error", errors.New("boom"), apierr.Details{Code: codes.Unknown, Reason: apierr.Internal, Message: "boom"}},
-		{"status NotFound", status.Error(codes.NotFound, "gone"), apierr.Details{Code: codes.NotFound, Reason: apierr.NotFound, Message: "gone"}},
-		{"status InvalidArgument", status.Error(codes.InvalidArgument, "bad"), apierr.Details{Code: codes.InvalidArgument, Reason: apierr.InvalidArgument, Message: "bad"}},
-		{"status Unavailable", status.Error(codes.Unavailable, "down"), apierr.Details{Code: codes.Unavailable, Reason: apierr.Unavailable, Message: "down"}},
-		{"status Internal", status.Error(codes.Internal, "oops"), apierr.Details{Code: codes.Internal, Reason: apierr.Internal, Message: "oops"}},
-		{"ErrorInfo of another domain ignored", foreign.Err(), apierr.Details{Code: codes.PermissionDenied, Reason: apierr.PermissionDenied, Message: "other domain"}},
+		{"plain error", errors.New("boom"), apierr.Details{Code: codes.Unknown, Reason: fault.Internal, Message: "boom"}},
+		{"status NotFound", status.Error(codes.NotFound, "gone"), apierr.Details{Code: codes.NotFound, Reason: fault.NotFound, Message: "gone"}},
+		{"status InvalidArgument", status.Error(codes.InvalidArgument, "bad"), apierr.Details{Code: codes.InvalidArgument, Reason: fault.InvalidArgument, Message: "bad"}},
+		{"status Unavailable", status.Error(codes.Unavailable, "down"), apierr.Details{Code: codes.Unavailable, Reason: fault.Unavailable, Message: "down"}},
+		{"status Internal", status.Error(codes.Internal, "oops"), apierr.Details{Code: codes.Internal, Reason: fault.Internal, Message: "oops"}},
+		{"ErrorInfo of another domain ignored", foreign.Err(), apierr.Details{Code: codes.PermissionDenied, Reason: fault.PermissionDenied, Message: "other domain"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,25 +114,25 @@ func TestParseWithoutDetails(t *testing.T) {
 func TestDefaultReason(t *testing.T) {
 	tests := []struct {
 		code codes.Code
-		want apierr.Reason
+		want fault.Reason
 	}{
-		{codes.InvalidArgument, apierr.InvalidArgument},
-		{codes.OutOfRange, apierr.InvalidArgument},
-		{codes.FailedPrecondition, apierr.InvalidArgument},
-		{codes.Unauthenticated, apierr.Unauthenticated},
-		{codes.PermissionDenied, apierr.PermissionDenied},
-		{codes.NotFound, apierr.NotFound},
-		{codes.AlreadyExists, apierr.Conflict},
-		{codes.Aborted, apierr.Conflict},
-		{codes.ResourceExhausted, apierr.RateLimited},
-		{codes.Unavailable, apierr.Unavailable},
-		{codes.DeadlineExceeded, apierr.Unavailable},
-		{codes.Internal, apierr.Internal},
-		{codes.Unknown, apierr.Internal},
-		{codes.DataLoss, apierr.Internal},
-		{codes.Unimplemented, apierr.Internal},
-		{codes.Canceled, apierr.Internal},
-		{codes.OK, apierr.Internal},
+		{codes.InvalidArgument, fault.InvalidArgument},
+		{codes.OutOfRange, fault.InvalidArgument},
+		{codes.FailedPrecondition, fault.InvalidArgument},
+		{codes.Unauthenticated, fault.Unauthenticated},
+		{codes.PermissionDenied, fault.PermissionDenied},
+		{codes.NotFound, fault.NotFound},
+		{codes.AlreadyExists, fault.Conflict},
+		{codes.Aborted, fault.Conflict},
+		{codes.ResourceExhausted, fault.RateLimited},
+		{codes.Unavailable, fault.Unavailable},
+		{codes.DeadlineExceeded, fault.Unavailable},
+		{codes.Internal, fault.Internal},
+		{codes.Unknown, fault.Internal},
+		{codes.DataLoss, fault.Internal},
+		{codes.Unimplemented, fault.Internal},
+		{codes.Canceled, fault.Internal},
+		{codes.OK, fault.Internal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code.String(), func(t *testing.T) {
@@ -139,5 +140,40 @@ func TestDefaultReason(t *testing.T) {
 				t.Errorf("DefaultReason(%v) = %q, want %q", tt.code, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCode: the code each reason is answered with. The gateway chooses the HTTP status by the
+// reason; gRPC callers, retries and the RPC metrics see the code.
+func TestCode(t *testing.T) {
+	tests := []struct {
+		reason fault.Reason
+		want   codes.Code
+	}{
+		{fault.InvalidArgument, codes.InvalidArgument},
+		{fault.FeatureNotEnabled, codes.InvalidArgument},
+		{fault.PayloadTooLarge, codes.InvalidArgument},
+		{fault.Unauthenticated, codes.Unauthenticated},
+		{fault.InsufficientBalance, codes.FailedPrecondition},
+		{fault.BalanceExpired, codes.FailedPrecondition},
+		{fault.Conflict, codes.FailedPrecondition},
+		{fault.IdempotencyMismatch, codes.FailedPrecondition},
+		{fault.PermissionDenied, codes.PermissionDenied},
+		{fault.NotFound, codes.NotFound},
+		{fault.AlreadyUsed, codes.AlreadyExists},
+		{fault.RateLimited, codes.ResourceExhausted},
+		{fault.Unavailable, codes.Unavailable},
+		{fault.Internal, codes.Internal},
+		{"A_REASON_NOBODY_KNOWS", codes.Internal},
+	}
+	for _, tt := range tests {
+		if got := apierr.Code(tt.reason); got != tt.want {
+			t.Errorf("Code(%s) = %v, want %v", tt.reason, got, tt.want)
+		}
+		// The status carries the reason, the field and the message, as the gateway reads them.
+		err := apierr.FromFault(&fault.Error{Reason: tt.reason, Field: "f", Msg: "m"})
+		if d := apierr.Parse(err); d.Code != tt.want || d.Reason != tt.reason || d.Field != "f" || d.Message != "m" {
+			t.Errorf("FromFault(%s) reads back as %+v", tt.reason, d)
+		}
 	}
 }

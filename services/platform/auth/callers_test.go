@@ -12,6 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // TestGuardCallers holds each internal method to the callers its rule names: every caller has
@@ -53,8 +54,8 @@ func TestGuardCallers(t *testing.T) {
 				t.Fatalf("Check = %v, want %v", err, tt.wantCode)
 			}
 			if err != nil {
-				if d := apierr.Parse(err); d.Reason != apierr.Unauthenticated {
-					t.Errorf("reason = %q, want %q", d.Reason, apierr.Unauthenticated)
+				if d := apierr.Parse(err); d.Reason != fault.Unauthenticated {
+					t.Errorf("reason = %q, want %q", d.Reason, fault.Unauthenticated)
 				}
 				return
 			}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Credential is what a method requires of its caller.
@@ -59,7 +60,7 @@ type Authenticator interface {
 
 // ErrUnauthenticated is the one answer to every bad credential: the caller learns nothing about
 // which part was wrong.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated = fault.New(fault.Unauthenticated, "missing or invalid credentials")
 
 // ServiceTokens are the bearer credentials a server accepts: its internal callers' token
 // digests, and the digest of the admin token. Both are compared in constant time.
@@ -117,18 +118,18 @@ func (g *Guard) Validate() error {
 }
 
 var (
-	errUnauthenticated = apierr.New(codes.Unauthenticated, apierr.Unauthenticated, "missing or invalid credentials")
-	errNoRule          = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "method not allowed")
-	errSuspended       = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "the account is suspended")
-	errNotAdmin        = apierr.New(codes.PermissionDenied, apierr.PermissionDenied, "this operation needs an API key with the ADMIN role")
-	errUnavailable     = apierr.New(codes.Unavailable, apierr.Unavailable, "authentication is unavailable, try again")
+	errUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, ErrUnauthenticated.Error())
+	errNoRule          = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
+	errSuspended       = apierr.New(codes.PermissionDenied, fault.PermissionDenied, fault.ErrSuspended.Error())
+	errNotAdmin        = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
+	errUnavailable     = apierr.New(codes.Unavailable, fault.Unavailable, "authentication is unavailable, try again")
 	// errCallerNotAdmitted answers a valid internal token on a method whose rule does not name
 	// its caller. UNAUTHENTICATED rather than PERMISSION_DENIED: the credential is not one this
 	// method accepts, and callers read PERMISSION_DENIED as a business refusal (accountsclient
 	// takes it for a suspended client, which would settle a verification as REJECTED), while an
 	// unexpected UNAUTHENTICATED leaves a charge unknown, retried and alerted on. The message
 	// tells the operator that the token is valid and the caller list is what to look at.
-	errCallerNotAdmitted = apierr.New(codes.Unauthenticated, apierr.Unauthenticated, "this internal caller may not call this method")
+	errCallerNotAdmitted = apierr.New(codes.Unauthenticated, fault.Unauthenticated, "this internal caller may not call this method")
 )
 
 // Check authenticates the call to method and returns ctx carrying the principal, if any.

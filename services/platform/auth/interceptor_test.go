@@ -16,6 +16,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // fakeAuthn is a stand-in for the accounts lookup: it answers with a fixed principal or error
@@ -93,12 +94,12 @@ func TestGuardCheck(t *testing.T) {
 
 	type want struct {
 		code      codes.Code
-		reason    apierr.Reason // checked when code != OK
+		reason    fault.Reason // checked when code != OK
 		principal *auth.Principal
 		calls     []authCall // nil: the authenticator must not be asked
 	}
-	unauth := want{code: codes.Unauthenticated, reason: apierr.Unauthenticated}
-	denied := want{code: codes.PermissionDenied, reason: apierr.PermissionDenied}
+	unauth := want{code: codes.Unauthenticated, reason: fault.Unauthenticated}
+	denied := want{code: codes.PermissionDenied, reason: fault.PermissionDenied}
 	ok := want{code: codes.OK}
 	keyCall := []authCall{{"apikey", apiKey, ""}}
 	keyCallWithClient := []authCall{{"apikey", apiKey, clientID}}
@@ -160,7 +161,7 @@ func TestGuardCheck(t *testing.T) {
 		{"api key: repeated client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", clientID, "x-client-id", clientID), activeAdmin, nil, unauth},
 		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, keyCall)},
 		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, fmt.Errorf("revoked: %w", auth.ErrUnauthenticated), withCalls(unauth, keyCall)},
-		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: apierr.Unavailable}, keyCall)},
+		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
 		{"api key: suspended refused", mKey, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withCalls(denied, keyCall)},
 		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{ClientID: clientID, Role: auth.RoleAdmin}, nil, withCalls(denied, keyCall)},
 		{"api key: suspended allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withPrincipal(suspendedMember, keyCall)},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	mnvlog "github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -66,7 +67,7 @@ type Server struct {
 	healthAddr string
 }
 
-var errInternal = apierr.New(codes.Internal, apierr.Internal, "internal error")
+var errInternal = apierr.New(codes.Internal, fault.Internal, "internal error")
 
 // New builds the server. Register services on it, then call Serve.
 func New(o Options) (*Server, error) {

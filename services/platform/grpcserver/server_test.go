@@ -24,6 +24,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/requestid"
@@ -64,7 +65,7 @@ func testService() *grpc.ServiceDesc {
 			method("Secret", echo),
 			method("NoRule", echo),
 			method("Fail", func(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
-				return nil, apierr.New(codes.NotFound, apierr.NotFound, "no such thing")
+				return nil, apierr.New(codes.NotFound, fault.NotFound, "no such thing")
 			}),
 			method("Panic", func(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 				panic("boom: private panic detail")
@@ -183,20 +184,20 @@ func TestServer(t *testing.T) {
 		md         metadata.MD
 		opts       []grpc.CallOption
 		wantCode   codes.Code
-		wantReason apierr.Reason
+		wantReason fault.Reason
 		wantID     string // the request id the handler saw; "fresh" for a new one
 		reached    bool   // the extra interceptor ran
 	}{
 		{"open method keeps the request id", "Echo", metadata.Pairs(requestid.MD, sentID), nil, codes.OK, "", sentID, true},
 		{"open method makes a request id", "Echo", nil, nil, codes.OK, "", "fresh", true},
 		{"invalid request id is replaced", "Echo", metadata.Pairs(requestid.MD, "bad id"), nil, codes.OK, "", "fresh", true},
-		{"internal method without credential", "Secret", nil, nil, codes.Unauthenticated, apierr.Unauthenticated, "", false},
-		{"internal method with wrong credential", "Secret", nil, []grpc.CallOption{grpc.PerRPCCredentials(auth.BearerCredentials{Token: "nope", Insecure: true})}, codes.Unauthenticated, apierr.Unauthenticated, "", false},
+		{"internal method without credential", "Secret", nil, nil, codes.Unauthenticated, fault.Unauthenticated, "", false},
+		{"internal method with wrong credential", "Secret", nil, []grpc.CallOption{grpc.PerRPCCredentials(auth.BearerCredentials{Token: "nope", Insecure: true})}, codes.Unauthenticated, fault.Unauthenticated, "", false},
 		{"internal method with credential", "Secret", metadata.Pairs(requestid.MD, sentID), []grpc.CallOption{grpc.PerRPCCredentials(auth.BearerCredentials{Token: internalToken, Insecure: true})}, codes.OK, "", sentID, true},
-		{"method without a rule", "NoRule", nil, nil, codes.PermissionDenied, apierr.PermissionDenied, "", false},
+		{"method without a rule", "NoRule", nil, nil, codes.PermissionDenied, fault.PermissionDenied, "", false},
 		{"unknown method", "Missing", nil, nil, codes.Unimplemented, "", "", false},
-		{"handler error passes through", "Fail", nil, nil, codes.NotFound, apierr.NotFound, "", true},
-		{"panic becomes INTERNAL", "Panic", metadata.Pairs(requestid.MD, panicID), nil, codes.Internal, apierr.Internal, "", true},
+		{"handler error passes through", "Fail", nil, nil, codes.NotFound, fault.NotFound, "", true},
+		{"panic becomes INTERNAL", "Panic", metadata.Pairs(requestid.MD, panicID), nil, codes.Internal, fault.Internal, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

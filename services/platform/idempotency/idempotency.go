@@ -36,6 +36,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
@@ -74,14 +75,14 @@ func New(pool *pgxpool.Pool, schema string, keyring *crypto.Keyring, log *zap.Lo
 }
 
 var (
-	errMismatch = apierr.Field(codes.FailedPrecondition, apierr.IdempotencyMismatch, "Idempotency-Key",
+	errMismatch = apierr.Field(codes.FailedPrecondition, fault.IdempotencyMismatch, "Idempotency-Key",
 		"this Idempotency-Key was used with a different request")
-	errInFlight = apierr.Field(codes.Aborted, apierr.Conflict, "Idempotency-Key",
+	errInFlight = apierr.Field(codes.Aborted, fault.Conflict, "Idempotency-Key",
 		"a request with this Idempotency-Key is still in progress")
 	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
 	// A principal that names neither an API key nor an SDK token: a bug, refused loudly, since
 	// the alternative is sharing its key with the client's other credentials.
-	errNoCredential = apierr.New(codes.Internal, apierr.Internal, "idempotency: the caller's credential is unknown")
+	errNoCredential = apierr.New(codes.Internal, fault.Internal, "idempotency: the caller's credential is unknown")
 )
 
 // Credentials that are not an API key or an SDK token.

@@ -26,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/pg"
@@ -178,7 +179,7 @@ func do(store *idempotency.Store, h *counter, c call) (any, error) {
 
 func testUnaryInterceptor(t *testing.T, e env) {
 	twoMethods := idempotency.New(e.pool, schema, e.keyring, zap.NewNop(), mCreate, mCharge)
-	errHandler := apierr.New(codes.Unavailable, apierr.Unavailable, "downstream is down")
+	errHandler := apierr.New(codes.Unavailable, fault.Unavailable, "downstream is down")
 	const clientUUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 	type step struct {
@@ -187,9 +188,9 @@ func testUnaryInterceptor(t *testing.T, e env) {
 		handlerErr error              // the handler fails this time
 		errResp    bool               // and returns an answer along with its error
 		wantCode   codes.Code
-		wantReason apierr.Reason // checked when wantCode != OK
-		wantCalls  int           // handler runs so far in this case
-		sameAs     int           // 1-based step whose answer this one must equal; 0: a fresh answer
+		wantReason fault.Reason // checked when wantCode != OK
+		wantCalls  int          // handler runs so far in this case
+		sameAs     int          // 1-based step whose answer this one must equal; 0: a fresh answer
 	}
 	tests := []struct {
 		name  string
@@ -207,14 +208,14 @@ func testUnaryInterceptor(t *testing.T, e env) {
 		}},
 		{"same key, different request: mismatch", []step{
 			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("b")}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("")}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("b")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
+			{call: call{client: "c1", md: key("mismatch-1"), req: req("")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
 			// The original request still replays.
 			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
 		}},
 		{"same key, another method: mismatch", []step{
 			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCreate}, wantCalls: 1},
-			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCharge}, wantCode: codes.FailedPrecondition, wantReason: apierr.IdempotencyMismatch, wantCalls: 1},
+			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCharge}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
 		}},
 		{"same key from another client: keys are per client", []step{
 			{call: call{client: "c1", md: key("shared-1"), req: req("a")}, wantCalls: 1},
@@ -242,33 +243,33 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			{store: twoMethods, call: call{client: "c1", cred: "key:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 4},
 		}},
 		{"a principal that names no credential is refused rather than share the client's keys", []step{
-			{call: call{client: "c1", cred: "none", md: key("cred-3"), req: req("a")}, wantCode: codes.Internal, wantReason: apierr.Internal},
+			{call: call{client: "c1", cred: "none", md: key("cred-3"), req: req("a")}, wantCode: codes.Internal, wantReason: fault.Internal},
 			{call: call{client: "c1", cred: "none", req: req("a")}, wantCalls: 1},
 		}},
 		{"handler error releases the key", []step{
-			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
 			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2},
 			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
 		}},
 		{"handler error with an answer still releases the key", []step{
-			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, handlerErr: errHandler, errResp: true, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, handlerErr: errHandler, errResp: true, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
 			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2},
 			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2, sameAs: 2},
 		}},
 		{"handler error releases the key for another request too", []step{
-			{call: call{client: "c1", md: key("retry-2"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: apierr.Unavailable, wantCalls: 1},
+			{call: call{client: "c1", md: key("retry-2"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
 			{call: call{client: "c1", md: key("retry-2"), req: req("b")}, wantCalls: 2},
 		}},
 		{"malformed keys are INVALID_ARGUMENT and never run the handler", []step{
-			{call: call{client: "c1", md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: key(strings.Repeat("k", 256)), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: key(""), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
-			{call: call{client: "c1", md: metadata.Pairs(idemkey.MD, "rep-1", idemkey.MD, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{client: "c1", md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: key(strings.Repeat("k", 256)), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: key(""), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: "c1", md: metadata.Pairs(idemkey.MD, "rep-1", idemkey.MD, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
 			// A malformed key is refused even without a principal.
-			{call: call{md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: apierr.InvalidArgument},
+			{call: call{md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
 		}},
 		{"longest and oddest valid keys are honoured", []step{
 			{call: call{client: "c1", md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1},
@@ -318,7 +319,7 @@ func testUnaryInterceptor(t *testing.T, e env) {
 					if d := apierr.Parse(err); d.Reason != s.wantReason {
 						t.Errorf("step %d: reason %q, want %q", i+1, d.Reason, s.wantReason)
 					}
-					if s.wantCode == codes.InvalidArgument || s.wantReason == apierr.IdempotencyMismatch {
+					if s.wantCode == codes.InvalidArgument || s.wantReason == fault.IdempotencyMismatch {
 						if d := apierr.Parse(err); d.Field != "Idempotency-Key" {
 							t.Errorf("step %d: field %q, want Idempotency-Key", i+1, d.Field)
 						}
@@ -469,10 +470,10 @@ func testInFlight(t *testing.T, e env) {
 		name       string
 		req        *wrapperspb.StringValue
 		wantCode   codes.Code
-		wantReason apierr.Reason
+		wantReason fault.Reason
 	}{
-		{"same request while running: conflict", req("a"), codes.Aborted, apierr.Conflict},
-		{"other request while running: mismatch", req("b"), codes.FailedPrecondition, apierr.IdempotencyMismatch},
+		{"same request while running: conflict", req("a"), codes.Aborted, fault.Conflict},
+		{"other request while running: mismatch", req("b"), codes.FailedPrecondition, fault.IdempotencyMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -670,7 +671,7 @@ func testKeyFromContext(t *testing.T, e env) {
 			}
 			got = k
 			// Failing releases the key, so the next call runs the handler again.
-			return nil, apierr.New(codes.Unavailable, apierr.Unavailable, "try again")
+			return nil, apierr.New(codes.Unavailable, fault.Unavailable, "try again")
 		}
 		ctx := metadata.NewIncomingContext(auth.WithPrincipal(context.Background(), principal(c.client, c.cred)), c.md)
 		_, _ = e.store.UnaryInterceptor()(ctx, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)

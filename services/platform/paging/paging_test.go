@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
 
@@ -52,7 +53,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse = %+v, want an error on %q", got, tt.wantField)
 			}
 			d := apierr.Parse(err)
-			if d.Code != codes.InvalidArgument || d.Reason != apierr.InvalidArgument || d.Field != tt.wantField {
+			if d.Code != codes.InvalidArgument || d.Reason != fault.InvalidArgument || d.Field != tt.wantField {
 				t.Errorf("error = %+v, want InvalidArgument / INVALID_ARGUMENT on field %q", d, tt.wantField)
 			}
 			if d.Message == "" {

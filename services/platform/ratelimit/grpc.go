@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // RetryAfterMD is the response header metadata that tells how long to wait; the gateway
@@ -37,7 +38,7 @@ func CredentialKey(ctx context.Context) (string, bool) {
 // Refusal is the error of a request over a limit: RESOURCE_EXHAUSTED with the reason
 // RATE_LIMITED (429 at the gateway). The caller sets the retry-after header (SetRetryAfter).
 func Refusal(msg string) error {
-	return apierr.New(codes.ResourceExhausted, apierr.RateLimited, msg)
+	return apierr.New(codes.ResourceExhausted, fault.RateLimited, msg)
 }
 
 // RetryAfterHeader is the retry-after metadata of a wait.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
@@ -135,7 +136,7 @@ func TestInterceptors(t *testing.T) {
 			continue
 		}
 		d := apierr.Parse(err)
-		if status.Code(err) != codes.ResourceExhausted || d.Reason != apierr.RateLimited {
+		if status.Code(err) != codes.ResourceExhausted || d.Reason != fault.RateLimited {
 			t.Fatalf("%s: %v, want RESOURCE_EXHAUSTED/RATE_LIMITED", c.name, err)
 		}
 		if got := hdr.Get(ratelimit.RetryAfterMD); len(got) != 1 || got[0] != "2" {

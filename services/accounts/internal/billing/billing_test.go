@@ -13,10 +13,12 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 func debit(ref string) billing.DebitRequest {
-	return billing.DebitRequest{Kind: domain.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: ref}
+	return billing.DebitRequest{Kind: money.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: ref}
 }
 
 func TestDebit(t *testing.T) {
@@ -29,35 +31,36 @@ func TestDebit(t *testing.T) {
 		prepare     func(t *testing.T, clientID string)
 		req         billing.DebitRequest
 		wantErr     error
+		wantInvalid bool
 		wantCharged int64
 		wantAfter   int64
 	}{
 		{name: "charges the default price", balance: 10, req: debit("v-1"), wantCharged: 1, wantAfter: 9},
-		{name: "reveal costs 5", balance: 10, req: billing.DebitRequest{Kind: domain.KindStuckPlusReveal, Reference: "r-1"}, wantCharged: 5, wantAfter: 5},
+		{name: "reveal costs 5", balance: 10, req: billing.DebitRequest{Kind: money.KindStuckPlusReveal, Reference: "r-1"}, wantCharged: 5, wantAfter: 5},
 		{name: "last unit", balance: 1, req: debit("v-1"), wantCharged: 1, wantAfter: 0},
-		{name: "insufficient", balance: 4, req: billing.DebitRequest{Kind: domain.KindStuckPlusReveal, Reference: "r-1"}, wantErr: domain.ErrInsufficientBalance},
-		{name: "empty balance", balance: 0, req: debit("v-1"), wantErr: domain.ErrInsufficientBalance},
-		{name: "expired balance", balance: 10, prepare: func(t *testing.T, id string) { env.ExpireBalance(t, id) }, req: debit("v-1"), wantErr: domain.ErrBalanceExpired},
+		{name: "insufficient", balance: 4, req: billing.DebitRequest{Kind: money.KindStuckPlusReveal, Reference: "r-1"}, wantErr: money.ErrInsufficientBalance},
+		{name: "empty balance", balance: 0, req: debit("v-1"), wantErr: money.ErrInsufficientBalance},
+		{name: "expired balance", balance: 10, prepare: func(t *testing.T, id string) { env.ExpireBalance(t, id) }, req: debit("v-1"), wantErr: money.ErrBalanceExpired},
 		{name: "suspended client", balance: 10, prepare: func(t *testing.T, id string) {
 			if _, err := env.Clients.SetStatus(ctx, id, auth.StatusSuspended); err != nil {
 				t.Fatal(err)
 			}
-		}, req: debit("v-1"), wantErr: domain.ErrSuspended},
+		}, req: debit("v-1"), wantErr: fault.ErrSuspended},
 		{name: "client override of the variant", balance: 10, prepare: func(t *testing.T, id string) {
 			amount := int64(3)
-			if _, err := env.Ledger.SetPrice(ctx, id, domain.KindVerification, "HEADER_ENRICHMENT", &amount); err != nil {
+			if _, err := env.Ledger.SetPrice(ctx, id, money.KindVerification, "HEADER_ENRICHMENT", &amount); err != nil {
 				t.Fatal(err)
 			}
 		}, req: debit("v-1"), wantCharged: 3, wantAfter: 7},
 		{name: "free operation on an expired balance", balance: 0, prepare: func(t *testing.T, id string) {
 			free := int64(0)
-			if _, err := env.Ledger.SetPrice(ctx, id, domain.KindVerification, "", &free); err != nil {
+			if _, err := env.Ledger.SetPrice(ctx, id, money.KindVerification, "", &free); err != nil {
 				t.Fatal(err)
 			}
 			env.ExpireBalance(t, id)
 		}, req: debit("v-1"), wantCharged: 0, wantAfter: 0},
-		{name: "kind that cannot be charged", balance: 10, req: billing.DebitRequest{Kind: domain.KindTopUp, Reference: "x"}, wantErr: &domain.InvalidError{}},
-		{name: "empty reference", balance: 10, req: billing.DebitRequest{Kind: domain.KindVerification}, wantErr: &domain.InvalidError{}},
+		{name: "kind that cannot be charged", balance: 10, req: billing.DebitRequest{Kind: money.KindTopUp, Reference: "x"}, wantInvalid: true},
+		{name: "empty reference", balance: 10, req: billing.DebitRequest{Kind: money.KindVerification}, wantInvalid: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,11 +70,10 @@ func TestDebit(t *testing.T) {
 			}
 			tt.req.ClientID = c.Client.ID
 			res, err := env.Ledger.Debit(ctx, tt.req)
-			var invalid *domain.InvalidError
 			switch {
-			case errors.As(tt.wantErr, &invalid):
-				if !errors.As(err, &invalid) {
-					t.Fatalf("err = %v, want an InvalidError", err)
+			case tt.wantInvalid:
+				if fault.Find(err, fault.InvalidArgument) == nil {
+					t.Fatalf("err = %v, want INVALID_ARGUMENT", err)
 				}
 			case tt.wantErr != nil:
 				if !errors.Is(err, tt.wantErr) {
@@ -94,18 +96,18 @@ func TestDebitIsIdempotentByReference(t *testing.T) {
 	ctx := accountstest.Deadline(t)
 	c := env.Client(t, 10)
 
-	first, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "ver-1"})
+	first, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindVerification, Reference: "ver-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "ver-1"})
+	again, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindVerification, Reference: "ver-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !again.Replayed || again.Entry.ID != first.Entry.ID || again.Charged != 1 || again.Entry.BalanceAfter != 9 {
 		t.Fatalf("replay = %+v, want the first debit %+v replayed", again, first)
 	}
-	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindConnectEnrichment, Reference: "ver-1"}); !errors.Is(err, domain.ErrReferenceConflict) {
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindConnectEnrichment, Reference: "ver-1"}); !errors.Is(err, domain.ErrReferenceConflict) {
 		t.Fatalf("same reference, other kind: err = %v, want ErrReferenceConflict", err)
 	}
 	if got := env.CheckLedger(t, c.Client.ID); got != 9 {
@@ -142,11 +144,11 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			res, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: ref})
+			res, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindVerification, Reference: ref})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, domain.ErrInsufficientBalance):
+			case errors.Is(err, money.ErrInsufficientBalance):
 				short++
 			case err != nil:
 				failures = append(failures, err)
@@ -215,13 +217,13 @@ func TestConcurrentDebitsAcrossClients(t *testing.T) {
 			defer wg.Done()
 			<-start
 			id := ids[i%clients]
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Reference: fmt.Sprint("v-", i)})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindVerification, Reference: fmt.Sprint("v-", i)})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				ok[id]++
-			case !errors.Is(err, domain.ErrInsufficientBalance):
+			case !errors.Is(err, money.ErrInsufficientBalance):
 				errs = append(errs, err)
 			}
 		}()
@@ -243,7 +245,7 @@ func TestConcurrentDebitsAcrossClients(t *testing.T) {
 		}
 	}
 	// A debit of a client that does not exist fails alone, not its batch.
-	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-4000-8000-000000000000", Kind: domain.KindVerification, Reference: "x"}); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-4000-8000-000000000000", Kind: money.KindVerification, Reference: "x"}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
 }
@@ -252,7 +254,7 @@ func TestRefund(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	ctx := accountstest.Deadline(t)
 	c := env.Client(t, 10)
-	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindStuckPlusReveal, Reference: "rev-1"}); err != nil {
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindStuckPlusReveal, Reference: "rev-1"}); err != nil {
 		t.Fatal(err)
 	}
 	first, err := env.Ledger.Refund(ctx, c.Client.ID, "rev-1", nil)
@@ -266,14 +268,14 @@ func TestRefund(t *testing.T) {
 	if err != nil || !again.Replayed || again.Entry.ID != first.Entry.ID {
 		t.Fatalf("second refund = %+v, %v; want the first replayed", again, err)
 	}
-	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "no-such-debit", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "no-such-debit", nil); !errors.Is(err, money.ErrNothingToRefund) {
 		t.Fatalf("refund of nothing: err = %v", err)
 	}
-	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "initial-balance", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+	if _, err := env.Ledger.Refund(ctx, c.Client.ID, "initial-balance", nil); !errors.Is(err, money.ErrNothingToRefund) {
 		t.Fatalf("refund of a top-up: err = %v", err)
 	}
 	other := env.Client(t, 10)
-	if _, err := env.Ledger.Refund(ctx, other.Client.ID, "rev-1", nil); !errors.Is(err, domain.ErrNothingToRefund) {
+	if _, err := env.Ledger.Refund(ctx, other.Client.ID, "rev-1", nil); !errors.Is(err, money.ErrNothingToRefund) {
 		t.Fatalf("refund of another client's debit: err = %v", err)
 	}
 	if got := env.CheckLedger(t, c.Client.ID); got != 10 {
@@ -291,14 +293,14 @@ func TestTopUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Entry.BalanceAfter != 50 || res.Entry.Kind != domain.KindTopUp {
+	if res.Entry.BalanceAfter != 50 || res.Entry.Kind != money.KindTopUp {
 		t.Fatalf("top-up entry %+v", res.Entry)
 	}
 	if again, err := env.Ledger.TopUp(ctx, nil, billing.TopUpRequest{ClientID: c.Client.ID, Amount: 50, Reference: "invoice-7"}); err != nil || !again.Replayed {
 		t.Fatalf("repeat top-up = %+v, %v; want replayed", again, err)
 	}
 	// Credit alone does not revive an expired balance: the expiry must move too.
-	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: domain.KindVerification, Reference: "v"}); !errors.Is(err, domain.ErrBalanceExpired) {
+	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindVerification, Reference: "v"}); !errors.Is(err, money.ErrBalanceExpired) {
 		t.Fatalf("debit on expired balance: err = %v", err)
 	}
 	for _, bad := range []billing.TopUpRequest{
@@ -306,8 +308,7 @@ func TestTopUp(t *testing.T) {
 		{ClientID: c.Client.ID, Amount: 0},
 		{ClientID: c.Client.ID, Amount: billing.MaxAmount + 1},
 	} {
-		var invalid *domain.InvalidError
-		if _, err := env.Ledger.TopUp(ctx, nil, bad); !errors.As(err, &invalid) {
+		if _, err := env.Ledger.TopUp(ctx, nil, bad); fault.Find(err, fault.InvalidArgument) == nil {
 			t.Errorf("top-up %+v: err = %v, want invalid", bad, err)
 		}
 	}
@@ -335,16 +336,16 @@ func TestLedgerIsAppendOnly(t *testing.T) {
 func TestParsePrices(t *testing.T) {
 	tests := []struct {
 		spec    string
-		kind    domain.Kind
+		kind    money.Kind
 		variant string
 		want    int64
 		wantErr bool
 	}{
-		{spec: "", kind: domain.KindVerification, want: 1},
-		{spec: "", kind: domain.KindStuckPlusReveal, want: 5},
-		{spec: "VERIFICATION=2", kind: domain.KindVerification, variant: "NETWORK_API", want: 2},
-		{spec: "VERIFICATION=2,VERIFICATION/NETWORK_API=3", kind: domain.KindVerification, variant: "NETWORK_API", want: 3},
-		{spec: "STUCK_PLUS_REVEAL=0", kind: domain.KindStuckPlusReveal, want: 0},
+		{spec: "", kind: money.KindVerification, want: 1},
+		{spec: "", kind: money.KindStuckPlusReveal, want: 5},
+		{spec: "VERIFICATION=2", kind: money.KindVerification, variant: "NETWORK_API", want: 2},
+		{spec: "VERIFICATION=2,VERIFICATION/NETWORK_API=3", kind: money.KindVerification, variant: "NETWORK_API", want: 3},
+		{spec: "STUCK_PLUS_REVEAL=0", kind: money.KindStuckPlusReveal, want: 0},
 		{spec: "TOP_UP=1", wantErr: true},
 		{spec: "VERIFICATION=-1", wantErr: true},
 		{spec: "VERIFICATION", wantErr: true},
@@ -376,26 +377,26 @@ func TestRetriedDebitIsTheChargeWhateverNow(t *testing.T) {
 		wantBalance int64
 		wantNewErr  error // what a new debit meets now
 	}{
-		{name: "balance spent since", wantBalance: 0, wantNewErr: domain.ErrInsufficientBalance, after: func(t *testing.T, id string) {
+		{name: "balance spent since", wantBalance: 0, wantNewErr: money.ErrInsufficientBalance, after: func(t *testing.T, id string) {
 			for _, ref := range []string{"spend-1", "spend-2"} {
-				if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Reference: ref}); err != nil {
+				if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindVerification, Reference: ref}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
-		{name: "client suspended since", wantBalance: 2, wantNewErr: domain.ErrSuspended, after: func(t *testing.T, id string) {
+		{name: "client suspended since", wantBalance: 2, wantNewErr: fault.ErrSuspended, after: func(t *testing.T, id string) {
 			if _, err := env.Clients.SetStatus(ctx, id, auth.StatusSuspended); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "balance expired since", wantBalance: 2, wantNewErr: domain.ErrBalanceExpired, after: func(t *testing.T, id string) {
+		{name: "balance expired since", wantBalance: 2, wantNewErr: money.ErrBalanceExpired, after: func(t *testing.T, id string) {
 			env.ExpireBalance(t, id)
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := env.Client(t, 3).Client.ID
-			lost := billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: "verification:lost"}
+			lost := billing.DebitRequest{ClientID: id, Kind: money.KindVerification, Variant: "HEADER_ENRICHMENT", Reference: "verification:lost"}
 			first := commitUnheard(t, env, lost)
 			tt.after(t, id)
 
@@ -460,7 +461,7 @@ func commitUnheard(t *testing.T, env *accountstest.Env, req billing.DebitRequest
 		if err == nil {
 			return e
 		}
-		if !errors.Is(err, domain.ErrNotFound) {
+		if !errors.Is(err, fault.ErrNotFound) {
 			t.Fatal(err)
 		}
 		select {

@@ -20,6 +20,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -32,7 +34,7 @@ const maxBatch = 512
 // DebitRequest asks to charge a client the price of one operation.
 type DebitRequest struct {
 	ClientID    string
-	Kind        domain.Kind
+	Kind        money.Kind
 	Variant     string
 	Reference   string
 	Description *string
@@ -101,7 +103,7 @@ func NewLedger(pool *pgxpool.Pool, prices Prices) *Ledger {
 // ValidateReference checks an idempotency reference: 1 to 200 printable characters.
 func ValidateReference(field, ref string) error {
 	if ref == "" || len(ref) > 200 || !utf8.ValidString(ref) || strings.ContainsFunc(ref, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return domain.Invalid(field, "must be 1 to 200 printable characters")
+		return fault.Invalid(field, "must be 1 to 200 printable characters")
 	}
 	return nil
 }
@@ -112,13 +114,13 @@ func ValidateReference(field, ref string) error {
 // commit: the caller retries with the same reference (and gets the first result) or refunds it.
 func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, error) {
 	if !req.Kind.Chargeable() {
-		return DebitResult{}, domain.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+		return DebitResult{}, fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
 	}
 	if err := ValidateReference("reference", req.Reference); err != nil {
 		return DebitResult{}, err
 	}
 	if len(req.Variant) > 64 {
-		return DebitResult{}, domain.Invalid("variant", "must be at most 64 characters")
+		return DebitResult{}, fault.Invalid("variant", "must be at most 64 characters")
 	}
 	h := fnv.New32a()
 	h.Write([]byte(req.ClientID))
@@ -257,7 +259,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 			entryOf[i] = -1
 			state, ok := snap.Balances[p.req.ClientID]
 			if !ok {
-				out[i] = outcome{err: fmt.Errorf("client: %w", domain.ErrNotFound)}
+				out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
 				continue
 			}
 			key := store.ExistingKey(p.req.ClientID, p.req.Reference)
@@ -313,14 +315,14 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 func chargeable(s store.BalanceState, balance, price int64) error {
 	switch {
 	case s.Status != auth.StatusActive:
-		return domain.ErrSuspended
+		return fault.ErrSuspended
 	case price == 0:
 		// A free operation needs no balance, valid or not.
 		return nil
 	case domain.Expired(s.ExpiresAt, s.Now):
-		return domain.ErrBalanceExpired
+		return money.ErrBalanceExpired
 	case balance < price:
-		return domain.ErrInsufficientBalance
+		return money.ErrInsufficientBalance
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // RefundResult is the outcome of a refund.
@@ -44,18 +46,18 @@ func (l *Ledger) refund(ctx context.Context, clientID, reference string, descrip
 		if done, err := store.LedgerByReference(ctx, tx, clientID, refundPrefix+reference); err == nil {
 			res = RefundResult{Entry: done, Refunded: done.Amount, Replayed: true}
 			return nil
-		} else if !errors.Is(err, domain.ErrNotFound) {
+		} else if !errors.Is(err, fault.ErrNotFound) {
 			return err
 		}
 		debit, err := store.LedgerByReference(ctx, tx, clientID, reference)
-		if errors.Is(err, domain.ErrNotFound) || (err == nil && (!debit.Kind.Chargeable() || debit.Amount > 0)) {
-			return domain.ErrNothingToRefund
+		if errors.Is(err, fault.ErrNotFound) || (err == nil && (!debit.Kind.Chargeable() || debit.Amount > 0)) {
+			return money.ErrNothingToRefund
 		}
 		if err != nil {
 			return err
 		}
 		entry := domain.LedgerEntry{
-			ClientID: clientID, Kind: domain.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
+			ClientID: clientID, Kind: money.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
 			Reference: refundPrefix + reference, Variant: debit.Variant, Description: description,
 		}
 		written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
@@ -90,13 +92,13 @@ type TopUpResult struct {
 // ValidateTopUp checks a top-up request; now judges the expiry.
 func ValidateTopUp(r *TopUpRequest, now time.Time) error {
 	if r.Amount < 0 || r.Amount > MaxAmount {
-		return domain.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
+		return fault.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
 	}
 	if r.Amount == 0 && r.ExpiresAt == nil {
-		return domain.Invalid("amount", "a top-up adds credit, sets an expiry, or both")
+		return fault.Invalid("amount", "a top-up adds credit, sets an expiry, or both")
 	}
 	if r.ExpiresAt != nil && !r.ExpiresAt.After(now) {
-		return domain.Invalid("balanceExpiresAt", "must be in the future")
+		return fault.Invalid("balanceExpiresAt", "must be in the future")
 	}
 	if r.Reference == "" {
 		r.Reference = "top-up:" + uuid.NewString()
@@ -128,11 +130,11 @@ func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpRes
 		return TopUpResult{}, err
 	}
 	if e, err := store.LedgerByReference(ctx, tx, r.ClientID, r.Reference); err == nil {
-		if e.Kind != domain.KindTopUp || e.Amount != r.Amount {
+		if e.Kind != money.KindTopUp || e.Amount != r.Amount {
 			return TopUpResult{}, domain.ErrReferenceConflict
 		}
 		return TopUpResult{Entry: e, Replayed: true}, nil
-	} else if !errors.Is(err, domain.ErrNotFound) {
+	} else if !errors.Is(err, fault.ErrNotFound) {
 		return TopUpResult{}, err
 	}
 	desc := r.Description
@@ -141,7 +143,7 @@ func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpRes
 		desc = &d
 	}
 	entry := domain.LedgerEntry{
-		ClientID: r.ClientID, Kind: domain.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
+		ClientID: r.ClientID, Kind: money.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
 		Reference: r.Reference, Description: desc,
 	}
 	written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
@@ -171,15 +173,15 @@ func (l *Ledger) Prices(ctx context.Context, clientID string) ([]domain.Price, e
 }
 
 // SetPrice sets (amount not nil) or clears a client's price override and returns the prices.
-func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind domain.Kind, variant string, amount *int64) ([]domain.Price, error) {
+func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind money.Kind, variant string, amount *int64) ([]domain.Price, error) {
 	if !kind.Chargeable() {
-		return nil, domain.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+		return nil, fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
 	}
 	if len(variant) > 64 {
-		return nil, domain.Invalid("variant", "must be at most 64 characters")
+		return nil, fault.Invalid("variant", "must be at most 64 characters")
 	}
 	if amount != nil && (*amount < 0 || *amount > MaxAmount) {
-		return nil, domain.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
+		return nil, fault.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
 	}
 	if err := store.SetPriceOverride(ctx, l.pool, clientID, kind, variant, amount); err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Debit and refund outcomes, the values of the outcome label.
@@ -24,7 +26,7 @@ const (
 var (
 	debitOutcomes  = []string{OutcomeCharged, OutcomeReplayed, OutcomeInsufficientBalance, OutcomeBalanceExpired, OutcomeSuspended, OutcomeConflict, OutcomeError}
 	refundOutcomes = []string{OutcomeRefunded, OutcomeReplayed, OutcomeNothingToRefund, OutcomeError}
-	chargedKinds   = []domain.Kind{domain.KindVerification, domain.KindConnectEnrichment, domain.KindStuckPlusReveal}
+	chargedKinds   = []money.Kind{money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal}
 )
 
 // Metrics count what the ledger does with money. A nil *Metrics counts nothing.
@@ -33,8 +35,8 @@ var (
 // label lookup, and every series exists from the start (rate() and alerts see zeros, not
 // gaps).
 type Metrics struct {
-	debits   map[domain.Kind]map[string]prometheus.Counter
-	debited  map[domain.Kind]prometheus.Counter
+	debits   map[money.Kind]map[string]prometheus.Counter
+	debited  map[money.Kind]prometheus.Counter
 	refunds  map[string]prometheus.Counter
 	refunded prometheus.Counter
 	batch    prometheus.Histogram
@@ -55,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Refunds by outcome: refunded, replayed, nothing_to_refund, error.",
 	}, []string{"outcome"})
 	m := &Metrics{
-		debits: map[domain.Kind]map[string]prometheus.Counter{}, debited: map[domain.Kind]prometheus.Counter{},
+		debits: map[money.Kind]map[string]prometheus.Counter{}, debited: map[money.Kind]prometheus.Counter{},
 		refunds: map[string]prometheus.Counter{},
 		refunded: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "accounts", Name: "refunded_credits_total",
@@ -94,11 +96,11 @@ func debitOutcome(res DebitResult, err error) string {
 		return OutcomeReplayed
 	case err == nil:
 		return OutcomeCharged
-	case errors.Is(err, domain.ErrInsufficientBalance):
+	case errors.Is(err, money.ErrInsufficientBalance):
 		return OutcomeInsufficientBalance
-	case errors.Is(err, domain.ErrBalanceExpired):
+	case errors.Is(err, money.ErrBalanceExpired):
 		return OutcomeBalanceExpired
-	case errors.Is(err, domain.ErrSuspended):
+	case errors.Is(err, fault.ErrSuspended):
 		return OutcomeSuspended
 	case errors.Is(err, domain.ErrReferenceConflict):
 		return OutcomeConflict
@@ -107,7 +109,7 @@ func debitOutcome(res DebitResult, err error) string {
 }
 
 // debit counts one decided debit of kind.
-func (m *Metrics) debit(kind domain.Kind, res DebitResult, err error) {
+func (m *Metrics) debit(kind money.Kind, res DebitResult, err error) {
 	if m == nil {
 		return
 	}
@@ -140,7 +142,7 @@ func (m *Metrics) refund(res RefundResult, err error) {
 	case err == nil:
 		m.refunds[OutcomeRefunded].Inc()
 		m.refunded.Add(float64(res.Refunded))
-	case errors.Is(err, domain.ErrNothingToRefund):
+	case errors.Is(err, money.ErrNothingToRefund):
 		m.refunds[OutcomeNothingToRefund].Inc()
 	default:
 		m.refunds[OutcomeError].Inc()

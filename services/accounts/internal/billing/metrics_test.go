@@ -8,8 +8,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
-	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // TestMetrics drives the real ledger on a real database and checks that every outcome moves
@@ -27,7 +27,7 @@ func TestMetrics(t *testing.T) {
 	id := c.Client.ID
 	dv := func(ref string) func() error {
 		return func() error {
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindVerification, Reference: ref})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindVerification, Reference: ref})
 			return err
 		}
 	}
@@ -46,19 +46,19 @@ func TestMetrics(t *testing.T) {
 			series("VERIFICATION", "charged"): 1, "mnv_accounts_debited_credits_total{kind=VERIFICATION}": 1, "mnv_accounts_debit_batch_size{}": 1}},
 		{"a replay", dv("v-1"), map[string]float64{series("VERIFICATION", "replayed"): 1, "mnv_accounts_debit_batch_size{}": 1}},
 		{"a conflict", func() error {
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindConnectEnrichment, Reference: "v-1"})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindConnectEnrichment, Reference: "v-1"})
 			return err
 		}, map[string]float64{series("CONNECT_ENRICHMENT", "conflict"): 1, "mnv_accounts_debit_batch_size{}": 1}},
 		{"a reveal that does not fit", func() error {
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindStuckPlusReveal, Reference: "r-1"})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindStuckPlusReveal, Reference: "r-1"})
 			return err
 		}, map[string]float64{series("STUCK_PLUS_REVEAL", "insufficient_balance"): 1, "mnv_accounts_debit_batch_size{}": 1}},
 		{"an unknown client", func() error {
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-0000-0000-000000000000", Kind: domain.KindVerification, Reference: "x"})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-0000-0000-000000000000", Kind: money.KindVerification, Reference: "x"})
 			return err
 		}, map[string]float64{series("VERIFICATION", "error"): 1, "mnv_accounts_debit_batch_size{}": 1}},
 		{"an invalid debit is not counted", func() error {
-			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: domain.KindTopUp, Reference: "x"})
+			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindTopUp, Reference: "x"})
 			return err
 		}, map[string]float64{}},
 		{"a refund", refund("v-1"), map[string]float64{"mnv_accounts_refunds_total{outcome=refunded}": 1, "mnv_accounts_refunded_credits_total{}": 1}},

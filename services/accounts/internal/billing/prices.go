@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Prices are the configured default prices, by kind and optional variant.
@@ -18,16 +19,16 @@ type Prices struct {
 }
 
 type priceKey struct {
-	kind    domain.Kind
+	kind    money.Kind
 	variant string
 }
 
 // DefaultPrices are the contract's defaults: verification 1, enrichment 1, reveal 5.
 func DefaultPrices() Prices {
 	return Prices{byKey: map[priceKey]int64{
-		{domain.KindVerification, ""}:      1,
-		{domain.KindConnectEnrichment, ""}: 1,
-		{domain.KindStuckPlusReveal, ""}:   5,
+		{money.KindVerification, ""}:      1,
+		{money.KindConnectEnrichment, ""}: 1,
+		{money.KindStuckPlusReveal, ""}:   5,
 	}}
 }
 
@@ -45,21 +46,21 @@ func ParsePrices(spec string) (Prices, error) {
 			return p, fmt.Errorf("price %q: want KIND[/VARIANT]=AMOUNT", item)
 		}
 		kind, variant, _ := strings.Cut(strings.TrimSpace(key), "/")
-		if !domain.Kind(kind).Chargeable() {
+		if !money.Kind(kind).Chargeable() {
 			return p, fmt.Errorf("price %q: kind must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL", item)
 		}
 		amount, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 		if err != nil || amount < 0 || amount > MaxAmount {
 			return p, fmt.Errorf("price %q: amount must be an integer from 0 to %d", item, MaxAmount)
 		}
-		p.byKey[priceKey{domain.Kind(kind), variant}] = amount
+		p.byKey[priceKey{money.Kind(kind), variant}] = amount
 	}
 	return p, nil
 }
 
 // For returns the price of kind/variant for a client with overrides: the client's override of
 // the variant, else of the kind, else the configured price of the variant, else of the kind.
-func (p Prices) For(kind domain.Kind, variant string, overrides []domain.Price) int64 {
+func (p Prices) For(kind money.Kind, variant string, overrides []domain.Price) int64 {
 	var kindOverride *int64
 	for i := range overrides {
 		o := &overrides[i]

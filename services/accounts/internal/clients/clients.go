@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -24,6 +22,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
 // Service manages clients.
@@ -105,7 +105,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 // Get reads a client with its balance.
 func (s *Service) Get(ctx context.Context, id string) (domain.Client, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Client{}, domain.ErrNotFound
+		return domain.Client{}, fault.ErrNotFound
 	}
 	row, err := store.GetClient(ctx, s.pool, id, false)
 	if err != nil {
@@ -134,10 +134,10 @@ func (s *Service) List(ctx context.Context, limit, offset int64) ([]domain.Clien
 // SetStatus activates or suspends a client.
 func (s *Service) SetStatus(ctx context.Context, id string, st auth.Status) (domain.Client, error) {
 	if st != auth.StatusActive && st != auth.StatusSuspended {
-		return domain.Client{}, domain.Invalid("status", "must be ACTIVE or SUSPENDED")
+		return domain.Client{}, fault.Invalid("status", "must be ACTIVE or SUSPENDED")
 	}
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Client{}, domain.ErrNotFound
+		return domain.Client{}, fault.ErrNotFound
 	}
 	if err := store.SetClientStatus(ctx, s.pool, id, st); err != nil {
 		return domain.Client{}, err
@@ -152,7 +152,7 @@ func (s *Service) SetFeatures(ctx context.Context, id string, features []string)
 		return domain.Client{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Client{}, domain.ErrNotFound
+		return domain.Client{}, fault.ErrNotFound
 	}
 	if err := store.SetClientFeatures(ctx, s.pool, id, f); err != nil {
 		return domain.Client{}, err
@@ -189,7 +189,7 @@ func normaliseFeatures(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, f := range in {
 		if !slices.Contains(allFeatures, f) {
-			return nil, domain.Invalid("features", "unknown feature %q; known: %s", f, strings.Join(allFeatures, ", "))
+			return nil, fault.Invalid("features", "unknown feature %q; known: %s", f, strings.Join(allFeatures, ", "))
 		}
 		if !slices.Contains(out, f) {
 			out = append(out, f)
@@ -199,45 +199,36 @@ func normaliseFeatures(in []string) ([]string, error) {
 	return out, nil
 }
 
+// nameRule bounds the client's name and its contact person's.
+var nameRule = freetext.Rule{Max: 200}
+
 func validateCreate(r *CreateRequest, now time.Time) error {
 	r.Name = strings.TrimSpace(r.Name)
 	r.Contact.Name = strings.TrimSpace(r.Contact.Name)
 	r.Contact.Email = strings.TrimSpace(r.Contact.Email)
 	r.Contact.Phone = strings.TrimSpace(r.Contact.Phone)
-	if err := text("clientName", r.Name, 200); err != nil {
+	if err := nameRule.Check("clientName", r.Name); err != nil {
 		return err
 	}
-	if err := text("contactPersonName", r.Contact.Name, 200); err != nil {
+	if err := nameRule.Check("contactPersonName", r.Contact.Name); err != nil {
 		return err
 	}
 	if a, err := mail.ParseAddress(r.Contact.Email); err != nil || a.Address != r.Contact.Email || len(r.Contact.Email) > 254 {
-		return domain.Invalid("contactPersonEmail", "must be an e-mail address like name@example.com")
+		return fault.Invalid("contactPersonEmail", "must be an e-mail address like name@example.com")
 	}
 	if n := len(r.Contact.Phone); n < 4 || n > 20 || strings.ContainsFunc(r.Contact.Phone, func(c rune) bool { return c < '0' || c > '9' }) {
-		return domain.Invalid("contactPhoneNumber", "must be 4 to 20 digits")
+		return fault.Invalid("contactPhoneNumber", "must be 4 to 20 digits")
 	}
 	if r.InitialBalance < 0 || r.InitialBalance > billing.MaxAmount {
-		return domain.Invalid("initialBalance", "must be between 0 and %d", int64(billing.MaxAmount))
+		return fault.Invalid("initialBalance", "must be between 0 and %d", int64(billing.MaxAmount))
 	}
 	if r.BalanceExpiresAt != nil && !r.BalanceExpiresAt.After(now) {
-		return domain.Invalid("balanceExpiresAt", "must be in the future")
+		return fault.Invalid("balanceExpiresAt", "must be in the future")
 	}
 	f, err := normaliseFeatures(r.Features)
 	if err != nil {
 		return err
 	}
 	r.Features = f
-	return nil
-}
-
-func text(field, v string, max int) error {
-	switch {
-	case v == "" || !utf8.ValidString(v):
-		return domain.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return domain.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return domain.Invalid(field, "must not contain control characters")
-	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 func valid() clients.CreateRequest {
@@ -53,8 +54,7 @@ func TestCreate(t *testing.T) {
 			}
 			got, err := env.Clients.Create(ctx, req)
 			if tt.wantField != "" {
-				var invalid *domain.InvalidError
-				if !errors.As(err, &invalid) || invalid.Field != tt.wantField {
+				if invalid := fault.Find(err, fault.InvalidArgument); invalid == nil || invalid.Field != tt.wantField {
 					t.Fatalf("err = %v, want invalid %s", err, tt.wantField)
 				}
 				return
@@ -88,10 +88,10 @@ func TestStatusAndFeatures(t *testing.T) {
 	if got, err = env.Clients.SetFeatures(ctx, c.Client.ID, []string{"CONNECT"}); err != nil || strings.Join(got.Features, ",") != "CONNECT" {
 		t.Fatalf("features: %+v, %v", got.Features, err)
 	}
-	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", auth.StatusActive); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", auth.StatusActive); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
-	if _, err := env.Clients.Get(ctx, "not-a-uuid"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Clients.Get(ctx, "not-a-uuid"); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("malformed id: %v", err)
 	}
 }

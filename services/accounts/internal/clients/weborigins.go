@@ -16,6 +16,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // MaxWebOrigins bounds a client's allowed origins: a site has a handful, and the list is read
@@ -85,17 +86,17 @@ func (s *Service) SetWebOrigins(ctx context.Context, clientID string, origins []
 	for _, o := range origins {
 		c, err := CanonicalOrigin(o)
 		if err != nil {
-			return nil, domain.Invalid("origins", "%q %s", truncate(o, 80), err.Error())
+			return nil, fault.Invalid("origins", "%q %s", truncate(o, 80), err.Error())
 		}
 		if !slices.Contains(canon, c) {
 			canon = append(canon, c)
 		}
 	}
 	if len(canon) > MaxWebOrigins {
-		return nil, domain.Invalid("origins", "at most %d origins", MaxWebOrigins)
+		return nil, fault.Invalid("origins", "at most %d origins", MaxWebOrigins)
 	}
 	if _, err := uuid.Parse(clientID); err != nil {
-		return nil, domain.ErrNotFound
+		return nil, fault.ErrNotFound
 	}
 	var out []domain.WebOrigin
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

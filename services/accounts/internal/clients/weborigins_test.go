@@ -9,7 +9,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
-	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 func TestCanonicalOrigin(t *testing.T) {
@@ -142,15 +142,14 @@ func TestWebOrigins(t *testing.T) {
 		"a wildcard":   {"*"},
 		"long garbage": {strings.Repeat("x", 500)},
 	} {
-		var invalid *domain.InvalidError
-		if _, err := env.Clients.SetWebOrigins(ctx, b.Client.ID, list); !errors.As(err, &invalid) || invalid.Field != "origins" {
+		if _, err := env.Clients.SetWebOrigins(ctx, b.Client.ID, list); fault.Find(err, fault.InvalidArgument) == nil || fault.Find(err, fault.InvalidArgument).Field != "origins" {
 			t.Errorf("%s: err = %v, want invalid origins", name, err)
 		}
 	}
 	if list, _ := env.Clients.WebOrigins(ctx, b.Client.ID); len(list) != 1 || list[0].Origin != "https://other.example" {
 		t.Fatalf("after refusals: %+v", list)
 	}
-	if _, err := env.Clients.SetWebOrigins(ctx, "6f1c2e4a-0000-4000-8000-000000000000", []string{"https://shop.example"}); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Clients.SetWebOrigins(ctx, "6f1c2e4a-0000-4000-8000-000000000000", []string{"https://shop.example"}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
 }

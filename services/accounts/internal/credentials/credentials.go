@@ -6,11 +6,8 @@ package credentials
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,6 +18,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -31,9 +30,11 @@ const (
 	MaxSDKTokenTTL  = 365 * 24 * time.Hour
 	touchEvery      = time.Minute
 	defaultKeyName  = "default"
-	maxNameLen      = 100
 	touchQueueDepth = 1024
 )
+
+// nameRule bounds the names of keys and the labels of SDK tokens.
+var nameRule = freetext.Rule{Max: 100}
 
 // Service issues and checks credentials.
 type Service struct {
@@ -104,7 +105,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 	// The row is found by the key's fingerprint, so the key is proved: only the client is left
 	// to check.
 	a, err := store.KeyByFingerprint(ctx, s.pool, s.fp.Sum(apiKey))
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	if err != nil {
@@ -121,7 +122,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (auth.Principal, error) {
 	// Found by the token's fingerprint, as in AuthenticateAPIKey.
 	a, err := store.SDKTokenByFingerprint(ctx, s.pool, s.fp.Sum(token))
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	if err != nil {
@@ -167,7 +168,7 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 			return err
 		}
 		if !s.fp.Matches(secret, c.SecretFP) {
-			return domain.ErrUnauthenticated
+			return auth.ErrUnauthenticated
 		}
 		return fn(tx, c)
 	})
@@ -176,12 +177,12 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 // GenerateFirstKey issues the first (ADMIN) key of a client that proves itself with its secret.
 func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string) (Issued, error) {
 	if !auth.WellFormedClientSecret(secret) {
-		return Issued{}, domain.ErrUnauthenticated
+		return Issued{}, auth.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx, c store.ClientRow) error {
 		if c.Status != auth.StatusActive {
-			return domain.ErrSuspended
+			return fault.ErrSuspended
 		}
 		n, _, err := store.CountUsableKeys(ctx, tx, clientID, "")
 		if err != nil {
@@ -193,9 +194,9 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 		out, err = s.IssueKey(ctx, tx, clientID, defaultKeyName, auth.RoleAdmin)
 		return err
 	})
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		// Never confirm that a client id exists to someone without its secret.
-		return Issued{}, domain.ErrUnauthenticated
+		return Issued{}, auth.ErrUnauthenticated
 	}
 	return out, err
 }
@@ -205,17 +206,17 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 // rotated: one rotation, one replacement.
 func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, grace time.Duration) (Issued, error) {
 	if grace < 0 || grace > MaxGrace {
-		return Issued{}, domain.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
+		return Issued{}, fault.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
 	}
 	if !auth.WellFormedClientSecret(secret) {
-		return Issued{}, domain.ErrUnauthenticated
+		return Issued{}, auth.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, p.ClientID, secret, func(tx pgx.Tx, _ store.ClientRow) error {
 		old, err := store.UsableKey(ctx, tx, p.ClientID, p.KeyID)
-		if errors.Is(err, domain.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			// Revoked or expired since the call was authenticated.
-			return domain.ErrUnauthenticated
+			return auth.ErrUnauthenticated
 		}
 		if err != nil {
 			return err
@@ -233,11 +234,11 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, g
 
 // CreateKey issues a further named key with a role.
 func (s *Service) CreateKey(ctx context.Context, p auth.Principal, name string, role auth.Role) (Issued, error) {
-	if err := validateName("name", name); err != nil {
+	if err := nameRule.Check("name", name); err != nil {
 		return Issued{}, err
 	}
 	if role != auth.RoleAdmin && role != auth.RoleMember {
-		return Issued{}, domain.Invalid("role", "must be ADMIN or MEMBER")
+		return Issued{}, fault.Invalid("role", "must be ADMIN or MEMBER")
 	}
 	return s.IssueKey(ctx, s.pool, p.ClientID, name, role)
 }
@@ -256,7 +257,7 @@ func (s *Service) CountKeys(ctx context.Context, clientID string) (int, error) {
 // RevokeKey stops a key of the client at once. The client must keep one lasting ADMIN key.
 func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain.APIKey, error) {
 	if _, err := uuid.Parse(keyID); err != nil {
-		return domain.APIKey{}, domain.ErrNotFound
+		return domain.APIKey{}, fault.ErrNotFound
 	}
 	var k domain.APIKey
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -289,13 +290,13 @@ type IssuedSDKToken struct {
 
 // CreateSDKToken issues an SDK token with a label and an optional lifetime.
 func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, ttl *time.Duration) (IssuedSDKToken, error) {
-	if err := validateName("label", label); err != nil {
+	if err := nameRule.Check("label", label); err != nil {
 		return IssuedSDKToken{}, err
 	}
 	var expires *time.Time
 	if ttl != nil {
 		if *ttl < MinSDKTokenTTL || *ttl > MaxSDKTokenTTL {
-			return IssuedSDKToken{}, domain.Invalid("ttlSeconds", "must be between %d and %d", int(MinSDKTokenTTL.Seconds()), int(MaxSDKTokenTTL.Seconds()))
+			return IssuedSDKToken{}, fault.Invalid("ttlSeconds", "must be between %d and %d", int(MinSDKTokenTTL.Seconds()), int(MaxSDKTokenTTL.Seconds()))
 		}
 		t := time.Now().Add(*ttl)
 		expires = &t
@@ -318,21 +319,7 @@ func (s *Service) ListSDKTokens(ctx context.Context, clientID string, limit, off
 // RevokeSDKToken stops an SDK token of the client at once.
 func (s *Service) RevokeSDKToken(ctx context.Context, clientID, tokenID string) (domain.SDKToken, error) {
 	if _, err := uuid.Parse(tokenID); err != nil {
-		return domain.SDKToken{}, domain.ErrNotFound
+		return domain.SDKToken{}, fault.ErrNotFound
 	}
 	return store.RevokeSDKToken(ctx, s.pool, clientID, tokenID)
-}
-
-// validateName checks a display name: 1 to 100 characters, printable, not blank.
-func validateName(field, v string) error {
-	n := utf8.RuneCountInString(v)
-	switch {
-	case !utf8.ValidString(v) || strings.TrimSpace(v) == "":
-		return domain.Invalid(field, "must not be blank")
-	case n > maxNameLen:
-		return domain.Invalid(field, "must be at most %d characters", maxNameLen)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return domain.Invalid(field, "must not contain control characters")
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 func TestAuthenticateAPIKey(t *testing.T) {
@@ -145,8 +146,7 @@ func TestRotate(t *testing.T) {
 	})
 	t.Run("grace out of range", func(t *testing.T) {
 		c := env.Client(t, 0)
-		var invalid *domain.InvalidError
-		if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), c.ClientSecret, 8*24*time.Hour); !errors.As(err, &invalid) {
+		if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), c.ClientSecret, 8*24*time.Hour); fault.Find(err, fault.InvalidArgument) == nil {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -202,7 +202,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 		t.Fatalf("revoked key works: %v", err)
 	}
 	other := env.Client(t, 0)
-	if _, err := env.Credentials.RevokeKey(ctx, other.Client.ID, admin.KeyID); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Credentials.RevokeKey(ctx, other.Client.ID, admin.KeyID); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("revoking another client's key: %v", err)
 	}
 
@@ -254,8 +254,7 @@ func TestCreateKeyValidation(t *testing.T) {
 				}
 				return
 			}
-			var invalid *domain.InvalidError
-			if !errors.As(err, &invalid) {
+			if fault.Find(err, fault.InvalidArgument) == nil {
 				t.Fatalf("err = %v, want invalid", err)
 			}
 		})
@@ -285,7 +284,7 @@ func TestSDKTokens(t *testing.T) {
 	if _, err := env.Credentials.AuthenticateAPIKey(ctx, issued.Secret, c.Client.ID); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("SDK token as an API key: %v", err)
 	}
-	if _, err := env.Credentials.RevokeSDKToken(ctx, other.Client.ID, issued.Token.ID); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := env.Credentials.RevokeSDKToken(ctx, other.Client.ID, issued.Token.ID); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("revoke from another client: %v", err)
 	}
 	if _, err := env.Credentials.RevokeSDKToken(ctx, c.Client.ID, issued.Token.ID); err != nil {
@@ -295,8 +294,7 @@ func TestSDKTokens(t *testing.T) {
 		t.Fatalf("revoked token: %v", err)
 	}
 	short := 30 * time.Second
-	var invalid *domain.InvalidError
-	if _, err := env.Credentials.CreateSDKToken(ctx, c.Client.ID, "x", &short); !errors.As(err, &invalid) {
+	if _, err := env.Credentials.CreateSDKToken(ctx, c.Client.ID, "x", &short); fault.Find(err, fault.InvalidArgument) == nil {
 		t.Fatalf("ttl 30s: %v", err)
 	}
 }

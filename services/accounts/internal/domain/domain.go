@@ -1,71 +1,29 @@
-// Package domain is the vocabulary of the accounts service: its types and the errors its rules
-// return. It knows nothing of gRPC, HTTP or SQL; the server maps these errors to status codes
-// in one place.
+// Package domain is the vocabulary of the accounts service: its types and the errors of its own
+// rules, fault values like every service's (grpcserver.Status answers them). It knows nothing of
+// HTTP or SQL.
 package domain
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
-// Errors of the rules. Wrapped with context where they are returned; compared with errors.Is.
+// Errors of accounts' own rules; the shared ones are fault's (ErrNotFound, ErrSuspended),
+// money's (the ledger's refusals) and auth's (ErrUnauthenticated: a wrong client secret).
 var (
-	// ErrNotFound: no such thing for this client (including things of other clients).
-	ErrNotFound = errors.New("not found")
-	// ErrUnauthenticated: a credential (client secret) is wrong.
-	ErrUnauthenticated = auth.ErrUnauthenticated
-	// ErrInsufficientBalance: the balance is below the price.
-	ErrInsufficientBalance = errors.New("insufficient balance")
-	// ErrBalanceExpired: the balance has passed its expiry date.
-	ErrBalanceExpired = errors.New("balance expired")
-	// ErrSuspended: the client is suspended.
-	ErrSuspended = errors.New("client suspended")
 	// ErrKeyExists: the first key was already generated.
-	ErrKeyExists = errors.New("the client already has an active API key; rotate it instead")
+	ErrKeyExists = fault.New(fault.Conflict, "the client already has an active API key; rotate it instead")
 	// ErrKeySuperseded: the key was rotated with a grace period and has a replacement; rotating
 	// it again would make a second key of the same name and end the first rotation's grace.
-	ErrKeySuperseded = errors.New("this API key was already rotated and replaced; it works only until its grace period ends. Rotate the key that replaced it")
+	ErrKeySuperseded = fault.New(fault.Conflict, "this API key was already rotated and replaced; it works only until its grace period ends. Rotate the key that replaced it")
 	// ErrLastAdminKey: revoking would leave the client without an ADMIN key.
-	ErrLastAdminKey = errors.New("the last ADMIN key cannot be revoked")
+	ErrLastAdminKey = fault.New(fault.Conflict, "the last ADMIN key cannot be revoked")
 	// ErrReferenceConflict: a reference was reused for a different operation.
-	ErrReferenceConflict = errors.New("reference already used for a different operation")
-	// ErrNothingToRefund: the reference names no debit.
-	ErrNothingToRefund = errors.New("no debit with that reference")
+	ErrReferenceConflict = fault.New(fault.Conflict, "reference already used for a different operation")
 )
-
-// InvalidError is a request field with a bad value. Field is the JSON name.
-type InvalidError struct {
-	Field string
-	Msg   string
-}
-
-func (e *InvalidError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
-
-// Invalid returns an *InvalidError.
-func Invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// Kind of a ledger entry.
-type Kind string
-
-// Ledger kinds.
-const (
-	KindTopUp             Kind = "TOP_UP"
-	KindVerification      Kind = "VERIFICATION"
-	KindConnectEnrichment Kind = "CONNECT_ENRICHMENT"
-	KindStuckPlusReveal   Kind = "STUCK_PLUS_REVEAL"
-	KindRefund            Kind = "REFUND"
-	KindAdjustment        Kind = "ADJUSTMENT"
-)
-
-// Chargeable reports whether k is a kind that Debit may charge.
-func (k Kind) Chargeable() bool {
-	return k == KindVerification || k == KindConnectEnrichment || k == KindStuckPlusReveal
-}
 
 // Features a client may have.
 const (
@@ -151,7 +109,7 @@ type WebOrigin struct {
 type LedgerEntry struct {
 	ID           string
 	ClientID     string
-	Kind         Kind
+	Kind         money.Kind
 	Amount       int64
 	BalanceAfter int64
 	Reference    string
@@ -162,7 +120,7 @@ type LedgerEntry struct {
 
 // Price of one operation of a kind (and variant) for a client.
 type Price struct {
-	Kind       Kind
+	Kind       money.Kind
 	Variant    string
 	Amount     int64
 	Overridden bool

@@ -9,6 +9,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Enum values in the protos carry their type's prefix (ROLE_ADMIN); the domain uses the bare
@@ -53,15 +54,15 @@ func featuresFromProto(f []accountsv1.Feature) []string {
 	return out
 }
 
-func kindToProto(k domain.Kind) accountsv1.LedgerKind {
+func kindToProto(k money.Kind) accountsv1.LedgerKind {
 	return accountsv1.LedgerKind(accountsv1.LedgerKind_value["LEDGER_KIND_"+string(k)])
 }
 
-func kindFromProto(k accountsv1.LedgerKind) domain.Kind {
+func kindFromProto(k accountsv1.LedgerKind) money.Kind {
 	if k == accountsv1.LedgerKind_LEDGER_KIND_UNSPECIFIED {
 		return ""
 	}
-	return domain.Kind(strings.TrimPrefix(k.String(), "LEDGER_KIND_"))
+	return money.Kind(strings.TrimPrefix(k.String(), "LEDGER_KIND_"))
 }
 
 func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }

@@ -5,8 +5,8 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
-	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Internal implements AccountsInternalService, called by the other mnv services.
@@ -19,7 +19,7 @@ type Internal struct {
 func clientID(v string) (string, error) {
 	id, ok := auth.ParseClientID(v)
 	if !ok {
-		return "", domain.Invalid("clientId", "must be a client id (UUID)")
+		return "", fault.Invalid("clientId", "must be a client id (UUID)")
 	}
 	return id, nil
 }
@@ -30,11 +30,11 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 	if req.GetClientId() != "" {
 		var ok bool
 		if cid, ok = auth.ParseClientID(req.GetClientId()); !ok {
-			return nil, s.fail(ctx, domain.ErrUnauthenticated)
+			return nil, s.fail(ctx, auth.ErrUnauthenticated)
 		}
 	}
 	if !auth.WellFormedAPIKey(req.GetApiKey()) {
-		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+		return nil, s.fail(ctx, auth.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateAPIKey(ctx, req.GetApiKey(), cid)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.AuthenticateSdkTokenRequest) (*accountsv1.AuthenticateSdkTokenResponse, error) {
 	cid, ok := auth.ParseClientID(req.GetClientId())
 	if !ok || !auth.WellFormedSDKToken(req.GetSdkToken()) {
-		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+		return nil, s.fail(ctx, auth.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateSDKToken(ctx, req.GetSdkToken(), cid)
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
-	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
 
@@ -27,7 +28,7 @@ type Deps struct {
 }
 
 // fail turns a handler's error into its gRPC status (logging the unexpected ones).
-func (d *Deps) fail(ctx context.Context, err error) error { return toStatus(ctx, d.Log, err) }
+func (d *Deps) fail(ctx context.Context, err error) error { return grpcserver.Status(ctx, d.Log, err) }
 
 // Public implements AccountsService, the API a client calls about itself.
 type Public struct {
@@ -62,7 +63,7 @@ func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyR
 // RotateClientApiKey implements interface spec 4.3: another client's id is NOT_FOUND.
 func (s *Public) RotateClientApiKey(ctx context.Context, req *accountsv1.RotateClientApiKeyRequest) (*accountsv1.RotateClientApiKeyResponse, error) {
 	if id, ok := auth.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
-		return nil, s.fail(ctx, domain.ErrNotFound)
+		return nil, s.fail(ctx, fault.ErrNotFound)
 	}
 	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
 	if err != nil {
@@ -89,11 +90,11 @@ func (s *Public) GenerateFirstApiKey(ctx context.Context, req *accountsv1.Genera
 	md, _ := metadata.FromIncomingContext(ctx)
 	ids := md.Get(auth.MDClientID)
 	if len(ids) != 1 {
-		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+		return nil, s.fail(ctx, auth.ErrUnauthenticated)
 	}
 	clientID, ok := auth.ParseClientID(ids[0])
 	if !ok {
-		return nil, s.fail(ctx, domain.ErrUnauthenticated)
+		return nil, s.fail(ctx, auth.ErrUnauthenticated)
 	}
 	issued, err := s.Credentials.GenerateFirstKey(ctx, clientID, req.GetSecretKey())
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -31,7 +32,7 @@ func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error)
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
 		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, domain.ErrNotFound
+		return a, fault.ErrNotFound
 	}
 	if err != nil {
 		return a, fmt.Errorf("key by fingerprint: %w", err)
@@ -65,7 +66,7 @@ func scanKey(row pgx.Row) (domain.APIKey, error) {
 	var k domain.APIKey
 	err := row.Scan(&k.ID, &k.ClientID, &k.Name, &k.Role, &k.Hint, &k.CreatedAt, &k.LastUsedAt, &k.ExpiresAt, &k.Superseded)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return k, domain.ErrNotFound
+		return k, fault.ErrNotFound
 	}
 	return k, err
 }
@@ -74,7 +75,7 @@ func scanKey(row pgx.Row) (domain.APIKey, error) {
 func UsableKey(ctx context.Context, db pg.DB, clientID, keyID string) (domain.APIKey, error) {
 	k, err := scanKey(db.QueryRow(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys
 		WHERE id = $1 AND client_id = $2 AND `+usable, keyID, clientID))
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return k, fmt.Errorf("usable key: %w", err)
 	}
 	return k, err
@@ -151,7 +152,7 @@ func SDKTokenByFingerprint(ctx context.Context, db pg.DB, fp []byte) (SDKTokenAu
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
 		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, domain.ErrNotFound
+		return a, fault.ErrNotFound
 	}
 	if err != nil {
 		return a, fmt.Errorf("sdk token by fingerprint: %w", err)
@@ -176,7 +177,7 @@ func scanToken(row pgx.Row) (domain.SDKToken, error) {
 	var t domain.SDKToken
 	err := row.Scan(&t.ID, &t.ClientID, &t.Label, &t.Hint, &t.CreatedAt, &t.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, domain.ErrNotFound
+		return t, fault.ErrNotFound
 	}
 	return t, err
 }
@@ -204,7 +205,7 @@ func ListUsableSDKTokens(ctx context.Context, db pg.DB, clientID string, limit, 
 func RevokeSDKToken(ctx context.Context, db pg.DB, clientID, tokenID string) (domain.SDKToken, error) {
 	t, err := scanToken(db.QueryRow(ctx, `UPDATE accounts.sdk_tokens SET revoked_at = now()
 		WHERE id = $1 AND client_id = $2 AND `+usable+` RETURNING `+tokenColumns, tokenID, clientID))
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return t, fmt.Errorf("revoke sdk token: %w", err)
 	}
 	return t, err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -45,7 +47,7 @@ func LockBalance(ctx context.Context, tx pgx.Tx, clientID string) (BalanceState,
 	var s BalanceState
 	err := tx.QueryRow(ctx, lockBalanceSQL, clientID).Scan(&s.Balance, &s.ExpiresAt, &s.Status, &s.Now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, domain.ErrNotFound
+		return s, fault.ErrNotFound
 	}
 	if err != nil {
 		return s, fmt.Errorf("lock balance: %w", err)
@@ -175,7 +177,7 @@ func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string
 	e, err := scanLedger(db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = $1`,
 		refKey(clientID, reference)))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return e, domain.ErrNotFound
+		return e, fault.ErrNotFound
 	}
 	if err != nil {
 		return e, fmt.Errorf("ledger by reference: %w", err)
@@ -316,7 +318,7 @@ func PriceOverrides(ctx context.Context, db pg.DB, clientID string) ([]domain.Pr
 }
 
 // SetPriceOverride sets (amount not nil) or removes a client's price override.
-func SetPriceOverride(ctx context.Context, db pg.DB, clientID string, kind domain.Kind, variant string, amount *int64) error {
+func SetPriceOverride(ctx context.Context, db pg.DB, clientID string, kind money.Kind, variant string, amount *int64) error {
 	var err error
 	if amount == nil {
 		_, err = db.Exec(ctx, `DELETE FROM accounts.prices WHERE client_id = $1 AND kind = $2 AND variant = $3`, clientID, kind, variant)
@@ -325,7 +327,7 @@ func SetPriceOverride(ctx context.Context, db pg.DB, clientID string, kind domai
 			ON CONFLICT (client_id, kind, variant) DO UPDATE SET amount = excluded.amount`, clientID, kind, variant, *amount)
 	}
 	if pg.IsForeignKeyViolation(err) {
-		return domain.ErrNotFound
+		return fault.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("set price: %w", err)

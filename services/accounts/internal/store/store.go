@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -37,7 +38,7 @@ func scanClient(row pgx.Row) (ClientRow, error) {
 	err := row.Scan(&c.ID, &c.Name, &c.ContactSealed, &c.Status, &c.Features, &c.SecretFP,
 		&c.Balance, &c.BalanceExpiresAt, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return c, domain.ErrNotFound
+		return c, fault.ErrNotFound
 	}
 	return c, err
 }
@@ -63,7 +64,7 @@ func GetClient(ctx context.Context, db pg.DB, id string, lock bool) (ClientRow, 
 		q += ` FOR UPDATE OF c`
 	}
 	c, err := scanClient(db.QueryRow(ctx, q, id))
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return c, fmt.Errorf("get client: %w", err)
 	}
 	return c, err
@@ -103,7 +104,7 @@ func updateClient(ctx context.Context, db pg.DB, sql string, args ...any) error 
 		return fmt.Errorf("update client: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return domain.ErrNotFound
+		return fault.ErrNotFound
 	}
 	return nil
 }

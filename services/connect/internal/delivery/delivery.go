@@ -26,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/render"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Config shapes the workers.
@@ -132,7 +133,7 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 		Trigger: d.Trigger, Attempt: d.Attempts, StartedAt: started,
 	}
 	it, err := store.GetIntegration(ctx, w.pool, d.ClientID, d.IntegrationID)
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil // deleted with its queue in between
 	}
 	if err != nil {

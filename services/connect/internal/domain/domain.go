@@ -1,36 +1,25 @@
-// Package domain is the vocabulary of the connect service: its types and the errors its rules
-// return. The server maps the errors to gRPC status codes in one place.
+// Package domain is the vocabulary of the connect service: its types and the errors of its own
+// rules, fault values like every service's (grpcserver.Status answers them).
 package domain
 
 import (
-	"errors"
 	"fmt"
 	"net/mail"
 	"time"
 	"unicode/utf8"
 
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
-// Errors of the rules; compared with errors.Is.
+// Errors of connect's own rules; the shared ones are fault's (ErrNotFound, ErrSuspended,
+// ErrUnavailable: the outcome of a charge is not known yet) and money's (a refused charge).
 var (
-	ErrNotFound            = errors.New("not found")
-	ErrConflict            = errors.New("conflict")
-	ErrInsufficientBalance = errors.New("the balance is too low for this operation")
-	ErrBalanceExpired      = errors.New("the balance has expired")
-	ErrSuspended           = errors.New("the account is suspended")
-	ErrUnavailable         = errors.New("a backend service is unavailable")
+	// ErrProfileExists: the client has a profile with the number already.
+	ErrProfileExists = fault.New(fault.Conflict, "the account already has a profile with this number")
+	// ErrEnrichmentInFlight: an enrichment request with the same Idempotency-Key has not been
+	// answered yet.
+	ErrEnrichmentInFlight = fault.New(fault.Conflict, "a request with this Idempotency-Key is still in progress")
 )
-
-// InvalidError is a request field with a bad value (400 INVALID_ARGUMENT).
-type InvalidError struct{ Field, Msg string }
-
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Msg }
-
-// Invalid returns an *InvalidError.
-func Invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
 
 // Limits of a profile's optional fields, in characters (Unicode code points), the same whether
 // the profile comes from the API or from an import.
@@ -53,31 +42,6 @@ func EmailProblem(v string) string {
 		return "not a plain e-mail address (like name@example.com)"
 	}
 	return ""
-}
-
-// NotEnabledError is a product or kind the client may not use (400 FEATURE_NOT_ENABLED).
-type NotEnabledError struct{ Field, Msg string }
-
-func (e *NotEnabledError) Error() string { return e.Field + ": " + e.Msg }
-
-// NotEnabled returns a *NotEnabledError.
-func NotEnabled(field, format string, args ...any) error {
-	return &NotEnabledError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// ChargeError turns the error of a debit into the domain's (see verification's twin).
-func ChargeError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, accountsclient.ErrInsufficientBalance):
-		return ErrInsufficientBalance
-	case errors.Is(err, accountsclient.ErrBalanceExpired):
-		return ErrBalanceExpired
-	case errors.Is(err, accountsclient.ErrSuspended):
-		return ErrSuspended
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // FeatureConnect is the product this service belongs to.

@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 // Limits of an upload and of the work done per transaction.
@@ -39,7 +40,7 @@ const (
 )
 
 // ErrTooLarge is an upload over MaxFileSize.
-var ErrTooLarge = errors.New("the file is larger than 50 MiB")
+var ErrTooLarge = fault.New(fault.PayloadTooLarge, "the file is larger than 50 MiB")
 
 // Config shapes the workers.
 type Config struct {
@@ -74,7 +75,7 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		fileName = "upload.csv"
 	}
 	if utf8.RuneCountInString(fileName) > 255 || !utf8.ValidString(fileName) {
-		return domain.ImportJob{}, domain.Invalid("file", "the file name must be at most 255 characters")
+		return domain.ImportJob{}, fault.Invalid("file", "the file name must be at most 255 characters")
 	}
 	job := domain.ImportJob{ID: uuid.NewString(), ClientID: clientID, FileName: fileName}
 	if err := store.InsertJob(ctx, s.pool, job); err != nil {
@@ -122,7 +123,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 		}
 	}
 	out, err := store.QueueJob(ctx, s.pool, jobID, size)
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return out, fmt.Errorf("import job %s was purged before its upload ended", jobID)
 	}
 	if err != nil || size > 0 {
@@ -135,7 +136,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 // Get reads a job of the client.
 func (s *Service) Get(ctx context.Context, clientID, id string) (domain.ImportJob, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.ImportJob{}, domain.ErrNotFound
+		return domain.ImportJob{}, fault.ErrNotFound
 	}
 	return store.GetJob(ctx, s.pool, clientID, id)
 }
@@ -168,7 +169,7 @@ const MaxInterruptions = 3
 // RunOnce takes one job, if one is waiting, and runs it to its end.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	job, err := store.ClaimJob(ctx, s.pool, s.cfg.Lease)
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -104,7 +105,7 @@ func TestLeaseFencing(t *testing.T) {
 	if fresh.LeaseToken != stale.LeaseToken+1 || fresh.Interruptions != 1 {
 		t.Fatalf("tokens %d then %d, interruptions %d", stale.LeaseToken, fresh.LeaseToken, fresh.Interruptions)
 	}
-	if _, err := store.ClaimJob(ctx, pool, time.Minute); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := store.ClaimJob(ctx, pool, time.Minute); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("a job under a live lease was claimed again: %v", err)
 	}
 

@@ -18,6 +18,8 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
 // Bounds (interface spec 8, contract 8).
@@ -31,6 +33,9 @@ const (
 	maxTargetName    = 100
 	secretPrefix     = "mnvwhsec_"
 )
+
+// displayNameRule bounds an integration's name; its bounds are told as a range (1 to 100).
+var displayNameRule = freetext.Rule{Min: 1, Max: maxDisplayName}
 
 var (
 	methods  = []string{"POST", "PUT", "PATCH"}
@@ -116,7 +121,7 @@ func (s *Service) sealAPIKey(it *domain.Integration, key string) error {
 		it.APIKeySealed = nil
 	case len(key) > maxAPIKey || strings.ContainsFunc(key, func(r rune) bool { return r < 0x21 || r > 0x7e }):
 		// Sent as a header value: printable ASCII without spaces. The value is never echoed.
-		return domain.Invalid("apiKey", "must be at most %d printable ASCII characters without spaces", maxAPIKey)
+		return fault.Invalid("apiKey", "must be at most %d printable ASCII characters without spaces", maxAPIKey)
 	default:
 		it.APIKeySealed = s.keyring.Seal([]byte(key), credentialAD(it.ID))
 	}
@@ -124,38 +129,37 @@ func (s *Service) sealAPIKey(it *domain.Integration, key string) error {
 }
 
 func (s *Service) validate(it domain.Integration) error {
-	if n := utf8.RuneCountInString(it.DisplayName); n < 1 || n > maxDisplayName || strings.TrimSpace(it.DisplayName) == "" ||
-		strings.ContainsFunc(it.DisplayName, unicode.IsControl) {
-		return domain.Invalid("displayName", "must be 1 to %d characters", maxDisplayName)
+	if err := displayNameRule.Check("displayName", it.DisplayName); err != nil {
+		return err
 	}
 	if n := utf8.RuneCountInString(it.Type); n < 1 || n > maxType {
-		return domain.Invalid("integrationType", "must be 1 to %d characters", maxType)
+		return fault.Invalid("integrationType", "must be 1 to %d characters", maxType)
 	}
 	if it.Type != domain.TypeWebhook {
-		return domain.NotEnabled("integrationType", "only WEBHOOK integrations are available")
+		return fault.NotEnabled("integrationType", "only WEBHOOK integrations are available")
 	}
 	if _, err := s.policy.CheckURL(it.EndpointURL); err != nil {
-		return domain.Invalid("endpointUrl", "%s", err.Error())
+		return fault.Invalid("endpointUrl", "%s", err.Error())
 	}
 	if !slices.Contains(methods, it.HTTPMethod) {
-		return domain.Invalid("httpMethod", "must be POST, PUT or PATCH")
+		return fault.Invalid("httpMethod", "must be POST, PUT or PATCH")
 	}
 	if !slices.Contains(triggers, it.TriggerEvent) {
-		return domain.Invalid("triggerEvent", "must be one of %s", strings.Join(triggers, ", "))
+		return fault.Invalid("triggerEvent", "must be one of %s", strings.Join(triggers, ", "))
 	}
 	if len(it.FieldMappings) == 0 || len(it.FieldMappings) > maxMappings {
-		return domain.Invalid("fieldMappings", "must map 1 to %d profile fields", maxMappings)
+		return fault.Invalid("fieldMappings", "must map 1 to %d profile fields", maxMappings)
 	}
 	for src, dst := range it.FieldMappings {
 		if !render.KnownField(src) {
-			return domain.Invalid("fieldMappings", "unknown profile field %q; known: %s", src, strings.Join(render.Fields(), ", "))
+			return fault.Invalid("fieldMappings", "unknown profile field %q; known: %s", src, strings.Join(render.Fields(), ", "))
 		}
 		if n := utf8.RuneCountInString(dst); n < 1 || n > maxTargetName || strings.ContainsFunc(dst, unicode.IsControl) {
-			return domain.Invalid("fieldMappings", "target names must be 1 to %d characters", maxTargetName)
+			return fault.Invalid("fieldMappings", "target names must be 1 to %d characters", maxTargetName)
 		}
 	}
 	if it.BatchSize < 1 || it.BatchSize > maxBatchSize {
-		return domain.Invalid("batchSize", "must be between 1 and %d", maxBatchSize)
+		return fault.Invalid("batchSize", "must be between 1 and %d", maxBatchSize)
 	}
 	return nil
 }
@@ -163,7 +167,7 @@ func (s *Service) validate(it domain.Integration) error {
 // Get reads an integration of the client.
 func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Integration, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Integration{}, domain.ErrNotFound
+		return domain.Integration{}, fault.ErrNotFound
 	}
 	return store.GetIntegration(ctx, s.pool, clientID, id)
 }
@@ -211,7 +215,7 @@ func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (dom
 		it.MatchedOnly = *p.MatchedOnly
 	}
 	if it.Status != domain.IntegrationActive && it.Status != domain.IntegrationPaused {
-		return it, domain.Invalid("status", "must be ACTIVE or PAUSED")
+		return it, fault.Invalid("status", "must be ACTIVE or PAUSED")
 	}
 	if err := s.validate(it); err != nil {
 		return it, err
@@ -227,7 +231,7 @@ func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (dom
 // Delete removes an integration, its queue and its history.
 func (s *Service) Delete(ctx context.Context, clientID, id string) error {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.ErrNotFound
+		return fault.ErrNotFound
 	}
 	return store.DeleteIntegration(ctx, s.pool, clientID, id)
 }
@@ -247,7 +251,7 @@ func (s *Service) History(ctx context.Context, clientID, id string, status *stri
 		return domain.Page[domain.SyncEvent]{}, err
 	}
 	if status != nil && *status != domain.SyncSucceeded && *status != domain.SyncFailed && *status != domain.SyncRetrying {
-		return domain.Page[domain.SyncEvent]{}, domain.Invalid("status", "must be SUCCEEDED, FAILED or RETRYING")
+		return domain.Page[domain.SyncEvent]{}, fault.Invalid("status", "must be SUCCEEDED, FAILED or RETRYING")
 	}
 	return store.ListSyncEvents(ctx, s.pool, clientID, id, status, limit, offset)
 }

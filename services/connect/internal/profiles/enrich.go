@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,16 +13,16 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
-// Reason bounds of an enrichment (contract 8).
-const (
-	minReason = 3
-	maxReason = 500
-)
+// reasonRule bounds an enrichment's reason (contract 8). The reason is neither stored nor
+// shown, and has never been held to more than its length.
+var reasonRule = freetext.Rule{Min: 3, Max: 500, Controls: true}
 
 // chargeTimeout bounds a debit or refund of an enrichment, during which its transaction holds
 // the record and the profile.
@@ -53,11 +51,11 @@ const (
 // (accounts away) the record stays PENDING: a retry of the request (same Idempotency-Key)
 // resumes it, and otherwise the reconciler settles it; accounts charges the reference once.
 func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
-	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason || strings.TrimSpace(reason) == "" {
-		return domain.Profile{}, domain.Invalid("reason", "must be %d to %d characters", minReason, maxReason)
+	if err := reasonRule.Check("reason", reason); err != nil {
+		return domain.Profile{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Profile{}, domain.ErrNotFound
+		return domain.Profile{}, fault.ErrNotFound
 	}
 	rec, resumed, err := s.recordEnrichment(ctx, p, id)
 	if err != nil {
@@ -86,7 +84,7 @@ func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason strin
 }
 
 // settled is what became of a record: its enrichment written onto profile, or outcome, the
-// answer of a record settled otherwise (a refusal: REJECTED; domain.ErrNotFound: CANCELLED, or
+// answer of a record settled otherwise (a refusal: REJECTED; fault.ErrNotFound: CANCELLED, or
 // the profile erased).
 type settled struct {
 	profile domain.Profile
@@ -121,7 +119,7 @@ func (s *Service) recordEnrichment(ctx context.Context, p auth.Principal, id str
 		if key != nil {
 			prev, err := store.EnrichmentByRequestKey(ctx, tx, p.ClientID, key)
 			switch {
-			case errors.Is(err, domain.ErrNotFound):
+			case errors.Is(err, fault.ErrNotFound):
 			case err != nil:
 				return err
 			case prev.Status == domain.EnrichmentPending ||
@@ -154,16 +152,16 @@ func (s *Service) answer(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 			return settled{}, err
 		}
 		prof, err := store.GetProfile(ctx, tx, rec.ClientID, rec.ProfileID)
-		if errors.Is(err, domain.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return settled{outcome: err}, nil // erased since
 		}
 		return settled{profile: prof}, err
 	case domain.EnrichmentCancelled:
-		return settled{outcome: domain.ErrNotFound}, nil
+		return settled{outcome: fault.ErrNotFound}, nil
 	}
 	// REJECTED by the reconciler between this retry's two transactions: nothing was charged, and
 	// the retry's retry records a new attempt.
-	return settled{}, fmt.Errorf("%w: the enrichment was refused meanwhile, try again", domain.ErrUnavailable)
+	return settled{}, fmt.Errorf("%w: the enrichment was refused meanwhile, try again", fault.ErrUnavailable)
 }
 
 // settle charges a PENDING record whose lock tx holds and writes its enrichment, while the
@@ -171,8 +169,8 @@ func (s *Service) answer(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) (settled, error) {
 	prof, err := store.LockProfile(ctx, tx, rec.ClientID, rec.ProfileID)
 	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return settled{outcome: domain.ErrNotFound}, s.cancel(ctx, tx, rec, by)
+	case errors.Is(err, fault.ErrNotFound):
+		return settled{outcome: fault.ErrNotFound}, s.cancel(ctx, tx, rec, by)
 	case err != nil:
 		return settled{}, err
 	}
@@ -186,12 +184,12 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 		return settled{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
-	charge, err := s.accounts.Debit(cctx, rec.ClientID, accountsclient.KindConnectEnrichment, "", rec.Reference())
+	charge, err := s.ledger.Debit(cctx, money.Charge{ClientID: rec.ClientID, Kind: money.KindConnectEnrichment, Reference: rec.Reference()})
 	cancel()
-	switch err = domain.ChargeError(err); {
-	case errors.Is(err, domain.ErrUnavailable):
+	switch {
+	case errors.Is(err, fault.ErrUnavailable):
 		return settled{}, err
-	case err != nil:
+	case err != nil: // refused: nothing was charged
 		return settled{outcome: err}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentRejected, 0, false)
 	}
 	out, err := store.SetEnrichment(ctx, tx, rec.ClientID, rec.ProfileID, e)
@@ -201,7 +199,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 	if _, err := store.EnqueueForTrigger(ctx, tx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
 		return settled{}, err
 	}
-	return settled{profile: out}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentSettled, charge.Charged, by == byReconciler)
+	return settled{profile: out}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentSettled, charge.Amount, by == byReconciler)
 }
 
 // cancel settles a record whose profile was erased before it was written.
@@ -214,10 +212,10 @@ func (s *Service) cancel(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 	case byReconciler:
 		cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
 		desc := "enrichment of an erased profile"
-		_, err := s.accounts.Refund(cctx, rec.ClientID, rec.Reference(), &desc)
+		_, err := s.ledger.Refund(cctx, money.Refund{ClientID: rec.ClientID, Reference: rec.Reference(), Description: &desc})
 		cancel()
-		if err != nil && !errors.Is(err, accountsclient.ErrNothingToRefund) {
-			return fmt.Errorf("%w: refund %s: %w", domain.ErrUnavailable, rec.Reference(), err)
+		if err != nil && !errors.Is(err, money.ErrNothingToRefund) {
+			return fmt.Errorf("refund %s: %w", rec.Reference(), err) // wraps fault.ErrUnavailable
 		}
 	}
 	return store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentCancelled, 0, false)
@@ -267,7 +265,7 @@ func (s *Service) ReconcileEnrichmentsOnce(ctx context.Context, after time.Durat
 			switch {
 			case err == nil:
 				n++
-			case accountsclient.Away(err):
+			case money.Away(err):
 				return nil // accounts is away: keep what is settled, try the rest next round
 			default:
 				log.Warn("enrichment not settled", zap.String("enrichment", rec.ID), zap.Error(err))

@@ -6,7 +6,6 @@ package profiles
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,22 +17,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nyaruka/phonenumbers"
 
-	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
-
-// Accounts is what profiles need of accounts; accountsclient.Client is one.
-type Accounts interface {
-	Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (accountsclient.Charge, error)
-	Refund(ctx context.Context, clientID, reference string, description *string) (accountsclient.Refunded, error)
-	Balance(ctx context.Context, clientID string) (int64, error)
-}
 
 // Answers holds the stored answers of idempotent requests; *idempotency.Store is one. The
 // answers of requests about a profile are tagged with Subject(id) (the server does it), and
@@ -69,16 +62,16 @@ func (n Numbers) Open(p domain.Profile) (string, error) {
 
 // Service manages profiles.
 type Service struct {
-	pool     *pgxpool.Pool
-	numbers  Numbers
-	accounts Accounts
-	answers  Answers
-	now      func() time.Time
+	pool    *pgxpool.Pool
+	numbers Numbers
+	ledger  money.Ledger
+	answers Answers
+	now     func() time.Time
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, numbers Numbers, accounts Accounts, answers Answers) *Service {
-	return &Service{pool: pool, numbers: numbers, accounts: accounts, answers: answers, now: time.Now}
+func New(pool *pgxpool.Pool, numbers Numbers, ledger money.Ledger, answers Answers) *Service {
+	return &Service{pool: pool, numbers: numbers, ledger: ledger, answers: answers, now: time.Now}
 }
 
 // Fields are the optional fields of a profile, validated.
@@ -96,7 +89,7 @@ type CreateRequest struct {
 // RequireConnect refuses clients without the CONNECT product.
 func RequireConnect(p auth.Principal) error {
 	if !p.Has(domain.FeatureConnect) {
-		return domain.NotEnabled("", "Connect is not enabled for this account")
+		return fault.NotEnabled("", "Connect is not enabled for this account")
 	}
 	return nil
 }
@@ -105,7 +98,7 @@ func RequireConnect(p auth.Principal) error {
 func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest) (domain.Profile, error) {
 	num, err := phone.Parse(r.MobileNumber)
 	if err != nil {
-		return domain.Profile{}, domain.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
+		return domain.Profile{}, fault.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
 	}
 	if err := ValidateFields(r.Fields); err != nil {
 		return domain.Profile{}, err
@@ -125,9 +118,6 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest)
 		_, err = store.EnqueueForTrigger(ctx, tx, p.ClientID, domain.TriggerProfileCreated, []string{out.ID})
 		return err
 	})
-	if errors.Is(err, domain.ErrConflict) {
-		return domain.Profile{}, fmt.Errorf("%w: the account already has a profile with this number", domain.ErrConflict)
-	}
 	return out, err
 }
 
@@ -152,38 +142,26 @@ func ValidateFields(f Fields) error {
 		max   int
 	}{{"externalId", f.ExternalID, domain.MaxExternalID}, {"firstName", f.FirstName, domain.MaxName}, {"lastName", f.LastName, domain.MaxName}} {
 		if c.v != nil {
-			if err := text(c.field, *c.v, c.max); err != nil {
+			if err := (freetext.Rule{Max: c.max}).Check(c.field, *c.v); err != nil {
 				return err
 			}
 		}
 	}
 	if f.Email != nil {
 		if domain.EmailProblem(*f.Email) != "" {
-			return domain.Invalid("email", "must be an e-mail address like name@example.com")
+			return fault.Invalid("email", "must be an e-mail address like name@example.com")
 		}
 	}
 	if len(f.Attributes) > maxAttrs {
-		return domain.Invalid("attributes", "at most %d attributes", maxAttrs)
+		return fault.Invalid("attributes", "at most %d attributes", maxAttrs)
 	}
 	for k, v := range f.Attributes {
-		if err := text("attributes", k, domain.MaxAttrKey); err != nil {
+		if err := (freetext.Rule{Max: domain.MaxAttrKey}).Check("attributes", k); err != nil {
 			return err
 		}
 		if utf8.RuneCountInString(v) > domain.MaxAttrValue || strings.ContainsFunc(v, unicode.IsControl) {
-			return domain.Invalid("attributes", "values must be at most %d characters, without control characters", domain.MaxAttrValue)
+			return fault.Invalid("attributes", "values must be at most %d characters, without control characters", domain.MaxAttrValue)
 		}
-	}
-	return nil
-}
-
-func text(field, v string, max int) error {
-	switch {
-	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
-		return domain.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return domain.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return domain.Invalid(field, "must not contain control characters")
 	}
 	return nil
 }
@@ -191,7 +169,7 @@ func text(field, v string, max int) error {
 // Get reads a profile of the client.
 func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Profile, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Profile{}, domain.ErrNotFound
+		return domain.Profile{}, fault.ErrNotFound
 	}
 	return store.GetProfile(ctx, s.pool, clientID, id)
 }
@@ -199,10 +177,10 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Profile,
 // List reads a page of the client's profiles.
 func (s *Service) List(ctx context.Context, clientID string, f store.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
 	if f.Source != nil && *f.Source != domain.SourceImport && *f.Source != domain.SourceAPI && *f.Source != domain.SourceVerification {
-		return domain.Page[domain.Profile]{}, domain.Invalid("source", "must be IMPORT, API or VERIFICATION")
+		return domain.Page[domain.Profile]{}, fault.Invalid("source", "must be IMPORT, API or VERIFICATION")
 	}
 	if f.Search != nil && utf8.RuneCountInString(*f.Search) > 128 {
-		return domain.Page[domain.Profile]{}, domain.Invalid("search", "must be at most 128 characters")
+		return domain.Page[domain.Profile]{}, fault.Invalid("search", "must be at most 128 characters")
 	}
 	return store.ListProfiles(ctx, s.pool, clientID, f, limit, offset)
 }
@@ -212,7 +190,7 @@ func (s *Service) List(ctx context.Context, clientID string, f store.ProfileFilt
 // such a request is free again, so its replay creates a new profile.
 func (s *Service) Delete(ctx context.Context, clientID, id string) (time.Time, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return time.Time{}, domain.ErrNotFound
+		return time.Time{}, fault.ErrNotFound
 	}
 	var at time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -298,8 +276,8 @@ func (s *Service) Overview(ctx context.Context, clientID string) (domain.Overvie
 	if err != nil {
 		return o, err
 	}
-	if o.Balance, err = s.accounts.Balance(ctx, clientID); err != nil {
-		return o, fmt.Errorf("%w: %w", domain.ErrUnavailable, err)
+	if o.Balance, err = s.ledger.Balance(ctx, clientID); err != nil {
+		return o, fmt.Errorf("%w: %w", fault.ErrUnavailable, err)
 	}
 	return o, nil
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
@@ -32,7 +34,9 @@ type Server struct {
 	Log          *zap.Logger
 }
 
-func (s *Server) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+func (s *Server) fail(ctx context.Context, err error) error {
+	return grpcserver.Status(ctx, s.Log, err)
+}
 
 // client is the authenticated client, which must have Connect.
 func (s *Server) client(ctx context.Context) (string, error) {
@@ -129,11 +133,11 @@ func (s *Server) UploadImport(stream connectv1.ConnectService_UploadImportServer
 	}
 	first, err := stream.Recv()
 	if err != nil {
-		return apierr.New(codes.InvalidArgument, apierr.InvalidArgument, "the upload ended before it began")
+		return apierr.New(codes.InvalidArgument, fault.InvalidArgument, "the upload ended before it began")
 	}
 	head := first.GetHeader()
 	if head == nil {
-		return apierr.New(codes.InvalidArgument, apierr.InvalidArgument, "an upload starts with its header")
+		return apierr.New(codes.InvalidArgument, fault.InvalidArgument, "an upload starts with its header")
 	}
 	job, err := s.Imports.Upload(ctx, cid, head.GetFileName(), &chunkReader{stream: stream})
 	if err != nil {
@@ -373,7 +377,7 @@ func (s *Internal) RecordVerifiedNumbers(ctx context.Context, req *connectv1.Rec
 	}
 	n, err := s.Profiles.RecordVerified(ctx, items)
 	if err != nil {
-		return nil, toStatus(ctx, s.Log, err)
+		return nil, grpcserver.Status(ctx, s.Log, err)
 	}
 	return &connectv1.RecordVerifiedNumbersResponse{MatchedProfiles: n}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -18,7 +19,7 @@ func scanEnrichment(row pgx.Row) (domain.EnrichmentRecord, error) {
 	var r domain.EnrichmentRecord
 	err := row.Scan(&r.ID, &r.ClientID, &r.ProfileID, &r.Status, &r.Charged, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, domain.ErrNotFound
+		return r, fault.ErrNotFound
 	}
 	if err != nil {
 		return r, fmt.Errorf("read enrichment: %w", err)
@@ -33,17 +34,17 @@ func LockProfile(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.Pr
 }
 
 // InsertEnrichment records a PENDING enrichment; requestKey (nil for none) lets a retry of the
-// same request find it. A request key already held by another record is domain.ErrConflict.
+// same request find it. A request key already held by another record is domain.ErrEnrichmentInFlight.
 func InsertEnrichment(ctx context.Context, db DB, r domain.EnrichmentRecord, requestKey []byte) (domain.EnrichmentRecord, error) {
 	out, err := scanEnrichment(db.QueryRow(ctx, `INSERT INTO connect.enrichments (id, client_id, profile_id, status, request_key)
 		VALUES ($1, $2, $3, 'PENDING', $4) RETURNING `+enrichmentColumns, r.ID, r.ClientID, r.ProfileID, requestKey))
 	if pg.IsUniqueViolation(err, "enrichments_request_key") {
-		return out, fmt.Errorf("%w: a request with this Idempotency-Key is still in progress", domain.ErrConflict)
+		return out, domain.ErrEnrichmentInFlight
 	}
 	return out, err
 }
 
-// EnrichmentByRequestKey reads the record a request key is held by (domain.ErrNotFound: none).
+// EnrichmentByRequestKey reads the record a request key is held by (fault.ErrNotFound: none).
 // It does not lock: the record is locked, and its status checked again, before it is charged.
 func EnrichmentByRequestKey(ctx context.Context, db DB, clientID string, requestKey []byte) (domain.EnrichmentRecord, error) {
 	return scanEnrichment(db.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments

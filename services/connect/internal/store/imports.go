@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 const jobColumns = `id::text, client_id::text, file_name, size_bytes, status, total_rows, imported_rows, updated_rows,
@@ -21,7 +22,7 @@ func scanJob(row pgx.Row) (domain.ImportJob, error) {
 	err := row.Scan(&j.ID, &j.ClientID, &j.FileName, &j.SizeBytes, &j.Status, &j.TotalRows, &j.ImportedRows, &j.UpdatedRows,
 		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseToken, &j.Interruptions)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return j, domain.ErrNotFound
+		return j, fault.ErrNotFound
 	}
 	if err != nil {
 		return j, fmt.Errorf("read import job: %w", err)
@@ -261,7 +262,7 @@ func FinishJob(ctx context.Context, db DB, jobID string, token int64, failure *s
 	}
 	j, err := scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
 		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return j, ErrLeaseLost
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
 const integrationColumns = `id::text, client_id::text, display_name, integration_type, endpoint_url, http_method,
@@ -23,7 +24,7 @@ func scanIntegration(row pgx.Row) (domain.Integration, error) {
 		&it.APIKeySealed, &it.SigningSecretSealed, &it.TriggerEvent, &mappings, &it.BatchSize, &it.MatchedOnly, &it.Status,
 		&it.CreatedAt, &it.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return it, domain.ErrNotFound
+		return it, fault.ErrNotFound
 	}
 	if err != nil {
 		return it, fmt.Errorf("read integration: %w", err)
@@ -82,7 +83,7 @@ func DeleteIntegration(ctx context.Context, db DB, clientID, id string) error {
 		return fmt.Errorf("delete integration: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return domain.ErrNotFound
+		return fault.ErrNotFound
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -28,7 +29,7 @@ func scanProfile(row pgx.Row) (domain.Profile, error) {
 	err := row.Scan(&p.ID, &p.ClientID, &p.NumberSealed, &p.NumberHash, &p.NumberMasked, &p.CountryCode,
 		&p.ExternalID, &p.FirstName, &p.LastName, &p.Email, &attrs, &p.Source, &p.MatchedAt, &enrichment, &p.CreatedAt, &p.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return p, domain.ErrNotFound
+		return p, fault.ErrNotFound
 	}
 	if err != nil {
 		return p, fmt.Errorf("read profile: %w", err)
@@ -69,7 +70,7 @@ func lockMatchShared(ctx context.Context, tx DB, clientID string) error {
 }
 
 // InsertProfile stores a new profile, matched at once when the client verified its number
-// before. It returns domain.ErrConflict when the client already has the number. db is a
+// before. It returns domain.ErrProfileExists when the client already has the number. db is a
 // transaction (see matchLockKey).
 func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile, error) {
 	if err := lockMatchShared(ctx, db, p.ClientID); err != nil {
@@ -84,7 +85,7 @@ func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile
 		p.ID, p.ClientID, p.NumberSealed, p.NumberHash, p.NumberMasked, p.CountryCode, p.ExternalID, p.FirstName, p.LastName,
 		p.Email, attributesJSON(p.Attributes), p.Source))
 	if pg.IsUniqueViolation(err, "profiles_number_unique") {
-		return out, domain.ErrConflict
+		return out, domain.ErrProfileExists
 	}
 	return out, err
 }
@@ -142,7 +143,7 @@ func DeleteProfile(ctx context.Context, db DB, clientID, id string) (time.Time, 
 	err := db.QueryRow(ctx, `WITH d AS (DELETE FROM connect.profiles WHERE id = $1 AND client_id = $2 RETURNING id, client_id)
 		INSERT INTO connect.erasures (profile_id, client_id) SELECT id, client_id FROM d RETURNING erased_at`, id, clientID).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return at, domain.ErrNotFound
+		return at, fault.ErrNotFound
 	}
 	if err != nil {
 		return at, fmt.Errorf("erase profile: %w", err)

@@ -10,10 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,6 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -43,6 +42,9 @@ type Network struct {
 type Origins interface {
 	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
 }
+
+// shortText bounds the client's own references and the SDK's device fields.
+var shortText = freetext.Rule{Max: 128}
 
 // Config sets the lifetimes.
 type Config struct {
@@ -100,17 +102,17 @@ type Capture struct {
 // CreateSession opens an SDK session for the client of p (authenticated by its SDK token).
 func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r SessionRequest, n Network) (Capture, error) {
 	if !p.Has(domain.FeatureVerify) {
-		return Capture{}, domain.NotEnabled("", "verification is not enabled for this account")
+		return Capture{}, fault.NotEnabled("", "verification is not enabled for this account")
 	}
 	if !slices.Contains([]string{"ANDROID", "IOS", "WEB"}, r.Platform) {
-		return Capture{}, domain.Invalid("platform", "must be ANDROID, IOS or WEB")
+		return Capture{}, fault.Invalid("platform", "must be ANDROID, IOS or WEB")
 	}
 	for _, f := range []struct {
 		name string
 		v    *string
 	}{{"deviceId", r.DeviceID}, {"appVersion", r.AppVersion}} {
 		if f.v != nil {
-			if err := text(f.name, *f.v, 128); err != nil {
+			if err := shortText.Check(f.name, *f.v); err != nil {
 				return Capture{}, err
 			}
 		}
@@ -156,7 +158,7 @@ func (s *Service) operator(id *string, features []string, n Network) (operators.
 	if id != nil {
 		op, ok := s.ops.Get(*id)
 		if !ok || !op.EnabledFor(features) {
-			return operators.Operator{}, false, domain.NotEnabled("operatorId", "operator %q is not available to this account", *id)
+			return operators.Operator{}, false, fault.NotEnabled("operatorId", "operator %q is not available to this account", *id)
 		}
 		return op, true, nil
 	}
@@ -198,16 +200,16 @@ func (s *Service) CreateOpportunity(ctx context.Context, p auth.Principal, servi
 	switch serviceCode {
 	case domain.ServiceVerify:
 		if !p.Has(domain.FeatureVerify) {
-			return domain.Transaction{}, domain.NotEnabled("serviceCode", "VERIFY is not enabled for this account")
+			return domain.Transaction{}, fault.NotEnabled("serviceCode", "VERIFY is not enabled for this account")
 		}
 	case domain.ServiceStuckPlus:
 		if !p.Has(domain.FeatureStuckPlus) {
-			return domain.Transaction{}, domain.NotEnabled("serviceCode", "STUCK_PLUS is not enabled for this account")
+			return domain.Transaction{}, fault.NotEnabled("serviceCode", "STUCK_PLUS is not enabled for this account")
 		}
 	default:
-		return domain.Transaction{}, domain.Invalid("serviceCode", "must be VERIFY or STUCK_PLUS")
+		return domain.Transaction{}, fault.Invalid("serviceCode", "must be VERIFY or STUCK_PLUS")
 	}
-	if err := text("metadataId", metadataID, 128); err != nil {
+	if err := shortText.Check("metadataId", metadataID); err != nil {
 		return domain.Transaction{}, err
 	}
 	now := s.now()
@@ -220,7 +222,7 @@ func (s *Service) CreateOpportunity(ctx context.Context, p auth.Principal, servi
 // GetOpportunity resolves a browser flow of the client.
 func (s *Service) GetOpportunity(ctx context.Context, clientID, id string) (domain.Transaction, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Transaction{}, domain.ErrNotFound
+		return domain.Transaction{}, fault.ErrNotFound
 	}
 	t, err := store.GetTransaction(ctx, s.pool, clientID, id)
 	if err != nil {
@@ -247,13 +249,13 @@ func (s *Service) OriginAllowed(ctx context.Context, transactionID, origin strin
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrOriginNotAllowed):
+	case errors.Is(err, fault.ErrNotFound), errors.Is(err, domain.ErrOriginNotAllowed):
 		return false, nil
 	}
 	return false, err
 }
 
-// checkOrigin returns nil when origin may capture the transaction, domain.ErrNotFound for an
+// checkOrigin returns nil when origin may capture the transaction, fault.ErrNotFound for an
 // unknown transaction and domain.ErrOriginNotAllowed for any other origin (none included).
 func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string) error {
 	clientID, err := store.TransactionClient(ctx, s.pool, transactionID)
@@ -265,7 +267,7 @@ func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string)
 	}
 	ok, err := s.origins.AllowsWebOrigin(ctx, clientID, origin)
 	if err != nil {
-		return fmt.Errorf("%w: %w", domain.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", fault.ErrUnavailable, err)
 	}
 	if !ok {
 		return domain.ErrOriginNotAllowed
@@ -282,7 +284,7 @@ func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string)
 // it, because the victim's browser tells us the page's origin and the page cannot forge it.
 func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Network) (domain.Transaction, error) {
 	if _, err := uuid.Parse(transactionID); err != nil {
-		return domain.Transaction{}, domain.ErrNotFound
+		return domain.Transaction{}, fault.ErrNotFound
 	}
 	// Checked before the transaction row is locked: a transaction's client never changes, and
 	// the row lock should not wait on a call to accounts.
@@ -341,21 +343,8 @@ func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Networ
 		out = t
 		return nil
 	})
-	if err != nil && !errors.Is(err, domain.ErrNotFound) && !errors.Is(err, domain.ErrAlreadyUsed) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) && !errors.Is(err, domain.ErrAlreadyUsed) {
 		return domain.Transaction{}, fmt.Errorf("capture: %w", err)
 	}
 	return out, err
-}
-
-// text checks a free-text field: 1 to max characters, no control characters.
-func text(field, v string, max int) error {
-	switch {
-	case strings.TrimSpace(v) == "" || !utf8.ValidString(v):
-		return domain.Invalid(field, "must not be blank")
-	case utf8.RuneCountInString(v) > max:
-		return domain.Invalid(field, "must be at most %d characters", max)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return domain.Invalid(field, "must not contain control characters")
-	}
-	return nil
 }

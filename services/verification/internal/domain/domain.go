@@ -1,89 +1,32 @@
-// Package domain is the vocabulary of the verification service: its types and the errors its
-// rules return. The server maps the errors to gRPC status codes in one place.
+// Package domain is the vocabulary of the verification service: its types and the errors of its
+// own rules, fault values like every service's (grpcserver.Status answers them).
 package domain
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
-// Errors of the rules; compared with errors.Is.
+// Errors of verification's own rules; the shared ones are fault's (ErrNotFound, ErrSuspended,
+// ErrUnavailable: the outcome of a charge is not known yet) and money's (a refused charge).
 var (
-	// ErrNotFound: no such thing for this client (including things of other clients).
-	ErrNotFound = errors.New("not found")
 	// ErrNumberNotKept: a stuck-plus session whose number was dropped after its retention; the
 	// session and its reveal audit remain, the number cannot be revealed any more.
-	ErrNumberNotKept = errors.New("the number of this stuck-plus session is no longer kept: its retention period has passed")
+	ErrNumberNotKept = fault.New(fault.NotFound, "the number of this stuck-plus session is no longer kept: its retention period has passed")
 	// ErrAlreadyUsed: a sealed blob or a transaction was used already.
-	ErrAlreadyUsed = errors.New("already used")
-	// ErrInsufficientBalance and ErrBalanceExpired: the charge was refused.
-	ErrInsufficientBalance = errors.New("the balance is too low for this operation")
-	ErrBalanceExpired      = errors.New("the balance has expired")
-	// ErrSuspended: the client is suspended.
-	ErrSuspended = errors.New("the account is suspended")
-	// ErrUnavailable: accounts could not be reached; the outcome of a charge is not known yet.
-	ErrUnavailable = errors.New("a backend service is unavailable")
+	ErrAlreadyUsed = fault.New(fault.AlreadyUsed, "this sealed session or transaction was already used")
 	// ErrOriginNotAllowed: a browser capture from a page whose origin the transaction's client
 	// did not allow (or with no origin at all).
-	ErrOriginNotAllowed = errors.New("this page's origin is not allowed to capture the account's transactions")
+	ErrOriginNotAllowed = fault.New(fault.PermissionDenied, "this page's origin is not allowed to capture the account's transactions")
 )
 
-// UsedByError is ErrAlreadyUsed for a blob the client already verified: it names that
-// verification, so a client whose first call ended without an answer (a timeout, a 503 settled
-// later by the reconciler) can read what it was charged for.
-type UsedByError struct{ VerificationID string }
-
-func (e *UsedByError) Error() string        { return "already used by verification " + e.VerificationID }
-func (e *UsedByError) Is(target error) bool { return target == ErrAlreadyUsed }
-
-// ChargeError turns the error of a debit into the domain's: a refusal (balance, expiry,
-// suspension) is returned as such; any other error means the outcome of the debit is unknown,
-// and is wrapped in ErrUnavailable.
-func ChargeError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, accountsclient.ErrInsufficientBalance):
-		return ErrInsufficientBalance
-	case errors.Is(err, accountsclient.ErrBalanceExpired):
-		return ErrBalanceExpired
-	case errors.Is(err, accountsclient.ErrSuspended):
-		return ErrSuspended
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+// UsedBy is the ALREADY_USED error of a blob the client already verified: it names that verification,
+// so a client whose first call ended without an answer (a timeout, a 503 settled later by the
+// reconciler) can read what it was charged for.
+func UsedBy(verificationID string) error {
+	return fault.New(fault.AlreadyUsed, "this sealed session was already verified, by verification "+verificationID)
 }
-
-// InvalidError is a request field with a bad value (400 INVALID_ARGUMENT).
-type InvalidError struct{ Field, Msg string }
-
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Msg }
-
-// Invalid returns an *InvalidError.
-func Invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// NotEnabledError is a product, operator or service type the client may not use
-// (400 FEATURE_NOT_ENABLED).
-type NotEnabledError struct{ Field, Msg string }
-
-func (e *NotEnabledError) Error() string { return e.Field + ": " + e.Msg }
-
-// NotEnabled returns a *NotEnabledError.
-func NotEnabled(field, format string, args ...any) error {
-	return &NotEnabledError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// RateLimitedError is a request over a limit (429), to be retried after RetryAfter.
-type RateLimitedError struct {
-	Msg        string
-	RetryAfter time.Duration
-}
-
-func (e *RateLimitedError) Error() string { return e.Msg }
 
 // Capture statuses.
 const (

@@ -10,10 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -100,12 +99,16 @@ func (s seed) count(sql string, args ...any) int {
 	return n
 }
 
-// charger stands in for accounts' Debit and counts the charges asked of it.
-type charger struct{ debits int }
+// charger stands in for accounts' ledger and counts the debits asked of it; a reveal needs
+// nothing else of it.
+type charger struct {
+	money.Ledger
+	debits int
+}
 
-func (c *charger) Debit(context.Context, string, accountsv1.LedgerKind, string, string) (accountsclient.Charge, error) {
+func (c *charger) Debit(context.Context, money.Charge) (money.Charged, error) {
 	c.debits++
-	return accountsclient.Charge{Charged: 5}, nil
+	return money.Charged{Amount: 5}, nil
 }
 
 // TestPurgeKeepsWhatMoneyAndAuditNeed: rows past their retention go, younger ones stay, and

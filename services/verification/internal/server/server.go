@@ -10,6 +10,7 @@ import (
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
@@ -29,7 +30,9 @@ type Server struct {
 	Log           *zap.Logger
 }
 
-func (s *Server) fail(ctx context.Context, err error) error { return toStatus(ctx, s.Log, err) }
+func (s *Server) fail(ctx context.Context, err error) error {
+	return grpcserver.Status(ctx, s.Log, err)
+}
 
 func principal(ctx context.Context) auth.Principal {
 	p, _ := auth.FromContext(ctx)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
@@ -30,7 +31,7 @@ func scanTransaction(row pgx.Row) (domain.Transaction, error) {
 	err := row.Scan(&t.ID, &t.ClientID, &t.ServiceCode, &t.MetadataID, &t.Features, &t.Status, &t.OperatorID,
 		&t.SessionID, &t.Blob, &t.StuckPlusSessionID, &t.CreatedAt, &t.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, domain.ErrNotFound
+		return t, fault.ErrNotFound
 	}
 	if err != nil {
 		return t, fmt.Errorf("read transaction: %w", err)
@@ -49,7 +50,7 @@ func TransactionClient(ctx context.Context, db pg.DB, id string) (string, error)
 	var clientID string
 	err := db.QueryRow(ctx, `SELECT client_id::text FROM verification.transactions WHERE id = $1`, id).Scan(&clientID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", domain.ErrNotFound
+		return "", fault.ErrNotFound
 	}
 	if err != nil {
 		return "", fmt.Errorf("transaction client: %w", err)
@@ -95,7 +96,7 @@ func scanStuckPlus(row pgx.Row) (domain.StuckPlusSession, error) {
 	err := row.Scan(&s.ID, &s.ClientID, &s.TransactionID, &s.MetadataID, &s.OperatorID,
 		&s.NumberSealed, &s.NumberMasked, &s.CreatedAt, &s.RevealedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, domain.ErrNotFound
+		return s, fault.ErrNotFound
 	}
 	if err != nil {
 		return s, fmt.Errorf("read stuck-plus session: %w", err)

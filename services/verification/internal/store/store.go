@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
@@ -61,11 +62,11 @@ func SessionVerification(ctx context.Context, db pg.DB, clientID, sessionID stri
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	if !exists {
-		return nil, domain.ErrNotFound
+		return nil, fault.ErrNotFound
 	}
 	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
 		WHERE session_id = $1 AND status <> 'REJECTED'`, sessionID))
-	if errors.Is(err, domain.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -116,7 +117,7 @@ func scanVerification(row pgx.Row) (domain.Verification, error) {
 	err := row.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.Status, &v.Outcome, &v.Reason, &v.OperatorID,
 		&v.ServiceType, &v.NumberSealed, &v.NumberHash, &v.Charged, &v.BalanceAfter, &v.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return v, domain.ErrNotFound
+		return v, fault.ErrNotFound
 	}
 	return v, err
 }
@@ -129,7 +130,7 @@ const settledStatuses = `status IN ('VERIFIED', 'NOT_VERIFIED', 'UNDETERMINED', 
 func GetVerification(ctx context.Context, db pg.DB, clientID, id string) (domain.Verification, error) {
 	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
 		WHERE id = $1 AND client_id = $2 AND `+settledStatuses, id, clientID))
-	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return v, fmt.Errorf("get verification: %w", err)
 	}
 	return v, err

@@ -6,40 +6,36 @@ package stuckplus
 import (
 	"context"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
-	"github.com/mnvhq/mnv/services/verification/internal/verify"
 )
 
-// Reason bounds (interface spec 4.11).
-const (
-	MinReason = 10
-	MaxReason = 500
-)
+// reasonRule bounds a reveal's reason (interface spec 4.11), which is kept in the audit and may
+// run over several lines.
+var reasonRule = freetext.Rule{Min: 10, Max: 500, Newlines: true}
 
 // Service keeps and reveals stuck-plus numbers.
 type Service struct {
-	pool    *pgxpool.Pool
-	vault   *numbers.Vault
-	charger verify.Charger
+	pool   *pgxpool.Pool
+	vault  *numbers.Vault
+	ledger money.Ledger
 	// chargeRepeats charges every reveal, not only a session's first.
 	chargeRepeats bool
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *numbers.Vault, charger verify.Charger, chargeRepeats bool) *Service {
-	return &Service{pool: pool, vault: vault, charger: charger, chargeRepeats: chargeRepeats}
+func New(pool *pgxpool.Pool, vault *numbers.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
+	return &Service{pool: pool, vault: vault, ledger: ledger, chargeRepeats: chargeRepeats}
 }
 
 // List reads a page of the client's stuck-plus sessions (numbers masked).
@@ -61,11 +57,11 @@ type Revealed struct {
 // the same reference, and accounts answers the charge it made: each audited reveal is charged
 // once, whatever the balance is by then.
 func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reason string) (Revealed, error) {
-	if err := checkReason(reason); err != nil {
+	if err := reasonRule.Check("reason", reason); err != nil {
 		return Revealed{}, err
 	}
 	if _, err := uuid.Parse(sessionID); err != nil {
-		return Revealed{}, domain.ErrNotFound
+		return Revealed{}, fault.ErrNotFound
 	}
 	var out Revealed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -88,11 +84,11 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 				}
 				ref += ":" + strconv.Itoa(n)
 			}
-			charge, err := s.charger.Debit(ctx, p.ClientID, accountsclient.KindStuckPlusReveal, "", ref)
+			charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: p.ClientID, Kind: money.KindStuckPlusReveal, Reference: ref})
 			if err != nil {
-				return domain.ChargeError(err)
+				return err
 			}
-			r.Charged = charge.Charged
+			r.Charged = charge.Amount
 		}
 		if r, err = store.RecordReveal(ctx, tx, r); err != nil {
 			return err
@@ -106,15 +102,4 @@ func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reaso
 // ListReveals reads a page of the client's reveal audit.
 func (s *Service) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
 	return store.ListReveals(ctx, s.pool, clientID, limit, offset)
-}
-
-func checkReason(r string) error {
-	n := utf8.RuneCountInString(r)
-	switch {
-	case !utf8.ValidString(r) || n < MinReason || n > MaxReason || strings.TrimSpace(r) == "":
-		return domain.Invalid("reason", "must be %d to %d characters", MinReason, MaxReason)
-	case strings.ContainsFunc(r, func(c rune) bool { return unicode.IsControl(c) && c != '\n' }):
-		return domain.Invalid("reason", "must not contain control characters")
-	}
-	return nil
 }

@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -31,11 +31,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
-
-// Charger debits a client; accountsclient.Client is one.
-type Charger interface {
-	Debit(ctx context.Context, clientID string, kind accountsv1.LedgerKind, variant, reference string) (accountsclient.Charge, error)
-}
 
 // Config sets the limits.
 type Config struct {
@@ -49,23 +44,23 @@ type Config struct {
 
 // Service verifies numbers.
 type Service struct {
-	pool    *pgxpool.Pool
-	ops     *operators.Registry
-	sealer  *seal.Sealer
-	vault   *numbers.Vault
-	charger Charger
-	cfg     Config
-	log     *zap.Logger
-	now     func() time.Time
+	pool   *pgxpool.Pool
+	ops    *operators.Registry
+	sealer *seal.Sealer
+	vault  *numbers.Vault
+	ledger money.Ledger
+	cfg    Config
+	log    *zap.Logger
+	now    func() time.Time
 
 	// Metrics, when set, count settled verifications.
 	Metrics *Metrics
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, charger Charger,
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
-	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, charger: charger, cfg: cfg, log: log, now: time.Now}
+	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
 }
 
 // Request is a verify request (interface spec 4.6).
@@ -95,12 +90,12 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 	claims, err := s.sealer.Open(req.Blob)
 	if err != nil || claims.ClientID != p.ClientID {
 		// Another client's blob is as unknown as a forged one: never say it exists.
-		return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+		return Result{}, fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
 	}
 	// A session without an operator (no network identified the phone) can only be UNDETERMINED,
 	// whatever operator the caller names.
 	if claims.OperatorID != "" && claims.OperatorID != req.OperatorID {
-		return Result{}, domain.Invalid("operatorId", "does not match the operator of the sealed session")
+		return Result{}, fault.Invalid("operatorId", "does not match the operator of the sealed session")
 	}
 
 	outcome, reason := decide(claims, num.E164, s.now())
@@ -127,8 +122,8 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 		// not settle: resume that one.
 		prev, err := store.SessionVerification(ctx, s.pool, p.ClientID, claims.SessionID)
 		switch {
-		case errors.Is(err, domain.ErrNotFound):
-			return Result{}, domain.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+		case errors.Is(err, fault.ErrNotFound):
+			return Result{}, fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
 		case err != nil:
 			return Result{}, err
 		case prev == nil:
@@ -136,7 +131,7 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 		case prev.Status != domain.StatusPending || string(prev.NumberHash) != string(hash) ||
 			prev.OperatorID != req.OperatorID || prev.ServiceType != req.ServiceType:
 			// The blob is this client's (checked above), so is the verification it names.
-			return Result{}, &domain.UsedByError{VerificationID: prev.ID}
+			return Result{}, domain.UsedBy(prev.ID)
 		}
 		v = *prev
 	}
@@ -155,27 +150,27 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 func (s *Service) validate(p auth.Principal, req Request) (phone.Number, error) {
 	num, err := phone.Parse(req.MobileNumber)
 	if err != nil {
-		return num, domain.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
+		return num, fault.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")
 	}
 	if req.Blob == "" {
-		return num, domain.Invalid("encryptedMobileNumber", "is required")
+		return num, fault.Invalid("encryptedMobileNumber", "is required")
 	}
 	if req.OperatorID == "" {
-		return num, domain.Invalid("operatorId", "is required")
+		return num, fault.Invalid("operatorId", "is required")
 	}
 	if req.ServiceType == "" {
-		return num, domain.Invalid("serviceType", "is required")
+		return num, fault.Invalid("serviceType", "is required")
 	}
 	if !p.Has(domain.FeatureVerify) {
-		return num, domain.NotEnabled("", "verification is not enabled for this account")
+		return num, fault.NotEnabled("", "verification is not enabled for this account")
 	}
 	op, ok := s.ops.Get(req.OperatorID)
 	if !ok || !op.EnabledFor(p.Features) {
-		return num, domain.NotEnabled("operatorId", "operator %q is not available to this account", req.OperatorID)
+		return num, fault.NotEnabled("operatorId", "operator %q is not available to this account", req.OperatorID)
 	}
 	// HEADER_ENRICHMENT is the method implemented; NETWORK_API is planned.
 	if req.ServiceType != string(operators.MethodHeaderEnrichment) || !op.Supports(operators.MethodHeaderEnrichment) {
-		return num, domain.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
+		return num, fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
 	}
 	return num, nil
 }
@@ -190,7 +185,7 @@ func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []
 		return err
 	}
 	if n >= s.cfg.NumberAttemptsPerHour && oldest != nil {
-		return &domain.RateLimitedError{Msg: "too many verification attempts for this number", RetryAfter: oldest.Add(time.Hour).Sub(now)}
+		return fault.Limited("too many verification attempts for this number", oldest.Add(time.Hour).Sub(now))
 	}
 	return nil
 }
@@ -211,13 +206,13 @@ func decide(c seal.Claims, given string, now time.Time) (outcome, reason string)
 // settle charges a PENDING verification and records the charge through db (the reconciler's
 // transaction holds the row's lock).
 func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification) (domain.Verification, error) {
-	charge, err := s.charger.Debit(ctx, v.ClientID, accountsclient.KindVerification, v.ServiceType, "verification:"+v.ID)
-	switch err = domain.ChargeError(err); {
-	case errors.Is(err, domain.ErrUnavailable):
+	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: v.ServiceType, Reference: "verification:" + v.ID})
+	switch {
+	case errors.Is(err, fault.ErrUnavailable):
 		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))
 		s.Metrics.deferCharge()
-		return v, err // wraps ErrUnavailable and keeps the gRPC status for accountsclient.Away
-	case err != nil:
+		return v, err // money.Away tells whether accounts was away
+	case err != nil: // refused: nothing was charged
 		rejected, rerr := store.RejectVerification(ctx, db, v.ID)
 		if rerr != nil {
 			return v, rerr
@@ -227,14 +222,14 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 		}
 		return v, err
 	}
-	settled, err := store.SettleVerification(ctx, db, v.ID, charge.Charged, charge.BalanceAfter)
+	settled, err := store.SettleVerification(ctx, db, v.ID, charge.Amount, charge.BalanceAfter)
 	if err != nil {
 		return v, err
 	}
 	if settled {
 		s.Metrics.settle(v.Outcome)
 	}
-	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Charged, &charge.BalanceAfter
+	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Amount, &charge.BalanceAfter
 	return v, nil
 }
 
@@ -275,9 +270,9 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 			_, err := s.settle(cctx, tx, v)
 			cancel()
 			switch {
-			case errors.Is(err, domain.ErrUnavailable) && accountsclient.Away(err):
+			case errors.Is(err, fault.ErrUnavailable) && money.Away(err):
 				return nil // try the batch again next round
-			case errors.Is(err, domain.ErrUnavailable):
+			case errors.Is(err, fault.ErrUnavailable):
 				// This charge failed for a reason of its own: it stays PENDING and is tried again
 				// next round, but does not hold up the ones after it.
 				continue
@@ -295,7 +290,7 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 // Get reads a verification of the client.
 func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Verification, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return domain.Verification{}, domain.ErrNotFound
+		return domain.Verification{}, fault.ErrNotFound
 	}
 	return store.GetVerification(ctx, s.pool, clientID, id)
 }
@@ -303,10 +298,10 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Verifica
 // List reads a page of the client's verifications.
 func (s *Service) List(ctx context.Context, clientID string, f store.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
 	if f.Status != nil && !domain.IsOutcome(*f.Status) {
-		return domain.Page[domain.Verification]{}, domain.Invalid("status", "must be VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED")
+		return domain.Page[domain.Verification]{}, fault.Invalid("status", "must be VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED")
 	}
 	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
-		return domain.Page[domain.Verification]{}, domain.Invalid("from", "must be before to")
+		return domain.Page[domain.Verification]{}, fault.Invalid("from", "must be before to")
 	}
 	return store.ListVerifications(ctx, s.pool, clientID, f, limit, offset)
 }
