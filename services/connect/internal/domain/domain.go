@@ -80,9 +80,6 @@ func ChargeError(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// FeatureConnect is the product this service belongs to.
-const FeatureConnect = "CONNECT"
-
 // Profile sources.
 const (
 	SourceImport       = "IMPORT"
