@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -95,34 +96,43 @@ func WriteSuccess(w http.ResponseWriter, status int, message string, data []byte
 	write(w, status, Success(status, message, data))
 }
 
-// httpStatus is the one mapping of error reasons to HTTP statuses (contract section 2).
+// statusOfReason is the one mapping of error reasons to HTTP statuses (contract section 2). The
+// OpenAPI document lists each status's codes from it (ErrorCodes).
+var statusOfReason = map[apierr.Reason]int{
+	apierr.InvalidArgument:     http.StatusBadRequest,
+	apierr.FeatureNotEnabled:   http.StatusBadRequest,
+	apierr.Unauthenticated:     http.StatusUnauthorized,
+	apierr.InsufficientBalance: http.StatusPaymentRequired,
+	apierr.BalanceExpired:      http.StatusPaymentRequired,
+	apierr.PermissionDenied:    http.StatusForbidden,
+	apierr.NotFound:            http.StatusNotFound,
+	apierr.Conflict:            http.StatusConflict,
+	apierr.AlreadyUsed:         http.StatusConflict,
+	apierr.IdempotencyMismatch: http.StatusUnprocessableEntity,
+	apierr.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	apierr.RateLimited:         http.StatusTooManyRequests,
+	apierr.Unavailable:         http.StatusServiceUnavailable,
+	apierr.Internal:            http.StatusInternalServerError,
+}
+
 func httpStatus(reason apierr.Reason, code codes.Code) int {
-	switch reason {
-	case apierr.InvalidArgument, apierr.FeatureNotEnabled:
-		return http.StatusBadRequest
-	case apierr.Unauthenticated:
-		return http.StatusUnauthorized
-	case apierr.InsufficientBalance, apierr.BalanceExpired:
-		return http.StatusPaymentRequired
-	case apierr.PermissionDenied:
-		return http.StatusForbidden
-	case apierr.NotFound:
-		return http.StatusNotFound
-	case apierr.Conflict, apierr.AlreadyUsed:
-		return http.StatusConflict
-	case apierr.IdempotencyMismatch:
-		return http.StatusUnprocessableEntity
-	case apierr.PayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case apierr.RateLimited:
-		return http.StatusTooManyRequests
-	case apierr.Unavailable:
-		return http.StatusServiceUnavailable
-	case apierr.Internal:
-		return http.StatusInternalServerError
+	if s, ok := statusOfReason[reason]; ok {
+		return s
 	}
 	// A reason this gateway does not know yet (a newer service): fall back on the gRPC code.
 	return runtime.HTTPStatusFromCode(code)
+}
+
+// ErrorCodes are the codes an operation's errors may carry, by HTTP status, each list sorted.
+func ErrorCodes() map[int][]string {
+	out := map[int][]string{}
+	for r, s := range statusOfReason {
+		out[s] = append(out[s], string(r))
+	}
+	for _, c := range out {
+		slices.Sort(c)
+	}
+	return out
 }
 
 // Error is an error as the gateway answers it.
