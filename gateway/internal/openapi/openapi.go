@@ -328,12 +328,12 @@ func sharedParameters() obj {
 
 func sharedHeaders() obj {
 	return obj{
-		"RequestId": obj{"schema": obj{"type": "string"},
+		"RequestId": obj{"schema": obj{"type": "string"}, "required": true,
 			"description": "The request id: the caller's X-Request-Id when it was valid, else a new one."},
 		"IdempotentReplayed": obj{"schema": obj{"type": "string", "enum": []any{"true"}},
 			"description": "Set when the answer is the replay of an earlier request with the same Idempotency-Key."},
 		"RetryAfter": obj{"schema": obj{"type": "integer"}, "description": "Seconds to wait before retrying."},
-		"WwwAuthenticate": obj{"schema": obj{"type": "string", "const": `ApiKey realm="mnv"`},
+		"WwwAuthenticate": obj{"schema": obj{"type": "string", "const": `ApiKey realm="mnv"`}, "required": true,
 			"description": "The authentication scheme."},
 	}
 }
