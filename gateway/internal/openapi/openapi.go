@@ -345,7 +345,7 @@ func parameters(s *schemas, r route) []any {
 			if string(f.Desc.Name()) != name {
 				continue
 			}
-			p := obj{"name": f.Desc.JSONName(), "in": "path", "required": true, "schema": s.valueSchema(f.Desc, f, request, false)}
+			p := obj{"name": f.Desc.JSONName(), "in": "path", "required": true, "schema": s.valueSchema(f.Desc, request, false)}
 			if d := comment(f.Comments.Leading); d != "" {
 				p["description"] = d
 			}
@@ -365,7 +365,7 @@ func parameters(s *schemas, r route) []any {
 			if f.Message != nil && f.Desc.Message().FullName() != timestampName {
 				continue
 			}
-			schema := s.valueSchema(f.Desc, f, request, false)
+			schema := s.valueSchema(f.Desc, request, false)
 			if f.Desc.IsList() {
 				schema = obj{"type": "array", "items": schema}
 			}

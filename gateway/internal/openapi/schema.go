@@ -159,11 +159,11 @@ func (s *schemas) fieldSchema(f *protogen.Field, dir direction) obj {
 	var o obj
 	switch {
 	case f.Desc.IsMap():
-		o = obj{"type": "object", "additionalProperties": s.valueSchema(f.Desc.MapValue(), f.Message.Fields[1], dir, false)}
+		o = obj{"type": "object", "additionalProperties": s.valueSchema(f.Desc.MapValue(), dir, false)}
 	case f.Desc.IsList():
-		o = obj{"type": "array", "items": s.valueSchema(f.Desc, f, dir, false)}
+		o = obj{"type": "array", "items": s.valueSchema(f.Desc, dir, false)}
 	default:
-		o = s.valueSchema(f.Desc, f, dir, f.Desc.HasPresence() || dir == request)
+		o = s.valueSchema(f.Desc, dir, f.Desc.HasPresence() || dir == request)
 	}
 	if d := comment(f.Comments.Leading); d != "" {
 		o = withDescription(o, d)
@@ -173,7 +173,7 @@ func (s *schemas) fieldSchema(f *protogen.Field, dir direction) obj {
 
 // valueSchema is the schema of one value of fd. nullable: the value may be null (a message or
 // proto3 optional when absent; any field of a request, which protojson takes as unset).
-func (s *schemas) valueSchema(fd protoreflect.FieldDescriptor, f *protogen.Field, dir direction, nullable bool) obj {
+func (s *schemas) valueSchema(fd protoreflect.FieldDescriptor, dir direction, nullable bool) obj {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return typed("boolean", nullable)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -209,7 +210,7 @@ func Check(m Method) error {
 		if gr.GetMethod() == "" || !strings.HasPrefix(gr.GetPath(), "/v1/api/") {
 			bad("gateway_route needs a method and a path under /v1/api/")
 		}
-		if (gr.GetFilePart() != "") != containsMedia(gr.GetRequestMediaTypes(), "multipart/form-data") {
+		if (gr.GetFilePart() != "") != slices.Contains(gr.GetRequestMediaTypes(), "multipart/form-data") {
 			bad("gateway_route: file_part goes with a multipart/form-data body")
 		}
 		if gr.GetResponseBody() == "" {
@@ -224,15 +225,6 @@ func Check(m Method) error {
 		bad("http_status %d needs a gateway_route", s)
 	}
 	return errors.Join(errs...)
-}
-
-func containsMedia(types []string, want string) bool {
-	for _, t := range types {
-		if t == want {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckAll checks every method's rule.
