@@ -154,6 +154,7 @@ func document(files []*protogen.File, routes []route) ([]byte, error) {
 	for i, r := range routes {
 		op := ops[i]
 		op["operationId"] = r.operationID()
+		op["summary"] = string(r.rpc.Desc.Name())
 		svc := r.rpc.Parent
 		op["tags"] = []any{string(svc.Desc.Name())}
 		tags[string(svc.Desc.Name())] = comment(svc.Comments.Leading)
@@ -449,8 +450,10 @@ func responses(s *schemas, r route, codes map[int][]string) obj {
 		out[fmt.Sprint(status)] = obj{"description": "The file.", "headers": headers,
 			"content": obj{media: obj{"schema": obj{"type": "string"}}}}
 	} else {
-		data := s.ref(r.rpc.Output.Desc.FullName(), answer)
-		if r.responseBody != "" {
+		var data obj
+		if r.responseBody == "" {
+			data = s.ref(r.rpc.Output.Desc.FullName(), answer)
+		} else {
 			for _, f := range r.rpc.Output.Fields {
 				if string(f.Desc.Name()) == r.responseBody {
 					data = s.fieldSchema(f, answer)
