@@ -63,8 +63,16 @@ tools: $(BIN)/.tools ## Build the pinned buf and protoc plugins into bin/
 .PHONY: generate
 generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
 	find proto/gen -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' | xargs -r rm
+	rm -f proto/gen/openapi/mnv.openapi.json proto/gen/openapi/routes.go
 	$(BIN)/buf generate
+	@# The OpenAPI plugin is ours: built now, from the code the first step wrote.
+	go build -o $(BIN)/protoc-gen-mnv-openapi ./gateway/cmd/protoc-gen-mnv-openapi
+	$(BIN)/buf generate --template buf.gen.openapi.yaml
 	cd proto/gen && go mod tidy
+
+.PHONY: apidocs
+apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned in the script)
+	gateway/internal/apidocs/vendor.sh
 
 .PHONY: check-generated
 check-generated: generate ## Fail when the committed generated code is stale

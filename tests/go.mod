@@ -3,6 +3,7 @@ module github.com/mnvhq/mnv/tests
 go 1.26.0
 
 require (
+	github.com/getkin/kin-openapi v0.153.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mnvhq/mnv/proto/gen v0.0.0
 	github.com/mnvhq/mnv/services/platform v0.0.0
@@ -60,7 +61,9 @@ require (
 )
 
 require (
+	github.com/go-openapi/jsonpointer v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.32.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -68,6 +71,8 @@ require (
 	github.com/mnvhq/mnv/services/accounts v0.0.0
 	github.com/mnvhq/mnv/services/connect v0.0.0
 	github.com/mnvhq/mnv/services/verification v0.0.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

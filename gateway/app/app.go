@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mnvhq/mnv/gateway/internal/apidocs"
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
@@ -30,7 +31,6 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
-	"github.com/mnvhq/mnv/gateway/internal/openapi"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
 	"github.com/mnvhq/mnv/gateway/internal/weborigin"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -44,6 +44,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/rpcrule"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -137,49 +138,16 @@ func LoadConfig(env *config.Env) (Config, error) {
 	return c, nil
 }
 
-// successMessages are the success texts of the RPCs that deserve more than "OK".
-var successMessages = map[string]string{
-	accountsv1.AccountsService_GetClient_FullMethodName:           "Client details retrieved successfully",
-	accountsv1.AccountsService_RotateApiKey_FullMethodName:        "API key rotated successfully",
-	accountsv1.AccountsService_RotateClientApiKey_FullMethodName:  "API key rotated successfully",
-	accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName: "API key generated successfully",
-	accountsv1.AccountsService_ListApiKeys_FullMethodName:         "API keys retrieved successfully",
-	accountsv1.AccountsService_CreateApiKey_FullMethodName:        "API key created successfully",
-	accountsv1.AccountsService_RevokeApiKey_FullMethodName:        "API key revoked successfully",
-	accountsv1.AccountsService_ListLedgerEntries_FullMethodName:   "Ledger retrieved successfully",
-	accountsv1.AccountsService_CreateSdkToken_FullMethodName:      "SDK token created successfully",
-	accountsv1.AccountsService_ListSdkTokens_FullMethodName:       "SDK tokens retrieved successfully",
-	accountsv1.AccountsService_RevokeSdkToken_FullMethodName:      "SDK token revoked successfully",
-	accountsv1.AccountsService_ListWebOrigins_FullMethodName:      "Web origins retrieved successfully",
-	accountsv1.AccountsService_SetWebOrigins_FullMethodName:       "Web origins updated",
-
-	verificationv1.VerificationService_ListOperators_FullMethodName:          "Operators retrieved successfully",
-	verificationv1.VerificationService_CreateSdkSession_FullMethodName:       "SDK session created",
-	verificationv1.VerificationService_Verify_FullMethodName:                 "Verification completed",
-	verificationv1.VerificationService_GetVerification_FullMethodName:        "Verification retrieved successfully",
-	verificationv1.VerificationService_ListVerifications_FullMethodName:      "Verifications retrieved successfully",
-	verificationv1.VerificationService_CreateOpportunity_FullMethodName:      "Transaction created",
-	verificationv1.VerificationService_GetOpportunity_FullMethodName:         "Transaction retrieved successfully",
-	verificationv1.VerificationService_CaptureWebTransaction_FullMethodName:  "Transaction captured",
-	verificationv1.VerificationService_ListStuckPlusSessions_FullMethodName:  "Stuck-plus sessions retrieved successfully",
-	verificationv1.VerificationService_RevealStuckPlusSession_FullMethodName: "Number revealed",
-	verificationv1.VerificationService_ListStuckPlusReveals_FullMethodName:   "Reveals retrieved successfully",
-
-	connectv1.ConnectService_ListProfiles_FullMethodName:      "Profiles retrieved successfully",
-	connectv1.ConnectService_GetProfile_FullMethodName:        "Profile retrieved successfully",
-	connectv1.ConnectService_CreateProfile_FullMethodName:     "Profile created",
-	connectv1.ConnectService_DeleteProfile_FullMethodName:     "Profile erased",
-	connectv1.ConnectService_EnrichProfile_FullMethodName:     "Profile enriched",
-	connectv1.ConnectService_ListImportJobs_FullMethodName:    "Import jobs retrieved successfully",
-	connectv1.ConnectService_GetImportJob_FullMethodName:      "Import job retrieved successfully",
-	connectv1.ConnectService_CreateIntegration_FullMethodName: "Integration created",
-	connectv1.ConnectService_ListIntegrations_FullMethodName:  "Integrations retrieved successfully",
-	connectv1.ConnectService_GetIntegration_FullMethodName:    "Integration retrieved successfully",
-	connectv1.ConnectService_UpdateIntegration_FullMethodName: "Integration updated",
-	connectv1.ConnectService_DeleteIntegration_FullMethodName: "Integration deleted",
-	connectv1.ConnectService_SyncIntegration_FullMethodName:   "Sync queued",
-	connectv1.ConnectService_ListSyncHistory_FullMethodName:   "Sync history retrieved successfully",
-	connectv1.ConnectService_GetOverview_FullMethodName:       "Overview retrieved successfully",
+// successMessages are the success texts the routes' RPCs declare (mnv.options.v1.rule), by
+// full method name.
+func successMessages(routes []openapigen.Route) map[string]string {
+	m := make(map[string]string, len(routes))
+	for _, rt := range routes {
+		if r, ok := rpcrule.Lookup(rt.RPC); ok && r.GetSuccessMessage() != "" {
+			m[rt.RPC] = r.GetSuccessMessage()
+		}
+	}
+	return m
 }
 
 // How much of a body the gateway reads, after answering, so that a client still writing it
@@ -205,9 +173,9 @@ type Gateway struct {
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (_ *Gateway, err error) {
 	g := &Gateway{cfg: cfg, log: log}
 	defer g.closer.CloseOnError(&err)
-	apiDoc, err := openapi.Document(openapigen.JSON)
+	headerRules, err := headerauth.NewRules(openapigen.Routes)
 	if err != nil {
-		return nil, fmt.Errorf("openapi document: %w", err)
+		return nil, fmt.Errorf("header rules: %w", err)
 	}
 	accounts, err := g.dial(ctx, "accounts", cfg.AccountsAddr)
 	if err != nil {
@@ -239,11 +207,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithIncomingHeaderMatcher(incomingHeaders),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages)),
+		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
 		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler()),
-		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerauth.Middleware()),
-		runtime.WithMetadata(captureMetadata(cfg.NumberHeaders)),
+		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware()),
+		runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithWriteContentLength(),
@@ -269,10 +237,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// transaction's client, and answers CORS for those origins only.
 	root.Handle("/v1/api/web/", weborigin.Middleware(verificationv1.NewVerificationServiceClient(verification), cfg.NumberHeaders, log)(
 		middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
-	root.HandleFunc("GET /v1/api/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	// The generated document, as it is, and the reference page that renders it.
+	root.HandleFunc("GET "+apidocs.SpecPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(apiDoc)
+		_, _ = w.Write(openapigen.JSON)
 	})
+	apidocs.Register(root)
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))
 	})
@@ -313,14 +283,16 @@ func (g *Gateway) dial(ctx context.Context, name, addr string) (*grpc.ClientConn
 // only: a number header means nothing anywhere else, and is personal data. The verification
 // service reads them (auth.MDClientIP, auth.MDHeaderPrefix, auth.MDOrigin) on those routes'
 // RPCs only.
-func captureMetadata(numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
+func captureMetadata(rules *headerauth.Rules, numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
 	type numberHeader struct{ name, key string }
 	headers := make([]numberHeader, len(numberHeaders))
 	for i, h := range numberHeaders {
 		headers[i] = numberHeader{name: h, key: auth.MDHeaderPrefix + strings.ToLower(h)}
 	}
 	return func(ctx context.Context, r *http.Request) metadata.MD {
-		if kind := headerauth.Classify(headerauth.RoutePattern(ctx)); kind != headerauth.SDKSession && kind != headerauth.Public {
+		// The routes where the network is the credential: the SDK session and the browser
+		// capture, which takes none.
+		if e, ok := rules.Edge(r.Method, headerauth.RoutePattern(ctx)); !ok || e.Credential != rpcrule.SDKTokenHeader && !e.Public() {
 			return nil
 		}
 		md := metadata.MD{}

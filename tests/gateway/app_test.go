@@ -368,17 +368,19 @@ func TestOpenAPIIsPublic(t *testing.T) {
 	s := start(t)
 	a := s.do(t, call{method: "GET", path: "/v1/api/openapi.json"})
 	var doc struct {
-		Swagger string `json:"swagger"`
+		OpenAPI string `json:"openapi"`
 		Info    struct {
 			Title string `json:"title"`
 		} `json:"info"`
-		Paths       map[string]any `json:"paths"`
-		Definitions map[string]any `json:"definitions"`
+		Paths      map[string]any `json:"paths"`
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
 	}
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &doc) != nil {
 		t.Fatalf("%d %.200s", a.status, a.body)
 	}
-	if doc.Swagger != "2.0" || doc.Info.Title != "mnv API" || doc.Paths["/v1/api/clients"] == nil || doc.Definitions["Envelope"] == nil {
-		t.Fatalf("document: swagger %q title %q, %d paths", doc.Swagger, doc.Info.Title, len(doc.Paths))
+	if doc.OpenAPI != "3.1.0" || doc.Info.Title != "mnv API" || doc.Paths["/v1/api/clients"] == nil || doc.Components.Schemas["ErrorEnvelope"] == nil {
+		t.Fatalf("document: openapi %q title %q, %d paths", doc.OpenAPI, doc.Info.Title, len(doc.Paths))
 	}
 }

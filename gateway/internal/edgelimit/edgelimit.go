@@ -2,8 +2,8 @@
 // is called:
 //
 //   - the routes that take no credential (the browser capture and its preflight, the first-key
-//     bootstrap, the API description) have a request budget per address, since no credential
-//     can carry one;
+//     bootstrap, the API description and its reference page) have a request budget per
+//     address, since no credential can carry one;
 //   - failed authentications have a budget per address: each 401 answer spends a token, and
 //     while the budget is empty every request from that address that carries a credential is
 //     answered 429 at the edge, so a key-guessing loop stops costing an accounts call and a
@@ -57,6 +57,8 @@ var unauthenticated = func() *http.ServeMux {
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/capture", group("capture"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
 	m.Handle("GET /v1/api/openapi.json", group("openapi"))
+	m.Handle("GET /v1/api/docs", group("openapi"))
+	m.Handle("GET /v1/api/docs/", group("openapi"))
 	return m
 }()
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,34 +97,43 @@ func WriteSuccess(w http.ResponseWriter, status int, message string, data []byte
 	write(w, status, Success(status, message, data))
 }
 
-// httpStatus is the one mapping of error reasons to HTTP statuses (contract section 2).
+// statusOfReason is the one mapping of error reasons to HTTP statuses (contract section 2). The
+// OpenAPI document lists each status's codes from it (ErrorCodes).
+var statusOfReason = map[fault.Reason]int{
+	fault.InvalidArgument:     http.StatusBadRequest,
+	fault.FeatureNotEnabled:   http.StatusBadRequest,
+	fault.Unauthenticated:     http.StatusUnauthorized,
+	fault.InsufficientBalance: http.StatusPaymentRequired,
+	fault.BalanceExpired:      http.StatusPaymentRequired,
+	fault.PermissionDenied:    http.StatusForbidden,
+	fault.NotFound:            http.StatusNotFound,
+	fault.Conflict:            http.StatusConflict,
+	fault.AlreadyUsed:         http.StatusConflict,
+	fault.IdempotencyMismatch: http.StatusUnprocessableEntity,
+	fault.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	fault.RateLimited:         http.StatusTooManyRequests,
+	fault.Unavailable:         http.StatusServiceUnavailable,
+	fault.Internal:            http.StatusInternalServerError,
+}
+
 func httpStatus(reason fault.Reason, code codes.Code) int {
-	switch reason {
-	case fault.InvalidArgument, fault.FeatureNotEnabled:
-		return http.StatusBadRequest
-	case fault.Unauthenticated:
-		return http.StatusUnauthorized
-	case fault.InsufficientBalance, fault.BalanceExpired:
-		return http.StatusPaymentRequired
-	case fault.PermissionDenied:
-		return http.StatusForbidden
-	case fault.NotFound:
-		return http.StatusNotFound
-	case fault.Conflict, fault.AlreadyUsed:
-		return http.StatusConflict
-	case fault.IdempotencyMismatch:
-		return http.StatusUnprocessableEntity
-	case fault.PayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case fault.RateLimited:
-		return http.StatusTooManyRequests
-	case fault.Unavailable:
-		return http.StatusServiceUnavailable
-	case fault.Internal:
-		return http.StatusInternalServerError
+	if s, ok := statusOfReason[reason]; ok {
+		return s
 	}
 	// A reason this gateway does not know yet (a newer service): fall back on the gRPC code.
 	return runtime.HTTPStatusFromCode(code)
+}
+
+// ErrorCodes are the codes an operation's errors may carry, by HTTP status, each list sorted.
+func ErrorCodes() map[int][]string {
+	out := map[int][]string{}
+	for r, s := range statusOfReason {
+		out[s] = append(out[s], string(r))
+	}
+	for _, c := range out {
+		slices.Sort(c)
+	}
+	return out
 }
 
 // Error is an error as the gateway answers it.

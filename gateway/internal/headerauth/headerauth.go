@@ -1,30 +1,36 @@
 // Package headerauth applies the credential header rules of interface spec 5 and contract 3 at
-// the edge, per route, before a request reaches a service:
+// the edge, per route, before a request reaches a service. A route's rule is derived from the
+// rule its RPC declares (rpcrule.EdgeOf), never from the route's path:
 //
-//   - X-API-KEY and X-CLIENT-ID on every /v1/api call; on /v1/api/me/... (and on 4.3, which
-//     names its client in the path) X-API-KEY alone suffices, and X-CLIENT-ID, when sent, must
-//     be valid (the service checks that it matches the key);
-//   - the bootstrap POST /v1/api/me/api-key/generate takes X-CLIENT-ID and no key;
-//   - X-SDK-TOKEN (with X-CLIENT-ID) is accepted on POST /v1/api/sdk/session only, and dropped
+//   - an API-key RPC needs X-API-KEY, and X-CLIENT-ID unless it declares it optional (the
+//     /v1/api/me/... routes and 4.3, which names its client in the path), in which case an
+//     X-CLIENT-ID that is sent must still be valid (the service checks that it matches);
+//   - the bootstrap (no credential, X-CLIENT-ID required) takes X-CLIENT-ID and no key;
+//   - X-SDK-TOKEN (with X-CLIENT-ID) is accepted on the SDK-token RPC only, and dropped
 //     everywhere else, so it can never stand in for an API key;
+//   - a route that takes no credential (the browser capture) has every credential header
+//     removed;
 //   - a header that is repeated, or whose value is not exactly a credential (quotes, spaces,
 //     line breaks), is 401, like a missing one.
 //
 // The services check the credentials themselves; this only refuses what cannot be right, at
-// no cost to them, and keeps the route rules in one place.
+// no cost to them.
 package headerauth
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
+	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
 // Header names as clients send them.
@@ -34,74 +40,63 @@ const (
 	HeaderSDKToken = "X-Sdk-Token"
 )
 
-// Kind is the credential rule of a route.
-type Kind int
+// Rules are the header rules of the API's routes, by method and route pattern.
+type Rules struct {
+	byRoute map[string]rpcrule.Edge
+}
 
-// Route kinds.
-const (
-	// KeyAndClient: X-API-KEY and X-CLIENT-ID required.
-	KeyAndClient Kind = iota
-	// KeyOnly: X-API-KEY required, X-CLIENT-ID optional.
-	KeyOnly
-	// Bootstrap: X-CLIENT-ID required; the body carries the client secret.
-	Bootstrap
-	// SDKSession: X-SDK-TOKEN and X-CLIENT-ID required.
-	SDKSession
-	// Public: no credential (browser capture, API description).
-	Public
-)
-
-// Classify returns the rule of a route pattern, as grpc-gateway's Pattern.String writes it
-// ("/v1/api/clients/{client_id=*}/rotate-key").
-func Classify(pattern string) Kind {
-	switch {
-	case pattern == "/v1/api/me/api-key/generate":
-		return Bootstrap
-	case pattern == "/v1/api/sdk/session":
-		return SDKSession
-	case strings.HasPrefix(pattern, "/v1/api/web/"), pattern == "/v1/api/openapi.json":
-		return Public
-	case strings.HasPrefix(pattern, "/v1/api/me/"), pattern == "/v1/api/clients/{client_id=*}/rotate-key":
-		return KeyOnly
+// NewRules derives the rule of every route from the rule its RPC declares. A route whose RPC
+// declares none is an error: the gateway would not know what to ask of it.
+func NewRules(routes []openapigen.Route) (*Rules, error) {
+	rs := &Rules{byRoute: make(map[string]rpcrule.Edge, len(routes))}
+	var errs []error
+	for _, rt := range routes {
+		rule, ok := rpcrule.Lookup(rt.RPC)
+		if !ok {
+			errs = append(errs, fmt.Errorf("route %s %s: %s declares no rule", rt.Method, rt.Pattern, rt.RPC))
+			continue
+		}
+		rs.byRoute[rt.Method+" "+rt.Pattern] = rpcrule.EdgeOf(rule, rt.Pattern)
 	}
-	return KeyAndClient
+	return rs, errors.Join(errs...)
+}
+
+// Edge returns the rule of the route (method and grpc-gateway pattern).
+func (rs *Rules) Edge(method, pattern string) (rpcrule.Edge, bool) {
+	e, ok := rs.byRoute[method+" "+pattern]
+	return e, ok
 }
 
 var unauthenticated = envelope.Error{
 	Status: http.StatusUnauthorized, Code: string(fault.Unauthenticated), Message: "missing or invalid credentials",
 }
 
-// Check applies the rule of kind to h, and removes the credentials the route must not see.
-// It returns false when the request must be refused with 401.
-func Check(kind Kind, h http.Header) bool {
-	if kind == Public {
+// Check applies the rule e to h, and removes the credentials the route must not see. It
+// returns false when the request must be refused with 401.
+func Check(e rpcrule.Edge, h http.Header) bool {
+	if e.Credential != rpcrule.SDKTokenHeader {
+		h.Del(HeaderSDKToken)
+	}
+	if e.Credential != rpcrule.APIKeyHeader {
 		h.Del(HeaderAPIKey)
+	}
+	if e.ClientID == rpcrule.ClientIDDropped {
 		h.Del(HeaderClientID)
-		h.Del(HeaderSDKToken)
-		return true
-	}
-	if kind == SDKSession {
-		h.Del(HeaderAPIKey)
 	} else {
-		h.Del(HeaderSDKToken)
-	}
-	if kind == Bootstrap {
-		h.Del(HeaderAPIKey)
-	}
-
-	clientID, sent := value(h, HeaderClientID)
-	if sent {
-		if _, ok := auth.ParseClientID(clientID); !ok {
+		clientID, sent := value(h, HeaderClientID)
+		if sent {
+			if _, ok := auth.ParseClientID(clientID); !ok {
+				return false
+			}
+		} else if e.ClientID == rpcrule.ClientIDRequired {
 			return false
 		}
-	} else if kind != KeyOnly {
-		return false
 	}
-	switch kind {
-	case KeyAndClient, KeyOnly:
+	switch e.Credential {
+	case rpcrule.APIKeyHeader:
 		key, ok := value(h, HeaderAPIKey)
 		return ok && auth.WellFormedAPIKey(key)
-	case SDKSession:
+	case rpcrule.SDKTokenHeader:
 		token, ok := value(h, HeaderSDKToken)
 		return ok && auth.WellFormedSDKToken(token)
 	}
@@ -122,11 +117,17 @@ func value(h http.Header, name string) (string, bool) {
 }
 
 // Middleware applies the rules to every matched route of a grpc-gateway mux. It reads the
-// pattern middleware.RouteMiddleware recorded, when that runs before it.
-func Middleware() runtime.Middleware {
+// pattern middleware.RouteMiddleware recorded, when that runs before it. A route without a
+// rule (the route table is older than the mux) is answered 500 rather than guessed at.
+func (rs *Rules) Middleware() runtime.Middleware {
 	return func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-			if !Check(Classify(RoutePattern(r.Context())), r.Header) {
+			e, ok := rs.Edge(r.Method, RoutePattern(r.Context()))
+			if !ok {
+				envelope.WriteError(w, envelope.Internal(r.Context()))
+				return
+			}
+			if !Check(e, r.Header) {
 				envelope.WriteError(w, unauthenticated)
 				return
 			}

@@ -1,11 +1,23 @@
 package headerauth_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
+	"github.com/mnvhq/mnv/gateway/internal/upload"
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
+	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
 // Well-formed but obviously fake credentials, built so that no key-shaped literal sits in the
@@ -17,25 +29,87 @@ var (
 
 const clientID = "8a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
-func TestClassify(t *testing.T) {
+// The rules of contract 3, as EdgeOf derives them.
+var (
+	keyAndClient = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}
+	keyOnly      = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}
+	bootstrap    = rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDRequired}
+	sdkSession   = rpcrule.Edge{Credential: rpcrule.SDKTokenHeader, ClientID: rpcrule.ClientIDRequired}
+	public       = rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}
+)
+
+// TestRules: the routes get the rules contract 3 gives them, from their RPCs' declarations.
+func TestRules(t *testing.T) {
+	rs, err := headerauth.NewRules(openapigen.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		pattern string
-		want    headerauth.Kind
+		method, pattern string
+		want            rpcrule.Edge
 	}{
-		{"/v1/api/clients", headerauth.KeyAndClient},
-		{"/v1/api/clients/rotate-key", headerauth.KeyAndClient},
-		{"/v1/api/clients/{client_id=*}/rotate-key", headerauth.KeyOnly},
-		{"/v1/api/me/api-keys", headerauth.KeyOnly},
-		{"/v1/api/me/api-key/rotate", headerauth.KeyOnly},
-		{"/v1/api/me/api-key/generate", headerauth.Bootstrap},
-		{"/v1/api/sdk/session", headerauth.SDKSession},
-		{"/v1/api/verify", headerauth.KeyAndClient},
-		{"/v1/api/web/transactions/{transaction_id=*}/capture", headerauth.Public},
+		{"GET", "/v1/api/clients", keyAndClient},
+		{"POST", "/v1/api/clients/rotate-key", keyAndClient},
+		{"POST", "/v1/api/clients/{client_id=*}/rotate-key", keyOnly},
+		{"GET", "/v1/api/me/api-keys", keyOnly},
+		{"POST", "/v1/api/me/api-key/rotate", keyOnly},
+		{"POST", "/v1/api/me/api-key/generate", bootstrap},
+		{"POST", "/v1/api/sdk/session", sdkSession},
+		{"POST", "/v1/api/verify", keyAndClient},
+		{"GET", "/v1/api/operators", keyAndClient},
+		{"POST", "/v1/api/web/transactions/{transaction_id=*}/capture", public},
+		{"POST", "/v1/api/me/connect/import", keyOnly},
+		{"GET", "/v1/api/me/connect/import/sample.csv", keyOnly},
+		{"GET", "/v1/api/me/stuck-plus/sessions", keyOnly},
 	}
 	for _, tt := range tests {
-		if got := headerauth.Classify(tt.pattern); got != tt.want {
-			t.Errorf("Classify(%q) = %d, want %d", tt.pattern, got, tt.want)
+		if got, ok := rs.Edge(tt.method, tt.pattern); !ok || got != tt.want {
+			t.Errorf("%s %s = %+v, %v; want %+v", tt.method, tt.pattern, got, ok, tt.want)
 		}
+	}
+	if _, err := headerauth.NewRules([]openapigen.Route{{Method: "GET", Pattern: "/x", RPC: "/mnv.accounts.v1.AccountsService/Nope"}}); err == nil {
+		t.Error("a route to an RPC without a rule was accepted")
+	}
+}
+
+// TestEveryMuxRouteHasARule serves every route of the generated table through a mux with the
+// real route registrations, and checks that the pattern the mux matched is the table's: the
+// middleware looks rules up by that pattern, so a route the table wrote differently would be
+// refused.
+func TestEveryMuxRouteHasARule(t *testing.T) {
+	rs, err := headerauth.NewRules(openapigen.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matched string
+	mux := runtime.NewServeMux(runtime.WithMiddlewares(func(next runtime.HandlerFunc) runtime.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			matched = headerauth.RoutePattern(r.Context())
+			if _, ok := rs.Edge(r.Method, matched); !ok {
+				w.WriteHeader(http.StatusTeapot)
+			}
+		}
+	}))
+	ctx := context.Background()
+	if err := errors.Join(
+		accountsv1.RegisterAccountsServiceHandlerClient(ctx, mux, nil),
+		verificationv1.RegisterVerificationServiceHandlerClient(ctx, mux, nil),
+		connectv1.RegisterConnectServiceHandlerClient(ctx, mux, nil),
+		upload.Register(mux, nil),
+	); err != nil {
+		t.Fatal(err)
+	}
+	param := regexp.MustCompile(`\{[a-z_]+=\*\}`)
+	for _, rt := range openapigen.Routes {
+		matched = ""
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(rt.Method, param.ReplaceAllString(rt.Pattern, "p1"), nil))
+		if matched != rt.Pattern || w.Code == http.StatusTeapot {
+			t.Errorf("%s %s: the mux matched %q (%d)", rt.Method, rt.Pattern, matched, w.Code)
+		}
+	}
+	if len(openapigen.Routes) < 40 {
+		t.Errorf("%d routes", len(openapigen.Routes))
 	}
 }
 
@@ -43,38 +117,38 @@ func TestCheck(t *testing.T) {
 	type hdr = map[string][]string
 	tests := []struct {
 		name string
-		kind headerauth.Kind
+		edge rpcrule.Edge
 		h    hdr
 		ok   bool
 		// gone lists headers the check must remove before the request goes on.
 		gone []string
 	}{
-		{"key and client", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, nil},
-		{"upper-case client id", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}}, true, nil},
-		{"no client id", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}}, false, nil},
-		{"no key", headerauth.KeyAndClient, hdr{"X-Client-Id": {clientID}}, false, nil},
-		{"nothing", headerauth.KeyAndClient, hdr{}, false, nil},
-		{"quoted key", headerauth.KeyAndClient, hdr{"X-Api-Key": {`"` + key + `"`}, "X-Client-Id": {clientID}}, false, nil},
-		{"key with a space inside", headerauth.KeyAndClient, hdr{"X-Api-Key": {key[:10] + " " + key[10:]}, "X-Client-Id": {clientID}}, false, nil},
-		{"key with a line break", headerauth.KeyAndClient, hdr{"X-Api-Key": {key + "\n"}, "X-Client-Id": {clientID}}, false, nil},
-		{"quoted client id", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {`"` + clientID + `"`}}, false, nil},
-		{"client id without dashes", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ReplaceAll(clientID, "-", "")}}, false, nil},
-		{"two keys", headerauth.KeyAndClient, hdr{"X-Api-Key": {key, key}, "X-Client-Id": {clientID}}, false, nil},
-		{"empty key", headerauth.KeyAndClient, hdr{"X-Api-Key": {""}, "X-Client-Id": {clientID}}, false, nil},
-		{"SDK token instead of key", headerauth.KeyAndClient, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, false, nil},
-		{"SDK token beside key is dropped", headerauth.KeyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}, "X-Sdk-Token": {token}}, true, []string{"X-Sdk-Token"}},
-		{"me: key alone", headerauth.KeyOnly, hdr{"X-Api-Key": {key}}, true, nil},
-		{"me: malformed client id", headerauth.KeyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {"acme"}}, false, nil},
-		{"me: empty client id", headerauth.KeyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {""}}, false, nil},
-		{"bootstrap", headerauth.Bootstrap, hdr{"X-Client-Id": {clientID}}, true, nil},
-		{"bootstrap ignores a key", headerauth.Bootstrap, hdr{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
-		{"bootstrap without client id", headerauth.Bootstrap, hdr{"X-Api-Key": {key}}, false, nil},
-		{"session", headerauth.SDKSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, true, nil},
-		{"session with a key only", headerauth.SDKSession, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, false, nil},
-		{"session drops a key", headerauth.SDKSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
-		{"session without client id", headerauth.SDKSession, hdr{"X-Sdk-Token": {token}}, false, nil},
-		{"session with a key-shaped token", headerauth.SDKSession, hdr{"X-Sdk-Token": {key}, "X-Client-Id": {clientID}}, false, nil},
-		{"public drops credentials", headerauth.Public, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, []string{"X-Api-Key", "X-Client-Id"}},
+		{"key and client", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, nil},
+		{"upper-case client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}}, true, nil},
+		{"no client id", keyAndClient, hdr{"X-Api-Key": {key}}, false, nil},
+		{"no key", keyAndClient, hdr{"X-Client-Id": {clientID}}, false, nil},
+		{"nothing", keyAndClient, hdr{}, false, nil},
+		{"quoted key", keyAndClient, hdr{"X-Api-Key": {`"` + key + `"`}, "X-Client-Id": {clientID}}, false, nil},
+		{"key with a space inside", keyAndClient, hdr{"X-Api-Key": {key[:10] + " " + key[10:]}, "X-Client-Id": {clientID}}, false, nil},
+		{"key with a line break", keyAndClient, hdr{"X-Api-Key": {key + "\n"}, "X-Client-Id": {clientID}}, false, nil},
+		{"quoted client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {`"` + clientID + `"`}}, false, nil},
+		{"client id without dashes", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ReplaceAll(clientID, "-", "")}}, false, nil},
+		{"two keys", keyAndClient, hdr{"X-Api-Key": {key, key}, "X-Client-Id": {clientID}}, false, nil},
+		{"empty key", keyAndClient, hdr{"X-Api-Key": {""}, "X-Client-Id": {clientID}}, false, nil},
+		{"SDK token instead of key", keyAndClient, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, false, nil},
+		{"SDK token beside key is dropped", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}, "X-Sdk-Token": {token}}, true, []string{"X-Sdk-Token"}},
+		{"me: key alone", keyOnly, hdr{"X-Api-Key": {key}}, true, nil},
+		{"me: malformed client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {"acme"}}, false, nil},
+		{"me: empty client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {""}}, false, nil},
+		{"bootstrap", bootstrap, hdr{"X-Client-Id": {clientID}}, true, nil},
+		{"bootstrap ignores a key", bootstrap, hdr{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
+		{"bootstrap without client id", bootstrap, hdr{"X-Api-Key": {key}}, false, nil},
+		{"session", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, true, nil},
+		{"session with a key only", sdkSession, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, false, nil},
+		{"session drops a key", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
+		{"session without client id", sdkSession, hdr{"X-Sdk-Token": {token}}, false, nil},
+		{"session with a key-shaped token", sdkSession, hdr{"X-Sdk-Token": {key}, "X-Client-Id": {clientID}}, false, nil},
+		{"public drops credentials", public, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, []string{"X-Api-Key", "X-Client-Id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +158,7 @@ func TestCheck(t *testing.T) {
 					h.Add(k, v)
 				}
 			}
-			if got := headerauth.Check(tt.kind, h); got != tt.ok {
+			if got := headerauth.Check(tt.edge, h); got != tt.ok {
 				t.Fatalf("Check = %v, want %v", got, tt.ok)
 			}
 			for _, g := range tt.gone {
@@ -104,14 +178,14 @@ func FuzzCheck(f *testing.F) {
 	f.Add(key+" ", " "+clientID, token+"\r\n")
 	f.Add("mnv_", "{"+clientID+"}", "mnvsdk_")
 	f.Fuzz(func(t *testing.T, apiKey, client, sdk string) {
-		for _, kind := range []headerauth.Kind{headerauth.KeyAndClient, headerauth.KeyOnly, headerauth.Bootstrap, headerauth.SDKSession} {
+		for _, edge := range []rpcrule.Edge{keyAndClient, keyOnly, bootstrap, sdkSession} {
 			h := http.Header{"X-Api-Key": {apiKey}, "X-Client-Id": {client}, "X-Sdk-Token": {sdk}}
-			if !headerauth.Check(kind, h) {
+			if !headerauth.Check(edge, h) {
 				continue
 			}
 			for _, v := range []string{h.Get("X-Api-Key"), h.Get("X-Client-Id"), h.Get("X-Sdk-Token")} {
 				if strings.ContainsAny(v, "\"' \t\r\n\x00") {
-					t.Fatalf("kind %d accepted %q", kind, v)
+					t.Fatalf("rule %+v accepted %q", edge, v)
 				}
 			}
 		}

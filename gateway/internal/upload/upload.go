@@ -16,15 +16,32 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/rpcrule"
+)
+
+// The rules of the two RPCs, which declare their routes, the upload's status and its message
+// (mnv.options.v1.rule gateway_route).
+var (
+	importRule = mustRule(connectv1.ConnectService_UploadImport_FullMethodName)
+	sampleRule = mustRule(connectv1.ConnectService_GetImportSample_FullMethodName)
 )
 
 // Routes of the non-JSON Connect endpoints.
-const (
-	ImportPath = "/v1/api/me/connect/import"
-	SamplePath = "/v1/api/me/connect/import/sample.csv"
+var (
+	ImportPath = importRule.GetGatewayRoute().GetPath()
+	SamplePath = sampleRule.GetGatewayRoute().GetPath()
 )
+
+func mustRule(method string) *optionsv1.Rule {
+	r, ok := rpcrule.Lookup(method)
+	if !ok || r.GetGatewayRoute() == nil {
+		panic("upload: " + method + " declares no gateway_route")
+	}
+	return r
+}
 
 // MaxFile is the largest file accepted; multipart framing may add a little on top.
 const MaxFile = 50 << 20
@@ -33,14 +50,16 @@ const chunk = 256 << 10
 
 // Register adds the routes to mux.
 func Register(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient) error {
-	if err := mux.HandlePath(http.MethodPost, ImportPath, importHandler(mux, connect)); err != nil {
+	if err := mux.HandlePath(importRule.GetGatewayRoute().GetMethod(), ImportPath, importHandler(mux, connect)); err != nil {
 		return err
 	}
-	return mux.HandlePath(http.MethodGet, SamplePath, sampleHandler(mux, connect))
+	return mux.HandlePath(sampleRule.GetGatewayRoute().GetMethod(), SamplePath, sampleHandler(mux, connect))
 }
 
 // Streaming reports whether a request is the upload, which the JSON body limit must leave alone.
-func Streaming(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == ImportPath }
+func Streaming(r *http.Request) bool {
+	return r.Method == importRule.GetGatewayRoute().GetMethod() && r.URL.Path == ImportPath
+}
 
 func annotate(mux *runtime.ServeMux, r *http.Request, method, pattern string) (context.Context, error) {
 	return runtime.AnnotateContext(r.Context(), mux, r, method, runtime.WithHTTPPathPattern(pattern))
@@ -115,7 +134,8 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 			writeStreamError(w, r, stream, err)
 			return
 		}
-		envelope.WriteSuccess(w, http.StatusAccepted, "Import queued", jsonpb.AppendMessage(nil, resp.GetJob().ProtoReflect()))
+		envelope.WriteSuccess(w, rpcrule.SuccessStatus(importRule), importRule.GetSuccessMessage(),
+			jsonpb.AppendMessage(nil, resp.GetJob().ProtoReflect()))
 	}
 }
 

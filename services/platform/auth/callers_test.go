@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -170,6 +171,10 @@ func TestGuardValidate(t *testing.T) {
 		{"internal with an unknown caller", auth.Rule{Credential: auth.Internal, Callers: []string{"gatway"}}, `unknown caller "gatway"`},
 		{"callers on an api key rule", auth.Rule{Credential: auth.APIKey, Callers: []string{auth.CallerGateway}}, "not Internal"},
 		{"api key", auth.Rule{Credential: auth.APIKey}, ""},
+		// What PolicyOf makes of a method that declares no rule.
+		{"no rule", auth.Rule{}, "declares no rule"},
+		{"feature on an api key", auth.Rule{Credential: auth.APIKey, Feature: "CONNECT"}, ""},
+		{"feature on an internal rule", auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}, Feature: "CONNECT"}, "a Feature needs a client credential"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,7 +184,9 @@ func TestGuardValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := auth.NewGuard(policy, nil, auth.NewServiceTokens(callers, "")).Validate(); err != nil {
+	valid := maps.Clone(policy)
+	delete(valid, mZeroRule) // there to show that Check refuses it
+	if err := auth.NewGuard(valid, nil, auth.NewServiceTokens(callers, "")).Validate(); err != nil {
 		t.Errorf("the tests' policy: %v", err)
 	}
 }

@@ -46,9 +46,13 @@ type Rule struct {
 	AdminRole bool
 	// AllowSuspended lets a suspended client through (it may still read its own details).
 	AllowSuspended bool
+	// Feature is the product the client must have (VERIFY, CONNECT...), checked last, just
+	// before the handler (FeatureUnaryInterceptor); "" for none.
+	Feature string
 }
 
-// Policy maps full method names ("/pkg.Service/Method") to rules.
+// Policy maps full method names ("/pkg.Service/Method") to rules. Servers build theirs from the
+// rules their RPCs declare (PolicyOf).
 type Policy map[string]Rule
 
 // Authenticator resolves client credentials. It returns ErrUnauthenticated for credentials that
@@ -93,12 +97,20 @@ func NewGuard(policy Policy, authn Authenticator, tokens ServiceTokens) *Guard {
 	return &Guard{policy: policy, authn: authn, tokens: tokens}
 }
 
-// Validate checks the policy itself: every Internal rule names its callers, all of them known.
-// A rule without callers would refuse every call; one with a misspelt caller, that caller. The
-// gRPC server refuses to start with such a policy (grpcserver.New).
+// Validate checks the policy itself: every method has a rule, every Internal rule names its
+// callers, all of them known. A rule without callers would refuse every call; one with a
+// misspelt caller, that caller. The gRPC server refuses to start with such a policy
+// (grpcserver.New).
 func (g *Guard) Validate() error {
 	var errs []error
 	for method, rule := range g.policy {
+		if rule.Credential == 0 {
+			errs = append(errs, fmt.Errorf("policy of %s: the method declares no rule (option (mnv.options.v1.rule))", method))
+			continue
+		}
+		if rule.Feature != "" && rule.Credential != APIKey && rule.Credential != SDKToken {
+			errs = append(errs, fmt.Errorf("policy of %s: a Feature needs a client credential", method))
+		}
 		if rule.Credential != Internal {
 			if len(rule.Callers) > 0 {
 				errs = append(errs, fmt.Errorf("policy of %s: Callers given on a rule that is not Internal", method))

@@ -37,7 +37,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Guard authenticates every call by the service's policy.
 	Guard *auth.Guard
-	// Unary interceptors that run after authentication, in order (e.g. idempotency).
+	// Unary interceptors that run after authentication, in order (e.g. idempotency), before
+	// the feature gate (auth.Guard.FeatureUnaryInterceptor).
 	Unary []grpc.UnaryServerInterceptor
 	// Stream interceptors that run after authentication, in order (e.g. rate limits).
 	Stream []grpc.StreamServerInterceptor
@@ -116,7 +117,9 @@ func New(o Options) (*Server, error) {
 		recovery.UnaryServerInterceptor(onPanic),
 		o.Guard.UnaryInterceptor(),
 	}
-	unary = append(unary, o.Unary...)
+	// The feature gate is innermost, where the handlers used to check the product: a call it
+	// refuses has still spent its rate budget and passed the idempotency interceptor, as then.
+	unary = append(append(unary, o.Unary...), o.Guard.FeatureUnaryInterceptor())
 	stream := []grpc.StreamServerInterceptor{
 		requestid.StreamServerInterceptor(),
 		logging.StreamServerInterceptor(zapLogger(log), logOpts...),
@@ -124,7 +127,7 @@ func New(o Options) (*Server, error) {
 		recovery.StreamServerInterceptor(onPanic),
 		o.Guard.StreamInterceptor(),
 	}
-	stream = append(stream, o.Stream...)
+	stream = append(append(stream, o.Stream...), o.Guard.FeatureStreamInterceptor())
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),

@@ -44,8 +44,6 @@ func EmailProblem(v string) string {
 	return ""
 }
 
-// FeatureConnect is the product this service belongs to.
-const FeatureConnect = "CONNECT"
 
 // Profile sources.
 const (

@@ -86,14 +86,6 @@ type CreateRequest struct {
 	Fields
 }
 
-// RequireConnect refuses clients without the CONNECT product.
-func RequireConnect(p auth.Principal) error {
-	if !p.Has(domain.FeatureConnect) {
-		return fault.NotEnabled("", "Connect is not enabled for this account")
-	}
-	return nil
-}
-
 // Create stores a profile from the API and queues it for PROFILE_CREATED integrations.
 func (s *Service) Create(ctx context.Context, p auth.Principal, r CreateRequest) (domain.Profile, error) {
 	num, err := phone.Parse(r.MobileNumber)

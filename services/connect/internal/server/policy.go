@@ -3,45 +3,16 @@ package server
 import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
-// Policy is the access rule of every method of the connect service. A method missing here is
-// refused. (The CONNECT feature is checked by the handlers' requireConnect.) Integration writes
-// need an ADMIN key: an integration decides where profiles and the stored CRM credential are
-// sent. Reads stay open to MEMBER keys.
-func Policy() auth.Policy {
-	apiKey := auth.Rule{Credential: auth.APIKey}
-	adminKey := auth.Rule{Credential: auth.APIKey, AdminRole: true}
-	return auth.Policy{
-		connectv1.ConnectService_ListProfiles_FullMethodName:      apiKey,
-		connectv1.ConnectService_GetProfile_FullMethodName:        apiKey,
-		connectv1.ConnectService_CreateProfile_FullMethodName:     apiKey,
-		connectv1.ConnectService_DeleteProfile_FullMethodName:     apiKey,
-		connectv1.ConnectService_EnrichProfile_FullMethodName:     apiKey,
-		connectv1.ConnectService_UploadImport_FullMethodName:      apiKey,
-		connectv1.ConnectService_GetImportSample_FullMethodName:   apiKey,
-		connectv1.ConnectService_ListImportJobs_FullMethodName:    apiKey,
-		connectv1.ConnectService_GetImportJob_FullMethodName:      apiKey,
-		connectv1.ConnectService_CreateIntegration_FullMethodName: adminKey,
-		connectv1.ConnectService_ListIntegrations_FullMethodName:  apiKey,
-		connectv1.ConnectService_GetIntegration_FullMethodName:    apiKey,
-		connectv1.ConnectService_UpdateIntegration_FullMethodName: adminKey,
-		connectv1.ConnectService_DeleteIntegration_FullMethodName: adminKey,
-		connectv1.ConnectService_SyncIntegration_FullMethodName:   adminKey,
-		connectv1.ConnectService_ListSyncHistory_FullMethodName:   apiKey,
-		connectv1.ConnectService_GetOverview_FullMethodName:       apiKey,
+// methods are those of the services the connect server registers, each with the rule its proto
+// declares (mnv.options.v1.rule): credential, callers, role, the CONNECT product (enforced
+// before every handler by the feature gate), Idempotency-Key.
+var methods = rpcrule.MustServices(&connectv1.ConnectService_ServiceDesc, &connectv1.ConnectInternalService_ServiceDesc)
 
-		// Verified numbers come from verification's outbox relay, and from nowhere else.
-		connectv1.ConnectInternalService_RecordVerifiedNumbers_FullMethodName: {Credential: auth.Internal, Callers: []string{auth.CallerVerification}},
-	}
-}
+// Policy is the access rule of every method, as the methods declare it.
+func Policy() auth.Policy { return auth.PolicyOf(methods) }
 
-// IdempotentMethods honour the Idempotency-Key header: the methods that charge or create.
-func IdempotentMethods() []string {
-	return []string{
-		connectv1.ConnectService_CreateProfile_FullMethodName,
-		connectv1.ConnectService_EnrichProfile_FullMethodName,
-		connectv1.ConnectService_CreateIntegration_FullMethodName,
-		connectv1.ConnectService_SyncIntegration_FullMethodName,
-	}
-}
+// IdempotentMethods are the methods that declare Idempotency-Key applies.
+func IdempotentMethods() []string { return rpcrule.Idempotent(methods) }

@@ -38,21 +38,16 @@ func (s *Server) fail(ctx context.Context, err error) error {
 	return grpcserver.Status(ctx, s.Log, err)
 }
 
-// client is the authenticated client, which must have Connect.
-func (s *Server) client(ctx context.Context) (string, error) {
+// client is the authenticated client (the guard put it there; the feature gate has checked
+// that it has Connect, as every ConnectService rule requires).
+func client(ctx context.Context) string {
 	p, _ := auth.FromContext(ctx)
-	if err := profiles.RequireConnect(p); err != nil {
-		return "", s.fail(ctx, err)
-	}
-	return p.ClientID, nil
+	return p.ClientID
 }
 
 // ListProfiles lists the client's profiles (numbers masked).
 func (s *Server) ListProfiles(ctx context.Context, req *connectv1.ListProfilesRequest) (*connectv1.ListProfilesResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	pg, err := paging.Parse(req.Page, req.Size)
 	if err != nil {
 		return nil, err
@@ -68,10 +63,7 @@ func (s *Server) ListProfiles(ctx context.Context, req *connectv1.ListProfilesRe
 
 // GetProfile reads a profile.
 func (s *Server) GetProfile(ctx context.Context, req *connectv1.GetProfileRequest) (*connectv1.GetProfileResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	p, err := s.Profiles.Get(ctx, cid, req.GetProfileId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -81,9 +73,6 @@ func (s *Server) GetProfile(ctx context.Context, req *connectv1.GetProfileReques
 
 // CreateProfile stores a profile from the API.
 func (s *Server) CreateProfile(ctx context.Context, req *connectv1.CreateProfileRequest) (*connectv1.CreateProfileResponse, error) {
-	if _, err := s.client(ctx); err != nil {
-		return nil, err
-	}
 	p, _ := auth.FromContext(ctx)
 	out, err := s.Profiles.Create(ctx, p, profiles.CreateRequest{MobileNumber: req.GetMobileNumber(), Fields: profiles.Fields{
 		ExternalID: req.ExternalId, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email, Attributes: req.GetAttributes(),
@@ -98,10 +87,7 @@ func (s *Server) CreateProfile(ctx context.Context, req *connectv1.CreateProfile
 
 // DeleteProfile erases a profile.
 func (s *Server) DeleteProfile(ctx context.Context, req *connectv1.DeleteProfileRequest) (*connectv1.DeleteProfileResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	at, err := s.Profiles.Delete(ctx, cid, req.GetProfileId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -111,9 +97,6 @@ func (s *Server) DeleteProfile(ctx context.Context, req *connectv1.DeleteProfile
 
 // EnrichProfile enriches a profile, charged.
 func (s *Server) EnrichProfile(ctx context.Context, req *connectv1.EnrichProfileRequest) (*connectv1.EnrichProfileResponse, error) {
-	if _, err := s.client(ctx); err != nil {
-		return nil, err
-	}
 	p, _ := auth.FromContext(ctx)
 	// The stored answer holds the profile's data: its erasure must forget it.
 	idempotency.Tag(ctx, profiles.Subject(req.GetProfileId()))
@@ -127,10 +110,7 @@ func (s *Server) EnrichProfile(ctx context.Context, req *connectv1.EnrichProfile
 // UploadImport receives a file: a header message, then chunks.
 func (s *Server) UploadImport(stream connectv1.ConnectService_UploadImportServer) error {
 	ctx := stream.Context()
-	cid, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
+	cid := client(ctx)
 	first, err := stream.Recv()
 	if err != nil {
 		return apierr.New(codes.InvalidArgument, fault.InvalidArgument, "the upload ended before it began")
@@ -170,18 +150,12 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 
 // GetImportSample returns the sample file.
 func (s *Server) GetImportSample(ctx context.Context, _ *connectv1.GetImportSampleRequest) (*connectv1.GetImportSampleResponse, error) {
-	if _, err := s.client(ctx); err != nil {
-		return nil, err
-	}
 	return &connectv1.GetImportSampleResponse{Content: csvimport.Sample(), FileName: csvimport.SampleFileName}, nil
 }
 
 // ListImportJobs lists the client's jobs, newest first.
 func (s *Server) ListImportJobs(ctx context.Context, req *connectv1.ListImportJobsRequest) (*connectv1.ListImportJobsResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	pg, err := paging.Parse(req.Page, req.Size)
 	if err != nil {
 		return nil, err
@@ -197,10 +171,7 @@ func (s *Server) ListImportJobs(ctx context.Context, req *connectv1.ListImportJo
 
 // GetImportJob reads a job.
 func (s *Server) GetImportJob(ctx context.Context, req *connectv1.GetImportJobRequest) (*connectv1.GetImportJobResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	j, err := s.Imports.Get(ctx, cid, req.GetJobId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -210,10 +181,7 @@ func (s *Server) GetImportJob(ctx context.Context, req *connectv1.GetImportJobRe
 
 // CreateIntegration stores an integration; its signing secret is shown this once.
 func (s *Server) CreateIntegration(ctx context.Context, req *connectv1.CreateIntegrationRequest) (*connectv1.CreateIntegrationResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	var batch *int
 	if req.BatchSize != nil {
 		b := int(*req.BatchSize)
@@ -234,10 +202,7 @@ func (s *Server) CreateIntegration(ctx context.Context, req *connectv1.CreateInt
 
 // ListIntegrations lists the client's integrations.
 func (s *Server) ListIntegrations(ctx context.Context, req *connectv1.ListIntegrationsRequest) (*connectv1.ListIntegrationsResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	pg, err := paging.Parse(req.Page, req.Size)
 	if err != nil {
 		return nil, err
@@ -253,10 +218,7 @@ func (s *Server) ListIntegrations(ctx context.Context, req *connectv1.ListIntegr
 
 // GetIntegration reads an integration.
 func (s *Server) GetIntegration(ctx context.Context, req *connectv1.GetIntegrationRequest) (*connectv1.GetIntegrationResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	it, err := s.Integrations.Get(ctx, cid, req.GetIntegrationId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -266,10 +228,7 @@ func (s *Server) GetIntegration(ctx context.Context, req *connectv1.GetIntegrati
 
 // UpdateIntegration applies a patch.
 func (s *Server) UpdateIntegration(ctx context.Context, req *connectv1.UpdateIntegrationRequest) (*connectv1.UpdateIntegrationResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	p := req.GetPatch()
 	if p == nil { // an empty body: nothing to change
 		p = &connectv1.IntegrationPatch{}
@@ -296,10 +255,7 @@ func (s *Server) UpdateIntegration(ctx context.Context, req *connectv1.UpdateInt
 
 // DeleteIntegration removes an integration.
 func (s *Server) DeleteIntegration(ctx context.Context, req *connectv1.DeleteIntegrationRequest) (*connectv1.DeleteIntegrationResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	if err := s.Integrations.Delete(ctx, cid, req.GetIntegrationId()); err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -308,10 +264,7 @@ func (s *Server) DeleteIntegration(ctx context.Context, req *connectv1.DeleteInt
 
 // SyncIntegration queues every profile for delivery now.
 func (s *Server) SyncIntegration(ctx context.Context, req *connectv1.SyncIntegrationRequest) (*connectv1.SyncIntegrationResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	n, err := s.Integrations.Sync(ctx, cid, req.GetIntegrationId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -321,10 +274,7 @@ func (s *Server) SyncIntegration(ctx context.Context, req *connectv1.SyncIntegra
 
 // ListSyncHistory lists an integration's delivery attempts, newest first.
 func (s *Server) ListSyncHistory(ctx context.Context, req *connectv1.ListSyncHistoryRequest) (*connectv1.ListSyncHistoryResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	pg, err := paging.Parse(req.Page, req.Size)
 	if err != nil {
 		return nil, err
@@ -340,10 +290,7 @@ func (s *Server) ListSyncHistory(ctx context.Context, req *connectv1.ListSyncHis
 
 // GetOverview reads the client's indicators.
 func (s *Server) GetOverview(ctx context.Context, _ *connectv1.GetOverviewRequest) (*connectv1.GetOverviewResponse, error) {
-	cid, err := s.client(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cid := client(ctx)
 	o, err := s.Profiles.Overview(ctx, cid)
 	if err != nil {
 		return nil, s.fail(ctx, err)

@@ -7,6 +7,7 @@
 package accountsv1
 
 import (
+	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1486,7 +1487,7 @@ var File_mnv_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/accounts.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\"\x12\n" +
+	"\x1emnv/accounts/v1/accounts.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x12\n" +
 	"\x10GetClientRequest\"D\n" +
 	"\x11GetClientResponse\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\"\x86\x01\n" +
@@ -1596,22 +1597,21 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x14SetWebOriginsRequest\x12\x18\n" +
 	"\aorigins\x18\x01 \x03(\tR\aorigins\"I\n" +
 	"\x15SetWebOriginsResponse\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\x8c\n" +
-	"\n" +
-	"\x0fAccountsService\x12R\n" +
-	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\x12[\n" +
-	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\x12m\n" +
-	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\x12p\n" +
-	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\x12X\n" +
-	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\x12[\n" +
-	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\x12[\n" +
-	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\x12j\n" +
-	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\x12a\n" +
-	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\x12^\n" +
-	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\x12a\n" +
-	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\x12a\n" +
-	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\x12^\n" +
-	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\xcd\x0e\n" +
+	"\x0fAccountsService\x12\x83\x01\n" +
+	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"/\xca\xf3\x18+\b\x02 \x01J%Client details retrieved successfully\x12\x85\x01\n" +
+	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x04J\x1cAPI key rotated successfully\x12\x97\x01\n" +
+	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x02J\x1cAPI key rotated successfully\x12\x9c\x01\n" +
+	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"*\xca\xf3\x18&\b\x010\x018\x01J\x1eAPI key generated successfully\x12\x85\x01\n" +
+	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"+\xca\xf3\x18'\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfully\x12\x87\x01\n" +
+	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"*\xca\xf3\x18&\b\x02\x18\x010\x018\x02J\x1cAPI key created successfully\x12\x85\x01\n" +
+	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"(\xca\xf3\x18$\b\x02\x18\x018\x02J\x1cAPI key revoked successfully\x12\x93\x01\n" +
+	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"'\xca\xf3\x18#\b\x028\x02J\x1dLedger retrieved successfully\x12\x8f\x01\n" +
+	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\",\xca\xf3\x18(\b\x02\x18\x010\x018\x02J\x1eSDK token created successfully\x12\x8d\x01\n" +
+	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"-\xca\xf3\x18)\b\x02\x18\x018\x02J!SDK tokens retrieved successfully\x12\x8d\x01\n" +
+	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"*\xca\xf3\x18&\b\x02\x18\x018\x02J\x1eSDK token revoked successfully\x12\x8f\x01\n" +
+	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\",\xca\xf3\x18(\b\x028\x02J\"Web origins retrieved successfully\x12\x7f\n" +
+	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"\x1f\xca\xf3\x18\x1b\b\x02\x18\x018\x02J\x13Web origins updatedB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once

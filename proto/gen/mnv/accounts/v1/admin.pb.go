@@ -7,6 +7,7 @@
 package accountsv1
 
 import (
+	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1098,7 +1099,7 @@ var File_mnv_accounts_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\"\x8a\x01\n" +
+	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x8a\x01\n" +
 	"\x05Price\x12/\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
 	"\avariant\x18\x02 \x01(\tR\avariant\x12\x16\n" +
@@ -1179,16 +1180,16 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\aorigins\x18\x02 \x03(\tR\aorigins\">\n" +
 	"\x1bSetClientWebOriginsResponse\x12\x1f\n" +
 	"\vweb_origins\x18\x01 \x03(\tR\n" +
-	"webOrigins2\xb4\x06\n" +
-	"\x14AccountsAdminService\x12[\n" +
-	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\x12a\n" +
-	"\x0eDescribeClient\x12&.mnv.accounts.v1.DescribeClientRequest\x1a'.mnv.accounts.v1.DescribeClientResponse\x12X\n" +
-	"\vListClients\x12#.mnv.accounts.v1.ListClientsRequest\x1a$.mnv.accounts.v1.ListClientsResponse\x12[\n" +
-	"\fTopUpBalance\x12$.mnv.accounts.v1.TopUpBalanceRequest\x1a%.mnv.accounts.v1.TopUpBalanceResponse\x12d\n" +
-	"\x0fSetClientStatus\x12'.mnv.accounts.v1.SetClientStatusRequest\x1a(.mnv.accounts.v1.SetClientStatusResponse\x12j\n" +
-	"\x11SetClientFeatures\x12).mnv.accounts.v1.SetClientFeaturesRequest\x1a*.mnv.accounts.v1.SetClientFeaturesResponse\x12a\n" +
-	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponse\x12p\n" +
-	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"webOrigins2\xf4\x06\n" +
+	"\x14AccountsAdminService\x12c\n" +
+	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
+	"\x0eDescribeClient\x12&.mnv.accounts.v1.DescribeClientRequest\x1a'.mnv.accounts.v1.DescribeClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12`\n" +
+	"\vListClients\x12#.mnv.accounts.v1.ListClientsRequest\x1a$.mnv.accounts.v1.ListClientsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12c\n" +
+	"\fTopUpBalance\x12$.mnv.accounts.v1.TopUpBalanceRequest\x1a%.mnv.accounts.v1.TopUpBalanceResponse\"\x06\xca\xf3\x18\x02\b\x05\x12l\n" +
+	"\x0fSetClientStatus\x12'.mnv.accounts.v1.SetClientStatusRequest\x1a(.mnv.accounts.v1.SetClientStatusResponse\"\x06\xca\xf3\x18\x02\b\x05\x12r\n" +
+	"\x11SetClientFeatures\x12).mnv.accounts.v1.SetClientFeaturesRequest\x1a*.mnv.accounts.v1.SetClientFeaturesResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
+	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponse\"\x06\xca\xf3\x18\x02\b\x05\x12x\n" +
+	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_admin_proto_rawDescOnce sync.Once

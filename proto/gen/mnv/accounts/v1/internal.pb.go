@@ -7,6 +7,7 @@
 package accountsv1
 
 import (
+	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -793,7 +794,7 @@ var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\"\x86\x02\n" +
+	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x86\x02\n" +
 	"\tPrincipal\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12)\n" +
@@ -847,15 +848,20 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed2\xb8\x04\n" +
-	"\x17AccountsInternalService\x12[\n" +
-	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\x12s\n" +
-	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\x12F\n" +
-	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\x12I\n" +
-	"\x06Refund\x12\x1e.mnv.accounts.v1.RefundRequest\x1a\x1f.mnv.accounts.v1.RefundResponse\x12U\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed2\xff\x04\n" +
+	"\x17AccountsInternalService\x12g\n" +
+	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
+	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12R\n" +
+	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12U\n" +
+	"\x06Refund\x12\x1e.mnv.accounts.v1.RefundRequest\x1a\x1f.mnv.accounts.v1.RefundResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12a\n" +
 	"\n" +
-	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\x12a\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponseB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12l\n" +
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_internal_proto_rawDescOnce sync.Once

@@ -7,6 +7,7 @@
 package connectv1
 
 import (
+	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -3543,7 +3544,7 @@ var File_mnv_connect_v1_connect_proto protoreflect.FileDescriptor
 
 const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmnv/connect/v1/connect.proto\x12\x0emnv.connect.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x02\n" +
+	"\x1cmnv/connect/v1/connect.proto\x12\x0emnv.connect.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\"\xb8\x02\n" +
 	"\n" +
 	"Enrichment\x12\x1d\n" +
 	"\acarrier\x18\x01 \x01(\tH\x00R\acarrier\x88\x01\x01\x12\x1b\n" +
@@ -3897,28 +3898,30 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x17SYNC_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SYNC_STATUS_SUCCEEDED\x10\x01\x12\x16\n" +
 	"\x12SYNC_STATUS_FAILED\x10\x02\x12\x18\n" +
-	"\x14SYNC_STATUS_RETRYING\x10\x032\xfd\f\n" +
-	"\x0eConnectService\x12Y\n" +
-	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\x12S\n" +
+	"\x14SYNC_STATUS_RETRYING\x10\x032\x9a\x13\n" +
+	"\x0eConnectService\x12\x86\x01\n" +
+	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fProfiles retrieved successfully\x12\x7f\n" +
 	"\n" +
-	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\x12\\\n" +
-	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\x12\\\n" +
-	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\x12\\\n" +
-	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\x12[\n" +
-	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse(\x01\x12b\n" +
-	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\x12_\n" +
-	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\x12Y\n" +
-	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\x12h\n" +
-	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\x12e\n" +
-	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\x12_\n" +
-	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\x12h\n" +
-	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\x12h\n" +
-	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\x12b\n" +
-	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\x12b\n" +
-	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\x12V\n" +
-	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse2\x8e\x01\n" +
-	"\x16ConnectInternalService\x12t\n" +
-	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponseB9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
+	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\"*\xca\xf3\x18&\b\x02(\x028\x02J\x1eProfile retrieved successfully\x12{\n" +
+	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\"\x1d\xca\xf3\x18\x19\b\x02(\x020\x018\x02J\x0fProfile created\x12x\n" +
+	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\"\x1a\xca\xf3\x18\x16\b\x02(\x028\x02J\x0eProfile erased\x12|\n" +
+	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\"\x1e\xca\xf3\x18\x1a\b\x02(\x020\x018\x02J\x10Profile enriched\x12\xc6\x01\n" +
+	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse\"i\xca\xf3\x18e\b\x02(\x028\x02@\xca\x01J\rImport queuedRK\n" +
+	"\x04POST\x12\x19/v1/api/me/connect/import\x1a\x13multipart/form-data\x1a\btext/csv\"\x04file*\x03job(\x01\x12\xae\x01\n" +
+	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\"J\xca\xf3\x18F\b\x02(\x028\x02R>\n" +
+	"\x03GET\x12$/v1/api/me/connect/import/sample.csv*\acontent2\btext/csv\x12\x8f\x01\n" +
+	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\".\xca\xf3\x18*\b\x02(\x028\x02J\"Import jobs retrieved successfully\x12\x88\x01\n" +
+	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\"-\xca\xf3\x18)\b\x02(\x028\x02J!Import job retrieved successfully\x12\x8d\x01\n" +
+	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\"#\xca\xf3\x18\x1f\b\x02\x18\x01(\x020\x018\x02J\x13Integration created\x12\x96\x01\n" +
+	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\"/\xca\xf3\x18+\b\x02(\x028\x02J#Integrations retrieved successfully\x12\x8f\x01\n" +
+	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\".\xca\xf3\x18*\b\x02(\x028\x02J\"Integration retrieved successfully\x12\x8b\x01\n" +
+	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x01(\x028\x02J\x13Integration updated\x12\x8b\x01\n" +
+	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x01(\x028\x02J\x13Integration deleted\x12\x7f\n" +
+	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"\x1b\xca\xf3\x18\x17\b\x02\x18\x01(\x020\x018\x02J\vSync queued\x12\x93\x01\n" +
+	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"/\xca\xf3\x18+\b\x02(\x028\x02J#Sync history retrieved successfully\x12\x83\x01\n" +
+	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fOverview retrieved successfully2\x99\x01\n" +
+	"\x16ConnectInternalService\x12\x7f\n" +
+	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02B9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
 
 var (
 	file_mnv_connect_v1_connect_proto_rawDescOnce sync.Once

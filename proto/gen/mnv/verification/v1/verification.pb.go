@@ -7,6 +7,7 @@
 package verificationv1
 
 import (
+	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -2170,7 +2171,7 @@ var File_mnv_verification_v1_verification_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\n" +
-	"&mnv/verification/v1/verification.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n" +
+	"&mnv/verification/v1/verification.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\"\xc2\x01\n" +
 	"\bOperator\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -2375,21 +2376,20 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xee\n" +
-	"\n" +
-	"\x13VerificationService\x12f\n" +
-	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\x12o\n" +
-	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\x12Q\n" +
-	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\x12l\n" +
-	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\x12r\n" +
-	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\x12r\n" +
-	"\x11CreateOpportunity\x12-.mnv.verification.v1.CreateOpportunityRequest\x1a..mnv.verification.v1.CreateOpportunityResponse\x12i\n" +
-	"\x0eGetOpportunity\x12*.mnv.verification.v1.GetOpportunityRequest\x1a+.mnv.verification.v1.GetOpportunityResponse\x12~\n" +
-	"\x15CaptureWebTransaction\x121.mnv.verification.v1.CaptureWebTransactionRequest\x1a2.mnv.verification.v1.CaptureWebTransactionResponse\x12i\n" +
-	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\x12~\n" +
-	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\x12\x81\x01\n" +
-	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\x12{\n" +
-	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponseBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xb7\x0e\n" +
+	"\x13VerificationService\x12\x90\x01\n" +
+	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
+	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12s\n" +
+	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\" \xca\xf3\x18\x1c\b\x020\x01J\x16Verification completed\x12\x99\x01\n" +
+	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"+\xca\xf3\x18'\b\x02J#Verification retrieved successfully\x12\xa0\x01\n" +
+	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
+	"\x11CreateOpportunity\x12-.mnv.verification.v1.CreateOpportunityRequest\x1a..mnv.verification.v1.CreateOpportunityResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
+	"\x0eGetOpportunity\x12*.mnv.verification.v1.GetOpportunityRequest\x1a+.mnv.verification.v1.GetOpportunityResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x9f\x01\n" +
+	"\x15CaptureWebTransaction\x121.mnv.verification.v1.CaptureWebTransactionRequest\x1a2.mnv.verification.v1.CaptureWebTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
+	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xb4\x01\n" +
+	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"4\xca\xf3\x180\b\x028\x02J*Stuck-plus sessions retrieved successfully\x12\xa0\x01\n" +
+	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x010\x018\x02J\x0fNumber revealed\x12\xa7\x01\n" +
+	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"*\xca\xf3\x18&\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_verification_proto_rawDescOnce sync.Once
