@@ -44,7 +44,6 @@ func EmailProblem(v string) string {
 	return ""
 }
 
-
 // Profile sources.
 const (
 	SourceImport       = "IMPORT"
