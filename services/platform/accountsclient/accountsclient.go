@@ -17,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
@@ -39,19 +40,19 @@ func Dial(addr string, o grpcclient.Options) (*Client, error) {
 func (c *Client) Close() error { return c.conn.Close() }
 
 // AuthenticateAPIKey implements auth.Authenticator.
-func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (auth.Principal, error) {
+func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
 	resp, err := c.internal.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: apiKey, ClientId: clientID})
 	if err != nil {
-		return auth.Principal{}, authErr(err)
+		return identity.Principal{}, authErr(err)
 	}
 	return principal(resp.GetPrincipal()), nil
 }
 
 // AuthenticateSDKToken implements auth.Authenticator.
-func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (auth.Principal, error) {
+func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
 	resp, err := c.internal.AuthenticateSdkToken(ctx, &accountsv1.AuthenticateSdkTokenRequest{SdkToken: token, ClientId: clientID})
 	if err != nil {
-		return auth.Principal{}, authErr(err)
+		return identity.Principal{}, authErr(err)
 	}
 	return principal(resp.GetPrincipal()), nil
 }
@@ -63,18 +64,18 @@ func authErr(err error) error {
 	return fmt.Errorf("authenticate with accounts: %w", err)
 }
 
-func principal(p *accountsv1.Principal) auth.Principal {
+func principal(p *accountsv1.Principal) identity.Principal {
 	features := make([]string, 0, len(p.GetFeatures()))
 	for _, f := range p.GetFeatures() {
 		features = append(features, strings.TrimPrefix(f.String(), "FEATURE_"))
 	}
-	role := auth.Role("")
+	role := identity.Role("")
 	if p.GetRole() != accountsv1.Role_ROLE_UNSPECIFIED {
-		role = auth.Role(strings.TrimPrefix(p.GetRole().String(), "ROLE_"))
+		role = identity.Role(strings.TrimPrefix(p.GetRole().String(), "ROLE_"))
 	}
-	return auth.Principal{
+	return identity.Principal{
 		ClientID: p.GetClientId(), KeyID: p.GetKeyId(), SDKTokenID: p.GetSdkTokenId(), Role: role,
-		Status: auth.Status(strings.TrimPrefix(p.GetClientStatus().String(), "CLIENT_STATUS_")), Features: features,
+		Status: identity.Status(strings.TrimPrefix(p.GetClientStatus().String(), "CLIENT_STATUS_")), Features: features,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 func TestParseClientID(t *testing.T) {
@@ -78,7 +79,7 @@ func TestWellFormedCredentials(t *testing.T) {
 }
 
 func TestPrincipalHas(t *testing.T) {
-	p := auth.Principal{Features: []string{"VERIFY", "SANDBOX"}}
+	p := identity.Principal{Features: []string{"VERIFY", "SANDBOX"}}
 	tests := []struct {
 		feature string
 		want    bool

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"slices"
 	"strings"
 
@@ -58,8 +59,8 @@ type Policy map[string]Rule
 // Authenticator resolves client credentials. It returns ErrUnauthenticated for credentials that
 // are wrong, revoked, expired or of another client, and any other error for a failure to decide.
 type Authenticator interface {
-	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (Principal, error)
-	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (Principal, error)
+	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error)
+	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (identity.Principal, error)
 }
 
 // ErrUnauthenticated is the one answer to every bad credential: the caller learns nothing about
@@ -186,57 +187,57 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		if err != nil {
 			return ctx, err
 		}
-		if p.Status != StatusActive && !rule.AllowSuspended {
+		if p.Status != identity.StatusActive && !rule.AllowSuspended {
 			return ctx, errSuspended
 		}
-		if rule.AdminRole && p.Role != RoleAdmin {
+		if rule.AdminRole && p.Role != identity.RoleAdmin {
 			return ctx, errNotAdmin
 		}
-		return WithPrincipal(ctx, p), nil
+		return identity.WithPrincipal(ctx, p), nil
 	}
 	return ctx, errNoRule
 }
 
-func (g *Guard) client(ctx context.Context, c Credential) (Principal, error) {
+func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, error) {
 	if g.authn == nil {
-		return Principal{}, errNoRule
+		return identity.Principal{}, errNoRule
 	}
 	ids := metadata.ValueFromIncomingContext(ctx, MDClientID)
 	clientID, sent := only(ids)
 	if sent {
 		var ok bool
 		if clientID, ok = ParseClientID(clientID); !ok {
-			return Principal{}, errUnauthenticated
+			return identity.Principal{}, errUnauthenticated
 		}
 	} else if len(ids) > 1 {
-		return Principal{}, errUnauthenticated
+		return identity.Principal{}, errUnauthenticated
 	}
 	var (
-		p   Principal
+		p   identity.Principal
 		err error
 	)
 	switch c {
 	case APIKey:
 		key, ok := single(ctx, MDAPIKey)
 		if !ok || !WellFormedAPIKey(key) {
-			return Principal{}, errUnauthenticated
+			return identity.Principal{}, errUnauthenticated
 		}
 		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
 	case SDKToken:
 		token, ok := single(ctx, MDSDKToken)
 		if !ok || !WellFormedSDKToken(token) || clientID == "" {
-			return Principal{}, errUnauthenticated
+			return identity.Principal{}, errUnauthenticated
 		}
 		p, err = g.authn.AuthenticateSDKToken(ctx, token, clientID)
 	}
 	switch {
 	case errors.Is(err, ErrUnauthenticated):
-		return Principal{}, errUnauthenticated
+		return identity.Principal{}, errUnauthenticated
 	case err != nil:
 		if ctx.Err() != nil {
-			return Principal{}, ctx.Err()
+			return identity.Principal{}, ctx.Err()
 		}
-		return Principal{}, errUnavailable
+		return identity.Principal{}, errUnavailable
 	}
 	return p, nil
 }

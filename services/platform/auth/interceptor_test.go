@@ -17,24 +17,25 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // fakeAuthn is a stand-in for the accounts lookup: it answers with a fixed principal or error
 // and records what it was asked. The Guard's policy logic is what is under test here.
 type fakeAuthn struct {
-	principal auth.Principal
+	principal identity.Principal
 	err       error
 	calls     []authCall
 }
 
 type authCall struct{ kind, credential, clientID string }
 
-func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, apiKey, clientID string) (auth.Principal, error) {
+func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, apiKey, clientID string) (identity.Principal, error) {
 	f.calls = append(f.calls, authCall{"apikey", apiKey, clientID})
 	return f.principal, f.err
 }
 
-func (f *fakeAuthn) AuthenticateSDKToken(_ context.Context, token, clientID string) (auth.Principal, error) {
+func (f *fakeAuthn) AuthenticateSDKToken(_ context.Context, token, clientID string) (identity.Principal, error) {
 	f.calls = append(f.calls, authCall{"sdk", token, clientID})
 	return f.principal, f.err
 }
@@ -80,11 +81,11 @@ var callers = auth.Callers{}.
 	With(auth.CallerConnect, connectToken)
 
 var (
-	activeAdmin     = auth.Principal{ClientID: clientID, KeyID: "k1", Role: auth.RoleAdmin, Status: auth.StatusActive, Features: []string{"VERIFY"}}
-	activeMember    = auth.Principal{ClientID: clientID, KeyID: "k2", Role: auth.RoleMember, Status: auth.StatusActive}
-	suspendedAdmin  = auth.Principal{ClientID: clientID, KeyID: "k3", Role: auth.RoleAdmin, Status: auth.StatusSuspended}
-	suspendedMember = auth.Principal{ClientID: clientID, KeyID: "k4", Role: auth.RoleMember, Status: auth.StatusSuspended}
-	sdkPrincipal    = auth.Principal{ClientID: clientID, SDKTokenID: "t1", Status: auth.StatusActive}
+	activeAdmin     = identity.Principal{ClientID: clientID, KeyID: "k1", Role: identity.RoleAdmin, Status: identity.StatusActive, Features: []string{"VERIFY"}}
+	activeMember    = identity.Principal{ClientID: clientID, KeyID: "k2", Role: identity.RoleMember, Status: identity.StatusActive}
+	suspendedAdmin  = identity.Principal{ClientID: clientID, KeyID: "k3", Role: identity.RoleAdmin, Status: identity.StatusSuspended}
+	suspendedMember = identity.Principal{ClientID: clientID, KeyID: "k4", Role: identity.RoleMember, Status: identity.StatusSuspended}
+	sdkPrincipal    = identity.Principal{ClientID: clientID, SDKTokenID: "t1", Status: identity.StatusActive}
 )
 
 func TestGuardCheck(t *testing.T) {
@@ -95,7 +96,7 @@ func TestGuardCheck(t *testing.T) {
 	type want struct {
 		code      codes.Code
 		reason    fault.Reason // checked when code != OK
-		principal *auth.Principal
+		principal *identity.Principal
 		calls     []authCall // nil: the authenticator must not be asked
 	}
 	unauth := want{code: codes.Unauthenticated, reason: fault.Unauthenticated}
@@ -104,7 +105,7 @@ func TestGuardCheck(t *testing.T) {
 	keyCall := []authCall{{"apikey", apiKey, ""}}
 	keyCallWithClient := []authCall{{"apikey", apiKey, clientID}}
 	withCalls := func(w want, calls []authCall) want { w.calls = calls; return w }
-	withPrincipal := func(p auth.Principal, calls []authCall) want {
+	withPrincipal := func(p identity.Principal, calls []authCall) want {
 		return want{code: codes.OK, principal: &p, calls: calls}
 	}
 
@@ -112,38 +113,38 @@ func TestGuardCheck(t *testing.T) {
 		name      string
 		method    string
 		md        metadata.MD // nil: no incoming metadata
-		principal auth.Principal
+		principal identity.Principal
 		authErr   error
 		want      want
 	}{
 		// Methods without a rule.
 		{"method without a rule is refused", mNoRule, metadata.Pairs("authorization", "Bearer "+adminToken), activeAdmin, nil, denied},
 		{"method without a rule is refused even with an api key", mNoRule, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, denied},
-		{"health passes without a rule", mHealth, nil, auth.Principal{}, nil, ok},
-		{"health-like prefix is not health", mHealthish, nil, auth.Principal{}, nil, denied},
+		{"health passes without a rule", mHealth, nil, identity.Principal{}, nil, ok},
+		{"health-like prefix is not health", mHealthish, nil, identity.Principal{}, nil, denied},
 		{"zero rule is refused", mZeroRule, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, denied},
 
 		// None.
-		{"None passes without metadata", mOpen, nil, auth.Principal{}, nil, ok},
-		{"None passes with junk credentials", mOpen, metadata.Pairs("x-api-key", "junk", "authorization", "junk"), auth.Principal{}, nil, ok},
+		{"None passes without metadata", mOpen, nil, identity.Principal{}, nil, ok},
+		{"None passes with junk credentials", mOpen, metadata.Pairs("x-api-key", "junk", "authorization", "junk"), identity.Principal{}, nil, ok},
 
 		// Internal and Admin bearer tokens.
-		{"internal: right token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), auth.Principal{}, nil, ok},
-		{"internal: wrong token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken+"x"), auth.Principal{}, nil, unauth},
-		{"internal: admin token refused", mInternal, metadata.Pairs("authorization", "Bearer "+adminToken), auth.Principal{}, nil, unauth},
-		{"internal: missing Bearer prefix", mInternal, metadata.Pairs("authorization", internalToken), auth.Principal{}, nil, unauth},
-		{"internal: lower-case bearer", mInternal, metadata.Pairs("authorization", "bearer "+internalToken), auth.Principal{}, nil, unauth},
-		{"internal: Basic scheme", mInternal, metadata.Pairs("authorization", "Basic "+internalToken), auth.Principal{}, nil, unauth},
-		{"internal: empty bearer", mInternal, metadata.Pairs("authorization", "Bearer "), auth.Principal{}, nil, unauth},
-		{"internal: repeated authorization", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer "+internalToken), auth.Principal{}, nil, unauth},
-		{"internal: repeated authorization, one wrong", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer x"), auth.Principal{}, nil, unauth},
-		{"internal: no metadata", mInternal, nil, auth.Principal{}, nil, unauth},
+		{"internal: right token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), identity.Principal{}, nil, ok},
+		{"internal: wrong token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken+"x"), identity.Principal{}, nil, unauth},
+		{"internal: admin token refused", mInternal, metadata.Pairs("authorization", "Bearer "+adminToken), identity.Principal{}, nil, unauth},
+		{"internal: missing Bearer prefix", mInternal, metadata.Pairs("authorization", internalToken), identity.Principal{}, nil, unauth},
+		{"internal: lower-case bearer", mInternal, metadata.Pairs("authorization", "bearer "+internalToken), identity.Principal{}, nil, unauth},
+		{"internal: Basic scheme", mInternal, metadata.Pairs("authorization", "Basic "+internalToken), identity.Principal{}, nil, unauth},
+		{"internal: empty bearer", mInternal, metadata.Pairs("authorization", "Bearer "), identity.Principal{}, nil, unauth},
+		{"internal: repeated authorization", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer "+internalToken), identity.Principal{}, nil, unauth},
+		{"internal: repeated authorization, one wrong", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer x"), identity.Principal{}, nil, unauth},
+		{"internal: no metadata", mInternal, nil, identity.Principal{}, nil, unauth},
 		{"internal: api key is no substitute", mInternal, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, unauth},
-		{"admin: right token", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken), auth.Principal{}, nil, ok},
-		{"admin: wrong token", mAdmin, metadata.Pairs("authorization", "Bearer nope"), auth.Principal{}, nil, unauth},
-		{"admin: internal token refused", mAdmin, metadata.Pairs("authorization", "Bearer "+internalToken), auth.Principal{}, nil, unauth},
-		{"admin: missing Bearer prefix", mAdmin, metadata.Pairs("authorization", adminToken), auth.Principal{}, nil, unauth},
-		{"admin: repeated authorization", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken, "authorization", "Bearer "+adminToken), auth.Principal{}, nil, unauth},
+		{"admin: right token", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken), identity.Principal{}, nil, ok},
+		{"admin: wrong token", mAdmin, metadata.Pairs("authorization", "Bearer nope"), identity.Principal{}, nil, unauth},
+		{"admin: internal token refused", mAdmin, metadata.Pairs("authorization", "Bearer "+internalToken), identity.Principal{}, nil, unauth},
+		{"admin: missing Bearer prefix", mAdmin, metadata.Pairs("authorization", adminToken), identity.Principal{}, nil, unauth},
+		{"admin: repeated authorization", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken, "authorization", "Bearer "+adminToken), identity.Principal{}, nil, unauth},
 
 		// API keys.
 		{"api key: active member", mKey, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
@@ -159,11 +160,11 @@ func TestGuardCheck(t *testing.T) {
 		{"api key: malformed client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", "not-a-uuid"), activeAdmin, nil, unauth},
 		{"api key: client id without dashes", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", strings.ReplaceAll(clientID, "-", "")), activeAdmin, nil, unauth},
 		{"api key: repeated client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", clientID, "x-client-id", clientID), activeAdmin, nil, unauth},
-		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, keyCall)},
-		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, fmt.Errorf("revoked: %w", auth.ErrUnauthenticated), withCalls(unauth, keyCall)},
-		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
+		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, keyCall)},
+		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, fmt.Errorf("revoked: %w", auth.ErrUnauthenticated), withCalls(unauth, keyCall)},
+		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
 		{"api key: suspended refused", mKey, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withCalls(denied, keyCall)},
-		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), auth.Principal{ClientID: clientID, Role: auth.RoleAdmin}, nil, withCalls(denied, keyCall)},
+		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{ClientID: clientID, Role: identity.RoleAdmin}, nil, withCalls(denied, keyCall)},
 		{"api key: suspended allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withPrincipal(suspendedMember, keyCall)},
 		{"api key: active allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"admin role: member refused", mKeyAdmin, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withCalls(denied, keyCall)},
@@ -176,7 +177,7 @@ func TestGuardCheck(t *testing.T) {
 		{"sdk: client id required", mSDK, metadata.Pairs("x-sdk-token", sdkToken), sdkPrincipal, nil, unauth},
 		{"sdk: malformed token", mSDK, metadata.Pairs("x-sdk-token", apiKey, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: repeated token", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, unauth},
-		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), auth.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
+		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), identity.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
 	}
 	tokens := auth.NewServiceTokens(callers, adminToken)
 	for _, tt := range tests {
@@ -203,7 +204,7 @@ func TestGuardCheck(t *testing.T) {
 			if ctx == nil {
 				t.Fatal("Check returned a nil context")
 			}
-			p, has := auth.FromContext(ctx)
+			p, has := identity.FromContext(ctx)
 			switch {
 			case tt.want.principal == nil && has:
 				t.Errorf("context carries principal %+v, want none", p)
@@ -295,7 +296,7 @@ func TestGuardUnaryInterceptor(t *testing.T) {
 				&grpc.UnaryServerInfo{FullMethod: mKey},
 				func(ctx context.Context, req any) (any, error) {
 					called = true
-					if p, ok := auth.FromContext(ctx); !ok || p.KeyID != activeMember.KeyID {
+					if p, ok := identity.FromContext(ctx); !ok || p.KeyID != activeMember.KeyID {
 						t.Errorf("handler context principal = %+v, %v", p, ok)
 					}
 					return "resp", nil
@@ -341,7 +342,7 @@ func TestGuardStreamInterceptor(t *testing.T) {
 			called := false
 			err := icpt(nil, &serverStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: tt.method}, func(_ any, ss grpc.ServerStream) error {
 				called = true
-				_, has := auth.FromContext(ss.Context())
+				_, has := identity.FromContext(ss.Context())
 				if wantP := tt.method == mSDK; has != wantP {
 					t.Errorf("stream context has principal = %v, want %v", has, wantP)
 				}

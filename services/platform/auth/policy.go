@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"github.com/mnvhq/mnv/services/platform/identity"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -65,7 +66,7 @@ func (g *Guard) checkFeature(ctx context.Context, method string) error {
 	if f == "" {
 		return nil
 	}
-	if p, _ := FromContext(ctx); p.Has(f) {
+	if p, _ := identity.FromContext(ctx); p.Has(f) {
 		return nil
 	}
 	name := featureNames[f]

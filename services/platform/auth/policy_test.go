@@ -15,6 +15,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -68,7 +69,7 @@ func TestFeatureGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c", Features: tt.features})
+			ctx := identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", Features: tt.features})
 			ran := false
 			handler := func(context.Context, any) (any, error) { ran = true; return "ok", nil }
 			_, err := g.FeatureUnaryInterceptor()(ctx, nil, &grpc.UnaryServerInfo{FullMethod: tt.method}, handler)

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/requestid/requestidgrpc"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -50,7 +50,7 @@ func Dial(target string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn,
 		return nil, err
 	}
 	opts = append(opts,
-		grpc.WithChainUnaryInterceptor(requestid.UnaryClientInterceptor()),
+		grpc.WithChainUnaryInterceptor(requestidgrpc.UnaryClientInterceptor()),
 		grpc.WithDefaultServiceConfig(serviceConfig),
 	)
 	opts = append(opts, tracing.DialOptions()...)

@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	mnvlog "github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/requestid/requestidgrpc"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -111,7 +112,7 @@ func New(o Options) (*Server, error) {
 	// auth refusal included; recovery wraps everything that runs code of ours; auth runs before
 	// any interceptor or handler that needs the principal.
 	unary := []grpc.UnaryServerInterceptor{
-		requestid.UnaryServerInterceptor(),
+		requestidgrpc.UnaryServerInterceptor(),
 		logging.UnaryServerInterceptor(zapLogger(log), logOpts...),
 		metrics.UnaryServerInterceptor(),
 		recovery.UnaryServerInterceptor(onPanic),
@@ -121,7 +122,7 @@ func New(o Options) (*Server, error) {
 	// refuses has still spent its rate budget and passed the idempotency interceptor, as then.
 	unary = append(append(unary, o.Unary...), o.Guard.FeatureUnaryInterceptor())
 	stream := []grpc.StreamServerInterceptor{
-		requestid.StreamServerInterceptor(),
+		requestidgrpc.StreamServerInterceptor(),
 		logging.StreamServerInterceptor(zapLogger(log), logOpts...),
 		metrics.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(onPanic),

@@ -38,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -275,7 +276,7 @@ func (s *Store) Run(ctx context.Context) {
 // else (the bootstrap, which has no principal) the client id it names. client is "" when the
 // request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
 func scope(ctx context.Context, md metadata.MD) (client, credential string, err error) {
-	if p, ok := auth.FromContext(ctx); ok {
+	if p, ok := identity.FromContext(ctx); ok {
 		switch {
 		case p.KeyID != "":
 			return p.ClientID, "key:" + p.KeyID, nil

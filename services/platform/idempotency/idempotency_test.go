@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
@@ -107,7 +108,7 @@ func (c *counter) handle(ctx context.Context, req any) (any, error) {
 	defer c.mu.Unlock()
 	c.calls++
 	client := "-"
-	if p, ok := auth.FromContext(ctx); ok {
+	if p, ok := identity.FromContext(ctx); ok {
 		client = p.ClientID
 	}
 	var in string
@@ -144,8 +145,8 @@ type call struct {
 }
 
 // principal is the principal of client calling with cred (see call.cred).
-func principal(client, cred string) auth.Principal {
-	p := auth.Principal{ClientID: client}
+func principal(client, cred string) identity.Principal {
+	p := identity.Principal{ClientID: client}
 	if cred == "" {
 		cred = "key:" + client
 	}
@@ -168,7 +169,7 @@ func do(store *idempotency.Store, h *counter, c call) (any, error) {
 		ctx = metadata.NewIncomingContext(ctx, c.md)
 	}
 	if c.client != "" {
-		ctx = auth.WithPrincipal(ctx, principal(c.client, c.cred))
+		ctx = identity.WithPrincipal(ctx, principal(c.client, c.cred))
 	}
 	method := c.method
 	if method == "" {
@@ -368,7 +369,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	const secret = "mnv_SHOWN_ONCE_0123456789abcdefghijklmnopqrstuv"
 	h := func(context.Context, any) (any, error) { return wrapperspb.String(secret), nil }
 	callAs := func(store *idempotency.Store, client, cred, k string) (any, error) {
-		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, principal(client, cred)), key(k))
+		c := metadata.NewIncomingContext(identity.WithPrincipal(ctx, principal(client, cred)), key(k))
 		return store.UnaryInterceptor()(c, req("create key"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 	}
 	callWith := func(store *idempotency.Store, client, k string) (any, error) { return callAs(store, client, "", k) }
@@ -445,7 +446,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 
 // testInFlight runs a second request with the key while the first is still in its handler.
 func testInFlight(t *testing.T, e env) {
-	ctx := auth.WithPrincipal(context.Background(), principal("c1", ""))
+	ctx := identity.WithPrincipal(context.Background(), principal("c1", ""))
 	ctx = metadata.NewIncomingContext(ctx, key("inflight-1"))
 	icpt := e.store.UnaryInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCreate}
@@ -585,7 +586,7 @@ func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
 func testReplayHeaderOverGRPC(t *testing.T, e env) {
 	h := &counter{}
 	withPrincipal := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		return next(auth.WithPrincipal(ctx, principal("c1", "")), req)
+		return next(identity.WithPrincipal(ctx, principal("c1", "")), req)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(withPrincipal, e.store.UnaryInterceptor()))
 	srv.RegisterService(&grpc.ServiceDesc{
@@ -673,7 +674,7 @@ func testKeyFromContext(t *testing.T, e env) {
 			// Failing releases the key, so the next call runs the handler again.
 			return nil, apierr.New(codes.Unavailable, fault.Unavailable, "try again")
 		}
-		ctx := metadata.NewIncomingContext(auth.WithPrincipal(context.Background(), principal(c.client, c.cred)), c.md)
+		ctx := metadata.NewIncomingContext(identity.WithPrincipal(context.Background(), principal(c.client, c.cred)), c.md)
 		_, _ = e.store.UnaryInterceptor()(ctx, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 		return got
 	}
@@ -715,7 +716,7 @@ func testForgetTaggedAnswers(t *testing.T, e env) {
 	}
 	run := func(client, k, subject string) any {
 		t.Helper()
-		c := metadata.NewIncomingContext(auth.WithPrincipal(ctx, principal(client, "")), key(k))
+		c := metadata.NewIncomingContext(identity.WithPrincipal(ctx, principal(client, "")), key(k))
 		resp, err := e.store.UnaryInterceptor()(c, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, tagging(subject))
 		if err != nil {
 			t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
@@ -25,9 +25,9 @@ func asPrincipal(ctx context.Context) context.Context {
 	case len(v) == 0:
 		return ctx // an internal or admin call: no client principal
 	case v[0] == "key":
-		return auth.WithPrincipal(ctx, auth.Principal{ClientID: "c1", KeyID: "k1"})
+		return identity.WithPrincipal(ctx, identity.Principal{ClientID: "c1", KeyID: "k1"})
 	default:
-		return auth.WithPrincipal(ctx, auth.Principal{ClientID: "c1", SDKTokenID: "t1"})
+		return identity.WithPrincipal(ctx, identity.Principal{ClientID: "c1", SDKTokenID: "t1"})
 	}
 }
 
@@ -151,10 +151,10 @@ func TestCredentialKey(t *testing.T) {
 		ctx  context.Context
 		want string
 	}{
-		{"api key", auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c", KeyID: "k"}), "key:k"},
-		{"sdk token", auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c", SDKTokenID: "t"}), "sdk:t"},
+		{"api key", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", KeyID: "k"}), "key:k"},
+		{"sdk token", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", SDKTokenID: "t"}), "sdk:t"},
 		{"no principal", context.Background(), ""},
-		{"principal without a credential id", auth.WithPrincipal(context.Background(), auth.Principal{ClientID: "c"}), ""},
+		{"principal without a credential id", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c"}), ""},
 	}
 	for _, tt := range tests {
 		got, ok := ratelimit.CredentialKey(tt.ctx)

@@ -1,15 +1,13 @@
 // Package requestid carries the request id from the gateway through every service, so one id
-// finds every log line of a request.
+// finds every log line of a request. It holds the id's rules and its place in a context; the
+// gRPC interceptors that move it between processes are in requestidgrpc, so that code which only
+// logs (domain packages, through platform/logging) does not link gRPC.
 package requestid
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-
-	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 )
 
 // Header is the HTTP header, and MD the gRPC metadata key, of the request id.
@@ -51,46 +49,4 @@ func With(ctx context.Context, id string) context.Context { return context.WithV
 func From(ctx context.Context) string {
 	id, _ := ctx.Value(key{}).(string)
 	return id
-}
-
-// UnaryServerInterceptor takes the id from the incoming metadata (or makes one) and puts it in
-// the context.
-func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		return handler(With(ctx, fromMD(ctx)), req)
-	}
-}
-
-// StreamServerInterceptor is UnaryServerInterceptor for streams.
-func StreamServerInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ws := middleware.WrapServerStream(ss)
-		ws.WrappedContext = With(ss.Context(), fromMD(ss.Context()))
-		return handler(srv, ws)
-	}
-}
-
-func fromMD(ctx context.Context) string {
-	if v := metadata.ValueFromIncomingContext(ctx, MD); len(v) == 1 && Valid(v[0]) {
-		return v[0]
-	}
-	return New()
-}
-
-// UnaryClientInterceptor passes the id in ctx on to the next service. It replaces any id the
-// outgoing metadata holds already (grpc-gateway forwards the caller's X-Request-Id header):
-// the server takes only a single id and would otherwise make up a new one.
-func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if id := From(ctx); id != "" {
-			// FromOutgoingContext returns a copy, which is ours to change.
-			md, ok := metadata.FromOutgoingContext(ctx)
-			if !ok {
-				md = metadata.MD{}
-			}
-			md.Set(MD, id)
-			ctx = metadata.NewOutgoingContext(ctx, md)
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	}
 }

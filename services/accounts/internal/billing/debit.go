@@ -19,8 +19,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
@@ -314,7 +314,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 // chargeable decides whether a price can be taken from balance.
 func chargeable(s store.BalanceState, balance, price int64) error {
 	switch {
-	case s.Status != auth.StatusActive:
+	case s.Status != identity.StatusActive:
 		return fault.ErrSuspended
 	case price == 0:
 		// A free operation needs no balance, valid or not.

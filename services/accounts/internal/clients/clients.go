@@ -20,10 +20,10 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // Service manages clients.
@@ -71,7 +71,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 	var out Created
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := store.InsertClient(ctx, tx, store.ClientRow{
-			ID: id, Name: r.Name, ContactSealed: sealed, Status: auth.StatusActive, Features: r.Features,
+			ID: id, Name: r.Name, ContactSealed: sealed, Status: identity.StatusActive, Features: r.Features,
 			SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
 		}); err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 			}
 		}
 		if !r.WithoutAPIKey {
-			k, err := s.creds.IssueKey(ctx, tx, id, "default", auth.RoleAdmin)
+			k, err := s.creds.IssueKey(ctx, tx, id, "default", identity.RoleAdmin)
 			if err != nil {
 				return err
 			}
@@ -132,8 +132,8 @@ func (s *Service) List(ctx context.Context, limit, offset int64) ([]domain.Clien
 }
 
 // SetStatus activates or suspends a client.
-func (s *Service) SetStatus(ctx context.Context, id string, st auth.Status) (domain.Client, error) {
-	if st != auth.StatusActive && st != auth.StatusSuspended {
+func (s *Service) SetStatus(ctx context.Context, id string, st identity.Status) (domain.Client, error) {
+	if st != identity.StatusActive && st != identity.StatusSuspended {
 		return domain.Client{}, fault.Invalid("status", "must be ACTIVE or SUSPENDED")
 	}
 	if _, err := uuid.Parse(id); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 func valid() clients.CreateRequest {
@@ -63,7 +64,7 @@ func TestCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := got.Client
-			if c.Contact != req.Contact || c.Status != auth.StatusActive || c.Balance != req.InitialBalance {
+			if c.Contact != req.Contact || c.Status != identity.StatusActive || c.Balance != req.InitialBalance {
 				t.Fatalf("created %+v from %+v", c, req)
 			}
 			if !strings.HasPrefix(got.ClientSecret, auth.ClientSecretPrefix) || !strings.HasPrefix(got.APIKey, auth.APIKeyPrefix) {
@@ -81,14 +82,14 @@ func TestStatusAndFeatures(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	ctx := accountstest.Deadline(t)
 	c := env.Client(t, 5)
-	got, err := env.Clients.SetStatus(ctx, c.Client.ID, auth.StatusSuspended)
-	if err != nil || got.Status != auth.StatusSuspended || got.BalanceValid(time.Now()) {
+	got, err := env.Clients.SetStatus(ctx, c.Client.ID, identity.StatusSuspended)
+	if err != nil || got.Status != identity.StatusSuspended || got.BalanceValid(time.Now()) {
 		t.Fatalf("suspend: %+v, %v", got, err)
 	}
 	if got, err = env.Clients.SetFeatures(ctx, c.Client.ID, []string{"CONNECT"}); err != nil || strings.Join(got.Features, ",") != "CONNECT" {
 		t.Fatalf("features: %+v, %v", got.Features, err)
 	}
-	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", auth.StatusActive); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", identity.StatusActive); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
 	if _, err := env.Clients.Get(ctx, "not-a-uuid"); !errors.Is(err, fault.ErrNotFound) {

@@ -20,6 +20,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -101,37 +102,37 @@ func (s *Service) touch(keyID string) {
 }
 
 // AuthenticateAPIKey resolves an API key (of clientID, when not empty) to a principal.
-func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (auth.Principal, error) {
+func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
 	// The row is found by the key's fingerprint, so the key is proved: only the client is left
 	// to check.
 	a, err := store.KeyByFingerprint(ctx, s.pool, s.fp.Sum(apiKey))
 	if errors.Is(err, fault.ErrNotFound) {
-		return auth.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, auth.ErrUnauthenticated
 	}
 	if err != nil {
-		return auth.Principal{}, err
+		return identity.Principal{}, err
 	}
 	if clientID != "" && clientID != a.Key.ClientID {
-		return auth.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, auth.ErrUnauthenticated
 	}
 	s.touch(a.Key.ID)
-	return auth.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features}, nil
+	return identity.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features}, nil
 }
 
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
-func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (auth.Principal, error) {
+func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
 	// Found by the token's fingerprint, as in AuthenticateAPIKey.
 	a, err := store.SDKTokenByFingerprint(ctx, s.pool, s.fp.Sum(token))
 	if errors.Is(err, fault.ErrNotFound) {
-		return auth.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, auth.ErrUnauthenticated
 	}
 	if err != nil {
-		return auth.Principal{}, err
+		return identity.Principal{}, err
 	}
 	if clientID != a.ClientID {
-		return auth.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, auth.ErrUnauthenticated
 	}
-	return auth.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features}, nil
+	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features}, nil
 }
 
 // NewClientSecret returns a fresh client secret and its fingerprint.
@@ -147,7 +148,7 @@ type Issued struct {
 }
 
 // IssueKey stores a new key in db (a transaction holding the client lock, or the pool).
-func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string, role auth.Role) (Issued, error) {
+func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string, role identity.Role) (Issued, error) {
 	raw := crypto.NewToken(auth.APIKeyPrefix)
 	k, err := store.InsertKey(ctx, db, domain.APIKey{
 		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
@@ -181,7 +182,7 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 	}
 	var out Issued
 	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx, c store.ClientRow) error {
-		if c.Status != auth.StatusActive {
+		if c.Status != identity.StatusActive {
 			return fault.ErrSuspended
 		}
 		n, _, err := store.CountUsableKeys(ctx, tx, clientID, "")
@@ -191,7 +192,7 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 		if n > 0 {
 			return domain.ErrKeyExists
 		}
-		out, err = s.IssueKey(ctx, tx, clientID, defaultKeyName, auth.RoleAdmin)
+		out, err = s.IssueKey(ctx, tx, clientID, defaultKeyName, identity.RoleAdmin)
 		return err
 	})
 	if errors.Is(err, fault.ErrNotFound) {
@@ -204,7 +205,7 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 // Rotate replaces the key p authenticated with by a new key of the same name and role. The old
 // key stops at once, or after grace. A key already replaced (living out its grace) cannot be
 // rotated: one rotation, one replacement.
-func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, grace time.Duration) (Issued, error) {
+func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret string, grace time.Duration) (Issued, error) {
 	if grace < 0 || grace > MaxGrace {
 		return Issued{}, fault.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
 	}
@@ -233,11 +234,11 @@ func (s *Service) Rotate(ctx context.Context, p auth.Principal, secret string, g
 }
 
 // CreateKey issues a further named key with a role.
-func (s *Service) CreateKey(ctx context.Context, p auth.Principal, name string, role auth.Role) (Issued, error) {
+func (s *Service) CreateKey(ctx context.Context, p identity.Principal, name string, role identity.Role) (Issued, error) {
 	if err := nameRule.Check("name", name); err != nil {
 		return Issued{}, err
 	}
-	if role != auth.RoleAdmin && role != auth.RoleMember {
+	if role != identity.RoleAdmin && role != identity.RoleMember {
 		return Issued{}, fault.Invalid("role", "must be ADMIN or MEMBER")
 	}
 	return s.IssueKey(ctx, s.pool, p.ClientID, name, role)
@@ -268,7 +269,7 @@ func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain
 		if k, err = store.UsableKey(ctx, tx, clientID, keyID); err != nil {
 			return err
 		}
-		if k.Role == auth.RoleAdmin {
+		if k.Role == identity.RoleAdmin {
 			_, admins, err := store.CountUsableKeys(ctx, tx, clientID, keyID)
 			if err != nil {
 				return err

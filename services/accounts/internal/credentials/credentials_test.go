@@ -14,6 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 func TestAuthenticateAPIKey(t *testing.T) {
@@ -26,7 +27,7 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ClientID != c.Client.ID || p.Role != auth.RoleAdmin || p.Status != auth.StatusActive || !p.Has(domain.FeatureVerify) {
+	if p.ClientID != c.Client.ID || p.Role != identity.RoleAdmin || p.Status != identity.StatusActive || !p.Has(domain.FeatureVerify) {
 		t.Fatalf("principal %+v", p)
 	}
 	if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); err != nil {
@@ -79,7 +80,7 @@ func TestRotate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if issued.Secret == c.APIKey || issued.Key.Role != auth.RoleAdmin || issued.Key.Name != "default" {
+		if issued.Secret == c.APIKey || issued.Key.Role != identity.RoleAdmin || issued.Key.Name != "default" {
 			t.Fatalf("new key %+v", issued.Key)
 		}
 		if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); !errors.Is(err, auth.ErrUnauthenticated) {
@@ -171,7 +172,7 @@ func TestGenerateFirstKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := mustAuth(t, env, issued.Secret); p.Role != auth.RoleAdmin {
+	if p := mustAuth(t, env, issued.Secret); p.Role != identity.RoleAdmin {
 		t.Fatalf("first key role %s", p.Role)
 	}
 	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, c.ClientSecret); !errors.Is(err, domain.ErrKeyExists) {
@@ -188,7 +189,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	if _, err := env.Credentials.RevokeKey(ctx, c.Client.ID, admin.KeyID); !errors.Is(err, domain.ErrLastAdminKey) {
 		t.Fatalf("revoking the last admin key: %v", err)
 	}
-	member, err := env.Credentials.CreateKey(ctx, admin, "reader", auth.RoleMember)
+	member, err := env.Credentials.CreateKey(ctx, admin, "reader", identity.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	}
 
 	// Two ADMIN keys revoked at the same time: one must survive.
-	second, err := env.Credentials.CreateKey(ctx, admin, "second admin", auth.RoleAdmin)
+	second, err := env.Credentials.CreateKey(ctx, admin, "second admin", identity.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,14 +232,14 @@ func TestCreateKeyValidation(t *testing.T) {
 	tests := []struct {
 		name    string
 		keyName string
-		role    auth.Role
+		role    identity.Role
 		ok      bool
 	}{
-		{"member", "ci", auth.RoleMember, true},
-		{"100 characters", strings.Repeat("n", 100), auth.RoleAdmin, true},
-		{"101 characters", strings.Repeat("n", 101), auth.RoleAdmin, false},
-		{"blank", "  ", auth.RoleMember, false},
-		{"control character", "a\nb", auth.RoleMember, false},
+		{"member", "ci", identity.RoleMember, true},
+		{"100 characters", strings.Repeat("n", 100), identity.RoleAdmin, true},
+		{"101 characters", strings.Repeat("n", 101), identity.RoleAdmin, false},
+		{"blank", "  ", identity.RoleMember, false},
+		{"control character", "a\nb", identity.RoleMember, false},
 		{"no role", "x", "", false},
 		{"unknown role", "x", "OWNER", false},
 	}
@@ -299,7 +300,7 @@ func TestSDKTokens(t *testing.T) {
 	}
 }
 
-func mustAuth(t *testing.T, env *accountstest.Env, key string) auth.Principal {
+func mustAuth(t *testing.T, env *accountstest.Env, key string) identity.Principal {
 	t.Helper()
 	p, err := env.Credentials.AuthenticateAPIKey(context.Background(), key, "")
 	if err != nil {

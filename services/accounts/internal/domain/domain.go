@@ -6,8 +6,8 @@ package domain
 import (
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
@@ -45,7 +45,7 @@ type Client struct {
 	ID               string
 	Name             string
 	Contact          Contact
-	Status           auth.Status
+	Status           identity.Status
 	Features         []string
 	Balance          int64
 	BalanceExpiresAt *time.Time
@@ -54,7 +54,7 @@ type Client struct {
 
 // BalanceValid reports whether the client can spend: ACTIVE, above zero and not expired.
 func (c Client) BalanceValid(now time.Time) bool {
-	return c.Status == auth.StatusActive && c.Balance > 0 && !Expired(c.BalanceExpiresAt, now)
+	return c.Status == identity.StatusActive && c.Balance > 0 && !Expired(c.BalanceExpiresAt, now)
 }
 
 // DaysUntilExpiry is the whole days left before the balance expires: 0 once expired, nil when
@@ -80,7 +80,7 @@ type APIKey struct {
 	ID         string
 	ClientID   string
 	Name       string
-	Role       auth.Role
+	Role       identity.Role
 	Hint       string
 	CreatedAt  time.Time
 	LastUsedAt *time.Time

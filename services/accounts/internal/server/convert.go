@@ -8,33 +8,33 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Enum values in the protos carry their type's prefix (ROLE_ADMIN); the domain uses the bare
 // names the contract shows (ADMIN).
 
-func roleToProto(r auth.Role) accountsv1.Role {
+func roleToProto(r identity.Role) accountsv1.Role {
 	return accountsv1.Role(accountsv1.Role_value["ROLE_"+string(r)])
 }
 
-func roleFromProto(r accountsv1.Role) auth.Role {
+func roleFromProto(r accountsv1.Role) identity.Role {
 	if r == accountsv1.Role_ROLE_UNSPECIFIED {
 		return ""
 	}
-	return auth.Role(strings.TrimPrefix(r.String(), "ROLE_"))
+	return identity.Role(strings.TrimPrefix(r.String(), "ROLE_"))
 }
 
-func statusToProto(s auth.Status) accountsv1.ClientStatus {
+func statusToProto(s identity.Status) accountsv1.ClientStatus {
 	return accountsv1.ClientStatus(accountsv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
 }
 
-func statusFromProto(s accountsv1.ClientStatus) auth.Status {
+func statusFromProto(s accountsv1.ClientStatus) identity.Status {
 	if s == accountsv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
 		return ""
 	}
-	return auth.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
+	return identity.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
 }
 
 func featuresToProto(f []string) []accountsv1.Feature {
@@ -118,7 +118,7 @@ func entryToProto(e domain.LedgerEntry) *accountsv1.LedgerEntry {
 	}
 }
 
-func principalToProto(p auth.Principal) *accountsv1.Principal {
+func principalToProto(p identity.Principal) *accountsv1.Principal {
 	return &accountsv1.Principal{
 		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleToProto(p.Role),
 		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features),

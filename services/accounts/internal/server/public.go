@@ -14,6 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
 
@@ -37,8 +38,8 @@ type Public struct {
 }
 
 // principal is set by the auth interceptor for every method whose rule needs a client.
-func principal(ctx context.Context) auth.Principal {
-	p, _ := auth.FromContext(ctx)
+func principal(ctx context.Context) identity.Principal {
+	p, _ := identity.FromContext(ctx)
 	return p
 }
 

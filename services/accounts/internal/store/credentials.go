@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -20,7 +20,7 @@ const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
 // KeyAuth is what authenticating an API key needs, in one indexed lookup.
 type KeyAuth struct {
 	Key      domain.APIKey
-	Status   auth.Status
+	Status   identity.Status
 	Features []string
 }
 
@@ -140,7 +140,7 @@ func RetireKey(ctx context.Context, db pg.DB, keyID, replacedBy string, grace ti
 type SDKTokenAuth struct {
 	TokenID  string
 	ClientID string
-	Status   auth.Status
+	Status   identity.Status
 	Features []string
 }
 

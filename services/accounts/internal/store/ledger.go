@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
@@ -20,7 +20,7 @@ import (
 type BalanceState struct {
 	Balance   int64
 	ExpiresAt *time.Time
-	Status    auth.Status
+	Status    identity.Status
 	// Now is the database's transaction time, the clock every expiry is judged by.
 	Now time.Time
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -22,7 +22,7 @@ type ClientRow struct {
 	ID               string
 	Name             string
 	ContactSealed    []byte
-	Status           auth.Status
+	Status           identity.Status
 	Features         []string
 	SecretFP         []byte
 	Balance          int64
@@ -89,7 +89,7 @@ func ListClients(ctx context.Context, db pg.DB, limit, offset int64) ([]ClientRo
 }
 
 // SetClientStatus changes a client's status.
-func SetClientStatus(ctx context.Context, db pg.DB, id string, s auth.Status) error {
+func SetClientStatus(ctx context.Context, db pg.DB, id string, s identity.Status) error {
 	return updateClient(ctx, db, `UPDATE accounts.clients SET status = $2, updated_at = now() WHERE id = $1`, id, s)
 }
 

@@ -13,10 +13,10 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
@@ -50,7 +50,7 @@ const (
 // marks the record REJECTED, an erased profile CANCELLED. When the debit's outcome is unknown
 // (accounts away) the record stays PENDING: a retry of the request (same Idempotency-Key)
 // resumes it, and otherwise the reconciler settles it; accounts charges the reference once.
-func (s *Service) Enrich(ctx context.Context, p auth.Principal, id, reason string) (domain.Profile, error) {
+func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason string) (domain.Profile, error) {
 	if err := reasonRule.Check("reason", reason); err != nil {
 		return domain.Profile{}, err
 	}
@@ -93,7 +93,7 @@ type settled struct {
 
 // requestKey names a request across its retries: the credential that sent it, its
 // Idempotency-Key and the profile. nil when the request has no key.
-func requestKey(ctx context.Context, p auth.Principal, profileID string) []byte {
+func requestKey(ctx context.Context, p identity.Principal, profileID string) []byte {
 	key, ok := idempotency.KeyFromContext(ctx)
 	if !ok {
 		return nil
@@ -110,7 +110,7 @@ func requestKey(ctx context.Context, p auth.Principal, profileID string) []byte 
 // the enrichment is recorded PENDING; unless the request is a retry whose record is still
 // PENDING, or was settled by the reconciler while the request was away (within the
 // idempotency window), which it returns with resumed set.
-func (s *Service) recordEnrichment(ctx context.Context, p auth.Principal, id string) (rec domain.EnrichmentRecord, resumed bool, err error) {
+func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, resumed bool, err error) {
 	key := requestKey(ctx, p, id)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := store.GetProfile(ctx, tx, p.ClientID, id); err != nil {

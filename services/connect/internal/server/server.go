@@ -22,6 +22,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) fail(ctx context.Context, err error) error {
 // client is the authenticated client (the guard put it there; the feature gate has checked
 // that it has Connect, as every ConnectService rule requires).
 func client(ctx context.Context) string {
-	p, _ := auth.FromContext(ctx)
+	p, _ := identity.FromContext(ctx)
 	return p.ClientID
 }
 
@@ -73,7 +74,7 @@ func (s *Server) GetProfile(ctx context.Context, req *connectv1.GetProfileReques
 
 // CreateProfile stores a profile from the API.
 func (s *Server) CreateProfile(ctx context.Context, req *connectv1.CreateProfileRequest) (*connectv1.CreateProfileResponse, error) {
-	p, _ := auth.FromContext(ctx)
+	p, _ := identity.FromContext(ctx)
 	out, err := s.Profiles.Create(ctx, p, profiles.CreateRequest{MobileNumber: req.GetMobileNumber(), Fields: profiles.Fields{
 		ExternalID: req.ExternalId, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email, Attributes: req.GetAttributes(),
 	}})
@@ -97,7 +98,7 @@ func (s *Server) DeleteProfile(ctx context.Context, req *connectv1.DeleteProfile
 
 // EnrichProfile enriches a profile, charged.
 func (s *Server) EnrichProfile(ctx context.Context, req *connectv1.EnrichProfileRequest) (*connectv1.EnrichProfileResponse, error) {
-	p, _ := auth.FromContext(ctx)
+	p, _ := identity.FromContext(ctx)
 	// The stored answer holds the profile's data: its erasure must forget it.
 	idempotency.Tag(ctx, profiles.Subject(req.GetProfileId()))
 	out, err := s.Profiles.Enrich(ctx, p, req.GetProfileId(), req.GetReason())

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -72,7 +72,7 @@ func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault
 }
 
 // Operators lists the operators a client may use.
-func (s *Service) Operators(p auth.Principal) []operators.Operator {
+func (s *Service) Operators(p identity.Principal) []operators.Operator {
 	var out []operators.Operator
 	for _, op := range s.ops.List() {
 		if op.EnabledFor(p.Features) {
@@ -101,7 +101,7 @@ type Capture struct {
 
 // CreateSession opens an SDK session for the client of p (authenticated by its SDK token).
 // The VERIFY product is the RPC's rule (the feature gate has checked it).
-func (s *Service) CreateSession(ctx context.Context, p auth.Principal, r SessionRequest, n Network) (Capture, error) {
+func (s *Service) CreateSession(ctx context.Context, p identity.Principal, r SessionRequest, n Network) (Capture, error) {
 	if !slices.Contains([]string{"ANDROID", "IOS", "WEB"}, r.Platform) {
 		return Capture{}, fault.Invalid("platform", "must be ANDROID, IOS or WEB")
 	}
@@ -194,7 +194,7 @@ func status(number string) string {
 }
 
 // CreateOpportunity starts a browser flow of a product the client has.
-func (s *Service) CreateOpportunity(ctx context.Context, p auth.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
+func (s *Service) CreateOpportunity(ctx context.Context, p identity.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
 	switch serviceCode {
 	case domain.ServiceVerify:
 		if !p.Has(domain.FeatureVerify) {

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
@@ -194,7 +194,7 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 
 	c := &charger{}
 	sp := stuckplus.New(pool, s.vault, c, false)
-	admin := auth.Principal{ClientID: s.client, KeyID: uuid.NewString(), Role: auth.RoleAdmin}
+	admin := identity.Principal{ClientID: s.client, KeyID: uuid.NewString(), Role: identity.RoleAdmin}
 	if _, err := sp.Reveal(ctx, admin, oldNumber, "support ticket 43"); !errors.Is(err, domain.ErrNumberNotKept) {
 		t.Fatalf("reveal past retention: %v, want ErrNumberNotKept", err)
 	}

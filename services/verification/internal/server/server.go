@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
@@ -34,8 +34,8 @@ func (s *Server) fail(ctx context.Context, err error) error {
 	return grpcserver.Status(ctx, s.Log, err)
 }
 
-func principal(ctx context.Context) auth.Principal {
-	p, _ := auth.FromContext(ctx)
+func principal(ctx context.Context) identity.Principal {
+	p, _ := identity.FromContext(ctx)
 	return p
 }
 

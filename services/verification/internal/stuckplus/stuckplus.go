@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/numbers"
@@ -56,7 +56,7 @@ type Revealed struct {
 // debit committed but whose transaction did not (its caller gave up, a crash) is retried under
 // the same reference, and accounts answers the charge it made: each audited reveal is charged
 // once, whatever the balance is by then.
-func (s *Service) Reveal(ctx context.Context, p auth.Principal, sessionID, reason string) (Revealed, error) {
+func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
 	if err := reasonRule.Check("reason", reason); err != nil {
 		return Revealed{}, err
 	}

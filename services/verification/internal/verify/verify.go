@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -78,7 +78,7 @@ type Result struct {
 }
 
 // Verify decides req for the client of p.
-func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Result, error) {
+func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request) (Result, error) {
 	num, err := s.validate(p, req)
 	if err != nil {
 		return Result{}, err
@@ -147,7 +147,7 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, req Request) (Re
 }
 
 // validate checks the request fields and what the client may use.
-func (s *Service) validate(p auth.Principal, req Request) (phone.Number, error) {
+func (s *Service) validate(p identity.Principal, req Request) (phone.Number, error) {
 	num, err := phone.Parse(req.MobileNumber)
 	if err != nil {
 		return num, fault.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")

@@ -1,8 +1,7 @@
-// Package auth holds who a caller is and how every service decides it: the credential formats,
-// the metadata that carries them, and a gRPC interceptor that enforces a per-method policy.
-// Health checks need no credential; every other method needs the one its rule names, and a
-// method without a rule is refused, so a new RPC is closed until someone decides otherwise.
-package auth
+// Package identity is who a client caller is — the principal the auth interceptor resolves from
+// a credential — apart from how it is resolved, so that the rules of every service can read it
+// without linking gRPC.
+package identity
 
 import (
 	"context"
