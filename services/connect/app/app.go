@@ -292,12 +292,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 
-	numbers := profiles.Numbers{Keyring: keyring, Hasher: hasher}
+	vault := phone.NewVault("connect", keyring, hasher)
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	profs := profiles.New(pool, numbers, accounts, idem)
-	imps := imports.New(pool, numbers, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
-	worker := delivery.New(pool, numbers, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
+	profs := profiles.New(pool, vault, accounts, idem)
+	imps := imports.New(pool, vault, keyring, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
+	worker := delivery.New(pool, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)

@@ -31,7 +31,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/capture"
-	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
@@ -274,7 +273,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	sealer := seal.NewSealer(keyring)
-	vault := numbers.NewVault(keyring, hasher)
+	vault := phone.NewVault("verification", keyring, hasher)
 	verifier := verify.New(pool, ops, sealer, vault, accounts, verify.Config{
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)

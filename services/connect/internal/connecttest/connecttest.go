@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/connect/app"
-	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
@@ -34,8 +33,9 @@ func Pool(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// Numbers returns fresh keys that seal numbers (and anything else at rest) and hash them.
-func Numbers(t testing.TB) profiles.Numbers {
+// Keys returns a vault of numbers under fresh keys, and its keyring, which seals everything
+// else at rest (integration secrets, import chunks).
+func Keys(t testing.TB) (*phone.Vault, *crypto.Keyring) {
 	t.Helper()
 	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
 	if err != nil {
@@ -45,5 +45,5 @@ func Numbers(t testing.TB) profiles.Numbers {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return profiles.Numbers{Keyring: keyring, Hasher: hasher}
+	return phone.NewVault("connect", keyring, hasher), keyring
 }

@@ -26,7 +26,9 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/render"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
 // Config shapes the workers.
@@ -44,7 +46,8 @@ type Config struct {
 // Worker delivers queued batches.
 type Worker struct {
 	pool    *pgxpool.Pool
-	numbers profiles.Numbers // its Keyring also opens the integrations' secrets
+	vault   *phone.Vault
+	keyring *crypto.Keyring // opens the integrations' secrets
 	client  *http.Client
 	cfg     Config
 	log     *zap.Logger
@@ -55,8 +58,8 @@ type Worker struct {
 
 // New returns a Worker that sends with client (webhook.NewClient, which enforces the SSRF
 // policy when it connects).
-func New(pool *pgxpool.Pool, numbers profiles.Numbers, client *http.Client, cfg Config, log *zap.Logger) *Worker {
-	return &Worker{pool: pool, numbers: numbers, client: client, cfg: cfg, log: log}
+func New(pool *pgxpool.Pool, vault *phone.Vault, keyring *crypto.Keyring, client *http.Client, cfg Config, log *zap.Logger) *Worker {
+	return &Worker{pool: pool, vault: vault, keyring: keyring, client: client, cfg: cfg, log: log}
 }
 
 // Run delivers until ctx ends. One loop claims as many due batches as there are idle workers,
@@ -165,15 +168,15 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 	// A batch that cannot be rendered or signed (a data key missing from MNV_DATA_KEYS) would
 	// fail the same way on every lease: it is FAILED at once, with the reason in its history,
 	// instead of coming back forever unseen. A manual sync sends it once the key is back.
-	body, err := render.Records(profs, it.FieldMappings, w.numbers.Open)
+	body, err := render.Records(profs, it.FieldMappings, func(p domain.Profile) (string, error) { return profiles.OpenNumber(w.vault, p) })
 	if err != nil {
 		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("render the records: %w", err)})
 	}
-	apiKey, err := integrations.OpenAPIKey(w.numbers.Keyring, it)
+	apiKey, err := integrations.OpenAPIKey(w.keyring, it)
 	if err != nil {
 		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's API key: %w", err)})
 	}
-	secret, err := integrations.OpenSecret(w.numbers.Keyring, it)
+	secret, err := integrations.OpenSecret(w.keyring, it)
 	if err != nil {
 		return w.finish(ctx, ev, webhook.Result{Err: fmt.Errorf("open the integration's signing secret: %w", err)})
 	}

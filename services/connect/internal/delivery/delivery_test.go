@@ -22,6 +22,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -29,16 +30,18 @@ import (
 // integrations service whose policy lets endpoints be local test servers.
 type fixture struct {
 	pool    *pgxpool.Pool
-	numbers profiles.Numbers
+	vault   *phone.Vault
+	keyring *crypto.Keyring
 	its     *integrations.Service
 	policy  webhook.Policy
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	pool, numbers := connecttest.Pool(t, 16), connecttest.Numbers(t)
+	pool := connecttest.Pool(t, 16)
+	vault, keyring := connecttest.Keys(t)
 	policy := webhook.Policy{AllowHTTP: true, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	return &fixture{pool: pool, numbers: numbers, its: integrations.New(pool, numbers.Keyring, policy), policy: policy}
+	return &fixture{pool: pool, vault: vault, keyring: keyring, its: integrations.New(pool, keyring, policy), policy: policy}
 }
 
 // client makes a client with one profile and one MANUAL integration sending to url.
@@ -49,7 +52,7 @@ func (f *fixture) client(t *testing.T, url string) domain.Integration {
 	id := uuid.NewString()
 	e164 := fmt.Sprintf("+97150%07d", time.Now().UnixNano()%10_000_000)
 	if _, err := store.InsertProfile(ctx, f.pool, domain.Profile{
-		ID: id, ClientID: clientID, NumberSealed: f.numbers.Seal(e164, id), NumberHash: f.numbers.Hasher.Sum(e164),
+		ID: id, ClientID: clientID, NumberSealed: profiles.SealNumber(f.vault, e164, id), NumberHash: f.vault.Hash(e164),
 		NumberMasked: phone.Mask(e164), CountryCode: "AE", Source: domain.SourceAPI,
 	}); err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	f.queue(t, b, 1)
 
 	const perIntegration = 2
-	w := delivery.New(f.pool, f.numbers, webhook.NewClient(f.policy, 10*time.Second), delivery.Config{
+	w := delivery.New(f.pool, f.vault, f.keyring, webhook.NewClient(f.policy, 10*time.Second), delivery.Config{
 		Workers: 4, PerIntegration: perIntegration, Poll: 20 * time.Millisecond, Lease: time.Minute,
 		BackoffBase: time.Second, BackoffMax: time.Minute, MaxAttempts: 3,
 	}, zaptest.NewLogger(t))

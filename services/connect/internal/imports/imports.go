@@ -29,7 +29,9 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
 // Limits of an upload and of the work done per transaction.
@@ -51,7 +53,8 @@ type Config struct {
 // Service stores uploads and runs import jobs.
 type Service struct {
 	pool    *pgxpool.Pool
-	numbers profiles.Numbers
+	vault   *phone.Vault
+	keyring *crypto.Keyring // seals the uploaded file's chunks
 	cfg     Config
 	log     *zap.Logger
 
@@ -60,8 +63,8 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, numbers profiles.Numbers, cfg Config, log *zap.Logger) *Service {
-	return &Service{pool: pool, numbers: numbers, cfg: cfg, log: log}
+func New(pool *pgxpool.Pool, vault *phone.Vault, keyring *crypto.Keyring, cfg Config, log *zap.Logger) *Service {
+	return &Service{pool: pool, vault: vault, keyring: keyring, cfg: cfg, log: log}
 }
 
 // Upload stores a file read from r and queues its import. Each chunk is sealed and written in
@@ -111,7 +114,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 			if size += int64(n); size > MaxFileSize {
 				return domain.ImportJob{}, ErrTooLarge
 			}
-			if err := store.InsertChunk(ctx, s.pool, s.numbers.Keyring, jobID, seq, buf[:n]); err != nil {
+			if err := store.InsertChunk(ctx, s.pool, s.keyring, jobID, seq, buf[:n]); err != nil {
 				return domain.ImportJob{}, err
 			}
 		}
@@ -210,7 +213,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(store.Chunks(ctx, s.pool, s.numbers.Keyring, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
+		pw.CloseWithError(store.Chunks(ctx, s.pool, s.keyring, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
 	}()
 	defer pr.Close()
 
@@ -340,7 +343,7 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 		attrs, _ = json.Marshal(row.Attributes)
 	}
 	return store.StageRow{
-		ID: id, NumberSealed: s.numbers.Seal(row.Number.E164, id.String()), NumberHash: s.numbers.Hasher.Sum(row.Number.E164),
+		ID: id, NumberSealed: profiles.SealNumber(s.vault, row.Number.E164, id.String()), NumberHash: s.vault.Hash(row.Number.E164),
 		NumberMasked: row.Number.Masked(), CountryCode: profiles.Region(row.Number),
 		ExternalID: row.ExternalID, FirstName: row.FirstName, LastName: row.LastName, Email: row.Email, Attributes: attrs,
 	}

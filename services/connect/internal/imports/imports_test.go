@@ -29,16 +29,17 @@ const file = "mobileNumber,externalId\n+971501234567,A\nnot-a-number,B\n+9715523
 
 // setup returns an import service on a fresh, migrated database, and the pool and numbers
 // it uses.
-func setup(t *testing.T) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
+func setup(t *testing.T) (*imports.Service, *pgxpool.Pool, *phone.Vault) {
 	t.Helper()
 	return setupPool(t, 4)
 }
 
 // setupPool is setup with a pool of maxConns connections.
-func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, profiles.Numbers) {
+func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, *phone.Vault) {
 	t.Helper()
-	pool, numbers := connecttest.Pool(t, maxConns), connecttest.Numbers(t)
-	return imports.New(pool, numbers, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, numbers
+	pool := connecttest.Pool(t, maxConns)
+	vault, keyring := connecttest.Keys(t)
+	return imports.New(pool, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, vault
 }
 
 func upload(t *testing.T, svc *imports.Service, client string) domain.ImportJob {
@@ -72,7 +73,7 @@ func TestRunOnceImports(t *testing.T) {
 	}
 	want := map[string]string{"A": "+971501234567", "C": "+971552345678"}
 	for _, p := range page.Items {
-		n, err := numbers.Open(p)
+		n, err := profiles.OpenNumber(numbers, p)
 		if err != nil || p.ExternalID == nil || want[*p.ExternalID] != n || p.NumberMasked != phone.Mask(n) {
 			t.Errorf("profile %v: number %q (%v), masked %q", p.ExternalID, phone.Mask(n), err, p.NumberMasked)
 		}

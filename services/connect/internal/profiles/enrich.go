@@ -175,7 +175,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 		return settled{}, err
 	}
 	// Worked out before charging: a number that does not open must not cost an enrichment.
-	number, err := s.numbers.Open(prof)
+	number, err := OpenNumber(s.vault, prof)
 	if err != nil {
 		return settled{}, err
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -38,40 +37,31 @@ type Answers interface {
 // Subject is what the stored answers holding a profile's data are tagged with.
 func Subject(profileID string) string { return "profile:" + profileID }
 
-// Numbers seals, opens and hashes numbers of profiles.
-type Numbers struct {
-	Keyring *crypto.Keyring
-	Hasher  *phone.Hasher
+// numberTable is the table whose rows a profile's sealed number is bound to.
+const numberTable = "profiles"
+
+// SealNumber seals an E.164 number for the profile row profileID.
+func SealNumber(v *phone.Vault, e164, profileID string) []byte {
+	return v.Seal(e164, numberTable, profileID)
 }
 
-func ad(profileID string) []byte { return []byte("connect.profiles:" + profileID) }
-
-// Seal seals a number for a profile row.
-func (n Numbers) Seal(e164, profileID string) []byte {
-	return n.Keyring.Seal([]byte(e164), ad(profileID))
-}
-
-// Open opens a profile's number.
-func (n Numbers) Open(p domain.Profile) (string, error) {
-	b, err := n.Keyring.Open(p.NumberSealed, ad(p.ID))
-	if err != nil {
-		return "", fmt.Errorf("open number of profile %s: %w", p.ID, err)
-	}
-	return string(b), nil
+// OpenNumber opens a profile's number.
+func OpenNumber(v *phone.Vault, p domain.Profile) (string, error) {
+	return v.Open(p.NumberSealed, numberTable, p.ID)
 }
 
 // Service manages profiles.
 type Service struct {
 	pool    *pgxpool.Pool
-	numbers Numbers
+	vault   *phone.Vault
 	ledger  money.Ledger
 	answers Answers
 	now     func() time.Time
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, numbers Numbers, ledger money.Ledger, answers Answers) *Service {
-	return &Service{pool: pool, numbers: numbers, ledger: ledger, answers: answers, now: time.Now}
+func New(pool *pgxpool.Pool, vault *phone.Vault, ledger money.Ledger, answers Answers) *Service {
+	return &Service{pool: pool, vault: vault, ledger: ledger, answers: answers, now: time.Now}
 }
 
 // Fields are the optional fields of a profile, validated.
@@ -96,11 +86,11 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r CreateRequ
 		return domain.Profile{}, err
 	}
 	prof := domain.Profile{
-		ID: uuid.NewString(), ClientID: p.ClientID, NumberHash: s.numbers.Hasher.Sum(num.E164), NumberMasked: num.Masked(),
+		ID: uuid.NewString(), ClientID: p.ClientID, NumberHash: s.vault.Hash(num.E164), NumberMasked: num.Masked(),
 		CountryCode: Region(num), ExternalID: r.ExternalID, FirstName: r.FirstName, LastName: r.LastName, Email: r.Email,
 		Attributes: r.Attributes, Source: domain.SourceAPI,
 	}
-	prof.NumberSealed = s.numbers.Seal(num.E164, prof.ID)
+	prof.NumberSealed = SealNumber(s.vault, num.E164, prof.ID)
 	var out domain.Profile
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error

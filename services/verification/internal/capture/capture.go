@@ -22,7 +22,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
@@ -59,7 +58,7 @@ type Service struct {
 	pool    *pgxpool.Pool
 	ops     *operators.Registry
 	sealer  *seal.Sealer
-	vault   *numbers.Vault
+	vault   *phone.Vault
 	origins Origins
 	cfg     Config
 	log     *zap.Logger
@@ -67,7 +66,7 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, origins Origins, cfg Config, log *zap.Logger) *Service {
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, origins Origins, cfg Config, log *zap.Logger) *Service {
 	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, origins: origins, cfg: cfg, log: log, now: time.Now}
 }
 

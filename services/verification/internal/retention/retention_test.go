@@ -18,7 +18,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/migrations"
@@ -29,7 +28,7 @@ import (
 type seed struct {
 	t      *testing.T
 	pool   *pgxpool.Pool
-	vault  *numbers.Vault
+	vault  *phone.Vault
 	client string
 }
 
@@ -77,7 +76,7 @@ func (s seed) stuckPlus(age time.Duration, e164 string) string {
 	tx := s.transaction("STUCK_PLUS", age, nil)
 	s.exec(`INSERT INTO verification.stuck_plus_sessions (id, client_id, transaction_id, metadata_id, operator_id, number_sealed,
 		number_hash, number_masked, created_at) VALUES ($1, $2, $3, 'm', 'sandbox', $4, $5, $6, now() - make_interval(secs => $7))`,
-		id, s.client, tx, s.vault.Seal(e164, "stuck_plus_sessions", id), s.vault.Hash(e164), s.vault.Mask(e164), age.Seconds())
+		id, s.client, tx, s.vault.Seal(e164, "stuck_plus_sessions", id), s.vault.Hash(e164), phone.Mask(e164), age.Seconds())
 	s.exec(`INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)
 		VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'support ticket 42', 5)`, s.client, id)
 	return id
@@ -127,7 +126,7 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	}
 	keyring, _ := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
 	hasher, _ := phone.NewHasher([]byte(crypto.NewSecret()))
-	s := seed{t: t, pool: pool, vault: numbers.NewVault(keyring, hasher), client: uuid.NewString()}
+	s := seed{t: t, pool: pool, vault: phone.NewVault("verification", keyring, hasher), client: uuid.NewString()}
 
 	const day = 24 * time.Hour
 	var gone []string

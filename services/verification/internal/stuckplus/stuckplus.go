@@ -15,8 +15,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
 
@@ -27,14 +27,14 @@ var reasonRule = freetext.Rule{Min: 10, Max: 500, Newlines: true}
 // Service keeps and reveals stuck-plus numbers.
 type Service struct {
 	pool   *pgxpool.Pool
-	vault  *numbers.Vault
+	vault  *phone.Vault
 	ledger money.Ledger
 	// chargeRepeats charges every reveal, not only a session's first.
 	chargeRepeats bool
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *numbers.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
+func New(pool *pgxpool.Pool, vault *phone.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
 	return &Service{pool: pool, vault: vault, ledger: ledger, chargeRepeats: chargeRepeats}
 }
 

@@ -26,7 +26,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/numbers"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
@@ -47,7 +46,7 @@ type Service struct {
 	pool   *pgxpool.Pool
 	ops    *operators.Registry
 	sealer *seal.Sealer
-	vault  *numbers.Vault
+	vault  *phone.Vault
 	ledger money.Ledger
 	cfg    Config
 	log    *zap.Logger
@@ -58,7 +57,7 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *numbers.Vault, ledger money.Ledger,
+func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
 	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
 }
@@ -313,5 +312,5 @@ func (s *Service) Masked(v domain.Verification) string {
 		s.log.Error("a kept number does not open", zap.String("verification", v.ID), zap.Error(err))
 		return ""
 	}
-	return s.vault.Mask(n)
+	return phone.Mask(n)
 }

@@ -1,0 +1,30 @@
+package pg
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Stores hands a service's store to its domain packages: one over the pool, and one inside a
+// transaction for a callback. S is the domain's own port (an interface the store satisfies), so
+// a domain package sees neither pgx nor the store's concrete type.
+type Stores[S any] struct {
+	pool *pgxpool.Pool
+	open func(DB) S
+}
+
+// NewStores returns the Stores of pool; open wraps a pool or a transaction in the store.
+func NewStores[S any](pool *pgxpool.Pool, open func(DB) S) Stores[S] {
+	return Stores[S]{pool: pool, open: open}
+}
+
+// Pool is the store outside any transaction: each statement its own commit.
+func (s Stores[S]) Pool() S { return s.open(s.pool) }
+
+// InTx runs fn with the store inside one transaction, committed when fn returns nil and rolled
+// back otherwise.
+func (s Stores[S]) InTx(ctx context.Context, fn func(ctx context.Context, st S) error) error {
+	return InTx(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, s.open(tx)) })
+}
