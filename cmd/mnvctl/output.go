@@ -200,6 +200,9 @@ func decodeOrdered(dec *json.Decoder) (ordered, error) {
 	case nil:
 		return ordered{kind: 's', scalar: "-"}, nil
 	case string:
+		if t == "" {
+			return ordered{kind: 's', scalar: "-"}, nil
+		}
 		return ordered{kind: 's', scalar: t}, nil
 	default:
 		return ordered{kind: 's', scalar: fmt.Sprint(t)}, nil
@@ -225,7 +228,8 @@ func writeObject(w io.Writer, o ordered, indent string) {
 	}
 }
 
-// scalarText is a scalar, or a list of scalars comma-separated; "-" for null or empty.
+// scalarText is a scalar, or a list of scalars comma-separated; "-" for null or empty (a
+// trailing blank would read as a value missing by mistake).
 func scalarText(v ordered) string {
 	if v.kind != 'a' {
 		return v.scalar
