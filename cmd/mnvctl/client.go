@@ -35,7 +35,7 @@ func leaf(cmd *cobra.Command, env bool, run func(ctx context.Context, args []str
 	return cmd
 }
 
-// admin runs fn with the admin API, within callTimeout.
+// call runs fn with the admin API, within callTimeout.
 func (c *conn) call(ctx context.Context, fn func(context.Context, accountsv1.AccountsAdminServiceClient) (result, error)) (result, error) {
 	admin, done, err := c.admin()
 	if err != nil {
