@@ -40,9 +40,9 @@ import (
 )
 
 func main() {
-	state := os.Getenv("MNV_STATE_DIR")
+	state := os.Getenv(devstate.StateDirVar)
 	if state == "" {
-		state = ".mnv"
+		state = devstate.DefaultDir
 	}
 	// Secrets first: the services read them from the environment as they start.
 	tokens, err := devSecrets(state)
@@ -138,7 +138,15 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		return err
 	}
 	gatewayAddr := apps[len(apps)-1].lis.Addr()
+	addrs := devstate.Addrs{
+		AccountsGRPC: apps[0].lis.Addr().String(), VerificationGRPC: apps[1].lis.Addr().String(),
+		ConnectGRPC: apps[2].lis.Addr().String(), GatewayHTTP: gatewayAddr.String(),
+	}
 	return serve(ctx, apps, acfg.ShutdownTimeout, func(ctx context.Context) {
+		// The addresses bound, whatever ports were given: mnvctl reads them to reach this run.
+		if err := devstate.WriteAddrs(state, addrs); err != nil {
+			log.Error("state folder", zap.Error(err))
+		}
 		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state); err != nil {
 			log.Error("demo client", zap.Error(err))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mnvhq/mnv/cmd/internal/devstate"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/process"
@@ -99,6 +100,9 @@ func TestRunReleasesEverything(t *testing.T) {
 			}()
 			if tt.wantErr == "" {
 				waitServing(t, "http://"+addrs["gateway"]+"/healthz", done)
+				t.Setenv(devstate.StateDirVar, state)
+				waitRecorded(t, devstate.Addrs{AccountsGRPC: addrs["accounts"], VerificationGRPC: addrs["verification"],
+					ConnectGRPC: addrs["connect"], GatewayHTTP: addrs["gateway"]})
 				cancel()
 			}
 			select {
@@ -145,6 +149,19 @@ func waitServing(t *testing.T, url string, done <-chan error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s did not answer 200 within 30s", url)
+}
+
+// waitRecorded waits until the state folder records want, the addresses mnvctl will dial.
+func waitRecorded(t *testing.T, want devstate.Addrs) {
+	t.Helper()
+	var got devstate.Addrs
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, err = devstate.FindAddrs(); err == nil && got == want {
+			return
+		}
+	}
+	t.Fatalf("recorded addresses %+v, %v; want %+v", got, err, want)
 }
 
 // recorder is an app that records when its Run ends, failing at once with fail.

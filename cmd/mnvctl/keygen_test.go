@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -59,23 +59,23 @@ func TestKeygen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := runWith(context.Background(), tt.args, strings.NewReader(tt.stdin), &out)
+			var out, errOut bytes.Buffer
+			code := execute(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
 			if tt.fails {
-				if err == nil {
-					t.Fatalf("want an error, got %q", out.String())
+				if code != 2 {
+					t.Fatalf("exit %d, want 2 (usage); output %q", code, out.String())
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
 			}
 			tt.check(t, strings.TrimSpace(out.String()))
 		})
 	}
 	var a, b bytes.Buffer
-	_ = run(context.Background(), []string{"keygen", "secret"}, &a)
-	_ = run(context.Background(), []string{"keygen", "secret"}, &b)
+	_ = execute([]string{"keygen", "secret"}, nil, &a, io.Discard)
+	_ = execute([]string{"keygen", "secret"}, nil, &b, io.Discard)
 	if a.String() == b.String() {
 		t.Fatal("two secrets are the same")
 	}

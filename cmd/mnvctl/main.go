@@ -2,9 +2,9 @@
 // features and prices through the accounts service's admin gRPC API.
 //
 //	mnvctl client create --name ACME --contact-name "Ada" --contact-email ada@acme.test \
-//	    --contact-phone 0123456789 --balance 100 --expires-in 30d --features VERIFY,SANDBOX -o json
+//	    --contact-phone 0123456789 --balance 100 --expires-in 30d --features VERIFY,SANDBOX -o env
 //	mnvctl client show CLIENT_ID
-//	mnvctl client list
+//	mnvctl client list [--page 1] [--size 20]
 //	mnvctl client top-up CLIENT_ID --amount 500 [--expires-in 90d]
 //	mnvctl client suspend CLIENT_ID | mnvctl client activate CLIENT_ID
 //	mnvctl client features CLIENT_ID VERIFY,CONNECT
@@ -12,445 +12,133 @@
 //	mnvctl client origins CLIENT_ID [https://shop.example,https://www.shop.example | --clear]
 //	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
 //	mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file
+//	mnvctl completion bash|zsh|fish
 //
-// It reaches the accounts service at MNV_ACCOUNTS_ADDR (default 127.0.0.1:9091) with the admin
-// credential from MNV_ADMIN_TOKEN, MNV_ADMIN_TOKEN_FILE, or the .mnv folder of a local setup,
-// over TLS verified against MNV_GRPC_TLS_CA when that is set.
+// Every command that prints takes -o text (aligned, for people), json (the API's shapes: enum
+// names without their prefix, integers as numbers) or, where it reveals a credential, env
+// (export lines for eval). See conn.go for how it reaches the accounts service.
+//
+// Exit status: 0 on success and for --help, 1 when the call fails (the gRPC code and message are
+// printed), 2 on a usage error (the usage is printed).
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
+	"runtime/debug"
 
-	"google.golang.org/grpc"
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	"github.com/mnvhq/mnv/cmd/internal/devstate"
-	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/grpcclient"
 )
 
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; otherwise the module
+// version of the build, or "devel".
+var version = ""
+
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		if st, ok := status.FromError(err); ok {
-			fmt.Fprintf(os.Stderr, "mnvctl: %s: %s\n", st.Code(), st.Message())
-		} else {
-			fmt.Fprintf(os.Stderr, "mnvctl: %v\n", err)
-		}
-		os.Exit(1)
-	}
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: mnvctl client <create|show|list|top-up|suspend|activate|features|price|origins> [flags]
-       mnvctl keygen <data-key KEY_ID|secret|internal-token CALLER|caller-digest CALLER>
-run "mnvctl client <command> -h" for the flags of a command`
-
-func run(ctx context.Context, args []string, out io.Writer) error {
-	return runWith(ctx, args, os.Stdin, out)
-}
-
-func runWith(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
-	if len(args) > 0 && args[0] == "keygen" {
-		return keygen(args[1:], in, out)
+// execute runs mnvctl with args and returns its exit status.
+func execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
-	if len(args) < 2 || args[0] != "client" {
-		return errors.New(usage)
+	var usage usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(errOut, "mnvctl: %v\n\n%s", err, cmd.UsageString())
+		return 2
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd, rest := args[1], args[2:]
-	fs := flag.NewFlagSet("mnvctl client "+cmd, flag.ContinueOnError)
-	format := fs.String("o", "text", "output: text or json")
-	c := &command{fs: fs, out: out, format: format}
-	switch cmd {
-	case "create":
-		return c.create(ctx, rest)
-	case "show":
-		return c.show(ctx, rest)
-	case "list":
-		return c.list(ctx, rest)
-	case "top-up":
-		return c.topUp(ctx, rest)
-	case "suspend":
-		return c.setStatus(ctx, rest, accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED)
-	case "activate":
-		return c.setStatus(ctx, rest, accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE)
-	case "features":
-		return c.features(ctx, rest)
-	case "price":
-		return c.price(ctx, rest)
-	case "origins":
-		return c.origins(ctx, rest)
-	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
-}
-
-// keygen prints a fresh secret for the configuration; it needs no running service.
-//
-// internal-token CALLER prints two lines: a new token, for that caller's own MNV_INTERNAL_TOKEN
-// (its Secret), and its entry for the servers' MNV_INTERNAL_CALLERS, which is not secret.
-// caller-digest CALLER prints the entry of a token read from standard input.
-func keygen(args []string, in io.Reader, out io.Writer) error {
-	switch {
-	case len(args) == 2 && args[0] == "data-key" && keyID.MatchString(args[1]):
-		_, err := fmt.Fprintln(out, crypto.NewKeySpec(args[1]))
-		return err
-	case len(args) == 1 && args[0] == "secret":
-		_, err := fmt.Fprintln(out, crypto.NewSecret())
-		return err
-	case len(args) == 2 && args[0] == "internal-token" && slices.Contains(auth.KnownCallers, args[1]):
-		token := crypto.NewSecret()
-		_, err := fmt.Fprintf(out, "%s\n%s\n", token, auth.CallerEntry(args[1], token))
-		return err
-	case len(args) == 2 && args[0] == "caller-digest" && slices.Contains(auth.KnownCallers, args[1]):
-		b, err := io.ReadAll(io.LimitReader(in, 4096))
-		if err != nil {
-			return err
-		}
-		token := strings.TrimSpace(string(b))
-		if len(token) < auth.MinTokenLength {
-			return fmt.Errorf("caller-digest: give the caller's token (%d+ characters) on standard input", auth.MinTokenLength)
-		}
-		_, err = fmt.Fprintln(out, auth.CallerEntry(args[1], token))
-		return err
-	}
-	return fmt.Errorf("usage: mnvctl keygen data-key KEY_ID (letters, digits, - and _) | mnvctl keygen secret | "+
-		"mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file (CALLER: %s)", strings.Join(auth.KnownCallers, ", "))
-}
-
-var keyID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-
-type command struct {
-	fs     *flag.FlagSet
-	out    io.Writer
-	format *string
-}
-
-// parse parses flags that may come before or after exactly positional arguments.
-func (c *command) parse(args []string, positional int) ([]string, error) {
-	return c.parseBetween(args, positional, positional)
-}
-
-// parseBetween parses flags that may come before or after min to max positional arguments.
-func (c *command) parseBetween(args []string, min, max int) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if c.fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, c.fs.Arg(0))
-		args = c.fs.Args()[1:]
-	}
-	switch {
-	case len(pos) < min || len(pos) > max:
-		if min == max {
-			return nil, fmt.Errorf("want %d argument(s), got %d", min, len(pos))
-		}
-		return nil, fmt.Errorf("want %d to %d arguments, got %d", min, max, len(pos))
-	case *c.format != "text" && *c.format != "json":
-		return nil, errors.New("-o must be text or json")
-	}
-	return pos, nil
-}
-
-func (c *command) admin() (accountsv1.AccountsAdminServiceClient, func(), error) {
-	env := config.FromOS()
-	addr := env.String("MNV_ACCOUNTS_ADDR", "127.0.0.1:9091")
-	token := env.Secret("MNV_ADMIN_TOKEN")
-	caFile := env.String("MNV_GRPC_TLS_CA", "")
-	if err := env.Err(); err != nil {
-		return nil, nil, err
-	}
-	if token == "" {
-		var err error
-		if token, err = devstate.FindAdminToken(); err != nil {
-			return nil, nil, err
-		}
-	}
-	opts, err := grpcclient.CredentialOptions(token, caFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	conn, err := grpc.NewClient(addr, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return accountsv1.NewAccountsAdminServiceClient(conn), func() { _ = conn.Close() }, nil
-}
-
-func (c *command) create(ctx context.Context, args []string) error {
-	name := c.fs.String("name", "", "client name (required)")
-	contactName := c.fs.String("contact-name", "", "contact person's name (required)")
-	contactEmail := c.fs.String("contact-email", "", "contact person's e-mail (required)")
-	contactPhone := c.fs.String("contact-phone", "", "contact phone number, digits (required)")
-	balance := c.fs.Int64("balance", 0, "initial balance in credits")
-	expiresIn := c.fs.String("expires-in", "", "balance lifetime, e.g. 30d or 12h (default: never expires)")
-	features := c.fs.String("features", "", "comma-separated: VERIFY,CONNECT,STUCK_PLUS,SANDBOX")
-	withoutKey := c.fs.Bool("without-api-key", false, "issue no API key; the client generates its first one with its secret")
-	if _, err := c.parse(args, 0); err != nil {
-		return err
-	}
-	expires, err := expiry(*expiresIn)
-	if err != nil {
-		return err
-	}
-	feats, err := parseFeatures(*features)
-	if err != nil {
-		return err
-	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	resp, err := cl.CreateClient(ctx, &accountsv1.CreateClientRequest{
-		ClientName: *name, ContactPersonName: *contactName, ContactPersonEmail: *contactEmail,
-		ContactPhoneNumber: *contactPhone, InitialBalance: *balance, BalanceExpiresAt: expires,
-		Features: feats, WithoutApiKey: *withoutKey,
-	})
-	if err != nil {
-		return err
-	}
-	if *c.format == "json" {
-		var apiKey *string
-		if k := resp.GetApiKey(); k != "" {
-			apiKey = &k
-		}
-		return json.NewEncoder(c.out).Encode(struct {
-			ClientID     string  `json:"clientId"`
-			ClientSecret string  `json:"clientSecret"`
-			APIKey       *string `json:"apiKey"`
-		}{resp.GetClient().GetId(), resp.GetClientSecret(), apiKey})
-	}
-	fmt.Fprintf(c.out, "client id:     %s\nclient secret: %s\n", resp.GetClient().GetId(), resp.GetClientSecret())
-	if resp.GetApiKey() != "" {
-		fmt.Fprintf(c.out, "api key:       %s\n", resp.GetApiKey())
-	}
-	fmt.Fprintln(c.out, "The secret and the key are shown only now: store them safely.")
-	return nil
-}
-
-func (c *command) show(ctx context.Context, args []string) error {
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: pos[0]})
-		return resp.GetDetails(), err
-	})
-}
-
-func (c *command) list(ctx context.Context, args []string) error {
-	page := c.fs.Int("page", 0, "page number, from 0")
-	size := c.fs.Int("size", 20, "page size, 1 to 100")
-	if _, err := c.parse(args, 0); err != nil {
-		return err
-	}
-	cl, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	p, s := int32(*page), int32(*size)
-	resp, err := cl.ListClients(ctx, &accountsv1.ListClientsRequest{Page: &p, Size: &s})
-	if err != nil {
-		return err
-	}
-	if *c.format == "json" {
-		return c.print(resp)
-	}
-	for _, it := range resp.GetItems() {
-		fmt.Fprintf(c.out, "%s  %-9s  balance %-8d %s\n", it.GetId(), strings.TrimPrefix(it.GetClientStatus().String(), "CLIENT_STATUS_"), it.GetBalance(), it.GetClientName())
-	}
-	fmt.Fprintf(c.out, "page %d of %d (%d clients)\n", resp.GetPage()+1, max(resp.GetTotalPages(), 1), resp.GetTotalItems())
-	return nil
-}
-
-func (c *command) topUp(ctx context.Context, args []string) error {
-	amount := c.fs.Int64("amount", 0, "credits to add")
-	expiresIn := c.fs.String("expires-in", "", "new lifetime of the whole balance, e.g. 30d (default: keep)")
-	reference := c.fs.String("reference", "", "idempotency reference (default: generated)")
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	expires, err := expiry(*expiresIn)
-	if err != nil {
-		return err
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		return admin.TopUpBalance(ctx, &accountsv1.TopUpBalanceRequest{
-			ClientId: pos[0], Amount: *amount, BalanceExpiresAt: expires, Reference: *reference,
-		})
-	})
-}
-
-func (c *command) setStatus(ctx context.Context, args []string, st accountsv1.ClientStatus) error {
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		resp, err := admin.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: pos[0], Status: st})
-		return resp.GetClient(), err
-	})
-}
-
-func (c *command) features(ctx context.Context, args []string) error {
-	pos, err := c.parse(args, 2)
-	if err != nil {
-		return err
-	}
-	feats, err := parseFeatures(pos[1])
-	if err != nil {
-		return err
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		resp, err := admin.SetClientFeatures(ctx, &accountsv1.SetClientFeaturesRequest{ClientId: pos[0], Features: feats})
-		return resp.GetClient(), err
-	})
-}
-
-func (c *command) price(ctx context.Context, args []string) error {
-	kind := c.fs.String("kind", "", "VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
-	variant := c.fs.String("variant", "", "optional refinement, e.g. a verification serviceType")
-	amount := c.fs.Int64("amount", -1, "price in credits")
-	clear := c.fs.Bool("clear", false, "remove the override, so the configured price applies")
-	pos, err := c.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	k, ok := accountsv1.LedgerKind_value["LEDGER_KIND_"+strings.ToUpper(*kind)]
-	if !ok || k == 0 {
-		return errors.New("--kind must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
-	}
-	req := &accountsv1.SetClientPriceRequest{ClientId: pos[0], Kind: accountsv1.LedgerKind(k), Variant: *variant}
-	switch {
-	case *clear && *amount >= 0:
-		return errors.New("give --amount or --clear, not both")
-	case *clear:
-	case *amount >= 0:
-		req.Amount = amount
-	default:
-		return errors.New("give --amount N or --clear")
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		return admin.SetClientPrice(ctx, req)
-	})
-}
-
-// origins shows the web origins allowed to capture a client's browser flows, or replaces them
-// with a comma-separated list (--clear: none).
-func (c *command) origins(ctx context.Context, args []string) error {
-	clear := c.fs.Bool("clear", false, "allow no origin")
-	pos, err := c.parseBetween(args, 1, 2)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 2 && *clear {
-		return errors.New("give origins or --clear, not both")
-	}
-	return c.call(ctx, func(admin accountsv1.AccountsAdminServiceClient) (proto.Message, error) {
-		if len(pos) == 1 && !*clear {
-			resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: pos[0]})
-			return &accountsv1.SetClientWebOriginsResponse{WebOrigins: resp.GetDetails().GetWebOrigins()}, err
-		}
-		var origins []string
-		if len(pos) == 2 {
-			for _, o := range strings.Split(pos[1], ",") {
-				if o = strings.TrimSpace(o); o != "" {
-					origins = append(origins, o)
-				}
-			}
-		}
-		return admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: pos[0], Origins: origins})
-	})
-}
-
-// call runs one admin call and prints its answer.
-func (c *command) call(ctx context.Context, fn func(accountsv1.AccountsAdminServiceClient) (proto.Message, error)) error {
-	admin, done, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	m, err := fn(admin)
-	if err != nil {
-		return err
-	}
-	return c.print(m)
-}
-
-// print writes m as indented JSON. protojson varies its whitespace on purpose; re-indenting
-// with encoding/json gives output that scripts can rely on.
-func (c *command) print(m proto.Message) error {
-	b, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(m)
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return err
-	}
-	out.WriteByte('\n')
-	_, err = out.WriteTo(c.out)
-	return err
-}
-
-// expiry turns "30d", "12h" or "90m" into a timestamp from now; "" is no expiry.
-func expiry(s string) (*timestamppb.Timestamp, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n <= 0 || n > 3650 {
-			return nil, fmt.Errorf("--expires-in %q: want days 1d to 3650d, or a duration like 12h", s)
-		}
-		d = time.Duration(n) * 24 * time.Hour
+	if st, ok := status.FromError(err); ok {
+		fmt.Fprintf(errOut, "mnvctl: %s: %s\n", st.Code(), st.Message())
 	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
-			return nil, fmt.Errorf("--expires-in %q: want days like 30d or a duration like 12h", s)
-		}
+		fmt.Fprintf(errOut, "mnvctl: %v\n", err)
 	}
-	return timestamppb.New(time.Now().Add(d)), nil
+	return 1
 }
 
-func parseFeatures(s string) ([]accountsv1.Feature, error) {
-	var out []accountsv1.Feature
-	for _, f := range strings.Split(s, ",") {
-		f = strings.ToUpper(strings.TrimSpace(f))
-		if f == "" {
-			continue
-		}
-		v, ok := accountsv1.Feature_value["FEATURE_"+f]
-		if !ok || v == 0 {
-			return nil, fmt.Errorf("unknown feature %q; known: VERIFY, CONNECT, STUCK_PLUS, SANDBOX", f)
-		}
-		out = append(out, accountsv1.Feature(v))
+// usageError is a command line mnvctl cannot run: exit status 2, with the usage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+const environment = `Environment:
+  MNV_ACCOUNTS_ADDR     accounts gRPC address (--addr beats it; default: the address make run
+                        recorded in its state folder, else 127.0.0.1:9091)
+  MNV_ADMIN_TOKEN       operator credential (default: the state folder's secrets/admin-token)
+  MNV_ADMIN_TOKEN_FILE  file holding the operator credential, instead of MNV_ADMIN_TOKEN
+  MNV_GRPC_TLS_CA       CA file: dial over TLS verified against it (--tls-ca beats it)
+  MNV_STATE_DIR         state folder of make run (default: .mnv in the working directory or
+                        the nearest directory above it)`
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mnvctl",
+		Short: "Operate mnv: clients, balances, prices, and the secrets of a deployment",
+		Long: "mnvctl creates clients and manages their balance, status, features and prices through the\n" +
+			"accounts service's admin gRPC API, and generates the secrets a deployment needs.\n\n" + environment,
+		Version:       buildVersion(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noSubcommand,
+		RunE:          missingSubcommand,
 	}
-	return out, nil
+	root.SetVersionTemplate("mnvctl {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newClientCommand(), newKeygenCommand())
+	return root
+}
+
+// noSubcommand lets a group command see an unknown subcommand, which missingSubcommand reports.
+func noSubcommand(*cobra.Command, []string) error { return nil }
+
+// missingSubcommand is the run of a group command: it only ever runs without a known
+// subcommand. Without it cobra prints the help and exits 0 for "mnvctl client frobnicate".
+func missingSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return usagef("%s needs a command", cmd.CommandPath())
+}
+
+// buildVersion is version, else the module version go build recorded, else "devel".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// exactArgs and rangeArgs are cobra's positional checks as usage errors.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return rangeArgs(n, n, names)
+}
+
+func rangeArgs(min, max int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			if max == 0 {
+				return usagef("%s takes no arguments, got %d", cmd.CommandPath(), len(args))
+			}
+			if min == max {
+				return usagef("%s wants %d argument(s) (%s), got %d", cmd.CommandPath(), min, names, len(args))
+			}
+			return usagef("%s wants %d to %d arguments (%s), got %d", cmd.CommandPath(), min, max, names, len(args))
+		}
+		return nil
+	}
 }

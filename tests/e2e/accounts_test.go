@@ -80,12 +80,14 @@ func TestOperatorAndClient(t *testing.T) {
 	if _, err := suite.Mnvctl(ctx, "client", "features", c.ID, "CONNECT"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := suite.Mnvctl(ctx, "client", "price", c.ID, "--kind", "VERIFICATION", "--amount", "3")
-	if err != nil || !strings.Contains(string(out), `"amount": "3"`) {
+	out, err := suite.Mnvctl(ctx, "client", "price", c.ID, "--kind", "VERIFICATION", "--amount", "3", "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"amount": 3`) {
 		t.Fatalf("mnvctl price: %s %v", out, err)
 	}
-	out, err = suite.Mnvctl(ctx, "client", "show", c.ID)
-	if err != nil || !strings.Contains(string(out), "FEATURE_CONNECT") {
+	out, err = suite.Mnvctl(ctx, "client", "show", c.ID, "-o", "json")
+	if err != nil || !strings.Contains(string(out), `"enabledFeatures": [
+      "CONNECT"
+    ]`) {
 		t.Fatalf("mnvctl show: %s %v", out, err)
 	}
 	if _, err := suite.Mnvctl(ctx, "client", "show", "00000000-0000-4000-8000-000000000000"); err == nil || !strings.Contains(err.Error(), "NotFound") {

@@ -1,6 +1,6 @@
 // Package devstate is the local state of the developer setup (make run): generated secrets and
 // the demo client, kept in a git-ignored folder (.mnv by default) so that restarts keep working
-// and mnvctl finds the admin credential without any setup.
+// and mnvctl finds the admin credential and the addresses of the run without any setup.
 package devstate
 
 import (
@@ -13,7 +13,6 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/findup"
 )
 
 // Secret names and the variables they feed (as NAME_FILE).
@@ -103,12 +102,12 @@ func InternalTokens(dir string) (files map[string]string, callers auth.Callers, 
 	return files, callers, nil
 }
 
-// FindAdminToken looks for the admin token of a local setup: .mnv/secrets/admin-token in the
-// working directory or any directory above it.
+// FindAdminToken looks for the admin token of a local setup: secrets/admin-token in the state
+// folder (MNV_STATE_DIR, else .mnv in the working directory or any directory above it).
 func FindAdminToken() (string, error) {
-	p, err := findup.Path(filepath.Join(".mnv", "secrets", "admin-token"))
-	if errors.Is(err, findup.ErrNotFound) {
-		return "", errors.New("no admin token: set MNV_ADMIN_TOKEN or MNV_ADMIN_TOKEN_FILE, or run mnvctl inside the checkout where make run runs")
+	p, err := find(filepath.Join("secrets", "admin-token"))
+	if errors.Is(err, ErrNoState) {
+		return "", errors.New("no admin token: set MNV_ADMIN_TOKEN or MNV_ADMIN_TOKEN_FILE, or run mnvctl inside the checkout where make run runs (or with its MNV_STATE_DIR)")
 	}
 	if err != nil {
 		return "", err

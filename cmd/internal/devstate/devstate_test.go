@@ -1,6 +1,7 @@
 package devstate_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +115,66 @@ func TestOldStateFolderStillRuns(t *testing.T) {
 	}
 	if len(files) != len(devstate.InternalCallers) {
 		t.Errorf("token files %v", files)
+	}
+}
+
+// TestAddrsAndTokenFromTheStateFolder: tools find a run's addresses and admin token in
+// MNV_STATE_DIR when it is set, else in .mnv of the working directory or above it.
+func TestAddrsAndTokenFromTheStateFolder(t *testing.T) {
+	want := devstate.Addrs{AccountsGRPC: "127.0.0.1:19091", VerificationGRPC: "127.0.0.1:19092", ConnectGRPC: "127.0.0.1:19093", GatewayHTTP: "127.0.0.1:18080"}
+	checkout := t.TempDir()
+	dotMnv := filepath.Join(checkout, ".mnv")
+	elsewhere := t.TempDir()
+	sub := filepath.Join(checkout, "services", "accounts")
+	for _, d := range []string{filepath.Join(dotMnv, "secrets"), filepath.Join(elsewhere, "secrets"), sub} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := devstate.WriteAddrs(dotMnv, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dotMnv, "secrets", "admin-token"), []byte("dot-mnv-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := want
+	other.AccountsGRPC = "127.0.0.1:29091"
+	if err := devstate.WriteAddrs(elsewhere, other); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, wd, stateDir string
+		want               devstate.Addrs
+		token              string
+		noState            bool
+	}{
+		{name: ".mnv above the working directory", wd: sub, want: want, token: "dot-mnv-token"},
+		{name: "MNV_STATE_DIR beats .mnv", wd: sub, stateDir: elsewhere, want: other},
+		{name: "no state folder", wd: t.TempDir(), noState: true},
+		{name: "MNV_STATE_DIR that is not there", wd: sub, stateDir: filepath.Join(elsewhere, "missing"), noState: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(tt.wd)
+			t.Setenv(devstate.StateDirVar, tt.stateDir)
+			got, err := devstate.FindAddrs()
+			if tt.noState {
+				if !errors.Is(err, devstate.ErrNoState) {
+					t.Fatalf("FindAddrs = %+v, %v; want ErrNoState", got, err)
+				}
+				if _, err := devstate.FindAdminToken(); err == nil || !strings.Contains(err.Error(), "MNV_ADMIN_TOKEN") {
+					t.Fatalf("FindAdminToken error %v does not say what to set", err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("FindAddrs = %+v, %v; want %+v", got, err, tt.want)
+			}
+			if tt.token != "" {
+				if tok, err := devstate.FindAdminToken(); err != nil || tok != tt.token {
+					t.Fatalf("FindAdminToken = %q, %v", tok, err)
+				}
+			}
+		})
 	}
 }

@@ -1,14 +1,17 @@
-// Package jsonpb is the gateway's one JSON representation of protobuf messages, decided once
-// for the whole API (contract section 2):
+// Package apijson is the API's one JSON representation of protobuf messages, decided once
+// for the whole API (contract section 2). The gateway writes it (its jsonpb package) and mnvctl
+// prints it, so an operator sees the shapes a client sees:
 //
 //   - 64-bit integers are JSON numbers, not the quoted strings of protojson;
 //   - timestamps are ISO 8601 UTC with exactly three fractional digits;
 //   - a field that can be absent (a message, a proto3 optional) is null when absent, never
 //     omitted; repeated fields are [] when empty; every other field is always written;
 //   - enum values are written without their type prefix (ROLE_ADMIN is "ADMIN", the
-//     *_UNSPECIFIED zero value is null), and read with or without it;
-//   - unknown request fields are errors.
-package jsonpb
+//     *_UNSPECIFIED zero value is null).
+//
+// Reading requests (enums with or without their prefix, unknown fields as errors) is the
+// gateway's alone.
+package apijson
 
 import (
 	"encoding/base64"
