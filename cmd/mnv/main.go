@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,8 +58,8 @@ func main() {
 
 // devSecrets makes the development secrets and points the environment at them: one internal
 // token per caller (the files by caller are returned; each app gets its own, see ownToken) and
-// the caller list every server accepts, which the all-in-one always sets itself. It also turns
-// the sandbox operator on, unless MNV_SANDBOX is set: this binary is for development.
+// the caller list every server accepts, which the all-in-one always sets itself. It also sets
+// the development defaults (devDefaults) the environment leaves unset.
 func devSecrets(state string) (map[string]string, error) {
 	if err := devstate.EnsureSecrets(state); err != nil {
 		return nil, err
@@ -70,12 +71,24 @@ func devSecrets(state string) (map[string]string, error) {
 	if err := os.Setenv("MNV_INTERNAL_CALLERS", callers.String()); err != nil {
 		return nil, err
 	}
-	if os.Getenv("MNV_SANDBOX") == "" {
-		if err := os.Setenv("MNV_SANDBOX", "true"); err != nil {
-			return nil, err
+	for name, value := range devDefaults {
+		if _, set := os.LookupEnv(name); !set {
+			if err := os.Setenv(name, value); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return tokens, nil
+}
+
+// devDefaults are what this development binary turns on unless the environment says otherwise:
+// the sandbox operator, and a CRM receiver on the developer's own machine (plain http on
+// loopback), so the README's walk-through runs without a restart. Production runs the services'
+// own binaries, where all of them are off.
+var devDefaults = map[string]string{
+	"MNV_SANDBOX":              "true",
+	"MNV_WEBHOOK_ALLOW_HTTP":   "true",
+	"MNV_WEBHOOK_ALLOWED_NETS": "127.0.0.0/8,::1/128",
 }
 
 // tokenVar is the variable of a process's own internal token.
@@ -111,6 +124,26 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	ccfg, err := connect.LoadConfig(ownToken(tokens[auth.CallerConnect]))
 	if err != nil {
 		return err
+	}
+	// A default port another program holds is no reason to fail a developer's start: take a free
+	// one and say so. An address set in the environment is kept, and fails loudly if taken.
+	for _, a := range []struct {
+		name string
+		addr *string
+	}{
+		{"MNV_ACCOUNTS_GRPC_ADDR", &acfg.GRPCAddr}, {"MNV_VERIFICATION_GRPC_ADDR", &vcfg.GRPCAddr},
+		{"MNV_CONNECT_GRPC_ADDR", &ccfg.GRPCAddr}, {"MNV_HTTP_ADDR", &gcfg.HTTPAddr},
+	} {
+		if _, set := os.LookupEnv(a.name); set {
+			continue
+		}
+		if free, moved, err := freeIfTaken(*a.addr); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		} else if moved {
+			log.Warn("default address taken; using a free port (set the variable to choose one)",
+				zap.String("variable", a.name), zap.String("taken", *a.addr), zap.String("using", free))
+			*a.addr = free
+		}
 	}
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
@@ -308,4 +341,27 @@ func printDemo(d demo, path string, created bool) {
 	}
 	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n  web origins:  %s\n",
 		verb, path, d.ClientID, d.APIKey, d.ClientSecret, strings.Join(demoOrigins, ", "))
+}
+
+// freeIfTaken returns addr when it can be listened on, else the same host with a port the
+// system chose (moved). The port is released again before the app binds it: another program
+// could take it in between, and the app's listen then fails with the variable's name.
+func freeIfTaken(addr string) (_ string, moved bool, err error) {
+	l, err := net.Listen("tcp", addr)
+	if err == nil {
+		return addr, false, l.Close()
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return "", false, err
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false, err
+	}
+	l, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", false, err
+	}
+	free := l.Addr().String()
+	return free, true, l.Close()
 }

@@ -235,3 +235,43 @@ func TestServeStopsLastStartedFirst(t *testing.T) {
 		})
 	}
 }
+
+func TestFreeIfTaken(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeAddr := free.Addr().String()
+	free.Close()
+
+	for _, c := range []struct {
+		name, addr string
+		moved      bool
+	}{
+		{"a free address is kept", freeAddr, false},
+		{"a taken address moves to a free port", held.Addr().String(), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, moved, err := freeIfTaken(c.addr)
+			if err != nil || moved != c.moved {
+				t.Fatalf("freeIfTaken(%s) = %s, %v, %v; want moved %v", c.addr, got, moved, err, c.moved)
+			}
+			if !moved && got != c.addr {
+				t.Fatalf("kept address changed: %s", got)
+			}
+			l, err := net.Listen("tcp", got)
+			if err != nil {
+				t.Fatalf("the address given cannot be listened on: %v", err)
+			}
+			l.Close()
+		})
+	}
+	if _, _, err := freeIfTaken("not an address"); err == nil {
+		t.Fatal("a malformed address passed")
+	}
+}
