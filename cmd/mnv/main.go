@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mnvhq/mnv/cmd/internal/devstate"
+	"github.com/mnvhq/mnv/cmd/internal/shellenv"
 	gateway "github.com/mnvhq/mnv/gateway/app"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	accounts "github.com/mnvhq/mnv/services/accounts/app"
@@ -180,7 +180,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		if err := devstate.WriteAddrs(state, addrs); err != nil {
 			log.Error("state folder", zap.Error(err))
 		}
-		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state); err != nil {
+		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state, addrs.APIURL()); err != nil {
 			log.Error("demo client", zap.Error(err))
 		}
 		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gatewayAddr)
@@ -260,23 +260,14 @@ func serve(ctx context.Context, apps []started, shutdown time.Duration, ready fu
 	return g.Wait()
 }
 
-// demoFile is where the demo client's credentials are kept (git-ignored, mode 0600).
-const demoFile = "demo-client.json"
-
 // demoOrigins are the web origins the demo client allows to capture its browser flows: the
 // local demo site's (127.0.0.1:8081). No other client of make run allows them.
 var demoOrigins = []string{"http://127.0.0.1:8081", "http://localhost:8081"}
 
-type demo struct {
-	ClientID     string `json:"clientId"`
-	ClientSecret string `json:"clientSecret"`
-	APIKey       string `json:"apiKey"`
-}
-
 // demoClient creates a demo client on first start, through the admin API like mnvctl would,
-// and prints its credentials. Later starts print them again while the client exists. caFile is
-// MNV_GRPC_TLS_CA, for a developer who turned TLS on.
-func demoClient(ctx context.Context, cfg accounts.Config, caFile, state string) error {
+// and prints its credentials as export lines, this once. Later starts, while the client exists,
+// point to where they are kept. caFile is MNV_GRPC_TLS_CA, for a developer who turned TLS on.
+func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL string) error {
 	opts, err := grpcclient.CredentialOptions(cfg.AdminToken, caFile)
 	if err != nil {
 		return err
@@ -292,9 +283,8 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state string) 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
-	path := filepath.Join(state, demoFile)
-	var d demo
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil {
+	d, err := devstate.ReadDemo(state)
+	if err == nil {
 		resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: d.ClientID})
 		if err == nil {
 			// A demo client made before web origins existed allows none: give it the demo's.
@@ -303,7 +293,8 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state string) 
 					return err
 				}
 			}
-			printDemo(d, path, false)
+			fmt.Printf("\nDemo client %s: its credentials are in %s; in a shell,\n  eval \"$(./bin/mnvctl demo -o env)\"\nsets MNV_API_URL, MNV_CLIENT_ID, MNV_API_KEY and MNV_CLIENT_SECRET.\n",
+				d.ClientID, filepath.Join(state, devstate.DemoFile))
 			return nil
 		}
 		if status.Code(err) != codes.NotFound {
@@ -322,25 +313,20 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state string) 
 	if err != nil {
 		return err
 	}
-	d = demo{ClientID: resp.GetClient().GetId(), ClientSecret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
+	d = devstate.Demo{ClientID: resp.GetClient().GetId(), ClientSecret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
 	if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: demoOrigins}); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(d, "", "  ")
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+	if err := devstate.WriteDemo(state, d); err != nil {
 		return err
 	}
-	printDemo(d, path, true)
+	// Shown in full this once; later starts point to the file.
+	fmt.Printf("\nCreated a demo client with VERIFY, CONNECT, STUCK_PLUS and SANDBOX, allowing web origins %s.\n"+
+		"Its credentials, shown only now, are kept in %s:\n\n%s",
+		strings.Join(demoOrigins, ", "), filepath.Join(state, devstate.DemoFile),
+		shellenv.Lines(shellenv.Var{Name: "MNV_API_URL", Value: apiURL}, shellenv.Var{Name: "MNV_CLIENT_ID", Value: d.ClientID},
+			shellenv.Var{Name: "MNV_API_KEY", Value: d.APIKey}, shellenv.Var{Name: "MNV_CLIENT_SECRET", Value: d.ClientSecret}))
 	return nil
-}
-
-func printDemo(d demo, path string, created bool) {
-	verb := "Demo client"
-	if created {
-		verb = "Created a demo client"
-	}
-	fmt.Printf("\n%s (credentials kept in %s):\n  X-CLIENT-ID:  %s\n  X-API-KEY:    %s\n  client secret: %s\n  web origins:  %s\n",
-		verb, path, d.ClientID, d.APIKey, d.ClientSecret, strings.Join(demoOrigins, ", "))
 }
 
 // freeIfTaken returns addr when it can be listened on, else the same host with a port the

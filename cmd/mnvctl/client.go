@@ -104,7 +104,7 @@ func (c *conn) create() *cobra.Command {
 			return result{
 				msg:  resp,
 				lead: []field{{"clientId", id}},
-				env:  []field{{"MNV_CLIENT_ID", id}, {"MNV_API_KEY", key}, {"MNV_CLIENT_SECRET", secret}},
+				env:  c.withAPIURL(field{"MNV_CLIENT_ID", id}, field{"MNV_API_KEY", key}, field{"MNV_CLIENT_SECRET", secret}),
 				text: func(w io.Writer) error {
 					s := fmt.Sprintf("client id:     %s\nclient secret: %s\n", id, secret)
 					if key != "" {
@@ -326,4 +326,12 @@ func parseFeatures(s string) ([]accountsv1.Feature, error) {
 		out = append(out, accountsv1.Feature(v))
 	}
 	return out, nil
+}
+
+// withAPIURL puts MNV_API_URL before vars when the local run's API is known (see conn.apiURL).
+func (c *conn) withAPIURL(vars ...field) []field {
+	if c.apiURL == "" {
+		return vars
+	}
+	return append([]field{{"MNV_API_URL", c.apiURL}}, vars...)
 }

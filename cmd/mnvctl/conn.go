@@ -20,6 +20,9 @@ const defaultAccountsAddr = "127.0.0.1:9091"
 // variable, else the local run's state folder, else the default.
 type conn struct {
 	addr, caFile, serverName string
+	// apiURL is the local run's API when mnvctl reached accounts through the address the run
+	// recorded: -o env of a new client then says where its API answers too.
+	apiURL string
 }
 
 func (c *conn) flags(cmd *cobra.Command) {
@@ -45,7 +48,7 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 		return nil, nil, err
 	}
 	if addr == "" {
-		if addr, err = recordedAddr(); err != nil {
+		if addr, c.apiURL, err = recordedAddr(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -72,14 +75,15 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 	return accountsv1.NewAccountsAdminServiceClient(cc), func() { _ = cc.Close() }, nil
 }
 
-// recordedAddr is accounts' address recorded by the local run, or the default without one.
-func recordedAddr() (string, error) {
+// recordedAddr is accounts' address recorded by the local run, with the run's API, or the
+// default without one.
+func recordedAddr() (addr, apiURL string, err error) {
 	a, err := devstate.FindAddrs()
 	switch {
 	case errors.Is(err, devstate.ErrNoState) || err == nil && a.AccountsGRPC == "":
-		return defaultAccountsAddr, nil
+		return defaultAccountsAddr, "", nil
 	case err != nil:
-		return "", fmt.Errorf("the address make run recorded (set MNV_ACCOUNTS_ADDR instead): %w", err)
+		return "", "", fmt.Errorf("the address make run recorded (set MNV_ACCOUNTS_ADDR instead): %w", err)
 	}
-	return a.AccountsGRPC, nil
+	return a.AccountsGRPC, a.APIURL(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,7 +155,9 @@ func TestAgainstAccounts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, "secrets", "admin-token"), []byte(apptest.AdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := devstate.WriteAddrs(state, devstate.Addrs{AccountsGRPC: s.Addr}); err != nil {
+	// The gateway's address is only recorded here: no request goes to it.
+	const gateway = "127.0.0.1:18080"
+	if err := devstate.WriteAddrs(state, devstate.Addrs{AccountsGRPC: s.Addr, GatewayHTTP: gateway}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -184,13 +187,36 @@ func TestAgainstAccounts(t *testing.T) {
 
 	t.Run("create -o env", func(t *testing.T) {
 		out := mnvctl(t, append(create, "-o", "env")...)
-		got := evalEnv(t, out, "MNV_CLIENT_ID", "MNV_API_KEY", "MNV_CLIENT_SECRET")
-		if len(got[0]) != 36 || !strings.HasPrefix(got[1], "mnv_") || !strings.HasPrefix(got[2], "mnvsec_") {
+		got := evalEnv(t, out, "MNV_CLIENT_ID", "MNV_API_KEY", "MNV_CLIENT_SECRET", "MNV_API_URL")
+		if len(got[0]) != 36 || !strings.HasPrefix(got[1], "mnv_") || !strings.HasPrefix(got[2], "mnvsec_") ||
+			got[3] != "http://"+gateway+"/v1/api" {
 			t.Fatalf("eval of %q set %q", out, got)
 		}
 		// The id is a client's: show finds it.
 		if out := mnvctl(t, "client", "show", got[0], "-o", "env"); evalEnv(t, out, "MNV_CLIENT_ID")[0] != got[0] {
 			t.Fatalf("show -o env: %q", out)
+		}
+	})
+	t.Run("demo", func(t *testing.T) {
+		demo := devstate.Demo{ClientID: made.ClientID, APIKey: made.APIKey, ClientSecret: made.ClientSecret}
+		if err := devstate.WriteDemo(state, demo); err != nil {
+			t.Fatal(err)
+		}
+		out := mnvctl(t, "demo", "-o", "env")
+		got := evalEnv(t, out, "MNV_API_URL", "MNV_CLIENT_ID", "MNV_API_KEY", "MNV_CLIENT_SECRET")
+		want := []string{"http://" + gateway + "/v1/api", demo.ClientID, demo.APIKey, demo.ClientSecret}
+		if !slices.Equal(got, want) {
+			t.Fatalf("demo -o env set %q, want %q", got, want)
+		}
+		var js map[string]string
+		decode(t, mnvctl(t, "demo", "-o", "json"), &js)
+		if js["apiUrl"] != want[0] || js["clientId"] != demo.ClientID || js["apiKey"] != demo.APIKey {
+			t.Fatalf("demo -o json: %v", js)
+		}
+		// Without a local run there is nothing to print, and the error says how to get one.
+		r := runBin(t, bin, t.TempDir(), nil, "", "demo", "-o", "env")
+		if r.code != 1 || r.out != "" || !strings.Contains(r.errOut, "make run") {
+			t.Fatalf("demo without a state folder: exit %d, %q %q", r.code, r.out, r.errOut)
 		}
 	})
 	t.Run("create -o env without a key unsets it", func(t *testing.T) {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mnvhq/mnv/cmd/internal/shellenv"
 	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
@@ -69,15 +69,11 @@ func (r result) print(w io.Writer, format string) error {
 		_, err = w.Write(b)
 		return err
 	case formatEnv:
-		var b strings.Builder
-		for _, f := range r.env {
-			if f.value == "" {
-				fmt.Fprintf(&b, "unset %s\n", f.name)
-				continue
-			}
-			fmt.Fprintf(&b, "export %s=%s\n", f.name, shellQuote(f.value))
+		vars := make([]shellenv.Var, len(r.env))
+		for i, f := range r.env {
+			vars[i] = shellenv.Var{Name: f.name, Value: f.value}
 		}
-		_, err := io.WriteString(w, b.String())
+		_, err := io.WriteString(w, shellenv.Lines(vars...))
 		return err
 	}
 	if r.text != nil {
@@ -125,17 +121,6 @@ func (r result) json() ([]byte, error) {
 	out.WriteByte('\n')
 	return out.Bytes(), nil
 }
-
-// shellQuote quotes s for POSIX sh: single quotes, each ' written as '\”. Values made only of
-// safe characters stay bare, so the line reads as people expect.
-func shellQuote(s string) string {
-	if safeShell.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-var safeShell = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 
 // writeText writes JSON as aligned "key: value" lines, nested objects indented under their
 // key and lists of objects as "- " items. Key order is the JSON's (the proto's field order).
