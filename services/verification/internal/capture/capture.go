@@ -192,8 +192,8 @@ func status(number string) string {
 	return domain.Captured
 }
 
-// CreateOpportunity starts a browser flow of a product the client has.
-func (s *Service) CreateOpportunity(ctx context.Context, p identity.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
+// CreateTransaction starts a browser flow of a product the client has.
+func (s *Service) CreateTransaction(ctx context.Context, p identity.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
 	switch serviceCode {
 	case domain.ServiceVerify:
 		if !p.Has(domain.FeatureVerify) {
@@ -216,8 +216,8 @@ func (s *Service) CreateOpportunity(ctx context.Context, p identity.Principal, s
 	})
 }
 
-// GetOpportunity resolves a browser flow of the client.
-func (s *Service) GetOpportunity(ctx context.Context, clientID, id string) (domain.Transaction, error) {
+// GetTransaction resolves a browser flow of the client.
+func (s *Service) GetTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Transaction{}, fault.ErrNotFound
 	}
@@ -272,14 +272,14 @@ func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string)
 	return nil
 }
 
-// CaptureWeb captures a browser flow, identified by its id, from a page on one of its client's
+// CaptureTransaction captures a browser flow, identified by its id, from a page on one of its client's
 // allowed origins (n.Origin). A flow is captured once; a refused origin leaves it untouched.
 //
 // The origin binds the capture to the client's own site the way a registered redirect URI
 // binds an OAuth authorization to the client: a page elsewhere that obtained a transaction id
 // (an attacker's, started for a number she does not own) cannot have a victim's browser capture
 // it, because the victim's browser tells us the page's origin and the page cannot forge it.
-func (s *Service) CaptureWeb(ctx context.Context, transactionID string, n Network) (domain.Transaction, error) {
+func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, n Network) (domain.Transaction, error) {
 	if _, err := uuid.Parse(transactionID); err != nil {
 		return domain.Transaction{}, fault.ErrNotFound
 	}

@@ -114,31 +114,31 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 	}, nil
 }
 
-// CreateOpportunity starts a browser flow.
-func (s *Server) CreateOpportunity(ctx context.Context, req *verificationv1.CreateOpportunityRequest) (*verificationv1.CreateOpportunityResponse, error) {
-	t, err := s.Capture.CreateOpportunity(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
+// CreateTransaction starts a browser flow.
+func (s *Server) CreateTransaction(ctx context.Context, req *verificationv1.CreateTransactionRequest) (*verificationv1.CreateTransactionResponse, error) {
+	t, err := s.Capture.CreateTransaction(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CreateOpportunityResponse{Transaction: transactionToProto(t)}, nil
+	return &verificationv1.CreateTransactionResponse{Transaction: transactionToProto(t)}, nil
 }
 
-// GetOpportunity resolves a browser flow.
-func (s *Server) GetOpportunity(ctx context.Context, req *verificationv1.GetOpportunityRequest) (*verificationv1.GetOpportunityResponse, error) {
-	t, err := s.Capture.GetOpportunity(ctx, principal(ctx).ClientID, req.GetTransactionId())
+// GetTransaction resolves a browser flow.
+func (s *Server) GetTransaction(ctx context.Context, req *verificationv1.GetTransactionRequest) (*verificationv1.GetTransactionResponse, error) {
+	t, err := s.Capture.GetTransaction(ctx, principal(ctx).ClientID, req.GetTransactionId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.GetOpportunityResponse{Transaction: transactionToProto(t)}, nil
+	return &verificationv1.GetTransactionResponse{Transaction: transactionToProto(t)}, nil
 }
 
-// CaptureWebTransaction captures a browser flow (called by the gateway only).
-func (s *Server) CaptureWebTransaction(ctx context.Context, req *verificationv1.CaptureWebTransactionRequest) (*verificationv1.CaptureWebTransactionResponse, error) {
-	t, err := s.Capture.CaptureWeb(ctx, req.GetTransactionId(), network(ctx, s.NumberHeaders))
+// CaptureTransaction captures a browser flow (called by the gateway only).
+func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.CaptureTransactionRequest) (*verificationv1.CaptureTransactionResponse, error) {
+	t, err := s.Capture.CaptureTransaction(ctx, req.GetTransactionId(), network(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CaptureWebTransactionResponse{
+	return &verificationv1.CaptureTransactionResponse{
 		TransactionId: t.ID, Status: transactionStatus(t.Status), OperatorId: t.OperatorID,
 		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
 	}, nil
