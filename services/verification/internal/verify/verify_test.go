@@ -248,7 +248,9 @@ func TestVerify(t *testing.T) {
 			r := e.request(e.blob(e.client.ClientID, "beta", number, time.Minute), number)
 			return r
 		}, nil, fault.InvalidArgument, nil, "", 0},
-		{"numbers match", func(e *env) Request { return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number) },
+		{"numbers match", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
+		},
 			nil, "", nil, domain.StatusVerified, 1},
 		{"numbers differ: NOT_VERIFIED, charged", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), other)
@@ -260,7 +262,9 @@ func TestVerify(t *testing.T) {
 			e.now = e.now.Add(time.Minute)
 			return e.request(b, number)
 		}, nil, "", nil, domain.StatusExpired, 0},
-		{"debit refused: REJECTED", func(e *env) Request { return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number) },
+		{"debit refused: REJECTED", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
+		},
 			money.ErrInsufficientBalance, fault.InsufficientBalance, money.ErrInsufficientBalance, domain.StatusRejected, 1},
 		{"debit unknown: stays PENDING", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
