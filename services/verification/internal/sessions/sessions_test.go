@@ -108,7 +108,7 @@ func TestCreate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &fakeStore{}
 			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-			s := New(st, network.NewIdentifier(ops, zaptest.NewLogger(t)), sealer, 5*time.Minute)
+			s := New(st, network.NewIdentifier(ops, zaptest.NewLogger(t)), sealer, 7*time.Minute)
 			s.now = func() time.Time { return now }
 			p := client
 			p.Features = append(p.Features, tt.features...)
@@ -140,7 +140,7 @@ func TestCreate(t *testing.T) {
 			if claims.Number != tt.wantNumber || claims.OperatorID != tt.wantOp || claims.ClientID != client.ClientID || claims.SessionID != sess.ID {
 				t.Errorf("sealed %+v, want number %q of operator %q, session %s", claims, tt.wantNumber, tt.wantOp, sess.ID)
 			}
-			if want := now.Add(5 * time.Minute); !c.ExpiresAt.Equal(want) || !sess.ExpiresAt.Equal(want) || !claims.ExpiresAt.Equal(want) {
+			if want := now.Add(7 * time.Minute); !c.ExpiresAt.Equal(want) || !sess.ExpiresAt.Equal(want) || !claims.ExpiresAt.Equal(want) {
 				t.Errorf("expires %v (stored %v, sealed %v), want %v: the TTL from the capture", c.ExpiresAt, sess.ExpiresAt, claims.ExpiresAt, want)
 			}
 			if sess.Source != "SDK" || sess.Platform == nil || *sess.Platform != tt.req.Platform {
