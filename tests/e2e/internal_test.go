@@ -97,9 +97,9 @@ func TestInternalMethodsAdmitTheirCallers(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.MDClientIP, "127.0.0.1", auth.MDHeaderPrefix+strings.ToLower(sandboxHeader), nextNumber())
-			_, err := cl.CaptureWebTransaction(ctx, &verificationv1.CaptureWebTransactionRequest{TransactionId: tr.TransactionID})
+			_, err := cl.CaptureTransaction(ctx, &verificationv1.CaptureTransactionRequest{TransactionId: tr.TransactionID})
 			if status.Code(err) != codes.Unauthenticated {
-				t.Fatalf("CaptureWebTransaction = %v, want Unauthenticated", err)
+				t.Fatalf("CaptureTransaction = %v, want Unauthenticated", err)
 			}
 		})
 	}

@@ -92,7 +92,7 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 		if origin != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.MDOrigin, origin)
 		}
-		_, err := ver.CaptureWebTransaction(ctx, &verificationv1.CaptureWebTransactionRequest{TransactionId: tr})
+		_, err := ver.CaptureTransaction(ctx, &verificationv1.CaptureTransactionRequest{TransactionId: tr})
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("direct capture with origin %q: %v, want PermissionDenied", origin, err)
 		}

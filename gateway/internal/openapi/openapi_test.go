@@ -107,7 +107,7 @@ func TestGenerateRefuses(t *testing.T) {
 		{"the operator's credential on a route", "mnv.accounts.v1.AccountsService.GetClient", func(r *optionsv1.Rule) *optionsv1.Rule {
 			return &optionsv1.Rule{Credential: optionsv1.Credential_CREDENTIAL_ADMIN, SuccessMessage: "x"}
 		}, "has no HTTP route"},
-		{"an internal route the gateway may not call", "mnv.verification.v1.VerificationService.CaptureWebTransaction", func(r *optionsv1.Rule) *optionsv1.Rule {
+		{"an internal route the gateway may not call", "mnv.verification.v1.VerificationService.CaptureTransaction", func(r *optionsv1.Rule) *optionsv1.Rule {
 			r.Callers = []optionsv1.Caller{optionsv1.Caller_CALLER_VERIFICATION}
 			return r
 		}, "must admit the gateway"},

@@ -137,7 +137,7 @@ func TestEdgeOf(t *testing.T) {
 		{"/mnv.accounts.v1.AccountsService/GenerateFirstApiKey", "/v1/api/me/api-key/generate", rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.verification.v1.VerificationService/CreateSdkSession", "/v1/api/sdk/session", rpcrule.Edge{Credential: rpcrule.SDKTokenHeader, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.verification.v1.VerificationService/Verify", "/v1/api/verify", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.verification.v1.VerificationService/CaptureWebTransaction", "/v1/api/web/transactions/{transaction_id=*}/capture", rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}},
+		{"/mnv.verification.v1.VerificationService/CaptureTransaction", "/v1/api/web/transactions/{transaction_id=*}/capture", rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}},
 		{"/mnv.connect.v1.ConnectService/UploadImport", "/v1/api/me/connect/import", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}},
 	}
 	for _, tt := range tests {

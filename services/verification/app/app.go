@@ -30,12 +30,15 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
-	"github.com/mnvhq/mnv/services/verification/internal/capture"
+	"github.com/mnvhq/mnv/services/verification/internal/browser"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/server"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/migrations"
@@ -274,7 +277,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	sealer := seal.NewSealer(keyring)
 	vault := phone.NewVault("verification", keyring, hasher)
-	verifier := verify.New(pool, ops, sealer, vault, accounts, verify.Config{
+	verifyStores := pg.NewStores(pool, func(db pg.DB) verify.Store { return store.New(db) })
+	verifier := verify.New(verifyStores.Pool(), verifyStores, ops, sealer, vault, accounts, verify.Config{
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)
 	verifier.Metrics = verifyMetrics
@@ -299,13 +303,18 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	net := network.NewIdentifier(ops, log)
+	sess := sessions.New(store.New(pool), net, sealer, cfg.SessionTTL)
+	stuckStores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return store.New(db) })
+	stuckPlus := stuckplus.New(stuckStores.Pool(), stuckStores, vault, accounts, cfg.RevealChargeRepeats)
+	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return store.New(db) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
-		Capture:  capture.New(pool, ops, sealer, vault, accounts, capture.Config{SessionTTL: cfg.SessionTTL, TransactionTTL: cfg.TransactionTTL}, log),
-		Verifier: verifier, StuckPlus: stuckplus.New(pool, vault, accounts, cfg.RevealChargeRepeats),
+		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus,
+		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
-	a.purge = &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}
+	a.purge = &purge.Runner{Rules: purgeRules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
 		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
 		// nothing would hide a growing outbox.
@@ -318,7 +327,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.closer.Add("connect connection", conn.Close)
-		a.relay = relay.New(pool, connectv1.NewConnectInternalServiceClient(conn), log)
+		relayStores := pg.NewStores(pool, func(db pg.DB) relay.Store { return store.New(db) })
+		a.relay = relay.New(relayStores.Pool(), relayStores, connectReceiver{connectv1.NewConnectInternalServiceClient(conn)}, log)
 		a.relay.Metrics = relayMetrics
 	}
 	return a, nil

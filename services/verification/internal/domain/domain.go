@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
 // Errors of verification's own rules; the shared ones are fault's (ErrNotFound, ErrSuspended,
@@ -19,6 +20,9 @@ var (
 	// ErrOriginNotAllowed: a browser capture from a page whose origin the transaction's client
 	// did not allow (or with no origin at all).
 	ErrOriginNotAllowed = fault.New(fault.PermissionDenied, "this page's origin is not allowed to capture the account's transactions")
+	// ErrNotAdmin: a reveal by a key without the ADMIN role. The RPC's rule refuses it first,
+	// with the same words; the rule of the domain does not depend on that.
+	ErrNotAdmin = fault.New(fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
 )
 
 // UsedBy is the ALREADY_USED error of a blob the client already verified: it names that verification,
@@ -27,6 +31,10 @@ var (
 func UsedBy(verificationID string) error {
 	return fault.New(fault.AlreadyUsed, "this sealed session was already verified, by verification "+verificationID)
 }
+
+// ShortText bounds the client's own references (a browser flow's metadataId) and the SDK's
+// device fields.
+var ShortText = freetext.Rule{Max: 128}
 
 // Capture statuses.
 const (
@@ -99,7 +107,22 @@ type Verification struct {
 	CreatedAt    time.Time
 }
 
-// Transaction is a browser flow.
+// VerificationFilter narrows a list of verifications.
+type VerificationFilter struct {
+	Status   *string
+	From, To *time.Time
+}
+
+// OutboxFact is a verified number waiting in the outbox to be told to Connect.
+type OutboxFact struct {
+	ID             int64
+	ClientID       string
+	VerificationID string
+	NumberHash     []byte
+	VerifiedAt     time.Time
+}
+
+// Transaction is a browser flow (the REST routes' "opportunity").
 type Transaction struct {
 	ID                 string
 	ClientID           string

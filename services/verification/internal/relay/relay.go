@@ -8,18 +8,38 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
+
+// Store is what the relay needs of the service's storage.
+type Store interface {
+	// PendingOutbox reads up to limit facts not relayed yet, oldest first, that no other
+	// replica holds, and holds them until the transaction ends.
+	PendingOutbox(ctx context.Context, limit int) ([]domain.OutboxFact, error)
+	MarkRelayed(ctx context.Context, ids []int64) error
+	// OutboxBacklog reads when the oldest fact not relayed was written (nil: none) and how many
+	// there are, up to maxCounted.
+	OutboxBacklog(ctx context.Context, maxCounted int64) (oldest *time.Time, pending int64, err error)
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
+// Connect is Connect's receiver of verified numbers, idempotent: a fact it is told twice is
+// kept once.
+type Connect interface {
+	RecordVerifiedNumbers(ctx context.Context, facts []domain.OutboxFact) error
+}
 
 // Relay moves outbox rows to Connect.
 type Relay struct {
-	pool    *pgxpool.Pool
-	connect connectv1.ConnectInternalServiceClient
+	st      Store
+	tx      Tx
+	connect Connect
 	log     *zap.Logger
 	batch   int
 
@@ -31,8 +51,8 @@ type Relay struct {
 }
 
 // New returns a Relay.
-func New(pool *pgxpool.Pool, connect connectv1.ConnectInternalServiceClient, log *zap.Logger) *Relay {
-	return &Relay{pool: pool, connect: connect, log: log, batch: 500, MeasureEvery: 5 * time.Second}
+func New(st Store, tx Tx, connect Connect, log *zap.Logger) *Relay {
+	return &Relay{st: st, tx: tx, connect: connect, log: log, batch: 500, MeasureEvery: 5 * time.Second}
 }
 
 // Run relays until ctx ends, looking every poll when there is nothing to do.
@@ -53,44 +73,26 @@ func (r *Relay) Run(ctx context.Context, poll time.Duration) {
 	}
 }
 
-// RunOnce relays one batch and returns its size.
+// RunOnce relays one batch and returns its size. The batch's rows stay locked while Connect is
+// told, and are marked relayed only once it has answered.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	n := 0
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, client_id::text, verification_id::text, number_hash, verified_at
-			FROM verification.outbox WHERE relayed_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch)
-		if err != nil {
-			return fmt.Errorf("read outbox: %w", err)
+	err := r.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		facts, err := st.PendingOutbox(ctx, r.batch)
+		if err != nil || len(facts) == 0 {
+			return err
 		}
-		var ids []int64
-		req := &connectv1.RecordVerifiedNumbersRequest{}
-		for rows.Next() {
-			var (
-				id   int64
-				item connectv1.VerifiedNumber
-				at   time.Time
-			)
-			if err := rows.Scan(&id, &item.ClientId, &item.VerificationId, &item.NumberHash, &at); err != nil {
-				rows.Close()
-				return fmt.Errorf("read outbox: %w", err)
-			}
-			item.VerifiedAt = timestamppb.New(at)
-			ids = append(ids, id)
-			req.Items = append(req.Items, &item)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read outbox: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if _, err := r.connect.RecordVerifiedNumbers(ctx, req); err != nil {
+		if err := r.connect.RecordVerifiedNumbers(ctx, facts); err != nil {
 			return fmt.Errorf("send to connect: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE verification.outbox SET relayed_at = now() WHERE id = ANY($1)`, ids); err != nil {
-			return fmt.Errorf("mark relayed: %w", err)
+		ids := make([]int64, len(facts))
+		for i, f := range facts {
+			ids[i] = f.ID
 		}
-		n = len(ids)
+		if err := st.MarkRelayed(ctx, ids); err != nil {
+			return err
+		}
+		n = len(facts)
 		return nil
 	})
 	if err == nil {
@@ -106,7 +108,7 @@ func (r *Relay) measure(ctx context.Context) {
 		return
 	}
 	r.measured = time.Now()
-	lag, pending, err := Backlog(ctx, r.pool)
+	lag, pending, err := r.Backlog(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("measure the outbox backlog", zap.Error(err))
@@ -120,17 +122,11 @@ func (r *Relay) measure(ctx context.Context) {
 const MaxCounted = 100_000
 
 // Backlog measures the facts not relayed yet: the age of the oldest (0 when none) and how many
-// there are, up to MaxCounted. Both read the partial index of pending rows (outbox_pending),
-// never the relayed ones; ids follow insertion, so the lowest pending id is the oldest fact (give
-// or take a transaction).
-func Backlog(ctx context.Context, pool *pgxpool.Pool) (lag time.Duration, pending int64, err error) {
-	var oldest *time.Time
-	err = pool.QueryRow(ctx, `SELECT
-			(SELECT created_at FROM verification.outbox WHERE relayed_at IS NULL ORDER BY id LIMIT 1),
-			(SELECT count(*) FROM (SELECT 1 FROM verification.outbox WHERE relayed_at IS NULL LIMIT $1) p)`,
-		MaxCounted).Scan(&oldest, &pending)
+// there are, up to MaxCounted. Both are indexed lookups, whatever the outbox's size.
+func (r *Relay) Backlog(ctx context.Context) (lag time.Duration, pending int64, err error) {
+	oldest, pending, err := r.st.OutboxBacklog(ctx, MaxCounted)
 	if err != nil {
-		return 0, 0, fmt.Errorf("outbox backlog: %w", err)
+		return 0, 0, err
 	}
 	if oldest != nil {
 		lag = max(time.Since(*oldest), 0)

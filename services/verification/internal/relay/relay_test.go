@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	"google.golang.org/grpc"
 
-	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
@@ -26,12 +26,18 @@ type connect struct {
 	received atomic.Int64
 }
 
-func (c *connect) RecordVerifiedNumbers(_ context.Context, in *connectv1.RecordVerifiedNumbersRequest, _ ...grpc.CallOption) (*connectv1.RecordVerifiedNumbersResponse, error) {
+func (c *connect) RecordVerifiedNumbers(_ context.Context, facts []domain.OutboxFact) error {
 	if c.down.Load() {
-		return nil, errors.New("connect is away")
+		return errors.New("connect is away")
 	}
-	c.received.Add(int64(len(in.GetItems())))
-	return &connectv1.RecordVerifiedNumbersResponse{}, nil
+	c.received.Add(int64(len(facts)))
+	return nil
+}
+
+// newRelay is a relay over pool's real store.
+func newRelay(t *testing.T, pool *pgxpool.Pool, conn relay.Connect) *relay.Relay {
+	stores := pg.NewStores(pool, func(db pg.DB) relay.Store { return store.New(db) })
+	return relay.New(stores.Pool(), stores, conn, zaptest.NewLogger(t))
 }
 
 func newPool(t *testing.T) *pgxpool.Pool {
@@ -68,7 +74,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relay.New(pool, conn, zaptest.NewLogger(t))
+	r := newRelay(t, pool, conn)
 	r.Metrics, r.MeasureEvery = m, 0
 
 	// An empty outbox: nothing to relay, no backlog. Asked directly, since every metric of this
@@ -78,7 +84,7 @@ func TestMetrics(t *testing.T) {
 		if n, err := r.RunOnce(ctx); n != 0 || err != nil {
 			t.Errorf("RunOnce = (%d, %v), want (0, nil)", n, err)
 		}
-		if lag, pending, err := relay.Backlog(ctx, pool); lag != 0 || pending != 0 || err != nil {
+		if lag, pending, err := r.Backlog(ctx); lag != 0 || pending != 0 || err != nil {
 			t.Errorf("Backlog = (%v, %d, %v), want (0, 0, nil)", lag, pending, err)
 		}
 	})
@@ -136,7 +142,7 @@ func TestMetrics(t *testing.T) {
 func TestBacklogCap(t *testing.T) {
 	pool := newPool(t)
 	addFacts(t, pool, relay.MaxCounted+5, time.Second)
-	_, pending, err := relay.Backlog(context.Background(), pool)
+	_, pending, err := newRelay(t, pool, &connect{}).Backlog(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,18 @@
 package retention
 
 import (
+	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mnvhq/mnv/services/platform/purge"
-	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
+
+// Store is what retention needs of the service's storage: purges that each remove up to limit
+// rows older than age in one statement and return how many they removed.
+type Store interface {
+	PurgeTransactions(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeSessions(ctx context.Context, age time.Duration, limit int) (int64, error)
+	DropStuckPlusNumbers(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeOutbox(ctx context.Context, age time.Duration, limit int) (int64, error)
+}
 
 // Config is how long each kind of row is kept; 0 keeps it for good.
 type Config struct {
@@ -25,13 +30,33 @@ type Config struct {
 	Outbox time.Duration
 }
 
-// Rules returns the purge rules of cfg, in an order that frees rows for the next rule:
-// transactions before the sessions they reference.
-func Rules(pool *pgxpool.Pool, cfg Config) []purge.Rule {
-	return purge.Over(pool,
-		purge.Aged{Name: "expired browser transactions", Age: cfg.Sessions, Purge: store.PurgeTransactions},
-		purge.Aged{Name: "expired capture sessions", Age: cfg.Sessions, Purge: store.PurgeSessions},
-		purge.Aged{Name: "stuck-plus numbers", Age: cfg.StuckPlusNumbers, Purge: store.DropStuckPlusNumbers},
-		purge.Aged{Name: "relayed outbox rows", Age: cfg.Outbox, Purge: store.PurgeOutbox},
-	)
+// Rule is one kind of row past its retention, shaped as purge.Rule (which the app converts it
+// to: platform/purge runs its statements on a pg.DB, which this package does not see).
+type Rule struct {
+	Name  string
+	Purge func(ctx context.Context, limit int) (int64, error)
+}
+
+// Rules returns the rules of cfg over st, in an order that frees rows for the next rule:
+// transactions before the sessions they reference. A kind kept for good has no rule.
+func Rules(st Store, cfg Config) []Rule {
+	var out []Rule
+	for _, a := range []struct {
+		name  string
+		age   time.Duration
+		purge func(ctx context.Context, age time.Duration, limit int) (int64, error)
+	}{
+		{"expired browser transactions", cfg.Sessions, st.PurgeTransactions},
+		{"expired capture sessions", cfg.Sessions, st.PurgeSessions},
+		{"stuck-plus numbers", cfg.StuckPlusNumbers, st.DropStuckPlusNumbers},
+		{"relayed outbox rows", cfg.Outbox, st.PurgeOutbox},
+	} {
+		if a.age <= 0 {
+			continue
+		}
+		out = append(out, Rule{Name: a.name, Purge: func(ctx context.Context, limit int) (int64, error) {
+			return a.purge(ctx, a.age, limit)
+		}})
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
@@ -146,9 +147,11 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	s.outbox(time.Hour)
 	s.outbox(0)
 
-	runner := &purge.Runner{Batch: 2, Log: zaptest.NewLogger(t), Rules: retention.Rules(pool, retention.Config{
-		Sessions: day, StuckPlusNumbers: 30 * day, Outbox: 7 * day,
-	})}
+	var rules []purge.Rule
+	for _, r := range retention.Rules(store.New(pool), retention.Config{Sessions: day, StuckPlusNumbers: 30 * day, Outbox: 7 * day}) {
+		rules = append(rules, purge.Rule(r))
+	}
+	runner := &purge.Runner{Batch: 2, Log: zaptest.NewLogger(t), Rules: rules}
 	removed, err := runner.Once(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +195,8 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	}
 
 	c := &charger{}
-	sp := stuckplus.New(pool, s.vault, c, false)
+	stores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return store.New(db) })
+	sp := stuckplus.New(stores.Pool(), stores, s.vault, c, false)
 	admin := identity.Principal{ClientID: s.client, KeyID: uuid.NewString(), Role: identity.RoleAdmin}
 	if _, err := sp.Reveal(ctx, admin, oldNumber, "support ticket 43"); !errors.Is(err, domain.ErrNumberNotKept) {
 		t.Fatalf("reveal past retention: %v, want ErrNumberNotKept", err)

@@ -9,15 +9,15 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/verification/internal/capture"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
 )
 
-// network reads what the request showed of its network (the gateway's auth.MDClientIP,
+// networkOf reads what the request showed of its network (the gateway's auth.MDClientIP,
 // auth.MDHeaderPrefix and auth.MDOrigin metadata). Only the gateway (a call with the gateway's
 // own token) may speak for the client address, pass number headers and name the page's origin;
 // anyone else, another mnv service included, is taken at its socket address, without headers.
-func network(ctx context.Context, numberHeaders []string) capture.Network {
-	var n capture.Network
+func networkOf(ctx context.Context, numberHeaders []string) network.Request {
+	var n network.Request
 	if caller, _ := auth.Caller(ctx); caller != auth.CallerGateway {
 		if p, ok := peer.FromContext(ctx); ok {
 			if ap, err := netip.ParseAddrPort(p.Addr.String()); err == nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
-	"github.com/mnvhq/mnv/services/verification/internal/capture"
+	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 )
@@ -22,7 +22,8 @@ import (
 // Server implements VerificationService.
 type Server struct {
 	verificationv1.UnimplementedVerificationServiceServer
-	Capture   *capture.Service
+	Sessions  *sessions.Service
+	Browser   *browser.Service
 	Verifier  *verify.Service
 	StuckPlus *stuckplus.Service
 	// NumberHeaders are the registry's number headers, read from the gateway's metadata.
@@ -41,7 +42,7 @@ func principal(ctx context.Context) identity.Principal {
 
 // ListOperators lists the operators the client may use.
 func (s *Server) ListOperators(ctx context.Context, _ *verificationv1.ListOperatorsRequest) (*verificationv1.ListOperatorsResponse, error) {
-	ops := s.Capture.Operators(principal(ctx))
+	ops := s.Sessions.Operators(principal(ctx))
 	out := make([]*verificationv1.Operator, 0, len(ops))
 	for _, op := range ops {
 		types := make([]verificationv1.ServiceType, 0, len(op.Methods))
@@ -61,9 +62,9 @@ func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.Creat
 	if req.GetPlatform() != verificationv1.Platform_PLATFORM_UNSPECIFIED {
 		platform = strings.TrimPrefix(req.GetPlatform().String(), "PLATFORM_")
 	}
-	c, err := s.Capture.CreateSession(ctx, principal(ctx), capture.SessionRequest{
+	c, err := s.Sessions.Create(ctx, principal(ctx), sessions.Request{
 		OperatorID: req.OperatorId, Platform: platform, DeviceID: req.DeviceId, AppVersion: req.AppVersion,
-	}, network(ctx, s.NumberHeaders))
+	}, networkOf(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -100,7 +101,7 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 	if err != nil {
 		return nil, err
 	}
-	f := store.VerificationFilter{Status: req.Status, From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo())}
+	f := domain.VerificationFilter{Status: req.Status, From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo())}
 	page, err := s.Verifier.List(ctx, principal(ctx).ClientID, f, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -114,31 +115,31 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 	}, nil
 }
 
-// CreateOpportunity starts a browser flow.
-func (s *Server) CreateOpportunity(ctx context.Context, req *verificationv1.CreateOpportunityRequest) (*verificationv1.CreateOpportunityResponse, error) {
-	t, err := s.Capture.CreateOpportunity(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
+// CreateTransaction starts a browser flow.
+func (s *Server) CreateTransaction(ctx context.Context, req *verificationv1.CreateTransactionRequest) (*verificationv1.CreateTransactionResponse, error) {
+	t, err := s.Browser.CreateTransaction(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CreateOpportunityResponse{Transaction: transactionToProto(t)}, nil
+	return &verificationv1.CreateTransactionResponse{Transaction: transactionToProto(t)}, nil
 }
 
-// GetOpportunity resolves a browser flow.
-func (s *Server) GetOpportunity(ctx context.Context, req *verificationv1.GetOpportunityRequest) (*verificationv1.GetOpportunityResponse, error) {
-	t, err := s.Capture.GetOpportunity(ctx, principal(ctx).ClientID, req.GetTransactionId())
+// GetTransaction resolves a browser flow.
+func (s *Server) GetTransaction(ctx context.Context, req *verificationv1.GetTransactionRequest) (*verificationv1.GetTransactionResponse, error) {
+	t, err := s.Browser.GetTransaction(ctx, principal(ctx).ClientID, req.GetTransactionId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.GetOpportunityResponse{Transaction: transactionToProto(t)}, nil
+	return &verificationv1.GetTransactionResponse{Transaction: transactionToProto(t)}, nil
 }
 
-// CaptureWebTransaction captures a browser flow (called by the gateway only).
-func (s *Server) CaptureWebTransaction(ctx context.Context, req *verificationv1.CaptureWebTransactionRequest) (*verificationv1.CaptureWebTransactionResponse, error) {
-	t, err := s.Capture.CaptureWeb(ctx, req.GetTransactionId(), network(ctx, s.NumberHeaders))
+// CaptureTransaction captures a browser flow (called by the gateway only).
+func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.CaptureTransactionRequest) (*verificationv1.CaptureTransactionResponse, error) {
+	t, err := s.Browser.CaptureTransaction(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CaptureWebTransactionResponse{
+	return &verificationv1.CaptureTransactionResponse{
 		TransactionId: t.ID, Status: transactionStatus(t.Status), OperatorId: t.OperatorID,
 		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
 	}, nil
@@ -147,7 +148,7 @@ func (s *Server) CaptureWebTransaction(ctx context.Context, req *verificationv1.
 // CheckWebOrigin tells the gateway whether a page origin may call a transaction's browser
 // routes (called by the gateway only, for its CORS answers).
 func (s *Server) CheckWebOrigin(ctx context.Context, req *verificationv1.CheckWebOriginRequest) (*verificationv1.CheckWebOriginResponse, error) {
-	ok, err := s.Capture.OriginAllowed(ctx, req.GetTransactionId(), req.GetOrigin())
+	ok, err := s.Browser.OriginAllowed(ctx, req.GetTransactionId(), req.GetOrigin())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -8,13 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
 // InsertTransaction stores a new browser flow.
-func InsertTransaction(ctx context.Context, db pg.DB, t domain.Transaction) (domain.Transaction, error) {
-	err := db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, status, expires_at)
+func (st *Store) InsertTransaction(ctx context.Context, t domain.Transaction) (domain.Transaction, error) {
+	err := st.db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, status, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
 		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, t.Status, t.ExpiresAt).Scan(&t.CreatedAt)
 	if err != nil {
@@ -40,15 +39,15 @@ func scanTransaction(row pgx.Row) (domain.Transaction, error) {
 }
 
 // GetTransaction reads a transaction of a client.
-func GetTransaction(ctx context.Context, db pg.DB, clientID, id string) (domain.Transaction, error) {
-	return scanTransaction(db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
+func (st *Store) GetTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error) {
+	return scanTransaction(st.db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
 		WHERE id = $1 AND client_id = $2`, id, clientID))
 }
 
 // TransactionClient returns the client a transaction belongs to, whatever its state.
-func TransactionClient(ctx context.Context, db pg.DB, id string) (string, error) {
+func (st *Store) TransactionClient(ctx context.Context, id string) (string, error) {
 	var clientID string
-	err := db.QueryRow(ctx, `SELECT client_id::text FROM verification.transactions WHERE id = $1`, id).Scan(&clientID)
+	err := st.db.QueryRow(ctx, `SELECT client_id::text FROM verification.transactions WHERE id = $1`, id).Scan(&clientID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fault.ErrNotFound
 	}
@@ -58,16 +57,16 @@ func TransactionClient(ctx context.Context, db pg.DB, id string) (string, error)
 	return clientID, nil
 }
 
-// LockTransaction reads a transaction by its id alone (the browser's capability) and locks it
-// until the transaction ends.
-func LockTransaction(ctx context.Context, tx pgx.Tx, id string) (domain.Transaction, error) {
-	return scanTransaction(tx.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
+// LockTransaction reads a transaction by its id alone (the browser's capability) and, inside a
+// transaction, locks it until that ends.
+func (st *Store) LockTransaction(ctx context.Context, id string) (domain.Transaction, error) {
+	return scanTransaction(st.db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
 		WHERE id = $1 FOR UPDATE`, id))
 }
 
 // CompleteCapture records what a capture gave a transaction.
-func CompleteCapture(ctx context.Context, db pg.DB, t domain.Transaction) error {
-	_, err := db.Exec(ctx, `UPDATE verification.transactions SET status = $2, operator_id = $3, session_id = $4,
+func (st *Store) CompleteCapture(ctx context.Context, t domain.Transaction) error {
+	_, err := st.db.Exec(ctx, `UPDATE verification.transactions SET status = $2, operator_id = $3, session_id = $4,
 		blob = $5, stuck_plus_session_id = $6, captured_at = now() WHERE id = $1`,
 		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID)
 	if err != nil {
@@ -77,8 +76,8 @@ func CompleteCapture(ctx context.Context, db pg.DB, t domain.Transaction) error 
 }
 
 // InsertStuckPlusSession stores a captured stuck-plus number (sealed).
-func InsertStuckPlusSession(ctx context.Context, db pg.DB, s domain.StuckPlusSession, hash []byte) error {
-	_, err := db.Exec(ctx, `INSERT INTO verification.stuck_plus_sessions
+func (st *Store) InsertStuckPlusSession(ctx context.Context, s domain.StuckPlusSession, hash []byte) error {
+	_, err := st.db.Exec(ctx, `INSERT INTO verification.stuck_plus_sessions
 		(id, client_id, transaction_id, metadata_id, operator_id, number_sealed, number_hash, number_masked)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		s.ID, s.ClientID, s.TransactionID, s.MetadataID, s.OperatorID, s.NumberSealed, hash, s.NumberMasked)
@@ -105,12 +104,12 @@ func scanStuckPlus(row pgx.Row) (domain.StuckPlusSession, error) {
 }
 
 // ListStuckPlusSessions reads a page of a client's stuck-plus sessions, newest first.
-func ListStuckPlusSessions(ctx context.Context, db pg.DB, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
+func (st *Store) ListStuckPlusSessions(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
 	var p domain.Page[domain.StuckPlusSession]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_sessions WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_sessions WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count stuck-plus sessions: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions WHERE client_id = $1
+	rows, err := st.db.Query(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions WHERE client_id = $1
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list stuck-plus sessions: %w", err)
@@ -122,8 +121,8 @@ func ListStuckPlusSessions(ctx context.Context, db pg.DB, clientID string, limit
 // LockStuckPlusSession reads a client's stuck-plus session and locks it: reveals of one
 // session are serialised, so exactly one of them is the first. ErrNumberNotKept: the session's
 // number was dropped after its retention.
-func LockStuckPlusSession(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.StuckPlusSession, error) {
-	s, err := scanStuckPlus(tx.QueryRow(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions
+func (st *Store) LockStuckPlusSession(ctx context.Context, clientID, id string) (domain.StuckPlusSession, error) {
+	s, err := scanStuckPlus(st.db.QueryRow(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions
 		WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
 	if err == nil && s.NumberSealed == nil {
 		return s, domain.ErrNumberNotKept
@@ -134,9 +133,9 @@ func LockStuckPlusSession(ctx context.Context, tx pgx.Tx, clientID, id string) (
 // CountReveals counts the recorded reveals of a session. Called under the session's lock (in a
 // statement after the lock's, so it sees the reveals committed while it waited), it numbers the
 // next reveal.
-func CountReveals(ctx context.Context, tx pgx.Tx, clientID, sessionID string) (int, error) {
+func (st *Store) CountReveals(ctx context.Context, clientID, sessionID string) (int, error) {
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1 AND session_id = $2`,
+	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1 AND session_id = $2`,
 		clientID, sessionID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count reveals: %w", err)
 	}
@@ -144,14 +143,14 @@ func CountReveals(ctx context.Context, tx pgx.Tx, clientID, sessionID string) (i
 }
 
 // RecordReveal writes the audit row of a reveal and marks the session revealed (the first time).
-func RecordReveal(ctx context.Context, tx pgx.Tx, r domain.Reveal) (domain.Reveal, error) {
-	err := tx.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)
+func (st *Store) RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error) {
+	err := st.db.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
 		r.ID, r.ClientID, r.SessionID, r.KeyID, r.Reason, r.Charged).Scan(&r.CreatedAt)
 	if err != nil {
 		return r, fmt.Errorf("record reveal: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
 		WHERE id = $1 AND revealed_at IS NULL`, r.SessionID, r.CreatedAt); err != nil {
 		return r, fmt.Errorf("mark revealed: %w", err)
 	}
@@ -159,12 +158,12 @@ func RecordReveal(ctx context.Context, tx pgx.Tx, r domain.Reveal) (domain.Revea
 }
 
 // ListReveals reads a page of a client's reveal audit, newest first.
-func ListReveals(ctx context.Context, db pg.DB, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
+func (st *Store) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
 	var p domain.Page[domain.Reveal]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count reveals: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at
+	rows, err := st.db.Query(ctx, `SELECT id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at
 		FROM verification.stuck_plus_reveals WHERE client_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list reveals: %w", err)

@@ -1,6 +1,7 @@
-// Package store is the verification service's access to its Postgres schema. Every function
-// takes a pg.DB, so the same query serves a pool or a transaction. The steps of a verification
-// are single statements (data-modifying CTEs), each its own commit.
+// Package store is the verification service's access to its Postgres schema, and holds all of
+// its SQL. A Store wraps a pg.DB, so the same query serves a pool or a transaction
+// (pg.Stores hands either to the domain packages, as their own ports). The steps of a
+// verification are single statements (data-modifying CTEs), each its own commit.
 package store
 
 import (
@@ -16,12 +17,15 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
-// DB is a pool or a transaction.
-type DB = pg.DB
+// Store runs the service's statements on a pool or inside a transaction.
+type Store struct{ db pg.DB }
+
+// New returns the Store over db, a pool or a transaction.
+func New(db pg.DB) *Store { return &Store{db: db} }
 
 // InsertSession stores a capture session.
-func InsertSession(ctx context.Context, db pg.DB, s domain.Session) error {
-	_, err := db.Exec(ctx, `INSERT INTO verification.sessions
+func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
+	_, err := st.db.Exec(ctx, `INSERT INTO verification.sessions
 		(id, client_id, source, operator_id, status, platform, device_id, app_version, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		s.ID, s.ClientID, s.Source, s.OperatorID, s.Status, s.Platform, s.DeviceID, s.AppVersion, s.CreatedAt, s.ExpiresAt)
@@ -33,8 +37,8 @@ func InsertSession(ctx context.Context, db pg.DB, s domain.Session) error {
 
 // RecordVerification consumes the client's unused session and records the verification, in
 // one statement. recorded is false when the session is missing, of another client, or used.
-func RecordVerification(ctx context.Context, db pg.DB, v domain.Verification) (recorded bool, createdAt time.Time, err error) {
-	err = db.QueryRow(ctx, `WITH s AS (
+func (st *Store) RecordVerification(ctx context.Context, v domain.Verification) (recorded bool, createdAt time.Time, err error) {
+	err = st.db.QueryRow(ctx, `WITH s AS (
 			UPDATE verification.sessions SET used_at = now()
 			WHERE id = $2 AND client_id = $3 AND used_at IS NULL
 			RETURNING id)
@@ -55,16 +59,16 @@ func RecordVerification(ctx context.Context, db pg.DB, v domain.Verification) (r
 
 // SessionVerification reads the verification that used a client's session: ErrNotFound when
 // the session does not exist for this client, a nil verification when it exists unused.
-func SessionVerification(ctx context.Context, db pg.DB, clientID, sessionID string) (*domain.Verification, error) {
+func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error) {
 	var exists bool
-	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM verification.sessions WHERE id = $1 AND client_id = $2)`,
+	if err := st.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM verification.sessions WHERE id = $1 AND client_id = $2)`,
 		sessionID, clientID).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	if !exists {
 		return nil, fault.ErrNotFound
 	}
-	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+	v, err := scanVerification(st.db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
 		WHERE session_id = $1 AND status <> 'REJECTED'`, sessionID))
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
@@ -78,8 +82,8 @@ func SessionVerification(ctx context.Context, db pg.DB, clientID, sessionID stri
 // SettleVerification records the charge of a PENDING verification and, for a VERIFIED one, the
 // outbox fact for Connect, in one statement. settled is false when it was settled already (by a
 // retry of the request or the reconciler).
-func SettleVerification(ctx context.Context, db pg.DB, id string, charged int64, balanceAfter int64) (settled bool, err error) {
-	err = db.QueryRow(ctx, `WITH v AS (
+func (st *Store) SettleVerification(ctx context.Context, id string, charged int64, balanceAfter int64) (settled bool, err error) {
+	err = st.db.QueryRow(ctx, `WITH v AS (
 			UPDATE verification.verifications
 			SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
 			WHERE id = $1 AND status = 'PENDING'
@@ -97,8 +101,8 @@ func SettleVerification(ctx context.Context, db pg.DB, id string, charged int64,
 // RejectVerification marks a PENDING verification whose charge was refused and releases its
 // session, so the blob can be verified again once the balance allows. rejected is false when
 // it was no longer PENDING.
-func RejectVerification(ctx context.Context, db pg.DB, id string) (rejected bool, err error) {
-	tag, err := db.Exec(ctx, `WITH v AS (
+func (st *Store) RejectVerification(ctx context.Context, id string) (rejected bool, err error) {
+	tag, err := st.db.Exec(ctx, `WITH v AS (
 			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now()
 			WHERE id = $1 AND status = 'PENDING'
 			RETURNING session_id)
@@ -127,8 +131,8 @@ func scanVerification(row pgx.Row) (domain.Verification, error) {
 const settledStatuses = `status IN ('VERIFIED', 'NOT_VERIFIED', 'UNDETERMINED', 'EXPIRED')`
 
 // GetVerification reads a settled verification of a client.
-func GetVerification(ctx context.Context, db pg.DB, clientID, id string) (domain.Verification, error) {
-	v, err := scanVerification(db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+func (st *Store) GetVerification(ctx context.Context, clientID, id string) (domain.Verification, error) {
+	v, err := scanVerification(st.db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
 		WHERE id = $1 AND client_id = $2 AND `+settledStatuses, id, clientID))
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return v, fmt.Errorf("get verification: %w", err)
@@ -136,23 +140,17 @@ func GetVerification(ctx context.Context, db pg.DB, clientID, id string) (domain
 	return v, err
 }
 
-// VerificationFilter narrows a list.
-type VerificationFilter struct {
-	Status   *string
-	From, To *time.Time
-}
-
 // ListVerifications reads a page of a client's settled verifications, newest first.
-func ListVerifications(ctx context.Context, db pg.DB, clientID string, f VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
+func (st *Store) ListVerifications(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
 	where := `client_id = $1 AND ` + settledStatuses + `
 		AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
 		AND ($4::timestamptz IS NULL OR created_at < $4)`
 	var p domain.Page[domain.Verification]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM verification.verifications WHERE `+where,
+	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.verifications WHERE `+where,
 		clientID, f.Status, f.From, f.To).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count verifications: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications WHERE `+where+`
+	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications WHERE `+where+`
 		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Status, f.From, f.To, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list verifications: %w", err)
@@ -166,8 +164,8 @@ func ListVerifications(ctx context.Context, db pg.DB, clientID string, f Verific
 
 // NumberAttempts counts a client's verifications of a number since a time, and returns the
 // oldest of them.
-func NumberAttempts(ctx context.Context, db pg.DB, clientID string, hash []byte, since time.Time) (n int, oldest *time.Time, err error) {
-	err = db.QueryRow(ctx, `SELECT count(*), min(created_at) FROM verification.verifications
+func (st *Store) NumberAttempts(ctx context.Context, clientID string, hash []byte, since time.Time) (n int, oldest *time.Time, err error) {
+	err = st.db.QueryRow(ctx, `SELECT count(*), min(created_at) FROM verification.verifications
 		WHERE number_hash = $1 AND created_at >= $2 AND client_id = $3`, hash, since, clientID).Scan(&n, &oldest)
 	if err != nil {
 		return 0, nil, fmt.Errorf("number attempts: %w", err)
@@ -176,9 +174,9 @@ func NumberAttempts(ctx context.Context, db pg.DB, clientID string, hash []byte,
 }
 
 // StalePending reads PENDING verifications older than before, skipping those another replica
-// is settling.
-func StalePending(ctx context.Context, tx pgx.Tx, before time.Time, limit int) ([]domain.Verification, error) {
-	rows, err := tx.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
+// is settling. Inside a transaction, it locks them until it ends.
+func (st *Store) StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error) {
+	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
 		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending: %w", err)

@@ -1,6 +1,6 @@
-// Package stuckplus keeps the numbers captured by STUCK_PLUS browser flows and reveals them to
-// an ADMIN key with a reason: every reveal is audited; the first reveal of a session is
-// charged (and repeats too, when configured).
+// Package stuckplus keeps the numbers captured by STUCK_PLUS browser flows (sealed at rest) and
+// reveals them to an ADMIN key with a reason: every reveal is audited; the first reveal of a
+// session is charged (and repeats too, when configured).
 package stuckplus
 
 import (
@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
@@ -17,16 +15,36 @@ import (
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
 
 // reasonRule bounds a reveal's reason (interface spec 4.11), which is kept in the audit and may
 // run over several lines.
 var reasonRule = freetext.Rule{Min: 10, Max: 500, Newlines: true}
 
+// Store is what stuck-plus needs of the service's storage.
+type Store interface {
+	ListStuckPlusSessions(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error)
+	// LockStuckPlusSession reads a session and holds it until the transaction ends.
+	LockStuckPlusSession(ctx context.Context, clientID, id string) (domain.StuckPlusSession, error)
+	CountReveals(ctx context.Context, clientID, sessionID string) (int, error)
+	RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error)
+	ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error)
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
+// KeepStore is what keeping a captured number needs: the browser capture's transaction.
+type KeepStore interface {
+	InsertStuckPlusSession(ctx context.Context, s domain.StuckPlusSession, hash []byte) error
+}
+
 // Service keeps and reveals stuck-plus numbers.
 type Service struct {
-	pool   *pgxpool.Pool
+	st     Store
+	tx     Tx
 	vault  *phone.Vault
 	ledger money.Ledger
 	// chargeRepeats charges every reveal, not only a session's first.
@@ -34,13 +52,27 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *phone.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
-	return &Service{pool: pool, vault: vault, ledger: ledger, chargeRepeats: chargeRepeats}
+func New(st Store, tx Tx, vault *phone.Vault, ledger money.Ledger, chargeRepeats bool) *Service {
+	return &Service{st: st, tx: tx, vault: vault, ledger: ledger, chargeRepeats: chargeRepeats}
+}
+
+// Keep stores the number a STUCK_PLUS browser flow t captured through operatorID, sealed, as a
+// new session of t's client, through st (the capture's transaction), and returns its id.
+func (s *Service) Keep(ctx context.Context, st KeepStore, t domain.Transaction, operatorID string, number phone.Number) (string, error) {
+	sp := domain.StuckPlusSession{
+		ID: uuid.NewString(), ClientID: t.ClientID, TransactionID: t.ID, MetadataID: t.MetadataID,
+		OperatorID: operatorID, NumberMasked: number.Masked(),
+	}
+	sp.NumberSealed = s.vault.Seal(number.E164, "stuck_plus_sessions", sp.ID)
+	if err := st.InsertStuckPlusSession(ctx, sp, s.vault.Hash(number.E164)); err != nil {
+		return "", err
+	}
+	return sp.ID, nil
 }
 
 // List reads a page of the client's stuck-plus sessions (numbers masked).
 func (s *Service) List(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
-	return store.ListStuckPlusSessions(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListStuckPlusSessions(ctx, clientID, limit, offset)
 }
 
 // Revealed is a reveal's answer.
@@ -57,6 +89,9 @@ type Revealed struct {
 // the same reference, and accounts answers the charge it made: each audited reveal is charged
 // once, whatever the balance is by then.
 func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
+	if p.Role != identity.RoleAdmin {
+		return Revealed{}, domain.ErrNotAdmin
+	}
 	if err := reasonRule.Check("reason", reason); err != nil {
 		return Revealed{}, err
 	}
@@ -64,8 +99,8 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 		return Revealed{}, fault.ErrNotFound
 	}
 	var out Revealed
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		sess, err := store.LockStuckPlusSession(ctx, tx, p.ClientID, sessionID)
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		sess, err := st.LockStuckPlusSession(ctx, p.ClientID, sessionID)
 		if err != nil {
 			return err
 		}
@@ -78,7 +113,7 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
 			ref := "stuck-plus-reveal:" + sess.ID
 			if !first {
-				n, err := store.CountReveals(ctx, tx, p.ClientID, sess.ID)
+				n, err := st.CountReveals(ctx, p.ClientID, sess.ID)
 				if err != nil {
 					return err
 				}
@@ -90,7 +125,7 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 			}
 			r.Charged = charge.Amount
 		}
-		if r, err = store.RecordReveal(ctx, tx, r); err != nil {
+		if r, err = st.RecordReveal(ctx, r); err != nil {
 			return err
 		}
 		out = Revealed{Reveal: r, MobileNumber: number}
@@ -101,5 +136,5 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 
 // ListReveals reads a page of the client's reveal audit.
 func (s *Service) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
-	return store.ListReveals(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListReveals(ctx, clientID, limit, offset)
 }

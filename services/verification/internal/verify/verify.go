@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -28,7 +26,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
-	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
 
 // Config sets the limits.
@@ -41,9 +38,37 @@ type Config struct {
 	SettleAfter time.Duration
 }
 
+// Store is what verify needs of the service's storage.
+type Store interface {
+	// RecordVerification consumes the client's unused session and records v, in one
+	// statement; recorded is false when the session is missing, another client's, or used.
+	RecordVerification(ctx context.Context, v domain.Verification) (recorded bool, createdAt time.Time, err error)
+	// SessionVerification is the verification that used a client's session: fault.ErrNotFound
+	// for no such session of the client, nil when the session is unused.
+	SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error)
+	// SettleVerification records the charge of a PENDING verification; settled is false when
+	// it was settled already.
+	SettleVerification(ctx context.Context, id string, charged, balanceAfter int64) (settled bool, err error)
+	// RejectVerification marks a PENDING verification REJECTED and releases its session;
+	// rejected is false when it was no longer PENDING.
+	RejectVerification(ctx context.Context, id string) (rejected bool, err error)
+	GetVerification(ctx context.Context, clientID, id string) (domain.Verification, error)
+	ListVerifications(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error)
+	NumberAttempts(ctx context.Context, clientID string, hash []byte, since time.Time) (n int, oldest *time.Time, err error)
+	// StalePending reads PENDING verifications older than before that no other replica holds,
+	// and holds them until the transaction ends.
+	StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error)
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
 // Service verifies numbers.
 type Service struct {
-	pool   *pgxpool.Pool
+	st     Store
+	tx     Tx
 	ops    *operators.Registry
 	sealer *seal.Sealer
 	vault  *phone.Vault
@@ -57,9 +82,9 @@ type Service struct {
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
+func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
-	return &Service{pool: pool, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
+	return &Service{st: st, tx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
 }
 
 // Request is a verify request (interface spec 4.6).
@@ -107,7 +132,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	if domain.Charged(outcome) {
 		v.Status = domain.StatusPending
 	}
-	recorded, created, err := store.RecordVerification(ctx, s.pool, v)
+	recorded, created, err := s.st.RecordVerification(ctx, v)
 	if err != nil {
 		return Result{}, err
 	}
@@ -119,7 +144,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	} else {
 		// The session is used, unknown, or this is a retry of a verification whose charge did
 		// not settle: resume that one.
-		prev, err := store.SessionVerification(ctx, s.pool, p.ClientID, claims.SessionID)
+		prev, err := s.st.SessionVerification(ctx, p.ClientID, claims.SessionID)
 		switch {
 		case errors.Is(err, fault.ErrNotFound):
 			return Result{}, fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
@@ -138,7 +163,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		// The charge completes even if the caller goes away: the row is already consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if v, err = s.settle(cctx, s.pool, v); err != nil {
+		if v, err = s.settle(cctx, s.st, v); err != nil {
 			return Result{}, err
 		}
 	}
@@ -179,7 +204,7 @@ func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []
 		return nil
 	}
 	now := s.now()
-	n, oldest, err := store.NumberAttempts(ctx, s.pool, clientID, hash, now.Add(-time.Hour))
+	n, oldest, err := s.st.NumberAttempts(ctx, clientID, hash, now.Add(-time.Hour))
 	if err != nil {
 		return err
 	}
@@ -202,9 +227,9 @@ func decide(c seal.Claims, given string, now time.Time) (outcome, reason string)
 	return domain.StatusNotVerified, domain.ReasonMismatch
 }
 
-// settle charges a PENDING verification and records the charge through db (the reconciler's
+// settle charges a PENDING verification and records the charge through st (the reconciler's
 // transaction holds the row's lock).
-func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification) (domain.Verification, error) {
+func (s *Service) settle(ctx context.Context, st Store, v domain.Verification) (domain.Verification, error) {
 	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: v.ServiceType, Reference: "verification:" + v.ID})
 	switch {
 	case errors.Is(err, fault.ErrUnavailable):
@@ -212,7 +237,7 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 		s.Metrics.deferCharge()
 		return v, err // money.Away tells whether accounts was away
 	case err != nil: // refused: nothing was charged
-		rejected, rerr := store.RejectVerification(ctx, db, v.ID)
+		rejected, rerr := st.RejectVerification(ctx, v.ID)
 		if rerr != nil {
 			return v, rerr
 		}
@@ -221,7 +246,7 @@ func (s *Service) settle(ctx context.Context, db store.DB, v domain.Verification
 		}
 		return v, err
 	}
-	settled, err := store.SettleVerification(ctx, db, v.ID, charge.Amount, charge.BalanceAfter)
+	settled, err := st.SettleVerification(ctx, v.ID, charge.Amount, charge.BalanceAfter)
 	if err != nil {
 		return v, err
 	}
@@ -259,14 +284,14 @@ func (s *Service) Reconcile(ctx context.Context, every time.Duration) {
 // settled or rejected.
 func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		pending, err := store.StalePending(ctx, tx, s.now().Add(-s.cfg.SettleAfter), 100)
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		pending, err := st.StalePending(ctx, s.now().Add(-s.cfg.SettleAfter), 100)
 		if err != nil {
 			return err
 		}
 		for _, v := range pending {
 			cctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
-			_, err := s.settle(cctx, tx, v)
+			_, err := s.settle(cctx, st, v)
 			cancel()
 			switch {
 			case errors.Is(err, fault.ErrUnavailable) && money.Away(err):
@@ -291,18 +316,18 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Verifica
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Verification{}, fault.ErrNotFound
 	}
-	return store.GetVerification(ctx, s.pool, clientID, id)
+	return s.st.GetVerification(ctx, clientID, id)
 }
 
 // List reads a page of the client's verifications.
-func (s *Service) List(ctx context.Context, clientID string, f store.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
+func (s *Service) List(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
 	if f.Status != nil && !domain.IsOutcome(*f.Status) {
 		return domain.Page[domain.Verification]{}, fault.Invalid("status", "must be VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED")
 	}
 	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
 		return domain.Page[domain.Verification]{}, fault.Invalid("from", "must be before to")
 	}
-	return store.ListVerifications(ctx, s.pool, clientID, f, limit, offset)
+	return s.st.ListVerifications(ctx, clientID, f, limit, offset)
 }
 
 // Masked is the display form of a kept verification's number.

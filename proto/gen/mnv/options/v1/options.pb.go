@@ -272,7 +272,7 @@ type Rule struct {
 	AllowSuspended bool `protobuf:"varint,4,opt,name=allow_suspended,json=allowSuspended,proto3" json:"allow_suspended,omitempty"`
 	// The product the client must have, checked for every call before the handler runs (a
 	// client credential only). Unset when the handler decides from the request (Verify checks
-	// VERIFY after the body's own checks, CreateOpportunity the product its body names).
+	// VERIFY after the body's own checks, CreateTransaction the product its body names).
 	Feature Feature `protobuf:"varint,5,opt,name=feature,proto3,enum=mnv.options.v1.Feature" json:"feature,omitempty"`
 	// The RPC honours the Idempotency-Key header (contract section 4): it charges or creates.
 	Idempotent bool `protobuf:"varint,6,opt,name=idempotent,proto3" json:"idempotent,omitempty"`

@@ -1094,7 +1094,7 @@ func (x *ListVerificationsResponse) GetTotalPages() int32 {
 	return 0
 }
 
-// Transaction is a browser flow (an opportunity).
+// Transaction is a browser flow: the REST routes call it an opportunity.
 type Transaction struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
@@ -1207,7 +1207,7 @@ func (x *Transaction) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-type CreateOpportunityRequest struct {
+type CreateTransactionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// VERIFY or STUCK_PLUS.
 	ServiceCode string `protobuf:"bytes,1,opt,name=service_code,json=serviceCode,proto3" json:"service_code,omitempty"`
@@ -1217,20 +1217,20 @@ type CreateOpportunityRequest struct {
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *CreateOpportunityRequest) Reset() {
-	*x = CreateOpportunityRequest{}
+func (x *CreateTransactionRequest) Reset() {
+	*x = CreateTransactionRequest{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *CreateOpportunityRequest) String() string {
+func (x *CreateTransactionRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*CreateOpportunityRequest) ProtoMessage() {}
+func (*CreateTransactionRequest) ProtoMessage() {}
 
-func (x *CreateOpportunityRequest) ProtoReflect() protoreflect.Message {
+func (x *CreateTransactionRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1242,46 +1242,46 @@ func (x *CreateOpportunityRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use CreateOpportunityRequest.ProtoReflect.Descriptor instead.
-func (*CreateOpportunityRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use CreateTransactionRequest.ProtoReflect.Descriptor instead.
+func (*CreateTransactionRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *CreateOpportunityRequest) GetServiceCode() string {
+func (x *CreateTransactionRequest) GetServiceCode() string {
 	if x != nil {
 		return x.ServiceCode
 	}
 	return ""
 }
 
-func (x *CreateOpportunityRequest) GetMetadataId() string {
+func (x *CreateTransactionRequest) GetMetadataId() string {
 	if x != nil {
 		return x.MetadataId
 	}
 	return ""
 }
 
-type CreateOpportunityResponse struct {
+type CreateTransactionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Transaction   *Transaction           `protobuf:"bytes,1,opt,name=transaction,proto3" json:"transaction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *CreateOpportunityResponse) Reset() {
-	*x = CreateOpportunityResponse{}
+func (x *CreateTransactionResponse) Reset() {
+	*x = CreateTransactionResponse{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *CreateOpportunityResponse) String() string {
+func (x *CreateTransactionResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*CreateOpportunityResponse) ProtoMessage() {}
+func (*CreateTransactionResponse) ProtoMessage() {}
 
-func (x *CreateOpportunityResponse) ProtoReflect() protoreflect.Message {
+func (x *CreateTransactionResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1293,39 +1293,39 @@ func (x *CreateOpportunityResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use CreateOpportunityResponse.ProtoReflect.Descriptor instead.
-func (*CreateOpportunityResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use CreateTransactionResponse.ProtoReflect.Descriptor instead.
+func (*CreateTransactionResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *CreateOpportunityResponse) GetTransaction() *Transaction {
+func (x *CreateTransactionResponse) GetTransaction() *Transaction {
 	if x != nil {
 		return x.Transaction
 	}
 	return nil
 }
 
-type GetOpportunityRequest struct {
+type GetTransactionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GetOpportunityRequest) Reset() {
-	*x = GetOpportunityRequest{}
+func (x *GetTransactionRequest) Reset() {
+	*x = GetTransactionRequest{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetOpportunityRequest) String() string {
+func (x *GetTransactionRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetOpportunityRequest) ProtoMessage() {}
+func (*GetTransactionRequest) ProtoMessage() {}
 
-func (x *GetOpportunityRequest) ProtoReflect() protoreflect.Message {
+func (x *GetTransactionRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1337,39 +1337,39 @@ func (x *GetOpportunityRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetOpportunityRequest.ProtoReflect.Descriptor instead.
-func (*GetOpportunityRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetTransactionRequest.ProtoReflect.Descriptor instead.
+func (*GetTransactionRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{15}
 }
 
-func (x *GetOpportunityRequest) GetTransactionId() string {
+func (x *GetTransactionRequest) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
 	}
 	return ""
 }
 
-type GetOpportunityResponse struct {
+type GetTransactionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Transaction   *Transaction           `protobuf:"bytes,1,opt,name=transaction,proto3" json:"transaction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GetOpportunityResponse) Reset() {
-	*x = GetOpportunityResponse{}
+func (x *GetTransactionResponse) Reset() {
+	*x = GetTransactionResponse{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetOpportunityResponse) String() string {
+func (x *GetTransactionResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetOpportunityResponse) ProtoMessage() {}
+func (*GetTransactionResponse) ProtoMessage() {}
 
-func (x *GetOpportunityResponse) ProtoReflect() protoreflect.Message {
+func (x *GetTransactionResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1381,39 +1381,39 @@ func (x *GetOpportunityResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetOpportunityResponse.ProtoReflect.Descriptor instead.
-func (*GetOpportunityResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetTransactionResponse.ProtoReflect.Descriptor instead.
+func (*GetTransactionResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *GetOpportunityResponse) GetTransaction() *Transaction {
+func (x *GetTransactionResponse) GetTransaction() *Transaction {
 	if x != nil {
 		return x.Transaction
 	}
 	return nil
 }
 
-type CaptureWebTransactionRequest struct {
+type CaptureTransactionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *CaptureWebTransactionRequest) Reset() {
-	*x = CaptureWebTransactionRequest{}
+func (x *CaptureTransactionRequest) Reset() {
+	*x = CaptureTransactionRequest{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *CaptureWebTransactionRequest) String() string {
+func (x *CaptureTransactionRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*CaptureWebTransactionRequest) ProtoMessage() {}
+func (*CaptureTransactionRequest) ProtoMessage() {}
 
-func (x *CaptureWebTransactionRequest) ProtoReflect() protoreflect.Message {
+func (x *CaptureTransactionRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1425,12 +1425,12 @@ func (x *CaptureWebTransactionRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use CaptureWebTransactionRequest.ProtoReflect.Descriptor instead.
-func (*CaptureWebTransactionRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use CaptureTransactionRequest.ProtoReflect.Descriptor instead.
+func (*CaptureTransactionRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{17}
 }
 
-func (x *CaptureWebTransactionRequest) GetTransactionId() string {
+func (x *CaptureTransactionRequest) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
 	}
@@ -1534,7 +1534,7 @@ func (x *CheckWebOriginResponse) GetAllowed() bool {
 	return false
 }
 
-type CaptureWebTransactionResponse struct {
+type CaptureTransactionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
 	Status        TransactionStatus      `protobuf:"varint,2,opt,name=status,proto3,enum=mnv.verification.v1.TransactionStatus" json:"status,omitempty"`
@@ -1546,20 +1546,20 @@ type CaptureWebTransactionResponse struct {
 	sizeCache             protoimpl.SizeCache
 }
 
-func (x *CaptureWebTransactionResponse) Reset() {
-	*x = CaptureWebTransactionResponse{}
+func (x *CaptureTransactionResponse) Reset() {
+	*x = CaptureTransactionResponse{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *CaptureWebTransactionResponse) String() string {
+func (x *CaptureTransactionResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*CaptureWebTransactionResponse) ProtoMessage() {}
+func (*CaptureTransactionResponse) ProtoMessage() {}
 
-func (x *CaptureWebTransactionResponse) ProtoReflect() protoreflect.Message {
+func (x *CaptureTransactionResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1571,40 +1571,40 @@ func (x *CaptureWebTransactionResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use CaptureWebTransactionResponse.ProtoReflect.Descriptor instead.
-func (*CaptureWebTransactionResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use CaptureTransactionResponse.ProtoReflect.Descriptor instead.
+func (*CaptureTransactionResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
 }
 
-func (x *CaptureWebTransactionResponse) GetTransactionId() string {
+func (x *CaptureTransactionResponse) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
 	}
 	return ""
 }
 
-func (x *CaptureWebTransactionResponse) GetStatus() TransactionStatus {
+func (x *CaptureTransactionResponse) GetStatus() TransactionStatus {
 	if x != nil {
 		return x.Status
 	}
 	return TransactionStatus_TRANSACTION_STATUS_UNSPECIFIED
 }
 
-func (x *CaptureWebTransactionResponse) GetOperatorId() string {
+func (x *CaptureTransactionResponse) GetOperatorId() string {
 	if x != nil && x.OperatorId != nil {
 		return *x.OperatorId
 	}
 	return ""
 }
 
-func (x *CaptureWebTransactionResponse) GetEncryptedMobileNumber() string {
+func (x *CaptureTransactionResponse) GetEncryptedMobileNumber() string {
 	if x != nil && x.EncryptedMobileNumber != nil {
 		return *x.EncryptedMobileNumber
 	}
 	return ""
 }
 
-func (x *CaptureWebTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
+func (x *CaptureTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
 	}
@@ -2267,24 +2267,24 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\f_operator_idB\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x18\n" +
 	"\x16_stuck_plus_session_id\"^\n" +
-	"\x18CreateOpportunityRequest\x12!\n" +
+	"\x18CreateTransactionRequest\x12!\n" +
 	"\fservice_code\x18\x01 \x01(\tR\vserviceCode\x12\x1f\n" +
 	"\vmetadata_id\x18\x02 \x01(\tR\n" +
 	"metadataId\"_\n" +
-	"\x19CreateOpportunityResponse\x12B\n" +
+	"\x19CreateTransactionResponse\x12B\n" +
 	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\">\n" +
-	"\x15GetOpportunityRequest\x12%\n" +
+	"\x15GetTransactionRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\\\n" +
-	"\x16GetOpportunityResponse\x12B\n" +
-	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"E\n" +
-	"\x1cCaptureWebTransactionRequest\x12%\n" +
+	"\x16GetTransactionResponse\x12B\n" +
+	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"B\n" +
+	"\x19CaptureTransactionRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"V\n" +
 	"\x15CheckWebOriginRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed\"\xd0\x02\n" +
-	"\x1dCaptureWebTransactionResponse\x12%\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"\xcd\x02\n" +
+	"\x1aCaptureTransactionResponse\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
 	"\voperator_id\x18\x03 \x01(\tH\x00R\n" +
@@ -2376,16 +2376,16 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xb7\x0e\n" +
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xae\x0e\n" +
 	"\x13VerificationService\x12\x90\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12s\n" +
 	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\" \xca\xf3\x18\x1c\b\x020\x01J\x16Verification completed\x12\x99\x01\n" +
 	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"+\xca\xf3\x18'\b\x02J#Verification retrieved successfully\x12\xa0\x01\n" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
-	"\x11CreateOpportunity\x12-.mnv.verification.v1.CreateOpportunityRequest\x1a..mnv.verification.v1.CreateOpportunityResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
-	"\x0eGetOpportunity\x12*.mnv.verification.v1.GetOpportunityRequest\x1a+.mnv.verification.v1.GetOpportunityResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x9f\x01\n" +
-	"\x15CaptureWebTransaction\x121.mnv.verification.v1.CaptureWebTransactionRequest\x1a2.mnv.verification.v1.CaptureWebTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
+	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
+	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x96\x01\n" +
+	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xb4\x01\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"4\xca\xf3\x180\b\x028\x02J*Stuck-plus sessions retrieved successfully\x12\xa0\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x010\x018\x02J\x0fNumber revealed\x12\xa7\x01\n" +
@@ -2424,14 +2424,14 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*ListVerificationsRequest)(nil),       // 15: mnv.verification.v1.ListVerificationsRequest
 	(*ListVerificationsResponse)(nil),      // 16: mnv.verification.v1.ListVerificationsResponse
 	(*Transaction)(nil),                    // 17: mnv.verification.v1.Transaction
-	(*CreateOpportunityRequest)(nil),       // 18: mnv.verification.v1.CreateOpportunityRequest
-	(*CreateOpportunityResponse)(nil),      // 19: mnv.verification.v1.CreateOpportunityResponse
-	(*GetOpportunityRequest)(nil),          // 20: mnv.verification.v1.GetOpportunityRequest
-	(*GetOpportunityResponse)(nil),         // 21: mnv.verification.v1.GetOpportunityResponse
-	(*CaptureWebTransactionRequest)(nil),   // 22: mnv.verification.v1.CaptureWebTransactionRequest
+	(*CreateTransactionRequest)(nil),       // 18: mnv.verification.v1.CreateTransactionRequest
+	(*CreateTransactionResponse)(nil),      // 19: mnv.verification.v1.CreateTransactionResponse
+	(*GetTransactionRequest)(nil),          // 20: mnv.verification.v1.GetTransactionRequest
+	(*GetTransactionResponse)(nil),         // 21: mnv.verification.v1.GetTransactionResponse
+	(*CaptureTransactionRequest)(nil),      // 22: mnv.verification.v1.CaptureTransactionRequest
 	(*CheckWebOriginRequest)(nil),          // 23: mnv.verification.v1.CheckWebOriginRequest
 	(*CheckWebOriginResponse)(nil),         // 24: mnv.verification.v1.CheckWebOriginResponse
-	(*CaptureWebTransactionResponse)(nil),  // 25: mnv.verification.v1.CaptureWebTransactionResponse
+	(*CaptureTransactionResponse)(nil),     // 25: mnv.verification.v1.CaptureTransactionResponse
 	(*StuckPlusSession)(nil),               // 26: mnv.verification.v1.StuckPlusSession
 	(*ListStuckPlusSessionsRequest)(nil),   // 27: mnv.verification.v1.ListStuckPlusSessionsRequest
 	(*ListStuckPlusSessionsResponse)(nil),  // 28: mnv.verification.v1.ListStuckPlusSessionsResponse
@@ -2458,10 +2458,10 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	4,  // 12: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
 	34, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
 	34, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
-	17, // 15: mnv.verification.v1.CreateOpportunityResponse.transaction:type_name -> mnv.verification.v1.Transaction
-	17, // 16: mnv.verification.v1.GetOpportunityResponse.transaction:type_name -> mnv.verification.v1.Transaction
-	4,  // 17: mnv.verification.v1.CaptureWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	34, // 18: mnv.verification.v1.CaptureWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 15: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	17, // 16: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	4,  // 17: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
+	34, // 18: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	34, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
 	34, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
 	26, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
@@ -2473,9 +2473,9 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	10, // 27: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
 	13, // 28: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
 	15, // 29: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
-	18, // 30: mnv.verification.v1.VerificationService.CreateOpportunity:input_type -> mnv.verification.v1.CreateOpportunityRequest
-	20, // 31: mnv.verification.v1.VerificationService.GetOpportunity:input_type -> mnv.verification.v1.GetOpportunityRequest
-	22, // 32: mnv.verification.v1.VerificationService.CaptureWebTransaction:input_type -> mnv.verification.v1.CaptureWebTransactionRequest
+	18, // 30: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
+	20, // 31: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
+	22, // 32: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
 	23, // 33: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
 	27, // 34: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
 	29, // 35: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
@@ -2485,9 +2485,9 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	12, // 39: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
 	14, // 40: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
 	16, // 41: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	19, // 42: mnv.verification.v1.VerificationService.CreateOpportunity:output_type -> mnv.verification.v1.CreateOpportunityResponse
-	21, // 43: mnv.verification.v1.VerificationService.GetOpportunity:output_type -> mnv.verification.v1.GetOpportunityResponse
-	25, // 44: mnv.verification.v1.VerificationService.CaptureWebTransaction:output_type -> mnv.verification.v1.CaptureWebTransactionResponse
+	19, // 42: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	21, // 43: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	25, // 44: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
 	24, // 45: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
 	28, // 46: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
 	30, // 47: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse

@@ -184,9 +184,9 @@ func local_request_VerificationService_ListVerifications_0(ctx context.Context, 
 	return msg, metadata, err
 }
 
-func request_VerificationService_CreateOpportunity_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerificationService_CreateTransaction_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreateOpportunityRequest
+		protoReq CreateTransactionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -195,25 +195,25 @@ func request_VerificationService_CreateOpportunity_0(ctx context.Context, marsha
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 	}
-	msg, err := client.CreateOpportunity(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	msg, err := client.CreateTransaction(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
 	return msg, metadata, err
 }
 
-func local_request_VerificationService_CreateOpportunity_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerificationService_CreateTransaction_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CreateOpportunityRequest
+		protoReq CreateTransactionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	msg, err := server.CreateOpportunity(ctx, &protoReq)
+	msg, err := server.CreateTransaction(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_VerificationService_GetOpportunity_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerificationService_GetTransaction_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetOpportunityRequest
+		protoReq GetTransactionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -228,13 +228,13 @@ func request_VerificationService_GetOpportunity_0(ctx context.Context, marshaler
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 	}
-	msg, err := client.GetOpportunity(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	msg, err := client.GetTransaction(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
 	return msg, metadata, err
 }
 
-func local_request_VerificationService_GetOpportunity_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerificationService_GetTransaction_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetOpportunityRequest
+		protoReq GetTransactionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -246,13 +246,13 @@ func local_request_VerificationService_GetOpportunity_0(ctx context.Context, mar
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "transaction_id", err)
 	}
-	msg, err := server.GetOpportunity(ctx, &protoReq)
+	msg, err := server.GetTransaction(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_VerificationService_CaptureWebTransaction_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerificationService_CaptureTransaction_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CaptureWebTransactionRequest
+		protoReq CaptureTransactionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -267,13 +267,13 @@ func request_VerificationService_CaptureWebTransaction_0(ctx context.Context, ma
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 	}
-	msg, err := client.CaptureWebTransaction(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	msg, err := client.CaptureTransaction(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
 	return msg, metadata, err
 }
 
-func local_request_VerificationService_CaptureWebTransaction_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerificationService_CaptureTransaction_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq CaptureWebTransactionRequest
+		protoReq CaptureTransactionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -285,7 +285,7 @@ func local_request_VerificationService_CaptureWebTransaction_0(ctx context.Conte
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "transaction_id", err)
 	}
-	msg, err := server.CaptureWebTransaction(ctx, &protoReq)
+	msg, err := server.CaptureTransaction(ctx, &protoReq)
 	return msg, metadata, err
 }
 
@@ -510,65 +510,65 @@ func RegisterVerificationServiceHandlerServer(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_ListVerifications_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_VerificationService_CreateOpportunity_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_VerificationService_CreateTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CreateOpportunity", runtime.WithHTTPPathPattern("/v1/api/opportunity"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CreateTransaction", runtime.WithHTTPPathPattern("/v1/api/opportunity"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := local_request_VerificationService_CreateOpportunity_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		resp, md, err := local_request_VerificationService_CreateTransaction_0(annotatedContext, inboundMarshaler, server, req, pathParams)
 		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_CreateOpportunity_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_CreateOpportunity_0{resp.(*CreateOpportunityResponse)}, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_CreateTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_CreateTransaction_0{resp.(*CreateTransactionResponse)}, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodGet, pattern_VerificationService_GetOpportunity_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetOpportunity", runtime.WithHTTPPathPattern("/v1/api/opportunity/{transaction_id}"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetTransaction", runtime.WithHTTPPathPattern("/v1/api/opportunity/{transaction_id}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := local_request_VerificationService_GetOpportunity_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		resp, md, err := local_request_VerificationService_GetTransaction_0(annotatedContext, inboundMarshaler, server, req, pathParams)
 		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_GetOpportunity_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetOpportunity_0{resp.(*GetOpportunityResponse)}, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_GetTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetTransaction_0{resp.(*GetTransactionResponse)}, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_VerificationService_CaptureWebTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_VerificationService_CaptureTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CaptureWebTransaction", runtime.WithHTTPPathPattern("/v1/api/web/transactions/{transaction_id}/capture"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CaptureTransaction", runtime.WithHTTPPathPattern("/v1/api/web/transactions/{transaction_id}/capture"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := local_request_VerificationService_CaptureWebTransaction_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		resp, md, err := local_request_VerificationService_CaptureTransaction_0(annotatedContext, inboundMarshaler, server, req, pathParams)
 		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_CaptureWebTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_CaptureTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_VerificationService_ListStuckPlusSessions_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -755,56 +755,56 @@ func RegisterVerificationServiceHandlerClient(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_ListVerifications_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_VerificationService_CreateOpportunity_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_VerificationService_CreateTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CreateOpportunity", runtime.WithHTTPPathPattern("/v1/api/opportunity"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CreateTransaction", runtime.WithHTTPPathPattern("/v1/api/opportunity"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := request_VerificationService_CreateOpportunity_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		resp, md, err := request_VerificationService_CreateTransaction_0(annotatedContext, inboundMarshaler, client, req, pathParams)
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_CreateOpportunity_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_CreateOpportunity_0{resp.(*CreateOpportunityResponse)}, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_CreateTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_CreateTransaction_0{resp.(*CreateTransactionResponse)}, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodGet, pattern_VerificationService_GetOpportunity_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetOpportunity", runtime.WithHTTPPathPattern("/v1/api/opportunity/{transaction_id}"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetTransaction", runtime.WithHTTPPathPattern("/v1/api/opportunity/{transaction_id}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := request_VerificationService_GetOpportunity_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		resp, md, err := request_VerificationService_GetTransaction_0(annotatedContext, inboundMarshaler, client, req, pathParams)
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_GetOpportunity_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetOpportunity_0{resp.(*GetOpportunityResponse)}, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_GetTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetTransaction_0{resp.(*GetTransactionResponse)}, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodPost, pattern_VerificationService_CaptureWebTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodPost, pattern_VerificationService_CaptureTransaction_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CaptureWebTransaction", runtime.WithHTTPPathPattern("/v1/api/web/transactions/{transaction_id}/capture"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/CaptureTransaction", runtime.WithHTTPPathPattern("/v1/api/web/transactions/{transaction_id}/capture"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := request_VerificationService_CaptureWebTransaction_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		resp, md, err := request_VerificationService_CaptureTransaction_0(annotatedContext, inboundMarshaler, client, req, pathParams)
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_VerificationService_CaptureWebTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_VerificationService_CaptureTransaction_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_VerificationService_ListStuckPlusSessions_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -878,21 +878,21 @@ func (m response_VerificationService_GetVerification_0) XXX_ResponseBody() inter
 	return response.Verification
 }
 
-type response_VerificationService_CreateOpportunity_0 struct {
-	*CreateOpportunityResponse
+type response_VerificationService_CreateTransaction_0 struct {
+	*CreateTransactionResponse
 }
 
-func (m response_VerificationService_CreateOpportunity_0) XXX_ResponseBody() interface{} {
-	response := m.CreateOpportunityResponse
+func (m response_VerificationService_CreateTransaction_0) XXX_ResponseBody() interface{} {
+	response := m.CreateTransactionResponse
 	return response.Transaction
 }
 
-type response_VerificationService_GetOpportunity_0 struct {
-	*GetOpportunityResponse
+type response_VerificationService_GetTransaction_0 struct {
+	*GetTransactionResponse
 }
 
-func (m response_VerificationService_GetOpportunity_0) XXX_ResponseBody() interface{} {
-	response := m.GetOpportunityResponse
+func (m response_VerificationService_GetTransaction_0) XXX_ResponseBody() interface{} {
+	response := m.GetTransactionResponse
 	return response.Transaction
 }
 
@@ -902,9 +902,9 @@ var (
 	pattern_VerificationService_Verify_0                 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "verify"}, ""))
 	pattern_VerificationService_GetVerification_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "api", "verifications", "verification_id"}, ""))
 	pattern_VerificationService_ListVerifications_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "verifications"}, ""))
-	pattern_VerificationService_CreateOpportunity_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "opportunity"}, ""))
-	pattern_VerificationService_GetOpportunity_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "api", "opportunity", "transaction_id"}, ""))
-	pattern_VerificationService_CaptureWebTransaction_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"v1", "api", "web", "transactions", "transaction_id", "capture"}, ""))
+	pattern_VerificationService_CreateTransaction_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "opportunity"}, ""))
+	pattern_VerificationService_GetTransaction_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "api", "opportunity", "transaction_id"}, ""))
+	pattern_VerificationService_CaptureTransaction_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"v1", "api", "web", "transactions", "transaction_id", "capture"}, ""))
 	pattern_VerificationService_ListStuckPlusSessions_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "stuck-plus", "sessions"}, ""))
 	pattern_VerificationService_RevealStuckPlusSession_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"v1", "api", "me", "stuck-plus", "sessions", "session_id", "reveal"}, ""))
 	pattern_VerificationService_ListStuckPlusReveals_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "stuck-plus", "reveals"}, ""))
@@ -916,9 +916,9 @@ var (
 	forward_VerificationService_Verify_0                 = runtime.ForwardResponseMessage
 	forward_VerificationService_GetVerification_0        = runtime.ForwardResponseMessage
 	forward_VerificationService_ListVerifications_0      = runtime.ForwardResponseMessage
-	forward_VerificationService_CreateOpportunity_0      = runtime.ForwardResponseMessage
-	forward_VerificationService_GetOpportunity_0         = runtime.ForwardResponseMessage
-	forward_VerificationService_CaptureWebTransaction_0  = runtime.ForwardResponseMessage
+	forward_VerificationService_CreateTransaction_0      = runtime.ForwardResponseMessage
+	forward_VerificationService_GetTransaction_0         = runtime.ForwardResponseMessage
+	forward_VerificationService_CaptureTransaction_0     = runtime.ForwardResponseMessage
 	forward_VerificationService_ListStuckPlusSessions_0  = runtime.ForwardResponseMessage
 	forward_VerificationService_RevealStuckPlusSession_0 = runtime.ForwardResponseMessage
 	forward_VerificationService_ListStuckPlusReveals_0   = runtime.ForwardResponseMessage

@@ -24,9 +24,9 @@ const (
 	VerificationService_Verify_FullMethodName                 = "/mnv.verification.v1.VerificationService/Verify"
 	VerificationService_GetVerification_FullMethodName        = "/mnv.verification.v1.VerificationService/GetVerification"
 	VerificationService_ListVerifications_FullMethodName      = "/mnv.verification.v1.VerificationService/ListVerifications"
-	VerificationService_CreateOpportunity_FullMethodName      = "/mnv.verification.v1.VerificationService/CreateOpportunity"
-	VerificationService_GetOpportunity_FullMethodName         = "/mnv.verification.v1.VerificationService/GetOpportunity"
-	VerificationService_CaptureWebTransaction_FullMethodName  = "/mnv.verification.v1.VerificationService/CaptureWebTransaction"
+	VerificationService_CreateTransaction_FullMethodName      = "/mnv.verification.v1.VerificationService/CreateTransaction"
+	VerificationService_GetTransaction_FullMethodName         = "/mnv.verification.v1.VerificationService/GetTransaction"
+	VerificationService_CaptureTransaction_FullMethodName     = "/mnv.verification.v1.VerificationService/CaptureTransaction"
 	VerificationService_CheckWebOrigin_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName  = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -41,7 +41,7 @@ const (
 // using the operator's network, and runs the browser flow and the stuck-plus reveal.
 //
 // Every call is authenticated with the client's API key (x-api-key, x-client-id), except
-// CreateSdkSession (x-sdk-token and x-client-id), and CaptureWebTransaction and
+// CreateSdkSession (x-sdk-token and x-client-id), and CaptureTransaction and
 // CheckWebOrigin (no client credential: the browser page's origin must be one the
 // transaction's client allowed; only the gateway calls them, with its internal credential, and
 // passes the page's Origin header as x-mnv-origin metadata).
@@ -56,12 +56,12 @@ type VerificationServiceClient interface {
 	GetVerification(ctx context.Context, in *GetVerificationRequest, opts ...grpc.CallOption) (*GetVerificationResponse, error)
 	ListVerifications(ctx context.Context, in *ListVerificationsRequest, opts ...grpc.CallOption) (*ListVerificationsResponse, error)
 	// Starts a browser flow.
-	CreateOpportunity(ctx context.Context, in *CreateOpportunityRequest, opts ...grpc.CallOption) (*CreateOpportunityResponse, error)
+	CreateTransaction(ctx context.Context, in *CreateTransactionRequest, opts ...grpc.CallOption) (*CreateTransactionResponse, error)
 	// Resolves a browser flow.
-	GetOpportunity(ctx context.Context, in *GetOpportunityRequest, opts ...grpc.CallOption) (*GetOpportunityResponse, error)
+	GetTransaction(ctx context.Context, in *GetTransactionRequest, opts ...grpc.CallOption) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
 	// page's origin is one the transaction's client allowed.
-	CaptureWebTransaction(ctx context.Context, in *CaptureWebTransactionRequest, opts ...grpc.CallOption) (*CaptureWebTransactionResponse, error)
+	CaptureTransaction(ctx context.Context, in *CaptureTransactionRequest, opts ...grpc.CallOption) (*CaptureTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -130,30 +130,30 @@ func (c *verificationServiceClient) ListVerifications(ctx context.Context, in *L
 	return out, nil
 }
 
-func (c *verificationServiceClient) CreateOpportunity(ctx context.Context, in *CreateOpportunityRequest, opts ...grpc.CallOption) (*CreateOpportunityResponse, error) {
+func (c *verificationServiceClient) CreateTransaction(ctx context.Context, in *CreateTransactionRequest, opts ...grpc.CallOption) (*CreateTransactionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CreateOpportunityResponse)
-	err := c.cc.Invoke(ctx, VerificationService_CreateOpportunity_FullMethodName, in, out, cOpts...)
+	out := new(CreateTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CreateTransaction_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *verificationServiceClient) GetOpportunity(ctx context.Context, in *GetOpportunityRequest, opts ...grpc.CallOption) (*GetOpportunityResponse, error) {
+func (c *verificationServiceClient) GetTransaction(ctx context.Context, in *GetTransactionRequest, opts ...grpc.CallOption) (*GetTransactionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GetOpportunityResponse)
-	err := c.cc.Invoke(ctx, VerificationService_GetOpportunity_FullMethodName, in, out, cOpts...)
+	out := new(GetTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetTransaction_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *verificationServiceClient) CaptureWebTransaction(ctx context.Context, in *CaptureWebTransactionRequest, opts ...grpc.CallOption) (*CaptureWebTransactionResponse, error) {
+func (c *verificationServiceClient) CaptureTransaction(ctx context.Context, in *CaptureTransactionRequest, opts ...grpc.CallOption) (*CaptureTransactionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CaptureWebTransactionResponse)
-	err := c.cc.Invoke(ctx, VerificationService_CaptureWebTransaction_FullMethodName, in, out, cOpts...)
+	out := new(CaptureTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CaptureTransaction_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (c *verificationServiceClient) ListStuckPlusReveals(ctx context.Context, in
 // using the operator's network, and runs the browser flow and the stuck-plus reveal.
 //
 // Every call is authenticated with the client's API key (x-api-key, x-client-id), except
-// CreateSdkSession (x-sdk-token and x-client-id), and CaptureWebTransaction and
+// CreateSdkSession (x-sdk-token and x-client-id), and CaptureTransaction and
 // CheckWebOrigin (no client credential: the browser page's origin must be one the
 // transaction's client allowed; only the gateway calls them, with its internal credential, and
 // passes the page's Origin header as x-mnv-origin metadata).
@@ -223,12 +223,12 @@ type VerificationServiceServer interface {
 	GetVerification(context.Context, *GetVerificationRequest) (*GetVerificationResponse, error)
 	ListVerifications(context.Context, *ListVerificationsRequest) (*ListVerificationsResponse, error)
 	// Starts a browser flow.
-	CreateOpportunity(context.Context, *CreateOpportunityRequest) (*CreateOpportunityResponse, error)
+	CreateTransaction(context.Context, *CreateTransactionRequest) (*CreateTransactionResponse, error)
 	// Resolves a browser flow.
-	GetOpportunity(context.Context, *GetOpportunityRequest) (*GetOpportunityResponse, error)
+	GetTransaction(context.Context, *GetTransactionRequest) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
 	// page's origin is one the transaction's client allowed.
-	CaptureWebTransaction(context.Context, *CaptureWebTransactionRequest) (*CaptureWebTransactionResponse, error)
+	CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -262,14 +262,14 @@ func (UnimplementedVerificationServiceServer) GetVerification(context.Context, *
 func (UnimplementedVerificationServiceServer) ListVerifications(context.Context, *ListVerificationsRequest) (*ListVerificationsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListVerifications not implemented")
 }
-func (UnimplementedVerificationServiceServer) CreateOpportunity(context.Context, *CreateOpportunityRequest) (*CreateOpportunityResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method CreateOpportunity not implemented")
+func (UnimplementedVerificationServiceServer) CreateTransaction(context.Context, *CreateTransactionRequest) (*CreateTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateTransaction not implemented")
 }
-func (UnimplementedVerificationServiceServer) GetOpportunity(context.Context, *GetOpportunityRequest) (*GetOpportunityResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method GetOpportunity not implemented")
+func (UnimplementedVerificationServiceServer) GetTransaction(context.Context, *GetTransactionRequest) (*GetTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTransaction not implemented")
 }
-func (UnimplementedVerificationServiceServer) CaptureWebTransaction(context.Context, *CaptureWebTransactionRequest) (*CaptureWebTransactionResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method CaptureWebTransaction not implemented")
+func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CaptureTransaction not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -394,56 +394,56 @@ func _VerificationService_ListVerifications_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
-func _VerificationService_CreateOpportunity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CreateOpportunityRequest)
+func _VerificationService_CreateTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTransactionRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(VerificationServiceServer).CreateOpportunity(ctx, in)
+		return srv.(VerificationServiceServer).CreateTransaction(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: VerificationService_CreateOpportunity_FullMethodName,
+		FullMethod: VerificationService_CreateTransaction_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(VerificationServiceServer).CreateOpportunity(ctx, req.(*CreateOpportunityRequest))
+		return srv.(VerificationServiceServer).CreateTransaction(ctx, req.(*CreateTransactionRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _VerificationService_GetOpportunity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetOpportunityRequest)
+func _VerificationService_GetTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTransactionRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(VerificationServiceServer).GetOpportunity(ctx, in)
+		return srv.(VerificationServiceServer).GetTransaction(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: VerificationService_GetOpportunity_FullMethodName,
+		FullMethod: VerificationService_GetTransaction_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(VerificationServiceServer).GetOpportunity(ctx, req.(*GetOpportunityRequest))
+		return srv.(VerificationServiceServer).GetTransaction(ctx, req.(*GetTransactionRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _VerificationService_CaptureWebTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CaptureWebTransactionRequest)
+func _VerificationService_CaptureTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CaptureTransactionRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(VerificationServiceServer).CaptureWebTransaction(ctx, in)
+		return srv.(VerificationServiceServer).CaptureTransaction(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: VerificationService_CaptureWebTransaction_FullMethodName,
+		FullMethod: VerificationService_CaptureTransaction_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(VerificationServiceServer).CaptureWebTransaction(ctx, req.(*CaptureWebTransactionRequest))
+		return srv.(VerificationServiceServer).CaptureTransaction(ctx, req.(*CaptureTransactionRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -548,16 +548,16 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _VerificationService_ListVerifications_Handler,
 		},
 		{
-			MethodName: "CreateOpportunity",
-			Handler:    _VerificationService_CreateOpportunity_Handler,
+			MethodName: "CreateTransaction",
+			Handler:    _VerificationService_CreateTransaction_Handler,
 		},
 		{
-			MethodName: "GetOpportunity",
-			Handler:    _VerificationService_GetOpportunity_Handler,
+			MethodName: "GetTransaction",
+			Handler:    _VerificationService_GetTransaction_Handler,
 		},
 		{
-			MethodName: "CaptureWebTransaction",
-			Handler:    _VerificationService_CaptureWebTransaction_Handler,
+			MethodName: "CaptureTransaction",
+			Handler:    _VerificationService_CaptureTransaction_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",

@@ -1,0 +1,38 @@
+package app
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/platform/purge"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/retention"
+)
+
+// connectReceiver is the relay's Connect over gRPC.
+type connectReceiver struct {
+	client connectv1.ConnectInternalServiceClient
+}
+
+func (c connectReceiver) RecordVerifiedNumbers(ctx context.Context, facts []domain.OutboxFact) error {
+	req := &connectv1.RecordVerifiedNumbersRequest{Items: make([]*connectv1.VerifiedNumber, len(facts))}
+	for i, f := range facts {
+		req.Items[i] = &connectv1.VerifiedNumber{
+			ClientId: f.ClientID, VerificationId: f.VerificationID, NumberHash: f.NumberHash, VerifiedAt: timestamppb.New(f.VerifiedAt),
+		}
+	}
+	_, err := c.client.RecordVerifiedNumbers(ctx, req)
+	return err
+}
+
+// purgeRules are retention's rules as platform/purge runs them.
+func purgeRules(st retention.Store, cfg retention.Config) []purge.Rule {
+	rules := retention.Rules(st, cfg)
+	out := make([]purge.Rule, len(rules))
+	for i, r := range rules {
+		out[i] = purge.Rule(r)
+	}
+	return out
+}

@@ -1,0 +1,299 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
+	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
+)
+
+// fakeStore keeps transactions, sessions and stuck-plus sessions in memory.
+type fakeStore struct {
+	txs       map[string]domain.Transaction
+	sessions  []domain.Session
+	stuckPlus []domain.StuckPlusSession
+	locks     int // LockTransaction calls
+}
+
+func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error {
+	return fn(ctx, f)
+}
+
+func (f *fakeStore) InsertSession(_ context.Context, s domain.Session) error {
+	f.sessions = append(f.sessions, s)
+	return nil
+}
+
+func (f *fakeStore) InsertStuckPlusSession(_ context.Context, s domain.StuckPlusSession, _ []byte) error {
+	f.stuckPlus = append(f.stuckPlus, s)
+	return nil
+}
+
+func (f *fakeStore) InsertTransaction(_ context.Context, t domain.Transaction) (domain.Transaction, error) {
+	f.txs[t.ID] = t
+	return t, nil
+}
+
+func (f *fakeStore) GetTransaction(_ context.Context, clientID, id string) (domain.Transaction, error) {
+	t, ok := f.txs[id]
+	if !ok || t.ClientID != clientID {
+		return domain.Transaction{}, fault.ErrNotFound
+	}
+	return t, nil
+}
+
+func (f *fakeStore) TransactionClient(_ context.Context, id string) (string, error) {
+	t, ok := f.txs[id]
+	if !ok {
+		return "", fault.ErrNotFound
+	}
+	return t.ClientID, nil
+}
+
+func (f *fakeStore) LockTransaction(_ context.Context, id string) (domain.Transaction, error) {
+	f.locks++
+	t, ok := f.txs[id]
+	if !ok {
+		return domain.Transaction{}, fault.ErrNotFound
+	}
+	return t, nil
+}
+
+func (f *fakeStore) CompleteCapture(_ context.Context, t domain.Transaction) error {
+	f.txs[t.ID] = t
+	return nil
+}
+
+// origins allows each client the origins listed.
+type origins map[string][]string
+
+func (o origins) AllowsWebOrigin(_ context.Context, clientID, origin string) (bool, error) {
+	return slices.Contains(o[clientID], origin), nil
+}
+
+const registry = `operators:
+  - id: alpha
+    name: Alpha
+    country: AE
+    mccMnc: ["424-02"]
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["10.0.0.0/8"]
+      numberHeader: X-Alpha-Msisdn
+`
+
+type env struct {
+	svc    *Service
+	st     *fakeStore
+	sealer *seal.Sealer
+	vault  *phone.Vault
+	now    time.Time
+	client identity.Principal
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher, err := phone.NewHasher([]byte(strings.Repeat("h", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := operators.Parse([]byte(registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{st: &fakeStore{txs: map[string]domain.Transaction{}}, sealer: seal.NewSealer(keyring),
+		vault: phone.NewVault("verification", keyring, hasher), now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+		client: identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus}}}
+	net := network.NewIdentifier(ops, zaptest.NewLogger(t))
+	sess := sessions.New(e.st, net, e.sealer, 5*time.Minute)
+	e.svc = New(e.st, e.st, net, sess, stuckplus.New(nil, nil, e.vault, nil, false),
+		origins{e.client.ClientID: {"https://shop.example"}}, 10*time.Minute)
+	e.svc.now = func() time.Time { return e.now }
+	return e
+}
+
+// fromAlpha is a page on the client's origin, in a browser on alpha's network.
+var fromAlpha = network.Request{Addr: netip.MustParseAddr("10.0.0.9"), Origin: "https://shop.example",
+	Headers: map[string]string{"X-Alpha-Msisdn": "+971501234567"}}
+
+func TestCreateTransaction(t *testing.T) {
+	tests := []struct {
+		name       string
+		features   []string
+		code, meta string
+		wantReason fault.Reason
+	}{
+		{"VERIFY", []string{domain.FeatureVerify}, "VERIFY", "order-1", ""},
+		{"STUCK_PLUS", []string{domain.FeatureStuckPlus}, "STUCK_PLUS", "lead-1", ""},
+		{"VERIFY not enabled", []string{domain.FeatureStuckPlus}, "VERIFY", "order-1", fault.FeatureNotEnabled},
+		{"STUCK_PLUS not enabled", []string{domain.FeatureVerify}, "STUCK_PLUS", "lead-1", fault.FeatureNotEnabled},
+		{"unknown product", []string{domain.FeatureVerify}, "CONNECT", "x", fault.InvalidArgument},
+		{"empty metadata id", []string{domain.FeatureVerify}, "VERIFY", "", fault.InvalidArgument},
+		{"metadata id too long", []string{domain.FeatureVerify}, "VERIFY", strings.Repeat("m", 129), fault.InvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			p := e.client
+			p.Features = tt.features
+			tr, err := e.svc.CreateTransaction(context.Background(), p, tt.code, tt.meta)
+			if tt.wantReason != "" {
+				if fault.Find(err, tt.wantReason) == nil || len(e.st.txs) != 0 {
+					t.Fatalf("CreateTransaction = %v, %d stored; want a %s error, none stored", err, len(e.st.txs), tt.wantReason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Status != domain.TransactionPending || !tr.ExpiresAt.Equal(e.now.Add(10*time.Minute)) || !slices.Equal(tr.Features, tt.features) {
+				t.Errorf("created %+v, want PENDING for the TTL, with the client's features", tr)
+			}
+		})
+	}
+}
+
+func TestCaptureTransaction(t *testing.T) {
+	tests := []struct {
+		name    string
+		code    string
+		prepare func(e *env, id string) (string, network.Request) // the id to capture, from where
+		wantErr error                                             // nil: captured
+		want    string                                            // the transaction's status after
+	}{
+		{"VERIFY captured", "VERIFY", func(e *env, id string) (string, network.Request) { return id, fromAlpha }, nil, domain.Captured},
+		{"STUCK_PLUS captured", "STUCK_PLUS", func(e *env, id string) (string, network.Request) { return id, fromAlpha }, nil, domain.Captured},
+		{"no number: captured without identity", "VERIFY", func(e *env, id string) (string, network.Request) {
+			n := fromAlpha
+			n.Addr = netip.MustParseAddr("203.0.113.1")
+			return id, n
+		}, nil, domain.NoNetworkIdentity},
+		{"expired", "VERIFY", func(e *env, id string) (string, network.Request) {
+			e.now = e.now.Add(10 * time.Minute)
+			return id, fromAlpha
+		}, nil, domain.TransactionExpired},
+		{"a foreign origin", "VERIFY", func(e *env, id string) (string, network.Request) {
+			n := fromAlpha
+			n.Origin = "https://evil.example"
+			return id, n
+		}, domain.ErrOriginNotAllowed, domain.TransactionPending},
+		{"no origin", "VERIFY", func(e *env, id string) (string, network.Request) {
+			n := fromAlpha
+			n.Origin = ""
+			return id, n
+		}, domain.ErrOriginNotAllowed, domain.TransactionPending},
+		{"captured twice", "VERIFY", func(e *env, id string) (string, network.Request) {
+			if _, err := e.svc.CaptureTransaction(context.Background(), id, fromAlpha); err != nil {
+				panic(err)
+			}
+			return id, fromAlpha
+		}, domain.ErrAlreadyUsed, domain.Captured},
+		{"unknown transaction", "VERIFY", func(e *env, id string) (string, network.Request) { return uuid.NewString(), fromAlpha },
+			fault.ErrNotFound, domain.TransactionPending},
+		{"not an id", "VERIFY", func(e *env, id string) (string, network.Request) { return "../" + id, fromAlpha },
+			fault.ErrNotFound, domain.TransactionPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			tr, err := e.svc.CreateTransaction(ctx, e.client, tt.code, "ref")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, n := tt.prepare(e, tr.ID)
+			sessionsBefore, stuckBefore := len(e.st.sessions), len(e.st.stuckPlus)
+			got, err := e.svc.CaptureTransaction(ctx, id, n)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("CaptureTransaction = %v, want %v", err, tt.wantErr)
+				}
+				if len(e.st.sessions) != sessionsBefore || len(e.st.stuckPlus) != stuckBefore {
+					t.Error("a refused capture opened a session or kept a number")
+				}
+				if errors.Is(tt.wantErr, domain.ErrOriginNotAllowed) && e.st.locks != 0 {
+					t.Error("a refused origin locked the transaction")
+				}
+			} else if err != nil {
+				t.Fatalf("CaptureTransaction: %v", err)
+			} else if got.Status != tt.want {
+				t.Errorf("answered %s, want %s", got.Status, tt.want)
+			}
+			if stored := e.st.txs[tr.ID]; stored.Status != tt.want && !(tt.want == domain.TransactionExpired && stored.Status == domain.TransactionPending) {
+				t.Errorf("stored status %s, want %s", stored.Status, tt.want)
+			}
+			if tt.wantErr != nil || tt.want == domain.TransactionExpired {
+				return
+			}
+			switch tt.code {
+			case "VERIFY":
+				if len(e.st.sessions) != 1 || got.Blob == nil || got.SessionID == nil || *got.SessionID != e.st.sessions[0].ID || e.st.sessions[0].Source != "WEB" {
+					t.Fatalf("captured %+v with sessions %+v, want one WEB session and its blob", got, e.st.sessions)
+				}
+				claims, err := e.sealer.Open(*got.Blob)
+				if err != nil || claims.ClientID != e.client.ClientID || (claims.Number != "") != (tt.want == domain.Captured) {
+					t.Errorf("sealed %+v (%v)", claims, err)
+				}
+			case "STUCK_PLUS":
+				if len(e.st.stuckPlus) != 1 || got.StuckPlusSessionID == nil || *got.StuckPlusSessionID != e.st.stuckPlus[0].ID || len(e.st.sessions) != 0 {
+					t.Fatalf("captured %+v with %+v, want one stuck-plus session and no verify session", got, e.st.stuckPlus)
+				}
+				sp := e.st.stuckPlus[0]
+				if n, err := e.vault.Open(sp.NumberSealed, "stuck_plus_sessions", sp.ID); err != nil || n != "+971501234567" || sp.OperatorID != "alpha" || sp.TransactionID != tr.ID {
+					t.Errorf("kept %+v (%q, %v)", sp, n, err)
+				}
+			}
+		})
+	}
+}
+
+func TestGetAndOrigins(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tr, err := e.svc.CreateTransaction(ctx, e.client, "VERIFY", "ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, origin string
+		want       bool
+	}{
+		{tr.ID, "https://shop.example", true},
+		{tr.ID, "https://evil.example", false},
+		{tr.ID, "", false},
+		{uuid.NewString(), "https://shop.example", false},
+		{"nope", "https://shop.example", false},
+	} {
+		if ok, err := e.svc.OriginAllowed(ctx, c.id, c.origin); ok != c.want || err != nil {
+			t.Errorf("OriginAllowed(%s, %q) = %v, %v; want %v", c.id, c.origin, ok, err, c.want)
+		}
+	}
+	if _, err := e.svc.GetTransaction(ctx, uuid.NewString(), tr.ID); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("another client's transaction: %v, want not found", err)
+	}
+	e.now = e.now.Add(10 * time.Minute)
+	if got, err := e.svc.GetTransaction(ctx, e.client.ClientID, tr.ID); err != nil || got.Status != domain.TransactionExpired {
+		t.Errorf("a transaction past its TTL reads %s (%v), want EXPIRED", got.Status, err)
+	}
+}

@@ -1,0 +1,434 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+)
+
+// The rules of a verification, over in-memory fakes of the store and the ledger. What the
+// statements themselves guarantee (one verification per session, the outbox fact) is proven
+// against PostgreSQL by the e2e suite.
+
+// fakeStore keeps sessions and verifications the way the store's statements do.
+type fakeStore struct {
+	sessions map[string]string // id → client
+	used     map[string]bool
+	verifs   []*domain.Verification
+	now      func() time.Time
+	records  int // calls of RecordVerification
+}
+
+func newFakeStore(now func() time.Time) *fakeStore {
+	return &fakeStore{sessions: map[string]string{}, used: map[string]bool{}, now: now}
+}
+
+func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error {
+	return fn(ctx, f)
+}
+
+func (f *fakeStore) byID(id string) *domain.Verification {
+	for _, v := range f.verifs {
+		if v.ID == id {
+			return v
+		}
+	}
+	return nil
+}
+
+func (f *fakeStore) RecordVerification(_ context.Context, v domain.Verification) (bool, time.Time, error) {
+	f.records++
+	if f.sessions[v.SessionID] != v.ClientID || f.used[v.SessionID] {
+		return false, time.Time{}, nil
+	}
+	f.used[v.SessionID] = true
+	v.CreatedAt = f.now()
+	f.verifs = append(f.verifs, &v)
+	return true, v.CreatedAt, nil
+}
+
+func (f *fakeStore) SessionVerification(_ context.Context, clientID, sessionID string) (*domain.Verification, error) {
+	if f.sessions[sessionID] != clientID {
+		return nil, fault.ErrNotFound
+	}
+	for _, v := range f.verifs {
+		if v.SessionID == sessionID && v.Status != domain.StatusRejected {
+			c := *v
+			return &c, nil
+		}
+	}
+	return nil, nil
+}
+
+func (f *fakeStore) SettleVerification(_ context.Context, id string, charged, balanceAfter int64) (bool, error) {
+	v := f.byID(id)
+	if v == nil || v.Status != domain.StatusPending {
+		return false, nil
+	}
+	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charged, &balanceAfter
+	return true, nil
+}
+
+func (f *fakeStore) RejectVerification(_ context.Context, id string) (bool, error) {
+	v := f.byID(id)
+	if v == nil || v.Status != domain.StatusPending {
+		return false, nil
+	}
+	v.Status = domain.StatusRejected
+	f.used[v.SessionID] = false
+	return true, nil
+}
+
+func (f *fakeStore) GetVerification(_ context.Context, clientID, id string) (domain.Verification, error) {
+	if v := f.byID(id); v != nil && v.ClientID == clientID && domain.IsOutcome(v.Status) {
+		return *v, nil
+	}
+	return domain.Verification{}, fault.ErrNotFound
+}
+
+func (f *fakeStore) ListVerifications(context.Context, string, domain.VerificationFilter, int64, int64) (domain.Page[domain.Verification], error) {
+	return domain.Page[domain.Verification]{}, nil
+}
+
+func (f *fakeStore) NumberAttempts(_ context.Context, clientID string, hash []byte, since time.Time) (int, *time.Time, error) {
+	n, oldest := 0, (*time.Time)(nil)
+	for _, v := range f.verifs {
+		if v.ClientID == clientID && string(v.NumberHash) == string(hash) && !v.CreatedAt.Before(since) {
+			n++
+			if oldest == nil || v.CreatedAt.Before(*oldest) {
+				oldest = &v.CreatedAt
+			}
+		}
+	}
+	return n, oldest, nil
+}
+
+func (f *fakeStore) StalePending(_ context.Context, before time.Time, limit int) ([]domain.Verification, error) {
+	var out []domain.Verification
+	for _, v := range f.verifs {
+		if v.Status == domain.StatusPending && v.CreatedAt.Before(before) && len(out) < limit {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}
+
+// fakeLedger charges 5 from a balance of 100 once per reference, or fails with err.
+type fakeLedger struct {
+	err     error
+	refs    []string // every debit asked, in order
+	charged map[string]bool
+}
+
+func (l *fakeLedger) Debit(_ context.Context, c money.Charge) (money.Charged, error) {
+	l.refs = append(l.refs, c.Reference)
+	if l.err != nil {
+		return money.Charged{}, l.err
+	}
+	if l.charged == nil {
+		l.charged = map[string]bool{}
+	}
+	replayed := l.charged[c.Reference]
+	l.charged[c.Reference] = true
+	return money.Charged{Amount: 5, BalanceAfter: 95, Replayed: replayed}, nil
+}
+
+func (l *fakeLedger) Refund(context.Context, money.Refund) (money.Refunded, error) {
+	return money.Refunded{}, errors.New("not used")
+}
+
+func (l *fakeLedger) Balance(context.Context, string) (int64, error) { return 100, nil }
+
+const registry = `operators:
+  - id: alpha
+    name: Alpha
+    country: AE
+    mccMnc: ["424-02"]
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["10.0.0.0/8"]
+      numberHeader: X-Alpha-Msisdn
+  - id: beta
+    name: Beta
+    country: AE
+    mccMnc: ["424-03"]
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["192.0.2.0/24"]
+      numberHeader: X-Beta-Msisdn
+`
+
+// env is a Service over fakes, at a fixed time.
+type env struct {
+	t      *testing.T
+	svc    *Service
+	st     *fakeStore
+	ledger *fakeLedger
+	sealer *seal.Sealer
+	now    time.Time
+	client identity.Principal
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher, err := phone.NewHasher([]byte(strings.Repeat("h", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := operators.Parse([]byte(registry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ledger: &fakeLedger{}, sealer: seal.NewSealer(keyring), now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify}}}
+	e.st = newFakeStore(func() time.Time { return e.now })
+	e.svc = New(e.st, e.st, ops, e.sealer, phone.NewVault("verification", keyring, hasher), e.ledger,
+		Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, zaptest.NewLogger(t))
+	e.svc.now = func() time.Time { return e.now }
+	return e
+}
+
+// blob opens a session of clientID through operator with number (none: "") and seals it.
+func (e *env) blob(clientID, operator, number string, ttl time.Duration) string {
+	e.t.Helper()
+	id := uuid.NewString()
+	e.st.sessions[id] = clientID
+	b, err := e.sealer.Seal(seal.Claims{Number: number, ClientID: clientID, SessionID: id, OperatorID: operator,
+		IssuedAt: e.now, ExpiresAt: e.now.Add(ttl)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) request(blob, number string) Request {
+	return Request{MobileNumber: number, Blob: blob, OperatorID: "alpha", ServiceType: "HEADER_ENRICHMENT"}
+}
+
+const (
+	number = "+971501234567"
+	other  = "+971507654321"
+)
+
+func TestVerify(t *testing.T) {
+	tests := []struct {
+		name       string
+		req        func(e *env) Request
+		ledgerErr  error
+		wantReason fault.Reason // of the error; "" for none
+		wantErr    error        // errors.Is, when set
+		wantStatus string       // of the kept verification; "" when none is kept
+		wantDebits int
+	}{
+		{"forged blob", func(e *env) Request { return e.request("bm90IGEgYmxvYg", number) },
+			nil, fault.InvalidArgument, nil, "", 0},
+		{"another client's blob", func(e *env) Request {
+			return e.request(e.blob(uuid.NewString(), "alpha", number, time.Minute), number)
+		}, nil, fault.InvalidArgument, nil, "", 0},
+		{"operator of another session", func(e *env) Request {
+			r := e.request(e.blob(e.client.ClientID, "beta", number, time.Minute), number)
+			return r
+		}, nil, fault.InvalidArgument, nil, "", 0},
+		{"numbers match", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
+		},
+			nil, "", nil, domain.StatusVerified, 1},
+		{"numbers differ: NOT_VERIFIED, charged", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), other)
+		}, nil, "", nil, domain.StatusNotVerified, 1},
+		{"no network number: UNDETERMINED, free", func(e *env) Request { return e.request(e.blob(e.client.ClientID, "", "", time.Minute), number) },
+			nil, "", nil, domain.StatusUndetermined, 0},
+		{"expired session: EXPIRED, free", func(e *env) Request {
+			b := e.blob(e.client.ClientID, "alpha", number, time.Minute)
+			e.now = e.now.Add(time.Minute)
+			return e.request(b, number)
+		}, nil, "", nil, domain.StatusExpired, 0},
+		{"debit refused: REJECTED", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
+		},
+			money.ErrInsufficientBalance, fault.InsufficientBalance, money.ErrInsufficientBalance, domain.StatusRejected, 1},
+		{"debit unknown: stays PENDING", func(e *env) Request {
+			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
+		}, money.Unknown("debit", errors.New("accounts is away"), true), fault.Unavailable, fault.ErrUnavailable, domain.StatusPending, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.ledger.err = tt.ledgerErr
+			r, err := e.svc.Verify(context.Background(), e.client, tt.req(e))
+			switch {
+			case tt.wantReason == "" && err != nil:
+				t.Fatalf("Verify: %v", err)
+			case tt.wantReason != "" && fault.Find(err, tt.wantReason) == nil:
+				t.Fatalf("Verify = %v, want a %s error", err, tt.wantReason)
+			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+				t.Fatalf("Verify = %v, want %v", err, tt.wantErr)
+			}
+			if len(e.ledger.refs) != tt.wantDebits {
+				t.Errorf("%d debits, want %d", len(e.ledger.refs), tt.wantDebits)
+			}
+			if tt.wantStatus == "" {
+				if e.st.records != 0 {
+					t.Errorf("a refused verify went to the store %d times: its blob's session is not to be touched", e.st.records)
+				}
+				return
+			}
+			if len(e.st.verifs) != 1 {
+				t.Fatalf("kept %d verifications, want 1", len(e.st.verifs))
+			}
+			v := e.st.verifs[0]
+			if v.Status != tt.wantStatus {
+				t.Errorf("kept status %s, want %s", v.Status, tt.wantStatus)
+			}
+			if tt.wantDebits > 0 && e.ledger.refs[0] != "verification:"+v.ID {
+				t.Errorf("debit reference %q, want verification:%s", e.ledger.refs[0], v.ID)
+			}
+			if err == nil && (r.Verification.Status != tt.wantStatus || r.MobileNumber == "") {
+				t.Errorf("answered %+v, want status %s", r, tt.wantStatus)
+			}
+			if tt.wantStatus == domain.StatusRejected && e.st.used[v.SessionID] {
+				t.Error("a refused charge kept its session used: the client could not retry after a top-up")
+			}
+		})
+	}
+}
+
+// TestVerifyAgain checks what a second verify of one blob hears.
+func TestVerifyAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		firstErr   error // the ledger's answer to the first verify
+		second     string
+		wantReason fault.Reason // "" for a success
+		wantStatus string
+		wantDebits []int // debits after the first and second call
+	}{
+		{"a used blob is ALREADY_USED", nil, number, fault.AlreadyUsed, domain.StatusVerified, []int{1, 1}},
+		{"another number on a used blob is ALREADY_USED", nil, other, fault.AlreadyUsed, domain.StatusVerified, []int{1, 1}},
+		{"after a refusal, the released blob verifies", money.ErrInsufficientBalance, number, "", domain.StatusVerified, []int{1, 2}},
+		{"a retry resumes a PENDING verification", money.Unknown("debit", errors.New("away"), true), number, "", domain.StatusVerified, []int{1, 2}},
+		{"another number does not resume a PENDING one", money.Unknown("debit", errors.New("away"), true), other, fault.AlreadyUsed, domain.StatusPending, []int{1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			b := e.blob(e.client.ClientID, "alpha", number, time.Minute)
+			e.ledger.err = tt.firstErr
+			if _, err := e.svc.Verify(ctx, e.client, e.request(b, number)); (err != nil) != (tt.firstErr != nil) {
+				t.Fatalf("first verify: %v", err)
+			}
+			if len(e.ledger.refs) != tt.wantDebits[0] {
+				t.Fatalf("%d debits after the first verify, want %d", len(e.ledger.refs), tt.wantDebits[0])
+			}
+			e.ledger.err = nil
+			_, err := e.svc.Verify(ctx, e.client, e.request(b, tt.second))
+			if tt.wantReason == "" && err != nil || tt.wantReason != "" && fault.Find(err, tt.wantReason) == nil {
+				t.Fatalf("second verify = %v, want reason %q", err, tt.wantReason)
+			}
+			if len(e.ledger.refs) != tt.wantDebits[1] {
+				t.Errorf("%d debits after the second verify, want %d", len(e.ledger.refs), tt.wantDebits[1])
+			}
+			var kept []string
+			for _, v := range e.st.verifs {
+				if v.Status != domain.StatusRejected {
+					kept = append(kept, v.Status)
+				}
+			}
+			if !slices.Equal(kept, []string{tt.wantStatus}) {
+				t.Errorf("kept %v, want [%s]", kept, tt.wantStatus)
+			}
+			if refs := slices.Compact(slices.Clone(e.ledger.refs)); tt.firstErr != nil && errors.Is(tt.firstErr, fault.ErrUnavailable) && len(refs) != 1 {
+				t.Errorf("a resumed verification debited %v, want one reference", e.ledger.refs)
+			}
+		})
+	}
+}
+
+// TestReconcile checks that verifications left PENDING are settled later, each under the
+// reference of its first debit, once SettleAfter has passed; a round stops at the first debit
+// that finds accounts away.
+func TestReconcile(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.ledger.err = money.Unknown("debit", errors.New("accounts is away"), true)
+	for _, n := range []string{number, other} {
+		if _, err := e.svc.Verify(ctx, e.client, e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), n)); !errors.Is(err, fault.ErrUnavailable) {
+			t.Fatalf("Verify = %v, want unavailable", err)
+		}
+	}
+	steps := []struct {
+		name       string
+		after      time.Duration
+		ledgerErr  error
+		wantN      int
+		wantStatus [2]string
+		wantDebits int
+	}{
+		{"too young to settle", 10 * time.Second, nil, 0, [2]string{domain.StatusPending, domain.StatusPending}, 2},
+		{"accounts still away: the round stops", 30 * time.Second, money.Unknown("debit", errors.New("away"), true), 0,
+			[2]string{domain.StatusPending, domain.StatusPending}, 3},
+		{"settled", 0, nil, 2, [2]string{domain.StatusVerified, domain.StatusNotVerified}, 5},
+		{"nothing left", time.Minute, nil, 0, [2]string{domain.StatusVerified, domain.StatusNotVerified}, 5},
+	}
+	for _, s := range steps {
+		e.now = e.now.Add(s.after)
+		e.ledger.err = s.ledgerErr
+		n, err := e.svc.ReconcileOnce(ctx)
+		if err != nil || n != s.wantN {
+			t.Fatalf("%s: ReconcileOnce = (%d, %v), want %d", s.name, n, err, s.wantN)
+		}
+		if got := [2]string{e.st.verifs[0].Status, e.st.verifs[1].Status}; got != s.wantStatus || len(e.ledger.refs) != s.wantDebits {
+			t.Fatalf("%s: statuses %v after %d debits, want %v after %d", s.name, got, len(e.ledger.refs), s.wantStatus, s.wantDebits)
+		}
+	}
+	want := []string{"verification:" + e.st.verifs[0].ID, "verification:" + e.st.verifs[1].ID}
+	if refs := slices.Compact(slices.Sorted(slices.Values(e.ledger.refs))); !slices.Equal(refs, slices.Sorted(slices.Values(want))) {
+		t.Errorf("debit references %v, want only %v", e.ledger.refs, want)
+	}
+	if v := e.st.verifs[0]; v.Charged != 5 || v.BalanceAfter == nil || *v.BalanceAfter != 95 {
+		t.Errorf("settled charge %d, balance %v; want 5, 95", v.Charged, v.BalanceAfter)
+	}
+}
+
+// TestNumberLimit checks the per-client limit on verifications of one number.
+func TestNumberLimit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := e.svc.Verify(ctx, e.client, e.request(e.blob(e.client.ClientID, "", "", time.Minute), number)); err != nil {
+			t.Fatalf("verify %d: %v", i, err)
+		}
+	}
+	_, err := e.svc.Verify(ctx, e.client, e.request(e.blob(e.client.ClientID, "", "", time.Minute), number))
+	if fault.Find(err, fault.RateLimited) == nil {
+		t.Fatalf("4th verify of a number in an hour = %v, want RATE_LIMITED", err)
+	}
+	stranger := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}}
+	if _, err := e.svc.Verify(ctx, stranger, e.request(e.blob(stranger.ClientID, "", "", time.Minute), number)); err != nil {
+		t.Fatalf("another client's verify of the number: %v, want it counted apart", err)
+	}
+	e.now = e.now.Add(time.Hour + time.Second)
+	if _, err := e.svc.Verify(ctx, e.client, e.request(e.blob(e.client.ClientID, "", "", time.Minute), number)); err != nil {
+		t.Fatalf("verify over an hour later: %v", err)
+	}
+}
