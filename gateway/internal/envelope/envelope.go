@@ -203,18 +203,26 @@ func Internal(ctx context.Context) Error {
 }
 
 // WriteError writes e in an error envelope.
-func WriteError(w http.ResponseWriter, e Error) {
-	msg := errorMessage{
-		Type: "ERROR", Code: e.Code, Message: e.Message, HTTPStatus: StatusName(e.Status),
-		Technical: e.Status >= 500,
+func WriteError(w http.ResponseWriter, e Error) { WriteErrors(w, []Error{e}) }
+
+// WriteErrors writes one error envelope with a message per problem (contract 2); the first
+// error's status is the answer's. es must not be empty.
+func WriteErrors(w http.ResponseWriter, es []Error) {
+	msgs := make([]errorMessage, len(es))
+	for i, e := range es {
+		msgs[i] = errorMessage{
+			Type: "ERROR", Code: e.Code, Message: e.Message, HTTPStatus: StatusName(e.Status),
+			Technical: e.Status >= 500,
+		}
+		if e.Field != "" {
+			msgs[i].Field = &es[i].Field
+		}
 	}
-	if e.Field != "" {
-		msg.Field = &e.Field
-	}
-	if e.Status == http.StatusUnauthorized {
+	status := es[0].Status
+	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `ApiKey realm="mnv"`)
 	}
-	write(w, e.Status, errorEnvelope{Messages: []errorMessage{msg}})
+	write(w, status, errorEnvelope{Messages: msgs})
 }
 
 func write(w http.ResponseWriter, status int, body any) {
