@@ -1,11 +1,17 @@
 package gateway_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envelopeMessages reads an error envelope and returns its codes and messages; it fails the
@@ -121,4 +127,94 @@ func TestUnauthenticatedSaysWhatToFix(t *testing.T) {
 			t.Errorf("the refusals differ, and so tell what exists: %v", seen)
 		}
 	})
+}
+
+// raw sends a request with the request line as written: net/http's client would clean the
+// path (or refuse it) before it left.
+func raw(t *testing.T, s *stack, method, target string, headers map[string]string) answer {
+	t.Helper()
+	u, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var req strings.Builder
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, u.Host)
+	for k, v := range headers {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	req.WriteString("\r\n")
+	if _, err := io.WriteString(conn, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{status: resp.StatusCode, headers: resp.Header, body: body}
+}
+
+// TestNoSuchPathIsAnEnvelope: the API's root, unknown paths and paths that are not clean
+// answer the 404 envelope, never an HTML redirect to somewhere else.
+func TestNoSuchPathIsAnEnvelope(t *testing.T) {
+	s := start(t)
+	c := s.accounts.CreateClient(t, 0)
+	const (
+		noSuchPath = "no such path"
+		notClean   = `no such path: a path has no empty, "." or ".." segments (no "//", "/./" or "/../")`
+		apiRoot    = "no such path: the API's routes are described at /v1/api/docs (and as OpenAPI at /v1/api/openapi.json)"
+	)
+	tests := []struct {
+		method, target string
+		want           string
+	}{
+		{"GET", "/v1/api", apiRoot},
+		{"GET", "/v1/api/", apiRoot},
+		{"POST", "/v1/api", apiRoot},
+		{"GET", "/v1/api?x=1", apiRoot},
+		{"GET", "/v1/api/web", noSuchPath},
+		{"GET", "/v1/api/nothing-here", noSuchPath},
+		{"GET", "/nothing-here", noSuchPath},
+		{"GET", "//v1/api/clients", notClean},
+		{"GET", "/v1/api//clients", notClean},
+		{"GET", "/v1/api/./clients", notClean},
+		{"GET", "/v1/api/me/../clients", notClean},
+		{"GET", "/v1/api/clients/.", notClean},
+		{"GET", "/v1/api/clients/..", notClean},
+		{"GET", "/v1/api/me/api-keys//", notClean},
+		{"POST", "/v1/api//me/api-keys", notClean},
+		{"GET", "/v1/api/web//transactions", notClean},
+		{"GET", "/healthz/../v1/api/clients", notClean},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			a := raw(t, s, tt.method, tt.target, keyHeaders(c))
+			if a.status != http.StatusNotFound {
+				t.Fatalf("%d %v %q, want 404", a.status, a.headers, a.body)
+			}
+			codes, messages := envelopeMessages(t, a)
+			if !slices.Equal(codes, []string{"NOT_FOUND"}) || !slices.Equal(messages, []string{tt.want}) {
+				t.Errorf("codes %q messages %q, want NOT_FOUND %q", codes, messages, tt.want)
+			}
+			if a.headers.Get("Location") != "" || a.headers.Get("X-Request-Id") == "" {
+				t.Errorf("headers %v: want no Location, an X-Request-Id", a.headers)
+			}
+		})
+	}
+	// The clean forms still answer.
+	for _, target := range []string{"/v1/api/clients", "/healthz", "/v1/api/openapi.json"} {
+		if a := raw(t, s, "GET", target, keyHeaders(c)); a.status != http.StatusOK {
+			t.Errorf("GET %s: %d %q", target, a.status, a.body)
+		}
+	}
 }
