@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mnvhq/mnv/gateway/internal/allow"
 	"github.com/mnvhq/mnv/gateway/internal/apidocs"
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
@@ -210,7 +211,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
-		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler()),
+		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
 		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware()),
 		runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
 		runtime.WithDisablePathLengthFallback(),

@@ -218,3 +218,34 @@ func TestNoSuchPathIsAnEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodNotAllowedSaysAllow: a 405 lists the methods the path has in Allow.
+func TestMethodNotAllowedSaysAllow(t *testing.T) {
+	s := start(t)
+	c := s.accounts.CreateClient(t, 0)
+	tests := []struct {
+		method, path string
+		allow        string
+	}{
+		{"PUT", "/v1/api/me/api-keys", "GET, POST"},
+		{"PATCH", "/v1/api/clients", "GET"},
+		{"GET", "/v1/api/me/api-keys/00000000-0000-4000-8000-000000000000", "DELETE"},
+		{"POST", "/v1/api/me/connect/profiles/00000000-0000-4000-8000-000000000000", "DELETE, GET"},
+		{"PUT", "/v1/api/me/connect/integrations/00000000-0000-4000-8000-000000000000", "DELETE, GET, PATCH"},
+		{"DELETE", "/v1/api/me/connect/import", "POST"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			a := s.do(t, call{method: tt.method, path: tt.path, headers: meHeaders(c)})
+			if a.status != http.StatusMethodNotAllowed {
+				t.Fatalf("%d %q, want 405", a.status, a.body)
+			}
+			if got := a.headers.Values("Allow"); len(got) != 1 || got[0] != tt.allow {
+				t.Errorf("Allow %q, want %q", got, tt.allow)
+			}
+			if codes, _ := envelopeMessages(t, a); !slices.Equal(codes, []string{"METHOD_NOT_ALLOWED"}) {
+				t.Errorf("codes %q", codes)
+			}
+		})
+	}
+}

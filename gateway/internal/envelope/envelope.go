@@ -297,9 +297,15 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 	}
 }
 
-// RoutingErrorHandler answers unknown paths (404) and wrong methods (405) in the envelope.
-func RoutingErrorHandler() runtime.RoutingErrorHandlerFunc {
+// RoutingErrorHandler answers unknown paths (404) and wrong methods (405) in the envelope. A
+// 405 carries Allow: the methods allowed gives for the path.
+func RoutingErrorHandler(allowed func(path string) []string) runtime.RoutingErrorHandlerFunc {
 	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
+		if status == http.StatusMethodNotAllowed {
+			if methods := allowed(r.URL.Path); len(methods) > 0 {
+				w.Header().Set("Allow", strings.Join(methods, ", "))
+			}
+		}
 		WriteError(w, RoutingError(status))
 	}
 }
