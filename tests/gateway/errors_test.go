@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 )
 
 // envelopeMessages reads an error envelope and returns its codes and messages; it fails the
@@ -247,5 +249,21 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 				t.Errorf("codes %q", codes)
 			}
 		})
+	}
+}
+
+// TestMessagesAreNotHTMLEscaped: the API answers JSON, so a message reads <name> as written,
+// not \u003cname\u003e (encoding/json's HTML escaping).
+func TestMessagesAreNotHTMLEscaped(t *testing.T) {
+	s := start(t)
+	c := s.accounts.CreateClient(t, 0, accountsv1.Feature_FEATURE_CONNECT)
+	a := s.do(t, call{method: "POST", path: "/v1/api/me/connect/integrations", headers: meHeaders(c),
+		body: `{"displayName":"CRM","integrationType":"WEBHOOK","endpointUrl":"https://crm.example.com/hook","httpMethod":"POST",` +
+			`"triggerEvent":"MANUAL","fieldMappings":{"shoeSize":"size"},"batchSize":10,"matchedOnly":false}`})
+	if a.status != http.StatusBadRequest {
+		t.Fatalf("%d %s, want 400", a.status, a.body)
+	}
+	if !strings.Contains(string(a.body), "attributes.<name>") || strings.Contains(string(a.body), `\u003c`) {
+		t.Errorf("body %s: want attributes.<name> unescaped", a.body)
 	}
 }

@@ -226,7 +226,7 @@ func WriteErrors(w http.ResponseWriter, es []Error) {
 }
 
 func write(w http.ResponseWriter, status int, body any) {
-	b, err := json.Marshal(body)
+	b, err := jsonpb.MarshalJSON(body)
 	if err != nil {
 		// Only reachable with a broken envelope type: answer something well-formed anyway.
 		status = http.StatusInternalServerError
