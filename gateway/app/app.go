@@ -386,7 +386,7 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 func (g *Gateway) Listen() (net.Listener, error) {
 	lis, err := net.Listen("tcp", g.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", g.cfg.HTTPAddr, err)
+		return nil, fmt.Errorf("listen on %s (MNV_HTTP_ADDR): %w", g.cfg.HTTPAddr, err)
 	}
 	return lis, nil
 }
