@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mnvhq/mnv/gateway/internal/allow"
 	"github.com/mnvhq/mnv/gateway/internal/apidocs"
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
@@ -39,6 +40,7 @@ import (
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
@@ -209,7 +211,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
-		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler()),
+		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
 		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware()),
 		runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
 		runtime.WithDisablePathLengthFallback(),
@@ -249,15 +251,29 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	root.HandleFunc("GET /readyz", g.ready)
 	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
+	// The roots of the trees above, where http.ServeMux would answer an HTML redirect to the
+	// tree: /v1/api is the URL `make run` prints, so its 404 points to the reference.
+	root.Handle("/v1/api", apiRoot)
+	root.Handle("/v1/api/{$}", apiRoot)
+	root.Handle("/v1/api/web", mux)
 
 	// The client address is resolved before the forwarding headers are stripped. The trace's
 	// server span (when tracing is on) encloses the access log, so the log line can name it.
 	// Only the drain of unread bodies is further out: it runs once the answer is complete.
 	g.handler = middleware.DrainBody(cfg.MaxBodyBytes+drainBeyondLimit, drainWait)(
 		tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
-			clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(root))))))))
+			clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(middleware.CleanPath(root)))))))))
 	return g, nil
 }
+
+// apiRoot answers the root of the API, which has no route of its own, with the 404 envelope
+// that says where the routes are described.
+var apiRoot = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	envelope.WriteError(w, envelope.Error{
+		Status: http.StatusNotFound, Code: string(fault.NotFound),
+		Message: "no such path: the API's routes are described at " + apidocs.PagePath + " (and as OpenAPI at " + apidocs.SpecPath + ")",
+	})
+})
 
 // dial connects to the backend name at addr and watches its health until Close, which stops
 // the watch before it closes the connection.
@@ -370,7 +386,7 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 func (g *Gateway) Listen() (net.Listener, error) {
 	lis, err := net.Listen("tcp", g.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", g.cfg.HTTPAddr, err)
+		return nil, fmt.Errorf("listen on %s (MNV_HTTP_ADDR): %w", g.cfg.HTTPAddr, err)
 	}
 	return lis, nil
 }

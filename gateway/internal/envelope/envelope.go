@@ -203,22 +203,30 @@ func Internal(ctx context.Context) Error {
 }
 
 // WriteError writes e in an error envelope.
-func WriteError(w http.ResponseWriter, e Error) {
-	msg := errorMessage{
-		Type: "ERROR", Code: e.Code, Message: e.Message, HTTPStatus: StatusName(e.Status),
-		Technical: e.Status >= 500,
+func WriteError(w http.ResponseWriter, e Error) { WriteErrors(w, []Error{e}) }
+
+// WriteErrors writes one error envelope with a message per problem (contract 2); the first
+// error's status is the answer's. es must not be empty.
+func WriteErrors(w http.ResponseWriter, es []Error) {
+	msgs := make([]errorMessage, len(es))
+	for i, e := range es {
+		msgs[i] = errorMessage{
+			Type: "ERROR", Code: e.Code, Message: e.Message, HTTPStatus: StatusName(e.Status),
+			Technical: e.Status >= 500,
+		}
+		if e.Field != "" {
+			msgs[i].Field = &es[i].Field
+		}
 	}
-	if e.Field != "" {
-		msg.Field = &e.Field
-	}
-	if e.Status == http.StatusUnauthorized {
+	status := es[0].Status
+	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `ApiKey realm="mnv"`)
 	}
-	write(w, e.Status, errorEnvelope{Messages: []errorMessage{msg}})
+	write(w, status, errorEnvelope{Messages: msgs})
 }
 
 func write(w http.ResponseWriter, status int, body any) {
-	b, err := json.Marshal(body)
+	b, err := jsonpb.MarshalJSON(body)
 	if err != nil {
 		// Only reachable with a broken envelope type: answer something well-formed anyway.
 		status = http.StatusInternalServerError
@@ -289,9 +297,15 @@ func ErrorHandler(log *zap.Logger, outgoing runtime.HeaderMatcherFunc) runtime.E
 	}
 }
 
-// RoutingErrorHandler answers unknown paths (404) and wrong methods (405) in the envelope.
-func RoutingErrorHandler() runtime.RoutingErrorHandlerFunc {
+// RoutingErrorHandler answers unknown paths (404) and wrong methods (405) in the envelope. A
+// 405 carries Allow: the methods allowed gives for the path.
+func RoutingErrorHandler(allowed func(path string) []string) runtime.RoutingErrorHandlerFunc {
 	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
+		if status == http.StatusMethodNotAllowed {
+			if methods := allowed(r.URL.Path); len(methods) > 0 {
+				w.Header().Set("Allow", strings.Join(methods, ", "))
+			}
+		}
 		WriteError(w, RoutingError(status))
 	}
 }

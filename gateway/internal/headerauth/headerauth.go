@@ -13,8 +13,10 @@
 //   - a header that is repeated, or whose value is not exactly a credential (quotes, spaces,
 //     line breaks), is 401, like a missing one.
 //
-// The services check the credentials themselves; this only refuses what cannot be right, at
-// no cost to them.
+// Its 401 names the header and what is wrong with it: that says nothing about what exists,
+// only what the request got wrong, so a caller can fix it. The services check the credentials
+// themselves, and answer every wrong one with one message; this only refuses what cannot be
+// right, at no cost to them.
 package headerauth
 
 import (
@@ -67,53 +69,114 @@ func (rs *Rules) Edge(method, pattern string) (rpcrule.Edge, bool) {
 	return e, ok
 }
 
-var unauthenticated = envelope.Error{
-	Status: http.StatusUnauthorized, Code: string(fault.Unauthenticated), Message: "missing or invalid credentials",
-}
+// Header names as the API's documentation writes them, for messages.
+const (
+	nameAPIKey   = "X-API-KEY"
+	nameClientID = "X-CLIENT-ID"
+	nameSDKToken = "X-SDK-TOKEN"
+)
+
+// What is wrong with a credential header, as the messages say it: each names what to fix,
+// never a value (it may be a credential) and never whether something exists.
+const (
+	missing        = "header is missing"
+	repeated       = "header is sent more than once"
+	empty          = "header is empty"
+	malformedKey   = "header is malformed: an API key is " + auth.APIKeyPrefix + " followed by 32 to 128 letters and digits"
+	malformedToken = "header is malformed: an SDK token is " + auth.SDKTokenPrefix + " followed by 32 to 128 letters and digits"
+	malformedID    = "header is malformed: a client id is a UUID (8-4-4-4-12 hexadecimal digits)"
+	// Credentials in the wrong header: their prefixes tell them apart.
+	tokenAsKey  = "header holds an SDK token: an SDK token goes in X-SDK-TOKEN, on POST /v1/api/sdk/session only"
+	secretAsKey = "header holds a client secret: the secret goes in the request body (secretKey), never in a header"
+	keyAsToken  = "header holds an API key: this route takes an SDK token"
+	// An SDK token sent where a key is needed is dropped (contract 3): say where it belongs.
+	tokenNotHere = " (X-SDK-TOKEN is accepted on POST /v1/api/sdk/session only)"
+)
 
 // Check applies the rule e to h, and removes the credentials the route must not see. It
-// returns false when the request must be refused with 401.
-func Check(e rpcrule.Edge, h http.Header) bool {
+// returns what is wrong with the credential headers, one message each (the credential first,
+// then X-CLIENT-ID); none when the request may go on. Any message means 401.
+func Check(e rpcrule.Edge, h http.Header) []string {
+	tokenSent := len(h.Values(HeaderSDKToken)) > 0
 	if e.Credential != rpcrule.SDKTokenHeader {
 		h.Del(HeaderSDKToken)
 	}
 	if e.Credential != rpcrule.APIKeyHeader {
 		h.Del(HeaderAPIKey)
 	}
-	if e.ClientID == rpcrule.ClientIDDropped {
-		h.Del(HeaderClientID)
-	} else {
-		clientID, sent := value(h, HeaderClientID)
-		if sent {
-			if _, ok := auth.ParseClientID(clientID); !ok {
-				return false
-			}
-		} else if e.ClientID == rpcrule.ClientIDRequired {
-			return false
-		}
-	}
+	var problems []string
 	switch e.Credential {
 	case rpcrule.APIKeyHeader:
-		key, ok := value(h, HeaderAPIKey)
-		return ok && auth.WellFormedAPIKey(key)
+		if p := credential(h, HeaderAPIKey, auth.WellFormedAPIKey); p == missing && tokenSent {
+			problems = append(problems, nameAPIKey+" "+missing+tokenNotHere)
+		} else if p != "" {
+			problems = append(problems, nameAPIKey+" "+p)
+		}
 	case rpcrule.SDKTokenHeader:
-		token, ok := value(h, HeaderSDKToken)
-		return ok && auth.WellFormedSDKToken(token)
+		if p := credential(h, HeaderSDKToken, auth.WellFormedSDKToken); p != "" {
+			problems = append(problems, nameSDKToken+" "+p)
+		}
 	}
-	return true
+	if e.ClientID == rpcrule.ClientIDDropped {
+		h.Del(HeaderClientID)
+		return problems
+	}
+	v := h.Values(HeaderClientID)
+	var p string
+	switch {
+	case len(v) == 0:
+		if e.ClientID == rpcrule.ClientIDRequired {
+			p = missing
+		}
+	case len(v) > 1:
+		p = repeated
+	case v[0] == "":
+		p = empty
+	default:
+		if _, ok := auth.ParseClientID(v[0]); !ok {
+			p = malformedID
+		}
+	}
+	if p != "" {
+		problems = append(problems, nameClientID+" "+p)
+	}
+	return problems
 }
 
-// value returns the one value of a header and whether it was sent. A header sent twice yields
-// a value no credential matches, so it is refused like a malformed one.
-func value(h http.Header, name string) (string, bool) {
+// credential says what is wrong with the credential header name, "" when it has the shape
+// wellFormed accepts.
+func credential(h http.Header, name string, wellFormed func(string) bool) string {
 	v := h.Values(name)
-	if len(v) == 0 {
-		return "", false
+	switch {
+	case len(v) == 0:
+		return missing
+	case len(v) > 1:
+		return repeated
+	case v[0] == "":
+		return empty
+	case wellFormed(v[0]):
+		return ""
 	}
-	if len(v) > 1 {
-		return "\x00", true
+	switch {
+	case name == HeaderAPIKey && auth.WellFormedSDKToken(v[0]):
+		return tokenAsKey
+	case name == HeaderAPIKey && auth.WellFormedClientSecret(v[0]):
+		return secretAsKey
+	case name == HeaderSDKToken && auth.WellFormedAPIKey(v[0]):
+		return keyAsToken
+	case name == HeaderSDKToken:
+		return malformedToken
 	}
-	return v[0], true
+	return malformedKey
+}
+
+// Unauthenticated is the 401 of the problems Check found, one message each.
+func Unauthenticated(problems []string) []envelope.Error {
+	es := make([]envelope.Error, len(problems))
+	for i, p := range problems {
+		es[i] = envelope.Error{Status: http.StatusUnauthorized, Code: string(fault.Unauthenticated), Message: p}
+	}
+	return es
 }
 
 // Middleware applies the rules to every matched route of a grpc-gateway mux. It reads the
@@ -127,8 +190,8 @@ func (rs *Rules) Middleware() runtime.Middleware {
 				envelope.WriteError(w, envelope.Internal(r.Context()))
 				return
 			}
-			if !Check(e, r.Header) {
-				envelope.WriteError(w, unauthenticated)
+			if problems := Check(e, r.Header); len(problems) > 0 {
+				envelope.WriteErrors(w, Unauthenticated(problems))
 				return
 			}
 			next(w, r, params)

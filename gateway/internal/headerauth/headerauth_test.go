@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,42 +114,67 @@ func TestEveryMuxRouteHasARule(t *testing.T) {
 	}
 }
 
+// Messages of Check, as a client reads them.
+const (
+	keyMissing      = "X-API-KEY header is missing"
+	keyMalformed    = "X-API-KEY header is malformed: an API key is mnv_ followed by 32 to 128 letters and digits"
+	keyRepeated     = "X-API-KEY header is sent more than once"
+	keyEmpty        = "X-API-KEY header is empty"
+	idMissing       = "X-CLIENT-ID header is missing"
+	idMalformed     = "X-CLIENT-ID header is malformed: a client id is a UUID (8-4-4-4-12 hexadecimal digits)"
+	idEmpty         = "X-CLIENT-ID header is empty"
+	tokenMissing    = "X-SDK-TOKEN header is missing"
+	tokenMalformed  = "X-SDK-TOKEN header is malformed: an SDK token is mnvsdk_ followed by 32 to 128 letters and digits"
+	tokenAsKey      = "X-API-KEY header holds an SDK token: an SDK token goes in X-SDK-TOKEN, on POST /v1/api/sdk/session only"
+	secretAsKey     = "X-API-KEY header holds a client secret: the secret goes in the request body (secretKey), never in a header"
+	keyAsToken      = "X-SDK-TOKEN header holds an API key: this route takes an SDK token"
+	keyMissingToken = "X-API-KEY header is missing (X-SDK-TOKEN is accepted on POST /v1/api/sdk/session only)"
+)
+
 func TestCheck(t *testing.T) {
 	type hdr = map[string][]string
+	secret := "mnvsec_" + strings.Repeat("T", 40)
 	tests := []struct {
 		name string
 		edge rpcrule.Edge
 		h    hdr
-		ok   bool
+		// want are the messages of the 401, none when the request goes on.
+		want []string
 		// gone lists headers the check must remove before the request goes on.
 		gone []string
 	}{
-		{"key and client", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, nil},
-		{"upper-case client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}}, true, nil},
-		{"no client id", keyAndClient, hdr{"X-Api-Key": {key}}, false, nil},
-		{"no key", keyAndClient, hdr{"X-Client-Id": {clientID}}, false, nil},
-		{"nothing", keyAndClient, hdr{}, false, nil},
-		{"quoted key", keyAndClient, hdr{"X-Api-Key": {`"` + key + `"`}, "X-Client-Id": {clientID}}, false, nil},
-		{"key with a space inside", keyAndClient, hdr{"X-Api-Key": {key[:10] + " " + key[10:]}, "X-Client-Id": {clientID}}, false, nil},
-		{"key with a line break", keyAndClient, hdr{"X-Api-Key": {key + "\n"}, "X-Client-Id": {clientID}}, false, nil},
-		{"quoted client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {`"` + clientID + `"`}}, false, nil},
-		{"client id without dashes", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ReplaceAll(clientID, "-", "")}}, false, nil},
-		{"two keys", keyAndClient, hdr{"X-Api-Key": {key, key}, "X-Client-Id": {clientID}}, false, nil},
-		{"empty key", keyAndClient, hdr{"X-Api-Key": {""}, "X-Client-Id": {clientID}}, false, nil},
-		{"SDK token instead of key", keyAndClient, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, false, nil},
-		{"SDK token beside key is dropped", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}, "X-Sdk-Token": {token}}, true, []string{"X-Sdk-Token"}},
-		{"me: key alone", keyOnly, hdr{"X-Api-Key": {key}}, true, nil},
-		{"me: malformed client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {"acme"}}, false, nil},
-		{"me: empty client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {""}}, false, nil},
-		{"bootstrap", bootstrap, hdr{"X-Client-Id": {clientID}}, true, nil},
-		{"bootstrap ignores a key", bootstrap, hdr{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
-		{"bootstrap without client id", bootstrap, hdr{"X-Api-Key": {key}}, false, nil},
-		{"session", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, true, nil},
-		{"session with a key only", sdkSession, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, false, nil},
-		{"session drops a key", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}, "X-Api-Key": {key}}, true, []string{"X-Api-Key"}},
-		{"session without client id", sdkSession, hdr{"X-Sdk-Token": {token}}, false, nil},
-		{"session with a key-shaped token", sdkSession, hdr{"X-Sdk-Token": {key}, "X-Client-Id": {clientID}}, false, nil},
-		{"public drops credentials", public, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, true, []string{"X-Api-Key", "X-Client-Id"}},
+		{"key and client", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, nil, nil},
+		{"upper-case client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}}, nil, nil},
+		{"no client id", keyAndClient, hdr{"X-Api-Key": {key}}, []string{idMissing}, nil},
+		{"no key", keyAndClient, hdr{"X-Client-Id": {clientID}}, []string{keyMissing}, nil},
+		{"nothing", keyAndClient, hdr{}, []string{keyMissing, idMissing}, nil},
+		{"quoted key", keyAndClient, hdr{"X-Api-Key": {`"` + key + `"`}, "X-Client-Id": {clientID}}, []string{keyMalformed}, nil},
+		{"key with a space inside", keyAndClient, hdr{"X-Api-Key": {key[:10] + " " + key[10:]}, "X-Client-Id": {clientID}}, []string{keyMalformed}, nil},
+		{"key with a line break", keyAndClient, hdr{"X-Api-Key": {key + "\n"}, "X-Client-Id": {clientID}}, []string{keyMalformed}, nil},
+		{"short key", keyAndClient, hdr{"X-Api-Key": {key[:20]}, "X-Client-Id": {clientID}}, []string{keyMalformed}, nil},
+		{"quoted client id", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {`"` + clientID + `"`}}, []string{idMalformed}, nil},
+		{"client id without dashes", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {strings.ReplaceAll(clientID, "-", "")}}, []string{idMalformed}, nil},
+		{"malformed key and client id", keyAndClient, hdr{"X-Api-Key": {"nope"}, "X-Client-Id": {"acme"}}, []string{keyMalformed, idMalformed}, nil},
+		{"two keys", keyAndClient, hdr{"X-Api-Key": {key, key}, "X-Client-Id": {clientID}}, []string{keyRepeated}, nil},
+		{"empty key", keyAndClient, hdr{"X-Api-Key": {""}, "X-Client-Id": {clientID}}, []string{keyEmpty}, nil},
+		{"SDK token in the key header", keyAndClient, hdr{"X-Api-Key": {token}, "X-Client-Id": {clientID}}, []string{tokenAsKey}, nil},
+		{"client secret in the key header", keyAndClient, hdr{"X-Api-Key": {secret}, "X-Client-Id": {clientID}}, []string{secretAsKey}, nil},
+		{"SDK token instead of key", keyAndClient, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, []string{keyMissingToken}, []string{"X-Sdk-Token"}},
+		{"SDK token beside key is dropped", keyAndClient, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}, "X-Sdk-Token": {token}}, nil, []string{"X-Sdk-Token"}},
+		{"me: key alone", keyOnly, hdr{"X-Api-Key": {key}}, nil, nil},
+		{"me: malformed client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {"acme"}}, []string{idMalformed}, nil},
+		{"me: empty client id", keyOnly, hdr{"X-Api-Key": {key}, "X-Client-Id": {""}}, []string{idEmpty}, nil},
+		{"me: nothing", keyOnly, hdr{}, []string{keyMissing}, nil},
+		{"bootstrap", bootstrap, hdr{"X-Client-Id": {clientID}}, nil, nil},
+		{"bootstrap ignores a key", bootstrap, hdr{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, nil, []string{"X-Api-Key"}},
+		{"bootstrap without client id", bootstrap, hdr{"X-Api-Key": {key}}, []string{idMissing}, []string{"X-Api-Key"}},
+		{"session", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}}, nil, nil},
+		{"session with a key only", sdkSession, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, []string{tokenMissing}, []string{"X-Api-Key"}},
+		{"session drops a key", sdkSession, hdr{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}, "X-Api-Key": {key}}, nil, []string{"X-Api-Key"}},
+		{"session without client id", sdkSession, hdr{"X-Sdk-Token": {token}}, []string{idMissing}, nil},
+		{"session with a key-shaped token", sdkSession, hdr{"X-Sdk-Token": {key}, "X-Client-Id": {clientID}}, []string{keyAsToken}, nil},
+		{"session with a malformed token", sdkSession, hdr{"X-Sdk-Token": {"mnvsdk_x"}, "X-Client-Id": {clientID}}, []string{tokenMalformed}, nil},
+		{"public drops credentials", public, hdr{"X-Api-Key": {key}, "X-Client-Id": {clientID}}, nil, []string{"X-Api-Key", "X-Client-Id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,8 +184,8 @@ func TestCheck(t *testing.T) {
 					h.Add(k, v)
 				}
 			}
-			if got := headerauth.Check(tt.edge, h); got != tt.ok {
-				t.Fatalf("Check = %v, want %v", got, tt.ok)
+			if got := headerauth.Check(tt.edge, h); !slices.Equal(got, tt.want) {
+				t.Fatalf("Check = %q, want %q", got, tt.want)
 			}
 			for _, g := range tt.gone {
 				if h.Get(g) != "" {
@@ -180,7 +206,7 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, apiKey, client, sdk string) {
 		for _, edge := range []rpcrule.Edge{keyAndClient, keyOnly, bootstrap, sdkSession} {
 			h := http.Header{"X-Api-Key": {apiKey}, "X-Client-Id": {client}, "X-Sdk-Token": {sdk}}
-			if !headerauth.Check(edge, h) {
+			if len(headerauth.Check(edge, h)) > 0 {
 				continue
 			}
 			for _, v := range []string{h.Get("X-Api-Key"), h.Get("X-Client-Id"), h.Get("X-Sdk-Token")} {

@@ -55,7 +55,7 @@ func TestEncode(t *testing.T) {
 			msg: &accountsv1.LedgerEntry{
 				Kind: accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL, Amount: -5, BalanceAfter: 0, Description: &desc,
 			},
-			want: `{"id":"","kind":"STUCK_PLUS_REVEAL","amount":-5,"balanceAfter":0,"reference":"","description":"a \u003cnote\u003e \u0026 \"quote\"\n","createdAt":null}`,
+			want: `{"id":"","kind":"STUCK_PLUS_REVEAL","amount":-5,"balanceAfter":0,"reference":"","description":"a <note> & \"quote\"\n","createdAt":null}`,
 		},
 		{
 			name: "unspecified enum is null",

@@ -1,6 +1,7 @@
 package jsonpb
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -28,7 +29,18 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	case proto.Message:
 		return AppendMessage(make([]byte, 0, 512), x.ProtoReflect()), nil
 	}
-	return json.Marshal(v)
+	return MarshalJSON(v)
+}
+
+// MarshalJSON is json.Marshal without the HTML escaping, like AppendString.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Unmarshal decodes data into v, which must be a proto message, or the address of a message

@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"time"
 
@@ -268,4 +269,34 @@ func BodyLimit(limit int64, streaming func(*http.Request) bool) func(http.Handle
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// CleanPath answers 404 in the envelope for a path that is not in its clean form (an empty,
+// "." or ".." segment: "//", "/./", "/../"), where http.ServeMux would answer an HTML redirect
+// to the cleaned path. A client that built such a path has a bug to fix, and a redirect would
+// hide it, or follow it to another route than the one it wrote.
+func CleanPath(next http.Handler) http.Handler {
+	notClean := envelope.Error{
+		Status: http.StatusNotFound, Code: string(fault.NotFound),
+		Message: `no such path: a path has no empty, "." or ".." segments (no "//", "/./" or "/../")`,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleaned(p) != p {
+			envelope.WriteError(w, notClean)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleaned is p as http.ServeMux cleans it: path.Clean, keeping a trailing slash.
+func cleaned(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	c := path.Clean(p)
+	if p[len(p)-1] == '/' && c != "/" {
+		c += "/"
+	}
+	return c
 }

@@ -241,7 +241,7 @@ func (a *App) Close() error { return a.closer.Close() }
 func (a *App) Listen() (net.Listener, error) {
 	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", a.cfg.GRPCAddr, err)
+		return nil, fmt.Errorf("listen on %s (MNV_ACCOUNTS_GRPC_ADDR): %w", a.cfg.GRPCAddr, err)
 	}
 	return lis, nil
 }

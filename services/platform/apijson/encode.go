@@ -191,15 +191,16 @@ func EnumPrefix(ed protoreflect.EnumDescriptor) string {
 
 const hex = "0123456789abcdef"
 
-// AppendString appends s as a JSON string, escaped like encoding/json (HTML-safe, U+2028 and
-// U+2029 escaped, invalid UTF-8 replaced).
+// AppendString appends s as a JSON string, escaped like encoding/json without its HTML
+// escaping (U+2028 and U+2029 escaped, invalid UTF-8 replaced): the API answers JSON, never
+// HTML, and a message that shows "<name>" must read <name>, not \u003cname\u003e.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}

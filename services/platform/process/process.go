@@ -98,13 +98,7 @@ func Main(name string, run RunFunc, opts ...Option) {
 
 	reg := NewRegistry()
 	if addr := env.String("MNV_METRICS_ADDR", ""); addr != "" {
-		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", zap.Error(err))
-			}
-		}()
-		defer srv.Close()
+		defer serveAside(log, "metrics server", "MNV_METRICS_ADDR", addr, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))()
 	}
 
 	if addr := env.String("MNV_DEBUG_ADDR", ""); addr != "" {
@@ -113,13 +107,7 @@ func Main(name string, run RunFunc, opts ...Option) {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("debug server", zap.Error(err))
-			}
-		}()
-		defer srv.Close()
+		defer serveAside(log, "debug server", "MNV_DEBUG_ADDR", addr, mux)()
 	}
 
 	err = run(ctx, env, log, reg)
@@ -130,6 +118,24 @@ func Main(name string, run RunFunc, opts ...Option) {
 		os.Exit(1)
 	}
 	log.Info("stopped")
+}
+
+// serveAside serves h on addr, which the variable sets, beside the service until the returned
+// stop is called. A failure to listen is logged, naming the variable, and the service runs
+// without it: metrics and pprof are not worth an outage.
+func serveAside(log *zap.Logger, name, variable, addr string, h http.Handler) (stop func()) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error(name, zap.Error(fmt.Errorf("listen on %s (%s): %w", addr, variable, err)))
+		return func() {}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(name, zap.Error(err))
+		}
+	}()
+	return func() { _ = srv.Close() }
 }
 
 func newOptions(opts []Option) options {

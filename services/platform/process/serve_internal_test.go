@@ -3,12 +3,15 @@ package process
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mnvhq/mnv/services/platform/config"
 )
@@ -130,5 +133,44 @@ func TestBuild(t *testing.T) {
 				t.Errorf("constructed = %v, want %v", constructed, tt.wantConstructed)
 			}
 		})
+	}
+}
+
+// TestServeAsideNamesItsVariable: when the metrics or debug address is taken, the log says
+// which variable to change, and the service goes on; when it is free, it serves.
+func TestServeAsideNamesItsVariable(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	core, logs := observer.New(zap.ErrorLevel)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+
+	serveAside(zap.New(core), "metrics server", "MNV_METRICS_ADDR", taken.Addr().String(), ok)()
+	want := "listen on " + taken.Addr().String() + " (MNV_METRICS_ADDR): "
+	if entries := logs.All(); len(entries) != 1 || !strings.Contains(fmt.Sprint(entries[0].ContextMap()["error"]), want) ||
+		!strings.Contains(fmt.Sprint(entries[0].ContextMap()["error"]), "address already in use") {
+		t.Fatalf("logged %v, want an error containing %q", entries, want)
+	}
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	stop := serveAside(zap.New(core), "debug server", "MNV_DEBUG_ADDR", addr, ok)
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stop()
+	if resp.StatusCode != http.StatusTeapot {
+		t.Errorf("status %d, want the handler's", resp.StatusCode)
+	}
+	if _, err := net.Dial("tcp", addr); err == nil {
+		t.Error("still listening after stop")
 	}
 }

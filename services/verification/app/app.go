@@ -338,7 +338,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 func (a *App) Listen() (net.Listener, error) {
 	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", a.cfg.GRPCAddr, err)
+		return nil, fmt.Errorf("listen on %s (MNV_VERIFICATION_GRPC_ADDR): %w", a.cfg.GRPCAddr, err)
 	}
 	return lis, nil
 }

@@ -121,7 +121,7 @@ func (p Policy) checkScheme(scheme string) *Error {
 		if p.AllowHTTP {
 			return nil
 		}
-		return refuse("the endpoint URL must use https")
+		return refuse("the endpoint URL must use https (a deployment for tests or development may allow http: MNV_WEBHOOK_ALLOW_HTTP=true)")
 	}
 	if p.AllowHTTP {
 		return refuse("the endpoint URL must use http or https")

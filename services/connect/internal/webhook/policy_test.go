@@ -246,3 +246,12 @@ func TestCheckAddr(t *testing.T) {
 		t.Errorf("wide AllowedNets refused 10.0.0.1: %v", err)
 	}
 }
+
+// TestHTTPRefusalNamesItsSwitch: whoever tries a local http receiver learns which switch
+// allows it.
+func TestHTTPRefusalNamesItsSwitch(t *testing.T) {
+	_, err := Policy{}.CheckURL("http://crm.example.com/hook")
+	if err == nil || !strings.Contains(err.Error(), "MNV_WEBHOOK_ALLOW_HTTP=true") {
+		t.Errorf("CheckURL = %v, want it to name MNV_WEBHOOK_ALLOW_HTTP", err)
+	}
+}
