@@ -10,15 +10,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -60,7 +57,8 @@ type DebitResult struct {
 // one. Clients are spread over shards so that independent batches run in parallel; a client
 // always lands on the same shard.
 type Ledger struct {
-	pool   *pgxpool.Pool
+	st     Store
+	tx     Tx
 	prices Prices
 	shards []*shard
 
@@ -91,9 +89,10 @@ type outcome struct {
 	err error
 }
 
-// NewLedger returns a Ledger over pool with the configured prices.
-func NewLedger(pool *pgxpool.Pool, prices Prices) *Ledger {
-	l := &Ledger{pool: pool, prices: prices}
+// NewLedger returns a Ledger over st (outside any transaction) and tx with the configured
+// prices.
+func NewLedger(st Store, tx Tx, prices Prices) *Ledger {
+	l := &Ledger{st: st, tx: tx, prices: prices}
 	for range shards {
 		l.shards = append(l.shards, &shard{})
 	}
@@ -218,7 +217,7 @@ func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Sp
 // expiry are now.
 func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error) {
 	out, err := l.decide(ctx, batch, nil)
-	if errors.Is(err, store.ErrReferenceTaken) {
+	if errors.Is(err, domain.ErrReferenceTaken) {
 		lookup := make([][2]string, 0, len(batch))
 		for _, p := range batch {
 			lookup = append(lookup, [2]string{p.req.ClientID, p.req.Reference})
@@ -234,7 +233,7 @@ func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error
 // decide runs one attempt of a batch; lookup names the references to read from the ledger.
 func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+	err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		clients := make([]string, 0, len(batch))
 		seen := map[string]bool{}
 		for _, p := range batch {
@@ -243,7 +242,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 				clients = append(clients, p.req.ClientID)
 			}
 		}
-		snap, err := store.LockForDebits(ctx, tx, clients, lookup)
+		snap, err := st.LockForDebits(ctx, clients, lookup)
 		if err != nil {
 			return err
 		}
@@ -262,7 +261,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 				out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
 				continue
 			}
-			key := store.ExistingKey(p.req.ClientID, p.req.Reference)
+			key := domain.LedgerKey(p.req.ClientID, p.req.Reference)
 			if e, ok := snap.Existing[key]; ok {
 				out[i] = replay(e, p.req)
 				continue
@@ -288,15 +287,15 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 		}
 		if lookup == nil && len(refused) > 0 {
 			// Rare (a refusal), so it may cost a round trip; the common batch does not pay it.
-			existing, err := store.LedgerByReferences(ctx, tx, refused)
+			existing, err := st.LedgerByReferences(ctx, refused)
 			if err != nil {
 				return err
 			}
 			if len(existing) > 0 {
-				return fmt.Errorf("a refused debit was charged before: %w", store.ErrReferenceTaken)
+				return fmt.Errorf("a refused debit was charged before: %w", domain.ErrReferenceTaken)
 			}
 		}
-		written, err := store.AppendLedger(ctx, tx, entries)
+		written, err := st.AppendLedger(ctx, entries)
 		if err != nil {
 			return err
 		}
@@ -312,7 +311,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 }
 
 // chargeable decides whether a price can be taken from balance.
-func chargeable(s store.BalanceState, balance, price int64) error {
+func chargeable(s domain.BalanceState, balance, price int64) error {
 	switch {
 	case s.Status != identity.StatusActive:
 		return fault.ErrSuspended
