@@ -153,11 +153,18 @@ func (f *fakeStore) SetPriceOverride(_ context.Context, clientID string, kind mo
 	return nil
 }
 
-func newFakeLedger(f *fakeStore) *billing.Ledger { return billing.NewLedger(f, f, billing.DefaultPrices()) }
+func newFakeLedger(f *fakeStore) *billing.Ledger {
+	return billing.NewLedger(f, f, billing.DefaultPrices())
+}
 
 func TestDebitRules(t *testing.T) {
 	const client = "c1"
-	past := func(f *fakeStore) { at := f.now.Add(-time.Second); s := f.balances[client]; s.ExpiresAt = &at; f.balances[client] = s }
+	past := func(f *fakeStore) {
+		at := f.now.Add(-time.Second)
+		s := f.balances[client]
+		s.ExpiresAt = &at
+		f.balances[client] = s
+	}
 	override := func(kind money.Kind, variant string, amount int64) func(*fakeStore) {
 		return func(f *fakeStore) {
 			f.prices[client] = append(f.prices[client], domain.Price{Kind: kind, Variant: variant, Amount: amount, Overridden: true})
