@@ -31,6 +31,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -199,6 +200,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	ledger.Metrics = metrics
+	ledger.Traced = tracing.Enabled()
 	deps := server.Deps{
 		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
 		Log: log, Now: time.Now,

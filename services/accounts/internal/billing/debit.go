@@ -19,7 +19,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // MaxAmount bounds any single amount, far below int64 overflow of a sum of many.
@@ -64,6 +63,9 @@ type Ledger struct {
 
 	// Metrics, when set, count debits and refunds and observe batch sizes.
 	Metrics *Metrics
+	// Traced makes each batch a span linked to its debits' requests; the app sets it from
+	// tracing.Enabled (which would link gRPC into this package). Off, debits pay nothing for it.
+	Traced bool
 	// Observe, when set, is told the size of every committed batch (for tests). Shards call it
 	// concurrently.
 	Observe func(batchSize int)
@@ -125,7 +127,7 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	h.Write([]byte(req.ClientID))
 	s := l.shards[h.Sum32()%shards]
 	p := &pending{req: req, done: make(chan outcome, 1)}
-	if tracing.Enabled() {
+	if l.Traced {
 		p.span = trace.SpanContextFromContext(ctx)
 	}
 	s.mu.Lock()
@@ -160,7 +162,7 @@ func (l *Ledger) drain(s *shard) {
 
 		// A batch outlives the request that started it: the others in it still wait.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		ctx, span := batchSpan(ctx, batch)
+		ctx, span := l.batchSpan(ctx, batch)
 		results, err := l.commit(ctx, batch)
 		if err != nil {
 			span.SetStatus(otelcodes.Error, "debit batch failed")
@@ -188,8 +190,8 @@ func (l *Ledger) drain(s *shard) {
 // batchSpan starts the span of a batch's transaction when tracing is on: a child of the first
 // traced debit in it, linked to the others, so every request's trace leads to the queries that
 // charged it.
-func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
-	if !tracing.Enabled() {
+func (l *Ledger) batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
+	if !l.Traced {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	var parent trace.SpanContext
