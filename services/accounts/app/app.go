@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
@@ -30,6 +31,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -184,8 +186,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 
-	creds := credentials.New(pool, fp, log)
-	ledger := billing.NewLedger(pool, prices)
+	// Each domain package sees the store through its own port; the store is the same.
+	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db) })
+	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db) })
+	creds := credentials.New(credStores.Pool(), credStores, fp, log)
+	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	metrics, err := billing.NewMetrics(reg)
 	if err == nil {
 		err = pg.RegisterPool(reg, Schema, pool)
@@ -194,8 +200,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	ledger.Metrics = metrics
+	ledger.Traced = tracing.Enabled()
 	deps := server.Deps{
-		Clients: clients.New(pool, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
+		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger), Credentials: creds, Ledger: ledger,
 		Log: log, Now: time.Now,
 	}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)

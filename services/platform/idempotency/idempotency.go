@@ -23,7 +23,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -59,7 +58,7 @@ func Migrations() pg.Migrations {
 
 // Store remembers keys in schema.idempotency_keys.
 type Store struct {
-	pool    *pgxpool.Pool
+	keys    keys
 	table   string
 	keyring *crypto.Keyring
 	methods map[string]bool
@@ -68,7 +67,8 @@ type Store struct {
 
 // New returns a Store for the methods (full names) that honour the header.
 func New(pool *pgxpool.Pool, schema string, keyring *crypto.Keyring, log *zap.Logger, methods ...string) *Store {
-	s := &Store{pool: pool, table: schema + ".idempotency_keys", keyring: keyring, methods: map[string]bool{}, log: log}
+	table := schema + ".idempotency_keys"
+	s := &Store{keys: keys{pool: pool, table: table}, table: table, keyring: keyring, methods: map[string]bool{}, log: log}
 	for _, m := range methods {
 		s.methods[m] = true
 	}
@@ -128,7 +128,7 @@ func Tag(ctx context.Context, subject string) {
 // that erases the subject's data, so that no replay returns the data after the erasure. A key
 // whose answer is forgotten is free again: its replay runs the request anew.
 func (s *Store) Forget(ctx context.Context, db pg.DB, clientID, subject string) error {
-	if _, err := db.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND subject = $2`, clientID, subject); err != nil {
+	if err := s.keys.forget(ctx, db, clientID, subject); err != nil {
 		return fmt.Errorf("idempotency: forget answers of %s: %w", subject, err)
 	}
 	return nil
@@ -174,7 +174,7 @@ func (s *Store) run(ctx context.Context, client string, r *request, method strin
 	// row it does not open.
 	ad := []byte(s.table + "|" + client + "|" + r.credential + "|" + r.key)
 	for attempt := 0; attempt < 3; attempt++ {
-		claimed, err := s.claim(ctx, client, r, method, hash)
+		claimed, err := s.keys.claim(ctx, client, r.credential, r.key, method, hash)
 		if err != nil {
 			return nil, err
 		}
@@ -183,35 +183,25 @@ func (s *Store) run(ctx context.Context, client string, r *request, method strin
 			s.finish(ctx, client, r, resp, herr, ad)
 			return resp, herr
 		}
-		var (
-			state    string
-			stored   []byte
-			seenHash []byte
-			seenMeth string
-			created  time.Time
-			updated  time.Time
-		)
-		err = s.pool.QueryRow(ctx, `SELECT state, response, request_hash, method, created_at, updated_at FROM `+s.table+`
-			WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key).Scan(&state, &stored, &seenHash, &seenMeth, &created, &updated)
-		if errors.Is(err, pgx.ErrNoRows) {
+		seen, found, err := s.keys.read(ctx, client, r.credential, r.key)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
 			continue // finished with an error and released in between: claim again
 		}
-		if err != nil {
-			return nil, fmt.Errorf("idempotency: read key: %w", err)
-		}
 		switch {
-		case time.Since(created) > Retention || (state == "RUNNING" && time.Since(updated) > abandonAfter):
-			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND credential = $2 AND key = $3 AND updated_at = $4`,
-				client, r.credential, r.key, updated); err != nil {
-				return nil, fmt.Errorf("idempotency: expire key: %w", err)
+		case time.Since(seen.created) > Retention || (seen.state == "RUNNING" && time.Since(seen.updated) > abandonAfter):
+			if err := s.keys.expire(ctx, client, r.credential, r.key, seen.updated); err != nil {
+				return nil, err
 			}
 			continue
-		case seenMeth != method || !bytes.Equal(seenHash, hash):
+		case seen.method != method || !bytes.Equal(seen.requestHash, hash):
 			return nil, errMismatch
-		case state == "RUNNING":
+		case seen.state == "RUNNING":
 			return nil, errInFlight
 		}
-		resp, err := s.decode(stored, ad)
+		resp, err := s.decode(seen.response, ad)
 		if err != nil {
 			return nil, err
 		}
@@ -219,16 +209,6 @@ func (s *Store) run(ctx context.Context, client string, r *request, method strin
 		return resp, nil
 	}
 	return nil, errInFlight
-}
-
-// claim inserts the key as RUNNING; false when it exists already.
-func (s *Store) claim(ctx context.Context, client string, r *request, method string, hash []byte) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.table+` (client_id, credential, key, method, request_hash, state)
-		VALUES ($1, $2, $3, $4, $5, 'RUNNING') ON CONFLICT DO NOTHING`, client, r.credential, r.key, method, hash)
-	if err != nil {
-		return false, fmt.Errorf("idempotency: claim key: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // finish stores the answer, with its subject, or releases the key after an error so that a
@@ -244,11 +224,10 @@ func (s *Store) finish(ctx context.Context, client string, r *request, resp any,
 			if r.subject != "" {
 				subject = &r.subject
 			}
-			_, err = s.pool.Exec(ctx, `UPDATE `+s.table+` SET state = 'DONE', response = $4, subject = $5, updated_at = now()
-				WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key, s.keyring.Seal(b, ad), subject)
+			err = s.keys.done(ctx, client, r.credential, r.key, s.keyring.Seal(b, ad), subject)
 		}
 	} else {
-		_, err = s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE client_id = $1 AND credential = $2 AND key = $3`, client, r.credential, r.key)
+		err = s.keys.release(ctx, client, r.credential, r.key)
 	}
 	if err != nil {
 		// The operation is done; only its replay is lost. A retry within abandonAfter is 409.
@@ -265,7 +244,7 @@ func (s *Store) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE created_at < now() - $1::interval`, Retention.String()); err != nil && ctx.Err() == nil {
+			if err := s.keys.purge(ctx, Retention); err != nil && ctx.Err() == nil {
 				s.log.Warn("idempotency: purge", zap.Error(err))
 			}
 		}

@@ -58,15 +58,18 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := credentials.New(pool, fp, zaptest.NewLogger(t))
+	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db) })
+	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db) })
+	creds := credentials.New(credStores.Pool(), credStores, fp, zaptest.NewLogger(t))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { creds.Run(runCtx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	ledger := billing.NewLedger(pool, prices)
+	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	return &Env{
 		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring,
-		Clients: clients.New(pool, keyring, creds, ledger),
+		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),
 	}
 }
 
@@ -98,7 +101,7 @@ func (e *Env) ExpireBalance(t testing.TB, clientID string) {
 // CheckLedger fails t unless the client's balance equals the sum of its ledger.
 func (e *Env) CheckLedger(t testing.TB, clientID string) int64 {
 	t.Helper()
-	sum, balance, err := store.LedgerSum(context.Background(), e.Pool, clientID)
+	sum, balance, err := store.New(e.Pool).LedgerSum(context.Background(), clientID)
 	if err != nil {
 		t.Fatal(err)
 	}

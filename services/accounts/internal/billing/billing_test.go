@@ -174,7 +174,7 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 	if got := env.CheckLedger(t, c.Client.ID); got != 0 {
 		t.Fatalf("final balance %d, want 0", got)
 	}
-	entries, total, err := store.ListLedger(ctx, env.Pool, c.Client.ID, 1000, 0)
+	entries, total, err := store.New(env.Pool).ListLedger(ctx, c.Client.ID, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func commitUnheard(t *testing.T, env *accountstest.Env, req billing.DebitRequest
 		t.Fatal(err)
 	}
 	for {
-		e, err := store.LedgerByReference(ctx, env.Pool, req.ClientID, req.Reference)
+		e, err := store.New(env.Pool).LedgerByReference(ctx, req.ClientID, req.Reference)
 		if err == nil {
 			return e
 		}

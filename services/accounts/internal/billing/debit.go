@@ -10,19 +10,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // MaxAmount bounds any single amount, far below int64 overflow of a sum of many.
@@ -60,12 +56,16 @@ type DebitResult struct {
 // one. Clients are spread over shards so that independent batches run in parallel; a client
 // always lands on the same shard.
 type Ledger struct {
-	pool   *pgxpool.Pool
+	st     Store
+	tx     Tx
 	prices Prices
 	shards []*shard
 
 	// Metrics, when set, count debits and refunds and observe batch sizes.
 	Metrics *Metrics
+	// Traced makes each batch a span linked to its debits' requests; the app sets it from
+	// tracing.Enabled (which would link gRPC into this package). Off, debits pay nothing for it.
+	Traced bool
 	// Observe, when set, is told the size of every committed batch (for tests). Shards call it
 	// concurrently.
 	Observe func(batchSize int)
@@ -91,9 +91,10 @@ type outcome struct {
 	err error
 }
 
-// NewLedger returns a Ledger over pool with the configured prices.
-func NewLedger(pool *pgxpool.Pool, prices Prices) *Ledger {
-	l := &Ledger{pool: pool, prices: prices}
+// NewLedger returns a Ledger over st (outside any transaction) and tx with the configured
+// prices.
+func NewLedger(st Store, tx Tx, prices Prices) *Ledger {
+	l := &Ledger{st: st, tx: tx, prices: prices}
 	for range shards {
 		l.shards = append(l.shards, &shard{})
 	}
@@ -126,7 +127,7 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	h.Write([]byte(req.ClientID))
 	s := l.shards[h.Sum32()%shards]
 	p := &pending{req: req, done: make(chan outcome, 1)}
-	if tracing.Enabled() {
+	if l.Traced {
 		p.span = trace.SpanContextFromContext(ctx)
 	}
 	s.mu.Lock()
@@ -161,7 +162,7 @@ func (l *Ledger) drain(s *shard) {
 
 		// A batch outlives the request that started it: the others in it still wait.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		ctx, span := batchSpan(ctx, batch)
+		ctx, span := l.batchSpan(ctx, batch)
 		results, err := l.commit(ctx, batch)
 		if err != nil {
 			span.SetStatus(otelcodes.Error, "debit batch failed")
@@ -189,8 +190,8 @@ func (l *Ledger) drain(s *shard) {
 // batchSpan starts the span of a batch's transaction when tracing is on: a child of the first
 // traced debit in it, linked to the others, so every request's trace leads to the queries that
 // charged it.
-func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
-	if !tracing.Enabled() {
+func (l *Ledger) batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
+	if !l.Traced {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	var parent trace.SpanContext
@@ -218,7 +219,7 @@ func batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Sp
 // expiry are now.
 func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error) {
 	out, err := l.decide(ctx, batch, nil)
-	if errors.Is(err, store.ErrReferenceTaken) {
+	if errors.Is(err, domain.ErrReferenceTaken) {
 		lookup := make([][2]string, 0, len(batch))
 		for _, p := range batch {
 			lookup = append(lookup, [2]string{p.req.ClientID, p.req.Reference})
@@ -234,7 +235,7 @@ func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error
 // decide runs one attempt of a batch; lookup names the references to read from the ledger.
 func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+	err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		clients := make([]string, 0, len(batch))
 		seen := map[string]bool{}
 		for _, p := range batch {
@@ -243,7 +244,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 				clients = append(clients, p.req.ClientID)
 			}
 		}
-		snap, err := store.LockForDebits(ctx, tx, clients, lookup)
+		snap, err := st.LockForDebits(ctx, clients, lookup)
 		if err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 				out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
 				continue
 			}
-			key := store.ExistingKey(p.req.ClientID, p.req.Reference)
+			key := domain.LedgerKey(p.req.ClientID, p.req.Reference)
 			if e, ok := snap.Existing[key]; ok {
 				out[i] = replay(e, p.req)
 				continue
@@ -288,15 +289,15 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 		}
 		if lookup == nil && len(refused) > 0 {
 			// Rare (a refusal), so it may cost a round trip; the common batch does not pay it.
-			existing, err := store.LedgerByReferences(ctx, tx, refused)
+			existing, err := st.LedgerByReferences(ctx, refused)
 			if err != nil {
 				return err
 			}
 			if len(existing) > 0 {
-				return fmt.Errorf("a refused debit was charged before: %w", store.ErrReferenceTaken)
+				return fmt.Errorf("a refused debit was charged before: %w", domain.ErrReferenceTaken)
 			}
 		}
-		written, err := store.AppendLedger(ctx, tx, entries)
+		written, err := st.AppendLedger(ctx, entries)
 		if err != nil {
 			return err
 		}
@@ -312,7 +313,7 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 }
 
 // chargeable decides whether a price can be taken from balance.
-func chargeable(s store.BalanceState, balance, price int64) error {
+func chargeable(s domain.BalanceState, balance, price int64) error {
 	switch {
 	case s.Status != identity.StatusActive:
 		return fault.ErrSuspended

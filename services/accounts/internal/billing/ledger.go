@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
@@ -38,18 +36,18 @@ func (l *Ledger) Refund(ctx context.Context, clientID, reference string, descrip
 
 func (l *Ledger) refund(ctx context.Context, clientID, reference string, description *string) (RefundResult, error) {
 	var res RefundResult
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		state, err := store.LockBalance(ctx, tx, clientID)
+	err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		state, err := st.LockBalance(ctx, clientID)
 		if err != nil {
 			return err
 		}
-		if done, err := store.LedgerByReference(ctx, tx, clientID, refundPrefix+reference); err == nil {
+		if done, err := st.LedgerByReference(ctx, clientID, refundPrefix+reference); err == nil {
 			res = RefundResult{Entry: done, Refunded: done.Amount, Replayed: true}
 			return nil
 		} else if !errors.Is(err, fault.ErrNotFound) {
 			return err
 		}
-		debit, err := store.LedgerByReference(ctx, tx, clientID, reference)
+		debit, err := st.LedgerByReference(ctx, clientID, reference)
 		if errors.Is(err, fault.ErrNotFound) || (err == nil && (!debit.Kind.Chargeable() || debit.Amount > 0)) {
 			return money.ErrNothingToRefund
 		}
@@ -60,7 +58,7 @@ func (l *Ledger) refund(ctx context.Context, clientID, reference string, descrip
 			ClientID: clientID, Kind: money.KindRefund, Amount: -debit.Amount, BalanceAfter: state.Balance - debit.Amount,
 			Reference: refundPrefix + reference, Variant: debit.Variant, Description: description,
 		}
-		written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
+		written, err := st.AppendLedger(ctx, []domain.LedgerEntry{entry})
 		if err != nil {
 			return err
 		}
@@ -106,30 +104,30 @@ func ValidateTopUp(r *TopUpRequest, now time.Time) error {
 	return ValidateReference("reference", r.Reference)
 }
 
-// TopUp adds credit (a TOP_UP ledger row), idempotent by reference. It runs in tx when given
-// (client creation), else in its own transaction.
-func (l *Ledger) TopUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpResult, error) {
+// TopUp adds credit (a TOP_UP ledger row), idempotent by reference. It runs on st when given:
+// a store inside the caller's transaction (client creation); else in its own transaction.
+func (l *Ledger) TopUp(ctx context.Context, st Store, r TopUpRequest) (TopUpResult, error) {
 	if err := ValidateTopUp(&r, time.Now()); err != nil {
 		return TopUpResult{}, err
 	}
-	if tx == nil {
+	if st == nil {
 		var res TopUpResult
-		err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 			var err error
-			res, err = l.topUp(ctx, tx, r)
+			res, err = l.topUp(ctx, st, r)
 			return err
 		})
 		return res, err
 	}
-	return l.topUp(ctx, tx, r)
+	return l.topUp(ctx, st, r)
 }
 
-func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpResult, error) {
-	state, err := store.LockBalance(ctx, tx, r.ClientID)
+func (l *Ledger) topUp(ctx context.Context, st Store, r TopUpRequest) (TopUpResult, error) {
+	state, err := st.LockBalance(ctx, r.ClientID)
 	if err != nil {
 		return TopUpResult{}, err
 	}
-	if e, err := store.LedgerByReference(ctx, tx, r.ClientID, r.Reference); err == nil {
+	if e, err := st.LedgerByReference(ctx, r.ClientID, r.Reference); err == nil {
 		if e.Kind != money.KindTopUp || e.Amount != r.Amount {
 			return TopUpResult{}, domain.ErrReferenceConflict
 		}
@@ -146,12 +144,12 @@ func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpRes
 		ClientID: r.ClientID, Kind: money.KindTopUp, Amount: r.Amount, BalanceAfter: state.Balance + r.Amount,
 		Reference: r.Reference, Description: desc,
 	}
-	written, err := store.AppendLedger(ctx, tx, []domain.LedgerEntry{entry})
+	written, err := st.AppendLedger(ctx, []domain.LedgerEntry{entry})
 	if err != nil {
 		return TopUpResult{}, fmt.Errorf("top up: %w", err)
 	}
 	if r.ExpiresAt != nil {
-		if err := store.SetExpiry(ctx, tx, r.ClientID, *r.ExpiresAt); err != nil {
+		if err := st.SetExpiry(ctx, r.ClientID, *r.ExpiresAt); err != nil {
 			return TopUpResult{}, err
 		}
 	}
@@ -160,12 +158,12 @@ func (l *Ledger) topUp(ctx context.Context, tx pgx.Tx, r TopUpRequest) (TopUpRes
 
 // ListLedger reads a page of a client's ledger.
 func (l *Ledger) ListLedger(ctx context.Context, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error) {
-	return store.ListLedger(ctx, l.pool, clientID, limit, offset)
+	return l.st.ListLedger(ctx, clientID, limit, offset)
 }
 
 // Prices lists the prices that apply to a client.
 func (l *Ledger) Prices(ctx context.Context, clientID string) ([]domain.Price, error) {
-	o, err := store.PriceOverrides(ctx, l.pool, clientID)
+	o, err := l.st.PriceOverrides(ctx, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +181,7 @@ func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind money.Kind,
 	if amount != nil && (*amount < 0 || *amount > MaxAmount) {
 		return nil, fault.Invalid("amount", "must be between 0 and %d", int64(MaxAmount))
 	}
-	if err := store.SetPriceOverride(ctx, l.pool, clientID, kind, variant, amount); err != nil {
+	if err := l.st.SetPriceOverride(ctx, clientID, kind, variant, amount); err != nil {
 		return nil, err
 	}
 	return l.Prices(ctx, clientID)

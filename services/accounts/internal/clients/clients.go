@@ -13,13 +13,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
@@ -28,15 +25,16 @@ import (
 
 // Service manages clients.
 type Service struct {
-	pool    *pgxpool.Pool
+	st      Store
+	tx      Tx
 	keyring *crypto.Keyring
 	creds   *credentials.Service
 	ledger  *billing.Ledger
 }
 
-// New returns a Service.
-func New(pool *pgxpool.Pool, keyring *crypto.Keyring, creds *credentials.Service, ledger *billing.Ledger) *Service {
-	return &Service{pool: pool, keyring: keyring, creds: creds, ledger: ledger}
+// New returns a Service over st (outside any transaction) and tx.
+func New(st Store, tx Tx, keyring *crypto.Keyring, creds *credentials.Service, ledger *billing.Ledger) *Service {
+	return &Service{st: st, tx: tx, keyring: keyring, creds: creds, ledger: ledger}
 }
 
 // CreateRequest describes a new client.
@@ -69,22 +67,22 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 	}
 	secret, secretFP := s.creds.NewClientSecret()
 	var out Created
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := store.InsertClient(ctx, tx, store.ClientRow{
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		if err := st.InsertClient(ctx, domain.ClientRow{
 			ID: id, Name: r.Name, ContactSealed: sealed, Status: identity.StatusActive, Features: r.Features,
 			SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
 		}); err != nil {
 			return err
 		}
 		if r.InitialBalance > 0 {
-			if _, err := s.ledger.TopUp(ctx, tx, billing.TopUpRequest{
+			if _, err := s.ledger.TopUp(ctx, st, billing.TopUpRequest{
 				ClientID: id, Amount: r.InitialBalance, Reference: "initial-balance",
 			}); err != nil {
 				return err
 			}
 		}
 		if !r.WithoutAPIKey {
-			k, err := s.creds.IssueKey(ctx, tx, id, "default", identity.RoleAdmin)
+			k, err := s.creds.IssueKey(ctx, st, id, "default", identity.RoleAdmin)
 			if err != nil {
 				return err
 			}
@@ -107,7 +105,7 @@ func (s *Service) Get(ctx context.Context, id string) (domain.Client, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Client{}, fault.ErrNotFound
 	}
-	row, err := store.GetClient(ctx, s.pool, id, false)
+	row, err := s.st.GetClient(ctx, id, false)
 	if err != nil {
 		return domain.Client{}, err
 	}
@@ -116,7 +114,7 @@ func (s *Service) Get(ctx context.Context, id string) (domain.Client, error) {
 
 // List reads a page of clients.
 func (s *Service) List(ctx context.Context, limit, offset int64) ([]domain.Client, int64, error) {
-	rows, total, err := store.ListClients(ctx, s.pool, limit, offset)
+	rows, total, err := s.st.ListClients(ctx, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -139,7 +137,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, st identity.Status) 
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Client{}, fault.ErrNotFound
 	}
-	if err := store.SetClientStatus(ctx, s.pool, id, st); err != nil {
+	if err := s.st.SetClientStatus(ctx, id, st); err != nil {
 		return domain.Client{}, err
 	}
 	return s.Get(ctx, id)
@@ -154,7 +152,7 @@ func (s *Service) SetFeatures(ctx context.Context, id string, features []string)
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Client{}, fault.ErrNotFound
 	}
-	if err := store.SetClientFeatures(ctx, s.pool, id, f); err != nil {
+	if err := s.st.SetClientFeatures(ctx, id, f); err != nil {
 		return domain.Client{}, err
 	}
 	return s.Get(ctx, id)
@@ -168,7 +166,7 @@ func (s *Service) sealContact(clientID string, c domain.Contact) ([]byte, error)
 	return s.keyring.Seal(b, []byte("accounts.clients.contact:"+clientID)), nil
 }
 
-func (s *Service) fromRow(r store.ClientRow) (domain.Client, error) {
+func (s *Service) fromRow(r domain.ClientRow) (domain.Client, error) {
 	plain, err := s.keyring.Open(r.ContactSealed, []byte("accounts.clients.contact:"+r.ID))
 	if err != nil {
 		return domain.Client{}, fmt.Errorf("open contact of client %s: %w", r.ID, err)

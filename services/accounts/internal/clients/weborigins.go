@@ -12,10 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
@@ -76,7 +74,7 @@ func loopback(host string) bool {
 
 // WebOrigins lists the origins allowed to capture the client's browser flows.
 func (s *Service) WebOrigins(ctx context.Context, clientID string) ([]domain.WebOrigin, error) {
-	return store.WebOrigins(ctx, s.pool, clientID)
+	return s.st.WebOrigins(ctx, clientID)
 }
 
 // SetWebOrigins replaces the client's allowed origins with origins (each canonicalised,
@@ -99,16 +97,16 @@ func (s *Service) SetWebOrigins(ctx context.Context, clientID string, origins []
 		return nil, fault.ErrNotFound
 	}
 	var out []domain.WebOrigin
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		// The client row lock orders concurrent replacements of one client's list.
-		if _, err := store.GetClient(ctx, tx, clientID, true); err != nil {
+		if _, err := st.GetClient(ctx, clientID, true); err != nil {
 			return err
 		}
-		if err := store.SetWebOrigins(ctx, tx, clientID, canon); err != nil {
+		if err := st.SetWebOrigins(ctx, clientID, canon); err != nil {
 			return err
 		}
 		var err error
-		out, err = store.WebOrigins(ctx, tx, clientID)
+		out, err = st.WebOrigins(ctx, clientID)
 		return err
 	})
 	if err != nil {
@@ -129,7 +127,7 @@ func (s *Service) AllowsWebOrigin(ctx context.Context, clientID, origin string) 
 	if _, err := uuid.Parse(clientID); err != nil {
 		return false, nil
 	}
-	return store.HasWebOrigin(ctx, s.pool, clientID, c)
+	return s.st.HasWebOrigin(ctx, clientID, c)
 }
 
 // truncate keeps an echoed value short: a list entry may be anything a caller sent.

@@ -10,18 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
-	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // Limits of the requests.
@@ -39,9 +35,10 @@ var nameRule = freetext.Rule{Max: 100}
 
 // Service issues and checks credentials.
 type Service struct {
-	pool *pgxpool.Pool
-	fp   *crypto.Fingerprinter
-	log  *zap.Logger
+	st  Store
+	tx  Tx
+	fp  *crypto.Fingerprinter
+	log *zap.Logger
 
 	// lastUsed throttles last_used_at writes to one per key per touchEvery per process: a key
 	// used a thousand times a second must not cost a thousand row updates.
@@ -50,9 +47,10 @@ type Service struct {
 	touches  chan string
 }
 
-// New returns a Service. Run must run for last-used times to be recorded.
-func New(pool *pgxpool.Pool, fp *crypto.Fingerprinter, log *zap.Logger) *Service {
-	return &Service{pool: pool, fp: fp, log: log, lastUsed: map[string]time.Time{}, touches: make(chan string, touchQueueDepth)}
+// New returns a Service over st (outside any transaction) and tx. Run must run for last-used
+// times to be recorded.
+func New(st Store, tx Tx, fp *crypto.Fingerprinter, log *zap.Logger) *Service {
+	return &Service{st: st, tx: tx, fp: fp, log: log, lastUsed: map[string]time.Time{}, touches: make(chan string, touchQueueDepth)}
 }
 
 // Run records last-used times in batches until ctx ends.
@@ -65,7 +63,7 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := store.TouchKeys(fctx, s.pool, ids); err != nil {
+		if err := s.st.TouchKeys(fctx, ids); err != nil {
 			s.log.Warn("record key use", zap.Error(err), zap.Int("keys", len(ids)))
 		}
 		cancel()
@@ -105,7 +103,7 @@ func (s *Service) touch(keyID string) {
 func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
 	// The row is found by the key's fingerprint, so the key is proved: only the client is left
 	// to check.
-	a, err := store.KeyByFingerprint(ctx, s.pool, s.fp.Sum(apiKey))
+	a, err := s.st.KeyByFingerprint(ctx, s.fp.Sum(apiKey))
 	if errors.Is(err, fault.ErrNotFound) {
 		return identity.Principal{}, auth.ErrUnauthenticated
 	}
@@ -122,7 +120,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
 func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
 	// Found by the token's fingerprint, as in AuthenticateAPIKey.
-	a, err := store.SDKTokenByFingerprint(ctx, s.pool, s.fp.Sum(token))
+	a, err := s.st.SDKTokenByFingerprint(ctx, s.fp.Sum(token))
 	if errors.Is(err, fault.ErrNotFound) {
 		return identity.Principal{}, auth.ErrUnauthenticated
 	}
@@ -147,10 +145,11 @@ type Issued struct {
 	Secret string
 }
 
-// IssueKey stores a new key in db (a transaction holding the client lock, or the pool).
-func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string, role identity.Role) (Issued, error) {
+// IssueKey stores a new key with st (inside a transaction holding the client lock, or outside
+// any).
+func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
 	raw := crypto.NewToken(auth.APIKeyPrefix)
-	k, err := store.InsertKey(ctx, db, domain.APIKey{
+	k, err := st.InsertKey(ctx, domain.APIKey{
 		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
 	}, s.fp.Sum(raw))
 	if err != nil {
@@ -162,16 +161,16 @@ func (s *Service) IssueKey(ctx context.Context, db pg.DB, clientID, name string,
 // withClient runs fn in a transaction holding the client's row lock, after checking the client
 // secret; fn gets the client as locked. Key changes of one client are serialised this way, so
 // two concurrent revocations cannot both remove "the other" ADMIN key.
-func (s *Service) withClient(ctx context.Context, clientID, secret string, fn func(tx pgx.Tx, c store.ClientRow) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := store.GetClient(ctx, tx, clientID, true)
+func (s *Service) withClient(ctx context.Context, clientID, secret string, fn func(st Store, c domain.ClientRow) error) error {
+	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		c, err := st.GetClient(ctx, clientID, true)
 		if err != nil {
 			return err
 		}
 		if !s.fp.Matches(secret, c.SecretFP) {
 			return auth.ErrUnauthenticated
 		}
-		return fn(tx, c)
+		return fn(st, c)
 	})
 }
 
@@ -181,18 +180,18 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 		return Issued{}, auth.ErrUnauthenticated
 	}
 	var out Issued
-	err := s.withClient(ctx, clientID, secret, func(tx pgx.Tx, c store.ClientRow) error {
+	err := s.withClient(ctx, clientID, secret, func(st Store, c domain.ClientRow) error {
 		if c.Status != identity.StatusActive {
 			return fault.ErrSuspended
 		}
-		n, _, err := store.CountUsableKeys(ctx, tx, clientID, "")
+		n, _, err := st.CountUsableKeys(ctx, clientID, "")
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			return domain.ErrKeyExists
 		}
-		out, err = s.IssueKey(ctx, tx, clientID, defaultKeyName, identity.RoleAdmin)
+		out, err = s.IssueKey(ctx, st, clientID, defaultKeyName, identity.RoleAdmin)
 		return err
 	})
 	if errors.Is(err, fault.ErrNotFound) {
@@ -213,8 +212,8 @@ func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret strin
 		return Issued{}, auth.ErrUnauthenticated
 	}
 	var out Issued
-	err := s.withClient(ctx, p.ClientID, secret, func(tx pgx.Tx, _ store.ClientRow) error {
-		old, err := store.UsableKey(ctx, tx, p.ClientID, p.KeyID)
+	err := s.withClient(ctx, p.ClientID, secret, func(st Store, _ domain.ClientRow) error {
+		old, err := st.UsableKey(ctx, p.ClientID, p.KeyID)
 		if errors.Is(err, fault.ErrNotFound) {
 			// Revoked or expired since the call was authenticated.
 			return auth.ErrUnauthenticated
@@ -225,10 +224,10 @@ func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret strin
 		if old.Superseded {
 			return domain.ErrKeySuperseded
 		}
-		if out, err = s.IssueKey(ctx, tx, p.ClientID, old.Name, old.Role); err != nil {
+		if out, err = s.IssueKey(ctx, st, p.ClientID, old.Name, old.Role); err != nil {
 			return err
 		}
-		return store.RetireKey(ctx, tx, old.ID, out.Key.ID, grace)
+		return st.RetireKey(ctx, old.ID, out.Key.ID, grace)
 	})
 	return out, err
 }
@@ -241,17 +240,17 @@ func (s *Service) CreateKey(ctx context.Context, p identity.Principal, name stri
 	if role != identity.RoleAdmin && role != identity.RoleMember {
 		return Issued{}, fault.Invalid("role", "must be ADMIN or MEMBER")
 	}
-	return s.IssueKey(ctx, s.pool, p.ClientID, name, role)
+	return s.IssueKey(ctx, s.st, p.ClientID, name, role)
 }
 
 // ListKeys reads a page of the client's usable keys.
 func (s *Service) ListKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
-	return store.ListUsableKeys(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListUsableKeys(ctx, clientID, limit, offset)
 }
 
 // CountKeys counts the client's usable keys.
 func (s *Service) CountKeys(ctx context.Context, clientID string) (int, error) {
-	n, _, err := store.CountUsableKeys(ctx, s.pool, clientID, "")
+	n, _, err := s.st.CountUsableKeys(ctx, clientID, "")
 	return n, err
 }
 
@@ -261,16 +260,16 @@ func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain
 		return domain.APIKey{}, fault.ErrNotFound
 	}
 	var k domain.APIKey
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := store.GetClient(ctx, tx, clientID, true); err != nil {
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		if _, err := st.GetClient(ctx, clientID, true); err != nil {
 			return err
 		}
 		var err error
-		if k, err = store.UsableKey(ctx, tx, clientID, keyID); err != nil {
+		if k, err = st.UsableKey(ctx, clientID, keyID); err != nil {
 			return err
 		}
 		if k.Role == identity.RoleAdmin {
-			_, admins, err := store.CountUsableKeys(ctx, tx, clientID, keyID)
+			_, admins, err := st.CountUsableKeys(ctx, clientID, keyID)
 			if err != nil {
 				return err
 			}
@@ -278,7 +277,7 @@ func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain
 				return domain.ErrLastAdminKey
 			}
 		}
-		return store.RevokeKey(ctx, tx, clientID, keyID)
+		return st.RevokeKey(ctx, clientID, keyID)
 	})
 	return k, err
 }
@@ -303,7 +302,7 @@ func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, tt
 		expires = &t
 	}
 	raw := crypto.NewToken(auth.SDKTokenPrefix)
-	t, err := store.InsertSDKToken(ctx, s.pool, domain.SDKToken{
+	t, err := s.st.InsertSDKToken(ctx, domain.SDKToken{
 		ID: uuid.NewString(), ClientID: clientID, Label: label, Hint: crypto.Hint(raw), ExpiresAt: expires,
 	}, s.fp.Sum(raw))
 	if err != nil {
@@ -314,7 +313,7 @@ func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, tt
 
 // ListSDKTokens reads a page of the client's usable SDK tokens.
 func (s *Service) ListSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
-	return store.ListUsableSDKTokens(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListUsableSDKTokens(ctx, clientID, limit, offset)
 }
 
 // RevokeSDKToken stops an SDK token of the client at once.
@@ -322,5 +321,5 @@ func (s *Service) RevokeSDKToken(ctx context.Context, clientID, tokenID string) 
 	if _, err := uuid.Parse(tokenID); err != nil {
 		return domain.SDKToken{}, fault.ErrNotFound
 	}
-	return store.RevokeSDKToken(ctx, s.pool, clientID, tokenID)
+	return s.st.RevokeSDKToken(ctx, clientID, tokenID)
 }

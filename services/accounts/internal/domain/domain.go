@@ -4,6 +4,7 @@
 package domain
 
 import (
+	"errors"
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -24,6 +25,11 @@ var (
 	// ErrReferenceConflict: a reference was reused for a different operation.
 	ErrReferenceConflict = fault.New(fault.Conflict, "reference already used for a different operation")
 )
+
+// ErrReferenceTaken is the store's answer when a ledger entry's reference is already in the
+// client's ledger: the caller rolls back and decides again knowing the existing entries. It is
+// never shown to a caller.
+var ErrReferenceTaken = errors.New("ledger reference already used")
 
 // Features a client may have.
 const (
@@ -125,3 +131,54 @@ type Price struct {
 	Amount     int64
 	Overridden bool
 }
+
+// ClientRow is a client as stored, contact still sealed.
+type ClientRow struct {
+	ID               string
+	Name             string
+	ContactSealed    []byte
+	Status           identity.Status
+	Features         []string
+	SecretFP         []byte
+	Balance          int64
+	BalanceExpiresAt *time.Time
+	CreatedAt        time.Time
+}
+
+// KeyAuth is what authenticating an API key needs, in one indexed lookup.
+type KeyAuth struct {
+	Key      APIKey
+	Status   identity.Status
+	Features []string
+}
+
+// SDKTokenAuth is what authenticating an SDK token needs.
+type SDKTokenAuth struct {
+	TokenID  string
+	ClientID string
+	Status   identity.Status
+	Features []string
+}
+
+// BalanceState is a client's balance as locked for a change.
+type BalanceState struct {
+	Balance   int64
+	ExpiresAt *time.Time
+	Status    identity.Status
+	// Now is the database's transaction time, the clock every expiry is judged by.
+	Now time.Time
+}
+
+// DebitSnapshot is everything a batch of debits needs to decide, read in one round trip under
+// the balance locks of its clients: their balances, their price overrides and, when asked for,
+// the ledger rows of references already used (by LedgerKey).
+type DebitSnapshot struct {
+	Balances  map[string]BalanceState
+	Overrides map[string][]Price
+	Existing  map[string]LedgerEntry
+}
+
+// LedgerKey is a reference's key in a client's ledger: the client id (canonical, lower-case)
+// and the reference, as the ledger's generated ref_key column computes it. It keys
+// DebitSnapshot.Existing and the store's answers by reference.
+func LedgerKey(clientID, reference string) string { return clientID + "/" + reference }

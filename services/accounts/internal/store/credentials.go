@@ -10,24 +10,15 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
-	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // usable is the condition of a key or token that still works, judged by the database clock.
 const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
 
-// KeyAuth is what authenticating an API key needs, in one indexed lookup.
-type KeyAuth struct {
-	Key      domain.APIKey
-	Status   identity.Status
-	Features []string
-}
-
 // KeyByFingerprint finds the usable API key with fingerprint fp.
-func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error) {
-	var a KeyAuth
-	err := db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features
+func (s *Store) KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth, error) {
+	var a domain.KeyAuth
+	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features
 		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
 		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features)
@@ -41,8 +32,8 @@ func KeyByFingerprint(ctx context.Context, db pg.DB, fp []byte) (KeyAuth, error)
 }
 
 // TouchKeys records that keys were used now.
-func TouchKeys(ctx context.Context, db pg.DB, ids []string) error {
-	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET last_used_at = now() WHERE id = ANY($1::text[]::uuid[])`, ids)
+func (s *Store) TouchKeys(ctx context.Context, ids []string) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.api_keys SET last_used_at = now() WHERE id = ANY($1::text[]::uuid[])`, ids)
 	if err != nil {
 		return fmt.Errorf("touch keys: %w", err)
 	}
@@ -50,8 +41,8 @@ func TouchKeys(ctx context.Context, db pg.DB, ids []string) error {
 }
 
 // InsertKey stores a new API key.
-func InsertKey(ctx context.Context, db pg.DB, k domain.APIKey, fp []byte) (domain.APIKey, error) {
-	err := db.QueryRow(ctx, `INSERT INTO accounts.api_keys (id, client_id, name, role, fingerprint, hint, expires_at)
+func (s *Store) InsertKey(ctx context.Context, k domain.APIKey, fp []byte) (domain.APIKey, error) {
+	err := s.db.QueryRow(ctx, `INSERT INTO accounts.api_keys (id, client_id, name, role, fingerprint, hint, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
 		k.ID, k.ClientID, k.Name, k.Role, fp, k.Hint, k.ExpiresAt).Scan(&k.CreatedAt)
 	if err != nil {
@@ -72,8 +63,8 @@ func scanKey(row pgx.Row) (domain.APIKey, error) {
 }
 
 // UsableKey reads a usable key of a client; another client's key is ErrNotFound.
-func UsableKey(ctx context.Context, db pg.DB, clientID, keyID string) (domain.APIKey, error) {
-	k, err := scanKey(db.QueryRow(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys
+func (s *Store) UsableKey(ctx context.Context, clientID, keyID string) (domain.APIKey, error) {
+	k, err := scanKey(s.db.QueryRow(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys
 		WHERE id = $1 AND client_id = $2 AND `+usable, keyID, clientID))
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return k, fmt.Errorf("usable key: %w", err)
@@ -82,12 +73,12 @@ func UsableKey(ctx context.Context, db pg.DB, clientID, keyID string) (domain.AP
 }
 
 // ListUsableKeys reads a page of a client's usable keys, newest first, with the total count.
-func ListUsableKeys(ctx context.Context, db pg.DB, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
+func (s *Store) ListUsableKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
 	var total int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count keys: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys WHERE client_id = $1 AND `+usable+`
+	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys WHERE client_id = $1 AND `+usable+`
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list keys: %w", err)
@@ -101,8 +92,8 @@ func ListUsableKeys(ctx context.Context, db pg.DB, clientID string, limit, offse
 
 // CountUsableKeys counts a client's usable keys, and of them the ADMIN keys that do not expire
 // by themselves (excluding exceptID).
-func CountUsableKeys(ctx context.Context, db pg.DB, clientID, exceptID string) (all, lastingAdmins int, err error) {
-	err = db.QueryRow(ctx, `SELECT count(*),
+func (s *Store) CountUsableKeys(ctx context.Context, clientID, exceptID string) (all, lastingAdmins int, err error) {
+	err = s.db.QueryRow(ctx, `SELECT count(*),
 		count(*) FILTER (WHERE role = 'ADMIN' AND expires_at IS NULL AND id::text <> $2)
 		FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID, exceptID).Scan(&all, &lastingAdmins)
 	if err != nil {
@@ -112,8 +103,8 @@ func CountUsableKeys(ctx context.Context, db pg.DB, clientID, exceptID string) (
 }
 
 // RevokeKey stops a key at once.
-func RevokeKey(ctx context.Context, db pg.DB, clientID, keyID string) error {
-	_, err := db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1 AND client_id = $2`, keyID, clientID)
+func (s *Store) RevokeKey(ctx context.Context, clientID, keyID string) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1 AND client_id = $2`, keyID, clientID)
 	if err != nil {
 		return fmt.Errorf("revoke key: %w", err)
 	}
@@ -121,12 +112,12 @@ func RevokeKey(ctx context.Context, db pg.DB, clientID, keyID string) error {
 }
 
 // RetireKey marks a rotated key as replaced; it stops at once (grace 0) or after grace.
-func RetireKey(ctx context.Context, db pg.DB, keyID, replacedBy string, grace time.Duration) error {
+func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) error {
 	var err error
 	if grace <= 0 {
-		_, err = db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now(), replaced_by = $2 WHERE id = $1`, keyID, replacedBy)
+		_, err = s.db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now(), replaced_by = $2 WHERE id = $1`, keyID, replacedBy)
 	} else {
-		_, err = db.Exec(ctx, `UPDATE accounts.api_keys SET replaced_by = $2,
+		_, err = s.db.Exec(ctx, `UPDATE accounts.api_keys SET replaced_by = $2,
 			expires_at = least(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3))
 			WHERE id = $1`, keyID, replacedBy, grace.Seconds())
 	}
@@ -136,18 +127,10 @@ func RetireKey(ctx context.Context, db pg.DB, keyID, replacedBy string, grace ti
 	return nil
 }
 
-// SDKTokenAuth is what authenticating an SDK token needs.
-type SDKTokenAuth struct {
-	TokenID  string
-	ClientID string
-	Status   identity.Status
-	Features []string
-}
-
 // SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.
-func SDKTokenByFingerprint(ctx context.Context, db pg.DB, fp []byte) (SDKTokenAuth, error) {
-	var a SDKTokenAuth
-	err := db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features
+func (s *Store) SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error) {
+	var a domain.SDKTokenAuth
+	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features
 		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
 		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features)
@@ -161,8 +144,8 @@ func SDKTokenByFingerprint(ctx context.Context, db pg.DB, fp []byte) (SDKTokenAu
 }
 
 // InsertSDKToken stores a new SDK token.
-func InsertSDKToken(ctx context.Context, db pg.DB, t domain.SDKToken, fp []byte) (domain.SDKToken, error) {
-	err := db.QueryRow(ctx, `INSERT INTO accounts.sdk_tokens (id, client_id, label, fingerprint, hint, expires_at)
+func (s *Store) InsertSDKToken(ctx context.Context, t domain.SDKToken, fp []byte) (domain.SDKToken, error) {
+	err := s.db.QueryRow(ctx, `INSERT INTO accounts.sdk_tokens (id, client_id, label, fingerprint, hint, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
 		t.ID, t.ClientID, t.Label, fp, t.Hint, t.ExpiresAt).Scan(&t.CreatedAt)
 	if err != nil {
@@ -183,12 +166,12 @@ func scanToken(row pgx.Row) (domain.SDKToken, error) {
 }
 
 // ListUsableSDKTokens reads a page of a client's usable SDK tokens, newest first.
-func ListUsableSDKTokens(ctx context.Context, db pg.DB, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
+func (s *Store) ListUsableSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
 	var total int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count sdk tokens: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+tokenColumns+` FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable+`
+	rows, err := s.db.Query(ctx, `SELECT `+tokenColumns+` FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable+`
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list sdk tokens: %w", err)
@@ -202,8 +185,8 @@ func ListUsableSDKTokens(ctx context.Context, db pg.DB, clientID string, limit, 
 
 // RevokeSDKToken stops a usable token of a client at once and returns it as it was; another
 // client's token, or one already stopped, is ErrNotFound.
-func RevokeSDKToken(ctx context.Context, db pg.DB, clientID, tokenID string) (domain.SDKToken, error) {
-	t, err := scanToken(db.QueryRow(ctx, `UPDATE accounts.sdk_tokens SET revoked_at = now()
+func (s *Store) RevokeSDKToken(ctx context.Context, clientID, tokenID string) (domain.SDKToken, error) {
+	t, err := scanToken(s.db.QueryRow(ctx, `UPDATE accounts.sdk_tokens SET revoked_at = now()
 		WHERE id = $1 AND client_id = $2 AND `+usable+` RETURNING `+tokenColumns, tokenID, clientID))
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return t, fmt.Errorf("revoke sdk token: %w", err)

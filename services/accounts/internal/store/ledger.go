@@ -11,53 +11,29 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
-
-// BalanceState is a client's balance as locked for a change.
-type BalanceState struct {
-	Balance   int64
-	ExpiresAt *time.Time
-	Status    identity.Status
-	// Now is the database's transaction time, the clock every expiry is judged by.
-	Now time.Time
-}
-
-// DebitSnapshot is everything a batch of debits needs to decide, read in one round trip under
-// the balance locks of its clients: their balances, their price overrides and, when asked for,
-// the ledger rows of references already used (by ref_key).
-type DebitSnapshot struct {
-	Balances  map[string]BalanceState
-	Overrides map[string][]domain.Price
-	Existing  map[string]domain.LedgerEntry
-}
-
-// ErrReferenceTaken is returned by AppendLedger when an entry's reference is already in the
-// client's ledger; the caller rolls back and decides again knowing the existing entries.
-var ErrReferenceTaken = errors.New("ledger reference already used")
 
 const lockBalanceSQL = `SELECT b.balance, b.expires_at, c.status, now()
 	FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
 	WHERE b.client_id = $1 FOR UPDATE OF b`
 
 // LockBalance locks a client's balance row until the transaction ends.
-func LockBalance(ctx context.Context, tx pgx.Tx, clientID string) (BalanceState, error) {
-	var s BalanceState
-	err := tx.QueryRow(ctx, lockBalanceSQL, clientID).Scan(&s.Balance, &s.ExpiresAt, &s.Status, &s.Now)
+func (s *Store) LockBalance(ctx context.Context, clientID string) (domain.BalanceState, error) {
+	var b domain.BalanceState
+	err := s.db.QueryRow(ctx, lockBalanceSQL, clientID).Scan(&b.Balance, &b.ExpiresAt, &b.Status, &b.Now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, fault.ErrNotFound
+		return b, fault.ErrNotFound
 	}
 	if err != nil {
-		return s, fmt.Errorf("lock balance: %w", err)
+		return b, fmt.Errorf("lock balance: %w", err)
 	}
-	return s, nil
+	return b, nil
 }
 
-// refKey is the ledger's ref_key of a reference: the client id (canonical, lower-case) and the
-// reference, as the generated column computes it.
-func refKey(clientID, reference string) string { return clientID + "/" + reference }
+// refKey is the ledger's ref_key of a reference, as the generated column computes it.
+func refKey(clientID, reference string) string { return domain.LedgerKey(clientID, reference) }
 
 const ledgerColumns = `id::text, client_id::text, kind, amount, balance_after, reference, variant, description, created_at`
 
@@ -73,7 +49,7 @@ func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
 // of client id and reference) is not empty: the common batch has none in the ledger yet, and
 // AppendLedger's unique constraint tells when one was (a retry); a refused debit, which inserts
 // nothing, asks LedgerByReferences.
-func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup [][2]string) (DebitSnapshot, error) {
+func (s *Store) LockForDebits(ctx context.Context, clientIDs []string, lookup [][2]string) (domain.DebitSnapshot, error) {
 	ids := slices.Clone(clientIDs)
 	slices.Sort(ids)
 	b := &pgx.Batch{}
@@ -87,17 +63,17 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup []
 	if len(lookup) > 0 {
 		b.Queue(ledgerByRefKeysSQL, refKeys(lookup))
 	}
-	br := tx.SendBatch(ctx, b)
+	br := s.db.SendBatch(ctx, b)
 	defer br.Close()
 
-	snap := DebitSnapshot{Balances: map[string]BalanceState{}, Overrides: map[string][]domain.Price{}, Existing: map[string]domain.LedgerEntry{}}
+	snap := domain.DebitSnapshot{Balances: map[string]domain.BalanceState{}, Overrides: map[string][]domain.Price{}, Existing: map[string]domain.LedgerEntry{}}
 	rows, err := br.Query()
 	if err != nil {
 		return snap, fmt.Errorf("lock balances: %w", err)
 	}
 	for rows.Next() {
 		var id string
-		var st BalanceState
+		var st domain.BalanceState
 		if err := rows.Scan(&id, &st.Balance, &st.ExpiresAt, &st.Status, &st.Now); err != nil {
 			rows.Close()
 			return snap, fmt.Errorf("lock balances: %w", err)
@@ -133,9 +109,6 @@ func LockForDebits(ctx context.Context, tx pgx.Tx, clientIDs []string, lookup []
 	return snap, br.Close()
 }
 
-// ExistingKey is the key of DebitSnapshot.Existing and of LedgerByReferences' answer.
-func ExistingKey(clientID, reference string) string { return refKey(clientID, reference) }
-
 const ledgerByRefKeysSQL = `SELECT ` + ledgerColumns + ` FROM accounts.ledger WHERE ref_key = ANY($1)`
 
 func refKeys(refs [][2]string) []string {
@@ -160,8 +133,8 @@ func collectByRefKey(rows pgx.Rows) (map[string]domain.LedgerEntry, error) {
 
 // LedgerByReferences reads the ledger rows of refs (pairs of client id and reference) that
 // exist, by ExistingKey.
-func LedgerByReferences(ctx context.Context, db pg.DB, refs [][2]string) (map[string]domain.LedgerEntry, error) {
-	rows, err := db.Query(ctx, ledgerByRefKeysSQL, refKeys(refs))
+func (s *Store) LedgerByReferences(ctx context.Context, refs [][2]string) (map[string]domain.LedgerEntry, error) {
+	rows, err := s.db.Query(ctx, ledgerByRefKeysSQL, refKeys(refs))
 	if err != nil {
 		return nil, fmt.Errorf("ledger by references: %w", err)
 	}
@@ -173,8 +146,8 @@ func LedgerByReferences(ctx context.Context, db pg.DB, refs [][2]string) (map[st
 }
 
 // LedgerByReference reads one ledger entry of a client by reference.
-func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string) (domain.LedgerEntry, error) {
-	e, err := scanLedger(db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = $1`,
+func (s *Store) LedgerByReference(ctx context.Context, clientID, reference string) (domain.LedgerEntry, error) {
+	e, err := scanLedger(s.db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = $1`,
 		refKey(clientID, reference)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fault.ErrNotFound
@@ -188,9 +161,9 @@ func LedgerByReference(ctx context.Context, db pg.DB, clientID, reference string
 // AppendLedger inserts entries (each of its ClientID, in order, distinct references per client)
 // and sets each client's balance to its last entry's balance_after, in one round trip, and
 // returns the entries with their ids and times. The caller holds the balance locks. When a
-// reference is already in the ledger it returns ErrReferenceTaken, and the transaction must be
+// reference is already in the ledger it returns domain.ErrReferenceTaken, and the transaction must be
 // rolled back.
-func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
+func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -227,7 +200,7 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) 
 		RETURNING client_id::text, reference, id::text, created_at`, clients, kinds, amounts, after, refs, variants, descs)
 	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
 		FROM unnest($1::text[]::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
-	br := tx.SendBatch(ctx, b)
+	br := s.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
@@ -254,7 +227,7 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) 
 	for i, e := range entries {
 		in, ok := byKey[refKey(e.ClientID, e.Reference)]
 		if !ok {
-			return nil, ErrReferenceTaken
+			return nil, domain.ErrReferenceTaken
 		}
 		e.ID, e.CreatedAt = in.id, in.created
 		out[i] = e
@@ -266,20 +239,20 @@ func AppendLedger(ctx context.Context, tx pgx.Tx, entries []domain.LedgerEntry) 
 }
 
 // SetExpiry replaces a client's balance expiry. The caller holds the balance lock.
-func SetExpiry(ctx context.Context, tx pgx.Tx, clientID string, expiresAt time.Time) error {
-	if _, err := tx.Exec(ctx, `UPDATE accounts.balances SET expires_at = $2, updated_at = now() WHERE client_id = $1`, clientID, expiresAt); err != nil {
+func (s *Store) SetExpiry(ctx context.Context, clientID string, expiresAt time.Time) error {
+	if _, err := s.db.Exec(ctx, `UPDATE accounts.balances SET expires_at = $2, updated_at = now() WHERE client_id = $1`, clientID, expiresAt); err != nil {
 		return fmt.Errorf("set expiry: %w", err)
 	}
 	return nil
 }
 
 // ListLedger reads a page of a client's ledger, newest first, with the total count.
-func ListLedger(ctx context.Context, db pg.DB, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error) {
+func (s *Store) ListLedger(ctx context.Context, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error) {
 	var total int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM accounts.ledger WHERE client_id = $1`, clientID).Scan(&total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.ledger WHERE client_id = $1`, clientID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count ledger: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE client_id = $1
+	rows, err := s.db.Query(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE client_id = $1
 		ORDER BY seq DESC LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list ledger: %w", err)
@@ -292,8 +265,8 @@ func ListLedger(ctx context.Context, db pg.DB, clientID string, limit, offset in
 }
 
 // LedgerSum is the sum of a client's ledger amounts and the stored balance: equal, always.
-func LedgerSum(ctx context.Context, db pg.DB, clientID string) (sum, balance int64, err error) {
-	err = db.QueryRow(ctx, `SELECT (SELECT coalesce(sum(amount), 0)::bigint FROM accounts.ledger WHERE client_id = $1),
+func (s *Store) LedgerSum(ctx context.Context, clientID string) (sum, balance int64, err error) {
+	err = s.db.QueryRow(ctx, `SELECT (SELECT coalesce(sum(amount), 0)::bigint FROM accounts.ledger WHERE client_id = $1),
 		(SELECT balance FROM accounts.balances WHERE client_id = $1)`, clientID).Scan(&sum, &balance)
 	if err != nil {
 		return 0, 0, fmt.Errorf("ledger sum: %w", err)
@@ -302,8 +275,8 @@ func LedgerSum(ctx context.Context, db pg.DB, clientID string) (sum, balance int
 }
 
 // PriceOverrides reads a client's price overrides.
-func PriceOverrides(ctx context.Context, db pg.DB, clientID string) ([]domain.Price, error) {
-	rows, err := db.Query(ctx, `SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1 ORDER BY kind, variant`, clientID)
+func (s *Store) PriceOverrides(ctx context.Context, clientID string) ([]domain.Price, error) {
+	rows, err := s.db.Query(ctx, `SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1 ORDER BY kind, variant`, clientID)
 	if err != nil {
 		return nil, fmt.Errorf("price overrides: %w", err)
 	}
@@ -318,12 +291,12 @@ func PriceOverrides(ctx context.Context, db pg.DB, clientID string) ([]domain.Pr
 }
 
 // SetPriceOverride sets (amount not nil) or removes a client's price override.
-func SetPriceOverride(ctx context.Context, db pg.DB, clientID string, kind money.Kind, variant string, amount *int64) error {
+func (s *Store) SetPriceOverride(ctx context.Context, clientID string, kind money.Kind, variant string, amount *int64) error {
 	var err error
 	if amount == nil {
-		_, err = db.Exec(ctx, `DELETE FROM accounts.prices WHERE client_id = $1 AND kind = $2 AND variant = $3`, clientID, kind, variant)
+		_, err = s.db.Exec(ctx, `DELETE FROM accounts.prices WHERE client_id = $1 AND kind = $2 AND variant = $3`, clientID, kind, variant)
 	} else {
-		_, err = db.Exec(ctx, `INSERT INTO accounts.prices (client_id, kind, variant, amount) VALUES ($1, $2, $3, $4)
+		_, err = s.db.Exec(ctx, `INSERT INTO accounts.prices (client_id, kind, variant, amount) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (client_id, kind, variant) DO UPDATE SET amount = excluded.amount`, clientID, kind, variant, *amount)
 	}
 	if pg.IsForeignKeyViolation(err) {

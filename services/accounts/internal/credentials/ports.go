@@ -1,0 +1,40 @@
+package credentials
+
+import (
+	"context"
+	"time"
+
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+)
+
+// Store is what credentials need of the service's storage. Lookups of one key, token or client
+// that find none answer fault.ErrNotFound.
+type Store interface {
+	// GetClient reads a client; lock holds its row until the transaction ends, which
+	// serialises the credential changes of one client.
+	GetClient(ctx context.Context, id string, lock bool) (domain.ClientRow, error)
+
+	KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth, error)
+	TouchKeys(ctx context.Context, ids []string) error
+	InsertKey(ctx context.Context, k domain.APIKey, fp []byte) (domain.APIKey, error)
+	// UsableKey reads a usable key of the client; another client's key is not found.
+	UsableKey(ctx context.Context, clientID, keyID string) (domain.APIKey, error)
+	ListUsableKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error)
+	// CountUsableKeys counts the client's usable keys and, of them, the ADMIN keys that do not
+	// expire by themselves, exceptID left out.
+	CountUsableKeys(ctx context.Context, clientID, exceptID string) (all, lastingAdmins int, err error)
+	RevokeKey(ctx context.Context, clientID, keyID string) error
+	// RetireKey marks a rotated key as replaced: it stops at once (grace 0) or after grace.
+	RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) error
+
+	SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error)
+	InsertSDKToken(ctx context.Context, t domain.SDKToken, fp []byte) (domain.SDKToken, error)
+	ListUsableSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error)
+	// RevokeSDKToken stops a usable token of the client and returns it as it was.
+	RevokeSDKToken(ctx context.Context, clientID, tokenID string) (domain.SDKToken, error)
+}
+
+// Tx runs a function with the store inside one transaction, committed when it returns nil.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}

@@ -1,0 +1,244 @@
+// Package arch_test checks the shape of the services that the compiler does not: the domain
+// packages (the rules) reach neither the database driver, nor gRPC, nor the generated protos,
+// and transactions go through platform/pg alone. It asks the go command and git, so a new
+// import or file cannot slip past it.
+package arch_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mnvhq/mnv/tests/harness"
+)
+
+const mod = "github.com/mnvhq/mnv/"
+
+// forbidden are the import path prefixes a domain package must not depend on, even indirectly:
+// storage belongs in internal/store, the transport in internal/server.
+var forbidden = []string{
+	"github.com/jackc/pgx",
+	"google.golang.org/grpc",
+	mod + "proto/gen",
+}
+
+// pendingPackages are domain packages not converted to storage ports yet; the check skips them,
+// and fails when one of them is in fact clean, so the list can only shrink.
+var pendingPackages = []string{
+	// TODO(issue 10): empty once the verification and connect ports land.
+	mod + "services/connect/internal/delivery",
+	mod + "services/connect/internal/imports",
+	mod + "services/connect/internal/integrations",
+	mod + "services/connect/internal/profiles",
+	mod + "services/connect/internal/retention",
+	mod + "services/verification/internal/capture",
+	mod + "services/verification/internal/relay",
+	mod + "services/verification/internal/retention",
+	mod + "services/verification/internal/stuckplus",
+	mod + "services/verification/internal/verify",
+
+	// TODO(issue 10): credentials uses platform/auth for ErrUnauthenticated and the shapes of
+	// credentials, and auth's policy links the generated options proto (clients imports
+	// credentials). Empty once those grpc-free parts of auth live in a package of their own.
+	mod + "services/accounts/internal/clients",
+	mod + "services/accounts/internal/credentials",
+}
+
+// pendingTxFiles are Go files that still open transactions with pgx directly; the same rules.
+var pendingTxFiles = []string{
+	// TODO(issue 10): empty once the verification and connect ports land.
+	"services/connect/internal/delivery/delivery.go",
+	"services/connect/internal/imports/imports.go",
+	"services/connect/internal/imports/imports_test.go",
+	"services/connect/internal/profiles/enrich.go",
+	"services/connect/internal/profiles/profiles.go",
+	"services/connect/internal/store/match_test.go",
+	"services/verification/internal/capture/capture.go",
+	"services/verification/internal/relay/relay.go",
+	"services/verification/internal/stuckplus/stuckplus.go",
+	"services/verification/internal/verify/verify.go",
+}
+
+type pkg struct {
+	ImportPath string
+	Name       string
+	Imports    []string
+	Deps       []string
+}
+
+// domainPackage reports whether path is a package of rules: under a service's internal/, and
+// not its store, its server, or a test helper package (accountstest, connecttest, …).
+func domainPackage(p pkg) bool {
+	rest, ok := strings.CutPrefix(p.ImportPath, mod+"services/")
+	if !ok {
+		return false
+	}
+	svc, rest, _ := strings.Cut(rest, "/")
+	if svc == "platform" || !strings.HasPrefix(rest, "internal/") {
+		return false
+	}
+	for _, skip := range []string{"internal/store", "internal/server"} {
+		if rest == skip || strings.HasPrefix(rest, skip+"/") {
+			return false
+		}
+	}
+	return !strings.HasSuffix(p.Name, "test")
+}
+
+func isForbidden(path string) bool {
+	return slices.ContainsFunc(forbidden, func(f string) bool { return path == f || strings.HasPrefix(path, f+"/") })
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// listPackages runs go list -deps over every service's internal packages, in the workspace.
+func listPackages(t *testing.T, root string) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-deps", "-json=ImportPath,Name,Imports,Deps",
+		"./services/accounts/internal/...", "./services/verification/internal/...", "./services/connect/internal/...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// chain is the shortest import chain from p to a forbidden package, or nil.
+func chain(pkgs map[string]pkg, from string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur != from && isForbidden(cur) {
+			var path []string
+			for at := cur; at != ""; at = prev[at] {
+				path = append(path, at)
+			}
+			slices.Reverse(path)
+			return path
+		}
+		for _, imp := range pkgs[cur].Imports {
+			if _, seen := prev[imp]; !seen {
+				prev[imp] = cur
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return nil
+}
+
+// TestDomainPackagesImportNoTransport fails, naming the package and the import chain, when a
+// domain package depends on pgx, gRPC or the generated protos.
+func TestDomainPackagesImportNoTransport(t *testing.T) {
+	pkgs := listPackages(t, repoRoot(t))
+	var domain []string
+	for path, p := range pkgs {
+		if domainPackage(p) {
+			domain = append(domain, path)
+		}
+	}
+	slices.Sort(domain)
+	// A list without the packages we know would make the check pass for nothing.
+	for _, must := range []string{"services/accounts/internal/billing", "services/accounts/internal/domain", "services/verification/internal/verify", "services/connect/internal/profiles"} {
+		if !slices.Contains(domain, mod+must) {
+			t.Fatalf("go list found no domain package %s; found %v", must, domain)
+		}
+	}
+	for _, path := range domain {
+		bad := chain(pkgs, path)
+		pending := slices.Contains(pendingPackages, path)
+		switch {
+		case bad != nil && !pending:
+			t.Errorf("domain package %s imports %s (through %s); storage goes in internal/store, the transport in internal/server",
+				path, bad[len(bad)-1], strings.Join(bad, " -> "))
+		case bad == nil && pending:
+			t.Errorf("%s is clean now: remove it from pendingPackages", path)
+		}
+	}
+	for _, path := range pendingPackages {
+		if !slices.Contains(domain, path) {
+			t.Errorf("pendingPackages names %s, which is not a domain package: remove it", path)
+		}
+	}
+}
+
+// TestTransactionsGoThroughPg fails when a Go file outside services/platform/pg opens a
+// transaction with pgx's callback helpers instead of pg.InTx (or pg.Stores.InTx): one helper
+// owns commit and rollback, and domain code sees no pgx.
+func TestTransactionsGoThroughPg(t *testing.T) {
+	root := repoRoot(t)
+	cmd := exec.Command("git", "ls-files", "*.go")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	// Spelled in two parts so that this file does not match itself.
+	needles := []string{"pgx." + "BeginFunc(", "pgx." + "BeginTxFunc("}
+	files := strings.Fields(string(out))
+	if len(files) < 100 {
+		t.Fatalf("git ls-files lists %d Go files: not the checkout", len(files))
+	}
+	found := map[string]bool{}
+	for _, f := range files {
+		if strings.HasPrefix(f, "services/platform/pg/") {
+			continue
+		}
+		uses, err := fileContains(filepath.Join(root, f), needles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uses {
+			found[f] = true
+		}
+		pending := slices.Contains(pendingTxFiles, f)
+		switch {
+		case uses && !pending:
+			t.Errorf("%s opens a transaction with pgx directly; use pg.InTx or a pg.Stores port", f)
+		case !uses && pending:
+			t.Errorf("%s no longer opens transactions with pgx: remove it from pendingTxFiles", f)
+		}
+	}
+	for _, f := range pendingTxFiles {
+		if !slices.Contains(files, f) {
+			t.Errorf("pendingTxFiles names %s, which is not in the checkout: remove it", f)
+		}
+	}
+}
+
+func fileContains(path string, needles []string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(needles, func(n string) bool { return bytes.Contains(b, []byte(n)) }), nil
+}
