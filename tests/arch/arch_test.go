@@ -38,11 +38,6 @@ var pendingPackages = []string{
 	mod + "services/connect/internal/integrations",
 	mod + "services/connect/internal/profiles",
 	mod + "services/connect/internal/retention",
-	mod + "services/verification/internal/capture",
-	mod + "services/verification/internal/relay",
-	mod + "services/verification/internal/retention",
-	mod + "services/verification/internal/stuckplus",
-	mod + "services/verification/internal/verify",
 
 	// TODO(issue 10): credentials uses platform/auth for ErrUnauthenticated and the shapes of
 	// credentials, and auth's policy links the generated options proto (clients imports
@@ -60,10 +55,6 @@ var pendingTxFiles = []string{
 	"services/connect/internal/profiles/enrich.go",
 	"services/connect/internal/profiles/profiles.go",
 	"services/connect/internal/store/match_test.go",
-	"services/verification/internal/capture/capture.go",
-	"services/verification/internal/relay/relay.go",
-	"services/verification/internal/stuckplus/stuckplus.go",
-	"services/verification/internal/verify/verify.go",
 }
 
 type pkg struct {
