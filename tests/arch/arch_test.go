@@ -38,12 +38,6 @@ var pendingPackages = []string{
 	mod + "services/connect/internal/integrations",
 	mod + "services/connect/internal/profiles",
 	mod + "services/connect/internal/retention",
-
-	// TODO(issue 10): credentials uses platform/auth for ErrUnauthenticated and the shapes of
-	// credentials, and auth's policy links the generated options proto (clients imports
-	// credentials). Empty once those grpc-free parts of auth live in a package of their own.
-	mod + "services/accounts/internal/clients",
-	mod + "services/accounts/internal/credentials",
 }
 
 // pendingTxFiles are Go files that still open transactions with pgx directly; the same rules.

@@ -30,7 +30,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
@@ -82,8 +82,8 @@ const (
 	missing        = "header is missing"
 	repeated       = "header is sent more than once"
 	empty          = "header is empty"
-	malformedKey   = "header is malformed: an API key is " + auth.APIKeyPrefix + " followed by 32 to 128 letters and digits"
-	malformedToken = "header is malformed: an SDK token is " + auth.SDKTokenPrefix + " followed by 32 to 128 letters and digits"
+	malformedKey   = "header is malformed: an API key is " + credential.APIKeyPrefix + " followed by 32 to 128 letters and digits"
+	malformedToken = "header is malformed: an SDK token is " + credential.SDKTokenPrefix + " followed by 32 to 128 letters and digits"
 	malformedID    = "header is malformed: a client id is a UUID (8-4-4-4-12 hexadecimal digits)"
 	// Credentials in the wrong header: their prefixes tell them apart.
 	tokenAsKey  = "header holds an SDK token: an SDK token goes in X-SDK-TOKEN, on POST /v1/api/sdk/session only"
@@ -107,13 +107,13 @@ func Check(e rpcrule.Edge, h http.Header) []string {
 	var problems []string
 	switch e.Credential {
 	case rpcrule.APIKeyHeader:
-		if p := credential(h, HeaderAPIKey, auth.WellFormedAPIKey); p == missing && tokenSent {
+		if p := credentialProblem(h, HeaderAPIKey, credential.WellFormedAPIKey); p == missing && tokenSent {
 			problems = append(problems, nameAPIKey+" "+missing+tokenNotHere)
 		} else if p != "" {
 			problems = append(problems, nameAPIKey+" "+p)
 		}
 	case rpcrule.SDKTokenHeader:
-		if p := credential(h, HeaderSDKToken, auth.WellFormedSDKToken); p != "" {
+		if p := credentialProblem(h, HeaderSDKToken, credential.WellFormedSDKToken); p != "" {
 			problems = append(problems, nameSDKToken+" "+p)
 		}
 	}
@@ -133,7 +133,7 @@ func Check(e rpcrule.Edge, h http.Header) []string {
 	case v[0] == "":
 		p = empty
 	default:
-		if _, ok := auth.ParseClientID(v[0]); !ok {
+		if _, ok := credential.ParseClientID(v[0]); !ok {
 			p = malformedID
 		}
 	}
@@ -143,9 +143,9 @@ func Check(e rpcrule.Edge, h http.Header) []string {
 	return problems
 }
 
-// credential says what is wrong with the credential header name, "" when it has the shape
+// credentialProblem says what is wrong with the credential header name, "" when it has the shape
 // wellFormed accepts.
-func credential(h http.Header, name string, wellFormed func(string) bool) string {
+func credentialProblem(h http.Header, name string, wellFormed func(string) bool) string {
 	v := h.Values(name)
 	switch {
 	case len(v) == 0:
@@ -158,11 +158,11 @@ func credential(h http.Header, name string, wellFormed func(string) bool) string
 		return ""
 	}
 	switch {
-	case name == HeaderAPIKey && auth.WellFormedSDKToken(v[0]):
+	case name == HeaderAPIKey && credential.WellFormedSDKToken(v[0]):
 		return tokenAsKey
-	case name == HeaderAPIKey && auth.WellFormedClientSecret(v[0]):
+	case name == HeaderAPIKey && credential.WellFormedClientSecret(v[0]):
 		return secretAsKey
-	case name == HeaderSDKToken && auth.WellFormedAPIKey(v[0]):
+	case name == HeaderSDKToken && credential.WellFormedAPIKey(v[0]):
 		return keyAsToken
 	case name == HeaderSDKToken:
 		return malformedToken

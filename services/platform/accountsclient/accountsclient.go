@@ -14,7 +14,7 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -59,7 +59,7 @@ func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID strin
 
 func authErr(err error) error {
 	if status.Code(err) == codes.Unauthenticated {
-		return auth.ErrUnauthenticated
+		return credential.ErrUnauthenticated
 	}
 	return fmt.Errorf("authenticate with accounts: %w", err)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
@@ -43,7 +44,7 @@ func TestGuardCallers(t *testing.T) {
 		{"gateway's token on an open method", mOpen, internalToken, codes.OK, auth.CallerGateway},
 		{"no token on an open method", mOpen, "", codes.OK, ""},
 	}
-	g := auth.NewGuard(policy, &fakeAuthn{err: auth.ErrUnauthenticated}, auth.NewServiceTokens(callers, adminToken))
+	g := auth.NewGuard(policy, &fakeAuthn{err: credential.ErrUnauthenticated}, auth.NewServiceTokens(callers, adminToken))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			md := metadata.MD{}

@@ -6,9 +6,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"slices"
 	"strings"
+
+	"github.com/mnvhq/mnv/services/platform/credential"
+	"github.com/mnvhq/mnv/services/platform/identity"
 
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
@@ -56,16 +58,13 @@ type Rule struct {
 // rules their RPCs declare (PolicyOf).
 type Policy map[string]Rule
 
-// Authenticator resolves client credentials. It returns ErrUnauthenticated for credentials that
-// are wrong, revoked, expired or of another client, and any other error for a failure to decide.
+// Authenticator resolves client credentials. It returns credential.ErrUnauthenticated for
+// credentials that are wrong, revoked, expired or of another client, and any other error for a
+// failure to decide.
 type Authenticator interface {
 	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error)
 	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (identity.Principal, error)
 }
-
-// ErrUnauthenticated is the one answer to every bad credential: the caller learns nothing about
-// which part was wrong.
-var ErrUnauthenticated = fault.New(fault.Unauthenticated, "missing or invalid credentials")
 
 // ServiceTokens are the bearer credentials a server accepts: its internal callers' token
 // digests, and the digest of the admin token. Both are compared in constant time.
@@ -131,7 +130,7 @@ func (g *Guard) Validate() error {
 }
 
 var (
-	errUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, ErrUnauthenticated.Error())
+	errUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, credential.ErrUnauthenticated.Error())
 	errNoRule          = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
 	errSuspended       = apierr.New(codes.PermissionDenied, fault.PermissionDenied, fault.ErrSuspended.Error())
 	errNotAdmin        = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
@@ -206,7 +205,7 @@ func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, e
 	clientID, sent := only(ids)
 	if sent {
 		var ok bool
-		if clientID, ok = ParseClientID(clientID); !ok {
+		if clientID, ok = credential.ParseClientID(clientID); !ok {
 			return identity.Principal{}, errUnauthenticated
 		}
 	} else if len(ids) > 1 {
@@ -219,19 +218,19 @@ func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, e
 	switch c {
 	case APIKey:
 		key, ok := single(ctx, MDAPIKey)
-		if !ok || !WellFormedAPIKey(key) {
+		if !ok || !credential.WellFormedAPIKey(key) {
 			return identity.Principal{}, errUnauthenticated
 		}
 		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
 	case SDKToken:
 		token, ok := single(ctx, MDSDKToken)
-		if !ok || !WellFormedSDKToken(token) || clientID == "" {
+		if !ok || !credential.WellFormedSDKToken(token) || clientID == "" {
 			return identity.Principal{}, errUnauthenticated
 		}
 		p, err = g.authn.AuthenticateSDKToken(ctx, token, clientID)
 	}
 	switch {
-	case errors.Is(err, ErrUnauthenticated):
+	case errors.Is(err, credential.ErrUnauthenticated):
 		return identity.Principal{}, errUnauthenticated
 	case err != nil:
 		if ctx.Err() != nil {

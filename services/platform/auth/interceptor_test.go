@@ -15,6 +15,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -89,8 +90,8 @@ var (
 )
 
 func TestGuardCheck(t *testing.T) {
-	apiKey := crypto.NewToken(auth.APIKeyPrefix)
-	sdkToken := crypto.NewToken(auth.SDKTokenPrefix)
+	apiKey := crypto.NewToken(credential.APIKeyPrefix)
+	sdkToken := crypto.NewToken(credential.SDKTokenPrefix)
 	errDB := errors.New("connection refused")
 
 	type want struct {
@@ -160,8 +161,8 @@ func TestGuardCheck(t *testing.T) {
 		{"api key: malformed client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", "not-a-uuid"), activeAdmin, nil, unauth},
 		{"api key: client id without dashes", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", strings.ReplaceAll(clientID, "-", "")), activeAdmin, nil, unauth},
 		{"api key: repeated client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", clientID, "x-client-id", clientID), activeAdmin, nil, unauth},
-		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, keyCall)},
-		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, fmt.Errorf("revoked: %w", auth.ErrUnauthenticated), withCalls(unauth, keyCall)},
+		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, credential.ErrUnauthenticated, withCalls(unauth, keyCall)},
+		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, fmt.Errorf("revoked: %w", credential.ErrUnauthenticated), withCalls(unauth, keyCall)},
 		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
 		{"api key: suspended refused", mKey, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withCalls(denied, keyCall)},
 		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{ClientID: clientID, Role: identity.RoleAdmin}, nil, withCalls(denied, keyCall)},
@@ -177,7 +178,7 @@ func TestGuardCheck(t *testing.T) {
 		{"sdk: client id required", mSDK, metadata.Pairs("x-sdk-token", sdkToken), sdkPrincipal, nil, unauth},
 		{"sdk: malformed token", mSDK, metadata.Pairs("x-sdk-token", apiKey, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: repeated token", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, unauth},
-		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), identity.Principal{}, auth.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
+		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), identity.Principal{}, credential.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
 	}
 	tokens := auth.NewServiceTokens(callers, adminToken)
 	for _, tt := range tests {
@@ -250,8 +251,8 @@ func TestGuardWithoutAuthenticator(t *testing.T) {
 		md     metadata.MD
 		want   codes.Code
 	}{
-		{"api key rule refused", mKey, metadata.Pairs("x-api-key", crypto.NewToken(auth.APIKeyPrefix)), codes.PermissionDenied},
-		{"sdk rule refused", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(auth.SDKTokenPrefix), "x-client-id", clientID), codes.PermissionDenied},
+		{"api key rule refused", mKey, metadata.Pairs("x-api-key", crypto.NewToken(credential.APIKeyPrefix)), codes.PermissionDenied},
+		{"sdk rule refused", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(credential.SDKTokenPrefix), "x-client-id", clientID), codes.PermissionDenied},
 		{"internal still works", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), codes.OK},
 	}
 	for _, tt := range tests {
@@ -269,7 +270,7 @@ func TestGuardWithoutAuthenticator(t *testing.T) {
 func TestGuardCanceled(t *testing.T) {
 	g := auth.NewGuard(policy, &fakeAuthn{err: context.Canceled}, auth.NewServiceTokens(callers, adminToken))
 	ctx, cancel := context.WithCancel(metadata.NewIncomingContext(context.Background(),
-		metadata.Pairs("x-api-key", crypto.NewToken(auth.APIKeyPrefix))))
+		metadata.Pairs("x-api-key", crypto.NewToken(credential.APIKeyPrefix))))
 	cancel()
 	if _, err := g.Check(ctx, mKey); !errors.Is(err, context.Canceled) {
 		t.Errorf("Check = %v, want context.Canceled", err)
@@ -277,7 +278,7 @@ func TestGuardCanceled(t *testing.T) {
 }
 
 func TestGuardUnaryInterceptor(t *testing.T) {
-	apiKey := crypto.NewToken(auth.APIKeyPrefix)
+	apiKey := crypto.NewToken(credential.APIKeyPrefix)
 	tests := []struct {
 		name       string
 		md         metadata.MD
@@ -328,7 +329,7 @@ func TestGuardStreamInterceptor(t *testing.T) {
 		wantCalled bool
 	}{
 		{"internal stream passes", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), codes.OK, true},
-		{"sdk stream carries the principal", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(auth.SDKTokenPrefix), "x-client-id", clientID), codes.OK, true},
+		{"sdk stream carries the principal", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(credential.SDKTokenPrefix), "x-client-id", clientID), codes.OK, true},
 		{"unknown stream refused", mNoRule, nil, codes.PermissionDenied, false},
 	}
 	g := auth.NewGuard(policy, &fakeAuthn{principal: sdkPrincipal}, auth.NewServiceTokens(callers, adminToken))

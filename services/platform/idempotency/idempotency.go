@@ -34,6 +34,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
@@ -254,7 +255,7 @@ func (s *Store) Run(ctx context.Context) {
 // scope is who a key belongs to: the authenticated client and the credential it called with,
 // else (the bootstrap, which has no principal) the client id it names. client is "" when the
 // request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
-func scope(ctx context.Context, md metadata.MD) (client, credential string, err error) {
+func scope(ctx context.Context, md metadata.MD) (client, scoped string, err error) {
 	if p, ok := identity.FromContext(ctx); ok {
 		switch {
 		case p.KeyID != "":
@@ -265,7 +266,7 @@ func scope(ctx context.Context, md metadata.MD) (client, credential string, err 
 		return "", "", errNoCredential
 	}
 	if ids := md.Get(auth.MDClientID); len(ids) == 1 {
-		if id, ok := auth.ParseClientID(ids[0]); ok {
+		if id, ok := credential.ParseClientID(ids[0]); ok {
 			return id, bootstrapCredential, nil
 		}
 	}

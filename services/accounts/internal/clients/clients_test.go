@@ -10,7 +10,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
@@ -67,7 +67,7 @@ func TestCreate(t *testing.T) {
 			if c.Contact != req.Contact || c.Status != identity.StatusActive || c.Balance != req.InitialBalance {
 				t.Fatalf("created %+v from %+v", c, req)
 			}
-			if !strings.HasPrefix(got.ClientSecret, auth.ClientSecretPrefix) || !strings.HasPrefix(got.APIKey, auth.APIKeyPrefix) {
+			if !strings.HasPrefix(got.ClientSecret, credential.ClientSecretPrefix) || !strings.HasPrefix(got.APIKey, credential.APIKeyPrefix) {
 				t.Fatal("credentials have the wrong shape")
 			}
 			if len(req.Features) > 0 && strings.Join(c.Features, ",") != "SANDBOX,VERIFY" {

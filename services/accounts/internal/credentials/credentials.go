@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
@@ -105,13 +105,13 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 	// to check.
 	a, err := s.st.KeyByFingerprint(ctx, s.fp.Sum(apiKey))
 	if errors.Is(err, fault.ErrNotFound) {
-		return identity.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if clientID != "" && clientID != a.Key.ClientID {
-		return identity.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	s.touch(a.Key.ID)
 	return identity.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features}, nil
@@ -122,20 +122,20 @@ func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID stri
 	// Found by the token's fingerprint, as in AuthenticateAPIKey.
 	a, err := s.st.SDKTokenByFingerprint(ctx, s.fp.Sum(token))
 	if errors.Is(err, fault.ErrNotFound) {
-		return identity.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if clientID != a.ClientID {
-		return identity.Principal{}, auth.ErrUnauthenticated
+		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features}, nil
 }
 
 // NewClientSecret returns a fresh client secret and its fingerprint.
 func (s *Service) NewClientSecret() (secret string, fp []byte) {
-	secret = crypto.NewToken(auth.ClientSecretPrefix)
+	secret = crypto.NewToken(credential.ClientSecretPrefix)
 	return secret, s.fp.Sum(secret)
 }
 
@@ -148,7 +148,7 @@ type Issued struct {
 // IssueKey stores a new key with st (inside a transaction holding the client lock, or outside
 // any).
 func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
-	raw := crypto.NewToken(auth.APIKeyPrefix)
+	raw := crypto.NewToken(credential.APIKeyPrefix)
 	k, err := st.InsertKey(ctx, domain.APIKey{
 		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
 	}, s.fp.Sum(raw))
@@ -168,7 +168,7 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 			return err
 		}
 		if !s.fp.Matches(secret, c.SecretFP) {
-			return auth.ErrUnauthenticated
+			return credential.ErrUnauthenticated
 		}
 		return fn(st, c)
 	})
@@ -176,8 +176,8 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 
 // GenerateFirstKey issues the first (ADMIN) key of a client that proves itself with its secret.
 func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string) (Issued, error) {
-	if !auth.WellFormedClientSecret(secret) {
-		return Issued{}, auth.ErrUnauthenticated
+	if !credential.WellFormedClientSecret(secret) {
+		return Issued{}, credential.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, clientID, secret, func(st Store, c domain.ClientRow) error {
@@ -196,7 +196,7 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 	})
 	if errors.Is(err, fault.ErrNotFound) {
 		// Never confirm that a client id exists to someone without its secret.
-		return Issued{}, auth.ErrUnauthenticated
+		return Issued{}, credential.ErrUnauthenticated
 	}
 	return out, err
 }
@@ -208,15 +208,15 @@ func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret strin
 	if grace < 0 || grace > MaxGrace {
 		return Issued{}, fault.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
 	}
-	if !auth.WellFormedClientSecret(secret) {
-		return Issued{}, auth.ErrUnauthenticated
+	if !credential.WellFormedClientSecret(secret) {
+		return Issued{}, credential.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, p.ClientID, secret, func(st Store, _ domain.ClientRow) error {
 		old, err := st.UsableKey(ctx, p.ClientID, p.KeyID)
 		if errors.Is(err, fault.ErrNotFound) {
 			// Revoked or expired since the call was authenticated.
-			return auth.ErrUnauthenticated
+			return credential.ErrUnauthenticated
 		}
 		if err != nil {
 			return err
@@ -301,7 +301,7 @@ func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, tt
 		t := time.Now().Add(*ttl)
 		expires = &t
 	}
-	raw := crypto.NewToken(auth.SDKTokenPrefix)
+	raw := crypto.NewToken(credential.SDKTokenPrefix)
 	t, err := s.st.InsertSDKToken(ctx, domain.SDKToken{
 		ID: uuid.NewString(), ClientID: clientID, Label: label, Hint: crypto.Hint(raw), ExpiresAt: expires,
 	}, s.fp.Sum(raw))

@@ -12,7 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
@@ -35,10 +35,10 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	}
 	for name, tc := range map[string]struct{ key, client string }{
 		"other client's id":  {c.APIKey, other.Client.ID},
-		"unknown key":        {auth.APIKeyPrefix + strings.Repeat("A", 40), c.Client.ID},
+		"unknown key":        {credential.APIKeyPrefix + strings.Repeat("A", 40), c.Client.ID},
 		"client secret used": {c.ClientSecret, c.Client.ID},
 	} {
-		if _, err := env.Credentials.AuthenticateAPIKey(ctx, tc.key, tc.client); !errors.Is(err, auth.ErrUnauthenticated) {
+		if _, err := env.Credentials.AuthenticateAPIKey(ctx, tc.key, tc.client); !errors.Is(err, credential.ErrUnauthenticated) {
 			t.Errorf("%s: err = %v, want ErrUnauthenticated", name, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestRotate(t *testing.T) {
 		if issued.Secret == c.APIKey || issued.Key.Role != identity.RoleAdmin || issued.Key.Name != "default" {
 			t.Fatalf("new key %+v", issued.Key)
 		}
-		if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); !errors.Is(err, auth.ErrUnauthenticated) {
+		if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); !errors.Is(err, credential.ErrUnauthenticated) {
 			t.Fatalf("old key still works: %v", err)
 		}
 		mustAuth(t, env, issued.Secret)
@@ -110,7 +110,7 @@ func TestRotate(t *testing.T) {
 		c := env.Client(t, 0)
 		other := env.Client(t, 0)
 		for _, secret := range []string{"", "nope", other.ClientSecret, c.APIKey} {
-			if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), secret, 0); !errors.Is(err, auth.ErrUnauthenticated) {
+			if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), secret, 0); !errors.Is(err, credential.ErrUnauthenticated) {
 				t.Fatalf("secret %q: err = %v", secret, err)
 			}
 		}
@@ -162,10 +162,10 @@ func TestGenerateFirstKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, "mnvsec_"+strings.Repeat("x", 40)); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, "mnvsec_"+strings.Repeat("x", 40)); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("wrong secret: %v", err)
 	}
-	if _, err := env.Credentials.GenerateFirstKey(ctx, "00000000-0000-0000-0000-000000000000", c.ClientSecret); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.GenerateFirstKey(ctx, "00000000-0000-0000-0000-000000000000", c.ClientSecret); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("unknown client: %v", err)
 	}
 	issued, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, c.ClientSecret)
@@ -199,7 +199,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	if _, err := env.Credentials.RevokeKey(ctx, c.Client.ID, member.Key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.AuthenticateAPIKey(ctx, member.Secret, ""); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateAPIKey(ctx, member.Secret, ""); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("revoked key works: %v", err)
 	}
 	other := env.Client(t, 0)
@@ -272,17 +272,17 @@ func TestSDKTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(issued.Secret, auth.SDKTokenPrefix) || issued.Token.ExpiresAt == nil {
+	if !strings.HasPrefix(issued.Secret, credential.SDKTokenPrefix) || issued.Token.ExpiresAt == nil {
 		t.Fatalf("issued %+v", issued.Token)
 	}
 	p, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID)
 	if err != nil || p.SDKTokenID != issued.Token.ID || p.KeyID != "" {
 		t.Fatalf("authenticate: %+v, %v", p, err)
 	}
-	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, other.Client.ID); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, other.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("token of another client: %v", err)
 	}
-	if _, err := env.Credentials.AuthenticateAPIKey(ctx, issued.Secret, c.Client.ID); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateAPIKey(ctx, issued.Secret, c.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("SDK token as an API key: %v", err)
 	}
 	if _, err := env.Credentials.RevokeSDKToken(ctx, other.Client.ID, issued.Token.ID); !errors.Is(err, fault.ErrNotFound) {
@@ -291,7 +291,7 @@ func TestSDKTokens(t *testing.T) {
 	if _, err := env.Credentials.RevokeSDKToken(ctx, c.Client.ID, issued.Token.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID); !errors.Is(err, auth.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
 		t.Fatalf("revoked token: %v", err)
 	}
 	short := 30 * time.Second

@@ -14,7 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -283,12 +283,12 @@ func TestRotateRules(t *testing.T) {
 				fk := c.store.keys[k.Key.ID]
 				fk.revoked = true
 				c.store.keys[k.Key.ID] = fk
-			}, wantErr: auth.ErrUnauthenticated},
+			}, wantErr: credential.ErrUnauthenticated},
 		{name: "a wrong client secret", role: identity.RoleAdmin, secret: func(c *fakeClient) string {
 			s, _ := c.creds.NewClientSecret()
 			return s
-		}, wantErr: auth.ErrUnauthenticated},
-		{name: "not a client secret", role: identity.RoleAdmin, secret: func(*fakeClient) string { return "secret" }, wantErr: auth.ErrUnauthenticated},
+		}, wantErr: credential.ErrUnauthenticated},
+		{name: "not a client secret", role: identity.RoleAdmin, secret: func(*fakeClient) string { return "secret" }, wantErr: credential.ErrUnauthenticated},
 		{name: "grace beyond the bound", role: identity.RoleAdmin, grace: credentials.MaxGrace + time.Second, invalid: "oldKeyGraceSeconds"},
 		{name: "negative grace", role: identity.RoleAdmin, grace: -time.Second, invalid: "oldKeyGraceSeconds"},
 	}
@@ -349,7 +349,7 @@ func TestAuthenticateRules(t *testing.T) {
 	past := c.store.now.Add(-time.Second)
 	fk.key.ExpiresAt = &past
 	c.store.keys[expired.Key.ID] = fk
-	unknown := crypto.NewToken(auth.APIKeyPrefix)
+	unknown := crypto.NewToken(credential.APIKeyPrefix)
 
 	tests := []struct {
 		name     string
@@ -359,9 +359,9 @@ func TestAuthenticateRules(t *testing.T) {
 	}{
 		{name: "a key of the client", key: k.Secret, clientID: c.id},
 		{name: "a key without a client id", key: k.Secret},
-		{name: "an unknown key", key: unknown, clientID: c.id, wantErr: auth.ErrUnauthenticated},
-		{name: "an expired key", key: expired.Secret, clientID: c.id, wantErr: auth.ErrUnauthenticated},
-		{name: "a key of another client id", key: k.Secret, clientID: uuid.NewString(), wantErr: auth.ErrUnauthenticated},
+		{name: "an unknown key", key: unknown, clientID: c.id, wantErr: credential.ErrUnauthenticated},
+		{name: "an expired key", key: expired.Secret, clientID: c.id, wantErr: credential.ErrUnauthenticated},
+		{name: "a key of another client id", key: k.Secret, clientID: uuid.NewString(), wantErr: credential.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -378,7 +378,7 @@ func TestAuthenticateRules(t *testing.T) {
 		})
 	}
 	t.Run("an unknown SDK token", func(t *testing.T) {
-		if _, err := c.creds.AuthenticateSDKToken(ctx, crypto.NewToken(auth.SDKTokenPrefix), c.id); !errors.Is(err, auth.ErrUnauthenticated) {
+		if _, err := c.creds.AuthenticateSDKToken(ctx, crypto.NewToken(credential.SDKTokenPrefix), c.id); !errors.Is(err, credential.ErrUnauthenticated) {
 			t.Fatalf("AuthenticateSDKToken = %v, want unauthenticated", err)
 		}
 	})
@@ -395,7 +395,7 @@ func TestGenerateFirstKeyRules(t *testing.T) {
 		{name: "issues an ADMIN key", status: identity.StatusActive},
 		{name: "once only", status: identity.StatusActive, prepare: func(t *testing.T, c *fakeClient) { c.key(t, identity.RoleMember, false) }, wantErr: domain.ErrKeyExists},
 		{name: "not for a suspended client", status: identity.StatusSuspended, wantErr: fault.ErrSuspended},
-		{name: "an unknown client looks like a wrong secret", status: identity.StatusActive, client: func(*fakeClient) string { return uuid.NewString() }, wantErr: auth.ErrUnauthenticated},
+		{name: "an unknown client looks like a wrong secret", status: identity.StatusActive, client: func(*fakeClient) string { return uuid.NewString() }, wantErr: credential.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
@@ -17,7 +17,7 @@ type Internal struct {
 
 // clientID reads a client id field; a malformed one names no client.
 func clientID(v string) (string, error) {
-	id, ok := auth.ParseClientID(v)
+	id, ok := credential.ParseClientID(v)
 	if !ok {
 		return "", fault.Invalid("clientId", "must be a client id (UUID)")
 	}
@@ -29,12 +29,12 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 	cid := ""
 	if req.GetClientId() != "" {
 		var ok bool
-		if cid, ok = auth.ParseClientID(req.GetClientId()); !ok {
-			return nil, s.fail(ctx, auth.ErrUnauthenticated)
+		if cid, ok = credential.ParseClientID(req.GetClientId()); !ok {
+			return nil, s.fail(ctx, credential.ErrUnauthenticated)
 		}
 	}
-	if !auth.WellFormedAPIKey(req.GetApiKey()) {
-		return nil, s.fail(ctx, auth.ErrUnauthenticated)
+	if !credential.WellFormedAPIKey(req.GetApiKey()) {
+		return nil, s.fail(ctx, credential.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateAPIKey(ctx, req.GetApiKey(), cid)
 	if err != nil {
@@ -45,9 +45,9 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 
 // AuthenticateSdkToken resolves an SDK token for another service.
 func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.AuthenticateSdkTokenRequest) (*accountsv1.AuthenticateSdkTokenResponse, error) {
-	cid, ok := auth.ParseClientID(req.GetClientId())
-	if !ok || !auth.WellFormedSDKToken(req.GetSdkToken()) {
-		return nil, s.fail(ctx, auth.ErrUnauthenticated)
+	cid, ok := credential.ParseClientID(req.GetClientId())
+	if !ok || !credential.WellFormedSDKToken(req.GetSdkToken()) {
+		return nil, s.fail(ctx, credential.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateSDKToken(ctx, req.GetSdkToken(), cid)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -63,7 +64,7 @@ func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyR
 
 // RotateClientApiKey implements interface spec 4.3: another client's id is NOT_FOUND.
 func (s *Public) RotateClientApiKey(ctx context.Context, req *accountsv1.RotateClientApiKeyRequest) (*accountsv1.RotateClientApiKeyResponse, error) {
-	if id, ok := auth.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
+	if id, ok := credential.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
 		return nil, s.fail(ctx, fault.ErrNotFound)
 	}
 	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
@@ -91,11 +92,11 @@ func (s *Public) GenerateFirstApiKey(ctx context.Context, req *accountsv1.Genera
 	md, _ := metadata.FromIncomingContext(ctx)
 	ids := md.Get(auth.MDClientID)
 	if len(ids) != 1 {
-		return nil, s.fail(ctx, auth.ErrUnauthenticated)
+		return nil, s.fail(ctx, credential.ErrUnauthenticated)
 	}
-	clientID, ok := auth.ParseClientID(ids[0])
+	clientID, ok := credential.ParseClientID(ids[0])
 	if !ok {
-		return nil, s.fail(ctx, auth.ErrUnauthenticated)
+		return nil, s.fail(ctx, credential.ErrUnauthenticated)
 	}
 	issued, err := s.Credentials.GenerateFirstKey(ctx, clientID, req.GetSecretKey())
 	if err != nil {

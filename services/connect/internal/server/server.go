@@ -18,7 +18,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
@@ -316,7 +316,7 @@ type Internal struct {
 func (s *Internal) RecordVerifiedNumbers(ctx context.Context, req *connectv1.RecordVerifiedNumbersRequest) (*connectv1.RecordVerifiedNumbersResponse, error) {
 	items := make([]store.VerifiedNumber, 0, len(req.GetItems()))
 	for _, it := range req.GetItems() {
-		if _, ok := auth.ParseClientID(it.GetClientId()); !ok || len(it.GetNumberHash()) != 32 || it.GetVerifiedAt() == nil {
+		if _, ok := credential.ParseClientID(it.GetClientId()); !ok || len(it.GetNumberHash()) != 32 || it.GetVerifiedAt() == nil {
 			return nil, apierr.Invalid("items", "each item needs a client id, a 32-byte number hash and a time")
 		}
 		items = append(items, store.VerifiedNumber{

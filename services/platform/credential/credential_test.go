@@ -1,12 +1,11 @@
-package auth_test
+package credential_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 func TestParseClientID(t *testing.T) {
@@ -40,7 +39,7 @@ func TestParseClientID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := auth.ParseClientID(tt.in)
+			got, ok := credential.ParseClientID(tt.in)
 			if ok != tt.wantOK || got != tt.want {
 				t.Errorf("ParseClientID(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 			}
@@ -49,9 +48,9 @@ func TestParseClientID(t *testing.T) {
 }
 
 func TestWellFormedCredentials(t *testing.T) {
-	apiKey := crypto.NewToken(auth.APIKeyPrefix)
-	sdkToken := crypto.NewToken(auth.SDKTokenPrefix)
-	secret := crypto.NewToken(auth.ClientSecretPrefix)
+	apiKey := crypto.NewToken(credential.APIKeyPrefix)
+	sdkToken := crypto.NewToken(credential.SDKTokenPrefix)
+	secret := crypto.NewToken(credential.ClientSecretPrefix)
 	tests := []struct {
 		name                string
 		s                   string
@@ -65,34 +64,15 @@ func TestWellFormedCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := auth.WellFormedAPIKey(tt.s); got != tt.api {
+			if got := credential.WellFormedAPIKey(tt.s); got != tt.api {
 				t.Errorf("WellFormedAPIKey = %v, want %v", got, tt.api)
 			}
-			if got := auth.WellFormedSDKToken(tt.s); got != tt.sdk {
+			if got := credential.WellFormedSDKToken(tt.s); got != tt.sdk {
 				t.Errorf("WellFormedSDKToken = %v, want %v", got, tt.sdk)
 			}
-			if got := auth.WellFormedClientSecret(tt.s); got != tt.clientSec {
+			if got := credential.WellFormedClientSecret(tt.s); got != tt.clientSec {
 				t.Errorf("WellFormedClientSecret = %v, want %v", got, tt.clientSec)
 			}
 		})
-	}
-}
-
-func TestPrincipalHas(t *testing.T) {
-	p := identity.Principal{Features: []string{"VERIFY", "SANDBOX"}}
-	tests := []struct {
-		feature string
-		want    bool
-	}{
-		{"VERIFY", true},
-		{"SANDBOX", true},
-		{"CONNECT", false},
-		{"verify", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		if got := p.Has(tt.feature); got != tt.want {
-			t.Errorf("Has(%q) = %v, want %v", tt.feature, got, tt.want)
-		}
 	}
 }

@@ -1,0 +1,26 @@
+package identity_test
+
+import (
+	"testing"
+
+	"github.com/mnvhq/mnv/services/platform/identity"
+)
+
+func TestPrincipalHas(t *testing.T) {
+	p := identity.Principal{Features: []string{"VERIFY", "SANDBOX"}}
+	tests := []struct {
+		feature string
+		want    bool
+	}{
+		{"VERIFY", true},
+		{"SANDBOX", true},
+		{"CONNECT", false},
+		{"verify", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := p.Has(tt.feature); got != tt.want {
+			t.Errorf("Has(%q) = %v, want %v", tt.feature, got, tt.want)
+		}
+	}
+}
