@@ -125,7 +125,7 @@ func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, seale
 
 // UpsertBatch copies rows into a staging table (COPY) and upserts them into the client's
 // profiles (one profile per number: an existing one is updated, never duplicated), then
-// records the job's progress, all in tx, so that a restart resumes exactly after the last
+// records the job's progress, all in the Store's transaction, so that a restart resumes exactly after the last
 // committed batch.
 func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error {
 	tx, err := s.tx("upsert batch")

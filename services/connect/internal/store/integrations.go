@@ -170,7 +170,7 @@ func (s *Store) enqueue(ctx context.Context, clientID, integrationID, trigger st
 // all of them), and among the rest the clients with the fewest batches in flight go first, in
 // turn (so one client's backlog does not queue every other client behind it). Claims are
 // serialised by a transaction-level advisory lock, which makes the in-flight counts exact
-// across replicas; tx must be a transaction, committed soon after.
+// across replicas; the Store is over a transaction, committed soon after.
 func (s *Store) ClaimDeliveries(ctx context.Context, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error) {
 	tx, err := s.tx("claim deliveries")
 	if err != nil {

@@ -53,8 +53,8 @@ func attributesJSON(a map[string]string) []byte {
 // verified number recorded marks the profiles that have it. Two such transactions running at
 // once would each miss the other's uncommitted row, and the profile would stay unmatched for
 // good. A per-client advisory lock orders them: profile writers share it, a recording takes it
-// alone, so whichever commits second sees the first. The lock is the transaction's: callers pass
-// a transaction.
+// alone, so whichever commits second sees the first. The lock is the transaction's: the Store
+// is over a transaction.
 const matchLockKey = `hashtextextended('mnv.connect.match.' || $1::text, 0)`
 
 func (s *Store) lockMatchShared(ctx context.Context, clientID string) error {
@@ -65,8 +65,8 @@ func (s *Store) lockMatchShared(ctx context.Context, clientID string) error {
 }
 
 // InsertProfile stores a new profile, matched at once when the client verified its number
-// before. It returns domain.ErrProfileExists when the client already has the number. db is a
-// transaction (see matchLockKey).
+// before. It returns domain.ErrProfileExists when the client already has the number. The
+// Store is over a transaction (see matchLockKey).
 func (s *Store) InsertProfile(ctx context.Context, p domain.Profile) (domain.Profile, error) {
 	if err := s.lockMatchShared(ctx, p.ClientID); err != nil {
 		return domain.Profile{}, err
@@ -164,7 +164,7 @@ func (s *Store) LastVerified(ctx context.Context, clientID string, hash []byte) 
 
 // RecordVerified keeps the latest verification of each number and marks the client's profiles
 // with those numbers matched, in one statement. Replays change nothing. It returns the profiles
-// newly matched. db is a transaction (see matchLockKey).
+// newly matched. The Store is over a transaction (see matchLockKey).
 func (s *Store) RecordVerified(ctx context.Context, items []domain.VerifiedNumber) ([]domain.MatchedProfile, error) {
 	if len(items) == 0 {
 		return nil, nil
