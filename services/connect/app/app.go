@@ -25,6 +25,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/retention"
 	"github.com/mnvhq/mnv/services/connect/internal/server"
+	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/connect/migrations"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
@@ -295,9 +296,13 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	vault := phone.NewVault("connect", keyring, hasher)
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	profs := profiles.New(pool, vault, accounts, idem)
-	imps := imports.New(pool, vault, keyring, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
-	worker := delivery.New(pool, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
+	// Each domain package sees the one store through its own interface.
+	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return store.New(db).WithAnswers(idem) })
+	impStores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
+	delStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return store.New(db) })
+	profs := profiles.New(profStores.Pool(), profStores, vault, accounts, idempotentRequests{})
+	imps := imports.New(impStores.Pool(), impStores, vault, keyring, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
+	worker := delivery.New(delStores.Pool(), delStores, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
 		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
@@ -321,13 +326,25 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
-		Profiles: profs, Imports: imps, Integrations: integrations.New(pool, keyring, policy), Log: log,
+		Profiles: profs, Imports: imps, Integrations: integrations.New(store.New(pool), keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
 	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
-	a.purge = &purge.Runner{Rules: retention.Rules(pool, cfg.Retention), Every: cfg.PurgeEvery, Log: log}
+	var rules []purge.Rule
+	for _, r := range retention.Rules(store.New(pool), cfg.Retention) {
+		rules = append(rules, purge.Rule(r))
+	}
+	a.purge = &purge.Runner{Rules: rules, Every: cfg.PurgeEvery, Log: log}
 	return a, nil
 }
+
+// idempotentRequests tells profiles about the idempotent request being handled.
+type idempotentRequests struct{}
+
+func (idempotentRequests) Key(ctx context.Context) (string, bool) {
+	return idempotency.KeyFromContext(ctx)
+}
+func (idempotentRequests) Retention() time.Duration { return idempotency.Retention }
 
 // Listen opens the configured gRPC address.
 func (a *App) Listen() (net.Listener, error) {

@@ -16,15 +16,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/render"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -43,9 +40,31 @@ type Config struct {
 	MaxAttempts    int
 }
 
+// Store is what delivery needs of the service's storage.
+type Store interface {
+	// ClaimDeliveries leases up to n due batches, at most perIntegration in flight per
+	// integration, the least busy clients first. It runs inside a transaction.
+	ClaimDeliveries(ctx context.Context, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error)
+	// GetIntegration is fault.ErrNotFound for an integration deleted (with its queue).
+	GetIntegration(ctx context.Context, clientID, id string) (domain.Integration, error)
+	// ProfilesByID reads the client's profiles with these ids; erased ones are absent.
+	ProfilesByID(ctx context.Context, clientID string, ids []string) ([]domain.Profile, error)
+	// PostponeDelivery puts a taken batch back, due at when, without counting the attempt.
+	PostponeDelivery(ctx context.Context, id string, when time.Time) error
+	// FinishDelivery records an attempt's sync event and the batch's next state: done, or due
+	// again at retryAt.
+	FinishDelivery(ctx context.Context, ev domain.SyncEvent, retryAt *time.Time) error
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
 // Worker delivers queued batches.
 type Worker struct {
-	pool    *pgxpool.Pool
+	st      Store
+	tx      Tx
 	vault   *phone.Vault
 	keyring *crypto.Keyring // opens the integrations' secrets
 	client  *http.Client
@@ -58,8 +77,8 @@ type Worker struct {
 
 // New returns a Worker that sends with client (webhook.NewClient, which enforces the SSRF
 // policy when it connects).
-func New(pool *pgxpool.Pool, vault *phone.Vault, keyring *crypto.Keyring, client *http.Client, cfg Config, log *zap.Logger) *Worker {
-	return &Worker{pool: pool, vault: vault, keyring: keyring, client: client, cfg: cfg, log: log}
+func New(st Store, tx Tx, vault *phone.Vault, keyring *crypto.Keyring, client *http.Client, cfg Config, log *zap.Logger) *Worker {
+	return &Worker{st: st, tx: tx, vault: vault, keyring: keyring, client: client, cfg: cfg, log: log}
 }
 
 // Run delivers until ctx ends. One loop claims as many due batches as there are idle workers,
@@ -118,12 +137,12 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// claim takes up to n due batches, fairly (see store.ClaimDeliveries).
+// claim takes up to n due batches, fairly (see Store.ClaimDeliveries).
 func (w *Worker) claim(ctx context.Context, n int) ([]domain.Delivery, error) {
 	var batch []domain.Delivery
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err := w.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		var err error
-		batch, err = store.ClaimDeliveries(ctx, tx, n, w.cfg.PerIntegration, w.cfg.Lease)
+		batch, err = st.ClaimDeliveries(ctx, n, w.cfg.PerIntegration, w.cfg.Lease)
 		return err
 	})
 	return batch, err
@@ -135,7 +154,7 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 		ID: uuid.NewString(), IntegrationID: d.IntegrationID, ClientID: d.ClientID, DeliveryID: d.ID,
 		Trigger: d.Trigger, Attempt: d.Attempts, StartedAt: started,
 	}
-	it, err := store.GetIntegration(ctx, w.pool, d.ClientID, d.IntegrationID)
+	it, err := w.st.GetIntegration(ctx, d.ClientID, d.IntegrationID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil // deleted with its queue in between
 	}
@@ -145,9 +164,9 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 	if it.Status != domain.IntegrationActive {
 		// Paused: hold the batch without spending an attempt on it.
 		retry := time.Now().Add(w.cfg.Poll * 10)
-		return store.PostponeDelivery(ctx, w.pool, d.ID, retry)
+		return w.st.PostponeDelivery(ctx, d.ID, retry)
 	}
-	profs, err := store.ProfilesByID(ctx, w.pool, d.ClientID, d.ProfileIDs)
+	profs, err := w.st.ProfilesByID(ctx, d.ClientID, d.ProfileIDs)
 	if err != nil {
 		return err
 	}
@@ -213,7 +232,7 @@ func (w *Worker) finish(ctx context.Context, ev domain.SyncEvent, res webhook.Re
 	// The outcome is recorded even if the request that triggered it has gone.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := store.FinishDelivery(fctx, w.pool, ev, retryAt); err != nil {
+	if err := w.st.FinishDelivery(fctx, ev, retryAt); err != nil {
 		return err
 	}
 	w.Metrics.attempt(ev)

@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -41,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	pool := connecttest.Pool(t, 16)
 	vault, keyring := connecttest.Keys(t)
 	policy := webhook.Policy{AllowHTTP: true, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	return &fixture{pool: pool, vault: vault, keyring: keyring, its: integrations.New(pool, keyring, policy), policy: policy}
+	return &fixture{pool: pool, vault: vault, keyring: keyring, its: integrations.New(store.New(pool), keyring, policy), policy: policy}
 }
 
 // client makes a client with one profile and one MANUAL integration sending to url.
@@ -51,7 +52,7 @@ func (f *fixture) client(t *testing.T, url string) domain.Integration {
 	clientID := uuid.NewString()
 	id := uuid.NewString()
 	e164 := fmt.Sprintf("+97150%07d", time.Now().UnixNano()%10_000_000)
-	if _, err := store.InsertProfile(ctx, f.pool, domain.Profile{
+	if _, err := store.New(f.pool).InsertProfile(ctx, domain.Profile{
 		ID: id, ClientID: clientID, NumberSealed: profiles.SealNumber(f.vault, e164, id), NumberHash: f.vault.Hash(e164),
 		NumberMasked: phone.Mask(e164), CountryCode: "AE", Source: domain.SourceAPI,
 	}); err != nil {
@@ -71,7 +72,7 @@ func (f *fixture) client(t *testing.T, url string) domain.Integration {
 func (f *fixture) queue(t *testing.T, it domain.Integration, n int) {
 	t.Helper()
 	for range n {
-		if _, err := store.EnqueueAll(context.Background(), f.pool, it, domain.TriggerManual, nil); err != nil {
+		if _, err := store.New(f.pool).EnqueueAll(context.Background(), it, domain.TriggerManual, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +118,8 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	f.queue(t, b, 1)
 
 	const perIntegration = 2
-	w := delivery.New(f.pool, f.vault, f.keyring, webhook.NewClient(f.policy, 10*time.Second), delivery.Config{
+	stores := pg.NewStores(f.pool, func(db pg.DB) delivery.Store { return store.New(db) })
+	w := delivery.New(stores.Pool(), stores, f.vault, f.keyring, webhook.NewClient(f.policy, 10*time.Second), delivery.Config{
 		Workers: 4, PerIntegration: perIntegration, Poll: 20 * time.Millisecond, Lease: time.Minute,
 		BackoffBase: time.Second, BackoffMax: time.Minute, MaxAttempts: 3,
 	}, zaptest.NewLogger(t))

@@ -3,6 +3,7 @@
 package domain
 
 import (
+	"errors"
 	"fmt"
 	"net/mail"
 	"time"
@@ -19,6 +20,9 @@ var (
 	// ErrEnrichmentInFlight: an enrichment request with the same Idempotency-Key has not been
 	// answered yet.
 	ErrEnrichmentInFlight = fault.New(fault.Conflict, "a request with this Idempotency-Key is still in progress")
+	// ErrLeaseLost is a write by an import worker whose job has been claimed by another since:
+	// the write is refused (its transaction must roll back) and the worker must let the job go.
+	ErrLeaseLost = errors.New("import job lease lost to another worker")
 )
 
 // Limits of a profile's optional fields, in characters (Unicode code points), the same whether
@@ -223,4 +227,48 @@ type Overview struct {
 type Page[T any] struct {
 	Items []T
 	Total int64
+}
+
+// ProfileFilter narrows a list of profiles.
+type ProfileFilter struct {
+	Matched *bool
+	Source  *string
+	Search  *string
+}
+
+// VerifiedNumber is a relayed VERIFIED verification.
+type VerifiedNumber struct {
+	ClientID       string
+	NumberHash     []byte
+	VerificationID string
+	VerifiedAt     time.Time
+}
+
+// MatchedProfile is a profile newly matched.
+type MatchedProfile struct{ ProfileID, ClientID string }
+
+// StageRow is one valid row of an import, ready for the database.
+type StageRow struct {
+	ID           [16]byte // a UUID's bytes: COPY encodes them directly, not by parsing text
+	NumberSealed []byte
+	NumberHash   []byte
+	NumberMasked string
+	CountryCode  string
+	ExternalID   *string
+	FirstName    *string
+	LastName     *string
+	Email        *string
+	Attributes   []byte
+}
+
+// Progress is what one batch of an import adds to its job.
+type Progress struct {
+	Records  int64 // records of the file consumed, valid or not (each one a row of total_rows)
+	Failed   int64
+	Errors   []ImportError // to append, up to the cap
+	MaxKept  int
+	Lease    time.Duration
+	Token    int64 // the worker's lease token
+	Imported int64 // filled by the store's UpsertBatch
+	Updated  int64
 }

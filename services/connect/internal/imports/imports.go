@@ -20,16 +20,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
@@ -50,22 +46,78 @@ type Config struct {
 	Lease time.Duration
 }
 
+// Store is what imports needs of the service's storage. A job of another client, or one still
+// UPLOADING, is fault.ErrNotFound to Get and List; a write under a lease token another worker
+// has since taken over is domain.ErrLeaseLost.
+type Store interface {
+	// InsertJob stores a new job, UPLOADING: no worker takes it and no list shows it.
+	InsertJob(ctx context.Context, j domain.ImportJob) error
+	// InsertChunk stores one sealed chunk of an UPLOADING job's file.
+	InsertChunk(ctx context.Context, jobID string, seq int, sealed []byte) error
+	// QueueJob records the file's size and queues the job; fault.ErrNotFound when the job is
+	// no longer UPLOADING.
+	QueueJob(ctx context.Context, jobID string, size int64) (domain.ImportJob, error)
+	// DeleteUpload removes a job still UPLOADING, with its chunks.
+	DeleteUpload(ctx context.Context, jobID string) error
+	GetJob(ctx context.Context, clientID, id string) (domain.ImportJob, error)
+	ListJobs(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error)
+	// ClaimJob leases the oldest job QUEUED, or RUNNING with its lease run out;
+	// fault.ErrNotFound when none waits.
+	ClaimJob(ctx context.Context, lease time.Duration) (domain.ImportJob, error)
+	// Chunks calls fn with each stored (sealed) chunk of a job's file, in order.
+	Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error
+	// UpsertBatch writes a batch's rows as profiles and adds its progress (p.Imported and
+	// p.Updated filled) to the job. In a transaction.
+	UpsertBatch(ctx context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error
+	// ReleaseJob hands a RUNNING job back to the queue.
+	ReleaseJob(ctx context.Context, jobID string, token int64) error
+	// FinishJob marks a job COMPLETED, or FAILED with failure, and drops its file.
+	FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error)
+	// TriggerIntegrations reads the client's ACTIVE integrations with trigger.
+	TriggerIntegrations(ctx context.Context, clientID, trigger string) ([]domain.Integration, error)
+	// EnqueueAll queues the client's profiles (of importJobID) for the integration.
+	EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error)
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
+// Sealer seals and opens data at rest under associated data; crypto.Keyring is one.
+type Sealer interface {
+	Seal(plaintext, ad []byte) []byte
+	Open(ciphertext, ad []byte) ([]byte, error)
+}
+
 // Service stores uploads and runs import jobs.
 type Service struct {
-	pool    *pgxpool.Pool
-	vault   *phone.Vault
-	keyring *crypto.Keyring // seals the uploaded file's chunks
-	cfg     Config
-	log     *zap.Logger
+	st     Store
+	tx     Tx
+	vault  *phone.Vault
+	sealer Sealer // seals the uploaded file's chunks
+	cfg    Config
+	log    *zap.Logger
 
 	// Metrics, when set, count rows and finished jobs.
 	Metrics *Metrics
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *phone.Vault, keyring *crypto.Keyring, cfg Config, log *zap.Logger) *Service {
-	return &Service{pool: pool, vault: vault, keyring: keyring, cfg: cfg, log: log}
+func New(st Store, tx Tx, vault *phone.Vault, sealer Sealer, cfg Config, log *zap.Logger) *Service {
+	return &Service{st: st, tx: tx, vault: vault, sealer: sealer, cfg: cfg, log: log}
 }
+
+// chunkAD binds a sealed chunk to its place: a chunk copied to another job or position does
+// not open.
+func chunkAD(jobID string, seq int) []byte {
+	return fmt.Appendf(nil, "connect.import_chunks:%s:%d", jobID, seq)
+}
+
+// ErrChunkSealed is a stored chunk of an upload that does not open: sealed with a data key no
+// longer configured, or written in clear by a version before chunks were sealed. No retry
+// opens it; the job fails and the file must be uploaded again.
+var ErrChunkSealed = errors.New("the stored upload cannot be opened (its data key is gone, or an earlier version stored it); upload the file again")
 
 // Upload stores a file read from r and queues its import. Each chunk is sealed and written in
 // its own statement as it arrives, under a job that stays UPLOADING (claimed by no worker,
@@ -81,7 +133,7 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		return domain.ImportJob{}, fault.Invalid("file", "the file name must be at most 255 characters")
 	}
 	job := domain.ImportJob{ID: uuid.NewString(), ClientID: clientID, FileName: fileName}
-	if err := store.InsertJob(ctx, s.pool, job); err != nil {
+	if err := s.st.InsertJob(ctx, job); err != nil {
 		return domain.ImportJob{}, err
 	}
 	out, err := s.receive(ctx, job.ID, r)
@@ -89,7 +141,7 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 		// Even when the caller has gone: nothing of a failed upload stays behind.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if derr := store.DeleteUpload(dctx, s.pool, job.ID); derr != nil {
+		if derr := s.st.DeleteUpload(dctx, job.ID); derr != nil {
 			s.log.Warn("import upload not deleted; the purge will", zap.String("job_id", job.ID), zap.Error(derr))
 		}
 		return domain.ImportJob{}, err
@@ -114,7 +166,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 			if size += int64(n); size > MaxFileSize {
 				return domain.ImportJob{}, ErrTooLarge
 			}
-			if err := store.InsertChunk(ctx, s.pool, s.keyring, jobID, seq, buf[:n]); err != nil {
+			if err := s.st.InsertChunk(ctx, jobID, seq, s.sealer.Seal(buf[:n], chunkAD(jobID, seq))); err != nil {
 				return domain.ImportJob{}, err
 			}
 		}
@@ -125,7 +177,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 			return domain.ImportJob{}, fmt.Errorf("read upload: %w", err)
 		}
 	}
-	out, err := store.QueueJob(ctx, s.pool, jobID, size)
+	out, err := s.st.QueueJob(ctx, jobID, size)
 	if errors.Is(err, fault.ErrNotFound) {
 		return out, fmt.Errorf("import job %s was purged before its upload ended", jobID)
 	}
@@ -133,7 +185,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 		return out, err
 	}
 	empty := "the file is empty"
-	return store.FinishJob(ctx, s.pool, jobID, out.LeaseToken, &empty)
+	return s.st.FinishJob(ctx, jobID, out.LeaseToken, &empty)
 }
 
 // Get reads a job of the client.
@@ -141,12 +193,12 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.ImportJo
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.ImportJob{}, fault.ErrNotFound
 	}
-	return store.GetJob(ctx, s.pool, clientID, id)
+	return s.st.GetJob(ctx, clientID, id)
 }
 
 // List reads a page of the client's jobs, newest first.
 func (s *Service) List(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
-	return store.ListJobs(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListJobs(ctx, clientID, limit, offset)
 }
 
 // Run takes and runs jobs until ctx ends.
@@ -171,7 +223,7 @@ const MaxInterruptions = 3
 
 // RunOnce takes one job, if one is waiting, and runs it to its end.
 func (s *Service) RunOnce(ctx context.Context) (bool, error) {
-	job, err := store.ClaimJob(ctx, s.pool, s.cfg.Lease)
+	job, err := s.st.ClaimJob(ctx, s.cfg.Lease)
 	if errors.Is(err, fault.ErrNotFound) {
 		return false, nil
 	}
@@ -181,7 +233,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	if job.Interruptions > MaxInterruptions {
 		reason := fmt.Sprintf("the import stopped unexpectedly %d times and was given up; the first %d records of the file were imported",
 			job.Interruptions, job.ProcessedRecords)
-		_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
+		_, err := s.st.FinishJob(ctx, job.ID, job.LeaseToken, &reason)
 		if err == nil {
 			s.Metrics.finished(domain.ImportFailed)
 		}
@@ -191,7 +243,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, domain.ErrLeaseLost):
 		// Our lease ran out while we were slow and another worker holds the job now; what we
 		// had not committed is its to redo.
 		s.log.Warn("import job taken over by another worker", zap.String("job_id", job.ID))
@@ -200,7 +252,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 		// Stopping: hand the job back at once rather than make a successor wait out the lease.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if rerr := store.ReleaseJob(rctx, s.pool, job.ID, job.LeaseToken); rerr != nil {
+		if rerr := s.st.ReleaseJob(rctx, job.ID, job.LeaseToken); rerr != nil {
 			return true, fmt.Errorf("job %s: %w (and %w)", job.ID, err, rerr)
 		}
 		return true, nil
@@ -213,7 +265,14 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(store.Chunks(ctx, s.pool, s.keyring, job.ID, func(b []byte) error { _, err := pw.Write(b); return err }))
+		pw.CloseWithError(s.st.Chunks(ctx, job.ID, func(seq int, sealed []byte) error {
+			b, err := s.sealer.Open(sealed, chunkAD(job.ID, seq))
+			if err != nil {
+				return fmt.Errorf("chunk %d: %w", seq, ErrChunkSealed)
+			}
+			_, err = pw.Write(b)
+			return err
+		}))
 	}()
 	defer pr.Close()
 
@@ -251,8 +310,8 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	g.Go(func() error {
 		for b := range batches {
 			if b.p.Records > 0 {
-				err := pgx.BeginFunc(gctx, s.pool, func(tx pgx.Tx) error {
-					return store.UpsertBatch(gctx, tx, job.ClientID, job.ID, b.rows, &b.p)
+				err := s.tx.InTx(gctx, func(ctx context.Context, st Store) error {
+					return st.UpsertBatch(ctx, job.ClientID, job.ID, b.rows, &b.p)
 				})
 				if err != nil {
 					return err
@@ -275,8 +334,8 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 // batch is up to batchRows records of the file, checked and sealed, with the progress they
 // make; end is the error that ended the file after them (io.EOF at its end), or nil.
 type batch struct {
-	p    store.Progress
-	rows []store.StageRow
+	p    domain.Progress
+	rows []domain.StageRow
 	end  error
 }
 
@@ -294,7 +353,7 @@ func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
 		recs = append(recs, rec)
 	}
 	type checked struct {
-		row  store.StageRow
+		row  domain.StageRow
 		errs []csvimport.RowError
 	}
 	out := make([]checked, len(recs))
@@ -318,8 +377,8 @@ func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
 	}
 	wg.Wait()
 
-	b.rows = make([]store.StageRow, 0, len(recs))
-	b.p = store.Progress{MaxKept: csvimport.MaxErrors, Records: int64(len(recs))}
+	b.rows = make([]domain.StageRow, 0, len(recs))
+	b.p = domain.Progress{MaxKept: csvimport.MaxErrors, Records: int64(len(recs))}
 	for _, c := range out {
 		if c.errs == nil {
 			b.rows = append(b.rows, c.row)
@@ -336,13 +395,13 @@ func (s *Service) prepare(r *csvimport.Reader, kept *int) batch {
 	return b
 }
 
-func (s *Service) stage(row csvimport.Row) store.StageRow {
+func (s *Service) stage(row csvimport.Row) domain.StageRow {
 	id := uuid.New()
 	attrs := []byte("{}")
 	if len(row.Attributes) > 0 {
 		attrs, _ = json.Marshal(row.Attributes)
 	}
-	return store.StageRow{
+	return domain.StageRow{
 		ID: id, NumberSealed: profiles.SealNumber(s.vault, row.Number.E164, id.String()), NumberHash: s.vault.Hash(row.Number.E164),
 		NumberMasked: row.Number.Masked(), CountryCode: profiles.Region(row.Number),
 		ExternalID: row.ExternalID, FirstName: row.FirstName, LastName: row.LastName, Email: row.Email, Attributes: attrs,
@@ -351,16 +410,16 @@ func (s *Service) stage(row csvimport.Row) store.StageRow {
 
 // complete marks the job COMPLETED and queues what it touched for IMPORT_COMPLETED integrations.
 func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := store.FinishJob(ctx, tx, job.ID, job.LeaseToken, nil); err != nil {
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		if _, err := st.FinishJob(ctx, job.ID, job.LeaseToken, nil); err != nil {
 			return err
 		}
-		its, err := store.TriggerIntegrations(ctx, tx, job.ClientID, domain.TriggerImportCompleted)
+		its, err := st.TriggerIntegrations(ctx, job.ClientID, domain.TriggerImportCompleted)
 		if err != nil {
 			return err
 		}
 		for _, it := range its {
-			if _, err := store.EnqueueAll(ctx, tx, it, domain.TriggerImportCompleted, &job.ID); err != nil {
+			if _, err := st.EnqueueAll(ctx, it, domain.TriggerImportCompleted, &job.ID); err != nil {
 				return err
 			}
 		}
@@ -377,12 +436,12 @@ func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
 func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) error {
 	reason := cause.Error()
 	switch {
-	case errors.Is(cause, store.ErrChunkSealed):
-		reason = store.ErrChunkSealed.Error()
+	case errors.Is(cause, ErrChunkSealed):
+		reason = ErrChunkSealed.Error()
 	case !errors.Is(cause, csvimport.ErrNotCSV):
 		return cause
 	}
-	_, err := store.FinishJob(ctx, s.pool, job.ID, job.LeaseToken, &reason)
+	_, err := s.st.FinishJob(ctx, job.ID, job.LeaseToken, &reason)
 	if err == nil {
 		s.Metrics.finished(domain.ImportFailed)
 	}

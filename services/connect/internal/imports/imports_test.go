@@ -22,6 +22,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
@@ -39,7 +40,8 @@ func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, *
 	t.Helper()
 	pool := connecttest.Pool(t, maxConns)
 	vault, keyring := connecttest.Keys(t)
-	return imports.New(pool, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, vault
+	stores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
+	return imports.New(stores.Pool(), stores, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, vault
 }
 
 func upload(t *testing.T, svc *imports.Service, client string) domain.ImportJob {
@@ -67,7 +69,7 @@ func TestRunOnceImports(t *testing.T) {
 		len(got.Errors) != 1 || got.Errors[0].Row != 3 || got.Errors[0].Column != "mobileNumber" {
 		t.Fatalf("job %+v", got)
 	}
-	page, err := store.ListProfiles(ctx, pool, client, store.ProfileFilter{}, 10, 0)
+	page, err := store.New(pool).ListProfiles(ctx, client, domain.ProfileFilter{}, 10, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,38 +96,38 @@ func TestLeaseFencing(t *testing.T) {
 	client := uuid.NewString()
 	job := upload(t, svc, client)
 
-	stale, err := store.ClaimJob(ctx, pool, time.Millisecond)
+	stale, err := store.New(pool).ClaimJob(ctx, time.Millisecond)
 	if err != nil || stale.ID != job.ID {
 		t.Fatalf("first claim: %+v %v", stale, err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	fresh, err := store.ClaimJob(ctx, pool, time.Minute)
+	fresh, err := store.New(pool).ClaimJob(ctx, time.Minute)
 	if err != nil || fresh.ID != job.ID {
 		t.Fatalf("second claim: %+v %v", fresh, err)
 	}
 	if fresh.LeaseToken != stale.LeaseToken+1 || fresh.Interruptions != 1 {
 		t.Fatalf("tokens %d then %d, interruptions %d", stale.LeaseToken, fresh.LeaseToken, fresh.Interruptions)
 	}
-	if _, err := store.ClaimJob(ctx, pool, time.Minute); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := store.New(pool).ClaimJob(ctx, time.Minute); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("a job under a live lease was claimed again: %v", err)
 	}
 
-	row := store.StageRow{ID: uuid.New(), NumberSealed: []byte{1}, NumberHash: []byte("h"), NumberMasked: "+97150*****67",
+	row := domain.StageRow{ID: uuid.New(), NumberSealed: []byte{1}, NumberHash: []byte("h"), NumberMasked: "+97150*****67",
 		CountryCode: "AE", Attributes: []byte("{}")}
-	p := store.Progress{Records: 1, MaxKept: 100, Lease: time.Minute, Token: stale.LeaseToken}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return store.UpsertBatch(ctx, tx, client, job.ID, []store.StageRow{row}, &p)
+	p := domain.Progress{Records: 1, MaxKept: 100, Lease: time.Minute, Token: stale.LeaseToken}
+	err = pg.InTx(ctx, pool, func(tx pgx.Tx) error {
+		return store.New(tx).UpsertBatch(ctx, client, job.ID, []domain.StageRow{row}, &p)
 	})
-	if !errors.Is(err, store.ErrLeaseLost) {
+	if !errors.Is(err, domain.ErrLeaseLost) {
 		t.Fatalf("stale batch: %v, want ErrLeaseLost", err)
 	}
-	if page, _ := store.ListProfiles(ctx, pool, client, store.ProfileFilter{}, 10, 0); page.Total != 0 {
+	if page, _ := store.New(pool).ListProfiles(ctx, client, domain.ProfileFilter{}, 10, 0); page.Total != 0 {
 		t.Fatalf("the stale batch left %d profiles", page.Total)
 	}
-	if _, err := store.FinishJob(ctx, pool, job.ID, stale.LeaseToken, nil); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := store.New(pool).FinishJob(ctx, job.ID, stale.LeaseToken, nil); !errors.Is(err, domain.ErrLeaseLost) {
 		t.Fatalf("stale finish: %v, want ErrLeaseLost", err)
 	}
-	if err := store.ReleaseJob(ctx, pool, job.ID, stale.LeaseToken); err != nil {
+	if err := store.New(pool).ReleaseJob(ctx, job.ID, stale.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := svc.Get(ctx, client, job.ID); got.Status != domain.ImportRunning || got.ProcessedRecords != 0 {
@@ -133,13 +135,13 @@ func TestLeaseFencing(t *testing.T) {
 	}
 	// The holder of the live token can.
 	p.Token = fresh.LeaseToken
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return store.UpsertBatch(ctx, tx, client, job.ID, []store.StageRow{row}, &p)
+	err = pg.InTx(ctx, pool, func(tx pgx.Tx) error {
+		return store.New(tx).UpsertBatch(ctx, client, job.ID, []domain.StageRow{row}, &p)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.FinishJob(ctx, pool, job.ID, fresh.LeaseToken, nil); err != nil {
+	if _, err := store.New(pool).FinishJob(ctx, job.ID, fresh.LeaseToken, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -152,7 +154,7 @@ func TestGivesUpAfterInterruptions(t *testing.T) {
 	client := uuid.NewString()
 	job := upload(t, svc, client)
 	for range imports.MaxInterruptions + 1 { // the first claim, then one per crash
-		if _, err := store.ClaimJob(ctx, pool, time.Millisecond); err != nil {
+		if _, err := store.New(pool).ClaimJob(ctx, time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -325,7 +327,7 @@ func TestAbortedUploadLeavesNothing(t *testing.T) {
 	if page, err := svc.List(ctx, client, 10, 0); err != nil || page.Total != 0 || len(page.Items) != 0 {
 		t.Errorf("a half-received upload is listed: %+v %v", page, err)
 	}
-	if o, err := store.OverviewCounts(ctx, pool, client); err != nil || o.Imports != 0 || o.RunningImports != 0 {
+	if o, err := store.New(pool).OverviewCounts(ctx, client); err != nil || o.Imports != 0 || o.RunningImports != 0 {
 		t.Errorf("a half-received upload is counted: %+v %v", o, err)
 	}
 	if ran, err := svc.RunOnce(ctx); ran || err != nil {

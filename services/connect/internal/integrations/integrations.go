@@ -11,11 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/render"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -43,16 +41,31 @@ var (
 		domain.TriggerImportCompleted, domain.TriggerManual}
 )
 
+// Store is what integrations needs of the service's storage. A read or write of another
+// client's integration is fault.ErrNotFound.
+type Store interface {
+	InsertIntegration(ctx context.Context, it domain.Integration) (domain.Integration, error)
+	UpdateIntegration(ctx context.Context, it domain.Integration) (domain.Integration, error)
+	GetIntegration(ctx context.Context, clientID, id string) (domain.Integration, error)
+	ListIntegrations(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error)
+	DeleteIntegration(ctx context.Context, clientID, id string) error
+	// EnqueueAll queues every profile of the integration's client (matched ones only for a
+	// matchedOnly integration), of importJobID when set, in batches of its size, and returns
+	// how many records it queued.
+	EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error)
+	ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error)
+}
+
 // Service manages integrations.
 type Service struct {
-	pool    *pgxpool.Pool
+	st      Store
 	keyring *crypto.Keyring
 	policy  webhook.Policy
 }
 
 // New returns a Service; policy decides which endpoints are allowed.
-func New(pool *pgxpool.Pool, keyring *crypto.Keyring, policy webhook.Policy) *Service {
-	return &Service{pool: pool, keyring: keyring, policy: policy}
+func New(st Store, keyring *crypto.Keyring, policy webhook.Policy) *Service {
+	return &Service{st: st, keyring: keyring, policy: policy}
 }
 
 // Sealing of the credential and the signing secret, bound to the integration's row.
@@ -108,7 +121,7 @@ func (s *Service) Create(ctx context.Context, clientID string, r CreateRequest) 
 	}
 	secret := crypto.NewToken(secretPrefix)
 	it.SigningSecretSealed = s.keyring.Seal([]byte(secret), secretAD(it.ID))
-	out, err := store.InsertIntegration(ctx, s.pool, it)
+	out, err := s.st.InsertIntegration(ctx, it)
 	if err != nil {
 		return Created{}, err
 	}
@@ -169,12 +182,12 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Integrat
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Integration{}, fault.ErrNotFound
 	}
-	return store.GetIntegration(ctx, s.pool, clientID, id)
+	return s.st.GetIntegration(ctx, clientID, id)
 }
 
 // List reads a page of the client's integrations.
 func (s *Service) List(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
-	return store.ListIntegrations(ctx, s.pool, clientID, limit, offset)
+	return s.st.ListIntegrations(ctx, clientID, limit, offset)
 }
 
 // Patch is a partial update; nil fields stay as they are.
@@ -225,7 +238,7 @@ func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (dom
 			return it, err
 		}
 	}
-	return store.UpdateIntegration(ctx, s.pool, it)
+	return s.st.UpdateIntegration(ctx, it)
 }
 
 // Delete removes an integration, its queue and its history.
@@ -233,7 +246,7 @@ func (s *Service) Delete(ctx context.Context, clientID, id string) error {
 	if _, err := uuid.Parse(id); err != nil {
 		return fault.ErrNotFound
 	}
-	return store.DeleteIntegration(ctx, s.pool, clientID, id)
+	return s.st.DeleteIntegration(ctx, clientID, id)
 }
 
 // Sync queues every profile of the integration (matched ones for matchedOnly) for delivery now.
@@ -242,7 +255,7 @@ func (s *Service) Sync(ctx context.Context, clientID, id string) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	return store.EnqueueAll(ctx, s.pool, it, domain.TriggerManual, nil)
+	return s.st.EnqueueAll(ctx, it, domain.TriggerManual, nil)
 }
 
 // History reads a page of an integration's sync events.
@@ -253,5 +266,5 @@ func (s *Service) History(ctx context.Context, clientID, id string, status *stri
 	if status != nil && *status != domain.SyncSucceeded && *status != domain.SyncFailed && *status != domain.SyncRetrying {
 		return domain.Page[domain.SyncEvent]{}, fault.Invalid("status", "must be SUCCEEDED, FAILED or RETRYING")
 	}
-	return store.ListSyncEvents(ctx, s.pool, clientID, id, status, limit, offset)
+	return s.st.ListSyncEvents(ctx, clientID, id, status, limit, offset)
 }

@@ -8,17 +8,42 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
+
+// EnrichmentStore is what enrichments need of the service's storage, besides the profiles.
+// Every method but EnrichmentByRequestKey and ReleaseRequestKey runs in a transaction.
+type EnrichmentStore interface {
+	// LockProfile reads a client's profile and locks it until the transaction ends.
+	LockProfile(ctx context.Context, clientID, id string) (domain.Profile, error)
+	// InsertEnrichment records a PENDING enrichment under requestKey (nil: none); a key held
+	// by another record is domain.ErrEnrichmentInFlight.
+	InsertEnrichment(ctx context.Context, r domain.EnrichmentRecord, requestKey []byte) (domain.EnrichmentRecord, error)
+	// EnrichmentByRequestKey reads the record a request key is held by (fault.ErrNotFound:
+	// none), without locking it.
+	EnrichmentByRequestKey(ctx context.Context, clientID string, requestKey []byte) (domain.EnrichmentRecord, error)
+	// ReleaseRequestKey forgets a record's request key.
+	ReleaseRequestKey(ctx context.Context, id string) error
+	// LockEnrichment reads a record and locks it until the transaction ends.
+	LockEnrichment(ctx context.Context, id string) (domain.EnrichmentRecord, error)
+	// FinishEnrichment moves a PENDING record to status with the amount charged; keepKey keeps
+	// its request key.
+	FinishEnrichment(ctx context.Context, id, status string, charged int64, keepKey bool) error
+	// SetEnrichment writes a profile's enrichment.
+	SetEnrichment(ctx context.Context, clientID, id string, e domain.Enrichment) (domain.Profile, error)
+	// StaleEnrichments locks up to limit records PENDING since before, oldest first, skipping
+	// those locked elsewhere.
+	StaleEnrichments(ctx context.Context, before time.Time, limit int) ([]domain.EnrichmentRecord, error)
+	// Savepoint runs fn in a savepoint: when fn fails, what it wrote is undone and the
+	// transaction goes on.
+	Savepoint(ctx context.Context, fn func(ctx context.Context) error) error
+}
 
 // reasonRule bounds an enrichment's reason (contract 8). The reason is neither stored nor
 // shown, and has never been held to more than its length.
@@ -69,12 +94,12 @@ func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason s
 		by = byRetry
 	}
 	var res settled
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		cur, err := store.LockEnrichment(ctx, tx, rec.ID)
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		cur, err := st.LockEnrichment(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
-		res, err = s.answer(ctx, tx, cur, by)
+		res, err = s.answer(ctx, st, cur, by)
 		return err
 	})
 	if err != nil {
@@ -93,8 +118,8 @@ type settled struct {
 
 // requestKey names a request across its retries: the credential that sent it, its
 // Idempotency-Key and the profile. nil when the request has no key.
-func requestKey(ctx context.Context, p identity.Principal, profileID string) []byte {
-	key, ok := idempotency.KeyFromContext(ctx)
+func (s *Service) requestKey(ctx context.Context, p identity.Principal, profileID string) []byte {
+	key, ok := s.requests.Key(ctx)
 	if !ok {
 		return nil
 	}
@@ -111,47 +136,47 @@ func requestKey(ctx context.Context, p identity.Principal, profileID string) []b
 // PENDING, or was settled by the reconciler while the request was away (within the
 // idempotency window), which it returns with resumed set.
 func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, resumed bool, err error) {
-	key := requestKey(ctx, p, id)
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := store.GetProfile(ctx, tx, p.ClientID, id); err != nil {
+	key := s.requestKey(ctx, p, id)
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		if _, err := st.GetProfile(ctx, p.ClientID, id); err != nil {
 			return err
 		}
 		if key != nil {
-			prev, err := store.EnrichmentByRequestKey(ctx, tx, p.ClientID, key)
+			prev, err := st.EnrichmentByRequestKey(ctx, p.ClientID, key)
 			switch {
 			case errors.Is(err, fault.ErrNotFound):
 			case err != nil:
 				return err
 			case prev.Status == domain.EnrichmentPending ||
-				prev.Status == domain.EnrichmentSettled && s.now().Sub(prev.CreatedAt) < idempotency.Retention:
+				prev.Status == domain.EnrichmentSettled && s.now().Sub(prev.CreatedAt) < s.requests.Retention():
 				rec, resumed = prev, true
 				return nil
 			default:
 				// The key's earlier request is long answered: this one is new.
-				if err := store.ReleaseRequestKey(ctx, tx, prev.ID); err != nil {
+				if err := st.ReleaseRequestKey(ctx, prev.ID); err != nil {
 					return err
 				}
 			}
 		}
 		var err error
-		rec, err = store.InsertEnrichment(ctx, tx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key)
+		rec, err = st.InsertEnrichment(ctx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key)
 		return err
 	})
 	return rec, resumed, err
 }
 
-// answer settles a record whose lock tx holds, or reads how it was settled. An error means
-// nothing may be committed: the record stays PENDING.
-func (s *Service) answer(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) (settled, error) {
+// answer settles a record whose lock st's transaction holds, or reads how it was settled. An
+// error means nothing may be committed: the record stays PENDING.
+func (s *Service) answer(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) (settled, error) {
 	switch rec.Status {
 	case domain.EnrichmentPending:
-		return s.settle(ctx, tx, rec, by)
+		return s.settle(ctx, st, rec, by)
 	case domain.EnrichmentSettled:
 		// Settled by the reconciler while its request was away: this retry hears it, charged once.
-		if err := store.ReleaseRequestKey(ctx, tx, rec.ID); err != nil {
+		if err := st.ReleaseRequestKey(ctx, rec.ID); err != nil {
 			return settled{}, err
 		}
-		prof, err := store.GetProfile(ctx, tx, rec.ClientID, rec.ProfileID)
+		prof, err := st.GetProfile(ctx, rec.ClientID, rec.ProfileID)
 		if errors.Is(err, fault.ErrNotFound) {
 			return settled{outcome: err}, nil // erased since
 		}
@@ -164,13 +189,14 @@ func (s *Service) answer(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 	return settled{}, fmt.Errorf("%w: the enrichment was refused meanwhile, try again", fault.ErrUnavailable)
 }
 
-// settle charges a PENDING record whose lock tx holds and writes its enrichment, while the
-// profile is locked too: an erasure waits until the enrichment is written or given up.
-func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) (settled, error) {
-	prof, err := store.LockProfile(ctx, tx, rec.ClientID, rec.ProfileID)
+// settle charges a PENDING record whose lock st's transaction holds and writes its
+// enrichment, while the profile is locked too: an erasure waits until the enrichment is
+// written or given up.
+func (s *Service) settle(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) (settled, error) {
+	prof, err := st.LockProfile(ctx, rec.ClientID, rec.ProfileID)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		return settled{outcome: fault.ErrNotFound}, s.cancel(ctx, tx, rec, by)
+		return settled{outcome: fault.ErrNotFound}, s.cancel(ctx, st, rec, by)
 	case err != nil:
 		return settled{}, err
 	}
@@ -179,7 +205,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 	if err != nil {
 		return settled{}, err
 	}
-	e, err := s.enrichment(ctx, tx, prof, number)
+	e, err := s.enrichment(ctx, st, prof, number)
 	if err != nil {
 		return settled{}, err
 	}
@@ -190,20 +216,20 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 	case errors.Is(err, fault.ErrUnavailable):
 		return settled{}, err
 	case err != nil: // refused: nothing was charged
-		return settled{outcome: err}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentRejected, 0, false)
+		return settled{outcome: err}, st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentRejected, 0, false)
 	}
-	out, err := store.SetEnrichment(ctx, tx, rec.ClientID, rec.ProfileID, e)
+	out, err := st.SetEnrichment(ctx, rec.ClientID, rec.ProfileID, e)
 	if err != nil {
 		return settled{}, err
 	}
-	if _, err := store.EnqueueForTrigger(ctx, tx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
+	if _, err := st.EnqueueForTrigger(ctx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
 		return settled{}, err
 	}
-	return settled{profile: out}, store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentSettled, charge.Amount, by == byReconciler)
+	return settled{profile: out}, st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentSettled, charge.Amount, by == byReconciler)
 }
 
 // cancel settles a record whose profile was erased before it was written.
-func (s *Service) cancel(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRecord, by settler) error {
+func (s *Service) cancel(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) error {
 	switch by {
 	case byRetry:
 		// An earlier attempt's debit may still be on its way to accounts, so a refund now could
@@ -218,7 +244,7 @@ func (s *Service) cancel(ctx context.Context, tx pgx.Tx, rec domain.EnrichmentRe
 			return fmt.Errorf("refund %s: %w", rec.Reference(), err) // wraps fault.ErrUnavailable
 		}
 	}
-	return store.FinishEnrichment(ctx, tx, rec.ID, domain.EnrichmentCancelled, 0, false)
+	return st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentCancelled, 0, false)
 }
 
 // reconcileBatch bounds how many records one transaction of the reconciler settles.
@@ -250,16 +276,16 @@ func (s *Service) ReconcileEnrichments(ctx context.Context, every, after time.Du
 // how many records it settled.
 func (s *Service) ReconcileEnrichmentsOnce(ctx context.Context, after time.Duration, log *zap.Logger) (int, error) {
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		pending, err := store.StaleEnrichments(ctx, tx, s.now().Add(-after), reconcileBatch)
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		pending, err := st.StaleEnrichments(ctx, s.now().Add(-after), reconcileBatch)
 		if err != nil {
 			return err
 		}
 		for _, rec := range pending {
 			// A savepoint per record: one that cannot settle (its number does not open, accounts
 			// refuses its refund) stays PENDING without holding up the others.
-			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-				_, err := s.settle(ctx, sp, rec, byReconciler)
+			err := st.Savepoint(ctx, func(ctx context.Context) error {
+				_, err := s.settle(ctx, st, rec, byReconciler)
 				return err
 			})
 			switch {

@@ -13,25 +13,55 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nyaruka/phonenumbers"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
-// Answers holds the stored answers of idempotent requests; *idempotency.Store is one. The
-// answers of requests about a profile are tagged with Subject(id) (the server does it), and
-// forgotten when the profile is erased.
-type Answers interface {
-	Forget(ctx context.Context, db pg.DB, clientID, subject string) error
+// Store is what profiles needs of the service's storage. A profile or record of another
+// client is fault.ErrNotFound. The methods marked "in a transaction" run only inside Tx.InTx.
+type Store interface {
+	// InsertProfile stores a new profile, matched at once when the client verified its number
+	// before; domain.ErrProfileExists when the client has the number already. In a
+	// transaction.
+	InsertProfile(ctx context.Context, p domain.Profile) (domain.Profile, error)
+	GetProfile(ctx context.Context, clientID, id string) (domain.Profile, error)
+	ListProfiles(ctx context.Context, clientID string, f domain.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error)
+	// DeleteProfile erases a profile and records the erasure; it returns when.
+	DeleteProfile(ctx context.Context, clientID, id string) (time.Time, error)
+	// ForgetAnswers deletes the client's stored idempotent answers tagged with subject.
+	ForgetAnswers(ctx context.Context, clientID, subject string) error
+	// RecordVerified keeps the verified numbers and returns the profiles newly matched by them.
+	// In a transaction.
+	RecordVerified(ctx context.Context, items []domain.VerifiedNumber) ([]domain.MatchedProfile, error)
+	// LastVerified is when the client last verified the number of hash (nil: never).
+	LastVerified(ctx context.Context, clientID string, hash []byte) (*time.Time, error)
+	// EnqueueForTrigger queues the profiles for the client's ACTIVE integrations of trigger.
+	EnqueueForTrigger(ctx context.Context, clientID, trigger string, profileIDs []string) (int64, error)
+	OverviewCounts(ctx context.Context, clientID string) (domain.Overview, error)
+
+	EnrichmentStore
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
+// Requests is what profiles needs of the idempotent request being handled
+// (platform/idempotency keeps the keys and answers). The answers of requests about a profile
+// are tagged with Subject(id) (the server does it), and forgotten when the profile is erased.
+type Requests interface {
+	// Key identifies the request's Idempotency-Key with the credential that sent it; false
+	// when the request has none.
+	Key(ctx context.Context) (string, bool)
+	// Retention is how long an answered request is remembered.
+	Retention() time.Duration
 }
 
 // Subject is what the stored answers holding a profile's data are tagged with.
@@ -52,16 +82,17 @@ func OpenNumber(v *phone.Vault, p domain.Profile) (string, error) {
 
 // Service manages profiles.
 type Service struct {
-	pool    *pgxpool.Pool
-	vault   *phone.Vault
-	ledger  money.Ledger
-	answers Answers
-	now     func() time.Time
+	st       Store
+	tx       Tx
+	vault    *phone.Vault
+	ledger   money.Ledger
+	requests Requests
+	now      func() time.Time
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, vault *phone.Vault, ledger money.Ledger, answers Answers) *Service {
-	return &Service{pool: pool, vault: vault, ledger: ledger, answers: answers, now: time.Now}
+func New(st Store, tx Tx, vault *phone.Vault, ledger money.Ledger, requests Requests) *Service {
+	return &Service{st: st, tx: tx, vault: vault, ledger: ledger, requests: requests, now: time.Now}
 }
 
 // Fields are the optional fields of a profile, validated.
@@ -92,12 +123,12 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r CreateRequ
 	}
 	prof.NumberSealed = SealNumber(s.vault, num.E164, prof.ID)
 	var out domain.Profile
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		var err error
-		if out, err = store.InsertProfile(ctx, tx, prof); err != nil {
+		if out, err = st.InsertProfile(ctx, prof); err != nil {
 			return err
 		}
-		_, err = store.EnqueueForTrigger(ctx, tx, p.ClientID, domain.TriggerProfileCreated, []string{out.ID})
+		_, err = st.EnqueueForTrigger(ctx, p.ClientID, domain.TriggerProfileCreated, []string{out.ID})
 		return err
 	})
 	return out, err
@@ -153,18 +184,18 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Profile,
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Profile{}, fault.ErrNotFound
 	}
-	return store.GetProfile(ctx, s.pool, clientID, id)
+	return s.st.GetProfile(ctx, clientID, id)
 }
 
 // List reads a page of the client's profiles.
-func (s *Service) List(ctx context.Context, clientID string, f store.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
+func (s *Service) List(ctx context.Context, clientID string, f domain.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
 	if f.Source != nil && *f.Source != domain.SourceImport && *f.Source != domain.SourceAPI && *f.Source != domain.SourceVerification {
 		return domain.Page[domain.Profile]{}, fault.Invalid("source", "must be IMPORT, API or VERIFICATION")
 	}
 	if f.Search != nil && utf8.RuneCountInString(*f.Search) > 128 {
 		return domain.Page[domain.Profile]{}, fault.Invalid("search", "must be at most 128 characters")
 	}
-	return store.ListProfiles(ctx, s.pool, clientID, f, limit, offset)
+	return s.st.ListProfiles(ctx, clientID, f, limit, offset)
 }
 
 // Delete erases a profile of the client, and with it the stored idempotent answers that hold
@@ -175,19 +206,19 @@ func (s *Service) Delete(ctx context.Context, clientID, id string) (time.Time, e
 		return time.Time{}, fault.ErrNotFound
 	}
 	var at time.Time
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		var err error
-		if at, err = store.DeleteProfile(ctx, tx, clientID, id); err != nil {
+		if at, err = st.DeleteProfile(ctx, clientID, id); err != nil {
 			return err
 		}
-		return s.answers.Forget(ctx, tx, clientID, Subject(id))
+		return st.ForgetAnswers(ctx, clientID, Subject(id))
 	})
 	return at, err
 }
 
 // enrichment works out what mnv knows of a profile's number, reading the client's
-// verifications through db.
-func (s *Service) enrichment(ctx context.Context, db store.DB, prof domain.Profile, number string) (domain.Enrichment, error) {
+// verifications through st.
+func (s *Service) enrichment(ctx context.Context, st Store, prof domain.Profile, number string) (domain.Enrichment, error) {
 	e := domain.Enrichment{EnrichedAt: s.now().UTC()}
 	num, err := phonenumbers.Parse(number, "")
 	if err != nil {
@@ -202,7 +233,7 @@ func (s *Service) enrichment(ctx context.Context, db store.DB, prof domain.Profi
 	if g, err := phonenumbers.GetGeocodingForNumber(num, "en"); err == nil && g != "" {
 		e.Region = &g
 	}
-	if e.LastVerifiedAt, err = store.LastVerified(ctx, db, prof.ClientID, prof.NumberHash); err != nil {
+	if e.LastVerifiedAt, err = st.LastVerified(ctx, prof.ClientID, prof.NumberHash); err != nil {
 		return e, err
 	}
 	return e, nil
@@ -230,10 +261,10 @@ func lineType(t phonenumbers.PhoneNumberType) string {
 
 // RecordVerified marks the profiles of relayed VERIFIED numbers matched and queues them for
 // PROFILE_MATCHED integrations. Replays of the same facts change nothing.
-func (s *Service) RecordVerified(ctx context.Context, items []store.VerifiedNumber) (int64, error) {
+func (s *Service) RecordVerified(ctx context.Context, items []domain.VerifiedNumber) (int64, error) {
 	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		matched, err := store.RecordVerified(ctx, tx, items)
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		matched, err := st.RecordVerified(ctx, items)
 		if err != nil {
 			return err
 		}
@@ -243,7 +274,7 @@ func (s *Service) RecordVerified(ctx context.Context, items []store.VerifiedNumb
 			byClient[m.ClientID] = append(byClient[m.ClientID], m.ProfileID)
 		}
 		for client, ids := range byClient {
-			if _, err := store.EnqueueForTrigger(ctx, tx, client, domain.TriggerProfileMatched, ids); err != nil {
+			if _, err := st.EnqueueForTrigger(ctx, client, domain.TriggerProfileMatched, ids); err != nil {
 				return err
 			}
 		}
@@ -254,7 +285,7 @@ func (s *Service) RecordVerified(ctx context.Context, items []store.VerifiedNumb
 
 // Overview reads the client's indicators.
 func (s *Service) Overview(ctx context.Context, clientID string) (domain.Overview, error) {
-	o, err := store.OverviewCounts(ctx, s.pool, clientID)
+	o, err := s.st.OverviewCounts(ctx, clientID)
 	if err != nil {
 		return o, err
 	}

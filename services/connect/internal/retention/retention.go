@@ -1,18 +1,24 @@
 // Package retention decides how long the connect service keeps what it no longer needs, as
-// purge rules (services/platform/purge). Kept for good: profiles (until the client erases
-// them), the erasure records (what was erased, when: no personal data), the verified numbers
-// that match profiles (a keyed hash per number), and integrations.
+// purge rules (services/platform/purge runs them). Kept for good: profiles (until the client
+// erases them), the erasure records (what was erased, when: no personal data), the verified
+// numbers that match profiles (a keyed hash per number), and integrations.
 package retention
 
 import (
+	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/platform/purge"
 )
+
+// Store is what retention needs of the service's storage: each purge removes up to limit rows
+// older than age, judged by the database clock, and returns how many it removed.
+type Store interface {
+	PurgeAbandonedUploads(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeDeliveries(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeSyncEvents(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeImportJobs(ctx context.Context, age time.Duration, limit int) (int64, error)
+}
 
 // Config is how long each kind of row is kept; 0 keeps it for good.
 type Config struct {
@@ -24,12 +30,33 @@ type Config struct {
 	ImportJobs time.Duration
 }
 
-// Rules returns the purge rules of cfg, and always the one of abandoned uploads.
-func Rules(pool *pgxpool.Pool, cfg Config) []purge.Rule {
-	return purge.Over(pool,
-		purge.Aged{Name: "abandoned uploads", Age: imports.AbandonedUploadAge, Purge: store.PurgeAbandonedUploads},
-		purge.Aged{Name: "finished deliveries", Age: cfg.Deliveries, Purge: store.PurgeDeliveries},
-		purge.Aged{Name: "sync events", Age: cfg.SyncEvents, Purge: store.PurgeSyncEvents},
-		purge.Aged{Name: "finished import jobs", Age: cfg.ImportJobs, Purge: store.PurgeImportJobs},
-	)
+// Rule is one kind of row past its retention, shaped as purge.Rule (which the app converts it
+// to: purge reaches the database driver, which the rules need not).
+type Rule struct {
+	Name  string
+	Purge func(ctx context.Context, limit int) (int64, error)
+}
+
+// Rules returns the purge rules of cfg over st, and always the one of abandoned uploads.
+func Rules(st Store, cfg Config) []Rule {
+	aged := []struct {
+		name  string
+		age   time.Duration
+		purge func(ctx context.Context, age time.Duration, limit int) (int64, error)
+	}{
+		{"abandoned uploads", imports.AbandonedUploadAge, st.PurgeAbandonedUploads},
+		{"finished deliveries", cfg.Deliveries, st.PurgeDeliveries},
+		{"sync events", cfg.SyncEvents, st.PurgeSyncEvents},
+		{"finished import jobs", cfg.ImportJobs, st.PurgeImportJobs},
+	}
+	var out []Rule
+	for _, a := range aged {
+		if a.age <= 0 {
+			continue // kept for good
+		}
+		out = append(out, Rule{Name: a.name, Purge: func(ctx context.Context, limit int) (int64, error) {
+			return a.purge(ctx, a.age, limit)
+		}})
+	}
+	return out
 }

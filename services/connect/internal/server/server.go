@@ -13,10 +13,10 @@ import (
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
-	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -53,7 +53,7 @@ func (s *Server) ListProfiles(ctx context.Context, req *connectv1.ListProfilesRe
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Profiles.List(ctx, cid, store.ProfileFilter{Matched: req.Matched, Source: req.Source, Search: req.Search}, pg.Limit(), pg.Offset())
+	page, err := s.Profiles.List(ctx, cid, domain.ProfileFilter{Matched: req.Matched, Source: req.Source, Search: req.Search}, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -314,12 +314,12 @@ type Internal struct {
 
 // RecordVerifiedNumbers marks the profiles of verified numbers matched.
 func (s *Internal) RecordVerifiedNumbers(ctx context.Context, req *connectv1.RecordVerifiedNumbersRequest) (*connectv1.RecordVerifiedNumbersResponse, error) {
-	items := make([]store.VerifiedNumber, 0, len(req.GetItems()))
+	items := make([]domain.VerifiedNumber, 0, len(req.GetItems()))
 	for _, it := range req.GetItems() {
 		if _, ok := credential.ParseClientID(it.GetClientId()); !ok || len(it.GetNumberHash()) != 32 || it.GetVerifiedAt() == nil {
 			return nil, apierr.Invalid("items", "each item needs a client id, a 32-byte number hash and a time")
 		}
-		items = append(items, store.VerifiedNumber{
+		items = append(items, domain.VerifiedNumber{
 			ClientID: it.GetClientId(), NumberHash: it.GetNumberHash(), VerificationID: it.GetVerificationId(), VerifiedAt: it.GetVerifiedAt().AsTime(),
 		})
 	}

@@ -29,14 +29,18 @@ func scanEnrichment(row pgx.Row) (domain.EnrichmentRecord, error) {
 
 // LockProfile reads a client's profile and locks it until the transaction ends: an erasure
 // (DeleteProfile) waits for the lock holder's enrichment to be written or given up.
-func LockProfile(ctx context.Context, tx pgx.Tx, clientID, id string) (domain.Profile, error) {
+func (s *Store) LockProfile(ctx context.Context, clientID, id string) (domain.Profile, error) {
+	tx, err := s.tx("lock profile")
+	if err != nil {
+		return domain.Profile{}, err
+	}
 	return scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE id = $1 AND client_id = $2 FOR UPDATE`, id, clientID))
 }
 
 // InsertEnrichment records a PENDING enrichment; requestKey (nil for none) lets a retry of the
 // same request find it. A request key already held by another record is domain.ErrEnrichmentInFlight.
-func InsertEnrichment(ctx context.Context, db DB, r domain.EnrichmentRecord, requestKey []byte) (domain.EnrichmentRecord, error) {
-	out, err := scanEnrichment(db.QueryRow(ctx, `INSERT INTO connect.enrichments (id, client_id, profile_id, status, request_key)
+func (s *Store) InsertEnrichment(ctx context.Context, r domain.EnrichmentRecord, requestKey []byte) (domain.EnrichmentRecord, error) {
+	out, err := scanEnrichment(s.db.QueryRow(ctx, `INSERT INTO connect.enrichments (id, client_id, profile_id, status, request_key)
 		VALUES ($1, $2, $3, 'PENDING', $4) RETURNING `+enrichmentColumns, r.ID, r.ClientID, r.ProfileID, requestKey))
 	if pg.IsUniqueViolation(err, "enrichments_request_key") {
 		return out, domain.ErrEnrichmentInFlight
@@ -46,29 +50,33 @@ func InsertEnrichment(ctx context.Context, db DB, r domain.EnrichmentRecord, req
 
 // EnrichmentByRequestKey reads the record a request key is held by (fault.ErrNotFound: none).
 // It does not lock: the record is locked, and its status checked again, before it is charged.
-func EnrichmentByRequestKey(ctx context.Context, db DB, clientID string, requestKey []byte) (domain.EnrichmentRecord, error) {
-	return scanEnrichment(db.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
+func (s *Store) EnrichmentByRequestKey(ctx context.Context, clientID string, requestKey []byte) (domain.EnrichmentRecord, error) {
+	return scanEnrichment(s.db.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
 		WHERE client_id = $1 AND request_key = $2`, clientID, requestKey))
 }
 
 // ReleaseRequestKey forgets a record's request key: the request it belonged to is answered.
-func ReleaseRequestKey(ctx context.Context, db DB, id string) error {
-	if _, err := db.Exec(ctx, `UPDATE connect.enrichments SET request_key = NULL WHERE id = $1`, id); err != nil {
+func (s *Store) ReleaseRequestKey(ctx context.Context, id string) error {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.enrichments SET request_key = NULL WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("release enrichment request key: %w", err)
 	}
 	return nil
 }
 
 // LockEnrichment reads a record and locks it until the transaction ends.
-func LockEnrichment(ctx context.Context, tx pgx.Tx, id string) (domain.EnrichmentRecord, error) {
+func (s *Store) LockEnrichment(ctx context.Context, id string) (domain.EnrichmentRecord, error) {
+	tx, err := s.tx("lock enrichment")
+	if err != nil {
+		return domain.EnrichmentRecord{}, err
+	}
 	return scanEnrichment(tx.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments WHERE id = $1 FOR UPDATE`, id))
 }
 
 // FinishEnrichment moves a PENDING record to status with the amount charged. keepKey keeps its
 // request key, for a record settled while its request was not there to hear it (the
 // reconciler): a retry of that request is then answered with it instead of charged again.
-func FinishEnrichment(ctx context.Context, db DB, id, status string, charged int64, keepKey bool) error {
-	tag, err := db.Exec(ctx, `UPDATE connect.enrichments SET status = $2, charged = $3, settled_at = now(),
+func (s *Store) FinishEnrichment(ctx context.Context, id, status string, charged int64, keepKey bool) error {
+	tag, err := s.db.Exec(ctx, `UPDATE connect.enrichments SET status = $2, charged = $3, settled_at = now(),
 			request_key = CASE WHEN $4 THEN request_key END
 		WHERE id = $1 AND status = 'PENDING'`, id, status, charged, keepKey)
 	if err != nil {
@@ -82,7 +90,11 @@ func FinishEnrichment(ctx context.Context, db DB, id, status string, charged int
 
 // StaleEnrichments locks up to limit PENDING records created before before, oldest first, skipping
 // those another transaction holds (a request settling it, another replica's reconciler).
-func StaleEnrichments(ctx context.Context, tx pgx.Tx, before time.Time, limit int) ([]domain.EnrichmentRecord, error) {
+func (s *Store) StaleEnrichments(ctx context.Context, before time.Time, limit int) ([]domain.EnrichmentRecord, error) {
+	tx, err := s.tx("stale enrichments")
+	if err != nil {
+		return nil, err
+	}
 	rows, err := tx.Query(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
 		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
 	if err != nil {

@@ -35,8 +35,8 @@ func scanJob(row pgx.Row) (domain.ImportJob, error) {
 
 // InsertJob stores a new job, UPLOADING: its chunks are being written, no worker takes it and
 // no list shows it.
-func InsertJob(ctx context.Context, db DB, j domain.ImportJob) error {
-	_, err := db.Exec(ctx, `INSERT INTO connect.import_jobs (id, client_id, file_name, size_bytes, status)
+func (s *Store) InsertJob(ctx context.Context, j domain.ImportJob) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO connect.import_jobs (id, client_id, file_name, size_bytes, status)
 		VALUES ($1, $2, $3, 0, 'UPLOADING')`, j.ID, j.ClientID, j.FileName)
 	if err != nil {
 		return fmt.Errorf("insert import job: %w", err)
@@ -44,23 +44,11 @@ func InsertJob(ctx context.Context, db DB, j domain.ImportJob) error {
 	return nil
 }
 
-// Sealer seals and opens data at rest under associated data; crypto.Keyring is one.
-type Sealer interface {
-	Seal(plaintext, ad []byte) []byte
-	Open(ciphertext, ad []byte) ([]byte, error)
-}
-
-// chunkAD binds a sealed chunk to its place: a chunk copied to another job or position does
-// not open.
-func chunkAD(jobID string, seq int) []byte {
-	return fmt.Appendf(nil, "connect.import_chunks:%s:%d", jobID, seq)
-}
-
-// InsertChunk stores one chunk of an uploaded file, sealed. The job's row must still be there
-// (a job purged as abandoned takes its chunks with it, and refuses more).
-func InsertChunk(ctx context.Context, db DB, sealer Sealer, jobID string, seq int, data []byte) error {
-	if _, err := db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`,
-		jobID, seq, sealer.Seal(data, chunkAD(jobID, seq))); err != nil {
+// InsertChunk stores one chunk of an uploaded file, as sealed by the caller. The job's row must
+// still be there (a job purged as abandoned takes its chunks with it, and refuses more).
+func (s *Store) InsertChunk(ctx context.Context, jobID string, seq int, sealed []byte) error {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`,
+		jobID, seq, sealed); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	return nil
@@ -68,34 +56,34 @@ func InsertChunk(ctx context.Context, db DB, sealer Sealer, jobID string, seq in
 
 // QueueJob ends an upload: it records the file's size and queues the job. ErrNotFound: the
 // job is no longer UPLOADING (it was purged as abandoned).
-func QueueJob(ctx context.Context, db DB, jobID string, size int64) (domain.ImportJob, error) {
-	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2, status = 'QUEUED'
+func (s *Store) QueueJob(ctx context.Context, jobID string, size int64) (domain.ImportJob, error) {
+	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2, status = 'QUEUED'
 		WHERE id = $1 AND status = 'UPLOADING' RETURNING `+jobColumns, jobID, size))
 }
 
 // DeleteUpload removes a job that is still UPLOADING, with its chunks: an upload that failed
 // leaves nothing.
-func DeleteUpload(ctx context.Context, db DB, jobID string) error {
-	if _, err := db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE id = $1 AND status = 'UPLOADING'`, jobID); err != nil {
+func (s *Store) DeleteUpload(ctx context.Context, jobID string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE id = $1 AND status = 'UPLOADING'`, jobID); err != nil {
 		return fmt.Errorf("delete upload: %w", err)
 	}
 	return nil
 }
 
 // GetJob reads a job of a client (not one still UPLOADING).
-func GetJob(ctx context.Context, db DB, clientID, id string) (domain.ImportJob, error) {
-	return scanJob(db.QueryRow(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs
+func (s *Store) GetJob(ctx context.Context, clientID, id string) (domain.ImportJob, error) {
+	return scanJob(s.db.QueryRow(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs
 		WHERE id = $1 AND client_id = $2 AND status <> 'UPLOADING'`, id, clientID))
 }
 
 // ListJobs reads a page of a client's jobs, newest first (not those still UPLOADING).
-func ListJobs(ctx context.Context, db DB, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
+func (s *Store) ListJobs(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
 	var p domain.Page[domain.ImportJob]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
 		clientID).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count import jobs: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'
+	rows, err := s.db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list import jobs: %w", err)
@@ -106,8 +94,8 @@ func ListJobs(ctx context.Context, db DB, clientID string, limit, offset int64) 
 
 // ClaimJob takes the oldest job that is QUEUED, or RUNNING with an expired lease (its worker
 // died), and leases it.
-func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob, error) {
-	return scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
+func (s *Store) ClaimJob(ctx context.Context, lease time.Duration) (domain.ImportJob, error) {
+	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
 			started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
 			interruptions = j.interruptions + (j.status = 'RUNNING')::int
 		FROM (SELECT id AS todo_id FROM connect.import_jobs
@@ -116,65 +104,34 @@ func ClaimJob(ctx context.Context, db DB, lease time.Duration) (domain.ImportJob
 		WHERE j.id = todo.todo_id RETURNING `+jobColumns, lease.String()))
 }
 
-// Chunks calls fn with each chunk of a job's file, opened, in order, one at a time.
-func Chunks(ctx context.Context, db DB, sealer Sealer, jobID string, fn func([]byte) error) error {
+// Chunks calls fn with each chunk of a job's file, as stored (sealed), in order, one at a time.
+func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error {
 	var seq int
 	for {
 		var sealed []byte
-		err := db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&sealed)
+		err := s.db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&sealed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read chunk %d: %w", seq, err)
 		}
-		data, err := sealer.Open(sealed, chunkAD(jobID, seq))
-		if err != nil {
-			return fmt.Errorf("chunk %d: %w", seq, ErrChunkSealed)
-		}
-		if err := fn(data); err != nil {
+		if err := fn(seq, sealed); err != nil {
 			return err
 		}
 		seq++
 	}
 }
 
-// ErrChunkSealed is a stored chunk of an upload that does not open: sealed with a data key no
-// longer configured, or written in clear by a version before chunks were sealed. No retry
-// opens it; the job fails and the file must be uploaded again.
-var ErrChunkSealed = errors.New("the stored upload cannot be opened (its data key is gone, or an earlier version stored it); upload the file again")
-
-// StageRow is one valid row of an import, ready for the database.
-type StageRow struct {
-	ID           [16]byte // a UUID's bytes: COPY encodes them directly, not by parsing text
-	NumberSealed []byte
-	NumberHash   []byte
-	NumberMasked string
-	CountryCode  string
-	ExternalID   *string
-	FirstName    *string
-	LastName     *string
-	Email        *string
-	Attributes   []byte
-}
-
-// Progress is what one batch adds to a job.
-type Progress struct {
-	Records  int64 // records of the file consumed, valid or not (each one a row of total_rows)
-	Failed   int64
-	Errors   []domain.ImportError // to append, up to the cap
-	MaxKept  int
-	Lease    time.Duration
-	Token    int64 // the worker's lease token
-	Imported int64 // filled by UpsertBatch
-	Updated  int64
-}
-
 // UpsertBatch copies rows into a staging table (COPY) and upserts them into the client's
 // profiles (one profile per number: an existing one is updated, never duplicated), then
-// records the job's progress, all in tx, so that a restart resumes exactly after the last
+// records the job's progress, all in the Store's transaction, so that a restart resumes exactly after the last
 // committed batch.
-func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []StageRow, p *Progress) error {
+func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error {
+	tx, err := s.tx("upsert batch")
+	if err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS import_stage (
 			id uuid, number_sealed bytea, number_hash bytea, number_masked text, country_code text,
 			external_id text, first_name text, last_name text, email text, attributes jsonb, ord integer
@@ -182,7 +139,7 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 		return fmt.Errorf("stage: %w", err)
 	}
 	if len(rows) > 0 {
-		if err := lockMatchShared(ctx, tx, clientID); err != nil {
+		if err := s.lockMatchShared(ctx, clientID); err != nil {
 			return err
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_stage"},
@@ -195,7 +152,7 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 			return fmt.Errorf("copy batch: %w", err)
 		}
 		// Within a file the last row of a number wins; xmax = 0 tells an insert from an update.
-		err = tx.QueryRow(ctx, `WITH up AS (
+		err = s.db.QueryRow(ctx, `WITH up AS (
 				INSERT INTO connect.profiles AS p (id, client_id, number_sealed, number_hash, number_masked, country_code,
 					external_id, first_name, last_name, email, attributes, source, import_job_id, matched_at)
 				SELECT DISTINCT ON (s.number_hash) s.id, $1, s.number_sealed, s.number_hash, s.number_masked, s.country_code,
@@ -222,7 +179,7 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 	if len(p.Errors) > 0 {
 		errs, _ = json.Marshal(p.Errors)
 	}
-	tag, err := tx.Exec(ctx, `UPDATE connect.import_jobs SET
+	tag, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET
 			processed_records = processed_records + $2, total_rows = total_rows + $2,
 			imported_rows = imported_rows + $3, updated_rows = updated_rows + $4, failed_rows = failed_rows + $5,
 			errors = CASE WHEN jsonb_array_length(errors) >= $7 THEN errors
@@ -234,19 +191,15 @@ func UpsertBatch(ctx context.Context, tx pgx.Tx, clientID, jobID string, rows []
 		return fmt.Errorf("record progress: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrLeaseLost
+		return domain.ErrLeaseLost
 	}
 	return nil
 }
 
-// ErrLeaseLost is a write by a worker whose job has been claimed by another since: the write
-// is refused (its transaction must roll back) and the worker must let the job go.
-var ErrLeaseLost = errors.New("import job lease lost to another worker")
-
 // ReleaseJob hands a RUNNING job back to the queue, where it resumes from its progress: a
 // worker stopping gracefully does not make its successor wait out the lease.
-func ReleaseJob(ctx context.Context, db DB, jobID string, token int64) error {
-	_, err := db.Exec(ctx, `UPDATE connect.import_jobs SET status = 'QUEUED', lease_until = NULL
+func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET status = 'QUEUED', lease_until = NULL
 		WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'`, jobID, token)
 	if err != nil {
 		return fmt.Errorf("release import job: %w", err)
@@ -255,20 +208,20 @@ func ReleaseJob(ctx context.Context, db DB, jobID string, token int64) error {
 }
 
 // FinishJob marks a job COMPLETED, or FAILED with a reason, and drops its file.
-func FinishJob(ctx context.Context, db DB, jobID string, token int64, failure *string) (domain.ImportJob, error) {
+func (s *Store) FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
 	status := domain.ImportCompleted
 	if failure != nil {
 		status = domain.ImportFailed
 	}
-	j, err := scanJob(db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
+	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
 		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
 	if errors.Is(err, fault.ErrNotFound) {
-		return j, ErrLeaseLost
+		return j, domain.ErrLeaseLost
 	}
 	if err != nil {
 		return j, err
 	}
-	if _, err := db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE job_id = $1`, jobID); err != nil {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE job_id = $1`, jobID); err != nil {
 		return j, fmt.Errorf("drop import file: %w", err)
 	}
 	return j, nil

@@ -36,9 +36,9 @@ func scanIntegration(row pgx.Row) (domain.Integration, error) {
 }
 
 // InsertIntegration stores a new integration.
-func InsertIntegration(ctx context.Context, db DB, it domain.Integration) (domain.Integration, error) {
+func (s *Store) InsertIntegration(ctx context.Context, it domain.Integration) (domain.Integration, error) {
 	m, _ := json.Marshal(it.FieldMappings)
-	return scanIntegration(db.QueryRow(ctx, `INSERT INTO connect.integrations
+	return scanIntegration(s.db.QueryRow(ctx, `INSERT INTO connect.integrations
 		(id, client_id, display_name, integration_type, endpoint_url, http_method, api_key_sealed, signing_secret_sealed,
 		 trigger_event, field_mappings, batch_size, matched_only, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+integrationColumns,
@@ -47,9 +47,9 @@ func InsertIntegration(ctx context.Context, db DB, it domain.Integration) (domai
 }
 
 // UpdateIntegration writes an integration's changed fields.
-func UpdateIntegration(ctx context.Context, db DB, it domain.Integration) (domain.Integration, error) {
+func (s *Store) UpdateIntegration(ctx context.Context, it domain.Integration) (domain.Integration, error) {
 	m, _ := json.Marshal(it.FieldMappings)
-	return scanIntegration(db.QueryRow(ctx, `UPDATE connect.integrations SET display_name = $3, endpoint_url = $4,
+	return scanIntegration(s.db.QueryRow(ctx, `UPDATE connect.integrations SET display_name = $3, endpoint_url = $4,
 		http_method = $5, api_key_sealed = $6, trigger_event = $7, field_mappings = $8, batch_size = $9, matched_only = $10,
 		status = $11, updated_at = now() WHERE id = $1 AND client_id = $2 RETURNING `+integrationColumns,
 		it.ID, it.ClientID, it.DisplayName, it.EndpointURL, it.HTTPMethod, it.APIKeySealed, it.TriggerEvent, m,
@@ -57,17 +57,17 @@ func UpdateIntegration(ctx context.Context, db DB, it domain.Integration) (domai
 }
 
 // GetIntegration reads an integration of a client.
-func GetIntegration(ctx context.Context, db DB, clientID, id string) (domain.Integration, error) {
-	return scanIntegration(db.QueryRow(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID))
+func (s *Store) GetIntegration(ctx context.Context, clientID, id string) (domain.Integration, error) {
+	return scanIntegration(s.db.QueryRow(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID))
 }
 
 // ListIntegrations reads a page of a client's integrations, newest first.
-func ListIntegrations(ctx context.Context, db DB, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
+func (s *Store) ListIntegrations(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
 	var p domain.Page[domain.Integration]
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.integrations WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.integrations WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count integrations: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE client_id = $1
+	rows, err := s.db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE client_id = $1
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
 	if err != nil {
 		return p, fmt.Errorf("list integrations: %w", err)
@@ -77,8 +77,8 @@ func ListIntegrations(ctx context.Context, db DB, clientID string, limit, offset
 }
 
 // DeleteIntegration removes an integration with its queue and history.
-func DeleteIntegration(ctx context.Context, db DB, clientID, id string) error {
-	tag, err := db.Exec(ctx, `DELETE FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID)
+func (s *Store) DeleteIntegration(ctx context.Context, clientID, id string) error {
+	tag, err := s.db.Exec(ctx, `DELETE FROM connect.integrations WHERE id = $1 AND client_id = $2`, id, clientID)
 	if err != nil {
 		return fmt.Errorf("delete integration: %w", err)
 	}
@@ -90,8 +90,8 @@ func DeleteIntegration(ctx context.Context, db DB, clientID, id string) error {
 
 // TriggerIntegrations reads the client's ACTIVE integrations with trigger: the ones an event
 // of that trigger queues deliveries for.
-func TriggerIntegrations(ctx context.Context, db DB, clientID, trigger string) ([]domain.Integration, error) {
-	rows, err := db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations
+func (s *Store) TriggerIntegrations(ctx context.Context, clientID, trigger string) ([]domain.Integration, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations
 		WHERE client_id = $1 AND trigger_event = $2 AND status = 'ACTIVE'`, clientID, trigger)
 	if err != nil {
 		return nil, fmt.Errorf("integrations for %s: %w", trigger, err)
@@ -102,11 +102,11 @@ func TriggerIntegrations(ctx context.Context, db DB, clientID, trigger string) (
 // EnqueueForTrigger queues, for every ACTIVE integration of the client with trigger, the given
 // profiles (only the matched ones for matchedOnly integrations), in batches of the
 // integration's size. It returns how many records were queued.
-func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, profileIDs []string) (int64, error) {
+func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string, profileIDs []string) (int64, error) {
 	if len(profileIDs) == 0 {
 		return 0, nil
 	}
-	targets, err := TriggerIntegrations(ctx, db, clientID, trigger)
+	targets, err := s.TriggerIntegrations(ctx, clientID, trigger)
 	if err != nil || len(targets) == 0 {
 		return 0, err
 	}
@@ -117,7 +117,7 @@ func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, pro
 		ids := profileIDs
 		if t.MatchedOnly {
 			if !haveMatched {
-				if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
+				if err := s.db.QueryRow(ctx, `SELECT coalesce(array_agg(id::text ORDER BY id), '{}') FROM connect.profiles
 					WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) AND matched_at IS NOT NULL`, clientID, profileIDs).Scan(&matched); err != nil {
 					return 0, fmt.Errorf("matched profiles: %w", err)
 				}
@@ -125,7 +125,7 @@ func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, pro
 			}
 			ids = matched
 		}
-		n, err := enqueue(ctx, db, clientID, t.ID, trigger, ids, t.BatchSize)
+		n, err := s.enqueue(ctx, clientID, t.ID, trigger, ids, t.BatchSize)
 		if err != nil {
 			return 0, err
 		}
@@ -136,9 +136,9 @@ func EnqueueForTrigger(ctx context.Context, db DB, clientID, trigger string, pro
 
 // EnqueueAll queues every profile of the client (matched ones only when matchedOnly) for one
 // integration, in batches of its size, straight from the profiles table.
-func EnqueueAll(ctx context.Context, db DB, it domain.Integration, trigger string, importJobID *string) (int64, error) {
+func (s *Store) EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `WITH ins AS (
+	err := s.db.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
 			SELECT gen_random_uuid(), $1, $2, $3, array_agg(id ORDER BY id), 'PENDING'
 			FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / $4 AS chunk FROM connect.profiles
@@ -152,11 +152,11 @@ func EnqueueAll(ctx context.Context, db DB, it domain.Integration, trigger strin
 	return n, nil
 }
 
-func enqueue(ctx context.Context, db DB, clientID, integrationID, trigger string, ids []string, batch int) (int64, error) {
+func (s *Store) enqueue(ctx context.Context, clientID, integrationID, trigger string, ids []string, batch int) (int64, error) {
 	var queued int64
 	for start := 0; start < len(ids); start += batch {
 		chunk := ids[start:min(start+batch, len(ids))]
-		if _, err := db.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
+		if _, err := s.db.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
 			VALUES ($1, $2, $3, $4, $5, 'PENDING')`, uuid.NewString(), integrationID, clientID, trigger, chunk); err != nil {
 			return 0, fmt.Errorf("queue delivery: %w", err)
 		}
@@ -170,14 +170,18 @@ func enqueue(ctx context.Context, db DB, clientID, integrationID, trigger string
 // all of them), and among the rest the clients with the fewest batches in flight go first, in
 // turn (so one client's backlog does not queue every other client behind it). Claims are
 // serialised by a transaction-level advisory lock, which makes the in-flight counts exact
-// across replicas; tx must be a transaction, committed soon after.
-func ClaimDeliveries(ctx context.Context, tx pgx.Tx, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error) {
+// across replicas; the Store is over a transaction, committed soon after.
+func (s *Store) ClaimDeliveries(ctx context.Context, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error) {
+	tx, err := s.tx("claim deliveries")
+	if err != nil {
+		return nil, err
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mnv.connect.deliveries.claim'))`); err != nil {
 		return nil, fmt.Errorf("claim deliveries: lock: %w", err)
 	}
 	// The integrations with pending batches, by a loose index scan (one probe each, however
 	// long a backlog); the in-flight counts and due batches come from partial indexes too.
-	rows, err := tx.Query(ctx, `WITH RECURSIVE integrations AS (
+	rows, err := s.db.Query(ctx, `WITH RECURSIVE integrations AS (
 			(SELECT integration_id FROM connect.deliveries WHERE status = 'PENDING' ORDER BY integration_id LIMIT 1)
 			UNION ALL
 			SELECT (SELECT d.integration_id FROM connect.deliveries d
@@ -221,7 +225,7 @@ func ClaimDeliveries(ctx context.Context, tx pgx.Tx, n, perIntegration int, leas
 
 // FinishDelivery records an attempt's sync event and the delivery's next state: done (status
 // SUCCEEDED or FAILED) or due again at retryAt.
-func FinishDelivery(ctx context.Context, db DB, ev domain.SyncEvent, retryAt *time.Time) error {
+func (s *Store) FinishDelivery(ctx context.Context, ev domain.SyncEvent, retryAt *time.Time) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO connect.sync_events (id, integration_id, client_id, delivery_id, trigger, status, record_count,
 		http_status, error, attempt, duration_ms, started_at, finished_at)
@@ -233,15 +237,15 @@ func FinishDelivery(ctx context.Context, db DB, ev domain.SyncEvent, retryAt *ti
 	} else {
 		b.Queue(`UPDATE connect.deliveries SET status = $2, lease_until = NULL WHERE id = $1`, ev.DeliveryID, ev.Status)
 	}
-	if err := db.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("finish delivery: %w", err)
 	}
 	return nil
 }
 
 // ProfilesByID reads the client's profiles with these ids (erased ones are simply absent).
-func ProfilesByID(ctx context.Context, db DB, clientID string, ids []string) ([]domain.Profile, error) {
-	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) ORDER BY id`, clientID, ids)
+func (s *Store) ProfilesByID(ctx context.Context, clientID string, ids []string) ([]domain.Profile, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) ORDER BY id`, clientID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("profiles by id: %w", err)
 	}
@@ -249,13 +253,13 @@ func ProfilesByID(ctx context.Context, db DB, clientID string, ids []string) ([]
 }
 
 // ListSyncEvents reads a page of an integration's sync history, newest first.
-func ListSyncEvents(ctx context.Context, db DB, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
+func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
 	var p domain.Page[domain.SyncEvent]
 	where := `integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
 		return p, fmt.Errorf("count sync events: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
+	rows, err := s.db.Query(ctx, `SELECT id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
 		record_count, http_status, error, attempt, duration_ms, started_at, finished_at
 		FROM connect.sync_events WHERE `+where+` ORDER BY started_at DESC, id LIMIT $4 OFFSET $5`,
 		integrationID, clientID, status, limit, offset)
@@ -274,9 +278,9 @@ func ListSyncEvents(ctx context.Context, db DB, clientID, integrationID string, 
 }
 
 // OverviewCounts reads the integration, import and sync indicators of a client.
-func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overview, error) {
+func (s *Store) OverviewCounts(ctx context.Context, clientID string) (domain.Overview, error) {
 	var o domain.Overview
-	err := db.QueryRow(ctx, `SELECT
+	err := s.db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1),
 		(SELECT count(*) FROM connect.integrations WHERE client_id = $1 AND status = 'ACTIVE'),
 		(SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'),
@@ -296,8 +300,8 @@ func OverviewCounts(ctx context.Context, db DB, clientID string) (domain.Overvie
 }
 
 // PostponeDelivery puts a taken batch back, due at when, without counting the attempt.
-func PostponeDelivery(ctx context.Context, db DB, id string, when time.Time) error {
-	if _, err := db.Exec(ctx, `UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL, attempts = attempts - 1
+func (s *Store) PostponeDelivery(ctx context.Context, id string, when time.Time) error {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL, attempts = attempts - 1
 		WHERE id = $1`, id, when); err != nil {
 		return fmt.Errorf("postpone delivery: %w", err)
 	}

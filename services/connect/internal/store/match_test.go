@@ -38,7 +38,7 @@ func TestMatchingRace(t *testing.T) {
 		write func(tx pgx.Tx, clientID string, hash []byte) error
 	}{
 		{"profile created", func(tx pgx.Tx, clientID string, hash []byte) error {
-			_, err := store.InsertProfile(ctx, tx, domain.Profile{
+			_, err := store.New(tx).InsertProfile(ctx, domain.Profile{
 				ID: uuid.NewString(), ClientID: clientID, NumberSealed: []byte{1}, NumberHash: hash,
 				NumberMasked: "+97150*****67", CountryCode: "AE", Source: domain.SourceAPI,
 			})
@@ -50,9 +50,9 @@ func TestMatchingRace(t *testing.T) {
 				VALUES (gen_random_uuid(), $1, 'f.csv', 1, 'RUNNING', 1) RETURNING id::text`, clientID).Scan(&job); err != nil {
 				return err
 			}
-			row := store.StageRow{NumberSealed: []byte{1}, NumberHash: hash, NumberMasked: "+97150*****67", CountryCode: "AE", Attributes: []byte("{}")}
+			row := domain.StageRow{NumberSealed: []byte{1}, NumberHash: hash, NumberMasked: "+97150*****67", CountryCode: "AE", Attributes: []byte("{}")}
 			row.ID = uuid.New()
-			return store.UpsertBatch(ctx, tx, clientID, job, []store.StageRow{row}, &store.Progress{Token: 1, Lease: time.Minute, MaxKept: 100})
+			return store.New(tx).UpsertBatch(ctx, clientID, job, []domain.StageRow{row}, &domain.Progress{Token: 1, Lease: time.Minute, MaxKept: 100})
 		}},
 	}
 	for _, w := range writers {
@@ -66,7 +66,7 @@ func TestMatchingRace(t *testing.T) {
 				hash := make([]byte, 32)
 				_, _ = rand.Read(hash)
 				record := func(db pgx.Tx) error {
-					_, err := store.RecordVerified(ctx, db, []store.VerifiedNumber{{
+					_, err := store.New(db).RecordVerified(ctx, []domain.VerifiedNumber{{
 						ClientID: clientID, NumberHash: hash, VerificationID: uuid.NewString(), VerifiedAt: time.Now(),
 					}})
 					return err
@@ -103,7 +103,7 @@ func overlap(t *testing.T, ctx context.Context, pool *pgxpool.Pool, first, secon
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- pgx.BeginFunc(ctx, pool, second) }()
+	go func() { done <- pg.InTx(ctx, pool, second) }()
 	time.Sleep(200 * time.Millisecond)
 	if err := tx1.Commit(ctx); err != nil {
 		t.Fatal(err)

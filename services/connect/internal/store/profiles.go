@@ -1,5 +1,3 @@
-// Package store is the connect service's access to its Postgres schema. Every function takes a
-// pg.DB, so the same query serves a pool or a transaction.
 package store
 
 import (
@@ -16,9 +14,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
-
-// DB is a pool or a transaction.
-type DB = pg.DB
 
 const profileColumns = `id::text, client_id::text, number_sealed, number_hash, number_masked, country_code,
 	external_id, first_name, last_name, email, attributes, source, matched_at, enrichment, created_at, updated_at`
@@ -58,25 +53,25 @@ func attributesJSON(a map[string]string) []byte {
 // verified number recorded marks the profiles that have it. Two such transactions running at
 // once would each miss the other's uncommitted row, and the profile would stay unmatched for
 // good. A per-client advisory lock orders them: profile writers share it, a recording takes it
-// alone, so whichever commits second sees the first. The lock is the transaction's: callers pass
-// a transaction.
+// alone, so whichever commits second sees the first. The lock is the transaction's: the Store
+// is over a transaction.
 const matchLockKey = `hashtextextended('mnv.connect.match.' || $1::text, 0)`
 
-func lockMatchShared(ctx context.Context, tx DB, clientID string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+matchLockKey+`)`, clientID); err != nil {
+func (s *Store) lockMatchShared(ctx context.Context, clientID string) error {
+	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+matchLockKey+`)`, clientID); err != nil {
 		return fmt.Errorf("lock matching: %w", err)
 	}
 	return nil
 }
 
 // InsertProfile stores a new profile, matched at once when the client verified its number
-// before. It returns domain.ErrProfileExists when the client already has the number. db is a
-// transaction (see matchLockKey).
-func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile, error) {
-	if err := lockMatchShared(ctx, db, p.ClientID); err != nil {
+// before. It returns domain.ErrProfileExists when the client already has the number. The
+// Store is over a transaction (see matchLockKey).
+func (s *Store) InsertProfile(ctx context.Context, p domain.Profile) (domain.Profile, error) {
+	if err := s.lockMatchShared(ctx, p.ClientID); err != nil {
 		return domain.Profile{}, err
 	}
-	out, err := scanProfile(db.QueryRow(ctx, `INSERT INTO connect.profiles
+	out, err := scanProfile(s.db.QueryRow(ctx, `INSERT INTO connect.profiles
 		(id, client_id, number_sealed, number_hash, number_masked, country_code, external_id, first_name, last_name,
 		 email, attributes, source, matched_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
@@ -91,19 +86,12 @@ func InsertProfile(ctx context.Context, db DB, p domain.Profile) (domain.Profile
 }
 
 // GetProfile reads a profile of a client.
-func GetProfile(ctx context.Context, db DB, clientID, id string) (domain.Profile, error) {
-	return scanProfile(db.QueryRow(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE id = $1 AND client_id = $2`, id, clientID))
-}
-
-// ProfileFilter narrows a list.
-type ProfileFilter struct {
-	Matched *bool
-	Source  *string
-	Search  *string
+func (s *Store) GetProfile(ctx context.Context, clientID, id string) (domain.Profile, error) {
+	return scanProfile(s.db.QueryRow(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE id = $1 AND client_id = $2`, id, clientID))
 }
 
 // ListProfiles reads a page of a client's profiles, newest first.
-func ListProfiles(ctx context.Context, db DB, clientID string, f ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
+func (s *Store) ListProfiles(ctx context.Context, clientID string, f domain.ProfileFilter, limit, offset int64) (domain.Page[domain.Profile], error) {
 	where := `client_id = $1 AND ($2::boolean IS NULL OR (matched_at IS NOT NULL) = $2)
 		AND ($3::text IS NULL OR source = $3)
 		AND ($4::text IS NULL OR external_id ILIKE '%' || $4 || '%' OR email ILIKE '%' || $4 || '%')`
@@ -113,10 +101,10 @@ func ListProfiles(ctx context.Context, db DB, clientID string, f ProfileFilter, 
 		s := likeEscape(*f.Search)
 		search = &s
 	}
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM connect.profiles WHERE `+where, clientID, f.Matched, f.Source, search).Scan(&page.Total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.profiles WHERE `+where, clientID, f.Matched, f.Source, search).Scan(&page.Total); err != nil {
 		return page, fmt.Errorf("count profiles: %w", err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE `+where+`
+	rows, err := s.db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE `+where+`
 		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Matched, f.Source, search, limit, offset)
 	if err != nil {
 		return page, fmt.Errorf("list profiles: %w", err)
@@ -138,9 +126,9 @@ func likeEscape(s string) string {
 }
 
 // DeleteProfile erases a profile and records the erasure, without its personal data.
-func DeleteProfile(ctx context.Context, db DB, clientID, id string) (time.Time, error) {
+func (s *Store) DeleteProfile(ctx context.Context, clientID, id string) (time.Time, error) {
 	var at time.Time
-	err := db.QueryRow(ctx, `WITH d AS (DELETE FROM connect.profiles WHERE id = $1 AND client_id = $2 RETURNING id, client_id)
+	err := s.db.QueryRow(ctx, `WITH d AS (DELETE FROM connect.profiles WHERE id = $1 AND client_id = $2 RETURNING id, client_id)
 		INSERT INTO connect.erasures (profile_id, client_id) SELECT id, client_id FROM d RETURNING erased_at`, id, clientID).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return at, fault.ErrNotFound
@@ -152,19 +140,19 @@ func DeleteProfile(ctx context.Context, db DB, clientID, id string) (time.Time, 
 }
 
 // SetEnrichment stores a profile's enrichment.
-func SetEnrichment(ctx context.Context, db DB, clientID, id string, e domain.Enrichment) (domain.Profile, error) {
+func (s *Store) SetEnrichment(ctx context.Context, clientID, id string, e domain.Enrichment) (domain.Profile, error) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return domain.Profile{}, err
 	}
-	return scanProfile(db.QueryRow(ctx, `UPDATE connect.profiles SET enrichment = $3, enriched_at = $4, updated_at = now()
+	return scanProfile(s.db.QueryRow(ctx, `UPDATE connect.profiles SET enrichment = $3, enriched_at = $4, updated_at = now()
 		WHERE id = $1 AND client_id = $2 RETURNING `+profileColumns, id, clientID, b, e.EnrichedAt))
 }
 
 // LastVerified is when a client last verified a number (nil: never).
-func LastVerified(ctx context.Context, db DB, clientID string, hash []byte) (*time.Time, error) {
+func (s *Store) LastVerified(ctx context.Context, clientID string, hash []byte) (*time.Time, error) {
 	var at time.Time
-	err := db.QueryRow(ctx, `SELECT verified_at FROM connect.verified_numbers WHERE client_id = $1 AND number_hash = $2`, clientID, hash).Scan(&at)
+	err := s.db.QueryRow(ctx, `SELECT verified_at FROM connect.verified_numbers WHERE client_id = $1 AND number_hash = $2`, clientID, hash).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -174,18 +162,10 @@ func LastVerified(ctx context.Context, db DB, clientID string, hash []byte) (*ti
 	return &at, nil
 }
 
-// VerifiedNumber is a relayed VERIFIED verification.
-type VerifiedNumber struct {
-	ClientID       string
-	NumberHash     []byte
-	VerificationID string
-	VerifiedAt     time.Time
-}
-
 // RecordVerified keeps the latest verification of each number and marks the client's profiles
 // with those numbers matched, in one statement. Replays change nothing. It returns the profiles
-// newly matched. db is a transaction (see matchLockKey).
-func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]MatchedProfile, error) {
+// newly matched. The Store is over a transaction (see matchLockKey).
+func (s *Store) RecordVerified(ctx context.Context, items []domain.VerifiedNumber) ([]domain.MatchedProfile, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -196,7 +176,7 @@ func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]Match
 	}
 	slices.Sort(clientIDs)
 	for _, c := range slices.Compact(clientIDs) {
-		if _, err := db.Exec(ctx, `SELECT pg_advisory_xact_lock(`+matchLockKey+`)`, c); err != nil {
+		if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(`+matchLockKey+`)`, c); err != nil {
 			return nil, fmt.Errorf("lock matching: %w", err)
 		}
 	}
@@ -209,7 +189,7 @@ func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]Match
 	}
 	// Ids travel as text[], cast by the server: pgx has no binary plan for []string into uuid[]
 	// and would fail one (building an error) on every call before falling back to text.
-	rows, err := db.Query(ctx, `WITH v AS (
+	rows, err := s.db.Query(ctx, `WITH v AS (
 			INSERT INTO connect.verified_numbers AS vn (client_id, number_hash, verification_id, verified_at)
 			SELECT DISTINCT ON (c, h) c, h, i, a FROM unnest($1::text[]::uuid[], $2::bytea[], $3::text[]::uuid[], $4::timestamptz[]) AS t(c, h, i, a)
 			ORDER BY c, h, a DESC
@@ -223,11 +203,8 @@ func RecordVerified(ctx context.Context, db DB, items []VerifiedNumber) ([]Match
 	if err != nil {
 		return nil, fmt.Errorf("record verified numbers: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MatchedProfile, error) {
-		var m MatchedProfile
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.MatchedProfile, error) {
+		var m domain.MatchedProfile
 		return m, r.Scan(&m.ProfileID, &m.ClientID)
 	})
 }
-
-// MatchedProfile is a profile newly matched.
-type MatchedProfile struct{ ProfileID, ClientID string }

@@ -13,16 +13,16 @@ import (
 
 // PurgeDeliveries deletes deliveries that ended (SUCCEEDED or FAILED) and were queued more
 // than age ago. Their attempts stay in the sync history.
-func PurgeDeliveries(ctx context.Context, db DB, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, db, "deliveries", `DELETE FROM connect.deliveries d USING (
+func (s *Store) PurgeDeliveries(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return purge.Statement(ctx, s.db, "deliveries", `DELETE FROM connect.deliveries d USING (
 			SELECT id FROM connect.deliveries WHERE status <> 'PENDING' AND created_at < now() - make_interval(secs => $1)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE d.id = old.id`, age, limit)
 }
 
 // PurgeSyncEvents deletes sync events that finished more than age ago.
-func PurgeSyncEvents(ctx context.Context, db DB, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, db, "sync events", `DELETE FROM connect.sync_events e USING (
+func (s *Store) PurgeSyncEvents(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return purge.Statement(ctx, s.db, "sync events", `DELETE FROM connect.sync_events e USING (
 			SELECT id FROM connect.sync_events WHERE finished_at < now() - make_interval(secs => $1)
 			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE e.id = old.id`, age, limit)
@@ -30,8 +30,8 @@ func PurgeSyncEvents(ctx context.Context, db DB, age time.Duration, limit int) (
 
 // PurgeImportJobs deletes import jobs that ended (COMPLETED or FAILED) more than age ago, with
 // any chunk of their file left behind. The profiles they wrote stay.
-func PurgeImportJobs(ctx context.Context, db DB, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, db, "import jobs", `DELETE FROM connect.import_jobs j USING (
+func (s *Store) PurgeImportJobs(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return purge.Statement(ctx, s.db, "import jobs", `DELETE FROM connect.import_jobs j USING (
 			SELECT id FROM connect.import_jobs WHERE status IN ('COMPLETED', 'FAILED')
 				AND finished_at < now() - make_interval(secs => $1)
 			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
@@ -40,8 +40,8 @@ func PurgeImportJobs(ctx context.Context, db DB, age time.Duration, limit int) (
 
 // PurgeAbandonedUploads deletes jobs still UPLOADING, with their chunks, created more than age
 // ago: uploads whose replica died before the last byte.
-func PurgeAbandonedUploads(ctx context.Context, db DB, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, db, "abandoned uploads", `DELETE FROM connect.import_jobs j USING (
+func (s *Store) PurgeAbandonedUploads(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return purge.Statement(ctx, s.db, "abandoned uploads", `DELETE FROM connect.import_jobs j USING (
 			SELECT id FROM connect.import_jobs WHERE status = 'UPLOADING' AND created_at < now() - make_interval(secs => $1)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE j.id = old.id`, age, limit)

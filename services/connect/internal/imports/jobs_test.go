@@ -1,0 +1,327 @@
+package imports_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/imports"
+	"github.com/mnvhq/mnv/services/platform/fault"
+)
+
+// fakeJobs is an in-memory imports.Store and imports.Tx: jobs, their sealed chunks, the
+// numbers imported per client, and the integrations an import's end queues. Writes under a
+// lease token that is no longer the job's are domain.ErrLeaseLost, as in the database.
+type fakeJobs struct {
+	jobs     map[string]domain.ImportJob
+	chunks   map[string][][]byte
+	numbers  map[string]bool // client + number hash
+	its      []domain.Integration
+	enqueued []string // "<integration>/<job>"
+	inTx     bool
+	// onUpsert, when set, runs before a batch is written: another worker taking the job over.
+	onUpsert func(jobID string)
+}
+
+func newFakeJobs() *fakeJobs {
+	return &fakeJobs{jobs: map[string]domain.ImportJob{}, chunks: map[string][][]byte{}, numbers: map[string]bool{}}
+}
+
+func (f *fakeJobs) InTx(ctx context.Context, fn func(ctx context.Context, st imports.Store) error) error {
+	f.inTx = true
+	defer func() { f.inTx = false }()
+	return fn(ctx, f)
+}
+
+func (f *fakeJobs) InsertJob(_ context.Context, j domain.ImportJob) error {
+	j.Status, j.CreatedAt = "UPLOADING", time.Now()
+	f.jobs[j.ID] = j
+	return nil
+}
+
+func (f *fakeJobs) InsertChunk(_ context.Context, jobID string, seq int, sealed []byte) error {
+	if f.jobs[jobID].Status != "UPLOADING" || seq != len(f.chunks[jobID]) {
+		return errors.New("chunk out of place")
+	}
+	f.chunks[jobID] = append(f.chunks[jobID], bytes.Clone(sealed))
+	return nil
+}
+
+func (f *fakeJobs) QueueJob(_ context.Context, jobID string, size int64) (domain.ImportJob, error) {
+	j, ok := f.jobs[jobID]
+	if !ok || j.Status != "UPLOADING" {
+		return j, fault.ErrNotFound
+	}
+	j.Status, j.SizeBytes = domain.ImportQueued, size
+	f.jobs[jobID] = j
+	return j, nil
+}
+
+func (f *fakeJobs) DeleteUpload(_ context.Context, jobID string) error {
+	if f.jobs[jobID].Status == "UPLOADING" {
+		delete(f.jobs, jobID)
+		delete(f.chunks, jobID)
+	}
+	return nil
+}
+
+func (f *fakeJobs) GetJob(_ context.Context, clientID, id string) (domain.ImportJob, error) {
+	j, ok := f.jobs[id]
+	if !ok || j.ClientID != clientID || j.Status == "UPLOADING" {
+		return j, fault.ErrNotFound
+	}
+	return j, nil
+}
+
+func (f *fakeJobs) ListJobs(context.Context, string, int64, int64) (domain.Page[domain.ImportJob], error) {
+	return domain.Page[domain.ImportJob]{}, nil
+}
+
+func (f *fakeJobs) ClaimJob(_ context.Context, _ time.Duration) (domain.ImportJob, error) {
+	for id, j := range f.jobs {
+		if j.Status == domain.ImportQueued && j.SizeBytes > 0 || j.Status == domain.ImportRunning {
+			if j.Status == domain.ImportRunning {
+				j.Interruptions++
+			}
+			j.Status = domain.ImportRunning
+			j.LeaseToken++
+			f.jobs[id] = j
+			return j, nil
+		}
+	}
+	return domain.ImportJob{}, fault.ErrNotFound
+}
+
+func (f *fakeJobs) Chunks(_ context.Context, jobID string, fn func(seq int, sealed []byte) error) error {
+	for seq, c := range f.chunks[jobID] {
+		if err := fn(seq, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeJobs) leased(jobID string, token int64) (domain.ImportJob, error) {
+	j := f.jobs[jobID]
+	if j.LeaseToken != token || j.Status != domain.ImportRunning && j.Status != domain.ImportQueued {
+		return j, domain.ErrLeaseLost
+	}
+	return j, nil
+}
+
+func (f *fakeJobs) UpsertBatch(_ context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error {
+	if !f.inTx {
+		return errors.New("upsert outside a transaction")
+	}
+	if f.onUpsert != nil {
+		f.onUpsert(jobID)
+	}
+	j, err := f.leased(jobID, p.Token)
+	if err != nil || j.Status != domain.ImportRunning {
+		return domain.ErrLeaseLost
+	}
+	p.Imported, p.Updated = 0, 0
+	for _, r := range rows {
+		k := clientID + string(r.NumberHash)
+		if f.numbers[k] {
+			p.Updated++
+		} else {
+			p.Imported++
+		}
+		f.numbers[k] = true
+	}
+	j.ProcessedRecords += p.Records
+	j.TotalRows += p.Records
+	j.ImportedRows += p.Imported
+	j.UpdatedRows += p.Updated
+	j.FailedRows += p.Failed
+	j.Errors = append(j.Errors, p.Errors...)[:min(len(j.Errors)+len(p.Errors), p.MaxKept)]
+	f.jobs[jobID] = j
+	return nil
+}
+
+func (f *fakeJobs) ReleaseJob(_ context.Context, jobID string, token int64) error {
+	if j, err := f.leased(jobID, token); err == nil {
+		j.Status = domain.ImportQueued
+		f.jobs[jobID] = j
+	}
+	return nil
+}
+
+func (f *fakeJobs) FinishJob(_ context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
+	j, err := f.leased(jobID, token)
+	if err != nil {
+		return j, err
+	}
+	j.Status, j.Failure = domain.ImportCompleted, failure
+	if failure != nil {
+		j.Status = domain.ImportFailed
+	}
+	f.jobs[jobID] = j
+	delete(f.chunks, jobID)
+	return j, nil
+}
+
+func (f *fakeJobs) TriggerIntegrations(_ context.Context, clientID, trigger string) ([]domain.Integration, error) {
+	var out []domain.Integration
+	for _, it := range f.its {
+		if it.ClientID == clientID && it.TriggerEvent == trigger {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeJobs) EnqueueAll(_ context.Context, it domain.Integration, _ string, jobID *string) (int64, error) {
+	f.enqueued = append(f.enqueued, it.ID+"/"+*jobID)
+	return 1, nil
+}
+
+func newJobService(t *testing.T, f *fakeJobs) *imports.Service {
+	t.Helper()
+	vault, keyring := connecttest.Keys(t)
+	return imports.New(f, f, vault, keyring, imports.Config{Poll: time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t))
+}
+
+func TestUploadStates(t *testing.T) {
+	tests := []struct {
+		name       string
+		fileName   string
+		body       string
+		wantErr    func(error) bool
+		wantStatus string // "": no job is left
+		wantSize   int64
+	}{
+		{name: "queued", fileName: "f.csv", body: file, wantStatus: domain.ImportQueued, wantSize: int64(len(file))},
+		{name: "over a chunk", fileName: "f.csv", body: "mobileNumber\n" + strings.Repeat("+971501234567\n", 80_000),
+			wantStatus: domain.ImportQueued, wantSize: int64(13 + 14*80_000)},
+		{name: "empty: failed at once", fileName: "f.csv", body: "", wantStatus: domain.ImportFailed},
+		{name: "too large: nothing kept", fileName: "f.csv", body: strings.Repeat("x", imports.MaxFileSize+1),
+			wantErr: func(err error) bool { return errors.Is(err, imports.ErrTooLarge) }},
+		{name: "file name too long", fileName: strings.Repeat("n", 256), body: file,
+			wantErr: func(err error) bool { return fault.Find(err, fault.InvalidArgument) != nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeJobs()
+			svc := newJobService(t, f)
+			job, err := svc.Upload(context.Background(), uuid.NewString(), tt.fileName, strings.NewReader(tt.body))
+			if tt.wantErr != nil {
+				if !tt.wantErr(err) {
+					t.Fatalf("Upload: %v", err)
+				}
+				if len(f.jobs) != 0 || len(f.chunks) != 0 {
+					t.Errorf("a refused upload left %d jobs, %d files", len(f.jobs), len(f.chunks))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.Status != tt.wantStatus || f.jobs[job.ID].Status != tt.wantStatus || job.SizeBytes != tt.wantSize {
+				t.Fatalf("job %s of %d bytes (stored %s), want %s of %d", job.Status, job.SizeBytes, f.jobs[job.ID].Status, tt.wantStatus, tt.wantSize)
+			}
+			for _, c := range f.chunks[job.ID] {
+				if bytes.Contains(c, []byte("+971501234567")) {
+					t.Fatal("a chunk is stored in clear")
+				}
+			}
+		})
+	}
+}
+
+func TestRunStates(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		// prepare changes the uploaded job before it runs.
+		prepare       func(f *fakeJobs, job *domain.ImportJob)
+		onUpsert      func(f *fakeJobs) func(jobID string)
+		wantStatus    string
+		wantImported  int64
+		wantFailed    int64
+		wantErrors    int
+		wantFailure   string
+		wantTriggered bool
+	}{
+		{name: "completed", body: file, wantStatus: domain.ImportCompleted, wantImported: 2, wantFailed: 1, wantErrors: 1, wantTriggered: true},
+		{name: "resumed after the committed records", body: file,
+			prepare: func(_ *fakeJobs, job *domain.ImportJob) { job.ProcessedRecords = 2 },
+			// Records 1 and 2 were committed by the worker before: only the third is read.
+			wantStatus: domain.ImportCompleted, wantImported: 1, wantTriggered: true},
+		{name: "not a CSV", body: "\x00\x01\x02binary",
+			wantStatus: domain.ImportFailed, wantFailure: "?"},
+		{name: "a chunk that does not open", body: file,
+			prepare:    func(f *fakeJobs, job *domain.ImportJob) { f.chunks[job.ID][0] = []byte("written in clear") },
+			wantStatus: domain.ImportFailed, wantFailure: imports.ErrChunkSealed.Error()},
+		{name: "interrupted too often", body: file,
+			prepare: func(_ *fakeJobs, job *domain.ImportJob) {
+				job.Status, job.Interruptions = domain.ImportRunning, imports.MaxInterruptions
+			},
+			wantStatus: domain.ImportFailed, wantFailure: "stopped unexpectedly"},
+		{name: "lease lost: left to the new holder", body: file,
+			onUpsert: func(f *fakeJobs) func(string) {
+				return func(id string) { j := f.jobs[id]; j.LeaseToken++; f.jobs[id] = j }
+			},
+			wantStatus: domain.ImportRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeJobs()
+			svc := newJobService(t, f)
+			ctx := context.Background()
+			client := uuid.NewString()
+			f.its = []domain.Integration{
+				{ID: "done", ClientID: client, TriggerEvent: domain.TriggerImportCompleted},
+				{ID: "created", ClientID: client, TriggerEvent: domain.TriggerProfileCreated},
+			}
+			job, err := svc.Upload(ctx, client, "f.csv", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.prepare != nil {
+				j := f.jobs[job.ID]
+				tt.prepare(f, &j)
+				f.jobs[job.ID] = j
+			}
+			if tt.onUpsert != nil {
+				f.onUpsert = tt.onUpsert(f)
+			}
+			if ran, err := svc.RunOnce(ctx); !ran || err != nil {
+				t.Fatalf("RunOnce = %v, %v", ran, err)
+			}
+			got, err := svc.Get(ctx, client, job.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.wantStatus || got.ImportedRows != tt.wantImported || got.FailedRows != tt.wantFailed || len(got.Errors) != tt.wantErrors {
+				t.Fatalf("job %s, %d imported, %d failed, errors %v; want %s, %d, %d, %d errors",
+					got.Status, got.ImportedRows, got.FailedRows, got.Errors, tt.wantStatus, tt.wantImported, tt.wantFailed, tt.wantErrors)
+			}
+			switch {
+			case tt.wantFailure == "" && got.Failure != nil:
+				t.Errorf("failure %q", *got.Failure)
+			case tt.wantFailure != "" && (got.Failure == nil || tt.wantFailure != "?" && !strings.Contains(*got.Failure, tt.wantFailure)):
+				t.Errorf("failure %v, want %q", got.Failure, tt.wantFailure)
+			}
+			if want := []string{"done/" + job.ID}; tt.wantTriggered != slices.Equal(f.enqueued, want) || !tt.wantTriggered && len(f.enqueued) != 0 {
+				t.Errorf("queued %v for IMPORT_COMPLETED, want it: %v", f.enqueued, tt.wantTriggered)
+			}
+			if done := got.Status != domain.ImportRunning; done != (f.chunks[job.ID] == nil) {
+				t.Errorf("job %s with its file kept: %v", got.Status, f.chunks[job.ID] != nil)
+			}
+			if ran, err := svc.RunOnce(ctx); tt.wantStatus != domain.ImportRunning && (ran || err != nil) {
+				t.Errorf("a second RunOnce found work: %v, %v", ran, err)
+			}
+		})
+	}
+}
