@@ -29,28 +29,6 @@ var forbidden = []string{
 	mod + "proto/gen",
 }
 
-// pendingPackages are domain packages not converted to storage ports yet; the check skips them,
-// and fails when one of them is in fact clean, so the list can only shrink.
-var pendingPackages = []string{
-	// TODO(issue 10): empty once the verification and connect ports land.
-	mod + "services/connect/internal/delivery",
-	mod + "services/connect/internal/imports",
-	mod + "services/connect/internal/integrations",
-	mod + "services/connect/internal/profiles",
-	mod + "services/connect/internal/retention",
-}
-
-// pendingTxFiles are Go files that still open transactions with pgx directly; the same rules.
-var pendingTxFiles = []string{
-	// TODO(issue 10): empty once the verification and connect ports land.
-	"services/connect/internal/delivery/delivery.go",
-	"services/connect/internal/imports/imports.go",
-	"services/connect/internal/imports/imports_test.go",
-	"services/connect/internal/profiles/enrich.go",
-	"services/connect/internal/profiles/profiles.go",
-	"services/connect/internal/store/match_test.go",
-}
-
 type pkg struct {
 	ImportPath string
 	Name       string
@@ -159,19 +137,9 @@ func TestDomainPackagesImportNoTransport(t *testing.T) {
 		}
 	}
 	for _, path := range domain {
-		bad := chain(pkgs, path)
-		pending := slices.Contains(pendingPackages, path)
-		switch {
-		case bad != nil && !pending:
+		if bad := chain(pkgs, path); bad != nil {
 			t.Errorf("domain package %s imports %s (through %s); storage goes in internal/store, the transport in internal/server",
 				path, bad[len(bad)-1], strings.Join(bad, " -> "))
-		case bad == nil && pending:
-			t.Errorf("%s is clean now: remove it from pendingPackages", path)
-		}
-	}
-	for _, path := range pendingPackages {
-		if !slices.Contains(domain, path) {
-			t.Errorf("pendingPackages names %s, which is not a domain package: remove it", path)
 		}
 	}
 }
@@ -193,7 +161,6 @@ func TestTransactionsGoThroughPg(t *testing.T) {
 	if len(files) < 100 {
 		t.Fatalf("git ls-files lists %d Go files: not the checkout", len(files))
 	}
-	found := map[string]bool{}
 	for _, f := range files {
 		if strings.HasPrefix(f, "services/platform/pg/") {
 			continue
@@ -203,19 +170,7 @@ func TestTransactionsGoThroughPg(t *testing.T) {
 			t.Fatal(err)
 		}
 		if uses {
-			found[f] = true
-		}
-		pending := slices.Contains(pendingTxFiles, f)
-		switch {
-		case uses && !pending:
 			t.Errorf("%s opens a transaction with pgx directly; use pg.InTx or a pg.Stores port", f)
-		case !uses && pending:
-			t.Errorf("%s no longer opens transactions with pgx: remove it from pendingTxFiles", f)
-		}
-	}
-	for _, f := range pendingTxFiles {
-		if !slices.Contains(files, f) {
-			t.Errorf("pendingTxFiles names %s, which is not in the checkout: remove it", f)
 		}
 	}
 }
