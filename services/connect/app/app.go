@@ -330,11 +330,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
 	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
-	var rules []purge.Rule
-	for _, r := range retention.Rules(store.New(pool), cfg.Retention) {
-		rules = append(rules, purge.Rule(r))
-	}
-	a.purge = &purge.Runner{Rules: rules, Every: cfg.PurgeEvery, Log: log}
+	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	return a, nil
 }
 

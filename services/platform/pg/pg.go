@@ -1,6 +1,6 @@
 // Package pg holds what every service needs of PostgreSQL: a pool with explicit limits, schema
-// migrations from embedded SQL, a transaction callback and SQLSTATE helpers, the pool's metrics
-// (PoolCollector), and a span per query when tracing is on.
+// migrations from embedded SQL, transaction and savepoint callbacks and SQLSTATE helpers, the
+// pool's metrics (PoolCollector), and a span per query when tracing is on.
 package pg
 
 import (
@@ -139,6 +139,38 @@ type DB interface {
 // InTx runs fn in a transaction, committing when fn returns nil and rolling back otherwise.
 func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// ErrNoTx is work that needs a transaction (a savepoint, a lock held until commit) given a
+// pool: a bug of its caller.
+var ErrNoTx = errors.New("pg: needs a transaction")
+
+// InSavepoint runs fn inside a savepoint of the transaction db, released when fn returns nil
+// and rolled back to otherwise: fn's writes are then undone and the transaction goes on, even
+// after a statement of fn failed. What fn writes commits with the transaction, not before. fn
+// gets the savepoint as a DB; a transaction is one connection, so statements fn runs through
+// db are the savepoint's too. A db that is not a transaction is ErrNoTx, fn not run.
+func InSavepoint(ctx context.Context, db DB, fn func(db DB) error) error {
+	tx, ok := db.(pgx.Tx)
+	if !ok {
+		return fmt.Errorf("savepoint: %w", ErrNoTx)
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if err := fn(sp); err != nil {
+		// The caller's transaction goes on after this, so a failed rollback must be told: it
+		// would go on with fn's writes, or aborted.
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
+		}
+		return err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
 }
 
 // SQLSTATE codes we act on.

@@ -2,6 +2,9 @@
 // small batches on a timer. Every replica runs it; a batch is one short statement that takes
 // its rows with FOR UPDATE SKIP LOCKED, so replicas share the work, a purge never holds many
 // locks for long, and a row in use by a request is left for the next round.
+//
+// The package holds no database driver, so a service's retention rules (a domain package) use
+// its types directly; the statements are the store's, run through pg.Purge.
 package purge
 
 import (
@@ -10,8 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // Rule is one kind of row past its retention.
@@ -22,36 +23,26 @@ type Rule struct {
 	Purge func(ctx context.Context, limit int) (int64, error)
 }
 
-// Aged is the rows of one kind older than Age, removed by Purge (a store function).
+// Aged is the rows of one kind older than Age, removed by Purge (a store method).
 type Aged struct {
 	Name string
 	// Age is the retention; 0 keeps the rows for good (no rule).
 	Age   time.Duration
-	Purge func(ctx context.Context, db pg.DB, age time.Duration, limit int) (int64, error)
+	Purge func(ctx context.Context, age time.Duration, limit int) (int64, error)
 }
 
-// Over returns the rules of aged over db, in order, leaving out those kept for good.
-func Over(db pg.DB, aged ...Aged) []Rule {
+// Rules returns the rules of aged, in order, leaving out those kept for good.
+func Rules(aged ...Aged) []Rule {
 	var out []Rule
 	for _, a := range aged {
 		if a.Age <= 0 {
 			continue
 		}
 		out = append(out, Rule{Name: a.Name, Purge: func(ctx context.Context, limit int) (int64, error) {
-			return a.Purge(ctx, db, a.Age, limit)
+			return a.Purge(ctx, a.Age, limit)
 		}})
 	}
 	return out
-}
-
-// Statement runs one purge statement of a store, whose $1 is the age in seconds and $2 the
-// most rows to remove, and returns how many it removed; what names the rows in its error.
-func Statement(ctx context.Context, db pg.DB, what, sql string, age time.Duration, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, sql, age.Seconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("purge %s: %w", what, err)
-	}
-	return tag.RowsAffected(), nil
 }
 
 // Runner applies rules.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -51,6 +52,32 @@ func TestOnceRunsEachRuleToTheEnd(t *testing.T) {
 		if removed[tt.name] != tt.removed || tt.b.calls != tt.calls || tt.b.n != tt.after {
 			t.Errorf("%s: removed %d in %d calls, %d left; want %d in %d, %d left",
 				tt.name, removed[tt.name], tt.b.calls, tt.b.n, tt.removed, tt.calls, tt.after)
+		}
+	}
+}
+
+func TestRulesLeaveOutWhatIsKeptForGood(t *testing.T) {
+	// Each purge reports the age it was given, so a rule bound to the wrong Aged shows.
+	byAge := func(ctx context.Context, age time.Duration, limit int) (int64, error) {
+		return int64(age/time.Hour) + int64(limit), nil
+	}
+	rules := purge.Rules(
+		purge.Aged{Name: "hours", Age: 3 * time.Hour, Purge: byAge},
+		purge.Aged{Name: "for good", Age: 0, Purge: byAge},
+		purge.Aged{Name: "negative", Age: -time.Hour, Purge: byAge},
+		purge.Aged{Name: "day", Age: 24 * time.Hour, Purge: byAge},
+	)
+	want := []struct {
+		name string
+		n    int64
+	}{{"hours", 3 + 10}, {"day", 24 + 10}}
+	if len(rules) != len(want) {
+		t.Fatalf("got %d rules, want %d", len(rules), len(want))
+	}
+	for i, w := range want {
+		n, err := rules[i].Purge(context.Background(), 10)
+		if rules[i].Name != w.name || n != w.n || err != nil {
+			t.Errorf("rule %d = %s removing %d (%v), want %s removing %d", i, rules[i].Name, n, err, w.name, w.n)
 		}
 	}
 }

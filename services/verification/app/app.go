@@ -314,7 +314,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
-	a.purge = &purge.Runner{Rules: purgeRules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
+	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
 		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
 		// nothing would hide a growing outbox.

@@ -6,9 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
-	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/retention"
 )
 
 // connectReceiver is the relay's Connect over gRPC.
@@ -25,14 +23,4 @@ func (c connectReceiver) RecordVerifiedNumbers(ctx context.Context, facts []doma
 	}
 	_, err := c.client.RecordVerifiedNumbers(ctx, req)
 	return err
-}
-
-// purgeRules are retention's rules as platform/purge runs them.
-func purgeRules(st retention.Store, cfg retention.Config) []purge.Rule {
-	rules := retention.Rules(st, cfg)
-	out := make([]purge.Rule, len(rules))
-	for i, r := range rules {
-		out[i] = purge.Rule(r)
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
+	"github.com/mnvhq/mnv/services/platform/purge"
 )
 
 // Store is what retention needs of the service's storage: each purge removes up to limit rows
@@ -30,33 +31,12 @@ type Config struct {
 	ImportJobs time.Duration
 }
 
-// Rule is one kind of row past its retention, shaped as purge.Rule (which the app converts it
-// to: purge reaches the database driver, which the rules need not).
-type Rule struct {
-	Name  string
-	Purge func(ctx context.Context, limit int) (int64, error)
-}
-
 // Rules returns the purge rules of cfg over st, and always the one of abandoned uploads.
-func Rules(st Store, cfg Config) []Rule {
-	aged := []struct {
-		name  string
-		age   time.Duration
-		purge func(ctx context.Context, age time.Duration, limit int) (int64, error)
-	}{
-		{"abandoned uploads", imports.AbandonedUploadAge, st.PurgeAbandonedUploads},
-		{"finished deliveries", cfg.Deliveries, st.PurgeDeliveries},
-		{"sync events", cfg.SyncEvents, st.PurgeSyncEvents},
-		{"finished import jobs", cfg.ImportJobs, st.PurgeImportJobs},
-	}
-	var out []Rule
-	for _, a := range aged {
-		if a.age <= 0 {
-			continue // kept for good
-		}
-		out = append(out, Rule{Name: a.name, Purge: func(ctx context.Context, limit int) (int64, error) {
-			return a.purge(ctx, a.age, limit)
-		}})
-	}
-	return out
+func Rules(st Store, cfg Config) []purge.Rule {
+	return purge.Rules(
+		purge.Aged{Name: "abandoned uploads", Age: imports.AbandonedUploadAge, Purge: st.PurgeAbandonedUploads},
+		purge.Aged{Name: "finished deliveries", Age: cfg.Deliveries, Purge: st.PurgeDeliveries},
+		purge.Aged{Name: "sync events", Age: cfg.SyncEvents, Purge: st.PurgeSyncEvents},
+		purge.Aged{Name: "finished import jobs", Age: cfg.ImportJobs, Purge: st.PurgeImportJobs},
+	)
 }

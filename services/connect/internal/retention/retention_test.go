@@ -65,10 +65,7 @@ func TestPurge(t *testing.T) {
 		VALUES (gen_random_uuid(), $1, '\x01', '\x02', '+97150*****67', 'AE', 'IMPORT', $2, now() - interval '100 days')`, client, goneJobs[0])
 	exec(`INSERT INTO connect.erasures (profile_id, client_id, erased_at) VALUES (gen_random_uuid(), $1, now() - interval '400 days')`, client)
 
-	var rules []purge.Rule
-	for _, r := range retention.Rules(store.New(pool), retention.Config{Deliveries: 7 * day, SyncEvents: 90 * day, ImportJobs: 90 * day}) {
-		rules = append(rules, purge.Rule(r))
-	}
+	rules := retention.Rules(store.New(pool), retention.Config{Deliveries: 7 * day, SyncEvents: 90 * day, ImportJobs: 90 * day})
 	runner := &purge.Runner{Batch: 2, Log: zaptest.NewLogger(t), Rules: rules}
 	removed, err := runner.Once(ctx)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/purge"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // The purges of retention, judged by the database clock. Each removes up to limit rows past
@@ -14,7 +14,7 @@ import (
 // PurgeDeliveries deletes deliveries that ended (SUCCEEDED or FAILED) and were queued more
 // than age ago. Their attempts stay in the sync history.
 func (s *Store) PurgeDeliveries(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, s.db, "deliveries", `DELETE FROM connect.deliveries d USING (
+	return pg.Purge(ctx, s.db, "deliveries", `DELETE FROM connect.deliveries d USING (
 			SELECT id FROM connect.deliveries WHERE status <> 'PENDING' AND created_at < now() - make_interval(secs => $1)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE d.id = old.id`, age, limit)
@@ -22,7 +22,7 @@ func (s *Store) PurgeDeliveries(ctx context.Context, age time.Duration, limit in
 
 // PurgeSyncEvents deletes sync events that finished more than age ago.
 func (s *Store) PurgeSyncEvents(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, s.db, "sync events", `DELETE FROM connect.sync_events e USING (
+	return pg.Purge(ctx, s.db, "sync events", `DELETE FROM connect.sync_events e USING (
 			SELECT id FROM connect.sync_events WHERE finished_at < now() - make_interval(secs => $1)
 			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE e.id = old.id`, age, limit)
@@ -31,7 +31,7 @@ func (s *Store) PurgeSyncEvents(ctx context.Context, age time.Duration, limit in
 // PurgeImportJobs deletes import jobs that ended (COMPLETED or FAILED) more than age ago, with
 // any chunk of their file left behind. The profiles they wrote stay.
 func (s *Store) PurgeImportJobs(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, s.db, "import jobs", `DELETE FROM connect.import_jobs j USING (
+	return pg.Purge(ctx, s.db, "import jobs", `DELETE FROM connect.import_jobs j USING (
 			SELECT id FROM connect.import_jobs WHERE status IN ('COMPLETED', 'FAILED')
 				AND finished_at < now() - make_interval(secs => $1)
 			ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
@@ -41,7 +41,7 @@ func (s *Store) PurgeImportJobs(ctx context.Context, age time.Duration, limit in
 // PurgeAbandonedUploads deletes jobs still UPLOADING, with their chunks, created more than age
 // ago: uploads whose replica died before the last byte.
 func (s *Store) PurgeAbandonedUploads(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, s.db, "abandoned uploads", `DELETE FROM connect.import_jobs j USING (
+	return pg.Purge(ctx, s.db, "abandoned uploads", `DELETE FROM connect.import_jobs j USING (
 			SELECT id FROM connect.import_jobs WHERE status = 'UPLOADING' AND created_at < now() - make_interval(secs => $1)
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE j.id = old.id`, age, limit)

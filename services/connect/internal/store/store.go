@@ -43,15 +43,12 @@ func (s *Store) ForgetAnswers(ctx context.Context, clientID, subject string) err
 	return s.answers.Forget(ctx, s.db, clientID, subject)
 }
 
-// errNoTx is a method that needs a transaction (a lock held until commit, a temporary table)
-// called on a Store over the pool: a bug of its caller.
-var errNoTx = errors.New("store: needs a transaction")
-
-// tx is the Store's transaction, for the methods that must run inside one.
+// tx is the Store's transaction, for the methods that must run inside one (a lock held until
+// commit, a temporary table); over the pool it is pg.ErrNoTx, a bug of the caller.
 func (s *Store) tx(what string) (pgx.Tx, error) {
 	tx, ok := s.db.(pgx.Tx)
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", what, errNoTx)
+		return nil, fmt.Errorf("%s: %w", what, pg.ErrNoTx)
 	}
 	return tx, nil
 }
@@ -60,22 +57,5 @@ func (s *Store) tx(what string) (pgx.Tx, error) {
 // Store wrote while fn ran is undone and the transaction goes on. A transaction is one
 // connection, so the statements fn runs through this Store are the savepoint's.
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context) error) error {
-	tx, err := s.tx("savepoint")
-	if err != nil {
-		return err
-	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	if err := fn(ctx); err != nil {
-		if rerr := sp.Rollback(ctx); rerr != nil {
-			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
-		}
-		return err
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("release savepoint: %w", err)
-	}
-	return nil
+	return pg.InSavepoint(ctx, s.db, func(pg.DB) error { return fn(ctx) })
 }

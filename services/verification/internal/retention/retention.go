@@ -1,11 +1,13 @@
 // Package retention decides how long the verification service keeps what it no longer needs,
-// as purge rules (services/platform/purge). Kept for good: verifications (each is the record of
-// a charge in the accounts ledger, or of a decision) and the stuck-plus reveal audit.
+// as purge rules (services/platform/purge runs them). Kept for good: verifications (each is the
+// record of a charge in the accounts ledger, or of a decision) and the stuck-plus reveal audit.
 package retention
 
 import (
 	"context"
 	"time"
+
+	"github.com/mnvhq/mnv/services/platform/purge"
 )
 
 // Store is what retention needs of the service's storage: purges that each remove up to limit
@@ -30,33 +32,13 @@ type Config struct {
 	Outbox time.Duration
 }
 
-// Rule is one kind of row past its retention, shaped as purge.Rule (which the app converts it
-// to: platform/purge runs its statements on a pg.DB, which this package does not see).
-type Rule struct {
-	Name  string
-	Purge func(ctx context.Context, limit int) (int64, error)
-}
-
 // Rules returns the rules of cfg over st, in an order that frees rows for the next rule:
 // transactions before the sessions they reference. A kind kept for good has no rule.
-func Rules(st Store, cfg Config) []Rule {
-	var out []Rule
-	for _, a := range []struct {
-		name  string
-		age   time.Duration
-		purge func(ctx context.Context, age time.Duration, limit int) (int64, error)
-	}{
-		{"expired browser transactions", cfg.Sessions, st.PurgeTransactions},
-		{"expired capture sessions", cfg.Sessions, st.PurgeSessions},
-		{"stuck-plus numbers", cfg.StuckPlusNumbers, st.DropStuckPlusNumbers},
-		{"relayed outbox rows", cfg.Outbox, st.PurgeOutbox},
-	} {
-		if a.age <= 0 {
-			continue
-		}
-		out = append(out, Rule{Name: a.name, Purge: func(ctx context.Context, limit int) (int64, error) {
-			return a.purge(ctx, a.age, limit)
-		}})
-	}
-	return out
+func Rules(st Store, cfg Config) []purge.Rule {
+	return purge.Rules(
+		purge.Aged{Name: "expired browser transactions", Age: cfg.Sessions, Purge: st.PurgeTransactions},
+		purge.Aged{Name: "expired capture sessions", Age: cfg.Sessions, Purge: st.PurgeSessions},
+		purge.Aged{Name: "stuck-plus numbers", Age: cfg.StuckPlusNumbers, Purge: st.DropStuckPlusNumbers},
+		purge.Aged{Name: "relayed outbox rows", Age: cfg.Outbox, Purge: st.PurgeOutbox},
+	)
 }

@@ -147,10 +147,7 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	s.outbox(time.Hour)
 	s.outbox(0)
 
-	var rules []purge.Rule
-	for _, r := range retention.Rules(store.New(pool), retention.Config{Sessions: day, StuckPlusNumbers: 30 * day, Outbox: 7 * day}) {
-		rules = append(rules, purge.Rule(r))
-	}
+	rules := retention.Rules(store.New(pool), retention.Config{Sessions: day, StuckPlusNumbers: 30 * day, Outbox: 7 * day})
 	runner := &purge.Runner{Batch: 2, Log: zaptest.NewLogger(t), Rules: rules}
 	removed, err := runner.Once(ctx)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/purge"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // The purges of retention, judged by the database clock. Each removes up to limit rows past
@@ -16,7 +16,7 @@ import (
 // transaction whose capture made a stuck-plus session stays with that session (it holds no
 // number: the session does).
 func (st *Store) PurgeTransactions(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, st.db, "browser transactions", `DELETE FROM verification.transactions t USING (
+	return pg.Purge(ctx, st.db, "browser transactions", `DELETE FROM verification.transactions t USING (
 			SELECT id FROM verification.transactions x WHERE expires_at < now() - make_interval(secs => $1)
 				AND NOT EXISTS (SELECT 1 FROM verification.stuck_plus_sessions s WHERE s.transaction_id = x.id)
 			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
@@ -27,7 +27,7 @@ func (st *Store) PurgeTransactions(ctx context.Context, age time.Duration, limit
 // (the record of a charge or a decision) or a remaining transaction references them. A blob of
 // a purged session is then as unknown as a forged one.
 func (st *Store) PurgeSessions(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, st.db, "capture sessions", `DELETE FROM verification.sessions s USING (
+	return pg.Purge(ctx, st.db, "capture sessions", `DELETE FROM verification.sessions s USING (
 			SELECT id FROM verification.sessions x WHERE expires_at < now() - make_interval(secs => $1)
 				AND NOT EXISTS (SELECT 1 FROM verification.verifications v WHERE v.session_id = x.id)
 				AND NOT EXISTS (SELECT 1 FROM verification.transactions t WHERE t.session_id = x.id)
@@ -39,7 +39,7 @@ func (st *Store) PurgeSessions(ctx context.Context, age time.Duration, limit int
 // more than age ago. The session, its masked number and its reveal audit stay; a reveal is then
 // ErrNumberNotKept.
 func (st *Store) DropStuckPlusNumbers(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, st.db, "stuck-plus numbers", `UPDATE verification.stuck_plus_sessions s SET number_sealed = NULL, number_hash = NULL
+	return pg.Purge(ctx, st.db, "stuck-plus numbers", `UPDATE verification.stuck_plus_sessions s SET number_sealed = NULL, number_hash = NULL
 		FROM (SELECT id FROM verification.stuck_plus_sessions WHERE created_at < now() - make_interval(secs => $1) AND number_sealed IS NOT NULL
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE s.id = old.id`, age, limit)
@@ -47,7 +47,7 @@ func (st *Store) DropStuckPlusNumbers(ctx context.Context, age time.Duration, li
 
 // PurgeOutbox deletes outbox rows relayed to Connect more than age ago (Connect has them).
 func (st *Store) PurgeOutbox(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return purge.Statement(ctx, st.db, "outbox rows", `DELETE FROM verification.outbox o USING (
+	return pg.Purge(ctx, st.db, "outbox rows", `DELETE FROM verification.outbox o USING (
 			SELECT id FROM verification.outbox WHERE relayed_at < now() - make_interval(secs => $1)
 			ORDER BY relayed_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE o.id = old.id`, age, limit)
