@@ -1,0 +1,230 @@
+package readme_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/tests/harness"
+	"github.com/mnvhq/mnv/tests/readme"
+)
+
+// TestReadmeRuns pastes the README into a shell, block by block, against a real `make run` on
+// free ports, as a newcomer on a fresh clone would: each block must exit 0 and print what the
+// README shows after it. The README cannot drift from what the suite answers.
+func TestReadmeRuns(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readme.Blocks(md)
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	runnable := 0
+	for _, b := range blocks {
+		if b.Mode == readme.Run {
+			runnable++
+		}
+	}
+	if runnable < 10 {
+		t.Fatalf("README.md has %d runnable shell blocks; the walk-through should have many more", runnable)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+
+	// The reader's terminal: a folder like the checkout's root, with the binaries make run builds
+	// and the state folder it writes.
+	home := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "bin"), filepath.Join(home, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"DATABASE_URL":  dbURL,
+		"MNV_STATE_DIR": filepath.Join(home, ".mnv"),
+		"MNV_LOG_LEVEL": "warn",
+	}
+	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR"} {
+		if env[name], err = harness.FreeAddr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	suite := startMakeRun(t, root, env)
+	waitReady(t, ctx, "http://"+env["MNV_HTTP_ADDR"]+"/readyz", suite)
+
+	sh := newShell(t, home, env)
+	for _, b := range blocks {
+		switch b.Mode {
+		case readme.Skip:
+			continue
+		case readme.Background:
+			sh.background(b)
+			continue
+		}
+		out, errOut, err := sh.run(ctx, b)
+		if err != nil {
+			t.Fatalf("README.md line %d: the block failed: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s--- make run\n%s",
+				b.Line, err, b.Code, out, errOut, suite.String())
+		}
+		if b.Shown != "" {
+			if err := readme.Match(b.Shown, out); err != nil {
+				t.Fatalf("README.md line %d: the block prints other than the README shows: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s",
+					b.Line, err, b.Code, out, errOut)
+			}
+		}
+	}
+}
+
+// output collects a process's output for messages, safe for concurrent writes.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+func startMakeRun(t *testing.T, root string, env map[string]string) *output {
+	t.Helper()
+	cmd := exec.Command("make", "-C", root, "run")
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out := &output{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// make execs mnv, which stops on SIGTERM; the whole group goes in case it did not.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	return out
+}
+
+func waitReady(t *testing.T, ctx context.Context, url string, suite *output) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		// The banner comes after the demo client is made: the README's first block reads it.
+		if strings.Contains(suite.String(), "mnv is running") {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("make run did not get ready within 2 minutes:\n%s", suite.String())
+}
+
+// shell runs blocks as one terminal session would: in the checkout, with the variables one
+// block sets seen by the next.
+type shell struct {
+	t    *testing.T
+	dir  string
+	env  []string
+	vars string // the file the session's variables are kept in between blocks
+	base string // the variables a fresh shell has, which are not carried
+}
+
+func newShell(t *testing.T, dir string, env map[string]string) *shell {
+	state := t.TempDir()
+	s := &shell{t: t, dir: dir, vars: filepath.Join(state, "vars"), base: filepath.Join(state, "base")}
+	// A reader's terminal does not hold the suite's settings: only what a terminal has.
+	for _, k := range []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			s.env = append(s.env, k+"="+v)
+		}
+	}
+	if err := os.WriteFile(s.vars, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", "compgen -v > "+s.base)
+	cmd.Env = s.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bash: %v %s", err, out)
+	}
+	return s
+}
+
+// script wraps a block: restore the session's variables, run the block with errors fatal, keep
+// the variables it set.
+func (s *shell) script(code string) string {
+	return fmt.Sprintf(`source %[1]q 2>/dev/null || true
+set -euo pipefail
+%[3]s
+set +u
+for v in $(compgen -v); do grep -qx "$v" %[2]q || declare -p "$v" 2>/dev/null; done > %[1]q
+`, s.vars, s.base, code)
+}
+
+func (s *shell) run(ctx context.Context, b readme.Block) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", s.script(b.Code))
+	cmd.Dir, cmd.Env = s.dir, s.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func (s *shell) background(b readme.Block) {
+	cmd := exec.Command("bash", "-c", fmt.Sprintf("source %q 2>/dev/null || true\n%s", s.vars, b.Code))
+	cmd.Dir, cmd.Env = s.dir, s.env
+	logs := &output{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("README.md line %d: %v", b.Line, err)
+	}
+	s.t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	// A server block needs a moment to listen before the next block calls it.
+	time.Sleep(time.Second)
+}
