@@ -29,7 +29,12 @@ type importJob struct {
 	UpdatedRows  int64   `json:"updatedRows"`
 	FailedRows   int64   `json:"failedRows"`
 	Failure      *string `json:"failure"`
-	Errors       []struct {
+	// Progress through the file.
+	FileSizeBytes         int64           `json:"fileSizeBytes"`
+	BytesProcessed        int64           `json:"bytesProcessed"`
+	PercentComplete       float64         `json:"percentComplete"`
+	EstimatedCompletionAt json.RawMessage `json:"estimatedCompletionAt"`
+	Errors                []struct {
 		Row     int    `json:"row"`
 		Column  string `json:"column"`
 		Message string `json:"message"`
@@ -211,6 +216,50 @@ func TestConnectImports(t *testing.T) {
 	}
 	if r := call(t, "GET", "/v1/api/me/connect/profiles", meOf(newClient(t, 0)), ""); r.status != http.StatusBadRequest || r.code() != "FEATURE_NOT_ENABLED" {
 		t.Errorf("a client without CONNECT: %d %s", r.status, r.raw)
+	}
+}
+
+// TestConnectImportProgress: a file of three batches is QUEUED at 0% of its size, shows progress
+// while RUNNING (when a poll catches it: the batches are quick), and ends COMPLETED at 100% with
+// its whole size processed and no estimate left.
+func TestConnectImportProgress(t *testing.T) {
+	c := newClient(t, 0, "--features", "CONNECT")
+	var body bytes.Buffer
+	body.WriteString("mobileNumber\n")
+	for i := range 12_000 { // the importer commits 5000 rows at a time
+		fmt.Fprintf(&body, "+97150%07d\n", i)
+	}
+	size := int64(body.Len())
+	queued := upload(t, suite, c, "big.csv", body.Bytes())
+	if queued.FileSizeBytes != size || queued.BytesProcessed != 0 || queued.PercentComplete != 0 || string(queued.EstimatedCompletionAt) != "null" {
+		t.Fatalf("queued job: %d of %d bytes, %v%%, estimate %s", queued.BytesProcessed, queued.FileSizeBytes, queued.PercentComplete, queued.EstimatedCompletionAt)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var last importJob
+	for {
+		j := getJob(t, suite, c, queued.ID)
+		if j.BytesProcessed < last.BytesProcessed || j.TotalRows < last.TotalRows || j.PercentComplete < last.PercentComplete {
+			t.Fatalf("progress went back: %+v after %+v", j, last)
+		}
+		if j.Status == "RUNNING" && j.BytesProcessed > 0 {
+			var eta time.Time
+			if j.PercentComplete <= 0 || j.PercentComplete >= 100 || j.TotalRows == 0 || json.Unmarshal(j.EstimatedCompletionAt, &eta) != nil {
+				t.Fatalf("running job: %d rows, %d of %d bytes, %v%%, estimate %s", j.TotalRows, j.BytesProcessed, j.FileSizeBytes, j.PercentComplete, j.EstimatedCompletionAt)
+			}
+		}
+		last = j
+		if j.Status == "COMPLETED" || j.Status == "FAILED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s", j.ID, j.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last.Status != "COMPLETED" || last.TotalRows != 12_000 || last.FileSizeBytes != size || last.BytesProcessed != size ||
+		last.PercentComplete != 100 || string(last.EstimatedCompletionAt) != "null" {
+		t.Fatalf("finished job: %s, %d rows, %d of %d bytes, %v%%, estimate %s",
+			last.Status, last.TotalRows, last.BytesProcessed, last.FileSizeBytes, last.PercentComplete, last.EstimatedCompletionAt)
 	}
 }
 

@@ -91,6 +91,18 @@ func TestDocumentIsValid(t *testing.T) {
 	if ops != len(openapigen.Routes) {
 		t.Errorf("%d operations for %d routes", ops, len(openapigen.Routes))
 	}
+	// The gateway's own handlers, which answer no JSON, are described too: the upload with the
+	// two bodies it reads, the sample with the file it gives.
+	upload := doc.Paths.Value("/v1/api/me/connect/import")
+	if upload == nil || upload.Post == nil || upload.Post.RequestBody == nil ||
+		upload.Post.RequestBody.Value.Content.Get("multipart/form-data") == nil || upload.Post.RequestBody.Value.Content.Get("text/csv") == nil {
+		t.Error("the document does not describe POST /v1/api/me/connect/import with its multipart and text/csv bodies")
+	}
+	sample := doc.Paths.Value("/v1/api/me/connect/import/sample.csv")
+	if sample == nil || sample.Get == nil || sample.Get.Responses.Status(http.StatusOK) == nil ||
+		sample.Get.Responses.Status(http.StatusOK).Value.Content.Get("text/csv") == nil {
+		t.Error("the document does not describe GET /v1/api/me/connect/import/sample.csv answering text/csv")
+	}
 }
 
 // TestValidatorRefusesWhatTheDocumentDoesNot shows that the answers test can fail: an answer

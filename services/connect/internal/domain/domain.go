@@ -137,9 +137,13 @@ type ImportJob struct {
 	Errors           []ImportError
 	Failure          *string
 	ProcessedRecords int64
-	CreatedAt        time.Time
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
+	// BytesProcessed is how far into the file the committed batches reach (SizeBytes once
+	// COMPLETED); ProgressedAt is when the last of them committed.
+	BytesProcessed int64
+	ProgressedAt   *time.Time
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
 	// LeaseToken fences the worker that holds the job; Interruptions counts the claims of it
 	// after a worker died mid-run.
 	LeaseToken    int64
@@ -264,6 +268,7 @@ type StageRow struct {
 // Progress is what one batch of an import adds to its job.
 type Progress struct {
 	Records  int64 // records of the file consumed, valid or not (each one a row of total_rows)
+	Bytes    int64 // bytes of the file read through the batch's last record, from the file's start
 	Failed   int64
 	Errors   []ImportError // to append, up to the cap
 	MaxKept  int

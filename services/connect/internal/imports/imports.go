@@ -276,7 +276,11 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	}()
 	defer pr.Close()
 
-	r, err := csvimport.NewReader(pr)
+	// Counted from the file's start on every run (a resumed one reads the committed records
+	// again to skip them), so a batch's count is where it ends in the file, give or take the
+	// reader's buffers (a few KiB read ahead of its last record).
+	read := &countingReader{r: pr}
+	r, err := csvimport.NewReader(read)
 	if err != nil {
 		return s.fail(ctx, job, err)
 	}
@@ -295,7 +299,7 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 		kept := len(job.Errors)
 		for {
 			b := s.prepare(r, &kept)
-			b.p.Lease, b.p.Token = s.cfg.Lease, job.LeaseToken
+			b.p.Bytes, b.p.Lease, b.p.Token = read.n, s.cfg.Lease, job.LeaseToken
 			select {
 			case batches <- b:
 			case <-gctx.Done():
@@ -329,6 +333,18 @@ func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 		return s.complete(ctx, job)
 	}
 	return s.fail(ctx, job, end)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // batch is up to batchRows records of the file, checked and sealed, with the progress they

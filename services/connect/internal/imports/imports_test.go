@@ -343,3 +343,80 @@ func TestAbortedUploadLeavesNothing(t *testing.T) {
 		t.Fatalf("the aborted upload left %d jobs and %d chunks (%v)", jobs, chunks, err)
 	}
 }
+
+// observedTx reads the job back from the database after each transaction the importer commits.
+type observedTx struct {
+	imports.Tx
+	read func() domain.ImportJob
+	seen []domain.ImportJob
+}
+
+func (o *observedTx) InTx(ctx context.Context, fn func(ctx context.Context, st imports.Store) error) error {
+	if err := o.Tx.InTx(ctx, fn); err != nil {
+		return err
+	}
+	o.seen = append(o.seen, o.read())
+	return nil
+}
+
+// TestProgressIsCommittedPerBatch: as each batch of a file of three commits, the job read from
+// the database is RUNNING with more of the file behind it (rows, bytes, a percentage strictly
+// between 0 and 100, an estimated finish); the end is the whole file, 100%, and no estimate.
+func TestProgressIsCommittedPerBatch(t *testing.T) {
+	pool := connecttest.Pool(t, 4)
+	vault, keyring := connecttest.Keys(t)
+	stores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
+	ctx := context.Background()
+	client := uuid.NewString()
+	var jobID string
+	tx := &observedTx{Tx: stores}
+	tx.read = func() domain.ImportJob {
+		j, err := store.New(pool).GetJob(ctx, client, jobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	svc := imports.New(stores.Pool(), tx, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t))
+
+	var body strings.Builder
+	body.WriteString("mobileNumber\n")
+	for i := range 12_000 { // batches of 5000, 5000 and 2000
+		fmt.Fprintf(&body, "+97150%07d\n", i)
+	}
+	size := int64(body.Len())
+	job, err := svc.Upload(ctx, client, "big.csv", strings.NewReader(body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobID = job.ID
+	queued, err := svc.Get(ctx, client, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued.Status != domain.ImportQueued || queued.SizeBytes != size || queued.BytesProcessed != 0 || imports.PercentComplete(queued) != 0 {
+		t.Fatalf("queued job %s of %d bytes, %d processed", queued.Status, queued.SizeBytes, queued.BytesProcessed)
+	}
+	if ran, err := svc.RunOnce(ctx); !ran || err != nil {
+		t.Fatalf("RunOnce: %v %v", ran, err)
+	}
+	if len(tx.seen) != 4 {
+		t.Fatalf("%d commits, want 3 batches and the end", len(tx.seen))
+	}
+	var last int64
+	for i, rows := range []int64{5000, 10_000, 12_000} {
+		j := tx.seen[i]
+		p := imports.PercentComplete(j)
+		if j.Status != domain.ImportRunning || j.TotalRows != rows || j.BytesProcessed <= last || j.BytesProcessed < 13+14*rows ||
+			p <= 0 || p >= 100 || j.ProgressedAt == nil || imports.EstimatedCompletion(j) == nil {
+			t.Errorf("after batch %d: %s, %d rows, %d of %d bytes (%v%%), estimate %v; want RUNNING, %d rows",
+				i+1, j.Status, j.TotalRows, j.BytesProcessed, size, p, imports.EstimatedCompletion(j), rows)
+		}
+		last = j.BytesProcessed
+	}
+	end := tx.seen[3]
+	if end.Status != domain.ImportCompleted || end.TotalRows != 12_000 || end.BytesProcessed != size ||
+		imports.PercentComplete(end) != 100 || imports.EstimatedCompletion(end) != nil {
+		t.Fatalf("finished job %s, %d rows, %d of %d bytes, %v%%", end.Status, end.TotalRows, end.BytesProcessed, size, imports.PercentComplete(end))
+	}
+}

@@ -30,6 +30,8 @@ type fakeJobs struct {
 	inTx     bool
 	// onUpsert, when set, runs before a batch is written: another worker taking the job over.
 	onUpsert func(jobID string)
+	// batches holds the job as each batch left it.
+	batches []domain.ImportJob
 }
 
 func newFakeJobs() *fakeJobs {
@@ -94,6 +96,11 @@ func (f *fakeJobs) ClaimJob(_ context.Context, _ time.Duration) (domain.ImportJo
 			}
 			j.Status = domain.ImportRunning
 			j.LeaseToken++
+			if j.StartedAt == nil {
+				// A moment ago, so that the rate of the first batch is finite.
+				started := time.Now().Add(-time.Second)
+				j.StartedAt = &started
+			}
 			f.jobs[id] = j
 			return j, nil
 		}
@@ -145,7 +152,11 @@ func (f *fakeJobs) UpsertBatch(_ context.Context, clientID, jobID string, rows [
 	j.UpdatedRows += p.Updated
 	j.FailedRows += p.Failed
 	j.Errors = append(j.Errors, p.Errors...)[:min(len(j.Errors)+len(p.Errors), p.MaxKept)]
+	j.BytesProcessed = max(j.BytesProcessed, min(p.Bytes, j.SizeBytes))
+	now := time.Now()
+	j.ProgressedAt = &now
 	f.jobs[jobID] = j
+	f.batches = append(f.batches, j)
 	return nil
 }
 
@@ -162,9 +173,9 @@ func (f *fakeJobs) FinishJob(_ context.Context, jobID string, token int64, failu
 	if err != nil {
 		return j, err
 	}
-	j.Status, j.Failure = domain.ImportCompleted, failure
+	j.Status, j.Failure, j.BytesProcessed = domain.ImportCompleted, failure, j.SizeBytes
 	if failure != nil {
-		j.Status = domain.ImportFailed
+		j.Status, j.BytesProcessed = domain.ImportFailed, f.jobs[jobID].BytesProcessed
 	}
 	f.jobs[jobID] = j
 	delete(f.chunks, jobID)

@@ -5,6 +5,7 @@ import (
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/connect/internal/imports"
 )
 
 func profileToProto(p domain.Profile) *connectv1.Profile {
@@ -32,6 +33,8 @@ func jobToProto(j domain.ImportJob) *connectv1.ImportJob {
 		Id: j.ID, FileName: j.FileName, Status: connectv1.ImportStatus(connectv1.ImportStatus_value["IMPORT_STATUS_"+j.Status]),
 		TotalRows: j.TotalRows, ImportedRows: j.ImportedRows, UpdatedRows: j.UpdatedRows, FailedRows: j.FailedRows,
 		Errors: errs, Failure: j.Failure, CreatedAt: timestamppb.New(j.CreatedAt), StartedAt: tsOrNil(j.StartedAt), FinishedAt: tsOrNil(j.FinishedAt),
+		FileSizeBytes: j.SizeBytes, BytesProcessed: j.BytesProcessed, PercentComplete: imports.PercentComplete(j),
+		EstimatedCompletionAt: tsOrNil(imports.EstimatedCompletion(j)),
 	}
 }
 

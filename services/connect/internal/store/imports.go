@@ -14,13 +14,14 @@ import (
 )
 
 const jobColumns = `id::text, client_id::text, file_name, size_bytes, status, total_rows, imported_rows, updated_rows,
-	failed_rows, errors, failure, processed_records, created_at, started_at, finished_at, lease_token, interruptions`
+	failed_rows, errors, failure, processed_records, bytes_processed, progressed_at, created_at, started_at, finished_at,
+	lease_token, interruptions`
 
 func scanJob(row pgx.Row) (domain.ImportJob, error) {
 	var j domain.ImportJob
 	var errs []byte
 	err := row.Scan(&j.ID, &j.ClientID, &j.FileName, &j.SizeBytes, &j.Status, &j.TotalRows, &j.ImportedRows, &j.UpdatedRows,
-		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseToken, &j.Interruptions)
+		&j.FailedRows, &errs, &j.Failure, &j.ProcessedRecords, &j.BytesProcessed, &j.ProgressedAt, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.LeaseToken, &j.Interruptions)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return j, fault.ErrNotFound
 	}
@@ -125,8 +126,8 @@ func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, seale
 
 // UpsertBatch copies rows into a staging table (COPY) and upserts them into the client's
 // profiles (one profile per number: an existing one is updated, never duplicated), then
-// records the job's progress, all in the Store's transaction, so that a restart resumes exactly after the last
-// committed batch.
+// records the job's progress (records, counters, kept errors, how far into the file), all in
+// the Store's transaction, so that a restart resumes exactly after the last committed batch.
 func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error {
 	tx, err := s.tx("upsert batch")
 	if err != nil {
@@ -184,9 +185,10 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 			imported_rows = imported_rows + $3, updated_rows = updated_rows + $4, failed_rows = failed_rows + $5,
 			errors = CASE WHEN jsonb_array_length(errors) >= $7 THEN errors
 				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $6::jsonb) e LIMIT $7) x) END,
-			lease_until = now() + $8::interval
+			lease_until = now() + $8::interval,
+			bytes_processed = greatest(bytes_processed, least($10, size_bytes)), progressed_at = now()
 		WHERE id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
-		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token)
+		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token, p.Bytes)
 	if err != nil {
 		return fmt.Errorf("record progress: %w", err)
 	}
@@ -207,13 +209,15 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error
 	return nil
 }
 
-// FinishJob marks a job COMPLETED, or FAILED with a reason, and drops its file.
+// FinishJob marks a job COMPLETED (its whole file processed), or FAILED with a reason (its
+// progress left where it stopped), and drops its file.
 func (s *Store) FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
 	status := domain.ImportCompleted
 	if failure != nil {
 		status = domain.ImportFailed
 	}
-	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL
+	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL,
+			bytes_processed = CASE WHEN $2 = 'COMPLETED' THEN size_bytes ELSE bytes_processed END
 		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
 	if errors.Is(err, fault.ErrNotFound) {
 		return j, domain.ErrLeaseLost

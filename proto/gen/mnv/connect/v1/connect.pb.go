@@ -1109,23 +1109,39 @@ func (x *ImportError) GetMessage() string {
 
 // ImportJob is an uploaded CSV being imported.
 type ImportJob struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	FileName     string                 `protobuf:"bytes,2,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
-	Status       ImportStatus           `protobuf:"varint,3,opt,name=status,proto3,enum=mnv.connect.v1.ImportStatus" json:"status,omitempty"`
-	TotalRows    int64                  `protobuf:"varint,4,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
-	ImportedRows int64                  `protobuf:"varint,5,opt,name=imported_rows,json=importedRows,proto3" json:"imported_rows,omitempty"`
-	UpdatedRows  int64                  `protobuf:"varint,6,opt,name=updated_rows,json=updatedRows,proto3" json:"updated_rows,omitempty"`
-	FailedRows   int64                  `protobuf:"varint,7,opt,name=failed_rows,json=failedRows,proto3" json:"failed_rows,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	FileName string                 `protobuf:"bytes,2,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	Status   ImportStatus           `protobuf:"varint,3,opt,name=status,proto3,enum=mnv.connect.v1.ImportStatus" json:"status,omitempty"`
+	// Records of the file read so far, valid or not (the header and blank lines are not rows): 0
+	// while QUEUED, growing with each committed batch while RUNNING, the file's count once
+	// COMPLETED. The upload does not count them: only a CSV parse can (a quoted field may hold
+	// line breaks); percent_complete tells how far a job is.
+	TotalRows    int64 `protobuf:"varint,4,opt,name=total_rows,json=totalRows,proto3" json:"total_rows,omitempty"`
+	ImportedRows int64 `protobuf:"varint,5,opt,name=imported_rows,json=importedRows,proto3" json:"imported_rows,omitempty"`
+	UpdatedRows  int64 `protobuf:"varint,6,opt,name=updated_rows,json=updatedRows,proto3" json:"updated_rows,omitempty"`
+	FailedRows   int64 `protobuf:"varint,7,opt,name=failed_rows,json=failedRows,proto3" json:"failed_rows,omitempty"`
 	// The first 100 bad rows.
 	Errors []*ImportError `protobuf:"bytes,8,rep,name=errors,proto3" json:"errors,omitempty"`
 	// Why a FAILED job failed.
-	Failure       *string                `protobuf:"bytes,9,opt,name=failure,proto3,oneof" json:"failure,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Failure    *string                `protobuf:"bytes,9,opt,name=failure,proto3,oneof" json:"failure,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The uploaded file's size.
+	FileSizeBytes int64 `protobuf:"varint,13,opt,name=file_size_bytes,json=fileSizeBytes,proto3" json:"file_size_bytes,omitempty"`
+	// How far into the file the committed batches reach (ahead of their last record by at most
+	// the reader's buffers, a few KiB): 0 while QUEUED, file_size_bytes once COMPLETED. It grows
+	// with each batch, not each row.
+	BytesProcessed int64 `protobuf:"varint,14,opt,name=bytes_processed,json=bytesProcessed,proto3" json:"bytes_processed,omitempty"`
+	// bytes_processed of file_size_bytes, 0 to 100, rounded down to one decimal: 100 only once
+	// COMPLETED.
+	PercentComplete float64 `protobuf:"fixed64,15,opt,name=percent_complete,json=percentComplete,proto3" json:"percent_complete,omitempty"`
+	// When a RUNNING job should finish, at the rate of its committed batches since it started;
+	// null before its first batch commits and once it is not RUNNING.
+	EstimatedCompletionAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=estimated_completion_at,json=estimatedCompletionAt,proto3" json:"estimated_completion_at,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ImportJob) Reset() {
@@ -1238,6 +1254,34 @@ func (x *ImportJob) GetStartedAt() *timestamppb.Timestamp {
 func (x *ImportJob) GetFinishedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *ImportJob) GetFileSizeBytes() int64 {
+	if x != nil {
+		return x.FileSizeBytes
+	}
+	return 0
+}
+
+func (x *ImportJob) GetBytesProcessed() int64 {
+	if x != nil {
+		return x.BytesProcessed
+	}
+	return 0
+}
+
+func (x *ImportJob) GetPercentComplete() float64 {
+	if x != nil {
+		return x.PercentComplete
+	}
+	return 0
+}
+
+func (x *ImportJob) GetEstimatedCompletionAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EstimatedCompletionAt
 	}
 	return nil
 }
@@ -3653,7 +3697,7 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vImportError\x12\x10\n" +
 	"\x03row\x18\x01 \x01(\x05R\x03row\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x89\x04\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xd9\x05\n" +
 	"\tImportJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tfile_name\x18\x02 \x01(\tR\bfileName\x124\n" +
@@ -3672,7 +3716,11 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAtB\n" +
+	"finishedAt\x12&\n" +
+	"\x0ffile_size_bytes\x18\r \x01(\x03R\rfileSizeBytes\x12'\n" +
+	"\x0fbytes_processed\x18\x0e \x01(\x03R\x0ebytesProcessed\x12)\n" +
+	"\x10percent_complete\x18\x0f \x01(\x01R\x0fpercentComplete\x12R\n" +
+	"\x17estimated_completion_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x15estimatedCompletionAtB\n" +
 	"\n" +
 	"\b_failure\"1\n" +
 	"\x12UploadImportHeader\x12\x1b\n" +
@@ -4021,76 +4069,77 @@ var file_mnv_connect_v1_connect_proto_depIdxs = []int32{
 	61, // 16: mnv.connect.v1.ImportJob.created_at:type_name -> google.protobuf.Timestamp
 	61, // 17: mnv.connect.v1.ImportJob.started_at:type_name -> google.protobuf.Timestamp
 	61, // 18: mnv.connect.v1.ImportJob.finished_at:type_name -> google.protobuf.Timestamp
-	18, // 19: mnv.connect.v1.UploadImportRequest.header:type_name -> mnv.connect.v1.UploadImportHeader
-	17, // 20: mnv.connect.v1.UploadImportResponse.job:type_name -> mnv.connect.v1.ImportJob
-	17, // 21: mnv.connect.v1.ListImportJobsResponse.items:type_name -> mnv.connect.v1.ImportJob
-	17, // 22: mnv.connect.v1.GetImportJobResponse.job:type_name -> mnv.connect.v1.ImportJob
-	52, // 23: mnv.connect.v1.Integration.field_mappings:type_name -> mnv.connect.v1.Integration.FieldMappingsEntry
-	2,  // 24: mnv.connect.v1.Integration.status:type_name -> mnv.connect.v1.IntegrationStatus
-	61, // 25: mnv.connect.v1.Integration.created_at:type_name -> google.protobuf.Timestamp
-	61, // 26: mnv.connect.v1.Integration.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 27: mnv.connect.v1.CreateIntegrationRequest.field_mappings:type_name -> mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
-	27, // 28: mnv.connect.v1.CreateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
-	27, // 29: mnv.connect.v1.ListIntegrationsResponse.items:type_name -> mnv.connect.v1.Integration
-	27, // 30: mnv.connect.v1.GetIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
-	54, // 31: mnv.connect.v1.IntegrationPatch.field_mappings:type_name -> mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
-	34, // 32: mnv.connect.v1.UpdateIntegrationRequest.patch:type_name -> mnv.connect.v1.IntegrationPatch
-	27, // 33: mnv.connect.v1.UpdateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
-	3,  // 34: mnv.connect.v1.SyncEvent.status:type_name -> mnv.connect.v1.SyncStatus
-	61, // 35: mnv.connect.v1.SyncEvent.started_at:type_name -> google.protobuf.Timestamp
-	61, // 36: mnv.connect.v1.SyncEvent.finished_at:type_name -> google.protobuf.Timestamp
-	41, // 37: mnv.connect.v1.ListSyncHistoryResponse.items:type_name -> mnv.connect.v1.SyncEvent
-	55, // 38: mnv.connect.v1.Overview.profiles:type_name -> mnv.connect.v1.Overview.Profiles
-	56, // 39: mnv.connect.v1.Overview.integrations:type_name -> mnv.connect.v1.Overview.Integrations
-	57, // 40: mnv.connect.v1.Overview.imports:type_name -> mnv.connect.v1.Overview.Imports
-	59, // 41: mnv.connect.v1.Overview.syncs:type_name -> mnv.connect.v1.Overview.Syncs
-	60, // 42: mnv.connect.v1.Overview.credits:type_name -> mnv.connect.v1.Overview.Credits
-	45, // 43: mnv.connect.v1.GetOverviewResponse.overview:type_name -> mnv.connect.v1.Overview
-	61, // 44: mnv.connect.v1.VerifiedNumber.verified_at:type_name -> google.protobuf.Timestamp
-	47, // 45: mnv.connect.v1.RecordVerifiedNumbersRequest.items:type_name -> mnv.connect.v1.VerifiedNumber
-	61, // 46: mnv.connect.v1.Overview.Imports.last_completed_at:type_name -> google.protobuf.Timestamp
-	58, // 47: mnv.connect.v1.Overview.Syncs.last24h:type_name -> mnv.connect.v1.Overview.SyncCounts
-	6,  // 48: mnv.connect.v1.ConnectService.ListProfiles:input_type -> mnv.connect.v1.ListProfilesRequest
-	8,  // 49: mnv.connect.v1.ConnectService.GetProfile:input_type -> mnv.connect.v1.GetProfileRequest
-	10, // 50: mnv.connect.v1.ConnectService.CreateProfile:input_type -> mnv.connect.v1.CreateProfileRequest
-	12, // 51: mnv.connect.v1.ConnectService.DeleteProfile:input_type -> mnv.connect.v1.DeleteProfileRequest
-	14, // 52: mnv.connect.v1.ConnectService.EnrichProfile:input_type -> mnv.connect.v1.EnrichProfileRequest
-	19, // 53: mnv.connect.v1.ConnectService.UploadImport:input_type -> mnv.connect.v1.UploadImportRequest
-	21, // 54: mnv.connect.v1.ConnectService.GetImportSample:input_type -> mnv.connect.v1.GetImportSampleRequest
-	23, // 55: mnv.connect.v1.ConnectService.ListImportJobs:input_type -> mnv.connect.v1.ListImportJobsRequest
-	25, // 56: mnv.connect.v1.ConnectService.GetImportJob:input_type -> mnv.connect.v1.GetImportJobRequest
-	28, // 57: mnv.connect.v1.ConnectService.CreateIntegration:input_type -> mnv.connect.v1.CreateIntegrationRequest
-	30, // 58: mnv.connect.v1.ConnectService.ListIntegrations:input_type -> mnv.connect.v1.ListIntegrationsRequest
-	32, // 59: mnv.connect.v1.ConnectService.GetIntegration:input_type -> mnv.connect.v1.GetIntegrationRequest
-	35, // 60: mnv.connect.v1.ConnectService.UpdateIntegration:input_type -> mnv.connect.v1.UpdateIntegrationRequest
-	37, // 61: mnv.connect.v1.ConnectService.DeleteIntegration:input_type -> mnv.connect.v1.DeleteIntegrationRequest
-	39, // 62: mnv.connect.v1.ConnectService.SyncIntegration:input_type -> mnv.connect.v1.SyncIntegrationRequest
-	42, // 63: mnv.connect.v1.ConnectService.ListSyncHistory:input_type -> mnv.connect.v1.ListSyncHistoryRequest
-	44, // 64: mnv.connect.v1.ConnectService.GetOverview:input_type -> mnv.connect.v1.GetOverviewRequest
-	48, // 65: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:input_type -> mnv.connect.v1.RecordVerifiedNumbersRequest
-	7,  // 66: mnv.connect.v1.ConnectService.ListProfiles:output_type -> mnv.connect.v1.ListProfilesResponse
-	9,  // 67: mnv.connect.v1.ConnectService.GetProfile:output_type -> mnv.connect.v1.GetProfileResponse
-	11, // 68: mnv.connect.v1.ConnectService.CreateProfile:output_type -> mnv.connect.v1.CreateProfileResponse
-	13, // 69: mnv.connect.v1.ConnectService.DeleteProfile:output_type -> mnv.connect.v1.DeleteProfileResponse
-	15, // 70: mnv.connect.v1.ConnectService.EnrichProfile:output_type -> mnv.connect.v1.EnrichProfileResponse
-	20, // 71: mnv.connect.v1.ConnectService.UploadImport:output_type -> mnv.connect.v1.UploadImportResponse
-	22, // 72: mnv.connect.v1.ConnectService.GetImportSample:output_type -> mnv.connect.v1.GetImportSampleResponse
-	24, // 73: mnv.connect.v1.ConnectService.ListImportJobs:output_type -> mnv.connect.v1.ListImportJobsResponse
-	26, // 74: mnv.connect.v1.ConnectService.GetImportJob:output_type -> mnv.connect.v1.GetImportJobResponse
-	29, // 75: mnv.connect.v1.ConnectService.CreateIntegration:output_type -> mnv.connect.v1.CreateIntegrationResponse
-	31, // 76: mnv.connect.v1.ConnectService.ListIntegrations:output_type -> mnv.connect.v1.ListIntegrationsResponse
-	33, // 77: mnv.connect.v1.ConnectService.GetIntegration:output_type -> mnv.connect.v1.GetIntegrationResponse
-	36, // 78: mnv.connect.v1.ConnectService.UpdateIntegration:output_type -> mnv.connect.v1.UpdateIntegrationResponse
-	38, // 79: mnv.connect.v1.ConnectService.DeleteIntegration:output_type -> mnv.connect.v1.DeleteIntegrationResponse
-	40, // 80: mnv.connect.v1.ConnectService.SyncIntegration:output_type -> mnv.connect.v1.SyncIntegrationResponse
-	43, // 81: mnv.connect.v1.ConnectService.ListSyncHistory:output_type -> mnv.connect.v1.ListSyncHistoryResponse
-	46, // 82: mnv.connect.v1.ConnectService.GetOverview:output_type -> mnv.connect.v1.GetOverviewResponse
-	49, // 83: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:output_type -> mnv.connect.v1.RecordVerifiedNumbersResponse
-	66, // [66:84] is the sub-list for method output_type
-	48, // [48:66] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	61, // 19: mnv.connect.v1.ImportJob.estimated_completion_at:type_name -> google.protobuf.Timestamp
+	18, // 20: mnv.connect.v1.UploadImportRequest.header:type_name -> mnv.connect.v1.UploadImportHeader
+	17, // 21: mnv.connect.v1.UploadImportResponse.job:type_name -> mnv.connect.v1.ImportJob
+	17, // 22: mnv.connect.v1.ListImportJobsResponse.items:type_name -> mnv.connect.v1.ImportJob
+	17, // 23: mnv.connect.v1.GetImportJobResponse.job:type_name -> mnv.connect.v1.ImportJob
+	52, // 24: mnv.connect.v1.Integration.field_mappings:type_name -> mnv.connect.v1.Integration.FieldMappingsEntry
+	2,  // 25: mnv.connect.v1.Integration.status:type_name -> mnv.connect.v1.IntegrationStatus
+	61, // 26: mnv.connect.v1.Integration.created_at:type_name -> google.protobuf.Timestamp
+	61, // 27: mnv.connect.v1.Integration.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 28: mnv.connect.v1.CreateIntegrationRequest.field_mappings:type_name -> mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
+	27, // 29: mnv.connect.v1.CreateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
+	27, // 30: mnv.connect.v1.ListIntegrationsResponse.items:type_name -> mnv.connect.v1.Integration
+	27, // 31: mnv.connect.v1.GetIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
+	54, // 32: mnv.connect.v1.IntegrationPatch.field_mappings:type_name -> mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
+	34, // 33: mnv.connect.v1.UpdateIntegrationRequest.patch:type_name -> mnv.connect.v1.IntegrationPatch
+	27, // 34: mnv.connect.v1.UpdateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
+	3,  // 35: mnv.connect.v1.SyncEvent.status:type_name -> mnv.connect.v1.SyncStatus
+	61, // 36: mnv.connect.v1.SyncEvent.started_at:type_name -> google.protobuf.Timestamp
+	61, // 37: mnv.connect.v1.SyncEvent.finished_at:type_name -> google.protobuf.Timestamp
+	41, // 38: mnv.connect.v1.ListSyncHistoryResponse.items:type_name -> mnv.connect.v1.SyncEvent
+	55, // 39: mnv.connect.v1.Overview.profiles:type_name -> mnv.connect.v1.Overview.Profiles
+	56, // 40: mnv.connect.v1.Overview.integrations:type_name -> mnv.connect.v1.Overview.Integrations
+	57, // 41: mnv.connect.v1.Overview.imports:type_name -> mnv.connect.v1.Overview.Imports
+	59, // 42: mnv.connect.v1.Overview.syncs:type_name -> mnv.connect.v1.Overview.Syncs
+	60, // 43: mnv.connect.v1.Overview.credits:type_name -> mnv.connect.v1.Overview.Credits
+	45, // 44: mnv.connect.v1.GetOverviewResponse.overview:type_name -> mnv.connect.v1.Overview
+	61, // 45: mnv.connect.v1.VerifiedNumber.verified_at:type_name -> google.protobuf.Timestamp
+	47, // 46: mnv.connect.v1.RecordVerifiedNumbersRequest.items:type_name -> mnv.connect.v1.VerifiedNumber
+	61, // 47: mnv.connect.v1.Overview.Imports.last_completed_at:type_name -> google.protobuf.Timestamp
+	58, // 48: mnv.connect.v1.Overview.Syncs.last24h:type_name -> mnv.connect.v1.Overview.SyncCounts
+	6,  // 49: mnv.connect.v1.ConnectService.ListProfiles:input_type -> mnv.connect.v1.ListProfilesRequest
+	8,  // 50: mnv.connect.v1.ConnectService.GetProfile:input_type -> mnv.connect.v1.GetProfileRequest
+	10, // 51: mnv.connect.v1.ConnectService.CreateProfile:input_type -> mnv.connect.v1.CreateProfileRequest
+	12, // 52: mnv.connect.v1.ConnectService.DeleteProfile:input_type -> mnv.connect.v1.DeleteProfileRequest
+	14, // 53: mnv.connect.v1.ConnectService.EnrichProfile:input_type -> mnv.connect.v1.EnrichProfileRequest
+	19, // 54: mnv.connect.v1.ConnectService.UploadImport:input_type -> mnv.connect.v1.UploadImportRequest
+	21, // 55: mnv.connect.v1.ConnectService.GetImportSample:input_type -> mnv.connect.v1.GetImportSampleRequest
+	23, // 56: mnv.connect.v1.ConnectService.ListImportJobs:input_type -> mnv.connect.v1.ListImportJobsRequest
+	25, // 57: mnv.connect.v1.ConnectService.GetImportJob:input_type -> mnv.connect.v1.GetImportJobRequest
+	28, // 58: mnv.connect.v1.ConnectService.CreateIntegration:input_type -> mnv.connect.v1.CreateIntegrationRequest
+	30, // 59: mnv.connect.v1.ConnectService.ListIntegrations:input_type -> mnv.connect.v1.ListIntegrationsRequest
+	32, // 60: mnv.connect.v1.ConnectService.GetIntegration:input_type -> mnv.connect.v1.GetIntegrationRequest
+	35, // 61: mnv.connect.v1.ConnectService.UpdateIntegration:input_type -> mnv.connect.v1.UpdateIntegrationRequest
+	37, // 62: mnv.connect.v1.ConnectService.DeleteIntegration:input_type -> mnv.connect.v1.DeleteIntegrationRequest
+	39, // 63: mnv.connect.v1.ConnectService.SyncIntegration:input_type -> mnv.connect.v1.SyncIntegrationRequest
+	42, // 64: mnv.connect.v1.ConnectService.ListSyncHistory:input_type -> mnv.connect.v1.ListSyncHistoryRequest
+	44, // 65: mnv.connect.v1.ConnectService.GetOverview:input_type -> mnv.connect.v1.GetOverviewRequest
+	48, // 66: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:input_type -> mnv.connect.v1.RecordVerifiedNumbersRequest
+	7,  // 67: mnv.connect.v1.ConnectService.ListProfiles:output_type -> mnv.connect.v1.ListProfilesResponse
+	9,  // 68: mnv.connect.v1.ConnectService.GetProfile:output_type -> mnv.connect.v1.GetProfileResponse
+	11, // 69: mnv.connect.v1.ConnectService.CreateProfile:output_type -> mnv.connect.v1.CreateProfileResponse
+	13, // 70: mnv.connect.v1.ConnectService.DeleteProfile:output_type -> mnv.connect.v1.DeleteProfileResponse
+	15, // 71: mnv.connect.v1.ConnectService.EnrichProfile:output_type -> mnv.connect.v1.EnrichProfileResponse
+	20, // 72: mnv.connect.v1.ConnectService.UploadImport:output_type -> mnv.connect.v1.UploadImportResponse
+	22, // 73: mnv.connect.v1.ConnectService.GetImportSample:output_type -> mnv.connect.v1.GetImportSampleResponse
+	24, // 74: mnv.connect.v1.ConnectService.ListImportJobs:output_type -> mnv.connect.v1.ListImportJobsResponse
+	26, // 75: mnv.connect.v1.ConnectService.GetImportJob:output_type -> mnv.connect.v1.GetImportJobResponse
+	29, // 76: mnv.connect.v1.ConnectService.CreateIntegration:output_type -> mnv.connect.v1.CreateIntegrationResponse
+	31, // 77: mnv.connect.v1.ConnectService.ListIntegrations:output_type -> mnv.connect.v1.ListIntegrationsResponse
+	33, // 78: mnv.connect.v1.ConnectService.GetIntegration:output_type -> mnv.connect.v1.GetIntegrationResponse
+	36, // 79: mnv.connect.v1.ConnectService.UpdateIntegration:output_type -> mnv.connect.v1.UpdateIntegrationResponse
+	38, // 80: mnv.connect.v1.ConnectService.DeleteIntegration:output_type -> mnv.connect.v1.DeleteIntegrationResponse
+	40, // 81: mnv.connect.v1.ConnectService.SyncIntegration:output_type -> mnv.connect.v1.SyncIntegrationResponse
+	43, // 82: mnv.connect.v1.ConnectService.ListSyncHistory:output_type -> mnv.connect.v1.ListSyncHistoryResponse
+	46, // 83: mnv.connect.v1.ConnectService.GetOverview:output_type -> mnv.connect.v1.GetOverviewResponse
+	49, // 84: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:output_type -> mnv.connect.v1.RecordVerifiedNumbersResponse
+	67, // [67:85] is the sub-list for method output_type
+	49, // [49:67] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_mnv_connect_v1_connect_proto_init() }
