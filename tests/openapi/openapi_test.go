@@ -217,6 +217,7 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 	run(call{"client", "GET", "/v1/api/clients", key, "", 200, true})
 	run(call{"client without X-CLIENT-ID", "GET", "/v1/api/clients", me, "", 401, false})
 	run(call{"ledger", "GET", "/v1/api/me/ledger?size=5", me, "", 200, true})
+	run(call{"who am I", "GET", "/v1/api/me", me, "", 200, true})
 	idem := map[string]string{"Idempotency-Key": "k-" + c.ID}
 	for k, val := range me {
 		idem[k] = val

@@ -7,6 +7,7 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/clients", RPC: "/mnv.accounts.v1.AccountsService/GetClient"},
 	{Method: "POST", Pattern: "/v1/api/clients/rotate-key", RPC: "/mnv.accounts.v1.AccountsService/RotateApiKey"},
 	{Method: "POST", Pattern: "/v1/api/clients/{client_id=*}/rotate-key", RPC: "/mnv.accounts.v1.AccountsService/RotateClientApiKey"},
+	{Method: "GET", Pattern: "/v1/api/me", RPC: "/mnv.accounts.v1.AccountsService/GetMe"},
 	{Method: "POST", Pattern: "/v1/api/me/api-key/generate", RPC: "/mnv.accounts.v1.AccountsService/GenerateFirstApiKey"},
 	{Method: "POST", Pattern: "/v1/api/me/api-key/rotate", RPC: "/mnv.accounts.v1.AccountsService/RotateApiKey"},
 	{Method: "GET", Pattern: "/v1/api/me/api-keys", RPC: "/mnv.accounts.v1.AccountsService/ListApiKeys"},

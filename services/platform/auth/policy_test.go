@@ -28,6 +28,7 @@ func TestPolicyOf(t *testing.T) {
 		want   auth.Rule
 	}{
 		{accountsv1.AccountsService_GetClient_FullMethodName, auth.Rule{Credential: auth.APIKey, AllowSuspended: true}},
+		{accountsv1.AccountsService_GetMe_FullMethodName, auth.Rule{Credential: auth.APIKey, AllowSuspended: true}},
 		{accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName, auth.Rule{Credential: auth.None}},
 		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
@@ -43,7 +44,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 13+6+12+17 {
+	if n := len(p); n != 14+6+12+17 {
 		t.Errorf("%d rules", n)
 	}
 }

@@ -248,6 +248,20 @@ func (s *Service) ListKeys(ctx context.Context, clientID string, limit, offset i
 	return s.st.ListUsableKeys(ctx, clientID, limit, offset)
 }
 
+// CallerKey reads the API key p called with. A key revoked or expired since p was resolved is
+// ErrUnauthenticated, as the call would have been a moment earlier: the caller learns that its
+// key stopped, never that the key exists.
+func (s *Service) CallerKey(ctx context.Context, p identity.Principal) (domain.APIKey, error) {
+	if p.KeyID == "" {
+		return domain.APIKey{}, credential.ErrUnauthenticated
+	}
+	k, err := s.st.UsableKey(ctx, p.ClientID, p.KeyID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return domain.APIKey{}, credential.ErrUnauthenticated
+	}
+	return k, err
+}
+
 // CountKeys counts the client's usable keys.
 func (s *Service) CountKeys(ctx context.Context, clientID string) (int, error) {
 	n, _, err := s.st.CountUsableKeys(ctx, clientID, "")

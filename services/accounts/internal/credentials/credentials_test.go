@@ -308,3 +308,58 @@ func mustAuth(t *testing.T, env *accountstest.Env, key string) identity.Principa
 	}
 	return p
 }
+
+func TestCallerKey(t *testing.T) {
+	env := accountstest.New(t, billing.DefaultPrices())
+	ctx := accountstest.Deadline(t)
+	c := env.Client(t, 0)
+	other := env.Client(t, 0)
+	admin := mustAuth(t, env, c.APIKey)
+	member, err := env.Credentials.CreateKey(ctx, admin, "reader", identity.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberP := mustAuth(t, env, member.Secret)
+	otherP := mustAuth(t, env, other.APIKey)
+	// Resolved before its key is revoked: the call that carries it is already under way.
+	revoked, err := env.Credentials.CreateKey(ctx, admin, "gone", identity.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedP := mustAuth(t, env, revoked.Secret)
+	if _, err := env.Credentials.RevokeKey(ctx, c.Client.ID, revoked.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		p        identity.Principal
+		wantID   string
+		wantRole identity.Role
+		wantName string
+		wantErr  error
+	}{
+		{name: "ADMIN key", p: admin, wantID: admin.KeyID, wantRole: identity.RoleAdmin, wantName: "default"},
+		{name: "MEMBER key", p: memberP, wantID: member.Key.ID, wantRole: identity.RoleMember, wantName: "reader"},
+		{name: "revoked since it was resolved", p: revokedP, wantErr: credential.ErrUnauthenticated},
+		{name: "another client's key id", p: identity.Principal{ClientID: c.Client.ID, KeyID: otherP.KeyID}, wantErr: credential.ErrUnauthenticated},
+		{name: "an SDK token, no key", p: identity.Principal{ClientID: c.Client.ID, SDKTokenID: "t"}, wantErr: credential.ErrUnauthenticated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := env.Credentials.CallerKey(ctx, tt.p)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.ID != tt.wantID || k.ClientID != c.Client.ID || k.Role != tt.wantRole || k.Name != tt.wantName || len(k.Hint) != 4 {
+				t.Fatalf("key %+v", k)
+			}
+		})
+	}
+}

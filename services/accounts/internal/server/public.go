@@ -53,6 +53,23 @@ func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) 
 	return &accountsv1.GetClientResponse{Client: clientToProto(c, s.Now())}, nil
 }
 
+// GetMe tells the caller who it is: its client and the key it called with.
+func (s *Public) GetMe(ctx context.Context, _ *accountsv1.GetMeRequest) (*accountsv1.GetMeResponse, error) {
+	p := principal(ctx)
+	c, err := s.Clients.Get(ctx, p.ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	k, err := s.Credentials.CallerKey(ctx, p)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetMeResponse{
+		ClientId: c.ID, ClientName: c.Name, ClientStatus: statusToProto(c.Status),
+		EnabledFeatures: featuresToProto(c.Features), ApiKey: keyToProto(k),
+	}, nil
+}
+
 // RotateApiKey implements interface spec 4.2 and 4.4.
 func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyRequest) (*accountsv1.RotateApiKeyResponse, error) {
 	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)

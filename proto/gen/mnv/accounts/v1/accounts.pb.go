@@ -103,6 +103,120 @@ func (x *GetClientResponse) GetClient() *Client {
 	return nil
 }
 
+type GetMeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMeRequest) Reset() {
+	*x = GetMeRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMeRequest) ProtoMessage() {}
+
+func (x *GetMeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMeRequest.ProtoReflect.Descriptor instead.
+func (*GetMeRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{2}
+}
+
+type GetMeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UUID of the client the key belongs to.
+	ClientId        string       `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientName      string       `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	ClientStatus    ClientStatus `protobuf:"varint,3,opt,name=client_status,json=clientStatus,proto3,enum=mnv.accounts.v1.ClientStatus" json:"client_status,omitempty"`
+	EnabledFeatures []Feature    `protobuf:"varint,4,rep,packed,name=enabled_features,json=enabledFeatures,proto3,enum=mnv.accounts.v1.Feature" json:"enabled_features,omitempty"`
+	// The API key of this call.
+	ApiKey        *ApiKey `protobuf:"bytes,5,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMeResponse) Reset() {
+	*x = GetMeResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMeResponse) ProtoMessage() {}
+
+func (x *GetMeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMeResponse.ProtoReflect.Descriptor instead.
+func (*GetMeResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetMeResponse) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *GetMeResponse) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+func (x *GetMeResponse) GetClientStatus() ClientStatus {
+	if x != nil {
+		return x.ClientStatus
+	}
+	return ClientStatus_CLIENT_STATUS_UNSPECIFIED
+}
+
+func (x *GetMeResponse) GetEnabledFeatures() []Feature {
+	if x != nil {
+		return x.EnabledFeatures
+	}
+	return nil
+}
+
+func (x *GetMeResponse) GetApiKey() *ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
 type RotateApiKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The client secret.
@@ -115,7 +229,7 @@ type RotateApiKeyRequest struct {
 
 func (x *RotateApiKeyRequest) Reset() {
 	*x = RotateApiKeyRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -127,7 +241,7 @@ func (x *RotateApiKeyRequest) String() string {
 func (*RotateApiKeyRequest) ProtoMessage() {}
 
 func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -140,7 +254,7 @@ func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{2}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RotateApiKeyRequest) GetSecretKey() string {
@@ -167,7 +281,7 @@ type RotateApiKeyResponse struct {
 
 func (x *RotateApiKeyResponse) Reset() {
 	*x = RotateApiKeyResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -179,7 +293,7 @@ func (x *RotateApiKeyResponse) String() string {
 func (*RotateApiKeyResponse) ProtoMessage() {}
 
 func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -192,7 +306,7 @@ func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RotateApiKeyResponse) GetNewApiKey() string {
@@ -215,7 +329,7 @@ type RotateClientApiKeyRequest struct {
 
 func (x *RotateClientApiKeyRequest) Reset() {
 	*x = RotateClientApiKeyRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +341,7 @@ func (x *RotateClientApiKeyRequest) String() string {
 func (*RotateClientApiKeyRequest) ProtoMessage() {}
 
 func (x *RotateClientApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +354,7 @@ func (x *RotateClientApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateClientApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateClientApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{4}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RotateClientApiKeyRequest) GetClientId() string {
@@ -274,7 +388,7 @@ type RotateClientApiKeyResponse struct {
 
 func (x *RotateClientApiKeyResponse) Reset() {
 	*x = RotateClientApiKeyResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +400,7 @@ func (x *RotateClientApiKeyResponse) String() string {
 func (*RotateClientApiKeyResponse) ProtoMessage() {}
 
 func (x *RotateClientApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +413,7 @@ func (x *RotateClientApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateClientApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateClientApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{5}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RotateClientApiKeyResponse) GetNewApiKey() string {
@@ -319,7 +433,7 @@ type GenerateFirstApiKeyRequest struct {
 
 func (x *GenerateFirstApiKeyRequest) Reset() {
 	*x = GenerateFirstApiKeyRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +445,7 @@ func (x *GenerateFirstApiKeyRequest) String() string {
 func (*GenerateFirstApiKeyRequest) ProtoMessage() {}
 
 func (x *GenerateFirstApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +458,7 @@ func (x *GenerateFirstApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateFirstApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*GenerateFirstApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{6}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GenerateFirstApiKeyRequest) GetSecretKey() string {
@@ -364,7 +478,7 @@ type GenerateFirstApiKeyResponse struct {
 
 func (x *GenerateFirstApiKeyResponse) Reset() {
 	*x = GenerateFirstApiKeyResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +490,7 @@ func (x *GenerateFirstApiKeyResponse) String() string {
 func (*GenerateFirstApiKeyResponse) ProtoMessage() {}
 
 func (x *GenerateFirstApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +503,7 @@ func (x *GenerateFirstApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateFirstApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*GenerateFirstApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{7}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GenerateFirstApiKeyResponse) GetApiKey() string {
@@ -411,7 +525,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +537,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +550,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{8}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListApiKeysRequest) GetPage() int32 {
@@ -466,7 +580,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +592,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +605,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListApiKeysResponse) GetItems() []*ApiKey {
@@ -540,7 +654,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +666,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +679,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateApiKeyRequest) GetName() string {
@@ -599,7 +713,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +725,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +738,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateApiKeyResponse) GetId() string {
@@ -692,7 +806,7 @@ type RevokeApiKeyRequest struct {
 
 func (x *RevokeApiKeyRequest) Reset() {
 	*x = RevokeApiKeyRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +818,7 @@ func (x *RevokeApiKeyRequest) String() string {
 func (*RevokeApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +831,7 @@ func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RevokeApiKeyRequest) GetKeyId() string {
@@ -737,7 +851,7 @@ type RevokeApiKeyResponse struct {
 
 func (x *RevokeApiKeyResponse) Reset() {
 	*x = RevokeApiKeyResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +863,7 @@ func (x *RevokeApiKeyResponse) String() string {
 func (*RevokeApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +876,7 @@ func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{13}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RevokeApiKeyResponse) GetApiKey() *ApiKey {
@@ -784,7 +898,7 @@ type ListLedgerEntriesRequest struct {
 
 func (x *ListLedgerEntriesRequest) Reset() {
 	*x = ListLedgerEntriesRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +910,7 @@ func (x *ListLedgerEntriesRequest) String() string {
 func (*ListLedgerEntriesRequest) ProtoMessage() {}
 
 func (x *ListLedgerEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +923,7 @@ func (x *ListLedgerEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLedgerEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListLedgerEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{14}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListLedgerEntriesRequest) GetPage() int32 {
@@ -839,7 +953,7 @@ type ListLedgerEntriesResponse struct {
 
 func (x *ListLedgerEntriesResponse) Reset() {
 	*x = ListLedgerEntriesResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +965,7 @@ func (x *ListLedgerEntriesResponse) String() string {
 func (*ListLedgerEntriesResponse) ProtoMessage() {}
 
 func (x *ListLedgerEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +978,7 @@ func (x *ListLedgerEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLedgerEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListLedgerEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{15}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListLedgerEntriesResponse) GetItems() []*LedgerEntry {
@@ -914,7 +1028,7 @@ type CreateSdkTokenRequest struct {
 
 func (x *CreateSdkTokenRequest) Reset() {
 	*x = CreateSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1040,7 @@ func (x *CreateSdkTokenRequest) String() string {
 func (*CreateSdkTokenRequest) ProtoMessage() {}
 
 func (x *CreateSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1053,7 @@ func (x *CreateSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateSdkTokenRequest) GetLabel() string {
@@ -971,7 +1085,7 @@ type CreateSdkTokenResponse struct {
 
 func (x *CreateSdkTokenResponse) Reset() {
 	*x = CreateSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1097,7 @@ func (x *CreateSdkTokenResponse) String() string {
 func (*CreateSdkTokenResponse) ProtoMessage() {}
 
 func (x *CreateSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1110,7 @@ func (x *CreateSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateSdkTokenResponse) GetId() string {
@@ -1053,7 +1167,7 @@ type ListSdkTokensRequest struct {
 
 func (x *ListSdkTokensRequest) Reset() {
 	*x = ListSdkTokensRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1179,7 @@ func (x *ListSdkTokensRequest) String() string {
 func (*ListSdkTokensRequest) ProtoMessage() {}
 
 func (x *ListSdkTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1192,7 @@ func (x *ListSdkTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSdkTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListSdkTokensRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSdkTokensRequest) GetPage() int32 {
@@ -1108,7 +1222,7 @@ type ListSdkTokensResponse struct {
 
 func (x *ListSdkTokensResponse) Reset() {
 	*x = ListSdkTokensResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1234,7 @@ func (x *ListSdkTokensResponse) String() string {
 func (*ListSdkTokensResponse) ProtoMessage() {}
 
 func (x *ListSdkTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1247,7 @@ func (x *ListSdkTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSdkTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListSdkTokensResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListSdkTokensResponse) GetItems() []*SdkToken {
@@ -1180,7 +1294,7 @@ type RevokeSdkTokenRequest struct {
 
 func (x *RevokeSdkTokenRequest) Reset() {
 	*x = RevokeSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1306,7 @@ func (x *RevokeSdkTokenRequest) String() string {
 func (*RevokeSdkTokenRequest) ProtoMessage() {}
 
 func (x *RevokeSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1319,7 @@ func (x *RevokeSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevokeSdkTokenRequest) GetTokenId() string {
@@ -1225,7 +1339,7 @@ type RevokeSdkTokenResponse struct {
 
 func (x *RevokeSdkTokenResponse) Reset() {
 	*x = RevokeSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1351,7 @@ func (x *RevokeSdkTokenResponse) String() string {
 func (*RevokeSdkTokenResponse) ProtoMessage() {}
 
 func (x *RevokeSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1364,7 @@ func (x *RevokeSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RevokeSdkTokenResponse) GetSdkToken() *SdkToken {
@@ -1271,7 +1385,7 @@ type WebOrigin struct {
 
 func (x *WebOrigin) Reset() {
 	*x = WebOrigin{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1397,7 @@ func (x *WebOrigin) String() string {
 func (*WebOrigin) ProtoMessage() {}
 
 func (x *WebOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1410,7 @@ func (x *WebOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebOrigin.ProtoReflect.Descriptor instead.
 func (*WebOrigin) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebOrigin) GetOrigin() string {
@@ -1321,7 +1435,7 @@ type ListWebOriginsRequest struct {
 
 func (x *ListWebOriginsRequest) Reset() {
 	*x = ListWebOriginsRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1447,7 @@ func (x *ListWebOriginsRequest) String() string {
 func (*ListWebOriginsRequest) ProtoMessage() {}
 
 func (x *ListWebOriginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1460,7 @@ func (x *ListWebOriginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebOriginsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebOriginsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
 }
 
 type ListWebOriginsResponse struct {
@@ -1358,7 +1472,7 @@ type ListWebOriginsResponse struct {
 
 func (x *ListWebOriginsResponse) Reset() {
 	*x = ListWebOriginsResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1484,7 @@ func (x *ListWebOriginsResponse) String() string {
 func (*ListWebOriginsResponse) ProtoMessage() {}
 
 func (x *ListWebOriginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1497,7 @@ func (x *ListWebOriginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebOriginsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebOriginsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListWebOriginsResponse) GetItems() []*WebOrigin {
@@ -1404,7 +1518,7 @@ type SetWebOriginsRequest struct {
 
 func (x *SetWebOriginsRequest) Reset() {
 	*x = SetWebOriginsRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1530,7 @@ func (x *SetWebOriginsRequest) String() string {
 func (*SetWebOriginsRequest) ProtoMessage() {}
 
 func (x *SetWebOriginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1543,7 @@ func (x *SetWebOriginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWebOriginsRequest.ProtoReflect.Descriptor instead.
 func (*SetWebOriginsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetWebOriginsRequest) GetOrigins() []string {
@@ -1448,7 +1562,7 @@ type SetWebOriginsResponse struct {
 
 func (x *SetWebOriginsResponse) Reset() {
 	*x = SetWebOriginsResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1574,7 @@ func (x *SetWebOriginsResponse) String() string {
 func (*SetWebOriginsResponse) ProtoMessage() {}
 
 func (x *SetWebOriginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1587,7 @@ func (x *SetWebOriginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWebOriginsResponse.ProtoReflect.Descriptor instead.
 func (*SetWebOriginsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetWebOriginsResponse) GetItems() []*WebOrigin {
@@ -1490,7 +1604,15 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x1emnv/accounts/v1/accounts.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x12\n" +
 	"\x10GetClientRequest\"D\n" +
 	"\x11GetClientResponse\x12/\n" +
-	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\"\x86\x01\n" +
+	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\"\x0e\n" +
+	"\fGetMeRequest\"\x88\x02\n" +
+	"\rGetMeResponse\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_name\x18\x02 \x01(\tR\n" +
+	"clientName\x12B\n" +
+	"\rclient_status\x18\x03 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\x12C\n" +
+	"\x10enabled_features\x18\x04 \x03(\x0e2\x18.mnv.accounts.v1.FeatureR\x0fenabledFeatures\x120\n" +
+	"\aapi_key\x18\x05 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"\x86\x01\n" +
 	"\x13RotateApiKeyRequest\x12\x1d\n" +
 	"\n" +
 	"secret_key\x18\x01 \x01(\tR\tsecretKey\x126\n" +
@@ -1597,9 +1719,10 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x14SetWebOriginsRequest\x12\x18\n" +
 	"\aorigins\x18\x01 \x03(\tR\aorigins\"I\n" +
 	"\x15SetWebOriginsResponse\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\xcd\x0e\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\xc0\x0f\n" +
 	"\x0fAccountsService\x12\x83\x01\n" +
-	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"/\xca\xf3\x18+\b\x02 \x01J%Client details retrieved successfully\x12\x85\x01\n" +
+	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"/\xca\xf3\x18+\b\x02 \x01J%Client details retrieved successfully\x12q\n" +
+	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\")\xca\xf3\x18%\b\x02 \x018\x02J\x1dCaller retrieved successfully\x12\x85\x01\n" +
 	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x04J\x1cAPI key rotated successfully\x12\x97\x01\n" +
 	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x02J\x1cAPI key rotated successfully\x12\x9c\x01\n" +
 	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"*\xca\xf3\x18&\b\x010\x018\x01J\x1eAPI key generated successfully\x12\x85\x01\n" +
@@ -1625,90 +1748,99 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
 	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
-	(*RotateApiKeyRequest)(nil),         // 2: mnv.accounts.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),        // 3: mnv.accounts.v1.RotateApiKeyResponse
-	(*RotateClientApiKeyRequest)(nil),   // 4: mnv.accounts.v1.RotateClientApiKeyRequest
-	(*RotateClientApiKeyResponse)(nil),  // 5: mnv.accounts.v1.RotateClientApiKeyResponse
-	(*GenerateFirstApiKeyRequest)(nil),  // 6: mnv.accounts.v1.GenerateFirstApiKeyRequest
-	(*GenerateFirstApiKeyResponse)(nil), // 7: mnv.accounts.v1.GenerateFirstApiKeyResponse
-	(*ListApiKeysRequest)(nil),          // 8: mnv.accounts.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),         // 9: mnv.accounts.v1.ListApiKeysResponse
-	(*CreateApiKeyRequest)(nil),         // 10: mnv.accounts.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),        // 11: mnv.accounts.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),         // 12: mnv.accounts.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),        // 13: mnv.accounts.v1.RevokeApiKeyResponse
-	(*ListLedgerEntriesRequest)(nil),    // 14: mnv.accounts.v1.ListLedgerEntriesRequest
-	(*ListLedgerEntriesResponse)(nil),   // 15: mnv.accounts.v1.ListLedgerEntriesResponse
-	(*CreateSdkTokenRequest)(nil),       // 16: mnv.accounts.v1.CreateSdkTokenRequest
-	(*CreateSdkTokenResponse)(nil),      // 17: mnv.accounts.v1.CreateSdkTokenResponse
-	(*ListSdkTokensRequest)(nil),        // 18: mnv.accounts.v1.ListSdkTokensRequest
-	(*ListSdkTokensResponse)(nil),       // 19: mnv.accounts.v1.ListSdkTokensResponse
-	(*RevokeSdkTokenRequest)(nil),       // 20: mnv.accounts.v1.RevokeSdkTokenRequest
-	(*RevokeSdkTokenResponse)(nil),      // 21: mnv.accounts.v1.RevokeSdkTokenResponse
-	(*WebOrigin)(nil),                   // 22: mnv.accounts.v1.WebOrigin
-	(*ListWebOriginsRequest)(nil),       // 23: mnv.accounts.v1.ListWebOriginsRequest
-	(*ListWebOriginsResponse)(nil),      // 24: mnv.accounts.v1.ListWebOriginsResponse
-	(*SetWebOriginsRequest)(nil),        // 25: mnv.accounts.v1.SetWebOriginsRequest
-	(*SetWebOriginsResponse)(nil),       // 26: mnv.accounts.v1.SetWebOriginsResponse
-	(*Client)(nil),                      // 27: mnv.accounts.v1.Client
-	(*ApiKey)(nil),                      // 28: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 29: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 30: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 31: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 32: mnv.accounts.v1.SdkToken
+	(*GetMeRequest)(nil),                // 2: mnv.accounts.v1.GetMeRequest
+	(*GetMeResponse)(nil),               // 3: mnv.accounts.v1.GetMeResponse
+	(*RotateApiKeyRequest)(nil),         // 4: mnv.accounts.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),        // 5: mnv.accounts.v1.RotateApiKeyResponse
+	(*RotateClientApiKeyRequest)(nil),   // 6: mnv.accounts.v1.RotateClientApiKeyRequest
+	(*RotateClientApiKeyResponse)(nil),  // 7: mnv.accounts.v1.RotateClientApiKeyResponse
+	(*GenerateFirstApiKeyRequest)(nil),  // 8: mnv.accounts.v1.GenerateFirstApiKeyRequest
+	(*GenerateFirstApiKeyResponse)(nil), // 9: mnv.accounts.v1.GenerateFirstApiKeyResponse
+	(*ListApiKeysRequest)(nil),          // 10: mnv.accounts.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),         // 11: mnv.accounts.v1.ListApiKeysResponse
+	(*CreateApiKeyRequest)(nil),         // 12: mnv.accounts.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),        // 13: mnv.accounts.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),         // 14: mnv.accounts.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),        // 15: mnv.accounts.v1.RevokeApiKeyResponse
+	(*ListLedgerEntriesRequest)(nil),    // 16: mnv.accounts.v1.ListLedgerEntriesRequest
+	(*ListLedgerEntriesResponse)(nil),   // 17: mnv.accounts.v1.ListLedgerEntriesResponse
+	(*CreateSdkTokenRequest)(nil),       // 18: mnv.accounts.v1.CreateSdkTokenRequest
+	(*CreateSdkTokenResponse)(nil),      // 19: mnv.accounts.v1.CreateSdkTokenResponse
+	(*ListSdkTokensRequest)(nil),        // 20: mnv.accounts.v1.ListSdkTokensRequest
+	(*ListSdkTokensResponse)(nil),       // 21: mnv.accounts.v1.ListSdkTokensResponse
+	(*RevokeSdkTokenRequest)(nil),       // 22: mnv.accounts.v1.RevokeSdkTokenRequest
+	(*RevokeSdkTokenResponse)(nil),      // 23: mnv.accounts.v1.RevokeSdkTokenResponse
+	(*WebOrigin)(nil),                   // 24: mnv.accounts.v1.WebOrigin
+	(*ListWebOriginsRequest)(nil),       // 25: mnv.accounts.v1.ListWebOriginsRequest
+	(*ListWebOriginsResponse)(nil),      // 26: mnv.accounts.v1.ListWebOriginsResponse
+	(*SetWebOriginsRequest)(nil),        // 27: mnv.accounts.v1.SetWebOriginsRequest
+	(*SetWebOriginsResponse)(nil),       // 28: mnv.accounts.v1.SetWebOriginsResponse
+	(*Client)(nil),                      // 29: mnv.accounts.v1.Client
+	(ClientStatus)(0),                   // 30: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                        // 31: mnv.accounts.v1.Feature
+	(*ApiKey)(nil),                      // 32: mnv.accounts.v1.ApiKey
+	(Role)(0),                           // 33: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),       // 34: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                 // 35: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                    // 36: mnv.accounts.v1.SdkToken
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	27, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	28, // 1: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	29, // 2: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	29, // 3: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	30, // 4: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	30, // 5: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	30, // 6: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	28, // 7: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	31, // 8: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	30, // 9: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	30, // 10: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 11: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	32, // 12: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	30, // 13: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
-	22, // 14: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	22, // 15: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	0,  // 16: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 17: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	4,  // 18: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	6,  // 19: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	8,  // 20: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	10, // 21: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	12, // 22: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	14, // 23: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	16, // 24: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	18, // 25: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	20, // 26: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	23, // 27: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
-	25, // 28: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
-	1,  // 29: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 30: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	5,  // 31: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	7,  // 32: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	9,  // 33: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	11, // 34: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	13, // 35: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	15, // 36: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	17, // 37: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	19, // 38: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	21, // 39: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	24, // 40: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
-	26, // 41: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
-	29, // [29:42] is the sub-list for method output_type
-	16, // [16:29] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	29, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	30, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	31, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
+	32, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	32, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	33, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	33, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	34, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	34, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	34, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	35, // 11: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	34, // 12: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	34, // 13: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 14: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	36, // 15: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	34, // 16: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	24, // 17: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	24, // 18: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	0,  // 19: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 20: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
+	4,  // 21: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	6,  // 22: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	8,  // 23: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	10, // 24: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	12, // 25: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	14, // 26: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	16, // 27: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	18, // 28: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	20, // 29: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	22, // 30: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	25, // 31: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	27, // 32: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	1,  // 33: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 34: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
+	5,  // 35: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	7,  // 36: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	9,  // 37: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	11, // 38: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	13, // 39: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	15, // 40: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	17, // 41: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	19, // 42: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	21, // 43: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	23, // 44: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	26, // 45: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	28, // 46: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	33, // [33:47] is the sub-list for method output_type
+	19, // [19:33] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -1717,19 +1849,19 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_accounts_proto_msgTypes[2].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[4].OneofWrappers = []any{}
-	file_mnv_accounts_v1_accounts_proto_msgTypes[8].OneofWrappers = []any{}
-	file_mnv_accounts_v1_accounts_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[6].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[10].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[16].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[18].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	AccountsService_GetClient_FullMethodName           = "/mnv.accounts.v1.AccountsService/GetClient"
+	AccountsService_GetMe_FullMethodName               = "/mnv.accounts.v1.AccountsService/GetMe"
 	AccountsService_RotateApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/RotateApiKey"
 	AccountsService_RotateClientApiKey_FullMethodName  = "/mnv.accounts.v1.AccountsService/RotateClientApiKey"
 	AccountsService_GenerateFirstApiKey_FullMethodName = "/mnv.accounts.v1.AccountsService/GenerateFirstApiKey"
@@ -44,6 +45,10 @@ const (
 type AccountsServiceClient interface {
 	// Returns the client's details and balance. Allowed for a suspended client.
 	GetClient(ctx context.Context, in *GetClientRequest, opts ...grpc.CallOption) (*GetClientResponse, error)
+	// Tells the caller who it is: its client, with the features enabled for it, and the API key
+	// it called with (never the key itself). Any role may call it. Allowed for a suspended client,
+	// like GetClient: it is a read of oneself, and the answer says the client is suspended.
+	GetMe(ctx context.Context, in *GetMeRequest, opts ...grpc.CallOption) (*GetMeResponse, error)
 	// Rotates the API key presented in `x-api-key`. Requires the client secret.
 	RotateApiKey(ctx context.Context, in *RotateApiKeyRequest, opts ...grpc.CallOption) (*RotateApiKeyResponse, error)
 	// Like RotateApiKey, naming the client explicitly; another client's id is NOT_FOUND.
@@ -82,6 +87,16 @@ func (c *accountsServiceClient) GetClient(ctx context.Context, in *GetClientRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetClientResponse)
 	err := c.cc.Invoke(ctx, AccountsService_GetClient_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) GetMe(ctx context.Context, in *GetMeRequest, opts ...grpc.CallOption) (*GetMeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetMeResponse)
+	err := c.cc.Invoke(ctx, AccountsService_GetMe_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +233,10 @@ func (c *accountsServiceClient) SetWebOrigins(ctx context.Context, in *SetWebOri
 type AccountsServiceServer interface {
 	// Returns the client's details and balance. Allowed for a suspended client.
 	GetClient(context.Context, *GetClientRequest) (*GetClientResponse, error)
+	// Tells the caller who it is: its client, with the features enabled for it, and the API key
+	// it called with (never the key itself). Any role may call it. Allowed for a suspended client,
+	// like GetClient: it is a read of oneself, and the answer says the client is suspended.
+	GetMe(context.Context, *GetMeRequest) (*GetMeResponse, error)
 	// Rotates the API key presented in `x-api-key`. Requires the client secret.
 	RotateApiKey(context.Context, *RotateApiKeyRequest) (*RotateApiKeyResponse, error)
 	// Like RotateApiKey, naming the client explicitly; another client's id is NOT_FOUND.
@@ -254,6 +273,9 @@ type UnimplementedAccountsServiceServer struct{}
 
 func (UnimplementedAccountsServiceServer) GetClient(context.Context, *GetClientRequest) (*GetClientResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetClient not implemented")
+}
+func (UnimplementedAccountsServiceServer) GetMe(context.Context, *GetMeRequest) (*GetMeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMe not implemented")
 }
 func (UnimplementedAccountsServiceServer) RotateApiKey(context.Context, *RotateApiKeyRequest) (*RotateApiKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RotateApiKey not implemented")
@@ -326,6 +348,24 @@ func _AccountsService_GetClient_Handler(srv interface{}, ctx context.Context, de
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AccountsServiceServer).GetClient(ctx, req.(*GetClientRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsService_GetMe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).GetMe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_GetMe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).GetMe(ctx, req.(*GetMeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -556,6 +596,10 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetClient",
 			Handler:    _AccountsService_GetClient_Handler,
+		},
+		{
+			MethodName: "GetMe",
+			Handler:    _AccountsService_GetMe_Handler,
 		},
 		{
 			MethodName: "RotateApiKey",
