@@ -94,7 +94,7 @@ func (p Policy) CheckURL(raw string) (*url.URL, error) {
 			return nil, refuse("the endpoint URL must not contain an IPv6 zone")
 		}
 		if err := p.CheckAddr(ip); err != nil {
-			return nil, refuse("the endpoint URL points to an address that is not allowed (private, loopback, link-local, reserved or cloud metadata)")
+			return nil, refuse("the endpoint URL points to an address that is not allowed (private, loopback, link-local, reserved or cloud metadata; a deployment may allow a receiver inside its network: MNV_WEBHOOK_ALLOWED_NETS)")
 		}
 		return u, nil
 	}
@@ -255,7 +255,7 @@ func (p Policy) CheckAddr(ip netip.Addr) error {
 	if p.AllowPrivate || isPublic(ip) {
 		return nil
 	}
-	return refuse("the endpoint address is not public (private, loopback, link-local or reserved)")
+	return refuse("the endpoint address is not public (private, loopback, link-local or reserved; a deployment may allow a receiver inside its network: MNV_WEBHOOK_ALLOWED_NETS)")
 }
 
 // normalizePrefix turns an IPv4-mapped IPv6 prefix (::ffff:127.0.0.1/128) into its IPv4 form,

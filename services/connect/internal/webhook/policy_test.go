@@ -255,3 +255,16 @@ func TestHTTPRefusalNamesItsSwitch(t *testing.T) {
 		t.Errorf("CheckURL = %v, want it to name MNV_WEBHOOK_ALLOW_HTTP", err)
 	}
 }
+
+// TestPrivateRefusalNamesItsSwitch: past https, a receiver inside the network is refused for its
+// address; the refusal names the variable that allows one, whether the URL or a resolved address
+// is at fault.
+func TestPrivateRefusalNamesItsSwitch(t *testing.T) {
+	_, urlErr := Policy{AllowHTTP: true}.CheckURL("http://127.0.0.1:9999/hook")
+	addrErr := Policy{}.CheckAddr(netip.MustParseAddr("10.1.2.3"))
+	for name, err := range map[string]error{"url": urlErr, "resolved address": addrErr} {
+		if err == nil || !strings.Contains(err.Error(), "MNV_WEBHOOK_ALLOWED_NETS") {
+			t.Errorf("%s: %v, want it to name MNV_WEBHOOK_ALLOWED_NETS", name, err)
+		}
+	}
+}
