@@ -322,7 +322,9 @@ type apiError struct {
 	code, message string
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("mnv API: %d %s: %s", e.status, e.code, e.message) }
+func (e *apiError) Error() string {
+	return fmt.Sprintf("mnv API: %d %s: %s", e.status, e.code, e.message)
+}
 
 // call is fetch for a handler: on failure it answers the page with the API's code and
 // message (never the request, which holds the key) and returns false.
