@@ -14,6 +14,10 @@ CHROMIUM_ENSURE := deploy/local/chromium-ensure.sh
 # target with a bare "context deadline exceeded" at the deadline (golang/go#75804), which CI saw
 # on FuzzOpen. 30000 executions take 1 to 12 s per target here.
 FUZZTIME ?= 30000x
+# The browser SDK (sdk/web) needs Node.js; its files are copied into the gateway, which embeds them.
+SDK := sdk/web
+SDK_ASSETS := gateway/internal/sdkassets/files
+NEED_NODE := command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed for sdk/web: install Node.js 18 or later (sudo apt-get install -y nodejs npm)"; exit 1; }
 
 .PHONY: help
 help: ## Show the targets
@@ -29,6 +33,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
 	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	$(MAKE) build; \
+	$(MAKE) sdk-test; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
 
 .PHONY: fuzz
@@ -71,6 +76,24 @@ generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
 	go build -o $(BIN)/protoc-gen-mnv-openapi ./gateway/cmd/protoc-gen-mnv-openapi
 	$(BIN)/buf generate --template buf.gen.openapi.yaml
 	cd proto/gen && go mod tidy
+	@# The browser SDK's classic-script build, and the copies the gateway embeds.
+	@$(NEED_NODE)
+	node $(SDK)/scripts/build-global.mjs
+	cp $(SDK)/src/mnv.js $(SDK)/src/mnv.d.ts $(SDK)/dist/mnv.global.js $(SDK_ASSETS)/
+
+.PHONY: sdk-test
+sdk-test: sdk-check ## Test the browser SDK (node --test) and check its types
+	@$(NEED_NODE)
+	cd $(SDK) && node --test test/
+
+# npm ci only when the lock file changed since the last install, so the check runs offline.
+$(SDK)/node_modules/.package-lock.json: $(SDK)/package-lock.json
+	@$(NEED_NODE)
+	npm ci --prefix $(SDK) --no-audit --no-fund --prefer-offline
+
+.PHONY: sdk-check
+sdk-check: $(SDK)/node_modules/.package-lock.json ## Type-check the browser SDK's declarations (pinned tsc)
+	npx --prefix $(SDK) tsc --noEmit -p $(SDK)
 
 .PHONY: apidocs
 apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned in the script)
@@ -78,8 +101,8 @@ apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned 
 
 .PHONY: check-generated
 check-generated: generate ## Fail when the committed generated code is stale
-	@git add -N proto/gen
-	@git diff --exit-code --stat -- proto/gen || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git add -N proto/gen $(SDK)/dist $(SDK_ASSETS)
+	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 .PHONY: lint
 lint: tools ## buf lint, gofmt, go vet

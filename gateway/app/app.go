@@ -32,6 +32,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
+	"github.com/mnvhq/mnv/gateway/internal/sdkassets"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
 	"github.com/mnvhq/mnv/gateway/internal/weborigin"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -245,6 +246,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		_, _ = w.Write(openapigen.JSON)
 	})
 	apidocs.Register(root)
+	// The browser SDK, public static files. Outside the per-address budgets (edgelimit), unlike
+	// the other routes without a credential: they cost no backend call, browsers cache them,
+	// and a budget per address would refuse the SDK to many subscribers behind one mobile
+	// carrier's NAT, the very users the browser flow is for.
+	sdkassets.Register(root)
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))
 	})

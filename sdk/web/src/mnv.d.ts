@@ -1,0 +1,75 @@
+// Type declarations of the mnv browser SDK (src/mnv.js; dist/mnv.global.js defines the same as
+// window.Mnv).
+
+export interface MnvErrorInit {
+  code: string;
+  httpStatus: number;
+  message: string;
+  requestId?: string;
+  field?: string | null;
+}
+
+/**
+ * Every failure of a call: `code` is the envelope's code (e.g. `NOT_FOUND`, `ALREADY_USED`,
+ * `RATE_LIMITED`) or one of the SDK's own: `NETWORK_ERROR`, `TIMEOUT`, `ABORTED` (httpStatus 0)
+ * and `BAD_RESPONSE` (an answer that is not an mnv envelope).
+ */
+export class MnvError extends Error {
+  constructor(init: MnvErrorInit);
+  name: 'MnvError';
+  code: string;
+  /** The HTTP status number; 0 when no answer came. */
+  httpStatus: number;
+  /** The answer's X-Request-Id, when there was an answer. */
+  requestId?: string;
+  /** The request field the error names, if any. */
+  field?: string | null;
+}
+
+export interface CaptureOptions {
+  transactionId: string;
+  /** The API's base, e.g. `https://api.example/v1/api`; defaults to the gateway that served this script. */
+  baseUrl?: string;
+  /** Default 10000. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Sent as X-Mnv-Sandbox-Msisdn: the number the sandbox operator "sees". Only the sandbox believes it. */
+  sandboxNumber?: string;
+}
+
+export interface CaptureResult {
+  transactionId: string;
+  status: string;
+  operatorId: string | null;
+  encryptedMobileNumber: string | null;
+  expiresAt: string | null;
+  [k: string]: unknown;
+}
+
+export function capture(o: CaptureOptions): Promise<CaptureResult>;
+
+export interface SessionOptions {
+  sdkToken: string;
+  clientId: string;
+  platform: 'ANDROID' | 'IOS' | 'WEB';
+  operatorId?: string;
+  deviceId?: string;
+  appVersion?: string;
+  baseUrl?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  sandboxNumber?: string;
+}
+
+/** Resolves to the envelope's data: sessionId, status, encryptedMobileNumber, operatorId, expiresAt. */
+export function createSession(o: SessionOptions): Promise<Record<string, unknown>>;
+
+export interface NetworkInfo {
+  type: string | null;
+  effectiveType: string | null;
+  cellular: boolean | null;
+  wifi: boolean | null;
+}
+
+/** What navigator.connection tells, where the browser has it; nulls when unknown. */
+export function network(): NetworkInfo;

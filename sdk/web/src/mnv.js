@@ -1,0 +1,209 @@
+// mnv browser SDK: the browser side of mnv's flows. No dependencies, no build step; the
+// classic-script build (dist/mnv.global.js, window.Mnv) is this file wrapped by
+// scripts/build-global.mjs.
+//
+// Retry rule (why it is this narrow): a capture is a POST that consumes its transaction; a
+// second capture of a CAPTURED transaction answers 409 ALREADY_USED. So a request is retried
+// only when the server said it refused before doing any work: 429 or 503 WITH a Retry-After
+// header, waiting that long, at most twice, and only when the wait fits in timeoutMs. A network
+// error is never retried: the browser cannot tell whether the request reached the server.
+// createSession follows the same rule (a retried session would open a second one).
+
+const SCRIPT_URL = import.meta.url;
+
+const DEFAULT_TIMEOUT_MS = 10000;
+const MAX_RETRIES = 2;
+// The gateway serves this file at {prefix}/sdk/v1/mnv.js and the API at {prefix}/v1/api.
+const SERVED_AT = /\/sdk\/v1\/mnv(\.global)?\.js$/;
+
+export class MnvError extends Error {
+  constructor(init) {
+    super(init.message);
+    this.name = 'MnvError';
+    this.code = init.code;
+    this.httpStatus = init.httpStatus;
+    this.requestId = init.requestId;
+    this.field = init.field === undefined ? null : init.field;
+    if (init.cause !== undefined) this.cause = init.cause;
+  }
+}
+
+// defaultBaseUrl is the API next to where this script was served from, when it was served by
+// the gateway; a copy bundled into a site cannot tell, so then baseUrl is required.
+function defaultBaseUrl() {
+  if (!SCRIPT_URL) return null;
+  let u;
+  try {
+    u = new URL(SCRIPT_URL);
+  } catch {
+    return null;
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !SERVED_AT.test(u.pathname)) return null;
+  return u.origin + u.pathname.replace(SERVED_AT, '') + '/v1/api';
+}
+
+function resolveBaseUrl(baseUrl) {
+  const b = baseUrl === undefined || baseUrl === null ? defaultBaseUrl() : baseUrl;
+  if (typeof b !== 'string' || b === '') {
+    throw new TypeError('mnv: baseUrl is required (e.g. "https://api.example/v1/api"): it cannot be told from where this script was loaded');
+  }
+  return b.replace(/\/+$/, '');
+}
+
+function requireString(o, name) {
+  if (typeof o[name] !== 'string' || o[name] === '') {
+    throw new TypeError('mnv: ' + name + ' is required (a non-empty string)');
+  }
+}
+
+function requireOptions(o) {
+  if (o === null || typeof o !== 'object') throw new TypeError('mnv: options object is required');
+}
+
+// retryAfterMs reads Retry-After: seconds, or an HTTP date; null when absent or unreadable.
+function retryAfterMs(res) {
+  const v = res.headers.get('Retry-After');
+  if (v === null) return null;
+  if (/^\s*\d+\s*$/.test(v)) return Number(v) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? null : Math.max(0, t - Date.now());
+}
+
+function isEnvelope(body) {
+  return body !== null && typeof body === 'object' && typeof body.success === 'boolean' && Array.isArray(body.messages);
+}
+
+// request sends one API call under the options' timeout and signal, retrying as the rule at the
+// top says, and resolves to the envelope's data or rejects with an MnvError.
+async function request(o, path, init) {
+  const timeoutMs = o.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : o.timeoutMs;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError('mnv: timeoutMs must be a positive number');
+  const url = resolveBaseUrl(o.baseUrl) + path;
+  const signal = o.signal;
+  if (signal && signal.aborted) throw aborted(signal.reason);
+
+  const deadline = Date.now() + timeoutMs;
+  const ctl = new AbortController();
+  let why = null; // 'timeout' or 'aborted', once ctl is aborted
+  const stop = (reason) => {
+    if (why === null) {
+      why = reason;
+      ctl.abort();
+    }
+  };
+  const timer = setTimeout(() => stop('timeout'), timeoutMs);
+  const onAbort = () => stop('aborted');
+  if (signal) signal.addEventListener('abort', onAbort, { once: true });
+  const stopped = () => (why === 'timeout' ? timedOut(timeoutMs) : aborted(signal && signal.reason));
+
+  try {
+    for (let attempt = 0; ; attempt++) {
+      let res, text;
+      try {
+        res = await fetch(url, { ...init, mode: 'cors', credentials: 'omit', signal: ctl.signal });
+        text = await res.text();
+      } catch (err) {
+        if (why !== null) throw stopped();
+        throw new MnvError({ code: 'NETWORK_ERROR', httpStatus: 0, message: 'mnv: the request did not complete (network error, or the server refused this page by CORS)', cause: err });
+      }
+      const requestId = res.headers.get('X-Request-Id') || undefined;
+      let body = null;
+      try {
+        body = text === '' ? null : JSON.parse(text);
+      } catch {
+        body = null;
+      }
+      if (res.ok) {
+        if (isEnvelope(body) && body.success === true) return body.data;
+        throw badResponse(res, requestId);
+      }
+      const wait = res.status === 429 || res.status === 503 ? retryAfterMs(res) : null;
+      if (wait !== null && attempt < MAX_RETRIES && Date.now() + wait < deadline) {
+        await sleep(wait, ctl.signal);
+        if (why !== null) throw stopped();
+        continue;
+      }
+      if (!isEnvelope(body) || body.messages.length === 0) throw badResponse(res, requestId);
+      const m = body.messages[0] || {};
+      throw new MnvError({
+        code: typeof m.code === 'string' ? m.code : 'UNKNOWN',
+        httpStatus: res.status,
+        message: typeof m.message === 'string' ? m.message : 'HTTP ' + res.status,
+        requestId,
+        field: typeof m.field === 'string' ? m.field : null,
+      });
+    }
+  } finally {
+    clearTimeout(timer);
+    if (signal) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function timedOut(ms) {
+  return new MnvError({ code: 'TIMEOUT', httpStatus: 0, message: 'mnv: no answer within ' + ms + ' ms' });
+}
+
+function aborted(reason) {
+  return new MnvError({ code: 'ABORTED', httpStatus: 0, message: 'mnv: the request was aborted', cause: reason });
+}
+
+function badResponse(res, requestId) {
+  return new MnvError({ code: 'BAD_RESPONSE', httpStatus: res.status, message: 'mnv: the answer (HTTP ' + res.status + ') is not an mnv envelope', requestId });
+}
+
+// capture captures a browser transaction over the network the browser is on, with no
+// credential: the page's origin must be one the transaction's client allowed.
+export function capture(o) {
+  return Promise.resolve().then(() => {
+    requireOptions(o);
+    requireString(o, 'transactionId');
+    const headers = {};
+    if (o.sandboxNumber !== undefined) headers['X-Mnv-Sandbox-Msisdn'] = o.sandboxNumber;
+    return request(o, '/web/transactions/' + encodeURIComponent(o.transactionId) + '/capture', { method: 'POST', headers });
+  });
+}
+
+// createSession opens an SDK session with an SDK token (webviews, React Native): the answer's
+// encryptedMobileNumber goes to the client's backend, which verifies it with its API key.
+export function createSession(o) {
+  return Promise.resolve().then(() => {
+    requireOptions(o);
+    requireString(o, 'sdkToken');
+    requireString(o, 'clientId');
+    requireString(o, 'platform');
+    const body = { platform: o.platform };
+    for (const k of ['operatorId', 'deviceId', 'appVersion']) {
+      if (o[k] !== undefined && o[k] !== null) body[k] = o[k];
+    }
+    const headers = { 'Content-Type': 'application/json', 'X-SDK-TOKEN': o.sdkToken, 'X-CLIENT-ID': o.clientId };
+    if (o.sandboxNumber !== undefined) headers['X-Mnv-Sandbox-Msisdn'] = o.sandboxNumber;
+    return request(o, '/sdk/session', { method: 'POST', headers, body: JSON.stringify(body) });
+  });
+}
+
+// network tells what the browser knows of its connection (the Network Information API, where
+// the browser has it), so a page can ask its user to switch from Wi-Fi to mobile data first.
+export function network() {
+  const c = typeof navigator !== 'undefined' && navigator ? navigator.connection : undefined;
+  if (!c) return { type: null, effectiveType: null, cellular: null, wifi: null };
+  const type = typeof c.type === 'string' ? c.type : null;
+  const known = type !== null && type !== 'unknown';
+  return {
+    type,
+    effectiveType: typeof c.effectiveType === 'string' ? c.effectiveType : null,
+    cellular: known ? type === 'cellular' : null,
+    wifi: known ? type === 'wifi' : null,
+  };
+}

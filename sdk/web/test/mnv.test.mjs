@@ -1,0 +1,174 @@
+import { test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { capture, createSession, network, MnvError } from '../src/mnv.js';
+import { startServer, reply, fail, captured } from './helpers.mjs';
+
+let s;
+before(async () => (s = await startServer()));
+after(() => s.close());
+beforeEach(() => {
+  s.requests = [];
+  s.handle = (req, res) => reply(res, 200, captured);
+});
+
+// rejects asserts an MnvError with the given fields.
+async function rejects(p, want) {
+  const err = await p.then(
+    (v) => assert.fail('resolved: ' + JSON.stringify(v)),
+    (e) => e,
+  );
+  assert.ok(err instanceof MnvError, 'not an MnvError: ' + err);
+  assert.equal(err.name, 'MnvError');
+  for (const [k, v] of Object.entries(want)) assert.equal(err[k], v, k);
+  return err;
+}
+
+test('capture posts to the transaction, URL-encoded, without credentials, and resolves to data', async () => {
+  const r = await capture({ transactionId: 'a/b c?d', baseUrl: s.baseUrl + '/' });
+  assert.deepEqual(r, captured);
+  assert.equal(s.requests.length, 1);
+  const q = s.requests[0];
+  assert.equal(q.method, 'POST');
+  assert.equal(q.url, '/v1/api/web/transactions/a%2Fb%20c%3Fd/capture');
+  assert.equal(q.body, '');
+  for (const h of ['cookie', 'authorization', 'x-api-key', 'x-sdk-token', 'x-client-id', 'x-mnv-sandbox-msisdn', 'content-type']) {
+    assert.equal(q.headers[h], undefined, h);
+  }
+});
+
+test('capture sends the sandbox number only when given', async () => {
+  await capture({ transactionId: 'tx', baseUrl: s.baseUrl, sandboxNumber: '+971501234567' });
+  assert.equal(s.requests[0].headers['x-mnv-sandbox-msisdn'], '+971501234567');
+});
+
+test('createSession sends the token, the client id and the body it was given', async () => {
+  s.handle = (req, res) => reply(res, 200, { sessionId: 's1', status: 'CAPTURED' });
+  const d = await createSession({ sdkToken: 'tok', clientId: 'cli', platform: 'WEB', deviceId: 'dev', baseUrl: s.baseUrl, sandboxNumber: '+1' });
+  assert.deepEqual(d, { sessionId: 's1', status: 'CAPTURED' });
+  const q = s.requests[0];
+  assert.equal(q.method, 'POST');
+  assert.equal(q.url, '/v1/api/sdk/session');
+  assert.equal(q.headers['x-sdk-token'], 'tok');
+  assert.equal(q.headers['x-client-id'], 'cli');
+  assert.equal(q.headers['x-mnv-sandbox-msisdn'], '+1');
+  assert.match(q.headers['content-type'], /^application\/json/);
+  assert.equal(q.headers.cookie, undefined);
+  assert.deepEqual(JSON.parse(q.body), { platform: 'WEB', deviceId: 'dev' });
+});
+
+test('an error envelope becomes an MnvError with its code, status, message, field and request id', async (t) => {
+  for (const [status, code, field] of [
+    [404, 'NOT_FOUND', undefined],
+    [409, 'ALREADY_USED', undefined],
+    [403, 'PERMISSION_DENIED', undefined],
+    [400, 'INVALID_ARGUMENT', 'platform'],
+    [401, 'UNAUTHENTICATED', undefined],
+    [500, 'INTERNAL', undefined],
+  ]) {
+    await t.test(code, async () => {
+      s.requests = [];
+      s.handle = (req, res) => fail(res, status, code, { field });
+      const err = await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl }), {
+        code, httpStatus: status, message: code + ' happened', requestId: 'req-' + status, field: field ?? null,
+      });
+      assert.equal(err.cause, undefined);
+      assert.equal(s.requests.length, 1, 'not retried');
+    });
+  }
+});
+
+test('an answer that is not the envelope is BAD_RESPONSE', async (t) => {
+  const answers = {
+    'proxy error page': (res) => res.writeHead(502, { 'Content-Type': 'text/html' }).end('<html>bad gateway</html>'),
+    'success without envelope': (res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"status":"CAPTURED"}'),
+    'empty 200': (res) => res.writeHead(200).end(),
+    'error envelope on 200': (res) => res.writeHead(200).end('{"success":false,"data":null,"messages":[]}'),
+    'error without messages': (res) => res.writeHead(404).end('{"success":false,"data":null,"messages":[]}'),
+  };
+  for (const [name, answer] of Object.entries(answers)) {
+    await t.test(name, async () => {
+      s.handle = (req, res) => answer(res);
+      const err = await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl }), { code: 'BAD_RESPONSE' });
+      assert.ok(err.httpStatus >= 200, String(err.httpStatus));
+    });
+  }
+});
+
+test('a network failure is NETWORK_ERROR, never retried', async () => {
+  s.handle = (req) => req.socket.destroy();
+  const err = await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl }), { code: 'NETWORK_ERROR', httpStatus: 0, requestId: undefined });
+  assert.ok(err.cause, 'the fetch error is kept as the cause');
+  assert.equal(s.requests.length, 1);
+  await rejects(createSession({ sdkToken: 't', clientId: 'c', platform: 'WEB', baseUrl: 'http://127.0.0.1:1/v1/api' }), { code: 'NETWORK_ERROR', httpStatus: 0 });
+});
+
+test('429 and 503 with Retry-After are retried after the wait, at most twice', async () => {
+  s.handle = (req, res, n) => (n === 1 ? fail(res, 429, 'RATE_LIMITED', { headers: { 'Retry-After': '1' } }) : reply(res, 200, captured));
+  const t0 = Date.now();
+  assert.deepEqual(await capture({ transactionId: 'tx', baseUrl: s.baseUrl }), captured);
+  assert.ok(Date.now() - t0 >= 950, 'waited Retry-After: ' + (Date.now() - t0));
+  assert.equal(s.requests.length, 2);
+
+  s.requests = [];
+  s.handle = (req, res) => fail(res, 503, 'UNAVAILABLE', { headers: { 'Retry-After': '0' } });
+  await rejects(createSession({ sdkToken: 't', clientId: 'c', platform: 'IOS', baseUrl: s.baseUrl }), { code: 'UNAVAILABLE', httpStatus: 503 });
+  assert.equal(s.requests.length, 3, 'one try and two retries');
+});
+
+test('no retry without Retry-After, on other statuses, or when the wait passes the timeout', async (t) => {
+  const cases = {
+    '503 without Retry-After': (res) => fail(res, 503, 'UNAVAILABLE'),
+    '502 with Retry-After': (res) => fail(res, 502, 'INTERNAL', { headers: { 'Retry-After': '0' } }),
+    '409 with Retry-After': (res) => fail(res, 409, 'ALREADY_USED', { headers: { 'Retry-After': '0' } }),
+    'Retry-After beyond timeoutMs': (res) => fail(res, 429, 'RATE_LIMITED', { headers: { 'Retry-After': '30' } }),
+  };
+  for (const [name, answer] of Object.entries(cases)) {
+    await t.test(name, async () => {
+      s.requests = [];
+      s.handle = (req, res) => answer(res);
+      const t0 = Date.now();
+      await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl, timeoutMs: 2000 }), {});
+      assert.equal(s.requests.length, 1);
+      assert.ok(Date.now() - t0 < 1000);
+    });
+  }
+});
+
+test('no answer within timeoutMs is TIMEOUT', async () => {
+  s.handle = () => {}; // never answers
+  const t0 = Date.now();
+  await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl, timeoutMs: 150 }), { code: 'TIMEOUT', httpStatus: 0 });
+  const took = Date.now() - t0;
+  assert.ok(took >= 140 && took < 2000, String(took));
+});
+
+test('the caller aborting is ABORTED, also while waiting to retry, and before sending', async () => {
+  s.handle = () => {};
+  const ctl = new AbortController();
+  setTimeout(() => ctl.abort(), 50);
+  await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl, signal: ctl.signal }), { code: 'ABORTED', httpStatus: 0 });
+
+  s.handle = (req, res) => fail(res, 429, 'RATE_LIMITED', { headers: { 'Retry-After': '5' } });
+  const ctl2 = new AbortController();
+  setTimeout(() => ctl2.abort(), 100);
+  const t0 = Date.now();
+  await rejects(createSession({ sdkToken: 't', clientId: 'c', platform: 'WEB', baseUrl: s.baseUrl, signal: ctl2.signal }), { code: 'ABORTED' });
+  assert.ok(Date.now() - t0 < 2000, 'stopped waiting');
+
+  s.requests = [];
+  await rejects(capture({ transactionId: 'tx', baseUrl: s.baseUrl, signal: AbortSignal.abort() }), { code: 'ABORTED' });
+  assert.equal(s.requests.length, 0);
+});
+
+test('missing arguments are a TypeError naming them', async () => {
+  // Loaded from a file, the module cannot tell where the API is.
+  await assert.rejects(capture({ transactionId: 'tx' }), (e) => e instanceof TypeError && /baseUrl/.test(e.message));
+  await assert.rejects(capture({ baseUrl: s.baseUrl }), (e) => e instanceof TypeError && /transactionId/.test(e.message));
+  await assert.rejects(createSession({ sdkToken: 't', platform: 'WEB', baseUrl: s.baseUrl }), (e) => e instanceof TypeError && /clientId/.test(e.message));
+  await assert.rejects(capture(), TypeError);
+  assert.equal(s.requests.length, 0);
+});
+
+test('network() is all nulls where the browser tells nothing', () => {
+  assert.deepEqual(network(), { type: null, effectiveType: null, cellular: null, wifi: null });
+});

@@ -1,0 +1,46 @@
+// Compiled by `tsc --noEmit` (make sdk-check), never run: the declarations accept what a page
+// writes and refuse what it must not.
+import { capture, createSession, network, MnvError } from '../src/mnv.js';
+import type { CaptureOptions, CaptureResult, NetworkInfo, SessionOptions, MnvErrorInit } from '../src/mnv.js';
+
+async function page(signal: AbortSignal): Promise<string | null> {
+  const n: NetworkInfo = network();
+  if (n.wifi === true) return null;
+  const o: CaptureOptions = { transactionId: 'tx', baseUrl: 'https://api.example/v1/api', timeoutMs: 5000, signal, sandboxNumber: '+971501234567' };
+  try {
+    const r: CaptureResult = await capture(o);
+    const status: string = r.status;
+    const blob: string | null = r.encryptedMobileNumber;
+    const extra: unknown = r.stuckPlusSessionId;
+    void status, extra;
+    return blob;
+  } catch (e) {
+    if (e instanceof MnvError) {
+      const code: string = e.code;
+      const http: number = e.httpStatus;
+      const id: string | undefined = e.requestId;
+      const field: string | null | undefined = e.field;
+      const msg: string = e.message;
+      void code, http, id, field, msg;
+    }
+    throw e;
+  }
+}
+
+async function app(): Promise<unknown> {
+  const o: SessionOptions = { sdkToken: 't', clientId: 'c', platform: 'WEB', operatorId: 'sandbox', deviceId: 'd', appVersion: '1' };
+  const data: Record<string, unknown> = await createSession(o);
+  return data.encryptedMobileNumber;
+}
+
+const init: MnvErrorInit = { code: 'TIMEOUT', httpStatus: 0, message: 'late' };
+const err: Error = new MnvError(init);
+
+// @ts-expect-error transactionId is required
+capture({});
+// @ts-expect-error platform is one of ANDROID, IOS, WEB
+createSession({ sdkToken: 't', clientId: 'c', platform: 'DESKTOP' });
+// @ts-expect-error network() takes nothing and is not async
+network().then;
+
+void page, app, err;
