@@ -72,7 +72,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("STUCK_PLUS: the masked session is listed", func(t *testing.T) {
 		ctx := e.tab(t)
-		result, errText := e.runDemo(t, ctx, "#stuck-plus", "", sandboxNumber)
+		result, errText := e.runDemo(t, ctx, "#stuck-plus", "", "+971501234567")
 		if !strings.Contains(result, "+97150*****67") || errText != "" {
 			t.Fatalf("result %q, error %q; want the masked session", result, errText)
 		}
@@ -125,7 +125,7 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 			// exist): like a foreign page's, the answer is unreadable to the page.
 			{"unknown", "00000000-0000-4000-8000-000000000000", "NETWORK_ERROR", 0},
 			{"first capture", tx, "", 0},
-			{"already captured", tx, "CONFLICT", http.StatusConflict},
+			{"already captured", tx, "ALREADY_USED", http.StatusConflict},
 		}
 		for _, tt := range tests {
 			var got map[string]any
@@ -234,11 +234,14 @@ func (e *env) tab(t *testing.T) context.Context {
 // runDemo loads the demo page, fills the numbers, clicks button and returns what the page shows.
 func (e *env) runDemo(t *testing.T, ctx context.Context, button, number, seen string) (result, errText string) {
 	t.Helper()
+	fill := chromedp.Tasks{chromedp.SetValue("#sandbox-number", seen, chromedp.ByQuery)}
+	if number != "" {
+		fill = append(fill, chromedp.SetValue("#number", number, chromedp.ByQuery))
+	}
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(e.demo),
 		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
-		chromedp.SetValue("#number", number, chromedp.ByQuery),
-		chromedp.SetValue("#sandbox-number", seen, chromedp.ByQuery),
+		fill,
 		chromedp.Click(button, chromedp.ByQuery),
 		chromedp.WaitVisible(`body[data-state="done"]`, chromedp.ByQuery),
 		chromedp.Text("#result", &result, chromedp.ByQuery),
@@ -256,7 +259,7 @@ func (e *env) runDemo(t *testing.T, ctx context.Context, button, number, seen st
 func screenshot(t *testing.T, ctx context.Context) {
 	t.Helper()
 	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 90)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatal(err)
 	}
 	root, err := harness.RepoRoot()
