@@ -9,6 +9,7 @@ MODULES := proto/gen services/platform services/accounts services/verification s
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 REDIS_ENSURE := deploy/local/redis-ensure.sh
+CHROMIUM_ENSURE := deploy/local/chromium-ensure.sh
 # A count, not a duration: with -fuzztime as a duration, Go 1.26's fuzzing coordinator can fail a
 # target with a bare "context deadline exceeded" at the deadline (golang/go#75804), which CI saw
 # on FuzzOpen. 30000 executions take 1 to 12 s per target here.
@@ -27,9 +28,10 @@ run: build ## Start the whole suite (gateway on MNV_HTTP_ADDR, default 127.0.0.1
 	@url=$$($(PG_ENSURE) --database mnv); DATABASE_URL="$$url" MNV_LOG_FORMAT=$${MNV_LOG_FORMAT:-console} exec $(BIN)/mnv
 
 .PHONY: test
-test: ## Run every test against a real PostgreSQL and Redis (started if need be)
+test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (started or installed if need be)
 	@url=$$($(PG_ENSURE)); export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
 	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
+	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	$(MAKE) build; \
 	$(MAKE) sdk-test; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mnvhq/mnv/cmd/internal/demosite"
 	"github.com/mnvhq/mnv/cmd/internal/devstate"
 	"github.com/mnvhq/mnv/cmd/internal/shellenv"
 	gateway "github.com/mnvhq/mnv/gateway/app"
@@ -125,6 +127,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	if err != nil {
 		return err
 	}
+	demoAddr := env.String(demoAddrVar, defaultDemoAddr)
 	// A default port another program holds is no reason to fail a developer's start: take a free
 	// one and say so. An address set in the environment is kept, and fails loudly if taken.
 	for _, a := range []struct {
@@ -132,7 +135,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		addr *string
 	}{
 		{"MNV_ACCOUNTS_GRPC_ADDR", &acfg.GRPCAddr}, {"MNV_VERIFICATION_GRPC_ADDR", &vcfg.GRPCAddr},
-		{"MNV_CONNECT_GRPC_ADDR", &ccfg.GRPCAddr}, {"MNV_HTTP_ADDR", &gcfg.HTTPAddr},
+		{"MNV_CONNECT_GRPC_ADDR", &ccfg.GRPCAddr}, {"MNV_HTTP_ADDR", &gcfg.HTTPAddr}, {demoAddrVar, &demoAddr},
 	} {
 		if _, set := os.LookupEnv(a.name); set {
 			continue
@@ -171,20 +174,55 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		return err
 	}
 	gatewayAddr := apps[len(apps)-1].lis.Addr()
+	// The demo site comes last, stopped first: it calls the gateway. Its page loads the SDK from
+	// the gateway's address as a browser on this machine reaches it.
+	demo := demosite.New(demoAddr, "http://"+browserAddr(gatewayAddr))
+	demoApps, err := start(ctx, []part{{"demo site", func(context.Context) (process.Service, error) { return demo, nil }}})
+	if err != nil {
+		for _, a := range slices.Backward(apps) {
+			_ = a.lis.Close()
+			_ = a.app.Close()
+		}
+		return err
+	}
+	apps = append(apps, demoApps...)
+	demoURL := "http://" + browserAddr(demoApps[0].lis.Addr())
 	addrs := devstate.Addrs{
 		AccountsGRPC: apps[0].lis.Addr().String(), VerificationGRPC: apps[1].lis.Addr().String(),
-		ConnectGRPC: apps[2].lis.Addr().String(), GatewayHTTP: gatewayAddr.String(),
+		ConnectGRPC: apps[2].lis.Addr().String(), GatewayHTTP: gatewayAddr.String(), DemoHTTP: demoApps[0].lis.Addr().String(),
 	}
 	return serve(ctx, apps, acfg.ShutdownTimeout, func(ctx context.Context) {
 		// The addresses bound, whatever ports were given: mnvctl reads them to reach this run.
 		if err := devstate.WriteAddrs(state, addrs); err != nil {
 			log.Error("state folder", zap.Error(err))
 		}
-		if err := demoClient(ctx, acfg, gcfg.TLSCAFile, state, addrs.APIURL()); err != nil {
+		d, err := demoClient(ctx, acfg, gcfg.TLSCAFile, state, addrs.APIURL(), demoOrigins(demoApps[0].lis.Addr()))
+		if err != nil {
 			log.Error("demo client", zap.Error(err))
+		} else {
+			demo.SetClient(demosite.Client{ID: d.ClientID, APIKey: d.APIKey})
 		}
-		fmt.Printf("\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", gatewayAddr)
+		fmt.Printf("\nDemo site: %s\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", demoURL, gatewayAddr)
 	})
+}
+
+// demoAddrVar names the demo site's address; defaultDemoAddr is where it listens when unset.
+const (
+	demoAddrVar     = "MNV_DEMO_ADDR"
+	defaultDemoAddr = "127.0.0.1:8081"
+)
+
+// browserAddr is addr as a browser on this machine reaches it: a listener on every interface
+// (0.0.0.0, ::) answers on loopback.
+func browserAddr(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // part is one app of the suite and how to build it.
@@ -261,22 +299,31 @@ func serve(ctx context.Context, apps []started, shutdown time.Duration, ready fu
 }
 
 // demoOrigins are the web origins the demo client allows to capture its browser flows: the
-// local demo site's (127.0.0.1:8081). No other client of make run allows them.
-var demoOrigins = []string{"http://127.0.0.1:8081", "http://localhost:8081"}
+// demo site's, as bound (its port may not be the default), under both loopback names a
+// developer may type. No other client of make run allows them.
+func demoOrigins(addr net.Addr) []string {
+	_, port, err := net.SplitHostPort(browserAddr(addr))
+	if err != nil {
+		return nil
+	}
+	return []string{"http://127.0.0.1:" + port, "http://localhost:" + port}
+}
 
 // demoClient creates a demo client on first start, through the admin API like mnvctl would,
 // and prints its credentials as export lines, this once. Later starts, while the client exists,
 // point to where they are kept. caFile is MNV_GRPC_TLS_CA, for a developer who turned TLS on.
-func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL string) error {
+// Its web origins are set to origins whenever they differ: the demo site may have moved to
+// another port since the last start.
+func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL string, origins []string) (devstate.Demo, error) {
 	opts, err := grpcclient.CredentialOptions(cfg.AdminToken, caFile)
 	if err != nil {
-		return err
+		return devstate.Demo{}, err
 	}
 	conn, err := grpc.NewClient(cfg.GRPCAddr, append(opts,
 		// Accounts' listener is bound, but it may not serve yet: wait for it rather than fail.
 		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))...)
 	if err != nil {
-		return err
+		return devstate.Demo{}, err
 	}
 	defer conn.Close()
 	admin := accountsv1.NewAccountsAdminServiceClient(conn)
@@ -287,22 +334,21 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL 
 	if err == nil {
 		resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: d.ClientID})
 		if err == nil {
-			// A demo client made before web origins existed allows none: give it the demo's.
-			if len(resp.GetDetails().GetWebOrigins()) == 0 {
-				if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: demoOrigins}); err != nil {
-					return err
+			if !sameOrigins(resp.GetDetails().GetWebOrigins(), origins) {
+				if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: origins}); err != nil {
+					return devstate.Demo{}, err
 				}
 			}
 			fmt.Printf("\nDemo client %s: its credentials are in %s; in a shell,\n  eval \"$(./bin/mnvctl demo -o env)\"\nsets MNV_API_URL, MNV_CLIENT_ID, MNV_API_KEY and MNV_CLIENT_SECRET.\n",
 				d.ClientID, filepath.Join(state, devstate.DemoFile))
-			return nil
+			return d, nil
 		}
 		if status.Code(err) != codes.NotFound {
-			return err
+			return devstate.Demo{}, err
 		}
 		// The database was reset: make a new demo client.
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return devstate.Demo{}, err
 	}
 	resp, err := admin.CreateClient(ctx, &accountsv1.CreateClientRequest{
 		ClientName: "Demo client", ContactPersonName: "Dev Eloper", ContactPersonEmail: "dev@example.com",
@@ -311,22 +357,27 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL 
 			accountsv1.Feature_FEATURE_STUCK_PLUS, accountsv1.Feature_FEATURE_SANDBOX},
 	})
 	if err != nil {
-		return err
+		return devstate.Demo{}, err
 	}
 	d = devstate.Demo{ClientID: resp.GetClient().GetId(), ClientSecret: resp.GetClientSecret(), APIKey: resp.GetApiKey()}
-	if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: demoOrigins}); err != nil {
-		return err
+	if _, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: d.ClientID, Origins: origins}); err != nil {
+		return devstate.Demo{}, err
 	}
 	if err := devstate.WriteDemo(state, d); err != nil {
-		return err
+		return devstate.Demo{}, err
 	}
 	// Shown in full this once; later starts point to the file.
 	fmt.Printf("\nCreated a demo client with VERIFY, CONNECT, STUCK_PLUS and SANDBOX, allowing web origins %s.\n"+
 		"Its credentials, shown only now, are kept in %s:\n\n%s",
-		strings.Join(demoOrigins, ", "), filepath.Join(state, devstate.DemoFile),
+		strings.Join(origins, ", "), filepath.Join(state, devstate.DemoFile),
 		shellenv.Lines(shellenv.Var{Name: "MNV_API_URL", Value: apiURL}, shellenv.Var{Name: "MNV_CLIENT_ID", Value: d.ClientID},
 			shellenv.Var{Name: "MNV_API_KEY", Value: d.APIKey}, shellenv.Var{Name: "MNV_CLIENT_SECRET", Value: d.ClientSecret}))
-	return nil
+	return d, nil
+}
+
+// sameOrigins reports whether the client's origins are want, in any order.
+func sameOrigins(have, want []string) bool {
+	return len(have) == len(want) && !slices.ContainsFunc(want, func(o string) bool { return !slices.Contains(have, o) })
 }
 
 // freeIfTaken returns addr when it can be listened on, else the same host with a port the

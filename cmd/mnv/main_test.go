@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,7 @@ func TestRunReleasesEverything(t *testing.T) {
 	}{
 		{name: "the gateway's port is taken", taken: "gateway"},
 		{name: "connect's port is taken", taken: "connect"},
+		{name: "the demo site's port is taken", taken: "demo"},
 		{name: "verification fails to build", env: map[string]string{"MNV_OPERATORS_FILE": "/nonexistent/operators.yaml"}, wantErr: "verification: MNV_OPERATORS_FILE"},
 		{name: "stopped after a clean start"},
 	}
@@ -56,7 +58,7 @@ func TestRunReleasesEverything(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := pgtest.NewDatabase(t)
 			addrs := map[string]string{}
-			for _, app := range []string{"accounts", "verification", "connect", "gateway"} {
+			for _, app := range []string{"accounts", "verification", "connect", "gateway", "demo"} {
 				addrs[app] = freeAddr(t)
 			}
 			env := map[string]string{
@@ -65,6 +67,7 @@ func TestRunReleasesEverything(t *testing.T) {
 				"MNV_VERIFICATION_GRPC_ADDR": addrs["verification"],
 				"MNV_CONNECT_GRPC_ADDR":      addrs["connect"],
 				"MNV_HTTP_ADDR":              addrs["gateway"],
+				"MNV_DEMO_ADDR":              addrs["demo"],
 				"MNV_SHUTDOWN_TIMEOUT":       "5s",
 				"MNV_REDIS_URL":              "",
 				"MNV_OPERATORS_FILE":         "",
@@ -102,7 +105,8 @@ func TestRunReleasesEverything(t *testing.T) {
 				waitServing(t, "http://"+addrs["gateway"]+"/healthz", done)
 				t.Setenv(devstate.StateDirVar, state)
 				waitRecorded(t, devstate.Addrs{AccountsGRPC: addrs["accounts"], VerificationGRPC: addrs["verification"],
-					ConnectGRPC: addrs["connect"], GatewayHTTP: addrs["gateway"]})
+					ConnectGRPC: addrs["connect"], GatewayHTTP: addrs["gateway"], DemoHTTP: addrs["demo"]})
+				waitServing(t, "http://"+addrs["demo"]+"/", done)
 				cancel()
 			}
 			select {
@@ -273,5 +277,30 @@ func TestFreeIfTaken(t *testing.T) {
 	}
 	if _, _, err := freeIfTaken("not an address"); err == nil {
 		t.Fatal("a malformed address passed")
+	}
+}
+
+// TestDemoOrigins: the demo client allows the demo site's real port, under both loopback names,
+// wherever it listens.
+func TestDemoOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want []string
+	}{
+		{"127.0.0.1:8081", []string{"http://127.0.0.1:8081", "http://localhost:8081"}},
+		{"127.0.0.1:40123", []string{"http://127.0.0.1:40123", "http://localhost:40123"}},
+		{"0.0.0.0:9000", []string{"http://127.0.0.1:9000", "http://localhost:9000"}},
+		{"[::]:9001", []string{"http://127.0.0.1:9001", "http://localhost:9001"}},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := demoOrigins(addr); !slices.Equal(got, tt.want) {
+			t.Errorf("demoOrigins(%s) = %v, want %v", tt.addr, got, tt.want)
+		}
+		if !sameOrigins([]string{tt.want[1], tt.want[0]}, tt.want) || sameOrigins(tt.want[:1], tt.want) {
+			t.Errorf("sameOrigins is not an unordered comparison")
+		}
 	}
 }

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,13 +61,19 @@ func TestReadmeRuns(t *testing.T) {
 		"MNV_STATE_DIR": filepath.Join(home, ".mnv"),
 		"MNV_LOG_LEVEL": "warn",
 	}
-	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR"} {
+	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR", "MNV_DEMO_ADDR"} {
 		if env[name], err = harness.FreeAddr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	suite := startMakeRun(t, root, env)
-	waitReady(t, ctx, "http://"+env["MNV_HTTP_ADDR"]+"/readyz", suite)
+	suite, err := harness.StartMakeRun(root, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(suite.Stop)
+	if err := suite.WaitReady(ctx, "http://"+env["MNV_HTTP_ADDR"]+"/readyz", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 
 	sh := newShell(t, home, env)
 	for _, b := range blocks {
@@ -84,7 +87,7 @@ func TestReadmeRuns(t *testing.T) {
 		out, errOut, err := sh.run(ctx, b)
 		if err != nil {
 			t.Fatalf("README.md line %d: the block failed: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s--- make run\n%s",
-				b.Line, err, b.Code, out, errOut, suite.String())
+				b.Line, err, b.Code, out, errOut, suite.Output())
 		}
 		if b.Shown != "" {
 			if err := readme.Match(b.Shown, out); err != nil {
@@ -93,71 +96,6 @@ func TestReadmeRuns(t *testing.T) {
 			}
 		}
 	}
-}
-
-// output collects a process's output for messages, safe for concurrent writes.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-func startMakeRun(t *testing.T, root string, env map[string]string) *output {
-	t.Helper()
-	cmd := exec.Command("make", "-C", root, "run")
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out := &output{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// make execs mnv, which stops on SIGTERM; the whole group goes in case it did not.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	return out
-}
-
-func waitReady(t *testing.T, ctx context.Context, url string, suite *output) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		// The banner comes after the demo client is made: the README's first block reads it.
-		if strings.Contains(suite.String(), "mnv is running") {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return
-				}
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("make run did not get ready within 2 minutes:\n%s", suite.String())
 }
 
 // shell runs blocks as one terminal session would: in the checkout, with the variables one
@@ -215,7 +153,7 @@ func (s *shell) run(ctx context.Context, b readme.Block) (stdout, stderr string,
 func (s *shell) background(b readme.Block) {
 	cmd := exec.Command("bash", "-c", fmt.Sprintf("source %q 2>/dev/null || true\n%s", s.vars, b.Code))
 	cmd.Dir, cmd.Env = s.dir, s.env
-	logs := &output{}
+	logs := &harness.Output{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -27,6 +27,8 @@ type Addrs struct {
 	VerificationGRPC string `json:"verificationGrpc"`
 	ConnectGRPC      string `json:"connectGrpc"`
 	GatewayHTTP      string `json:"gatewayHttp"`
+	// DemoHTTP is the demo site's (make run only; empty from a run before it existed).
+	DemoHTTP string `json:"demoHttp,omitempty"`
 }
 
 // WriteAddrs records a's addresses in dir, replacing the ones of an earlier run. The file is

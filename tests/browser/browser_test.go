@@ -1,0 +1,377 @@
+// Package browser_test drives the demo site and the browser SDK in a real headless Chromium
+// against a real `make run`: the flows a newcomer clicks, and what a page on a foreign origin or
+// with a spent transaction gets.
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/tests/harness"
+)
+
+// sandboxNumber is the number the sandbox operator "sees" in the demo's VERIFIED flow.
+const sandboxNumber = "+971501234567"
+
+// env is the suite one test run shares: make run, the demo client and a browser.
+type env struct {
+	api     string // http://gateway/v1/api
+	gateway string // http://gateway
+	demo    string // http://demo site
+	client  struct {
+		ClientID string `json:"clientId"`
+		APIKey   string `json:"apiKey"`
+	}
+	browser context.Context
+}
+
+func TestBrowser(t *testing.T) {
+	began := time.Now()
+	t.Cleanup(func() { t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond)) })
+	e := setUp(t)
+
+	t.Run("VERIFY: the typed number is the one the network sees", func(t *testing.T) {
+		ctx := e.tab(t)
+		result, errText := e.runDemo(t, ctx, "#verify", sandboxNumber, sandboxNumber)
+		if result != "VERIFIED" || errText != "" {
+			t.Fatalf("result %q, error %q; want VERIFIED", result, errText)
+		}
+		var details string
+		if err := chromedp.Run(ctx, chromedp.Text("#details", &details, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(details, `"mobileNumberMasked": "+97150*****67"`) || strings.Contains(details, e.client.APIKey) {
+			t.Errorf("details %s", details)
+		}
+		screenshot(t, ctx)
+	})
+
+	t.Run("VERIFY: another number than the network sees", func(t *testing.T) {
+		ctx := e.tab(t)
+		result, errText := e.runDemo(t, ctx, "#verify", "+971501234567", "+971509999999")
+		if result != "NOT_VERIFIED" || errText != "" {
+			t.Fatalf("result %q, error %q; want NOT_VERIFIED", result, errText)
+		}
+	})
+
+	t.Run("STUCK_PLUS: the masked session is listed", func(t *testing.T) {
+		ctx := e.tab(t)
+		result, errText := e.runDemo(t, ctx, "#stuck-plus", "", "+971501234567")
+		if !strings.Contains(result, "+97150*****67") || errText != "" {
+			t.Fatalf("result %q, error %q; want the masked session", result, errText)
+		}
+	})
+
+	t.Run("a page on another origin cannot capture", func(t *testing.T) {
+		tx := e.createTransaction(t, "VERIFY")
+		foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<!doctype html><title>not the client's site</title><script type="module">
+import { capture, MnvError } from %q;
+try { await capture({ transactionId: %q, sandboxNumber: %q }); window.outcome = { captured: true }; }
+catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, httpStatus: e.httpStatus }; }
+</script>`, e.gateway+"/sdk/v1/mnv.js", tx, sandboxNumber)
+		}))
+		defer foreign.Close()
+
+		ctx := e.tab(t)
+		captures := watchCaptures(ctx)
+		outcome := waitOutcome(t, ctx, foreign.URL)
+		// The gateway answers a foreign origin without CORS headers, so the page cannot read the
+		// refusal: the SDK reports a network error, never a raw fetch error.
+		if outcome["mnvError"] != true || outcome["code"] != "NETWORK_ERROR" || outcome["httpStatus"] != float64(0) {
+			t.Errorf("the page got %v; want an MnvError NETWORK_ERROR with httpStatus 0", outcome)
+		}
+		// What the gateway answered on the wire, as the browser saw it.
+		if got := captures.statuses(); len(got) == 0 || got[0] != http.StatusForbidden {
+			t.Errorf("the gateway's answers to the capture (preflight first): %v; want 403", got)
+		}
+		if code := e.refusalCode(t, foreign.URL, tx); code != "PERMISSION_DENIED" {
+			t.Errorf("the refusal's code %q, want PERMISSION_DENIED", code)
+		}
+		if status := e.transactionStatus(t, tx); status != "PENDING" {
+			t.Errorf("the transaction is %s after the refused capture; want PENDING", status)
+		}
+	})
+
+	t.Run("MnvError: an unknown and an already captured transaction", func(t *testing.T) {
+		ctx := e.tab(t)
+		if err := chromedp.Run(ctx, chromedp.Navigate(e.demo), chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		tx := e.createTransaction(t, "VERIFY")
+		tests := []struct {
+			name, tx       string
+			wantCode       string
+			wantHTTPStatus float64
+		}{
+			// An unknown transaction allows no origin (a page learns nothing of which ids
+			// exist): like a foreign page's, the answer is unreadable to the page.
+			{"unknown", "00000000-0000-4000-8000-000000000000", "NETWORK_ERROR", 0},
+			{"first capture", tx, "", 0},
+			{"already captured", tx, "ALREADY_USED", http.StatusConflict},
+		}
+		for _, tt := range tests {
+			var got map[string]any
+			script := fmt.Sprintf(`import(%q).then(m => m.capture({ transactionId: %q, sandboxNumber: %q }))
+  .then(r => ({ status: r.status }), e => ({ mnvError: e.name === 'MnvError' || e.constructor.name === 'MnvError', code: e.code, httpStatus: e.httpStatus, message: e.message, requestId: e.requestId }))`,
+				e.gateway+"/sdk/v1/mnv.js", tt.tx, sandboxNumber)
+			if err := chromedp.Run(ctx, chromedp.Evaluate(script, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if tt.wantCode == "" {
+				if got["status"] != "CAPTURED" {
+					t.Fatalf("%s: %v, want CAPTURED", tt.name, got)
+				}
+				continue
+			}
+			if got["code"] != tt.wantCode || got["httpStatus"] != tt.wantHTTPStatus || got["mnvError"] != true {
+				t.Errorf("%s: %v; want MnvError %s, httpStatus %v", tt.name, got, tt.wantCode, tt.wantHTTPStatus)
+			}
+			if tt.wantHTTPStatus != 0 && got["requestId"] == nil {
+				t.Errorf("%s: no requestId in %v", tt.name, got)
+			}
+		}
+	})
+}
+
+func setUp(t *testing.T) *env {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium := os.Getenv("MNV_CHROMIUM")
+	if chromium == "" {
+		// make test sets it; alone, the test finds (or installs) one the same way.
+		out, err := exec.Command(filepath.Join(root, "deploy/local/chromium-ensure.sh")).Output()
+		if err != nil {
+			t.Fatalf("chromium-ensure.sh: %v", err)
+		}
+		chromium = strings.TrimSpace(string(out))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	t.Cleanup(cancel)
+	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	state := t.TempDir()
+	vars := map[string]string{"DATABASE_URL": dbURL, "MNV_STATE_DIR": state, "MNV_LOG_LEVEL": "warn"}
+	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR", "MNV_DEMO_ADDR"} {
+		if vars[name], err = harness.FreeAddr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := harness.StartMakeRun(root, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Stop)
+	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"]}
+	e.api = e.gateway + "/v1/api"
+	if err := run.WaitReady(ctx, e.gateway+"/readyz", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(run.Output(), "Demo site: "+e.demo) {
+		t.Fatalf("make run does not print the demo's address %s:\n%s", e.demo, run.Output())
+	}
+	b, err := os.ReadFile(filepath.Join(state, "demo-client.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &e.client); err != nil {
+		t.Fatal(err)
+	}
+
+	// The closed network of CI hangs Chromium's background connections without these flags.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1000, 900))
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(bcancel)
+	if err := chromedp.Run(bctx); err != nil {
+		t.Fatalf("start Chromium %s: %v", chromium, err)
+	}
+	e.browser = bctx
+	return e
+}
+
+// tab opens a new tab of the shared browser (same cookies: one visitor), closed with the test.
+func (e *env) tab(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(e.browser)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 45*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runDemo loads the demo page, fills the numbers, clicks button and returns what the page shows.
+func (e *env) runDemo(t *testing.T, ctx context.Context, button, number, seen string) (result, errText string) {
+	t.Helper()
+	fill := chromedp.Tasks{chromedp.SetValue("#sandbox-number", seen, chromedp.ByQuery)}
+	if number != "" {
+		fill = append(fill, chromedp.SetValue("#number", number, chromedp.ByQuery))
+	}
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(e.demo),
+		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
+		fill,
+		chromedp.Click(button, chromedp.ByQuery),
+		chromedp.WaitVisible(`body[data-state="done"]`, chromedp.ByQuery),
+		chromedp.Text("#result", &result, chromedp.ByQuery),
+		chromedp.TextContent("#error", &errText, chromedp.ByQuery),
+	)
+	if err != nil {
+		var state string
+		_ = chromedp.Run(ctx, chromedp.AttributeValue("body", "data-state", &state, nil, chromedp.ByQuery))
+		t.Fatalf("the demo page (state %q): %v", state, err)
+	}
+	return strings.TrimSpace(result), strings.TrimSpace(errText)
+}
+
+// screenshot keeps the demo page as a test artifact, out/browser-demo.png at the repo root.
+func screenshot(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatal(err)
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "browser-demo.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// call is the mnv API as the demo client's backend calls it; it returns the envelope's data.
+func (e *env) call(t *testing.T, method, path string, body any) map[string]any {
+	t.Helper()
+	var rd bytes.Buffer
+	if body != nil {
+		_ = json.NewEncoder(&rd).Encode(body)
+	}
+	req, _ := http.NewRequest(method, e.api+path, &rd)
+	req.Header.Set("X-API-KEY", e.client.APIKey)
+	req.Header.Set("X-CLIENT-ID", e.client.ClientID)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
+	}
+	return env.Data
+}
+
+func (e *env) createTransaction(t *testing.T, flow string) string {
+	t.Helper()
+	id, _ := e.call(t, http.MethodPost, "/opportunity", map[string]string{"serviceCode": flow, "metadataId": "browser-test"})["transactionId"].(string)
+	if id == "" {
+		t.Fatal("no transaction id")
+	}
+	return id
+}
+
+func (e *env) transactionStatus(t *testing.T, tx string) string {
+	t.Helper()
+	s, _ := e.call(t, http.MethodGet, "/opportunity/"+tx, nil)["status"].(string)
+	return s
+}
+
+// refusalCode is the code of the gateway's answer to a capture from origin, which the browser
+// hides from the page: asked as that page's browser asks it.
+func (e *env) refusalCode(t *testing.T, origin, tx string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.api+"/web/transactions/"+tx+"/capture", nil)
+	req.Header.Set("Origin", origin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Messages []struct {
+			Code string `json:"code"`
+		} `json:"messages"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&env)
+	if resp.StatusCode != http.StatusForbidden || len(env.Messages) == 0 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("capture from %s: %d, ACAO %q", origin, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+		return ""
+	}
+	return env.Messages[0].Code
+}
+
+// captures records the statuses of the capture requests a tab makes, as the browser received
+// them (preflights included), before CORS hides them from the page.
+type captures struct {
+	mu     sync.Mutex
+	status []int
+}
+
+func (c *captures) statuses() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.status...)
+}
+
+func watchCaptures(ctx context.Context) *captures {
+	c := &captures{}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if r, ok := ev.(*network.EventResponseReceived); ok && strings.Contains(r.Response.URL, "/web/transactions/") {
+			c.mu.Lock()
+			c.status = append(c.status, int(r.Response.Status))
+			c.mu.Unlock()
+		}
+	})
+	return c
+}
+
+// waitOutcome loads url and waits for its script to set window.outcome.
+func waitOutcome(t *testing.T, ctx context.Context, url string) map[string]any {
+	t.Helper()
+	var outcome map[string]any
+	err := chromedp.Run(ctx, network.Enable(), chromedp.Navigate(url),
+		chromedp.Poll(`window.outcome`, &outcome, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	return outcome
+}
