@@ -17,7 +17,7 @@ FUZZTIME ?= 30000x
 # The browser SDK (sdk/web) needs Node.js; its files are copied into the gateway, which embeds them.
 SDK := sdk/web
 SDK_ASSETS := gateway/internal/sdkassets/files
-NEED_NODE := command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed for sdk/web: install Node.js 18 or later (sudo apt-get install -y nodejs npm)"; exit 1; }
+NODE_ENSURE := deploy/local/node-ensure.sh
 
 .PHONY: help
 help: ## Show the targets
@@ -77,18 +77,18 @@ generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
 	$(BIN)/buf generate --template buf.gen.openapi.yaml
 	cd proto/gen && go mod tidy
 	@# The browser SDK's classic-script build, and the copies the gateway embeds.
-	@$(NEED_NODE)
+	@$(NODE_ENSURE)
 	node $(SDK)/scripts/build-global.mjs
 	cp $(SDK)/src/mnv.js $(SDK)/src/mnv.d.ts $(SDK)/dist/mnv.global.js $(SDK_ASSETS)/
 
 .PHONY: sdk-test
 sdk-test: sdk-check ## Test the browser SDK (node --test) and check its types
-	@$(NEED_NODE)
+	@$(NODE_ENSURE)
 	cd $(SDK) && node --test test/
 
 # npm ci only when the lock file changed since the last install, so the check runs offline.
 $(SDK)/node_modules/.package-lock.json: $(SDK)/package-lock.json
-	@$(NEED_NODE)
+	@$(NODE_ENSURE)
 	npm ci --prefix $(SDK) --no-audit --no-fund --prefer-offline
 
 .PHONY: sdk-check
