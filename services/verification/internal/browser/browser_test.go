@@ -12,16 +12,15 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // fakeStore keeps transactions, sessions and stuck-plus sessions in memory.
@@ -110,20 +109,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(strings.Repeat("h", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := operators.Parse([]byte(registry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{st: &fakeStore{txs: map[string]domain.Transaction{}}, sealer: seal.NewSealer(keyring),
-		vault: phone.NewVault("verification", keyring, hasher), now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
+	e := &env{st: &fakeStore{txs: map[string]domain.Transaction{}}, sealer: keys.Sealer,
+		vault: keys.Vault, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		client: identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus}}}
 	net := network.NewIdentifier(ops, zaptest.NewLogger(t))
 	sess := sessions.New(e.st, net, e.sealer, 5*time.Minute)

@@ -10,13 +10,11 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
-	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 type fakeStore struct{ sessions []domain.Session }
@@ -59,15 +57,7 @@ func ptr(s string) *string { return &s }
 // TestCreate checks which operator and number a session takes from the network, and its
 // lifetime.
 func TestCreate(t *testing.T) {
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := operators.Parse([]byte(registry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer := seal.NewSealer(keyring)
+	ops, sealer := verificationtest.Operators(t, registry), verificationtest.NewKeys(t).Sealer
 	client := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}}
 	alphaAddr, betaAddr, elsewhere := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("203.0.113.9")
 	headers := map[string]string{"X-Alpha-Msisdn": "+971501234567", "X-Beta-Msisdn": "+971507654321", "X-Play-Msisdn": "+971500000000"}

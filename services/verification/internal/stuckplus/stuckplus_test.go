@@ -10,12 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // fakeStore keeps stuck-plus sessions and reveals; InTx drops what a failed callback wrote, as
@@ -126,15 +126,7 @@ func TestReveal(t *testing.T) {
 		{"a number no longer kept is not charged", false, identity.RoleAdmin, reason, nil, nil, true, 1, fault.NotFound, nil, nil},
 		{"a charge whose reveal did not commit is that reveal's on retry", false, identity.RoleAdmin, reason, nil, errors.New("connection lost"), false, 2, "", []string{"", ""}, []int64{7}},
 	}
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(strings.Repeat("h", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vault := phone.NewVault("verification", keyring, hasher)
+	vault := verificationtest.NewKeys(t).Vault
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

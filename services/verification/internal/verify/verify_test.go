@@ -4,21 +4,18 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // The rules of a verification, over in-memory fakes of the store and the ledger. What the
@@ -186,22 +183,11 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(strings.Repeat("h", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := operators.Parse([]byte(registry))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ledger: &fakeLedger{}, sealer: seal.NewSealer(keyring), now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
+	e := &env{t: t, ledger: &fakeLedger{}, sealer: keys.Sealer, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify}}}
 	e.st = newFakeStore(func() time.Time { return e.now })
-	e.svc = New(e.st, e.st, ops, e.sealer, phone.NewVault("verification", keyring, hasher), e.ledger,
+	e.svc = New(e.st, e.st, ops, e.sealer, keys.Vault, e.ledger,
 		Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, zaptest.NewLogger(t))
 	e.svc.now = func() time.Time { return e.now }
 	return e
