@@ -25,12 +25,16 @@ import (
 	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
-// app builds one app on the database at db ("" for the gateway, which has none), registering
-// its metrics on reg.
+// app builds one app listening on addr, on the database at db ("" for the gateway, which has
+// none), registering its metrics on reg. addrVar is the variable that sets addr.
 type app struct {
-	name  string
-	build func(t *testing.T, db string, reg prometheus.Registerer) (process.Service, error)
+	name    string
+	addrVar string
+	build   func(t *testing.T, db, addr string, reg prometheus.Registerer) (process.Service, error)
 }
+
+// anyPort lets the system choose the port.
+const anyPort = "127.0.0.1:0"
 
 // service keeps a failed New's nil a nil interface.
 func service[S process.Service](s S, err error) (process.Service, error) {
@@ -44,33 +48,33 @@ func service[S process.Service](s S, err error) (process.Service, error) {
 const unreachable = "127.0.0.1:1"
 
 var apps = []app{
-	{"accounts", func(t *testing.T, db string, reg prometheus.Registerer) (process.Service, error) {
+	{"accounts", "MNV_ACCOUNTS_GRPC_ADDR", func(t *testing.T, db, addr string, reg prometheus.Registerer) (process.Service, error) {
 		cfg := accounts.DefaultConfig()
-		cfg.GRPCAddr, cfg.DatabaseURL = "127.0.0.1:0", db
+		cfg.GRPCAddr, cfg.DatabaseURL = addr, db
 		cfg.Pepper, cfg.DataKeys, cfg.AdminToken = accountstest.Pepper, accountstest.DataKeys, accountstest.AdminToken
 		cfg.InternalCallers = authtest.Callers()
 		return service(accounts.New(context.Background(), cfg, zaptest.NewLogger(t), reg))
 	}},
-	{"verification", func(t *testing.T, db string, reg prometheus.Registerer) (process.Service, error) {
+	{"verification", "MNV_VERIFICATION_GRPC_ADDR", func(t *testing.T, db, addr string, reg prometheus.Registerer) (process.Service, error) {
 		cfg := verification.DefaultConfig()
-		cfg.GRPCAddr, cfg.DatabaseURL = "127.0.0.1:0", db
+		cfg.GRPCAddr, cfg.DatabaseURL = addr, db
 		cfg.AccountsAddr, cfg.InternalToken = unreachable, authtest.VerificationToken
 		cfg.DataKeys, cfg.NumberHashKey = verificationtest.DataKeys, verificationtest.NumberHashKey
 		cfg.InternalCallers = authtest.Callers()
 		cfg.ConnectAddr = unreachable // the connection to Connect is opened last: one more to close
 		return service(verification.New(context.Background(), cfg, zaptest.NewLogger(t), reg))
 	}},
-	{"connect", func(t *testing.T, db string, reg prometheus.Registerer) (process.Service, error) {
+	{"connect", "MNV_CONNECT_GRPC_ADDR", func(t *testing.T, db, addr string, reg prometheus.Registerer) (process.Service, error) {
 		cfg := connect.DefaultConfig()
-		cfg.GRPCAddr, cfg.DatabaseURL = "127.0.0.1:0", db
+		cfg.GRPCAddr, cfg.DatabaseURL = addr, db
 		cfg.AccountsAddr, cfg.InternalToken = unreachable, authtest.ConnectToken
 		cfg.DataKeys, cfg.NumberHashKey = connecttest.DataKeys, connecttest.NumberHashKey
 		cfg.InternalCallers = authtest.Callers()
 		return service(connect.New(context.Background(), cfg, zaptest.NewLogger(t), reg))
 	}},
-	{"gateway", func(t *testing.T, _ string, reg prometheus.Registerer) (process.Service, error) {
+	{"gateway", "MNV_HTTP_ADDR", func(t *testing.T, _, addr string, reg prometheus.Registerer) (process.Service, error) {
 		cfg := gateway.DefaultConfig()
-		cfg.HTTPAddr = "127.0.0.1:0"
+		cfg.HTTPAddr = addr
 		cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = unreachable, unreachable, unreachable
 		cfg.InternalToken = authtest.GatewayToken
 		return service(gateway.New(context.Background(), cfg, zaptest.NewLogger(t), reg, prometheus.NewRegistry()))
@@ -106,11 +110,11 @@ func TestFailedNewReleasesWhatItOpened(t *testing.T) {
 			}
 			goroutines := runtime.NumGoroutine()
 			reg := prometheus.NewRegistry()
-			first, err := a.build(t, db, reg)
+			first, err := a.build(t, db, anyPort, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.build(t, db, reg); err == nil || !strings.Contains(err.Error(), "register metrics") {
+			if _, err := a.build(t, db, anyPort, reg); err == nil || !strings.Contains(err.Error(), "register metrics") {
 				t.Fatalf("second New = %v, want a metrics registration error", err)
 			}
 			// The first app's pool is still open, so count only once it is closed too.
@@ -132,7 +136,7 @@ func TestRunReleasesWhatNewOpened(t *testing.T) {
 				db = pgtest.NewDatabase(t)
 			}
 			goroutines := runtime.NumGoroutine()
-			svc, err := a.build(t, db, prometheus.NewRegistry())
+			svc, err := a.build(t, db, anyPort, prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,6 +157,43 @@ func TestRunReleasesWhatNewOpened(t *testing.T) {
 			released(t, a, db, goroutines)
 			if err := svc.Close(); err != nil {
 				t.Errorf("Close after Run = %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestBindErrorNamesTheVariable: when an app's address is taken, its Listen error says which
+// variable sets it, so whoever runs it knows what to change.
+func TestBindErrorNamesTheVariable(t *testing.T) {
+	taken, err := net.Listen("tcp", anyPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, a := range apps {
+		t.Run(a.addrVar, func(t *testing.T) {
+			db := ""
+			if a.name != "gateway" {
+				db = pgtest.NewDatabase(t)
+			}
+			svc, err := a.build(t, db, addr, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := svc.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			lis, err := svc.Listen()
+			if err == nil {
+				lis.Close()
+				t.Fatalf("Listen on a taken address succeeded")
+			}
+			want := "listen on " + addr + " (" + a.addrVar + "): "
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("Listen = %q, want it to contain %q and the cause", err, want)
 			}
 		})
 	}
