@@ -266,7 +266,7 @@ func TestGolden(t *testing.T) {
 	golden(t, "idempotent_replay", second)
 	golden(t, "idempotency_mismatch", s.do(t, call{method: "POST", path: "/v1/api/me/sdk-tokens", headers: idem, body: `{"label":"other"}`}))
 
-	golden(t, "rotate_wrong_secret", s.do(t, call{method: "POST", path: "/v1/api/clients/rotate-key", headers: keyHeaders(c), body: `{"secretKey":"mnvsec_0000000000000000000000000000000000000000"}`}))
+	golden(t, "rotate_wrong_secret", s.do(t, call{method: "POST", path: "/v1/api/clients/rotate-key", headers: keyHeaders(c), body: `{"secretKey":"mnvsec_` + strings.Repeat("0", 40) + `"}`}))
 	golden(t, "rotate_bad_grace", s.do(t, call{method: "POST", path: "/v1/api/clients/rotate-key", headers: keyHeaders(c), body: `{"secretKey":"` + c.Secret + `","oldKeyGraceSeconds":604801}`}))
 	golden(t, "rotate_other_client", s.do(t, call{method: "POST", path: "/v1/api/clients/00000000-0000-4000-8000-000000000000/rotate-key", headers: meHeaders(c), body: `{"secretKey":"` + c.Secret + `"}`}))
 	golden(t, "generate_when_key_exists", s.do(t, call{method: "POST", path: "/v1/api/me/api-key/generate", headers: map[string]string{"X-CLIENT-ID": c.ID}, body: `{"secretKey":"` + c.Secret + `"}`}))
