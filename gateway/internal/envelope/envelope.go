@@ -20,6 +20,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/services/platform/apierr"
+	"github.com/mnvhq/mnv/services/platform/apijson"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid"
@@ -258,9 +259,9 @@ func ResponseRewriter(messages map[string]string) runtime.ForwardResponseRewrite
 		}
 		b := make([]byte, 0, 1024)
 		b = append(b, `{"success":true,"messages":[{"type":"SUCCESS","message":`...)
-		b = jsonpb.AppendString(b, msg)
+		b = apijson.AppendString(b, msg)
 		b = append(b, `,"httpStatus":"OK","technical":false}],"data":`...)
-		b = jsonpb.AppendMessage(b, body.ProtoReflect())
+		b = apijson.AppendMessage(b, body.ProtoReflect())
 		return json.RawMessage(append(b, '}')), nil
 	}
 }

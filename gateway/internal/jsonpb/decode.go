@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
 var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: false}
@@ -131,7 +133,7 @@ func fixValue(v any, fd protoreflect.FieldDescriptor) any {
 		if values.ByName(protoreflect.Name(s)) != nil {
 			return v
 		}
-		if full := enumPrefix(fd.Enum()) + s; values.ByName(protoreflect.Name(full)) != nil {
+		if full := apijson.EnumPrefix(fd.Enum()) + s; values.ByName(protoreflect.Name(full)) != nil {
 			return full
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:

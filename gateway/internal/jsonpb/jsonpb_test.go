@@ -16,6 +16,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
 func TestEncode(t *testing.T) {
@@ -65,7 +66,7 @@ func TestEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(jsonpb.AppendMessage(nil, tt.msg.ProtoReflect()))
+			got := string(apijson.AppendMessage(nil, tt.msg.ProtoReflect()))
 			if got != tt.want {
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}
@@ -175,7 +176,7 @@ func TestEnumPrefixes(t *testing.T) {
 		}
 		for i := 0; i < fd.Enums().Len(); i++ {
 			ed := fd.Enums().Get(i)
-			prefix := jsonpb.EnumPrefix(ed)
+			prefix := apijson.EnumPrefix(ed)
 			for j := 0; j < ed.Values().Len(); j++ {
 				n++
 				if name := string(ed.Values().Get(j).Name()); !strings.HasPrefix(name, prefix) {
@@ -203,7 +204,7 @@ func FuzzUnmarshalVerify(f *testing.F) {
 		if err := jsonpb.Unmarshal(body, &req); err != nil {
 			return
 		}
-		out := jsonpb.AppendMessage(nil, req.ProtoReflect())
+		out := apijson.AppendMessage(nil, req.ProtoReflect())
 		var again verificationv1.VerifyRequest
 		if err := jsonpb.Unmarshal(out, &again); err != nil || !proto.Equal(&req, &again) {
 			t.Fatalf("round trip of %s: %v", out, err)
@@ -225,7 +226,7 @@ func FuzzUnmarshal(f *testing.F) {
 		if err := jsonpb.Unmarshal(body, &req); err != nil {
 			return
 		}
-		out := jsonpb.AppendMessage(nil, req.ProtoReflect())
+		out := apijson.AppendMessage(nil, req.ProtoReflect())
 		if !json.Valid(out) {
 			t.Fatalf("encoder wrote invalid JSON %q", out)
 		}

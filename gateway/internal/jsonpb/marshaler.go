@@ -9,6 +9,8 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
 // Marshaler is the grpc-gateway marshaler of the API. Proto messages get this package's
@@ -27,7 +29,7 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	case json.RawMessage:
 		return x, nil
 	case proto.Message:
-		return AppendMessage(make([]byte, 0, 512), x.ProtoReflect()), nil
+		return apijson.AppendMessage(make([]byte, 0, 512), x.ProtoReflect()), nil
 	}
 	return MarshalJSON(v)
 }

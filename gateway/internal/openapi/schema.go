@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
+	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
 // obj is a JSON object of the document; encoding/json writes its keys sorted, so the same
@@ -25,7 +25,7 @@ const (
 
 const timestampName protoreflect.FullName = "google.protobuf.Timestamp"
 
-// timestampPattern is jsonpb.TimeLayout as a pattern: UTC, exactly three fractional digits.
+// timestampPattern is apijson.TimeLayout as a pattern: UTC, exactly three fractional digits.
 const timestampPattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$`
 
 // schemas collects the component schemas the operations refer to.
@@ -108,7 +108,7 @@ func (s *schemas) componentName(name protoreflect.FullName, dir direction) strin
 }
 
 func enumSchema(e *protogen.Enum) obj {
-	prefix := jsonpb.EnumPrefix(e.Desc)
+	prefix := apijson.EnumPrefix(e.Desc)
 	var names []any
 	for _, v := range e.Values {
 		if v.Desc.Number() == 0 && strings.HasSuffix(string(v.Desc.Name()), "_UNSPECIFIED") {

@@ -14,9 +14,9 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
-	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	"github.com/mnvhq/mnv/services/platform/apijson"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
@@ -135,7 +135,7 @@ func importHandler(mux *runtime.ServeMux, connect connectv1.ConnectServiceClient
 			return
 		}
 		envelope.WriteSuccess(w, rpcrule.SuccessStatus(importRule), importRule.GetSuccessMessage(),
-			jsonpb.AppendMessage(nil, resp.GetJob().ProtoReflect()))
+			apijson.AppendMessage(nil, resp.GetJob().ProtoReflect()))
 	}
 }
 
