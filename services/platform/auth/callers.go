@@ -24,6 +24,8 @@ const (
 	CallerVerification = "verification"
 	// CallerConnect calls accounts (authenticate, debit); it also talks to the internet.
 	CallerConnect = "connect"
+	// CallerAccounts calls connect to publish its events (balance, API keys).
+	CallerAccounts = "accounts"
 )
 
 // MinTokenLength is the shortest internal token a caller may present.
@@ -31,7 +33,7 @@ const MinTokenLength = 32
 
 // KnownCallers are the caller names a caller list may use, so that a typo in
 // MNV_INTERNAL_CALLERS is an error at start-up rather than a caller refused at run time.
-var KnownCallers = []string{CallerGateway, CallerVerification, CallerConnect}
+var KnownCallers = []string{CallerGateway, CallerVerification, CallerConnect, CallerAccounts}
 
 // Callers are the internal callers a server accepts: the SHA-256 digests of their tokens, by
 // caller name. A server holds digests only, so that no process can present another's token:

@@ -201,7 +201,7 @@ func (w *Worker) deliver(ctx context.Context, d domain.Delivery) error {
 	}
 	res := webhook.Deliver(ctx, w.client, webhook.Request{
 		URL: it.EndpointURL, Method: it.HTTPMethod, APIKey: apiKey, Secret: secret,
-		DeliveryID: d.ID, Attempt: d.Attempts, Body: body,
+		MessageID: d.ID, Keys: [][]byte{secret}, DeliveryID: d.ID, Attempt: d.Attempts, Body: body,
 	}, time.Now())
 	return w.finish(ctx, ev, res)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -31,11 +32,17 @@ type Request struct {
 	// APIKey, when not empty, is sent as "Authorization: Bearer <APIKey>". It never appears in
 	// an error.
 	APIKey string
-	// Secret is the integration's signing secret, for SignatureHeader. It must not be empty:
-	// an unsigned delivery could not be told from a forged one.
+	// MessageID is the Standard Webhooks message id (IDHeader): the same on every attempt of
+	// one message, so receivers dedupe (delivery is at least once).
+	MessageID string
+	// Keys sign the message the Standard Webhooks way (StandardSignatureHeader), one signature
+	// per key: two during a secret rotation's overlap. At least one: an unsigned delivery
+	// could not be told from a forged one.
+	Keys [][]byte
+	// Secret, when set, also signs the request the older mnv way (SignatureHeader,
+	// DeliveryIDHeader, AttemptHeader), which integrations keep for their deprecation window.
 	Secret []byte
-	// DeliveryID identifies the batch and stays the same across its retries, so receivers
-	// dedupe (delivery is at least once).
+	// DeliveryID is sent in DeliveryIDHeader with Secret's signature.
 	DeliveryID string
 	// Attempt is the attempt number, 1 for the first try.
 	Attempt int
@@ -62,8 +69,8 @@ type Result struct {
 // Deliver makes one attempt to deliver r.Body to r.URL with c, which must come from NewClient
 // (Deliver relies on it for the address policy, the timeout and not following redirects). now
 // is the signing time (the worker's clock, injected for tests). It sets Content-Type
-// application/json, User-Agent, SignatureHeader, DeliveryIDHeader, AttemptHeader and, when
-// r.APIKey is set, Authorization; it reads at most 64 KiB of the response and discards it.
+// application/json, User-Agent, the Standard Webhooks headers, AttemptHeader, with r.Secret
+// SignatureHeader and DeliveryIDHeader, and, when r.APIKey is set, Authorization; it reads at most 64 KiB of the response and discards it.
 // A 2xx answer is a success even if reading its body then fails: the receiver has the batch.
 func Deliver(ctx context.Context, c *http.Client, r Request, now time.Time) Result {
 	req, err := newRequest(ctx, c, r, now)
@@ -106,10 +113,13 @@ func newRequest(ctx context.Context, c *http.Client, r Request, now time.Time) (
 		(u.Scheme != "https" && u.Scheme != "http") {
 		return nil, refuse("the endpoint URL is not a valid http(s) URL")
 	}
-	if len(r.Secret) == 0 {
+	if len(r.Keys) == 0 || slices.ContainsFunc(r.Keys, func(k []byte) bool { return len(k) == 0 }) {
 		return nil, refuse("webhook: no signing secret")
 	}
-	if r.DeliveryID == "" || !headerSafe(r.DeliveryID) {
+	if r.MessageID == "" || !headerSafe(r.MessageID) {
+		return nil, refuse("webhook: invalid message id")
+	}
+	if len(r.Secret) > 0 && (r.DeliveryID == "" || !headerSafe(r.DeliveryID)) {
 		return nil, refuse("webhook: invalid delivery id")
 	}
 	if r.Attempt < 1 {
@@ -125,8 +135,13 @@ func newRequest(ctx context.Context, c *http.Client, r Request, now time.Time) (
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", UserAgent)
-	h.Set(SignatureHeader, Sign(r.Secret, r.Body, now))
-	h.Set(DeliveryIDHeader, r.DeliveryID)
+	h.Set(IDHeader, r.MessageID)
+	h.Set(TimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	h.Set(StandardSignatureHeader, SignStandard(r.Keys, r.MessageID, now, r.Body))
+	if len(r.Secret) > 0 {
+		h.Set(SignatureHeader, Sign(r.Secret, r.Body, now))
+		h.Set(DeliveryIDHeader, r.DeliveryID)
+	}
 	h.Set(AttemptHeader, strconv.Itoa(r.Attempt))
 	if r.APIKey != "" {
 		h.Set("Authorization", "Bearer "+r.APIKey)

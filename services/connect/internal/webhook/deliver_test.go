@@ -28,6 +28,8 @@ func request(url string) Request {
 		Method:     http.MethodPost,
 		APIKey:     testAPIKey,
 		Secret:     testSecret,
+		MessageID:  "dlv_01HZX3",
+		Keys:       [][]byte{testSecret},
 		DeliveryID: "dlv_01HZX3",
 		Attempt:    1,
 		Body:       []byte(`[{"externalId":"42","mobileNumber":"+447700900123"}]`),
@@ -124,7 +126,9 @@ func TestDeliverHeadersAndSignature(t *testing.T) {
 	srv := newCountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// What a receiver does: verify before trusting anything.
-		verr := Verify(testSecret, body, r.Header.Get(SignatureHeader), time.Now(), time.Minute)
+		verr := errors.Join(
+			Verify(testSecret, body, r.Header.Get(SignatureHeader), time.Now(), time.Minute),
+			VerifyStandard(testSecret, r.Header.Get(IDHeader), r.Header.Get(TimestampHeader), r.Header.Get(StandardSignatureHeader), body, time.Now(), time.Minute))
 		mu.Lock()
 		last = seen{r.Method, r.URL.RequestURI(), r.Header.Clone(), body, verr}
 		mu.Unlock()
@@ -284,8 +288,11 @@ func TestDeliverBadRequests(t *testing.T) {
 		{"GET", func(r *Request) { r.Method = http.MethodGet }, c},
 		{"lower-case post", func(r *Request) { r.Method = "post" }, c},
 		{"empty method", func(r *Request) { r.Method = "" }, c},
-		{"no secret", func(r *Request) { r.Secret = nil }, c},
-		{"no delivery id", func(r *Request) { r.DeliveryID = "" }, c},
+		{"no signing key", func(r *Request) { r.Keys = nil }, c},
+		{"an empty signing key", func(r *Request) { r.Keys = [][]byte{testSecret, nil} }, c},
+		{"no message id", func(r *Request) { r.MessageID = "" }, c},
+		{"message id with newline", func(r *Request) { r.MessageID = "a\nX-Evil: 1" }, c},
+		{"no delivery id with the old signature", func(r *Request) { r.DeliveryID = "" }, c},
 		{"delivery id with newline", func(r *Request) { r.DeliveryID = "a\nX-Evil: 1" }, c},
 		{"attempt 0", func(r *Request) { r.Attempt = 0 }, c},
 		{"API key with newline", func(r *Request) { r.APIKey = testAPIKey + "\r\nX-Evil: 1" }, c},

@@ -3227,6 +3227,175 @@ func (x *RecordVerifiedNumbersRequest) GetItems() []*VerifiedNumber {
 	return nil
 }
 
+type PublishEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishEventsRequest) Reset() {
+	*x = PublishEventsRequest{}
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishEventsRequest) ProtoMessage() {}
+
+func (x *PublishEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishEventsRequest.ProtoReflect.Descriptor instead.
+func (*PublishEventsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PublishEventsRequest) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type PublishEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Events not seen before (the others were already accepted).
+	Accepted      int64 `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishEventsResponse) Reset() {
+	*x = PublishEventsResponse{}
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishEventsResponse) ProtoMessage() {}
+
+func (x *PublishEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishEventsResponse.ProtoReflect.Descriptor instead.
+func (*PublishEventsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *PublishEventsResponse) GetAccepted() int64 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
+// Event is one fact of a client's account, as its webhooks receive it.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// evt_ followed by a UUIDv7 (time-ordered): unique, and the webhook-id of its deliveries.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// verification.completed, balance.low, … (platform/events names them).
+	Type      string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	ClientId  string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The event's data object, JSON, as the receiver gets it.
+	Data          []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *Event) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Event) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Event) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *Event) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Event) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type RecordVerifiedNumbersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Profiles newly marked matched.
@@ -3237,7 +3406,7 @@ type RecordVerifiedNumbersResponse struct {
 
 func (x *RecordVerifiedNumbersResponse) Reset() {
 	*x = RecordVerifiedNumbersResponse{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[45]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3418,7 @@ func (x *RecordVerifiedNumbersResponse) String() string {
 func (*RecordVerifiedNumbersResponse) ProtoMessage() {}
 
 func (x *RecordVerifiedNumbersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[45]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3431,7 @@ func (x *RecordVerifiedNumbersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVerifiedNumbersResponse.ProtoReflect.Descriptor instead.
 func (*RecordVerifiedNumbersResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{45}
+	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RecordVerifiedNumbersResponse) GetMatchedProfiles() int64 {
@@ -3283,7 +3452,7 @@ type Overview_Profiles struct {
 
 func (x *Overview_Profiles) Reset() {
 	*x = Overview_Profiles{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[51]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3464,7 @@ func (x *Overview_Profiles) String() string {
 func (*Overview_Profiles) ProtoMessage() {}
 
 func (x *Overview_Profiles) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[51]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3511,7 @@ type Overview_Integrations struct {
 
 func (x *Overview_Integrations) Reset() {
 	*x = Overview_Integrations{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[52]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3354,7 +3523,7 @@ func (x *Overview_Integrations) String() string {
 func (*Overview_Integrations) ProtoMessage() {}
 
 func (x *Overview_Integrations) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[52]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3564,7 @@ type Overview_Imports struct {
 
 func (x *Overview_Imports) Reset() {
 	*x = Overview_Imports{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[53]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3407,7 +3576,7 @@ func (x *Overview_Imports) String() string {
 func (*Overview_Imports) ProtoMessage() {}
 
 func (x *Overview_Imports) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[53]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3623,7 @@ type Overview_SyncCounts struct {
 
 func (x *Overview_SyncCounts) Reset() {
 	*x = Overview_SyncCounts{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[54]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3635,7 @@ func (x *Overview_SyncCounts) String() string {
 func (*Overview_SyncCounts) ProtoMessage() {}
 
 func (x *Overview_SyncCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[54]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3505,7 +3674,7 @@ type Overview_Syncs struct {
 
 func (x *Overview_Syncs) Reset() {
 	*x = Overview_Syncs{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[55]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3686,7 @@ func (x *Overview_Syncs) String() string {
 func (*Overview_Syncs) ProtoMessage() {}
 
 func (x *Overview_Syncs) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[55]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +3718,7 @@ type Overview_Credits struct {
 
 func (x *Overview_Credits) Reset() {
 	*x = Overview_Credits{}
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[56]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3730,7 @@ func (x *Overview_Credits) String() string {
 func (*Overview_Credits) ProtoMessage() {}
 
 func (x *Overview_Credits) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_connect_v1_connect_proto_msgTypes[56]
+	mi := &file_mnv_connect_v1_connect_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4092,18 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifiedAt\"T\n" +
 	"\x1cRecordVerifiedNumbersRequest\x124\n" +
-	"\x05items\x18\x01 \x03(\v2\x1e.mnv.connect.v1.VerifiedNumberR\x05items\"J\n" +
+	"\x05items\x18\x01 \x03(\v2\x1e.mnv.connect.v1.VerifiedNumberR\x05items\"E\n" +
+	"\x14PublishEventsRequest\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.mnv.connect.v1.EventR\x06events\"3\n" +
+	"\x15PublishEventsResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\x03R\baccepted\"\x97\x01\n" +
+	"\x05Event\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x12\n" +
+	"\x04data\x18\x05 \x01(\fR\x04data\"J\n" +
 	"\x1dRecordVerifiedNumbersResponse\x12)\n" +
 	"\x10matched_profiles\x18\x01 \x01(\x03R\x0fmatchedProfiles*\x83\x01\n" +
 	"\rProfileSource\x12\x1e\n" +
@@ -3967,9 +4147,11 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x01(\x028\x02J\x13Integration deleted\x12\x7f\n" +
 	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"\x1b\xca\xf3\x18\x17\b\x02\x18\x01(\x020\x018\x02J\vSync queued\x12\x93\x01\n" +
 	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"/\xca\xf3\x18+\b\x02(\x028\x02J#Sync history retrieved successfully\x12\x83\x01\n" +
-	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fOverview retrieved successfully2\x99\x01\n" +
+	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fOverview retrieved successfully2\x83\x02\n" +
 	"\x16ConnectInternalService\x12\x7f\n" +
-	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02B9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
+	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12h\n" +
+	"\rPublishEvents\x12$.mnv.connect.v1.PublishEventsRequest\x1a%.mnv.connect.v1.PublishEventsResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x04\x02B9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
 
 var (
 	file_mnv_connect_v1_connect_proto_rawDescOnce sync.Once
@@ -3984,7 +4166,7 @@ func file_mnv_connect_v1_connect_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_connect_v1_connect_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_mnv_connect_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_mnv_connect_v1_connect_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_mnv_connect_v1_connect_proto_goTypes = []any{
 	(ProfileSource)(0),                    // 0: mnv.connect.v1.ProfileSource
 	(ImportStatus)(0),                     // 1: mnv.connect.v1.ImportStatus
@@ -4035,111 +4217,118 @@ var file_mnv_connect_v1_connect_proto_goTypes = []any{
 	(*GetOverviewResponse)(nil),           // 46: mnv.connect.v1.GetOverviewResponse
 	(*VerifiedNumber)(nil),                // 47: mnv.connect.v1.VerifiedNumber
 	(*RecordVerifiedNumbersRequest)(nil),  // 48: mnv.connect.v1.RecordVerifiedNumbersRequest
-	(*RecordVerifiedNumbersResponse)(nil), // 49: mnv.connect.v1.RecordVerifiedNumbersResponse
-	nil,                                   // 50: mnv.connect.v1.Profile.AttributesEntry
-	nil,                                   // 51: mnv.connect.v1.CreateProfileRequest.AttributesEntry
-	nil,                                   // 52: mnv.connect.v1.Integration.FieldMappingsEntry
-	nil,                                   // 53: mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
-	nil,                                   // 54: mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
-	(*Overview_Profiles)(nil),             // 55: mnv.connect.v1.Overview.Profiles
-	(*Overview_Integrations)(nil),         // 56: mnv.connect.v1.Overview.Integrations
-	(*Overview_Imports)(nil),              // 57: mnv.connect.v1.Overview.Imports
-	(*Overview_SyncCounts)(nil),           // 58: mnv.connect.v1.Overview.SyncCounts
-	(*Overview_Syncs)(nil),                // 59: mnv.connect.v1.Overview.Syncs
-	(*Overview_Credits)(nil),              // 60: mnv.connect.v1.Overview.Credits
-	(*timestamppb.Timestamp)(nil),         // 61: google.protobuf.Timestamp
+	(*PublishEventsRequest)(nil),          // 49: mnv.connect.v1.PublishEventsRequest
+	(*PublishEventsResponse)(nil),         // 50: mnv.connect.v1.PublishEventsResponse
+	(*Event)(nil),                         // 51: mnv.connect.v1.Event
+	(*RecordVerifiedNumbersResponse)(nil), // 52: mnv.connect.v1.RecordVerifiedNumbersResponse
+	nil,                                   // 53: mnv.connect.v1.Profile.AttributesEntry
+	nil,                                   // 54: mnv.connect.v1.CreateProfileRequest.AttributesEntry
+	nil,                                   // 55: mnv.connect.v1.Integration.FieldMappingsEntry
+	nil,                                   // 56: mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
+	nil,                                   // 57: mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
+	(*Overview_Profiles)(nil),             // 58: mnv.connect.v1.Overview.Profiles
+	(*Overview_Integrations)(nil),         // 59: mnv.connect.v1.Overview.Integrations
+	(*Overview_Imports)(nil),              // 60: mnv.connect.v1.Overview.Imports
+	(*Overview_SyncCounts)(nil),           // 61: mnv.connect.v1.Overview.SyncCounts
+	(*Overview_Syncs)(nil),                // 62: mnv.connect.v1.Overview.Syncs
+	(*Overview_Credits)(nil),              // 63: mnv.connect.v1.Overview.Credits
+	(*timestamppb.Timestamp)(nil),         // 64: google.protobuf.Timestamp
 }
 var file_mnv_connect_v1_connect_proto_depIdxs = []int32{
-	61, // 0: mnv.connect.v1.Enrichment.last_verified_at:type_name -> google.protobuf.Timestamp
-	61, // 1: mnv.connect.v1.Enrichment.enriched_at:type_name -> google.protobuf.Timestamp
-	61, // 2: mnv.connect.v1.Profile.matched_at:type_name -> google.protobuf.Timestamp
+	64, // 0: mnv.connect.v1.Enrichment.last_verified_at:type_name -> google.protobuf.Timestamp
+	64, // 1: mnv.connect.v1.Enrichment.enriched_at:type_name -> google.protobuf.Timestamp
+	64, // 2: mnv.connect.v1.Profile.matched_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: mnv.connect.v1.Profile.source:type_name -> mnv.connect.v1.ProfileSource
-	50, // 4: mnv.connect.v1.Profile.attributes:type_name -> mnv.connect.v1.Profile.AttributesEntry
+	53, // 4: mnv.connect.v1.Profile.attributes:type_name -> mnv.connect.v1.Profile.AttributesEntry
 	4,  // 5: mnv.connect.v1.Profile.enrichment:type_name -> mnv.connect.v1.Enrichment
-	61, // 6: mnv.connect.v1.Profile.created_at:type_name -> google.protobuf.Timestamp
-	61, // 7: mnv.connect.v1.Profile.updated_at:type_name -> google.protobuf.Timestamp
+	64, // 6: mnv.connect.v1.Profile.created_at:type_name -> google.protobuf.Timestamp
+	64, // 7: mnv.connect.v1.Profile.updated_at:type_name -> google.protobuf.Timestamp
 	5,  // 8: mnv.connect.v1.ListProfilesResponse.items:type_name -> mnv.connect.v1.Profile
 	5,  // 9: mnv.connect.v1.GetProfileResponse.profile:type_name -> mnv.connect.v1.Profile
-	51, // 10: mnv.connect.v1.CreateProfileRequest.attributes:type_name -> mnv.connect.v1.CreateProfileRequest.AttributesEntry
+	54, // 10: mnv.connect.v1.CreateProfileRequest.attributes:type_name -> mnv.connect.v1.CreateProfileRequest.AttributesEntry
 	5,  // 11: mnv.connect.v1.CreateProfileResponse.profile:type_name -> mnv.connect.v1.Profile
-	61, // 12: mnv.connect.v1.DeleteProfileResponse.deleted_at:type_name -> google.protobuf.Timestamp
+	64, // 12: mnv.connect.v1.DeleteProfileResponse.deleted_at:type_name -> google.protobuf.Timestamp
 	5,  // 13: mnv.connect.v1.EnrichProfileResponse.profile:type_name -> mnv.connect.v1.Profile
 	1,  // 14: mnv.connect.v1.ImportJob.status:type_name -> mnv.connect.v1.ImportStatus
 	16, // 15: mnv.connect.v1.ImportJob.errors:type_name -> mnv.connect.v1.ImportError
-	61, // 16: mnv.connect.v1.ImportJob.created_at:type_name -> google.protobuf.Timestamp
-	61, // 17: mnv.connect.v1.ImportJob.started_at:type_name -> google.protobuf.Timestamp
-	61, // 18: mnv.connect.v1.ImportJob.finished_at:type_name -> google.protobuf.Timestamp
-	61, // 19: mnv.connect.v1.ImportJob.estimated_completion_at:type_name -> google.protobuf.Timestamp
+	64, // 16: mnv.connect.v1.ImportJob.created_at:type_name -> google.protobuf.Timestamp
+	64, // 17: mnv.connect.v1.ImportJob.started_at:type_name -> google.protobuf.Timestamp
+	64, // 18: mnv.connect.v1.ImportJob.finished_at:type_name -> google.protobuf.Timestamp
+	64, // 19: mnv.connect.v1.ImportJob.estimated_completion_at:type_name -> google.protobuf.Timestamp
 	18, // 20: mnv.connect.v1.UploadImportRequest.header:type_name -> mnv.connect.v1.UploadImportHeader
 	17, // 21: mnv.connect.v1.UploadImportResponse.job:type_name -> mnv.connect.v1.ImportJob
 	17, // 22: mnv.connect.v1.ListImportJobsResponse.items:type_name -> mnv.connect.v1.ImportJob
 	17, // 23: mnv.connect.v1.GetImportJobResponse.job:type_name -> mnv.connect.v1.ImportJob
-	52, // 24: mnv.connect.v1.Integration.field_mappings:type_name -> mnv.connect.v1.Integration.FieldMappingsEntry
+	55, // 24: mnv.connect.v1.Integration.field_mappings:type_name -> mnv.connect.v1.Integration.FieldMappingsEntry
 	2,  // 25: mnv.connect.v1.Integration.status:type_name -> mnv.connect.v1.IntegrationStatus
-	61, // 26: mnv.connect.v1.Integration.created_at:type_name -> google.protobuf.Timestamp
-	61, // 27: mnv.connect.v1.Integration.updated_at:type_name -> google.protobuf.Timestamp
-	53, // 28: mnv.connect.v1.CreateIntegrationRequest.field_mappings:type_name -> mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
+	64, // 26: mnv.connect.v1.Integration.created_at:type_name -> google.protobuf.Timestamp
+	64, // 27: mnv.connect.v1.Integration.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 28: mnv.connect.v1.CreateIntegrationRequest.field_mappings:type_name -> mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntry
 	27, // 29: mnv.connect.v1.CreateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
 	27, // 30: mnv.connect.v1.ListIntegrationsResponse.items:type_name -> mnv.connect.v1.Integration
 	27, // 31: mnv.connect.v1.GetIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
-	54, // 32: mnv.connect.v1.IntegrationPatch.field_mappings:type_name -> mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
+	57, // 32: mnv.connect.v1.IntegrationPatch.field_mappings:type_name -> mnv.connect.v1.IntegrationPatch.FieldMappingsEntry
 	34, // 33: mnv.connect.v1.UpdateIntegrationRequest.patch:type_name -> mnv.connect.v1.IntegrationPatch
 	27, // 34: mnv.connect.v1.UpdateIntegrationResponse.integration:type_name -> mnv.connect.v1.Integration
 	3,  // 35: mnv.connect.v1.SyncEvent.status:type_name -> mnv.connect.v1.SyncStatus
-	61, // 36: mnv.connect.v1.SyncEvent.started_at:type_name -> google.protobuf.Timestamp
-	61, // 37: mnv.connect.v1.SyncEvent.finished_at:type_name -> google.protobuf.Timestamp
+	64, // 36: mnv.connect.v1.SyncEvent.started_at:type_name -> google.protobuf.Timestamp
+	64, // 37: mnv.connect.v1.SyncEvent.finished_at:type_name -> google.protobuf.Timestamp
 	41, // 38: mnv.connect.v1.ListSyncHistoryResponse.items:type_name -> mnv.connect.v1.SyncEvent
-	55, // 39: mnv.connect.v1.Overview.profiles:type_name -> mnv.connect.v1.Overview.Profiles
-	56, // 40: mnv.connect.v1.Overview.integrations:type_name -> mnv.connect.v1.Overview.Integrations
-	57, // 41: mnv.connect.v1.Overview.imports:type_name -> mnv.connect.v1.Overview.Imports
-	59, // 42: mnv.connect.v1.Overview.syncs:type_name -> mnv.connect.v1.Overview.Syncs
-	60, // 43: mnv.connect.v1.Overview.credits:type_name -> mnv.connect.v1.Overview.Credits
+	58, // 39: mnv.connect.v1.Overview.profiles:type_name -> mnv.connect.v1.Overview.Profiles
+	59, // 40: mnv.connect.v1.Overview.integrations:type_name -> mnv.connect.v1.Overview.Integrations
+	60, // 41: mnv.connect.v1.Overview.imports:type_name -> mnv.connect.v1.Overview.Imports
+	62, // 42: mnv.connect.v1.Overview.syncs:type_name -> mnv.connect.v1.Overview.Syncs
+	63, // 43: mnv.connect.v1.Overview.credits:type_name -> mnv.connect.v1.Overview.Credits
 	45, // 44: mnv.connect.v1.GetOverviewResponse.overview:type_name -> mnv.connect.v1.Overview
-	61, // 45: mnv.connect.v1.VerifiedNumber.verified_at:type_name -> google.protobuf.Timestamp
+	64, // 45: mnv.connect.v1.VerifiedNumber.verified_at:type_name -> google.protobuf.Timestamp
 	47, // 46: mnv.connect.v1.RecordVerifiedNumbersRequest.items:type_name -> mnv.connect.v1.VerifiedNumber
-	61, // 47: mnv.connect.v1.Overview.Imports.last_completed_at:type_name -> google.protobuf.Timestamp
-	58, // 48: mnv.connect.v1.Overview.Syncs.last24h:type_name -> mnv.connect.v1.Overview.SyncCounts
-	6,  // 49: mnv.connect.v1.ConnectService.ListProfiles:input_type -> mnv.connect.v1.ListProfilesRequest
-	8,  // 50: mnv.connect.v1.ConnectService.GetProfile:input_type -> mnv.connect.v1.GetProfileRequest
-	10, // 51: mnv.connect.v1.ConnectService.CreateProfile:input_type -> mnv.connect.v1.CreateProfileRequest
-	12, // 52: mnv.connect.v1.ConnectService.DeleteProfile:input_type -> mnv.connect.v1.DeleteProfileRequest
-	14, // 53: mnv.connect.v1.ConnectService.EnrichProfile:input_type -> mnv.connect.v1.EnrichProfileRequest
-	19, // 54: mnv.connect.v1.ConnectService.UploadImport:input_type -> mnv.connect.v1.UploadImportRequest
-	21, // 55: mnv.connect.v1.ConnectService.GetImportSample:input_type -> mnv.connect.v1.GetImportSampleRequest
-	23, // 56: mnv.connect.v1.ConnectService.ListImportJobs:input_type -> mnv.connect.v1.ListImportJobsRequest
-	25, // 57: mnv.connect.v1.ConnectService.GetImportJob:input_type -> mnv.connect.v1.GetImportJobRequest
-	28, // 58: mnv.connect.v1.ConnectService.CreateIntegration:input_type -> mnv.connect.v1.CreateIntegrationRequest
-	30, // 59: mnv.connect.v1.ConnectService.ListIntegrations:input_type -> mnv.connect.v1.ListIntegrationsRequest
-	32, // 60: mnv.connect.v1.ConnectService.GetIntegration:input_type -> mnv.connect.v1.GetIntegrationRequest
-	35, // 61: mnv.connect.v1.ConnectService.UpdateIntegration:input_type -> mnv.connect.v1.UpdateIntegrationRequest
-	37, // 62: mnv.connect.v1.ConnectService.DeleteIntegration:input_type -> mnv.connect.v1.DeleteIntegrationRequest
-	39, // 63: mnv.connect.v1.ConnectService.SyncIntegration:input_type -> mnv.connect.v1.SyncIntegrationRequest
-	42, // 64: mnv.connect.v1.ConnectService.ListSyncHistory:input_type -> mnv.connect.v1.ListSyncHistoryRequest
-	44, // 65: mnv.connect.v1.ConnectService.GetOverview:input_type -> mnv.connect.v1.GetOverviewRequest
-	48, // 66: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:input_type -> mnv.connect.v1.RecordVerifiedNumbersRequest
-	7,  // 67: mnv.connect.v1.ConnectService.ListProfiles:output_type -> mnv.connect.v1.ListProfilesResponse
-	9,  // 68: mnv.connect.v1.ConnectService.GetProfile:output_type -> mnv.connect.v1.GetProfileResponse
-	11, // 69: mnv.connect.v1.ConnectService.CreateProfile:output_type -> mnv.connect.v1.CreateProfileResponse
-	13, // 70: mnv.connect.v1.ConnectService.DeleteProfile:output_type -> mnv.connect.v1.DeleteProfileResponse
-	15, // 71: mnv.connect.v1.ConnectService.EnrichProfile:output_type -> mnv.connect.v1.EnrichProfileResponse
-	20, // 72: mnv.connect.v1.ConnectService.UploadImport:output_type -> mnv.connect.v1.UploadImportResponse
-	22, // 73: mnv.connect.v1.ConnectService.GetImportSample:output_type -> mnv.connect.v1.GetImportSampleResponse
-	24, // 74: mnv.connect.v1.ConnectService.ListImportJobs:output_type -> mnv.connect.v1.ListImportJobsResponse
-	26, // 75: mnv.connect.v1.ConnectService.GetImportJob:output_type -> mnv.connect.v1.GetImportJobResponse
-	29, // 76: mnv.connect.v1.ConnectService.CreateIntegration:output_type -> mnv.connect.v1.CreateIntegrationResponse
-	31, // 77: mnv.connect.v1.ConnectService.ListIntegrations:output_type -> mnv.connect.v1.ListIntegrationsResponse
-	33, // 78: mnv.connect.v1.ConnectService.GetIntegration:output_type -> mnv.connect.v1.GetIntegrationResponse
-	36, // 79: mnv.connect.v1.ConnectService.UpdateIntegration:output_type -> mnv.connect.v1.UpdateIntegrationResponse
-	38, // 80: mnv.connect.v1.ConnectService.DeleteIntegration:output_type -> mnv.connect.v1.DeleteIntegrationResponse
-	40, // 81: mnv.connect.v1.ConnectService.SyncIntegration:output_type -> mnv.connect.v1.SyncIntegrationResponse
-	43, // 82: mnv.connect.v1.ConnectService.ListSyncHistory:output_type -> mnv.connect.v1.ListSyncHistoryResponse
-	46, // 83: mnv.connect.v1.ConnectService.GetOverview:output_type -> mnv.connect.v1.GetOverviewResponse
-	49, // 84: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:output_type -> mnv.connect.v1.RecordVerifiedNumbersResponse
-	67, // [67:85] is the sub-list for method output_type
-	49, // [49:67] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	51, // 47: mnv.connect.v1.PublishEventsRequest.events:type_name -> mnv.connect.v1.Event
+	64, // 48: mnv.connect.v1.Event.created_at:type_name -> google.protobuf.Timestamp
+	64, // 49: mnv.connect.v1.Overview.Imports.last_completed_at:type_name -> google.protobuf.Timestamp
+	61, // 50: mnv.connect.v1.Overview.Syncs.last24h:type_name -> mnv.connect.v1.Overview.SyncCounts
+	6,  // 51: mnv.connect.v1.ConnectService.ListProfiles:input_type -> mnv.connect.v1.ListProfilesRequest
+	8,  // 52: mnv.connect.v1.ConnectService.GetProfile:input_type -> mnv.connect.v1.GetProfileRequest
+	10, // 53: mnv.connect.v1.ConnectService.CreateProfile:input_type -> mnv.connect.v1.CreateProfileRequest
+	12, // 54: mnv.connect.v1.ConnectService.DeleteProfile:input_type -> mnv.connect.v1.DeleteProfileRequest
+	14, // 55: mnv.connect.v1.ConnectService.EnrichProfile:input_type -> mnv.connect.v1.EnrichProfileRequest
+	19, // 56: mnv.connect.v1.ConnectService.UploadImport:input_type -> mnv.connect.v1.UploadImportRequest
+	21, // 57: mnv.connect.v1.ConnectService.GetImportSample:input_type -> mnv.connect.v1.GetImportSampleRequest
+	23, // 58: mnv.connect.v1.ConnectService.ListImportJobs:input_type -> mnv.connect.v1.ListImportJobsRequest
+	25, // 59: mnv.connect.v1.ConnectService.GetImportJob:input_type -> mnv.connect.v1.GetImportJobRequest
+	28, // 60: mnv.connect.v1.ConnectService.CreateIntegration:input_type -> mnv.connect.v1.CreateIntegrationRequest
+	30, // 61: mnv.connect.v1.ConnectService.ListIntegrations:input_type -> mnv.connect.v1.ListIntegrationsRequest
+	32, // 62: mnv.connect.v1.ConnectService.GetIntegration:input_type -> mnv.connect.v1.GetIntegrationRequest
+	35, // 63: mnv.connect.v1.ConnectService.UpdateIntegration:input_type -> mnv.connect.v1.UpdateIntegrationRequest
+	37, // 64: mnv.connect.v1.ConnectService.DeleteIntegration:input_type -> mnv.connect.v1.DeleteIntegrationRequest
+	39, // 65: mnv.connect.v1.ConnectService.SyncIntegration:input_type -> mnv.connect.v1.SyncIntegrationRequest
+	42, // 66: mnv.connect.v1.ConnectService.ListSyncHistory:input_type -> mnv.connect.v1.ListSyncHistoryRequest
+	44, // 67: mnv.connect.v1.ConnectService.GetOverview:input_type -> mnv.connect.v1.GetOverviewRequest
+	48, // 68: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:input_type -> mnv.connect.v1.RecordVerifiedNumbersRequest
+	49, // 69: mnv.connect.v1.ConnectInternalService.PublishEvents:input_type -> mnv.connect.v1.PublishEventsRequest
+	7,  // 70: mnv.connect.v1.ConnectService.ListProfiles:output_type -> mnv.connect.v1.ListProfilesResponse
+	9,  // 71: mnv.connect.v1.ConnectService.GetProfile:output_type -> mnv.connect.v1.GetProfileResponse
+	11, // 72: mnv.connect.v1.ConnectService.CreateProfile:output_type -> mnv.connect.v1.CreateProfileResponse
+	13, // 73: mnv.connect.v1.ConnectService.DeleteProfile:output_type -> mnv.connect.v1.DeleteProfileResponse
+	15, // 74: mnv.connect.v1.ConnectService.EnrichProfile:output_type -> mnv.connect.v1.EnrichProfileResponse
+	20, // 75: mnv.connect.v1.ConnectService.UploadImport:output_type -> mnv.connect.v1.UploadImportResponse
+	22, // 76: mnv.connect.v1.ConnectService.GetImportSample:output_type -> mnv.connect.v1.GetImportSampleResponse
+	24, // 77: mnv.connect.v1.ConnectService.ListImportJobs:output_type -> mnv.connect.v1.ListImportJobsResponse
+	26, // 78: mnv.connect.v1.ConnectService.GetImportJob:output_type -> mnv.connect.v1.GetImportJobResponse
+	29, // 79: mnv.connect.v1.ConnectService.CreateIntegration:output_type -> mnv.connect.v1.CreateIntegrationResponse
+	31, // 80: mnv.connect.v1.ConnectService.ListIntegrations:output_type -> mnv.connect.v1.ListIntegrationsResponse
+	33, // 81: mnv.connect.v1.ConnectService.GetIntegration:output_type -> mnv.connect.v1.GetIntegrationResponse
+	36, // 82: mnv.connect.v1.ConnectService.UpdateIntegration:output_type -> mnv.connect.v1.UpdateIntegrationResponse
+	38, // 83: mnv.connect.v1.ConnectService.DeleteIntegration:output_type -> mnv.connect.v1.DeleteIntegrationResponse
+	40, // 84: mnv.connect.v1.ConnectService.SyncIntegration:output_type -> mnv.connect.v1.SyncIntegrationResponse
+	43, // 85: mnv.connect.v1.ConnectService.ListSyncHistory:output_type -> mnv.connect.v1.ListSyncHistoryResponse
+	46, // 86: mnv.connect.v1.ConnectService.GetOverview:output_type -> mnv.connect.v1.GetOverviewResponse
+	52, // 87: mnv.connect.v1.ConnectInternalService.RecordVerifiedNumbers:output_type -> mnv.connect.v1.RecordVerifiedNumbersResponse
+	50, // 88: mnv.connect.v1.ConnectInternalService.PublishEvents:output_type -> mnv.connect.v1.PublishEventsResponse
+	70, // [70:89] is the sub-list for method output_type
+	51, // [51:70] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_mnv_connect_v1_connect_proto_init() }
@@ -4169,7 +4358,7 @@ func file_mnv_connect_v1_connect_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_connect_v1_connect_proto_rawDesc), len(file_mnv_connect_v1_connect_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

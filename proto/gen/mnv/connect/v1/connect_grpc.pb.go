@@ -742,6 +742,7 @@ var ConnectService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	ConnectInternalService_RecordVerifiedNumbers_FullMethodName = "/mnv.connect.v1.ConnectInternalService/RecordVerifiedNumbers"
+	ConnectInternalService_PublishEvents_FullMethodName         = "/mnv.connect.v1.ConnectInternalService/PublishEvents"
 )
 
 // ConnectInternalServiceClient is the client API for ConnectInternalService service.
@@ -753,6 +754,10 @@ type ConnectInternalServiceClient interface {
 	// Marks the profiles of verified numbers matched. Idempotent: the verification service's
 	// outbox relay delivers at least once.
 	RecordVerifiedNumbers(ctx context.Context, in *RecordVerifiedNumbersRequest, opts ...grpc.CallOption) (*RecordVerifiedNumbersResponse, error)
+	// Takes events that happened in another service (written there in the same transaction as
+	// their fact, and forwarded at least once) and queues their webhook deliveries. Idempotent
+	// by event id: a repeated event is accepted again and delivered once.
+	PublishEvents(ctx context.Context, in *PublishEventsRequest, opts ...grpc.CallOption) (*PublishEventsResponse, error)
 }
 
 type connectInternalServiceClient struct {
@@ -773,6 +778,16 @@ func (c *connectInternalServiceClient) RecordVerifiedNumbers(ctx context.Context
 	return out, nil
 }
 
+func (c *connectInternalServiceClient) PublishEvents(ctx context.Context, in *PublishEventsRequest, opts ...grpc.CallOption) (*PublishEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishEventsResponse)
+	err := c.cc.Invoke(ctx, ConnectInternalService_PublishEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectInternalServiceServer is the server API for ConnectInternalService service.
 // All implementations must embed UnimplementedConnectInternalServiceServer
 // for forward compatibility.
@@ -782,6 +797,10 @@ type ConnectInternalServiceServer interface {
 	// Marks the profiles of verified numbers matched. Idempotent: the verification service's
 	// outbox relay delivers at least once.
 	RecordVerifiedNumbers(context.Context, *RecordVerifiedNumbersRequest) (*RecordVerifiedNumbersResponse, error)
+	// Takes events that happened in another service (written there in the same transaction as
+	// their fact, and forwarded at least once) and queues their webhook deliveries. Idempotent
+	// by event id: a repeated event is accepted again and delivered once.
+	PublishEvents(context.Context, *PublishEventsRequest) (*PublishEventsResponse, error)
 	mustEmbedUnimplementedConnectInternalServiceServer()
 }
 
@@ -794,6 +813,9 @@ type UnimplementedConnectInternalServiceServer struct{}
 
 func (UnimplementedConnectInternalServiceServer) RecordVerifiedNumbers(context.Context, *RecordVerifiedNumbersRequest) (*RecordVerifiedNumbersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordVerifiedNumbers not implemented")
+}
+func (UnimplementedConnectInternalServiceServer) PublishEvents(context.Context, *PublishEventsRequest) (*PublishEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishEvents not implemented")
 }
 func (UnimplementedConnectInternalServiceServer) mustEmbedUnimplementedConnectInternalServiceServer() {
 }
@@ -835,6 +857,24 @@ func _ConnectInternalService_RecordVerifiedNumbers_Handler(srv interface{}, ctx 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectInternalService_PublishEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectInternalServiceServer).PublishEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectInternalService_PublishEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectInternalServiceServer).PublishEvents(ctx, req.(*PublishEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectInternalService_ServiceDesc is the grpc.ServiceDesc for ConnectInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -845,6 +885,10 @@ var ConnectInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordVerifiedNumbers",
 			Handler:    _ConnectInternalService_RecordVerifiedNumbers_Handler,
+		},
+		{
+			MethodName: "PublishEvents",
+			Handler:    _ConnectInternalService_PublishEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -97,6 +97,8 @@ const (
 	Caller_CALLER_GATEWAY      Caller = 1
 	Caller_CALLER_VERIFICATION Caller = 2
 	Caller_CALLER_CONNECT      Caller = 3
+	// Accounts calls connect to publish its events (balance, API keys).
+	Caller_CALLER_ACCOUNTS Caller = 4
 )
 
 // Enum value maps for Caller.
@@ -106,12 +108,14 @@ var (
 		1: "CALLER_GATEWAY",
 		2: "CALLER_VERIFICATION",
 		3: "CALLER_CONNECT",
+		4: "CALLER_ACCOUNTS",
 	}
 	Caller_value = map[string]int32{
 		"CALLER_UNSPECIFIED":  0,
 		"CALLER_GATEWAY":      1,
 		"CALLER_VERIFICATION": 2,
 		"CALLER_CONNECT":      3,
+		"CALLER_ACCOUNTS":     4,
 	}
 )
 
@@ -535,12 +539,13 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x12CREDENTIAL_API_KEY\x10\x02\x12\x18\n" +
 	"\x14CREDENTIAL_SDK_TOKEN\x10\x03\x12\x17\n" +
 	"\x13CREDENTIAL_INTERNAL\x10\x04\x12\x14\n" +
-	"\x10CREDENTIAL_ADMIN\x10\x05*a\n" +
+	"\x10CREDENTIAL_ADMIN\x10\x05*v\n" +
 	"\x06Caller\x12\x16\n" +
 	"\x12CALLER_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eCALLER_GATEWAY\x10\x01\x12\x17\n" +
 	"\x13CALLER_VERIFICATION\x10\x02\x12\x12\n" +
-	"\x0eCALLER_CONNECT\x10\x03*c\n" +
+	"\x0eCALLER_CONNECT\x10\x03\x12\x13\n" +
+	"\x0fCALLER_ACCOUNTS\x10\x04*c\n" +
 	"\aFeature\x12\x17\n" +
 	"\x13FEATURE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eFEATURE_VERIFY\x10\x01\x12\x13\n" +

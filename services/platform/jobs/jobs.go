@@ -1,0 +1,227 @@
+// Package jobs is the one background-work engine of mnv: River (riverqueue/river) on the
+// service's own pool, its tables in the service's own schema. Work that must follow a fact is
+// inserted in the fact's transaction (Insert with the store's transaction), so there is no
+// fact without its job and no job without its fact; River then works it at least once, with
+// retries, backoff and jitter, and rescues what a dead process held.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// Migrate brings River's tables in schema up to date. It holds a session advisory lock of the
+// schema's River tables meanwhile, so replicas starting together migrate once; schema must
+// exist (the service's own migrations create it first). River's migrations cannot run in one
+// transaction (one adds an enum value that the next uses), so the lock is a session's.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: quiet()})
+	if err != nil {
+		return fmt.Errorf("river migrations of %s: %w", schema, err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("river migrations of %s: %w", schema, err)
+	}
+	defer conn.Release()
+	lock := schema + ".river_migrate"
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1))`, lock); err != nil {
+		return fmt.Errorf("river migrations of %s: lock: %w", schema, err)
+	}
+	defer func() {
+		// A failed unlock ends with the session: close it rather than return it to the pool locked.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, lock); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations of %s: %w", schema, err)
+	}
+	return nil
+}
+
+// riverLogger passes River's warnings and errors to log; its start and stop messages at info
+// would repeat what the service logs itself.
+func riverLogger(log *zap.Logger) *slog.Logger {
+	core, err := zapcore.NewIncreaseLevelCore(log.Core(), zapcore.WarnLevel)
+	if err != nil { // log is already above warnings
+		core = log.Core()
+	}
+	return slog.New(zapslog.NewHandler(core, zapslog.WithName("river")))
+}
+
+// quiet is a logger for River's own chatter that keeps only warnings and errors.
+func quiet() *slog.Logger {
+	return slog.New(slog.DiscardHandler)
+}
+
+// Options configure a Queue.
+type Options struct {
+	// Schema holds River's tables (the service's own schema).
+	Schema string
+	// Log receives River's warnings and errors.
+	Log *zap.Logger
+	// Registerer gets the jobs' metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Queues maps each queue this process works to its number of workers. None: the Queue only
+	// inserts (a process that enqueues work another one does).
+	Queues map[string]int
+	// Workers are the job kinds this process works; required with Queues.
+	Workers *river.Workers
+	// Periodic jobs are inserted on their schedule by the elected leader among the replicas.
+	Periodic []*river.PeriodicJob
+	// FetchPoll is how often an idle worker looks for jobs that no notification announced
+	// (scheduled retries, jobs inserted by raw SQL); 0 is 200 ms. Inserts through Insert wake
+	// workers at once.
+	FetchPoll time.Duration
+	// JobTimeout bounds one attempt of a job whose worker does not say otherwise; 0 is a minute.
+	JobTimeout time.Duration
+	// CompletedRetention is how long completed jobs stay in the table; 0 is a day.
+	CompletedRetention time.Duration
+}
+
+// Queue is a service's River client.
+type Queue struct {
+	client  *river.Client[pgx.Tx]
+	pool    *pgxpool.Pool
+	schema  string
+	works   bool
+	metrics *Metrics
+	log     *zap.Logger
+}
+
+// New builds the Queue; Run starts its workers (when it has queues).
+func New(pool *pgxpool.Pool, o Options) (*Queue, error) {
+	if o.Schema == "" {
+		return nil, errors.New("jobs: no schema")
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	m, err := NewMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &river.Config{
+		Schema:                      o.Schema,
+		Logger:                      riverLogger(o.Log),
+		FetchPollInterval:           cmpOr(o.FetchPoll, 200*time.Millisecond),
+		FetchCooldown:               20 * time.Millisecond,
+		JobTimeout:                  cmpOr(o.JobTimeout, time.Minute),
+		CompletedJobRetentionPeriod: cmpOr(o.CompletedRetention, 24*time.Hour),
+		PeriodicJobs:                o.Periodic,
+		Middleware:                  []rivertype.Middleware{m},
+	}
+	if len(o.Queues) > 0 {
+		if o.Workers == nil {
+			return nil, errors.New("jobs: queues without workers")
+		}
+		cfg.Workers = o.Workers
+		cfg.Queues = make(map[string]river.QueueConfig, len(o.Queues))
+		for name, n := range o.Queues {
+			cfg.Queues[name] = river.QueueConfig{MaxWorkers: n}
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	return &Queue{client: client, pool: pool, schema: o.Schema, works: len(o.Queues) > 0, metrics: m, log: o.Log}, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Client is River's client, for what this package does not wrap (listing, retrying a job).
+func (q *Queue) Client() *river.Client[pgx.Tx] { return q.client }
+
+// Insert enqueues args. Given a transaction (a store inside pg.Stores.InTx), the job commits
+// or rolls back with it; given the pool, it commits alone.
+func (q *Queue) Insert(ctx context.Context, db pg.DB, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	var (
+		res *rivertype.JobInsertResult
+		err error
+	)
+	if tx, ok := db.(pgx.Tx); ok {
+		res, err = q.client.InsertTx(ctx, tx, args, opts)
+	} else {
+		res, err = q.client.Insert(ctx, args, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	return res, nil
+}
+
+// InsertMany enqueues several jobs in one statement, in db's transaction when it is one.
+func (q *Queue) InsertMany(ctx context.Context, db pg.DB, params []river.InsertManyParams) error {
+	if len(params) == 0 {
+		return nil
+	}
+	var err error
+	if tx, ok := db.(pgx.Tx); ok {
+		_, err = q.client.InsertManyFastTx(ctx, tx, params)
+	} else {
+		_, err = q.client.InsertManyFast(ctx, params)
+	}
+	if err != nil {
+		return fmt.Errorf("enqueue %d jobs: %w", len(params), err)
+	}
+	return nil
+}
+
+// Run works the queues until ctx ends, samples the backlog for the metrics, then stops:
+// jobs in progress get stopTimeout to finish before they are cancelled (River retries a
+// cancelled attempt, and rescues the jobs of a process that died without stopping).
+func (q *Queue) Run(ctx context.Context, stopTimeout time.Duration) error {
+	if q.works {
+		if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("jobs: start: %w", err)
+		}
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	q.sample(ctx)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			q.sample(ctx)
+		}
+	}
+	if !q.works {
+		return nil
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmpOr(stopTimeout, 10*time.Second))
+	defer cancel()
+	if err := q.client.Stop(stopCtx); err != nil {
+		hard, cancelHard := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancelHard()
+		if err := q.client.StopAndCancel(hard); err != nil {
+			return fmt.Errorf("jobs: stop: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+// Package outbox carries a service's events to connect, which owns the webhook endpoints: Emit
+// writes an event's forward job in the transaction of its fact (River, in the service's own
+// schema), and a worker publishes it to connect at least once. Connect accepts an event id
+// once, so a repeated forward delivers nothing twice.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// Queue is the River queue of forward jobs.
+const Queue = "events"
+
+// Kind is the forward job's kind.
+const Kind = "event.forward"
+
+// Args is one event to forward: the job's JSON, so every field of the event is spelled out
+// (Event's own JSON is the receiver's body, without the client).
+type Args struct {
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	ClientID  string    `json:"client_id"`
+	CreatedAt time.Time `json:"created_at"`
+	// Data is the event's data object as a string: River keeps args as jsonb, which would
+	// reorder the object's keys.
+	Data string `json:"data"`
+}
+
+// Kind names the job.
+func (Args) Kind() string { return Kind }
+
+// InsertOpts: the events queue, and retries for about three days (River's backoff) before a
+// forward is discarded, long enough to ride out an outage of connect.
+func (Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
+}
+
+func (a Args) event() events.Event {
+	return events.Event{ID: a.ID, Type: a.Type, ClientID: a.ClientID, CreatedAt: a.CreatedAt, Data: json.RawMessage(a.Data)}
+}
+
+// Outbox writes forward jobs.
+type Outbox struct{ q *jobs.Queue }
+
+// New returns the Outbox that writes to q.
+func New(q *jobs.Queue) *Outbox { return &Outbox{q: q} }
+
+// Emit writes evs' forward jobs through db: in its transaction when it is one, which is the
+// point (a store inside pg.Stores.InTx calls it beside the fact's own statements).
+func (o *Outbox) Emit(ctx context.Context, db pg.DB, evs ...events.Event) error {
+	params := make([]river.InsertManyParams, 0, len(evs))
+	for _, e := range evs {
+		if e.ID == "" || e.ClientID == "" || e.Type == "" {
+			return fmt.Errorf("emit: event without id, client or type")
+		}
+		params = append(params, river.InsertManyParams{Args: Args{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)}})
+	}
+	return o.q.InsertMany(ctx, db, params)
+}
+
+// Publisher takes events to their endpoints: connect's PublishEvents over gRPC
+// (NewGRPCPublisher), or connect's own intake in connect.
+type Publisher interface {
+	Publish(ctx context.Context, evs []events.Event) error
+}
+
+// ErrRejected marks a publish the receiver refused for good (a malformed event): retrying
+// cannot help, so the job is cancelled rather than retried for days.
+var ErrRejected = errors.New("outbox: event rejected")
+
+// Worker forwards one event per job.
+type Worker struct {
+	river.WorkerDefaults[Args]
+	Publisher Publisher
+}
+
+// Work publishes the job's event.
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	err := w.Publisher.Publish(ctx, []events.Event{job.Args.event()})
+	if errors.Is(err, ErrRejected) {
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// Timeout bounds one publish.
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return 10 * time.Second }
+
+// Register adds the forward worker to workers.
+func Register(workers *river.Workers, p Publisher) {
+	river.AddWorker(workers, &Worker{Publisher: p})
+}
+
+// GRPCPublisher publishes through connect's PublishEvents.
+type GRPCPublisher struct {
+	c connectv1.ConnectInternalServiceClient
+}
+
+// NewGRPCPublisher returns the publisher over conn, a connection to connect carrying this
+// service's internal token.
+func NewGRPCPublisher(conn grpc.ClientConnInterface) *GRPCPublisher {
+	return &GRPCPublisher{c: connectv1.NewConnectInternalServiceClient(conn)}
+}
+
+// Publish sends evs; an INVALID_ARGUMENT answer is ErrRejected, anything else failed is retried.
+func (p *GRPCPublisher) Publish(ctx context.Context, evs []events.Event) error {
+	req := &connectv1.PublishEventsRequest{Events: make([]*connectv1.Event, 0, len(evs))}
+	for _, e := range evs {
+		req.Events = append(req.Events, &connectv1.Event{
+			Id: e.ID, Type: e.Type, ClientId: e.ClientID, CreatedAt: timestamppb.New(e.CreatedAt), Data: e.Data,
+		})
+	}
+	if _, err := p.c.PublishEvents(ctx, req); err != nil {
+		if status.Code(err) == codes.InvalidArgument {
+			return fmt.Errorf("%w: %v", ErrRejected, err)
+		}
+		return fmt.Errorf("publish events: %w", err)
+	}
+	return nil
+}
+
+// FromProto is the event a PublishEvents request carries (connect's side of GRPCPublisher).
+func FromProto(e *connectv1.Event) events.Event {
+	return events.Event{ID: e.GetId(), Type: e.GetType(), ClientID: e.GetClientId(), CreatedAt: e.GetCreatedAt().AsTime(), Data: e.GetData()}
+}
