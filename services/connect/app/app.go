@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -35,6 +36,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -229,8 +231,10 @@ type App struct {
 	profiles *profiles.Service
 	imports  *imports.Service
 	delivery *delivery.Worker
-	idem     *idempotency.Store
-	purge    *purge.Runner
+	// jobs is the service's River queue: the one engine of its background work.
+	jobs  *jobs.Queue
+	idem  *idempotency.Store
+	purge *purge.Runner
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -252,7 +256,10 @@ func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations())
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+		return err
+	}
+	return jobs.Migrate(ctx, pool, Schema)
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
@@ -307,6 +314,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
+	// Every kind of background job connect works is registered here, then the queue is built.
+	workers := river.NewWorkers()
+	queue, err := jobs.New(pool, jobs.Options{
+		Schema: Schema, Log: log, Registerer: reg, Workers: workers,
+		Queues: map[string]int{},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.jobs = queue
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		return nil, err
@@ -366,6 +383,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 		return nil
 	})
 	g.Go(func() error { a.delivery.Run(ctx); return nil })
+	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
