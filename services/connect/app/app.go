@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/riverqueue/river"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -38,6 +37,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
@@ -300,6 +300,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 
+	// The one engine of connect's background work. Stores insert jobs through it from the
+	// start (box: events in the transaction of their facts); the packages that work jobs add
+	// their queues and workers to it before Run.
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	a.jobs = queue
+	box := outbox.New(queue)
+	_ = box // the stores that emit events take it (issue 13)
+
 	vault := phone.NewVault("connect", keyring, hasher)
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
@@ -314,16 +325,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
-	// Every kind of background job connect works is registered here, then the queue is built.
-	workers := river.NewWorkers()
-	queue, err := jobs.New(pool, jobs.Options{
-		Schema: Schema, Log: log, Registerer: reg, Workers: workers,
-		Queues: map[string]int{},
-	})
-	if err != nil {
-		return nil, err
-	}
-	a.jobs = queue
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		return nil, err

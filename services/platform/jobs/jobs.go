@@ -79,13 +79,6 @@ type Options struct {
 	Log *zap.Logger
 	// Registerer gets the jobs' metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Queues maps each queue this process works to its number of workers. None: the Queue only
-	// inserts (a process that enqueues work another one does).
-	Queues map[string]int
-	// Workers are the job kinds this process works; required with Queues.
-	Workers *river.Workers
-	// Periodic jobs are inserted on their schedule by the elected leader among the replicas.
-	Periodic []*river.PeriodicJob
 	// FetchPoll is how often an idle worker looks for jobs that no notification announced
 	// (scheduled retries, jobs inserted by raw SQL); 0 is 200 ms. Inserts through Insert wake
 	// workers at once.
@@ -96,17 +89,21 @@ type Options struct {
 	CompletedRetention time.Duration
 }
 
-// Queue is a service's River client.
+// Queue is a service's River: it inserts from the start (stores are built with it), and works
+// the queues that the service's packages added before Run. Two River clients make that order
+// possible: the packages that work jobs are built from stores that insert them.
 type Queue struct {
-	client  *river.Client[pgx.Tx]
-	pool    *pgxpool.Pool
-	schema  string
-	works   bool
-	metrics *Metrics
-	log     *zap.Logger
+	inserter *river.Client[pgx.Tx]
+	pool     *pgxpool.Pool
+	opts     Options
+	workers  *river.Workers
+	queues   map[string]river.QueueConfig
+	periodic []*river.PeriodicJob
+	metrics  *Metrics
+	log      *zap.Logger
 }
 
-// New builds the Queue; Run starts its workers (when it has queues).
+// New builds the Queue; it inserts at once, and works what was added by Run.
 func New(pool *pgxpool.Pool, o Options) (*Queue, error) {
 	if o.Schema == "" {
 		return nil, errors.New("jobs: no schema")
@@ -118,31 +115,43 @@ func New(pool *pgxpool.Pool, o Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &river.Config{
+	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: o.Schema, Logger: riverLogger(o.Log)})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	return &Queue{
+		inserter: inserter, pool: pool, opts: o, workers: river.NewWorkers(),
+		queues: map[string]river.QueueConfig{}, metrics: m, log: o.Log,
+	}, nil
+}
+
+// Workers is where a package registers the job kinds it works (river.AddWorker), before Run.
+func (q *Queue) Workers() *river.Workers { return q.workers }
+
+// AddQueue makes this process work queue name with n workers at once; before Run.
+func (q *Queue) AddQueue(name string, n int) {
+	q.queues[name] = river.QueueConfig{MaxWorkers: max(n, 1)}
+}
+
+// AddPeriodic schedules a job that the elected leader among the replicas inserts on its
+// schedule; before Run.
+func (q *Queue) AddPeriodic(j *river.PeriodicJob) { q.periodic = append(q.periodic, j) }
+
+// worker builds the client that works the added queues.
+func (q *Queue) worker() (*river.Client[pgx.Tx], error) {
+	o := q.opts
+	return river.NewClient(riverpgxv5.New(q.pool), &river.Config{
 		Schema:                      o.Schema,
 		Logger:                      riverLogger(o.Log),
 		FetchPollInterval:           cmpOr(o.FetchPoll, 200*time.Millisecond),
 		FetchCooldown:               20 * time.Millisecond,
 		JobTimeout:                  cmpOr(o.JobTimeout, time.Minute),
 		CompletedJobRetentionPeriod: cmpOr(o.CompletedRetention, 24*time.Hour),
-		PeriodicJobs:                o.Periodic,
-		Middleware:                  []rivertype.Middleware{m},
-	}
-	if len(o.Queues) > 0 {
-		if o.Workers == nil {
-			return nil, errors.New("jobs: queues without workers")
-		}
-		cfg.Workers = o.Workers
-		cfg.Queues = make(map[string]river.QueueConfig, len(o.Queues))
-		for name, n := range o.Queues {
-			cfg.Queues[name] = river.QueueConfig{MaxWorkers: n}
-		}
-	}
-	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
-	}
-	return &Queue{client: client, pool: pool, schema: o.Schema, works: len(o.Queues) > 0, metrics: m, log: o.Log}, nil
+		PeriodicJobs:                q.periodic,
+		Middleware:                  []rivertype.Middleware{q.metrics},
+		Workers:                     q.workers,
+		Queues:                      q.queues,
+	})
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
@@ -152,8 +161,8 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Client is River's client, for what this package does not wrap (listing, retrying a job).
-func (q *Queue) Client() *river.Client[pgx.Tx] { return q.client }
+// Client is River's client, for what this package does not wrap (listing jobs, retrying one).
+func (q *Queue) Client() *river.Client[pgx.Tx] { return q.inserter }
 
 // Insert enqueues args. Given a transaction (a store inside pg.Stores.InTx), the job commits
 // or rolls back with it; given the pool, it commits alone.
@@ -163,9 +172,9 @@ func (q *Queue) Insert(ctx context.Context, db pg.DB, args river.JobArgs, opts *
 		err error
 	)
 	if tx, ok := db.(pgx.Tx); ok {
-		res, err = q.client.InsertTx(ctx, tx, args, opts)
+		res, err = q.inserter.InsertTx(ctx, tx, args, opts)
 	} else {
-		res, err = q.client.Insert(ctx, args, opts)
+		res, err = q.inserter.Insert(ctx, args, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
@@ -180,9 +189,9 @@ func (q *Queue) InsertMany(ctx context.Context, db pg.DB, params []river.InsertM
 	}
 	var err error
 	if tx, ok := db.(pgx.Tx); ok {
-		_, err = q.client.InsertManyFastTx(ctx, tx, params)
+		_, err = q.inserter.InsertManyFastTx(ctx, tx, params)
 	} else {
-		_, err = q.client.InsertManyFast(ctx, params)
+		_, err = q.inserter.InsertManyFast(ctx, params)
 	}
 	if err != nil {
 		return fmt.Errorf("enqueue %d jobs: %w", len(params), err)
@@ -190,12 +199,17 @@ func (q *Queue) InsertMany(ctx context.Context, db pg.DB, params []river.InsertM
 	return nil
 }
 
-// Run works the queues until ctx ends, samples the backlog for the metrics, then stops:
+// Run works the added queues until ctx ends, samples the backlog for the metrics, then stops:
 // jobs in progress get stopTimeout to finish before they are cancelled (River retries a
 // cancelled attempt, and rescues the jobs of a process that died without stopping).
 func (q *Queue) Run(ctx context.Context, stopTimeout time.Duration) error {
-	if q.works {
-		if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+	var worker *river.Client[pgx.Tx]
+	if len(q.queues) > 0 {
+		var err error
+		if worker, err = q.worker(); err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
+		if err := worker.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("jobs: start: %w", err)
 		}
 	}
@@ -211,15 +225,15 @@ loop:
 			q.sample(ctx)
 		}
 	}
-	if !q.works {
+	if worker == nil {
 		return nil
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmpOr(stopTimeout, 10*time.Second))
 	defer cancel()
-	if err := q.client.Stop(stopCtx); err != nil {
+	if err := worker.Stop(stopCtx); err != nil {
 		hard, cancelHard := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancelHard()
-		if err := q.client.StopAndCancel(hard); err != nil {
+		if err := worker.StopAndCancel(hard); err != nil {
 			return fmt.Errorf("jobs: stop: %w", err)
 		}
 	}

@@ -95,7 +95,7 @@ func (q *Queue) sample(ctx context.Context) {
 	defer cancel()
 	rows, err := q.pool.Query(ctx, `SELECT kind, state::text, count(*),
 		extract(epoch FROM now() - min(scheduled_at))::float8
-		FROM `+q.schema+`.river_job WHERE state IN ('available', 'retryable', 'scheduled') GROUP BY kind, state`)
+		FROM `+q.opts.Schema+`.river_job WHERE state IN ('available', 'retryable', 'scheduled') GROUP BY kind, state`)
 	if err != nil {
 		if ctx.Err() == nil {
 			q.log.Warn("job backlog not sampled", zapError(err))

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/riverqueue/river"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/events"
@@ -64,16 +63,13 @@ func TestEmitFollowsTheTransaction(t *testing.T) {
 		}
 	}
 	rec := &recorder{failures: 1, done: make(chan struct{}, 1)}
-	workers := river.NewWorkers()
-	outbox.Register(workers, rec)
 	reg := prometheus.NewRegistry()
-	q, err := jobs.New(pool, jobs.Options{
-		Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg,
-		Queues: map[string]int{outbox.Queue: 2}, Workers: workers, FetchPoll: 20 * time.Millisecond,
-	})
+	q, err := jobs.New(pool, jobs.Options{Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg, FetchPoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	outbox.Register(q.Workers(), rec)
+	q.AddQueue(outbox.Queue, 2)
 	box := outbox.New(q)
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)

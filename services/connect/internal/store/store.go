@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -23,6 +25,7 @@ type Answers interface {
 type Store struct {
 	db      pg.DB
 	answers Answers
+	outbox  *outbox.Outbox
 }
 
 // New returns the Store over db, a pool or a transaction.
@@ -30,7 +33,25 @@ func New(db pg.DB) *Store { return &Store{db: db} }
 
 // WithAnswers returns the Store that also forgets stored answers (ForgetAnswers) in answers.
 func (s *Store) WithAnswers(answers Answers) *Store {
-	return &Store{db: s.db, answers: answers}
+	return &Store{db: s.db, answers: answers, outbox: s.outbox}
+}
+
+// WithOutbox returns the Store that also writes events (Emit) through box.
+func (s *Store) WithOutbox(box *outbox.Outbox) *Store {
+	return &Store{db: s.db, answers: s.answers, outbox: box}
+}
+
+// Emit writes evs in the Store's transaction, so each commits with its fact or not at all.
+// Outside a transaction it is refused: an event written on its own could outlive a fact that
+// rolled back.
+func (s *Store) Emit(ctx context.Context, evs ...events.Event) error {
+	if s.outbox == nil {
+		return errors.New("store: events emitted without an outbox")
+	}
+	if _, ok := s.db.(pgx.Tx); !ok {
+		return fmt.Errorf("emit events: %w", pg.ErrNoTx)
+	}
+	return s.outbox.Emit(ctx, s.db, evs...)
 }
 
 // ForgetAnswers deletes the client's stored idempotent answers tagged with subject, in the
