@@ -22,7 +22,7 @@ import (
 )
 
 // newStores is the real schema with River's tables beside it, and stores that write jobs.
-func newStores(t *testing.T) (*pgxpool.Pool, pg.Stores[*store.Store]) {
+func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
@@ -63,7 +63,7 @@ func jobArgs(t *testing.T, pool *pgxpool.Pool, kind string) []string {
 }
 
 // pending records a PENDING verification of a fresh session with outcome.
-func pending(t *testing.T, st *store.Store, outcome string) domain.Verification {
+func pending(t testing.TB, st *store.Store, outcome string) domain.Verification {
 	t.Helper()
 	ctx := context.Background()
 	client := uuid.NewString()
@@ -79,7 +79,7 @@ func pending(t *testing.T, st *store.Store, outcome string) domain.Verification 
 	return v
 }
 
-func completed(t *testing.T, v domain.Verification) events.Event {
+func completed(t testing.TB, v domain.Verification) events.Event {
 	t.Helper()
 	ev, err := events.New(v.ClientID, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: v.ID, Status: v.Outcome}, time.Now())
 	if err != nil {
