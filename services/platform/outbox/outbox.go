@@ -63,14 +63,24 @@ func New(q *jobs.Queue) *Outbox { return &Outbox{q: q} }
 // Emit writes evs' forward jobs through db: in its transaction when it is one, which is the
 // point (a store inside pg.Stores.InTx calls it beside the fact's own statements).
 func (o *Outbox) Emit(ctx context.Context, db pg.DB, evs ...events.Event) error {
+	params, err := Params(evs...)
+	if err != nil {
+		return err
+	}
+	return o.q.InsertMany(ctx, db, params)
+}
+
+// Params are evs' forward jobs, for a store that inserts them in one statement beside jobs of
+// its own (jobs.Queue.InsertMany in the fact's transaction) rather than through Emit.
+func Params(evs ...events.Event) ([]river.InsertManyParams, error) {
 	params := make([]river.InsertManyParams, 0, len(evs))
 	for _, e := range evs {
 		if e.ID == "" || e.ClientID == "" || e.Type == "" {
-			return fmt.Errorf("emit: event without id, client or type")
+			return nil, fmt.Errorf("emit: event without id, client or type")
 		}
 		params = append(params, river.InsertManyParams{Args: Args{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)}})
 	}
-	return o.q.InsertMany(ctx, db, params)
+	return params, nil
 }
 
 // Publisher takes events to their endpoints: connect's PublishEvents over gRPC

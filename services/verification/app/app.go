@@ -25,7 +25,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
@@ -57,8 +59,8 @@ type Config struct {
 	DBMaxConns int
 	// AccountsAddr is where accounts listens (MNV_ACCOUNTS_ADDR).
 	AccountsAddr string
-	// ConnectAddr is where Connect listens (MNV_CONNECT_ADDR); empty: the outbox of verified
-	// numbers is kept but not relayed.
+	// ConnectAddr is where Connect listens (MNV_CONNECT_ADDR); empty: the jobs that tell
+	// Connect verified numbers and events are kept but not worked.
 	ConnectAddr string
 	// InternalToken is verification's own credential, presented to accounts and connect
 	// (MNV_INTERNAL_TOKEN[_FILE]).
@@ -104,9 +106,9 @@ type Config struct {
 	// RevealChargeRepeats charges every reveal, not only a session's first
 	// (MNV_REVEAL_CHARGE_REPEATS).
 	RevealChargeRepeats bool
-	// Retention is how long expired sessions, stuck-plus numbers and relayed outbox rows are
-	// kept (MNV_RETENTION_SESSIONS, MNV_RETENTION_STUCK_PLUS_NUMBERS, MNV_RETENTION_OUTBOX; 0
-	// keeps them), purged every PurgeEvery (MNV_PURGE_EVERY).
+	// Retention is how long expired sessions and stuck-plus numbers are kept
+	// (MNV_RETENTION_SESSIONS, MNV_RETENTION_STUCK_PLUS_NUMBERS; 0 keeps them), purged every
+	// PurgeEvery (MNV_PURGE_EVERY).
 	Retention  retention.Config
 	PurgeEvery time.Duration
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
@@ -120,7 +122,7 @@ func DefaultConfig() Config {
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
-		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour, Outbox: 7 * 24 * time.Hour},
+		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
 		PurgeEvery: 10 * time.Minute,
 	}
 }
@@ -161,7 +163,6 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	c.Retention.Sessions = env.Duration("MNV_RETENTION_SESSIONS", c.Retention.Sessions)
 	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
-	c.Retention.Outbox = env.Duration("MNV_RETENTION_OUTBOX", c.Retention.Outbox)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
@@ -193,7 +194,7 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_VERIFICATION_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
-	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.Retention.Outbox < 0 || c.PurgeEvery < 100*time.Millisecond {
+	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
 	return errors.Join(errs...)
@@ -205,7 +206,7 @@ type App struct {
 	server   *grpcserver.Server
 	verifier *verify.Service
 	idem     *idempotency.Store
-	relay    *relay.Relay
+	jobs     *jobs.Queue
 	purge    *purge.Runner
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
@@ -220,15 +221,39 @@ func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
 		return err
 	}
 	defer pool.Close()
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, log); err != nil {
 		return err
 	}
 	log.Info("schema migrated", zap.String("schema", Schema))
 	return nil
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations())
+// migrate applies the schema's migrations, then River's in the same schema, then moves the
+// verified numbers that an earlier version left in its outbox table into relay jobs (once: they
+// leave the table in the transaction that makes their jobs).
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+		return err
+	}
+	if err := jobs.Migrate(ctx, pool, Schema); err != nil {
+		return err
+	}
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log})
+	if err != nil {
+		return err
+	}
+	stores := pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue) })
+	var moved int
+	if err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
+		moved, err = st.MoveOutbox(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if moved > 0 {
+		log.Info("verified numbers moved from the outbox table to relay jobs", zap.Int("count", moved))
+	}
+	return nil
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
@@ -264,9 +289,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.closer.AddFunc("database pool", pool.Close)
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, log); err != nil {
 		return nil, err
 	}
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	a.jobs = queue
+	// Every store writes its jobs (events, Connect's records) through the queue, in the
+	// transaction of the fact they follow.
+	newStore := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue) }
 
 	verifyMetrics, err := verify.NewMetrics(reg)
 	if err == nil {
@@ -277,7 +310,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	sealer := seal.NewSealer(keyring)
 	vault := phone.NewVault("verification", keyring, hasher)
-	verifyStores := pg.NewStores(pool, func(db pg.DB) verify.Store { return store.New(db) })
+	verifyStores := pg.NewStores(pool, func(db pg.DB) verify.Store { return newStore(db) })
 	verifier := verify.New(verifyStores.Pool(), verifyStores, ops, sealer, vault, accounts, verify.Config{
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)
@@ -305,9 +338,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	net := network.NewIdentifier(ops, log)
 	sess := sessions.New(store.New(pool), net, sealer, cfg.SessionTTL)
-	stuckStores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return store.New(db) })
+	stuckStores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return newStore(db) })
 	stuckPlus := stuckplus.New(stuckStores.Pool(), stuckStores, vault, accounts, cfg.RevealChargeRepeats)
-	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return store.New(db) })
+	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return newStore(db) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
 		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus,
 		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),
@@ -316,20 +349,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	a.server, a.verifier, a.idem = srv, verifier, idem
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
-		// The relay's metrics exist only where it runs: a lag of 0 from a process that relays
-		// nothing would hide a growing outbox.
-		relayMetrics, err := relay.NewMetrics(reg)
-		if err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
+		// Without Connect the jobs wait in the table (and show in mnv_job_backlog) until a
+		// process that reaches it works them.
 		conn, err := grpcclient.Dial(cfg.ConnectAddr, internal)
 		if err != nil {
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.closer.Add("connect connection", conn.Close)
-		relayStores := pg.NewStores(pool, func(db pg.DB) relay.Store { return store.New(db) })
-		a.relay = relay.New(relayStores.Pool(), relayStores, connectReceiver{connectv1.NewConnectInternalServiceClient(conn)}, log)
-		a.relay.Metrics = relayMetrics
+		outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
+		queue.AddQueue(outbox.Queue, jobWorkers)
+		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)})
+		queue.AddQueue(relay.Queue, jobWorkers)
 	}
 	return a, nil
 }
@@ -348,17 +378,19 @@ func (a *App) Listen() (net.Listener, error) {
 // (say, when Listen fails).
 func (a *App) Close() error { return a.closer.Close() }
 
-// Run serves on lis until ctx ends, settles pending verifications in the background, then shuts
-// down gracefully and closes what New opened.
+// jobWorkers is how many jobs of each queue (events, verified numbers) a process works at
+// once: each is one short call to Connect.
+const jobWorkers = 4
+
+// Run serves on lis until ctx ends, settles pending verifications and works the jobs in the
+// background, then shuts down gracefully and closes what New opened.
 func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
-	if a.relay != nil {
-		g.Go(func() error { a.relay.Run(ctx, time.Second); return nil })
-	}
+	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -29,6 +30,7 @@ type fakeStore struct {
 	sessions  []domain.Session
 	stuckPlus []domain.StuckPlusSession
 	locks     int // LockTransaction calls
+	events    []events.Event
 }
 
 func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error {
@@ -42,6 +44,11 @@ func (f *fakeStore) InsertSession(_ context.Context, s domain.Session) error {
 
 func (f *fakeStore) InsertStuckPlusSession(_ context.Context, s domain.StuckPlusSession, _ []byte) error {
 	f.stuckPlus = append(f.stuckPlus, s)
+	return nil
+}
+
+func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.events = append(f.events, evs...)
 	return nil
 }
 
@@ -217,8 +224,8 @@ func TestCaptureTransaction(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("CaptureTransaction = %v, want %v", err, tt.wantErr)
 				}
-				if len(e.st.sessions) != sessionsBefore || len(e.st.stuckPlus) != stuckBefore {
-					t.Error("a refused capture opened a session or kept a number")
+				if len(e.st.sessions) != sessionsBefore || len(e.st.stuckPlus) != stuckBefore || len(e.st.events) != 0 {
+					t.Error("a refused capture opened a session, kept a number or wrote an event")
 				}
 				if errors.Is(tt.wantErr, domain.ErrOriginNotAllowed) && e.st.locks != 0 {
 					t.Error("a refused origin locked the transaction")
@@ -236,6 +243,9 @@ func TestCaptureTransaction(t *testing.T) {
 			}
 			switch tt.code {
 			case "VERIFY":
+				if len(e.st.events) != 0 {
+					t.Errorf("a VERIFY capture wrote events %+v", e.st.events)
+				}
 				if len(e.st.sessions) != 1 || got.Blob == nil || got.SessionID == nil || *got.SessionID != e.st.sessions[0].ID || e.st.sessions[0].Source != "WEB" {
 					t.Fatalf("captured %+v with sessions %+v, want one WEB session and its blob", got, e.st.sessions)
 				}
@@ -250,6 +260,10 @@ func TestCaptureTransaction(t *testing.T) {
 				sp := e.st.stuckPlus[0]
 				if n, err := e.vault.Open(sp.NumberSealed, "stuck_plus_sessions", sp.ID); err != nil || n != "+971501234567" || sp.OperatorID != "alpha" || sp.TransactionID != tr.ID {
 					t.Errorf("kept %+v (%q, %v)", sp, n, err)
+				}
+				if len(e.st.events) != 1 || e.st.events[0].Type != events.StuckPlusCaptured || e.st.events[0].ClientID != e.client.ClientID ||
+					!strings.Contains(string(e.st.events[0].Data), `"sessionId":"`+sp.ID+`"`) || strings.Contains(string(e.st.events[0].Data), "501234567") {
+					t.Errorf("events %+v, want one stuck_plus.captured of the session, its number masked", e.st.events)
 				}
 			}
 		})

@@ -113,9 +113,9 @@ type VerificationFilter struct {
 	From, To *time.Time
 }
 
-// OutboxFact is a verified number waiting in the outbox to be told to Connect.
-type OutboxFact struct {
-	ID             int64
+// VerifiedNumber is a client's VERIFIED number, told to Connect (by its keyed hash) so that its
+// profiles of that number are matched.
+type VerifiedNumber struct {
 	ClientID       string
 	VerificationID string
 	NumberHash     []byte

@@ -3,150 +3,97 @@ package relay_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
-	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
-// connect stands in for Connect's receiver; down makes it refuse.
+// connect records what it is told, refusing the first calls while fail > 0.
 type connect struct {
-	down     atomic.Bool
-	received atomic.Int64
+	mu   sync.Mutex
+	fail int
+	got  []domain.VerifiedNumber
+	told chan struct{}
 }
 
-func (c *connect) RecordVerifiedNumbers(_ context.Context, facts []domain.OutboxFact) error {
-	if c.down.Load() {
+func (c *connect) RecordVerifiedNumbers(_ context.Context, numbers []domain.VerifiedNumber) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail > 0 {
+		c.fail--
 		return errors.New("connect is away")
 	}
-	c.received.Add(int64(len(facts)))
+	c.got = append(c.got, numbers...)
+	c.told <- struct{}{}
 	return nil
 }
 
-// newRelay is a relay over pool's real store.
-func newRelay(t *testing.T, pool *pgxpool.Pool, conn relay.Connect) *relay.Relay {
-	stores := pg.NewStores(pool, func(db pg.DB) relay.Store { return store.New(db) })
-	return relay.New(stores.Pool(), stores, conn, zaptest.NewLogger(t))
-}
-
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
-
-// addFacts writes n outbox rows created age ago.
-func addFacts(t *testing.T, pool *pgxpool.Pool, n int, age time.Duration) {
-	t.Helper()
-	_, err := pool.Exec(context.Background(), `INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at, created_at)
-		SELECT gen_random_uuid(), gen_random_uuid(), '\x00', now(), now() - $2::interval FROM generate_series(1, $1)`, n, age.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestMetrics runs the relay over a real outbox while Connect comes and goes, and checks what it
-// reports: the backlog's age and size, rows relayed, failed rounds.
-func TestMetrics(t *testing.T) {
-	pool := newPool(t)
-	conn := &connect{}
-	reg := prometheus.NewRegistry()
-	m, err := relay.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRelay(t, pool, conn)
-	r.Metrics, r.MeasureEvery = m, 0
-
-	// An empty outbox: nothing to relay, no backlog. Asked directly, since every metric of this
-	// state equals the zero a fresh counter already holds.
-	t.Run("empty outbox", func(t *testing.T) {
-		ctx := context.Background()
-		if n, err := r.RunOnce(ctx); n != 0 || err != nil {
-			t.Errorf("RunOnce = (%d, %v), want (0, nil)", n, err)
-		}
-		if lag, pending, err := r.Backlog(ctx); lag != 0 || pending != 0 || err != nil {
-			t.Errorf("Backlog = (%v, %d, %v), want (0, 0, nil)", lag, pending, err)
-		}
-	})
-
+// TestWorkerTellsConnect runs a relay job through River on a real database: Connect hears the
+// number inserted, with its facts, once it answers (a failed call is retried, not lost).
+func TestWorkerTellsConnect(t *testing.T) {
 	tests := []struct {
-		name        string
-		prepare     func()
-		wantLag     [2]float64 // bounds, seconds
-		wantPending float64
-		wantRelayed float64 // in total
-		wantFailed  float64 // in total
+		name string
+		fail int
 	}{
-		{"connect away: the backlog ages", func() { conn.down.Store(true); addFacts(t, pool, 3, time.Minute) }, [2]float64{59, 120}, 3, 0, 1},
-		{"connect back: relayed, no backlog", func() { conn.down.Store(false) }, [2]float64{0, 0}, 0, 3, 1},
-		{"a fresh fact", func() { conn.down.Store(true); addFacts(t, pool, 1, 0) }, [2]float64{0, 30}, 1, 3, 2},
+		{"connect answers", 0},
+		{"connect fails once, the job is retried", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.prepare()
-			// One round of Run: relay, then measure.
 			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { r.Run(ctx, time.Hour); close(done) }()
-			deadline := time.Now().Add(10 * time.Second)
-			var got map[string]float64
-			for {
-				got = metricstest.Gather(t, reg)
-				if got["mnv_verification_outbox_pending{}"] == tt.wantPending && got["mnv_verification_outbox_relayed_total{}"] == tt.wantRelayed &&
-					got["mnv_verification_outbox_relay_failures_total{}"] == tt.wantFailed || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			defer cancel()
+			pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
+				t.Fatal(err)
+			}
+			if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
+				t.Fatal(err)
+			}
+			q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &connect{fail: tt.fail, told: make(chan struct{}, 1)}
+			relay.Register(q.Workers(), c)
+			q.AddQueue(relay.Queue, 1)
+			done := make(chan error, 1)
+			go func() { done <- q.Run(ctx, time.Second) }()
+
+			want := domain.VerifiedNumber{ClientID: uuid.NewString(), VerificationID: uuid.NewString(), NumberHash: []byte{1, 2, 3},
+				VerifiedAt: time.Now().UTC().Truncate(time.Microsecond)}
+			if _, err := q.Insert(ctx, pool, relay.NewArgs(want), nil); err != nil {
+				t.Fatal(err)
+			}
+			// River's first retry comes after about a second (its backoff is attempt^4 seconds).
+			select {
+			case <-c.told:
+			case <-time.After(20 * time.Second):
+				t.Fatal("connect was not told the verified number")
 			}
 			cancel()
-			<-done
-			if lag := got["mnv_verification_outbox_lag_seconds{}"]; lag < tt.wantLag[0] || lag > tt.wantLag[1] {
-				t.Errorf("lag %v s, want %v", lag, tt.wantLag)
+			if err := <-done; err != nil {
+				t.Fatal(err)
 			}
-			for k, want := range map[string]float64{
-				"mnv_verification_outbox_pending{}": tt.wantPending, "mnv_verification_outbox_relayed_total{}": tt.wantRelayed,
-				"mnv_verification_outbox_relay_failures_total{}": tt.wantFailed,
-			} {
-				if got[k] != want {
-					t.Errorf("%s = %v, want %v", k, got[k], want)
-				}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.got) != 1 || c.got[0].ClientID != want.ClientID || c.got[0].VerificationID != want.VerificationID ||
+				string(c.got[0].NumberHash) != string(want.NumberHash) || !c.got[0].VerifiedAt.Equal(want.VerifiedAt) {
+				t.Fatalf("connect heard %+v, want %+v", c.got, want)
 			}
 		})
-	}
-	if conn.received.Load() != 3 {
-		t.Errorf("connect received %d facts, want 3", conn.received.Load())
-	}
-}
-
-// TestBacklogCap checks that the pending count stops at MaxCounted.
-func TestBacklogCap(t *testing.T) {
-	pool := newPool(t)
-	addFacts(t, pool, relay.MaxCounted+5, time.Second)
-	_, pending, err := newRelay(t, pool, &connect{}).Backlog(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pending != relay.MaxCounted {
-		t.Errorf("pending %d, want the cap %d", pending, relay.MaxCounted)
 	}
 }

@@ -16,7 +16,6 @@ type Store interface {
 	PurgeTransactions(ctx context.Context, age time.Duration, limit int) (int64, error)
 	PurgeSessions(ctx context.Context, age time.Duration, limit int) (int64, error)
 	DropStuckPlusNumbers(ctx context.Context, age time.Duration, limit int) (int64, error)
-	PurgeOutbox(ctx context.Context, age time.Duration, limit int) (int64, error)
 }
 
 // Config is how long each kind of row is kept; 0 keeps it for good.
@@ -28,8 +27,6 @@ type Config struct {
 	// StuckPlusNumbers: the sealed number of a stuck-plus session, counted from its capture.
 	// The session (masked number) and its reveals stay.
 	StuckPlusNumbers time.Duration
-	// Outbox: verified numbers relayed to Connect, counted from the relay.
-	Outbox time.Duration
 }
 
 // Rules returns the rules of cfg over st, in an order that frees rows for the next rule:
@@ -39,6 +36,5 @@ func Rules(st Store, cfg Config) []purge.Rule {
 		purge.Aged{Name: "expired browser transactions", Age: cfg.Sessions, Purge: st.PurgeTransactions},
 		purge.Aged{Name: "expired capture sessions", Age: cfg.Sessions, Purge: st.PurgeSessions},
 		purge.Aged{Name: "stuck-plus numbers", Age: cfg.StuckPlusNumbers, Purge: st.DropStuckPlusNumbers},
-		purge.Aged{Name: "relayed outbox rows", Age: cfg.Outbox, Purge: st.PurgeOutbox},
 	)
 }

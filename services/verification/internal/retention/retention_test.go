@@ -83,13 +83,6 @@ func (s seed) stuckPlus(age time.Duration, e164 string) string {
 	return id
 }
 
-// outbox adds a verified number relayed age ago (never, when age is 0).
-func (s seed) outbox(age time.Duration) {
-	s.exec(`INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at, created_at, relayed_at)
-		VALUES ($1, gen_random_uuid(), '\x00', now() - interval '400 hours', now() - interval '400 hours',
-			CASE WHEN $2 > 0 THEN now() - make_interval(secs => $2) END)`, s.client, age.Seconds())
-}
-
 func (s seed) count(sql string, args ...any) int {
 	s.t.Helper()
 	var n int
@@ -143,18 +136,15 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	oldTx := s.transaction("VERIFY", 2*day, &txSession)
 	youngTx := s.transaction("VERIFY", time.Hour, nil)
 	oldNumber, youngNumber := s.stuckPlus(40*day, "+971501110001"), s.stuckPlus(time.Hour, "+971501110002")
-	s.outbox(8 * day)
-	s.outbox(time.Hour)
-	s.outbox(0)
 
-	rules := retention.Rules(store.New(pool), retention.Config{Sessions: day, StuckPlusNumbers: 30 * day, Outbox: 7 * day})
+	rules := retention.Rules(store.New(pool), retention.Config{Sessions: day, StuckPlusNumbers: 30 * day})
 	runner := &purge.Runner{Batch: 2, Log: zaptest.NewLogger(t), Rules: rules}
 	removed, err := runner.Once(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rule, want := range map[string]int64{
-		"expired browser transactions": 1, "expired capture sessions": 6, "stuck-plus numbers": 1, "relayed outbox rows": 1,
+		"expired browser transactions": 1, "expired capture sessions": 6, "stuck-plus numbers": 1,
 	} {
 		if removed[rule] != want {
 			t.Errorf("%s: %d removed, want %d", rule, removed[rule], want)
@@ -184,10 +174,7 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	if n := s.count(`SELECT count(*) FROM verification.stuck_plus_reveals`); n != 2 {
 		t.Errorf("%d reveal audit rows, want 2", n)
 	}
-	if n := s.count(`SELECT count(*) FROM verification.outbox`); n != 2 {
-		t.Errorf("%d outbox rows, want the young relayed one and the pending one", n)
-	}
-	if again, err := runner.Once(ctx); err != nil || len(again) != 4 || again["expired capture sessions"]+again["stuck-plus numbers"] != 0 {
+	if again, err := runner.Once(ctx); err != nil || len(again) != 3 || again["expired capture sessions"]+again["stuck-plus numbers"] != 0 {
 		t.Fatalf("a second round removed %v (%v), want nothing", again, err)
 	}
 

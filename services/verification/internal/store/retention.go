@@ -44,11 +44,3 @@ func (st *Store) DropStuckPlusNumbers(ctx context.Context, age time.Duration, li
 			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
 		WHERE s.id = old.id`, age, limit)
 }
-
-// PurgeOutbox deletes outbox rows relayed to Connect more than age ago (Connect has them).
-func (st *Store) PurgeOutbox(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return pg.Purge(ctx, st.db, "outbox rows", `DELETE FROM verification.outbox o USING (
-			SELECT id FROM verification.outbox WHERE relayed_at < now() - make_interval(secs => $1)
-			ORDER BY relayed_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
-		WHERE o.id = old.id`, age, limit)
-}

@@ -1,7 +1,8 @@
 // Package store is the verification service's access to its Postgres schema, and holds all of
 // its SQL. A Store wraps a pg.DB, so the same query serves a pool or a transaction
-// (pg.Stores hands either to the domain packages, as their own ports). The steps of a
-// verification are single statements (data-modifying CTEs), each its own commit.
+// (pg.Stores hands either to the domain packages, as their own ports). Each step of a
+// verification is one statement (data-modifying CTEs); a final one commits with its jobs (its
+// event, Connect's record) inserted by one more statement in the same transaction.
 package store
 
 import (
@@ -11,17 +12,50 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/relay"
 )
 
 // Store runs the service's statements on a pool or inside a transaction.
-type Store struct{ db pg.DB }
+type Store struct {
+	db    pg.DB
+	queue *jobs.Queue
+}
 
 // New returns the Store over db, a pool or a transaction.
 func New(db pg.DB) *Store { return &Store{db: db} }
+
+// WithJobs returns the Store that also writes jobs (events, Connect's records) to queue.
+func (st *Store) WithJobs(queue *jobs.Queue) *Store { return &Store{db: st.db, queue: queue} }
+
+// enqueue inserts params in the Store's transaction, so they commit with its fact or not at
+// all; outside a transaction it is refused: a job written on its own could outlive a fact that
+// rolled back.
+func (st *Store) enqueue(ctx context.Context, params []river.InsertManyParams) error {
+	if st.queue == nil {
+		return errors.New("store: jobs written without a queue")
+	}
+	if _, ok := st.db.(pgx.Tx); !ok {
+		return fmt.Errorf("enqueue jobs: %w", pg.ErrNoTx)
+	}
+	return st.queue.InsertMany(ctx, st.db, params)
+}
+
+// Emit writes evs in the Store's transaction (refused outside one).
+func (st *Store) Emit(ctx context.Context, evs ...events.Event) error {
+	params, err := outbox.Params(evs...)
+	if err != nil {
+		return err
+	}
+	return st.enqueue(ctx, params)
+}
 
 // InsertSession stores a capture session.
 func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
@@ -79,23 +113,39 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 	return &v, nil
 }
 
-// SettleVerification records the charge of a PENDING verification and, for a VERIFIED one, the
-// outbox fact for Connect, in one statement. settled is false when it was settled already (by a
-// retry of the request or the reconciler).
-func (st *Store) SettleVerification(ctx context.Context, id string, charged int64, balanceAfter int64) (settled bool, err error) {
-	err = st.db.QueryRow(ctx, `WITH v AS (
-			UPDATE verification.verifications
-			SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
-			WHERE id = $1 AND status = 'PENDING'
-			RETURNING id, client_id, number_hash, outcome, settled_at),
-		o AS (
-			INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at)
-			SELECT client_id, id, number_hash, settled_at FROM v WHERE outcome = 'VERIFIED')
-		SELECT count(*) = 1 FROM v`, id, charged, balanceAfter).Scan(&settled)
+// SettleVerification records the charge of a PENDING verification and writes completed (its
+// verification.completed event) and, for a VERIFIED one, the job that tells Connect, all in the
+// Store's transaction: the update, then one insert of both jobs, and nothing written when the
+// row was settled already (by a retry of the request or the reconciler), which settled is then
+// false for.
+func (st *Store) SettleVerification(ctx context.Context, id string, charged, balanceAfter int64, completed events.Event) (settled bool, err error) {
+	params, err := outbox.Params(completed)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := st.db.(pgx.Tx); !ok {
+		return false, fmt.Errorf("settle verification: %w", pg.ErrNoTx)
+	}
+	var n domain.VerifiedNumber
+	var outcome string
+	err = st.db.QueryRow(ctx, `UPDATE verification.verifications
+		SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
+		WHERE id = $1 AND status = 'PENDING'
+		RETURNING client_id::text, id::text, number_hash, settled_at, outcome`, id, charged, balanceAfter).
+		Scan(&n.ClientID, &n.VerificationID, &n.NumberHash, &n.VerifiedAt, &outcome)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("settle verification: %w", err)
 	}
-	return settled, nil
+	if outcome == domain.StatusVerified {
+		params = append(params, river.InsertManyParams{Args: relay.NewArgs(n)})
+	}
+	if err := st.enqueue(ctx, params); err != nil {
+		return false, fmt.Errorf("settle verification: %w", err)
+	}
+	return true, nil
 }
 
 // RejectVerification marks a PENDING verification whose charge was refused and releases its

@@ -6,9 +6,11 @@ package stuckplus
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -39,6 +41,8 @@ type Tx interface {
 // KeepStore is what keeping a captured number needs: the browser capture's transaction.
 type KeepStore interface {
 	InsertStuckPlusSession(ctx context.Context, s domain.StuckPlusSession, hash []byte) error
+	// Emit writes events in the transaction (refused outside one).
+	Emit(ctx context.Context, evs ...events.Event) error
 }
 
 // Service keeps and reveals stuck-plus numbers.
@@ -57,7 +61,8 @@ func New(st Store, tx Tx, vault *phone.Vault, ledger money.Ledger, chargeRepeats
 }
 
 // Keep stores the number a STUCK_PLUS browser flow t captured through operatorID, sealed, as a
-// new session of t's client, through st (the capture's transaction), and returns its id.
+// new session of t's client, with its stuck_plus.captured event, through st (the capture's
+// transaction), and returns its id.
 func (s *Service) Keep(ctx context.Context, st KeepStore, t domain.Transaction, operatorID string, number phone.Number) (string, error) {
 	sp := domain.StuckPlusSession{
 		ID: uuid.NewString(), ClientID: t.ClientID, TransactionID: t.ID, MetadataID: t.MetadataID,
@@ -65,6 +70,15 @@ func (s *Service) Keep(ctx context.Context, st KeepStore, t domain.Transaction, 
 	}
 	sp.NumberSealed = s.vault.Seal(number.E164, "stuck_plus_sessions", sp.ID)
 	if err := st.InsertStuckPlusSession(ctx, sp, s.vault.Hash(number.E164)); err != nil {
+		return "", err
+	}
+	ev, err := events.New(t.ClientID, events.StuckPlusCaptured, events.StuckPlusCapturedData{
+		SessionID: sp.ID, MobileNumber: sp.NumberMasked, OperatorCode: operatorID,
+	}, time.Now())
+	if err != nil {
+		return "", err
+	}
+	if err := st.Emit(ctx, ev); err != nil {
 		return "", err
 	}
 	return sp.ID, nil

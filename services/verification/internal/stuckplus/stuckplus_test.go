@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -24,6 +25,7 @@ type fakeStore struct {
 	sessions  map[string]*domain.StuckPlusSession
 	reveals   []domain.Reveal
 	failWrite error // RecordReveal's answer, once
+	events    []events.Event
 }
 
 func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error {
@@ -146,6 +148,10 @@ func TestReveal(t *testing.T) {
 			if sp := st.sessions[id]; sp.NumberMasked != phone.Mask(number) || sp.OperatorID != "alpha" {
 				t.Fatalf("kept %+v", sp)
 			}
+			if len(st.events) != 1 || st.events[0].Type != events.StuckPlusCaptured || st.events[0].ClientID != p.ClientID ||
+				string(st.events[0].Data) != `{"sessionId":"`+id+`","mobileNumber":"`+phone.Mask(number)+`","operatorCode":"alpha"}` {
+				t.Fatalf("events of the capture %+v, want one stuck_plus.captured with the number masked", st.events)
+			}
 			if tt.dropped {
 				st.sessions[id].NumberSealed = nil
 			}
@@ -185,5 +191,10 @@ func (k keeper) InsertStuckPlusSession(_ context.Context, s domain.StuckPlusSess
 		return errors.New("kept without its sealed number or hash")
 	}
 	k.f.sessions[s.ID] = &s
+	return nil
+}
+
+func (k keeper) Emit(_ context.Context, evs ...events.Event) error {
+	k.f.events = append(k.f.events, evs...)
 	return nil
 }

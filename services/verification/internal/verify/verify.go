@@ -7,6 +7,11 @@
 // marked REJECTED and the session released; if its outcome is unknown (accounts down, a crash),
 // the row stays PENDING and Reconcile settles it later with the same reference, which accounts
 // charges at most once.
+//
+// Every final outcome writes one verification.completed event in the transaction that makes it
+// final: the record of an outcome nobody pays for, the settle of a charged one, the reject of a
+// refused one. A step that finds the row final already (a retry, the reconciler) writes
+// nothing, so a verification has exactly one event.
 package verify
 
 import (
@@ -18,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
@@ -46,9 +52,10 @@ type Store interface {
 	// SessionVerification is the verification that used a client's session: fault.ErrNotFound
 	// for no such session of the client, nil when the session is unused.
 	SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error)
-	// SettleVerification records the charge of a PENDING verification; settled is false when
-	// it was settled already.
-	SettleVerification(ctx context.Context, id string, charged, balanceAfter int64) (settled bool, err error)
+	// SettleVerification records the charge of a PENDING verification and writes completed
+	// (and, for a VERIFIED one, Connect's record of the number) in the transaction the store is
+	// in; settled is false, and nothing written, when it was settled already.
+	SettleVerification(ctx context.Context, id string, charged, balanceAfter int64, completed events.Event) (settled bool, err error)
 	// RejectVerification marks a PENDING verification REJECTED and releases its session;
 	// rejected is false when it was no longer PENDING.
 	RejectVerification(ctx context.Context, id string) (rejected bool, err error)
@@ -58,6 +65,8 @@ type Store interface {
 	// StalePending reads PENDING verifications older than before that no other replica holds,
 	// and holds them until the transaction ends.
 	StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error)
+	// Emit writes events in the transaction the store is in (refused outside one).
+	Emit(ctx context.Context, evs ...events.Event) error
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -132,7 +141,28 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	if domain.Charged(outcome) {
 		v.Status = domain.StatusPending
 	}
-	recorded, created, err := s.st.RecordVerification(ctx, v)
+	masked := num.Masked()
+	var (
+		recorded bool
+		created  time.Time
+	)
+	record := func(ctx context.Context, st Store) error {
+		recorded, created, err = st.RecordVerification(ctx, v)
+		if err != nil || !recorded || v.Status == domain.StatusPending {
+			return err
+		}
+		ev, err := s.completed(v, masked, v.Status, v.Reason, nil)
+		if err != nil {
+			return err
+		}
+		return st.Emit(ctx, ev)
+	}
+	if v.Status == domain.StatusPending {
+		// Its event is written when it settles: the record alone needs no transaction.
+		err = record(ctx, s.st)
+	} else {
+		err = s.tx.InTx(ctx, record)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -163,7 +193,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		// The charge completes even if the caller goes away: the row is already consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if v, err = s.settle(cctx, s.st, v); err != nil {
+		if v, err = s.settle(cctx, s.tx.InTx, v, masked); err != nil {
 			return Result{}, err
 		}
 	}
@@ -227,9 +257,13 @@ func decide(c seal.Claims, given string, now time.Time) (outcome, reason string)
 	return domain.StatusNotVerified, domain.ReasonMismatch
 }
 
-// settle charges a PENDING verification and records the charge through st (the reconciler's
-// transaction holds the row's lock).
-func (s *Service) settle(ctx context.Context, st Store, v domain.Verification) (domain.Verification, error) {
+// within runs fn with a store inside a transaction: a new one (Tx.InTx), or the reconciler's.
+type within func(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+
+// settle charges a PENDING verification, then records the charge or the refusal with its event
+// in a transaction of within (the reconciler's holds the row's lock). The debit runs outside
+// that transaction: no connection waits on accounts.
+func (s *Service) settle(ctx context.Context, inTx within, v domain.Verification, masked string) (domain.Verification, error) {
 	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: v.ServiceType, Reference: "verification:" + v.ID})
 	switch {
 	case errors.Is(err, fault.ErrUnavailable):
@@ -237,8 +271,18 @@ func (s *Service) settle(ctx context.Context, st Store, v domain.Verification) (
 		s.Metrics.deferCharge()
 		return v, err // money.Away tells whether accounts was away
 	case err != nil: // refused: nothing was charged
-		rejected, rerr := st.RejectVerification(ctx, v.ID)
-		if rerr != nil {
+		ev, everr := s.completed(v, masked, domain.StatusRejected, refusalReason(err), nil)
+		if everr != nil {
+			return v, everr
+		}
+		var rejected bool
+		if rerr := inTx(ctx, func(ctx context.Context, st Store) error {
+			var err error
+			if rejected, err = st.RejectVerification(ctx, v.ID); err != nil || !rejected {
+				return err
+			}
+			return st.Emit(ctx, ev)
+		}); rerr != nil {
 			return v, rerr
 		}
 		if rejected {
@@ -246,8 +290,16 @@ func (s *Service) settle(ctx context.Context, st Store, v domain.Verification) (
 		}
 		return v, err
 	}
-	settled, err := st.SettleVerification(ctx, v.ID, charge.Amount, charge.BalanceAfter)
+	ev, err := s.completed(v, masked, v.Outcome, v.Reason, &charge)
 	if err != nil {
+		return v, err
+	}
+	var settled bool
+	if err := inTx(ctx, func(ctx context.Context, st Store) error {
+		var err error
+		settled, err = st.SettleVerification(ctx, v.ID, charge.Amount, charge.BalanceAfter, ev)
+		return err
+	}); err != nil {
 		return v, err
 	}
 	if settled {
@@ -255,6 +307,31 @@ func (s *Service) settle(ctx context.Context, st Store, v domain.Verification) (
 	}
 	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Amount, &charge.BalanceAfter
 	return v, nil
+}
+
+// completed is the verification.completed event of v reaching status, with its number masked
+// (never whole in an event) and charge, nil when nothing was charged.
+func (s *Service) completed(v domain.Verification, masked, status, reason string, charge *money.Charged) (events.Event, error) {
+	d := events.VerificationCompletedData{
+		VerificationID: v.ID, Status: status, MobileNumber: masked, ServiceType: v.ServiceType, SessionID: v.SessionID,
+	}
+	if reason != "" {
+		d.Reason = &reason
+	}
+	if charge != nil {
+		d.Charged, d.BalanceAfter = charge.Amount, &charge.BalanceAfter
+	}
+	return events.New(v.ClientID, events.VerificationCompleted, d, s.now())
+}
+
+// refusalReason is the reason a refused debit travelled with (INSUFFICIENT_BALANCE,
+// BALANCE_EXPIRED, PERMISSION_DENIED for a suspended account), the API's reason for the 402.
+func refusalReason(err error) string {
+	var f *fault.Error
+	if errors.As(err, &f) {
+		return string(f.Reason)
+	}
+	return ""
 }
 
 // reconcileCallTimeout bounds each debit of the reconciler, whose transaction holds the rows
@@ -289,9 +366,11 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		// Each settle writes in the batch's transaction, which holds the rows' locks.
+		inTx := func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) }
 		for _, v := range pending {
 			cctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
-			_, err := s.settle(cctx, st, v)
+			_, err := s.settle(cctx, inTx, v, s.Masked(v))
 			cancel()
 			switch {
 			case errors.Is(err, fault.ErrUnavailable) && money.Away(err):

@@ -2,7 +2,9 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -19,8 +22,8 @@ import (
 )
 
 // The rules of a verification, over in-memory fakes of the store and the ledger. What the
-// statements themselves guarantee (one verification per session, the outbox fact) is proven
-// against PostgreSQL by the e2e suite.
+// statements themselves guarantee (one verification per session, the event and Connect's job
+// committed with their fact) is proven against PostgreSQL by the store's tests and the e2e suite.
 
 // fakeStore keeps sessions and verifications the way the store's statements do.
 type fakeStore struct {
@@ -29,6 +32,33 @@ type fakeStore struct {
 	verifs   []*domain.Verification
 	now      func() time.Time
 	records  int // calls of RecordVerification
+	events   []events.Event
+}
+
+func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.events = append(f.events, evs...)
+	return nil
+}
+
+// completed decodes the verification.completed events written, by verification id; it fails
+// the test on any other event or on a second event of one verification.
+func (f *fakeStore) completed(t *testing.T) map[string]events.VerificationCompletedData {
+	t.Helper()
+	out := map[string]events.VerificationCompletedData{}
+	for _, ev := range f.events {
+		var d events.VerificationCompletedData
+		if ev.Type != events.VerificationCompleted || json.Unmarshal(ev.Data, &d) != nil {
+			t.Fatalf("event %+v, want verification.completed", ev)
+		}
+		if v := f.byID(d.VerificationID); v == nil || v.ClientID != ev.ClientID {
+			t.Fatalf("event %+v of no verification of its client", ev)
+		}
+		if _, twice := out[d.VerificationID]; twice {
+			t.Fatalf("verification %s has two events", d.VerificationID)
+		}
+		out[d.VerificationID] = d
+	}
+	return out
 }
 
 func newFakeStore(now func() time.Time) *fakeStore {
@@ -72,12 +102,13 @@ func (f *fakeStore) SessionVerification(_ context.Context, clientID, sessionID s
 	return nil, nil
 }
 
-func (f *fakeStore) SettleVerification(_ context.Context, id string, charged, balanceAfter int64) (bool, error) {
+func (f *fakeStore) SettleVerification(_ context.Context, id string, charged, balanceAfter int64, completed events.Event) (bool, error) {
 	v := f.byID(id)
 	if v == nil || v.Status != domain.StatusPending {
 		return false, nil
 	}
 	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charged, &balanceAfter
+	f.events = append(f.events, completed)
 	return true, nil
 }
 
@@ -224,37 +255,41 @@ func TestVerify(t *testing.T) {
 		wantErr    error        // errors.Is, when set
 		wantStatus string       // of the kept verification; "" when none is kept
 		wantDebits int
+		// wantEvent is the verification.completed written: "status reason charged balanceAfter
+		// number"; "" for none.
+		wantEvent string
 	}{
 		{"forged blob", func(e *env) Request { return e.request("bm90IGEgYmxvYg", number) },
-			nil, fault.InvalidArgument, nil, "", 0},
+			nil, fault.InvalidArgument, nil, "", 0, ""},
 		{"another client's blob", func(e *env) Request {
 			return e.request(e.blob(uuid.NewString(), "alpha", number, time.Minute), number)
-		}, nil, fault.InvalidArgument, nil, "", 0},
+		}, nil, fault.InvalidArgument, nil, "", 0, ""},
 		{"operator of another session", func(e *env) Request {
 			r := e.request(e.blob(e.client.ClientID, "beta", number, time.Minute), number)
 			return r
-		}, nil, fault.InvalidArgument, nil, "", 0},
+		}, nil, fault.InvalidArgument, nil, "", 0, ""},
 		{"numbers match", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
 		},
-			nil, "", nil, domain.StatusVerified, 1},
+			nil, "", nil, domain.StatusVerified, 1, "VERIFIED NUMBER_MATCH 5 95 +97150*****67"},
 		{"numbers differ: NOT_VERIFIED, charged", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), other)
-		}, nil, "", nil, domain.StatusNotVerified, 1},
+		}, nil, "", nil, domain.StatusNotVerified, 1, "NOT_VERIFIED NUMBER_MISMATCH 5 95 +97150*****21"},
 		{"no network number: UNDETERMINED, free", func(e *env) Request { return e.request(e.blob(e.client.ClientID, "", "", time.Minute), number) },
-			nil, "", nil, domain.StatusUndetermined, 0},
+			nil, "", nil, domain.StatusUndetermined, 0, "UNDETERMINED NO_NETWORK_IDENTITY 0 <nil> +97150*****67"},
 		{"expired session: EXPIRED, free", func(e *env) Request {
 			b := e.blob(e.client.ClientID, "alpha", number, time.Minute)
 			e.now = e.now.Add(time.Minute)
 			return e.request(b, number)
-		}, nil, "", nil, domain.StatusExpired, 0},
+		}, nil, "", nil, domain.StatusExpired, 0, "EXPIRED SESSION_EXPIRED 0 <nil> +97150*****67"},
 		{"debit refused: REJECTED", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
 		},
-			money.ErrInsufficientBalance, fault.InsufficientBalance, money.ErrInsufficientBalance, domain.StatusRejected, 1},
+			money.ErrInsufficientBalance, fault.InsufficientBalance, money.ErrInsufficientBalance, domain.StatusRejected, 1,
+			"REJECTED INSUFFICIENT_BALANCE 0 <nil> +97150*****67"},
 		{"debit unknown: stays PENDING", func(e *env) Request {
 			return e.request(e.blob(e.client.ClientID, "alpha", number, time.Minute), number)
-		}, money.Unknown("debit", errors.New("accounts is away"), true), fault.Unavailable, fault.ErrUnavailable, domain.StatusPending, 1},
+		}, money.Unknown("debit", errors.New("accounts is away"), true), fault.Unavailable, fault.ErrUnavailable, domain.StatusPending, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,6 +306,16 @@ func TestVerify(t *testing.T) {
 			}
 			if len(e.ledger.refs) != tt.wantDebits {
 				t.Errorf("%d debits, want %d", len(e.ledger.refs), tt.wantDebits)
+			}
+			var got []string
+			for id, d := range e.st.completed(t) {
+				if d.SessionID != e.st.byID(id).SessionID || d.ServiceType != "HEADER_ENRICHMENT" {
+					t.Errorf("event %+v does not name the verification's session and service type", d)
+				}
+				got = append(got, fmt.Sprintf("%s %s %d %s %s", d.Status, deref(d.Reason), d.Charged, derefInt(d.BalanceAfter), d.MobileNumber))
+			}
+			if want := []string{tt.wantEvent}; tt.wantEvent == "" && len(got) != 0 || tt.wantEvent != "" && !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, tt.wantEvent)
 			}
 			if tt.wantStatus == "" {
 				if e.st.records != 0 {
@@ -298,7 +343,22 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// TestVerifyAgain checks what a second verify of one blob hears.
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func derefInt(n *int64) string {
+	if n == nil {
+		return "<nil>"
+	}
+	return fmt.Sprint(*n)
+}
+
+// TestVerifyAgain checks what a second verify of one blob hears, and that each verification
+// it leaves final has its one event, whatever was replayed.
 func TestVerifyAgain(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -343,6 +403,15 @@ func TestVerifyAgain(t *testing.T) {
 			if !slices.Equal(kept, []string{tt.wantStatus}) {
 				t.Errorf("kept %v, want [%s]", kept, tt.wantStatus)
 			}
+			final := 0
+			for _, v := range e.st.verifs {
+				if v.Status != domain.StatusPending {
+					final++
+				}
+			}
+			if n := len(e.st.completed(t)); n != final {
+				t.Errorf("%d verification.completed events for %d final verifications", n, final)
+			}
 			if refs := slices.Compact(slices.Clone(e.ledger.refs)); tt.firstErr != nil && errors.Is(tt.firstErr, fault.ErrUnavailable) && len(refs) != 1 {
 				t.Errorf("a resumed verification debited %v, want one reference", e.ledger.refs)
 			}
@@ -385,6 +454,12 @@ func TestReconcile(t *testing.T) {
 		}
 		if got := [2]string{e.st.verifs[0].Status, e.st.verifs[1].Status}; got != s.wantStatus || len(e.ledger.refs) != s.wantDebits {
 			t.Fatalf("%s: statuses %v after %d debits, want %v after %d", s.name, got, len(e.ledger.refs), s.wantStatus, s.wantDebits)
+		}
+		settled := e.st.completed(t)
+		for _, v := range e.st.verifs {
+			if d, ok := settled[v.ID]; ok != (v.Status != domain.StatusPending) || ok && (d.Status != v.Status || d.Charged != 5 || d.MobileNumber == "") {
+				t.Fatalf("%s: verification %s %s has event %+v (%v)", s.name, v.ID, v.Status, d, ok)
+			}
 		}
 	}
 	want := []string{"verification:" + e.st.verifs[0].ID, "verification:" + e.st.verifs[1].ID}

@@ -1,0 +1,218 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/relay"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/migrations"
+)
+
+// newStores is the real schema with River's tables beside it, and stores that write jobs.
+func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
+}
+
+// jobArgs reads the args of the jobs of kind, oldest first.
+func jobArgs(t *testing.T, pool *pgxpool.Pool, kind string) []string {
+	t.Helper()
+	var out []string
+	rows, err := pool.Query(context.Background(), `SELECT args::text FROM verification.river_job WHERE kind = $1 ORDER BY id`, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// pending records a PENDING verification of a fresh session with outcome.
+func pending(t testing.TB, st *store.Store, outcome string) domain.Verification {
+	t.Helper()
+	ctx := context.Background()
+	client := uuid.NewString()
+	s := domain.Session{ID: uuid.NewString(), ClientID: client, Source: "SDK", Status: "CAPTURED", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}
+	if err := st.InsertSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	v := domain.Verification{ID: uuid.NewString(), ClientID: client, SessionID: s.ID, Status: domain.StatusPending, Outcome: outcome,
+		Reason: "NUMBER_MATCH", OperatorID: "alpha", ServiceType: "HEADER_ENRICHMENT", NumberSealed: []byte{1}, NumberHash: []byte{7, 7}}
+	if ok, _, err := st.RecordVerification(ctx, v); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	return v
+}
+
+func completed(t testing.TB, v domain.Verification) events.Event {
+	t.Helper()
+	ev, err := events.New(v.ClientID, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: v.ID, Status: v.Outcome}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+var errRollback = errors.New("the rest of the transaction failed")
+
+// TestSettleWritesItsJobs: a settle writes its event and, for VERIFIED alone, Connect's record,
+// with the row and never without it: rolled back together, refused outside a transaction,
+// nothing written by a settle that finds the row settled.
+func TestSettleWritesItsJobs(t *testing.T) {
+	pool, stores := newStores(t)
+	ctx := context.Background()
+	tests := []struct {
+		outcome    string
+		wantRecord bool
+	}{
+		{domain.StatusVerified, true},
+		{domain.StatusNotVerified, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.outcome, func(t *testing.T) {
+			v := pending(t, stores.Pool(), tt.outcome)
+			ev := completed(t, v)
+			eventsBefore, recordsBefore := len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind))
+			settle := func(ctx context.Context, st *store.Store) (bool, error) {
+				return st.SettleVerification(ctx, v.ID, 5, 95, ev)
+			}
+			if _, err := settle(ctx, stores.Pool()); !errors.Is(err, pg.ErrNoTx) {
+				t.Fatalf("settle outside a transaction = %v, want ErrNoTx", err)
+			}
+			err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
+				if ok, err := settle(ctx, st); err != nil || !ok {
+					t.Fatalf("settle: %v %v", ok, err)
+				}
+				return errRollback
+			})
+			if !errors.Is(err, errRollback) {
+				t.Fatal(err)
+			}
+			status := func() string {
+				var s string
+				if err := pool.QueryRow(ctx, `SELECT status FROM verification.verifications WHERE id = $1`, v.ID).Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			if s, e, r := status(), len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind)); s != domain.StatusPending || e != eventsBefore || r != recordsBefore {
+				t.Fatalf("after a rollback: %s, %d events, %d records; want PENDING and nothing new", s, e-eventsBefore, r-recordsBefore)
+			}
+			for i, want := range []bool{true, false} { // the second settle finds it settled
+				var settled bool
+				if err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) (err error) {
+					settled, err = settle(ctx, st)
+					return err
+				}); err != nil || settled != want {
+					t.Fatalf("settle %d = %v (%v), want %v", i, settled, err, want)
+				}
+			}
+			evs, records := jobArgs(t, pool, outbox.Kind)[eventsBefore:], jobArgs(t, pool, relay.Kind)[recordsBefore:]
+			var forward outbox.Args
+			if len(evs) != 1 || json.Unmarshal([]byte(evs[0]), &forward) != nil || forward.ID != ev.ID || forward.ClientID != v.ClientID || forward.Data != string(ev.Data) {
+				t.Errorf("event jobs %v, want the one of %s", evs, ev.ID)
+			}
+			if !tt.wantRecord {
+				if len(records) != 0 {
+					t.Errorf("a %s settle told Connect %v", tt.outcome, records)
+				}
+				return
+			}
+			var rec relay.Args
+			if len(records) != 1 || json.Unmarshal([]byte(records[0]), &rec) != nil || rec.VerificationID != v.ID || rec.ClientID != v.ClientID ||
+				string(rec.NumberHash) != string(v.NumberHash) || rec.VerifiedAt.IsZero() {
+				t.Errorf("record jobs %v, want the one of %s", records, v.ID)
+			}
+		})
+	}
+	t.Run("Emit outside a transaction", func(t *testing.T) {
+		if err := stores.Pool().Emit(ctx, completed(t, pending(t, stores.Pool(), domain.StatusVerified))); !errors.Is(err, pg.ErrNoTx) {
+			t.Fatalf("Emit = %v, want ErrNoTx", err)
+		}
+	})
+}
+
+// TestMoveOutbox: the numbers an earlier version left unrelayed become relay jobs, once, and
+// leave the table with them; relayed rows stay where they are (the table is dropped later).
+func TestMoveOutbox(t *testing.T) {
+	pool, stores := newStores(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO verification.outbox (client_id, verification_id, number_hash, verified_at, relayed_at)
+		SELECT gen_random_uuid(), gen_random_uuid(), '\x0102', now(), CASE WHEN i = 3 THEN now() END FROM generate_series(1, 3) i`); err != nil {
+		t.Fatal(err)
+	}
+	move := func() (n int, err error) {
+		err = stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
+			n, err = st.MoveOutbox(ctx)
+			return err
+		})
+		return n, err
+	}
+	if err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
+		if n, err := st.MoveOutbox(ctx); err != nil || n != 2 {
+			t.Fatalf("move = %d, %v", n, err)
+		}
+		return errRollback
+	}); !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if n := len(jobArgs(t, pool, relay.Kind)); n != 0 {
+		t.Fatalf("a rolled back move left %d jobs", n)
+	}
+	for i, want := range []int{2, 0} {
+		if n, err := move(); err != nil || n != want {
+			t.Fatalf("move %d = %d (%v), want %d", i, n, err, want)
+		}
+	}
+	var pendingLeft, relayedLeft int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE relayed_at IS NULL), count(*) FILTER (WHERE relayed_at IS NOT NULL)
+		FROM verification.outbox`).Scan(&pendingLeft, &relayedLeft); err != nil {
+		t.Fatal(err)
+	}
+	records := jobArgs(t, pool, relay.Kind)
+	if len(records) != 2 || pendingLeft != 0 || relayedLeft != 1 {
+		t.Fatalf("%d jobs, %d pending and %d relayed rows left; want 2, 0, 1", len(records), pendingLeft, relayedLeft)
+	}
+	var rec relay.Args
+	if json.Unmarshal([]byte(records[0]), &rec) != nil || string(rec.NumberHash) != "\x01\x02" || rec.VerificationID == "" {
+		t.Errorf("moved job %s", records[0])
+	}
+	if _, err := stores.Pool().MoveOutbox(ctx); !errors.Is(err, pg.ErrNoTx) {
+		t.Errorf("move outside a transaction = %v, want ErrNoTx", err)
+	}
+}
