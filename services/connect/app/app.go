@@ -14,12 +14,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/connect/internal/delivery"
+	"github.com/mnvhq/mnv/services/connect/internal/eventdelivery"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
@@ -32,6 +34,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
@@ -89,6 +93,19 @@ type Config struct {
 	// DeliveryBackoff is the first retry delay, doubled each attempt up to a minute
 	// (MNV_DELIVERY_BACKOFF).
 	DeliveryBackoff time.Duration
+	// WebhookWorkers deliver events to webhook endpoints at once in this process
+	// (MNV_WEBHOOK_WORKERS); WebhookPerEndpoint of them at most to one endpoint
+	// (MNV_WEBHOOK_PER_ENDPOINT), so a slow endpoint never holds them all.
+	WebhookWorkers     int
+	WebhookPerEndpoint int
+	// WebhookBackoff is an event delivery's first retry delay, doubled each attempt up to
+	// webhook.MaxBackoff, with jitter (MNV_WEBHOOK_BACKOFF); WebhookMaxAttempts bound its attempts
+	// (MNV_WEBHOOK_MAX_ATTEMPTS).
+	WebhookBackoff     time.Duration
+	WebhookMaxAttempts int
+	// WebhookDisableAfter is how long an endpoint may fail without a success before it is
+	// disabled (MNV_WEBHOOK_DISABLE_AFTER).
+	WebhookDisableAfter time.Duration
 	// ImportLease is how long an import job stays with a worker that stops reporting
 	// progress before another worker resumes it (MNV_IMPORT_LEASE). One batch must fit in it.
 	ImportLease time.Duration
@@ -121,7 +138,12 @@ func DefaultConfig() Config {
 		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
-		Retention:  retention.Config{Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour},
+		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
+		WebhookDisableAfter: 72 * time.Hour,
+		Retention: retention.Config{
+			Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour,
+			WebhookEvents: 30 * 24 * time.Hour,
+		},
 		PurgeEvery: 10 * time.Minute,
 	}
 }
@@ -160,6 +182,11 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
 	c.DeliveryPerIntegration = env.Int("MNV_DELIVERY_PER_INTEGRATION", c.DeliveryPerIntegration)
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
+	c.WebhookWorkers = env.Int("MNV_WEBHOOK_WORKERS", c.WebhookWorkers)
+	c.WebhookPerEndpoint = env.Int("MNV_WEBHOOK_PER_ENDPOINT", c.WebhookPerEndpoint)
+	c.WebhookBackoff = env.Duration("MNV_WEBHOOK_BACKOFF", c.WebhookBackoff)
+	c.WebhookMaxAttempts = env.Int("MNV_WEBHOOK_MAX_ATTEMPTS", c.WebhookMaxAttempts)
+	c.WebhookDisableAfter = env.Duration("MNV_WEBHOOK_DISABLE_AFTER", c.WebhookDisableAfter)
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.EnrichmentSettleAfter = env.Duration("MNV_ENRICHMENT_SETTLE_AFTER", c.EnrichmentSettleAfter)
 	c.EnrichmentReconcileEvery = env.Duration("MNV_ENRICHMENT_RECONCILE_EVERY", c.EnrichmentReconcileEvery)
@@ -170,6 +197,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.Retention.Deliveries = env.Duration("MNV_RETENTION_DELIVERIES", c.Retention.Deliveries)
 	c.Retention.SyncEvents = env.Duration("MNV_RETENTION_SYNC_EVENTS", c.Retention.SyncEvents)
 	c.Retention.ImportJobs = env.Duration("MNV_RETENTION_IMPORT_JOBS", c.Retention.ImportJobs)
+	c.Retention.WebhookEvents = env.Duration("MNV_RETENTION_WEBHOOK_EVENTS", c.Retention.WebhookEvents)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
@@ -205,6 +233,15 @@ func (c Config) Validate() error {
 	if c.WebhookTimeout < 100*time.Millisecond || c.DeliveryBackoff < 10*time.Millisecond {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
 	}
+	if c.WebhookWorkers < 1 || c.WebhookWorkers > 256 || c.WebhookPerEndpoint < 1 || c.WebhookPerEndpoint > c.WebhookWorkers {
+		errs = append(errs, errors.New("MNV_WEBHOOK_WORKERS: must be between 1 and 256; MNV_WEBHOOK_PER_ENDPOINT: between 1 and MNV_WEBHOOK_WORKERS"))
+	}
+	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > webhook.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
+		errs = append(errs, errors.New("MNV_WEBHOOK_BACKOFF: must be between 10ms and 30m; MNV_WEBHOOK_MAX_ATTEMPTS: between 1 and 25"))
+	}
+	if c.WebhookDisableAfter < time.Minute && c.WebhookDisableAfter != 0 {
+		errs = append(errs, errors.New("MNV_WEBHOOK_DISABLE_AFTER: must be at least 1m (0 never disables)"))
+	}
 	if c.ImportLease < time.Second {
 		errs = append(errs, errors.New("MNV_IMPORT_LEASE: must be at least 1s"))
 	}
@@ -217,7 +254,7 @@ func (c Config) Validate() error {
 	if c.ClientRate < 0 || c.ClientBurst < 1 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
 	}
-	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.PurgeEvery < 100*time.Millisecond {
+	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.Retention.WebhookEvents < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
 	return errors.Join(errs...)
@@ -309,7 +346,6 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	a.jobs = queue
 	box := outbox.New(queue)
-	_ = box // the stores that emit events take it (issue 13)
 
 	vault := phone.NewVault("connect", keyring, hasher)
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
@@ -325,6 +361,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
 	}, log)
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
+
+	// Event webhooks: connect's own events and other services' (PublishEvents) go into one
+	// intake; its deliveries are River jobs of the webhooks queue.
+	evStores := pg.NewStores(pool, func(db pg.DB) eventdelivery.Store { return store.New(db).WithOutbox(box).WithJobs(queue) })
+	intake := eventdelivery.New(evStores.Pool(), evStores, keyring, webhook.NewClient(policy, cfg.WebhookTimeout),
+		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, eventdelivery.Config{
+			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
+		}, log)
+	if intake.Metrics, err = eventdelivery.NewMetrics(reg); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	river.AddWorker(queue.Workers(), intake.Worker())
+	queue.AddQueue(eventdelivery.Queue, cfg.WebhookWorkers)
+	outbox.Register(queue.Workers(), localPublisher{intake})
+	queue.AddQueue(outbox.Queue, 4)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
 		return nil, err
@@ -346,10 +397,22 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
 		Profiles: profs, Imports: imps, Integrations: integrations.New(store.New(pool), keyring, policy), Log: log,
 	})
-	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Log: log})
+	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Events: intake, Log: log})
 	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	return a, nil
+}
+
+// localPublisher forwards connect's own events to its intake, in process. A malformed event is
+// outbox.ErrRejected, as over gRPC, so its forward is cancelled rather than retried for days.
+type localPublisher struct{ s *eventdelivery.Service }
+
+func (p localPublisher) Publish(ctx context.Context, evs []events.Event) error {
+	err := p.s.Publish(ctx, evs)
+	if fault.Find(err, fault.InvalidArgument) != nil {
+		return fmt.Errorf("%w: %w", outbox.ErrRejected, err)
+	}
+	return err
 }
 
 // idempotentRequests tells profiles about the idempotent request being handled.

@@ -46,6 +46,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.WebhookAllowHTTP = true
 	cfg.WebhookAllowedNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	cfg.DeliveryBackoff = 100 * time.Millisecond
+	cfg.WebhookBackoff = 100 * time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
 	if edit != nil {
 		edit(&cfg)

@@ -19,6 +19,7 @@ type Store interface {
 	PurgeDeliveries(ctx context.Context, age time.Duration, limit int) (int64, error)
 	PurgeSyncEvents(ctx context.Context, age time.Duration, limit int) (int64, error)
 	PurgeImportJobs(ctx context.Context, age time.Duration, limit int) (int64, error)
+	PurgeWebhookEvents(ctx context.Context, age time.Duration, limit int) (int64, error)
 }
 
 // Config is how long each kind of row is kept; 0 keeps it for good.
@@ -29,6 +30,9 @@ type Config struct {
 	SyncEvents time.Duration
 	// ImportJobs: finished import jobs, counted from their end.
 	ImportJobs time.Duration
+	// WebhookEvents: events accepted for webhook delivery, with their deliveries and attempts
+	// (the delivery log), counted from their acceptance; never while a delivery is PENDING.
+	WebhookEvents time.Duration
 }
 
 // Rules returns the purge rules of cfg over st, and always the one of abandoned uploads.
@@ -38,5 +42,6 @@ func Rules(st Store, cfg Config) []purge.Rule {
 		purge.Aged{Name: "finished deliveries", Age: cfg.Deliveries, Purge: st.PurgeDeliveries},
 		purge.Aged{Name: "sync events", Age: cfg.SyncEvents, Purge: st.PurgeSyncEvents},
 		purge.Aged{Name: "finished import jobs", Age: cfg.ImportJobs, Purge: st.PurgeImportJobs},
+		purge.Aged{Name: "webhook events", Age: cfg.WebhookEvents, Purge: st.PurgeWebhookEvents},
 	)
 }

@@ -309,7 +309,9 @@ func (s *Server) GetOverview(ctx context.Context, _ *connectv1.GetOverviewReques
 type Internal struct {
 	connectv1.UnimplementedConnectInternalServiceServer
 	Profiles *profiles.Service
-	Log      *zap.Logger
+	// Events accepts the events of other services (PublishEvents, internal.go).
+	Events EventIntake
+	Log    *zap.Logger
 }
 
 // RecordVerifiedNumbers marks the profiles of verified numbers matched.

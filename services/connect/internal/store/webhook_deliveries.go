@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/pg"
+)
+
+// The event delivery engine's side of the webhook tables (internal/eventdelivery): events
+// accepted once each, their deliveries, every attempt and the endpoints' health. The endpoints
+// and secrets themselves are written by internal/webhooks.
+
+// EventStore is the Store of event delivery: it also enqueues River jobs through the service's
+// queue, in the Store's transaction, so a delivery row and its job commit together.
+type EventStore struct {
+	*Store
+	jobs *jobs.Queue
+}
+
+// WithJobs returns the Store that also enqueues jobs (EnqueueJobs) on q.
+func (s *Store) WithJobs(q *jobs.Queue) *EventStore { return &EventStore{Store: s, jobs: q} }
+
+// EnqueueJobs inserts the jobs in the Store's transaction; outside one it is refused, as Emit
+// is: a job committed alone could outlive the row it works on.
+func (s *EventStore) EnqueueJobs(ctx context.Context, params []river.InsertManyParams) error {
+	if s.jobs == nil {
+		return errors.New("store: jobs enqueued without a queue")
+	}
+	if _, err := s.tx("enqueue jobs"); err != nil {
+		return err
+	}
+	return s.jobs.InsertMany(ctx, s.db, params)
+}
+
+// InsertEvent accepts ev once: false when an event of its id was accepted before (the event's
+// body is then left as it was). The body kept, and signed at every delivery, is ev.Data byte
+// for byte.
+func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) {
+	tag, err := s.db.Exec(ctx, `INSERT INTO connect.events (id, client_id, type, data, body, created_at)
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+		ev.ID, ev.ClientID, ev.Type, string(ev.Data), []byte(ev.Data), ev.CreatedAt)
+	if err != nil {
+		return false, fmt.Errorf("insert event: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// SubscribedEndpoints lists the ids of the client's enabled endpoints that take events of typ:
+// those subscribed to it by name, and those subscribed to every type (event_types NULL), except
+// for ping, which goes only to the endpoint being tested.
+func (s *Store) SubscribedEndpoints(ctx context.Context, clientID, typ string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT id FROM connect.webhook_endpoints
+		WHERE client_id = $1 AND enabled AND ((event_types IS NULL AND $2 <> $3) OR $2 = ANY (event_types))
+		ORDER BY created_at, id`, clientID, typ, events.Ping)
+	if err != nil {
+		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	}
+	return ids, nil
+}
+
+// InsertDeliveries queues deliveries, PENDING with no attempt yet; their ids are set here when
+// empty. A delivery of an event to an endpoint that has one already is skipped.
+func (s *Store) InsertDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]domain.WebhookDelivery, error) {
+	out := make([]domain.WebhookDelivery, 0, len(ds))
+	for _, d := range ds {
+		if d.ID == "" {
+			d.ID = uuid.NewString()
+		}
+		err := s.db.QueryRow(ctx, `INSERT INTO connect.webhook_deliveries (id, client_id, endpoint_id, event_id, status)
+			VALUES ($1, $2, $3, $4, 'PENDING') ON CONFLICT (event_id, endpoint_id) DO NOTHING
+			RETURNING status, created_at, updated_at`, d.ID, d.ClientID, d.EndpointID, d.EventID).
+			Scan(&d.Status, &d.CreatedAt, &d.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("insert delivery: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// DeliveryToSend reads a delivery with its endpoint and event, for an attempt; a delivery that
+// is gone (its endpoint or event deleted) is fault.ErrNotFound.
+func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error) {
+	var (
+		d    domain.WebhookDelivery
+		ep   domain.WebhookEndpoint
+		ev   events.Event
+		body []byte
+	)
+	err := s.db.QueryRow(ctx, `SELECT d.id, d.client_id, d.endpoint_id, d.event_id, e.type, d.status, d.attempts,
+			d.created_at, d.updated_at, d.delivered_at,
+			w.url, w.enabled, coalesce(w.disabled_reason, ''),
+			e.body, e.created_at
+		FROM connect.webhook_deliveries d
+		JOIN connect.events e ON e.id = d.event_id
+		JOIN connect.webhook_endpoints w ON w.id = d.endpoint_id
+		WHERE d.id = $1`, id).Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts,
+		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt,
+		&ep.URL, &ep.Enabled, &ep.DisabledReason, &body, &ev.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, ep, ev, fault.ErrNotFound
+	}
+	if err != nil {
+		return d, ep, ev, fmt.Errorf("delivery %s: %w", id, err)
+	}
+	ep.ID, ep.ClientID = d.EndpointID, d.ClientID
+	ev.ID, ev.Type, ev.ClientID, ev.Data = d.EventID, d.EventType, d.ClientID, body
+	return d, ep, ev, nil
+}
+
+// ActiveSecrets lists an endpoint's signing secrets that sign now (no expiry, or one still
+// ahead by the database clock), sealed: the current one, and the previous one during a
+// rotation's overlap.
+func (s *Store) ActiveSecrets(ctx context.Context, endpointID string) ([]domain.SealedWebhookSecret, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, sealed, expires_at FROM connect.webhook_secrets
+		WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC, id`, endpointID)
+	if err != nil {
+		return nil, fmt.Errorf("active secrets: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+		var sec domain.SealedWebhookSecret
+		err := r.Scan(&sec.ID, &sec.Sealed, &sec.ExpiresAt)
+		return sec, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("active secrets: %w", err)
+	}
+	return out, nil
+}
+
+// RecordAttempt counts an attempt of a PENDING delivery and writes its row, with the delivery's
+// new status: its number, or ok false when the delivery is no longer PENDING (cancelled while
+// the attempt ran), in which case nothing is written.
+func (s *Store) RecordAttempt(ctx context.Context, r domain.WebhookAttemptRecord) (attempt int, ok bool, err error) {
+	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries SET attempts = attempts + 1, status = $2,
+			last_status = $3, last_error = $4, updated_at = now(),
+			delivered_at = CASE WHEN $2 = 'SUCCEEDED' THEN now() ELSE delivered_at END
+		WHERE id = $1 AND status = 'PENDING' RETURNING attempts`, r.DeliveryID, r.Status, r.HTTPStatus, r.Error).Scan(&attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("record attempt: %w", err)
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_attempts (delivery_id, attempt, http_status, duration_ms, error, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.DeliveryID, attempt, r.HTTPStatus, max(r.Duration.Milliseconds(), 0), r.Error, r.StartedAt); err != nil {
+		return 0, false, fmt.Errorf("record attempt: %w", err)
+	}
+	return attempt, true, nil
+}
+
+// CancelDelivery marks a PENDING delivery CANCELLED (its endpoint was disabled).
+func (s *Store) CancelDelivery(ctx context.Context, id string) error {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
+		WHERE id = $1 AND status = 'PENDING'`, id); err != nil {
+		return fmt.Errorf("cancel delivery: %w", err)
+	}
+	return nil
+}
+
+// EndpointSucceeded marks an endpoint healthy again.
+func (s *Store) EndpointSucceeded(ctx context.Context, endpointID string) error {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = NULL
+		WHERE id = $1 AND failing_since IS NOT NULL`, endpointID); err != nil {
+		return fmt.Errorf("endpoint health: %w", err)
+	}
+	return nil
+}
+
+// EndpointFailed notes a failure of an endpoint (failing since its first failure after the
+// last success) and, when it has been failing for longer than disableAfter by the database
+// clock, disables it (FAILING) and cancels its PENDING deliveries. disabled is the endpoint
+// when this call disabled it, else nil. disableAfter 0 never disables.
+func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error) {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = coalesce(failing_since, now())
+		WHERE id = $1 AND failing_since IS NULL`, endpointID); err != nil {
+		return nil, fmt.Errorf("endpoint health: %w", err)
+	}
+	if disableAfter <= 0 {
+		return nil, nil
+	}
+	var ep domain.WebhookEndpoint
+	err := s.db.QueryRow(ctx, `UPDATE connect.webhook_endpoints
+		SET enabled = false, disabled_reason = 'FAILING', disabled_at = now(), updated_at = now()
+		WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2)
+		RETURNING id, client_id, url, failing_since, disabled_at`, endpointID, disableAfter.Seconds()).
+		Scan(&ep.ID, &ep.ClientID, &ep.URL, &ep.FailingSince, &ep.DisabledAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("disable endpoint: %w", err)
+	}
+	ep.DisabledReason = domain.WebhookDisabledFailing
+	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
+		WHERE endpoint_id = $1 AND status = 'PENDING'`, endpointID); err != nil {
+		return nil, fmt.Errorf("disable endpoint: %w", err)
+	}
+	return &ep, nil
+}
+
+// RequeueDelivery sets a client's delivery PENDING again for a redelivery. queued is false when
+// it was PENDING already (its job still runs, nothing to add); a delivery of another client is
+// fault.ErrNotFound. id must be a UUID (the caller checks).
+func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d domain.WebhookDelivery, queued bool, err error) {
+	var prev string
+	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries d SET status = 'PENDING', updated_at = now()
+		FROM (SELECT id, status FROM connect.webhook_deliveries WHERE id = $1 AND client_id = $2 FOR UPDATE) old
+		WHERE d.id = old.id
+		RETURNING d.id, d.client_id, d.endpoint_id, d.event_id, d.attempts, old.status`, id, clientID).
+		Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.Attempts, &prev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, false, fault.ErrNotFound
+	}
+	if err != nil {
+		return d, false, fmt.Errorf("requeue delivery: %w", err)
+	}
+	d.Status = domain.DeliveryPending
+	return d, prev != domain.DeliveryPending, nil
+}
+
+// PurgeWebhookEvents deletes events accepted more than age ago that no delivery still works on,
+// with their deliveries and attempts (cascade).
+func (s *Store) PurgeWebhookEvents(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return pg.Purge(ctx, s.db, "webhook events", `DELETE FROM connect.events e USING (
+			SELECT id FROM connect.events ev WHERE accepted_at < now() - make_interval(secs => $1)
+				AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'PENDING')
+			ORDER BY accepted_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
+		WHERE e.id = old.id`, age, limit)
+}
