@@ -21,6 +21,9 @@ import (
 const (
 	DataKeys      = "c1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 	NumberHashKey = "apptest-number-hash-key-0123456789abcdef"
+	// AdminToken is the operator's credential connect accepts: accounts' apptest one, as one
+	// operator token serves both in a deployment.
+	AdminToken = "apptest-admin-token-0123456789abcdefghij"
 )
 
 // Server is a running connect service.
@@ -42,7 +45,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
 	cfg.InternalCallers = authtest.Callers()
-	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
+	cfg.DataKeys, cfg.NumberHashKey, cfg.AdminToken = DataKeys, NumberHashKey, AdminToken
 	cfg.WebhookAllowHTTP = true
 	cfg.WebhookAllowedNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	cfg.DeliveryBackoff = 100 * time.Millisecond
