@@ -161,8 +161,11 @@ func TestForeignAndUnknownIDsAreNotFound(t *testing.T) {
 		{"another client's", other, id}, {"unknown", owner, uuid.NewString()}, {"not an id", owner, "../" + id},
 	} {
 		calls := map[string]func() error{
-			"get":        func() error { _, err := f.svc.Get(ctx, target.client, target.id); return err },
-			"update":     func() error { _, err := f.svc.Update(ctx, target.client, target.id, webhooks.Patch{Enabled: &enabled}); return err },
+			"get": func() error { _, err := f.svc.Get(ctx, target.client, target.id); return err },
+			"update": func() error {
+				_, err := f.svc.Update(ctx, target.client, target.id, webhooks.Patch{Enabled: &enabled})
+				return err
+			},
 			"rotate":     func() error { _, err := f.svc.RotateSecret(ctx, target.client, target.id, &d); return err },
 			"test":       func() error { _, err := f.svc.Test(ctx, target.client, target.id); return err },
 			"deliveries": func() error { _, err := f.svc.Deliveries(ctx, target.client, target.id, nil, 10, 0); return err },
