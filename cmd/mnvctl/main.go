@@ -96,7 +96,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("mnvctl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newClientCommand(), newKeygenCommand(), newDemoCommand())
+	root.AddCommand(newClientCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand())
 	return root
 }
 
