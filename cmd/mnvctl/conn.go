@@ -39,11 +39,6 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 	if addr == "" {
 		addr = env.String("MNV_ACCOUNTS_ADDR", "")
 	}
-	token := env.Secret("MNV_ADMIN_TOKEN")
-	caFile := c.caFile
-	if caFile == "" {
-		caFile = env.String("MNV_GRPC_TLS_CA", "")
-	}
 	if err := env.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -52,17 +47,36 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 			return nil, nil, err
 		}
 	}
+	cc, err := c.dial(env, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return accountsv1.NewAccountsAdminServiceClient(cc), func() { _ = cc.Close() }, nil
+}
+
+// dial opens a connection to addr that presents the operator's credential, over TLS when a CA
+// is given.
+func (c *conn) dial(env *config.Env, addr string) (*grpc.ClientConn, error) {
+	token := env.Secret("MNV_ADMIN_TOKEN")
+	caFile := c.caFile
+	if caFile == "" {
+		caFile = env.String("MNV_GRPC_TLS_CA", "")
+	}
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	var err error
 	if token == "" {
 		if token, err = devstate.FindAdminToken(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if c.serverName != "" && caFile == "" {
-		return nil, nil, usagef("--tls-server-name needs TLS: give --tls-ca or MNV_GRPC_TLS_CA")
+		return nil, usagef("--tls-server-name needs TLS: give --tls-ca or MNV_GRPC_TLS_CA")
 	}
 	opts, err := grpcclient.CredentialOptions(token, caFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if c.serverName != "" {
 		// With TLS, grpc-go checks the certificate against the authority.
@@ -70,9 +84,9 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 	}
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dial %s: %w", addr, err)
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	return accountsv1.NewAccountsAdminServiceClient(cc), func() { _ = cc.Close() }, nil
+	return cc, nil
 }
 
 // recordedAddr is accounts' address recorded by the local run, with the run's API, or the

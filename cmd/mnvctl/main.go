@@ -12,7 +12,7 @@
 //	mnvctl client origins CLIENT_ID [https://shop.example,https://www.shop.example | --clear]
 //	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
 //	mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file
-//	mnvctl webhooks receive --secret whsec_… [--addr 127.0.0.1:8099] [--count N]
+//	mnvctl webhooks receive --secret whsec_… [--listen 127.0.0.1:8099] [--count N]
 //	mnvctl completion bash|zsh|fish
 //
 // Every command that prints takes -o text (aligned, for people), json (the API's shapes: enum
@@ -97,7 +97,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("mnvctl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newClientCommand(), newKeygenCommand(), newDemoCommand(), newWebhooksCommand())
+	root.AddCommand(newClientCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand())
 	return root
 }
 

@@ -34,9 +34,9 @@ func newReceiveCmd() *cobra.Command {
 		count   int
 	)
 	cmd := &cobra.Command{
-		Use:   "receive --secret whsec_… [--addr 127.0.0.1:8099] [--count N]",
+		Use:   "receive --secret whsec_… [--listen 127.0.0.1:8099] [--count N]",
 		Short: "Receive webhook deliveries locally, verify their signatures and print the events",
-		Long: `Listens on --addr and checks every POST with the Standard Webhooks reference library
+		Long: `Listens on --listen and checks every POST with the Standard Webhooks reference library
 against each --secret (give two during a rotation's overlap). A delivery that verifies is
 answered 204 and printed; one that does not is answered 401 and reported on stderr. With
 --count it exits after that many verified events; otherwise on Ctrl-C.
@@ -83,7 +83,7 @@ Secrets also come from MNV_WEBHOOK_SECRET (comma-separated) when no --secret is 
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8099", "address to listen on")
+	cmd.Flags().StringVar(&addr, "listen", "127.0.0.1:8099", "address to listen on")
 	cmd.Flags().StringArrayVar(&secrets, "secret", nil, "the endpoint's whsec_… signing secret (repeat during a rotation)")
 	cmd.Flags().IntVar(&count, "count", 0, "exit after this many verified events (0: run until interrupted)")
 	return cmd
@@ -135,11 +135,4 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rc.done()
 		}
 	}
-}
-
-// newWebhooksCommand groups the webhook commands.
-func newWebhooksCommand() *cobra.Command {
-	c := &cobra.Command{Use: "webhooks", Short: "Work with clients' webhook endpoints and their deliveries"}
-	c.AddCommand(newReceiveCmd())
-	return c
 }

@@ -228,6 +228,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err := connectv1.RegisterConnectServiceHandler(ctx, mux, connect); err != nil {
 		return nil, fmt.Errorf("register connect routes: %w", err)
 	}
+	if err := connectv1.RegisterWebhookServiceHandler(ctx, mux, connect); err != nil {
+		return nil, fmt.Errorf("register webhook routes: %w", err)
+	}
 	if err := upload.Register(mux, connectv1.NewConnectServiceClient(connect)); err != nil {
 		return nil, fmt.Errorf("register upload routes: %w", err)
 	}

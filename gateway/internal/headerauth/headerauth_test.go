@@ -96,6 +96,7 @@ func TestEveryMuxRouteHasARule(t *testing.T) {
 		accountsv1.RegisterAccountsServiceHandlerClient(ctx, mux, nil),
 		verificationv1.RegisterVerificationServiceHandlerClient(ctx, mux, nil),
 		connectv1.RegisterConnectServiceHandlerClient(ctx, mux, nil),
+		connectv1.RegisterWebhookServiceHandlerClient(ctx, mux, nil),
 		upload.Register(mux, nil),
 	); err != nil {
 		t.Fatal(err)

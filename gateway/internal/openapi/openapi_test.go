@@ -33,7 +33,7 @@ func request(t *testing.T, method string, change func(*optionsv1.Rule) *optionsv
 		optionsv1.File_mnv_options_v1_options_proto, accountsv1.File_mnv_accounts_v1_types_proto,
 		accountsv1.File_mnv_accounts_v1_accounts_proto, accountsv1.File_mnv_accounts_v1_admin_proto,
 		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_verification_proto,
-		connectv1.File_mnv_connect_v1_connect_proto,
+		connectv1.File_mnv_connect_v1_connect_proto, connectv1.File_mnv_connect_v1_webhooks_proto,
 	} {
 		fdp := protodesc.ToFileDescriptorProto(fd)
 		for _, svc := range fdp.GetService() {

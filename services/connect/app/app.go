@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/connect/internal/webhooks"
 	"github.com/mnvhq/mnv/services/connect/migrations"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -83,6 +84,12 @@ type Config struct {
 	WebhookAllowHTTP    bool
 	WebhookAllowPrivate bool
 	WebhookAllowedNets  []netip.Prefix
+	// AdminToken, when set, lets the operator (mnvctl) call WebhookAdminService; the same
+	// credential as accounts' (MNV_ADMIN_TOKEN[_FILE]). Unset: every admin call is refused.
+	AdminToken string
+	// WebhookSecretOverlap is how long a rotated-out webhook secret keeps signing when the
+	// request names no overlap (MNV_WEBHOOK_SECRET_OVERLAP).
+	WebhookSecretOverlap time.Duration
 	// WebhookTimeout bounds one delivery (MNV_WEBHOOK_TIMEOUT).
 	WebhookTimeout time.Duration
 	// DeliveryWorkers run in parallel (MNV_DELIVERY_WORKERS).
@@ -135,7 +142,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
-		WebhookTimeout: 10 * time.Second, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
+		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: webhooks.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
 		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
@@ -178,6 +185,8 @@ func LoadConfig(env *config.Env) (Config, error) {
 		}
 		c.WebhookAllowedNets = append(c.WebhookAllowedNets, p.Masked())
 	}
+	c.AdminToken = env.Secret("MNV_ADMIN_TOKEN")
+	c.WebhookSecretOverlap = env.Duration("MNV_WEBHOOK_SECRET_OVERLAP", c.WebhookSecretOverlap)
 	c.WebhookTimeout = env.Duration("MNV_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	c.DeliveryWorkers = env.Int("MNV_DELIVERY_WORKERS", c.DeliveryWorkers)
 	c.DeliveryPerIntegration = env.Int("MNV_DELIVERY_PER_INTEGRATION", c.DeliveryPerIntegration)
@@ -256,6 +265,15 @@ func (c Config) Validate() error {
 	}
 	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.Retention.WebhookEvents < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
+	}
+	if c.WebhookSecretOverlap < 0 || c.WebhookSecretOverlap > webhooks.MaxOverlap {
+		errs = append(errs, errors.New("MNV_WEBHOOK_SECRET_OVERLAP: must be between 0 and 168h"))
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 32 {
+		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: must be at least 32 characters"))
+	}
+	if c.AdminToken != "" && c.InternalCallers.Accepts(c.AdminToken) {
+		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: is an internal caller's token (MNV_INTERNAL_CALLERS); they must differ"))
 	}
 	return errors.Join(errs...)
 }
@@ -385,7 +403,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
-		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
+		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
 		Unary:           []grpc.UnaryServerInterceptor{ratelimit.UnaryServerInterceptor(perCredential), idem.UnaryInterceptor()},
 		Stream:          []grpc.StreamServerInterceptor{ratelimit.StreamServerInterceptor(perCredential)},
 		ShutdownTimeout: cfg.ShutdownTimeout,
@@ -398,6 +416,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(store.New(pool), keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Events: intake, Log: log})
+	whStores := pg.NewStores(pool, func(db pg.DB) webhooks.Store { return store.New(db) })
+	hooks := webhooks.New(whStores.Pool(), whStores, keyring, policy, webhooks.Config{Overlap: cfg.WebhookSecretOverlap}, intake)
+	connectv1.RegisterWebhookServiceServer(srv, &server.Webhooks{Webhooks: hooks, Log: log})
+	connectv1.RegisterWebhookAdminServiceServer(srv, &server.WebhookAdmin{Webhooks: hooks, Log: log})
 	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	return a, nil

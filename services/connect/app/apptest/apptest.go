@@ -10,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mnvhq/mnv/services/connect/app"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
@@ -21,6 +23,9 @@ import (
 const (
 	DataKeys      = "c1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 	NumberHashKey = "apptest-number-hash-key-0123456789abcdef"
+	// AdminToken is the operator's credential connect accepts: accounts' apptest one, as one
+	// operator token serves both in a deployment.
+	AdminToken = "apptest-admin-token-0123456789abcdefghij"
 )
 
 // Server is a running connect service.
@@ -29,6 +34,8 @@ type Server struct {
 	DatabaseURL string
 	// Metrics is the registry the service registered its metrics on.
 	Metrics *prometheus.Registry
+	// Logs is what the service logged, for tests that prove what it never logs.
+	Logs *observer.ObservedLogs
 }
 
 // Start runs a connect service against the accounts service at accountsAddr (which must accept
@@ -42,7 +49,7 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.AccountsAddr, cfg.InternalToken = accountsAddr, internalToken
 	cfg.InternalCallers = authtest.Callers()
-	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
+	cfg.DataKeys, cfg.NumberHashKey, cfg.AdminToken = DataKeys, NumberHashKey, AdminToken
 	cfg.WebhookAllowHTTP = true
 	cfg.WebhookAllowedNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	cfg.DeliveryBackoff = 100 * time.Millisecond
@@ -51,10 +58,12 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	if edit != nil {
 		edit(&cfg)
 	}
-	log := zaptest.NewLogger(t)
+	log, level := zaptest.NewLogger(t), zapcore.DebugLevel
 	if _, bench := t.(*testing.B); bench {
-		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+		log, level = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), zapcore.WarnLevel
 	}
+	core, logs := observer.New(level)
+	log = zap.New(zapcore.NewTee(log.Core(), core))
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := prometheus.NewRegistry()
 	a, err := app.New(ctx, cfg, log, reg)
@@ -76,5 +85,5 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 			t.Errorf("connect stopped with %v", err)
 		}
 	})
-	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg}
+	return &Server{Addr: lis.Addr().String(), DatabaseURL: cfg.DatabaseURL, Metrics: reg, Logs: logs}
 }

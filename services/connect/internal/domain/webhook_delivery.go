@@ -2,14 +2,6 @@ package domain
 
 import "time"
 
-// SealedWebhookSecret is a signing secret of an endpoint as stored: sealed under
-// WebhookSecretAD(ID). The delivery engine opens the active ones to sign.
-type SealedWebhookSecret struct {
-	ID        string
-	Sealed    []byte
-	ExpiresAt *time.Time
-}
-
 // WebhookAttemptRecord is what the delivery engine records of one attempt: the attempt row,
 // and the delivery's new status.
 type WebhookAttemptRecord struct {

@@ -18,7 +18,6 @@ package eventdelivery
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"time"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
+	"github.com/mnvhq/mnv/services/connect/internal/webhooks"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
@@ -77,8 +77,8 @@ type Store interface {
 	EnqueueJobs(ctx context.Context, params []river.InsertManyParams) error
 	// DeliveryToSend reads a delivery, its endpoint and its event; fault.ErrNotFound when gone.
 	DeliveryToSend(ctx context.Context, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error)
-	// ActiveSecrets lists the endpoint's secrets that sign now, sealed.
-	ActiveSecrets(ctx context.Context, endpointID string) ([]domain.SealedWebhookSecret, error)
+	// The endpoint's secrets that sign now (webhooks owns them and opens them).
+	webhooks.SecretStore
 	// RecordAttempt counts an attempt of a PENDING delivery; ok false when it is PENDING no more.
 	RecordAttempt(ctx context.Context, r domain.WebhookAttemptRecord) (attempt int, ok bool, err error)
 	// CancelDelivery marks a PENDING delivery CANCELLED.
@@ -261,23 +261,8 @@ func (s *Service) Redeliver(ctx context.Context, clientID, deliveryID string) er
 	})
 }
 
-// signingKeys opens the secrets that sign now.
+// signingKeys opens the secrets that sign now: the current one, and the previous one during a
+// rotation's overlap.
 func (s *Service) signingKeys(ctx context.Context, endpointID string) ([][]byte, error) {
-	secs, err := s.st.ActiveSecrets(ctx, endpointID)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([][]byte, 0, len(secs))
-	for _, sec := range secs {
-		plain, err := s.keyring.Open(sec.Sealed, domain.WebhookSecretAD(sec.ID))
-		if err != nil {
-			return nil, fmt.Errorf("open signing secret %s: %w", sec.ID, err)
-		}
-		key, err := webhook.ParseSecret(string(plain))
-		if err != nil {
-			return nil, fmt.Errorf("signing secret %s: %w", sec.ID, err)
-		}
-		keys = append(keys, key)
-	}
-	return keys, nil
+	return webhooks.SigningKeys(ctx, s.st, s.keyring, endpointID, time.Now())
 }

@@ -9,7 +9,8 @@ import (
 // methods are those of the services the connect server registers, each with the rule its proto
 // declares (mnv.options.v1.rule): credential, callers, role, the CONNECT product (enforced
 // before every handler by the feature gate), Idempotency-Key.
-var methods = rpcrule.MustServices(&connectv1.ConnectService_ServiceDesc, &connectv1.ConnectInternalService_ServiceDesc)
+var methods = rpcrule.MustServices(&connectv1.ConnectService_ServiceDesc, &connectv1.ConnectInternalService_ServiceDesc,
+	&connectv1.WebhookService_ServiceDesc, &connectv1.WebhookAdminService_ServiceDesc)
 
 // Policy is the access rule of every method, as the methods declare it.
 func Policy() auth.Policy { return auth.PolicyOf(methods) }

@@ -126,26 +126,6 @@ func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDe
 	return d, ep, ev, nil
 }
 
-// ActiveSecrets lists an endpoint's signing secrets that sign now (no expiry, or one still
-// ahead by the database clock), sealed: the current one, and the previous one during a
-// rotation's overlap.
-func (s *Store) ActiveSecrets(ctx context.Context, endpointID string) ([]domain.SealedWebhookSecret, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, sealed, expires_at FROM connect.webhook_secrets
-		WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC, id`, endpointID)
-	if err != nil {
-		return nil, fmt.Errorf("active secrets: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
-		var sec domain.SealedWebhookSecret
-		err := r.Scan(&sec.ID, &sec.Sealed, &sec.ExpiresAt)
-		return sec, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("active secrets: %w", err)
-	}
-	return out, nil
-}
-
 // RecordAttempt counts an attempt of a PENDING delivery and writes its row, with the delivery's
 // new status: its number, or ok false when the delivery is no longer PENDING (cancelled while
 // the attempt ran), in which case nothing is written.
