@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -28,6 +29,7 @@ type fakeStore struct {
 	prices   map[string][]domain.Price
 	ledger   []domain.LedgerEntry
 	appends  int // entries written, committed or not
+	events   []events.Event
 }
 
 func newFake() *fakeStore {
@@ -47,6 +49,7 @@ func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st bi
 	saved.balances = maps.Clone(f.balances)
 	saved.prices = maps.Clone(f.prices)
 	saved.ledger = slices.Clone(f.ledger)
+	saved.events = slices.Clone(f.events)
 	if err := fn(ctx, f); err != nil {
 		appends := f.appends
 		*f = saved
@@ -54,6 +57,20 @@ func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st bi
 		return err
 	}
 	return nil
+}
+
+func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.events = append(f.events, evs...)
+	return nil
+}
+
+// The expiry job is proven against PostgreSQL alone (billing_test.go): its rule is the query.
+func (f *fakeStore) ExpiriesDue(context.Context, time.Duration, int) ([]domain.ExpiryDue, error) {
+	return nil, errors.New("fake: no expiries")
+}
+
+func (f *fakeStore) SetExpiryNotified(context.Context, []domain.ExpiryNotified) error {
+	return errors.New("fake: no expiries")
 }
 
 func (f *fakeStore) state(id string) (domain.BalanceState, bool) {

@@ -137,11 +137,11 @@ type Price struct {
 
 // ClientRow is a client as stored, contact still sealed.
 type ClientRow struct {
-	ID               string
-	Name             string
-	ContactSealed    []byte
-	Status           identity.Status
-	Features         []string
+	ID                  string
+	Name                string
+	ContactSealed       []byte
+	Status              identity.Status
+	Features            []string
 	SecretFP            []byte
 	Balance             int64
 	BalanceExpiresAt    *time.Time
