@@ -131,7 +131,7 @@ func (e *Env) CheckLedger(t testing.TB, clientID string) int64 {
 func Events(t testing.TB, db pg.DB, clientID string, types ...string) []events.Event {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `SELECT args FROM accounts.river_job
-		WHERE kind = $1 AND args->>'client_id' = $2 AND (cardinality($3::text[]) = 0 OR args->>'type' = ANY($3))
+		WHERE kind = $1 AND args->>'client_id' = $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR args->>'type' = ANY($3))
 		ORDER BY id`, outbox.Kind, clientID, types)
 	if err != nil {
 		t.Fatal(err)
