@@ -30,6 +30,7 @@ type fakeStore struct {
 	ledger   []domain.LedgerEntry
 	appends  int // entries written, committed or not
 	events   []events.Event
+	emits    int // Emit calls, committed or not: each would be a round trip
 }
 
 func newFake() *fakeStore {
@@ -60,6 +61,7 @@ func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st bi
 }
 
 func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.emits++
 	f.events = append(f.events, evs...)
 	return nil
 }
@@ -426,5 +428,45 @@ func spend(ref string) func(t *testing.T, l *billing.Ledger) {
 		if _, err := l.Debit(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBalanceLowCostsNothingWithoutACrossing: the debit path is hot, so a batch that crosses
+// no threshold must not touch the outbox at all; the one that crosses writes one event.
+func TestBalanceLowCostsNothingWithoutACrossing(t *testing.T) {
+	tests := []struct {
+		name      string
+		balance   int64
+		own       *int64
+		debits    int
+		wantEmits int
+	}{
+		{name: "above the threshold", balance: 20, debits: 5},
+		{name: "below it already", balance: 4, debits: 3},
+		{name: "no threshold", balance: 20, own: new(int64), debits: 19},
+		{name: "the crossing", balance: 12, debits: 3, wantEmits: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.client("c1", tt.balance)
+			if tt.own != nil {
+				s := f.balances["c1"]
+				s.LowThreshold = tt.own
+				f.balances["c1"] = s
+			}
+			l := billing.NewLedger(f, f, billing.DefaultPrices())
+			l.LowBalance = 10
+			for i := range tt.debits {
+				req := debit(fmt.Sprint("v-", i))
+				req.ClientID = "c1"
+				if _, err := l.Debit(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if f.emits != tt.wantEmits || len(f.events) != tt.wantEmits {
+				t.Fatalf("%d Emit calls with %d events, want %d", f.emits, len(f.events), tt.wantEmits)
+			}
+		})
 	}
 }
