@@ -40,6 +40,9 @@ type Env struct {
 	Credentials *credentials.Service
 	Clients     *clients.Service
 	Keyring     *crypto.Keyring
+	// Queue is accounts' River queue, not run: a test that wants events forwarded registers
+	// the forward worker on it and runs it.
+	Queue *jobs.Queue
 }
 
 // New migrates a fresh database and builds the domain with prices.
@@ -83,7 +86,7 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	t.Cleanup(func() { cancel(); <-done })
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	return &Env{
-		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring,
+		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring, Queue: queue,
 		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),
 	}
 }
