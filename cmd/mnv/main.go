@@ -111,7 +111,7 @@ func ownToken(tokenFile string) *config.Env {
 }
 
 func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.Registry, state string, tokens map[string]string) error {
-	acfg, err := accounts.LoadConfig(env)
+	acfg, err := accounts.LoadConfig(ownToken(tokens[auth.CallerAccounts]))
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 			*a.addr = free
 		}
 	}
-	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr
+	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr, acfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
 
 	// Each app logs as its component and labels its metrics with its service.

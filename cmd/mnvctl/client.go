@@ -51,7 +51,7 @@ func newClientCommand() *cobra.Command {
 	c := &conn{}
 	cmd := &cobra.Command{
 		Use:   "client",
-		Short: "Create clients and manage their balance, status, features, prices and web origins",
+		Short: "Create clients and manage their balance, status, features, prices, web origins and low-balance threshold",
 		Long:  "The client commands call the accounts service's admin API.\n\n" + environment,
 		Args:  noSubcommand,
 		RunE:  missingSubcommand,
@@ -60,7 +60,7 @@ func newClientCommand() *cobra.Command {
 	cmd.AddCommand(c.create(), c.show(), c.list(), c.topUp(),
 		c.setStatus("suspend", "Suspend a client: it gets 403 on everything but reading its details", accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED),
 		c.setStatus("activate", "Activate a suspended client", accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE),
-		c.features(), c.price(), c.origins())
+		c.features(), c.price(), c.origins(), c.lowBalance())
 	return cmd
 }
 
@@ -286,6 +286,42 @@ func (c *conn) origins() *cobra.Command {
 				}
 			}
 			resp, err := admin.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: args[0], Origins: origins})
+			return result{msg: resp}, err
+		})
+	})
+}
+
+// lowBalance shows, sets or clears a client's own threshold of the balance.low event.
+func (c *conn) lowBalance() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "low-balance CLIENT_ID [THRESHOLD | --default]",
+		Short: "Show or set the balance below which a debit sends the client's balance.low event (0: never)",
+		Long: "Without THRESHOLD, shows the client's own threshold and the one that applies. --default\n" +
+			"clears the client's own, so the service's default (MNV_LOW_BALANCE_THRESHOLD) applies.",
+		Args: rangeArgs(1, 2, "CLIENT_ID [THRESHOLD]"),
+	}
+	def := cmd.Flags().Bool("default", false, "take the service's default threshold")
+	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
+		if len(args) == 2 && *def {
+			return result{}, usagef("give a threshold or --default, not both")
+		}
+		req := &accountsv1.SetClientLowBalanceThresholdRequest{ClientId: args[0]}
+		if len(args) == 2 {
+			n, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil || n < 0 {
+				return result{}, usagef("THRESHOLD must be a whole number of credits, 0 or more")
+			}
+			req.Threshold = &n
+		}
+		return c.call(ctx, func(ctx context.Context, admin accountsv1.AccountsAdminServiceClient) (result, error) {
+			if len(args) == 1 && !*def {
+				resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: args[0]})
+				d := resp.GetDetails()
+				return result{msg: &accountsv1.SetClientLowBalanceThresholdResponse{
+					LowBalanceThreshold: d.LowBalanceThreshold, EffectiveLowBalanceThreshold: d.GetEffectiveLowBalanceThreshold(),
+				}}, err
+			}
+			resp, err := admin.SetClientLowBalanceThreshold(ctx, req)
 			return result{msg: resp}, err
 		})
 	})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -232,6 +233,21 @@ func TestAgainstAccounts(t *testing.T) {
 			t.Fatalf("%s", out)
 		}
 	})
+	t.Run("low-balance", func(t *testing.T) {
+		var got struct {
+			Own       *json.Number `json:"lowBalanceThreshold"`
+			Effective json.Number  `json:"effectiveLowBalanceThreshold"`
+		}
+		decode(t, mnvctl(t, "client", "low-balance", made.ClientID, "25", "-o", "json"), &got)
+		if got.Own == nil || *got.Own != "25" || got.Effective != "25" {
+			t.Fatalf("after setting 25: %+v", got)
+		}
+		got.Own = nil
+		decode(t, mnvctl(t, "client", "low-balance", made.ClientID, "--default", "-o", "json"), &got)
+		if got.Own != nil || got.Effective != "0" {
+			t.Fatalf("after --default: %+v", got)
+		}
+	})
 	t.Run("show", func(t *testing.T) {
 		var details struct {
 			Client        map[string]any
@@ -244,10 +260,14 @@ func TestAgainstAccounts(t *testing.T) {
 			t.Fatalf("details %+v", details)
 		}
 		text := mnvctl(t, "client", "show", made.ClientID)
-		for _, line := range []string{"client:\n", "  clientStatus: ", " ACTIVE\n", "  balance: ", " 600\n", "VERIFY", "activeApiKeys: 1\n"} {
+		for _, line := range []string{"client:\n", "  clientStatus: ", " ACTIVE\n", "  balance: ", " 600\n", "VERIFY"} {
 			if !strings.Contains(text, line) {
 				t.Errorf("show text lacks %q:\n%s", line, text)
 			}
+		}
+		// The top-level keys are aligned to the longest, so only the value's line is fixed.
+		if !regexp.MustCompile(`(?m)^activeApiKeys: +1$`).MatchString(text) {
+			t.Errorf("show text lacks activeApiKeys 1:\n%s", text)
 		}
 		if strings.Contains(text, "{") || strings.Contains(text, "CLIENT_STATUS_") {
 			t.Errorf("show text is not text:\n%s", text)

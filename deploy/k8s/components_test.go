@@ -43,9 +43,9 @@ var components = []component{
 	{
 		name: "accounts", deployment: "mnv-accounts", cmd: "services/accounts/cmd/accounts", app: "services/accounts/app/app.go",
 		database: true, port: 9091, listenVar: "MNV_ACCOUNTS_GRPC_ADDR", dbVar: "MNV_ACCOUNTS_DATABASE_URL",
-		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_ADMIN_TOKEN"},
+		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_ADMIN_TOKEN", "MNV_INTERNAL_TOKEN"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
-		server:  true,
+		caller:  true, server: true,
 	},
 	{
 		name: "verification", deployment: "mnv-verification", cmd: "services/verification/cmd/verification", app: "services/verification/app/app.go",

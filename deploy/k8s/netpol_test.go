@@ -53,10 +53,10 @@ var connections = []connection{
 	{"gateway", "verification", 9092, corev1.ProtocolTCP, true},
 	{"connect", "verification", 9092, corev1.ProtocolTCP, false},
 	{"accounts", "verification", 9092, corev1.ProtocolTCP, false},
-	// connect: from the gateway and verification.
+	// connect: from the gateway, verification and accounts (its events).
 	{"gateway", "connect", 9093, corev1.ProtocolTCP, true},
 	{"verification", "connect", 9093, corev1.ProtocolTCP, true},
-	{"accounts", "connect", 9093, corev1.ProtocolTCP, false},
+	{"accounts", "connect", 9093, corev1.ProtocolTCP, true},
 	// Nobody inside calls the gateway.
 	{"accounts", "gateway", 8080, corev1.ProtocolTCP, false},
 	// Metrics: from the monitoring namespace only, and only the metrics port.

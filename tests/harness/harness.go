@@ -138,6 +138,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 			auth.CallerGateway:      "e2e-gateway-token-0123456789abcdefghij",
 			auth.CallerVerification: "e2e-verification-token-0123456789abcdef",
 			auth.CallerConnect:      "e2e-connect-token-0123456789abcdefghij",
+			auth.CallerAccounts:     "e2e-accounts-token-0123456789abcdefghi",
 		},
 		AdminToken: "e2e-admin-token-0123456789abcdefghijklm",
 	}
@@ -193,6 +194,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		"MNV_PEPPER=e2e-pepper-e2e-pepper-e2e-pepper-0123456",
 		"MNV_DATA_KEYS=e2e:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		"MNV_ADMIN_TOKEN="+s.AdminToken,
+		"MNV_CONNECT_ADDR="+connectAddr,
 	)); err != nil {
 		return nil, err
 	}
@@ -252,7 +254,7 @@ func (s *Suite) certificates() (map[string][]string, error) {
 		env[name] = []string{"MNV_GRPC_TLS_CERT=" + f.Cert, "MNV_GRPC_TLS_KEY=" + f.Key}
 		s.CAFile = f.CA
 	}
-	for _, name := range []string{"verification", "connect", "gateway"} {
+	for _, name := range []string{"accounts", "verification", "connect", "gateway"} {
 		env[name] = append(env[name], "MNV_GRPC_TLS_CA="+s.CAFile)
 	}
 	return env, nil

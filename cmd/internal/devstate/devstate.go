@@ -68,8 +68,9 @@ func ensureFile(path string, make func() string) error {
 }
 
 // InternalCallers are the callers of the all-in-one, each with its own token, as in a
-// deployment: the gateway, verification and connect apps present different tokens.
-var InternalCallers = []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}
+// deployment: the gateway, verification, connect and accounts apps present different tokens
+// (accounts' to connect, forwarding its events).
+var InternalCallers = []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect, auth.CallerAccounts}
 
 // legacyInternalToken is the one token every process shared before each caller had its own;
 // a state folder of that time still holds it.

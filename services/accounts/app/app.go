@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -26,9 +27,12 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
+	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -69,11 +73,31 @@ type Config struct {
 	RedisURL string
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// ConnectAddr is where connect listens, which delivers accounts' events to the clients'
+	// webhook endpoints (MNV_CONNECT_ADDR). Empty: events are still written with their facts,
+	// and wait in accounts' queue until a process with an address forwards them.
+	ConnectAddr string
+	// InternalToken is accounts' own credential, presented to connect (MNV_INTERNAL_TOKEN[_FILE]);
+	// required when ConnectAddr is set.
+	InternalToken string
+	// TLSCAFile, when set, makes the calls to connect TLS, verified against it (MNV_GRPC_TLS_CA).
+	TLSCAFile string
+	// LowBalance is the balance.low threshold of the clients without one of their own
+	// (MNV_LOW_BALANCE_THRESHOLD); 0 sends none.
+	LowBalance int64
+	// ExpiryNotice is how long before a balance expires balance.expiring is sent
+	// (MNV_BALANCE_EXPIRY_NOTICE); ExpiryCheckEvery is how often the elected replica looks
+	// (MNV_BALANCE_EXPIRY_CHECK_EVERY).
+	ExpiryNotice     time.Duration
+	ExpiryCheckEvery time.Duration
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
-	return Config{GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100}
+	return Config{
+		GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
+		ConnectAddr: "127.0.0.1:9093", ExpiryNotice: 7 * 24 * time.Hour, ExpiryCheckEvery: time.Minute,
+	}
 }
 
 // databaseVar overrides DATABASE_URL for this service alone.
@@ -100,6 +124,15 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
+	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
+	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
+	c.LowBalance = int64(env.Int("MNV_LOW_BALANCE_THRESHOLD", int(c.LowBalance)))
+	c.ExpiryNotice = env.Duration("MNV_BALANCE_EXPIRY_NOTICE", c.ExpiryNotice)
+	c.ExpiryCheckEvery = env.Duration("MNV_BALANCE_EXPIRY_CHECK_EVERY", c.ExpiryCheckEvery)
+	if c.ConnectAddr != "" {
+		env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
+	}
 	env.Require("MNV_PEPPER", c.Pepper)
 	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_ADMIN_TOKEN", c.AdminToken)
@@ -124,6 +157,18 @@ func (c Config) Validate() error {
 	if c.ClientRate < 0 || c.ClientBurst < 1 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
 	}
+	if c.LowBalance < 0 || c.LowBalance > billing.MaxAmount {
+		errs = append(errs, fmt.Errorf("MNV_LOW_BALANCE_THRESHOLD: must be between 0 and %d", int64(billing.MaxAmount)))
+	}
+	if c.ExpiryNotice < 0 || c.ExpiryNotice > 365*24*time.Hour {
+		errs = append(errs, errors.New("MNV_BALANCE_EXPIRY_NOTICE: must be between 0 and 8760h"))
+	}
+	if c.ExpiryCheckEvery < time.Second || c.ExpiryCheckEvery > 24*time.Hour {
+		errs = append(errs, errors.New("MNV_BALANCE_EXPIRY_CHECK_EVERY: must be between 1s and 24h"))
+	}
+	if c.InternalToken != "" && c.InternalToken == c.AdminToken {
+		errs = append(errs, errors.New("MNV_INTERNAL_TOKEN: is the admin token (MNV_ADMIN_TOKEN); they must differ"))
+	}
 	if c.InternalCallers.Accepts(c.AdminToken) {
 		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: is an internal caller's token (MNV_INTERNAL_CALLERS); they must differ"))
 	}
@@ -136,6 +181,9 @@ type App struct {
 	server *grpcserver.Server
 	creds  *credentials.Service
 	idem   *idempotency.Store
+	// jobs is the service's River queue: events' forward jobs and the expiry job.
+	jobs *jobs.Queue
+	log  *zap.Logger
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -157,7 +205,10 @@ func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations())
+	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
+		return err
+	}
+	return jobs.Migrate(ctx, pool, Schema)
 }
 
 // New connects to the database, migrates the schema and builds the server. reg receives the
@@ -175,7 +226,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("MNV_PRICES: %w", err)
 	}
-	a := &App{cfg: cfg}
+	a := &App{cfg: cfg, log: log}
 	defer a.closer.CloseOnError(&err)
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-accounts"})
 	if err != nil {
@@ -186,12 +237,34 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 
+	// The one engine of accounts' background work: the stores write events' forward jobs in
+	// the transactions of their facts (box), and the expiry job runs on it.
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	a.jobs = queue
+	box := outbox.New(queue)
+
 	// Each domain package sees the store through its own port; the store is the same.
-	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db) })
-	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db) })
-	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db) })
+	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db).WithOutbox(box) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) })
+	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db).WithOutbox(box) })
 	creds := credentials.New(credStores.Pool(), credStores, fp, log)
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
+	ledger.LowBalance = cfg.LowBalance
+	river.AddWorker(queue.Workers(), &billing.ExpiryWorker{Ledger: ledger, Notice: cfg.ExpiryNotice})
+	queue.AddQueue(billing.ExpiryQueue, 1)
+	queue.AddPeriodic(billing.ExpiryJob(cfg.ExpiryCheckEvery))
+	if cfg.ConnectAddr != "" {
+		conn, err := grpcclient.Dial(cfg.ConnectAddr, grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile})
+		if err != nil {
+			return nil, fmt.Errorf("dial connect: %w", err)
+		}
+		a.closer.Add("connect connection", conn.Close)
+		outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
+		queue.AddQueue(outbox.Queue, forwardWorkers)
+	}
 	metrics, err := billing.NewMetrics(reg)
 	if err == nil {
 		err = pg.RegisterPool(reg, Schema, pool)
@@ -230,10 +303,19 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	return a, nil
 }
 
+// forwardWorkers forward events to connect at once: a publish is one short call, so a few keep
+// up with accounts' events.
+const forwardWorkers = 4
+
 // Run serves on lis until ctx ends, then shuts down gracefully and closes what New opened.
 func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
+	if a.cfg.ConnectAddr == "" {
+		// Said at every start: nothing else shows that clients' webhooks get nothing from here.
+		a.log.Warn("MNV_CONNECT_ADDR is empty: accounts' events (balance, API keys) are written but not forwarded to connect; they wait in the queue until a replica with MNV_CONNECT_ADDR runs")
+	}
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { a.creds.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })

@@ -48,6 +48,9 @@ func Start(t testing.TB) *Server {
 	cfg.Pepper, cfg.DataKeys, cfg.AdminToken = Pepper, DataKeys, AdminToken
 	cfg.InternalCallers = authtest.Callers()
 	cfg.ShutdownTimeout = 5 * time.Second
+	// No connect here: events are written with their facts and wait in the queue, where a test
+	// reads them (Events).
+	cfg.ConnectAddr = ""
 
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := prometheus.NewRegistry()

@@ -4,9 +4,11 @@ package accountstest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
@@ -17,6 +19,9 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
@@ -35,6 +40,9 @@ type Env struct {
 	Credentials *credentials.Service
 	Clients     *clients.Service
 	Keyring     *crypto.Keyring
+	// Queue is accounts' River queue, not run: a test that wants events forwarded registers
+	// the forward worker on it and runs it.
+	Queue *jobs.Queue
 }
 
 // New migrates a fresh database and builds the domain with prices.
@@ -50,6 +58,16 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	if err := pg.Migrate(ctx, pool, "accounts", migrations.FS); err != nil {
 		t.Fatal(err)
 	}
+	if err := jobs.Migrate(ctx, pool, "accounts"); err != nil {
+		t.Fatal(err)
+	}
+	// Events are written to the queue and stay there: no worker forwards them, so a test reads
+	// them back (Events) as the transaction left them.
+	queue, err := jobs.New(pool, jobs.Options{Schema: "accounts", Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := outbox.New(queue)
 	fp, err := crypto.NewFingerprinter(Pepper)
 	if err != nil {
 		t.Fatal(err)
@@ -58,9 +76,9 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db) })
-	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db) })
-	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db) })
+	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db).WithOutbox(box) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) })
+	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db).WithOutbox(box) })
 	creds := credentials.New(credStores.Pool(), credStores, fp, zaptest.NewLogger(t))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -68,7 +86,7 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	t.Cleanup(func() { cancel(); <-done })
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	return &Env{
-		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring,
+		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring, Queue: queue,
 		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),
 	}
 }
@@ -109,6 +127,37 @@ func (e *Env) CheckLedger(t testing.TB, clientID string) int64 {
 		t.Fatalf("balance %d != ledger sum %d", balance, sum)
 	}
 	return balance
+}
+
+// Events reads the events written for clientID, oldest first, of the types given (all when
+// none): the forward jobs in accounts' queue, as the facts' transactions committed them.
+func Events(t testing.TB, db pg.DB, clientID string, types ...string) []events.Event {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT args FROM accounts.river_job
+		WHERE kind = $1 AND args->>'client_id' = $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR args->>'type' = ANY($3))
+		ORDER BY id`, outbox.Kind, clientID, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]events.Event, 0, len(all))
+	for _, b := range all {
+		var a outbox.Args
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, events.Event{ID: a.ID, Type: a.Type, ClientID: a.ClientID, CreatedAt: a.CreatedAt, Data: json.RawMessage(a.Data)})
+	}
+	return out
+}
+
+// Events reads the events written for clientID (the package's Events).
+func (e *Env) Events(t testing.TB, clientID string, types ...string) []events.Event {
+	t.Helper()
+	return Events(t, e.Pool, clientID, types...)
 }
 
 // Deadline is a context for one test step.

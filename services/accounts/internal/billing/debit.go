@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -69,6 +70,9 @@ type Ledger struct {
 	// Observe, when set, is told the size of every committed batch (for tests). Shards call it
 	// concurrently.
 	Observe func(batchSize int)
+	// LowBalance is the threshold of balance.low for the clients without one of their own
+	// (MNV_LOW_BALANCE_THRESHOLD); 0 sends none. Set before the first debit.
+	LowBalance int64
 }
 
 // shards is how many batches may be in flight at once in one process.
@@ -301,6 +305,12 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 		if err != nil {
 			return err
 		}
+		if lows := l.lowBalances(clients, snap, balance); len(lows) > 0 {
+			// Only a batch that crossed a threshold pays this round trip.
+			if err := st.Emit(ctx, lows...); err != nil {
+				return err
+			}
+		}
 		for i := range batch {
 			if j := entryOf[i]; j >= 0 {
 				replayed := out[i].res.Replayed
@@ -310,6 +320,37 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 		return nil
 	})
 	return out, err
+}
+
+// lowBalances are the balance.low events of a batch: one for each client whose balance the
+// batch took from at or above its threshold to below it. Decided in Go from the balances the
+// batch locked and the ones it wrote, so a batch without a crossing builds nothing and costs no
+// query. A debit only lowers a balance, so a balance crosses at most once per batch; the next
+// batch starts below the threshold and stays silent until a credit lifts it back (a top-up or
+// refund), which re-arms the alert without any state of its own.
+func (l *Ledger) lowBalances(clients []string, snap domain.DebitSnapshot, after map[string]int64) []events.Event {
+	var out []events.Event
+	for _, id := range clients {
+		st, ok := snap.Balances[id]
+		if !ok {
+			continue
+		}
+		threshold := l.LowBalance
+		if st.LowThreshold != nil {
+			threshold = *st.LowThreshold
+		}
+		if threshold <= 0 || st.Balance < threshold || after[id] >= threshold {
+			continue
+		}
+		e, err := events.New(id, events.BalanceLow, events.BalanceLowData{Balance: after[id], Threshold: threshold}, st.Now)
+		if err != nil {
+			// Only a bug gets here (the type is known, the data an object): never let it
+			// refuse a client's debits.
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // chargeable decides whether a price can be taken from balance.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
 
@@ -30,6 +31,15 @@ type Store interface {
 	// SetPriceOverride sets (amount not nil) or removes an override; an unknown client is
 	// fault.ErrNotFound.
 	SetPriceOverride(ctx context.Context, clientID string, kind money.Kind, variant string, amount *int64) error
+	// ExpiriesDue locks and reads up to limit balances that expire within notice, or have
+	// expired, and were not yet notified for that expiry; balances a debit holds are skipped.
+	ExpiriesDue(ctx context.Context, notice time.Duration, limit int) ([]domain.ExpiryDue, error)
+	// SetExpiryNotified records the expiries notified for; the caller holds the locks.
+	SetExpiryNotified(ctx context.Context, ns []domain.ExpiryNotified) error
+
+	// Emit writes events in the store's transaction (refused outside one), so each commits
+	// with its fact.
+	Emit(ctx context.Context, evs ...events.Event) error
 }
 
 // Tx runs a function with the store inside one transaction, committed when it returns nil.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -28,6 +29,8 @@ type fakeStore struct {
 	prices   map[string][]domain.Price
 	ledger   []domain.LedgerEntry
 	appends  int // entries written, committed or not
+	events   []events.Event
+	emits    int // Emit calls, committed or not: each would be a round trip
 }
 
 func newFake() *fakeStore {
@@ -47,6 +50,7 @@ func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st bi
 	saved.balances = maps.Clone(f.balances)
 	saved.prices = maps.Clone(f.prices)
 	saved.ledger = slices.Clone(f.ledger)
+	saved.events = slices.Clone(f.events)
 	if err := fn(ctx, f); err != nil {
 		appends := f.appends
 		*f = saved
@@ -54,6 +58,21 @@ func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st bi
 		return err
 	}
 	return nil
+}
+
+func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.emits++
+	f.events = append(f.events, evs...)
+	return nil
+}
+
+// The expiry job is proven against PostgreSQL alone (billing_test.go): its rule is the query.
+func (f *fakeStore) ExpiriesDue(context.Context, time.Duration, int) ([]domain.ExpiryDue, error) {
+	return nil, errors.New("fake: no expiries")
+}
+
+func (f *fakeStore) SetExpiryNotified(context.Context, []domain.ExpiryNotified) error {
+	return errors.New("fake: no expiries")
 }
 
 func (f *fakeStore) state(id string) (domain.BalanceState, bool) {
@@ -409,5 +428,45 @@ func spend(ref string) func(t *testing.T, l *billing.Ledger) {
 		if _, err := l.Debit(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBalanceLowCostsNothingWithoutACrossing: the debit path is hot, so a batch that crosses
+// no threshold must not touch the outbox at all; the one that crosses writes one event.
+func TestBalanceLowCostsNothingWithoutACrossing(t *testing.T) {
+	tests := []struct {
+		name      string
+		balance   int64
+		own       *int64
+		debits    int
+		wantEmits int
+	}{
+		{name: "above the threshold", balance: 20, debits: 5},
+		{name: "below it already", balance: 4, debits: 3},
+		{name: "no threshold", balance: 20, own: new(int64), debits: 19},
+		{name: "the crossing", balance: 12, debits: 3, wantEmits: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.client("c1", tt.balance)
+			if tt.own != nil {
+				s := f.balances["c1"]
+				s.LowThreshold = tt.own
+				f.balances["c1"] = s
+			}
+			l := billing.NewLedger(f, f, billing.DefaultPrices())
+			l.LowBalance = 10
+			for i := range tt.debits {
+				req := debit(fmt.Sprint("v-", i))
+				req.ClientID = "c1"
+				if _, err := l.Debit(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if f.emits != tt.wantEmits || len(f.events) != tt.wantEmits {
+				t.Fatalf("%d Emit calls with %d events, want %d", f.emits, len(f.events), tt.wantEmits)
+			}
+		})
 	}
 }

@@ -158,6 +158,22 @@ func (s *Service) SetFeatures(ctx context.Context, id string, features []string)
 	return s.Get(ctx, id)
 }
 
+// SetLowBalanceThreshold sets the balance below which a debit sends balance.low (0: never);
+// nil takes the service's default again. A balance already below a new threshold sends
+// nothing: the event reports a debit's crossing, not a state.
+func (s *Service) SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) (domain.Client, error) {
+	if threshold != nil && (*threshold < 0 || *threshold > billing.MaxAmount) {
+		return domain.Client{}, fault.Invalid("lowBalanceThreshold", "must be between 0 and %d", int64(billing.MaxAmount))
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return domain.Client{}, fault.ErrNotFound
+	}
+	if err := s.st.SetLowBalanceThreshold(ctx, id, threshold); err != nil {
+		return domain.Client{}, err
+	}
+	return s.Get(ctx, id)
+}
+
 func (s *Service) sealContact(clientID string, c domain.Contact) ([]byte, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -177,7 +193,7 @@ func (s *Service) fromRow(r domain.ClientRow) (domain.Client, error) {
 	}
 	return domain.Client{
 		ID: r.ID, Name: r.Name, Contact: contact, Status: r.Status, Features: r.Features,
-		Balance: r.Balance, BalanceExpiresAt: r.BalanceExpiresAt, CreatedAt: r.CreatedAt,
+		Balance: r.Balance, BalanceExpiresAt: r.BalanceExpiresAt, LowBalanceThreshold: r.LowBalanceThreshold, CreatedAt: r.CreatedAt,
 	}, nil
 }
 

@@ -21,6 +21,8 @@ type Store interface {
 	ListClients(ctx context.Context, limit, offset int64) ([]domain.ClientRow, int64, error)
 	SetClientStatus(ctx context.Context, id string, status identity.Status) error
 	SetClientFeatures(ctx context.Context, id string, features []string) error
+	// SetLowBalanceThreshold sets (nil: clears) the client's own balance.low threshold.
+	SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) error
 
 	WebOrigins(ctx context.Context, clientID string) ([]domain.WebOrigin, error)
 	// SetWebOrigins replaces the client's origins; the caller holds the client row lock.

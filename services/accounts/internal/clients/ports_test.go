@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
@@ -40,6 +41,9 @@ type fakeStore struct {
 func newFake() *fakeStore {
 	return &fakeStore{rows: map[string]domain.ClientRow{}, origins: map[string][]string{}}
 }
+
+// Emit accepts the events of the credentials issued at creation; their rules are credentials'.
+func (f *fakeStore) Emit(context.Context, ...events.Event) error { return nil }
 
 func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st clients.Store) error) error {
 	saved := *f

@@ -15,6 +15,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -145,9 +146,19 @@ type Issued struct {
 	Secret string
 }
 
-// IssueKey stores a new key with st (inside a transaction holding the client lock, or outside
-// any).
+// IssueKey stores a new key with st, a store inside the caller's transaction, and writes its
+// api_key.created event in it.
 func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
+	out, err := s.issue(ctx, st, clientID, name, role)
+	if err != nil {
+		return Issued{}, err
+	}
+	return out, emitKey(ctx, st, events.APIKeyCreated, out.Key, nil, nil)
+}
+
+// issue stores a new key with st, without an event: a rotation's new key is told by the
+// rotation's own event (api_key.rotated names it as replacedBy).
+func (s *Service) issue(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
 	raw := crypto.NewToken(credential.APIKeyPrefix)
 	k, err := st.InsertKey(ctx, domain.APIKey{
 		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
@@ -156,6 +167,21 @@ func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string,
 		return Issued{}, err
 	}
 	return Issued{Key: k, Secret: raw}, nil
+}
+
+// emitKey writes the event typ of key k in st's transaction; replacedBy and graceUntil are a
+// rotation's.
+func emitKey(ctx context.Context, st Store, typ string, k domain.APIKey, replacedBy *string, graceUntil *time.Time) error {
+	data := events.APIKeyData{KeyID: k.ID, Name: k.Name, Role: string(k.Role), Hint: k.Hint, ReplacedBy: replacedBy}
+	if graceUntil != nil {
+		t := events.Time(*graceUntil)
+		data.GraceUntil = &t
+	}
+	e, err := events.New(k.ClientID, typ, data, time.Now())
+	if err != nil {
+		return err
+	}
+	return st.Emit(ctx, e)
 }
 
 // withClient runs fn in a transaction holding the client's row lock, after checking the client
@@ -224,10 +250,14 @@ func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret strin
 		if old.Superseded {
 			return domain.ErrKeySuperseded
 		}
-		if out, err = s.IssueKey(ctx, st, p.ClientID, old.Name, old.Role); err != nil {
+		if out, err = s.issue(ctx, st, p.ClientID, old.Name, old.Role); err != nil {
 			return err
 		}
-		return st.RetireKey(ctx, old.ID, out.Key.ID, grace)
+		until, err := st.RetireKey(ctx, old.ID, out.Key.ID, grace)
+		if err != nil {
+			return err
+		}
+		return emitKey(ctx, st, events.APIKeyRotated, old, &out.Key.ID, until)
 	})
 	return out, err
 }
@@ -240,7 +270,13 @@ func (s *Service) CreateKey(ctx context.Context, p identity.Principal, name stri
 	if role != identity.RoleAdmin && role != identity.RoleMember {
 		return Issued{}, fault.Invalid("role", "must be ADMIN or MEMBER")
 	}
-	return s.IssueKey(ctx, s.st, p.ClientID, name, role)
+	var out Issued
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		var err error
+		out, err = s.IssueKey(ctx, st, p.ClientID, name, role)
+		return err
+	})
+	return out, err
 }
 
 // ListKeys reads a page of the client's usable keys.
@@ -291,7 +327,10 @@ func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain
 				return domain.ErrLastAdminKey
 			}
 		}
-		return st.RevokeKey(ctx, clientID, keyID)
+		if err := st.RevokeKey(ctx, clientID, keyID); err != nil {
+			return err
+		}
+		return emitKey(ctx, st, events.APIKeyRevoked, k, nil, nil)
 	})
 	return k, err
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 )
 
 // Store is what credentials need of the service's storage. Lookups of one key, token or client
@@ -24,14 +25,19 @@ type Store interface {
 	// expire by themselves, exceptID left out.
 	CountUsableKeys(ctx context.Context, clientID, exceptID string) (all, lastingAdmins int, err error)
 	RevokeKey(ctx context.Context, clientID, keyID string) error
-	// RetireKey marks a rotated key as replaced: it stops at once (grace 0) or after grace.
-	RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) error
+	// RetireKey marks a rotated key as replaced: it stops at once (grace 0, nil returned) or
+	// after grace, at the time returned.
+	RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) (*time.Time, error)
 
 	SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error)
 	InsertSDKToken(ctx context.Context, t domain.SDKToken, fp []byte) (domain.SDKToken, error)
 	ListUsableSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error)
 	// RevokeSDKToken stops a usable token of the client and returns it as it was.
 	RevokeSDKToken(ctx context.Context, clientID, tokenID string) (domain.SDKToken, error)
+
+	// Emit writes events in the store's transaction (refused outside one), so each commits
+	// with its fact.
+	Emit(ctx context.Context, evs ...events.Event) error
 }
 
 // Tx runs a function with the store inside one transaction, committed when it returns nil.

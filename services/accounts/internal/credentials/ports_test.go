@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
@@ -36,14 +38,20 @@ type fakeStore struct {
 	now     time.Time
 	clients map[string]domain.ClientRow
 	keys    map[string]fakeKey
+	events  []events.Event
 }
 
 func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st credentials.Store) error) error {
-	saved := maps.Clone(f.keys)
+	saved, savedEvents := maps.Clone(f.keys), slices.Clone(f.events)
 	if err := fn(ctx, f); err != nil {
-		f.keys = saved
+		f.keys, f.events = saved, savedEvents
 		return err
 	}
+	return nil
+}
+
+func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
+	f.events = append(f.events, evs...)
 	return nil
 }
 
@@ -111,7 +119,7 @@ func (f *fakeStore) RevokeKey(_ context.Context, clientID, keyID string) error {
 	return nil
 }
 
-func (f *fakeStore) RetireKey(_ context.Context, keyID, replacedBy string, grace time.Duration) error {
+func (f *fakeStore) RetireKey(_ context.Context, keyID, replacedBy string, grace time.Duration) (*time.Time, error) {
 	k := f.keys[keyID]
 	k.replacedBy = replacedBy
 	if grace <= 0 {
@@ -120,7 +128,7 @@ func (f *fakeStore) RetireKey(_ context.Context, keyID, replacedBy string, grace
 		k.key.ExpiresAt = &end
 	}
 	f.keys[keyID] = k
-	return nil
+	return k.key.ExpiresAt, nil
 }
 
 func (f *fakeStore) SDKTokenByFingerprint(context.Context, []byte) (domain.SDKTokenAuth, error) {

@@ -55,7 +55,10 @@ type Client struct {
 	Features         []string
 	Balance          int64
 	BalanceExpiresAt *time.Time
-	CreatedAt        time.Time
+	// LowBalanceThreshold is the client's own threshold of balance.low; nil takes the
+	// service's default.
+	LowBalanceThreshold *int64
+	CreatedAt           time.Time
 }
 
 // BalanceValid reports whether the client can spend: ACTIVE, above zero and not expired.
@@ -134,15 +137,16 @@ type Price struct {
 
 // ClientRow is a client as stored, contact still sealed.
 type ClientRow struct {
-	ID               string
-	Name             string
-	ContactSealed    []byte
-	Status           identity.Status
-	Features         []string
-	SecretFP         []byte
-	Balance          int64
-	BalanceExpiresAt *time.Time
-	CreatedAt        time.Time
+	ID                  string
+	Name                string
+	ContactSealed       []byte
+	Status              identity.Status
+	Features            []string
+	SecretFP            []byte
+	Balance             int64
+	BalanceExpiresAt    *time.Time
+	LowBalanceThreshold *int64
+	CreatedAt           time.Time
 }
 
 // KeyAuth is what authenticating an API key needs, in one indexed lookup.
@@ -165,8 +169,29 @@ type BalanceState struct {
 	Balance   int64
 	ExpiresAt *time.Time
 	Status    identity.Status
+	// LowThreshold is the client's own threshold of balance.low; nil takes the default.
+	LowThreshold *int64
 	// Now is the database's transaction time, the clock every expiry is judged by.
 	Now time.Time
+}
+
+// ExpiryDue is a balance whose expiry is near or past and not yet notified for, locked for
+// the notification: what the expiry job needs to decide which event to send.
+type ExpiryDue struct {
+	ClientID            string
+	Balance             int64
+	ExpiresAt           time.Time
+	ExpiringNotifiedFor *time.Time
+	ExpiredNotifiedFor  *time.Time
+	// Now is the database's transaction time.
+	Now time.Time
+}
+
+// ExpiryNotified records the expiry an event was sent for.
+type ExpiryNotified struct {
+	ClientID string
+	// Expiring and Expired are the expiry the events were sent for; nil leaves the record.
+	Expiring, Expired *time.Time
 }
 
 // DebitSnapshot is everything a batch of debits needs to decide, read in one round trip under

@@ -56,7 +56,8 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	}
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
 		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
-		WebOrigins: originNames(origins),
+		WebOrigins: originNames(origins), LowBalanceThreshold: c.LowBalanceThreshold,
+		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c),
 	}}, nil
 }
 
@@ -135,6 +136,25 @@ func (s *Admin) SetClientWebOrigins(ctx context.Context, req *accountsv1.SetClie
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.SetClientWebOriginsResponse{WebOrigins: originNames(origins)}, nil
+}
+
+// SetClientLowBalanceThreshold sets or clears the client's own threshold of balance.low.
+func (s *Admin) SetClientLowBalanceThreshold(ctx context.Context, req *accountsv1.SetClientLowBalanceThresholdRequest) (*accountsv1.SetClientLowBalanceThresholdResponse, error) {
+	c, err := s.Clients.SetLowBalanceThreshold(ctx, req.GetClientId(), req.Threshold)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientLowBalanceThresholdResponse{
+		LowBalanceThreshold: c.LowBalanceThreshold, EffectiveLowBalanceThreshold: s.effectiveLowBalance(c),
+	}, nil
+}
+
+// effectiveLowBalance is the threshold that applies to c: its own, else the service's default.
+func (s *Admin) effectiveLowBalance(c domain.Client) int64 {
+	if c.LowBalanceThreshold != nil {
+		return *c.LowBalanceThreshold
+	}
+	return s.Ledger.LowBalance
 }
 
 func originNames(origins []domain.WebOrigin) []string {

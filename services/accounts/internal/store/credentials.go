@@ -112,19 +112,21 @@ func (s *Store) RevokeKey(ctx context.Context, clientID, keyID string) error {
 }
 
 // RetireKey marks a rotated key as replaced; it stops at once (grace 0) or after grace.
-func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) error {
-	var err error
+func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace time.Duration) (*time.Time, error) {
 	if grace <= 0 {
-		_, err = s.db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now(), replaced_by = $2 WHERE id = $1`, keyID, replacedBy)
-	} else {
-		_, err = s.db.Exec(ctx, `UPDATE accounts.api_keys SET replaced_by = $2,
-			expires_at = least(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3))
-			WHERE id = $1`, keyID, replacedBy, grace.Seconds())
+		if _, err := s.db.Exec(ctx, `UPDATE accounts.api_keys SET revoked_at = now(), replaced_by = $2 WHERE id = $1`, keyID, replacedBy); err != nil {
+			return nil, fmt.Errorf("retire key: %w", err)
+		}
+		return nil, nil
 	}
+	var until time.Time
+	err := s.db.QueryRow(ctx, `UPDATE accounts.api_keys SET replaced_by = $2,
+		expires_at = least(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3))
+		WHERE id = $1 RETURNING expires_at`, keyID, replacedBy, grace.Seconds()).Scan(&until)
 	if err != nil {
-		return fmt.Errorf("retire key: %w", err)
+		return nil, fmt.Errorf("retire key: %w", err)
 	}
-	return nil
+	return &until, nil
 }
 
 // SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.

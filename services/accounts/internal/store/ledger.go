@@ -15,14 +15,14 @@ import (
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
-const lockBalanceSQL = `SELECT b.balance, b.expires_at, c.status, now()
+const lockBalanceSQL = `SELECT b.balance, b.expires_at, c.status, b.low_balance_threshold, now()
 	FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
 	WHERE b.client_id = $1 FOR UPDATE OF b`
 
 // LockBalance locks a client's balance row until the transaction ends.
 func (s *Store) LockBalance(ctx context.Context, clientID string) (domain.BalanceState, error) {
 	var b domain.BalanceState
-	err := s.db.QueryRow(ctx, lockBalanceSQL, clientID).Scan(&b.Balance, &b.ExpiresAt, &b.Status, &b.Now)
+	err := s.db.QueryRow(ctx, lockBalanceSQL, clientID).Scan(&b.Balance, &b.ExpiresAt, &b.Status, &b.LowThreshold, &b.Now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return b, fault.ErrNotFound
 	}
@@ -56,7 +56,7 @@ func (s *Store) LockForDebits(ctx context.Context, clientIDs []string, lookup []
 	// Ids travel as text[] and are cast by the server: pgx has no binary plan for []string into
 	// uuid[], and finding that out (an error built with fmt) before falling back to text cost
 	// about a tenth of accounts' CPU on the debit path.
-	b.Queue(`SELECT b.client_id::text, b.balance, b.expires_at, c.status, now()
+	b.Queue(`SELECT b.client_id::text, b.balance, b.expires_at, c.status, b.low_balance_threshold, now()
 		FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
 		WHERE b.client_id = ANY($1::text[]::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
 	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::text[]::uuid[])`, ids)
@@ -74,7 +74,7 @@ func (s *Store) LockForDebits(ctx context.Context, clientIDs []string, lookup []
 	for rows.Next() {
 		var id string
 		var st domain.BalanceState
-		if err := rows.Scan(&id, &st.Balance, &st.ExpiresAt, &st.Status, &st.Now); err != nil {
+		if err := rows.Scan(&id, &st.Balance, &st.ExpiresAt, &st.Status, &st.LowThreshold, &st.Now); err != nil {
 			rows.Close()
 			return snap, fmt.Errorf("lock balances: %w", err)
 		}
@@ -304,6 +304,52 @@ func (s *Store) SetPriceOverride(ctx context.Context, clientID string, kind mone
 	}
 	if err != nil {
 		return fmt.Errorf("set price: %w", err)
+	}
+	return nil
+}
+
+// ExpiriesDue locks (skipping those a debit holds: the next run takes them) and reads up to
+// limit balances that expire within notice, or have expired, and whose expiry was not yet
+// notified for, in client id order.
+func (s *Store) ExpiriesDue(ctx context.Context, notice time.Duration, limit int) ([]domain.ExpiryDue, error) {
+	rows, err := s.db.Query(ctx, `SELECT client_id::text, balance, expires_at, expiring_notified_for, expired_notified_for, now()
+		FROM accounts.balances
+		WHERE expires_at IS NOT NULL AND expires_at <= now() + make_interval(secs => $1)
+			AND (expired_notified_for IS DISTINCT FROM expires_at
+				AND (expires_at <= now() OR expiring_notified_for IS DISTINCT FROM expires_at))
+		ORDER BY client_id LIMIT $2 FOR UPDATE SKIP LOCKED`, notice.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expiries due: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ExpiryDue, error) {
+		var d domain.ExpiryDue
+		return d, r.Scan(&d.ClientID, &d.Balance, &d.ExpiresAt, &d.ExpiringNotifiedFor, &d.ExpiredNotifiedFor, &d.Now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expiries due: %w", err)
+	}
+	return out, nil
+}
+
+// SetExpiryNotified records the expiries the events of ns were sent for, in one statement. The
+// caller holds the balance locks (ExpiriesDue).
+func (s *Store) SetExpiryNotified(ctx context.Context, ns []domain.ExpiryNotified) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	ids := make([]string, len(ns))
+	expiring := make([]*time.Time, len(ns))
+	expired := make([]*time.Time, len(ns))
+	for i, n := range ns {
+		ids[i], expiring[i], expired[i] = n.ClientID, n.Expiring, n.Expired
+	}
+	_, err := s.db.Exec(ctx, `UPDATE accounts.balances b
+		SET expiring_notified_for = coalesce(v.expiring, b.expiring_notified_for),
+			expired_notified_for = coalesce(v.expired, b.expired_notified_for)
+		FROM unnest($1::text[]::uuid[], $2::timestamptz[], $3::timestamptz[]) AS v(client_id, expiring, expired)
+		WHERE b.client_id = v.client_id`, ids, expiring, expired)
+	if err != nil {
+		return fmt.Errorf("set expiry notified: %w", err)
 	}
 	return nil
 }

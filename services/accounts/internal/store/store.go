@@ -12,25 +12,46 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // Store is the accounts schema behind a pool or a transaction: every query serves either, and
 // the caller owns the transaction.
-type Store struct{ db pg.DB }
+type Store struct {
+	db     pg.DB
+	outbox *outbox.Outbox
+}
 
 // New returns the store over db, a pool or a transaction.
 func New(db pg.DB) *Store { return &Store{db: db} }
 
+// WithOutbox returns the Store that also writes events (Emit) through box.
+func (s *Store) WithOutbox(box *outbox.Outbox) *Store { return &Store{db: s.db, outbox: box} }
+
+// Emit writes evs in the Store's transaction, so each commits with its fact or not at all.
+// Outside a transaction it is refused: an event written on its own could outlive a fact that
+// rolled back.
+func (s *Store) Emit(ctx context.Context, evs ...events.Event) error {
+	if s.outbox == nil {
+		return errors.New("store: events emitted without an outbox")
+	}
+	if _, ok := s.db.(pgx.Tx); !ok {
+		return fmt.Errorf("emit events: %w", pg.ErrNoTx)
+	}
+	return s.outbox.Emit(ctx, s.db, evs...)
+}
+
 const clientColumns = `c.id::text, c.name, c.contact_sealed, c.status, c.features, c.secret_fingerprint,
-	b.balance, b.expires_at, c.created_at`
+	b.balance, b.expires_at, b.low_balance_threshold, c.created_at`
 
 func scanClient(row pgx.Row) (domain.ClientRow, error) {
 	var c domain.ClientRow
 	err := row.Scan(&c.ID, &c.Name, &c.ContactSealed, &c.Status, &c.Features, &c.SecretFP,
-		&c.Balance, &c.BalanceExpiresAt, &c.CreatedAt)
+		&c.Balance, &c.BalanceExpiresAt, &c.LowBalanceThreshold, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, fault.ErrNotFound
 	}
@@ -90,6 +111,12 @@ func (s *Store) SetClientStatus(ctx context.Context, id string, status identity.
 // SetClientFeatures replaces a client's features.
 func (s *Store) SetClientFeatures(ctx context.Context, id string, features []string) error {
 	return s.updateClient(ctx, `UPDATE accounts.clients SET features = $2, updated_at = now() WHERE id = $1`, id, features)
+}
+
+// SetLowBalanceThreshold sets a client's own low-balance threshold; nil takes the service's
+// default again.
+func (s *Store) SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) error {
+	return s.updateClient(ctx, `UPDATE accounts.balances SET low_balance_threshold = $2 WHERE client_id = $1`, id, threshold)
 }
 
 func (s *Store) updateClient(ctx context.Context, sql string, args ...any) error {

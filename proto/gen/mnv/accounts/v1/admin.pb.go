@@ -102,9 +102,15 @@ type ClientDetails struct {
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	ActiveApiKeys int32                  `protobuf:"varint,4,opt,name=active_api_keys,json=activeApiKeys,proto3" json:"active_api_keys,omitempty"`
 	// Origins allowed to capture the client's browser flows.
-	WebOrigins    []string `protobuf:"bytes,5,rep,name=web_origins,json=webOrigins,proto3" json:"web_origins,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WebOrigins []string `protobuf:"bytes,5,rep,name=web_origins,json=webOrigins,proto3" json:"web_origins,omitempty"`
+	// The client's own threshold of the balance.low event; unset takes the service's default
+	// (MNV_LOW_BALANCE_THRESHOLD).
+	LowBalanceThreshold *int64 `protobuf:"varint,6,opt,name=low_balance_threshold,json=lowBalanceThreshold,proto3,oneof" json:"low_balance_threshold,omitempty"`
+	// The threshold that applies: a debit that takes the balance from at or above it to below it
+	// sends balance.low; 0 sends none.
+	EffectiveLowBalanceThreshold int64 `protobuf:"varint,7,opt,name=effective_low_balance_threshold,json=effectiveLowBalanceThreshold,proto3" json:"effective_low_balance_threshold,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *ClientDetails) Reset() {
@@ -170,6 +176,20 @@ func (x *ClientDetails) GetWebOrigins() []string {
 		return x.WebOrigins
 	}
 	return nil
+}
+
+func (x *ClientDetails) GetLowBalanceThreshold() int64 {
+	if x != nil && x.LowBalanceThreshold != nil {
+		return *x.LowBalanceThreshold
+	}
+	return 0
+}
+
+func (x *ClientDetails) GetEffectiveLowBalanceThreshold() int64 {
+	if x != nil {
+		return x.EffectiveLowBalanceThreshold
+	}
+	return 0
 }
 
 type CreateClientRequest struct {
@@ -1095,6 +1115,112 @@ func (x *SetClientWebOriginsResponse) GetWebOrigins() []string {
 	return nil
 }
 
+type SetClientLowBalanceThresholdRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The client's own threshold, 0 for no balance.low at all; unset takes the service's default
+	// again.
+	Threshold     *int64 `protobuf:"varint,2,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClientLowBalanceThresholdRequest) Reset() {
+	*x = SetClientLowBalanceThresholdRequest{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientLowBalanceThresholdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientLowBalanceThresholdRequest) ProtoMessage() {}
+
+func (x *SetClientLowBalanceThresholdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientLowBalanceThresholdRequest.ProtoReflect.Descriptor instead.
+func (*SetClientLowBalanceThresholdRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SetClientLowBalanceThresholdRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *SetClientLowBalanceThresholdRequest) GetThreshold() int64 {
+	if x != nil && x.Threshold != nil {
+		return *x.Threshold
+	}
+	return 0
+}
+
+type SetClientLowBalanceThresholdResponse struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	LowBalanceThreshold          *int64                 `protobuf:"varint,1,opt,name=low_balance_threshold,json=lowBalanceThreshold,proto3,oneof" json:"low_balance_threshold,omitempty"`
+	EffectiveLowBalanceThreshold int64                  `protobuf:"varint,2,opt,name=effective_low_balance_threshold,json=effectiveLowBalanceThreshold,proto3" json:"effective_low_balance_threshold,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+func (x *SetClientLowBalanceThresholdResponse) Reset() {
+	*x = SetClientLowBalanceThresholdResponse{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientLowBalanceThresholdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientLowBalanceThresholdResponse) ProtoMessage() {}
+
+func (x *SetClientLowBalanceThresholdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientLowBalanceThresholdResponse.ProtoReflect.Descriptor instead.
+func (*SetClientLowBalanceThresholdResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetClientLowBalanceThresholdResponse) GetLowBalanceThreshold() int64 {
+	if x != nil && x.LowBalanceThreshold != nil {
+		return *x.LowBalanceThreshold
+	}
+	return 0
+}
+
+func (x *SetClientLowBalanceThresholdResponse) GetEffectiveLowBalanceThreshold() int64 {
+	if x != nil {
+		return x.EffectiveLowBalanceThreshold
+	}
+	return 0
+}
+
 var File_mnv_accounts_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
@@ -1106,7 +1232,7 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1e\n" +
 	"\n" +
 	"overridden\x18\x04 \x01(\bR\n" +
-	"overridden\"\xf4\x01\n" +
+	"overridden\"\x8e\x03\n" +
 	"\rClientDetails\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\x12.\n" +
 	"\x06prices\x18\x02 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices\x129\n" +
@@ -1114,7 +1240,10 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12&\n" +
 	"\x0factive_api_keys\x18\x04 \x01(\x05R\ractiveApiKeys\x12\x1f\n" +
 	"\vweb_origins\x18\x05 \x03(\tR\n" +
-	"webOrigins\"\x9b\x03\n" +
+	"webOrigins\x127\n" +
+	"\x15low_balance_threshold\x18\x06 \x01(\x03H\x00R\x13lowBalanceThreshold\x88\x01\x01\x12E\n" +
+	"\x1feffective_low_balance_threshold\x18\a \x01(\x03R\x1ceffectiveLowBalanceThresholdB\x18\n" +
+	"\x16_low_balance_threshold\"\x9b\x03\n" +
 	"\x13CreateClientRequest\x12\x1f\n" +
 	"\vclient_name\x18\x01 \x01(\tR\n" +
 	"clientName\x12.\n" +
@@ -1180,7 +1309,16 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\aorigins\x18\x02 \x03(\tR\aorigins\">\n" +
 	"\x1bSetClientWebOriginsResponse\x12\x1f\n" +
 	"\vweb_origins\x18\x01 \x03(\tR\n" +
-	"webOrigins2\xf4\x06\n" +
+	"webOrigins\"s\n" +
+	"#SetClientLowBalanceThresholdRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
+	"\tthreshold\x18\x02 \x01(\x03H\x00R\tthreshold\x88\x01\x01B\f\n" +
+	"\n" +
+	"_threshold\"\xc0\x01\n" +
+	"$SetClientLowBalanceThresholdResponse\x127\n" +
+	"\x15low_balance_threshold\x18\x01 \x01(\x03H\x00R\x13lowBalanceThreshold\x88\x01\x01\x12E\n" +
+	"\x1feffective_low_balance_threshold\x18\x02 \x01(\x03R\x1ceffectiveLowBalanceThresholdB\x18\n" +
+	"\x16_low_balance_threshold2\x8a\b\n" +
 	"\x14AccountsAdminService\x12c\n" +
 	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
 	"\x0eDescribeClient\x12&.mnv.accounts.v1.DescribeClientRequest\x1a'.mnv.accounts.v1.DescribeClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12`\n" +
@@ -1189,7 +1327,8 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x0fSetClientStatus\x12'.mnv.accounts.v1.SetClientStatusRequest\x1a(.mnv.accounts.v1.SetClientStatusResponse\"\x06\xca\xf3\x18\x02\b\x05\x12r\n" +
 	"\x11SetClientFeatures\x12).mnv.accounts.v1.SetClientFeaturesRequest\x1a*.mnv.accounts.v1.SetClientFeaturesResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
 	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponse\"\x06\xca\xf3\x18\x02\b\x05\x12x\n" +
-	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12\x93\x01\n" +
+	"\x1cSetClientLowBalanceThreshold\x124.mnv.accounts.v1.SetClientLowBalanceThresholdRequest\x1a5.mnv.accounts.v1.SetClientLowBalanceThresholdResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_admin_proto_rawDescOnce sync.Once
@@ -1203,51 +1342,53 @@ func file_mnv_accounts_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_admin_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_mnv_accounts_v1_admin_proto_goTypes = []any{
-	(*Price)(nil),                       // 0: mnv.accounts.v1.Price
-	(*ClientDetails)(nil),               // 1: mnv.accounts.v1.ClientDetails
-	(*CreateClientRequest)(nil),         // 2: mnv.accounts.v1.CreateClientRequest
-	(*CreateClientResponse)(nil),        // 3: mnv.accounts.v1.CreateClientResponse
-	(*DescribeClientRequest)(nil),       // 4: mnv.accounts.v1.DescribeClientRequest
-	(*DescribeClientResponse)(nil),      // 5: mnv.accounts.v1.DescribeClientResponse
-	(*ListClientsRequest)(nil),          // 6: mnv.accounts.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),         // 7: mnv.accounts.v1.ListClientsResponse
-	(*TopUpBalanceRequest)(nil),         // 8: mnv.accounts.v1.TopUpBalanceRequest
-	(*TopUpBalanceResponse)(nil),        // 9: mnv.accounts.v1.TopUpBalanceResponse
-	(*SetClientStatusRequest)(nil),      // 10: mnv.accounts.v1.SetClientStatusRequest
-	(*SetClientStatusResponse)(nil),     // 11: mnv.accounts.v1.SetClientStatusResponse
-	(*SetClientFeaturesRequest)(nil),    // 12: mnv.accounts.v1.SetClientFeaturesRequest
-	(*SetClientFeaturesResponse)(nil),   // 13: mnv.accounts.v1.SetClientFeaturesResponse
-	(*SetClientPriceRequest)(nil),       // 14: mnv.accounts.v1.SetClientPriceRequest
-	(*SetClientPriceResponse)(nil),      // 15: mnv.accounts.v1.SetClientPriceResponse
-	(*SetClientWebOriginsRequest)(nil),  // 16: mnv.accounts.v1.SetClientWebOriginsRequest
-	(*SetClientWebOriginsResponse)(nil), // 17: mnv.accounts.v1.SetClientWebOriginsResponse
-	(LedgerKind)(0),                     // 18: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                      // 19: mnv.accounts.v1.Client
-	(*timestamppb.Timestamp)(nil),       // 20: google.protobuf.Timestamp
-	(Feature)(0),                        // 21: mnv.accounts.v1.Feature
-	(*LedgerEntry)(nil),                 // 22: mnv.accounts.v1.LedgerEntry
-	(ClientStatus)(0),                   // 23: mnv.accounts.v1.ClientStatus
+	(*Price)(nil),                                // 0: mnv.accounts.v1.Price
+	(*ClientDetails)(nil),                        // 1: mnv.accounts.v1.ClientDetails
+	(*CreateClientRequest)(nil),                  // 2: mnv.accounts.v1.CreateClientRequest
+	(*CreateClientResponse)(nil),                 // 3: mnv.accounts.v1.CreateClientResponse
+	(*DescribeClientRequest)(nil),                // 4: mnv.accounts.v1.DescribeClientRequest
+	(*DescribeClientResponse)(nil),               // 5: mnv.accounts.v1.DescribeClientResponse
+	(*ListClientsRequest)(nil),                   // 6: mnv.accounts.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),                  // 7: mnv.accounts.v1.ListClientsResponse
+	(*TopUpBalanceRequest)(nil),                  // 8: mnv.accounts.v1.TopUpBalanceRequest
+	(*TopUpBalanceResponse)(nil),                 // 9: mnv.accounts.v1.TopUpBalanceResponse
+	(*SetClientStatusRequest)(nil),               // 10: mnv.accounts.v1.SetClientStatusRequest
+	(*SetClientStatusResponse)(nil),              // 11: mnv.accounts.v1.SetClientStatusResponse
+	(*SetClientFeaturesRequest)(nil),             // 12: mnv.accounts.v1.SetClientFeaturesRequest
+	(*SetClientFeaturesResponse)(nil),            // 13: mnv.accounts.v1.SetClientFeaturesResponse
+	(*SetClientPriceRequest)(nil),                // 14: mnv.accounts.v1.SetClientPriceRequest
+	(*SetClientPriceResponse)(nil),               // 15: mnv.accounts.v1.SetClientPriceResponse
+	(*SetClientWebOriginsRequest)(nil),           // 16: mnv.accounts.v1.SetClientWebOriginsRequest
+	(*SetClientWebOriginsResponse)(nil),          // 17: mnv.accounts.v1.SetClientWebOriginsResponse
+	(*SetClientLowBalanceThresholdRequest)(nil),  // 18: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	(*SetClientLowBalanceThresholdResponse)(nil), // 19: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	(LedgerKind)(0),                              // 20: mnv.accounts.v1.LedgerKind
+	(*Client)(nil),                               // 21: mnv.accounts.v1.Client
+	(*timestamppb.Timestamp)(nil),                // 22: google.protobuf.Timestamp
+	(Feature)(0),                                 // 23: mnv.accounts.v1.Feature
+	(*LedgerEntry)(nil),                          // 24: mnv.accounts.v1.LedgerEntry
+	(ClientStatus)(0),                            // 25: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
-	18, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
-	19, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
+	20, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
+	21, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
 	0,  // 2: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
-	20, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
-	20, // 4: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	21, // 5: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
-	19, // 6: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
+	22, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
+	22, // 4: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	23, // 5: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
+	21, // 6: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
 	1,  // 7: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
-	19, // 8: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
-	20, // 9: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	19, // 10: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
-	22, // 11: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
-	23, // 12: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
-	19, // 13: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
-	21, // 14: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
-	19, // 15: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
-	18, // 16: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	21, // 8: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
+	22, // 9: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	21, // 10: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
+	24, // 11: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
+	25, // 12: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
+	21, // 13: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
+	23, // 14: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
+	21, // 15: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
+	20, // 16: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
 	0,  // 17: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
 	2,  // 18: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
 	4,  // 19: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
@@ -1257,16 +1398,18 @@ var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
 	12, // 23: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
 	14, // 24: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
 	16, // 25: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
-	3,  // 26: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
-	5,  // 27: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
-	7,  // 28: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
-	9,  // 29: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
-	11, // 30: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
-	13, // 31: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
-	15, // 32: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
-	17, // 33: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
+	18, // 26: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	3,  // 27: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
+	5,  // 28: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
+	7,  // 29: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
+	9,  // 30: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
+	11, // 31: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
+	13, // 32: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
+	15, // 33: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
+	17, // 34: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
+	19, // 35: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	27, // [27:36] is the sub-list for method output_type
+	18, // [18:27] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1278,16 +1421,19 @@ func file_mnv_accounts_v1_admin_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
+	file_mnv_accounts_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[6].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[8].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[18].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_admin_proto_rawDesc), len(file_mnv_accounts_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,14 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AccountsAdminService_CreateClient_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/CreateClient"
-	AccountsAdminService_DescribeClient_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/DescribeClient"
-	AccountsAdminService_ListClients_FullMethodName         = "/mnv.accounts.v1.AccountsAdminService/ListClients"
-	AccountsAdminService_TopUpBalance_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/TopUpBalance"
-	AccountsAdminService_SetClientStatus_FullMethodName     = "/mnv.accounts.v1.AccountsAdminService/SetClientStatus"
-	AccountsAdminService_SetClientFeatures_FullMethodName   = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
-	AccountsAdminService_SetClientPrice_FullMethodName      = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
-	AccountsAdminService_SetClientWebOrigins_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientWebOrigins"
+	AccountsAdminService_CreateClient_FullMethodName                 = "/mnv.accounts.v1.AccountsAdminService/CreateClient"
+	AccountsAdminService_DescribeClient_FullMethodName               = "/mnv.accounts.v1.AccountsAdminService/DescribeClient"
+	AccountsAdminService_ListClients_FullMethodName                  = "/mnv.accounts.v1.AccountsAdminService/ListClients"
+	AccountsAdminService_TopUpBalance_FullMethodName                 = "/mnv.accounts.v1.AccountsAdminService/TopUpBalance"
+	AccountsAdminService_SetClientStatus_FullMethodName              = "/mnv.accounts.v1.AccountsAdminService/SetClientStatus"
+	AccountsAdminService_SetClientFeatures_FullMethodName            = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
+	AccountsAdminService_SetClientPrice_FullMethodName               = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
+	AccountsAdminService_SetClientWebOrigins_FullMethodName          = "/mnv.accounts.v1.AccountsAdminService/SetClientWebOrigins"
+	AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientLowBalanceThreshold"
 )
 
 // AccountsAdminServiceClient is the client API for AccountsAdminService service.
@@ -49,6 +50,8 @@ type AccountsAdminServiceClient interface {
 	SetClientPrice(ctx context.Context, in *SetClientPriceRequest, opts ...grpc.CallOption) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(ctx context.Context, in *SetClientWebOriginsRequest, opts ...grpc.CallOption) (*SetClientWebOriginsResponse, error)
+	// Sets or clears the client's own threshold of the balance.low event.
+	SetClientLowBalanceThreshold(ctx context.Context, in *SetClientLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetClientLowBalanceThresholdResponse, error)
 }
 
 type accountsAdminServiceClient struct {
@@ -139,6 +142,16 @@ func (c *accountsAdminServiceClient) SetClientWebOrigins(ctx context.Context, in
 	return out, nil
 }
 
+func (c *accountsAdminServiceClient) SetClientLowBalanceThreshold(ctx context.Context, in *SetClientLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetClientLowBalanceThresholdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetClientLowBalanceThresholdResponse)
+	err := c.cc.Invoke(ctx, AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsAdminServiceServer is the server API for AccountsAdminService service.
 // All implementations must embed UnimplementedAccountsAdminServiceServer
 // for forward compatibility.
@@ -159,6 +172,8 @@ type AccountsAdminServiceServer interface {
 	SetClientPrice(context.Context, *SetClientPriceRequest) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error)
+	// Sets or clears the client's own threshold of the balance.low event.
+	SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error)
 	mustEmbedUnimplementedAccountsAdminServiceServer()
 }
 
@@ -192,6 +207,9 @@ func (UnimplementedAccountsAdminServiceServer) SetClientPrice(context.Context, *
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientWebOrigins not implemented")
+}
+func (UnimplementedAccountsAdminServiceServer) SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetClientLowBalanceThreshold not implemented")
 }
 func (UnimplementedAccountsAdminServiceServer) mustEmbedUnimplementedAccountsAdminServiceServer() {}
 func (UnimplementedAccountsAdminServiceServer) testEmbeddedByValue()                              {}
@@ -358,6 +376,24 @@ func _AccountsAdminService_SetClientWebOrigins_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsAdminService_SetClientLowBalanceThreshold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetClientLowBalanceThresholdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsAdminServiceServer).SetClientLowBalanceThreshold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsAdminServiceServer).SetClientLowBalanceThreshold(ctx, req.(*SetClientLowBalanceThresholdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsAdminService_ServiceDesc is the grpc.ServiceDesc for AccountsAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -396,6 +432,10 @@ var AccountsAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClientWebOrigins",
 			Handler:    _AccountsAdminService_SetClientWebOrigins_Handler,
+		},
+		{
+			MethodName: "SetClientLowBalanceThreshold",
+			Handler:    _AccountsAdminService_SetClientLowBalanceThreshold_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
