@@ -18,6 +18,8 @@ FUZZTIME ?= 30000x
 SDK := sdk/web
 SDK_ASSETS := gateway/internal/sdkassets/files
 NODE_ENSURE := deploy/local/node-ensure.sh
+# The reference webhook receiver of the tests (Node.js, the standardwebhooks npm library).
+RECEIVER := tests/webhooks/receiver
 
 .PHONY: help
 help: ## Show the targets
@@ -34,6 +36,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	$(MAKE) build; \
 	$(MAKE) sdk-test; \
+	$(MAKE) receiver-deps; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
 
 .PHONY: fuzz
@@ -94,6 +97,14 @@ $(SDK)/node_modules/.package-lock.json: $(SDK)/package-lock.json
 .PHONY: sdk-check
 sdk-check: $(SDK)/node_modules/.package-lock.json ## Type-check the browser SDK's declarations (pinned tsc)
 	npx --prefix $(SDK) tsc --noEmit -p $(SDK)
+
+# As for the SDK: npm ci only when the receiver's lock file changed since the last install.
+$(RECEIVER)/node_modules/.package-lock.json: $(RECEIVER)/package-lock.json
+	@$(NODE_ENSURE)
+	npm ci --prefix $(RECEIVER) --no-audit --no-fund --prefer-offline
+
+.PHONY: receiver-deps
+receiver-deps: $(RECEIVER)/node_modules/.package-lock.json ## Install the webhook test receiver's pinned npm packages
 
 .PHONY: apidocs
 apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned in the script)

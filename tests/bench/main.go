@@ -35,6 +35,12 @@
 //     goal is at least 20,000 records/s. Once with the masked number only, once with the full
 //     number too (opened for every record). With -connect-pprof, connect's CPU profile of the
 //     first 30 s of the import is written to a file.
+//   - E, webhooks: -webhook-events ping events (POST /v1/api/me/webhooks/{id}/test) over
+//     -webhook-endpoints clients with one endpoint each, sent by -c workers, delivered to a
+//     receiver in this process that checks every Standard Webhooks signature and acknowledges:
+//     events delivered per second (first ping sent to last event received) and the lag from
+//     each event's createdAt to its arrival, p50 and p99, beside D's delivery figures. No goal
+//     yet: the issue asks for the figures.
 //   - The raw PostgreSQL limit (../shared/bench/pgbench-verify-limit.sh, when present), run
 //     last so it does not compete: the same writes as plain SQL, so mnv's debits/s can be read
 //     as a fraction of what the database allows.
@@ -85,6 +91,9 @@ type Options struct {
 	SkipConnect  bool
 	ConnectRows  int    // rows of benchmark D's CSV
 	ConnectPprof string // where to write connect's CPU profile of the import ("": none)
+	SkipWebhooks bool
+	// WebhookEvents are benchmark E's pings, spread over WebhookEndpoints clients.
+	WebhookEvents, WebhookEndpoints int
 }
 
 func main() { os.Exit(run()) }
@@ -105,13 +114,17 @@ func run() int {
 	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
 	flag.IntVar(&opts.ConnectRows, "connect-rows", 1_000_000, "rows of benchmark D's CSV (at most what fits in 50 MiB)")
 	flag.StringVar(&opts.ConnectPprof, "connect-pprof", "", fmt.Sprintf("write connect's CPU profile of the first %ds of the import to this file", pprofSeconds))
+	flag.BoolVar(&opts.SkipWebhooks, "skip-webhooks", false, "do not run benchmark E (webhook delivery)")
+	flag.IntVar(&opts.WebhookEvents, "webhook-events", 5000, "ping events of benchmark E")
+	flag.IntVar(&opts.WebhookEndpoints, "webhook-endpoints", 4, "clients of benchmark E, one endpoint each")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	flag.Parse()
 	if opts.VerifyRounds == 0 {
 		opts.VerifyRounds = cfg.Rounds
 	}
-	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns and -connect-rows must be positive, -warmup and -verify-rounds not negative; no arguments")
+	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events and -webhook-endpoints must be positive, -warmup and -verify-rounds not negative; no arguments")
 		return 2
 	}
 
@@ -137,6 +150,11 @@ func run() int {
 	if !opts.SkipConnect {
 		rep.Header = append(rep.Header, fmt.Sprintf("D: %d rows, header %s, rows %s; one client (CONNECT); delivery: MANUAL sync of every profile in batches of %d, plain http to a receiver in this process",
 			opts.ConnectRows, csvHeader, csvRowShape, deliveryBatch))
+	}
+
+	if !opts.SkipWebhooks {
+		rep.Header = append(rep.Header, fmt.Sprintf("E: %d pings over %d clients (one endpoint each), %d senders; plain http to a receiver in this process that verifies each signature; lag from the event's createdAt",
+			opts.WebhookEvents, opts.WebhookEndpoints, cfg.Workers))
 	}
 
 	err := measure(ctx, cfg, opts, progress, &rep)
@@ -174,7 +192,7 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A, B, C and D into rep and stops the suite again.
+// measure starts the suite, runs benchmarks A, B, C, D and E into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
 	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
 	hopts := harness.Options{Env: suiteEnv}
@@ -257,6 +275,17 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		}
 		rep.Checks = append(rep.Checks, con.Checks...)
 		rep.Notes = append(rep.Notes, con.Notes...)
+	}
+	if opts.SkipWebhooks {
+		rep.Notes = append(rep.Notes, "benchmark E (webhook delivery) skipped: -skip-webhooks")
+	} else {
+		fmt.Fprintln(progress, "== E: webhook events delivered to a local receiver")
+		wh, err := benchWebhooks(ctx, s, cfg, opts.WebhookEvents, opts.WebhookEndpoints, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark E: %w", err)
+		}
+		rep.Bulk = append(rep.Bulk, wh.Delivered)
+		rep.Checks = append(rep.Checks, wh.Checks...)
 	}
 	for _, m := range rep.Rows {
 		if n := m.Exhausted(); n > 0 {
