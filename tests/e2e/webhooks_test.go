@@ -26,7 +26,7 @@ var webhookEnv = []string{
 	"MNV_WEBHOOK_ALLOW_HTTP=true",
 	// balance.expiring: an expiry within a week is announced; the accounts check runs twice a
 	// second instead of every minute.
-	"MNV_BALANCE_EXPIRY_NOTICE=168h", "MNV_BALANCE_EXPIRY_EVERY=500ms",
+	"MNV_BALANCE_EXPIRY_NOTICE=168h", "MNV_BALANCE_EXPIRY_CHECK_EVERY=1s",
 	// Integration batches give up within seconds (integration.delivery_failed).
 	"MNV_DELIVERY_BACKOFF=10ms",
 }
@@ -97,7 +97,7 @@ func createEndpoint(t *testing.T, s *harness.Suite, c harness.Client, url string
 	}
 	b, _ := json.Marshal(map[string]any{"url": url, "events": events, "description": "e2e receiver"})
 	var ep endpoint
-	expect(t, s, http.StatusCreated, "POST", "/v1/api/me/webhooks", meOf(c), string(b)).decode(t, &ep)
+	expect(t, s, http.StatusOK, "POST", "/v1/api/me/webhooks", meOf(c), string(b)).decode(t, &ep)
 	if ep.ID == "" || ep.URL != url || !ep.Enabled || !strings.HasPrefix(ep.Secret, "whsec_") {
 		t.Fatalf("created endpoint %+v", ep)
 	}
@@ -187,7 +187,7 @@ func masked(n string) string { return n[:6] + "*****" + n[len(n)-2:] }
 // ASSUMPTION for the lead (issue 13, H3): the mnvctl command and flag.
 func lowBalanceThreshold(t *testing.T, s *harness.Suite, c harness.Client, threshold int64) {
 	t.Helper()
-	if out, err := s.Mnvctl(context.Background(), "client", "set-low-balance", c.ID, "--threshold", fmt.Sprint(threshold)); err != nil {
+	if out, err := s.Mnvctl(context.Background(), "client", "low-balance", c.ID, fmt.Sprint(threshold)); err != nil {
 		t.Fatalf("set the low-balance threshold: %v %s", err, out)
 	}
 }

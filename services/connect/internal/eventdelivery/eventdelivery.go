@@ -69,8 +69,9 @@ type Config struct {
 type Store interface {
 	// InsertEvent stores an event; false when its id was accepted before.
 	InsertEvent(ctx context.Context, ev events.Event) (bool, error)
-	// SubscribedEndpoints lists the client's enabled endpoints that take events of typ.
-	SubscribedEndpoints(ctx context.Context, clientID, typ string) ([]string, error)
+	// SubscribedEndpoints lists the client's enabled endpoints that take events of typ that
+	// happened at (endpoints created later do not).
+	SubscribedEndpoints(ctx context.Context, clientID, typ string, at time.Time) ([]string, error)
 	// InsertDeliveries queues deliveries (ids set when empty) and returns those inserted.
 	InsertDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]domain.WebhookDelivery, error)
 	// EnqueueJobs inserts River jobs in the Store's transaction.
@@ -193,7 +194,7 @@ func (s *Service) publishTx(ctx context.Context, st Store, evs []events.Event) (
 			continue
 		}
 		accepted++
-		eps, err := st.SubscribedEndpoints(ctx, ev.ClientID, ev.Type)
+		eps, err := st.SubscribedEndpoints(ctx, ev.ClientID, ev.Type, ev.CreatedAt)
 		if err != nil {
 			return 0, err
 		}

@@ -56,13 +56,17 @@ func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) 
 	return tag.RowsAffected() == 1, nil
 }
 
-// SubscribedEndpoints lists the ids of the client's enabled endpoints that take events of typ:
-// those subscribed to it by name, and those subscribed to every type (event_types NULL), except
-// for ping, which goes only to the endpoint being tested.
-func (s *Store) SubscribedEndpoints(ctx context.Context, clientID, typ string) ([]string, error) {
+// SubscribedEndpoints lists the ids of the client's enabled endpoints that take an event of typ
+// that happened at: those subscribed to it by name, and those subscribed to every type
+// (event_types NULL), except for ping, which goes only to the endpoint being tested. An endpoint
+// takes the events that happened after it was created (to the millisecond events keep): an
+// event forwarded late (its service
+// was away) does not reach an endpoint that did not exist when it happened.
+func (s *Store) SubscribedEndpoints(ctx context.Context, clientID, typ string, at time.Time) ([]string, error) {
 	rows, err := s.db.Query(ctx, `SELECT id FROM connect.webhook_endpoints
 		WHERE client_id = $1 AND enabled AND ((event_types IS NULL AND $2 <> $3) OR $2 = ANY (event_types))
-		ORDER BY created_at, id`, clientID, typ, events.Ping)
+		  AND date_trunc('milliseconds', created_at) <= $4
+		ORDER BY created_at, id`, clientID, typ, events.Ping, at)
 	if err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
