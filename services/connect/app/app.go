@@ -388,8 +388,9 @@ func (a *App) Listen() (net.Listener, error) {
 // App that is never run (say, when Listen fails).
 func (a *App) Close() error { return a.closer.Close() }
 
-// Run serves on lis and runs the import and delivery workers and the enrichment reconciler
-// until ctx ends, then shuts down gracefully and closes what New opened.
+// Run serves on lis and runs the import workers, the enrichment reconciler and the River
+// queue (deliveries, event forwards) until ctx ends, then shuts down gracefully and closes
+// what New opened.
 func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
