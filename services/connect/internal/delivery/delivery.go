@@ -130,6 +130,9 @@ func (w *Worker) Adopt(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// lastAttemptWait is how long a last attempt that the database failed waits to try again.
+const lastAttemptWait = time.Minute
+
 // Timeout bounds one attempt.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return w.cfg.Timeout }
 
@@ -146,7 +149,18 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return err // snoozed: this integration has its share in flight
 	}
 	defer release()
-	return w.deliver(ctx, job.Args, job.Attempt+job.Args.Prior, job.Attempt >= job.MaxAttempts)
+	last := job.Attempt >= job.MaxAttempts
+	err = w.deliver(ctx, job.Args, job.Attempt+job.Args.Prior, last)
+	var snooze *river.JobSnoozeError
+	var cancel *river.JobCancelError
+	if last && err != nil && !errors.As(err, &snooze) && !errors.As(err, &cancel) {
+		// The database failed on the last attempt (reading the batch, or recording its
+		// outcome): River would discard the job and leave the batch PENDING, sent by nobody.
+		// It waits instead, its attempt not spent, until the batch can be read and finished.
+		w.log.Warn("delivery's last attempt kept for later", zap.String("delivery_id", job.Args.DeliveryID), zap.Error(err))
+		return river.JobSnooze(lastAttemptWait)
+	}
+	return err
 }
 
 func (w *Worker) deliver(ctx context.Context, a Args, attempt int, last bool) error {

@@ -41,6 +41,8 @@ type fakeQueue struct {
 	emitted   []events.Event
 	pending   []events.Event
 	failedTxs int
+	// down makes reading a batch fail, as with the database away.
+	down bool
 }
 
 type finished struct {
@@ -67,6 +69,9 @@ func (q *fakeQueue) InTx(ctx context.Context, fn func(ctx context.Context, st de
 func (q *fakeQueue) GetDelivery(_ context.Context, id string) (domain.Delivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.down {
+		return domain.Delivery{}, errors.New("connection refused")
+	}
 	d, ok := q.batches[id]
 	if !ok {
 		return d, fault.ErrNotFound
@@ -155,6 +160,7 @@ func TestWorkerDelivers(t *testing.T) {
 		paused      bool
 		deleted     bool // the integration, with its batches
 		finished    bool // the batch was finished by an earlier run
+		down        bool // the database fails
 		wantRecords int  // in the one request; -1: no request
 		wantStatus  string
 		wantRiver   string // "done", "retry", "cancel", "snooze"
@@ -183,6 +189,10 @@ func TestWorkerDelivers(t *testing.T) {
 			wantRecords: -1, wantRiver: "done"},
 		{name: "finished before: not sent again", matched: []bool{true}, answer: 200, attempt: 2, finished: true,
 			wantRecords: -1, wantRiver: "done"},
+		{name: "database away: retried", matched: []bool{true}, answer: 200, attempt: 1, down: true,
+			wantRecords: -1, wantRiver: "retry"},
+		{name: "database away on the last attempt: kept, not discarded", matched: []bool{true}, answer: 200, attempt: maxAttempts, down: true,
+			wantRecords: -1, wantRiver: "snooze"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,7 +226,7 @@ func TestWorkerDelivers(t *testing.T) {
 			if tt.paused {
 				it.Status = domain.IntegrationPaused
 			}
-			q := &fakeQueue{batches: map[string]domain.Delivery{}, its: map[string]domain.Integration{}, profiles: map[string]domain.Profile{}}
+			q := &fakeQueue{batches: map[string]domain.Delivery{}, its: map[string]domain.Integration{}, profiles: map[string]domain.Profile{}, down: tt.down}
 			if !tt.deleted {
 				q.its[it.ID] = it
 			}
