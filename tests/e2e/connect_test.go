@@ -298,6 +298,9 @@ type receiver struct {
 	auth       []string
 	signatures []string
 	bodies     [][]byte
+	// standard holds each delivery's Standard Webhooks headers: webhook-id, -timestamp,
+	// -signature, and X-Mnv-Delivery-Id.
+	standard [][4]string
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -318,6 +321,8 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.deliveries[r.Header.Get("X-Mnv-Delivery-Id")] = recs
 	rc.signatures = append(rc.signatures, r.Header.Get("X-Mnv-Signature"))
 	rc.bodies = append(rc.bodies, body)
+	rc.standard = append(rc.standard, [4]string{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"),
+		r.Header.Get("webhook-signature"), r.Header.Get("X-Mnv-Delivery-Id")})
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -357,18 +362,21 @@ func TestIntegrationDelivery(t *testing.T) {
 		ID               string  `json:"id"`
 		APIKeyConfigured bool    `json:"apiKeyConfigured"`
 		SigningSecret    *string `json:"signingSecret"`
+		WebhookSecret    *string `json:"webhookSecret"`
 		Status           string  `json:"status"`
 	}
 	cr := ok(t, "POST", "/v1/api/me/connect/integrations", meOf(c), body("CRM", 2, false))
 	cr.decode(t, &created)
-	if !created.APIKeyConfigured || created.SigningSecret == nil || created.Status != "ACTIVE" || strings.Contains(string(cr.raw), apiKey) {
+	if !created.APIKeyConfigured || created.SigningSecret == nil || created.WebhookSecret == nil || created.Status != "ACTIVE" ||
+		strings.Contains(string(cr.raw), apiKey) {
 		t.Fatalf("created %s", cr.raw)
 	}
 	for _, r := range []response{
 		ok(t, "GET", "/v1/api/me/connect/integrations/"+created.ID, meOf(c), ""),
 		ok(t, "GET", "/v1/api/me/connect/integrations", meOf(c), ""),
 	} {
-		if strings.Contains(string(r.raw), apiKey) || strings.Contains(string(r.raw), *created.SigningSecret) {
+		if strings.Contains(string(r.raw), apiKey) || strings.Contains(string(r.raw), *created.SigningSecret) ||
+			strings.Contains(string(r.raw), *created.WebhookSecret) {
 			t.Fatalf("a response shows a credential: %s", r.raw)
 		}
 	}
@@ -424,6 +432,12 @@ func TestIntegrationDelivery(t *testing.T) {
 	for i, sig := range rc.signatures {
 		if !verifySignature(*created.SigningSecret, rc.bodies[i], sig) {
 			t.Errorf("signature %q does not verify", sig)
+		}
+	}
+	// The Standard Webhooks signature verifies with webhookSecret, over the delivery id.
+	for i, h := range rc.standard {
+		if h[0] == "" || h[0] != h[3] || !verifyStandard(*created.WebhookSecret, h[0], h[1], h[2], rc.bodies[i]) {
+			t.Errorf("Standard Webhooks headers %q do not verify", h)
 		}
 	}
 	for _, recs := range rc.deliveries {

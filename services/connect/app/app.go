@@ -92,10 +92,10 @@ type Config struct {
 	WebhookSecretOverlap time.Duration
 	// WebhookTimeout bounds one delivery (MNV_WEBHOOK_TIMEOUT).
 	WebhookTimeout time.Duration
-	// DeliveryWorkers run in parallel (MNV_DELIVERY_WORKERS).
+	// DeliveryWorkers work the deliveries' River queue in each replica (MNV_DELIVERY_WORKERS).
 	DeliveryWorkers int
-	// DeliveryPerIntegration bounds the batches of one integration in flight at once, across
-	// replicas, so a slow endpoint holds a few workers (MNV_DELIVERY_PER_INTEGRATION).
+	// DeliveryPerIntegration bounds the batches of one integration sent at once by a replica,
+	// so a slow endpoint holds a few workers (MNV_DELIVERY_PER_INTEGRATION).
 	DeliveryPerIntegration int
 	// DeliveryBackoff is the first retry delay, doubled each attempt up to a minute
 	// (MNV_DELIVERY_BACKOFF).
@@ -285,7 +285,6 @@ type App struct {
 	server   *grpcserver.Server
 	profiles *profiles.Service
 	imports  *imports.Service
-	delivery *delivery.Worker
 	// jobs is the service's River queue: the one engine of its background work.
 	jobs  *jobs.Queue
 	idem  *idempotency.Store
@@ -368,21 +367,37 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	vault := phone.NewVault("connect", keyring, hasher)
 	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
-	// Each domain package sees the one store through its own interface.
-	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return store.New(db).WithAnswers(idem) })
-	impStores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
-	delStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return store.New(db) })
+	// Each domain package sees the one store through its own interface. Every store that
+	// queues deliveries inserts their jobs in its transaction (WithJobs); the ones that report
+	// facts write their events there too (WithOutbox).
+	open := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithOutbox(box) }
+	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return open(db).WithAnswers(idem) })
+	impStores := pg.NewStores(pool, func(db pg.DB) imports.Store { return open(db) })
+	delStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) })
+	itStores := pg.NewStores(pool, func(db pg.DB) integrations.Store { return open(db) })
 	profs := profiles.New(profStores.Pool(), profStores, vault, accounts, idempotentRequests{})
 	imps := imports.New(impStores.Pool(), impStores, vault, keyring, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
-	worker := delivery.New(delStores.Pool(), delStores, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout), delivery.Config{
-		Workers: cfg.DeliveryWorkers, PerIntegration: cfg.DeliveryPerIntegration, Poll: 500 * time.Millisecond, Lease: cfg.WebhookTimeout + time.Minute,
-		BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff, MaxAttempts: webhook.MaxAttempts,
-	}, log)
+	// Deliveries are River jobs: MNV_DELIVERY_WORKERS work the queue in this process, at most
+	// MNV_DELIVERY_PER_INTEGRATION of one integration at once (the others snoozed), retried
+	// with webhook.Backoff up to webhook.MaxAttempts.
+	worker := delivery.New(delStores.Pool(), delStores, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout),
+		&jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, delivery.Config{
+			BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff,
+			Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
+		}, log)
+	river.AddWorker(queue.Workers(), worker)
+	queue.AddQueue(delivery.Queue, cfg.DeliveryWorkers)
+	// Batches the leasing version left PENDING become jobs once, before this process works any.
+	if n, err := worker.Adopt(ctx); err != nil {
+		return nil, fmt.Errorf("adopt pending deliveries: %w", err)
+	} else if n > 0 {
+		log.Info("pending deliveries queued as jobs", zap.Int("count", n))
+	}
 	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
 
 	// Event webhooks: connect's own events and other services' (PublishEvents) go into one
 	// intake; its deliveries are River jobs of the webhooks queue.
-	evStores := pg.NewStores(pool, func(db pg.DB) eventdelivery.Store { return store.New(db).WithOutbox(box).WithJobs(queue) })
+	evStores := pg.NewStores(pool, func(db pg.DB) eventdelivery.Store { return open(db) })
 	intake := eventdelivery.New(evStores.Pool(), evStores, keyring, webhook.NewClient(policy, cfg.WebhookTimeout),
 		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, eventdelivery.Config{
 			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
@@ -413,14 +428,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
-		Profiles: profs, Imports: imps, Integrations: integrations.New(store.New(pool), keyring, policy), Log: log,
+		Profiles: profs, Imports: imps, Integrations: integrations.New(itStores.Pool(), itStores, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Events: intake, Log: log})
 	whStores := pg.NewStores(pool, func(db pg.DB) webhooks.Store { return store.New(db) })
 	hooks := webhooks.New(whStores.Pool(), whStores, keyring, policy, webhooks.Config{Overlap: cfg.WebhookSecretOverlap}, intake)
 	connectv1.RegisterWebhookServiceServer(srv, &server.Webhooks{Webhooks: hooks, Log: log})
 	connectv1.RegisterWebhookAdminServiceServer(srv, &server.WebhookAdmin{Webhooks: hooks, Log: log})
-	a.server, a.profiles, a.imports, a.delivery, a.idem = srv, profs, imps, worker, idem
+	a.server, a.profiles, a.imports, a.idem = srv, profs, imps, idem
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	return a, nil
 }
@@ -458,8 +473,9 @@ func (a *App) Listen() (net.Listener, error) {
 // App that is never run (say, when Listen fails).
 func (a *App) Close() error { return a.closer.Close() }
 
-// Run serves on lis and runs the import and delivery workers and the enrichment reconciler
-// until ctx ends, then shuts down gracefully and closes what New opened.
+// Run serves on lis and runs the import workers, the enrichment reconciler and the River
+// queue (deliveries, event forwards) until ctx ends, then shuts down gracefully and closes
+// what New opened.
 func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
@@ -468,7 +484,6 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 		a.profiles.ReconcileEnrichments(ctx, a.cfg.EnrichmentReconcileEvery, a.cfg.EnrichmentSettleAfter, a.log)
 		return nil
 	})
-	g.Go(func() error { a.delivery.Run(ctx); return nil })
 	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })

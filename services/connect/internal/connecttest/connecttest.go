@@ -5,12 +5,15 @@ package connecttest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/connect/app"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -46,4 +49,16 @@ func Keys(t testing.TB) (*phone.Vault, *crypto.Keyring) {
 		t.Fatal(err)
 	}
 	return phone.NewVault("connect", keyring, hasher), keyring
+}
+
+// Queue returns a River queue over pool in connect's schema, as the app builds it, and the
+// outbox that writes events through it: stores that queue deliveries or emit events take them
+// (store.New(db).WithJobs(q).WithOutbox(box)). Nothing works its jobs unless the test runs it.
+func Queue(t testing.TB, pool *pgxpool.Pool) (*jobs.Queue, *outbox.Outbox) {
+	t.Helper()
+	q, err := jobs.New(pool, jobs.Options{Schema: app.Schema, Log: zaptest.NewLogger(t), FetchPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, outbox.New(q)
 }

@@ -2,6 +2,8 @@ package delivery_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
@@ -23,30 +26,43 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/internal/webhook"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
 
-// fixture is a migrated database with what deliveries need: numbers to seal profiles and an
-// integrations service whose policy lets endpoints be local test servers.
+// fixture is a migrated database with what deliveries need: numbers to seal profiles, the
+// River queue that stores insert deliveries' jobs into, and an integrations service whose
+// policy lets endpoints be local test servers.
 type fixture struct {
 	pool    *pgxpool.Pool
 	vault   *phone.Vault
 	keyring *crypto.Keyring
+	queue   *jobs.Queue
 	its     *integrations.Service
 	policy  webhook.Policy
+	stores  pg.Stores[delivery.Store]
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	pool := connecttest.Pool(t, 16)
 	vault, keyring := connecttest.Keys(t)
+	q, box := connecttest.Queue(t, pool)
 	policy := webhook.Policy{AllowHTTP: true, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	return &fixture{pool: pool, vault: vault, keyring: keyring, its: integrations.New(store.New(pool), keyring, policy), policy: policy}
+	open := func(db pg.DB) *store.Store { return store.New(db).WithJobs(q).WithOutbox(box) }
+	itStores := pg.NewStores(pool, func(db pg.DB) integrations.Store { return open(db) })
+	return &fixture{
+		pool: pool, vault: vault, keyring: keyring, queue: q, policy: policy,
+		its:    integrations.New(itStores.Pool(), itStores, keyring, policy),
+		stores: pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) }),
+	}
 }
 
 // client makes a client with one profile and one MANUAL integration sending to url.
-func (f *fixture) client(t *testing.T, url string) domain.Integration {
+func (f *fixture) client(t *testing.T, url string) integrations.Created {
 	t.Helper()
 	ctx := context.Background()
 	clientID := uuid.NewString()
@@ -65,26 +81,74 @@ func (f *fixture) client(t *testing.T, url string) domain.Integration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Integration
+	return c
 }
 
-// queue adds n batches of the integration's profiles.
-func (f *fixture) queue(t *testing.T, it domain.Integration, n int) {
+// sync queues n manual syncs of the integration: n batches, each with its job.
+func (f *fixture) sync(t *testing.T, it domain.Integration, n int) {
 	t.Helper()
 	for range n {
-		if _, err := store.New(f.pool).EnqueueAll(context.Background(), it, domain.TriggerManual, nil); err != nil {
+		if _, err := f.its.Sync(context.Background(), it.ClientID, it.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// endpoint is a CRM receiver that answers after delay, counting requests and the most it had
-// in flight at once.
+// run works the deliveries queue with workers, at most perIntegration of one integration at
+// once, until the test ends.
+func (f *fixture) run(t *testing.T, workers, perIntegration int, backoff time.Duration) {
+	t.Helper()
+	w := delivery.New(f.stores.Pool(), f.stores, f.vault, f.keyring, webhook.NewClient(f.policy, 10*time.Second),
+		&jobs.KeyLimit{Max: perIntegration, Snooze: 50 * time.Millisecond}, delivery.Config{
+			BackoffBase: backoff, BackoffMax: 4 * backoff, Timeout: time.Minute, PausedRecheck: time.Second,
+		}, zaptest.NewLogger(t))
+	river.AddWorker(f.queue.Workers(), w)
+	f.queue.AddQueue(delivery.Queue, workers)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- f.queue.Run(ctx, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// count runs a count query.
+func (f *fixture) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := f.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventually waits up to 30 s for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 30s", what)
+		}
+	}
+}
+
+// endpoint is a CRM receiver that answers status (204 when 0) after delay, counting requests,
+// the most it had in flight at once, and the webhook-ids it saw.
 type endpoint struct {
 	delay                     time.Duration
+	status                    int
 	inFlight, maxIn, received atomic.Int32
 	first                     chan struct{}
 	once                      sync.Once
+	mu                        sync.Mutex
+	ids                       []string
+}
+
+func newEndpoint(delay time.Duration, status int) *endpoint {
+	return &endpoint{delay: delay, status: status, first: make(chan struct{})}
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -97,37 +161,30 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	e.mu.Lock()
+	e.ids = append(e.ids, r.Header.Get(webhook.IDHeader))
+	e.mu.Unlock()
 	e.received.Add(1)
 	e.once.Do(func() { close(e.first) })
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(max(e.status, http.StatusNoContent))
 }
 
 // TestSlowEndpointDoesNotDelayOthers: client A's endpoint is slow and A has a backlog; client
 // B's one batch, queued after all of A's, is delivered at once, and A never holds more than
-// its share of the workers. (Claims were one FIFO: B waited for A's whole backlog.)
+// its share of the workers (jobs.KeyLimit snoozes the rest).
 func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	f := newFixture(t)
-	slow := &endpoint{delay: 2 * time.Second, first: make(chan struct{})}
-	fast := &endpoint{first: make(chan struct{})}
+	slow, fast := newEndpoint(2*time.Second, 0), newEndpoint(0, 0)
 	slowSrv, fastSrv := httptest.NewServer(slow), httptest.NewServer(fast)
 	defer slowSrv.Close()
 	defer fastSrv.Close()
 
-	a, b := f.client(t, slowSrv.URL), f.client(t, fastSrv.URL)
-	f.queue(t, a, 20)
-	f.queue(t, b, 1)
+	a, b := f.client(t, slowSrv.URL).Integration, f.client(t, fastSrv.URL).Integration
+	f.sync(t, a, 20)
+	f.sync(t, b, 1)
 
 	const perIntegration = 2
-	stores := pg.NewStores(f.pool, func(db pg.DB) delivery.Store { return store.New(db) })
-	w := delivery.New(stores.Pool(), stores, f.vault, f.keyring, webhook.NewClient(f.policy, 10*time.Second), delivery.Config{
-		Workers: 4, PerIntegration: perIntegration, Poll: 20 * time.Millisecond, Lease: time.Minute,
-		BackoffBase: time.Second, BackoffMax: time.Minute, MaxAttempts: 3,
-	}, zaptest.NewLogger(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
+	f.run(t, 4, perIntegration, time.Second)
 	start := time.Now()
 	select {
 	case <-fast.first:
@@ -140,5 +197,149 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // a round of A's deliveries ends and the next begins
 	if m := slow.maxIn.Load(); m > perIntegration {
 		t.Fatalf("A's endpoint had %d deliveries in flight at once, want at most %d", m, perIntegration)
+	}
+}
+
+// TestRolledBackBatchIsNeverSent: batches queued in a transaction that rolls back leave
+// neither a row nor a job, so nothing is sent; the same queued in one that commits is.
+func TestRolledBackBatchIsNeverSent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	gone, kept := newEndpoint(0, 0), newEndpoint(0, 0)
+	goneSrv, keptSrv := httptest.NewServer(gone), httptest.NewServer(kept)
+	defer goneSrv.Close()
+	defer keptSrv.Close()
+	a, b := f.client(t, goneSrv.URL).Integration, f.client(t, keptSrv.URL).Integration
+
+	stores := pg.NewStores(f.pool, func(db pg.DB) integrations.Store { return store.New(db).WithJobs(f.queue) })
+	errRollback := errors.New("the request failed after queueing")
+	err := stores.InTx(ctx, func(ctx context.Context, st integrations.Store) error {
+		if n, err := st.EnqueueAll(ctx, a, domain.TriggerManual, nil); err != nil || n != 1 {
+			t.Fatalf("EnqueueAll = %d, %v", n, err)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	f.sync(t, b, 1)
+	if n := f.count(t, `SELECT count(*) FROM connect.river_job WHERE kind = $1`, delivery.Kind); n != 1 {
+		t.Fatalf("%d delivery jobs, want the committed one", n)
+	}
+	f.run(t, 2, 2, time.Second)
+	select {
+	case <-kept.first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the committed batch was not delivered")
+	}
+	eventually(t, "the committed job completed", func() bool {
+		return f.count(t, `SELECT count(*) FROM connect.river_job WHERE kind = $1 AND state = 'completed'`, delivery.Kind) == 1
+	})
+	if n := gone.received.Load(); n != 0 {
+		t.Fatalf("the rolled-back batch was sent %d times", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM connect.deliveries WHERE integration_id = $1`, a.ID); n != 0 {
+		t.Fatalf("%d rows of the rolled-back batch", n)
+	}
+}
+
+// TestFailingEndpointGivesUpOnce: an endpoint that always answers 503 gets every attempt of
+// the batch under the same webhook-id, each recorded as a sync event; after the last the batch
+// is FAILED and exactly one integration.delivery_failed forward job is written with it.
+func TestFailingEndpointGivesUpOnce(t *testing.T) {
+	f := newFixture(t)
+	down := newEndpoint(0, http.StatusServiceUnavailable)
+	srv := httptest.NewServer(down)
+	defer srv.Close()
+	it := f.client(t, srv.URL).Integration
+	f.sync(t, it, 1)
+	f.run(t, 2, 2, 5*time.Millisecond)
+
+	eventually(t, "the batch FAILED", func() bool {
+		return f.count(t, `SELECT count(*) FROM connect.deliveries WHERE integration_id = $1 AND status = 'FAILED'`, it.ID) == 1
+	})
+	eventually(t, "its job finished", func() bool {
+		return f.count(t, `SELECT count(*) FROM connect.river_job WHERE kind = $1 AND finalized_at IS NOT NULL`, delivery.Kind) == 1
+	})
+	if n := down.received.Load(); n != webhook.MaxAttempts {
+		t.Fatalf("%d attempts, want %d", n, webhook.MaxAttempts)
+	}
+	var deliveryID string
+	if err := f.pool.QueryRow(context.Background(), `SELECT id::text FROM connect.deliveries WHERE integration_id = $1`, it.ID).Scan(&deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	down.mu.Lock()
+	for _, id := range down.ids {
+		if id != deliveryID {
+			t.Errorf("webhook-id %q, want the delivery's %s on every attempt", id, deliveryID)
+		}
+	}
+	down.mu.Unlock()
+	if n := f.count(t, `SELECT count(*) FROM connect.sync_events WHERE delivery_id = $1 AND status = 'RETRYING'`, deliveryID); n != webhook.MaxAttempts-1 {
+		t.Errorf("%d RETRYING sync events, want %d", n, webhook.MaxAttempts-1)
+	}
+	if n := f.count(t, `SELECT count(*) FROM connect.sync_events WHERE delivery_id = $1 AND status = 'FAILED' AND attempt = $2`, deliveryID, webhook.MaxAttempts); n != 1 {
+		t.Errorf("%d FAILED sync events of the last attempt, want 1", n)
+	}
+	rows, err := f.pool.Query(context.Background(), `SELECT args FROM connect.river_job WHERE kind = $1`, outbox.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forwards []outbox.Args
+	for rows.Next() {
+		var a outbox.Args
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		forwards = append(forwards, a)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(forwards) != 1 || forwards[0].Type != events.IntegrationDeliveryFailed || forwards[0].ClientID != it.ClientID {
+		t.Fatalf("forward jobs %+v, want one %s of the client", forwards, events.IntegrationDeliveryFailed)
+	}
+	var data events.IntegrationDeliveryFailedData
+	if err := json.Unmarshal([]byte(forwards[0].Data), &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.DeliveryID != deliveryID || data.IntegrationID != it.ID || data.Attempts != webhook.MaxAttempts || data.Records != 1 ||
+		data.LastStatus == nil || *data.LastStatus != http.StatusServiceUnavailable {
+		t.Errorf("event data %+v", data)
+	}
+}
+
+// TestAdoptsBatchesOfTheLeasingVersion: a batch the version before River left PENDING (with
+// attempts made, a lease run out) becomes one job on start, keeping its attempts, and is
+// delivered; adopting again queues nothing twice.
+func TestAdoptsBatchesOfTheLeasingVersion(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ep := newEndpoint(0, 0)
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	it := f.client(t, srv.URL).Integration
+	old := uuid.NewString()
+	if _, err := f.pool.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status, attempts, lease_until)
+		SELECT $1, $2, $3, 'MANUAL', array_agg(id), 'PENDING', 3, now() - interval '1 minute' FROM connect.profiles WHERE client_id = $3`,
+		old, it.ID, it.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	w := delivery.New(f.stores.Pool(), f.stores, f.vault, f.keyring, nil, &jobs.KeyLimit{Max: 1}, delivery.Config{}, zaptest.NewLogger(t))
+	for i, want := range []int{1, 0} {
+		if n, err := w.Adopt(ctx); err != nil || n != want {
+			t.Fatalf("Adopt #%d = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM connect.river_job WHERE kind = $1 AND args->>'delivery_id' = $2
+		AND (args->>'prior')::int = 3 AND max_attempts = $3`, delivery.Kind, old, webhook.MaxAttempts-3); n != 1 {
+		t.Fatalf("%d jobs of the adopted batch with its attempts, want 1", n)
+	}
+	f.run(t, 1, 1, time.Second)
+	eventually(t, "the adopted batch SUCCEEDED", func() bool {
+		return f.count(t, `SELECT count(*) FROM connect.deliveries WHERE id = $1 AND status = 'SUCCEEDED' AND attempts = 4`, old) == 1
+	})
+	if n := ep.received.Load(); n != 1 {
+		t.Fatalf("sent %d times, want once", n)
 	}
 }

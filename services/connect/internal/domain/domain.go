@@ -214,7 +214,10 @@ type Delivery struct {
 	ClientID      string
 	Trigger       string
 	ProfileIDs    []string
-	Attempts      int
+	// Status is PENDING until the batch is sent (SUCCEEDED) or given up (FAILED), as a
+	// webhook delivery's (DeliveryPending…).
+	Status   string
+	Attempts int
 }
 
 // Overview is the indicators of spec 4.15.

@@ -26,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/phone"
 )
@@ -73,6 +74,8 @@ type Store interface {
 	ReleaseJob(ctx context.Context, jobID string, token int64) error
 	// FinishJob marks a job COMPLETED, or FAILED with failure, and drops its file.
 	FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error)
+	// Emit writes events in the Store's transaction (refused outside one).
+	Emit(ctx context.Context, evs ...events.Event) error
 	// TriggerIntegrations reads the client's ACTIVE integrations with trigger.
 	TriggerIntegrations(ctx context.Context, clientID, trigger string) ([]domain.Integration, error)
 	// EnqueueAll queues the client's profiles (of importJobID) for the integration.
@@ -185,7 +188,41 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 		return out, err
 	}
 	empty := "the file is empty"
-	return s.st.FinishJob(ctx, jobID, out.LeaseToken, &empty)
+	return s.finish(ctx, out, &empty, nil)
+}
+
+// finish marks the job COMPLETED (failure nil) or FAILED, and writes its import.completed or
+// import.failed event in the same transaction, with what also must commit with it (then).
+func (s *Service) finish(ctx context.Context, job domain.ImportJob, failure *string, then func(ctx context.Context, st Store) error) (domain.ImportJob, error) {
+	var out domain.ImportJob
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		var err error
+		if out, err = st.FinishJob(ctx, job.ID, job.LeaseToken, failure); err != nil {
+			return err
+		}
+		if then != nil {
+			if err := then(ctx, st); err != nil {
+				return err
+			}
+		}
+		typ := events.ImportCompleted
+		if out.Status == domain.ImportFailed {
+			typ = events.ImportFailed
+		}
+		at := time.Now()
+		if out.FinishedAt != nil {
+			at = *out.FinishedAt
+		}
+		ev, err := events.New(out.ClientID, typ, events.ImportData{
+			ImportID: out.ID, Status: out.Status, ProcessedRecords: out.ProcessedRecords, CreatedRecords: out.ImportedRows,
+			UpdatedRecords: out.UpdatedRows, FailedRecords: out.FailedRows, Error: out.Failure,
+		}, at)
+		if err != nil {
+			return err
+		}
+		return st.Emit(ctx, ev)
+	})
+	return out, err
 }
 
 // Get reads a job of the client.
@@ -233,7 +270,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	if job.Interruptions > MaxInterruptions {
 		reason := fmt.Sprintf("the import stopped unexpectedly %d times and was given up; the first %d records of the file were imported",
 			job.Interruptions, job.ProcessedRecords)
-		_, err := s.st.FinishJob(ctx, job.ID, job.LeaseToken, &reason)
+		_, err := s.finish(ctx, job, &reason, nil)
 		if err == nil {
 			s.Metrics.finished(domain.ImportFailed)
 		}
@@ -426,10 +463,7 @@ func (s *Service) stage(row csvimport.Row) domain.StageRow {
 
 // complete marks the job COMPLETED and queues what it touched for IMPORT_COMPLETED integrations.
 func (s *Service) complete(ctx context.Context, job domain.ImportJob) error {
-	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		if _, err := st.FinishJob(ctx, job.ID, job.LeaseToken, nil); err != nil {
-			return err
-		}
+	_, err := s.finish(ctx, job, nil, func(ctx context.Context, st Store) error {
 		its, err := st.TriggerIntegrations(ctx, job.ClientID, domain.TriggerImportCompleted)
 		if err != nil {
 			return err
@@ -457,7 +491,7 @@ func (s *Service) fail(ctx context.Context, job domain.ImportJob, cause error) e
 	case !errors.Is(cause, csvimport.ErrNotCSV):
 		return cause
 	}
-	_, err := s.st.FinishJob(ctx, job.ID, job.LeaseToken, &reason)
+	_, err := s.finish(ctx, job, &reason, nil)
 	if err == nil {
 		s.Metrics.finished(domain.ImportFailed)
 	}

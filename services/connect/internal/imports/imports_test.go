@@ -3,9 +3,11 @@ package imports_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -40,8 +43,16 @@ func setupPool(t *testing.T, maxConns int32) (*imports.Service, *pgxpool.Pool, *
 	t.Helper()
 	pool := connecttest.Pool(t, maxConns)
 	vault, keyring := connecttest.Keys(t)
-	stores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
+	stores := newStores(t, pool)
 	return imports.New(stores.Pool(), stores, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t)), pool, vault
+}
+
+// newStores are the import stores as the app opens them: deliveries queued with their jobs,
+// events written with their facts.
+func newStores(t *testing.T, pool *pgxpool.Pool) pg.Stores[imports.Store] {
+	t.Helper()
+	q, box := connecttest.Queue(t, pool)
+	return pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db).WithJobs(q).WithOutbox(box) })
 }
 
 func upload(t *testing.T, svc *imports.Service, client string) domain.ImportJob {
@@ -365,7 +376,7 @@ func (o *observedTx) InTx(ctx context.Context, fn func(ctx context.Context, st i
 func TestProgressIsCommittedPerBatch(t *testing.T) {
 	pool := connecttest.Pool(t, 4)
 	vault, keyring := connecttest.Keys(t)
-	stores := pg.NewStores(pool, func(db pg.DB) imports.Store { return store.New(db) })
+	stores := newStores(t, pool)
 	ctx := context.Background()
 	client := uuid.NewString()
 	var jobID string
@@ -418,5 +429,89 @@ func TestProgressIsCommittedPerBatch(t *testing.T) {
 	if end.Status != domain.ImportCompleted || end.TotalRows != 12_000 || end.BytesProcessed != size ||
 		imports.PercentComplete(end) != 100 || imports.EstimatedCompletion(end) != nil {
 		t.Fatalf("finished job %s, %d rows, %d of %d bytes, %v%%", end.Status, end.TotalRows, end.BytesProcessed, size, imports.PercentComplete(end))
+	}
+}
+
+// failingEnd is the import store whose read of the IMPORT_COMPLETED integrations fails: the
+// transaction that ends a job rolls back after its final status was written.
+type failingEnd struct{ imports.Store }
+
+func (failingEnd) TriggerIntegrations(context.Context, string, string) ([]domain.Integration, error) {
+	return nil, errors.New("connection lost")
+}
+
+type failingEndTx struct{ pg.Stores[imports.Store] }
+
+func (f failingEndTx) InTx(ctx context.Context, fn func(ctx context.Context, st imports.Store) error) error {
+	return f.Stores.InTx(ctx, func(ctx context.Context, st imports.Store) error { return fn(ctx, failingEnd{st}) })
+}
+
+// TestImportEventsCommitWithTheJob: a job's end writes its import.completed or import.failed
+// forward job (River, kind event.forward) in the transaction of its final status: one when it
+// commits, none when it rolls back (the job is then still RUNNING, resumed later).
+func TestImportEventsCommitWithTheJob(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		rollback   bool
+		wantStatus string
+		wantEvent  string // "": none
+	}{
+		{name: "completed", body: file, wantStatus: domain.ImportCompleted, wantEvent: events.ImportCompleted},
+		{name: "failed", body: "\x00\x01\x02binary", wantStatus: domain.ImportFailed, wantEvent: events.ImportFailed},
+		{name: "the end rolled back", body: file, rollback: true, wantStatus: domain.ImportRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := connecttest.Pool(t, 4)
+			vault, keyring := connecttest.Keys(t)
+			stores := newStores(t, pool)
+			var tx imports.Tx = stores
+			if tt.rollback {
+				tx = failingEndTx{stores}
+			}
+			svc := imports.New(stores.Pool(), tx, vault, keyring, imports.Config{Poll: 10 * time.Millisecond, Lease: time.Minute}, zaptest.NewLogger(t))
+			ctx := context.Background()
+			client := uuid.NewString()
+			job, err := svc.Upload(ctx, client, "f.csv", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran, err := svc.RunOnce(ctx)
+			if !ran || (err != nil) != tt.rollback {
+				t.Fatalf("RunOnce = %v, %v", ran, err)
+			}
+			got, err := svc.Get(ctx, client, job.ID)
+			if err != nil || got.Status != tt.wantStatus {
+				t.Fatalf("job %s, %v; want %s", got.Status, err, tt.wantStatus)
+			}
+			rows, err := pool.Query(ctx, `SELECT args->>'type', args->>'client_id', args->>'data' FROM connect.river_job
+				WHERE kind = 'event.forward' ORDER BY id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			for rows.Next() {
+				var typ, cid, data string
+				if err := rows.Scan(&typ, &cid, &data); err != nil {
+					t.Fatal(err)
+				}
+				var d events.ImportData
+				if err := json.Unmarshal([]byte(data), &d); err != nil {
+					t.Fatal(err)
+				}
+				if cid != client || d.ImportID != job.ID || d.Status != got.Status || d.ProcessedRecords != got.ProcessedRecords ||
+					d.CreatedRecords != got.ImportedRows || d.FailedRecords != got.FailedRows || (d.Error == nil) != (got.Failure == nil) {
+					t.Errorf("event %s of %s: %+v; job %+v", typ, cid, d, got)
+				}
+				found = append(found, typ)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{tt.wantEvent}; tt.wantEvent == "" && len(found) != 0 || tt.wantEvent != "" && !slices.Equal(found, want) {
+				t.Fatalf("forward jobs %v, want %q", found, tt.wantEvent)
+			}
+		})
 	}
 }

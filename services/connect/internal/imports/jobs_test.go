@@ -3,7 +3,9 @@ package imports_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/connecttest"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
@@ -32,6 +35,8 @@ type fakeJobs struct {
 	onUpsert func(jobID string)
 	// batches holds the job as each batch left it.
 	batches []domain.ImportJob
+	// emitted are the events of committed transactions; pending, the current one's.
+	emitted, pending []events.Event
 }
 
 func newFakeJobs() *fakeJobs {
@@ -39,9 +44,23 @@ func newFakeJobs() *fakeJobs {
 }
 
 func (f *fakeJobs) InTx(ctx context.Context, fn func(ctx context.Context, st imports.Store) error) error {
-	f.inTx = true
-	defer func() { f.inTx = false }()
-	return fn(ctx, f)
+	f.inTx, f.pending = true, nil
+	defer func() { f.inTx, f.pending = false, nil }()
+	if err := fn(ctx, f); err != nil {
+		return err
+	}
+	f.emitted = append(f.emitted, f.pending...)
+	return nil
+}
+
+// Emit keeps events for the commit of the transaction; outside one it is refused, as the
+// store does.
+func (f *fakeJobs) Emit(_ context.Context, evs ...events.Event) error {
+	if !f.inTx {
+		return errors.New("emit outside a transaction")
+	}
+	f.pending = append(f.pending, evs...)
+	return nil
 }
 
 func (f *fakeJobs) InsertJob(_ context.Context, j domain.ImportJob) error {
@@ -211,11 +230,12 @@ func TestUploadStates(t *testing.T) {
 		wantErr    func(error) bool
 		wantStatus string // "": no job is left
 		wantSize   int64
+		wantEvent  string // the one event emitted; "": none
 	}{
 		{name: "queued", fileName: "f.csv", body: file, wantStatus: domain.ImportQueued, wantSize: int64(len(file))},
 		{name: "over a chunk", fileName: "f.csv", body: "mobileNumber\n" + strings.Repeat("+971501234567\n", 80_000),
 			wantStatus: domain.ImportQueued, wantSize: int64(13 + 14*80_000)},
-		{name: "empty: failed at once", fileName: "f.csv", body: "", wantStatus: domain.ImportFailed},
+		{name: "empty: failed at once", fileName: "f.csv", body: "", wantStatus: domain.ImportFailed, wantEvent: events.ImportFailed},
 		{name: "too large: nothing kept", fileName: "f.csv", body: strings.Repeat("x", imports.MaxFileSize+1),
 			wantErr: func(err error) bool { return errors.Is(err, imports.ErrTooLarge) }},
 		{name: "file name too long", fileName: strings.Repeat("n", 256), body: file,
@@ -246,6 +266,7 @@ func TestUploadStates(t *testing.T) {
 					t.Fatal("a chunk is stored in clear")
 				}
 			}
+			checkEvent(t, f, job.ID, tt.wantEvent)
 		})
 	}
 }
@@ -330,9 +351,36 @@ func TestRunStates(t *testing.T) {
 			if done := got.Status != domain.ImportRunning; done != (f.chunks[job.ID] == nil) {
 				t.Errorf("job %s with its file kept: %v", got.Status, f.chunks[job.ID] != nil)
 			}
+			want := map[string]string{domain.ImportCompleted: events.ImportCompleted, domain.ImportFailed: events.ImportFailed}[got.Status]
+			checkEvent(t, f, job.ID, want)
 			if ran, err := svc.RunOnce(ctx); tt.wantStatus != domain.ImportRunning && (ran || err != nil) {
 				t.Errorf("a second RunOnce found work: %v, %v", ran, err)
 			}
 		})
+	}
+}
+
+// checkEvent fails unless the job's end emitted exactly one event, of type typ, in the
+// transaction of its final status ("": none at all), with the job's figures.
+func checkEvent(t *testing.T, f *fakeJobs, jobID, typ string) {
+	t.Helper()
+	if typ == "" {
+		if len(f.emitted) != 0 {
+			t.Errorf("emitted %v, want none", f.emitted)
+		}
+		return
+	}
+	if len(f.emitted) != 1 || f.emitted[0].Type != typ {
+		t.Fatalf("emitted %v, want one %s", f.emitted, typ)
+	}
+	job := f.jobs[jobID]
+	var data events.ImportData
+	if err := json.Unmarshal(f.emitted[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	want := events.ImportData{ImportID: jobID, Status: job.Status, ProcessedRecords: job.ProcessedRecords, CreatedRecords: job.ImportedRows,
+		UpdatedRecords: job.UpdatedRows, FailedRecords: job.FailedRows, Error: job.Failure}
+	if f.emitted[0].ClientID != job.ClientID || !reflect.DeepEqual(data, want) {
+		t.Errorf("event of client %s, data %+v; want %s, %+v", f.emitted[0].ClientID, data, job.ClientID, want)
 	}
 }

@@ -5,6 +5,7 @@ package integrations
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 	"unicode"
@@ -50,22 +51,28 @@ type Store interface {
 	ListIntegrations(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error)
 	DeleteIntegration(ctx context.Context, clientID, id string) error
 	// EnqueueAll queues every profile of the integration's client (matched ones only for a
-	// matchedOnly integration), of importJobID when set, in batches of its size, and returns
-	// how many records it queued.
+	// matchedOnly integration), of importJobID when set, in batches of its size, each with its
+	// job, and returns how many records it queued. In a transaction.
 	EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error)
 	ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error)
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
 }
 
 // Service manages integrations.
 type Service struct {
 	st      Store
+	tx      Tx
 	keyring *crypto.Keyring
 	policy  webhook.Policy
 }
 
 // New returns a Service; policy decides which endpoints are allowed.
-func New(st Store, keyring *crypto.Keyring, policy webhook.Policy) *Service {
-	return &Service{st: st, keyring: keyring, policy: policy}
+func New(st Store, tx Tx, keyring *crypto.Keyring, policy webhook.Policy) *Service {
+	return &Service{st: st, tx: tx, keyring: keyring, policy: policy}
 }
 
 // Sealing of the credential and the signing secret, bound to the integration's row.
@@ -98,6 +105,16 @@ type CreateRequest struct {
 type Created struct {
 	Integration   domain.Integration
 	SigningSecret string
+	// WebhookSecret is the same key as a Standard Webhooks secret (StandardSecret), which a
+	// receiver's Standard Webhooks library takes as it is to verify webhook-signature.
+	WebhookSecret string
+}
+
+// StandardSecret is an integration's signing secret in the Standard Webhooks form: "whsec_"
+// and the base64 of the bytes that sign (the secret's own bytes, the key of X-Mnv-Signature
+// too), so both signatures verify with what the client was shown once.
+func StandardSecret(signingSecret string) string {
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString([]byte(signingSecret))
 }
 
 // Create validates and stores an integration.
@@ -125,7 +142,7 @@ func (s *Service) Create(ctx context.Context, clientID string, r CreateRequest) 
 	if err != nil {
 		return Created{}, err
 	}
-	return Created{Integration: out, SigningSecret: secret}, nil
+	return Created{Integration: out, SigningSecret: secret, WebhookSecret: StandardSecret(secret)}, nil
 }
 
 func (s *Service) sealAPIKey(it *domain.Integration, key string) error {
@@ -249,13 +266,19 @@ func (s *Service) Delete(ctx context.Context, clientID, id string) error {
 	return s.st.DeleteIntegration(ctx, clientID, id)
 }
 
-// Sync queues every profile of the integration (matched ones for matchedOnly) for delivery now.
+// Sync queues every profile of the integration (matched ones for matchedOnly) for delivery now:
+// the batches and their jobs in one transaction.
 func (s *Service) Sync(ctx context.Context, clientID, id string) (int64, error) {
 	it, err := s.Get(ctx, clientID, id)
 	if err != nil {
 		return 0, err
 	}
-	return s.st.EnqueueAll(ctx, it, domain.TriggerManual, nil)
+	var n int64
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		n, err = st.EnqueueAll(ctx, it, domain.TriggerManual, nil)
+		return err
+	})
+	return n, err
 }
 
 // History reads a page of an integration's sync events.

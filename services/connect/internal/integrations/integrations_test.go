@@ -1,9 +1,11 @@
 package integrations_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,11 +78,16 @@ func (f *fakeStore) ListSyncEvents(context.Context, string, string, *string, int
 	return domain.Page[domain.SyncEvent]{}, nil
 }
 
+// InTx runs fn over the fake: it has no transactions to fake beyond that.
+func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st integrations.Store) error) error {
+	return fn(ctx, f)
+}
+
 func newService(t *testing.T) (*integrations.Service, *fakeStore, *crypto.Keyring) {
 	t.Helper()
 	_, keyring := connecttest.Keys(t)
 	st := &fakeStore{its: map[string]domain.Integration{}}
-	return integrations.New(st, keyring, webhook.Policy{}), st, keyring
+	return integrations.New(st, st, keyring, webhook.Policy{}), st, keyring
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -156,8 +163,24 @@ func TestCreate(t *testing.T) {
 				t.Errorf("signing secret %q", c.SigningSecret)
 			}
 			// The secret is shown once: stored sealed, and opened only by the worker.
-			if secret, err := integrations.OpenSecret(keyring, it); err != nil || string(secret) != c.SigningSecret {
+			secret, err := integrations.OpenSecret(keyring, it)
+			if err != nil || string(secret) != c.SigningSecret {
 				t.Errorf("the stored secret opens to %q, %v", secret, err)
+			}
+			// The same key as a Standard Webhooks secret: what a receiver's library is given
+			// verifies what the worker signs (webhook-signature over id, timestamp and body).
+			std, err := webhook.ParseSecret(c.WebhookSecret)
+			if err != nil || !bytes.Equal(std, secret) {
+				t.Fatalf("webhook secret %q parses to %q, %v; want the signing secret's bytes", c.WebhookSecret, std, err)
+			}
+			now, body := time.Now(), []byte(`[{"phone":"+971501234567"}]`)
+			sig := webhook.SignStandard([][]byte{secret}, "delivery-1", now, body)
+			ts := strconv.FormatInt(now.Unix(), 10)
+			if err := webhook.VerifyStandard(std, "delivery-1", ts, sig, body, now, 0); err != nil {
+				t.Errorf("a delivery signed with the integration's key does not verify with its webhook secret: %v", err)
+			}
+			if err := webhook.VerifyStandard(std, "delivery-2", ts, sig, body, now, 0); err == nil {
+				t.Error("the signature verifies under another delivery id: the id is not signed")
 			}
 			key, err := integrations.OpenAPIKey(keyring, it)
 			if err != nil || key != req.APIKey {
@@ -168,7 +191,7 @@ func TestCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, shown := range []string{fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", c.Integration), fmt.Sprintf("%s", got.APIKeySealed)} {
-				if strings.Contains(shown, c.SigningSecret) || req.APIKey != "" && strings.Contains(shown, req.APIKey) {
+				if strings.Contains(shown, c.SigningSecret) || strings.Contains(shown, c.WebhookSecret) || req.APIKey != "" && strings.Contains(shown, req.APIKey) {
 					t.Errorf("a secret in clear in what is returned: %s", shown)
 				}
 			}

@@ -197,7 +197,7 @@ func (s *Server) CreateIntegration(ctx context.Context, req *connectv1.CreateInt
 		return nil, s.fail(ctx, err)
 	}
 	it := integrationToProto(c.Integration)
-	it.SigningSecret = &c.SigningSecret
+	it.SigningSecret, it.WebhookSecret = &c.SigningSecret, &c.WebhookSecret
 	return &connectv1.CreateIntegrationResponse{Integration: it}, nil
 }
 

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
+	"github.com/mnvhq/mnv/services/connect/internal/delivery"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
@@ -101,10 +103,14 @@ func (s *Store) TriggerIntegrations(ctx context.Context, clientID, trigger strin
 
 // EnqueueForTrigger queues, for every ACTIVE integration of the client with trigger, the given
 // profiles (only the matched ones for matchedOnly integrations), in batches of the
-// integration's size. It returns how many records were queued.
+// integration's size, each with its job. It returns how many records were queued. In a
+// transaction.
 func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string, profileIDs []string) (int64, error) {
 	if len(profileIDs) == 0 {
 		return 0, nil
+	}
+	if _, err := s.tx("queue deliveries"); err != nil {
+		return 0, err
 	}
 	targets, err := s.TriggerIntegrations(ctx, clientID, trigger)
 	if err != nil || len(targets) == 0 {
@@ -113,6 +119,7 @@ func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string,
 	var matched []string // the matched ones among profileIDs, read on the first matchedOnly target
 	var haveMatched bool
 	var queued int64
+	var jobs []delivery.Args
 	for _, t := range targets {
 		ids := profileIDs
 		if t.MatchedOnly {
@@ -125,118 +132,133 @@ func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string,
 			}
 			ids = matched
 		}
-		n, err := s.enqueue(ctx, clientID, t.ID, trigger, ids, t.BatchSize)
-		if err != nil {
-			return 0, err
+		for start := 0; start < len(ids); start += t.BatchSize {
+			chunk := ids[start:min(start+t.BatchSize, len(ids))]
+			id := uuid.NewString()
+			if _, err := s.db.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status, next_attempt_at)
+				VALUES ($1, $2, $3, $4, $5, 'PENDING', 'infinity')`, id, t.ID, clientID, trigger, chunk); err != nil {
+				return 0, fmt.Errorf("queue delivery: %w", err)
+			}
+			jobs = append(jobs, delivery.Args{DeliveryID: id, IntegrationID: t.ID, ClientID: clientID})
+			queued += int64(len(chunk))
 		}
-		queued += n
 	}
-	return queued, nil
+	return queued, s.queueDeliveries(ctx, jobs, nil)
 }
 
 // EnqueueAll queues every profile of the client (matched ones only when matchedOnly) for one
-// integration, in batches of its size, straight from the profiles table.
+// integration, in batches of its size, straight from the profiles table, each batch with its
+// job. In a transaction.
 func (s *Store) EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error) {
-	var n int64
-	err := s.db.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
-			SELECT gen_random_uuid(), $1, $2, $3, array_agg(id ORDER BY id), 'PENDING'
+	if _, err := s.tx("queue deliveries"); err != nil {
+		return 0, err
+	}
+	rows, err := s.db.Query(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status, next_attempt_at)
+			SELECT gen_random_uuid(), $1, $2, $3, array_agg(id ORDER BY id), 'PENDING', 'infinity'
 			FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / $4 AS chunk FROM connect.profiles
 				WHERE client_id = $2 AND (NOT $5 OR matched_at IS NOT NULL) AND ($6::uuid IS NULL OR import_job_id = $6)) p
 			GROUP BY chunk
-			RETURNING cardinality(profile_ids) AS records)
-		SELECT coalesce(sum(records), 0)::bigint FROM ins`, it.ID, it.ClientID, trigger, it.BatchSize, it.MatchedOnly, importJobID).Scan(&n)
+			RETURNING id::text, cardinality(profile_ids)`, it.ID, it.ClientID, trigger, it.BatchSize, it.MatchedOnly, importJobID)
 	if err != nil {
 		return 0, fmt.Errorf("queue deliveries: %w", err)
 	}
-	return n, nil
-}
-
-func (s *Store) enqueue(ctx context.Context, clientID, integrationID, trigger string, ids []string, batch int) (int64, error) {
-	var queued int64
-	for start := 0; start < len(ids); start += batch {
-		chunk := ids[start:min(start+batch, len(ids))]
-		if _, err := s.db.Exec(ctx, `INSERT INTO connect.deliveries (id, integration_id, client_id, trigger, profile_ids, status)
-			VALUES ($1, $2, $3, $4, $5, 'PENDING')`, uuid.NewString(), integrationID, clientID, trigger, chunk); err != nil {
-			return 0, fmt.Errorf("queue delivery: %w", err)
+	var n int64
+	var jobs []delivery.Args
+	for rows.Next() {
+		var id string
+		var records int64
+		if err := rows.Scan(&id, &records); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("queue deliveries: %w", err)
 		}
-		queued += int64(len(chunk))
+		jobs = append(jobs, delivery.Args{DeliveryID: id, IntegrationID: it.ID, ClientID: it.ClientID})
+		n += records
 	}
-	return queued, nil
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("queue deliveries: %w", err)
+	}
+	return n, s.queueDeliveries(ctx, jobs, nil)
 }
 
-// ClaimDeliveries takes up to n due deliveries for lease, fairly: no integration gets more
-// than perIntegration batches in flight at once (so a slow endpoint holds a few workers, not
-// all of them), and among the rest the clients with the fewest batches in flight go first, in
-// turn (so one client's backlog does not queue every other client behind it). Claims are
-// serialised by a transaction-level advisory lock, which makes the in-flight counts exact
-// across replicas; the Store is over a transaction, committed soon after.
-func (s *Store) ClaimDeliveries(ctx context.Context, n, perIntegration int, lease time.Duration) ([]domain.Delivery, error) {
-	tx, err := s.tx("claim deliveries")
-	if err != nil {
-		return nil, err
+// queueDeliveries inserts the batches' jobs in the Store's transaction, each due at once or at
+// its time in at (same order).
+func (s *Store) queueDeliveries(ctx context.Context, batches []delivery.Args, at []time.Time) error {
+	if len(batches) == 0 {
+		return nil
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mnv.connect.deliveries.claim'))`); err != nil {
-		return nil, fmt.Errorf("claim deliveries: lock: %w", err)
+	if s.jobs == nil {
+		return errors.New("store: deliveries queued without a job queue")
 	}
-	// The integrations with pending batches, by a loose index scan (one probe each, however
-	// long a backlog); the in-flight counts and due batches come from partial indexes too.
-	rows, err := s.db.Query(ctx, `WITH RECURSIVE integrations AS (
-			(SELECT integration_id FROM connect.deliveries WHERE status = 'PENDING' ORDER BY integration_id LIMIT 1)
-			UNION ALL
-			SELECT (SELECT d.integration_id FROM connect.deliveries d
-				WHERE d.status = 'PENDING' AND d.integration_id > i.integration_id ORDER BY d.integration_id LIMIT 1)
-			FROM integrations i WHERE i.integration_id IS NOT NULL),
-		busy AS (
-			SELECT client_id, integration_id, count(*) AS n FROM connect.deliveries
-			WHERE status = 'PENDING' AND lease_until IS NOT NULL AND lease_until > now()
-			GROUP BY client_id, integration_id),
-		candidates AS (
-			SELECT c.id, c.client_id, c.next_attempt_at,
-				row_number() OVER (PARTITION BY c.client_id ORDER BY c.next_attempt_at, c.id) AS turn
-			FROM integrations i
-			LEFT JOIN busy b ON b.integration_id = i.integration_id
-			CROSS JOIN LATERAL (
-				SELECT d.id, d.client_id, d.next_attempt_at FROM connect.deliveries d
-				WHERE d.integration_id = i.integration_id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
-					AND (d.lease_until IS NULL OR d.lease_until < now())
-				ORDER BY d.next_attempt_at LIMIT greatest($3 - coalesce(b.n, 0), 0)) c
-			WHERE i.integration_id IS NOT NULL),
-		picked AS (
-			SELECT c.id FROM candidates c
-			LEFT JOIN (SELECT client_id, sum(n) AS n FROM busy GROUP BY client_id) cb ON cb.client_id = c.client_id
-			ORDER BY coalesce(cb.n, 0) + c.turn, c.next_attempt_at, c.id
-			LIMIT $1)
-		UPDATE connect.deliveries d SET lease_until = now() + $2::interval, attempts = attempts + 1
-		FROM (SELECT id FROM connect.deliveries WHERE id IN (SELECT id FROM picked)
-			AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < now())
-			FOR UPDATE SKIP LOCKED) due
-		WHERE d.id = due.id
-		RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.trigger, d.profile_ids::text[], d.attempts`,
-		n, lease.String(), perIntegration)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
+	params := make([]river.InsertManyParams, len(batches))
+	for i, a := range batches {
+		params[i] = river.InsertManyParams{Args: a}
+		if at != nil {
+			params[i].InsertOpts = &river.InsertOpts{ScheduledAt: at[i]}
+		}
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Delivery, error) {
-		var d domain.Delivery
-		return d, r.Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Attempts)
-	})
+	return s.jobs.InsertMany(ctx, s.db, params)
 }
 
-// FinishDelivery records an attempt's sync event and the delivery's next state: done (status
-// SUCCEEDED or FAILED) or due again at retryAt.
-func (s *Store) FinishDelivery(ctx context.Context, ev domain.SyncEvent, retryAt *time.Time) error {
+// AdoptDeliveries makes a job of every batch the leasing version left PENDING (due at its next
+// attempt, or after the lease a worker of that version may still hold), keeping its attempts,
+// and marks it adopted (next_attempt_at 'infinity', which that version never claims) in the
+// same transaction: each is adopted once, by one replica (the update locks the rows; a replica
+// that waited finds them adopted). In a transaction.
+func (s *Store) AdoptDeliveries(ctx context.Context) (int, error) {
+	if _, err := s.tx("adopt deliveries"); err != nil {
+		return 0, err
+	}
+	rows, err := s.db.Query(ctx, `UPDATE connect.deliveries d SET next_attempt_at = 'infinity'
+		FROM (SELECT id, next_attempt_at AS due FROM connect.deliveries
+			WHERE status = 'PENDING' AND next_attempt_at < 'infinity' FOR UPDATE) old
+		WHERE d.id = old.id
+		RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.attempts,
+			greatest(old.due, coalesce(d.lease_until, old.due))`)
+	if err != nil {
+		return 0, fmt.Errorf("adopt deliveries: %w", err)
+	}
+	var batches []delivery.Args
+	var at []time.Time
+	for rows.Next() {
+		var a delivery.Args
+		var due time.Time
+		if err := rows.Scan(&a.DeliveryID, &a.IntegrationID, &a.ClientID, &a.Prior, &due); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("adopt deliveries: %w", err)
+		}
+		batches, at = append(batches, a), append(at, due)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("adopt deliveries: %w", err)
+	}
+	return len(batches), s.queueDeliveries(ctx, batches, at)
+}
+
+// GetDelivery reads a batch.
+func (s *Store) GetDelivery(ctx context.Context, id string) (domain.Delivery, error) {
+	var d domain.Delivery
+	err := s.db.QueryRow(ctx, `SELECT id::text, integration_id::text, client_id::text, trigger, profile_ids::text[], status, attempts
+		FROM connect.deliveries WHERE id = $1`, id).Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Status, &d.Attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, fault.ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("read delivery: %w", err)
+	}
+	return d, nil
+}
+
+// FinishDelivery records an attempt's sync event and the delivery's attempts; when done, its
+// final status (SUCCEEDED or FAILED, the event's).
+func (s *Store) FinishDelivery(ctx context.Context, ev domain.SyncEvent, done bool) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO connect.sync_events (id, integration_id, client_id, delivery_id, trigger, status, record_count,
 		http_status, error, attempt, duration_ms, started_at, finished_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		ev.ID, ev.IntegrationID, ev.ClientID, ev.DeliveryID, ev.Trigger, ev.Status, ev.RecordCount, ev.HTTPStatus, ev.Error,
 		ev.Attempt, ev.Duration.Milliseconds(), ev.StartedAt, ev.FinishedAt)
-	if retryAt != nil {
-		b.Queue(`UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL WHERE id = $1`, ev.DeliveryID, *retryAt)
-	} else {
-		b.Queue(`UPDATE connect.deliveries SET status = $2, lease_until = NULL WHERE id = $1`, ev.DeliveryID, ev.Status)
-	}
+	b.Queue(`UPDATE connect.deliveries SET attempts = $2, status = CASE WHEN $3 THEN $4 ELSE status END WHERE id = $1`,
+		ev.DeliveryID, ev.Attempt, done, ev.Status)
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("finish delivery: %w", err)
 	}
@@ -297,13 +319,4 @@ func (s *Store) OverviewCounts(ctx context.Context, clientID string) (domain.Ove
 		return o, fmt.Errorf("overview: %w", err)
 	}
 	return o, nil
-}
-
-// PostponeDelivery puts a taken batch back, due at when, without counting the attempt.
-func (s *Store) PostponeDelivery(ctx context.Context, id string, when time.Time) error {
-	if _, err := s.db.Exec(ctx, `UPDATE connect.deliveries SET next_attempt_at = $2, lease_until = NULL, attempts = attempts - 1
-		WHERE id = $1`, id, when); err != nil {
-		return fmt.Errorf("postpone delivery: %w", err)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
@@ -26,6 +27,7 @@ type Store struct {
 	db      pg.DB
 	answers Answers
 	outbox  *outbox.Outbox
+	jobs    *jobs.Queue
 }
 
 // New returns the Store over db, a pool or a transaction.
@@ -33,12 +35,24 @@ func New(db pg.DB) *Store { return &Store{db: db} }
 
 // WithAnswers returns the Store that also forgets stored answers (ForgetAnswers) in answers.
 func (s *Store) WithAnswers(answers Answers) *Store {
-	return &Store{db: s.db, answers: answers, outbox: s.outbox}
+	c := *s
+	c.answers = answers
+	return &c
 }
 
 // WithOutbox returns the Store that also writes events (Emit) through box.
 func (s *Store) WithOutbox(box *outbox.Outbox) *Store {
-	return &Store{db: s.db, answers: s.answers, outbox: box}
+	c := *s
+	c.outbox = box
+	return &c
+}
+
+// WithJobs returns the Store that also queues deliveries' jobs in q, in the transaction that
+// queues the deliveries.
+func (s *Store) WithJobs(q *jobs.Queue) *Store {
+	c := *s
+	c.jobs = q
+	return &c
 }
 
 // Emit writes evs in the Store's transaction, so each commits with its fact or not at all.

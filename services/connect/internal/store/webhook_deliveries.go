@@ -13,7 +13,6 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -21,19 +20,9 @@ import (
 // accepted once each, their deliveries, every attempt and the endpoints' health. The endpoints
 // and secrets themselves are written by internal/webhooks.
 
-// EventStore is the Store of event delivery: it also enqueues River jobs through the service's
-// queue, in the Store's transaction, so a delivery row and its job commit together.
-type EventStore struct {
-	*Store
-	jobs *jobs.Queue
-}
-
-// WithJobs returns the Store that also enqueues jobs (EnqueueJobs) on q.
-func (s *Store) WithJobs(q *jobs.Queue) *EventStore { return &EventStore{Store: s, jobs: q} }
-
 // EnqueueJobs inserts the jobs in the Store's transaction; outside one it is refused, as Emit
 // is: a job committed alone could outlive the row it works on.
-func (s *EventStore) EnqueueJobs(ctx context.Context, params []river.InsertManyParams) error {
+func (s *Store) EnqueueJobs(ctx context.Context, params []river.InsertManyParams) error {
 	if s.jobs == nil {
 		return errors.New("store: jobs enqueued without a queue")
 	}

@@ -1775,10 +1775,15 @@ type Integration struct {
 	BatchSize        int32                  `protobuf:"varint,9,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	MatchedOnly      bool                   `protobuf:"varint,10,opt,name=matched_only,json=matchedOnly,proto3" json:"matched_only,omitempty"`
 	Status           IntegrationStatus      `protobuf:"varint,11,opt,name=status,proto3,enum=mnv.connect.v1.IntegrationStatus" json:"status,omitempty"`
-	// Shown once, when the integration is created: the key of the X-Mnv-Signature HMAC.
+	// Shown once, when the integration is created: the key of the X-Mnv-Signature HMAC
+	// (deprecated with that header; see webhookSecret).
 	SigningSecret *string                `protobuf:"bytes,12,opt,name=signing_secret,json=signingSecret,proto3,oneof" json:"signing_secret,omitempty"`
 	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// Shown once, when the integration is created: the same key as a Standard Webhooks secret
+	// ("whsec_" and the base64 of signingSecret's bytes), which a receiver's Standard Webhooks
+	// library takes as it is to verify webhook-id, webhook-timestamp and webhook-signature.
+	WebhookSecret *string `protobuf:"bytes,15,opt,name=webhook_secret,json=webhookSecret,proto3,oneof" json:"webhook_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1909,6 +1914,13 @@ func (x *Integration) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *Integration) GetWebhookSecret() string {
+	if x != nil && x.WebhookSecret != nil {
+		return *x.WebhookSecret
+	}
+	return ""
 }
 
 type CreateIntegrationRequest struct {
@@ -3920,7 +3932,7 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x13GetImportJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"C\n" +
 	"\x14GetImportJobResponse\x12+\n" +
-	"\x03job\x18\x01 \x01(\v2\x19.mnv.connect.v1.ImportJobR\x03job\"\xcd\x05\n" +
+	"\x03job\x18\x01 \x01(\v2\x19.mnv.connect.v1.ImportJobR\x03job\"\x8c\x06\n" +
 	"\vIntegration\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12)\n" +
@@ -3940,11 +3952,13 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a@\n" +
+	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12*\n" +
+	"\x0ewebhook_secret\x18\x0f \x01(\tH\x01R\rwebhookSecret\x88\x01\x01\x1a@\n" +
 	"\x12FieldMappingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x11\n" +
-	"\x0f_signing_secret\"\xfc\x03\n" +
+	"\x0f_signing_secretB\x11\n" +
+	"\x0f_webhook_secret\"\xfc\x03\n" +
 	"\x18CreateIntegrationRequest\x12!\n" +
 	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName\x12)\n" +
 	"\x10integration_type\x18\x02 \x01(\tR\x0fintegrationType\x12!\n" +
