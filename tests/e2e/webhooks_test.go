@@ -24,11 +24,14 @@ var webhookEnv = []string{
 	// Receivers listen on 127.0.0.1 over plain http; the harness already allows 127.0.0.1/32
 	// (MNV_WEBHOOK_ALLOWED_NETS) for connect.
 	"MNV_WEBHOOK_ALLOW_HTTP=true",
-	// balance.expiring: an expiry within a week is announced; the accounts check runs twice a
+	// balance.expiring: an expiry within a week is announced; the accounts check runs every
 	// second instead of every minute.
 	"MNV_BALANCE_EXPIRY_NOTICE=168h", "MNV_BALANCE_EXPIRY_CHECK_EVERY=1s",
 	// Integration batches give up within seconds (integration.delivery_failed).
 	"MNV_DELIVERY_BACKOFF=10ms",
+	// A killed connect's in-flight deliveries are rescued within a minute, not two: the
+	// longest attempt is then 5s + 30s.
+	"MNV_WEBHOOK_TIMEOUT=5s", "MNV_JOBS_RESCUE_AFTER=40s",
 }
 
 // webhookSuite starts a suite with webhookEnv (and the main suite's lifted abuse limits), and
@@ -422,7 +425,7 @@ func TestWebhookEventTypes(t *testing.T) {
 // TestWebhookEndpointDisabled: an endpoint failing for longer than MNV_WEBHOOK_DISABLE_AFTER is
 // disabled, says why, and the client's other endpoint gets webhook_endpoint.disabled.
 func TestWebhookEndpointDisabled(t *testing.T) {
-	s := webhookSuite(t, "MNV_WEBHOOK_DISABLE_AFTER=1s", "MNV_WEBHOOK_MAX_ATTEMPTS=30")
+	s := webhookSuite(t, "MNV_WEBHOOK_DISABLE_AFTER=1s", "MNV_WEBHOOK_MAX_ATTEMPTS=25")
 	rc := harness.StartReceiver(t)
 	c, err := s.CreateClient(context.Background(), 0, "--features", "VERIFY")
 	if err != nil {

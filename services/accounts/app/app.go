@@ -71,6 +71,8 @@ type Config struct {
 	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
 	// replica keeps its own.
 	RedisURL string
+	// Jobs configures the service's River queue (MNV_JOBS_RESCUE_AFTER).
+	Jobs jobs.Config
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 	// ConnectAddr is where connect listens, which delivers accounts' events to the clients'
@@ -95,6 +97,7 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
+		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
 		GRPCAddr: "127.0.0.1:9091", DBMaxConns: 32, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		ConnectAddr: "127.0.0.1:9093", ExpiryNotice: 7 * 24 * time.Hour, ExpiryCheckEvery: time.Minute,
 	}
@@ -124,6 +127,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Jobs = jobs.LoadConfig(env)
 	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
 	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
 	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
@@ -148,6 +152,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
+	if err := c.Jobs.Validate(outbox.AttemptTimeout); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_ACCOUNTS_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
@@ -239,7 +246,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 	// The one engine of accounts' background work: the stores write events' forward jobs in
 	// the transactions of their facts (box), and the expiry job runs on it.
-	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg, RescueAfter: cfg.Jobs.RescueAfter})
 	if err != nil {
 		return nil, err
 	}

@@ -134,6 +134,8 @@ type Config struct {
 	// them), purged every PurgeEvery (MNV_PURGE_EVERY).
 	Retention  retention.Config
 	PurgeEvery time.Duration
+	// Jobs configures the service's River queue (MNV_JOBS_RESCUE_AFTER).
+	Jobs jobs.Config
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -141,6 +143,7 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
+		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: webhooks.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
@@ -203,6 +206,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Jobs = jobs.LoadConfig(env)
 	c.Retention.Deliveries = env.Duration("MNV_RETENTION_DELIVERIES", c.Retention.Deliveries)
 	c.Retention.SyncEvents = env.Duration("MNV_RETENTION_SYNC_EVENTS", c.Retention.SyncEvents)
 	c.Retention.ImportJobs = env.Duration("MNV_RETENTION_IMPORT_JOBS", c.Retention.ImportJobs)
@@ -233,6 +237,9 @@ func splitList(s string) []string {
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
+	if err := c.Jobs.Validate(c.WebhookTimeout + 30*time.Second); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 256 {
 		errs = append(errs, errors.New("MNV_DELIVERY_WORKERS: must be between 1 and 256"))
 	}
@@ -248,8 +255,8 @@ func (c Config) Validate() error {
 	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > webhook.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
 		errs = append(errs, errors.New("MNV_WEBHOOK_BACKOFF: must be between 10ms and 30m; MNV_WEBHOOK_MAX_ATTEMPTS: between 1 and 25"))
 	}
-	if c.WebhookDisableAfter < time.Minute && c.WebhookDisableAfter != 0 {
-		errs = append(errs, errors.New("MNV_WEBHOOK_DISABLE_AFTER: must be at least 1m (0 never disables)"))
+	if c.WebhookDisableAfter < time.Second && c.WebhookDisableAfter != 0 {
+		errs = append(errs, errors.New("MNV_WEBHOOK_DISABLE_AFTER: must be at least 1s (0 never disables)"))
 	}
 	if c.ImportLease < time.Second {
 		errs = append(errs, errors.New("MNV_IMPORT_LEASE: must be at least 1s"))
@@ -357,7 +364,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// The one engine of connect's background work. Stores insert jobs through it from the
 	// start (box: events in the transaction of their facts); the packages that work jobs add
 	// their queues and workers to it before Run.
-	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg, RescueAfter: cfg.Jobs.RescueAfter})
 	if err != nil {
 		return nil, err
 	}

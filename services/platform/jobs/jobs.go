@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -87,6 +88,34 @@ type Options struct {
 	JobTimeout time.Duration
 	// CompletedRetention is how long completed jobs stay in the table; 0 is a day.
 	CompletedRetention time.Duration
+	// RescueAfter is how long a job may stay running before River takes it for abandoned (its
+	// process died) and runs it again; 0 is DefaultRescueAfter. It must exceed the longest
+	// attempt of any worker (River's own default, an hour, left a killed process's jobs
+	// undelivered that long).
+	RescueAfter time.Duration
+}
+
+// DefaultRescueAfter is Options.RescueAfter's default: longer than any attempt of ours (the
+// longest is an integration delivery, MNV_WEBHOOK_TIMEOUT + 30 s).
+const DefaultRescueAfter = 2 * time.Minute
+
+// Config is the jobs' configuration every service reads the same way.
+type Config struct {
+	// RescueAfter (MNV_JOBS_RESCUE_AFTER) is Options.RescueAfter.
+	RescueAfter time.Duration
+}
+
+// LoadConfig reads the jobs' configuration from env.
+func LoadConfig(env *config.Env) Config {
+	return Config{RescueAfter: env.Duration("MNV_JOBS_RESCUE_AFTER", DefaultRescueAfter)}
+}
+
+// Validate checks c against the longest attempt a service's workers make.
+func (c Config) Validate(longestAttempt time.Duration) error {
+	if c.RescueAfter <= longestAttempt {
+		return fmt.Errorf("MNV_JOBS_RESCUE_AFTER: %v must exceed the longest job attempt, %v", c.RescueAfter, longestAttempt)
+	}
+	return nil
 }
 
 // Queue is a service's River: it inserts from the start (stores are built with it), and works
@@ -140,12 +169,14 @@ func (q *Queue) AddPeriodic(j *river.PeriodicJob) { q.periodic = append(q.period
 // worker builds the client that works the added queues.
 func (q *Queue) worker() (*river.Client[pgx.Tx], error) {
 	o := q.opts
+	rescue := cmpOr(o.RescueAfter, DefaultRescueAfter)
 	return river.NewClient(riverpgxv5.New(q.pool), &river.Config{
 		Schema:                      o.Schema,
 		Logger:                      riverLogger(o.Log),
 		FetchPollInterval:           cmpOr(o.FetchPoll, 200*time.Millisecond),
 		FetchCooldown:               20 * time.Millisecond,
-		JobTimeout:                  cmpOr(o.JobTimeout, time.Minute),
+		JobTimeout:                  cmpOr(o.JobTimeout, min(time.Minute, rescue/2)),
+		RescueStuckJobsAfter:        rescue,
 		CompletedJobRetentionPeriod: cmpOr(o.CompletedRetention, 24*time.Hour),
 		PeriodicJobs:                q.periodic,
 		Middleware:                  []rivertype.Middleware{q.metrics},

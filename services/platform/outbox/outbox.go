@@ -108,8 +108,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	return err
 }
 
+// AttemptTimeout bounds one publish.
+const AttemptTimeout = 10 * time.Second
+
 // Timeout bounds one publish.
-func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return 10 * time.Second }
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return AttemptTimeout }
 
 // Register adds the forward worker to workers.
 func Register(workers *river.Workers, p Publisher) {

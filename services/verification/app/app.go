@@ -111,6 +111,8 @@ type Config struct {
 	// PurgeEvery (MNV_PURGE_EVERY).
 	Retention  retention.Config
 	PurgeEvery time.Duration
+	// Jobs configures the service's River queue (MNV_JOBS_RESCUE_AFTER).
+	Jobs jobs.Config
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 }
@@ -118,6 +120,7 @@ type Config struct {
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
+		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
 		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093",
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
@@ -161,6 +164,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.SettleAfter = env.Duration("MNV_SETTLE_AFTER", c.SettleAfter)
 	c.ReconcileEvery = env.Duration("MNV_RECONCILE_EVERY", c.ReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	c.Jobs = jobs.LoadConfig(env)
 	c.Retention.Sessions = env.Duration("MNV_RETENTION_SESSIONS", c.Retention.Sessions)
 	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
@@ -179,6 +183,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
+	if err := c.Jobs.Validate(outbox.AttemptTimeout); err != nil {
+		errs = append(errs, err)
+	}
 	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
 		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 1s and 1h"))
 	}
@@ -292,7 +299,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err := migrate(ctx, pool, log); err != nil {
 		return nil, err
 	}
-	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg})
+	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg, RescueAfter: cfg.Jobs.RescueAfter})
 	if err != nil {
 		return nil, err
 	}
