@@ -173,6 +173,10 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		"MNV_SANDBOX=true",
 		"MNV_LOG_LEVEL=info",
 		"MNV_SHUTDOWN_TIMEOUT=10s",
+		// Suites run beside other test packages on one PostgreSQL (max_connections is often
+		// 100): a pool of 12 per service is plenty for the suites' loads, and keeps a burst
+		// (whose connections the pools keep) from taking the server's last connections.
+		"MNV_ACCOUNTS_DB_MAX_CONNS=12", "MNV_VERIFICATION_DB_MAX_CONNS=12", "MNV_CONNECT_DB_MAX_CONNS=12",
 	}, opts.Env...)
 	// tlsEnv is each process's TLS configuration: its server certificate, and the CA it trusts.
 	tlsEnv := map[string][]string{}

@@ -48,6 +48,8 @@ func Start(t testing.TB) *Server {
 	cfg.Pepper, cfg.DataKeys, cfg.AdminToken = Pepper, DataKeys, AdminToken
 	cfg.InternalCallers = authtest.Callers()
 	cfg.ShutdownTimeout = 5 * time.Second
+	// Many test packages share one PostgreSQL; a small pool keeps them within its connections.
+	cfg.DBMaxConns = 8
 	// No connect here: events are written with their facts and wait in the queue, where a test
 	// reads them (Events).
 	cfg.ConnectAddr = ""

@@ -55,6 +55,8 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DeliveryBackoff = 100 * time.Millisecond
 	cfg.WebhookBackoff = 100 * time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
+	// Many test packages share one PostgreSQL; a small pool keeps them within its connections.
+	cfg.DBMaxConns = 8
 	if edit != nil {
 		edit(&cfg)
 	}

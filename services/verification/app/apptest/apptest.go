@@ -44,6 +44,8 @@ func Start(t testing.TB, accountsAddr, internalToken string, edit func(*app.Conf
 	cfg.DataKeys, cfg.NumberHashKey = DataKeys, NumberHashKey
 	cfg.ConnectAddr = "" // no Connect in these tests: keep the outbox, relay nothing
 	cfg.ShutdownTimeout = 5 * time.Second
+	// Many test packages share one PostgreSQL; a small pool keeps them within its connections.
+	cfg.DBMaxConns = 8
 	if edit != nil {
 		edit(&cfg)
 	}
