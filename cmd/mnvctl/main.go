@@ -12,6 +12,7 @@
 //	mnvctl client origins CLIENT_ID [https://shop.example,https://www.shop.example | --clear]
 //	mnvctl keygen data-key KEY_ID | mnvctl keygen secret
 //	mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file
+//	mnvctl webhooks list --client CLIENT_ID | mnvctl webhooks disable|enable --client CLIENT_ID WEBHOOK_ID
 //	mnvctl webhooks receive --secret whsec_… [--listen 127.0.0.1:8099] [--count N]
 //	mnvctl completion bash|zsh|fish
 //

@@ -73,7 +73,7 @@ func newWebhooksCommand() *cobra.Command {
 	f.StringVar(&c.caFile, "tls-ca", "", "CA file: dial over TLS verified against it (default: MNV_GRPC_TLS_CA; none: plaintext)")
 	f.StringVar(&c.serverName, "tls-server-name", "", "name the server's certificate must have (default: the address's host)")
 	client := f.String("client", "", "the client's id (required)")
-	cmd.AddCommand(c.webhooksList(client), c.webhooksDisable(client), newReceiveCmd())
+	cmd.AddCommand(c.webhooksList(client), c.webhooksDisable(client), c.webhooksEnable(client), newReceiveCmd())
 	return cmd
 }
 
@@ -107,7 +107,7 @@ func (c *conn) webhooksList(client *string) *cobra.Command {
 func (c *conn) webhooksDisable(client *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "disable --client CLIENT_ID WEBHOOK_ID",
-		Short: "Disable a client's webhook endpoint; only the operator can enable it again",
+		Short: "Disable a client's webhook endpoint; only the operator can enable it again (webhooks enable)",
 		Args:  exactArgs(1, "WEBHOOK_ID"),
 	}
 	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
@@ -116,6 +116,28 @@ func (c *conn) webhooksDisable(client *string) *cobra.Command {
 		}
 		return c.callWebhooks(ctx, func(ctx context.Context, admin connectv1.WebhookAdminServiceClient) (result, error) {
 			resp, err := admin.DisableClientWebhook(ctx, &connectv1.DisableClientWebhookRequest{ClientId: *client, WebhookId: args[0]})
+			if err != nil {
+				return result{}, err
+			}
+			return result{msg: resp.GetWebhook(), text: func(w io.Writer) error {
+				return webhookTable(w, []*connectv1.WebhookEndpoint{resp.GetWebhook()})
+			}}, nil
+		})
+	})
+}
+
+func (c *conn) webhooksEnable(client *string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "enable --client CLIENT_ID WEBHOOK_ID",
+		Short: "Enable a client's webhook endpoint, whoever disabled it",
+		Args:  exactArgs(1, "WEBHOOK_ID"),
+	}
+	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
+		if err := needClient(*client); err != nil {
+			return result{}, err
+		}
+		return c.callWebhooks(ctx, func(ctx context.Context, admin connectv1.WebhookAdminServiceClient) (result, error) {
+			resp, err := admin.EnableClientWebhook(ctx, &connectv1.EnableClientWebhookRequest{ClientId: *client, WebhookId: args[0]})
 			if err != nil {
 				return result{}, err
 			}

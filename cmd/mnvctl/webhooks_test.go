@@ -60,6 +60,10 @@ func TestWebhooksAgainstConnect(t *testing.T) {
 	if shown["enabled"] != false || shown["disabledReason"] != "OPERATOR" {
 		t.Fatalf("after disable: %v", shown)
 	}
+	decode(t, mnvctl(t, "webhooks", "enable", "--client", c.ID, id, "-o", "json"), &shown)
+	if shown["enabled"] != true || shown["disabledReason"] != nil {
+		t.Fatalf("after enable: %v", shown)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -152,6 +152,15 @@ func (s *WebhookAdmin) DisableClientWebhook(ctx context.Context, req *connectv1.
 	return &connectv1.DisableClientWebhookResponse{Webhook: webhookToProto(e)}, nil
 }
 
+// EnableClientWebhook enables a client's endpoint for the operator, whoever disabled it.
+func (s *WebhookAdmin) EnableClientWebhook(ctx context.Context, req *connectv1.EnableClientWebhookRequest) (*connectv1.EnableClientWebhookResponse, error) {
+	e, err := s.Webhooks.EnableByOperator(ctx, req.GetClientId(), req.GetWebhookId())
+	if err != nil {
+		return nil, grpcserver.Status(ctx, s.Log, err)
+	}
+	return &connectv1.EnableClientWebhookResponse{Webhook: webhookToProto(e)}, nil
+}
+
 func webhookToProto(e domain.WebhookEndpoint) *connectv1.WebhookEndpoint {
 	return &connectv1.WebhookEndpoint{
 		Id: e.ID, Url: e.URL, Events: webhooks.EventsOf(e), Description: e.Description, Enabled: e.Enabled,

@@ -459,6 +459,16 @@ func (s *Service) ClientEndpoints(ctx context.Context, clientID string) ([]domai
 
 // DisableByOperator disables a client's endpoint with the reason OPERATOR.
 func (s *Service) DisableByOperator(ctx context.Context, clientID, id string) (domain.WebhookEndpoint, error) {
+	return s.setByOperator(ctx, clientID, id, false)
+}
+
+// EnableByOperator enables a client's endpoint whoever disabled it: the one way back for an
+// endpoint the operator disabled.
+func (s *Service) EnableByOperator(ctx context.Context, clientID, id string) (domain.WebhookEndpoint, error) {
+	return s.setByOperator(ctx, clientID, id, true)
+}
+
+func (s *Service) setByOperator(ctx context.Context, clientID, id string, enabled bool) (domain.WebhookEndpoint, error) {
 	if !isUUID(clientID) {
 		return domain.WebhookEndpoint{}, fault.Invalid("clientId", "must be a client id")
 	}
@@ -471,7 +481,7 @@ func (s *Service) DisableByOperator(ctx context.Context, clientID, id string) (d
 		if err != nil {
 			return err
 		}
-		if err := s.setEnabled(&e, false, domain.WebhookDisabledByOperator); err != nil {
+		if err := s.setEnabled(&e, enabled, domain.WebhookDisabledByOperator); err != nil {
 			return err
 		}
 		out, err = st.UpdateWebhookEndpoint(ctx, e)

@@ -328,6 +328,14 @@ func TestEnableDisable(t *testing.T) {
 	if _, err := f.svc.DisableByOperator(ctx, uuid.NewString(), id); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("the operator naming the wrong client: %v", err)
 	}
+	// The operator's enable is the way back.
+	if _, err := f.svc.EnableByOperator(ctx, uuid.NewString(), id); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("the operator enabling with the wrong client: %v", err)
+	}
+	e, err = f.svc.EnableByOperator(ctx, client, id)
+	if err != nil || !e.Enabled || e.DisabledReason != "" || e.DisabledAt != nil || e.FailingSince != nil {
+		t.Fatalf("enabled by the operator: %+v, %v", e, err)
+	}
 }
 
 func TestUpdateValidates(t *testing.T) {

@@ -1669,6 +1669,102 @@ func (x *DisableClientWebhookResponse) GetWebhook() *WebhookEndpoint {
 	return nil
 }
 
+type EnableClientWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	WebhookId     string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnableClientWebhookRequest) Reset() {
+	*x = EnableClientWebhookRequest{}
+	mi := &file_mnv_connect_v1_webhooks_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnableClientWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnableClientWebhookRequest) ProtoMessage() {}
+
+func (x *EnableClientWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_connect_v1_webhooks_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnableClientWebhookRequest.ProtoReflect.Descriptor instead.
+func (*EnableClientWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_connect_v1_webhooks_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *EnableClientWebhookRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *EnableClientWebhookRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+type EnableClientWebhookResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Webhook       *WebhookEndpoint       `protobuf:"bytes,1,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnableClientWebhookResponse) Reset() {
+	*x = EnableClientWebhookResponse{}
+	mi := &file_mnv_connect_v1_webhooks_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnableClientWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnableClientWebhookResponse) ProtoMessage() {}
+
+func (x *EnableClientWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_connect_v1_webhooks_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnableClientWebhookResponse.ProtoReflect.Descriptor instead.
+func (*EnableClientWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_connect_v1_webhooks_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *EnableClientWebhookResponse) GetWebhook() *WebhookEndpoint {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
 var File_mnv_connect_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
@@ -1814,6 +1910,12 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
 	"webhook_id\x18\x02 \x01(\tR\twebhookId\"Y\n" +
 	"\x1cDisableClientWebhookResponse\x129\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"X\n" +
+	"\x1aEnableClientWebhookRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\"X\n" +
+	"\x1bEnableClientWebhookResponse\x129\n" +
 	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook*\xaf\x01\n" +
 	"\x15WebhookDisabledReason\x12'\n" +
 	"#WEBHOOK_DISABLED_REASON_UNSPECIFIED\x10\x00\x12\"\n" +
@@ -1837,10 +1939,11 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\x13RotateWebhookSecret\x12*.mnv.connect.v1.RotateWebhookSecretRequest\x1a+.mnv.connect.v1.RotateWebhookSecretResponse\"$\xca\xf3\x18 \b\x02\x18\x010\x018\x02J\x16Webhook secret rotated\x12o\n" +
 	"\vTestWebhook\x12\".mnv.connect.v1.TestWebhookRequest\x1a#.mnv.connect.v1.TestWebhookResponse\"\x17\xca\xf3\x18\x13\b\x02\x18\x018\x02J\vPing queued\x12\xa9\x01\n" +
 	"\x15ListWebhookDeliveries\x12,.mnv.connect.v1.ListWebhookDeliveriesRequest\x1a-.mnv.connect.v1.ListWebhookDeliveriesResponse\"3\xca\xf3\x18/\b\x028\x02J)Webhook deliveries retrieved successfully\x12\x9c\x01\n" +
-	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x018\x02J\x11Redelivery queued2\x85\x02\n" +
+	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x018\x02J\x11Redelivery queued2\xfd\x02\n" +
 	"\x13WebhookAdminService\x12s\n" +
 	"\x12ListClientWebhooks\x12).mnv.connect.v1.ListClientWebhooksRequest\x1a*.mnv.connect.v1.ListClientWebhooksResponse\"\x06\xca\xf3\x18\x02\b\x05\x12y\n" +
-	"\x14DisableClientWebhook\x12+.mnv.connect.v1.DisableClientWebhookRequest\x1a,.mnv.connect.v1.DisableClientWebhookResponse\"\x06\xca\xf3\x18\x02\b\x05B9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
+	"\x14DisableClientWebhook\x12+.mnv.connect.v1.DisableClientWebhookRequest\x1a,.mnv.connect.v1.DisableClientWebhookResponse\"\x06\xca\xf3\x18\x02\b\x05\x12v\n" +
+	"\x13EnableClientWebhook\x12*.mnv.connect.v1.EnableClientWebhookRequest\x1a+.mnv.connect.v1.EnableClientWebhookResponse\"\x06\xca\xf3\x18\x02\b\x05B9Z7github.com/mnvhq/mnv/proto/gen/mnv/connect/v1;connectv1b\x06proto3"
 
 var (
 	file_mnv_connect_v1_webhooks_proto_rawDescOnce sync.Once
@@ -1855,7 +1958,7 @@ func file_mnv_connect_v1_webhooks_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_connect_v1_webhooks_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_mnv_connect_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_mnv_connect_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_mnv_connect_v1_webhooks_proto_goTypes = []any{
 	(WebhookDisabledReason)(0),               // 0: mnv.connect.v1.WebhookDisabledReason
 	(WebhookDeliveryStatus)(0),               // 1: mnv.connect.v1.WebhookDeliveryStatus
@@ -1885,56 +1988,61 @@ var file_mnv_connect_v1_webhooks_proto_goTypes = []any{
 	(*ListClientWebhooksResponse)(nil),       // 25: mnv.connect.v1.ListClientWebhooksResponse
 	(*DisableClientWebhookRequest)(nil),      // 26: mnv.connect.v1.DisableClientWebhookRequest
 	(*DisableClientWebhookResponse)(nil),     // 27: mnv.connect.v1.DisableClientWebhookResponse
-	(*timestamppb.Timestamp)(nil),            // 28: google.protobuf.Timestamp
+	(*EnableClientWebhookRequest)(nil),       // 28: mnv.connect.v1.EnableClientWebhookRequest
+	(*EnableClientWebhookResponse)(nil),      // 29: mnv.connect.v1.EnableClientWebhookResponse
+	(*timestamppb.Timestamp)(nil),            // 30: google.protobuf.Timestamp
 }
 var file_mnv_connect_v1_webhooks_proto_depIdxs = []int32{
 	0,  // 0: mnv.connect.v1.WebhookEndpoint.disabled_reason:type_name -> mnv.connect.v1.WebhookDisabledReason
-	28, // 1: mnv.connect.v1.WebhookEndpoint.failing_since:type_name -> google.protobuf.Timestamp
-	28, // 2: mnv.connect.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
-	28, // 3: mnv.connect.v1.WebhookEndpoint.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 4: mnv.connect.v1.WebhookEndpoint.previous_secret_expires_at:type_name -> google.protobuf.Timestamp
+	30, // 1: mnv.connect.v1.WebhookEndpoint.failing_since:type_name -> google.protobuf.Timestamp
+	30, // 2: mnv.connect.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	30, // 3: mnv.connect.v1.WebhookEndpoint.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 4: mnv.connect.v1.WebhookEndpoint.previous_secret_expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: mnv.connect.v1.CreateWebhookResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
 	2,  // 6: mnv.connect.v1.ListWebhooksResponse.items:type_name -> mnv.connect.v1.WebhookEndpoint
 	2,  // 7: mnv.connect.v1.GetWebhookResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
 	9,  // 8: mnv.connect.v1.UpdateWebhookRequest.patch:type_name -> mnv.connect.v1.WebhookPatch
 	2,  // 9: mnv.connect.v1.UpdateWebhookResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
 	2,  // 10: mnv.connect.v1.RotateWebhookSecretResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
-	28, // 11: mnv.connect.v1.WebhookAttempt.started_at:type_name -> google.protobuf.Timestamp
+	30, // 11: mnv.connect.v1.WebhookAttempt.started_at:type_name -> google.protobuf.Timestamp
 	1,  // 12: mnv.connect.v1.WebhookDelivery.status:type_name -> mnv.connect.v1.WebhookDeliveryStatus
-	28, // 13: mnv.connect.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
-	28, // 14: mnv.connect.v1.WebhookDelivery.updated_at:type_name -> google.protobuf.Timestamp
-	28, // 15: mnv.connect.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	30, // 13: mnv.connect.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	30, // 14: mnv.connect.v1.WebhookDelivery.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 15: mnv.connect.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
 	18, // 16: mnv.connect.v1.WebhookDelivery.attempt_log:type_name -> mnv.connect.v1.WebhookAttempt
 	19, // 17: mnv.connect.v1.ListWebhookDeliveriesResponse.items:type_name -> mnv.connect.v1.WebhookDelivery
 	2,  // 18: mnv.connect.v1.ListClientWebhooksResponse.items:type_name -> mnv.connect.v1.WebhookEndpoint
 	2,  // 19: mnv.connect.v1.DisableClientWebhookResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
-	3,  // 20: mnv.connect.v1.WebhookService.CreateWebhook:input_type -> mnv.connect.v1.CreateWebhookRequest
-	5,  // 21: mnv.connect.v1.WebhookService.ListWebhooks:input_type -> mnv.connect.v1.ListWebhooksRequest
-	7,  // 22: mnv.connect.v1.WebhookService.GetWebhook:input_type -> mnv.connect.v1.GetWebhookRequest
-	10, // 23: mnv.connect.v1.WebhookService.UpdateWebhook:input_type -> mnv.connect.v1.UpdateWebhookRequest
-	12, // 24: mnv.connect.v1.WebhookService.DeleteWebhook:input_type -> mnv.connect.v1.DeleteWebhookRequest
-	14, // 25: mnv.connect.v1.WebhookService.RotateWebhookSecret:input_type -> mnv.connect.v1.RotateWebhookSecretRequest
-	16, // 26: mnv.connect.v1.WebhookService.TestWebhook:input_type -> mnv.connect.v1.TestWebhookRequest
-	20, // 27: mnv.connect.v1.WebhookService.ListWebhookDeliveries:input_type -> mnv.connect.v1.ListWebhookDeliveriesRequest
-	22, // 28: mnv.connect.v1.WebhookService.RedeliverWebhookDelivery:input_type -> mnv.connect.v1.RedeliverWebhookDeliveryRequest
-	24, // 29: mnv.connect.v1.WebhookAdminService.ListClientWebhooks:input_type -> mnv.connect.v1.ListClientWebhooksRequest
-	26, // 30: mnv.connect.v1.WebhookAdminService.DisableClientWebhook:input_type -> mnv.connect.v1.DisableClientWebhookRequest
-	4,  // 31: mnv.connect.v1.WebhookService.CreateWebhook:output_type -> mnv.connect.v1.CreateWebhookResponse
-	6,  // 32: mnv.connect.v1.WebhookService.ListWebhooks:output_type -> mnv.connect.v1.ListWebhooksResponse
-	8,  // 33: mnv.connect.v1.WebhookService.GetWebhook:output_type -> mnv.connect.v1.GetWebhookResponse
-	11, // 34: mnv.connect.v1.WebhookService.UpdateWebhook:output_type -> mnv.connect.v1.UpdateWebhookResponse
-	13, // 35: mnv.connect.v1.WebhookService.DeleteWebhook:output_type -> mnv.connect.v1.DeleteWebhookResponse
-	15, // 36: mnv.connect.v1.WebhookService.RotateWebhookSecret:output_type -> mnv.connect.v1.RotateWebhookSecretResponse
-	17, // 37: mnv.connect.v1.WebhookService.TestWebhook:output_type -> mnv.connect.v1.TestWebhookResponse
-	21, // 38: mnv.connect.v1.WebhookService.ListWebhookDeliveries:output_type -> mnv.connect.v1.ListWebhookDeliveriesResponse
-	23, // 39: mnv.connect.v1.WebhookService.RedeliverWebhookDelivery:output_type -> mnv.connect.v1.RedeliverWebhookDeliveryResponse
-	25, // 40: mnv.connect.v1.WebhookAdminService.ListClientWebhooks:output_type -> mnv.connect.v1.ListClientWebhooksResponse
-	27, // 41: mnv.connect.v1.WebhookAdminService.DisableClientWebhook:output_type -> mnv.connect.v1.DisableClientWebhookResponse
-	31, // [31:42] is the sub-list for method output_type
-	20, // [20:31] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	2,  // 20: mnv.connect.v1.EnableClientWebhookResponse.webhook:type_name -> mnv.connect.v1.WebhookEndpoint
+	3,  // 21: mnv.connect.v1.WebhookService.CreateWebhook:input_type -> mnv.connect.v1.CreateWebhookRequest
+	5,  // 22: mnv.connect.v1.WebhookService.ListWebhooks:input_type -> mnv.connect.v1.ListWebhooksRequest
+	7,  // 23: mnv.connect.v1.WebhookService.GetWebhook:input_type -> mnv.connect.v1.GetWebhookRequest
+	10, // 24: mnv.connect.v1.WebhookService.UpdateWebhook:input_type -> mnv.connect.v1.UpdateWebhookRequest
+	12, // 25: mnv.connect.v1.WebhookService.DeleteWebhook:input_type -> mnv.connect.v1.DeleteWebhookRequest
+	14, // 26: mnv.connect.v1.WebhookService.RotateWebhookSecret:input_type -> mnv.connect.v1.RotateWebhookSecretRequest
+	16, // 27: mnv.connect.v1.WebhookService.TestWebhook:input_type -> mnv.connect.v1.TestWebhookRequest
+	20, // 28: mnv.connect.v1.WebhookService.ListWebhookDeliveries:input_type -> mnv.connect.v1.ListWebhookDeliveriesRequest
+	22, // 29: mnv.connect.v1.WebhookService.RedeliverWebhookDelivery:input_type -> mnv.connect.v1.RedeliverWebhookDeliveryRequest
+	24, // 30: mnv.connect.v1.WebhookAdminService.ListClientWebhooks:input_type -> mnv.connect.v1.ListClientWebhooksRequest
+	26, // 31: mnv.connect.v1.WebhookAdminService.DisableClientWebhook:input_type -> mnv.connect.v1.DisableClientWebhookRequest
+	28, // 32: mnv.connect.v1.WebhookAdminService.EnableClientWebhook:input_type -> mnv.connect.v1.EnableClientWebhookRequest
+	4,  // 33: mnv.connect.v1.WebhookService.CreateWebhook:output_type -> mnv.connect.v1.CreateWebhookResponse
+	6,  // 34: mnv.connect.v1.WebhookService.ListWebhooks:output_type -> mnv.connect.v1.ListWebhooksResponse
+	8,  // 35: mnv.connect.v1.WebhookService.GetWebhook:output_type -> mnv.connect.v1.GetWebhookResponse
+	11, // 36: mnv.connect.v1.WebhookService.UpdateWebhook:output_type -> mnv.connect.v1.UpdateWebhookResponse
+	13, // 37: mnv.connect.v1.WebhookService.DeleteWebhook:output_type -> mnv.connect.v1.DeleteWebhookResponse
+	15, // 38: mnv.connect.v1.WebhookService.RotateWebhookSecret:output_type -> mnv.connect.v1.RotateWebhookSecretResponse
+	17, // 39: mnv.connect.v1.WebhookService.TestWebhook:output_type -> mnv.connect.v1.TestWebhookResponse
+	21, // 40: mnv.connect.v1.WebhookService.ListWebhookDeliveries:output_type -> mnv.connect.v1.ListWebhookDeliveriesResponse
+	23, // 41: mnv.connect.v1.WebhookService.RedeliverWebhookDelivery:output_type -> mnv.connect.v1.RedeliverWebhookDeliveryResponse
+	25, // 42: mnv.connect.v1.WebhookAdminService.ListClientWebhooks:output_type -> mnv.connect.v1.ListClientWebhooksResponse
+	27, // 43: mnv.connect.v1.WebhookAdminService.DisableClientWebhook:output_type -> mnv.connect.v1.DisableClientWebhookResponse
+	29, // 44: mnv.connect.v1.WebhookAdminService.EnableClientWebhook:output_type -> mnv.connect.v1.EnableClientWebhookResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_mnv_connect_v1_webhooks_proto_init() }
@@ -1956,7 +2064,7 @@ func file_mnv_connect_v1_webhooks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_connect_v1_webhooks_proto_rawDesc), len(file_mnv_connect_v1_webhooks_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

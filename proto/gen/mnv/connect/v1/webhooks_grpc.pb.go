@@ -447,6 +447,7 @@ var WebhookService_ServiceDesc = grpc.ServiceDesc{
 const (
 	WebhookAdminService_ListClientWebhooks_FullMethodName   = "/mnv.connect.v1.WebhookAdminService/ListClientWebhooks"
 	WebhookAdminService_DisableClientWebhook_FullMethodName = "/mnv.connect.v1.WebhookAdminService/DisableClientWebhook"
+	WebhookAdminService_EnableClientWebhook_FullMethodName  = "/mnv.connect.v1.WebhookAdminService/EnableClientWebhook"
 )
 
 // WebhookAdminServiceClient is the client API for WebhookAdminService service.
@@ -459,6 +460,9 @@ type WebhookAdminServiceClient interface {
 	ListClientWebhooks(ctx context.Context, in *ListClientWebhooksRequest, opts ...grpc.CallOption) (*ListClientWebhooksResponse, error)
 	// Disables an endpoint with the reason OPERATOR: the client cannot enable it again.
 	DisableClientWebhook(ctx context.Context, in *DisableClientWebhookRequest, opts ...grpc.CallOption) (*DisableClientWebhookResponse, error)
+	// Enables an endpoint, whoever disabled it (the operator's own disable included), and
+	// clears its failure record.
+	EnableClientWebhook(ctx context.Context, in *EnableClientWebhookRequest, opts ...grpc.CallOption) (*EnableClientWebhookResponse, error)
 }
 
 type webhookAdminServiceClient struct {
@@ -489,6 +493,16 @@ func (c *webhookAdminServiceClient) DisableClientWebhook(ctx context.Context, in
 	return out, nil
 }
 
+func (c *webhookAdminServiceClient) EnableClientWebhook(ctx context.Context, in *EnableClientWebhookRequest, opts ...grpc.CallOption) (*EnableClientWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnableClientWebhookResponse)
+	err := c.cc.Invoke(ctx, WebhookAdminService_EnableClientWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WebhookAdminServiceServer is the server API for WebhookAdminService service.
 // All implementations must embed UnimplementedWebhookAdminServiceServer
 // for forward compatibility.
@@ -499,6 +513,9 @@ type WebhookAdminServiceServer interface {
 	ListClientWebhooks(context.Context, *ListClientWebhooksRequest) (*ListClientWebhooksResponse, error)
 	// Disables an endpoint with the reason OPERATOR: the client cannot enable it again.
 	DisableClientWebhook(context.Context, *DisableClientWebhookRequest) (*DisableClientWebhookResponse, error)
+	// Enables an endpoint, whoever disabled it (the operator's own disable included), and
+	// clears its failure record.
+	EnableClientWebhook(context.Context, *EnableClientWebhookRequest) (*EnableClientWebhookResponse, error)
 	mustEmbedUnimplementedWebhookAdminServiceServer()
 }
 
@@ -514,6 +531,9 @@ func (UnimplementedWebhookAdminServiceServer) ListClientWebhooks(context.Context
 }
 func (UnimplementedWebhookAdminServiceServer) DisableClientWebhook(context.Context, *DisableClientWebhookRequest) (*DisableClientWebhookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DisableClientWebhook not implemented")
+}
+func (UnimplementedWebhookAdminServiceServer) EnableClientWebhook(context.Context, *EnableClientWebhookRequest) (*EnableClientWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnableClientWebhook not implemented")
 }
 func (UnimplementedWebhookAdminServiceServer) mustEmbedUnimplementedWebhookAdminServiceServer() {}
 func (UnimplementedWebhookAdminServiceServer) testEmbeddedByValue()                             {}
@@ -572,6 +592,24 @@ func _WebhookAdminService_DisableClientWebhook_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WebhookAdminService_EnableClientWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnableClientWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhookAdminServiceServer).EnableClientWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhookAdminService_EnableClientWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhookAdminServiceServer).EnableClientWebhook(ctx, req.(*EnableClientWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WebhookAdminService_ServiceDesc is the grpc.ServiceDesc for WebhookAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -586,6 +624,10 @@ var WebhookAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DisableClientWebhook",
 			Handler:    _WebhookAdminService_DisableClientWebhook_Handler,
+		},
+		{
+			MethodName: "EnableClientWebhook",
+			Handler:    _WebhookAdminService_EnableClientWebhook_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
