@@ -37,7 +37,7 @@ func TestMetrics(t *testing.T) {
 		{"mnv_accounts_refunded_credits_total", nil, 1},
 		{"grpc_server_handled_total", []string{"grpc_method=Debit", "grpc_code=OK"}, 1},
 		{"grpc_server_handled_total", []string{"grpc_method=Debit", "grpc_code=FailedPrecondition"}, 1},
-		{"mnv_db_pool_max_connections", nil, float64(32)},
+		{"mnv_db_pool_max_connections", nil, float64(8)}, // apptest's pool
 	}
 	for _, tt := range tests {
 		if v := metricstest.Sum(got, tt.name, tt.match...); v != tt.want {
