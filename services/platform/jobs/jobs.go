@@ -142,7 +142,7 @@ func New(pool *pgxpool.Pool, o Options) (*Queue, error) {
 	}
 	m, err := NewMetrics(o.Registerer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs: register metrics: %w", err)
 	}
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: o.Schema, Logger: riverLogger(o.Log)})
 	if err != nil {
