@@ -19,7 +19,8 @@ type VerificationCompletedData struct {
 	// Status is VERIFIED, NOT_VERIFIED, UNDETERMINED, EXPIRED or REJECTED (the debit was
 	// refused).
 	Status string `json:"status"`
-	// Reason says why an outcome is not VERIFIED, when there is one to say.
+	// Reason is the outcome's reason as the verify answer gives it (NUMBER_MATCH, …); for
+	// REJECTED the refusal of the debit (INSUFFICIENT_BALANCE, …).
 	Reason       *string `json:"reason"`
 	MobileNumber string  `json:"mobileNumber"` // masked
 	ServiceType  string  `json:"serviceType"`

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -60,9 +61,17 @@ type Outbox struct{ q *jobs.Queue }
 // New returns the Outbox that writes to q.
 func New(q *jobs.Queue) *Outbox { return &Outbox{q: q} }
 
-// Emit writes evs' forward jobs through db: in its transaction when it is one, which is the
-// point (a store inside pg.Stores.InTx calls it beside the fact's own statements).
+// Emit writes evs' forward jobs in db's transaction, beside the fact's own statements (a store
+// inside pg.Stores.InTx calls it). db must be a transaction: an event written on its own could
+// outlive a fact that rolled back, so a pool is refused (pg.ErrNoTx), as is a nil Outbox (a
+// store built without one).
 func (o *Outbox) Emit(ctx context.Context, db pg.DB, evs ...events.Event) error {
+	if o == nil {
+		return errors.New("emit events: no outbox")
+	}
+	if _, ok := db.(pgx.Tx); !ok {
+		return fmt.Errorf("emit events: %w", pg.ErrNoTx)
+	}
 	params, err := Params(evs...)
 	if err != nil {
 		return err

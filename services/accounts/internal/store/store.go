@@ -36,12 +36,6 @@ func (s *Store) WithOutbox(box *outbox.Outbox) *Store { return &Store{db: s.db, 
 // Outside a transaction it is refused: an event written on its own could outlive a fact that
 // rolled back.
 func (s *Store) Emit(ctx context.Context, evs ...events.Event) error {
-	if s.outbox == nil {
-		return errors.New("store: events emitted without an outbox")
-	}
-	if _, ok := s.db.(pgx.Tx); !ok {
-		return fmt.Errorf("emit events: %w", pg.ErrNoTx)
-	}
 	return s.outbox.Emit(ctx, s.db, evs...)
 }
 
