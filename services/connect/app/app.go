@@ -102,9 +102,12 @@ type Config struct {
 	DeliveryBackoff time.Duration
 	// WebhookWorkers deliver events to webhook endpoints at once in this process
 	// (MNV_WEBHOOK_WORKERS); WebhookPerEndpoint of them at most to one endpoint
-	// (MNV_WEBHOOK_PER_ENDPOINT), so a slow endpoint never holds them all.
+	// (MNV_WEBHOOK_PER_ENDPOINT), so a slow endpoint never holds them all, and WebhookPerClient
+	// at most to one client's endpoints together (MNV_WEBHOOK_PER_CLIENT), so a client with
+	// many slow endpoints does not either.
 	WebhookWorkers     int
 	WebhookPerEndpoint int
+	WebhookPerClient   int
 	// WebhookBackoff is an event delivery's first retry delay, doubled each attempt up to
 	// webhook.MaxBackoff, with jitter (MNV_WEBHOOK_BACKOFF); WebhookMaxAttempts bound its attempts
 	// (MNV_WEBHOOK_MAX_ATTEMPTS).
@@ -148,7 +151,7 @@ func DefaultConfig() Config {
 		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: webhooks.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
-		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
+		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookPerClient: 8, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
 		WebhookDisableAfter: 72 * time.Hour,
 		Retention: retention.Config{
 			Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour,
@@ -196,6 +199,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.DeliveryBackoff = env.Duration("MNV_DELIVERY_BACKOFF", c.DeliveryBackoff)
 	c.WebhookWorkers = env.Int("MNV_WEBHOOK_WORKERS", c.WebhookWorkers)
 	c.WebhookPerEndpoint = env.Int("MNV_WEBHOOK_PER_ENDPOINT", c.WebhookPerEndpoint)
+	c.WebhookPerClient = env.Int("MNV_WEBHOOK_PER_CLIENT", c.WebhookPerClient)
 	c.WebhookBackoff = env.Duration("MNV_WEBHOOK_BACKOFF", c.WebhookBackoff)
 	c.WebhookMaxAttempts = env.Int("MNV_WEBHOOK_MAX_ATTEMPTS", c.WebhookMaxAttempts)
 	c.WebhookDisableAfter = env.Duration("MNV_WEBHOOK_DISABLE_AFTER", c.WebhookDisableAfter)
@@ -249,8 +253,9 @@ func (c Config) Validate() error {
 	if c.WebhookTimeout < 100*time.Millisecond || c.DeliveryBackoff < 10*time.Millisecond {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
 	}
-	if c.WebhookWorkers < 1 || c.WebhookWorkers > 256 || c.WebhookPerEndpoint < 1 || c.WebhookPerEndpoint > c.WebhookWorkers {
-		errs = append(errs, errors.New("MNV_WEBHOOK_WORKERS: must be between 1 and 256; MNV_WEBHOOK_PER_ENDPOINT: between 1 and MNV_WEBHOOK_WORKERS"))
+	if c.WebhookWorkers < 1 || c.WebhookWorkers > 256 || c.WebhookPerEndpoint < 1 || c.WebhookPerEndpoint > c.WebhookWorkers ||
+		c.WebhookPerClient < c.WebhookPerEndpoint || c.WebhookPerClient > c.WebhookWorkers {
+		errs = append(errs, errors.New("MNV_WEBHOOK_WORKERS: must be between 1 and 256; MNV_WEBHOOK_PER_ENDPOINT: between 1 and MNV_WEBHOOK_WORKERS; MNV_WEBHOOK_PER_CLIENT: between MNV_WEBHOOK_PER_ENDPOINT and MNV_WEBHOOK_WORKERS"))
 	}
 	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > webhook.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
 		errs = append(errs, errors.New("MNV_WEBHOOK_BACKOFF: must be between 10ms and 30m; MNV_WEBHOOK_MAX_ATTEMPTS: between 1 and 25"))
@@ -409,6 +414,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, eventdelivery.Config{
 			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
 		}, log)
+	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.WebhookPerClient, Snooze: 100 * time.Millisecond}
 	if intake.Metrics, err = eventdelivery.NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}

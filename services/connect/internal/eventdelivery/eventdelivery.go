@@ -45,6 +45,7 @@ const Kind = "webhook.deliver"
 type Args struct {
 	DeliveryID string `json:"delivery_id"`
 	EndpointID string `json:"endpoint_id"`
+	ClientID   string `json:"client_id"`
 }
 
 // Kind names the job.
@@ -117,6 +118,9 @@ type Service struct {
 
 	// Metrics, when set, count attempts, disabled endpoints and the delivery lag.
 	Metrics *Metrics
+	// ClientLimit, when set, also bounds the deliveries of one client at once in this process,
+	// whatever its endpoints: a client with many slow endpoints holds at most that many workers.
+	ClientLimit Limiter
 }
 
 // New returns the Service. client must come from webhook.NewClient (the SSRF policy of
@@ -223,7 +227,7 @@ func (s *Service) enqueue(ctx context.Context, st Store, ds []domain.WebhookDeli
 
 func (s *Service) job(d domain.WebhookDelivery) river.InsertManyParams {
 	return river.InsertManyParams{
-		Args:       Args{DeliveryID: d.ID, EndpointID: d.EndpointID},
+		Args:       Args{DeliveryID: d.ID, EndpointID: d.EndpointID, ClientID: d.ClientID},
 		InsertOpts: &river.InsertOpts{Queue: Queue, MaxAttempts: s.cfg.MaxAttempts},
 	}
 }

@@ -42,6 +42,7 @@ type env struct {
 
 type options struct {
 	workers, perEndpoint int
+	perClient            int // 0: no client limit
 	cfg                  eventdelivery.Config
 	timeout              time.Duration
 }
@@ -67,6 +68,9 @@ func start(t *testing.T, o options) *env {
 	client := webhook.NewClient(webhook.Policy{AllowHTTP: true, AllowPrivate: true}, timeout)
 	svc := eventdelivery.New(stores.Pool(), stores, keyring, client,
 		&jobs.KeyLimit{Max: max(o.perEndpoint, 1), Snooze: 20 * time.Millisecond}, o.cfg, log)
+	if o.perClient > 0 {
+		svc.ClientLimit = &jobs.KeyLimit{Max: o.perClient, Snooze: 20 * time.Millisecond}
+	}
 	reg := prometheus.NewRegistry()
 	if svc.Metrics, err = eventdelivery.NewMetrics(reg); err != nil {
 		t.Fatal(err)
@@ -421,6 +425,57 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	if got := len(fast.requests()); got != len(bEvents) {
 		t.Errorf("client B's endpoint got %d requests, want %d", got, len(bEvents))
 	}
+}
+
+// TestSlowClientDoesNotDelayOthers: a client whose every endpoint hangs holds at most its
+// client limit of workers, however many endpoints it has, so another client's events go out.
+func TestSlowClientDoesNotDelayOthers(t *testing.T) {
+	const workers, perEndpoint, perClient, endpoints = 4, 1, 2, 4
+	e := start(t, options{workers: workers, perEndpoint: perEndpoint, perClient: perClient, timeout: 30 * time.Second})
+	ctx := context.Background()
+	clientA, clientB := uuid.NewString(), uuid.NewString()
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	var slows []*receiver
+	for range endpoints {
+		r := newReceiver(t, nil)
+		r.hold = hold
+		_, r.keys = e.endpoint(t, clientA, r.srv.URL, nil)
+		slows = append(slows, r)
+	}
+	fast := newReceiver(t, nil)
+	_, fast.keys = e.endpoint(t, clientB, fast.srv.URL, nil)
+	var aEvents, bEvents []events.Event
+	for range workers {
+		aEvents = append(aEvents, keyCreated(t, clientA)) // one delivery per endpoint each
+	}
+	for range 3 {
+		bEvents = append(bEvents, keyCreated(t, clientB))
+	}
+	if err := e.svc.Publish(ctx, aEvents); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Publish(ctx, bEvents); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "client B's events while all of A's endpoints hang", func() bool {
+		return e.count(t, `SELECT count(*) FROM connect.webhook_deliveries WHERE client_id = $1 AND status = 'SUCCEEDED'`, clientB) == len(bEvents)
+	})
+	inFlight := 0
+	for _, r := range slows {
+		r.mu.Lock()
+		inFlight += r.inFlight
+		r.mu.Unlock()
+	}
+	if inFlight > perClient {
+		t.Errorf("client A holds %d requests at once, its limit is %d", inFlight, perClient)
+	}
+	release()
+	eventually(t, "client A's events once released", func() bool {
+		return e.count(t, `SELECT count(*) FROM connect.webhook_deliveries WHERE client_id = $1 AND status = 'SUCCEEDED'`, clientA) == len(aEvents)*endpoints
+	})
 }
 
 // TestRotationOverlap: during a rotation's overlap a delivery carries one signature per active

@@ -24,9 +24,17 @@ type Worker struct {
 // Worker returns the River worker of s's deliveries (river.AddWorker).
 func (s *Service) Worker() *Worker { return &Worker{s: s} }
 
-// Work makes one attempt of a delivery. An endpoint over its limit of deliveries at once in
-// this process snoozes the job (not an attempt), so its worker goes on to other endpoints.
+// Work makes one attempt of a delivery. A client or an endpoint over its limit of deliveries at
+// once in this process snoozes the job (not an attempt), so its worker goes on to other
+// clients' and endpoints' jobs.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	if w.s.ClientLimit != nil {
+		release, err := w.s.ClientLimit.Acquire("client:" + job.Args.ClientID)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	release, err := w.s.limit.Acquire(job.Args.EndpointID)
 	if err != nil {
 		return err
