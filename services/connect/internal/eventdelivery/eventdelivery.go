@@ -164,7 +164,7 @@ func (s *Service) Publish(ctx context.Context, evs []events.Event) error {
 	return err
 }
 
-// PublishCount is Publish, also telling how many events were new.
+// PublishCount is Publish, also telling how many events it stored for delivery.
 func (s *Service) PublishCount(ctx context.Context, evs []events.Event) (int, error) {
 	for _, ev := range evs {
 		if err := validate(ev); err != nil {
@@ -184,12 +184,22 @@ func (s *Service) PublishCount(ctx context.Context, evs []events.Event) (int, er
 }
 
 // publishTx stores evs and their deliveries and jobs through st, a store in the caller's
-// transaction.
+// transaction, and counts the events stored. An event no endpoint takes is not stored: most
+// clients have no endpoint, and every verification has its event. Nothing is lost by it: an
+// endpoint created later never takes an event that happened before it, so a repeat of that
+// event finds no endpoint either.
 func (s *Service) publishTx(ctx context.Context, st Store, evs []events.Event) (int, error) {
 	accepted := 0
 	var ds []domain.WebhookDelivery
 	for _, ev := range evs {
 		ev.CreatedAt = ev.CreatedAt.UTC()
+		eps, err := st.SubscribedEndpoints(ctx, ev.ClientID, ev.Type, ev.CreatedAt)
+		if err != nil {
+			return 0, err
+		}
+		if len(eps) == 0 {
+			continue
+		}
 		fresh, err := st.InsertEvent(ctx, ev)
 		if err != nil {
 			return 0, err
@@ -198,10 +208,6 @@ func (s *Service) publishTx(ctx context.Context, st Store, evs []events.Event) (
 			continue
 		}
 		accepted++
-		eps, err := st.SubscribedEndpoints(ctx, ev.ClientID, ev.Type, ev.CreatedAt)
-		if err != nil {
-			return 0, err
-		}
 		for _, ep := range eps {
 			ds = append(ds, domain.WebhookDelivery{ClientID: ev.ClientID, EndpointID: ep, EventID: ev.ID, EventType: ev.Type})
 		}

@@ -648,3 +648,27 @@ func TestPublishRefusesOrRollsBack(t *testing.T) {
 		t.Errorf("%d requests after refused publishes", got)
 	}
 }
+
+// TestEventWithoutEndpointIsDropped: an event no endpoint takes leaves nothing behind, and an
+// endpoint created afterwards does not take it when it is forwarded again.
+func TestEventWithoutEndpointIsDropped(t *testing.T) {
+	e := start(t, options{workers: 1})
+	ctx := context.Background()
+	client := uuid.NewString()
+	ev := keyCreated(t, client)
+	n, err := e.svc.PublishCount(ctx, []events.Event{ev})
+	if err != nil || n != 0 {
+		t.Fatalf("PublishCount = %d, %v; want 0 stored", n, err)
+	}
+	if got := e.count(t, `SELECT count(*) FROM connect.events WHERE client_id = $1`, client); got != 0 {
+		t.Fatalf("%d events stored for a client without endpoints", got)
+	}
+	r := newReceiver(t, nil)
+	_, r.keys = e.endpoint(t, client, r.srv.URL, nil)
+	if n, err := e.svc.PublishCount(ctx, []events.Event{ev}); err != nil || n != 0 {
+		t.Fatalf("the event forwarded again after an endpoint was created: %d stored, %v", n, err)
+	}
+	if got := e.count(t, `SELECT count(*) FROM connect.webhook_deliveries WHERE client_id = $1`, client); got != 0 {
+		t.Fatalf("an endpoint created after the event got %d deliveries of it", got)
+	}
+}

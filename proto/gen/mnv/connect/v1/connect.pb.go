@@ -3285,7 +3285,8 @@ func (x *PublishEventsRequest) GetEvents() []*Event {
 
 type PublishEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Events not seen before (the others were already accepted).
+	// Events stored for delivery now: not a repeat of one stored before, and taken by at least
+	// one endpoint (an event no endpoint takes is dropped).
 	Accepted      int64 `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
