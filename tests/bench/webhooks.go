@@ -168,7 +168,7 @@ func benchWebhooks(ctx context.Context, s *harness.Suite, cfg Config, events, en
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-API-KEY", c.APIKey)
-		raw, err := doJSON(hc, req, http.StatusCreated)
+		raw, err := doJSON(hc, req, http.StatusOK)
 		if err != nil {
 			return rep, fmt.Errorf("create endpoint: %w", err)
 		}
