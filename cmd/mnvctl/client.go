@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -51,7 +52,7 @@ func newClientCommand() *cobra.Command {
 	c := &conn{}
 	cmd := &cobra.Command{
 		Use:   "client",
-		Short: "Create clients and manage their balance, status, features, prices, web origins and low-balance threshold",
+		Short: "Create clients and manage their balance, status, features, operators, prices, web origins and low-balance threshold",
 		Long:  "The client commands call the accounts service's admin API.\n\n" + environment,
 		Args:  noSubcommand,
 		RunE:  missingSubcommand,
@@ -60,7 +61,7 @@ func newClientCommand() *cobra.Command {
 	cmd.AddCommand(c.create(), c.show(), c.list(), c.topUp(),
 		c.setStatus("suspend", "Suspend a client: it gets 403 on everything but reading its details", accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED),
 		c.setStatus("activate", "Activate a suspended client", accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE),
-		c.features(), c.price(), c.origins(), c.lowBalance())
+		c.features(), c.operators(), c.price(), c.origins(), c.lowBalance())
 	return cmd
 }
 
@@ -121,7 +122,7 @@ func (c *conn) create() *cobra.Command {
 func (c *conn) show() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show CLIENT_ID",
-		Short: "Show a client: details, effective prices, active keys, web origins",
+		Short: "Show a client: details, effective prices, active keys, web origins, operators",
 		Args:  exactArgs(1, "CLIENT_ID"),
 	}
 	return leaf(cmd, true, func(ctx context.Context, args []string) (result, error) {
@@ -289,6 +290,102 @@ func (c *conn) origins() *cobra.Command {
 			return result{msg: resp}, err
 		})
 	})
+}
+
+// operators shows the operators (and their methods) a client may use, or replaces them.
+func (c *conn) operators() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "operators CLIENT_ID [OPERATOR[:METHOD],… | --clear | --none]",
+		Short: "Show or replace the operators, and their methods, a client may use",
+		Long: "Without a list, shows the client's operators. A list replaces them: each entry is an operator\n" +
+			"id of verification's registry, or * for every operator of it (quote it in a shell), alone for\n" +
+			"all of its methods or with :HEADER_ENRICHMENT or :NETWORK_API for one; an id given twice\n" +
+			"gets both methods. What a client can use is its list intersected with the registry: an\n" +
+			"operator the registry lacks, or a method the operator does not support, enables nothing, and\n" +
+			"a sandbox operator also needs the SANDBOX feature.\n\n" +
+			"--clear returns the client to the default set: every sandbox operator of the registry, with\n" +
+			"all of its methods (usable with SANDBOX). --none enables no operator at all.",
+		Example: `  mnvctl client operators $MNV_CLIENT_ID sandbox,acme-ae:NETWORK_API
+  mnvctl client operators $MNV_CLIENT_ID '*:HEADER_ENRICHMENT'
+  mnvctl client operators $MNV_CLIENT_ID --clear`,
+		Args: rangeArgs(1, 2, "CLIENT_ID [OPERATORS]"),
+	}
+	clear := cmd.Flags().Bool("clear", false, "return to the default set (the registry's sandbox operators)")
+	none := cmd.Flags().Bool("none", false, "enable no operator")
+	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
+		if n := btoi(len(args) == 2) + btoi(*clear) + btoi(*none); n > 1 {
+			return result{}, usagef("give a list, --clear or --none: one of them")
+		}
+		var ops *accountsv1.OperatorEnablement
+		switch {
+		case *clear:
+			ops = &accountsv1.OperatorEnablement{DefaultSet: true}
+		case *none:
+			ops = &accountsv1.OperatorEnablement{}
+		case len(args) == 2:
+			var err error
+			if ops, err = parseOperators(args[1]); err != nil {
+				return result{}, err
+			}
+		}
+		return c.call(ctx, func(ctx context.Context, admin accountsv1.AccountsAdminServiceClient) (result, error) {
+			if ops == nil {
+				resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: args[0]})
+				return result{msg: &accountsv1.SetClientOperatorsResponse{Operators: resp.GetDetails().GetOperators()}}, err
+			}
+			resp, err := admin.SetClientOperators(ctx, &accountsv1.SetClientOperatorsRequest{ClientId: args[0], Operators: ops})
+			return result{msg: resp}, err
+		})
+	})
+}
+
+// parseOperators reads OPERATOR[:METHOD],…: an operator alone has every method, an operator
+// given twice has the methods of both entries.
+func parseOperators(s string) (*accountsv1.OperatorEnablement, error) {
+	all := []accountsv1.OperatorMethod{accountsv1.OperatorMethod_OPERATOR_METHOD_HEADER_ENRICHMENT, accountsv1.OperatorMethod_OPERATOR_METHOD_NETWORK_API}
+	out := &accountsv1.OperatorEnablement{}
+	byID := map[string]*accountsv1.OperatorGrant{}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		id, method, withMethod := strings.Cut(entry, ":")
+		methods := all
+		if withMethod {
+			v, ok := accountsv1.OperatorMethod_value["OPERATOR_METHOD_"+strings.ToUpper(strings.TrimSpace(method))]
+			if !ok || v == 0 {
+				return nil, usagef("%q: unknown method %q; known: HEADER_ENRICHMENT, NETWORK_API", entry, method)
+			}
+			methods = []accountsv1.OperatorMethod{accountsv1.OperatorMethod(v)}
+		}
+		id = strings.TrimSpace(id)
+		if id == "" {
+			return nil, usagef("%q: an operator id is missing", entry)
+		}
+		g, ok := byID[id]
+		if !ok {
+			g = &accountsv1.OperatorGrant{OperatorId: id}
+			byID[id] = g
+			out.Grants = append(out.Grants, g)
+		}
+		for _, m := range methods {
+			if !slices.Contains(g.Methods, m) {
+				g.Methods = append(g.Methods, m)
+			}
+		}
+	}
+	if len(out.Grants) == 0 {
+		return nil, usagef("the list names no operator (--none enables none, --clear gives the default set)")
+	}
+	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // lowBalance shows, sets or clears a client's own threshold of the balance.low event.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,6 +86,11 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"client", "create", "--expires-in", "soon"}, code: 2, err: []string{"--expires-in"}},
 		{args: []string{"client", "features", "c", "TELEPORT"}, code: 2, err: []string{`unknown feature "TELEPORT"`}},
 		{args: []string{"client", "price", "c", "--kind", "VERIFICATION"}, code: 2, err: []string{"give --amount N or --clear"}},
+		{args: []string{"client", "operators", "c", "sandbox", "--clear"}, code: 2, err: []string{"give a list, --clear or --none"}},
+		{args: []string{"client", "operators", "c", "--clear", "--none"}, code: 2, err: []string{"give a list, --clear or --none"}},
+		{args: []string{"client", "operators", "c", "acme:SMS"}, code: 2, err: []string{`unknown method "SMS"`}},
+		{args: []string{"client", "operators", "c", ":NETWORK_API"}, code: 2, err: []string{"operator id is missing"}},
+		{args: []string{"client", "operators", "c", " , "}, code: 2, err: []string{"names no operator"}},
 		{args: []string{"client", "show", "c", "--tls-server-name", "accounts"}, code: 2, err: []string{"--tls-server-name needs TLS"}},
 		{args: []string{"keygen", "secret", "-o", "env"}, code: 2, err: []string{"needs --var NAME", "MNV_PEPPER"}},
 		{args: []string{"keygen", "data-key", "a:b"}, code: 2, err: []string{"KEY_ID"}},
@@ -309,6 +315,49 @@ func TestAgainstAccounts(t *testing.T) {
 		text := mnvctl(t, "client", "top-up", made.ClientID, "--amount", "50", "--reference", "inv-1")
 		if !strings.Contains(text, " 650\n") || !strings.Contains(text, "replayed:") || !strings.Contains(text, " true\n") {
 			t.Fatalf("top-up text (a replay):\n%s", text)
+		}
+	})
+	t.Run("operators", func(t *testing.T) {
+		type grant struct {
+			OperatorID string   `json:"operatorId"`
+			Methods    []string `json:"methods"`
+		}
+		var got struct {
+			Operators struct {
+				DefaultSet bool    `json:"defaultSet"`
+				Grants     []grant `json:"grants"`
+			}
+		}
+		show := func() {
+			got.Operators.DefaultSet, got.Operators.Grants = false, nil
+			decode(t, mnvctl(t, "client", "operators", made.ClientID, "-o", "json"), &got)
+		}
+		if show(); !got.Operators.DefaultSet || len(got.Operators.Grants) != 0 {
+			t.Fatalf("a new client: %+v", got)
+		}
+		decode(t, mnvctl(t, "client", "operators", made.ClientID, "sandbox, acme-ae:network_api,acme-ae:HEADER_ENRICHMENT,*:HEADER_ENRICHMENT", "-o", "json"), &got)
+		want := []grant{
+			{"*", []string{"HEADER_ENRICHMENT"}},
+			{"acme-ae", []string{"HEADER_ENRICHMENT", "NETWORK_API"}},
+			{"sandbox", []string{"HEADER_ENRICHMENT", "NETWORK_API"}},
+		}
+		if show(); got.Operators.DefaultSet || !reflect.DeepEqual(got.Operators.Grants, want) {
+			t.Fatalf("after setting: %+v, want %+v", got.Operators, want)
+		}
+		if text := mnvctl(t, "client", "show", made.ClientID); !strings.Contains(text, "acme-ae") || !strings.Contains(text, "NETWORK_API") || strings.Contains(text, "OPERATOR_METHOD_") {
+			t.Errorf("show text lacks the operators:\n%s", text)
+		}
+		mnvctl(t, "client", "operators", made.ClientID, "--none")
+		if show(); got.Operators.DefaultSet || len(got.Operators.Grants) != 0 {
+			t.Fatalf("after --none: %+v", got)
+		}
+		// The service refuses what the command line cannot know is wrong.
+		if r := runBin(t, bin, dir, env, "", "client", "operators", made.ClientID, "Acme"); r.code != 1 || !strings.Contains(r.errOut, "InvalidArgument") {
+			t.Fatalf("an upper-case id: %+v", r)
+		}
+		mnvctl(t, "client", "operators", made.ClientID, "--clear")
+		if show(); !got.Operators.DefaultSet || len(got.Operators.Grants) != 0 {
+			t.Fatalf("after --clear: %+v", got)
 		}
 	})
 	t.Run("errors of the server exit 1 with the code", func(t *testing.T) {

@@ -76,7 +76,30 @@ func principal(p *accountsv1.Principal) identity.Principal {
 	return identity.Principal{
 		ClientID: p.GetClientId(), KeyID: p.GetKeyId(), SDKTokenID: p.GetSdkTokenId(), Role: role,
 		Status: identity.Status(strings.TrimPrefix(p.GetClientStatus().String(), "CLIENT_STATUS_")), Features: features,
+		Operators: operators(p.GetOperators()),
 	}
+}
+
+// operators is the enablement a principal carries. Accounts always sends one; a principal
+// without it comes from an accounts of the version before operators were enabled per client
+// (during a rolling upgrade), whose clients could all use every operator with header
+// enrichment: that is what it stands for, no more.
+func operators(o *accountsv1.OperatorEnablement) identity.Operators {
+	if o == nil {
+		return identity.LegacyOperators()
+	}
+	if o.GetDefaultSet() {
+		return identity.DefaultOperators()
+	}
+	out := identity.Operators{Grants: make([]identity.OperatorGrant, 0, len(o.GetGrants()))}
+	for _, g := range o.GetGrants() {
+		methods := make([]string, 0, len(g.GetMethods()))
+		for _, m := range g.GetMethods() {
+			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
+		}
+		out.Grants = append(out.Grants, identity.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
+	}
+	return out
 }
 
 var _ money.Ledger = (*Client)(nil)

@@ -37,6 +37,8 @@ type Principal struct {
 	Status     Status
 	// Features enabled for the client (VERIFY, CONNECT, STUCK_PLUS, SANDBOX).
 	Features []string
+	// Operators the client enabled, with their methods.
+	Operators Operators
 }
 
 // Has reports whether the client has feature enabled.

@@ -70,7 +70,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		if err := st.InsertClient(ctx, domain.ClientRow{
 			ID: id, Name: r.Name, ContactSealed: sealed, Status: identity.StatusActive, Features: r.Features,
-			SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
+			Operators: identity.DefaultOperators(), SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
 		}); err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *Service) fromRow(r domain.ClientRow) (domain.Client, error) {
 	}
 	return domain.Client{
 		ID: r.ID, Name: r.Name, Contact: contact, Status: r.Status, Features: r.Features,
-		Balance: r.Balance, BalanceExpiresAt: r.BalanceExpiresAt, LowBalanceThreshold: r.LowBalanceThreshold, CreatedAt: r.CreatedAt,
+		Balance: r.Balance, BalanceExpiresAt: r.BalanceExpiresAt, LowBalanceThreshold: r.LowBalanceThreshold, Operators: r.Operators, CreatedAt: r.CreatedAt,
 	}, nil
 }
 

@@ -21,6 +21,8 @@ type Store interface {
 	ListClients(ctx context.Context, limit, offset int64) ([]domain.ClientRow, int64, error)
 	SetClientStatus(ctx context.Context, id string, status identity.Status) error
 	SetClientFeatures(ctx context.Context, id string, features []string) error
+	// SetClientOperators replaces the operators the client may use.
+	SetClientOperators(ctx context.Context, id string, ops identity.Operators) error
 	// SetLowBalanceThreshold sets (nil: clears) the client's own balance.low threshold.
 	SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) error
 

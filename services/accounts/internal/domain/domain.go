@@ -58,7 +58,9 @@ type Client struct {
 	// LowBalanceThreshold is the client's own threshold of balance.low; nil takes the
 	// service's default.
 	LowBalanceThreshold *int64
-	CreatedAt           time.Time
+	// Operators the client may use, with their methods.
+	Operators identity.Operators
+	CreatedAt time.Time
 }
 
 // BalanceValid reports whether the client can spend: ACTIVE, above zero and not expired.
@@ -146,22 +148,25 @@ type ClientRow struct {
 	Balance             int64
 	BalanceExpiresAt    *time.Time
 	LowBalanceThreshold *int64
+	Operators           identity.Operators
 	CreatedAt           time.Time
 }
 
 // KeyAuth is what authenticating an API key needs, in one indexed lookup.
 type KeyAuth struct {
-	Key      APIKey
-	Status   identity.Status
-	Features []string
+	Key       APIKey
+	Status    identity.Status
+	Features  []string
+	Operators identity.Operators
 }
 
 // SDKTokenAuth is what authenticating an SDK token needs.
 type SDKTokenAuth struct {
-	TokenID  string
-	ClientID string
-	Status   identity.Status
-	Features []string
+	TokenID   string
+	ClientID  string
+	Status    identity.Status
+	Features  []string
+	Operators identity.Operators
 }
 
 // BalanceState is a client's balance as locked for a change.

@@ -57,7 +57,7 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
 		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
 		WebOrigins: originNames(origins), LowBalanceThreshold: c.LowBalanceThreshold,
-		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c),
+		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c), Operators: operatorsToProto(c.Operators),
 	}}, nil
 }
 
@@ -136,6 +136,19 @@ func (s *Admin) SetClientWebOrigins(ctx context.Context, req *accountsv1.SetClie
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.SetClientWebOriginsResponse{WebOrigins: originNames(origins)}, nil
+}
+
+// SetClientOperators replaces the operators a client may use, or returns it to the default set.
+func (s *Admin) SetClientOperators(ctx context.Context, req *accountsv1.SetClientOperatorsRequest) (*accountsv1.SetClientOperatorsResponse, error) {
+	ops, err := operatorsFromProto(req.GetOperators())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	c, err := s.Clients.SetOperators(ctx, req.GetClientId(), ops)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientOperatorsResponse{Operators: operatorsToProto(c.Operators)}, nil
 }
 
 // SetClientLowBalanceThreshold sets or clears the client's own threshold of balance.low.

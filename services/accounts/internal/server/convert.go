@@ -8,6 +8,7 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
@@ -52,6 +53,36 @@ func featuresFromProto(f []accountsv1.Feature) []string {
 		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
 	}
 	return out
+}
+
+func operatorsToProto(o identity.Operators) *accountsv1.OperatorEnablement {
+	out := &accountsv1.OperatorEnablement{DefaultSet: o.Default, Grants: make([]*accountsv1.OperatorGrant, 0, len(o.Grants))}
+	for _, g := range o.Grants {
+		methods := make([]accountsv1.OperatorMethod, 0, len(g.Methods))
+		for _, m := range g.Methods {
+			methods = append(methods, accountsv1.OperatorMethod(accountsv1.OperatorMethod_value["OPERATOR_METHOD_"+m]))
+		}
+		out.Grants = append(out.Grants, &accountsv1.OperatorGrant{OperatorId: g.Operator, Methods: methods})
+	}
+	return out
+}
+
+// operatorsFromProto is the enablement of an admin request; nil (the field left out) is an
+// error, so that forgetting it cannot take every operator away from a client.
+func operatorsFromProto(o *accountsv1.OperatorEnablement) (identity.Operators, error) {
+	if o == nil {
+		return identity.Operators{}, fault.Invalid("operators", "is required")
+	}
+	out := identity.Operators{Default: o.GetDefaultSet(), Grants: make([]identity.OperatorGrant, 0, len(o.GetGrants()))}
+	for _, g := range o.GetGrants() {
+		methods := make([]string, 0, len(g.GetMethods()))
+		for _, m := range g.GetMethods() {
+			// UNSPECIFIED (or an unknown number) becomes a name SetOperators rejects.
+			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
+		}
+		out.Grants = append(out.Grants, identity.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
+	}
+	return out, nil
 }
 
 func kindToProto(k money.Kind) accountsv1.LedgerKind {
@@ -121,7 +152,7 @@ func entryToProto(e domain.LedgerEntry) *accountsv1.LedgerEntry {
 func principalToProto(p identity.Principal) *accountsv1.Principal {
 	return &accountsv1.Principal{
 		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleToProto(p.Role),
-		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features),
+		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features), Operators: operatorsToProto(p.Operators),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // usable is the condition of a key or token that still works, judged by the database clock.
@@ -18,16 +19,18 @@ const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
 // KeyByFingerprint finds the usable API key with fingerprint fp.
 func (s *Store) KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth, error) {
 	var a domain.KeyAuth
-	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features
+	var ops map[string][]string
+	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features, c.operators
 		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
-		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features)
+		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features, &ops)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
 	if err != nil {
 		return a, fmt.Errorf("key by fingerprint: %w", err)
 	}
+	a.Operators = identity.OperatorsFromMap(ops)
 	return a, nil
 }
 
@@ -132,16 +135,18 @@ func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace t
 // SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.
 func (s *Store) SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error) {
 	var a domain.SDKTokenAuth
-	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features
+	var ops map[string][]string
+	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features, c.operators
 		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
-		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features)
+		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features, &ops)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
 	if err != nil {
 		return a, fmt.Errorf("sdk token by fingerprint: %w", err)
 	}
+	a.Operators = identity.OperatorsFromMap(ops)
 	return a, nil
 }
 

@@ -39,24 +39,35 @@ func (s *Store) Emit(ctx context.Context, evs ...events.Event) error {
 	return s.outbox.Emit(ctx, s.db, evs...)
 }
 
-const clientColumns = `c.id::text, c.name, c.contact_sealed, c.status, c.features, c.secret_fingerprint,
+const clientColumns = `c.id::text, c.name, c.contact_sealed, c.status, c.features, c.operators, c.secret_fingerprint,
 	b.balance, b.expires_at, b.low_balance_threshold, c.created_at`
 
 func scanClient(row pgx.Row) (domain.ClientRow, error) {
 	var c domain.ClientRow
-	err := row.Scan(&c.ID, &c.Name, &c.ContactSealed, &c.Status, &c.Features, &c.SecretFP,
+	var ops map[string][]string
+	err := row.Scan(&c.ID, &c.Name, &c.ContactSealed, &c.Status, &c.Features, &ops, &c.SecretFP,
 		&c.Balance, &c.BalanceExpiresAt, &c.LowBalanceThreshold, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, fault.ErrNotFound
 	}
+	c.Operators = identity.OperatorsFromMap(ops)
 	return c, err
+}
+
+// operatorsValue is the clients.operators column's value of ops: SQL NULL for the default set,
+// else the object of operator ids to methods.
+func operatorsValue(ops identity.Operators) any {
+	if ops.Default {
+		return nil
+	}
+	return ops.Map()
 }
 
 // InsertClient creates a client with a zero balance.
 func (s *Store) InsertClient(ctx context.Context, c domain.ClientRow) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO accounts.clients (id, name, contact_sealed, status, features, secret_fingerprint)
-		VALUES ($1, $2, $3, $4, $5, $6)`, c.ID, c.Name, c.ContactSealed, c.Status, c.Features, c.SecretFP)
+	b.Queue(`INSERT INTO accounts.clients (id, name, contact_sealed, status, features, operators, secret_fingerprint)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, c.ID, c.Name, c.ContactSealed, c.Status, c.Features, operatorsValue(c.Operators), c.SecretFP)
 	b.Queue(`INSERT INTO accounts.balances (client_id, balance, expires_at) VALUES ($1, 0, $2)`, c.ID, c.BalanceExpiresAt)
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("insert client: %w", err)
@@ -105,6 +116,11 @@ func (s *Store) SetClientStatus(ctx context.Context, id string, status identity.
 // SetClientFeatures replaces a client's features.
 func (s *Store) SetClientFeatures(ctx context.Context, id string, features []string) error {
 	return s.updateClient(ctx, `UPDATE accounts.clients SET features = $2, updated_at = now() WHERE id = $1`, id, features)
+}
+
+// SetClientOperators replaces the operators a client may use (the default set: NULL).
+func (s *Store) SetClientOperators(ctx context.Context, id string, ops identity.Operators) error {
+	return s.updateClient(ctx, `UPDATE accounts.clients SET operators = $2, updated_at = now() WHERE id = $1`, id, operatorsValue(ops))
 }
 
 // SetLowBalanceThreshold sets a client's own low-balance threshold; nil takes the service's

@@ -16,6 +16,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 )
@@ -83,7 +84,7 @@ func (s *Service) CreateTransaction(ctx context.Context, p identity.Principal, s
 	}
 	return s.st.InsertTransaction(ctx, domain.Transaction{
 		ID: uuid.NewString(), ClientID: p.ClientID, ServiceCode: serviceCode, MetadataID: metadataID,
-		Features: p.Features, Status: domain.TransactionPending, ExpiresAt: s.now().Add(s.ttl),
+		Features: p.Features, Operators: p.Operators, Status: domain.TransactionPending, ExpiresAt: s.now().Add(s.ttl),
 	})
 }
 
@@ -173,7 +174,7 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 		if t.Status != domain.TransactionPending {
 			return domain.ErrAlreadyUsed
 		}
-		id, err := s.net.Identify(nil, t.Features, n)
+		id, err := s.net.Identify(nil, operators.Client{Features: t.Features, Operators: t.Operators}, n)
 		if err != nil {
 			return err
 		}

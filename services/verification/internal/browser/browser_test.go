@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -119,7 +120,8 @@ func newEnv(t *testing.T) *env {
 	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
 	e := &env{st: &fakeStore{txs: map[string]domain.Transaction{}}, sealer: keys.Sealer,
 		vault: keys.Vault, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
-		client: identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus}}}
+		client: identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus},
+			Operators: identity.LegacyOperators()}}
 	net := network.NewIdentifier(ops, zaptest.NewLogger(t))
 	sess := sessions.New(e.st, net, e.sealer, 5*time.Minute)
 	e.svc = New(e.st, e.st, net, sess, stuckplus.New(nil, nil, e.vault, nil, false),
@@ -268,6 +270,66 @@ func TestCaptureTransaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCaptureUsesTheFlowsEnablement: a capture has no credential, so it takes the operators
+// the client had enabled when the flow started: an operator it did not enable (or whose header
+// enrichment it did not enable) shows nothing of the network.
+func TestCaptureUsesTheFlowsEnablement(t *testing.T) {
+	g := func(op string, m ...string) identity.OperatorGrant {
+		return identity.OperatorGrant{Operator: op, Methods: m}
+	}
+	tests := []struct {
+		name   string
+		code   string
+		ops    identity.Operators
+		wantOp string // "" for none
+		number bool
+	}{
+		{"VERIFY, alpha enabled", "VERIFY", identity.Operators{Grants: []identity.OperatorGrant{g("alpha", "HEADER_ENRICHMENT")}}, "alpha", true},
+		{"VERIFY, another operator enabled", "VERIFY", identity.Operators{Grants: []identity.OperatorGrant{g("beta", "HEADER_ENRICHMENT")}}, "", false},
+		{"VERIFY, the default set", "VERIFY", identity.DefaultOperators(), "", false},
+		{"VERIFY, none", "VERIFY", identity.Operators{}, "", false},
+		{"STUCK_PLUS, alpha enabled", "STUCK_PLUS", identity.Operators{Grants: []identity.OperatorGrant{g("*", "HEADER_ENRICHMENT")}}, "alpha", true},
+		{"STUCK_PLUS, none", "STUCK_PLUS", identity.Operators{}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			e.client.Operators = tt.ops
+			tr, err := e.svc.CreateTransaction(ctx, e.client, tt.code, "ref")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored := e.st.txs[tr.ID]; !reflect.DeepEqual(stored.Operators, tt.ops) {
+				t.Fatalf("stored operators %+v, want the client's %+v", stored.Operators, tt.ops)
+			}
+			// What the client enables later is not the flow's.
+			e.client.Operators = identity.LegacyOperators()
+			got, err := e.svc.CaptureTransaction(ctx, tr.ID, fromAlpha)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus := domain.NoNetworkIdentity
+			if tt.number {
+				wantStatus = domain.Captured
+			}
+			if got.Status != wantStatus || deref(got.OperatorID) != tt.wantOp {
+				t.Fatalf("captured %s through %q, want %s through %q", got.Status, deref(got.OperatorID), wantStatus, tt.wantOp)
+			}
+			if tt.code == "STUCK_PLUS" && (len(e.st.stuckPlus) == 1) != tt.number {
+				t.Fatalf("kept %d stuck-plus numbers", len(e.st.stuckPlus))
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func TestGetAndOrigins(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // Errors of verification's own rules; the shared ones are fault's (ErrNotFound, ErrSuspended,
@@ -128,8 +129,9 @@ type Transaction struct {
 	ClientID           string
 	ServiceCode        string
 	MetadataID         string
-	Features           []string // the client's, when the flow started
-	Status             string   // PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived)
+	Features           []string           // the client's, when the flow started
+	Operators          identity.Operators // the client's, when the flow started
+	Status             string             // PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived)
 	OperatorID         *string
 	SessionID          *string
 	Blob               *string

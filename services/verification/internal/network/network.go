@@ -61,11 +61,12 @@ func NewIdentifier(ops *operators.Registry, log *zap.Logger) *Identifier {
 	return &Identifier{ops: ops, log: log}
 }
 
-// Operators lists the operators a client with features may use.
-func (d *Identifier) Operators(features []string) []operators.Operator {
+// Operators lists the operators c may use, each with only the methods c may use there.
+func (d *Identifier) Operators(c operators.Client) []operators.Operator {
 	var out []operators.Operator
 	for _, op := range d.ops.List() {
-		if op.EnabledFor(features) {
+		if methods := op.MethodsFor(c); len(methods) > 0 {
+			op.Methods = methods
 			out = append(out, op)
 		}
 	}
@@ -73,19 +74,20 @@ func (d *Identifier) Operators(features []string) []operators.Operator {
 }
 
 // Identify picks the operator of a request, the one named (which must exist and be enabled for
-// features) or else the one whose ranges the address is in, and the number its proxy gave.
-func (d *Identifier) Identify(named *string, features []string, r Request) (Identity, error) {
+// c) or else the one whose ranges the address is in (when enabled for c), and the number its
+// proxy gave, believed only when c may use that operator's header enrichment.
+func (d *Identifier) Identify(named *string, c operators.Client, r Request) (Identity, error) {
 	var id Identity
 	if named != nil {
 		op, ok := d.ops.Get(*named)
-		if !ok || !op.EnabledFor(features) {
+		if !ok || !op.EnabledFor(c) {
 			return Identity{}, fault.NotEnabled("operatorId", "operator %q is not available to this account", *named)
 		}
 		id.Operator, id.Found = op, true
-	} else if op, ok := d.ops.ByAddr(r.Addr); ok && op.EnabledFor(features) {
+	} else if op, ok := d.ops.ByAddr(r.Addr); ok && op.EnabledFor(c) {
 		id.Operator, id.Found = op, true
 	}
-	if id.Found {
+	if id.Found && id.Operator.Allows(c, operators.MethodHeaderEnrichment) {
 		id.Number = d.number(id.Operator, r)
 	}
 	return id, nil

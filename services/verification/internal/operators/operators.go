@@ -28,6 +28,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // Method is a way of learning the subscriber's number from the operator.
@@ -37,9 +39,9 @@ type Method string
 const (
 	// MethodHeaderEnrichment: the operator's proxy adds the number to the request in a header
 	// (Operator.NumberHeader), believed only from the operator's Operator.TrustedRanges.
-	MethodHeaderEnrichment Method = "HEADER_ENRICHMENT"
+	MethodHeaderEnrichment Method = identity.MethodHeaderEnrichment
 	// MethodNetworkAPI: the number is checked through the operator's network API.
-	MethodNetworkAPI Method = "NETWORK_API"
+	MethodNetworkAPI Method = identity.MethodNetworkAPI
 )
 
 // knownMethods lists every valid Method, in the order error messages name them.
@@ -65,8 +67,8 @@ type Operator struct {
 	MCCMNC []string
 	// Methods lists the methods the operator supports, at least one.
 	Methods []Method
-	// Sandbox marks the development operator, enabled only for clients with the SANDBOX
-	// feature (EnabledFor).
+	// Sandbox marks a development operator: usable only by clients with the SANDBOX feature,
+	// and the default set of a client without a list of its own (MethodsFor).
 	Sandbox bool
 	// TrustedRanges are, for header enrichment, the addresses the operator's proxy speaks
 	// from, in masked form; IPv4 ranges are always in IPv4 form (a 4-in-6 range in the file
@@ -99,12 +101,53 @@ func (o Operator) Trusts(addr netip.Addr) bool {
 	return false
 }
 
-// EnabledFor reports whether a client with the given features may use the operator: every
-// non-sandbox operator is; a sandbox operator only when the features include "SANDBOX".
-// Whether the client may use the product at all (VERIFY, STUCK_PLUS) is not this function's
-// concern.
-func (o Operator) EnabledFor(features []string) bool {
-	return !o.Sandbox || slices.Contains(features, FeatureSandbox)
+// Client is what decides which operators, and which of their methods, a client may use: its
+// features (SANDBOX) and its own enablement, which accounts keeps (contract 6: operators are
+// enabled per client).
+type Client struct {
+	Features  []string
+	Operators identity.Operators
+}
+
+// ClientOf is the Client of an authenticated caller.
+func ClientOf(p identity.Principal) Client {
+	return Client{Features: p.Features, Operators: p.Operators}
+}
+
+// MethodsFor returns the methods of o that c may use, in o's order: those o supports and c
+// enabled. None (nil) means c may not use o at all. A sandbox operator needs the SANDBOX feature
+// besides whatever c enabled. A client with the default set (Operators.Default) has every
+// sandbox operator with all of its methods and nothing else; a client with its own list has the
+// methods it granted o by id and those it granted every operator ("*"). Whether the client may
+// use the product at all (VERIFY, STUCK_PLUS) is not this function's concern.
+func (o Operator) MethodsFor(c Client) []Method {
+	if o.Sandbox && !slices.Contains(c.Features, FeatureSandbox) {
+		return nil
+	}
+	if c.Operators.Default {
+		if !o.Sandbox {
+			return nil
+		}
+		return slices.Clone(o.Methods)
+	}
+	enabled := c.Operators.MethodsOf(o.ID)
+	var out []Method
+	for _, m := range o.Methods {
+		if slices.Contains(enabled, string(m)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// EnabledFor reports whether c may use o with at least one method.
+func (o Operator) EnabledFor(c Client) bool {
+	return len(o.MethodsFor(c)) > 0
+}
+
+// Allows reports whether c may use o with method m: o supports it and c enabled it.
+func (o Operator) Allows(c Client, m Method) bool {
+	return slices.Contains(o.MethodsFor(c), m)
 }
 
 // clone returns a copy of o that shares no memory with it.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
@@ -434,30 +435,122 @@ operators:
 	}
 }
 
-func TestEnabledFor(t *testing.T) {
-	r := mustParse(t, twoOperators)
-	sandbox, _ := r.Get("sandbox")
-	real, _ := r.Get("ae-etisalat")
+// TestMethodsFor is the rule of contract 6 as a table: a client may use an operator when the
+// registry has it and the client enabled it (a sandbox operator also needing SANDBOX), and a
+// method of it when the operator supports it and the client enabled it.
+func TestMethodsFor(t *testing.T) {
+	r := mustParse(t, twoOperators+`
+  - id: both
+    name: Both
+    country: AE
+    methods: [HEADER_ENRICHMENT, NETWORK_API]
+    headerEnrichment: {trustedRanges: ["192.0.2.0/24"], numberHeader: X-Msisdn}
+  - id: api
+    name: API
+    country: GB
+    methods: [NETWORK_API]
+  - id: sandbox-api
+    name: Sandbox API
+    country: ZZ
+    methods: [NETWORK_API]
+    sandbox: true
+`)
+	he, api := operators.MethodHeaderEnrichment, operators.MethodNetworkAPI
+	ms := func(m ...operators.Method) []operators.Method { return m }
+	own := func(gs ...identity.OperatorGrant) identity.Operators { return identity.Operators{Grants: gs} }
+	g := func(op string, m ...string) identity.OperatorGrant {
+		return identity.OperatorGrant{Operator: op, Methods: m}
+	}
+	sb := []string{"VERIFY", "SANDBOX"}
+	verify := []string{"VERIFY"}
+
 	tests := []struct {
-		features    []string
-		sandbox     bool
-		realEnabled bool
+		name   string
+		client operators.Client
+		want   map[string][]operators.Method // operator id → methods; absent: none
 	}{
-		{nil, false, true},
-		{[]string{"VERIFY"}, false, true},
-		{[]string{"STUCK_PLUS"}, false, true},
-		{[]string{"SANDBOX"}, true, true},
-		{[]string{"VERIFY", "SANDBOX"}, true, true},
-		{[]string{"sandbox"}, false, true},
-		{[]string{"SANDBOX_X"}, false, true},
+		{"default set, SANDBOX: the sandbox operators with all their methods",
+			operators.Client{Features: sb, Operators: identity.DefaultOperators()},
+			map[string][]operators.Method{"sandbox": ms(he), "sandbox-api": ms(api)}},
+		{"default set without SANDBOX: nothing",
+			operators.Client{Features: verify, Operators: identity.DefaultOperators()}, nil},
+		{"the zero enablement: nothing, the sandbox neither",
+			operators.Client{Features: sb}, nil},
+		{"an explicit empty list: nothing",
+			operators.Client{Features: sb, Operators: own()}, nil},
+		{"one operator, one method it supports",
+			operators.Client{Features: verify, Operators: own(g("both", "NETWORK_API"))},
+			map[string][]operators.Method{"both": ms(api)}},
+		{"a method the operator does not support: not usable",
+			operators.Client{Features: verify, Operators: own(g("api", "HEADER_ENRICHMENT"))}, nil},
+		{"both methods where only one is supported",
+			operators.Client{Features: verify, Operators: own(g("api", "HEADER_ENRICHMENT", "NETWORK_API"))},
+			map[string][]operators.Method{"api": ms(api)}},
+		{"an operator the registry does not have: nothing",
+			operators.Client{Features: verify, Operators: own(g("elsewhere", "HEADER_ENRICHMENT"))}, nil},
+		{"an id that only prefixes one: nothing",
+			operators.Client{Features: verify, Operators: own(g("bot", "HEADER_ENRICHMENT"), g("ae", "HEADER_ENRICHMENT"))}, nil},
+		{"the sandbox named without SANDBOX: nothing",
+			operators.Client{Features: verify, Operators: own(g("sandbox", "HEADER_ENRICHMENT"))}, nil},
+		{"the sandbox named with SANDBOX",
+			operators.Client{Features: sb, Operators: own(g("sandbox", "HEADER_ENRICHMENT"))},
+			map[string][]operators.Method{"sandbox": ms(he)}},
+		{"an own list leaves the sandbox out unless named",
+			operators.Client{Features: sb, Operators: own(g("both", "HEADER_ENRICHMENT"))},
+			map[string][]operators.Method{"both": ms(he)}},
+		{"every operator with header enrichment (what clients had before), with SANDBOX",
+			operators.Client{Features: sb, Operators: identity.LegacyOperators()},
+			map[string][]operators.Method{"sandbox": ms(he), "ae-etisalat": ms(he), "both": ms(he)}},
+		{"every operator with header enrichment, without SANDBOX",
+			operators.Client{Features: verify, Operators: identity.LegacyOperators()},
+			map[string][]operators.Method{"ae-etisalat": ms(he), "both": ms(he)}},
+		{"every operator plus one's network API",
+			operators.Client{Features: verify, Operators: own(g("*", "HEADER_ENRICHMENT"), g("both", "NETWORK_API"))},
+			map[string][]operators.Method{"ae-etisalat": ms(he), "both": ms(he, api)}},
+		{"every operator with every method",
+			operators.Client{Features: verify, Operators: own(g("*", "HEADER_ENRICHMENT", "NETWORK_API"))},
+			map[string][]operators.Method{"ae-etisalat": ms(he), "both": ms(he, api), "api": ms(api)}},
+		{"a method name in another case is not that method",
+			operators.Client{Features: verify, Operators: own(g("both", "header_enrichment"))}, nil},
+		{"the feature in another case is not SANDBOX",
+			operators.Client{Features: []string{"sandbox"}, Operators: identity.DefaultOperators()}, nil},
 	}
 	for _, tt := range tests {
-		if got := sandbox.EnabledFor(tt.features); got != tt.sandbox {
-			t.Errorf("sandbox.EnabledFor(%v) = %v, want %v", tt.features, got, tt.sandbox)
+		t.Run(tt.name, func(t *testing.T) {
+			for _, op := range r.List() {
+				want := tt.want[op.ID]
+				if got := op.MethodsFor(tt.client); !slices.Equal(got, want) {
+					t.Errorf("%s.MethodsFor = %v, want %v", op.ID, got, want)
+				}
+				if got := op.EnabledFor(tt.client); got != (len(want) > 0) {
+					t.Errorf("%s.EnabledFor = %v, want %v", op.ID, got, len(want) > 0)
+				}
+				for _, m := range []operators.Method{he, api} {
+					if got := op.Allows(tt.client, m); got != slices.Contains(want, m) {
+						t.Errorf("%s.Allows(%s) = %v, want %v", op.ID, m, got, !got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMethodsAreAccounts: the methods of the registry are the ones accounts stores.
+func TestMethodsAreAccounts(t *testing.T) {
+	var names []string
+	for _, op := range mustParse(t, twoOperators+`
+  - id: api
+    name: API
+    country: GB
+    methods: [NETWORK_API]
+`).List() {
+		for _, m := range op.Methods {
+			names = append(names, string(m))
 		}
-		if got := real.EnabledFor(tt.features); got != tt.realEnabled {
-			t.Errorf("ae-etisalat.EnabledFor(%v) = %v, want %v", tt.features, got, tt.realEnabled)
-		}
+	}
+	slices.Sort(names)
+	if names = slices.Compact(names); !slices.Equal(names, identity.Methods) {
+		t.Errorf("registry methods %v, accounts' %v", names, identity.Methods)
 	}
 }
 

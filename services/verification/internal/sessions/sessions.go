@@ -42,7 +42,7 @@ func New(st Store, net *network.Identifier, sealer *seal.Sealer, ttl time.Durati
 
 // Operators lists the operators the client of p may use.
 func (s *Service) Operators(p identity.Principal) []operators.Operator {
-	return s.net.Operators(p.Features)
+	return s.net.Operators(operators.ClientOf(p))
 }
 
 // Request is the body of an SDK session.
@@ -78,7 +78,7 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n
 			}
 		}
 	}
-	id, err := s.net.Identify(r.OperatorID, p.Features, n)
+	id, err := s.net.Identify(r.OperatorID, operators.ClientOf(p), n)
 	if err != nil {
 		return Capture{}, err
 	}

@@ -2,7 +2,9 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,13 @@ const registry = `operators:
     headerEnrichment:
       trustedRanges: ["192.0.2.0/24"]
       numberHeader: X-Beta-Msisdn
+  - id: gamma
+    name: Gamma
+    country: AE
+    methods: [HEADER_ENRICHMENT, NETWORK_API]
+    headerEnrichment:
+      trustedRanges: ["198.51.100.0/24"]
+      numberHeader: X-Gamma-Msisdn
   - id: play
     name: Sandbox
     country: ZZ
@@ -55,44 +64,71 @@ const registry = `operators:
 func ptr(s string) *string { return &s }
 
 // TestCreate checks which operator and number a session takes from the network, and its
-// lifetime.
+// lifetime. Unless a case says otherwise, the client may use every operator with header
+// enrichment.
 func TestCreate(t *testing.T) {
 	ops, sealer := verificationtest.Operators(t, registry), verificationtest.NewKeys(t).Sealer
-	client := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}}
+	client := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: identity.LegacyOperators()}
 	alphaAddr, betaAddr, elsewhere := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("203.0.113.9")
-	headers := map[string]string{"X-Alpha-Msisdn": "+971501234567", "X-Beta-Msisdn": "+971507654321", "X-Play-Msisdn": "+971500000000"}
+	gammaAddr := netip.MustParseAddr("198.51.100.4")
+	headers := map[string]string{
+		"X-Alpha-Msisdn": "+971501234567", "X-Beta-Msisdn": "+971507654321", "X-Play-Msisdn": "+971500000000", "X-Gamma-Msisdn": "+971509999999",
+	}
+	own := func(gs ...identity.OperatorGrant) *identity.Operators { return &identity.Operators{Grants: gs} }
+	alphaOnly := own(identity.OperatorGrant{Operator: "alpha", Methods: []string{"HEADER_ENRICHMENT"}})
+	gammaAPI := own(identity.OperatorGrant{Operator: "gamma", Methods: []string{"NETWORK_API"}})
+	gammaHE := own(identity.OperatorGrant{Operator: "gamma", Methods: []string{"HEADER_ENRICHMENT"}})
+	defaults := &identity.Operators{Default: true}
 
 	tests := []struct {
 		name       string
 		features   []string
+		enabled    *identity.Operators // nil: every operator with header enrichment
 		req        Request
 		net        network.Request
 		wantReason fault.Reason
 		wantOp     string // "" for none
 		wantNumber string // "" for none
 	}{
-		{"the operator of the address, its header believed", nil, Request{Platform: "ANDROID"},
+		{"the operator of the address, its header believed", nil, nil, Request{Platform: "ANDROID"},
 			network.Request{Addr: betaAddr, Headers: headers}, "", "beta", "+971507654321"},
-		{"an address no operator has: no identity", nil, Request{Platform: "IOS"},
+		{"an address no operator has: no identity", nil, nil, Request{Platform: "IOS"},
 			network.Request{Addr: elsewhere, Headers: headers}, "", "", ""},
-		{"the operator named, from outside its ranges: its header not believed", nil, Request{Platform: "WEB", OperatorID: ptr("alpha")},
+		{"the operator named, from outside its ranges: its header not believed", nil, nil, Request{Platform: "WEB", OperatorID: ptr("alpha")},
 			network.Request{Addr: elsewhere, Headers: headers}, "", "alpha", ""},
-		{"the operator named, from its ranges", nil, Request{Platform: "WEB", OperatorID: ptr("alpha")},
+		{"the operator named, from its ranges", nil, nil, Request{Platform: "WEB", OperatorID: ptr("alpha")},
 			network.Request{Addr: alphaAddr, Headers: headers}, "", "alpha", "+971501234567"},
-		{"another operator's header is not believed", nil, Request{Platform: "WEB"},
+		{"another operator's header is not believed", nil, nil, Request{Platform: "WEB"},
 			network.Request{Addr: alphaAddr, Headers: map[string]string{"X-Beta-Msisdn": "+971507654321"}}, "", "alpha", ""},
-		{"an invalid number header", nil, Request{Platform: "WEB"},
+		{"an invalid number header", nil, nil, Request{Platform: "WEB"},
 			network.Request{Addr: alphaAddr, Headers: map[string]string{"X-Alpha-Msisdn": "12"}}, "", "alpha", ""},
-		{"an unknown operator named", nil, Request{Platform: "WEB", OperatorID: ptr("zeta")},
+		{"an unknown operator named", nil, nil, Request{Platform: "WEB", OperatorID: ptr("zeta")},
 			network.Request{Addr: alphaAddr, Headers: headers}, fault.FeatureNotEnabled, "", ""},
-		{"the sandbox operator without SANDBOX", nil, Request{Platform: "WEB", OperatorID: ptr("play")},
+		{"the sandbox operator without SANDBOX", nil, nil, Request{Platform: "WEB", OperatorID: ptr("play")},
 			network.Request{Addr: netip.MustParseAddr("127.0.0.1"), Headers: headers}, fault.FeatureNotEnabled, "", ""},
-		{"the sandbox's address without SANDBOX: no identity", nil, Request{Platform: "WEB"},
+		{"the sandbox's address without SANDBOX: no identity", nil, nil, Request{Platform: "WEB"},
 			network.Request{Addr: netip.MustParseAddr("127.0.0.1"), Headers: headers}, "", "", ""},
-		{"the sandbox with SANDBOX", []string{"SANDBOX"}, Request{Platform: "WEB"},
+		{"the sandbox with SANDBOX", []string{"SANDBOX"}, nil, Request{Platform: "WEB"},
 			network.Request{Addr: netip.MustParseAddr("127.0.0.1"), Headers: headers}, "", "play", "+971500000000"},
-		{"an unknown platform", nil, Request{Platform: "SYMBIAN"}, network.Request{Addr: alphaAddr}, fault.InvalidArgument, "", ""},
-		{"a device id too long", nil, Request{Platform: "IOS", DeviceID: ptr(strings.Repeat("d", 129))}, network.Request{Addr: alphaAddr}, fault.InvalidArgument, "", ""},
+		// The client's own enablement.
+		{"an operator not enabled, named", nil, alphaOnly, Request{Platform: "WEB", OperatorID: ptr("beta")},
+			network.Request{Addr: betaAddr, Headers: headers}, fault.FeatureNotEnabled, "", ""},
+		{"an operator not enabled, by address: no identity", nil, alphaOnly, Request{Platform: "ANDROID"},
+			network.Request{Addr: betaAddr, Headers: headers}, "", "", ""},
+		{"the enabled one", nil, alphaOnly, Request{Platform: "ANDROID"},
+			network.Request{Addr: alphaAddr, Headers: headers}, "", "alpha", "+971501234567"},
+		{"an operator enabled for its network API only: its header not believed", nil, gammaAPI, Request{Platform: "ANDROID"},
+			network.Request{Addr: gammaAddr, Headers: headers}, "", "gamma", ""},
+		{"the same operator with header enrichment enabled", nil, gammaHE, Request{Platform: "ANDROID"},
+			network.Request{Addr: gammaAddr, Headers: headers}, "", "gamma", "+971509999999"},
+		{"an own list without the sandbox, with SANDBOX: no sandbox", []string{"SANDBOX"}, alphaOnly, Request{Platform: "WEB", OperatorID: ptr("play")},
+			network.Request{Addr: netip.MustParseAddr("127.0.0.1"), Headers: headers}, fault.FeatureNotEnabled, "", ""},
+		{"the default set with SANDBOX: the sandbox", []string{"SANDBOX"}, defaults, Request{Platform: "WEB"},
+			network.Request{Addr: netip.MustParseAddr("127.0.0.1"), Headers: headers}, "", "play", "+971500000000"},
+		{"the default set: no real operator", []string{"SANDBOX"}, defaults, Request{Platform: "WEB", OperatorID: ptr("alpha")},
+			network.Request{Addr: alphaAddr, Headers: headers}, fault.FeatureNotEnabled, "", ""},
+		{"an unknown platform", nil, nil, Request{Platform: "SYMBIAN"}, network.Request{Addr: alphaAddr}, fault.InvalidArgument, "", ""},
+		{"a device id too long", nil, nil, Request{Platform: "IOS", DeviceID: ptr(strings.Repeat("d", 129))}, network.Request{Addr: alphaAddr}, fault.InvalidArgument, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +137,10 @@ func TestCreate(t *testing.T) {
 			s := New(st, network.NewIdentifier(ops, zaptest.NewLogger(t)), sealer, 7*time.Minute)
 			s.now = func() time.Time { return now }
 			p := client
-			p.Features = append(p.Features, tt.features...)
+			p.Features = append(slices.Clone(p.Features), tt.features...)
+			if tt.enabled != nil {
+				p.Operators = *tt.enabled
+			}
 			c, err := s.Create(context.Background(), p, tt.req, tt.net)
 			if tt.wantReason != "" {
 				if fault.Find(err, tt.wantReason) == nil || len(st.sessions) != 0 {
@@ -145,4 +184,41 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestOperators: each client sees the operators it may use, each with only the methods it may
+// use there, in the registry's order.
+func TestOperators(t *testing.T) {
+	s := New(&fakeStore{}, network.NewIdentifier(verificationtest.Operators(t, registry), zaptest.NewLogger(t)), verificationtest.NewKeys(t).Sealer, time.Minute)
+	g := func(op string, m ...string) identity.OperatorGrant {
+		return identity.OperatorGrant{Operator: op, Methods: m}
+	}
+	tests := []struct {
+		name     string
+		features []string
+		ops      identity.Operators
+		want     []string // id:methods
+	}{
+		{"every operator with header enrichment, SANDBOX", []string{"SANDBOX"}, identity.LegacyOperators(),
+			[]string{"alpha:[HEADER_ENRICHMENT]", "beta:[HEADER_ENRICHMENT]", "gamma:[HEADER_ENRICHMENT]", "play:[HEADER_ENRICHMENT]"}},
+		{"every operator with header enrichment", nil, identity.LegacyOperators(),
+			[]string{"alpha:[HEADER_ENRICHMENT]", "beta:[HEADER_ENRICHMENT]", "gamma:[HEADER_ENRICHMENT]"}},
+		{"one with its network API, another not in the registry", nil, identity.Operators{Grants: []identity.OperatorGrant{
+			g("gamma", "NETWORK_API"), g("nowhere", "HEADER_ENRICHMENT"), g("beta", "NETWORK_API"),
+		}}, []string{"gamma:[NETWORK_API]"}},
+		{"the default set, SANDBOX", []string{"SANDBOX"}, identity.DefaultOperators(), []string{"play:[HEADER_ENRICHMENT]"}},
+		{"the default set", nil, identity.DefaultOperators(), nil},
+		{"none", []string{"SANDBOX"}, identity.Operators{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, op := range s.Operators(identity.Principal{Features: tt.features, Operators: tt.ops}) {
+				got = append(got, fmt.Sprintf("%s:%v", op.ID, op.Methods))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Operators = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

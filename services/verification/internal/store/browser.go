@@ -8,26 +8,55 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
 // InsertTransaction stores a new browser flow.
 func (st *Store) InsertTransaction(ctx context.Context, t domain.Transaction) (domain.Transaction, error) {
-	err := st.db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, status, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
-		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, t.Status, t.ExpiresAt).Scan(&t.CreatedAt)
+	err := st.db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, operators, status, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, storedOperatorsOf(t.Operators), t.Status, t.ExpiresAt).Scan(&t.CreatedAt)
 	if err != nil {
 		return t, fmt.Errorf("insert transaction: %w", err)
 	}
 	return t, nil
 }
 
-const transactionColumns = `id::text, client_id::text, service_code, metadata_id, features, status, operator_id,
+// storedOperators is the form of transactions.operators.
+type storedOperators struct {
+	Default bool                `json:"default,omitempty"`
+	Grants  map[string][]string `json:"grants,omitempty"`
+}
+
+func storedOperatorsOf(o identity.Operators) storedOperators {
+	if o.Default {
+		return storedOperators{Default: true}
+	}
+	return storedOperators{Grants: o.Map()}
+}
+
+// operators reads transactions.operators; NULL is a row from before operators were enabled per
+// client, which every client's enablement then was.
+func (s *storedOperators) operators() identity.Operators {
+	switch {
+	case s == nil:
+		return identity.LegacyOperators()
+	case s.Default:
+		return identity.DefaultOperators()
+	case s.Grants == nil:
+		return identity.Operators{}
+	}
+	return identity.OperatorsFromMap(s.Grants)
+}
+
+const transactionColumns = `id::text, client_id::text, service_code, metadata_id, features, operators, status, operator_id,
 	session_id::text, blob, stuck_plus_session_id::text, created_at, expires_at`
 
 func scanTransaction(row pgx.Row) (domain.Transaction, error) {
 	var t domain.Transaction
-	err := row.Scan(&t.ID, &t.ClientID, &t.ServiceCode, &t.MetadataID, &t.Features, &t.Status, &t.OperatorID,
+	var ops *storedOperators
+	err := row.Scan(&t.ID, &t.ClientID, &t.ServiceCode, &t.MetadataID, &t.Features, &ops, &t.Status, &t.OperatorID,
 		&t.SessionID, &t.Blob, &t.StuckPlusSessionID, &t.CreatedAt, &t.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fault.ErrNotFound
@@ -35,6 +64,7 @@ func scanTransaction(row pgx.Row) (domain.Transaction, error) {
 	if err != nil {
 		return t, fmt.Errorf("read transaction: %w", err)
 	}
+	t.Operators = ops.operators()
 	return t, nil
 }
 

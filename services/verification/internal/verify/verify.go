@@ -218,12 +218,14 @@ func (s *Service) validate(p identity.Principal, req Request) (phone.Number, err
 	if !p.Has(domain.FeatureVerify) {
 		return num, fault.NotEnabled("", "verification is not enabled for this account")
 	}
+	client := operators.ClientOf(p)
 	op, ok := s.ops.Get(req.OperatorID)
-	if !ok || !op.EnabledFor(p.Features) {
+	if !ok || !op.EnabledFor(client) {
 		return num, fault.NotEnabled("operatorId", "operator %q is not available to this account", req.OperatorID)
 	}
-	// HEADER_ENRICHMENT is the method implemented; NETWORK_API is planned.
-	if req.ServiceType != string(operators.MethodHeaderEnrichment) || !op.Supports(operators.MethodHeaderEnrichment) {
+	// A method the operator supports and the client enabled. HEADER_ENRICHMENT is the method
+	// implemented; NETWORK_API is planned.
+	if !op.Allows(client, operators.Method(req.ServiceType)) || req.ServiceType != string(operators.MethodHeaderEnrichment) {
 		return num, fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
 	}
 	return num, nil

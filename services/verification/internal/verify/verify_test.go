@@ -199,6 +199,13 @@ const registry = `operators:
     headerEnrichment:
       trustedRanges: ["192.0.2.0/24"]
       numberHeader: X-Beta-Msisdn
+  - id: gamma
+    name: Gamma
+    country: AE
+    methods: [HEADER_ENRICHMENT, NETWORK_API]
+    headerEnrichment:
+      trustedRanges: ["198.51.100.0/24"]
+      numberHeader: X-Gamma-Msisdn
 `
 
 // env is a Service over fakes, at a fixed time.
@@ -216,7 +223,8 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
 	e := &env{t: t, ledger: &fakeLedger{}, sealer: keys.Sealer, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
-		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify}}}
+		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify},
+			Operators: identity.LegacyOperators()}}
 	e.st = newFakeStore(func() time.Time { return e.now })
 	e.svc = New(e.st, e.st, ops, e.sealer, keys.Vault, e.ledger,
 		Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, zaptest.NewLogger(t))
@@ -245,6 +253,57 @@ const (
 	number = "+971501234567"
 	other  = "+971507654321"
 )
+
+// TestVerifyEnablement: a verify names an operator the client may use and a method of it the
+// operator supports and the client enabled; anything else is FEATURE_NOT_ENABLED on the field
+// at fault, charges nothing and keeps nothing.
+func TestVerifyEnablement(t *testing.T) {
+	g := func(op string, m ...string) identity.OperatorGrant {
+		return identity.OperatorGrant{Operator: op, Methods: m}
+	}
+	own := func(gs ...identity.OperatorGrant) identity.Operators { return identity.Operators{Grants: gs} }
+	tests := []struct {
+		name        string
+		ops         identity.Operators
+		operator    string
+		serviceType string
+		wantField   string // "" for a verification
+	}{
+		{"every operator with header enrichment", identity.LegacyOperators(), "alpha", "HEADER_ENRICHMENT", ""},
+		{"the operator enabled", own(g("alpha", "HEADER_ENRICHMENT")), "alpha", "HEADER_ENRICHMENT", ""},
+		{"the method enabled for every operator", own(g("*", "HEADER_ENRICHMENT"), g("gamma", "NETWORK_API")), "gamma", "HEADER_ENRICHMENT", ""},
+		{"another operator enabled", own(g("beta", "HEADER_ENRICHMENT")), "alpha", "HEADER_ENRICHMENT", "operatorId"},
+		{"a method the operator lacks is no enablement", own(g("alpha", "NETWORK_API")), "alpha", "HEADER_ENRICHMENT", "operatorId"},
+		{"the default set has no real operator", identity.DefaultOperators(), "alpha", "HEADER_ENRICHMENT", "operatorId"},
+		{"none", own(), "alpha", "HEADER_ENRICHMENT", "operatorId"},
+		{"an operator not in the registry", own(g("*", "HEADER_ENRICHMENT")), "delta", "HEADER_ENRICHMENT", "operatorId"},
+		{"a method not enabled", own(g("gamma", "NETWORK_API")), "gamma", "HEADER_ENRICHMENT", "serviceType"},
+		{"a method enabled for another operator", own(g("gamma", "HEADER_ENRICHMENT"), g("beta", "NETWORK_API")), "gamma", "NETWORK_API", "serviceType"},
+		{"a method the operator lacks", own(g("*", "HEADER_ENRICHMENT", "NETWORK_API")), "alpha", "NETWORK_API", "serviceType"},
+		{"an unknown method", identity.LegacyOperators(), "alpha", "SMS", "serviceType"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.client.Operators = tt.ops
+			req := Request{MobileNumber: number, Blob: e.blob(e.client.ClientID, tt.operator, number, time.Minute),
+				OperatorID: tt.operator, ServiceType: tt.serviceType}
+			r, err := e.svc.Verify(context.Background(), e.client, req)
+			if tt.wantField == "" {
+				if err != nil || r.Verification.Status != domain.StatusVerified {
+					t.Fatalf("Verify = %+v, %v; want VERIFIED", r.Verification, err)
+				}
+				return
+			}
+			if f := fault.Find(err, fault.FeatureNotEnabled); f == nil || f.Field != tt.wantField {
+				t.Fatalf("Verify = %v, want FEATURE_NOT_ENABLED on %s", err, tt.wantField)
+			}
+			if len(e.ledger.refs) != 0 || len(e.st.verifs) != 0 {
+				t.Fatalf("refused, yet %d debits and %d verifications", len(e.ledger.refs), len(e.st.verifs))
+			}
+		})
+	}
+}
 
 func TestVerify(t *testing.T) {
 	tests := []struct {
@@ -484,7 +543,7 @@ func TestNumberLimit(t *testing.T) {
 	if fault.Find(err, fault.RateLimited) == nil {
 		t.Fatalf("4th verify of a number in an hour = %v, want RATE_LIMITED", err)
 	}
-	stranger := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}}
+	stranger := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: identity.LegacyOperators()}
 	if _, err := e.svc.Verify(ctx, stranger, e.request(e.blob(stranger.ClientID, "", "", time.Minute), number)); err != nil {
 		t.Fatalf("another client's verify of the number: %v, want it counted apart", err)
 	}

@@ -27,6 +27,7 @@ const (
 	AccountsAdminService_SetClientFeatures_FullMethodName            = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
 	AccountsAdminService_SetClientPrice_FullMethodName               = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
 	AccountsAdminService_SetClientWebOrigins_FullMethodName          = "/mnv.accounts.v1.AccountsAdminService/SetClientWebOrigins"
+	AccountsAdminService_SetClientOperators_FullMethodName           = "/mnv.accounts.v1.AccountsAdminService/SetClientOperators"
 	AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientLowBalanceThreshold"
 )
 
@@ -50,6 +51,9 @@ type AccountsAdminServiceClient interface {
 	SetClientPrice(ctx context.Context, in *SetClientPriceRequest, opts ...grpc.CallOption) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(ctx context.Context, in *SetClientWebOriginsRequest, opts ...grpc.CallOption) (*SetClientWebOriginsResponse, error)
+	// Replaces the operators (and their methods) the client may use, or returns it to the
+	// default set.
+	SetClientOperators(ctx context.Context, in *SetClientOperatorsRequest, opts ...grpc.CallOption) (*SetClientOperatorsResponse, error)
 	// Sets or clears the client's own threshold of the balance.low event.
 	SetClientLowBalanceThreshold(ctx context.Context, in *SetClientLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetClientLowBalanceThresholdResponse, error)
 }
@@ -142,6 +146,16 @@ func (c *accountsAdminServiceClient) SetClientWebOrigins(ctx context.Context, in
 	return out, nil
 }
 
+func (c *accountsAdminServiceClient) SetClientOperators(ctx context.Context, in *SetClientOperatorsRequest, opts ...grpc.CallOption) (*SetClientOperatorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetClientOperatorsResponse)
+	err := c.cc.Invoke(ctx, AccountsAdminService_SetClientOperators_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsAdminServiceClient) SetClientLowBalanceThreshold(ctx context.Context, in *SetClientLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetClientLowBalanceThresholdResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetClientLowBalanceThresholdResponse)
@@ -172,6 +186,9 @@ type AccountsAdminServiceServer interface {
 	SetClientPrice(context.Context, *SetClientPriceRequest) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error)
+	// Replaces the operators (and their methods) the client may use, or returns it to the
+	// default set.
+	SetClientOperators(context.Context, *SetClientOperatorsRequest) (*SetClientOperatorsResponse, error)
 	// Sets or clears the client's own threshold of the balance.low event.
 	SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error)
 	mustEmbedUnimplementedAccountsAdminServiceServer()
@@ -207,6 +224,9 @@ func (UnimplementedAccountsAdminServiceServer) SetClientPrice(context.Context, *
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientWebOrigins not implemented")
+}
+func (UnimplementedAccountsAdminServiceServer) SetClientOperators(context.Context, *SetClientOperatorsRequest) (*SetClientOperatorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetClientOperators not implemented")
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientLowBalanceThreshold not implemented")
@@ -376,6 +396,24 @@ func _AccountsAdminService_SetClientWebOrigins_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsAdminService_SetClientOperators_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetClientOperatorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsAdminServiceServer).SetClientOperators(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsAdminService_SetClientOperators_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsAdminServiceServer).SetClientOperators(ctx, req.(*SetClientOperatorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsAdminService_SetClientLowBalanceThreshold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetClientLowBalanceThresholdRequest)
 	if err := dec(in); err != nil {
@@ -432,6 +470,10 @@ var AccountsAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClientWebOrigins",
 			Handler:    _AccountsAdminService_SetClientWebOrigins_Handler,
+		},
+		{
+			MethodName: "SetClientOperators",
+			Handler:    _AccountsAdminService_SetClientOperators_Handler,
 		},
 		{
 			MethodName: "SetClientLowBalanceThreshold",

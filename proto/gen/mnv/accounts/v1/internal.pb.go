@@ -33,7 +33,11 @@ type Principal struct {
 	ClientStatus ClientStatus `protobuf:"varint,4,opt,name=client_status,json=clientStatus,proto3,enum=mnv.accounts.v1.ClientStatus" json:"client_status,omitempty"`
 	Features     []Feature    `protobuf:"varint,5,rep,packed,name=features,proto3,enum=mnv.accounts.v1.Feature" json:"features,omitempty"`
 	// Set for SDK tokens.
-	SdkTokenId    string `protobuf:"bytes,6,opt,name=sdk_token_id,json=sdkTokenId,proto3" json:"sdk_token_id,omitempty"`
+	SdkTokenId string `protobuf:"bytes,6,opt,name=sdk_token_id,json=sdkTokenId,proto3" json:"sdk_token_id,omitempty"`
+	// The operators and methods the client may use. Always set by accounts; a principal without it
+	// comes from a version before per-client enablement, whose clients could use every operator
+	// with HEADER_ENRICHMENT (see the readers).
+	Operators     *OperatorEnablement `protobuf:"bytes,7,opt,name=operators,proto3" json:"operators,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -108,6 +112,13 @@ func (x *Principal) GetSdkTokenId() string {
 		return x.SdkTokenId
 	}
 	return ""
+}
+
+func (x *Principal) GetOperators() *OperatorEnablement {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
 }
 
 type AuthenticateRequest struct {
@@ -794,7 +805,7 @@ var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x86\x02\n" +
+	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\xc9\x02\n" +
 	"\tPrincipal\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12)\n" +
@@ -802,7 +813,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\rclient_status\x18\x04 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\x124\n" +
 	"\bfeatures\x18\x05 \x03(\x0e2\x18.mnv.accounts.v1.FeatureR\bfeatures\x12 \n" +
 	"\fsdk_token_id\x18\x06 \x01(\tR\n" +
-	"sdkTokenId\"K\n" +
+	"sdkTokenId\x12A\n" +
+	"\toperators\x18\a \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\"K\n" +
 	"\x13AuthenticateRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\"P\n" +
@@ -893,35 +905,37 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(Role)(0),                            // 13: mnv.accounts.v1.Role
 	(ClientStatus)(0),                    // 14: mnv.accounts.v1.ClientStatus
 	(Feature)(0),                         // 15: mnv.accounts.v1.Feature
-	(LedgerKind)(0),                      // 16: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
+	(*OperatorEnablement)(nil),           // 16: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                      // 17: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),        // 18: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	13, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
 	14, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
 	15, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	0,  // 3: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
-	0,  // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	16, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	17, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	17, // 7: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 8: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	3,  // 9: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	5,  // 10: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	7,  // 11: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	9,  // 12: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	11, // 13: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	2,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	4,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	6,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	8,  // 17: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	10, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	12, // 19: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	14, // [14:20] is the sub-list for method output_type
-	8,  // [8:14] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	16, // 3: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	0,  // 4: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
+	0,  // 5: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
+	17, // 6: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	18, // 7: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	18, // 8: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 9: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	3,  // 10: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	5,  // 11: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	7,  // 12: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	9,  // 13: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	11, // 14: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	2,  // 15: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	4,  // 16: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	6,  // 17: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	8,  // 18: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	10, // 19: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	12, // 20: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }

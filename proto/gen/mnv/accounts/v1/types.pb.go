@@ -130,6 +130,59 @@ func (Feature) EnumDescriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{1}
 }
 
+// OperatorMethod is a way an operator vouches for a subscriber's number; the verification
+// serviceType of the same name.
+type OperatorMethod int32
+
+const (
+	OperatorMethod_OPERATOR_METHOD_UNSPECIFIED OperatorMethod = 0
+	// The operator's proxy adds the number to the device's request (the sealed-blob flow).
+	OperatorMethod_OPERATOR_METHOD_HEADER_ENRICHMENT OperatorMethod = 1
+	// CAMARA Number Verification against the operator's network API.
+	OperatorMethod_OPERATOR_METHOD_NETWORK_API OperatorMethod = 2
+)
+
+// Enum value maps for OperatorMethod.
+var (
+	OperatorMethod_name = map[int32]string{
+		0: "OPERATOR_METHOD_UNSPECIFIED",
+		1: "OPERATOR_METHOD_HEADER_ENRICHMENT",
+		2: "OPERATOR_METHOD_NETWORK_API",
+	}
+	OperatorMethod_value = map[string]int32{
+		"OPERATOR_METHOD_UNSPECIFIED":       0,
+		"OPERATOR_METHOD_HEADER_ENRICHMENT": 1,
+		"OPERATOR_METHOD_NETWORK_API":       2,
+	}
+)
+
+func (x OperatorMethod) Enum() *OperatorMethod {
+	p := new(OperatorMethod)
+	*p = x
+	return p
+}
+
+func (x OperatorMethod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OperatorMethod) Descriptor() protoreflect.EnumDescriptor {
+	return file_mnv_accounts_v1_types_proto_enumTypes[2].Descriptor()
+}
+
+func (OperatorMethod) Type() protoreflect.EnumType {
+	return &file_mnv_accounts_v1_types_proto_enumTypes[2]
+}
+
+func (x OperatorMethod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OperatorMethod.Descriptor instead.
+func (OperatorMethod) EnumDescriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{2}
+}
+
 // Role decides what an API key may do. Key management, SDK-token management and reveal need ADMIN.
 type Role int32
 
@@ -164,11 +217,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_mnv_accounts_v1_types_proto_enumTypes[2].Descriptor()
+	return file_mnv_accounts_v1_types_proto_enumTypes[3].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_mnv_accounts_v1_types_proto_enumTypes[2]
+	return &file_mnv_accounts_v1_types_proto_enumTypes[3]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -177,7 +230,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 // LedgerKind classifies a balance change.
@@ -226,11 +279,11 @@ func (x LedgerKind) String() string {
 }
 
 func (LedgerKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_mnv_accounts_v1_types_proto_enumTypes[3].Descriptor()
+	return file_mnv_accounts_v1_types_proto_enumTypes[4].Descriptor()
 }
 
 func (LedgerKind) Type() protoreflect.EnumType {
-	return &file_mnv_accounts_v1_types_proto_enumTypes[3]
+	return &file_mnv_accounts_v1_types_proto_enumTypes[4]
 }
 
 func (x LedgerKind) Number() protoreflect.EnumNumber {
@@ -239,7 +292,123 @@ func (x LedgerKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LedgerKind.Descriptor instead.
 func (LedgerKind) EnumDescriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+// OperatorGrant enables one operator for a client, with the methods the client may use there.
+// What the client can use is the grant intersected with what verification's operator registry
+// has: an id the registry does not list enables nothing.
+type OperatorGrant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An operator id of the registry (lower-case letters, digits and '-'), or "*" for every
+	// operator of the registry.
+	OperatorId string `protobuf:"bytes,1,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
+	// At least one; each at most once.
+	Methods       []OperatorMethod `protobuf:"varint,2,rep,packed,name=methods,proto3,enum=mnv.accounts.v1.OperatorMethod" json:"methods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorGrant) Reset() {
+	*x = OperatorGrant{}
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorGrant) ProtoMessage() {}
+
+func (x *OperatorGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorGrant.ProtoReflect.Descriptor instead.
+func (*OperatorGrant) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *OperatorGrant) GetOperatorId() string {
+	if x != nil {
+		return x.OperatorId
+	}
+	return ""
+}
+
+func (x *OperatorGrant) GetMethods() []OperatorMethod {
+	if x != nil {
+		return x.Methods
+	}
+	return nil
+}
+
+// OperatorEnablement is which operators, and which of their methods, a client may use. A sandbox
+// operator needs the SANDBOX feature besides, whatever this says.
+type OperatorEnablement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the client has no list of its own (grants is then empty): it gets the default
+	// set, every sandbox operator of the registry with all of its methods, which is usable only
+	// with the SANDBOX feature. False: exactly the grants, none when empty.
+	DefaultSet bool `protobuf:"varint,1,opt,name=default_set,json=defaultSet,proto3" json:"default_set,omitempty"`
+	// Sorted by operator_id, at most one per operator id.
+	Grants        []*OperatorGrant `protobuf:"bytes,2,rep,name=grants,proto3" json:"grants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorEnablement) Reset() {
+	*x = OperatorEnablement{}
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorEnablement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorEnablement) ProtoMessage() {}
+
+func (x *OperatorEnablement) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorEnablement.ProtoReflect.Descriptor instead.
+func (*OperatorEnablement) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *OperatorEnablement) GetDefaultSet() bool {
+	if x != nil {
+		return x.DefaultSet
+	}
+	return false
+}
+
+func (x *OperatorEnablement) GetGrants() []*OperatorGrant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
 }
 
 // Client is an account as the client itself sees it (interface spec 2.2).
@@ -268,7 +437,7 @@ type Client struct {
 
 func (x *Client) Reset() {
 	*x = Client{}
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[0]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +449,7 @@ func (x *Client) String() string {
 func (*Client) ProtoMessage() {}
 
 func (x *Client) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[0]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +462,7 @@ func (x *Client) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Client.ProtoReflect.Descriptor instead.
 func (*Client) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{0}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Client) GetId() string {
@@ -392,7 +561,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +573,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +586,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ApiKey) GetId() string {
@@ -483,7 +652,7 @@ type SdkToken struct {
 
 func (x *SdkToken) Reset() {
 	*x = SdkToken{}
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +664,7 @@ func (x *SdkToken) String() string {
 func (*SdkToken) ProtoMessage() {}
 
 func (x *SdkToken) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +677,7 @@ func (x *SdkToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SdkToken.ProtoReflect.Descriptor instead.
 func (*SdkToken) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SdkToken) GetId() string {
@@ -564,7 +733,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +745,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_types_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +758,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LedgerEntry) GetId() string {
@@ -645,7 +814,15 @@ var File_mnv_accounts_v1_types_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmnv/accounts/v1/types.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x04\n" +
+	"\x1bmnv/accounts/v1/types.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"k\n" +
+	"\rOperatorGrant\x12\x1f\n" +
+	"\voperator_id\x18\x01 \x01(\tR\n" +
+	"operatorId\x129\n" +
+	"\amethods\x18\x02 \x03(\x0e2\x1f.mnv.accounts.v1.OperatorMethodR\amethods\"m\n" +
+	"\x12OperatorEnablement\x12\x1f\n" +
+	"\vdefault_set\x18\x01 \x01(\bR\n" +
+	"defaultSet\x126\n" +
+	"\x06grants\x18\x02 \x03(\v2\x1e.mnv.accounts.v1.OperatorGrantR\x06grants\"\xbf\x04\n" +
 	"\x06Client\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
@@ -699,7 +876,11 @@ const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\x0eFEATURE_VERIFY\x10\x01\x12\x13\n" +
 	"\x0fFEATURE_CONNECT\x10\x02\x12\x16\n" +
 	"\x12FEATURE_STUCK_PLUS\x10\x03\x12\x13\n" +
-	"\x0fFEATURE_SANDBOX\x10\x04*=\n" +
+	"\x0fFEATURE_SANDBOX\x10\x04*y\n" +
+	"\x0eOperatorMethod\x12\x1f\n" +
+	"\x1bOPERATOR_METHOD_UNSPECIFIED\x10\x00\x12%\n" +
+	"!OPERATOR_METHOD_HEADER_ENRICHMENT\x10\x01\x12\x1f\n" +
+	"\x1bOPERATOR_METHOD_NETWORK_API\x10\x02*=\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -727,36 +908,41 @@ func file_mnv_accounts_v1_types_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_types_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_mnv_accounts_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_mnv_accounts_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_mnv_accounts_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_mnv_accounts_v1_types_proto_goTypes = []any{
 	(ClientStatus)(0),             // 0: mnv.accounts.v1.ClientStatus
 	(Feature)(0),                  // 1: mnv.accounts.v1.Feature
-	(Role)(0),                     // 2: mnv.accounts.v1.Role
-	(LedgerKind)(0),               // 3: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                // 4: mnv.accounts.v1.Client
-	(*ApiKey)(nil),                // 5: mnv.accounts.v1.ApiKey
-	(*SdkToken)(nil),              // 6: mnv.accounts.v1.SdkToken
-	(*LedgerEntry)(nil),           // 7: mnv.accounts.v1.LedgerEntry
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(OperatorMethod)(0),           // 2: mnv.accounts.v1.OperatorMethod
+	(Role)(0),                     // 3: mnv.accounts.v1.Role
+	(LedgerKind)(0),               // 4: mnv.accounts.v1.LedgerKind
+	(*OperatorGrant)(nil),         // 5: mnv.accounts.v1.OperatorGrant
+	(*OperatorEnablement)(nil),    // 6: mnv.accounts.v1.OperatorEnablement
+	(*Client)(nil),                // 7: mnv.accounts.v1.Client
+	(*ApiKey)(nil),                // 8: mnv.accounts.v1.ApiKey
+	(*SdkToken)(nil),              // 9: mnv.accounts.v1.SdkToken
+	(*LedgerEntry)(nil),           // 10: mnv.accounts.v1.LedgerEntry
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_types_proto_depIdxs = []int32{
-	0,  // 0: mnv.accounts.v1.Client.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	8,  // 1: mnv.accounts.v1.Client.balance_expiry_date:type_name -> google.protobuf.Timestamp
-	1,  // 2: mnv.accounts.v1.Client.enabled_features:type_name -> mnv.accounts.v1.Feature
-	2,  // 3: mnv.accounts.v1.ApiKey.role:type_name -> mnv.accounts.v1.Role
-	8,  // 4: mnv.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 5: mnv.accounts.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
-	8,  // 6: mnv.accounts.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 7: mnv.accounts.v1.SdkToken.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 8: mnv.accounts.v1.SdkToken.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 9: mnv.accounts.v1.LedgerEntry.kind:type_name -> mnv.accounts.v1.LedgerKind
-	8,  // 10: mnv.accounts.v1.LedgerEntry.created_at:type_name -> google.protobuf.Timestamp
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 0: mnv.accounts.v1.OperatorGrant.methods:type_name -> mnv.accounts.v1.OperatorMethod
+	5,  // 1: mnv.accounts.v1.OperatorEnablement.grants:type_name -> mnv.accounts.v1.OperatorGrant
+	0,  // 2: mnv.accounts.v1.Client.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	11, // 3: mnv.accounts.v1.Client.balance_expiry_date:type_name -> google.protobuf.Timestamp
+	1,  // 4: mnv.accounts.v1.Client.enabled_features:type_name -> mnv.accounts.v1.Feature
+	3,  // 5: mnv.accounts.v1.ApiKey.role:type_name -> mnv.accounts.v1.Role
+	11, // 6: mnv.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	11, // 7: mnv.accounts.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
+	11, // 8: mnv.accounts.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 9: mnv.accounts.v1.SdkToken.created_at:type_name -> google.protobuf.Timestamp
+	11, // 10: mnv.accounts.v1.SdkToken.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 11: mnv.accounts.v1.LedgerEntry.kind:type_name -> mnv.accounts.v1.LedgerKind
+	11, // 12: mnv.accounts.v1.LedgerEntry.created_at:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_types_proto_init() }
@@ -764,15 +950,15 @@ func file_mnv_accounts_v1_types_proto_init() {
 	if File_mnv_accounts_v1_types_proto != nil {
 		return
 	}
-	file_mnv_accounts_v1_types_proto_msgTypes[0].OneofWrappers = []any{}
-	file_mnv_accounts_v1_types_proto_msgTypes[3].OneofWrappers = []any{}
+	file_mnv_accounts_v1_types_proto_msgTypes[2].OneofWrappers = []any{}
+	file_mnv_accounts_v1_types_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_types_proto_rawDesc), len(file_mnv_accounts_v1_types_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   4,
+			NumEnums:      5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

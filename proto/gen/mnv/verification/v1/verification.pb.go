@@ -300,8 +300,10 @@ type Operator struct {
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// ISO 3166-1 alpha-2; ZZ for the sandbox.
-	Country       string        `protobuf:"bytes,3,opt,name=country,proto3" json:"country,omitempty"`
-	MccMnc        []string      `protobuf:"bytes,4,rep,name=mcc_mnc,json=mccMnc,proto3" json:"mcc_mnc,omitempty"`
+	Country string   `protobuf:"bytes,3,opt,name=country,proto3" json:"country,omitempty"`
+	MccMnc  []string `protobuf:"bytes,4,rep,name=mcc_mnc,json=mccMnc,proto3" json:"mcc_mnc,omitempty"`
+	// The methods the calling client may use with this operator: supported by the operator and
+	// enabled for the client.
 	ServiceTypes  []ServiceType `protobuf:"varint,5,rep,packed,name=service_types,json=serviceTypes,proto3,enum=mnv.verification.v1.ServiceType" json:"service_types,omitempty"`
 	Sandbox       bool          `protobuf:"varint,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -46,7 +46,8 @@ const (
 // transaction's client allowed; only the gateway calls them, with its internal credential, and
 // passes the page's Origin header as x-mnv-origin metadata).
 type VerificationServiceClient interface {
-	// Lists the operators the client may use.
+	// Lists the operators the client may use, each with the service types the client may use
+	// there (those the operator supports and the client has enabled).
 	ListOperators(ctx context.Context, in *ListOperatorsRequest, opts ...grpc.CallOption) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(ctx context.Context, in *CreateSdkSessionRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
@@ -213,7 +214,8 @@ func (c *verificationServiceClient) ListStuckPlusReveals(ctx context.Context, in
 // transaction's client allowed; only the gateway calls them, with its internal credential, and
 // passes the page's Origin header as x-mnv-origin metadata).
 type VerificationServiceServer interface {
-	// Lists the operators the client may use.
+	// Lists the operators the client may use, each with the service types the client may use
+	// there (those the operator supports and the client has enabled).
 	ListOperators(context.Context, *ListOperatorsRequest) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error)
