@@ -154,6 +154,8 @@ type KeyAuth struct {
 	Key      APIKey
 	Status   identity.Status
 	Features []string
+	// ValidFor is how long the key still works by the database clock, when it expires.
+	ValidFor *time.Duration
 }
 
 // SDKTokenAuth is what authenticating an SDK token needs.
@@ -162,6 +164,8 @@ type SDKTokenAuth struct {
 	ClientID string
 	Status   identity.Status
 	Features []string
+	// ValidFor is how long the token still works by the database clock, when it expires.
+	ValidFor *time.Duration
 }
 
 // BalanceState is a client's balance as locked for a change.

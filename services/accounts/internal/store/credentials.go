@@ -18,10 +18,13 @@ const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
 // KeyByFingerprint finds the usable API key with fingerprint fp.
 func (s *Store) KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth, error) {
 	var a domain.KeyAuth
-	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features
+	var validFor *float64
+	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features,
+		extract(epoch FROM k.expires_at - now())::float8
 		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
-		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features)
+		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features, &validFor)
+	a.ValidFor = seconds(validFor)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
@@ -132,10 +135,13 @@ func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace t
 // SDKTokenByFingerprint finds the usable SDK token with fingerprint fp.
 func (s *Store) SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error) {
 	var a domain.SDKTokenAuth
-	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features
+	var validFor *float64
+	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features,
+		extract(epoch FROM t.expires_at - now())::float8
 		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
-		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features)
+		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features, &validFor)
+	a.ValidFor = seconds(validFor)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
@@ -194,4 +200,13 @@ func (s *Store) RevokeSDKToken(ctx context.Context, clientID, tokenID string) (d
 		return t, fmt.Errorf("revoke sdk token: %w", err)
 	}
 	return t, err
+}
+
+// seconds is a remaining lifetime read as seconds (NULL: none).
+func seconds(v *float64) *time.Duration {
+	if v == nil {
+		return nil
+	}
+	d := time.Duration(*v * float64(time.Second))
+	return &d
 }
