@@ -194,7 +194,7 @@ type App struct {
 	// listener feeds the WatchPrincipals streams from the database, over pool.
 	listener *pg.Listener
 	pool     *pgxpool.Pool
-	log  *zap.Logger
+	log      *zap.Logger
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
