@@ -174,6 +174,10 @@ func (c *Cache) authenticate(ctx context.Context, kind byte, secret, clientID st
 	now := c.now()
 	c.mu.Lock()
 	live := c.liveLocked(now)
+	if !live && c.started && c.entries.Len() > 0 {
+		// A silent stream may resume, but what it kept back is not worth the risk: start empty.
+		c.clearLocked()
+	}
 	gen := c.gen
 	if live {
 		if e, ok := c.entries.Get(fp); ok {
