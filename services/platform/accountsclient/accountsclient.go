@@ -241,7 +241,7 @@ func (c *Client) watch(ctx context.Context, w Watcher) (started bool, err error)
 func (c *Client) Cached(cfg principalcache.Config, reg prometheus.Registerer, log *zap.Logger) (_ *principalcache.Cache, watch func(ctx context.Context), _ error) {
 	cache, err := principalcache.New(c, cfg, principalcache.Options{Registerer: reg})
 	if err != nil {
-		return nil, nil, fmt.Errorf("principal cache: %w", err)
+		return nil, nil, fmt.Errorf("principal cache: register metrics: %w", err)
 	}
 	if !cache.Enabled() {
 		return cache, func(context.Context) {}, nil
