@@ -22,8 +22,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
-	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 	"github.com/mnvhq/mnv/services/verification/app"
+	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
 // bound is the promise: a change stops every call within this of its commit.

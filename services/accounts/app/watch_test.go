@@ -13,6 +13,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // TestWatchPrincipals: the stream starts, beats, and pushes exactly the committed changes that
@@ -89,7 +90,7 @@ func TestWatchPrincipals(t *testing.T) {
 
 	// Not a change of the principal: nothing pushed. A rolled-back revoke: nothing pushed.
 	exec(`UPDATE accounts.api_keys SET last_used_at = now() WHERE id = $1`, keyID)
-	if err := pgx.BeginFunc(context.Background(), db, func(tx pgx.Tx) error {
+	if err := pg.InTx(context.Background(), db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(context.Background(), `UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1`, keyID); err != nil {
 			return err
 		}
