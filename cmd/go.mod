@@ -96,6 +96,7 @@ require github.com/mnvhq/mnv/services/verification v0.0.0
 replace github.com/mnvhq/mnv/services/verification => ../services/verification
 
 require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/mnvhq/mnv/services/connect v0.0.0
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 )

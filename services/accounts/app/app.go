@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/principals"
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
@@ -190,7 +191,10 @@ type App struct {
 	idem   *idempotency.Store
 	// jobs is the service's River queue: events' forward jobs and the expiry job.
 	jobs *jobs.Queue
-	log  *zap.Logger
+	// listener feeds the WatchPrincipals streams from the database, over pool.
+	listener *pg.Listener
+	pool     *pgxpool.Pool
+	log      *zap.Logger
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -304,11 +308,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
-	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps})
+	hub, err := principals.NewHub(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	a.pool = pool
+	a.listener = &pg.Listener{Channel: principals.Channel, ApplicationName: "mnv-accounts-listen", Beat: principalBeat, Handler: hub, Log: log}
+	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps, Watch: server.Watch{Hub: hub, HeartbeatEvery: principalBeat}})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
 	a.server, a.creds, a.idem = srv, creds, idem
 	return a, nil
 }
+
+// principalBeat is how often the listen connection is proved and the WatchPrincipals streams
+// hear a heartbeat; callers stop trusting their cache after a few missed (accountsclient).
+const principalBeat = 250 * time.Millisecond
 
 // forwardWorkers forward events to connect at once: a publish is one short call, so a few keep
 // up with accounts' events.
@@ -325,6 +339,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { a.creds.Run(ctx); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
+	g.Go(func() error { a.listener.Listen(ctx, a.pool); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

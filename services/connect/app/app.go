@@ -45,6 +45,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
@@ -129,6 +130,9 @@ type Config struct {
 	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
 	ClientRate  float64
 	ClientBurst int
+	// PrincipalCache keeps the principals accounts resolved, dropped when accounts pushes a
+	// change (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE).
+	PrincipalCache principalcache.Config
 	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
 	// replica keeps its own.
 	RedisURL string
@@ -208,6 +212,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.EnrichmentReconcileEvery = env.Duration("MNV_ENRICHMENT_RECONCILE_EVERY", c.EnrichmentReconcileEvery)
 	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.PrincipalCache = principalcache.LoadConfig(env)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	c.Jobs = jobs.LoadConfig(env)
@@ -272,6 +277,9 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
 		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
 	}
+	if err := c.PrincipalCache.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ClientRate < 0 || c.ClientBurst < 1 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
 	}
@@ -301,6 +309,8 @@ type App struct {
 	jobs  *jobs.Queue
 	idem  *idempotency.Store
 	purge *purge.Runner
+	// watch keeps the principal cache's stream from accounts.
+	watch func(context.Context)
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -345,6 +355,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.closer.Add("accounts connection", accounts.Close)
+	authn, watch, err := accounts.Cached(cfg.PrincipalCache, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.watch = watch
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-connect"})
 	if err != nil {
 		return nil, err
@@ -431,7 +446,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:          log,
 		Registerer:      reg,
-		Guard:           auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
+		Guard:           auth.NewGuard(server.Policy(), authn, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
 		Unary:           []grpc.UnaryServerInterceptor{ratelimit.UnaryServerInterceptor(perCredential), idem.UnaryInterceptor()},
 		Stream:          []grpc.StreamServerInterceptor{ratelimit.StreamServerInterceptor(perCredential)},
 		ShutdownTimeout: cfg.ShutdownTimeout,
@@ -500,6 +515,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
+	g.Go(func() error { a.watch(ctx); return nil })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()
 }

@@ -5,8 +5,14 @@ package accountsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -19,6 +25,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principalcache"
 )
 
 // Client calls accounts with the caller's internal credential.
@@ -73,11 +80,16 @@ func principal(p *accountsv1.Principal) identity.Principal {
 	if p.GetRole() != accountsv1.Role_ROLE_UNSPECIFIED {
 		role = identity.Role(strings.TrimPrefix(p.GetRole().String(), "ROLE_"))
 	}
-	return identity.Principal{
+	out := identity.Principal{
 		ClientID: p.GetClientId(), KeyID: p.GetKeyId(), SDKTokenID: p.GetSdkTokenId(), Role: role,
 		Status: identity.Status(strings.TrimPrefix(p.GetClientStatus().String(), "CLIENT_STATUS_")), Features: features,
 		Operators: operators(p.GetOperators()),
 	}
+	if p.CredentialValidFor != nil {
+		d := p.GetCredentialValidFor().AsDuration()
+		out.ValidFor = &d
+	}
+	return out
 }
 
 // operators is the enablement a principal carries. Accounts always sends one; a principal
@@ -160,4 +172,102 @@ func (c *Client) AllowsWebOrigin(ctx context.Context, clientID, origin string) (
 		return false, fmt.Errorf("check web origin: %w", err)
 	}
 	return resp.GetAllowed(), nil
+}
+
+// Watcher is told what the WatchPrincipals stream says (principalcache.Cache).
+type Watcher interface {
+	Started(beat time.Duration)
+	Heard()
+	Invalidate(clientID string)
+	Stopped()
+	// StaleAfter is how long the stream may stay silent before the watcher stops trusting it.
+	StaleAfter() time.Duration
+}
+
+// WatchPrincipals keeps a WatchPrincipals stream to accounts open until ctx ends and tells w
+// what it says. A stream that ends, fails to start or stays silent for twice w.StaleAfter is
+// told as Stopped (w then asks accounts on every call) and opened again with backoff.
+func (c *Client) WatchPrincipals(ctx context.Context, w Watcher, log *zap.Logger) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, 5*time.Second
+	for ctx.Err() == nil {
+		started, err := c.watch(ctx, w)
+		w.Stopped()
+		if ctx.Err() != nil {
+			return
+		}
+		if started {
+			b.Reset()
+		}
+		wait := b.NextBackOff()
+		log.Warn("principal changes from accounts interrupted; authenticating every call with accounts until the stream is back",
+			zap.Error(err), zap.Duration("retry_in", wait))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// watch runs one stream; started tells whether it got as far as STARTED.
+func (c *Client) watch(ctx context.Context, w Watcher) (started bool, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stream, err := c.internal.WatchPrincipals(ctx, &accountsv1.WatchPrincipalsRequest{})
+	if err != nil {
+		return false, err
+	}
+	// A stream that goes silent (a peer that vanished without closing) is ended by this
+	// watchdog; until then the watcher itself stops trusting it after StaleAfter.
+	silence := 5 * time.Second
+	dog := time.AfterFunc(silence, func() { cancel(errors.New("no message from accounts")) })
+	defer dog.Stop()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+				return started, cause
+			}
+			return started, err
+		}
+		switch m.GetKind() {
+		case accountsv1.PrincipalChange_KIND_STARTED:
+			beat := m.GetHeartbeatEvery().AsDuration()
+			if beat <= 0 || started {
+				return started, errors.New("accounts started the principal stream twice or without a heartbeat")
+			}
+			started = true
+			w.Started(beat)
+			silence = 2 * w.StaleAfter()
+		case accountsv1.PrincipalChange_KIND_HEARTBEAT:
+			w.Heard()
+		case accountsv1.PrincipalChange_KIND_CLIENT, accountsv1.PrincipalChange_KIND_API_KEY, accountsv1.PrincipalChange_KIND_SDK_TOKEN:
+			if m.GetClientId() == "" {
+				return started, errors.New("accounts pushed a change without its client")
+			}
+			w.Invalidate(m.GetClientId())
+		default:
+			// A kind this version does not know may be a change: start over rather than guess.
+			return started, fmt.Errorf("accounts pushed an unknown principal change %v", m.GetKind())
+		}
+		if !started {
+			return false, errors.New("accounts pushed a change before STARTED")
+		}
+		dog.Reset(silence)
+	}
+}
+
+// Cached returns the Authenticator the services' guards use: a principal cache in front of c
+// (principalcache), and watch, which keeps the cache's WatchPrincipals stream and must run until
+// the process stops (without it the cache never serves). cfg.Size < 0 turns the cache off.
+func (c *Client) Cached(cfg principalcache.Config, reg prometheus.Registerer, log *zap.Logger) (_ *principalcache.Cache, watch func(ctx context.Context), _ error) {
+	cache, err := principalcache.New(c, cfg, principalcache.Options{Registerer: reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("principal cache: register metrics: %w", err)
+	}
+	if !cache.Enabled() {
+		return cache, func(context.Context) {}, nil
+	}
+	return cache, func(ctx context.Context) { c.WatchPrincipals(ctx, cache, log) }, nil
 }

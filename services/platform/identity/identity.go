@@ -6,6 +6,7 @@ package identity
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // Role of an API key.
@@ -39,6 +40,10 @@ type Principal struct {
 	Features []string
 	// Operators the client enabled, with their methods.
 	Operators Operators
+	// ValidFor is how long the credential still worked when it was resolved, when it expires
+	// by itself (a rotated key's grace, an SDK token's lifetime); nil when it does not. A
+	// principal cache keeps the principal no longer.
+	ValidFor *time.Duration
 }
 
 // Has reports whether the client has feature enabled.

@@ -30,6 +30,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
@@ -92,6 +93,9 @@ type Config struct {
 	// key or SDK token (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
 	ClientRate  float64
 	ClientBurst int
+	// PrincipalCache keeps the principals accounts resolved, dropped when accounts pushes a
+	// change (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE).
+	PrincipalCache principalcache.Config
 	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
 	// replica keeps its own.
 	RedisURL string
@@ -158,6 +162,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
 	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
 	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
+	c.PrincipalCache = principalcache.LoadConfig(env)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
 	c.NumberAttemptsPerHour = env.Int("MNV_NUMBER_ATTEMPTS_PER_HOUR", c.NumberAttemptsPerHour)
 	c.RevealChargeRepeats = env.Bool("MNV_REVEAL_CHARGE_REPEATS", false)
@@ -192,6 +197,9 @@ func (c Config) Validate() error {
 	if c.TransactionTTL < time.Minute || c.TransactionTTL > 24*time.Hour {
 		errs = append(errs, errors.New("MNV_TRANSACTION_TTL: must be between 1m and 24h"))
 	}
+	if err := c.PrincipalCache.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ClientRate < 0 || c.ClientBurst < 1 || c.NumberAttemptsPerHour < 0 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST, MNV_NUMBER_ATTEMPTS_PER_HOUR: must not be negative (burst at least 1)"))
 	}
@@ -215,6 +223,8 @@ type App struct {
 	idem     *idempotency.Store
 	jobs     *jobs.Queue
 	purge    *purge.Runner
+	// watch keeps the principal cache's stream from accounts.
+	watch func(context.Context)
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -291,6 +301,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.closer.Add("accounts connection", accounts.Close)
+	authn, watch, err := accounts.Cached(cfg.PrincipalCache, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.watch = watch
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-verification"})
 	if err != nil {
 		return nil, err
@@ -332,7 +347,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	srv, err := grpcserver.New(grpcserver.Options{
 		Logger:     log,
 		Registerer: reg,
-		Guard:      auth.NewGuard(server.Policy(), accounts, auth.NewServiceTokens(cfg.InternalCallers, "")),
+		Guard:      auth.NewGuard(server.Policy(), authn, auth.NewServiceTokens(cfg.InternalCallers, "")),
 		Unary: []grpc.UnaryServerInterceptor{
 			ratelimit.UnaryServerInterceptor(perCredential),
 			idem.UnaryInterceptor(),
@@ -397,6 +412,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
+	g.Go(func() error { a.watch(ctx); return nil })
 	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	return g.Wait()

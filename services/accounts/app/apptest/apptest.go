@@ -42,9 +42,20 @@ type Server struct {
 // Start runs an accounts service until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, pgtest.NewDatabase(t))
+}
+
+// StartReplica runs another replica of s's service, on s's database, until the test ends.
+func StartReplica(t testing.TB, s *Server) *Server {
+	t.Helper()
+	return start(t, s.DatabaseURL)
+}
+
+func start(t testing.TB, databaseURL string) *Server {
+	t.Helper()
 	cfg := app.DefaultConfig()
 	cfg.GRPCAddr = "127.0.0.1:0"
-	cfg.DatabaseURL = pgtest.NewDatabase(t)
+	cfg.DatabaseURL = databaseURL
 	cfg.Pepper, cfg.DataKeys, cfg.AdminToken = Pepper, DataKeys, AdminToken
 	cfg.InternalCallers = authtest.Callers()
 	cfg.ShutdownTimeout = 5 * time.Second

@@ -115,7 +115,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	s.touch(a.Key.ID)
-	return identity.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features, Operators: a.Operators}, nil
+	return identity.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
@@ -131,7 +131,7 @@ func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID stri
 	if clientID != a.ClientID {
 		return identity.Principal{}, credential.ErrUnauthenticated
 	}
-	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features, Operators: a.Operators}, nil
+	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
 // NewClientSecret returns a fresh client secret and its fingerprint.

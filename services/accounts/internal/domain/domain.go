@@ -158,6 +158,8 @@ type KeyAuth struct {
 	Status    identity.Status
 	Features  []string
 	Operators identity.Operators
+	// ValidFor is how long the key still works by the database clock, when it expires.
+	ValidFor *time.Duration
 }
 
 // SDKTokenAuth is what authenticating an SDK token needs.
@@ -167,6 +169,8 @@ type SDKTokenAuth struct {
 	Status    identity.Status
 	Features  []string
 	Operators identity.Operators
+	// ValidFor is how long the token still works by the database clock, when it expires.
+	ValidFor *time.Duration
 }
 
 // BalanceState is a client's balance as locked for a change.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -153,7 +154,15 @@ func principalToProto(p identity.Principal) *accountsv1.Principal {
 	return &accountsv1.Principal{
 		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleToProto(p.Role),
 		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features), Operators: operatorsToProto(p.Operators),
+		CredentialValidFor: durationOrNil(p.ValidFor),
 	}
+}
+
+func durationOrNil(d *time.Duration) *durationpb.Duration {
+	if d == nil {
+		return nil
+	}
+	return durationpb.New(*d)
 }
 
 func webOriginToProto(o domain.WebOrigin) *accountsv1.WebOrigin {

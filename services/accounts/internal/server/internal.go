@@ -13,6 +13,7 @@ import (
 type Internal struct {
 	accountsv1.UnimplementedAccountsInternalServiceServer
 	Deps
+	Watch Watch
 }
 
 // clientID reads a client id field; a malformed one names no client.

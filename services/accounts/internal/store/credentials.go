@@ -20,10 +20,13 @@ const usable = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
 func (s *Store) KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth, error) {
 	var a domain.KeyAuth
 	var ops map[string][]string
-	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features, c.operators
+	var validFor *float64
+	err := s.db.QueryRow(ctx, `SELECT k.id::text, k.client_id::text, k.role, c.status, c.features, c.operators,
+		extract(epoch FROM k.expires_at - now())::float8
 		FROM accounts.api_keys k JOIN accounts.clients c ON c.id = k.client_id
 		WHERE k.fingerprint = $1 AND k.`+usable, fp).
-		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features, &ops)
+		Scan(&a.Key.ID, &a.Key.ClientID, &a.Key.Role, &a.Status, &a.Features, &ops, &validFor)
+	a.ValidFor = seconds(validFor)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
@@ -136,10 +139,13 @@ func (s *Store) RetireKey(ctx context.Context, keyID, replacedBy string, grace t
 func (s *Store) SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SDKTokenAuth, error) {
 	var a domain.SDKTokenAuth
 	var ops map[string][]string
-	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features, c.operators
+	var validFor *float64
+	err := s.db.QueryRow(ctx, `SELECT t.id::text, t.client_id::text, c.status, c.features, c.operators,
+		extract(epoch FROM t.expires_at - now())::float8
 		FROM accounts.sdk_tokens t JOIN accounts.clients c ON c.id = t.client_id
 		WHERE t.fingerprint = $1 AND t.`+usable, fp).
-		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features, &ops)
+		Scan(&a.TokenID, &a.ClientID, &a.Status, &a.Features, &ops, &validFor)
+	a.ValidFor = seconds(validFor)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fault.ErrNotFound
 	}
@@ -199,4 +205,13 @@ func (s *Store) RevokeSDKToken(ctx context.Context, clientID, tokenID string) (d
 		return t, fmt.Errorf("revoke sdk token: %w", err)
 	}
 	return t, err
+}
+
+// seconds is a remaining lifetime read as seconds (NULL: none).
+func seconds(v *float64) *time.Duration {
+	if v == nil {
+		return nil
+	}
+	d := time.Duration(*v * float64(time.Second))
+	return &d
 }

@@ -176,3 +176,15 @@ func (s *Store) HasWebOrigin(ctx context.Context, clientID, origin string) (bool
 	}
 	return ok, nil
 }
+
+// ClientChanged tells every replica's WatchPrincipals streams, when the store's transaction
+// commits, that the client's principals are stale: the one "client changed" path
+// (accounts.client_changed, migration 005). An update of the clients row calls it by trigger;
+// a change of client configuration kept elsewhere that goes into the principal must call it
+// (or have its table's trigger call accounts.client_changed) in its own transaction.
+func (s *Store) ClientChanged(ctx context.Context, clientID string) error {
+	if _, err := s.db.Exec(ctx, `SELECT accounts.client_changed($1)`, clientID); err != nil {
+		return fmt.Errorf("client changed: %w", err)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,6 +23,177 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type PrincipalChange_Kind int32
+
+const (
+	PrincipalChange_KIND_UNSPECIFIED PrincipalChange_Kind = 0
+	// From now on every change is pushed; heartbeat_every is set.
+	PrincipalChange_KIND_STARTED PrincipalChange_Kind = 1
+	// The replica still listens; nothing changed.
+	PrincipalChange_KIND_HEARTBEAT PrincipalChange_Kind = 2
+	// The client's status, features or any configuration in its principal changed.
+	PrincipalChange_KIND_CLIENT PrincipalChange_Kind = 3
+	// An API key of the client changed: revoked, rotated, its expiry or role changed.
+	PrincipalChange_KIND_API_KEY PrincipalChange_Kind = 4
+	// An SDK token of the client changed: revoked, its expiry changed.
+	PrincipalChange_KIND_SDK_TOKEN PrincipalChange_Kind = 5
+)
+
+// Enum value maps for PrincipalChange_Kind.
+var (
+	PrincipalChange_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_STARTED",
+		2: "KIND_HEARTBEAT",
+		3: "KIND_CLIENT",
+		4: "KIND_API_KEY",
+		5: "KIND_SDK_TOKEN",
+	}
+	PrincipalChange_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_STARTED":     1,
+		"KIND_HEARTBEAT":   2,
+		"KIND_CLIENT":      3,
+		"KIND_API_KEY":     4,
+		"KIND_SDK_TOKEN":   5,
+	}
+)
+
+func (x PrincipalChange_Kind) Enum() *PrincipalChange_Kind {
+	p := new(PrincipalChange_Kind)
+	*p = x
+	return p
+}
+
+func (x PrincipalChange_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PrincipalChange_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_mnv_accounts_v1_internal_proto_enumTypes[0].Descriptor()
+}
+
+func (PrincipalChange_Kind) Type() protoreflect.EnumType {
+	return &file_mnv_accounts_v1_internal_proto_enumTypes[0]
+}
+
+func (x PrincipalChange_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PrincipalChange_Kind.Descriptor instead.
+func (PrincipalChange_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{1, 0}
+}
+
+type WatchPrincipalsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchPrincipalsRequest) Reset() {
+	*x = WatchPrincipalsRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchPrincipalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchPrincipalsRequest) ProtoMessage() {}
+
+func (x *WatchPrincipalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchPrincipalsRequest.ProtoReflect.Descriptor instead.
+func (*WatchPrincipalsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{0}
+}
+
+// PrincipalChange is one message of WatchPrincipals.
+type PrincipalChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  PrincipalChange_Kind   `protobuf:"varint,1,opt,name=kind,proto3,enum=mnv.accounts.v1.PrincipalChange_Kind" json:"kind,omitempty"`
+	// The client whose principals are stale (KIND_CLIENT, KIND_API_KEY, KIND_SDK_TOKEN).
+	ClientId string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The key or token that changed (KIND_API_KEY, KIND_SDK_TOKEN).
+	CredentialId string `protobuf:"bytes,3,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	// How often HEARTBEAT comes (KIND_STARTED).
+	HeartbeatEvery *durationpb.Duration `protobuf:"bytes,4,opt,name=heartbeat_every,json=heartbeatEvery,proto3" json:"heartbeat_every,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PrincipalChange) Reset() {
+	*x = PrincipalChange{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrincipalChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrincipalChange) ProtoMessage() {}
+
+func (x *PrincipalChange) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrincipalChange.ProtoReflect.Descriptor instead.
+func (*PrincipalChange) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PrincipalChange) GetKind() PrincipalChange_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return PrincipalChange_KIND_UNSPECIFIED
+}
+
+func (x *PrincipalChange) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *PrincipalChange) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *PrincipalChange) GetHeartbeatEvery() *durationpb.Duration {
+	if x != nil {
+		return x.HeartbeatEvery
+	}
+	return nil
+}
 
 // Principal is an authenticated caller.
 type Principal struct {
@@ -37,14 +209,18 @@ type Principal struct {
 	// The operators and methods the client may use. Always set by accounts; a principal without it
 	// comes from a version before per-client enablement, whose clients could use every operator
 	// with HEADER_ENRICHMENT (see the readers).
-	Operators     *OperatorEnablement `protobuf:"bytes,7,opt,name=operators,proto3" json:"operators,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Operators *OperatorEnablement `protobuf:"bytes,7,opt,name=operators,proto3" json:"operators,omitempty"`
+	// How long the credential still works when it expires by itself (a rotated key's grace, an
+	// SDK token's lifetime), measured by accounts' database clock; unset when it does not expire.
+	// A cache keeps the principal no longer than this from when it asked.
+	CredentialValidFor *durationpb.Duration `protobuf:"bytes,10,opt,name=credential_valid_for,json=credentialValidFor,proto3" json:"credential_valid_for,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Principal) Reset() {
 	*x = Principal{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[0]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -56,7 +232,7 @@ func (x *Principal) String() string {
 func (*Principal) ProtoMessage() {}
 
 func (x *Principal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[0]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -69,7 +245,7 @@ func (x *Principal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Principal.ProtoReflect.Descriptor instead.
 func (*Principal) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{0}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Principal) GetClientId() string {
@@ -121,6 +297,13 @@ func (x *Principal) GetOperators() *OperatorEnablement {
 	return nil
 }
 
+func (x *Principal) GetCredentialValidFor() *durationpb.Duration {
+	if x != nil {
+		return x.CredentialValidFor
+	}
+	return nil
+}
+
 type AuthenticateRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	ApiKey string                 `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
@@ -132,7 +315,7 @@ type AuthenticateRequest struct {
 
 func (x *AuthenticateRequest) Reset() {
 	*x = AuthenticateRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +327,7 @@ func (x *AuthenticateRequest) String() string {
 func (*AuthenticateRequest) ProtoMessage() {}
 
 func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +340,7 @@ func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{1}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AuthenticateRequest) GetApiKey() string {
@@ -183,7 +366,7 @@ type AuthenticateResponse struct {
 
 func (x *AuthenticateResponse) Reset() {
 	*x = AuthenticateResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +378,7 @@ func (x *AuthenticateResponse) String() string {
 func (*AuthenticateResponse) ProtoMessage() {}
 
 func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +391,7 @@ func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{2}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AuthenticateResponse) GetPrincipal() *Principal {
@@ -228,7 +411,7 @@ type AuthenticateSdkTokenRequest struct {
 
 func (x *AuthenticateSdkTokenRequest) Reset() {
 	*x = AuthenticateSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +423,7 @@ func (x *AuthenticateSdkTokenRequest) String() string {
 func (*AuthenticateSdkTokenRequest) ProtoMessage() {}
 
 func (x *AuthenticateSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +436,7 @@ func (x *AuthenticateSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AuthenticateSdkTokenRequest) GetSdkToken() string {
@@ -279,7 +462,7 @@ type AuthenticateSdkTokenResponse struct {
 
 func (x *AuthenticateSdkTokenResponse) Reset() {
 	*x = AuthenticateSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +474,7 @@ func (x *AuthenticateSdkTokenResponse) String() string {
 func (*AuthenticateSdkTokenResponse) ProtoMessage() {}
 
 func (x *AuthenticateSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +487,7 @@ func (x *AuthenticateSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{4}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AuthenticateSdkTokenResponse) GetPrincipal() *Principal {
@@ -330,7 +513,7 @@ type DebitRequest struct {
 
 func (x *DebitRequest) Reset() {
 	*x = DebitRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +525,7 @@ func (x *DebitRequest) String() string {
 func (*DebitRequest) ProtoMessage() {}
 
 func (x *DebitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +538,7 @@ func (x *DebitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitRequest.ProtoReflect.Descriptor instead.
 func (*DebitRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{5}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DebitRequest) GetClientId() string {
@@ -408,7 +591,7 @@ type DebitResponse struct {
 
 func (x *DebitResponse) Reset() {
 	*x = DebitResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +603,7 @@ func (x *DebitResponse) String() string {
 func (*DebitResponse) ProtoMessage() {}
 
 func (x *DebitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +616,7 @@ func (x *DebitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitResponse.ProtoReflect.Descriptor instead.
 func (*DebitResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DebitResponse) GetEntryId() string {
@@ -483,7 +666,7 @@ type RefundRequest struct {
 
 func (x *RefundRequest) Reset() {
 	*x = RefundRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +678,7 @@ func (x *RefundRequest) String() string {
 func (*RefundRequest) ProtoMessage() {}
 
 func (x *RefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +691,7 @@ func (x *RefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundRequest.ProtoReflect.Descriptor instead.
 func (*RefundRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RefundRequest) GetClientId() string {
@@ -544,7 +727,7 @@ type RefundResponse struct {
 
 func (x *RefundResponse) Reset() {
 	*x = RefundResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +739,7 @@ func (x *RefundResponse) String() string {
 func (*RefundResponse) ProtoMessage() {}
 
 func (x *RefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +752,7 @@ func (x *RefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundResponse.ProtoReflect.Descriptor instead.
 func (*RefundResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RefundResponse) GetEntryId() string {
@@ -609,7 +792,7 @@ type GetBalanceRequest struct {
 
 func (x *GetBalanceRequest) Reset() {
 	*x = GetBalanceRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +804,7 @@ func (x *GetBalanceRequest) String() string {
 func (*GetBalanceRequest) ProtoMessage() {}
 
 func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +817,7 @@ func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
 func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetBalanceRequest) GetClientId() string {
@@ -655,7 +838,7 @@ type GetBalanceResponse struct {
 
 func (x *GetBalanceResponse) Reset() {
 	*x = GetBalanceResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +850,7 @@ func (x *GetBalanceResponse) String() string {
 func (*GetBalanceResponse) ProtoMessage() {}
 
 func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +863,7 @@ func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceResponse.ProtoReflect.Descriptor instead.
 func (*GetBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetBalanceResponse) GetBalance() int64 {
@@ -715,7 +898,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +910,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +923,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CheckWebOriginRequest) GetClientId() string {
@@ -766,7 +949,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +961,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +974,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -805,7 +988,20 @@ var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\xc9\x02\n" +
+	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x18\n" +
+	"\x16WatchPrincipalsRequest\"\xcd\x02\n" +
+	"\x0fPrincipalChange\x129\n" +
+	"\x04kind\x18\x01 \x01(\x0e2%.mnv.accounts.v1.PrincipalChange.KindR\x04kind\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12#\n" +
+	"\rcredential_id\x18\x03 \x01(\tR\fcredentialId\x12B\n" +
+	"\x0fheartbeat_every\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0eheartbeatEvery\"y\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fKIND_STARTED\x10\x01\x12\x12\n" +
+	"\x0eKIND_HEARTBEAT\x10\x02\x12\x0f\n" +
+	"\vKIND_CLIENT\x10\x03\x12\x10\n" +
+	"\fKIND_API_KEY\x10\x04\x12\x12\n" +
+	"\x0eKIND_SDK_TOKEN\x10\x05\"\x96\x03\n" +
 	"\tPrincipal\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12)\n" +
@@ -814,7 +1010,9 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\bfeatures\x18\x05 \x03(\x0e2\x18.mnv.accounts.v1.FeatureR\bfeatures\x12 \n" +
 	"\fsdk_token_id\x18\x06 \x01(\tR\n" +
 	"sdkTokenId\x12A\n" +
-	"\toperators\x18\a \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\"K\n" +
+	"\toperators\x18\a \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\x12K\n" +
+	"\x14credential_valid_for\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x12credentialValidFor\"K\n" +
 	"\x13AuthenticateRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\"P\n" +
@@ -860,7 +1058,7 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed2\xff\x04\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed2\xeb\x05\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -873,7 +1071,9 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12l\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12j\n" +
+	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a .mnv.accounts.v1.PrincipalChange\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_internal_proto_rawDescOnce sync.Once
@@ -887,55 +1087,65 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_internal_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
-	(*Principal)(nil),                    // 0: mnv.accounts.v1.Principal
-	(*AuthenticateRequest)(nil),          // 1: mnv.accounts.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),         // 2: mnv.accounts.v1.AuthenticateResponse
-	(*AuthenticateSdkTokenRequest)(nil),  // 3: mnv.accounts.v1.AuthenticateSdkTokenRequest
-	(*AuthenticateSdkTokenResponse)(nil), // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse
-	(*DebitRequest)(nil),                 // 5: mnv.accounts.v1.DebitRequest
-	(*DebitResponse)(nil),                // 6: mnv.accounts.v1.DebitResponse
-	(*RefundRequest)(nil),                // 7: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),               // 8: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),            // 9: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),           // 10: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),        // 11: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),       // 12: mnv.accounts.v1.CheckWebOriginResponse
-	(Role)(0),                            // 13: mnv.accounts.v1.Role
-	(ClientStatus)(0),                    // 14: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                         // 15: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),           // 16: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                      // 17: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),        // 18: google.protobuf.Timestamp
+	(PrincipalChange_Kind)(0),            // 0: mnv.accounts.v1.PrincipalChange.Kind
+	(*WatchPrincipalsRequest)(nil),       // 1: mnv.accounts.v1.WatchPrincipalsRequest
+	(*PrincipalChange)(nil),              // 2: mnv.accounts.v1.PrincipalChange
+	(*Principal)(nil),                    // 3: mnv.accounts.v1.Principal
+	(*AuthenticateRequest)(nil),          // 4: mnv.accounts.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),         // 5: mnv.accounts.v1.AuthenticateResponse
+	(*AuthenticateSdkTokenRequest)(nil),  // 6: mnv.accounts.v1.AuthenticateSdkTokenRequest
+	(*AuthenticateSdkTokenResponse)(nil), // 7: mnv.accounts.v1.AuthenticateSdkTokenResponse
+	(*DebitRequest)(nil),                 // 8: mnv.accounts.v1.DebitRequest
+	(*DebitResponse)(nil),                // 9: mnv.accounts.v1.DebitResponse
+	(*RefundRequest)(nil),                // 10: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),               // 11: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),            // 12: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),           // 13: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),        // 14: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),       // 15: mnv.accounts.v1.CheckWebOriginResponse
+	(*durationpb.Duration)(nil),          // 16: google.protobuf.Duration
+	(Role)(0),                            // 17: mnv.accounts.v1.Role
+	(ClientStatus)(0),                    // 18: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                         // 19: mnv.accounts.v1.Feature
+	(*OperatorEnablement)(nil),           // 20: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                      // 21: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
-	13, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	14, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	15, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	16, // 3: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	0,  // 4: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
-	0,  // 5: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	17, // 6: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	18, // 7: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	18, // 8: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 9: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	3,  // 10: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	5,  // 11: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	7,  // 12: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	9,  // 13: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	11, // 14: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	2,  // 15: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	4,  // 16: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	6,  // 17: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	8,  // 18: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	10, // 19: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	12, // 20: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	0,  // 0: mnv.accounts.v1.PrincipalChange.kind:type_name -> mnv.accounts.v1.PrincipalChange.Kind
+	16, // 1: mnv.accounts.v1.PrincipalChange.heartbeat_every:type_name -> google.protobuf.Duration
+	17, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	18, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	19, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	20, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	16, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
+	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
+	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
+	21, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	22, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	22, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 12: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	6,  // 13: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	8,  // 14: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	10, // 15: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	12, // 16: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	14, // 17: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	1,  // 18: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	5,  // 19: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	7,  // 20: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	9,  // 21: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	11, // 22: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	13, // 23: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	15, // 24: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	2,  // 25: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.PrincipalChange
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -944,20 +1154,21 @@ func file_mnv_accounts_v1_internal_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_internal_proto_msgTypes[5].OneofWrappers = []any{}
 	file_mnv_accounts_v1_internal_proto_msgTypes[7].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   13,
+			NumEnums:      1,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_mnv_accounts_v1_internal_proto_goTypes,
 		DependencyIndexes: file_mnv_accounts_v1_internal_proto_depIdxs,
+		EnumInfos:         file_mnv_accounts_v1_internal_proto_enumTypes,
 		MessageInfos:      file_mnv_accounts_v1_internal_proto_msgTypes,
 	}.Build()
 	File_mnv_accounts_v1_internal_proto = out.File

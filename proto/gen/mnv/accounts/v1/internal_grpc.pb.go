@@ -25,6 +25,7 @@ const (
 	AccountsInternalService_Refund_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/Refund"
 	AccountsInternalService_GetBalance_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
 	AccountsInternalService_CheckWebOrigin_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
+	AccountsInternalService_WatchPrincipals_FullMethodName      = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
 
 // AccountsInternalServiceClient is the client API for AccountsInternalService service.
@@ -50,6 +51,13 @@ type AccountsInternalServiceClient interface {
 	GetBalance(ctx context.Context, in *GetBalanceRequest, opts ...grpc.CallOption) (*GetBalanceResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
+	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
+	// that callers may cache them. The first message is STARTED: every change committed after it
+	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
+	// HEARTBEAT every heartbeat_every while the replica's LISTEN connection answers, and one
+	// message per change. The stream ends (UNAVAILABLE) when the replica loses its LISTEN
+	// connection: a caller must drop what it cached and ask again until a new stream STARTED.
+	WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PrincipalChange], error)
 }
 
 type accountsInternalServiceClient struct {
@@ -120,6 +128,25 @@ func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PrincipalChange], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AccountsInternalService_ServiceDesc.Streams[0], AccountsInternalService_WatchPrincipals_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchPrincipalsRequest, PrincipalChange]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AccountsInternalService_WatchPrincipalsClient = grpc.ServerStreamingClient[PrincipalChange]
+
 // AccountsInternalServiceServer is the server API for AccountsInternalService service.
 // All implementations must embed UnimplementedAccountsInternalServiceServer
 // for forward compatibility.
@@ -143,6 +170,13 @@ type AccountsInternalServiceServer interface {
 	GetBalance(context.Context, *GetBalanceRequest) (*GetBalanceResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
+	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
+	// that callers may cache them. The first message is STARTED: every change committed after it
+	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
+	// HEARTBEAT every heartbeat_every while the replica's LISTEN connection answers, and one
+	// message per change. The stream ends (UNAVAILABLE) when the replica loses its LISTEN
+	// connection: a caller must drop what it cached and ask again until a new stream STARTED.
+	WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[PrincipalChange]) error
 	mustEmbedUnimplementedAccountsInternalServiceServer()
 }
 
@@ -170,6 +204,9 @@ func (UnimplementedAccountsInternalServiceServer) GetBalance(context.Context, *G
 }
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[PrincipalChange]) error {
+	return status.Error(codes.Unimplemented, "method WatchPrincipals not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) mustEmbedUnimplementedAccountsInternalServiceServer() {
 }
@@ -301,6 +338,17 @@ func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_WatchPrincipals_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchPrincipalsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AccountsInternalServiceServer).WatchPrincipals(m, &grpc.GenericServerStream[WatchPrincipalsRequest, PrincipalChange]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AccountsInternalService_WatchPrincipalsServer = grpc.ServerStreamingServer[PrincipalChange]
+
 // AccountsInternalService_ServiceDesc is the grpc.ServiceDesc for AccountsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -333,6 +381,12 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchPrincipals",
+			Handler:       _AccountsInternalService_WatchPrincipals_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "mnv/accounts/v1/internal.proto",
 }

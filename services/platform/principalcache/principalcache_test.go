@@ -1,0 +1,245 @@
+package principalcache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnvhq/mnv/services/platform/credential"
+	"github.com/mnvhq/mnv/services/platform/identity"
+)
+
+// accounts stands for accounts' answers: a table of keys, counting the questions.
+type accounts struct {
+	mu    sync.Mutex
+	keys  map[string]identity.Principal
+	asked int
+	// during runs inside a question, after the answer is read (a change racing it).
+	during func()
+}
+
+func (a *accounts) AuthenticateAPIKey(_ context.Context, key, clientID string) (identity.Principal, error) {
+	a.mu.Lock()
+	a.asked++
+	p, ok := a.keys[key]
+	during := a.during
+	a.mu.Unlock()
+	if during != nil {
+		during()
+	}
+	if !ok || (clientID != "" && clientID != p.ClientID) {
+		return identity.Principal{}, credential.ErrUnauthenticated
+	}
+	return p, nil
+}
+
+func (a *accounts) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+	if clientID == "" {
+		return identity.Principal{}, credential.ErrUnauthenticated
+	}
+	return a.AuthenticateAPIKey(ctx, token, clientID)
+}
+
+func (a *accounts) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.asked
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const beat = 250 * time.Millisecond
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// TestCache: when the cache serves, when it asks accounts, and what it keeps.
+func TestCache(t *testing.T) {
+	alice := identity.Principal{ClientID: "c-alice", KeyID: "k1", Role: identity.RoleAdmin, Status: identity.StatusActive}
+	graced := identity.Principal{ClientID: "c-alice", KeyID: "k2", ValidFor: dur(2 * time.Second)}
+	bob := identity.Principal{ClientID: "c-bob", KeyID: "k3"}
+	type step struct {
+		do func(c *Cache, a *accounts, clk *clock)
+		// key and client id to authenticate after do; want the asked count after it, and
+		// whether it must succeed.
+		key, clientID string
+		asked         int
+		ok            bool
+	}
+	started := func(c *Cache, _ *accounts, _ *clock) { c.Started(beat) }
+	nothing := func(*Cache, *accounts, *clock) {}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"without a stream every call asks", []step{
+			{nothing, "key-a", "", 1, true},
+			{nothing, "key-a", "", 2, true},
+		}},
+		{"a started stream serves the second call", []step{
+			{started, "key-a", "", 1, true},
+			{nothing, "key-a", "", 1, true},
+			{nothing, "key-a", "c-alice", 1, true},
+		}},
+		{"another client's id is refused from the cache as accounts would", []step{
+			{started, "key-a", "", 1, true},
+			{nothing, "key-a", "c-bob", 1, false},
+		}},
+		{"a failure is not kept", []step{
+			{started, "key-x", "", 1, false},
+			{nothing, "key-x", "", 2, false},
+		}},
+		{"an invalidation of the client drops its entries", []step{
+			{started, "key-a", "", 1, true},
+			{func(c *Cache, a *accounts, _ *clock) { delete(a.keys, "key-a"); c.Invalidate("c-alice") }, "key-a", "", 2, false},
+		}},
+		{"an invalidation of another client keeps them", []step{
+			{started, "key-a", "", 1, true},
+			{nothing, "key-b", "", 2, true},
+			{func(c *Cache, _ *accounts, _ *clock) { c.Invalidate("c-bob") }, "key-a", "", 2, true},
+			{nothing, "key-b", "", 3, true},
+		}},
+		{"a stopped stream asks, and a new one starts empty", []step{
+			{started, "key-a", "", 1, true},
+			{func(c *Cache, _ *accounts, _ *clock) { c.Stopped() }, "key-a", "", 2, true},
+			{nothing, "key-a", "", 3, true},
+			{started, "key-a", "", 4, true},
+			{nothing, "key-a", "", 4, true},
+		}},
+		{"a silent stream is not trusted after three beats", []step{
+			{started, "key-a", "", 1, true},
+			{func(_ *Cache, _ *accounts, clk *clock) { clk.add(2 * beat) }, "key-a", "", 1, true},
+			{func(_ *Cache, _ *accounts, clk *clock) { clk.add(beat) }, "key-a", "", 2, true},
+			{func(c *Cache, _ *accounts, _ *clock) { c.Heard() }, "key-a", "", 3, true},
+			{nothing, "key-a", "", 3, true},
+		}},
+		{"heartbeats keep it trusted", []step{
+			{started, "key-a", "", 1, true},
+			{func(c *Cache, _ *accounts, clk *clock) { clk.add(2 * beat); c.Heard(); clk.add(2 * beat) }, "key-a", "", 1, true},
+		}},
+		{"an entry lives no longer than MaxAge", []step{
+			{started, "key-a", "", 1, true},
+			{func(c *Cache, _ *accounts, clk *clock) {
+				for range 5 {
+					clk.add(time.Second * 59 / 5)
+					c.Heard()
+				}
+			}, "key-a", "", 1, true},
+			{func(c *Cache, _ *accounts, clk *clock) { clk.add(time.Second); c.Heard() }, "key-a", "", 2, true},
+		}},
+		{"nor past the credential's own end", []step{
+			{started, "key-g", "", 1, true},
+			{func(c *Cache, _ *accounts, clk *clock) { clk.add(beat); c.Heard() }, "key-g", "", 1, true},
+			{func(c *Cache, a *accounts, clk *clock) {
+				for range 7 {
+					clk.add(beat)
+					c.Heard()
+				}
+				delete(a.keys, "key-g")
+			}, "key-g", "", 2, false},
+		}},
+		{"an answer asked before a change is not kept", []step{
+			{func(c *Cache, a *accounts, _ *clock) {
+				c.Started(beat)
+				a.during = func() { c.Invalidate("c-alice") }
+			}, "key-a", "", 1, true},
+			{func(_ *Cache, a *accounts, _ *clock) { a.during = nil }, "key-a", "", 2, true},
+			{nothing, "key-a", "", 2, true},
+		}},
+		{"an answer asked before the stream started is not kept", []step{
+			{func(c *Cache, a *accounts, _ *clock) { a.during = func() { c.Started(beat) } }, "key-a", "", 1, true},
+			{func(_ *Cache, a *accounts, _ *clock) { a.during = nil }, "key-a", "", 2, true},
+			{nothing, "key-a", "", 2, true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &accounts{keys: map[string]identity.Principal{"key-a": alice, "key-g": graced, "key-b": bob}}
+			clk := &clock{t: time.Unix(1_700_000_000, 0)}
+			c, err := New(a, Config{}, Options{Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tt.steps {
+				s.do(c, a, clk)
+				p, err := c.AuthenticateAPIKey(context.Background(), s.key, s.clientID)
+				if s.ok != (err == nil) {
+					t.Fatalf("step %d: err = %v, want ok %v", i, err, s.ok)
+				}
+				if err != nil && !errors.Is(err, credential.ErrUnauthenticated) {
+					t.Fatalf("step %d: err = %v", i, err)
+				}
+				if s.ok && p.ClientID != a.keys[s.key].ClientID {
+					t.Fatalf("step %d: principal %+v", i, p)
+				}
+				if got := a.count(); got != s.asked {
+					t.Fatalf("step %d: accounts asked %d times, want %d", i, got, s.asked)
+				}
+			}
+		})
+	}
+}
+
+// TestBounds: the entries stay within Size, a negative Size turns the cache off, and API keys
+// and SDK tokens with the same text are different entries.
+func TestBounds(t *testing.T) {
+	a := &accounts{keys: map[string]identity.Principal{}}
+	for i := range 50 {
+		a.keys[string(rune('A'+i))] = identity.Principal{ClientID: "c"}
+	}
+	c, err := New(a, Config{Size: 10}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Started(time.Hour)
+	for k := range a.keys {
+		if _, err := c.AuthenticateAPIKey(context.Background(), k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.entries.Len(); n != 10 {
+		t.Fatalf("%d entries, want 10", n)
+	}
+	c.Invalidate("c")
+	if n, idx := c.entries.Len(), len(c.byClient); n != 0 || idx != 0 {
+		t.Fatalf("after invalidation %d entries, %d clients indexed", n, idx)
+	}
+	before := a.count()
+	for range 2 {
+		if _, err := c.AuthenticateSDKToken(context.Background(), "A", "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.AuthenticateAPIKey(context.Background(), "A", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.count() - before; got != 2 {
+		t.Fatalf("token then key asked %d times, want 2 (one each)", got)
+	}
+
+	off, err := New(a, Config{Size: -1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off.Started(time.Hour)
+	before = a.count()
+	for range 3 {
+		if _, err := off.AuthenticateAPIKey(context.Background(), "A", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.count() - before; got != 3 || off.Enabled() {
+		t.Fatalf("a cache turned off asked %d times of 3 (enabled %v)", got, off.Enabled())
+	}
+}

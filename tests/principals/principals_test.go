@@ -1,0 +1,311 @@
+// Package principals_test holds verification's principal cache to its bound, over real gRPC and
+// PostgreSQL: a credential or client change committed on one accounts replica stops every call
+// to verification, which watches another replica, within a second; and with the change stream
+// down the cache is no way in.
+package principals_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/verification/app"
+	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
+)
+
+// bound is the promise: a change stops every call within this of its commit.
+const bound = time.Second
+
+type stack struct {
+	watched, other *apptest.Server // verification watches the first; changes go through the other
+	ver            *verificationtest.Server
+	client         verificationv1.VerificationServiceClient
+	public         accountsv1.AccountsServiceClient // on the other replica
+	db             *pgxpool.Pool
+}
+
+func start(t *testing.T) *stack {
+	t.Helper()
+	watched := apptest.Start(t)
+	other := apptest.StartReplica(t, watched)
+	ver := verificationtest.Start(t, watched.Addr, authtest.VerificationToken, func(c *app.Config) {
+		c.ClientRate = 0 // the load here is the test's, not a client's to limit
+	})
+	db, err := pgxpool.New(context.Background(), watched.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return &stack{
+		watched: watched, other: other, ver: ver, db: db,
+		client: verificationv1.NewVerificationServiceClient(apptest.Dial(t, ver.Addr, authtest.GatewayToken)),
+		public: accountsv1.NewAccountsServiceClient(apptest.Dial(t, other.Addr, "")),
+	}
+}
+
+func withKey(key string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "x-api-key", key)
+}
+
+// newKey creates a key of the client with role, through the other replica.
+func (s *stack) newKey(t *testing.T, admin string, role accountsv1.Role) (id, key string) {
+	t.Helper()
+	resp, err := s.public.CreateApiKey(withKey(admin), &accountsv1.CreateApiKeyRequest{Name: fmt.Sprintf("k-%d", time.Now().UnixNano()), Role: role})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetId(), resp.GetApiKey()
+}
+
+func (s *stack) hits(t *testing.T) float64 {
+	return metricstest.Sum(metricstest.Gather(t, s.ver.Metrics), "mnv_principal_cache_lookups_total", "result=hit")
+}
+
+func (s *stack) streamUp(t *testing.T) bool {
+	return metricstest.Sum(metricstest.Gather(t, s.ver.Metrics), "mnv_principal_stream_up") == 1
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type result struct {
+	start time.Time
+	code  codes.Code
+}
+
+// load calls call from workers goroutines until stop, recording when each call started and
+// its code.
+func load(workers int, call func() error) (stop func() []result) {
+	var (
+		mu   sync.Mutex
+		out  []result
+		done atomic.Bool
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for !done.Load() {
+				began := time.Now()
+				code := status.Code(call())
+				mu.Lock()
+				out = append(out, result{began, code})
+				mu.Unlock()
+			}
+		})
+	}
+	return func() []result {
+		done.Store(true)
+		wg.Wait()
+		return out
+	}
+}
+
+// TestChangesStopEveryCallWithinOneSecond: under concurrent calls that the cache serves, each
+// change, committed through another accounts replica, refuses every call that starts later than
+// a second after its commit, and the calls before it succeeded.
+func TestChangesStopEveryCallWithinOneSecond(t *testing.T) {
+	s := start(t)
+	waitFor(t, "the principal stream", func() bool { return s.streamUp(t) })
+	listOps := func(key string) func() error {
+		return func() error {
+			_, err := s.client.ListOperators(withKey(key), &verificationv1.ListOperatorsRequest{})
+			return err
+		}
+	}
+	listReveals := func(key string) func() error {
+		return func() error {
+			_, err := s.client.ListStuckPlusReveals(withKey(key), &verificationv1.ListStuckPlusRevealsRequest{})
+			return err
+		}
+	}
+	tests := []struct {
+		name string
+		// setup returns the call under load and the change; want is the refusal's code.
+		setup func(t *testing.T, c apptest.Client) (call func() error, change func(t *testing.T))
+		want  codes.Code
+	}{
+		{"revoked key", func(t *testing.T, c apptest.Client) (func() error, func(*testing.T)) {
+			id, key := s.newKey(t, c.APIKey, accountsv1.Role_ROLE_MEMBER)
+			return listOps(key), func(t *testing.T) {
+				if _, err := s.public.RevokeApiKey(withKey(c.APIKey), &accountsv1.RevokeApiKeyRequest{KeyId: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, codes.Unauthenticated},
+		{"key rotated without grace", func(t *testing.T, c apptest.Client) (func() error, func(*testing.T)) {
+			_, key := s.newKey(t, c.APIKey, accountsv1.Role_ROLE_MEMBER)
+			return listOps(key), func(t *testing.T) {
+				if _, err := s.public.RotateApiKey(withKey(key), &accountsv1.RotateApiKeyRequest{SecretKey: c.Secret}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, codes.Unauthenticated},
+		{"suspended client", func(t *testing.T, c apptest.Client) (func() error, func(*testing.T)) {
+			return listOps(c.APIKey), func(t *testing.T) {
+				if _, err := s.other.Admin.SetClientStatus(context.Background(), &accountsv1.SetClientStatusRequest{
+					ClientId: c.ID, Status: accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED,
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, codes.PermissionDenied},
+		{"role changed from ADMIN to MEMBER", func(t *testing.T, c apptest.Client) (func() error, func(*testing.T)) {
+			id, key := s.newKey(t, c.APIKey, accountsv1.Role_ROLE_ADMIN)
+			return listReveals(key), func(t *testing.T) {
+				// No RPC changes a key's role today; the database is where one would, and the
+				// trigger tells it like any other change.
+				if _, err := s.db.Exec(context.Background(), `UPDATE accounts.api_keys SET role = 'MEMBER' WHERE id = $1`, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, codes.PermissionDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.watched.CreateClient(t, 1000, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_STUCK_PLUS)
+			call, change := tt.setup(t, c)
+			if err := call(); err != nil {
+				t.Fatalf("before the change: %v", err)
+			}
+			hits := s.hits(t)
+			stop := load(16, call)
+			waitFor(t, "calls served by the cache", func() bool { return s.hits(t) > hits+100 })
+			change(t)
+			committed := time.Now() // the change's answer comes after its commit
+			time.Sleep(bound + 300*time.Millisecond)
+			results := stop()
+			var before, after, lastOK time.Time
+			var refused, n int
+			for _, r := range results {
+				switch {
+				case r.code == codes.OK:
+					if r.start.After(lastOK) {
+						lastOK = r.start
+					}
+					if r.start.After(committed.Add(bound)) {
+						t.Errorf("a call that started %v after the commit succeeded", r.start.Sub(committed))
+					}
+				case r.code == tt.want:
+					refused++
+				default:
+					t.Errorf("a call failed with %v, want OK or %v", r.code, tt.want)
+				}
+				if r.start.After(committed.Add(bound)) {
+					n++
+				}
+				before, after = minT(before, r.start), maxT(after, r.start)
+			}
+			if n < 100 || refused < n {
+				t.Fatalf("%d calls after the bound, %d refused: the load did not run", n, refused)
+			}
+			t.Logf("%d calls in %v; the last success started %v after the commit",
+				len(results), after.Sub(before).Round(time.Millisecond), lastOK.Sub(committed).Round(time.Millisecond))
+		})
+	}
+}
+
+func minT(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxT(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// TestStreamDownAsksAccounts: while the watched replica cannot LISTEN (its connection is
+// terminated as soon as it comes back), its streams end, verification stops serving from the
+// cache and asks accounts on every call, and a key revoked meanwhile is refused at once; when
+// the LISTEN is back, a stream starts again and the cache serves.
+func TestStreamDownAsksAccounts(t *testing.T) {
+	s := start(t)
+	waitFor(t, "the principal stream", func() bool { return s.streamUp(t) })
+	c := s.watched.CreateClient(t, 1000, accountsv1.Feature_FEATURE_VERIFY)
+	id, key := s.newKey(t, c.APIKey, accountsv1.Role_ROLE_MEMBER)
+	call := func() error {
+		_, err := s.client.ListOperators(withKey(key), &verificationv1.ListOperatorsRequest{})
+		return err
+	}
+	for range 5 {
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.hits(t) == 0 {
+		t.Fatal("the cache served nothing with its stream up")
+	}
+
+	// The outage: every listen connection of the watched replica's database is terminated
+	// as soon as it shows.
+	ctx, cancel := context.WithCancel(context.Background())
+	var killer sync.WaitGroup
+	killer.Go(func() {
+		for ctx.Err() == nil {
+			_, _ = s.db.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = current_database() AND application_name = 'mnv-accounts-listen'`)
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	defer func() { cancel(); killer.Wait() }()
+	waitFor(t, "the stream to go down", func() bool { return !s.streamUp(t) })
+	bypass := func() float64 {
+		return metricstest.Sum(metricstest.Gather(t, s.ver.Metrics), "mnv_principal_cache_lookups_total", "result=bypass")
+	}
+	hits, asked := s.hits(t), bypass()
+	for range 20 {
+		if err := call(); err != nil {
+			t.Fatalf("with the stream down, a call was refused (%v): it must ask accounts", err)
+		}
+	}
+	if s.hits(t) != hits || bypass() < asked+20 {
+		t.Fatalf("with the stream down the cache served %v calls, asked accounts for %v of 20", s.hits(t)-hits, bypass()-asked)
+	}
+	if _, err := s.public.RevokeApiKey(withKey(c.APIKey), &accountsv1.RevokeApiKeyRequest{KeyId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a key revoked during the outage: %v, want Unauthenticated at once", err)
+	}
+
+	cancel()
+	killer.Wait()
+	waitFor(t, "the stream to come back", func() bool { return s.streamUp(t) })
+	hits = s.hits(t)
+	for range 5 {
+		if err := call(); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("the revoked key after the outage: %v", err)
+		}
+		if _, err := s.client.ListOperators(withKey(c.APIKey), &verificationv1.ListOperatorsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.hits(t) <= hits {
+		t.Fatal("the cache does not serve again after the stream came back")
+	}
+}
