@@ -292,3 +292,36 @@ func NewClients(ops []operators.Operator, redirectURI string, hc *http.Client) (
 	}
 	return out, nil
 }
+
+// ErrNoClient is the error of an operator without a CAMARA client.
+var ErrNoClient = errors.New("camara: the operator has no network API settings")
+
+// Has reports whether operatorID has a client.
+func (cs Clients) Has(operatorID string) bool { return cs[operatorID] != nil }
+
+// Authorize starts an authorization code flow with operatorID (Client.Authorize).
+func (cs Clients) Authorize(ctx context.Context, operatorID string) (Authorization, error) {
+	c := cs[operatorID]
+	if c == nil {
+		return Authorization{}, ErrNoClient
+	}
+	return c.Authorize(ctx)
+}
+
+// Exchange trades a code of operatorID for a token (Client.Exchange).
+func (cs Clients) Exchange(ctx context.Context, operatorID, code, verifier string) (Token, error) {
+	c := cs[operatorID]
+	if c == nil {
+		return Token{}, ErrNoClient
+	}
+	return c.Exchange(ctx, code, verifier)
+}
+
+// VerifyNumber calls operatorID's /verify (Client.Verify).
+func (cs Clients) VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (Answer, error) {
+	c := cs[operatorID]
+	if c == nil {
+		return Answer{}, ErrNoClient
+	}
+	return c.Verify(ctx, accessToken, e164, correlator)
+}
