@@ -20,6 +20,7 @@
 package camarafake
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -30,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -364,6 +366,14 @@ var (
 // unused, with scope), the line's behaviour. A call that reaches the operation uses the token up.
 func (f *Fake) api(scope string, op func(w http.ResponseWriter, r *http.Request, msisdn string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The body is read first: the server then notices a client that goes away (a timeout)
+		// and cancels the request, which must not use the token up.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+		if err != nil {
+			camaraError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Client specified an invalid argument, request body or query param.")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		corr := r.Header.Get("x-correlator")
 		if !correlatorPattern.MatchString(corr) {
 			camaraError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "x-correlator does not match its pattern")
@@ -399,6 +409,9 @@ func (f *Fake) api(scope string, op func(w http.ResponseWriter, r *http.Request,
 			case <-r.Context().Done():
 				return
 			}
+		}
+		if r.Context().Err() != nil {
+			return
 		}
 		if b.Status5xx != 0 {
 			camaraError(w, b.Status5xx, "UNAVAILABLE", "Service Unavailable.")
