@@ -151,6 +151,15 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr, acfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
 
+	camaraFake, err := startSandboxCAMARA(state, &vcfg, gcfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("sandbox CAMARA operator: %w", err)
+	}
+	if camaraFake != nil {
+		defer camaraFake.Close()
+		log.Info("sandbox-camara operator (a fake CAMARA operator) started", zap.String("url", camaraFake.URL))
+	}
+
 	// Each app logs as its component and labels its metrics with its service.
 	logOf := func(name string) *zap.Logger { return log.With(zap.String("component", name)) }
 	regOf := func(name string) prometheus.Registerer {

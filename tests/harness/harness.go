@@ -206,6 +206,8 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		"DATABASE_URL="+dbURL,
 		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
+		// NETWORK_API operators send the device back to the gateway.
+		"MNV_PUBLIC_URL="+s.GatewayURL,
 		"MNV_DATA_KEYS=e2ev:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		"MNV_NUMBER_HASH_KEY="+NumberHashKey,
 		"MNV_CONNECT_ADDR="+connectAddr,

@@ -55,6 +55,7 @@ var unauthenticated = func() *http.ServeMux {
 	m := http.NewServeMux()
 	m.Handle("POST /v1/api/web/transactions/{id}/capture", group("capture"))
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/capture", group("capture"))
+	m.Handle("GET /v1/api/sdk/session/callback", group("callback"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
 	m.Handle("GET /v1/api/openapi.json", group("openapi"))
 	m.Handle("GET /v1/api/docs", group("openapi"))

@@ -52,6 +52,7 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/opportunity", RPC: "/mnv.verification.v1.VerificationService/CreateTransaction"},
 	{Method: "GET", Pattern: "/v1/api/opportunity/{transaction_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetTransaction"},
 	{Method: "POST", Pattern: "/v1/api/sdk/session", RPC: "/mnv.verification.v1.VerificationService/CreateSdkSession"},
+	{Method: "GET", Pattern: "/v1/api/sdk/session/callback", RPC: "/mnv.verification.v1.VerificationService/CompleteSessionAuthorization"},
 	{Method: "GET", Pattern: "/v1/api/verifications", RPC: "/mnv.verification.v1.VerificationService/ListVerifications"},
 	{Method: "GET", Pattern: "/v1/api/verifications/{verification_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetVerification"},
 	{Method: "POST", Pattern: "/v1/api/verify", RPC: "/mnv.verification.v1.VerificationService/Verify"},

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,6 +37,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
+	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
@@ -46,6 +50,9 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
+
+// CallbackPath is the public route an operator's authorization sends the device back to.
+const CallbackPath = "/v1/api/sdk/session/callback"
 
 // Schema is the Postgres schema the service owns.
 const Schema = "verification"
@@ -85,6 +92,12 @@ type Config struct {
 	// development and tests only. Off, the built-in registry is empty and a registry file with
 	// a sandbox operator is refused.
 	Sandbox bool
+	// PublicURL is the gateway's public base URL (MNV_PUBLIC_URL): the operators of NETWORK_API
+	// send the device back to PublicURL + CallbackPath. Required when an operator has CAMARA
+	// settings.
+	PublicURL string
+	// NetworkAPITimeout bounds each call to an operator's network API (MNV_NETWORK_API_TIMEOUT).
+	NetworkAPITimeout time.Duration
 	// SessionTTL is how long a sealed blob may be verified (MNV_SESSION_TTL).
 	SessionTTL time.Duration
 	// TransactionTTL is how long a browser flow waits for its capture (MNV_TRANSACTION_TTL).
@@ -126,7 +139,7 @@ func DefaultConfig() Config {
 	return Config{
 		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
 		GRPCAddr: "127.0.0.1:9092", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093",
-		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
+		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute, NetworkAPITimeout: 5 * time.Second,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
 		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
@@ -158,6 +171,8 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
 	c.OperatorsFile = env.String("MNV_OPERATORS_FILE", "")
 	c.Sandbox = env.Bool("MNV_SANDBOX", false)
+	c.PublicURL = strings.TrimSuffix(env.String("MNV_PUBLIC_URL", ""), "/")
+	c.NetworkAPITimeout = env.Duration("MNV_NETWORK_API_TIMEOUT", c.NetworkAPITimeout)
 	c.SessionTTL = env.Duration("MNV_SESSION_TTL", c.SessionTTL)
 	c.TransactionTTL = env.Duration("MNV_TRANSACTION_TTL", c.TransactionTTL)
 	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
@@ -193,6 +208,14 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
 		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 1s and 1h"))
+	}
+	if c.NetworkAPITimeout < 100*time.Millisecond || c.NetworkAPITimeout > time.Minute {
+		errs = append(errs, errors.New("MNV_NETWORK_API_TIMEOUT: must be between 100ms and 1m"))
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			errs = append(errs, errors.New("MNV_PUBLIC_URL: must be an absolute http(s) URL, like https://api.example.com"))
+		}
 	}
 	if c.TransactionTTL < time.Minute || c.TransactionTTL > 24*time.Hour {
 		errs = append(errs, errors.New("MNV_TRANSACTION_TTL: must be between 1m and 24h"))
@@ -337,6 +360,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
 	}, log)
 	verifier.Metrics = verifyMetrics
+	var clients camara.Clients
+	if hasCAMARA(ops) {
+		if cfg.PublicURL == "" {
+			return nil, errors.New("MNV_PUBLIC_URL: required when an operator of the registry has camara settings (NETWORK_API): the operator sends the device back to MNV_PUBLIC_URL" + CallbackPath)
+		}
+		clients, err = camara.NewClients(ops.List(), cfg.PublicURL+CallbackPath, &http.Client{Timeout: cfg.NetworkAPITimeout})
+		if err != nil {
+			return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
+		}
+		verifier.WithNetworkAPI(store.New(pool), clients, cfg.NetworkAPITimeout)
+	}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "verification", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
 	if err != nil {
@@ -360,6 +394,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	net := network.NewIdentifier(ops, log)
 	sess := sessions.New(store.New(pool), net, sealer, cfg.SessionTTL)
+	if clients != nil {
+		sess = sess.WithNetworkAPI(store.New(pool), clients, log)
+	}
 	stuckStores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return newStore(db) })
 	stuckPlus := stuckplus.New(stuckStores.Pool(), stuckStores, vault, accounts, cfg.RevealChargeRepeats)
 	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return newStore(db) })
@@ -384,6 +421,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		queue.AddQueue(relay.Queue, jobWorkers)
 	}
 	return a, nil
+}
+
+// hasCAMARA reports whether an operator of ops is reached through its CAMARA API.
+func hasCAMARA(ops *operators.Registry) bool {
+	for _, op := range ops.List() {
+		if op.CAMARA != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Listen opens the configured gRPC address.

@@ -41,6 +41,8 @@ var ShortText = freetext.Rule{Max: 128}
 const (
 	Captured          = "CAPTURED"
 	NoNetworkIdentity = "NO_NETWORK_IDENTITY"
+	// AuthorizationPending: a NETWORK_API session waiting for the operator's authorization.
+	AuthorizationPending = "AUTHORIZATION_PENDING"
 )
 
 // Verification statuses and outcomes (contract section 5).
@@ -61,6 +63,12 @@ const (
 	ReasonMismatch          = "NUMBER_MISMATCH"
 	ReasonNoNetworkIdentity = "NO_NETWORK_IDENTITY"
 	ReasonSessionExpired    = "SESSION_EXPIRED"
+	// NETWORK_API: the operator's token was expired or used up (its 401).
+	ReasonTokenExpired = "TOKEN_EXPIRED"
+	// NETWORK_API: the operator says the device did not authenticate over its mobile network.
+	ReasonNotAuthenticatedByMobileNetwork = "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK"
+	// NETWORK_API: the operator refused the call for another reason (PERMISSION_DENIED, a 4xx).
+	ReasonOperatorRefused = "OPERATOR_REFUSED"
 )
 
 // IsOutcome reports whether s is one of the four outcomes a client sees.
@@ -79,9 +87,11 @@ const (
 
 // Session is a capture: the single-use right to one verify.
 type Session struct {
-	ID         string
-	ClientID   string
-	Source     string // SDK or WEB
+	ID       string
+	ClientID string
+	Source   string // SDK or WEB
+	// Method is how the session learns about the line: HEADER_ENRICHMENT or NETWORK_API.
+	Method     string
 	OperatorID *string
 	Status     string
 	Platform   *string
@@ -89,6 +99,12 @@ type Session struct {
 	AppVersion *string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
+	// NETWORK_API: StateHash (SHA-256 of the OAuth state) while the authorization is pending;
+	// OAuthSealed, the PKCE verifier then the access token (package seal's session secrets).
+	StateHash   []byte
+	OAuthSealed []byte
+	// UsedAt is set by the verify that consumed the session.
+	UsedAt *time.Time
 }
 
 // Verification is a kept verification.

@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,6 +79,9 @@ type Operator struct {
 	// (textproto.CanonicalMIMEHeaderKey) of the HTTP header that carries the number. Empty
 	// when the operator does not support header enrichment.
 	NumberHeader string
+	// CAMARA is, for the network API, how mnv reaches the operator's CAMARA Number
+	// Verification API; nil when the operator does not support NETWORK_API.
+	CAMARA *CAMARA
 }
 
 // Supports reports whether the operator supports method m.
@@ -155,6 +159,12 @@ func (o Operator) clone() Operator {
 	o.MCCMNC = slices.Clone(o.MCCMNC)
 	o.Methods = slices.Clone(o.Methods)
 	o.TrustedRanges = slices.Clone(o.TrustedRanges)
+	if o.CAMARA != nil {
+		c := *o.CAMARA
+		c.Scopes = slices.Clone(c.Scopes)
+		c.PrivateKeyPEM = slices.Clone(c.PrivateKeyPEM)
+		o.CAMARA = &c
+	}
 	return o
 }
 
@@ -206,7 +216,7 @@ func Load(path string, sandbox bool) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operators: %w", err)
 	}
-	r, err := Parse(data)
+	r, err := parse(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -233,6 +243,7 @@ type fileOperator struct {
 	Methods          []string          `yaml:"methods"`
 	Sandbox          bool              `yaml:"sandbox"`
 	HeaderEnrichment *headerEnrichment `yaml:"headerEnrichment"`
+	CAMARA           *fileCAMARA       `yaml:"camara"`
 }
 
 type headerEnrichment struct {
@@ -249,8 +260,12 @@ var (
 
 // Parse decodes and validates a registry file. Unknown fields are errors, as is a file with
 // more than one YAML document. Each validation error names the operator (index and id) and
-// the field.
-func Parse(data []byte) (*Registry, error) {
+// the field. Parse reads no file: the CAMARA secrets (clientSecretFile, privateKeyFile) are
+// checked for shape only and left unread; Load reads them.
+func Parse(data []byte) (*Registry, error) { return parse(data, "") }
+
+// parse is Parse, reading the CAMARA secret files relative to dir when dir is not "".
+func parse(data []byte, dir string) (*Registry, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var f file
@@ -271,6 +286,9 @@ func Parse(data []byte) (*Registry, error) {
 	r := &Registry{byID: make(map[string]int, len(f.Operators))}
 	for i, fo := range f.Operators {
 		op, err := fo.validate()
+		if err == nil && op.CAMARA != nil && dir != "" {
+			err = op.CAMARA.readSecrets(dir)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("operators[%d] (id %q): %w", i, fo.ID, err)
 		}
@@ -321,6 +339,20 @@ func (fo fileOperator) validate() (Operator, error) {
 			return op, fmt.Errorf("methods[%d]: %s is listed twice", j, s)
 		}
 		op.Methods = append(op.Methods, m)
+	}
+
+	c := fo.CAMARA
+	switch {
+	case op.Supports(MethodNetworkAPI) && c == nil:
+		return op, fmt.Errorf("camara: required by method %s", MethodNetworkAPI)
+	case !op.Supports(MethodNetworkAPI) && c != nil:
+		return op, fmt.Errorf("camara: given, but methods does not list %s", MethodNetworkAPI)
+	case c != nil:
+		cc, err := c.validate(op.Sandbox)
+		if err != nil {
+			return op, fmt.Errorf("camara.%w", err)
+		}
+		op.CAMARA = cc
 	}
 
 	he := fo.HeaderEnrichment

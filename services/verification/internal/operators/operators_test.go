@@ -36,6 +36,9 @@ operators:
       numberHeader: x-msisdn
 `
 
+// camaraBlock is a valid camara block, in flow style.
+const camaraBlock = `{discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}`
+
 func mustParse(t *testing.T, s string) *operators.Registry {
 	t.Helper()
 	r, err := operators.Parse([]byte(s))
@@ -210,12 +213,12 @@ func TestParseValid(t *testing.T) {
 				t.Errorf("got %+v", op)
 			}
 		}},
-		{"network API only", map[string]string{"methods": "[NETWORK_API]", "headerEnrichment": "-"}, func(t *testing.T, op operators.Operator) {
+		{"network API only", map[string]string{"methods": "[NETWORK_API]", "headerEnrichment": "-", "camara": camaraBlock}, func(t *testing.T, op operators.Operator) {
 			if op.NumberHeader != "" || op.TrustedRanges != nil || !op.Supports(operators.MethodNetworkAPI) {
 				t.Errorf("got %+v", op)
 			}
 		}},
-		{"both methods", map[string]string{"methods": "[NETWORK_API, HEADER_ENRICHMENT]"}, func(t *testing.T, op operators.Operator) {
+		{"both methods", map[string]string{"methods": "[NETWORK_API, HEADER_ENRICHMENT]", "camara": camaraBlock}, func(t *testing.T, op operators.Operator) {
 			if !op.Supports(operators.MethodNetworkAPI) || !op.Supports(operators.MethodHeaderEnrichment) {
 				t.Errorf("got %+v", op)
 			}
@@ -316,7 +319,7 @@ func TestParseErrors(t *testing.T) {
 		{"lower-case method", "operators:\n" + operator(map[string]string{"methods": "[header_enrichment]"}), []string{"methods[0]"}},
 		{"method twice", "operators:\n" + operator(map[string]string{"methods": "[HEADER_ENRICHMENT, HEADER_ENRICHMENT]"}), []string{"methods[1]", "twice"}},
 		{"header enrichment without its settings", "operators:\n" + operator(map[string]string{"headerEnrichment": "-"}), []string{"headerEnrichment:", "required"}},
-		{"settings without header enrichment", "operators:\n" + operator(map[string]string{"methods": "[NETWORK_API]"}), []string{"headerEnrichment:", "does not list"}},
+		{"settings without header enrichment", "operators:\n" + operator(map[string]string{"methods": "[NETWORK_API]", "camara": camaraBlock}), []string{"headerEnrichment:", "does not list"}},
 		{"no trusted ranges", "operators:\n" + operator(map[string]string{"headerEnrichment": `{numberHeader: X-MSISDN}`}), []string{"headerEnrichment.trustedRanges:"}},
 		{"empty trusted ranges", "operators:\n" + operator(map[string]string{"headerEnrichment": `{trustedRanges: [], numberHeader: X-MSISDN}`}), []string{"headerEnrichment.trustedRanges:"}},
 		{"bare IP as range", "operators:\n" + operator(map[string]string{"headerEnrichment": `{trustedRanges: ["198.51.100.1"], numberHeader: X-MSISDN}`}), []string{"trustedRanges[0]", "not a CIDR"}},
@@ -401,6 +404,7 @@ operators:
     name: API only
     country: AE
     methods: [NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
   - id: second
     name: Second
     country: AE
@@ -444,15 +448,18 @@ func TestMethodsFor(t *testing.T) {
     name: Both
     country: AE
     methods: [HEADER_ENRICHMENT, NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
     headerEnrichment: {trustedRanges: ["192.0.2.0/24"], numberHeader: X-Msisdn}
   - id: api
     name: API
     country: GB
     methods: [NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
   - id: sandbox-api
     name: Sandbox API
     country: ZZ
     methods: [NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
     sandbox: true
 `)
 	he, api := operators.MethodHeaderEnrichment, operators.MethodNetworkAPI
@@ -543,6 +550,7 @@ func TestMethodsAreAccounts(t *testing.T) {
     name: API
     country: GB
     methods: [NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `).List() {
 		for _, m := range op.Methods {
 			names = append(names, string(m))
@@ -561,11 +569,13 @@ func TestRegistryQueries(t *testing.T) {
     country: AE
     methods: [HEADER_ENRICHMENT, NETWORK_API]
     headerEnrichment: {trustedRanges: ["192.0.2.0/24"], numberHeader: X-MSISDN}
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
   - id: api
     name: API
     country: GB
     mccMnc: ["234-15"]
     methods: [NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `)
 	if got, want := ids(r.List()), []string{"sandbox", "ae-etisalat", "other", "api"}; !slices.Equal(got, want) {
 		t.Errorf("List ids = %v, want %v", got, want)

@@ -231,3 +231,26 @@ func decodePayload(p []byte) (Claims, bool) {
 		ExpiresAt:  time.UnixMilli(int64(expires)).UTC(),
 	}, true
 }
+
+// Session secrets: what a NETWORK_API session keeps of its OAuth flow (the PKCE verifier while
+// the authorization is pending, then the operator's access token), sealed with the same keyring
+// and bound to the kind of secret and the session's row, so one never opens as another, nor as
+// another session's.
+const (
+	SecretPKCEVerifier = "pkce"
+	SecretAccessToken  = "token"
+)
+
+func secretAD(kind, sessionID string) []byte {
+	return []byte("mnv.verification.session." + kind + ".v1:" + sessionID)
+}
+
+// SealSecret seals a session secret of kind for the session sessionID.
+func (s *Sealer) SealSecret(kind, sessionID string, plain []byte) []byte {
+	return s.k.Seal(plain, secretAD(kind, sessionID))
+}
+
+// OpenSecret opens what SealSecret sealed for the same kind and session.
+func (s *Sealer) OpenSecret(kind, sessionID string, sealed []byte) ([]byte, error) {
+	return s.k.Open(sealed, secretAD(kind, sessionID))
+}

@@ -68,10 +68,30 @@ func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.Creat
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CreateSdkSessionResponse{
-		SessionId: c.SessionID, Status: captureStatus(c.Status), EncryptedMobileNumber: &c.Blob,
-		OperatorId: c.OperatorID, ExpiresAt: timestamppb.New(c.ExpiresAt),
-	}, nil
+	return sessionToProto(c), nil
+}
+
+// CompleteSessionAuthorization finishes a NETWORK_API session with the operator's redirect
+// (called by the gateway only).
+func (s *Server) CompleteSessionAuthorization(ctx context.Context, req *verificationv1.CompleteSessionAuthorizationRequest) (*verificationv1.CreateSdkSessionResponse, error) {
+	c, err := s.Sessions.CompleteAuthorization(ctx, sessions.Authorization{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return sessionToProto(c), nil
+}
+
+func sessionToProto(c sessions.Capture) *verificationv1.CreateSdkSessionResponse {
+	out := &verificationv1.CreateSdkSessionResponse{
+		SessionId: c.SessionID, Status: captureStatus(c.Status), OperatorId: c.OperatorID, ExpiresAt: timestamppb.New(c.ExpiresAt),
+	}
+	if c.Blob != "" {
+		out.EncryptedMobileNumber = &c.Blob
+	}
+	if c.AuthorizationURL != "" {
+		out.AuthorizationUrl = &c.AuthorizationURL
+	}
+	return out
 }
 
 // Verify decides a verification.

@@ -6,14 +6,18 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
@@ -25,9 +29,29 @@ type Store interface {
 	InsertSession(ctx context.Context, s domain.Session) error
 }
 
+// AuthStore is what the NETWORK_API authorization of a session needs of the storage.
+type AuthStore interface {
+	// ClaimAuthorization takes a pending authorization by its state's hash, once
+	// (fault.ErrNotFound: no such pending, unexpired authorization).
+	ClaimAuthorization(ctx context.Context, stateHash []byte) (domain.Session, error)
+	CompleteAuthorization(ctx context.Context, sessionID, status string, sealedToken []byte, tokenExpires *time.Time) error
+}
+
+// Authorizer runs the OIDC authorization code flow of the operators' CAMARA APIs;
+// camara.Clients is one.
+type Authorizer interface {
+	Has(operatorID string) bool
+	Authorize(ctx context.Context, operatorID string) (camara.Authorization, error)
+	Exchange(ctx context.Context, operatorID, code, verifier string) (camara.Token, error)
+}
+
 // Service opens sessions.
 type Service struct {
-	st     Store
+	st   Store
+	auth AuthStore
+	// camara, when set, runs NETWORK_API authorizations.
+	camara Authorizer
+	log    *zap.Logger
 	net    *network.Identifier
 	sealer *seal.Sealer
 	// ttl is how long a sealed blob may be verified (contract: 300 s).
@@ -37,7 +61,15 @@ type Service struct {
 
 // New returns a Service whose blobs may be verified for ttl.
 func New(st Store, net *network.Identifier, sealer *seal.Sealer, ttl time.Duration) *Service {
-	return &Service{st: st, net: net, sealer: sealer, ttl: ttl, now: time.Now}
+	return &Service{st: st, net: net, sealer: sealer, ttl: ttl, now: time.Now, log: zap.NewNop()}
+}
+
+// WithNetworkAPI returns s that also opens NETWORK_API sessions through az, storing their
+// authorizations in st.
+func (s *Service) WithNetworkAPI(st AuthStore, az Authorizer, log *zap.Logger) *Service {
+	c := *s
+	c.auth, c.camara, c.log = st, az, log
+	return &c
 }
 
 // Operators lists the operators the client of p may use.
@@ -60,6 +92,9 @@ type Capture struct {
 	OperatorID *string
 	Blob       string
 	ExpiresAt  time.Time
+	// AuthorizationURL is, for a NETWORK_API session waiting for its authorization, where the
+	// device goes over mobile data; Blob is then empty.
+	AuthorizationURL string
 }
 
 // Create opens an SDK session for the client of p (authenticated by its SDK token). The VERIFY
@@ -78,13 +113,108 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n
 			}
 		}
 	}
-	id, err := s.net.Identify(r.OperatorID, operators.ClientOf(p), n)
+	client := operators.ClientOf(p)
+	id, err := s.net.Identify(r.OperatorID, client, n)
 	if err != nil {
 		return Capture{}, err
 	}
 	sess := s.session(p.ClientID, "SDK", id)
 	sess.Platform, sess.DeviceID, sess.AppVersion = &r.Platform, r.DeviceID, r.AppVersion
+	if s.networkAPI(id, client) {
+		return s.authorize(ctx, sess)
+	}
 	return s.open(ctx, s.st, sess, id.Number.E164)
+}
+
+// networkAPI reports whether a capture goes through the operator's network API: its operator
+// supports NETWORK_API (with a client configured), the client enabled that method for it, and
+// header enrichment gave no number.
+func (s *Service) networkAPI(id network.Identity, c operators.Client) bool {
+	return s.camara != nil && id.Found && id.Number.E164 == "" &&
+		id.Operator.Allows(c, operators.MethodNetworkAPI) && s.camara.Has(id.Operator.ID)
+}
+
+// authorize opens a NETWORK_API session waiting for the operator's authorization: a state (kept
+// as its hash) and a PKCE verifier (kept sealed to the row) bound to it, and the authorization
+// URL the device follows.
+func (s *Service) authorize(ctx context.Context, sess domain.Session) (Capture, error) {
+	a, err := s.camara.Authorize(ctx, *sess.OperatorID)
+	if err != nil {
+		s.log.Warn("operator network API unreachable", zap.String("operator", *sess.OperatorID), zap.Error(err), logging.Request(ctx))
+		return Capture{}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
+	}
+	sess.Method, sess.Status = string(operators.MethodNetworkAPI), domain.AuthorizationPending
+	sess.StateHash = camara.StateHash(a.State)
+	sess.OAuthSealed = s.sealer.SealSecret(seal.SecretPKCEVerifier, sess.ID, []byte(a.Verifier))
+	if err := s.st.InsertSession(ctx, sess); err != nil {
+		return Capture{}, err
+	}
+	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, ExpiresAt: sess.ExpiresAt, AuthorizationURL: a.URL}, nil
+}
+
+// errBadState is the answer to a callback whose state is not a pending authorization: unknown,
+// used already, or its session expired. It tells nothing of which.
+var errBadState = fault.Invalid("state", "is not a pending authorization")
+
+// Authorization is what the operator's redirect brought back to mnv.
+type Authorization struct {
+	State, Code, Error string
+}
+
+// CompleteAuthorization finishes a NETWORK_API session with what the operator sent the device
+// back with: it claims the session by its state (once, before it expires), exchanges the code
+// with the PKCE verifier and mnv's client authentication, keeps the access token sealed with the
+// session, and answers the sealed blob, as an SDK session does. An operator that answered with
+// an error (login_required: the device was not on its mobile network) or refused the code gives
+// a session with NO_NETWORK_IDENTITY, verified as UNDETERMINED; an operator that does not answer
+// the exchange is 503, and the session's state is spent (the app starts a new session).
+func (s *Service) CompleteAuthorization(ctx context.Context, a Authorization) (Capture, error) {
+	if s.camara == nil || a.State == "" || len(a.State) > 512 {
+		return Capture{}, errBadState
+	}
+	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State))
+	if errors.Is(err, fault.ErrNotFound) {
+		return Capture{}, errBadState
+	}
+	if err != nil {
+		return Capture{}, err
+	}
+	opID := *sess.OperatorID
+	status, token, expires := domain.NoNetworkIdentity, []byte(nil), (*time.Time)(nil)
+	switch {
+	case a.Error != "" || a.Code == "":
+		s.log.Info("operator refused the authorization", zap.String("operator", opID), zap.String("error", a.Error), logging.Request(ctx))
+	default:
+		verifier, err := s.sealer.OpenSecret(seal.SecretPKCEVerifier, sess.ID, sess.OAuthSealed)
+		if err != nil {
+			return Capture{}, fmt.Errorf("open the PKCE verifier: %w", err)
+		}
+		t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
+		switch {
+		case errors.Is(err, camara.ErrUnavailable):
+			s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
+			return Capture{}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
+		case err != nil:
+			s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
+		default:
+			status = domain.Captured
+			token = s.sealer.SealSecret(seal.SecretAccessToken, sess.ID, []byte(t.AccessToken))
+			if !t.Expiry.IsZero() {
+				expires = &t.Expiry
+			}
+		}
+	}
+	if err := s.auth.CompleteAuthorization(ctx, sess.ID, status, token, expires); err != nil {
+		return Capture{}, err
+	}
+	sess.Status = status
+	blob, err := s.sealer.Seal(seal.Claims{
+		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: opID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+	})
+	if err != nil {
+		return Capture{}, fmt.Errorf("seal session: %w", err)
+	}
+	return Capture{SessionID: sess.ID, Status: status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }
 
 // OpenWeb opens the session of a browser flow's VERIFY capture through st (the capture's

@@ -47,6 +47,7 @@ const registry = `operators:
     name: Gamma
     country: AE
     methods: [HEADER_ENRICHMENT, NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
     headerEnrichment:
       trustedRanges: ["198.51.100.0/24"]
       numberHeader: X-Gamma-Msisdn

@@ -59,10 +59,16 @@ func (st *Store) Emit(ctx context.Context, evs ...events.Event) error {
 
 // InsertSession stores a capture session.
 func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
+	method := s.Method
+	if method == "" {
+		method = "HEADER_ENRICHMENT"
+	}
 	_, err := st.db.Exec(ctx, `INSERT INTO verification.sessions
-		(id, client_id, source, operator_id, status, platform, device_id, app_version, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		s.ID, s.ClientID, s.Source, s.OperatorID, s.Status, s.Platform, s.DeviceID, s.AppVersion, s.CreatedAt, s.ExpiresAt)
+		(id, client_id, source, operator_id, status, platform, device_id, app_version, created_at, expires_at,
+		 method, state_hash, oauth_sealed)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		s.ID, s.ClientID, s.Source, s.OperatorID, s.Status, s.Platform, s.DeviceID, s.AppVersion, s.CreatedAt, s.ExpiresAt,
+		method, s.StateHash, s.OAuthSealed)
 	if err != nil {
 		return fmt.Errorf("insert session: %w", err)
 	}

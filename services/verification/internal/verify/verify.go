@@ -29,6 +29,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
@@ -69,6 +71,17 @@ type Store interface {
 	Emit(ctx context.Context, evs ...events.Event) error
 }
 
+// SessionStore reads a session (NETWORK_API: its method, status and sealed token).
+type SessionStore interface {
+	GetSession(ctx context.Context, clientID, id string) (domain.Session, error)
+}
+
+// NetworkAPI calls an operator's CAMARA Number Verification API; camara.Clients is one.
+type NetworkAPI interface {
+	Has(operatorID string) bool
+	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (camara.Answer, error)
+}
+
 // Tx runs a function with the store inside one transaction.
 type Tx interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
@@ -88,6 +101,18 @@ type Service struct {
 
 	// Metrics, when set, count settled verifications.
 	Metrics *Metrics
+
+	// sessions and network serve NETWORK_API (WithNetworkAPI); networkTimeout bounds its call.
+	sessions       SessionStore
+	network        NetworkAPI
+	networkTimeout time.Duration
+}
+
+// WithNetworkAPI makes s verify NETWORK_API sessions: sessions reads them, network calls the
+// operators, each call bounded by timeout.
+func (s *Service) WithNetworkAPI(sessions SessionStore, network NetworkAPI, timeout time.Duration) *Service {
+	s.sessions, s.network, s.networkTimeout = sessions, network, timeout
+	return s
 }
 
 // New returns a Service.
@@ -131,7 +156,21 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		return Result{}, fault.Invalid("operatorId", "does not match the operator of the sealed session")
 	}
 
-	outcome, reason := decide(claims, num.E164, s.now())
+	var outcome, reason string
+	switch {
+	case req.ServiceType == string(operators.MethodNetworkAPI):
+		if outcome, reason, err = s.askOperator(ctx, p, req, claims, num.E164); err != nil {
+			return Result{}, err
+		}
+	case claims.Number == "" && claims.OperatorID != "":
+		// No number: maybe a NETWORK_API session, which header enrichment cannot verify.
+		if err := s.checkMethod(ctx, p.ClientID, claims.SessionID, operators.MethodHeaderEnrichment); err != nil {
+			return Result{}, err
+		}
+		fallthrough
+	default:
+		outcome, reason = decide(claims, num.E164, s.now())
+	}
 	v := domain.Verification{
 		ID: uuid.NewString(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
 		OperatorID: req.OperatorID, ServiceType: req.ServiceType, NumberHash: hash,
@@ -223,12 +262,99 @@ func (s *Service) validate(p identity.Principal, req Request) (phone.Number, err
 	if !ok || !op.EnabledFor(client) {
 		return num, fault.NotEnabled("operatorId", "operator %q is not available to this account", req.OperatorID)
 	}
-	// A method the operator supports and the client enabled. HEADER_ENRICHMENT is the method
-	// implemented; NETWORK_API is planned.
-	if !op.Allows(client, operators.Method(req.ServiceType)) || req.ServiceType != string(operators.MethodHeaderEnrichment) {
+	// A method the operator supports and the client enabled, and that mnv can use with it:
+	// header enrichment, or the operator's network API when its CAMARA settings are loaded.
+	m := operators.Method(req.ServiceType)
+	usable := m == operators.MethodHeaderEnrichment ||
+		m == operators.MethodNetworkAPI && s.network != nil && s.network.Has(req.OperatorID)
+	if !usable || !op.Allows(client, m) {
 		return num, fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
 	}
 	return num, nil
+}
+
+// errBadBlob is the answer to a blob that is not a sealed session of the client.
+var errBadBlob = fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+
+// checkMethod refuses a session captured by another method than m.
+func (s *Service) checkMethod(ctx context.Context, clientID, sessionID string, m operators.Method) error {
+	if s.sessions == nil {
+		return nil
+	}
+	sess, err := s.sessions.GetSession(ctx, clientID, sessionID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		return errBadBlob
+	case err != nil:
+		return err
+	case sess.Method != string(m):
+		return fault.Invalid("serviceType", "does not match the method of the sealed session (%s)", sess.Method)
+	}
+	return nil
+}
+
+// askOperator decides a NETWORK_API verification: the operator's /verify, called with the
+// session's single-use access token. An expired session is EXPIRED without a call; a used one
+// is left to the record (ALREADY_USED, or the resumption of its unsettled charge) without a
+// call either, so a retry never spends anything at the operator. The operator's silence (5xx,
+// timeout) is 503 with nothing recorded: the session stays unused and the verify can be retried.
+func (s *Service) askOperator(ctx context.Context, p identity.Principal, req Request, c seal.Claims, e164 string) (outcome, reason string, err error) {
+	if s.sessions == nil || s.network == nil {
+		return "", "", fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
+	}
+	sess, err := s.sessions.GetSession(ctx, p.ClientID, c.SessionID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		return "", "", errBadBlob
+	case err != nil:
+		return "", "", err
+	case sess.Method != string(operators.MethodNetworkAPI):
+		return "", "", fault.Invalid("serviceType", "does not match the method of the sealed session (%s)", sess.Method)
+	case !s.now().Before(c.ExpiresAt):
+		return domain.StatusExpired, domain.ReasonSessionExpired, nil
+	case sess.UsedAt != nil:
+		// The record finds it used: ALREADY_USED, or this verification's unsettled charge.
+		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+	case sess.Status != domain.Captured || sess.OAuthSealed == nil:
+		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+	}
+	token, err := s.sealer.OpenSecret(seal.SecretAccessToken, sess.ID, sess.OAuthSealed)
+	if err != nil {
+		return "", "", fmt.Errorf("open the access token: %w", err)
+	}
+	correlator := requestid.From(ctx)
+	cctx, cancel := context.WithTimeout(ctx, s.networkTimeout)
+	defer cancel()
+	start := s.now()
+	ans, err := s.network.VerifyNumber(cctx, req.OperatorID, string(token), e164, correlator)
+	outcome, reason, err = NetworkOutcome(ans, err)
+	s.log.Info("operator network API verify", zap.String("operator", req.OperatorID), zap.String("x_correlator", correlator),
+		zap.Int("status", ans.Status), zap.String("code", ans.Code), zap.String("outcome", outcome),
+		zap.Duration("duration", s.now().Sub(start)), zap.NamedError("error", err), logging.Request(ctx))
+	return outcome, reason, err
+}
+
+// NetworkOutcome maps what an operator's /verify answered to mnv's outcome and reason (the
+// CAMARA Number Verification v2 responses): devicePhoneNumberVerified true or false is VERIFIED
+// or NOT_VERIFIED (both charged); 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK
+// is UNDETERMINED; 401 (the single-use token expired or used up) is EXPIRED; any other refusal
+// (403 PERMISSION_DENIED, a 4xx) is UNDETERMINED, OPERATOR_REFUSED. No answer (a 5xx, 429, a
+// timeout, an unreadable body: camara.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
+// nothing charged, retryable.
+func NetworkOutcome(a camara.Answer, err error) (outcome, reason string, _ error) {
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("%w: the operator's network API did not answer: %w", fault.ErrUnavailable, err)
+	case a.Status == 200 && a.Verified:
+		return domain.StatusVerified, domain.ReasonMatch, nil
+	case a.Status == 200:
+		return domain.StatusNotVerified, domain.ReasonMismatch, nil
+	case a.Status == 401:
+		return domain.StatusExpired, domain.ReasonTokenExpired, nil
+	case a.Status == 403 && a.Code == "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK":
+		return domain.StatusUndetermined, domain.ReasonNotAuthenticatedByMobileNetwork, nil
+	}
+	return domain.StatusUndetermined, domain.ReasonOperatorRefused, nil
 }
 
 func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []byte) error {

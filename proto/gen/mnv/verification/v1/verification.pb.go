@@ -135,6 +135,9 @@ const (
 	CaptureStatus_CAPTURE_STATUS_UNSPECIFIED         CaptureStatus = 0
 	CaptureStatus_CAPTURE_STATUS_CAPTURED            CaptureStatus = 1
 	CaptureStatus_CAPTURE_STATUS_NO_NETWORK_IDENTITY CaptureStatus = 2
+	// NETWORK_API: the device must follow authorizationUrl over mobile data; the operator sends
+	// it back to mnv, which then answers the sealed session.
+	CaptureStatus_CAPTURE_STATUS_AUTHORIZATION_PENDING CaptureStatus = 3
 )
 
 // Enum value maps for CaptureStatus.
@@ -143,11 +146,13 @@ var (
 		0: "CAPTURE_STATUS_UNSPECIFIED",
 		1: "CAPTURE_STATUS_CAPTURED",
 		2: "CAPTURE_STATUS_NO_NETWORK_IDENTITY",
+		3: "CAPTURE_STATUS_AUTHORIZATION_PENDING",
 	}
 	CaptureStatus_value = map[string]int32{
-		"CAPTURE_STATUS_UNSPECIFIED":         0,
-		"CAPTURE_STATUS_CAPTURED":            1,
-		"CAPTURE_STATUS_NO_NETWORK_IDENTITY": 2,
+		"CAPTURE_STATUS_UNSPECIFIED":           0,
+		"CAPTURE_STATUS_CAPTURED":              1,
+		"CAPTURE_STATUS_NO_NETWORK_IDENTITY":   2,
+		"CAPTURE_STATUS_AUTHORIZATION_PENDING": 3,
 	}
 )
 
@@ -540,8 +545,12 @@ type CreateSdkSessionResponse struct {
 	EncryptedMobileNumber *string                `protobuf:"bytes,3,opt,name=encrypted_mobile_number,json=encryptedMobileNumber,proto3,oneof" json:"encrypted_mobile_number,omitempty"`
 	OperatorId            *string                `protobuf:"bytes,4,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// NETWORK_API, status AUTHORIZATION_PENDING: the operator's authorization endpoint
+	// (prompt=none, mnv's redirect URI, the session's state and PKCE challenge), for the device to
+	// open over mobile data. Null otherwise.
+	AuthorizationUrl *string `protobuf:"bytes,6,opt,name=authorization_url,json=authorizationUrl,proto3,oneof" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateSdkSessionResponse) Reset() {
@@ -609,6 +618,83 @@ func (x *CreateSdkSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CreateSdkSessionResponse) GetAuthorizationUrl() string {
+	if x != nil && x.AuthorizationUrl != nil {
+		return *x.AuthorizationUrl
+	}
+	return ""
+}
+
+// CompleteSessionAuthorizationRequest is what the operator's redirect carries (OAuth 2.0
+// authorization response: RFC 6749 4.1.2 and 4.1.2.1).
+type CompleteSessionAuthorizationRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	State            string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Code             *string                `protobuf:"bytes,2,opt,name=code,proto3,oneof" json:"code,omitempty"`
+	Error            *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	ErrorDescription *string                `protobuf:"bytes,4,opt,name=error_description,json=errorDescription,proto3,oneof" json:"error_description,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CompleteSessionAuthorizationRequest) Reset() {
+	*x = CompleteSessionAuthorizationRequest{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteSessionAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteSessionAuthorizationRequest) ProtoMessage() {}
+
+func (x *CompleteSessionAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteSessionAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*CompleteSessionAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CompleteSessionAuthorizationRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationRequest) GetCode() string {
+	if x != nil && x.Code != nil {
+		return *x.Code
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationRequest) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationRequest) GetErrorDescription() string {
+	if x != nil && x.ErrorDescription != nil {
+		return *x.ErrorDescription
+	}
+	return ""
+}
+
 type VerifyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// E.164 with the leading plus.
@@ -624,7 +710,7 @@ type VerifyRequest struct {
 
 func (x *VerifyRequest) Reset() {
 	*x = VerifyRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[5]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +722,7 @@ func (x *VerifyRequest) String() string {
 func (*VerifyRequest) ProtoMessage() {}
 
 func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[5]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +735,7 @@ func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyRequest.ProtoReflect.Descriptor instead.
 func (*VerifyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{5}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *VerifyRequest) GetMobileNumber() string {
@@ -704,7 +790,7 @@ type Verification struct {
 
 func (x *Verification) Reset() {
 	*x = Verification{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +802,7 @@ func (x *Verification) String() string {
 func (*Verification) ProtoMessage() {}
 
 func (x *Verification) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +815,7 @@ func (x *Verification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verification.ProtoReflect.Descriptor instead.
 func (*Verification) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{6}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Verification) GetVerificationId() string {
@@ -818,7 +904,7 @@ type VerifyResponse struct {
 
 func (x *VerifyResponse) Reset() {
 	*x = VerifyResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +916,7 @@ func (x *VerifyResponse) String() string {
 func (*VerifyResponse) ProtoMessage() {}
 
 func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +929,7 @@ func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyResponse.ProtoReflect.Descriptor instead.
 func (*VerifyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{7}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VerifyResponse) GetVerification() *Verification {
@@ -862,7 +948,7 @@ type GetVerificationRequest struct {
 
 func (x *GetVerificationRequest) Reset() {
 	*x = GetVerificationRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +960,7 @@ func (x *GetVerificationRequest) String() string {
 func (*GetVerificationRequest) ProtoMessage() {}
 
 func (x *GetVerificationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +973,7 @@ func (x *GetVerificationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVerificationRequest.ProtoReflect.Descriptor instead.
 func (*GetVerificationRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{8}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetVerificationRequest) GetVerificationId() string {
@@ -906,7 +992,7 @@ type GetVerificationResponse struct {
 
 func (x *GetVerificationResponse) Reset() {
 	*x = GetVerificationResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1004,7 @@ func (x *GetVerificationResponse) String() string {
 func (*GetVerificationResponse) ProtoMessage() {}
 
 func (x *GetVerificationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1017,7 @@ func (x *GetVerificationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVerificationResponse.ProtoReflect.Descriptor instead.
 func (*GetVerificationResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{9}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetVerificationResponse) GetVerification() *Verification {
@@ -957,7 +1043,7 @@ type ListVerificationsRequest struct {
 
 func (x *ListVerificationsRequest) Reset() {
 	*x = ListVerificationsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1055,7 @@ func (x *ListVerificationsRequest) String() string {
 func (*ListVerificationsRequest) ProtoMessage() {}
 
 func (x *ListVerificationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1068,7 @@ func (x *ListVerificationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerificationsRequest.ProtoReflect.Descriptor instead.
 func (*ListVerificationsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{10}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListVerificationsRequest) GetPage() int32 {
@@ -1033,7 +1119,7 @@ type ListVerificationsResponse struct {
 
 func (x *ListVerificationsResponse) Reset() {
 	*x = ListVerificationsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1131,7 @@ func (x *ListVerificationsResponse) String() string {
 func (*ListVerificationsResponse) ProtoMessage() {}
 
 func (x *ListVerificationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1144,7 @@ func (x *ListVerificationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerificationsResponse.ProtoReflect.Descriptor instead.
 func (*ListVerificationsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{11}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListVerificationsResponse) GetItems() []*Verification {
@@ -1118,7 +1204,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1216,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1229,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{12}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Transaction) GetTransactionId() string {
@@ -1221,7 +1307,7 @@ type CreateTransactionRequest struct {
 
 func (x *CreateTransactionRequest) Reset() {
 	*x = CreateTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1319,7 @@ func (x *CreateTransactionRequest) String() string {
 func (*CreateTransactionRequest) ProtoMessage() {}
 
 func (x *CreateTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1332,7 @@ func (x *CreateTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTransactionRequest.ProtoReflect.Descriptor instead.
 func (*CreateTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{13}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTransactionRequest) GetServiceCode() string {
@@ -1272,7 +1358,7 @@ type CreateTransactionResponse struct {
 
 func (x *CreateTransactionResponse) Reset() {
 	*x = CreateTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1370,7 @@ func (x *CreateTransactionResponse) String() string {
 func (*CreateTransactionResponse) ProtoMessage() {}
 
 func (x *CreateTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1383,7 @@ func (x *CreateTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTransactionResponse.ProtoReflect.Descriptor instead.
 func (*CreateTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{14}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTransactionResponse) GetTransaction() *Transaction {
@@ -1316,7 +1402,7 @@ type GetTransactionRequest struct {
 
 func (x *GetTransactionRequest) Reset() {
 	*x = GetTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1414,7 @@ func (x *GetTransactionRequest) String() string {
 func (*GetTransactionRequest) ProtoMessage() {}
 
 func (x *GetTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1427,7 @@ func (x *GetTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTransactionRequest.ProtoReflect.Descriptor instead.
 func (*GetTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{15}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetTransactionRequest) GetTransactionId() string {
@@ -1360,7 +1446,7 @@ type GetTransactionResponse struct {
 
 func (x *GetTransactionResponse) Reset() {
 	*x = GetTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1458,7 @@ func (x *GetTransactionResponse) String() string {
 func (*GetTransactionResponse) ProtoMessage() {}
 
 func (x *GetTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1471,7 @@ func (x *GetTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTransactionResponse.ProtoReflect.Descriptor instead.
 func (*GetTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{16}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTransactionResponse) GetTransaction() *Transaction {
@@ -1404,7 +1490,7 @@ type CaptureTransactionRequest struct {
 
 func (x *CaptureTransactionRequest) Reset() {
 	*x = CaptureTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1502,7 @@ func (x *CaptureTransactionRequest) String() string {
 func (*CaptureTransactionRequest) ProtoMessage() {}
 
 func (x *CaptureTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1515,7 @@ func (x *CaptureTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTransactionRequest.ProtoReflect.Descriptor instead.
 func (*CaptureTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{17}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CaptureTransactionRequest) GetTransactionId() string {
@@ -1450,7 +1536,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1548,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1561,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckWebOriginRequest) GetTransactionId() string {
@@ -1501,7 +1587,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1599,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1612,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -1550,7 +1636,7 @@ type CaptureTransactionResponse struct {
 
 func (x *CaptureTransactionResponse) Reset() {
 	*x = CaptureTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1648,7 @@ func (x *CaptureTransactionResponse) String() string {
 func (*CaptureTransactionResponse) ProtoMessage() {}
 
 func (x *CaptureTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1661,7 @@ func (x *CaptureTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTransactionResponse.ProtoReflect.Descriptor instead.
 func (*CaptureTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CaptureTransactionResponse) GetTransactionId() string {
@@ -1629,7 +1715,7 @@ type StuckPlusSession struct {
 
 func (x *StuckPlusSession) Reset() {
 	*x = StuckPlusSession{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1727,7 @@ func (x *StuckPlusSession) String() string {
 func (*StuckPlusSession) ProtoMessage() {}
 
 func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1740,7 @@ func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusSession.ProtoReflect.Descriptor instead.
 func (*StuckPlusSession) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StuckPlusSession) GetId() string {
@@ -1716,7 +1802,7 @@ type ListStuckPlusSessionsRequest struct {
 
 func (x *ListStuckPlusSessionsRequest) Reset() {
 	*x = ListStuckPlusSessionsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1814,7 @@ func (x *ListStuckPlusSessionsRequest) String() string {
 func (*ListStuckPlusSessionsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1827,7 @@ func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListStuckPlusSessionsRequest) GetPage() int32 {
@@ -1771,7 +1857,7 @@ type ListStuckPlusSessionsResponse struct {
 
 func (x *ListStuckPlusSessionsResponse) Reset() {
 	*x = ListStuckPlusSessionsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1869,7 @@ func (x *ListStuckPlusSessionsResponse) String() string {
 func (*ListStuckPlusSessionsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1882,7 @@ func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListStuckPlusSessionsResponse) GetItems() []*StuckPlusSession {
@@ -1845,7 +1931,7 @@ type RevealStuckPlusSessionRequest struct {
 
 func (x *RevealStuckPlusSessionRequest) Reset() {
 	*x = RevealStuckPlusSessionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1943,7 @@ func (x *RevealStuckPlusSessionRequest) String() string {
 func (*RevealStuckPlusSessionRequest) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1956,7 @@ func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevealStuckPlusSessionRequest) GetSessionId() string {
@@ -1899,7 +1985,7 @@ type RevealStuckPlusSessionResponse struct {
 
 func (x *RevealStuckPlusSessionResponse) Reset() {
 	*x = RevealStuckPlusSessionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1997,7 @@ func (x *RevealStuckPlusSessionResponse) String() string {
 func (*RevealStuckPlusSessionResponse) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2010,7 @@ func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RevealStuckPlusSessionResponse) GetSessionId() string {
@@ -1971,7 +2057,7 @@ type StuckPlusReveal struct {
 
 func (x *StuckPlusReveal) Reset() {
 	*x = StuckPlusReveal{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2069,7 @@ func (x *StuckPlusReveal) String() string {
 func (*StuckPlusReveal) ProtoMessage() {}
 
 func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2082,7 @@ func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusReveal.ProtoReflect.Descriptor instead.
 func (*StuckPlusReveal) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StuckPlusReveal) GetId() string {
@@ -2051,7 +2137,7 @@ type ListStuckPlusRevealsRequest struct {
 
 func (x *ListStuckPlusRevealsRequest) Reset() {
 	*x = ListStuckPlusRevealsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2149,7 @@ func (x *ListStuckPlusRevealsRequest) String() string {
 func (*ListStuckPlusRevealsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2162,7 @@ func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListStuckPlusRevealsRequest) GetPage() int32 {
@@ -2106,7 +2192,7 @@ type ListStuckPlusRevealsResponse struct {
 
 func (x *ListStuckPlusRevealsResponse) Reset() {
 	*x = ListStuckPlusRevealsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2204,7 @@ func (x *ListStuckPlusRevealsResponse) String() string {
 func (*ListStuckPlusRevealsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2217,7 @@ func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListStuckPlusRevealsResponse) GetItems() []*StuckPlusReveal {
@@ -2194,7 +2280,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\f_operator_idB\f\n" +
 	"\n" +
 	"_device_idB\x0e\n" +
-	"\f_app_version\"\xbf\x02\n" +
+	"\f_app_version\"\x87\x03\n" +
 	"\x18CreateSdkSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12:\n" +
@@ -2203,9 +2289,19 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\voperator_id\x18\x04 \x01(\tH\x01R\n" +
 	"operatorId\x88\x01\x01\x129\n" +
 	"\n" +
-	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAtB\x1a\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x120\n" +
+	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x0e\n" +
-	"\f_operator_id\"\xb0\x01\n" +
+	"\f_operator_idB\x14\n" +
+	"\x12_authorization_url\"\xca\x01\n" +
+	"#CompleteSessionAuthorizationRequest\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x17\n" +
+	"\x04code\x18\x02 \x01(\tH\x00R\x04code\x88\x01\x01\x12\x19\n" +
+	"\x05error\x18\x03 \x01(\tH\x01R\x05error\x88\x01\x01\x120\n" +
+	"\x11error_description\x18\x04 \x01(\tH\x02R\x10errorDescription\x88\x01\x01B\a\n" +
+	"\x05_codeB\b\n" +
+	"\x06_errorB\x14\n" +
+	"\x12_error_description\"\xb0\x01\n" +
 	"\rVerifyRequest\x12#\n" +
 	"\rmobile_number\x18\x01 \x01(\tR\fmobileNumber\x126\n" +
 	"\x17encrypted_mobile_number\x18\x02 \x01(\tR\x15encryptedMobileNumber\x12\x1f\n" +
@@ -2362,11 +2458,12 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x14PLATFORM_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10PLATFORM_ANDROID\x10\x01\x12\x10\n" +
 	"\fPLATFORM_IOS\x10\x02\x12\x10\n" +
-	"\fPLATFORM_WEB\x10\x03*t\n" +
+	"\fPLATFORM_WEB\x10\x03*\x9e\x01\n" +
 	"\rCaptureStatus\x12\x1e\n" +
 	"\x1aCAPTURE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CAPTURE_STATUS_CAPTURED\x10\x01\x12&\n" +
-	"\"CAPTURE_STATUS_NO_NETWORK_IDENTITY\x10\x02*\xc8\x01\n" +
+	"\"CAPTURE_STATUS_NO_NETWORK_IDENTITY\x10\x02\x12(\n" +
+	"$CAPTURE_STATUS_AUTHORIZATION_PENDING\x10\x03*\xc8\x01\n" +
 	"\x12VerificationStatus\x12#\n" +
 	"\x1fVERIFICATION_STATUS_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cVERIFICATION_STATUS_VERIFIED\x10\x01\x12$\n" +
@@ -2378,10 +2475,11 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xae\x0e\n" +
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xdb\x0f\n" +
 	"\x13VerificationService\x12\x90\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
-	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12s\n" +
+	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xaa\x01\n" +
+	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"!\xca\xf3\x18\x1d\b\x04\x12\x01\x01J\x16SDK session authorized\x12s\n" +
 	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\" \xca\xf3\x18\x1c\b\x020\x01J\x16Verification completed\x12\x99\x01\n" +
 	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"+\xca\xf3\x18'\b\x02J#Verification retrieved successfully\x12\xa0\x01\n" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
@@ -2406,96 +2504,99 @@ func file_mnv_verification_v1_verification_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_verification_v1_verification_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_mnv_verification_v1_verification_proto_goTypes = []any{
-	(ServiceType)(0),                       // 0: mnv.verification.v1.ServiceType
-	(Platform)(0),                          // 1: mnv.verification.v1.Platform
-	(CaptureStatus)(0),                     // 2: mnv.verification.v1.CaptureStatus
-	(VerificationStatus)(0),                // 3: mnv.verification.v1.VerificationStatus
-	(TransactionStatus)(0),                 // 4: mnv.verification.v1.TransactionStatus
-	(*Operator)(nil),                       // 5: mnv.verification.v1.Operator
-	(*ListOperatorsRequest)(nil),           // 6: mnv.verification.v1.ListOperatorsRequest
-	(*ListOperatorsResponse)(nil),          // 7: mnv.verification.v1.ListOperatorsResponse
-	(*CreateSdkSessionRequest)(nil),        // 8: mnv.verification.v1.CreateSdkSessionRequest
-	(*CreateSdkSessionResponse)(nil),       // 9: mnv.verification.v1.CreateSdkSessionResponse
-	(*VerifyRequest)(nil),                  // 10: mnv.verification.v1.VerifyRequest
-	(*Verification)(nil),                   // 11: mnv.verification.v1.Verification
-	(*VerifyResponse)(nil),                 // 12: mnv.verification.v1.VerifyResponse
-	(*GetVerificationRequest)(nil),         // 13: mnv.verification.v1.GetVerificationRequest
-	(*GetVerificationResponse)(nil),        // 14: mnv.verification.v1.GetVerificationResponse
-	(*ListVerificationsRequest)(nil),       // 15: mnv.verification.v1.ListVerificationsRequest
-	(*ListVerificationsResponse)(nil),      // 16: mnv.verification.v1.ListVerificationsResponse
-	(*Transaction)(nil),                    // 17: mnv.verification.v1.Transaction
-	(*CreateTransactionRequest)(nil),       // 18: mnv.verification.v1.CreateTransactionRequest
-	(*CreateTransactionResponse)(nil),      // 19: mnv.verification.v1.CreateTransactionResponse
-	(*GetTransactionRequest)(nil),          // 20: mnv.verification.v1.GetTransactionRequest
-	(*GetTransactionResponse)(nil),         // 21: mnv.verification.v1.GetTransactionResponse
-	(*CaptureTransactionRequest)(nil),      // 22: mnv.verification.v1.CaptureTransactionRequest
-	(*CheckWebOriginRequest)(nil),          // 23: mnv.verification.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),         // 24: mnv.verification.v1.CheckWebOriginResponse
-	(*CaptureTransactionResponse)(nil),     // 25: mnv.verification.v1.CaptureTransactionResponse
-	(*StuckPlusSession)(nil),               // 26: mnv.verification.v1.StuckPlusSession
-	(*ListStuckPlusSessionsRequest)(nil),   // 27: mnv.verification.v1.ListStuckPlusSessionsRequest
-	(*ListStuckPlusSessionsResponse)(nil),  // 28: mnv.verification.v1.ListStuckPlusSessionsResponse
-	(*RevealStuckPlusSessionRequest)(nil),  // 29: mnv.verification.v1.RevealStuckPlusSessionRequest
-	(*RevealStuckPlusSessionResponse)(nil), // 30: mnv.verification.v1.RevealStuckPlusSessionResponse
-	(*StuckPlusReveal)(nil),                // 31: mnv.verification.v1.StuckPlusReveal
-	(*ListStuckPlusRevealsRequest)(nil),    // 32: mnv.verification.v1.ListStuckPlusRevealsRequest
-	(*ListStuckPlusRevealsResponse)(nil),   // 33: mnv.verification.v1.ListStuckPlusRevealsResponse
-	(*timestamppb.Timestamp)(nil),          // 34: google.protobuf.Timestamp
+	(ServiceType)(0),                            // 0: mnv.verification.v1.ServiceType
+	(Platform)(0),                               // 1: mnv.verification.v1.Platform
+	(CaptureStatus)(0),                          // 2: mnv.verification.v1.CaptureStatus
+	(VerificationStatus)(0),                     // 3: mnv.verification.v1.VerificationStatus
+	(TransactionStatus)(0),                      // 4: mnv.verification.v1.TransactionStatus
+	(*Operator)(nil),                            // 5: mnv.verification.v1.Operator
+	(*ListOperatorsRequest)(nil),                // 6: mnv.verification.v1.ListOperatorsRequest
+	(*ListOperatorsResponse)(nil),               // 7: mnv.verification.v1.ListOperatorsResponse
+	(*CreateSdkSessionRequest)(nil),             // 8: mnv.verification.v1.CreateSdkSessionRequest
+	(*CreateSdkSessionResponse)(nil),            // 9: mnv.verification.v1.CreateSdkSessionResponse
+	(*CompleteSessionAuthorizationRequest)(nil), // 10: mnv.verification.v1.CompleteSessionAuthorizationRequest
+	(*VerifyRequest)(nil),                       // 11: mnv.verification.v1.VerifyRequest
+	(*Verification)(nil),                        // 12: mnv.verification.v1.Verification
+	(*VerifyResponse)(nil),                      // 13: mnv.verification.v1.VerifyResponse
+	(*GetVerificationRequest)(nil),              // 14: mnv.verification.v1.GetVerificationRequest
+	(*GetVerificationResponse)(nil),             // 15: mnv.verification.v1.GetVerificationResponse
+	(*ListVerificationsRequest)(nil),            // 16: mnv.verification.v1.ListVerificationsRequest
+	(*ListVerificationsResponse)(nil),           // 17: mnv.verification.v1.ListVerificationsResponse
+	(*Transaction)(nil),                         // 18: mnv.verification.v1.Transaction
+	(*CreateTransactionRequest)(nil),            // 19: mnv.verification.v1.CreateTransactionRequest
+	(*CreateTransactionResponse)(nil),           // 20: mnv.verification.v1.CreateTransactionResponse
+	(*GetTransactionRequest)(nil),               // 21: mnv.verification.v1.GetTransactionRequest
+	(*GetTransactionResponse)(nil),              // 22: mnv.verification.v1.GetTransactionResponse
+	(*CaptureTransactionRequest)(nil),           // 23: mnv.verification.v1.CaptureTransactionRequest
+	(*CheckWebOriginRequest)(nil),               // 24: mnv.verification.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),              // 25: mnv.verification.v1.CheckWebOriginResponse
+	(*CaptureTransactionResponse)(nil),          // 26: mnv.verification.v1.CaptureTransactionResponse
+	(*StuckPlusSession)(nil),                    // 27: mnv.verification.v1.StuckPlusSession
+	(*ListStuckPlusSessionsRequest)(nil),        // 28: mnv.verification.v1.ListStuckPlusSessionsRequest
+	(*ListStuckPlusSessionsResponse)(nil),       // 29: mnv.verification.v1.ListStuckPlusSessionsResponse
+	(*RevealStuckPlusSessionRequest)(nil),       // 30: mnv.verification.v1.RevealStuckPlusSessionRequest
+	(*RevealStuckPlusSessionResponse)(nil),      // 31: mnv.verification.v1.RevealStuckPlusSessionResponse
+	(*StuckPlusReveal)(nil),                     // 32: mnv.verification.v1.StuckPlusReveal
+	(*ListStuckPlusRevealsRequest)(nil),         // 33: mnv.verification.v1.ListStuckPlusRevealsRequest
+	(*ListStuckPlusRevealsResponse)(nil),        // 34: mnv.verification.v1.ListStuckPlusRevealsResponse
+	(*timestamppb.Timestamp)(nil),               // 35: google.protobuf.Timestamp
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
 	5,  // 1: mnv.verification.v1.ListOperatorsResponse.items:type_name -> mnv.verification.v1.Operator
 	1,  // 2: mnv.verification.v1.CreateSdkSessionRequest.platform:type_name -> mnv.verification.v1.Platform
 	2,  // 3: mnv.verification.v1.CreateSdkSessionResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	34, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 5: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
-	34, // 6: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
-	11, // 7: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
-	11, // 8: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
-	34, // 9: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
-	34, // 10: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
-	11, // 11: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
+	35, // 6: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
+	12, // 7: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
+	12, // 8: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
+	35, // 9: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
+	35, // 10: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
+	12, // 11: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
 	4,  // 12: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
-	34, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
-	34, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
-	17, // 15: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
-	17, // 16: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	35, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
+	18, // 15: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	18, // 16: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	4,  // 17: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	34, // 18: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	34, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
-	34, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
-	26, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
-	34, // 22: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
-	34, // 23: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
-	31, // 24: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
+	35, // 18: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
+	35, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
+	27, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
+	35, // 22: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
+	35, // 23: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
+	32, // 24: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
 	6,  // 25: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
 	8,  // 26: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
-	10, // 27: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
-	13, // 28: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
-	15, // 29: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
-	18, // 30: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
-	20, // 31: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
-	22, // 32: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
-	23, // 33: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
-	27, // 34: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	29, // 35: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	32, // 36: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	7,  // 37: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 38: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	12, // 39: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	14, // 40: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	16, // 41: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	19, // 42: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	21, // 43: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	25, // 44: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	24, // 45: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	28, // 46: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	30, // 47: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	33, // 48: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	37, // [37:49] is the sub-list for method output_type
-	25, // [25:37] is the sub-list for method input_type
+	10, // 27: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
+	11, // 28: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
+	14, // 29: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
+	16, // 30: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
+	19, // 31: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
+	21, // 32: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
+	23, // 33: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
+	24, // 34: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	28, // 35: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	30, // 36: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	33, // 37: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	7,  // 38: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 39: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	9,  // 40: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	13, // 41: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	15, // 42: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	17, // 43: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	20, // 44: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	22, // 45: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	26, // 46: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	25, // 47: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	29, // 48: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	31, // 49: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	34, // 50: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	38, // [38:51] is the sub-list for method output_type
+	25, // [25:38] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name
@@ -2508,19 +2609,20 @@ func file_mnv_verification_v1_verification_proto_init() {
 	}
 	file_mnv_verification_v1_verification_proto_msgTypes[3].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[4].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[6].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[10].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[12].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[20].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[22].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[27].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[5].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[7].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[11].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[13].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[21].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[23].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_verification_proto_rawDesc), len(file_mnv_verification_v1_verification_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,18 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	VerificationService_ListOperators_FullMethodName          = "/mnv.verification.v1.VerificationService/ListOperators"
-	VerificationService_CreateSdkSession_FullMethodName       = "/mnv.verification.v1.VerificationService/CreateSdkSession"
-	VerificationService_Verify_FullMethodName                 = "/mnv.verification.v1.VerificationService/Verify"
-	VerificationService_GetVerification_FullMethodName        = "/mnv.verification.v1.VerificationService/GetVerification"
-	VerificationService_ListVerifications_FullMethodName      = "/mnv.verification.v1.VerificationService/ListVerifications"
-	VerificationService_CreateTransaction_FullMethodName      = "/mnv.verification.v1.VerificationService/CreateTransaction"
-	VerificationService_GetTransaction_FullMethodName         = "/mnv.verification.v1.VerificationService/GetTransaction"
-	VerificationService_CaptureTransaction_FullMethodName     = "/mnv.verification.v1.VerificationService/CaptureTransaction"
-	VerificationService_CheckWebOrigin_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
-	VerificationService_ListStuckPlusSessions_FullMethodName  = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
-	VerificationService_RevealStuckPlusSession_FullMethodName = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
-	VerificationService_ListStuckPlusReveals_FullMethodName   = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
+	VerificationService_ListOperators_FullMethodName                = "/mnv.verification.v1.VerificationService/ListOperators"
+	VerificationService_CreateSdkSession_FullMethodName             = "/mnv.verification.v1.VerificationService/CreateSdkSession"
+	VerificationService_CompleteSessionAuthorization_FullMethodName = "/mnv.verification.v1.VerificationService/CompleteSessionAuthorization"
+	VerificationService_Verify_FullMethodName                       = "/mnv.verification.v1.VerificationService/Verify"
+	VerificationService_GetVerification_FullMethodName              = "/mnv.verification.v1.VerificationService/GetVerification"
+	VerificationService_ListVerifications_FullMethodName            = "/mnv.verification.v1.VerificationService/ListVerifications"
+	VerificationService_CreateTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/CreateTransaction"
+	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
+	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
+	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
+	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
+	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
+	VerificationService_ListStuckPlusReveals_FullMethodName         = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
 )
 
 // VerificationServiceClient is the client API for VerificationService service.
@@ -51,6 +52,11 @@ type VerificationServiceClient interface {
 	ListOperators(ctx context.Context, in *ListOperatorsRequest, opts ...grpc.CallOption) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(ctx context.Context, in *CreateSdkSessionRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
+	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
+	// back here (the redirect URI of the authorization URL the session answered) with the code
+	// and the state, or an error. No client credential: the state binds the call to its session,
+	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
 	Verify(ctx context.Context, in *VerifyRequest, opts ...grpc.CallOption) (*VerifyResponse, error)
@@ -95,6 +101,16 @@ func (c *verificationServiceClient) CreateSdkSession(ctx context.Context, in *Cr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateSdkSessionResponse)
 	err := c.cc.Invoke(ctx, VerificationService_CreateSdkSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateSdkSessionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CompleteSessionAuthorization_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +235,11 @@ type VerificationServiceServer interface {
 	ListOperators(context.Context, *ListOperatorsRequest) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error)
+	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
+	// back here (the redirect URI of the authorization URL the session answered) with the code
+	// and the state, or an error. No client credential: the state binds the call to its session,
+	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CreateSdkSessionResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
 	Verify(context.Context, *VerifyRequest) (*VerifyResponse, error)
@@ -254,6 +275,9 @@ func (UnimplementedVerificationServiceServer) ListOperators(context.Context, *Li
 }
 func (UnimplementedVerificationServiceServer) CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateSdkSession not implemented")
+}
+func (UnimplementedVerificationServiceServer) CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CreateSdkSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompleteSessionAuthorization not implemented")
 }
 func (UnimplementedVerificationServiceServer) Verify(context.Context, *VerifyRequest) (*VerifyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Verify not implemented")
@@ -338,6 +362,24 @@ func _VerificationService_CreateSdkSession_Handler(srv interface{}, ctx context.
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(VerificationServiceServer).CreateSdkSession(ctx, req.(*CreateSdkSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_CompleteSessionAuthorization_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteSessionAuthorizationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CompleteSessionAuthorization(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CompleteSessionAuthorization_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CompleteSessionAuthorization(ctx, req.(*CompleteSessionAuthorizationRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -536,6 +578,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateSdkSession",
 			Handler:    _VerificationService_CreateSdkSession_Handler,
+		},
+		{
+			MethodName: "CompleteSessionAuthorization",
+			Handler:    _VerificationService_CompleteSessionAuthorization_Handler,
 		},
 		{
 			MethodName: "Verify",

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/mnvhq/mnv/services/platform/camarafake"
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	verification "github.com/mnvhq/mnv/services/verification/app"
+)
+
+// sandboxCAMARAClient is mnv's client id at the fake operator.
+const sandboxCAMARAClient = "mnv-sandbox"
+
+// startSandboxCAMARA starts the fake CAMARA operator (platform/camarafake) on loopback and
+// points verification at a registry with the sandbox operator and a sandbox-camara operator
+// (NETWORK_API) reached through it, so the NETWORK_API flow can be walked with curl. It does
+// nothing when the sandbox is off or MNV_OPERATORS_FILE names a registry of its own. The device
+// identifies its line to the fake with the sandbox header, X-Mnv-Sandbox-Msisdn.
+func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr string) (*camarafake.Fake, error) {
+	if !vcfg.Sandbox || vcfg.OperatorsFile != "" {
+		return nil, nil
+	}
+	if vcfg.PublicURL == "" {
+		vcfg.PublicURL = "http://" + browserAddrString(gatewayAddr)
+	}
+	secret := crypto.NewSecret()
+	f, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{
+		ID: sandboxCAMARAClient, Secret: secret, RedirectURIs: []string{vcfg.PublicURL + verification.CallbackPath},
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	secretFile := filepath.Join(state, "sandbox-camara.secret")
+	registry := filepath.Join(state, "operators.yaml")
+	yaml := fmt.Sprintf(`# Written by make run (cmd/mnv) at each start: the sandbox operator, and sandbox-camara, the
+# fake CAMARA operator this run started (NETWORK_API). Set MNV_OPERATORS_FILE to use a registry
+# of your own instead.
+operators:
+  - id: sandbox
+    name: mnv sandbox
+    country: ZZ
+    mccMnc: ["001-01"]
+    methods: [HEADER_ENRICHMENT]
+    sandbox: true
+    headerEnrichment:
+      trustedRanges: ["127.0.0.0/8", "::1/128"]
+      numberHeader: X-Mnv-Sandbox-Msisdn
+  - id: sandbox-camara
+    name: mnv sandbox (CAMARA network API)
+    country: ZZ
+    mccMnc: ["001-02"]
+    methods: [NETWORK_API]
+    sandbox: true
+    camara:
+      discoveryUrl: %s
+      apiRoot: %s
+      clientId: %s
+      clientAuth: client_secret_basic
+      clientSecretFile: sandbox-camara.secret
+`, f.DiscoveryURL(), f.URL, sandboxCAMARAClient)
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err == nil {
+		err = os.WriteFile(registry, []byte(yaml), 0o600)
+	} else {
+		_ = f.Close()
+		return nil, err
+	}
+	vcfg.OperatorsFile = registry
+	return f, nil
+}
+
+// browserAddrString is browserAddr for an address in text.
+func browserAddrString(addr string) string {
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return addr
+	}
+	return browserAddr(a)
+}
