@@ -10,6 +10,7 @@ require (
 	github.com/nyaruka/phonenumbers v1.8.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/riverqueue/river v0.51.1
+	github.com/riverqueue/river/rivertype v0.51.1
 	go.uber.org/zap v1.28.0
 	golang.org/x/sync v0.24.0
 	google.golang.org/grpc v1.85.0
@@ -48,7 +49,6 @@ require (
 	github.com/riverqueue/river/riverdriver v0.51.1 // indirect
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.1 // indirect
 	github.com/riverqueue/river/rivershared v0.51.1 // indirect
-	github.com/riverqueue/river/rivertype v0.51.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
