@@ -790,6 +790,102 @@ func (x *CheckWebOriginResponse) GetAllowed() bool {
 	return false
 }
 
+type AuthenticateClientSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecret  string                 `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientSecretRequest) Reset() {
+	*x = AuthenticateClientSecretRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientSecretRequest) ProtoMessage() {}
+
+func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AuthenticateClientSecretRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthenticateClientSecretRequest) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+type AuthenticateClientSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientSecretResponse) Reset() {
+	*x = AuthenticateClientSecretResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientSecretResponse) ProtoMessage() {}
+
+func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
@@ -848,7 +944,12 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed2\xff\x04\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"c\n" +
+	"\x1fAuthenticateClientSecretRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
+	" AuthenticateClientSecretResponse\x128\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\x8c\x06\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -860,7 +961,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12a\n" +
 	"\n" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
-	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12l\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
+	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
 	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
@@ -875,53 +977,58 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_internal_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
-	(*Principal)(nil),                    // 0: mnv.accounts.v1.Principal
-	(*AuthenticateRequest)(nil),          // 1: mnv.accounts.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),         // 2: mnv.accounts.v1.AuthenticateResponse
-	(*AuthenticateSdkTokenRequest)(nil),  // 3: mnv.accounts.v1.AuthenticateSdkTokenRequest
-	(*AuthenticateSdkTokenResponse)(nil), // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse
-	(*DebitRequest)(nil),                 // 5: mnv.accounts.v1.DebitRequest
-	(*DebitResponse)(nil),                // 6: mnv.accounts.v1.DebitResponse
-	(*RefundRequest)(nil),                // 7: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),               // 8: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),            // 9: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),           // 10: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),        // 11: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),       // 12: mnv.accounts.v1.CheckWebOriginResponse
-	(Role)(0),                            // 13: mnv.accounts.v1.Role
-	(ClientStatus)(0),                    // 14: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                         // 15: mnv.accounts.v1.Feature
-	(LedgerKind)(0),                      // 16: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),        // 17: google.protobuf.Timestamp
+	(*Principal)(nil),                        // 0: mnv.accounts.v1.Principal
+	(*AuthenticateRequest)(nil),              // 1: mnv.accounts.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),             // 2: mnv.accounts.v1.AuthenticateResponse
+	(*AuthenticateSdkTokenRequest)(nil),      // 3: mnv.accounts.v1.AuthenticateSdkTokenRequest
+	(*AuthenticateSdkTokenResponse)(nil),     // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse
+	(*DebitRequest)(nil),                     // 5: mnv.accounts.v1.DebitRequest
+	(*DebitResponse)(nil),                    // 6: mnv.accounts.v1.DebitResponse
+	(*RefundRequest)(nil),                    // 7: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),                   // 8: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),                // 9: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),               // 10: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),            // 11: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),           // 12: mnv.accounts.v1.CheckWebOriginResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 13: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 14: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(Role)(0),                                // 15: mnv.accounts.v1.Role
+	(ClientStatus)(0),                        // 16: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                             // 17: mnv.accounts.v1.Feature
+	(LedgerKind)(0),                          // 18: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 19: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
-	13, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	14, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	15, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	15, // 0: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	16, // 1: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	17, // 2: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
 	0,  // 3: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	0,  // 4: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	16, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	17, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	17, // 7: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 8: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	3,  // 9: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	5,  // 10: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	7,  // 11: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	9,  // 12: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	11, // 13: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	2,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	4,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	6,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	8,  // 17: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	10, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	12, // 19: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	14, // [14:20] is the sub-list for method output_type
-	8,  // [8:14] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	19, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	19, // 7: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 8: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
+	1,  // 9: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	3,  // 10: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	5,  // 11: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	7,  // 12: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	9,  // 13: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	13, // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	11, // 15: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	2,  // 16: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	4,  // 17: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	6,  // 18: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	8,  // 19: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	10, // 20: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	14, // 21: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	12, // 22: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -938,7 +1045,7 @@ func file_mnv_accounts_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
