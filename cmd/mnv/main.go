@@ -136,6 +136,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	}{
 		{"MNV_ACCOUNTS_GRPC_ADDR", &acfg.GRPCAddr}, {"MNV_VERIFICATION_GRPC_ADDR", &vcfg.GRPCAddr},
 		{"MNV_CONNECT_GRPC_ADDR", &ccfg.GRPCAddr}, {"MNV_HTTP_ADDR", &gcfg.HTTPAddr}, {demoAddrVar, &demoAddr},
+		{"MNV_VERIFICATION_CAMARA_ADDR", &vcfg.CAMARAAddr},
 	} {
 		if _, set := os.LookupEnv(a.name); set {
 			continue
@@ -150,6 +151,11 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	}
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr, acfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
+	gcfg.CAMARAAddr = vcfg.CAMARAAddr
+	if _, set := os.LookupEnv("MNV_CAMARA_ISSUER"); !set {
+		// The facade's issuer is the gateway's public URL, wherever it listens.
+		vcfg.CAMARAIssuer = "http://" + gcfg.HTTPAddr
+	}
 
 	// Each app logs as its component and labels its metrics with its service.
 	logOf := func(name string) *zap.Logger { return log.With(zap.String("component", name)) }

@@ -93,6 +93,18 @@ func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, id net
 	return s.open(ctx, st, s.session(clientID, "WEB", id), id.Number.E164)
 }
 
+// OpenCAMARA opens the session of a CAMARA authorization for clientID: the line as the
+// request's network shows it, through whichever operator's ranges the address is in. Which
+// operators the client may use is checked when the session is verified: the client has not
+// authenticated yet at the authorization endpoint.
+func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Request) (Capture, error) {
+	id, err := s.net.Identify(nil, []string{operators.FeatureSandbox}, n)
+	if err != nil {
+		return Capture{}, err
+	}
+	return s.open(ctx, s.st, s.session(clientID, "CAMARA", id), id.Number.E164)
+}
+
 // session is a new session of clientID, valid for the TTL from now.
 func (s *Service) session(clientID, source string, id network.Identity) domain.Session {
 	now := s.now()
