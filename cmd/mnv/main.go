@@ -128,6 +128,10 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		return err
 	}
 	demoAddr := env.String(demoAddrVar, defaultDemoAddr)
+	if vcfg.CAMARAAddr == "" {
+		// The all-in-one serves the CAMARA facade (off by default in the service's own binary).
+		vcfg.CAMARAAddr = defaultCAMARAAddr
+	}
 	// A default port another program holds is no reason to fail a developer's start: take a free
 	// one and say so. An address set in the environment is kept, and fails loudly if taken.
 	for _, a := range []struct {
@@ -216,6 +220,8 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 const (
 	demoAddrVar     = "MNV_DEMO_ADDR"
 	defaultDemoAddr = "127.0.0.1:8081"
+	// defaultCAMARAAddr is where the all-in-one serves the CAMARA facade, behind its gateway.
+	defaultCAMARAAddr = "127.0.0.1:9095"
 )
 
 // browserAddr is addr as a browser on this machine reaches it: a listener on every interface

@@ -64,7 +64,7 @@ type Config struct {
 	ConnectAddr string
 	// CAMARAAddr is the verification service's CAMARA facade, host:port (MNV_CAMARA_ADDR):
 	// the gateway proxies OIDC discovery, /oauth2/ and /number-verification/v2/ to it. Empty:
-	// those paths are 404.
+	// those paths are 404 (the default; `make run` sets it).
 	CAMARAAddr string
 	// TrustedProxies may speak for the client address in X-Forwarded-For (MNV_TRUSTED_PROXIES,
 	// comma-separated CIDRs); empty: the socket address is the client.
@@ -98,7 +98,6 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		HTTPAddr: "127.0.0.1:8080", AccountsAddr: "127.0.0.1:9091", VerificationAddr: "127.0.0.1:9092", ConnectAddr: "127.0.0.1:9093",
-		CAMARAAddr:    "127.0.0.1:9095",
 		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
 		MaxBodyBytes:  1 << 20, ShutdownTimeout: 15 * time.Second,
 		IPRate: 10, IPBurst: 50, AuthFailureRate: 1, AuthFailureBurst: 30,

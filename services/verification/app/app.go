@@ -119,7 +119,8 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 	// CAMARAAddr is where the CAMARA facade (OIDC provider and Number Verification API) listens
-	// for the gateway's proxied requests (MNV_VERIFICATION_CAMARA_ADDR); empty: no facade.
+	// for the gateway's proxied requests (MNV_VERIFICATION_CAMARA_ADDR); empty (the default):
+	// no facade. `make run` serves it on 127.0.0.1:9095.
 	CAMARAAddr string
 	// CAMARAIssuer is the public base URL of the facade, the gateway's (MNV_CAMARA_ISSUER):
 	// the OIDC issuer, and the base of the endpoints discovery names.
@@ -138,7 +139,7 @@ func DefaultConfig() Config {
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
 		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
 		PurgeEvery: 10 * time.Minute,
-		CAMARAAddr: "127.0.0.1:9095", CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: camara.MaxTokenTTL,
+		CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: camara.MaxTokenTTL,
 	}
 }
 

@@ -94,7 +94,11 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 		SupportedScopes:    []string{"openid", ScopeVerify, ScopeShare},
 		SupportedClaims:    []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "azp"},
 	}
+	// Codes and access tokens are sealed (AES-256-GCM) with the provider's key: an access
+	// token is its row's id, sealed, so a forged one never reaches the database.
+	sealer := op.NewAES256GCMCrypto(k.sealer, k.id)
 	opts := []op.Option{
+		op.WithCrypto(sealer),
 		op.WithCustomAuthEndpoint(op.NewEndpoint(authorizePath)),
 		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
 		op.WithCustomKeysEndpoint(op.NewEndpoint("oauth2/keys")),
@@ -111,7 +115,7 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: provider, sealer: op.NewAESCrypto(k.sealer), log: log, now: time.Now}, nil
+	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.

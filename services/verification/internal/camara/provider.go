@@ -115,9 +115,9 @@ const keysAD = "verification.camara_keys:provider"
 func loadKeys(ctx context.Context, st Store, ring *crypto.Keyring) (keys, error) {
 	id, sealed, err := st.ProviderKeys(ctx)
 	if errors.Is(err, fault.ErrNotFound) {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			return keys{}, err
+		k, gerr := rsa.GenerateKey(rand.Reader, 2048)
+		if gerr != nil {
+			return keys{}, gerr
 		}
 		var s sealedKeys
 		s.RSA = x509.MarshalPKCS1PrivateKey(k)
@@ -126,8 +126,8 @@ func loadKeys(ctx context.Context, st Store, ring *crypto.Keyring) (keys, error)
 			return keys{}, err
 		}
 		plain, _ := json.Marshal(s)
-		if err := st.InsertProviderKeys(ctx, uuid.NewString(), ring.Seal(plain, []byte(keysAD))); err != nil {
-			return keys{}, err
+		if ierr := st.InsertProviderKeys(ctx, uuid.NewString(), ring.Seal(plain, []byte(keysAD))); ierr != nil {
+			return keys{}, ierr
 		}
 		id, sealed, err = st.ProviderKeys(ctx)
 	}
