@@ -137,8 +137,8 @@ func DefaultConfig() Config {
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
-		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
-		PurgeEvery: 10 * time.Minute,
+		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
+		PurgeEvery:   10 * time.Minute,
 		CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: camara.MaxTokenTTL,
 	}
 }
@@ -401,7 +401,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	a.server, a.verifier, a.idem = srv, verifier, idem
 	if cfg.CAMARAAddr != "" {
 		facade, err := camara.New(ctx, camara.Config{
-			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL, Callers: cfg.InternalCallers, NumberHeaders: ops.NumberHeaders(),
+			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
+			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
 		}, store.New(pool), accounts, sess, verifier, keyring, log)
 		if err != nil {
 			return nil, fmt.Errorf("camara facade: %w", err)

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,7 +16,6 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/text/language"
 
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -52,13 +49,9 @@ type Config struct {
 	Issuer string
 	// TokenTTL is the life of an access token, at most MaxTokenTTL.
 	TokenTTL time.Duration
-	// Callers are the internal callers' token digests: only the gateway's token, in
-	// auth.HTTPCallerHeader, makes the facade believe the client address and number headers a
-	// request carries.
-	Callers auth.Callers
-	// NumberHeaders are the operators' number headers, as the gateway passes them
-	// (auth.MDHeaderPrefix + lower-case name).
-	NumberHeaders []string
+	// NetworkOf reads what a request showed of its network: the client address and number
+	// headers the gateway passed, believed only from the gateway (server.HTTPNetworkOf).
+	NetworkOf func(r *http.Request) network.Request
 }
 
 // Facade is the facade's HTTP handler.
@@ -120,7 +113,7 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 
 // ServeHTTP routes a request: the API's two operations, or the provider.
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	state := &requestState{net: f.networkOf(r)}
+	state := &requestState{net: f.cfg.NetworkOf(r)}
 	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/oauth2/token" {
 		// The redirect URI the request names, checked against the client's web origins.
 		if r.Method == http.MethodPost {
@@ -143,32 +136,6 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.provider.ServeHTTP(w, r)
 	}
-}
-
-// networkOf is what the request showed of its network: the address and number headers the
-// gateway resolved, when the gateway (its own token) sent it; else its socket address alone.
-func (f *Facade) networkOf(r *http.Request) network.Request {
-	var n network.Request
-	if name, ok := f.cfg.Callers.Name(r.Header.Get(auth.HTTPCallerHeader)); !ok || name != auth.CallerGateway {
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			n.Addr = ap.Addr().Unmap()
-		} else if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-			n.Addr, _ = netip.ParseAddr(h)
-		}
-		return n
-	}
-	if v := r.Header.Values(auth.MDClientIP); len(v) == 1 {
-		if a, err := netip.ParseAddr(v[0]); err == nil {
-			n.Addr = a.Unmap()
-		}
-	}
-	n.Headers = map[string]string{}
-	for _, h := range f.cfg.NumberHeaders {
-		if v := r.Header.Values(auth.MDHeaderPrefix + strings.ToLower(h)); len(v) == 1 {
-			n.Headers[h] = v[0]
-		}
-	}
-	return n
 }
 
 // correlatorRule is the XCorrelator schema of CAMARA's commons.
