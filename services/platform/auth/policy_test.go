@@ -33,6 +33,7 @@ func TestPolicyOf(t *testing.T) {
 		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: auth.SDKToken, Feature: "VERIFY"}},
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: auth.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},
@@ -44,7 +45,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 14+6+12+17 {
+	if n := len(p); n != 14+7+12+17 {
 		t.Errorf("%d rules", n)
 	}
 }
