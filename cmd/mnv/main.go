@@ -128,6 +128,10 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		return err
 	}
 	demoAddr := env.String(demoAddrVar, defaultDemoAddr)
+	if vcfg.CAMARAAddr == "" {
+		// The all-in-one serves the CAMARA facade (off by default in the service's own binary).
+		vcfg.CAMARAAddr = defaultCAMARAAddr
+	}
 	// A default port another program holds is no reason to fail a developer's start: take a free
 	// one and say so. An address set in the environment is kept, and fails loudly if taken.
 	for _, a := range []struct {
@@ -136,6 +140,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	}{
 		{"MNV_ACCOUNTS_GRPC_ADDR", &acfg.GRPCAddr}, {"MNV_VERIFICATION_GRPC_ADDR", &vcfg.GRPCAddr},
 		{"MNV_CONNECT_GRPC_ADDR", &ccfg.GRPCAddr}, {"MNV_HTTP_ADDR", &gcfg.HTTPAddr}, {demoAddrVar, &demoAddr},
+		{"MNV_VERIFICATION_CAMARA_ADDR", &vcfg.CAMARAAddr},
 	} {
 		if _, set := os.LookupEnv(a.name); set {
 			continue
@@ -150,6 +155,11 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	}
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr, acfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
+	gcfg.CAMARAAddr = vcfg.CAMARAAddr
+	if _, set := os.LookupEnv("MNV_CAMARA_ISSUER"); !set {
+		// The facade's issuer is the gateway's public URL, wherever it listens.
+		vcfg.CAMARAIssuer = "http://" + gcfg.HTTPAddr
+	}
 
 	camaraFake, err := startSandboxCAMARA(state, &vcfg, gcfg.HTTPAddr)
 	if err != nil {
@@ -219,6 +229,8 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 const (
 	demoAddrVar     = "MNV_DEMO_ADDR"
 	defaultDemoAddr = "127.0.0.1:8081"
+	// defaultCAMARAAddr is where the all-in-one serves the CAMARA facade, behind its gateway.
+	defaultCAMARAAddr = "127.0.0.1:9095"
 )
 
 // browserAddr is addr as a browser on this machine reaches it: a listener on every interface

@@ -81,7 +81,7 @@ func (c *conn) create() *cobra.Command {
 	contactPhone := f.String("contact-phone", "", "contact phone number, digits (required)")
 	balance := f.Int64("balance", 0, "initial balance in credits")
 	expiresIn := f.String("expires-in", "", "balance lifetime, e.g. 30d or 12h (default: never expires)")
-	features := f.String("features", "", "comma-separated: VERIFY,CONNECT,STUCK_PLUS,SANDBOX")
+	features := f.String("features", "", "comma-separated: VERIFY,CONNECT,STUCK_PLUS,SANDBOX,NUMBER_SHARE")
 	withoutKey := f.Bool("without-api-key", false, "issue no API key; the client generates its first one with its secret")
 	return leaf(cmd, true, func(ctx context.Context, _ []string) (result, error) {
 		expires, err := expiry(*expiresIn)
@@ -212,7 +212,7 @@ func (c *conn) setStatus(use, short string, st accountsv1.ClientStatus) *cobra.C
 func (c *conn) features() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "features CLIENT_ID FEATURE,…",
-		Short: "Replace a client's features (VERIFY, CONNECT, STUCK_PLUS, SANDBOX)",
+		Short: "Replace a client's features (VERIFY, CONNECT, STUCK_PLUS, SANDBOX, NUMBER_SHARE)",
 		Args:  exactArgs(2, "CLIENT_ID FEATURES"),
 	}
 	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
@@ -454,7 +454,7 @@ func parseFeatures(s string) ([]accountsv1.Feature, error) {
 		}
 		v, ok := accountsv1.Feature_value["FEATURE_"+f]
 		if !ok || v == 0 {
-			return nil, usagef("unknown feature %q; known: VERIFY, CONNECT, STUCK_PLUS, SANDBOX", f)
+			return nil, usagef("unknown feature %q; known: VERIFY, CONNECT, STUCK_PLUS, SANDBOX, NUMBER_SHARE", f)
 		}
 		out = append(out, accountsv1.Feature(v))
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/allow"
 	"github.com/mnvhq/mnv/gateway/internal/apidocs"
 	"github.com/mnvhq/mnv/gateway/internal/backends"
+	"github.com/mnvhq/mnv/gateway/internal/camaraproxy"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
@@ -61,6 +62,10 @@ type Config struct {
 	VerificationAddr string
 	// ConnectAddr is the connect service's gRPC address (MNV_CONNECT_ADDR).
 	ConnectAddr string
+	// CAMARAAddr is the verification service's CAMARA facade, host:port (MNV_CAMARA_ADDR):
+	// the gateway proxies OIDC discovery, /oauth2/ and /number-verification/v2/ to it. Empty:
+	// those paths are 404 (the default; `make run` sets it).
+	CAMARAAddr string
 	// TrustedProxies may speak for the client address in X-Forwarded-For (MNV_TRUSTED_PROXIES,
 	// comma-separated CIDRs); empty: the socket address is the client.
 	TrustedProxies []netip.Prefix
@@ -106,6 +111,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
 	c.VerificationAddr = env.String("MNV_VERIFICATION_ADDR", c.VerificationAddr)
 	c.ConnectAddr = env.String("MNV_CONNECT_ADDR", c.ConnectAddr)
+	c.CAMARAAddr = env.String("MNV_CAMARA_ADDR", c.CAMARAAddr)
 	proxies, err := clientip.ParsePrefixes(env.String("MNV_TRUSTED_PROXIES", ""))
 	if err != nil {
 		return c, fmt.Errorf("MNV_TRUSTED_PROXIES: %w", err)
@@ -254,6 +260,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// and a budget per address would refuse the SDK to many subscribers behind one mobile
 	// carrier's NAT, the very users the browser flow is for.
 	sdkassets.Register(root)
+	// The CAMARA facade: OAuth2 and CAMARA bodies, proxied as they are to verification's
+	// HTTP listener.
+	if cfg.CAMARAAddr != "" {
+		facade := camaraproxy.New(cfg.CAMARAAddr, cfg.InternalToken, cfg.NumberHeaders, log)
+		for _, p := range camaraproxy.Paths {
+			root.Handle(p, middleware.BodyLimit(cfg.MaxBodyBytes, nil)(facade))
+		}
+	}
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))
 	})
@@ -271,7 +285,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// Only the drain of unread bodies is further out: it runs once the answer is complete.
 	g.handler = middleware.DrainBody(cfg.MaxBodyBytes+drainBeyondLimit, drainWait)(
 		tracing.Handler(middleware.RequestID(middleware.Recover(log)(middleware.Observe(log, metrics)(
-			clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(middleware.StripUntrusted(perAddress(middleware.CleanPath(root)))))))))
+			clientip.Middleware(clientip.NewResolver(cfg.TrustedProxies))(camaraproxy.KeepAuthorization(middleware.StripUntrusted(perAddress(middleware.CleanPath(root))))))))))
 	return g, nil
 }
 

@@ -35,7 +35,9 @@ type Suite struct {
 	AccountsAddr     string
 	VerificationAddr string
 	ConnectAddr      string
-	DatabaseURL      string
+	// CAMARAAddr is verification's CAMARA facade listener, which the gateway proxies to.
+	CAMARAAddr  string
+	DatabaseURL string
 	// Tokens are the internal tokens each process presents, by caller (auth.CallerGateway, …):
 	// one per caller, as in a deployment.
 	Tokens     map[string]string
@@ -154,14 +156,15 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	if s.LogDir, err = os.MkdirTemp("", "mnv-e2e-logs-"); err != nil {
 		return nil, err
 	}
-	var addrs [4]string
+	var addrs [5]string
 	for i := range addrs {
 		if addrs[i], err = FreeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	accountsAddr, verificationAddr, connectAddr, httpAddr := addrs[0], addrs[1], addrs[2], addrs[3]
+	accountsAddr, verificationAddr, connectAddr, httpAddr, camaraAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
 	s.AccountsAddr, s.VerificationAddr, s.ConnectAddr, s.GatewayURL = accountsAddr, verificationAddr, connectAddr, "http://"+httpAddr
+	s.CAMARAAddr = camaraAddr
 	var callers auth.Callers
 	for name, token := range s.Tokens {
 		callers = callers.With(name, token)
@@ -205,6 +208,8 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	if err = s.spawn("verification", own("verification",
 		"DATABASE_URL="+dbURL,
 		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
+		"MNV_VERIFICATION_CAMARA_ADDR="+camaraAddr,
+		"MNV_CAMARA_ISSUER=http://"+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		// NETWORK_API operators send the device back to the gateway.
 		"MNV_PUBLIC_URL="+s.GatewayURL,
@@ -229,6 +234,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		"MNV_HTTP_ADDR="+httpAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_VERIFICATION_ADDR="+verificationAddr,
+		"MNV_CAMARA_ADDR="+camaraAddr,
 		"MNV_CONNECT_ADDR="+connectAddr,
 	)); err != nil {
 		return nil, err

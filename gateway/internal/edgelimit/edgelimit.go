@@ -57,6 +57,8 @@ var unauthenticated = func() *http.ServeMux {
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/capture", group("capture"))
 	m.Handle("GET /v1/api/sdk/session/callback", group("callback"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
+	m.Handle("GET /oauth2/authorize", group("camara"))
+	m.Handle("POST /oauth2/token", group("camara"))
 	m.Handle("GET /v1/api/openapi.json", group("openapi"))
 	m.Handle("GET /v1/api/docs", group("openapi"))
 	m.Handle("GET /v1/api/docs/", group("openapi"))

@@ -73,3 +73,31 @@ export interface NetworkInfo {
 
 /** What navigator.connection tells, where the browser has it; nulls when unknown. */
 export function network(): NetworkInfo;
+
+export interface CamaraAuthorizeOptions {
+  /** The client's id (the CAMARA client_id). */
+  clientId: string;
+  /** Where mnv sends the code: on one of the client's web origins. */
+  redirectUri: string;
+  /** The operation the token will be good for, once. */
+  scope: 'verify' | 'share';
+  /** An unguessable value the page keeps, checked by camaraCode. */
+  state: string;
+  /** PKCE S256 challenge, when the backend keeps a verifier. */
+  codeChallenge?: string;
+  /** mnv's public base URL, e.g. `https://api.example`; defaults to the gateway that served this script. */
+  issuer?: string;
+}
+
+/** The authorization URL the page sends the browser to, over mobile data. */
+export function camaraAuthorizeUrl(o: CamaraAuthorizeOptions): string;
+
+export interface CamaraCodeOptions {
+  /** The state the page sent. */
+  state: string;
+  /** The page mnv redirected to; defaults to location.href. */
+  url?: string;
+}
+
+/** The code for the client's backend; throws MnvError (STATE_MISMATCH, the provider's error). */
+export function camaraCode(o: CamaraCodeOptions): string;

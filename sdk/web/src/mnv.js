@@ -193,6 +193,66 @@ export function createSession(o) {
   });
 }
 
+// CAMARA_SCOPES are the scopes of the CAMARA Number Verification operations, by short name.
+const CAMARA_SCOPES = {
+  verify: 'number-verification:verify',
+  share: 'number-verification:device-phone-number:read',
+};
+
+// camaraAuthorizeUrl is the URL of mnv's CAMARA authorization endpoint for a client: the page
+// sends the browser there (location.assign) over mobile data, where mnv identifies the line, and
+// mnv redirects back to redirectUri with a code for the client's backend, which exchanges it
+// with its client secret at /oauth2/token and calls /number-verification/v2/. issuer defaults
+// to the gateway that served this script.
+export function camaraAuthorizeUrl(o) {
+  requireOptions(o);
+  requireString(o, 'clientId');
+  requireString(o, 'redirectUri');
+  requireString(o, 'state');
+  const scope = CAMARA_SCOPES[o.scope];
+  if (scope === undefined) throw new TypeError('mnv: scope must be "verify" or "share"');
+  let issuer = o.issuer;
+  if (issuer === undefined || issuer === null) {
+    const b = defaultBaseUrl();
+    issuer = b === null ? null : b.replace(/\/v1\/api$/, '');
+  }
+  if (typeof issuer !== 'string' || issuer === '') {
+    throw new TypeError('mnv: issuer is required (e.g. "https://api.example"): it cannot be told from where this script was loaded');
+  }
+  const q = new URLSearchParams({
+    response_type: 'code', client_id: o.clientId, redirect_uri: o.redirectUri,
+    scope: 'openid ' + scope, state: o.state, prompt: 'none',
+  });
+  if (o.codeChallenge !== undefined) {
+    requireString(o, 'codeChallenge');
+    q.set('code_challenge', o.codeChallenge);
+    q.set('code_challenge_method', 'S256');
+  }
+  return issuer.replace(/\/+$/, '') + '/oauth2/authorize?' + q.toString();
+}
+
+// camaraCode reads the code from the page mnv redirected back to (url, default the page's own),
+// after checking that its state is the one the page sent; an error the provider redirected with
+// (e.g. access_denied) is an MnvError with that code.
+export function camaraCode(o) {
+  requireOptions(o);
+  requireString(o, 'state');
+  const href = o.url !== undefined ? o.url : typeof location !== 'undefined' ? location.href : undefined;
+  if (typeof href !== 'string') throw new TypeError('mnv: url is required outside a browser page');
+  const q = new URL(href).searchParams;
+  if (q.get('state') !== o.state) {
+    throw new MnvError({ code: 'STATE_MISMATCH', httpStatus: 0, message: 'mnv: the redirect\'s state is not the one this page sent' });
+  }
+  if (q.get('error') !== null) {
+    throw new MnvError({ code: q.get('error'), httpStatus: 0, message: 'mnv: authorization refused: ' + (q.get('error_description') || q.get('error')) });
+  }
+  const code = q.get('code');
+  if (code === null || code === '') {
+    throw new MnvError({ code: 'BAD_RESPONSE', httpStatus: 0, message: 'mnv: the redirect carries no code' });
+  }
+  return code;
+}
+
 // network tells what the browser knows of its connection (the Network Information API, where
 // the browser has it), so a page can ask its user to switch from Wi-Fi to mobile data first.
 export function network() {

@@ -1,6 +1,6 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { capture, createSession, network, MnvError } from '../src/mnv.js';
+import { capture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
 import { startServer, reply, fail, captured } from './helpers.mjs';
 
 let s;
@@ -171,4 +171,27 @@ test('missing arguments are a TypeError naming them', async () => {
 
 test('network() is all nulls where the browser tells nothing', () => {
   assert.deepEqual(network(), { type: null, effectiveType: null, cellular: null, wifi: null });
+});
+
+test('camaraAuthorizeUrl builds the code flow request for one CAMARA scope', () => {
+  const u = new URL(camaraAuthorizeUrl({ issuer: 'https://api.example/', clientId: 'c-1', redirectUri: 'https://shop.example/cb', scope: 'share', state: 's-1', codeChallenge: 'ch' }));
+  assert.equal(u.origin + u.pathname, 'https://api.example/oauth2/authorize');
+  const q = Object.fromEntries(u.searchParams);
+  assert.deepEqual(q, {
+    response_type: 'code', client_id: 'c-1', redirect_uri: 'https://shop.example/cb',
+    scope: 'openid number-verification:device-phone-number:read', state: 's-1', prompt: 'none',
+    code_challenge: 'ch', code_challenge_method: 'S256',
+  });
+  assert.equal(new URL(camaraAuthorizeUrl({ issuer: 'https://api.example', clientId: 'c', redirectUri: 'r', scope: 'verify', state: 's' })).searchParams.get('scope'), 'openid number-verification:verify');
+  assert.throws(() => camaraAuthorizeUrl({ issuer: 'https://api.example', clientId: 'c', redirectUri: 'r', scope: 'all', state: 's' }), TypeError);
+  assert.throws(() => camaraAuthorizeUrl({ issuer: 'https://api.example', clientId: 'c', redirectUri: 'r', scope: 'verify' }), TypeError);
+  // Loaded from a file, not the gateway, the issuer cannot be told.
+  assert.throws(() => camaraAuthorizeUrl({ clientId: 'c', redirectUri: 'r', scope: 'verify', state: 's' }), TypeError);
+});
+
+test('camaraCode returns the code only for the state the page sent', () => {
+  assert.equal(camaraCode({ url: 'https://shop.example/cb?code=abc&state=s-1', state: 's-1' }), 'abc');
+  assert.throws(() => camaraCode({ url: 'https://shop.example/cb?code=abc&state=other', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'STATE_MISMATCH');
+  assert.throws(() => camaraCode({ url: 'https://shop.example/cb?error=access_denied&state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'access_denied');
+  assert.throws(() => camaraCode({ url: 'https://shop.example/cb?state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'BAD_RESPONSE');
 });

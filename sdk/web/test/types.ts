@@ -1,6 +1,6 @@
 // Compiled by `tsc --noEmit` (make sdk-check), never run: the declarations accept what a page
 // writes and refuse what it must not.
-import { capture, createSession, network, MnvError } from '../src/mnv.js';
+import { capture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
 import type { CaptureOptions, CaptureResult, NetworkInfo, SessionOptions, MnvErrorInit } from '../src/mnv.js';
 
 async function page(signal: AbortSignal): Promise<string | null> {
@@ -44,3 +44,12 @@ createSession({ sdkToken: 't', clientId: 'c', platform: 'DESKTOP' });
 network().then;
 
 void page, app, err;
+
+function camara(): string {
+  const url: string = camaraAuthorizeUrl({ clientId: 'c', redirectUri: 'https://shop.example/cb', scope: 'verify', state: 's' });
+  // @ts-expect-error the scope is one of the two operations
+  camaraAuthorizeUrl({ clientId: 'c', redirectUri: 'r', scope: 'all', state: 's' });
+  const code: string = camaraCode({ state: 's', url });
+  return code;
+}
+void camara;

@@ -64,6 +64,16 @@ func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID strin
 	return principal(resp.GetPrincipal()), nil
 }
 
+// AuthenticateClientSecret resolves a client id and its client secret to the client's principal
+// (credential.ErrUnauthenticated for an unknown client or a wrong secret).
+func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error) {
+	resp, err := c.internal.AuthenticateClientSecret(ctx, &accountsv1.AuthenticateClientSecretRequest{ClientId: clientID, ClientSecret: secret})
+	if err != nil {
+		return identity.Principal{}, authErr(err)
+	}
+	return principal(resp.GetPrincipal()), nil
+}
+
 func authErr(err error) error {
 	if status.Code(err) == codes.Unauthenticated {
 		return credential.ErrUnauthenticated

@@ -107,6 +107,12 @@ func (c Callers) Accepts(token string) bool {
 	return ok
 }
 
+// Name returns the name of the caller whose token this is (compared as Accepts does): for a
+// service's HTTP listener, where a token comes in a header rather than gRPC metadata.
+func (c Callers) Name(token string) (string, bool) {
+	return c.caller(sha256.Sum256([]byte(token)))
+}
+
 // String is c in the MNV_INTERNAL_CALLERS form.
 func (c Callers) String() string {
 	parts := make([]string, len(c.entries))
@@ -127,6 +133,11 @@ func (c Callers) caller(d [sha256.Size]byte) (string, bool) {
 	}
 	return name, found
 }
+
+// HTTPCallerHeader carries a caller's internal token on a request the gateway proxies to a
+// service's HTTP listener (verification's CAMARA facade): the request's own Authorization
+// header belongs to the client.
+const HTTPCallerHeader = "X-Mnv-Caller-Token"
 
 type callerKey struct{}
 

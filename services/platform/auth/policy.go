@@ -55,9 +55,10 @@ func credentialOf(c optionsv1.Credential) Credential {
 
 // featureNames are how a refusal names each product.
 var featureNames = map[string]string{
-	"VERIFY":     "verification",
-	"CONNECT":    "Connect",
-	"STUCK_PLUS": "STUCK_PLUS",
+	"VERIFY":       "verification",
+	"CONNECT":      "Connect",
+	"STUCK_PLUS":   "STUCK_PLUS",
+	"NUMBER_SHARE": "NUMBER_SHARE",
 }
 
 // checkFeature refuses a call to a method whose rule requires a product the client lacks.

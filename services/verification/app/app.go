@@ -38,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
@@ -132,6 +133,15 @@ type Config struct {
 	Jobs jobs.Config
 	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
+	// CAMARAAddr is where the CAMARA facade (OIDC provider and Number Verification API) listens
+	// for the gateway's proxied requests (MNV_VERIFICATION_CAMARA_ADDR); empty (the default):
+	// no facade. `make run` serves it on 127.0.0.1:9095.
+	CAMARAAddr string
+	// CAMARAIssuer is the public base URL of the facade, the gateway's (MNV_CAMARA_ISSUER):
+	// the OIDC issuer, and the base of the endpoints discovery names.
+	CAMARAIssuer string
+	// CAMARATokenTTL is the life of a CAMARA access token, at most 300 s (MNV_CAMARA_TOKEN_TTL).
+	CAMARATokenTTL time.Duration
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
@@ -142,8 +152,9 @@ func DefaultConfig() Config {
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute, NetworkAPITimeout: 5 * time.Second,
 		ClientRate: 50, ClientBurst: 100, NumberAttemptsPerHour: 10, ShutdownTimeout: 15 * time.Second,
 		SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
-		Retention:  retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
-		PurgeEvery: 10 * time.Minute,
+		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
+		PurgeEvery:   10 * time.Minute,
+		CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: facade.MaxTokenTTL,
 	}
 }
 
@@ -185,6 +196,9 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ReconcileEvery = env.Duration("MNV_RECONCILE_EVERY", c.ReconcileEvery)
 	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
 	c.Jobs = jobs.LoadConfig(env)
+	c.CAMARAAddr = env.String("MNV_VERIFICATION_CAMARA_ADDR", c.CAMARAAddr)
+	c.CAMARAIssuer = env.String("MNV_CAMARA_ISSUER", c.CAMARAIssuer)
+	c.CAMARATokenTTL = env.Duration("MNV_CAMARA_TOKEN_TTL", c.CAMARATokenTTL)
 	c.Retention.Sessions = env.Duration("MNV_RETENTION_SESSIONS", c.Retention.Sessions)
 	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
@@ -235,7 +249,33 @@ func (c Config) Validate() error {
 	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
+	if c.CAMARATokenTTL < time.Second || c.CAMARATokenTTL > facade.MaxTokenTTL {
+		errs = append(errs, errors.New("MNV_CAMARA_TOKEN_TTL: must be between 1s and 300s"))
+	}
+	if c.CAMARAAddr != "" {
+		if err := checkIssuer(c.CAMARAIssuer); err != nil {
+			errs = append(errs, fmt.Errorf("MNV_CAMARA_ISSUER: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// checkIssuer admits an https URL, or http on a loopback host (development), with no path
+// beyond "/", query or fragment.
+func checkIssuer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("must be a base URL like https://api.example.com")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if h := u.Hostname(); h == "localhost" || h == "127.0.0.1" || h == "::1" {
+			return nil
+		}
+	}
+	return errors.New("must be https (http only on a loopback host, for development)")
 }
 
 // App is a running verification service.
@@ -248,6 +288,9 @@ type App struct {
 	purge    *purge.Runner
 	// watch keeps the principal cache's stream from accounts.
 	watch func(context.Context)
+	// camara is the CAMARA facade's server and listener, when configured.
+	camara    *http.Server
+	camaraLis net.Listener
 	// closer holds what New opened, closed by Run's end or Close.
 	closer lifecycle.Closer
 }
@@ -406,6 +449,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
+	if cfg.CAMARAAddr != "" {
+		provider, err := facade.New(ctx, facade.Config{
+			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
+			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
+		}, store.New(pool), accounts, sess, verifier, keyring, log)
+		if err != nil {
+			return nil, fmt.Errorf("camara facade: %w", err)
+		}
+		a.camara = &http.Server{Handler: provider, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	}
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
 		// Without Connect the jobs wait in the table (and show in mnv_job_backlog) until a
@@ -433,11 +487,21 @@ func hasCAMARA(ops *operators.Registry) bool {
 	return false
 }
 
-// Listen opens the configured gRPC address.
+// Listen opens the configured gRPC address, and the CAMARA facade's (kept by the App, served
+// by Run, closed by Close when never run).
 func (a *App) Listen() (net.Listener, error) {
 	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (MNV_VERIFICATION_GRPC_ADDR): %w", a.cfg.GRPCAddr, err)
+	}
+	if a.camara != nil {
+		cl, err := net.Listen("tcp", a.cfg.CAMARAAddr)
+		if err != nil {
+			lis.Close()
+			return nil, fmt.Errorf("listen on %s (MNV_VERIFICATION_CAMARA_ADDR): %w", a.cfg.CAMARAAddr, err)
+		}
+		a.camaraLis = cl
+		a.closer.AddFunc("camara listener", func() { cl.Close() })
 	}
 	return lis, nil
 }
@@ -462,5 +526,19 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	g.Go(func() error { a.watch(ctx); return nil })
 	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
+	if a.camaraLis != nil {
+		g.Go(func() error {
+			if err := a.camara.Serve(a.camaraLis); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("camara facade: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+			defer cancel()
+			return a.camara.Shutdown(sctx)
+		})
+	}
 	return g.Wait()
 }

@@ -197,7 +197,7 @@ func (s *Service) fromRow(r domain.ClientRow) (domain.Client, error) {
 	}, nil
 }
 
-var allFeatures = []string{domain.FeatureVerify, domain.FeatureConnect, domain.FeatureStuckPlus, domain.FeatureSandbox}
+var allFeatures = []string{domain.FeatureVerify, domain.FeatureConnect, domain.FeatureStuckPlus, domain.FeatureSandbox, domain.FeatureNumberShare}
 
 func normaliseFeatures(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))

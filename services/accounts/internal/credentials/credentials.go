@@ -134,6 +134,26 @@ func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID stri
 	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
+// AuthenticateClientSecret resolves a client id and its client secret to the client's principal
+// (no key), by the check GenerateFirstKey makes: the secret's fingerprint against the client's,
+// in constant time. An unknown client is as unauthenticated as a wrong secret.
+func (s *Service) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error) {
+	if !credential.WellFormedClientSecret(secret) {
+		return identity.Principal{}, credential.ErrUnauthenticated
+	}
+	c, err := s.st.GetClient(ctx, clientID, false)
+	if errors.Is(err, fault.ErrNotFound) {
+		return identity.Principal{}, credential.ErrUnauthenticated
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if !s.fp.Matches(secret, c.SecretFP) {
+		return identity.Principal{}, credential.ErrUnauthenticated
+	}
+	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features}, nil
+}
+
 // NewClientSecret returns a fresh client secret and its fingerprint.
 func (s *Service) NewClientSecret() (secret string, fp []byte) {
 	secret = crypto.NewToken(credential.ClientSecretPrefix)

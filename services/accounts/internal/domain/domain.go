@@ -37,6 +37,8 @@ const (
 	FeatureConnect   = "CONNECT"
 	FeatureStuckPlus = "STUCK_PLUS"
 	FeatureSandbox   = "SANDBOX"
+	// FeatureNumberShare is CAMARA's phoneNumberShare: the line's number told to the client.
+	FeatureNumberShare = "NUMBER_SHARE"
 )
 
 // Contact is the client's contact person: personal data, sealed at rest.

@@ -57,6 +57,20 @@ func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.Aut
 	return &accountsv1.AuthenticateSdkTokenResponse{Principal: principalToProto(p)}, nil
 }
 
+// AuthenticateClientSecret resolves a client id and secret for verification's CAMARA token
+// endpoint.
+func (s *Internal) AuthenticateClientSecret(ctx context.Context, req *accountsv1.AuthenticateClientSecretRequest) (*accountsv1.AuthenticateClientSecretResponse, error) {
+	cid, ok := credential.ParseClientID(req.GetClientId())
+	if !ok {
+		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+	}
+	p, err := s.Credentials.AuthenticateClientSecret(ctx, cid, req.GetClientSecret())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalToProto(p)}, nil
+}
+
 // Debit charges a client.
 func (s *Internal) Debit(ctx context.Context, req *accountsv1.DebitRequest) (*accountsv1.DebitResponse, error) {
 	cid, err := clientID(req.GetClientId())

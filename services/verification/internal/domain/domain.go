@@ -83,13 +83,26 @@ func Charged(outcome string) bool { return outcome == StatusVerified || outcome 
 const (
 	FeatureVerify    = "VERIFY"
 	FeatureStuckPlus = "STUCK_PLUS"
+	// FeatureNumberShare is CAMARA's phoneNumberShare (the line's number told to the client).
+	FeatureNumberShare = "NUMBER_SHARE"
 )
+
+// What a verification was for: a number compared (VERIFY), or the line's number told to the
+// client (NUMBER_SHARE, CAMARA's phoneNumberShare), charged as the VERIFICATION variant of
+// that name.
+const (
+	ProductVerify      = "VERIFY"
+	ProductNumberShare = "NUMBER_SHARE"
+)
+
+// ReasonNumberShared is the reason of a share that told the line's number.
+const ReasonNumberShared = "NUMBER_SHARED"
 
 // Session is a capture: the single-use right to one verify.
 type Session struct {
 	ID       string
 	ClientID string
-	Source   string // SDK or WEB
+	Source   string // SDK, WEB or CAMARA
 	// Method is how the session learns about the line: HEADER_ENRICHMENT or NETWORK_API.
 	Method     string
 	OperatorID *string
@@ -109,14 +122,16 @@ type Session struct {
 
 // Verification is a kept verification.
 type Verification struct {
-	ID           string
-	ClientID     string
-	SessionID    string
-	Status       string
-	Outcome      string
-	Reason       string
-	OperatorID   string
-	ServiceType  string
+	ID          string
+	ClientID    string
+	SessionID   string
+	Status      string
+	Outcome     string
+	Reason      string
+	OperatorID  string
+	ServiceType string
+	// Product is ProductVerify or ProductNumberShare; empty reads as ProductVerify.
+	Product      string
 	NumberSealed []byte
 	NumberHash   []byte
 	Charged      int64

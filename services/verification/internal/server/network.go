@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 
@@ -42,4 +44,34 @@ func networkOf(ctx context.Context, numberHeaders []string) network.Request {
 		}
 	}
 	return n
+}
+
+// HTTPNetworkOf reads what a request to the CAMARA facade showed of its network, by the rule of
+// networkOf: the address and number headers the gateway passed (auth.MDClientIP,
+// auth.MDHeaderPrefix + name, as HTTP headers) are believed only when the request carries the
+// gateway's own token in auth.HTTPCallerHeader; anyone else is its socket address, no headers.
+func HTTPNetworkOf(callers auth.Callers, numberHeaders []string) func(r *http.Request) network.Request {
+	return func(r *http.Request) network.Request {
+		var n network.Request
+		if name, ok := callers.Name(r.Header.Get(auth.HTTPCallerHeader)); !ok || name != auth.CallerGateway {
+			if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+				if a, err := netip.ParseAddr(h); err == nil {
+					n.Addr = a.Unmap()
+				}
+			}
+			return n
+		}
+		if v := r.Header.Values(auth.MDClientIP); len(v) == 1 {
+			if a, err := netip.ParseAddr(v[0]); err == nil {
+				n.Addr = a.Unmap()
+			}
+		}
+		n.Headers = map[string]string{}
+		for _, h := range numberHeaders {
+			if v := r.Header.Values(auth.MDHeaderPrefix + strings.ToLower(h)); len(v) == 1 {
+				n.Headers[h] = v[0]
+			}
+		}
+		return n
+	}
 }

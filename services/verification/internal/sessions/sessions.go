@@ -223,6 +223,23 @@ func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, id net
 	return s.open(ctx, st, s.session(clientID, "WEB", id), id.Number.E164)
 }
 
+// OpenCAMARA opens the session of a CAMARA authorization for clientID: the line as the
+// request's network shows it, through whichever operator's ranges the address is in. Which
+// operators the client may use is checked when the session is verified: the client has not
+// authenticated yet at the authorization endpoint.
+func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Request) (Capture, error) {
+	// Any operator the address belongs to, by header enrichment (the facade's method); the
+	// client's own enablement is applied when the line is verified (verify.VerifyLine).
+	anyOperator := operators.Client{Features: []string{operators.FeatureSandbox}, Operators: identity.Operators{
+		Grants: []identity.OperatorGrant{{Operator: identity.AllOperators, Methods: []string{identity.MethodHeaderEnrichment}}},
+	}}
+	id, err := s.net.Identify(nil, anyOperator, n)
+	if err != nil {
+		return Capture{}, err
+	}
+	return s.open(ctx, s.st, s.session(clientID, "CAMARA", id), id.Number.E164)
+}
+
 // session is a new session of clientID, valid for the TTL from now.
 func (s *Service) session(clientID, source string, id network.Identity) domain.Session {
 	now := s.now()

@@ -83,10 +83,10 @@ func (st *Store) RecordVerification(ctx context.Context, v domain.Verification) 
 			WHERE id = $2 AND client_id = $3 AND used_at IS NULL
 			RETURNING id)
 		INSERT INTO verification.verifications
-			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at)
-		SELECT $1, $3, s.id, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $4 = 'PENDING' THEN NULL ELSE now() END FROM s
+			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
+		SELECT $1, $3, s.id, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $4 = 'PENDING' THEN NULL ELSE now() END, $11 FROM s
 		RETURNING created_at`,
-		v.ID, v.SessionID, v.ClientID, v.Status, v.Outcome, v.Reason, v.OperatorID, v.ServiceType, v.NumberSealed, v.NumberHash).
+		v.ID, v.SessionID, v.ClientID, v.Status, v.Outcome, v.Reason, v.OperatorID, v.ServiceType, v.NumberSealed, v.NumberHash, productOf(v)).
 		Scan(&createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, time.Time{}, nil
@@ -170,12 +170,20 @@ func (st *Store) RejectVerification(ctx context.Context, id string) (rejected bo
 }
 
 const verificationColumns = `id::text, client_id::text, session_id::text, status, outcome, reason, operator_id,
-	service_type, number_sealed, number_hash, charged, balance_after, created_at`
+	service_type, number_sealed, number_hash, charged, balance_after, created_at, product`
+
+// productOf is v's product, VERIFY when unset.
+func productOf(v domain.Verification) string {
+	if v.Product == "" {
+		return domain.ProductVerify
+	}
+	return v.Product
+}
 
 func scanVerification(row pgx.Row) (domain.Verification, error) {
 	var v domain.Verification
 	err := row.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.Status, &v.Outcome, &v.Reason, &v.OperatorID,
-		&v.ServiceType, &v.NumberSealed, &v.NumberHash, &v.Charged, &v.BalanceAfter, &v.CreatedAt)
+		&v.ServiceType, &v.NumberSealed, &v.NumberHash, &v.Charged, &v.BalanceAfter, &v.CreatedAt, &v.Product)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, fault.ErrNotFound
 	}

@@ -180,7 +180,17 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	if domain.Charged(outcome) {
 		v.Status = domain.StatusPending
 	}
-	masked := num.Masked()
+	v, err = s.run(ctx, p, v, num.Masked())
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Verification: v, MobileNumber: num.E164}, nil
+}
+
+// run records v (its session consumed), then charges it when its outcome is charged; a retry of
+// a verification whose charge did not settle resumes it.
+func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verification, masked string) (domain.Verification, error) {
+	var err error
 	var (
 		recorded bool
 		created  time.Time
@@ -203,7 +213,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		err = s.tx.InTx(ctx, record)
 	}
 	if err != nil {
-		return Result{}, err
+		return v, err
 	}
 	if recorded {
 		v.CreatedAt = created
@@ -213,18 +223,18 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	} else {
 		// The session is used, unknown, or this is a retry of a verification whose charge did
 		// not settle: resume that one.
-		prev, err := s.st.SessionVerification(ctx, p.ClientID, claims.SessionID)
+		prev, err := s.st.SessionVerification(ctx, p.ClientID, v.SessionID)
 		switch {
 		case errors.Is(err, fault.ErrNotFound):
-			return Result{}, fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
+			return v, fault.Invalid("encryptedMobileNumber", "is not a sealed session of this account")
 		case err != nil:
-			return Result{}, err
+			return v, err
 		case prev == nil:
-			return Result{}, domain.ErrAlreadyUsed
-		case prev.Status != domain.StatusPending || string(prev.NumberHash) != string(hash) ||
-			prev.OperatorID != req.OperatorID || prev.ServiceType != req.ServiceType:
+			return v, domain.ErrAlreadyUsed
+		case prev.Status != domain.StatusPending || string(prev.NumberHash) != string(v.NumberHash) ||
+			prev.OperatorID != v.OperatorID || prev.ServiceType != v.ServiceType || productOf(*prev) != productOf(v):
 			// The blob is this client's (checked above), so is the verification it names.
-			return Result{}, domain.UsedBy(prev.ID)
+			return v, domain.UsedBy(prev.ID)
 		}
 		v = *prev
 	}
@@ -233,10 +243,26 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		if v, err = s.settle(cctx, s.tx.InTx, v, masked); err != nil {
-			return Result{}, err
+			return v, err
 		}
 	}
-	return Result{Verification: v, MobileNumber: num.E164}, nil
+	return v, nil
+}
+
+// productOf is v's product, VERIFY when unset.
+func productOf(v domain.Verification) string {
+	if v.Product == "" {
+		return domain.ProductVerify
+	}
+	return v.Product
+}
+
+// variantOf is the price variant of v's charge: its service type, or NUMBER_SHARE for a share.
+func variantOf(v domain.Verification) string {
+	if v.Product == domain.ProductNumberShare {
+		return domain.ProductNumberShare
+	}
+	return v.ServiceType
 }
 
 // validate checks the request fields and what the client may use.
@@ -392,7 +418,7 @@ type within func(ctx context.Context, fn func(ctx context.Context, st Store) err
 // in a transaction of within (the reconciler's holds the row's lock). The debit runs outside
 // that transaction: no connection waits on accounts.
 func (s *Service) settle(ctx context.Context, inTx within, v domain.Verification, masked string) (domain.Verification, error) {
-	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: v.ServiceType, Reference: "verification:" + v.ID})
+	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: variantOf(v), Reference: "verification:" + v.ID})
 	switch {
 	case errors.Is(err, fault.ErrUnavailable):
 		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))

@@ -984,6 +984,102 @@ func (x *CheckWebOriginResponse) GetAllowed() bool {
 	return false
 }
 
+type AuthenticateClientSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientSecret  string                 `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientSecretRequest) Reset() {
+	*x = AuthenticateClientSecretRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientSecretRequest) ProtoMessage() {}
+
+func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AuthenticateClientSecretRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthenticateClientSecretRequest) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+type AuthenticateClientSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientSecretResponse) Reset() {
+	*x = AuthenticateClientSecretResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientSecretResponse) ProtoMessage() {}
+
+func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
@@ -1058,7 +1154,12 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed2\xeb\x05\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"c\n" +
+	"\x1fAuthenticateClientSecretRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
+	" AuthenticateClientSecretResponse\x128\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xf8\x06\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -1070,7 +1171,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12a\n" +
 	"\n" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
-	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12l\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
+	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
 	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12j\n" +
 	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a .mnv.accounts.v1.PrincipalChange\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
@@ -1088,64 +1190,69 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
-	(PrincipalChange_Kind)(0),            // 0: mnv.accounts.v1.PrincipalChange.Kind
-	(*WatchPrincipalsRequest)(nil),       // 1: mnv.accounts.v1.WatchPrincipalsRequest
-	(*PrincipalChange)(nil),              // 2: mnv.accounts.v1.PrincipalChange
-	(*Principal)(nil),                    // 3: mnv.accounts.v1.Principal
-	(*AuthenticateRequest)(nil),          // 4: mnv.accounts.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),         // 5: mnv.accounts.v1.AuthenticateResponse
-	(*AuthenticateSdkTokenRequest)(nil),  // 6: mnv.accounts.v1.AuthenticateSdkTokenRequest
-	(*AuthenticateSdkTokenResponse)(nil), // 7: mnv.accounts.v1.AuthenticateSdkTokenResponse
-	(*DebitRequest)(nil),                 // 8: mnv.accounts.v1.DebitRequest
-	(*DebitResponse)(nil),                // 9: mnv.accounts.v1.DebitResponse
-	(*RefundRequest)(nil),                // 10: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),               // 11: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),            // 12: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),           // 13: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),        // 14: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),       // 15: mnv.accounts.v1.CheckWebOriginResponse
-	(*durationpb.Duration)(nil),          // 16: google.protobuf.Duration
-	(Role)(0),                            // 17: mnv.accounts.v1.Role
-	(ClientStatus)(0),                    // 18: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                         // 19: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),           // 20: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                      // 21: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
+	(PrincipalChange_Kind)(0),                // 0: mnv.accounts.v1.PrincipalChange.Kind
+	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
+	(*PrincipalChange)(nil),                  // 2: mnv.accounts.v1.PrincipalChange
+	(*Principal)(nil),                        // 3: mnv.accounts.v1.Principal
+	(*AuthenticateRequest)(nil),              // 4: mnv.accounts.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),             // 5: mnv.accounts.v1.AuthenticateResponse
+	(*AuthenticateSdkTokenRequest)(nil),      // 6: mnv.accounts.v1.AuthenticateSdkTokenRequest
+	(*AuthenticateSdkTokenResponse)(nil),     // 7: mnv.accounts.v1.AuthenticateSdkTokenResponse
+	(*DebitRequest)(nil),                     // 8: mnv.accounts.v1.DebitRequest
+	(*DebitResponse)(nil),                    // 9: mnv.accounts.v1.DebitResponse
+	(*RefundRequest)(nil),                    // 10: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),                   // 11: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),                // 12: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),               // 13: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),            // 14: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),           // 15: mnv.accounts.v1.CheckWebOriginResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 16: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 17: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(*durationpb.Duration)(nil),              // 18: google.protobuf.Duration
+	(Role)(0),                                // 19: mnv.accounts.v1.Role
+	(ClientStatus)(0),                        // 20: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                             // 21: mnv.accounts.v1.Feature
+	(*OperatorEnablement)(nil),               // 22: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                          // 23: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 24: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.PrincipalChange.kind:type_name -> mnv.accounts.v1.PrincipalChange.Kind
-	16, // 1: mnv.accounts.v1.PrincipalChange.heartbeat_every:type_name -> google.protobuf.Duration
-	17, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	18, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	19, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	20, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	16, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
+	18, // 1: mnv.accounts.v1.PrincipalChange.heartbeat_every:type_name -> google.protobuf.Duration
+	19, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	20, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	21, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	22, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	18, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
 	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	21, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	22, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	22, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	4,  // 12: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	6,  // 13: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	8,  // 14: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	10, // 15: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	12, // 16: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	14, // 17: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	1,  // 18: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	5,  // 19: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	7,  // 20: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	9,  // 21: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	11, // 22: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	13, // 23: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	15, // 24: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	2,  // 25: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.PrincipalChange
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	23, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	24, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	24, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
+	4,  // 13: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	6,  // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	8,  // 15: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	10, // 16: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	12, // 17: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	16, // 18: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	14, // 19: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	1,  // 20: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	5,  // 21: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	7,  // 22: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	9,  // 23: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	11, // 24: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	13, // 25: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	17, // 26: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	15, // 27: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	2,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.PrincipalChange
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -1162,7 +1269,7 @@ func file_mnv_accounts_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AccountsInternalService_Authenticate_FullMethodName         = "/mnv.accounts.v1.AccountsInternalService/Authenticate"
-	AccountsInternalService_AuthenticateSdkToken_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateSdkToken"
-	AccountsInternalService_Debit_FullMethodName                = "/mnv.accounts.v1.AccountsInternalService/Debit"
-	AccountsInternalService_Refund_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/Refund"
-	AccountsInternalService_GetBalance_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
-	AccountsInternalService_CheckWebOrigin_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
-	AccountsInternalService_WatchPrincipals_FullMethodName      = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
+	AccountsInternalService_Authenticate_FullMethodName             = "/mnv.accounts.v1.AccountsInternalService/Authenticate"
+	AccountsInternalService_AuthenticateSdkToken_FullMethodName     = "/mnv.accounts.v1.AccountsInternalService/AuthenticateSdkToken"
+	AccountsInternalService_Debit_FullMethodName                    = "/mnv.accounts.v1.AccountsInternalService/Debit"
+	AccountsInternalService_Refund_FullMethodName                   = "/mnv.accounts.v1.AccountsInternalService/Refund"
+	AccountsInternalService_GetBalance_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
+	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
+	AccountsInternalService_CheckWebOrigin_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
+	AccountsInternalService_WatchPrincipals_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
 
 // AccountsInternalServiceClient is the client API for AccountsInternalService service.
@@ -49,6 +50,10 @@ type AccountsInternalServiceClient interface {
 	Refund(ctx context.Context, in *RefundRequest, opts ...grpc.CallOption) (*RefundResponse, error)
 	// Reads the balance and its validity.
 	GetBalance(ctx context.Context, in *GetBalanceRequest, opts ...grpc.CallOption) (*GetBalanceResponse, error)
+	// Resolves a client id and its client secret (the check of the bootstrap first-key route) to
+	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
+	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
+	AuthenticateClientSecret(ctx context.Context, in *AuthenticateClientSecretRequest, opts ...grpc.CallOption) (*AuthenticateClientSecretResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
@@ -118,6 +123,16 @@ func (c *accountsInternalServiceClient) GetBalance(ctx context.Context, in *GetB
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) AuthenticateClientSecret(ctx context.Context, in *AuthenticateClientSecretRequest, opts ...grpc.CallOption) (*AuthenticateClientSecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthenticateClientSecretResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_AuthenticateClientSecret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -168,6 +183,10 @@ type AccountsInternalServiceServer interface {
 	Refund(context.Context, *RefundRequest) (*RefundResponse, error)
 	// Reads the balance and its validity.
 	GetBalance(context.Context, *GetBalanceRequest) (*GetBalanceResponse, error)
+	// Resolves a client id and its client secret (the check of the bootstrap first-key route) to
+	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
+	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
+	AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
@@ -201,6 +220,9 @@ func (UnimplementedAccountsInternalServiceServer) Refund(context.Context, *Refun
 }
 func (UnimplementedAccountsInternalServiceServer) GetBalance(context.Context, *GetBalanceRequest) (*GetBalanceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetBalance not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthenticateClientSecret not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -320,6 +342,24 @@ func _AccountsInternalService_GetBalance_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_AuthenticateClientSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthenticateClientSecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).AuthenticateClientSecret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_AuthenticateClientSecret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).AuthenticateClientSecret(ctx, req.(*AuthenticateClientSecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -375,6 +415,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetBalance",
 			Handler:    _AccountsInternalService_GetBalance_Handler,
+		},
+		{
+			MethodName: "AuthenticateClientSecret",
+			Handler:    _AccountsInternalService_AuthenticateClientSecret_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",

@@ -83,6 +83,8 @@ const (
 	Feature_FEATURE_CONNECT     Feature = 2
 	Feature_FEATURE_STUCK_PLUS  Feature = 3
 	Feature_FEATURE_SANDBOX     Feature = 4
+	// The CAMARA phoneNumberShare operation: the line's own number, told to the client.
+	Feature_FEATURE_NUMBER_SHARE Feature = 5
 )
 
 // Enum value maps for Feature.
@@ -93,13 +95,15 @@ var (
 		2: "FEATURE_CONNECT",
 		3: "FEATURE_STUCK_PLUS",
 		4: "FEATURE_SANDBOX",
+		5: "FEATURE_NUMBER_SHARE",
 	}
 	Feature_value = map[string]int32{
-		"FEATURE_UNSPECIFIED": 0,
-		"FEATURE_VERIFY":      1,
-		"FEATURE_CONNECT":     2,
-		"FEATURE_STUCK_PLUS":  3,
-		"FEATURE_SANDBOX":     4,
+		"FEATURE_UNSPECIFIED":  0,
+		"FEATURE_VERIFY":       1,
+		"FEATURE_CONNECT":      2,
+		"FEATURE_STUCK_PLUS":   3,
+		"FEATURE_SANDBOX":      4,
+		"FEATURE_NUMBER_SHARE": 5,
 	}
 )
 
@@ -870,13 +874,14 @@ const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\fClientStatus\x12\x1d\n" +
 	"\x19CLIENT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CLIENT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17CLIENT_STATUS_SUSPENDED\x10\x02*x\n" +
+	"\x17CLIENT_STATUS_SUSPENDED\x10\x02*\x92\x01\n" +
 	"\aFeature\x12\x17\n" +
 	"\x13FEATURE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eFEATURE_VERIFY\x10\x01\x12\x13\n" +
 	"\x0fFEATURE_CONNECT\x10\x02\x12\x16\n" +
 	"\x12FEATURE_STUCK_PLUS\x10\x03\x12\x13\n" +
-	"\x0fFEATURE_SANDBOX\x10\x04*y\n" +
+	"\x0fFEATURE_SANDBOX\x10\x04\x12\x18\n" +
+	"\x14FEATURE_NUMBER_SHARE\x10\x05*y\n" +
 	"\x0eOperatorMethod\x12\x1f\n" +
 	"\x1bOPERATOR_METHOD_UNSPECIFIED\x10\x00\x12%\n" +
 	"!OPERATOR_METHOD_HEADER_ENRICHMENT\x10\x01\x12\x1f\n" +

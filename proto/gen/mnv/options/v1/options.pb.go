@@ -155,6 +155,8 @@ const (
 	Feature_FEATURE_VERIFY      Feature = 1
 	Feature_FEATURE_CONNECT     Feature = 2
 	Feature_FEATURE_STUCK_PLUS  Feature = 3
+	// The CAMARA phoneNumberShare operation (GET /number-verification/v2/device-phone-number).
+	Feature_FEATURE_NUMBER_SHARE Feature = 5
 )
 
 // Enum value maps for Feature.
@@ -164,12 +166,14 @@ var (
 		1: "FEATURE_VERIFY",
 		2: "FEATURE_CONNECT",
 		3: "FEATURE_STUCK_PLUS",
+		5: "FEATURE_NUMBER_SHARE",
 	}
 	Feature_value = map[string]int32{
-		"FEATURE_UNSPECIFIED": 0,
-		"FEATURE_VERIFY":      1,
-		"FEATURE_CONNECT":     2,
-		"FEATURE_STUCK_PLUS":  3,
+		"FEATURE_UNSPECIFIED":  0,
+		"FEATURE_VERIFY":       1,
+		"FEATURE_CONNECT":      2,
+		"FEATURE_STUCK_PLUS":   3,
+		"FEATURE_NUMBER_SHARE": 5,
 	}
 )
 
@@ -545,12 +549,13 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x0eCALLER_GATEWAY\x10\x01\x12\x17\n" +
 	"\x13CALLER_VERIFICATION\x10\x02\x12\x12\n" +
 	"\x0eCALLER_CONNECT\x10\x03\x12\x13\n" +
-	"\x0fCALLER_ACCOUNTS\x10\x04*c\n" +
+	"\x0fCALLER_ACCOUNTS\x10\x04*}\n" +
 	"\aFeature\x12\x17\n" +
 	"\x13FEATURE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eFEATURE_VERIFY\x10\x01\x12\x13\n" +
 	"\x0fFEATURE_CONNECT\x10\x02\x12\x16\n" +
-	"\x12FEATURE_STUCK_PLUS\x10\x03*\xb6\x01\n" +
+	"\x12FEATURE_STUCK_PLUS\x10\x03\x12\x18\n" +
+	"\x14FEATURE_NUMBER_SHARE\x10\x05*\xb6\x01\n" +
 	"\x0eClientIdHeader\x12 \n" +
 	"\x1cCLIENT_ID_HEADER_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19CLIENT_ID_HEADER_REQUIRED\x10\x01\x12\x1d\n" +

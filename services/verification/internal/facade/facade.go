@@ -1,0 +1,315 @@
+package facade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"go.uber.org/zap"
+	"golang.org/x/text/language"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/verify"
+)
+
+// Paths the facade serves (the gateway proxies them): OIDC discovery, the provider's
+// endpoints under /oauth2/, and the API under /number-verification/v2/.
+const (
+	DiscoveryPath   = "/.well-known/openid-configuration"
+	OAuthPrefix     = "/oauth2/"
+	APIPrefix       = "/number-verification/v2/"
+	VerifyPath      = APIPrefix + "verify"
+	SharePath       = APIPrefix + "device-phone-number"
+	authorizePath   = "oauth2/authorize"
+	callbackSuffix  = "/callback"
+	maxRequestBody  = 4 << 10
+	correlatorLimit = 256
+)
+
+// Verifier decides the verification of a line; verify.Service is one.
+type Verifier interface {
+	VerifyLine(ctx context.Context, p identity.Principal, r verify.LineRequest) (verify.LineResult, error)
+}
+
+// Config sets up the facade.
+type Config struct {
+	// Issuer is the public base URL clients reach the facade at (through the gateway).
+	Issuer string
+	// TokenTTL is the life of an access token, at most MaxTokenTTL.
+	TokenTTL time.Duration
+	// NetworkOf reads what a request showed of its network: the client address and number
+	// headers the gateway passed, believed only from the gateway (server.HTTPNetworkOf).
+	NetworkOf func(r *http.Request) network.Request
+}
+
+// Facade is the facade's HTTP handler.
+type Facade struct {
+	cfg      Config
+	st       Store
+	verifier Verifier
+	provider *op.Provider
+	sealer   op.Crypto
+	log      *zap.Logger
+	now      func() time.Time
+}
+
+// New builds the facade: its keys from the store (made on the first start, sealed with ring).
+func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
+	if cfg.TokenTTL <= 0 || cfg.TokenTTL > MaxTokenTTL {
+		cfg.TokenTTL = MaxTokenTTL
+	}
+	k, err := loadKeys(ctx, st, ring)
+	if err != nil {
+		return nil, err
+	}
+	issuer := strings.TrimRight(cfg.Issuer, "/")
+	s := &storage{
+		st: st, accounts: accounts, sessions: sess, keys: k, tokenTTL: cfg.TokenTTL,
+		callback: issuer + "/" + authorizePath + callbackSuffix, now: time.Now,
+	}
+	opCfg := &op.Config{
+		CryptoKey:          k.sealer,
+		CodeMethodS256:     true,
+		AuthMethodPost:     true,
+		SupportedUILocales: []language.Tag{language.English},
+		SupportedScopes:    []string{"openid", ScopeVerify, ScopeShare},
+		SupportedClaims:    []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "azp"},
+	}
+	// Codes and access tokens are sealed (AES-256-GCM) with the provider's key: an access
+	// token is its row's id, sealed, so a forged one never reaches the database.
+	sealer := op.NewAES256GCMCrypto(k.sealer, k.id)
+	opts := []op.Option{
+		op.WithCrypto(sealer),
+		op.WithCustomAuthEndpoint(op.NewEndpoint(authorizePath)),
+		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
+		op.WithCustomKeysEndpoint(op.NewEndpoint("oauth2/keys")),
+		op.WithCustomUserinfoEndpoint(op.NewEndpoint("oauth2/userinfo")),
+		op.WithCustomIntrospectionEndpoint(op.NewEndpoint("oauth2/introspect")),
+		op.WithCustomRevocationEndpoint(op.NewEndpoint("oauth2/revoke")),
+		op.WithCustomEndSessionEndpoint(op.NewEndpoint("oauth2/end_session")),
+		op.WithCustomDeviceAuthorizationEndpoint(op.NewEndpoint("oauth2/device_authorization")),
+	}
+	if strings.HasPrefix(issuer, "http://") {
+		opts = append(opts, op.WithAllowInsecure())
+	}
+	provider, err := op.NewProvider(opCfg, s, op.StaticIssuer(issuer), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
+}
+
+// ServeHTTP routes a request: the API's two operations, or the provider.
+func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	state := &requestState{net: f.cfg.NetworkOf(r)}
+	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/oauth2/token" {
+		// The redirect URI the request names, checked against the client's web origins.
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+		}
+		if err := r.ParseForm(); err == nil {
+			state.redirectURI = r.Form.Get("redirect_uri")
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, state))
+	switch r.URL.Path {
+	case VerifyPath:
+		f.serveAPI(w, r, http.MethodPost, ScopeVerify)
+	case SharePath:
+		f.serveAPI(w, r, http.MethodGet, ScopeShare)
+	default:
+		if strings.HasPrefix(r.URL.Path, APIPrefix) {
+			writeError(w, http.StatusNotFound, "NOT_FOUND", "The specified resource is not found.")
+			return
+		}
+		f.provider.ServeHTTP(w, r)
+	}
+}
+
+// correlatorRule is the XCorrelator schema of CAMARA's commons.
+var correlatorRule = regexp.MustCompile(`^[a-zA-Z0-9\-_:;./<>{}]{0,256}$`)
+
+// phoneNumberRule and hashRule are the PhoneNumber and HashedPhoneNumber schemas.
+var (
+	phoneNumberRule = regexp.MustCompile(`^\+[1-9][0-9]{4,14}$`)
+	hashRule        = regexp.MustCompile(`^[a-fA-F0-9]{64}$`)
+)
+
+// serveAPI answers one of the two operations, in CAMARA's bodies.
+func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope string) {
+	if c := r.Header.Values("x-correlator"); len(c) > 0 {
+		if len(c) > 1 || !correlatorRule.MatchString(c[0]) {
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Header x-correlator does not match its pattern.")
+			return
+		}
+		w.Header().Set("x-correlator", c[0])
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method "+r.Method+" is not allowed; use "+method+".")
+		return
+	}
+	tok, ok := f.bearer(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
+		return
+	}
+	if !slices.Contains(tok.Scopes, scope) {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
+		return
+	}
+	req := verify.LineRequest{Blob: tok.Blob, Share: scope == ScopeShare}
+	if !req.Share {
+		var msg string
+		if req.Number, req.NumberSHA256, msg = readVerifyBody(r); msg != "" {
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", msg)
+			return
+		}
+	}
+	used, err := f.st.UseToken(r.Context(), tok.ID)
+	if err != nil {
+		f.fail(w, r, err)
+		return
+	}
+	if !used { // another call used it meanwhile
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
+		return
+	}
+	p := identity.Principal{ClientID: tok.ClientID, Status: identity.StatusActive, Features: tok.Features}
+	res, err := f.verifier.VerifyLine(r.Context(), p, req)
+	if err != nil {
+		f.fail(w, r, err)
+		return
+	}
+	switch res.Verification.Outcome {
+	case domain.StatusUndetermined:
+		writeError(w, http.StatusForbidden, "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK",
+			"Client must authenticate via the mobile network to use this service.")
+	case domain.StatusExpired:
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
+	default:
+		if req.Share {
+			writeJSON(w, http.StatusOK, map[string]any{"devicePhoneNumber": res.LineNumber})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"devicePhoneNumberVerified": res.Verification.Outcome == domain.StatusVerified})
+	}
+}
+
+// bearer is the unexpired, unused token the Authorization header carries.
+func (f *Facade) bearer(r *http.Request) (Token, bool) {
+	h := r.Header.Values("Authorization")
+	if len(h) != 1 {
+		return Token{}, false
+	}
+	raw, ok := strings.CutPrefix(h[0], "Bearer ")
+	if !ok || raw == "" || len(raw) > 1024 {
+		return Token{}, false
+	}
+	plain, err := f.sealer.Decrypt(raw)
+	if err != nil {
+		return Token{}, false
+	}
+	id, _, _ := strings.Cut(plain, ":")
+	tok, err := f.st.Token(r.Context(), id)
+	if err != nil {
+		if !errors.Is(err, fault.ErrNotFound) {
+			f.log.Warn("camara token lookup", zap.Error(err))
+		}
+		return Token{}, false
+	}
+	return tok, true
+}
+
+// readVerifyBody reads a phoneNumberVerify body: exactly one property, phoneNumber or
+// hashedPhoneNumber, of its schema. msg is the caller's message when it is not.
+func readVerifyBody(r *http.Request) (number, hash, msg string) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequestBody))
+	if err != nil {
+		return "", "", "The request body is too large or could not be read."
+	}
+	var m map[string]json.RawMessage
+	if len(body) == 0 || json.Unmarshal(body, &m) != nil {
+		return "", "", "The request body must be a JSON object with phoneNumber or hashedPhoneNumber."
+	}
+	if len(m) != 1 {
+		return "", "", "The request body must have exactly one of phoneNumber and hashedPhoneNumber."
+	}
+	for k, v := range m {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return "", "", k + " must be a string."
+		}
+		switch k {
+		case "phoneNumber":
+			if !phoneNumberRule.MatchString(s) {
+				return "", "", "phoneNumber must be in E.164 form, like +34666777888."
+			}
+			return s, "", ""
+		case "hashedPhoneNumber":
+			if !hashRule.MatchString(s) {
+				return "", "", "hashedPhoneNumber must be the SHA-256 of the E.164 number, in hexadecimal."
+			}
+			return "", s, ""
+		}
+	}
+	return "", "", "The request body must have exactly one of phoneNumber and hashedPhoneNumber."
+}
+
+// fail answers an error of the rules in CAMARA's vocabulary.
+func (f *Facade) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		switch fe.Reason {
+		case fault.InvalidArgument:
+			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fe.Msg)
+			return
+		case fault.FeatureNotEnabled, fault.PermissionDenied:
+			writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
+			return
+		case fault.RateLimited:
+			if fe.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconvSeconds(fe.RetryAfter))
+			}
+			writeError(w, http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "Rate limit reached.")
+			return
+		case fault.InsufficientBalance, fault.BalanceExpired:
+			writeError(w, http.StatusTooManyRequests, "QUOTA_EXCEEDED", "Out of resource quota.")
+			return
+		case fault.Unavailable:
+			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "Service Unavailable.")
+			return
+		}
+	}
+	f.log.Error("camara request failed", zap.String("path", r.URL.Path), zap.Error(err))
+	writeError(w, http.StatusInternalServerError, "INTERNAL", "Server error.")
+}
+
+func strconvSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}
+
+// writeError writes CAMARA's error body {status, code, message}.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"status": status, "code": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

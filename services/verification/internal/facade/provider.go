@@ -1,0 +1,465 @@
+// Package facade is mnv as a CAMARA Number Verification provider: the OpenID provider in front
+// of the API (zitadel/oidc's op, its storage in the verification schema through the Store port)
+// and the API's two operations, phoneNumberVerify and phoneNumberShare, answered in CAMARA's
+// own bodies. The device opens the authorization endpoint over mobile data; the line is
+// identified there (package network, as for a capture) into a capture session of its own, whose
+// sealed blob the code, then the access token, carries. Each API call verifies that session
+// through package verify, so it is a verification like any other: recorded, limited per
+// number, charged, and completed with its event.
+package facade
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/google/uuid"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
+)
+
+// The CAMARA scopes of the two operations.
+const (
+	ScopeVerify = "number-verification:verify"
+	ScopeShare  = "number-verification:device-phone-number:read"
+)
+
+// MaxTokenTTL is the longest an access token lives (CAMARA: at most 300 s).
+const MaxTokenTTL = 300 * time.Second
+
+// AuthRequest is an authorization request, from the device's visit of the authorization
+// endpoint to the exchange of its code.
+type AuthRequest struct {
+	ID, ClientID, RedirectURI, State, Nonce string
+	Scopes                                  []string
+	ResponseMode                            string
+	CodeChallenge, CodeChallengeMethod      string
+	// SessionID and Blob are the capture session the line was identified into.
+	SessionID, Blob string
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+}
+
+// Token is an access token: one call of the API within its life.
+type Token struct {
+	ID, ClientID, SessionID, Blob string
+	Scopes                        []string
+	// Features are the client's when it authenticated at the token endpoint.
+	Features  []string
+	ExpiresAt time.Time
+}
+
+// Store is what the provider keeps in the service's schema.
+type Store interface {
+	InsertAuthRequest(ctx context.Context, a AuthRequest) error
+	// AuthRequest reads an unexpired request (fault.ErrNotFound otherwise), as do the next two.
+	AuthRequest(ctx context.Context, id string) (AuthRequest, error)
+	AuthRequestByCode(ctx context.Context, codeHash []byte) (AuthRequest, error)
+	SaveCode(ctx context.Context, id string, codeHash []byte) error
+	// TakeAuthRequest deletes an unexpired request and returns it: the one exchange of its code.
+	TakeAuthRequest(ctx context.Context, id string) (AuthRequest, error)
+	DeleteAuthRequest(ctx context.Context, id string) error
+	InsertToken(ctx context.Context, t Token) error
+	// Token reads an unexpired, unused token (fault.ErrNotFound otherwise).
+	Token(ctx context.Context, id string) (Token, error)
+	// UseToken marks an unexpired token used; false when it was used or expired already.
+	UseToken(ctx context.Context, id string) (bool, error)
+	// ProviderKeys reads the sealed keys (fault.ErrNotFound before the first start);
+	// InsertProviderKeys writes them unless another replica did first.
+	ProviderKeys(ctx context.Context) (keyID string, sealed []byte, err error)
+	InsertProviderKeys(ctx context.Context, keyID string, sealed []byte) error
+}
+
+// Accounts authenticates clients and tells their web origins; accountsclient.Client is one.
+type Accounts interface {
+	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
+	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
+}
+
+// Sessions opens the capture session of an authorization.
+type Sessions interface {
+	OpenCAMARA(ctx context.Context, clientID string, n network.Request) (sessions.Capture, error)
+}
+
+// keys are the provider's: the ID-token signing key and the key that seals codes and tokens.
+type keys struct {
+	id     string
+	signer *rsa.PrivateKey
+	sealer [32]byte
+}
+
+type sealedKeys struct {
+	RSA    []byte `json:"rsa"`
+	Sealer []byte `json:"sealer"`
+}
+
+const keysAD = "verification.camara_keys:provider"
+
+// loadKeys reads the provider's keys, making them on the first start.
+func loadKeys(ctx context.Context, st Store, ring *crypto.Keyring) (keys, error) {
+	id, sealed, err := st.ProviderKeys(ctx)
+	if errors.Is(err, fault.ErrNotFound) {
+		k, gerr := rsa.GenerateKey(rand.Reader, 2048)
+		if gerr != nil {
+			return keys{}, gerr
+		}
+		var s sealedKeys
+		s.RSA = x509.MarshalPKCS1PrivateKey(k)
+		s.Sealer = make([]byte, 32)
+		if _, err := rand.Read(s.Sealer); err != nil {
+			return keys{}, err
+		}
+		plain, _ := json.Marshal(s)
+		if ierr := st.InsertProviderKeys(ctx, uuid.NewString(), ring.Seal(plain, []byte(keysAD))); ierr != nil {
+			return keys{}, ierr
+		}
+		id, sealed, err = st.ProviderKeys(ctx)
+	}
+	if err != nil {
+		return keys{}, fmt.Errorf("camara provider keys: %w", err)
+	}
+	plain, err := ring.Open(sealed, []byte(keysAD))
+	if err != nil {
+		return keys{}, fmt.Errorf("camara provider keys do not open with MNV_DATA_KEYS: %w", err)
+	}
+	var s sealedKeys
+	if err := json.Unmarshal(plain, &s); err != nil || len(s.Sealer) != 32 {
+		return keys{}, errors.New("camara provider keys: malformed")
+	}
+	k, err := x509.ParsePKCS1PrivateKey(s.RSA)
+	if err != nil {
+		return keys{}, fmt.Errorf("camara provider keys: %w", err)
+	}
+	out := keys{id: id, signer: k}
+	copy(out.sealer[:], s.Sealer)
+	return out, nil
+}
+
+// storage is the provider's op.Storage over Store and accounts.
+type storage struct {
+	st       Store
+	accounts Accounts
+	sessions Sessions
+	keys     keys
+	tokenTTL time.Duration
+	callback string
+	now      func() time.Time
+}
+
+var _ op.Storage = (*storage)(nil)
+
+// requestState is what the facade's middleware learns of a request for the storage: the
+// network it came through, the redirect URI it names, and the client that authenticated.
+type requestState struct {
+	net         network.Request
+	redirectURI string
+	principal   *identity.Principal
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *requestState {
+	s, _ := ctx.Value(stateKey{}).(*requestState)
+	if s == nil {
+		return &requestState{}
+	}
+	return s
+}
+
+func codeHash(code string) []byte {
+	h := sha256.Sum256([]byte(code))
+	return h[:]
+}
+
+// notFound is the op's "no such thing": an unknown code or request is invalid_grant.
+type notFound struct{ error }
+
+func (notFound) IsNotFound() {}
+
+func lookup(a AuthRequest, err error) (op.AuthRequest, error) {
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil, oidc.ErrInvalidGrant().WithDescription("unknown or expired authorization").WithParent(notFound{err})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &authRequest{a}, nil
+}
+
+// CreateAuthRequest identifies the line the device's request came through and opens its
+// capture session; the request is done at once (no login page): the network is the login.
+func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
+	if _, err := uuid.Parse(req.ClientID); err != nil {
+		return nil, oidc.ErrInvalidClient()
+	}
+	c, err := s.sessions.OpenCAMARA(ctx, req.ClientID, stateOf(ctx).net)
+	if err != nil {
+		return nil, err
+	}
+	a := AuthRequest{
+		ID: uuid.NewString(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, State: req.State, Nonce: req.Nonce,
+		Scopes: req.Scopes, ResponseMode: string(req.ResponseMode), CodeChallenge: req.CodeChallenge,
+		CodeChallengeMethod: string(req.CodeChallengeMethod), SessionID: c.SessionID, Blob: c.Blob,
+		CreatedAt: s.now(), ExpiresAt: c.ExpiresAt,
+	}
+	if err := s.st.InsertAuthRequest(ctx, a); err != nil {
+		return nil, err
+	}
+	return &authRequest{a}, nil
+}
+
+func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, oidc.ErrInvalidRequest().WithDescription("unknown authorization")
+	}
+	return lookup(s.st.AuthRequest(ctx, id))
+}
+
+func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	return lookup(s.st.AuthRequestByCode(ctx, codeHash(code)))
+}
+
+func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
+	return s.st.SaveCode(ctx, id, codeHash(code))
+}
+
+func (s *storage) DeleteAuthRequest(ctx context.Context, id string) error {
+	return s.st.DeleteAuthRequest(ctx, id)
+}
+
+// CreateAccessToken exchanges an authorization's code, once: the request is taken (deleted)
+// here, after the client proved itself, so a second exchange of the code, concurrent or not,
+// finds nothing. The token lives at most the token TTL and never past its session.
+func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
+	ar, ok := req.(*authRequest)
+	if !ok {
+		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
+	}
+	p := stateOf(ctx).principal
+	if p == nil || p.ClientID != ar.ClientID {
+		return "", time.Time{}, oidc.ErrInvalidClient()
+	}
+	a, err := s.st.TakeAuthRequest(ctx, ar.ID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("the code was used or has expired")
+	}
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	exp := s.now().Add(s.tokenTTL)
+	if a.ExpiresAt.Before(exp) {
+		exp = a.ExpiresAt
+	}
+	t := Token{
+		ID: uuid.NewString(), ClientID: a.ClientID, SessionID: a.SessionID, Blob: a.Blob,
+		Scopes:   slices.DeleteFunc(slices.Clone(a.Scopes), func(sc string) bool { return sc != ScopeVerify && sc != ScopeShare }),
+		Features: p.Features, ExpiresAt: exp,
+	}
+	if err := s.st.InsertToken(ctx, t); err != nil {
+		return "", time.Time{}, err
+	}
+	return t.ID, exp, nil
+}
+
+// CreateAccessAndRefreshTokens is never reached: no client has the refresh_token grant.
+func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
+	return "", "", time.Time{}, oidc.ErrUnsupportedGrantType().WithDescription("no refresh tokens")
+}
+
+func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
+	return nil, op.ErrInvalidRefreshToken
+}
+
+func (s *storage) TerminateSession(context.Context, string, string) error { return nil }
+
+func (s *storage) RevokeToken(context.Context, string, string, string) *oidc.Error {
+	return oidc.ErrInvalidRequest().WithDescription("tokens are single use and short-lived; revocation is not offered")
+}
+
+func (s *storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
+	return "", "", op.ErrInvalidRefreshToken
+}
+
+type signingKey struct{ k keys }
+
+func (k signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k signingKey) Key() any                                    { return k.k.signer }
+func (k signingKey) ID() string                                  { return k.k.id }
+
+type publicKey struct{ k keys }
+
+func (k publicKey) ID() string                         { return k.k.id }
+func (k publicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k publicKey) Use() string                        { return "sig" }
+func (k publicKey) Key() any                           { return &k.k.signer.PublicKey }
+
+func (s *storage) SigningKey(context.Context) (op.SigningKey, error) { return signingKey{s.keys}, nil }
+func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
+	return []jose.SignatureAlgorithm{jose.RS256}, nil
+}
+func (s *storage) KeySet(context.Context) ([]op.Key, error) { return []op.Key{publicKey{s.keys}}, nil }
+
+// GetClientByClientID describes a client to the provider. Its redirect URIs are the one the
+// request names when that URI is on one of the client's web origins (accounts, as for browser
+// flows): mnv keeps no separate list.
+func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
+	if _, err := uuid.Parse(clientID); err != nil {
+		return nil, notFound{errors.New("unknown client")}
+	}
+	c := &client{id: clientID, callback: s.callback}
+	if uri := stateOf(ctx).redirectURI; uri != "" {
+		if origin, dev, ok := originOf(uri); ok {
+			allowed, err := s.accounts.AllowsWebOrigin(ctx, clientID, origin)
+			if err != nil {
+				return nil, err
+			}
+			if allowed {
+				c.redirects, c.dev = []string{uri}, dev
+			}
+		}
+	}
+	return c, nil
+}
+
+// originOf is the web origin of a redirect URI, and whether it is a loopback http one (allowed
+// without https, for development).
+func originOf(uri string) (origin string, dev, ok bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", false, false
+	}
+	if u.Scheme == "http" {
+		host := u.Hostname()
+		a, err := netip.ParseAddr(host)
+		if host != "localhost" && (err != nil || !a.IsLoopback()) {
+			return "", false, false
+		}
+		dev = true
+	}
+	return u.Scheme + "://" + u.Host, dev, true
+}
+
+// AuthorizeClientIDSecret checks the client's secret with accounts (the first-key route's
+// check) and keeps the client's principal for the token it will get.
+func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret string) error {
+	p, err := s.accounts.AuthenticateClientSecret(ctx, clientID, secret)
+	if err != nil {
+		return err
+	}
+	if p.Status != identity.StatusActive {
+		return errors.New("client is not active")
+	}
+	stateOf(ctx).principal = &p
+	return nil
+}
+
+func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+	return nil
+}
+
+func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
+	if _, err := uuid.Parse(tokenID); err != nil {
+		return errors.New("unknown token")
+	}
+	if _, err := s.st.Token(ctx, tokenID); err != nil {
+		return err
+	}
+	info.Subject = subject
+	return nil
+}
+
+func (s *storage) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
+	return errors.New("introspection is not offered")
+}
+
+func (s *storage) GetPrivateClaimsFromScopes(context.Context, string, string, []string) (map[string]any, error) {
+	return nil, nil
+}
+
+func (s *storage) GetKeyByIDAndClientID(context.Context, string, string) (*jose.JSONWebKey, error) {
+	return nil, errors.New("private_key_jwt is not offered")
+}
+
+func (s *storage) ValidateJWTProfileScopes(context.Context, string, []string) ([]string, error) {
+	return nil, errors.New("the JWT profile grant is not offered")
+}
+
+func (s *storage) Health(context.Context) error { return nil }
+
+// client is a client as the provider sees it: confidential (client_secret_basic or _post),
+// the code flow only, opaque access tokens.
+type client struct {
+	id        string
+	redirects []string
+	dev       bool
+	callback  string
+}
+
+func (c *client) GetID() string                       { return c.id }
+func (c *client) RedirectURIs() []string              { return c.redirects }
+func (c *client) PostLogoutRedirectURIs() []string    { return nil }
+func (c *client) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
+func (c *client) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
+func (c *client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c *client) GrantTypes() []oidc.GrantType { return []oidc.GrantType{oidc.GrantTypeCode} }
+
+// LoginURL sends the device straight to the callback: the authorization was done when the line
+// was identified.
+func (c *client) LoginURL(id string) string           { return c.callback + "?id=" + url.QueryEscape(id) }
+func (c *client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
+func (c *client) IDTokenLifetime() time.Duration      { return 5 * time.Minute }
+func (c *client) DevMode() bool                       { return c.dev }
+func (c *client) IsScopeAllowed(scope string) bool {
+	return scope == ScopeVerify || scope == ScopeShare
+}
+func (c *client) IDTokenUserinfoClaimsAssertion() bool { return false }
+func (c *client) ClockSkew() time.Duration             { return 0 }
+func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+func (c *client) RestrictAdditionalAccessTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+
+// authRequest is an AuthRequest as the provider reads it. Its subject is the capture session:
+// an ID token never carries the number.
+type authRequest struct{ AuthRequest }
+
+func (a *authRequest) GetID() string          { return a.ID }
+func (a *authRequest) GetACR() string         { return "" }
+func (a *authRequest) GetAMR() []string       { return nil }
+func (a *authRequest) GetAudience() []string  { return []string{a.ClientID} }
+func (a *authRequest) GetAuthTime() time.Time { return a.CreatedAt }
+func (a *authRequest) GetClientID() string    { return a.ClientID }
+func (a *authRequest) GetCodeChallenge() *oidc.CodeChallenge {
+	if a.CodeChallenge == "" {
+		return nil
+	}
+	return &oidc.CodeChallenge{Challenge: a.CodeChallenge, Method: oidc.CodeChallengeMethod(a.CodeChallengeMethod)}
+}
+func (a *authRequest) GetNonce() string                   { return a.Nonce }
+func (a *authRequest) GetRedirectURI() string             { return a.RedirectURI }
+func (a *authRequest) GetResponseType() oidc.ResponseType { return oidc.ResponseTypeCode }
+func (a *authRequest) GetResponseMode() oidc.ResponseMode { return oidc.ResponseMode(a.ResponseMode) }
+func (a *authRequest) GetScopes() []string                { return a.Scopes }
+func (a *authRequest) GetState() string                   { return a.State }
+func (a *authRequest) GetSubject() string                 { return a.SessionID }
+func (a *authRequest) Done() bool                         { return true }
