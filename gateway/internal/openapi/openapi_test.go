@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/pluginpb"
 
@@ -30,6 +31,7 @@ func request(t *testing.T, method string, change func(*optionsv1.Rule) *optionsv
 	changed := false
 	for _, fd := range []protoreflect.FileDescriptor{
 		descriptorpb.File_google_protobuf_descriptor_proto, timestamppb.File_google_protobuf_timestamp_proto,
+		durationpb.File_google_protobuf_duration_proto,
 		optionsv1.File_mnv_options_v1_options_proto, accountsv1.File_mnv_accounts_v1_types_proto,
 		accountsv1.File_mnv_accounts_v1_accounts_proto, accountsv1.File_mnv_accounts_v1_admin_proto,
 		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_verification_proto,
