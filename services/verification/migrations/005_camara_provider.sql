@@ -51,6 +51,8 @@ CREATE TABLE verification.camara_tokens (
     scopes     text[]      NOT NULL,
     -- The client's features when it authenticated at the token endpoint.
     features   text[]      NOT NULL,
+    -- And its operators and their methods (identity.Operators.Map; NULL: the default set).
+    operators  jsonb,
     created_at timestamptz NOT NULL DEFAULT now(),
     expires_at timestamptz NOT NULL,
     used_at    timestamptz

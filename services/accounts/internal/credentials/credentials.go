@@ -151,7 +151,7 @@ func (s *Service) AuthenticateClientSecret(ctx context.Context, clientID, secret
 	if !s.fp.Matches(secret, c.SecretFP) {
 		return identity.Principal{}, credential.ErrUnauthenticated
 	}
-	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features}, nil
+	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
 }
 
 // NewClientSecret returns a fresh client secret and its fingerprint.

@@ -188,7 +188,7 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
 		return
 	}
-	p := identity.Principal{ClientID: tok.ClientID, Status: identity.StatusActive, Features: tok.Features}
+	p := identity.Principal{ClientID: tok.ClientID, Status: identity.StatusActive, Features: tok.Features, Operators: tok.Operators}
 	res, err := f.verifier.VerifyLine(r.Context(), p, req)
 	if err != nil {
 		f.fail(w, r, err)

@@ -60,8 +60,9 @@ type AuthRequest struct {
 type Token struct {
 	ID, ClientID, SessionID, Blob string
 	Scopes                        []string
-	// Features are the client's when it authenticated at the token endpoint.
+	// Features and Operators are the client's when it authenticated at the token endpoint.
 	Features  []string
+	Operators identity.Operators
 	ExpiresAt time.Time
 }
 
@@ -269,7 +270,7 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	t := Token{
 		ID: uuid.NewString(), ClientID: a.ClientID, SessionID: a.SessionID, Blob: a.Blob,
 		Scopes:   slices.DeleteFunc(slices.Clone(a.Scopes), func(sc string) bool { return sc != ScopeVerify && sc != ScopeShare }),
-		Features: p.Features, ExpiresAt: exp,
+		Features: p.Features, Operators: p.Operators, ExpiresAt: exp,
 	}
 	if err := s.st.InsertToken(ctx, t); err != nil {
 		return "", time.Time{}, err

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 )
 
@@ -93,8 +94,8 @@ func (st *Store) InsertToken(ctx context.Context, t facade.Token) error {
 		session = t.SessionID
 	}
 	_, err := st.db.Exec(ctx, `INSERT INTO verification.camara_tokens
-		(id, client_id, session_id, blob, scopes, features, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		t.ID, t.ClientID, session, t.Blob, t.Scopes, t.Features, t.ExpiresAt)
+		(id, client_id, session_id, blob, scopes, features, operators, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		t.ID, t.ClientID, session, t.Blob, t.Scopes, t.Features, t.Operators.Map(), t.ExpiresAt)
 	if err != nil {
 		return fmt.Errorf("insert camara token: %w", err)
 	}
@@ -104,9 +105,11 @@ func (st *Store) InsertToken(ctx context.Context, t facade.Token) error {
 // Token reads an unexpired, unused access token.
 func (st *Store) Token(ctx context.Context, id string) (facade.Token, error) {
 	var t facade.Token
-	err := st.db.QueryRow(ctx, `SELECT id::text, client_id::text, coalesce(session_id::text, ''), blob, scopes, features, expires_at
+	var ops map[string][]string
+	err := st.db.QueryRow(ctx, `SELECT id::text, client_id::text, coalesce(session_id::text, ''), blob, scopes, features, operators, expires_at
 		FROM verification.camara_tokens WHERE id = $1::text::uuid AND used_at IS NULL AND expires_at > now()`, id).
-		Scan(&t.ID, &t.ClientID, &t.SessionID, &t.Blob, &t.Scopes, &t.Features, &t.ExpiresAt)
+		Scan(&t.ID, &t.ClientID, &t.SessionID, &t.Blob, &t.Scopes, &t.Features, &ops, &t.ExpiresAt)
+	t.Operators = identity.OperatorsFromMap(ops)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fault.ErrNotFound
 	}
