@@ -91,6 +91,10 @@ func TestCAMARAConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Operators are enabled per client: this one may use the operator's network API.
+	if out, err := s.Mnvctl(context.Background(), "client", "operators", c.ID, camaraOperator+":NETWORK_API"); err != nil {
+		t.Fatalf("enable the operator: %v %s", err, out)
+	}
 	token := sdkToken(t, s, c)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

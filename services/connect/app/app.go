@@ -106,6 +106,7 @@ type Config struct {
 	// (MNV_WEBHOOK_PER_ENDPOINT), so a slow endpoint never holds them all, and WebhookPerClient
 	// at most to one client's endpoints together (MNV_WEBHOOK_PER_CLIENT), so a client with
 	// many slow endpoints does not either.
+	// WebhookPerClient 0 is half the workers, at least an endpoint's share.
 	WebhookWorkers     int
 	WebhookPerEndpoint int
 	WebhookPerClient   int
@@ -155,7 +156,7 @@ func DefaultConfig() Config {
 		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: webhooks.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
-		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookPerClient: 8, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
+		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
 		WebhookDisableAfter: 72 * time.Hour,
 		Retention: retention.Config{
 			Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour,
@@ -259,7 +260,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("MNV_WEBHOOK_TIMEOUT, MNV_DELIVERY_BACKOFF: too small"))
 	}
 	if c.WebhookWorkers < 1 || c.WebhookWorkers > 256 || c.WebhookPerEndpoint < 1 || c.WebhookPerEndpoint > c.WebhookWorkers ||
-		c.WebhookPerClient < c.WebhookPerEndpoint || c.WebhookPerClient > c.WebhookWorkers {
+		c.WebhookPerClient != 0 && (c.WebhookPerClient < c.WebhookPerEndpoint || c.WebhookPerClient > c.WebhookWorkers) {
 		errs = append(errs, errors.New("MNV_WEBHOOK_WORKERS: must be between 1 and 256; MNV_WEBHOOK_PER_ENDPOINT: between 1 and MNV_WEBHOOK_WORKERS; MNV_WEBHOOK_PER_CLIENT: between MNV_WEBHOOK_PER_ENDPOINT and MNV_WEBHOOK_WORKERS"))
 	}
 	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > webhook.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
@@ -429,7 +430,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, eventdelivery.Config{
 			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
 		}, log)
-	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.WebhookPerClient, Snooze: 100 * time.Millisecond}
+	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond}
 	if intake.Metrics, err = eventdelivery.NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
@@ -478,6 +479,14 @@ func (p localPublisher) Publish(ctx context.Context, evs []events.Event) error {
 		return fmt.Errorf("%w: %w", outbox.ErrRejected, err)
 	}
 	return err
+}
+
+// webhookPerClient is WebhookPerClient, its default (0) resolved against the workers.
+func (c Config) webhookPerClient() int {
+	if c.WebhookPerClient > 0 {
+		return c.WebhookPerClient
+	}
+	return max(c.WebhookPerEndpoint, c.WebhookWorkers/2)
 }
 
 // idempotentRequests tells profiles about the idempotent request being handled.

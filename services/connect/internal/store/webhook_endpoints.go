@@ -104,7 +104,13 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, e domain.WebhookEndpo
 
 // DeleteWebhookEndpoint removes an endpoint; its secrets, deliveries and attempts go with it.
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, clientID, id string) error {
-	tag, err := s.db.Exec(ctx, `DELETE FROM connect.webhook_endpoints WHERE id = $1 AND client_id = $2`, id, clientID)
+	// The endpoint's deliveries are locked first (the InitPlan runs before the delete scans): a
+	// worker recording an attempt locks its delivery, then the endpoint (its health). Deleting
+	// the endpoint first and its deliveries by cascade took the same locks the other way round,
+	// and one of the two was aborted as a deadlock.
+	tag, err := s.db.Exec(ctx, `DELETE FROM connect.webhook_endpoints
+		WHERE id = $1 AND client_id = $2
+		  AND (SELECT count(*) FROM (SELECT 1 FROM connect.webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE) d) >= 0`, id, clientID)
 	if err != nil {
 		return fmt.Errorf("delete webhook endpoint: %w", err)
 	}
