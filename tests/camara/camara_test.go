@@ -323,8 +323,17 @@ func TestPhoneNumberVerify(t *testing.T) {
 	})
 	t.Run("phone_number_verify_401.3_invalid_access_token", func(t *testing.T) {
 		tok := valid(t, nextNumber())
-		wantError(t, verify(t, tok[:len(tok)-2]+"xx", `{"phoneNumber":"+34666777888"}`), http.StatusUnauthorized, "UNAUTHENTICATED")
+		wantError(t, verify(t, tampered(tok), `{"phoneNumber":"+34666777888"}`), http.StatusUnauthorized, "UNAUTHENTICATED")
 		wantError(t, verify(t, "not-a-token", `{"phoneNumber":"+34666777888"}`), http.StatusUnauthorized, "UNAUTHENTICATED")
+		// The same token spelled otherwise (a bit its last character does not use flipped) is
+		// not a way to use it twice.
+		tok = valid(t, nextNumber())
+		if respelled := respell(tok); respelled != tok {
+			wantError(t, verify(t, respelled, `{"phoneNumber":"+34666777888"}`), http.StatusUnauthorized, "UNAUTHENTICATED")
+		}
+		if a := verify(t, tok, `{"phoneNumber":"+34666777888"}`); a.status != http.StatusOK {
+			t.Fatalf("the token itself: %d %s", a.status, a.raw)
+		}
 	})
 	t.Run("phoneNumberVerify_403.1_invalid_token_permissions", func(t *testing.T) {
 		cs := newClient(t, 100, "VERIFY,SANDBOX,NUMBER_SHARE")
@@ -516,4 +525,28 @@ func TestDiscovery(t *testing.T) {
 	if !strings.Contains(scopes, scopeVerify) || !strings.Contains(scopes, scopeShare) {
 		t.Fatalf("scopes %v", d["scopes_supported"])
 	}
+}
+
+// tampered is tok with its middle character changed: another token, never the same one spelled
+// differently.
+func tampered(tok string) string {
+	b := []byte(tok)
+	i := len(b) / 2
+	if b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
+	return string(b)
+}
+
+// respell is tok with the lowest bit of its last character flipped: base64url of a 16-byte GCM
+// tag uses only the top two bits of that character, so a lenient decoder reads the same token.
+func respell(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, tok[len(tok)-1])
+	if i < 0 {
+		return tok
+	}
+	return tok[:len(tok)-1] + string(alphabet[i^1])
 }
