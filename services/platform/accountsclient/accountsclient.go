@@ -217,6 +217,10 @@ func (c *Client) WatchPrincipals(ctx context.Context, w Watcher, log *zap.Logger
 			return
 		case <-time.After(wait):
 		}
+		// Dial again now, not after gRPC's own backoff (a second and growing): the connection
+		// also carries every call's authentication, and a start-up race with accounts left
+		// calls failing fast for most of a second after accounts was up.
+		c.conn.ResetConnectBackoff()
 	}
 }
 
