@@ -59,13 +59,13 @@ func TestWatchPrincipals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first.GetKind() != accountsv1.PrincipalChange_KIND_STARTED || first.GetHeartbeatEvery().AsDuration() != 250*time.Millisecond {
+		if first.GetKind() != accountsv1.WatchPrincipalsResponse_KIND_STARTED || first.GetHeartbeatEvery().AsDuration() != 250*time.Millisecond {
 			t.Fatalf("first message %v", first)
 		}
 		break
 	}
 	// next returns the next message that is not a heartbeat, failing after a second of them.
-	next := func() *accountsv1.PrincipalChange {
+	next := func() *accountsv1.WatchPrincipalsResponse {
 		t.Helper()
 		deadline := time.Now().Add(time.Second)
 		for {
@@ -73,7 +73,7 @@ func TestWatchPrincipals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.GetKind() != accountsv1.PrincipalChange_KIND_HEARTBEAT {
+			if m.GetKind() != accountsv1.WatchPrincipalsResponse_KIND_HEARTBEAT {
 				return m
 			}
 			if time.Now().After(deadline) {
@@ -105,7 +105,7 @@ func TestWatchPrincipals(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func()
-		want   *accountsv1.PrincipalChange
+		want   *accountsv1.WatchPrincipalsResponse
 	}{
 		{"suspended through the other replica", func() {
 			if _, err := other.Admin.SetClientStatus(context.Background(), &accountsv1.SetClientStatusRequest{
@@ -113,20 +113,20 @@ func TestWatchPrincipals(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-		}, &accountsv1.PrincipalChange{Kind: accountsv1.PrincipalChange_KIND_CLIENT, ClientId: c.ID}},
+		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_CLIENT, ClientId: c.ID}},
 		{"features changed", func() {
 			if _, err := other.Admin.SetClientFeatures(context.Background(), &accountsv1.SetClientFeaturesRequest{
 				ClientId: c.ID, Features: []accountsv1.Feature{accountsv1.Feature_FEATURE_CONNECT},
 			}); err != nil {
 				t.Fatal(err)
 			}
-		}, &accountsv1.PrincipalChange{Kind: accountsv1.PrincipalChange_KIND_CLIENT, ClientId: c.ID}},
+		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_CLIENT, ClientId: c.ID}},
 		{"client changed by the one path", func() { exec(`SELECT accounts.client_changed($1)`, c.ID) },
-			&accountsv1.PrincipalChange{Kind: accountsv1.PrincipalChange_KIND_CLIENT, ClientId: c.ID}},
+			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_CLIENT, ClientId: c.ID}},
 		{"key role changed", func() { exec(`UPDATE accounts.api_keys SET role = 'MEMBER' WHERE id = $1`, keyID) },
-			&accountsv1.PrincipalChange{Kind: accountsv1.PrincipalChange_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
+			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
 		{"key revoked", func() { exec(`UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1`, keyID) },
-			&accountsv1.PrincipalChange{Kind: accountsv1.PrincipalChange_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
+			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
 	}
 	for _, tt := range tests {
 		tt.change()

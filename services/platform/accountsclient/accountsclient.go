@@ -246,7 +246,7 @@ func (c *Client) watch(ctx context.Context, w Watcher) (started bool, err error)
 			return started, err
 		}
 		switch m.GetKind() {
-		case accountsv1.PrincipalChange_KIND_STARTED:
+		case accountsv1.WatchPrincipalsResponse_KIND_STARTED:
 			beat := m.GetHeartbeatEvery().AsDuration()
 			if beat <= 0 || started {
 				return started, errors.New("accounts started the principal stream twice or without a heartbeat")
@@ -254,9 +254,9 @@ func (c *Client) watch(ctx context.Context, w Watcher) (started bool, err error)
 			started = true
 			w.Started(beat)
 			silence = 2 * w.StaleAfter()
-		case accountsv1.PrincipalChange_KIND_HEARTBEAT:
+		case accountsv1.WatchPrincipalsResponse_KIND_HEARTBEAT:
 			w.Heard()
-		case accountsv1.PrincipalChange_KIND_CLIENT, accountsv1.PrincipalChange_KIND_API_KEY, accountsv1.PrincipalChange_KIND_SDK_TOKEN:
+		case accountsv1.WatchPrincipalsResponse_KIND_CLIENT, accountsv1.WatchPrincipalsResponse_KIND_API_KEY, accountsv1.WatchPrincipalsResponse_KIND_SDK_TOKEN:
 			if m.GetClientId() == "" {
 				return started, errors.New("accounts pushed a change without its client")
 			}

@@ -31,8 +31,8 @@ func (s *Internal) WatchPrincipals(_ *accountsv1.WatchPrincipalsRequest, stream 
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	defer s.Watch.Hub.Unsubscribe(sub)
-	if err := stream.Send(&accountsv1.PrincipalChange{
-		Kind: accountsv1.PrincipalChange_KIND_STARTED, HeartbeatEvery: durationpb.New(s.Watch.HeartbeatEvery),
+	if err := stream.Send(&accountsv1.WatchPrincipalsResponse{
+		Kind: accountsv1.WatchPrincipalsResponse_KIND_STARTED, HeartbeatEvery: durationpb.New(s.Watch.HeartbeatEvery),
 	}); err != nil {
 		return err
 	}
@@ -52,17 +52,17 @@ func (s *Internal) WatchPrincipals(_ *accountsv1.WatchPrincipalsRequest, stream 
 	}
 }
 
-func changeToProto(c principals.Change) *accountsv1.PrincipalChange {
-	out := &accountsv1.PrincipalChange{ClientId: c.ClientID, CredentialId: c.CredentialID}
+func changeToProto(c principals.Change) *accountsv1.WatchPrincipalsResponse {
+	out := &accountsv1.WatchPrincipalsResponse{ClientId: c.ClientID, CredentialId: c.CredentialID}
 	switch c.Kind {
 	case principals.Heartbeat:
-		out.Kind = accountsv1.PrincipalChange_KIND_HEARTBEAT
+		out.Kind = accountsv1.WatchPrincipalsResponse_KIND_HEARTBEAT
 	case principals.ClientChanged:
-		out.Kind = accountsv1.PrincipalChange_KIND_CLIENT
+		out.Kind = accountsv1.WatchPrincipalsResponse_KIND_CLIENT
 	case principals.APIKeyChanged:
-		out.Kind = accountsv1.PrincipalChange_KIND_API_KEY
+		out.Kind = accountsv1.WatchPrincipalsResponse_KIND_API_KEY
 	case principals.SDKTokenChanged:
-		out.Kind = accountsv1.PrincipalChange_KIND_SDK_TOKEN
+		out.Kind = accountsv1.WatchPrincipalsResponse_KIND_SDK_TOKEN
 	}
 	return out
 }

@@ -73,12 +73,16 @@ func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.Creat
 
 // CompleteSessionAuthorization finishes a NETWORK_API session with the operator's redirect
 // (called by the gateway only).
-func (s *Server) CompleteSessionAuthorization(ctx context.Context, req *verificationv1.CompleteSessionAuthorizationRequest) (*verificationv1.CreateSdkSessionResponse, error) {
+func (s *Server) CompleteSessionAuthorization(ctx context.Context, req *verificationv1.CompleteSessionAuthorizationRequest) (*verificationv1.CompleteSessionAuthorizationResponse, error) {
 	c, err := s.Sessions.CompleteAuthorization(ctx, sessions.Authorization{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return sessionToProto(c), nil
+	p := sessionToProto(c)
+	return &verificationv1.CompleteSessionAuthorizationResponse{
+		SessionId: p.SessionId, Status: p.Status, EncryptedMobileNumber: p.EncryptedMobileNumber,
+		OperatorId: p.OperatorId, ExpiresAt: p.ExpiresAt, AuthorizationUrl: p.AuthorizationUrl,
+	}, nil
 }
 
 func sessionToProto(c sessions.Capture) *verificationv1.CreateSdkSessionResponse {

@@ -24,25 +24,25 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type PrincipalChange_Kind int32
+type WatchPrincipalsResponse_Kind int32
 
 const (
-	PrincipalChange_KIND_UNSPECIFIED PrincipalChange_Kind = 0
+	WatchPrincipalsResponse_KIND_UNSPECIFIED WatchPrincipalsResponse_Kind = 0
 	// From now on every change is pushed; heartbeat_every is set.
-	PrincipalChange_KIND_STARTED PrincipalChange_Kind = 1
+	WatchPrincipalsResponse_KIND_STARTED WatchPrincipalsResponse_Kind = 1
 	// The replica still listens; nothing changed.
-	PrincipalChange_KIND_HEARTBEAT PrincipalChange_Kind = 2
+	WatchPrincipalsResponse_KIND_HEARTBEAT WatchPrincipalsResponse_Kind = 2
 	// The client's status, features or any configuration in its principal changed.
-	PrincipalChange_KIND_CLIENT PrincipalChange_Kind = 3
+	WatchPrincipalsResponse_KIND_CLIENT WatchPrincipalsResponse_Kind = 3
 	// An API key of the client changed: revoked, rotated, its expiry or role changed.
-	PrincipalChange_KIND_API_KEY PrincipalChange_Kind = 4
+	WatchPrincipalsResponse_KIND_API_KEY WatchPrincipalsResponse_Kind = 4
 	// An SDK token of the client changed: revoked, its expiry changed.
-	PrincipalChange_KIND_SDK_TOKEN PrincipalChange_Kind = 5
+	WatchPrincipalsResponse_KIND_SDK_TOKEN WatchPrincipalsResponse_Kind = 5
 )
 
-// Enum value maps for PrincipalChange_Kind.
+// Enum value maps for WatchPrincipalsResponse_Kind.
 var (
-	PrincipalChange_Kind_name = map[int32]string{
+	WatchPrincipalsResponse_Kind_name = map[int32]string{
 		0: "KIND_UNSPECIFIED",
 		1: "KIND_STARTED",
 		2: "KIND_HEARTBEAT",
@@ -50,7 +50,7 @@ var (
 		4: "KIND_API_KEY",
 		5: "KIND_SDK_TOKEN",
 	}
-	PrincipalChange_Kind_value = map[string]int32{
+	WatchPrincipalsResponse_Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED": 0,
 		"KIND_STARTED":     1,
 		"KIND_HEARTBEAT":   2,
@@ -60,30 +60,30 @@ var (
 	}
 )
 
-func (x PrincipalChange_Kind) Enum() *PrincipalChange_Kind {
-	p := new(PrincipalChange_Kind)
+func (x WatchPrincipalsResponse_Kind) Enum() *WatchPrincipalsResponse_Kind {
+	p := new(WatchPrincipalsResponse_Kind)
 	*p = x
 	return p
 }
 
-func (x PrincipalChange_Kind) String() string {
+func (x WatchPrincipalsResponse_Kind) String() string {
 	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
 }
 
-func (PrincipalChange_Kind) Descriptor() protoreflect.EnumDescriptor {
+func (WatchPrincipalsResponse_Kind) Descriptor() protoreflect.EnumDescriptor {
 	return file_mnv_accounts_v1_internal_proto_enumTypes[0].Descriptor()
 }
 
-func (PrincipalChange_Kind) Type() protoreflect.EnumType {
+func (WatchPrincipalsResponse_Kind) Type() protoreflect.EnumType {
 	return &file_mnv_accounts_v1_internal_proto_enumTypes[0]
 }
 
-func (x PrincipalChange_Kind) Number() protoreflect.EnumNumber {
+func (x WatchPrincipalsResponse_Kind) Number() protoreflect.EnumNumber {
 	return protoreflect.EnumNumber(x)
 }
 
-// Deprecated: Use PrincipalChange_Kind.Descriptor instead.
-func (PrincipalChange_Kind) EnumDescriptor() ([]byte, []int) {
+// Deprecated: Use WatchPrincipalsResponse_Kind.Descriptor instead.
+func (WatchPrincipalsResponse_Kind) EnumDescriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{1, 0}
 }
 
@@ -123,10 +123,11 @@ func (*WatchPrincipalsRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{0}
 }
 
-// PrincipalChange is one message of WatchPrincipals.
-type PrincipalChange struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Kind  PrincipalChange_Kind   `protobuf:"varint,1,opt,name=kind,proto3,enum=mnv.accounts.v1.PrincipalChange_Kind" json:"kind,omitempty"`
+// WatchPrincipalsResponse is one message of WatchPrincipals.
+// WatchPrincipalsResponse is one change of principals pushed by WatchPrincipals.
+type WatchPrincipalsResponse struct {
+	state protoimpl.MessageState       `protogen:"open.v1"`
+	Kind  WatchPrincipalsResponse_Kind `protobuf:"varint,1,opt,name=kind,proto3,enum=mnv.accounts.v1.WatchPrincipalsResponse_Kind" json:"kind,omitempty"`
 	// The client whose principals are stale (KIND_CLIENT, KIND_API_KEY, KIND_SDK_TOKEN).
 	ClientId string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// The key or token that changed (KIND_API_KEY, KIND_SDK_TOKEN).
@@ -137,20 +138,20 @@ type PrincipalChange struct {
 	sizeCache      protoimpl.SizeCache
 }
 
-func (x *PrincipalChange) Reset() {
-	*x = PrincipalChange{}
+func (x *WatchPrincipalsResponse) Reset() {
+	*x = WatchPrincipalsResponse{}
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PrincipalChange) String() string {
+func (x *WatchPrincipalsResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PrincipalChange) ProtoMessage() {}
+func (*WatchPrincipalsResponse) ProtoMessage() {}
 
-func (x *PrincipalChange) ProtoReflect() protoreflect.Message {
+func (x *WatchPrincipalsResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -162,33 +163,33 @@ func (x *PrincipalChange) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PrincipalChange.ProtoReflect.Descriptor instead.
-func (*PrincipalChange) Descriptor() ([]byte, []int) {
+// Deprecated: Use WatchPrincipalsResponse.ProtoReflect.Descriptor instead.
+func (*WatchPrincipalsResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *PrincipalChange) GetKind() PrincipalChange_Kind {
+func (x *WatchPrincipalsResponse) GetKind() WatchPrincipalsResponse_Kind {
 	if x != nil {
 		return x.Kind
 	}
-	return PrincipalChange_KIND_UNSPECIFIED
+	return WatchPrincipalsResponse_KIND_UNSPECIFIED
 }
 
-func (x *PrincipalChange) GetClientId() string {
+func (x *WatchPrincipalsResponse) GetClientId() string {
 	if x != nil {
 		return x.ClientId
 	}
 	return ""
 }
 
-func (x *PrincipalChange) GetCredentialId() string {
+func (x *WatchPrincipalsResponse) GetCredentialId() string {
 	if x != nil {
 		return x.CredentialId
 	}
 	return ""
 }
 
-func (x *PrincipalChange) GetHeartbeatEvery() *durationpb.Duration {
+func (x *WatchPrincipalsResponse) GetHeartbeatEvery() *durationpb.Duration {
 	if x != nil {
 		return x.HeartbeatEvery
 	}
@@ -1085,9 +1086,9 @@ var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x18\n" +
-	"\x16WatchPrincipalsRequest\"\xcd\x02\n" +
-	"\x0fPrincipalChange\x129\n" +
-	"\x04kind\x18\x01 \x01(\x0e2%.mnv.accounts.v1.PrincipalChange.KindR\x04kind\x12\x1b\n" +
+	"\x16WatchPrincipalsRequest\"\xdd\x02\n" +
+	"\x17WatchPrincipalsResponse\x12A\n" +
+	"\x04kind\x18\x01 \x01(\x0e2-.mnv.accounts.v1.WatchPrincipalsResponse.KindR\x04kind\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12#\n" +
 	"\rcredential_id\x18\x03 \x01(\tR\fcredentialId\x12B\n" +
 	"\x0fheartbeat_every\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0eheartbeatEvery\"y\n" +
@@ -1159,7 +1160,7 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
 	" AuthenticateClientSecretResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xf8\x06\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\x80\a\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -1173,8 +1174,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
 	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12j\n" +
-	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a .mnv.accounts.v1.PrincipalChange\"\n" +
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
+	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
@@ -1192,9 +1193,9 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
-	(PrincipalChange_Kind)(0),                // 0: mnv.accounts.v1.PrincipalChange.Kind
+	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
-	(*PrincipalChange)(nil),                  // 2: mnv.accounts.v1.PrincipalChange
+	(*WatchPrincipalsResponse)(nil),          // 2: mnv.accounts.v1.WatchPrincipalsResponse
 	(*Principal)(nil),                        // 3: mnv.accounts.v1.Principal
 	(*AuthenticateRequest)(nil),              // 4: mnv.accounts.v1.AuthenticateRequest
 	(*AuthenticateResponse)(nil),             // 5: mnv.accounts.v1.AuthenticateResponse
@@ -1219,8 +1220,8 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),            // 24: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
-	0,  // 0: mnv.accounts.v1.PrincipalChange.kind:type_name -> mnv.accounts.v1.PrincipalChange.Kind
-	18, // 1: mnv.accounts.v1.PrincipalChange.heartbeat_every:type_name -> google.protobuf.Duration
+	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
+	18, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
 	19, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
 	20, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
 	21, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
@@ -1247,7 +1248,7 @@ var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	13, // 25: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
 	17, // 26: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
 	15, // 27: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	2,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.PrincipalChange
+	2,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
 	21, // [21:29] is the sub-list for method output_type
 	13, // [13:21] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name

@@ -62,7 +62,7 @@ type AccountsInternalServiceClient interface {
 	// HEARTBEAT every heartbeat_every while the replica's LISTEN connection answers, and one
 	// message per change. The stream ends (UNAVAILABLE) when the replica loses its LISTEN
 	// connection: a caller must drop what it cached and ask again until a new stream STARTED.
-	WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PrincipalChange], error)
+	WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPrincipalsResponse], error)
 }
 
 type accountsInternalServiceClient struct {
@@ -143,13 +143,13 @@ func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *
 	return out, nil
 }
 
-func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PrincipalChange], error) {
+func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPrincipalsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &AccountsInternalService_ServiceDesc.Streams[0], AccountsInternalService_WatchPrincipals_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[WatchPrincipalsRequest, PrincipalChange]{ClientStream: stream}
+	x := &grpc.GenericClientStream[WatchPrincipalsRequest, WatchPrincipalsResponse]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in 
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type AccountsInternalService_WatchPrincipalsClient = grpc.ServerStreamingClient[PrincipalChange]
+type AccountsInternalService_WatchPrincipalsClient = grpc.ServerStreamingClient[WatchPrincipalsResponse]
 
 // AccountsInternalServiceServer is the server API for AccountsInternalService service.
 // All implementations must embed UnimplementedAccountsInternalServiceServer
@@ -195,7 +195,7 @@ type AccountsInternalServiceServer interface {
 	// HEARTBEAT every heartbeat_every while the replica's LISTEN connection answers, and one
 	// message per change. The stream ends (UNAVAILABLE) when the replica loses its LISTEN
 	// connection: a caller must drop what it cached and ask again until a new stream STARTED.
-	WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[PrincipalChange]) error
+	WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[WatchPrincipalsResponse]) error
 	mustEmbedUnimplementedAccountsInternalServiceServer()
 }
 
@@ -227,7 +227,7 @@ func (UnimplementedAccountsInternalServiceServer) AuthenticateClientSecret(conte
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
 }
-func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[PrincipalChange]) error {
+func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[WatchPrincipalsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchPrincipals not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) mustEmbedUnimplementedAccountsInternalServiceServer() {
@@ -383,11 +383,11 @@ func _AccountsInternalService_WatchPrincipals_Handler(srv interface{}, stream gr
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(AccountsInternalServiceServer).WatchPrincipals(m, &grpc.GenericServerStream[WatchPrincipalsRequest, PrincipalChange]{ServerStream: stream})
+	return srv.(AccountsInternalServiceServer).WatchPrincipals(m, &grpc.GenericServerStream[WatchPrincipalsRequest, WatchPrincipalsResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type AccountsInternalService_WatchPrincipalsServer = grpc.ServerStreamingServer[PrincipalChange]
+type AccountsInternalService_WatchPrincipalsServer = grpc.ServerStreamingServer[WatchPrincipalsResponse]
 
 // AccountsInternalService_ServiceDesc is the grpc.ServiceDesc for AccountsInternalService service.
 // It's only intended for direct use with grpc.RegisterService,

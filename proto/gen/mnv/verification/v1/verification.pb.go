@@ -695,6 +695,92 @@ func (x *CompleteSessionAuthorizationRequest) GetErrorDescription() string {
 	return ""
 }
 
+// CompleteSessionAuthorizationResponse is the authorized session, as CreateSdkSessionResponse
+// shows one (the same fields and numbers, so the device reads both alike).
+type CompleteSessionAuthorizationResponse struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	SessionId             string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Status                CaptureStatus          `protobuf:"varint,2,opt,name=status,proto3,enum=mnv.verification.v1.CaptureStatus" json:"status,omitempty"`
+	EncryptedMobileNumber *string                `protobuf:"bytes,3,opt,name=encrypted_mobile_number,json=encryptedMobileNumber,proto3,oneof" json:"encrypted_mobile_number,omitempty"`
+	OperatorId            *string                `protobuf:"bytes,4,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
+	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	AuthorizationUrl      *string                `protobuf:"bytes,6,opt,name=authorization_url,json=authorizationUrl,proto3,oneof" json:"authorization_url,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *CompleteSessionAuthorizationResponse) Reset() {
+	*x = CompleteSessionAuthorizationResponse{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteSessionAuthorizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteSessionAuthorizationResponse) ProtoMessage() {}
+
+func (x *CompleteSessionAuthorizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteSessionAuthorizationResponse.ProtoReflect.Descriptor instead.
+func (*CompleteSessionAuthorizationResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetStatus() CaptureStatus {
+	if x != nil {
+		return x.Status
+	}
+	return CaptureStatus_CAPTURE_STATUS_UNSPECIFIED
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetEncryptedMobileNumber() string {
+	if x != nil && x.EncryptedMobileNumber != nil {
+		return *x.EncryptedMobileNumber
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetOperatorId() string {
+	if x != nil && x.OperatorId != nil {
+		return *x.OperatorId
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetAuthorizationUrl() string {
+	if x != nil && x.AuthorizationUrl != nil {
+		return *x.AuthorizationUrl
+	}
+	return ""
+}
+
 type VerifyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// E.164 with the leading plus.
@@ -710,7 +796,7 @@ type VerifyRequest struct {
 
 func (x *VerifyRequest) Reset() {
 	*x = VerifyRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +808,7 @@ func (x *VerifyRequest) String() string {
 func (*VerifyRequest) ProtoMessage() {}
 
 func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +821,7 @@ func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyRequest.ProtoReflect.Descriptor instead.
 func (*VerifyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{6}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *VerifyRequest) GetMobileNumber() string {
@@ -790,7 +876,7 @@ type Verification struct {
 
 func (x *Verification) Reset() {
 	*x = Verification{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +888,7 @@ func (x *Verification) String() string {
 func (*Verification) ProtoMessage() {}
 
 func (x *Verification) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +901,7 @@ func (x *Verification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verification.ProtoReflect.Descriptor instead.
 func (*Verification) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{7}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Verification) GetVerificationId() string {
@@ -904,7 +990,7 @@ type VerifyResponse struct {
 
 func (x *VerifyResponse) Reset() {
 	*x = VerifyResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1002,7 @@ func (x *VerifyResponse) String() string {
 func (*VerifyResponse) ProtoMessage() {}
 
 func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1015,7 @@ func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyResponse.ProtoReflect.Descriptor instead.
 func (*VerifyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{8}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VerifyResponse) GetVerification() *Verification {
@@ -948,7 +1034,7 @@ type GetVerificationRequest struct {
 
 func (x *GetVerificationRequest) Reset() {
 	*x = GetVerificationRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1046,7 @@ func (x *GetVerificationRequest) String() string {
 func (*GetVerificationRequest) ProtoMessage() {}
 
 func (x *GetVerificationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1059,7 @@ func (x *GetVerificationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVerificationRequest.ProtoReflect.Descriptor instead.
 func (*GetVerificationRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{9}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetVerificationRequest) GetVerificationId() string {
@@ -992,7 +1078,7 @@ type GetVerificationResponse struct {
 
 func (x *GetVerificationResponse) Reset() {
 	*x = GetVerificationResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1090,7 @@ func (x *GetVerificationResponse) String() string {
 func (*GetVerificationResponse) ProtoMessage() {}
 
 func (x *GetVerificationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1103,7 @@ func (x *GetVerificationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVerificationResponse.ProtoReflect.Descriptor instead.
 func (*GetVerificationResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{10}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetVerificationResponse) GetVerification() *Verification {
@@ -1043,7 +1129,7 @@ type ListVerificationsRequest struct {
 
 func (x *ListVerificationsRequest) Reset() {
 	*x = ListVerificationsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1141,7 @@ func (x *ListVerificationsRequest) String() string {
 func (*ListVerificationsRequest) ProtoMessage() {}
 
 func (x *ListVerificationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1154,7 @@ func (x *ListVerificationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerificationsRequest.ProtoReflect.Descriptor instead.
 func (*ListVerificationsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{11}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListVerificationsRequest) GetPage() int32 {
@@ -1119,7 +1205,7 @@ type ListVerificationsResponse struct {
 
 func (x *ListVerificationsResponse) Reset() {
 	*x = ListVerificationsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1217,7 @@ func (x *ListVerificationsResponse) String() string {
 func (*ListVerificationsResponse) ProtoMessage() {}
 
 func (x *ListVerificationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1230,7 @@ func (x *ListVerificationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVerificationsResponse.ProtoReflect.Descriptor instead.
 func (*ListVerificationsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{12}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListVerificationsResponse) GetItems() []*Verification {
@@ -1204,7 +1290,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1302,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1315,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{13}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Transaction) GetTransactionId() string {
@@ -1307,7 +1393,7 @@ type CreateTransactionRequest struct {
 
 func (x *CreateTransactionRequest) Reset() {
 	*x = CreateTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1405,7 @@ func (x *CreateTransactionRequest) String() string {
 func (*CreateTransactionRequest) ProtoMessage() {}
 
 func (x *CreateTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1418,7 @@ func (x *CreateTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTransactionRequest.ProtoReflect.Descriptor instead.
 func (*CreateTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{14}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTransactionRequest) GetServiceCode() string {
@@ -1358,7 +1444,7 @@ type CreateTransactionResponse struct {
 
 func (x *CreateTransactionResponse) Reset() {
 	*x = CreateTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1456,7 @@ func (x *CreateTransactionResponse) String() string {
 func (*CreateTransactionResponse) ProtoMessage() {}
 
 func (x *CreateTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1469,7 @@ func (x *CreateTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTransactionResponse.ProtoReflect.Descriptor instead.
 func (*CreateTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{15}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateTransactionResponse) GetTransaction() *Transaction {
@@ -1402,7 +1488,7 @@ type GetTransactionRequest struct {
 
 func (x *GetTransactionRequest) Reset() {
 	*x = GetTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1500,7 @@ func (x *GetTransactionRequest) String() string {
 func (*GetTransactionRequest) ProtoMessage() {}
 
 func (x *GetTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1513,7 @@ func (x *GetTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTransactionRequest.ProtoReflect.Descriptor instead.
 func (*GetTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{16}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTransactionRequest) GetTransactionId() string {
@@ -1446,7 +1532,7 @@ type GetTransactionResponse struct {
 
 func (x *GetTransactionResponse) Reset() {
 	*x = GetTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1544,7 @@ func (x *GetTransactionResponse) String() string {
 func (*GetTransactionResponse) ProtoMessage() {}
 
 func (x *GetTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1557,7 @@ func (x *GetTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTransactionResponse.ProtoReflect.Descriptor instead.
 func (*GetTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{17}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetTransactionResponse) GetTransaction() *Transaction {
@@ -1490,7 +1576,7 @@ type CaptureTransactionRequest struct {
 
 func (x *CaptureTransactionRequest) Reset() {
 	*x = CaptureTransactionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1588,7 @@ func (x *CaptureTransactionRequest) String() string {
 func (*CaptureTransactionRequest) ProtoMessage() {}
 
 func (x *CaptureTransactionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1601,7 @@ func (x *CaptureTransactionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTransactionRequest.ProtoReflect.Descriptor instead.
 func (*CaptureTransactionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{18}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CaptureTransactionRequest) GetTransactionId() string {
@@ -1536,7 +1622,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1634,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1647,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{19}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckWebOriginRequest) GetTransactionId() string {
@@ -1587,7 +1673,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1685,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1698,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{20}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -1636,7 +1722,7 @@ type CaptureTransactionResponse struct {
 
 func (x *CaptureTransactionResponse) Reset() {
 	*x = CaptureTransactionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1734,7 @@ func (x *CaptureTransactionResponse) String() string {
 func (*CaptureTransactionResponse) ProtoMessage() {}
 
 func (x *CaptureTransactionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1747,7 @@ func (x *CaptureTransactionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTransactionResponse.ProtoReflect.Descriptor instead.
 func (*CaptureTransactionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{21}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CaptureTransactionResponse) GetTransactionId() string {
@@ -1715,7 +1801,7 @@ type StuckPlusSession struct {
 
 func (x *StuckPlusSession) Reset() {
 	*x = StuckPlusSession{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1813,7 @@ func (x *StuckPlusSession) String() string {
 func (*StuckPlusSession) ProtoMessage() {}
 
 func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1826,7 @@ func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusSession.ProtoReflect.Descriptor instead.
 func (*StuckPlusSession) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{22}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StuckPlusSession) GetId() string {
@@ -1802,7 +1888,7 @@ type ListStuckPlusSessionsRequest struct {
 
 func (x *ListStuckPlusSessionsRequest) Reset() {
 	*x = ListStuckPlusSessionsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1900,7 @@ func (x *ListStuckPlusSessionsRequest) String() string {
 func (*ListStuckPlusSessionsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1913,7 @@ func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListStuckPlusSessionsRequest) GetPage() int32 {
@@ -1857,7 +1943,7 @@ type ListStuckPlusSessionsResponse struct {
 
 func (x *ListStuckPlusSessionsResponse) Reset() {
 	*x = ListStuckPlusSessionsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +1955,7 @@ func (x *ListStuckPlusSessionsResponse) String() string {
 func (*ListStuckPlusSessionsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +1968,7 @@ func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListStuckPlusSessionsResponse) GetItems() []*StuckPlusSession {
@@ -1931,7 +2017,7 @@ type RevealStuckPlusSessionRequest struct {
 
 func (x *RevealStuckPlusSessionRequest) Reset() {
 	*x = RevealStuckPlusSessionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2029,7 @@ func (x *RevealStuckPlusSessionRequest) String() string {
 func (*RevealStuckPlusSessionRequest) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2042,7 @@ func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RevealStuckPlusSessionRequest) GetSessionId() string {
@@ -1985,7 +2071,7 @@ type RevealStuckPlusSessionResponse struct {
 
 func (x *RevealStuckPlusSessionResponse) Reset() {
 	*x = RevealStuckPlusSessionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2083,7 @@ func (x *RevealStuckPlusSessionResponse) String() string {
 func (*RevealStuckPlusSessionResponse) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2096,7 @@ func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RevealStuckPlusSessionResponse) GetSessionId() string {
@@ -2057,7 +2143,7 @@ type StuckPlusReveal struct {
 
 func (x *StuckPlusReveal) Reset() {
 	*x = StuckPlusReveal{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2155,7 @@ func (x *StuckPlusReveal) String() string {
 func (*StuckPlusReveal) ProtoMessage() {}
 
 func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2168,7 @@ func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusReveal.ProtoReflect.Descriptor instead.
 func (*StuckPlusReveal) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StuckPlusReveal) GetId() string {
@@ -2137,7 +2223,7 @@ type ListStuckPlusRevealsRequest struct {
 
 func (x *ListStuckPlusRevealsRequest) Reset() {
 	*x = ListStuckPlusRevealsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2235,7 @@ func (x *ListStuckPlusRevealsRequest) String() string {
 func (*ListStuckPlusRevealsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2248,7 @@ func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListStuckPlusRevealsRequest) GetPage() int32 {
@@ -2192,7 +2278,7 @@ type ListStuckPlusRevealsResponse struct {
 
 func (x *ListStuckPlusRevealsResponse) Reset() {
 	*x = ListStuckPlusRevealsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2290,7 @@ func (x *ListStuckPlusRevealsResponse) String() string {
 func (*ListStuckPlusRevealsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2303,7 @@ func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{29}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListStuckPlusRevealsResponse) GetItems() []*StuckPlusReveal {
@@ -2301,7 +2387,20 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11error_description\x18\x04 \x01(\tH\x02R\x10errorDescription\x88\x01\x01B\a\n" +
 	"\x05_codeB\b\n" +
 	"\x06_errorB\x14\n" +
-	"\x12_error_description\"\xb0\x01\n" +
+	"\x12_error_description\"\x93\x03\n" +
+	"$CompleteSessionAuthorizationResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12:\n" +
+	"\x06status\x18\x02 \x01(\x0e2\".mnv.verification.v1.CaptureStatusR\x06status\x12;\n" +
+	"\x17encrypted_mobile_number\x18\x03 \x01(\tH\x00R\x15encryptedMobileNumber\x88\x01\x01\x12$\n" +
+	"\voperator_id\x18\x04 \x01(\tH\x01R\n" +
+	"operatorId\x88\x01\x01\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x120\n" +
+	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x1a\n" +
+	"\x18_encrypted_mobile_numberB\x0e\n" +
+	"\f_operator_idB\x14\n" +
+	"\x12_authorization_url\"\xb0\x01\n" +
 	"\rVerifyRequest\x12#\n" +
 	"\rmobile_number\x18\x01 \x01(\tR\fmobileNumber\x126\n" +
 	"\x17encrypted_mobile_number\x18\x02 \x01(\tR\x15encryptedMobileNumber\x12\x1f\n" +
@@ -2475,11 +2574,11 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xdb\x0f\n" +
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xe7\x0f\n" +
 	"\x13VerificationService\x12\x90\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
-	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xaa\x01\n" +
-	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"!\xca\xf3\x18\x1d\b\x04\x12\x01\x01J\x16SDK session authorized\x12s\n" +
+	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xb6\x01\n" +
+	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a9.mnv.verification.v1.CompleteSessionAuthorizationResponse\"!\xca\xf3\x18\x1d\b\x04\x12\x01\x01J\x16SDK session authorized\x12s\n" +
 	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\" \xca\xf3\x18\x1c\b\x020\x01J\x16Verification completed\x12\x99\x01\n" +
 	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"+\xca\xf3\x18'\b\x02J#Verification retrieved successfully\x12\xa0\x01\n" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
@@ -2504,102 +2603,105 @@ func file_mnv_verification_v1_verification_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_verification_v1_verification_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_mnv_verification_v1_verification_proto_goTypes = []any{
-	(ServiceType)(0),                            // 0: mnv.verification.v1.ServiceType
-	(Platform)(0),                               // 1: mnv.verification.v1.Platform
-	(CaptureStatus)(0),                          // 2: mnv.verification.v1.CaptureStatus
-	(VerificationStatus)(0),                     // 3: mnv.verification.v1.VerificationStatus
-	(TransactionStatus)(0),                      // 4: mnv.verification.v1.TransactionStatus
-	(*Operator)(nil),                            // 5: mnv.verification.v1.Operator
-	(*ListOperatorsRequest)(nil),                // 6: mnv.verification.v1.ListOperatorsRequest
-	(*ListOperatorsResponse)(nil),               // 7: mnv.verification.v1.ListOperatorsResponse
-	(*CreateSdkSessionRequest)(nil),             // 8: mnv.verification.v1.CreateSdkSessionRequest
-	(*CreateSdkSessionResponse)(nil),            // 9: mnv.verification.v1.CreateSdkSessionResponse
-	(*CompleteSessionAuthorizationRequest)(nil), // 10: mnv.verification.v1.CompleteSessionAuthorizationRequest
-	(*VerifyRequest)(nil),                       // 11: mnv.verification.v1.VerifyRequest
-	(*Verification)(nil),                        // 12: mnv.verification.v1.Verification
-	(*VerifyResponse)(nil),                      // 13: mnv.verification.v1.VerifyResponse
-	(*GetVerificationRequest)(nil),              // 14: mnv.verification.v1.GetVerificationRequest
-	(*GetVerificationResponse)(nil),             // 15: mnv.verification.v1.GetVerificationResponse
-	(*ListVerificationsRequest)(nil),            // 16: mnv.verification.v1.ListVerificationsRequest
-	(*ListVerificationsResponse)(nil),           // 17: mnv.verification.v1.ListVerificationsResponse
-	(*Transaction)(nil),                         // 18: mnv.verification.v1.Transaction
-	(*CreateTransactionRequest)(nil),            // 19: mnv.verification.v1.CreateTransactionRequest
-	(*CreateTransactionResponse)(nil),           // 20: mnv.verification.v1.CreateTransactionResponse
-	(*GetTransactionRequest)(nil),               // 21: mnv.verification.v1.GetTransactionRequest
-	(*GetTransactionResponse)(nil),              // 22: mnv.verification.v1.GetTransactionResponse
-	(*CaptureTransactionRequest)(nil),           // 23: mnv.verification.v1.CaptureTransactionRequest
-	(*CheckWebOriginRequest)(nil),               // 24: mnv.verification.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),              // 25: mnv.verification.v1.CheckWebOriginResponse
-	(*CaptureTransactionResponse)(nil),          // 26: mnv.verification.v1.CaptureTransactionResponse
-	(*StuckPlusSession)(nil),                    // 27: mnv.verification.v1.StuckPlusSession
-	(*ListStuckPlusSessionsRequest)(nil),        // 28: mnv.verification.v1.ListStuckPlusSessionsRequest
-	(*ListStuckPlusSessionsResponse)(nil),       // 29: mnv.verification.v1.ListStuckPlusSessionsResponse
-	(*RevealStuckPlusSessionRequest)(nil),       // 30: mnv.verification.v1.RevealStuckPlusSessionRequest
-	(*RevealStuckPlusSessionResponse)(nil),      // 31: mnv.verification.v1.RevealStuckPlusSessionResponse
-	(*StuckPlusReveal)(nil),                     // 32: mnv.verification.v1.StuckPlusReveal
-	(*ListStuckPlusRevealsRequest)(nil),         // 33: mnv.verification.v1.ListStuckPlusRevealsRequest
-	(*ListStuckPlusRevealsResponse)(nil),        // 34: mnv.verification.v1.ListStuckPlusRevealsResponse
-	(*timestamppb.Timestamp)(nil),               // 35: google.protobuf.Timestamp
+	(ServiceType)(0),                             // 0: mnv.verification.v1.ServiceType
+	(Platform)(0),                                // 1: mnv.verification.v1.Platform
+	(CaptureStatus)(0),                           // 2: mnv.verification.v1.CaptureStatus
+	(VerificationStatus)(0),                      // 3: mnv.verification.v1.VerificationStatus
+	(TransactionStatus)(0),                       // 4: mnv.verification.v1.TransactionStatus
+	(*Operator)(nil),                             // 5: mnv.verification.v1.Operator
+	(*ListOperatorsRequest)(nil),                 // 6: mnv.verification.v1.ListOperatorsRequest
+	(*ListOperatorsResponse)(nil),                // 7: mnv.verification.v1.ListOperatorsResponse
+	(*CreateSdkSessionRequest)(nil),              // 8: mnv.verification.v1.CreateSdkSessionRequest
+	(*CreateSdkSessionResponse)(nil),             // 9: mnv.verification.v1.CreateSdkSessionResponse
+	(*CompleteSessionAuthorizationRequest)(nil),  // 10: mnv.verification.v1.CompleteSessionAuthorizationRequest
+	(*CompleteSessionAuthorizationResponse)(nil), // 11: mnv.verification.v1.CompleteSessionAuthorizationResponse
+	(*VerifyRequest)(nil),                        // 12: mnv.verification.v1.VerifyRequest
+	(*Verification)(nil),                         // 13: mnv.verification.v1.Verification
+	(*VerifyResponse)(nil),                       // 14: mnv.verification.v1.VerifyResponse
+	(*GetVerificationRequest)(nil),               // 15: mnv.verification.v1.GetVerificationRequest
+	(*GetVerificationResponse)(nil),              // 16: mnv.verification.v1.GetVerificationResponse
+	(*ListVerificationsRequest)(nil),             // 17: mnv.verification.v1.ListVerificationsRequest
+	(*ListVerificationsResponse)(nil),            // 18: mnv.verification.v1.ListVerificationsResponse
+	(*Transaction)(nil),                          // 19: mnv.verification.v1.Transaction
+	(*CreateTransactionRequest)(nil),             // 20: mnv.verification.v1.CreateTransactionRequest
+	(*CreateTransactionResponse)(nil),            // 21: mnv.verification.v1.CreateTransactionResponse
+	(*GetTransactionRequest)(nil),                // 22: mnv.verification.v1.GetTransactionRequest
+	(*GetTransactionResponse)(nil),               // 23: mnv.verification.v1.GetTransactionResponse
+	(*CaptureTransactionRequest)(nil),            // 24: mnv.verification.v1.CaptureTransactionRequest
+	(*CheckWebOriginRequest)(nil),                // 25: mnv.verification.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),               // 26: mnv.verification.v1.CheckWebOriginResponse
+	(*CaptureTransactionResponse)(nil),           // 27: mnv.verification.v1.CaptureTransactionResponse
+	(*StuckPlusSession)(nil),                     // 28: mnv.verification.v1.StuckPlusSession
+	(*ListStuckPlusSessionsRequest)(nil),         // 29: mnv.verification.v1.ListStuckPlusSessionsRequest
+	(*ListStuckPlusSessionsResponse)(nil),        // 30: mnv.verification.v1.ListStuckPlusSessionsResponse
+	(*RevealStuckPlusSessionRequest)(nil),        // 31: mnv.verification.v1.RevealStuckPlusSessionRequest
+	(*RevealStuckPlusSessionResponse)(nil),       // 32: mnv.verification.v1.RevealStuckPlusSessionResponse
+	(*StuckPlusReveal)(nil),                      // 33: mnv.verification.v1.StuckPlusReveal
+	(*ListStuckPlusRevealsRequest)(nil),          // 34: mnv.verification.v1.ListStuckPlusRevealsRequest
+	(*ListStuckPlusRevealsResponse)(nil),         // 35: mnv.verification.v1.ListStuckPlusRevealsResponse
+	(*timestamppb.Timestamp)(nil),                // 36: google.protobuf.Timestamp
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
 	5,  // 1: mnv.verification.v1.ListOperatorsResponse.items:type_name -> mnv.verification.v1.Operator
 	1,  // 2: mnv.verification.v1.CreateSdkSessionRequest.platform:type_name -> mnv.verification.v1.Platform
 	2,  // 3: mnv.verification.v1.CreateSdkSessionResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	35, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 5: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
-	35, // 6: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
-	12, // 7: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
-	12, // 8: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
-	35, // 9: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
-	35, // 10: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
-	12, // 11: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
-	4,  // 12: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
-	35, // 13: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 14: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
-	18, // 15: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
-	18, // 16: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
-	4,  // 17: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	35, // 18: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 19: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
-	35, // 20: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
-	27, // 21: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
-	35, // 22: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
-	35, // 23: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
-	32, // 24: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
-	6,  // 25: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
-	8,  // 26: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
-	10, // 27: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
-	11, // 28: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
-	14, // 29: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
-	16, // 30: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
-	19, // 31: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
-	21, // 32: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
-	23, // 33: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
-	24, // 34: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
-	28, // 35: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	30, // 36: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	33, // 37: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	7,  // 38: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 39: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	9,  // 40: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	13, // 41: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	15, // 42: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	17, // 43: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	20, // 44: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	22, // 45: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	26, // 46: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	25, // 47: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	29, // 48: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	31, // 49: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	34, // 50: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	38, // [38:51] is the sub-list for method output_type
-	25, // [25:38] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	36, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	2,  // 5: mnv.verification.v1.CompleteSessionAuthorizationResponse.status:type_name -> mnv.verification.v1.CaptureStatus
+	36, // 6: mnv.verification.v1.CompleteSessionAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 7: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
+	36, // 8: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
+	13, // 9: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
+	13, // 10: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
+	36, // 11: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
+	36, // 12: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
+	13, // 13: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
+	4,  // 14: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
+	36, // 15: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 16: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
+	19, // 17: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	19, // 18: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
+	4,  // 19: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
+	36, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 21: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
+	36, // 22: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
+	28, // 23: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
+	36, // 24: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
+	36, // 25: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
+	33, // 26: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
+	6,  // 27: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
+	8,  // 28: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
+	10, // 29: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
+	12, // 30: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
+	15, // 31: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
+	17, // 32: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
+	20, // 33: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
+	22, // 34: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
+	24, // 35: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
+	25, // 36: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	29, // 37: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	31, // 38: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	34, // 39: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	7,  // 40: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 41: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 42: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 43: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 44: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 45: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 46: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 47: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 48: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	26, // 49: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	30, // 50: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	32, // 51: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	35, // 52: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	40, // [40:53] is the sub-list for method output_type
+	27, // [27:40] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_verification_proto_init() }
@@ -2610,19 +2712,20 @@ func file_mnv_verification_v1_verification_proto_init() {
 	file_mnv_verification_v1_verification_proto_msgTypes[3].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[4].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[5].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[7].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[11].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[13].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[21].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[23].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[28].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[6].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[8].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[12].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[24].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_verification_proto_rawDesc), len(file_mnv_verification_v1_verification_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

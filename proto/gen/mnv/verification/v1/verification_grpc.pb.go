@@ -56,7 +56,7 @@ type VerificationServiceClient interface {
 	// back here (the redirect URI of the authorization URL the session answered) with the code
 	// and the state, or an error. No client credential: the state binds the call to its session,
 	// once, until the session expires. Only the gateway calls it, with its internal credential.
-	CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
+	CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
 	Verify(ctx context.Context, in *VerifyRequest, opts ...grpc.CallOption) (*VerifyResponse, error)
@@ -107,9 +107,9 @@ func (c *verificationServiceClient) CreateSdkSession(ctx context.Context, in *Cr
 	return out, nil
 }
 
-func (c *verificationServiceClient) CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error) {
+func (c *verificationServiceClient) CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CompleteSessionAuthorizationResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CreateSdkSessionResponse)
+	out := new(CompleteSessionAuthorizationResponse)
 	err := c.cc.Invoke(ctx, VerificationService_CompleteSessionAuthorization_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ type VerificationServiceServer interface {
 	// back here (the redirect URI of the authorization URL the session answered) with the code
 	// and the state, or an error. No client credential: the state binds the call to its session,
 	// once, until the session expires. Only the gateway calls it, with its internal credential.
-	CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CreateSdkSessionResponse, error)
+	CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
 	Verify(context.Context, *VerifyRequest) (*VerifyResponse, error)
@@ -276,7 +276,7 @@ func (UnimplementedVerificationServiceServer) ListOperators(context.Context, *Li
 func (UnimplementedVerificationServiceServer) CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateSdkSession not implemented")
 }
-func (UnimplementedVerificationServiceServer) CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CreateSdkSessionResponse, error) {
+func (UnimplementedVerificationServiceServer) CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CompleteSessionAuthorizationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompleteSessionAuthorization not implemented")
 }
 func (UnimplementedVerificationServiceServer) Verify(context.Context, *VerifyRequest) (*VerifyResponse, error) {
