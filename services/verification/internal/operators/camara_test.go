@@ -1,6 +1,7 @@
 package operators_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -124,7 +125,8 @@ func TestLoadReadsCAMARASecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("secret.txt", "s3cret\n")
-	write("key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	write("key.pem", string(keyPEM))
 	write("empty.txt", "\n")
 	write("notkey.pem", "hello")
 	basic := func(file string) string {
@@ -140,7 +142,7 @@ func TestLoadReadsCAMARASecrets(t *testing.T) {
 		{"secret, relative", basic("secret.txt"), "", func(c *operators.CAMARA) bool { return c.ClientSecret == "s3cret" }},
 		{"secret, absolute", basic(filepath.Join(dir, "secret.txt")), "", func(c *operators.CAMARA) bool { return c.ClientSecret == "s3cret" }},
 		{"key", jwt("key.pem"), "", func(c *operators.CAMARA) bool {
-			return strings.HasPrefix(string(c.PrivateKeyPEM), "-----BEGIN PRIVATE KEY")
+			return bytes.Equal(bytes.TrimSpace(c.PrivateKeyPEM), bytes.TrimSpace(keyPEM)) // the file's key, as written
 		}},
 		{"missing secret file", basic("nope.txt"), "camara.clientSecretFile:", nil},
 		{"empty secret file", basic("empty.txt"), "camara.clientSecretFile:", nil},
