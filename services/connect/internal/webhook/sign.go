@@ -112,6 +112,13 @@ func Verify(secret, body []byte, header string, now time.Time, tolerance time.Du
 	if !matched {
 		return ErrSignatureMismatch
 	}
+	return checkTimestamp(ts, now, tolerance)
+}
+
+// checkTimestamp refuses a signed timestamp (Unix seconds) further than tolerance from now in
+// either direction; DefaultTolerance when tolerance is not positive. Both signature schemes
+// check it after the signature, so a forger learns nothing about the clock.
+func checkTimestamp(ts int64, now time.Time, tolerance time.Duration) error {
 	if tolerance <= 0 {
 		tolerance = DefaultTolerance
 	}

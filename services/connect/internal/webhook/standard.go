@@ -101,11 +101,5 @@ func VerifyStandard(key []byte, id, timestamp, header string, body []byte, now t
 	if !matched {
 		return ErrSignatureMismatch
 	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
-		return ErrSignatureExpired
-	}
-	return nil
+	return checkTimestamp(ts, now, tolerance)
 }
