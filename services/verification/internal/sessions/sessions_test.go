@@ -26,32 +26,8 @@ func (f *fakeStore) InsertSession(_ context.Context, s domain.Session) error {
 	return nil
 }
 
-const registry = `operators:
-  - id: alpha
-    name: Alpha
-    country: AE
-    mccMnc: ["424-02"]
-    methods: [HEADER_ENRICHMENT]
-    headerEnrichment:
-      trustedRanges: ["10.0.0.0/8"]
-      numberHeader: X-Alpha-Msisdn
-  - id: beta
-    name: Beta
-    country: AE
-    mccMnc: ["424-03"]
-    methods: [HEADER_ENRICHMENT]
-    headerEnrichment:
-      trustedRanges: ["192.0.2.0/24"]
-      numberHeader: X-Beta-Msisdn
-  - id: gamma
-    name: Gamma
-    country: AE
-    methods: [HEADER_ENRICHMENT, NETWORK_API]
-    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
-    headerEnrichment:
-      trustedRanges: ["198.51.100.0/24"]
-      numberHeader: X-Gamma-Msisdn
-  - id: play
+// registry is the shared registry and a sandbox operator, play.
+const registry = verificationtest.Registry + `  - id: play
     name: Sandbox
     country: ZZ
     mccMnc: ["001-01"]

@@ -41,3 +41,32 @@ func Operators(t testing.TB, yaml string) *operators.Registry {
 	}
 	return ops
 }
+
+// Registry is a registry of three operators the domain tests share: alpha and beta (header
+// enrichment) and gamma (header enrichment and NETWORK_API), each on its own address range.
+const Registry = `operators:
+  - id: alpha
+    name: Alpha
+    country: AE
+    mccMnc: ["424-02"]
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["10.0.0.0/8"]
+      numberHeader: X-Alpha-Msisdn
+  - id: beta
+    name: Beta
+    country: AE
+    mccMnc: ["424-03"]
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["192.0.2.0/24"]
+      numberHeader: X-Beta-Msisdn
+  - id: gamma
+    name: Gamma
+    country: AE
+    methods: [HEADER_ENRICHMENT, NETWORK_API]
+    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
+    headerEnrichment:
+      trustedRanges: ["198.51.100.0/24"]
+      numberHeader: X-Gamma-Msisdn
+`

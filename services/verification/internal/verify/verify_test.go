@@ -182,33 +182,6 @@ func (l *fakeLedger) Refund(context.Context, money.Refund) (money.Refunded, erro
 
 func (l *fakeLedger) Balance(context.Context, string) (int64, error) { return 100, nil }
 
-const registry = `operators:
-  - id: alpha
-    name: Alpha
-    country: AE
-    mccMnc: ["424-02"]
-    methods: [HEADER_ENRICHMENT]
-    headerEnrichment:
-      trustedRanges: ["10.0.0.0/8"]
-      numberHeader: X-Alpha-Msisdn
-  - id: beta
-    name: Beta
-    country: AE
-    mccMnc: ["424-03"]
-    methods: [HEADER_ENRICHMENT]
-    headerEnrichment:
-      trustedRanges: ["192.0.2.0/24"]
-      numberHeader: X-Beta-Msisdn
-  - id: gamma
-    name: Gamma
-    country: AE
-    methods: [HEADER_ENRICHMENT, NETWORK_API]
-    camara: {discoveryUrl: "https://op.example/.well-known/openid-configuration", apiRoot: "https://api.op.example", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
-    headerEnrichment:
-      trustedRanges: ["198.51.100.0/24"]
-      numberHeader: X-Gamma-Msisdn
-`
-
 // env is a Service over fakes, at a fixed time.
 type env struct {
 	t      *testing.T
@@ -222,7 +195,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
+	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, verificationtest.Registry)
 	e := &env{t: t, ledger: &fakeLedger{}, sealer: keys.Sealer, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify},
 			Operators: identity.LegacyOperators()}}
