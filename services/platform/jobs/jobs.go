@@ -140,7 +140,7 @@ func New(pool *pgxpool.Pool, o Options) (*Queue, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	m, err := NewMetrics(o.Registerer)
+	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: register metrics: %w", err)
 	}
@@ -191,9 +191,6 @@ func cmpOr(d, def time.Duration) time.Duration {
 	}
 	return def
 }
-
-// Client is River's client, for what this package does not wrap (listing jobs, retrying one).
-func (q *Queue) Client() *river.Client[pgx.Tx] { return q.inserter }
 
 // Insert enqueues args. Given a transaction (a store inside pg.Stores.InTx), the job commits
 // or rolls back with it; given the pool, it commits alone.

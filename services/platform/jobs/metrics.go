@@ -32,8 +32,8 @@ type Metrics struct {
 	oldest   *prometheus.GaugeVec
 }
 
-// NewMetrics registers the jobs' metrics on reg; nil gives metrics that record nothing.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// newMetrics registers the jobs' metrics on reg; nil gives metrics that record nothing.
+func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mnv_job_attempts_total", Help: "Attempts of background jobs, by kind and outcome.",
