@@ -9,15 +9,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/events"
 )
 
 // TestWebhookEndpoints drives /v1/api/me/webhooks through the gateway and the real services as
@@ -245,4 +248,49 @@ func dataOf(t *testing.T, a answer) map[string]any {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 	return env.Data
+}
+
+// TestPublishEventsCallers: connect's intake takes events from accounts and verification only,
+// and refuses a malformed one with INVALID_ARGUMENT (which the forwarder cancels rather than
+// retries).
+func TestPublishEventsCallers(t *testing.T) {
+	f := start2(t)
+	c := f.accounts.CreateClient(t, 10)
+	f.data(t, call{method: "POST", path: "/v1/api/me/webhooks", headers: meHeaders(c), body: `{"url":"https://hooks.example.com/"}`})
+	ctx := context.Background()
+	event := func() *connectv1.Event {
+		ev, err := events.New(c.ID, events.BalanceLow, events.BalanceLowData{Balance: 1, Threshold: 2}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &connectv1.Event{Id: ev.ID, Type: ev.Type, ClientId: ev.ClientID, CreatedAt: timestamppb.New(ev.CreatedAt), Data: ev.Data}
+	}
+	for _, tc := range []struct {
+		name, token string
+		want        codes.Code
+	}{
+		{"no credential", "", codes.Unauthenticated},
+		{"a client's API key as the bearer", c.APIKey, codes.Unauthenticated},
+		{"the gateway", authtest.GatewayToken, codes.Unauthenticated},
+		{"connect itself", authtest.ConnectToken, codes.Unauthenticated},
+		{"the operator", apptest.AdminToken, codes.Unauthenticated},
+		{"verification", authtest.VerificationToken, codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := connectv1.NewConnectInternalServiceClient(apptest.Dial(t, f.con.Addr, tc.token))
+			r, err := in.PublishEvents(ctx, &connectv1.PublishEventsRequest{Events: []*connectv1.Event{event()}})
+			if status.Code(err) != tc.want {
+				t.Fatalf("publish: %v, want %v", err, tc.want)
+			}
+			if err == nil && r.GetAccepted() != 1 {
+				t.Fatalf("accepted %d, want 1", r.GetAccepted())
+			}
+		})
+	}
+	in := connectv1.NewConnectInternalServiceClient(apptest.Dial(t, f.con.Addr, authtest.VerificationToken))
+	bad := event()
+	bad.Type = "balance.lowish"
+	if _, err := in.PublishEvents(ctx, &connectv1.PublishEventsRequest{Events: []*connectv1.Event{bad}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a malformed event: %v, want InvalidArgument", err)
+	}
 }
