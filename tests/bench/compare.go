@@ -24,6 +24,9 @@ type Variant struct {
 	// given what has been measured so far of every variant (in Compare's order). It runs
 	// before the first call and before every warm-up, and its time is not measured.
 	Prepare func(ctx context.Context, span time.Duration, done []Measured) error
+	// Observe, when set, starts with the measured part of the first round, given its length,
+	// and the function it returns is called once that round ends (to wait for a profile).
+	Observe func(ctx context.Context, d time.Duration) (wait func())
 }
 
 func (v Variant) prepare(ctx context.Context, span time.Duration, done []Measured) error {
@@ -145,7 +148,12 @@ func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Va
 			if cfg.Warmup > 0 {
 				Load(ctx, cfg.Workers, cfg.Warmup, cfg.Timeout, v.Op)
 			}
+			wait := func() {}
+			if round == 1 && v.Observe != nil {
+				wait = v.Observe(ctx, cfg.Duration)
+			}
 			r := Load(ctx, cfg.Workers, cfg.Duration, cfg.Timeout, v.Op)
+			wait()
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

@@ -91,6 +91,9 @@ type Options struct {
 	SkipConnect  bool
 	ConnectRows  int    // rows of benchmark D's CSV
 	ConnectPprof string // where to write connect's CPU profile of the import ("": none)
+	// VerifyPprof is a folder for every process's CPU profile of the first "verify many" round
+	// ("": none).
+	VerifyPprof  string
 	SkipWebhooks bool
 	// WebhookEvents are benchmark E's pings, spread over WebhookEndpoints clients.
 	WebhookEvents, WebhookEndpoints int
@@ -114,6 +117,7 @@ func run() int {
 	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
 	flag.IntVar(&opts.ConnectRows, "connect-rows", 1_000_000, "rows of benchmark D's CSV (at most what fits in 50 MiB)")
 	flag.StringVar(&opts.ConnectPprof, "connect-pprof", "", fmt.Sprintf("write connect's CPU profile of the first %ds of the import to this file", pprofSeconds))
+	flag.StringVar(&opts.VerifyPprof, "verify-pprof", "", "write each service's CPU profile of the first measured round of \"C verify many\" into this folder")
 	flag.BoolVar(&opts.SkipWebhooks, "skip-webhooks", false, "do not run benchmark E (webhook delivery)")
 	flag.IntVar(&opts.WebhookEvents, "webhook-events", 5000, "ping events of benchmark E")
 	flag.IntVar(&opts.WebhookEndpoints, "webhook-endpoints", 4, "clients of benchmark E, one endpoint each")
@@ -196,12 +200,16 @@ func run() int {
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
 	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
 	hopts := harness.Options{Env: suiteEnv}
-	debugAddr := ""
-	if !opts.SkipConnect && opts.ConnectPprof != "" {
-		if debugAddr, err = harness.FreeAddr(); err != nil {
-			return err
+	// Each process serves pprof on its own address when a profile is asked for.
+	debug := map[string]string{}
+	if (!opts.SkipConnect && opts.ConnectPprof != "") || (!opts.SkipVerify && opts.VerifyPprof != "") {
+		hopts.ProcessEnv = map[string][]string{}
+		for _, name := range profiled {
+			if debug[name], err = harness.FreeAddr(); err != nil {
+				return err
+			}
+			hopts.ProcessEnv[name] = []string{"MNV_DEBUG_ADDR=" + debug[name]}
 		}
-		hopts.ProcessEnv = map[string][]string{"connect": {"MNV_DEBUG_ADDR=" + debugAddr}}
 	}
 	s, err := harness.Start(ctx, hopts)
 	if err != nil {
@@ -239,7 +247,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		fmt.Fprintln(progress, "== C: REST verify, sessions spread over many clients vs on one client")
 		vcfg := cfg
 		vcfg.Rounds = opts.VerifyRounds
-		ver, err := benchVerify(ctx, s, vcfg, progress)
+		ver, err := benchVerify(ctx, s, vcfg, debug, opts.VerifyPprof, progress)
 		if err != nil {
 			return fmt.Errorf("benchmark C: %w", err)
 		}
@@ -260,7 +268,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Notes = append(rep.Notes, "benchmark D (Connect import and delivery) skipped: -skip-connect")
 	} else {
 		fmt.Fprintln(progress, "== D: Connect, CSV import vs raw COPY, and delivery to a local receiver")
-		con, err := benchConnect(ctx, s, cfg, opts.ConnectRows, debugAddr, opts.ConnectPprof, progress)
+		con, err := benchConnect(ctx, s, cfg, opts.ConnectRows, debug["connect"], opts.ConnectPprof, progress)
 		if err != nil {
 			return fmt.Errorf("benchmark D: %w", err)
 		}

@@ -4,20 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
-
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	otelcodes "go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 )
@@ -46,21 +40,23 @@ type DebitResult struct {
 
 // Ledger owns the money of every client.
 //
-// Debits are group-committed: while a transaction is in flight on a shard, the debits that
-// arrive for its clients queue up, and the next transaction takes them all, whatever their
-// clients: one round trip locks the clients' balance rows (in id order) and reads their
-// balances and prices, the batch is decided in order in Go, one round trip writes every ledger
-// row and balance, one commit. One hot client therefore pays one lock hand-off and one commit
-// per batch instead of per debit, and debits spread over many clients share commits too. Every
-// debit still gets its own ledger row with its exact balance_after, and no balance goes below
-// zero. The row locks, not the queues, make this correct, so several replicas are as safe as
-// one. Clients are spread over shards so that independent batches run in parallel; a client
-// always lands on the same shard.
+// Debits are group-committed (platform/groupcommit): while a transaction is in flight on a
+// shard, the debits that arrive for its clients queue up, and the next transaction takes them
+// all, whatever their clients: one round trip locks the clients' balance rows (in id order) and
+// reads their balances and prices, the batch is decided in order in Go, one round trip writes
+// every ledger row and balance, one commit. One hot client therefore pays one lock hand-off and
+// one commit per batch instead of per debit, and debits spread over many clients share commits
+// too. Every debit still gets its own ledger row with its exact balance_after, and no balance
+// goes below zero. The row locks, not the queues, make this correct, so several replicas are as
+// safe as one. Clients are spread over shards so that independent batches run in parallel; a
+// client always lands on the same shard.
 type Ledger struct {
 	st     Store
 	tx     Tx
 	prices Prices
-	shards []*shard
+
+	batchOnce sync.Once
+	batches   *groupcommit.Batcher[DebitRequest, outcome]
 
 	// Metrics, when set, count debits and refunds and observe batch sizes.
 	Metrics *Metrics
@@ -78,31 +74,15 @@ type Ledger struct {
 // shards is how many batches may be in flight at once in one process.
 const shards = 4
 
-type shard struct {
-	mu      sync.Mutex
-	items   []*pending
-	running bool
-}
-
-type pending struct {
-	req  DebitRequest
-	done chan outcome
-	span trace.SpanContext // the request's span, when traced
-}
-
 type outcome struct {
 	res DebitResult
 	err error
 }
 
 // NewLedger returns a Ledger over st (outside any transaction) and tx with the configured
-// prices.
+// prices. Its fields are read at the first debit.
 func NewLedger(st Store, tx Tx, prices Prices) *Ledger {
-	l := &Ledger{st: st, tx: tx, prices: prices}
-	for range shards {
-		l.shards = append(l.shards, &shard{})
-	}
-	return l
+	return &Ledger{st: st, tx: tx, prices: prices}
 }
 
 // ValidateReference checks an idempotency reference: 1 to 200 printable characters.
@@ -127,92 +107,41 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 	if len(req.Variant) > 64 {
 		return DebitResult{}, fault.Invalid("variant", "must be at most 64 characters")
 	}
-	h := fnv.New32a()
-	h.Write([]byte(req.ClientID))
-	s := l.shards[h.Sum32()%shards]
-	p := &pending{req: req, done: make(chan outcome, 1)}
-	if l.Traced {
-		p.span = trace.SpanContextFromContext(ctx)
+	l.batchOnce.Do(func() {
+		cfg := groupcommit.Config{Shards: shards, MaxBatch: maxBatch, Observe: l.observe}
+		if l.Traced {
+			cfg.Span = "debit batch"
+		}
+		l.batches = groupcommit.New(cfg, l.commitCounted)
+	})
+	o, err := l.batches.Do(ctx, req.ClientID, req)
+	if err != nil {
+		return DebitResult{}, err
 	}
-	s.mu.Lock()
-	s.items = append(s.items, p)
-	start := !s.running
-	s.running = true
-	s.mu.Unlock()
-	if start {
-		go l.drain(s)
-	}
-	select {
-	case o := <-p.done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return DebitResult{}, ctx.Err()
+	return o.res, o.err
+}
+
+func (l *Ledger) observe(n int) {
+	l.Metrics.batchSize(n)
+	if l.Observe != nil {
+		l.Observe(n)
 	}
 }
 
-// drain commits a shard's queued debits, batch after batch, until none are left.
-func (l *Ledger) drain(s *shard) {
-	for {
-		s.mu.Lock()
-		n := min(len(s.items), maxBatch)
-		if n == 0 {
-			s.running = false
-			s.mu.Unlock()
-			return
-		}
-		batch := s.items[:n:n]
-		s.items = s.items[n:]
-		s.mu.Unlock()
-
-		// A batch outlives the request that started it: the others in it still wait.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		ctx, span := l.batchSpan(ctx, batch)
-		results, err := l.commit(ctx, batch)
-		if err != nil {
-			span.SetStatus(otelcodes.Error, "debit batch failed")
-		}
-		span.End()
-		cancel()
-		if err == nil {
-			l.Metrics.batchSize(n)
-			if l.Observe != nil {
-				l.Observe(n)
-			}
-		}
-		for i, p := range batch {
-			o := outcome{err: err}
-			if err == nil {
-				o = results[i]
-			}
-			// Counted before the caller hears, so a metric never lags what a caller saw.
-			l.Metrics.debit(p.req.Kind, o.res, o.err)
-			p.done <- o
+// commitCounted commits a batch and counts each debit's outcome, before its caller hears, so a
+// metric never lags what a caller saw. A failed batch is every debit's outcome.
+func (l *Ledger) commitCounted(ctx context.Context, batch []DebitRequest) ([]outcome, error) {
+	out, err := l.commit(ctx, batch)
+	if err != nil {
+		out = make([]outcome, len(batch))
+		for i := range out {
+			out[i].err = err
 		}
 	}
-}
-
-// batchSpan starts the span of a batch's transaction when tracing is on: a child of the first
-// traced debit in it, linked to the others, so every request's trace leads to the queries that
-// charged it.
-func (l *Ledger) batchSpan(ctx context.Context, batch []*pending) (context.Context, trace.Span) {
-	if !l.Traced {
-		return ctx, trace.SpanFromContext(ctx)
+	for i, req := range batch {
+		l.Metrics.debit(req.Kind, out[i].res, out[i].err)
 	}
-	var parent trace.SpanContext
-	var links []trace.Link
-	for _, p := range batch {
-		switch {
-		case !p.span.IsValid():
-		case !parent.IsValid():
-			parent = p.span
-		default:
-			links = append(links, trace.Link{SpanContext: p.span})
-		}
-	}
-	if parent.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, parent)
-	}
-	return otel.Tracer("github.com/mnvhq/mnv/services/accounts/internal/billing").Start(ctx, "debit batch", trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.debit.batch_size", len(batch))))
+	return out, nil
 }
 
 // commit decides and writes one batch in one transaction. A batch is first decided as if none
@@ -221,12 +150,12 @@ func (l *Ledger) batchSpan(ctx context.Context, batch []*pending) (context.Conte
 // insert's conflict or, for a debit the balance now refuses (which inserts nothing), by looking
 // its reference up: a charge that happened is that charge, whatever the balance, status or
 // expiry are now.
-func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error) {
+func (l *Ledger) commit(ctx context.Context, batch []DebitRequest) ([]outcome, error) {
 	out, err := l.decide(ctx, batch, nil)
 	if errors.Is(err, domain.ErrReferenceTaken) {
 		lookup := make([][2]string, 0, len(batch))
-		for _, p := range batch {
-			lookup = append(lookup, [2]string{p.req.ClientID, p.req.Reference})
+		for _, req := range batch {
+			lookup = append(lookup, [2]string{req.ClientID, req.Reference})
 		}
 		out, err = l.decide(ctx, batch, lookup)
 	}
@@ -237,15 +166,15 @@ func (l *Ledger) commit(ctx context.Context, batch []*pending) ([]outcome, error
 }
 
 // decide runs one attempt of a batch; lookup names the references to read from the ledger.
-func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]string) ([]outcome, error) {
+func (l *Ledger) decide(ctx context.Context, batch []DebitRequest, lookup [][2]string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
 	err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		clients := make([]string, 0, len(batch))
 		seen := map[string]bool{}
-		for _, p := range batch {
-			if !seen[p.req.ClientID] {
-				seen[p.req.ClientID] = true
-				clients = append(clients, p.req.ClientID)
+		for _, req := range batch {
+			if !seen[req.ClientID] {
+				seen[req.ClientID] = true
+				clients = append(clients, req.ClientID)
 			}
 		}
 		snap, err := st.LockForDebits(ctx, clients, lookup)
@@ -260,35 +189,35 @@ func (l *Ledger) decide(ctx context.Context, batch []*pending, lookup [][2]strin
 		var refused [][2]string            // client/reference of the debits refused here
 		entryOf := make([]int, len(batch)) // index into entries, or -1
 		firstOf := map[string]int{}        // client/reference -> index of its first debit here
-		for i, p := range batch {
+		for i, req := range batch {
 			entryOf[i] = -1
-			state, ok := snap.Balances[p.req.ClientID]
+			state, ok := snap.Balances[req.ClientID]
 			if !ok {
 				out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
 				continue
 			}
-			key := domain.LedgerKey(p.req.ClientID, p.req.Reference)
+			key := domain.LedgerKey(req.ClientID, req.Reference)
 			if e, ok := snap.Existing[key]; ok {
-				out[i] = replay(e, p.req)
+				out[i] = replay(e, req)
 				continue
 			}
 			if j, ok := firstOf[key]; ok {
-				out[i] = sameAs(out[j], entryOf[j], p.req, batch[j].req)
+				out[i] = sameAs(out[j], entryOf[j], req, batch[j])
 				entryOf[i] = entryOf[j]
 				continue
 			}
 			firstOf[key] = i
-			price := l.prices.For(p.req.Kind, p.req.Variant, snap.Overrides[p.req.ClientID])
-			if err := chargeable(state, balance[p.req.ClientID], price); err != nil {
+			price := l.prices.For(req.Kind, req.Variant, snap.Overrides[req.ClientID])
+			if err := chargeable(state, balance[req.ClientID], price); err != nil {
 				out[i] = outcome{err: err}
-				refused = append(refused, [2]string{p.req.ClientID, p.req.Reference})
+				refused = append(refused, [2]string{req.ClientID, req.Reference})
 				continue
 			}
-			balance[p.req.ClientID] -= price
+			balance[req.ClientID] -= price
 			entryOf[i] = len(entries)
 			entries = append(entries, domain.LedgerEntry{
-				ClientID: p.req.ClientID, Kind: p.req.Kind, Amount: -price, BalanceAfter: balance[p.req.ClientID],
-				Reference: p.req.Reference, Variant: p.req.Variant, Description: p.req.Description,
+				ClientID: req.ClientID, Kind: req.Kind, Amount: -price, BalanceAfter: balance[req.ClientID],
+				Reference: req.Reference, Variant: req.Variant, Description: req.Description,
 			})
 		}
 		if lookup == nil && len(refused) > 0 {

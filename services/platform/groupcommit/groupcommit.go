@@ -1,0 +1,188 @@
+// Package groupcommit shares one unit of work (a transaction, a call) among concurrent
+// requests: while a batch is in flight on a shard, the requests that arrive there queue up, and
+// the next batch takes them all. Under load, N concurrent requests cost a few batches instead of
+// N; alone, a request runs at once, in a batch of one, and waits for nothing.
+//
+// The batch's function decides what sharing means, and must keep every request's own answer:
+// it gets the items in arrival order and returns one result for each.
+package groupcommit
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Config shapes a Batcher; its zero value is one shard of batches of at most 512, 30 s each.
+type Config struct {
+	// Shards is how many batches may be in flight at once; a key always lands on the same one.
+	Shards int
+	// MaxBatch bounds the items of one batch.
+	MaxBatch int
+	// Timeout bounds each batch. A batch outlives the request that started it (the others in it
+	// still wait), so it runs on its own context, not on any request's.
+	Timeout time.Duration
+	// Span, when set, makes each batch a span of this name: a child of the first traced request
+	// in it, linked to the others, so every request's trace leads to the work done for it.
+	Span string
+	// Observe, when set, is told the size of every batch that succeeded. Shards call it
+	// concurrently.
+	Observe func(size int)
+}
+
+// Commit runs one batch and returns one result per item, in the items' order; an error fails
+// every item of the batch.
+type Commit[T, R any] func(ctx context.Context, items []T) ([]R, error)
+
+// Batcher groups the items of concurrent Do calls into batches run by its Commit.
+type Batcher[T, R any] struct {
+	cfg    Config
+	commit Commit[T, R]
+	shards []*shard[T, R]
+}
+
+type shard[T, R any] struct {
+	mu      sync.Mutex
+	items   []*pending[T, R]
+	running bool
+}
+
+type pending[T, R any] struct {
+	item T
+	done chan result[R]
+	span trace.SpanContext // the request's span, when traced
+}
+
+type result[R any] struct {
+	r   R
+	err error
+}
+
+const (
+	defaultMaxBatch = 512
+	defaultTimeout  = 30 * time.Second
+)
+
+// New returns a Batcher that runs batches with commit.
+func New[T, R any](cfg Config, commit Commit[T, R]) *Batcher[T, R] {
+	cfg.Shards = max(cfg.Shards, 1)
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	b := &Batcher[T, R]{cfg: cfg, commit: commit}
+	for range cfg.Shards {
+		b.shards = append(b.shards, &shard[T, R]{})
+	}
+	return b
+}
+
+// Do runs item in the next batch of key's shard and returns its result. When ctx ends first,
+// Do returns ctx.Err(), but the item may still be committed: the caller must be able to tell
+// (an idempotent retry, a reconciler).
+func (b *Batcher[T, R]) Do(ctx context.Context, key string, item T) (R, error) {
+	s := b.shards[b.shardOf(key)]
+	p := &pending[T, R]{item: item, done: make(chan result[R], 1)}
+	if b.cfg.Span != "" {
+		p.span = trace.SpanContextFromContext(ctx)
+	}
+	s.mu.Lock()
+	s.items = append(s.items, p)
+	start := !s.running
+	s.running = true
+	s.mu.Unlock()
+	if start {
+		go b.drain(s)
+	}
+	select {
+	case r := <-p.done:
+		return r.r, r.err
+	case <-ctx.Done():
+		var zero R
+		return zero, ctx.Err()
+	}
+}
+
+// shardOf is the index of key's shard.
+func (b *Batcher[T, R]) shardOf(key string) int {
+	if len(b.shards) == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(b.shards)))
+}
+
+// drain runs a shard's queued items, batch after batch, until none are left.
+func (b *Batcher[T, R]) drain(s *shard[T, R]) {
+	for {
+		s.mu.Lock()
+		n := min(len(s.items), b.cfg.MaxBatch)
+		if n == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		batch := s.items[:n:n]
+		s.items = s.items[n:]
+		s.mu.Unlock()
+
+		items := make([]T, n)
+		for i, p := range batch {
+			items[i] = p.item
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Timeout)
+		ctx, span := b.batchSpan(ctx, batch)
+		out, err := b.commit(ctx, items)
+		if err == nil && len(out) != n {
+			err = fmt.Errorf("groupcommit: %d results for a batch of %d", len(out), n)
+		}
+		if err != nil {
+			span.SetStatus(otelcodes.Error, "batch failed")
+		}
+		span.End()
+		cancel()
+		if err == nil && b.cfg.Observe != nil {
+			b.cfg.Observe(n)
+		}
+		for i, p := range batch {
+			r := result[R]{err: err}
+			if err == nil {
+				r.r = out[i]
+			}
+			p.done <- r
+		}
+	}
+}
+
+// batchSpan starts the span of a batch when Config.Span is set.
+func (b *Batcher[T, R]) batchSpan(ctx context.Context, batch []*pending[T, R]) (context.Context, trace.Span) {
+	if b.cfg.Span == "" {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	var parent trace.SpanContext
+	var links []trace.Link
+	for _, p := range batch {
+		switch {
+		case !p.span.IsValid():
+		case !parent.IsValid():
+			parent = p.span
+		default:
+			links = append(links, trace.Link{SpanContext: p.span})
+		}
+	}
+	if parent.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, parent)
+	}
+	return otel.Tracer("github.com/mnvhq/mnv/services/platform/groupcommit").Start(ctx, b.cfg.Span,
+		trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.batch_size", len(batch))))
+}

@@ -1,0 +1,203 @@
+package groupcommit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnvhq/mnv/services/platform/groupcommit"
+)
+
+// gate is a Commit that records its batches and holds each one until released.
+type gate struct {
+	mu      sync.Mutex
+	batches [][]int
+	started chan struct{}
+	release chan struct{}
+	err     error
+	short   bool // answer one result too few
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan struct{}, 100), release: make(chan struct{}, 100)}
+}
+
+func (g *gate) commit(ctx context.Context, items []int) ([]string, error) {
+	g.mu.Lock()
+	g.batches = append(g.batches, slices.Clone(items))
+	g.mu.Unlock()
+	g.started <- struct{}{}
+	<-g.release
+	if g.err != nil {
+		return nil, g.err
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, fmt.Sprint("r", it))
+	}
+	if g.short {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+func (g *gate) sizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n []int
+	for _, b := range g.batches {
+		n = append(n, len(b))
+	}
+	return n
+}
+
+// TestQueuedItemsShareTheNextBatch holds a first batch in flight, queues more items behind it,
+// and checks that they run together, each with its own result, within MaxBatch.
+func TestQueuedItemsShareTheNextBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		queued   int
+		maxBatch int
+		want     []int
+	}{
+		{"alone", 0, 0, []int{1}},
+		{"queued behind one", 5, 0, []int{1, 5}},
+		{"split at MaxBatch", 7, 3, []int{1, 3, 3, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate()
+			var observed []int
+			var mu sync.Mutex
+			b := groupcommit.New(groupcommit.Config{MaxBatch: tc.maxBatch, Observe: func(n int) { mu.Lock(); observed = append(observed, n); mu.Unlock() }}, g.commit)
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			results := make([]string, tc.queued+1)
+			errs := make([]error, tc.queued+1)
+			wg.Go(func() { results[0], errs[0] = b.Do(ctx, "k", 0) })
+			<-g.started // the first batch is in flight
+			for i := 1; i <= tc.queued; i++ {
+				wg.Go(func() { results[i], errs[i] = b.Do(ctx, "k", i) })
+			}
+			waitQueued(t, b, tc.queued)
+			for range len(tc.want) {
+				g.release <- struct{}{}
+			}
+			wg.Wait()
+			for i := range results {
+				if errs[i] != nil || results[i] != fmt.Sprint("r", i) {
+					t.Errorf("item %d: got %q, %v; want r%d", i, results[i], errs[i], i)
+				}
+			}
+			if got := g.sizes(); !slices.Equal(got, tc.want) {
+				t.Errorf("batch sizes %v, want %v", got, tc.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(observed, tc.want) {
+				t.Errorf("observed sizes %v, want %v", observed, tc.want)
+			}
+		})
+	}
+}
+
+// waitQueued gives the n queued Do calls time to reach the shard's queue: the batch after the
+// one in flight must take them all.
+func waitQueued(t *testing.T, b *groupcommit.Batcher[int, string], n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for groupcommit.Queued(b) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d items queued, want %d", groupcommit.Queued(b), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestFailedBatchFailsEveryItem(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name  string
+		err   error
+		short bool
+	}{
+		{"commit error", boom, false},
+		{"a result missing", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate()
+			g.err, g.short = tc.err, tc.short
+			var observed int
+			b := groupcommit.New(groupcommit.Config{Observe: func(int) { observed++ }}, g.commit)
+			for range 3 { // no batch is held: grouping is not what this test is about
+				g.release <- struct{}{}
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			for i := range errs {
+				wg.Go(func() { _, errs[i] = b.Do(context.Background(), "k", i) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err == nil || (tc.err != nil && !errors.Is(err, tc.err)) {
+					t.Errorf("item %d: err %v, want the batch's failure", i, err)
+				}
+			}
+			if observed != 0 {
+				t.Errorf("Observe told of %d failed batches", observed)
+			}
+		})
+	}
+}
+
+// TestCallerGoneBatchStillRuns: a caller that stops waiting gets its context's error, and its
+// item is still committed (the Commit must tell a retry).
+func TestCallerGoneBatchStillRuns(t *testing.T) {
+	g := newGate()
+	b := groupcommit.New(groupcommit.Config{}, g.commit)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(ctx, "k", 7); done <- err }()
+	<-g.started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	g.release <- struct{}{}
+	if got := g.sizes(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("batches %v, want the item committed once", got)
+	}
+}
+
+// TestShardsRunInParallel: with two shards, keys on different shards do not wait for each
+// other's batch.
+func TestShardsRunInParallel(t *testing.T) {
+	g := newGate()
+	b := groupcommit.New(groupcommit.Config{Shards: 2}, g.commit)
+	// Two keys that land on different shards.
+	a, c := "", ""
+	for i := 0; c == ""; i++ {
+		k := fmt.Sprint("key", i)
+		switch {
+		case a == "":
+			a = k
+		case groupcommit.ShardOf(b, k) != groupcommit.ShardOf(b, a):
+			c = k
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Do(context.Background(), a, 1) })
+	<-g.started
+	wg.Go(func() { _, _ = b.Do(context.Background(), c, 2) })
+	select {
+	case <-g.started: // the second shard's batch started while the first is held
+	case <-time.After(5 * time.Second):
+		t.Fatal("a batch on another shard waited for the first")
+	}
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	wg.Wait()
+}
