@@ -3,7 +3,9 @@ package k8s_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -608,7 +610,10 @@ func serviceFor(m *manifests, ns, addr string) string {
 
 // checkAddresses: every process listens on its pod's addresses (the code's default is
 // loopback) at the port its container declares, serves metrics on the metrics port, and
-// reaches the other services through Services of the render.
+// reaches the other services through their Services (of the render or the rest of the suite)
+// on the right port; the gateway sets every backend, the CAMARA facade included. The facade's
+// issuer is set (the code's default is loopback), is the gateway's https URL in prod, and is
+// MNV_PUBLIC_URL when both are set: both are the gateway's public base URL.
 func checkAddresses(m *manifests) []string {
 	var p []string
 	for _, sv := range servingContainers(m) {
@@ -637,15 +642,51 @@ func checkAddresses(m *manifests) []string {
 		}
 		listen(c.listenVar, c.port)
 		listen("MNV_METRICS_ADDR", metricsPort)
-		for _, name := range backendAddrVars {
+		for _, name := range slices.Sorted(maps.Keys(c.listens)) {
+			listen(name, c.listens[name])
+		}
+		for _, name := range c.backends {
+			if _, ok := env[name]; !ok {
+				p = append(p, fmt.Sprintf("%s: %s is not set", where, name))
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(backendAddrs)) {
 			v, ok := env[name]
 			if !ok {
 				continue
 			}
-			if serviceFor(m, d.Namespace, v.value) == "" {
-				p = append(p, fmt.Sprintf("%s: %s=%q names no Service port of the render", where, name, v.value))
+			want := fmt.Sprintf("%s:%d", backendAddrs[name].service, backendAddrs[name].port)
+			switch got := serviceFor(m, d.Namespace, v.value); got {
+			case want:
+			case "":
+				p = append(p, fmt.Sprintf("%s: %s=%q names no Service port of the suite", where, name, v.value))
+			default:
+				p = append(p, fmt.Sprintf("%s: %s=%q reaches %s, want %s", where, name, v.value, got, want))
 			}
 		}
+		if _, ok := c.listens[facadeListenVar]; ok {
+			p = append(p, issuerProblems(m.env, where, env)...)
+		}
+	}
+	return p
+}
+
+// issuerProblems checks the CAMARA facade's issuer (MNV_CAMARA_ISSUER) in a container's env.
+func issuerProblems(envName, where string, env map[string]envVar) []string {
+	issuer, ok := env["MNV_CAMARA_ISSUER"]
+	if !ok {
+		return []string{where + ": MNV_CAMARA_ISSUER is not set: the default, http://127.0.0.1:8080, names no gateway a client reaches"}
+	}
+	var p []string
+	u, err := url.Parse(issuer.value)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		p = append(p, fmt.Sprintf("%s: MNV_CAMARA_ISSUER=%q is not an absolute http(s) URL", where, issuer.value))
+	case envName == "prod" && (u.Scheme != "https" || u.Hostname() == "localhost" || net.ParseIP(u.Hostname()) != nil && net.ParseIP(u.Hostname()).IsLoopback()):
+		p = append(p, fmt.Sprintf("%s: MNV_CAMARA_ISSUER=%q: in prod the gateway's public https URL", where, issuer.value))
+	}
+	if pub, ok := env["MNV_PUBLIC_URL"]; ok && strings.TrimSuffix(pub.value, "/") != strings.TrimSuffix(issuer.value, "/") {
+		p = append(p, fmt.Sprintf("%s: MNV_PUBLIC_URL=%q and MNV_CAMARA_ISSUER=%q differ: both are the gateway's public base URL", where, pub.value, issuer.value))
 	}
 	return p
 }
@@ -655,9 +696,10 @@ func selectorMatches(sel map[string]string, podLabels map[string]string) bool {
 }
 
 // checkServices: every Service selects the pods of exactly one Deployment and every port
-// targets a port those pods declare. A gRPC service's Service is headless, so its callers'
-// round_robin balancer sees every pod; then the port is used as is on the pod (targetPort does
-// not apply), so it must be the container's port number.
+// targets a port those pods declare; a component's own Service exposes its serving port and
+// its other listeners (verification's CAMARA facade). A gRPC service's Service is headless, so
+// its callers' round_robin balancer sees every pod; then the port is used as is on the pod
+// (targetPort does not apply), so it must be the container's port number.
 func checkServices(m *manifests) []string {
 	var p []string
 	for _, s := range m.services {
@@ -677,6 +719,7 @@ func checkServices(m *manifests) []string {
 		if grpcBackend && !headless {
 			p = append(p, fmt.Sprintf("Service %s: a gRPC backend's Service must be headless (clusterIP: None) for its callers to spread calls over the pods", s.Name))
 		}
+		targeted := map[int32]bool{}
 		for _, sp := range s.Spec.Ports {
 			target := sp.TargetPort
 			if target.Type == intstr.Int && target.IntVal == 0 || headless {
@@ -684,12 +727,20 @@ func checkServices(m *manifests) []string {
 			}
 			found := false
 			for _, ctr := range matched[0].Spec.Template.Spec.Containers {
-				if portNumber(&ctr, target) != 0 {
-					found = true
+				if n := portNumber(&ctr, target); n != 0 {
+					found, targeted[n] = true, true
 				}
 			}
 			if !found {
 				p = append(p, fmt.Sprintf("Service %s: port %s targets %s, which no container of %s declares", s.Name, sp.Name, target.String(), matched[0].Name))
+			}
+		}
+		if !known || s.Name != c.deployment {
+			continue
+		}
+		for _, port := range append([]int32{c.port}, slices.Sorted(maps.Values(c.listens))...) {
+			if !targeted[port] {
+				p = append(p, fmt.Sprintf("Service %s: exposes no port of %s's listener on %d", s.Name, c.name, port))
 			}
 		}
 	}

@@ -17,6 +17,12 @@ type component struct {
 	port int32
 	// listenVar sets the serving address; its default is loopback, useless in a pod.
 	listenVar string
+	// listens are the process's other listeners beyond metrics (variable → port): each must be
+	// set off loopback, declared by the container and exposed by the component's Service.
+	listens map[string]int32
+	// backends are the address variables the process needs set (backendAddrs says where each
+	// must point); the others are optional.
+	backends []string
 	// secrets are the secrets LoadConfig requires (env.Require). "DATABASE_URL" is also
 	// satisfied by the service's own MNV_<SVC>_DATABASE_URL.
 	secrets []string
@@ -36,7 +42,8 @@ var components = []component{
 	{
 		name: "gateway", deployment: "mnv-gateway", cmd: "gateway/cmd/gateway", app: "gateway/app/app.go",
 		port: 8080, listenVar: "MNV_HTTP_ADDR",
-		secrets: []string{"MNV_INTERNAL_TOKEN"}, caller: true,
+		backends: []string{"MNV_ACCOUNTS_ADDR", "MNV_VERIFICATION_ADDR", "MNV_CONNECT_ADDR", "MNV_CAMARA_ADDR"},
+		secrets:  []string{"MNV_INTERNAL_TOKEN"}, caller: true,
 		// /healthz: alive; /readyz: the gateway serves, backends listed, not followed (gateway/app).
 		probes: map[string]string{"liveness": "/healthz", "readiness": "/readyz", "startup": "/healthz"},
 	},
@@ -50,6 +57,7 @@ var components = []component{
 	{
 		name: "verification", deployment: "mnv-verification", cmd: "services/verification/cmd/verification", app: "services/verification/app/app.go",
 		database: true, port: 9092, listenVar: "MNV_VERIFICATION_GRPC_ADDR", dbVar: "MNV_VERIFICATION_DATABASE_URL",
+		listens: map[string]int32{facadeListenVar: facadePort},
 		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
 		caller:  true, server: true,
@@ -79,8 +87,24 @@ var secretVars = map[string]bool{
 	"MNV_REDIS_URL":                 true,
 }
 
-// backendAddrVars name where a process reaches another: each must name a Service of the render.
-var backendAddrVars = []string{"MNV_ACCOUNTS_ADDR", "MNV_VERIFICATION_ADDR", "MNV_CONNECT_ADDR"}
+// facadePort is verification's CAMARA facade (plain HTTP, for the gateway alone), set by
+// facadeListenVar; the gateway reaches it through MNV_CAMARA_ADDR.
+const (
+	facadePort      = 9095
+	facadeListenVar = "MNV_VERIFICATION_CAMARA_ADDR"
+)
+
+// backendAddrs are where a process reaches another: each variable, when set, must name this
+// Service (of the render, or of the rest of the suite) and port.
+var backendAddrs = map[string]struct {
+	service string
+	port    int32
+}{
+	"MNV_ACCOUNTS_ADDR":     {"mnv-accounts", 9091},
+	"MNV_VERIFICATION_ADDR": {"mnv-verification", 9092},
+	"MNV_CONNECT_ADDR":      {"mnv-connect", 9093},
+	"MNV_CAMARA_ADDR":       {"mnv-verification", facadePort},
+}
 
 // metricsPort is where every process serves Prometheus (MNV_METRICS_ADDR).
 const metricsPort = 9100

@@ -1,6 +1,7 @@
 package k8s_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,6 +144,10 @@ func TestFixturesFail(t *testing.T) {
 		{dir: "service-links", want: []string{"security"}},
 		{dir: "loopback-listen", want: []string{"addresses"}},
 		{dir: "wrong-backend-address", want: []string{"addresses"}},
+		{dir: "facade-wrong-port", want: []string{"addresses"}},
+		{dir: "facade-issuer-loopback", want: []string{"addresses"}},
+		{dir: "no-facade-port", want: []string{"services"}},
+		{dir: "facade-ingress-closed", want: []string{"networkpolicy"}},
 		{dir: "service-wrong-target", want: []string{"services"}},
 		{dir: "service-virtual-ip", want: []string{"services"}},
 		{dir: "headless-port-mismatch", want: []string{"services"}},
@@ -262,8 +267,10 @@ func TestSecretListMatchesCode(t *testing.T) {
 			if c.dbVar != "" && !strings.Contains(string(src), `"`+c.dbVar+`"`) {
 				t.Errorf("%s does not read %s", c.app, c.dbVar)
 			}
-			if !strings.Contains(string(src), `"`+c.listenVar+`"`) {
-				t.Errorf("%s does not read %s", c.app, c.listenVar)
+			for _, v := range append([]string{c.listenVar}, slices.Sorted(maps.Keys(c.listens))...) {
+				if !strings.Contains(string(src), `"`+v+`"`) {
+					t.Errorf("%s does not read %s", c.app, v)
+				}
 			}
 		})
 	}

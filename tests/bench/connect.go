@@ -21,10 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"google.golang.org/grpc"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -104,7 +102,7 @@ type connectBench struct {
 // the first pprofSeconds of the import is written to profilePath.
 func benchConnect(ctx context.Context, s *harness.Suite, cfg Config, rows int, debugAddr, profilePath string, progress io.Writer) (ConnectReport, error) {
 	var rep ConnectReport
-	admin, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.AdminToken, Insecure: true}))
+	admin, err := dialAdmin(s)
 	if err != nil {
 		return rep, err
 	}

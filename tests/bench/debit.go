@@ -10,10 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -41,12 +38,12 @@ type Check struct {
 // same row lock). Afterwards the balances must match the debits that were answered OK.
 func benchDebits(ctx context.Context, s *harness.Suite, cfg Config, grpcConns int, progress io.Writer) (DebitReport, error) {
 	var rep DebitReport
-	admin, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.AdminToken, Insecure: true}))
+	admin, err := dialAdmin(s)
 	if err != nil {
 		return rep, err
 	}
 	defer admin.Close()
-	internal, err := dialPool(s.AccountsAddr, grpcConns, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.Tokens[auth.CallerVerification], Insecure: true}))
+	internal, err := dialInternal(s, grpcConns)
 	if err != nil {
 		return rep, err
 	}

@@ -8,6 +8,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // connPool spreads calls round-robin over a few client connections (HTTP/2 connections), so a
@@ -33,6 +36,17 @@ func dialPool(addr string, n int, opts ...grpc.DialOption) (*connPool, error) {
 		p.conns = append(p.conns, c)
 	}
 	return p, nil
+}
+
+// dialAdmin is one connection to the suite's accounts with the operator's admin token.
+func dialAdmin(s *harness.Suite) (*connPool, error) {
+	return dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.AdminToken, Insecure: true}))
+}
+
+// dialInternal is n connections to the suite's accounts as verification, the caller of the
+// internal service (Debit, GetBalance).
+func dialInternal(s *harness.Suite, n int) (*connPool, error) {
+	return dialPool(s.AccountsAddr, n, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.Tokens[auth.CallerVerification], Insecure: true}))
 }
 
 func (p *connPool) pick() *grpc.ClientConn {

@@ -41,6 +41,21 @@
 //     events delivered per second (first ping sent to last event received) and the lag from
 //     each event's createdAt to its arrival, p50 and p99, beside D's delivery figures. No goal
 //     yet: the issue asks for the figures.
+//   - F, CAMARA: the latency of one verification by the way the operator vouches for the line,
+//     against a fake CAMARA operator (platform/camarafake) that this process starts before the
+//     suite, with verification's registry holding the sandbox operator and a NETWORK_API
+//     operator at the fake (enabled per client, as a client's operators are). Three flows,
+//     each ending in one charged VERIFIED answer: header enrichment (SDK session with the
+//     sandbox's number header, then POST /v1/api/verify), NETWORK_API (SDK session naming the
+//     operator, the device following its authorization URL to the fake and back to mnv's
+//     callback, then POST /v1/api/verify with serviceType NETWORK_API, which calls the fake's
+//     /verify), and the CAMARA facade (the device's authorization code flow through the gateway,
+//     the client's token exchange, then POST /number-verification/v2/verify). -camara-flows of
+//     each, first interleaved one at a time, then each flow alone on -camara-c workers: p50 and
+//     p99 of the verify call alone and of the whole flow, and what NETWORK_API adds over header
+//     enrichment. The charges are checked per flow against the VERIFIED answers, and the fake's
+//     /verify calls against the NETWORK_API verifies. No goal: the issue asks for the figures.
+//     The fake runs in this process, so its CPU counts as the generator's.
 //   - The raw PostgreSQL limit (../shared/bench/pgbench-verify-limit.sh, when present), run
 //     last so it does not compete: the same writes as plain SQL, so mnv's debits/s can be read
 //     as a fraction of what the database allows.
@@ -86,7 +101,9 @@ var suiteEnv = []string{"MNV_LOG_LEVEL=warn", "MNV_CLIENT_RATE=0", "MNV_NUMBER_A
 // Options are the command line's choices beyond the load shape.
 type Options struct {
 	GRPCConns    int
-	VerifyRounds int // rounds of benchmark C
+	SkipAPI      bool // benchmark A
+	SkipDebits   bool // benchmark B
+	VerifyRounds int  // rounds of benchmark C
 	SkipVerify   bool
 	SkipConnect  bool
 	ConnectRows  int    // rows of benchmark D's CSV
@@ -97,6 +114,10 @@ type Options struct {
 	SkipWebhooks bool
 	// WebhookEvents are benchmark E's pings, spread over WebhookEndpoints clients.
 	WebhookEvents, WebhookEndpoints int
+	SkipCAMARA                      bool
+	// CAMARAFlows are benchmark F's flows of each kind, per run; CAMARAWorkers its concurrent
+	// workers (0: the sequential run only).
+	CAMARAFlows, CAMARAWorkers int
 }
 
 func main() { os.Exit(run()) }
@@ -112,6 +133,8 @@ func run() int {
 	flag.IntVar(&cfg.Rounds, "rounds", 2, "interleaved rounds of each benchmark")
 	flag.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "uncounted warm-up before each measured round")
 	flag.IntVar(&opts.GRPCConns, "grpc-conns", 1, "gRPC client connections to accounts, used round-robin")
+	flag.BoolVar(&opts.SkipAPI, "skip-api", false, "do not run benchmark A (REST against gRPC)")
+	flag.BoolVar(&opts.SkipDebits, "skip-debits", false, "do not run benchmark B (hot against spread debits)")
 	flag.IntVar(&opts.VerifyRounds, "verify-rounds", 0, "interleaved rounds of benchmark C (0: as -rounds)")
 	flag.BoolVar(&opts.SkipVerify, "skip-verify", false, "do not run benchmark C (REST verify)")
 	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
@@ -121,14 +144,17 @@ func run() int {
 	flag.BoolVar(&opts.SkipWebhooks, "skip-webhooks", false, "do not run benchmark E (webhook delivery)")
 	flag.IntVar(&opts.WebhookEvents, "webhook-events", 5000, "ping events of benchmark E")
 	flag.IntVar(&opts.WebhookEndpoints, "webhook-endpoints", 4, "clients of benchmark E, one endpoint each")
+	flag.BoolVar(&opts.SkipCAMARA, "skip-camara", false, "do not run benchmark F (CAMARA: NETWORK_API and facade latency against header enrichment)")
+	flag.IntVar(&opts.CAMARAFlows, "camara-flows", 200, "flows of each kind in each run of benchmark F")
+	flag.IntVar(&opts.CAMARAWorkers, "camara-c", 4, "concurrent workers of benchmark F's second run (0: none)")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	flag.Parse()
 	if opts.VerifyRounds == 0 {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events and -webhook-endpoints must be positive, -warmup and -verify-rounds not negative; no arguments")
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints and -camara-flows must be positive, -warmup, -verify-rounds and -camara-c not negative; no arguments")
 		return 2
 	}
 
@@ -159,6 +185,11 @@ func run() int {
 	if !opts.SkipWebhooks {
 		rep.Header = append(rep.Header, fmt.Sprintf("E: %d pings over %d clients (one endpoint each), %d senders; plain http to a receiver in this process that verifies each signature; lag from the event's createdAt",
 			opts.WebhookEvents, opts.WebhookEndpoints, cfg.Workers))
+	}
+
+	if !opts.SkipCAMARA {
+		rep.Header = append(rep.Header, fmt.Sprintf("F: %d flows of each kind interleaved on one worker, then each kind alone on %d workers (%d uncounted first); one VERIFIED answer per flow; "+
+			"the fake CAMARA operator runs in this process (its CPU is gen's)", opts.CAMARAFlows, opts.CAMARAWorkers, camaraWarmup))
 	}
 
 	err := measure(ctx, cfg, opts, progress, &rep)
@@ -196,14 +227,12 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A, B, C, D and E into rep and stops the suite again.
+// measure starts the suite, runs benchmarks A to F into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
-	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
-	hopts := harness.Options{Env: suiteEnv}
+	hopts := harness.Options{Env: suiteEnv, ProcessEnv: map[string][]string{}}
 	// Each process serves pprof on its own address when a profile is asked for.
 	debug := map[string]string{}
 	if (!opts.SkipConnect && opts.ConnectPprof != "") || (!opts.SkipVerify && opts.VerifyPprof != "") {
-		hopts.ProcessEnv = map[string][]string{}
 		for _, name := range profiled {
 			if debug[name], err = harness.FreeAddr(); err != nil {
 				return err
@@ -211,6 +240,16 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 			hopts.ProcessEnv[name] = []string{"MNV_DEBUG_ADDR=" + debug[name]}
 		}
 	}
+	var camaraOp *CAMARAOperator
+	if !opts.SkipCAMARA {
+		fmt.Fprintln(progress, "== starting the fake CAMARA operator")
+		if camaraOp, err = startCAMARAOperator(); err != nil {
+			return fmt.Errorf("benchmark F: %w", err)
+		}
+		defer camaraOp.Close()
+		hopts.ProcessEnv["verification"] = append(hopts.ProcessEnv["verification"], "MNV_OPERATORS_FILE="+camaraOp.Registry)
+	}
+	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
 	s, err := harness.Start(ctx, hopts)
 	if err != nil {
 		return err
@@ -222,24 +261,30 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		s.Stop()
 	}()
 
-	fmt.Fprintln(progress, "== A: REST through the gateway vs gRPC to accounts")
-	rest, grpcM, err := benchAPI(ctx, s, cfg, opts.GRPCConns, progress)
-	if err != nil {
-		return fmt.Errorf("benchmark A: %w", err)
+	if opts.SkipAPI {
+		rep.Notes = append(rep.Notes, "benchmark A (REST against gRPC) skipped: -skip-api")
+	} else {
+		fmt.Fprintln(progress, "== A: REST through the gateway vs gRPC to accounts")
+		rest, grpcM, err := benchAPI(ctx, s, cfg, opts.GRPCConns, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark A: %w", err)
+		}
+		rep.Rows = append(rep.Rows, rest, grpcM)
+		rep.Ratios = append(rep.Ratios, Ratio{Name: "REST/gRPC", Num: rest.Throughput(), Den: grpcM.Throughput(), Goal: restGoal})
 	}
-	fmt.Fprintln(progress, "== B: debits spread over many clients vs on one client")
-	deb, err := benchDebits(ctx, s, cfg, opts.GRPCConns, progress)
-	if err != nil {
-		return fmt.Errorf("benchmark B: %w", err)
+	if opts.SkipDebits {
+		rep.Notes = append(rep.Notes, "benchmark B (hot against spread debits) skipped: -skip-debits")
+	} else {
+		fmt.Fprintln(progress, "== B: debits spread over many clients vs on one client")
+		deb, err := benchDebits(ctx, s, cfg, opts.GRPCConns, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark B: %w", err)
+		}
+		rep.Rows = append(rep.Rows, deb.Spread, deb.Hot)
+		rep.Ratios = append(rep.Ratios, Ratio{Name: "hot/spread", Num: deb.Hot.Throughput(), Den: deb.Spread.Throughput(), Goal: hotGoal})
+		rep.Checks = append(rep.Checks, deb.Checks...)
+		rep.Spread, rep.Hot = deb.Spread.Throughput(), deb.Hot.Throughput()
 	}
-
-	rep.Rows = []Measured{rest, grpcM, deb.Spread, deb.Hot}
-	rep.Ratios = []Ratio{
-		{Name: "REST/gRPC", Num: rest.Throughput(), Den: grpcM.Throughput(), Goal: restGoal},
-		{Name: "hot/spread", Num: deb.Hot.Throughput(), Den: deb.Spread.Throughput(), Goal: hotGoal},
-	}
-	rep.Checks = deb.Checks
-	rep.Spread, rep.Hot = deb.Spread.Throughput(), deb.Hot.Throughput()
 
 	if opts.SkipVerify {
 		rep.Notes = append(rep.Notes, "benchmark C (REST verify) skipped: -skip-verify")
@@ -295,6 +340,20 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Bulk = append(rep.Bulk, wh.Delivered)
 		rep.Checks = append(rep.Checks, wh.Checks...)
 	}
+	if opts.SkipCAMARA {
+		rep.Notes = append(rep.Notes, "benchmark F (CAMARA) skipped: -skip-camara")
+	} else {
+		fmt.Fprintln(progress, "== F: CAMARA, NETWORK_API and facade verifies against header enrichment")
+		t0 := time.Now()
+		cam, err := benchCAMARA(ctx, s, cfg, camaraOp, opts.CAMARAFlows, opts.CAMARAWorkers, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark F: %w", err)
+		}
+		fmt.Fprintf(progress, "  benchmark F took %s\n", time.Since(t0).Round(100*time.Millisecond))
+		rep.Flows = append(append(rep.Flows, cam.Sequential...), cam.Concurrent...)
+		rep.Added = append(rep.Added, cam.Added...)
+		rep.Checks = append(rep.Checks, cam.Checks...)
+	}
 	for _, m := range rep.Rows {
 		if n := m.Exhausted(); n > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the blob pool ran dry in %d of %d rounds (marked (dry)); those rounds ran shorter than %s and their req/s is over the time they ran",
@@ -307,6 +366,12 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 				m.Name, 100*rate, 100*maxErrorRate, m.Errors(), m.OK()+m.Errors(), m.FirstErr(), s.LogDir))
 		} else if m.Errors() > 0 {
 			fmt.Fprintf(progress, "  note: %s had %d errors, e.g. %v\n", m.Name, m.Errors(), m.FirstErr())
+		}
+	}
+	for _, f := range rep.Flows {
+		if rate := f.ErrorRate(); rate > maxErrorRate {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: error rate %.2f%% > %.0f%% (%d of %d); e.g. %v; service logs in %s",
+				f.Name, 100*rate, 100*maxErrorRate, f.Errors, f.OK()+f.Errors, f.FirstErr, s.LogDir))
 		}
 	}
 	for _, c := range rep.Checks {

@@ -74,6 +74,8 @@ type Report struct {
 	Ratios   []Ratio
 	Goals    []Goal
 	Latency  []LatencyGoal
+	Flows    []FlowResult   // benchmark F
+	Added    []AddedLatency // benchmark F: NETWORK_API over header enrichment
 	Checks   []Check
 	PG       *PGLimit
 	Spread   float64 // our spread debits/s, beside PG.Spread
@@ -110,6 +112,9 @@ func (r Report) String() string {
 	}
 	for _, x := range r.Bulk {
 		nameW = max(nameW, len(x.Name))
+	}
+	for _, f := range r.Flows {
+		nameW = max(nameW, len(f.Name))
 	}
 	if len(r.Rows) > 0 {
 		row := func(cols ...string) {
@@ -148,8 +153,29 @@ func (r Report) String() string {
 			}
 		}
 	}
-	if len(r.Rows) > 0 || len(r.Bulk) > 0 {
-		b.WriteString("\nCPU time per request, or per row or record for D (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
+	if len(r.Flows) > 0 {
+		row := func(cols ...string) {
+			fmt.Fprintf(&b, "%-*s  %10s  %10s  %10s  %10s  %10s  %6s  %7s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
+		}
+		b.WriteString("\nF: one verification end to end; verify = the verify call alone, flow = from the session (facade: the authorization) to the verify's answer\n")
+		row("benchmark", "flows/s", "verify p50", "verify p99", "flow p50", "flow p99", "ok", "errors")
+		row(strings.Repeat("-", nameW), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10),
+			strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 7))
+		for _, f := range r.Flows {
+			rate := "-" // interleaved with other flows: no rate of its own
+			if f.Alone {
+				rate = fmt.Sprintf("%.1f", f.Throughput())
+			}
+			row(f.Name, rate, ms(percentile(f.Verify, 50)), ms(percentile(f.Verify, 99)),
+				ms(percentile(f.Flow, 50)), ms(percentile(f.Flow, 99)), fmt.Sprint(f.OK()), fmt.Sprint(f.Errors))
+		}
+		for _, a := range r.Added {
+			fmt.Fprintf(&b, "added latency of %s: verify p50 %s, p99 %s; flow p50 %s, p99 %s\n",
+				a.Name, signedMS(a.VerifyP50), signedMS(a.VerifyP99), signedMS(a.FlowP50), signedMS(a.FlowP99))
+		}
+	}
+	if len(r.Rows) > 0 || len(r.Bulk) > 0 || len(r.Flows) > 0 {
+		b.WriteString("\nCPU time per request, or per row or record for D, or per flow for F (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
 		cpuRow := func(cols ...string) {
 			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
 		}
@@ -162,6 +188,11 @@ func (r Report) String() string {
 		}
 		for _, x := range r.Bulk {
 			cpuLine(x.Name, x.CPU.per(int(x.N)))
+		}
+		for _, f := range r.Flows {
+			if f.Alone { // an interleaved run's CPU is of every flow in it
+				cpuLine(f.Name, f.CPU.per(f.OK()+f.Errors))
+			}
 		}
 	}
 	if len(r.Ratios) > 0 {
@@ -220,8 +251,12 @@ func (r Report) String() string {
 		} else {
 			fmt.Fprintf(&b, "postgres limit (pgbench, %d clients, %ds; one tps = debit+ledger tx AND session+verification tx): spread_tps=%.1f hot_tps=%.1f\n",
 				pg.Clients, pg.Seconds, pg.Spread, pg.Hot)
-			fmt.Fprintf(&b, "  mnv spread debits/s / spread_tps = %.1f / %.1f = %.2f\n", r.Spread, pg.Spread, r.Spread/pg.Spread)
-			fmt.Fprintf(&b, "  mnv hot debits/s    / hot_tps    = %.1f / %.1f = %.2f\n", r.Hot, pg.Hot, r.Hot/pg.Hot)
+			if r.Spread > 0 {
+				fmt.Fprintf(&b, "  mnv spread debits/s / spread_tps = %.1f / %.1f = %.2f\n", r.Spread, pg.Spread, r.Spread/pg.Spread)
+			}
+			if r.Hot > 0 {
+				fmt.Fprintf(&b, "  mnv hot debits/s    / hot_tps    = %.1f / %.1f = %.2f\n", r.Hot, pg.Hot, r.Hot/pg.Hot)
+			}
 			if r.Verify > 0 {
 				v := r.Verify / pg.Spread
 				fmt.Fprintf(&b, "  mnv verify many/s   / spread_tps = %.1f / %.1f = %.2f   goal >= %.2f   %s\n",

@@ -13,10 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -98,12 +95,12 @@ type verifyBench struct {
 // Afterwards every client must have been charged exactly once per VERIFIED answer.
 func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, debug map[string]string, pprofDir string, progress io.Writer) (VerifyReport, error) {
 	var rep VerifyReport
-	admin, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.AdminToken, Insecure: true}))
+	admin, err := dialAdmin(s)
 	if err != nil {
 		return rep, err
 	}
 	defer admin.Close()
-	internal, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.Tokens[auth.CallerVerification], Insecure: true}))
+	internal, err := dialInternal(s, 1)
 	if err != nil {
 		return rep, err
 	}
@@ -257,21 +254,14 @@ func (b *verifyBench) fill(ctx context.Context, p *blobPool, need int, span time
 		defer cancel()
 		c := p.clients[i%len(p.clients)]
 		bl := blob{client: c, number: fmt.Sprintf("+97150%07d", b.numbers.Add(1)), created: time.Now()}
-		raw, err := restCall(ctx, b.hc, http.MethodPost, b.url+"/v1/api/sdk/session", `{"platform":"ANDROID","appVersion":"bench"}`,
-			"X-SDK-TOKEN", c.token, "X-CLIENT-ID", c.ID, "X-Mnv-Sandbox-Msisdn", bl.number)
+		sess, err := openSession(ctx, b.hc, b.url, c, "", "X-Mnv-Sandbox-Msisdn", bl.number)
 		if err != nil {
 			return fmt.Errorf("session for %s: %w", bl.number, err)
 		}
-		var out struct {
-			Data struct {
-				Status string `json:"status"`
-				Sealed string `json:"encryptedMobileNumber"`
-			} `json:"data"`
+		if sess.Status != "CAPTURED" || sess.Sealed == "" {
+			return fmt.Errorf("session for %s not captured: %+v", bl.number, sess)
 		}
-		if err := json.Unmarshal(raw, &out); err != nil || out.Data.Status != "CAPTURED" || out.Data.Sealed == "" {
-			return fmt.Errorf("session for %s not captured: %.200s", bl.number, raw)
-		}
-		bl.sealed = out.Data.Sealed
+		bl.sealed = sess.Sealed
 		fresh[i] = bl
 		return nil
 	})
@@ -288,31 +278,66 @@ func (b *verifyBench) fill(ctx context.Context, p *blobPool, need int, span time
 // verifyOp verifies the next blob of p with its client's API key; only a 200 whose verification
 // is VERIFIED is a success.
 func (b *verifyBench) verifyOp(p *blobPool) Op {
-	url := b.url + "/v1/api/verify"
 	return func(ctx context.Context) error {
 		bl, err := p.take()
 		if err != nil {
 			return err
 		}
-		body := fmt.Sprintf(`{"mobileNumber":%q,"encryptedMobileNumber":%q,"operatorId":"sandbox","serviceType":"HEADER_ENRICHMENT"}`,
-			bl.number, bl.sealed)
-		raw, err := restCall(ctx, b.hc, http.MethodPost, url, body, "X-API-KEY", bl.client.APIKey, "X-CLIENT-ID", bl.client.ID)
-		if err != nil {
-			bl.client.failed.Add(1)
-			return err
-		}
-		var out struct {
-			Data struct {
-				Status string `json:"status"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil || out.Data.Status != "VERIFIED" {
-			bl.client.failed.Add(1)
-			return fmt.Errorf("verify of %s answered %.200s", bl.number, raw)
-		}
-		bl.client.verified.Add(1)
-		return nil
+		return postVerify(ctx, b.hc, b.url, bl.client, bl.number, bl.sealed, "sandbox", "HEADER_ENRICHMENT")
 	}
+}
+
+// sessionAnswer is what POST /v1/api/sdk/session (and the NETWORK_API callback) answers.
+type sessionAnswer struct {
+	Status           string `json:"status"`
+	Sealed           string `json:"encryptedMobileNumber"`
+	AuthorizationURL string `json:"authorizationUrl"`
+}
+
+// openSession opens an SDK session for c as its app would, with its SDK token, naming the
+// operator unless operatorID is empty, and with the header pairs given (the sandbox's number
+// header, as the operator's proxy adds it).
+func openSession(ctx context.Context, hc *http.Client, gatewayURL string, c *verifyClient, operatorID string, header ...string) (sessionAnswer, error) {
+	body := `{"platform":"ANDROID","appVersion":"bench"}`
+	if operatorID != "" {
+		body = fmt.Sprintf(`{"platform":"ANDROID","appVersion":"bench","operatorId":%q}`, operatorID)
+	}
+	raw, err := restCall(ctx, hc, http.MethodPost, gatewayURL+"/v1/api/sdk/session", body,
+		append([]string{"X-SDK-TOKEN", c.token, "X-CLIENT-ID", c.ID}, header...)...)
+	if err != nil {
+		return sessionAnswer{}, err
+	}
+	var out struct {
+		Data sessionAnswer `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return sessionAnswer{}, fmt.Errorf("session answered %.200s: %w", raw, err)
+	}
+	return out.Data, nil
+}
+
+// postVerify verifies number against a sealed blob with c's API key, counting the answer on c:
+// only a 200 whose verification is VERIFIED is a success.
+func postVerify(ctx context.Context, hc *http.Client, gatewayURL string, c *verifyClient, number, sealed, operatorID, serviceType string) error {
+	body := fmt.Sprintf(`{"mobileNumber":%q,"encryptedMobileNumber":%q,"operatorId":%q,"serviceType":%q}`,
+		number, sealed, operatorID, serviceType)
+	raw, err := restCall(ctx, hc, http.MethodPost, gatewayURL+"/v1/api/verify", body, "X-API-KEY", c.APIKey, "X-CLIENT-ID", c.ID)
+	if err != nil {
+		c.failed.Add(1)
+		return err
+	}
+	// One decode, not decodeData's two: this is benchmark C's measured path.
+	var out struct {
+		Data struct {
+			Status string `json:"status"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Data.Status != "VERIFIED" {
+		c.failed.Add(1)
+		return fmt.Errorf("verify of %s answered %.200s", number, raw)
+	}
+	c.verified.Add(1)
+	return nil
 }
 
 // chargeCheck compares what each client of p was charged with its VERIFIED answers.

@@ -17,10 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -148,7 +145,7 @@ func benchWebhooks(ctx context.Context, s *harness.Suite, cfg Config, events, en
 	var rep WebhookReport
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
-	admin, err := dialPool(s.AccountsAddr, 1, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: s.AdminToken, Insecure: true}))
+	admin, err := dialAdmin(s)
 	if err != nil {
 		return rep, err
 	}
