@@ -5,6 +5,7 @@ package domain
 import (
 	"time"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -137,6 +138,20 @@ type Verification struct {
 	Charged      int64
 	BalanceAfter *int64
 	CreatedAt    time.Time
+}
+
+// Recorded is what recording a verification did: OK when it consumed its session, at CreatedAt.
+type Recorded struct {
+	OK        bool
+	CreatedAt time.Time
+}
+
+// Settlement is the charge of a PENDING verification, and its verification.completed event.
+type Settlement struct {
+	ID           string
+	Charged      int64
+	BalanceAfter int64
+	Completed    events.Event
 }
 
 // VerificationFilter narrows a list of verifications.

@@ -73,8 +73,8 @@ func pending(t testing.TB, st *store.Store, outcome string) domain.Verification 
 	}
 	v := domain.Verification{ID: uuid.NewString(), ClientID: client, SessionID: s.ID, Status: domain.StatusPending, Outcome: outcome,
 		Reason: "NUMBER_MATCH", OperatorID: "alpha", ServiceType: "HEADER_ENRICHMENT", NumberSealed: []byte{1}, NumberHash: []byte{7, 7}}
-	if ok, _, err := st.RecordVerification(ctx, v); err != nil || !ok {
-		t.Fatalf("record: %v %v", ok, err)
+	if rec, err := st.RecordVerifications(ctx, []domain.Verification{v}); err != nil || !rec[0].OK {
+		t.Fatalf("record: %v %v", rec, err)
 	}
 	return v
 }
@@ -109,7 +109,11 @@ func TestSettleWritesItsJobs(t *testing.T) {
 			ev := completed(t, v)
 			eventsBefore, recordsBefore := len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind))
 			settle := func(ctx context.Context, st *store.Store) (bool, error) {
-				return st.SettleVerification(ctx, v.ID, 5, 95, ev)
+				settled, err := st.SettleVerifications(ctx, []domain.Settlement{{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: ev}})
+				if err != nil {
+					return false, err
+				}
+				return settled[0], nil
 			}
 			if _, err := settle(ctx, stores.Pool()); !errors.Is(err, pg.ErrNoTx) {
 				t.Fatalf("settle outside a transaction = %v, want ErrNoTx", err)

@@ -75,26 +75,50 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 	return nil
 }
 
-// RecordVerification consumes the client's unused session and records the verification, in
-// one statement. recorded is false when the session is missing, of another client, or used.
-func (st *Store) RecordVerification(ctx context.Context, v domain.Verification) (recorded bool, createdAt time.Time, err error) {
-	err = st.db.QueryRow(ctx, `WITH s AS (
-			UPDATE verification.sessions SET used_at = now()
-			WHERE id = $2 AND client_id = $3 AND used_at IS NULL
-			RETURNING id)
+// RecordVerifications consumes the client's unused session of each verification and records
+// it, all in one statement; recorded[i] is false when vs[i]'s session is missing, of another
+// client, or used. Two of vs must not name one session (the unique index would fail them all):
+// the caller keeps one.
+func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error) {
+	cols := struct {
+		id, session, client, status, outcome, reason, operator, service, product []string
+		sealed, hash                                                             [][]byte
+	}{}
+	for _, v := range vs {
+		cols.id, cols.session, cols.client = append(cols.id, v.ID), append(cols.session, v.SessionID), append(cols.client, v.ClientID)
+		cols.status, cols.outcome, cols.reason = append(cols.status, v.Status), append(cols.outcome, v.Outcome), append(cols.reason, v.Reason)
+		cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
+		cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
+	}
+	rows, err := st.db.Query(ctx, `WITH i AS (
+			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
+				$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[])
+				AS i(id, session_id, client_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product)),
+		s AS (
+			UPDATE verification.sessions s SET used_at = now() FROM i
+			WHERE s.id = i.session_id AND s.client_id = i.client_id AND s.used_at IS NULL
+			RETURNING s.id)
 		INSERT INTO verification.verifications
 			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
-		SELECT $1, $3, s.id, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $4 = 'PENDING' THEN NULL ELSE now() END, $11 FROM s
-		RETURNING created_at`,
-		v.ID, v.SessionID, v.ClientID, v.Status, v.Outcome, v.Reason, v.OperatorID, v.ServiceType, v.NumberSealed, v.NumberHash, productOf(v)).
-		Scan(&createdAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, time.Time{}, nil
-	}
+		SELECT i.id, i.client_id, s.id, i.status, i.outcome, i.reason, i.operator_id, i.service_type, i.number_sealed, i.number_hash,
+			CASE WHEN i.status = 'PENDING' THEN NULL ELSE now() END, i.product
+		FROM i JOIN s ON s.id = i.session_id
+		RETURNING id::text, created_at`,
+		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("record verification: %w", err)
+		return nil, fmt.Errorf("record verifications: %w", err)
 	}
-	return true, createdAt, nil
+	created := map[string]time.Time{}
+	var id string
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { created[id] = at; return nil }); err != nil {
+		return nil, fmt.Errorf("record verifications: %w", err)
+	}
+	recorded = make([]domain.Recorded, len(vs))
+	for i, v := range vs {
+		recorded[i].CreatedAt, recorded[i].OK = created[v.ID]
+	}
+	return recorded, nil
 }
 
 // SessionVerification reads the verification that used a client's session: ErrNotFound when
@@ -119,39 +143,62 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 	return &v, nil
 }
 
-// SettleVerification records the charge of a PENDING verification and writes completed (its
-// verification.completed event) and, for a VERIFIED one, the job that tells Connect, all in the
-// Store's transaction: the update, then one insert of both jobs, and nothing written when the
-// row was settled already (by a retry of the request or the reconciler), which settled is then
-// false for.
-func (st *Store) SettleVerification(ctx context.Context, id string, charged, balanceAfter int64, completed events.Event) (settled bool, err error) {
-	params, err := outbox.Params(completed)
-	if err != nil {
-		return false, err
-	}
+// SettleVerifications records the charge of each PENDING verification of ss and writes its
+// verification.completed event and, for a VERIFIED one, the job that tells Connect, all in the
+// Store's transaction: one update, then one insert of every job. settled[i] is false, and
+// nothing written for it, when ss[i] was settled already (by a retry of the request, the
+// reconciler, or an earlier item of ss naming the same verification).
+func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error) {
 	if _, ok := st.db.(pgx.Tx); !ok {
-		return false, fmt.Errorf("settle verification: %w", pg.ErrNoTx)
+		return nil, fmt.Errorf("settle verifications: %w", pg.ErrNoTx)
 	}
-	var n domain.VerifiedNumber
-	var outcome string
-	err = st.db.QueryRow(ctx, `UPDATE verification.verifications
-		SET status = outcome, charged = $2, balance_after = $3, settled_at = now()
-		WHERE id = $1 AND status = 'PENDING'
-		RETURNING client_id::text, id::text, number_hash, settled_at, outcome`, id, charged, balanceAfter).
-		Scan(&n.ClientID, &n.VerificationID, &n.NumberHash, &n.VerifiedAt, &outcome)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+	ids := make([]string, len(ss))
+	charged := make([]int64, len(ss))
+	after := make([]int64, len(ss))
+	for i, s := range ss {
+		ids[i], charged[i], after[i] = s.ID, s.Charged, s.BalanceAfter
 	}
+	rows, err := st.db.Query(ctx, `UPDATE verification.verifications v
+		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
+		FROM (SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[]) WITH ORDINALITY
+			AS i(id, charged, balance_after, n) ORDER BY id, n) i
+		WHERE v.id = i.id AND v.status = 'PENDING'
+		RETURNING v.client_id::text, v.id::text, v.number_hash, v.settled_at, v.outcome`, ids, charged, after)
 	if err != nil {
-		return false, fmt.Errorf("settle verification: %w", err)
+		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
-	if outcome == domain.StatusVerified {
-		params = append(params, river.InsertManyParams{Args: relay.NewArgs(n)})
+	done := map[string]domain.VerifiedNumber{}
+	outcome := map[string]string{}
+	var n domain.VerifiedNumber
+	var o string
+	if _, err := pgx.ForEachRow(rows, []any{&n.ClientID, &n.VerificationID, &n.NumberHash, &n.VerifiedAt, &o}, func() error {
+		done[n.VerificationID], outcome[n.VerificationID] = n, o
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("settle verifications: %w", err)
+	}
+	settled = make([]bool, len(ss))
+	var params []river.InsertManyParams
+	for i, s := range ss {
+		n, ok := done[s.ID]
+		if !ok {
+			continue
+		}
+		delete(done, s.ID) // a second item of the same verification settles nothing
+		settled[i] = true
+		p, err := outbox.Params(s.Completed)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, p...)
+		if outcome[s.ID] == domain.StatusVerified {
+			params = append(params, river.InsertManyParams{Args: relay.NewArgs(n)})
+		}
 	}
 	if err := st.enqueue(ctx, params); err != nil {
-		return false, fmt.Errorf("settle verification: %w", err)
+		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
-	return true, nil
+	return settled, nil
 }
 
 // RejectVerification marks a PENDING verification whose charge was refused and releases its

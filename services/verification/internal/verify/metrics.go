@@ -14,7 +14,11 @@ var finalStatuses = []string{domain.StatusVerified, domain.StatusNotVerified, do
 type Metrics struct {
 	settled  map[string]prometheus.Counter
 	deferred prometheus.Counter
+	batches  map[string]prometheus.Observer
 }
+
+// batchKinds are the group-committed writes of a verification.
+var batchKinds = []string{"record", "settle"}
 
 // NewMetrics creates the metrics and registers them on reg (none when reg is nil). Every series
 // exists from the start.
@@ -33,8 +37,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, s := range finalStatuses {
 		m.settled[s] = settled.WithLabelValues(s)
 	}
+	batches := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "mnv", Subsystem: "verification", Name: "write_batch_size",
+		Help:    "Verifications written together by one group-committed statement (record) or transaction (settle).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+	}, []string{"kind"})
+	m.batches = map[string]prometheus.Observer{}
+	for _, k := range batchKinds {
+		m.batches[k] = batches.WithLabelValues(k)
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{settled, m.deferred} {
+		for _, c := range []prometheus.Collector{settled, m.deferred, batches} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -55,5 +68,11 @@ func (m *Metrics) settle(status string) {
 func (m *Metrics) deferCharge() {
 	if m != nil {
 		m.deferred.Inc()
+	}
+}
+
+func (m *Metrics) batch(kind string, n int) {
+	if m != nil {
+		m.batches[kind].Observe(float64(n))
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/money"
@@ -48,16 +49,18 @@ type Config struct {
 
 // Store is what verify needs of the service's storage.
 type Store interface {
-	// RecordVerification consumes the client's unused session and records v, in one
-	// statement; recorded is false when the session is missing, another client's, or used.
-	RecordVerification(ctx context.Context, v domain.Verification) (recorded bool, createdAt time.Time, err error)
+	// RecordVerifications consumes the client's unused session of each verification and records
+	// it, in one statement; recorded[i].OK is false when vs[i]'s session is missing, another
+	// client's, or used. No two of vs name one session.
+	RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error)
 	// SessionVerification is the verification that used a client's session: fault.ErrNotFound
 	// for no such session of the client, nil when the session is unused.
 	SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error)
-	// SettleVerification records the charge of a PENDING verification and writes completed
-	// (and, for a VERIFIED one, Connect's record of the number) in the transaction the store is
-	// in; settled is false, and nothing written, when it was settled already.
-	SettleVerification(ctx context.Context, id string, charged, balanceAfter int64, completed events.Event) (settled bool, err error)
+	// SettleVerifications records the charge of each PENDING verification and writes its
+	// completed event (and, for a VERIFIED one, Connect's record of the number) in the
+	// transaction the store is in; settled[i] is false, and nothing written for it, when it was
+	// settled already.
+	SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error)
 	// RejectVerification marks a PENDING verification REJECTED and releases its session;
 	// rejected is false when it was no longer PENDING.
 	RejectVerification(ctx context.Context, id string) (rejected bool, err error)
@@ -102,6 +105,10 @@ type Service struct {
 	// Metrics, when set, count settled verifications.
 	Metrics *Metrics
 
+	// records and settles group-commit the request path's writes (see New).
+	records *groupcommit.Batcher[recordItem, domain.Recorded]
+	settles *groupcommit.Batcher[domain.Settlement, bool]
+
 	// sessions and network serve NETWORK_API (WithNetworkAPI); networkTimeout bounds its call.
 	sessions       SessionStore
 	network        NetworkAPI
@@ -115,10 +122,80 @@ func (s *Service) WithNetworkAPI(sessions SessionStore, network NetworkAPI, time
 	return s
 }
 
+// writeShards is how many batches of each kind (records, settles) may be in flight at once.
+const writeShards = 4
+
 // New returns a Service.
+//
+// Its request path group-commits its writes (platform/groupcommit, as accounts does its
+// debits): the records of concurrent verifies share one statement, and their settles one
+// transaction, one update and one insert of their jobs. Each verification keeps its own row,
+// charge and event. A session always lands on the same shard of records and a verification on
+// the same shard of settles, so two batches never wait on each other's rows.
 func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
-	return &Service{st: st, tx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
+	s := &Service{st: st, tx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
+	observe := func(kind string) func(int) { return func(n int) { s.Metrics.batch(kind, n) } }
+	s.records = groupcommit.New(groupcommit.Config{Shards: writeShards, Observe: observe("record")}, s.recordBatch)
+	s.settles = groupcommit.New(groupcommit.Config{Shards: writeShards, Observe: observe("settle")}, s.settleBatch)
+	return s
+}
+
+// recordItem is a verification to record, with its event when its outcome is final already.
+type recordItem struct {
+	v  domain.Verification
+	ev *events.Event
+}
+
+// recordBatch records a batch of verifications in one statement, and writes the events of the
+// final ones recorded in its transaction; a batch without any (every charged outcome: their
+// events come with the settle) needs none.
+func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain.Recorded, error) {
+	out := make([]domain.Recorded, len(items))
+	// A second verify of one session in the batch (a double submit) is not recorded, as it would
+	// not be once the first committed.
+	idx := make([]int, 0, len(items))
+	vs := make([]domain.Verification, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	final := false
+	for i, it := range items {
+		if seen[it.v.SessionID] {
+			continue
+		}
+		seen[it.v.SessionID] = true
+		idx, vs = append(idx, i), append(vs, it.v)
+		final = final || it.ev != nil
+	}
+	write := func(ctx context.Context, st Store) error {
+		rec, err := st.RecordVerifications(ctx, vs)
+		if err != nil {
+			return err
+		}
+		var evs []events.Event
+		for j, r := range rec {
+			out[idx[j]] = r
+			if ev := items[idx[j]].ev; r.OK && ev != nil {
+				evs = append(evs, *ev)
+			}
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		return st.Emit(ctx, evs...)
+	}
+	if !final {
+		return out, write(ctx, s.st)
+	}
+	return out, s.tx.InTx(ctx, write)
+}
+
+// settleBatch settles a batch of charged verifications in one transaction.
+func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) (settled []bool, err error) {
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		settled, err = st.SettleVerifications(ctx, items)
+		return err
+	})
+	return settled, err
 }
 
 // Request is a verify request (interface spec 4.6).
@@ -190,31 +267,20 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 // run records v (its session consumed), then charges it when its outcome is charged; a retry of
 // a verification whose charge did not settle resumes it.
 func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verification, masked string) (domain.Verification, error) {
-	var err error
-	var (
-		recorded bool
-		created  time.Time
-	)
-	record := func(ctx context.Context, st Store) error {
-		recorded, created, err = st.RecordVerification(ctx, v)
-		if err != nil || !recorded || v.Status == domain.StatusPending {
-			return err
-		}
+	item := recordItem{v: v}
+	if v.Status != domain.StatusPending {
+		// Nobody pays for this outcome: it is final at once, and its event comes with its record.
 		ev, err := s.completed(v, masked, v.Status, v.Reason, nil)
 		if err != nil {
-			return err
+			return v, err
 		}
-		return st.Emit(ctx, ev)
+		item.ev = &ev
 	}
-	if v.Status == domain.StatusPending {
-		// Its event is written when it settles: the record alone needs no transaction.
-		err = record(ctx, s.st)
-	} else {
-		err = s.tx.InTx(ctx, record)
-	}
+	rec, err := s.records.Do(ctx, v.SessionID, item)
 	if err != nil {
 		return v, err
 	}
+	recorded, created := rec.OK, rec.CreatedAt
 	if recorded {
 		v.CreatedAt = created
 		if v.Status != domain.StatusPending {
@@ -242,7 +308,7 @@ func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verifi
 		// The charge completes even if the caller goes away: the row is already consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if v, err = s.settle(cctx, s.tx.InTx, v, masked); err != nil {
+		if v, err = s.settle(cctx, s.requestWrites(), v, masked); err != nil {
 			return v, err
 		}
 	}
@@ -414,10 +480,37 @@ func decide(c seal.Claims, given string, now time.Time) (outcome, reason string)
 // within runs fn with a store inside a transaction: a new one (Tx.InTx), or the reconciler's.
 type within func(ctx context.Context, fn func(ctx context.Context, st Store) error) error
 
+// writes is where settle writes a charge's outcome: the request path's (settles shared with
+// concurrent requests, a transaction of its own for a refusal) or the reconciler's
+// transaction, which holds the rows' locks.
+type writes struct {
+	inTx   within
+	settle func(ctx context.Context, st domain.Settlement) (bool, error)
+}
+
+func (s *Service) requestWrites() writes {
+	return writes{inTx: s.tx.InTx, settle: func(ctx context.Context, st domain.Settlement) (bool, error) {
+		return s.settles.Do(ctx, st.ID, st)
+	}}
+}
+
+// txWrites writes in the transaction st is in.
+func txWrites(st Store) writes {
+	return writes{
+		inTx: func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) },
+		settle: func(ctx context.Context, one domain.Settlement) (bool, error) {
+			settled, err := st.SettleVerifications(ctx, []domain.Settlement{one})
+			if err != nil {
+				return false, err
+			}
+			return settled[0], nil
+		},
+	}
+}
+
 // settle charges a PENDING verification, then records the charge or the refusal with its event
-// in a transaction of within (the reconciler's holds the row's lock). The debit runs outside
-// that transaction: no connection waits on accounts.
-func (s *Service) settle(ctx context.Context, inTx within, v domain.Verification, masked string) (domain.Verification, error) {
+// through w. The debit runs outside any transaction: no connection waits on accounts.
+func (s *Service) settle(ctx context.Context, w writes, v domain.Verification, masked string) (domain.Verification, error) {
 	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: variantOf(v), Reference: "verification:" + v.ID})
 	switch {
 	case errors.Is(err, fault.ErrUnavailable):
@@ -430,7 +523,7 @@ func (s *Service) settle(ctx context.Context, inTx within, v domain.Verification
 			return v, everr
 		}
 		var rejected bool
-		if rerr := inTx(ctx, func(ctx context.Context, st Store) error {
+		if rerr := w.inTx(ctx, func(ctx context.Context, st Store) error {
 			var err error
 			if rejected, err = st.RejectVerification(ctx, v.ID); err != nil || !rejected {
 				return err
@@ -448,12 +541,8 @@ func (s *Service) settle(ctx context.Context, inTx within, v domain.Verification
 	if err != nil {
 		return v, err
 	}
-	var settled bool
-	if err := inTx(ctx, func(ctx context.Context, st Store) error {
-		var err error
-		settled, err = st.SettleVerification(ctx, v.ID, charge.Amount, charge.BalanceAfter, ev)
-		return err
-	}); err != nil {
+	settled, err := w.settle(ctx, domain.Settlement{ID: v.ID, Charged: charge.Amount, BalanceAfter: charge.BalanceAfter, Completed: ev})
+	if err != nil {
 		return v, err
 	}
 	if settled {
@@ -521,10 +610,10 @@ func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
 			return err
 		}
 		// Each settle writes in the batch's transaction, which holds the rows' locks.
-		inTx := func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) }
+		w := txWrites(st)
 		for _, v := range pending {
 			cctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
-			_, err := s.settle(cctx, inTx, v, s.Masked(v))
+			_, err := s.settle(cctx, w, v, s.Masked(v))
 			cancel()
 			switch {
 			case errors.Is(err, fault.ErrUnavailable) && money.Away(err):

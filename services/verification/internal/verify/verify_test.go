@@ -31,7 +31,7 @@ type fakeStore struct {
 	used     map[string]bool
 	verifs   []*domain.Verification
 	now      func() time.Time
-	records  int // calls of RecordVerification
+	records  int // verifications given to RecordVerifications
 	events   []events.Event
 }
 
@@ -78,15 +78,19 @@ func (f *fakeStore) byID(id string) *domain.Verification {
 	return nil
 }
 
-func (f *fakeStore) RecordVerification(_ context.Context, v domain.Verification) (bool, time.Time, error) {
-	f.records++
-	if f.sessions[v.SessionID] != v.ClientID || f.used[v.SessionID] {
-		return false, time.Time{}, nil
+func (f *fakeStore) RecordVerifications(_ context.Context, vs []domain.Verification) ([]domain.Recorded, error) {
+	out := make([]domain.Recorded, len(vs))
+	for i, v := range vs {
+		f.records++
+		if f.sessions[v.SessionID] != v.ClientID || f.used[v.SessionID] {
+			continue
+		}
+		f.used[v.SessionID] = true
+		v.CreatedAt = f.now()
+		f.verifs = append(f.verifs, &v)
+		out[i] = domain.Recorded{OK: true, CreatedAt: v.CreatedAt}
 	}
-	f.used[v.SessionID] = true
-	v.CreatedAt = f.now()
-	f.verifs = append(f.verifs, &v)
-	return true, v.CreatedAt, nil
+	return out, nil
 }
 
 func (f *fakeStore) SessionVerification(_ context.Context, clientID, sessionID string) (*domain.Verification, error) {
@@ -102,14 +106,19 @@ func (f *fakeStore) SessionVerification(_ context.Context, clientID, sessionID s
 	return nil, nil
 }
 
-func (f *fakeStore) SettleVerification(_ context.Context, id string, charged, balanceAfter int64, completed events.Event) (bool, error) {
-	v := f.byID(id)
-	if v == nil || v.Status != domain.StatusPending {
-		return false, nil
+func (f *fakeStore) SettleVerifications(_ context.Context, ss []domain.Settlement) ([]bool, error) {
+	out := make([]bool, len(ss))
+	for i, s := range ss {
+		v := f.byID(s.ID)
+		if v == nil || v.Status != domain.StatusPending {
+			continue
+		}
+		after := s.BalanceAfter
+		v.Status, v.Charged, v.BalanceAfter = v.Outcome, s.Charged, &after
+		f.events = append(f.events, s.Completed)
+		out[i] = true
 	}
-	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charged, &balanceAfter
-	f.events = append(f.events, completed)
-	return true, nil
+	return out, nil
 }
 
 func (f *fakeStore) RejectVerification(_ context.Context, id string) (bool, error) {
