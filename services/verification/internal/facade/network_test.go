@@ -27,21 +27,19 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/credential"
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
-	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
-	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
@@ -231,15 +229,8 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	s.pool = pool
-	keyring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := phone.NewHasher([]byte(crypto.NewSecret()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer, vault := seal.NewSealer(keyring), phone.NewVault("verification", keyring, hasher)
+	keys := verificationtest.NewKeys(t)
+	sealer, vault := keys.Sealer, keys.Vault
 	hc := &http.Client{Timeout: time.Second}
 	clients, err := camara.NewClients(ops.List(), s.issuer+facade.OperatorCallbackPath, hc)
 	if err != nil {
@@ -250,7 +241,7 @@ func newStack(t *testing.T) *stack {
 		WithNetworkAPI(store.New(pool), clients, time.Second)
 	s.sessions = sessions.New(store.New(pool), network.NewIdentifier(ops, log), sealer, 5*time.Minute).
 		WithNetworkAPI(store.New(pool), clients, log)
-	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, store.New(pool), s.accounts, s.sessions, verifier, keyring, log)
+	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, store.New(pool), s.accounts, s.sessions, verifier, keys.Keyring, log)
 	if err != nil {
 		t.Fatal(err)
 	}
