@@ -202,6 +202,12 @@ func newStack(t *testing.T) *stack {
     methods: [HEADER_ENRICHMENT, NETWORK_API]
     headerEnrichment: {trustedRanges: ["100.64.0.0/24"], numberHeader: X-Epsilon-Msisdn}
     camara: {discoveryUrl: %[2]s, apiRoot: %[3]s, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt, scopes: [openid, %[5]q]}
+  - id: zeta
+    name: Zeta, whose authorization server is down
+    country: AE
+    methods: [HEADER_ENRICHMENT, NETWORK_API]
+    headerEnrichment: {trustedRanges: ["100.64.1.0/24"], numberHeader: X-Zeta-Msisdn}
+    camara: {discoveryUrl: "http://127.0.0.1:1/.well-known/openid-configuration", apiRoot: "http://127.0.0.1:1", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `, gammaHeader, s.fake.DiscoveryURL(), s.fake.URL, scopeVerify, scopeShare)
 	for name, body := range map[string]string{"operators.yaml": registry, "secret.txt": "op-secret\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -607,6 +613,14 @@ func TestNetworkAPIFlow(t *testing.T) {
 		f := s.authorize(t, id, scopeVerify, device{gammaAddr, "", nextLine()})
 		if f.end == nil || f.end.Query().Get("error") != "temporarily_unavailable" || f.end.Query().Get("code") != "" ||
 			f.end.Query().Get("state") != "client-state" {
+			t.Fatalf("ended at %v (last %d %s)", f.end, f.last.StatusCode, f.body)
+		}
+	})
+
+	t.Run("the operator's authorization server down: the client is told to try again", func(t *testing.T) {
+		id, _ := s.client(share, "zeta:NETWORK_API")
+		f := s.authorize(t, id, scopeVerify, device{"100.64.1.7", "", nextLine()})
+		if f.end == nil || f.end.Query().Get("error") != "temporarily_unavailable" || f.end.Query().Get("state") != "client-state" {
 			t.Fatalf("ended at %v (last %d %s)", f.end, f.last.StatusCode, f.body)
 		}
 	})
