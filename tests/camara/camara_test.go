@@ -1,6 +1,8 @@
 // Package camara_test drives mnv's CAMARA facade (mnv as a CAMARA Number Verification
 // provider) through the real binaries: the device's authorization over the sandbox operator's
-// header enrichment, the client's code exchange with its client secret, and the two operations.
+// header enrichment, or through an operator's own CAMARA API (network_api_test.go, the fake
+// operator as the outside one), the client's code exchange with its client secret, and the two
+// operations.
 // Every scenario of CAMARA's own test definitions (code/Test_definitions/
 // number-verification-phoneNumberVerify.feature and -phoneNumberShare.feature, v2.1) is a
 // subtest named after its id, followed by attacker cases.
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,20 +41,35 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	s, err := harness.Start(context.Background(), harness.Options{Env: []string{
-		"MNV_CAMARA_TOKEN_TTL=" + tokenTTL.String(), "MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0",
-		"MNV_NUMBER_ATTEMPTS_PER_HOUR=100000", "MNV_PRICES=VERIFICATION=1,VERIFICATION/NUMBER_SHARE=3",
-	}})
+	// The registry: the sandbox (header enrichment on loopback), and behind it an operator
+	// reached through its CAMARA API (the fake), whose devices come from 127.0.0.2 alone.
+	op, registry, err := startOperator()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "camara:", err)
 		os.Exit(1)
 	}
-	suite = s
+	s, err := harness.Start(context.Background(), harness.Options{
+		Env: []string{
+			"MNV_CAMARA_TOKEN_TTL=" + tokenTTL.String(), "MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0",
+			"MNV_NUMBER_ATTEMPTS_PER_HOUR=100000", "MNV_PRICES=VERIFICATION=1,VERIFICATION/NUMBER_SHARE=3",
+		},
+		ProcessEnv: map[string][]string{"verification": {"MNV_OPERATORS_FILE=" + registry, "MNV_NETWORK_API_TIMEOUT=1s"}},
+	})
+	if err != nil {
+		_ = op.Close()
+		fmt.Fprintln(os.Stderr, "camara:", err)
+		os.Exit(1)
+	}
+	suite, operator = s, op
+	// The facade's callback is known now: register it with the operator.
+	op.AddRedirectURI(operatorClient, s.GatewayURL+"/oauth2/operator/callback")
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "camara: process logs are in %s\n", s.LogDir)
 	}
 	s.Stop()
+	_ = op.Close()
+	os.RemoveAll(filepath.Dir(registry))
 	os.Exit(code)
 }
 
@@ -84,17 +102,23 @@ func newClient(t *testing.T, balance int64, features string) harness.Client {
 // client's redirect URI, whose code it returns.
 func authorize(t *testing.T, c harness.Client, scope, number string) string {
 	t.Helper()
+	return authorizeFrom(t, noRedirects, c, scope, number)
+}
+
+// authorizeFrom is authorize for a device whose requests hc makes (its address).
+func authorizeFrom(t *testing.T, hc *http.Client, c harness.Client, scope, number string) string {
+	t.Helper()
 	q := url.Values{
 		"response_type": {"code"}, "client_id": {c.ID}, "redirect_uri": {redirectURI},
 		"scope": {"openid " + scope}, "state": {"st-42"}, "prompt": {"none"},
 	}
 	next := suite.GatewayURL + "/oauth2/authorize?" + q.Encode()
-	for range 3 {
+	for range 4 {
 		req, _ := http.NewRequest(http.MethodGet, next, nil)
 		if number != "" {
 			req.Header.Set(sandboxHeader, number)
 		}
-		resp, err := noRedirects.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +169,13 @@ func exchange(t *testing.T, clientID, secret, code string) tokenAnswer {
 // token runs the whole flow and returns the access token.
 func token(t *testing.T, c harness.Client, scope, number string) string {
 	t.Helper()
-	a := exchange(t, c.ID, c.Secret, authorize(t, c, scope, number))
+	return tokenOf(t, c, authorize(t, c, scope, number))
+}
+
+// tokenOf exchanges code and checks the token answer.
+func tokenOf(t *testing.T, c harness.Client, code string) string {
+	t.Helper()
+	a := exchange(t, c.ID, c.Secret, code)
 	tok, _ := a.body["access_token"].(string)
 	if a.status != http.StatusOK || tok == "" {
 		t.Fatalf("token: %d %v", a.status, a.body)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
@@ -99,5 +103,48 @@ func TestClientOperatorsOverTheWire(t *testing.T) {
 	}
 	if got := principalOps(c.APIKey, c.ID); !got.Default {
 		t.Fatalf("after the refusals: %+v", got)
+	}
+}
+
+// TestClientAccessOverTheWire: verification's CAMARA authorization endpoint reads what a client
+// may use by its id alone (accountsclient.ClientAccess): its status, features and operators, no
+// credential; an unknown client is fault.ErrNotFound. Only verification may ask.
+func TestClientAccessOverTheWire(t *testing.T) {
+	s := apptest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY)
+	api := accountsv1.OperatorMethod_OPERATOR_METHOD_NETWORK_API
+	if _, err := s.Admin.SetClientOperators(ctx, &accountsv1.SetClientOperatorsRequest{ClientId: c.ID, Operators: &accountsv1.OperatorEnablement{
+		Grants: []*accountsv1.OperatorGrant{{OperatorId: "acme-ae", Methods: []accountsv1.OperatorMethod{api}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: c.ID, Status: accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED}); err != nil {
+		t.Fatal(err)
+	}
+	verification, err := accountsclient.Dial(s.Addr, grpcclient.Options{Token: authtest.VerificationToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = verification.Close() })
+
+	p, err := verification.ClientAccess(ctx, c.ID)
+	want := identity.Operators{Grants: []identity.OperatorGrant{{Operator: "acme-ae", Methods: []string{"NETWORK_API"}}}}
+	if err != nil || p.ClientID != c.ID || p.Status != identity.StatusSuspended || !reflect.DeepEqual(p.Features, []string{"VERIFY"}) ||
+		!reflect.DeepEqual(p.Operators, want) || p.KeyID != "" || p.SDKTokenID != "" || p.Role != "" {
+		t.Fatalf("access %+v, %v", p, err)
+	}
+	if _, err := verification.ClientAccess(ctx, "6f1c2e4a-0000-4000-8000-000000000000"); !errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("unknown client: %v, want fault.ErrNotFound", err)
+	}
+	if _, err := verification.ClientAccess(ctx, "not-a-client"); err == nil || errors.Is(err, fault.ErrNotFound) {
+		t.Errorf("malformed id: %v, want a refusal", err)
+	}
+	for name, token := range map[string]string{"no credential": "", "connect": authtest.ConnectToken, "gateway": authtest.GatewayToken, "admin": apptest.AdminToken} {
+		internal := accountsv1.NewAccountsInternalServiceClient(apptest.Dial(t, s.Addr, token))
+		if _, err := internal.GetClientAccess(ctx, &accountsv1.GetClientAccessRequest{ClientId: c.ID}); status.Code(err) != codes.Unauthenticated && status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
 	}
 }

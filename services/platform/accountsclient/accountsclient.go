@@ -74,6 +74,19 @@ func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret 
 	return principal(resp.GetPrincipal()), nil
 }
 
+// ClientAccess is what a client may use, with no credential checked (the principal carries no
+// key or token): fault.ErrNotFound for an unknown client.
+func (c *Client) ClientAccess(ctx context.Context, clientID string) (identity.Principal, error) {
+	resp, err := c.internal.GetClientAccess(ctx, &accountsv1.GetClientAccessRequest{ClientId: clientID})
+	if status.Code(err) == codes.NotFound {
+		return identity.Principal{}, fault.ErrNotFound
+	}
+	if err != nil {
+		return identity.Principal{}, fmt.Errorf("client access: %w", err)
+	}
+	return principal(resp.GetPrincipal()), nil
+}
+
 func authErr(err error) error {
 	if status.Code(err) == codes.Unauthenticated {
 		return credential.ErrUnauthenticated

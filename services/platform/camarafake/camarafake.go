@@ -102,6 +102,7 @@ type Fake struct {
 	jtis      map[string]time.Time
 	behaviour map[string]Behaviour // by MSISDN; "" for every line
 	calls     int
+	lastCorr  string
 }
 
 type grant struct {
@@ -176,6 +177,13 @@ func (f *Fake) APICalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls
+}
+
+// LastCorrelator is the x-correlator of the last Number Verification API call ("" for none).
+func (f *Fake) LastCorrelator() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastCorr
 }
 
 // DiscoveryURL is the fake's OpenID Connect discovery document.
@@ -384,6 +392,7 @@ func (f *Fake) api(scope string, op func(w http.ResponseWriter, r *http.Request,
 		}
 		f.mu.Lock()
 		f.calls++
+		f.lastCorr = corr
 		f.mu.Unlock()
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		f.mu.Lock()

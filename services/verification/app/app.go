@@ -450,10 +450,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
 	if cfg.CAMARAAddr != "" {
+		// The facade's sessions reach the operators' network APIs with clients of their own:
+		// the operator sends the device back to the facade's callback, not the SDK's.
+		facadeSess := sess
+		if clients != nil {
+			back, err := camara.NewClients(ops.List(), strings.TrimSuffix(cfg.CAMARAIssuer, "/")+facade.OperatorCallbackPath,
+				&http.Client{Timeout: cfg.NetworkAPITimeout})
+			if err != nil {
+				return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
+			}
+			facadeSess = sess.WithNetworkAPI(store.New(pool), back, log)
+		}
 		provider, err := facade.New(ctx, facade.Config{
 			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
 			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
-		}, store.New(pool), accounts, sess, verifier, keyring, log)
+		}, store.New(pool), accounts, facadeSess, verifier, keyring, log)
 		if err != nil {
 			return nil, fmt.Errorf("camara facade: %w", err)
 		}

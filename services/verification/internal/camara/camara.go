@@ -1,12 +1,13 @@
 // Package camara is mnv's client of operators' CAMARA Number Verification API (NETWORK_API):
 // the OpenID Connect authorization code flow the device runs over mobile data (the
 // authorization URL with prompt=none and PKCE, the code exchange with the operator's client
-// authentication) and the /verify call with the single-use access token.
+// authentication), and the calls of the API with the single-use access token: /verify, and
+// /device-phone-number for the CAMARA facade when the operator's scopes include it.
 //
 // The OAuth side is golang.org/x/oauth2 (PKCE, the token request, client_secret_basic), the
 // discovery is coreos/go-oidc, and private_key_jwt assertions (RFC 7523) are signed with
-// golang-jwt. Nothing here decides an outcome: Verify reports what the operator answered
-// (package verify maps it to mnv's vocabulary).
+// golang-jwt. Nothing here decides an outcome: Verify and Share report what the operator
+// answered (package verify maps it to mnv's vocabulary).
 package camara
 
 import (
@@ -22,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 
+	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
@@ -215,63 +219,129 @@ func (c *Client) assertion(aud string) (string, error) {
 	return s, nil
 }
 
-// Answer is what the operator's /verify answered: Status 200 with Verified, or an error status
-// with its CAMARA code.
+// Answer is what the operator's API answered: Status 200 with Verified (phoneNumberVerify) or
+// Number (phoneNumberShare), or an error status with its CAMARA code.
 type Answer struct {
 	Status   int
 	Code     string
 	Verified bool
+	Number   string
 }
+
+// ErrHashUnsupported is the error of a hashed verify with an operator that takes only the
+// number itself.
+var ErrHashUnsupported = errors.New("camara: the operator does not accept hashedPhoneNumber")
+
+// ErrShareUnsupported is the error of a share with an operator whose authorization mnv does not
+// ask the phoneNumberShare scope of.
+var ErrShareUnsupported = errors.New("camara: the operator's phoneNumberShare is not used")
 
 // Verify calls the operator's phoneNumberVerify with the single-use token: hashedPhoneNumber
 // when the operator accepts it, else phoneNumber. correlator travels as x-correlator. A 5xx, a
 // 429, a timeout or an answer that is not the API's is ErrUnavailable; other answers, errors
 // included, are an Answer.
 func (c *Client) Verify(ctx context.Context, accessToken, e164, correlator string) (Answer, error) {
-	body := map[string]string{"phoneNumber": e164}
 	if c.cfg.HashedPhoneNumber {
 		sum := sha256.Sum256([]byte(e164))
-		body = map[string]string{"hashedPhoneNumber": hex.EncodeToString(sum[:])}
+		return c.VerifyHash(ctx, accessToken, hex.EncodeToString(sum[:]), correlator)
 	}
+	return c.verify(ctx, accessToken, map[string]string{"phoneNumber": e164}, correlator)
+}
+
+// VerifyHash calls phoneNumberVerify with a hashedPhoneNumber (SHA-256 of the E.164 number, in
+// hexadecimal) when the operator accepts one (ErrHashUnsupported otherwise), as Verify.
+func (c *Client) VerifyHash(ctx context.Context, accessToken, sha256Hex, correlator string) (Answer, error) {
+	if !c.cfg.HashedPhoneNumber {
+		return Answer{}, ErrHashUnsupported
+	}
+	return c.verify(ctx, accessToken, map[string]string{"hashedPhoneNumber": strings.ToLower(sha256Hex)}, correlator)
+}
+
+func (c *Client) verify(ctx context.Context, accessToken string, body map[string]string, correlator string) (Answer, error) {
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIRoot+"/number-verification/v2/verify", bytes.NewReader(b))
-	if err != nil {
-		return Answer{}, fmt.Errorf("camara: %w", err)
+	a, raw, err := c.call(ctx, http.MethodPost, "/verify", accessToken, b, correlator)
+	if err != nil || a.Status != http.StatusOK {
+		return a, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	var ok struct {
+		Verified *bool `json:"devicePhoneNumberVerified"`
+	}
+	if err := json.Unmarshal(raw, &ok); err != nil || ok.Verified == nil {
+		return Answer{}, fmt.Errorf("%w: a 200 without devicePhoneNumberVerified", ErrUnavailable)
+	}
+	a.Verified = *ok.Verified
+	return a, nil
+}
+
+// Shares reports whether mnv asks the operator for phoneNumberShare: its registry scopes name
+// the operation's scope, so the operator's tokens may call it.
+func (c *Client) Shares() bool { return slices.Contains(c.cfg.Scopes, ScopeShare) }
+
+// ScopeShare is the scope of phoneNumberShare.
+const ScopeShare = "number-verification:device-phone-number:read"
+
+// Share calls the operator's phoneNumberShare with the single-use token (ErrShareUnsupported
+// unless Shares), as Verify: a 200 is an Answer with the line's Number.
+func (c *Client) Share(ctx context.Context, accessToken, correlator string) (Answer, error) {
+	if !c.Shares() {
+		return Answer{}, ErrShareUnsupported
+	}
+	a, raw, err := c.call(ctx, http.MethodGet, "/device-phone-number", accessToken, nil, correlator)
+	if err != nil || a.Status != http.StatusOK {
+		return a, err
+	}
+	var ok struct {
+		Number string `json:"devicePhoneNumber"`
+	}
+	// The operator knows its subscriber's number: its shape is checked, not the library's idea
+	// of which numbers exist.
+	if json.Unmarshal(raw, &ok) != nil || !phone.IsE164Shape(ok.Number) {
+		return Answer{}, fmt.Errorf("%w: a 200 without a devicePhoneNumber", ErrUnavailable)
+	}
+	a.Number = ok.Number
+	return a, nil
+}
+
+// call makes one call of the Number Verification API. A 5xx, a 429, a timeout or an unreadable
+// answer is ErrUnavailable; any other answer is an Answer with its status (and, for an error,
+// its CAMARA code) and the body.
+func (c *Client) call(ctx context.Context, method, path, accessToken string, body []byte, correlator string) (Answer, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.APIRoot+"/number-verification/v2"+path, rd)
+	if err != nil {
+		return Answer{}, nil, fmt.Errorf("camara: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+accessToken)
 	if correlator != "" {
 		req.Header.Set("x-correlator", correlator)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Answer{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Answer{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
-		return Answer{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Answer{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		return Answer{}, fmt.Errorf("%w: status %d", ErrUnavailable, resp.StatusCode)
+		return Answer{}, nil, fmt.Errorf("%w: status %d", ErrUnavailable, resp.StatusCode)
 	}
 	a := Answer{Status: resp.StatusCode}
-	if resp.StatusCode == http.StatusOK {
-		var ok struct {
-			Verified *bool `json:"devicePhoneNumberVerified"`
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Code string `json:"code"`
 		}
-		if err := json.Unmarshal(raw, &ok); err != nil || ok.Verified == nil {
-			return Answer{}, fmt.Errorf("%w: a 200 without devicePhoneNumberVerified", ErrUnavailable)
-		}
-		a.Verified = *ok.Verified
-		return a, nil
+		_ = json.Unmarshal(raw, &e) // a 4xx without the CAMARA body keeps its status alone
+		a.Code = e.Code
 	}
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(raw, &e) // a 4xx without the CAMARA body keeps its status alone
-	a.Code = e.Code
-	return a, nil
+	return a, raw, nil
 }
 
 // Clients are the clients of a registry's NETWORK_API operators, by operator id.
@@ -315,6 +385,34 @@ func (cs Clients) Exchange(ctx context.Context, operatorID, code, verifier strin
 		return Token{}, ErrNoClient
 	}
 	return c.Exchange(ctx, code, verifier)
+}
+
+// TakesHash reports whether operatorID's /verify accepts hashedPhoneNumber.
+func (cs Clients) TakesHash(operatorID string) bool {
+	return cs[operatorID] != nil && cs[operatorID].cfg.HashedPhoneNumber
+}
+
+// Shares reports whether operatorID's phoneNumberShare is used (Client.Shares).
+func (cs Clients) Shares(operatorID string) bool {
+	return cs[operatorID] != nil && cs[operatorID].Shares()
+}
+
+// VerifyHash calls operatorID's /verify with a hashed number (Client.VerifyHash).
+func (cs Clients) VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (Answer, error) {
+	c := cs[operatorID]
+	if c == nil {
+		return Answer{}, ErrNoClient
+	}
+	return c.VerifyHash(ctx, accessToken, sha256Hex, correlator)
+}
+
+// ShareNumber calls operatorID's /device-phone-number (Client.Share).
+func (cs Clients) ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (Answer, error) {
+	c := cs[operatorID]
+	if c == nil {
+		return Answer{}, ErrNoClient
+	}
+	return c.Share(ctx, accessToken, correlator)
 }
 
 // VerifyNumber calls operatorID's /verify (Client.Verify).

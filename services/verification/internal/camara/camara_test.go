@@ -6,11 +6,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,4 +203,62 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 			t.Errorf("discovery of an operator that is down: %v", err)
 		}
 	})
+}
+
+// TestShareAndHash: phoneNumberShare and a hashed verify, each only with an operator that offers
+// it (its scopes name phoneNumberShare; it accepts hashedPhoneNumber), refused before any call
+// otherwise, so no token is spent.
+func TestShareAndHash(t *testing.T) {
+	fake, ops := setup(t)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	ctx := context.Background()
+	withShare := ops["ec"] // takes hashed numbers
+	cc := *withShare.CAMARA
+	cc.Scopes = []string{"openid", "number-verification:verify", camara.ScopeShare}
+	withShare.CAMARA = &cc
+	token := func(t *testing.T, c *camara.Client, msisdn string) string {
+		t.Helper()
+		a, err := c.Authorize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := c.Exchange(ctx, device(t, a.URL, msisdn).Get("code"), a.Verifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	sharing, err := camara.New(withShare, redirect, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := camara.New(ops["basic"], redirect, hc)
+	if !sharing.Shares() || plain.Shares() {
+		t.Fatalf("Shares: %v and %v", sharing.Shares(), plain.Shares())
+	}
+	const line = "+447700900301"
+	sum := sha256.Sum256([]byte(line))
+	hash := hex.EncodeToString(sum[:])
+
+	calls := fake.APICalls()
+	if ans, err := sharing.Share(ctx, token(t, sharing, line), "c-1"); err != nil || ans != (camara.Answer{Status: 200, Number: line}) {
+		t.Errorf("share = %+v, %v", ans, err)
+	}
+	if ans, err := sharing.VerifyHash(ctx, token(t, sharing, line), strings.ToUpper(hash), "c-2"); err != nil || ans != (camara.Answer{Status: 200, Verified: true}) {
+		t.Errorf("hashed verify = %+v, %v", ans, err)
+	}
+	if n := fake.APICalls() - calls; n != 2 {
+		t.Errorf("the operator was called %d times, want 2", n)
+	}
+	tok := token(t, plain, line)
+	if _, err := plain.Share(ctx, tok, ""); !errors.Is(err, camara.ErrShareUnsupported) {
+		t.Errorf("share with an operator that does not share: %v", err)
+	}
+	if _, err := plain.VerifyHash(ctx, tok, hash, ""); !errors.Is(err, camara.ErrHashUnsupported) {
+		t.Errorf("hash with an operator that takes numbers only: %v", err)
+	}
+	// Neither spent the token.
+	if ans, err := plain.Verify(ctx, tok, line, ""); err != nil || !ans.Verified {
+		t.Errorf("the token after the refusals: %+v, %v", ans, err)
+	}
 }

@@ -20,23 +20,28 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 )
 
 // Paths the facade serves (the gateway proxies them): OIDC discovery, the provider's
 // endpoints under /oauth2/, and the API under /number-verification/v2/.
 const (
-	DiscoveryPath   = "/.well-known/openid-configuration"
-	OAuthPrefix     = "/oauth2/"
-	APIPrefix       = "/number-verification/v2/"
-	VerifyPath      = APIPrefix + "verify"
-	SharePath       = APIPrefix + "device-phone-number"
-	authorizePath   = "oauth2/authorize"
-	callbackSuffix  = "/callback"
-	maxRequestBody  = 4 << 10
-	correlatorLimit = 256
+	DiscoveryPath = "/.well-known/openid-configuration"
+	OAuthPrefix   = "/oauth2/"
+	APIPrefix     = "/number-verification/v2/"
+	VerifyPath    = APIPrefix + "verify"
+	SharePath     = APIPrefix + "device-phone-number"
+	// OperatorCallbackPath is where an operator's authorization sends the device back
+	// (NETWORK_API): register the issuer + OperatorCallbackPath with each such operator.
+	OperatorCallbackPath = OAuthPrefix + "operator/callback"
+	authorizePath        = "oauth2/authorize"
+	callbackSuffix       = "/callback"
+	maxRequestBody       = 4 << 10
+	correlatorLimit      = 256
 )
 
 // Verifier decides the verification of a line; verify.Service is one.
@@ -59,6 +64,7 @@ type Config struct {
 type Facade struct {
 	cfg      Config
 	st       Store
+	sessions Sessions
 	verifier Verifier
 	provider *op.Provider
 	sealer   op.Crypto
@@ -109,7 +115,7 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
+	return &Facade{cfg: cfg, st: st, sessions: sess, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.
@@ -130,6 +136,8 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAPI(w, r, http.MethodPost, ScopeVerify)
 	case SharePath:
 		f.serveAPI(w, r, http.MethodGet, ScopeShare)
+	case OperatorCallbackPath:
+		f.operatorCallback(w, r)
 	default:
 		if strings.HasPrefix(r.URL.Path, APIPrefix) {
 			writeError(w, http.StatusNotFound, "NOT_FOUND", "The specified resource is not found.")
@@ -137,6 +145,59 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.provider.ServeHTTP(w, r)
 	}
+}
+
+// operatorCallback is where the operator of a NETWORK_API authorization sends the device back:
+// the session is claimed by its state (once, before it expires), the operator's code exchanged
+// and its token kept sealed with the session (sessions.CompleteCAMARA), and the facade's own
+// authorization completed, its code sent to the client's redirect URI. A device the operator
+// did not recognise (login_required) still gets the facade's code: its line is then
+// UNDETERMINED, as one header enrichment did not identify. An operator that does not answer
+// the exchange sends the client temporarily_unavailable. A state that is not a pending
+// authorization (unknown, used, expired) names no client to send anything to: 400.
+func (f *Facade) operatorCallback(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeOAuthError(w, http.StatusMethodNotAllowed, "invalid_request", "Use GET.")
+		return
+	}
+	q := r.URL.Query()
+	c, err := f.sessions.CompleteCAMARA(r.Context(), sessions.Authorization{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
+	switch {
+	case err == nil:
+		a, err := f.st.CompleteAuthRequest(r.Context(), c.SessionID, c.Blob)
+		if err != nil {
+			f.callbackFailed(w, r, err)
+			return
+		}
+		op.AuthResponse(&authRequest{a}, f.provider, w, r)
+	case fault.Find(err, fault.Unavailable) != nil && c.SessionID != "":
+		a, terr := f.st.TakePendingAuthRequest(r.Context(), c.SessionID)
+		if terr != nil {
+			f.callbackFailed(w, r, terr)
+			return
+		}
+		op.AuthRequestError(w, r, &authRequest{a}, errTemporarilyUnavailable(), f.provider)
+	default:
+		f.callbackFailed(w, r, err)
+	}
+}
+
+// callbackFailed answers an operator callback that leads to no authorization of the facade.
+func (f *Facade) callbackFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case fault.Find(err, fault.InvalidArgument) != nil, errors.Is(err, fault.ErrNotFound):
+		writeOAuthError(w, http.StatusBadRequest, "invalid_request", "The state is not a pending authorization.")
+	case fault.Find(err, fault.Unavailable) != nil:
+		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "Try again.")
+	default:
+		f.log.Error("camara operator callback failed", zap.Error(err), logging.Request(r.Context()))
+		writeOAuthError(w, http.StatusInternalServerError, "server_error", "Server error.")
+	}
+}
+
+func writeOAuthError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
 // correlatorRule is the XCorrelator schema of CAMARA's commons.
@@ -150,12 +211,14 @@ var (
 
 // serveAPI answers one of the two operations, in CAMARA's bodies.
 func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope string) {
+	correlator := ""
 	if c := r.Header.Values("x-correlator"); len(c) > 0 {
 		if len(c) > 1 || !correlatorRule.MatchString(c[0]) {
 			writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Header x-correlator does not match its pattern.")
 			return
 		}
-		w.Header().Set("x-correlator", c[0])
+		correlator = c[0]
+		w.Header().Set("x-correlator", correlator)
 	}
 	if r.Method != method {
 		w.Header().Set("Allow", method)
@@ -172,7 +235,7 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
 		return
 	}
-	req := verify.LineRequest{Blob: tok.Blob, Share: scope == ScopeShare}
+	req := verify.LineRequest{Blob: tok.Blob, Share: scope == ScopeShare, Correlator: correlator}
 	if !req.Share {
 		var msg string
 		if req.Number, req.NumberSHA256, msg = readVerifyBody(r); msg != "" {
@@ -197,6 +260,11 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 	}
 	switch res.Verification.Outcome {
 	case domain.StatusUndetermined:
+		if res.Verification.Reason == domain.ReasonOperatorRefused {
+			// The operator's API refused for a reason of its own (its 403 PERMISSION_DENIED).
+			writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
+			return
+		}
 		writeError(w, http.StatusForbidden, "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK",
 			"Client must authenticate via the mobile network to use this service.")
 	case domain.StatusExpired:

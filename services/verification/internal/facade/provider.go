@@ -6,6 +6,13 @@
 // sealed blob the code, then the access token, carries. Each API call verifies that session
 // through package verify, so it is a verification like any other: recorded, limited per
 // number, charged, and completed with its event.
+//
+// When header enrichment does not identify the line and the device's operator is one whose
+// network API the client enabled (NETWORK_API), the session waits for that operator instead
+// (package sessions, as an SDK session): the device is sent to the operator's authorization
+// endpoint and comes back to OperatorCallbackPath, where the operator's code is exchanged, its
+// single-use token kept sealed with the session, and only then the facade's own code issued.
+// The API call then asks the operator's API with that token (package verify).
 package facade
 
 import (
@@ -31,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 )
 
@@ -50,7 +58,8 @@ type AuthRequest struct {
 	Scopes                                  []string
 	ResponseMode                            string
 	CodeChallenge, CodeChallengeMethod      string
-	// SessionID and Blob are the capture session the line was identified into.
+	// SessionID and Blob are the capture session the line was identified into. Blob is empty
+	// while the session waits for its operator's authorization (NETWORK_API).
 	SessionID, Blob string
 	CreatedAt       time.Time
 	ExpiresAt       time.Time
@@ -76,6 +85,11 @@ type Store interface {
 	// TakeAuthRequest deletes an unexpired request and returns it: the one exchange of its code.
 	TakeAuthRequest(ctx context.Context, id string) (AuthRequest, error)
 	DeleteAuthRequest(ctx context.Context, id string) error
+	// CompleteAuthRequest gives the unexpired request waiting for the operator's authorization
+	// of session sessionID its blob, once, and returns it; TakePendingAuthRequest deletes such a
+	// request and returns it (fault.ErrNotFound, both, when there is none).
+	CompleteAuthRequest(ctx context.Context, sessionID, blob string) (AuthRequest, error)
+	TakePendingAuthRequest(ctx context.Context, sessionID string) (AuthRequest, error)
 	InsertToken(ctx context.Context, t Token) error
 	// Token reads an unexpired, unused token (fault.ErrNotFound otherwise).
 	Token(ctx context.Context, id string) (Token, error)
@@ -87,15 +101,21 @@ type Store interface {
 	InsertProviderKeys(ctx context.Context, keyID string, sealed []byte) error
 }
 
-// Accounts authenticates clients and tells their web origins; accountsclient.Client is one.
+// Accounts authenticates clients and tells their web origins and what they may use;
+// accountsclient.Client is one.
 type Accounts interface {
 	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
 	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
+	// ClientAccess is the client's status, features and operators (fault.ErrNotFound: no such
+	// client).
+	ClientAccess(ctx context.Context, clientID string) (identity.Principal, error)
 }
 
-// Sessions opens the capture session of an authorization.
+// Sessions opens the capture session of an authorization, and completes one that waited for
+// its operator's authorization; sessions.Service is one.
 type Sessions interface {
-	OpenCAMARA(ctx context.Context, clientID string, n network.Request) (sessions.Capture, error)
+	OpenCAMARA(ctx context.Context, clientID string, n network.Request, access sessions.ClientAccess) (sessions.Capture, error)
+	CompleteCAMARA(ctx context.Context, a sessions.Authorization) (sessions.Capture, error)
 }
 
 // keys are the provider's: the ID-token signing key and the key that seals codes and tokens.
@@ -166,11 +186,14 @@ type storage struct {
 var _ op.Storage = (*storage)(nil)
 
 // requestState is what the facade's middleware learns of a request for the storage: the
-// network it came through, the redirect URI it names, and the client that authenticated.
+// network it came through, the redirect URI it names, and the client that authenticated; and
+// what the storage tells the provider back: the operator's authorization URL the device goes
+// to instead of the login step (client.LoginURL).
 type requestState struct {
 	net         network.Request
 	redirectURI string
 	principal   *identity.Principal
+	operatorURL string
 }
 
 type stateKey struct{}
@@ -204,12 +227,17 @@ func lookup(a AuthRequest, err error) (op.AuthRequest, error) {
 }
 
 // CreateAuthRequest identifies the line the device's request came through and opens its
-// capture session; the request is done at once (no login page): the network is the login.
+// capture session; the request is done at once (no login page): the network is the login. Or,
+// when the session waits for its operator's network API, the device is sent there (LoginURL)
+// and the request is done when the operator sends it back (Facade.operatorCallback).
 func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
 	if _, err := uuid.Parse(req.ClientID); err != nil {
 		return nil, oidc.ErrInvalidClient()
 	}
-	c, err := s.sessions.OpenCAMARA(ctx, req.ClientID, stateOf(ctx).net)
+	c, err := s.sessions.OpenCAMARA(ctx, req.ClientID, stateOf(ctx).net, s.access(req.ClientID))
+	if errors.Is(err, fault.ErrUnavailable) {
+		return nil, errTemporarilyUnavailable()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +250,28 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	if err := s.st.InsertAuthRequest(ctx, a); err != nil {
 		return nil, err
 	}
+	stateOf(ctx).operatorURL = c.AuthorizationURL
 	return &authRequest{a}, nil
+}
+
+// access is what clientID may use, asked of accounts: an unknown client may use nothing.
+func (s *storage) access(clientID string) sessions.ClientAccess {
+	return func(ctx context.Context) (operators.Client, error) {
+		p, err := s.accounts.ClientAccess(ctx, clientID)
+		if errors.Is(err, fault.ErrNotFound) || err == nil && p.Status != identity.StatusActive {
+			return operators.Client{}, nil
+		}
+		if err != nil {
+			return operators.Client{}, err
+		}
+		return operators.ClientOf(p), nil
+	}
+}
+
+// errTemporarilyUnavailable is OAuth's answer when a backend (accounts, the operator) does not
+// answer: the client may try again.
+func errTemporarilyUnavailable() *oidc.Error {
+	return &oidc.Error{ErrorType: "temporarily_unavailable", Description: "The authorization server is temporarily unavailable; try again."}
 }
 
 func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
@@ -323,7 +372,7 @@ func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.
 	if _, err := uuid.Parse(clientID); err != nil {
 		return nil, notFound{errors.New("unknown client")}
 	}
-	c := &client{id: clientID, callback: s.callback}
+	c := &client{id: clientID, callback: s.callback, req: stateOf(ctx)}
 	if uri := stateOf(ctx).redirectURI; uri != "" {
 		if origin, dev, ok := originOf(uri); ok {
 			allowed, err := s.accounts.AllowsWebOrigin(ctx, clientID, origin)
@@ -410,6 +459,9 @@ type client struct {
 	redirects []string
 	dev       bool
 	callback  string
+	// req is the request the client was read in: an authorization that waits for its
+	// operator sets the operator's URL there.
+	req *requestState
 }
 
 func (c *client) GetID() string                       { return c.id }
@@ -423,8 +475,14 @@ func (c *client) ResponseTypes() []oidc.ResponseType {
 func (c *client) GrantTypes() []oidc.GrantType { return []oidc.GrantType{oidc.GrantTypeCode} }
 
 // LoginURL sends the device straight to the callback: the authorization was done when the line
-// was identified.
-func (c *client) LoginURL(id string) string           { return c.callback + "?id=" + url.QueryEscape(id) }
+// was identified. An authorization that waits for its operator sends the device to the
+// operator's authorization endpoint.
+func (c *client) LoginURL(id string) string {
+	if c.req != nil && c.req.operatorURL != "" {
+		return c.req.operatorURL
+	}
+	return c.callback + "?id=" + url.QueryEscape(id)
+}
 func (c *client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
 func (c *client) IDTokenLifetime() time.Duration      { return 5 * time.Minute }
 func (c *client) DevMode() bool                       { return c.dev }
@@ -463,4 +521,4 @@ func (a *authRequest) GetResponseMode() oidc.ResponseMode { return oidc.Response
 func (a *authRequest) GetScopes() []string                { return a.Scopes }
 func (a *authRequest) GetState() string                   { return a.State }
 func (a *authRequest) GetSubject() string                 { return a.SessionID }
-func (a *authRequest) Done() bool                         { return true }
+func (a *authRequest) Done() bool                         { return a.Blob != "" }

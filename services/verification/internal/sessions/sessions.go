@@ -31,9 +31,9 @@ type Store interface {
 
 // AuthStore is what the NETWORK_API authorization of a session needs of the storage.
 type AuthStore interface {
-	// ClaimAuthorization takes a pending authorization by its state's hash, once
-	// (fault.ErrNotFound: no such pending, unexpired authorization).
-	ClaimAuthorization(ctx context.Context, stateHash []byte) (domain.Session, error)
+	// ClaimAuthorization takes a pending authorization of a session of source by its state's
+	// hash, once (fault.ErrNotFound: no such pending, unexpired authorization).
+	ClaimAuthorization(ctx context.Context, stateHash []byte, source string) (domain.Session, error)
 	CompleteAuthorization(ctx context.Context, sessionID, status string, sealedToken []byte, tokenExpires *time.Time) error
 }
 
@@ -118,7 +118,7 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n
 	if err != nil {
 		return Capture{}, err
 	}
-	sess := s.session(p.ClientID, "SDK", id)
+	sess := s.session(p.ClientID, sourceSDK, id)
 	sess.Platform, sess.DeviceID, sess.AppVersion = &r.Platform, r.DeviceID, r.AppVersion
 	if s.networkAPI(id, client) {
 		return s.authorize(ctx, sess)
@@ -169,10 +169,23 @@ type Authorization struct {
 // a session with NO_NETWORK_IDENTITY, verified as UNDETERMINED; an operator that does not answer
 // the exchange is 503, and the session's state is spent (the app starts a new session).
 func (s *Service) CompleteAuthorization(ctx context.Context, a Authorization) (Capture, error) {
+	return s.complete(ctx, a, sourceSDK)
+}
+
+// CompleteCAMARA finishes, as CompleteAuthorization, the NETWORK_API session of a CAMARA
+// authorization (OpenCAMARA), which the operator sent back to the facade's own callback. A
+// state of an SDK session is not one of these, nor the other way round. When the operator does
+// not answer, the error comes with the capture's SessionID, so that the facade can answer its
+// own client.
+func (s *Service) CompleteCAMARA(ctx context.Context, a Authorization) (Capture, error) {
+	return s.complete(ctx, a, sourceCAMARA)
+}
+
+func (s *Service) complete(ctx context.Context, a Authorization, source string) (Capture, error) {
 	if s.camara == nil || a.State == "" || len(a.State) > 512 {
 		return Capture{}, errBadState
 	}
-	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State))
+	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State), source)
 	if errors.Is(err, fault.ErrNotFound) {
 		return Capture{}, errBadState
 	}
@@ -193,7 +206,7 @@ func (s *Service) CompleteAuthorization(ctx context.Context, a Authorization) (C
 		switch {
 		case errors.Is(err, camara.ErrUnavailable):
 			s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
-			return Capture{}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
+			return Capture{SessionID: sess.ID}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
 		case err != nil:
 			s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
 		default:
@@ -223,11 +236,29 @@ func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, id net
 	return s.open(ctx, st, s.session(clientID, "WEB", id), id.Number.E164)
 }
 
+// The sources of sessions: the app's SDK (and its web SDK), and the CAMARA facade.
+const (
+	sourceSDK    = "SDK"
+	sourceCAMARA = "CAMARA"
+)
+
+// ClientAccess tells what the client of a CAMARA authorization may use: its features and its
+// operators with their methods.
+type ClientAccess func(ctx context.Context) (operators.Client, error)
+
 // OpenCAMARA opens the session of a CAMARA authorization for clientID: the line as the
-// request's network shows it, through whichever operator's ranges the address is in. Which
-// operators the client may use is checked when the session is verified: the client has not
-// authenticated yet at the authorization endpoint.
-func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Request) (Capture, error) {
+// request's network shows it, through whichever operator's ranges the address is in.
+//
+// When that operator has a network API mnv reaches (WithNetworkAPI) and the line is not
+// identified by a header enrichment the client may use there, but the client enabled the
+// operator's NETWORK_API, the session waits for the operator's authorization instead, as an SDK
+// session does: the capture has no blob but the AuthorizationURL the device goes to, and
+// CompleteCAMARA finishes it. access is asked only then: the client has not authenticated yet
+// at the authorization endpoint.
+//
+// Otherwise which operators the client may use is checked when the session is verified
+// (verify.VerifyLine).
+func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Request, access ClientAccess) (Capture, error) {
 	// Any operator the address belongs to, by header enrichment (the facade's method); the
 	// client's own enablement is applied when the line is verified (verify.VerifyLine).
 	anyOperator := operators.Client{Features: []string{operators.FeatureSandbox}, Operators: identity.Operators{
@@ -237,7 +268,18 @@ func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Req
 	if err != nil {
 		return Capture{}, err
 	}
-	return s.open(ctx, s.st, s.session(clientID, "CAMARA", id), id.Number.E164)
+	sess := s.session(clientID, sourceCAMARA, id)
+	if id.Found && s.camara != nil && s.camara.Has(id.Operator.ID) {
+		c, err := access(ctx)
+		if err != nil {
+			return Capture{}, fmt.Errorf("the client's operators: %w", err)
+		}
+		heLine := id.Number.E164 != "" && id.Operator.Allows(c, operators.MethodHeaderEnrichment)
+		if !heLine && id.Operator.Allows(c, operators.MethodNetworkAPI) {
+			return s.authorize(ctx, sess)
+		}
+	}
+	return s.open(ctx, s.st, sess, id.Number.E164)
 }
 
 // session is a new session of clientID, valid for the TTL from now.

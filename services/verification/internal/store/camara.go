@@ -87,6 +87,20 @@ func (st *Store) DeleteAuthRequest(ctx context.Context, id string) error {
 	return nil
 }
 
+// CompleteAuthRequest gives the unexpired request whose session waited for its operator's
+// authorization (no blob yet) the session's blob, once, and returns it.
+func (st *Store) CompleteAuthRequest(ctx context.Context, sessionID, blob string) (facade.AuthRequest, error) {
+	return scanAuthRequest(st.db.QueryRow(ctx, `UPDATE verification.camara_auth_requests SET blob = $2
+		WHERE session_id = $1 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns, sessionID, blob))
+}
+
+// TakePendingAuthRequest deletes the unexpired request whose session waits for its operator's
+// authorization and returns it.
+func (st *Store) TakePendingAuthRequest(ctx context.Context, sessionID string) (facade.AuthRequest, error) {
+	return scanAuthRequest(st.db.QueryRow(ctx, `DELETE FROM verification.camara_auth_requests
+		WHERE session_id = $1 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns, sessionID))
+}
+
 // InsertToken stores an access token.
 func (st *Store) InsertToken(ctx context.Context, t facade.Token) error {
 	var session any

@@ -12,10 +12,11 @@ import (
 )
 
 // Keys seal what the service keeps: blobs (Sealer) and numbers at rest (Vault), under one fresh
-// keyring.
+// keyring (Keyring, for what seals with it directly).
 type Keys struct {
-	Sealer *seal.Sealer
-	Vault  *phone.Vault
+	Keyring *crypto.Keyring
+	Sealer  *seal.Sealer
+	Vault   *phone.Vault
 }
 
 // NewKeys returns Keys under a fresh keyring and number-hash key.
@@ -29,7 +30,7 @@ func NewKeys(t testing.TB) Keys {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Keys{Sealer: seal.NewSealer(keyring), Vault: phone.NewVault("verification", keyring, hasher)}
+	return Keys{Keyring: keyring, Sealer: seal.NewSealer(keyring), Vault: phone.NewVault("verification", keyring, hasher)}
 }
 
 // Operators parses a registry (the operators file's YAML).

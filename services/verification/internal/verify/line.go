@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"strings"
 
 	"github.com/google/uuid"
@@ -12,8 +13,11 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
 
 // LineRequest is a verification of the line whose capture session a CAMARA access token holds:
@@ -24,6 +28,9 @@ type LineRequest struct {
 	Number       string
 	NumberSHA256 string
 	Share        bool
+	// Correlator is the caller's x-correlator, passed on to an operator's API (NETWORK_API);
+	// empty: the request id.
+	Correlator string
 }
 
 // LineResult is a decided line verification and, for a VERIFIED share, the line's number.
@@ -36,6 +43,12 @@ type LineResult struct {
 // limited per number, charged (VERIFIED and NOT_VERIFIED; a share is charged as the
 // VERIFICATION variant NUMBER_SHARE) and completed with its event. A session the network did
 // not identify is UNDETERMINED and free. The number kept is the one given, else the line's.
+//
+// A NETWORK_API session (the facade sent the device to the operator's own authorization) is
+// decided by the operator's API with the session's single-use token, as Verify decides one
+// (askOperator): the client must have enabled that method of the operator, and the operation
+// must be one mnv uses there (a hashed number needs an operator that accepts hashedPhoneNumber;
+// a share, one whose phoneNumberShare scope mnv asks for), else nothing is asked nor recorded.
 func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRequest) (LineResult, error) {
 	product, feature := domain.ProductVerify, domain.FeatureVerify
 	if r.Share {
@@ -48,9 +61,25 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 	if err != nil || claims.ClientID != p.ClientID {
 		return LineResult{}, fault.Invalid("", "the access token's session is not this account's")
 	}
+	netSess, err := s.lineSession(ctx, p.ClientID, claims)
+	if err != nil {
+		return LineResult{}, err
+	}
+	method := operators.MethodHeaderEnrichment
+	if netSess != nil {
+		method = operators.MethodNetworkAPI
+	}
 	if claims.OperatorID != "" {
-		if op, ok := s.ops.Get(claims.OperatorID); !ok || !op.Allows(operators.ClientOf(p), operators.MethodHeaderEnrichment) {
+		if op, ok := s.ops.Get(claims.OperatorID); !ok || !op.Allows(operators.ClientOf(p), method) {
 			return LineResult{}, fault.NotEnabled("", "operator %q is not available to this account", claims.OperatorID)
+		}
+	}
+	if netSess != nil {
+		switch {
+		case r.Share && !s.network.Shares(claims.OperatorID):
+			return LineResult{}, fault.NotEnabled("", "phoneNumberShare is not offered through operator %q", claims.OperatorID)
+		case r.NumberSHA256 != "" && !s.network.TakesHash(claims.OperatorID):
+			return LineResult{}, fault.NotEnabled("", "operator %q does not take hashedPhoneNumber", claims.OperatorID)
 		}
 	}
 	kept := claims.Number
@@ -61,21 +90,33 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 		}
 		r.Number = kept
 	}
-	var hash []byte
 	if kept != "" {
-		hash = s.vault.Hash(kept)
-		if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
+		if err := s.checkNumberLimit(ctx, p.ClientID, s.vault.Hash(kept)); err != nil {
 			return LineResult{}, err
 		}
-	} else {
-		hash = s.vault.Hash("")
 	}
 
-	outcome, reason := decideLine(claims.Number, r, !s.now().Before(claims.ExpiresAt))
+	var outcome, reason string
+	if netSess != nil {
+		var ans camara.Answer
+		correlator := r.Correlator
+		if correlator == "" {
+			correlator = requestid.From(ctx)
+		}
+		if ans, outcome, reason, err = s.askOperator(ctx, *netSess, claims, correlator, s.lineAsk(claims.OperatorID, r)); err != nil {
+			return LineResult{}, err
+		}
+		if r.Share && ans.Status == 200 {
+			// The operator told the line's number: it is kept, as a header-enriched share keeps it.
+			outcome, reason, kept, claims.Number = domain.StatusVerified, domain.ReasonNumberShared, ans.Number, ans.Number
+		}
+	} else {
+		outcome, reason = decideLine(claims.Number, r, !s.now().Before(claims.ExpiresAt))
+	}
 	v := domain.Verification{
 		ID: uuid.NewString(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
-		OperatorID: claims.OperatorID, ServiceType: string(operators.MethodHeaderEnrichment), Product: product,
-		NumberHash: hash,
+		OperatorID: claims.OperatorID, ServiceType: string(method), Product: product,
+		NumberHash: s.vault.Hash(kept),
 	}
 	v.NumberSealed = s.vault.Seal(kept, "verifications", v.ID)
 	v.Status = outcome
@@ -90,6 +131,38 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 		out.LineNumber = claims.Number
 	}
 	return out, nil
+}
+
+// lineSession is the NETWORK_API session of a line without a number, nil for any other (a
+// header-enriched session, or no network API configured).
+func (s *Service) lineSession(ctx context.Context, clientID string, c seal.Claims) (*domain.Session, error) {
+	if c.Number != "" || c.OperatorID == "" || s.sessions == nil || s.network == nil {
+		return nil, nil
+	}
+	sess, err := s.sessions.GetSession(ctx, clientID, c.SessionID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		return nil, nil // the record says the session is unknown
+	case err != nil:
+		return nil, err
+	case sess.Method != string(operators.MethodNetworkAPI):
+		return nil, nil
+	}
+	return &sess, nil
+}
+
+// lineAsk is the operator's API call that decides r: /device-phone-number for a share, else
+// /verify with the number or its hash.
+func (s *Service) lineAsk(operatorID string, r LineRequest) askFunc {
+	return func(ctx context.Context, token, correlator string) (camara.Answer, error) {
+		switch {
+		case r.Share:
+			return s.network.ShareNumber(ctx, operatorID, token, correlator)
+		case r.NumberSHA256 != "":
+			return s.network.VerifyHash(ctx, operatorID, token, r.NumberSHA256, correlator)
+		}
+		return s.network.VerifyNumber(ctx, operatorID, token, r.Number, correlator)
+	}
 }
 
 // decideLine compares the line's number with what r gives.

@@ -83,6 +83,12 @@ type SessionStore interface {
 type NetworkAPI interface {
 	Has(operatorID string) bool
 	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (camara.Answer, error)
+	// TakesHash and Shares tell whether the operator's /verify accepts hashedPhoneNumber, and
+	// whether its phoneNumberShare is used, which VerifyHash and ShareNumber need.
+	TakesHash(operatorID string) bool
+	Shares(operatorID string) bool
+	VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (camara.Answer, error)
+	ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (camara.Answer, error)
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -236,7 +242,14 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	var outcome, reason string
 	switch {
 	case req.ServiceType == string(operators.MethodNetworkAPI):
-		if outcome, reason, err = s.askOperator(ctx, p, req, claims, num.E164); err != nil {
+		sess, err := s.networkSession(ctx, p.ClientID, claims.SessionID, req)
+		if err != nil {
+			return Result{}, err
+		}
+		ask := func(ctx context.Context, token, correlator string) (camara.Answer, error) {
+			return s.network.VerifyNumber(ctx, req.OperatorID, token, num.E164, correlator)
+		}
+		if _, outcome, reason, err = s.askOperator(ctx, sess, claims, requestid.From(ctx), ask); err != nil {
 			return Result{}, err
 		}
 	case claims.Number == "" && claims.OperatorID != "":
@@ -385,45 +398,55 @@ func (s *Service) checkMethod(ctx context.Context, clientID, sessionID string, m
 	return nil
 }
 
-// askOperator decides a NETWORK_API verification: the operator's /verify, called with the
-// session's single-use access token. An expired session is EXPIRED without a call; a used one
-// is left to the record (ALREADY_USED, or the resumption of its unsettled charge) without a
-// call either, so a retry never spends anything at the operator. The operator's silence (5xx,
-// timeout) is 503 with nothing recorded: the session stays unused and the verify can be retried.
-func (s *Service) askOperator(ctx context.Context, p identity.Principal, req Request, c seal.Claims, e164 string) (outcome, reason string, err error) {
+// networkSession reads the NETWORK_API session a verify of req names.
+func (s *Service) networkSession(ctx context.Context, clientID, sessionID string, req Request) (domain.Session, error) {
 	if s.sessions == nil || s.network == nil {
-		return "", "", fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
+		return domain.Session{}, fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
 	}
-	sess, err := s.sessions.GetSession(ctx, p.ClientID, c.SessionID)
+	sess, err := s.sessions.GetSession(ctx, clientID, sessionID)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
-		return "", "", errBadBlob
+		return sess, errBadBlob
 	case err != nil:
-		return "", "", err
+		return sess, err
 	case sess.Method != string(operators.MethodNetworkAPI):
-		return "", "", fault.Invalid("serviceType", "does not match the method of the sealed session (%s)", sess.Method)
+		return sess, fault.Invalid("serviceType", "does not match the method of the sealed session (%s)", sess.Method)
+	}
+	return sess, nil
+}
+
+// askFunc is one call of an operator's network API with a session's access token.
+type askFunc func(ctx context.Context, accessToken, correlator string) (camara.Answer, error)
+
+// askOperator decides a NETWORK_API verification of sess: ask calls the operator's API
+// (/verify, or /device-phone-number) with the session's single-use access token, and its answer
+// is mapped by NetworkOutcome; correlator travels as its x-correlator. An expired session is EXPIRED without a call; a used one is left
+// to the record (ALREADY_USED, or the resumption of its unsettled charge) without a call either,
+// so a retry never spends anything at the operator. The operator's silence (5xx, timeout) is
+// 503 with nothing recorded: the session stays unused and the verify can be retried.
+func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, correlator string, ask askFunc) (ans camara.Answer, outcome, reason string, err error) {
+	switch {
 	case !s.now().Before(c.ExpiresAt):
-		return domain.StatusExpired, domain.ReasonSessionExpired, nil
+		return ans, domain.StatusExpired, domain.ReasonSessionExpired, nil
 	case sess.UsedAt != nil:
 		// The record finds it used: ALREADY_USED, or this verification's unsettled charge.
-		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+		return ans, domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
 	case sess.Status != domain.Captured || sess.OAuthSealed == nil:
-		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+		return ans, domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
 	}
 	token, err := s.sealer.OpenSecret(seal.SecretAccessToken, sess.ID, sess.OAuthSealed)
 	if err != nil {
-		return "", "", fmt.Errorf("open the access token: %w", err)
+		return ans, "", "", fmt.Errorf("open the access token: %w", err)
 	}
-	correlator := requestid.From(ctx)
 	cctx, cancel := context.WithTimeout(ctx, s.networkTimeout)
 	defer cancel()
 	start := s.now()
-	ans, err := s.network.VerifyNumber(cctx, req.OperatorID, string(token), e164, correlator)
+	ans, err = ask(cctx, string(token), correlator)
 	outcome, reason, err = NetworkOutcome(ans, err)
-	s.log.Info("operator network API verify", zap.String("operator", req.OperatorID), zap.String("x_correlator", correlator),
+	s.log.Info("operator network API call", zap.String("operator", c.OperatorID), zap.String("x_correlator", correlator),
 		zap.Int("status", ans.Status), zap.String("code", ans.Code), zap.String("outcome", outcome),
 		zap.Duration("duration", s.now().Sub(start)), zap.NamedError("error", err), logging.Request(ctx))
-	return outcome, reason, err
+	return ans, outcome, reason, err
 }
 
 // NetworkOutcome maps what an operator's /verify answered to mnv's outcome and reason (the

@@ -26,6 +26,7 @@ const (
 	AccountsInternalService_GetBalance_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
 	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
 	AccountsInternalService_CheckWebOrigin_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
+	AccountsInternalService_GetClientAccess_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/GetClientAccess"
 	AccountsInternalService_WatchPrincipals_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
 
@@ -56,6 +57,11 @@ type AccountsInternalServiceClient interface {
 	AuthenticateClientSecret(ctx context.Context, in *AuthenticateClientSecretRequest, opts ...grpc.CallOption) (*AuthenticateClientSecretResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
+	// Tells what a client may use (its status, features, operators and their methods), with no
+	// credential: verification's CAMARA authorization endpoint, which the device opens before the
+	// client authenticates, sends the device to an operator's network API only when the client
+	// enabled that method there. The principal has no key or token. An unknown client is NOT_FOUND.
+	GetClientAccess(ctx context.Context, in *GetClientAccessRequest, opts ...grpc.CallOption) (*GetClientAccessResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -143,6 +149,16 @@ func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) GetClientAccess(ctx context.Context, in *GetClientAccessRequest, opts ...grpc.CallOption) (*GetClientAccessResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetClientAccessResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_GetClientAccess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPrincipalsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &AccountsInternalService_ServiceDesc.Streams[0], AccountsInternalService_WatchPrincipals_FullMethodName, cOpts...)
@@ -189,6 +205,11 @@ type AccountsInternalServiceServer interface {
 	AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
+	// Tells what a client may use (its status, features, operators and their methods), with no
+	// credential: verification's CAMARA authorization endpoint, which the device opens before the
+	// client authenticates, sends the device to an operator's network API only when the client
+	// enabled that method there. The principal has no key or token. An unknown client is NOT_FOUND.
+	GetClientAccess(context.Context, *GetClientAccessRequest) (*GetClientAccessResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -226,6 +247,9 @@ func (UnimplementedAccountsInternalServiceServer) AuthenticateClientSecret(conte
 }
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) GetClientAccess(context.Context, *GetClientAccessRequest) (*GetClientAccessResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClientAccess not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[WatchPrincipalsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchPrincipals not implemented")
@@ -378,6 +402,24 @@ func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_GetClientAccess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClientAccessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).GetClientAccess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_GetClientAccess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).GetClientAccess(ctx, req.(*GetClientAccessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsInternalService_WatchPrincipals_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchPrincipalsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -423,6 +465,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckWebOrigin",
 			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
+		},
+		{
+			MethodName: "GetClientAccess",
+			Handler:    _AccountsInternalService_GetClientAccess_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
