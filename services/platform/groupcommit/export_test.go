@@ -13,3 +13,6 @@ func Queued[T, R any](b *Batcher[T, R]) int {
 
 // ShardOf is the index of key's shard.
 func ShardOf[T, R any](b *Batcher[T, R], key string) int { return b.shardOf(key) }
+
+// CallsQueued is how many calls wait in c for a merged call.
+func CallsQueued[T any](c *Calls[T]) int { return Queued(c.b) }

@@ -186,3 +186,47 @@ func (b *Batcher[T, R]) batchSpan(ctx context.Context, batch []*pending[T, R]) (
 	return otel.Tracer("github.com/mnvhq/mnv/services/platform/groupcommit").Start(ctx, b.cfg.Span,
 		trace.WithLinks(links...), trace.WithAttributes(attribute.Int("mnv.batch_size", len(batch))))
 }
+
+// Calls merges concurrent calls of one function (see Merge).
+type Calls[T any] struct {
+	b *Batcher[[]T, error]
+}
+
+// Merge returns fn with the calls made at the same time merged into one: their items are
+// concatenated, in arrival order, and every caller gets the merged call's error. fn must
+// accept any items together (an idempotent receiver, a batch API). When isolate reports an
+// error as the fault of some item (a receiver refusing one malformed item), each caller's
+// items are sent again on their own, so that only the callers at fault hear of it.
+func Merge[T any](cfg Config, fn func(ctx context.Context, items []T) error, isolate func(error) bool) *Calls[T] {
+	return &Calls[T]{b: New(cfg, func(ctx context.Context, calls [][]T) ([]error, error) {
+		out := make([]error, len(calls))
+		if len(calls) == 1 {
+			out[0] = fn(ctx, calls[0])
+			return out, nil
+		}
+		var all []T
+		for _, c := range calls {
+			all = append(all, c...)
+		}
+		err := fn(ctx, all)
+		if err != nil && isolate != nil && isolate(err) {
+			for i, c := range calls {
+				out[i] = fn(ctx, c)
+			}
+			return out, nil
+		}
+		for i := range out {
+			out[i] = err
+		}
+		return out, nil
+	})}
+}
+
+// Do calls the function with items, merged with the calls made at the same time.
+func (c *Calls[T]) Do(ctx context.Context, items []T) error {
+	callErr, err := c.b.Do(ctx, "", items)
+	if err != nil {
+		return err
+	}
+	return callErr
+}

@@ -201,3 +201,77 @@ func TestShardsRunInParallel(t *testing.T) {
 	g.release <- struct{}{}
 	wg.Wait()
 }
+
+// TestMergeSharesOneCall: calls made while one is in flight are merged into the next; a
+// rejection blamed on an item is retried caller by caller, so only its caller hears of it.
+func TestMergeSharesOneCall(t *testing.T) {
+	bad := errors.New("item 13 is malformed")
+	for _, tc := range []struct {
+		name      string
+		isolate   func(error) bool
+		wantCalls int // after the first, held call
+		wantErrs  map[int]bool
+	}{
+		{"merged", nil, 1, map[int]bool{}},
+		{"rejection isolated", func(err error) bool { return errors.Is(err, bad) }, 1 + 3, map[int]bool{13: true}},
+		{"rejection shared", nil, 1, map[int]bool{11: true, 12: true, 13: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var calls [][]int
+			hold := make(chan struct{})
+			held := make(chan struct{})
+			fn := func(ctx context.Context, items []int) error {
+				mu.Lock()
+				calls = append(calls, slices.Clone(items))
+				first := len(calls) == 1
+				mu.Unlock()
+				if first {
+					close(held)
+					<-hold
+				}
+				if len(tc.wantErrs) > 0 && slices.Contains(items, 13) {
+					return bad
+				}
+				return nil
+			}
+			call := groupcommit.Merge(groupcommit.Config{}, fn, tc.isolate)
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = call.Do(context.Background(), []int{1}) })
+			<-held
+			errs := map[int]error{}
+			var emu sync.Mutex
+			for _, it := range []int{11, 12, 13} {
+				wg.Go(func() {
+					err := call.Do(context.Background(), []int{it})
+					emu.Lock()
+					errs[it] = err
+					emu.Unlock()
+				})
+			}
+			// The three queue behind the held call before it is released.
+			deadline := time.Now().Add(5 * time.Second)
+			for groupcommit.CallsQueued(call) < 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d calls queued, want 3", groupcommit.CallsQueued(call))
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(hold)
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(calls) - 1; got != tc.wantCalls {
+				t.Errorf("%d calls after the first (%v), want %d", got, calls, tc.wantCalls)
+			}
+			if merged := calls[1]; len(merged) != 3 {
+				t.Errorf("the second call took %v, want the three queued items", merged)
+			}
+			for it, err := range errs {
+				if (err != nil) != tc.wantErrs[it] {
+					t.Errorf("item %d: err %v, want failed=%v", it, err, tc.wantErrs[it])
+				}
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
@@ -123,10 +124,22 @@ const AttemptTimeout = 10 * time.Second
 // Timeout bounds one publish.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return AttemptTimeout }
 
-// Register adds the forward worker to workers.
+// Register adds the forward worker to workers. The events of the jobs worked at the same time
+// reach p in one call (groupcommit.Merge): with n workers a backlog drains up to n events a
+// call, not one. A call p rejects is made again job by job, so a malformed event cancels its
+// own job only.
 func Register(workers *river.Workers, p Publisher) {
-	river.AddWorker(workers, &Worker{Publisher: p})
+	calls := groupcommit.Merge(groupcommit.Config{Timeout: AttemptTimeout}, p.Publish,
+		func(err error) bool { return errors.Is(err, ErrRejected) })
+	river.AddWorker(workers, &Worker{Publisher: merged{calls}})
 }
+
+// merged is a Publisher whose concurrent calls are merged.
+type merged struct {
+	calls *groupcommit.Calls[events.Event]
+}
+
+func (m merged) Publish(ctx context.Context, evs []events.Event) error { return m.calls.Do(ctx, evs) }
 
 // GRPCPublisher publishes through connect's PublishEvents.
 type GRPCPublisher struct {

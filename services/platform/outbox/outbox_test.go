@@ -146,3 +146,113 @@ func counter(t *testing.T, reg *prometheus.Registry, kind, outcome string) prome
 	}
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "x"}, func() float64 { return 0 })
 }
+
+// rejecter refuses, as connect does, any call holding a malformed event, and holds its first
+// call a while so the other jobs' events queue behind it.
+type rejecter struct {
+	mu        sync.Mutex
+	calls     [][]string // the ids of each call's events
+	published map[string]bool
+}
+
+func (r *rejecter) Publish(_ context.Context, evs []events.Event) error {
+	r.mu.Lock()
+	first := len(r.calls) == 0
+	var ids []string
+	bad := false
+	for _, e := range evs {
+		ids = append(ids, e.ID)
+		bad = bad || e.ClientID == "malformed"
+	}
+	r.calls = append(r.calls, ids)
+	if !bad {
+		for _, id := range ids {
+			r.published[id] = true
+		}
+	}
+	r.mu.Unlock()
+	if first {
+		time.Sleep(300 * time.Millisecond)
+	}
+	if bad {
+		return outbox.ErrRejected
+	}
+	return nil
+}
+
+// TestMergedForwardsCancelOnlyTheMalformed: the jobs worked at once share a call; a call
+// refused for one malformed event is made again job by job, so every other event is published
+// and only the malformed one's job is cancelled.
+func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8, ApplicationName: "outbox-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA svc`); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, pool, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	rec := &rejecter{published: map[string]bool{}}
+	reg := prometheus.NewRegistry()
+	q, err := jobs.New(pool, jobs.Options{Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg, FetchPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outbox.Register(q.Workers(), rec)
+	q.AddQueue(outbox.Queue, 16)
+	var evs []events.Event
+	for i := range 12 {
+		client := "client-1"
+		if i == 7 {
+			client = "malformed"
+		}
+		ev, err := events.New(client, events.Ping, events.PingData{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := pg.InTx(ctx, pool, func(tx pgx.Tx) error { return outbox.New(q).Emit(ctx, tx, evs...) }); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- q.Run(runCtx, 5*time.Second) }()
+	for {
+		done := testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCompleted)) + testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCancelled))
+		if done == float64(len(evs)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%v of %d jobs finished", done, len(evs))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, ev := range evs {
+		if rec.published[ev.ID] == (i == 7) {
+			t.Errorf("event %d published: %v", i, rec.published[ev.ID])
+		}
+	}
+	if got := testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCancelled)); got != 1 {
+		t.Errorf("cancelled jobs %v, want 1 (the malformed event's)", got)
+	}
+	largest := 0
+	for _, c := range rec.calls {
+		largest = max(largest, len(c))
+	}
+	if largest < 2 {
+		t.Errorf("calls %v: no call merged the events of several jobs", rec.calls)
+	}
+}

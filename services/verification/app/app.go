@@ -523,8 +523,9 @@ func (a *App) Listen() (net.Listener, error) {
 func (a *App) Close() error { return a.closer.Close() }
 
 // jobWorkers is how many jobs of each queue (events, verified numbers) a process works at
-// once: each is one short call to Connect.
-const jobWorkers = 4
+// once. The jobs worked at once share one call to Connect (groupcommit.Merge), so this is also
+// the largest call: a verify per job, and a busy minute's backlog drains in a few calls.
+const jobWorkers = 32
 
 // Run serves on lis until ctx ends, settles pending verifications and works the jobs in the
 // background, then shuts down gracefully and closes what New opened.

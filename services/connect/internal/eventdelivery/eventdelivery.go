@@ -70,9 +70,9 @@ type Config struct {
 type Store interface {
 	// InsertEvent stores an event; false when its id was accepted before.
 	InsertEvent(ctx context.Context, ev events.Event) (bool, error)
-	// SubscribedEndpoints lists the client's enabled endpoints that take events of typ that
-	// happened at (endpoints created later do not).
-	SubscribedEndpoints(ctx context.Context, clientID, typ string, at time.Time) ([]string, error)
+	// SubscribedEndpoints lists, for each event, its client's enabled endpoints that take it
+	// (by type, and created before it), in one query.
+	SubscribedEndpoints(ctx context.Context, evs []events.Event) ([][]string, error)
 	// InsertDeliveries queues deliveries (ids set when empty) and returns those inserted.
 	InsertDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]domain.WebhookDelivery, error)
 	// EnqueueJobs inserts River jobs in the Store's transaction.
@@ -191,12 +191,15 @@ func (s *Service) PublishCount(ctx context.Context, evs []events.Event) (int, er
 func (s *Service) publishTx(ctx context.Context, st Store, evs []events.Event) (int, error) {
 	accepted := 0
 	var ds []domain.WebhookDelivery
-	for _, ev := range evs {
-		ev.CreatedAt = ev.CreatedAt.UTC()
-		eps, err := st.SubscribedEndpoints(ctx, ev.ClientID, ev.Type, ev.CreatedAt)
-		if err != nil {
-			return 0, err
-		}
+	for i := range evs {
+		evs[i].CreatedAt = evs[i].CreatedAt.UTC()
+	}
+	subscribed, err := st.SubscribedEndpoints(ctx, evs)
+	if err != nil {
+		return 0, err
+	}
+	for i, ev := range evs {
+		eps := subscribed[i]
 		if len(eps) == 0 {
 			continue
 		}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -670,5 +672,44 @@ func TestEventWithoutEndpointIsDropped(t *testing.T) {
 	}
 	if got := e.count(t, `SELECT count(*) FROM connect.webhook_deliveries WHERE client_id = $1`, client); got != 0 {
 		t.Fatalf("an endpoint created after the event got %d deliveries of it", got)
+	}
+}
+
+// TestPublishManyFindsEachEventsEndpoints: events of several clients and types published in
+// one call (the merged forwards of a busy producer) each reach their own client's endpoints
+// subscribed to their type, and only those.
+func TestPublishManyFindsEachEventsEndpoints(t *testing.T) {
+	e := start(t, options{workers: 1, perEndpoint: 1})
+	ctx := context.Background()
+	a, b := uuid.NewString(), uuid.NewString()
+	rcv := newReceiver(t, nil)
+	aAll, _ := e.endpoint(t, a, rcv.srv.URL, nil)
+	aImports, _ := e.endpoint(t, a, rcv.srv.URL, []string{events.ImportFailed})
+	bKeys, _ := e.endpoint(t, b, rcv.srv.URL, []string{events.APIKeyCreated})
+	evs := []events.Event{
+		keyCreated(t, a),
+		keyCreated(t, b),
+		newEvent(t, a, events.ImportFailed, events.ImportData{ImportID: uuid.NewString()}),
+		newEvent(t, b, events.ImportFailed, events.ImportData{ImportID: uuid.NewString()}), // b takes keys only
+		keyCreated(t, uuid.NewString()), // a client without endpoints
+	}
+	want := [][]string{{aAll}, {bKeys}, {aAll, aImports}, nil, nil}
+	n, err := e.svc.PublishCount(ctx, evs)
+	if err != nil || n != 3 {
+		t.Fatalf("publish = %d, %v; want 3 new", n, err)
+	}
+	for i, ev := range evs {
+		rows, err := e.pool.Query(ctx, `SELECT d.endpoint_id::text FROM connect.webhook_deliveries d
+			JOIN connect.webhook_endpoints w ON w.id = d.endpoint_id WHERE d.event_id = $1 ORDER BY w.created_at, w.id`, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("event %d (%s of %s) went to %v, want %v", i, ev.Type, ev.ClientID, got, want[i])
+		}
 	}
 }

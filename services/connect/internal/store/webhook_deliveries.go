@@ -45,25 +45,35 @@ func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) 
 	return tag.RowsAffected() == 1, nil
 }
 
-// SubscribedEndpoints lists the ids of the client's enabled endpoints that take an event of typ
-// that happened at: those subscribed to it by name, and those subscribed to every type
-// (event_types NULL), except for ping, which goes only to the endpoint being tested. An endpoint
-// takes the events that happened after it was created (to the millisecond events keep): an
-// event forwarded late (its service
-// was away) does not reach an endpoint that did not exist when it happened.
-func (s *Store) SubscribedEndpoints(ctx context.Context, clientID, typ string, at time.Time) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT id FROM connect.webhook_endpoints
-		WHERE client_id = $1 AND enabled AND ((event_types IS NULL AND $2 <> $3) OR $2 = ANY (event_types))
-		  AND date_trunc('milliseconds', created_at) <= $4
-		ORDER BY created_at, id`, clientID, typ, events.Ping, at)
+// SubscribedEndpoints lists, for each event of evs, the ids of its client's enabled endpoints
+// that take an event of its type (every endpoint of ["*"] takes all but ping, which is sent to
+// one endpoint by id) and that existed when it was created (created_at compared at the
+// millisecond precision events carry), oldest first; all in one query.
+func (s *Store) SubscribedEndpoints(ctx context.Context, evs []events.Event) ([][]string, error) {
+	clients := make([]string, len(evs))
+	types := make([]string, len(evs))
+	at := make([]time.Time, len(evs))
+	for i, ev := range evs {
+		clients[i], types[i], at[i] = ev.ClientID, ev.Type, ev.CreatedAt
+	}
+	rows, err := s.db.Query(ctx, `SELECT i.n, e.id FROM unnest($1::text[]::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS i(client_id, typ, at, n)
+		JOIN connect.webhook_endpoints e ON e.client_id = i.client_id AND e.enabled
+			AND ((e.event_types IS NULL AND i.typ <> $4) OR i.typ = ANY (e.event_types))
+			AND date_trunc('milliseconds', e.created_at) <= i.at
+		ORDER BY i.n, e.created_at, e.id`, clients, types, at, events.Ping)
 	if err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	out := make([][]string, len(evs))
+	var n int
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+		out[n-1] = append(out[n-1], id)
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // InsertDeliveries queues deliveries, PENDING with no attempt yet; their ids are set here when

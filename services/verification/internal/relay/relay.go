@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -66,10 +67,24 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	return nil
 }
 
-// Timeout bounds one call to Connect.
-func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return 10 * time.Second }
+// attemptTimeout bounds one call to Connect.
+const attemptTimeout = 10 * time.Second
 
-// Register adds the worker to workers.
+// Timeout bounds one call to Connect.
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return attemptTimeout }
+
+// Register adds the worker to workers. The numbers of the jobs worked at the same time reach
+// Connect in one call (groupcommit.Merge), which its idempotent receiver allows.
 func Register(workers *river.Workers, c Connect) {
-	river.AddWorker(workers, &Worker{Connect: c})
+	calls := groupcommit.Merge(groupcommit.Config{Timeout: attemptTimeout}, c.RecordVerifiedNumbers, nil)
+	river.AddWorker(workers, &Worker{Connect: merged{calls}})
+}
+
+// merged is a Connect whose concurrent calls are merged.
+type merged struct {
+	calls *groupcommit.Calls[domain.VerifiedNumber]
+}
+
+func (m merged) RecordVerifiedNumbers(ctx context.Context, numbers []domain.VerifiedNumber) error {
+	return m.calls.Do(ctx, numbers)
 }
