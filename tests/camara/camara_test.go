@@ -506,7 +506,7 @@ func TestAttacks(t *testing.T) {
 }
 
 // TestDiscovery: the provider's metadata names its endpoints on the gateway, the code flow,
-// and the CAMARA scopes.
+// and the CAMARA scopes; the endpoints CAMARA has no use for are neither named nor served.
 func TestDiscovery(t *testing.T) {
 	resp, err := http.Get(suite.GatewayURL + "/.well-known/openid-configuration")
 	if err != nil {
@@ -524,6 +524,36 @@ func TestDiscovery(t *testing.T) {
 	scopes := fmt.Sprint(d["scopes_supported"])
 	if !strings.Contains(scopes, scopeVerify) || !strings.Contains(scopes, scopeShare) {
 		t.Fatalf("scopes %v", d["scopes_supported"])
+	}
+	if g := fmt.Sprint(d["grant_types_supported"]); g != "[authorization_code]" {
+		t.Fatalf("grant types %s", g)
+	}
+	for _, key := range []string{"userinfo_endpoint", "introspection_endpoint", "revocation_endpoint", "end_session_endpoint", "device_authorization_endpoint"} {
+		if v, ok := d[key]; ok {
+			t.Errorf("discovery names %s: %v", key, v)
+		}
+	}
+	// A client holding a token gets nothing from the library's other endpoints: they are not
+	// there.
+	tok := token(t, newClient(t, 10, "VERIFY,SANDBOX"), scopeVerify, nextNumber())
+	for _, path := range []string{"/oauth2/userinfo", "/oauth2/introspect", "/oauth2/revoke", "/oauth2/end_session", "/oauth2/device_authorization"} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			req, _ := http.NewRequest(method, suite.GatewayURL+path, strings.NewReader(url.Values{"token": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s: %d, want 404", method, path, resp.StatusCode)
+			}
+		}
+	}
+	// The token is still good for its one call.
+	if a := verify(t, tok, `{"phoneNumber":"+34666777888"}`); a.status != http.StatusOK {
+		t.Fatalf("the token after the tries: %d %s", a.status, a.raw)
 	}
 }
 

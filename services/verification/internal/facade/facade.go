@@ -34,6 +34,8 @@ const (
 	VerifyPath      = APIPrefix + "verify"
 	SharePath       = APIPrefix + "device-phone-number"
 	authorizePath   = "oauth2/authorize"
+	tokenPath       = "oauth2/token"
+	keysPath        = "oauth2/keys"
 	callbackSuffix  = "/callback"
 	maxRequestBody  = 4 << 10
 	correlatorLimit = 256
@@ -60,7 +62,7 @@ type Facade struct {
 	cfg      Config
 	st       Store
 	verifier Verifier
-	provider *op.Provider
+	provider http.Handler
 	sealer   op.Crypto
 	log      *zap.Logger
 	now      func() time.Time
@@ -80,6 +82,15 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 		st: st, accounts: accounts, sessions: sess, keys: k, tokenTTL: cfg.TokenTTL,
 		callback: issuer + "/" + authorizePath + callbackSuffix, now: time.Now,
 	}
+	// What CAMARA needs of the provider: the authorization and token endpoints, and the keys
+	// of the ID tokens it issues for the openid scope. Userinfo, introspection, revocation,
+	// end_session and device authorization are left out (nil: neither routed nor named by
+	// discovery): a token is good for one API call and nothing else.
+	endpoints := op.Endpoints{
+		Authorization: op.NewEndpoint(authorizePath),
+		Token:         op.NewEndpoint(tokenPath),
+		JwksURI:       op.NewEndpoint(keysPath),
+	}
 	opCfg := &op.Config{
 		CryptoKey:          k.sealer,
 		CodeMethodS256:     true,
@@ -93,14 +104,9 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	sealer := op.NewAES256GCMCrypto(k.sealer, k.id)
 	opts := []op.Option{
 		op.WithCrypto(sealer),
-		op.WithCustomAuthEndpoint(op.NewEndpoint(authorizePath)),
-		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
-		op.WithCustomKeysEndpoint(op.NewEndpoint("oauth2/keys")),
-		op.WithCustomUserinfoEndpoint(op.NewEndpoint("oauth2/userinfo")),
-		op.WithCustomIntrospectionEndpoint(op.NewEndpoint("oauth2/introspect")),
-		op.WithCustomRevocationEndpoint(op.NewEndpoint("oauth2/revoke")),
-		op.WithCustomEndSessionEndpoint(op.NewEndpoint("oauth2/end_session")),
-		op.WithCustomDeviceAuthorizationEndpoint(op.NewEndpoint("oauth2/device_authorization")),
+		op.WithCustomAuthEndpoint(endpoints.Authorization),
+		op.WithCustomTokenEndpoint(endpoints.Token),
+		op.WithCustomKeysEndpoint(endpoints.JwksURI),
 	}
 	if strings.HasPrefix(issuer, "http://") {
 		opts = append(opts, op.WithAllowInsecure())
@@ -109,13 +115,16 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
+	// The provider's own router serves every endpoint the library has; the legacy server
+	// routes, and discovery names, only the endpoints given.
+	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider))
+	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: handler, sealer: sealer, log: log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	state := &requestState{net: f.cfg.NetworkOf(r)}
-	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/oauth2/token" {
+	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/"+tokenPath {
 		// The redirect URI the request names, checked against the client's web origins.
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
