@@ -74,6 +74,9 @@ type Store interface {
 // SessionStore reads a session (NETWORK_API: its method, status and sealed token).
 type SessionStore interface {
 	GetSession(ctx context.Context, clientID, id string) (domain.Session, error)
+	// RefusedAnswer is the outcome and reason the operator gave a verification of the session
+	// and number (by hash) whose charge was refused; fault.ErrNotFound when none was.
+	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error)
 }
 
 // NetworkAPI calls an operator's CAMARA Number Verification API; camara.Clients is one.
@@ -324,6 +327,9 @@ func (s *Service) checkMethod(ctx context.Context, clientID, sessionID string, m
 // is left to the record (ALREADY_USED, or the resumption of its unsettled charge) without a
 // call either, so a retry never spends anything at the operator. The operator's silence (5xx,
 // timeout) is 503 with nothing recorded: the session stays unused and the verify can be retried.
+// An answer whose charge was refused (402) spent the single-use token; the retry of the same
+// number within the session's life (after a top-up) gets that answer again without a call, so
+// it is charged for what the operator said, once, instead of EXPIRED.
 func (s *Service) askOperator(ctx context.Context, p identity.Principal, req Request, c seal.Claims, e164 string) (outcome, reason string, err error) {
 	if s.sessions == nil || s.network == nil {
 		return "", "", fault.NotEnabled("serviceType", "service type %q is not available with operator %q", req.ServiceType, req.OperatorID)
@@ -343,6 +349,14 @@ func (s *Service) askOperator(ctx context.Context, p identity.Principal, req Req
 		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
 	case sess.Status != domain.Captured || sess.OAuthSealed == nil:
 		return domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+	}
+	switch outcome, reason, err := s.sessions.RefusedAnswer(ctx, p.ClientID, sess.ID, s.vault.Hash(e164)); {
+	case err == nil:
+		s.log.Info("operator network API verify: the answer kept from a refused charge", zap.String("operator", req.OperatorID),
+			zap.String("outcome", outcome), logging.Request(ctx))
+		return outcome, reason, nil
+	case !errors.Is(err, fault.ErrNotFound):
+		return "", "", err
 	}
 	token, err := s.sealer.OpenSecret(seal.SecretAccessToken, sess.ID, sess.OAuthSealed)
 	if err != nil {
