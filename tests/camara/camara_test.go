@@ -414,6 +414,65 @@ func TestVerifyIsAVerification(t *testing.T) {
 	wantError(t, share(t, token(t, c, scopeShare, nextNumber())), http.StatusForbidden, "PERMISSION_DENIED")
 }
 
+// TestTokensFollowTheClient: an access token keeps no copy of its client's rights. A client
+// suspended, or with a feature or the operator taken away after it got the token, is refused at
+// the API call (403 PERMISSION_DENIED, nothing charged, nothing kept) with the token it holds;
+// once restored, it verifies again.
+func TestTokensFollowTheClient(t *testing.T) {
+	tests := []struct {
+		name, features, scope string
+		// offNetwork: the device was not on mobile data, so the verify would be free
+		// (UNDETERMINED): no refused charge stands in for the check.
+		offNetwork bool
+		// take and restore are mnvctl arguments after "client VERB CLIENT_ID".
+		take, restore []string
+	}{
+		{"suspended", "VERIFY,SANDBOX", scopeVerify, false, []string{"suspend"}, []string{"activate"}},
+		{"suspended, off the mobile network", "VERIFY,SANDBOX", scopeVerify, true, []string{"suspend"}, []string{"activate"}},
+		{"VERIFY taken away", "VERIFY,SANDBOX", scopeVerify, false, []string{"features", "SANDBOX"}, []string{"features", "VERIFY,SANDBOX"}},
+		{"NUMBER_SHARE taken away", "VERIFY,SANDBOX,NUMBER_SHARE", scopeShare, false, []string{"features", "VERIFY,SANDBOX"}, []string{"features", "VERIFY,SANDBOX,NUMBER_SHARE"}},
+		{"the sandbox operator taken away", "VERIFY,SANDBOX", scopeVerify, false, []string{"operators", "--none"}, []string{"operators", "--clear"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, 100, tt.features)
+			mnvctl := func(args []string) {
+				t.Helper()
+				if out, err := suite.Mnvctl(context.Background(), append([]string{"client", args[0], c.ID}, args[1:]...)...); err != nil {
+					t.Fatalf("mnvctl %v: %v %s", args, err, out)
+				}
+				// The change reaches verification's principal cache within a second of its
+				// commit (the bound tests/principals holds it to).
+				time.Sleep(time.Second)
+			}
+			call := func(tok string) answer {
+				n := nextNumber()
+				if tt.scope == scopeShare {
+					return share(t, tok)
+				}
+				return verify(t, tok, fmt.Sprintf(`{"phoneNumber":%q}`, n))
+			}
+			line := nextNumber()
+			if tt.offNetwork {
+				line = ""
+			}
+			tok := token(t, c, tt.scope, line)
+			mnvctl(tt.take)
+			wantError(t, call(tok), http.StatusForbidden, "PERMISSION_DENIED")
+			mnvctl(tt.restore)
+			if b := balance(t, c); b != 100 {
+				t.Fatalf("balance %d after the refusal, want 100", b)
+			}
+			if h := history(t, c); len(h) != 0 {
+				t.Fatalf("a refused call was kept: %v", h)
+			}
+			if a := call(token(t, c, tt.scope, nextNumber())); a.status != http.StatusOK {
+				t.Fatalf("restored: %d %s", a.status, a.raw)
+			}
+		})
+	}
+}
+
 func TestAttacks(t *testing.T) {
 	a := newClient(t, 100, "VERIFY,SANDBOX")
 	b := newClient(t, 100, "VERIFY,SANDBOX")

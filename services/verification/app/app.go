@@ -455,7 +455,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		provider, err := facade.New(ctx, facade.Config{
 			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
 			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
-		}, store.New(pool), accounts, sess, verifier, keyring, log)
+		}, store.New(pool), accounts, authn, sess, verifier, keyring, log)
 		if err != nil {
 			return nil, fmt.Errorf("camara facade: %w", err)
 		}

@@ -71,6 +71,19 @@ func (s *Internal) AuthenticateClientSecret(ctx context.Context, req *accountsv1
 	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalToProto(p)}, nil
 }
 
+// GetClientPrincipal reads a client's principal for verification's CAMARA facade.
+func (s *Internal) GetClientPrincipal(ctx context.Context, req *accountsv1.GetClientPrincipalRequest) (*accountsv1.GetClientPrincipalResponse, error) {
+	cid, err := clientID(req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	p, err := s.Credentials.ClientPrincipal(ctx, cid)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetClientPrincipalResponse{Principal: principalToProto(p)}, nil
+}
+
 // Debit charges a client.
 func (s *Internal) Debit(ctx context.Context, req *accountsv1.DebitRequest) (*accountsv1.DebitResponse, error) {
 	cid, err := clientID(req.GetClientId())

@@ -59,17 +59,19 @@ type Config struct {
 
 // Facade is the facade's HTTP handler.
 type Facade struct {
-	cfg      Config
-	st       Store
-	verifier Verifier
-	provider http.Handler
-	sealer   op.Crypto
-	log      *zap.Logger
-	now      func() time.Time
+	cfg        Config
+	st         Store
+	principals Principals
+	verifier   Verifier
+	provider   http.Handler
+	sealer     op.Crypto
+	log        *zap.Logger
+	now        func() time.Time
 }
 
 // New builds the facade: its keys from the store (made on the first start, sealed with ring).
-func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
+// principals gives each API call the client as it is at that call.
+func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principals Principals, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
 	if cfg.TokenTTL <= 0 || cfg.TokenTTL > MaxTokenTTL {
 		cfg.TokenTTL = MaxTokenTTL
 	}
@@ -118,7 +120,7 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	// The provider's own router serves every endpoint the library has; the legacy server
 	// routes, and discovery names, only the endpoints given.
 	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider))
-	return &Facade{cfg: cfg, st: st, verifier: verifier, provider: handler, sealer: sealer, log: log, now: time.Now}, nil
+	return &Facade{cfg: cfg, st: st, principals: principals, verifier: verifier, provider: handler, sealer: sealer, log: log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.
@@ -189,6 +191,22 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 			return
 		}
 	}
+	// The client as it is now, not as it was at the token endpoint: a suspension, or a feature
+	// or operator taken away since, applies to a token already issued. A suspended or unknown
+	// client is refused here, before the token is spent; its features and operators are the
+	// verifier's to check, with this principal.
+	p, err := f.principals.ClientPrincipal(r.Context(), tok.ClientID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
+		return
+	case err != nil:
+		f.fail(w, r, err)
+		return
+	case p.Status != identity.StatusActive:
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
+		return
+	}
 	used, err := f.st.UseToken(r.Context(), tok.ID)
 	if err != nil {
 		f.fail(w, r, err)
@@ -198,7 +216,6 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
 		return
 	}
-	p := identity.Principal{ClientID: tok.ClientID, Status: identity.StatusActive, Features: tok.Features, Operators: tok.Operators}
 	res, err := f.verifier.VerifyLine(r.Context(), p, req)
 	if err != nil {
 		f.fail(w, r, err)

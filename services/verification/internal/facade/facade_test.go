@@ -24,7 +24,8 @@ import (
 )
 
 // newFacade serves a facade over a fresh schema on a real socket, its issuer the server's URL.
-// Accounts, sessions and the verifier are left out: the routes tried here never reach them.
+// Accounts, principals, sessions and the verifier are left out: the routes tried here never
+// reach them.
 func newFacade(t *testing.T) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
@@ -46,7 +47,7 @@ func newFacade(t *testing.T) *httptest.Server {
 	f, err := facade.New(ctx, facade.Config{
 		Issuer:    srv.URL,
 		NetworkOf: func(*http.Request) network.Request { return network.Request{} },
-	}, store.New(pool), nil, nil, nil, ring, zaptest.NewLogger(t))
+	}, store.New(pool), nil, nil, nil, nil, ring, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,9 @@ type AuthRequest struct {
 type Token struct {
 	ID, ClientID, SessionID, Blob string
 	Scopes                        []string
-	// Features and Operators are the client's when it authenticated at the token endpoint.
+	// Features and Operators are the client's when it authenticated at the token endpoint, a
+	// record (the columns are NOT NULL for the version before): the call is decided with the
+	// client's principal of its own time (Principals).
 	Features  []string
 	Operators identity.Operators
 	ExpiresAt time.Time
@@ -91,6 +93,12 @@ type Store interface {
 type Accounts interface {
 	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
 	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
+}
+
+// Principals reads a client's principal of now, by its id: principalcache.Cache (in front of
+// accounts' GetClientPrincipal) is one.
+type Principals interface {
+	ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error)
 }
 
 // Sessions opens the capture session of an authorization.

@@ -1081,6 +1081,94 @@ func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
 	return nil
 }
 
+type GetClientPrincipalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientPrincipalRequest) Reset() {
+	*x = GetClientPrincipalRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientPrincipalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientPrincipalRequest) ProtoMessage() {}
+
+func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
+func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetClientPrincipalRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+type GetClientPrincipalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientPrincipalResponse) Reset() {
+	*x = GetClientPrincipalResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientPrincipalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientPrincipalResponse) ProtoMessage() {}
+
+func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
+func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetClientPrincipalResponse) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
@@ -1160,7 +1248,11 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
 	" AuthenticateClientSecretResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\x80\a\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"8\n" +
+	"\x19GetClientPrincipalRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
+	"\x1aGetClientPrincipalResponse\x128\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xfa\a\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -1173,7 +1265,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
-	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
+	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12x\n" +
+	"\x12GetClientPrincipal\x12*.mnv.accounts.v1.GetClientPrincipalRequest\x1a+.mnv.accounts.v1.GetClientPrincipalResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
 	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
 	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
@@ -1191,7 +1284,7 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
@@ -1211,49 +1304,54 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*CheckWebOriginResponse)(nil),           // 15: mnv.accounts.v1.CheckWebOriginResponse
 	(*AuthenticateClientSecretRequest)(nil),  // 16: mnv.accounts.v1.AuthenticateClientSecretRequest
 	(*AuthenticateClientSecretResponse)(nil), // 17: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*durationpb.Duration)(nil),              // 18: google.protobuf.Duration
-	(Role)(0),                                // 19: mnv.accounts.v1.Role
-	(ClientStatus)(0),                        // 20: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                             // 21: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),               // 22: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                          // 23: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 24: google.protobuf.Timestamp
+	(*GetClientPrincipalRequest)(nil),        // 18: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 19: mnv.accounts.v1.GetClientPrincipalResponse
+	(*durationpb.Duration)(nil),              // 20: google.protobuf.Duration
+	(Role)(0),                                // 21: mnv.accounts.v1.Role
+	(ClientStatus)(0),                        // 22: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                             // 23: mnv.accounts.v1.Feature
+	(*OperatorEnablement)(nil),               // 24: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                          // 25: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 26: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
-	18, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
-	19, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	20, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	21, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	22, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	18, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
+	20, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
+	21, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	22, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	23, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	24, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	20, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
 	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	23, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	24, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	24, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	26, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	26, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
-	4,  // 13: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	6,  // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	8,  // 15: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	10, // 16: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	12, // 17: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	16, // 18: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	14, // 19: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	1,  // 20: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	5,  // 21: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	7,  // 22: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	9,  // 23: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	11, // 24: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	13, // 25: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	17, // 26: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	15, // 27: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	2,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 13: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
+	4,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	6,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	8,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	10, // 17: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	12, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	16, // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	18, // 20: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	14, // 21: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	1,  // 22: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	5,  // 23: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	7,  // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	9,  // 25: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	11, // 26: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	13, // 27: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	17, // 28: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	19, // 29: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	15, // 30: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	2,  // 31: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -1270,7 +1368,7 @@ func file_mnv_accounts_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

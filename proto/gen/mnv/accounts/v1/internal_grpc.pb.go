@@ -25,6 +25,7 @@ const (
 	AccountsInternalService_Refund_FullMethodName                   = "/mnv.accounts.v1.AccountsInternalService/Refund"
 	AccountsInternalService_GetBalance_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
 	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
+	AccountsInternalService_GetClientPrincipal_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/GetClientPrincipal"
 	AccountsInternalService_CheckWebOrigin_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
 	AccountsInternalService_WatchPrincipals_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
@@ -54,6 +55,11 @@ type AccountsInternalServiceClient interface {
 	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
 	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
 	AuthenticateClientSecret(ctx context.Context, in *AuthenticateClientSecretRequest, opts ...grpc.CallOption) (*AuthenticateClientSecretResponse, error)
+	// Reads a client's principal (status, features, operators; no key) by its id, for a caller
+	// that holds a grant of the client's made earlier and must apply the client's state of now:
+	// verification's CAMARA facade, at each API call with an access token. NOT_FOUND for an
+	// unknown client.
+	GetClientPrincipal(ctx context.Context, in *GetClientPrincipalRequest, opts ...grpc.CallOption) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
@@ -133,6 +139,16 @@ func (c *accountsInternalServiceClient) AuthenticateClientSecret(ctx context.Con
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) GetClientPrincipal(ctx context.Context, in *GetClientPrincipalRequest, opts ...grpc.CallOption) (*GetClientPrincipalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetClientPrincipalResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_GetClientPrincipal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -187,6 +203,11 @@ type AccountsInternalServiceServer interface {
 	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
 	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
 	AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error)
+	// Reads a client's principal (status, features, operators; no key) by its id, for a caller
+	// that holds a grant of the client's made earlier and must apply the client's state of now:
+	// verification's CAMARA facade, at each API call with an access token. NOT_FOUND for an
+	// unknown client.
+	GetClientPrincipal(context.Context, *GetClientPrincipalRequest) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
@@ -223,6 +244,9 @@ func (UnimplementedAccountsInternalServiceServer) GetBalance(context.Context, *G
 }
 func (UnimplementedAccountsInternalServiceServer) AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthenticateClientSecret not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) GetClientPrincipal(context.Context, *GetClientPrincipalRequest) (*GetClientPrincipalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClientPrincipal not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -360,6 +384,24 @@ func _AccountsInternalService_AuthenticateClientSecret_Handler(srv interface{}, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_GetClientPrincipal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClientPrincipalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).GetClientPrincipal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_GetClientPrincipal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).GetClientPrincipal(ctx, req.(*GetClientPrincipalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -419,6 +461,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthenticateClientSecret",
 			Handler:    _AccountsInternalService_AuthenticateClientSecret_Handler,
+		},
+		{
+			MethodName: "GetClientPrincipal",
+			Handler:    _AccountsInternalService_GetClientPrincipal_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",
