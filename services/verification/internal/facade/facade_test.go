@@ -15,12 +15,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
-	"github.com/mnvhq/mnv/services/verification/migrations"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // newFacade serves a facade over a fresh schema on a real socket, its issuer the server's URL.
@@ -29,14 +27,7 @@ import (
 func newFacade(t *testing.T) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t)
 	ring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
 	if err != nil {
 		t.Fatal(err)

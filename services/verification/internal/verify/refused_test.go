@@ -23,7 +23,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -32,7 +31,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
-	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
 const callback = "https://mnv.example/v1/api/sdk/session/callback"
@@ -80,7 +78,6 @@ type networkEnv struct {
 
 func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 	t.Helper()
-	ctx := context.Background()
 	fake, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{ID: "mnv", Secret: "s3cret", RedirectURIs: []string{callback}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,17 +106,7 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 		t.Fatal(err)
 	}
 
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)
