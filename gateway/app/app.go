@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ type Config struct {
 	// (MNV_INTERNAL_TOKEN): the one token they believe about a client's network.
 	InternalToken string
 	// TLSCAFile, when set, makes the calls to the services TLS, verified against it
-	// (MNV_GRPC_TLS_CA).
+	// (MNV_GRPC_TLS_CA): the gRPC calls and the proxy to the CAMARA facade.
 	TLSCAFile string
 	// MaxBodyBytes bounds JSON request bodies (MNV_MAX_BODY_BYTES); beyond it, 413.
 	MaxBodyBytes int64
@@ -261,9 +262,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// carrier's NAT, the very users the browser flow is for.
 	sdkassets.Register(root)
 	// The CAMARA facade: OAuth2 and CAMARA bodies, proxied as they are to verification's
-	// HTTP listener.
+	// HTTP listener, over TLS with the services' CA when the gRPC calls are.
 	if cfg.CAMARAAddr != "" {
-		facade := camaraproxy.New(cfg.CAMARAAddr, cfg.InternalToken, cfg.NumberHeaders, log)
+		var facadeTLS *tls.Config
+		if cfg.TLSCAFile != "" {
+			if facadeTLS, err = grpcclient.TLSConfig(cfg.TLSCAFile); err != nil {
+				return nil, err
+			}
+		}
+		facade := camaraproxy.New(cfg.CAMARAAddr, cfg.InternalToken, cfg.NumberHeaders, facadeTLS, log)
 		for _, p := range camaraproxy.Paths {
 			root.Handle(p, middleware.BodyLimit(cfg.MaxBodyBytes, nil)(facade))
 		}

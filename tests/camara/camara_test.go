@@ -444,6 +444,65 @@ func TestVerifyIsAVerification(t *testing.T) {
 	wantError(t, share(t, token(t, c, scopeShare, nextNumber())), http.StatusForbidden, "PERMISSION_DENIED")
 }
 
+// TestTokensFollowTheClient: an access token keeps no copy of its client's rights. A client
+// suspended, or with a feature or the operator taken away after it got the token, is refused at
+// the API call (403 PERMISSION_DENIED, nothing charged, nothing kept) with the token it holds;
+// once restored, it verifies again.
+func TestTokensFollowTheClient(t *testing.T) {
+	tests := []struct {
+		name, features, scope string
+		// offNetwork: the device was not on mobile data, so the verify would be free
+		// (UNDETERMINED): no refused charge stands in for the check.
+		offNetwork bool
+		// take and restore are mnvctl arguments after "client VERB CLIENT_ID".
+		take, restore []string
+	}{
+		{"suspended", "VERIFY,SANDBOX", scopeVerify, false, []string{"suspend"}, []string{"activate"}},
+		{"suspended, off the mobile network", "VERIFY,SANDBOX", scopeVerify, true, []string{"suspend"}, []string{"activate"}},
+		{"VERIFY taken away", "VERIFY,SANDBOX", scopeVerify, false, []string{"features", "SANDBOX"}, []string{"features", "VERIFY,SANDBOX"}},
+		{"NUMBER_SHARE taken away", "VERIFY,SANDBOX,NUMBER_SHARE", scopeShare, false, []string{"features", "VERIFY,SANDBOX"}, []string{"features", "VERIFY,SANDBOX,NUMBER_SHARE"}},
+		{"the sandbox operator taken away", "VERIFY,SANDBOX", scopeVerify, false, []string{"operators", "--none"}, []string{"operators", "--clear"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, 100, tt.features)
+			mnvctl := func(args []string) {
+				t.Helper()
+				if out, err := suite.Mnvctl(context.Background(), append([]string{"client", args[0], c.ID}, args[1:]...)...); err != nil {
+					t.Fatalf("mnvctl %v: %v %s", args, err, out)
+				}
+				// The change reaches verification's principal cache within a second of its
+				// commit (the bound tests/principals holds it to).
+				time.Sleep(time.Second)
+			}
+			call := func(tok string) answer {
+				n := nextNumber()
+				if tt.scope == scopeShare {
+					return share(t, tok)
+				}
+				return verify(t, tok, fmt.Sprintf(`{"phoneNumber":%q}`, n))
+			}
+			line := nextNumber()
+			if tt.offNetwork {
+				line = ""
+			}
+			tok := token(t, c, tt.scope, line)
+			mnvctl(tt.take)
+			wantError(t, call(tok), http.StatusForbidden, "PERMISSION_DENIED")
+			mnvctl(tt.restore)
+			if b := balance(t, c); b != 100 {
+				t.Fatalf("balance %d after the refusal, want 100", b)
+			}
+			if h := history(t, c); len(h) != 0 {
+				t.Fatalf("a refused call was kept: %v", h)
+			}
+			if a := call(token(t, c, tt.scope, nextNumber())); a.status != http.StatusOK {
+				t.Fatalf("restored: %d %s", a.status, a.raw)
+			}
+		})
+	}
+}
+
 func TestAttacks(t *testing.T) {
 	a := newClient(t, 100, "VERIFY,SANDBOX")
 	b := newClient(t, 100, "VERIFY,SANDBOX")
@@ -536,7 +595,7 @@ func TestAttacks(t *testing.T) {
 }
 
 // TestDiscovery: the provider's metadata names its endpoints on the gateway, the code flow,
-// and the CAMARA scopes.
+// and the CAMARA scopes; the endpoints CAMARA has no use for are neither named nor served.
 func TestDiscovery(t *testing.T) {
 	resp, err := http.Get(suite.GatewayURL + "/.well-known/openid-configuration")
 	if err != nil {
@@ -554,6 +613,36 @@ func TestDiscovery(t *testing.T) {
 	scopes := fmt.Sprint(d["scopes_supported"])
 	if !strings.Contains(scopes, scopeVerify) || !strings.Contains(scopes, scopeShare) {
 		t.Fatalf("scopes %v", d["scopes_supported"])
+	}
+	if g := fmt.Sprint(d["grant_types_supported"]); g != "[authorization_code]" {
+		t.Fatalf("grant types %s", g)
+	}
+	for _, key := range []string{"userinfo_endpoint", "introspection_endpoint", "revocation_endpoint", "end_session_endpoint", "device_authorization_endpoint"} {
+		if v, ok := d[key]; ok {
+			t.Errorf("discovery names %s: %v", key, v)
+		}
+	}
+	// A client holding a token gets nothing from the library's other endpoints: they are not
+	// there.
+	tok := token(t, newClient(t, 10, "VERIFY,SANDBOX"), scopeVerify, nextNumber())
+	for _, path := range []string{"/oauth2/userinfo", "/oauth2/introspect", "/oauth2/revoke", "/oauth2/end_session", "/oauth2/device_authorization"} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			req, _ := http.NewRequest(method, suite.GatewayURL+path, strings.NewReader(url.Values{"token": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s: %d, want 404", method, path, resp.StatusCode)
+			}
+		}
+	}
+	// The token is still good for its one call.
+	if a := verify(t, tok, `{"phoneNumber":"+34666777888"}`); a.status != http.StatusOK {
+		t.Fatalf("the token after the tries: %d %s", a.status, a.raw)
 	}
 }
 

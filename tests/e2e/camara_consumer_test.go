@@ -98,9 +98,10 @@ func TestCAMARAConsumer(t *testing.T) {
 	token := sdkToken(t, s, c)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-	// authorize opens a session and has the device on line msisdn ("" off the mobile network)
-	// follow its authorization URL; it returns the callback path the operator sent it to.
-	authorize := func(t *testing.T, msisdn string) (camaraSession, string) {
+	// authorizeAs opens a session of client c (with its SDK token) and has the device on line
+	// msisdn ("" off the mobile network) follow its authorization URL; it returns the callback
+	// path the operator sent it to. authorize is c's.
+	authorizeAs := func(t *testing.T, c harness.Client, token, msisdn string) (camaraSession, string) {
 		t.Helper()
 		r := callSuite(t, s, "POST", "/v1/api/sdk/session", headers{"X-Sdk-Token": token, "X-Client-Id": c.ID},
 			`{"platform":"ANDROID","operatorId":"`+camaraOperator+`"}`)
@@ -132,6 +133,7 @@ func TestCAMARAConsumer(t *testing.T) {
 		}
 		return sess, strings.TrimPrefix(loc, s.GatewayURL)
 	}
+	authorize := func(t *testing.T, msisdn string) (camaraSession, string) { return authorizeAs(t, c, token, msisdn) }
 	// complete follows the callback and returns the sealed session.
 	complete := func(t *testing.T, callback string) session {
 		t.Helper()
@@ -146,11 +148,12 @@ func TestCAMARAConsumer(t *testing.T) {
 		}
 		return out
 	}
-	verifyNetwork := func(t *testing.T, number, blob string) response {
+	verifyAs := func(t *testing.T, c harness.Client, number, blob string) response {
 		t.Helper()
 		return callSuite(t, s, "POST", "/v1/api/verify", keyOf(c), fmt.Sprintf(
 			`{"mobileNumber":%q,"encryptedMobileNumber":%q,"operatorId":%q,"serviceType":"NETWORK_API"}`, number, blob, camaraOperator))
 	}
+	verifyNetwork := func(t *testing.T, number, blob string) response { return verifyAs(t, c, number, blob) }
 	decided := func(t *testing.T, r response, status, reason string, charged int64) verification {
 		t.Helper()
 		if r.status != http.StatusOK {
@@ -264,6 +267,53 @@ func TestCAMARAConsumer(t *testing.T) {
 		decided(t, verifyNetwork(t, n, *got.EncryptedMobileNumber), "UNDETERMINED", "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK", 0)
 		if b := balanceOf(t, s, c); b != before {
 			t.Errorf("balance %d, want %d", b, before)
+		}
+	})
+
+	t.Run("refused for balance, retried after a top-up: the operator's answer, charged once", func(t *testing.T) {
+		// The refused verify spent the operator's single-use token: the retry gets the answer
+		// the operator gave then, not EXPIRED, and the operator is not asked again.
+		ctx := context.Background()
+		poor, err := s.CreateClient(ctx, 0, "--features", "VERIFY")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := s.Mnvctl(ctx, "client", "operators", poor.ID, camaraOperator+":NETWORK_API"); err != nil {
+			t.Fatalf("enable the operator: %v %s", err, out)
+		}
+		n := nextNumber()
+		_, callback := authorizeAs(t, poor, sdkToken(t, s, poor), n)
+		got := complete(t, callback)
+		calls := fake.APICalls()
+		if r := verifyAs(t, poor, n, *got.EncryptedMobileNumber); r.status != http.StatusPaymentRequired || r.code() != "INSUFFICIENT_BALANCE" {
+			t.Fatalf("verify without balance: %d %s", r.status, r.raw)
+		}
+		if out, err := s.Mnvctl(ctx, "client", "top-up", poor.ID, "--amount", "5", "--reference", "h4-retry"); err != nil {
+			t.Fatalf("top-up: %v %s", err, out)
+		}
+		r := verifyAs(t, poor, n, *got.EncryptedMobileNumber)
+		if r.status != http.StatusOK {
+			t.Fatalf("retry: %d %s", r.status, r.raw)
+		}
+		var v verification
+		r.decode(t, &v)
+		if v.Status != "VERIFIED" || v.Reason != "NUMBER_MATCH" || v.Charged != 1 || v.ServiceType != "NETWORK_API" {
+			t.Fatalf("retry answered %s", r.raw)
+		}
+		if b := balanceOf(t, s, poor); b != 4 {
+			t.Errorf("balance %d, want 4 (charged once)", b)
+		}
+		if n := fake.APICalls() - calls; n != 1 {
+			t.Errorf("the operator's /verify was called %d times, want 1", n)
+		}
+		// The refused attempt is not a verification; the retry is the one kept.
+		var kept struct {
+			TotalItems int `json:"totalItems"`
+		}
+		if r := callSuite(t, s, "GET", "/v1/api/verifications?size=10", keyOf(poor), ""); r.status != http.StatusOK {
+			t.Errorf("history: %d %s", r.status, r.raw)
+		} else if r.decode(t, &kept); kept.TotalItems != 1 {
+			t.Errorf("%d verifications kept, want 1: %s", kept.TotalItems, r.raw)
 		}
 	})
 

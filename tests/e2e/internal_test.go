@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -175,6 +176,39 @@ func TestTLSBetweenProcesses(t *testing.T) {
 	r.decode(t, &v)
 	if r.status != http.StatusOK || v.Status != "VERIFIED" || v.Charged != 1 {
 		t.Fatalf("verify: %d %s", r.status, r.raw)
+	}
+
+	// The CAMARA facade's hop is TLS too: the gateway reaches it (discovery, and the API's own
+	// answer to a call without a token), a plain request straight to its listener gets the TLS
+	// server's refusal, and a client trusting the CA reaches it.
+	for path, want := range map[string]int{"/.well-known/openid-configuration": http.StatusOK, "/number-verification/v2/device-phone-number": http.StatusUnauthorized} {
+		resp, err := http.Get(s.GatewayURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || strings.Contains(string(body), "UNAVAILABLE") {
+			t.Errorf("facade through the gateway %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	resp, err := http.Get("http://" + s.CAMARAAddr + "/.well-known/openid-configuration")
+	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || strings.Contains(string(body), "issuer") {
+			t.Errorf("plain HTTP to the facade: %d %s", resp.StatusCode, body)
+		}
+	}
+	caTLS, err := grpcclient.TLSConfig(s.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := &http.Client{Transport: &http.Transport{TLSClientConfig: caTLS}, Timeout: 5 * time.Second}
+	if resp, err := direct.Get("https://" + s.CAMARAAddr + "/.well-known/openid-configuration"); err != nil {
+		t.Errorf("HTTPS to the facade with the CA: %v", err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTPS to the facade with the CA: %d", resp.StatusCode)
 	}
 
 	plain := &harness.Suite{} // no CA: plaintext

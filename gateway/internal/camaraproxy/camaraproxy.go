@@ -12,6 +12,7 @@ package camaraproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -49,9 +50,15 @@ func facadePath(p string) bool {
 	return p == Paths[0] || strings.HasPrefix(p, Paths[1]) || strings.HasPrefix(p, Paths[2])
 }
 
-// New returns the proxy to the facade at addr (host:port), presenting token.
-func New(addr, token string, numberHeaders []string, log *zap.Logger) http.Handler {
+// New returns the proxy to the facade at addr (host:port), presenting token. With tlsConfig
+// (the services' CA, grpcclient.TLSConfig) it speaks HTTPS and verifies the facade's
+// certificate against the host part of addr, as the gRPC calls do: a client's secret, its
+// tokens and the gateway's own token cross this hop. nil: plain HTTP.
+func New(addr, token string, numberHeaders []string, tlsConfig *tls.Config, log *zap.Logger) http.Handler {
 	target := &url.URL{Scheme: "http", Host: addr}
+	if tlsConfig != nil {
+		target.Scheme = "https"
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -95,7 +102,7 @@ func New(addr, token string, numberHeaders []string, log *zap.Logger) http.Handl
 		FlushInterval: -1,
 		Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
-			ResponseHeaderTimeout: 30 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second, TLSClientConfig: tlsConfig, TLSHandshakeTimeout: 10 * time.Second,
 		},
 	}
 }

@@ -106,10 +106,11 @@ func TestClientOperatorsOverTheWire(t *testing.T) {
 	}
 }
 
-// TestClientAccessOverTheWire: verification's CAMARA authorization endpoint reads what a client
-// may use by its id alone (accountsclient.ClientAccess): its status, features and operators, no
-// credential; an unknown client is fault.ErrNotFound. Only verification may ask.
-func TestClientAccessOverTheWire(t *testing.T) {
+// TestClientPrincipalCarriesOperators: the principal verification reads by a client's id alone
+// (accountsclient.ClientPrincipal: the CAMARA facade, before and after the client
+// authenticates) carries its status, features and operators, and no credential. Who may ask is
+// TestClientPrincipalOverTheWire's.
+func TestClientPrincipalCarriesOperators(t *testing.T) {
 	s := apptest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -129,22 +130,13 @@ func TestClientAccessOverTheWire(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = verification.Close() })
 
-	p, err := verification.ClientAccess(ctx, c.ID)
+	p, err := verification.ClientPrincipal(ctx, c.ID)
 	want := identity.Operators{Grants: []identity.OperatorGrant{{Operator: "acme-ae", Methods: []string{"NETWORK_API"}}}}
 	if err != nil || p.ClientID != c.ID || p.Status != identity.StatusSuspended || !reflect.DeepEqual(p.Features, []string{"VERIFY"}) ||
 		!reflect.DeepEqual(p.Operators, want) || p.KeyID != "" || p.SDKTokenID != "" || p.Role != "" {
 		t.Fatalf("access %+v, %v", p, err)
 	}
-	if _, err := verification.ClientAccess(ctx, "6f1c2e4a-0000-4000-8000-000000000000"); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := verification.ClientPrincipal(ctx, "6f1c2e4a-0000-4000-8000-000000000000"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("unknown client: %v, want fault.ErrNotFound", err)
-	}
-	if _, err := verification.ClientAccess(ctx, "not-a-client"); err == nil || errors.Is(err, fault.ErrNotFound) {
-		t.Errorf("malformed id: %v, want a refusal", err)
-	}
-	for name, token := range map[string]string{"no credential": "", "connect": authtest.ConnectToken, "gateway": authtest.GatewayToken, "admin": apptest.AdminToken} {
-		internal := accountsv1.NewAccountsInternalServiceClient(apptest.Dial(t, s.Addr, token))
-		if _, err := internal.GetClientAccess(ctx, &accountsv1.GetClientAccessRequest{ClientId: c.ID}); status.Code(err) != codes.Unauthenticated && status.Code(err) != codes.PermissionDenied {
-			t.Errorf("%s: %v, want a refusal", name, err)
-		}
 	}
 }

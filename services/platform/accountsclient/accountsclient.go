@@ -74,17 +74,20 @@ func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret 
 	return principal(resp.GetPrincipal()), nil
 }
 
-// ClientAccess is what a client may use, with no credential checked (the principal carries no
-// key or token): fault.ErrNotFound for an unknown client.
-func (c *Client) ClientAccess(ctx context.Context, clientID string) (identity.Principal, error) {
-	resp, err := c.internal.GetClientAccess(ctx, &accountsv1.GetClientAccessRequest{ClientId: clientID})
-	if status.Code(err) == codes.NotFound {
+// ClientPrincipal reads a client's principal by its id, for a caller that holds a grant of the
+// client's made earlier (the CAMARA facade's access tokens): fault.ErrNotFound for an unknown
+// client, fault.ErrUnavailable when accounts does not answer.
+func (c *Client) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+	resp, err := c.internal.GetClientPrincipal(ctx, &accountsv1.GetClientPrincipalRequest{ClientId: clientID})
+	switch status.Code(err) {
+	case codes.OK:
+		return principal(resp.GetPrincipal()), nil
+	case codes.NotFound, codes.InvalidArgument:
 		return identity.Principal{}, fault.ErrNotFound
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return identity.Principal{}, fmt.Errorf("%w: client principal: %w", fault.ErrUnavailable, err)
 	}
-	if err != nil {
-		return identity.Principal{}, fmt.Errorf("client access: %w", err)
-	}
-	return principal(resp.GetPrincipal()), nil
+	return identity.Principal{}, fmt.Errorf("client principal: %w", err)
 }
 
 func authErr(err error) error {

@@ -35,7 +35,7 @@ func TestPolicyOf(t *testing.T) {
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsInternalService_GetClientAccess_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: auth.SDKToken, Feature: "VERIFY"}},
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: auth.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},

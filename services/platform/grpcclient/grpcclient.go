@@ -70,18 +70,29 @@ func CredentialOptions(token, caFile string) ([]grpc.DialOption, error) {
 	if caFile == "" {
 		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	} else {
-		pool, err := loadCAs(caFile)
+		c, err := TLSConfig(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("MNV_GRPC_TLS_CA: %w", err)
+			return nil, err
 		}
 		// The server name checked is the host part of the target (grpc-go takes it from the
 		// authority), so "mnv-accounts:9091" needs a certificate for mnv-accounts.
-		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})))
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(c)))
 	}
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(auth.BearerCredentials{Token: token, Insecure: caFile == ""}))
 	}
 	return opts, nil
+}
+
+// TLSConfig is the client side of TLS to an mnv service: its certificate verified against
+// caFile's CAs (MNV_GRPC_TLS_CA), TLS 1.3 only. The gRPC calls use it, and so does the
+// gateway's proxy to verification's CAMARA facade, which the same certificate serves.
+func TLSConfig(caFile string) (*tls.Config, error) {
+	pool, err := loadCAs(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("MNV_GRPC_TLS_CA: %w", err)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }
 
 func loadCAs(file string) (*x509.CertPool, error) {

@@ -40,9 +40,21 @@ func LoadTransport(env *config.Env) (Transport, error) {
 	return t, nil
 }
 
-// credentials returns the server's TLS credentials, or nil for plaintext. The certificate is
-// loaded once here, so that a wrong file stops the start-up with a clear error.
+// credentials returns the server's TLS credentials, or nil for plaintext.
 func (t Transport) credentials() (credentials.TransportCredentials, error) {
+	c, err := t.TLSConfig()
+	if c == nil || err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(c), nil
+}
+
+// TLSConfig is the server side of TLS with the transport's certificate, or nil for plaintext:
+// the gRPC server's, and that of any other listener of the service its callers reach with the
+// same CA (verification's CAMARA facade). The certificate is loaded once here, so that a wrong
+// file stops the start-up with a clear error, then again whenever its files change. Each call
+// returns a config of its own.
+func (t Transport) TLSConfig() (*tls.Config, error) {
 	if t.CertFile == "" && t.KeyFile == "" {
 		return nil, nil
 	}
@@ -51,7 +63,7 @@ func (t Transport) credentials() (credentials.TransportCredentials, error) {
 		return nil, fmt.Errorf("MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY: %w", err)
 	}
 	// TLS 1.3 only: both ends are ours, so there is no older client to wait for.
-	return credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: kp.get}), nil
+	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: kp.get}, nil
 }
 
 // keyPair is a certificate and key read from files, read again when either file changes.

@@ -7,7 +7,9 @@
 // every call asks accounts, as if there were no cache. Entries are keyed by a fingerprint of
 // the credential (a digest with a key of this process, never the credential), bounded in number
 // (least recently used go first) and in age (MaxAge, and never beyond the credential's own
-// expiry). A failed authentication is never cached: a caller spraying keys fills nothing.
+// expiry). A failed authentication is never cached: a caller spraying keys fills nothing. A
+// client's principal read by its id (ClientPrincipal, for a caller holding a grant of the
+// client's) is kept the same way, keyed by the id.
 package principalcache
 
 import (
@@ -38,6 +40,9 @@ const (
 type Authenticator interface {
 	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error)
 	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (identity.Principal, error)
+	// ClientPrincipal reads a client's principal by its id, with no credential (the caller holds
+	// a grant of the client's, like the CAMARA facade's access tokens).
+	ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error)
 }
 
 // Config is a Cache's configuration.
@@ -153,6 +158,15 @@ func (c *Cache) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string)
 // AuthenticateSDKToken implements auth.Authenticator.
 func (c *Cache) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
 	return c.authenticate(ctx, 't', token, clientID, c.next.AuthenticateSDKToken)
+}
+
+// ClientPrincipal reads a client's principal by its id: kept like a credential's, and dropped
+// with the client's other entries when accounts pushes a change of it, so a suspension or a
+// feature removed applies within the stream's bound.
+func (c *Cache) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+	return c.authenticate(ctx, 'c', clientID, clientID, func(ctx context.Context, _, clientID string) (identity.Principal, error) {
+		return c.next.ClientPrincipal(ctx, clientID)
+	})
 }
 
 func (c *Cache) fingerprint(kind byte, secret string) [32]byte {
@@ -321,7 +335,7 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 	m := metrics{
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mnv_principal_cache_lookups_total",
-			Help: "Client credentials authenticated, by result: hit (served by the cache), miss (asked accounts, may be kept), bypass (asked accounts: the change stream is down or stale).",
+			Help: "Client credentials authenticated and clients read by id, by result: hit (served by the cache), miss (asked accounts, may be kept), bypass (asked accounts: the change stream is down or stale).",
 		}, []string{"result"}),
 		entries: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mnv_principal_cache_entries", Help: "Principals in the cache."}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{

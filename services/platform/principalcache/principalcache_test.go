@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/credential"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
@@ -40,6 +41,19 @@ func (a *accounts) AuthenticateSDKToken(ctx context.Context, token, clientID str
 		return identity.Principal{}, credential.ErrUnauthenticated
 	}
 	return a.AuthenticateAPIKey(ctx, token, clientID)
+}
+
+// ClientPrincipal answers the principal of a key of the client, as accounts reads the client.
+func (a *accounts) ClientPrincipal(_ context.Context, clientID string) (identity.Principal, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked++
+	for _, p := range a.keys {
+		if p.ClientID == clientID {
+			return identity.Principal{ClientID: p.ClientID, Status: p.Status, Features: p.Features}, nil
+		}
+	}
+	return identity.Principal{}, fault.ErrNotFound
 }
 
 func (a *accounts) count() int {
@@ -188,6 +202,86 @@ func TestCache(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientPrincipal: a client's principal read by its id is kept like a credential's, and a
+// change pushed for the client (a suspension, a feature removed) drops it at once.
+func TestClientPrincipal(t *testing.T) {
+	alice := identity.Principal{ClientID: "c-alice", KeyID: "k1", Status: identity.StatusActive, Features: []string{"VERIFY"}}
+	suspend := func(c *Cache, a *accounts) {
+		a.mu.Lock()
+		p := a.keys["key-a"]
+		p.Status = identity.StatusSuspended
+		a.keys["key-a"] = p
+		a.mu.Unlock()
+		c.Invalidate("c-alice")
+	}
+	started := func(c *Cache, _ *accounts) { c.Started(beat) }
+	nothing := func(*Cache, *accounts) {}
+	type step struct {
+		do       func(c *Cache, a *accounts)
+		clientID string
+		asked    int
+		want     identity.Status // "" for not found
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"without a stream every read asks", []step{
+			{nothing, "c-alice", 1, identity.StatusActive},
+			{nothing, "c-alice", 2, identity.StatusActive},
+		}},
+		{"a started stream serves the second read", []step{
+			{started, "c-alice", 1, identity.StatusActive},
+			{nothing, "c-alice", 1, identity.StatusActive},
+		}},
+		{"a suspension pushed applies to the next read", []step{
+			{started, "c-alice", 1, identity.StatusActive},
+			{suspend, "c-alice", 2, identity.StatusSuspended},
+			{nothing, "c-alice", 2, identity.StatusSuspended},
+		}},
+		{"an unknown client is not kept", []step{
+			{started, "c-nobody", 1, ""},
+			{nothing, "c-nobody", 2, ""},
+		}},
+		{"a stopped stream asks", []step{
+			{started, "c-alice", 1, identity.StatusActive},
+			{func(c *Cache, _ *accounts) { c.Stopped() }, "c-alice", 2, identity.StatusActive},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &accounts{keys: map[string]identity.Principal{"key-a": alice}}
+			c, err := New(a, Config{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tt.steps {
+				s.do(c, a)
+				p, err := c.ClientPrincipal(context.Background(), s.clientID)
+				switch {
+				case s.want == "" && !errors.Is(err, fault.ErrNotFound):
+					t.Fatalf("step %d: %+v %v, want not found", i, p, err)
+				case s.want != "" && (err != nil || p.ClientID != s.clientID || p.Status != s.want || p.KeyID != ""):
+					t.Fatalf("step %d: %+v %v, want %s", i, p, err, s.want)
+				}
+				if got := a.count(); got != s.asked {
+					t.Fatalf("step %d: accounts asked %d times, want %d", i, got, s.asked)
+				}
+			}
+		})
+	}
+	// A client id is not an API key: the same text authenticates nothing.
+	a := &accounts{keys: map[string]identity.Principal{"key-a": alice}}
+	c, _ := New(a, Config{}, Options{})
+	c.Started(beat)
+	if _, err := c.ClientPrincipal(context.Background(), "c-alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AuthenticateAPIKey(context.Background(), "c-alice", ""); !errors.Is(err, credential.ErrUnauthenticated) {
+		t.Fatalf("a client id as an API key: %v", err)
 	}
 }
 

@@ -135,7 +135,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// CAMARAAddr is where the CAMARA facade (OIDC provider and Number Verification API) listens
 	// for the gateway's proxied requests (MNV_VERIFICATION_CAMARA_ADDR); empty (the default):
-	// no facade. `make run` serves it on 127.0.0.1:9095.
+	// no facade. `make run` serves it on 127.0.0.1:9095. With TLS on (Transport) it serves
+	// HTTPS with the gRPC server's certificate: the gateway sends clients' secrets and tokens,
+	// and its own token, across it.
 	CAMARAAddr string
 	// CAMARAIssuer is the public base URL of the facade, the gateway's (MNV_CAMARA_ISSUER):
 	// the OIDC issuer, and the base of the endpoints discovery names.
@@ -464,11 +466,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		provider, err := facade.New(ctx, facade.Config{
 			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
 			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
-		}, store.New(pool), accounts, facadeSess, verifier, keyring, log)
+		}, store.New(pool), accounts, authn, facadeSess, verifier, keyring, log)
 		if err != nil {
 			return nil, fmt.Errorf("camara facade: %w", err)
 		}
-		a.camara = &http.Server{Handler: provider, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		tlsConfig, err := cfg.Transport.TLSConfig()
+		if err != nil {
+			return nil, err
+		}
+		a.camara = &http.Server{Handler: provider, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	}
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
@@ -540,7 +546,12 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	g.Go(func() error { return a.server.Serve(ctx, lis) })
 	if a.camaraLis != nil {
 		g.Go(func() error {
-			if err := a.camara.Serve(a.camaraLis); !errors.Is(err, http.ErrServerClosed) {
+			serve := a.camara.Serve
+			if a.camara.TLSConfig != nil {
+				// The certificate comes from TLSConfig (GetCertificate), not from files named here.
+				serve = func(l net.Listener) error { return a.camara.ServeTLS(l, "", "") }
+			}
+			if err := serve(a.camaraLis); !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("camara facade: %w", err)
 			}
 			return nil

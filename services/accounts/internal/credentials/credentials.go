@@ -154,6 +154,17 @@ func (s *Service) AuthenticateClientSecret(ctx context.Context, clientID, secret
 	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
 }
 
+// ClientPrincipal reads a client's principal (no key) by its id, for a caller that already
+// proved the client earlier (verification's CAMARA facade, holding an access token) and must
+// apply its status, features and operators of now. fault.ErrNotFound for an unknown client.
+func (s *Service) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+	c, err := s.st.GetClient(ctx, clientID, false)
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
+}
+
 // NewClientSecret returns a fresh client secret and its fingerprint.
 func (s *Service) NewClientSecret() (secret string, fp []byte) {
 	secret = crypto.NewToken(credential.ClientSecretPrefix)

@@ -7,7 +7,6 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 )
 
 // Internal implements AccountsInternalService, called by the other mnv services.
@@ -72,19 +71,17 @@ func (s *Internal) AuthenticateClientSecret(ctx context.Context, req *accountsv1
 	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalToProto(p)}, nil
 }
 
-// GetClientAccess tells verification's CAMARA authorization endpoint what a client may use,
-// before the client authenticated: the principal of the client, with no credential.
-func (s *Internal) GetClientAccess(ctx context.Context, req *accountsv1.GetClientAccessRequest) (*accountsv1.GetClientAccessResponse, error) {
+// GetClientPrincipal reads a client's principal for verification's CAMARA facade.
+func (s *Internal) GetClientPrincipal(ctx context.Context, req *accountsv1.GetClientPrincipalRequest) (*accountsv1.GetClientPrincipalResponse, error) {
 	cid, err := clientID(req.GetClientId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	c, err := s.Clients.Get(ctx, cid)
+	p, err := s.Credentials.ClientPrincipal(ctx, cid)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	p := identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}
-	return &accountsv1.GetClientAccessResponse{Principal: principalToProto(p)}, nil
+	return &accountsv1.GetClientPrincipalResponse{Principal: principalToProto(p)}, nil
 }
 
 // Debit charges a client.

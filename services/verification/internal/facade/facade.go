@@ -39,6 +39,8 @@ const (
 	// (NETWORK_API): register the issuer + OperatorCallbackPath with each such operator.
 	OperatorCallbackPath = OAuthPrefix + "operator/callback"
 	authorizePath        = "oauth2/authorize"
+	tokenPath            = "oauth2/token"
+	keysPath             = "oauth2/keys"
 	callbackSuffix       = "/callback"
 	maxRequestBody       = 4 << 10
 	correlatorLimit      = 256
@@ -62,18 +64,22 @@ type Config struct {
 
 // Facade is the facade's HTTP handler.
 type Facade struct {
-	cfg      Config
-	st       Store
-	sessions Sessions
-	verifier Verifier
-	provider *op.Provider
-	sealer   op.Crypto
-	log      *zap.Logger
-	now      func() time.Time
+	cfg        Config
+	st         Store
+	sessions   Sessions
+	principals Principals
+	verifier   Verifier
+	provider   *op.Provider
+	// handler routes the provider's endpoints that are served (see New).
+	handler http.Handler
+	sealer  op.Crypto
+	log     *zap.Logger
+	now     func() time.Time
 }
 
 // New builds the facade: its keys from the store (made on the first start, sealed with ring).
-func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
+// principals gives each API call the client as it is at that call.
+func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principals Principals, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
 	if cfg.TokenTTL <= 0 || cfg.TokenTTL > MaxTokenTTL {
 		cfg.TokenTTL = MaxTokenTTL
 	}
@@ -83,8 +89,17 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	}
 	issuer := strings.TrimRight(cfg.Issuer, "/")
 	s := &storage{
-		st: st, accounts: accounts, sessions: sess, keys: k, tokenTTL: cfg.TokenTTL,
+		st: st, accounts: accounts, principals: principals, sessions: sess, keys: k, tokenTTL: cfg.TokenTTL,
 		callback: issuer + "/" + authorizePath + callbackSuffix, now: time.Now,
+	}
+	// What CAMARA needs of the provider: the authorization and token endpoints, and the keys
+	// of the ID tokens it issues for the openid scope. Userinfo, introspection, revocation,
+	// end_session and device authorization are left out (nil: neither routed nor named by
+	// discovery): a token is good for one API call and nothing else.
+	endpoints := op.Endpoints{
+		Authorization: op.NewEndpoint(authorizePath),
+		Token:         op.NewEndpoint(tokenPath),
+		JwksURI:       op.NewEndpoint(keysPath),
 	}
 	opCfg := &op.Config{
 		CryptoKey:          k.sealer,
@@ -99,14 +114,9 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	sealer := op.NewAES256GCMCrypto(k.sealer, k.id)
 	opts := []op.Option{
 		op.WithCrypto(sealer),
-		op.WithCustomAuthEndpoint(op.NewEndpoint(authorizePath)),
-		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
-		op.WithCustomKeysEndpoint(op.NewEndpoint("oauth2/keys")),
-		op.WithCustomUserinfoEndpoint(op.NewEndpoint("oauth2/userinfo")),
-		op.WithCustomIntrospectionEndpoint(op.NewEndpoint("oauth2/introspect")),
-		op.WithCustomRevocationEndpoint(op.NewEndpoint("oauth2/revoke")),
-		op.WithCustomEndSessionEndpoint(op.NewEndpoint("oauth2/end_session")),
-		op.WithCustomDeviceAuthorizationEndpoint(op.NewEndpoint("oauth2/device_authorization")),
+		op.WithCustomAuthEndpoint(endpoints.Authorization),
+		op.WithCustomTokenEndpoint(endpoints.Token),
+		op.WithCustomKeysEndpoint(endpoints.JwksURI),
 	}
 	if strings.HasPrefix(issuer, "http://") {
 		opts = append(opts, op.WithAllowInsecure())
@@ -115,13 +125,17 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, sess Sess
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{cfg: cfg, st: st, sessions: sess, verifier: verifier, provider: provider, sealer: sealer, log: log, now: time.Now}, nil
+	// The provider's own router serves every endpoint the library has; the legacy server
+	// routes, and discovery names, only the endpoints given.
+	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider))
+	return &Facade{cfg: cfg, st: st, sessions: sess, principals: principals, verifier: verifier, provider: provider, handler: handler,
+		sealer: sealer, log: log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	state := &requestState{net: f.cfg.NetworkOf(r)}
-	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/oauth2/token" {
+	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/"+tokenPath {
 		// The redirect URI the request names, checked against the client's web origins.
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
@@ -143,7 +157,7 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "NOT_FOUND", "The specified resource is not found.")
 			return
 		}
-		f.provider.ServeHTTP(w, r)
+		f.handler.ServeHTTP(w, r)
 	}
 }
 
@@ -243,6 +257,22 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 			return
 		}
 	}
+	// The client as it is now, not as it was at the token endpoint: a suspension, or a feature
+	// or operator taken away since, applies to a token already issued. A suspended or unknown
+	// client is refused here, before the token is spent; its features and operators are the
+	// verifier's to check, with this principal.
+	p, err := f.principals.ClientPrincipal(r.Context(), tok.ClientID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
+		return
+	case err != nil:
+		f.fail(w, r, err)
+		return
+	case p.Status != identity.StatusActive:
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
+		return
+	}
 	used, err := f.st.UseToken(r.Context(), tok.ID)
 	if err != nil {
 		f.fail(w, r, err)
@@ -252,7 +282,6 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request not authenticated due to missing, invalid, or expired credentials.")
 		return
 	}
-	p := identity.Principal{ClientID: tok.ClientID, Status: identity.StatusActive, Features: tok.Features, Operators: tok.Operators}
 	res, err := f.verifier.VerifyLine(r.Context(), p, req)
 	if err != nil {
 		f.fail(w, r, err)

@@ -67,7 +67,7 @@ const (
 type accounts struct {
 	mu      sync.Mutex
 	clients map[string]account
-	asked   int // ClientAccess calls
+	asked   int // ClientPrincipal calls
 }
 
 type account struct {
@@ -92,7 +92,7 @@ func (a *accounts) AllowsWebOrigin(_ context.Context, id, o string) (bool, error
 	return ok && o == origin, nil
 }
 
-func (a *accounts) ClientAccess(_ context.Context, id string) (identity.Principal, error) {
+func (a *accounts) ClientPrincipal(_ context.Context, id string) (identity.Principal, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.asked++
@@ -247,7 +247,7 @@ func newStack(t *testing.T) *stack {
 		WithNetworkAPI(store.New(pool), clients, time.Second)
 	s.sessions = sessions.New(store.New(pool), network.NewIdentifier(ops, log), sealer, 5*time.Minute).
 		WithNetworkAPI(store.New(pool), clients, log)
-	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, store.New(pool), s.accounts, s.sessions, verifier, keys.Keyring, log)
+	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, store.New(pool), s.accounts, s.accounts, s.sessions, verifier, keys.Keyring, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,9 @@ type AuthRequest struct {
 type Token struct {
 	ID, ClientID, SessionID, Blob string
 	Scopes                        []string
-	// Features and Operators are the client's when it authenticated at the token endpoint.
+	// Features and Operators are the client's when it authenticated at the token endpoint, a
+	// record (the columns are NOT NULL for the version before): the call is decided with the
+	// client's principal of its own time (Principals).
 	Features  []string
 	Operators identity.Operators
 	ExpiresAt time.Time
@@ -106,9 +108,12 @@ type Store interface {
 type Accounts interface {
 	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
 	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
-	// ClientAccess is the client's status, features and operators (fault.ErrNotFound: no such
-	// client).
-	ClientAccess(ctx context.Context, clientID string) (identity.Principal, error)
+}
+
+// Principals reads a client's principal of now, by its id: principalcache.Cache (in front of
+// accounts' GetClientPrincipal) is one.
+type Principals interface {
+	ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error)
 }
 
 // Sessions opens the capture session of an authorization, and completes one that waited for
@@ -174,13 +179,14 @@ func loadKeys(ctx context.Context, st Store, ring *crypto.Keyring) (keys, error)
 
 // storage is the provider's op.Storage over Store and accounts.
 type storage struct {
-	st       Store
-	accounts Accounts
-	sessions Sessions
-	keys     keys
-	tokenTTL time.Duration
-	callback string
-	now      func() time.Time
+	st         Store
+	accounts   Accounts
+	principals Principals
+	sessions   Sessions
+	keys       keys
+	tokenTTL   time.Duration
+	callback   string
+	now        func() time.Time
 }
 
 var _ op.Storage = (*storage)(nil)
@@ -257,7 +263,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 // access is what clientID may use, asked of accounts: an unknown client may use nothing.
 func (s *storage) access(clientID string) sessions.ClientAccess {
 	return func(ctx context.Context) (operators.Client, error) {
-		p, err := s.accounts.ClientAccess(ctx, clientID)
+		p, err := s.principals.ClientPrincipal(ctx, clientID)
 		if errors.Is(err, fault.ErrNotFound) || err == nil && p.Status != identity.StatusActive {
 			return operators.Client{}, nil
 		}
@@ -338,6 +344,8 @@ func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.Refres
 
 func (s *storage) TerminateSession(context.Context, string, string) error { return nil }
 
+// RevokeToken is never reached: tokens are single use and short-lived, and revocation is not
+// served.
 func (s *storage) RevokeToken(context.Context, string, string, string) *oidc.Error {
 	return oidc.ErrInvalidRequest().WithDescription("tokens are single use and short-lived; revocation is not offered")
 }
@@ -423,15 +431,10 @@ func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string,
 	return nil
 }
 
-func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
-	if _, err := uuid.Parse(tokenID); err != nil {
-		return errors.New("unknown token")
-	}
-	if _, err := s.st.Token(ctx, tokenID); err != nil {
-		return err
-	}
-	info.Subject = subject
-	return nil
+// SetUserinfoFromToken and SetIntrospectionFromToken are never reached: neither endpoint is
+// served (op.Storage wants them all the same).
+func (s *storage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
+	return errors.New("userinfo is not offered")
 }
 
 func (s *storage) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
@@ -522,3 +525,33 @@ func (a *authRequest) GetScopes() []string                { return a.Scopes }
 func (a *authRequest) GetState() string                   { return a.State }
 func (a *authRequest) GetSubject() string                 { return a.SessionID }
 func (a *authRequest) Done() bool                         { return a.Blob != "" }
+
+// server is the provider as the legacy server routes it, with discovery trimmed to what is
+// served: the code flow with client_secret_basic or _post, and no introspection or revocation.
+type server struct{ *op.LegacyServer }
+
+func (s *server) Discovery(ctx context.Context, r *op.Request[struct{}]) (*op.Response, error) {
+	resp, err := s.LegacyServer.Discovery(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := resp.Data.(*oidc.DiscoveryConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("discovery: unexpected %T", resp.Data)
+	}
+	// The library names every grant and response type it knows, and the auth methods of the
+	// endpoints left out; a client reads them as offers.
+	d.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode}
+	d.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
+	// Every client is confidential: "none" (a public client) is never accepted.
+	d.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodBasic, oidc.AuthMethodPost}
+	d.IntrospectionEndpointAuthMethodsSupported, d.IntrospectionEndpointAuthSigningAlgValuesSupported = nil, nil
+	d.RevocationEndpointAuthMethodsSupported, d.RevocationEndpointAuthSigningAlgValuesSupported = nil, nil
+	return resp, nil
+}
+
+// JWTProfile refuses the JWT bearer grant, which the token endpoint would otherwise try: only
+// the authorization code is exchanged here.
+func (s *server) JWTProfile(context.Context, *op.Request[oidc.JWTProfileGrantRequest]) (*op.Response, error) {
+	return nil, oidc.ErrUnsupportedGrantType().WithDescription("only authorization_code is offered")
+}

@@ -58,3 +58,21 @@ func (st *Store) GetSession(ctx context.Context, clientID, id string) (domain.Se
 	}
 	return s, nil
 }
+
+// RefusedAnswer reads what the operator answered for a client's NETWORK_API session when the
+// charge of that answer was then refused (402): the outcome and reason of the latest REJECTED
+// NETWORK_API verification of the session for the number whose hash is numberHash. The
+// operator's token was spent by that call; its answer is all a retry can have.
+// fault.ErrNotFound when there is none.
+func (st *Store) RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error) {
+	err = st.db.QueryRow(ctx, `SELECT outcome, reason FROM verification.verifications
+		WHERE session_id = $1 AND client_id = $2 AND status = 'REJECTED' AND service_type = 'NETWORK_API' AND number_hash = $3
+		ORDER BY created_at DESC LIMIT 1`, sessionID, clientID, numberHash).Scan(&outcome, &reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("refused answer: %w", err)
+	}
+	return outcome, reason, nil
+}

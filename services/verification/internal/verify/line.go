@@ -103,7 +103,7 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 		if correlator == "" {
 			correlator = requestid.From(ctx)
 		}
-		if ans, outcome, reason, err = s.askOperator(ctx, *netSess, claims, correlator, s.lineAsk(claims.OperatorID, r)); err != nil {
+		if ans, outcome, reason, err = s.askOperator(ctx, *netSess, claims, nil, correlator, s.lineAsk(claims.OperatorID, r)); err != nil {
 			return LineResult{}, err
 		}
 		if r.Share && ans.Status == 200 {

@@ -77,6 +77,9 @@ type Store interface {
 // SessionStore reads a session (NETWORK_API: its method, status and sealed token).
 type SessionStore interface {
 	GetSession(ctx context.Context, clientID, id string) (domain.Session, error)
+	// RefusedAnswer is the outcome and reason the operator gave a verification of the session
+	// and number (by hash) whose charge was refused; fault.ErrNotFound when none was.
+	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error)
 }
 
 // NetworkAPI calls an operator's CAMARA Number Verification API; camara.Clients is one.
@@ -249,7 +252,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		ask := func(ctx context.Context, token, correlator string) (camara.Answer, error) {
 			return s.network.VerifyNumber(ctx, req.OperatorID, token, num.E164, correlator)
 		}
-		if _, outcome, reason, err = s.askOperator(ctx, sess, claims, requestid.From(ctx), ask); err != nil {
+		if _, outcome, reason, err = s.askOperator(ctx, sess, claims, hash, requestid.From(ctx), ask); err != nil {
 			return Result{}, err
 		}
 	case claims.Number == "" && claims.OperatorID != "":
@@ -420,11 +423,17 @@ type askFunc func(ctx context.Context, accessToken, correlator string) (camara.A
 
 // askOperator decides a NETWORK_API verification of sess: ask calls the operator's API
 // (/verify, or /device-phone-number) with the session's single-use access token, and its answer
-// is mapped by NetworkOutcome; correlator travels as its x-correlator. An expired session is EXPIRED without a call; a used one is left
-// to the record (ALREADY_USED, or the resumption of its unsettled charge) without a call either,
-// so a retry never spends anything at the operator. The operator's silence (5xx, timeout) is
-// 503 with nothing recorded: the session stays unused and the verify can be retried.
-func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, correlator string, ask askFunc) (ans camara.Answer, outcome, reason string, err error) {
+// is mapped by NetworkOutcome; correlator travels as its x-correlator. An expired session is
+// EXPIRED without a call; a used one is left to the record (ALREADY_USED, or the resumption of
+// its unsettled charge) without a call either, so a retry never spends anything at the
+// operator. The operator's silence (5xx, timeout) is 503 with nothing recorded: the session
+// stays unused and the verify can be retried.
+//
+// An answer whose charge was refused (402) spent the single-use token: the retry of the same
+// number (numberHash, nil when the number is not known before the call) within the session's
+// life, after a top-up, gets that answer again without a call, so it is charged once for what
+// the operator said instead of EXPIRED.
+func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans camara.Answer, outcome, reason string, err error) {
 	switch {
 	case !s.now().Before(c.ExpiresAt):
 		return ans, domain.StatusExpired, domain.ReasonSessionExpired, nil
@@ -433,6 +442,16 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 		return ans, domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
 	case sess.Status != domain.Captured || sess.OAuthSealed == nil:
 		return ans, domain.StatusUndetermined, domain.ReasonNoNetworkIdentity, nil
+	}
+	if numberHash != nil {
+		switch outcome, reason, err := s.sessions.RefusedAnswer(ctx, sess.ClientID, sess.ID, numberHash); {
+		case err == nil:
+			s.log.Info("operator network API call: the answer kept from a refused charge", zap.String("operator", c.OperatorID),
+				zap.String("outcome", outcome), logging.Request(ctx))
+			return ans, outcome, reason, nil
+		case !errors.Is(err, fault.ErrNotFound):
+			return ans, "", "", err
+		}
 	}
 	token, err := s.sealer.OpenSecret(seal.SecretAccessToken, sess.ID, sess.OAuthSealed)
 	if err != nil {

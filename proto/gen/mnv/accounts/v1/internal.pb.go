@@ -1081,27 +1081,27 @@ func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
 	return nil
 }
 
-type GetClientAccessRequest struct {
+type GetClientPrincipalRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GetClientAccessRequest) Reset() {
-	*x = GetClientAccessRequest{}
+func (x *GetClientPrincipalRequest) Reset() {
+	*x = GetClientPrincipalRequest{}
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetClientAccessRequest) String() string {
+func (x *GetClientPrincipalRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetClientAccessRequest) ProtoMessage() {}
+func (*GetClientPrincipalRequest) ProtoMessage() {}
 
-func (x *GetClientAccessRequest) ProtoReflect() protoreflect.Message {
+func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1113,39 +1113,39 @@ func (x *GetClientAccessRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetClientAccessRequest.ProtoReflect.Descriptor instead.
-func (*GetClientAccessRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
+func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
-func (x *GetClientAccessRequest) GetClientId() string {
+func (x *GetClientPrincipalRequest) GetClientId() string {
 	if x != nil {
 		return x.ClientId
 	}
 	return ""
 }
 
-type GetClientAccessResponse struct {
+type GetClientPrincipalResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GetClientAccessResponse) Reset() {
-	*x = GetClientAccessResponse{}
+func (x *GetClientPrincipalResponse) Reset() {
+	*x = GetClientPrincipalResponse{}
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetClientAccessResponse) String() string {
+func (x *GetClientPrincipalResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetClientAccessResponse) ProtoMessage() {}
+func (*GetClientPrincipalResponse) ProtoMessage() {}
 
-func (x *GetClientAccessResponse) ProtoReflect() protoreflect.Message {
+func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1157,12 +1157,12 @@ func (x *GetClientAccessResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetClientAccessResponse.ProtoReflect.Descriptor instead.
-func (*GetClientAccessResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
+func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *GetClientAccessResponse) GetPrincipal() *Principal {
+func (x *GetClientPrincipalResponse) GetPrincipal() *Principal {
 	if x != nil {
 		return x.Principal
 	}
@@ -1248,11 +1248,11 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
 	" AuthenticateClientSecretResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"5\n" +
-	"\x16GetClientAccessRequest\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\"S\n" +
-	"\x17GetClientAccessResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xf1\a\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"8\n" +
+	"\x19GetClientPrincipalRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
+	"\x1aGetClientPrincipalResponse\x128\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xfa\a\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
@@ -1265,9 +1265,9 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
 	"GetBalance\x12\".mnv.accounts.v1.GetBalanceRequest\x1a#.mnv.accounts.v1.GetBalanceResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
-	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12o\n" +
-	"\x0fGetClientAccess\x12'.mnv.accounts.v1.GetClientAccessRequest\x1a(.mnv.accounts.v1.GetClientAccessResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
+	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12x\n" +
+	"\x12GetClientPrincipal\x12*.mnv.accounts.v1.GetClientPrincipalRequest\x1a+.mnv.accounts.v1.GetClientPrincipalResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
 	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
@@ -1304,8 +1304,8 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*CheckWebOriginResponse)(nil),           // 15: mnv.accounts.v1.CheckWebOriginResponse
 	(*AuthenticateClientSecretRequest)(nil),  // 16: mnv.accounts.v1.AuthenticateClientSecretRequest
 	(*AuthenticateClientSecretResponse)(nil), // 17: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*GetClientAccessRequest)(nil),           // 18: mnv.accounts.v1.GetClientAccessRequest
-	(*GetClientAccessResponse)(nil),          // 19: mnv.accounts.v1.GetClientAccessResponse
+	(*GetClientPrincipalRequest)(nil),        // 18: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 19: mnv.accounts.v1.GetClientPrincipalResponse
 	(*durationpb.Duration)(nil),              // 20: google.protobuf.Duration
 	(Role)(0),                                // 21: mnv.accounts.v1.Role
 	(ClientStatus)(0),                        // 22: mnv.accounts.v1.ClientStatus
@@ -1328,15 +1328,15 @@ var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	26, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
 	26, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
-	3,  // 13: mnv.accounts.v1.GetClientAccessResponse.principal:type_name -> mnv.accounts.v1.Principal
+	3,  // 13: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
 	4,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
 	6,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
 	8,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
 	10, // 17: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
 	12, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
 	16, // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	14, // 20: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	18, // 21: mnv.accounts.v1.AccountsInternalService.GetClientAccess:input_type -> mnv.accounts.v1.GetClientAccessRequest
+	18, // 20: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	14, // 21: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
 	1,  // 22: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
 	5,  // 23: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
 	7,  // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
@@ -1344,8 +1344,8 @@ var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	11, // 26: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
 	13, // 27: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
 	17, // 28: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	15, // 29: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	19, // 30: mnv.accounts.v1.AccountsInternalService.GetClientAccess:output_type -> mnv.accounts.v1.GetClientAccessResponse
+	19, // 29: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	15, // 30: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
 	2,  // 31: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
 	23, // [23:32] is the sub-list for method output_type
 	14, // [14:23] is the sub-list for method input_type

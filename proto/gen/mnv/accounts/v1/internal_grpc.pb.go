@@ -25,8 +25,8 @@ const (
 	AccountsInternalService_Refund_FullMethodName                   = "/mnv.accounts.v1.AccountsInternalService/Refund"
 	AccountsInternalService_GetBalance_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
 	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
+	AccountsInternalService_GetClientPrincipal_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/GetClientPrincipal"
 	AccountsInternalService_CheckWebOrigin_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
-	AccountsInternalService_GetClientAccess_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/GetClientAccess"
 	AccountsInternalService_WatchPrincipals_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
 
@@ -55,13 +55,13 @@ type AccountsInternalServiceClient interface {
 	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
 	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
 	AuthenticateClientSecret(ctx context.Context, in *AuthenticateClientSecretRequest, opts ...grpc.CallOption) (*AuthenticateClientSecretResponse, error)
+	// Reads a client's principal (status, features, operators; no key) by its id, for a caller
+	// that holds a grant of the client's made earlier and must apply the client's state of now:
+	// verification's CAMARA facade, at each API call with an access token. NOT_FOUND for an
+	// unknown client.
+	GetClientPrincipal(ctx context.Context, in *GetClientPrincipalRequest, opts ...grpc.CallOption) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
-	// Tells what a client may use (its status, features, operators and their methods), with no
-	// credential: verification's CAMARA authorization endpoint, which the device opens before the
-	// client authenticates, sends the device to an operator's network API only when the client
-	// enabled that method there. The principal has no key or token. An unknown client is NOT_FOUND.
-	GetClientAccess(ctx context.Context, in *GetClientAccessRequest, opts ...grpc.CallOption) (*GetClientAccessResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -139,20 +139,20 @@ func (c *accountsInternalServiceClient) AuthenticateClientSecret(ctx context.Con
 	return out, nil
 }
 
-func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
+func (c *accountsInternalServiceClient) GetClientPrincipal(ctx context.Context, in *GetClientPrincipalRequest, opts ...grpc.CallOption) (*GetClientPrincipalResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CheckWebOriginResponse)
-	err := c.cc.Invoke(ctx, AccountsInternalService_CheckWebOrigin_FullMethodName, in, out, cOpts...)
+	out := new(GetClientPrincipalResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_GetClientPrincipal_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *accountsInternalServiceClient) GetClientAccess(ctx context.Context, in *GetClientAccessRequest, opts ...grpc.CallOption) (*GetClientAccessResponse, error) {
+func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GetClientAccessResponse)
-	err := c.cc.Invoke(ctx, AccountsInternalService_GetClientAccess_FullMethodName, in, out, cOpts...)
+	out := new(CheckWebOriginResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_CheckWebOrigin_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,13 +203,13 @@ type AccountsInternalServiceServer interface {
 	// the client's principal, with no key: verification's CAMARA token endpoint authenticates
 	// clients with it. An unknown client and a wrong secret are the same UNAUTHENTICATED.
 	AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error)
+	// Reads a client's principal (status, features, operators; no key) by its id, for a caller
+	// that holds a grant of the client's made earlier and must apply the client's state of now:
+	// verification's CAMARA facade, at each API call with an access token. NOT_FOUND for an
+	// unknown client.
+	GetClientPrincipal(context.Context, *GetClientPrincipalRequest) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
-	// Tells what a client may use (its status, features, operators and their methods), with no
-	// credential: verification's CAMARA authorization endpoint, which the device opens before the
-	// client authenticates, sends the device to an operator's network API only when the client
-	// enabled that method there. The principal has no key or token. An unknown client is NOT_FOUND.
-	GetClientAccess(context.Context, *GetClientAccessRequest) (*GetClientAccessResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -245,11 +245,11 @@ func (UnimplementedAccountsInternalServiceServer) GetBalance(context.Context, *G
 func (UnimplementedAccountsInternalServiceServer) AuthenticateClientSecret(context.Context, *AuthenticateClientSecretRequest) (*AuthenticateClientSecretResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthenticateClientSecret not implemented")
 }
+func (UnimplementedAccountsInternalServiceServer) GetClientPrincipal(context.Context, *GetClientPrincipalRequest) (*GetClientPrincipalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetClientPrincipal not implemented")
+}
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
-}
-func (UnimplementedAccountsInternalServiceServer) GetClientAccess(context.Context, *GetClientAccessRequest) (*GetClientAccessResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method GetClientAccess not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[WatchPrincipalsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchPrincipals not implemented")
@@ -384,6 +384,24 @@ func _AccountsInternalService_AuthenticateClientSecret_Handler(srv interface{}, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_GetClientPrincipal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetClientPrincipalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).GetClientPrincipal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_GetClientPrincipal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).GetClientPrincipal(ctx, req.(*GetClientPrincipalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -398,24 +416,6 @@ func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx contex
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AccountsInternalServiceServer).CheckWebOrigin(ctx, req.(*CheckWebOriginRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _AccountsInternalService_GetClientAccess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetClientAccessRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(AccountsInternalServiceServer).GetClientAccess(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: AccountsInternalService_GetClientAccess_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(AccountsInternalServiceServer).GetClientAccess(ctx, req.(*GetClientAccessRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -463,12 +463,12 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AccountsInternalService_AuthenticateClientSecret_Handler,
 		},
 		{
-			MethodName: "CheckWebOrigin",
-			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
+			MethodName: "GetClientPrincipal",
+			Handler:    _AccountsInternalService_GetClientPrincipal_Handler,
 		},
 		{
-			MethodName: "GetClientAccess",
-			Handler:    _AccountsInternalService_GetClientAccess_Handler,
+			MethodName: "CheckWebOrigin",
+			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
