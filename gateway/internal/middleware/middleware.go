@@ -6,6 +6,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"path"
@@ -221,10 +222,17 @@ func Observe(log *zap.Logger, m *Metrics) func(http.Handler) http.Handler {
 func DrainBody(max int64, wait time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body == nil || r.Body == http.NoBody {
+				next.ServeHTTP(w, r)
+				return
+			}
 			// The body as the server gave it: inner handlers may replace r.Body (BodyLimit does).
-			body := r.Body
+			body := &eofReader{ReadCloser: r.Body}
+			r.Body = body
 			next.ServeHTTP(w, r)
-			if body == nil || body == http.NoBody {
+			if body.eof {
+				// Read to its end, as every answered request is: nothing to drain, and no flush,
+				// which would cost the answer its Content-Length (chunked instead) and a write.
 				return
 			}
 			rc := http.NewResponseController(w)
@@ -236,6 +244,20 @@ func DrainBody(max int64, wait time.Duration) func(http.Handler) http.Handler {
 			_, _ = io.CopyN(io.Discard, body, max)
 		})
 	}
+}
+
+// eofReader tells whether its reader was read to its end.
+type eofReader struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (r *eofReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		r.eof = true
+	}
+	return n, err
 }
 
 // BodyLimit reads request bodies up to limit bytes and answers 413 beyond it, before any

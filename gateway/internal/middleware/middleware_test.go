@@ -2,10 +2,12 @@ package middleware_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -153,5 +155,49 @@ func TestObserveBoundsMethods(t *testing.T) {
 		if method := e.ContextMap()["method"]; strings.HasPrefix(fmt.Sprint(method), "FOO") {
 			t.Fatalf("the access log names the method %v", method)
 		}
+	}
+}
+
+// TestDrainBody: an answer to a body read to its end keeps its Content-Length (no flush, no
+// chunks); an early answer to a body left unread reaches a client that writes its whole body
+// first, and the rest of that body is drained.
+func TestDrainBody(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		read       bool
+		body       int
+		wantLength bool // a Content-Length, not chunked
+	}{
+		{"read to its end", true, 100, true},
+		{"answered early, small body", false, 100, false},
+		{"answered early, large body", false, 1 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := middleware.DrainBody(4<<20, 2*time.Second)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.read {
+					_, _ = io.ReadAll(r.Body)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"ok":true}`))
+			}))
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			resp, err := http.Post(srv.URL, "application/json", strings.NewReader(strings.Repeat("x", tc.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, _ := io.ReadAll(resp.Body)
+			if string(got) != `{"ok":true}` {
+				t.Fatalf("answer %q", got)
+			}
+			chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+			if tc.wantLength && (chunked || resp.ContentLength != int64(len(got))) {
+				t.Errorf("Content-Length %d, transfer encoding %v: want the length, not chunks", resp.ContentLength, resp.TransferEncoding)
+			}
+			if !tc.wantLength && !chunked {
+				t.Errorf("transfer encoding %v: an early answer is flushed before the drain", resp.TransferEncoding)
+			}
+		})
 	}
 }
