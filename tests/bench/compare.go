@@ -14,6 +14,10 @@ type Config struct {
 	Warmup   time.Duration
 	Rounds   int
 	Timeout  time.Duration
+	// Profile, when set, starts with the measured part of each variant's first round, given
+	// the variant's name and the round's length, and the function it returns is called once
+	// that round ends (to wait for the profiles).
+	Profile func(ctx context.Context, variant string, d time.Duration) (wait func())
 }
 
 // Variant is one side of a comparison: a name and the request it repeats.
@@ -24,9 +28,6 @@ type Variant struct {
 	// given what has been measured so far of every variant (in Compare's order). It runs
 	// before the first call and before every warm-up, and its time is not measured.
 	Prepare func(ctx context.Context, span time.Duration, done []Measured) error
-	// Observe, when set, starts with the measured part of the first round, given its length,
-	// and the function it returns is called once that round ends (to wait for a profile).
-	Observe func(ctx context.Context, d time.Duration) (wait func())
 }
 
 func (v Variant) prepare(ctx context.Context, span time.Duration, done []Measured) error {
@@ -149,8 +150,8 @@ func Compare(ctx context.Context, cfg Config, progress io.Writer, variants ...Va
 				Load(ctx, cfg.Workers, cfg.Warmup, cfg.Timeout, v.Op)
 			}
 			wait := func() {}
-			if round == 1 && v.Observe != nil {
-				wait = v.Observe(ctx, cfg.Duration)
+			if round == 1 && cfg.Profile != nil {
+				wait = cfg.Profile(ctx, v.Name, cfg.Duration)
 			}
 			r := Load(ctx, cfg.Workers, cfg.Duration, cfg.Timeout, v.Op)
 			wait()

@@ -108,9 +108,9 @@ type Options struct {
 	SkipConnect  bool
 	ConnectRows  int    // rows of benchmark D's CSV
 	ConnectPprof string // where to write connect's CPU profile of the import ("": none)
-	// VerifyPprof is a folder for every process's CPU profile of the first "verify many" round
-	// ("": none).
-	VerifyPprof  string
+	// Pprof is a folder for every service's CPU profiles of the first round of each variant of
+	// A, B and C ("": none).
+	Pprof        string
 	SkipWebhooks bool
 	// WebhookEvents are benchmark E's pings, spread over WebhookEndpoints clients.
 	WebhookEvents, WebhookEndpoints int
@@ -140,7 +140,7 @@ func run() int {
 	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
 	flag.IntVar(&opts.ConnectRows, "connect-rows", 1_000_000, "rows of benchmark D's CSV (at most what fits in 50 MiB)")
 	flag.StringVar(&opts.ConnectPprof, "connect-pprof", "", fmt.Sprintf("write connect's CPU profile of the first %ds of the import to this file", pprofSeconds))
-	flag.StringVar(&opts.VerifyPprof, "verify-pprof", "", "write each service's CPU profile of the first measured round of \"C verify many\" into this folder")
+	flag.StringVar(&opts.Pprof, "pprof", "", "write each service's CPU profile of the first measured round of every A, B and C variant into this folder")
 	flag.BoolVar(&opts.SkipWebhooks, "skip-webhooks", false, "do not run benchmark E (webhook delivery)")
 	flag.IntVar(&opts.WebhookEvents, "webhook-events", 5000, "ping events of benchmark E")
 	flag.IntVar(&opts.WebhookEndpoints, "webhook-endpoints", 4, "clients of benchmark E, one endpoint each")
@@ -232,7 +232,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 	hopts := harness.Options{Env: suiteEnv, ProcessEnv: map[string][]string{}}
 	// Each process serves pprof on its own address when a profile is asked for.
 	debug := map[string]string{}
-	if (!opts.SkipConnect && opts.ConnectPprof != "") || (!opts.SkipVerify && opts.VerifyPprof != "") {
+	if (!opts.SkipConnect && opts.ConnectPprof != "") || opts.Pprof != "" {
 		for _, name := range profiled {
 			if debug[name], err = harness.FreeAddr(); err != nil {
 				return err
@@ -250,6 +250,9 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		hopts.ProcessEnv["verification"] = append(hopts.ProcessEnv["verification"], "MNV_OPERATORS_FILE="+camaraOp.Registry)
 	}
 	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
+	if opts.Pprof != "" {
+		cfg.Profile = profileAll(debug, opts.Pprof, progress)
+	}
 	s, err := harness.Start(ctx, hopts)
 	if err != nil {
 		return err
@@ -292,7 +295,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		fmt.Fprintln(progress, "== C: REST verify, sessions spread over many clients vs on one client")
 		vcfg := cfg
 		vcfg.Rounds = opts.VerifyRounds
-		ver, err := benchVerify(ctx, s, vcfg, debug, opts.VerifyPprof, progress)
+		ver, err := benchVerify(ctx, s, vcfg, progress)
 		if err != nil {
 			return fmt.Errorf("benchmark C: %w", err)
 		}

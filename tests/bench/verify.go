@@ -7,9 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -93,7 +90,7 @@ type verifyBench struct {
 // session opened before the round, with the sessions spread over many clients against all on
 // one client; then an open loop on the many-client pool at half of its peak, for the latency.
 // Afterwards every client must have been charged exactly once per VERIFIED answer.
-func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, debug map[string]string, pprofDir string, progress io.Writer) (VerifyReport, error) {
+func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, progress io.Writer) (VerifyReport, error) {
 	var rep VerifyReport
 	admin, err := dialAdmin(s)
 	if err != nil {
@@ -119,12 +116,8 @@ func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, debug map[st
 	many := &blobPool{name: "many", clients: clients[1:]}
 	one := &blobPool{name: "one", clients: clients[:1]} // not among the many
 
-	manyV := Variant{Name: fmt.Sprintf("C verify many (%d clients)", len(many.clients)), Op: b.verifyOp(many), Prepare: b.prepare(many, 0)}
-	if pprofDir != "" {
-		manyV.Observe = profileAll(debug, pprofDir, progress)
-	}
 	measured, err := Compare(ctx, cfg, progress,
-		manyV,
+		Variant{Name: fmt.Sprintf("C verify many (%d clients)", len(many.clients)), Op: b.verifyOp(many), Prepare: b.prepare(many, 0)},
 		Variant{Name: "C verify one (1 client)", Op: b.verifyOp(one), Prepare: b.prepare(one, 1)},
 	)
 	if err != nil {
@@ -369,31 +362,4 @@ func chargeCheck(ctx context.Context, cl accountsv1.AccountsInternalServiceClien
 	}
 	return Check{Name: name, Text: fmt.Sprintf("%d clients' charges differ from their VERIFIED answers, e.g. %s (%d charged in all for %d; %d verifies failed and may have committed)",
 		len(off), off[0], total, verified, failed)}, nil
-}
-
-// profiled are the processes whose CPU profiles -verify-pprof writes.
-var profiled = []string{"gateway", "accounts", "verification", "connect"}
-
-// profileAll is an Observe that writes a CPU profile of each process serving pprof at debug
-// (name → address) into dir, as name.pprof, over the observed round.
-func profileAll(debug map[string]string, dir string, progress io.Writer) func(ctx context.Context, d time.Duration) func() {
-	return func(ctx context.Context, d time.Duration) func() {
-		var wg sync.WaitGroup
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			fmt.Fprintf(progress, "  profiles: %v\n", err)
-			return wg.Wait
-		}
-		secs := max(1, int(d.Seconds()))
-		for _, name := range profiled {
-			path := filepath.Join(dir, name+".pprof")
-			wg.Go(func() {
-				if err := fetchProfile(ctx, debug[name], path, secs); err != nil {
-					fmt.Fprintf(progress, "  profile of %s: %v\n", name, err)
-					return
-				}
-				fmt.Fprintf(progress, "  %s's CPU profile: %s (go tool pprof -top %s)\n", name, path, path)
-			})
-		}
-		return wg.Wait
-	}
 }

@@ -42,3 +42,14 @@ func TestVerifyStandard(t *testing.T) {
 		})
 	}
 }
+
+func TestSlug(t *testing.T) {
+	for name, want := range map[string]string{
+		"C verify many (200 clients)": "c-verify-many-200-clients",
+		"A REST GET /v1/api/clients":  "a-rest-get-v1-api-clients",
+	} {
+		if got := slug(name); got != want {
+			t.Errorf("slug(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
