@@ -39,6 +39,8 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 	}
 	tr := open(client)
 	capture := "/v1/api/web/transactions/" + tr + "/capture"
+	// The page's read of the transaction (after an operator's authorization) is bound alike.
+	read := "/v1/api/web/transactions/" + tr
 	number := map[string]string{"X-Mnv-Sandbox-Msisdn": "+971501234567"}
 	with := func(extra map[string]string) map[string]string {
 		h := map[string]string{}
@@ -69,6 +71,10 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 		// An unknown id answers like a refused origin: a page learns nothing about which exist.
 		{"an unknown transaction", "POST", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000/capture", with(map[string]string{"Origin": shop})},
 		{"a malformed transaction id", "POST", "/v1/api/web/transactions/nope/capture", with(map[string]string{"Origin": shop})},
+		{"a read without Origin", "GET", read, nil},
+		{"a read from the attacker's page", "GET", read, map[string]string{"Origin": mallory}},
+		{"a read of an unknown transaction", "GET", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000", map[string]string{"Origin": shop}},
+		{"a read of another client's transaction", "GET", "/v1/api/web/transactions/" + open(attacker), map[string]string{"Origin": shop}},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +102,9 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("direct capture with origin %q: %v, want PermissionDenied", origin, err)
 		}
+		if _, err := ver.GetWebTransaction(ctx, &verificationv1.GetWebTransactionRequest{TransactionId: tr}); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("direct read with origin %q: %v, want PermissionDenied", origin, err)
+		}
 	}
 	if st := s.data(t, call{method: "GET", path: "/v1/api/opportunity/" + tr, headers: keyHeaders(client)})["status"]; st != "PENDING" {
 		t.Fatalf("after the refused captures the transaction is %v, want PENDING", st)
@@ -113,13 +122,22 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 	if got.status != http.StatusOK || got.headers.Get("Access-Control-Allow-Origin") != shop {
 		t.Fatalf("capture from the client's page: %d %v %s", got.status, got.headers, got.body)
 	}
-	var env struct {
+	type captured struct {
 		Data struct {
-			Status string `json:"status"`
+			Status                string `json:"status"`
+			EncryptedMobileNumber string `json:"encryptedMobileNumber"`
 		} `json:"data"`
 	}
+	var env captured
 	if err := json.Unmarshal(got.body, &env); err != nil || env.Data.Status != "CAPTURED" {
 		t.Fatalf("capture: %s", got.body)
+	}
+	// The client's page reads it back as the capture answered it.
+	back := s.do(t, call{method: "GET", path: read, headers: map[string]string{"Origin": shop}})
+	var readBack captured
+	if err := json.Unmarshal(back.body, &readBack); err != nil || back.status != http.StatusOK || back.headers.Get("Access-Control-Allow-Origin") != shop ||
+		readBack.Data != env.Data {
+		t.Fatalf("read from the client's page: %d %v %s", back.status, back.headers, back.body)
 	}
 	// Already captured: still readable by the client's page (409), still refused to others.
 	again := s.do(t, call{method: "POST", path: capture, headers: with(map[string]string{"Origin": shop})})

@@ -2,12 +2,20 @@
 // (VERIFY or STUCK_PLUS), a page on one of the client's web origins has the visitor's browser
 // capture it through the operator's network, and the backend reads what the capture gave: a
 // sealed blob for Verify (package sessions) or a kept stuck-plus number (package stuckplus).
+//
+// A VERIFY capture through an operator's network API (NETWORK_API) takes one step more: the
+// capture answers the operator's authorization URL, the page's browser follows it over mobile
+// data, the operator sends it back to mnv's callback (CompleteAuthorization), which completes
+// the flow and sends the browser back to the page, which reads what the capture gave
+// (ReadTransaction).
 package browser
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +33,7 @@ import (
 // session or keeps its STUCK_PLUS number through it, in the capture's transaction.
 type Store interface {
 	sessions.Store
+	sessions.AuthStore
 	stuckplus.KeepStore
 	InsertTransaction(ctx context.Context, t domain.Transaction) (domain.Transaction, error)
 	GetTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error)
@@ -33,6 +42,9 @@ type Store interface {
 	// LockTransaction reads a transaction by its id alone and holds it until the transaction
 	// ends.
 	LockTransaction(ctx context.Context, id string) (domain.Transaction, error)
+	// LockSessionTransaction reads the transaction of a client's session and holds it until
+	// the transaction ends (fault.ErrNotFound: none).
+	LockSessionTransaction(ctx context.Context, clientID, sessionID string) (domain.Transaction, error)
 	CompleteCapture(ctx context.Context, t domain.Transaction) error
 }
 
@@ -100,8 +112,11 @@ func (s *Service) GetTransaction(ctx context.Context, clientID, id string) (doma
 	return s.withExpiry(t), nil
 }
 
+// withExpiry is t as it reads now: a flow still waiting for its capture, or for the operator's
+// authorization of it, is EXPIRED past its TTL.
 func (s *Service) withExpiry(t domain.Transaction) domain.Transaction {
-	if t.Status == domain.TransactionPending && !s.now().Before(t.ExpiresAt) {
+	waiting := t.Status == domain.TransactionPending || t.Status == domain.AuthorizationPending
+	if waiting && !s.now().Before(t.ExpiresAt) {
 		t.Status = domain.TransactionExpired
 	}
 	return t
@@ -114,7 +129,7 @@ func (s *Service) OriginAllowed(ctx context.Context, transactionID, origin strin
 	if _, err := uuid.Parse(transactionID); err != nil {
 		return false, nil
 	}
-	err := s.checkOrigin(ctx, transactionID, origin)
+	_, err := s.checkOrigin(ctx, transactionID, origin)
 	switch {
 	case err == nil:
 		return true, nil
@@ -124,24 +139,60 @@ func (s *Service) OriginAllowed(ctx context.Context, transactionID, origin strin
 	return false, err
 }
 
-// checkOrigin returns nil when origin may capture the transaction, fault.ErrNotFound for an
-// unknown transaction and domain.ErrOriginNotAllowed for any other origin (none included).
-func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string) error {
+// checkOrigin returns the transaction's client when origin may capture the transaction,
+// fault.ErrNotFound for an unknown transaction and domain.ErrOriginNotAllowed for any other
+// origin (none included).
+func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string) (string, error) {
 	clientID, err := s.st.TransactionClient(ctx, transactionID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if origin == "" {
-		return domain.ErrOriginNotAllowed
+		return "", domain.ErrOriginNotAllowed
 	}
 	ok, err := s.origins.AllowsWebOrigin(ctx, clientID, origin)
 	if err != nil {
-		return fmt.Errorf("%w: %w", fault.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: %w", fault.ErrUnavailable, err)
 	}
 	if !ok {
-		return domain.ErrOriginNotAllowed
+		return "", domain.ErrOriginNotAllowed
 	}
-	return nil
+	return clientID, nil
+}
+
+// CaptureRequest is what a page asks of a capture besides its transaction.
+type CaptureRequest struct {
+	// OperatorID names the operator; nil: the one whose ranges the browser's address is in.
+	OperatorID *string
+	// ReturnURL is the page the browser comes back to after an authorization at the operator
+	// (NETWORK_API); it must be on the page's own origin. nil: that origin's root.
+	ReturnURL *string
+}
+
+// maxReturnURL bounds a return URL (transactions.return_url's check).
+const maxReturnURL = 4096
+
+// returnURL is where the browser of a capture from origin (an allowed one) comes back to: the
+// page's return URL, without its fragment, or the origin's root. Only a URL of that origin is
+// taken, so the callback can never send a browser anywhere the client did not allow.
+func returnURL(origin string, given *string) (string, error) {
+	if given == nil {
+		return origin + "/", nil
+	}
+	u, err := url.Parse(*given)
+	if err != nil || len(*given) > maxReturnURL || u.User != nil || u.Opaque != "" ||
+		(u.Scheme != "https" && u.Scheme != "http") || !strings.EqualFold(u.Scheme+"://"+u.Host, origin) {
+		return "", fault.Invalid("returnUrl", "must be a URL of the calling page's own origin, at most %d characters", maxReturnURL)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String(), nil
+}
+
+// Capture is what a capture gave: the transaction and, for a VERIFY capture waiting for the
+// operator's authorization (AUTHORIZATION_PENDING), the URL the browser follows.
+type Capture struct {
+	domain.Transaction
+	AuthorizationURL string
 }
 
 // CaptureTransaction captures a browser flow, identified by its id, from a page on one of its
@@ -152,40 +203,55 @@ func (s *Service) checkOrigin(ctx context.Context, transactionID, origin string)
 // binds an OAuth authorization to the client: a page elsewhere that obtained a transaction id
 // (an attacker's, started for a number she does not own) cannot have a victim's browser capture
 // it, because the victim's browser tells us the page's origin and the page cannot forge it.
-func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, n network.Request) (domain.Transaction, error) {
+//
+// A VERIFY capture whose operator identifies the line through its network API is captured
+// once too: it waits (AUTHORIZATION_PENDING) for the operator to send the browser to mnv's
+// callback, with the URL of that authorization, and the page's return URL kept for the way
+// back.
+func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, r CaptureRequest, n network.Request) (Capture, error) {
 	if _, err := uuid.Parse(transactionID); err != nil {
-		return domain.Transaction{}, fault.ErrNotFound
+		return Capture{}, fault.ErrNotFound
 	}
 	// Checked before the transaction row is locked: a transaction's client never changes, and
 	// the row lock should not wait on a call to accounts.
-	if err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
-		return domain.Transaction{}, err
+	if _, err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
+		return Capture{}, err
 	}
-	var out domain.Transaction
-	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+	back, err := returnURL(n.Origin, r.ReturnURL)
+	if err != nil {
+		return Capture{}, err
+	}
+	var out Capture
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		t, err := st.LockTransaction(ctx, transactionID)
 		if err != nil {
 			return err
 		}
 		if t = s.withExpiry(t); t.Status == domain.TransactionExpired {
-			out = t
+			out.Transaction = t
 			return nil
 		}
 		if t.Status != domain.TransactionPending {
 			return domain.ErrAlreadyUsed
 		}
-		id, err := s.net.Identify(nil, operators.Client{Features: t.Features, Operators: t.Operators}, n)
+		client := operators.Client{Features: t.Features, Operators: t.Operators}
+		id, err := s.net.Identify(r.OperatorID, client, n)
 		if err != nil {
 			return err
 		}
 		t.Status, t.OperatorID = id.Status(), id.OperatorID()
 		switch t.ServiceCode {
 		case domain.ServiceVerify:
-			c, err := s.sessions.OpenWeb(ctx, st, t.ClientID, id)
+			c, err := s.sessions.OpenWeb(ctx, st, t.ClientID, client, id)
 			if err != nil {
 				return err
 			}
-			t.SessionID, t.Blob = &c.SessionID, &c.Blob
+			t.SessionID = &c.SessionID
+			if c.AuthorizationURL != "" {
+				t.Status, t.ReturnURL, out.AuthorizationURL = domain.AuthorizationPending, &back, c.AuthorizationURL
+			} else {
+				t.Blob = &c.Blob
+			}
 		case domain.ServiceStuckPlus:
 			if id.Number.E164 != "" {
 				spID, err := s.stuckPlus.Keep(ctx, st, t, id.Operator.ID, id.Number)
@@ -198,11 +264,109 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 		if err := st.CompleteCapture(ctx, t); err != nil {
 			return err
 		}
-		out = t
+		out.Transaction = t
 		return nil
 	})
 	if err != nil && !errors.Is(err, fault.ErrNotFound) && !errors.Is(err, domain.ErrAlreadyUsed) {
-		return domain.Transaction{}, fmt.Errorf("capture: %w", err)
+		return Capture{}, fmt.Errorf("capture: %w", err)
 	}
 	return out, err
+}
+
+// ReadTransaction reads a browser flow by its id, from a page on one of its client's allowed
+// origins, as the capture answered it: the page that sent its browser to the operator reads
+// this way, once back, what the capture gave. Another origin (none included) is refused, and
+// an unknown id is not found.
+func (s *Service) ReadTransaction(ctx context.Context, transactionID, origin string) (domain.Transaction, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return domain.Transaction{}, fault.ErrNotFound
+	}
+	clientID, err := s.checkOrigin(ctx, transactionID, origin)
+	if err != nil {
+		return domain.Transaction{}, err
+	}
+	return s.GetTransaction(ctx, clientID, transactionID)
+}
+
+// Completion is what the operator's redirect of a NETWORK_API authorization completed: an SDK
+// session, or a browser flow.
+type Completion struct {
+	// Capture is the SDK session, sealed; zero for a browser flow.
+	Capture sessions.Capture
+	// Transaction is the browser flow; nil for an SDK session.
+	Transaction *domain.Transaction
+	// Redirect is, for a browser flow, where its browser goes next: the page's return URL,
+	// whose fragment names the flow and its status (mnv_transaction, mnv_status) or the error
+	// that stopped it (mnv_error).
+	Redirect string
+}
+
+// CompleteAuthorization finishes the NETWORK_API authorization an operator sent a device back
+// to mnv's callback with (package sessions claims its state, once, and exchanges the code). An
+// SDK session completes as package sessions completes it. A browser flow's session completes
+// with its transaction, in one database transaction, and the browser goes back to the page
+// that captured it. When the operator's token endpoint did not answer, the flow is as it was
+// before its capture (PENDING), so that its page can capture it again, and the page learns
+// why; when the flow expired meanwhile, it stays so.
+//
+// The state is the only credential: only the browser the capture answered (on the client's
+// allowed origin) had it, through the authorization URL; a wrong or spent state claims
+// nothing and spends nothing.
+func (s *Service) CompleteAuthorization(ctx context.Context, a sessions.Authorization) (Completion, error) {
+	claim, err := s.sessions.ClaimAuthorization(ctx, a)
+	unavailable := errors.Is(err, fault.ErrUnavailable)
+	if claim.Session.Source != sessions.SourceWeb || err != nil && !unavailable {
+		if err != nil {
+			return Completion{}, err
+		}
+		c, err := s.sessions.FinishAuthorization(ctx, s.st, claim)
+		return Completion{Capture: c}, err
+	}
+	var out Completion
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		t, err := st.LockSessionTransaction(ctx, claim.Session.ClientID, claim.Session.ID)
+		if err != nil {
+			return fmt.Errorf("the transaction of session %s: %w", claim.Session.ID, err)
+		}
+		if t.Status != domain.AuthorizationPending {
+			return domain.ErrAlreadyUsed
+		}
+		page, fragment := deref(t.ReturnURL), url.Values{"mnv_transaction": {t.ID}}
+		switch {
+		case s.withExpiry(t).Status == domain.TransactionExpired:
+			t.Status = domain.TransactionExpired
+			fragment.Set("mnv_status", t.Status)
+		case unavailable:
+			t.Status, t.OperatorID, t.SessionID, t.ReturnURL = domain.TransactionPending, nil, nil, nil
+			if err := st.CompleteCapture(ctx, t); err != nil {
+				return err
+			}
+			fragment.Set("mnv_error", string(fault.Unavailable))
+		default:
+			c, err := s.sessions.FinishAuthorization(ctx, st, claim)
+			if err != nil {
+				return err
+			}
+			t.Status, t.Blob = c.Status, &c.Blob
+			if err := st.CompleteCapture(ctx, t); err != nil {
+				return err
+			}
+			fragment.Set("mnv_status", t.Status)
+		}
+		// A fragment stays in the browser: neither the client's server nor a Referer sees the
+		// transaction id. The browser SDK reads it on the page.
+		out.Transaction, out.Redirect = &t, page+"#"+fragment.Encode()
+		return nil
+	})
+	if err != nil {
+		return Completion{}, fmt.Errorf("complete the authorization of a browser flow: %w", err)
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -156,22 +156,26 @@ type VerifiedNumber struct {
 
 // Transaction is a browser flow (the REST routes' "opportunity").
 type Transaction struct {
-	ID                 string
-	ClientID           string
-	ServiceCode        string
-	MetadataID         string
-	Features           []string           // the client's, when the flow started
-	Operators          identity.Operators // the client's, when the flow started
-	Status             string             // PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived)
+	ID          string
+	ClientID    string
+	ServiceCode string
+	MetadataID  string
+	Features    []string           // the client's, when the flow started
+	Operators   identity.Operators // the client's, when the flow started
+	// PENDING, AUTHORIZATION_PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived).
+	Status             string
 	OperatorID         *string
 	SessionID          *string
 	Blob               *string
 	StuckPlusSessionID *string
-	CreatedAt          time.Time
-	ExpiresAt          time.Time
+	// ReturnURL is the page the browser goes back to after a NETWORK_API authorization.
+	ReturnURL *string
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
-// Transaction statuses beyond the capture statuses.
+// Transaction statuses beyond the capture statuses (a VERIFY capture through the operator's
+// network API waits, like its session, in AuthorizationPending).
 const (
 	TransactionPending = "PENDING"
 	TransactionExpired = "EXPIRED"

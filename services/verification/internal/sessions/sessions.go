@@ -24,6 +24,9 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
 
+// SourceWeb is the source of a browser flow's session.
+const SourceWeb = "WEB"
+
 // Store is what sessions need of the service's storage.
 type Store interface {
 	InsertSession(ctx context.Context, s domain.Session) error
@@ -121,7 +124,7 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n
 	sess := s.session(p.ClientID, "SDK", id)
 	sess.Platform, sess.DeviceID, sess.AppVersion = &r.Platform, r.DeviceID, r.AppVersion
 	if s.networkAPI(id, client) {
-		return s.authorize(ctx, sess)
+		return s.authorize(ctx, s.st, sess)
 	}
 	return s.open(ctx, s.st, sess, id.Number.E164)
 }
@@ -134,10 +137,10 @@ func (s *Service) networkAPI(id network.Identity, c operators.Client) bool {
 		id.Operator.Allows(c, operators.MethodNetworkAPI) && s.camara.Has(id.Operator.ID)
 }
 
-// authorize opens a NETWORK_API session waiting for the operator's authorization: a state (kept
-// as its hash) and a PKCE verifier (kept sealed to the row) bound to it, and the authorization
-// URL the device follows.
-func (s *Service) authorize(ctx context.Context, sess domain.Session) (Capture, error) {
+// authorize opens a NETWORK_API session waiting for the operator's authorization, through st:
+// a state (kept as its hash) and a PKCE verifier (kept sealed to the row) bound to it, and the
+// authorization URL the device follows.
+func (s *Service) authorize(ctx context.Context, st Store, sess domain.Session) (Capture, error) {
 	a, err := s.camara.Authorize(ctx, *sess.OperatorID)
 	if err != nil {
 		s.log.Warn("operator network API unreachable", zap.String("operator", *sess.OperatorID), zap.Error(err), logging.Request(ctx))
@@ -146,7 +149,7 @@ func (s *Service) authorize(ctx context.Context, sess domain.Session) (Capture, 
 	sess.Method, sess.Status = string(operators.MethodNetworkAPI), domain.AuthorizationPending
 	sess.StateHash = camara.StateHash(a.State)
 	sess.OAuthSealed = s.sealer.SealSecret(seal.SecretPKCEVerifier, sess.ID, []byte(a.Verifier))
-	if err := s.st.InsertSession(ctx, sess); err != nil {
+	if err := st.InsertSession(ctx, sess); err != nil {
 		return Capture{}, err
 	}
 	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, ExpiresAt: sess.ExpiresAt, AuthorizationURL: a.URL}, nil
@@ -161,66 +164,94 @@ type Authorization struct {
 	State, Code, Error string
 }
 
-// CompleteAuthorization finishes a NETWORK_API session with what the operator sent the device
-// back with: it claims the session by its state (once, before it expires), exchanges the code
-// with the PKCE verifier and mnv's client authentication, keeps the access token sealed with the
-// session, and answers the sealed blob, as an SDK session does. An operator that answered with
-// an error (login_required: the device was not on its mobile network) or refused the code gives
-// a session with NO_NETWORK_IDENTITY, verified as UNDETERMINED; an operator that does not answer
-// the exchange is 503, and the session's state is spent (the app starts a new session).
-func (s *Service) CompleteAuthorization(ctx context.Context, a Authorization) (Capture, error) {
+// Claim is a NETWORK_API session claimed by the state of the operator's redirect, with what
+// the operator's answer gives it; FinishAuthorization records it.
+type Claim struct {
+	Session domain.Session
+	// status is CAPTURED with the sealed access token (and its expiry, when the operator gave
+	// one), or NO_NETWORK_IDENTITY without.
+	status  string
+	token   []byte
+	expires *time.Time
+}
+
+// A NETWORK_API session is finished with what the operator sent the device back with in two
+// steps: ClaimAuthorization (the state, the code exchange: calls to the operator) then
+// FinishAuthorization (the record), so that a browser flow records its session and its
+// transaction in one database transaction that waits on no operator (browser.Service's
+// CompleteAuthorization, which finishes an SDK session's too).
+
+// ClaimAuthorization takes the NETWORK_API session of a's state (once, before it expires) and
+// exchanges the code with the PKCE verifier and mnv's client authentication. An operator that
+// answered with an error (login_required: the device was not on its mobile network) or refused
+// the code gives a claim without identity (NO_NETWORK_IDENTITY, verified as UNDETERMINED). An
+// operator that does not answer the exchange is an error wrapping fault.ErrUnavailable, with
+// the claim's Session set: the state is spent (a new capture starts over), and a browser flow
+// must still learn which session it was.
+func (s *Service) ClaimAuthorization(ctx context.Context, a Authorization) (Claim, error) {
 	if s.camara == nil || a.State == "" || len(a.State) > 512 {
-		return Capture{}, errBadState
+		return Claim{}, errBadState
 	}
 	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State))
 	if errors.Is(err, fault.ErrNotFound) {
-		return Capture{}, errBadState
+		return Claim{}, errBadState
 	}
 	if err != nil {
-		return Capture{}, err
+		return Claim{}, err
 	}
+	c := Claim{Session: sess, status: domain.NoNetworkIdentity}
 	opID := *sess.OperatorID
-	status, token, expires := domain.NoNetworkIdentity, []byte(nil), (*time.Time)(nil)
-	switch {
-	case a.Error != "" || a.Code == "":
+	if a.Error != "" || a.Code == "" {
 		s.log.Info("operator refused the authorization", zap.String("operator", opID), zap.String("error", a.Error), logging.Request(ctx))
+		return c, nil
+	}
+	verifier, err := s.sealer.OpenSecret(seal.SecretPKCEVerifier, sess.ID, sess.OAuthSealed)
+	if err != nil {
+		return c, fmt.Errorf("open the PKCE verifier: %w", err)
+	}
+	t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
+	switch {
+	case errors.Is(err, camara.ErrUnavailable):
+		s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
+		return c, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
+	case err != nil:
+		s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
 	default:
-		verifier, err := s.sealer.OpenSecret(seal.SecretPKCEVerifier, sess.ID, sess.OAuthSealed)
-		if err != nil {
-			return Capture{}, fmt.Errorf("open the PKCE verifier: %w", err)
-		}
-		t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
-		switch {
-		case errors.Is(err, camara.ErrUnavailable):
-			s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
-			return Capture{}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
-		case err != nil:
-			s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
-		default:
-			status = domain.Captured
-			token = s.sealer.SealSecret(seal.SecretAccessToken, sess.ID, []byte(t.AccessToken))
-			if !t.Expiry.IsZero() {
-				expires = &t.Expiry
-			}
+		c.status = domain.Captured
+		c.token = s.sealer.SealSecret(seal.SecretAccessToken, sess.ID, []byte(t.AccessToken))
+		if !t.Expiry.IsZero() {
+			c.expires = &t.Expiry
 		}
 	}
-	if err := s.auth.CompleteAuthorization(ctx, sess.ID, status, token, expires); err != nil {
+	return c, nil
+}
+
+// FinishAuthorization records a claim through st (the service's store, or a browser flow's
+// transaction) and answers its session sealed, the blob an SDK session's device gets.
+func (s *Service) FinishAuthorization(ctx context.Context, st AuthStore, c Claim) (Capture, error) {
+	sess := c.Session
+	if err := st.CompleteAuthorization(ctx, sess.ID, c.status, c.token, c.expires); err != nil {
 		return Capture{}, err
 	}
-	sess.Status = status
 	blob, err := s.sealer.Seal(seal.Claims{
-		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: opID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: *sess.OperatorID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
 	})
 	if err != nil {
 		return Capture{}, fmt.Errorf("seal session: %w", err)
 	}
-	return Capture{SessionID: sess.ID, Status: status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+	return Capture{SessionID: sess.ID, Status: c.status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }
 
 // OpenWeb opens the session of a browser flow's VERIFY capture through st (the capture's
-// transaction), for the client of the flow.
-func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, id network.Identity) (Capture, error) {
-	return s.open(ctx, st, s.session(clientID, "WEB", id), id.Number.E164)
+// transaction), for the client of the flow, which may use what c may: sealed at once, or, when
+// the operator's network API identifies the line, waiting for its authorization (the Capture's
+// AuthorizationURL, where the browser goes).
+func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, c operators.Client, id network.Identity) (Capture, error) {
+	sess := s.session(clientID, SourceWeb, id)
+	if s.networkAPI(id, c) {
+		return s.authorize(ctx, st, sess)
+	}
+	return s.open(ctx, st, sess, id.Number.E164)
 }
 
 // OpenCAMARA opens the session of a CAMARA authorization for clientID: the line as the

@@ -28,6 +28,7 @@ const (
 	VerificationService_CreateTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/CreateTransaction"
 	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
+	VerificationService_GetWebTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/GetWebTransaction"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -52,10 +53,12 @@ type VerificationServiceClient interface {
 	ListOperators(ctx context.Context, in *ListOperatorsRequest, opts ...grpc.CallOption) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(ctx context.Context, in *CreateSdkSessionRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
-	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
-	// back here (the redirect URI of the authorization URL the session answered) with the code
-	// and the state, or an error. No client credential: the state binds the call to its session,
-	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	// Completes the NETWORK_API authorization of an SDK session or a browser capture: the
+	// operator sends the device back here (the redirect URI of the authorization URL the session
+	// or the capture answered) with the code and the state, or an error. No client credential:
+	// the state binds the call to its session, once, until the session expires. A browser
+	// capture's answer names the page the browser goes back to (redirect_url), and the HTTP
+	// answer is 303 to it. Only the gateway calls it, with its internal credential.
 	CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
@@ -67,8 +70,17 @@ type VerificationServiceClient interface {
 	// Resolves a browser flow.
 	GetTransaction(ctx context.Context, in *GetTransactionRequest, opts ...grpc.CallOption) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
-	// page's origin is one the transaction's client allowed.
+	// page's origin is one the transaction's client allowed. Through an operator's network API
+	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
+	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
+	// callback (GET /v1/api/sdk/session/callback), which completes the transaction and sends the
+	// browser back to the page (returnUrl), where the page reads the transaction
+	// (GET /v1/api/web/transactions/{transactionId}).
 	CaptureTransaction(ctx context.Context, in *CaptureTransactionRequest, opts ...grpc.CallOption) (*CaptureTransactionResponse, error)
+	// The browser's read of a transaction, as the capture answered it: how the page that sent the
+	// browser to the operator learns, once back, what the capture gave. Bound to the
+	// transaction's client's web origins like the capture.
+	GetWebTransaction(ctx context.Context, in *GetWebTransactionRequest, opts ...grpc.CallOption) (*GetWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -177,6 +189,16 @@ func (c *verificationServiceClient) CaptureTransaction(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *verificationServiceClient) GetWebTransaction(ctx context.Context, in *GetWebTransactionRequest, opts ...grpc.CallOption) (*GetWebTransactionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWebTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWebTransaction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -235,10 +257,12 @@ type VerificationServiceServer interface {
 	ListOperators(context.Context, *ListOperatorsRequest) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error)
-	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
-	// back here (the redirect URI of the authorization URL the session answered) with the code
-	// and the state, or an error. No client credential: the state binds the call to its session,
-	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	// Completes the NETWORK_API authorization of an SDK session or a browser capture: the
+	// operator sends the device back here (the redirect URI of the authorization URL the session
+	// or the capture answered) with the code and the state, or an error. No client credential:
+	// the state binds the call to its session, once, until the session expires. A browser
+	// capture's answer names the page the browser goes back to (redirect_url), and the HTTP
+	// answer is 303 to it. Only the gateway calls it, with its internal credential.
 	CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
@@ -250,8 +274,17 @@ type VerificationServiceServer interface {
 	// Resolves a browser flow.
 	GetTransaction(context.Context, *GetTransactionRequest) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
-	// page's origin is one the transaction's client allowed.
+	// page's origin is one the transaction's client allowed. Through an operator's network API
+	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
+	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
+	// callback (GET /v1/api/sdk/session/callback), which completes the transaction and sends the
+	// browser back to the page (returnUrl), where the page reads the transaction
+	// (GET /v1/api/web/transactions/{transactionId}).
 	CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error)
+	// The browser's read of a transaction, as the capture answered it: how the page that sent the
+	// browser to the operator learns, once back, what the capture gave. Bound to the
+	// transaction's client's web origins like the capture.
+	GetWebTransaction(context.Context, *GetWebTransactionRequest) (*GetWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -296,6 +329,9 @@ func (UnimplementedVerificationServiceServer) GetTransaction(context.Context, *G
 }
 func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CaptureTransaction not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWebTransaction(context.Context, *GetWebTransactionRequest) (*GetWebTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWebTransaction not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -492,6 +528,24 @@ func _VerificationService_CaptureTransaction_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_GetWebTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWebTransactionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWebTransaction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWebTransaction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWebTransaction(ctx, req.(*GetWebTransactionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -606,6 +660,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CaptureTransaction",
 			Handler:    _VerificationService_CaptureTransaction_Handler,
+		},
+		{
+			MethodName: "GetWebTransaction",
+			Handler:    _VerificationService_GetWebTransaction_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",

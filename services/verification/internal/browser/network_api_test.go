@@ -1,0 +1,411 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/mnvhq/mnv/services/platform/camarafake"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/internal/sessions"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
+	"github.com/mnvhq/mnv/services/verification/migrations"
+)
+
+// callbackURL is mnv's redirect URI at the operator, as the device follows it.
+const callbackURL = "https://mnv.example/v1/api/sdk/session/callback"
+
+// Two web sites: the flow's client's, and another client's.
+const (
+	shopOrigin  = "https://shop.example"
+	otherOrigin = "https://other.example"
+)
+
+// netEnv is the browser flow against a real database and a fake CAMARA operator (an outside
+// system), gamma, which identifies the line through its network API only.
+type netEnv struct {
+	svc      *Service
+	st       *store.Store
+	sealer   *seal.Sealer
+	operator *camarafake.Fake
+	// tokenDown makes the operator's token endpoint answer 503.
+	tokenDown atomic.Bool
+	now       time.Time
+	client    identity.Principal // shop.example's
+	other     identity.Principal // other.example's
+}
+
+func newNetEnv(t *testing.T) *netEnv {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
+		t.Fatal(err)
+	}
+	queue, err := jobs.New(pool, jobs.Options{Schema: "verification"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &netEnv{st: store.New(pool), now: time.Now()}
+
+	// The operator, behind a switch that can take its token endpoint down.
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" && e.tokenDown.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	const secret = "operator-secret-of-mnv"
+	e.operator = camarafake.New(srv.URL, camarafake.Options{Clients: []camarafake.Client{{ID: "mnv", Secret: secret, RedirectURIs: []string{callbackURL}}}})
+	handler = e.operator.Handler()
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	registry := filepath.Join(dir, "operators.yaml")
+	if err := os.WriteFile(registry, []byte(fmt.Sprintf(`operators:
+  - id: alpha
+    name: Alpha
+    country: AE
+    methods: [HEADER_ENRICHMENT]
+    headerEnrichment:
+      trustedRanges: ["10.0.0.0/8"]
+      numberHeader: X-Alpha-Msisdn
+  - id: gamma
+    name: Gamma
+    country: AE
+    methods: [NETWORK_API]
+    camara: {discoveryUrl: %q, apiRoot: %q, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
+`, e.operator.DiscoveryURL(), e.operator.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := operators.Load(registry, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := camara.NewClients(ops.List(), callbackURL, &http.Client{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	grants := identity.Operators{Grants: []identity.OperatorGrant{
+		{Operator: "alpha", Methods: []string{"HEADER_ENRICHMENT"}}, {Operator: "gamma", Methods: []string{"NETWORK_API"}},
+	}}
+	features := []string{domain.FeatureVerify, domain.FeatureStuckPlus}
+	e.client = identity.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
+	e.other = identity.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
+
+	keys, log := verificationtest.NewKeys(t), zaptest.NewLogger(t)
+	e.sealer = keys.Sealer
+	net := network.NewIdentifier(ops, log)
+	sess := sessions.New(e.st, net, keys.Sealer, 5*time.Minute).WithNetworkAPI(e.st, clients, log)
+	stores := pg.NewStores(pool, func(db pg.DB) Store { return store.New(db).WithJobs(queue) })
+	e.svc = New(stores.Pool(), stores, net, sess, stuckplus.New(nil, nil, keys.Vault, nil, false),
+		origins{e.client.ClientID: {shopOrigin}, e.other.ClientID: {otherOrigin}}, 10*time.Minute)
+	e.svc.now = func() time.Time { return e.now }
+	return e
+}
+
+// page is a page of origin, in a browser on no operator's header-enrichment network.
+func page(origin string) network.Request {
+	return network.Request{Addr: netip.MustParseAddr("203.0.113.7"), Origin: origin, Headers: map[string]string{}}
+}
+
+func gamma() *string { s := "gamma"; return &s }
+
+// open starts a flow of p's and captures it through gamma from p's page, returning the flow
+// and the authorization URL.
+func (e *netEnv) open(t *testing.T, p identity.Principal, origin, code string) (string, Capture) {
+	t.Helper()
+	ctx := context.Background()
+	tr, err := e.svc.CreateTransaction(ctx, p, code, "order-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := origin + "/checkout?step=2#top"
+	c, err := e.svc.CaptureTransaction(ctx, tr.ID, CaptureRequest{OperatorID: gamma(), ReturnURL: &back}, page(origin))
+	if err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	return tr.ID, c
+}
+
+// follow is the device on line msisdn ("" off the mobile network) following the authorization
+// URL: it returns what the operator sent it back to mnv's callback with.
+func (e *netEnv) follow(t *testing.T, authorizationURL, msisdn string) sessions.Authorization {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, authorizationURL, nil)
+	if msisdn != "" {
+		req.Header.Set(camarafake.DefaultMSISDNHeader, msisdn)
+	}
+	device := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := device.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc.String(), callbackURL+"?") {
+		t.Fatalf("the operator answered %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	q := loc.Query()
+	return sessions.Authorization{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")}
+}
+
+// TestNetworkAPICapture: a VERIFY capture through an operator's network API waits for the
+// operator's authorization, which the browser follows; the callback completes the flow once,
+// for the state that the capture answered only, and sends the browser back to its page.
+func TestNetworkAPICapture(t *testing.T) {
+	ctx := context.Background()
+	const line = "+971501234567"
+
+	t.Run("captured: the callback completes the flow and sends the browser back", func(t *testing.T) {
+		e := newNetEnv(t)
+		id, c := e.open(t, e.client, shopOrigin, "VERIFY")
+		u, err := url.Parse(c.AuthorizationURL)
+		if err != nil || !strings.HasPrefix(c.AuthorizationURL, e.operator.URL+"/authorize?") {
+			t.Fatalf("authorization URL %q", c.AuthorizationURL)
+		}
+		if q := u.Query(); q.Get("prompt") != "none" || q.Get("code_challenge_method") != "S256" || q.Get("state") == "" ||
+			q.Get("redirect_uri") != callbackURL || q.Get("client_id") != "mnv" {
+			t.Errorf("authorization URL %q", c.AuthorizationURL)
+		}
+		if c.Status != domain.AuthorizationPending || c.Blob != nil || deref(c.OperatorID) != "gamma" {
+			t.Errorf("capture answered %+v, want AUTHORIZATION_PENDING through gamma, no blob", c.Transaction)
+		}
+		// The capture is spent: a second one is refused, and nothing else is opened.
+		if _, err := e.svc.CaptureTransaction(ctx, id, CaptureRequest{OperatorID: gamma()}, page(shopOrigin)); !errors.Is(err, domain.ErrAlreadyUsed) {
+			t.Errorf("second capture: %v, want ALREADY_USED", err)
+		}
+		if got, err := e.svc.ReadTransaction(ctx, id, shopOrigin); err != nil || got.Status != domain.AuthorizationPending || got.Blob != nil {
+			t.Errorf("the page reads %+v (%v), want AUTHORIZATION_PENDING", got, err)
+		}
+
+		a := e.follow(t, c.AuthorizationURL, line)
+		done, err := e.svc.CompleteAuthorization(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := shopOrigin + "/checkout?step=2#mnv_status=CAPTURED&mnv_transaction=" + id; done.Redirect != want {
+			t.Errorf("redirect %q, want %q", done.Redirect, want)
+		}
+		if done.Capture.Blob != "" || done.Transaction == nil {
+			t.Errorf("completion %+v: the blob is the transaction's only", done)
+		}
+		got, err := e.svc.ReadTransaction(ctx, id, shopOrigin)
+		if err != nil || got.Status != domain.Captured || got.Blob == nil || *got.SessionID != *c.SessionID {
+			t.Fatalf("the page reads %+v (%v), want CAPTURED with its blob", got, err)
+		}
+		claims, err := e.sealer.Open(*got.Blob)
+		if err != nil || claims.ClientID != e.client.ClientID || claims.SessionID != *c.SessionID || claims.OperatorID != "gamma" || claims.Number != "" {
+			t.Errorf("the blob seals %+v (%v), want the flow's session of the client, through gamma, without a number", claims, err)
+		}
+		sess, err := e.st.GetSession(ctx, e.client.ClientID, *c.SessionID)
+		if err != nil || sess.Source != "WEB" || sess.Method != "NETWORK_API" || sess.Status != domain.Captured || sess.OAuthSealed == nil {
+			t.Errorf("session %+v (%v), want a WEB NETWORK_API session CAPTURED with its token", sess, err)
+		}
+		if backend, err := e.svc.GetTransaction(ctx, e.client.ClientID, id); err != nil || backend.Status != domain.Captured || *backend.Blob != *got.Blob {
+			t.Errorf("the backend resolves %+v (%v)", backend, err)
+		}
+
+		// The redirect replayed (a reload of the callback, a stolen URL): refused, nothing
+		// spent or changed.
+		if _, err := e.svc.CompleteAuthorization(ctx, a); fault.Find(err, fault.InvalidArgument) == nil {
+			t.Errorf("replayed callback: %v, want INVALID_ARGUMENT", err)
+		}
+		if again, _ := e.svc.ReadTransaction(ctx, id, shopOrigin); again.Status != domain.Captured || *again.Blob != *got.Blob {
+			t.Errorf("after the replay the flow is %+v", again)
+		}
+	})
+
+	t.Run("a wrong state claims nothing; the right one still completes", func(t *testing.T) {
+		e := newNetEnv(t)
+		id, c := e.open(t, e.client, shopOrigin, "VERIFY")
+		a := e.follow(t, c.AuthorizationURL, line)
+		for _, state := range []string{"", "forged", a.State + "x", strings.Repeat("s", 600)} {
+			if _, err := e.svc.CompleteAuthorization(ctx, sessions.Authorization{State: state, Code: a.Code}); fault.Find(err, fault.InvalidArgument) == nil {
+				t.Errorf("state %.20q: %v, want INVALID_ARGUMENT", state, err)
+			}
+		}
+		if got, _ := e.svc.ReadTransaction(ctx, id, shopOrigin); got.Status != domain.AuthorizationPending {
+			t.Fatalf("after wrong states the flow is %s, want AUTHORIZATION_PENDING", got.Status)
+		}
+		if done, err := e.svc.CompleteAuthorization(ctx, a); err != nil || done.Transaction.Status != domain.Captured {
+			t.Fatalf("the right state: %+v, %v", done.Transaction, err)
+		}
+	})
+
+	t.Run("off the mobile network: no identity, and the browser goes back", func(t *testing.T) {
+		e := newNetEnv(t)
+		id, c := e.open(t, e.client, shopOrigin, "VERIFY")
+		a := e.follow(t, c.AuthorizationURL, "")
+		if a.Error != "login_required" {
+			t.Fatalf("the operator answered %+v", a)
+		}
+		done, err := e.svc.CompleteAuthorization(ctx, a)
+		if err != nil || !strings.HasSuffix(done.Redirect, "#mnv_status=NO_NETWORK_IDENTITY&mnv_transaction="+id) {
+			t.Fatalf("completion %+v, %v", done, err)
+		}
+		got, _ := e.svc.ReadTransaction(ctx, id, shopOrigin)
+		if claims, err := e.sealer.Open(deref(got.Blob)); got.Status != domain.NoNetworkIdentity || err != nil || claims.SessionID != *c.SessionID {
+			t.Errorf("the flow is %+v, want NO_NETWORK_IDENTITY with its blob (%v)", got, err)
+		}
+	})
+
+	t.Run("the operator's token endpoint is down: the flow can be captured again", func(t *testing.T) {
+		e := newNetEnv(t)
+		id, c := e.open(t, e.client, shopOrigin, "VERIFY")
+		a := e.follow(t, c.AuthorizationURL, line)
+		e.tokenDown.Store(true)
+		done, err := e.svc.CompleteAuthorization(ctx, a)
+		if err != nil || done.Redirect != shopOrigin+"/checkout?step=2#mnv_error=UNAVAILABLE&mnv_transaction="+id {
+			t.Fatalf("completion %+v, %v", done, err)
+		}
+		if got, _ := e.svc.ReadTransaction(ctx, id, shopOrigin); got.Status != domain.TransactionPending || got.SessionID != nil || got.Blob != nil {
+			t.Fatalf("the flow is %+v, want PENDING as before its capture", got)
+		}
+		// Its state is spent; a new capture starts over, and completes.
+		if _, err := e.svc.CompleteAuthorization(ctx, a); fault.Find(err, fault.InvalidArgument) == nil {
+			t.Errorf("the spent state: %v", err)
+		}
+		e.tokenDown.Store(false)
+		back := shopOrigin + "/checkout"
+		c2, err := e.svc.CaptureTransaction(ctx, id, CaptureRequest{OperatorID: gamma(), ReturnURL: &back}, page(shopOrigin))
+		if err != nil || c2.AuthorizationURL == "" || *c2.SessionID == *c.SessionID {
+			t.Fatalf("capture again: %+v, %v", c2, err)
+		}
+		if done, err := e.svc.CompleteAuthorization(ctx, e.follow(t, c2.AuthorizationURL, line)); err != nil ||
+			done.Redirect != back+"#mnv_status=CAPTURED&mnv_transaction="+id {
+			t.Fatalf("second completion %+v, %v", done, err)
+		}
+	})
+
+	t.Run("the flow expired while the browser was away", func(t *testing.T) {
+		e := newNetEnv(t)
+		id, c := e.open(t, e.client, shopOrigin, "VERIFY")
+		a := e.follow(t, c.AuthorizationURL, line)
+		e.now = e.now.Add(10 * time.Minute)
+		done, err := e.svc.CompleteAuthorization(ctx, a)
+		if err != nil || !strings.HasSuffix(done.Redirect, "#mnv_status=EXPIRED&mnv_transaction="+id) {
+			t.Fatalf("completion %+v, %v", done, err)
+		}
+		if got, _ := e.svc.GetTransaction(ctx, e.client.ClientID, id); got.Status != domain.TransactionExpired || got.Blob != nil {
+			t.Errorf("the flow is %+v, want EXPIRED without a blob", got)
+		}
+	})
+
+	t.Run("another client's flow: neither captured nor read from this client's page", func(t *testing.T) {
+		e := newNetEnv(t)
+		theirs, err := e.svc.CreateTransaction(ctx, e.other, "VERIFY", "theirs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.CaptureTransaction(ctx, theirs.ID, CaptureRequest{OperatorID: gamma()}, page(shopOrigin)); !errors.Is(err, domain.ErrOriginNotAllowed) {
+			t.Errorf("capture from shop.example: %v, want the origin refused", err)
+		}
+		if _, err := e.svc.ReadTransaction(ctx, theirs.ID, shopOrigin); !errors.Is(err, domain.ErrOriginNotAllowed) {
+			t.Errorf("read from shop.example: %v, want the origin refused", err)
+		}
+		for _, origin := range []string{"", "https://evil.example"} {
+			if _, err := e.svc.ReadTransaction(ctx, theirs.ID, origin); !errors.Is(err, domain.ErrOriginNotAllowed) {
+				t.Errorf("read from %q: %v, want the origin refused", origin, err)
+			}
+		}
+		if _, err := e.svc.ReadTransaction(ctx, uuid.NewString(), otherOrigin); !errors.Is(err, fault.ErrNotFound) {
+			t.Errorf("an unknown flow: %v, want not found", err)
+		}
+		// The way back is the page's own origin only: another client's, or anyone's, is
+		// refused before anything is captured.
+		for _, back := range []string{otherOrigin + "/checkout", "https://shop.example.evil.example/", "//evil.example/", "javascript:alert(1)",
+			"https://user@shop.example/", shopOrigin + "/" + strings.Repeat("x", 4096)} {
+			mine, err := e.svc.CreateTransaction(ctx, e.client, "VERIFY", "mine")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.svc.CaptureTransaction(ctx, mine.ID, CaptureRequest{OperatorID: gamma(), ReturnURL: &back}, page(shopOrigin))
+			if f := fault.Find(err, fault.InvalidArgument); f == nil || f.Field != "returnUrl" {
+				t.Errorf("return URL %.40q: %v, want INVALID_ARGUMENT on returnUrl", back, err)
+			}
+			if got, _ := e.svc.ReadTransaction(ctx, mine.ID, shopOrigin); got.Status != domain.TransactionPending {
+				t.Errorf("return URL %.40q: the flow is %s, want PENDING", back, got.Status)
+			}
+		}
+		if got, _ := e.svc.ReadTransaction(ctx, theirs.ID, otherOrigin); got.Status != domain.TransactionPending {
+			t.Errorf("their flow is %s, want PENDING", got.Status)
+		}
+	})
+
+	t.Run("without a return URL the browser goes back to the origin's root", func(t *testing.T) {
+		e := newNetEnv(t)
+		tr, err := e.svc.CreateTransaction(ctx, e.client, "VERIFY", "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.svc.CaptureTransaction(ctx, tr.ID, CaptureRequest{OperatorID: gamma()}, page(shopOrigin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := e.svc.CompleteAuthorization(ctx, e.follow(t, c.AuthorizationURL, line))
+		if err != nil || !strings.HasPrefix(done.Redirect, shopOrigin+"/#") {
+			t.Fatalf("completion %+v, %v", done, err)
+		}
+	})
+
+	t.Run("STUCK_PLUS never waits for an authorization: the network API shows no number", func(t *testing.T) {
+		e := newNetEnv(t)
+		_, c := e.open(t, e.client, shopOrigin, "STUCK_PLUS")
+		if c.AuthorizationURL != "" || c.Status != domain.NoNetworkIdentity || c.StuckPlusSessionID != nil {
+			t.Errorf("captured %+v (%q), want NO_NETWORK_IDENTITY at once", c.Transaction, c.AuthorizationURL)
+		}
+	})
+
+	t.Run("an SDK session's callback still answers its sealed session", func(t *testing.T) {
+		e := newNetEnv(t)
+		sdk, err := e.svc.sessions.Create(ctx, e.client, sessions.Request{Platform: "ANDROID", OperatorID: gamma()}, page(""))
+		if err != nil || sdk.AuthorizationURL == "" {
+			t.Fatalf("SDK session %+v, %v", sdk, err)
+		}
+		done, err := e.svc.CompleteAuthorization(ctx, e.follow(t, sdk.AuthorizationURL, line))
+		if err != nil || done.Transaction != nil || done.Redirect != "" || done.Capture.SessionID != sdk.SessionID || done.Capture.Status != domain.Captured {
+			t.Fatalf("completion %+v, %v", done, err)
+		}
+		if claims, err := e.sealer.Open(done.Capture.Blob); err != nil || claims.SessionID != sdk.SessionID {
+			t.Errorf("sealed %+v (%v)", claims, err)
+		}
+	})
+}
