@@ -1,6 +1,6 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { capture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
+import { capture, resumeCapture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
 import { startServer, reply, fail, captured } from './helpers.mjs';
 
 let s;
@@ -194,4 +194,115 @@ test('camaraCode returns the code only for the state the page sent', () => {
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?code=abc&state=other', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'STATE_MISMATCH');
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?error=access_denied&state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'access_denied');
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'BAD_RESPONSE');
+});
+
+// page plays a browser tab on href for the duration of a test: location (assign is recorded,
+// not followed), this tab's sessionStorage and history.
+function page(t, href) {
+  const store = new Map();
+  const p = {
+    href,
+    assigned: [],
+    replaced: [],
+    storage: {
+      getItem: (k) => (store.has(k) ? store.get(k) : null),
+      setItem: (k, v) => store.set(k, String(v)),
+      removeItem: (k) => store.delete(k),
+    },
+  };
+  const loc = {
+    get href() { return p.href; },
+    get protocol() { return new URL(p.href).protocol; },
+    assign: (u) => p.assigned.push(u),
+  };
+  const hist = { state: null, replaceState: (_s, _t, u) => { p.replaced.push(u); p.href = u; } };
+  for (const [k, v] of [['location', loc], ['sessionStorage', p.storage], ['history', hist]]) {
+    Object.defineProperty(globalThis, k, { value: v, configurable: true, writable: true });
+  }
+  t.after(() => {
+    for (const k of ['location', 'sessionStorage', 'history']) delete globalThis[k];
+  });
+  return p;
+}
+
+const pending = {
+  transactionId: 'tx-1', status: 'AUTHORIZATION_PENDING', operatorId: 'op-camara', encryptedMobileNumber: null,
+  expiresAt: '2026-01-01T00:00:00.000Z', authorizationUrl: 'https://operator.example/authorize?state=s',
+};
+
+test('capture names the operator and this page as the way back, without its fragment', async (t) => {
+  page(t, 'https://shop.example/checkout?step=2#top');
+  await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, operatorId: 'op-camara' });
+  const u = new URL(s.requests[0].url, s.origin);
+  assert.equal(u.pathname, '/v1/api/web/transactions/tx-1/capture');
+  assert.deepEqual(Object.fromEntries(u.searchParams), { operatorId: 'op-camara', returnUrl: 'https://shop.example/checkout?step=2' });
+  assert.equal(s.requests[0].body, '');
+  await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, returnUrl: 'https://shop.example/back' });
+  assert.deepEqual(Object.fromEntries(new URL(s.requests[1].url, s.origin).searchParams), { returnUrl: 'https://shop.example/back' });
+});
+
+test('header enrichment: a captured answer resolves as before, and nothing is kept or followed', async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  assert.deepEqual(await capture({ transactionId: 'tx', baseUrl: s.baseUrl }), captured);
+  assert.deepEqual(p.assigned, []);
+  assert.equal(p.storage.getItem('mnv.capture.pending'), null);
+});
+
+test('NETWORK_API: capture sends the browser to the operator and never settles', async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  s.handle = (req, res) => reply(res, 200, pending);
+  let settled = false;
+  capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, operatorId: 'op-camara' }).finally(() => (settled = true));
+  for (let i = 0; i < 50 && p.assigned.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(p.assigned, [pending.authorizationUrl]);
+  assert.equal(p.storage.getItem('mnv.capture.pending'), 'tx-1');
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(settled, false);
+});
+
+test("NETWORK_API, redirect 'manual': capture resolves to the authorization and goes nowhere", async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  s.handle = (req, res) => reply(res, 200, pending);
+  assert.deepEqual(await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, redirect: 'manual' }), pending);
+  assert.deepEqual(p.assigned, []);
+  assert.equal(p.storage.getItem('mnv.capture.pending'), 'tx-1');
+  await assert.rejects(capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, redirect: 'popup' }), TypeError);
+});
+
+test('resumeCapture reads the transaction this tab sent to its operator, and clears the way back', async (t) => {
+  const p = page(t, 'https://shop.example/checkout?step=2#mnv_transaction=tx%2F1&mnv_status=CAPTURED');
+  p.storage.setItem('mnv.capture.pending', 'tx/1');
+  const done = { ...captured, transactionId: 'tx/1' };
+  s.handle = (req, res) => reply(res, 200, done);
+  assert.deepEqual(await resumeCapture({ baseUrl: s.baseUrl }), done);
+  const q = s.requests[0];
+  assert.equal(q.method, 'GET');
+  assert.equal(q.url, '/v1/api/web/transactions/tx%2F1');
+  for (const h of ['cookie', 'authorization', 'x-api-key', 'x-sdk-token', 'x-client-id']) assert.equal(q.headers[h], undefined, h);
+  assert.deepEqual(p.replaced, ['https://shop.example/checkout?step=2']);
+  assert.equal(p.storage.getItem('mnv.capture.pending'), null);
+  // The same return again (a reload, the back button) is no longer this tab's.
+  p.href = 'https://shop.example/checkout#mnv_transaction=tx%2F1&mnv_status=CAPTURED';
+  await rejects(resumeCapture({ baseUrl: s.baseUrl }), { code: 'STATE_MISMATCH', httpStatus: 0 });
+  assert.equal(s.requests.length, 1);
+});
+
+test('resumeCapture: no return is null; a return this tab did not start, or an error, rejects without a call', async (t) => {
+  const p = page(t, 'https://shop.example/checkout#section-2');
+  assert.equal(await resumeCapture({ baseUrl: s.baseUrl }), null);
+  assert.deepEqual(p.replaced, []);
+  const cases = [
+    ['another transaction', 'tx-2', '#mnv_transaction=tx-1&mnv_status=CAPTURED', 'STATE_MISMATCH'],
+    ['none started', null, '#mnv_transaction=tx-1&mnv_status=CAPTURED', 'STATE_MISMATCH'],
+    ['the operator did not answer', 'tx-1', '#mnv_transaction=tx-1&mnv_error=UNAVAILABLE', 'UNAVAILABLE'],
+  ];
+  for (const [name, started, fragment, code] of cases) {
+    if (started !== null) p.storage.setItem('mnv.capture.pending', started);
+    await rejects(resumeCapture({ baseUrl: s.baseUrl, url: 'https://shop.example/checkout' + fragment }), { code, httpStatus: 0 });
+    assert.equal(p.storage.getItem('mnv.capture.pending'), null, name);
+  }
+  assert.equal(s.requests.length, 0);
+  // Outside a page there is nothing to resume.
+  delete globalThis.location;
+  assert.equal(await resumeCapture(), null);
 });
