@@ -39,6 +39,11 @@ type env struct {
 		APIKey   string `json:"apiKey"`
 	}
 	browser context.Context
+	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
+	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
+	// site's), for the NETWORK_API flow: it captures the transaction its URL names and finishes
+	// what comes back (see shopPage).
+	shop *httptest.Server
 }
 
 func TestBrowser(t *testing.T) {
@@ -149,6 +154,8 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 			}
 		}
 	})
+
+	t.Run("NETWORK_API", e.networkAPI)
 }
 
 func setUp(t *testing.T) *env {
@@ -186,7 +193,7 @@ func setUp(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(run.Stop)
-	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"]}
+	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"], state: state}
 	e.api = e.gateway + "/v1/api"
 	if err := run.WaitReady(ctx, e.gateway+"/readyz", 3*time.Minute); err != nil {
 		t.Fatal(err)
@@ -201,6 +208,13 @@ func setUp(t *testing.T) *env {
 	if err := json.Unmarshal(b, &e.client); err != nil {
 		t.Fatal(err)
 	}
+	e.shop = httptest.NewServer(shopPage(e.gateway))
+	t.Cleanup(e.shop.Close)
+	var origins []string
+	for _, it := range e.call(t, http.MethodGet, "/me/web-origins", nil)["items"].([]any) {
+		origins = append(origins, it.(map[string]any)["origin"].(string))
+	}
+	e.call(t, http.MethodPut, "/me/web-origins", map[string]any{"origins": append(origins, e.shop.URL)})
 
 	// The closed network of CI hangs Chromium's background connections without these flags.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],

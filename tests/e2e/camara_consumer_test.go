@@ -267,6 +267,56 @@ func TestCAMARAConsumer(t *testing.T) {
 		}
 	})
 
+	t.Run("a browser capture: the callback sends the browser back to its page", func(t *testing.T) {
+		const shop = "https://shop.example"
+		if r := callSuite(t, s, "PUT", "/v1/api/me/web-origins", meOf(c), `{"origins":["`+shop+`"]}`); r.status != http.StatusOK {
+			t.Fatalf("web origins: %d %s", r.status, r.raw)
+		}
+		r := callSuite(t, s, "POST", "/v1/api/opportunity", keyOf(c), `{"serviceCode":"VERIFY","metadataId":"order-9"}`)
+		var tr struct {
+			TransactionID string `json:"transactionId"`
+		}
+		r.decode(t, &tr)
+		page := shop + "/checkout?step=2"
+		capture := "/v1/api/web/transactions/" + tr.TransactionID + "/capture?" + url.Values{"operatorId": {camaraOperator}, "returnUrl": {page}}.Encode()
+		r = callSuite(t, s, "POST", capture, headers{"Origin": shop}, "")
+		var captured struct {
+			Status           string  `json:"status"`
+			AuthorizationURL *string `json:"authorizationUrl"`
+		}
+		r.decode(t, &captured)
+		if r.status != http.StatusOK || captured.Status != "AUTHORIZATION_PENDING" || captured.AuthorizationURL == nil {
+			t.Fatalf("capture: %d %s", r.status, r.raw)
+		}
+		n := nextNumber()
+		req, _ := http.NewRequest("GET", *captured.AuthorizationURL, nil)
+		req.Header.Set(sandboxHeader, n)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// The browser at mnv's callback: sent back to its page, the transaction named in the
+		// fragment, with no Referer for the page.
+		resp, err = noRedirect.Get(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := page + "#mnv_status=CAPTURED&mnv_transaction=" + tr.TransactionID
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("callback: %d to %q (Referrer-Policy %q), want 303 to %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Referrer-Policy"), want)
+		}
+		// The page reads the transaction; the backend verifies it.
+		r = callSuite(t, s, "GET", "/v1/api/web/transactions/"+tr.TransactionID, headers{"Origin": shop}, "")
+		var read session
+		r.decode(t, &read)
+		if r.status != http.StatusOK || read.Status != "CAPTURED" || read.EncryptedMobileNumber == nil {
+			t.Fatalf("the page reads %d %s", r.status, r.raw)
+		}
+		decided(t, verifyNetwork(t, n, *read.EncryptedMobileNumber), "VERIFIED", "NUMBER_MATCH", 1)
+	})
+
 	t.Run("a NETWORK_API blob is not a header-enrichment one", func(t *testing.T) {
 		_, callback := authorize(t, nextNumber())
 		got := complete(t, callback)
