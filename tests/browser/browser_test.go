@@ -4,7 +4,6 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,10 +33,7 @@ type env struct {
 	api     string // http://gateway/v1/api
 	gateway string // http://gateway
 	demo    string // http://demo site
-	client  struct {
-		ClientID string `json:"clientId"`
-		APIKey   string `json:"apiKey"`
-	}
+	client  creds
 	browser context.Context
 	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
 	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
@@ -292,26 +288,11 @@ func screenshot(t *testing.T, ctx context.Context) {
 // call is the mnv API as the demo client's backend calls it; it returns the envelope's data.
 func (e *env) call(t *testing.T, method, path string, body any) map[string]any {
 	t.Helper()
-	var rd bytes.Buffer
-	if body != nil {
-		_ = json.NewEncoder(&rd).Encode(body)
+	status, data := e.callAs(t, e.client, method, path, body)
+	if status != http.StatusOK {
+		t.Fatalf("%s %s: %d", method, path, status)
 	}
-	req, _ := http.NewRequest(method, e.api+path, &rd)
-	req.Header.Set("X-API-KEY", e.client.APIKey)
-	req.Header.Set("X-CLIENT-ID", e.client.ClientID)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Data map[string]any `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
-	}
-	return env.Data
+	return data
 }
 
 func (e *env) createTransaction(t *testing.T, flow string) string {

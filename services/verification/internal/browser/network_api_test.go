@@ -23,7 +23,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -33,7 +32,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
-	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
 // callbackURL is mnv's redirect URI at the operator, as the device follows it.
@@ -61,18 +59,7 @@ type netEnv struct {
 
 func newNetEnv(t *testing.T) *netEnv {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t, 4)
 	queue, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,14 +14,13 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
-	"github.com/mnvhq/mnv/services/verification/migrations"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // seed writes rows with chosen ages straight into the schema: the purges judge by timestamps,
@@ -110,14 +109,7 @@ func (c *charger) Debit(context.Context, money.Charge) (money.Charged, error) {
 // reveal is NOT_FOUND and charges nothing.
 func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t, 4)
 	keyring, _ := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
 	hasher, _ := phone.NewHasher([]byte(crypto.NewSecret()))
 	s := seed{t: t, pool: pool, vault: phone.NewVault("verification", keyring, hasher), client: uuid.NewString()}

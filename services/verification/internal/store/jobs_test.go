@@ -14,28 +14,16 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
-	"github.com/mnvhq/mnv/services/verification/migrations"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // newStores is the real schema with River's tables beside it, and stores that write jobs.
 func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t, 4)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)

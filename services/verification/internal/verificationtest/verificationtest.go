@@ -1,15 +1,42 @@
 // Package verificationtest builds what the verification service's unit tests share: fresh keys
-// that seal blobs and numbers, and an operator registry from YAML.
+// that seal blobs and numbers, an operator registry from YAML, and a fresh database.
 package verificationtest
 
 import (
+	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
+	"github.com/mnvhq/mnv/services/verification/migrations"
 )
+
+// Database is a fresh database of the test's own on the real server, with the verification
+// schema and River's tables beside it (jobs.New makes a queue over it), through a pool of at
+// most maxConns connections, closed with the test.
+func Database(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
 
 // Keys seal what the service keeps: blobs (Sealer) and numbers at rest (Vault), under one fresh
 // keyring.
