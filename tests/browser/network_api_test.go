@@ -314,7 +314,38 @@ func (e *env) networkAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("another client's transaction is neither captured nor read, nor taken on the way back", func(t *testing.T) {
+	t.Run("an operator link lifted from someone's capture completes nothing on a victim's phone", func(t *testing.T) {
+		// Mallory's tab captures a flow of hers on the client's site, but does not follow the
+		// operator: she hands the link to a victim.
+		mallory, _ := e.mobileTab(t, "")
+		tx := e.createTransaction(t, "VERIFY")
+		if err := chromedp.Run(mallory, chromedp.Navigate(e.shopURL(tx, camaraOperator, "manual"))); err != nil {
+			t.Fatal(err)
+		}
+		link, _ := awaitOutcome(t, mallory, "captured")["authorizationUrl"].(string)
+		if link == "" {
+			t.Fatal("no authorization URL")
+		}
+		// The victim opens it on the victim's line: the operator vouches for the victim's line
+		// and mnv sends the victim's browser to the shop's page, which is not the tab that
+		// captured.
+		victim, cb := e.mobileTab(t, "+971501112266")
+		if err := chromedp.Run(victim, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		if got := awaitOutcome(t, victim, "failed"); got["code"] != "STATE_MISMATCH" {
+			t.Errorf("the victim's page: %v, want STATE_MISMATCH", got)
+		}
+		if s := cb.statuses(); len(s) != 1 || s[0] != http.StatusSeeOther {
+			t.Errorf("the callback answered %v, want one 303", s)
+		}
+		// Mallory's session at the client never gets a blob of the victim's line.
+		if got := e.call(t, http.MethodGet, "/opportunity/"+tx, nil); got["status"] != "AUTHORIZATION_PENDING" || got["encryptedMobileNumber"] != nil {
+			t.Errorf("the transaction is %v, want AUTHORIZATION_PENDING without a blob", got)
+		}
+	})
+
+	t.Run("another client's transaction is neither captured nor completed, nor taken on the way back", func(t *testing.T) {
 		other := e.otherClient(t)
 		status, data := e.callAs(t, other, http.MethodPost, "/opportunity", map[string]string{"serviceCode": "VERIFY", "metadataId": "theirs"})
 		theirs, _ := data["transactionId"].(string)
@@ -322,7 +353,7 @@ func (e *env) networkAPI(t *testing.T) {
 			t.Fatalf("their transaction: %d %v", status, data)
 		}
 		ctx, cb := e.mobileTab(t, "+971501112255")
-		reads := watchReads(ctx)
+		completions := watchCompletions(ctx)
 		if err := chromedp.Run(ctx, chromedp.Navigate(e.shopURL(theirs, camaraOperator, ""))); err != nil {
 			t.Fatal(err)
 		}
@@ -333,53 +364,53 @@ func (e *env) networkAPI(t *testing.T) {
 		}
 		// A link to the shop's page that claims their transaction came back: this tab sent
 		// none, so the page takes nothing and reads nothing.
-		crafted := e.shop.URL + "/#" + url.Values{"mnv_transaction": {theirs}, "mnv_status": {"CAPTURED"}}.Encode()
+		crafted := e.shop.URL + "/#" + url.Values{"mnv_transaction": {theirs}, "mnv_code": {"lifted-or-guessed"}}.Encode()
 		if err := chromedp.Run(ctx, chromedp.Navigate(crafted)); err != nil {
 			t.Fatal(err)
 		}
 		if got := awaitOutcome(t, ctx, "failed"); got["code"] != "STATE_MISMATCH" {
 			t.Errorf("a crafted return: %v, want STATE_MISMATCH", got)
 		}
-		if n := reads.count(); n != 0 {
-			t.Errorf("the page read a transaction %d times", n)
+		if n := completions.count(); n != 0 {
+			t.Errorf("the page completed a transaction %d times", n)
 		}
 		if s := cb.statuses(); len(s) != 0 {
 			t.Errorf("the callback was reached: %v", s)
 		}
-		// Their transaction is untouched, and the shop's origin cannot read it either.
+		// Their transaction is untouched, and the shop's origin cannot complete it either.
 		if status, data := e.callAs(t, other, http.MethodGet, "/opportunity/"+theirs, nil); status != http.StatusOK || data["status"] != "PENDING" {
 			t.Errorf("their transaction is %d %v, want PENDING", status, data)
 		}
-		req, _ := http.NewRequest(http.MethodGet, e.api+"/web/transactions/"+theirs, nil)
+		req, _ := http.NewRequest(http.MethodPost, e.api+"/web/transactions/"+theirs+"/complete", strings.NewReader(`{"code":"c","codeVerifier":"v"}`))
 		req.Header.Set("Origin", e.shop.URL)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
-			t.Errorf("read of their transaction from the shop: %d, ACAO %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+			t.Errorf("completion of their transaction from the shop: %d, ACAO %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 		}
 	})
 }
 
-// reads counts the page's reads of transactions (GET /v1/api/web/transactions/{id}).
-type reads struct {
+// completions counts the page's completions of transactions (POST /v1/api/web/transactions/{id}/complete).
+type completions struct {
 	mu sync.Mutex
 	n  int
 }
 
-func (r *reads) count() int {
+func (r *completions) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.n
 }
 
-func watchReads(ctx context.Context) *reads {
-	r := &reads{}
+func watchCompletions(ctx context.Context) *completions {
+	r := &completions{}
 	chromedp.ListenTarget(ctx, func(ev any) {
-		if q, ok := ev.(*network.EventRequestWillBeSent); ok && q.Request.Method == http.MethodGet &&
-			strings.Contains(q.Request.URL, "/v1/api/web/transactions/") && !strings.HasSuffix(q.Request.URL, "/capture") {
+		if q, ok := ev.(*network.EventRequestWillBeSent); ok && strings.HasSuffix(q.Request.URL, "/complete") {
 			r.mu.Lock()
 			r.n++
 			r.mu.Unlock()

@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -277,8 +279,10 @@ func TestCAMARAConsumer(t *testing.T) {
 			TransactionID string `json:"transactionId"`
 		}
 		r.decode(t, &tr)
-		page := shop + "/checkout?step=2"
-		capture := "/v1/api/web/transactions/" + tr.TransactionID + "/capture?" + url.Values{"operatorId": {camaraOperator}, "returnUrl": {page}}.Encode()
+		page, verifier := shop+"/checkout?step=2", "the page's verifier, kept in its tab"
+		sum := sha256.Sum256([]byte(verifier))
+		capture := "/v1/api/web/transactions/" + tr.TransactionID + "/capture?" + url.Values{"operatorId": {camaraOperator}, "returnUrl": {page},
+			"codeChallenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
 		r = callSuite(t, s, "POST", capture, headers{"Origin": shop}, "")
 		var captured struct {
 			Status           string  `json:"status"`
@@ -296,23 +300,34 @@ func TestCAMARAConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		// The browser at mnv's callback: sent back to its page, the transaction named in the
-		// fragment, with no Referer for the page.
+		// The browser at mnv's callback: sent back to its page with the transaction and a
+		// one-time code in the fragment, and no Referer for the page.
 		resp, err = noRedirect.Get(resp.Header.Get("Location"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := page + "#mnv_status=CAPTURED&mnv_transaction=" + tr.TransactionID
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want || resp.Header.Get("Referrer-Policy") != "no-referrer" {
-			t.Fatalf("callback: %d to %q (Referrer-Policy %q), want 303 to %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Referrer-Policy"), want)
+		back, fragment, _ := strings.Cut(resp.Header.Get("Location"), "#")
+		f, _ := url.ParseQuery(fragment)
+		if resp.StatusCode != http.StatusSeeOther || back != page || f.Get("mnv_transaction") != tr.TransactionID || f.Get("mnv_code") == "" ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("callback: %d to %q (Referrer-Policy %q)", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Referrer-Policy"))
 		}
-		// The page reads the transaction; the backend verifies it.
-		r = callSuite(t, s, "GET", "/v1/api/web/transactions/"+tr.TransactionID, headers{"Origin": shop}, "")
+		// Not captured until the page completes it, with the code and its verifier.
+		var before session
+		st := callSuite(t, s, "GET", "/v1/api/opportunity/"+tr.TransactionID, keyOf(c), "")
+		if st.decode(t, &before); before.Status != "AUTHORIZATION_PENDING" || before.EncryptedMobileNumber != nil {
+			t.Fatalf("before the completion the backend reads %s", st.raw)
+		}
+		complete := "/v1/api/web/transactions/" + tr.TransactionID + "/complete"
+		if r := callSuite(t, s, "POST", complete, headers{"Origin": shop}, `{"code":"`+f.Get("mnv_code")+`","codeVerifier":"another"}`); r.status != http.StatusBadRequest {
+			t.Fatalf("completion with another verifier: %d %s", r.status, r.raw)
+		}
+		r = callSuite(t, s, "POST", complete, headers{"Origin": shop}, `{"code":"`+f.Get("mnv_code")+`","codeVerifier":"`+verifier+`"}`)
 		var read session
 		r.decode(t, &read)
 		if r.status != http.StatusOK || read.Status != "CAPTURED" || read.EncryptedMobileNumber == nil {
-			t.Fatalf("the page reads %d %s", r.status, r.raw)
+			t.Fatalf("the page completes: %d %s", r.status, r.raw)
 		}
 		decided(t, verifyNetwork(t, n, *read.EncryptedMobileNumber), "VERIFIED", "NUMBER_MATCH", 1)
 	})

@@ -1,5 +1,5 @@
-// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}, its capture) to
-// the web origins the transaction's client allowed (contract 3). Those routes take no credential, so
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture and
+// /complete) to the web origins the transaction's client allowed (contract 3). Those routes take no credential, so
 // without the binding any page could have a visitor's browser capture a transaction it obtained
 // elsewhere; a browser always says which page is calling in its Origin header, and a page
 // cannot forge it.
@@ -12,7 +12,8 @@
 //
 // The way back is bound alike: after an operator's authorization of a capture (NETWORK_API),
 // Redirect sends the browser to the page the capture named, which the verification service
-// took only on the capturing page's own, allowed, origin.
+// took only on the capturing page's own, allowed, origin, and the page completes the capture
+// on the complete route.
 package weborigin
 
 import (
@@ -44,9 +45,9 @@ type Checker interface {
 // patterns are as the mux writes them (logs name them: the path holds the transaction id, the
 // flow's capability, which logs never do).
 const (
-	prefix       = "/v1/api/web/transactions/"
-	captureRoute = "/v1/api/web/transactions/{transaction_id=*}/capture"
-	readRoute    = "/v1/api/web/transactions/{transaction_id=*}"
+	prefix        = "/v1/api/web/transactions/"
+	captureRoute  = "/v1/api/web/transactions/{transaction_id=*}/capture"
+	completeRoute = "/v1/api/web/transactions/{transaction_id=*}/complete"
 )
 
 // checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
@@ -97,7 +98,7 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 				h.Set("Access-Control-Allow-Headers", allowed)
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
@@ -108,22 +109,22 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 	}
 }
 
-// transactionRoute returns the id of a browser route's path (prefix + "{id}" or
-// prefix + "{id}/capture"), unvalidated (the verification service decides what exists), and the
+// transactionRoute returns the id of a browser route's path (prefix + "{id}/capture" or
+// "{id}/complete"), unvalidated (the verification service decides what exists), and the
 // route's pattern.
 func transactionRoute(path string) (id, route string, ok bool) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
 		return "", "", false
 	}
-	id, action, sub := strings.Cut(rest, "/")
+	id, action, ok := strings.Cut(rest, "/")
 	switch {
-	case id == "":
+	case !ok || id == "":
 		return "", "", false
-	case !sub:
-		return id, readRoute, true
 	case action == "capture":
 		return id, captureRoute, true
+	case action == "complete":
+		return id, completeRoute, true
 	}
 	return "", "", false
 }

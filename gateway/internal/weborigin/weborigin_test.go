@@ -18,7 +18,8 @@ func TestTransactionRoute(t *testing.T) {
 		ok        bool
 	}{
 		{"/v1/api/web/transactions/abc/capture", "abc", captureRoute, true},
-		{"/v1/api/web/transactions/abc", "abc", readRoute, true},
+		{"/v1/api/web/transactions/abc/complete", "abc", completeRoute, true},
+		{"/v1/api/web/transactions/abc", "", "", false},
 		{"/v1/api/web/transactions/abc/", "", "", false},
 		{"/v1/api/web/transactions/abc/reveal", "", "", false},
 		{"/v1/api/web/transactions/abc/capture/x", "", "", false},
@@ -37,7 +38,7 @@ func TestTransactionRoute(t *testing.T) {
 // TestRedirect: the callback's answer for a browser capture sends the browser to the page it
 // names, with 303 and no Referer; every other answer is left to the envelope.
 func TestRedirect(t *testing.T) {
-	page := "https://shop.example/checkout?step=2#mnv_status=CAPTURED&mnv_transaction=t-1"
+	page := "https://shop.example/checkout?step=2#mnv_code=c-1&mnv_transaction=t-1"
 	tests := []struct {
 		name     string
 		msg      proto.Message

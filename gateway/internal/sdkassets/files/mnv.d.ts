@@ -75,8 +75,9 @@ export interface ResumeOptions {
 }
 
 /**
- * On the page the browser came back to after an operator's authorization, what the capture this
- * tab started gave (as capture resolves); null when this page load is no such return. Rejects
+ * On the page the browser came back to after an operator's authorization, completes the capture
+ * this tab started (with the code of the way back and the verifier the tab kept) and resolves
+ * to what it gave, as capture resolves; null when this page load is no such return. Rejects
  * with MnvError `STATE_MISMATCH` for a return this tab did not start, or the code of the error
  * that stopped the authorization (e.g. `UNAVAILABLE`: capture again).
  */

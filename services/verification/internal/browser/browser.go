@@ -3,15 +3,21 @@
 // capture it through the operator's network, and the backend reads what the capture gave: a
 // sealed blob for Verify (package sessions) or a kept stuck-plus number (package stuckplus).
 //
-// A VERIFY capture through an operator's network API (NETWORK_API) takes one step more: the
+// A VERIFY capture through an operator's network API (NETWORK_API) takes two steps more: the
 // capture answers the operator's authorization URL, the page's browser follows it over mobile
-// data, the operator sends it back to mnv's callback (CompleteAuthorization), which completes
-// the flow and sends the browser back to the page, which reads what the capture gave
-// (ReadTransaction).
+// data, the operator sends it back to mnv's callback (CompleteAuthorization), which records the
+// operator's answer and sends the browser back to the page with a one-time code; the page
+// completes the flow with that code and the verifier of the challenge it captured with
+// (CompleteTransaction). Only the browser that came back has the code and only the page that
+// captured has the verifier: an operator link lifted from someone else's capture and opened
+// on a victim's phone completes nothing.
 package browser
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
@@ -46,6 +53,8 @@ type Store interface {
 	// the transaction ends (fault.ErrNotFound: none).
 	LockSessionTransaction(ctx context.Context, clientID, sessionID string) (domain.Transaction, error)
 	CompleteCapture(ctx context.Context, t domain.Transaction) error
+	// GetSession reads a client's session (fault.ErrNotFound: none).
+	GetSession(ctx context.Context, clientID, id string) (domain.Session, error)
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -167,6 +176,21 @@ type CaptureRequest struct {
 	// ReturnURL is the page the browser comes back to after an authorization at the operator
 	// (NETWORK_API); it must be on the page's own origin. nil: that origin's root.
 	ReturnURL *string
+	// CodeChallenge is the S256 challenge (base64url SHA-256, 43 characters) of a verifier the
+	// page keeps, to complete the flow with after an authorization at the operator; required
+	// for one.
+	CodeChallenge *string
+}
+
+// checkChallenge refuses a code challenge that is not an S256 one.
+func checkChallenge(c *string) error {
+	if c == nil {
+		return nil
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(*c); err != nil || len(b) != sha256.Size {
+		return fault.Invalid("codeChallenge", "must be the base64url SHA-256 (43 characters) of the page's verifier")
+	}
+	return nil
 }
 
 // maxReturnURL bounds a return URL (transactions.return_url's check).
@@ -218,6 +242,9 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 		return Capture{}, err
 	}
 	back, err := returnURL(n.Origin, r.ReturnURL)
+	if err == nil {
+		err = checkChallenge(r.CodeChallenge)
+	}
 	if err != nil {
 		return Capture{}, err
 	}
@@ -247,10 +274,15 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 				return err
 			}
 			t.SessionID = &c.SessionID
-			if c.AuthorizationURL != "" {
-				t.Status, t.ReturnURL, out.AuthorizationURL = domain.AuthorizationPending, &back, c.AuthorizationURL
-			} else {
+			switch {
+			case c.AuthorizationURL == "":
 				t.Blob = &c.Blob
+			case r.CodeChallenge == nil:
+				// Refused before anything is kept: the transaction's rollback drops the session.
+				return fault.Invalid("codeChallenge", "is required to capture through the operator's network API")
+			default:
+				t.Status, t.ReturnURL, t.CodeChallenge = domain.AuthorizationPending, &back, r.CodeChallenge
+				out.AuthorizationURL = c.AuthorizationURL
 			}
 		case domain.ServiceStuckPlus:
 			if id.Number.E164 != "" {
@@ -273,45 +305,98 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 	return out, err
 }
 
-// ReadTransaction reads a browser flow by its id, from a page on one of its client's allowed
-// origins, as the capture answered it: the page that sent its browser to the operator reads
-// this way, once back, what the capture gave. Another origin (none included) is refused, and
-// an unknown id is not found.
-func (s *Service) ReadTransaction(ctx context.Context, transactionID, origin string) (domain.Transaction, error) {
+// errBadCompletion answers a completion that does not show both the code of the way back and
+// the verifier of the capture's challenge (or came before the way back). It tells nothing of
+// which, and spends nothing.
+var errBadCompletion = fault.Invalid("code", "does not complete this transaction: complete it from the page that captured it, with the code of its way back")
+
+// CompleteTransaction completes, for the page on one of its client's allowed origins, a browser
+// flow whose operator's authorization came back (CompleteAuthorization): the request must show
+// the one-time code the callback gave the browser that came back, and the verifier of the code
+// challenge the capture sent. The flow is then captured, with the session's blob, once; a
+// wrong code or verifier changes nothing.
+func (s *Service) CompleteTransaction(ctx context.Context, transactionID, code, verifier string, n network.Request) (domain.Transaction, error) {
 	if _, err := uuid.Parse(transactionID); err != nil {
 		return domain.Transaction{}, fault.ErrNotFound
 	}
-	clientID, err := s.checkOrigin(ctx, transactionID, origin)
-	if err != nil {
+	if _, err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
 		return domain.Transaction{}, err
 	}
-	return s.GetTransaction(ctx, clientID, transactionID)
+	var out domain.Transaction
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		t, err := st.LockTransaction(ctx, transactionID)
+		if err != nil {
+			return err
+		}
+		if t = s.withExpiry(t); t.Status == domain.TransactionExpired {
+			out = t
+			return nil
+		}
+		if t.Status != domain.AuthorizationPending {
+			return domain.ErrAlreadyUsed
+		}
+		if !completes(t, code, verifier) {
+			return errBadCompletion
+		}
+		sess, err := st.GetSession(ctx, t.ClientID, deref(t.SessionID))
+		if err != nil {
+			return fmt.Errorf("the session of transaction %s: %w", t.ID, err)
+		}
+		c, err := s.sessions.Sealed(sess)
+		if err != nil {
+			return err
+		}
+		t.Status, t.Blob, t.CompletionHash = c.Status, &c.Blob, nil
+		if err := st.CompleteCapture(ctx, t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil && !errors.Is(err, fault.ErrNotFound) && !errors.Is(err, domain.ErrAlreadyUsed) && !errors.Is(err, errBadCompletion) {
+		return domain.Transaction{}, fmt.Errorf("complete: %w", err)
+	}
+	return out, err
 }
 
-// Completion is what the operator's redirect of a NETWORK_API authorization completed: an SDK
-// session, or a browser flow.
+// completes reports whether code is the one the callback gave t's returning browser and
+// verifier the one of t's code challenge (S256), both compared in constant time.
+func completes(t domain.Transaction, code, verifier string) bool {
+	if t.CompletionHash == nil || t.CodeChallenge == nil || code == "" || verifier == "" {
+		return false
+	}
+	c, v := sha256.Sum256([]byte(code)), sha256.Sum256([]byte(verifier))
+	codeOK := subtle.ConstantTimeCompare(c[:], t.CompletionHash) == 1
+	verifierOK := subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(v[:])), []byte(*t.CodeChallenge)) == 1
+	return codeOK && verifierOK
+}
+
+// Completion is what the operator's redirect of a NETWORK_API authorization finished: an SDK
+// session, or a browser flow's authorization.
 type Completion struct {
 	// Capture is the SDK session, sealed; zero for a browser flow.
 	Capture sessions.Capture
 	// Transaction is the browser flow; nil for an SDK session.
 	Transaction *domain.Transaction
 	// Redirect is, for a browser flow, where its browser goes next: the page's return URL,
-	// whose fragment names the flow and its status (mnv_transaction, mnv_status) or the error
-	// that stopped it (mnv_error).
+	// whose fragment names the flow (mnv_transaction) and carries the one-time code that
+	// completes it (mnv_code), or its status (mnv_status=EXPIRED) or the error that stopped it
+	// (mnv_error).
 	Redirect string
 }
 
 // CompleteAuthorization finishes the NETWORK_API authorization an operator sent a device back
 // to mnv's callback with (package sessions claims its state, once, and exchanges the code). An
-// SDK session completes as package sessions completes it. A browser flow's session completes
-// with its transaction, in one database transaction, and the browser goes back to the page
-// that captured it. When the operator's token endpoint did not answer, the flow is as it was
-// before its capture (PENDING), so that its page can capture it again, and the page learns
-// why; when the flow expired meanwhile, it stays so.
+// SDK session completes as package sessions completes it, and its device gets the blob. A
+// browser flow's session is recorded with a one-time completion code on its transaction, in
+// one database transaction, and the browser goes back to the page that captured, with the
+// code; the page completes the flow (CompleteTransaction). When the operator's token endpoint
+// did not answer, the flow is as it was before its capture (PENDING), so that its page can
+// capture it again, and the page learns why; when the flow expired meanwhile, it stays so.
 //
-// The state is the only credential: only the browser the capture answered (on the client's
-// allowed origin) had it, through the authorization URL; a wrong or spent state claims
-// nothing and spends nothing.
+// The state binds the callback to its session, once: a wrong or spent state claims nothing and
+// spends nothing. It does not say which browser brought it (the authorization URL may have
+// been handed to another phone), hence the code and the capturing page's verifier.
 func (s *Service) CompleteAuthorization(ctx context.Context, a sessions.Authorization) (Completion, error) {
 	claim, err := s.sessions.ClaimAuthorization(ctx, a)
 	unavailable := errors.Is(err, fault.ErrUnavailable)
@@ -337,24 +422,26 @@ func (s *Service) CompleteAuthorization(ctx context.Context, a sessions.Authoriz
 			t.Status = domain.TransactionExpired
 			fragment.Set("mnv_status", t.Status)
 		case unavailable:
-			t.Status, t.OperatorID, t.SessionID, t.ReturnURL = domain.TransactionPending, nil, nil, nil
+			t.Status, t.OperatorID, t.SessionID = domain.TransactionPending, nil, nil
+			t.ReturnURL, t.CodeChallenge = nil, nil
 			if err := st.CompleteCapture(ctx, t); err != nil {
 				return err
 			}
 			fragment.Set("mnv_error", string(fault.Unavailable))
 		default:
-			c, err := s.sessions.FinishAuthorization(ctx, st, claim)
-			if err != nil {
+			if _, err := s.sessions.FinishAuthorization(ctx, st, claim); err != nil {
 				return err
 			}
-			t.Status, t.Blob = c.Status, &c.Blob
+			code := crypto.NewSecret()
+			sum := sha256.Sum256([]byte(code))
+			t.CompletionHash = sum[:]
 			if err := st.CompleteCapture(ctx, t); err != nil {
 				return err
 			}
-			fragment.Set("mnv_status", t.Status)
+			fragment.Set("mnv_code", code)
 		}
 		// A fragment stays in the browser: neither the client's server nor a Referer sees the
-		// transaction id. The browser SDK reads it on the page.
+		// transaction id or the code. The browser SDK reads it on the page.
 		out.Transaction, out.Redirect = &t, page+"#"+fragment.Encode()
 		return nil
 	})

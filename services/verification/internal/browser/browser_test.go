@@ -97,7 +97,11 @@ func (f *fakeStore) LockSessionTransaction(_ context.Context, clientID, sessionI
 	return domain.Transaction{}, fault.ErrNotFound
 }
 
-// The NETWORK_API authorizations are TestNetworkAPI's, against the real store.
+// The NETWORK_API authorizations are TestNetworkAPICapture's, against the real store.
+func (f *fakeStore) GetSession(context.Context, string, string) (domain.Session, error) {
+	return domain.Session{}, fault.ErrNotFound
+}
+
 func (f *fakeStore) ClaimAuthorization(context.Context, []byte) (domain.Session, error) {
 	return domain.Session{}, fault.ErrNotFound
 }

@@ -168,10 +168,14 @@ type Transaction struct {
 	SessionID          *string
 	Blob               *string
 	StuckPlusSessionID *string
-	// ReturnURL is the page the browser goes back to after a NETWORK_API authorization.
-	ReturnURL *string
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	// NETWORK_API: ReturnURL is the page the browser goes back to after the operator's
+	// authorization; CodeChallenge the S256 challenge of the capturing page's verifier;
+	// CompletionHash the SHA-256 of the one-time code the callback gave the returning browser.
+	ReturnURL      *string
+	CodeChallenge  *string
+	CompletionHash []byte
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
 }
 
 // Transaction statuses beyond the capture statuses (a VERIFY capture through the operator's

@@ -165,7 +165,7 @@ func (s *Server) GetTransaction(ctx context.Context, req *verificationv1.GetTran
 // CaptureTransaction captures a browser flow (called by the gateway only).
 func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.CaptureTransactionRequest) (*verificationv1.CaptureTransactionResponse, error) {
 	c, err := s.Browser.CaptureTransaction(ctx, req.GetTransactionId(),
-		browser.CaptureRequest{OperatorID: req.OperatorId, ReturnURL: req.ReturnUrl}, networkOf(ctx, s.NumberHeaders))
+		browser.CaptureRequest{OperatorID: req.OperatorId, ReturnURL: req.ReturnUrl, CodeChallenge: req.CodeChallenge}, networkOf(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -179,13 +179,14 @@ func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.Cap
 	return out, nil
 }
 
-// GetWebTransaction reads a browser flow for its page (called by the gateway only).
-func (s *Server) GetWebTransaction(ctx context.Context, req *verificationv1.GetWebTransactionRequest) (*verificationv1.GetWebTransactionResponse, error) {
-	t, err := s.Browser.ReadTransaction(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+// CompleteWebTransaction completes a browser flow for its page after an operator's
+// authorization (called by the gateway only).
+func (s *Server) CompleteWebTransaction(ctx context.Context, req *verificationv1.CompleteWebTransactionRequest) (*verificationv1.CompleteWebTransactionResponse, error) {
+	t, err := s.Browser.CompleteTransaction(ctx, req.GetTransactionId(), req.GetCode(), req.GetCodeVerifier(), networkOf(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.GetWebTransactionResponse{
+	return &verificationv1.CompleteWebTransactionResponse{
 		TransactionId: t.ID, Status: transactionStatus(t.Status), OperatorId: t.OperatorID,
 		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
 	}, nil

@@ -233,13 +233,20 @@ func (s *Service) FinishAuthorization(ctx context.Context, st AuthStore, c Claim
 	if err := st.CompleteAuthorization(ctx, sess.ID, c.status, c.token, c.expires); err != nil {
 		return Capture{}, err
 	}
+	sess.Status = c.status
+	return s.Sealed(sess)
+}
+
+// Sealed is a finished NETWORK_API session as its holder gets it: its blob, which carries the
+// session only (the operator confirms the line when it is verified, mnv never learns it).
+func (s *Service) Sealed(sess domain.Session) (Capture, error) {
 	blob, err := s.sealer.Seal(seal.Claims{
 		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: *sess.OperatorID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
 	})
 	if err != nil {
 		return Capture{}, fmt.Errorf("seal session: %w", err)
 	}
-	return Capture{SessionID: sess.ID, Status: c.status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }
 
 // OpenWeb opens the session of a browser flow's VERIFY capture through st (the capture's

@@ -711,9 +711,10 @@ type CompleteSessionAuthorizationResponse struct {
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	AuthorizationUrl      *string                `protobuf:"bytes,6,opt,name=authorization_url,json=authorizationUrl,proto3,oneof" json:"authorization_url,omitempty"`
 	// A browser capture's authorization: the page the browser goes back to (the capture's
-	// return URL, on the page's origin), with a fragment that names the transaction and its
-	// status (mnv_transaction, mnv_status) or the error that stopped it (mnv_error). The gateway
-	// answers 303 to it; the sealed session is then the transaction's, not in this answer.
+	// return URL, on the page's origin), with a fragment that names the transaction
+	// (mnv_transaction) and carries the one-time code that completes it (mnv_code), or its status
+	// (mnv_status=EXPIRED) or the error that stopped it (mnv_error). The gateway answers 303 to
+	// it; the sealed session is the transaction's once completed, never in this answer.
 	RedirectUrl   *string `protobuf:"bytes,7,opt,name=redirect_url,json=redirectUrl,proto3,oneof" json:"redirect_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1591,7 +1592,10 @@ type CaptureTransactionRequest struct {
 	OperatorId *string `protobuf:"bytes,2,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
 	// Where the browser comes back to after an authorization at the operator (NETWORK_API): a
 	// URL of the calling page's own origin, at most 4096 characters. Default: that origin's root.
-	ReturnUrl     *string `protobuf:"bytes,3,opt,name=return_url,json=returnUrl,proto3,oneof" json:"return_url,omitempty"`
+	ReturnUrl *string `protobuf:"bytes,3,opt,name=return_url,json=returnUrl,proto3,oneof" json:"return_url,omitempty"`
+	// The S256 challenge (base64url SHA-256, 43 characters) of a verifier the page keeps, to
+	// complete the transaction with after an authorization at the operator; required for one.
+	CodeChallenge *string `protobuf:"bytes,4,opt,name=code_challenge,json=codeChallenge,proto3,oneof" json:"code_challenge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1643,6 +1647,13 @@ func (x *CaptureTransactionRequest) GetOperatorId() string {
 func (x *CaptureTransactionRequest) GetReturnUrl() string {
 	if x != nil && x.ReturnUrl != nil {
 		return *x.ReturnUrl
+	}
+	return ""
+}
+
+func (x *CaptureTransactionRequest) GetCodeChallenge() string {
+	if x != nil && x.CodeChallenge != nil {
+		return *x.CodeChallenge
 	}
 	return ""
 }
@@ -1832,27 +1843,31 @@ func (x *CaptureTransactionResponse) GetAuthorizationUrl() string {
 	return ""
 }
 
-type GetWebTransactionRequest struct {
+type CompleteWebTransactionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	// The one-time code the way back from the operator gave the browser (mnv_code).
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// The verifier of the capture's code_challenge.
+	CodeVerifier  string `protobuf:"bytes,3,opt,name=code_verifier,json=codeVerifier,proto3" json:"code_verifier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GetWebTransactionRequest) Reset() {
-	*x = GetWebTransactionRequest{}
+func (x *CompleteWebTransactionRequest) Reset() {
+	*x = CompleteWebTransactionRequest{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetWebTransactionRequest) String() string {
+func (x *CompleteWebTransactionRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetWebTransactionRequest) ProtoMessage() {}
+func (*CompleteWebTransactionRequest) ProtoMessage() {}
 
-func (x *GetWebTransactionRequest) ProtoReflect() protoreflect.Message {
+func (x *CompleteWebTransactionRequest) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1864,20 +1879,34 @@ func (x *GetWebTransactionRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetWebTransactionRequest.ProtoReflect.Descriptor instead.
-func (*GetWebTransactionRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use CompleteWebTransactionRequest.ProtoReflect.Descriptor instead.
+func (*CompleteWebTransactionRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
 }
 
-func (x *GetWebTransactionRequest) GetTransactionId() string {
+func (x *CompleteWebTransactionRequest) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
 	}
 	return ""
 }
 
-// GetWebTransactionResponse is a transaction as its capture answers it.
-type GetWebTransactionResponse struct {
+func (x *CompleteWebTransactionRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionRequest) GetCodeVerifier() string {
+	if x != nil {
+		return x.CodeVerifier
+	}
+	return ""
+}
+
+// CompleteWebTransactionResponse is the transaction as a capture answers it.
+type CompleteWebTransactionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
 	Status        TransactionStatus      `protobuf:"varint,2,opt,name=status,proto3,enum=mnv.verification.v1.TransactionStatus" json:"status,omitempty"`
@@ -1889,20 +1918,20 @@ type GetWebTransactionResponse struct {
 	sizeCache             protoimpl.SizeCache
 }
 
-func (x *GetWebTransactionResponse) Reset() {
-	*x = GetWebTransactionResponse{}
+func (x *CompleteWebTransactionResponse) Reset() {
+	*x = CompleteWebTransactionResponse{}
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GetWebTransactionResponse) String() string {
+func (x *CompleteWebTransactionResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GetWebTransactionResponse) ProtoMessage() {}
+func (*CompleteWebTransactionResponse) ProtoMessage() {}
 
-func (x *GetWebTransactionResponse) ProtoReflect() protoreflect.Message {
+func (x *CompleteWebTransactionResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1914,40 +1943,40 @@ func (x *GetWebTransactionResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GetWebTransactionResponse.ProtoReflect.Descriptor instead.
-func (*GetWebTransactionResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use CompleteWebTransactionResponse.ProtoReflect.Descriptor instead.
+func (*CompleteWebTransactionResponse) Descriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
 }
 
-func (x *GetWebTransactionResponse) GetTransactionId() string {
+func (x *CompleteWebTransactionResponse) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
 	}
 	return ""
 }
 
-func (x *GetWebTransactionResponse) GetStatus() TransactionStatus {
+func (x *CompleteWebTransactionResponse) GetStatus() TransactionStatus {
 	if x != nil {
 		return x.Status
 	}
 	return TransactionStatus_TRANSACTION_STATUS_UNSPECIFIED
 }
 
-func (x *GetWebTransactionResponse) GetOperatorId() string {
+func (x *CompleteWebTransactionResponse) GetOperatorId() string {
 	if x != nil && x.OperatorId != nil {
 		return *x.OperatorId
 	}
 	return ""
 }
 
-func (x *GetWebTransactionResponse) GetEncryptedMobileNumber() string {
+func (x *CompleteWebTransactionResponse) GetEncryptedMobileNumber() string {
 	if x != nil && x.EncryptedMobileNumber != nil {
 		return *x.EncryptedMobileNumber
 	}
 	return ""
 }
 
-func (x *GetWebTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
+func (x *CompleteWebTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
 	}
@@ -2644,15 +2673,17 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x15GetTransactionRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\\\n" +
 	"\x16GetTransactionResponse\x12B\n" +
-	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"\xab\x01\n" +
+	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"\xea\x01\n" +
 	"\x19CaptureTransactionRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12$\n" +
 	"\voperator_id\x18\x02 \x01(\tH\x00R\n" +
 	"operatorId\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"return_url\x18\x03 \x01(\tH\x01R\treturnUrl\x88\x01\x01B\x0e\n" +
+	"return_url\x18\x03 \x01(\tH\x01R\treturnUrl\x88\x01\x01\x12*\n" +
+	"\x0ecode_challenge\x18\x04 \x01(\tH\x02R\rcodeChallenge\x88\x01\x01B\x0e\n" +
 	"\f_operator_idB\r\n" +
-	"\v_return_url\"V\n" +
+	"\v_return_urlB\x11\n" +
+	"\x0f_code_challenge\"V\n" +
 	"\x15CheckWebOriginRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
@@ -2669,10 +2700,12 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x0e\n" +
 	"\f_operator_idB\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x14\n" +
-	"\x12_authorization_url\"A\n" +
-	"\x18GetWebTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\xcc\x02\n" +
-	"\x19GetWebTransactionResponse\x12%\n" +
+	"\x12_authorization_url\"\x7f\n" +
+	"\x1dCompleteWebTransactionRequest\x12%\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12#\n" +
+	"\rcode_verifier\x18\x03 \x01(\tR\fcodeVerifier\"\xd1\x02\n" +
+	"\x1eCompleteWebTransactionResponse\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
 	"\voperator_id\x18\x03 \x01(\tH\x00R\n" +
@@ -2766,7 +2799,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8b\x11\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8c\x11\n" +
 	"\x13VerificationService\x12\x90\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xb6\x01\n" +
@@ -2776,8 +2809,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
 	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
 	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x96\x01\n" +
-	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12\xa1\x01\n" +
-	"\x11GetWebTransaction\x12-.mnv.verification.v1.GetWebTransactionRequest\x1a..mnv.verification.v1.GetWebTransactionResponse\"-\xca\xf3\x18)\b\x04\x12\x01\x01J\"Transaction retrieved successfully\x12t\n" +
+	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12\xa2\x01\n" +
+	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xb4\x01\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"4\xca\xf3\x180\b\x028\x02J*Stuck-plus sessions retrieved successfully\x12\xa0\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x010\x018\x02J\x0fNumber revealed\x12\xa7\x01\n" +
@@ -2826,8 +2859,8 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*CheckWebOriginRequest)(nil),                // 25: mnv.verification.v1.CheckWebOriginRequest
 	(*CheckWebOriginResponse)(nil),               // 26: mnv.verification.v1.CheckWebOriginResponse
 	(*CaptureTransactionResponse)(nil),           // 27: mnv.verification.v1.CaptureTransactionResponse
-	(*GetWebTransactionRequest)(nil),             // 28: mnv.verification.v1.GetWebTransactionRequest
-	(*GetWebTransactionResponse)(nil),            // 29: mnv.verification.v1.GetWebTransactionResponse
+	(*CompleteWebTransactionRequest)(nil),        // 28: mnv.verification.v1.CompleteWebTransactionRequest
+	(*CompleteWebTransactionResponse)(nil),       // 29: mnv.verification.v1.CompleteWebTransactionResponse
 	(*StuckPlusSession)(nil),                     // 30: mnv.verification.v1.StuckPlusSession
 	(*ListStuckPlusSessionsRequest)(nil),         // 31: mnv.verification.v1.ListStuckPlusSessionsRequest
 	(*ListStuckPlusSessionsResponse)(nil),        // 32: mnv.verification.v1.ListStuckPlusSessionsResponse
@@ -2860,8 +2893,8 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	19, // 18: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	4,  // 19: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
 	38, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	4,  // 21: mnv.verification.v1.GetWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	38, // 22: mnv.verification.v1.GetWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 21: mnv.verification.v1.CompleteWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
+	38, // 22: mnv.verification.v1.CompleteWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	38, // 23: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
 	38, // 24: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
 	30, // 25: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
@@ -2877,7 +2910,7 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	20, // 35: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
 	22, // 36: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
 	24, // 37: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
-	28, // 38: mnv.verification.v1.VerificationService.GetWebTransaction:input_type -> mnv.verification.v1.GetWebTransactionRequest
+	28, // 38: mnv.verification.v1.VerificationService.CompleteWebTransaction:input_type -> mnv.verification.v1.CompleteWebTransactionRequest
 	25, // 39: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
 	31, // 40: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
 	33, // 41: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
@@ -2891,7 +2924,7 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	21, // 49: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
 	23, // 50: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
 	27, // 51: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	29, // 52: mnv.verification.v1.VerificationService.GetWebTransaction:output_type -> mnv.verification.v1.GetWebTransactionResponse
+	29, // 52: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
 	26, // 53: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
 	32, // 54: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
 	34, // 55: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse

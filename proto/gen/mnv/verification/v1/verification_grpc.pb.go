@@ -28,7 +28,7 @@ const (
 	VerificationService_CreateTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/CreateTransaction"
 	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
-	VerificationService_GetWebTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/GetWebTransaction"
+	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -73,14 +73,16 @@ type VerificationServiceClient interface {
 	// page's origin is one the transaction's client allowed. Through an operator's network API
 	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
 	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
-	// callback (GET /v1/api/sdk/session/callback), which completes the transaction and sends the
-	// browser back to the page (returnUrl), where the page reads the transaction
-	// (GET /v1/api/web/transactions/{transactionId}).
+	// callback (GET /v1/api/sdk/session/callback), which sends the browser back to the page
+	// (returnUrl) with a one-time code, and the page completes the transaction
+	// (POST /v1/api/web/transactions/{transactionId}/complete).
 	CaptureTransaction(ctx context.Context, in *CaptureTransactionRequest, opts ...grpc.CallOption) (*CaptureTransactionResponse, error)
-	// The browser's read of a transaction, as the capture answered it: how the page that sent the
-	// browser to the operator learns, once back, what the capture gave. Bound to the
-	// transaction's client's web origins like the capture.
-	GetWebTransaction(ctx context.Context, in *GetWebTransactionRequest, opts ...grpc.CallOption) (*GetWebTransactionResponse, error)
+	// Completes a capture that went through an operator's network API, once its browser came
+	// back: with the one-time code the way back gave the browser and the verifier of the code
+	// challenge the capture sent, so only the page that captured, in the browser the operator
+	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
+	// origins like the capture.
+	CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -189,10 +191,10 @@ func (c *verificationServiceClient) CaptureTransaction(ctx context.Context, in *
 	return out, nil
 }
 
-func (c *verificationServiceClient) GetWebTransaction(ctx context.Context, in *GetWebTransactionRequest, opts ...grpc.CallOption) (*GetWebTransactionResponse, error) {
+func (c *verificationServiceClient) CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GetWebTransactionResponse)
-	err := c.cc.Invoke(ctx, VerificationService_GetWebTransaction_FullMethodName, in, out, cOpts...)
+	out := new(CompleteWebTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CompleteWebTransaction_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -277,14 +279,16 @@ type VerificationServiceServer interface {
 	// page's origin is one the transaction's client allowed. Through an operator's network API
 	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
 	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
-	// callback (GET /v1/api/sdk/session/callback), which completes the transaction and sends the
-	// browser back to the page (returnUrl), where the page reads the transaction
-	// (GET /v1/api/web/transactions/{transactionId}).
+	// callback (GET /v1/api/sdk/session/callback), which sends the browser back to the page
+	// (returnUrl) with a one-time code, and the page completes the transaction
+	// (POST /v1/api/web/transactions/{transactionId}/complete).
 	CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error)
-	// The browser's read of a transaction, as the capture answered it: how the page that sent the
-	// browser to the operator learns, once back, what the capture gave. Bound to the
-	// transaction's client's web origins like the capture.
-	GetWebTransaction(context.Context, *GetWebTransactionRequest) (*GetWebTransactionResponse, error)
+	// Completes a capture that went through an operator's network API, once its browser came
+	// back: with the one-time code the way back gave the browser and the verifier of the code
+	// challenge the capture sent, so only the page that captured, in the browser the operator
+	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
+	// origins like the capture.
+	CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -330,8 +334,8 @@ func (UnimplementedVerificationServiceServer) GetTransaction(context.Context, *G
 func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CaptureTransaction not implemented")
 }
-func (UnimplementedVerificationServiceServer) GetWebTransaction(context.Context, *GetWebTransactionRequest) (*GetWebTransactionResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method GetWebTransaction not implemented")
+func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompleteWebTransaction not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -528,20 +532,20 @@ func _VerificationService_CaptureTransaction_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
-func _VerificationService_GetWebTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetWebTransactionRequest)
+func _VerificationService_CompleteWebTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteWebTransactionRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(VerificationServiceServer).GetWebTransaction(ctx, in)
+		return srv.(VerificationServiceServer).CompleteWebTransaction(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: VerificationService_GetWebTransaction_FullMethodName,
+		FullMethod: VerificationService_CompleteWebTransaction_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(VerificationServiceServer).GetWebTransaction(ctx, req.(*GetWebTransactionRequest))
+		return srv.(VerificationServiceServer).CompleteWebTransaction(ctx, req.(*CompleteWebTransactionRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -662,8 +666,8 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _VerificationService_CaptureTransaction_Handler,
 		},
 		{
-			MethodName: "GetWebTransaction",
-			Handler:    _VerificationService_GetWebTransaction_Handler,
+			MethodName: "CompleteWebTransaction",
+			Handler:    _VerificationService_CompleteWebTransaction_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",
