@@ -279,7 +279,7 @@ func TestCAMARAConsumer(t *testing.T) {
 			TransactionID string `json:"transactionId"`
 		}
 		r.decode(t, &tr)
-		page, verifier := shop+"/checkout?step=2", "the page's verifier, kept in its tab"
+		page, verifier := shop+"/checkout/step-2", "the page's verifier, kept in its tab"
 		sum := sha256.Sum256([]byte(verifier))
 		capture := "/v1/api/web/transactions/" + tr.TransactionID + "/capture?" + url.Values{"operatorId": {camaraOperator}, "returnUrl": {page},
 			"codeChallenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()

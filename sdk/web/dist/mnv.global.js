@@ -173,11 +173,12 @@
   // from this capture and opened elsewhere completes nothing, nor does a crafted link back here.
   const PENDING_KEY = 'mnv.capture.pending';
 
-  // pageUrl is the page's address without its fragment, where the browser comes back to after an
-  // operator's authorization; null outside an http(s) page.
+  // pageUrl is the page's address without its query and fragment, where the browser comes back
+  // to after an operator's authorization (mnv takes no query there: the way back carries a code a
+  // redirecting page could pass on); null outside an http(s) page.
   function pageUrl() {
     if (typeof location === 'undefined' || !/^https?:$/.test(location.protocol)) return null;
-    return location.href.split('#')[0];
+    return location.href.split('#')[0].split('?')[0];
   }
 
   function storage() {
@@ -209,10 +210,10 @@
   //
   // When the operator identifies the line through its network API (NETWORK_API), the capture
   // answers AUTHORIZATION_PENDING with the operator's authorizationUrl: the browser must go there
-  // over mobile data, and comes back to returnUrl (default: this page), where resumeCapture
-  // completes it. With redirect 'auto' (the default) capture goes there itself and its promise
-  // never settles, as the page is leaving; with 'manual' it resolves to that answer and the page
-  // goes when it wants (location.assign(r.authorizationUrl)), in this tab.
+  // over mobile data, and comes back to returnUrl (default: this page, without its query), where
+  // resumeCapture completes it. With redirect 'auto' (the default) capture goes there itself and
+  // its promise never settles, as the page is leaving; with 'manual' it resolves to that answer
+  // and the page goes when it wants (location.assign(r.authorizationUrl)), in this tab.
   function capture(o) {
     return Promise.resolve().then(async () => {
       requireOptions(o);

@@ -39,7 +39,8 @@ export interface CaptureOptions {
   operatorId?: string;
   /**
    * Where the browser comes back to after an authorization at the operator (NETWORK_API): a URL
-   * of this page's origin. Default: this page (its address without the fragment).
+   * of this page's origin, without a query. Default: this page (its address without the query
+   * and the fragment). It must not be a page that redirects elsewhere.
    */
   returnUrl?: string;
   /**

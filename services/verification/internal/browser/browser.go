@@ -174,7 +174,8 @@ type CaptureRequest struct {
 	// OperatorID names the operator; nil: the one whose ranges the browser's address is in.
 	OperatorID *string
 	// ReturnURL is the page the browser comes back to after an authorization at the operator
-	// (NETWORK_API); it must be on the page's own origin. nil: that origin's root.
+	// (NETWORK_API); it must be on the page's own origin, without a query. nil: that origin's
+	// root.
 	ReturnURL *string
 	// CodeChallenge is the S256 challenge (base64url SHA-256, 43 characters) of a verifier the
 	// page keeps, to complete the flow with after an authorization at the operator; required
@@ -198,15 +199,18 @@ const maxReturnURL = 4096
 
 // returnURL is where the browser of a capture from origin (an allowed one) comes back to: the
 // page's return URL, without its fragment, or the origin's root. Only a URL of that origin is
-// taken, so the callback can never send a browser anywhere the client did not allow.
+// taken, so the callback can never send a browser anywhere the client did not allow; and none
+// with a query, because whoever captures chooses it and the way back carries a one-time code
+// in its fragment, which a browser keeps across a redirect: a page of the client's that
+// redirects where its query says (?next=…) would hand the code on.
 func returnURL(origin string, given *string) (string, error) {
 	if given == nil {
 		return origin + "/", nil
 	}
 	u, err := url.Parse(*given)
-	if err != nil || len(*given) > maxReturnURL || u.User != nil || u.Opaque != "" ||
+	if err != nil || len(*given) > maxReturnURL || u.User != nil || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery ||
 		(u.Scheme != "https" && u.Scheme != "http") || !strings.EqualFold(u.Scheme+"://"+u.Host, origin) {
-		return "", fault.Invalid("returnUrl", "must be a URL of the calling page's own origin, at most %d characters", maxReturnURL)
+		return "", fault.Invalid("returnUrl", "must be a URL of the calling page's own origin, without a query, at most %d characters", maxReturnURL)
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String(), nil

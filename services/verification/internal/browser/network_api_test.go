@@ -164,7 +164,7 @@ func (e *netEnv) open(t *testing.T, p identity.Principal, origin, code string) f
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, back := newPKCE(), origin+"/checkout?step=2#top"
+	keys, back := newPKCE(), origin+"/checkout/step-2#top"
 	c, err := e.svc.CaptureTransaction(ctx, tr.ID, CaptureRequest{OperatorID: gamma(), ReturnURL: &back, CodeChallenge: &keys.challenge}, page(origin))
 	if err != nil {
 		t.Fatalf("capture: %v", err)
@@ -238,7 +238,7 @@ func TestNetworkAPICapture(t *testing.T) {
 			t.Fatalf("callback: %+v, %v; want the flow's way back, no blob", done, err)
 		}
 		back, v := wayBack(t, done.Redirect)
-		if back != shopOrigin+"/checkout?step=2" || v.Get("mnv_transaction") != f.tx || len(v.Get("mnv_code")) != 43 || len(v) != 2 {
+		if back != shopOrigin+"/checkout/step-2" || v.Get("mnv_transaction") != f.tx || len(v.Get("mnv_code")) != 43 || len(v) != 2 {
 			t.Fatalf("way back %q", done.Redirect)
 		}
 		// Until the page completes it, the backend sees no outcome.
@@ -372,7 +372,7 @@ func TestNetworkAPICapture(t *testing.T) {
 		a := e.follow(t, f.c.AuthorizationURL, line)
 		e.tokenDown.Store(true)
 		done, err := e.svc.CompleteAuthorization(ctx, a)
-		if err != nil || done.Redirect != shopOrigin+"/checkout?step=2#mnv_error=UNAVAILABLE&mnv_transaction="+f.tx {
+		if err != nil || done.Redirect != shopOrigin+"/checkout/step-2#mnv_error=UNAVAILABLE&mnv_transaction="+f.tx {
 			t.Fatalf("completion %+v, %v", done, err)
 		}
 		got, _ := e.svc.GetTransaction(ctx, e.client.ClientID, f.tx)
@@ -444,7 +444,9 @@ func TestNetworkAPICapture(t *testing.T) {
 		// The way back is the page's own origin only: another client's, or anyone's, is
 		// refused before anything is captured.
 		for _, back := range []string{otherOrigin + "/checkout", "https://shop.example.evil.example/", "//evil.example/", "javascript:alert(1)",
-			"https://user@shop.example/", shopOrigin + "/" + strings.Repeat("x", 4096)} {
+			"https://user@shop.example/", shopOrigin + "/" + strings.Repeat("x", 4096),
+			// An open redirect of the client's own would pass the way back's code on.
+			shopOrigin + "/go?next=https://evil.example/", shopOrigin + "/go?"} {
 			mine, err := e.svc.CreateTransaction(ctx, e.client, "VERIFY", "mine")
 			if err != nil {
 				t.Fatal(err)

@@ -1591,7 +1591,9 @@ type CaptureTransactionRequest struct {
 	// The operator; when not given, the one whose address ranges the browser's address is in.
 	OperatorId *string `protobuf:"bytes,2,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
 	// Where the browser comes back to after an authorization at the operator (NETWORK_API): a
-	// URL of the calling page's own origin, at most 4096 characters. Default: that origin's root.
+	// URL of the calling page's own origin, without a query, at most 4096 characters. Default:
+	// that origin's root. The way back carries a one-time code in its fragment: it must not be a
+	// page that redirects elsewhere.
 	ReturnUrl *string `protobuf:"bytes,3,opt,name=return_url,json=returnUrl,proto3,oneof" json:"return_url,omitempty"`
 	// The S256 challenge (base64url SHA-256, 43 characters) of a verifier the page keeps, to
 	// complete the transaction with after an authorization at the operator; required for one.
