@@ -218,6 +218,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
+		// The NETWORK_API callback of a browser capture answers the browser with 303 to the
+		// client's page.
+		runtime.WithForwardResponseOption(weborigin.Redirect),
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
 		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
 		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware()),
@@ -246,8 +249,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// credential rules.
 	root := http.NewServeMux()
 	root.Handle("/v1/api/", middleware.BodyLimit(cfg.MaxBodyBytes, upload.Streaming)(mux))
-	// The browser capture takes no credential: it is bound to the web origins of the
-	// transaction's client, and answers CORS for those origins only.
+	// The browser routes (the capture, the read) take no credential: they are bound to the web
+	// origins of the transaction's client, and answer CORS for those origins only.
 	root.Handle("/v1/api/web/", weborigin.Middleware(verificationv1.NewVerificationServiceClient(verification), cfg.NumberHeaders, log)(
 		middleware.BodyLimit(cfg.MaxBodyBytes, nil)(mux)))
 	// The generated document, as it is, and the reference page that renders it.

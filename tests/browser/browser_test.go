@@ -4,7 +4,6 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,11 +33,13 @@ type env struct {
 	api     string // http://gateway/v1/api
 	gateway string // http://gateway
 	demo    string // http://demo site
-	client  struct {
-		ClientID string `json:"clientId"`
-		APIKey   string `json:"apiKey"`
-	}
+	client  creds
 	browser context.Context
+	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
+	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
+	// site's), for the NETWORK_API flow: it captures the transaction its URL names and finishes
+	// what comes back (see shopPage).
+	shop *httptest.Server
 }
 
 func TestBrowser(t *testing.T) {
@@ -149,6 +150,8 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 			}
 		}
 	})
+
+	t.Run("NETWORK_API", e.networkAPI)
 }
 
 func setUp(t *testing.T) *env {
@@ -186,7 +189,7 @@ func setUp(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(run.Stop)
-	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"]}
+	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"], state: state}
 	e.api = e.gateway + "/v1/api"
 	if err := run.WaitReady(ctx, e.gateway+"/readyz", 3*time.Minute); err != nil {
 		t.Fatal(err)
@@ -201,6 +204,13 @@ func setUp(t *testing.T) *env {
 	if err := json.Unmarshal(b, &e.client); err != nil {
 		t.Fatal(err)
 	}
+	e.shop = httptest.NewServer(shopPage(e.gateway))
+	t.Cleanup(e.shop.Close)
+	var origins []string
+	for _, it := range e.call(t, http.MethodGet, "/me/web-origins", nil)["items"].([]any) {
+		origins = append(origins, it.(map[string]any)["origin"].(string))
+	}
+	e.call(t, http.MethodPut, "/me/web-origins", map[string]any{"origins": append(origins, e.shop.URL)})
 
 	// The closed network of CI hangs Chromium's background connections without these flags.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
@@ -278,26 +288,11 @@ func screenshot(t *testing.T, ctx context.Context) {
 // call is the mnv API as the demo client's backend calls it; it returns the envelope's data.
 func (e *env) call(t *testing.T, method, path string, body any) map[string]any {
 	t.Helper()
-	var rd bytes.Buffer
-	if body != nil {
-		_ = json.NewEncoder(&rd).Encode(body)
+	status, data := e.callAs(t, e.client, method, path, body)
+	if status != http.StatusOK {
+		t.Fatalf("%s %s: %d", method, path, status)
 	}
-	req, _ := http.NewRequest(method, e.api+path, &rd)
-	req.Header.Set("X-API-KEY", e.client.APIKey)
-	req.Header.Set("X-CLIENT-ID", e.client.ClientID)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Data map[string]any `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
-	}
-	return env.Data
+	return data
 }
 
 func (e *env) createTransaction(t *testing.T, flow string) string {

@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -315,6 +317,69 @@ func TestCAMARAConsumer(t *testing.T) {
 		} else if r.decode(t, &kept); kept.TotalItems != 1 {
 			t.Errorf("%d verifications kept, want 1: %s", kept.TotalItems, r.raw)
 		}
+	})
+
+	t.Run("a browser capture: the callback sends the browser back to its page", func(t *testing.T) {
+		const shop = "https://shop.example"
+		if r := callSuite(t, s, "PUT", "/v1/api/me/web-origins", meOf(c), `{"origins":["`+shop+`"]}`); r.status != http.StatusOK {
+			t.Fatalf("web origins: %d %s", r.status, r.raw)
+		}
+		r := callSuite(t, s, "POST", "/v1/api/opportunity", keyOf(c), `{"serviceCode":"VERIFY","metadataId":"order-9"}`)
+		var tr struct {
+			TransactionID string `json:"transactionId"`
+		}
+		r.decode(t, &tr)
+		page, verifier := shop+"/checkout/step-2", "the page's verifier, kept in its tab"
+		sum := sha256.Sum256([]byte(verifier))
+		capture := "/v1/api/web/transactions/" + tr.TransactionID + "/capture?" + url.Values{"operatorId": {camaraOperator}, "returnUrl": {page},
+			"codeChallenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
+		r = callSuite(t, s, "POST", capture, headers{"Origin": shop}, "")
+		var captured struct {
+			Status           string  `json:"status"`
+			AuthorizationURL *string `json:"authorizationUrl"`
+		}
+		r.decode(t, &captured)
+		if r.status != http.StatusOK || captured.Status != "AUTHORIZATION_PENDING" || captured.AuthorizationURL == nil {
+			t.Fatalf("capture: %d %s", r.status, r.raw)
+		}
+		n := nextNumber()
+		req, _ := http.NewRequest("GET", *captured.AuthorizationURL, nil)
+		req.Header.Set(sandboxHeader, n)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// The browser at mnv's callback: sent back to its page with the transaction and a
+		// one-time code in the fragment, and no Referer for the page.
+		resp, err = noRedirect.Get(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		back, fragment, _ := strings.Cut(resp.Header.Get("Location"), "#")
+		f, _ := url.ParseQuery(fragment)
+		if resp.StatusCode != http.StatusSeeOther || back != page || f.Get("mnv_transaction") != tr.TransactionID || f.Get("mnv_code") == "" ||
+			resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("callback: %d to %q (Referrer-Policy %q)", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Referrer-Policy"))
+		}
+		// Not captured until the page completes it, with the code and its verifier.
+		var before session
+		st := callSuite(t, s, "GET", "/v1/api/opportunity/"+tr.TransactionID, keyOf(c), "")
+		if st.decode(t, &before); before.Status != "AUTHORIZATION_PENDING" || before.EncryptedMobileNumber != nil {
+			t.Fatalf("before the completion the backend reads %s", st.raw)
+		}
+		complete := "/v1/api/web/transactions/" + tr.TransactionID + "/complete"
+		if r := callSuite(t, s, "POST", complete, headers{"Origin": shop}, `{"code":"`+f.Get("mnv_code")+`","codeVerifier":"another"}`); r.status != http.StatusBadRequest {
+			t.Fatalf("completion with another verifier: %d %s", r.status, r.raw)
+		}
+		r = callSuite(t, s, "POST", complete, headers{"Origin": shop}, `{"code":"`+f.Get("mnv_code")+`","codeVerifier":"`+verifier+`"}`)
+		var read session
+		r.decode(t, &read)
+		if r.status != http.StatusOK || read.Status != "CAPTURED" || read.EncryptedMobileNumber == nil {
+			t.Fatalf("the page completes: %d %s", r.status, r.raw)
+		}
+		decided(t, verifyNetwork(t, n, *read.EncryptedMobileNumber), "VERIFIED", "NUMBER_MATCH", 1)
 	})
 
 	t.Run("a NETWORK_API blob is not a header-enrichment one", func(t *testing.T) {

@@ -39,6 +39,10 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 	}
 	tr := open(client)
 	capture := "/v1/api/web/transactions/" + tr + "/capture"
+	// The page's completion of the transaction (after an operator's authorization) is bound
+	// alike.
+	complete := "/v1/api/web/transactions/" + tr + "/complete"
+	const completion = `{"code":"c","codeVerifier":"v"}`
 	number := map[string]string{"X-Mnv-Sandbox-Msisdn": "+971501234567"}
 	with := func(extra map[string]string) map[string]string {
 		h := map[string]string{}
@@ -69,10 +73,19 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 		// An unknown id answers like a refused origin: a page learns nothing about which exist.
 		{"an unknown transaction", "POST", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000/capture", with(map[string]string{"Origin": shop})},
 		{"a malformed transaction id", "POST", "/v1/api/web/transactions/nope/capture", with(map[string]string{"Origin": shop})},
+		{"a completion without Origin", "POST", complete, nil},
+		{"a completion from the attacker's page", "POST", complete, map[string]string{"Origin": mallory}},
+		{"the attacker's preflight of a completion", "OPTIONS", complete, map[string]string{"Origin": mallory, "Access-Control-Request-Method": "POST"}},
+		{"a completion of an unknown transaction", "POST", "/v1/api/web/transactions/00000000-0000-4000-8000-000000000000/complete", map[string]string{"Origin": shop}},
+		{"a completion of another client's transaction", "POST", "/v1/api/web/transactions/" + open(attacker) + "/complete", map[string]string{"Origin": shop}},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			a := s.do(t, call{method: tt.method, path: tt.path, headers: tt.h})
+			c := call{method: tt.method, path: tt.path, headers: tt.h}
+			if strings.HasSuffix(tt.path, "/complete") && tt.method == "POST" {
+				c.body = completion
+			}
+			a := s.do(t, c)
 			if a.status != http.StatusForbidden || errorCode(t, a) != "PERMISSION_DENIED" {
 				t.Fatalf("%d %s, want 403 PERMISSION_DENIED", a.status, a.body)
 			}
@@ -95,6 +108,9 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 		_, err := ver.CaptureTransaction(ctx, &verificationv1.CaptureTransactionRequest{TransactionId: tr})
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("direct capture with origin %q: %v, want PermissionDenied", origin, err)
+		}
+		if _, err := ver.CompleteWebTransaction(ctx, &verificationv1.CompleteWebTransactionRequest{TransactionId: tr, Code: "c", CodeVerifier: "v"}); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("direct completion with origin %q: %v, want PermissionDenied", origin, err)
 		}
 	}
 	if st := s.data(t, call{method: "GET", path: "/v1/api/opportunity/" + tr, headers: keyHeaders(client)})["status"]; st != "PENDING" {
@@ -120,6 +136,12 @@ func TestBrowserCaptureIsBoundToWebOrigins(t *testing.T) {
 	}
 	if err := json.Unmarshal(got.body, &env); err != nil || env.Data.Status != "CAPTURED" {
 		t.Fatalf("capture: %s", got.body)
+	}
+	// A header-enrichment capture has nothing to complete: the client's page is answered (with
+	// CORS) that it is captured already.
+	done := s.do(t, call{method: "POST", path: complete, headers: map[string]string{"Origin": shop}, body: completion})
+	if done.status != http.StatusConflict || done.headers.Get("Access-Control-Allow-Origin") != shop {
+		t.Fatalf("completion from the client's page: %d %v %s", done.status, done.headers, done.body)
 	}
 	// Already captured: still readable by the client's page (409), still refused to others.
 	again := s.do(t, call{method: "POST", path: capture, headers: with(map[string]string{"Origin": shop})})

@@ -1,9 +1,9 @@
 // Package edgelimit holds the gateway's limits per client address, applied before any service
 // is called:
 //
-//   - the routes that take no credential (the browser capture and its preflight, the first-key
-//     bootstrap, the API description and its reference page) have a request budget per
-//     address, since no credential can carry one;
+//   - the routes that take no credential (the browser capture and completion and their
+//     preflights, the NETWORK_API callback, the first-key bootstrap, the API description and its
+//     reference page) have a request budget per address, since no credential can carry one;
 //   - failed authentications have a budget per address: each 401 answer spends a token, and
 //     while the budget is empty every request from that address that carries a credential is
 //     answered 429 at the edge, so a key-guessing loop stops costing an accounts call and a
@@ -55,6 +55,8 @@ var unauthenticated = func() *http.ServeMux {
 	m := http.NewServeMux()
 	m.Handle("POST /v1/api/web/transactions/{id}/capture", group("capture"))
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/capture", group("capture"))
+	m.Handle("POST /v1/api/web/transactions/{id}/complete", group("capture"))
+	m.Handle("OPTIONS /v1/api/web/transactions/{id}/complete", group("capture"))
 	m.Handle("GET /v1/api/sdk/session/callback", group("callback"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
 	m.Handle("GET /oauth2/authorize", group("camara"))

@@ -59,6 +59,7 @@ func TestRules(t *testing.T) {
 		{"POST", "/v1/api/verify", keyAndClient},
 		{"GET", "/v1/api/operators", keyAndClient},
 		{"POST", "/v1/api/web/transactions/{transaction_id=*}/capture", public},
+		{"POST", "/v1/api/web/transactions/{transaction_id=*}/complete", public},
 		{"POST", "/v1/api/me/connect/import", keyOnly},
 		{"GET", "/v1/api/me/connect/import/sample.csv", keyOnly},
 		{"GET", "/v1/api/me/stuck-plus/sessions", keyOnly},

@@ -487,8 +487,21 @@ func responses(s *schemas, r route, codes map[int][]string) obj {
 	for status := range codes {
 		out[fmt.Sprint(status)] = ref("responses", errorSchemaName(status))
 	}
+	for _, f := range r.rpc.Output.Fields {
+		if f.Desc.Name() == redirectField {
+			// The gateway answers a set redirect_url with 303 (weborigin.Redirect).
+			out[fmt.Sprint(http.StatusSeeOther)] = obj{
+				"description": "A browser capture's authorization is complete: the browser goes back to the client's page.",
+				"headers": obj{headerRequestID: ref("headers", "RequestId"), "Location": obj{"required": true, "schema": obj{"type": "string"},
+					"description": "The page the capture named (returnUrl), with a fragment that names the transaction and its status."}},
+			}
+		}
+	}
 	return out
 }
+
+// redirectField is the answer field the gateway turns into a redirect of the browser.
+const redirectField = "redirect_url"
 
 // errorResponses are the error answers every operation shares, one per status.
 func errorResponses(codes map[int][]string) obj {

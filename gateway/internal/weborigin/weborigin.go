@@ -1,5 +1,5 @@
-// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/...) to the web
-// origins the transaction's client allowed (contract 3). Those routes take no credential, so
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture and
+// /complete) to the web origins the transaction's client allowed (contract 3). Those routes take no credential, so
 // without the binding any page could have a visitor's browser capture a transaction it obtained
 // elsewhere; a browser always says which page is calling in its Origin header, and a page
 // cannot forge it.
@@ -9,16 +9,24 @@
 // is echoed in Access-Control-Allow-Origin (never "*", never with credentials). The
 // verification service checks the origin again when it captures, which is what makes it hold
 // for every caller; this layer is what the browser's CORS needs, and it refuses early.
+//
+// The way back is bound alike: after an operator's authorization of a capture (NETWORK_API),
+// Redirect sends the browser to the page the capture named, which the verification service
+// took only on the capturing page's own, allowed, origin, and the page completes the capture
+// on the complete route.
 package weborigin
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
@@ -33,12 +41,13 @@ type Checker interface {
 	CheckWebOrigin(ctx context.Context, in *verificationv1.CheckWebOriginRequest, opts ...grpc.CallOption) (*verificationv1.CheckWebOriginResponse, error)
 }
 
-// prefix is the path of a transaction's browser routes, followed by its id; route is the
-// pattern of the one browser route, as the mux writes it (and logs name it: the path holds the
-// transaction id, the flow's capability, which logs never do).
+// prefix is the path of a transaction's browser routes, followed by its id; the routes'
+// patterns are as the mux writes them (logs name them: the path holds the transaction id, the
+// flow's capability, which logs never do).
 const (
-	prefix = "/v1/api/web/transactions/"
-	route  = "/v1/api/web/transactions/{transaction_id=*}/capture"
+	prefix        = "/v1/api/web/transactions/"
+	captureRoute  = "/v1/api/web/transactions/{transaction_id=*}/capture"
+	completeRoute = "/v1/api/web/transactions/{transaction_id=*}/complete"
 )
 
 // checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
@@ -56,7 +65,7 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 	allowed := strings.Join(append([]string{"Content-Type", "X-Request-Id"}, allowHeaders...), ", ")
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id, ok := transactionID(r.URL.Path)
+			id, route, ok := transactionRoute(r.URL.Path)
 			if !ok {
 				next.ServeHTTP(w, r) // not a browser route: the mux answers 404
 				return
@@ -100,13 +109,46 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 	}
 }
 
-// transactionID returns the id of a browser route's path (prefix + "{id}/capture"),
-// unvalidated: the verification service decides what exists.
-func transactionID(path string) (string, bool) {
+// transactionRoute returns the id of a browser route's path (prefix + "{id}/capture" or
+// "{id}/complete"), unvalidated (the verification service decides what exists), and the
+// route's pattern.
+func transactionRoute(path string) (id, route string, ok bool) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	id, action, ok := strings.Cut(rest, "/")
-	return id, ok && id != "" && action == "capture"
+	switch {
+	case !ok || id == "":
+		return "", "", false
+	case action == "capture":
+		return id, captureRoute, true
+	case action == "complete":
+		return id, completeRoute, true
+	}
+	return "", "", false
+}
+
+// Redirect is the mux's forward-response option that sends a browser back to the client's page
+// once the operator's authorization of its capture is complete: the callback's answer names
+// that page (CompleteSessionAuthorizationResponse.redirect_url, on an origin the client
+// allowed, checked by the verification service when the capture gave it), and the browser
+// gets 303 to it. Any other answer is left as it is.
+func Redirect(_ context.Context, w http.ResponseWriter, m proto.Message) error {
+	r, ok := m.(*verificationv1.CompleteSessionAuthorizationResponse)
+	if !ok || r.RedirectUrl == nil {
+		return nil
+	}
+	u, err := url.Parse(r.GetRedirectUrl())
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("weborigin: the callback named no page to go back to: %q", r.GetRedirectUrl())
+	}
+	h := w.Header()
+	h.Set("Location", u.String())
+	// The callback's URL holds the operator's code and the state; the page must not get it as
+	// its Referer.
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusSeeOther)
+	return nil
 }

@@ -57,4 +57,5 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/verifications/{verification_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetVerification"},
 	{Method: "POST", Pattern: "/v1/api/verify", RPC: "/mnv.verification.v1.VerificationService/Verify"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/capture", RPC: "/mnv.verification.v1.VerificationService/CaptureTransaction"},
+	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/complete", RPC: "/mnv.verification.v1.VerificationService/CompleteWebTransaction"},
 }

@@ -1,5 +1,5 @@
 // Generated from src/mnv.js by scripts/build-global.mjs; do not edit.
-// mnv browser SDK as a classic script: defines window.Mnv = { MnvError, camaraAuthorizeUrl, camaraCode, capture, createSession, network }.
+// mnv browser SDK as a classic script: defines window.Mnv = { MnvError, camaraAuthorizeUrl, camaraCode, capture, createSession, network, resumeCapture }.
 (function (global) {
   'use strict';
   // mnv browser SDK: the browser side of mnv's flows. No dependencies, no build step; the
@@ -167,15 +167,138 @@
     return new MnvError({ code: 'BAD_RESPONSE', httpStatus: res.status, message: 'mnv: the answer (HTTP ' + res.status + ') is not an mnv envelope', requestId });
   }
 
+  // PENDING_KEY names, in the tab's sessionStorage, the capture this tab sent to its operator's
+  // authorization: its transaction and the verifier of the code challenge it captured with.
+  // resumeCapture completes that one only, with that verifier: a link to the operator lifted
+  // from this capture and opened elsewhere completes nothing, nor does a crafted link back here.
+  const PENDING_KEY = 'mnv.capture.pending';
+
+  // pageUrl is the page's address without its query and fragment, where the browser comes back
+  // to after an operator's authorization (mnv takes no query there: the way back carries a code a
+  // redirecting page could pass on); null outside an http(s) page.
+  function pageUrl() {
+    if (typeof location === 'undefined' || !/^https?:$/.test(location.protocol)) return null;
+    return location.href.split('#')[0].split('?')[0];
+  }
+
+  function storage() {
+    try {
+      return typeof sessionStorage === 'undefined' ? null : sessionStorage;
+    } catch {
+      return null; // a sandboxed frame throws on the mere access
+    }
+  }
+
+  function base64url(bytes) {
+    let s = '';
+    for (const b of bytes) s += String.fromCharCode(b);
+    return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  }
+
+  // pkce is a fresh verifier and its S256 challenge; null where the page has no Web Crypto (an
+  // insecure context), which an operator's network API then refuses.
+  async function pkce() {
+    const c = typeof crypto === 'undefined' ? undefined : crypto;
+    if (!c || !c.subtle || !c.getRandomValues) return null;
+    const verifier = base64url(c.getRandomValues(new Uint8Array(32)));
+    const digest = await c.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+    return { verifier, challenge: base64url(new Uint8Array(digest)) };
+  }
+
   // capture captures a browser transaction over the network the browser is on, with no
   // credential: the page's origin must be one the transaction's client allowed.
+  //
+  // When the operator identifies the line through its network API (NETWORK_API), the capture
+  // answers AUTHORIZATION_PENDING with the operator's authorizationUrl: the browser must go there
+  // over mobile data, and comes back to returnUrl (default: this page, without its query), where
+  // resumeCapture completes it. With redirect 'auto' (the default) capture goes there itself and
+  // its promise never settles, as the page is leaving; with 'manual' it resolves to that answer
+  // and the page goes when it wants (location.assign(r.authorizationUrl)), in this tab.
   function capture(o) {
-    return Promise.resolve().then(() => {
+    return Promise.resolve().then(async () => {
       requireOptions(o);
       requireString(o, 'transactionId');
+      if (o.redirect !== undefined && o.redirect !== 'auto' && o.redirect !== 'manual') {
+        throw new TypeError('mnv: redirect must be "auto" or "manual"');
+      }
       const headers = {};
       if (o.sandboxNumber !== undefined) headers['X-Mnv-Sandbox-Msisdn'] = o.sandboxNumber;
-      return request(o, '/web/transactions/' + encodeURIComponent(o.transactionId) + '/capture', { method: 'POST', headers });
+      const q = new URLSearchParams();
+      if (o.operatorId !== undefined && o.operatorId !== null) {
+        requireString(o, 'operatorId');
+        q.set('operatorId', o.operatorId);
+      }
+      const back = o.returnUrl !== undefined && o.returnUrl !== null ? o.returnUrl : pageUrl();
+      if (back !== null) q.set('returnUrl', back);
+      // Only a tab that can keep the verifier can complete an authorization.
+      const st = storage();
+      const keys = st === null ? null : await pkce();
+      if (keys !== null) q.set('codeChallenge', keys.challenge);
+      const query = q.toString();
+      const path = '/web/transactions/' + encodeURIComponent(o.transactionId) + '/capture' + (query === '' ? '' : '?' + query);
+      const r = await request(o, path, { method: 'POST', headers });
+      if (r === null || typeof r !== 'object' || r.status !== 'AUTHORIZATION_PENDING' || typeof r.authorizationUrl !== 'string') return r;
+      try {
+        if (keys !== null) st.setItem(PENDING_KEY, JSON.stringify({ transactionId: o.transactionId, verifier: keys.verifier }));
+      } catch {
+        // Storage full or refused: resumeCapture will refuse the way back (STATE_MISMATCH).
+      }
+      if (o.redirect === 'manual' || typeof location === 'undefined') return r;
+      location.assign(r.authorizationUrl);
+      return new Promise(() => {});
+    });
+  }
+
+  // resumeCapture completes, on the page the browser came back to after an operator's
+  // authorization, the capture this tab started (capture, NETWORK_API): it resolves to what the
+  // capture gave, as capture resolves; to null when this page load is no such return. Call it when
+  // the page loads. It removes mnv's fragment from the address bar. A return this tab did not
+  // start is STATE_MISMATCH; an authorization that could not finish (the operator did not answer)
+  // is an MnvError with that code (e.g. UNAVAILABLE), and the transaction can be captured again.
+  function resumeCapture(o) {
+    return Promise.resolve().then(() => {
+      const opts = o === undefined ? {} : o;
+      requireOptions(opts);
+      const href = opts.url !== undefined ? opts.url : typeof location !== 'undefined' ? location.href : undefined;
+      if (typeof href !== 'string') return null;
+      const u = new URL(href);
+      const f = new URLSearchParams(u.hash.replace(/^#/, ''));
+      const id = f.get('mnv_transaction');
+      if (id === null || id === '') return null;
+      if (opts.url === undefined && typeof history !== 'undefined' && history.replaceState) {
+        u.hash = '';
+        history.replaceState(history.state, '', u.href);
+      }
+      const st = storage();
+      let pending = null;
+      try {
+        if (st !== null) {
+          const kept = st.getItem(PENDING_KEY);
+          st.removeItem(PENDING_KEY); // one way back per capture, whatever it holds
+          pending = JSON.parse(kept);
+        }
+      } catch {
+        pending = null;
+      }
+      if (pending === null || typeof pending !== 'object' || pending.transactionId !== id || typeof pending.verifier !== 'string') {
+        throw new MnvError({ code: 'STATE_MISMATCH', httpStatus: 0, message: 'mnv: this tab did not send that transaction to its operator' });
+      }
+      const error = f.get('mnv_error');
+      if (error !== null) {
+        throw new MnvError({ code: error, httpStatus: 0, message: "mnv: the operator's authorization did not complete (" + error + '): capture the transaction again' });
+      }
+      if (f.get('mnv_status') === 'EXPIRED') {
+        return { transactionId: id, status: 'EXPIRED', operatorId: null, encryptedMobileNumber: null, expiresAt: null };
+      }
+      const code = f.get('mnv_code');
+      if (code === null || code === '') {
+        throw new MnvError({ code: 'BAD_RESPONSE', httpStatus: 0, message: 'mnv: the way back carries no code' });
+      }
+      return request(opts, '/web/transactions/' + encodeURIComponent(id) + '/complete', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ code, codeVerifier: pending.verifier }),
+      });
     });
   }
 
@@ -272,5 +395,5 @@
     };
   }
 
-  global.Mnv = Object.freeze({ MnvError, camaraAuthorizeUrl, camaraCode, capture, createSession, network });
+  global.Mnv = Object.freeze({ MnvError, camaraAuthorizeUrl, camaraCode, capture, createSession, network, resumeCapture });
 })(typeof window !== 'undefined' ? window : globalThis);

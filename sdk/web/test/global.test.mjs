@@ -19,7 +19,7 @@ function load({ src, connection } = {}) {
     window,
     document: { currentScript: src ? { src } : null },
     navigator: connection ? { connection } : {},
-    fetch, AbortController, URL, setTimeout, clearTimeout,
+    fetch, AbortController, URL, URLSearchParams, setTimeout, clearTimeout,
   };
   vm.runInNewContext(source, context, { filename: 'mnv.global.js' });
   return window.Mnv;

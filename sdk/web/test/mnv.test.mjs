@@ -1,6 +1,7 @@
 import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { capture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
+import { createHash } from 'node:crypto';
+import { capture, resumeCapture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
 import { startServer, reply, fail, captured } from './helpers.mjs';
 
 let s;
@@ -194,4 +195,135 @@ test('camaraCode returns the code only for the state the page sent', () => {
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?code=abc&state=other', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'STATE_MISMATCH');
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?error=access_denied&state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'access_denied');
   assert.throws(() => camaraCode({ url: 'https://shop.example/cb?state=s-1', state: 's-1' }), (e) => e instanceof MnvError && e.code === 'BAD_RESPONSE');
+});
+
+// page plays a browser tab on href for the duration of a test: location (assign is recorded,
+// not followed), this tab's sessionStorage and history.
+function page(t, href) {
+  const store = new Map();
+  const p = {
+    href,
+    assigned: [],
+    replaced: [],
+    storage: {
+      getItem: (k) => (store.has(k) ? store.get(k) : null),
+      setItem: (k, v) => store.set(k, String(v)),
+      removeItem: (k) => store.delete(k),
+    },
+  };
+  const loc = {
+    get href() { return p.href; },
+    get protocol() { return new URL(p.href).protocol; },
+    assign: (u) => p.assigned.push(u),
+  };
+  const hist = { state: null, replaceState: (_s, _t, u) => { p.replaced.push(u); p.href = u; } };
+  for (const [k, v] of [['location', loc], ['sessionStorage', p.storage], ['history', hist]]) {
+    Object.defineProperty(globalThis, k, { value: v, configurable: true, writable: true });
+  }
+  t.after(() => {
+    for (const k of ['location', 'sessionStorage', 'history']) delete globalThis[k];
+  });
+  return p;
+}
+
+const pending = {
+  transactionId: 'tx-1', status: 'AUTHORIZATION_PENDING', operatorId: 'op-camara', encryptedMobileNumber: null,
+  expiresAt: '2026-01-01T00:00:00.000Z', authorizationUrl: 'https://operator.example/authorize?state=s',
+};
+
+const PENDING_KEY = 'mnv.capture.pending';
+
+// challengeOf is the S256 challenge of verifier, as mnv checks it.
+function challengeOf(verifier) {
+  return createHash('sha256').update(verifier).digest('base64url');
+}
+
+test('capture names the operator, this page as the way back (without its query and fragment) and a code challenge', async (t) => {
+  page(t, 'https://shop.example/checkout?step=2#top');
+  await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, operatorId: 'op-camara' });
+  const u = new URL(s.requests[0].url, s.origin);
+  assert.equal(u.pathname, '/v1/api/web/transactions/tx-1/capture');
+  const q = Object.fromEntries(u.searchParams);
+  assert.match(q.codeChallenge, /^[A-Za-z0-9_-]{43}$/);
+  assert.deepEqual({ ...q, codeChallenge: 'c' }, { operatorId: 'op-camara', returnUrl: 'https://shop.example/checkout', codeChallenge: 'c' });
+  assert.equal(s.requests[0].body, '');
+  await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, returnUrl: 'https://shop.example/back' });
+  const q2 = new URL(s.requests[1].url, s.origin).searchParams;
+  assert.equal(q2.get('returnUrl'), 'https://shop.example/back');
+  assert.notEqual(q2.get('codeChallenge'), q.codeChallenge, 'a fresh verifier per capture');
+});
+
+test('header enrichment: a captured answer resolves as before, and nothing is kept or followed', async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  assert.deepEqual(await capture({ transactionId: 'tx', baseUrl: s.baseUrl }), captured);
+  assert.deepEqual(p.assigned, []);
+  assert.equal(p.storage.getItem(PENDING_KEY), null);
+});
+
+test('NETWORK_API: capture keeps its verifier, sends the browser to the operator and never settles', async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  s.handle = (req, res) => reply(res, 200, pending);
+  let settled = false;
+  capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, operatorId: 'op-camara' }).finally(() => (settled = true));
+  for (let i = 0; i < 50 && p.assigned.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(p.assigned, [pending.authorizationUrl]);
+  const kept = JSON.parse(p.storage.getItem(PENDING_KEY));
+  assert.equal(kept.transactionId, 'tx-1');
+  assert.equal(challengeOf(kept.verifier), new URL(s.requests[0].url, s.origin).searchParams.get('codeChallenge'));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(settled, false);
+});
+
+test("NETWORK_API, redirect 'manual': capture resolves to the authorization and goes nowhere", async (t) => {
+  const p = page(t, 'https://shop.example/checkout');
+  s.handle = (req, res) => reply(res, 200, pending);
+  assert.deepEqual(await capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, redirect: 'manual' }), pending);
+  assert.deepEqual(p.assigned, []);
+  assert.equal(JSON.parse(p.storage.getItem(PENDING_KEY)).transactionId, 'tx-1');
+  await assert.rejects(capture({ transactionId: 'tx-1', baseUrl: s.baseUrl, redirect: 'popup' }), TypeError);
+});
+
+test('resumeCapture completes the capture this tab sent away, with its code and verifier, and clears the way back', async (t) => {
+  const p = page(t, 'https://shop.example/checkout?step=2#mnv_code=c0de&mnv_transaction=tx%2F1');
+  p.storage.setItem(PENDING_KEY, JSON.stringify({ transactionId: 'tx/1', verifier: 'v-1' }));
+  const done = { ...captured, transactionId: 'tx/1' };
+  s.handle = (req, res) => reply(res, 200, done);
+  assert.deepEqual(await resumeCapture({ baseUrl: s.baseUrl }), done);
+  const q = s.requests[0];
+  assert.equal(q.method, 'POST');
+  assert.equal(q.url, '/v1/api/web/transactions/tx%2F1/complete');
+  assert.deepEqual(JSON.parse(q.body), { code: 'c0de', codeVerifier: 'v-1' });
+  for (const h of ['cookie', 'authorization', 'x-api-key', 'x-sdk-token', 'x-client-id']) assert.equal(q.headers[h], undefined, h);
+  assert.deepEqual(p.replaced, ['https://shop.example/checkout?step=2']);
+  assert.equal(p.storage.getItem(PENDING_KEY), null);
+  // The same return again (a reload, the back button) is no longer this tab's.
+  p.href = 'https://shop.example/checkout#mnv_code=c0de&mnv_transaction=tx%2F1';
+  await rejects(resumeCapture({ baseUrl: s.baseUrl }), { code: 'STATE_MISMATCH', httpStatus: 0 });
+  assert.equal(s.requests.length, 1);
+});
+
+test('resumeCapture: no return is null; a return this tab did not start, an error or an expiry, without a call', async (t) => {
+  const p = page(t, 'https://shop.example/checkout#section-2');
+  assert.equal(await resumeCapture({ baseUrl: s.baseUrl }), null);
+  assert.deepEqual(p.replaced, []);
+  const mine = JSON.stringify({ transactionId: 'tx-1', verifier: 'v' });
+  const cases = [
+    ['another transaction', JSON.stringify({ transactionId: 'tx-2', verifier: 'v' }), '#mnv_transaction=tx-1&mnv_code=c', 'STATE_MISMATCH'],
+    ['none started', null, '#mnv_transaction=tx-1&mnv_code=c', 'STATE_MISMATCH'],
+    ['a kept value that is not ours', 'tx-1', '#mnv_transaction=tx-1&mnv_code=c', 'STATE_MISMATCH'],
+    ['the operator did not answer', mine, '#mnv_transaction=tx-1&mnv_error=UNAVAILABLE', 'UNAVAILABLE'],
+    ['no code', mine, '#mnv_transaction=tx-1', 'BAD_RESPONSE'],
+  ];
+  for (const [name, kept, fragment, code] of cases) {
+    if (kept !== null) p.storage.setItem(PENDING_KEY, kept);
+    await rejects(resumeCapture({ baseUrl: s.baseUrl, url: 'https://shop.example/checkout' + fragment }), { code, httpStatus: 0 });
+    assert.equal(p.storage.getItem(PENDING_KEY), null, name);
+  }
+  p.storage.setItem(PENDING_KEY, mine);
+  assert.deepEqual(await resumeCapture({ baseUrl: s.baseUrl, url: 'https://shop.example/#mnv_transaction=tx-1&mnv_status=EXPIRED' }),
+    { transactionId: 'tx-1', status: 'EXPIRED', operatorId: null, encryptedMobileNumber: null, expiresAt: null });
+  assert.equal(s.requests.length, 0);
+  // Outside a page there is nothing to resume.
+  delete globalThis.location;
+  assert.equal(await resumeCapture(), null);
 });

@@ -1,7 +1,7 @@
 // Compiled by `tsc --noEmit` (make sdk-check), never run: the declarations accept what a page
 // writes and refuse what it must not.
-import { capture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
-import type { CaptureOptions, CaptureResult, NetworkInfo, SessionOptions, MnvErrorInit } from '../src/mnv.js';
+import { capture, resumeCapture, createSession, network, MnvError, camaraAuthorizeUrl, camaraCode } from '../src/mnv.js';
+import type { CaptureOptions, CaptureResult, NetworkInfo, SessionOptions, MnvErrorInit, ResumeOptions } from '../src/mnv.js';
 
 async function page(signal: AbortSignal): Promise<string | null> {
   const n: NetworkInfo = network();
@@ -53,3 +53,16 @@ function camara(): string {
   return code;
 }
 void camara;
+
+async function networkAPI(): Promise<string | null> {
+  const o: CaptureOptions = { transactionId: 'tx', operatorId: 'op', returnUrl: 'https://shop.example/back', redirect: 'manual' };
+  const r: CaptureResult = await capture(o);
+  if (r.status === 'AUTHORIZATION_PENDING' && typeof r.authorizationUrl === 'string') location.assign(r.authorizationUrl);
+  const ro: ResumeOptions = { baseUrl: 'https://api.example/v1/api', timeoutMs: 5000 };
+  const back: CaptureResult | null = await resumeCapture(ro);
+  await resumeCapture();
+  // @ts-expect-error redirect is 'auto' or 'manual'
+  capture({ transactionId: 'tx', redirect: 'popup' });
+  return back === null ? null : back.encryptedMobileNumber;
+}
+void networkAPI;

@@ -39,6 +39,7 @@ func TestPolicyOf(t *testing.T) {
 		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: auth.SDKToken, Feature: "VERIFY"}},
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: auth.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},
+		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},
 		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true, Feature: "CONNECT"}},
 		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: auth.APIKey, Feature: "CONNECT"}},
 	}
@@ -47,7 +48,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 53 { // every RPC of the four services above
+	if n := len(p); n != 54 { // every RPC of the four services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -35,18 +35,54 @@ export interface CaptureOptions {
   signal?: AbortSignal;
   /** Sent as X-Mnv-Sandbox-Msisdn: the number the sandbox operator "sees". Only the sandbox believes it. */
   sandboxNumber?: string;
+  /** The operator (an id of GET /v1/api/operators); by default the one whose network the browser is on. */
+  operatorId?: string;
+  /**
+   * Where the browser comes back to after an authorization at the operator (NETWORK_API): a URL
+   * of this page's origin, without a query. Default: this page (its address without the query
+   * and the fragment). It must not be a page that redirects elsewhere.
+   */
+  returnUrl?: string;
+  /**
+   * What capture does with an operator's authorization (status AUTHORIZATION_PENDING):
+   * `'auto'` (default) sends the browser to `authorizationUrl` and never settles, as the page
+   * is leaving; `'manual'` resolves to the answer, and the page goes there itself.
+   */
+  redirect?: 'auto' | 'manual';
 }
 
 export interface CaptureResult {
   transactionId: string;
+  /** CAPTURED, NO_NETWORK_IDENTITY, EXPIRED, or AUTHORIZATION_PENDING (redirect `'manual'` only). */
   status: string;
   operatorId: string | null;
   encryptedMobileNumber: string | null;
   expiresAt: string | null;
+  /** AUTHORIZATION_PENDING: the operator's authorization, for the browser to open over mobile data. */
+  authorizationUrl?: string | null;
   [k: string]: unknown;
 }
 
 export function capture(o: CaptureOptions): Promise<CaptureResult>;
+
+export interface ResumeOptions {
+  /** The API's base, e.g. `https://api.example/v1/api`; defaults to the gateway that served this script. */
+  baseUrl?: string;
+  /** Default 10000. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** The page's address; defaults to location.href (and then mnv's fragment is removed from it). */
+  url?: string;
+}
+
+/**
+ * On the page the browser came back to after an operator's authorization, completes the capture
+ * this tab started (with the code of the way back and the verifier the tab kept) and resolves
+ * to what it gave, as capture resolves; null when this page load is no such return. Rejects
+ * with MnvError `STATE_MISMATCH` for a return this tab did not start, or the code of the error
+ * that stopped the authorization (e.g. `UNAVAILABLE`: capture again).
+ */
+export function resumeCapture(o?: ResumeOptions): Promise<CaptureResult | null>;
 
 export interface SessionOptions {
   sdkToken: string;

@@ -88,6 +88,28 @@ func (f *fakeStore) CompleteCapture(_ context.Context, t domain.Transaction) err
 	return nil
 }
 
+func (f *fakeStore) LockSessionTransaction(_ context.Context, clientID, sessionID string) (domain.Transaction, error) {
+	for _, t := range f.txs {
+		if t.SessionID != nil && *t.SessionID == sessionID && t.ClientID == clientID {
+			return t, nil
+		}
+	}
+	return domain.Transaction{}, fault.ErrNotFound
+}
+
+// The NETWORK_API authorizations are TestNetworkAPICapture's, against the real store.
+func (f *fakeStore) GetSession(context.Context, string, string) (domain.Session, error) {
+	return domain.Session{}, fault.ErrNotFound
+}
+
+func (f *fakeStore) ClaimAuthorization(context.Context, []byte, []string) (domain.Session, error) {
+	return domain.Session{}, fault.ErrNotFound
+}
+
+func (f *fakeStore) CompleteAuthorization(context.Context, string, string, []byte, *time.Time) error {
+	return errors.New("no NETWORK_API session here")
+}
+
 // origins allows each client the origins listed.
 type origins map[string][]string
 
@@ -201,7 +223,7 @@ func TestCaptureTransaction(t *testing.T) {
 			return id, n
 		}, domain.ErrOriginNotAllowed, domain.TransactionPending},
 		{"captured twice", "VERIFY", func(e *env, id string) (string, network.Request) {
-			if _, err := e.svc.CaptureTransaction(context.Background(), id, fromAlpha); err != nil {
+			if _, err := e.svc.CaptureTransaction(context.Background(), id, CaptureRequest{}, fromAlpha); err != nil {
 				panic(err)
 			}
 			return id, fromAlpha
@@ -221,7 +243,7 @@ func TestCaptureTransaction(t *testing.T) {
 			}
 			id, n := tt.prepare(e, tr.ID)
 			sessionsBefore, stuckBefore := len(e.st.sessions), len(e.st.stuckPlus)
-			got, err := e.svc.CaptureTransaction(ctx, id, n)
+			got, err := e.svc.CaptureTransaction(ctx, id, CaptureRequest{}, n)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("CaptureTransaction = %v, want %v", err, tt.wantErr)
@@ -307,7 +329,7 @@ func TestCaptureUsesTheFlowsEnablement(t *testing.T) {
 			}
 			// What the client enables later is not the flow's.
 			e.client.Operators = identity.LegacyOperators()
-			got, err := e.svc.CaptureTransaction(ctx, tr.ID, fromAlpha)
+			got, err := e.svc.CaptureTransaction(ctx, tr.ID, CaptureRequest{}, fromAlpha)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,13 +345,6 @@ func TestCaptureUsesTheFlowsEnablement(t *testing.T) {
 			}
 		})
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func TestGetAndOrigins(t *testing.T) {

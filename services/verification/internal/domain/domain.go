@@ -171,22 +171,30 @@ type VerifiedNumber struct {
 
 // Transaction is a browser flow (the REST routes' "opportunity").
 type Transaction struct {
-	ID                 string
-	ClientID           string
-	ServiceCode        string
-	MetadataID         string
-	Features           []string           // the client's, when the flow started
-	Operators          identity.Operators // the client's, when the flow started
-	Status             string             // PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived)
+	ID          string
+	ClientID    string
+	ServiceCode string
+	MetadataID  string
+	Features    []string           // the client's, when the flow started
+	Operators   identity.Operators // the client's, when the flow started
+	// PENDING, AUTHORIZATION_PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived).
+	Status             string
 	OperatorID         *string
 	SessionID          *string
 	Blob               *string
 	StuckPlusSessionID *string
-	CreatedAt          time.Time
-	ExpiresAt          time.Time
+	// NETWORK_API: ReturnURL is the page the browser goes back to after the operator's
+	// authorization; CodeChallenge the S256 challenge of the capturing page's verifier;
+	// CompletionHash the SHA-256 of the one-time code the callback gave the returning browser.
+	ReturnURL      *string
+	CodeChallenge  *string
+	CompletionHash []byte
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
 }
 
-// Transaction statuses beyond the capture statuses.
+// Transaction statuses beyond the capture statuses (a VERIFY capture through the operator's
+// network API waits, like its session, in AuthorizationPending).
 const (
 	TransactionPending = "PENDING"
 	TransactionExpired = "EXPIRED"

@@ -27,7 +27,7 @@ import (
 func newFacade(t *testing.T) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
-	pool := verificationtest.Database(t)
+	pool := verificationtest.Database(t, 4)
 	ring, err := crypto.ParseKeyring(crypto.NewKeySpec("k1"))
 	if err != nil {
 		t.Fatal(err)

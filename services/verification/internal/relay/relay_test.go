@@ -11,11 +11,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/jobs"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
-	"github.com/mnvhq/mnv/services/verification/migrations"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
 // connect records what it is told, refusing the first calls while fail > 0.
@@ -52,17 +50,7 @@ func TestWorkerTellsConnect(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 6})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-				t.Fatal(err)
-			}
-			if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
-				t.Fatal(err)
-			}
+			pool := verificationtest.Database(t, 6)
 			q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

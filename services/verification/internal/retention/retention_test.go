@@ -109,7 +109,7 @@ func (c *charger) Debit(context.Context, money.Charge) (money.Charged, error) {
 // reveal is NOT_FOUND and charges nothing.
 func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	ctx := context.Background()
-	pool := verificationtest.Database(t)
+	pool := verificationtest.Database(t, 4)
 	keyring, _ := crypto.ParseKeyring(crypto.NewKeySpec("t1"))
 	hasher, _ := phone.NewHasher([]byte(crypto.NewSecret()))
 	s := seed{t: t, pool: pool, vault: phone.NewVault("verification", keyring, hasher), client: uuid.NewString()}

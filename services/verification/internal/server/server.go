@@ -71,14 +71,19 @@ func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.Creat
 	return sessionToProto(c), nil
 }
 
-// CompleteSessionAuthorization finishes a NETWORK_API session with the operator's redirect
-// (called by the gateway only).
+// CompleteSessionAuthorization finishes a NETWORK_API session, an SDK session's or a browser
+// capture's, with the operator's redirect (called by the gateway only).
 func (s *Server) CompleteSessionAuthorization(ctx context.Context, req *verificationv1.CompleteSessionAuthorizationRequest) (*verificationv1.CompleteSessionAuthorizationResponse, error) {
-	c, err := s.Sessions.CompleteAuthorization(ctx, sessions.Authorization{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()})
+	c, err := s.Browser.CompleteAuthorization(ctx, sessions.Authorization{State: req.GetState(), Code: req.GetCode(), Error: req.GetError()})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	p := sessionToProto(c)
+	if c.Transaction != nil {
+		// The browser goes back to its page, which reads the transaction there; the blob is
+		// the transaction's, for the client's backend.
+		return &verificationv1.CompleteSessionAuthorizationResponse{RedirectUrl: &c.Redirect}, nil
+	}
+	p := sessionToProto(c.Capture)
 	return &verificationv1.CompleteSessionAuthorizationResponse{
 		SessionId: p.SessionId, Status: p.Status, EncryptedMobileNumber: p.EncryptedMobileNumber,
 		OperatorId: p.OperatorId, ExpiresAt: p.ExpiresAt, AuthorizationUrl: p.AuthorizationUrl,
@@ -159,11 +164,29 @@ func (s *Server) GetTransaction(ctx context.Context, req *verificationv1.GetTran
 
 // CaptureTransaction captures a browser flow (called by the gateway only).
 func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.CaptureTransactionRequest) (*verificationv1.CaptureTransactionResponse, error) {
-	t, err := s.Browser.CaptureTransaction(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders))
+	c, err := s.Browser.CaptureTransaction(ctx, req.GetTransactionId(),
+		browser.CaptureRequest{OperatorID: req.OperatorId, ReturnURL: req.ReturnUrl, CodeChallenge: req.CodeChallenge}, networkOf(ctx, s.NumberHeaders))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.CaptureTransactionResponse{
+	out := &verificationv1.CaptureTransactionResponse{
+		TransactionId: c.ID, Status: transactionStatus(c.Status), OperatorId: c.OperatorID,
+		EncryptedMobileNumber: c.Blob, ExpiresAt: timestamppb.New(c.ExpiresAt),
+	}
+	if c.AuthorizationURL != "" {
+		out.AuthorizationUrl = &c.AuthorizationURL
+	}
+	return out, nil
+}
+
+// CompleteWebTransaction completes a browser flow for its page after an operator's
+// authorization (called by the gateway only).
+func (s *Server) CompleteWebTransaction(ctx context.Context, req *verificationv1.CompleteWebTransactionRequest) (*verificationv1.CompleteWebTransactionResponse, error) {
+	t, err := s.Browser.CompleteTransaction(ctx, req.GetTransactionId(), req.GetCode(), req.GetCodeVerifier(), networkOf(ctx, s.NumberHeaders))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.CompleteWebTransactionResponse{
 		TransactionId: t.ID, Status: transactionStatus(t.Status), OperatorId: t.OperatorID,
 		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
 	}, nil

@@ -31,9 +31,9 @@ type Store interface {
 
 // AuthStore is what the NETWORK_API authorization of a session needs of the storage.
 type AuthStore interface {
-	// ClaimAuthorization takes a pending authorization of a session of source by its state's
-	// hash, once (fault.ErrNotFound: no such pending, unexpired authorization).
-	ClaimAuthorization(ctx context.Context, stateHash []byte, source string) (domain.Session, error)
+	// ClaimAuthorization takes a pending authorization of a session of one of sources by its
+	// state's hash, once (fault.ErrNotFound: no such pending, unexpired authorization).
+	ClaimAuthorization(ctx context.Context, stateHash []byte, sources []string) (domain.Session, error)
 	CompleteAuthorization(ctx context.Context, sessionID, status string, sealedToken []byte, tokenExpires *time.Time) error
 }
 
@@ -121,7 +121,7 @@ func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n
 	sess := s.session(p.ClientID, sourceSDK, id)
 	sess.Platform, sess.DeviceID, sess.AppVersion = &r.Platform, r.DeviceID, r.AppVersion
 	if s.networkAPI(id, client) {
-		return s.authorize(ctx, sess)
+		return s.authorize(ctx, s.st, sess)
 	}
 	return s.open(ctx, s.st, sess, id.Number.E164)
 }
@@ -134,10 +134,10 @@ func (s *Service) networkAPI(id network.Identity, c operators.Client) bool {
 		id.Operator.Allows(c, operators.MethodNetworkAPI) && s.camara.Has(id.Operator.ID)
 }
 
-// authorize opens a NETWORK_API session waiting for the operator's authorization: a state (kept
-// as its hash) and a PKCE verifier (kept sealed to the row) bound to it, and the authorization
-// URL the device follows.
-func (s *Service) authorize(ctx context.Context, sess domain.Session) (Capture, error) {
+// authorize opens a NETWORK_API session waiting for the operator's authorization, through st:
+// a state (kept as its hash) and a PKCE verifier (kept sealed to the row) bound to it, and the
+// authorization URL the device follows.
+func (s *Service) authorize(ctx context.Context, st Store, sess domain.Session) (Capture, error) {
 	a, err := s.camara.Authorize(ctx, *sess.OperatorID)
 	if err != nil {
 		s.log.Warn("operator network API unreachable", zap.String("operator", *sess.OperatorID), zap.Error(err), logging.Request(ctx))
@@ -146,7 +146,7 @@ func (s *Service) authorize(ctx context.Context, sess domain.Session) (Capture, 
 	sess.Method, sess.Status = string(operators.MethodNetworkAPI), domain.AuthorizationPending
 	sess.StateHash = camara.StateHash(a.State)
 	sess.OAuthSealed = s.sealer.SealSecret(seal.SecretPKCEVerifier, sess.ID, []byte(a.Verifier))
-	if err := s.st.InsertSession(ctx, sess); err != nil {
+	if err := st.InsertSession(ctx, sess); err != nil {
 		return Capture{}, err
 	}
 	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, ExpiresAt: sess.ExpiresAt, AuthorizationURL: a.URL}, nil
@@ -161,84 +161,127 @@ type Authorization struct {
 	State, Code, Error string
 }
 
-// CompleteAuthorization finishes a NETWORK_API session with what the operator sent the device
-// back with: it claims the session by its state (once, before it expires), exchanges the code
-// with the PKCE verifier and mnv's client authentication, keeps the access token sealed with the
-// session, and answers the sealed blob, as an SDK session does. An operator that answered with
-// an error (login_required: the device was not on its mobile network) or refused the code gives
-// a session with NO_NETWORK_IDENTITY, verified as UNDETERMINED; an operator that does not answer
-// the exchange is 503, and the session's state is spent (the app starts a new session).
-func (s *Service) CompleteAuthorization(ctx context.Context, a Authorization) (Capture, error) {
-	return s.complete(ctx, a, sourceSDK)
+// Claim is a NETWORK_API session claimed by the state of the operator's redirect, with what
+// the operator's answer gives it; FinishAuthorization records it.
+type Claim struct {
+	Session domain.Session
+	// status is CAPTURED with the sealed access token (and its expiry, when the operator gave
+	// one), or NO_NETWORK_IDENTITY without.
+	status  string
+	token   []byte
+	expires *time.Time
 }
 
-// CompleteCAMARA finishes, as CompleteAuthorization, the NETWORK_API session of a CAMARA
-// authorization (OpenCAMARA), which the operator sent back to the facade's own callback. A
-// state of an SDK session is not one of these, nor the other way round. When the operator does
-// not answer, the error comes with the capture's SessionID, so that the facade can answer its
-// own client.
+// A NETWORK_API session is finished with what the operator sent the device back with in two
+// steps: ClaimAuthorization (the state, the code exchange: calls to the operator) then
+// FinishAuthorization (the record), so that a browser flow records its session and its
+// transaction in one database transaction that waits on no operator (browser.Service's
+// CompleteAuthorization, which finishes an SDK session's too).
+
+// ClaimAuthorization takes the NETWORK_API session of a's state (once, before it expires), of
+// an app (SDK) or a page (WEB): the sessions whose operator sends the device back to mnv's
+// public callback. It exchanges the code with the PKCE verifier and mnv's client
+// authentication. An operator that answered with an error (login_required: the device was not
+// on its mobile network) or refused the code gives a claim without identity
+// (NO_NETWORK_IDENTITY, verified as UNDETERMINED). An operator that does not answer the
+// exchange is an error wrapping fault.ErrUnavailable, with the claim's Session set: the state is
+// spent (a new capture starts over), and a browser flow must still learn which session it was.
+func (s *Service) ClaimAuthorization(ctx context.Context, a Authorization) (Claim, error) {
+	return s.claim(ctx, a, sourceSDK, SourceWeb)
+}
+
+// CompleteCAMARA finishes the NETWORK_API session of a CAMARA authorization (OpenCAMARA), which
+// the operator sent back to the facade's own callback, as ClaimAuthorization then
+// FinishAuthorization do an app's. A state of an app's or a page's session is not one of
+// these, nor the other way round. When the operator does not answer, the error comes with the
+// capture's SessionID, so that the facade can answer its own client.
 func (s *Service) CompleteCAMARA(ctx context.Context, a Authorization) (Capture, error) {
-	return s.complete(ctx, a, sourceCAMARA)
+	c, err := s.claim(ctx, a, sourceCAMARA)
+	if err != nil {
+		return Capture{SessionID: c.Session.ID}, err
+	}
+	return s.FinishAuthorization(ctx, s.auth, c)
 }
 
-func (s *Service) complete(ctx context.Context, a Authorization, source string) (Capture, error) {
+// claim is ClaimAuthorization for the sessions of sources.
+func (s *Service) claim(ctx context.Context, a Authorization, sources ...string) (Claim, error) {
 	if s.camara == nil || a.State == "" || len(a.State) > 512 {
-		return Capture{}, errBadState
+		return Claim{}, errBadState
 	}
-	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State), source)
+	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State), sources)
 	if errors.Is(err, fault.ErrNotFound) {
-		return Capture{}, errBadState
+		return Claim{}, errBadState
 	}
 	if err != nil {
-		return Capture{}, err
+		return Claim{}, err
 	}
+	c := Claim{Session: sess, status: domain.NoNetworkIdentity}
 	opID := *sess.OperatorID
-	status, token, expires := domain.NoNetworkIdentity, []byte(nil), (*time.Time)(nil)
-	switch {
-	case a.Error != "" || a.Code == "":
+	if a.Error != "" || a.Code == "" {
 		s.log.Info("operator refused the authorization", zap.String("operator", opID), zap.String("error", a.Error), logging.Request(ctx))
+		return c, nil
+	}
+	verifier, err := s.sealer.OpenSecret(seal.SecretPKCEVerifier, sess.ID, sess.OAuthSealed)
+	if err != nil {
+		return c, fmt.Errorf("open the PKCE verifier: %w", err)
+	}
+	t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
+	switch {
+	case errors.Is(err, camara.ErrUnavailable):
+		s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
+		return c, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
+	case err != nil:
+		s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
 	default:
-		verifier, err := s.sealer.OpenSecret(seal.SecretPKCEVerifier, sess.ID, sess.OAuthSealed)
-		if err != nil {
-			return Capture{}, fmt.Errorf("open the PKCE verifier: %w", err)
-		}
-		t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
-		switch {
-		case errors.Is(err, camara.ErrUnavailable):
-			s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
-			return Capture{SessionID: sess.ID}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
-		case err != nil:
-			s.log.Info("operator refused the code", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
-		default:
-			status = domain.Captured
-			token = s.sealer.SealSecret(seal.SecretAccessToken, sess.ID, []byte(t.AccessToken))
-			if !t.Expiry.IsZero() {
-				expires = &t.Expiry
-			}
+		c.status = domain.Captured
+		c.token = s.sealer.SealSecret(seal.SecretAccessToken, sess.ID, []byte(t.AccessToken))
+		if !t.Expiry.IsZero() {
+			c.expires = &t.Expiry
 		}
 	}
-	if err := s.auth.CompleteAuthorization(ctx, sess.ID, status, token, expires); err != nil {
+	return c, nil
+}
+
+// FinishAuthorization records a claim through st (the service's store, or a browser flow's
+// transaction) and answers its session sealed, the blob an SDK session's device gets.
+func (s *Service) FinishAuthorization(ctx context.Context, st AuthStore, c Claim) (Capture, error) {
+	sess := c.Session
+	if err := st.CompleteAuthorization(ctx, sess.ID, c.status, c.token, c.expires); err != nil {
 		return Capture{}, err
 	}
-	sess.Status = status
+	sess.Status = c.status
+	return s.Sealed(sess)
+}
+
+// Sealed is a finished NETWORK_API session as its holder gets it: its blob, which carries the
+// session only (the operator confirms the line when it is verified, mnv never learns it).
+func (s *Service) Sealed(sess domain.Session) (Capture, error) {
 	blob, err := s.sealer.Seal(seal.Claims{
-		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: opID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
+		ClientID: sess.ClientID, SessionID: sess.ID, OperatorID: *sess.OperatorID, IssuedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
 	})
 	if err != nil {
 		return Capture{}, fmt.Errorf("seal session: %w", err)
 	}
-	return Capture{SessionID: sess.ID, Status: status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }
 
 // OpenWeb opens the session of a browser flow's VERIFY capture through st (the capture's
-// transaction), for the client of the flow.
-func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, id network.Identity) (Capture, error) {
-	return s.open(ctx, st, s.session(clientID, "WEB", id), id.Number.E164)
+// transaction), for the client of the flow, which may use what c may: sealed at once, or, when
+// the operator's network API identifies the line, waiting for its authorization (the Capture's
+// AuthorizationURL, where the browser goes).
+func (s *Service) OpenWeb(ctx context.Context, st Store, clientID string, c operators.Client, id network.Identity) (Capture, error) {
+	sess := s.session(clientID, SourceWeb, id)
+	if s.networkAPI(id, c) {
+		return s.authorize(ctx, st, sess)
+	}
+	return s.open(ctx, st, sess, id.Number.E164)
 }
 
-// The sources of sessions: the app's SDK (and its web SDK), and the CAMARA facade.
+// The sources of sessions: an app's SDK, a page's browser flow (the web SDK), and the CAMARA
+// facade.
 const (
 	sourceSDK    = "SDK"
+	SourceWeb    = "WEB"
 	sourceCAMARA = "CAMARA"
 )
 
@@ -276,7 +319,7 @@ func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Req
 		}
 		heLine := id.Number.E164 != "" && id.Operator.Allows(c, operators.MethodHeaderEnrichment)
 		if !heLine && id.Operator.Allows(c, operators.MethodNetworkAPI) {
-			return s.authorize(ctx, sess)
+			return s.authorize(ctx, s.st, sess)
 		}
 	}
 	return s.open(ctx, s.st, sess, id.Number.E164)

@@ -51,13 +51,13 @@ func (s *storedOperators) operators() identity.Operators {
 }
 
 const transactionColumns = `id::text, client_id::text, service_code, metadata_id, features, operators, status, operator_id,
-	session_id::text, blob, stuck_plus_session_id::text, created_at, expires_at`
+	session_id::text, blob, stuck_plus_session_id::text, return_url, code_challenge, completion_hash, created_at, expires_at`
 
 func scanTransaction(row pgx.Row) (domain.Transaction, error) {
 	var t domain.Transaction
 	var ops *storedOperators
 	err := row.Scan(&t.ID, &t.ClientID, &t.ServiceCode, &t.MetadataID, &t.Features, &ops, &t.Status, &t.OperatorID,
-		&t.SessionID, &t.Blob, &t.StuckPlusSessionID, &t.CreatedAt, &t.ExpiresAt)
+		&t.SessionID, &t.Blob, &t.StuckPlusSessionID, &t.ReturnURL, &t.CodeChallenge, &t.CompletionHash, &t.CreatedAt, &t.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fault.ErrNotFound
 	}
@@ -94,11 +94,22 @@ func (st *Store) LockTransaction(ctx context.Context, id string) (domain.Transac
 		WHERE id = $1 FOR UPDATE`, id))
 }
 
-// CompleteCapture records what a capture gave a transaction.
+// LockSessionTransaction reads the transaction of a client's session and, inside a
+// transaction, locks it until that ends. fault.ErrNotFound when the session has none.
+func (st *Store) LockSessionTransaction(ctx context.Context, clientID, sessionID string) (domain.Transaction, error) {
+	return scanTransaction(st.db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
+		WHERE session_id = $1 AND client_id = $2 FOR UPDATE`, sessionID, clientID))
+}
+
+// CompleteCapture records what a capture gave a transaction: its outcome, or the authorization
+// it waits for (AUTHORIZATION_PENDING, then the callback's completion code), or, when that
+// authorization could not finish, the transaction as it was before (PENDING, no session: not
+// captured).
 func (st *Store) CompleteCapture(ctx context.Context, t domain.Transaction) error {
 	_, err := st.db.Exec(ctx, `UPDATE verification.transactions SET status = $2, operator_id = $3, session_id = $4,
-		blob = $5, stuck_plus_session_id = $6, captured_at = now() WHERE id = $1`,
-		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID)
+		blob = $5, stuck_plus_session_id = $6, return_url = $7, code_challenge = $8, completion_hash = $9,
+		captured_at = CASE WHEN $2 = 'PENDING' THEN NULL ELSE now() END WHERE id = $1`,
+		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID, t.ReturnURL, t.CodeChallenge, t.CompletionHash)
 	if err != nil {
 		return fmt.Errorf("complete capture: %w", err)
 	}

@@ -23,7 +23,7 @@ import (
 // newStores is the real schema with River's tables beside it, and stores that write jobs.
 func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
 	t.Helper()
-	pool := verificationtest.Database(t)
+	pool := verificationtest.Database(t, 4)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)

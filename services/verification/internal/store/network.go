@@ -12,15 +12,16 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
-// ClaimAuthorization takes the pending NETWORK_API authorization of a session of source whose
-// state hashes to stateHash, once: the state is cleared in the same statement, so a second
-// callback with it finds nothing. A session past its expiry is not claimed, nor one of another
-// source (each source has its own callback). fault.ErrNotFound when none.
-func (st *Store) ClaimAuthorization(ctx context.Context, stateHash []byte, source string) (domain.Session, error) {
+// ClaimAuthorization takes the pending NETWORK_API authorization of a session of one of sources
+// whose state hashes to stateHash, once: the state is cleared in the same statement, so a
+// second callback with it finds nothing. A session past its expiry is not claimed, nor one of
+// another source (the facade's sessions have a callback of their own). fault.ErrNotFound when
+// none.
+func (st *Store) ClaimAuthorization(ctx context.Context, stateHash []byte, sources []string) (domain.Session, error) {
 	var s domain.Session
 	err := st.db.QueryRow(ctx, `UPDATE verification.sessions SET state_hash = NULL
-		WHERE state_hash = $1 AND source = $2 AND status = 'AUTHORIZATION_PENDING' AND expires_at > now()
-		RETURNING id::text, client_id::text, source, method, operator_id, status, oauth_sealed, created_at, expires_at`, stateHash, source).
+		WHERE state_hash = $1 AND source = ANY ($2) AND status = 'AUTHORIZATION_PENDING' AND expires_at > now()
+		RETURNING id::text, client_id::text, source, method, operator_id, status, oauth_sealed, created_at, expires_at`, stateHash, sources).
 		Scan(&s.ID, &s.ClientID, &s.Source, &s.Method, &s.OperatorID, &s.Status, &s.OAuthSealed, &s.CreatedAt, &s.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, fault.ErrNotFound

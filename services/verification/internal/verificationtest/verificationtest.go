@@ -1,5 +1,5 @@
 // Package verificationtest builds what the verification service's unit tests share: fresh keys
-// that seal blobs and numbers, an operator registry from YAML, and a fresh schema.
+// that seal blobs and numbers, an operator registry from YAML, and a fresh database.
 package verificationtest
 
 import (
@@ -18,12 +18,13 @@ import (
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
-// Database is a fresh database with the verification schema and River's tables beside it (for
-// the stores that write jobs), its pool closed when the test ends.
-func Database(t testing.TB) *pgxpool.Pool {
+// Database is a fresh database of the test's own on the real server, with the verification
+// schema and River's tables beside it (jobs.New makes a queue over it), through a pool of at
+// most maxConns connections, closed with the test.
+func Database(t testing.TB, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

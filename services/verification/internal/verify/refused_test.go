@@ -106,7 +106,7 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 		t.Fatal(err)
 	}
 
-	pool := verificationtest.Database(t)
+	pool := verificationtest.Database(t, 4)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,11 @@ func (e *networkEnv) blob(t *testing.T, line string) string {
 	if err != nil || resp.StatusCode != http.StatusFound {
 		t.Fatalf("authorize: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	got, err := e.sessions.CompleteAuthorization(ctx, sessions.Authorization{State: back.Query().Get("state"), Code: back.Query().Get("code")})
+	claim, err := e.sessions.ClaimAuthorization(ctx, sessions.Authorization{State: back.Query().Get("state"), Code: back.Query().Get("code")})
+	if err != nil {
+		t.Fatalf("callback: %v", err)
+	}
+	got, err := e.sessions.FinishAuthorization(ctx, store.New(e.pool), claim)
 	if err != nil || got.Status != domain.Captured || got.Blob == "" {
 		t.Fatalf("callback: %+v %v", got, err)
 	}

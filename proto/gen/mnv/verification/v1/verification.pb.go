@@ -252,6 +252,9 @@ const (
 	TransactionStatus_TRANSACTION_STATUS_CAPTURED            TransactionStatus = 2
 	TransactionStatus_TRANSACTION_STATUS_NO_NETWORK_IDENTITY TransactionStatus = 3
 	TransactionStatus_TRANSACTION_STATUS_EXPIRED             TransactionStatus = 4
+	// NETWORK_API: the capture waits for the operator's authorization, which the browser follows
+	// over mobile data.
+	TransactionStatus_TRANSACTION_STATUS_AUTHORIZATION_PENDING TransactionStatus = 5
 )
 
 // Enum value maps for TransactionStatus.
@@ -262,13 +265,15 @@ var (
 		2: "TRANSACTION_STATUS_CAPTURED",
 		3: "TRANSACTION_STATUS_NO_NETWORK_IDENTITY",
 		4: "TRANSACTION_STATUS_EXPIRED",
+		5: "TRANSACTION_STATUS_AUTHORIZATION_PENDING",
 	}
 	TransactionStatus_value = map[string]int32{
-		"TRANSACTION_STATUS_UNSPECIFIED":         0,
-		"TRANSACTION_STATUS_PENDING":             1,
-		"TRANSACTION_STATUS_CAPTURED":            2,
-		"TRANSACTION_STATUS_NO_NETWORK_IDENTITY": 3,
-		"TRANSACTION_STATUS_EXPIRED":             4,
+		"TRANSACTION_STATUS_UNSPECIFIED":           0,
+		"TRANSACTION_STATUS_PENDING":               1,
+		"TRANSACTION_STATUS_CAPTURED":              2,
+		"TRANSACTION_STATUS_NO_NETWORK_IDENTITY":   3,
+		"TRANSACTION_STATUS_EXPIRED":               4,
+		"TRANSACTION_STATUS_AUTHORIZATION_PENDING": 5,
 	}
 )
 
@@ -705,8 +710,14 @@ type CompleteSessionAuthorizationResponse struct {
 	OperatorId            *string                `protobuf:"bytes,4,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	AuthorizationUrl      *string                `protobuf:"bytes,6,opt,name=authorization_url,json=authorizationUrl,proto3,oneof" json:"authorization_url,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// A browser capture's authorization: the page the browser goes back to (the capture's
+	// return URL, on the page's origin), with a fragment that names the transaction
+	// (mnv_transaction) and carries the one-time code that completes it (mnv_code), or its status
+	// (mnv_status=EXPIRED) or the error that stopped it (mnv_error). The gateway answers 303 to
+	// it; the sealed session is the transaction's once completed, never in this answer.
+	RedirectUrl   *string `protobuf:"bytes,7,opt,name=redirect_url,json=redirectUrl,proto3,oneof" json:"redirect_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteSessionAuthorizationResponse) Reset() {
@@ -777,6 +788,13 @@ func (x *CompleteSessionAuthorizationResponse) GetExpiresAt() *timestamppb.Times
 func (x *CompleteSessionAuthorizationResponse) GetAuthorizationUrl() string {
 	if x != nil && x.AuthorizationUrl != nil {
 		return *x.AuthorizationUrl
+	}
+	return ""
+}
+
+func (x *CompleteSessionAuthorizationResponse) GetRedirectUrl() string {
+	if x != nil && x.RedirectUrl != nil {
+		return *x.RedirectUrl
 	}
 	return ""
 }
@@ -1570,6 +1588,16 @@ func (x *GetTransactionResponse) GetTransaction() *Transaction {
 type CaptureTransactionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	// The operator; when not given, the one whose address ranges the browser's address is in.
+	OperatorId *string `protobuf:"bytes,2,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
+	// Where the browser comes back to after an authorization at the operator (NETWORK_API): a
+	// URL of the calling page's own origin, without a query, at most 4096 characters. Default:
+	// that origin's root. The way back carries a one-time code in its fragment: it must not be a
+	// page that redirects elsewhere.
+	ReturnUrl *string `protobuf:"bytes,3,opt,name=return_url,json=returnUrl,proto3,oneof" json:"return_url,omitempty"`
+	// The S256 challenge (base64url SHA-256, 43 characters) of a verifier the page keeps, to
+	// complete the transaction with after an authorization at the operator; required for one.
+	CodeChallenge *string `protobuf:"bytes,4,opt,name=code_challenge,json=codeChallenge,proto3,oneof" json:"code_challenge,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1607,6 +1635,27 @@ func (*CaptureTransactionRequest) Descriptor() ([]byte, []int) {
 func (x *CaptureTransactionRequest) GetTransactionId() string {
 	if x != nil {
 		return x.TransactionId
+	}
+	return ""
+}
+
+func (x *CaptureTransactionRequest) GetOperatorId() string {
+	if x != nil && x.OperatorId != nil {
+		return *x.OperatorId
+	}
+	return ""
+}
+
+func (x *CaptureTransactionRequest) GetReturnUrl() string {
+	if x != nil && x.ReturnUrl != nil {
+		return *x.ReturnUrl
+	}
+	return ""
+}
+
+func (x *CaptureTransactionRequest) GetCodeChallenge() string {
+	if x != nil && x.CodeChallenge != nil {
+		return *x.CodeChallenge
 	}
 	return ""
 }
@@ -1716,8 +1765,12 @@ type CaptureTransactionResponse struct {
 	// VERIFY: the sealed blob the client's backend verifies. Never the number itself.
 	EncryptedMobileNumber *string                `protobuf:"bytes,4,opt,name=encrypted_mobile_number,json=encryptedMobileNumber,proto3,oneof" json:"encrypted_mobile_number,omitempty"`
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// NETWORK_API, status AUTHORIZATION_PENDING: the operator's authorization endpoint
+	// (prompt=none, mnv's redirect URI, a state and PKCE challenge bound to the capture), for the
+	// browser to open over mobile data. Null otherwise.
+	AuthorizationUrl *string `protobuf:"bytes,6,opt,name=authorization_url,json=authorizationUrl,proto3,oneof" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CaptureTransactionResponse) Reset() {
@@ -1785,6 +1838,153 @@ func (x *CaptureTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CaptureTransactionResponse) GetAuthorizationUrl() string {
+	if x != nil && x.AuthorizationUrl != nil {
+		return *x.AuthorizationUrl
+	}
+	return ""
+}
+
+type CompleteWebTransactionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	// The one-time code the way back from the operator gave the browser (mnv_code).
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// The verifier of the capture's code_challenge.
+	CodeVerifier  string `protobuf:"bytes,3,opt,name=code_verifier,json=codeVerifier,proto3" json:"code_verifier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteWebTransactionRequest) Reset() {
+	*x = CompleteWebTransactionRequest{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteWebTransactionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteWebTransactionRequest) ProtoMessage() {}
+
+func (x *CompleteWebTransactionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteWebTransactionRequest.ProtoReflect.Descriptor instead.
+func (*CompleteWebTransactionRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CompleteWebTransactionRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionRequest) GetCodeVerifier() string {
+	if x != nil {
+		return x.CodeVerifier
+	}
+	return ""
+}
+
+// CompleteWebTransactionResponse is the transaction as a capture answers it.
+type CompleteWebTransactionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	Status        TransactionStatus      `protobuf:"varint,2,opt,name=status,proto3,enum=mnv.verification.v1.TransactionStatus" json:"status,omitempty"`
+	OperatorId    *string                `protobuf:"bytes,3,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
+	// VERIFY, once captured: the sealed blob the client's backend verifies.
+	EncryptedMobileNumber *string                `protobuf:"bytes,4,opt,name=encrypted_mobile_number,json=encryptedMobileNumber,proto3,oneof" json:"encrypted_mobile_number,omitempty"`
+	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *CompleteWebTransactionResponse) Reset() {
+	*x = CompleteWebTransactionResponse{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteWebTransactionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteWebTransactionResponse) ProtoMessage() {}
+
+func (x *CompleteWebTransactionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteWebTransactionResponse.ProtoReflect.Descriptor instead.
+func (*CompleteWebTransactionResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CompleteWebTransactionResponse) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionResponse) GetStatus() TransactionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return TransactionStatus_TRANSACTION_STATUS_UNSPECIFIED
+}
+
+func (x *CompleteWebTransactionResponse) GetOperatorId() string {
+	if x != nil && x.OperatorId != nil {
+		return *x.OperatorId
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionResponse) GetEncryptedMobileNumber() string {
+	if x != nil && x.EncryptedMobileNumber != nil {
+		return *x.EncryptedMobileNumber
+	}
+	return ""
+}
+
+func (x *CompleteWebTransactionResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // StuckPlusSession is a number captured by a STUCK_PLUS browser flow.
 type StuckPlusSession struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -1801,7 +2001,7 @@ type StuckPlusSession struct {
 
 func (x *StuckPlusSession) Reset() {
 	*x = StuckPlusSession{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +2013,7 @@ func (x *StuckPlusSession) String() string {
 func (*StuckPlusSession) ProtoMessage() {}
 
 func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[23]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +2026,7 @@ func (x *StuckPlusSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusSession.ProtoReflect.Descriptor instead.
 func (*StuckPlusSession) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{23}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StuckPlusSession) GetId() string {
@@ -1888,7 +2088,7 @@ type ListStuckPlusSessionsRequest struct {
 
 func (x *ListStuckPlusSessionsRequest) Reset() {
 	*x = ListStuckPlusSessionsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2100,7 @@ func (x *ListStuckPlusSessionsRequest) String() string {
 func (*ListStuckPlusSessionsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[24]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2113,7 @@ func (x *ListStuckPlusSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{24}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListStuckPlusSessionsRequest) GetPage() int32 {
@@ -1943,7 +2143,7 @@ type ListStuckPlusSessionsResponse struct {
 
 func (x *ListStuckPlusSessionsResponse) Reset() {
 	*x = ListStuckPlusSessionsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2155,7 @@ func (x *ListStuckPlusSessionsResponse) String() string {
 func (*ListStuckPlusSessionsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[25]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2168,7 @@ func (x *ListStuckPlusSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{25}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListStuckPlusSessionsResponse) GetItems() []*StuckPlusSession {
@@ -2017,7 +2217,7 @@ type RevealStuckPlusSessionRequest struct {
 
 func (x *RevealStuckPlusSessionRequest) Reset() {
 	*x = RevealStuckPlusSessionRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2229,7 @@ func (x *RevealStuckPlusSessionRequest) String() string {
 func (*RevealStuckPlusSessionRequest) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[26]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2242,7 @@ func (x *RevealStuckPlusSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{26}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RevealStuckPlusSessionRequest) GetSessionId() string {
@@ -2071,7 +2271,7 @@ type RevealStuckPlusSessionResponse struct {
 
 func (x *RevealStuckPlusSessionResponse) Reset() {
 	*x = RevealStuckPlusSessionResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2283,7 @@ func (x *RevealStuckPlusSessionResponse) String() string {
 func (*RevealStuckPlusSessionResponse) ProtoMessage() {}
 
 func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[27]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2296,7 @@ func (x *RevealStuckPlusSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealStuckPlusSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevealStuckPlusSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{27}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RevealStuckPlusSessionResponse) GetSessionId() string {
@@ -2143,7 +2343,7 @@ type StuckPlusReveal struct {
 
 func (x *StuckPlusReveal) Reset() {
 	*x = StuckPlusReveal{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2355,7 @@ func (x *StuckPlusReveal) String() string {
 func (*StuckPlusReveal) ProtoMessage() {}
 
 func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[28]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2368,7 @@ func (x *StuckPlusReveal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StuckPlusReveal.ProtoReflect.Descriptor instead.
 func (*StuckPlusReveal) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{28}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StuckPlusReveal) GetId() string {
@@ -2223,7 +2423,7 @@ type ListStuckPlusRevealsRequest struct {
 
 func (x *ListStuckPlusRevealsRequest) Reset() {
 	*x = ListStuckPlusRevealsRequest{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2435,7 @@ func (x *ListStuckPlusRevealsRequest) String() string {
 func (*ListStuckPlusRevealsRequest) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[29]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2448,7 @@ func (x *ListStuckPlusRevealsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsRequest.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{29}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListStuckPlusRevealsRequest) GetPage() int32 {
@@ -2278,7 +2478,7 @@ type ListStuckPlusRevealsResponse struct {
 
 func (x *ListStuckPlusRevealsResponse) Reset() {
 	*x = ListStuckPlusRevealsResponse{}
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2490,7 @@ func (x *ListStuckPlusRevealsResponse) String() string {
 func (*ListStuckPlusRevealsResponse) ProtoMessage() {}
 
 func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_verification_proto_msgTypes[30]
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2503,7 @@ func (x *ListStuckPlusRevealsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStuckPlusRevealsResponse.ProtoReflect.Descriptor instead.
 func (*ListStuckPlusRevealsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{30}
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListStuckPlusRevealsResponse) GetItems() []*StuckPlusReveal {
@@ -2387,7 +2587,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11error_description\x18\x04 \x01(\tH\x02R\x10errorDescription\x88\x01\x01B\a\n" +
 	"\x05_codeB\b\n" +
 	"\x06_errorB\x14\n" +
-	"\x12_error_description\"\x93\x03\n" +
+	"\x12_error_description\"\xcc\x03\n" +
 	"$CompleteSessionAuthorizationResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12:\n" +
@@ -2397,10 +2597,12 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"operatorId\x88\x01\x01\x129\n" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x120\n" +
-	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x1a\n" +
+	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01\x12&\n" +
+	"\fredirect_url\x18\a \x01(\tH\x03R\vredirectUrl\x88\x01\x01B\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x0e\n" +
 	"\f_operator_idB\x14\n" +
-	"\x12_authorization_url\"\xb0\x01\n" +
+	"\x12_authorization_urlB\x0f\n" +
+	"\r_redirect_url\"\xb0\x01\n" +
 	"\rVerifyRequest\x12#\n" +
 	"\rmobile_number\x18\x01 \x01(\tR\fmobileNumber\x126\n" +
 	"\x17encrypted_mobile_number\x18\x02 \x01(\tR\x15encryptedMobileNumber\x12\x1f\n" +
@@ -2473,15 +2675,39 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x15GetTransactionRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\\\n" +
 	"\x16GetTransactionResponse\x12B\n" +
-	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"B\n" +
+	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"\xea\x01\n" +
 	"\x19CaptureTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"V\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12$\n" +
+	"\voperator_id\x18\x02 \x01(\tH\x00R\n" +
+	"operatorId\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"return_url\x18\x03 \x01(\tH\x01R\treturnUrl\x88\x01\x01\x12*\n" +
+	"\x0ecode_challenge\x18\x04 \x01(\tH\x02R\rcodeChallenge\x88\x01\x01B\x0e\n" +
+	"\f_operator_idB\r\n" +
+	"\v_return_urlB\x11\n" +
+	"\x0f_code_challenge\"V\n" +
 	"\x15CheckWebOriginRequest\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed\"\xcd\x02\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"\x95\x03\n" +
 	"\x1aCaptureTransactionResponse\x12%\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
+	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
+	"\voperator_id\x18\x03 \x01(\tH\x00R\n" +
+	"operatorId\x88\x01\x01\x12;\n" +
+	"\x17encrypted_mobile_number\x18\x04 \x01(\tH\x01R\x15encryptedMobileNumber\x88\x01\x01\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x120\n" +
+	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x0e\n" +
+	"\f_operator_idB\x1a\n" +
+	"\x18_encrypted_mobile_numberB\x14\n" +
+	"\x12_authorization_url\"\x7f\n" +
+	"\x1dCompleteWebTransactionRequest\x12%\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12#\n" +
+	"\rcode_verifier\x18\x03 \x01(\tR\fcodeVerifier\"\xd1\x02\n" +
+	"\x1eCompleteWebTransactionResponse\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
 	"\voperator_id\x18\x03 \x01(\tH\x00R\n" +
@@ -2568,13 +2794,14 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1cVERIFICATION_STATUS_VERIFIED\x10\x01\x12$\n" +
 	" VERIFICATION_STATUS_NOT_VERIFIED\x10\x02\x12$\n" +
 	" VERIFICATION_STATUS_UNDETERMINED\x10\x03\x12\x1f\n" +
-	"\x1bVERIFICATION_STATUS_EXPIRED\x10\x04*\xc4\x01\n" +
+	"\x1bVERIFICATION_STATUS_EXPIRED\x10\x04*\xf2\x01\n" +
 	"\x11TransactionStatus\x12\"\n" +
 	"\x1eTRANSACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_PENDING\x10\x01\x12\x1f\n" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
-	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x042\xe7\x0f\n" +
+	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8c\x11\n" +
 	"\x13VerificationService\x12\x90\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xb6\x01\n" +
@@ -2584,7 +2811,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
 	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
 	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x96\x01\n" +
-	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
+	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12\xa2\x01\n" +
+	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xb4\x01\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"4\xca\xf3\x180\b\x028\x02J*Stuck-plus sessions retrieved successfully\x12\xa0\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x010\x018\x02J\x0fNumber revealed\x12\xa7\x01\n" +
@@ -2603,7 +2831,7 @@ func file_mnv_verification_v1_verification_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_verification_v1_verification_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(ServiceType)(0),                             // 0: mnv.verification.v1.ServiceType
 	(Platform)(0),                                // 1: mnv.verification.v1.Platform
@@ -2633,75 +2861,81 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*CheckWebOriginRequest)(nil),                // 25: mnv.verification.v1.CheckWebOriginRequest
 	(*CheckWebOriginResponse)(nil),               // 26: mnv.verification.v1.CheckWebOriginResponse
 	(*CaptureTransactionResponse)(nil),           // 27: mnv.verification.v1.CaptureTransactionResponse
-	(*StuckPlusSession)(nil),                     // 28: mnv.verification.v1.StuckPlusSession
-	(*ListStuckPlusSessionsRequest)(nil),         // 29: mnv.verification.v1.ListStuckPlusSessionsRequest
-	(*ListStuckPlusSessionsResponse)(nil),        // 30: mnv.verification.v1.ListStuckPlusSessionsResponse
-	(*RevealStuckPlusSessionRequest)(nil),        // 31: mnv.verification.v1.RevealStuckPlusSessionRequest
-	(*RevealStuckPlusSessionResponse)(nil),       // 32: mnv.verification.v1.RevealStuckPlusSessionResponse
-	(*StuckPlusReveal)(nil),                      // 33: mnv.verification.v1.StuckPlusReveal
-	(*ListStuckPlusRevealsRequest)(nil),          // 34: mnv.verification.v1.ListStuckPlusRevealsRequest
-	(*ListStuckPlusRevealsResponse)(nil),         // 35: mnv.verification.v1.ListStuckPlusRevealsResponse
-	(*timestamppb.Timestamp)(nil),                // 36: google.protobuf.Timestamp
+	(*CompleteWebTransactionRequest)(nil),        // 28: mnv.verification.v1.CompleteWebTransactionRequest
+	(*CompleteWebTransactionResponse)(nil),       // 29: mnv.verification.v1.CompleteWebTransactionResponse
+	(*StuckPlusSession)(nil),                     // 30: mnv.verification.v1.StuckPlusSession
+	(*ListStuckPlusSessionsRequest)(nil),         // 31: mnv.verification.v1.ListStuckPlusSessionsRequest
+	(*ListStuckPlusSessionsResponse)(nil),        // 32: mnv.verification.v1.ListStuckPlusSessionsResponse
+	(*RevealStuckPlusSessionRequest)(nil),        // 33: mnv.verification.v1.RevealStuckPlusSessionRequest
+	(*RevealStuckPlusSessionResponse)(nil),       // 34: mnv.verification.v1.RevealStuckPlusSessionResponse
+	(*StuckPlusReveal)(nil),                      // 35: mnv.verification.v1.StuckPlusReveal
+	(*ListStuckPlusRevealsRequest)(nil),          // 36: mnv.verification.v1.ListStuckPlusRevealsRequest
+	(*ListStuckPlusRevealsResponse)(nil),         // 37: mnv.verification.v1.ListStuckPlusRevealsResponse
+	(*timestamppb.Timestamp)(nil),                // 38: google.protobuf.Timestamp
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
 	5,  // 1: mnv.verification.v1.ListOperatorsResponse.items:type_name -> mnv.verification.v1.Operator
 	1,  // 2: mnv.verification.v1.CreateSdkSessionRequest.platform:type_name -> mnv.verification.v1.Platform
 	2,  // 3: mnv.verification.v1.CreateSdkSessionResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	36, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: mnv.verification.v1.CompleteSessionAuthorizationResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	36, // 6: mnv.verification.v1.CompleteSessionAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 6: mnv.verification.v1.CompleteSessionAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
-	36, // 8: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
+	38, // 8: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
 	13, // 9: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
 	13, // 10: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
-	36, // 11: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
-	36, // 12: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
+	38, // 11: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
+	38, // 12: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
 	13, // 13: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
 	4,  // 14: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
-	36, // 15: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 16: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
+	38, // 15: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 16: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
 	19, // 17: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	19, // 18: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	4,  // 19: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	36, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 21: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
-	36, // 22: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
-	28, // 23: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
-	36, // 24: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
-	36, // 25: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
-	33, // 26: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
-	6,  // 27: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
-	8,  // 28: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
-	10, // 29: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
-	12, // 30: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
-	15, // 31: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
-	17, // 32: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
-	20, // 33: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
-	22, // 34: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
-	24, // 35: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
-	25, // 36: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
-	29, // 37: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	31, // 38: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	34, // 39: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	7,  // 40: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 41: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	11, // 42: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
-	14, // 43: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	16, // 44: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	18, // 45: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	21, // 46: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	23, // 47: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	27, // 48: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	26, // 49: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	30, // 50: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	32, // 51: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	35, // 52: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	40, // [40:53] is the sub-list for method output_type
-	27, // [27:40] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	38, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 21: mnv.verification.v1.CompleteWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
+	38, // 22: mnv.verification.v1.CompleteWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 23: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
+	38, // 24: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
+	30, // 25: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
+	38, // 26: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
+	38, // 27: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
+	35, // 28: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
+	6,  // 29: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
+	8,  // 30: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
+	10, // 31: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
+	12, // 32: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
+	15, // 33: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
+	17, // 34: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
+	20, // 35: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
+	22, // 36: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
+	24, // 37: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
+	28, // 38: mnv.verification.v1.VerificationService.CompleteWebTransaction:input_type -> mnv.verification.v1.CompleteWebTransactionRequest
+	25, // 39: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	31, // 40: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	33, // 41: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	36, // 42: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	7,  // 43: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 44: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 45: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 46: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 47: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 48: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 49: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 50: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 51: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	29, // 52: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
+	26, // 53: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	32, // 54: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	34, // 55: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	37, // 56: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	43, // [43:57] is the sub-list for method output_type
+	29, // [29:43] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_verification_proto_init() }
@@ -2716,16 +2950,18 @@ func file_mnv_verification_v1_verification_proto_init() {
 	file_mnv_verification_v1_verification_proto_msgTypes[8].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[12].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[19].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[22].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[24].OneofWrappers = []any{}
-	file_mnv_verification_v1_verification_proto_msgTypes[29].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[26].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_verification_proto_rawDesc), len(file_mnv_verification_v1_verification_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	VerificationService_CreateTransaction_FullMethodName            = "/mnv.verification.v1.VerificationService/CreateTransaction"
 	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
+	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -52,10 +53,12 @@ type VerificationServiceClient interface {
 	ListOperators(ctx context.Context, in *ListOperatorsRequest, opts ...grpc.CallOption) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(ctx context.Context, in *CreateSdkSessionRequest, opts ...grpc.CallOption) (*CreateSdkSessionResponse, error)
-	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
-	// back here (the redirect URI of the authorization URL the session answered) with the code
-	// and the state, or an error. No client credential: the state binds the call to its session,
-	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	// Completes the NETWORK_API authorization of an SDK session or a browser capture: the
+	// operator sends the device back here (the redirect URI of the authorization URL the session
+	// or the capture answered) with the code and the state, or an error. No client credential:
+	// the state binds the call to its session, once, until the session expires. A browser
+	// capture's answer names the page the browser goes back to (redirect_url), and the HTTP
+	// answer is 303 to it. Only the gateway calls it, with its internal credential.
 	CompleteSessionAuthorization(ctx context.Context, in *CompleteSessionAuthorizationRequest, opts ...grpc.CallOption) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
@@ -67,8 +70,19 @@ type VerificationServiceClient interface {
 	// Resolves a browser flow.
 	GetTransaction(ctx context.Context, in *GetTransactionRequest, opts ...grpc.CallOption) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
-	// page's origin is one the transaction's client allowed.
+	// page's origin is one the transaction's client allowed. Through an operator's network API
+	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
+	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
+	// callback (GET /v1/api/sdk/session/callback), which sends the browser back to the page
+	// (returnUrl) with a one-time code, and the page completes the transaction
+	// (POST /v1/api/web/transactions/{transactionId}/complete).
 	CaptureTransaction(ctx context.Context, in *CaptureTransactionRequest, opts ...grpc.CallOption) (*CaptureTransactionResponse, error)
+	// Completes a capture that went through an operator's network API, once its browser came
+	// back: with the one-time code the way back gave the browser and the verifier of the code
+	// challenge the capture sent, so only the page that captured, in the browser the operator
+	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
+	// origins like the capture.
+	CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -177,6 +191,16 @@ func (c *verificationServiceClient) CaptureTransaction(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *verificationServiceClient) CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompleteWebTransactionResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CompleteWebTransaction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -235,10 +259,12 @@ type VerificationServiceServer interface {
 	ListOperators(context.Context, *ListOperatorsRequest) (*ListOperatorsResponse, error)
 	// Captures the number the operator's network injected and seals it for Verify.
 	CreateSdkSession(context.Context, *CreateSdkSessionRequest) (*CreateSdkSessionResponse, error)
-	// Completes the NETWORK_API authorization of an SDK session: the operator sends the device
-	// back here (the redirect URI of the authorization URL the session answered) with the code
-	// and the state, or an error. No client credential: the state binds the call to its session,
-	// once, until the session expires. Only the gateway calls it, with its internal credential.
+	// Completes the NETWORK_API authorization of an SDK session or a browser capture: the
+	// operator sends the device back here (the redirect URI of the authorization URL the session
+	// or the capture answered) with the code and the state, or an error. No client credential:
+	// the state binds the call to its session, once, until the session expires. A browser
+	// capture's answer names the page the browser goes back to (redirect_url), and the HTTP
+	// answer is 303 to it. Only the gateway calls it, with its internal credential.
 	CompleteSessionAuthorization(context.Context, *CompleteSessionAuthorizationRequest) (*CompleteSessionAuthorizationResponse, error)
 	// Compares the number the user typed with the sealed network number, and charges a
 	// definitive outcome. One verify per sealed blob.
@@ -250,8 +276,19 @@ type VerificationServiceServer interface {
 	// Resolves a browser flow.
 	GetTransaction(context.Context, *GetTransactionRequest) (*GetTransactionResponse, error)
 	// The browser's capture of a transaction, through the operator's network. Refused unless the
-	// page's origin is one the transaction's client allowed.
+	// page's origin is one the transaction's client allowed. Through an operator's network API
+	// (NETWORK_API), a VERIFY capture answers AUTHORIZATION_PENDING and the operator's
+	// authorization URL: the browser follows it over mobile data, the operator sends it to mnv's
+	// callback (GET /v1/api/sdk/session/callback), which sends the browser back to the page
+	// (returnUrl) with a one-time code, and the page completes the transaction
+	// (POST /v1/api/web/transactions/{transactionId}/complete).
 	CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error)
+	// Completes a capture that went through an operator's network API, once its browser came
+	// back: with the one-time code the way back gave the browser and the verifier of the code
+	// challenge the capture sent, so only the page that captured, in the browser the operator
+	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
+	// origins like the capture.
+	CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -296,6 +333,9 @@ func (UnimplementedVerificationServiceServer) GetTransaction(context.Context, *G
 }
 func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context, *CaptureTransactionRequest) (*CaptureTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CaptureTransaction not implemented")
+}
+func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompleteWebTransaction not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -492,6 +532,24 @@ func _VerificationService_CaptureTransaction_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_CompleteWebTransaction_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteWebTransactionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CompleteWebTransaction(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CompleteWebTransaction_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CompleteWebTransaction(ctx, req.(*CompleteWebTransactionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -606,6 +664,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CaptureTransaction",
 			Handler:    _VerificationService_CaptureTransaction_Handler,
+		},
+		{
+			MethodName: "CompleteWebTransaction",
+			Handler:    _VerificationService_CompleteWebTransaction_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",
