@@ -210,16 +210,18 @@ func (q *Queue) Insert(ctx context.Context, db pg.DB, args river.JobArgs, opts *
 	return res, nil
 }
 
-// InsertMany enqueues several jobs in one statement, in db's transaction when it is one.
+// InsertMany enqueues several jobs in one statement, in db's transaction when it is one. It is
+// River's multi-row INSERT, not its COPY (InsertManyFast): the jobs of a request or a batch are
+// a few rows, for which COPY's extra round trips cost more than the rows they save.
 func (q *Queue) InsertMany(ctx context.Context, db pg.DB, params []river.InsertManyParams) error {
 	if len(params) == 0 {
 		return nil
 	}
 	var err error
 	if tx, ok := db.(pgx.Tx); ok {
-		_, err = q.inserter.InsertManyFastTx(ctx, tx, params)
+		_, err = q.inserter.InsertManyTx(ctx, tx, params)
 	} else {
-		_, err = q.inserter.InsertManyFast(ctx, params)
+		_, err = q.inserter.InsertMany(ctx, params)
 	}
 	if err != nil {
 		return fmt.Errorf("enqueue %d jobs: %w", len(params), err)

@@ -31,9 +31,16 @@ const Queue = "events"
 // Kind is the forward job's kind.
 const Kind = "event.forward"
 
-// Args is one event to forward: the job's JSON, so every field of the event is spelled out
-// (Event's own JSON is the receiver's body, without the client).
+// Args are the events of one transaction to forward, in the order they were written: one job
+// for a fact's events, so a batch of facts (verification's settles, accounts' debits) costs one
+// job, not one per event.
 type Args struct {
+	Events []EventArgs `json:"events"`
+}
+
+// EventArgs is one event in a job's JSON, every field spelled out (Event's own JSON is the
+// receiver's body, without the client).
+type EventArgs struct {
 	ID        string    `json:"id"`
 	Type      string    `json:"type"`
 	ClientID  string    `json:"client_id"`
@@ -41,6 +48,28 @@ type Args struct {
 	// Data is the event's data object as a string: River keeps args as jsonb, which would
 	// reorder the object's keys.
 	Data string `json:"data"`
+}
+
+// UnmarshalJSON also reads the job of one event that versions before multi-event jobs wrote
+// (the EventArgs fields at the top level), so that a backlog left by them is still forwarded
+// after an upgrade.
+func (a *Args) UnmarshalJSON(b []byte) error {
+	var multi struct {
+		Events []EventArgs `json:"events"`
+	}
+	if err := json.Unmarshal(b, &multi); err != nil {
+		return err
+	}
+	if multi.Events != nil {
+		a.Events = multi.Events
+		return nil
+	}
+	var one EventArgs
+	if err := json.Unmarshal(b, &one); err != nil {
+		return err
+	}
+	a.Events = []EventArgs{one}
+	return nil
 }
 
 // Kind names the job.
@@ -52,8 +81,18 @@ func (Args) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
 }
 
-func (a Args) event() events.Event {
+// Event is the event a job carries.
+func (a EventArgs) Event() events.Event {
 	return events.Event{ID: a.ID, Type: a.Type, ClientID: a.ClientID, CreatedAt: a.CreatedAt, Data: json.RawMessage(a.Data)}
+}
+
+// Events are the job's events.
+func (a Args) events() []events.Event {
+	out := make([]events.Event, len(a.Events))
+	for i, e := range a.Events {
+		out[i] = e.Event()
+	}
+	return out
 }
 
 // Outbox writes forward jobs.
@@ -80,17 +119,21 @@ func (o *Outbox) Emit(ctx context.Context, db pg.DB, evs ...events.Event) error 
 	return o.q.InsertMany(ctx, db, params)
 }
 
-// Params are evs' forward jobs, for a store that inserts them in one statement beside jobs of
-// its own (jobs.Queue.InsertMany in the fact's transaction) rather than through Emit.
+// Params are evs' forward job (none for no event), for a store that inserts it in one
+// statement beside jobs of its own (jobs.Queue.InsertMany in the fact's transaction) rather
+// than through Emit.
 func Params(evs ...events.Event) ([]river.InsertManyParams, error) {
-	params := make([]river.InsertManyParams, 0, len(evs))
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	args := Args{Events: make([]EventArgs, 0, len(evs))}
 	for _, e := range evs {
 		if e.ID == "" || e.ClientID == "" || e.Type == "" {
 			return nil, fmt.Errorf("emit: event without id, client or type")
 		}
-		params = append(params, river.InsertManyParams{Args: Args{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)}})
+		args.Events = append(args.Events, EventArgs{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)})
 	}
-	return params, nil
+	return []river.InsertManyParams{{Args: args}}, nil
 }
 
 // Publisher takes events to their endpoints: connect's PublishEvents over gRPC
@@ -103,19 +146,37 @@ type Publisher interface {
 // cannot help, so the job is cancelled rather than retried for days.
 var ErrRejected = errors.New("outbox: event rejected")
 
-// Worker forwards one event per job.
+// Worker forwards the events of a job.
 type Worker struct {
 	river.WorkerDefaults[Args]
 	Publisher Publisher
 }
 
-// Work publishes the job's event.
+// Work publishes the job's events. When the receiver rejects them, they are published one by
+// one, so that a malformed event does not take its siblings down with it, and the job is
+// cancelled for the rejected ones.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	err := w.Publisher.Publish(ctx, []events.Event{job.Args.event()})
-	if errors.Is(err, ErrRejected) {
-		return river.JobCancel(err)
+	evs := job.Args.events()
+	err := w.Publisher.Publish(ctx, evs)
+	if !errors.Is(err, ErrRejected) {
+		return err
 	}
-	return err
+	if len(evs) > 1 {
+		var rejected []error
+		for _, e := range evs {
+			switch err := w.Publisher.Publish(ctx, []events.Event{e}); {
+			case errors.Is(err, ErrRejected):
+				rejected = append(rejected, err)
+			case err != nil:
+				return err
+			}
+		}
+		if len(rejected) == 0 {
+			return nil // each published on its own
+		}
+		err = errors.Join(rejected...)
+	}
+	return river.JobCancel(err)
 }
 
 // AttemptTimeout bounds one publish.

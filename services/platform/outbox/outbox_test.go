@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -181,8 +182,8 @@ func (r *rejecter) Publish(_ context.Context, evs []events.Event) error {
 }
 
 // TestMergedForwardsCancelOnlyTheMalformed: the jobs worked at once share a call; a call
-// refused for one malformed event is made again job by job, so every other event is published
-// and only the malformed one's job is cancelled.
+// refused for one malformed event is made again job by job, and a job's events one by one, so
+// every other event is published, and only the jobs of malformed events are cancelled.
 func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -205,32 +206,47 @@ func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
 	}
 	outbox.Register(q.Workers(), rec)
 	q.AddQueue(outbox.Queue, 16)
+	// Twelve jobs of one event each, the eighth malformed, and one job of three events whose
+	// second is malformed.
+	event := func(client string) events.Event {
+		ev, err := events.New(client, events.Ping, events.PingData{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
 	var evs []events.Event
+	malformed := map[string]bool{}
 	for i := range 12 {
 		client := "client-1"
 		if i == 7 {
 			client = "malformed"
 		}
-		ev, err := events.New(client, events.Ping, events.PingData{}, time.Now())
-		if err != nil {
+		evs = append(evs, event(client))
+		if err := pg.InTx(ctx, pool, func(tx pgx.Tx) error { return outbox.New(q).Emit(ctx, tx, evs[i]) }); err != nil {
 			t.Fatal(err)
 		}
-		evs = append(evs, ev)
 	}
-	if err := pg.InTx(ctx, pool, func(tx pgx.Tx) error { return outbox.New(q).Emit(ctx, tx, evs...) }); err != nil {
+	siblings := []events.Event{event("client-2"), event("malformed"), event("client-2")}
+	if err := pg.InTx(ctx, pool, func(tx pgx.Tx) error { return outbox.New(q).Emit(ctx, tx, siblings...) }); err != nil {
 		t.Fatal(err)
 	}
+	evs = append(evs, siblings...)
+	for _, ev := range evs {
+		malformed[ev.ID] = ev.ClientID == "malformed"
+	}
+	const jobCount = 13
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- q.Run(runCtx, 5*time.Second) }()
 	for {
 		done := testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCompleted)) + testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCancelled))
-		if done == float64(len(evs)) {
+		if done == jobCount {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%v of %d jobs finished", done, len(evs))
+			t.Fatalf("%v of %d jobs finished", done, jobCount)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -241,12 +257,12 @@ func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for i, ev := range evs {
-		if rec.published[ev.ID] == (i == 7) {
-			t.Errorf("event %d published: %v", i, rec.published[ev.ID])
+		if rec.published[ev.ID] == malformed[ev.ID] {
+			t.Errorf("event %d (of %s) published: %v", i, ev.ClientID, rec.published[ev.ID])
 		}
 	}
-	if got := testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCancelled)); got != 1 {
-		t.Errorf("cancelled jobs %v, want 1 (the malformed event's)", got)
+	if got := testutil.ToFloat64(counter(t, reg, outbox.Kind, jobs.OutcomeCancelled)); got != 2 {
+		t.Errorf("cancelled jobs %v, want 2 (the malformed events')", got)
 	}
 	largest := 0
 	for _, c := range rec.calls {
@@ -254,5 +270,37 @@ func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
 	}
 	if largest < 2 {
 		t.Errorf("calls %v: no call merged the events of several jobs", rec.calls)
+	}
+}
+
+// TestArgsReadBothShapes: a job of this version carries its events as a list; a job of one
+// event that an earlier version wrote (its fields at the top level) still reads as that event.
+func TestArgsReadBothShapes(t *testing.T) {
+	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	one := outbox.EventArgs{ID: "evt_1", Type: events.Ping, ClientID: "c1", CreatedAt: at, Data: `{"b":1,"a":2}`}
+	two := outbox.EventArgs{ID: "evt_2", Type: events.Ping, ClientID: "c1", CreatedAt: at, Data: `{}`}
+	for _, tc := range []struct {
+		name string
+		json string
+		want []outbox.EventArgs
+	}{
+		{"list", `{"events":[{"id":"evt_1","type":"ping","client_id":"c1","created_at":"2026-11-24T08:00:00Z","data":"{\"b\":1,\"a\":2}"},` +
+			`{"id":"evt_2","type":"ping","client_id":"c1","created_at":"2026-11-24T08:00:00Z","data":"{}"}]}`, []outbox.EventArgs{one, two}},
+		{"one event, earlier shape", `{"id":"evt_1","type":"ping","client_id":"c1","created_at":"2026-11-24T08:00:00Z","data":"{\"b\":1,\"a\":2}"}`, []outbox.EventArgs{one}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a outbox.Args
+			if err := json.Unmarshal([]byte(tc.json), &a); err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Events) != len(tc.want) {
+				t.Fatalf("events %+v, want %+v", a.Events, tc.want)
+			}
+			for i := range a.Events {
+				if got := a.Events[i]; got.ID != tc.want[i].ID || got.Data != tc.want[i].Data || !got.CreatedAt.Equal(at) || got.ClientID != "c1" {
+					t.Errorf("event %d %+v, want %+v", i, got, tc.want[i])
+				}
+			}
+		})
 	}
 }

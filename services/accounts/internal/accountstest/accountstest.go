@@ -133,9 +133,9 @@ func (e *Env) CheckLedger(t testing.TB, clientID string) int64 {
 // none): the forward jobs in accounts' queue, as the facts' transactions committed them.
 func Events(t testing.TB, db pg.DB, clientID string, types ...string) []events.Event {
 	t.Helper()
-	rows, err := db.Query(context.Background(), `SELECT args FROM accounts.river_job
-		WHERE kind = $1 AND args->>'client_id' = $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR args->>'type' = ANY($3))
-		ORDER BY id`, outbox.Kind, clientID, types)
+	rows, err := db.Query(context.Background(), `SELECT e FROM accounts.river_job j, jsonb_array_elements(j.args->'events') WITH ORDINALITY AS x(e, n)
+		WHERE j.kind = $1 AND e->>'client_id' = $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR e->>'type' = ANY($3))
+		ORDER BY j.id, x.n`, outbox.Kind, clientID, types)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func Events(t testing.TB, db pg.DB, clientID string, types ...string) []events.E
 	}
 	out := make([]events.Event, 0, len(all))
 	for _, b := range all {
-		var a outbox.Args
+		var a outbox.EventArgs
 		if err := json.Unmarshal(b, &a); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, events.Event{ID: a.ID, Type: a.Type, ClientID: a.ClientID, CreatedAt: a.CreatedAt, Data: json.RawMessage(a.Data)})
+		out = append(out, a.Event())
 	}
 	return out
 }

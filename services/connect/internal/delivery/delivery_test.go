@@ -285,19 +285,19 @@ func TestFailingEndpointGivesUpOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var forwards []outbox.Args
+	var forwards []outbox.EventArgs
 	for rows.Next() {
 		var a outbox.Args
 		if err := rows.Scan(&a); err != nil {
 			t.Fatal(err)
 		}
-		forwards = append(forwards, a)
+		forwards = append(forwards, a.Events...)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if len(forwards) != 1 || forwards[0].Type != events.IntegrationDeliveryFailed || forwards[0].ClientID != it.ClientID {
-		t.Fatalf("forward jobs %+v, want one %s of the client", forwards, events.IntegrationDeliveryFailed)
+		t.Fatalf("events forwarded %+v, want one %s of the client", forwards, events.IntegrationDeliveryFailed)
 	}
 	var data events.IntegrationDeliveryFailedData
 	if err := json.Unmarshal([]byte(forwards[0].Data), &data); err != nil {

@@ -485,8 +485,9 @@ func TestImportEventsCommitWithTheJob(t *testing.T) {
 			if err != nil || got.Status != tt.wantStatus {
 				t.Fatalf("job %s, %v; want %s", got.Status, err, tt.wantStatus)
 			}
-			rows, err := pool.Query(ctx, `SELECT args->>'type', args->>'client_id', args->>'data' FROM connect.river_job
-				WHERE kind = 'event.forward' ORDER BY id`)
+			rows, err := pool.Query(ctx, `SELECT e->>'type', e->>'client_id', e->>'data'
+				FROM connect.river_job j, jsonb_array_elements(j.args->'events') WITH ORDINALITY AS x(e, n)
+				WHERE j.kind = 'event.forward' ORDER BY j.id, x.n`)
 			if err != nil {
 				t.Fatal(err)
 			}

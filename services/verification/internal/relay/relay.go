@@ -6,6 +6,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,12 +24,40 @@ const Kind = "verified_number.record"
 // hold up the other.
 const Queue = "verified_numbers"
 
-// Args is one verified number to tell Connect.
+// Args are the verified numbers of one transaction to tell Connect: one job for a batch of
+// settles, not one per number.
 type Args struct {
+	Numbers []Number `json:"numbers"`
+}
+
+// Number is one verified number in a job's JSON.
+type Number struct {
 	ClientID       string    `json:"client_id"`
 	VerificationID string    `json:"verification_id"`
 	NumberHash     []byte    `json:"number_hash"`
 	VerifiedAt     time.Time `json:"verified_at"`
+}
+
+// UnmarshalJSON also reads the job of one number that versions before multi-number jobs wrote
+// (the Number fields at the top level), so that a backlog left by them is still relayed after
+// an upgrade.
+func (a *Args) UnmarshalJSON(b []byte) error {
+	var multi struct {
+		Numbers []Number `json:"numbers"`
+	}
+	if err := json.Unmarshal(b, &multi); err != nil {
+		return err
+	}
+	if multi.Numbers != nil {
+		a.Numbers = multi.Numbers
+		return nil
+	}
+	var one Number
+	if err := json.Unmarshal(b, &one); err != nil {
+		return err
+	}
+	a.Numbers = []Number{one}
+	return nil
 }
 
 // Kind names the job.
@@ -40,9 +69,13 @@ func (Args) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
 }
 
-// NewArgs is the job of a verified number.
-func NewArgs(n domain.VerifiedNumber) Args {
-	return Args{ClientID: n.ClientID, VerificationID: n.VerificationID, NumberHash: n.NumberHash, VerifiedAt: n.VerifiedAt}
+// NewArgs is the job of verified numbers.
+func NewArgs(ns ...domain.VerifiedNumber) Args {
+	a := Args{Numbers: make([]Number, len(ns))}
+	for i, n := range ns {
+		a.Numbers[i] = Number{ClientID: n.ClientID, VerificationID: n.VerificationID, NumberHash: n.NumberHash, VerifiedAt: n.VerifiedAt}
+	}
+	return a
 }
 
 // Connect is Connect's receiver of verified numbers, idempotent: a number it is told twice is
@@ -51,18 +84,20 @@ type Connect interface {
 	RecordVerifiedNumbers(ctx context.Context, numbers []domain.VerifiedNumber) error
 }
 
-// Worker tells Connect one verified number per job.
+// Worker tells Connect the verified numbers of a job.
 type Worker struct {
 	river.WorkerDefaults[Args]
 	Connect Connect
 }
 
-// Work sends the job's number; an error retries the job.
+// Work sends the job's numbers; an error retries the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	a := job.Args
-	n := domain.VerifiedNumber{ClientID: a.ClientID, VerificationID: a.VerificationID, NumberHash: a.NumberHash, VerifiedAt: a.VerifiedAt}
-	if err := w.Connect.RecordVerifiedNumbers(ctx, []domain.VerifiedNumber{n}); err != nil {
-		return fmt.Errorf("tell connect verification %s: %w", a.VerificationID, err)
+	ns := make([]domain.VerifiedNumber, len(job.Args.Numbers))
+	for i, a := range job.Args.Numbers {
+		ns[i] = domain.VerifiedNumber{ClientID: a.ClientID, VerificationID: a.VerificationID, NumberHash: a.NumberHash, VerifiedAt: a.VerifiedAt}
+	}
+	if err := w.Connect.RecordVerifiedNumbers(ctx, ns); err != nil {
+		return fmt.Errorf("tell connect %d verified numbers: %w", len(ns), err)
 	}
 	return nil
 }

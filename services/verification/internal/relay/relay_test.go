@@ -2,7 +2,9 @@ package relay_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +83,37 @@ func TestWorkerTellsConnect(t *testing.T) {
 			if len(c.got) != 1 || c.got[0].ClientID != want.ClientID || c.got[0].VerificationID != want.VerificationID ||
 				string(c.got[0].NumberHash) != string(want.NumberHash) || !c.got[0].VerifiedAt.Equal(want.VerifiedAt) {
 				t.Fatalf("connect heard %+v, want %+v", c.got, want)
+			}
+		})
+	}
+}
+
+// TestArgsReadBothShapes: a job of this version carries its numbers as a list; a job of one
+// number that an earlier version wrote (its fields at the top level) still reads as that number.
+func TestArgsReadBothShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		json string
+		want []string // verification ids
+	}{
+		{"list", `{"numbers":[{"client_id":"c","verification_id":"v1","number_hash":"AQI=","verified_at":"2026-11-24T08:00:00Z"},` +
+			`{"client_id":"c","verification_id":"v2","number_hash":"AQI=","verified_at":"2026-11-24T08:00:00Z"}]}`, []string{"v1", "v2"}},
+		{"one number, earlier shape", `{"client_id":"c","verification_id":"v1","number_hash":"AQI=","verified_at":"2026-11-24T08:00:00Z"}`, []string{"v1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a relay.Args
+			if err := json.Unmarshal([]byte(tc.json), &a); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range a.Numbers {
+				if n.ClientID != "c" || string(n.NumberHash) != "\x01\x02" || n.VerifiedAt.IsZero() {
+					t.Errorf("number %+v", n)
+				}
+				got = append(got, n.VerificationID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("numbers %v, want %v", got, tc.want)
 			}
 		})
 	}

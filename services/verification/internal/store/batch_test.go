@@ -76,7 +76,8 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 		{ID: free.ID, Charged: 1, BalanceAfter: 6, Completed: completed(t, free)},          // final already
 		{ID: uuid.NewString(), Charged: 1, BalanceAfter: 5, Completed: completed(t, free)}, // unknown
 	}
-	eventsBefore, recordsBefore := len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind))
+	eventsBefore, recordsBefore := len(forwarded(t, pool)), len(relayed(t, pool))
+	jobsBefore := len(jobArgs(t, pool, outbox.Kind)) + len(jobArgs(t, pool, relay.Kind))
 	var settled []bool
 	if err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
 		settled, err = st.SettleVerifications(ctx, settle)
@@ -87,11 +88,14 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 	if want := []bool{true, true, false, false, false}; !slices.Equal(settled, want) {
 		t.Fatalf("settled %v, want %v", settled, want)
 	}
-	if got := len(jobArgs(t, pool, outbox.Kind)) - eventsBefore; got != 2 {
+	if got := len(forwarded(t, pool)) - eventsBefore; got != 2 {
 		t.Errorf("%d events written, want 2 (one per verification settled)", got)
 	}
-	if got := len(jobArgs(t, pool, relay.Kind)) - recordsBefore; got != 1 {
-		t.Errorf("%d records for Connect written, want 1 (the VERIFIED one)", got)
+	if got := len(relayed(t, pool)) - recordsBefore; got != 1 {
+		t.Errorf("%d numbers for Connect written, want 1 (the VERIFIED one)", got)
+	}
+	if got := len(jobArgs(t, pool, outbox.Kind)) + len(jobArgs(t, pool, relay.Kind)) - jobsBefore; got != 2 {
+		t.Errorf("%d jobs written, want 2 (the batch's events, its verified numbers)", got)
 	}
 	var status string
 	var charged, after int64

@@ -50,6 +50,34 @@ func jobArgs(t *testing.T, pool *pgxpool.Pool, kind string) []string {
 	return out
 }
 
+// forwarded are the events of every forward job, oldest first.
+func forwarded(t *testing.T, pool *pgxpool.Pool) []outbox.EventArgs {
+	t.Helper()
+	var out []outbox.EventArgs
+	for _, a := range jobArgs(t, pool, outbox.Kind) {
+		var args outbox.Args
+		if err := json.Unmarshal([]byte(a), &args); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, args.Events...)
+	}
+	return out
+}
+
+// relayed are the numbers of every relay job, oldest first.
+func relayed(t *testing.T, pool *pgxpool.Pool) []relay.Number {
+	t.Helper()
+	var out []relay.Number
+	for _, a := range jobArgs(t, pool, relay.Kind) {
+		var args relay.Args
+		if err := json.Unmarshal([]byte(a), &args); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, args.Numbers...)
+	}
+	return out
+}
+
 // pending records a PENDING verification of a fresh session with outcome.
 func pending(t testing.TB, st *store.Store, outcome string) domain.Verification {
 	t.Helper()
@@ -95,7 +123,7 @@ func TestSettleWritesItsJobs(t *testing.T) {
 		t.Run(tt.outcome, func(t *testing.T) {
 			v := pending(t, stores.Pool(), tt.outcome)
 			ev := completed(t, v)
-			eventsBefore, recordsBefore := len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind))
+			eventsBefore, recordsBefore := len(forwarded(t, pool)), len(relayed(t, pool))
 			settle := func(ctx context.Context, st *store.Store) (bool, error) {
 				settled, err := st.SettleVerifications(ctx, []domain.Settlement{{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: ev}})
 				if err != nil {
@@ -122,7 +150,7 @@ func TestSettleWritesItsJobs(t *testing.T) {
 				}
 				return s
 			}
-			if s, e, r := status(), len(jobArgs(t, pool, outbox.Kind)), len(jobArgs(t, pool, relay.Kind)); s != domain.StatusPending || e != eventsBefore || r != recordsBefore {
+			if s, e, r := status(), len(forwarded(t, pool)), len(relayed(t, pool)); s != domain.StatusPending || e != eventsBefore || r != recordsBefore {
 				t.Fatalf("after a rollback: %s, %d events, %d records; want PENDING and nothing new", s, e-eventsBefore, r-recordsBefore)
 			}
 			for i, want := range []bool{true, false} { // the second settle finds it settled
@@ -134,10 +162,9 @@ func TestSettleWritesItsJobs(t *testing.T) {
 					t.Fatalf("settle %d = %v (%v), want %v", i, settled, err, want)
 				}
 			}
-			evs, records := jobArgs(t, pool, outbox.Kind)[eventsBefore:], jobArgs(t, pool, relay.Kind)[recordsBefore:]
-			var forward outbox.Args
-			if len(evs) != 1 || json.Unmarshal([]byte(evs[0]), &forward) != nil || forward.ID != ev.ID || forward.ClientID != v.ClientID || forward.Data != string(ev.Data) {
-				t.Errorf("event jobs %v, want the one of %s", evs, ev.ID)
+			evs, records := forwarded(t, pool)[eventsBefore:], relayed(t, pool)[recordsBefore:]
+			if len(evs) != 1 || evs[0].ID != ev.ID || evs[0].ClientID != v.ClientID || evs[0].Data != string(ev.Data) {
+				t.Errorf("events forwarded %+v, want the one of %s", evs, ev.ID)
 			}
 			if !tt.wantRecord {
 				if len(records) != 0 {
@@ -145,10 +172,9 @@ func TestSettleWritesItsJobs(t *testing.T) {
 				}
 				return
 			}
-			var rec relay.Args
-			if len(records) != 1 || json.Unmarshal([]byte(records[0]), &rec) != nil || rec.VerificationID != v.ID || rec.ClientID != v.ClientID ||
-				string(rec.NumberHash) != string(v.NumberHash) || rec.VerifiedAt.IsZero() {
-				t.Errorf("record jobs %v, want the one of %s", records, v.ID)
+			if len(records) != 1 || records[0].VerificationID != v.ID || records[0].ClientID != v.ClientID ||
+				string(records[0].NumberHash) != string(v.NumberHash) || records[0].VerifiedAt.IsZero() {
+				t.Errorf("numbers relayed %+v, want the one of %s", records, v.ID)
 			}
 		})
 	}
@@ -183,8 +209,8 @@ func TestMoveOutbox(t *testing.T) {
 	}); !errors.Is(err, errRollback) {
 		t.Fatal(err)
 	}
-	if n := len(jobArgs(t, pool, relay.Kind)); n != 0 {
-		t.Fatalf("a rolled back move left %d jobs", n)
+	if n := len(relayed(t, pool)); n != 0 {
+		t.Fatalf("a rolled back move left %d numbers to relay", n)
 	}
 	for i, want := range []int{2, 0} {
 		if n, err := move(); err != nil || n != want {
@@ -196,13 +222,12 @@ func TestMoveOutbox(t *testing.T) {
 		FROM verification.outbox`).Scan(&pendingLeft, &relayedLeft); err != nil {
 		t.Fatal(err)
 	}
-	records := jobArgs(t, pool, relay.Kind)
+	records := relayed(t, pool)
 	if len(records) != 2 || pendingLeft != 0 || relayedLeft != 1 {
-		t.Fatalf("%d jobs, %d pending and %d relayed rows left; want 2, 0, 1", len(records), pendingLeft, relayedLeft)
+		t.Fatalf("%d numbers to relay, %d pending and %d relayed rows left; want 2, 0, 1", len(records), pendingLeft, relayedLeft)
 	}
-	var rec relay.Args
-	if json.Unmarshal([]byte(records[0]), &rec) != nil || string(rec.NumberHash) != "\x01\x02" || rec.VerificationID == "" {
-		t.Errorf("moved job %s", records[0])
+	if string(records[0].NumberHash) != "\x01\x02" || records[0].VerificationID == "" {
+		t.Errorf("moved number %+v", records[0])
 	}
 	if _, err := stores.Pool().MoveOutbox(ctx); !errors.Is(err, pg.ErrNoTx) {
 		t.Errorf("move outside a transaction = %v, want ErrNoTx", err)

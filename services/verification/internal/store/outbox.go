@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -12,6 +13,9 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 )
+
+// movedPerJob bounds the numbers of one job MoveOutbox writes.
+const movedPerJob = 500
 
 // MoveOutbox turns the verified numbers that the outbox table of earlier versions holds, not yet
 // relayed to Connect, into relay jobs, and deletes them from the table, in the Store's
@@ -35,9 +39,9 @@ func (st *Store) MoveOutbox(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("move the outbox: %w", err)
 	}
-	params := make([]river.InsertManyParams, len(numbers))
-	for i, n := range numbers {
-		params[i] = river.InsertManyParams{Args: relay.NewArgs(n)}
+	var params []river.InsertManyParams
+	for chunk := range slices.Chunk(numbers, movedPerJob) {
+		params = append(params, river.InsertManyParams{Args: relay.NewArgs(chunk...)})
 	}
 	if err := st.enqueue(ctx, params); err != nil {
 		return 0, fmt.Errorf("move the outbox: %w", err)

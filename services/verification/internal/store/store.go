@@ -178,7 +178,8 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
 	settled = make([]bool, len(ss))
-	var params []river.InsertManyParams
+	var completed []events.Event
+	var verified []domain.VerifiedNumber
 	for i, s := range ss {
 		n, ok := done[s.ID]
 		if !ok {
@@ -186,14 +187,18 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 		}
 		delete(done, s.ID) // a second item of the same verification settles nothing
 		settled[i] = true
-		p, err := outbox.Params(s.Completed)
-		if err != nil {
-			return nil, err
-		}
-		params = append(params, p...)
+		completed = append(completed, s.Completed)
 		if outcome[s.ID] == domain.StatusVerified {
-			params = append(params, river.InsertManyParams{Args: relay.NewArgs(n)})
+			verified = append(verified, n)
 		}
+	}
+	// One job for the batch's events, one for its verified numbers.
+	params, err := outbox.Params(completed...)
+	if err != nil {
+		return nil, err
+	}
+	if len(verified) > 0 {
+		params = append(params, river.InsertManyParams{Args: relay.NewArgs(verified...)})
 	}
 	if err := st.enqueue(ctx, params); err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
