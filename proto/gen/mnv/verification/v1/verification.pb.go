@@ -30,7 +30,8 @@ const (
 	ServiceType_SERVICE_TYPE_UNSPECIFIED ServiceType = 0
 	// The operator's proxy adds the subscriber's number to the app's request (sealed blob flow).
 	ServiceType_SERVICE_TYPE_HEADER_ENRICHMENT ServiceType = 1
-	// CAMARA Number Verification against the operator (planned).
+	// The operator's CAMARA Number Verification API: its /verify, called with the single-use
+	// token the session's authorization gave (OIDC authorization code flow, over mobile data).
 	ServiceType_SERVICE_TYPE_NETWORK_API ServiceType = 2
 )
 
@@ -806,7 +807,7 @@ type VerifyRequest struct {
 	// The sealed blob of an SDK session or a browser capture.
 	EncryptedMobileNumber string `protobuf:"bytes,2,opt,name=encrypted_mobile_number,json=encryptedMobileNumber,proto3" json:"encrypted_mobile_number,omitempty"`
 	OperatorId            string `protobuf:"bytes,3,opt,name=operator_id,json=operatorId,proto3" json:"operator_id,omitempty"`
-	// HEADER_ENRICHMENT (NETWORK_API is planned).
+	// HEADER_ENRICHMENT, or NETWORK_API for a session its operator's network API authorized.
 	ServiceType   string `protobuf:"bytes,4,opt,name=service_type,json=serviceType,proto3" json:"service_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
