@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
@@ -44,31 +45,40 @@ func (r *recorder) Publish(_ context.Context, evs []events.Event) error {
 	return nil
 }
 
+// newQueue is a fresh database with River's tables in schema svc, migrated migrations times,
+// and a queue over it whose metrics are registered on reg.
+func newQueue(t *testing.T, migrations int) (pool *pgxpool.Pool, q *jobs.Queue, reg *prometheus.Registry) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8, ApplicationName: "outbox-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA svc`); err != nil {
+		t.Fatal(err)
+	}
+	for range migrations {
+		if err := jobs.Migrate(ctx, pool, "svc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg = prometheus.NewRegistry()
+	q, err = jobs.New(pool, jobs.Options{Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg, FetchPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, q, reg
+}
+
 // TestEmitFollowsTheTransaction: an event written in a transaction that rolls back is never
 // forwarded; one that commits is, at least once, through a publisher that fails first.
 func TestEmitFollowsTheTransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8, ApplicationName: "outbox-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA svc`); err != nil {
-		t.Fatal(err)
-	}
-	// Twice, as two replicas starting together would: the second finds nothing to do.
-	for range 2 {
-		if err := jobs.Migrate(ctx, pool, "svc"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Migrated twice, as two replicas starting together would: the second finds nothing to do.
+	pool, q, reg := newQueue(t, 2)
 	rec := &recorder{failures: 1, done: make(chan struct{}, 1)}
-	reg := prometheus.NewRegistry()
-	q, err := jobs.New(pool, jobs.Options{Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg, FetchPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	outbox.Register(q.Workers(), rec)
 	q.AddQueue(outbox.Queue, 2)
 	box := outbox.New(q)
@@ -187,23 +197,8 @@ func (r *rejecter) Publish(_ context.Context, evs []events.Event) error {
 func TestMergedForwardsCancelOnlyTheMalformed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8, ApplicationName: "outbox-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA svc`); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs.Migrate(ctx, pool, "svc"); err != nil {
-		t.Fatal(err)
-	}
+	pool, q, reg := newQueue(t, 1)
 	rec := &rejecter{published: map[string]bool{}}
-	reg := prometheus.NewRegistry()
-	q, err := jobs.New(pool, jobs.Options{Schema: "svc", Log: zaptest.NewLogger(t), Registerer: reg, FetchPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	outbox.Register(q.Workers(), rec)
 	q.AddQueue(outbox.Queue, 16)
 	// Twelve jobs of one event each, the eighth malformed, and one job of three events whose

@@ -32,7 +32,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -41,7 +40,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
-	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
 // The facade identifying a line through an operator's own CAMARA API (NETWORK_API): the real
@@ -219,17 +217,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "verification", migrations.FS); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
-		t.Fatal(err)
-	}
+	pool := verificationtest.Database(t, 6)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)
