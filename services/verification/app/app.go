@@ -36,6 +36,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
@@ -402,7 +403,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	vault := phone.NewVault("verification", keyring, hasher)
 	verifyStores := pg.NewStores(pool, func(db pg.DB) verify.Store { return newStore(db) })
 	verifier := verify.New(verifyStores.Pool(), verifyStores, ops, sealer, vault, accounts, verify.Config{
-		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter,
+		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter, Traced: tracing.Enabled(),
 	}, log)
 	verifier.Metrics = verifyMetrics
 	var clients camara.Clients

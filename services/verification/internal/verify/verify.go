@@ -45,6 +45,9 @@ type Config struct {
 	NumberAttemptsPerHour int
 	// SettleAfter is how old a PENDING verification must be before Reconcile settles it.
 	SettleAfter time.Duration
+	// Traced makes each batch of records and settles a span linked to its verifies' requests
+	// (the app sets it from tracing.Enabled); off, batches pay nothing for it.
+	Traced bool
 }
 
 // Store is what verify needs of the service's storage.
@@ -148,9 +151,15 @@ const writeShards = 1
 func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
 	s := &Service{st: st, tx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
-	observe := func(kind string) func(int) { return func(n int) { s.Metrics.batch(kind, n) } }
-	s.records = groupcommit.New(groupcommit.Config{Shards: writeShards, Observe: observe("record")}, s.recordBatch)
-	s.settles = groupcommit.New(groupcommit.Config{Shards: writeShards, Observe: observe("settle")}, s.settleBatch)
+	batch := func(kind string) groupcommit.Config {
+		c := groupcommit.Config{Shards: writeShards, Observe: func(n int) { s.Metrics.batch(kind, n) }}
+		if cfg.Traced {
+			c.Span = kind + " batch"
+		}
+		return c
+	}
+	s.records = groupcommit.New(batch("record"), s.recordBatch)
+	s.settles = groupcommit.New(batch("settle"), s.settleBatch)
 	return s
 }
 
