@@ -103,6 +103,28 @@ func TestInternalMethodsAdmitTheirCallers(t *testing.T) {
 				t.Fatalf("CaptureTransaction = %v, want Unauthenticated", err)
 			}
 		})
+		// The other two calls only the gateway makes: the operator's way back to mnv, and the
+		// page's completion of a capture that went through the operator.
+		t.Run("the operator's callback with "+tt.name, func(t *testing.T) {
+			cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			code := "a-code"
+			_, err := cl.CompleteSessionAuthorization(ctx, &verificationv1.CompleteSessionAuthorizationRequest{State: "a-state", Code: &code})
+			if status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("CompleteSessionAuthorization = %v, want Unauthenticated", err)
+			}
+		})
+		t.Run("a page's completion with "+tt.name, func(t *testing.T) {
+			cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := cl.CompleteWebTransaction(ctx, &verificationv1.CompleteWebTransactionRequest{
+				TransactionId: tr.TransactionID, Code: "a-code", CodeVerifier: "a-verifier"})
+			if status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("CompleteWebTransaction = %v, want Unauthenticated", err)
+			}
+		})
 	}
 	// Nothing was captured: the transaction still waits for the browser.
 	var after transaction
