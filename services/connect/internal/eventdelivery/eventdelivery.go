@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -191,6 +192,7 @@ func (s *Service) PublishCount(ctx context.Context, evs []events.Event) (int, er
 func (s *Service) publishTx(ctx context.Context, st Store, evs []events.Event) (int, error) {
 	accepted := 0
 	var ds []domain.WebhookDelivery
+	evs = slices.Clone(evs) // times in UTC, without touching the caller's events
 	for i := range evs {
 		evs[i].CreatedAt = evs[i].CreatedAt.UTC()
 	}
