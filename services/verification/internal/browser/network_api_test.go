@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,7 +28,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
@@ -85,12 +82,7 @@ func newNetEnv(t *testing.T) *netEnv {
 	e.operator = camarafake.New(srv.URL, camarafake.Options{Clients: []camarafake.Client{{ID: "mnv", Secret: secret, RedirectURIs: []string{callbackURL}}}})
 	handler = e.operator.Handler()
 
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	registry := filepath.Join(dir, "operators.yaml")
-	if err := os.WriteFile(registry, []byte(fmt.Sprintf(`operators:
+	ops := verificationtest.OperatorsFile(t, fmt.Sprintf(`operators:
   - id: alpha
     name: Alpha
     country: AE
@@ -103,13 +95,7 @@ func newNetEnv(t *testing.T) *netEnv {
     country: AE
     methods: [NETWORK_API]
     camara: {discoveryUrl: %q, apiRoot: %q, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
-`, e.operator.DiscoveryURL(), e.operator.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ops, err := operators.Load(registry, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, e.operator.DiscoveryURL(), e.operator.URL), secret)
 	clients, err := camara.NewClients(ops.List(), callbackURL, &http.Client{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,7 +33,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -173,7 +170,6 @@ func newStack(t *testing.T) *stack {
 	}}})
 	fake.Store(s.fake)
 
-	dir := t.TempDir()
 	registry := fmt.Sprintf(`operators:
   - id: gamma
     name: Gamma
@@ -207,15 +203,7 @@ func newStack(t *testing.T) *stack {
     headerEnrichment: {trustedRanges: ["100.64.1.0/24"], numberHeader: X-Zeta-Msisdn}
     camara: {discoveryUrl: "http://127.0.0.1:1/.well-known/openid-configuration", apiRoot: "http://127.0.0.1:1", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `, gammaHeader, s.fake.DiscoveryURL(), s.fake.URL, scopeVerify, scopeShare)
-	for name, body := range map[string]string{"operators.yaml": registry, "secret.txt": "op-secret\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ops, err := operators.Load(filepath.Join(dir, "operators.yaml"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ops := verificationtest.OperatorsFile(t, registry, "op-secret")
 
 	pool := verificationtest.Database(t, 6)
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})

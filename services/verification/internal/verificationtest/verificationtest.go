@@ -4,6 +4,8 @@ package verificationtest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -64,6 +66,23 @@ func NewKeys(t testing.TB) Keys {
 func Operators(t testing.TB, yaml string) *operators.Registry {
 	t.Helper()
 	ops, err := operators.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+// OperatorsFile loads a registry written as a file, beside a secret.txt holding secret: the
+// way an operator's CAMARA client secret reaches it (clientSecretFile: secret.txt).
+func OperatorsFile(t testing.TB, yaml, secret string) *operators.Registry {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"operators.yaml": yaml, "secret.txt": secret + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops, err := operators.Load(filepath.Join(dir, "operators.yaml"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

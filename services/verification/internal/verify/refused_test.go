@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +24,6 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
-	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -83,24 +80,13 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fake.Close() })
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("s3cret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	registry := filepath.Join(dir, "operators.yaml")
-	if err := os.WriteFile(registry, []byte(fmt.Sprintf(`operators:
+	ops := verificationtest.OperatorsFile(t, fmt.Sprintf(`operators:
   - id: op
     name: CAMARA operator
     country: GB
     methods: [NETWORK_API]
     camara: {discoveryUrl: %q, apiRoot: %q, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
-`, fake.DiscoveryURL(), fake.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ops, err := operators.Load(registry, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, fake.DiscoveryURL(), fake.URL), "s3cret")
 	clients, err := camara.NewClients(ops.List(), callback, &http.Client{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
