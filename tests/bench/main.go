@@ -140,7 +140,7 @@ func run() int {
 	flag.BoolVar(&opts.SkipConnect, "skip-connect", false, "do not run benchmark D (Connect import and delivery)")
 	flag.IntVar(&opts.ConnectRows, "connect-rows", 1_000_000, "rows of benchmark D's CSV (at most what fits in 50 MiB)")
 	flag.StringVar(&opts.ConnectPprof, "connect-pprof", "", fmt.Sprintf("write connect's CPU profile of the first %ds of the import to this file", pprofSeconds))
-	flag.StringVar(&opts.Pprof, "pprof", "", "write each service's CPU profile of the first measured round of every A, B and C variant into this folder")
+	flag.StringVar(&opts.Pprof, "pprof", "", "write each service's CPU profile of the first measured round of every A, B and C variant (the open loop included) into this folder")
 	flag.BoolVar(&opts.SkipWebhooks, "skip-webhooks", false, "do not run benchmark E (webhook delivery)")
 	flag.IntVar(&opts.WebhookEvents, "webhook-events", 5000, "ping events of benchmark E")
 	flag.IntVar(&opts.WebhookEndpoints, "webhook-endpoints", 4, "clients of benchmark E, one endpoint each")

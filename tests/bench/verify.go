@@ -138,7 +138,12 @@ func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, progress io.
 		if cfg.Warmup > 0 {
 			Paced(ctx, rep.PacedRate, cfg.Warmup, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
 		}
+		wait := func() {}
+		if cfg.Profile != nil {
+			wait = cfg.Profile(ctx, rep.Paced.Name, cfg.Duration)
+		}
 		r := Paced(ctx, rep.PacedRate, cfg.Duration, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
+		wait()
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +55,29 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("river migrations of %s: %w", schema, err)
 	}
+	drop := "DROP INDEX IF EXISTS " + pgx.Identifier{schema, unusedIndexes[0]}.Sanitize()
+	for _, name := range unusedIndexes[1:] {
+		drop += ", " + pgx.Identifier{schema, name}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, drop); err != nil {
+		return fmt.Errorf("river migrations of %s: drop unused indexes: %w", schema, err)
+	}
 	return nil
+}
+
+// unusedIndexes are River's GIN indexes of its jobs' args and metadata. They serve searches
+// by args or metadata, which mnv never makes (River's own queries find jobs by id, state,
+// queue and unique key), and they are the costliest part of every job's insert and of its
+// completion, which rewrites the metadata: every key and value of the document is an index
+// entry, and an event job's args hold a batch of events.
+var unusedIndexes = []string{"river_job_args_index", "river_job_metadata_index"}
+
+// reindexed are the indexes River's reindexer keeps: its default list, but for the ones
+// Migrate drops.
+func reindexed() []string {
+	return slices.DeleteFunc(river.ReindexerIndexNamesDefault(), func(name string) bool {
+		return slices.Contains(unusedIndexes, name)
+	})
 }
 
 // riverLogger passes River's warnings and errors to log; its start and stop messages at info
@@ -178,6 +201,7 @@ func (q *Queue) worker() (*river.Client[pgx.Tx], error) {
 		JobTimeout:                  cmpOr(o.JobTimeout, min(time.Minute, rescue/2)),
 		RescueStuckJobsAfter:        rescue,
 		CompletedJobRetentionPeriod: cmpOr(o.CompletedRetention, 24*time.Hour),
+		ReindexerIndexNames:         reindexed(),
 		PeriodicJobs:                q.periodic,
 		Middleware:                  []rivertype.Middleware{q.metrics},
 		Workers:                     q.workers,
