@@ -11,11 +11,9 @@ import (
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -26,7 +24,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	mnvlog "github.com/mnvhq/mnv/services/platform/logging"
-	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/requestid/requestidgrpc"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
@@ -102,18 +99,14 @@ func New(o Options) (*Server, error) {
 		log.Error("panic in handler", zap.Any("panic", p), mnvlog.Request(ctx), zap.Stack("stack"))
 		return errInternal
 	})
-	logOpts := []logging.Option{
-		logging.WithLogOnEvents(logging.FinishCall),
-		logging.WithLevels(codeToLevel),
-		logging.WithFieldsFromContext(requestFields),
-	}
+	calls := callLog{log: log}
 	// Order matters, outermost first: the request id is set before anything logs; logging and
 	// metrics wrap recovery, so they see the final code of every call, a panic (INTERNAL) or an
 	// auth refusal included; recovery wraps everything that runs code of ours; auth runs before
 	// any interceptor or handler that needs the principal.
 	unary := []grpc.UnaryServerInterceptor{
 		requestidgrpc.UnaryServerInterceptor(),
-		logging.UnaryServerInterceptor(zapLogger(log), logOpts...),
+		calls.unary,
 		metrics.UnaryServerInterceptor(),
 		recovery.UnaryServerInterceptor(onPanic),
 		o.Guard.UnaryInterceptor(),
@@ -123,7 +116,7 @@ func New(o Options) (*Server, error) {
 	unary = append(append(unary, o.Unary...), o.Guard.FeatureUnaryInterceptor())
 	stream := []grpc.StreamServerInterceptor{
 		requestidgrpc.StreamServerInterceptor(),
-		logging.StreamServerInterceptor(zapLogger(log), logOpts...),
+		calls.stream,
 		metrics.StreamServerInterceptor(),
 		recovery.StreamServerInterceptor(onPanic),
 		o.Guard.StreamInterceptor(),
@@ -151,60 +144,6 @@ func New(o Options) (*Server, error) {
 	// Metrics are initialised lazily per method; registering services happens after New, so the
 	// zero series appear on the first call instead. That is enough for rate() and alerts.
 	return s, nil
-}
-
-// requestFields are the fields of every request log line: the request id, and the trace and
-// span ids when the call is traced.
-func requestFields(ctx context.Context) logging.Fields {
-	f := logging.Fields{"request_id", requestid.From(ctx)}
-	if !tracing.Enabled() {
-		return f
-	}
-	if traceID, spanID := tracing.IDs(ctx); traceID != "" {
-		f = append(f, "trace_id", traceID, "span_id", spanID)
-	}
-	return f
-}
-
-func codeToLevel(c codes.Code) logging.Level {
-	switch c {
-	case codes.OK:
-		return logging.LevelDebug
-	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unimplemented:
-		return logging.LevelError
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return logging.LevelWarn
-	default:
-		return logging.LevelInfo
-	}
-}
-
-// zapLogger adapts zap to the middleware's logger; it logs only what the middleware gives it
-// (method, code, duration, request id), never payloads or metadata.
-func zapLogger(l *zap.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		if !l.Core().Enabled(zapLevel(lvl)) {
-			return
-		}
-		f := make([]zap.Field, 0, len(fields)/2)
-		for i := 0; i+1 < len(fields); i += 2 {
-			key, _ := fields[i].(string)
-			f = append(f, zap.Any(key, fields[i+1]))
-		}
-		l.Log(zapLevel(lvl), msg, f...)
-	})
-}
-
-func zapLevel(l logging.Level) zapcore.Level {
-	switch l {
-	case logging.LevelDebug:
-		return zapcore.DebugLevel
-	case logging.LevelInfo:
-		return zapcore.InfoLevel
-	case logging.LevelWarn:
-		return zapcore.WarnLevel
-	}
-	return zapcore.ErrorLevel
 }
 
 // Serve serves on lis until ctx is done, then stops gracefully: health turns NOT_SERVING, new

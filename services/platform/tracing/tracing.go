@@ -193,14 +193,5 @@ func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(otelgrpc.WithFilter(filters.Not(filters.HealthCheck()))))}
 }
 
-// IDs returns the trace and span ids of the span in ctx, or "" when there is none.
-func IDs(ctx context.Context) (traceID, spanID string) {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return "", ""
-	}
-	return sc.TraceID().String(), sc.SpanID().String()
-}
-
 // ShutdownTimeout bounds the final flush of spans at exit.
 const ShutdownTimeout = 5 * time.Second

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -143,7 +144,7 @@ func TestSetup(t *testing.T) {
 			}
 			if tt.wantOn {
 				sctx, span := otel.Tracer("tracing_test").Start(ctx, "unit-of-work")
-				if traceID, _ := tracing.IDs(sctx); traceID == "" {
+				if !trace.SpanContextFromContext(sctx).IsValid() {
 					t.Error("a started span has no trace id")
 				}
 				span.End()
