@@ -16,3 +16,6 @@ func ShardOf[T, R any](b *Batcher[T, R], key string) int { return b.shardOf(key)
 
 // CallsQueued is how many calls wait in c for a merged call.
 func CallsQueued[T any](c *Calls[T]) int { return Queued(c.b) }
+
+// Linger is how long a drain waits for more items before it ends.
+const Linger = linger

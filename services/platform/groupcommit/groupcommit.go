@@ -51,7 +51,8 @@ type Batcher[T, R any] struct {
 type shard[T, R any] struct {
 	mu      sync.Mutex
 	items   []*pending[T, R]
-	running bool
+	running bool // a drain goroutine serves the shard, busy or lingering
+	wake    chan struct{}
 }
 
 type pending[T, R any] struct {
@@ -81,7 +82,7 @@ func New[T, R any](cfg Config, commit Commit[T, R]) *Batcher[T, R] {
 	}
 	b := &Batcher[T, R]{cfg: cfg, commit: commit}
 	for range cfg.Shards {
-		b.shards = append(b.shards, &shard[T, R]{})
+		b.shards = append(b.shards, &shard[T, R]{wake: make(chan struct{}, 1)})
 	}
 	return b
 }
@@ -102,6 +103,11 @@ func (b *Batcher[T, R]) Do(ctx context.Context, key string, item T) (R, error) {
 	s.mu.Unlock()
 	if start {
 		go b.drain(s)
+	} else {
+		select { // a lingering drain takes it at once; a busy one will see it after its batch
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case r := <-p.done:
@@ -122,15 +128,34 @@ func (b *Batcher[T, R]) shardOf(key string) int {
 	return int(h.Sum32() % uint32(len(b.shards)))
 }
 
-// drain runs a shard's queued items, batch after batch, until none are left.
+// linger is how long a shard's drain goroutine waits for more items once none are left,
+// before it ends. A new goroutine per burst would start on a small stack and grow it, copying
+// it, down the batch's database calls: ~4% of verification's CPU on a verify at moderate load.
+const linger = time.Second
+
+// drain runs a shard's queued items, batch after batch, until none have come for linger.
 func (b *Batcher[T, R]) drain(s *shard[T, R]) {
+	idle := time.NewTimer(linger)
+	defer idle.Stop()
 	for {
 		s.mu.Lock()
 		n := min(len(s.items), b.cfg.MaxBatch)
 		if n == 0 {
-			s.running = false
 			s.mu.Unlock()
-			return
+			idle.Reset(linger)
+			select {
+			case <-s.wake:
+				continue
+			case <-idle.C:
+			}
+			s.mu.Lock()
+			if len(s.items) == 0 {
+				s.running = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
 		}
 		batch := s.items[:n:n]
 		s.items = s.items[n:]

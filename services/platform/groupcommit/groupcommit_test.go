@@ -275,3 +275,21 @@ func TestMergeSharesOneCall(t *testing.T) {
 		})
 	}
 }
+
+// TestLingeringDrainMissesNothing: items that arrive one at a time, with pauses shorter than
+// the drain's linger and around the moment it finds the queue empty, each run at once, in a
+// batch of one; none waits for another, nor for the linger to end (half of it is the limit).
+func TestLingeringDrainMissesNothing(t *testing.T) {
+	b := groupcommit.New(groupcommit.Config{}, func(_ context.Context, items []int) ([]int, error) {
+		return items, nil
+	})
+	for i := range 300 {
+		ctx, cancel := context.WithTimeout(context.Background(), groupcommit.Linger/2)
+		got, err := b.Do(ctx, "k", i)
+		cancel()
+		if err != nil || got != i {
+			t.Fatalf("item %d: got %d, %v", i, got, err)
+		}
+		time.Sleep(time.Duration(i%4) * 100 * time.Microsecond)
+	}
+}
