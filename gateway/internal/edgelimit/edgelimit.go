@@ -64,6 +64,10 @@ var unauthenticated = func() *http.ServeMux {
 	m.Handle("GET /v1/api/openapi.json", group("openapi"))
 	m.Handle("GET /v1/api/docs", group("openapi"))
 	m.Handle("GET /v1/api/docs/", group("openapi"))
+	// Every other request matches too, in no group: a request that matched nothing would make
+	// ServeMux.Handler work out the methods of a 405 answer, ~5% of the gateway's CPU per
+	// request.
+	m.Handle("/", group(""))
 	return m
 }()
 
@@ -81,7 +85,7 @@ func Middleware(perAddress, authFailures Limiter, log *zap.Logger) func(http.Han
 			who := key(addr)
 			ctx := r.Context()
 			if h, pattern := unauthenticated.Handler(r); pattern != "" {
-				if g, ok := h.(group); ok {
+				if g, ok := h.(group); ok && g != "" {
 					if allowed, wait, err := perAddress.Allow(ctx, string(g)+":"+who); err == nil && !allowed {
 						refuse(w, wait, "too many requests from this address, retry later")
 						return
