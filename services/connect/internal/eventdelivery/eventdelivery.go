@@ -149,8 +149,9 @@ func validate(ev events.Event) error {
 	if _, ok := credential.ParseClientID(ev.ClientID); !ok {
 		return fault.Invalid("events", "event %s: the client id is not a UUID", ev.ID)
 	}
-	var obj map[string]json.RawMessage
-	if len(ev.Data) == 0 || ev.Data[0] != '{' || json.Unmarshal(ev.Data, &obj) != nil {
+	// Valid JSON that starts with '{' is an object; checking so allocates nothing, unlike
+	// decoding it (a fifth of connect's CPU on a verify's event).
+	if len(ev.Data) == 0 || ev.Data[0] != '{' || !json.Valid(ev.Data) {
 		return fault.Invalid("events", "event %s: data must be a JSON object", ev.ID)
 	}
 	return nil
