@@ -307,6 +307,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	a.closer.AddFunc("gRPC server", srv.Stop) // its stream workers run from New on
 	accountsv1.RegisterAccountsServiceServer(srv, &server.Public{Deps: deps})
 	hub, err := principals.NewHub(reg)
 	if err != nil {

@@ -456,6 +456,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	a.closer.AddFunc("gRPC server", srv.Stop) // its stream workers run from New on
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
 		Profiles: profs, Imports: imps, Integrations: integrations.New(itStores.Pool(), itStores, keyring, policy), Log: log,
 	})

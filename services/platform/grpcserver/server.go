@@ -64,7 +64,8 @@ const streamWorkers = 64
 // client takes to send 50 MiB. New calls go to a new connection at once either way.
 const maxConnectionAgeGrace = 10 * time.Minute
 
-// Server is a gRPC server with health and metrics.
+// Server is a gRPC server with health and metrics. Its stream workers run from New on: a
+// Server that will not Serve (its app failed to build, or closes unstarted) must be stopped.
 type Server struct {
 	*grpc.Server
 	Health  *health.Server

@@ -438,6 +438,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	a.closer.AddFunc("gRPC server", srv.Stop) // its stream workers run from New on
 	net := network.NewIdentifier(ops, log)
 	sess := sessions.New(store.New(pool), net, sealer, cfg.SessionTTL)
 	if clients != nil {
