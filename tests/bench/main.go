@@ -61,7 +61,9 @@
 //     as a fraction of what the database allows.
 //
 // The load generator, the services and PostgreSQL share the machine, so absolute numbers are
-// only comparable between runs on the same machine; the ratios are the point. To tell where a
+// only comparable between runs on the same machine; the ratios are the point. Each service runs
+// with the GOMAXPROCS its production CPU limit gives it (deploy/k8s/overlays/prod, read at the
+// start: gateway and verification 1, accounts and connect 2 today), as Go derives it in a pod. To tell where a
 // request's cost went, every run also splits the machine's CPU time per request (per row or
 // record for D) between the generator, the gateway, accounts, verification, connect and the
 // rest (PostgreSQL, other tenants). The report goes to stdout and out/bench.txt. The exit code
@@ -100,6 +102,7 @@ var suiteEnv = []string{"MNV_LOG_LEVEL=warn", "MNV_CLIENT_RATE=0", "MNV_NUMBER_A
 
 // Options are the command line's choices beyond the load shape.
 type Options struct {
+	Procs        map[string]int // GOMAXPROCS by service (prodProcs)
 	GRPCConns    int
 	SkipAPI      bool // benchmark A
 	SkipDebits   bool // benchmark B
@@ -162,6 +165,12 @@ func run() int {
 	defer stop()
 	progress := os.Stderr
 	root, _ := harness.RepoRoot() // "" outside a checkout: the report goes to ./out
+	procs, err := prodProcs(root, profiled)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	opts.Procs = procs
 	start := time.Now()
 
 	rep := Report{Header: []string{
@@ -169,6 +178,7 @@ func run() int {
 		fmt.Sprintf("parameters: C=%d D=%s rounds=%d warm-up=%s (before every round) GOMAXPROCS=%d nproc=%d grpc-conns=%d (round-robin)",
 			cfg.Workers, cfg.Duration, cfg.Rounds, cfg.Warmup, runtime.GOMAXPROCS(0), runtime.NumCPU(), opts.GRPCConns),
 		"suite env: " + strings.Join(suiteEnv, " ") + " (verification's per-client rate and per-number limits off)",
+		"GOMAXPROCS of each service as its CPU limit in " + prodOverlay + " gives it: " + procsLine(procs),
 		"req/s = median of the rounds (each: successes / wall time); p50, p99 over every successful request of every round",
 		"the load generator, accounts, verification, connect, gateway and PostgreSQL all run on this machine",
 	}}
@@ -192,7 +202,7 @@ func run() int {
 			"the fake CAMARA operator runs in this process (its CPU is gen's)", opts.CAMARAFlows, opts.CAMARAWorkers, camaraWarmup))
 	}
 
-	err := measure(ctx, cfg, opts, progress, &rep)
+	err = measure(ctx, cfg, opts, progress, &rep)
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(os.Stderr, "bench: interrupted")
@@ -230,6 +240,9 @@ func run() int {
 // measure starts the suite, runs benchmarks A to F into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
 	hopts := harness.Options{Env: suiteEnv, ProcessEnv: map[string][]string{}}
+	for name, n := range opts.Procs {
+		hopts.ProcessEnv[name] = []string{fmt.Sprintf("GOMAXPROCS=%d", n)}
+	}
 	// Each process serves pprof on its own address when a profile is asked for.
 	debug := map[string]string{}
 	if (!opts.SkipConnect && opts.ConnectPprof != "") || opts.Pprof != "" {
@@ -237,7 +250,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 			if debug[name], err = harness.FreeAddr(); err != nil {
 				return err
 			}
-			hopts.ProcessEnv[name] = []string{"MNV_DEBUG_ADDR=" + debug[name]}
+			hopts.ProcessEnv[name] = append(hopts.ProcessEnv[name], "MNV_DEBUG_ADDR="+debug[name])
 		}
 	}
 	var camaraOp *CAMARAOperator
