@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -153,6 +154,9 @@ type Queue struct {
 	periodic []*river.PeriodicJob
 	metrics  *Metrics
 	log      *zap.Logger
+
+	notifyMu sync.Mutex
+	notified map[string]time.Time // queue → last Notify that said yes
 }
 
 // New builds the Queue; it inserts at once, and works what was added by Run.
@@ -197,7 +201,7 @@ func (q *Queue) worker() (*river.Client[pgx.Tx], error) {
 		Schema:                      o.Schema,
 		Logger:                      riverLogger(o.Log),
 		FetchPollInterval:           cmpOr(o.FetchPoll, 200*time.Millisecond),
-		FetchCooldown:               20 * time.Millisecond,
+		FetchCooldown:               fetchCooldown,
 		JobTimeout:                  cmpOr(o.JobTimeout, min(time.Minute, rescue/2)),
 		RescueStuckJobsAfter:        rescue,
 		CompletedJobRetentionPeriod: cmpOr(o.CompletedRetention, 24*time.Hour),
@@ -233,6 +237,45 @@ func (q *Queue) Insert(ctx context.Context, db pg.DB, args river.JobArgs, opts *
 	}
 	return res, nil
 }
+
+// A store may insert a job inside a statement of its own, as a data-modifying CTE beside the
+// fact the job comes with: one round trip and no transaction, where Insert needs a transaction
+// and a statement of River's. River keeps its job table as the interface its clients in other
+// languages insert through; such a row needs args, kind, queue and max_attempts (the rest has
+// defaults: available now, priority 1), and a notification on InsertTopic with the payload
+// InsertPayloadSQL builds wakes the workers of its queue at once instead of at their next poll.
+// TestSQLInsertedJobIsWorked holds this to the River in go.mod.
+
+// fetchCooldown is the least time between two fetches of a queue's workers.
+const fetchCooldown = 20 * time.Millisecond
+
+// Notify tells a store that inserted a job of queue by SQL whether to send the notification:
+// once per fetch cooldown per queue, as River limits its own inserts', since the workers fetch
+// at most that often and the one fetch takes every job inserted since. A job it tells not to
+// is taken by the fetch of an earlier notification or by the next poll.
+func (q *Queue) Notify(queue string) bool {
+	now := time.Now()
+	q.notifyMu.Lock()
+	defer q.notifyMu.Unlock()
+	if now.Sub(q.notified[queue]) < fetchCooldown {
+		return false
+	}
+	if q.notified == nil {
+		q.notified = map[string]time.Time{}
+	}
+	q.notified[queue] = now
+	return true
+}
+
+// Table is the job table of schema, quoted for SQL.
+func Table(schema string) string { return pgx.Identifier{schema, "river_job"}.Sanitize() }
+
+// InsertTopic is the channel River's workers of schema listen on for inserted jobs.
+func InsertTopic(schema string) string { return schema + ".river_insert" }
+
+// InsertPayloadSQL is the SQL of the notification's payload for the queue named by the SQL
+// expression queue.
+func InsertPayloadSQL(queue string) string { return "json_build_object('queue', " + queue + ")::text" }
 
 // InsertMany enqueues several jobs in one statement, in db's transaction when it is one. It is
 // River's multi-row INSERT, not its COPY (InsertManyFast): the jobs of a request or a batch are

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
@@ -49,5 +50,101 @@ func TestMigrateDropsUnusedIndexes(t *testing.T) {
 		if slices.Contains(got, gone) {
 			t.Errorf("index %s still there; river_job has %v", gone, got)
 		}
+	}
+}
+
+// sqlArgs is the job TestSQLInsertedJobIsWorked inserts by SQL.
+type sqlArgs struct {
+	N int `json:"n"`
+}
+
+func (sqlArgs) Kind() string { return "sql.inserted" }
+
+type sqlWorker struct {
+	river.WorkerDefaults[sqlArgs]
+	got chan int
+}
+
+func (w *sqlWorker) Work(_ context.Context, job *river.Job[sqlArgs]) error {
+	w.got <- job.Args.N
+	return nil
+}
+
+// TestSQLInsertedJobIsWorked: a job a store inserts in a statement of its own, with only what
+// Table's comment names and the notification on InsertTopic, is worked at once, well before
+// the workers' next poll (a minute here). It holds River's job table and insert notification
+// to what stores write.
+func TestSQLInsertedJobIsWorked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 8, ApplicationName: "jobs-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA svc`); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, pool, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(pool, jobs.Options{Schema: "svc", FetchPoll: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &sqlWorker{got: make(chan int, 4)}
+	river.AddWorker(q.Workers(), w)
+	q.AddQueue("sqlq", 1)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- q.Run(runCtx, time.Second) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	// Through River first: its workers are listening once it is worked.
+	if _, err := q.Insert(ctx, pool, sqlArgs{N: 1}, &river.InsertOpts{Queue: "sqlq"}); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(want int, within time.Duration) {
+		t.Helper()
+		select {
+		case n := <-w.got:
+			if n != want {
+				t.Fatalf("worked job %d, want %d", n, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("job %d not worked within %v", want, within)
+		}
+	}
+	wait(1, 30*time.Second)
+	time.Sleep(time.Second) // past any fetch that follows the first job
+
+	start := time.Now()
+	if _, err := pool.Exec(ctx, `WITH j AS (
+			INSERT INTO `+jobs.Table("svc")+` (args, kind, queue, max_attempts) VALUES ($1, $2, $3, 25) RETURNING queue)
+		SELECT pg_notify($4, `+jobs.InsertPayloadSQL("j.queue")+`) FROM j`,
+		`{"n": 2}`, sqlArgs{}.Kind(), "sqlq", jobs.InsertTopic("svc")); err != nil {
+		t.Fatal(err)
+	}
+	wait(2, 10*time.Second)
+	t.Logf("worked %v after the insert", time.Since(start))
+}
+
+// TestNotify: a queue is told to notify at most once per fetch cooldown (20 ms), each queue
+// on its own.
+func TestNotify(t *testing.T) {
+	q, err := jobs.New(nil, jobs.Options{Schema: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now()
+	if !q.Notify("a") || !q.Notify("b") {
+		t.Fatal("a queue's first insert not notified")
+	}
+	if q.Notify("a") && time.Since(first) < 20*time.Millisecond {
+		t.Fatal("notified twice within the cooldown")
+	}
+	time.Sleep(25 * time.Millisecond)
+	if !q.Notify("a") {
+		t.Fatal("not notified after the cooldown")
 	}
 }

@@ -78,7 +78,7 @@ func (Args) Kind() string { return Kind }
 // InsertOpts: the events queue, and retries for about three days (River's backoff) before a
 // forward is discarded, long enough to ride out an outage of connect.
 func (Args) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxAttempts}
 }
 
 // Event is the event a job carries.
@@ -128,13 +128,35 @@ func Params(evs ...events.Event) ([]river.InsertManyParams, error) {
 	}
 	args := Args{Events: make([]EventArgs, 0, len(evs))}
 	for _, e := range evs {
-		if e.ID == "" || e.ClientID == "" || e.Type == "" {
-			return nil, fmt.Errorf("emit: event without id, client or type")
+		a, err := argsOf(e)
+		if err != nil {
+			return nil, err
 		}
-		args.Events = append(args.Events, EventArgs{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)})
+		args.Events = append(args.Events, a)
 	}
 	return []river.InsertManyParams{{Args: args}}, nil
 }
+
+func argsOf(e events.Event) (EventArgs, error) {
+	if e.ID == "" || e.ClientID == "" || e.Type == "" {
+		return EventArgs{}, fmt.Errorf("emit: event without id, client or type")
+	}
+	return EventArgs{ID: e.ID, Type: e.Type, ClientID: e.ClientID, CreatedAt: e.CreatedAt, Data: string(e.Data)}, nil
+}
+
+// EventJSON is e as one element of a forward job's events, for a store that builds the job in
+// a statement of its own (jobs.Table): {"events": [EventJSON...]} in Kind's row on Queue with
+// MaxAttempts is the job Params makes of the same events.
+func EventJSON(e events.Event) ([]byte, error) {
+	a, err := argsOf(e)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(a)
+}
+
+// MaxAttempts is how many times a forward is tried (InsertOpts).
+const MaxAttempts = 25
 
 // Publisher takes events to their endpoints: connect's PublishEvents over gRPC
 // (NewGRPCPublisher), or connect's own intake in connect.

@@ -57,7 +57,7 @@ import (
 const CallbackPath = "/v1/api/sdk/session/callback"
 
 // Schema is the Postgres schema the service owns.
-const Schema = "verification"
+const Schema = store.Schema
 
 // Config is the service's configuration.
 type Config struct {

@@ -66,8 +66,11 @@ func (Args) Kind() string { return Kind }
 // InsertOpts: retried for about three days (River's backoff, 25 attempts), long enough to ride
 // out an outage of Connect, as the outbox rows waited for it before.
 func (Args) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 25}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxAttempts}
 }
+
+// MaxAttempts is how many times a job is tried (InsertOpts).
+const MaxAttempts = 25
 
 // NewArgs is the job of verified numbers.
 func NewArgs(ns ...domain.VerifiedNumber) Args {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,8 +108,8 @@ func completed(t testing.TB, v domain.Verification) events.Event {
 var errRollback = errors.New("the rest of the transaction failed")
 
 // TestSettleWritesItsJobs: a settle writes its event and, for VERIFIED alone, Connect's record,
-// with the row and never without it: rolled back together, refused outside a transaction,
-// nothing written by a settle that finds the row settled.
+// with the row and never without it: rolled back together inside a transaction, one atomic
+// statement outside one, nothing written by a settle that finds the row settled.
 func TestSettleWritesItsJobs(t *testing.T) {
 	pool, stores := newStores(t)
 	ctx := context.Background()
@@ -131,9 +132,6 @@ func TestSettleWritesItsJobs(t *testing.T) {
 				}
 				return settled[0], nil
 			}
-			if _, err := settle(ctx, stores.Pool()); !errors.Is(err, pg.ErrNoTx) {
-				t.Fatalf("settle outside a transaction = %v, want ErrNoTx", err)
-			}
 			err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
 				if ok, err := settle(ctx, st); err != nil || !ok {
 					t.Fatalf("settle: %v %v", ok, err)
@@ -153,12 +151,9 @@ func TestSettleWritesItsJobs(t *testing.T) {
 			if s, e, r := status(), len(forwarded(t, pool)), len(relayed(t, pool)); s != domain.StatusPending || e != eventsBefore || r != recordsBefore {
 				t.Fatalf("after a rollback: %s, %d events, %d records; want PENDING and nothing new", s, e-eventsBefore, r-recordsBefore)
 			}
-			for i, want := range []bool{true, false} { // the second settle finds it settled
-				var settled bool
-				if err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) (err error) {
-					settled, err = settle(ctx, st)
-					return err
-				}); err != nil || settled != want {
+			// Outside a transaction the statement is its own: the second settle finds it settled.
+			for i, want := range []bool{true, false} {
+				if settled, err := settle(ctx, stores.Pool()); err != nil || settled != want {
 					t.Fatalf("settle %d = %v (%v), want %v", i, settled, err, want)
 				}
 			}
@@ -231,5 +226,73 @@ func TestMoveOutbox(t *testing.T) {
 	}
 	if _, err := stores.Pool().MoveOutbox(ctx); !errors.Is(err, pg.ErrNoTx) {
 		t.Errorf("move outside a transaction = %v, want ErrNoTx", err)
+	}
+}
+
+// TestSettleBatchJobs: a batch's settle writes one forward job with the events of what it
+// settled, in the batch's order, and one relay job whose args read back as relay.NewArgs of the
+// verified numbers (a real 32-byte hash, the database's settled_at); an item it did not settle
+// (settled before, or a second item of one verification) has nothing in either.
+func TestSettleBatchJobs(t *testing.T) {
+	pool, stores := newStores(t)
+	ctx := context.Background()
+	st := stores.Pool()
+	hash := make([]byte, 32)
+	for i := range hash {
+		hash[i] = byte(250 - i)
+	}
+	var vs []domain.Verification
+	for _, o := range []string{domain.StatusVerified, domain.StatusNotVerified, domain.StatusVerified, domain.StatusVerified} {
+		v := pending(t, st, o)
+		if _, err := pool.Exec(ctx, `UPDATE verification.verifications SET number_hash = $2 WHERE id = $1`, v.ID, hash); err != nil {
+			t.Fatal(err)
+		}
+		v.NumberHash = hash
+		vs = append(vs, v)
+	}
+	settlement := func(v domain.Verification) domain.Settlement {
+		return domain.Settlement{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}
+	}
+	// vs[3] is settled before the batch.
+	if ok, err := st.SettleVerifications(ctx, []domain.Settlement{settlement(vs[3])}); err != nil || !ok[0] {
+		t.Fatalf("settle first: %v %v", ok, err)
+	}
+	eventsBefore, numbersBefore := len(forwarded(t, pool)), len(relayed(t, pool))
+	batch := []domain.Settlement{settlement(vs[2]), settlement(vs[0]), settlement(vs[3]), settlement(vs[1]), settlement(vs[2])}
+	settled, err := st.SettleVerifications(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, true, false, true, false}; !slices.Equal(settled, want) {
+		t.Fatalf("settled %v, want %v", settled, want)
+	}
+	var gotEvents []string
+	for _, e := range forwarded(t, pool)[eventsBefore:] {
+		gotEvents = append(gotEvents, e.ID)
+	}
+	if want := []string{batch[0].Completed.ID, batch[1].Completed.ID, batch[3].Completed.ID}; !slices.Equal(gotEvents, want) {
+		t.Errorf("events %v, want %v", gotEvents, want)
+	}
+	if n := len(jobArgs(t, pool, outbox.Kind)); n != 2 {
+		t.Errorf("%d forward jobs, want one a settle", n)
+	}
+	var want []domain.VerifiedNumber
+	for _, v := range []domain.Verification{vs[2], vs[0]} {
+		n := domain.VerifiedNumber{ClientID: v.ClientID, VerificationID: v.ID, NumberHash: hash}
+		if err := pool.QueryRow(ctx, `SELECT settled_at FROM verification.verifications WHERE id = $1`, v.ID).Scan(&n.VerifiedAt); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, n)
+	}
+	got := relayed(t, pool)[numbersBefore:]
+	if wantArgs := relay.NewArgs(want...).Numbers; len(got) != len(wantArgs) {
+		t.Fatalf("numbers relayed %+v, want %+v", got, wantArgs)
+	} else {
+		for i := range got {
+			g, w := got[i], wantArgs[i]
+			if g.ClientID != w.ClientID || g.VerificationID != w.VerificationID || string(g.NumberHash) != string(w.NumberHash) || !g.VerifiedAt.Equal(w.VerifiedAt) {
+				t.Errorf("number %d relayed %+v, want %+v", i, g, w)
+			}
+		}
 	}
 }

@@ -144,67 +144,80 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 }
 
 // SettleVerifications records the charge of each PENDING verification of ss and writes its
-// verification.completed event and, for a VERIFIED one, the job that tells Connect, all in the
-// Store's transaction: one update, then one insert of every job. settled[i] is false, and
-// nothing written for it, when ss[i] was settled already (by a retry of the request, the
-// reconciler, or an earlier item of ss naming the same verification).
+// verification.completed event and, for a VERIFIED one, Connect's record of the number, all in
+// one statement: the update, one forward job for the batch's events and one relay job for its
+// verified numbers, inserted beside it (jobs.Table) with the notification that wakes their
+// workers. One round trip, atomic without a transaction of its own; inside one (the
+// reconciler's) it is that transaction's. settled[i] is false, and nothing written for it,
+// when ss[i] was settled already (by a retry of the request, the reconciler, or an earlier item
+// of ss naming the same verification).
 func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error) {
-	if _, ok := st.db.(pgx.Tx); !ok {
-		return nil, fmt.Errorf("settle verifications: %w", pg.ErrNoTx)
-	}
 	ids := make([]string, len(ss))
 	charged := make([]int64, len(ss))
 	after := make([]int64, len(ss))
+	evs := make([]string, len(ss))
 	for i, s := range ss {
-		ids[i], charged[i], after[i] = s.ID, s.Charged, s.BalanceAfter
+		ev, err := outbox.EventJSON(s.Completed)
+		if err != nil {
+			return nil, fmt.Errorf("settle verifications: %w", err)
+		}
+		ids[i], charged[i], after[i], evs[i] = s.ID, s.Charged, s.BalanceAfter, string(ev)
 	}
-	rows, err := st.db.Query(ctx, `UPDATE verification.verifications v
-		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
-		FROM (SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[]) WITH ORDINALITY
-			AS i(id, charged, balance_after, n) ORDER BY id, n) i
-		WHERE v.id = i.id AND v.status = 'PENDING'
-		RETURNING v.client_id::text, v.id::text, v.number_hash, v.settled_at, v.outcome`, ids, charged, after)
+	if st.queue == nil {
+		return nil, errors.New("settle verifications: jobs written without a queue")
+	}
+	var wake []string
+	for _, q := range []string{outbox.Queue, relay.Queue} {
+		if st.queue.Notify(q) {
+			wake = append(wake, q)
+		}
+	}
+	rows, err := st.db.Query(ctx, settleSQL, ids, charged, after, evs,
+		outbox.Kind, outbox.Queue, outbox.MaxAttempts, relay.Kind, relay.Queue, relay.MaxAttempts, jobs.InsertTopic(Schema), wake)
 	if err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
-	done := map[string]domain.VerifiedNumber{}
-	outcome := map[string]string{}
-	var n domain.VerifiedNumber
-	var o string
-	if _, err := pgx.ForEachRow(rows, []any{&n.ClientID, &n.VerificationID, &n.NumberHash, &n.VerifiedAt, &o}, func() error {
-		done[n.VerificationID], outcome[n.VerificationID] = n, o
+	settled = make([]bool, len(ss))
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&n}, func() error {
+		settled[n-1] = true
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
-	settled = make([]bool, len(ss))
-	var completed []events.Event
-	var verified []domain.VerifiedNumber
-	for i, s := range ss {
-		n, ok := done[s.ID]
-		if !ok {
-			continue
-		}
-		delete(done, s.ID) // a second item of the same verification settles nothing
-		settled[i] = true
-		completed = append(completed, s.Completed)
-		if outcome[s.ID] == domain.StatusVerified {
-			verified = append(verified, n)
-		}
-	}
-	// One job for the batch's events, one for its verified numbers.
-	params, err := outbox.Params(completed...)
-	if err != nil {
-		return nil, err
-	}
-	if len(verified) > 0 {
-		params = append(params, river.InsertManyParams{Args: relay.NewArgs(verified...)})
-	}
-	if err := st.enqueue(ctx, params); err != nil {
-		return nil, fmt.Errorf("settle verifications: %w", err)
-	}
 	return settled, nil
 }
+
+// Schema is the Postgres schema the service owns, River's tables included.
+const Schema = "verification"
+
+// settleSQL settles, then writes the jobs of what it settled: the events in the order of the
+// batch, and the verified numbers as relay.Args (number_hash in base64, as Go's JSON writes a
+// []byte). A batch that settles nothing writes no job, one without a VERIFIED outcome no relay.
+// It notifies the queues of $12 it wrote to (jobs.Queue.Notify).
+var settleSQL = `WITH i AS (
+		SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY
+			AS i(id, charged, balance_after, event, n) ORDER BY id, n),
+	s AS (
+		UPDATE verification.verifications v
+		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
+		FROM i WHERE v.id = i.id AND v.status = 'PENDING'
+		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
+	forward AS (
+		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
+		SELECT jsonb_build_object('events', jsonb_agg(s.event::jsonb ORDER BY s.n)), $5, $6, $7 FROM s HAVING count(*) > 0
+		RETURNING queue),
+	relay AS (
+		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
+		SELECT jsonb_build_object('numbers', jsonb_agg(jsonb_build_object('client_id', s.client_id, 'verification_id', s.id,
+				'number_hash', translate(encode(s.number_hash, 'base64'), E'\n', ''), 'verified_at', s.settled_at) ORDER BY s.n)),
+			$8, $9, $10
+		FROM s WHERE s.outcome = 'VERIFIED' HAVING count(*) > 0
+		RETURNING queue),
+	woken AS (
+		SELECT count(pg_notify($11, ` + jobs.InsertPayloadSQL("q") + `)) AS n
+		FROM (SELECT queue FROM forward UNION SELECT queue FROM relay) AS j(q) WHERE q = ANY($12::text[]))
+	SELECT s.n FROM s, woken`
 
 // RejectVerification marks a PENDING verification whose charge was refused and releases its
 // session, so the blob can be verified again once the balance allows. rejected is false when

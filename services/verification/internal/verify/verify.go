@@ -60,9 +60,9 @@ type Store interface {
 	// for no such session of the client, nil when the session is unused.
 	SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error)
 	// SettleVerifications records the charge of each PENDING verification and writes its
-	// completed event (and, for a VERIFIED one, Connect's record of the number) in the
-	// transaction the store is in; settled[i] is false, and nothing written for it, when it was
-	// settled already.
+	// completed event (and, for a VERIFIED one, Connect's record of the number), atomically
+	// (in the transaction the store is in, if any); settled[i] is false, and nothing written
+	// for it, when it was settled already.
 	SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error)
 	// RejectVerification marks a PENDING verification REJECTED and releases its session;
 	// rejected is false when it was no longer PENDING.
@@ -143,8 +143,8 @@ const writeShards = 1
 // New returns a Service.
 //
 // Its request path group-commits its writes (platform/groupcommit, as accounts does its
-// debits): the records of concurrent verifies share one statement, and their settles one
-// transaction, one update and one insert of their jobs. Each verification keeps its own row,
+// debits): the records of concurrent verifies share one statement, and their settles another,
+// which also inserts their jobs. Each verification keeps its own row,
 // charge and event. A session always lands on the same shard of records and a verification on
 // the same shard of settles (with more than one shard), so two batches of a process never wait
 // on each other's rows.
@@ -211,13 +211,9 @@ func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain
 	return out, s.tx.InTx(ctx, write)
 }
 
-// settleBatch settles a batch of charged verifications in one transaction.
-func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) (settled []bool, err error) {
-	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		settled, err = st.SettleVerifications(ctx, items)
-		return err
-	})
-	return settled, err
+// settleBatch settles a batch of charged verifications, their jobs with them (one statement).
+func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) ([]bool, error) {
+	return s.st.SettleVerifications(ctx, items)
 }
 
 // Request is a verify request (interface spec 4.6).
