@@ -1,8 +1,9 @@
 // Package store is the verification service's access to its Postgres schema, and holds all of
 // its SQL. A Store wraps a pg.DB, so the same query serves a pool or a transaction
 // (pg.Stores hands either to the domain packages, as their own ports). Each step of a
-// verification is one statement (data-modifying CTEs); a final one commits with its jobs (its
-// event, Connect's record) inserted by one more statement in the same transaction.
+// verification is one statement (data-modifying CTEs). The settle inserts its jobs (its events,
+// Connect's record) in that statement too; the other final steps insert theirs through River
+// in the same transaction.
 package store
 
 import (
