@@ -180,7 +180,7 @@ func TestTracedRequest(t *testing.T) {
 		{"the edge calls verification", ver},
 		{"verification authenticates the caller with accounts", ver + " > mnv.accounts.v1.AccountsInternalService/Authenticate(client) > mnv.accounts.v1.AccountsInternalService/Authenticate(server)"},
 		{"verification records the verification in its database, in a batch", ver + " > record batch(internal) > WITH(client)"},
-		{"verification settles the charge in its database, in a batch", ver + " > settle batch(internal) > UPDATE(client)"},
+		{"verification settles the charge and writes its jobs in one statement, in a batch", ver + " > settle batch(internal) > WITH(client)"},
 		{"verification debits with accounts, whose batch writes the ledger", deb + " > batch start(client) > INSERT(client)"},
 	}
 	// A span is recorded when it ends, and a server's span may end just after its caller got
