@@ -65,10 +65,13 @@ func TestMatchingRace(t *testing.T) {
 				clientID := uuid.NewString()
 				hash := make([]byte, 32)
 				_, _ = rand.Read(hash)
+				// A batch names several clients: the one racing here sorts after another, so
+				// its lock is not the first the recording takes.
 				record := func(db pgx.Tx) error {
-					_, err := store.New(db).RecordVerified(ctx, []domain.VerifiedNumber{{
-						ClientID: clientID, NumberHash: hash, VerificationID: uuid.NewString(), VerifiedAt: time.Now(),
-					}})
+					_, err := store.New(db).RecordVerified(ctx, []domain.VerifiedNumber{
+						{ClientID: clientID, NumberHash: hash, VerificationID: uuid.NewString(), VerifiedAt: time.Now()},
+						{ClientID: uuid.Nil.String(), NumberHash: hash, VerificationID: uuid.NewString(), VerifiedAt: time.Now()},
+					})
 					return err
 				}
 				first, second := func(tx pgx.Tx) error { return w.write(tx, clientID, hash) }, record

@@ -54,11 +54,14 @@ func attributesJSON(a map[string]string) []byte {
 // once would each miss the other's uncommitted row, and the profile would stay unmatched for
 // good. A per-client advisory lock orders them: profile writers share it, a recording takes it
 // alone, so whichever commits second sees the first. The lock is the transaction's: the Store
-// is over a transaction.
-const matchLockKey = `hashtextextended('mnv.connect.match.' || $1::text, 0)`
+// is over a transaction. matchLockKey is the SQL of the lock's key for the client id that the
+// SQL expression expr gives.
+func matchLockKey(expr string) string {
+	return `hashtextextended('mnv.connect.match.' || ` + expr + `::text, 0)`
+}
 
 func (s *Store) lockMatchShared(ctx context.Context, clientID string) error {
-	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+matchLockKey+`)`, clientID); err != nil {
+	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+matchLockKey("$1")+`)`, clientID); err != nil {
 		return fmt.Errorf("lock matching: %w", err)
 	}
 	return nil
@@ -174,11 +177,12 @@ func (s *Store) RecordVerified(ctx context.Context, items []domain.VerifiedNumbe
 	for _, it := range items {
 		clientIDs = append(clientIDs, it.ClientID)
 	}
+	// One round trip for them all: unnest yields the array in its order, which the aggregate
+	// keeps (a batch of events names tens of clients).
 	slices.Sort(clientIDs)
-	for _, c := range slices.Compact(clientIDs) {
-		if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(`+matchLockKey+`)`, c); err != nil {
-			return nil, fmt.Errorf("lock matching: %w", err)
-		}
+	if _, err := s.db.Exec(ctx, `SELECT count(pg_advisory_xact_lock(`+matchLockKey("c")+`))
+		FROM unnest($1::text[]) AS t(c)`, slices.Compact(clientIDs)); err != nil {
+		return nil, fmt.Errorf("lock matching: %w", err)
 	}
 	clients := make([]string, len(items))
 	hashes := make([][]byte, len(items))
