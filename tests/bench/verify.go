@@ -20,9 +20,10 @@ const (
 	// MNV_SESSION_TTL. A pool never keeps a blob that could expire before its load ends.
 	sessionTTL = 300 * time.Second
 	ttlMargin  = 30 * time.Second
-	// Pool sizing: verifies/s assumed before anything is measured, and the headroom over a
+	// Pool sizing: verifies/s assumed before anything is measured (about what this 2-core machine
+	// reached in 2026-11; a guess too low runs the first round dry), and the headroom over a
 	// guessed rate, over this variant's last round and over another variant's last round.
-	guessRate      = 1500
+	guessRate      = 2500
 	guessFactor    = 1.3
 	measuredFactor = 1.5
 	borrowedFactor = 2.0
