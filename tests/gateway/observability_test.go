@@ -171,7 +171,7 @@ func TestTracedRequest(t *testing.T) {
 	const (
 		gw  = "POST /v1/api/verify(server)"
 		ver = gw + " > mnv.verification.v1.VerificationService/Verify(client) > mnv.verification.v1.VerificationService/Verify(server)"
-		deb = ver + " > mnv.accounts.v1.AccountsInternalService/Debit(client) > mnv.accounts.v1.AccountsInternalService/Debit(server) > debit batch(internal)"
+		deb = ver + " > debit many(internal) > mnv.accounts.v1.AccountsInternalService/DebitMany(client) > mnv.accounts.v1.AccountsInternalService/DebitMany(server) > debit batch(internal)"
 	)
 	tests := []struct {
 		name   string
@@ -181,7 +181,7 @@ func TestTracedRequest(t *testing.T) {
 		{"verification authenticates the caller with accounts", ver + " > mnv.accounts.v1.AccountsInternalService/Authenticate(client) > mnv.accounts.v1.AccountsInternalService/Authenticate(server)"},
 		{"verification records the verification in its database, in a batch", ver + " > record batch(internal) > WITH(client)"},
 		{"verification settles the charge and writes its jobs in one statement, in a batch", ver + " > settle batch(internal) > WITH(client)"},
-		{"verification debits with accounts, whose batch writes the ledger", deb + " > batch start(client) > INSERT(client)"},
+		{"verification debits with accounts in a batch of its own, whose batch writes the ledger", deb + " > batch start(client) > INSERT(client)"},
 	}
 	// A span is recorded when it ends, and a server's span may end just after its caller got
 	// the answer: wait until every expected path is there, or time runs out.

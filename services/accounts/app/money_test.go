@@ -3,11 +3,16 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -147,5 +152,134 @@ func TestLedgerPortAway(t *testing.T) {
 				t.Fatalf("refund error = %v, want an unknown outcome with accounts away", err)
 			}
 		})
+	}
+}
+
+// TestDebitMany: each debit of a DebitMany call is answered at its index as Debit would answer
+// it, as if the debits came one after another (a reference repeated is replayed at its second
+// place, a balance runs out on the later ones), whatever its neighbours' outcomes; a malformed
+// call, and a caller that may not move money, are refused whole.
+func TestDebitMany(t *testing.T) {
+	s := apptest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rich := s.CreateClient(t, 10) // two reveals at 5
+	poor := s.CreateClient(t, 0)
+	reveal := accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL
+	debits := []struct {
+		req        *accountsv1.DebitRequest
+		wantCode   codes.Code // OK: charged
+		wantAfter  int64
+		wantReplay bool
+	}{
+		{&accountsv1.DebitRequest{ClientId: rich.ID, Kind: reveal, Reference: "reveal:1"}, codes.OK, 5, false},
+		{&accountsv1.DebitRequest{ClientId: poor.ID, Kind: reveal, Reference: "reveal:1"}, codes.FailedPrecondition, 0, false},
+		{&accountsv1.DebitRequest{ClientId: "not-a-client-id", Kind: reveal, Reference: "reveal:1"}, codes.InvalidArgument, 0, false},
+		{&accountsv1.DebitRequest{ClientId: uuid.NewString(), Kind: reveal, Reference: "reveal:1"}, codes.NotFound, 0, false},
+		{&accountsv1.DebitRequest{ClientId: rich.ID, Kind: reveal, Reference: "reveal:1"}, codes.OK, 5, true},
+		{&accountsv1.DebitRequest{ClientId: rich.ID, Reference: "reveal:2"}, codes.InvalidArgument, 0, false},
+		{&accountsv1.DebitRequest{ClientId: rich.ID, Kind: reveal, Reference: "reveal:3"}, codes.OK, 0, false},
+		{&accountsv1.DebitRequest{ClientId: rich.ID, Kind: reveal, Reference: "reveal:4"}, codes.FailedPrecondition, 0, false},
+	}
+	req := &accountsv1.DebitManyRequest{}
+	for _, d := range debits {
+		req.Debits = append(req.Debits, d.req)
+	}
+	resp, err := s.Internal.DebitMany(ctx, req)
+	if err != nil || len(resp.GetOutcomes()) != len(debits) {
+		t.Fatalf("DebitMany = %d outcomes, %v; want %d", len(resp.GetOutcomes()), err, len(debits))
+	}
+	var first string
+	for i, d := range debits {
+		o := resp.GetOutcomes()[i]
+		if d.wantCode != codes.OK {
+			if f := o.GetFailure(); f == nil || codes.Code(f.GetCode()) != d.wantCode || f.GetReason() == "" || f.GetMessage() == "" {
+				t.Errorf("debit %d: %v, want a failure with code %v", i, o, d.wantCode)
+			}
+			continue
+		}
+		r := o.GetDebit()
+		if r == nil || r.GetCharged() != 5 || r.GetBalanceAfter() != d.wantAfter || r.GetReplayed() != d.wantReplay {
+			t.Errorf("debit %d: %v, want 5 charged, %d left, replayed %v", i, o, d.wantAfter, d.wantReplay)
+			continue
+		}
+		if d.req.GetReference() == "reveal:1" {
+			if first != "" && r.GetEntryId() != first {
+				t.Errorf("debit %d: entry %s, want the first one's %s", i, r.GetEntryId(), first)
+			}
+			first = r.GetEntryId()
+		}
+	}
+	if f := resp.GetOutcomes()[1].GetFailure(); f.GetReason() != string(fault.InsufficientBalance) {
+		t.Errorf("poor client's failure %v, want %s", f, fault.InsufficientBalance)
+	}
+	if f := resp.GetOutcomes()[2].GetFailure(); f.GetField() != "clientId" {
+		t.Errorf("malformed client id's failure %v, want the field clientId", f)
+	}
+	balance, err := s.Internal.GetBalance(ctx, &accountsv1.GetBalanceRequest{ClientId: rich.ID})
+	if err != nil || balance.GetBalance() != 0 {
+		t.Fatalf("balance = %v, %v; want 0 (two reveals charged)", balance, err)
+	}
+
+	refused := []struct {
+		name  string
+		token string
+		req   *accountsv1.DebitManyRequest
+		want  codes.Code
+	}{
+		{"no debits", authtest.VerificationToken, &accountsv1.DebitManyRequest{}, codes.InvalidArgument},
+		{"too many debits", authtest.VerificationToken, &accountsv1.DebitManyRequest{Debits: slices.Repeat(req.Debits[:1], 501)}, codes.InvalidArgument},
+		{"no credential", "", req, codes.Unauthenticated},
+		{"a client's API key", rich.APIKey, req, codes.Unauthenticated},
+		{"the gateway, which moves no money", authtest.GatewayToken, req, codes.Unauthenticated},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := accountsv1.NewAccountsInternalServiceClient(apptest.Dial(t, s.Addr, tt.token))
+			if _, err := cl.DebitMany(ctx, tt.req); status.Code(err) != tt.want {
+				t.Fatalf("DebitMany error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if balance, err := s.Internal.GetBalance(ctx, &accountsv1.GetBalanceRequest{ClientId: poor.ID}); err != nil || balance.GetBalance() != 0 {
+		t.Fatalf("poor balance = %v, %v; want 0", balance, err)
+	}
+}
+
+// TestLedgerPortConcurrent: concurrent debits through the port share DebitMany calls, and each
+// still gets its own answer: on a balance of six reveals, six of ten distinct debits are
+// charged, the rest refused, each charged reference replays as itself, and nothing is charged
+// twice.
+func TestLedgerPortConcurrent(t *testing.T) {
+	s := apptest.Start(t)
+	ledger := dialLedger(t, s.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := s.CreateClient(t, 30) // six reveals at 5
+	const n = 10
+	got := make([]money.Charged, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = ledger.Debit(ctx, money.Charge{ClientID: client.ID, Kind: money.KindStuckPlusReveal, Reference: fmt.Sprint("reveal:", i)})
+		})
+	}
+	wg.Wait()
+	charged := 0
+	for i := range n {
+		switch {
+		case errs[i] == nil && got[i].Amount == 5 && !got[i].Replayed:
+			charged++
+			again, err := ledger.Debit(ctx, money.Charge{ClientID: client.ID, Kind: money.KindStuckPlusReveal, Reference: fmt.Sprint("reveal:", i)})
+			if err != nil || again.EntryID != got[i].EntryID || !again.Replayed {
+				t.Errorf("debit %d again: %+v, %v; want its first charge, replayed", i, again, err)
+			}
+		case errs[i] != money.ErrInsufficientBalance:
+			t.Errorf("debit %d: %+v, %v; want a charge or ErrInsufficientBalance", i, got[i], errs[i])
+		}
+	}
+	if balance, err := ledger.Balance(ctx, client.ID); charged != 6 || err != nil || balance != 0 {
+		t.Fatalf("%d charged, balance %d, %v; want 6 charged, 0 left", charged, balance, err)
 	}
 }

@@ -82,6 +82,10 @@ type Details struct {
 	Message string
 }
 
+// Err is the status error d was read from (Parse), for an error that travelled inside a
+// message rather than as a call's status.
+func (d Details) Err() error { return build(d.Code, d.Reason, d.Field, d.Message) }
+
 // Parse reads an error back. Errors without an mnv ErrorInfo get the reason that matches their
 // gRPC code, so a plain status from a library still maps to a sensible code.
 func Parse(err error) Details {

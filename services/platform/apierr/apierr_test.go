@@ -62,6 +62,10 @@ func TestRoundTrip(t *testing.T) {
 			if status.Code(tt.err) != tt.want.Code {
 				t.Errorf("status.Code = %v, want %v", status.Code(tt.err), tt.want.Code)
 			}
+			// An error carried in a message comes back as the status it was.
+			if again := apierr.Parse(got.Err()); again != got {
+				t.Errorf("Parse(Err()) = %+v, want %+v", again, got)
+			}
 		})
 	}
 }

@@ -32,6 +32,7 @@ func TestPolicyOf(t *testing.T) {
 		{accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName, auth.Rule{Credential: auth.None}},
 		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
+		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
@@ -48,7 +49,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 54 { // every RPC of the four services above
+	if n := len(p); n != 55 { // every RPC of the four services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -91,23 +91,66 @@ func New[T, R any](cfg Config, commit Commit[T, R]) *Batcher[T, R] {
 // Do returns ctx.Err(), but the item may still be committed: the caller must be able to tell
 // (an idempotent retry, a reconciler).
 func (b *Batcher[T, R]) Do(ctx context.Context, key string, item T) (R, error) {
-	s := b.shards[b.shardOf(key)]
+	p := b.pending(ctx, item)
+	b.enqueue(b.shards[b.shardOf(key)], p)
+	return p.wait(ctx)
+}
+
+// DoMany runs items as Do runs each, queued at once in their order: items of one shard run in
+// that order, in one batch when they fit. keys[i] is the key of items[i]. It returns each
+// item's result and error by index; when ctx ends first, the items not answered yet have
+// ctx.Err(), and may still be committed, as with Do.
+func (b *Batcher[T, R]) DoMany(ctx context.Context, keys []string, items []T) ([]R, []error) {
+	ps := make([]*pending[T, R], len(items))
+	byShard := make([][]*pending[T, R], len(b.shards))
+	for i, it := range items {
+		ps[i] = b.pending(ctx, it)
+		s := b.shardOf(keys[i])
+		byShard[s] = append(byShard[s], ps[i])
+	}
+	for s, queued := range byShard {
+		if len(queued) > 0 {
+			b.enqueue(b.shards[s], queued...)
+		}
+	}
+	out, errs := make([]R, len(items)), make([]error, len(items))
+	for i, p := range ps {
+		out[i], errs[i] = p.wait(ctx)
+	}
+	return out, errs
+}
+
+func (b *Batcher[T, R]) pending(ctx context.Context, item T) *pending[T, R] {
 	p := &pending[T, R]{item: item, done: make(chan result[R], 1)}
 	if b.cfg.Span != "" {
 		p.span = trace.SpanContextFromContext(ctx)
 	}
+	return p
+}
+
+// enqueue queues ps on s, and starts or wakes its drain.
+func (b *Batcher[T, R]) enqueue(s *shard[T, R], ps ...*pending[T, R]) {
 	s.mu.Lock()
-	s.items = append(s.items, p)
+	s.items = append(s.items, ps...)
 	start := !s.running
 	s.running = true
 	s.mu.Unlock()
 	if start {
 		go b.drain(s)
-	} else {
-		select { // a lingering drain takes it at once; a busy one will see it after its batch
-		case s.wake <- struct{}{}:
-		default:
-		}
+		return
+	}
+	select { // a lingering drain takes them at once; a busy one will see them after its batch
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait is p's result, or ctx.Err() when ctx ends first.
+func (p *pending[T, R]) wait(ctx context.Context) (R, error) {
+	select { // an answer already there is the answer, ended ctx or not
+	case r := <-p.done:
+		return r.r, r.err
+	default:
 	}
 	select {
 	case r := <-p.done:

@@ -117,6 +117,65 @@ func waitQueued(t *testing.T, b *groupcommit.Batcher[int, string], n int) {
 	}
 }
 
+// TestDoManyKeepsItsOrder holds a batch in flight and queues items with DoMany: they run in
+// their order, in the next batches within MaxBatch, each answered at its index; a DoMany whose
+// context ends before its batch answers gets the context's error for each item.
+func TestDoManyKeepsItsOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxBatch int
+		want     [][]int
+	}{
+		{"one batch", 0, [][]int{{0}, {3, 1, 2}}},
+		{"split at MaxBatch", 2, [][]int{{0}, {3, 1}, {2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate()
+			b := groupcommit.New(groupcommit.Config{MaxBatch: tc.maxBatch}, g.commit)
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			wg.Go(func() { _, _ = b.Do(ctx, "k", 0) })
+			<-g.started
+			items := []int{3, 1, 2}
+			var out []string
+			var errs []error
+			wg.Go(func() { out, errs = b.DoMany(ctx, []string{"k", "k", "k"}, items) })
+			waitQueued(t, b, len(items))
+			for range tc.want {
+				g.release <- struct{}{}
+			}
+			wg.Wait()
+			for i, it := range items {
+				if errs[i] != nil || out[i] != fmt.Sprint("r", it) {
+					t.Errorf("item %d: got %q, %v; want r%d", i, out[i], errs[i], it)
+				}
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if !slices.EqualFunc(g.batches, tc.want, slices.Equal) {
+				t.Errorf("batches %v, want %v", g.batches, tc.want)
+			}
+		})
+	}
+	t.Run("context ended", func(t *testing.T) {
+		g := newGate()
+		b := groupcommit.New(groupcommit.Config{}, g.commit)
+		ctx, cancel := context.WithCancel(context.Background())
+		var errs []error
+		done := make(chan struct{})
+		go func() { _, errs = b.DoMany(ctx, []string{"a", "b"}, []int{1, 2}); close(done) }()
+		<-g.started
+		cancel()
+		<-done
+		g.release <- struct{}{}
+		for i, err := range errs {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("item %d: err %v, want context.Canceled", i, err)
+			}
+		}
+	})
+}
+
 func TestFailedBatchFailsEveryItem(t *testing.T) {
 	boom := errors.New("boom")
 	for _, tc := range []struct {

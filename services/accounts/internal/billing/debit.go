@@ -101,15 +101,52 @@ func ValidateReference(field, ref string) error {
 // When ctx ends before the batch commits, Debit returns ctx.Err() but the debit may still
 // commit: the caller retries with the same reference (and gets the first result) or refunds it.
 func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, error) {
-	if !req.Kind.Chargeable() {
-		return DebitResult{}, fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
-	}
-	if err := ValidateReference("reference", req.Reference); err != nil {
+	if err := validDebit(req); err != nil {
 		return DebitResult{}, err
 	}
-	if len(req.Variant) > 64 {
-		return DebitResult{}, fault.Invalid("variant", "must be at most 64 characters")
+	o, err := l.batcher().Do(ctx, req.ClientID, req)
+	if err != nil {
+		return DebitResult{}, err
 	}
+	return o.res, o.err
+}
+
+// DebitMany charges each of reqs as Debit would, as if they came one after another: queued at
+// once in their order, so a reference repeated is replayed at its second place and a balance
+// runs out on the later debits. It returns each debit's result and error by index.
+func (l *Ledger) DebitMany(ctx context.Context, reqs []DebitRequest) ([]DebitResult, []error) {
+	res, errs := make([]DebitResult, len(reqs)), make([]error, len(reqs))
+	valid := make([]int, 0, len(reqs))
+	keys := make([]string, 0, len(reqs))
+	queued := make([]DebitRequest, 0, len(reqs))
+	for i, req := range reqs {
+		if errs[i] = validDebit(req); errs[i] == nil {
+			valid, keys, queued = append(valid, i), append(keys, req.ClientID), append(queued, req)
+		}
+	}
+	out, failed := l.batcher().DoMany(ctx, keys, queued)
+	for j, i := range valid {
+		if errs[i] = failed[j]; errs[i] == nil {
+			res[i], errs[i] = out[j].res, out[j].err
+		}
+	}
+	return res, errs
+}
+
+func validDebit(req DebitRequest) error {
+	if !req.Kind.Chargeable() {
+		return fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+	}
+	if err := ValidateReference("reference", req.Reference); err != nil {
+		return err
+	}
+	if len(req.Variant) > 64 {
+		return fault.Invalid("variant", "must be at most 64 characters")
+	}
+	return nil
+}
+
+func (l *Ledger) batcher() *groupcommit.Batcher[DebitRequest, outcome] {
 	l.batchOnce.Do(func() {
 		cfg := groupcommit.Config{Shards: shards, MaxBatch: maxBatch, Observe: l.observe}
 		if l.Traced {
@@ -117,11 +154,7 @@ func (l *Ledger) Debit(ctx context.Context, req DebitRequest) (DebitResult, erro
 		}
 		l.batches = groupcommit.New(cfg, l.commitCounted)
 	})
-	o, err := l.batches.Do(ctx, req.ClientID, req)
-	if err != nil {
-		return DebitResult{}, err
-	}
-	return o.res, o.err
+	return l.batches
 }
 
 func (l *Ledger) observe(n int) {

@@ -5,6 +5,7 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
@@ -86,21 +87,71 @@ func (s *Internal) GetClientPrincipal(ctx context.Context, req *accountsv1.GetCl
 
 // Debit charges a client.
 func (s *Internal) Debit(ctx context.Context, req *accountsv1.DebitRequest) (*accountsv1.DebitResponse, error) {
+	d, err := debitFromProto(req)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.Ledger.Debit(ctx, d)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return debitToProto(res), nil
+}
+
+// maxDebitMany bounds the debits of one DebitMany call: about one of the ledger's batches.
+const maxDebitMany = 500
+
+// DebitMany charges each debit as Debit would, in their order (billing.Ledger.DebitMany): the
+// call saves round trips, not rules.
+func (s *Internal) DebitMany(ctx context.Context, req *accountsv1.DebitManyRequest) (*accountsv1.DebitManyResponse, error) {
+	debits := req.GetDebits()
+	if len(debits) == 0 || len(debits) > maxDebitMany {
+		return nil, s.fail(ctx, fault.Invalid("debits", "must hold 1 to %d debits", maxDebitMany))
+	}
+	out := make([]*accountsv1.DebitOutcome, len(debits))
+	fail := func(i int, err error) {
+		e := apierr.Parse(s.fail(ctx, err))
+		out[i] = &accountsv1.DebitOutcome{Result: &accountsv1.DebitOutcome_Failure{Failure: &accountsv1.DebitFailure{
+			Code: uint32(e.Code), Reason: string(e.Reason), Field: e.Field, Message: e.Message,
+		}}}
+	}
+	at := make([]int, 0, len(debits))
+	reqs := make([]billing.DebitRequest, 0, len(debits))
+	for i, d := range debits {
+		r, err := debitFromProto(d)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		at, reqs = append(at, i), append(reqs, r)
+	}
+	res, errs := s.Ledger.DebitMany(ctx, reqs)
+	for j, i := range at {
+		if errs[j] != nil {
+			fail(i, errs[j])
+			continue
+		}
+		out[i] = &accountsv1.DebitOutcome{Result: &accountsv1.DebitOutcome_Debit{Debit: debitToProto(res[j])}}
+	}
+	return &accountsv1.DebitManyResponse{Outcomes: out}, nil
+}
+
+func debitFromProto(req *accountsv1.DebitRequest) (billing.DebitRequest, error) {
 	cid, err := clientID(req.GetClientId())
 	if err != nil {
-		return nil, s.fail(ctx, err)
+		return billing.DebitRequest{}, err
 	}
-	res, err := s.Ledger.Debit(ctx, billing.DebitRequest{
+	return billing.DebitRequest{
 		ClientID: cid, Kind: kindFromProto(req.GetKind()), Variant: req.GetVariant(),
 		Reference: req.GetReference(), Description: req.Description,
-	})
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
+	}, nil
+}
+
+func debitToProto(res billing.DebitResult) *accountsv1.DebitResponse {
 	return &accountsv1.DebitResponse{
 		EntryId: res.Entry.ID, Charged: res.Charged, BalanceAfter: res.Entry.BalanceAfter,
 		Replayed: res.Replayed, CreatedAt: ts(res.Entry.CreatedAt),
-	}, nil
+	}
 }
 
 // Refund gives a debit back.

@@ -655,6 +655,250 @@ func (x *DebitResponse) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type DebitManyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 500 debits, each checked and charged on its own.
+	Debits        []*DebitRequest `protobuf:"bytes,1,rep,name=debits,proto3" json:"debits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DebitManyRequest) Reset() {
+	*x = DebitManyRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebitManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebitManyRequest) ProtoMessage() {}
+
+func (x *DebitManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebitManyRequest.ProtoReflect.Descriptor instead.
+func (*DebitManyRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DebitManyRequest) GetDebits() []*DebitRequest {
+	if x != nil {
+		return x.Debits
+	}
+	return nil
+}
+
+type DebitManyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per debit of the request, in its order.
+	Outcomes      []*DebitOutcome `protobuf:"bytes,1,rep,name=outcomes,proto3" json:"outcomes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DebitManyResponse) Reset() {
+	*x = DebitManyResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebitManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebitManyResponse) ProtoMessage() {}
+
+func (x *DebitManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebitManyResponse.ProtoReflect.Descriptor instead.
+func (*DebitManyResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DebitManyResponse) GetOutcomes() []*DebitOutcome {
+	if x != nil {
+		return x.Outcomes
+	}
+	return nil
+}
+
+type DebitOutcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*DebitOutcome_Debit
+	//	*DebitOutcome_Failure
+	Result        isDebitOutcome_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DebitOutcome) Reset() {
+	*x = DebitOutcome{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebitOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebitOutcome) ProtoMessage() {}
+
+func (x *DebitOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebitOutcome.ProtoReflect.Descriptor instead.
+func (*DebitOutcome) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DebitOutcome) GetResult() isDebitOutcome_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *DebitOutcome) GetDebit() *DebitResponse {
+	if x != nil {
+		if x, ok := x.Result.(*DebitOutcome_Debit); ok {
+			return x.Debit
+		}
+	}
+	return nil
+}
+
+func (x *DebitOutcome) GetFailure() *DebitFailure {
+	if x != nil {
+		if x, ok := x.Result.(*DebitOutcome_Failure); ok {
+			return x.Failure
+		}
+	}
+	return nil
+}
+
+type isDebitOutcome_Result interface {
+	isDebitOutcome_Result()
+}
+
+type DebitOutcome_Debit struct {
+	Debit *DebitResponse `protobuf:"bytes,1,opt,name=debit,proto3,oneof"`
+}
+
+type DebitOutcome_Failure struct {
+	Failure *DebitFailure `protobuf:"bytes,2,opt,name=failure,proto3,oneof"`
+}
+
+func (*DebitOutcome_Debit) isDebitOutcome_Result() {}
+
+func (*DebitOutcome_Failure) isDebitOutcome_Result() {}
+
+// The error Debit would have answered for one debit: its gRPC code and what the ErrorInfo
+// detail of that status would have said.
+type DebitFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A google.rpc.Code value.
+	Code   uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The request field at fault, if one is.
+	Field         string `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DebitFailure) Reset() {
+	*x = DebitFailure{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebitFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebitFailure) ProtoMessage() {}
+
+func (x *DebitFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebitFailure.ProtoReflect.Descriptor instead.
+func (*DebitFailure) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DebitFailure) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *DebitFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DebitFailure) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *DebitFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type RefundRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -667,7 +911,7 @@ type RefundRequest struct {
 
 func (x *RefundRequest) Reset() {
 	*x = RefundRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +923,7 @@ func (x *RefundRequest) String() string {
 func (*RefundRequest) ProtoMessage() {}
 
 func (x *RefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +936,7 @@ func (x *RefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundRequest.ProtoReflect.Descriptor instead.
 func (*RefundRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RefundRequest) GetClientId() string {
@@ -728,7 +972,7 @@ type RefundResponse struct {
 
 func (x *RefundResponse) Reset() {
 	*x = RefundResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +984,7 @@ func (x *RefundResponse) String() string {
 func (*RefundResponse) ProtoMessage() {}
 
 func (x *RefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +997,7 @@ func (x *RefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundResponse.ProtoReflect.Descriptor instead.
 func (*RefundResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RefundResponse) GetEntryId() string {
@@ -793,7 +1037,7 @@ type GetBalanceRequest struct {
 
 func (x *GetBalanceRequest) Reset() {
 	*x = GetBalanceRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +1049,7 @@ func (x *GetBalanceRequest) String() string {
 func (*GetBalanceRequest) ProtoMessage() {}
 
 func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +1062,7 @@ func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
 func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetBalanceRequest) GetClientId() string {
@@ -839,7 +1083,7 @@ type GetBalanceResponse struct {
 
 func (x *GetBalanceResponse) Reset() {
 	*x = GetBalanceResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1095,7 @@ func (x *GetBalanceResponse) String() string {
 func (*GetBalanceResponse) ProtoMessage() {}
 
 func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1108,7 @@ func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceResponse.ProtoReflect.Descriptor instead.
 func (*GetBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetBalanceResponse) GetBalance() int64 {
@@ -899,7 +1143,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1155,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1168,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckWebOriginRequest) GetClientId() string {
@@ -950,7 +1194,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1206,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1219,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -995,7 +1239,7 @@ type AuthenticateClientSecretRequest struct {
 
 func (x *AuthenticateClientSecretRequest) Reset() {
 	*x = AuthenticateClientSecretRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1251,7 @@ func (x *AuthenticateClientSecretRequest) String() string {
 func (*AuthenticateClientSecretRequest) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1264,7 @@ func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AuthenticateClientSecretRequest) GetClientId() string {
@@ -1046,7 +1290,7 @@ type AuthenticateClientSecretResponse struct {
 
 func (x *AuthenticateClientSecretResponse) Reset() {
 	*x = AuthenticateClientSecretResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1302,7 @@ func (x *AuthenticateClientSecretResponse) String() string {
 func (*AuthenticateClientSecretResponse) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1315,7 @@ func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
@@ -1090,7 +1334,7 @@ type GetClientPrincipalRequest struct {
 
 func (x *GetClientPrincipalRequest) Reset() {
 	*x = GetClientPrincipalRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1346,7 @@ func (x *GetClientPrincipalRequest) String() string {
 func (*GetClientPrincipalRequest) ProtoMessage() {}
 
 func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1359,7 @@ func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetClientPrincipalRequest) GetClientId() string {
@@ -1134,7 +1378,7 @@ type GetClientPrincipalResponse struct {
 
 func (x *GetClientPrincipalResponse) Reset() {
 	*x = GetClientPrincipalResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1390,7 @@ func (x *GetClientPrincipalResponse) String() string {
 func (*GetClientPrincipalResponse) ProtoMessage() {}
 
 func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1403,7 @@ func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetClientPrincipalResponse) GetPrincipal() *Principal {
@@ -1221,7 +1465,20 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\rbalance_after\x18\x03 \x01(\x03R\fbalanceAfter\x12\x1a\n" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x129\n" +
 	"\n" +
-	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x81\x01\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"I\n" +
+	"\x10DebitManyRequest\x125\n" +
+	"\x06debits\x18\x01 \x03(\v2\x1d.mnv.accounts.v1.DebitRequestR\x06debits\"N\n" +
+	"\x11DebitManyResponse\x129\n" +
+	"\boutcomes\x18\x01 \x03(\v2\x1d.mnv.accounts.v1.DebitOutcomeR\boutcomes\"\x8b\x01\n" +
+	"\fDebitOutcome\x126\n" +
+	"\x05debit\x18\x01 \x01(\v2\x1e.mnv.accounts.v1.DebitResponseH\x00R\x05debit\x129\n" +
+	"\afailure\x18\x02 \x01(\v2\x1d.mnv.accounts.v1.DebitFailureH\x00R\afailureB\b\n" +
+	"\x06result\"j\n" +
+	"\fDebitFailure\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05field\x18\x03 \x01(\tR\x05field\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x81\x01\n" +
 	"\rRefundRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1c\n" +
 	"\treference\x18\x02 \x01(\tR\treference\x12%\n" +
@@ -1252,13 +1509,15 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x19GetClientPrincipalRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
 	"\x1aGetClientPrincipalResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xfa\a\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xda\b\n" +
 	"\x17AccountsInternalService\x12g\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
 	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12R\n" +
 	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\"\n" +
+	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12^\n" +
+	"\tDebitMany\x12!.mnv.accounts.v1.DebitManyRequest\x1a\".mnv.accounts.v1.DebitManyResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12U\n" +
 	"\x06Refund\x12\x1e.mnv.accounts.v1.RefundRequest\x1a\x1f.mnv.accounts.v1.RefundResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12a\n" +
@@ -1284,7 +1543,7 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
@@ -1296,62 +1555,72 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*AuthenticateSdkTokenResponse)(nil),     // 7: mnv.accounts.v1.AuthenticateSdkTokenResponse
 	(*DebitRequest)(nil),                     // 8: mnv.accounts.v1.DebitRequest
 	(*DebitResponse)(nil),                    // 9: mnv.accounts.v1.DebitResponse
-	(*RefundRequest)(nil),                    // 10: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),                   // 11: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),                // 12: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),               // 13: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),            // 14: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),           // 15: mnv.accounts.v1.CheckWebOriginResponse
-	(*AuthenticateClientSecretRequest)(nil),  // 16: mnv.accounts.v1.AuthenticateClientSecretRequest
-	(*AuthenticateClientSecretResponse)(nil), // 17: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*GetClientPrincipalRequest)(nil),        // 18: mnv.accounts.v1.GetClientPrincipalRequest
-	(*GetClientPrincipalResponse)(nil),       // 19: mnv.accounts.v1.GetClientPrincipalResponse
-	(*durationpb.Duration)(nil),              // 20: google.protobuf.Duration
-	(Role)(0),                                // 21: mnv.accounts.v1.Role
-	(ClientStatus)(0),                        // 22: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                             // 23: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),               // 24: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                          // 25: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 26: google.protobuf.Timestamp
+	(*DebitManyRequest)(nil),                 // 10: mnv.accounts.v1.DebitManyRequest
+	(*DebitManyResponse)(nil),                // 11: mnv.accounts.v1.DebitManyResponse
+	(*DebitOutcome)(nil),                     // 12: mnv.accounts.v1.DebitOutcome
+	(*DebitFailure)(nil),                     // 13: mnv.accounts.v1.DebitFailure
+	(*RefundRequest)(nil),                    // 14: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),                   // 15: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),                // 16: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),               // 17: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),            // 18: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),           // 19: mnv.accounts.v1.CheckWebOriginResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 20: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 21: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(*GetClientPrincipalRequest)(nil),        // 22: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 23: mnv.accounts.v1.GetClientPrincipalResponse
+	(*durationpb.Duration)(nil),              // 24: google.protobuf.Duration
+	(Role)(0),                                // 25: mnv.accounts.v1.Role
+	(ClientStatus)(0),                        // 26: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                             // 27: mnv.accounts.v1.Feature
+	(*OperatorEnablement)(nil),               // 28: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                          // 29: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 30: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
-	20, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
-	21, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	22, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	23, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	24, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	20, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
+	24, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
+	25, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	26, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	27, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	28, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	24, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
 	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	25, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	26, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	26, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
-	3,  // 13: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
-	4,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	6,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	8,  // 16: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	10, // 17: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	12, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	16, // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	18, // 20: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
-	14, // 21: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	1,  // 22: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	5,  // 23: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	7,  // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	9,  // 25: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	11, // 26: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	13, // 27: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	17, // 28: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	19, // 29: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
-	15, // 30: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	2,  // 31: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	23, // [23:32] is the sub-list for method output_type
-	14, // [14:23] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	29, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	30, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 11: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
+	12, // 12: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
+	9,  // 13: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
+	13, // 14: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
+	30, // 15: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 16: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
+	3,  // 17: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
+	4,  // 18: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	6,  // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	8,  // 20: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	10, // 21: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
+	14, // 22: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	16, // 23: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	20, // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	22, // 25: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	18, // 26: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	1,  // 27: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	5,  // 28: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	7,  // 29: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	9,  // 30: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	11, // 31: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
+	15, // 32: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	17, // 33: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	21, // 34: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	23, // 35: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	19, // 36: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	2,  // 37: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -1361,14 +1630,18 @@ func file_mnv_accounts_v1_internal_proto_init() {
 	}
 	file_mnv_accounts_v1_types_proto_init()
 	file_mnv_accounts_v1_internal_proto_msgTypes[7].OneofWrappers = []any{}
-	file_mnv_accounts_v1_internal_proto_msgTypes[9].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[11].OneofWrappers = []any{
+		(*DebitOutcome_Debit)(nil),
+		(*DebitOutcome_Failure)(nil),
+	}
+	file_mnv_accounts_v1_internal_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	AccountsInternalService_Authenticate_FullMethodName             = "/mnv.accounts.v1.AccountsInternalService/Authenticate"
 	AccountsInternalService_AuthenticateSdkToken_FullMethodName     = "/mnv.accounts.v1.AccountsInternalService/AuthenticateSdkToken"
 	AccountsInternalService_Debit_FullMethodName                    = "/mnv.accounts.v1.AccountsInternalService/Debit"
+	AccountsInternalService_DebitMany_FullMethodName                = "/mnv.accounts.v1.AccountsInternalService/DebitMany"
 	AccountsInternalService_Refund_FullMethodName                   = "/mnv.accounts.v1.AccountsInternalService/Refund"
 	AccountsInternalService_GetBalance_FullMethodName               = "/mnv.accounts.v1.AccountsInternalService/GetBalance"
 	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
@@ -47,6 +48,11 @@ type AccountsInternalServiceClient interface {
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.
 	Debit(ctx context.Context, in *DebitRequest, opts ...grpc.CallOption) (*DebitResponse, error)
+	// Charges each of several debits as Debit would, for a caller that groups concurrent ones:
+	// one call instead of one per debit. Each outcome answers the debit at its index, with the
+	// response or the error Debit would have given it; the call itself fails only when its
+	// request is malformed (no debits, more than 500) or accounts cannot answer at all.
+	DebitMany(ctx context.Context, in *DebitManyRequest, opts ...grpc.CallOption) (*DebitManyResponse, error)
 	// Gives back a debit, found by its reference. Idempotent: a repeat returns the first refund.
 	Refund(ctx context.Context, in *RefundRequest, opts ...grpc.CallOption) (*RefundResponse, error)
 	// Reads the balance and its validity.
@@ -103,6 +109,16 @@ func (c *accountsInternalServiceClient) Debit(ctx context.Context, in *DebitRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DebitResponse)
 	err := c.cc.Invoke(ctx, AccountsInternalService_Debit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsInternalServiceClient) DebitMany(ctx context.Context, in *DebitManyRequest, opts ...grpc.CallOption) (*DebitManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DebitManyResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_DebitMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +211,11 @@ type AccountsInternalServiceServer interface {
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.
 	Debit(context.Context, *DebitRequest) (*DebitResponse, error)
+	// Charges each of several debits as Debit would, for a caller that groups concurrent ones:
+	// one call instead of one per debit. Each outcome answers the debit at its index, with the
+	// response or the error Debit would have given it; the call itself fails only when its
+	// request is malformed (no debits, more than 500) or accounts cannot answer at all.
+	DebitMany(context.Context, *DebitManyRequest) (*DebitManyResponse, error)
 	// Gives back a debit, found by its reference. Idempotent: a repeat returns the first refund.
 	Refund(context.Context, *RefundRequest) (*RefundResponse, error)
 	// Reads the balance and its validity.
@@ -235,6 +256,9 @@ func (UnimplementedAccountsInternalServiceServer) AuthenticateSdkToken(context.C
 }
 func (UnimplementedAccountsInternalServiceServer) Debit(context.Context, *DebitRequest) (*DebitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Debit not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) DebitMany(context.Context, *DebitManyRequest) (*DebitManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DebitMany not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) Refund(context.Context, *RefundRequest) (*RefundResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Refund not implemented")
@@ -326,6 +350,24 @@ func _AccountsInternalService_Debit_Handler(srv interface{}, ctx context.Context
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AccountsInternalServiceServer).Debit(ctx, req.(*DebitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsInternalService_DebitMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DebitManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).DebitMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_DebitMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).DebitMany(ctx, req.(*DebitManyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -449,6 +491,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Debit",
 			Handler:    _AccountsInternalService_Debit_Handler,
+		},
+		{
+			MethodName: "DebitMany",
+			Handler:    _AccountsInternalService_DebitMany_Handler,
 		},
 		{
 			MethodName: "Refund",
