@@ -186,6 +186,14 @@ const maxDebitMany = 500
 // debitMany charges a batch of debits in one call, each answered as Debit would answer it.
 func (c *Client) debitMany(ctx context.Context, debits []*accountsv1.DebitRequest) ([]charged, error) {
 	resp, err := c.internal.DebitMany(ctx, &accountsv1.DebitManyRequest{Debits: debits})
+	if status.Code(err) == codes.Unimplemented {
+		// An accounts older than DebitMany, during a rolling upgrade: one call per debit.
+		out := make([]charged, len(debits))
+		for i, d := range debits {
+			out[i] = c.debitOne(ctx, d)
+		}
+		return out, nil
+	}
 	if err != nil {
 		return nil, unknown("debit", err)
 	}
@@ -196,17 +204,33 @@ func (c *Client) debitMany(ctx context.Context, debits []*accountsv1.DebitReques
 	for i, o := range resp.GetOutcomes() {
 		if f := o.GetFailure(); f != nil {
 			d := apierr.Details{Code: codes.Code(f.GetCode()), Reason: fault.Reason(f.GetReason()), Field: f.GetField(), Message: f.GetMessage()}
-			if refused, ok := money.Refusal(d.Reason); ok {
-				out[i].err = refused
-			} else {
-				out[i].err = unknown("debit", d.Err())
-			}
+			out[i].err = debitErr(d.Err())
 			continue
 		}
-		r := o.GetDebit()
-		out[i].c = money.Charged{EntryID: r.GetEntryId(), Amount: r.GetCharged(), BalanceAfter: r.GetBalanceAfter(), Replayed: r.GetReplayed()}
+		out[i].c = chargedOf(o.GetDebit())
 	}
 	return out, nil
+}
+
+func (c *Client) debitOne(ctx context.Context, d *accountsv1.DebitRequest) charged {
+	resp, err := c.internal.Debit(ctx, d)
+	if err != nil {
+		return charged{err: debitErr(err)}
+	}
+	return charged{c: chargedOf(resp)}
+}
+
+// debitErr is the error of a debit accounts answered with err: a refusal is the very money
+// error of its reason, anything else an unknown outcome.
+func debitErr(err error) error {
+	if refused, ok := money.Refusal(apierr.Parse(err).Reason); ok {
+		return refused
+	}
+	return unknown("debit", err)
+}
+
+func chargedOf(r *accountsv1.DebitResponse) money.Charged {
+	return money.Charged{EntryID: r.GetEntryId(), Amount: r.GetCharged(), BalanceAfter: r.GetBalanceAfter(), Replayed: r.GetReplayed()}
 }
 
 // Refund implements money.Ledger.
