@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/principalcache"
+	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
 // Client calls accounts with the caller's internal credential.
@@ -57,9 +58,11 @@ func Dial(addr string, o grpcclient.Options) (*Client, error) {
 		return nil, fmt.Errorf("dial accounts at %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, internal: accountsv1.NewAccountsInternalServiceClient(conn)}
-	c.debits = groupcommit.New(groupcommit.Config{
-		Shards: debitCalls, MaxBatch: maxDebitMany, Timeout: debitTimeout, Span: "debit many",
-	}, c.debitMany)
+	cfg := groupcommit.Config{Shards: debitCalls, MaxBatch: maxDebitMany, Timeout: debitTimeout}
+	if tracing.Enabled() { // off, debits pay nothing for spans
+		cfg.Span = "debit many"
+	}
+	c.debits = groupcommit.New(cfg, c.debitMany)
 	return c, nil
 }
 
