@@ -92,39 +92,39 @@ func TestInternalMethodsAdmitTheirCallers(t *testing.T) {
 		{"the admin token", suite.AdminToken},
 		{"no token", ""},
 	}
-	for _, tt := range tests {
-		t.Run("capture with "+tt.name, func(t *testing.T) {
-			cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+	// The calls only the gateway makes: a capture, the operator's way back to mnv, and the
+	// page's completion of a capture that went through the operator.
+	calls := []struct {
+		name string
+		call func(ctx context.Context, cl verificationv1.VerificationServiceClient) error
+	}{
+		{"capture", func(ctx context.Context, cl verificationv1.VerificationServiceClient) error {
 			ctx = metadata.AppendToOutgoingContext(ctx, auth.MDClientIP, "127.0.0.1", auth.MDHeaderPrefix+strings.ToLower(sandboxHeader), nextNumber())
 			_, err := cl.CaptureTransaction(ctx, &verificationv1.CaptureTransactionRequest{TransactionId: tr.TransactionID})
-			if status.Code(err) != codes.Unauthenticated {
-				t.Fatalf("CaptureTransaction = %v, want Unauthenticated", err)
-			}
-		})
-		// The other two calls only the gateway makes: the operator's way back to mnv, and the
-		// page's completion of a capture that went through the operator.
-		t.Run("the operator's callback with "+tt.name, func(t *testing.T) {
-			cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			return err
+		}},
+		{"the operator's callback", func(ctx context.Context, cl verificationv1.VerificationServiceClient) error {
 			code := "a-code"
 			_, err := cl.CompleteSessionAuthorization(ctx, &verificationv1.CompleteSessionAuthorizationRequest{State: "a-state", Code: &code})
-			if status.Code(err) != codes.Unauthenticated {
-				t.Fatalf("CompleteSessionAuthorization = %v, want Unauthenticated", err)
-			}
-		})
-		t.Run("a page's completion with "+tt.name, func(t *testing.T) {
-			cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			return err
+		}},
+		{"a page's completion", func(ctx context.Context, cl verificationv1.VerificationServiceClient) error {
 			_, err := cl.CompleteWebTransaction(ctx, &verificationv1.CompleteWebTransactionRequest{
 				TransactionId: tr.TransactionID, Code: "a-code", CodeVerifier: "a-verifier"})
-			if status.Code(err) != codes.Unauthenticated {
-				t.Fatalf("CompleteWebTransaction = %v, want Unauthenticated", err)
-			}
-		})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		for _, c := range calls {
+			t.Run(c.name+" with "+tt.name, func(t *testing.T) {
+				cl := verificationv1.NewVerificationServiceClient(dialAs(t, suite, suite.VerificationAddr, tt.token))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := c.call(ctx, cl); status.Code(err) != codes.Unauthenticated {
+					t.Fatalf("%s = %v, want Unauthenticated", c.name, err)
+				}
+			})
+		}
 	}
 	// Nothing was captured: the transaction still waits for the browser.
 	var after transaction
