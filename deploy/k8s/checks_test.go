@@ -837,7 +837,7 @@ func checkHPAs(m *manifests) []string {
 					if err != nil {
 						p = append(p, fmt.Sprintf("Deployment %s: MNV_%s_DB_MAX_CONNS must be set in prod (the default, 32, is per replica)", d.Name, strings.ToUpper(c.name)))
 					}
-					conns += int(h.Spec.MaxReplicas) * (pool + migrateConns)
+					conns += int(h.Spec.MaxReplicas) * (pool + c.batchConns + migrateConns)
 				}
 			}
 		}

@@ -28,6 +28,9 @@ type component struct {
 	secrets []string
 	// dbVar is the service's own database URL variable.
 	dbVar string
+	// batchConns is the pool of its group-commit batches, beyond MNV_<SVC>_DB_MAX_CONNS
+	// (verify.BatchConns in verification, billing.BatchConns in accounts).
+	batchConns int
 	// probes are the wanted probes: a path for HTTP, "" for gRPC health.
 	probes map[string]string
 	// caller: the process calls other services' internal methods with its own token
@@ -49,14 +52,14 @@ var components = []component{
 	},
 	{
 		name: "accounts", deployment: "mnv-accounts", cmd: "services/accounts/cmd/accounts", app: "services/accounts/app/app.go",
-		database: true, port: 9091, listenVar: "MNV_ACCOUNTS_GRPC_ADDR", dbVar: "MNV_ACCOUNTS_DATABASE_URL",
+		database: true, port: 9091, listenVar: "MNV_ACCOUNTS_GRPC_ADDR", dbVar: "MNV_ACCOUNTS_DATABASE_URL", batchConns: 1,
 		secrets: []string{"DATABASE_URL", "MNV_PEPPER", "MNV_DATA_KEYS", "MNV_ADMIN_TOKEN", "MNV_INTERNAL_TOKEN"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
 		caller:  true, server: true,
 	},
 	{
 		name: "verification", deployment: "mnv-verification", cmd: "services/verification/cmd/verification", app: "services/verification/app/app.go",
-		database: true, port: 9092, listenVar: "MNV_VERIFICATION_GRPC_ADDR", dbVar: "MNV_VERIFICATION_DATABASE_URL",
+		database: true, port: 9092, listenVar: "MNV_VERIFICATION_GRPC_ADDR", dbVar: "MNV_VERIFICATION_DATABASE_URL", batchConns: 2,
 		listens: map[string]int32{facadeListenVar: facadePort},
 		secrets: []string{"DATABASE_URL", "MNV_INTERNAL_TOKEN", "MNV_DATA_KEYS", "MNV_NUMBER_HASH_KEY"},
 		probes:  map[string]string{"liveness": "", "readiness": "", "startup": ""},
@@ -110,8 +113,8 @@ var backendAddrs = map[string]struct {
 const metricsPort = 9100
 
 // postgresConnectionBudget bounds, in prod, the sum over the database services of HPA
-// maxReplicas times the pool size (MNV_<SVC>_DB_MAX_CONNS) plus the migration step's
-// connections. PostgreSQL's max_connections must exceed it (deploy/k8s/README.md).
+// maxReplicas times the pool size (MNV_<SVC>_DB_MAX_CONNS) plus the batches' pool and the
+// migration step's connections. PostgreSQL's max_connections must exceed it (deploy/k8s/README.md).
 const postgresConnectionBudget = 300
 
 // migrateConns is the pool of the `migrate` command (app.Migrate opens MaxConns 2).

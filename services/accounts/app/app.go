@@ -264,6 +264,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	creds := credentials.New(credStores.Pool(), credStores, fp, log)
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	ledger.LowBalance = cfg.LowBalance
+	batchPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{
+		MaxConns: billing.BatchConns, ApplicationName: "mnv-accounts-batch", Batches: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.closer.AddFunc("database pool of the debit batches", batchPool.Close)
+	ledger.WithBatchStore(pg.NewStores(batchPool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) }))
 	river.AddWorker(queue.Workers(), &billing.ExpiryWorker{Ledger: ledger, Notice: cfg.ExpiryNotice})
 	queue.AddQueue(billing.ExpiryQueue, 1)
 	queue.AddPeriodic(billing.ExpiryJob(cfg.ExpiryCheckEvery))
@@ -279,6 +287,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	metrics, err := billing.NewMetrics(reg)
 	if err == nil {
 		err = pg.RegisterPool(reg, Schema, pool)
+	}
+	if err == nil {
+		err = pg.RegisterPool(reg, Schema+"_batch", batchPool)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)

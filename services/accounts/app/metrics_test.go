@@ -6,6 +6,7 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 )
 
@@ -37,7 +38,8 @@ func TestMetrics(t *testing.T) {
 		{"mnv_accounts_refunded_credits_total", nil, 1},
 		{"grpc_server_handled_total", []string{"grpc_method=Debit", "grpc_code=OK"}, 1},
 		{"grpc_server_handled_total", []string{"grpc_method=Debit", "grpc_code=FailedPrecondition"}, 1},
-		{"mnv_db_pool_max_connections", nil, float64(8)}, // apptest's pool
+		{"mnv_db_pool_max_connections", []string{"pool=accounts"}, float64(8)}, // apptest's pool
+		{"mnv_db_pool_max_connections", []string{"pool=accounts_batch"}, float64(billing.BatchConns)},
 	}
 	for _, tt := range tests {
 		if v := metricstest.Sum(got, tt.name, tt.match...); v != tt.want {

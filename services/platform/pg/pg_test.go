@@ -519,6 +519,75 @@ func testOpen(t *testing.T, url string) {
 			t.Errorf("application_name = %q", got)
 		}
 	})
+	t.Run("batches plan once, by index", func(t *testing.T) {
+		// A batch statement's keys come as an array, here of 1 to 8 keys, into a table that is
+		// empty when its plan is made: a plan made once must still find rows by the index when
+		// the table has grown.
+		setup, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setup.Close()
+		if _, err := setup.Exec(ctx, `CREATE TABLE batch_plans (id bigint PRIMARY KEY, v text); ANALYZE batch_plans`); err != nil {
+			t.Fatal(err)
+		}
+		const query = `SELECT count(*) FROM batch_plans WHERE id = ANY($1::bigint[])`
+		for _, tt := range []struct {
+			batches                bool
+			wantGeneric, wantIndex bool
+		}{
+			{batches: true, wantGeneric: true, wantIndex: true},
+			{batches: false},
+		} {
+			pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 1, Batches: tt.batches})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Release()
+			const calls = 8
+			for n := 1; n <= calls; n++ {
+				ids := make([]int64, n)
+				for i := range ids {
+					ids[i] = int64(i)
+				}
+				if _, err := conn.Exec(ctx, query, ids); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var name string
+			var generic, custom int64
+			if err := conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+				WHERE statement = $1`, query).Scan(&name, &generic, &custom); err != nil {
+				t.Fatal(err)
+			}
+			if got := generic == calls && custom == 0; got != tt.wantGeneric {
+				t.Errorf("Batches=%t: %d generic and %d custom plans of %d calls", tt.batches, generic, custom, calls)
+			}
+			var plan strings.Builder
+			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+pgx.Identifier{name}.Sanitize()+`('{1,2,3}')`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan.WriteString(line + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := !strings.Contains(plan.String(), "Seq Scan"); got != tt.wantIndex {
+				t.Errorf("Batches=%t: plan of the empty table:\n%s", tt.batches, plan.String())
+			}
+		}
+	})
 	t.Run("defaults", func(t *testing.T) {
 		pool, err := pg.Open(ctx, url, pg.PoolConfig{})
 		if err != nil {

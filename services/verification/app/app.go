@@ -406,6 +406,18 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter, Traced: tracing.Enabled(),
 	}, log)
 	verifier.Metrics = verifyMetrics
+	batchPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{
+		MaxConns: verify.BatchConns, ApplicationName: "mnv-verification-batch", Batches: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.closer.AddFunc("database pool of the batches", batchPool.Close)
+	if err := pg.RegisterPool(reg, Schema+"_batch", batchPool); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	batchStores := pg.NewStores(batchPool, func(db pg.DB) verify.Store { return newStore(db) })
+	verifier.WithBatchStore(batchStores.Pool(), batchStores)
 	var clients camara.Clients
 	if hasCAMARA(ops) {
 		if cfg.PublicURL == "" {

@@ -56,6 +56,7 @@ type Ledger struct {
 
 	batchOnce sync.Once
 	batches   *groupcommit.Batcher[DebitRequest, outcome]
+	batchTx   Tx // where the batches commit (WithBatchStore)
 
 	// Metrics, when set, count debits and refunds and observe batch sizes.
 	Metrics *Metrics
@@ -77,6 +78,10 @@ type Ledger struct {
 // a second (issue 15). Replicas still run their batches side by side.
 const shards = 1
 
+// BatchConns is how many connections the debit batches hold at most: one per shard
+// (WithBatchStore's pool needs no more).
+const BatchConns = shards
+
 type outcome struct {
 	res DebitResult
 	err error
@@ -85,7 +90,15 @@ type outcome struct {
 // NewLedger returns a Ledger over st (outside any transaction) and tx with the configured
 // prices. Its fields are read at the first debit.
 func NewLedger(st Store, tx Tx, prices Prices) *Ledger {
-	return &Ledger{st: st, tx: tx, prices: prices}
+	return &Ledger{st: st, tx: tx, batchTx: tx, prices: prices}
+}
+
+// WithBatchStore makes l commit its debit batches through tx instead of NewLedger's: a pool of
+// their own (pg.PoolConfig.Batches), where PostgreSQL plans their statements once and no other
+// query waits for a connection ahead of a batch. Before the first debit.
+func (l *Ledger) WithBatchStore(tx Tx) *Ledger {
+	l.batchTx = tx
+	return l
 }
 
 // ValidateReference checks an idempotency reference: 1 to 200 printable characters.
@@ -204,7 +217,7 @@ func (l *Ledger) commit(ctx context.Context, batch []DebitRequest) ([]outcome, e
 // decide runs one attempt of a batch; lookup names the references to read from the ledger.
 func (l *Ledger) decide(ctx context.Context, batch []DebitRequest, lookup [][2]string) ([]outcome, error) {
 	out := make([]outcome, len(batch))
-	err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+	err := l.batchTx.InTx(ctx, func(ctx context.Context, st Store) error {
 		clients := make([]string, 0, len(batch))
 		seen := map[string]bool{}
 		for _, req := range batch {

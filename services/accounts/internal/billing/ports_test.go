@@ -470,3 +470,39 @@ func TestBalanceLowCostsNothingWithoutACrossing(t *testing.T) {
 		})
 	}
 }
+
+// countedTx is a Tx that counts the transactions it runs.
+type countedTx struct {
+	billing.Tx
+	n int
+}
+
+func (c *countedTx) InTx(ctx context.Context, fn func(ctx context.Context, st billing.Store) error) error {
+	c.n++
+	return c.Tx.InTx(ctx, fn)
+}
+
+// TestDebitBatchStore: debits commit through the batch store (its own pool in the app), and
+// nothing else does.
+func TestDebitBatchStore(t *testing.T) {
+	ctx := context.Background()
+	f := newFake()
+	f.client("c1", 10)
+	main, batch := &countedTx{Tx: f}, &countedTx{Tx: f}
+	l := billing.NewLedger(f, main, billing.DefaultPrices()).WithBatchStore(batch)
+	req := func(ref string) billing.DebitRequest {
+		r := debit(ref)
+		r.ClientID = "c1"
+		return r
+	}
+	if _, err := l.Debit(ctx, req("v-1")); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := l.DebitMany(ctx, []billing.DebitRequest{req("v-2"), req("v-3")})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if batch.n == 0 || main.n != 0 {
+		t.Errorf("debits ran %d transactions on the batch store and %d on the main one; want some and none", batch.n, main.n)
+	}
+}

@@ -117,9 +117,12 @@ type Service struct {
 	// Metrics, when set, count settled verifications.
 	Metrics *Metrics
 
-	// records and settles group-commit the request path's writes (see New).
+	// records and settles group-commit the request path's writes (see New) through batchSt
+	// and batchTx (WithBatchStore).
 	records *groupcommit.Batcher[recordItem, domain.Recorded]
 	settles *groupcommit.Batcher[domain.Settlement, bool]
+	batchSt Store
+	batchTx Tx
 
 	// sessions and network serve NETWORK_API (WithNetworkAPI); networkTimeout bounds its call.
 	sessions       SessionStore
@@ -134,11 +137,23 @@ func (s *Service) WithNetworkAPI(sessions SessionStore, network NetworkAPI, time
 	return s
 }
 
+// WithBatchStore makes s write its request path's batches (records, settles) through st and
+// tx instead of New's: a pool of their own (pg.PoolConfig.Batches), where PostgreSQL plans
+// their statements once and no read waits for a connection ahead of a batch.
+func (s *Service) WithBatchStore(st Store, tx Tx) *Service {
+	s.batchSt, s.batchTx = st, tx
+	return s
+}
+
 // writeShards is how many batches of each kind (records, settles) may be in flight at once in
 // one process. One: a batch costs mostly per batch (a round trip, a commit), so the fewer in
 // flight, the more each carries. With four, make bench's verifies settled 1.8 a batch; with
 // one, 4.8, at 1.5 times the verifies a second (issue 15).
 const writeShards = 1
+
+// BatchConns is how many connections the request path's batches hold at most: one for each
+// shard of records and of settles (WithBatchStore's pool needs no more).
+const BatchConns = 2 * writeShards
 
 // New returns a Service.
 //
@@ -150,7 +165,7 @@ const writeShards = 1
 // on each other's rows.
 func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
 	cfg Config, log *zap.Logger) *Service {
-	s := &Service{st: st, tx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
+	s := &Service{st: st, tx: tx, batchSt: st, batchTx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
 	batch := func(kind string) groupcommit.Config {
 		c := groupcommit.Config{Shards: writeShards, Observe: func(n int) { s.Metrics.batch(kind, n) }}
 		if cfg.Traced {
@@ -206,14 +221,14 @@ func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain
 		return st.Emit(ctx, evs...)
 	}
 	if !final {
-		return out, write(ctx, s.st)
+		return out, write(ctx, s.batchSt)
 	}
-	return out, s.tx.InTx(ctx, write)
+	return out, s.batchTx.InTx(ctx, write)
 }
 
 // settleBatch settles a batch of charged verifications, their jobs with them (one statement).
 func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) ([]bool, error) {
-	return s.st.SettleVerifications(ctx, items)
+	return s.batchSt.SettleVerifications(ctx, items)
 }
 
 // Request is a verify request (interface spec 4.6).

@@ -535,3 +535,51 @@ func TestNumberLimit(t *testing.T) {
 		t.Fatalf("verify over an hour later: %v", err)
 	}
 }
+
+// batchStore is the fake store seen through WithBatchStore: it counts what reaches it.
+type batchStore struct {
+	*fakeStore
+	records, settles, txs int
+}
+
+func (b *batchStore) RecordVerifications(ctx context.Context, vs []domain.Verification) ([]domain.Recorded, error) {
+	b.records++
+	return b.fakeStore.RecordVerifications(ctx, vs)
+}
+
+func (b *batchStore) SettleVerifications(ctx context.Context, ss []domain.Settlement) ([]bool, error) {
+	b.settles++
+	return b.fakeStore.SettleVerifications(ctx, ss)
+}
+
+func (b *batchStore) InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error {
+	b.txs++
+	return fn(ctx, b)
+}
+
+// TestBatchStore: the request path's record and settle batches run on the batch store (its own
+// pool in the app), a charged outcome's and a free one's alike.
+func TestBatchStore(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		operator, network    string
+		wantRecords, wantTxs int
+		wantSettles          int
+	}{
+		{name: "charged: record, then settle", operator: "alpha", network: number, wantRecords: 1, wantSettles: 1},
+		{name: "free: recorded final with its event, in a transaction", wantRecords: 1, wantTxs: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			batch := &batchStore{fakeStore: e.st}
+			e.svc.WithBatchStore(batch, batch)
+			if _, err := e.svc.Verify(context.Background(), e.client, e.request(e.blob(e.client.ClientID, tt.operator, tt.network, time.Minute), number)); err != nil {
+				t.Fatal(err)
+			}
+			if batch.records != tt.wantRecords || batch.settles != tt.wantSettles || batch.txs != tt.wantTxs {
+				t.Errorf("batch store saw %d records, %d settles, %d transactions; want %d, %d, %d",
+					batch.records, batch.settles, batch.txs, tt.wantRecords, tt.wantSettles, tt.wantTxs)
+			}
+		})
+	}
+}
