@@ -86,10 +86,10 @@ func (a EventArgs) Event() events.Event {
 	return events.Event{ID: a.ID, Type: a.Type, ClientID: a.ClientID, CreatedAt: a.CreatedAt, Data: json.RawMessage(a.Data)}
 }
 
-// Events are the job's events.
-func (a Args) events() []events.Event {
-	out := make([]events.Event, len(a.Events))
-	for i, e := range a.Events {
+// Events are the events args carry, in order.
+func Events(args []EventArgs) []events.Event {
+	out := make([]events.Event, len(args))
+	for i, e := range args {
 		out[i] = e.Event()
 	}
 	return out
@@ -174,19 +174,23 @@ type Worker struct {
 	Publisher Publisher
 }
 
-// Work publishes the job's events. When the receiver rejects them, they are published one by
-// one, so that a malformed event does not take its siblings down with it, and the job is
-// cancelled for the rejected ones.
+// Work publishes the job's events (Forward).
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	evs := job.Args.events()
-	err := w.Publisher.Publish(ctx, evs)
+	return Forward(ctx, w.Publisher, Events(job.Args.Events))
+}
+
+// Forward publishes the events of a job through p. When p rejects them, they are published one
+// by one, so that a malformed event does not take its siblings down with it, and the job is
+// cancelled for the rejected ones.
+func Forward(ctx context.Context, p Publisher, evs []events.Event) error {
+	err := p.Publish(ctx, evs)
 	if !errors.Is(err, ErrRejected) {
 		return err
 	}
 	if len(evs) > 1 {
 		var rejected []error
 		for _, e := range evs {
-			switch err := w.Publisher.Publish(ctx, []events.Event{e}); {
+			switch err := p.Publish(ctx, []events.Event{e}); {
 			case errors.Is(err, ErrRejected):
 				rejected = append(rejected, err)
 			case err != nil:
@@ -207,14 +211,17 @@ const AttemptTimeout = 10 * time.Second
 // Timeout bounds one publish.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return AttemptTimeout }
 
-// Register adds the forward worker to workers. The events of the jobs worked at the same time
-// reach p in one call (groupcommit.Merge): with n workers a backlog drains up to n events a
-// call, not one. A call p rejects is made again job by job, so a malformed event cancels its
-// own job only.
-func Register(workers *river.Workers, p Publisher) {
+// Register adds the forward worker to workers, and returns the publisher it publishes through,
+// for the workers of other jobs that carry events (Forward). The events of the jobs worked at
+// the same time reach p in one call (groupcommit.Merge): with n workers a backlog drains up to n
+// events a call, not one. A call p rejects is made again job by job, so a malformed event
+// cancels its own job only.
+func Register(workers *river.Workers, p Publisher) Publisher {
 	calls := groupcommit.Merge(groupcommit.Config{Timeout: AttemptTimeout}, p.Publish,
 		func(err error) bool { return errors.Is(err, ErrRejected) })
-	river.AddWorker(workers, &Worker{Publisher: merged{calls}})
+	m := merged{calls}
+	river.AddWorker(workers, &Worker{Publisher: m})
+	return m
 }
 
 // merged is a Publisher whose concurrent calls are merged.

@@ -220,7 +220,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
-	if err := c.Jobs.Validate(outbox.AttemptTimeout); err != nil {
+	if err := c.Jobs.Validate(relay.LongestAttempt); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
@@ -500,9 +500,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.closer.Add("connect connection", conn.Close)
-		outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
+		events := outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
 		queue.AddQueue(outbox.Queue, jobWorkers)
-		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)})
+		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)}, events)
 		queue.AddQueue(relay.Queue, jobWorkers)
 	}
 	return a, nil

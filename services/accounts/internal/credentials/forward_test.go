@@ -2,7 +2,6 @@ package credentials_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,32 +9,14 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/outbox/outboxtest"
 )
-
-// recorder is the outbox.Publisher in connect's place: it records what it is given.
-type recorder struct {
-	mu  sync.Mutex
-	got []events.Event
-}
-
-func (r *recorder) Publish(_ context.Context, evs []events.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, evs...)
-	return nil
-}
-
-func (r *recorder) events() []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]events.Event(nil), r.got...)
-}
 
 // TestForward: the forward worker on accounts' queue publishes an event written in a key's
 // transaction, whole: the id, type, client, time and data it was written with.
 func TestForward(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
-	rec := &recorder{}
+	rec := &outboxtest.Recorder{}
 	outbox.Register(env.Queue.Workers(), rec)
 	env.Queue.AddQueue(outbox.Queue, 2)
 	ctx, cancel := context.WithCancel(accountstest.Deadline(t))
@@ -54,10 +35,10 @@ func TestForward(t *testing.T) {
 		t.Fatalf("written %+v", written)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(rec.events()) == 0 && time.Now().Before(deadline) {
+	for len(rec.Events()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	got := rec.events()
+	got := rec.Events()
 	if len(got) != 1 {
 		t.Fatalf("published %+v, want the one written", got)
 	}

@@ -1,7 +1,9 @@
-// Package relay tells Connect the numbers verification verified: the settle of a VERIFIED
-// verification inserts a job (Args) in its own transaction, and River works it at least once,
-// with retries and backoff, on any replica. Connect's receiver is idempotent, so a job worked
-// twice (a crash after Connect answered) records nothing twice.
+// Package relay tells Connect what verification settled: a batch of settles inserts one job
+// (Settled) in its own statement, with the batch's verification.completed events and its
+// VERIFIED numbers, and River works it at least once, with retries and backoff, on any replica.
+// Connect's receivers are idempotent (a number is kept once, an event id accepted once), so a
+// job worked twice (a crash after Connect answered) delivers nothing twice. Jobs of the numbers
+// alone (Args), which earlier versions wrote, are still worked.
 package relay
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
+	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -95,14 +98,19 @@ type Worker struct {
 
 // Work sends the job's numbers; an error retries the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	ns := make([]domain.VerifiedNumber, len(job.Args.Numbers))
-	for i, a := range job.Args.Numbers {
-		ns[i] = domain.VerifiedNumber{ClientID: a.ClientID, VerificationID: a.VerificationID, NumberHash: a.NumberHash, VerifiedAt: a.VerifiedAt}
-	}
-	if err := w.Connect.RecordVerifiedNumbers(ctx, ns); err != nil {
-		return fmt.Errorf("tell connect %d verified numbers: %w", len(ns), err)
+	if err := w.Connect.RecordVerifiedNumbers(ctx, verified(job.Args.Numbers)); err != nil {
+		return fmt.Errorf("tell connect %d verified numbers: %w", len(job.Args.Numbers), err)
 	}
 	return nil
+}
+
+// verified are the numbers of a job's args.
+func verified(args []Number) []domain.VerifiedNumber {
+	ns := make([]domain.VerifiedNumber, len(args))
+	for i, a := range args {
+		ns[i] = domain.VerifiedNumber{ClientID: a.ClientID, VerificationID: a.VerificationID, NumberHash: a.NumberHash, VerifiedAt: a.VerifiedAt}
+	}
+	return ns
 }
 
 // attemptTimeout bounds one call to Connect.
@@ -111,11 +119,61 @@ const attemptTimeout = 10 * time.Second
 // Timeout bounds one call to Connect.
 func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return attemptTimeout }
 
-// Register adds the worker to workers. The numbers of the jobs worked at the same time reach
-// Connect in one call (groupcommit.Merge), which its idempotent receiver allows.
-func Register(workers *river.Workers, c Connect) {
+// SettledKind is the kind of a settle batch's job.
+const SettledKind = "verification.settled"
+
+// Settled are the args of a settle batch's job: its events (outbox's forward job's shape) and
+// its verified numbers, in the batch's order. One job where there were two, one of each: River
+// costs per job (an insert, a fetch and a completion, each touching five indexes, and a worker
+// run), and the pair of them was a fifth of a verify's CPU in make bench.
+type Settled struct {
+	Events  []outbox.EventArgs `json:"events"`
+	Numbers []Number           `json:"numbers"`
+}
+
+// Kind names the job.
+func (Settled) Kind() string { return SettledKind }
+
+// InsertOpts: the events' queue, as the events are what a client waits for (webhooks), and
+// retried as long as either kind alone was.
+func (Settled) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: outbox.Queue, MaxAttempts: MaxAttempts}
+}
+
+// SettledWorker tells Connect what a settle batch decided.
+type SettledWorker struct {
+	river.WorkerDefaults[Settled]
+	Connect Connect
+	Events  outbox.Publisher
+}
+
+// Work records the job's numbers, then forwards its events (outbox.Forward: an event Connect
+// rejects cancels the job, after the numbers were kept). An error retries the job, both parts:
+// Connect keeps what it was told before once.
+func (w *SettledWorker) Work(ctx context.Context, job *river.Job[Settled]) error {
+	if len(job.Args.Numbers) > 0 {
+		if err := w.Connect.RecordVerifiedNumbers(ctx, verified(job.Args.Numbers)); err != nil {
+			return fmt.Errorf("tell connect %d verified numbers: %w", len(job.Args.Numbers), err)
+		}
+	}
+	return outbox.Forward(ctx, w.Events, outbox.Events(job.Args.Events))
+}
+
+// LongestAttempt bounds a Settled job's two calls to Connect, the longest attempt of this
+// package's jobs (jobs.Config.Validate).
+const LongestAttempt = attemptTimeout + outbox.AttemptTimeout
+
+// Timeout bounds the two calls to Connect.
+func (w *SettledWorker) Timeout(*river.Job[Settled]) time.Duration { return LongestAttempt }
+
+// Register adds the workers of both kinds to workers: events is the publisher of outbox's
+// forward worker (outbox.Register). The numbers of the jobs worked at the same time reach
+// Connect in one call (groupcommit.Merge), which its idempotent receiver allows, and so do
+// their events.
+func Register(workers *river.Workers, c Connect, events outbox.Publisher) {
 	calls := groupcommit.Merge(groupcommit.Config{Timeout: attemptTimeout}, c.RecordVerifiedNumbers, nil)
 	river.AddWorker(workers, &Worker{Connect: merged{calls}})
+	river.AddWorker(workers, &SettledWorker{Connect: merged{calls}, Events: events})
 }
 
 // merged is a Connect whose concurrent calls are merged.

@@ -10,9 +10,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/outbox/outboxtest"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -38,15 +42,28 @@ func (c *connect) RecordVerifiedNumbers(_ context.Context, numbers []domain.Veri
 	return nil
 }
 
-// TestWorkerTellsConnect runs a relay job through River on a real database: Connect hears the
-// number inserted, with its facts, once it answers (a failed call is retried, not lost).
+// TestWorkerTellsConnect runs a job of each kind through River on a real database: Connect
+// hears the number inserted, with its facts, once it answers (a failed call is retried, not
+// lost), and a settle batch's job also forwards its events.
 func TestWorkerTellsConnect(t *testing.T) {
+	want := domain.VerifiedNumber{ClientID: uuid.NewString(), VerificationID: uuid.NewString(), NumberHash: []byte{1, 2, 3},
+		VerifiedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	ev, err := events.New(want.ClientID, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: want.VerificationID, Status: "VERIFIED"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := relay.Settled{Events: []outbox.EventArgs{{ID: ev.ID, Type: ev.Type, ClientID: ev.ClientID, CreatedAt: ev.CreatedAt, Data: string(ev.Data)}},
+		Numbers: relay.NewArgs(want).Numbers}
 	tests := []struct {
-		name string
-		fail int
+		name       string
+		job        river.JobArgs
+		fail       int
+		wantEvents []string
 	}{
-		{"connect answers", 0},
-		{"connect fails once, the job is retried", 1},
+		{"numbers: connect answers", relay.NewArgs(want), 0, nil},
+		{"numbers: connect fails once, the job is retried", relay.NewArgs(want), 1, nil},
+		{"settled: connect answers", settled, 0, []string{ev.ID}},
+		{"settled: connect fails once, the job is retried", settled, 1, []string{ev.ID}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,15 +74,14 @@ func TestWorkerTellsConnect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &connect{fail: tt.fail, told: make(chan struct{}, 1)}
-			relay.Register(q.Workers(), c)
+			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1)}, &outboxtest.Recorder{}
+			relay.Register(q.Workers(), c, p)
 			q.AddQueue(relay.Queue, 1)
+			q.AddQueue(outbox.Queue, 1)
 			done := make(chan error, 1)
 			go func() { done <- q.Run(ctx, time.Second) }()
 
-			want := domain.VerifiedNumber{ClientID: uuid.NewString(), VerificationID: uuid.NewString(), NumberHash: []byte{1, 2, 3},
-				VerifiedAt: time.Now().UTC().Truncate(time.Microsecond)}
-			if _, err := q.Insert(ctx, pool, relay.NewArgs(want), nil); err != nil {
+			if _, err := q.Insert(ctx, pool, tt.job, nil); err != nil {
 				t.Fatal(err)
 			}
 			// River's first retry comes after about a second (its backoff is attempt^4 seconds).
@@ -74,6 +90,11 @@ func TestWorkerTellsConnect(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("connect was not told the verified number")
 			}
+			waitFor(t, func() bool {
+				var state string
+				err := pool.QueryRow(ctx, `SELECT state FROM verification.river_job WHERE kind = $1`, tt.job.Kind()).Scan(&state)
+				return err == nil && state == "completed"
+			})
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
@@ -84,7 +105,27 @@ func TestWorkerTellsConnect(t *testing.T) {
 				string(c.got[0].NumberHash) != string(want.NumberHash) || !c.got[0].VerifiedAt.Equal(want.VerifiedAt) {
 				t.Fatalf("connect heard %+v, want %+v", c.got, want)
 			}
+			var got []string
+			for _, e := range p.Events() {
+				if e.ClientID != ev.ClientID || string(e.Data) != string(ev.Data) {
+					t.Errorf("event published %+v, want %+v", e, ev)
+				}
+				got = append(got, e.ID)
+			}
+			if !slices.Equal(got, tt.wantEvents) {
+				t.Errorf("events published %v, want %v", got, tt.wantEvents)
+			}
 		})
+	}
+}
+
+// waitFor polls cond for up to 10 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
 	}
 }
 

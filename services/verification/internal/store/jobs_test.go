@@ -32,11 +32,11 @@ func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
 	return pool, pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
 }
 
-// jobArgs reads the args of the jobs of kind, oldest first.
-func jobArgs(t *testing.T, pool *pgxpool.Pool, kind string) []string {
+// jobArgs reads the args of the jobs of kinds, oldest first.
+func jobArgs(t *testing.T, pool *pgxpool.Pool, kinds ...string) []string {
 	t.Helper()
 	var out []string
-	rows, err := pool.Query(context.Background(), `SELECT args::text FROM verification.river_job WHERE kind = $1 ORDER BY id`, kind)
+	rows, err := pool.Query(context.Background(), `SELECT args::text FROM verification.river_job WHERE kind = ANY($1) ORDER BY id`, kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +51,11 @@ func jobArgs(t *testing.T, pool *pgxpool.Pool, kind string) []string {
 	return out
 }
 
-// forwarded are the events of every forward job, oldest first.
+// forwarded are the events of every forward job and settle job, in the order of the jobs.
 func forwarded(t *testing.T, pool *pgxpool.Pool) []outbox.EventArgs {
 	t.Helper()
 	var out []outbox.EventArgs
-	for _, a := range jobArgs(t, pool, outbox.Kind) {
+	for _, a := range jobArgs(t, pool, outbox.Kind, relay.SettledKind) {
 		var args outbox.Args
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
 			t.Fatal(err)
@@ -65,11 +65,11 @@ func forwarded(t *testing.T, pool *pgxpool.Pool) []outbox.EventArgs {
 	return out
 }
 
-// relayed are the numbers of every relay job, oldest first.
+// relayed are the numbers of every relay job and settle job, in the order of the jobs.
 func relayed(t *testing.T, pool *pgxpool.Pool) []relay.Number {
 	t.Helper()
 	var out []relay.Number
-	for _, a := range jobArgs(t, pool, relay.Kind) {
+	for _, a := range jobArgs(t, pool, relay.Kind, relay.SettledKind) {
 		var args relay.Args
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
 			t.Fatal(err)
@@ -229,10 +229,10 @@ func TestMoveOutbox(t *testing.T) {
 	}
 }
 
-// TestSettleBatchJobs: a batch's settle writes one forward job with the events of what it
-// settled, in the batch's order, and one relay job whose args read back as relay.NewArgs of the
-// verified numbers (a real 32-byte hash, the database's settled_at); an item it did not settle
-// (settled before, or a second item of one verification) has nothing in either.
+// TestSettleBatchJobs: a batch's settle writes one job with the events of what it settled, in
+// the batch's order, and its verified numbers, which read back as relay.NewArgs of them (a real
+// 32-byte hash, the database's settled_at); an item it did not settle (settled before, or a
+// second item of one verification) has nothing in it.
 func TestSettleBatchJobs(t *testing.T) {
 	pool, stores := newStores(t)
 	ctx := context.Background()
@@ -273,8 +273,8 @@ func TestSettleBatchJobs(t *testing.T) {
 	if want := []string{batch[0].Completed.ID, batch[1].Completed.ID, batch[3].Completed.ID}; !slices.Equal(gotEvents, want) {
 		t.Errorf("events %v, want %v", gotEvents, want)
 	}
-	if n := len(jobArgs(t, pool, outbox.Kind)); n != 2 {
-		t.Errorf("%d forward jobs, want one a settle", n)
+	if n, other := len(jobArgs(t, pool, relay.SettledKind)), len(jobArgs(t, pool, outbox.Kind, relay.Kind)); n != 2 || other != 0 {
+		t.Errorf("%d settle jobs and %d others, want one a settle and none", n, other)
 	}
 	var want []domain.VerifiedNumber
 	for _, v := range []domain.Verification{vs[2], vs[0]} {

@@ -144,14 +144,14 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 	return &v, nil
 }
 
-// SettleVerifications records the charge of each PENDING verification of ss and writes its
-// verification.completed event and, for a VERIFIED one, Connect's record of the number, all in
-// one statement: the update, one forward job for the batch's events and one relay job for its
-// verified numbers, inserted beside it (jobs.Table) with the notification that wakes their
-// workers. One round trip, atomic without a transaction of its own; inside one (the
-// reconciler's) it is that transaction's. settled[i] is false, and nothing written for it,
-// when ss[i] was settled already (by a retry of the request, the reconciler, or an earlier item
-// of ss naming the same verification).
+// SettleVerifications records the charge of each PENDING verification of ss and, for Connect,
+// its verification.completed event and, for a VERIFIED one, the record of the number, all in
+// one statement: the update and one job (relay.Settled) with the batch's events and verified
+// numbers, inserted beside it (jobs.Table) with the notification that wakes its workers. One
+// round trip, atomic without a transaction of its own; inside one (the reconciler's) it is that
+// transaction's. settled[i] is false, and nothing written for it, when ss[i] was settled
+// already (by a retry of the request, the reconciler, or an earlier item of ss naming the same
+// verification).
 func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error) {
 	ids := make([]string, len(ss))
 	charged := make([]int64, len(ss))
@@ -167,14 +167,13 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 	if st.queue == nil {
 		return nil, errors.New("settle verifications: jobs written without a queue")
 	}
+	opts := relay.Settled{}.InsertOpts()
 	var wake []string
-	for _, q := range []string{outbox.Queue, relay.Queue} {
-		if st.queue.Notify(q) {
-			wake = append(wake, q)
-		}
+	if st.queue.Notify(opts.Queue) {
+		wake = append(wake, opts.Queue)
 	}
 	rows, err := st.db.Query(ctx, settleSQL, ids, charged, after, evs,
-		outbox.Kind, outbox.Queue, outbox.MaxAttempts, relay.Kind, relay.Queue, relay.MaxAttempts, jobs.InsertTopic(Schema), wake)
+		relay.SettledKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema), wake)
 	if err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
@@ -192,10 +191,10 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 // Schema is the Postgres schema the service owns, River's tables included.
 const Schema = "verification"
 
-// settleSQL settles, then writes the jobs of what it settled: the events in the order of the
-// batch, and the verified numbers as relay.Args (number_hash in base64, as Go's JSON writes a
-// []byte). A batch that settles nothing writes no job, one without a VERIFIED outcome no relay.
-// It notifies the queues of $12 it wrote to (jobs.Queue.Notify).
+// settleSQL settles, then writes the job of what it settled (relay.Settled): the events in the
+// order of the batch, and the verified numbers as relay.Number (number_hash in base64, as Go's
+// JSON writes a []byte). A batch that settles nothing writes no job. It notifies the job's
+// queue when $9 names it (jobs.Queue.Notify).
 var settleSQL = `WITH i AS (
 		SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY
 			AS i(id, charged, balance_after, event, n) ORDER BY id, n),
@@ -204,20 +203,19 @@ var settleSQL = `WITH i AS (
 		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
 		FROM i WHERE v.id = i.id AND v.status = 'PENDING'
 		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
-	forward AS (
+	job AS (
 		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
-		SELECT jsonb_build_object('events', jsonb_agg(s.event::jsonb ORDER BY s.n)), $5, $6, $7 FROM s HAVING count(*) > 0
-		RETURNING queue),
-	relay AS (
-		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
-		SELECT jsonb_build_object('numbers', jsonb_agg(jsonb_build_object('client_id', s.client_id, 'verification_id', s.id,
-				'number_hash', translate(encode(s.number_hash, 'base64'), E'\n', ''), 'verified_at', s.settled_at) ORDER BY s.n)),
-			$8, $9, $10
-		FROM s WHERE s.outcome = 'VERIFIED' HAVING count(*) > 0
+		SELECT jsonb_build_object(
+				'events', jsonb_agg(s.event::jsonb ORDER BY s.n),
+				'numbers', coalesce(jsonb_agg(jsonb_build_object('client_id', s.client_id, 'verification_id', s.id,
+						'number_hash', translate(encode(s.number_hash, 'base64'), E'\n', ''), 'verified_at', s.settled_at)
+					ORDER BY s.n) FILTER (WHERE s.outcome = 'VERIFIED'), '[]')),
+			$5, $6, $7
+		FROM s HAVING count(*) > 0
 		RETURNING queue),
 	woken AS (
-		SELECT count(pg_notify($11, ` + jobs.InsertPayloadSQL("q") + `)) AS n
-		FROM (SELECT queue FROM forward UNION SELECT queue FROM relay) AS j(q) WHERE q = ANY($12::text[]))
+		SELECT count(pg_notify($8, ` + jobs.InsertPayloadSQL("q") + `)) AS n
+		FROM job AS j(q) WHERE q = ANY($9::text[]))
 	SELECT s.n FROM s, woken`
 
 // RejectVerification marks a PENDING verification whose charge was refused and releases its
