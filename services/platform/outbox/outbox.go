@@ -179,6 +179,19 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	return Forward(ctx, w.Publisher, Events(job.Args.Events))
 }
 
+// ForwardJSON forwards events in the JSON of a forward job's events (EventJSON), as a job of
+// another kind carries them: an event that does not read cancels the job, which retrying
+// cannot mend.
+func ForwardJSON(ctx context.Context, p Publisher, raw []json.RawMessage) error {
+	args := make([]EventArgs, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &args[i]); err != nil {
+			return river.JobCancel(fmt.Errorf("event %d of the job: %w", i, err))
+		}
+	}
+	return Forward(ctx, p, Events(args))
+}
+
 // Forward publishes the events of a job through p. When p rejects them, they are published one
 // by one, so that a malformed event does not take its siblings down with it, and the job is
 // cancelled for the rejected ones.

@@ -12,11 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/outbox/outboxtest"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
@@ -294,6 +296,57 @@ func TestArgsReadBothShapes(t *testing.T) {
 			for i := range a.Events {
 				if got := a.Events[i]; got.ID != tc.want[i].ID || got.Data != tc.want[i].Data || !got.CreatedAt.Equal(at) || got.ClientID != "c1" {
 					t.Errorf("event %d %+v, want %+v", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestForwardJSON: events in a forward job's JSON, as another job kind carries them, are
+// published whole and in order; one that does not read cancels the job rather than retrying
+// it for days.
+func TestForwardJSON(t *testing.T) {
+	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	one, err := events.New("c1", events.Ping, map[string]int{"b": 1, "a": 2}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := events.New("c2", events.Ping, map[string]int{}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(e events.Event) json.RawMessage {
+		b, err := outbox.EventJSON(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name       string
+		raw        []json.RawMessage
+		wantCancel bool
+		want       []events.Event
+	}{
+		{name: "two events", raw: []json.RawMessage{raw(one), raw(two)}, want: []events.Event{one, two}},
+		{name: "one does not read", raw: []json.RawMessage{raw(one), json.RawMessage(`{"id": 7}`)}, wantCancel: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &outboxtest.Recorder{}
+			err := outbox.ForwardJSON(context.Background(), rec, tt.raw)
+			var cancel *river.JobCancelError
+			if got := errors.As(err, &cancel); got != tt.wantCancel || !tt.wantCancel && err != nil {
+				t.Fatalf("ForwardJSON = %v, want a cancel: %t", err, tt.wantCancel)
+			}
+			got := rec.Events()
+			if len(got) != len(tt.want) {
+				t.Fatalf("published %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if g.ID != w.ID || g.Type != w.Type || g.ClientID != w.ClientID || !g.CreatedAt.Equal(w.CreatedAt) || string(g.Data) != string(w.Data) {
+					t.Errorf("event %d published %+v, want %+v", i, g, w)
 				}
 			}
 		})

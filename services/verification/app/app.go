@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -502,7 +503,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		a.closer.Add("connect connection", conn.Close)
 		events := outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
 		queue.AddQueue(outbox.Queue, jobWorkers)
-		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)}, events)
+		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)},
+			func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, events, raw) })
 		queue.AddQueue(relay.Queue, jobWorkers)
 	}
 	return a, nil

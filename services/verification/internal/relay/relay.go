@@ -15,7 +15,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
-	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -122,58 +121,63 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return attemptTimeout
 // SettledKind is the kind of a settle batch's job.
 const SettledKind = "verification.settled"
 
-// Settled are the args of a settle batch's job: its events (outbox's forward job's shape) and
-// its verified numbers, in the batch's order. One job where there were two, one of each: River
-// costs per job (an insert, a fetch and a completion, each touching five indexes, and a worker
-// run), and the pair of them was a fifth of a verify's CPU in make bench.
+// Settled are the args of a settle batch's job: its events, each in the shape of outbox's
+// forward job (outbox.EventJSON, kept as they are for the Forwarder), and its verified numbers,
+// in the batch's order. One job where there were two, one of each: River costs per job (an
+// insert, a fetch and a completion, each touching five indexes, and a worker run).
 type Settled struct {
-	Events  []outbox.EventArgs `json:"events"`
-	Numbers []Number           `json:"numbers"`
+	Events  []json.RawMessage `json:"events"`
+	Numbers []Number          `json:"numbers"`
 }
 
 // Kind names the job.
 func (Settled) Kind() string { return SettledKind }
 
-// InsertOpts: the events' queue, as the events are what a client waits for (webhooks), and
-// retried as long as either kind alone was.
+// InsertOpts: the numbers' queue, retried as long as either kind alone was.
 func (Settled) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: outbox.Queue, MaxAttempts: MaxAttempts}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxAttempts}
 }
+
+// Forwarder forwards the events of a job to Connect (outbox.ForwardJSON in the app). An error
+// retries the job; a river.JobCancel error ends it.
+type Forwarder func(ctx context.Context, events []json.RawMessage) error
 
 // SettledWorker tells Connect what a settle batch decided.
 type SettledWorker struct {
 	river.WorkerDefaults[Settled]
 	Connect Connect
-	Events  outbox.Publisher
+	Forward Forwarder
 }
 
-// Work records the job's numbers, then forwards its events (outbox.Forward: an event Connect
-// rejects cancels the job, after the numbers were kept). An error retries the job, both parts:
-// Connect keeps what it was told before once.
+// Work records the job's numbers, then forwards its events: an event Connect rejects cancels
+// the job after the numbers were kept. An error retries the job, both parts: Connect keeps once
+// what it was told before.
 func (w *SettledWorker) Work(ctx context.Context, job *river.Job[Settled]) error {
 	if len(job.Args.Numbers) > 0 {
 		if err := w.Connect.RecordVerifiedNumbers(ctx, verified(job.Args.Numbers)); err != nil {
 			return fmt.Errorf("tell connect %d verified numbers: %w", len(job.Args.Numbers), err)
 		}
 	}
-	return outbox.Forward(ctx, w.Events, outbox.Events(job.Args.Events))
+	if len(job.Args.Events) == 0 {
+		return nil
+	}
+	return w.Forward(ctx, job.Args.Events)
 }
 
-// LongestAttempt bounds a Settled job's two calls to Connect, the longest attempt of this
-// package's jobs (jobs.Config.Validate).
-const LongestAttempt = attemptTimeout + outbox.AttemptTimeout
+// LongestAttempt bounds a job of this package: a Settled job makes two calls to Connect
+// (jobs.Config.Validate).
+const LongestAttempt = 2 * attemptTimeout
 
 // Timeout bounds the two calls to Connect.
 func (w *SettledWorker) Timeout(*river.Job[Settled]) time.Duration { return LongestAttempt }
 
-// Register adds the workers of both kinds to workers: events is the publisher of outbox's
-// forward worker (outbox.Register). The numbers of the jobs worked at the same time reach
-// Connect in one call (groupcommit.Merge), which its idempotent receiver allows, and so do
-// their events.
-func Register(workers *river.Workers, c Connect, events outbox.Publisher) {
+// Register adds the workers of both kinds to workers. The numbers of the jobs worked at the
+// same time reach Connect in one call (groupcommit.Merge), which its idempotent receiver
+// allows; forward is how their events reach it.
+func Register(workers *river.Workers, c Connect, forward Forwarder) {
 	calls := groupcommit.Merge(groupcommit.Config{Timeout: attemptTimeout}, c.RecordVerifiedNumbers, nil)
 	river.AddWorker(workers, &Worker{Connect: merged{calls}})
-	river.AddWorker(workers, &SettledWorker{Connect: merged{calls}, Events: events})
+	river.AddWorker(workers, &SettledWorker{Connect: merged{calls}, Forward: forward})
 }
 
 // merged is a Connect whose concurrent calls are merged.

@@ -52,8 +52,11 @@ func TestWorkerTellsConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settled := relay.Settled{Events: []outbox.EventArgs{{ID: ev.ID, Type: ev.Type, ClientID: ev.ClientID, CreatedAt: ev.CreatedAt, Data: string(ev.Data)}},
-		Numbers: relay.NewArgs(want).Numbers}
+	raw, err := outbox.EventJSON(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := relay.Settled{Events: []json.RawMessage{raw}, Numbers: relay.NewArgs(want).Numbers}
 	tests := []struct {
 		name       string
 		job        river.JobArgs
@@ -75,7 +78,7 @@ func TestWorkerTellsConnect(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1)}, &outboxtest.Recorder{}
-			relay.Register(q.Workers(), c, p)
+			relay.Register(q.Workers(), c, func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, p, raw) })
 			q.AddQueue(relay.Queue, 1)
 			q.AddQueue(outbox.Queue, 1)
 			done := make(chan error, 1)

@@ -191,8 +191,8 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 // Schema is the Postgres schema the service owns, River's tables included.
 const Schema = "verification"
 
-// settleSQL settles, then writes the job of what it settled (relay.Settled): the events in the
-// order of the batch, and the verified numbers as relay.Number (number_hash in base64, as Go's
+// settleSQL settles, then writes the job of what it settled (relay.Settled): the events
+// (outbox.EventJSON) in the order of the batch, and the verified numbers as relay.Number (number_hash in base64, as Go's
 // JSON writes a []byte). A batch that settles nothing writes no job. It notifies the job's
 // queue when $9 names it (jobs.Queue.Notify).
 var settleSQL = `WITH i AS (
