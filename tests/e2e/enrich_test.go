@@ -184,7 +184,7 @@ func TestEnrichmentCharges(t *testing.T) {
 		// The enrichment holds the profile while its debit waits for the balance row.
 		release := holdBalance(t, s, c.ID)
 		enriched := inBackground(s, "POST", enrichPath(id), meOf(c), reason)
-		waitLockWaiters(t, db, "mnv-accounts", 1, enriched)
+		waitLockWaiters(t, db, "mnv-accounts-batch", 1, enriched)
 		erased := inBackground(s, "DELETE", "/v1/api/me/connect/profiles/"+id, meOf(c), "")
 		waitLockWaiters(t, db, "mnv-connect", 1, erased)
 		release()

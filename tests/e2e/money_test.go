@@ -54,8 +54,9 @@ func holdRow(t *testing.T, s *harness.Suite, query string, args ...any) (release
 
 const holdBalanceSQL = `SELECT 1 FROM accounts.balances WHERE client_id = $1 FOR UPDATE`
 
-// waitLockWaiters waits until n backends of app (the pool's application name, "mnv-connect")
-// wait for a lock. A request answered on early before that fails the test: it did not wait.
+// waitLockWaiters waits until n backends of app (the pool's application name: "mnv-connect";
+// "mnv-accounts-batch" for accounts' debit batches, which have a pool of their own) wait for a
+// lock. A request answered on early before that fails the test: it did not wait.
 func waitLockWaiters(t *testing.T, db *pgx.Conn, app string, n int, early <-chan response) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -111,7 +112,7 @@ func chargeUnheard(t *testing.T, s *harness.Suite, db *pgx.Conn, clientID, victi
 	before := ledgerRows(t, db, clientID)
 	release := holdBalance(t, s, clientID)
 	answered := inBackground(s, method, path, h, body)
-	waitLockWaiters(t, db, "mnv-accounts", 1, nil)
+	waitLockWaiters(t, db, "mnv-accounts-batch", 1, nil)
 	if err := s.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
