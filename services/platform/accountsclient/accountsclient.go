@@ -58,7 +58,7 @@ func Dial(addr string, o grpcclient.Options) (*Client, error) {
 		return nil, fmt.Errorf("dial accounts at %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, internal: accountsv1.NewAccountsInternalServiceClient(conn)}
-	cfg := groupcommit.Config{Shards: debitCalls, MaxBatch: maxDebitMany, Timeout: debitTimeout}
+	cfg := groupcommit.Config{Shards: debitCalls, MaxBatch: money.MaxDebitsPerCall, Timeout: debitTimeout}
 	if tracing.Enabled() { // off, debits pay nothing for spans
 		cfg.Span = "debit many"
 	}
@@ -182,9 +182,6 @@ func (c *Client) Debit(ctx context.Context, ch money.Charge) (money.Charged, err
 	}
 	return money.Charged{}, err // the call failed: debitMany's unknown outcome
 }
-
-// maxDebitMany is the most debits accounts takes in one DebitMany call.
-const maxDebitMany = 500
 
 // debitMany charges a batch of debits in one call, each answered as Debit would answer it.
 func (c *Client) debitMany(ctx context.Context, debits []*accountsv1.DebitRequest) ([]charged, error) {

@@ -25,6 +25,10 @@ const (
 	KindAdjustment        Kind = "ADJUSTMENT"
 )
 
+// MaxDebitsPerCall is the most debits accounts takes in one DebitMany call (about one of its
+// ledger's batches): accounts refuses more, and accountsclient sends no more.
+const MaxDebitsPerCall = 500
+
 // Chargeable reports whether k is a kind that Debit may charge.
 func (k Kind) Chargeable() bool {
 	return k == KindVerification || k == KindConnectEnrichment || k == KindStuckPlusReveal

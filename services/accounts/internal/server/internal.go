@@ -8,6 +8,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
 )
 
 // Internal implements AccountsInternalService, called by the other mnv services.
@@ -98,15 +99,12 @@ func (s *Internal) Debit(ctx context.Context, req *accountsv1.DebitRequest) (*ac
 	return debitToProto(res), nil
 }
 
-// maxDebitMany bounds the debits of one DebitMany call: about one of the ledger's batches.
-const maxDebitMany = 500
-
 // DebitMany charges each debit as Debit would, in their order (billing.Ledger.DebitMany): the
 // call saves round trips, not rules.
 func (s *Internal) DebitMany(ctx context.Context, req *accountsv1.DebitManyRequest) (*accountsv1.DebitManyResponse, error) {
 	debits := req.GetDebits()
-	if len(debits) == 0 || len(debits) > maxDebitMany {
-		return nil, s.fail(ctx, fault.Invalid("debits", "must hold 1 to %d debits", maxDebitMany))
+	if len(debits) == 0 || len(debits) > money.MaxDebitsPerCall {
+		return nil, s.fail(ctx, fault.Invalid("debits", "must hold 1 to %d debits", money.MaxDebitsPerCall))
 	}
 	out := make([]*accountsv1.DebitOutcome, len(debits))
 	fail := func(i int, err error) {
