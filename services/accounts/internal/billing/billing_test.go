@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
@@ -106,6 +108,9 @@ func TestDebitIsIdempotentByReference(t *testing.T) {
 	}
 	if !again.Replayed || again.Entry.ID != first.Entry.ID || again.Charged != 1 || again.Entry.BalanceAfter != 9 {
 		t.Fatalf("replay = %+v, want the first debit %+v replayed", again, first)
+	}
+	if u, err := uuid.Parse(first.Entry.ID); err != nil || u.Version() != 7 {
+		t.Errorf("entry id %q is not a UUIDv7 (rowid): ledger ids must sort in the order they are written", first.Entry.ID)
 	}
 	if _, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: c.Client.ID, Kind: money.KindConnectEnrichment, Reference: "ver-1"}); !errors.Is(err, domain.ErrReferenceConflict) {
 		t.Fatalf("same reference, other kind: err = %v, want ErrReferenceConflict", err)

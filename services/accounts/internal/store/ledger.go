@@ -13,6 +13,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/rowid"
 )
 
 const lockBalanceSQL = `SELECT b.balance, b.expires_at, c.status, b.low_balance_threshold, now()
@@ -160,7 +161,8 @@ func (s *Store) LedgerByReference(ctx context.Context, clientID, reference strin
 
 // AppendLedger inserts entries (each of its ClientID, in order, distinct references per client)
 // and sets each client's balance to its last entry's balance_after, in one round trip, and
-// returns the entries with their ids and times. The caller holds the balance locks. When a
+// returns the entries with their ids (rowid: in the order written) and times. The caller holds
+// the balance locks. When a
 // reference is already in the ledger it returns domain.ErrReferenceTaken, and the transaction must be
 // rolled back.
 func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
@@ -168,6 +170,7 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		return nil, nil
 	}
 	n := len(entries)
+	ids := make([]string, n)
 	clients := make([]string, n)
 	kinds := make([]string, n)
 	amounts := make([]int64, n)
@@ -177,6 +180,7 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 	descs := make([]*string, n)
 	final := map[string]int64{}
 	for i, e := range entries {
+		ids[i] = rowid.New()
 		clients[i], kinds[i], amounts[i], after[i], refs[i], variants[i], descs[i] =
 			e.ClientID, string(e.Kind), e.Amount, e.BalanceAfter, e.Reference, e.Variant, e.Description
 		final[e.ClientID] = e.BalanceAfter
@@ -192,12 +196,12 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference, variant, description)
-		SELECT gen_random_uuid(), c, k, a, ba, r, v, d
-		FROM unnest($1::text[]::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[])
-			WITH ORDINALITY AS t(c, k, a, ba, r, v, d, ord)
+		SELECT id, c, k, a, ba, r, v, d
+		FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+			WITH ORDINALITY AS t(id, c, k, a, ba, r, v, d, ord)
 		ORDER BY ord
 		ON CONFLICT (ref_key) DO NOTHING
-		RETURNING client_id::text, reference, id::text, created_at`, clients, kinds, amounts, after, refs, variants, descs)
+		RETURNING client_id::text, reference, id::text, created_at`, ids, clients, kinds, amounts, after, refs, variants, descs)
 	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
 		FROM unnest($1::text[]::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
 	br := s.db.SendBatch(ctx, b)

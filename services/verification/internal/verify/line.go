@@ -8,12 +8,11 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/rowid"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
@@ -114,7 +113,7 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 		outcome, reason = decideLine(claims.Number, r, !s.now().Before(claims.ExpiresAt))
 	}
 	v := domain.Verification{
-		ID: uuid.NewString(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
+		ID: rowid.New(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
 		OperatorID: claims.OperatorID, ServiceType: string(method), Product: product,
 		NumberHash: s.vault.Hash(kept),
 	}

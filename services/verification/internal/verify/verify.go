@@ -31,6 +31,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/requestid"
+	"github.com/mnvhq/mnv/services/platform/rowid"
 	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
@@ -289,7 +290,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		outcome, reason = decide(claims, num.E164, s.now())
 	}
 	v := domain.Verification{
-		ID: uuid.NewString(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
+		ID: rowid.New(), ClientID: p.ClientID, SessionID: claims.SessionID, Outcome: outcome, Reason: reason,
 		OperatorID: req.OperatorID, ServiceType: req.ServiceType, NumberHash: hash,
 	}
 	v.NumberSealed = s.vault.Seal(num.E164, "verifications", v.ID)

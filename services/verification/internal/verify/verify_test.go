@@ -369,6 +369,9 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("kept %d verifications, want 1", len(e.st.verifs))
 			}
 			v := e.st.verifs[0]
+			if u, err := uuid.Parse(v.ID); err != nil || u.Version() != 7 {
+				t.Errorf("verification id %q is not a UUIDv7 (rowid): ids must sort in the order they are minted", v.ID)
+			}
 			if v.Status != tt.wantStatus {
 				t.Errorf("kept status %s, want %s", v.Status, tt.wantStatus)
 			}
