@@ -271,7 +271,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.closer.AddFunc("database pool of the debit batches", batchPool.Close)
-	ledger.WithBatchStore(pg.NewStores(batchPool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) }))
+	ledger.WithBatchStore(pg.NewStores(batchPool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) }).Piped())
 	river.AddWorker(queue.Workers(), &billing.ExpiryWorker{Ledger: ledger, Notice: cfg.ExpiryNotice})
 	queue.AddQueue(billing.ExpiryQueue, 1)
 	queue.AddPeriodic(billing.ExpiryJob(cfg.ExpiryCheckEvery))

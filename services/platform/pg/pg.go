@@ -1,6 +1,6 @@
 // Package pg holds what every service needs of PostgreSQL: a pool with explicit limits, schema
-// migrations from embedded SQL, transaction and savepoint callbacks and SQLSTATE helpers, the
-// pool's metrics (PoolCollector), and a span per query when tracing is on.
+// migrations from embedded SQL, transaction (plain and piped) and savepoint callbacks, SQLSTATE
+// helpers, the pool's metrics (PoolCollector), and a span per query when tracing is on.
 package pg
 
 import (

@@ -1,7 +1,6 @@
 package pg_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -25,14 +24,7 @@ func TestInSavepoint(t *testing.T) {
 		t.Fatalf("pg.Open: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, `CREATE TABLE items (id int PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	observer, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = observer.Close(context.Background()) })
+	observer := itemsTable(ctx, t, url, pool)
 	committed := func(t *testing.T, id int) bool {
 		t.Helper()
 		var ok bool

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
@@ -17,6 +18,22 @@ type items struct{ db pg.DB }
 func (s items) Add(ctx context.Context, id int) error {
 	_, err := s.db.Exec(ctx, `INSERT INTO items VALUES ($1)`, id)
 	return err
+}
+
+// itemsTable creates the items table in url's database, and returns a connection outside pool
+// to observe what is committed there: a write only visible inside its own transaction does not
+// pass for committed.
+func itemsTable(ctx context.Context, t *testing.T, url string, pool *pgxpool.Pool) *pgx.Conn {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `CREATE TABLE items (id int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	observer, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = observer.Close(context.Background()) })
+	return observer
 }
 
 // itemPort is what a domain package would declare: it sees neither pgx nor items.
@@ -37,14 +54,7 @@ func TestStores(t *testing.T) {
 		t.Fatalf("pg.Open: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, `CREATE TABLE items (id int PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	observer, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = observer.Close(context.Background()) })
+	observer := itemsTable(ctx, t, url, pool)
 	committed := func(t *testing.T, id int) bool {
 		t.Helper()
 		var ok bool

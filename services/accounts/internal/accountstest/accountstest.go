@@ -84,7 +84,8 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	done := make(chan struct{})
 	go func() { creds.Run(runCtx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
+	// Debit batches in piped transactions, as the service runs them (app.go), on the one pool.
+	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices).WithBatchStore(ledgerStores.Piped())
 	return &Env{
 		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring, Queue: queue,
 		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),

@@ -279,15 +279,16 @@ func (l *Ledger) decide(ctx context.Context, batch []DebitRequest, lookup [][2]s
 				return fmt.Errorf("a refused debit was charged before: %w", domain.ErrReferenceTaken)
 			}
 		}
-		written, err := st.AppendLedger(ctx, entries)
-		if err != nil {
-			return err
-		}
 		if lows := l.lowBalances(clients, snap, balance); len(lows) > 0 {
-			// Only a batch that crossed a threshold pays this round trip.
+			// Only a batch that crossed a threshold pays this round trip. Before the append,
+			// which may end the transaction (Store.AppendLedger).
 			if err := st.Emit(ctx, lows...); err != nil {
 				return err
 			}
+		}
+		written, err := st.AppendLedger(ctx, entries)
+		if err != nil {
+			return err
 		}
 		for i := range batch {
 			if j := entryOf[i]; j >= 0 {

@@ -23,7 +23,9 @@ type Store interface {
 	// LedgerByReference reads one entry of a client; none is fault.ErrNotFound.
 	LedgerByReference(ctx context.Context, clientID, reference string) (domain.LedgerEntry, error)
 	// AppendLedger writes entries and sets each client's balance to its last balance_after; a
-	// reference already in the ledger is domain.ErrReferenceTaken (roll back).
+	// reference already in the ledger is domain.ErrReferenceTaken (roll back). In a debit
+	// batch's transaction (Ledger.WithBatchStore) it ends the transaction, its commit in the
+	// same round trip: nothing may follow it there.
 	AppendLedger(ctx context.Context, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error)
 	SetExpiry(ctx context.Context, clientID string, expiresAt time.Time) error
 	ListLedger(ctx context.Context, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error)

@@ -162,9 +162,10 @@ func (s *Store) LedgerByReference(ctx context.Context, clientID, reference strin
 // AppendLedger inserts entries (each of its ClientID, in order, distinct references per client)
 // and sets each client's balance to its last entry's balance_after, in one round trip, and
 // returns the entries with their ids (rowid: in the order written) and times. The caller holds
-// the balance locks. When a
-// reference is already in the ledger it returns domain.ErrReferenceTaken, and the transaction must be
-// rolled back.
+// the balance locks. When a reference is already in the ledger it returns
+// domain.ErrReferenceTaken: the insert fails, so nothing after it in the round trip runs, and
+// the transaction must be rolled back. In a piped transaction (pg.InPipedTx) the same round
+// trip commits it (pg.QueueCommit): nothing may follow an append there.
 func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -200,15 +201,15 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
 			WITH ORDINALITY AS t(id, c, k, a, ba, r, v, d, ord)
 		ORDER BY ord
-		ON CONFLICT (ref_key) DO NOTHING
 		RETURNING client_id::text, reference, id::text, created_at`, ids, clients, kinds, amounts, after, refs, variants, descs)
 	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
 		FROM unnest($1::text[]::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
+	pg.QueueCommit(s.db, b)
 	br := s.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("append ledger: %w", err)
+		return nil, appendErr(err)
 	}
 	type inserted struct {
 		id      string
@@ -225,13 +226,13 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		byKey[refKey(client, ref)] = in
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("append ledger: %w", err)
+		return nil, appendErr(err)
 	}
 	out := make([]domain.LedgerEntry, n)
 	for i, e := range entries {
 		in, ok := byKey[refKey(e.ClientID, e.Reference)]
 		if !ok {
-			return nil, domain.ErrReferenceTaken
+			return nil, fmt.Errorf("append ledger: no entry came back for reference %q", e.Reference)
 		}
 		e.ID, e.CreatedAt = in.id, in.created
 		out[i] = e
@@ -240,6 +241,15 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		return nil, fmt.Errorf("set balances: %w", err)
 	}
 	return out, br.Close()
+}
+
+// appendErr is the error of AppendLedger's insert: a reference already in the ledger (a retried
+// debit) is domain.ErrReferenceTaken.
+func appendErr(err error) error {
+	if pg.IsUniqueViolation(err, "ledger_ref_key") {
+		return domain.ErrReferenceTaken
+	}
+	return fmt.Errorf("append ledger: %w", err)
 }
 
 // SetExpiry replaces a client's balance expiry. The caller holds the balance lock.
