@@ -522,14 +522,18 @@ func TestReconcilerSkipsAPoisonedCharge(t *testing.T) {
 	pending := func(client string, age time.Duration) string {
 		t.Helper()
 		var id string
+		// As a record left it: the verification, and its place among the unsettled ones.
 		err := db.QueryRow(ctx, `WITH s AS (
 				INSERT INTO verification.sessions (id, client_id, source, operator_id, status, expires_at, used_at)
-				VALUES (gen_random_uuid(), $1, 'SDK', 'sandbox', 'CAPTURED', now(), now() - $2::interval) RETURNING id)
-			INSERT INTO verification.verifications (id, client_id, session_id, status, outcome, reason, operator_id,
-				service_type, number_sealed, number_hash, created_at)
-			SELECT gen_random_uuid(), $1, s.id, 'PENDING', 'VERIFIED', 'NUMBER_MATCH', 'sandbox', 'HEADER_ENRICHMENT',
-				'\x00', decode(md5(random()::text), 'hex'), now() - $2::interval FROM s
-			RETURNING id::text`, client, age.String()).Scan(&id)
+				VALUES (gen_random_uuid(), $1, 'SDK', 'sandbox', 'CAPTURED', now(), now() - $2::interval) RETURNING id),
+			v AS (
+				INSERT INTO verification.verifications (id, client_id, session_id, status, outcome, reason, operator_id,
+					service_type, number_sealed, number_hash, created_at)
+				SELECT gen_random_uuid(), $1, s.id, 'PENDING', 'VERIFIED', 'NUMBER_MATCH', 'sandbox', 'HEADER_ENRICHMENT',
+					'\x00', decode(md5(random()::text), 'hex'), now() - $2::interval FROM s
+				RETURNING id, created_at),
+			u AS (INSERT INTO verification.unsettled (id, created_at) SELECT id, created_at FROM v)
+			SELECT id::text FROM v`, client, age.String()).Scan(&id)
 		if err != nil {
 			t.Fatal(err)
 		}

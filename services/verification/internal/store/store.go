@@ -77,8 +77,8 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 }
 
 // RecordVerifications consumes the client's unused session of each verification and records
-// it, all in one statement; recorded[i] is false when vs[i]'s session is missing, of another
-// client, or used. Two of vs must not name one session (the unique index would fail them all):
+// it, all in one statement, listing the PENDING ones as unsettled; recorded[i] is false when
+// vs[i]'s session is missing, of another client, or used. Two of vs must not name one session (the unique index would fail them all):
 // the caller keeps one.
 func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error) {
 	cols := struct {
@@ -98,13 +98,17 @@ func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verificati
 		s AS (
 			UPDATE verification.sessions s SET used_at = now() FROM i
 			WHERE s.id = i.session_id AND s.client_id = i.client_id AND s.used_at IS NULL
-			RETURNING s.id)
-		INSERT INTO verification.verifications
-			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
-		SELECT i.id, i.client_id, s.id, i.status, i.outcome, i.reason, i.operator_id, i.service_type, i.number_sealed, i.number_hash,
-			CASE WHEN i.status = 'PENDING' THEN NULL ELSE now() END, i.product
-		FROM i JOIN s ON s.id = i.session_id
-		RETURNING id::text, created_at`,
+			RETURNING s.id),
+		v AS (
+			INSERT INTO verification.verifications
+				(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
+			SELECT i.id, i.client_id, s.id, i.status, i.outcome, i.reason, i.operator_id, i.service_type, i.number_sealed, i.number_hash,
+				CASE WHEN i.status = 'PENDING' THEN NULL ELSE now() END, i.product
+			FROM i JOIN s ON s.id = i.session_id
+			RETURNING id, created_at, status),
+		u AS (
+			INSERT INTO verification.unsettled (id, created_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
+		SELECT id::text, created_at FROM v`,
 		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product)
 	if err != nil {
 		return nil, fmt.Errorf("record verifications: %w", err)
@@ -134,7 +138,7 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 		return nil, fault.ErrNotFound
 	}
 	v, err := scanVerification(st.db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
-		WHERE session_id = $1 AND status <> 'REJECTED'`, sessionID))
+		WHERE session_id = $1 AND released_at IS NULL`, sessionID))
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
@@ -146,7 +150,8 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 
 // SettleVerifications records the charge of each PENDING verification of ss and, for Connect,
 // its verification.completed event and, for a VERIFIED one, the record of the number, all in
-// one statement: the update and one job (relay.Settled) with the batch's events and verified
+// one statement: the update (in place, migration 008), the verifications' removal from the
+// unsettled ones, and one job (relay.Settled) with the batch's events and verified
 // numbers, inserted beside it (jobs.Table) with the notification that wakes its workers. One
 // round trip, atomic without a transaction of its own; inside one (the reconciler's) it is that
 // transaction's. settled[i] is false, and nothing written for it, when ss[i] was settled
@@ -203,6 +208,8 @@ var settleSQL = `WITH i AS (
 		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
 		FROM i WHERE v.id = i.id AND v.status = 'PENDING'
 		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
+	u AS (
+		DELETE FROM verification.unsettled WHERE id IN (SELECT id FROM s)),
 	job AS (
 		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
 		SELECT jsonb_build_object(
@@ -218,14 +225,17 @@ var settleSQL = `WITH i AS (
 		FROM job AS j(q) WHERE q = ANY($9::text[]))
 	SELECT s.n FROM s, woken`
 
-// RejectVerification marks a PENDING verification whose charge was refused and releases its
-// session, so the blob can be verified again once the balance allows. rejected is false when
-// it was no longer PENDING.
+// RejectVerification marks a PENDING verification whose charge was refused, no longer
+// unsettled, and releases its session (released_at, and the session's used_at), so the blob
+// can be verified again once the balance allows. rejected is false when it was no longer
+// PENDING.
 func (st *Store) RejectVerification(ctx context.Context, id string) (rejected bool, err error) {
 	tag, err := st.db.Exec(ctx, `WITH v AS (
-			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now()
+			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now(), released_at = now()
 			WHERE id = $1 AND status = 'PENDING'
-			RETURNING session_id)
+			RETURNING id, session_id),
+		u AS (
+			DELETE FROM verification.unsettled WHERE id IN (SELECT id FROM v))
 		UPDATE verification.sessions SET used_at = NULL WHERE id IN (SELECT session_id FROM v)`, id)
 	if err != nil {
 		return false, fmt.Errorf("reject verification: %w", err)
@@ -301,11 +311,13 @@ func (st *Store) NumberAttempts(ctx context.Context, clientID string, hash []byt
 	return n, oldest, nil
 }
 
-// StalePending reads PENDING verifications older than before, skipping those another replica
-// is settling. Inside a transaction, it locks them until it ends.
+// StalePending reads PENDING verifications older than before, found among the unsettled ones,
+// skipping those another replica is settling. Inside a transaction, it locks them until it
+// ends.
 func (st *Store) StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error) {
 	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
-		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+		WHERE id IN (SELECT id FROM verification.unsettled WHERE created_at < $1) AND status = 'PENDING'
+		ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending: %w", err)
 	}
