@@ -7,10 +7,14 @@
 
 -- One verification holds a session until a refused charge releases it (released_at). Unique
 -- over every row, NULLs equal, so it serves the session purge's foreign-key lookup too, which
--- the partial index could not.
-ALTER TABLE verification.verifications ADD COLUMN released_at timestamptz;
-UPDATE verification.verifications SET released_at = coalesce(settled_at, created_at) WHERE status = 'REJECTED';
-CREATE UNIQUE INDEX verifications_session_held ON verification.verifications (session_id, released_at) NULLS NOT DISTINCT;
+-- the partial index could not. Building it blocks writes to the table: on a large table, run
+-- the ALTER and the UPDATE below by hand, then build the index CONCURRENTLY (and check that it
+-- is valid) before this migration runs; it then keeps both.
+ALTER TABLE verification.verifications ADD COLUMN IF NOT EXISTS released_at timestamptz;
+UPDATE verification.verifications SET released_at = coalesce(settled_at, created_at)
+    WHERE status = 'REJECTED' AND released_at IS NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS verifications_session_held
+    ON verification.verifications (session_id, released_at) NULLS NOT DISTINCT;
 DROP INDEX verification.verifications_session;
 DROP INDEX verification.verifications_session_ref;
 
