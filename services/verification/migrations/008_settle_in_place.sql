@@ -21,12 +21,13 @@ DROP INDEX verification.verifications_session_ref;
 -- The verifications whose charge is not settled yet, oldest first for the reconciler: written
 -- with a PENDING record, deleted by its settle or its rejection, in the same statement.
 CREATE TABLE verification.unsettled (
-    id         uuid PRIMARY KEY,
-    created_at timestamptz NOT NULL
+    id          uuid PRIMARY KEY,
+    -- The verification's created_at, under its own name so the two join without ambiguity.
+    recorded_at timestamptz NOT NULL
 );
-INSERT INTO verification.unsettled (id, created_at)
+INSERT INTO verification.unsettled (id, recorded_at)
     SELECT id, created_at FROM verification.verifications WHERE status = 'PENDING';
-CREATE INDEX unsettled_created ON verification.unsettled (created_at);
+CREATE INDEX unsettled_recorded ON verification.unsettled (recorded_at);
 DROP INDEX verification.verifications_pending;
 
 -- Room on each page for the settled version of the rows recorded there. Only pages written

@@ -78,8 +78,8 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 
 // RecordVerifications consumes the client's unused session of each verification and records
 // it, all in one statement, listing the PENDING ones as unsettled; recorded[i] is false when
-// vs[i]'s session is missing, of another client, or used. Two of vs must not name one session (the unique index would fail them all):
-// the caller keeps one.
+// vs[i]'s session is missing, of another client, or used. Two of vs must not name one session
+// (the unique index would fail them all): the caller keeps one.
 func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error) {
 	cols := struct {
 		id, session, client, status, outcome, reason, operator, service, product []string
@@ -107,7 +107,7 @@ func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verificati
 			FROM i JOIN s ON s.id = i.session_id
 			RETURNING id, created_at, status),
 		u AS (
-			INSERT INTO verification.unsettled (id, created_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
+			INSERT INTO verification.unsettled (id, recorded_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
 		SELECT id::text, created_at FROM v`,
 		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product)
 	if err != nil {
@@ -315,9 +315,12 @@ func (st *Store) NumberAttempts(ctx context.Context, clientID string, hash []byt
 // skipping those another replica is settling. Inside a transaction, it locks them until it
 // ends.
 func (st *Store) StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error) {
-	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
-		WHERE id IN (SELECT id FROM verification.unsettled WHERE created_at < $1) AND status = 'PENDING'
-		ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	// Oldest first along unsettled_recorded, stopping at limit: a long backlog (accounts away
+	// for an hour) costs each pass limit rows, not the backlog.
+	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+`
+		FROM verification.unsettled u JOIN verification.verifications USING (id)
+		WHERE u.recorded_at < $1 AND status = 'PENDING'
+		ORDER BY u.recorded_at LIMIT $2 FOR UPDATE OF verifications SKIP LOCKED`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending: %w", err)
 	}
