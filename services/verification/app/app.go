@@ -397,6 +397,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err == nil {
 		err = pg.RegisterPool(reg, Schema, pool)
 	}
+	if err == nil {
+		err = relay.RegisterMetrics(reg, store.New(pool).RelayBacklog)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
@@ -494,8 +497,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
 	if cfg.ConnectAddr != "" {
-		// Without Connect the jobs wait in the table (and show in mnv_job_backlog) until a
-		// process that reaches it works them.
+		// Without Connect the settled verifications wait in the relay queue (mnv_relay_backlog)
+		// until a process that reaches it drains them.
 		conn, err := grpcclient.Dial(cfg.ConnectAddr, internal)
 		if err != nil {
 			return nil, fmt.Errorf("dial connect: %w", err)
@@ -503,9 +506,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		a.closer.Add("connect connection", conn.Close)
 		events := outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
 		queue.AddQueue(outbox.Queue, jobWorkers)
-		relay.Register(queue.Workers(), connectReceiver{connectv1.NewConnectInternalServiceClient(conn)},
-			func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, events, raw) })
+		relay.Register(queue.Workers(), store.RelayQueue{Stores: pg.NewStores(pool, newStore)},
+			connectReceiver{connectv1.NewConnectInternalServiceClient(conn)},
+			func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, events, raw) }, log)
 		queue.AddQueue(relay.Queue, jobWorkers)
+		queue.AddPeriodic(relay.SweepJob(relay.SweepEvery))
 	}
 	return a, nil
 }
@@ -544,9 +549,9 @@ func (a *App) Listen() (net.Listener, error) {
 // (say, when Listen fails).
 func (a *App) Close() error { return a.closer.Close() }
 
-// jobWorkers is how many jobs of each queue (events, verified numbers) a process works at
-// once. The jobs worked at once share one call to Connect (groupcommit.Merge), so this is also
-// the largest call: a verify per job, and a busy minute's backlog drains in a few calls.
+// jobWorkers is how many jobs of each queue (events, the relay's drains) a process works at
+// once. A drain takes the whole relay queue, so its queue rarely has two at once; the jobs of
+// earlier versions worked at once share one call to Connect (groupcommit.Merge).
 const jobWorkers = 32
 
 // Run serves on lis until ctx ends, settles pending verifications and works the jobs in the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/outbox/outboxtest"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
@@ -78,7 +81,8 @@ func TestWorkerTellsConnect(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1)}, &outboxtest.Recorder{}
-			relay.Register(q.Workers(), c, func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, p, raw) })
+			relay.Register(q.Workers(), store.RelayQueue{Stores: pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })},
+				c, func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, p, raw) }, zaptest.NewLogger(t))
 			q.AddQueue(relay.Queue, 1)
 			q.AddQueue(outbox.Queue, 1)
 			done := make(chan error, 1)
@@ -117,6 +121,131 @@ func TestWorkerTellsConnect(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.wantEvents) {
 				t.Errorf("events published %v, want %v", got, tt.wantEvents)
+			}
+		})
+	}
+}
+
+// TestDrainTellsConnect queues settled verifications as a settle does and runs drain jobs
+// through River on a real database: Connect hears every number and event in the queue's order,
+// in calls of at most a batch; a drain that fails leaves the queue as it was for the next one;
+// an event Connect refuses for good is dropped alone.
+func TestDrainTellsConnect(t *testing.T) {
+	tests := []struct {
+		name     string
+		queued   int // every third one NOT_VERIFIED, the rest VERIFIED
+		fail     int // calls to Connect refused before it answers
+		refuse   int // the queued event the forwarder refuses for good, 1-based (0: none)
+		wantRuns int // drains until the queue is empty
+	}{
+		{"connect answers", 3, 0, 0, 1},
+		{"more than a batch", 501, 0, 0, 1},
+		{"connect fails once: the next drain delivers", 3, 1, 0, 2},
+		{"an event refused for good is dropped alone", 3, 0, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pool := verificationtest.Database(t, 6)
+			q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				wantNumbers []domain.VerifiedNumber
+				wantEvents  []string
+				refused     string
+			)
+			client := uuid.NewString()
+			for i := 1; i <= tt.queued; i++ {
+				id, outcome := uuid.NewString(), "VERIFIED"
+				if i%3 == 0 {
+					outcome = "NOT_VERIFIED"
+				}
+				ev, err := events.New(client, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: id, Status: outcome}, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := outbox.EventJSON(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var hash []byte
+				var at *time.Time
+				if outcome == "VERIFIED" {
+					n := domain.VerifiedNumber{ClientID: client, VerificationID: id, NumberHash: []byte{byte(i), 7}, VerifiedAt: time.Now().UTC().Truncate(time.Microsecond)}
+					wantNumbers, hash, at = append(wantNumbers, n), n.NumberHash, &n.VerifiedAt
+				}
+				if i == tt.refuse {
+					refused = ev.ID
+				} else {
+					wantEvents = append(wantEvents, ev.ID)
+				}
+				if _, err := pool.Exec(ctx, `INSERT INTO verification.relay_queue (event, client_id, verification_id, number_hash, verified_at)
+					VALUES ($1, $2, $3, $4, $5)`, string(raw), client, id, hash, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1000)}, &outboxtest.Recorder{}
+			forward := func(ctx context.Context, raw []json.RawMessage) error {
+				if refused != "" && slices.ContainsFunc(raw, func(r json.RawMessage) bool { return strings.Contains(string(r), refused) }) {
+					return river.JobCancel(errors.New("connect refuses the event"))
+				}
+				return outbox.ForwardJSON(ctx, p, raw)
+			}
+			stores := pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
+			relay.Register(q.Workers(), store.RelayQueue{Stores: stores}, c, forward, zaptest.NewLogger(t))
+			q.AddQueue(relay.Queue, 1)
+			done := make(chan error, 1)
+			go func() { done <- q.Run(ctx, time.Second) }()
+
+			queued := func() (n int) {
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM verification.relay_queue`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			for run := 1; run <= tt.wantRuns; run++ {
+				if _, err := q.Insert(ctx, pool, relay.Drain{}, nil); err != nil {
+					t.Fatal(err)
+				}
+				want := "completed"
+				if run < tt.wantRuns {
+					want = "discarded"
+				}
+				waitFor(t, func() bool {
+					var n int
+					err := pool.QueryRow(ctx, `SELECT count(*) FROM verification.river_job WHERE kind = $1 AND state = $2`, relay.DrainKind, want).Scan(&n)
+					return err == nil && n == 1
+				})
+				if run < tt.wantRuns && queued() != tt.queued {
+					t.Fatalf("after a failed drain %d of %d stay queued", queued(), tt.queued)
+				}
+			}
+			if n := queued(); n != 0 {
+				t.Fatalf("%d left in the queue", n)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.got) != len(wantNumbers) {
+				t.Fatalf("connect heard %d numbers, want %d", len(c.got), len(wantNumbers))
+			}
+			for i, w := range wantNumbers {
+				if g := c.got[i]; g.ClientID != w.ClientID || g.VerificationID != w.VerificationID || string(g.NumberHash) != string(w.NumberHash) || !g.VerifiedAt.Equal(w.VerifiedAt) {
+					t.Errorf("number %d: connect heard %+v, want %+v", i, g, w)
+				}
+			}
+			var got []string
+			for _, e := range p.Events() {
+				got = append(got, e.ID)
+			}
+			if !slices.Equal(got, wantEvents) {
+				t.Errorf("events published %v, want %v", got, wantEvents)
 			}
 		})
 	}

@@ -62,10 +62,18 @@ func forwarded(t *testing.T, pool *pgxpool.Pool) []outbox.EventArgs {
 		}
 		out = append(out, args.Events...)
 	}
+	for _, q := range relayQueue(t, pool) {
+		var e outbox.EventArgs
+		if err := json.Unmarshal(q.Event, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
 	return out
 }
 
-// relayed are the numbers of every relay job and settle job, in the order of the jobs.
+// relayed are the numbers of every relay job and settle job, in the order of the jobs, then
+// those of the relay queue, in its order.
 func relayed(t *testing.T, pool *pgxpool.Pool) []relay.Number {
 	t.Helper()
 	var out []relay.Number
@@ -76,7 +84,37 @@ func relayed(t *testing.T, pool *pgxpool.Pool) []relay.Number {
 		}
 		out = append(out, args.Numbers...)
 	}
+	for _, q := range relayQueue(t, pool) {
+		if n := q.Number; n != nil {
+			out = append(out, relay.NewArgs(*n).Numbers...)
+		}
+	}
 	return out
+}
+
+// relayQueue is what the relay queue holds, in its order, read as a drain takes it (and left
+// in place: the transaction rolls back).
+func relayQueue(t *testing.T, pool *pgxpool.Pool) []relay.Item {
+	t.Helper()
+	var items []relay.Item
+	stores := pg.NewStores(pool, store.New)
+	err := stores.InTx(context.Background(), func(ctx context.Context, st *store.Store) (err error) {
+		items, err = st.TakeRelay(ctx, 1_000_000)
+		if err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	return items
+}
+
+// drains is how many drain jobs there are.
+func drains(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	return len(jobArgs(t, pool, relay.DrainKind))
 }
 
 // pending records a PENDING verification of a fresh session with outcome.
@@ -273,8 +311,10 @@ func TestSettleBatchJobs(t *testing.T) {
 	if want := []string{batch[0].Completed.ID, batch[1].Completed.ID, batch[3].Completed.ID}; !slices.Equal(gotEvents, want) {
 		t.Errorf("events %v, want %v", gotEvents, want)
 	}
-	if n, other := len(jobArgs(t, pool, relay.SettledKind)), len(jobArgs(t, pool, outbox.Kind, relay.Kind)); n != 2 || other != 0 {
-		t.Errorf("%d settle jobs and %d others, want one a settle and none", n, other)
+	// The first settle of a process inserts a drain job; the next, within the notification
+	// period, leaves its rows to that drain, unless the period ended in between.
+	if n, other := drains(t, pool), len(jobArgs(t, pool, outbox.Kind, relay.Kind, relay.SettledKind)); n < 1 || n > 2 || other != 0 {
+		t.Errorf("%d drain jobs and %d others after two settles, want one or two drains and no other", n, other)
 	}
 	var want []domain.VerifiedNumber
 	for _, v := range []domain.Verification{vs[2], vs[0]} {

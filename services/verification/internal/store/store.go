@@ -7,9 +7,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -151,8 +154,9 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 // SettleVerifications records the charge of each PENDING verification of ss and, for Connect,
 // its verification.completed event and, for a VERIFIED one, the record of the number, all in
 // one statement: the update (in place, migration 008), the verifications' removal from the
-// unsettled ones, and one job (relay.Settled) with the batch's events and verified
-// numbers, inserted beside it (jobs.Table) with the notification that wakes its workers. One
+// unsettled ones, their rows in the relay queue and, at most once per notification period of
+// the process (jobs.Queue.Notify), a drain job (relay.Drain) with the notification that wakes
+// its workers; a settle without one is drained by the next, or by relay.SweepJob. One
 // round trip, atomic without a transaction of its own; inside one (the reconciler's) it is that
 // transaction's. settled[i] is false, and nothing written for it, when ss[i] was settled
 // already (by a retry of the request, the reconciler, or an earlier item of ss naming the same
@@ -172,13 +176,9 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 	if st.queue == nil {
 		return nil, errors.New("settle verifications: jobs written without a queue")
 	}
-	opts := relay.Settled{}.InsertOpts()
-	var wake []string
-	if st.queue.Notify(opts.Queue) {
-		wake = append(wake, opts.Queue)
-	}
+	opts := relay.Drain{}.InsertOpts()
 	rows, err := st.db.Query(ctx, settleSQL, ids, charged, after, evs,
-		relay.SettledKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema), wake)
+		st.queue.Notify(opts.Queue), relay.DrainKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema))
 	if err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
@@ -193,13 +193,86 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 	return settled, nil
 }
 
+// TakeRelay takes up to limit rows of the relay queue, oldest first, that no other transaction
+// holds, and deletes them: in the Store's transaction, so that they stay queued when it rolls
+// back.
+func (st *Store) TakeRelay(ctx context.Context, limit int) ([]relay.Item, error) {
+	if _, ok := st.db.(pgx.Tx); !ok {
+		return nil, fmt.Errorf("take the relay queue: %w", pg.ErrNoTx)
+	}
+	rows, err := st.db.Query(ctx, `DELETE FROM verification.relay_queue WHERE seq IN (
+			SELECT seq FROM verification.relay_queue ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+		RETURNING seq, event, client_id::text, verification_id::text, number_hash, verified_at`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("take the relay queue: %w", err)
+	}
+	type row struct {
+		seq  int64
+		item relay.Item
+	}
+	var taken []row
+	var (
+		r          row
+		event      string
+		client, id string
+		hash       []byte
+		at         *time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&r.seq, &event, &client, &id, &hash, &at}, func() error {
+		r.item = relay.Item{Event: json.RawMessage(event)}
+		if at != nil {
+			r.item.Number = &domain.VerifiedNumber{ClientID: client, VerificationID: id, NumberHash: hash, VerifiedAt: *at}
+		}
+		taken = append(taken, r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("take the relay queue: %w", err)
+	}
+	slices.SortFunc(taken, func(a, b row) int { return cmp.Compare(a.seq, b.seq) }) // RETURNING keeps no order
+	items := make([]relay.Item, len(taken))
+	for i, t := range taken {
+		items[i] = t.item
+	}
+	return items, nil
+}
+
+// RelayBacklog is how many rows the relay queue holds and how long the oldest has waited
+// (relay.Backlog).
+func (st *Store) RelayBacklog(ctx context.Context) (n int64, oldest time.Duration, err error) {
+	var secs float64
+	if err := st.db.QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM now() - min(queued_at))::float8, 0)
+		FROM verification.relay_queue`).Scan(&n, &secs); err != nil {
+		return 0, 0, fmt.Errorf("relay backlog: %w", err)
+	}
+	return n, time.Duration(max(secs, 0) * float64(time.Second)), nil
+}
+
+// RelayQueue is relay's Taker: each Take is a transaction of stores.
+type RelayQueue struct{ Stores pg.Stores[*Store] }
+
+// Take implements relay.Taker.
+func (q RelayQueue) Take(ctx context.Context, limit int, deliver func(ctx context.Context, items []relay.Item) error) (taken int, err error) {
+	err = q.Stores.InTx(ctx, func(ctx context.Context, st *Store) error {
+		items, err := st.TakeRelay(ctx, limit)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		taken = len(items)
+		return deliver(ctx, items)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return taken, nil
+}
+
 // Schema is the Postgres schema the service owns, River's tables included.
 const Schema = "verification"
 
-// settleSQL settles, then writes the job of what it settled (relay.Settled): the events
-// (outbox.EventJSON) in the order of the batch, and the verified numbers as relay.Number (number_hash in base64, as Go's
-// JSON writes a []byte). A batch that settles nothing writes no job. It notifies the job's
-// queue when $9 names it (jobs.Queue.Notify).
+// settleSQL settles, then queues for Connect (relay.Item) what it settled: a row per
+// verification in the order of the batch, with its event (outbox.EventJSON) and, when VERIFIED,
+// its number's hash and settled time. When $5 says so it also inserts a drain job (relay.Drain:
+// $6 kind, $7 queue, $8 attempts) with the notification on $9 that wakes its workers.
 var settleSQL = `WITH i AS (
 		SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY
 			AS i(id, charged, balance_after, event, n) ORDER BY id, n),
@@ -210,19 +283,17 @@ var settleSQL = `WITH i AS (
 		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
 	u AS (
 		DELETE FROM verification.unsettled WHERE id IN (SELECT id FROM s)),
+	q AS (
+		INSERT INTO verification.relay_queue (event, client_id, verification_id, number_hash, verified_at)
+		SELECT s.event, s.client_id, s.id, CASE WHEN s.outcome = 'VERIFIED' THEN s.number_hash END,
+			CASE WHEN s.outcome = 'VERIFIED' THEN s.settled_at END
+		FROM s ORDER BY s.n),
 	job AS (
 		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
-		SELECT jsonb_build_object(
-				'events', jsonb_agg(s.event::jsonb ORDER BY s.n),
-				'numbers', coalesce(jsonb_agg(jsonb_build_object('client_id', s.client_id, 'verification_id', s.id,
-						'number_hash', translate(encode(s.number_hash, 'base64'), E'\n', ''), 'verified_at', s.settled_at)
-					ORDER BY s.n) FILTER (WHERE s.outcome = 'VERIFIED'), '[]')),
-			$5, $6, $7
-		FROM s HAVING count(*) > 0
+		SELECT '{}', $6, $7, $8 FROM s WHERE $5 HAVING count(*) > 0
 		RETURNING queue),
 	woken AS (
-		SELECT count(pg_notify($8, ` + jobs.InsertPayloadSQL("q") + `)) AS n
-		FROM job AS j(q) WHERE q = ANY($9::text[]))
+		SELECT count(pg_notify($9, ` + jobs.InsertPayloadSQL("q") + `)) AS n FROM job AS j(q))
 	SELECT s.n FROM s, woken`
 
 // RejectVerification marks a PENDING verification whose charge was refused, no longer
