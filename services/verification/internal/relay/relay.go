@@ -256,14 +256,17 @@ type DrainWorker struct {
 	Log     *zap.Logger
 }
 
-// Work takes the queue batch after batch; an error leaves the batch queued and ends the job.
+// Work takes the queue batch after batch, for attemptTimeout at most, well inside its own
+// Timeout: a backlog (Connect was away) is left to the next drain, a second away, rather than
+// cut by the deadline in the middle of a batch. An error leaves the batch queued and ends the
+// job.
 func (w *DrainWorker) Work(ctx context.Context, _ *river.Job[Drain]) error {
-	for {
+	for start := time.Now(); ; {
 		n, err := w.Queue.Take(ctx, drainBatch, w.deliver)
 		if err != nil {
 			return fmt.Errorf("drain the relay queue: %w", err)
 		}
-		if n < drainBatch {
+		if n < drainBatch || time.Since(start) > attemptTimeout {
 			return nil
 		}
 	}
