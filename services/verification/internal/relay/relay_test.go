@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"go.uber.org/zap/zaptest"
 
@@ -73,20 +74,9 @@ func TestWorkerTellsConnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			pool := verificationtest.Database(t, 6)
-			q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx := context.Background()
 			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1)}, &outboxtest.Recorder{}
-			relay.Register(q.Workers(), store.RelayQueue{Stores: pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })},
-				c, func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, p, raw) }, zaptest.NewLogger(t))
-			q.AddQueue(relay.Queue, 1)
-			q.AddQueue(outbox.Queue, 1)
-			done := make(chan error, 1)
-			go func() { done <- q.Run(ctx, time.Second) }()
+			pool, q, stop := runRelay(t, c, func(ctx context.Context, raw []json.RawMessage) error { return outbox.ForwardJSON(ctx, p, raw) })
 
 			if _, err := q.Insert(ctx, pool, tt.job, nil); err != nil {
 				t.Fatal(err)
@@ -102,10 +92,7 @@ func TestWorkerTellsConnect(t *testing.T) {
 				err := pool.QueryRow(ctx, `SELECT state FROM verification.river_job WHERE kind = $1`, tt.job.Kind()).Scan(&state)
 				return err == nil && state == "completed"
 			})
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if len(c.got) != 1 || c.got[0].ClientID != want.ClientID || c.got[0].VerificationID != want.VerificationID ||
@@ -145,17 +132,18 @@ func TestDrainTellsConnect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			pool := verificationtest.Database(t, 6)
-			q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx := context.Background()
+			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1000)}, &outboxtest.Recorder{}
+			var refused string // the id of the event the forwarder refuses for good
+			pool, q, stop := runRelay(t, c, func(ctx context.Context, raw []json.RawMessage) error {
+				if refused != "" && slices.ContainsFunc(raw, func(r json.RawMessage) bool { return strings.Contains(string(r), refused) }) {
+					return river.JobCancel(errors.New("connect refuses the event"))
+				}
+				return outbox.ForwardJSON(ctx, p, raw)
+			})
 			var (
 				wantNumbers []domain.VerifiedNumber
 				wantEvents  []string
-				refused     string
 			)
 			client := uuid.NewString()
 			for i := 1; i <= tt.queued; i++ {
@@ -187,19 +175,6 @@ func TestDrainTellsConnect(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c, p := &connect{fail: tt.fail, told: make(chan struct{}, 1000)}, &outboxtest.Recorder{}
-			forward := func(ctx context.Context, raw []json.RawMessage) error {
-				if refused != "" && slices.ContainsFunc(raw, func(r json.RawMessage) bool { return strings.Contains(string(r), refused) }) {
-					return river.JobCancel(errors.New("connect refuses the event"))
-				}
-				return outbox.ForwardJSON(ctx, p, raw)
-			}
-			stores := pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
-			relay.Register(q.Workers(), store.RelayQueue{Stores: stores}, c, forward, zaptest.NewLogger(t))
-			q.AddQueue(relay.Queue, 1)
-			done := make(chan error, 1)
-			go func() { done <- q.Run(ctx, time.Second) }()
-
 			queued := func() (n int) {
 				if err := pool.QueryRow(ctx, `SELECT count(*) FROM verification.relay_queue`).Scan(&n); err != nil {
 					t.Fatal(err)
@@ -226,10 +201,7 @@ func TestDrainTellsConnect(t *testing.T) {
 			if n := queued(); n != 0 {
 				t.Fatalf("%d left in the queue", n)
 			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if len(c.got) != len(wantNumbers) {
@@ -248,6 +220,31 @@ func TestDrainTellsConnect(t *testing.T) {
 				t.Errorf("events published %v, want %v", got, wantEvents)
 			}
 		})
+	}
+}
+
+// runRelay works the relay's jobs through River on a fresh database, with c and forward in
+// Connect's place, until stop, which fails the test when River did not end cleanly.
+func runRelay(t *testing.T, c relay.Connect, forward relay.Forwarder) (pool *pgxpool.Pool, q *jobs.Queue, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pool = verificationtest.Database(t, 6)
+	q, err := jobs.New(pool, jobs.Options{Schema: "verification", Log: zaptest.NewLogger(t), FetchPoll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
+	relay.Register(q.Workers(), store.RelayQueue{Stores: stores}, c, forward, zaptest.NewLogger(t))
+	q.AddQueue(relay.Queue, 1)
+	q.AddQueue(outbox.Queue, 1)
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx, time.Second) }()
+	return pool, q, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -7,12 +7,10 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,38 +198,30 @@ func (st *Store) TakeRelay(ctx context.Context, limit int) ([]relay.Item, error)
 	if _, ok := st.db.(pgx.Tx); !ok {
 		return nil, fmt.Errorf("take the relay queue: %w", pg.ErrNoTx)
 	}
-	rows, err := st.db.Query(ctx, `DELETE FROM verification.relay_queue WHERE seq IN (
-			SELECT seq FROM verification.relay_queue ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-		RETURNING seq, event, client_id::text, verification_id::text, number_hash, verified_at`, limit)
+	rows, err := st.db.Query(ctx, `WITH taken AS (
+			DELETE FROM verification.relay_queue WHERE seq IN (
+				SELECT seq FROM verification.relay_queue ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING seq, event, client_id, verification_id, number_hash, verified_at)
+		SELECT event, client_id::text, verification_id::text, number_hash, verified_at FROM taken ORDER BY seq`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("take the relay queue: %w", err)
 	}
-	type row struct {
-		seq  int64
-		item relay.Item
-	}
-	var taken []row
 	var (
-		r          row
+		items      []relay.Item
 		event      string
 		client, id string
 		hash       []byte
 		at         *time.Time
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&r.seq, &event, &client, &id, &hash, &at}, func() error {
-		r.item = relay.Item{Event: json.RawMessage(event)}
+	if _, err := pgx.ForEachRow(rows, []any{&event, &client, &id, &hash, &at}, func() error {
+		it := relay.Item{Event: json.RawMessage(event)}
 		if at != nil {
-			r.item.Number = &domain.VerifiedNumber{ClientID: client, VerificationID: id, NumberHash: hash, VerifiedAt: *at}
+			it.Number = &domain.VerifiedNumber{ClientID: client, VerificationID: id, NumberHash: hash, VerifiedAt: *at}
 		}
-		taken = append(taken, r)
+		items = append(items, it)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("take the relay queue: %w", err)
-	}
-	slices.SortFunc(taken, func(a, b row) int { return cmp.Compare(a.seq, b.seq) }) // RETURNING keeps no order
-	items := make([]relay.Item, len(taken))
-	for i, t := range taken {
-		items[i] = t.item
 	}
 	return items, nil
 }
