@@ -19,6 +19,13 @@ type CPU struct {
 	Verification time.Duration // verification, a child of this process
 	Connect      time.Duration // connect, a child of this process
 	Machine      time.Duration // every CPU of the machine (from /proc/stat)
+
+	// Segments (TCP segments sent, loopback included: HTTP, gRPC and PostgreSQL alike) and
+	// Switches (context switches) are counted over the whole machine. Unlike CPU time they do
+	// not move with the speed of a shared machine, so they tell whether a change removed
+	// messages and wake-ups, which is what a request costs most when the load is thin.
+	Segments float64
+	Switches float64
 }
 
 // Other is what the rest of the machine spent: PostgreSQL, and any other tenant.
@@ -28,12 +35,12 @@ func (c CPU) Other() time.Duration {
 
 func (c CPU) sub(o CPU) CPU {
 	return CPU{c.Gen - o.Gen, c.Gateway - o.Gateway, c.Accounts - o.Accounts, c.Verification - o.Verification,
-		c.Connect - o.Connect, c.Machine - o.Machine}
+		c.Connect - o.Connect, c.Machine - o.Machine, c.Segments - o.Segments, c.Switches - o.Switches}
 }
 
 func (c CPU) add(o CPU) CPU {
 	return CPU{c.Gen + o.Gen, c.Gateway + o.Gateway, c.Accounts + o.Accounts, c.Verification + o.Verification,
-		c.Connect + o.Connect, c.Machine + o.Machine}
+		c.Connect + o.Connect, c.Machine + o.Machine, c.Segments + o.Segments, c.Switches + o.Switches}
 }
 
 func (c CPU) per(n int) CPU {
@@ -41,7 +48,8 @@ func (c CPU) per(n int) CPU {
 		return CPU{}
 	}
 	d := time.Duration(n)
-	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Verification / d, c.Connect / d, c.Machine / d}
+	return CPU{c.Gen / d, c.Gateway / d, c.Accounts / d, c.Verification / d, c.Connect / d, c.Machine / d,
+		c.Segments / float64(n), c.Switches / float64(n)}
 }
 
 // userHZ is the unit of the times in /proc (USER_HZ, 100 on every Linux ABI).
@@ -58,7 +66,8 @@ func sampleCPU() CPU {
 		c.Gen = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := bytes.Cut(b, []byte("\n"))
+		line, rest, _ := bytes.Cut(b, []byte("\n"))
+		c.Switches = procCounter(rest, "ctxt", "ctxt")
 		f := strings.Fields(string(line))
 		// cpu user nice system idle iowait irq softirq steal ...: busy is all but idle,
 		// iowait and steal.
@@ -69,6 +78,9 @@ func sampleCPU() CPU {
 			n, _ := strconv.ParseUint(v, 10, 64)
 			c.Machine += ticks(n)
 		}
+	}
+	if b, err := os.ReadFile("/proc/net/snmp"); err == nil {
+		c.Segments = procCounter(b, "Tcp:", "OutSegs")
 	}
 	children(func(_ int, comm string, stat []string) {
 		// After the command: state ppid ... utime (12th) stime (13th).
@@ -89,6 +101,36 @@ func sampleCPU() CPU {
 		}
 	})
 	return c
+}
+
+// procCounter reads one counter of a /proc text file: the line starting with prefix whose
+// field is named name, either by the line itself (/proc/stat: "ctxt 123") or by the header line
+// with the same prefix just before it (/proc/net/snmp: "Tcp: ... OutSegs ..." then the values).
+// A counter it cannot find is 0.
+func procCounter(b []byte, prefix, name string) float64 {
+	var header []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != prefix {
+			continue
+		}
+		if f[0] == name {
+			n, _ := strconv.ParseFloat(f[1], 64)
+			return n
+		}
+		if header == nil {
+			header = f
+			continue
+		}
+		for i, h := range header {
+			if h == name && i < len(f) {
+				n, _ := strconv.ParseFloat(f[i], 64)
+				return n
+			}
+		}
+		return 0
+	}
+	return 0
 }
 
 // children calls f with the pid, command name and the fields of /proc/<pid>/stat after the

@@ -175,13 +175,15 @@ func (r Report) String() string {
 		}
 	}
 	if len(r.Rows) > 0 || len(r.Bulk) > 0 || len(r.Flows) > 0 {
-		b.WriteString("\nCPU time per request, or per row or record for D, or per flow for F (gen: this load generator; other: PostgreSQL and the rest of the machine)\n")
+		b.WriteString("\nCPU time per request, or per row or record for D, or per flow for F (gen: this load generator; other: PostgreSQL and the rest of the machine);\n" +
+			"then, over the whole machine, TCP segments sent (loopback included) and context switches per request\n")
 		cpuRow := func(cols ...string) {
-			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
+			fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %12s  %9s  %9s  %9s  %9s  %9s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9])
 		}
-		cpuRow("benchmark", "gen", "gateway", "accounts", "verification", "connect", "other", "total")
+		cpuRow("benchmark", "gen", "gateway", "accounts", "verification", "connect", "other", "total", "segments", "switches")
 		cpuLine := func(name string, c CPU) {
-			cpuRow(name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Verification), us(c.Connect), us(c.Other()), us(c.Machine))
+			cpuRow(name, us(c.Gen), us(c.Gateway), us(c.Accounts), us(c.Verification), us(c.Connect), us(c.Other()), us(c.Machine),
+				fmt.Sprintf("%.1f", c.Segments), fmt.Sprintf("%.1f", c.Switches))
 		}
 		for _, m := range r.Rows {
 			cpuLine(m.Name, m.CPUPerRequest())
