@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/grpcflow"
 	"github.com/mnvhq/mnv/services/platform/requestid/requestidgrpc"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
@@ -53,6 +54,7 @@ func Dial(target string, o Options, extra ...grpc.DialOption) (*grpc.ClientConn,
 		grpc.WithChainUnaryInterceptor(requestidgrpc.UnaryClientInterceptor()),
 		grpc.WithDefaultServiceConfig(serviceConfig),
 	)
+	opts = append(opts, grpcflow.DialOptions()...)
 	opts = append(opts, tracing.DialOptions()...)
 	conn, err := grpc.NewClient(target, append(opts, extra...)...)
 	if err != nil {

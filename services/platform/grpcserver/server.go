@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/grpcflow"
 	mnvlog "github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/requestid/requestidgrpc"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -139,6 +140,7 @@ func New(o Options) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: o.MaxConnectionAge, MaxConnectionAgeGrace: maxConnectionAgeGrace}),
 	}
+	opts = append(opts, grpcflow.ServerOptions()...)
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}
