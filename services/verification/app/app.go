@@ -392,6 +392,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// Every store writes its jobs (events, Connect's records) through the queue, in the
 	// transaction of the fact they follow.
 	newStore := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue) }
+	if cfg.ConnectAddr == "" {
+		// Nothing in this process drains the relay queue (below): settles queue their rows
+		// without a drain job nobody would take.
+		newStore = func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithoutDrains() }
+	}
 
 	verifyMetrics, err := verify.NewMetrics(reg)
 	if err == nil {

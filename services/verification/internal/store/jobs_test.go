@@ -336,3 +336,28 @@ func TestSettleBatchJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleWithoutDrains settles through a Store of a process that does not reach Connect: the
+// settle queues its row for Connect as always, but inserts no drain job, where the first settle
+// of a process that relays inserts one (TestBatchesKeepEachVerificationsAnswer).
+func TestSettleWithoutDrains(t *testing.T) {
+	pool := verificationtest.Database(t, 4)
+	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool).WithJobs(q).WithoutDrains()
+	for range 3 {
+		v := pending(t, st, domain.StatusVerified)
+		if ok, err := st.SettleVerifications(context.Background(), []domain.Settlement{{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}}); err != nil || !ok[0] {
+			t.Fatalf("settle: %v %v", ok, err)
+		}
+		time.Sleep(110 * time.Millisecond) // past the queue's notification period, when a relaying store would insert another
+	}
+	if got := len(relayQueue(t, pool)); got != 3 {
+		t.Errorf("%d rows in the relay queue, want 3 (one per settle)", got)
+	}
+	if got := drains(t, pool); got != 0 {
+		t.Errorf("%d drain jobs written, want none: no worker of this process would take them", got)
+	}
+}

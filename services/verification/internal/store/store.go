@@ -29,13 +29,29 @@ import (
 type Store struct {
 	db    pg.DB
 	queue *jobs.Queue
+	// noDrains: the settles insert no drain jobs (WithoutDrains).
+	noDrains bool
 }
 
 // New returns the Store over db, a pool or a transaction.
 func New(db pg.DB) *Store { return &Store{db: db} }
 
 // WithJobs returns the Store that also writes jobs (events, Connect's records) to queue.
-func (st *Store) WithJobs(queue *jobs.Queue) *Store { return &Store{db: st.db, queue: queue} }
+func (st *Store) WithJobs(queue *jobs.Queue) *Store {
+	c := *st
+	c.queue = queue
+	return &c
+}
+
+// WithoutDrains returns the Store whose settles still queue what Connect must hear (the relay
+// queue) but insert no drain job to send it: for a process that does not reach Connect, whose
+// drains no worker would ever take (River keeps a job of a queue nobody works for good). The
+// rows wait for a process that does (relay.SweepJob).
+func (st *Store) WithoutDrains() *Store {
+	c := *st
+	c.noDrains = true
+	return &c
+}
 
 // enqueue inserts params in the Store's transaction, so they commit with its fact or not at
 // all; outside a transaction it is refused: a job written on its own could outlive a fact that
@@ -154,7 +170,7 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 // one statement: the update (in place, migration 008), the verifications' removal from the
 // unsettled ones, their rows in the relay queue and, at most once per notification period of
 // the process (jobs.Queue.Notify), a drain job (relay.Drain) with the notification that wakes
-// its workers; a settle without one is drained by the next, or by relay.SweepJob. One
+// its workers (none WithoutDrains); a settle without one is drained by the next, or by relay.SweepJob. One
 // round trip, atomic without a transaction of its own; inside one (the reconciler's) it is that
 // transaction's. settled[i] is false, and nothing written for it, when ss[i] was settled
 // already (by a retry of the request, the reconciler, or an earlier item of ss naming the same
@@ -175,8 +191,9 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 		return nil, errors.New("settle verifications: jobs written without a queue")
 	}
 	opts := relay.Drain{}.InsertOpts()
+	drain := !st.noDrains && st.queue.Notify(opts.Queue)
 	rows, err := st.db.Query(ctx, settleSQL, ids, charged, after, evs,
-		st.queue.Notify(opts.Queue), relay.DrainKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema))
+		drain, relay.DrainKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema))
 	if err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
