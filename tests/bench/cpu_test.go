@@ -2,8 +2,11 @@ package main
 
 import (
 	"io"
+	"math"
 	"net"
+	"runtime"
 	"testing"
+	"time"
 )
 
 func TestProcCounter(t *testing.T) {
@@ -60,5 +63,24 @@ func TestSampleCPUCountsMessages(t *testing.T) {
 	// 10 round trips send at least 20 segments, and each wakes the other side.
 	if d.Segments < 20 || d.Switches < 10 {
 		t.Fatalf("over 10 loopback round trips sampleCPU counted %v segments and %v context switches", d.Segments, d.Switches)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	cpus := float64(runtime.NumCPU())
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want float64
+	}{
+		{"every CPU busy", Result{Elapsed: time.Second, CPU: CPU{Machine: time.Duration(cpus) * time.Second}}, 1},
+		{"half of them", Result{Elapsed: 2 * time.Second, CPU: CPU{Machine: time.Duration(cpus) * time.Second}}, 0.5},
+		{"a run that took no time", Result{CPU: CPU{Machine: time.Second}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.Busy(); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("Busy() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

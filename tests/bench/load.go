@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,14 @@ func (r Result) Throughput() float64 {
 		return 0
 	}
 	return float64(r.OK) / r.Elapsed.Seconds()
+}
+
+// Busy is the share of the machine's CPUs that were busy over the run, by every process.
+func (r Result) Busy() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return r.CPU.Machine.Seconds() / (r.Elapsed.Seconds() * float64(runtime.NumCPU()))
 }
 
 // Load runs a closed loop: workers goroutines each call op again as soon as the previous call

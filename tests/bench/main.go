@@ -320,6 +320,7 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 				Name: ver.Paced.Name, Offered: ver.PacedRate, Achieved: ver.Paced.Throughput(),
 				P50: ver.Paced.Percentile(50), P99: ver.Paced.Percentile(99), P99Below: pacedP99Goal,
 				Sent: ver.Paced.Rounds[0].Sent, Late: ver.Paced.Rounds[0].Late, MaxLate: ver.Paced.Rounds[0].MaxLate,
+				Busy: ver.Paced.Rounds[0].Busy(),
 			})
 		}
 		rep.Checks = append(rep.Checks, ver.Checks...)

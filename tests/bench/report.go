@@ -64,6 +64,9 @@ type LatencyGoal struct {
 	P50, P99, P99Below time.Duration
 	Sent, Late         int           // sends, and those that left late (see Result)
 	MaxLate            time.Duration // the latest send
+	// Busy is the share of the machine's CPUs busy over the run (every process): queueing, and
+	// so the tail, grows with it whatever a request costs.
+	Busy float64
 }
 
 // Report is everything one run prints.
@@ -228,8 +231,8 @@ func (r Report) String() string {
 		for _, l := range r.Latency {
 			fmt.Fprintf(&b, "latency %s: offered %.1f req/s, achieved %.1f req/s, p50 %s, p99 %s   goal p99 < %s   %s\n",
 				l.Name, l.Offered, l.Achieved, ms(l.P50), ms(l.P99), ms(l.P99Below), verdict(l.P99 > 0 && l.P99 < l.P99Below))
-			fmt.Fprintf(&b, "  generator: %d of %d sends left more than %s after their scheduled time (latest %s)\n",
-				l.Late, l.Sent, ms(lateAfter), ms(l.MaxLate))
+			fmt.Fprintf(&b, "  generator: %d of %d sends left more than %s after their scheduled time (latest %s); machine %.0f%% busy\n",
+				l.Late, l.Sent, ms(lateAfter), ms(l.MaxLate), 100*l.Busy)
 		}
 	}
 	if len(r.Checks) > 0 {
