@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -610,6 +611,20 @@ func TestAbuseLimits(t *testing.T) {
 			}
 			if i == 2 && (r.status != http.StatusTooManyRequests || r.code() != "RATE_LIMITED" || r.header.Get("Retry-After") == "") {
 				t.Fatalf("attempt 3: %d %s %v", r.status, r.raw, r.header)
+			}
+			if i == 2 {
+				// Again when the first attempt is an hour old, and nothing kept of this one.
+				if after, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || after < 3500 || after > 3600 {
+					t.Errorf("attempt 3: Retry-After %q, want about an hour", r.header.Get("Retry-After"))
+				}
+				var kept struct {
+					TotalItems int `json:"totalItems"`
+				}
+				if r := callSuite(t, s, "GET", "/v1/api/verifications?size=10", keyOf(c), ""); r.status != http.StatusOK {
+					t.Fatalf("list: %d %s", r.status, r.raw)
+				} else if r.decode(t, &kept); kept.TotalItems != 2 {
+					t.Errorf("%d verifications kept after the limited attempt, want the 2 before it", kept.TotalItems)
+				}
 			}
 		}
 		// The limit is the client's own: another client still verifies the number (no client

@@ -140,10 +140,21 @@ type Verification struct {
 	CreatedAt    time.Time
 }
 
-// Recorded is what recording a verification did: OK when it consumed its session, at CreatedAt.
+// Recorded is what recording a verification did: OK when it consumed its session, at CreatedAt;
+// Limited when it was not recorded because its client had verified its number NumberLimit.Max
+// times since NumberLimit.Since, the oldest of them at Oldest.
 type Recorded struct {
 	OK        bool
 	CreatedAt time.Time
+	Limited   bool
+	Oldest    time.Time
+}
+
+// NumberLimit bounds a client's verifications of one number: at most Max since Since (0: no
+// bound). Counted per client, never across clients.
+type NumberLimit struct {
+	Max   int
+	Since time.Time
 }
 
 // Settlement is the charge of a PENDING verification, and its verification.completed event.

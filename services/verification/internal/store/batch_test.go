@@ -50,7 +50,7 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 		mismatch,
 		free,
 	}
-	rec, err := st.RecordVerifications(ctx, batch)
+	rec, err := st.RecordVerifications(ctx, batch, domain.NumberLimit{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func pending(t testing.TB, st *store.Store, outcome string) domain.Verification 
 	}
 	v := domain.Verification{ID: uuid.NewString(), ClientID: client, SessionID: s.ID, Status: domain.StatusPending, Outcome: outcome,
 		Reason: "NUMBER_MATCH", OperatorID: "alpha", ServiceType: "HEADER_ENRICHMENT", NumberSealed: []byte{1}, NumberHash: []byte{7, 7}}
-	if rec, err := st.RecordVerifications(ctx, []domain.Verification{v}); err != nil || !rec[0].OK {
+	if rec, err := st.RecordVerifications(ctx, []domain.Verification{v}, domain.NumberLimit{}, nil); err != nil || !rec[0].OK {
 		t.Fatalf("record: %v %v", rec, err)
 	}
 	return v

@@ -82,7 +82,7 @@ func TestSettleInPlace(t *testing.T) {
 	// the session's own guard (used_at), which the index backs.
 	again := rejected
 	again.ID = uuid.NewString()
-	if rec, err := st.RecordVerifications(ctx, []domain.Verification{again}); err != nil || !rec[0].OK {
+	if rec, err := st.RecordVerifications(ctx, []domain.Verification{again}, domain.NumberLimit{}, nil); err != nil || !rec[0].OK {
 		t.Fatalf("a verification of the released session: %v %v", rec, err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE verification.sessions SET used_at = NULL WHERE id = $1`, again.SessionID); err != nil {
@@ -90,7 +90,7 @@ func TestSettleInPlace(t *testing.T) {
 	}
 	twice := again
 	twice.ID = uuid.NewString()
-	if _, err := st.RecordVerifications(ctx, []domain.Verification{twice}); err == nil {
+	if _, err := st.RecordVerifications(ctx, []domain.Verification{twice}, domain.NumberLimit{}, nil); err == nil {
 		t.Error("a second verification of a held session was recorded")
 	}
 	if v, err := st.SessionVerification(ctx, again.ClientID, again.SessionID); err != nil || v == nil || v.ID != again.ID {

@@ -97,51 +97,85 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 // it, all in one statement, listing the PENDING ones as unsettled; recorded[i] is false when
 // vs[i]'s session is missing, of another client, or used. Two of vs must not name one session
 // (the unique index would fail them all): the caller keeps one.
-func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error) {
+//
+// With limit.Max above 0, a verification with counted[i] set whose client has limit.Max of its
+// number since limit.Since, counting the earlier ones of vs, is neither recorded nor consumes its
+// session: recorded[i].Limited, with the oldest counted. The count is NumberAttempts', taken in
+// the same statement, so a verify pays no round trip of its own for it. counted may be nil
+// (none).
+func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) (recorded []domain.Recorded, err error) {
 	cols := struct {
 		id, session, client, status, outcome, reason, operator, service, product []string
 		sealed, hash                                                             [][]byte
 	}{}
+	count := make([]bool, len(vs))
+	copy(count, counted)
 	for _, v := range vs {
 		cols.id, cols.session, cols.client = append(cols.id, v.ID), append(cols.session, v.SessionID), append(cols.client, v.ClientID)
 		cols.status, cols.outcome, cols.reason = append(cols.status, v.Status), append(cols.outcome, v.Outcome), append(cols.reason, v.Reason)
 		cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
 		cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
 	}
-	rows, err := st.db.Query(ctx, `WITH i AS (
-			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
-				$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[])
-				AS i(id, session_id, client_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product)),
-		s AS (
-			UPDATE verification.sessions s SET used_at = now() FROM i
-			WHERE s.id = i.session_id AND s.client_id = i.client_id AND s.used_at IS NULL
-			RETURNING s.id),
-		v AS (
-			INSERT INTO verification.verifications
-				(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
-			SELECT i.id, i.client_id, s.id, i.status, i.outcome, i.reason, i.operator_id, i.service_type, i.number_sealed, i.number_hash,
-				CASE WHEN i.status = 'PENDING' THEN NULL ELSE now() END, i.product
-			FROM i JOIN s ON s.id = i.session_id
-			RETURNING id, created_at, status),
-		u AS (
-			INSERT INTO verification.unsettled (id, recorded_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
-		SELECT id::text, created_at FROM v`,
-		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product)
+	rows, err := st.db.Query(ctx, recordSQL,
+		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product,
+		limit.Max, limit.Since, count)
 	if err != nil {
 		return nil, fmt.Errorf("record verifications: %w", err)
 	}
-	created := map[string]time.Time{}
-	var id string
-	var at time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { created[id] = at; return nil }); err != nil {
-		return nil, fmt.Errorf("record verifications: %w", err)
-	}
 	recorded = make([]domain.Recorded, len(vs))
-	for i, v := range vs {
-		recorded[i].CreatedAt, recorded[i].OK = created[v.ID]
+	var (
+		n       int
+		created *time.Time
+		limited bool
+		oldest  time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&n, &created, &limited, &oldest}, func() error {
+		r := &recorded[n-1]
+		if r.OK = created != nil; r.OK {
+			r.CreatedAt = *created
+		}
+		if r.Limited = limited; limited {
+			r.Oldest = oldest
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("record verifications: %w", err)
 	}
 	return recorded, nil
 }
+
+// recordSQL is RecordVerifications' statement: $1 to $11 the verifications' columns, $12 and
+// $13 the number limit, $14 which items it counts. Every item answers one row, by its place (n): when it was recorded, or
+// NULL, and whether the limit held it back, with the oldest attempt counted.
+const recordSQL = `WITH i AS (
+		SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[], $14::bool[]) WITH ORDINALITY
+			AS i(id, session_id, client_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product, counted, n)),
+	c AS (
+		-- The attempts before each counted item: the client's verifications of the number since
+		-- $13, and the counted items ahead of it here. No count at all without a limit.
+		SELECT i.n, i.counted AND $12::int > 0 AND a.attempts + count(*) OVER w - 1 >= $12::int AS limited,
+			coalesce(a.oldest, now()) AS oldest
+		FROM i CROSS JOIN LATERAL (
+			SELECT count(*) AS attempts, min(v.created_at) AS oldest FROM verification.verifications v
+			WHERE i.counted AND $12::int > 0 AND v.number_hash = i.number_hash AND v.created_at >= $13 AND v.client_id = i.client_id) a
+		WINDOW w AS (PARTITION BY i.client_id, i.number_hash, i.counted ORDER BY i.n)),
+	ok AS (
+		SELECT i.* FROM i JOIN c USING (n) WHERE NOT c.limited),
+	s AS (
+		UPDATE verification.sessions s SET used_at = now() FROM ok
+		WHERE s.id = ok.session_id AND s.client_id = ok.client_id AND s.used_at IS NULL
+		RETURNING s.id),
+	v AS (
+		INSERT INTO verification.verifications
+			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
+		SELECT ok.id, ok.client_id, s.id, ok.status, ok.outcome, ok.reason, ok.operator_id, ok.service_type, ok.number_sealed, ok.number_hash,
+			CASE WHEN ok.status = 'PENDING' THEN NULL ELSE now() END, ok.product
+		FROM ok JOIN s ON s.id = ok.session_id
+		RETURNING id, created_at, status),
+	u AS (
+		INSERT INTO verification.unsettled (id, recorded_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
+	SELECT i.n::int, v.created_at, c.limited, c.oldest FROM i JOIN c USING (n) LEFT JOIN v ON v.id = i.id`
 
 // SessionVerification reads the verification that used a client's session: ErrNotFound when
 // the session does not exist for this client, a nil verification when it exists unused.

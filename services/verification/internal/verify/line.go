@@ -122,7 +122,8 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 	if domain.Charged(outcome) {
 		v.Status = domain.StatusPending
 	}
-	if v, err = s.run(ctx, p, v, phone.Mask(kept)); err != nil {
+	// The number's limit was asked above, before any operator call.
+	if v, err = s.run(ctx, p, v, phone.Mask(kept), false); err != nil {
 		return LineResult{}, err
 	}
 	out := LineResult{Verification: v}

@@ -55,8 +55,10 @@ type Config struct {
 type Store interface {
 	// RecordVerifications consumes the client's unused session of each verification and records
 	// it, in one statement; recorded[i].OK is false when vs[i]'s session is missing, another
-	// client's, or used. No two of vs name one session.
-	RecordVerifications(ctx context.Context, vs []domain.Verification) (recorded []domain.Recorded, err error)
+	// client's, or used, and recorded[i].Limited when counted[i] and its client verified its
+	// number limit.Max times since limit.Since (counting the earlier counted ones of vs), which
+	// records nothing. No two of vs name one session.
+	RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) (recorded []domain.Recorded, err error)
 	// SessionVerification is the verification that used a client's session: fault.ErrNotFound
 	// for no such session of the client, nil when the session is unused.
 	SessionVerification(ctx context.Context, clientID, sessionID string) (*domain.Verification, error)
@@ -179,10 +181,12 @@ func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *p
 	return s
 }
 
-// recordItem is a verification to record, with its event when its outcome is final already.
+// recordItem is a verification to record, with its event when its outcome is final already;
+// counted when its number's limit is the record's to enforce (NumberAttemptsPerHour).
 type recordItem struct {
-	v  domain.Verification
-	ev *events.Event
+	v       domain.Verification
+	ev      *events.Event
+	counted bool
 }
 
 // recordBatch records a batch of verifications in one statement, and writes the events of the
@@ -194,6 +198,7 @@ func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain
 	// not be once the first committed.
 	idx := make([]int, 0, len(items))
 	vs := make([]domain.Verification, 0, len(items))
+	counted := make([]bool, 0, len(items))
 	seen := make(map[string]bool, len(items))
 	final := false
 	for i, it := range items {
@@ -201,11 +206,12 @@ func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain
 			continue
 		}
 		seen[it.v.SessionID] = true
-		idx, vs = append(idx, i), append(vs, it.v)
+		idx, vs, counted = append(idx, i), append(vs, it.v), append(counted, it.counted)
 		final = final || it.ev != nil
 	}
+	limit := domain.NumberLimit{Max: s.cfg.NumberAttemptsPerHour, Since: s.now().Add(-time.Hour)}
 	write := func(ctx context.Context, st Store) error {
-		rec, err := st.RecordVerifications(ctx, vs)
+		rec, err := st.RecordVerifications(ctx, vs, limit, counted)
 		if err != nil {
 			return err
 		}
@@ -253,9 +259,6 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		return Result{}, err
 	}
 	hash := s.vault.Hash(num.E164)
-	if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
-		return Result{}, err
-	}
 	claims, err := s.sealer.Open(req.Blob)
 	if err != nil || claims.ClientID != p.ClientID {
 		// Another client's blob is as unknown as a forged one: never say it exists.
@@ -272,6 +275,11 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	case req.ServiceType == string(operators.MethodNetworkAPI):
 		sess, err := s.networkSession(ctx, p.ClientID, claims.SessionID, req)
 		if err != nil {
+			return Result{}, err
+		}
+		// The operator's call spends the session's single-use token: the number's limit is
+		// asked before it. Header enrichment leaves it to the record (run).
+		if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
 			return Result{}, err
 		}
 		ask := func(ctx context.Context, token, correlator string) (camara.Answer, error) {
@@ -298,7 +306,8 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 	if domain.Charged(outcome) {
 		v.Status = domain.StatusPending
 	}
-	v, err = s.run(ctx, p, v, num.Masked())
+	// A NETWORK_API verify asked for the number's limit before the operator's call.
+	v, err = s.run(ctx, p, v, num.Masked(), req.ServiceType != string(operators.MethodNetworkAPI))
 	if err != nil {
 		return Result{}, err
 	}
@@ -306,9 +315,11 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 }
 
 // run records v (its session consumed), then charges it when its outcome is charged; a retry of
-// a verification whose charge did not settle resumes it.
-func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verification, masked string) (domain.Verification, error) {
-	item := recordItem{v: v}
+// a verification whose charge did not settle resumes it. With countNumber, the record enforces
+// the number's limit (NumberAttemptsPerHour), in its own statement: a verification over it is
+// RATE_LIMITED, nothing recorded, its session unused.
+func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verification, masked string, countNumber bool) (domain.Verification, error) {
+	item := recordItem{v: v, counted: countNumber}
 	if v.Status != domain.StatusPending {
 		// Nobody pays for this outcome: it is final at once, and its event comes with its record.
 		ev, err := s.completed(v, masked, v.Status, v.Reason, nil)
@@ -320,6 +331,9 @@ func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verifi
 	rec, err := s.records.Do(ctx, v.SessionID, item)
 	if err != nil {
 		return v, err
+	}
+	if rec.Limited {
+		return v, s.numberLimited(rec.Oldest)
 	}
 	recorded, created := rec.OK, rec.CreatedAt
 	if recorded {
@@ -526,9 +540,15 @@ func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []
 		return err
 	}
 	if n >= s.cfg.NumberAttemptsPerHour && oldest != nil {
-		return fault.Limited("too many verification attempts for this number", oldest.Add(time.Hour).Sub(now))
+		return s.numberLimited(*oldest)
 	}
 	return nil
+}
+
+// numberLimited is the answer to a verification over its number's limit, whose oldest counted
+// attempt was at oldest: it may be tried again when that one is an hour old.
+func (s *Service) numberLimited(oldest time.Time) error {
+	return fault.Limited("too many verification attempts for this number", oldest.Add(time.Hour).Sub(s.now()))
 }
 
 // decide compares the sealed network number with the number given.

@@ -78,10 +78,16 @@ func (f *fakeStore) byID(id string) *domain.Verification {
 	return nil
 }
 
-func (f *fakeStore) RecordVerifications(_ context.Context, vs []domain.Verification) ([]domain.Recorded, error) {
+func (f *fakeStore) RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) ([]domain.Recorded, error) {
 	out := make([]domain.Recorded, len(vs))
 	for i, v := range vs {
 		f.records++
+		if limit.Max > 0 && i < len(counted) && counted[i] {
+			if n, oldest, _ := f.NumberAttempts(ctx, v.ClientID, v.NumberHash, limit.Since); n >= limit.Max {
+				out[i] = domain.Recorded{Limited: true, Oldest: *oldest}
+				continue
+			}
+		}
 		if f.sessions[v.SessionID] != v.ClientID || f.used[v.SessionID] {
 			continue
 		}
@@ -545,9 +551,9 @@ type batchStore struct {
 	records, settles, txs int
 }
 
-func (b *batchStore) RecordVerifications(ctx context.Context, vs []domain.Verification) ([]domain.Recorded, error) {
+func (b *batchStore) RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) ([]domain.Recorded, error) {
 	b.records++
-	return b.fakeStore.RecordVerifications(ctx, vs)
+	return b.fakeStore.RecordVerifications(ctx, vs, limit, counted)
 }
 
 func (b *batchStore) SettleVerifications(ctx context.Context, ss []domain.Settlement) ([]bool, error) {
