@@ -145,8 +145,9 @@ func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verificati
 }
 
 // recordSQL is RecordVerifications' statement: $1 to $11 the verifications' columns, $12 and
-// $13 the number limit, $14 which items it counts. Every item answers one row, by its place (n): when it was recorded, or
-// NULL, and whether the limit held it back, with the oldest attempt counted.
+// $13 the number limit, $14 which items it counts. Every item answers one row, by its place
+// (n): when it was recorded, or NULL, and whether the limit held it back, with the oldest
+// attempt counted.
 const recordSQL = `WITH i AS (
 		SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
 			$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[], $14::bool[]) WITH ORDINALITY
@@ -157,8 +158,9 @@ const recordSQL = `WITH i AS (
 		SELECT i.n, i.counted AND $12::int > 0 AND a.attempts + count(*) OVER w - 1 >= $12::int AS limited,
 			coalesce(a.oldest, now()) AS oldest
 		FROM i CROSS JOIN LATERAL (
-			SELECT count(*) AS attempts, min(v.created_at) AS oldest FROM verification.verifications v
-			WHERE i.counted AND $12::int > 0 AND v.number_hash = i.number_hash AND v.created_at >= $13 AND v.client_id = i.client_id) a
+			SELECT count(*) AS attempts, min(past.created_at) AS oldest FROM verification.verifications past
+			WHERE i.counted AND $12::int > 0 AND past.number_hash = i.number_hash AND past.created_at >= $13
+				AND past.client_id = i.client_id) a
 		WINDOW w AS (PARTITION BY i.client_id, i.number_hash, i.counted ORDER BY i.n)),
 	ok AS (
 		SELECT i.* FROM i JOIN c USING (n) WHERE NOT c.limited),
