@@ -209,7 +209,7 @@ func (s *Service) recordBatch(ctx context.Context, items []recordItem) ([]domain
 		idx, vs, counted = append(idx, i), append(vs, it.v), append(counted, it.counted)
 		final = final || it.ev != nil
 	}
-	limit := domain.NumberLimit{Max: s.cfg.NumberAttemptsPerHour, Since: s.now().Add(-time.Hour)}
+	limit := domain.NumberLimit{Max: s.cfg.NumberAttemptsPerHour, Since: s.now().Add(-numberWindow)}
 	write := func(ctx context.Context, st Store) error {
 		rec, err := st.RecordVerifications(ctx, vs, limit, counted)
 		if err != nil {
@@ -534,8 +534,7 @@ func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []
 	if s.cfg.NumberAttemptsPerHour <= 0 {
 		return nil
 	}
-	now := s.now()
-	n, oldest, err := s.st.NumberAttempts(ctx, clientID, hash, now.Add(-time.Hour))
+	n, oldest, err := s.st.NumberAttempts(ctx, clientID, hash, s.now().Add(-numberWindow))
 	if err != nil {
 		return err
 	}
@@ -545,10 +544,13 @@ func (s *Service) checkNumberLimit(ctx context.Context, clientID string, hash []
 	return nil
 }
 
+// numberWindow is the span over which NumberAttemptsPerHour counts a number's attempts.
+const numberWindow = time.Hour
+
 // numberLimited is the answer to a verification over its number's limit, whose oldest counted
-// attempt was at oldest: it may be tried again when that one is an hour old.
+// attempt was at oldest: it may be tried again when that one leaves the window.
 func (s *Service) numberLimited(oldest time.Time) error {
-	return fault.Limited("too many verification attempts for this number", oldest.Add(time.Hour).Sub(s.now()))
+	return fault.Limited("too many verification attempts for this number", oldest.Add(numberWindow).Sub(s.now()))
 }
 
 // decide compares the sealed network number with the number given.
