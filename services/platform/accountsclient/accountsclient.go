@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -27,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/principalcache"
+	"github.com/mnvhq/mnv/services/platform/principalpb"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -75,7 +75,7 @@ func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string
 	if err != nil {
 		return identity.Principal{}, authErr(err)
 	}
-	return principal(resp.GetPrincipal()), nil
+	return principalpb.FromProto(resp.GetPrincipal()), nil
 }
 
 // AuthenticateSDKToken implements auth.Authenticator.
@@ -84,7 +84,7 @@ func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID strin
 	if err != nil {
 		return identity.Principal{}, authErr(err)
 	}
-	return principal(resp.GetPrincipal()), nil
+	return principalpb.FromProto(resp.GetPrincipal()), nil
 }
 
 // AuthenticateClientSecret resolves a client id and its client secret to the client's principal
@@ -94,7 +94,7 @@ func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret 
 	if err != nil {
 		return identity.Principal{}, authErr(err)
 	}
-	return principal(resp.GetPrincipal()), nil
+	return principalpb.FromProto(resp.GetPrincipal()), nil
 }
 
 // ClientPrincipal reads a client's principal by its id, for a caller that holds a grant of the
@@ -104,7 +104,7 @@ func (c *Client) ClientPrincipal(ctx context.Context, clientID string) (identity
 	resp, err := c.internal.GetClientPrincipal(ctx, &accountsv1.GetClientPrincipalRequest{ClientId: clientID})
 	switch status.Code(err) {
 	case codes.OK:
-		return principal(resp.GetPrincipal()), nil
+		return principalpb.FromProto(resp.GetPrincipal()), nil
 	case codes.NotFound, codes.InvalidArgument:
 		return identity.Principal{}, fault.ErrNotFound
 	case codes.Unavailable, codes.DeadlineExceeded:
@@ -118,49 +118,6 @@ func authErr(err error) error {
 		return credential.ErrUnauthenticated
 	}
 	return fmt.Errorf("authenticate with accounts: %w", err)
-}
-
-func principal(p *accountsv1.Principal) identity.Principal {
-	features := make([]string, 0, len(p.GetFeatures()))
-	for _, f := range p.GetFeatures() {
-		features = append(features, strings.TrimPrefix(f.String(), "FEATURE_"))
-	}
-	role := identity.Role("")
-	if p.GetRole() != accountsv1.Role_ROLE_UNSPECIFIED {
-		role = identity.Role(strings.TrimPrefix(p.GetRole().String(), "ROLE_"))
-	}
-	out := identity.Principal{
-		ClientID: p.GetClientId(), KeyID: p.GetKeyId(), SDKTokenID: p.GetSdkTokenId(), Role: role,
-		Status: identity.Status(strings.TrimPrefix(p.GetClientStatus().String(), "CLIENT_STATUS_")), Features: features,
-		Operators: operators(p.GetOperators()),
-	}
-	if p.CredentialValidFor != nil {
-		d := p.GetCredentialValidFor().AsDuration()
-		out.ValidFor = &d
-	}
-	return out
-}
-
-// operators is the enablement a principal carries. Accounts always sends one; a principal
-// without it comes from an accounts of the version before operators were enabled per client
-// (during a rolling upgrade), whose clients could all use every operator with header
-// enrichment: that is what it stands for, no more.
-func operators(o *accountsv1.OperatorEnablement) identity.Operators {
-	if o == nil {
-		return identity.LegacyOperators()
-	}
-	if o.GetDefaultSet() {
-		return identity.DefaultOperators()
-	}
-	out := identity.Operators{Grants: make([]identity.OperatorGrant, 0, len(o.GetGrants()))}
-	for _, g := range o.GetGrants() {
-		methods := make([]string, 0, len(g.GetMethods()))
-		for _, m := range g.GetMethods() {
-			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
-		}
-		out.Grants = append(out.Grants, identity.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
-	}
-	return out
 }
 
 var _ money.Ledger = (*Client)(nil)

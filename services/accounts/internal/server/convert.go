@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -12,61 +11,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principalpb"
 )
-
-// Enum values in the protos carry their type's prefix (ROLE_ADMIN); the domain uses the bare
-// names the contract shows (ADMIN).
-
-func roleToProto(r identity.Role) accountsv1.Role {
-	return accountsv1.Role(accountsv1.Role_value["ROLE_"+string(r)])
-}
-
-func roleFromProto(r accountsv1.Role) identity.Role {
-	if r == accountsv1.Role_ROLE_UNSPECIFIED {
-		return ""
-	}
-	return identity.Role(strings.TrimPrefix(r.String(), "ROLE_"))
-}
-
-func statusToProto(s identity.Status) accountsv1.ClientStatus {
-	return accountsv1.ClientStatus(accountsv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
-}
-
-func statusFromProto(s accountsv1.ClientStatus) identity.Status {
-	if s == accountsv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
-		return ""
-	}
-	return identity.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
-}
-
-func featuresToProto(f []string) []accountsv1.Feature {
-	out := make([]accountsv1.Feature, 0, len(f))
-	for _, v := range f {
-		out = append(out, accountsv1.Feature(accountsv1.Feature_value["FEATURE_"+v]))
-	}
-	return out
-}
-
-func featuresFromProto(f []accountsv1.Feature) []string {
-	out := make([]string, 0, len(f))
-	for _, v := range f {
-		// UNSPECIFIED (or an unknown number) becomes a name normaliseFeatures rejects.
-		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
-	}
-	return out
-}
-
-func operatorsToProto(o identity.Operators) *accountsv1.OperatorEnablement {
-	out := &accountsv1.OperatorEnablement{DefaultSet: o.Default, Grants: make([]*accountsv1.OperatorGrant, 0, len(o.Grants))}
-	for _, g := range o.Grants {
-		methods := make([]accountsv1.OperatorMethod, 0, len(g.Methods))
-		for _, m := range g.Methods {
-			methods = append(methods, accountsv1.OperatorMethod(accountsv1.OperatorMethod_value["OPERATOR_METHOD_"+m]))
-		}
-		out.Grants = append(out.Grants, &accountsv1.OperatorGrant{OperatorId: g.Operator, Methods: methods})
-	}
-	return out
-}
 
 // operatorsFromProto is the enablement of an admin request; nil (the field left out) is an
 // error, so that forgetting it cannot take every operator away from a client.
@@ -74,16 +20,8 @@ func operatorsFromProto(o *accountsv1.OperatorEnablement) (identity.Operators, e
 	if o == nil {
 		return identity.Operators{}, fault.Invalid("operators", "is required")
 	}
-	out := identity.Operators{Default: o.GetDefaultSet(), Grants: make([]identity.OperatorGrant, 0, len(o.GetGrants()))}
-	for _, g := range o.GetGrants() {
-		methods := make([]string, 0, len(g.GetMethods()))
-		for _, m := range g.GetMethods() {
-			// UNSPECIFIED (or an unknown number) becomes a name SetOperators rejects.
-			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
-		}
-		out.Grants = append(out.Grants, identity.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
-	}
-	return out, nil
+	// A method UNSPECIFIED (or unknown) becomes a name SetOperators rejects.
+	return identity.Operators{Default: o.GetDefaultSet(), Grants: principalpb.OperatorGrants(o)}, nil
 }
 
 func kindToProto(k money.Kind) accountsv1.LedgerKind {
@@ -121,18 +59,18 @@ func clientToProto(c domain.Client, now time.Time) *accountsv1.Client {
 		ContactPersonName:      c.Contact.Name,
 		ContactPersonEmail:     c.Contact.Email,
 		ContactPhoneNumber:     c.Contact.Phone,
-		ClientStatus:           statusToProto(c.Status),
+		ClientStatus:           principalpb.Status(c.Status),
 		Balance:                c.Balance,
 		BalanceExpiryDate:      tsOrNil(c.BalanceExpiresAt),
 		BalanceValid:           c.BalanceValid(now),
 		DaysUntilBalanceExpiry: c.DaysUntilExpiry(now),
-		EnabledFeatures:        featuresToProto(c.Features),
+		EnabledFeatures:        principalpb.Features(c.Features),
 	}
 }
 
 func keyToProto(k domain.APIKey) *accountsv1.ApiKey {
 	return &accountsv1.ApiKey{
-		Id: k.ID, Name: k.Name, Role: roleToProto(k.Role), Hint: k.Hint,
+		Id: k.ID, Name: k.Name, Role: principalpb.Role(k.Role), Hint: k.Hint,
 		CreatedAt: ts(k.CreatedAt), LastUsedAt: tsOrNil(k.LastUsedAt), ExpiresAt: tsOrNil(k.ExpiresAt),
 	}
 }
@@ -148,21 +86,6 @@ func entryToProto(e domain.LedgerEntry) *accountsv1.LedgerEntry {
 		Id: e.ID, Kind: kindToProto(e.Kind), Amount: e.Amount, BalanceAfter: e.BalanceAfter,
 		Reference: e.Reference, Description: e.Description, CreatedAt: ts(e.CreatedAt),
 	}
-}
-
-func principalToProto(p identity.Principal) *accountsv1.Principal {
-	return &accountsv1.Principal{
-		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleToProto(p.Role),
-		ClientStatus: statusToProto(p.Status), Features: featuresToProto(p.Features), Operators: operatorsToProto(p.Operators),
-		CredentialValidFor: durationOrNil(p.ValidFor),
-	}
-}
-
-func durationOrNil(d *time.Duration) *durationpb.Duration {
-	if d == nil {
-		return nil
-	}
-	return durationpb.New(*d)
 }
 
 func webOriginToProto(o domain.WebOrigin) *accountsv1.WebOrigin {

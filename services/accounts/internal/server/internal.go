@@ -9,6 +9,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principalpb"
 )
 
 // Internal implements AccountsInternalService, called by the other mnv services.
@@ -43,7 +44,7 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateResponse{Principal: principalToProto(p)}, nil
+	return &accountsv1.AuthenticateResponse{Principal: principalpb.ToProto(p)}, nil
 }
 
 // AuthenticateSdkToken resolves an SDK token for another service.
@@ -56,7 +57,7 @@ func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.Aut
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateSdkTokenResponse{Principal: principalToProto(p)}, nil
+	return &accountsv1.AuthenticateSdkTokenResponse{Principal: principalpb.ToProto(p)}, nil
 }
 
 // AuthenticateClientSecret resolves a client id and secret for verification's CAMARA token
@@ -70,7 +71,7 @@ func (s *Internal) AuthenticateClientSecret(ctx context.Context, req *accountsv1
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalToProto(p)}, nil
+	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalpb.ToProto(p)}, nil
 }
 
 // GetClientPrincipal reads a client's principal for verification's CAMARA facade.
@@ -83,7 +84,7 @@ func (s *Internal) GetClientPrincipal(ctx context.Context, req *accountsv1.GetCl
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.GetClientPrincipalResponse{Principal: principalToProto(p)}, nil
+	return &accountsv1.GetClientPrincipalResponse{Principal: principalpb.ToProto(p)}, nil
 }
 
 // Debit charges a client.

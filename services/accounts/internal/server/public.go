@@ -17,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
+	"github.com/mnvhq/mnv/services/platform/principalpb"
 )
 
 // Deps are what the handlers call.
@@ -65,8 +66,8 @@ func (s *Public) GetMe(ctx context.Context, _ *accountsv1.GetMeRequest) (*accoun
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.GetMeResponse{
-		ClientId: c.ID, ClientName: c.Name, ClientStatus: statusToProto(c.Status),
-		EnabledFeatures: featuresToProto(c.Features), ApiKey: keyToProto(k),
+		ClientId: c.ID, ClientName: c.Name, ClientStatus: principalpb.Status(c.Status),
+		EnabledFeatures: principalpb.Features(c.Features), ApiKey: keyToProto(k),
 	}, nil
 }
 
@@ -139,7 +140,7 @@ func (s *Public) ListApiKeys(ctx context.Context, req *accountsv1.ListApiKeysReq
 
 // CreateApiKey issues a further key.
 func (s *Public) CreateApiKey(ctx context.Context, req *accountsv1.CreateApiKeyRequest) (*accountsv1.CreateApiKeyResponse, error) {
-	issued, err := s.Credentials.CreateKey(ctx, principal(ctx), req.GetName(), roleFromProto(req.GetRole()))
+	issued, err := s.Credentials.CreateKey(ctx, principal(ctx), req.GetName(), principalpb.RoleOf(req.GetRole()))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
