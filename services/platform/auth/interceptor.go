@@ -129,12 +129,15 @@ func (g *Guard) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ErrUnauthenticated answers a client credential that is wrong, revoked, expired or of another
+// client, whoever finds it so: the gateway, refusing one it resolved itself, gives the same.
+var ErrUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, credential.ErrUnauthenticated.Error())
+
 var (
-	errUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, credential.ErrUnauthenticated.Error())
-	errNoRule          = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
-	errSuspended       = apierr.New(codes.PermissionDenied, fault.PermissionDenied, fault.ErrSuspended.Error())
-	errNotAdmin        = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
-	errUnavailable     = apierr.New(codes.Unavailable, fault.Unavailable, "authentication is unavailable, try again")
+	errNoRule      = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
+	errSuspended   = apierr.New(codes.PermissionDenied, fault.PermissionDenied, fault.ErrSuspended.Error())
+	errNotAdmin    = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
+	errUnavailable = apierr.New(codes.Unavailable, fault.Unavailable, "authentication is unavailable, try again")
 	// errCallerNotAdmitted answers a valid internal token on a method whose rule does not name
 	// its caller. UNAUTHENTICATED rather than PERMISSION_DENIED: the credential is not one this
 	// method accepts, and callers read PERMISSION_DENIED as a business refusal (accountsclient
@@ -170,7 +173,7 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		return ctx, nil
 	case Internal:
 		if !isCaller {
-			return ctx, errUnauthenticated
+			return ctx, ErrUnauthenticated
 		}
 		if !slices.Contains(rule.Callers, caller) {
 			return ctx, errCallerNotAdmitted
@@ -178,11 +181,11 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		return ctx, nil
 	case Admin:
 		if !hasBearer || !g.tokens.isAdmin(digest) {
-			return ctx, errUnauthenticated
+			return ctx, ErrUnauthenticated
 		}
 		return ctx, nil
 	case APIKey, SDKToken:
-		p, err := g.client(ctx, rule.Credential)
+		p, err := g.client(ctx, rule.Credential, caller)
 		if err != nil {
 			return ctx, err
 		}
@@ -197,7 +200,7 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 	return ctx, errNoRule
 }
 
-func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, error) {
+func (g *Guard) client(ctx context.Context, c Credential, caller string) (identity.Principal, error) {
 	if g.authn == nil {
 		return identity.Principal{}, errNoRule
 	}
@@ -206,10 +209,10 @@ func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, e
 	if sent {
 		var ok bool
 		if clientID, ok = credential.ParseClientID(clientID); !ok {
-			return identity.Principal{}, errUnauthenticated
+			return identity.Principal{}, ErrUnauthenticated
 		}
 	} else if len(ids) > 1 {
-		return identity.Principal{}, errUnauthenticated
+		return identity.Principal{}, ErrUnauthenticated
 	}
 	var (
 		p   identity.Principal
@@ -219,19 +222,25 @@ func (g *Guard) client(ctx context.Context, c Credential) (identity.Principal, e
 	case APIKey:
 		key, ok := single(ctx, MDAPIKey)
 		if !ok || !credential.WellFormedAPIKey(key) {
-			return identity.Principal{}, errUnauthenticated
+			return identity.Principal{}, ErrUnauthenticated
+		}
+		if p, ok := asserted(ctx, caller, c, clientID); ok {
+			return p, nil
 		}
 		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
 	case SDKToken:
 		token, ok := single(ctx, MDSDKToken)
 		if !ok || !credential.WellFormedSDKToken(token) || clientID == "" {
-			return identity.Principal{}, errUnauthenticated
+			return identity.Principal{}, ErrUnauthenticated
+		}
+		if p, ok := asserted(ctx, caller, c, clientID); ok {
+			return p, nil
 		}
 		p, err = g.authn.AuthenticateSDKToken(ctx, token, clientID)
 	}
 	switch {
 	case errors.Is(err, credential.ErrUnauthenticated):
-		return identity.Principal{}, errUnauthenticated
+		return identity.Principal{}, ErrUnauthenticated
 	case err != nil:
 		if ctx.Err() != nil {
 			return identity.Principal{}, ctx.Err()

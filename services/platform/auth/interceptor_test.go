@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principalpb"
 )
 
 // fakeAuthn is a stand-in for the accounts lookup: it answers with a fixed principal or error
@@ -179,6 +180,23 @@ func TestGuardCheck(t *testing.T) {
 		{"sdk: malformed token", mSDK, metadata.Pairs("x-sdk-token", apiKey, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: repeated token", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), identity.Principal{}, credential.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
+		// Principals the gateway asserted (auth.MDPrincipal).
+		{"asserted by the gateway: believed, accounts not asked", mKey, asserting(internalToken, activeMember, "x-api-key", apiKey), activeAdmin, nil, withPrincipal(wire(activeMember), nil)},
+		{"asserted by the gateway: with its client id", mKey, asserting(internalToken, activeMember, "x-api-key", apiKey, "x-client-id", clientID), activeAdmin, nil, withPrincipal(wire(activeMember), nil)},
+		{"asserted by the gateway: the role rule applies", mKeyAdmin, asserting(internalToken, activeMember, "x-api-key", apiKey), activeAdmin, nil, denied},
+		{"asserted by the gateway: the status rule applies", mKey, asserting(internalToken, suspendedMember, "x-api-key", apiKey), activeAdmin, nil, denied},
+		{"asserted by the gateway: an SDK token's", mSDK, asserting(internalToken, sdkPrincipal, "x-sdk-token", sdkToken, "x-client-id", clientID), activeAdmin, nil, withPrincipal(wire(sdkPrincipal), nil)},
+		{"asserted by the gateway: no credential beside it", mKey, asserting(internalToken, activeAdmin), activeAdmin, nil, unauth},
+		{"asserted by the gateway: beside a malformed key", mKey, asserting(internalToken, activeAdmin, "x-api-key", "mnv_short"), activeAdmin, nil, unauth},
+		{"asserted by verification: ignored", mKey, asserting(verificationToken, activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted without a token (a client's own): ignored", mKey, asserting("", activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted with a wrong token: ignored", mKey, asserting(internalToken+"x", activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted SDK token's on an API-key method: ignored", mKey, asserting(internalToken, sdkPrincipal, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted key's on an SDK-token method: ignored", mSDK, asserting(internalToken, activeAdmin, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, withPrincipal(sdkPrincipal, []authCall{{"sdk", sdkToken, clientID}})},
+		{"asserted of another client than X-CLIENT-ID: ignored", mKey, asserting(internalToken, otherClient, "x-api-key", apiKey, "x-client-id", clientID), activeMember, nil, withPrincipal(activeMember, keyCallWithClient)},
+		{"asserted without a client: ignored", mKey, asserting(internalToken, identity.Principal{KeyID: "k9", Role: identity.RoleAdmin, Status: identity.StatusActive}, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted unreadably: ignored", mKey, metadata.Pairs("authorization", "Bearer "+internalToken, "x-api-key", apiKey, auth.MDPrincipal, "\xff\xffnot a principal"), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted twice: ignored", mKey, metadata.Join(asserting(internalToken, activeAdmin, "x-api-key", apiKey), metadata.Pairs(auth.MDPrincipal, assertion(activeAdmin))), activeMember, nil, withPrincipal(activeMember, keyCall)},
 	}
 	tokens := auth.NewServiceTokens(callers, adminToken)
 	for _, tt := range tests {
@@ -385,4 +403,30 @@ func TestBearerCredentialsPassGuard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// otherClient is a principal of a client other than clientID.
+var otherClient = identity.Principal{ClientID: "6ba7b810-9dad-41d1-80b4-00c04fd430c8", KeyID: "k5", Role: identity.RoleAdmin, Status: identity.StatusActive}
+
+// assertion is the gateway's MDPrincipal value for p.
+func assertion(p identity.Principal) string {
+	v, err := auth.AssertPrincipal(p)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// asserting is incoming metadata asserting p, with token as the bearer ("" for none) and kv.
+func asserting(token string, p identity.Principal, kv ...string) metadata.MD {
+	md := metadata.Pairs(append(kv, auth.MDPrincipal, assertion(p))...)
+	if token != "" {
+		md.Set("authorization", "Bearer "+token)
+	}
+	return md
+}
+
+// wire is p as it arrives through its assertion: empty lists come back empty, not nil.
+func wire(p identity.Principal) identity.Principal {
+	return principalpb.FromProto(principalpb.ToProto(p))
 }
