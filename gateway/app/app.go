@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/camaraproxy"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
+	"github.com/mnvhq/mnv/gateway/internal/edgeauth"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
@@ -41,12 +42,14 @@ import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
+	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
+	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
@@ -93,6 +96,10 @@ type Config struct {
 	AuthFailureRate  float64
 	AuthFailureBurst int
 	RedisURL         string
+	// PrincipalCache keeps the principals of the credentials the gateway resolved
+	// (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE), kept in step with accounts as the
+	// services' caches are (gateway/internal/edgeauth).
+	PrincipalCache principalcache.Config
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
@@ -135,8 +142,12 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.AuthFailureRate = env.Float("MNV_AUTH_FAILURE_RATE", c.AuthFailureRate)
 	c.AuthFailureBurst = env.Int("MNV_AUTH_FAILURE_BURST", c.AuthFailureBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
+	c.PrincipalCache = principalcache.LoadConfig(env)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	if err := env.Err(); err != nil {
+		return c, err
+	}
+	if err := c.PrincipalCache.Validate(); err != nil {
 		return c, err
 	}
 	if c.MaxBodyBytes < 1024 {
@@ -200,6 +211,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 
+	principals, err := g.principals(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	edge := edgeauth.New(principals, headerRules, openapigen.Routes)
+
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -218,13 +235,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
 		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
+		// A client's own write drops its principals from the cache before the answer leaves.
+		runtime.WithForwardResponseOption(edge.ForgetWritten),
 		// The NETWORK_API callback of a browser capture answers the browser with 303 to the
 		// client's page.
 		runtime.WithForwardResponseOption(weborigin.Redirect),
 		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
 		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
-		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware()),
+		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware(), edge.Middleware()),
 		runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
+		runtime.WithMetadata(edgeauth.Metadata),
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithWriteContentLength(),
@@ -325,6 +345,27 @@ func (g *Gateway) dial(ctx context.Context, name, addr string) (*grpc.ClientConn
 	go func() { defer close(watched); b.Watch(watchCtx) }()
 	g.closer.AddFunc(name+" health checks", func() { stop(); <-watched })
 	return conn, nil
+}
+
+// principals returns the gateway's principal cache in front of accounts, and keeps the cache's
+// WatchPrincipals stream until Close (without it the cache never serves: every request asks
+// accounts).
+func (g *Gateway) principals(ctx context.Context, reg prometheus.Registerer) (*principalcache.Cache, error) {
+	accounts, err := accountsclient.Dial(g.cfg.AccountsAddr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile})
+	if err != nil {
+		return nil, err
+	}
+	g.closer.Add("accounts authentication connection", accounts.Close)
+	cache, watch, err := accounts.Cached(g.cfg.PrincipalCache, reg, g.log)
+	if err != nil {
+		return nil, err
+	}
+	// The watch outlives New's ctx, which may end once the gateway is built.
+	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	watched := make(chan struct{})
+	go func() { defer close(watched); watch(watchCtx) }()
+	g.closer.AddFunc("principal changes", func() { stop(); <-watched })
+	return cache, nil
 }
 
 // captureMetadata passes the client address (as resolved behind the trusted proxies), the

@@ -152,7 +152,8 @@ func waitFor(t *testing.T, what string, done func() bool) {
 }
 
 // TestTracedRequest turns tracing on (an in-memory recorder), sends one verification through the
-// gateway, and follows its trace: HTTP edge → verification → accounts → Postgres, one trace,
+// gateway, and follows its trace: HTTP edge → accounts (the credential) and verification →
+// accounts (the debit) → Postgres, one trace,
 // each span the child of the one that caused it; the gateway's access log line names the trace.
 func TestTracedRequest(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
@@ -178,7 +179,8 @@ func TestTracedRequest(t *testing.T) {
 		prefix string // some span's path starts with it
 	}{
 		{"the edge calls verification", ver},
-		{"verification authenticates the caller with accounts", ver + " > mnv.accounts.v1.AccountsInternalService/Authenticate(client) > mnv.accounts.v1.AccountsInternalService/Authenticate(server)"},
+		// The client's write just before (its SDK token) emptied the gateway's cache of it.
+		{"the edge authenticates the caller with accounts, once", gw + " > mnv.accounts.v1.AccountsInternalService/Authenticate(client) > mnv.accounts.v1.AccountsInternalService/Authenticate(server) > SELECT(client)"},
 		{"verification records the verification in its database, in a batch", ver + " > record batch(internal) > WITH(client)"},
 		{"verification settles the charge and writes its jobs in one statement, in a batch", ver + " > settle batch(internal) > WITH(client)"},
 		{"verification debits with accounts in a batch of its own, whose batch writes the ledger", deb + " > batch start(client) > INSERT(client)"},
@@ -208,6 +210,11 @@ func TestTracedRequest(t *testing.T) {
 	}
 	for _, name := range missing() {
 		t.Errorf("%s: no such span; the trace has:\n%s", name, strings.Join(keysOf(have), "\n"))
+	}
+	for p := range have {
+		if strings.HasPrefix(p, ver+" > mnv.accounts.v1.AccountsInternalService/Authenticate") {
+			t.Errorf("verification authenticated the credential again, after the edge: %s", p)
+		}
 	}
 	if edge == nil {
 		t.Fatal("no edge span")

@@ -64,8 +64,8 @@ func TestEveryMethodRejectsUnauthenticatedCallers(t *testing.T) {
 			_, err := internalAsGateway.Debit(ctx, &accountsv1.DebitRequest{ClientId: c.ID, Kind: accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, Reference: "x"})
 			return err
 		},
-		"Authenticate with the gateway's token": func() error {
-			_, err := internalAsGateway.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: c.APIKey})
+		"AuthenticateClientSecret with the gateway's token": func() error {
+			_, err := internalAsGateway.AuthenticateClientSecret(ctx, &accountsv1.AuthenticateClientSecretRequest{ClientId: c.ID, ClientSecret: c.Secret})
 			return err
 		},
 		"Debit with admin token": func() error {

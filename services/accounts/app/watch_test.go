@@ -12,7 +12,6 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
-	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -33,13 +32,14 @@ func TestWatchPrincipals(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	gateway := accountsv1.NewAccountsInternalServiceClient(apptest.Dial(t, s.Addr, authtest.GatewayToken))
-	refused, err := gateway.WatchPrincipals(context.Background(), &accountsv1.WatchPrincipalsRequest{})
+	// The operator's token is no internal caller's.
+	operator := accountsv1.NewAccountsInternalServiceClient(apptest.Dial(t, s.Addr, apptest.AdminToken))
+	refused, err := operator.WatchPrincipals(context.Background(), &accountsv1.WatchPrincipalsRequest{})
 	if err == nil {
 		_, err = refused.Recv()
 	}
 	if status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("the gateway's watch: %v, want Unauthenticated", err)
+		t.Fatalf("the operator's watch: %v, want Unauthenticated", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

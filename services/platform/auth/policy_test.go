@@ -34,7 +34,7 @@ func TestPolicyOf(t *testing.T) {
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
+		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: auth.SDKToken, Feature: "VERIFY"}},

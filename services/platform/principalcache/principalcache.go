@@ -281,12 +281,26 @@ func (c *Cache) Invalidate(clientID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.heard = now
+	c.forgetLocked(clientID)
+	c.m.invalidations.Inc()
+}
+
+// Forget drops every entry of the client as Invalidate does, but is no word from the stream (it
+// keeps no stream alive): for a change this process saw go through itself, such as the gateway
+// answering a client's own write, so that the client's next call here sees the change without
+// waiting for accounts' push.
+func (c *Cache) Forget(clientID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(clientID)
+}
+
+func (c *Cache) forgetLocked(clientID string) {
 	c.gen++
 	for fp := range c.byClient[clientID] {
 		c.entries.Remove(fp)
 	}
 	delete(c.byClient, clientID)
-	c.m.invalidations.Inc()
 	c.m.entries.Set(float64(c.entries.Len()))
 }
 

@@ -124,6 +124,25 @@ func TestCache(t *testing.T) {
 			{func(c *Cache, _ *accounts, _ *clock) { c.Invalidate("c-bob") }, "key-a", "", 2, true},
 			{nothing, "key-b", "", 3, true},
 		}},
+		{"forgetting a client drops its entries", []step{
+			{started, "key-a", "", 1, true},
+			{nothing, "key-b", "", 2, true},
+			{func(c *Cache, a *accounts, _ *clock) { delete(a.keys, "key-a"); c.Forget("c-alice") }, "key-a", "", 3, false},
+			{nothing, "key-b", "", 3, true},
+		}},
+		{"forgetting is no word from the stream", []step{
+			{started, "key-a", "", 1, true},
+			{func(c *Cache, _ *accounts, clk *clock) { clk.add(2 * beat); c.Forget("c-bob"); clk.add(beat) }, "key-a", "", 2, true},
+			{nothing, "key-a", "", 3, true},
+		}},
+		{"an answer asked before a forget is not kept", []step{
+			{func(c *Cache, a *accounts, _ *clock) {
+				c.Started(beat)
+				a.during = func() { c.Forget("c-alice") }
+			}, "key-a", "", 1, true},
+			{func(_ *Cache, a *accounts, _ *clock) { a.during = nil }, "key-a", "", 2, true},
+			{nothing, "key-a", "", 2, true},
+		}},
 		{"a stopped stream asks, and a new one starts empty", []step{
 			{started, "key-a", "", 1, true},
 			{func(c *Cache, _ *accounts, _ *clock) { c.Stopped() }, "key-a", "", 2, true},

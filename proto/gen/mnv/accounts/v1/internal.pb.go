@@ -1509,12 +1509,10 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x19GetClientPrincipalRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
 	"\x1aGetClientPrincipalResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xda\b\n" +
-	"\x17AccountsInternalService\x12g\n" +
-	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\n" +
-	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x7f\n" +
-	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\n" +
-	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12R\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xde\b\n" +
+	"\x17AccountsInternalService\x12h\n" +
+	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12\x80\x01\n" +
+	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12R\n" +
 	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12^\n" +
 	"\tDebitMany\x12!.mnv.accounts.v1.DebitManyRequest\x1a\".mnv.accounts.v1.DebitManyResponse\"\n" +
@@ -1526,9 +1524,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
 	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12x\n" +
 	"\x12GetClientPrincipal\x12*.mnv.accounts.v1.GetClientPrincipalRequest\x1a+.mnv.accounts.v1.GetClientPrincipalResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
-	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\n" +
-	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12s\n" +
+	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_internal_proto_rawDescOnce sync.Once

@@ -41,7 +41,9 @@ const (
 // Accounts owns money and credentials: the other services authenticate callers here and move
 // money only through Debit and Refund, each with an idempotency reference.
 type AccountsInternalServiceClient interface {
-	// Resolves an API key (and the client id it must belong to, when given) to a principal.
+	// Resolves an API key (and the client id it must belong to, when given) to a principal. The
+	// gateway resolves the credential of each request once, here or from its cache, and asserts
+	// the principal to the service it calls (x-mnv-principal-bin).
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
 	// Resolves an SDK token (which must belong to the given client) to a principal.
 	AuthenticateSdkToken(ctx context.Context, in *AuthenticateSdkTokenRequest, opts ...grpc.CallOption) (*AuthenticateSdkTokenResponse, error)
@@ -204,7 +206,9 @@ type AccountsInternalService_WatchPrincipalsClient = grpc.ServerStreamingClient[
 // Accounts owns money and credentials: the other services authenticate callers here and move
 // money only through Debit and Refund, each with an idempotency reference.
 type AccountsInternalServiceServer interface {
-	// Resolves an API key (and the client id it must belong to, when given) to a principal.
+	// Resolves an API key (and the client id it must belong to, when given) to a principal. The
+	// gateway resolves the credential of each request once, here or from its cache, and asserts
+	// the principal to the service it calls (x-mnv-principal-bin).
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
 	// Resolves an SDK token (which must belong to the given client) to a principal.
 	AuthenticateSdkToken(context.Context, *AuthenticateSdkTokenRequest) (*AuthenticateSdkTokenResponse, error)
