@@ -274,14 +274,13 @@ func (s *Store) ProfilesByID(ctx context.Context, clientID string, ids []string)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Profile, error) { return scanProfile(r) })
 }
 
-// ListSyncEvents reads a page of an integration's sync history, newest first.
+// ListSyncEvents reads a page of an integration's sync history, newest first. The total comes
+// from the page's own statement (a window count), so a delivery recorded meanwhile cannot make
+// the page hold more events than its total says; only a page past the end counts apart.
 func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
 	var p domain.Page[domain.SyncEvent]
 	where := `integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count sync events: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
+	rows, err := s.db.Query(ctx, `SELECT count(*) OVER (), id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
 		record_count, http_status, error, attempt, duration_ms, started_at, finished_at
 		FROM connect.sync_events WHERE `+where+` ORDER BY started_at DESC, id LIMIT $4 OFFSET $5`,
 		integrationID, clientID, status, limit, offset)
@@ -291,12 +290,20 @@ func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID stri
 	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SyncEvent, error) {
 		var e domain.SyncEvent
 		var ms int64
-		err := r.Scan(&e.ID, &e.IntegrationID, &e.ClientID, &e.DeliveryID, &e.Trigger, &e.Status, &e.RecordCount,
+		err := r.Scan(&p.Total, &e.ID, &e.IntegrationID, &e.ClientID, &e.DeliveryID, &e.Trigger, &e.Status, &e.RecordCount,
 			&e.HTTPStatus, &e.Error, &e.Attempt, &ms, &e.StartedAt, &e.FinishedAt)
 		e.Duration = time.Duration(ms) * time.Millisecond
 		return e, err
 	})
-	return p, err
+	if err != nil {
+		return p, fmt.Errorf("list sync events: %w", err)
+	}
+	if len(p.Items) == 0 && offset > 0 {
+		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
+			return p, fmt.Errorf("count sync events: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // OverviewCounts reads the integration, import and sync indicators of a client.
