@@ -356,3 +356,27 @@ func TestBounds(t *testing.T) {
 		t.Fatalf("a cache turned off asked %d times of 3 (enabled %v)", got, off.Enabled())
 	}
 }
+
+// BenchmarkHit is the cost of a call the cache serves: every REST request through the gateway
+// and most calls to verification and connect pay it.
+func BenchmarkHit(b *testing.B) {
+	a := &accounts{keys: map[string]identity.Principal{"key-a": {ClientID: "c-alice", KeyID: "k1", Status: identity.StatusActive}}}
+	c, err := New(a, Config{}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Started(time.Hour)
+	ctx := context.Background()
+	if _, err := c.AuthenticateAPIKey(ctx, "key-a", ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.AuthenticateAPIKey(ctx, "key-a", "c-alice"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if a.count() != 1 {
+		b.Fatalf("accounts asked %d times", a.count())
+	}
+}
