@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -15,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -35,6 +37,45 @@ type Client struct {
 	conn     *grpc.ClientConn
 	internal accountsv1.AccountsInternalServiceClient
 	debits   *groupcommit.Batcher[*accountsv1.DebitRequest, charged]
+	// lastReset is when a call last asked the connection to reconnect now (unix nanoseconds).
+	lastReset atomic.Int64
+}
+
+// A process that starts beside accounts (a rollout, make run, a test suite) may find it not
+// listening yet. grpc-go then fails every call at once until its reconnect backoff (a second,
+// growing) lets it try again, so the first requests after a start were 503 while accounts was
+// up. A read now waits up to readyWait for the connection, asking it to reconnect at once (at
+// most every resetEvery, so an outage is not a storm of dials); past it, it fails as before.
+const (
+	readyWait  = time.Second
+	resetEvery = 100 * time.Millisecond
+)
+
+// awaitConn returns once the connection to accounts is up, or readyWait (or ctx) ended.
+func (c *Client) awaitConn(ctx context.Context) {
+	s := c.conn.GetState()
+	if s == connectivity.Ready {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	for s != connectivity.Ready && s != connectivity.Shutdown {
+		switch s {
+		case connectivity.Idle:
+			c.conn.Connect()
+		case connectivity.TransientFailure:
+			if now, last := time.Now().UnixNano(), c.lastReset.Load(); now-last >= int64(resetEvery) && c.lastReset.CompareAndSwap(last, now) {
+				c.conn.ResetConnectBackoff()
+			}
+		}
+		wait, stop := context.WithTimeout(ctx, resetEvery)
+		changed := c.conn.WaitForStateChange(wait, s)
+		stop()
+		if !changed && ctx.Err() != nil {
+			return
+		}
+		s = c.conn.GetState()
+	}
 }
 
 // charged is one debit's outcome in a DebitMany batch.
@@ -71,6 +112,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // AuthenticateAPIKey implements auth.Authenticator.
 func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: apiKey, ClientId: clientID})
 	if err != nil {
 		return identity.Principal{}, authErr(err)
@@ -80,6 +122,7 @@ func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string
 
 // AuthenticateSDKToken implements auth.Authenticator.
 func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.AuthenticateSdkToken(ctx, &accountsv1.AuthenticateSdkTokenRequest{SdkToken: token, ClientId: clientID})
 	if err != nil {
 		return identity.Principal{}, authErr(err)
@@ -90,6 +133,7 @@ func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID strin
 // AuthenticateClientSecret resolves a client id and its client secret to the client's principal
 // (credential.ErrUnauthenticated for an unknown client or a wrong secret).
 func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.AuthenticateClientSecret(ctx, &accountsv1.AuthenticateClientSecretRequest{ClientId: clientID, ClientSecret: secret})
 	if err != nil {
 		return identity.Principal{}, authErr(err)
@@ -101,6 +145,7 @@ func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret 
 // client's made earlier (the CAMARA facade's access tokens): fault.ErrNotFound for an unknown
 // client, fault.ErrUnavailable when accounts does not answer.
 func (c *Client) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.GetClientPrincipal(ctx, &accountsv1.GetClientPrincipalRequest{ClientId: clientID})
 	switch status.Code(err) {
 	case codes.OK:
@@ -204,6 +249,7 @@ func (c *Client) Refund(ctx context.Context, r money.Refund) (money.Refunded, er
 
 // Balance implements money.Ledger.
 func (c *Client) Balance(ctx context.Context, clientID string) (int64, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.GetBalance(ctx, &accountsv1.GetBalanceRequest{ClientId: clientID})
 	if err != nil {
 		return 0, fmt.Errorf("balance: %w", err)
@@ -227,6 +273,7 @@ func unknown(op string, err error) error {
 // AllowsWebOrigin tells whether a browser page whose Origin header is origin may capture the
 // client's browser flows.
 func (c *Client) AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error) {
+	c.awaitConn(ctx)
 	resp, err := c.internal.CheckWebOrigin(ctx, &accountsv1.CheckWebOriginRequest{ClientId: clientID, Origin: origin})
 	if err != nil {
 		return false, fmt.Errorf("check web origin: %w", err)
