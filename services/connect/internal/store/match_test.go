@@ -12,10 +12,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/connect/migrations"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
 // TestMatchingRace runs a profile write and the recording of its verified number in two
@@ -25,14 +22,7 @@ import (
 func TestMatchingRace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "connect", migrations.FS, idempotency.Migrations()); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(ctx, t)
 	writers := []struct {
 		name  string
 		write func(tx pgx.Tx, clientID string, hash []byte) error

@@ -11,10 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/connect/migrations"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
 // TestSavepoint checks Store.Savepoint on a real database: what fn writes through the same
@@ -23,14 +20,7 @@ import (
 func TestSavepoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "connect", migrations.FS, idempotency.Migrations()); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(ctx, t)
 	clientID := uuid.NewString()
 	insert := func(st *store.Store) (string, error) {
 		p, err := st.InsertProfile(ctx, domain.Profile{
@@ -89,7 +79,7 @@ func TestSavepoint(t *testing.T) {
 	}
 
 	ran := false
-	err = store.New(pool).Savepoint(ctx, func(context.Context) error { ran = true; return nil })
+	err := store.New(pool).Savepoint(ctx, func(context.Context) error { ran = true; return nil })
 	if !errors.Is(err, pg.ErrNoTx) || ran {
 		t.Errorf("Savepoint over the pool = %v (fn ran: %v), want pg.ErrNoTx", err, ran)
 	}

@@ -9,10 +9,6 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/connect/migrations"
-	"github.com/mnvhq/mnv/services/platform/idempotency"
-	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
 // TestListSyncEvents pages an integration's sync history on a real database: newest first, the
@@ -21,14 +17,7 @@ import (
 func TestListSyncEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := pg.Migrate(ctx, pool, "connect", migrations.FS, idempotency.Migrations()); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(ctx, t)
 	st := store.New(pool)
 	clientID := uuid.NewString()
 	integration := func() string {
