@@ -11,6 +11,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 // usable is the condition of a key or token that still works, judged by the database clock.
@@ -78,18 +79,16 @@ func (s *Store) UsableKey(ctx context.Context, clientID, keyID string) (domain.A
 	return k, err
 }
 
-// ListUsableKeys reads a page of a client's usable keys, newest first, with the total count.
+// ListUsableKeys reads a page of a client's usable keys, newest first, with the total, from one
+// snapshot (pg.Page).
 func (s *Store) ListUsableKeys(ctx context.Context, clientID string, limit, offset int64) ([]domain.APIKey, int64, error) {
-	var total int64
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.api_keys WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count keys: %w", err)
+	q := pg.PageQuery{
+		Columns: keyColumns,
+		From:    `FROM accounts.api_keys WHERE client_id = $1 AND ` + usable,
+		Order:   `created_at DESC, id`,
+		Args:    []any{clientID},
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+` FROM accounts.api_keys WHERE client_id = $1 AND `+usable+`
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list keys: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.APIKey, error) { return scanKey(r) })
+	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanKey)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list keys: %w", err)
 	}
@@ -178,18 +177,16 @@ func scanToken(row pgx.Row) (domain.SDKToken, error) {
 	return t, err
 }
 
-// ListUsableSDKTokens reads a page of a client's usable SDK tokens, newest first.
+// ListUsableSDKTokens reads a page of a client's usable SDK tokens, newest first, with the total,
+// from one snapshot (pg.Page).
 func (s *Store) ListUsableSDKTokens(ctx context.Context, clientID string, limit, offset int64) ([]domain.SDKToken, int64, error) {
-	var total int64
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable, clientID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count sdk tokens: %w", err)
+	q := pg.PageQuery{
+		Columns: tokenColumns,
+		From:    `FROM accounts.sdk_tokens WHERE client_id = $1 AND ` + usable,
+		Order:   `created_at DESC, id`,
+		Args:    []any{clientID},
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+tokenColumns+` FROM accounts.sdk_tokens WHERE client_id = $1 AND `+usable+`
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list sdk tokens: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SDKToken, error) { return scanToken(r) })
+	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanToken)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list sdk tokens: %w", err)
 	}

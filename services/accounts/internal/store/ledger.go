@@ -260,18 +260,16 @@ func (s *Store) SetExpiry(ctx context.Context, clientID string, expiresAt time.T
 	return nil
 }
 
-// ListLedger reads a page of a client's ledger, newest first, with the total count.
+// ListLedger reads a page of a client's ledger, newest first, with the total, from one snapshot
+// (pg.Page).
 func (s *Store) ListLedger(ctx context.Context, clientID string, limit, offset int64) ([]domain.LedgerEntry, int64, error) {
-	var total int64
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.ledger WHERE client_id = $1`, clientID).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count ledger: %w", err)
+	q := pg.PageQuery{
+		Columns: ledgerColumns,
+		From:    `FROM accounts.ledger WHERE client_id = $1`,
+		Order:   `seq DESC`,
+		Args:    []any{clientID},
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE client_id = $1
-		ORDER BY seq DESC LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list ledger: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
+	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanLedger)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list ledger: %w", err)
 	}

@@ -90,18 +90,15 @@ func (s *Store) GetClient(ctx context.Context, id string, lock bool) (domain.Cli
 	return c, err
 }
 
-// ListClients reads a page of clients, newest first, with the total count.
+// ListClients reads a page of clients, newest first, with the total, from one snapshot (pg.Page).
+// The total counts the join the page reads (every client has its balance row).
 func (s *Store) ListClients(ctx context.Context, limit, offset int64) ([]domain.ClientRow, int64, error) {
-	var total int64
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts.clients`).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count clients: %w", err)
+	q := pg.PageQuery{
+		Columns: clientColumns,
+		From:    `FROM accounts.clients c JOIN accounts.balances b ON b.client_id = c.id`,
+		Order:   `c.created_at DESC, c.id`,
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+clientColumns+` FROM accounts.clients c
-		JOIN accounts.balances b ON b.client_id = c.id ORDER BY c.created_at DESC, c.id LIMIT $1 OFFSET $2`, limit, offset)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list clients: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ClientRow, error) { return scanClient(r) })
+	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanClient)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list clients: %w", err)
 	}
