@@ -9,6 +9,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -144,19 +145,21 @@ func scanStuckPlus(row pgx.Row) (domain.StuckPlusSession, error) {
 	return s, nil
 }
 
-// ListStuckPlusSessions reads a page of a client's stuck-plus sessions, newest first.
+// ListStuckPlusSessions reads a page of a client's stuck-plus sessions, newest first, with its
+// total, from one snapshot (pg.Page).
 func (st *Store) ListStuckPlusSessions(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error) {
 	var p domain.Page[domain.StuckPlusSession]
-	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_sessions WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count stuck-plus sessions: %w", err)
-	}
-	rows, err := st.db.Query(ctx, `SELECT `+stuckPlusColumns+` FROM verification.stuck_plus_sessions WHERE client_id = $1
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
+	var err error
+	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
+		Columns: stuckPlusColumns,
+		From:    `FROM verification.stuck_plus_sessions WHERE client_id = $1`,
+		Order:   "created_at DESC, id",
+		Args:    []any{clientID},
+	}, limit, offset, scanStuckPlus)
 	if err != nil {
 		return p, fmt.Errorf("list stuck-plus sessions: %w", err)
 	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.StuckPlusSession, error) { return scanStuckPlus(r) })
-	return p, err
+	return p, nil
 }
 
 // LockStuckPlusSession reads a client's stuck-plus session and locks it: reveals of one
@@ -198,20 +201,22 @@ func (st *Store) RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reve
 	return r, nil
 }
 
-// ListReveals reads a page of a client's reveal audit, newest first.
+// ListReveals reads a page of a client's reveal audit, newest first, with its total, from one
+// snapshot (pg.Page).
 func (st *Store) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
 	var p domain.Page[domain.Reveal]
-	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count reveals: %w", err)
-	}
-	rows, err := st.db.Query(ctx, `SELECT id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at
-		FROM verification.stuck_plus_reveals WHERE client_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
-		return p, fmt.Errorf("list reveals: %w", err)
-	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) {
+	var err error
+	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
+		Columns: `id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at`,
+		From:    `FROM verification.stuck_plus_reveals WHERE client_id = $1`,
+		Order:   "created_at DESC, id",
+		Args:    []any{clientID},
+	}, limit, offset, func(r pgx.Row) (domain.Reveal, error) {
 		var v domain.Reveal
 		return v, r.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.KeyID, &v.Reason, &v.Charged, &v.CreatedAt)
 	})
-	return p, err
+	if err != nil {
+		return p, fmt.Errorf("list reveals: %w", err)
+	}
+	return p, nil
 }

@@ -392,22 +392,19 @@ func (st *Store) GetVerification(ctx context.Context, clientID, id string) (doma
 	return v, err
 }
 
-// ListVerifications reads a page of a client's settled verifications, newest first.
+// ListVerifications reads a page of a client's settled verifications, newest first, with its
+// total, from one snapshot (pg.Page).
 func (st *Store) ListVerifications(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
-	where := `client_id = $1 AND ` + settledStatuses + `
-		AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
-		AND ($4::timestamptz IS NULL OR created_at < $4)`
 	var p domain.Page[domain.Verification]
-	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.verifications WHERE `+where,
-		clientID, f.Status, f.From, f.To).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count verifications: %w", err)
-	}
-	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+` FROM verification.verifications WHERE `+where+`
-		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Status, f.From, f.To, limit, offset)
-	if err != nil {
-		return p, fmt.Errorf("list verifications: %w", err)
-	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Verification, error) { return scanVerification(r) })
+	var err error
+	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
+		Columns: verificationColumns,
+		From: `FROM verification.verifications WHERE client_id = $1 AND ` + settledStatuses + `
+			AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
+			AND ($4::timestamptz IS NULL OR created_at < $4)`,
+		Order: "created_at DESC, id",
+		Args:  []any{clientID, f.Status, f.From, f.To},
+	}, limit, offset, scanVerification)
 	if err != nil {
 		return p, fmt.Errorf("list verifications: %w", err)
 	}
