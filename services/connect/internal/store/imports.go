@@ -11,6 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 const jobColumns = `id::text, client_id::text, file_name, size_bytes, status, total_rows, imported_rows, updated_rows,
@@ -80,17 +81,13 @@ func (s *Store) GetJob(ctx context.Context, clientID, id string) (domain.ImportJ
 // ListJobs reads a page of a client's jobs, newest first (not those still UPLOADING).
 func (s *Store) ListJobs(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
 	var p domain.Page[domain.ImportJob]
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
-		clientID).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count import jobs: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+jobColumns+` FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
+	q := pg.PageQuery{Columns: jobColumns, From: `FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
+		Order: "created_at DESC, id", Args: []any{clientID}}
+	var err error
+	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanJob); err != nil {
 		return p, fmt.Errorf("list import jobs: %w", err)
 	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ImportJob, error) { return scanJob(r) })
-	return p, err
+	return p, nil
 }
 
 // ClaimJob takes the oldest job that is QUEUED, or RUNNING with an expired lease (its worker

@@ -14,6 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/delivery"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 const integrationColumns = `id::text, client_id::text, display_name, integration_type, endpoint_url, http_method,
@@ -66,16 +67,13 @@ func (s *Store) GetIntegration(ctx context.Context, clientID, id string) (domain
 // ListIntegrations reads a page of a client's integrations, newest first.
 func (s *Store) ListIntegrations(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
 	var p domain.Page[domain.Integration]
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.integrations WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count integrations: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+integrationColumns+` FROM connect.integrations WHERE client_id = $1
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
+	q := pg.PageQuery{Columns: integrationColumns, From: `FROM connect.integrations WHERE client_id = $1`,
+		Order: "created_at DESC, id", Args: []any{clientID}}
+	var err error
+	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanIntegration); err != nil {
 		return p, fmt.Errorf("list integrations: %w", err)
 	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Integration, error) { return scanIntegration(r) })
-	return p, err
+	return p, nil
 }
 
 // DeleteIntegration removes an integration with its queue and history.
@@ -274,34 +272,29 @@ func (s *Store) ProfilesByID(ctx context.Context, clientID string, ids []string)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Profile, error) { return scanProfile(r) })
 }
 
-// ListSyncEvents reads a page of an integration's sync history, newest first. The total comes
-// from the page's own statement (a window count), so a delivery recorded meanwhile cannot make
-// the page hold more events than its total says; only a page past the end counts apart.
+const syncEventColumns = `id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
+	record_count, http_status, error, attempt, duration_ms, started_at, finished_at`
+
+func scanSyncEvent(row pgx.Row) (domain.SyncEvent, error) {
+	var e domain.SyncEvent
+	var ms int64
+	err := row.Scan(&e.ID, &e.IntegrationID, &e.ClientID, &e.DeliveryID, &e.Trigger, &e.Status, &e.RecordCount,
+		&e.HTTPStatus, &e.Error, &e.Attempt, &ms, &e.StartedAt, &e.FinishedAt)
+	e.Duration = time.Duration(ms) * time.Millisecond
+	return e, err
+}
+
+// ListSyncEvents reads a page of an integration's sync history, newest first. The page and its
+// total come from one statement (pg.Page), so a delivery recorded meanwhile cannot make the
+// page hold more events than its total says.
 func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
 	var p domain.Page[domain.SyncEvent]
-	where := `integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`
-	rows, err := s.db.Query(ctx, `SELECT count(*) OVER (), id::text, integration_id::text, client_id::text, delivery_id::text, trigger, status,
-		record_count, http_status, error, attempt, duration_ms, started_at, finished_at
-		FROM connect.sync_events WHERE `+where+` ORDER BY started_at DESC, id LIMIT $4 OFFSET $5`,
-		integrationID, clientID, status, limit, offset)
-	if err != nil {
+	q := pg.PageQuery{Columns: syncEventColumns,
+		From:  `FROM connect.sync_events WHERE integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`,
+		Order: "started_at DESC, id", Args: []any{integrationID, clientID, status}}
+	var err error
+	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanSyncEvent); err != nil {
 		return p, fmt.Errorf("list sync events: %w", err)
-	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.SyncEvent, error) {
-		var e domain.SyncEvent
-		var ms int64
-		err := r.Scan(&p.Total, &e.ID, &e.IntegrationID, &e.ClientID, &e.DeliveryID, &e.Trigger, &e.Status, &e.RecordCount,
-			&e.HTTPStatus, &e.Error, &e.Attempt, &ms, &e.StartedAt, &e.FinishedAt)
-		e.Duration = time.Duration(ms) * time.Millisecond
-		return e, err
-	})
-	if err != nil {
-		return p, fmt.Errorf("list sync events: %w", err)
-	}
-	if len(p.Items) == 0 && offset > 0 {
-		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.sync_events WHERE `+where, integrationID, clientID, status).Scan(&p.Total); err != nil {
-			return p, fmt.Errorf("count sync events: %w", err)
-		}
 	}
 	return p, nil
 }

@@ -104,16 +104,13 @@ func (s *Store) ListProfiles(ctx context.Context, clientID string, f domain.Prof
 		s := likeEscape(*f.Search)
 		search = &s
 	}
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.profiles WHERE `+where, clientID, f.Matched, f.Source, search).Scan(&page.Total); err != nil {
-		return page, fmt.Errorf("count profiles: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+profileColumns+` FROM connect.profiles WHERE `+where+`
-		ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, clientID, f.Matched, f.Source, search, limit, offset)
-	if err != nil {
+	q := pg.PageQuery{Columns: profileColumns, From: `FROM connect.profiles WHERE ` + where,
+		Order: "created_at DESC, id", Args: []any{clientID, f.Matched, f.Source, search}}
+	var err error
+	if page.Items, page.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanProfile); err != nil {
 		return page, fmt.Errorf("list profiles: %w", err)
 	}
-	page.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Profile, error) { return scanProfile(r) })
-	return page, err
+	return page, nil
 }
 
 // likeEscape makes a search text literal inside ILIKE.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
 const webhookEndpointColumns = `id::text, client_id::text, url, event_types, description, enabled,
@@ -81,16 +82,13 @@ func (s *Store) GetWebhookEndpoint(ctx context.Context, clientID, id string, for
 // ListWebhookEndpoints reads a page of a client's endpoints, newest first.
 func (s *Store) ListWebhookEndpoints(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.WebhookEndpoint], error) {
 	var p domain.Page[domain.WebhookEndpoint]
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.webhook_endpoints WHERE client_id = $1`, clientID).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count webhook endpoints: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+webhookEndpointColumns+` FROM connect.webhook_endpoints WHERE client_id = $1
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, clientID, limit, offset)
-	if err != nil {
+	q := pg.PageQuery{Columns: webhookEndpointColumns, From: `FROM connect.webhook_endpoints WHERE client_id = $1`,
+		Order: "created_at DESC, id", Args: []any{clientID}}
+	var err error
+	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanWebhookEndpoint); err != nil {
 		return p, fmt.Errorf("list webhook endpoints: %w", err)
 	}
-	p.Items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.WebhookEndpoint, error) { return scanWebhookEndpoint(r) })
-	return p, err
+	return p, nil
 }
 
 // UpdateWebhookEndpoint writes an endpoint's url, event types, description and enabled state
@@ -188,20 +186,19 @@ func (s *Store) GetWebhookDelivery(ctx context.Context, clientID, id string) (do
 // attempts in order; status narrows them when set.
 func (s *Store) ListWebhookDeliveries(ctx context.Context, clientID, endpointID string, status *string, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error) {
 	var p domain.Page[domain.WebhookDeliveryLog]
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM connect.webhook_deliveries
-		WHERE endpoint_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`, endpointID, clientID, status).Scan(&p.Total); err != nil {
-		return p, fmt.Errorf("count webhook deliveries: %w", err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT `+webhookDeliveryColumns+`
-		FROM connect.webhook_deliveries d JOIN connect.events e ON e.id = d.event_id
-		WHERE d.endpoint_id = $1 AND d.client_id = $2 AND ($3::text IS NULL OR d.status = $3)
-		ORDER BY d.created_at DESC, d.id LIMIT $4 OFFSET $5`, endpointID, clientID, status, limit, offset)
+	// A LEFT JOIN, which finds the same events (every delivery has one: event_id NOT NULL
+	// REFERENCES), so that PostgreSQL drops it from the count, which reads nothing of e.
+	q := pg.PageQuery{Columns: webhookDeliveryColumns,
+		From: `FROM connect.webhook_deliveries d LEFT JOIN connect.events e ON e.id = d.event_id
+		WHERE d.endpoint_id = $1 AND d.client_id = $2 AND ($3::text IS NULL OR d.status = $3)`,
+		Order: "d.created_at DESC, d.id", Args: []any{endpointID, clientID, status}}
+	ds, total, err := pg.Page(ctx, s.db, q, limit, offset, scanWebhookDelivery)
 	if err != nil {
 		return p, fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.WebhookDelivery, error) { return scanWebhookDelivery(r) })
-	if err != nil || len(ds) == 0 {
-		return p, err
+	p.Total = total
+	if len(ds) == 0 {
+		return p, nil
 	}
 	ids := make([]string, len(ds))
 	at := make(map[string]int, len(ds))
