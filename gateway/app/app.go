@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/backends"
 	"github.com/mnvhq/mnv/gateway/internal/camaraproxy"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
+	"github.com/mnvhq/mnv/gateway/internal/dispatch"
 	"github.com/mnvhq/mnv/gateway/internal/edgeauth"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
@@ -229,40 +230,60 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	perAddress := edgelimit.Middleware(
 		limits.Limiter("address", ratelimit.Limit{Rate: cfg.IPRate, Burst: cfg.IPBurst}),
 		limits.Limiter("auth_failure", ratelimit.Limit{Rate: cfg.AuthFailureRate, Burst: cfg.AuthFailureBurst}), log)
-	mux := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
-		runtime.WithIncomingHeaderMatcher(incomingHeaders),
-		runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
-		runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
-		// A client's own write drops its principals from the cache before the answer leaves.
-		runtime.WithForwardResponseOption(edge.ForgetWritten),
-		// The NETWORK_API callback of a browser capture answers the browser with 303 to the
-		// client's page.
-		runtime.WithForwardResponseOption(weborigin.Redirect),
-		runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
-		runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
-		runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware(), edge.Middleware()),
-		runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
-		runtime.WithMetadata(edgeauth.Metadata),
-		runtime.WithDisablePathLengthFallback(),
-		runtime.WithDisableHTTPMethodOverride(),
-		runtime.WithWriteContentLength(),
-	)
-	if err := accountsv1.RegisterAccountsServiceHandler(ctx, mux, accounts); err != nil {
-		return nil, fmt.Errorf("register accounts routes: %w", err)
+	newMux := func() *runtime.ServeMux {
+		return runtime.NewServeMux(
+			runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
+			runtime.WithIncomingHeaderMatcher(incomingHeaders),
+			runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
+			runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
+			runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
+			// A client's own write drops its principals from the cache before the answer leaves.
+			runtime.WithForwardResponseOption(edge.ForgetWritten),
+			// The NETWORK_API callback of a browser capture answers the browser with 303 to the
+			// client's page.
+			runtime.WithForwardResponseOption(weborigin.Redirect),
+			runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
+			runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
+			runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware(), edge.Middleware()),
+			runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
+			runtime.WithMetadata(edgeauth.Metadata),
+			runtime.WithDisablePathLengthFallback(),
+			runtime.WithDisableHTTPMethodOverride(),
+			runtime.WithWriteContentLength(),
+		)
 	}
-	if err := verificationv1.RegisterVerificationServiceHandler(ctx, mux, verification); err != nil {
-		return nil, fmt.Errorf("register verification routes: %w", err)
+	// Each service's routes on a mux of their own, which a route's request reaches through
+	// dispatch, and all of them on one more, which answers what no route names (404, 405).
+	accountsMux, verificationMux, connectMux, all := newMux(), newMux(), newMux(), newMux()
+	for _, m := range []*runtime.ServeMux{accountsMux, all} {
+		if err := accountsv1.RegisterAccountsServiceHandler(ctx, m, accounts); err != nil {
+			return nil, fmt.Errorf("register accounts routes: %w", err)
+		}
 	}
-	if err := connectv1.RegisterConnectServiceHandler(ctx, mux, connect); err != nil {
-		return nil, fmt.Errorf("register connect routes: %w", err)
+	for _, m := range []*runtime.ServeMux{verificationMux, all} {
+		if err := verificationv1.RegisterVerificationServiceHandler(ctx, m, verification); err != nil {
+			return nil, fmt.Errorf("register verification routes: %w", err)
+		}
 	}
-	if err := connectv1.RegisterWebhookServiceHandler(ctx, mux, connect); err != nil {
-		return nil, fmt.Errorf("register webhook routes: %w", err)
+	for _, m := range []*runtime.ServeMux{connectMux, all} {
+		if err := connectv1.RegisterConnectServiceHandler(ctx, m, connect); err != nil {
+			return nil, fmt.Errorf("register connect routes: %w", err)
+		}
+		if err := connectv1.RegisterWebhookServiceHandler(ctx, m, connect); err != nil {
+			return nil, fmt.Errorf("register webhook routes: %w", err)
+		}
+		if err := upload.Register(m, connectv1.NewConnectServiceClient(connect)); err != nil {
+			return nil, fmt.Errorf("register upload routes: %w", err)
+		}
 	}
-	if err := upload.Register(mux, connectv1.NewConnectServiceClient(connect)); err != nil {
-		return nil, fmt.Errorf("register upload routes: %w", err)
+	mux, err := dispatch.New(openapigen.Routes, map[string]http.Handler{
+		accountsv1.AccountsService_ServiceDesc.ServiceName:         accountsMux,
+		verificationv1.VerificationService_ServiceDesc.ServiceName: verificationMux,
+		connectv1.ConnectService_ServiceDesc.ServiceName:           connectMux,
+		connectv1.WebhookService_ServiceDesc.ServiceName:           connectMux,
+	}, all)
+	if err != nil {
+		return nil, err
 	}
 
 	// Operational endpoints and the API description live beside the API, outside the mux's
