@@ -230,20 +230,22 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	perAddress := edgelimit.Middleware(
 		limits.Limiter("address", ratelimit.Limit{Rate: cfg.IPRate, Burst: cfg.IPBurst}),
 		limits.Limiter("auth_failure", ratelimit.Limit{Rate: cfg.AuthFailureRate, Burst: cfg.AuthFailureBurst}), log)
+	rewrite := envelope.ResponseRewriter(successMessages(openapigen.Routes))
+	allowed := allow.New(openapigen.Routes).Of
 	newMux := func() *runtime.ServeMux {
 		return runtime.NewServeMux(
 			runtime.WithMarshalerOption(runtime.MIMEWildcard, &jsonpb.Marshaler{MaxBody: cfg.MaxBodyBytes}),
 			runtime.WithIncomingHeaderMatcher(incomingHeaders),
 			runtime.WithOutgoingHeaderMatcher(outgoingHeaders),
 			runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
-			runtime.WithForwardResponseRewriter(envelope.ResponseRewriter(successMessages(openapigen.Routes))),
+			runtime.WithForwardResponseRewriter(rewrite),
 			// A client's own write drops its principals from the cache before the answer leaves.
 			runtime.WithForwardResponseOption(edge.ForgetWritten),
 			// The NETWORK_API callback of a browser capture answers the browser with 303 to the
 			// client's page.
 			runtime.WithForwardResponseOption(weborigin.Redirect),
 			runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
-			runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allow.New(openapigen.Routes).Of)),
+			runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allowed)),
 			runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware(), edge.Middleware()),
 			runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
 			runtime.WithMetadata(edgeauth.Metadata),
