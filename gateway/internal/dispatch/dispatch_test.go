@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+
 	"github.com/mnvhq/mnv/gateway/internal/dispatch"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 )
@@ -130,6 +132,59 @@ func TestGeneratedRoutes(t *testing.T) {
 		path := param.ReplaceAllString(r.Pattern, "x1")
 		if got := served(t, h, r.Method, path); got != want {
 			t.Errorf("%s %s served by %q, want %q", r.Method, path, got, want)
+		}
+	}
+}
+
+// BenchmarkRouting serves routes of the generated table with handlers that do nothing, through
+// one grpc-gateway mux of every service (registered in the gateway's order: accounts,
+// verification, connect) against dispatch to a mux per service: the cost of finding a route.
+func BenchmarkRouting(b *testing.B) {
+	order := []string{"mnv.accounts.v1.AccountsService", "mnv.verification.v1.VerificationService",
+		"mnv.connect.v1.ConnectService", "mnv.connect.v1.WebhookService"}
+	noop := func(http.ResponseWriter, *http.Request, map[string]string) {}
+	register := func(b *testing.B, mux *runtime.ServeMux, service string) {
+		for _, r := range openapigen.Routes {
+			if strings.Split(r.RPC, "/")[1] == service {
+				if err := mux.HandlePath(r.Method, r.Pattern, noop); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	one := runtime.NewServeMux()
+	perService := map[string]http.Handler{}
+	connect := runtime.NewServeMux()
+	for _, s := range order {
+		register(b, one, s)
+		m := connect
+		if !strings.HasPrefix(s, "mnv.connect.") {
+			m = runtime.NewServeMux()
+		}
+		register(b, m, s)
+		perService[s] = m
+	}
+	dispatched, err := dispatch.New(openapigen.Routes, perService, one)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rt := range []struct{ method, path string }{
+		{"GET", "/v1/api/clients"},
+		{"POST", "/v1/api/verify"},
+		{"GET", "/v1/api/me/connect/profiles/x1"},
+	} {
+		for _, h := range []struct {
+			name string
+			h    http.Handler
+		}{{"one mux", one}, {"dispatch", dispatched}} {
+			b.Run(rt.method+" "+rt.path+"/"+h.name, func(b *testing.B) {
+				req := httptest.NewRequest(rt.method, rt.path, nil)
+				w := httptest.NewRecorder()
+				b.ReportAllocs()
+				for b.Loop() {
+					h.h.ServeHTTP(w, req)
+				}
+			})
 		}
 	}
 }
