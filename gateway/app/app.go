@@ -267,6 +267,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("register verification routes: %w", err)
 		}
 	}
+	uploads := connectv1.NewConnectServiceClient(connect)
 	for _, m := range []*runtime.ServeMux{connectMux, all} {
 		if err := connectv1.RegisterConnectServiceHandler(ctx, m, connect); err != nil {
 			return nil, fmt.Errorf("register connect routes: %w", err)
@@ -274,7 +275,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		if err := connectv1.RegisterWebhookServiceHandler(ctx, m, connect); err != nil {
 			return nil, fmt.Errorf("register webhook routes: %w", err)
 		}
-		if err := upload.Register(m, connectv1.NewConnectServiceClient(connect)); err != nil {
+		if err := upload.Register(m, uploads); err != nil {
 			return nil, fmt.Errorf("register upload routes: %w", err)
 		}
 	}
