@@ -59,8 +59,9 @@ func (g Goal) met() bool {
 
 // LatencyGoal is a latency percentile at an offered load, against a goal.
 type LatencyGoal struct {
-	Name               string
-	Offered, Achieved  float64 // req/s
+	Name              string
+	Offered, Achieved float64 // req/s
+	// P99Below is the goal (0: none, a point of the curve only).
 	P50, P99, P99Below time.Duration
 	Sent, Late         int           // sends, and those that left late (see Result)
 	MaxLate            time.Duration // the latest send
@@ -229,8 +230,12 @@ func (r Report) String() string {
 	if len(r.Latency) > 0 {
 		b.WriteString("\n")
 		for _, l := range r.Latency {
-			fmt.Fprintf(&b, "latency %s: offered %.1f req/s, achieved %.1f req/s, p50 %s, p99 %s   goal p99 < %s   %s\n",
-				l.Name, l.Offered, l.Achieved, ms(l.P50), ms(l.P99), ms(l.P99Below), verdict(l.P99 > 0 && l.P99 < l.P99Below))
+			goal := "no goal at this load"
+			if l.P99Below > 0 {
+				goal = fmt.Sprintf("goal p99 < %s   %s", ms(l.P99Below), verdict(l.P99 > 0 && l.P99 < l.P99Below))
+			}
+			fmt.Fprintf(&b, "latency %s: offered %.1f req/s, achieved %.1f req/s, p50 %s, p99 %s   %s\n",
+				l.Name, l.Offered, l.Achieved, ms(l.P50), ms(l.P99), goal)
 			fmt.Fprintf(&b, "  generator: %d of %d sends left more than %s after their scheduled time (latest %s); machine %.0f%% busy\n",
 				l.Late, l.Sent, ms(lateAfter), ms(l.MaxLate), 100*l.Busy)
 		}

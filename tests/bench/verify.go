@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +39,86 @@ const (
 // VerifyReport is benchmark C.
 type VerifyReport struct {
 	Many, One Measured
-	// Paced is the open loop on the many-client pool at PacedRate, half of Many's throughput.
-	Paced     Measured
-	PacedRate float64
-	Checks    []Check
+	// Open are the open loops on the many-client pool, one per share of Many's throughput
+	// asked for, in that order.
+	Open   []OpenLoop
+	Checks []Check
+}
+
+// OpenLoop is an open loop on the many-client pool at Share of its closed-loop peak (Rate).
+type OpenLoop struct {
+	Share, Rate float64
+	Measured
+}
+
+// goalShare is the share of peak where the p99 goal holds; the other shares draw the curve.
+const goalShare = 0.5
+
+// shareName names a share of peak: "1/2 peak" for a unit fraction, "0.3 of peak" otherwise.
+func shareName(share float64) string {
+	if n := math.Round(1 / share); n > 1 && math.Abs(1/n-share) < 1e-9 {
+		return fmt.Sprintf("1/%d peak", int(n))
+	}
+	return fmt.Sprintf("%g of peak", share)
+}
+
+// sharesLine lists shares by name, for the report's header.
+func sharesLine(shares []float64) string {
+	names := make([]string, len(shares))
+	for i, sh := range shares {
+		names[i] = shareName(sh)
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseShares reads -open-loop: shares of peak, comma-separated, each above 0 and at most 1.
+func parseShares(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var shares []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			return nil, fmt.Errorf("-open-loop: %q is not a share of peak (above 0, at most 1)", f)
+		}
+		shares = append(shares, v)
+	}
+	return shares, nil
+}
+
+// openLoop runs the open loop at share of peak (the many-client req/s): a warm-up, then one
+// measured run, with the blobs for both opened first.
+func (b *verifyBench) openLoop(ctx context.Context, cfg Config, many *blobPool, share, peak float64) (OpenLoop, error) {
+	o := OpenLoop{Share: share, Rate: share * peak}
+	o.Name = "C verify many, open loop at " + shareName(share)
+	fmt.Fprintf(b.progress, "  open loop at %.1f req/s (%s of %.1f) for %s after a warm-up of %s, at most %d in flight\n",
+		o.Rate, shareName(share), peak, cfg.Duration, cfg.Warmup, pacedInFlight*cfg.Workers)
+	span := cfg.Warmup + cfg.Duration
+	need := pacedInFlight*cfg.Workers + int(math.Ceil(o.Rate*span.Seconds()*pacedFactor))
+	if err := b.fill(ctx, many, need, span); err != nil {
+		return o, err
+	}
+	if cfg.Warmup > 0 {
+		Paced(ctx, o.Rate, cfg.Warmup, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
+	}
+	wait := func() {}
+	if cfg.Profile != nil {
+		wait = cfg.Profile(ctx, o.Name, cfg.Duration)
+	}
+	r := Paced(ctx, o.Rate, cfg.Duration, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
+	wait()
+	if err := ctx.Err(); err != nil {
+		return o, err
+	}
+	o.Rounds = []Result{r}
+	dry := ""
+	if r.Exhausted {
+		dry = "  POOL RAN DRY"
+	}
+	fmt.Fprintf(b.progress, "  open loop  %-34s %9.1f req/s  p50 %s  p99 %s  errors %d%s\n", "(latency from the scheduled send)",
+		r.Throughput(), ms(percentile(r.Latencies, 50)), ms(percentile(r.Latencies, 99)), r.Errors, dry)
+	return o, nil
 }
 
 // verifyClient is a client with the VERIFY and SANDBOX features, its SDK token, and what its
@@ -89,9 +167,9 @@ type verifyBench struct {
 
 // benchVerify is benchmark C: POST /v1/api/verify, each consuming one sealed blob of an SDK
 // session opened before the round, with the sessions spread over many clients against all on
-// one client; then an open loop on the many-client pool at half of its peak, for the latency.
-// Afterwards every client must have been charged exactly once per VERIFIED answer.
-func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, progress io.Writer) (VerifyReport, error) {
+// one client; then an open loop on the many-client pool at each of shares of its peak, for the
+// latency. Afterwards every client must have been charged exactly once per VERIFIED answer.
+func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, shares []float64, progress io.Writer) (VerifyReport, error) {
 	var rep VerifyReport
 	admin, err := dialAdmin(s)
 	if err != nil {
@@ -126,35 +204,15 @@ func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, progress io.
 	}
 	rep.Many, rep.One = measured[0], measured[1]
 
-	rep.PacedRate = rep.Many.Throughput() / 2
-	rep.Paced.Name = "C verify many, open loop at 1/2 peak"
-	if rep.PacedRate > 0 {
-		fmt.Fprintf(progress, "  open loop at %.1f req/s (half of %.1f) for %s after a warm-up of %s, at most %d in flight\n",
-			rep.PacedRate, rep.Many.Throughput(), cfg.Duration, cfg.Warmup, pacedInFlight*cfg.Workers)
-		span := cfg.Warmup + cfg.Duration
-		need := pacedInFlight*cfg.Workers + int(math.Ceil(rep.PacedRate*span.Seconds()*pacedFactor))
-		if err := b.fill(ctx, many, need, span); err != nil {
+	for _, share := range shares {
+		if rep.Many.Throughput() <= 0 {
+			break
+		}
+		o, err := b.openLoop(ctx, cfg, many, share, rep.Many.Throughput())
+		if err != nil {
 			return rep, err
 		}
-		if cfg.Warmup > 0 {
-			Paced(ctx, rep.PacedRate, cfg.Warmup, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
-		}
-		wait := func() {}
-		if cfg.Profile != nil {
-			wait = cfg.Profile(ctx, rep.Paced.Name, cfg.Duration)
-		}
-		r := Paced(ctx, rep.PacedRate, cfg.Duration, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
-		wait()
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		rep.Paced.Rounds = []Result{r}
-		dry := ""
-		if r.Exhausted {
-			dry = "  POOL RAN DRY"
-		}
-		fmt.Fprintf(progress, "  open loop  %-34s %9.1f req/s  p50 %s  p99 %s  errors %d%s\n", "(latency from the scheduled send)",
-			r.Throughput(), ms(percentile(r.Latencies, 50)), ms(percentile(r.Latencies, 99)), r.Errors, dry)
+		rep.Open = append(rep.Open, o)
 	}
 
 	// Every VERIFIED answer, first calls, warm-ups and the open loop included, is one charge.
