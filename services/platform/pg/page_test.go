@@ -61,6 +61,15 @@ func TestPage(t *testing.T) {
 	if _, _, err := pg.Page(ctx, pool, pg.PageQuery{Columns: "nope", From: "FROM rows", Order: "name"}, 1, 0, scanName); err == nil {
 		t.Error("a statement PostgreSQL refuses read as a page")
 	}
+	// ORDER BY name would sort by name::text, the select list's, which no index holds.
+	shadowed := pg.PageQuery{Columns: "name::text", From: "FROM rows WHERE owner = $1", Order: "name", Args: args}
+	if _, _, err := pg.Page(ctx, pool, shadowed, 1, 0, scanName); err == nil {
+		t.Error("an ORDER BY of a computed column read as a page")
+	}
+	shadowed.Order = "rows.name"
+	if got, _, err := pg.Page(ctx, pool, shadowed, 1, 0, scanName); err != nil || !slices.Equal(got, []string{"r01"}) {
+		t.Errorf("ORDER BY the qualified column = %v, %v; want [r01]", got, err)
+	}
 }
 
 // TestPageAgreesWithItsTotal reads the whole list again and again while rows are added to it:

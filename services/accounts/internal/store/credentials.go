@@ -85,7 +85,7 @@ func (s *Store) ListUsableKeys(ctx context.Context, clientID string, limit, offs
 	q := pg.PageQuery{
 		Columns: keyColumns,
 		From:    `FROM accounts.api_keys WHERE client_id = $1 AND ` + usable,
-		Order:   `created_at DESC, id`,
+		Order:   `created_at DESC, api_keys.id`,
 		Args:    []any{clientID},
 	}
 	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanKey)
@@ -183,7 +183,7 @@ func (s *Store) ListUsableSDKTokens(ctx context.Context, clientID string, limit,
 	q := pg.PageQuery{
 		Columns: tokenColumns,
 		From:    `FROM accounts.sdk_tokens WHERE client_id = $1 AND ` + usable,
-		Order:   `created_at DESC, id`,
+		Order:   `created_at DESC, sdk_tokens.id`,
 		Args:    []any{clientID},
 	}
 	out, total, err := pg.Page(ctx, s.db, q, limit, offset, scanToken)

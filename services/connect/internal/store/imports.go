@@ -82,7 +82,7 @@ func (s *Store) GetJob(ctx context.Context, clientID, id string) (domain.ImportJ
 func (s *Store) ListJobs(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error) {
 	var p domain.Page[domain.ImportJob]
 	q := pg.PageQuery{Columns: jobColumns, From: `FROM connect.import_jobs WHERE client_id = $1 AND status <> 'UPLOADING'`,
-		Order: "created_at DESC, id", Args: []any{clientID}}
+		Order: "created_at DESC, import_jobs.id", Args: []any{clientID}}
 	var err error
 	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanJob); err != nil {
 		return p, fmt.Errorf("list import jobs: %w", err)

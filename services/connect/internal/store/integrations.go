@@ -68,7 +68,7 @@ func (s *Store) GetIntegration(ctx context.Context, clientID, id string) (domain
 func (s *Store) ListIntegrations(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Integration], error) {
 	var p domain.Page[domain.Integration]
 	q := pg.PageQuery{Columns: integrationColumns, From: `FROM connect.integrations WHERE client_id = $1`,
-		Order: "created_at DESC, id", Args: []any{clientID}}
+		Order: "created_at DESC, integrations.id", Args: []any{clientID}}
 	var err error
 	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanIntegration); err != nil {
 		return p, fmt.Errorf("list integrations: %w", err)
@@ -291,7 +291,7 @@ func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID stri
 	var p domain.Page[domain.SyncEvent]
 	q := pg.PageQuery{Columns: syncEventColumns,
 		From:  `FROM connect.sync_events WHERE integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`,
-		Order: "started_at DESC, id", Args: []any{integrationID, clientID, status}}
+		Order: "started_at DESC, sync_events.id", Args: []any{integrationID, clientID, status}}
 	var err error
 	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanSyncEvent); err != nil {
 		return p, fmt.Errorf("list sync events: %w", err)

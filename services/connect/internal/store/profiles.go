@@ -105,7 +105,7 @@ func (s *Store) ListProfiles(ctx context.Context, clientID string, f domain.Prof
 		search = &s
 	}
 	q := pg.PageQuery{Columns: profileColumns, From: `FROM connect.profiles WHERE ` + where,
-		Order: "created_at DESC, id", Args: []any{clientID, f.Matched, f.Source, search}}
+		Order: "created_at DESC, profiles.id", Args: []any{clientID, f.Matched, f.Source, search}}
 	var err error
 	if page.Items, page.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanProfile); err != nil {
 		return page, fmt.Errorf("list profiles: %w", err)

@@ -83,7 +83,7 @@ func (s *Store) GetWebhookEndpoint(ctx context.Context, clientID, id string, for
 func (s *Store) ListWebhookEndpoints(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.WebhookEndpoint], error) {
 	var p domain.Page[domain.WebhookEndpoint]
 	q := pg.PageQuery{Columns: webhookEndpointColumns, From: `FROM connect.webhook_endpoints WHERE client_id = $1`,
-		Order: "created_at DESC, id", Args: []any{clientID}}
+		Order: "created_at DESC, webhook_endpoints.id", Args: []any{clientID}}
 	var err error
 	if p.Items, p.Total, err = pg.Page(ctx, s.db, q, limit, offset, scanWebhookEndpoint); err != nil {
 		return p, fmt.Errorf("list webhook endpoints: %w", err)

@@ -153,7 +153,7 @@ func (st *Store) ListStuckPlusSessions(ctx context.Context, clientID string, lim
 	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
 		Columns: stuckPlusColumns,
 		From:    `FROM verification.stuck_plus_sessions WHERE client_id = $1`,
-		Order:   "created_at DESC, id",
+		Order:   "created_at DESC, stuck_plus_sessions.id",
 		Args:    []any{clientID},
 	}, limit, offset, scanStuckPlus)
 	if err != nil {
@@ -209,7 +209,7 @@ func (st *Store) ListReveals(ctx context.Context, clientID string, limit, offset
 	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
 		Columns: `id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at`,
 		From:    `FROM verification.stuck_plus_reveals WHERE client_id = $1`,
-		Order:   "created_at DESC, id",
+		Order:   "created_at DESC, stuck_plus_reveals.id",
 		Args:    []any{clientID},
 	}, limit, offset, func(r pgx.Row) (domain.Reveal, error) {
 		var v domain.Reveal

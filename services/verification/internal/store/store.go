@@ -402,7 +402,7 @@ func (st *Store) ListVerifications(ctx context.Context, clientID string, f domai
 		From: `FROM verification.verifications WHERE client_id = $1 AND ` + settledStatuses + `
 			AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
 			AND ($4::timestamptz IS NULL OR created_at < $4)`,
-		Order: "created_at DESC, id",
+		Order: "created_at DESC, verifications.id",
 		Args:  []any{clientID, f.Status, f.From, f.To},
 	}, limit, offset, scanVerification)
 	if err != nil {
