@@ -251,6 +251,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			runtime.WithMetadata(edgeauth.Metadata),
 			runtime.WithDisablePathLengthFallback(),
 			runtime.WithDisableHTTPMethodOverride(),
+			// An escaped slash is a character of its segment (RFC 3986), not a separator. The
+			// default (legacy) mode decodes the whole path before matching, so it served
+			// /v1/api/me%2Fapi-keys as /v1/api/me/api-keys, past any proxy rule or log filter
+			// that reads the path as it was sent.
+			runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
 			runtime.WithWriteContentLength(),
 		)
 	}

@@ -197,6 +197,10 @@ func TestNoSuchPathIsAnEnvelope(t *testing.T) {
 		{"POST", "/v1/api//me/api-keys", notClean},
 		{"GET", "/v1/api/web//transactions", notClean},
 		{"GET", "/healthz/../v1/api/clients", notClean},
+		// An escaped slash belongs to its segment: these name no route.
+		{"GET", "/v1/api%2Fclients", noSuchPath},
+		{"GET", "/v1/api/me%2Fapi-keys", noSuchPath},
+		{"GET", "/v1/api/me/connect%2Foverview", noSuchPath},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
