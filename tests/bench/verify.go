@@ -92,21 +92,22 @@ func parseShares(s string) ([]float64, error) {
 func (b *verifyBench) openLoop(ctx context.Context, cfg Config, many *blobPool, share, peak float64) (OpenLoop, error) {
 	o := OpenLoop{Share: share, Rate: share * peak}
 	o.Name = "C verify many, open loop at " + shareName(share)
+	inFlight := pacedInFlight * cfg.Workers
 	fmt.Fprintf(b.progress, "  open loop at %.1f req/s (%s of %.1f) for %s after a warm-up of %s, at most %d in flight\n",
-		o.Rate, shareName(share), peak, cfg.Duration, cfg.Warmup, pacedInFlight*cfg.Workers)
+		o.Rate, shareName(share), peak, cfg.Duration, cfg.Warmup, inFlight)
 	span := cfg.Warmup + cfg.Duration
-	need := pacedInFlight*cfg.Workers + int(math.Ceil(o.Rate*span.Seconds()*pacedFactor))
+	need := inFlight + int(math.Ceil(o.Rate*span.Seconds()*pacedFactor))
 	if err := b.fill(ctx, many, need, span); err != nil {
 		return o, err
 	}
 	if cfg.Warmup > 0 {
-		Paced(ctx, o.Rate, cfg.Warmup, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
+		Paced(ctx, o.Rate, cfg.Warmup, inFlight, cfg.Timeout, b.verifyOp(many))
 	}
 	wait := func() {}
 	if cfg.Profile != nil {
 		wait = cfg.Profile(ctx, o.Name, cfg.Duration)
 	}
-	r := Paced(ctx, o.Rate, cfg.Duration, pacedInFlight*cfg.Workers, cfg.Timeout, b.verifyOp(many))
+	r := Paced(ctx, o.Rate, cfg.Duration, inFlight, cfg.Timeout, b.verifyOp(many))
 	wait()
 	if err := ctx.Err(); err != nil {
 		return o, err
@@ -204,15 +205,14 @@ func benchVerify(ctx context.Context, s *harness.Suite, cfg Config, shares []flo
 	}
 	rep.Many, rep.One = measured[0], measured[1]
 
-	for _, share := range shares {
-		if rep.Many.Throughput() <= 0 {
-			break
+	if peak := rep.Many.Throughput(); peak > 0 {
+		for _, share := range shares {
+			o, err := b.openLoop(ctx, cfg, many, share, peak)
+			if err != nil {
+				return rep, err
+			}
+			rep.Open = append(rep.Open, o)
 		}
-		o, err := b.openLoop(ctx, cfg, many, share, rep.Many.Throughput())
-		if err != nil {
-			return rep, err
-		}
-		rep.Open = append(rep.Open, o)
 	}
 
 	// Every VERIFIED answer, first calls, warm-ups and the open loop included, is one charge.
