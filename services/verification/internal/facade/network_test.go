@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
@@ -353,13 +354,27 @@ func (s *stack) token(t *testing.T, clientID, secret, code string) (int, map[str
 	return resp.StatusCode, body
 }
 
-// accessToken runs the whole flow for a client and returns its access token.
+// accessToken runs the whole flow for a client and returns its access token, after checking
+// the ID token beside it as a relying party would (go-oidc: signature, issuer, audience) and
+// that its subject is there and is not the line.
 func (s *stack) accessToken(t *testing.T, clientID, secret, scope string, d device) string {
 	t.Helper()
 	status, body := s.token(t, clientID, secret, s.authorize(t, clientID, scope, d).code(t))
 	tok, _ := body["access_token"].(string)
 	if status != http.StatusOK || tok == "" {
 		t.Fatalf("token: %d %v", status, body)
+	}
+	raw, _ := body["id_token"].(string)
+	p, err := gooidc.NewProvider(context.Background(), s.issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := p.Verifier(&gooidc.Config{ClientID: clientID}).Verify(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("ID token: %v", err)
+	}
+	if idt.Subject == "" || (d.line != "" && strings.Contains(idt.Subject, strings.TrimPrefix(d.line, "+"))) {
+		t.Fatalf("ID token subject %q (line %s)", idt.Subject, d.line)
 	}
 	return tok
 }
