@@ -1,4 +1,5 @@
-// Package camara is mnv's client of operators' CAMARA Number Verification API (NETWORK_API):
+// Package operatorapi is mnv calling an operator's CAMARA Number Verification API (the
+// NETWORK_API method; the API mnv serves itself is package facade):
 // the OpenID Connect authorization code flow the device runs over mobile data (the
 // authorization URL with prompt=none and PKCE, the code exchange with the operator's client
 // authentication), and the calls of the API with the single-use access token: /verify, and
@@ -8,7 +9,7 @@
 // discovery is coreos/go-oidc, and private_key_jwt assertions (RFC 7523) are signed with
 // golang-jwt. Nothing here decides an outcome: Verify and Share report what the operator
 // answered (package verify maps it to mnv's vocabulary).
-package camara
+package operatorapi
 
 import (
 	"bytes"
@@ -56,7 +57,7 @@ type Client struct {
 // redirectURI. The HTTP client's timeout bounds every call to the operator.
 func New(op operators.Operator, redirectURI string, hc *http.Client) (*Client, error) {
 	if op.CAMARA == nil {
-		return nil, fmt.Errorf("camara: operator %q has no CAMARA settings", op.ID)
+		return nil, fmt.Errorf("operatorapi: operator %q has no CAMARA settings", op.ID)
 	}
 	c := &Client{op: op, cfg: *op.CAMARA, redirect: redirectURI, http: hc}
 	if c.cfg.DiscoveryURL == "" {
@@ -65,7 +66,7 @@ func New(op operators.Operator, redirectURI string, hc *http.Client) (*Client, e
 	if c.cfg.ClientAuth == operators.PrivateKeyJWT {
 		key, err := parseKey(c.cfg.PrivateKeyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("camara: operator %q: privateKeyFile: %w", op.ID, err)
+			return nil, fmt.Errorf("operatorapi: operator %q: privateKeyFile: %w", op.ID, err)
 		}
 		c.signer = key
 	}
@@ -189,7 +190,7 @@ func (c *Client) Exchange(ctx context.Context, code, verifier string) (Token, er
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
-			return Token{}, fmt.Errorf("camara: token: %s", re.ErrorCode)
+			return Token{}, fmt.Errorf("operatorapi: token: %s", re.ErrorCode)
 		}
 		return Token{}, fmt.Errorf("%w: token: %w", ErrUnavailable, err)
 	}
@@ -214,7 +215,7 @@ func (c *Client) assertion(aud string) (string, error) {
 	}
 	s, err := t.SignedString(c.signer)
 	if err != nil {
-		return "", fmt.Errorf("camara: client assertion: %w", err)
+		return "", fmt.Errorf("operatorapi: client assertion: %w", err)
 	}
 	return s, nil
 }
@@ -230,11 +231,11 @@ type Answer struct {
 
 // ErrHashUnsupported is the error of a hashed verify with an operator that takes only the
 // number itself.
-var ErrHashUnsupported = errors.New("camara: the operator does not accept hashedPhoneNumber")
+var ErrHashUnsupported = errors.New("operatorapi: the operator does not accept hashedPhoneNumber")
 
 // ErrShareUnsupported is the error of a share with an operator whose authorization mnv does not
 // ask the phoneNumberShare scope of.
-var ErrShareUnsupported = errors.New("camara: the operator's phoneNumberShare is not used")
+var ErrShareUnsupported = errors.New("operatorapi: the operator's phoneNumberShare is not used")
 
 // Verify calls the operator's phoneNumberVerify with the single-use token: hashedPhoneNumber
 // when the operator accepts it, else phoneNumber. correlator travels as x-correlator. A 5xx, a
@@ -312,7 +313,7 @@ func (c *Client) call(ctx context.Context, method, path, accessToken string, bod
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.cfg.APIRoot+"/number-verification/v2"+path, rd)
 	if err != nil {
-		return Answer{}, nil, fmt.Errorf("camara: %w", err)
+		return Answer{}, nil, fmt.Errorf("operatorapi: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -364,7 +365,7 @@ func NewClients(ops []operators.Operator, redirectURI string, hc *http.Client) (
 }
 
 // ErrNoClient is the error of an operator without a CAMARA client.
-var ErrNoClient = errors.New("camara: the operator has no network API settings")
+var ErrNoClient = errors.New("operatorapi: the operator has no network API settings")
 
 // Has reports whether operatorID has a client.
 func (cs Clients) Has(operatorID string) bool { return cs[operatorID] != nil }

@@ -1,6 +1,8 @@
-// Package camarafake is a fake mobile operator that speaks CAMARA Number Verification (API v2)
-// behind OpenID Connect, for tests and for the sandbox-camara operator of `make run`. An operator
-// is an outside system: this is the local stand-in mnv's NETWORK_API method talks to.
+// Package sandboxcamara is a stand-in mobile operator that speaks CAMARA Number Verification
+// (API v2) behind OpenID Connect: the tests' fake operator, and at run time the sandbox-camara
+// operator of `make run` (cmd/mnv starts it), so the NETWORK_API flow can be walked locally. An
+// operator is an outside system: this is the local stand-in mnv's NETWORK_API method talks to.
+// No service binary links it (tests/deps checks that).
 //
 // It serves:
 //   - OIDC discovery (/.well-known/openid-configuration);
@@ -17,7 +19,7 @@
 //
 // Behaviour knobs (SetBehaviour) make a line's calls slow, fail with a 5xx, or be refused with
 // 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK.
-package camarafake
+package sandboxcamara
 
 import (
 	"bytes"
@@ -115,7 +117,7 @@ type grant struct {
 func Start(addr string, opts Options) (*Fake, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("camarafake: %w", err)
+		return nil, fmt.Errorf("sandboxcamara: %w", err)
 	}
 	f := New("http://"+lis.Addr().String(), opts)
 	f.lis = lis

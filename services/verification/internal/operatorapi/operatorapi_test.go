@@ -1,4 +1,4 @@
-package camara_test
+package operatorapi_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
@@ -35,7 +35,7 @@ func pemOf(t *testing.T, key any) []byte {
 
 // setup starts a fake operator knowing three clients (a secret one, an RSA-key one and an
 // EC-key one) and returns it with the operator settings of each.
-func setup(t *testing.T) (*camarafake.Fake, map[string]operators.Operator) {
+func setup(t *testing.T) (*sandboxcamara.Fake, map[string]operators.Operator) {
 	t.Helper()
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -45,7 +45,7 @@ func setup(t *testing.T) (*camarafake.Fake, map[string]operators.Operator) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{
+	f, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{
 		{ID: "basic", Secret: "s3cret", RedirectURIs: []string{redirect}},
 		{ID: "rsa", PublicKey: &rsaKey.PublicKey, RedirectURIs: []string{redirect}},
 		{ID: "ec", PublicKey: &ecKey.PublicKey, RedirectURIs: []string{redirect}},
@@ -72,7 +72,7 @@ func device(t *testing.T, authURL, msisdn string) url.Values {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, authURL, nil)
 	if msisdn != "" {
-		req.Header.Set(camarafake.DefaultMSISDNHeader, msisdn)
+		req.Header.Set(sandboxcamara.DefaultMSISDNHeader, msisdn)
 	}
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
@@ -96,7 +96,7 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"basic", "rsa", "ec"} {
 		t.Run(name, func(t *testing.T) {
-			c, err := camara.New(ops[name], redirect, hc)
+			c, err := operatorapi.New(ops[name], redirect, hc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 				t.Fatalf("came back with %v", back)
 			}
 			// A wrong verifier is refused, and burns the code (single use).
-			if _, err := c.Exchange(ctx, back.Get("code"), "wrong-verifier-wrong-verifier-wrong-verifier-0"); err == nil || errors.Is(err, camara.ErrUnavailable) {
+			if _, err := c.Exchange(ctx, back.Get("code"), "wrong-verifier-wrong-verifier-wrong-verifier-0"); err == nil || errors.Is(err, operatorapi.ErrUnavailable) {
 				t.Fatalf("exchange with a wrong verifier: %v", err)
 			}
 			if _, err := c.Exchange(ctx, back.Get("code"), a.Verifier); err == nil {
@@ -131,7 +131,7 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 				t.Errorf("token expiry in %v", d)
 			}
 			ans, err := c.Verify(ctx, tok.AccessToken, "+447700900123", "corr-1")
-			if err != nil || ans != (camara.Answer{Status: 200, Verified: true}) {
+			if err != nil || ans != (operatorapi.Answer{Status: 200, Verified: true}) {
 				t.Fatalf("verify = %+v, %v", ans, err)
 			}
 			// Single use: the second call is 401 UNAUTHENTICATED.
@@ -144,20 +144,20 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 			back = device(t, a.URL, "+447700900123")
 			tok, _ = c.Exchange(ctx, back.Get("code"), a.Verifier)
 			ans, err = c.Verify(ctx, tok.AccessToken, "+447700900999", "")
-			if err != nil || ans != (camara.Answer{Status: 200, Verified: false}) {
+			if err != nil || ans != (operatorapi.Answer{Status: 200, Verified: false}) {
 				t.Fatalf("mismatch = %+v, %v", ans, err)
 			}
 		})
 	}
 	t.Run("off the mobile network", func(t *testing.T) {
-		c, _ := camara.New(ops["basic"], redirect, hc)
+		c, _ := operatorapi.New(ops["basic"], redirect, hc)
 		a, _ := c.Authorize(ctx)
 		if back := device(t, a.URL, ""); back.Get("error") != "login_required" || back.Get("state") != a.State || back.Get("code") != "" {
 			t.Fatalf("came back with %v", back)
 		}
 	})
 	t.Run("wrong client secret", func(t *testing.T) {
-		c, _ := camara.New(ops["wrong"], redirect, hc)
+		c, _ := operatorapi.New(ops["wrong"], redirect, hc)
 		a, _ := c.Authorize(ctx)
 		back := device(t, a.URL, "+447700900123")
 		if _, err := c.Exchange(ctx, back.Get("code"), a.Verifier); err == nil {
@@ -165,7 +165,7 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 		}
 	})
 	t.Run("operator answers", func(t *testing.T) {
-		c, _ := camara.New(ops["basic"], redirect, &http.Client{Timeout: 300 * time.Millisecond})
+		c, _ := operatorapi.New(ops["basic"], redirect, &http.Client{Timeout: 300 * time.Millisecond})
 		token := func(msisdn string) string {
 			a, _ := c.Authorize(ctx)
 			tok, err := c.Exchange(ctx, device(t, a.URL, msisdn).Get("code"), a.Verifier)
@@ -174,18 +174,18 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 			}
 			return tok.AccessToken
 		}
-		fake.SetBehaviour("+447700900201", camarafake.Behaviour{Status5xx: 503})
-		fake.SetBehaviour("+447700900202", camarafake.Behaviour{Delay: time.Second})
-		fake.SetBehaviour("+447700900203", camarafake.Behaviour{NotAuthenticatedByMobileNetwork: true})
+		fake.SetBehaviour("+447700900201", sandboxcamara.Behaviour{Status5xx: 503})
+		fake.SetBehaviour("+447700900202", sandboxcamara.Behaviour{Delay: time.Second})
+		fake.SetBehaviour("+447700900203", sandboxcamara.Behaviour{NotAuthenticatedByMobileNetwork: true})
 		tok := token("+447700900201")
-		if _, err := c.Verify(ctx, tok, "+447700900201", ""); !errors.Is(err, camara.ErrUnavailable) {
+		if _, err := c.Verify(ctx, tok, "+447700900201", ""); !errors.Is(err, operatorapi.ErrUnavailable) {
 			t.Errorf("5xx: %v", err)
 		}
-		fake.SetBehaviour("+447700900201", camarafake.Behaviour{})
+		fake.SetBehaviour("+447700900201", sandboxcamara.Behaviour{})
 		if ans, err := c.Verify(ctx, tok, "+447700900201", ""); err != nil || !ans.Verified {
 			t.Errorf("after a 5xx the token still works: %+v, %v", ans, err)
 		}
-		if _, err := c.Verify(ctx, token("+447700900202"), "+447700900202", ""); !errors.Is(err, camara.ErrUnavailable) {
+		if _, err := c.Verify(ctx, token("+447700900202"), "+447700900202", ""); !errors.Is(err, operatorapi.ErrUnavailable) {
 			t.Errorf("timeout: %v", err)
 		}
 		ans, err := c.Verify(ctx, token("+447700900203"), "+447700900203", "")
@@ -198,8 +198,8 @@ func TestFlowAgainstTheFakeOperator(t *testing.T) {
 		cc := *op.CAMARA
 		cc.DiscoveryURL = "http://127.0.0.1:1/.well-known/openid-configuration"
 		op.CAMARA = &cc
-		c, _ := camara.New(op, redirect, hc)
-		if _, err := c.Authorize(ctx); !errors.Is(err, camara.ErrUnavailable) {
+		c, _ := operatorapi.New(op, redirect, hc)
+		if _, err := c.Authorize(ctx); !errors.Is(err, operatorapi.ErrUnavailable) {
 			t.Errorf("discovery of an operator that is down: %v", err)
 		}
 	})
@@ -214,9 +214,9 @@ func TestShareAndHash(t *testing.T) {
 	ctx := context.Background()
 	withShare := ops["ec"] // takes hashed numbers
 	cc := *withShare.CAMARA
-	cc.Scopes = []string{"openid", "number-verification:verify", camara.ScopeShare}
+	cc.Scopes = []string{"openid", "number-verification:verify", operatorapi.ScopeShare}
 	withShare.CAMARA = &cc
-	token := func(t *testing.T, c *camara.Client, msisdn string) string {
+	token := func(t *testing.T, c *operatorapi.Client, msisdn string) string {
 		t.Helper()
 		a, err := c.Authorize(ctx)
 		if err != nil {
@@ -228,11 +228,11 @@ func TestShareAndHash(t *testing.T) {
 		}
 		return tok.AccessToken
 	}
-	sharing, err := camara.New(withShare, redirect, hc)
+	sharing, err := operatorapi.New(withShare, redirect, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := camara.New(ops["basic"], redirect, hc)
+	plain, _ := operatorapi.New(ops["basic"], redirect, hc)
 	if !sharing.Shares() || plain.Shares() {
 		t.Fatalf("Shares: %v and %v", sharing.Shares(), plain.Shares())
 	}
@@ -241,20 +241,20 @@ func TestShareAndHash(t *testing.T) {
 	hash := hex.EncodeToString(sum[:])
 
 	calls := fake.APICalls()
-	if ans, err := sharing.Share(ctx, token(t, sharing, line), "c-1"); err != nil || ans != (camara.Answer{Status: 200, Number: line}) {
+	if ans, err := sharing.Share(ctx, token(t, sharing, line), "c-1"); err != nil || ans != (operatorapi.Answer{Status: 200, Number: line}) {
 		t.Errorf("share = %+v, %v", ans, err)
 	}
-	if ans, err := sharing.VerifyHash(ctx, token(t, sharing, line), strings.ToUpper(hash), "c-2"); err != nil || ans != (camara.Answer{Status: 200, Verified: true}) {
+	if ans, err := sharing.VerifyHash(ctx, token(t, sharing, line), strings.ToUpper(hash), "c-2"); err != nil || ans != (operatorapi.Answer{Status: 200, Verified: true}) {
 		t.Errorf("hashed verify = %+v, %v", ans, err)
 	}
 	if n := fake.APICalls() - calls; n != 2 {
 		t.Errorf("the operator was called %d times, want 2", n)
 	}
 	tok := token(t, plain, line)
-	if _, err := plain.Share(ctx, tok, ""); !errors.Is(err, camara.ErrShareUnsupported) {
+	if _, err := plain.Share(ctx, tok, ""); !errors.Is(err, operatorapi.ErrShareUnsupported) {
 		t.Errorf("share with an operator that does not share: %v", err)
 	}
-	if _, err := plain.VerifyHash(ctx, tok, hash, ""); !errors.Is(err, camara.ErrHashUnsupported) {
+	if _, err := plain.VerifyHash(ctx, tok, hash, ""); !errors.Is(err, operatorapi.ErrHashUnsupported) {
 		t.Errorf("hash with an operator that takes numbers only: %v", err)
 	}
 	// Neither spent the token.
