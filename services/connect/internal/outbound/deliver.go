@@ -27,7 +27,7 @@ const maxResponseBody = 64 << 10
 type Request struct {
 	// URL is the integration's endpoint, validated by Policy.CheckURL when it was stored.
 	URL string
-	// Method is POST, PUT or PATCH (contract: httpMethod).
+	// Method is POST, PUT or PATCH (an integration's httpMethod).
 	Method string
 	// APIKey, when not empty, is sent as "Authorization: Bearer <APIKey>". It never appears in
 	// an error.

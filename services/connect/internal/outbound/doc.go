@@ -1,7 +1,6 @@
 // Package outbound is every HTTP request Connect makes to a URL a client chose: the CRM pushes
 // of crm/push and the event webhooks of eventhooks/delivery go through it alike, so both share
-// one SSRF guard, one signature scheme and one retry schedule (contract section 8,
-// "Integration" and "Delivery").
+// one SSRF guard, one signature scheme and one retry schedule (docs/api-decisions.md#crm-delivery).
 //
 // Each URL is chosen by a client, so every request is a request our network makes on a
 // stranger's behalf. The package therefore guards against server-side request forgery twice:

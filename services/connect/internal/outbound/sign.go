@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Header names of a delivery. Receivers read them, so they are part of the contract.
+// Header names of a delivery. Receivers read them, so they are part of the API
+// (docs/api-decisions.md#crm-delivery, docs/events.md).
 const (
 	// SignatureHeader carries Sign's value: the timestamp and the HMAC of timestamp and body.
 	SignatureHeader = "X-Mnv-Signature"

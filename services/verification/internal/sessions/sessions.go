@@ -54,7 +54,7 @@ type Service struct {
 	log    *zap.Logger
 	net    *network.Identifier
 	sealer *seal.Sealer
-	// ttl is how long a sealed blob may be verified (contract: 300 s).
+	// ttl is how long a sealed blob may be verified (300 s by default).
 	ttl time.Duration
 	now func() time.Time
 }

@@ -238,7 +238,7 @@ func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) ([
 	return s.batchSt.SettleVerifications(ctx, items)
 }
 
-// Request is a verify request (interface spec 4.6).
+// Request is a verify request (POST /v1/api/verify).
 type Request struct {
 	MobileNumber string
 	Blob         string

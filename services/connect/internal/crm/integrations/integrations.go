@@ -21,7 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/freetext"
 )
 
-// Bounds (interface spec 8, contract 8).
+// Bounds (docs/api-decisions.md#integrations).
 const (
 	maxDisplayName   = 100
 	maxType          = 64
@@ -93,7 +93,7 @@ func OpenSecret(k *crypto.Keyring, it domain.Integration) ([]byte, error) {
 	return k.Open(it.SigningSecretSealed, secretAD(it.ID))
 }
 
-// CreateRequest is a new integration (interface spec 4.10).
+// CreateRequest is a new integration (POST /v1/api/me/connect/integrations).
 type CreateRequest struct {
 	DisplayName, Type, EndpointURL, HTTPMethod, APIKey, TriggerEvent string
 	FieldMappings                                                    map[string]string
