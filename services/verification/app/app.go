@@ -39,9 +39,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
@@ -427,12 +427,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	batchStores := pg.NewStores(batchPool, func(db pg.DB) verify.Store { return newStore(db) })
 	verifier.WithBatchStore(batchStores.Pool(), batchStores)
-	var clients camara.Clients
+	var clients operatorapi.Clients
 	if hasCAMARA(ops) {
 		if cfg.PublicURL == "" {
 			return nil, errors.New("MNV_PUBLIC_URL: required when an operator of the registry has camara settings (NETWORK_API): the operator sends the device back to MNV_PUBLIC_URL" + CallbackPath)
 		}
-		clients, err = camara.NewClients(ops.List(), cfg.PublicURL+CallbackPath, &http.Client{Timeout: cfg.NetworkAPITimeout})
+		clients, err = operatorapi.NewClients(ops.List(), cfg.PublicURL+CallbackPath, &http.Client{Timeout: cfg.NetworkAPITimeout})
 		if err != nil {
 			return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
 		}
@@ -479,7 +479,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		// the operator sends the device back to the facade's callback, not the SDK's.
 		facadeSess := sess
 		if clients != nil {
-			back, err := camara.NewClients(ops.List(), strings.TrimSuffix(cfg.CAMARAIssuer, "/")+facade.OperatorCallbackPath,
+			back, err := operatorapi.NewClients(ops.List(), strings.TrimSuffix(cfg.CAMARAIssuer, "/")+facade.OperatorCallbackPath,
 				&http.Client{Timeout: cfg.NetworkAPITimeout})
 			if err != nil {
 				return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)

@@ -45,8 +45,8 @@ type EnrichmentStore interface {
 	Savepoint(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
-// reasonRule bounds an enrichment's reason (contract 8). The reason is neither stored nor
-// shown, and has never been held to more than its length.
+// reasonRule bounds an enrichment's reason (docs/api-decisions.md#enrichment). The reason is
+// neither stored nor shown, and has never been held to more than its length.
 var reasonRule = freetext.Rule{Min: 3, Max: 500, Controls: true}
 
 // chargeTimeout bounds a debit or refund of an enrichment, during which its transaction holds

@@ -46,7 +46,7 @@ const (
 	AuthorizationPending = "AUTHORIZATION_PENDING"
 )
 
-// Verification statuses and outcomes (contract section 5).
+// Verification statuses and outcomes (docs/api-decisions.md#verification).
 const (
 	StatusVerified     = "VERIFIED"
 	StatusNotVerified  = "NOT_VERIFIED"

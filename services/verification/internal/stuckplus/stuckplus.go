@@ -19,8 +19,8 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
-// reasonRule bounds a reveal's reason (interface spec 4.11), which is kept in the audit and may
-// run over several lines.
+// reasonRule bounds a reveal's reason (docs/api-decisions.md#stuck-plus), which is kept in the
+// audit and may run over several lines.
 var reasonRule = freetext.Rule{Min: 10, Max: 500, Newlines: true}
 
 // Store is what stuck-plus needs of the service's storage.

@@ -32,8 +32,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rowid"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
@@ -88,16 +88,16 @@ type SessionStore interface {
 	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error)
 }
 
-// NetworkAPI calls an operator's CAMARA Number Verification API; camara.Clients is one.
+// NetworkAPI calls an operator's CAMARA Number Verification API; operatorapi.Clients is one.
 type NetworkAPI interface {
 	Has(operatorID string) bool
-	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (camara.Answer, error)
+	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (operatorapi.Answer, error)
 	// TakesHash and Shares tell whether the operator's /verify accepts hashedPhoneNumber, and
 	// whether its phoneNumberShare is used, which VerifyHash and ShareNumber need.
 	TakesHash(operatorID string) bool
 	Shares(operatorID string) bool
-	VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (camara.Answer, error)
-	ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (camara.Answer, error)
+	VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (operatorapi.Answer, error)
+	ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (operatorapi.Answer, error)
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -238,7 +238,7 @@ func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) ([
 	return s.batchSt.SettleVerifications(ctx, items)
 }
 
-// Request is a verify request (interface spec 4.6).
+// Request is a verify request (POST /v1/api/verify).
 type Request struct {
 	MobileNumber string
 	Blob         string
@@ -282,7 +282,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
 			return Result{}, err
 		}
-		ask := func(ctx context.Context, token, correlator string) (camara.Answer, error) {
+		ask := func(ctx context.Context, token, correlator string) (operatorapi.Answer, error) {
 			return s.network.VerifyNumber(ctx, req.OperatorID, token, num.E164, correlator)
 		}
 		if _, outcome, reason, err = s.askOperator(ctx, sess, claims, hash, requestid.From(ctx), ask); err != nil {
@@ -458,7 +458,7 @@ func (s *Service) networkSession(ctx context.Context, clientID, sessionID string
 }
 
 // askFunc is one call of an operator's network API with a session's access token.
-type askFunc func(ctx context.Context, accessToken, correlator string) (camara.Answer, error)
+type askFunc func(ctx context.Context, accessToken, correlator string) (operatorapi.Answer, error)
 
 // askOperator decides a NETWORK_API verification of sess: ask calls the operator's API
 // (/verify, or /device-phone-number) with the session's single-use access token, and its answer
@@ -472,7 +472,7 @@ type askFunc func(ctx context.Context, accessToken, correlator string) (camara.A
 // number (numberHash, nil when the number is not known before the call) within the session's
 // life, after a top-up, gets that answer again without a call, so it is charged once for what
 // the operator said instead of EXPIRED.
-func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans camara.Answer, outcome, reason string, err error) {
+func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans operatorapi.Answer, outcome, reason string, err error) {
 	switch {
 	case !s.now().Before(c.ExpiresAt):
 		return ans, domain.StatusExpired, domain.ReasonSessionExpired, nil
@@ -512,9 +512,9 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 // or NOT_VERIFIED (both charged); 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK
 // is UNDETERMINED; 401 (the single-use token expired or used up) is EXPIRED; any other refusal
 // (403 PERMISSION_DENIED, a 4xx) is UNDETERMINED, OPERATOR_REFUSED. No answer (a 5xx, 429, a
-// timeout, an unreadable body: camara.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
+// timeout, an unreadable body: operatorapi.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
 // nothing charged, retryable.
-func NetworkOutcome(a camara.Answer, err error) (outcome, reason string, _ error) {
+func NetworkOutcome(a operatorapi.Answer, err error) (outcome, reason string, _ error) {
 	switch {
 	case err != nil:
 		return "", "", fmt.Errorf("%w: the operator's network API did not answer: %w", fault.ErrUnavailable, err)
