@@ -17,8 +17,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
-	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
 
