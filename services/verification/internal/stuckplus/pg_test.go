@@ -26,11 +26,13 @@ import (
 // whatever the balance is by then), refused while spent, no answer while down; lost commits the
 // next debit and loses its answer. gate, when set, holds each debit until it is closed.
 type accounts struct {
-	mu      sync.Mutex
-	spent   bool
-	down    bool
-	lost    bool
-	gate    chan struct{}
+	mu    sync.Mutex
+	spent bool
+	down  bool
+	lost  bool
+	gate  chan struct{}
+	// during runs inside each debit, while accounts is answering.
+	during  func(ref string)
 	charged map[string]bool
 	debits  []string
 }
@@ -43,6 +45,9 @@ func (a *accounts) Debit(_ context.Context, c money.Charge) (money.Charged, erro
 	a.mu.Unlock()
 	if gate != nil {
 		<-gate
+	}
+	if a.during != nil {
+		a.during(c.Reference)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -298,5 +303,36 @@ func TestReconcilersShareTheWork(t *testing.T) {
 	}
 	if len(e.ledger.debits) != 2 || e.audited(t) != 1 {
 		t.Errorf("debits %v, %d audited; want the request's and one reconciler's, 1 audited", e.ledger.debits, e.audited(t))
+	}
+}
+
+// TestRevealHoldsNoLockWhileCharging: while accounts answers a reveal's debit, the session's
+// row is free (another reveal, the retention job can take it) and the reveal's intent is
+// committed, so a crash then leaves it PENDING for the reconciler, not rolled back.
+func TestRevealHoldsNoLockWhileCharging(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	var checked bool
+	e.ledger.during = func(ref string) {
+		checked = true
+		tx, err := e.pool.Begin(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM verification.stuck_plus_sessions WHERE id = $1 FOR UPDATE NOWAIT`, e.sess); err != nil {
+			t.Errorf("the session's row is locked while accounts answers: %v", err)
+		}
+		var recorded int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE session_id = $1`, e.sess).Scan(&recorded); err != nil || recorded != 1 {
+			t.Errorf("%d reveals committed while accounts answers (%v), want the intent", recorded, err)
+		}
+	}
+	if _, err := e.svc.Reveal(ctx, e.admin, e.sess, reason); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatal("the reveal was not debited")
 	}
 }
