@@ -128,7 +128,7 @@ func (s *Service) requestKey(ctx context.Context, p identity.Principal, profileI
 
 // recordEnrichment is an enrichment's first transaction: the profile must be the client's and
 // its number must open (a number that does not must not cost an enrichment), and the enrichment
-// is recorded PENDING; unless the request is a retry whose record is still PENDING, or was
+// is recorded PENDING (CANCELLED when an erasure came first); unless the request is a retry whose record is still PENDING, or was
 // settled by the reconciler while the request was away (within the idempotency window), which
 // it returns.
 func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, err error) {
@@ -158,8 +158,20 @@ func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id
 				}
 			}
 		}
-		rec, err = st.InsertEnrichment(ctx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key)
-		return err
+		if rec, err = st.InsertEnrichment(ctx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key); err != nil {
+			return err
+		}
+		// An erasure already in flight goes first: this waits for it behind the profile's row
+		// before anything is charged (instead of a charge and its refund), and the record says
+		// the enrichment lost. The lock ends with this transaction, before the debit.
+		switch _, err := st.LockProfile(ctx, p.ClientID, id); {
+		case errors.Is(err, fault.ErrNotFound):
+			rec.Status = domain.EnrichmentCancelled
+			return st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentCancelled, 0, false)
+		case err != nil:
+			return err
+		}
+		return nil
 	})
 	return rec, err
 }

@@ -248,6 +248,8 @@ type Reveal struct {
 	Charged   int64
 	Status    string
 	Reference string
+	// Unheard: settled by the reconciler while its request was away (the number not shown).
+	Unheard   bool
 	CreatedAt time.Time
 }
 

@@ -188,11 +188,11 @@ func (st *Store) CountReveals(ctx context.Context, clientID, sessionID string) (
 }
 
 const revealColumns = `id::text, client_id::text, session_id::text, key_id::text, reason, charged, status,
-	coalesce(reference, ''), created_at`
+	coalesce(reference, ''), unheard, created_at`
 
 func scanReveal(row pgx.Row) (domain.Reveal, error) {
 	var r domain.Reveal
-	err := row.Scan(&r.ID, &r.ClientID, &r.SessionID, &r.KeyID, &r.Reason, &r.Charged, &r.Status, &r.Reference, &r.CreatedAt)
+	err := row.Scan(&r.ID, &r.ClientID, &r.SessionID, &r.KeyID, &r.Reason, &r.Charged, &r.Status, &r.Reference, &r.Unheard, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fault.ErrNotFound
 	}
@@ -202,10 +202,26 @@ func scanReveal(row pgx.Row) (domain.Reveal, error) {
 	return r, nil
 }
 
-// PendingReveal reads the PENDING reveal of a session (fault.ErrNotFound: none).
-func (st *Store) PendingReveal(ctx context.Context, clientID, sessionID string) (domain.Reveal, error) {
-	return scanReveal(st.db.QueryRow(ctx, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
-		WHERE client_id = $1 AND session_id = $2 AND status = 'PENDING'`, clientID, sessionID))
+// OpenReveals reads a session's reveals that are PENDING or unheard.
+func (st *Store) OpenReveals(ctx context.Context, clientID, sessionID string) ([]domain.Reveal, error) {
+	rows, err := st.db.Query(ctx, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
+		WHERE client_id = $1 AND session_id = $2 AND (status = 'PENDING' OR unheard) ORDER BY created_at`, clientID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("open reveals: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) { return scanReveal(r) })
+	if err != nil {
+		return nil, fmt.Errorf("open reveals: %w", err)
+	}
+	return out, nil
+}
+
+// HearReveal marks an unheard reveal heard: its request's retry was answered with it.
+func (st *Store) HearReveal(ctx context.Context, id string) error {
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET unheard = false WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("hear reveal: %w", err)
+	}
+	return nil
 }
 
 // RecordReveal writes the audit row of a reveal as r.Status says: PENDING until its charge
@@ -235,18 +251,18 @@ func (st *Store) markRevealed(ctx context.Context, sessionID string, at time.Tim
 	return nil
 }
 
-// SettleReveal records the charge of a PENDING reveal and marks its session revealed, in one
-// statement, and answers the reveal's status after it: SETTLED, or REJECTED when it was
-// refused before (nothing written then).
-func (st *Store) SettleReveal(ctx context.Context, id string, charged int64) (status string, err error) {
+// SettleReveal records the charge of a PENDING reveal (unheard, when its request is not there
+// to hear it) and marks its session revealed, in one statement, and answers the reveal's status
+// after it: SETTLED, or REJECTED when it was refused before (nothing written then).
+func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error) {
 	err = st.db.QueryRow(ctx, `WITH r AS (
-			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $2
+			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $2, unheard = $3
 			WHERE id = $1 AND status = 'PENDING' RETURNING session_id, created_at),
 		s AS (
 			UPDATE verification.stuck_plus_sessions s SET revealed_at = coalesce(s.revealed_at, r.created_at)
 			FROM r WHERE s.id = r.session_id)
 		SELECT coalesce((SELECT 'SETTLED' FROM r), (SELECT status FROM verification.stuck_plus_reveals WHERE id = $1), '')`,
-		id, charged).Scan(&status)
+		id, charged, unheard).Scan(&status)
 	if err != nil {
 		return "", fmt.Errorf("settle reveal: %w", err)
 	}

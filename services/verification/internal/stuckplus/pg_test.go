@@ -217,7 +217,7 @@ func TestRevealCharge(t *testing.T) {
 			}
 			return nil
 		}, wantStatus: map[string]int{"SETTLED": 1}, wantAudited: 1, wantCharged: 1, wantDebits: 2},
-		{name: "charged, answer lost, balance spent: the reconciler settles the charge", run: func(t *testing.T, e env) error {
+		{name: "charged, answer lost, balance spent: the reconciler settles it, the retry hears it", run: func(t *testing.T, e env) error {
 			e.ledger.lost = true
 			if _, err := e.svc.Reveal(context.Background(), e.admin, e.sess, reason); !errors.Is(err, fault.ErrUnavailable) {
 				t.Fatalf("first: %v", err)
@@ -226,10 +226,31 @@ func TestRevealCharge(t *testing.T) {
 			if n := e.reconcile(t); n != 1 {
 				t.Errorf("reconciled %d, want 1", n)
 			}
-			// The session is revealed: the next reveal is a free repeat.
+			// The same key's retry is answered with the reveal the reconciler settled.
 			r, err := e.svc.Reveal(context.Background(), e.admin, e.sess, reason)
-			if err == nil && r.Reveal.Charged != 0 {
-				t.Errorf("repeat charged %d", r.Reveal.Charged)
+			if err == nil && (r.Reveal.Charged != 5 || r.MobileNumber != number) {
+				t.Errorf("retry answered %+v, want the settled reveal, charged 5", r)
+			}
+			// Heard now: the next is a free repeat.
+			if r, err := e.svc.Reveal(context.Background(), e.admin, e.sess, reason); err != nil || r.Reveal.Charged != 0 {
+				t.Errorf("repeat: %+v, %v; want free", r.Reveal, err)
+			}
+			return err
+		}, wantStatus: map[string]int{"SETTLED": 2}, wantAudited: 2, wantCharged: 1, wantDebits: 2},
+		{name: "another key after an unheard reveal reveals on its own", run: func(t *testing.T, e env) error {
+			e.ledger.down = true
+			if _, err := e.svc.Reveal(context.Background(), e.admin, e.sess, reason); !errors.Is(err, fault.ErrUnavailable) {
+				t.Fatalf("first: %v", err)
+			}
+			e.ledger.down = false
+			if n := e.reconcile(t); n != 1 {
+				t.Errorf("reconciled %d, want 1", n)
+			}
+			other := e.admin
+			other.KeyID = uuid.NewString()
+			r, err := e.svc.Reveal(context.Background(), other, e.sess, reason)
+			if err == nil && r.Reveal.KeyID != other.KeyID {
+				t.Errorf("answered with another key's reveal %+v", r.Reveal)
 			}
 			return err
 		}, wantStatus: map[string]int{"SETTLED": 2}, wantAudited: 2, wantCharged: 1, wantDebits: 2},

@@ -5,7 +5,6 @@ package stuckplus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -34,13 +33,16 @@ type Store interface {
 	LockStuckPlusSession(ctx context.Context, clientID, id string) (domain.StuckPlusSession, error)
 	// CountReveals counts a session's reveals, refused ones aside.
 	CountReveals(ctx context.Context, clientID, sessionID string) (int, error)
-	// PendingReveal reads the session's PENDING reveal (fault.ErrNotFound: none).
-	PendingReveal(ctx context.Context, clientID, sessionID string) (domain.Reveal, error)
+	// OpenReveals reads the session's reveals that are PENDING or unheard.
+	OpenReveals(ctx context.Context, clientID, sessionID string) ([]domain.Reveal, error)
+	// HearReveal marks an unheard reveal heard.
+	HearReveal(ctx context.Context, id string) error
 	// RecordReveal writes a reveal as its Status says: PENDING (its charge to come) or SETTLED.
 	RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error)
-	// SettleReveal records a PENDING reveal's charge (and its session revealed) and answers the
-	// reveal's status after it: SETTLED, or REJECTED when it was refused before.
-	SettleReveal(ctx context.Context, id string, charged int64) (status string, err error)
+	// SettleReveal records a PENDING reveal's charge (and its session revealed), unheard when
+	// its request is not there to hear it, and answers the reveal's status after it: SETTLED,
+	// or REJECTED when it was refused before.
+	SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error)
 	// RejectReveal marks a PENDING reveal REJECTED; false when it was no longer PENDING.
 	RejectReveal(ctx context.Context, id string) (bool, error)
 	// StaleReveals reads up to limit reveals PENDING since before that no other transaction
@@ -121,7 +123,8 @@ type Revealed struct {
 // released with that commit), debited, then SETTLED, or REJECTED when refused (no audit, no
 // number). When accounts' answer is lost the reveal stays PENDING: a retry by the same key
 // resumes it under the same reference, and accounts answers the charge it made; the
-// reconciler finishes one nobody retries. Each audited reveal is charged once.
+// reconciler finishes one nobody retried, unheard, and the same key's next reveal of the
+// session is answered with it. Each audited reveal is charged once.
 func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
 	if p.Role != identity.RoleAdmin {
 		return Revealed{}, domain.ErrNotAdmin
@@ -145,15 +148,24 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 		if number, err = s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID); err != nil {
 			return err
 		}
-		switch prev, err := st.PendingReveal(ctx, p.ClientID, sess.ID); {
-		case err == nil && prev.KeyID == p.KeyID:
-			r = prev // a retry of a reveal whose charge did not settle: resume it
-			return nil
-		case err == nil:
-			// Its reference is the one this reveal would take; the audit names who revealed.
-			return errRevealInFlight
-		case !errors.Is(err, fault.ErrNotFound):
+		open, err := st.OpenReveals(ctx, p.ClientID, sess.ID)
+		if err != nil {
 			return err
+		}
+		for _, prev := range open {
+			switch {
+			case prev.KeyID == p.KeyID && prev.Status == domain.RevealPending:
+				r = prev // a retry of a reveal whose charge did not settle: resume it
+				return nil
+			case prev.KeyID == p.KeyID:
+				// Settled by the reconciler while its request was away: this retry hears it,
+				// charged once.
+				r, r.Unheard = prev, false
+				return st.HearReveal(ctx, prev.ID)
+			case prev.Status == domain.RevealPending:
+				// Its reference is the one this reveal would take; the audit names who revealed.
+				return errRevealInFlight
+			}
 		}
 		r = domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason,
 			Status: domain.RevealSettled}
@@ -201,13 +213,15 @@ func intent(r domain.Reveal) charge.Intent[domain.Reveal] {
 // own, or in the reconciler's.
 type books struct {
 	inTx func(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+	// unheard: the reconciler's; the reveal's request is not there to hear it.
+	unheard bool
 }
 
 // Settle records the charge on the reveal. One refused meanwhile (the reconciler's debit, before
 // a top-up) cannot take it: Void, and the saga refunds it.
 func (b books) Settle(ctx context.Context, r domain.Reveal, c money.Charged) error {
 	return b.inTx(ctx, func(ctx context.Context, st Store) error {
-		status, err := st.SettleReveal(ctx, r.ID, c.Amount)
+		status, err := st.SettleReveal(ctx, r.ID, c.Amount, b.unheard)
 		if err == nil && status != domain.RevealSettled {
 			return charge.Void(fmt.Errorf("%w: the reveal was refused meanwhile, try again", fault.ErrUnavailable), "reveal refused meanwhile")
 		}
@@ -240,7 +254,7 @@ func (c claims) Claim(ctx context.Context, before time.Time, limit int,
 		for i, r := range rs {
 			in[i] = intent(r)
 		}
-		return fn(ctx, in, books{inTx: func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) }})
+		return fn(ctx, in, books{unheard: true, inTx: func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) }})
 	})
 }
 

@@ -71,18 +71,28 @@ func (f *fakeStore) RecordReveal(_ context.Context, r domain.Reveal) (domain.Rev
 	return r, nil
 }
 
-func (f *fakeStore) PendingReveal(_ context.Context, clientID, sessionID string) (domain.Reveal, error) {
+func (f *fakeStore) OpenReveals(_ context.Context, clientID, sessionID string) ([]domain.Reveal, error) {
+	var out []domain.Reveal
 	for _, r := range f.reveals {
-		if r.ClientID == clientID && r.SessionID == sessionID && r.Status == domain.RevealPending {
-			return r, nil
+		if r.ClientID == clientID && r.SessionID == sessionID && (r.Status == domain.RevealPending || r.Unheard) {
+			out = append(out, r)
 		}
 	}
-	return domain.Reveal{}, fault.ErrNotFound
+	return out, nil
+}
+
+func (f *fakeStore) HearReveal(_ context.Context, id string) error {
+	for i, r := range f.reveals {
+		if r.ID == id {
+			f.reveals[i].Unheard = false
+		}
+	}
+	return nil
 }
 
 // SettleReveal is the write that fails once with failWrite (the settle's transaction does not
 // commit).
-func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64) (string, error) {
+func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, unheard bool) (string, error) {
 	if err := f.failWrite; err != nil {
 		f.failWrite = nil
 		return "", err
@@ -92,7 +102,7 @@ func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64) (s
 			continue
 		}
 		if r.Status == domain.RevealPending {
-			f.reveals[i].Status, f.reveals[i].Charged = domain.RevealSettled, charged
+			f.reveals[i].Status, f.reveals[i].Charged, f.reveals[i].Unheard = domain.RevealSettled, charged, unheard
 			if s := f.sessions[r.SessionID]; s.RevealedAt == nil {
 				s.RevealedAt = &r.CreatedAt
 			}
