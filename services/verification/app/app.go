@@ -287,9 +287,13 @@ type App struct {
 	cfg      Config
 	server   *grpcserver.Server
 	verifier *verify.Service
-	idem     *idempotency.Store
-	jobs     *jobs.Queue
-	purge    *purge.Runner
+	// reveals finishes the reveals whose charge a crash or an absent accounts left PENDING.
+	reveals interface {
+		Run(context.Context, time.Duration)
+	}
+	idem  *idempotency.Store
+	jobs  *jobs.Queue
+	purge *purge.Runner
 	// watch keeps the principal cache's stream from accounts.
 	watch func(context.Context)
 	// camara is the CAMARA facade's server and listener, when configured.
@@ -474,6 +478,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
+	a.reveals = stuckPlus.Reconciler(cfg.SettleAfter, log)
 	if cfg.CAMARAAddr != "" {
 		// The facade's sessions reach the operators' network APIs with clients of their own:
 		// the operator sends the device back to the facade's callback, not the SDK's.
@@ -565,6 +570,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
+	g.Go(func() error { a.reveals.Run(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
 	g.Go(func() error { a.watch(ctx); return nil })
