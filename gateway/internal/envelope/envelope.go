@@ -176,7 +176,8 @@ var (
 	duplicateField = regexp.MustCompile(`duplicate field ("(?:[^"\\]|\\.)*")`)
 	invalidValue   = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
 	badQuery       = regexp.MustCompile(`^parsing field "([A-Za-z0-9_.]+)"`)
-	decodeNoise    = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
+	// protojson writes "proto:" with a space or, at random per build, a no-break space.
+	decodeNoise = regexp.MustCompile(`^(proto:[\s\x{a0}]*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
 )
 
 // describeDecodeError turns a decoding error into a message for people, and names the field
