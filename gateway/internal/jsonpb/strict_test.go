@@ -238,6 +238,9 @@ func TestStrictValuesEverywhere(t *testing.T) {
 		{"UInt32Value negative", `{"wu32":-1}`, []string{`field "wu32"`, "from 0 to 4294967295"}},
 		{"string field as a number", `{"label":5}`, []string{`field "label"`, "expected a string", "got 5"}},
 		{"negative zero", `{"u64":-0}`, nil},
+		// null unsets a field; it is no element of a list or value of a map (protojson says so).
+		{"null in a list", `{"colors":[null]}`, []string{"colors", "null"}},
+		{"null in a map", `{"countByName":{"a":null}}`, []string{"null"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
