@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -268,9 +269,13 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	return nil, false, errMalformed
 }
 
-// maxKeyInPath bounds each key of a path in an error: keys of a map are the client's, and an
-// error never echoes a long one whole.
-const maxKeyInPath = 64
+// maxKeyInPath bounds each key of a path in an error, and maxPath the whole path (its end,
+// which names the field, is kept): keys of a map are the client's, and so is the nesting, and
+// an error never echoes a long one whole.
+const (
+	maxKeyInPath = 64
+	maxPath      = 128
+)
 
 // pathTo names key in the value being read, e.g. fieldMappings.email or items[2].name.
 func (s *scanner) pathTo(key string) string {
@@ -289,5 +294,13 @@ func pathString(path []pathElem) string {
 			b.WriteString(shorten(e.key, maxKeyInPath))
 		}
 	}
-	return b.String()
+	p := b.String()
+	if len(p) > maxPath {
+		cut := len(p) - maxPath
+		for cut < len(p) && !utf8.RuneStart(p[cut]) {
+			cut++
+		}
+		p = "…" + p[cut:]
+	}
+	return p
 }

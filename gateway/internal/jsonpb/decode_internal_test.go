@@ -92,7 +92,15 @@ func referenceDuplicates(data []byte) error {
 				top := stack[n-1]
 				top.key, top.inKey = t, false
 				if top.keys[t] {
-					return fmt.Errorf("duplicate field %s", strconv.Quote(path()))
+					p := path()
+					if len(p) > maxPath {
+						cut := len(p) - maxPath
+						for cut < len(p) && !utf8.RuneStart(p[cut]) {
+							cut++
+						}
+						p = "…" + p[cut:]
+					}
+					return fmt.Errorf("duplicate field %s", strconv.Quote(p))
 				}
 				top.keys[t] = true
 				continue

@@ -142,6 +142,7 @@ func TestDuplicateKeys(t *testing.T) {
 		{"the same key in sibling objects is no duplicate", `{"name":"x","items":[{"a":1},{"a":2}]}`, &accountsv1.CreateApiKeyRequest{}, `unknown field "items"`},
 		{"malformed JSON is still reported as such", `{"name":"x","role":`, &accountsv1.CreateApiKeyRequest{}, "unexpected EOF"},
 		{"nesting too deep to follow", `{"unknown":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, &accountsv1.CreateApiKeyRequest{}, "malformed JSON"},
+		{"long key is not echoed whole", `{"displayName":"x","fieldMappings":{"` + strings.Repeat("k", 5000) + `":"a","` + strings.Repeat("k", 5000) + `":"b"}}`, &connectv1.CreateIntegrationRequest{}, `duplicate field "fieldMappings.` + strings.Repeat("k", 64) + `…"`},
 		{"many keys, the last a duplicate", `{` + strings.Repeat(`"name":"x",`, 1) + manyKeys(5000) + `"name":"y"}`, &accountsv1.CreateApiKeyRequest{}, `duplicate field "name"`},
 	}
 	for _, tt := range tests {

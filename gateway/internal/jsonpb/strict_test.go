@@ -238,6 +238,7 @@ func TestStrictValuesEverywhere(t *testing.T) {
 		{"UInt32Value negative", `{"wu32":-1}`, []string{`field "wu32"`, "from 0 to 4294967295"}},
 		{"string field as a number", `{"label":5}`, []string{`field "label"`, "expected a string", "got 5"}},
 		{"negative zero", `{"u64":-0}`, nil},
+		{"deep path is cut at its start", strings.Repeat(`{"inner":`, 500) + `{"color":1}` + strings.Repeat("}", 500), []string{`field "…`, `.inner.inner.color": expected one of RED, DARK_BLUE`}},
 		// null unsets a field; it is no element of a list or value of a map (protojson says so).
 		{"null in a list", `{"colors":[null]}`, []string{"colors", "null"}},
 		{"null in a map", `{"countByName":{"a":null}}`, []string{"null"}},
