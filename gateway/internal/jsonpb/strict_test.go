@@ -1,6 +1,7 @@
 package jsonpb_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
@@ -374,4 +376,77 @@ func shortName(ed protoreflect.EnumDescriptor) string {
 		}
 	}
 	return ""
+}
+
+// TestEnumNamesAreTheDocuments: the names an enum field takes without their prefix are the
+// names the API reference lists for that enum, no more, no fewer.
+func TestEnumNamesAreTheDocuments(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapigen.JSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The API's enums, by name; a name two of them share is not the reference's to resolve here.
+	byName := map[protoreflect.Name][]protoreflect.EnumDescriptor{}
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		if strings.HasPrefix(string(fd.Package()), "mnv.") && fd.Package() != "mnv.options.v1" {
+			for i := 0; i < fd.Enums().Len(); i++ {
+				ed := fd.Enums().Get(i)
+				byName[ed.Name()] = append(byName[ed.Name()], ed)
+			}
+		}
+		return true
+	})
+	n := 0
+	for name, eds := range byName {
+		if len(eds) != 1 {
+			continue
+		}
+		ed := eds[0]
+		s, ok := doc.Components.Schemas[string(name)]
+		if !ok || len(s.Enum) == 0 {
+			continue // not in the reference (no route uses it), or named otherwise
+		}
+		n++
+		// Each listed name is taken, and a refusal lists exactly the reference's names.
+		md := enumHolder(t, ed)
+		for _, name := range s.Enum {
+			if err := jsonpb.Unmarshal([]byte(`{"v":"`+name+`"}`), dynamicpb.NewMessage(md)); err != nil {
+				t.Errorf("%s: documented %s refused: %v", ed.FullName(), name, err)
+			}
+		}
+		err := jsonpb.Unmarshal([]byte(`{"v":0}`), dynamicpb.NewMessage(md))
+		if err == nil || !strings.Contains(err.Error(), "expected one of "+strings.Join(s.Enum, ", ")+";") {
+			t.Errorf("%s: the error does not list exactly the documented %v: %v", ed.FullName(), s.Enum, err)
+		}
+	}
+	if n < 3 {
+		t.Fatalf("only %d enums found in the reference", n)
+	}
+}
+
+// enumHolder is a message with one field, v, of enum ed.
+func enumHolder(t *testing.T, ed protoreflect.EnumDescriptor) protoreflect.MessageDescriptor {
+	t.Helper()
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name: proto.String("jsonpbtest/holder_" + strings.ReplaceAll(string(ed.FullName()), ".", "_") + ".proto"), Package: proto.String("jsonpbtest"),
+		Syntax: proto.String("proto3"), Dependency: []string{ed.ParentFile().Path()},
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name: proto.String("Holder"),
+			Field: []*descriptorpb.FieldDescriptorProto{{
+				Name: proto.String("v"), Number: proto.Int32(1), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+				Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(), TypeName: proto.String("." + string(ed.FullName())),
+			}},
+		}},
+	}
+	fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd.Messages().Get(0)
 }
