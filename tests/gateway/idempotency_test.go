@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
@@ -98,4 +101,71 @@ func TestIdempotencyKeysArePerCredential(t *testing.T) {
 			t.Fatalf("the backend's opportunity with the app's key: %d %s", a.status, a.body)
 		}
 	})
+}
+
+// TestIdempotencyKeyGrammarIsTheDocuments: the API reference the gateway serves describes the
+// Idempotency-Key the services take: for each key, the header's schema in the document
+// accepts it exactly when the server does.
+func TestIdempotencyKeyGrammarIsTheDocuments(t *testing.T) {
+	f := startWith(t, apptest.Logger(t))
+	c := f.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX)
+
+	var doc struct {
+		Components struct {
+			Parameters map[string]struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+				Schema      struct {
+					Pattern   string `json:"pattern"`
+					MinLength int    `json:"minLength"`
+					MaxLength int    `json:"maxLength"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	a := f.do(t, call{method: "GET", path: "/v1/api/openapi.json"})
+	if err := json.Unmarshal(a.body, &doc); a.status != http.StatusOK || err != nil {
+		t.Fatalf("reference: %d %v", a.status, err)
+	}
+	p, ok := doc.Components.Parameters["IdempotencyKey"]
+	if !ok || p.Name != "Idempotency-Key" {
+		t.Fatalf("no Idempotency-Key parameter in %v", doc.Components.Parameters)
+	}
+	if p.Schema.Pattern == "" {
+		t.Fatalf("the reference gives the Idempotency-Key no pattern: %+v (%q)", p.Schema, p.Description)
+	}
+	pattern := regexp.MustCompile(p.Schema.Pattern)
+	documented := func(k string) bool {
+		n := utf8.RuneCountInString(k)
+		return pattern.MatchString(k) && n >= p.Schema.MinLength && (p.Schema.MaxLength == 0 || n <= p.Schema.MaxLength)
+	}
+
+	for _, key := range []string{
+		"k", "ios-token-1", `"quoted"`, "!#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", strings.Repeat("k", 255),
+		strings.Repeat("k", 256), "has space", "tab\there", "ключ", "é",
+	} {
+		a := f.do(t, call{method: "POST", path: "/v1/api/me/sdk-tokens", headers: map[string]string{"X-API-KEY": c.APIKey, "Idempotency-Key": key},
+			body: `{"label":"l"}`})
+		var served bool
+		switch a.status {
+		case http.StatusOK:
+			served = true
+		case http.StatusBadRequest:
+			if _, field, _ := fieldError(t, a); field != "Idempotency-Key" {
+				t.Fatalf("key %q: 400 for %q", key, field)
+			}
+		default:
+			t.Fatalf("key %q: %d %s", key, a.status, a.body)
+		}
+		if doc := documented(key); doc != served {
+			t.Errorf("key %q: the reference accepts it: %v, the server: %v (%s)", shortKey(key), doc, served, a.body)
+		}
+	}
+}
+
+func shortKey(k string) string {
+	if len(k) > 20 {
+		return k[:20] + "…"
+	}
+	return k
 }

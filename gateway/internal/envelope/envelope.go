@@ -167,18 +167,28 @@ func FromErr(ctx context.Context, err error) Error {
 }
 
 var (
+	// A value jsonpb refuses for its field: the message already says what the field takes.
+	// Anchored and first: the message quotes a piece of the value, which may read like the
+	// errors below.
+	badValue     = regexp.MustCompile(`^invalid value for field ("(?:[^"\\]|\\.)*"): `)
 	unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
 	// A key given twice, found by jsonpb at any depth (or by protojson, as JSON and proto names
 	// of one field): the name is quoted with Go's escapes.
 	duplicateField = regexp.MustCompile(`duplicate field ("(?:[^"\\]|\\.)*")`)
 	invalidValue   = regexp.MustCompile(`invalid value for [a-z0-9]+ field ([A-Za-z0-9_]+): (.*)$`)
 	badQuery       = regexp.MustCompile(`^parsing field "([A-Za-z0-9_.]+)"`)
-	decodeNoise    = regexp.MustCompile(`^(proto:\s*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
+	// protojson writes "proto:" with a space or, at random per build, a no-break space.
+	decodeNoise = regexp.MustCompile(`^(proto:[\s\x{a0}]*)?(\(line \d+:\d+\):\s*)?(malformed JSON:\s*)?`)
 )
 
 // describeDecodeError turns a decoding error into a message for people, and names the field
 // when it can.
 func describeDecodeError(msg string) (string, string) {
+	if m := badValue.FindStringSubmatch(msg); m != nil {
+		if name, err := strconv.Unquote(m[1]); err == nil {
+			return msg, name
+		}
+	}
 	if m := unknownField.FindStringSubmatch(msg); m != nil {
 		return "unknown field " + strconv.Quote(m[1]), m[1]
 	}
@@ -188,7 +198,12 @@ func describeDecodeError(msg string) (string, string) {
 		}
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		return "invalid value " + m[2] + " for field " + m[1], m[1]
+		// protojson repeats the whole value (a base64 or timestamp string): a piece of it is enough.
+		value := m[2]
+		if len(value) > 40 {
+			value = strings.ToValidUTF8(value[:40], "") + "…"
+		}
+		return "invalid value " + value + " for field " + m[1], m[1]
 	}
 	if m := badQuery.FindStringSubmatch(msg); m != nil {
 		return "invalid value for query parameter " + m[1], m[1]

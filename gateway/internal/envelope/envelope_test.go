@@ -3,6 +3,7 @@ package envelope
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -46,6 +47,9 @@ func TestFromErr(t *testing.T) {
 		{"unknown field", status.Error(codes.InvalidArgument, `proto: (line 1:2): unknown field "foo"`), 400, "INVALID_ARGUMENT", "foo", `unknown field "foo"`},
 		{"duplicate key", status.Error(codes.InvalidArgument, `duplicate field "fieldMappings.e\"mail"`), 400, "INVALID_ARGUMENT", `fieldMappings.e"mail`, `duplicate field "fieldMappings.e\"mail"`},
 		{"duplicate field from protojson", status.Error(codes.InvalidArgument, `proto: (line 1:24): duplicate field "secret_key"`), 400, "INVALID_ARGUMENT", "secret_key", `duplicate field "secret_key"`},
+		{"bad value", status.Error(codes.InvalidArgument, `invalid value for field "items[0].role": expected one of ADMIN, MEMBER; got "unknown field \"x\""`), 400, "INVALID_ARGUMENT", "items[0].role", `invalid value for field "items[0].role": expected one of ADMIN, MEMBER; got "unknown field \"x\""`},
+		{"protojson's echo is cut", status.Error(codes.InvalidArgument, `proto: (line 1:9): invalid value for bytes field blob: "`+strings.Repeat("A", 5000)+`"`), 400, "INVALID_ARGUMENT", "blob", `invalid value "` + strings.Repeat("A", 39) + "…" + ` for field blob`},
+		{"malformed, with protojson's no-break space", status.Error(codes.InvalidArgument, "proto:\u00a0unexpected EOF"), 400, "INVALID_ARGUMENT", "", "malformed JSON body: unexpected EOF"},
 		{"bad query", status.Error(codes.InvalidArgument, `parsing field "size": strconv.ParseInt: parsing "abc": invalid syntax`), 400, "INVALID_ARGUMENT", "size", "invalid value for query parameter size"},
 		{"internal hides details", status.Error(codes.Internal, "pq: relation does not exist"), 500, "INTERNAL", "", "the service could not complete the request (request id req-1)"},
 		{"backend down", status.Error(codes.Unavailable, "connection refused 10.0.0.1"), 503, "UNAVAILABLE", "", "the service is temporarily unavailable, try again (request id req-1)"},

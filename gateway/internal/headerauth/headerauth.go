@@ -11,7 +11,10 @@
 //   - a route that takes no credential (the browser capture) has every credential header
 //     removed;
 //   - a header that is repeated, or whose value is not exactly a credential (quotes, spaces,
-//     line breaks), is 401, like a missing one.
+//     line breaks), is 401, like a missing one;
+//   - on a route whose RPC honours Idempotency-Key, a key sent must be one key of the services'
+//     grammar (idemkey), else 400 (after the credentials: a 401 comes first, as in the
+//     services); a route that does not honour it never passes it on.
 //
 // Its 401 names the header and what is wrong with it: that says nothing about what exists,
 // only what the request got wrong, so a caller can fix it. The services check the credentials
@@ -32,6 +35,7 @@ import (
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -40,17 +44,20 @@ const (
 	HeaderAPIKey   = "X-Api-Key"
 	HeaderClientID = "X-Client-Id"
 	HeaderSDKToken = "X-Sdk-Token"
+	HeaderIdemKey  = "Idempotency-Key"
 )
 
 // Rules are the header rules of the API's routes, by method and route pattern.
 type Rules struct {
 	byRoute map[string]rpcrule.Edge
+	// idempotent are the routes whose RPC honours Idempotency-Key.
+	idempotent map[string]bool
 }
 
 // NewRules derives the rule of every route from the rule its RPC declares. A route whose RPC
 // declares none is an error: the gateway would not know what to ask of it.
 func NewRules(routes []openapigen.Route) (*Rules, error) {
-	rs := &Rules{byRoute: make(map[string]rpcrule.Edge, len(routes))}
+	rs := &Rules{byRoute: make(map[string]rpcrule.Edge, len(routes)), idempotent: map[string]bool{}}
 	var errs []error
 	for _, rt := range routes {
 		rule, ok := rpcrule.Lookup(rt.RPC)
@@ -59,6 +66,7 @@ func NewRules(routes []openapigen.Route) (*Rules, error) {
 			continue
 		}
 		rs.byRoute[rt.Method+" "+rt.Pattern] = rpcrule.EdgeOf(rule, rt.Pattern)
+		rs.idempotent[rt.Method+" "+rt.Pattern] = rule.GetIdempotent()
 	}
 	return rs, errors.Join(errs...)
 }
@@ -171,6 +179,36 @@ func credentialProblem(h http.Header, name string, wellFormed func(string) bool)
 	return malformedKey
 }
 
+// CheckIdempotencyKey applies the services' grammar of Idempotency-Key on a route that
+// honours it, and removes the header from a route that does not. It returns the 400 of a key
+// that is not exactly one well-formed key, nil when the request may go on.
+//
+// The services check the key too, but a key grpc-gateway cannot carry as gRPC metadata (a tab,
+// a letter outside ASCII) was dropped on the way with a log line, and the request ran without
+// its key: a retry ran, and charged, twice.
+func CheckIdempotencyKey(honoured bool, h http.Header) *envelope.Error {
+	if !honoured {
+		h.Del(HeaderIdemKey)
+		return nil
+	}
+	v := h.Values(HeaderIdemKey)
+	msg := ""
+	switch {
+	case len(v) == 0:
+		return nil
+	case len(v) > 1:
+		msg = "must be sent once"
+	case !idemkey.Valid(v[0]):
+		msg = "must be " + idemkey.Rule // the services' message
+	default:
+		return nil
+	}
+	return &envelope.Error{Status: http.StatusBadRequest, Code: string(fault.InvalidArgument), Message: msg, Field: HeaderIdemKey}
+}
+
+// Idempotent reports whether the route's RPC honours Idempotency-Key.
+func (rs *Rules) Idempotent(method, pattern string) bool { return rs.idempotent[method+" "+pattern] }
+
 // Unauthenticated is the 401 of the problems Check found, one message each.
 func Unauthenticated(problems []string) []envelope.Error {
 	es := make([]envelope.Error, len(problems))
@@ -193,6 +231,10 @@ func (rs *Rules) Middleware() runtime.Middleware {
 			}
 			if problems := Check(e, r.Header); len(problems) > 0 {
 				envelope.WriteErrors(w, Unauthenticated(problems))
+				return
+			}
+			if bad := CheckIdempotencyKey(rs.Idempotent(r.Method, RoutePattern(r.Context())), r.Header); bad != nil {
+				envelope.WriteError(w, *bad)
 				return
 			}
 			next(w, r, params)

@@ -220,3 +220,63 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckIdempotencyKey: where the RPC honours the header, a key is exactly one key of the
+// services' grammar or the request is 400 naming the header; elsewhere the header is dropped.
+func TestCheckIdempotencyKey(t *testing.T) {
+	rs, err := headerauth.NewRules(openapigen.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		method, pattern string
+		want            bool
+	}{
+		{"POST", "/v1/api/me/sdk-tokens", true}, {"POST", "/v1/api/verify", true}, {"POST", "/v1/api/me/api-key/generate", true},
+		{"GET", "/v1/api/me/api-keys", false}, {"DELETE", "/v1/api/me/api-keys/{key_id=*}", false}, {"POST", "/v1/api/me/connect/import", false},
+	} {
+		if got := rs.Idempotent(r.method, r.pattern); got != r.want {
+			t.Errorf("%s %s honours Idempotency-Key: %v, want %v", r.method, r.pattern, got, r.want)
+		}
+	}
+
+	const malformed = "must be 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces)"
+	tests := []struct {
+		name     string
+		honoured bool
+		keys     []string
+		want     string // the 400's message, "" to go on
+		kept     bool   // the header goes on to the service
+	}{
+		{"none", true, nil, "", false},
+		{"a key", true, []string{"ios-token-1"}, "", true},
+		{"punctuation", true, []string{`"!~{}"`}, "", true},
+		{"the longest", true, []string{strings.Repeat("k", 255)}, "", true},
+		{"too long", true, []string{strings.Repeat("k", 256)}, malformed, true},
+		{"empty", true, []string{""}, malformed, true},
+		{"space", true, []string{"has space"}, malformed, true},
+		{"tab", true, []string{"tab\there"}, malformed, true},
+		{"not ASCII", true, []string{"ключ"}, malformed, true},
+		{"twice", true, []string{"a", "b"}, "must be sent once", true},
+		{"not honoured: dropped", false, []string{"a"}, "", false},
+		{"not honoured: a bad one dropped too", false, []string{"has space"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for _, k := range tt.keys {
+				h.Add("Idempotency-Key", k)
+			}
+			bad := headerauth.CheckIdempotencyKey(tt.honoured, h)
+			switch {
+			case tt.want == "" && bad != nil:
+				t.Fatalf("refused: %+v", bad)
+			case tt.want != "" && (bad == nil || bad.Message != tt.want || bad.Field != "Idempotency-Key" || bad.Status != http.StatusBadRequest || bad.Code != "INVALID_ARGUMENT"):
+				t.Fatalf("got %+v, want 400 INVALID_ARGUMENT %q on Idempotency-Key", bad, tt.want)
+			}
+			if tt.want == "" && (len(h.Values("Idempotency-Key")) > 0) != tt.kept {
+				t.Errorf("header kept: %v, want %v", !tt.kept, tt.kept)
+			}
+		})
+	}
+}

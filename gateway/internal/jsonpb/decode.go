@@ -1,167 +1,52 @@
 package jsonpb
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-
-	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
 var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: false}
 
-// Unmarshal decodes a JSON request body into m. Unknown fields, wrong types, keys given twice
-// and malformed JSON are errors. Enum values may be given with or without their type prefix.
+// Unmarshal decodes a JSON request body into m. Unknown fields, keys given twice, malformed
+// JSON and values the API does not document are errors: an enum takes its names (with or
+// without the type's prefix, never its *_UNSPECIFIED zero value, never a number), an integer
+// field a JSON number that is an integer within the field's range (never a string). Both
+// rules hold at any depth, in lists and map values, so no route can miss them.
 func Unmarshal(data []byte, m proto.Message) error {
-	if err := rejectDuplicates(data); err != nil {
+	s := scanner{data: data}
+	switch err := s.value(0, slot{msg: m.ProtoReflect().Descriptor()}); err {
+	case nil:
+		data = s.rewritten()
+	case errMalformed:
+		// protojson says what is wrong.
+	default:
 		return err
-	}
-	if hasEnums(m.ProtoReflect().Descriptor()) {
-		var err error
-		if data, err = prefixEnums(data, m.ProtoReflect().Descriptor()); err != nil {
-			return err
-		}
 	}
 	return unmarshal.Unmarshal(data, m)
 }
 
-var enumCache sync.Map // protoreflect.FullName -> bool
-
-// hasEnums reports whether a message has an enum field at any depth, so that bodies of the
-// (many) messages without one skip the rewrite.
-func hasEnums(md protoreflect.MessageDescriptor) bool {
-	if v, ok := enumCache.Load(md.FullName()); ok {
-		return v.(bool)
-	}
-	v := scanEnums(md, map[protoreflect.FullName]bool{})
-	enumCache.Store(md.FullName(), v)
-	return v
-}
-
-func scanEnums(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) bool {
-	if seen[md.FullName()] {
-		return false
-	}
-	seen[md.FullName()] = true
-	fields := md.Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.IsMap() {
-			fd = fd.MapValue()
-		}
-		switch fd.Kind() {
-		case protoreflect.EnumKind:
-			return true
-		case protoreflect.MessageKind, protoreflect.GroupKind:
-			if scanEnums(fd.Message(), seen) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// prefixEnums rewrites enum values written without their prefix ("ADMIN") to the names protojson
-// knows ("ROLE_ADMIN"). Anything it does not understand is left for protojson to reject.
-func prefixEnums(data []byte, md protoreflect.MessageDescriptor) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("malformed JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("malformed JSON: more than one value")
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return data, nil
-	}
-	fixObject(obj, md)
-	return json.Marshal(obj)
-}
-
-func fixObject(obj map[string]any, md protoreflect.MessageDescriptor) {
-	if md.FullName().Parent() == "google.protobuf" {
-		return
-	}
-	fields := md.Fields()
-	for key, val := range obj {
-		fd := fields.ByJSONName(key)
-		if fd == nil {
-			fd = fields.ByTextName(key)
-		}
-		if fd == nil {
-			continue
-		}
-		switch {
-		case fd.IsMap():
-			if m, ok := val.(map[string]any); ok {
-				for k, mv := range m {
-					m[k] = fixValue(mv, fd.MapValue())
-				}
-			}
-		case fd.IsList():
-			if l, ok := val.([]any); ok {
-				for i, lv := range l {
-					l[i] = fixValue(lv, fd)
-				}
-			}
-		default:
-			obj[key] = fixValue(val, fd)
-		}
-	}
-}
-
-func fixValue(v any, fd protoreflect.FieldDescriptor) any {
-	switch fd.Kind() {
-	case protoreflect.EnumKind:
-		s, ok := v.(string)
-		if !ok || fd.Enum().FullName() == "google.protobuf.NullValue" {
-			return v
-		}
-		values := fd.Enum().Values()
-		if values.ByName(protoreflect.Name(s)) != nil {
-			return v
-		}
-		if full := apijson.EnumPrefix(fd.Enum()) + s; values.ByName(protoreflect.Name(full)) != nil {
-			return full
-		}
-	case protoreflect.MessageKind, protoreflect.GroupKind:
-		if m, ok := v.(map[string]any); ok {
-			fixObject(m, fd.Message())
-		}
-	}
-	return v
-}
-
-// maxDepth bounds the nesting rejectDuplicates follows, as protojson bounds its own.
+// maxDepth bounds the nesting the scanner follows, as protojson bounds its own.
 const maxDepth = 10000
 
-// rejectDuplicates refuses a body in which an object names a key twice, at any depth. The
-// enum rewrite (like encoding/json) keeps the last value, so {"role":"MEMBER","role":"ADMIN"}
-// created an ADMIN key, while whatever checked the first value saw MEMBER: a request that says
-// two things is refused rather than read as either. Malformed JSON is left to the decoding
-// that follows, which reports it. It is a small scanner rather than json.Decoder.Token, which
-// cost twice what the rest of the decoding does, on every request.
+// rejectDuplicates refuses a body in which an object names a key twice, at any depth, without
+// looking at what the values are. Unmarshal does the same in the scan that checks the values.
 func rejectDuplicates(data []byte) error {
-	s := dupScanner{data: data}
-	if err := s.value(0); err != errMalformed {
+	s := scanner{data: data}
+	if err := s.value(0, slot{}); err != errMalformed {
 		return err
 	}
 	return nil
 }
 
-// errMalformed stops the scan: the decoder that follows says what is wrong.
+// errMalformed stops the scan: the decoding that follows says what is wrong.
 var errMalformed = errors.New("malformed JSON")
 
 // pathElem is a key, or the index of an array element.
@@ -170,13 +55,46 @@ type pathElem struct {
 	index int // -1 for a key
 }
 
-type dupScanner struct {
-	data []byte
-	i    int
-	path []pathElem // of the value being read
+// scanner reads a body once, before protojson, for what protojson does not refuse:
+//
+//   - a key given twice, at any depth. protojson (like encoding/json) would keep the last value,
+//     so {"role":"MEMBER","role":"ADMIN"} created an ADMIN key while whatever checked the first
+//     value saw MEMBER: a request that says two things is refused rather than read as either.
+//   - a value the API does not document for its field (see check.go), driven by the message's
+//     descriptor; protojson takes enum numbers and quoted integers.
+//
+// Enum names without their prefix are rewritten to the names protojson knows, in place.
+// Malformed JSON is left to protojson, which reports it. It is a small scanner rather than
+// json.Decoder.Token, which cost twice what the rest of the decoding does, on every request.
+type scanner struct {
+	data  []byte
+	i     int
+	path  []pathElem // of the value being read
+	edits []edit
 }
 
-func (s *dupScanner) space() {
+// edit replaces data[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       string
+}
+
+// rewritten is the body with the edits made.
+func (s *scanner) rewritten() []byte {
+	if len(s.edits) == 0 {
+		return s.data
+	}
+	out := make([]byte, 0, len(s.data)+16*len(s.edits))
+	last := 0
+	for _, e := range s.edits {
+		out = append(out, s.data[last:e.start]...)
+		out = append(out, e.repl...)
+		last = e.end
+	}
+	return append(out, s.data[last:]...)
+}
+
+func (s *scanner) space() {
 	for s.i < len(s.data) {
 		switch s.data[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -188,7 +106,7 @@ func (s *dupScanner) space() {
 }
 
 // next skips spaces and reports whether the next byte is c, consuming it if so.
-func (s *dupScanner) next(c byte) bool {
+func (s *scanner) next(c byte) bool {
 	s.space()
 	if s.i < len(s.data) && s.data[s.i] == c {
 		s.i++
@@ -197,7 +115,8 @@ func (s *dupScanner) next(c byte) bool {
 	return false
 }
 
-func (s *dupScanner) value(depth int) error {
+// value reads one value, which sl says what it must be.
+func (s *scanner) value(depth int, sl slot) error {
 	if depth > maxDepth {
 		return fmt.Errorf("malformed JSON: nested deeper than %d", maxDepth)
 	}
@@ -205,27 +124,52 @@ func (s *dupScanner) value(depth int) error {
 	if s.i >= len(s.data) {
 		return errMalformed
 	}
+	r := sl.rule()
 	switch s.data[s.i] {
 	case '{':
-		return s.object(depth + 1)
+		if err := s.check(r, token{kind: objectToken}); err != nil {
+			return err
+		}
+		return s.object(depth+1, r)
 	case '[':
-		return s.array(depth + 1)
+		if err := s.check(r, token{kind: arrayToken}); err != nil {
+			return err
+		}
+		return s.array(depth+1, r)
 	case '"':
-		_, _, err := s.str()
-		return err
+		start := s.i
+		raw, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		return s.check(r, token{kind: stringToken, raw: raw, escaped: escaped, start: start})
 	}
-	// A number or a literal: its end is all that matters here.
+	// A number or a literal: it ends where a delimiter starts.
+	start := s.i
 	for s.i < len(s.data) {
 		switch s.data[s.i] {
 		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return nil
+			return s.literal(r, s.data[start:s.i])
 		}
 		s.i++
 	}
-	return nil
+	return s.literal(r, s.data[start:s.i])
 }
 
-func (s *dupScanner) object(depth int) error {
+func (s *scanner) literal(r rule, lit []byte) error {
+	switch string(lit) {
+	case "null":
+		return nil // unset, whatever the field; protojson refuses it where it cannot be
+	case "true", "false":
+		return s.check(r, token{kind: boolToken, raw: lit})
+	}
+	if !isNumber(lit) {
+		return errMalformed
+	}
+	return s.check(r, token{kind: numberToken, raw: lit})
+}
+
+func (s *scanner) object(depth int, r rule) error {
 	s.i++ // {
 	if s.next('}') {
 		return nil
@@ -273,7 +217,7 @@ func (s *dupScanner) object(depth int) error {
 			return errMalformed
 		}
 		s.path = append(s.path, pathElem{key: key, index: -1})
-		if err := s.value(depth); err != nil {
+		if err := s.value(depth, r.member(key)); err != nil {
 			return err
 		}
 		s.path = s.path[:len(s.path)-1]
@@ -287,7 +231,7 @@ func (s *dupScanner) object(depth int) error {
 	}
 }
 
-func (s *dupScanner) array(depth int) error {
+func (s *scanner) array(depth int, r rule) error {
 	s.i++ // [
 	if s.next(']') {
 		return nil
@@ -295,7 +239,7 @@ func (s *dupScanner) array(depth int) error {
 	s.path = append(s.path, pathElem{})
 	for n := 0; ; n++ {
 		s.path[len(s.path)-1].index = n
-		if err := s.value(depth); err != nil {
+		if err := s.value(depth, r.element()); err != nil {
 			return err
 		}
 		switch {
@@ -310,7 +254,7 @@ func (s *dupScanner) array(depth int) error {
 }
 
 // str reads the string at s.i, quotes included, and whether it has escapes.
-func (s *dupScanner) str() (raw []byte, escaped bool, err error) {
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	start := s.i
 	for j := start + 1; j < len(s.data); j++ {
 		switch s.data[j] {
@@ -325,18 +269,38 @@ func (s *dupScanner) str() (raw []byte, escaped bool, err error) {
 	return nil, false, errMalformed
 }
 
+// maxKeyInPath bounds each key of a path in an error, and maxPath the whole path (its end,
+// which names the field, is kept): keys of a map are the client's, and so is the nesting, and
+// an error never echoes a long one whole.
+const (
+	maxKeyInPath = 64
+	maxPath      = 128
+)
+
 // pathTo names key in the value being read, e.g. fieldMappings.email or items[2].name.
-func (s *dupScanner) pathTo(key string) string {
+func (s *scanner) pathTo(key string) string {
+	return pathString(append(s.path, pathElem{key: key, index: -1}))
+}
+
+func pathString(path []pathElem) string {
 	var b strings.Builder
-	for _, e := range append(s.path, pathElem{key: key, index: -1}) {
+	for _, e := range path {
 		switch {
 		case e.index >= 0:
 			b.WriteString("[" + strconv.Itoa(e.index) + "]")
 		case b.Len() > 0:
-			b.WriteString("." + e.key)
+			b.WriteString("." + shorten(e.key, maxKeyInPath))
 		default:
-			b.WriteString(e.key)
+			b.WriteString(shorten(e.key, maxKeyInPath))
 		}
 	}
-	return b.String()
+	p := b.String()
+	if len(p) > maxPath {
+		cut := len(p) - maxPath
+		for cut < len(p) && !utf8.RuneStart(p[cut]) {
+			cut++
+		}
+		p = "…" + p[cut:]
+	}
+	return p
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,9 +54,9 @@ func referenceDuplicates(data []byte) error {
 			case !f.object:
 				b.WriteString("[" + strconv.Itoa(f.index) + "]")
 			case b.Len() > 0:
-				b.WriteString("." + f.key)
+				b.WriteString("." + shorten(f.key, maxKeyInPath))
 			default:
-				b.WriteString(f.key)
+				b.WriteString(shorten(f.key, maxKeyInPath))
 			}
 		}
 		return b.String()
@@ -91,7 +92,15 @@ func referenceDuplicates(data []byte) error {
 				top := stack[n-1]
 				top.key, top.inKey = t, false
 				if top.keys[t] {
-					return fmt.Errorf("duplicate field %s", strconv.Quote(path()))
+					p := path()
+					if len(p) > maxPath {
+						cut := len(p) - maxPath
+						for cut < len(p) && !utf8.RuneStart(p[cut]) {
+							cut++
+						}
+						p = "…" + p[cut:]
+					}
+					return fmt.Errorf("duplicate field %s", strconv.Quote(p))
 				}
 				top.keys[t] = true
 				continue
@@ -99,4 +108,36 @@ func referenceDuplicates(data []byte) error {
 		}
 		done()
 	}
+}
+
+// FuzzInteger holds the integer rule to exact arithmetic: a JSON number is taken for a kind
+// exactly when math/big reads it as an integer within the kind's range.
+func FuzzInteger(f *testing.F) {
+	for _, seed := range []string{"0", "-0", "1", "-1", "3.0", "36e2", "360000e-2", "1.5", "1e-400", "1e400",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "18446744073709551615",
+		"18446744073709551616", "0.000e5", "100e-2", "1E+2", "01", "1.", ".5", "-", "1e", "2147483648"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		valid := isNumber([]byte(lit))
+		isLiteral := lit == "true" || lit == "false" || lit == "null" || strings.ContainsAny(lit, "\"[]{}, \t\r\n")
+		if !isLiteral && valid != json.Valid([]byte(lit)) {
+			t.Fatalf("isNumber(%q) = %v, json.Valid says otherwise", lit, valid)
+		}
+		if !valid || len(lit) > 40 {
+			return // big.Rat would spell out huge exponents
+		}
+		r, ok := new(big.Rat).SetString(lit)
+		if !ok {
+			return // big.Rat refuses exponents past about a million
+		}
+		for k, rg := range intRanges {
+			s := scanner{}
+			got := s.checkInteger(k, token{kind: numberToken, raw: []byte(lit)}) == nil
+			want := r.IsInt() && r.Num().Cmp(big.NewInt(rg.min)) >= 0 && r.Num().Cmp(new(big.Int).SetUint64(rg.max)) <= 0
+			if got != want {
+				t.Fatalf("%s as %v: accepted %v, want %v", lit, k, got, want)
+			}
+		}
+	})
 }

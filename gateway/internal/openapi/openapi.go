@@ -30,6 +30,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
+	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -320,8 +321,9 @@ func sharedParameters() obj {
 			"schema":      obj{"type": "string", "minLength": 1, "maxLength": 128},
 			"description": "An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id."},
 		"IdempotencyKey": obj{"name": headerIdempotency, "in": "header", "required": false,
-			"schema":      obj{"type": "string", "minLength": 1, "maxLength": 255},
-			"description": "1 to 255 printable ASCII characters. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them."},
+			// The services' grammar of the key, from the one place that holds it.
+			"schema":      obj{"type": "string", "minLength": 1, "maxLength": idemkey.MaxLen, "pattern": idemkey.Pattern},
+			"description": idemkey.Rule + "; any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them."},
 		"Origin": obj{"name": "Origin", "in": "header", "required": true, "schema": obj{"type": "string"},
 			"description": "The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only."},
 	}

@@ -81,7 +81,7 @@ var (
 		"this Idempotency-Key was used with a different request")
 	errInFlight = apierr.Field(codes.Aborted, fault.Conflict, "Idempotency-Key",
 		"a request with this Idempotency-Key is still in progress")
-	errBadKey = apierr.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+	errBadKey = apierr.Invalid("Idempotency-Key", "must be "+idemkey.Rule)
 	// A principal that names neither an API key nor an SDK token: a bug, refused loudly, since
 	// the alternative is sharing its key with the client's other credentials.
 	errNoCredential = apierr.New(codes.Internal, fault.Internal, "idempotency: the caller's credential is unknown")
@@ -146,7 +146,7 @@ func (s *Store) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if len(keys) == 0 {
 			return handler(ctx, req)
 		}
-		if len(keys) > 1 || !validKey(keys[0]) {
+		if len(keys) > 1 || !idemkey.Valid(keys[0]) {
 			return nil, errBadKey
 		}
 		client, credential, err := scope(ctx, md)
@@ -271,18 +271,6 @@ func scope(ctx context.Context, md metadata.MD) (client, scoped string, err erro
 		}
 	}
 	return "", "", nil
-}
-
-func validKey(k string) bool {
-	if k == "" || len(k) > 255 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 func requestHash(method string, m proto.Message) ([]byte, error) {
