@@ -52,8 +52,15 @@ func authorizeTo(t *testing.T, c harness.Client, redirect string) (status int, l
 func TestRedirectURIIsExact(t *testing.T) {
 	a := newClient(t, 100, "VERIFY,SANDBOX")
 	b := newClient(t, 100, "VERIFY,SANDBOX")
-	if out, err := suite.Mnvctl(t.Context(), "client", "redirect-uris", b.ID, "https://b.example/cb"); err != nil {
+	if out, err := suite.Mnvctl(t.Context(), "client", "redirect-uris", b.ID, "https://b.example/cb", "https://b.example/cb?x=1,2"); err != nil {
 		t.Fatalf("redirect URIs: %v %s", err, out)
+	}
+	// The operator reads them back (a comma in a query is no separator), as client show does.
+	for _, args := range [][]string{{"client", "redirect-uris", b.ID, "-o", "json"}, {"client", "show", b.ID, "-o", "json"}} {
+		out, err := suite.Mnvctl(t.Context(), args...)
+		if err != nil || !strings.Contains(string(out), `"redirectUris": [`) || !strings.Contains(string(out), `"https://b.example/cb?x=1,2"`) {
+			t.Fatalf("mnvctl %s: %v %s", strings.Join(args, " "), err, out)
+		}
 	}
 	none, err := suite.CreateClient(t.Context(), 100, "--features", "VERIFY,SANDBOX")
 	if err != nil {
