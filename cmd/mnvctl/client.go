@@ -52,7 +52,7 @@ func newClientCommand() *cobra.Command {
 	c := &conn{}
 	cmd := &cobra.Command{
 		Use:   "client",
-		Short: "Create clients and manage their balance, status, features, operators, prices, web origins and low-balance threshold",
+		Short: "Create clients and manage their balance, status, features, operators, prices, web origins, redirect URIs and low-balance threshold",
 		Long:  "The client commands call the accounts service's admin API.\n\n" + environment,
 		Args:  noSubcommand,
 		RunE:  missingSubcommand,
@@ -61,7 +61,7 @@ func newClientCommand() *cobra.Command {
 	cmd.AddCommand(c.create(), c.show(), c.list(), c.topUp(),
 		c.setStatus("suspend", "Suspend a client: it gets 403 on everything but reading its details", accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED),
 		c.setStatus("activate", "Activate a suspended client", accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE),
-		c.features(), c.operators(), c.price(), c.origins(), c.lowBalance())
+		c.features(), c.operators(), c.price(), c.origins(), c.redirectURIs(), c.lowBalance())
 	return cmd
 }
 
@@ -122,7 +122,7 @@ func (c *conn) create() *cobra.Command {
 func (c *conn) show() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show CLIENT_ID",
-		Short: "Show a client: details, effective prices, active keys, web origins, operators",
+		Short: "Show a client: details, effective prices, active keys, web origins, redirect URIs, operators",
 		Args:  exactArgs(1, "CLIENT_ID"),
 	}
 	return leaf(cmd, true, func(ctx context.Context, args []string) (result, error) {
@@ -291,6 +291,39 @@ func (c *conn) origins() *cobra.Command {
 		})
 	})
 }
+
+// redirectURIs shows the redirect URIs registered for a client's authorization code flow (mnv's
+// OpenID provider, the CAMARA endpoints), or replaces them: one argument each, since a URI's
+// query may hold a comma (--clear: none).
+func (c *conn) redirectURIs() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "redirect-uris CLIENT_ID [URI…| --clear]",
+		Short: "Show or replace the redirect URIs registered for a client's authorization code flow",
+		Long: "Without URIs, shows the client's registered redirect URIs. URIs replace them: an authorization\n" +
+			"request's redirect_uri must be one of them exactly (an http loopback address, 127.0.0.1 or\n" +
+			"[::1], on any port). Each is an absolute https URI (http only on localhost, 127.0.0.1 or [::1]),\n" +
+			"without fragment, written as the client sends it.",
+		Args: rangeArgs(1, 1+maxRedirectURIs, "CLIENT_ID [URI…]"),
+	}
+	clear := cmd.Flags().Bool("clear", false, "register none: every authorization of the client is refused")
+	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
+		if len(args) > 1 && *clear {
+			return result{}, usagef("give URIs or --clear, not both")
+		}
+		return c.call(ctx, func(ctx context.Context, admin accountsv1.AccountsAdminServiceClient) (result, error) {
+			if len(args) == 1 && !*clear {
+				resp, err := admin.DescribeClient(ctx, &accountsv1.DescribeClientRequest{ClientId: args[0]})
+				return result{msg: &accountsv1.SetClientRedirectUrisResponse{RedirectUris: resp.GetDetails().GetRedirectUris()}}, err
+			}
+			resp, err := admin.SetClientRedirectUris(ctx, &accountsv1.SetClientRedirectUrisRequest{ClientId: args[0], RedirectUris: args[1:]})
+			return result{msg: resp}, err
+		})
+	})
+}
+
+// maxRedirectURIs is accounts' bound, here so that a longer list is a usage error before any
+// call.
+const maxRedirectURIs = 20
 
 // operators shows the operators (and their methods) a client may use, or replaces them.
 func (c *conn) operators() *cobra.Command {

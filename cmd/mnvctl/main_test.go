@@ -63,7 +63,8 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{args: []string{"--help"}, out: append([]string{"Usage:", "client", "keygen", "completion"}, envVars...)},
 		{args: []string{"-h"}, out: envVars},
-		{args: []string{"help", "client"}, out: []string{"create", "top-up", "origins"}},
+		{args: []string{"help", "client"}, out: []string{"create", "top-up", "origins", "redirect-uris"}},
+		{args: []string{"client", "redirect-uris", "c1", "https://shop.example/cb", "--clear"}, code: 2, err: []string{"give URIs or --clear, not both"}},
 		{args: []string{"client", "--help"}, out: append([]string{"create", "top-up", "--tls-ca", "--tls-server-name"}, envVars...)},
 		{args: []string{"client", "create", "-h"}, out: []string{"--contact-email", "--without-api-key", "text, json or env"}},
 		{args: []string{"client", "list", "--help"}, out: []string{"--page", "from 1", "text or json"}},

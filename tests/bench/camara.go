@@ -48,10 +48,9 @@ const (
 	// callbackPath is where NETWORK_API operators send the device back (verification's
 	// CallbackPath, on the gateway).
 	callbackPath = "/v1/api/sdk/session/callback"
-	// facadeOrigin and facadeRedirect are the facade clients' web origin and redirect URI. Nothing
-	// listens there: the device's last redirect is read, not followed.
-	facadeOrigin   = "https://bench.example"
-	facadeRedirect = facadeOrigin + "/camara/callback"
+	// facadeRedirect is the facade clients' registered redirect URI. Nothing listens there: the
+	// device's last redirect is read, not followed.
+	facadeRedirect = "https://bench.example/camara/callback"
 	facadeScope    = "openid " + sandboxcamara.ScopeVerify
 	// maxHops bounds the redirects of one authorization.
 	maxHops = 4
@@ -292,8 +291,8 @@ func benchCAMARA(ctx context.Context, s *harness.Suite, cfg Config, op *CAMARAOp
 		if _, err := adminCl.SetClientOperators(ctx, &accountsv1.SetClientOperatorsRequest{ClientId: clients[i].ID, Operators: grants}); err != nil {
 			return fmt.Errorf("operators of %s: %w", clients[i].ID, err)
 		}
-		if _, err := adminCl.SetClientWebOrigins(ctx, &accountsv1.SetClientWebOriginsRequest{ClientId: clients[i].ID, Origins: []string{facadeOrigin}}); err != nil {
-			return fmt.Errorf("web origins of %s: %w", clients[i].ID, err)
+		if _, err := adminCl.SetClientRedirectUris(ctx, &accountsv1.SetClientRedirectUrisRequest{ClientId: clients[i].ID, RedirectUris: []string{facadeRedirect}}); err != nil {
+			return fmt.Errorf("redirect URIs of %s: %w", clients[i].ID, err)
 		}
 		return nil
 	})
@@ -303,8 +302,8 @@ func benchCAMARA(ctx context.Context, s *harness.Suite, cfg Config, op *CAMARAOp
 	b.he = &blobPool{name: "F HE", clients: clients[:perFlow]}
 	b.network = &blobPool{name: "F NETWORK_API", clients: clients[perFlow : 2*perFlow]}
 	b.facade = &blobPool{name: "F facade", clients: clients[2*perFlow:]}
-	fmt.Fprintf(progress, "  created %d clients (VERIFY, SANDBOX; sandbox:HEADER_ENRICHMENT and %s:NETWORK_API; origin %s) in %s\n",
-		len(clients), camaraOperator, facadeOrigin, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(progress, "  created %d clients (VERIFY, SANDBOX; sandbox:HEADER_ENRICHMENT and %s:NETWORK_API; redirect URI %s) in %s\n",
+		len(clients), camaraOperator, facadeRedirect, time.Since(t0).Round(time.Millisecond))
 
 	flows := []flow{
 		{"F HE verify", b.headerEnrichment},

@@ -83,7 +83,7 @@ var noRedirects = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
-// newClient creates a client with features whose web origins allow the test's redirect URI.
+// newClient creates a client with features that registered the test's redirect URI.
 func newClient(t *testing.T, balance int64, features string) harness.Client {
 	t.Helper()
 	ctx := context.Background()
@@ -91,8 +91,8 @@ func newClient(t *testing.T, balance int64, features string) harness.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := suite.Mnvctl(ctx, "client", "origins", c.ID, origin); err != nil {
-		t.Fatalf("origins: %v %s", err, out)
+	if out, err := suite.Mnvctl(ctx, "client", "redirect-uris", c.ID, redirectURI); err != nil {
+		t.Fatalf("redirect URIs: %v %s", err, out)
 	}
 	return c
 }

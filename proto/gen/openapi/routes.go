@@ -31,6 +31,8 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/me/connect/profiles/{profile_id=*}", RPC: "/mnv.connect.v1.ConnectService/GetProfile"},
 	{Method: "POST", Pattern: "/v1/api/me/connect/profiles/{profile_id=*}/enrich", RPC: "/mnv.connect.v1.ConnectService/EnrichProfile"},
 	{Method: "GET", Pattern: "/v1/api/me/ledger", RPC: "/mnv.accounts.v1.AccountsService/ListLedgerEntries"},
+	{Method: "GET", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/ListRedirectUris"},
+	{Method: "PUT", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/SetRedirectUris"},
 	{Method: "GET", Pattern: "/v1/api/me/sdk-tokens", RPC: "/mnv.accounts.v1.AccountsService/ListSdkTokens"},
 	{Method: "POST", Pattern: "/v1/api/me/sdk-tokens", RPC: "/mnv.accounts.v1.AccountsService/CreateSdkToken"},
 	{Method: "DELETE", Pattern: "/v1/api/me/sdk-tokens/{token_id=*}", RPC: "/mnv.accounts.v1.AccountsService/RevokeSdkToken"},

@@ -113,7 +113,7 @@ export function network(): NetworkInfo;
 export interface CamaraAuthorizeOptions {
   /** The client's id (the CAMARA client_id). */
   clientId: string;
-  /** Where mnv sends the code: on one of the client's web origins. */
+  /** Where mnv sends the code: one of the redirect URIs the client registered, exactly. */
   redirectUri: string;
   /** The operation the token will be good for, once. */
   scope: 'verify' | 'share';

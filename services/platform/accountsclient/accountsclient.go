@@ -281,6 +281,17 @@ func (c *Client) AllowsWebOrigin(ctx context.Context, clientID, origin string) (
 	return resp.GetAllowed(), nil
 }
 
+// AllowsRedirectURI tells whether an authorization request of the client may send its code to
+// uri (one of its registered redirect URIs, exactly), and whether it registered any.
+func (c *Client) AllowsRedirectURI(ctx context.Context, clientID, uri string) (allowed, registered bool, err error) {
+	c.awaitConn(ctx)
+	resp, err := c.internal.CheckRedirectUri(ctx, &accountsv1.CheckRedirectUriRequest{ClientId: clientID, RedirectUri: uri})
+	if err != nil {
+		return false, false, fmt.Errorf("check redirect uri: %w", err)
+	}
+	return resp.GetAllowed(), resp.GetRegistered(), nil
+}
+
 // Watcher is told what the WatchPrincipals stream says (principalcache.Cache).
 type Watcher interface {
 	Started(beat time.Duration)

@@ -34,6 +34,9 @@ func TestPolicyOf(t *testing.T) {
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsInternalService_CheckRedirectUri_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsService_ListRedirectUris_FullMethodName, auth.Rule{Credential: auth.APIKey}},
+		{accountsv1.AccountsService_SetRedirectUris_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
 		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
@@ -49,7 +52,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 55 { // every RPC of the four services above
+	if n := len(p); n != 58 { // every RPC of the four services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -30,6 +30,10 @@ type Store interface {
 	// SetWebOrigins replaces the client's origins; the caller holds the client row lock.
 	SetWebOrigins(ctx context.Context, clientID string, origins []string) error
 	HasWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
+
+	RedirectURIs(ctx context.Context, clientID string) ([]domain.RedirectURI, error)
+	// SetRedirectURIs replaces the client's redirect URIs; the caller holds the client row lock.
+	SetRedirectURIs(ctx context.Context, clientID string, uris []string) error
 }
 
 // Tx runs a function with the store inside one transaction, committed when it returns nil.

@@ -118,6 +118,13 @@ type WebOrigin struct {
 	CreatedAt time.Time
 }
 
+// RedirectURI is a URI a client registered for the authorization code flow of mnv's OpenID
+// provider (the CAMARA facade): a code is sent only to one of them, matched exactly.
+type RedirectURI struct {
+	URI       string
+	CreatedAt time.Time
+}
+
 // LedgerEntry is one balance change.
 type LedgerEntry struct {
 	ID           string

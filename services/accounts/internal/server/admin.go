@@ -55,10 +55,15 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	redirects, err := s.Clients.RedirectURIs(ctx, c.ID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
 		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
 		WebOrigins: originNames(origins), LowBalanceThreshold: c.LowBalanceThreshold,
 		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c), Operators: principalpb.Operators(c.Operators),
+		RedirectUris: redirectURIs(redirects),
 	}}, nil
 }
 
@@ -139,6 +144,16 @@ func (s *Admin) SetClientWebOrigins(ctx context.Context, req *accountsv1.SetClie
 	return &accountsv1.SetClientWebOriginsResponse{WebOrigins: originNames(origins)}, nil
 }
 
+// SetClientRedirectUris replaces the redirect URIs registered for a client's authorization
+// code flow.
+func (s *Admin) SetClientRedirectUris(ctx context.Context, req *accountsv1.SetClientRedirectUrisRequest) (*accountsv1.SetClientRedirectUrisResponse, error) {
+	uris, err := s.Clients.SetRedirectURIs(ctx, req.GetClientId(), req.GetRedirectUris())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetClientRedirectUrisResponse{RedirectUris: redirectURIs(uris)}, nil
+}
+
 // SetClientOperators replaces the operators a client may use, or returns it to the default set.
 func (s *Admin) SetClientOperators(ctx context.Context, req *accountsv1.SetClientOperatorsRequest) (*accountsv1.SetClientOperatorsResponse, error) {
 	ops, err := operatorsFromProto(req.GetOperators())
@@ -173,4 +188,8 @@ func (s *Admin) effectiveLowBalance(c domain.Client) int64 {
 
 func originNames(origins []domain.WebOrigin) []string {
 	return mapItems(origins, func(o domain.WebOrigin) string { return o.Origin })
+}
+
+func redirectURIs(uris []domain.RedirectURI) []string {
+	return mapItems(uris, func(u domain.RedirectURI) string { return u.URI })
 }

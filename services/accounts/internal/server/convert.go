@@ -92,6 +92,10 @@ func webOriginToProto(o domain.WebOrigin) *accountsv1.WebOrigin {
 	return &accountsv1.WebOrigin{Origin: o.Origin, CreatedAt: ts(o.CreatedAt)}
 }
 
+func redirectURIToProto(u domain.RedirectURI) *accountsv1.RedirectUri {
+	return &accountsv1.RedirectUri{Uri: u.URI, CreatedAt: ts(u.CreatedAt)}
+}
+
 func pricesToProto(ps []domain.Price) []*accountsv1.Price {
 	out := make([]*accountsv1.Price, 0, len(ps))
 	for _, p := range ps {

@@ -192,3 +192,13 @@ func (s *Internal) CheckWebOrigin(ctx context.Context, req *accountsv1.CheckWebO
 	}
 	return &accountsv1.CheckWebOriginResponse{Allowed: ok}, nil
 }
+
+// CheckRedirectUri tells whether an authorization request of the client may send its code to
+// a redirect URI (one of the client's registered URIs, exactly).
+func (s *Internal) CheckRedirectUri(ctx context.Context, req *accountsv1.CheckRedirectUriRequest) (*accountsv1.CheckRedirectUriResponse, error) {
+	ok, registered, err := s.Clients.AllowsRedirectURI(ctx, req.GetClientId(), req.GetRedirectUri())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.CheckRedirectUriResponse{Allowed: ok, Registered: registered}, nil
+}

@@ -237,3 +237,21 @@ func (s *Public) SetWebOrigins(ctx context.Context, req *accountsv1.SetWebOrigin
 	}
 	return &accountsv1.SetWebOriginsResponse{Items: mapItems(origins, webOriginToProto)}, nil
 }
+
+// ListRedirectUris lists the client's registered redirect URIs.
+func (s *Public) ListRedirectUris(ctx context.Context, _ *accountsv1.ListRedirectUrisRequest) (*accountsv1.ListRedirectUrisResponse, error) {
+	uris, err := s.Clients.RedirectURIs(ctx, principal(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListRedirectUrisResponse{Items: mapItems(uris, redirectURIToProto)}, nil
+}
+
+// SetRedirectUris replaces the client's registered redirect URIs.
+func (s *Public) SetRedirectUris(ctx context.Context, req *accountsv1.SetRedirectUrisRequest) (*accountsv1.SetRedirectUrisResponse, error) {
+	uris, err := s.Clients.SetRedirectURIs(ctx, principal(ctx).ClientID, req.GetRedirectUris())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetRedirectUrisResponse{Items: mapItems(uris, redirectURIToProto)}, nil
+}

@@ -174,6 +174,32 @@ func (s *Store) HasWebOrigin(ctx context.Context, clientID, origin string) (bool
 	return ok, nil
 }
 
+// RedirectURIs reads a client's registered redirect URIs, in order.
+func (s *Store) RedirectURIs(ctx context.Context, clientID string) ([]domain.RedirectURI, error) {
+	rows, err := s.db.Query(ctx, `SELECT uri, created_at FROM accounts.redirect_uris WHERE client_id = $1 ORDER BY uri`, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("redirect uris: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[domain.RedirectURI])
+	if err != nil {
+		return nil, fmt.Errorf("redirect uris: %w", err)
+	}
+	return out, nil
+}
+
+// SetRedirectURIs replaces a client's redirect URIs with uris (valid, distinct), keeping the
+// registration time of those it already had.
+func (s *Store) SetRedirectURIs(ctx context.Context, clientID string, uris []string) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM accounts.redirect_uris WHERE client_id = $1 AND NOT (uri = ANY($2::text[]))`, clientID, uris)
+	b.Queue(`INSERT INTO accounts.redirect_uris (client_id, uri) SELECT $1, u FROM unnest($2::text[]) AS u
+		ON CONFLICT DO NOTHING`, clientID, uris)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("set redirect uris: %w", err)
+	}
+	return nil
+}
+
 // ClientChanged tells every replica's WatchPrincipals streams, when the store's transaction
 // commits, that the client's principals are stale: the one "client changed" path
 // (accounts.client_changed, migration 005). An update of the clients row calls it by trigger;

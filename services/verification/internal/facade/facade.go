@@ -139,7 +139,8 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principal
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	state := &requestState{net: f.cfg.NetworkOf(r)}
 	if r.URL.Path == "/"+authorizePath || r.URL.Path == "/"+tokenPath {
-		// The redirect URI the request names, checked against the client's web origins.
+		// The redirect URI the request names, checked against the client's registered URIs.
+		state.authorize = r.URL.Path == "/"+authorizePath
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
 		}

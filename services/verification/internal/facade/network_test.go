@@ -59,7 +59,7 @@ const (
 	addrHeader                        = "X-Test-Addr"
 )
 
-// accounts is accounts at the facade's port: clients with a secret, web origins and access.
+// accounts is accounts at the facade's port: clients with a secret, redirect URIs and access.
 type accounts struct {
 	mu      sync.Mutex
 	clients map[string]account
@@ -69,6 +69,8 @@ type accounts struct {
 type account struct {
 	secret string
 	p      identity.Principal
+	// redirects are the client's registered redirect URIs; nil registers redirectURI alone.
+	redirects []string
 }
 
 func (a *accounts) AuthenticateClientSecret(_ context.Context, id, secret string) (identity.Principal, error) {
@@ -81,11 +83,20 @@ func (a *accounts) AuthenticateClientSecret(_ context.Context, id, secret string
 	return c.p, nil
 }
 
-func (a *accounts) AllowsWebOrigin(_ context.Context, id, o string) (bool, error) {
+// AllowsRedirectURI is accounts' exact match over the client's registered URIs (the loopback
+// port rule is accounts' own, tested there).
+func (a *accounts) AllowsRedirectURI(_ context.Context, id, uri string) (allowed, registered bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.clients[id]
-	return ok && o == origin, nil
+	c, ok := a.clients[id]
+	if !ok {
+		return false, false, nil
+	}
+	list := c.redirects
+	if list == nil {
+		list = []string{redirectURI}
+	}
+	return slices.Contains(list, uri), len(list) > 0, nil
 }
 
 func (a *accounts) ClientPrincipal(_ context.Context, id string) (identity.Principal, error) {
@@ -441,7 +452,7 @@ func TestNetworkAPIRoute(t *testing.T) {
 	tests := []struct {
 		name         string
 		grants       []string
-		unknown      bool // a client accounts does not know (its origins are checked first: none)
+		unknown      bool // a client accounts does not know (its redirect URIs are checked first: none)
 		d            device
 		wantOperator bool
 		wantAsked    bool

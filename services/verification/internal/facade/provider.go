@@ -24,9 +24,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -103,11 +103,11 @@ type Store interface {
 	InsertProviderKeys(ctx context.Context, keyID string, sealed []byte) error
 }
 
-// Accounts authenticates clients and tells their web origins and what they may use;
+// Accounts authenticates clients and tells whether a redirect URI is one they registered;
 // accountsclient.Client is one.
 type Accounts interface {
 	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
-	AllowsWebOrigin(ctx context.Context, clientID, origin string) (bool, error)
+	AllowsRedirectURI(ctx context.Context, clientID, uri string) (allowed, registered bool, err error)
 }
 
 // Principals reads a client's principal of now, by its id: principalcache.Cache (in front of
@@ -198,6 +198,8 @@ var _ op.Storage = (*storage)(nil)
 type requestState struct {
 	net         network.Request
 	redirectURI string
+	// authorize is a request of the authorization endpoint.
+	authorize   bool
 	principal   *identity.Principal
 	operatorURL string
 }
@@ -374,8 +376,11 @@ func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorith
 func (s *storage) KeySet(context.Context) ([]op.Key, error) { return []op.Key{publicKey{s.keys}}, nil }
 
 // GetClientByClientID describes a client to the provider. Its redirect URIs are the one the
-// request names when that URI is on one of the client's web origins (accounts, as for browser
-// flows): mnv keeps no separate list.
+// request names when accounts finds it among the client's registered URIs, the whole string
+// compared (RFC 9700, section 2.1; an http loopback IP literal on any port, RFC 8252, section
+// 7.3): an origin names a site, and a code sent to any page of it is a code given to whoever
+// controls that page. On the authorization endpoint a URI that is not one is refused here, with
+// the reason; on the token endpoint the library then finds the code's URI is not the client's.
 func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
 	if _, err := uuid.Parse(clientID); err != nil {
 		// An OAuth error, not a bare one: the authorization endpoint would answer a bare error
@@ -383,37 +388,28 @@ func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.
 		// endpoint answers invalid_client whatever this says.
 		return nil, oidc.ErrInvalidRequest().WithDescription("unknown client_id").WithParent(notFound{errors.New("unknown client")})
 	}
-	c := &client{id: clientID, callback: s.callback, req: stateOf(ctx)}
-	if uri := stateOf(ctx).redirectURI; uri != "" {
-		if origin, dev, ok := originOf(uri); ok {
-			allowed, err := s.accounts.AllowsWebOrigin(ctx, clientID, origin)
-			if err != nil {
-				return nil, err
-			}
-			if allowed {
-				c.redirects, c.dev = []string{uri}, dev
-			}
-		}
+	st := stateOf(ctx)
+	c := &client{id: clientID, callback: s.callback, req: st}
+	if st.redirectURI == "" {
+		return c, nil
+	}
+	allowed, registered, err := s.accounts.AllowsRedirectURI(ctx, clientID, st.redirectURI)
+	switch {
+	case err != nil:
+		return nil, err
+	case allowed:
+		// accounts registers http only on a loopback host.
+		c.redirects, c.dev = []string{st.redirectURI}, strings.HasPrefix(st.redirectURI, "http://")
+	case st.authorize && !registered:
+		// A client that has not registered its URIs yet (or none at all: an unknown client id
+		// reads the same) is told what to do.
+		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription(
+			"no redirect URI is registered for this client_id; the client's ADMIN key registers them with PUT /v1/api/me/redirect-uris")
+	case st.authorize:
+		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription(
+			"redirect_uri is not one the client registered: it must be one of them exactly, path and query included")
 	}
 	return c, nil
-}
-
-// originOf is the web origin of a redirect URI, and whether it is a loopback http one (allowed
-// without https, for development).
-func originOf(uri string) (origin string, dev, ok bool) {
-	u, err := url.Parse(uri)
-	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", false, false
-	}
-	if u.Scheme == "http" {
-		host := u.Hostname()
-		a, err := netip.ParseAddr(host)
-		if host != "localhost" && (err != nil || !a.IsLoopback()) {
-			return "", false, false
-		}
-		dev = true
-	}
-	return u.Scheme + "://" + u.Host, dev, true
 }
 
 // AuthorizeClientIDSecret checks the client's secret with accounts (the first-key route's

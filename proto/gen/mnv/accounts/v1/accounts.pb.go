@@ -1597,6 +1597,232 @@ func (x *SetWebOriginsResponse) GetItems() []*WebOrigin {
 	return nil
 }
 
+// RedirectUri is a URI the account registered for the authorization code flow: a code is sent
+// only to a redirect_uri that is one of them, compared as a whole string (an http loopback IP
+// literal, 127.0.0.1 or [::1], on any port).
+type RedirectUri struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedirectUri) Reset() {
+	*x = RedirectUri{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedirectUri) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedirectUri) ProtoMessage() {}
+
+func (x *RedirectUri) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedirectUri.ProtoReflect.Descriptor instead.
+func (*RedirectUri) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RedirectUri) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *RedirectUri) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type ListRedirectUrisRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRedirectUrisRequest) Reset() {
+	*x = ListRedirectUrisRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRedirectUrisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRedirectUrisRequest) ProtoMessage() {}
+
+func (x *ListRedirectUrisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRedirectUrisRequest.ProtoReflect.Descriptor instead.
+func (*ListRedirectUrisRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{30}
+}
+
+type ListRedirectUrisResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*RedirectUri         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRedirectUrisResponse) Reset() {
+	*x = ListRedirectUrisResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRedirectUrisResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRedirectUrisResponse) ProtoMessage() {}
+
+func (x *ListRedirectUrisResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRedirectUrisResponse.ProtoReflect.Descriptor instead.
+func (*ListRedirectUrisResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListRedirectUrisResponse) GetItems() []*RedirectUri {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type SetRedirectUrisRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The complete list, at most 20 of at most 512 characters: absolute https URIs (http only on
+	// localhost, 127.0.0.1 or [::1]) without fragment, lower-case scheme and host, written as the
+	// client will send them. An empty list registers none, which refuses every authorization.
+	RedirectUris  []string `protobuf:"bytes,1,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRedirectUrisRequest) Reset() {
+	*x = SetRedirectUrisRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRedirectUrisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRedirectUrisRequest) ProtoMessage() {}
+
+func (x *SetRedirectUrisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRedirectUrisRequest.ProtoReflect.Descriptor instead.
+func (*SetRedirectUrisRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SetRedirectUrisRequest) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
+	}
+	return nil
+}
+
+type SetRedirectUrisResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*RedirectUri         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRedirectUrisResponse) Reset() {
+	*x = SetRedirectUrisResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRedirectUrisResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRedirectUrisResponse) ProtoMessage() {}
+
+func (x *SetRedirectUrisResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRedirectUrisResponse.ProtoReflect.Descriptor instead.
+func (*SetRedirectUrisResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SetRedirectUrisResponse) GetItems() []*RedirectUri {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
@@ -1719,7 +1945,18 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x14SetWebOriginsRequest\x12\x18\n" +
 	"\aorigins\x18\x01 \x03(\tR\aorigins\"I\n" +
 	"\x15SetWebOriginsResponse\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\xc0\x0f\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"Z\n" +
+	"\vRedirectUri\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x129\n" +
+	"\n" +
+	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x19\n" +
+	"\x17ListRedirectUrisRequest\"N\n" +
+	"\x18ListRedirectUrisResponse\x122\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items\"=\n" +
+	"\x16SetRedirectUrisRequest\x12#\n" +
+	"\rredirect_uris\x18\x01 \x03(\tR\fredirectUris\"M\n" +
+	"\x17SetRedirectUrisResponse\x122\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\xe4\x11\n" +
 	"\x0fAccountsService\x12\x83\x01\n" +
 	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"/\xca\xf3\x18+\b\x02 \x01J%Client details retrieved successfully\x12q\n" +
 	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\")\xca\xf3\x18%\b\x02 \x018\x02J\x1dCaller retrieved successfully\x12\x85\x01\n" +
@@ -1734,7 +1971,9 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"-\xca\xf3\x18)\b\x02\x18\x018\x02J!SDK tokens retrieved successfully\x12\x8d\x01\n" +
 	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"*\xca\xf3\x18&\b\x02\x18\x018\x02J\x1eSDK token revoked successfully\x12\x8f\x01\n" +
 	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\",\xca\xf3\x18(\b\x028\x02J\"Web origins retrieved successfully\x12\x7f\n" +
-	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"\x1f\xca\xf3\x18\x1b\b\x02\x18\x018\x02J\x13Web origins updatedB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"\x1f\xca\xf3\x18\x1b\b\x02\x18\x018\x02J\x13Web origins updated\x12\x97\x01\n" +
+	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\".\xca\xf3\x18*\b\x028\x02J$Redirect URIs retrieved successfully\x12\x87\x01\n" +
+	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x018\x02J\x15Redirect URIs updatedB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -1748,7 +1987,7 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
 	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
@@ -1779,68 +2018,80 @@ var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*ListWebOriginsResponse)(nil),      // 26: mnv.accounts.v1.ListWebOriginsResponse
 	(*SetWebOriginsRequest)(nil),        // 27: mnv.accounts.v1.SetWebOriginsRequest
 	(*SetWebOriginsResponse)(nil),       // 28: mnv.accounts.v1.SetWebOriginsResponse
-	(*Client)(nil),                      // 29: mnv.accounts.v1.Client
-	(ClientStatus)(0),                   // 30: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                        // 31: mnv.accounts.v1.Feature
-	(*ApiKey)(nil),                      // 32: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 33: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 34: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 35: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 36: mnv.accounts.v1.SdkToken
+	(*RedirectUri)(nil),                 // 29: mnv.accounts.v1.RedirectUri
+	(*ListRedirectUrisRequest)(nil),     // 30: mnv.accounts.v1.ListRedirectUrisRequest
+	(*ListRedirectUrisResponse)(nil),    // 31: mnv.accounts.v1.ListRedirectUrisResponse
+	(*SetRedirectUrisRequest)(nil),      // 32: mnv.accounts.v1.SetRedirectUrisRequest
+	(*SetRedirectUrisResponse)(nil),     // 33: mnv.accounts.v1.SetRedirectUrisResponse
+	(*Client)(nil),                      // 34: mnv.accounts.v1.Client
+	(ClientStatus)(0),                   // 35: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                        // 36: mnv.accounts.v1.Feature
+	(*ApiKey)(nil),                      // 37: mnv.accounts.v1.ApiKey
+	(Role)(0),                           // 38: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),       // 39: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                 // 40: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                    // 41: mnv.accounts.v1.SdkToken
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	29, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	30, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	31, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
-	32, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	32, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	33, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	33, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	34, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	34, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	34, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	35, // 11: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	34, // 12: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	34, // 13: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 14: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	36, // 15: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	34, // 16: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	34, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	35, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	36, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
+	37, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	37, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	38, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	38, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	39, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	39, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	39, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	40, // 11: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	39, // 12: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	39, // 13: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 14: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	41, // 15: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	39, // 16: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
 	24, // 17: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
 	24, // 18: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	0,  // 19: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 20: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
-	4,  // 21: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	6,  // 22: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	8,  // 23: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	10, // 24: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	12, // 25: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	14, // 26: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	16, // 27: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	18, // 28: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	20, // 29: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	22, // 30: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	25, // 31: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
-	27, // 32: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
-	1,  // 33: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 34: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
-	5,  // 35: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	7,  // 36: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	9,  // 37: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	11, // 38: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	13, // 39: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	15, // 40: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	17, // 41: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	19, // 42: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	21, // 43: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	23, // 44: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	26, // 45: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
-	28, // 46: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
-	33, // [33:47] is the sub-list for method output_type
-	19, // [19:33] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	39, // 19: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
+	29, // 20: mnv.accounts.v1.ListRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
+	29, // 21: mnv.accounts.v1.SetRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
+	0,  // 22: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 23: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
+	4,  // 24: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	6,  // 25: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	8,  // 26: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	10, // 27: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	12, // 28: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	14, // 29: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	16, // 30: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	18, // 31: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	20, // 32: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	22, // 33: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	25, // 34: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	27, // 35: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	30, // 36: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
+	32, // 37: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
+	1,  // 38: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 39: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
+	5,  // 40: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	7,  // 41: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	9,  // 42: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	11, // 43: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	13, // 44: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	15, // 45: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	17, // 46: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	19, // 47: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	21, // 48: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	23, // 49: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	26, // 50: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	28, // 51: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	31, // 52: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
+	33, // 53: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
+	38, // [38:54] is the sub-list for method output_type
+	22, // [22:38] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -1861,7 +2112,7 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

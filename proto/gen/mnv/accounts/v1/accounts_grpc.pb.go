@@ -33,6 +33,8 @@ const (
 	AccountsService_RevokeSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/RevokeSdkToken"
 	AccountsService_ListWebOrigins_FullMethodName      = "/mnv.accounts.v1.AccountsService/ListWebOrigins"
 	AccountsService_SetWebOrigins_FullMethodName       = "/mnv.accounts.v1.AccountsService/SetWebOrigins"
+	AccountsService_ListRedirectUris_FullMethodName    = "/mnv.accounts.v1.AccountsService/ListRedirectUris"
+	AccountsService_SetRedirectUris_FullMethodName     = "/mnv.accounts.v1.AccountsService/SetRedirectUris"
 )
 
 // AccountsServiceClient is the client API for AccountsService service.
@@ -73,6 +75,11 @@ type AccountsServiceClient interface {
 	ListWebOrigins(ctx context.Context, in *ListWebOriginsRequest, opts ...grpc.CallOption) (*ListWebOriginsResponse, error)
 	// Replaces the account's web origins (ADMIN).
 	SetWebOrigins(ctx context.Context, in *SetWebOriginsRequest, opts ...grpc.CallOption) (*SetWebOriginsResponse, error)
+	// Lists the redirect URIs registered for the account's OpenID Connect authorization code flow
+	// (the CAMARA endpoints).
+	ListRedirectUris(ctx context.Context, in *ListRedirectUrisRequest, opts ...grpc.CallOption) (*ListRedirectUrisResponse, error)
+	// Replaces the account's registered redirect URIs (ADMIN).
+	SetRedirectUris(ctx context.Context, in *SetRedirectUrisRequest, opts ...grpc.CallOption) (*SetRedirectUrisResponse, error)
 }
 
 type accountsServiceClient struct {
@@ -223,6 +230,26 @@ func (c *accountsServiceClient) SetWebOrigins(ctx context.Context, in *SetWebOri
 	return out, nil
 }
 
+func (c *accountsServiceClient) ListRedirectUris(ctx context.Context, in *ListRedirectUrisRequest, opts ...grpc.CallOption) (*ListRedirectUrisResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRedirectUrisResponse)
+	err := c.cc.Invoke(ctx, AccountsService_ListRedirectUris_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) SetRedirectUris(ctx context.Context, in *SetRedirectUrisRequest, opts ...grpc.CallOption) (*SetRedirectUrisResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetRedirectUrisResponse)
+	err := c.cc.Invoke(ctx, AccountsService_SetRedirectUris_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsServiceServer is the server API for AccountsService service.
 // All implementations must embed UnimplementedAccountsServiceServer
 // for forward compatibility.
@@ -261,6 +288,11 @@ type AccountsServiceServer interface {
 	ListWebOrigins(context.Context, *ListWebOriginsRequest) (*ListWebOriginsResponse, error)
 	// Replaces the account's web origins (ADMIN).
 	SetWebOrigins(context.Context, *SetWebOriginsRequest) (*SetWebOriginsResponse, error)
+	// Lists the redirect URIs registered for the account's OpenID Connect authorization code flow
+	// (the CAMARA endpoints).
+	ListRedirectUris(context.Context, *ListRedirectUrisRequest) (*ListRedirectUrisResponse, error)
+	// Replaces the account's registered redirect URIs (ADMIN).
+	SetRedirectUris(context.Context, *SetRedirectUrisRequest) (*SetRedirectUrisResponse, error)
 	mustEmbedUnimplementedAccountsServiceServer()
 }
 
@@ -312,6 +344,12 @@ func (UnimplementedAccountsServiceServer) ListWebOrigins(context.Context, *ListW
 }
 func (UnimplementedAccountsServiceServer) SetWebOrigins(context.Context, *SetWebOriginsRequest) (*SetWebOriginsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetWebOrigins not implemented")
+}
+func (UnimplementedAccountsServiceServer) ListRedirectUris(context.Context, *ListRedirectUrisRequest) (*ListRedirectUrisResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRedirectUris not implemented")
+}
+func (UnimplementedAccountsServiceServer) SetRedirectUris(context.Context, *SetRedirectUrisRequest) (*SetRedirectUrisResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetRedirectUris not implemented")
 }
 func (UnimplementedAccountsServiceServer) mustEmbedUnimplementedAccountsServiceServer() {}
 func (UnimplementedAccountsServiceServer) testEmbeddedByValue()                         {}
@@ -586,6 +624,42 @@ func _AccountsService_SetWebOrigins_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_ListRedirectUris_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRedirectUrisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).ListRedirectUris(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_ListRedirectUris_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).ListRedirectUris(ctx, req.(*ListRedirectUrisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsService_SetRedirectUris_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetRedirectUrisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).SetRedirectUris(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_SetRedirectUris_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).SetRedirectUris(ctx, req.(*SetRedirectUrisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsService_ServiceDesc is the grpc.ServiceDesc for AccountsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -648,6 +722,14 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetWebOrigins",
 			Handler:    _AccountsService_SetWebOrigins_Handler,
+		},
+		{
+			MethodName: "ListRedirectUris",
+			Handler:    _AccountsService_ListRedirectUris_Handler,
+		},
+		{
+			MethodName: "SetRedirectUris",
+			Handler:    _AccountsService_SetRedirectUris_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -110,7 +110,9 @@ type ClientDetails struct {
 	// sends balance.low; 0 sends none.
 	EffectiveLowBalanceThreshold int64 `protobuf:"varint,7,opt,name=effective_low_balance_threshold,json=effectiveLowBalanceThreshold,proto3" json:"effective_low_balance_threshold,omitempty"`
 	// The operators and methods the client may use.
-	Operators     *OperatorEnablement `protobuf:"bytes,8,opt,name=operators,proto3" json:"operators,omitempty"`
+	Operators *OperatorEnablement `protobuf:"bytes,8,opt,name=operators,proto3" json:"operators,omitempty"`
+	// The redirect URIs registered for the client's authorization code flow.
+	RedirectUris  []string `protobuf:"bytes,9,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +199,13 @@ func (x *ClientDetails) GetEffectiveLowBalanceThreshold() int64 {
 func (x *ClientDetails) GetOperators() *OperatorEnablement {
 	if x != nil {
 		return x.Operators
+	}
+	return nil
+}
+
+func (x *ClientDetails) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
 	}
 	return nil
 }
@@ -1124,6 +1133,103 @@ func (x *SetClientWebOriginsResponse) GetWebOrigins() []string {
 	return nil
 }
 
+type SetClientRedirectUrisRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The complete list (see SetRedirectUrisRequest); empty registers none.
+	RedirectUris  []string `protobuf:"bytes,2,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClientRedirectUrisRequest) Reset() {
+	*x = SetClientRedirectUrisRequest{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientRedirectUrisRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientRedirectUrisRequest) ProtoMessage() {}
+
+func (x *SetClientRedirectUrisRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientRedirectUrisRequest.ProtoReflect.Descriptor instead.
+func (*SetClientRedirectUrisRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SetClientRedirectUrisRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *SetClientRedirectUrisRequest) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
+	}
+	return nil
+}
+
+type SetClientRedirectUrisResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RedirectUris  []string               `protobuf:"bytes,1,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetClientRedirectUrisResponse) Reset() {
+	*x = SetClientRedirectUrisResponse{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetClientRedirectUrisResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetClientRedirectUrisResponse) ProtoMessage() {}
+
+func (x *SetClientRedirectUrisResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetClientRedirectUrisResponse.ProtoReflect.Descriptor instead.
+func (*SetClientRedirectUrisResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetClientRedirectUrisResponse) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
+	}
+	return nil
+}
+
 type SetClientOperatorsRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1136,7 +1242,7 @@ type SetClientOperatorsRequest struct {
 
 func (x *SetClientOperatorsRequest) Reset() {
 	*x = SetClientOperatorsRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1254,7 @@ func (x *SetClientOperatorsRequest) String() string {
 func (*SetClientOperatorsRequest) ProtoMessage() {}
 
 func (x *SetClientOperatorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1267,7 @@ func (x *SetClientOperatorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientOperatorsRequest.ProtoReflect.Descriptor instead.
 func (*SetClientOperatorsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetClientOperatorsRequest) GetClientId() string {
@@ -1187,7 +1293,7 @@ type SetClientOperatorsResponse struct {
 
 func (x *SetClientOperatorsResponse) Reset() {
 	*x = SetClientOperatorsResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1305,7 @@ func (x *SetClientOperatorsResponse) String() string {
 func (*SetClientOperatorsResponse) ProtoMessage() {}
 
 func (x *SetClientOperatorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1318,7 @@ func (x *SetClientOperatorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientOperatorsResponse.ProtoReflect.Descriptor instead.
 func (*SetClientOperatorsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetClientOperatorsResponse) GetOperators() *OperatorEnablement {
@@ -1234,7 +1340,7 @@ type SetClientLowBalanceThresholdRequest struct {
 
 func (x *SetClientLowBalanceThresholdRequest) Reset() {
 	*x = SetClientLowBalanceThresholdRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1352,7 @@ func (x *SetClientLowBalanceThresholdRequest) String() string {
 func (*SetClientLowBalanceThresholdRequest) ProtoMessage() {}
 
 func (x *SetClientLowBalanceThresholdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1365,7 @@ func (x *SetClientLowBalanceThresholdRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use SetClientLowBalanceThresholdRequest.ProtoReflect.Descriptor instead.
 func (*SetClientLowBalanceThresholdRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetClientLowBalanceThresholdRequest) GetClientId() string {
@@ -1286,7 +1392,7 @@ type SetClientLowBalanceThresholdResponse struct {
 
 func (x *SetClientLowBalanceThresholdResponse) Reset() {
 	*x = SetClientLowBalanceThresholdResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1404,7 @@ func (x *SetClientLowBalanceThresholdResponse) String() string {
 func (*SetClientLowBalanceThresholdResponse) ProtoMessage() {}
 
 func (x *SetClientLowBalanceThresholdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1417,7 @@ func (x *SetClientLowBalanceThresholdResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use SetClientLowBalanceThresholdResponse.ProtoReflect.Descriptor instead.
 func (*SetClientLowBalanceThresholdResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetClientLowBalanceThresholdResponse) GetLowBalanceThreshold() int64 {
@@ -1339,7 +1445,7 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1e\n" +
 	"\n" +
 	"overridden\x18\x04 \x01(\bR\n" +
-	"overridden\"\xd1\x03\n" +
+	"overridden\"\xf6\x03\n" +
 	"\rClientDetails\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\x12.\n" +
 	"\x06prices\x18\x02 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices\x129\n" +
@@ -1350,7 +1456,8 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"webOrigins\x127\n" +
 	"\x15low_balance_threshold\x18\x06 \x01(\x03H\x00R\x13lowBalanceThreshold\x88\x01\x01\x12E\n" +
 	"\x1feffective_low_balance_threshold\x18\a \x01(\x03R\x1ceffectiveLowBalanceThreshold\x12A\n" +
-	"\toperators\x18\b \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperatorsB\x18\n" +
+	"\toperators\x18\b \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\x12#\n" +
+	"\rredirect_uris\x18\t \x03(\tR\fredirectUrisB\x18\n" +
 	"\x16_low_balance_threshold\"\x9b\x03\n" +
 	"\x13CreateClientRequest\x12\x1f\n" +
 	"\vclient_name\x18\x01 \x01(\tR\n" +
@@ -1417,7 +1524,12 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\aorigins\x18\x02 \x03(\tR\aorigins\">\n" +
 	"\x1bSetClientWebOriginsResponse\x12\x1f\n" +
 	"\vweb_origins\x18\x01 \x03(\tR\n" +
-	"webOrigins\"{\n" +
+	"webOrigins\"`\n" +
+	"\x1cSetClientRedirectUrisRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
+	"\rredirect_uris\x18\x02 \x03(\tR\fredirectUris\"D\n" +
+	"\x1dSetClientRedirectUrisResponse\x12#\n" +
+	"\rredirect_uris\x18\x01 \x03(\tR\fredirectUris\"{\n" +
 	"\x19SetClientOperatorsRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12A\n" +
 	"\toperators\x18\x02 \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\"_\n" +
@@ -1431,7 +1543,8 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"$SetClientLowBalanceThresholdResponse\x127\n" +
 	"\x15low_balance_threshold\x18\x01 \x01(\x03H\x00R\x13lowBalanceThreshold\x88\x01\x01\x12E\n" +
 	"\x1feffective_low_balance_threshold\x18\x02 \x01(\x03R\x1ceffectiveLowBalanceThresholdB\x18\n" +
-	"\x16_low_balance_threshold2\x81\t\n" +
+	"\x16_low_balance_threshold2\x81\n" +
+	"\n" +
 	"\x14AccountsAdminService\x12c\n" +
 	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
 	"\x0eDescribeClient\x12&.mnv.accounts.v1.DescribeClientRequest\x1a'.mnv.accounts.v1.DescribeClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12`\n" +
@@ -1440,7 +1553,8 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x0fSetClientStatus\x12'.mnv.accounts.v1.SetClientStatusRequest\x1a(.mnv.accounts.v1.SetClientStatusResponse\"\x06\xca\xf3\x18\x02\b\x05\x12r\n" +
 	"\x11SetClientFeatures\x12).mnv.accounts.v1.SetClientFeaturesRequest\x1a*.mnv.accounts.v1.SetClientFeaturesResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
 	"\x0eSetClientPrice\x12&.mnv.accounts.v1.SetClientPriceRequest\x1a'.mnv.accounts.v1.SetClientPriceResponse\"\x06\xca\xf3\x18\x02\b\x05\x12x\n" +
-	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12u\n" +
+	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12~\n" +
+	"\x15SetClientRedirectUris\x12-.mnv.accounts.v1.SetClientRedirectUrisRequest\x1a..mnv.accounts.v1.SetClientRedirectUrisResponse\"\x06\xca\xf3\x18\x02\b\x05\x12u\n" +
 	"\x12SetClientOperators\x12*.mnv.accounts.v1.SetClientOperatorsRequest\x1a+.mnv.accounts.v1.SetClientOperatorsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12\x93\x01\n" +
 	"\x1cSetClientLowBalanceThreshold\x124.mnv.accounts.v1.SetClientLowBalanceThresholdRequest\x1a5.mnv.accounts.v1.SetClientLowBalanceThresholdResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
@@ -1456,7 +1570,7 @@ func file_mnv_accounts_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_admin_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_mnv_accounts_v1_admin_proto_goTypes = []any{
 	(*Price)(nil),                                // 0: mnv.accounts.v1.Price
 	(*ClientDetails)(nil),                        // 1: mnv.accounts.v1.ClientDetails
@@ -1476,40 +1590,42 @@ var file_mnv_accounts_v1_admin_proto_goTypes = []any{
 	(*SetClientPriceResponse)(nil),               // 15: mnv.accounts.v1.SetClientPriceResponse
 	(*SetClientWebOriginsRequest)(nil),           // 16: mnv.accounts.v1.SetClientWebOriginsRequest
 	(*SetClientWebOriginsResponse)(nil),          // 17: mnv.accounts.v1.SetClientWebOriginsResponse
-	(*SetClientOperatorsRequest)(nil),            // 18: mnv.accounts.v1.SetClientOperatorsRequest
-	(*SetClientOperatorsResponse)(nil),           // 19: mnv.accounts.v1.SetClientOperatorsResponse
-	(*SetClientLowBalanceThresholdRequest)(nil),  // 20: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
-	(*SetClientLowBalanceThresholdResponse)(nil), // 21: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	(LedgerKind)(0),                              // 22: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                               // 23: mnv.accounts.v1.Client
-	(*timestamppb.Timestamp)(nil),                // 24: google.protobuf.Timestamp
-	(*OperatorEnablement)(nil),                   // 25: mnv.accounts.v1.OperatorEnablement
-	(Feature)(0),                                 // 26: mnv.accounts.v1.Feature
-	(*LedgerEntry)(nil),                          // 27: mnv.accounts.v1.LedgerEntry
-	(ClientStatus)(0),                            // 28: mnv.accounts.v1.ClientStatus
+	(*SetClientRedirectUrisRequest)(nil),         // 18: mnv.accounts.v1.SetClientRedirectUrisRequest
+	(*SetClientRedirectUrisResponse)(nil),        // 19: mnv.accounts.v1.SetClientRedirectUrisResponse
+	(*SetClientOperatorsRequest)(nil),            // 20: mnv.accounts.v1.SetClientOperatorsRequest
+	(*SetClientOperatorsResponse)(nil),           // 21: mnv.accounts.v1.SetClientOperatorsResponse
+	(*SetClientLowBalanceThresholdRequest)(nil),  // 22: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	(*SetClientLowBalanceThresholdResponse)(nil), // 23: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	(LedgerKind)(0),                              // 24: mnv.accounts.v1.LedgerKind
+	(*Client)(nil),                               // 25: mnv.accounts.v1.Client
+	(*timestamppb.Timestamp)(nil),                // 26: google.protobuf.Timestamp
+	(*OperatorEnablement)(nil),                   // 27: mnv.accounts.v1.OperatorEnablement
+	(Feature)(0),                                 // 28: mnv.accounts.v1.Feature
+	(*LedgerEntry)(nil),                          // 29: mnv.accounts.v1.LedgerEntry
+	(ClientStatus)(0),                            // 30: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
-	22, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
-	23, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
+	24, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
+	25, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
 	0,  // 2: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
-	24, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
-	25, // 4: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	24, // 5: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	26, // 6: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
-	23, // 7: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
+	26, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
+	27, // 4: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	26, // 5: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	28, // 6: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
+	25, // 7: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
 	1,  // 8: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
-	23, // 9: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
-	24, // 10: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	23, // 11: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
-	27, // 12: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
-	28, // 13: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
-	23, // 14: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
-	26, // 15: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
-	23, // 16: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
-	22, // 17: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	25, // 9: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
+	26, // 10: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	25, // 11: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
+	29, // 12: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
+	30, // 13: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
+	25, // 14: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
+	28, // 15: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
+	25, // 16: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
+	24, // 17: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
 	0,  // 18: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
-	25, // 19: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	25, // 20: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	27, // 19: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	27, // 20: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
 	2,  // 21: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
 	4,  // 22: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
 	6,  // 23: mnv.accounts.v1.AccountsAdminService.ListClients:input_type -> mnv.accounts.v1.ListClientsRequest
@@ -1518,20 +1634,22 @@ var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
 	12, // 26: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
 	14, // 27: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
 	16, // 28: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
-	18, // 29: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
-	20, // 30: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
-	3,  // 31: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
-	5,  // 32: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
-	7,  // 33: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
-	9,  // 34: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
-	11, // 35: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
-	13, // 36: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
-	15, // 37: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
-	17, // 38: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
-	19, // 39: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
-	21, // 40: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	31, // [31:41] is the sub-list for method output_type
-	21, // [21:31] is the sub-list for method input_type
+	18, // 29: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:input_type -> mnv.accounts.v1.SetClientRedirectUrisRequest
+	20, // 30: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
+	22, // 31: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	3,  // 32: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
+	5,  // 33: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
+	7,  // 34: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
+	9,  // 35: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
+	11, // 36: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
+	13, // 37: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
+	15, // 38: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
+	17, // 39: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
+	19, // 40: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:output_type -> mnv.accounts.v1.SetClientRedirectUrisResponse
+	21, // 41: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
+	23, // 42: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	32, // [32:43] is the sub-list for method output_type
+	21, // [21:32] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -1547,15 +1665,15 @@ func file_mnv_accounts_v1_admin_proto_init() {
 	file_mnv_accounts_v1_admin_proto_msgTypes[6].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[8].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[20].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[21].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_admin_proto_rawDesc), len(file_mnv_accounts_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

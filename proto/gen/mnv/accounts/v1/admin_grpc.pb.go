@@ -27,6 +27,7 @@ const (
 	AccountsAdminService_SetClientFeatures_FullMethodName            = "/mnv.accounts.v1.AccountsAdminService/SetClientFeatures"
 	AccountsAdminService_SetClientPrice_FullMethodName               = "/mnv.accounts.v1.AccountsAdminService/SetClientPrice"
 	AccountsAdminService_SetClientWebOrigins_FullMethodName          = "/mnv.accounts.v1.AccountsAdminService/SetClientWebOrigins"
+	AccountsAdminService_SetClientRedirectUris_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/SetClientRedirectUris"
 	AccountsAdminService_SetClientOperators_FullMethodName           = "/mnv.accounts.v1.AccountsAdminService/SetClientOperators"
 	AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientLowBalanceThreshold"
 )
@@ -51,6 +52,8 @@ type AccountsAdminServiceClient interface {
 	SetClientPrice(ctx context.Context, in *SetClientPriceRequest, opts ...grpc.CallOption) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(ctx context.Context, in *SetClientWebOriginsRequest, opts ...grpc.CallOption) (*SetClientWebOriginsResponse, error)
+	// Replaces the redirect URIs registered for the client's authorization code flow.
+	SetClientRedirectUris(ctx context.Context, in *SetClientRedirectUrisRequest, opts ...grpc.CallOption) (*SetClientRedirectUrisResponse, error)
 	// Replaces the operators (and their methods) the client may use, or returns it to the
 	// default set.
 	SetClientOperators(ctx context.Context, in *SetClientOperatorsRequest, opts ...grpc.CallOption) (*SetClientOperatorsResponse, error)
@@ -146,6 +149,16 @@ func (c *accountsAdminServiceClient) SetClientWebOrigins(ctx context.Context, in
 	return out, nil
 }
 
+func (c *accountsAdminServiceClient) SetClientRedirectUris(ctx context.Context, in *SetClientRedirectUrisRequest, opts ...grpc.CallOption) (*SetClientRedirectUrisResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetClientRedirectUrisResponse)
+	err := c.cc.Invoke(ctx, AccountsAdminService_SetClientRedirectUris_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsAdminServiceClient) SetClientOperators(ctx context.Context, in *SetClientOperatorsRequest, opts ...grpc.CallOption) (*SetClientOperatorsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetClientOperatorsResponse)
@@ -186,6 +199,8 @@ type AccountsAdminServiceServer interface {
 	SetClientPrice(context.Context, *SetClientPriceRequest) (*SetClientPriceResponse, error)
 	// Replaces the web origins allowed to capture the client's browser flows.
 	SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error)
+	// Replaces the redirect URIs registered for the client's authorization code flow.
+	SetClientRedirectUris(context.Context, *SetClientRedirectUrisRequest) (*SetClientRedirectUrisResponse, error)
 	// Replaces the operators (and their methods) the client may use, or returns it to the
 	// default set.
 	SetClientOperators(context.Context, *SetClientOperatorsRequest) (*SetClientOperatorsResponse, error)
@@ -224,6 +239,9 @@ func (UnimplementedAccountsAdminServiceServer) SetClientPrice(context.Context, *
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientWebOrigins(context.Context, *SetClientWebOriginsRequest) (*SetClientWebOriginsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientWebOrigins not implemented")
+}
+func (UnimplementedAccountsAdminServiceServer) SetClientRedirectUris(context.Context, *SetClientRedirectUrisRequest) (*SetClientRedirectUrisResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetClientRedirectUris not implemented")
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientOperators(context.Context, *SetClientOperatorsRequest) (*SetClientOperatorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientOperators not implemented")
@@ -396,6 +414,24 @@ func _AccountsAdminService_SetClientWebOrigins_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsAdminService_SetClientRedirectUris_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetClientRedirectUrisRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsAdminServiceServer).SetClientRedirectUris(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsAdminService_SetClientRedirectUris_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsAdminServiceServer).SetClientRedirectUris(ctx, req.(*SetClientRedirectUrisRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsAdminService_SetClientOperators_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetClientOperatorsRequest)
 	if err := dec(in); err != nil {
@@ -470,6 +506,10 @@ var AccountsAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClientWebOrigins",
 			Handler:    _AccountsAdminService_SetClientWebOrigins_Handler,
+		},
+		{
+			MethodName: "SetClientRedirectUris",
+			Handler:    _AccountsAdminService_SetClientRedirectUris_Handler,
 		},
 		{
 			MethodName: "SetClientOperators",

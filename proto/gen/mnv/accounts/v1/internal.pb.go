@@ -1229,6 +1229,112 @@ func (x *CheckWebOriginResponse) GetAllowed() bool {
 	return false
 }
 
+type CheckRedirectUriRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The request's redirect_uri, as it was sent.
+	RedirectUri   string `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRedirectUriRequest) Reset() {
+	*x = CheckRedirectUriRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRedirectUriRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRedirectUriRequest) ProtoMessage() {}
+
+func (x *CheckRedirectUriRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRedirectUriRequest.ProtoReflect.Descriptor instead.
+func (*CheckRedirectUriRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckRedirectUriRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *CheckRedirectUriRequest) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+type CheckRedirectUriResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Allowed bool                   `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	// Whether the client registered any redirect URI: one that has none yet is told so.
+	Registered    bool `protobuf:"varint,2,opt,name=registered,proto3" json:"registered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRedirectUriResponse) Reset() {
+	*x = CheckRedirectUriResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRedirectUriResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRedirectUriResponse) ProtoMessage() {}
+
+func (x *CheckRedirectUriResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRedirectUriResponse.ProtoReflect.Descriptor instead.
+func (*CheckRedirectUriResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckRedirectUriResponse) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
+func (x *CheckRedirectUriResponse) GetRegistered() bool {
+	if x != nil {
+		return x.Registered
+	}
+	return false
+}
+
 type AuthenticateClientSecretRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1239,7 +1345,7 @@ type AuthenticateClientSecretRequest struct {
 
 func (x *AuthenticateClientSecretRequest) Reset() {
 	*x = AuthenticateClientSecretRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1357,7 @@ func (x *AuthenticateClientSecretRequest) String() string {
 func (*AuthenticateClientSecretRequest) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1370,7 @@ func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AuthenticateClientSecretRequest) GetClientId() string {
@@ -1290,7 +1396,7 @@ type AuthenticateClientSecretResponse struct {
 
 func (x *AuthenticateClientSecretResponse) Reset() {
 	*x = AuthenticateClientSecretResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1408,7 @@ func (x *AuthenticateClientSecretResponse) String() string {
 func (*AuthenticateClientSecretResponse) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1421,7 @@ func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
@@ -1334,7 +1440,7 @@ type GetClientPrincipalRequest struct {
 
 func (x *GetClientPrincipalRequest) Reset() {
 	*x = GetClientPrincipalRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1452,7 @@ func (x *GetClientPrincipalRequest) String() string {
 func (*GetClientPrincipalRequest) ProtoMessage() {}
 
 func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1465,7 @@ func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetClientPrincipalRequest) GetClientId() string {
@@ -1378,7 +1484,7 @@ type GetClientPrincipalResponse struct {
 
 func (x *GetClientPrincipalResponse) Reset() {
 	*x = GetClientPrincipalResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1496,7 @@ func (x *GetClientPrincipalResponse) String() string {
 func (*GetClientPrincipalResponse) ProtoMessage() {}
 
 func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1509,7 @@ func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetClientPrincipalResponse) GetPrincipal() *Principal {
@@ -1500,7 +1606,15 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\"2\n" +
 	"\x16CheckWebOriginResponse\x12\x18\n" +
-	"\aallowed\x18\x01 \x01(\bR\aallowed\"c\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\"Y\n" +
+	"\x17CheckRedirectUriRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\"T\n" +
+	"\x18CheckRedirectUriResponse\x12\x18\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x02 \x01(\bR\n" +
+	"registered\"c\n" +
 	"\x1fAuthenticateClientSecretRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
@@ -1509,7 +1623,7 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x19GetClientPrincipalRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
 	"\x1aGetClientPrincipalResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xde\b\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xd2\t\n" +
 	"\x17AccountsInternalService\x12h\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12\x80\x01\n" +
 	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12R\n" +
@@ -1524,7 +1638,8 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12\x8a\x01\n" +
 	"\x18AuthenticateClientSecret\x120.mnv.accounts.v1.AuthenticateClientSecretRequest\x1a1.mnv.accounts.v1.AuthenticateClientSecretResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12x\n" +
 	"\x12GetClientPrincipal\x12*.mnv.accounts.v1.GetClientPrincipalRequest\x1a+.mnv.accounts.v1.GetClientPrincipalResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12l\n" +
-	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12s\n" +
+	"\x0eCheckWebOrigin\x12&.mnv.accounts.v1.CheckWebOriginRequest\x1a'.mnv.accounts.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12r\n" +
+	"\x10CheckRedirectUri\x12(.mnv.accounts.v1.CheckRedirectUriRequest\x1a).mnv.accounts.v1.CheckRedirectUriResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12s\n" +
 	"\x0fWatchPrincipals\x12'.mnv.accounts.v1.WatchPrincipalsRequest\x1a(.mnv.accounts.v1.WatchPrincipalsResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x030\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
@@ -1540,7 +1655,7 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
@@ -1562,35 +1677,37 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*GetBalanceResponse)(nil),               // 17: mnv.accounts.v1.GetBalanceResponse
 	(*CheckWebOriginRequest)(nil),            // 18: mnv.accounts.v1.CheckWebOriginRequest
 	(*CheckWebOriginResponse)(nil),           // 19: mnv.accounts.v1.CheckWebOriginResponse
-	(*AuthenticateClientSecretRequest)(nil),  // 20: mnv.accounts.v1.AuthenticateClientSecretRequest
-	(*AuthenticateClientSecretResponse)(nil), // 21: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*GetClientPrincipalRequest)(nil),        // 22: mnv.accounts.v1.GetClientPrincipalRequest
-	(*GetClientPrincipalResponse)(nil),       // 23: mnv.accounts.v1.GetClientPrincipalResponse
-	(*durationpb.Duration)(nil),              // 24: google.protobuf.Duration
-	(Role)(0),                                // 25: mnv.accounts.v1.Role
-	(ClientStatus)(0),                        // 26: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                             // 27: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),               // 28: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                          // 29: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 30: google.protobuf.Timestamp
+	(*CheckRedirectUriRequest)(nil),          // 20: mnv.accounts.v1.CheckRedirectUriRequest
+	(*CheckRedirectUriResponse)(nil),         // 21: mnv.accounts.v1.CheckRedirectUriResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 22: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 23: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(*GetClientPrincipalRequest)(nil),        // 24: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 25: mnv.accounts.v1.GetClientPrincipalResponse
+	(*durationpb.Duration)(nil),              // 26: google.protobuf.Duration
+	(Role)(0),                                // 27: mnv.accounts.v1.Role
+	(ClientStatus)(0),                        // 28: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                             // 29: mnv.accounts.v1.Feature
+	(*OperatorEnablement)(nil),               // 30: mnv.accounts.v1.OperatorEnablement
+	(LedgerKind)(0),                          // 31: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 32: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
-	24, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
-	25, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	26, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	27, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	28, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	24, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
+	26, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
+	27, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
+	28, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	29, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
+	30, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	26, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
 	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
 	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	29, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	30, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	31, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	32, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
 	8,  // 11: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
 	12, // 12: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
 	9,  // 13: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
 	13, // 14: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
-	30, // 15: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 15: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 16: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
 	3,  // 17: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
 	4,  // 18: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
@@ -1599,22 +1716,24 @@ var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	10, // 21: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
 	14, // 22: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
 	16, // 23: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	20, // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	22, // 25: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	22, // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	24, // 25: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
 	18, // 26: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	1,  // 27: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	5,  // 28: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	7,  // 29: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	9,  // 30: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	11, // 31: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
-	15, // 32: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	17, // 33: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	21, // 34: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	23, // 35: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
-	19, // 36: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	2,  // 37: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
+	20, // 27: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
+	1,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	5,  // 29: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	7,  // 30: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	9,  // 31: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	11, // 32: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
+	15, // 33: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	17, // 34: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	23, // 35: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	25, // 36: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	19, // 37: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	21, // 38: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
+	2,  // 39: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1638,7 +1757,7 @@ func file_mnv_accounts_v1_internal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,7 @@ const (
 	AccountsInternalService_AuthenticateClientSecret_FullMethodName = "/mnv.accounts.v1.AccountsInternalService/AuthenticateClientSecret"
 	AccountsInternalService_GetClientPrincipal_FullMethodName       = "/mnv.accounts.v1.AccountsInternalService/GetClientPrincipal"
 	AccountsInternalService_CheckWebOrigin_FullMethodName           = "/mnv.accounts.v1.AccountsInternalService/CheckWebOrigin"
+	AccountsInternalService_CheckRedirectUri_FullMethodName         = "/mnv.accounts.v1.AccountsInternalService/CheckRedirectUri"
 	AccountsInternalService_WatchPrincipals_FullMethodName          = "/mnv.accounts.v1.AccountsInternalService/WatchPrincipals"
 )
 
@@ -70,6 +71,9 @@ type AccountsInternalServiceClient interface {
 	GetClientPrincipal(ctx context.Context, in *GetClientPrincipalRequest, opts ...grpc.CallOption) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
+	// Tells whether an authorization request of the client may send its code to a redirect URI:
+	// one of the client's registered URIs exactly. Read at every authorization, never cached.
+	CheckRedirectUri(ctx context.Context, in *CheckRedirectUriRequest, opts ...grpc.CallOption) (*CheckRedirectUriResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -177,6 +181,16 @@ func (c *accountsInternalServiceClient) CheckWebOrigin(ctx context.Context, in *
 	return out, nil
 }
 
+func (c *accountsInternalServiceClient) CheckRedirectUri(ctx context.Context, in *CheckRedirectUriRequest, opts ...grpc.CallOption) (*CheckRedirectUriResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckRedirectUriResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_CheckRedirectUri_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsInternalServiceClient) WatchPrincipals(ctx context.Context, in *WatchPrincipalsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPrincipalsResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &AccountsInternalService_ServiceDesc.Streams[0], AccountsInternalService_WatchPrincipals_FullMethodName, cOpts...)
@@ -235,6 +249,9 @@ type AccountsInternalServiceServer interface {
 	GetClientPrincipal(context.Context, *GetClientPrincipalRequest) (*GetClientPrincipalResponse, error)
 	// Tells whether a page origin may capture the client's browser flows.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
+	// Tells whether an authorization request of the client may send its code to a redirect URI:
+	// one of the client's registered URIs exactly. Read at every authorization, never cached.
+	CheckRedirectUri(context.Context, *CheckRedirectUriRequest) (*CheckRedirectUriResponse, error)
 	// Pushes what invalidates the principals Authenticate and AuthenticateSdkToken returned, so
 	// that callers may cache them. The first message is STARTED: every change committed after it
 	// is pushed, on every replica's streams (PostgreSQL NOTIFY in the change's transaction). Then
@@ -278,6 +295,9 @@ func (UnimplementedAccountsInternalServiceServer) GetClientPrincipal(context.Con
 }
 func (UnimplementedAccountsInternalServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) CheckRedirectUri(context.Context, *CheckRedirectUriRequest) (*CheckRedirectUriResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckRedirectUri not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) WatchPrincipals(*WatchPrincipalsRequest, grpc.ServerStreamingServer[WatchPrincipalsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchPrincipals not implemented")
@@ -466,6 +486,24 @@ func _AccountsInternalService_CheckWebOrigin_Handler(srv interface{}, ctx contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsInternalService_CheckRedirectUri_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckRedirectUriRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).CheckRedirectUri(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_CheckRedirectUri_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).CheckRedirectUri(ctx, req.(*CheckRedirectUriRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsInternalService_WatchPrincipals_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchPrincipalsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -519,6 +557,10 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckWebOrigin",
 			Handler:    _AccountsInternalService_CheckWebOrigin_Handler,
+		},
+		{
+			MethodName: "CheckRedirectUri",
+			Handler:    _AccountsInternalService_CheckRedirectUri_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
