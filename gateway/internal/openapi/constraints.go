@@ -152,7 +152,7 @@ func constrainCollection(o obj, fd protoreflect.FieldDescriptor, r *optionsv1.Fi
 	if r.MaxLength != nil {
 		o["maxProperties"] = r.GetMaxLength()
 	}
-	names := constrainValue(obj{"type": "string"}, &optionsv1.Field{Pattern: r.GetPattern(), Values: r.GetValues(), Text: r.GetText()}, false)
+	names := constrainValue(obj{"type": "string"}, &optionsv1.Field{Pattern: r.GetPattern(), Values: r.GetValues(), Text: r.GetText(), Example: r.GetExample()}, false)
 	if len(names) > 1 {
 		o["propertyNames"] = names
 	}
