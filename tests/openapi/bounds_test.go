@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // TestSchemaValuesAreTheServersBounds sends, for every operation whose request declares
@@ -28,8 +30,11 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 	}
 	c := newClient(t, "VERIFY,CONNECT,STUCK_PLUS,SANDBOX")
 	key := keyOf(c)
-	// The rotations get a client of their own: they replace the key they call with.
-	rot := newClient(t, "VERIFY")
+	// Each rotation gets a client of its own: it replaces the key it calls with.
+	rotations := map[string]harness.Client{}
+	for _, id := range []string{"RotateApiKey", "RotateOwnApiKey", "RotateClientApiKey"} {
+		rotations[id] = newClient(t, "VERIFY")
+	}
 
 	// Resources the paths name, made with the schema's own examples.
 	var env struct {
@@ -45,7 +50,6 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 	}
 	unknown := "9b2f0c52-7b8e-4a57-9d3c-2f1a9b7c6d5e"
 	pathValues := map[string]string{
-		"clientId":      rot.ID,
 		"profileId":     create("/v1/api/me/connect/profiles", `{"mobileNumber":"+971501234571"}`),
 		"integrationId": create("/v1/api/me/connect/integrations", `{"displayName":"CRM","integrationType":"WEBHOOK","endpointUrl":"https://crm.example/hook","httpMethod":"POST","triggerEvent":"MANUAL","fieldMappings":{"mobileNumber":"phone"}}`),
 		"webhookId":     create("/v1/api/me/webhooks", `{"url":"https://hooks.example/bounds"}`),
@@ -83,12 +87,14 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 				continue
 			}
 			headers := key
-			if id == "CreateSdkSession" {
+			rot, rotation := rotations[id]
+			switch {
+			case id == "CreateSdkSession":
 				headers = sdk
-			} else if strings.Contains(id, "Rotate") && strings.Contains(id, "ApiKey") {
+			case rotation:
 				headers = keyOf(rot)
 			}
-			target := path
+			target := strings.ReplaceAll(path, "{clientId}", rot.ID)
 			for name, val := range pathValues {
 				target = strings.ReplaceAll(target, "{"+name+"}", val)
 			}
@@ -118,11 +124,12 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 					}
 					body[name.(string)] = val
 				}
-				if id == "RotateApiKey" || id == "RotateOwnApiKey" || id == "RotateClientApiKey" {
+				if rotation {
 					body["secretKey"] = rot.Secret
 				}
 			}
 			type variant struct {
+				field string
 				label string
 				query url.Values
 				body  map[string]any
@@ -136,7 +143,7 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 						next[k] = val
 					}
 					next[name] = b.value
-					variants = append(variants, variant{fmt.Sprintf("%s=%s", name, b.label), nil, next, b.valid})
+					variants = append(variants, variant{name, fmt.Sprintf("%s=%s", name, b.label), nil, next, b.valid})
 				}
 			}
 			params, _ := op["parameters"].([]any)
@@ -149,9 +156,23 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 					if _, list := b.value.([]any); list {
 						continue
 					}
-					variants = append(variants, variant{fmt.Sprintf("%s=%s", p["name"], b.label),
+					variants = append(variants, variant{p["name"].(string), fmt.Sprintf("%s=%s", p["name"], b.label),
 						url.Values{p["name"].(string): {fmt.Sprint(b.value)}}, body, b.valid})
 				}
+			}
+			// The refusals first, then the bounds from the last: a rotation at the shortest
+			// grace (0) ends the key the rest would call with; at the longest it lives on.
+			slices.SortStableFunc(variants, func(a, b variant) int {
+				switch {
+				case a.valid == b.valid:
+					return 0
+				case !a.valid:
+					return -1
+				}
+				return 1
+			})
+			if n := slices.IndexFunc(variants, func(v variant) bool { return v.valid }); n >= 0 {
+				slices.Reverse(variants[n:])
 			}
 			for _, vr := range variants {
 				probes++
@@ -179,6 +200,8 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 					t.Errorf("%s: schema-valid, refused: %s", name, answer)
 				case !vr.valid && predicted == nil:
 					t.Errorf("%s: one past a bound, the document does not refuse it", name)
+				case !vr.valid && credentialFields[vr.field] && resp.StatusCode == http.StatusUnauthorized:
+					refused++ // a credential in the body is refused as a credential
 				case !vr.valid && resp.StatusCode != http.StatusBadRequest:
 					t.Errorf("%s: one past a bound, answered %d %s", name, resp.StatusCode, answer)
 				case vr.valid:
@@ -194,6 +217,10 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 		t.Errorf("too few probes: %d accepted, %d refused", accepted, refused)
 	}
 }
+
+// credentialFields are body fields that are credentials: a malformed one is 401, like a
+// malformed credential header, never a 400 that would tell it apart from a wrong one.
+var credentialFields = map[string]bool{"secretKey": true}
 
 type bound struct {
 	label string

@@ -12,6 +12,9 @@
 //     Idempotency-Key on the RPCs that declare it, X-Request-Id everywhere, Origin on the
 //     browser route;
 //   - the routes the gateway serves with its own handlers (the CSV upload and the sample file);
+//   - each request field's constraints as its proto declares them (mnv.options.v1.field);
+//   - per operation, only the error statuses its rule and route can answer (errorStatuses), its
+//     resource tag, plain summary and one operation id per route, from the rule;
 //   - the proto comments, as descriptions.
 //
 // Alongside, it writes the table of routes (method, pattern, RPC) the gateway's header rules
