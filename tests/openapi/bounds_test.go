@@ -276,6 +276,40 @@ func bounds(s map[string]any, resolve func(map[string]any) map[string]any) []bou
 				out = append(out, bound{"maxLength", v, true}, bound{"maxLength+1", v + "a", false})
 			}
 		}
+	case "object":
+		// A map: a key at each bound, a value at each bound, the most entries.
+		names, _ := s["propertyNames"].(map[string]any)
+		if names == nil {
+			names = map[string]any{}
+		}
+		values, _ := s["additionalProperties"].(map[string]any)
+		val, ok := validValue(values, resolve)
+		if !ok {
+			return nil
+		}
+		key, ok := validValue(names, resolve)
+		if !ok {
+			key = "k"
+		}
+		for _, b := range bounds(names, resolve) {
+			out = append(out, bound{"key " + b.label, map[string]any{fmt.Sprint(b.value): val}, b.valid})
+		}
+		for _, b := range bounds(values, resolve) {
+			out = append(out, bound{"value " + b.label, map[string]any{fmt.Sprint(key): b.value}, b.valid})
+		}
+		pattern, _ := names["pattern"].(string)
+		if m, ok := s["maxProperties"].(float64); ok && (pattern == "" || regexp.MustCompile(pattern).MatchString("k1")) {
+			most := map[string]any{}
+			for i := range int(m) {
+				most[fmt.Sprintf("k%d", i+1)] = val
+			}
+			out = append(out, bound{"maxProperties", most, true})
+			more := map[string]any{"k0": val}
+			for k, v := range most {
+				more[k] = v
+			}
+			out = append(out, bound{"maxProperties+1", more, false})
+		}
 	case "array":
 		// Each allowed item alone.
 		for _, b := range bounds(s["items"].(map[string]any), resolve) {

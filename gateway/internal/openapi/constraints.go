@@ -50,23 +50,25 @@ func checkFieldRule(fd protoreflect.FieldDescriptor, r *optionsv1.Field) error {
 		return fmt.Errorf("%s: minimum and maximum bound integers", name)
 	case (r.MinLength != nil || r.MaxLength != nil) && !str && !fd.IsList() && !fd.IsMap():
 		return fmt.Errorf("%s: lengths bound strings, lists and maps", name)
-	case (r.GetPattern() != "" || len(r.GetValues()) > 0 || r.GetFormat() != "" || r.GetText() != optionsv1.Text_TEXT_UNSPECIFIED) && !str && !fd.IsMap():
-		return fmt.Errorf("%s: pattern, values, format and text are for strings", name)
+	case (r.GetPattern() != "" || len(r.GetValues()) > 0 || r.GetFormat() != "" || r.GetText() != optionsv1.Text_TEXT_UNSPECIFIED) && !str:
+		return fmt.Errorf("%s: pattern, values, format and text are for strings (a map's keys and entries have their own)", name)
 	case r.GetPattern() != "" && r.GetText() != optionsv1.Text_TEXT_UNSPECIFIED:
 		return fmt.Errorf("%s: a pattern or a text rule, not both", name)
 	case r.Minimum != nil && r.Maximum != nil && r.GetMinimum() > r.GetMaximum(),
 		r.MinLength != nil && r.MaxLength != nil && r.GetMinLength() > r.GetMaxLength():
 		return fmt.Errorf("%s: the minimum is above the maximum", name)
-	case r.GetEntries() != nil && !fd.IsMap():
-		return fmt.Errorf("%s: entries are a map's", name)
+	case (r.GetEntries() != nil || r.GetKeys() != nil) && !fd.IsMap():
+		return fmt.Errorf("%s: entries and keys are a map's", name)
 	}
-	for _, p := range []string{r.GetPattern(), r.GetEntries().GetPattern()} {
+	for _, p := range []string{r.GetPattern(), r.GetEntries().GetPattern(), r.GetKeys().GetPattern()} {
 		if _, err := regexp.Compile(p); err != nil {
 			return fmt.Errorf("%s: pattern: %w", name, err)
 		}
 	}
-	if ex := r.GetExample(); ex != "" && r.GetPattern() != "" && !regexp.MustCompile(r.GetPattern()).MatchString(ex) {
-		return fmt.Errorf("%s: the example %q does not match the pattern", name, ex)
+	for _, f := range []*optionsv1.Field{r, r.GetKeys(), r.GetEntries()} {
+		if ex := f.GetExample(); ex != "" && f.GetPattern() != "" && !regexp.MustCompile(f.GetPattern()).MatchString(ex) {
+			return fmt.Errorf("%s: the example %q does not match the pattern", name, ex)
+		}
 	}
 	return nil
 }
@@ -127,7 +129,8 @@ func isString(o obj) bool {
 	return false
 }
 
-// constrainCollection adds r's bounds on a list (its items) or a map (its entries and names).
+// constrainCollection adds r's bounds on a list (how many items, and each item) or a map (how
+// many entries, each key, each value).
 func constrainCollection(o obj, fd protoreflect.FieldDescriptor, r *optionsv1.Field) obj {
 	if r == nil {
 		return o
@@ -152,9 +155,8 @@ func constrainCollection(o obj, fd protoreflect.FieldDescriptor, r *optionsv1.Fi
 	if r.MaxLength != nil {
 		o["maxProperties"] = r.GetMaxLength()
 	}
-	names := constrainValue(obj{"type": "string"}, &optionsv1.Field{Pattern: r.GetPattern(), Values: r.GetValues(), Text: r.GetText(), Example: r.GetExample()}, false)
-	if len(names) > 1 {
-		o["propertyNames"] = names
+	if k := r.GetKeys(); k != nil {
+		o["propertyNames"] = constrainValue(obj{"type": "string"}, k, false)
 	}
 	if e := r.GetEntries(); e != nil {
 		value, _ := o["additionalProperties"].(obj)

@@ -30,6 +30,7 @@ func TestCheckFieldRuleRefuses(t *testing.T) {
 		{"a pattern that does not compile", name, &optionsv1.Field{Pattern: "^(a$"}, "pattern"},
 		{"an example the pattern refuses", name, &optionsv1.Field{Pattern: "^a+$", Example: "b"}, "does not match"},
 		{"entries on a string", name, &optionsv1.Field{Entries: &optionsv1.Field{MaxLength: proto.Uint32(1)}}, "a map's"},
+		{"keys on a string", name, &optionsv1.Field{Keys: &optionsv1.Field{MaxLength: proto.Uint32(1)}}, "a map's"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

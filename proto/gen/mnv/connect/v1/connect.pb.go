@@ -3843,7 +3843,7 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"profile_id\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06B\x04uuidR\tprofileId\"G\n" +
 	"\x12GetProfileResponse\x121\n" +
-	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"\x8c\x05\n" +
+	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"\xcd\x04\n" +
 	"\x14CreateProfileRequest\x12P\n" +
 	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+971501234567R\fmobileNumber\x121\n" +
 	"\vexternal_id\x18\x02 \x01(\tB\v\xd2\xf3\x18\a \x01(\x80\x01P\x01H\x00R\n" +
@@ -3853,9 +3853,9 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\xd2\xf3\x18\x06 \x01(dP\x01H\x01R\tfirstName\x88\x01\x01\x12,\n" +
 	"\tlast_name\x18\x04 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06 \x01(dP\x01H\x02R\blastName\x88\x01\x01\x12V\n" +
-	"\x05email\x18\x05 \x01(\tB;\xd2\xf3\x187(\xfe\x012\x1a^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$B\x05emailJ\x0fana@example.comH\x03R\x05email\x88\x01\x01\x12\xc2\x01\n" +
+	"\x05email\x18\x05 \x01(\tB;\xd2\xf3\x187(\xfe\x012\x1a^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$B\x05emailJ\x0fana@example.comH\x03R\x05email\x88\x01\x01\x12\x83\x01\n" +
 	"\n" +
-	"attributes\x18\x06 \x03(\v24.mnv.connect.v1.CreateProfileRequest.AttributesEntryBl\xd2\xf3\x18h(22E^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$Z\x1d(\xe8\a2\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$R\n" +
+	"attributes\x18\x06 \x03(\v24.mnv.connect.v1.CreateProfileRequest.AttributesEntryB-\xd2\xf3\x18)(2Z\x1d(\xe8\a2\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$b\x06 \x01(dP\x01R\n" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3967,7 +3967,7 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x11\n" +
 	"\x0f_signing_secretB\x11\n" +
-	"\x0f_webhook_secret\"\xe0\a\n" +
+	"\x0f_webhook_secret\"\xe3\a\n" +
 	"\x18CreateIntegrationRequest\x12/\n" +
 	"\fdisplay_name\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01 \x01(dP\x01R\vdisplayName\x12>\n" +
 	"\x10integration_type\x18\x02 \x01(\tB\x13\xd2\xf3\x18\x0f\b\x01 \x01(@:\aWEBHOOKR\x0fintegrationType\x12_\n" +
@@ -3975,8 +3975,8 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vhttp_method\x18\x04 \x01(\tB\x18\xd2\xf3\x18\x14\b\x01:\x04POST:\x03PUT:\x05PATCHR\n" +
 	"httpMethod\x12*\n" +
 	"\aapi_key\x18\x05 \x01(\tB\x11\xd2\xf3\x18\r(\x80 2\b^[!-~]*$R\x06apiKey\x12y\n" +
-	"\rtrigger_event\x18\x06 \x01(\tBT\xd2\xf3\x18P\b\x01:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALR\ftriggerEvent\x12\xd6\x02\n" +
-	"\x0efield_mappings\x18\a \x03(\v2;.mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntryB\xf1\x01\xd2\xf3\x18\xec\x01\b\x01 \x01(d2\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberZ\x06 \x01(dP\x01R\rfieldMappings\x12-\n" +
+	"\rtrigger_event\x18\x06 \x01(\tBT\xd2\xf3\x18P\b\x01:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALR\ftriggerEvent\x12\xd9\x02\n" +
+	"\x0efield_mappings\x18\a \x03(\v2;.mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntryB\xf4\x01\xd2\xf3\x18\xef\x01\b\x01 \x01(dZ\x06 \x01(dP\x01b\xde\x012\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberR\rfieldMappings\x12-\n" +
 	"\n" +
 	"batch_size\x18\b \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe8\aH\x00R\tbatchSize\x88\x01\x01\x12&\n" +
 	"\fmatched_only\x18\t \x01(\bH\x01R\vmatchedOnly\x88\x01\x01\x1a@\n" +
@@ -4005,7 +4005,7 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\"W\n" +
 	"\x16GetIntegrationResponse\x12=\n" +
-	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"\xad\b\n" +
+	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"\xb0\b\n" +
 	"\x10IntegrationPatch\x122\n" +
 	"\fdisplay_name\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06 \x01(dP\x01H\x00R\vdisplayName\x88\x01\x01\x12b\n" +
@@ -4013,8 +4013,8 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vhttp_method\x18\x03 \x01(\tB\x16\xd2\xf3\x18\x12:\x04POST:\x03PUT:\x05PATCHH\x02R\n" +
 	"httpMethod\x88\x01\x01\x12/\n" +
 	"\aapi_key\x18\x04 \x01(\tB\x11\xd2\xf3\x18\r(\x80 2\b^[!-~]*$H\x03R\x06apiKey\x88\x01\x01\x12|\n" +
-	"\rtrigger_event\x18\x05 \x01(\tBR\xd2\xf3\x18N:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALH\x04R\ftriggerEvent\x88\x01\x01\x12\xcc\x02\n" +
-	"\x0efield_mappings\x18\x06 \x03(\v23.mnv.connect.v1.IntegrationPatch.FieldMappingsEntryB\xef\x01\xd2\xf3\x18\xea\x01 \x01(d2\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberZ\x06 \x01(dP\x01R\rfieldMappings\x12-\n" +
+	"\rtrigger_event\x18\x05 \x01(\tBR\xd2\xf3\x18N:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALH\x04R\ftriggerEvent\x88\x01\x01\x12\xcf\x02\n" +
+	"\x0efield_mappings\x18\x06 \x03(\v23.mnv.connect.v1.IntegrationPatch.FieldMappingsEntryB\xf2\x01\xd2\xf3\x18\xed\x01 \x01(dZ\x06 \x01(dP\x01b\xde\x012\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberR\rfieldMappings\x12-\n" +
 	"\n" +
 	"batch_size\x18\a \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe8\aH\x05R\tbatchSize\x88\x01\x01\x12&\n" +
 	"\fmatched_only\x18\b \x01(\bH\x06R\vmatchedOnly\x88\x01\x01\x121\n" +

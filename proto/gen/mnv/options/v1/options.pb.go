@@ -603,10 +603,11 @@ type Field struct {
 	// Bounds of a number, both inclusive.
 	Minimum *int64 `protobuf:"varint,2,opt,name=minimum,proto3,oneof" json:"minimum,omitempty"`
 	Maximum *int64 `protobuf:"varint,3,opt,name=maximum,proto3,oneof" json:"maximum,omitempty"`
-	// Bounds of a string's length, or of a map's or list's entries.
+	// Bounds of a string's length, or of how many entries a map or list has.
 	MinLength *uint32 `protobuf:"varint,4,opt,name=min_length,json=minLength,proto3,oneof" json:"min_length,omitempty"`
 	MaxLength *uint32 `protobuf:"varint,5,opt,name=max_length,json=maxLength,proto3,oneof" json:"max_length,omitempty"`
-	// A regular expression (ECMA-262, anchored with ^...$) the whole string matches.
+	// A regular expression (ECMA-262, anchored with ^...$) the whole string, or each item of a
+	// list, matches.
 	Pattern string `protobuf:"bytes,6,opt,name=pattern,proto3" json:"pattern,omitempty"`
 	// The values a string field takes; for an enum field, the names it accepts of its type's.
 	Values []string `protobuf:"bytes,7,rep,name=values,proto3" json:"values,omitempty"`
@@ -617,9 +618,10 @@ type Field struct {
 	Example string `protobuf:"bytes,9,opt,name=example,proto3" json:"example,omitempty"`
 	// The rule of free text (platform/freetext), for a string field.
 	Text Text `protobuf:"varint,10,opt,name=text,proto3,enum=mnv.options.v1.Text" json:"text,omitempty"`
-	// For a map: the constraints of each value (its keys are bounded by values and the lengths
-	// above: the names it may have, how many).
+	// For a map: the constraints of each value, and of each key (the lengths above bound how many
+	// entries it has).
 	Entries       *Field `protobuf:"bytes,11,opt,name=entries,proto3" json:"entries,omitempty"`
+	Keys          *Field `protobuf:"bytes,12,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -731,6 +733,13 @@ func (x *Field) GetEntries() *Field {
 	return nil
 }
 
+func (x *Field) GetKeys() *Field {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 var file_mnv_options_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -796,7 +805,7 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x13request_media_types\x18\x03 \x03(\tR\x11requestMediaTypes\x12\x1b\n" +
 	"\tfile_part\x18\x04 \x01(\tR\bfilePart\x12#\n" +
 	"\rresponse_body\x18\x05 \x01(\tR\fresponseBody\x12.\n" +
-	"\x13response_media_type\x18\x06 \x01(\tR\x11responseMediaType\"\x9e\x03\n" +
+	"\x13response_media_type\x18\x06 \x01(\tR\x11responseMediaType\"\xc9\x03\n" +
 	"\x05Field\x12\x1a\n" +
 	"\brequired\x18\x01 \x01(\bR\brequired\x12\x1d\n" +
 	"\aminimum\x18\x02 \x01(\x03H\x00R\aminimum\x88\x01\x01\x12\x1d\n" +
@@ -811,7 +820,8 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\aexample\x18\t \x01(\tR\aexample\x12(\n" +
 	"\x04text\x18\n" +
 	" \x01(\x0e2\x14.mnv.options.v1.TextR\x04text\x12/\n" +
-	"\aentries\x18\v \x01(\v2\x15.mnv.options.v1.FieldR\aentriesB\n" +
+	"\aentries\x18\v \x01(\v2\x15.mnv.options.v1.FieldR\aentries\x12)\n" +
+	"\x04keys\x18\f \x01(\v2\x15.mnv.options.v1.FieldR\x04keysB\n" +
 	"\n" +
 	"\b_minimumB\n" +
 	"\n" +
@@ -887,15 +897,16 @@ var file_mnv_options_v1_options_proto_depIdxs = []int32{
 	6,  // 4: mnv.options.v1.Rule.gateway_route:type_name -> mnv.options.v1.GatewayRoute
 	4,  // 5: mnv.options.v1.Field.text:type_name -> mnv.options.v1.Text
 	7,  // 6: mnv.options.v1.Field.entries:type_name -> mnv.options.v1.Field
-	8,  // 7: mnv.options.v1.rule:extendee -> google.protobuf.MethodOptions
-	9,  // 8: mnv.options.v1.field:extendee -> google.protobuf.FieldOptions
-	5,  // 9: mnv.options.v1.rule:type_name -> mnv.options.v1.Rule
-	7,  // 10: mnv.options.v1.field:type_name -> mnv.options.v1.Field
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	9,  // [9:11] is the sub-list for extension type_name
-	7,  // [7:9] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	7,  // 7: mnv.options.v1.Field.keys:type_name -> mnv.options.v1.Field
+	8,  // 8: mnv.options.v1.rule:extendee -> google.protobuf.MethodOptions
+	9,  // 9: mnv.options.v1.field:extendee -> google.protobuf.FieldOptions
+	5,  // 10: mnv.options.v1.rule:type_name -> mnv.options.v1.Rule
+	7,  // 11: mnv.options.v1.field:type_name -> mnv.options.v1.Field
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	10, // [10:12] is the sub-list for extension type_name
+	8,  // [8:10] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_mnv_options_v1_options_proto_init() }
