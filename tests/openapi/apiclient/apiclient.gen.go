@@ -2276,7 +2276,7 @@ type ListVerificationsParams struct {
 	// From Created at or after.
 	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
 
-	// To Created before.
+	// To Created before; after from when both are given (400 otherwise).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.

@@ -1723,9 +1723,9 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x17\n" +
 	"\x15ListWebOriginsRequest\"J\n" +
 	"\x16ListWebOriginsResponse\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"d\n" +
-	"\x14SetWebOriginsRequest\x12L\n" +
-	"\aorigins\x18\x01 \x03(\tB2\xd2\xf3\x18.(\x142\x14^https?://[^/?#\\s]+$J\x14https://shop.exampleR\aorigins\"I\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"\xa0\x01\n" +
+	"\x14SetWebOriginsRequest\x12\x87\x01\n" +
+	"\aorigins\x18\x01 \x03(\tBm\xd2\xf3\x18i(\x142O^(https://[^/?#@\\s*]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:[0-9]{1,5})?)/?$J\x14https://shop.exampleR\aorigins\"I\n" +
 	"\x15SetWebOriginsResponse\x120\n" +
 	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items2\xca\x14\n" +
 	"\x0fAccountsService\x12\xb2\x01\n" +
