@@ -20,6 +20,8 @@ SDK_ASSETS := gateway/internal/sdkassets/files
 NODE_ENSURE := deploy/local/node-ensure.sh
 # The reference webhook receiver of the tests (Node.js, the standardwebhooks npm library).
 RECEIVER := tests/webhooks/receiver
+# The CAMARA tests' relying party (Node.js, the openid-client npm library, a certified OIDC client).
+OIDCCLIENT := tests/camara/oidcclient
 
 .PHONY: help
 help: ## Show the targets
@@ -37,6 +39,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	$(MAKE) build; \
 	$(MAKE) sdk-test; \
 	$(MAKE) receiver-deps; \
+	$(MAKE) oidcclient-deps; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
 
 .PHONY: fuzz
@@ -107,6 +110,14 @@ $(RECEIVER)/node_modules/.package-lock.json: $(RECEIVER)/package-lock.json
 
 .PHONY: receiver-deps
 receiver-deps: $(RECEIVER)/node_modules/.package-lock.json ## Install the webhook test receiver's pinned npm packages
+
+# As for the receiver: npm ci only when the CAMARA client's lock file changed since the last install.
+$(OIDCCLIENT)/node_modules/.package-lock.json: $(OIDCCLIENT)/package-lock.json
+	@$(NODE_ENSURE)
+	npm ci --prefix $(OIDCCLIENT) --no-audit --no-fund --prefer-offline
+
+.PHONY: oidcclient-deps
+oidcclient-deps: $(OIDCCLIENT)/node_modules/.package-lock.json ## Install the CAMARA tests' OIDC client (openid-client) pinned npm packages
 
 .PHONY: apidocs
 apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned in the script)

@@ -6,20 +6,20 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	verification "github.com/mnvhq/mnv/services/verification/app"
 )
 
 // sandboxCAMARAClient is mnv's client id at the fake operator.
 const sandboxCAMARAClient = "mnv-sandbox"
 
-// startSandboxCAMARA starts the fake CAMARA operator (platform/camarafake) on loopback and
-// points verification at a registry with the sandbox operator and a sandbox-camara operator
-// (NETWORK_API) reached through it, so the NETWORK_API flow can be walked with curl. It does
-// nothing when the sandbox is off or MNV_OPERATORS_FILE names a registry of its own. The device
-// identifies its line to the fake with the sandbox header, X-Mnv-Sandbox-Msisdn.
-func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr string) (*camarafake.Fake, error) {
+// startSandboxCAMARA starts the sandbox CAMARA operator (platform/testkit/sandboxcamara) on
+// loopback and points verification at a registry with the sandbox operator and a sandbox-camara
+// operator (NETWORK_API) reached through it, so the NETWORK_API flow can be walked with curl. It
+// does nothing when the sandbox is off or MNV_OPERATORS_FILE names a registry of its own. The
+// device identifies its line to the fake with the sandbox header, X-Mnv-Sandbox-Msisdn.
+func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr string) (*sandboxcamara.Fake, error) {
 	if !vcfg.Sandbox || vcfg.OperatorsFile != "" {
 		return nil, nil
 	}
@@ -27,7 +27,7 @@ func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr str
 		vcfg.PublicURL = "http://" + browserAddrString(gatewayAddr)
 	}
 	secret := crypto.NewSecret()
-	f, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{
+	f, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{
 		ID: sandboxCAMARAClient, Secret: secret, RedirectURIs: []string{vcfg.PublicURL + verification.CallbackPath},
 	}}})
 	if err != nil {

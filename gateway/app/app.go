@@ -440,7 +440,7 @@ func incomingHeaders(key string) (string, bool) {
 	return "", false
 }
 
-// outgoingHeaders passes on the response headers the contract names, nothing else.
+// outgoingHeaders passes on the response headers the API documents, nothing else.
 func outgoingHeaders(key string) (string, bool) {
 	switch strings.ToLower(key) {
 	case idemkey.MDReplayed:

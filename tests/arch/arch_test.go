@@ -182,3 +182,46 @@ func fileContains(path string, needles []string) (bool, error) {
 	}
 	return slices.ContainsFunc(needles, func(n string) bool { return bytes.Contains(b, []byte(n)) }), nil
 }
+
+// TestChargesGoThroughTheSaga fails when a Go file other than the charge saga's
+// (services/platform/charge) debits a client: every priced operation records its intent,
+// debits outside any row-locking transaction, and settles or is reconciled in one place.
+// Accounts (which keeps the ledger) and accountsclient (the Ledger over gRPC) implement the
+// debit, and tests call fakes.
+func TestChargesGoThroughTheSaga(t *testing.T) {
+	root := repoRoot(t)
+	cmd := exec.Command("git", "ls-files", "services/*.go")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 100 {
+		t.Fatalf("git ls-files lists %d Go files under services: not the checkout", len(files))
+	}
+	allowed := []string{"services/platform/charge/", "services/platform/accountsclient/", "services/accounts/"}
+	// Spelled in parts so that this file does not match itself.
+	needles := []string{"." + "Debit(", "." + "DebitMany("}
+	debitors := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		uses, err := fileContains(filepath.Join(root, f), needles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !uses {
+			continue
+		}
+		debitors++
+		if !slices.ContainsFunc(allowed, func(p string) bool { return strings.HasPrefix(f, p) }) {
+			t.Errorf("%s debits the ledger itself; charge through platform/charge (Saga.Complete, Reconciler)", f)
+		}
+	}
+	// A search that finds not even the saga's own debit would pass for nothing.
+	if debitors == 0 {
+		t.Fatal("no file debits the ledger, not even platform/charge: the search is broken")
+	}
+}

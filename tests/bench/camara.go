@@ -17,7 +17,7 @@ import (
 	"time"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/camarafake"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -26,11 +26,11 @@ import (
 // charged VERIFIED answer:
 //   - HE: header enrichment through the sandbox operator: the app's SDK session (the number
 //     header as the operator's proxy adds it), then POST /v1/api/verify.
-//   - NETWORK_API: the app's SDK session for an operator reached through the fake CAMARA
-//     operator (platform/camarafake, in this process, as make run's sandbox-camara), the device
+//   - NETWORK_API: the app's SDK session for an operator reached through the fake CAMARA operator
+//     (platform/testkit/sandboxcamara, in this process, as make run's sandbox-camara), the device
 //     following the authorization URL to the fake and its redirect to mnv's callback (which
-//     exchanges the code at the fake's token endpoint), then POST /v1/api/verify with
-//     serviceType NETWORK_API, which calls the fake's /verify with the session's token.
+//     exchanges the code at the fake's token endpoint), then POST /v1/api/verify with serviceType
+//     NETWORK_API, which calls the fake's /verify with the session's token.
 //   - facade: mnv as the CAMARA provider: the device's authorization code flow through the
 //     gateway (the line identified by header enrichment), the client's code exchange with its
 //     client secret, then POST /number-verification/v2/verify with that token.
@@ -52,7 +52,7 @@ const (
 	// listens there: the device's last redirect is read, not followed.
 	facadeOrigin   = "https://bench.example"
 	facadeRedirect = facadeOrigin + "/camara/callback"
-	facadeScope    = "openid " + camarafake.ScopeVerify
+	facadeScope    = "openid " + sandboxcamara.ScopeVerify
 	// maxHops bounds the redirects of one authorization.
 	maxHops = 4
 	// camaraWarmup is the uncounted flows of each kind before each measured run.
@@ -75,7 +75,7 @@ const camaraRegistry = `operators:
       trustedRanges: ["127.0.0.0/8", "::1/128"]
       numberHeader: X-Mnv-Sandbox-Msisdn
   - id: %s
-    name: bench CAMARA operator (camarafake)
+    name: bench CAMARA operator (sandboxcamara)
     country: ZZ
     methods: [NETWORK_API]
     camara:
@@ -89,7 +89,7 @@ const camaraRegistry = `operators:
 
 // CAMARAOperator is the fake operator of benchmark F and the registry that points at it.
 type CAMARAOperator struct {
-	Fake *camarafake.Fake
+	Fake *sandboxcamara.Fake
 	// Registry is the operators file for verification (MNV_OPERATORS_FILE).
 	Registry string
 	dir      string
@@ -100,7 +100,7 @@ type CAMARAOperator struct {
 // verification reads the registry, and the operator's discovery document, when it starts.
 func startCAMARAOperator() (*CAMARAOperator, error) {
 	secret := fmt.Sprintf("bench-%d-secret-0123456789abcdef", time.Now().UnixNano())
-	f, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{ID: camaraClientID, Secret: secret}}})
+	f, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: camaraClientID, Secret: secret}}})
 	if err != nil {
 		return nil, err
 	}

@@ -46,11 +46,11 @@
 //     each event's createdAt to its arrival, p50 and p99, beside D's delivery figures. No goal
 //     yet: the issue asks for the figures.
 //   - F, CAMARA: the latency of one verification by the way the operator vouches for the line,
-//     against a fake CAMARA operator (platform/camarafake) that this process starts before the
-//     suite, with verification's registry holding the sandbox operator and a NETWORK_API
-//     operator at the fake (enabled per client, as a client's operators are). Three flows,
-//     each ending in one charged VERIFIED answer: header enrichment (SDK session with the
-//     sandbox's number header, then POST /v1/api/verify), NETWORK_API (SDK session naming the
+//     against a fake CAMARA operator (platform/testkit/sandboxcamara) that this process starts
+//     before the suite, with verification's registry holding the sandbox operator and a NETWORK_API
+//     operator at the fake (enabled per client, as a client's operators are). Three flows, each
+//     ending in one charged VERIFIED answer: header enrichment (SDK session with the sandbox's
+//     number header, then POST /v1/api/verify), NETWORK_API (SDK session naming the
 //     operator, the device following its authorization URL to the fake and back to mnv's
 //     callback, then POST /v1/api/verify with serviceType NETWORK_API, which calls the fake's
 //     /verify), and the CAMARA facade (the device's authorization code flow through the gateway,

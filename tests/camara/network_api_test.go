@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -32,14 +32,14 @@ const (
 )
 
 // operator is the fake CAMARA operator of the suite.
-var operator *camarafake.Fake
+var operator *sandboxcamara.Fake
 
 // startOperator starts the fake operator and writes a registry (in a folder of its own) with
 // the sandbox first and the operator behind it: header enrichment on 127.0.0.2 (whose header
 // the gateway does not pass, so it never identifies a line) and NETWORK_API through the fake.
-func startOperator() (*camarafake.Fake, string, error) {
+func startOperator() (*sandboxcamara.Fake, string, error) {
 	secret := crypto.NewSecret()
-	op, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{ID: operatorClient, Secret: secret}}})
+	op, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: operatorClient, Secret: secret}}})
 	if err != nil {
 		return nil, "", err
 	}
@@ -262,14 +262,14 @@ func TestNetworkAPI(t *testing.T) {
 
 	for _, tc := range []struct {
 		name      string
-		behaviour camarafake.Behaviour
+		behaviour sandboxcamara.Behaviour
 		status    int
 		code      string
 		history   int
 	}{
-		{"the operator answers 403: nothing charged", camarafake.Behaviour{NotAuthenticatedByMobileNetwork: true},
+		{"the operator answers 403: nothing charged", sandboxcamara.Behaviour{NotAuthenticatedByMobileNetwork: true},
 			http.StatusForbidden, "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK", 1},
-		{"the operator times out: 503, nothing charged, nothing kept", camarafake.Behaviour{Delay: 3 * time.Second},
+		{"the operator times out: 503, nothing charged, nothing kept", sandboxcamara.Behaviour{Delay: 3 * time.Second},
 			http.StatusServiceUnavailable, "UNAVAILABLE", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

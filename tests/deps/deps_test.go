@@ -21,6 +21,9 @@ var serviceModules = []string{
 	"github.com/mnvhq/mnv/services/connect",
 }
 
+// testkit is the folder of stand-ins for outside systems, for tests and make run only.
+const testkit = "github.com/mnvhq/mnv/services/platform/testkit/"
+
 // goCmd runs the go command in dir of the checkout, outside the workspace: what a module's own
 // go.mod allows, as its image build sees it.
 func goCmd(t *testing.T, dir string, args ...string) []byte {
@@ -62,6 +65,13 @@ func TestForbiddenDependencies(t *testing.T) {
 			name: "the gateway module, tests included, needs no service module", dir: "gateway", args: []string{"-test", "./..."},
 			forbidden: serviceModules,
 		},
+		// platform/testkit holds stand-ins for outside systems (a sandbox CAMARA operator): the
+		// tests and make run's all-in-one cmd/mnv start them, and a deployed binary must never
+		// carry one, since a fake operator answers whatever its caller asks.
+		{name: "the accounts binary links no test kit", dir: "services/accounts", args: []string{"./cmd/accounts"}, forbidden: []string{testkit}},
+		{name: "the verification binary links no test kit", dir: "services/verification", args: []string{"./cmd/verification"}, forbidden: []string{testkit}},
+		{name: "the connect binary links no test kit", dir: "services/connect", args: []string{"./cmd/connect"}, forbidden: []string{testkit}},
+		{name: "the gateway binary links no test kit", dir: "gateway", args: []string{"./cmd/gateway"}, forbidden: []string{testkit}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

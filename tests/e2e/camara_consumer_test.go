@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -32,7 +32,7 @@ type camaraSession struct {
 }
 
 // startCAMARASuite starts a fake CAMARA operator and a suite whose registry lists it.
-func startCAMARASuite(t *testing.T) (*harness.Suite, *camarafake.Fake) {
+func startCAMARASuite(t *testing.T) (*harness.Suite, *sandboxcamara.Fake) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -42,7 +42,7 @@ func startCAMARASuite(t *testing.T) (*harness.Suite, *camarafake.Fake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{ID: "mnv-e2e", PublicKey: &key.PublicKey}}})
+	fake, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: "mnv-e2e", PublicKey: &key.PublicKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestCAMARAConsumer(t *testing.T) {
 
 	t.Run("operator times out: 503, nothing charged, retryable", func(t *testing.T) {
 		n := nextNumber()
-		fake.SetBehaviour(n, camarafake.Behaviour{Delay: 3 * time.Second})
+		fake.SetBehaviour(n, sandboxcamara.Behaviour{Delay: 3 * time.Second})
 		before := balanceOf(t, s, c)
 		_, callback := authorize(t, n)
 		got := complete(t, callback)
@@ -249,11 +249,11 @@ func TestCAMARAConsumer(t *testing.T) {
 		}
 		// A 5xx is the same, and the session is still unused: once the operator answers, the
 		// same blob verifies.
-		fake.SetBehaviour(n, camarafake.Behaviour{Status5xx: 502})
+		fake.SetBehaviour(n, sandboxcamara.Behaviour{Status5xx: 502})
 		if r := verifyNetwork(t, n, *got.EncryptedMobileNumber); r.status != http.StatusServiceUnavailable {
 			t.Fatalf("verify against a failing operator: %d %s", r.status, r.raw)
 		}
-		fake.SetBehaviour(n, camarafake.Behaviour{})
+		fake.SetBehaviour(n, sandboxcamara.Behaviour{})
 		decided(t, verifyNetwork(t, n, *got.EncryptedMobileNumber), "VERIFIED", "NUMBER_MATCH", 1)
 		if b := balanceOf(t, s, c); b != before-1 {
 			t.Errorf("balance %d, want %d", b, before-1)
@@ -262,7 +262,7 @@ func TestCAMARAConsumer(t *testing.T) {
 
 	t.Run("operator answers 403: UNDETERMINED, free", func(t *testing.T) {
 		n := nextNumber()
-		fake.SetBehaviour(n, camarafake.Behaviour{NotAuthenticatedByMobileNetwork: true})
+		fake.SetBehaviour(n, sandboxcamara.Behaviour{NotAuthenticatedByMobileNetwork: true})
 		before := balanceOf(t, s, c)
 		_, callback := authorize(t, n)
 		got := complete(t, callback)

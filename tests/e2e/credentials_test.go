@@ -14,7 +14,7 @@ type route struct {
 	// probe, when set, is a body that passes authentication and then fails validation: it shows
 	// that a credential was accepted without rotating the key that is being tested.
 	probe string
-	// me: X-CLIENT-ID is optional (contract 3, spec 4.17 and 4.3).
+	// me: X-CLIENT-ID is optional (docs/api-decisions.md#credentials).
 	me bool
 }
 

@@ -1,6 +1,6 @@
-// Package clientip finds the address of the client behind a request, for the services that
-// believe header enrichment only from an operator's trusted ranges (contract 1 and 6): "When the
-// gateway sits behind a proxy, only configured proxy ranges may speak for the client address."
+// Package clientip finds the address of the client behind a request, for the services that believe
+// header enrichment only from an operator's trusted ranges (docs/api-decisions.md#operators).
+// Behind a proxy, only the proxies we configured may tell us who the client is.
 //
 // The socket address is the client unless it lies inside a configured trusted proxy range.
 // Only then is X-Forwarded-For read, from the right (the end the trusted proxies appended to):

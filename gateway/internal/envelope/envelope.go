@@ -1,6 +1,6 @@
-// Package envelope writes every JSON response of the API in the envelope of interface spec 2.1
-// and contract section 2, and maps errors to HTTP once: the reason an error carries decides the
-// status, its code and its message.
+// Package envelope writes every JSON response of the API in its envelope
+// (docs/api-decisions.md#envelope), and maps errors to HTTP once: the reason an error carries
+// decides the status, its code and its message.
 package envelope
 
 import (
@@ -98,8 +98,9 @@ func WriteSuccess(w http.ResponseWriter, status int, message string, data []byte
 	write(w, status, Success(status, message, data))
 }
 
-// statusOfReason is the one mapping of error reasons to HTTP statuses (contract section 2). The
-// OpenAPI document lists each status's codes from it (ErrorCodes).
+// statusOfReason is the one mapping of error reasons to HTTP statuses
+// (docs/api-decisions.md#envelope). The OpenAPI document lists each status's codes from it
+// (ErrorCodes).
 var statusOfReason = map[fault.Reason]int{
 	fault.InvalidArgument:     http.StatusBadRequest,
 	fault.FeatureNotEnabled:   http.StatusBadRequest,
@@ -206,8 +207,8 @@ func Internal(ctx context.Context) Error {
 // WriteError writes e in an error envelope.
 func WriteError(w http.ResponseWriter, e Error) { WriteErrors(w, []Error{e}) }
 
-// WriteErrors writes one error envelope with a message per problem (contract 2); the first
-// error's status is the answer's. es must not be empty.
+// WriteErrors writes one error envelope with a message per problem
+// (docs/api-decisions.md#envelope); the first error's status is the answer's. es must not be empty.
 func WriteErrors(w http.ResponseWriter, es []Error) {
 	msgs := make([]errorMessage, len(es))
 	for i, e := range es {

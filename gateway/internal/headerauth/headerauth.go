@@ -1,4 +1,4 @@
-// Package headerauth applies the credential header rules of interface spec 5 and contract 3 at
+// Package headerauth applies the credential header rules (docs/api-decisions.md#credentials) at
 // the edge, per route, before a request reaches a service. A route's rule is derived from the
 // rule its RPC declares (rpcrule.EdgeOf), never from the route's path:
 //
@@ -89,7 +89,8 @@ const (
 	tokenAsKey  = "header holds an SDK token: an SDK token goes in X-SDK-TOKEN, on POST /v1/api/sdk/session only"
 	secretAsKey = "header holds a client secret: the secret goes in the request body (secretKey), never in a header"
 	keyAsToken  = "header holds an API key: this route takes an SDK token"
-	// An SDK token sent where a key is needed is dropped (contract 3): say where it belongs.
+	// An SDK token sent where a key is needed is dropped (docs/api-decisions.md#credentials): say
+	// where it belongs.
 	tokenNotHere = " (X-SDK-TOKEN is accepted on POST /v1/api/sdk/session only)"
 )
 

@@ -30,7 +30,7 @@ var (
 
 const clientID = "8a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
-// The rules of contract 3, as EdgeOf derives them.
+// The header rules (docs/api-decisions.md#credentials), as EdgeOf derives them.
 var (
 	keyAndClient = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}
 	keyOnly      = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}
@@ -39,7 +39,8 @@ var (
 	public       = rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}
 )
 
-// TestRules: the routes get the rules contract 3 gives them, from their RPCs' declarations.
+// TestRules: the routes get the header rules of docs/api-decisions.md#credentials, from their RPCs'
+// declarations.
 func TestRules(t *testing.T) {
 	rs, err := headerauth.NewRules(openapigen.Routes)
 	if err != nil {

@@ -140,7 +140,7 @@ const infoDescription = "The mnv mobile-number verification API.\n\n" +
 	"type prefix (requests may still use it); unknown request fields are rejected (400). Lists " +
 	"take `page` (from 0) and `size` (1 to 100, default 20)."
 
-// errorDescriptions say when each error status is answered (contract section 2).
+// errorDescriptions say when each error status is answered (docs/api-decisions.md#envelope).
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "Malformed JSON, an unknown field, a bad value or a length out of bounds; or a product, operator or serviceType not enabled for the account.",
 	http.StatusUnauthorized:          "A credential header is missing, malformed, invalid, revoked or does not match the other.",

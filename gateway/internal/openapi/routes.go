@@ -204,7 +204,7 @@ func checkRoute(r route) error {
 	}
 	edge := rpcrule.EdgeOf(r.rule, r.path)
 	if strings.HasPrefix(r.path, rpcrule.MePrefix) && edge.Credential == rpcrule.APIKeyHeader && edge.ClientID != rpcrule.ClientIDOptional {
-		errs = append(errs, fmt.Errorf("%s: under %s the API key alone suffices (contract 3): X-CLIENT-ID must be optional", name, rpcrule.MePrefix))
+		errs = append(errs, fmt.Errorf("%s: under %s the API key alone suffices (docs/api-decisions.md#credentials): X-CLIENT-ID must be optional", name, rpcrule.MePrefix))
 	}
 	if r.rule.GetIdempotent() && r.method != "POST" {
 		errs = append(errs, fmt.Errorf("%s: Idempotency-Key is for POST routes", name))

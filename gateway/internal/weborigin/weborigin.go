@@ -1,8 +1,8 @@
-// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture and
-// /complete) to the web origins the transaction's client allowed (contract 3). Those routes take no credential, so
-// without the binding any page could have a visitor's browser capture a transaction it obtained
-// elsewhere; a browser always says which page is calling in its Origin header, and a page
-// cannot forge it.
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture and /complete)
+// to the web origins the transaction's client allowed (docs/api-decisions.md#credentials). Those
+// routes take no credential, so without the binding any page could have a visitor's browser capture
+// a transaction it obtained elsewhere; a browser always says which page is calling in its Origin
+// header, and a page cannot forge it.
 //
 // Every request, the CORS preflight included, must carry an Origin that the transaction's
 // client allowed: otherwise it is 403 PERMISSION_DENIED and goes no further. An allowed origin

@@ -20,16 +20,16 @@ import (
 	"google.golang.org/grpc"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
-	"github.com/mnvhq/mnv/services/connect/internal/delivery"
-	"github.com/mnvhq/mnv/services/connect/internal/eventdelivery"
+	"github.com/mnvhq/mnv/services/connect/internal/crm/integrations"
+	"github.com/mnvhq/mnv/services/connect/internal/crm/push"
+	"github.com/mnvhq/mnv/services/connect/internal/eventhooks/delivery"
+	"github.com/mnvhq/mnv/services/connect/internal/eventhooks/endpoints"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
-	"github.com/mnvhq/mnv/services/connect/internal/integrations"
+	"github.com/mnvhq/mnv/services/connect/internal/outbound"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/connect/internal/retention"
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
-	"github.com/mnvhq/mnv/services/connect/internal/webhook"
-	"github.com/mnvhq/mnv/services/connect/internal/webhooks"
 	"github.com/mnvhq/mnv/services/connect/migrations"
 	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -111,7 +111,7 @@ type Config struct {
 	WebhookPerEndpoint int
 	WebhookPerClient   int
 	// WebhookBackoff is an event delivery's first retry delay, doubled each attempt up to
-	// webhook.MaxBackoff, with jitter (MNV_WEBHOOK_BACKOFF); WebhookMaxAttempts bound its attempts
+	// outbound.MaxBackoff, with jitter (MNV_WEBHOOK_BACKOFF); WebhookMaxAttempts bound its attempts
 	// (MNV_WEBHOOK_MAX_ATTEMPTS).
 	WebhookBackoff     time.Duration
 	WebhookMaxAttempts int
@@ -153,10 +153,10 @@ func DefaultConfig() Config {
 	return Config{
 		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
 		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
-		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: webhooks.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
+		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: endpoints.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
 		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
 		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
-		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: webhook.MaxAttempts,
+		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: outbound.MaxAttempts,
 		WebhookDisableAfter: 72 * time.Hour,
 		Retention: retention.Config{
 			Deliveries: 7 * 24 * time.Hour, SyncEvents: 90 * 24 * time.Hour, ImportJobs: 90 * 24 * time.Hour,
@@ -263,7 +263,7 @@ func (c Config) Validate() error {
 		c.WebhookPerClient != 0 && (c.WebhookPerClient < c.WebhookPerEndpoint || c.WebhookPerClient > c.WebhookWorkers) {
 		errs = append(errs, errors.New("MNV_WEBHOOK_WORKERS: must be between 1 and 256; MNV_WEBHOOK_PER_ENDPOINT: between 1 and MNV_WEBHOOK_WORKERS; MNV_WEBHOOK_PER_CLIENT: between MNV_WEBHOOK_PER_ENDPOINT and MNV_WEBHOOK_WORKERS"))
 	}
-	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > webhook.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
+	if c.WebhookBackoff < 10*time.Millisecond || c.WebhookBackoff > outbound.MaxBackoff || c.WebhookMaxAttempts < 1 || c.WebhookMaxAttempts > 25 {
 		errs = append(errs, errors.New("MNV_WEBHOOK_BACKOFF: must be between 10ms and 30m; MNV_WEBHOOK_MAX_ATTEMPTS: between 1 and 25"))
 	}
 	if c.WebhookDisableAfter < time.Second && c.WebhookDisableAfter != 0 {
@@ -287,7 +287,7 @@ func (c Config) Validate() error {
 	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.Retention.WebhookEvents < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
-	if c.WebhookSecretOverlap < 0 || c.WebhookSecretOverlap > webhooks.MaxOverlap {
+	if c.WebhookSecretOverlap < 0 || c.WebhookSecretOverlap > endpoints.MaxOverlap {
 		errs = append(errs, errors.New("MNV_WEBHOOK_SECRET_OVERLAP: must be between 0 and 168h"))
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
@@ -374,7 +374,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	deliveryMetrics, err := delivery.NewMetrics(reg)
+	deliveryMetrics, err := push.NewMetrics(reg)
 	if err == nil {
 		err = pg.RegisterPool(reg, Schema, pool)
 	}
@@ -393,7 +393,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	box := outbox.New(queue)
 
 	vault := phone.NewVault("connect", keyring, hasher)
-	policy := webhook.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
+	policy := outbound.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
 	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	// Each domain package sees the one store through its own interface. Every store that
 	// queues deliveries inserts their jobs in its transaction (WithJobs); the ones that report
@@ -401,20 +401,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	open := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithOutbox(box) }
 	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return open(db).WithAnswers(idem) })
 	impStores := pg.NewStores(pool, func(db pg.DB) imports.Store { return open(db) })
-	delStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) })
+	delStores := pg.NewStores(pool, func(db pg.DB) push.Store { return open(db) })
 	itStores := pg.NewStores(pool, func(db pg.DB) integrations.Store { return open(db) })
 	profs := profiles.New(profStores.Pool(), profStores, vault, accounts, idempotentRequests{})
 	imps := imports.New(impStores.Pool(), impStores, vault, keyring, imports.Config{Poll: 500 * time.Millisecond, Lease: cfg.ImportLease}, log)
 	// Deliveries are River jobs: MNV_DELIVERY_WORKERS work the queue in this process, at most
 	// MNV_DELIVERY_PER_INTEGRATION of one integration at once (the others snoozed), retried
-	// with webhook.Backoff up to webhook.MaxAttempts.
-	worker := delivery.New(delStores.Pool(), delStores, vault, keyring, webhook.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, delivery.Config{
-			BackoffBase: cfg.DeliveryBackoff, BackoffMax: webhook.MaxBackoff,
+	// with outbound.Backoff up to outbound.MaxAttempts.
+	worker := push.New(delStores.Pool(), delStores, vault, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
+		&jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, push.Config{
+			BackoffBase: cfg.DeliveryBackoff, BackoffMax: outbound.MaxBackoff,
 			Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
 		}, log)
 	river.AddWorker(queue.Workers(), worker)
-	queue.AddQueue(delivery.Queue, cfg.DeliveryWorkers)
+	queue.AddQueue(push.Queue, cfg.DeliveryWorkers)
 	// Batches the leasing version left PENDING become jobs once, before this process works any.
 	if n, err := worker.Adopt(ctx); err != nil {
 		return nil, fmt.Errorf("adopt pending deliveries: %w", err)
@@ -425,17 +425,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 	// Event webhooks: connect's own events and other services' (PublishEvents) go into one
 	// intake; its deliveries are River jobs of the webhooks queue.
-	evStores := pg.NewStores(pool, func(db pg.DB) eventdelivery.Store { return open(db) })
-	intake := eventdelivery.New(evStores.Pool(), evStores, keyring, webhook.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, eventdelivery.Config{
+	evStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) })
+	intake := delivery.New(evStores.Pool(), evStores, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
+		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, delivery.Config{
 			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
 		}, log)
 	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond}
-	if intake.Metrics, err = eventdelivery.NewMetrics(reg); err != nil {
+	if intake.Metrics, err = delivery.NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	river.AddWorker(queue.Workers(), intake.Worker())
-	queue.AddQueue(eventdelivery.Queue, cfg.WebhookWorkers)
+	queue.AddQueue(delivery.Queue, cfg.WebhookWorkers)
 	outbox.Register(queue.Workers(), localPublisher{intake})
 	queue.AddQueue(outbox.Queue, 4)
 	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
@@ -461,8 +461,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		Profiles: profs, Imports: imps, Integrations: integrations.New(itStores.Pool(), itStores, keyring, policy), Log: log,
 	})
 	connectv1.RegisterConnectInternalServiceServer(srv, &server.Internal{Profiles: profs, Events: intake, Log: log})
-	whStores := pg.NewStores(pool, func(db pg.DB) webhooks.Store { return store.New(db) })
-	hooks := webhooks.New(whStores.Pool(), whStores, keyring, policy, webhooks.Config{Overlap: cfg.WebhookSecretOverlap}, intake)
+	whStores := pg.NewStores(pool, func(db pg.DB) endpoints.Store { return store.New(db) })
+	hooks := endpoints.New(whStores.Pool(), whStores, keyring, policy, endpoints.Config{Overlap: cfg.WebhookSecretOverlap}, intake)
 	connectv1.RegisterWebhookServiceServer(srv, &server.Webhooks{Webhooks: hooks, Log: log})
 	connectv1.RegisterWebhookAdminServiceServer(srv, &server.WebhookAdmin{Webhooks: hooks, Log: log})
 	a.server, a.profiles, a.imports, a.idem = srv, profs, imps, idem
@@ -472,7 +472,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 
 // localPublisher forwards connect's own events to its intake, in process. A malformed event is
 // outbox.ErrRejected, as over gRPC, so its forward is cancelled rather than retried for days.
-type localPublisher struct{ s *eventdelivery.Service }
+type localPublisher struct{ s *delivery.Service }
 
 func (p localPublisher) Publish(ctx context.Context, evs []events.Event) error {
 	err := p.s.Publish(ctx, evs)

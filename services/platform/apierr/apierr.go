@@ -1,7 +1,7 @@
-// Package apierr puts mnv's errors on the wire and reads them back: a gRPC status carries a
-// stable reason (fault's vocabulary, the contract's machine-readable code) and, where there is
-// one, the offending request field, in a google.rpc.ErrorInfo detail. Services answer with it
-// (FromFault turns an error of their rules into its status); the gateway reads statuses back
+// Package apierr puts mnv's errors on the wire and reads them back: a gRPC status carries a stable
+// reason (fault's vocabulary, the API's error code, docs/api-decisions.md#envelope) and, where
+// there is one, the offending request field, in a google.rpc.ErrorInfo detail. Services answer with
+// it (FromFault turns an error of their rules into its status); the gateway reads statuses back
 // once, to choose the HTTP status and the envelope code.
 package apierr
 

@@ -1,5 +1,5 @@
-// Package apijson is the API's one JSON representation of protobuf messages, decided once
-// for the whole API (contract section 2). The gateway writes it (its jsonpb package) and mnvctl
+// Package apijson is the API's one JSON representation of protobuf messages, decided once for the
+// whole API (docs/api-decisions.md#envelope). The gateway writes it (its jsonpb package) and mnvctl
 // prints it, so an operator sees the shapes a client sees:
 //
 //   - 64-bit integers are JSON numbers, not the quoted strings of protojson;

@@ -1,7 +1,7 @@
-// Package fault is the one vocabulary of errors in mnv: the contract's reasons (the stable,
-// machine-readable codes of contract section 2) and the errors of the services' rules, each of
-// which carries one. It knows nothing of gRPC or HTTP, so domain packages return its errors as
-// plain values; apierr puts them on the wire (grpcserver.Status, once for every service) and the
+// Package fault is the one vocabulary of errors in mnv: the API's error codes (the stable,
+// machine-readable codes of docs/api-decisions.md#envelope) and the errors of the services' rules,
+// each of which carries one. It knows nothing of gRPC or HTTP, so domain packages return its errors
+// as plain values; apierr puts them on the wire (grpcserver.Status, once for every service) and the
 // gateway turns the reason into an HTTP status (gateway/internal/envelope).
 package fault
 
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// Reason is a stable, machine-readable error code (contract section 2).
+// Reason is a stable, machine-readable error code (docs/api-decisions.md#envelope).
 type Reason string
 
-// The reasons of the contract. New reasons may be added; none is ever renamed.
+// The reasons the API answers. New reasons may be added; none is ever renamed.
 const (
 	InvalidArgument     Reason = "INVALID_ARGUMENT"
 	FeatureNotEnabled   Reason = "FEATURE_NOT_ENABLED"

@@ -24,7 +24,8 @@ func Status(ctx context.Context, log *zap.Logger, err error) error {
 		return Unexpected(ctx, log, err)
 	}
 	if f.Reason == fault.RateLimited {
-		// A 429 always says when to come back (at least a second), as the contract requires.
+		// A 429 always says when to come back (at least a second), as docs/api-decisions.md#envelope
+		// promises.
 		_ = grpc.SetHeader(ctx, ratelimit.RetryAfterHeader(f.RetryAfter))
 	}
 	return apierr.FromFault(f)

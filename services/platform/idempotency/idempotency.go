@@ -1,5 +1,5 @@
-// Package idempotency implements the Idempotency-Key header of contract section 4 as a gRPC
-// interceptor: the same key with the same request within 24 hours returns the first answer
+// Package idempotency implements the Idempotency-Key header (docs/api-decisions.md#idempotency) as
+// a gRPC interceptor: the same key with the same request within 24 hours returns the first answer
 // (with Idempotent-Replayed: true) and runs the operation once; with another request it is
 // IDEMPOTENCY_MISMATCH; while the first is still running it is CONFLICT.
 //

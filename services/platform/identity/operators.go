@@ -26,9 +26,10 @@ type OperatorGrant struct {
 	Methods  []string
 }
 
-// Operators is which operators, and which of their methods, a client may use (contract 6).
-// What a client can use in the end is this intersected with the operator registry, which only
-// verification knows; a sandbox operator also needs the SANDBOX feature.
+// Operators is which operators, and which of their methods, a client may use
+// (docs/api-decisions.md#operators). What a client can use in the end is this intersected with the
+// operator registry, which only verification knows; a sandbox operator also needs the SANDBOX
+// feature.
 //
 // The zero value enables nothing: a principal built without its enablement can use no operator.
 type Operators struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
-// Kind of a ledger entry (contract section 4).
+// Kind of a ledger entry (docs/api-decisions.md#money).
 type Kind string
 
 // Ledger kinds.

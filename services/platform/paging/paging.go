@@ -1,6 +1,6 @@
-// Package paging is the one way every list is paginated (contract section 2): query page
-// (0-based, default 0) and size (1 to 100, default 20); answers carry page, size, totalItems and
-// totalPages.
+// Package paging is the one way every list is paginated (docs/api-decisions.md#pagination): query
+// page (0-based, default 0) and size (1 to 100, default 20); answers carry page, size, totalItems
+// and totalPages.
 package paging
 
 import (

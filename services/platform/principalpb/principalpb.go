@@ -14,7 +14,7 @@ import (
 )
 
 // Enum values in the protos carry their type's prefix (ROLE_ADMIN); identity uses the bare names
-// the contract shows (ADMIN).
+// the API shows (ADMIN).
 
 // Role is r on the wire.
 func Role(r identity.Role) accountsv1.Role {

@@ -6,7 +6,7 @@ import (
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 )
 
-// EdgeCredential is the credential header an HTTP route needs (contract section 3).
+// EdgeCredential is the credential header an HTTP route needs (docs/api-decisions.md#credentials).
 type EdgeCredential int
 
 // Credential headers of a route.
@@ -42,7 +42,8 @@ type Edge struct {
 	ClientID   ClientID
 }
 
-// MePrefix is the part of the API where the API key alone names the client (contract 3).
+// MePrefix is the part of the API where the API key alone names the client
+// (docs/api-decisions.md#credentials).
 const MePrefix = "/v1/api/me/"
 
 // EdgeOf derives the header rule of the route at path (a path template or grpc-gateway's

@@ -123,7 +123,8 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestEdgeOf derives the header rules of contract section 3 from the rules of real RPCs.
+// TestEdgeOf derives the header rules (docs/api-decisions.md#credentials) from the rules of real
+// RPCs.
 func TestEdgeOf(t *testing.T) {
 	tests := []struct {
 		method, path string

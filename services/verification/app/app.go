@@ -39,9 +39,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
@@ -287,9 +287,13 @@ type App struct {
 	cfg      Config
 	server   *grpcserver.Server
 	verifier *verify.Service
-	idem     *idempotency.Store
-	jobs     *jobs.Queue
-	purge    *purge.Runner
+	// reveals finishes the reveals whose charge a crash or an absent accounts left PENDING.
+	reveals interface {
+		Run(context.Context, time.Duration)
+	}
+	idem  *idempotency.Store
+	jobs  *jobs.Queue
+	purge *purge.Runner
 	// watch keeps the principal cache's stream from accounts.
 	watch func(context.Context)
 	// camara is the CAMARA facade's server and listener, when configured.
@@ -427,12 +431,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	batchStores := pg.NewStores(batchPool, func(db pg.DB) verify.Store { return newStore(db) })
 	verifier.WithBatchStore(batchStores.Pool(), batchStores)
-	var clients camara.Clients
+	var clients operatorapi.Clients
 	if hasCAMARA(ops) {
 		if cfg.PublicURL == "" {
 			return nil, errors.New("MNV_PUBLIC_URL: required when an operator of the registry has camara settings (NETWORK_API): the operator sends the device back to MNV_PUBLIC_URL" + CallbackPath)
 		}
-		clients, err = camara.NewClients(ops.List(), cfg.PublicURL+CallbackPath, &http.Client{Timeout: cfg.NetworkAPITimeout})
+		clients, err = operatorapi.NewClients(ops.List(), cfg.PublicURL+CallbackPath, &http.Client{Timeout: cfg.NetworkAPITimeout})
 		if err != nil {
 			return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
 		}
@@ -474,12 +478,13 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	a.server, a.verifier, a.idem = srv, verifier, idem
+	a.reveals = stuckPlus.Reconciler(cfg.SettleAfter, log)
 	if cfg.CAMARAAddr != "" {
 		// The facade's sessions reach the operators' network APIs with clients of their own:
 		// the operator sends the device back to the facade's callback, not the SDK's.
 		facadeSess := sess
 		if clients != nil {
-			back, err := camara.NewClients(ops.List(), strings.TrimSuffix(cfg.CAMARAIssuer, "/")+facade.OperatorCallbackPath,
+			back, err := operatorapi.NewClients(ops.List(), strings.TrimSuffix(cfg.CAMARAIssuer, "/")+facade.OperatorCallbackPath,
 				&http.Client{Timeout: cfg.NetworkAPITimeout})
 			if err != nil {
 				return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
@@ -565,6 +570,7 @@ func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
 	defer func() { err = errors.Join(err, a.Close()) }()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.verifier.Reconcile(ctx, a.cfg.ReconcileEvery); return nil })
+	g.Go(func() error { a.reveals.Run(ctx, a.cfg.ReconcileEvery); return nil })
 	g.Go(func() error { a.idem.Run(ctx); return nil })
 	g.Go(func() error { a.purge.Run(ctx); return nil })
 	g.Go(func() error { a.watch(ctx); return nil })

@@ -23,7 +23,8 @@ type priceKey struct {
 	variant string
 }
 
-// DefaultPrices are the contract's defaults: verification 1, enrichment 1, reveal 5.
+// DefaultPrices are the prices out of the box (docs/api-decisions.md#money): verification 1,
+// enrichment 1, reveal 5.
 func DefaultPrices() Prices {
 	return Prices{byKey: map[priceKey]int64{
 		{money.KindVerification, ""}:      1,

@@ -45,7 +45,7 @@ func principal(ctx context.Context) identity.Principal {
 	return p
 }
 
-// GetClient implements interface spec 4.1.
+// GetClient answers GET /v1/api/clients: the client's details and balance.
 func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) (*accountsv1.GetClientResponse, error) {
 	c, err := s.Clients.Get(ctx, principal(ctx).ClientID)
 	if err != nil {
@@ -71,7 +71,8 @@ func (s *Public) GetMe(ctx context.Context, _ *accountsv1.GetMeRequest) (*accoun
 	}, nil
 }
 
-// RotateApiKey implements interface spec 4.2 and 4.4.
+// RotateApiKey rotates the key it is called with, at /v1/api/clients/rotate-key and
+// /v1/api/me/api-key/rotate (docs/api-decisions.md#credentials).
 func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyRequest) (*accountsv1.RotateApiKeyResponse, error) {
 	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
 	if err != nil {
@@ -80,7 +81,8 @@ func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyR
 	return &accountsv1.RotateApiKeyResponse{NewApiKey: key}, nil
 }
 
-// RotateClientApiKey implements interface spec 4.3: another client's id is NOT_FOUND.
+// RotateClientApiKey answers POST /v1/api/clients/{clientId}/rotate-key: another client's id
+// is NOT_FOUND.
 func (s *Public) RotateClientApiKey(ctx context.Context, req *accountsv1.RotateClientApiKeyRequest) (*accountsv1.RotateClientApiKeyResponse, error) {
 	if id, ok := credential.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
 		return nil, s.fail(ctx, fault.ErrNotFound)
@@ -104,8 +106,8 @@ func (s *Public) rotate(ctx context.Context, secret string, graceSeconds *int32)
 	return issued.Secret, nil
 }
 
-// GenerateFirstApiKey implements interface spec 4.5: the client proves itself with x-client-id
-// and its secret, since it has no key yet.
+// GenerateFirstApiKey answers POST /v1/api/me/api-key/generate: the client proves itself with
+// x-client-id and its secret, since it has no key yet.
 func (s *Public) GenerateFirstApiKey(ctx context.Context, req *accountsv1.GenerateFirstApiKeyRequest) (*accountsv1.GenerateFirstApiKeyResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	ids := md.Get(auth.MDClientID)

@@ -1,10 +1,10 @@
 // Package csvimport turns an uploaded CSV file into validated profile rows, one record at a time
-// and in constant memory (contract section 8, Import).
+// and in constant memory (docs/api-decisions.md#imports).
 //
 // # The file
 //
 // The first line that is not blank is the header. Its names are trimmed and matched against the
-// contract's columns ignoring case: mobileNumber (required), externalId, firstName, lastName and
+// documented columns ignoring case: mobileNumber (required), externalId, firstName, lastName and
 // email. Any other column is an attribute, keyed by its name as written (trimmed). A UTF-8 byte
 // order mark at the start of the file is skipped. Fields are separated by commas and quoted with
 // '"' (RFC 4180; a quote inside a quoted field is doubled); lines end with \n or \r\n.
@@ -64,8 +64,8 @@ import (
 )
 
 const (
-	// MaxErrors is how many row errors an import job keeps (contract: the first 100). The
-	// Reader reports every error; the caller stops keeping them.
+	// MaxErrors is how many row errors an import job keeps (the first 100,
+	// docs/api-decisions.md#imports). The Reader reports every error; the caller stops keeping them.
 	MaxErrors = 100
 	// MaxColumns is the most columns a header may have.
 	MaxColumns = 100
@@ -155,7 +155,7 @@ const (
 	colEmail
 )
 
-// knownColumns maps the lower-cased contract names to their kind.
+// knownColumns maps the lower-cased documented names to their kind.
 var knownColumns = map[string]colKind{
 	"mobilenumber": colMobile,
 	"externalid":   colExternalID,

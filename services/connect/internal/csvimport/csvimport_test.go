@@ -169,7 +169,7 @@ func TestHeader(t *testing.T) {
 		{name: "only blank lines", src: "\n\n\r\n", notOK: "no header line"},
 		{name: "only a BOM", src: "\xEF\xBB\xBF", notOK: "no header line"},
 		{name: "no mobileNumber", src: "phone,email\n+971501234567,a@example.com\n", notOK: "no mobileNumber column"},
-		{name: "snake case is not the contract name", src: "mobile_number\n" + ae1 + "\n", notOK: "no mobileNumber column"},
+		{name: "snake case is not the documented name", src: "mobile_number\n" + ae1 + "\n", notOK: "no mobileNumber column"},
 		{name: "semicolons", src: "mobileNumber;email\n" + ae1 + ";a@example.com\n", notOK: "separated by commas"},
 		{name: "duplicate", src: "mobileNumber,email,MobileNumber\n", notOK: "columns 1 and 3 of the header have the same name"},
 		{name: "duplicate attribute ignoring case", src: "mobileNumber,tier,Tier \n", notOK: `the same name, "Tier"`},

@@ -3,7 +3,8 @@ package csvimport
 // SampleFileName is the download file name of the sample file.
 const SampleFileName = "mnv-connect-sample.csv"
 
-// sample has the contract's five columns and five valid rows (RFC 4180: CRLF line ends).
+// sample has the five documented columns (docs/api-decisions.md#imports) and five valid rows (RFC
+// 4180: CRLF line ends).
 const sample = "mobileNumber,externalId,firstName,lastName,email\r\n" +
 	"+971501234567,CUST-1001,Aisha,Al Mansoori,aisha.almansoori@example.com\r\n" +
 	"+971552345678,CUST-1002,Omar,Haddad,omar.haddad@example.com\r\n" +

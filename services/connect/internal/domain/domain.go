@@ -220,7 +220,7 @@ type Delivery struct {
 	Attempts int
 }
 
-// Overview is the indicators of spec 4.15.
+// Overview is the indicators of the Connect overview (docs/api-decisions.md#overview).
 type Overview struct {
 	Profiles, Matched, Enriched int64
 	Integrations, Active        int64

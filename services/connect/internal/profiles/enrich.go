@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/charge"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/identity"
@@ -45,36 +46,23 @@ type EnrichmentStore interface {
 	Savepoint(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
-// reasonRule bounds an enrichment's reason (contract 8). The reason is neither stored nor
-// shown, and has never been held to more than its length.
+// reasonRule bounds an enrichment's reason (docs/api-decisions.md#enrichment). The reason is
+// neither stored nor shown, and has never been held to more than its length.
 var reasonRule = freetext.Rule{Min: 3, Max: 500, Controls: true}
 
-// chargeTimeout bounds a debit or refund of an enrichment, during which its transaction holds
-// the record and the profile.
+// chargeTimeout bounds a debit or refund of an enrichment.
 const chargeTimeout = 10 * time.Second
 
-// settler is who settles a record, which decides what an erased profile and a settled record
-// mean.
-type settler int
-
-const (
-	// byNewRequest: the request that recorded it, before any debit of it was asked for.
-	byNewRequest settler = iota
-	// byRetry: a retry of that request (the same credential, Idempotency-Key and profile); an
-	// earlier attempt may have charged it.
-	byRetry
-	// byReconciler: nobody waits for the answer; an earlier attempt may have charged it.
-	byReconciler
-)
-
 // Enrich fills a profile's enrichment from the phone-number library and the client's
-// verifications, and charges CONNECT_ENRICHMENT for it, the way a verification is charged: the
-// enrichment is recorded (PENDING) first, then debited under the record's own reference while
-// the record and the profile are locked (an erasure waits), and written with the record SETTLED
-// in the same transaction. Nothing is charged unless the enrichment is written: a refused debit
-// marks the record REJECTED, an erased profile CANCELLED. When the debit's outcome is unknown
-// (accounts away) the record stays PENDING: a retry of the request (same Idempotency-Key)
-// resumes it, and otherwise the reconciler settles it; accounts charges the reference once.
+// verifications, and charges CONNECT_ENRICHMENT for it through the charge saga, the way a
+// verification is charged: the enrichment is recorded (PENDING) and committed first, then
+// debited under the record's own reference outside any transaction, and written with the record
+// SETTLED in a short transaction that locks the record and the profile. Nothing is kept charged
+// unless the enrichment is written: a refused debit marks the record REJECTED; a profile erased
+// before the enrichment is written gets its charge refunded and the record CANCELLED. When the
+// debit's outcome is unknown (accounts away) the record stays PENDING: a retry of the request
+// (same Idempotency-Key) resumes it, and otherwise the reconciler settles it; accounts charges
+// the reference once.
 func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason string) (domain.Profile, error) {
 	if err := reasonRule.Check("reason", reason); err != nil {
 		return domain.Profile{}, err
@@ -82,16 +70,23 @@ func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason s
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Profile{}, fault.ErrNotFound
 	}
-	rec, resumed, err := s.recordEnrichment(ctx, p, id)
+	rec, err := s.recordEnrichment(ctx, p, id)
 	if err != nil {
 		return domain.Profile{}, err
 	}
 	// The charge completes even if the caller goes away: the record exists already.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chargeTimeout+5*time.Second)
 	defer cancel()
-	by := byNewRequest
-	if resumed {
-		by = byRetry
+	if rec.Status == domain.EnrichmentPending {
+		b := &books{s: s, in: s.lockedRecord}
+		out, _, err := charge.Saga[domain.EnrichmentRecord]{Ledger: s.ledger, DebitTimeout: chargeTimeout}.Complete(ctx, b, intent(rec))
+		switch {
+		case out == charge.Settled && b.wrote != nil:
+			return *b.wrote, nil
+		case out != charge.Settled:
+			return domain.Profile{}, err
+		}
+		// Settled by the reconciler meanwhile: answered below, as a retry is.
 	}
 	var res settled
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
@@ -99,7 +94,7 @@ func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason s
 		if err != nil {
 			return err
 		}
-		res, err = s.answer(ctx, st, cur, by)
+		res, err = s.answer(ctx, st, cur)
 		return err
 	})
 	if err != nil {
@@ -131,14 +126,19 @@ func (s *Service) requestKey(ctx context.Context, p identity.Principal, profileI
 	return h.Sum(nil)
 }
 
-// recordEnrichment is an enrichment's first transaction: the profile must be the client's, and
-// the enrichment is recorded PENDING; unless the request is a retry whose record is still
-// PENDING, or was settled by the reconciler while the request was away (within the
-// idempotency window), which it returns with resumed set.
-func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, resumed bool, err error) {
+// recordEnrichment is an enrichment's first transaction: the profile must be the client's and
+// its number must open (a number that does not must not cost an enrichment), and the enrichment
+// is recorded PENDING (CANCELLED when an erasure came first); unless the request is a retry whose record is still PENDING, or was
+// settled by the reconciler while the request was away (within the idempotency window), which
+// it returns.
+func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, err error) {
 	key := s.requestKey(ctx, p, id)
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		if _, err := st.GetProfile(ctx, p.ClientID, id); err != nil {
+		prof, err := st.GetProfile(ctx, p.ClientID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := OpenNumber(s.vault, prof); err != nil {
 			return err
 		}
 		if key != nil {
@@ -149,7 +149,7 @@ func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id
 				return err
 			case prev.Status == domain.EnrichmentPending ||
 				prev.Status == domain.EnrichmentSettled && s.now().Sub(prev.CreatedAt) < s.requests.Retention():
-				rec, resumed = prev, true
+				rec = prev
 				return nil
 			default:
 				// The key's earlier request is long answered: this one is new.
@@ -158,19 +158,27 @@ func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id
 				}
 			}
 		}
-		var err error
-		rec, err = st.InsertEnrichment(ctx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key)
-		return err
+		if rec, err = st.InsertEnrichment(ctx, domain.EnrichmentRecord{ID: uuid.NewString(), ClientID: p.ClientID, ProfileID: id}, key); err != nil {
+			return err
+		}
+		// An erasure already in flight goes first: this waits for it behind the profile's row
+		// before anything is charged (instead of a charge and its refund), and the record says
+		// the enrichment lost. The lock ends with this transaction, before the debit.
+		switch _, err := st.LockProfile(ctx, p.ClientID, id); {
+		case errors.Is(err, fault.ErrNotFound):
+			rec.Status = domain.EnrichmentCancelled
+			return st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentCancelled, 0, false)
+		case err != nil:
+			return err
+		}
+		return nil
 	})
-	return rec, resumed, err
+	return rec, err
 }
 
-// answer settles a record whose lock st's transaction holds, or reads how it was settled. An
-// error means nothing may be committed: the record stays PENDING.
-func (s *Service) answer(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) (settled, error) {
+// answer reads how a record whose lock st's transaction holds was settled.
+func (s *Service) answer(ctx context.Context, st Store, rec domain.EnrichmentRecord) (settled, error) {
 	switch rec.Status {
-	case domain.EnrichmentPending:
-		return s.settle(ctx, st, rec, by)
 	case domain.EnrichmentSettled:
 		// Settled by the reconciler while its request was away: this retry hears it, charged once.
 		if err := st.ReleaseRequestKey(ctx, rec.ID); err != nil {
@@ -183,91 +191,139 @@ func (s *Service) answer(ctx context.Context, st Store, rec domain.EnrichmentRec
 		return settled{profile: prof}, err
 	case domain.EnrichmentCancelled:
 		return settled{outcome: fault.ErrNotFound}, nil
+	case domain.EnrichmentPending:
+		return settled{}, fmt.Errorf("%w: the enrichment's charge is not settled yet, try again", fault.ErrUnavailable)
 	}
 	// REJECTED by the reconciler between this retry's two transactions: nothing was charged, and
 	// the retry's retry records a new attempt.
 	return settled{}, fmt.Errorf("%w: the enrichment was refused meanwhile, try again", fault.ErrUnavailable)
 }
 
-// settle charges a PENDING record whose lock st's transaction holds and writes its
-// enrichment, while the profile is locked too: an erasure waits until the enrichment is
-// written or given up.
-func (s *Service) settle(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) (settled, error) {
-	prof, err := st.LockProfile(ctx, rec.ClientID, rec.ProfileID)
-	switch {
-	case errors.Is(err, fault.ErrNotFound):
-		return settled{outcome: fault.ErrNotFound}, s.cancel(ctx, st, rec, by)
-	case err != nil:
-		return settled{}, err
-	}
-	// Worked out before charging: a number that does not open must not cost an enrichment.
-	number, err := OpenNumber(s.vault, prof)
-	if err != nil {
-		return settled{}, err
-	}
-	e, err := s.enrichment(ctx, st, prof, number)
-	if err != nil {
-		return settled{}, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
-	charge, err := s.ledger.Debit(cctx, money.Charge{ClientID: rec.ClientID, Kind: money.KindConnectEnrichment, Reference: rec.Reference()})
-	cancel()
-	switch {
-	case errors.Is(err, fault.ErrUnavailable):
-		return settled{}, err
-	case err != nil: // refused: nothing was charged
-		return settled{outcome: err}, st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentRejected, 0, false)
-	}
-	out, err := st.SetEnrichment(ctx, rec.ClientID, rec.ProfileID, e)
-	if err != nil {
-		return settled{}, err
-	}
-	if _, err := st.EnqueueForTrigger(ctx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
-		return settled{}, err
-	}
-	return settled{profile: out}, st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentSettled, charge.Amount, by == byReconciler)
+// intent is a PENDING record's charge.
+func intent(rec domain.EnrichmentRecord) charge.Intent[domain.EnrichmentRecord] {
+	return charge.Intent[domain.EnrichmentRecord]{Record: rec, Charge: money.Charge{
+		ClientID: rec.ClientID, Kind: money.KindConnectEnrichment, Reference: rec.Reference()}}
 }
 
-// cancel settles a record whose profile was erased before it was written.
-func (s *Service) cancel(ctx context.Context, st Store, rec domain.EnrichmentRecord, by settler) error {
-	switch by {
-	case byRetry:
-		// An earlier attempt's debit may still be on its way to accounts, so a refund now could
-		// find nothing and miss it: the reconciler, later, refunds and cancels.
-		return nil
-	case byReconciler:
-		cctx, cancel := context.WithTimeout(ctx, chargeTimeout)
-		desc := "enrichment of an erased profile"
-		_, err := s.ledger.Refund(cctx, money.Refund{ClientID: rec.ClientID, Reference: rec.Reference(), Description: &desc})
-		cancel()
-		if err != nil && !errors.Is(err, money.ErrNothingToRefund) {
-			return fmt.Errorf("refund %s: %w", rec.Reference(), err) // wraps fault.ErrUnavailable
+// lockedRecord runs fn in a transaction of its own with rec's record locked, as it is now.
+func (s *Service) lockedRecord(ctx context.Context, rec domain.EnrichmentRecord, fn func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error) error {
+	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		cur, err := st.LockEnrichment(ctx, rec.ID)
+		if err != nil {
+			return err
 		}
-	}
-	return st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentCancelled, 0, false)
+		return fn(ctx, st, cur)
+	})
 }
 
-// reconcileBatch bounds how many records one transaction of the reconciler settles.
-const reconcileBatch = 100
+// books writes an enrichment charge's outcome (charge.Books, charge.Voider), each step with
+// its record locked: in a short transaction of its own (the request), or in a savepoint of the
+// reconciler's transaction, which holds the record already.
+type books struct {
+	s  *Service
+	in func(ctx context.Context, rec domain.EnrichmentRecord, fn func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error) error
+	// byReconciler keeps a settled record's request key: its request was not there to hear
+	// the answer, and a retry of it is answered with this one instead of charged again.
+	byReconciler bool
+	// wrote is the profile Settle wrote the enrichment onto.
+	wrote *domain.Profile
+}
+
+// Settle writes the enrichment onto the profile, locked (an erasure waits until it is written),
+// with the record SETTLED. A record settled meanwhile is left as it is; one refused meanwhile
+// (by the reconciler, before a top-up), a profile erased or a number that no longer opens cannot
+// take the charge: Void, and the saga refunds it.
+func (b *books) Settle(ctx context.Context, rec domain.EnrichmentRecord, c money.Charged) error {
+	return b.in(ctx, rec, func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error {
+		switch cur.Status {
+		case domain.EnrichmentPending:
+		case domain.EnrichmentSettled:
+			return nil
+		default:
+			return charge.Void(fmt.Errorf("%w: the enrichment was refused meanwhile, try again", fault.ErrUnavailable), "enrichment refused meanwhile")
+		}
+		prof, err := st.LockProfile(ctx, rec.ClientID, rec.ProfileID)
+		switch {
+		case errors.Is(err, fault.ErrNotFound):
+			return charge.Void(fault.ErrNotFound, "enrichment of an erased profile")
+		case err != nil:
+			return err
+		}
+		number, err := OpenNumber(b.s.vault, prof)
+		if err != nil {
+			return charge.Void(err, "enrichment of a number that does not open")
+		}
+		e, err := b.s.enrichment(ctx, st, prof, number)
+		if err != nil {
+			return err
+		}
+		out, err := st.SetEnrichment(ctx, rec.ClientID, rec.ProfileID, e)
+		if err != nil {
+			return err
+		}
+		if _, err := st.EnqueueForTrigger(ctx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
+			return err
+		}
+		if err := st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentSettled, c.Amount, b.byReconciler); err != nil {
+			return err
+		}
+		b.wrote = &out
+		return nil
+	})
+}
+
+// Reject marks a PENDING record REJECTED: nothing was charged or written.
+func (b *books) Reject(ctx context.Context, rec domain.EnrichmentRecord, _ error) error {
+	return b.finish(ctx, rec, domain.EnrichmentRejected)
+}
+
+// Void marks a PENDING record CANCELLED once its charge is refunded.
+func (b *books) Void(ctx context.Context, rec domain.EnrichmentRecord) error {
+	return b.finish(ctx, rec, domain.EnrichmentCancelled)
+}
+
+func (b *books) finish(ctx context.Context, rec domain.EnrichmentRecord, status string) error {
+	return b.in(ctx, rec, func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error {
+		if cur.Status != domain.EnrichmentPending {
+			return nil
+		}
+		return st.FinishEnrichment(ctx, rec.ID, status, 0, false)
+	})
+}
+
+// claims is the reconciler's port (charge.Claims): records PENDING for long, locked SKIP
+// LOCKED in one transaction, each settled in a savepoint of it, so one that cannot settle
+// stays PENDING without holding up the others.
+type claims struct{ s *Service }
+
+func (c claims) Claim(ctx context.Context, before time.Time, limit int,
+	fn func(ctx context.Context, stale []charge.Intent[domain.EnrichmentRecord], b charge.Books[domain.EnrichmentRecord]) error) error {
+	return c.s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		recs, err := st.StaleEnrichments(ctx, before, limit)
+		if err != nil {
+			return err
+		}
+		in := make([]charge.Intent[domain.EnrichmentRecord], len(recs))
+		for i, rec := range recs {
+			in[i] = intent(rec)
+		}
+		return fn(ctx, in, &books{s: c.s, byReconciler: true,
+			in: func(ctx context.Context, rec domain.EnrichmentRecord, fn func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error) error {
+				return st.Savepoint(ctx, func(ctx context.Context) error { return fn(ctx, st, rec) })
+			}})
+	})
+}
+
+// reconciler settles enrichments left PENDING for longer than after.
+func (s *Service) reconciler(after time.Duration, log *zap.Logger) *charge.Reconciler[domain.EnrichmentRecord] {
+	return &charge.Reconciler[domain.EnrichmentRecord]{What: "enrichments", Ledger: s.ledger, Claims: claims{s}, After: after, Log: log, Now: s.now}
+}
 
 // ReconcileEnrichments settles enrichments left PENDING for longer than after (accounts was
-// away, a process died between debit and commit) every every, until ctx ends. Replicas share
+// away, a process died between record and settle) every every, until ctx ends. Replicas share
 // the work (SKIP LOCKED).
 func (s *Service) ReconcileEnrichments(ctx context.Context, every, after time.Duration, log *zap.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.ReconcileEnrichmentsOnce(ctx, after, log); err != nil && ctx.Err() == nil {
-				log.Warn("reconcile pending enrichments", zap.Error(err))
-			} else if n > 0 {
-				log.Info("settled pending enrichments", zap.Int("count", n))
-			}
-		}
-	}
+	s.reconciler(after, log).Run(ctx, every)
 }
 
 // ReconcileEnrichmentsOnce settles one batch of enrichments PENDING for longer than after:
@@ -275,32 +331,5 @@ func (s *Service) ReconcileEnrichments(ctx context.Context, every, after time.Du
 // the enrichment written; one whose profile was erased is refunded and CANCELLED. It returns
 // how many records it settled.
 func (s *Service) ReconcileEnrichmentsOnce(ctx context.Context, after time.Duration, log *zap.Logger) (int, error) {
-	n := 0
-	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		pending, err := st.StaleEnrichments(ctx, s.now().Add(-after), reconcileBatch)
-		if err != nil {
-			return err
-		}
-		for _, rec := range pending {
-			// A savepoint per record: one that cannot settle (its number does not open, accounts
-			// refuses its refund) stays PENDING without holding up the others.
-			err := st.Savepoint(ctx, func(ctx context.Context) error {
-				_, err := s.settle(ctx, st, rec, byReconciler)
-				return err
-			})
-			switch {
-			case err == nil:
-				n++
-			case money.Away(err):
-				return nil // accounts is away: keep what is settled, try the rest next round
-			default:
-				log.Warn("enrichment not settled", zap.String("enrichment", rec.ID), zap.Error(err))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return n, fmt.Errorf("reconcile enrichments: %w", err)
-	}
-	return n, nil
+	return s.reconciler(after, log).Once(ctx)
 }

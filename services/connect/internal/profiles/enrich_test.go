@@ -124,6 +124,7 @@ func TestEnrichRetry(t *testing.T) {
 		wantRecs   int
 		wantDebits int
 		wantCharge int // references charged in the end
+		wantRefund int
 		wantFirst  string
 	}{
 		{name: "resumes the pending record", retryKey: "k", wantRecs: 1, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentSettled},
@@ -148,8 +149,9 @@ func TestEnrichRetry(t *testing.T) {
 					t.Fatal(err)
 				}
 			}},
-		{name: "profile erased between the retry's transactions: no refund yet", retryKey: "k", wantErr: fault.ErrNotFound,
-			wantRecs: 1, wantDebits: 1, wantFirst: domain.EnrichmentPending,
+		// The retry's own debit answered: the charge is known to exist, so it is refunded at once.
+		{name: "profile erased after the retry's debit: refunded", retryKey: "k", wantErr: fault.ErrNotFound,
+			wantRecs: 1, wantDebits: 2, wantRefund: 1, wantFirst: domain.EnrichmentCancelled,
 			between: func(t *testing.T, f fixture, _ identity.Principal, prof domain.Profile) {
 				f.st.onLockEnrichment = func() { delete(f.st.profiles, prof.ID) }
 			}},
@@ -181,8 +183,8 @@ func TestEnrichRetry(t *testing.T) {
 			if len(f.ledger.debits) != tt.wantDebits || len(f.ledger.charged) != tt.wantCharge {
 				t.Errorf("%d debits charging %d references, want %d charging %d", len(f.ledger.debits), len(f.ledger.charged), tt.wantDebits, tt.wantCharge)
 			}
-			if len(f.ledger.refunds) != 0 {
-				t.Errorf("refunds %+v, want none", f.ledger.refunds)
+			if len(f.ledger.refunds) != tt.wantRefund {
+				t.Errorf("refunds %+v, want %d", f.ledger.refunds, tt.wantRefund)
 			}
 			if got := f.st.records[first.ID].Status; got != tt.wantFirst {
 				t.Errorf("the first attempt's record is %s, want %s", got, tt.wantFirst)

@@ -9,7 +9,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 )
 
-// EventIntake accepts events for webhook delivery; *eventdelivery.Service is one.
+// EventIntake accepts events for webhook delivery; *delivery.Service (eventhooks/delivery) is one.
 type EventIntake interface {
 	// PublishCount accepts evs once each (by id) and says how many were new.
 	PublishCount(ctx context.Context, evs []events.Event) (int, error)

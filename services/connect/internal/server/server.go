@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/connect/internal/crm/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/csvimport"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
-	"github.com/mnvhq/mnv/services/connect/internal/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/credential"

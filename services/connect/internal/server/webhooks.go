@@ -9,7 +9,7 @@ import (
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
-	"github.com/mnvhq/mnv/services/connect/internal/webhooks"
+	"github.com/mnvhq/mnv/services/connect/internal/eventhooks/endpoints"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 )
@@ -18,7 +18,7 @@ import (
 // so every client reaches it.
 type Webhooks struct {
 	connectv1.UnimplementedWebhookServiceServer
-	Webhooks *webhooks.Service
+	Webhooks *endpoints.Service
 	Log      *zap.Logger
 }
 
@@ -28,7 +28,7 @@ func (s *Webhooks) fail(ctx context.Context, err error) error {
 
 // CreateWebhook stores an endpoint; its secret is shown this once.
 func (s *Webhooks) CreateWebhook(ctx context.Context, req *connectv1.CreateWebhookRequest) (*connectv1.CreateWebhookResponse, error) {
-	c, err := s.Webhooks.Create(ctx, client(ctx), webhooks.CreateRequest{
+	c, err := s.Webhooks.Create(ctx, client(ctx), endpoints.CreateRequest{
 		URL: req.GetUrl(), Events: req.GetEvents(), Description: req.GetDescription(), Enabled: req.Enabled,
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *Webhooks) GetWebhook(ctx context.Context, req *connectv1.GetWebhookRequ
 // UpdateWebhook applies a patch.
 func (s *Webhooks) UpdateWebhook(ctx context.Context, req *connectv1.UpdateWebhookRequest) (*connectv1.UpdateWebhookResponse, error) {
 	p := req.GetPatch()
-	e, err := s.Webhooks.Update(ctx, client(ctx), req.GetWebhookId(), webhooks.Patch{
+	e, err := s.Webhooks.Update(ctx, client(ctx), req.GetWebhookId(), endpoints.Patch{
 		URL: p.Url, Description: p.Description, Events: p.GetEvents(), Enabled: p.Enabled,
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Webhooks) RedeliverWebhookDelivery(ctx context.Context, req *connectv1.
 // WebhookAdmin implements WebhookAdminService: the operator's view (mnvctl).
 type WebhookAdmin struct {
 	connectv1.UnimplementedWebhookAdminServiceServer
-	Webhooks *webhooks.Service
+	Webhooks *endpoints.Service
 	Log      *zap.Logger
 }
 
@@ -163,13 +163,13 @@ func (s *WebhookAdmin) EnableClientWebhook(ctx context.Context, req *connectv1.E
 
 func webhookToProto(e domain.WebhookEndpoint) *connectv1.WebhookEndpoint {
 	return &connectv1.WebhookEndpoint{
-		Id: e.ID, Url: e.URL, Events: webhooks.EventsOf(e), Description: e.Description, Enabled: e.Enabled,
+		Id: e.ID, Url: e.URL, Events: endpoints.EventsOf(e), Description: e.Description, Enabled: e.Enabled,
 		DisabledReason: connectv1.WebhookDisabledReason(connectv1.WebhookDisabledReason_value["WEBHOOK_DISABLED_REASON_"+e.DisabledReason]),
 		FailingSince:   tsOrNil(e.FailingSince), CreatedAt: timestamppb.New(e.CreatedAt), UpdatedAt: timestamppb.New(e.UpdatedAt),
 	}
 }
 
-func withSecretToProto(c webhooks.WithSecret) *connectv1.WebhookEndpoint {
+func withSecretToProto(c endpoints.WithSecret) *connectv1.WebhookEndpoint {
 	out := webhookToProto(c.Endpoint)
 	out.Secret = &c.Secret
 	out.PreviousSecretExpiresAt = tsOrNil(c.PreviousExpiresAt)

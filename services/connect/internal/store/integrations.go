@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/mnvhq/mnv/services/connect/internal/delivery"
+	"github.com/mnvhq/mnv/services/connect/internal/crm/push"
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
@@ -117,7 +117,7 @@ func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string,
 	var matched []string // the matched ones among profileIDs, read on the first matchedOnly target
 	var haveMatched bool
 	var queued int64
-	var jobs []delivery.Args
+	var jobs []push.Args
 	for _, t := range targets {
 		ids := profileIDs
 		if t.MatchedOnly {
@@ -137,7 +137,7 @@ func (s *Store) EnqueueForTrigger(ctx context.Context, clientID, trigger string,
 				VALUES ($1, $2, $3, $4, $5, 'PENDING', 'infinity')`, id, t.ID, clientID, trigger, chunk); err != nil {
 				return 0, fmt.Errorf("queue delivery: %w", err)
 			}
-			jobs = append(jobs, delivery.Args{DeliveryID: id, IntegrationID: t.ID, ClientID: clientID})
+			jobs = append(jobs, push.Args{DeliveryID: id, IntegrationID: t.ID, ClientID: clientID})
 			queued += int64(len(chunk))
 		}
 	}
@@ -161,7 +161,7 @@ func (s *Store) EnqueueAll(ctx context.Context, it domain.Integration, trigger s
 		return 0, fmt.Errorf("queue deliveries: %w", err)
 	}
 	var n int64
-	var jobs []delivery.Args
+	var jobs []push.Args
 	for rows.Next() {
 		var id string
 		var records int64
@@ -169,7 +169,7 @@ func (s *Store) EnqueueAll(ctx context.Context, it domain.Integration, trigger s
 			rows.Close()
 			return 0, fmt.Errorf("queue deliveries: %w", err)
 		}
-		jobs = append(jobs, delivery.Args{DeliveryID: id, IntegrationID: it.ID, ClientID: it.ClientID})
+		jobs = append(jobs, push.Args{DeliveryID: id, IntegrationID: it.ID, ClientID: it.ClientID})
 		n += records
 	}
 	if err := rows.Err(); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) EnqueueAll(ctx context.Context, it domain.Integration, trigger s
 
 // queueDeliveries inserts the batches' jobs in the Store's transaction, each due at once or at
 // its time in at (same order).
-func (s *Store) queueDeliveries(ctx context.Context, batches []delivery.Args, at []time.Time) error {
+func (s *Store) queueDeliveries(ctx context.Context, batches []push.Args, at []time.Time) error {
 	if len(batches) == 0 {
 		return nil
 	}
@@ -215,10 +215,10 @@ func (s *Store) AdoptDeliveries(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("adopt deliveries: %w", err)
 	}
-	var batches []delivery.Args
+	var batches []push.Args
 	var at []time.Time
 	for rows.Next() {
-		var a delivery.Args
+		var a push.Args
 		var due time.Time
 		if err := rows.Scan(&a.DeliveryID, &a.IntegrationID, &a.ClientID, &a.Prior, &due); err != nil {
 			rows.Close()

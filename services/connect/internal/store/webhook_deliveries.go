@@ -16,9 +16,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
-// The event delivery engine's side of the webhook tables (internal/eventdelivery): events
+// The event delivery engine's side of the webhook tables (internal/eventhooks/delivery): events
 // accepted once each, their deliveries, every attempt and the endpoints' health. The endpoints
-// and secrets themselves are written by internal/webhooks.
+// and secrets themselves are written by internal/eventhooks/endpoints.
 
 // EnqueueJobs inserts the jobs in the Store's transaction; outside one it is refused, as Emit
 // is: a job committed alone could outlive the row it works on.

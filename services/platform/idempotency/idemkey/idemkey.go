@@ -1,6 +1,6 @@
-// Package idemkey names the gRPC metadata of the Idempotency-Key header (contract section 4).
-// It lives apart from idempotency, which keeps the keys in PostgreSQL, so the gateway passes
-// the header on without linking a database driver.
+// Package idemkey names the gRPC metadata of the Idempotency-Key header
+// (docs/api-decisions.md#idempotency). It lives apart from idempotency, which keeps the keys in
+// PostgreSQL, so the gateway passes the header on without linking a database driver.
 package idemkey
 
 const (

@@ -1,5 +1,5 @@
--- Idempotency keys of the POST requests that charge or create (contract section 4), in the
--- schema of the service that serves them.
+-- Idempotency keys of the POST requests that charge or create (docs/api-decisions.md#idempotency),
+-- in the schema of the service that serves them.
 CREATE TABLE {{.schema}}.idempotency_keys (
     client_id    text        NOT NULL,
     key          text        NOT NULL,

@@ -1,6 +1,7 @@
--- Keys are scoped to the credential that sent them, not to the client (contract section 4): one
--- credential's key never replays another credential's answer. credential is 'key:<api key id>',
--- 'sdk:<sdk token id>', or 'bootstrap' for the first-key request, which has no credential yet.
+-- Keys are scoped to the credential that sent them, not to the client
+-- (docs/api-decisions.md#idempotency): one credential's key never replays another credential's
+-- answer. credential is 'key:<api key id>', 'sdk:<sdk token id>', or 'bootstrap' for the first-key
+-- request, which has no credential yet.
 --
 -- Rows written before this migration get '' and so match no request any more: they expire with
 -- the retention like any other. An older binary still running during a roll inserts '' too,

@@ -19,15 +19,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
@@ -51,7 +51,7 @@ type netEnv struct {
 	st       *store.Store
 	pool     *pgxpool.Pool
 	sealer   *seal.Sealer
-	operator *camarafake.Fake
+	operator *sandboxcamara.Fake
 	// tokenDown makes the operator's token endpoint answer 503.
 	tokenDown atomic.Bool
 	now       time.Time
@@ -79,7 +79,7 @@ func newNetEnv(t *testing.T) *netEnv {
 	}))
 	t.Cleanup(srv.Close)
 	const secret = "operator-secret-of-mnv"
-	e.operator = camarafake.New(srv.URL, camarafake.Options{Clients: []camarafake.Client{{ID: "mnv", Secret: secret, RedirectURIs: []string{callbackURL}}}})
+	e.operator = sandboxcamara.New(srv.URL, sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: "mnv", Secret: secret, RedirectURIs: []string{callbackURL}}}})
 	handler = e.operator.Handler()
 
 	ops := verificationtest.OperatorsFile(t, fmt.Sprintf(`operators:
@@ -96,7 +96,7 @@ func newNetEnv(t *testing.T) *netEnv {
     methods: [NETWORK_API]
     camara: {discoveryUrl: %q, apiRoot: %q, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `, e.operator.DiscoveryURL(), e.operator.URL), secret)
-	clients, err := camara.NewClients(ops.List(), callbackURL, &http.Client{Timeout: 2 * time.Second})
+	clients, err := operatorapi.NewClients(ops.List(), callbackURL, &http.Client{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (e *netEnv) follow(t *testing.T, authorizationURL, msisdn string) sessions.
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, authorizationURL, nil)
 	if msisdn != "" {
-		req.Header.Set(camarafake.DefaultMSISDNHeader, msisdn)
+		req.Header.Set(sandboxcamara.DefaultMSISDNHeader, msisdn)
 	}
 	device := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := device.Do(req)

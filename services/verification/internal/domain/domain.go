@@ -46,7 +46,7 @@ const (
 	AuthorizationPending = "AUTHORIZATION_PENDING"
 )
 
-// Verification statuses and outcomes (contract section 5).
+// Verification statuses and outcomes (docs/api-decisions.md#verification).
 const (
 	StatusVerified     = "VERIFIED"
 	StatusNotVerified  = "NOT_VERIFIED"
@@ -230,7 +230,15 @@ type StuckPlusSession struct {
 	RevealedAt    *time.Time
 }
 
-// Reveal is one audited reveal.
+// Reveal statuses.
+const (
+	RevealPending  = "PENDING"  // recorded; its charge's outcome is not known yet
+	RevealSettled  = "SETTLED"  // charged (or free) and audited
+	RevealRejected = "REJECTED" // accounts refused the debit: nothing charged, nothing revealed
+)
+
+// Reveal is one audited reveal. A charged one is recorded PENDING under its debit's Reference
+// and SETTLED (audited) or REJECTED once accounts answered; a free one is SETTLED at once.
 type Reveal struct {
 	ID        string
 	ClientID  string
@@ -238,6 +246,10 @@ type Reveal struct {
 	KeyID     string
 	Reason    string
 	Charged   int64
+	Status    string
+	Reference string
+	// Unheard: settled by the reconciler while its request was away (the number not shown).
+	Unheard   bool
 	CreatedAt time.Time
 }
 

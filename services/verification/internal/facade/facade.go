@@ -126,8 +126,11 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principal
 		return nil, err
 	}
 	// The provider's own router serves every endpoint the library has; the legacy server
-	// routes, and discovery names, only the endpoints given.
-	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider))
+	// routes, and discovery names, only the endpoints given. The library's CORS policy is
+	// turned off: it lets every origin read every endpoint with the browser's credentials.
+	// The facade has none of its own but for the public documents (ServeHTTP).
+	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider),
+		op.WithServerCORSOptions(nil))
 	return &Facade{cfg: cfg, st: st, sessions: sess, principals: principals, verifier: verifier, provider: provider, handler: handler,
 		sealer: sealer, log: log, now: time.Now}, nil
 }
@@ -156,6 +159,13 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, APIPrefix) {
 			writeError(w, http.StatusNotFound, "NOT_FOUND", "The specified resource is not found.")
 			return
+		}
+		if r.URL.Path == DiscoveryPath || r.URL.Path == "/"+keysPath {
+			// Public documents, the same for everyone: any page may read them, with no
+			// credentials (the wildcard never admits any). The authorization endpoint is
+			// navigated to, and the token endpoint and the API are for the client's server,
+			// which holds the secret: no CORS there.
+			w.Header().Set("Access-Control-Allow-Origin", "*")
 		}
 		f.handler.ServeHTTP(w, r)
 	}

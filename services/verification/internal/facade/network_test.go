@@ -19,20 +19,21 @@ import (
 	"testing"
 	"time"
 
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -133,7 +134,7 @@ func (l *ledger) charged(clientID string) int {
 
 type stack struct {
 	issuer   string
-	fake     *camarafake.Fake
+	fake     *sandboxcamara.Fake
 	fakeURL  string
 	pool     *pgxpool.Pool
 	accounts *accounts
@@ -151,7 +152,7 @@ func newStack(t *testing.T) *stack {
 	s := &stack{accounts: &accounts{clients: map[string]account{}}, ledger: &ledger{debits: map[string]money.Charge{}}}
 
 	// The fake operator, behind a switch that can fail its token endpoint.
-	var fake atomic.Pointer[camarafake.Fake]
+	var fake atomic.Pointer[sandboxcamara.Fake]
 	opSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" && s.failToken.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -165,7 +166,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	s.issuer, s.fakeURL = "http://"+lis.Addr().String(), opSrv.URL
-	s.fake = camarafake.New(opSrv.URL, camarafake.Options{Clients: []camarafake.Client{{
+	s.fake = sandboxcamara.New(opSrv.URL, sandboxcamara.Options{Clients: []sandboxcamara.Client{{
 		ID: "mnv", Secret: "op-secret", RedirectURIs: []string{s.issuer + facade.OperatorCallbackPath},
 	}}})
 	fake.Store(s.fake)
@@ -214,7 +215,7 @@ func newStack(t *testing.T) *stack {
 	keys := verificationtest.NewKeys(t)
 	sealer, vault := keys.Sealer, keys.Vault
 	hc := &http.Client{Timeout: time.Second}
-	clients, err := camara.NewClients(ops.List(), s.issuer+facade.OperatorCallbackPath, hc)
+	clients, err := operatorapi.NewClients(ops.List(), s.issuer+facade.OperatorCallbackPath, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func (s *stack) follow(t *testing.T, next string, d device) flow {
 		req, _ := http.NewRequest(http.MethodGet, next, nil)
 		switch {
 		case strings.HasPrefix(next, s.fakeURL) && d.line != "":
-			req.Header.Set(camarafake.DefaultMSISDNHeader, d.line)
+			req.Header.Set(sandboxcamara.DefaultMSISDNHeader, d.line)
 		case strings.HasPrefix(next, s.issuer):
 			req.Header.Set(addrHeader, d.addr)
 			if d.heNumber != "" {
@@ -353,13 +354,27 @@ func (s *stack) token(t *testing.T, clientID, secret, code string) (int, map[str
 	return resp.StatusCode, body
 }
 
-// accessToken runs the whole flow for a client and returns its access token.
+// accessToken runs the whole flow for a client and returns its access token, after checking
+// the ID token beside it as a relying party would (go-oidc: signature, issuer, audience) and
+// that its subject is there and is not the line.
 func (s *stack) accessToken(t *testing.T, clientID, secret, scope string, d device) string {
 	t.Helper()
 	status, body := s.token(t, clientID, secret, s.authorize(t, clientID, scope, d).code(t))
 	tok, _ := body["access_token"].(string)
 	if status != http.StatusOK || tok == "" {
 		t.Fatalf("token: %d %v", status, body)
+	}
+	raw, _ := body["id_token"].(string)
+	p, err := gooidc.NewProvider(context.Background(), s.issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := p.Verifier(&gooidc.Config{ClientID: clientID}).Verify(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("ID token: %v", err)
+	}
+	if idt.Subject == "" || (d.line != "" && strings.Contains(idt.Subject, strings.TrimPrefix(d.line, "+"))) {
+		t.Fatalf("ID token subject %q (line %s)", idt.Subject, d.line)
 	}
 	return tok
 }
@@ -534,7 +549,7 @@ func TestNetworkAPIFlow(t *testing.T) {
 		grants    []string
 		scope     string
 		line      string // the device's line at the operator, "" off its network
-		behaviour *camarafake.Behaviour
+		behaviour *sandboxcamara.Behaviour
 		method    string
 		path      string
 		body      string
@@ -546,12 +561,12 @@ func TestNetworkAPIFlow(t *testing.T) {
 		{"the device off the operator's network (login_required)", []string{"gamma:NETWORK_API"}, scopeVerify, "", nil,
 			http.MethodPost, "/verify", `{"phoneNumber":"+971550000009"}`, http.StatusForbidden, "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK",
 			[]string{"UNDETERMINED/NO_NETWORK_IDENTITY/NETWORK_API/gamma"}, 0},
-		{"the operator answers 403", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999001", &camarafake.Behaviour{NotAuthenticatedByMobileNetwork: true},
+		{"the operator answers 403", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999001", &sandboxcamara.Behaviour{NotAuthenticatedByMobileNetwork: true},
 			http.MethodPost, "/verify", `{"phoneNumber":"+971559999001"}`, http.StatusForbidden, "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK",
 			[]string{"UNDETERMINED/USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK/NETWORK_API/gamma"}, 1},
-		{"the operator times out", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999002", &camarafake.Behaviour{Delay: 3 * time.Second},
+		{"the operator times out", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999002", &sandboxcamara.Behaviour{Delay: 3 * time.Second},
 			http.MethodPost, "/verify", `{"phoneNumber":"+971559999002"}`, http.StatusServiceUnavailable, "UNAVAILABLE", nil, 1},
-		{"the operator fails (5xx)", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999003", &camarafake.Behaviour{Status5xx: 502},
+		{"the operator fails (5xx)", []string{"gamma:NETWORK_API"}, scopeVerify, "+971559999003", &sandboxcamara.Behaviour{Status5xx: 502},
 			http.MethodPost, "/verify", `{"phoneNumber":"+971559999003"}`, http.StatusServiceUnavailable, "UNAVAILABLE", nil, 1},
 		{"the operator refuses (403 PERMISSION_DENIED)", []string{"epsilon:NETWORK_API"}, scopeVerify, "+971559999006", nil,
 			http.MethodPost, "/verify", `{"phoneNumber":"+971559999006"}`, http.StatusForbidden, "PERMISSION_DENIED",
@@ -700,7 +715,7 @@ func operatorRedirect(t *testing.T, s *stack, clientID, line string) string {
 	}
 	resp.Body.Close()
 	req, _ = http.NewRequest(http.MethodGet, resp.Header.Get("Location"), nil)
-	req.Header.Set(camarafake.DefaultMSISDNHeader, line)
+	req.Header.Set(sandboxcamara.DefaultMSISDNHeader, line)
 	resp, err = noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -378,7 +378,10 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) { return []op.Key{pu
 // flows): mnv keeps no separate list.
 func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
 	if _, err := uuid.Parse(clientID); err != nil {
-		return nil, notFound{errors.New("unknown client")}
+		// An OAuth error, not a bare one: the authorization endpoint would answer a bare error
+		// 500 (and log it as the server's), though anyone can send any client id. The token
+		// endpoint answers invalid_client whatever this says.
+		return nil, oidc.ErrInvalidRequest().WithDescription("unknown client_id").WithParent(notFound{errors.New("unknown client")})
 	}
 	c := &client{id: clientID, callback: s.callback, req: stateOf(ctx)}
 	if uri := stateOf(ctx).redirectURI; uri != "" {
@@ -427,7 +430,15 @@ func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret 
 	return nil
 }
 
-func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+// SetUserinfoFromScopes gives the ID token its subject: the library builds the token's claims
+// from this userinfo and takes its subject over the request's, so one left empty would issue an
+// ID token without sub, which a relying party refuses whole. The subject is the capture session
+// of the flow (authRequest.GetSubject): never the number, no claim of a scope is added.
+func (s *storage) SetUserinfoFromScopes(_ context.Context, u *oidc.UserInfo, subject, _ string, _ []string) error {
+	if subject == "" {
+		return errors.New("an authorization without a session has no subject")
+	}
+	u.Subject = subject
 	return nil
 }
 
@@ -548,6 +559,37 @@ func (s *server) Discovery(ctx context.Context, r *op.Request[struct{}]) (*op.Re
 	d.IntrospectionEndpointAuthMethodsSupported, d.IntrospectionEndpointAuthSigningAlgValuesSupported = nil, nil
 	d.RevocationEndpointAuthMethodsSupported, d.RevocationEndpointAuthSigningAlgValuesSupported = nil, nil
 	return resp, nil
+}
+
+// Authorize refuses a PKCE challenge of any method but S256, the only one discovery offers (the
+// library takes plain, which is also what a challenge without a method means), and keeps of the
+// scopes requested only those it grants: openid and the API's. The library would keep the
+// userinfo scopes and offline_access and echo them back as granted, though no claim of theirs
+// and no refresh token is ever issued. Both run after the redirect URI was found to be the
+// client's, so a refusal goes back to it.
+func (s *server) Authorize(ctx context.Context, r *op.ClientRequest[oidc.AuthRequest]) (*op.Redirect, error) {
+	if r.Data.CodeChallenge != "" && r.Data.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
+		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256")
+	}
+	r.Data.Scopes = slices.DeleteFunc(r.Data.Scopes, func(sc string) bool {
+		return sc != oidc.ScopeOpenID && sc != ScopeVerify && sc != ScopeShare
+	})
+	return s.LegacyServer.Authorize(ctx, r)
+}
+
+// CodeExchange binds a code issued for a PKCE challenge to its verifier: the library checks the
+// verifier only for public clients or when one is sent, so a confidential client's stolen code
+// would be exchanged without it. A verifier for a code issued without a challenge is refused
+// too (the downgrade). The refusal comes before the exchange and does not spend the code.
+func (s *server) CodeExchange(ctx context.Context, r *op.ClientRequest[oidc.AccessTokenRequest]) (*op.Response, error) {
+	a, err := op.AuthRequestByCode(ctx, s.Provider().Storage(), r.Data.Code)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.AuthorizeCodeChallenge(r.Data.CodeVerifier, a.GetCodeChallenge()); err != nil {
+		return nil, err
+	}
+	return s.LegacyServer.CodeExchange(ctx, r)
 }
 
 // JWTProfile refuses the JWT bearer grant, which the token endpoint would otherwise try: only

@@ -1,11 +1,10 @@
-// Package operators is the operator registry of contract 6: the mobile operators mnv can
-// capture a number through, read from a YAML configuration file.
+// Package operators is the operator registry (docs/api-decisions.md#operators): the mobile
+// operators mnv can capture a number through, read from a YAML configuration file.
 //
 // For header enrichment an operator's proxy adds the subscriber's number to the request in a
-// header; that header is believed only when the request comes from one of the operator's
-// trusted address ranges (contract 1 and 6). The registry answers which operator, if any, a
-// source address belongs to (ByAddr), and which header names can carry a number
-// (NumberHeaders).
+// header; that header is believed only when the request comes from one of the operator's trusted
+// address ranges (docs/api-decisions.md#operators). The registry answers which operator, if any, a
+// source address belongs to (ByAddr), and which header names can carry a number (NumberHeaders).
 //
 // The file is decoded strictly: an unknown field is an error, so a typo cannot silently drop a
 // setting. Parse validates every operator and names the operator and the field at fault.
@@ -106,8 +105,8 @@ func (o Operator) Trusts(addr netip.Addr) bool {
 }
 
 // Client is what decides which operators, and which of their methods, a client may use: its
-// features (SANDBOX) and its own enablement, which accounts keeps (contract 6: operators are
-// enabled per client).
+// features (SANDBOX) and its own enablement, which accounts keeps (operators are enabled
+// per client, docs/api-decisions.md#operators).
 type Client struct {
 	Features  []string
 	Operators identity.Operators

@@ -439,9 +439,9 @@ operators:
 	}
 }
 
-// TestMethodsFor is the rule of contract 6 as a table: a client may use an operator when the
-// registry has it and the client enabled it (a sandbox operator also needing SANDBOX), and a
-// method of it when the operator supports it and the client enabled it.
+// TestMethodsFor is the rule of docs/api-decisions.md#operators as a table: a client may use an
+// operator when the registry has it and the client enabled it (a sandbox operator also needing
+// SANDBOX), and a method of it when the operator supports it and the client enabled it.
 func TestMethodsFor(t *testing.T) {
 	r := mustParse(t, twoOperators+`
   - id: both

@@ -1,4 +1,4 @@
-// Package seal makes and opens the sealed number blob of contract section 5: the
+// Package seal makes and opens the sealed number blob (docs/api-decisions.md#verification): the
 // encryptedMobileNumber an SDK session returns and a verification opens.
 //
 // A blob is the base64url encoding, without padding, of a [crypto.Keyring] ciphertext
@@ -47,7 +47,7 @@ type Claims struct {
 	OperatorID string
 	// IssuedAt is when the blob was made; kept to the millisecond.
 	IssuedAt time.Time
-	// ExpiresAt is when the blob stops being usable (contract default: 300 s after IssuedAt);
+	// ExpiresAt is when the blob stops being usable (by default 300 s after IssuedAt);
 	// kept to the millisecond.
 	ExpiresAt time.Time
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
@@ -38,11 +38,11 @@ type AuthStore interface {
 }
 
 // Authorizer runs the OIDC authorization code flow of the operators' CAMARA APIs;
-// camara.Clients is one.
+// operatorapi.Clients is one.
 type Authorizer interface {
 	Has(operatorID string) bool
-	Authorize(ctx context.Context, operatorID string) (camara.Authorization, error)
-	Exchange(ctx context.Context, operatorID, code, verifier string) (camara.Token, error)
+	Authorize(ctx context.Context, operatorID string) (operatorapi.Authorization, error)
+	Exchange(ctx context.Context, operatorID, code, verifier string) (operatorapi.Token, error)
 }
 
 // Service opens sessions.
@@ -54,7 +54,7 @@ type Service struct {
 	log    *zap.Logger
 	net    *network.Identifier
 	sealer *seal.Sealer
-	// ttl is how long a sealed blob may be verified (contract: 300 s).
+	// ttl is how long a sealed blob may be verified (300 s by default).
 	ttl time.Duration
 	now func() time.Time
 }
@@ -144,7 +144,7 @@ func (s *Service) authorize(ctx context.Context, st Store, sess domain.Session) 
 		return Capture{}, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
 	}
 	sess.Method, sess.Status = string(operators.MethodNetworkAPI), domain.AuthorizationPending
-	sess.StateHash = camara.StateHash(a.State)
+	sess.StateHash = operatorapi.StateHash(a.State)
 	sess.OAuthSealed = s.sealer.SealSecret(seal.SecretPKCEVerifier, sess.ID, []byte(a.Verifier))
 	if err := st.InsertSession(ctx, sess); err != nil {
 		return Capture{}, err
@@ -208,7 +208,7 @@ func (s *Service) claim(ctx context.Context, a Authorization, sources ...string)
 	if s.camara == nil || a.State == "" || len(a.State) > 512 {
 		return Claim{}, errBadState
 	}
-	sess, err := s.auth.ClaimAuthorization(ctx, camara.StateHash(a.State), sources)
+	sess, err := s.auth.ClaimAuthorization(ctx, operatorapi.StateHash(a.State), sources)
 	if errors.Is(err, fault.ErrNotFound) {
 		return Claim{}, errBadState
 	}
@@ -227,7 +227,7 @@ func (s *Service) claim(ctx context.Context, a Authorization, sources ...string)
 	}
 	t, err := s.camara.Exchange(ctx, opID, a.Code, string(verifier))
 	switch {
-	case errors.Is(err, camara.ErrUnavailable):
+	case errors.Is(err, operatorapi.ErrUnavailable):
 		s.log.Warn("operator token endpoint unreachable", zap.String("operator", opID), zap.Error(err), logging.Request(ctx))
 		return c, fmt.Errorf("%w: the operator's network API does not answer", fault.ErrUnavailable)
 	case err != nil:

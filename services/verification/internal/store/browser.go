@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -174,31 +175,127 @@ func (st *Store) LockStuckPlusSession(ctx context.Context, clientID, id string) 
 	return s, err
 }
 
-// CountReveals counts the recorded reveals of a session. Called under the session's lock (in a
-// statement after the lock's, so it sees the reveals committed while it waited), it numbers the
-// next reveal.
+// CountReveals counts the reveals of a session, refused ones aside. Called under the
+// session's lock (in a statement after the lock's, so it sees the reveals committed while it
+// waited), it numbers the next reveal.
 func (st *Store) CountReveals(ctx context.Context, clientID, sessionID string) (int, error) {
 	var n int
-	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals WHERE client_id = $1 AND session_id = $2`,
-		clientID, sessionID).Scan(&n); err != nil {
+	if err := st.db.QueryRow(ctx, `SELECT count(*) FROM verification.stuck_plus_reveals
+		WHERE client_id = $1 AND session_id = $2 AND status <> 'REJECTED'`, clientID, sessionID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count reveals: %w", err)
 	}
 	return n, nil
 }
 
-// RecordReveal writes the audit row of a reveal and marks the session revealed (the first time).
+const revealColumns = `id::text, client_id::text, session_id::text, key_id::text, reason, charged, status,
+	coalesce(reference, ''), unheard, created_at`
+
+func scanReveal(row pgx.Row) (domain.Reveal, error) {
+	var r domain.Reveal
+	err := row.Scan(&r.ID, &r.ClientID, &r.SessionID, &r.KeyID, &r.Reason, &r.Charged, &r.Status, &r.Reference, &r.Unheard, &r.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fault.ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("read reveal: %w", err)
+	}
+	return r, nil
+}
+
+// OpenReveals reads a session's reveals that are PENDING or unheard.
+func (st *Store) OpenReveals(ctx context.Context, clientID, sessionID string) ([]domain.Reveal, error) {
+	rows, err := st.db.Query(ctx, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
+		WHERE client_id = $1 AND session_id = $2 AND (status = 'PENDING' OR unheard) ORDER BY created_at`, clientID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("open reveals: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) { return scanReveal(r) })
+	if err != nil {
+		return nil, fmt.Errorf("open reveals: %w", err)
+	}
+	return out, nil
+}
+
+// HearReveal marks an unheard reveal heard: its request's retry was answered with it.
+func (st *Store) HearReveal(ctx context.Context, id string) error {
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET unheard = false WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("hear reveal: %w", err)
+	}
+	return nil
+}
+
+// RecordReveal writes the audit row of a reveal as r.Status says: PENDING until its charge
+// settles, or SETTLED (free) at once, which marks the session revealed (the first time).
 func (st *Store) RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error) {
-	err := st.db.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
-		r.ID, r.ClientID, r.SessionID, r.KeyID, r.Reason, r.Charged).Scan(&r.CreatedAt)
+	var ref *string
+	if r.Reference != "" {
+		ref = &r.Reference
+	}
+	err := st.db.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged, status, reference)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+		r.ID, r.ClientID, r.SessionID, r.KeyID, r.Reason, r.Charged, r.Status, ref).Scan(&r.CreatedAt)
 	if err != nil {
 		return r, fmt.Errorf("record reveal: %w", err)
 	}
-	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
-		WHERE id = $1 AND revealed_at IS NULL`, r.SessionID, r.CreatedAt); err != nil {
-		return r, fmt.Errorf("mark revealed: %w", err)
+	if r.Status == domain.RevealSettled {
+		return r, st.markRevealed(ctx, r.SessionID, r.CreatedAt)
 	}
 	return r, nil
+}
+
+func (st *Store) markRevealed(ctx context.Context, sessionID string, at time.Time) error {
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
+		WHERE id = $1 AND revealed_at IS NULL`, sessionID, at); err != nil {
+		return fmt.Errorf("mark revealed: %w", err)
+	}
+	return nil
+}
+
+// SettleReveal records the charge of a PENDING reveal (unheard, when its request is not there
+// to hear it) and marks its session revealed, in one statement, and answers the reveal's status
+// after it: SETTLED, or REJECTED when it was refused before (nothing written then).
+func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error) {
+	err = st.db.QueryRow(ctx, `WITH r AS (
+			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $2, unheard = $3
+			WHERE id = $1 AND status = 'PENDING' RETURNING session_id, created_at),
+		s AS (
+			UPDATE verification.stuck_plus_sessions s SET revealed_at = coalesce(s.revealed_at, r.created_at)
+			FROM r WHERE s.id = r.session_id)
+		SELECT coalesce((SELECT 'SETTLED' FROM r), (SELECT status FROM verification.stuck_plus_reveals WHERE id = $1), '')`,
+		id, charged, unheard).Scan(&status)
+	if err != nil {
+		return "", fmt.Errorf("settle reveal: %w", err)
+	}
+	if status == "" {
+		return "", fmt.Errorf("settle reveal %s: %w", id, fault.ErrNotFound)
+	}
+	return status, nil
+}
+
+// RejectReveal marks a PENDING reveal REJECTED (its charge refused: it is no reveal, and out of
+// the audit); rejected is false when it was no longer PENDING.
+func (st *Store) RejectReveal(ctx context.Context, id string) (rejected bool, err error) {
+	tag, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET status = 'REJECTED'
+		WHERE id = $1 AND status = 'PENDING'`, id)
+	if err != nil {
+		return false, fmt.Errorf("reject reveal: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StaleReveals reads up to limit reveals PENDING since before, oldest first, that no other
+// transaction holds, and holds them until the transaction ends.
+func (st *Store) StaleReveals(ctx context.Context, before time.Time, limit int) ([]domain.Reveal, error) {
+	rows, err := st.db.Query(ctx, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
+		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale reveals: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) { return scanReveal(r) })
+	if err != nil {
+		return nil, fmt.Errorf("stale reveals: %w", err)
+	}
+	return out, nil
 }
 
 // ListReveals reads a page of a client's reveal audit, newest first, with its total, from one
@@ -207,14 +304,11 @@ func (st *Store) ListReveals(ctx context.Context, clientID string, limit, offset
 	var p domain.Page[domain.Reveal]
 	var err error
 	p.Items, p.Total, err = pg.Page(ctx, st.db, pg.PageQuery{
-		Columns: `id::text, client_id::text, session_id::text, key_id::text, reason, charged, created_at`,
-		From:    `FROM verification.stuck_plus_reveals WHERE client_id = $1`,
+		Columns: revealColumns,
+		From:    `FROM verification.stuck_plus_reveals WHERE client_id = $1 AND status = 'SETTLED'`,
 		Order:   "created_at DESC, stuck_plus_reveals.id",
 		Args:    []any{clientID},
-	}, limit, offset, func(r pgx.Row) (domain.Reveal, error) {
-		var v domain.Reveal
-		return v, r.Scan(&v.ID, &v.ClientID, &v.SessionID, &v.KeyID, &v.Reason, &v.Charged, &v.CreatedAt)
-	})
+	}, limit, offset, scanReveal)
 	if err != nil {
 		return p, fmt.Errorf("list reveals: %w", err)
 	}

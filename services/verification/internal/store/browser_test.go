@@ -95,7 +95,7 @@ func TestListPages(t *testing.T) {
 	}
 	reveal := func(owner, sessionID string) string {
 		r, err := st.RecordReveal(ctx, domain.Reveal{ID: uuid.NewString(), ClientID: owner, SessionID: sessionID, KeyID: uuid.NewString(),
-			Reason: "support ticket 1234", Charged: 1})
+			Reason: "support ticket 1234", Charged: 1, Status: domain.RevealSettled})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,14 @@ package stuckplus
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
+	"github.com/mnvhq/mnv/services/platform/charge"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
@@ -19,8 +22,8 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
-// reasonRule bounds a reveal's reason (interface spec 4.11), which is kept in the audit and may
-// run over several lines.
+// reasonRule bounds a reveal's reason (docs/api-decisions.md#stuck-plus), which is kept in the
+// audit and may run over several lines.
 var reasonRule = freetext.Rule{Min: 10, Max: 500, Newlines: true}
 
 // Store is what stuck-plus needs of the service's storage.
@@ -28,8 +31,23 @@ type Store interface {
 	ListStuckPlusSessions(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.StuckPlusSession], error)
 	// LockStuckPlusSession reads a session and holds it until the transaction ends.
 	LockStuckPlusSession(ctx context.Context, clientID, id string) (domain.StuckPlusSession, error)
+	// CountReveals counts a session's reveals, refused ones aside.
 	CountReveals(ctx context.Context, clientID, sessionID string) (int, error)
+	// OpenReveals reads the session's reveals that are PENDING or unheard.
+	OpenReveals(ctx context.Context, clientID, sessionID string) ([]domain.Reveal, error)
+	// HearReveal marks an unheard reveal heard.
+	HearReveal(ctx context.Context, id string) error
+	// RecordReveal writes a reveal as its Status says: PENDING (its charge to come) or SETTLED.
 	RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error)
+	// SettleReveal records a PENDING reveal's charge (and its session revealed), unheard when
+	// its request is not there to hear it, and answers the reveal's status after it: SETTLED,
+	// or REJECTED when it was refused before.
+	SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error)
+	// RejectReveal marks a PENDING reveal REJECTED; false when it was no longer PENDING.
+	RejectReveal(ctx context.Context, id string) (bool, error)
+	// StaleReveals reads up to limit reveals PENDING since before that no other transaction
+	// holds, and holds them until the transaction ends.
+	StaleReveals(ctx context.Context, before time.Time, limit int) ([]domain.Reveal, error)
 	ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error)
 }
 
@@ -96,12 +114,17 @@ type Revealed struct {
 }
 
 // Reveal decrypts a session's number for the ADMIN key of p, charging per configuration and
-// writing the audit row. Reveals of one session are serialised by its row lock, so exactly one
-// is the first, and every reveal's debit reference is fixed by the reveals recorded before it:
-// the session's own for the first, the session's and their count for a repeat. A reveal whose
-// debit committed but whose transaction did not (its caller gave up, a crash) is retried under
-// the same reference, and accounts answers the charge it made: each audited reveal is charged
-// once, whatever the balance is by then.
+// writing the audit row. Reveals of one session are serialised by its row lock while they are
+// recorded, so exactly one is the first, and every reveal's debit reference is fixed by the
+// reveals recorded before it: the session's own for the first, the session's and their count
+// for a repeat.
+//
+// A charged reveal goes through the charge saga: recorded PENDING under its reference (the lock
+// released with that commit), debited, then SETTLED, or REJECTED when refused (no audit, no
+// number). When accounts' answer is lost the reveal stays PENDING: a retry by the same key
+// resumes it under the same reference, and accounts answers the charge it made; the
+// reconciler finishes one nobody retried, unheard, and the same key's next reveal of the
+// session is answered with it. Each audited reveal is charged once.
 func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
 	if p.Role != identity.RoleAdmin {
 		return Revealed{}, domain.ErrNotAdmin
@@ -112,40 +135,133 @@ func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, r
 	if _, err := uuid.Parse(sessionID); err != nil {
 		return Revealed{}, fault.ErrNotFound
 	}
-	var out Revealed
+	var (
+		r      domain.Reveal
+		number string
+	)
 	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		sess, err := st.LockStuckPlusSession(ctx, p.ClientID, sessionID)
 		if err != nil {
 			return err
 		}
 		// Open before charging: a number that does not open must not cost a reveal.
-		number, err := s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID)
+		if number, err = s.vault.Open(sess.NumberSealed, "stuck_plus_sessions", sess.ID); err != nil {
+			return err
+		}
+		open, err := st.OpenReveals(ctx, p.ClientID, sess.ID)
 		if err != nil {
 			return err
 		}
-		r := domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason}
+		for _, prev := range open {
+			switch {
+			case prev.KeyID == p.KeyID && prev.Status == domain.RevealPending:
+				r = prev // a retry of a reveal whose charge did not settle: resume it
+				return nil
+			case prev.KeyID == p.KeyID:
+				// Settled by the reconciler while its request was away: this retry hears it,
+				// charged once.
+				r, r.Unheard = prev, false
+				return st.HearReveal(ctx, prev.ID)
+			case prev.Status == domain.RevealPending:
+				// Its reference is the one this reveal would take; the audit names who revealed.
+				return errRevealInFlight
+			}
+		}
+		r = domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason,
+			Status: domain.RevealSettled}
 		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
-			ref := "stuck-plus-reveal:" + sess.ID
+			r.Status, r.Reference = domain.RevealPending, "stuck-plus-reveal:"+sess.ID
 			if !first {
 				n, err := st.CountReveals(ctx, p.ClientID, sess.ID)
 				if err != nil {
 					return err
 				}
-				ref += ":" + strconv.Itoa(n)
+				r.Reference += ":" + strconv.Itoa(n)
 			}
-			charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: p.ClientID, Kind: money.KindStuckPlusReveal, Reference: ref})
-			if err != nil {
-				return err
-			}
-			r.Charged = charge.Amount
 		}
-		if r, err = st.RecordReveal(ctx, r); err != nil {
+		r, err = st.RecordReveal(ctx, r)
+		return err
+	})
+	if err != nil {
+		return Revealed{}, err
+	}
+	if r.Status == domain.RevealPending {
+		// The charge completes even if the caller goes away: the reveal is recorded already.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chargeTimeout)
+		defer cancel()
+		out, c, err := charge.Saga[domain.Reveal]{Ledger: s.ledger}.Complete(cctx, books{inTx: s.tx.InTx}, intent(r))
+		if out != charge.Settled {
+			return Revealed{}, err
+		}
+		r.Status, r.Charged = domain.RevealSettled, c.Amount
+	}
+	return Revealed{Reveal: r, MobileNumber: number}, nil
+}
+
+// errRevealInFlight: another key's reveal of the session is being charged.
+var errRevealInFlight = fmt.Errorf("%w: another reveal of this session is being charged, try again shortly", fault.ErrUnavailable)
+
+// chargeTimeout bounds a reveal's debit and settle.
+const chargeTimeout = 15 * time.Second
+
+// intent is a PENDING reveal's charge.
+func intent(r domain.Reveal) charge.Intent[domain.Reveal] {
+	return charge.Intent[domain.Reveal]{Record: r, Charge: money.Charge{ClientID: r.ClientID, Kind: money.KindStuckPlusReveal, Reference: r.Reference}}
+}
+
+// books writes a reveal charge's outcome (charge.Books): each in a short transaction of its
+// own, or in the reconciler's.
+type books struct {
+	inTx func(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+	// unheard: the reconciler's; the reveal's request is not there to hear it.
+	unheard bool
+}
+
+// Settle records the charge on the reveal. One refused meanwhile (the reconciler's debit, before
+// a top-up) cannot take it: Void, and the saga refunds it.
+func (b books) Settle(ctx context.Context, r domain.Reveal, c money.Charged) error {
+	return b.inTx(ctx, func(ctx context.Context, st Store) error {
+		status, err := st.SettleReveal(ctx, r.ID, c.Amount, b.unheard)
+		if err == nil && status != domain.RevealSettled {
+			return charge.Void(fmt.Errorf("%w: the reveal was refused meanwhile, try again", fault.ErrUnavailable), "reveal refused meanwhile")
+		}
+		return err
+	})
+}
+
+// Reject marks the reveal REJECTED: it is no reveal, and out of the audit.
+func (b books) Reject(ctx context.Context, r domain.Reveal, _ error) error {
+	return b.inTx(ctx, func(ctx context.Context, st Store) error {
+		_, err := st.RejectReveal(ctx, r.ID)
+		return err
+	})
+}
+
+// Void leaves a refunded reveal REJECTED.
+func (b books) Void(ctx context.Context, r domain.Reveal) error { return b.Reject(ctx, r, nil) }
+
+// claims is the reconciler's port (charge.Claims).
+type claims struct{ tx Tx }
+
+func (c claims) Claim(ctx context.Context, before time.Time, limit int,
+	fn func(ctx context.Context, stale []charge.Intent[domain.Reveal], b charge.Books[domain.Reveal]) error) error {
+	return c.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		rs, err := st.StaleReveals(ctx, before, limit)
+		if err != nil {
 			return err
 		}
-		out = Revealed{Reveal: r, MobileNumber: number}
-		return nil
+		in := make([]charge.Intent[domain.Reveal], len(rs))
+		for i, r := range rs {
+			in[i] = intent(r)
+		}
+		return fn(ctx, in, books{unheard: true, inTx: func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) }})
 	})
-	return out, err
+}
+
+// Reconciler finishes reveals left PENDING for longer than after (accounts away, a process
+// died between record and settle) under the same reference. Replicas share the work (SKIP LOCKED).
+func (s *Service) Reconciler(after time.Duration, log *zap.Logger) *charge.Reconciler[domain.Reveal] {
+	return &charge.Reconciler[domain.Reveal]{What: "reveals", Ledger: s.ledger, Claims: claims{s.tx}, After: after, Log: log}
 }
 
 // ListReveals reads a page of the client's reveal audit.

@@ -55,7 +55,7 @@ func (f *fakeStore) LockStuckPlusSession(_ context.Context, clientID, id string)
 func (f *fakeStore) CountReveals(_ context.Context, clientID, sessionID string) (int, error) {
 	n := 0
 	for _, r := range f.reveals {
-		if r.ClientID == clientID && r.SessionID == sessionID {
+		if r.ClientID == clientID && r.SessionID == sessionID && r.Status != domain.RevealRejected {
 			n++
 		}
 	}
@@ -63,16 +63,67 @@ func (f *fakeStore) CountReveals(_ context.Context, clientID, sessionID string) 
 }
 
 func (f *fakeStore) RecordReveal(_ context.Context, r domain.Reveal) (domain.Reveal, error) {
-	if err := f.failWrite; err != nil {
-		f.failWrite = nil
-		return r, err
-	}
 	r.CreatedAt = time.Now()
 	f.reveals = append(f.reveals, r)
-	if s := f.sessions[r.SessionID]; s.RevealedAt == nil {
+	if s := f.sessions[r.SessionID]; s.RevealedAt == nil && r.Status == domain.RevealSettled {
 		s.RevealedAt = &r.CreatedAt
 	}
 	return r, nil
+}
+
+func (f *fakeStore) OpenReveals(_ context.Context, clientID, sessionID string) ([]domain.Reveal, error) {
+	var out []domain.Reveal
+	for _, r := range f.reveals {
+		if r.ClientID == clientID && r.SessionID == sessionID && (r.Status == domain.RevealPending || r.Unheard) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) HearReveal(_ context.Context, id string) error {
+	for i, r := range f.reveals {
+		if r.ID == id {
+			f.reveals[i].Unheard = false
+		}
+	}
+	return nil
+}
+
+// SettleReveal is the write that fails once with failWrite (the settle's transaction does not
+// commit).
+func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, unheard bool) (string, error) {
+	if err := f.failWrite; err != nil {
+		f.failWrite = nil
+		return "", err
+	}
+	for i, r := range f.reveals {
+		if r.ID != id {
+			continue
+		}
+		if r.Status == domain.RevealPending {
+			f.reveals[i].Status, f.reveals[i].Charged, f.reveals[i].Unheard = domain.RevealSettled, charged, unheard
+			if s := f.sessions[r.SessionID]; s.RevealedAt == nil {
+				s.RevealedAt = &r.CreatedAt
+			}
+		}
+		return f.reveals[i].Status, nil
+	}
+	return "", fault.ErrNotFound
+}
+
+func (f *fakeStore) RejectReveal(_ context.Context, id string) (bool, error) {
+	for i, r := range f.reveals {
+		if r.ID == id && r.Status == domain.RevealPending {
+			f.reveals[i].Status = domain.RevealRejected
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (f *fakeStore) StaleReveals(context.Context, time.Time, int) ([]domain.Reveal, error) {
+	return nil, errors.New("not used")
 }
 
 func (f *fakeStore) ListReveals(context.Context, string, int64, int64) (domain.Page[domain.Reveal], error) {
@@ -112,7 +163,7 @@ func TestReveal(t *testing.T) {
 		role          identity.Role
 		reason        string
 		ledgerErr     error
-		writeErr      error // the first audit write fails (the transaction does not commit)
+		writeErr      error // the first settle's write fails (its transaction does not commit)
 		dropped       bool  // the number was dropped after its retention
 		reveals       int   // reveals asked
 		wantReason    fault.Reason
@@ -174,7 +225,9 @@ func TestReveal(t *testing.T) {
 			}
 			var charged []int64
 			for _, r := range st.reveals {
-				charged = append(charged, r.Charged)
+				if r.Status == domain.RevealSettled { // audited
+					charged = append(charged, r.Charged)
+				}
 			}
 			if !slices.Equal(charged, tt.wantCharged) {
 				t.Errorf("audit of charges %v, want %v", charged, tt.wantCharged)

@@ -13,8 +13,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rowid"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
@@ -97,7 +97,7 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 
 	var outcome, reason string
 	if netSess != nil {
-		var ans camara.Answer
+		var ans operatorapi.Answer
 		correlator := r.Correlator
 		if correlator == "" {
 			correlator = requestid.From(ctx)
@@ -154,7 +154,7 @@ func (s *Service) lineSession(ctx context.Context, clientID string, c seal.Claim
 // lineAsk is the operator's API call that decides r: /device-phone-number for a share, else
 // /verify with the number or its hash.
 func (s *Service) lineAsk(operatorID string, r LineRequest) askFunc {
-	return func(ctx context.Context, token, correlator string) (camara.Answer, error) {
+	return func(ctx context.Context, token, correlator string) (operatorapi.Answer, error) {
 		switch {
 		case r.Share:
 			return s.network.ShareNumber(ctx, operatorID, token, correlator)

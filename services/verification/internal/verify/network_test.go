@@ -6,28 +6,28 @@ import (
 	"testing"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 )
 
 func TestNetworkOutcome(t *testing.T) {
 	tests := []struct {
 		name            string
-		answer          camara.Answer
+		answer          operatorapi.Answer
 		err             error
 		outcome, reason string
 		unavailable     bool
 	}{
-		{"verified", camara.Answer{Status: 200, Verified: true}, nil, domain.StatusVerified, domain.ReasonMatch, false},
-		{"not verified", camara.Answer{Status: 200}, nil, domain.StatusNotVerified, domain.ReasonMismatch, false},
-		{"not authenticated by the mobile network", camara.Answer{Status: 403, Code: "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK"}, nil, domain.StatusUndetermined, domain.ReasonNotAuthenticatedByMobileNetwork, false},
-		{"token expired or used", camara.Answer{Status: 401, Code: "UNAUTHENTICATED"}, nil, domain.StatusExpired, domain.ReasonTokenExpired, false},
-		{"401 without a body", camara.Answer{Status: 401}, nil, domain.StatusExpired, domain.ReasonTokenExpired, false},
-		{"permission denied", camara.Answer{Status: 403, Code: "PERMISSION_DENIED"}, nil, domain.StatusUndetermined, domain.ReasonOperatorRefused, false},
-		{"invalid argument", camara.Answer{Status: 400, Code: "INVALID_ARGUMENT"}, nil, domain.StatusUndetermined, domain.ReasonOperatorRefused, false},
-		{"5xx", camara.Answer{}, fmt.Errorf("%w: status 503", camara.ErrUnavailable), "", "", true},
-		{"timeout", camara.Answer{}, fmt.Errorf("%w: context deadline exceeded", camara.ErrUnavailable), "", "", true},
+		{"verified", operatorapi.Answer{Status: 200, Verified: true}, nil, domain.StatusVerified, domain.ReasonMatch, false},
+		{"not verified", operatorapi.Answer{Status: 200}, nil, domain.StatusNotVerified, domain.ReasonMismatch, false},
+		{"not authenticated by the mobile network", operatorapi.Answer{Status: 403, Code: "NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK"}, nil, domain.StatusUndetermined, domain.ReasonNotAuthenticatedByMobileNetwork, false},
+		{"token expired or used", operatorapi.Answer{Status: 401, Code: "UNAUTHENTICATED"}, nil, domain.StatusExpired, domain.ReasonTokenExpired, false},
+		{"401 without a body", operatorapi.Answer{Status: 401}, nil, domain.StatusExpired, domain.ReasonTokenExpired, false},
+		{"permission denied", operatorapi.Answer{Status: 403, Code: "PERMISSION_DENIED"}, nil, domain.StatusUndetermined, domain.ReasonOperatorRefused, false},
+		{"invalid argument", operatorapi.Answer{Status: 400, Code: "INVALID_ARGUMENT"}, nil, domain.StatusUndetermined, domain.ReasonOperatorRefused, false},
+		{"5xx", operatorapi.Answer{}, fmt.Errorf("%w: status 503", operatorapi.ErrUnavailable), "", "", true},
+		{"timeout", operatorapi.Answer{}, fmt.Errorf("%w: context deadline exceeded", operatorapi.ErrUnavailable), "", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,15 +15,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/camarafake"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -65,7 +65,7 @@ func (l *toppedUpLedger) Balance(context.Context, string) (int64, error) { retur
 // networkEnv is a NETWORK_API operator (the fake CAMARA operator) in a registry, and the
 // sessions and verify services over the real schema.
 type networkEnv struct {
-	fake     *camarafake.Fake
+	fake     *sandboxcamara.Fake
 	pool     *pgxpool.Pool
 	sessions *sessions.Service
 	verifier *verify.Service
@@ -75,7 +75,7 @@ type networkEnv struct {
 
 func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 	t.Helper()
-	fake, err := camarafake.Start("127.0.0.1:0", camarafake.Options{Clients: []camarafake.Client{{ID: "mnv", Secret: "s3cret", RedirectURIs: []string{callback}}}})
+	fake, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: "mnv", Secret: "s3cret", RedirectURIs: []string{callback}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
     methods: [NETWORK_API]
     camara: {discoveryUrl: %q, apiRoot: %q, clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: secret.txt}
 `, fake.DiscoveryURL(), fake.URL), "s3cret")
-	clients, err := camara.NewClients(ops.List(), callback, &http.Client{Timeout: 5 * time.Second})
+	clients, err := operatorapi.NewClients(ops.List(), callback, &http.Client{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func (e *networkEnv) blob(t *testing.T, line string) string {
 		t.Fatalf("session: %+v %v", c, err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, c.AuthorizationURL, nil)
-	req.Header.Set(camarafake.DefaultMSISDNHeader, line)
+	req.Header.Set(sandboxcamara.DefaultMSISDNHeader, line)
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/mnvhq/mnv/services/platform/charge"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
@@ -32,8 +33,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rowid"
-	"github.com/mnvhq/mnv/services/verification/internal/camara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 )
@@ -88,16 +89,16 @@ type SessionStore interface {
 	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error)
 }
 
-// NetworkAPI calls an operator's CAMARA Number Verification API; camara.Clients is one.
+// NetworkAPI calls an operator's CAMARA Number Verification API; operatorapi.Clients is one.
 type NetworkAPI interface {
 	Has(operatorID string) bool
-	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (camara.Answer, error)
+	VerifyNumber(ctx context.Context, operatorID, accessToken, e164, correlator string) (operatorapi.Answer, error)
 	// TakesHash and Shares tell whether the operator's /verify accepts hashedPhoneNumber, and
 	// whether its phoneNumberShare is used, which VerifyHash and ShareNumber need.
 	TakesHash(operatorID string) bool
 	Shares(operatorID string) bool
-	VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (camara.Answer, error)
-	ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (camara.Answer, error)
+	VerifyHash(ctx context.Context, operatorID, accessToken, sha256Hex, correlator string) (operatorapi.Answer, error)
+	ShareNumber(ctx context.Context, operatorID, accessToken, correlator string) (operatorapi.Answer, error)
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -238,7 +239,7 @@ func (s *Service) settleBatch(ctx context.Context, items []domain.Settlement) ([
 	return s.batchSt.SettleVerifications(ctx, items)
 }
 
-// Request is a verify request (interface spec 4.6).
+// Request is a verify request (POST /v1/api/verify).
 type Request struct {
 	MobileNumber string
 	Blob         string
@@ -282,7 +283,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		if err := s.checkNumberLimit(ctx, p.ClientID, hash); err != nil {
 			return Result{}, err
 		}
-		ask := func(ctx context.Context, token, correlator string) (camara.Answer, error) {
+		ask := func(ctx context.Context, token, correlator string) (operatorapi.Answer, error) {
 			return s.network.VerifyNumber(ctx, req.OperatorID, token, num.E164, correlator)
 		}
 		if _, outcome, reason, err = s.askOperator(ctx, sess, claims, hash, requestid.From(ctx), ask); err != nil {
@@ -363,7 +364,7 @@ func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verifi
 		// The charge completes even if the caller goes away: the row is already consumed.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if v, err = s.settle(cctx, s.requestWrites(), v, masked); err != nil {
+		if v, err = s.settle(cctx, s.requestBooks(), v, masked); err != nil {
 			return v, err
 		}
 	}
@@ -458,7 +459,7 @@ func (s *Service) networkSession(ctx context.Context, clientID, sessionID string
 }
 
 // askFunc is one call of an operator's network API with a session's access token.
-type askFunc func(ctx context.Context, accessToken, correlator string) (camara.Answer, error)
+type askFunc func(ctx context.Context, accessToken, correlator string) (operatorapi.Answer, error)
 
 // askOperator decides a NETWORK_API verification of sess: ask calls the operator's API
 // (/verify, or /device-phone-number) with the session's single-use access token, and its answer
@@ -472,7 +473,7 @@ type askFunc func(ctx context.Context, accessToken, correlator string) (camara.A
 // number (numberHash, nil when the number is not known before the call) within the session's
 // life, after a top-up, gets that answer again without a call, so it is charged once for what
 // the operator said instead of EXPIRED.
-func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans camara.Answer, outcome, reason string, err error) {
+func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans operatorapi.Answer, outcome, reason string, err error) {
 	switch {
 	case !s.now().Before(c.ExpiresAt):
 		return ans, domain.StatusExpired, domain.ReasonSessionExpired, nil
@@ -512,9 +513,9 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 // or NOT_VERIFIED (both charged); 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK
 // is UNDETERMINED; 401 (the single-use token expired or used up) is EXPIRED; any other refusal
 // (403 PERMISSION_DENIED, a 4xx) is UNDETERMINED, OPERATOR_REFUSED. No answer (a 5xx, 429, a
-// timeout, an unreadable body: camara.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
+// timeout, an unreadable body: operatorapi.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
 // nothing charged, retryable.
-func NetworkOutcome(a camara.Answer, err error) (outcome, reason string, _ error) {
+func NetworkOutcome(a operatorapi.Answer, err error) (outcome, reason string, _ error) {
 	switch {
 	case err != nil:
 		return "", "", fmt.Errorf("%w: the operator's network API did not answer: %w", fault.ErrUnavailable, err)
@@ -569,23 +570,39 @@ func decide(c seal.Claims, given string, now time.Time) (outcome, reason string)
 // within runs fn with a store inside a transaction: a new one (Tx.InTx), or the reconciler's.
 type within func(ctx context.Context, fn func(ctx context.Context, st Store) error) error
 
-// writes is where settle writes a charge's outcome: the request path's (settles shared with
-// concurrent requests, a transaction of its own for a refusal) or the reconciler's
-// transaction, which holds the rows' locks.
-type writes struct {
+// pending is a recorded PENDING verification, with its number masked for its event.
+type pending struct {
+	v      domain.Verification
+	masked string
+}
+
+// intent is v's charge: its price for the client, once under the verification's own reference.
+func intent(v domain.Verification, masked string) charge.Intent[pending] {
+	return charge.Intent[pending]{
+		Record: pending{v: v, masked: masked},
+		Charge: money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: variantOf(v), Reference: "verification:" + v.ID},
+	}
+}
+
+// books writes a charge's outcome onto its verification (charge.Books): the request path's
+// (settles shared with concurrent requests, a transaction of its own for a refusal) or the
+// reconciler's transaction, which holds the rows' locks.
+type books struct {
+	s      *Service
 	inTx   within
 	settle func(ctx context.Context, st domain.Settlement) (bool, error)
 }
 
-func (s *Service) requestWrites() writes {
-	return writes{inTx: s.tx.InTx, settle: func(ctx context.Context, st domain.Settlement) (bool, error) {
+func (s *Service) requestBooks() books {
+	return books{s: s, inTx: s.tx.InTx, settle: func(ctx context.Context, st domain.Settlement) (bool, error) {
 		return s.settles.Do(ctx, st.ID, st)
 	}}
 }
 
-// txWrites writes in the transaction st is in.
-func txWrites(st Store) writes {
-	return writes{
+// txBooks writes in the transaction st is in.
+func (s *Service) txBooks(st Store) books {
+	return books{
+		s:    s,
 		inTx: func(ctx context.Context, fn func(ctx context.Context, st Store) error) error { return fn(ctx, st) },
 		settle: func(ctx context.Context, one domain.Settlement) (bool, error) {
 			settled, err := st.SettleVerifications(ctx, []domain.Settlement{one})
@@ -597,48 +614,59 @@ func txWrites(st Store) writes {
 	}
 }
 
-// settle charges a PENDING verification, then records the charge or the refusal with its event
-// through w. The debit runs outside any transaction: no connection waits on accounts.
-func (s *Service) settle(ctx context.Context, w writes, v domain.Verification, masked string) (domain.Verification, error) {
-	charge, err := s.ledger.Debit(ctx, money.Charge{ClientID: v.ClientID, Kind: money.KindVerification, Variant: variantOf(v), Reference: "verification:" + v.ID})
+// Settle records the charge on the verification with its completed event (group-committed on
+// the request path); a verification settled already writes nothing.
+func (b books) Settle(ctx context.Context, p pending, c money.Charged) error {
+	ev, err := b.s.completed(p.v, p.masked, p.v.Outcome, p.v.Reason, &c)
+	if err != nil {
+		return err
+	}
+	settled, err := b.settle(ctx, domain.Settlement{ID: p.v.ID, Charged: c.Amount, BalanceAfter: c.BalanceAfter, Completed: ev})
+	if err != nil {
+		return err
+	}
+	if settled {
+		b.s.Metrics.settle(p.v.Outcome)
+	}
+	return nil
+}
+
+// Reject marks the verification REJECTED (its session released) with its completed event
+// naming the refusal's reason, in one transaction.
+func (b books) Reject(ctx context.Context, p pending, refusal error) error {
+	ev, err := b.s.completed(p.v, p.masked, domain.StatusRejected, charge.Refusal(refusal), nil)
+	if err != nil {
+		return err
+	}
+	var rejected bool
+	if err := b.inTx(ctx, func(ctx context.Context, st Store) error {
+		var err error
+		if rejected, err = st.RejectVerification(ctx, p.v.ID); err != nil || !rejected {
+			return err
+		}
+		return st.Emit(ctx, ev)
+	}); err != nil {
+		return err
+	}
+	if rejected {
+		b.s.Metrics.settle(domain.StatusRejected)
+	}
+	return nil
+}
+
+// settle charges a PENDING verification through the charge saga and writes its outcome through
+// b. The debit runs outside any transaction: no connection waits on accounts.
+func (s *Service) settle(ctx context.Context, b books, v domain.Verification, masked string) (domain.Verification, error) {
+	out, c, err := charge.Saga[pending]{Ledger: s.ledger}.Complete(ctx, b, intent(v, masked))
 	switch {
+	case out == charge.Settled:
+		v.Status, v.Charged, v.BalanceAfter = v.Outcome, c.Amount, &c.BalanceAfter
+		return v, nil
 	case errors.Is(err, fault.ErrUnavailable):
 		s.log.Warn("verification charge not settled; the reconciler will retry", zap.String("verification", v.ID), zap.Error(err), logging.Request(ctx))
 		s.Metrics.deferCharge()
-		return v, err // money.Away tells whether accounts was away
-	case err != nil: // refused: nothing was charged
-		ev, everr := s.completed(v, masked, domain.StatusRejected, refusalReason(err), nil)
-		if everr != nil {
-			return v, everr
-		}
-		var rejected bool
-		if rerr := w.inTx(ctx, func(ctx context.Context, st Store) error {
-			var err error
-			if rejected, err = st.RejectVerification(ctx, v.ID); err != nil || !rejected {
-				return err
-			}
-			return st.Emit(ctx, ev)
-		}); rerr != nil {
-			return v, rerr
-		}
-		if rejected {
-			s.Metrics.settle(domain.StatusRejected)
-		}
-		return v, err
 	}
-	ev, err := s.completed(v, masked, v.Outcome, v.Reason, &charge)
-	if err != nil {
-		return v, err
-	}
-	settled, err := w.settle(ctx, domain.Settlement{ID: v.ID, Charged: charge.Amount, BalanceAfter: charge.BalanceAfter, Completed: ev})
-	if err != nil {
-		return v, err
-	}
-	if settled {
-		s.Metrics.settle(v.Outcome)
-	}
-	v.Status, v.Charged, v.BalanceAfter = v.Outcome, charge.Amount, &charge.BalanceAfter
-	return v, nil
+	return v, err // a refusal, or money.Away tells whether accounts was away
 }
 
 // completed is the verification.completed event of v reaching status, with its number masked
@@ -656,71 +684,38 @@ func (s *Service) completed(v domain.Verification, masked, status, reason string
 	return events.New(v.ClientID, events.VerificationCompleted, d, s.now())
 }
 
-// refusalReason is the reason a refused debit travelled with (INSUFFICIENT_BALANCE,
-// BALANCE_EXPIRED, PERMISSION_DENIED for a suspended account), the API's reason for the 402.
-func refusalReason(err error) string {
-	var f *fault.Error
-	if errors.As(err, &f) {
-		return string(f.Reason)
-	}
-	return ""
-}
+// claims is the reconciler's port (charge.Claims): stale PENDING verifications no other replica
+// holds, held in one transaction whose books write in it.
+type claims struct{ s *Service }
 
-// reconcileCallTimeout bounds each debit of the reconciler, whose transaction holds the rows
-// of its batch.
-const reconcileCallTimeout = 10 * time.Second
-
-// Reconcile settles verifications left PENDING (accounts was unreachable, or a process died
-// between recording and settling) until ctx ends. Replicas share the work (SKIP LOCKED).
-func (s *Service) Reconcile(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.ReconcileOnce(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("reconcile pending verifications", zap.Error(err))
-			} else if n > 0 {
-				s.log.Info("settled pending verifications", zap.Int("count", n))
-			}
-		}
-	}
-}
-
-// ReconcileOnce settles one batch of stale PENDING verifications and returns how many it
-// settled or rejected.
-func (s *Service) ReconcileOnce(ctx context.Context) (int, error) {
-	n := 0
-	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		pending, err := st.StalePending(ctx, s.now().Add(-s.cfg.SettleAfter), 100)
+func (c claims) Claim(ctx context.Context, before time.Time, limit int,
+	fn func(ctx context.Context, stale []charge.Intent[pending], b charge.Books[pending]) error) error {
+	s := c.s
+	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		vs, err := st.StalePending(ctx, before, limit)
 		if err != nil {
 			return err
 		}
-		// Each settle writes in the batch's transaction, which holds the rows' locks.
-		w := txWrites(st)
-		for _, v := range pending {
-			cctx, cancel := context.WithTimeout(ctx, reconcileCallTimeout)
-			_, err := s.settle(cctx, w, v, s.Masked(v))
-			cancel()
-			switch {
-			case errors.Is(err, fault.ErrUnavailable) && money.Away(err):
-				return nil // try the batch again next round
-			case errors.Is(err, fault.ErrUnavailable):
-				// This charge failed for a reason of its own: it stays PENDING and is tried again
-				// next round, but does not hold up the ones after it.
-				continue
-			}
-			n++
+		in := make([]charge.Intent[pending], len(vs))
+		for i, v := range vs {
+			in[i] = intent(v, s.Masked(v))
 		}
-		return nil
+		return fn(ctx, in, s.txBooks(st))
 	})
-	if err != nil {
-		return n, fmt.Errorf("reconcile: %w", err)
-	}
-	return n, nil
 }
+
+// Reconciler settles verifications left PENDING (accounts was unreachable, or a process died
+// between recording and settling) with the same reference. Replicas share the work (SKIP LOCKED).
+func (s *Service) reconciler() *charge.Reconciler[pending] {
+	return &charge.Reconciler[pending]{What: "verifications", Ledger: s.ledger, Claims: claims{s}, After: s.cfg.SettleAfter, Log: s.log, Now: s.now}
+}
+
+// Reconcile runs the reconciler every every until ctx ends.
+func (s *Service) Reconcile(ctx context.Context, every time.Duration) { s.reconciler().Run(ctx, every) }
+
+// ReconcileOnce settles one batch of stale PENDING verifications and returns how many it
+// settled or rejected.
+func (s *Service) ReconcileOnce(ctx context.Context) (int, error) { return s.reconciler().Once(ctx) }
 
 // Get reads a verification of the client.
 func (s *Service) Get(ctx context.Context, clientID, id string) (domain.Verification, error) {

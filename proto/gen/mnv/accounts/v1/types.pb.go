@@ -415,7 +415,7 @@ func (x *OperatorEnablement) GetGrants() []*OperatorGrant {
 	return nil
 }
 
-// Client is an account as the client itself sees it (interface spec 2.2).
+// Client is an account as the client itself sees it.
 type Client struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// UUID of the client.

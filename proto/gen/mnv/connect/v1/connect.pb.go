@@ -3005,7 +3005,8 @@ func (*GetOverviewRequest) Descriptor() ([]byte, []int) {
 	return file_mnv_connect_v1_connect_proto_rawDescGZIP(), []int{40}
 }
 
-// Overview indicators (spec 4.15).
+// Overview indicators: counts of the client's profiles, integrations, imports and recent syncs,
+// and its balance, in one read.
 type Overview struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Profiles      *Overview_Profiles     `protobuf:"bytes,1,opt,name=profiles,proto3" json:"profiles,omitempty"`

@@ -217,8 +217,9 @@ const (
 	ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL ClientIdHeader = 2
 	// It is removed, with every other credential header, before the call.
 	ClientIdHeader_CLIENT_ID_HEADER_DROPPED ClientIdHeader = 3
-	// Optional on the RPC's routes under /v1/api/me/ (where the API key alone suffices, contract
-	// section 3), required on its others: for an RPC bound to a route in both.
+	// Optional on the RPC's routes under /v1/api/me/ (where the API key alone suffices,
+	// docs/api-decisions.md#credentials), required on its others: for an RPC bound to a route in
+	// both.
 	ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL_UNDER_ME ClientIdHeader = 4
 )
 
@@ -338,7 +339,8 @@ type Rule struct {
 	// client credential only). Unset when the handler decides from the request (Verify checks
 	// VERIFY after the body's own checks, CreateTransaction the product its body names).
 	Feature Feature `protobuf:"varint,5,opt,name=feature,proto3,enum=mnv.options.v1.Feature" json:"feature,omitempty"`
-	// The RPC honours the Idempotency-Key header (contract section 4): it charges or creates.
+	// The RPC honours the Idempotency-Key header (docs/api-decisions.md#idempotency): it charges or
+	// creates.
 	Idempotent bool `protobuf:"varint,6,opt,name=idempotent,proto3" json:"idempotent,omitempty"`
 	// What the edge does with X-CLIENT-ID; unset takes the credential's default.
 	ClientId ClientIdHeader `protobuf:"varint,7,opt,name=client_id,json=clientId,proto3,enum=mnv.options.v1.ClientIdHeader" json:"client_id,omitempty"`

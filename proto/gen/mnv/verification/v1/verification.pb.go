@@ -184,7 +184,8 @@ func (CaptureStatus) EnumDescriptor() ([]byte, []int) {
 	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{2}
 }
 
-// VerificationStatus is the outcome of a verification (contract section 5).
+// VerificationStatus is the outcome of a verification. Only VERIFIED and NOT_VERIFIED are
+// charged; reason gives the finer cause.
 type VerificationStatus int32
 
 const (
