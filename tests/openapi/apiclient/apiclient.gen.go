@@ -794,7 +794,7 @@ type CaptureTransactionResponse struct {
 	TransactionId         string             `json:"transactionId"`
 }
 
-// Client Client is an account as the client itself sees it (interface spec 2.2).
+// Client Client is an account as the client itself sees it.
 type Client struct {
 	// Balance Prepaid balance in credit units.
 	Balance int64 `json:"balance"`
@@ -1463,7 +1463,8 @@ type Operator struct {
 	ServiceTypes []*ServiceType `json:"serviceTypes"`
 }
 
-// Overview Overview indicators (spec 4.15).
+// Overview Overview indicators: counts of the client's profiles, integrations, imports and recent syncs,
+// and its balance, in one read.
 type Overview struct {
 	Credits      *Credits      `json:"credits"`
 	Imports      *Imports      `json:"imports"`
@@ -1700,7 +1701,8 @@ type Verification struct {
 	Verified       bool                `json:"verified"`
 }
 
-// VerificationStatus VerificationStatus is the outcome of a verification (contract section 5).
+// VerificationStatus VerificationStatus is the outcome of a verification. Only VERIFIED and NOT_VERIFIED are
+// charged; reason gives the finer cause.
 //
 // - `VERIFIED`: The network number equals the number given. Charged.
 // - `NOT_VERIFIED`: A definite mismatch. Charged.
@@ -9108,7 +9110,7 @@ type GetClientAnswer struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		// Data Client is an account as the client itself sees it (interface spec 2.2).
+		// Data Client is an account as the client itself sees it.
 		Data     Client `json:"data"`
 		Messages []struct {
 			HttpStatus interface{} `json:"httpStatus"`
@@ -9140,7 +9142,7 @@ type GetClientAnswer struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetClientAnswer) GetJSON200() *struct {
-	// Data Client is an account as the client itself sees it (interface spec 2.2).
+	// Data Client is an account as the client itself sees it.
 	Data     Client `json:"data"`
 	Messages []struct {
 		HttpStatus interface{} `json:"httpStatus"`
@@ -12533,7 +12535,8 @@ type GetOverviewAnswer struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		// Data Overview indicators (spec 4.15).
+		// Data Overview indicators: counts of the client's profiles, integrations, imports and recent syncs,
+		// and its balance, in one read.
 		Data     Overview `json:"data"`
 		Messages []struct {
 			HttpStatus interface{} `json:"httpStatus"`
@@ -12573,7 +12576,8 @@ type GetOverviewAnswer struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOverviewAnswer) GetJSON200() *struct {
-	// Data Overview indicators (spec 4.15).
+	// Data Overview indicators: counts of the client's profiles, integrations, imports and recent syncs,
+	// and its balance, in one read.
 	Data     Overview `json:"data"`
 	Messages []struct {
 		HttpStatus interface{} `json:"httpStatus"`
@@ -19588,7 +19592,7 @@ func ParseGetClientAnswer(rsp *http.Response) (*GetClientAnswer, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			// Data Client is an account as the client itself sees it (interface spec 2.2).
+			// Data Client is an account as the client itself sees it.
 			Data     Client `json:"data"`
 			Messages []struct {
 				HttpStatus interface{} `json:"httpStatus"`
@@ -23374,7 +23378,8 @@ func ParseGetOverviewAnswer(rsp *http.Response) (*GetOverviewAnswer, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			// Data Overview indicators (spec 4.15).
+			// Data Overview indicators: counts of the client's profiles, integrations, imports and recent syncs,
+			// and its balance, in one read.
 			Data     Overview `json:"data"`
 			Messages []struct {
 				HttpStatus interface{} `json:"httpStatus"`
