@@ -71,7 +71,7 @@ $(BIN)/.tools: tools/go.mod tools/go.sum
 	@touch $@
 
 .PHONY: tools
-tools: $(BIN)/.tools ## Build the pinned buf and protoc plugins into bin/
+tools: $(BIN)/.tools ## Build the pinned buf, protoc plugins and oapi-codegen into bin/
 
 .PHONY: generate
 generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
@@ -82,6 +82,8 @@ generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
 	go build -o $(BIN)/protoc-gen-mnv-openapi ./gateway/cmd/protoc-gen-mnv-openapi
 	$(BIN)/buf generate --template buf.gen.openapi.yaml
 	cd proto/gen && go mod tidy
+	@# A Go client of the document by a mainstream generator, which tests/openapi walks the API with.
+	$(BIN)/oapi-codegen -config tests/openapi/apiclient/oapi-codegen.yaml proto/gen/openapi/mnv.openapi.json
 	@# The browser SDK's classic-script build, and the copies the gateway embeds.
 	@$(NODE_ENSURE)
 	node $(SDK)/scripts/build-global.mjs
@@ -123,8 +125,8 @@ apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned 
 
 .PHONY: check-generated
 check-generated: generate ## Fail when the committed generated code is stale
-	@git add -N proto/gen $(SDK)/dist $(SDK_ASSETS)
-	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git add -N proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient
+	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 .PHONY: lint
 lint: tools ## buf lint, gofmt, go vet

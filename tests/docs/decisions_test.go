@@ -13,8 +13,9 @@ var (
 	// write it: docs/api-decisions.md#money, or (operations.md#limits) inside docs/.
 	docAnchor = regexp.MustCompile(`\b([a-z][a-z0-9-]*\.md)#([a-z0-9-]+)`)
 	// outsideSpec is a citation of the product documents kept outside the repository: their
-	// section numbers mean nothing to a reader of this one, whose decisions are in docs/.
-	outsideSpec = regexp.MustCompile(`(?i)interface[- ]spec|spec §|\bspec \d+\.\d+|\(spec \d|contract (section |§ ?)?\d|contract\.md|shared/spec/`)
+	// section numbers mean nothing to a reader of this one, whose decisions are in docs/. A whole
+	// word: oapi-codegen's generated client speaks of an "interface specification" of its own.
+	outsideSpec = regexp.MustCompile(`(?i)interface[- ]spec\b|spec §|\bspec \d+\.\d+|\(spec \d|contract (section |§ ?)?\d|contract\.md|shared/spec/`)
 	heading     = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 	notSlug     = regexp.MustCompile(`[^a-z0-9 -]`)
 )

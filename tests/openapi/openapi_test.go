@@ -30,8 +30,10 @@ import (
 
 var suite *harness.Suite
 
+// TestMain starts the suite without rate limits: the bounds test sends hundreds of requests
+// with one key, and none of these tests is about the limits (tests/e2e is).
 func TestMain(m *testing.M) {
-	s, err := harness.Start(context.Background(), harness.Options{Env: []string{"MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0"}})
+	s, err := harness.Start(context.Background(), harness.Options{Env: []string{"MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0", "MNV_CLIENT_RATE=0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "openapi:", err)
 		os.Exit(1)
@@ -90,6 +92,27 @@ func TestDocumentIsValid(t *testing.T) {
 	}
 	if ops != len(openapigen.Routes) {
 		t.Errorf("%d operations for %d routes", ops, len(openapigen.Routes))
+	}
+	// Each operation lists the statuses it can answer, not every one: no 402 or 413 for a read,
+	// 413 exactly where there is a body, and one operation id per route.
+	ids := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			if prev, dup := ids[op.OperationID]; dup || op.OperationID == "" {
+				t.Errorf("%s: operationId %q (also %s)", name, op.OperationID, prev)
+			}
+			ids[op.OperationID] = name
+			if len(op.Tags) != 1 || op.Summary == "" || op.Summary == op.OperationID {
+				t.Errorf("%s: tags %v, summary %q: want one resource and plain words", name, op.Tags, op.Summary)
+			}
+			if method == http.MethodGet && (op.Responses.Status(402) != nil || op.Responses.Status(413) != nil) {
+				t.Errorf("%s answers 402 or 413", name)
+			}
+			if (op.RequestBody != nil) != (op.Responses.Status(413) != nil) {
+				t.Errorf("%s: a body %v, 413 listed %v", name, op.RequestBody != nil, op.Responses.Status(413) != nil)
+			}
+		}
 	}
 	// The gateway's own handlers, which answer no JSON, are described too: the upload with the
 	// two bodies it reads, the sample with the file it gives.

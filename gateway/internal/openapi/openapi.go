@@ -12,6 +12,9 @@
 //     Idempotency-Key on the RPCs that declare it, X-Request-Id everywhere, Origin on the
 //     browser route;
 //   - the routes the gateway serves with its own handlers (the CSV upload and the sample file);
+//   - each request field's constraints as its proto declares them (mnv.options.v1.field);
+//   - per operation, only the error statuses its rule and route can answer (errorStatuses), its
+//     resource tag, plain summary and one operation id per route, from the rule;
 //   - the proto comments, as descriptions.
 //
 // Alongside, it writes the table of routes (method, pattern, RPC) the gateway's header rules
@@ -64,6 +67,9 @@ func Generate(gen *protogen.Plugin, httpRulesFile string) error {
 	if err := rpcrule.CheckAll(all); err != nil {
 		return err
 	}
+	if err := checkFieldRules(gen.Files); err != nil {
+		return err
+	}
 	routes, err := collectRoutes(methods, rules)
 	if err != nil {
 		return err
@@ -75,6 +81,24 @@ func Generate(gen *protogen.Plugin, httpRulesFile string) error {
 	gen.NewGeneratedFile(DocumentFile, "").P(string(doc))
 	writeRoutes(gen.NewGeneratedFile(RoutesFile, ""), routes)
 	return nil
+}
+
+// checkFieldRules holds every field's constraints to what the document can say.
+func checkFieldRules(files []*protogen.File) error {
+	var errs []error
+	var walk func([]*protogen.Message)
+	walk = func(ms []*protogen.Message) {
+		for _, m := range ms {
+			for _, f := range m.Fields {
+				errs = append(errs, checkFieldRule(f.Desc, fieldRule(f.Desc)))
+			}
+			walk(m.Messages)
+		}
+	}
+	for _, f := range files {
+		walk(f.Messages)
+	}
+	return errors.Join(errs...)
 }
 
 func writeRoutes(g *protogen.GeneratedFile, routes []route) {
@@ -151,14 +175,19 @@ func document(files []*protogen.File, routes []route) ([]byte, error) {
 		ops[i] = obj{"responses": responses(s, r, codes)}
 	}
 	paths := obj{}
-	tags := map[string]string{}
+	used := map[string]bool{}
+	ids := map[string]string{}
 	for i, r := range routes {
 		op := ops[i]
-		op["operationId"] = r.operationID()
-		op["summary"] = string(r.rpc.Desc.Name())
-		svc := r.rpc.Parent
-		op["tags"] = []any{string(svc.Desc.Name())}
-		tags[string(svc.Desc.Name())] = comment(svc.Comments.Leading)
+		id := r.operationID()
+		if prev, dup := ids[id]; dup {
+			errs = append(errs, fmt.Errorf("operationId %s names both %s and %s %s", id, prev, r.method, r.path))
+		}
+		ids[id] = r.method + " " + r.path
+		op["operationId"] = id
+		op["summary"] = r.rule.GetSummary()
+		op["tags"] = []any{r.rule.GetTag()}
+		used[r.rule.GetTag()] = true
 		op["description"] = operationDescription(r)
 		op["parameters"] = parameters(s, r)
 		if body := requestBody(s, r); body != nil {
@@ -174,12 +203,13 @@ func document(files []*protogen.File, routes []route) ([]byte, error) {
 		item[strings.ToLower(r.method)] = op
 	}
 	var tagList []any
-	for _, name := range sortedKeys(tags) {
-		t := obj{"name": name}
-		if tags[name] != "" {
-			t["description"] = tags[name]
+	for _, t := range tags {
+		if used[t.name] {
+			tagList = append(tagList, obj{"name": t.name, "description": t.description})
 		}
-		tagList = append(tagList, t)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	for status, list := range codes {
 		s.out[errorSchemaName(status)] = errorSchema(status, list)
@@ -348,7 +378,8 @@ func parameters(s *schemas, r route) []any {
 			if string(f.Desc.Name()) != name {
 				continue
 			}
-			p := obj{"name": f.Desc.JSONName(), "in": "path", "required": true, "schema": s.valueSchema(f.Desc, request, false)}
+			schema := constrainValue(s.valueSchema(f.Desc, request, false), fieldRule(f.Desc), false)
+			p := obj{"name": f.Desc.JSONName(), "in": "path", "required": true, "schema": schema}
 			if d := comment(f.Comments.Leading); d != "" {
 				p["description"] = d
 			}
@@ -370,9 +401,11 @@ func parameters(s *schemas, r route) []any {
 			}
 			schema := s.valueSchema(f.Desc, request, false)
 			if f.Desc.IsList() {
-				schema = obj{"type": "array", "items": schema}
+				schema = constrainCollection(obj{"type": "array", "items": schema}, f.Desc, fieldRule(f.Desc))
+			} else {
+				schema = constrainValue(schema, fieldRule(f.Desc), false)
 			}
-			p := obj{"name": f.Desc.JSONName(), "in": "query", "required": false, "schema": schema}
+			p := obj{"name": f.Desc.JSONName(), "in": "query", "required": required(f.Desc), "schema": schema}
 			if d := comment(f.Comments.Leading); d != "" {
 				p["description"] = d
 			}
@@ -424,12 +457,19 @@ func requestBody(s *schemas, r route) obj {
 			inPath[p] = true
 		}
 		props := obj{}
+		var needed []any
 		for _, f := range r.rpc.Input.Fields {
 			if !inPath[string(f.Desc.Name())] {
 				props[f.Desc.JSONName()] = s.fieldSchema(f, request)
+				if required(f.Desc) {
+					needed = append(needed, f.Desc.JSONName())
+				}
 			}
 		}
 		schema = obj{"type": "object", "properties": props, "additionalProperties": false}
+		if len(needed) > 0 {
+			schema["required"] = needed
+		}
 	default:
 		for _, f := range r.rpc.Input.Fields {
 			if string(f.Desc.Name()) == r.body {
@@ -486,7 +526,7 @@ func responses(s *schemas, r route, codes map[int][]string) obj {
 			}}},
 		}
 	}
-	for status := range codes {
+	for _, status := range errorStatuses(r) {
 		out[fmt.Sprint(status)] = ref("responses", errorSchemaName(status))
 	}
 	for _, f := range r.rpc.Output.Fields {

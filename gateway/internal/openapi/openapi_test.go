@@ -124,6 +124,22 @@ func TestGenerateRefuses(t *testing.T) {
 		{"an unrouted RPC without a rule", "mnv.accounts.v1.AccountsAdminService.CreateClient", func(*optionsv1.Rule) *optionsv1.Rule {
 			return nil
 		}, "declares no rule"},
+		{"two routes with one operation id", "mnv.accounts.v1.AccountsService.GetMe", func(r *optionsv1.Rule) *optionsv1.Rule {
+			r.OperationIds = []string{"GetClient"}
+			return r
+		}, "operationId GetClient names both"},
+		{"an RPC with two routes and one operation id", "mnv.accounts.v1.AccountsService.RotateApiKey", func(r *optionsv1.Rule) *optionsv1.Rule {
+			r.OperationIds = []string{"RotateApiKey"}
+			return r
+		}, "operation_ids names 1 routes"},
+		{"a tag the document does not have", "mnv.accounts.v1.AccountsService.GetMe", func(r *optionsv1.Rule) *optionsv1.Rule {
+			r.Tag = "AccountsService"
+			return r
+		}, `not "AccountsService"`},
+		{"a route without a summary", "mnv.accounts.v1.AccountsService.GetMe", func(r *optionsv1.Rule) *optionsv1.Rule {
+			r.Summary = ""
+			return r
+		}, "needs a summary"},
 		{"a gateway route bound twice", "mnv.connect.v1.ConnectService.GetImportSample", func(r *optionsv1.Rule) *optionsv1.Rule {
 			r.GatewayRoute.Path = "/v1/api/me/connect/overview"
 			return r

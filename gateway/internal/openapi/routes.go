@@ -30,14 +30,14 @@ type route struct {
 	binding int
 }
 
-// operationID is the RPC's name, numbered from its second route on, as protoc-gen-openapiv2
-// named them (clients that generated code from the old document keep their names).
+// operationID is the route's id: the RPC's name, or for an RPC with several routes the one its
+// rule gives that route (operation_ids, in gateway.yaml's order). Document calls it once per
+// route and refuses a duplicate.
 func (r route) operationID() string {
-	id := string(r.rpc.Parent.Desc.Name()) + "_" + string(r.rpc.Desc.Name())
-	if r.binding > 1 {
-		id += fmt.Sprint(r.binding)
+	if ids := r.rule.GetOperationIds(); len(ids) >= r.binding {
+		return ids[r.binding-1]
 	}
-	return id
+	return string(r.rpc.Desc.Name())
 }
 
 // pattern is the path as grpc-gateway's Pattern.String writes it, the form the gateway's mux
@@ -189,6 +189,12 @@ func checkRoute(r route) error {
 		if !slices.Contains(r.rule.GetCallers(), optionsv1.Caller_CALLER_GATEWAY) {
 			errs = append(errs, fmt.Errorf("%s: an internal RPC with a route must admit the gateway, which calls it", name))
 		}
+	}
+	if r.rule.GetSummary() == "" || !knownTag(r.rule.GetTag()) {
+		errs = append(errs, fmt.Errorf("%s: a route's RPC needs a summary and one of the document's tags, not %q", name, r.rule.GetTag()))
+	}
+	if ids := r.rule.GetOperationIds(); len(ids) > 0 && len(ids) < r.binding {
+		errs = append(errs, fmt.Errorf("%s: operation_ids names %d routes; the RPC has more", name, len(ids)))
 	}
 	if r.own == nil && r.rule.GetSuccessMessage() == "" {
 		errs = append(errs, fmt.Errorf("%s: a route's RPC needs a success_message", name))

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	"github.com/mnvhq/mnv/services/platform/apijson"
 )
 
@@ -135,18 +136,24 @@ func enumSchema(e *protogen.Enum) obj {
 
 func (s *schemas) messageSchema(m *protogen.Message, dir direction) obj {
 	props := obj{}
-	var required []any
+	var all, needed []any
 	for _, f := range m.Fields {
 		props[f.Desc.JSONName()] = s.fieldSchema(f, dir)
-		required = append(required, f.Desc.JSONName())
+		all = append(all, f.Desc.JSONName())
+		if required(f.Desc) {
+			needed = append(needed, f.Desc.JSONName())
+		}
 	}
 	o := obj{"type": "object", "properties": props}
 	if dir == answer {
 		// jsonpb writes every field: absent values are null, empty lists [].
-		o["required"] = required
+		o["required"] = all
 	} else {
 		// protojson refuses unknown fields (400).
 		o["additionalProperties"] = false
+		if len(needed) > 0 {
+			o["required"] = needed
+		}
 	}
 	if d := comment(m.Comments.Leading); d != "" {
 		o["description"] = d
@@ -157,13 +164,23 @@ func (s *schemas) messageSchema(m *protogen.Message, dir direction) obj {
 // fieldSchema describes one field as jsonpb writes it (answers) or protojson reads it.
 func (s *schemas) fieldSchema(f *protogen.Field, dir direction) obj {
 	var o obj
+	// A request's constraints are the field's declaration (mnv.options.v1.field); answers carry
+	// none: they describe what the server writes, not what it accepts.
+	var rule *optionsv1.Field
+	if dir == request {
+		rule = fieldRule(f.Desc)
+	}
 	switch {
 	case f.Desc.IsMap():
 		o = obj{"type": "object", "additionalProperties": s.valueSchema(f.Desc.MapValue(), dir, false)}
+		o = constrainCollection(o, f.Desc, rule)
 	case f.Desc.IsList():
 		o = obj{"type": "array", "items": s.valueSchema(f.Desc, dir, false)}
+		o = constrainCollection(o, f.Desc, rule)
 	default:
-		o = s.valueSchema(f.Desc, dir, f.Desc.HasPresence() || dir == request)
+		// A request field may be null (protojson takes it as unset), unless it is required.
+		nullable := f.Desc.HasPresence() || (dir == request && !rule.GetRequired())
+		o = constrainValue(s.valueSchema(f.Desc, dir, nullable), rule, nullable)
 	}
 	if d := comment(f.Comments.Leading); d != "" {
 		o = withDescription(o, d)
@@ -205,6 +222,9 @@ func (s *schemas) valueSchema(fd protoreflect.FieldDescriptor, dir direction, nu
 				if v.Desc.Number() != 0 {
 					prefixed = append(prefixed, string(v.Desc.Name()))
 				}
+			}
+			if !nullable {
+				return obj{"anyOf": []any{ref, obj{"type": "string", "enum": prefixed}}}
 			}
 			return obj{"anyOf": []any{ref, obj{"type": "string", "enum": prefixed}, obj{"type": "null"}}}
 		}

@@ -1838,30 +1838,34 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"clientName\x12B\n" +
 	"\rclient_status\x18\x03 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\x12C\n" +
 	"\x10enabled_features\x18\x04 \x03(\x0e2\x18.mnv.accounts.v1.FeatureR\x0fenabledFeatures\x120\n" +
-	"\aapi_key\x18\x05 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"\x86\x01\n" +
-	"\x13RotateApiKeyRequest\x12\x1d\n" +
+	"\aapi_key\x18\x05 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"\x9a\x01\n" +
+	"\x13RotateApiKeyRequest\x12%\n" +
 	"\n" +
-	"secret_key\x18\x01 \x01(\tR\tsecretKey\x126\n" +
-	"\x15old_key_grace_seconds\x18\x02 \x01(\x05H\x00R\x12oldKeyGraceSeconds\x88\x01\x01B\x18\n" +
+	"secret_key\x18\x01 \x01(\tB\x06\xd2\xf3\x18\x02\b\x01R\tsecretKey\x12B\n" +
+	"\x15old_key_grace_seconds\x18\x02 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\x80\xf5$H\x00R\x12oldKeyGraceSeconds\x88\x01\x01B\x18\n" +
 	"\x16_old_key_grace_seconds\"6\n" +
 	"\x14RotateApiKeyResponse\x12\x1e\n" +
-	"\vnew_api_key\x18\x01 \x01(\tR\tnewApiKey\"\xa9\x01\n" +
-	"\x19RotateClientApiKeyRequest\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1d\n" +
+	"\vnew_api_key\x18\x01 \x01(\tR\tnewApiKey\"\xc9\x01\n" +
+	"\x19RotateClientApiKeyRequest\x12'\n" +
+	"\tclient_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\bclientId\x12%\n" +
 	"\n" +
-	"secret_key\x18\x02 \x01(\tR\tsecretKey\x126\n" +
-	"\x15old_key_grace_seconds\x18\x03 \x01(\x05H\x00R\x12oldKeyGraceSeconds\x88\x01\x01B\x18\n" +
+	"secret_key\x18\x02 \x01(\tB\x06\xd2\xf3\x18\x02\b\x01R\tsecretKey\x12B\n" +
+	"\x15old_key_grace_seconds\x18\x03 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\x80\xf5$H\x00R\x12oldKeyGraceSeconds\x88\x01\x01B\x18\n" +
 	"\x16_old_key_grace_seconds\"<\n" +
 	"\x1aRotateClientApiKeyResponse\x12\x1e\n" +
-	"\vnew_api_key\x18\x01 \x01(\tR\tnewApiKey\";\n" +
-	"\x1aGenerateFirstApiKeyRequest\x12\x1d\n" +
+	"\vnew_api_key\x18\x01 \x01(\tR\tnewApiKey\"C\n" +
+	"\x1aGenerateFirstApiKeyRequest\x12%\n" +
 	"\n" +
-	"secret_key\x18\x01 \x01(\tR\tsecretKey\"6\n" +
+	"secret_key\x18\x01 \x01(\tB\x06\xd2\xf3\x18\x02\b\x01R\tsecretKey\"6\n" +
 	"\x1bGenerateFirstApiKeyResponse\x12\x17\n" +
-	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"X\n" +
-	"\x12ListApiKeysRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"n\n" +
+	"\x12ListApiKeysRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xae\x01\n" +
 	"\x13ListApiKeysResponse\x12-\n" +
@@ -1871,10 +1875,10 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"T\n" +
-	"\x13CreateApiKeyRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04role\x18\x02 \x01(\x0e2\x15.mnv.accounts.v1.RoleR\x04role\"\xc6\x02\n" +
+	"totalPages\"j\n" +
+	"\x13CreateApiKeyRequest\x12 \n" +
+	"\x04name\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01 \x01(dP\x01R\x04name\x121\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x15.mnv.accounts.v1.RoleB\x06\xd2\xf3\x18\x02\b\x01R\x04role\"\xc6\x02\n" +
 	"\x14CreateApiKeyResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
@@ -1886,14 +1890,16 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"lastUsedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x17\n" +
-	"\aapi_key\x18\b \x01(\tR\x06apiKey\",\n" +
-	"\x13RevokeApiKeyRequest\x12\x15\n" +
-	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"H\n" +
+	"\aapi_key\x18\b \x01(\tR\x06apiKey\"8\n" +
+	"\x13RevokeApiKeyRequest\x12!\n" +
+	"\x06key_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\x05keyId\"H\n" +
 	"\x14RevokeApiKeyResponse\x120\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"^\n" +
-	"\x18ListLedgerEntriesRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"t\n" +
+	"\x18ListLedgerEntriesRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xb9\x01\n" +
 	"\x19ListLedgerEntriesResponse\x122\n" +
@@ -1903,10 +1909,10 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"c\n" +
-	"\x15CreateSdkTokenRequest\x12\x14\n" +
-	"\x05label\x18\x01 \x01(\tR\x05label\x12$\n" +
-	"\vttl_seconds\x18\x02 \x01(\x03H\x00R\n" +
+	"totalPages\"~\n" +
+	"\x15CreateSdkTokenRequest\x12\"\n" +
+	"\x05label\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01 \x01(dP\x01R\x05label\x121\n" +
+	"\vttl_seconds\x18\x02 \x01(\x03B\v\xd2\xf3\x18\a\x10<\x18\x80\xe7\x84\x0fH\x00R\n" +
 	"ttlSeconds\x88\x01\x01B\x0e\n" +
 	"\f_ttl_seconds\"\xe5\x01\n" +
 	"\x16CreateSdkTokenResponse\x12\x0e\n" +
@@ -1917,10 +1923,11 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1b\n" +
-	"\tsdk_token\x18\x06 \x01(\tR\bsdkToken\"Z\n" +
-	"\x14ListSdkTokensRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\tsdk_token\x18\x06 \x01(\tR\bsdkToken\"p\n" +
+	"\x14ListSdkTokensRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xb2\x01\n" +
 	"\x15ListSdkTokensResponse\x12/\n" +
@@ -1930,9 +1937,10 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"2\n" +
-	"\x15RevokeSdkTokenRequest\x12\x19\n" +
-	"\btoken_id\x18\x01 \x01(\tR\atokenId\"P\n" +
+	"totalPages\">\n" +
+	"\x15RevokeSdkTokenRequest\x12%\n" +
+	"\btoken_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\atokenId\"P\n" +
 	"\x16RevokeSdkTokenResponse\x126\n" +
 	"\tsdk_token\x18\x01 \x01(\v2\x19.mnv.accounts.v1.SdkTokenR\bsdkToken\"^\n" +
 	"\tWebOrigin\x12\x16\n" +
@@ -1941,9 +1949,9 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x17\n" +
 	"\x15ListWebOriginsRequest\"J\n" +
 	"\x16ListWebOriginsResponse\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"0\n" +
-	"\x14SetWebOriginsRequest\x12\x18\n" +
-	"\aorigins\x18\x01 \x03(\tR\aorigins\"I\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"\xa0\x01\n" +
+	"\x14SetWebOriginsRequest\x12\x87\x01\n" +
+	"\aorigins\x18\x01 \x03(\tBm\xd2\xf3\x18i(\x142O^(https://[^/?#@\\s*]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])(:[0-9]{1,5})?)/?$J\x14https://shop.exampleR\aorigins\"I\n" +
 	"\x15SetWebOriginsResponse\x120\n" +
 	"\x05items\x18\x01 \x03(\v2\x1a.mnv.accounts.v1.WebOriginR\x05items\"Z\n" +
 	"\vRedirectUri\x12\x10\n" +
@@ -1952,28 +1960,31 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x19\n" +
 	"\x17ListRedirectUrisRequest\"N\n" +
 	"\x18ListRedirectUrisResponse\x122\n" +
-	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items\"=\n" +
-	"\x16SetRedirectUrisRequest\x12#\n" +
-	"\rredirect_uris\x18\x01 \x03(\tR\fredirectUris\"M\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items\"\xc9\x01\n" +
+	"\x16SetRedirectUrisRequest\x12\xae\x01\n" +
+	"\rredirect_uris\x18\x01 \x03(\tB\x88\x01\xd2\xf3\x18\x83\x01(\x142Z^(https://[a-z0-9.-]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\]))(:[0-9]{1,5})?(/[!-\"$-~]*)?$J#https://app.example/camara/callbackR\fredirectUris\"M\n" +
 	"\x17SetRedirectUrisResponse\x122\n" +
-	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\xe4\x11\n" +
-	"\x0fAccountsService\x12\x83\x01\n" +
-	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"/\xca\xf3\x18+\b\x02 \x01J%Client details retrieved successfully\x12q\n" +
-	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\")\xca\xf3\x18%\b\x02 \x018\x02J\x1dCaller retrieved successfully\x12\x85\x01\n" +
-	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x04J\x1cAPI key rotated successfully\x12\x97\x01\n" +
-	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\"(\xca\xf3\x18$\b\x020\x018\x02J\x1cAPI key rotated successfully\x12\x9c\x01\n" +
-	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"*\xca\xf3\x18&\b\x010\x018\x01J\x1eAPI key generated successfully\x12\x85\x01\n" +
-	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"+\xca\xf3\x18'\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfully\x12\x87\x01\n" +
-	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"*\xca\xf3\x18&\b\x02\x18\x010\x018\x02J\x1cAPI key created successfully\x12\x85\x01\n" +
-	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"(\xca\xf3\x18$\b\x02\x18\x018\x02J\x1cAPI key revoked successfully\x12\x93\x01\n" +
-	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"'\xca\xf3\x18#\b\x028\x02J\x1dLedger retrieved successfully\x12\x8f\x01\n" +
-	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\",\xca\xf3\x18(\b\x02\x18\x010\x018\x02J\x1eSDK token created successfully\x12\x8d\x01\n" +
-	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"-\xca\xf3\x18)\b\x02\x18\x018\x02J!SDK tokens retrieved successfully\x12\x8d\x01\n" +
-	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"*\xca\xf3\x18&\b\x02\x18\x018\x02J\x1eSDK token revoked successfully\x12\x8f\x01\n" +
-	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\",\xca\xf3\x18(\b\x028\x02J\"Web origins retrieved successfully\x12\x7f\n" +
-	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"\x1f\xca\xf3\x18\x1b\b\x02\x18\x018\x02J\x13Web origins updated\x12\x97\x01\n" +
-	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\".\xca\xf3\x18*\b\x028\x02J$Redirect URIs retrieved successfully\x12\x87\x01\n" +
-	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x018\x02J\x15Redirect URIs updatedB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\x8b\x18\n" +
+	"\x0fAccountsService\x12\xb2\x01\n" +
+	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"^\xca\xf3\x18Z\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x12\x92\x01\n" +
+	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\"J\xca\xf3\x18F\b\x02 \x018\x02J\x1dCaller retrieved successfullyZ\x16Tell who the caller isb\aAccount\x12\xe5\x01\n" +
+	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\"\x87\x01\xca\xf3\x18\x82\x01\b\x020\x018\x04J\x1cAPI key rotated successfullyZ1Rotate the calling API key with the client secretb\bAPI keysj\fRotateApiKeyj\x0fRotateOwnApiKeyx\x01\x12\xd2\x01\n" +
+	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\"c\xca\xf3\x18_\b\x020\x018\x02J\x1cAPI key rotated successfullyZ-Rotate the calling API key, naming the clientb\bAPI keysx\x01\x12\xdb\x01\n" +
+	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"i\xca\xf3\x18e\b\x010\x018\x01J\x1eAPI key generated successfullyZ1Generate the first API key with the client secretb\bAPI keysx\x01\x12\xa2\x01\n" +
+	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"H\xca\xf3\x18D\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfullyZ\x11List the API keysb\bAPI keys\x12\xa4\x01\n" +
+	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"G\xca\xf3\x18C\b\x02\x18\x010\x018\x02J\x1cAPI key created successfullyZ\x11Create an API keyb\bAPI keys\x12\xa4\x01\n" +
+	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"G\xca\xf3\x18C\b\x02\x18\x018\x02J\x1cAPI key revoked successfullyZ\x11Revoke an API keyb\bAPI keysx\x01\x12\xc4\x01\n" +
+	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"X\xca\xf3\x18T\b\x028\x02J\x1dLedger retrieved successfullyZ&List the ledger of credits and chargesb\aAccount\x12\xb0\x01\n" +
+	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x1eSDK token created successfullyZ\x13Create an SDK tokenb\n" +
+	"SDK tokens\x12\xae\x01\n" +
+	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"N\xca\xf3\x18J\b\x02\x18\x018\x02J!SDK tokens retrieved successfullyZ\x13List the SDK tokensb\n" +
+	"SDK tokens\x12\xae\x01\n" +
+	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"K\xca\xf3\x18G\b\x02\x18\x018\x02J\x1eSDK token revoked successfullyZ\x13Revoke an SDK tokenb\n" +
+	"SDK tokens\x12\xc6\x01\n" +
+	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\"c\xca\xf3\x18_\b\x028\x02J\"Web origins retrieved successfullyZ'List the web origins allowed to captureb\fBrowser flow\x12\xb9\x01\n" +
+	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"Y\xca\xf3\x18U\b\x02\x18\x018\x02J\x13Web origins updatedZ*Replace the web origins allowed to captureb\fBrowser flow\x12\xe4\x01\n" +
+	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\"{\xca\xf3\x18w\b\x028\x02J$Redirect URIs retrieved successfullyZCList the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x12\xd7\x01\n" +
+	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"q\xca\xf3\x18m\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARAB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once

@@ -3817,13 +3817,14 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\v_first_nameB\f\n" +
 	"\n" +
 	"_last_nameB\b\n" +
-	"\x06_email\"\xd4\x01\n" +
-	"\x13ListProfilesRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01\x12\x1d\n" +
-	"\amatched\x18\x03 \x01(\bH\x02R\amatched\x88\x01\x01\x12\x1b\n" +
-	"\x06source\x18\x04 \x01(\tH\x03R\x06source\x88\x01\x01\x12\x1b\n" +
-	"\x06search\x18\x05 \x01(\tH\x04R\x06search\x88\x01\x01B\a\n" +
+	"\x06_email\"\x94\x02\n" +
+	"\x13ListProfilesRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12\x1d\n" +
+	"\amatched\x18\x03 \x01(\bH\x02R\amatched\x88\x01\x01\x12<\n" +
+	"\x06source\x18\x04 \x01(\tB\x1f\xd2\xf3\x18\x1b:\x06IMPORT:\x03API:\fVERIFICATIONH\x03R\x06source\x88\x01\x01\x12$\n" +
+	"\x06search\x18\x05 \x01(\tB\a\xd2\xf3\x18\x03(\x80\x01H\x04R\x06search\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_sizeB\n" +
 	"\n" +
@@ -3837,22 +3838,25 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"2\n" +
-	"\x11GetProfileRequest\x12\x1d\n" +
+	"totalPages\">\n" +
+	"\x11GetProfileRequest\x12)\n" +
 	"\n" +
-	"profile_id\x18\x01 \x01(\tR\tprofileId\"G\n" +
+	"profile_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tprofileId\"G\n" +
 	"\x12GetProfileResponse\x121\n" +
-	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"\x8e\x03\n" +
-	"\x14CreateProfileRequest\x12#\n" +
-	"\rmobile_number\x18\x01 \x01(\tR\fmobileNumber\x12$\n" +
-	"\vexternal_id\x18\x02 \x01(\tH\x00R\n" +
-	"externalId\x88\x01\x01\x12\"\n" +
+	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"\xcd\x04\n" +
+	"\x14CreateProfileRequest\x12P\n" +
+	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+971501234567R\fmobileNumber\x121\n" +
+	"\vexternal_id\x18\x02 \x01(\tB\v\xd2\xf3\x18\a \x01(\x80\x01P\x01H\x00R\n" +
+	"externalId\x88\x01\x01\x12.\n" +
 	"\n" +
-	"first_name\x18\x03 \x01(\tH\x01R\tfirstName\x88\x01\x01\x12 \n" +
-	"\tlast_name\x18\x04 \x01(\tH\x02R\blastName\x88\x01\x01\x12\x19\n" +
-	"\x05email\x18\x05 \x01(\tH\x03R\x05email\x88\x01\x01\x12T\n" +
+	"first_name\x18\x03 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06 \x01(dP\x01H\x01R\tfirstName\x88\x01\x01\x12,\n" +
+	"\tlast_name\x18\x04 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06 \x01(dP\x01H\x02R\blastName\x88\x01\x01\x12V\n" +
+	"\x05email\x18\x05 \x01(\tB;\xd2\xf3\x187(\xfe\x012\x1a^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$B\x05emailJ\x0fana@example.comH\x03R\x05email\x88\x01\x01\x12\x83\x01\n" +
 	"\n" +
-	"attributes\x18\x06 \x03(\v24.mnv.connect.v1.CreateProfileRequest.AttributesEntryR\n" +
+	"attributes\x18\x06 \x03(\v24.mnv.connect.v1.CreateProfileRequest.AttributesEntryB-\xd2\xf3\x18)(2Z\x1d(\xe8\a2\x18^[^\\x00-\\x1f\\x7f-\\x9f]*$b\x06 \x01(dP\x01R\n" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3863,18 +3867,20 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"_last_nameB\b\n" +
 	"\x06_email\"J\n" +
 	"\x15CreateProfileResponse\x121\n" +
-	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"5\n" +
-	"\x14DeleteProfileRequest\x12\x1d\n" +
+	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"A\n" +
+	"\x14DeleteProfileRequest\x12)\n" +
 	"\n" +
-	"profile_id\x18\x01 \x01(\tR\tprofileId\"b\n" +
+	"profile_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tprofileId\"b\n" +
 	"\x15DeleteProfileResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
 	"\n" +
-	"deleted_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"M\n" +
-	"\x14EnrichProfileRequest\x12\x1d\n" +
+	"deleted_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"h\n" +
+	"\x14EnrichProfileRequest\x12)\n" +
 	"\n" +
-	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"J\n" +
+	"profile_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tprofileId\x12%\n" +
+	"\x06reason\x18\x02 \x01(\tB\r\xd2\xf3\x18\t\b\x01 \x03(\xf4\x03P\x03R\x06reason\"J\n" +
 	"\x15EnrichProfileResponse\x121\n" +
 	"\aprofile\x18\x01 \x01(\v2\x17.mnv.connect.v1.ProfileR\aprofile\"Q\n" +
 	"\vImportError\x12\x10\n" +
@@ -3917,10 +3923,11 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x16GetImportSampleRequest\"P\n" +
 	"\x17GetImportSampleResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\fR\acontent\x12\x1b\n" +
-	"\tfile_name\x18\x02 \x01(\tR\bfileName\"[\n" +
-	"\x15ListImportJobsRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\tfile_name\x18\x02 \x01(\tR\bfileName\"q\n" +
+	"\x15ListImportJobsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xb3\x01\n" +
 	"\x16ListImportJobsResponse\x12/\n" +
@@ -3930,9 +3937,10 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\",\n" +
-	"\x13GetImportJobRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"C\n" +
+	"totalPages\"8\n" +
+	"\x13GetImportJobRequest\x12!\n" +
+	"\x06job_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\x05jobId\"C\n" +
 	"\x14GetImportJobResponse\x12+\n" +
 	"\x03job\x18\x01 \x01(\v2\x19.mnv.connect.v1.ImportJobR\x03job\"\x8c\x06\n" +
 	"\vIntegration\x12\x0e\n" +
@@ -3960,18 +3968,18 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x11\n" +
 	"\x0f_signing_secretB\x11\n" +
-	"\x0f_webhook_secret\"\xfc\x03\n" +
-	"\x18CreateIntegrationRequest\x12!\n" +
-	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName\x12)\n" +
-	"\x10integration_type\x18\x02 \x01(\tR\x0fintegrationType\x12!\n" +
-	"\fendpoint_url\x18\x03 \x01(\tR\vendpointUrl\x12\x1f\n" +
-	"\vhttp_method\x18\x04 \x01(\tR\n" +
-	"httpMethod\x12\x17\n" +
-	"\aapi_key\x18\x05 \x01(\tR\x06apiKey\x12#\n" +
-	"\rtrigger_event\x18\x06 \x01(\tR\ftriggerEvent\x12b\n" +
-	"\x0efield_mappings\x18\a \x03(\v2;.mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntryR\rfieldMappings\x12\"\n" +
+	"\x0f_webhook_secret\"\xe3\a\n" +
+	"\x18CreateIntegrationRequest\x12/\n" +
+	"\fdisplay_name\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01 \x01(dP\x01R\vdisplayName\x12>\n" +
+	"\x10integration_type\x18\x02 \x01(\tB\x13\xd2\xf3\x18\x0f\b\x01 \x01(@:\aWEBHOOKR\x0fintegrationType\x12_\n" +
+	"\fendpoint_url\x18\x03 \x01(\tB<\xd2\xf3\x188\b\x01(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookR\vendpointUrl\x129\n" +
+	"\vhttp_method\x18\x04 \x01(\tB\x18\xd2\xf3\x18\x14\b\x01:\x04POST:\x03PUT:\x05PATCHR\n" +
+	"httpMethod\x12*\n" +
+	"\aapi_key\x18\x05 \x01(\tB\x11\xd2\xf3\x18\r(\x80 2\b^[!-~]*$R\x06apiKey\x12y\n" +
+	"\rtrigger_event\x18\x06 \x01(\tBT\xd2\xf3\x18P\b\x01:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALR\ftriggerEvent\x12\xd9\x02\n" +
+	"\x0efield_mappings\x18\a \x03(\v2;.mnv.connect.v1.CreateIntegrationRequest.FieldMappingsEntryB\xf4\x01\xd2\xf3\x18\xef\x01\b\x01 \x01(dZ\x06 \x01(dP\x01b\xde\x012\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberR\rfieldMappings\x12-\n" +
 	"\n" +
-	"batch_size\x18\b \x01(\x05H\x00R\tbatchSize\x88\x01\x01\x12&\n" +
+	"batch_size\x18\b \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe8\aH\x00R\tbatchSize\x88\x01\x01\x12&\n" +
 	"\fmatched_only\x18\t \x01(\bH\x01R\vmatchedOnly\x88\x01\x01\x1a@\n" +
 	"\x12FieldMappingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3979,10 +3987,11 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\v_batch_sizeB\x0f\n" +
 	"\r_matched_only\"Z\n" +
 	"\x19CreateIntegrationResponse\x12=\n" +
-	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"]\n" +
-	"\x17ListIntegrationsRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"s\n" +
+	"\x17ListIntegrationsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xb7\x01\n" +
 	"\x18ListIntegrationsResponse\x121\n" +
@@ -3992,23 +4001,25 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\">\n" +
-	"\x15GetIntegrationRequest\x12%\n" +
-	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\"W\n" +
+	"totalPages\"J\n" +
+	"\x15GetIntegrationRequest\x121\n" +
+	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\"W\n" +
 	"\x16GetIntegrationResponse\x12=\n" +
-	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"\xd2\x04\n" +
-	"\x10IntegrationPatch\x12&\n" +
-	"\fdisplay_name\x18\x01 \x01(\tH\x00R\vdisplayName\x88\x01\x01\x12&\n" +
-	"\fendpoint_url\x18\x02 \x01(\tH\x01R\vendpointUrl\x88\x01\x01\x12$\n" +
-	"\vhttp_method\x18\x03 \x01(\tH\x02R\n" +
-	"httpMethod\x88\x01\x01\x12\x1c\n" +
-	"\aapi_key\x18\x04 \x01(\tH\x03R\x06apiKey\x88\x01\x01\x12(\n" +
-	"\rtrigger_event\x18\x05 \x01(\tH\x04R\ftriggerEvent\x88\x01\x01\x12Z\n" +
-	"\x0efield_mappings\x18\x06 \x03(\v23.mnv.connect.v1.IntegrationPatch.FieldMappingsEntryR\rfieldMappings\x12\"\n" +
+	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"\xb0\b\n" +
+	"\x10IntegrationPatch\x122\n" +
+	"\fdisplay_name\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06 \x01(dP\x01H\x00R\vdisplayName\x88\x01\x01\x12b\n" +
+	"\fendpoint_url\x18\x02 \x01(\tB:\xd2\xf3\x186(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookH\x01R\vendpointUrl\x88\x01\x01\x12<\n" +
+	"\vhttp_method\x18\x03 \x01(\tB\x16\xd2\xf3\x18\x12:\x04POST:\x03PUT:\x05PATCHH\x02R\n" +
+	"httpMethod\x88\x01\x01\x12/\n" +
+	"\aapi_key\x18\x04 \x01(\tB\x11\xd2\xf3\x18\r(\x80 2\b^[!-~]*$H\x03R\x06apiKey\x88\x01\x01\x12|\n" +
+	"\rtrigger_event\x18\x05 \x01(\tBR\xd2\xf3\x18N:\x0fPROFILE_CREATED:\x0fPROFILE_MATCHED:\x10PROFILE_ENRICHED:\x10IMPORT_COMPLETED:\x06MANUALH\x04R\ftriggerEvent\x88\x01\x01\x12\xcf\x02\n" +
+	"\x0efield_mappings\x18\x06 \x03(\v23.mnv.connect.v1.IntegrationPatch.FieldMappingsEntryB\xf2\x01\xd2\xf3\x18\xed\x01 \x01(dZ\x06 \x01(dP\x01b\xde\x012\xcd\x01^(id|externalId|firstName|lastName|email|mobileNumber|mobileNumberMasked|countryCode|matched|matchedAt|source|createdAt|updatedAt|enrichment\\.(carrier|lineType|region|valid|lastVerifiedAt)|attributes\\..+)$J\fmobileNumberR\rfieldMappings\x12-\n" +
 	"\n" +
-	"batch_size\x18\a \x01(\x05H\x05R\tbatchSize\x88\x01\x01\x12&\n" +
-	"\fmatched_only\x18\b \x01(\bH\x06R\vmatchedOnly\x88\x01\x01\x12\x1b\n" +
-	"\x06status\x18\t \x01(\tH\aR\x06status\x88\x01\x01\x1a@\n" +
+	"batch_size\x18\a \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe8\aH\x05R\tbatchSize\x88\x01\x01\x12&\n" +
+	"\fmatched_only\x18\b \x01(\bH\x06R\vmatchedOnly\x88\x01\x01\x121\n" +
+	"\x06status\x18\t \x01(\tB\x14\xd2\xf3\x18\x10:\x06ACTIVE:\x06PAUSEDH\aR\x06status\x88\x01\x01\x1a@\n" +
 	"\x12FieldMappingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
@@ -4020,18 +4031,21 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x0e_trigger_eventB\r\n" +
 	"\v_batch_sizeB\x0f\n" +
 	"\r_matched_onlyB\t\n" +
-	"\a_status\"y\n" +
-	"\x18UpdateIntegrationRequest\x12%\n" +
-	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\x126\n" +
+	"\a_status\"\x85\x01\n" +
+	"\x18UpdateIntegrationRequest\x121\n" +
+	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\x126\n" +
 	"\x05patch\x18\x02 \x01(\v2 .mnv.connect.v1.IntegrationPatchR\x05patch\"Z\n" +
 	"\x19UpdateIntegrationResponse\x12=\n" +
-	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"A\n" +
-	"\x18DeleteIntegrationRequest\x12%\n" +
-	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\"+\n" +
+	"\vintegration\x18\x01 \x01(\v2\x1b.mnv.connect.v1.IntegrationR\vintegration\"M\n" +
+	"\x18DeleteIntegrationRequest\x121\n" +
+	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\"+\n" +
 	"\x19DeleteIntegrationResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
-	"\x16SyncIntegrationRequest\x12%\n" +
-	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\"g\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"K\n" +
+	"\x16SyncIntegrationRequest\x121\n" +
+	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\"g\n" +
 	"\x17SyncIntegrationResponse\x12%\n" +
 	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\x12%\n" +
 	"\x0equeued_records\x18\x02 \x01(\x03R\rqueuedRecords\"\xe2\x03\n" +
@@ -4055,12 +4069,14 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\vdelivery_id\x18\f \x01(\tR\n" +
 	"deliveryIdB\x0e\n" +
 	"\f_http_statusB\b\n" +
-	"\x06_error\"\xab\x01\n" +
-	"\x16ListSyncHistoryRequest\x12%\n" +
-	"\x0eintegration_id\x18\x01 \x01(\tR\rintegrationId\x12\x17\n" +
-	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x03 \x01(\x05H\x01R\x04size\x88\x01\x01\x12\x1b\n" +
-	"\x06status\x18\x04 \x01(\tH\x02R\x06status\x88\x01\x01B\a\n" +
+	"\x06_error\"\xf0\x01\n" +
+	"\x16ListSyncHistoryRequest\x121\n" +
+	"\x0eintegration_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rintegrationId\x12#\n" +
+	"\x04page\x18\x02 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x03 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12>\n" +
+	"\x06status\x18\x04 \x01(\tB!\xd2\xf3\x18\x1d:\tSUCCEEDED:\x06FAILED:\bRETRYINGH\x02R\x06status\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_sizeB\t\n" +
 	"\a_status\"\xb4\x01\n" +
@@ -4142,28 +4158,28 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x17SYNC_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SYNC_STATUS_SUCCEEDED\x10\x01\x12\x16\n" +
 	"\x12SYNC_STATUS_FAILED\x10\x02\x12\x18\n" +
-	"\x14SYNC_STATUS_RETRYING\x10\x032\x9a\x13\n" +
-	"\x0eConnectService\x12\x86\x01\n" +
-	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fProfiles retrieved successfully\x12\x7f\n" +
+	"\x14SYNC_STATUS_RETRYING\x10\x032\xa7\x19\n" +
+	"\x0eConnectService\x12\xb0\x01\n" +
+	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\"U\xca\xf3\x18Q\b\x02(\x028\x02J\x1fProfiles retrieved successfullyZ\x16List identity profilesb\x10Connect profiles\x12\xaa\x01\n" +
 	"\n" +
-	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\"*\xca\xf3\x18&\b\x02(\x028\x02J\x1eProfile retrieved successfully\x12{\n" +
-	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\"\x1d\xca\xf3\x18\x19\b\x02(\x020\x018\x02J\x0fProfile created\x12x\n" +
-	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\"\x1a\xca\xf3\x18\x16\b\x02(\x028\x02J\x0eProfile erased\x12|\n" +
-	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\"\x1e\xca\xf3\x18\x1a\b\x02(\x020\x018\x02J\x10Profile enriched\x12\xc6\x01\n" +
-	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse\"i\xca\xf3\x18e\b\x02(\x028\x02@\xca\x01J\rImport queuedRK\n" +
-	"\x04POST\x12\x19/v1/api/me/connect/import\x1a\x13multipart/form-data\x1a\btext/csv\"\x04file*\x03job(\x01\x12\xae\x01\n" +
-	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\"J\xca\xf3\x18F\b\x02(\x028\x02R>\n" +
-	"\x03GET\x12$/v1/api/me/connect/import/sample.csv*\acontent2\btext/csv\x12\x8f\x01\n" +
-	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\".\xca\xf3\x18*\b\x02(\x028\x02J\"Import jobs retrieved successfully\x12\x88\x01\n" +
-	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\"-\xca\xf3\x18)\b\x02(\x028\x02J!Import job retrieved successfully\x12\x8d\x01\n" +
-	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\"#\xca\xf3\x18\x1f\b\x02\x18\x01(\x020\x018\x02J\x13Integration created\x12\x96\x01\n" +
-	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\"/\xca\xf3\x18+\b\x02(\x028\x02J#Integrations retrieved successfully\x12\x8f\x01\n" +
-	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\".\xca\xf3\x18*\b\x02(\x028\x02J\"Integration retrieved successfully\x12\x8b\x01\n" +
-	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x01(\x028\x02J\x13Integration updated\x12\x8b\x01\n" +
-	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"!\xca\xf3\x18\x1d\b\x02\x18\x01(\x028\x02J\x13Integration deleted\x12\x7f\n" +
-	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"\x1b\xca\xf3\x18\x17\b\x02\x18\x01(\x020\x018\x02J\vSync queued\x12\x93\x01\n" +
-	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"/\xca\xf3\x18+\b\x02(\x028\x02J#Sync history retrieved successfully\x12\x83\x01\n" +
-	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"+\xca\xf3\x18'\b\x02(\x028\x02J\x1fOverview retrieved successfully2\x83\x02\n" +
+	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\"U\xca\xf3\x18Q\b\x02(\x028\x02J\x1eProfile retrieved successfullyZ\x17Get an identity profileb\x10Connect profiles\x12\xab\x01\n" +
+	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\"M\xca\xf3\x18I\b\x02(\x020\x018\x02J\x0fProfile createdZ\x1aCreate an identity profileb\x10Connect profilesx\x01\x12\xa6\x01\n" +
+	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\"H\xca\xf3\x18D\b\x02(\x028\x02J\x0eProfile erasedZ\x1aDelete an identity profileb\x10Connect profiles\x12\xae\x01\n" +
+	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\"P\xca\xf3\x18L\b\x02(\x020\x018\x02J\x10Profile enrichedZ\x1aEnrich an identity profileb\x10Connect profilesp\x01x\x01\x12\xfd\x01\n" +
+	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse\"\x9f\x01\xca\xf3\x18\x9a\x01\b\x02(\x028\x02@\xca\x01J\rImport queuedRK\n" +
+	"\x04POST\x12\x19/v1/api/me/connect/import\x1a\x13multipart/form-data\x1a\btext/csv\"\x04file*\x03jobZ\"Upload a CSV of profiles to importb\x0fConnect imports(\x01\x12\xde\x01\n" +
+	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\"z\xca\xf3\x18v\b\x02(\x028\x02R>\n" +
+	"\x03GET\x12$/v1/api/me/connect/import/sample.csv*\acontent2\btext/csvZ\x1dDownload a sample import fileb\x0fConnect imports\x12\xb2\x01\n" +
+	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\"Q\xca\xf3\x18M\b\x02(\x028\x02J\"Import jobs retrieved successfullyZ\x10List import jobsb\x0fConnect imports\x12\xac\x01\n" +
+	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\"Q\xca\xf3\x18M\b\x02(\x028\x02J!Import job retrieved successfullyZ\x11Get an import jobb\x0fConnect imports\x12\xba\x01\n" +
+	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\"P\xca\xf3\x18L\b\x02\x18\x01(\x020\x018\x02J\x13Integration createdZ\x15Create an integrationb\x14Connect integrations\x12\xbf\x01\n" +
+	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J#Integrations retrieved successfullyZ\x11List integrationsb\x14Connect integrations\x12\xb9\x01\n" +
+	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J\"Integration retrieved successfullyZ\x12Get an integrationb\x14Connect integrations\x12\xb8\x01\n" +
+	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\"N\xca\xf3\x18J\b\x02\x18\x01(\x028\x02J\x13Integration updatedZ\x15Change an integrationb\x14Connect integrations\x12\xb8\x01\n" +
+	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"N\xca\xf3\x18J\b\x02\x18\x01(\x028\x02J\x13Integration deletedZ\x15Delete an integrationb\x14Connect integrations\x12\xb0\x01\n" +
+	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"L\xca\xf3\x18H\b\x02\x18\x01(\x020\x018\x02J\vSync queuedZ\x17Sync an integration nowb\x14Connect integrationsx\x01\x12\xcd\x01\n" +
+	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"i\xca\xf3\x18e\b\x02(\x028\x02J#Sync history retrieved successfullyZ\"List an integration's sync historyb\x14Connect integrations\x12\xb3\x01\n" +
+	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"[\xca\xf3\x18W\b\x02(\x028\x02J\x1fOverview retrieved successfullyZ\x18Get the Connect overviewb\x14Connect integrations2\x83\x02\n" +
 	"\x16ConnectInternalService\x12\x7f\n" +
 	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12h\n" +
 	"\rPublishEvents\x12$.mnv.connect.v1.PublishEventsRequest\x1a%.mnv.connect.v1.PublishEventsResponse\"\n" +

@@ -1785,19 +1785,20 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\x06secret\x18\n" +
 	" \x01(\tH\x00R\x06secret\x88\x01\x01\x12W\n" +
 	"\x1aprevious_secret_expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x17previousSecretExpiresAtB\t\n" +
-	"\a_secret\"\x8d\x01\n" +
-	"\x14CreateWebhookRequest\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
-	"\x06events\x18\x02 \x03(\tR\x06events\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1d\n" +
+	"\a_secret\"\xcb\x03\n" +
+	"\x14CreateWebhookRequest\x12N\n" +
+	"\x03url\x18\x01 \x01(\tB<\xd2\xf3\x188\b\x01(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookR\x03url\x12\x8a\x02\n" +
+	"\x06events\x18\x02 \x03(\tB\xf1\x01\xd2\xf3\x18\xec\x01:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabledR\x06events\x12+\n" +
+	"\vdescription\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xf4\x03P\x01R\vdescription\x12\x1d\n" +
 	"\aenabled\x18\x04 \x01(\bH\x00R\aenabled\x88\x01\x01B\n" +
 	"\n" +
 	"\b_enabled\"R\n" +
 	"\x15CreateWebhookResponse\x129\n" +
-	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"Y\n" +
-	"\x13ListWebhooksRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"o\n" +
+	"\x13ListWebhooksRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xb7\x01\n" +
 	"\x14ListWebhooksResponse\x125\n" +
@@ -1807,42 +1808,48 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"2\n" +
-	"\x11GetWebhookRequest\x12\x1d\n" +
+	"totalPages\">\n" +
+	"\x11GetWebhookRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\"O\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\"O\n" +
 	"\x12GetWebhookResponse\x129\n" +
-	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"\xa7\x01\n" +
-	"\fWebhookPatch\x12\x15\n" +
-	"\x03url\x18\x01 \x01(\tH\x00R\x03url\x88\x01\x01\x12\x16\n" +
-	"\x06events\x18\x02 \x03(\tR\x06events\x12%\n" +
-	"\vdescription\x18\x03 \x01(\tH\x01R\vdescription\x88\x01\x01\x12\x1d\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"\xe3\x03\n" +
+	"\fWebhookPatch\x12Q\n" +
+	"\x03url\x18\x01 \x01(\tB:\xd2\xf3\x186(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookH\x00R\x03url\x88\x01\x01\x12\x8a\x02\n" +
+	"\x06events\x18\x02 \x03(\tB\xf1\x01\xd2\xf3\x18\xec\x01:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabledR\x06events\x120\n" +
+	"\vdescription\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xf4\x03P\x01H\x01R\vdescription\x88\x01\x01\x12\x1d\n" +
 	"\aenabled\x18\x04 \x01(\bH\x02R\aenabled\x88\x01\x01B\x06\n" +
 	"\x04_urlB\x0e\n" +
 	"\f_descriptionB\n" +
 	"\n" +
-	"\b_enabled\"i\n" +
-	"\x14UpdateWebhookRequest\x12\x1d\n" +
+	"\b_enabled\"u\n" +
+	"\x14UpdateWebhookRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\x122\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\x122\n" +
 	"\x05patch\x18\x02 \x01(\v2\x1c.mnv.connect.v1.WebhookPatchR\x05patch\"R\n" +
 	"\x15UpdateWebhookResponse\x129\n" +
-	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"5\n" +
-	"\x14DeleteWebhookRequest\x12\x1d\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"A\n" +
+	"\x14DeleteWebhookRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\"'\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\"'\n" +
 	"\x15DeleteWebhookResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"}\n" +
-	"\x1aRotateWebhookSecretRequest\x12\x1d\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x95\x01\n" +
+	"\x1aRotateWebhookSecretRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12,\n" +
-	"\x0foverlap_seconds\x18\x02 \x01(\x05H\x00R\x0eoverlapSeconds\x88\x01\x01B\x12\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\x128\n" +
+	"\x0foverlap_seconds\x18\x02 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\x80\xf5$H\x00R\x0eoverlapSeconds\x88\x01\x01B\x12\n" +
 	"\x10_overlap_seconds\"X\n" +
 	"\x1bRotateWebhookSecretResponse\x129\n" +
-	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"3\n" +
-	"\x12TestWebhookRequest\x12\x1d\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"?\n" +
+	"\x12TestWebhookRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\"O\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\"O\n" +
 	"\x13TestWebhookResponse\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x19\n" +
@@ -1877,13 +1884,15 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\vattempt_log\x18\v \x03(\v2\x1e.mnv.connect.v1.WebhookAttemptR\n" +
 	"attemptLogB\x13\n" +
 	"\x11_last_http_statusB\r\n" +
-	"\v_last_error\"\xa9\x01\n" +
-	"\x1cListWebhookDeliveriesRequest\x12\x1d\n" +
+	"\v_last_error\"\xf8\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x12)\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x17\n" +
-	"\x04page\x18\x02 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x03 \x01(\x05H\x01R\x04size\x88\x01\x01\x12\x1b\n" +
-	"\x06status\x18\x04 \x01(\tH\x02R\x06status\x88\x01\x01B\a\n" +
+	"webhook_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\x12#\n" +
+	"\x04page\x18\x02 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x03 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12H\n" +
+	"\x06status\x18\x04 \x01(\tB+\xd2\xf3\x18':\aPENDING:\tSUCCEEDED:\x06FAILED:\tCANCELLEDH\x02R\x06status\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_sizeB\t\n" +
 	"\a_status\"\xc0\x01\n" +
@@ -1894,9 +1903,10 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"B\n" +
-	"\x1fRedeliverWebhookDeliveryRequest\x12\x1f\n" +
-	"\vdelivery_id\x18\x01 \x01(\tR\n" +
+	"totalPages\"N\n" +
+	"\x1fRedeliverWebhookDeliveryRequest\x12+\n" +
+	"\vdelivery_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\n" +
 	"deliveryId\"C\n" +
 	" RedeliverWebhookDeliveryResponse\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
@@ -1927,19 +1937,18 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\x1fWEBHOOK_DELIVERY_STATUS_PENDING\x10\x01\x12%\n" +
 	"!WEBHOOK_DELIVERY_STATUS_SUCCEEDED\x10\x02\x12\"\n" +
 	"\x1eWEBHOOK_DELIVERY_STATUS_FAILED\x10\x03\x12%\n" +
-	"!WEBHOOK_DELIVERY_STATUS_CANCELLED\x10\x042\x8d\n" +
+	"!WEBHOOK_DELIVERY_STATUS_CANCELLED\x10\x042\x89\r\n" +
+	"\x0eWebhookService\x12\xab\x01\n" +
+	"\rCreateWebhook\x12$.mnv.connect.v1.CreateWebhookRequest\x1a%.mnv.connect.v1.CreateWebhookResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x18Webhook endpoint createdZ\x19Create a webhook endpointb\bWebhooksx\x01\x12\xaf\x01\n" +
+	"\fListWebhooks\x12#.mnv.connect.v1.ListWebhooksRequest\x1a$.mnv.connect.v1.ListWebhooksResponse\"T\xca\xf3\x18P\b\x028\x02J(Webhook endpoints retrieved successfullyZ\x16List webhook endpointsb\bWebhooks\x12\xa8\x01\n" +
 	"\n" +
-	"\x0eWebhookService\x12\x84\x01\n" +
-	"\rCreateWebhook\x12$.mnv.connect.v1.CreateWebhookRequest\x1a%.mnv.connect.v1.CreateWebhookResponse\"&\xca\xf3\x18\"\b\x02\x18\x010\x018\x02J\x18Webhook endpoint created\x12\x8d\x01\n" +
-	"\fListWebhooks\x12#.mnv.connect.v1.ListWebhooksRequest\x1a$.mnv.connect.v1.ListWebhooksResponse\"2\xca\xf3\x18.\b\x028\x02J(Webhook endpoints retrieved successfully\x12\x86\x01\n" +
-	"\n" +
-	"GetWebhook\x12!.mnv.connect.v1.GetWebhookRequest\x1a\".mnv.connect.v1.GetWebhookResponse\"1\xca\xf3\x18-\b\x028\x02J'Webhook endpoint retrieved successfully\x12\x82\x01\n" +
-	"\rUpdateWebhook\x12$.mnv.connect.v1.UpdateWebhookRequest\x1a%.mnv.connect.v1.UpdateWebhookResponse\"$\xca\xf3\x18 \b\x02\x18\x018\x02J\x18Webhook endpoint updated\x12\x82\x01\n" +
-	"\rDeleteWebhook\x12$.mnv.connect.v1.DeleteWebhookRequest\x1a%.mnv.connect.v1.DeleteWebhookResponse\"$\xca\xf3\x18 \b\x02\x18\x018\x02J\x18Webhook endpoint deleted\x12\x94\x01\n" +
-	"\x13RotateWebhookSecret\x12*.mnv.connect.v1.RotateWebhookSecretRequest\x1a+.mnv.connect.v1.RotateWebhookSecretResponse\"$\xca\xf3\x18 \b\x02\x18\x010\x018\x02J\x16Webhook secret rotated\x12o\n" +
-	"\vTestWebhook\x12\".mnv.connect.v1.TestWebhookRequest\x1a#.mnv.connect.v1.TestWebhookResponse\"\x17\xca\xf3\x18\x13\b\x02\x18\x018\x02J\vPing queued\x12\xa9\x01\n" +
-	"\x15ListWebhookDeliveries\x12,.mnv.connect.v1.ListWebhookDeliveriesRequest\x1a-.mnv.connect.v1.ListWebhookDeliveriesResponse\"3\xca\xf3\x18/\b\x028\x02J)Webhook deliveries retrieved successfully\x12\x9c\x01\n" +
-	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x018\x02J\x11Redelivery queued2\xfd\x02\n" +
+	"GetWebhook\x12!.mnv.connect.v1.GetWebhookRequest\x1a\".mnv.connect.v1.GetWebhookResponse\"S\xca\xf3\x18O\b\x028\x02J'Webhook endpoint retrieved successfullyZ\x16Get a webhook endpointb\bWebhooks\x12\xa7\x01\n" +
+	"\rUpdateWebhook\x12$.mnv.connect.v1.UpdateWebhookRequest\x1a%.mnv.connect.v1.UpdateWebhookResponse\"I\xca\xf3\x18E\b\x02\x18\x018\x02J\x18Webhook endpoint updatedZ\x19Change a webhook endpointb\bWebhooks\x12\xa7\x01\n" +
+	"\rDeleteWebhook\x12$.mnv.connect.v1.DeleteWebhookRequest\x1a%.mnv.connect.v1.DeleteWebhookResponse\"I\xca\xf3\x18E\b\x02\x18\x018\x02J\x18Webhook endpoint deletedZ\x19Delete a webhook endpointb\bWebhooks\x12\xca\x01\n" +
+	"\x13RotateWebhookSecret\x12*.mnv.connect.v1.RotateWebhookSecretRequest\x1a+.mnv.connect.v1.RotateWebhookSecretResponse\"Z\xca\xf3\x18V\b\x02\x18\x010\x018\x02J\x16Webhook secret rotatedZ*Rotate a webhook endpoint's signing secretb\bWebhooks\x12\xa4\x01\n" +
+	"\vTestWebhook\x12\".mnv.connect.v1.TestWebhookRequest\x1a#.mnv.connect.v1.TestWebhookResponse\"L\xca\xf3\x18H\b\x02\x18\x018\x02J\vPing queuedZ'Send a test event to a webhook endpointb\bWebhooksx\x01\x12\xd9\x01\n" +
+	"\x15ListWebhookDeliveries\x12,.mnv.connect.v1.ListWebhookDeliveriesRequest\x1a-.mnv.connect.v1.ListWebhookDeliveriesResponse\"c\xca\xf3\x18_\b\x028\x02J)Webhook deliveries retrieved successfullyZ$List a webhook endpoint's deliveriesb\bWebhooks\x12\xc7\x01\n" +
+	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"H\xca\xf3\x18D\b\x02\x18\x018\x02J\x11Redelivery queuedZ\x1dSend a webhook delivery againb\bWebhooksx\x012\xfd\x02\n" +
 	"\x13WebhookAdminService\x12s\n" +
 	"\x12ListClientWebhooks\x12).mnv.connect.v1.ListClientWebhooksRequest\x1a*.mnv.connect.v1.ListClientWebhooksResponse\"\x06\xca\xf3\x18\x02\b\x05\x12y\n" +
 	"\x14DisableClientWebhook\x12+.mnv.connect.v1.DisableClientWebhookRequest\x1a,.mnv.connect.v1.DisableClientWebhookResponse\"\x06\xca\xf3\x18\x02\b\x05\x12v\n" +

@@ -268,6 +268,62 @@ func (ClientIdHeader) EnumDescriptor() ([]byte, []int) {
 	return file_mnv_options_v1_options_proto_rawDescGZIP(), []int{3}
 }
 
+// Text is free text's rule: never blank (only white space), and which control characters pass.
+type Text int32
+
+const (
+	Text_TEXT_UNSPECIFIED Text = 0
+	// One line: no control character.
+	Text_TEXT_LINE Text = 1
+	// Line breaks allowed, no other control character.
+	Text_TEXT_LINES Text = 2
+	// Any character; only never blank.
+	Text_TEXT_ANY Text = 3
+)
+
+// Enum value maps for Text.
+var (
+	Text_name = map[int32]string{
+		0: "TEXT_UNSPECIFIED",
+		1: "TEXT_LINE",
+		2: "TEXT_LINES",
+		3: "TEXT_ANY",
+	}
+	Text_value = map[string]int32{
+		"TEXT_UNSPECIFIED": 0,
+		"TEXT_LINE":        1,
+		"TEXT_LINES":       2,
+		"TEXT_ANY":         3,
+	}
+)
+
+func (x Text) Enum() *Text {
+	p := new(Text)
+	*p = x
+	return p
+}
+
+func (x Text) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Text) Descriptor() protoreflect.EnumDescriptor {
+	return file_mnv_options_v1_options_proto_enumTypes[4].Descriptor()
+}
+
+func (Text) Type() protoreflect.EnumType {
+	return &file_mnv_options_v1_options_proto_enumTypes[4]
+}
+
+func (x Text) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Text.Descriptor instead.
+func (Text) EnumDescriptor() ([]byte, []int) {
+	return file_mnv_options_v1_options_proto_rawDescGZIP(), []int{4}
+}
+
 // Rule is what an RPC requires of its caller and how the HTTP edge answers it.
 type Rule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -295,7 +351,21 @@ type Rule struct {
 	SuccessMessage string `protobuf:"bytes,9,opt,name=success_message,json=successMessage,proto3" json:"success_message,omitempty"`
 	// An HTTP route the gateway serves with a handler of its own, for a body that is not JSON.
 	// Routes whose bodies are JSON are in proto/gateway.yaml.
-	GatewayRoute  *GatewayRoute `protobuf:"bytes,10,opt,name=gateway_route,json=gatewayRoute,proto3" json:"gateway_route,omitempty"`
+	GatewayRoute *GatewayRoute `protobuf:"bytes,10,opt,name=gateway_route,json=gatewayRoute,proto3" json:"gateway_route,omitempty"`
+	// What the API reference calls the operation, in plain words ("Rotate an API key"); every RPC
+	// with an HTTP route has one.
+	Summary string `protobuf:"bytes,11,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The resource the API reference files the operation under (one of the document's tags:
+	// "API keys", "Webhooks"...); every RPC with an HTTP route has one.
+	Tag string `protobuf:"bytes,12,opt,name=tag,proto3" json:"tag,omitempty"`
+	// The operation ids of the RPC's HTTP routes, in gateway.yaml's order (the rule, then its
+	// additional bindings). Unset: the RPC's name, for an RPC with one route.
+	OperationIds []string `protobuf:"bytes,13,rep,name=operation_ids,json=operationIds,proto3" json:"operation_ids,omitempty"`
+	// The RPC charges the client's balance: it may answer 402.
+	Charges bool `protobuf:"varint,14,opt,name=charges,proto3" json:"charges,omitempty"`
+	// The RPC may find that what it creates exists already, or that what it uses was used or is
+	// in a state that forbids it: it may answer 409 without Idempotency-Key.
+	Conflicts     bool `protobuf:"varint,15,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -400,6 +470,41 @@ func (x *Rule) GetGatewayRoute() *GatewayRoute {
 	return nil
 }
 
+func (x *Rule) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *Rule) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *Rule) GetOperationIds() []string {
+	if x != nil {
+		return x.OperationIds
+	}
+	return nil
+}
+
+func (x *Rule) GetCharges() bool {
+	if x != nil {
+		return x.Charges
+	}
+	return false
+}
+
+func (x *Rule) GetConflicts() bool {
+	if x != nil {
+		return x.Conflicts
+	}
+	return false
+}
+
 // GatewayRoute is an HTTP route served by the gateway's own handler (gateway/internal/upload).
 type GatewayRoute struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -491,6 +596,152 @@ func (x *GatewayRoute) GetResponseMediaType() string {
 	return ""
 }
 
+// Field bounds one request field. Lengths count characters (Unicode code points), as
+// platform/freetext does, never bytes.
+type Field struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request must carry the field, not empty.
+	Required bool `protobuf:"varint,1,opt,name=required,proto3" json:"required,omitempty"`
+	// Bounds of a number, both inclusive.
+	Minimum *int64 `protobuf:"varint,2,opt,name=minimum,proto3,oneof" json:"minimum,omitempty"`
+	Maximum *int64 `protobuf:"varint,3,opt,name=maximum,proto3,oneof" json:"maximum,omitempty"`
+	// Bounds of a string's length, or of how many entries a map or list has.
+	MinLength *uint32 `protobuf:"varint,4,opt,name=min_length,json=minLength,proto3,oneof" json:"min_length,omitempty"`
+	MaxLength *uint32 `protobuf:"varint,5,opt,name=max_length,json=maxLength,proto3,oneof" json:"max_length,omitempty"`
+	// A regular expression (ECMA-262, anchored with ^...$) the whole string, or each item of a
+	// list, matches.
+	Pattern string `protobuf:"bytes,6,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The values a string field takes; for an enum field, the names it accepts of its type's.
+	Values []string `protobuf:"bytes,7,rep,name=values,proto3" json:"values,omitempty"`
+	// The JSON Schema format of a string: uuid, uri, email.
+	Format string `protobuf:"bytes,8,opt,name=format,proto3" json:"format,omitempty"`
+	// A value that is accepted, for the document's example and the tests' requests, when the
+	// bounds alone do not make one (a pattern).
+	Example string `protobuf:"bytes,9,opt,name=example,proto3" json:"example,omitempty"`
+	// The rule of free text (platform/freetext), for a string field.
+	Text Text `protobuf:"varint,10,opt,name=text,proto3,enum=mnv.options.v1.Text" json:"text,omitempty"`
+	// For a map: the constraints of each value, and of each key (the lengths above bound how many
+	// entries it has).
+	Entries       *Field `protobuf:"bytes,11,opt,name=entries,proto3" json:"entries,omitempty"`
+	Keys          *Field `protobuf:"bytes,12,opt,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Field) Reset() {
+	*x = Field{}
+	mi := &file_mnv_options_v1_options_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Field) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Field) ProtoMessage() {}
+
+func (x *Field) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_options_v1_options_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Field.ProtoReflect.Descriptor instead.
+func (*Field) Descriptor() ([]byte, []int) {
+	return file_mnv_options_v1_options_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Field) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+func (x *Field) GetMinimum() int64 {
+	if x != nil && x.Minimum != nil {
+		return *x.Minimum
+	}
+	return 0
+}
+
+func (x *Field) GetMaximum() int64 {
+	if x != nil && x.Maximum != nil {
+		return *x.Maximum
+	}
+	return 0
+}
+
+func (x *Field) GetMinLength() uint32 {
+	if x != nil && x.MinLength != nil {
+		return *x.MinLength
+	}
+	return 0
+}
+
+func (x *Field) GetMaxLength() uint32 {
+	if x != nil && x.MaxLength != nil {
+		return *x.MaxLength
+	}
+	return 0
+}
+
+func (x *Field) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *Field) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *Field) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *Field) GetExample() string {
+	if x != nil {
+		return x.Example
+	}
+	return ""
+}
+
+func (x *Field) GetText() Text {
+	if x != nil {
+		return x.Text
+	}
+	return Text_TEXT_UNSPECIFIED
+}
+
+func (x *Field) GetEntries() *Field {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *Field) GetKeys() *Field {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 var file_mnv_options_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -498,6 +749,14 @@ var file_mnv_options_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Field:         51001,
 		Name:          "mnv.options.v1.rule",
 		Tag:           "bytes,51001,opt,name=rule",
+		Filename:      "mnv/options/v1/options.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*Field)(nil),
+		Field:         51002,
+		Name:          "mnv.options.v1.field",
+		Tag:           "bytes,51002,opt,name=field",
 		Filename:      "mnv/options/v1/options.proto",
 	},
 }
@@ -508,11 +767,17 @@ var (
 	E_Rule = &file_mnv_options_v1_options_proto_extTypes[0]
 )
 
+// Extension fields to descriptorpb.FieldOptions.
+var (
+	// optional mnv.options.v1.Field field = 51002;
+	E_Field = &file_mnv_options_v1_options_proto_extTypes[1]
+)
+
 var File_mnv_options_v1_options_proto protoreflect.FileDescriptor
 
 const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\xd9\x03\n" +
+	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\xe2\x04\n" +
 	"\x04Rule\x12:\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\x0e2\x1a.mnv.options.v1.CredentialR\n" +
@@ -530,14 +795,41 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"httpStatus\x12'\n" +
 	"\x0fsuccess_message\x18\t \x01(\tR\x0esuccessMessage\x12A\n" +
 	"\rgateway_route\x18\n" +
-	" \x01(\v2\x1c.mnv.options.v1.GatewayRouteR\fgatewayRoute\"\xdc\x01\n" +
+	" \x01(\v2\x1c.mnv.options.v1.GatewayRouteR\fgatewayRoute\x12\x18\n" +
+	"\asummary\x18\v \x01(\tR\asummary\x12\x10\n" +
+	"\x03tag\x18\f \x01(\tR\x03tag\x12#\n" +
+	"\roperation_ids\x18\r \x03(\tR\foperationIds\x12\x18\n" +
+	"\acharges\x18\x0e \x01(\bR\acharges\x12\x1c\n" +
+	"\tconflicts\x18\x0f \x01(\bR\tconflicts\"\xdc\x01\n" +
 	"\fGatewayRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12.\n" +
 	"\x13request_media_types\x18\x03 \x03(\tR\x11requestMediaTypes\x12\x1b\n" +
 	"\tfile_part\x18\x04 \x01(\tR\bfilePart\x12#\n" +
 	"\rresponse_body\x18\x05 \x01(\tR\fresponseBody\x12.\n" +
-	"\x13response_media_type\x18\x06 \x01(\tR\x11responseMediaType*\x9e\x01\n" +
+	"\x13response_media_type\x18\x06 \x01(\tR\x11responseMediaType\"\xc9\x03\n" +
+	"\x05Field\x12\x1a\n" +
+	"\brequired\x18\x01 \x01(\bR\brequired\x12\x1d\n" +
+	"\aminimum\x18\x02 \x01(\x03H\x00R\aminimum\x88\x01\x01\x12\x1d\n" +
+	"\amaximum\x18\x03 \x01(\x03H\x01R\amaximum\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"min_length\x18\x04 \x01(\rH\x02R\tminLength\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"max_length\x18\x05 \x01(\rH\x03R\tmaxLength\x88\x01\x01\x12\x18\n" +
+	"\apattern\x18\x06 \x01(\tR\apattern\x12\x16\n" +
+	"\x06values\x18\a \x03(\tR\x06values\x12\x16\n" +
+	"\x06format\x18\b \x01(\tR\x06format\x12\x18\n" +
+	"\aexample\x18\t \x01(\tR\aexample\x12(\n" +
+	"\x04text\x18\n" +
+	" \x01(\x0e2\x14.mnv.options.v1.TextR\x04text\x12/\n" +
+	"\aentries\x18\v \x01(\v2\x15.mnv.options.v1.FieldR\aentries\x12)\n" +
+	"\x04keys\x18\f \x01(\v2\x15.mnv.options.v1.FieldR\x04keysB\n" +
+	"\n" +
+	"\b_minimumB\n" +
+	"\n" +
+	"\b_maximumB\r\n" +
+	"\v_min_lengthB\r\n" +
+	"\v_max_length*\x9e\x01\n" +
 	"\n" +
 	"Credential\x12\x1a\n" +
 	"\x16CREDENTIAL_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -563,8 +855,15 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x19CLIENT_ID_HEADER_REQUIRED\x10\x01\x12\x1d\n" +
 	"\x19CLIENT_ID_HEADER_OPTIONAL\x10\x02\x12\x1c\n" +
 	"\x18CLIENT_ID_HEADER_DROPPED\x10\x03\x12&\n" +
-	"\"CLIENT_ID_HEADER_OPTIONAL_UNDER_ME\x10\x04:J\n" +
-	"\x04rule\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x14.mnv.options.v1.RuleR\x04ruleB9Z7github.com/mnvhq/mnv/proto/gen/mnv/options/v1;optionsv1b\x06proto3"
+	"\"CLIENT_ID_HEADER_OPTIONAL_UNDER_ME\x10\x04*I\n" +
+	"\x04Text\x12\x14\n" +
+	"\x10TEXT_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tTEXT_LINE\x10\x01\x12\x0e\n" +
+	"\n" +
+	"TEXT_LINES\x10\x02\x12\f\n" +
+	"\bTEXT_ANY\x10\x03:J\n" +
+	"\x04rule\x12\x1e.google.protobuf.MethodOptions\x18\xb9\x8e\x03 \x01(\v2\x14.mnv.options.v1.RuleR\x04rule:L\n" +
+	"\x05field\x12\x1d.google.protobuf.FieldOptions\x18\xba\x8e\x03 \x01(\v2\x15.mnv.options.v1.FieldR\x05fieldB9Z7github.com/mnvhq/mnv/proto/gen/mnv/options/v1;optionsv1b\x06proto3"
 
 var (
 	file_mnv_options_v1_options_proto_rawDescOnce sync.Once
@@ -578,30 +877,38 @@ func file_mnv_options_v1_options_proto_rawDescGZIP() []byte {
 	return file_mnv_options_v1_options_proto_rawDescData
 }
 
-var file_mnv_options_v1_options_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_mnv_options_v1_options_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_mnv_options_v1_options_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_mnv_options_v1_options_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_mnv_options_v1_options_proto_goTypes = []any{
 	(Credential)(0),                    // 0: mnv.options.v1.Credential
 	(Caller)(0),                        // 1: mnv.options.v1.Caller
 	(Feature)(0),                       // 2: mnv.options.v1.Feature
 	(ClientIdHeader)(0),                // 3: mnv.options.v1.ClientIdHeader
-	(*Rule)(nil),                       // 4: mnv.options.v1.Rule
-	(*GatewayRoute)(nil),               // 5: mnv.options.v1.GatewayRoute
-	(*descriptorpb.MethodOptions)(nil), // 6: google.protobuf.MethodOptions
+	(Text)(0),                          // 4: mnv.options.v1.Text
+	(*Rule)(nil),                       // 5: mnv.options.v1.Rule
+	(*GatewayRoute)(nil),               // 6: mnv.options.v1.GatewayRoute
+	(*Field)(nil),                      // 7: mnv.options.v1.Field
+	(*descriptorpb.MethodOptions)(nil), // 8: google.protobuf.MethodOptions
+	(*descriptorpb.FieldOptions)(nil),  // 9: google.protobuf.FieldOptions
 }
 var file_mnv_options_v1_options_proto_depIdxs = []int32{
-	0, // 0: mnv.options.v1.Rule.credential:type_name -> mnv.options.v1.Credential
-	1, // 1: mnv.options.v1.Rule.callers:type_name -> mnv.options.v1.Caller
-	2, // 2: mnv.options.v1.Rule.feature:type_name -> mnv.options.v1.Feature
-	3, // 3: mnv.options.v1.Rule.client_id:type_name -> mnv.options.v1.ClientIdHeader
-	5, // 4: mnv.options.v1.Rule.gateway_route:type_name -> mnv.options.v1.GatewayRoute
-	6, // 5: mnv.options.v1.rule:extendee -> google.protobuf.MethodOptions
-	4, // 6: mnv.options.v1.rule:type_name -> mnv.options.v1.Rule
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	6, // [6:7] is the sub-list for extension type_name
-	5, // [5:6] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	0,  // 0: mnv.options.v1.Rule.credential:type_name -> mnv.options.v1.Credential
+	1,  // 1: mnv.options.v1.Rule.callers:type_name -> mnv.options.v1.Caller
+	2,  // 2: mnv.options.v1.Rule.feature:type_name -> mnv.options.v1.Feature
+	3,  // 3: mnv.options.v1.Rule.client_id:type_name -> mnv.options.v1.ClientIdHeader
+	6,  // 4: mnv.options.v1.Rule.gateway_route:type_name -> mnv.options.v1.GatewayRoute
+	4,  // 5: mnv.options.v1.Field.text:type_name -> mnv.options.v1.Text
+	7,  // 6: mnv.options.v1.Field.entries:type_name -> mnv.options.v1.Field
+	7,  // 7: mnv.options.v1.Field.keys:type_name -> mnv.options.v1.Field
+	8,  // 8: mnv.options.v1.rule:extendee -> google.protobuf.MethodOptions
+	9,  // 9: mnv.options.v1.field:extendee -> google.protobuf.FieldOptions
+	5,  // 10: mnv.options.v1.rule:type_name -> mnv.options.v1.Rule
+	7,  // 11: mnv.options.v1.field:type_name -> mnv.options.v1.Field
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	10, // [10:12] is the sub-list for extension type_name
+	8,  // [8:10] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_mnv_options_v1_options_proto_init() }
@@ -609,14 +916,15 @@ func file_mnv_options_v1_options_proto_init() {
 	if File_mnv_options_v1_options_proto != nil {
 		return
 	}
+	file_mnv_options_v1_options_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_options_v1_options_proto_rawDesc), len(file_mnv_options_v1_options_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   2,
-			NumExtensions: 1,
+			NumEnums:      5,
+			NumMessages:   3,
+			NumExtensions: 2,
 			NumServices:   0,
 		},
 		GoTypes:           file_mnv_options_v1_options_proto_goTypes,

@@ -1141,7 +1141,7 @@ type ListVerificationsRequest struct {
 	Status *string `protobuf:"bytes,3,opt,name=status,proto3,oneof" json:"status,omitempty"`
 	// Created at or after.
 	From *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
-	// Created before.
+	// Created before; after from when both are given (400 otherwise).
 	To            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2557,13 +2557,13 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\asandbox\x18\x06 \x01(\bR\asandbox\"\x16\n" +
 	"\x14ListOperatorsRequest\"L\n" +
 	"\x15ListOperatorsResponse\x123\n" +
-	"\x05items\x18\x01 \x03(\v2\x1d.mnv.verification.v1.OperatorR\x05items\"\xf0\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.mnv.verification.v1.OperatorR\x05items\"\x92\x02\n" +
 	"\x17CreateSdkSessionRequest\x12$\n" +
 	"\voperator_id\x18\x01 \x01(\tH\x00R\n" +
-	"operatorId\x88\x01\x01\x129\n" +
-	"\bplatform\x18\x02 \x01(\x0e2\x1d.mnv.verification.v1.PlatformR\bplatform\x12 \n" +
-	"\tdevice_id\x18\x03 \x01(\tH\x01R\bdeviceId\x88\x01\x01\x12$\n" +
-	"\vapp_version\x18\x04 \x01(\tH\x02R\n" +
+	"operatorId\x88\x01\x01\x12A\n" +
+	"\bplatform\x18\x02 \x01(\x0e2\x1d.mnv.verification.v1.PlatformB\x06\xd2\xf3\x18\x02\b\x01R\bplatform\x12-\n" +
+	"\tdevice_id\x18\x03 \x01(\tB\v\xd2\xf3\x18\a \x01(\x80\x01P\x01H\x01R\bdeviceId\x88\x01\x01\x121\n" +
+	"\vapp_version\x18\x04 \x01(\tB\v\xd2\xf3\x18\a \x01(\x80\x01P\x01H\x02R\n" +
 	"appVersion\x88\x01\x01B\x0e\n" +
 	"\f_operator_idB\f\n" +
 	"\n" +
@@ -2604,13 +2604,13 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x18_encrypted_mobile_numberB\x0e\n" +
 	"\f_operator_idB\x14\n" +
 	"\x12_authorization_urlB\x0f\n" +
-	"\r_redirect_url\"\xb0\x01\n" +
-	"\rVerifyRequest\x12#\n" +
-	"\rmobile_number\x18\x01 \x01(\tR\fmobileNumber\x126\n" +
-	"\x17encrypted_mobile_number\x18\x02 \x01(\tR\x15encryptedMobileNumber\x12\x1f\n" +
-	"\voperator_id\x18\x03 \x01(\tR\n" +
-	"operatorId\x12!\n" +
-	"\fservice_type\x18\x04 \x01(\tR\vserviceType\"\xc5\x03\n" +
+	"\r_redirect_url\"\x99\x02\n" +
+	"\rVerifyRequest\x12P\n" +
+	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+971501234567R\fmobileNumber\x12@\n" +
+	"\x17encrypted_mobile_number\x18\x02 \x01(\tB\b\xd2\xf3\x18\x04\b\x01 \x01R\x15encryptedMobileNumber\x12)\n" +
+	"\voperator_id\x18\x03 \x01(\tB\b\xd2\xf3\x18\x04\b\x01 \x01R\n" +
+	"operatorId\x12I\n" +
+	"\fservice_type\x18\x04 \x01(\tB&\xd2\xf3\x18\"\b\x01:\x11HEADER_ENRICHMENT:\vNETWORK_APIR\vserviceType\"\xc5\x03\n" +
 	"\fVerification\x12'\n" +
 	"\x0fverification_id\x18\x01 \x01(\tR\x0everificationId\x12?\n" +
 	"\x06status\x18\x02 \x01(\x0e2'.mnv.verification.v1.VerificationStatusR\x06status\x12\x16\n" +
@@ -2629,15 +2629,17 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x10\n" +
 	"\x0e_balance_after\"W\n" +
 	"\x0eVerifyResponse\x12E\n" +
-	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"A\n" +
-	"\x16GetVerificationRequest\x12'\n" +
-	"\x0fverification_id\x18\x01 \x01(\tR\x0everificationId\"`\n" +
+	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"M\n" +
+	"\x16GetVerificationRequest\x123\n" +
+	"\x0fverification_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\x0everificationId\"`\n" +
 	"\x17GetVerificationResponse\x12E\n" +
-	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"\xe2\x01\n" +
-	"\x18ListVerificationsRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01\x12\x1b\n" +
-	"\x06status\x18\x03 \x01(\tH\x02R\x06status\x88\x01\x01\x12.\n" +
+	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"\xad\x02\n" +
+	"\x18ListVerificationsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12P\n" +
+	"\x06status\x18\x03 \x01(\tB3\xd2\xf3\x18/:\bVERIFIED:\fNOT_VERIFIED:\fUNDETERMINED:\aEXPIREDH\x02R\x06status\x88\x01\x01\x12.\n" +
 	"\x04from\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02toB\a\n" +
 	"\x05_pageB\a\n" +
@@ -2667,24 +2669,27 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x0e\n" +
 	"\f_operator_idB\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x18\n" +
-	"\x16_stuck_plus_session_id\"^\n" +
-	"\x18CreateTransactionRequest\x12!\n" +
-	"\fservice_code\x18\x01 \x01(\tR\vserviceCode\x12\x1f\n" +
-	"\vmetadata_id\x18\x02 \x01(\tR\n" +
+	"\x16_stuck_plus_session_id\"\x89\x01\n" +
+	"\x18CreateTransactionRequest\x12=\n" +
+	"\fservice_code\x18\x01 \x01(\tB\x1a\xd2\xf3\x18\x16\b\x01:\x06VERIFY:\n" +
+	"STUCK_PLUSR\vserviceCode\x12.\n" +
+	"\vmetadata_id\x18\x02 \x01(\tB\r\xd2\xf3\x18\t\b\x01 \x01(\x80\x01P\x01R\n" +
 	"metadataId\"_\n" +
 	"\x19CreateTransactionResponse\x12B\n" +
-	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\">\n" +
-	"\x15GetTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\"\\\n" +
+	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"J\n" +
+	"\x15GetTransactionRequest\x121\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rtransactionId\"\\\n" +
 	"\x16GetTransactionResponse\x12B\n" +
-	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"\xea\x01\n" +
-	"\x19CaptureTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12$\n" +
+	"\vtransaction\x18\x01 \x01(\v2 .mnv.verification.v1.TransactionR\vtransaction\"\xcc\x02\n" +
+	"\x19CaptureTransactionRequest\x121\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rtransactionId\x12$\n" +
 	"\voperator_id\x18\x02 \x01(\tH\x00R\n" +
-	"operatorId\x88\x01\x01\x12\"\n" +
+	"operatorId\x88\x01\x01\x120\n" +
 	"\n" +
-	"return_url\x18\x03 \x01(\tH\x01R\treturnUrl\x88\x01\x01\x12*\n" +
-	"\x0ecode_challenge\x18\x04 \x01(\tH\x02R\rcodeChallenge\x88\x01\x01B\x0e\n" +
+	"return_url\x18\x03 \x01(\tB\f\xd2\xf3\x18\b(\x80 B\x03uriH\x01R\treturnUrl\x88\x01\x01\x12r\n" +
+	"\x0ecode_challenge\x18\x04 \x01(\tBF\xd2\xf3\x18B2\x13^[A-Za-z0-9_-]{43}$J+E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cMH\x02R\rcodeChallenge\x88\x01\x01B\x0e\n" +
 	"\f_operator_idB\r\n" +
 	"\v_return_urlB\x11\n" +
 	"\x0f_code_challenge\"V\n" +
@@ -2704,11 +2709,12 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11authorization_url\x18\x06 \x01(\tH\x02R\x10authorizationUrl\x88\x01\x01B\x0e\n" +
 	"\f_operator_idB\x1a\n" +
 	"\x18_encrypted_mobile_numberB\x14\n" +
-	"\x12_authorization_url\"\x7f\n" +
-	"\x1dCompleteWebTransactionRequest\x12%\n" +
-	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\tR\x04code\x12#\n" +
-	"\rcode_verifier\x18\x03 \x01(\tR\fcodeVerifier\"\xd1\x02\n" +
+	"\x12_authorization_url\"\x9f\x01\n" +
+	"\x1dCompleteWebTransactionRequest\x121\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\rtransactionId\x12\x1c\n" +
+	"\x04code\x18\x02 \x01(\tB\b\xd2\xf3\x18\x04\b\x01 \x01R\x04code\x12-\n" +
+	"\rcode_verifier\x18\x03 \x01(\tB\b\xd2\xf3\x18\x04\b\x01 \x01R\fcodeVerifier\"\xd1\x02\n" +
 	"\x1eCompleteWebTransactionResponse\x12%\n" +
 	"\x0etransaction_id\x18\x01 \x01(\tR\rtransactionId\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.mnv.verification.v1.TransactionStatusR\x06status\x12$\n" +
@@ -2730,10 +2736,11 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
 	"\vrevealed_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revealedAt\"b\n" +
-	"\x1cListStuckPlusSessionsRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"revealedAt\"x\n" +
+	"\x1cListStuckPlusSessionsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xc6\x01\n" +
 	"\x1dListStuckPlusSessionsResponse\x12;\n" +
@@ -2743,11 +2750,13 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages\"V\n" +
-	"\x1dRevealStuckPlusSessionRequest\x12\x1d\n" +
+	"totalPages\"q\n" +
+	"\x1dRevealStuckPlusSessionRequest\x12)\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xbb\x01\n" +
+	"session_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tsessionId\x12%\n" +
+	"\x06reason\x18\x02 \x01(\tB\r\xd2\xf3\x18\t\b\x01 \n" +
+	"(\xf4\x03P\x02R\x06reason\"\xbb\x01\n" +
 	"\x1eRevealStuckPlusSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
@@ -2763,10 +2772,11 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\acharged\x18\x05 \x01(\x03R\acharged\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"a\n" +
-	"\x1bListStuckPlusRevealsRequest\x12\x17\n" +
-	"\x04page\x18\x01 \x01(\x05H\x00R\x04page\x88\x01\x01\x12\x17\n" +
-	"\x04size\x18\x02 \x01(\x05H\x01R\x04size\x88\x01\x01B\a\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"w\n" +
+	"\x1bListStuckPlusRevealsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_size\"\xc4\x01\n" +
 	"\x1cListStuckPlusRevealsResponse\x12:\n" +
@@ -2803,22 +2813,22 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8c\x11\n" +
-	"\x13VerificationService\x12\x90\x01\n" +
-	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"(\xca\xf3\x18$\b\x02J Operators retrieved successfully\x12\x90\x01\n" +
-	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"\x1f\xca\xf3\x18\x1b\b\x03(\x010\x01J\x13SDK session created\x12\xb6\x01\n" +
-	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a9.mnv.verification.v1.CompleteSessionAuthorizationResponse\"!\xca\xf3\x18\x1d\b\x04\x12\x01\x01J\x16SDK session authorized\x12s\n" +
-	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\" \xca\xf3\x18\x1c\b\x020\x01J\x16Verification completed\x12\x99\x01\n" +
-	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"+\xca\xf3\x18'\b\x02J#Verification retrieved successfully\x12\xa0\x01\n" +
-	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\",\xca\xf3\x18(\b\x02J$Verifications retrieved successfully\x12\x91\x01\n" +
-	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"\x1d\xca\xf3\x18\x19\b\x020\x01J\x13Transaction created\x12\x95\x01\n" +
-	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"*\xca\xf3\x18&\b\x02J\"Transaction retrieved successfully\x12\x96\x01\n" +
-	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12\xa2\x01\n" +
-	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"\x1f\xca\xf3\x18\x1b\b\x04\x12\x01\x01J\x14Transaction captured\x12t\n" +
-	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xb4\x01\n" +
-	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"4\xca\xf3\x180\b\x028\x02J*Stuck-plus sessions retrieved successfully\x12\xa0\x01\n" +
-	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"\x1d\xca\xf3\x18\x19\b\x02\x18\x010\x018\x02J\x0fNumber revealed\x12\xa7\x01\n" +
-	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"*\xca\xf3\x18&\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8d\x16\n" +
+	"\x13VerificationService\x12\xc5\x01\n" +
+	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"]\xca\xf3\x18Y\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x12\xcb\x01\n" +
+	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
+	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a9.mnv.verification.v1.CompleteSessionAuthorizationResponse\"Z\xca\xf3\x18V\b\x04\x12\x01\x01J\x16SDK session authorizedZ(Return from the operator's authorizationb\rVerifications\x12\x9e\x01\n" +
+	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\"K\xca\xf3\x18G\b\x020\x01J\x16Verification completedZ\x16Verify a mobile numberb\rVerificationsp\x01x\x01\x12\xbc\x01\n" +
+	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"N\xca\xf3\x18J\b\x02J#Verification retrieved successfullyZ\x12Get a verificationb\rVerifications\x12\xc3\x01\n" +
+	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\"O\xca\xf3\x18K\b\x02J$Verifications retrieved successfullyZ\x12List verificationsb\rVerifications\x12\xbb\x01\n" +
+	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"G\xca\xf3\x18C\b\x020\x01J\x13Transaction createdZ\x1aOpen a browser transactionb\fBrowser flow\x12\xc7\x01\n" +
+	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"\\\xca\xf3\x18X\b\x02J\"Transaction retrieved successfullyZ\"Get a browser transaction's resultb\fBrowser flow\x12\xc9\x01\n" +
+	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"R\xca\xf3\x18N\b\x04\x12\x01\x01J\x14Transaction capturedZ!Capture the number in the browserb\fBrowser flowx\x01\x12\xf1\x01\n" +
+	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"n\xca\xf3\x18j\b\x04\x12\x01\x01J\x14Transaction capturedZ=Complete a browser capture after the operator's authorizationb\fBrowser flowx\x01\x12t\n" +
+	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe3\x01\n" +
+	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"c\xca\xf3\x18_\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x12\xd7\x01\n" +
+	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"T\xca\xf3\x18P\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x12\xc9\x01\n" +
+	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"L\xca\xf3\x18H\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06RevealBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_verification_proto_rawDescOnce sync.Once
