@@ -424,7 +424,7 @@ func (s *Service) CompleteAuthorization(ctx context.Context, a sessions.Authoriz
 		switch {
 		case s.withExpiry(t).Status == domain.TransactionExpired:
 			t.Status = domain.TransactionExpired
-			fragment.Set("mnv_status", t.Status)
+			fragment.Set("mnv_status", string(t.Status))
 		case unavailable:
 			t.Status, t.OperatorID, t.SessionID = domain.TransactionPending, nil, nil
 			t.ReturnURL, t.CodeChallenge = nil, nil

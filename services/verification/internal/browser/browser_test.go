@@ -106,7 +106,7 @@ func (f *fakeStore) ClaimAuthorization(context.Context, []byte, []string) (domai
 	return domain.Session{}, fault.ErrNotFound
 }
 
-func (f *fakeStore) CompleteAuthorization(context.Context, string, string, []byte, *time.Time) error {
+func (f *fakeStore) CompleteAuthorization(context.Context, string, domain.Status, []byte, *time.Time) error {
 	return errors.New("no NETWORK_API session here")
 }
 
@@ -199,7 +199,7 @@ func TestCaptureTransaction(t *testing.T) {
 		code    string
 		prepare func(e *env, id string) (string, network.Request) // the id to capture, from where
 		wantErr error                                             // nil: captured
-		want    string                                            // the transaction's status after
+		want    domain.Status                                     // the transaction's status after
 	}{
 		{"VERIFY captured", "VERIFY", func(e *env, id string) (string, network.Request) { return id, fromAlpha }, nil, domain.Captured},
 		{"STUCK_PLUS captured", "STUCK_PLUS", func(e *env, id string) (string, network.Request) { return id, fromAlpha }, nil, domain.Captured},

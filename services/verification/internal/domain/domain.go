@@ -38,24 +38,30 @@ func UsedBy(verificationID string) error {
 // device fields.
 var ShortText = freetext.Rule{Max: 128}
 
-// Capture statuses.
+// Status is where a session, a browser transaction or a verification stands. One type serves
+// the three because they share values (a transaction is CAPTURED as its session is); the API
+// gives each its own enum, and the server converts each through one table
+// (internal/server/convert.go), which a test holds to these constants.
+type Status string
+
+// Capture statuses (a session's, and a transaction's once captured).
 const (
-	Captured          = "CAPTURED"
-	NoNetworkIdentity = "NO_NETWORK_IDENTITY"
+	Captured          Status = "CAPTURED"
+	NoNetworkIdentity Status = "NO_NETWORK_IDENTITY"
 	// AuthorizationPending: a NETWORK_API session waiting for the operator's authorization.
-	AuthorizationPending = "AUTHORIZATION_PENDING"
+	AuthorizationPending Status = "AUTHORIZATION_PENDING"
 )
 
 // Verification statuses and outcomes (docs/api-decisions.md#verification).
 const (
-	StatusVerified     = "VERIFIED"
-	StatusNotVerified  = "NOT_VERIFIED"
-	StatusUndetermined = "UNDETERMINED"
-	StatusExpired      = "EXPIRED"
+	StatusVerified     Status = "VERIFIED"
+	StatusNotVerified  Status = "NOT_VERIFIED"
+	StatusUndetermined Status = "UNDETERMINED"
+	StatusExpired      Status = "EXPIRED"
 	// StatusPending and StatusRejected are internal: recorded before the charge settles, and
 	// after it was refused.
-	StatusPending  = "PENDING"
-	StatusRejected = "REJECTED"
+	StatusPending  Status = "PENDING"
+	StatusRejected Status = "REJECTED"
 )
 
 // Reasons: the finer cause of an outcome.
@@ -73,12 +79,12 @@ const (
 )
 
 // IsOutcome reports whether s is one of the four outcomes a client sees.
-func IsOutcome(s string) bool {
+func IsOutcome(s Status) bool {
 	return s == StatusVerified || s == StatusNotVerified || s == StatusUndetermined || s == StatusExpired
 }
 
 // Charged reports whether an outcome is charged.
-func Charged(outcome string) bool { return outcome == StatusVerified || outcome == StatusNotVerified }
+func Charged(outcome Status) bool { return outcome == StatusVerified || outcome == StatusNotVerified }
 
 // Features this service checks.
 const (
@@ -107,7 +113,7 @@ type Session struct {
 	// Method is how the session learns about the line: HEADER_ENRICHMENT or NETWORK_API.
 	Method     string
 	OperatorID *string
-	Status     string
+	Status     Status
 	Platform   *string
 	DeviceID   *string
 	AppVersion *string
@@ -126,8 +132,8 @@ type Verification struct {
 	ID          string
 	ClientID    string
 	SessionID   string
-	Status      string
-	Outcome     string
+	Status      Status
+	Outcome     Status
 	Reason      string
 	OperatorID  string
 	ServiceType string
@@ -167,7 +173,7 @@ type Settlement struct {
 
 // VerificationFilter narrows a list of verifications.
 type VerificationFilter struct {
-	Status   *string
+	Status   *Status
 	From, To *time.Time
 }
 
@@ -189,7 +195,7 @@ type Transaction struct {
 	Features    []string           // the client's, when the flow started
 	Operators   identity.Operators // the client's, when the flow started
 	// PENDING, AUTHORIZATION_PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived).
-	Status             string
+	Status             Status
 	OperatorID         *string
 	SessionID          *string
 	Blob               *string
@@ -207,8 +213,8 @@ type Transaction struct {
 // Transaction statuses beyond the capture statuses (a VERIFY capture through the operator's
 // network API waits, like its session, in AuthorizationPending).
 const (
-	TransactionPending = "PENDING"
-	TransactionExpired = "EXPIRED"
+	TransactionPending Status = "PENDING"
+	TransactionExpired Status = "EXPIRED"
 )
 
 // Service codes of a browser flow.
@@ -230,11 +236,15 @@ type StuckPlusSession struct {
 	RevealedAt    *time.Time
 }
 
+// RevealStatus is where a reveal's charge stands (never shown to a client: the audit lists
+// settled reveals only).
+type RevealStatus string
+
 // Reveal statuses.
 const (
-	RevealPending  = "PENDING"  // recorded; its charge's outcome is not known yet
-	RevealSettled  = "SETTLED"  // charged (or free) and audited
-	RevealRejected = "REJECTED" // accounts refused the debit: nothing charged, nothing revealed
+	RevealPending  RevealStatus = "PENDING"  // recorded; its charge's outcome is not known yet
+	RevealSettled  RevealStatus = "SETTLED"  // charged (or free) and audited
+	RevealRejected RevealStatus = "REJECTED" // accounts refused the debit: nothing charged, nothing revealed
 )
 
 // Reveal is one audited reveal. A charged one is recorded PENDING under its debit's Reference
@@ -246,7 +256,7 @@ type Reveal struct {
 	KeyID     string
 	Reason    string
 	Charged   int64
-	Status    string
+	Status    RevealStatus
 	Reference string
 	// Unheard: settled by the reconciler while its request was away (the number not shown).
 	Unheard   bool

@@ -43,7 +43,7 @@ func (i Identity) OperatorID() *string {
 
 // Status is the capture status of the identity: CAPTURED with a number, NO_NETWORK_IDENTITY
 // without.
-func (i Identity) Status() string {
+func (i Identity) Status() domain.Status {
 	if i.Number.E164 == "" {
 		return domain.NoNetworkIdentity
 	}

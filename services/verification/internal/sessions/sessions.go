@@ -34,7 +34,7 @@ type AuthStore interface {
 	// ClaimAuthorization takes a pending authorization of a session of one of sources by its
 	// state's hash, once (fault.ErrNotFound: no such pending, unexpired authorization).
 	ClaimAuthorization(ctx context.Context, stateHash []byte, sources []string) (domain.Session, error)
-	CompleteAuthorization(ctx context.Context, sessionID, status string, sealedToken []byte, tokenExpires *time.Time) error
+	CompleteAuthorization(ctx context.Context, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error
 }
 
 // Authorizer runs the OIDC authorization code flow of the operators' CAMARA APIs;
@@ -88,7 +88,7 @@ type Request struct {
 // Capture is what a capture gave: its status, the operator and the blob.
 type Capture struct {
 	SessionID  string
-	Status     string
+	Status     domain.Status
 	OperatorID *string
 	Blob       string
 	ExpiresAt  time.Time
@@ -167,7 +167,7 @@ type Claim struct {
 	Session domain.Session
 	// status is CAPTURED with the sealed access token (and its expiry, when the operator gave
 	// one), or NO_NETWORK_IDENTITY without.
-	status  string
+	status  domain.Status
 	token   []byte
 	expires *time.Time
 }

@@ -35,7 +35,7 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 		}
 		return s.ID
 	}
-	verification := func(sessionID, status, outcome string) domain.Verification {
+	verification := func(sessionID string, status, outcome domain.Status) domain.Verification {
 		return domain.Verification{ID: uuid.NewString(), ClientID: client, SessionID: sessionID, Status: status, Outcome: outcome,
 			Reason: "NUMBER_MATCH", OperatorID: "alpha", ServiceType: "HEADER_ENRICHMENT", NumberSealed: []byte{1}, NumberHash: []byte{7}}
 	}
@@ -100,7 +100,7 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 	if got := drains(t, pool); got != 1 {
 		t.Errorf("%d drain jobs written, want 1 (the process's first settle)", got)
 	}
-	var status string
+	var status domain.Status
 	var charged, after int64
 	if err := pool.QueryRow(ctx, `SELECT status, charged, balance_after FROM verification.verifications WHERE id = $1`, verified.ID).
 		Scan(&status, &charged, &after); err != nil {

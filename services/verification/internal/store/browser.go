@@ -254,7 +254,7 @@ func (st *Store) markRevealed(ctx context.Context, sessionID string, at time.Tim
 // SettleReveal records the charge of a PENDING reveal (unheard, when its request is not there
 // to hear it) and marks its session revealed, in one statement, and answers the reveal's status
 // after it: SETTLED, or REJECTED when it was refused before (nothing written then).
-func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error) {
+func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status domain.RevealStatus, err error) {
 	err = st.db.QueryRow(ctx, `WITH r AS (
 			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $2, unheard = $3
 			WHERE id = $1 AND status = 'PENDING' RETURNING session_id, created_at),

@@ -68,7 +68,7 @@ func TestListPages(t *testing.T) {
 	st := stores.Pool()
 	client, other := uuid.NewString(), uuid.NewString()
 
-	verification := func(owner, status string) string {
+	verification := func(owner string, status domain.Status) string {
 		s := domain.Session{ID: uuid.NewString(), ClientID: owner, Source: "SDK", Status: "CAPTURED", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute)}
 		if err := st.InsertSession(ctx, s); err != nil {
 			t.Fatal(err)

@@ -118,7 +118,7 @@ func drains(t *testing.T, pool *pgxpool.Pool) int {
 }
 
 // pending records a PENDING verification of a fresh session with outcome.
-func pending(t testing.TB, st *store.Store, outcome string) domain.Verification {
+func pending(t testing.TB, st *store.Store, outcome domain.Status) domain.Verification {
 	t.Helper()
 	ctx := context.Background()
 	client := uuid.NewString()
@@ -136,7 +136,7 @@ func pending(t testing.TB, st *store.Store, outcome string) domain.Verification 
 
 func completed(t testing.TB, v domain.Verification) events.Event {
 	t.Helper()
-	ev, err := events.New(v.ClientID, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: v.ID, Status: v.Outcome}, time.Now())
+	ev, err := events.New(v.ClientID, events.VerificationCompleted, events.VerificationCompletedData{VerificationID: v.ID, Status: string(v.Outcome)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +152,14 @@ func TestSettleWritesItsJobs(t *testing.T) {
 	pool, stores := newStores(t)
 	ctx := context.Background()
 	tests := []struct {
-		outcome    string
+		outcome    domain.Status
 		wantRecord bool
 	}{
 		{domain.StatusVerified, true},
 		{domain.StatusNotVerified, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.outcome, func(t *testing.T) {
+		t.Run(string(tt.outcome), func(t *testing.T) {
 			v := pending(t, stores.Pool(), tt.outcome)
 			ev := completed(t, v)
 			eventsBefore, recordsBefore := len(forwarded(t, pool)), len(relayed(t, pool))
@@ -179,8 +179,8 @@ func TestSettleWritesItsJobs(t *testing.T) {
 			if !errors.Is(err, errRollback) {
 				t.Fatal(err)
 			}
-			status := func() string {
-				var s string
+			status := func() domain.Status {
+				var s domain.Status
 				if err := pool.QueryRow(ctx, `SELECT status FROM verification.verifications WHERE id = $1`, v.ID).Scan(&s); err != nil {
 					t.Fatal(err)
 				}
@@ -280,7 +280,7 @@ func TestSettleBatchJobs(t *testing.T) {
 		hash[i] = byte(250 - i)
 	}
 	var vs []domain.Verification
-	for _, o := range []string{domain.StatusVerified, domain.StatusNotVerified, domain.StatusVerified, domain.StatusVerified} {
+	for _, o := range []domain.Status{domain.StatusVerified, domain.StatusNotVerified, domain.StatusVerified, domain.StatusVerified} {
 		v := pending(t, st, o)
 		if _, err := pool.Exec(ctx, `UPDATE verification.verifications SET number_hash = $2 WHERE id = $1`, v.ID, hash); err != nil {
 			t.Fatal(err)

@@ -34,7 +34,7 @@ func (st *Store) ClaimAuthorization(ctx context.Context, stateHash []byte, sourc
 
 // CompleteAuthorization records what a claimed authorization gave a session: its status
 // (CAPTURED with the sealed access token, or NO_NETWORK_IDENTITY without).
-func (st *Store) CompleteAuthorization(ctx context.Context, sessionID, status string, sealedToken []byte, tokenExpires *time.Time) error {
+func (st *Store) CompleteAuthorization(ctx context.Context, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error {
 	_, err := st.db.Exec(ctx, `UPDATE verification.sessions SET status = $2, oauth_sealed = $3, token_expires_at = $4
 		WHERE id = $1 AND status = 'AUTHORIZATION_PENDING'`, sessionID, status, sealedToken, tokenExpires)
 	if err != nil {
@@ -65,7 +65,7 @@ func (st *Store) GetSession(ctx context.Context, clientID, id string) (domain.Se
 // NETWORK_API verification of the session for the number whose hash is numberHash. The
 // operator's token was spent by that call; its answer is all a retry can have.
 // fault.ErrNotFound when there is none.
-func (st *Store) RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error) {
+func (st *Store) RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome domain.Status, reason string, err error) {
 	err = st.db.QueryRow(ctx, `SELECT outcome, reason FROM verification.verifications
 		WHERE session_id = $1 AND client_id = $2 AND status = 'REJECTED' AND service_type = 'NETWORK_API' AND number_hash = $3
 		ORDER BY created_at DESC LIMIT 1`, sessionID, clientID, numberHash).Scan(&outcome, &reason)

@@ -112,7 +112,7 @@ func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verificati
 	copy(count, counted)
 	for _, v := range vs {
 		cols.id, cols.session, cols.client = append(cols.id, v.ID), append(cols.session, v.SessionID), append(cols.client, v.ClientID)
-		cols.status, cols.outcome, cols.reason = append(cols.status, v.Status), append(cols.outcome, v.Outcome), append(cols.reason, v.Reason)
+		cols.status, cols.outcome, cols.reason = append(cols.status, string(v.Status)), append(cols.outcome, string(v.Outcome)), append(cols.reason, v.Reason)
 		cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
 		cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
 	}

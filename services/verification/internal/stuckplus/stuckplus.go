@@ -42,7 +42,7 @@ type Store interface {
 	// SettleReveal records a PENDING reveal's charge (and its session revealed), unheard when
 	// its request is not there to hear it, and answers the reveal's status after it: SETTLED,
 	// or REJECTED when it was refused before.
-	SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status string, err error)
+	SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status domain.RevealStatus, err error)
 	// RejectReveal marks a PENDING reveal REJECTED; false when it was no longer PENDING.
 	RejectReveal(ctx context.Context, id string) (bool, error)
 	// StaleReveals reads up to limit reveals PENDING since before that no other transaction

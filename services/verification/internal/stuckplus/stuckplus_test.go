@@ -92,7 +92,7 @@ func (f *fakeStore) HearReveal(_ context.Context, id string) error {
 
 // SettleReveal is the write that fails once with failWrite (the settle's transaction does not
 // commit).
-func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, unheard bool) (string, error) {
+func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, unheard bool) (domain.RevealStatus, error) {
 	if err := f.failWrite; err != nil {
 		f.failWrite = nil
 		return "", err

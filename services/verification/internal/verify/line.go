@@ -95,7 +95,10 @@ func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRe
 		}
 	}
 
-	var outcome, reason string
+	var (
+		outcome domain.Status
+		reason  string
+	)
 	if netSess != nil {
 		var ans operatorapi.Answer
 		correlator := r.Correlator
@@ -166,7 +169,7 @@ func (s *Service) lineAsk(operatorID string, r LineRequest) askFunc {
 }
 
 // decideLine compares the line's number with what r gives.
-func decideLine(line string, r LineRequest, expired bool) (outcome, reason string) {
+func decideLine(line string, r LineRequest, expired bool) (outcome domain.Status, reason string) {
 	switch {
 	case expired:
 		return domain.StatusExpired, domain.ReasonSessionExpired

@@ -8,11 +8,11 @@ import (
 
 // finalStatuses are the statuses a verification ends in: its outcome, or REJECTED when the
 // charge was refused.
-var finalStatuses = []string{domain.StatusVerified, domain.StatusNotVerified, domain.StatusUndetermined, domain.StatusExpired, domain.StatusRejected}
+var finalStatuses = []domain.Status{domain.StatusVerified, domain.StatusNotVerified, domain.StatusUndetermined, domain.StatusExpired, domain.StatusRejected}
 
 // Metrics count decided verifications. A nil *Metrics counts nothing.
 type Metrics struct {
-	settled  map[string]prometheus.Counter
+	settled  map[domain.Status]prometheus.Counter
 	deferred prometheus.Counter
 	batches  map[string]prometheus.Observer
 }
@@ -28,14 +28,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Verifications by final status: VERIFIED, NOT_VERIFIED, UNDETERMINED, EXPIRED, or REJECTED (the charge was refused). Counted once, when settled.",
 	}, []string{"status"})
 	m := &Metrics{
-		settled: map[string]prometheus.Counter{},
+		settled: map[domain.Status]prometheus.Counter{},
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "verification", Name: "charges_deferred_total",
 			Help: "Verifications left PENDING because accounts did not answer the debit; the reconciler settles them.",
 		}),
 	}
 	for _, s := range finalStatuses {
-		m.settled[s] = settled.WithLabelValues(s)
+		m.settled[s] = settled.WithLabelValues(string(s))
 	}
 	batches := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "mnv", Subsystem: "verification", Name: "write_batch_size",
@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) settle(status string) {
+func (m *Metrics) settle(status domain.Status) {
 	if m == nil {
 		return
 	}

@@ -13,11 +13,12 @@ import (
 
 func TestNetworkOutcome(t *testing.T) {
 	tests := []struct {
-		name            string
-		answer          operatorapi.Answer
-		err             error
-		outcome, reason string
-		unavailable     bool
+		name        string
+		answer      operatorapi.Answer
+		err         error
+		outcome     domain.Status
+		reason      string
+		unavailable bool
 	}{
 		{"verified", operatorapi.Answer{Status: 200, Verified: true}, nil, domain.StatusVerified, domain.ReasonMatch, false},
 		{"not verified", operatorapi.Answer{Status: 200}, nil, domain.StatusNotVerified, domain.ReasonMismatch, false},

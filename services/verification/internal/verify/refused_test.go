@@ -159,7 +159,7 @@ func TestRefusedChargeKeepsTheOperatorsAnswer(t *testing.T) {
 		sessionTTL    time.Duration
 		first, retry  string // the numbers verified: refused, then after the top-up
 		outlive       bool   // the retry comes after the session's end
-		wantOutcome   string
+		wantOutcome   domain.Status
 		wantReason    string
 		wantCharged   int64
 		wantCallsMore int // calls to the operator's /verify by the retry

@@ -86,7 +86,7 @@ type SessionStore interface {
 	GetSession(ctx context.Context, clientID, id string) (domain.Session, error)
 	// RefusedAnswer is the outcome and reason the operator gave a verification of the session
 	// and number (by hash) whose charge was refused; fault.ErrNotFound when none was.
-	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome, reason string, err error)
+	RefusedAnswer(ctx context.Context, clientID, sessionID string, numberHash []byte) (outcome domain.Status, reason string, err error)
 }
 
 // NetworkAPI calls an operator's CAMARA Number Verification API; operatorapi.Clients is one.
@@ -271,7 +271,10 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 		return Result{}, fault.Invalid("operatorId", "does not match the operator of the sealed session")
 	}
 
-	var outcome, reason string
+	var (
+		outcome domain.Status
+		reason  string
+	)
 	switch {
 	case req.ServiceType == string(operators.MethodNetworkAPI):
 		sess, err := s.networkSession(ctx, p.ClientID, claims.SessionID, req)
@@ -473,7 +476,7 @@ type askFunc func(ctx context.Context, accessToken, correlator string) (operator
 // number (numberHash, nil when the number is not known before the call) within the session's
 // life, after a top-up, gets that answer again without a call, so it is charged once for what
 // the operator said instead of EXPIRED.
-func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans operatorapi.Answer, outcome, reason string, err error) {
+func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.Claims, numberHash []byte, correlator string, ask askFunc) (ans operatorapi.Answer, outcome domain.Status, reason string, err error) {
 	switch {
 	case !s.now().Before(c.ExpiresAt):
 		return ans, domain.StatusExpired, domain.ReasonSessionExpired, nil
@@ -487,7 +490,7 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 		switch outcome, reason, err := s.sessions.RefusedAnswer(ctx, sess.ClientID, sess.ID, numberHash); {
 		case err == nil:
 			s.log.Info("operator network API call: the answer kept from a refused charge", zap.String("operator", c.OperatorID),
-				zap.String("outcome", outcome), logging.Request(ctx))
+				zap.String("outcome", string(outcome)), logging.Request(ctx))
 			return ans, outcome, reason, nil
 		case !errors.Is(err, fault.ErrNotFound):
 			return ans, "", "", err
@@ -503,7 +506,7 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 	ans, err = ask(cctx, string(token), correlator)
 	outcome, reason, err = NetworkOutcome(ans, err)
 	s.log.Info("operator network API call", zap.String("operator", c.OperatorID), zap.String("x_correlator", correlator),
-		zap.Int("status", ans.Status), zap.String("code", ans.Code), zap.String("outcome", outcome),
+		zap.Int("status", ans.Status), zap.String("code", ans.Code), zap.String("outcome", string(outcome)),
 		zap.Duration("duration", s.now().Sub(start)), zap.NamedError("error", err), logging.Request(ctx))
 	return ans, outcome, reason, err
 }
@@ -515,7 +518,7 @@ func (s *Service) askOperator(ctx context.Context, sess domain.Session, c seal.C
 // (403 PERMISSION_DENIED, a 4xx) is UNDETERMINED, OPERATOR_REFUSED. No answer (a 5xx, 429, a
 // timeout, an unreadable body: operatorapi.ErrUnavailable) is fault.ErrUnavailable: nothing recorded,
 // nothing charged, retryable.
-func NetworkOutcome(a operatorapi.Answer, err error) (outcome, reason string, _ error) {
+func NetworkOutcome(a operatorapi.Answer, err error) (outcome domain.Status, reason string, _ error) {
 	switch {
 	case err != nil:
 		return "", "", fmt.Errorf("%w: the operator's network API did not answer: %w", fault.ErrUnavailable, err)
@@ -555,7 +558,7 @@ func (s *Service) numberLimited(oldest time.Time) error {
 }
 
 // decide compares the sealed network number with the number given.
-func decide(c seal.Claims, given string, now time.Time) (outcome, reason string) {
+func decide(c seal.Claims, given string, now time.Time) (outcome domain.Status, reason string) {
 	switch {
 	case !now.Before(c.ExpiresAt):
 		return domain.StatusExpired, domain.ReasonSessionExpired
@@ -671,9 +674,9 @@ func (s *Service) settle(ctx context.Context, b books, v domain.Verification, ma
 
 // completed is the verification.completed event of v reaching status, with its number masked
 // (never whole in an event) and charge, nil when nothing was charged.
-func (s *Service) completed(v domain.Verification, masked, status, reason string, charge *money.Charged) (events.Event, error) {
+func (s *Service) completed(v domain.Verification, masked string, status domain.Status, reason string, charge *money.Charged) (events.Event, error) {
 	d := events.VerificationCompletedData{
-		VerificationID: v.ID, Status: status, MobileNumber: masked, ServiceType: v.ServiceType, SessionID: v.SessionID,
+		VerificationID: v.ID, Status: string(status), MobileNumber: masked, ServiceType: v.ServiceType, SessionID: v.SessionID,
 	}
 	if reason != "" {
 		d.Reason = &reason

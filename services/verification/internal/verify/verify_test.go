@@ -299,9 +299,9 @@ func TestVerify(t *testing.T) {
 		name       string
 		req        func(e *env) Request
 		ledgerErr  error
-		wantReason fault.Reason // of the error; "" for none
-		wantErr    error        // errors.Is, when set
-		wantStatus string       // of the kept verification; "" when none is kept
+		wantReason fault.Reason  // of the error; "" for none
+		wantErr    error         // errors.Is, when set
+		wantStatus domain.Status // of the kept verification; "" when none is kept
 		wantDebits int
 		// wantEvent is the verification.completed written: "status reason charged balanceAfter
 		// number"; "" for none.
@@ -416,7 +416,7 @@ func TestVerifyAgain(t *testing.T) {
 		firstErr   error // the ledger's answer to the first verify
 		second     string
 		wantReason fault.Reason // "" for a success
-		wantStatus string
+		wantStatus domain.Status
 		wantDebits []int // debits after the first and second call
 	}{
 		{"a used blob is ALREADY_USED", nil, number, fault.AlreadyUsed, domain.StatusVerified, []int{1, 1}},
@@ -445,13 +445,13 @@ func TestVerifyAgain(t *testing.T) {
 			if len(e.ledger.refs) != tt.wantDebits[1] {
 				t.Errorf("%d debits after the second verify, want %d", len(e.ledger.refs), tt.wantDebits[1])
 			}
-			var kept []string
+			var kept []domain.Status
 			for _, v := range e.st.verifs {
 				if v.Status != domain.StatusRejected {
 					kept = append(kept, v.Status)
 				}
 			}
-			if !slices.Equal(kept, []string{tt.wantStatus}) {
+			if !slices.Equal(kept, []domain.Status{tt.wantStatus}) {
 				t.Errorf("kept %v, want [%s]", kept, tt.wantStatus)
 			}
 			final := 0
@@ -487,14 +487,14 @@ func TestReconcile(t *testing.T) {
 		after      time.Duration
 		ledgerErr  error
 		wantN      int
-		wantStatus [2]string
+		wantStatus [2]domain.Status
 		wantDebits int
 	}{
-		{"too young to settle", 10 * time.Second, nil, 0, [2]string{domain.StatusPending, domain.StatusPending}, 2},
+		{"too young to settle", 10 * time.Second, nil, 0, [2]domain.Status{domain.StatusPending, domain.StatusPending}, 2},
 		{"accounts still away: the round stops", 30 * time.Second, money.Unknown("debit", errors.New("away"), true), 0,
-			[2]string{domain.StatusPending, domain.StatusPending}, 3},
-		{"settled", 0, nil, 2, [2]string{domain.StatusVerified, domain.StatusNotVerified}, 5},
-		{"nothing left", time.Minute, nil, 0, [2]string{domain.StatusVerified, domain.StatusNotVerified}, 5},
+			[2]domain.Status{domain.StatusPending, domain.StatusPending}, 3},
+		{"settled", 0, nil, 2, [2]domain.Status{domain.StatusVerified, domain.StatusNotVerified}, 5},
+		{"nothing left", time.Minute, nil, 0, [2]domain.Status{domain.StatusVerified, domain.StatusNotVerified}, 5},
 	}
 	for _, s := range steps {
 		e.now = e.now.Add(s.after)
@@ -503,12 +503,12 @@ func TestReconcile(t *testing.T) {
 		if err != nil || n != s.wantN {
 			t.Fatalf("%s: ReconcileOnce = (%d, %v), want %d", s.name, n, err, s.wantN)
 		}
-		if got := [2]string{e.st.verifs[0].Status, e.st.verifs[1].Status}; got != s.wantStatus || len(e.ledger.refs) != s.wantDebits {
+		if got := [2]domain.Status{e.st.verifs[0].Status, e.st.verifs[1].Status}; got != s.wantStatus || len(e.ledger.refs) != s.wantDebits {
 			t.Fatalf("%s: statuses %v after %d debits, want %v after %d", s.name, got, len(e.ledger.refs), s.wantStatus, s.wantDebits)
 		}
 		settled := e.st.completed(t)
 		for _, v := range e.st.verifs {
-			if d, ok := settled[v.ID]; ok != (v.Status != domain.StatusPending) || ok && (d.Status != v.Status || d.Charged != 5 || d.MobileNumber == "") {
+			if d, ok := settled[v.ID]; ok != (v.Status != domain.StatusPending) || ok && (d.Status != string(v.Status) || d.Charged != 5 || d.MobileNumber == "") {
 				t.Fatalf("%s: verification %s %s has event %+v (%v)", s.name, v.ID, v.Status, d, ok)
 			}
 		}
