@@ -48,11 +48,16 @@ func EmailProblem(v string) string {
 	return ""
 }
 
+// Source is how a profile came to be. Like every state below, it is a type of its own and the
+// server converts it to the API's enum through one table (internal/server/convert.go), which
+// TestEnumTables holds to these constants.
+type Source string
+
 // Profile sources.
 const (
-	SourceImport       = "IMPORT"
-	SourceAPI          = "API"
-	SourceVerification = "VERIFICATION"
+	SourceImport       Source = "IMPORT"
+	SourceAPI          Source = "API"
+	SourceVerification Source = "VERIFICATION"
 )
 
 // Enrichment is what mnv knows of a profile's number.
@@ -66,12 +71,15 @@ type Enrichment struct {
 	EnrichedAt     time.Time  `json:"enrichedAt"`
 }
 
+// EnrichmentStatus is where an enrichment's charge stands.
+type EnrichmentStatus string
+
 // Statuses of an enrichment record.
 const (
-	EnrichmentPending   = "PENDING"   // recorded; its charge's outcome is not known yet
-	EnrichmentSettled   = "SETTLED"   // charged and written onto the profile
-	EnrichmentRejected  = "REJECTED"  // accounts refused the debit: nothing charged or written
-	EnrichmentCancelled = "CANCELLED" // the profile was erased first: nothing charged, or refunded
+	EnrichmentPending   EnrichmentStatus = "PENDING"   // recorded; its charge's outcome is not known yet
+	EnrichmentSettled   EnrichmentStatus = "SETTLED"   // charged and written onto the profile
+	EnrichmentRejected  EnrichmentStatus = "REJECTED"  // accounts refused the debit: nothing charged or written
+	EnrichmentCancelled EnrichmentStatus = "CANCELLED" // the profile was erased first: nothing charged, or refunded
 )
 
 // EnrichmentRecord is one enrichment of a profile, recorded before it is charged; the debit's
@@ -80,7 +88,7 @@ type EnrichmentRecord struct {
 	ID        string
 	ClientID  string
 	ProfileID string
-	Status    string
+	Status    EnrichmentStatus
 	Charged   int64
 	CreatedAt time.Time
 }
@@ -101,19 +109,22 @@ type Profile struct {
 	LastName     *string
 	Email        *string
 	Attributes   map[string]string
-	Source       string
+	Source       Source
 	MatchedAt    *time.Time
 	Enrichment   *Enrichment
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
 
+// ImportStatus is where an import job stands.
+type ImportStatus string
+
 // Import job statuses.
 const (
-	ImportQueued    = "QUEUED"
-	ImportRunning   = "RUNNING"
-	ImportCompleted = "COMPLETED"
-	ImportFailed    = "FAILED"
+	ImportQueued    ImportStatus = "QUEUED"
+	ImportRunning   ImportStatus = "RUNNING"
+	ImportCompleted ImportStatus = "COMPLETED"
+	ImportFailed    ImportStatus = "FAILED"
 )
 
 // ImportError is a bad row of an import.
@@ -129,7 +140,7 @@ type ImportJob struct {
 	ClientID         string
 	FileName         string
 	SizeBytes        int64
-	Status           string
+	Status           ImportStatus
 	TotalRows        int64
 	ImportedRows     int64
 	UpdatedRows      int64
@@ -150,11 +161,17 @@ type ImportJob struct {
 	Interruptions int
 }
 
-// Integration statuses, triggers and types.
-const (
-	IntegrationActive = "ACTIVE"
-	IntegrationPaused = "PAUSED"
+// IntegrationStatus is whether an integration pushes.
+type IntegrationStatus string
 
+// Integration statuses.
+const (
+	IntegrationActive IntegrationStatus = "ACTIVE"
+	IntegrationPaused IntegrationStatus = "PAUSED"
+)
+
+// Integration triggers and types.
+const (
 	TriggerProfileCreated  = "PROFILE_CREATED"
 	TriggerProfileMatched  = "PROFILE_MATCHED"
 	TriggerProfileEnriched = "PROFILE_ENRICHED"
@@ -178,16 +195,19 @@ type Integration struct {
 	FieldMappings       map[string]string
 	BatchSize           int
 	MatchedOnly         bool
-	Status              string
+	Status              IntegrationStatus
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 }
 
+// SyncStatus is how one push attempt ended.
+type SyncStatus string
+
 // Sync statuses.
 const (
-	SyncSucceeded = "SUCCEEDED"
-	SyncFailed    = "FAILED"
-	SyncRetrying  = "RETRYING"
+	SyncSucceeded SyncStatus = "SUCCEEDED"
+	SyncFailed    SyncStatus = "FAILED"
+	SyncRetrying  SyncStatus = "RETRYING"
 )
 
 // SyncEvent is one delivery attempt.
@@ -197,7 +217,7 @@ type SyncEvent struct {
 	ClientID      string
 	DeliveryID    string
 	Trigger       string
-	Status        string
+	Status        SyncStatus
 	RecordCount   int
 	HTTPStatus    *int
 	Error         *string
@@ -216,7 +236,7 @@ type Delivery struct {
 	ProfileIDs    []string
 	// Status is PENDING until the batch is sent (SUCCEEDED) or given up (FAILED), as a
 	// webhook delivery's (DeliveryPending…).
-	Status   string
+	Status   DeliveryStatus
 	Attempts int
 }
 
@@ -239,7 +259,7 @@ type Page[T any] struct {
 // ProfileFilter narrows a list of profiles.
 type ProfileFilter struct {
 	Matched *bool
-	Source  *string
+	Source  *Source
 	Search  *string
 }
 

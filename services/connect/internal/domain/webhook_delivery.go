@@ -8,7 +8,7 @@ type WebhookAttemptRecord struct {
 	DeliveryID string
 	// Status is the delivery's status after the attempt: SUCCEEDED, PENDING (retried later) or
 	// FAILED (the last attempt).
-	Status     string
+	Status     DeliveryStatus
 	HTTPStatus *int
 	Duration   time.Duration
 	Error      *string

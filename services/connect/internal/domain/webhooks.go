@@ -12,7 +12,7 @@ type WebhookEndpoint struct {
 	Description string
 	Enabled     bool
 	// DisabledReason is WebhookDisabledByClient, …ByOperator or …Failing; "" while enabled.
-	DisabledReason string
+	DisabledReason DisabledReason
 	DisabledAt     *time.Time
 	// FailingSince is the first failure since the last success; nil while healthy.
 	FailingSince *time.Time
@@ -20,11 +20,14 @@ type WebhookEndpoint struct {
 	UpdatedAt    time.Time
 }
 
+// DisabledReason is why an endpoint is disabled.
+type DisabledReason string
+
 // Why an endpoint is disabled.
 const (
-	WebhookDisabledByClient   = "CLIENT"
-	WebhookDisabledByOperator = "OPERATOR"
-	WebhookDisabledFailing    = "FAILING"
+	WebhookDisabledByClient   DisabledReason = "CLIENT"
+	WebhookDisabledByOperator DisabledReason = "OPERATOR"
+	WebhookDisabledFailing    DisabledReason = "FAILING"
 )
 
 // WebhookSecretAD is the associated data a webhook signing secret is sealed under: its own row,
@@ -33,12 +36,15 @@ func WebhookSecretAD(secretID string) []byte {
 	return []byte("connect.webhook_secrets:" + secretID)
 }
 
-// Webhook delivery statuses.
+// DeliveryStatus is where a delivery stands: an event's to an endpoint, or a CRM batch's.
+type DeliveryStatus string
+
+// Delivery statuses.
 const (
-	DeliveryPending   = "PENDING"
-	DeliverySucceeded = "SUCCEEDED"
-	DeliveryFailed    = "FAILED"
-	DeliveryCancelled = "CANCELLED"
+	DeliveryPending   DeliveryStatus = "PENDING"
+	DeliverySucceeded DeliveryStatus = "SUCCEEDED"
+	DeliveryFailed    DeliveryStatus = "FAILED"
+	DeliveryCancelled DeliveryStatus = "CANCELLED"
 )
 
 // WebhookDelivery is one event to one endpoint (connect.webhook_deliveries).
@@ -48,7 +54,7 @@ type WebhookDelivery struct {
 	EndpointID  string
 	EventID     string
 	EventType   string
-	Status      string
+	Status      DeliveryStatus
 	Attempts    int
 	LastStatus  *int
 	LastError   *string

@@ -214,7 +214,7 @@ func (s *Service) finish(ctx context.Context, job domain.ImportJob, failure *str
 			at = *out.FinishedAt
 		}
 		ev, err := events.New(out.ClientID, typ, events.ImportData{
-			ImportID: out.ID, Status: out.Status, ProcessedRecords: out.ProcessedRecords, CreatedRecords: out.ImportedRows,
+			ImportID: out.ID, Status: string(out.Status), ProcessedRecords: out.ProcessedRecords, CreatedRecords: out.ImportedRows,
 			UpdatedRecords: out.UpdatedRows, FailedRecords: out.FailedRows, Error: out.Failure,
 		}, at)
 		if err != nil {

@@ -454,7 +454,7 @@ func TestImportEventsCommitWithTheJob(t *testing.T) {
 		name       string
 		body       string
 		rollback   bool
-		wantStatus string
+		wantStatus domain.ImportStatus
 		wantEvent  string // "": none
 	}{
 		{name: "completed", body: file, wantStatus: domain.ImportCompleted, wantEvent: events.ImportCompleted},
@@ -501,7 +501,7 @@ func TestImportEventsCommitWithTheJob(t *testing.T) {
 				if err := json.Unmarshal([]byte(data), &d); err != nil {
 					t.Fatal(err)
 				}
-				if cid != client || d.ImportID != job.ID || d.Status != got.Status || d.ProcessedRecords != got.ProcessedRecords ||
+				if cid != client || d.ImportID != job.ID || d.Status != string(got.Status) || d.ProcessedRecords != got.ProcessedRecords ||
 					d.CreatedRecords != got.ImportedRows || d.FailedRecords != got.FailedRows || (d.Error == nil) != (got.Failure == nil) {
 					t.Errorf("event %s of %s: %+v; job %+v", typ, cid, d, got)
 				}

@@ -228,7 +228,7 @@ func TestUploadStates(t *testing.T) {
 		fileName   string
 		body       string
 		wantErr    func(error) bool
-		wantStatus string // "": no job is left
+		wantStatus domain.ImportStatus // "": no job is left
 		wantSize   int64
 		wantEvent  string // the one event emitted; "": none
 	}{
@@ -278,7 +278,7 @@ func TestRunStates(t *testing.T) {
 		// prepare changes the uploaded job before it runs.
 		prepare       func(f *fakeJobs, job *domain.ImportJob)
 		onUpsert      func(f *fakeJobs) func(jobID string)
-		wantStatus    string
+		wantStatus    domain.ImportStatus
 		wantImported  int64
 		wantFailed    int64
 		wantErrors    int
@@ -351,7 +351,7 @@ func TestRunStates(t *testing.T) {
 			if done := got.Status != domain.ImportRunning; done != (f.chunks[job.ID] == nil) {
 				t.Errorf("job %s with its file kept: %v", got.Status, f.chunks[job.ID] != nil)
 			}
-			want := map[string]string{domain.ImportCompleted: events.ImportCompleted, domain.ImportFailed: events.ImportFailed}[got.Status]
+			want := map[domain.ImportStatus]string{domain.ImportCompleted: events.ImportCompleted, domain.ImportFailed: events.ImportFailed}[got.Status]
 			checkEvent(t, f, job.ID, want)
 			if ran, err := svc.RunOnce(ctx); tt.wantStatus != domain.ImportRunning && (ran || err != nil) {
 				t.Errorf("a second RunOnce found work: %v, %v", ran, err)
@@ -378,7 +378,7 @@ func checkEvent(t *testing.T, f *fakeJobs, jobID, typ string) {
 	if err := json.Unmarshal(f.emitted[0].Data, &data); err != nil {
 		t.Fatal(err)
 	}
-	want := events.ImportData{ImportID: jobID, Status: job.Status, ProcessedRecords: job.ProcessedRecords, CreatedRecords: job.ImportedRows,
+	want := events.ImportData{ImportID: jobID, Status: string(job.Status), ProcessedRecords: job.ProcessedRecords, CreatedRecords: job.ImportedRows,
 		UpdatedRecords: job.UpdatedRows, FailedRecords: job.FailedRows, Error: job.Failure}
 	if f.emitted[0].ClientID != job.ClientID || !reflect.DeepEqual(data, want) {
 		t.Errorf("event of client %s, data %+v; want %s, %+v", f.emitted[0].ClientID, data, job.ClientID, want)

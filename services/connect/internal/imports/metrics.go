@@ -16,7 +16,7 @@ const (
 // Metrics count imported rows and finished jobs. A nil *Metrics counts nothing.
 type Metrics struct {
 	imported, updated, failed prometheus.Counter
-	jobs                      map[string]prometheus.Counter
+	jobs                      map[domain.ImportStatus]prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (none when reg is nil). Every series
@@ -32,9 +32,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}, []string{"status"})
 	m := &Metrics{
 		imported: rows.WithLabelValues(RowImported), updated: rows.WithLabelValues(RowUpdated), failed: rows.WithLabelValues(RowFailed),
-		jobs: map[string]prometheus.Counter{
-			domain.ImportCompleted: jobs.WithLabelValues(domain.ImportCompleted),
-			domain.ImportFailed:    jobs.WithLabelValues(domain.ImportFailed),
+		jobs: map[domain.ImportStatus]prometheus.Counter{
+			domain.ImportCompleted: jobs.WithLabelValues(string(domain.ImportCompleted)),
+			domain.ImportFailed:    jobs.WithLabelValues(string(domain.ImportFailed)),
 		},
 	}
 	if reg != nil {
@@ -56,7 +56,7 @@ func (m *Metrics) rows(imported, updated, failed int64) {
 	m.failed.Add(float64(failed))
 }
 
-func (m *Metrics) finished(status string) {
+func (m *Metrics) finished(status domain.ImportStatus) {
 	if m == nil {
 		return
 	}

@@ -35,7 +35,7 @@ type EnrichmentStore interface {
 	LockEnrichment(ctx context.Context, id string) (domain.EnrichmentRecord, error)
 	// FinishEnrichment moves a PENDING record to status with the amount charged; keepKey keeps
 	// its request key.
-	FinishEnrichment(ctx context.Context, id, status string, charged int64, keepKey bool) error
+	FinishEnrichment(ctx context.Context, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error
 	// SetEnrichment writes a profile's enrichment.
 	SetEnrichment(ctx context.Context, clientID, id string, e domain.Enrichment) (domain.Profile, error)
 	// StaleEnrichments locks up to limit records PENDING since before, oldest first, skipping
@@ -282,7 +282,7 @@ func (b *books) Void(ctx context.Context, rec domain.EnrichmentRecord) error {
 	return b.finish(ctx, rec, domain.EnrichmentCancelled)
 }
 
-func (b *books) finish(ctx context.Context, rec domain.EnrichmentRecord, status string) error {
+func (b *books) finish(ctx context.Context, rec domain.EnrichmentRecord, status domain.EnrichmentStatus) error {
 	return b.in(ctx, rec, func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error {
 		if cur.Status != domain.EnrichmentPending {
 			return nil

@@ -42,7 +42,7 @@ func TestEnrich(t *testing.T) {
 		id         func(prof domain.Profile) string // the profile asked for (default: the client's)
 		reason     string
 		wantErr    func(error) bool
-		wantStatus string // of the one record; "" when none may be made
+		wantStatus domain.EnrichmentStatus // of the one record; "" when none may be made
 		wantDebits int
 	}{
 		{name: "charged and written", wantStatus: domain.EnrichmentSettled, wantDebits: 1},
@@ -125,7 +125,7 @@ func TestEnrichRetry(t *testing.T) {
 		wantDebits int
 		wantCharge int // references charged in the end
 		wantRefund int
-		wantFirst  string
+		wantFirst  domain.EnrichmentStatus
 	}{
 		{name: "resumes the pending record", retryKey: "k", wantRecs: 1, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentSettled},
 		{name: "another key is another request", retryKey: "other", wantRecs: 2, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentPending},
@@ -216,7 +216,7 @@ func TestReconcile(t *testing.T) {
 		refundErr   error
 		debitErr    error
 		wantSettled int
-		wantStatus  string
+		wantStatus  domain.EnrichmentStatus
 		wantCharged int // references charged in the end
 	}{
 		{name: "written, charged once", charged: true, wantSettled: 1, wantStatus: domain.EnrichmentSettled, wantCharged: 1},

@@ -208,7 +208,7 @@ func (f *fakeStore) LockEnrichment(_ context.Context, id string) (domain.Enrichm
 	return r, nil
 }
 
-func (f *fakeStore) FinishEnrichment(ctx context.Context, id, status string, charged int64, keepKey bool) error {
+func (f *fakeStore) FinishEnrichment(ctx context.Context, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error {
 	r, ok := f.records[id]
 	if !ok || r.Status != domain.EnrichmentPending {
 		return fmt.Errorf("finish enrichment %s: not PENDING", id)

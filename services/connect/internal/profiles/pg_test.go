@@ -61,15 +61,15 @@ func newPGEnv(t *testing.T) pgEnv {
 	return pgEnv{pool: pool, svc: svc, ledger: l, p: p, prof: prof}
 }
 
-func (e pgEnv) records(t *testing.T) map[string]int {
+func (e pgEnv) records(t *testing.T) map[domain.EnrichmentStatus]int {
 	t.Helper()
 	rows, err := e.pool.Query(context.Background(), `SELECT status, count(*) FROM connect.enrichments WHERE profile_id = $1 GROUP BY status`, e.prof.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
+	out := map[domain.EnrichmentStatus]int{}
 	for rows.Next() {
-		var s string
+		var s domain.EnrichmentStatus
 		var n int
 		if err := rows.Scan(&s, &n); err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestEnrichChargesOutsideLocks(t *testing.T) {
 		debitErr    error
 		reconcile   bool
 		wantErr     error
-		wantStatus  string
+		wantStatus  domain.EnrichmentStatus
 		wantCharged int // references charged at accounts in the end
 		wantRefunds int
 	}{

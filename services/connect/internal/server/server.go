@@ -53,7 +53,7 @@ func (s *Server) ListProfiles(ctx context.Context, req *connectv1.ListProfilesRe
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Profiles.List(ctx, cid, domain.ProfileFilter{Matched: req.Matched, Source: req.Source, Search: req.Search}, pg.Limit(), pg.Offset())
+	page, err := s.Profiles.List(ctx, cid, domain.ProfileFilter{Matched: req.Matched, Source: (*domain.Source)(req.Source), Search: req.Search}, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -246,7 +246,7 @@ func (s *Server) UpdateIntegration(ctx context.Context, req *connectv1.UpdateInt
 	}
 	it, err := s.Integrations.Update(ctx, cid, req.GetIntegrationId(), integrations.Patch{
 		DisplayName: p.DisplayName, EndpointURL: p.EndpointUrl, HTTPMethod: method, APIKey: p.ApiKey,
-		TriggerEvent: p.TriggerEvent, Status: p.Status, FieldMappings: p.GetFieldMappings(), BatchSize: batch, MatchedOnly: p.MatchedOnly,
+		TriggerEvent: p.TriggerEvent, Status: (*domain.IntegrationStatus)(p.Status), FieldMappings: p.GetFieldMappings(), BatchSize: batch, MatchedOnly: p.MatchedOnly,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -280,7 +280,7 @@ func (s *Server) ListSyncHistory(ctx context.Context, req *connectv1.ListSyncHis
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Integrations.History(ctx, cid, req.GetIntegrationId(), req.Status, pg.Limit(), pg.Offset())
+	page, err := s.Integrations.History(ctx, cid, req.GetIntegrationId(), (*domain.SyncStatus)(req.Status), pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

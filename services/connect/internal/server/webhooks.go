@@ -110,7 +110,7 @@ func (s *Webhooks) ListWebhookDeliveries(ctx context.Context, req *connectv1.Lis
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Webhooks.Deliveries(ctx, client(ctx), req.GetWebhookId(), req.Status, pg.Limit(), pg.Offset())
+	page, err := s.Webhooks.Deliveries(ctx, client(ctx), req.GetWebhookId(), (*domain.DeliveryStatus)(req.Status), pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -164,7 +164,7 @@ func (s *WebhookAdmin) EnableClientWebhook(ctx context.Context, req *connectv1.E
 func webhookToProto(e domain.WebhookEndpoint) *connectv1.WebhookEndpoint {
 	return &connectv1.WebhookEndpoint{
 		Id: e.ID, Url: e.URL, Events: endpoints.EventsOf(e), Description: e.Description, Enabled: e.Enabled,
-		DisabledReason: connectv1.WebhookDisabledReason(connectv1.WebhookDisabledReason_value["WEBHOOK_DISABLED_REASON_"+e.DisabledReason]),
+		DisabledReason: disabledReasons.of(e.DisabledReason),
 		FailingSince:   tsOrNil(e.FailingSince), CreatedAt: timestamppb.New(e.CreatedAt), UpdatedAt: timestamppb.New(e.UpdatedAt),
 	}
 }
@@ -179,7 +179,7 @@ func withSecretToProto(c endpoints.WithSecret) *connectv1.WebhookEndpoint {
 func deliveryToProto(d domain.WebhookDeliveryLog) *connectv1.WebhookDelivery {
 	out := &connectv1.WebhookDelivery{
 		Id: d.ID, EventId: d.EventID, EventType: d.EventType,
-		Status:   connectv1.WebhookDeliveryStatus(connectv1.WebhookDeliveryStatus_value["WEBHOOK_DELIVERY_STATUS_"+d.Status]),
+		Status:   deliveryStatuses.of(d.Status),
 		Attempts: int32(d.Attempts), LastHttpStatus: int32Ptr(d.LastStatus), LastError: d.LastError,
 		CreatedAt: timestamppb.New(d.CreatedAt), UpdatedAt: timestamppb.New(d.UpdatedAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		AttemptLog: make([]*connectv1.WebhookAttempt, 0, len(d.AttemptLog)),

@@ -75,7 +75,7 @@ func (s *Store) LockEnrichment(ctx context.Context, id string) (domain.Enrichmen
 // FinishEnrichment moves a PENDING record to status with the amount charged. keepKey keeps its
 // request key, for a record settled while its request was not there to hear it (the
 // reconciler): a retry of that request is then answered with it instead of charged again.
-func (s *Store) FinishEnrichment(ctx context.Context, id, status string, charged int64, keepKey bool) error {
+func (s *Store) FinishEnrichment(ctx context.Context, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error {
 	tag, err := s.db.Exec(ctx, `UPDATE connect.enrichments SET status = $2, charged = $3, settled_at = now(),
 			request_key = CASE WHEN $4 THEN request_key END
 		WHERE id = $1 AND status = 'PENDING'`, id, status, charged, keepKey)

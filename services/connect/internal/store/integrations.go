@@ -287,7 +287,7 @@ func scanSyncEvent(row pgx.Row) (domain.SyncEvent, error) {
 // ListSyncEvents reads a page of an integration's sync history, newest first. The page and its
 // total come from one statement (pg.Page), so a delivery recorded meanwhile cannot make the
 // page hold more events than its total says.
-func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
+func (s *Store) ListSyncEvents(ctx context.Context, clientID, integrationID string, status *domain.SyncStatus, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
 	var p domain.Page[domain.SyncEvent]
 	q := pg.PageQuery{Columns: syncEventColumns,
 		From:  `FROM connect.sync_events WHERE integration_id = $1 AND client_id = $2 AND ($3::text IS NULL OR status = $3)`,

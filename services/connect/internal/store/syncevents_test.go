@@ -34,7 +34,7 @@ func TestListSyncEvents(t *testing.T) {
 	}
 	mine, other := integration(), integration()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	statuses := []string{domain.SyncRetrying, domain.SyncSucceeded, domain.SyncRetrying, domain.SyncSucceeded, domain.SyncSucceeded}
+	statuses := []domain.SyncStatus{domain.SyncRetrying, domain.SyncSucceeded, domain.SyncRetrying, domain.SyncSucceeded, domain.SyncSucceeded}
 	for i, status := range statuses {
 		for _, in := range []string{mine, other} {
 			at := base.Add(time.Duration(i) * time.Minute)
@@ -49,7 +49,7 @@ func TestListSyncEvents(t *testing.T) {
 	retrying := domain.SyncRetrying
 	tests := []struct {
 		name          string
-		status        *string
+		status        *domain.SyncStatus
 		limit, offset int64
 		wantRecords   []int // RecordCount of each item, in order: newest first
 		wantTotal     int64

@@ -204,7 +204,7 @@ func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAf
 // it was PENDING already (its job still runs, nothing to add); a delivery of another client is
 // fault.ErrNotFound. id must be a UUID (the caller checks).
 func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d domain.WebhookDelivery, queued bool, err error) {
-	var prev string
+	var prev domain.DeliveryStatus
 	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries d SET status = 'PENDING', updated_at = now()
 		FROM (SELECT id, status FROM connect.webhook_deliveries WHERE id = $1 AND client_id = $2 FOR UPDATE) old
 		WHERE d.id = old.id

@@ -30,11 +30,12 @@ func scanWebhookEndpoint(row pgx.Row) (domain.WebhookEndpoint, error) {
 }
 
 // nullString is s, or NULL when empty.
-func nullString(s string) *string {
+func nullString[S ~string](s S) *string {
 	if s == "" {
 		return nil
 	}
-	return &s
+	v := string(s)
+	return &v
 }
 
 // LockClientWebhooks takes the client's webhook lock until the transaction ends, so two
@@ -184,7 +185,7 @@ func (s *Store) GetWebhookDelivery(ctx context.Context, clientID, id string) (do
 
 // ListWebhookDeliveries reads a page of an endpoint's deliveries, newest first, with their
 // attempts in order; status narrows them when set.
-func (s *Store) ListWebhookDeliveries(ctx context.Context, clientID, endpointID string, status *string, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error) {
+func (s *Store) ListWebhookDeliveries(ctx context.Context, clientID, endpointID string, status *domain.DeliveryStatus, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error) {
 	var p domain.Page[domain.WebhookDeliveryLog]
 	// A LEFT JOIN, which finds the same events (every delivery has one: event_id NOT NULL
 	// REFERENCES), so that PostgreSQL drops it from the count, which reads nothing of e.

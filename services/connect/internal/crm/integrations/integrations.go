@@ -54,7 +54,7 @@ type Store interface {
 	// matchedOnly integration), of importJobID when set, in batches of its size, each with its
 	// job, and returns how many records it queued. In a transaction.
 	EnqueueAll(ctx context.Context, it domain.Integration, trigger string, importJobID *string) (int64, error)
-	ListSyncEvents(ctx context.Context, clientID, integrationID string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error)
+	ListSyncEvents(ctx context.Context, clientID, integrationID string, status *domain.SyncStatus, limit, offset int64) (domain.Page[domain.SyncEvent], error)
 }
 
 // Tx runs a function with the store inside one transaction.
@@ -209,10 +209,11 @@ func (s *Service) List(ctx context.Context, clientID string, limit, offset int64
 
 // Patch is a partial update; nil fields stay as they are.
 type Patch struct {
-	DisplayName, EndpointURL, HTTPMethod, APIKey, TriggerEvent, Status *string
-	FieldMappings                                                      map[string]string
-	BatchSize                                                          *int
-	MatchedOnly                                                        *bool
+	DisplayName, EndpointURL, HTTPMethod, APIKey, TriggerEvent *string
+	Status                                                     *domain.IntegrationStatus
+	FieldMappings                                              map[string]string
+	BatchSize                                                  *int
+	MatchedOnly                                                *bool
 }
 
 // Update applies a patch. A new endpointUrl without a new apiKey drops the stored credential:
@@ -234,7 +235,9 @@ func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (dom
 	set(&it.EndpointURL, p.EndpointURL)
 	set(&it.HTTPMethod, p.HTTPMethod)
 	set(&it.TriggerEvent, p.TriggerEvent)
-	set(&it.Status, p.Status)
+	if p.Status != nil {
+		it.Status = *p.Status
+	}
 	if len(p.FieldMappings) > 0 {
 		it.FieldMappings = p.FieldMappings
 	}
@@ -282,7 +285,7 @@ func (s *Service) Sync(ctx context.Context, clientID, id string) (int64, error) 
 }
 
 // History reads a page of an integration's sync events.
-func (s *Service) History(ctx context.Context, clientID, id string, status *string, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
+func (s *Service) History(ctx context.Context, clientID, id string, status *domain.SyncStatus, limit, offset int64) (domain.Page[domain.SyncEvent], error) {
 	if _, err := s.Get(ctx, clientID, id); err != nil {
 		return domain.Page[domain.SyncEvent]{}, err
 	}

@@ -74,7 +74,7 @@ func (f *fakeStore) EnqueueAll(_ context.Context, it domain.Integration, _ strin
 	return 3, nil
 }
 
-func (f *fakeStore) ListSyncEvents(context.Context, string, string, *string, int64, int64) (domain.Page[domain.SyncEvent], error) {
+func (f *fakeStore) ListSyncEvents(context.Context, string, string, *domain.SyncStatus, int64, int64) (domain.Page[domain.SyncEvent], error) {
 	return domain.Page[domain.SyncEvent]{}, nil
 }
 
@@ -230,7 +230,7 @@ func TestUpdate(t *testing.T) {
 					t.Errorf("status %s", it.Status)
 				}
 			}},
-		{name: "bad status", patch: integrations.Patch{Status: ptr("DELETED")}, wantErr: invalid("status")},
+		{name: "bad status", patch: integrations.Patch{Status: ptr(domain.IntegrationStatus("DELETED"))}, wantErr: invalid("status")},
 		{name: "bad endpoint", patch: integrations.Patch{EndpointURL: ptr("ftp://crm.example.com")}, wantErr: invalid("endpointUrl")},
 		{name: "bad method", patch: integrations.Patch{HTTPMethod: ptr("DELETE")}, wantErr: invalid("httpMethod")},
 		{name: "bad batch", patch: integrations.Patch{BatchSize: ptr(5000)}, wantErr: invalid("batchSize")},

@@ -8,7 +8,7 @@ import (
 
 // Metrics count delivery attempts and delivered records. A nil *Metrics counts nothing.
 type Metrics struct {
-	attempts  map[string]prometheus.Counter
+	attempts  map[domain.SyncStatus]prometheus.Counter
 	delivered prometheus.Counter
 	duration  prometheus.Histogram
 }
@@ -21,7 +21,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Delivery attempts to integrations by outcome: SUCCEEDED, RETRYING (will be tried again), FAILED (given up).",
 	}, []string{"status"})
 	m := &Metrics{
-		attempts: map[string]prometheus.Counter{},
+		attempts: map[domain.SyncStatus]prometheus.Counter{},
 		delivered: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "connect", Name: "delivered_records_total",
 			Help: "Profiles delivered to integrations by successful attempts.",
@@ -32,8 +32,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
-	for _, s := range []string{domain.SyncSucceeded, domain.SyncRetrying, domain.SyncFailed} {
-		m.attempts[s] = attempts.WithLabelValues(s)
+	for _, s := range []domain.SyncStatus{domain.SyncSucceeded, domain.SyncRetrying, domain.SyncFailed} {
+		m.attempts[s] = attempts.WithLabelValues(string(s))
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{attempts, m.delivered, m.duration} {

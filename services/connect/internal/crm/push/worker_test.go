@@ -162,7 +162,7 @@ func TestWorkerDelivers(t *testing.T) {
 		finished    bool // the batch was finished by an earlier run
 		down        bool // the database fails
 		wantRecords int  // in the one request; -1: no request
-		wantStatus  string
+		wantStatus  domain.SyncStatus
 		wantRiver   string // "done", "retry", "cancel", "snooze"
 	}{
 		{name: "a batch is one request", matched: []bool{false, false, true}, answer: 204, attempt: 1,

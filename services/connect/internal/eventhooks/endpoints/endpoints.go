@@ -79,7 +79,7 @@ type Store interface {
 	GetWebhookDelivery(ctx context.Context, clientID, id string) (domain.WebhookDelivery, error)
 	// ListWebhookDeliveries reads a page of an endpoint's deliveries, newest first, each with
 	// its attempts; status narrows them when set.
-	ListWebhookDeliveries(ctx context.Context, clientID, endpointID string, status *string, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error)
+	ListWebhookDeliveries(ctx context.Context, clientID, endpointID string, status *domain.DeliveryStatus, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error)
 }
 
 // Tx runs fn with the store inside one transaction.
@@ -337,7 +337,7 @@ func (s *Service) Update(ctx context.Context, clientID, id string, p Patch) (dom
 
 // setEnabled moves e to enabled, or to disabled by who. A disabled endpoint disabled again
 // keeps its reason, unless the operator disables it: that one outranks the others.
-func (s *Service) setEnabled(e *domain.WebhookEndpoint, enabled bool, who string) error {
+func (s *Service) setEnabled(e *domain.WebhookEndpoint, enabled bool, who domain.DisabledReason) error {
 	now := s.Now()
 	switch {
 	case enabled && e.DisabledReason == domain.WebhookDisabledByOperator && who != domain.WebhookDisabledByOperator:
@@ -435,15 +435,15 @@ func (s *Service) Redeliver(ctx context.Context, clientID, deliveryID string) er
 }
 
 // deliveryStatuses are the statuses a delivery log may be narrowed to.
-var deliveryStatuses = []string{domain.DeliveryPending, domain.DeliverySucceeded, domain.DeliveryFailed, domain.DeliveryCancelled}
+var deliveryStatuses = []domain.DeliveryStatus{domain.DeliveryPending, domain.DeliverySucceeded, domain.DeliveryFailed, domain.DeliveryCancelled}
 
 // Deliveries reads a page of an endpoint's delivery log.
-func (s *Service) Deliveries(ctx context.Context, clientID, id string, status *string, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error) {
+func (s *Service) Deliveries(ctx context.Context, clientID, id string, status *domain.DeliveryStatus, limit, offset int64) (domain.Page[domain.WebhookDeliveryLog], error) {
 	if _, err := s.Get(ctx, clientID, id); err != nil {
 		return domain.Page[domain.WebhookDeliveryLog]{}, err
 	}
 	if status != nil && !slices.Contains(deliveryStatuses, *status) {
-		return domain.Page[domain.WebhookDeliveryLog]{}, fault.Invalid("status", "must be one of %s", strings.Join(deliveryStatuses, ", "))
+		return domain.Page[domain.WebhookDeliveryLog]{}, fault.Invalid("status", "must be one of PENDING, SUCCEEDED, FAILED, CANCELLED")
 	}
 	return s.st.ListWebhookDeliveries(ctx, clientID, id, status, limit, offset)
 }

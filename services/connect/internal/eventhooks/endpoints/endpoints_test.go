@@ -376,7 +376,7 @@ func TestDeliveryLog(t *testing.T) {
 	client := uuid.NewString()
 	id := f.create(t, client).Endpoint.ID
 	other := f.create(t, client).Endpoint.ID
-	insert := func(endpoint, status string, attempts ...string) string {
+	insert := func(endpoint string, status domain.DeliveryStatus, attempts ...string) string {
 		t.Helper()
 		evt := "evt_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		d := uuid.NewString()
@@ -419,7 +419,7 @@ func TestDeliveryLog(t *testing.T) {
 	if a := d.AttemptLog[1]; a.Attempt != 2 || a.HTTPStatus == nil || *a.HTTPStatus != 500 || a.Error != nil {
 		t.Errorf("attempt 2: %+v", a)
 	}
-	if _, err := f.svc.Deliveries(ctx, client, id, ptr("LOST"), 10, 0); reason(err) != fault.InvalidArgument {
+	if _, err := f.svc.Deliveries(ctx, client, id, ptr(domain.DeliveryStatus("LOST")), 10, 0); reason(err) != fault.InvalidArgument {
 		t.Errorf("unknown status: %v", err)
 	}
 	if _, err := f.svc.Deliveries(ctx, uuid.NewString(), id, nil, 10, 0); !errors.Is(err, fault.ErrNotFound) {
