@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -89,11 +91,47 @@ func TestReadmeRuns(t *testing.T) {
 			t.Fatalf("README.md line %d: the block failed: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s--- make run\n%s",
 				b.Line, err, b.Code, out, errOut, suite.Output())
 		}
+		// Two answers printed without a newline between them read as one garbled line.
+		if strings.Contains(out, "}{") {
+			t.Errorf("README.md line %d: two answers glued on one line (add a newline):\n%s", b.Line, out)
+		}
 		if b.Shown != "" {
 			if err := readme.Match(b.Shown, out); err != nil {
 				t.Fatalf("README.md line %d: the block prints other than the README shows: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s",
 					b.Line, err, b.Code, out, errOut)
 			}
+		}
+	}
+	checkLeftBehind(t, home)
+}
+
+// The walk cleans up after itself: what a reader started, it stops, and it leaves no file in
+// the checkout but the state folder (and the binaries).
+func checkLeftBehind(t *testing.T, home string) {
+	t.Helper()
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "bin" && e.Name() != ".mnv" {
+			t.Errorf("the walk leaves %s in the checkout", e.Name())
+		}
+	}
+	// The receivers the walk starts (the CRM's, the webhooks').
+	for _, addr := range []string{"127.0.0.1:9999", "127.0.0.1:8099"} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			lis, err := net.Listen("tcp", addr)
+			if err == nil {
+				_ = lis.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the walk leaves a receiver running on %s", addr)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }
