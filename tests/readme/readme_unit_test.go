@@ -97,8 +97,9 @@ func TestAddressTable(t *testing.T) {
 	if !ok {
 		t.Fatal("README.md has no ### Addresses section")
 	}
-	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n") // the table alone
-	rows := map[string]string{} // variable -> its row
+	// The table alone, and each variable it names with the row that names it.
+	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n")
+	rows := map[string]string{}
 	for _, line := range strings.Split(table, "\n") {
 		if strings.HasPrefix(line, "| ") {
 			for _, f := range strings.Split(line, "`") {
