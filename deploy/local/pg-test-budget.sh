@@ -6,7 +6,8 @@
 # Each test package is counted as MNV_TEST_PG_CONNS_PER_PACKAGE connections (default 30: in
 # deploy/local/pg-budget-check.sh, which CI runs and which fails when the figure is too small,
 # two packages at once, store and end-to-end tests on the real binaries, took about 20). go test
-# would otherwise run one package per CPU (-p): on 8 CPUs, more than a shared default server has. With the server of pg-ensure.sh (DATABASE_URL, else the local one):
+# would otherwise run one package per CPU (-p): on 8 CPUs, more than a shared default server
+# has. With the server of pg-ensure.sh (DATABASE_URL, else the local one):
 #   - free = max_connections - the reserved ones - the client connections open now;
 #   - packages = min(CPUs, free / per package); at least one: the suite runs there, narrower;
 #   - none fits: a private cluster (pg-ensure.sh with MNV_PG_PRIVATE), whose connections are
