@@ -32,15 +32,15 @@ run: build ## Start the whole suite (gateway on MNV_HTTP_ADDR, default 127.0.0.1
 	@url=$$($(PG_ENSURE) --database mnv); DATABASE_URL="$$url" MNV_LOG_FORMAT=$${MNV_LOG_FORMAT:-console} exec $(BIN)/mnv
 
 .PHONY: test
-test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (started or installed if need be)
-	@url=$$($(PG_ENSURE)); export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
+test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (started or installed if need be); as many packages at once as the server's free connections allow (deploy/local/pg-test-budget.sh)
+	@budget=$$(deploy/local/pg-test-budget.sh); read -r url testp <<<"$$budget"; export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
 	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
 	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	$(MAKE) build; \
 	$(MAKE) sdk-test; \
 	$(MAKE) receiver-deps; \
 	$(MAKE) oidcclient-deps; \
-	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race ./...); done
+	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race -p $$testp ./...); done
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (FUZZTIME executions each, default 30000x)

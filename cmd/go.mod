@@ -63,7 +63,6 @@ require (
 	github.com/rs/cors v1.11.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
@@ -103,7 +102,10 @@ replace (
 	github.com/mnvhq/mnv/services/platform => ../services/platform
 )
 
-require github.com/mnvhq/mnv/services/verification v0.0.0
+require (
+	github.com/mnvhq/mnv/services/verification v0.0.0
+	github.com/spf13/pflag v1.0.9
+)
 
 replace github.com/mnvhq/mnv/services/verification => ../services/verification
 

@@ -209,6 +209,7 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	addrs := devstate.Addrs{
 		AccountsGRPC: apps[0].lis.Addr().String(), VerificationGRPC: apps[1].lis.Addr().String(),
 		ConnectGRPC: apps[2].lis.Addr().String(), GatewayHTTP: gatewayAddr.String(), DemoHTTP: demoApps[0].lis.Addr().String(),
+		CAMARAHTTP: vcfg.CAMARAAddr,
 	}
 	return serve(ctx, apps, acfg.ShutdownTimeout, func(ctx context.Context) {
 		// The addresses bound, whatever ports were given: mnvctl reads them to reach this run.

@@ -58,19 +58,20 @@ func TestRunReleasesEverything(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := pgtest.NewDatabase(t)
 			addrs := map[string]string{}
-			for _, app := range []string{"accounts", "verification", "connect", "gateway", "demo"} {
+			for _, app := range []string{"accounts", "verification", "connect", "gateway", "demo", "camara"} {
 				addrs[app] = freeAddr(t)
 			}
 			env := map[string]string{
-				"DATABASE_URL":               db,
-				"MNV_ACCOUNTS_GRPC_ADDR":     addrs["accounts"],
-				"MNV_VERIFICATION_GRPC_ADDR": addrs["verification"],
-				"MNV_CONNECT_GRPC_ADDR":      addrs["connect"],
-				"MNV_HTTP_ADDR":              addrs["gateway"],
-				"MNV_DEMO_ADDR":              addrs["demo"],
-				"MNV_SHUTDOWN_TIMEOUT":       "5s",
-				"MNV_REDIS_URL":              "",
-				"MNV_OPERATORS_FILE":         "",
+				"DATABASE_URL":                 db,
+				"MNV_ACCOUNTS_GRPC_ADDR":       addrs["accounts"],
+				"MNV_VERIFICATION_GRPC_ADDR":   addrs["verification"],
+				"MNV_CONNECT_GRPC_ADDR":        addrs["connect"],
+				"MNV_HTTP_ADDR":                addrs["gateway"],
+				"MNV_DEMO_ADDR":                addrs["demo"],
+				"MNV_VERIFICATION_CAMARA_ADDR": addrs["camara"],
+				"MNV_SHUTDOWN_TIMEOUT":         "5s",
+				"MNV_REDIS_URL":                "",
+				"MNV_OPERATORS_FILE":           "",
 				// devSecrets sets these; t.Setenv puts back what was there.
 				"MNV_PEPPER_FILE": "", "MNV_DATA_KEYS_FILE": "", "MNV_ADMIN_TOKEN_FILE": "", "MNV_NUMBER_HASH_KEY_FILE": "",
 				"MNV_INTERNAL_CALLERS": "", "MNV_SANDBOX": "",
@@ -105,7 +106,7 @@ func TestRunReleasesEverything(t *testing.T) {
 				waitServing(t, "http://"+addrs["gateway"]+"/healthz", done)
 				t.Setenv(devstate.StateDirVar, state)
 				waitRecorded(t, devstate.Addrs{AccountsGRPC: addrs["accounts"], VerificationGRPC: addrs["verification"],
-					ConnectGRPC: addrs["connect"], GatewayHTTP: addrs["gateway"], DemoHTTP: addrs["demo"]})
+					ConnectGRPC: addrs["connect"], GatewayHTTP: addrs["gateway"], DemoHTTP: addrs["demo"], CAMARAHTTP: addrs["camara"]})
 				waitServing(t, "http://"+addrs["demo"]+"/", done)
 				cancel()
 			}

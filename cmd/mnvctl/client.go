@@ -27,6 +27,9 @@ func leaf(cmd *cobra.Command, env bool, run func(ctx context.Context, args []str
 		if err := checkFormat(cmd, *format, env); err != nil {
 			return err
 		}
+		if err := checkRequired(cmd); err != nil {
+			return err
+		}
 		r, err := run(cmd.Context(), args)
 		if err != nil {
 			return err
@@ -45,7 +48,8 @@ func (c *conn) call(ctx context.Context, fn func(context.Context, accountsv1.Acc
 	defer done()
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return fn(ctx, admin)
+	r, err := fn(ctx, admin)
+	return r, reached(err, "accounts", c.dialed, c.from, "MNV_ACCOUNTS_ADDR")
 }
 
 func newClientCommand() *cobra.Command {
@@ -83,6 +87,9 @@ func (c *conn) create() *cobra.Command {
 	expiresIn := f.String("expires-in", "", "balance lifetime, e.g. 30d or 12h (default: never expires)")
 	features := f.String("features", "", "comma-separated: VERIFY,CONNECT,STUCK_PLUS,SANDBOX,NUMBER_SHARE")
 	withoutKey := f.Bool("without-api-key", false, "issue no API key; the client generates its first one with its secret")
+	require(cmd, "name", "contact-name", "contact-email", "contact-phone")
+	fieldFlags(cmd, "clientName", "name", "contactPersonName", "contact-name", "contactPersonEmail", "contact-email",
+		"contactPhoneNumber", "contact-phone", "initialBalance", "balance", "balanceExpiresAt", "expires-in", "features", "features")
 	return leaf(cmd, true, func(ctx context.Context, _ []string) (result, error) {
 		expires, err := expiry(*expiresIn)
 		if err != nil {

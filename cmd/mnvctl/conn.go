@@ -23,6 +23,9 @@ type conn struct {
 	// apiURL is the local run's API when mnvctl reached accounts through the address the run
 	// recorded: -o env of a new client then says where its API answers too.
 	apiURL string
+	// dialed is the address the command dialled, and from where it came (for the hint when
+	// nothing answers there).
+	dialed, from string
 }
 
 func (c *conn) flags(cmd *cobra.Command) {
@@ -36,8 +39,9 @@ func (c *conn) flags(cmd *cobra.Command) {
 func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(), err error) {
 	env := config.FromOS()
 	addr := c.addr
+	c.from = "from --addr"
 	if addr == "" {
-		addr = env.String("MNV_ACCOUNTS_ADDR", "")
+		addr, c.from = env.String("MNV_ACCOUNTS_ADDR", ""), "from MNV_ACCOUNTS_ADDR"
 	}
 	if err := env.Err(); err != nil {
 		return nil, nil, err
@@ -46,7 +50,12 @@ func (c *conn) admin() (client accountsv1.AccountsAdminServiceClient, done func(
 		if addr, c.apiURL, err = recordedAddr(); err != nil {
 			return nil, nil, err
 		}
+		c.from = "the default"
+		if c.apiURL != "" {
+			c.from = "recorded by make run"
+		}
 	}
+	c.dialed = addr
 	cc, err := c.dial(env, addr)
 	if err != nil {
 		return nil, nil, err

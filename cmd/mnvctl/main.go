@@ -20,8 +20,9 @@
 // names without their prefix, integers as numbers) or, where it reveals a credential, env
 // (export lines for eval). See conn.go for how it reaches the accounts service.
 //
-// Exit status: 0 on success and for --help, 1 when the call fails (the gRPC code and message are
-// printed), 2 on a usage error (the usage is printed).
+// Exit status: 0 on success and for --help, 1 when the call fails (what failed is printed in the
+// operator's words: explain.go), 2 on a usage error, a missing required flag included (the usage
+// is printed).
 package main
 
 import (
@@ -32,7 +33,6 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/status"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3"; otherwise the module
@@ -59,11 +59,7 @@ func execute(args []string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "mnvctl: %v\n\n%s", err, cmd.UsageString())
 		return 2
 	}
-	if st, ok := status.FromError(err); ok {
-		fmt.Fprintf(errOut, "mnvctl: %s: %s\n", st.Code(), st.Message())
-	} else {
-		fmt.Fprintf(errOut, "mnvctl: %v\n", err)
-	}
+	fmt.Fprintf(errOut, "mnvctl: %s\n", explain(cmd, cmd.Flags().Args(), err))
 	return 1
 }
 

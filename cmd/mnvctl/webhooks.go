@@ -24,8 +24,9 @@ const defaultConnectAddr = "127.0.0.1:9093"
 func (c *conn) webhookAdmin() (connectv1.WebhookAdminServiceClient, func(), error) {
 	env := config.FromOS()
 	addr := c.addr
+	c.from = "from --addr"
 	if addr == "" {
-		addr = env.String("MNV_CONNECT_ADDR", "")
+		addr, c.from = env.String("MNV_CONNECT_ADDR", ""), "from MNV_CONNECT_ADDR"
 	}
 	if err := env.Err(); err != nil {
 		return nil, nil, err
@@ -34,13 +35,14 @@ func (c *conn) webhookAdmin() (connectv1.WebhookAdminServiceClient, func(), erro
 		a, err := devstate.FindAddrs()
 		switch {
 		case errors.Is(err, devstate.ErrNoState) || err == nil && a.ConnectGRPC == "":
-			addr = defaultConnectAddr
+			addr, c.from = defaultConnectAddr, "the default"
 		case err != nil:
 			return nil, nil, fmt.Errorf("the address make run recorded (set MNV_CONNECT_ADDR instead): %w", err)
 		default:
-			addr = a.ConnectGRPC
+			addr, c.from = a.ConnectGRPC, "recorded by make run"
 		}
 	}
+	c.dialed = addr
 	cc, err := c.dial(env, addr)
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +58,8 @@ func (c *conn) callWebhooks(ctx context.Context, fn func(context.Context, connec
 	defer done()
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return fn(ctx, admin)
+	r, err := fn(ctx, admin)
+	return r, reached(err, "connect", c.dialed, c.from, "MNV_CONNECT_ADDR")
 }
 
 func newWebhooksCommand() *cobra.Command {

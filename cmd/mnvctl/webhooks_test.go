@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestWebhooksAgainstConnect(t *testing.T) {
 		want string
 	}{
 		{"no --client", env, []string{"webhooks", "list"}, 2, "--client is required"},
-		{"another client's endpoint", env, []string{"webhooks", "disable", "--client", acc.CreateClient(t, 1).ID, id}, 1, "not found"},
+		{"another client's endpoint", env, []string{"webhooks", "disable", "--client", acc.CreateClient(t, 1).ID, id}, 1, "no webhook endpoint " + strconv.Quote(id) + " of client "},
 		{"a wrong token", []string{"MNV_CONNECT_ADDR=" + con.Addr, "MNV_ADMIN_TOKEN=" + strings.Repeat("x", 40)}, []string{"webhooks", "list", "--client", c.ID}, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

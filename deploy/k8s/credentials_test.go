@@ -11,7 +11,8 @@ import (
 // and every server gets its callers' digests (MNV_INTERNAL_CALLERS). In prod the gRPC hops are
 // TLS, with the files on mounted Secrets: servers serve a certificate (MNV_GRPC_TLS_CERT,
 // MNV_GRPC_TLS_KEY), callers verify it (MNV_GRPC_TLS_CA); and the sandbox operator, which
-// trusts loopback, is off (MNV_SANDBOX). The probes of a TLS server are checkProbes'.
+// trusts loopback, is off (MNV_SANDBOX), and so is gRPC server reflection (MNV_GRPC_REFLECTION).
+// The probes of a TLS server are checkProbes'.
 func checkCredentials(m *manifests) []string {
 	var p []string
 	tokenOf := map[string]string{} // namespace/Secret/key of an internal token -> its Deployment
@@ -38,6 +39,14 @@ func checkCredentials(m *manifests) []string {
 		if v, ok := env["MNV_SANDBOX"]; ok {
 			if on, err := strconv.ParseBool(v.value); !v.literal || err != nil || on {
 				p = append(p, where+": MNV_SANDBOX must be unset or false in prod: the sandbox operator trusts loopback, so a same-host proxy or sidecar would let any SANDBOX client assert any number")
+			}
+		}
+		if c.server {
+			// Reflection describes every method to anyone who can reach the port.
+			if v, ok := env["MNV_GRPC_REFLECTION"]; !ok || !v.literal {
+				p = append(p, where+": MNV_GRPC_REFLECTION must be set to false in prod (it is on by default)")
+			} else if on, err := strconv.ParseBool(v.value); err != nil || on {
+				p = append(p, where+": MNV_GRPC_REFLECTION must be false in prod")
 			}
 		}
 		var files []string

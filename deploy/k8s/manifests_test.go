@@ -134,6 +134,7 @@ func TestFixturesFail(t *testing.T) {
 		{dir: "tls-off-in-prod", want: []string{"credentials"}},
 		{dir: "probe-on-tls-port", want: []string{"probes"}},
 		{dir: "sandbox-in-prod", want: []string{"credentials"}},
+		{dir: "reflection-in-prod", want: []string{"credentials"}},
 		{dir: "shared-internal-token", want: []string{"credentials"}},
 		{dir: "no-internal-callers", want: []string{"credentials"}},
 		{dir: "latest-tag", want: []string{"images"}},

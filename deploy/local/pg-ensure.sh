@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the URL of a PostgreSQL server that mnv may use, starting one if need be:
 #   1. $DATABASE_URL, when set (used as it is);
-#   2. else a local server on 127.0.0.1:5432 (user postgres, no password), if one answers;
+#   2. else a local server on 127.0.0.1:5432 (user postgres, no password; MNV_PG_LOCAL_URL), if one answers;
 #   3. else (or when MNV_PG_PRIVATE is set) a private throwaway cluster under .mnv/pg (port $MNV_PG_PORT, default 55432),
 #      created on first use (PostgreSQL installed with apt-get when missing) and started.
 # With --database NAME, the database NAME is created when missing and its URL printed instead of
@@ -57,8 +57,10 @@ finish() { # server url
   exit 0
 }
 
-local_url="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-if [ -z "${MNV_PG_PRIVATE:-}" ] && pg_isready -q -h 127.0.0.1 -p 5432 -t 2 && psql "$local_url" -qtAX -c 'SELECT 1' >/dev/null 2>&1; then
+# MNV_PG_LOCAL_URL stands in for the local server (deploy/local/pg-budget-check.sh's, a server
+# that is shared and short of connections).
+local_url=${MNV_PG_LOCAL_URL:-"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"}
+if [ -z "${MNV_PG_PRIVATE:-}" ] && pg_isready -q -d "$local_url" -t 2 && psql "$local_url" -qtAX -c 'SELECT 1' >/dev/null 2>&1; then
   finish "$local_url"
 fi
 

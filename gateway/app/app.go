@@ -35,6 +35,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
+	"github.com/mnvhq/mnv/gateway/internal/landing"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	"github.com/mnvhq/mnv/gateway/internal/sdkassets"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
@@ -331,6 +332,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		envelope.WriteSuccess(w, http.StatusOK, "alive", []byte(`{"status":"SERVING"}`))
 	})
 	root.HandleFunc("GET /readyz", g.ready)
+	// A person who opens the address sees what it is, not a JSON 404.
+	landing.Register(root, landing.Links{Reference: apidocs.PagePath, OpenAPI: apidocs.SpecPath, Health: "/healthz", Ready: "/readyz"})
 	root.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	root.Handle("/", mux) // everything else: the mux's 404 and 405 in the envelope
 	// The roots of the trees above, where http.ServeMux would answer an HTML redirect to the

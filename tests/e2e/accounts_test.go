@@ -90,7 +90,7 @@ func TestOperatorAndClient(t *testing.T) {
     ]`) {
 		t.Fatalf("mnvctl show: %s %v", out, err)
 	}
-	if _, err := suite.Mnvctl(ctx, "client", "show", "00000000-0000-4000-8000-000000000000"); err == nil || !strings.Contains(err.Error(), "NotFound") {
+	if _, err := suite.Mnvctl(ctx, "client", "show", "00000000-0000-4000-8000-000000000000"); err == nil || !strings.Contains(err.Error(), `no client with id "00000000-0000-4000-8000-000000000000"`) {
 		t.Fatalf("mnvctl show of an unknown client: %v", err)
 	}
 }

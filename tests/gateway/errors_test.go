@@ -225,6 +225,34 @@ func TestNoSuchPathIsAnEnvelope(t *testing.T) {
 	}
 }
 
+// TestLandingAtTheRoot: a person who opens the gateway's address gets a small page that links
+// the reference and the health endpoints (HEAD: its headers); the paths beside it keep the
+// envelope (TestNoSuchPathIsAnEnvelope).
+func TestLandingAtTheRoot(t *testing.T) {
+	s := start(t)
+	for _, method := range []string{"GET", "HEAD"} {
+		a := raw(t, s, method, "/", nil)
+		if a.status != http.StatusOK || !strings.HasPrefix(a.headers.Get("Content-Type"), "text/html") ||
+			!strings.Contains(a.headers.Get("Content-Security-Policy"), "default-src 'none'") {
+			t.Fatalf("%s /: %d %v %q", method, a.status, a.headers, a.body)
+		}
+		if method == "HEAD" {
+			if len(a.body) != 0 {
+				t.Errorf("HEAD /: a body %q", a.body)
+			}
+			continue
+		}
+		for _, link := range []string{`href="/v1/api/docs"`, `href="/v1/api/openapi.json"`, `href="/healthz"`, `href="/readyz"`} {
+			if !strings.Contains(string(a.body), link) {
+				t.Errorf("GET /: no %s in %s", link, a.body)
+			}
+		}
+	}
+	if a := raw(t, s, "POST", "/", nil); a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d %q", a.status, a.body)
+	}
+}
+
 // TestMethodNotAllowedSaysAllow: a 405 lists the methods the path has in Allow.
 func TestMethodNotAllowedSaysAllow(t *testing.T) {
 	s := start(t)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +76,12 @@ func TestReadmeRuns(t *testing.T) {
 	if err := suite.WaitReady(ctx, "http://"+env["MNV_HTTP_ADDR"]+"/readyz", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	// A start where nothing is wrong is quiet: a warning there reads as a fault to a newcomer.
+	// (The principal streams open in the first moments; give them one.)
+	time.Sleep(time.Second)
+	if out := suite.Output(); strings.Contains(out, "WARN") {
+		t.Errorf("make run warned on a clean start:\n%s", out)
+	}
 
 	sh := newShell(t, home, env)
 	for _, b := range blocks {
@@ -89,11 +97,47 @@ func TestReadmeRuns(t *testing.T) {
 			t.Fatalf("README.md line %d: the block failed: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s--- make run\n%s",
 				b.Line, err, b.Code, out, errOut, suite.Output())
 		}
+		// Two answers printed without a newline between them read as one garbled line.
+		if strings.Contains(out, "}{") {
+			t.Errorf("README.md line %d: two answers glued on one line (add a newline):\n%s", b.Line, out)
+		}
 		if b.Shown != "" {
 			if err := readme.Match(b.Shown, out); err != nil {
 				t.Fatalf("README.md line %d: the block prints other than the README shows: %v\n--- block\n%s--- stdout\n%s--- stderr\n%s",
 					b.Line, err, b.Code, out, errOut)
 			}
+		}
+	}
+	checkLeftBehind(t, home)
+}
+
+// The walk cleans up after itself: what a reader started, it stops, and it leaves no file in
+// the checkout but the state folder (and the binaries).
+func checkLeftBehind(t *testing.T, home string) {
+	t.Helper()
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "bin" && e.Name() != ".mnv" {
+			t.Errorf("the walk leaves %s in the checkout", e.Name())
+		}
+	}
+	// The receivers the walk starts (the CRM's, the webhooks').
+	for _, addr := range []string{"127.0.0.1:9999", "127.0.0.1:8099"} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			lis, err := net.Listen("tcp", addr)
+			if err == nil {
+				_ = lis.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the walk leaves a receiver running on %s", addr)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

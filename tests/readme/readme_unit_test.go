@@ -1,9 +1,12 @@
 package readme_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mnvhq/mnv/tests/harness"
 	"github.com/mnvhq/mnv/tests/readme"
 )
 
@@ -75,5 +78,55 @@ func TestMatch(t *testing.T) {
 				t.Fatal("an error without a message")
 			}
 		})
+	}
+}
+
+// TestAddressTable: the README's table of addresses has a row for every listener of make run
+// (the ones .mnv/addrs.json records), and names the variables a client reads where they differ
+// from the listener's (mnvctl reads MNV_ACCOUNTS_ADDR, not MNV_ACCOUNTS_GRPC_ADDR).
+func TestAddressTable(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(md), "### Addresses\n")
+	if !ok {
+		t.Fatal("README.md has no ### Addresses section")
+	}
+	// The table alone, and each variable it names with the row that names it.
+	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n")
+	rows := map[string]string{}
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "| ") {
+			for _, f := range strings.Split(line, "`") {
+				if strings.HasPrefix(f, "MNV_") {
+					rows[f] = line
+				}
+			}
+		}
+	}
+	tests := []struct{ variable, port string }{
+		{"MNV_HTTP_ADDR", "8080"},
+		{"MNV_DEMO_ADDR", "8081"},
+		{"MNV_ACCOUNTS_GRPC_ADDR", "9091"},
+		{"MNV_ACCOUNTS_ADDR", "9091"},
+		{"MNV_VERIFICATION_GRPC_ADDR", "9092"},
+		{"MNV_CONNECT_GRPC_ADDR", "9093"},
+		{"MNV_CONNECT_ADDR", "9093"},
+		{"MNV_VERIFICATION_CAMARA_ADDR", "9095"},
+	}
+	for _, tt := range tests {
+		row, ok := rows[tt.variable]
+		if !ok {
+			t.Errorf("the address table does not name %s", tt.variable)
+			continue
+		}
+		if !strings.Contains(row, "127.0.0.1:"+tt.port) {
+			t.Errorf("the row of %s does not give port %s: %s", tt.variable, tt.port, row)
+		}
 	}
 }

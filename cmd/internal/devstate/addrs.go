@@ -29,6 +29,9 @@ type Addrs struct {
 	GatewayHTTP      string `json:"gatewayHttp"`
 	// DemoHTTP is the demo site's (make run only; empty from a run before it existed).
 	DemoHTTP string `json:"demoHttp,omitempty"`
+	// CAMARAHTTP is verification's CAMARA facade, which the gateway proxies its OAuth2 and
+	// CAMARA paths to (make run only; empty from a run before it was recorded).
+	CAMARAHTTP string `json:"camaraHttp,omitempty"`
 }
 
 // WriteAddrs records a's addresses in dir, replacing the ones of an earlier run. The file is

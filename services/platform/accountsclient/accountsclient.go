@@ -292,6 +292,10 @@ func (c *Client) AllowsRedirectURI(ctx context.Context, clientID, uri string) (a
 	return resp.GetAllowed(), resp.GetRegistered(), nil
 }
 
+// startGrace is how long WatchPrincipals waits quietly for its first stream (a var so a test
+// can shorten it).
+var startGrace = 20 * time.Second
+
 // Watcher is told what the WatchPrincipals stream says (principalcache.Cache).
 type Watcher interface {
 	Started(beat time.Duration)
@@ -305,9 +309,15 @@ type Watcher interface {
 // WatchPrincipals keeps a WatchPrincipals stream to accounts open until ctx ends and tells w
 // what it says. A stream that ends, fails to start or stays silent for twice w.StaleAfter is
 // told as Stopped (w then asks accounts on every call) and opened again with backoff.
+//
+// Until the first stream has started, a failure is logged at debug level for startGrace: the
+// services of a suite start together, and accounts refuses the stream until it LISTENs, so a
+// few refusals at start are the normal course and not a fault. Past startGrace, or once a
+// stream was up and is lost, each failure is a warning.
 func (c *Client) WatchPrincipals(ctx context.Context, w Watcher, log *zap.Logger) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, 5*time.Second
+	began, everStarted := time.Now(), false
 	for ctx.Err() == nil {
 		started, err := c.watch(ctx, w)
 		w.Stopped()
@@ -316,10 +326,16 @@ func (c *Client) WatchPrincipals(ctx context.Context, w Watcher, log *zap.Logger
 		}
 		if started {
 			b.Reset()
+			everStarted = true
 		}
 		wait := b.NextBackOff()
-		log.Warn("principal changes from accounts interrupted; authenticating every call with accounts until the stream is back",
-			zap.Error(err), zap.Duration("retry_in", wait))
+		if !everStarted && time.Since(began) < startGrace {
+			log.Debug("principal changes from accounts not received yet; authenticating every call with accounts until the stream is up",
+				zap.Error(err), zap.Duration("retry_in", wait))
+		} else {
+			log.Warn("principal changes from accounts interrupted; authenticating every call with accounts until the stream is back",
+				zap.Error(err), zap.Duration("retry_in", wait))
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -151,7 +151,11 @@ var (
 func (g *Guard) Check(ctx context.Context, method string) (context.Context, error) {
 	rule, ok := g.policy[method]
 	if !ok {
-		if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+		// Health says whether the server serves; reflection describes the services' schemas
+		// (public in the repository), and is only registered where it is switched on
+		// (grpcserver.Transport.Reflection): grpc-go answers a service it does not serve
+		// before any interceptor runs. Neither touches data, so neither needs a credential.
+		if strings.HasPrefix(method, "/grpc.health.v1.Health/") || isReflection(method) {
 			return ctx, nil
 		}
 		return ctx, errNoRule
@@ -313,3 +317,9 @@ func (b BearerCredentials) GetRequestMetadata(context.Context, ...string) (map[s
 
 // RequireTransportSecurity implements credentials.PerRPCCredentials.
 func (b BearerCredentials) RequireTransportSecurity() bool { return !b.Insecure }
+
+// isReflection tells the methods of gRPC server reflection, both versions grpc-go serves.
+func isReflection(method string) bool {
+	return method == "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo" ||
+		method == "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+}

@@ -1,5 +1,5 @@
 // Package grpcserver is the gRPC server kit every mnv service runs on: one interceptor chain in
-// a fixed order, health, Prometheus metrics, TLS when configured (Transport) and a graceful
+// a fixed order, health, server reflection (Transport.Reflection), Prometheus metrics, TLS when configured (Transport) and a graceful
 // shutdown.
 package grpcserver
 
@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -149,6 +150,11 @@ func New(o Options) (*Server, error) {
 	srv := grpc.NewServer(append(opts, tracing.ServerOptions()...)...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(srv, h)
+	if o.Transport.Reflection {
+		// It lists what is registered when it is asked, so services registered after New are
+		// described too. The guard admits it without a credential (auth.Guard.Check).
+		reflection.Register(srv)
+	}
 	s := &Server{Server: srv, Health: h, log: log, timeout: o.ShutdownTimeout, healthAddr: o.Transport.HealthAddr}
 	if s.healthAddr != "" {
 		s.healthOnly = grpc.NewServer()

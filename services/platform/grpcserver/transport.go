@@ -12,8 +12,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/config"
 )
 
-// Transport is how the server meets its callers: TLS when a certificate is configured, and
-// optionally a plaintext port that answers health checks alone.
+// Transport is how the server meets its callers: TLS when a certificate is configured,
+// optionally a plaintext port that answers health checks alone, and whether it describes its
+// services to them (reflection).
 type Transport struct {
 	// CertFile and KeyFile are the server's certificate (chain) and private key, PEM
 	// (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY). Set, the server speaks TLS only; the certificate
@@ -25,6 +26,13 @@ type Transport struct {
 	// the kubelet's gRPC probes cannot speak TLS. It says whether the server serves, nothing
 	// more, so it needs no credential.
 	HealthAddr string
+	// Reflection serves gRPC server reflection (grpc.reflection.v1 and v1alpha) on the main
+	// listener (MNV_GRPC_REFLECTION, default on), so that an internal system or an operator
+	// can call the services with grpcurl or buf curl without the .proto files. It describes
+	// the services' schemas, never data, and needs no credential; the services' own methods
+	// still need theirs. The prod overlay turns it off (deploy/k8s): a production caller
+	// builds against the protos.
+	Reflection bool
 }
 
 // LoadTransport reads the server's transport from the environment.
@@ -33,6 +41,7 @@ func LoadTransport(env *config.Env) (Transport, error) {
 		CertFile:   env.String("MNV_GRPC_TLS_CERT", ""),
 		KeyFile:    env.String("MNV_GRPC_TLS_KEY", ""),
 		HealthAddr: env.String("MNV_GRPC_HEALTH_ADDR", ""),
+		Reflection: env.Bool("MNV_GRPC_REFLECTION", true),
 	}
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		return t, errors.New("MNV_GRPC_TLS_CERT and MNV_GRPC_TLS_KEY: set both (TLS) or neither (plaintext)")

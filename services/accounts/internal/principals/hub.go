@@ -6,9 +6,11 @@
 package principals
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -46,7 +48,9 @@ const queueDepth = 256
 type Hub struct {
 	mu        sync.Mutex
 	listening bool
-	subs      map[*Sub]struct{}
+	// up is closed while the replica listens, and replaced by an open one when it stops.
+	up   chan struct{}
+	subs map[*Sub]struct{}
 
 	watchers  prometheus.Gauge
 	listenUp  prometheus.Gauge
@@ -63,6 +67,7 @@ type Sub struct {
 // NewHub returns a Hub whose metrics go to reg (nil for none).
 func NewHub(reg prometheus.Registerer) (*Hub, error) {
 	h := &Hub{
+		up:   make(chan struct{}),
 		subs: map[*Sub]struct{}{},
 		watchers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mnv_accounts_principal_watchers", Help: "WatchPrincipals streams open on this replica.",
@@ -113,10 +118,32 @@ func (h *Hub) drop(s *Sub) {
 	}
 }
 
+// WaitListening waits up to d, or until ctx ends, for the replica to listen, and tells whether
+// it does. A replica serves a moment before its LISTEN is up, and the services that start beside
+// it open their streams at once: a stream that waits that moment starts, where a refusal would
+// have been logged as a fault on both sides.
+func (h *Hub) WaitListening(ctx context.Context, d time.Duration) bool {
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-up:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
 // Up implements pg.ListenHandler: streams may start.
 func (h *Hub) Up() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.listening {
+		close(h.up)
+	}
 	h.listening = true
 	h.listenUp.Set(1)
 }
@@ -126,6 +153,9 @@ func (h *Hub) Up() {
 func (h *Hub) Down() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.listening {
+		h.up = make(chan struct{})
+	}
 	h.listening = false
 	h.listenUp.Set(0)
 	for s := range h.subs {

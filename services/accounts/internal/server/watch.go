@@ -18,6 +18,9 @@ type Watch struct {
 	HeartbeatEvery time.Duration
 }
 
+// listenWait bounds how long a stream waits for the replica's LISTEN before it is refused.
+const listenWait = 3 * time.Second
+
 var errWatchEnded = status.Error(codes.Unavailable, "principal changes are no longer received; drop cached principals and watch again")
 
 // WatchPrincipals streams the changes of principals: STARTED once subscribed, then heartbeats
@@ -26,6 +29,10 @@ func (s *Internal) WatchPrincipals(_ *accountsv1.WatchPrincipalsRequest, stream 
 	if s.Watch.Hub == nil {
 		return status.Error(codes.Unavailable, principals.ErrNotListening.Error())
 	}
+	// At start-up the LISTEN comes up a moment after the server serves: wait for it rather
+	// than refuse the services that started beside this one. Less than the caller's wait for
+	// STARTED (accountsclient: 5 s of silence ends a stream).
+	s.Watch.Hub.WaitListening(stream.Context(), listenWait)
 	sub, err := s.Watch.Hub.Subscribe()
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
