@@ -13,9 +13,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -102,8 +102,8 @@ type Revealed struct {
 // debit committed but whose transaction did not (its caller gave up, a crash) is retried under
 // the same reference, and accounts answers the charge it made: each audited reveal is charged
 // once, whatever the balance is by then.
-func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
-	if p.Role != identity.RoleAdmin {
+func (s *Service) Reveal(ctx context.Context, p principal.Principal, sessionID, reason string) (Revealed, error) {
+	if p.Role != principal.RoleAdmin {
 		return Revealed{}, domain.ErrNotAdmin
 	}
 	if err := reasonRule.Check("reason", reason); err != nil {
