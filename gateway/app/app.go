@@ -433,8 +433,13 @@ func captureMetadata(rules *callerauth.Auth, numberHeaders []string) func(contex
 // metadata keys. Everything else (Authorization included) stays at the edge.
 func incomingHeaders(key string) (string, bool) {
 	switch key = strings.ToLower(key); key {
-	case principal.APIKey.MD(), principal.MDClientID, principal.SDKToken.MD(), requestid.MD, idemkey.MD:
+	case principal.MDClientID, requestid.MD, idemkey.MD:
 		return key, true
+	}
+	for _, k := range principal.ClientKinds() {
+		if key == k.MD() {
+			return key, true
+		}
 	}
 	return "", false
 }
