@@ -220,3 +220,32 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckGivesTheCredential: what Check lets through is the route's credential and the client
+// id in its canonical form, parsed there once for the request; a route that takes no client
+// credential gives none.
+func TestCheckGivesTheCredential(t *testing.T) {
+	tests := []struct {
+		name string
+		edge rpcrule.Edge
+		h    http.Header
+		want callerauth.Credential
+	}{
+		{"key and upper-case client id", keyAndClient, http.Header{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}},
+			callerauth.Credential{Kind: principal.APIKey, Secret: key, ClientID: clientID}},
+		{"me: key alone", keyOnly, http.Header{"X-Api-Key": {key}}, callerauth.Credential{Kind: principal.APIKey, Secret: key}},
+		{"session", sdkSession, http.Header{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}},
+			callerauth.Credential{Kind: principal.SDKToken, Secret: token, ClientID: clientID}},
+		{"bootstrap: the client id, no credential", bootstrap, http.Header{"X-Client-Id": {clientID}, "X-Api-Key": {key}},
+			callerauth.Credential{ClientID: clientID}},
+		{"public: nothing", public, http.Header{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, callerauth.Credential{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, problems := callerauth.Check(tt.edge, tt.h)
+			if len(problems) > 0 || got != tt.want {
+				t.Errorf("Check = %+v, %q; want %+v", got, problems, tt.want)
+			}
+		})
+	}
+}
