@@ -1,6 +1,9 @@
-// Package accountsclient is how the other services use accounts: it authenticates callers
-// (an auth.Authenticator over AccountsInternalService) and is their money.Ledger, turning the
-// reason of accounts' answer back into the value accounts' rules returned.
+// Package accountsclient is how the other processes use accounts: it authenticates callers (a
+// principal.Authenticator over AccountsInternalService, with the principal cache of
+// accountsclient/principalcache in front) and is their money.Ledger, turning the reason of
+// accounts' answer back into the value accounts' rules returned. It is accounts', in a module of
+// its own that depends on nothing of accounts but its generated contract: the gateway and the
+// other services build with it and without accounts' module (and its database driver).
 package accountsclient
 
 import (
@@ -109,7 +112,7 @@ func Dial(addr string, o grpcclient.Options) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// AuthenticateAPIKey implements auth.Authenticator.
+// AuthenticateAPIKey implements principal.Authenticator.
 func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: apiKey, ClientId: clientID})
@@ -119,7 +122,7 @@ func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string
 	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
-// AuthenticateSDKToken implements auth.Authenticator.
+// AuthenticateSDKToken implements principal.Authenticator.
 func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.AuthenticateSdkToken(ctx, &accountsv1.AuthenticateSdkTokenRequest{SdkToken: token, ClientId: clientID})

@@ -74,7 +74,7 @@ func TestRoundTrip(t *testing.T) {
 // TestReadsThePreviousVersionsPrincipal: the principal moved from accounts' proto package to
 // mnv.principal.v1 with the same field numbers, so what a process of the version before wrote
 // (accounts' answers, the gateway's assertion during a rolling upgrade) reads the same. The
-// bytes are what that version's principalpb.ToProto marshalled.
+// bytes are what that version's conversion (platform/principalpb) marshalled.
 func TestReadsThePreviousVersionsPrincipal(t *testing.T) {
 	const client = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	grace := 90 * time.Second

@@ -35,7 +35,7 @@ const (
 )
 
 // Authenticator is what the cache sits in front of (accountsclient.Client); the Cache is one
-// too (auth.Authenticator).
+// too (principal.Authenticator).
 type Authenticator interface {
 	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error)
 	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (principal.Principal, error)
@@ -149,12 +149,12 @@ func (c *Cache) evicted(fp [32]byte, e entry) {
 // watch accounts.
 func (c *Cache) Enabled() bool { return !c.off }
 
-// AuthenticateAPIKey implements auth.Authenticator.
+// AuthenticateAPIKey implements principal.Authenticator.
 func (c *Cache) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
 	return c.authenticate(ctx, 'k', apiKey, clientID, c.next.AuthenticateAPIKey)
 }
 
-// AuthenticateSDKToken implements auth.Authenticator.
+// AuthenticateSDKToken implements principal.Authenticator.
 func (c *Cache) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	return c.authenticate(ctx, 't', token, clientID, c.next.AuthenticateSDKToken)
 }
