@@ -252,8 +252,8 @@ func (x *AuthenticateRequest) GetClientId() string {
 
 type AuthenticateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The principal travels in a message of its own package (shared by every process, owned by
-	// no service); same field numbers as accounts' Principal of the versions before.
+	// The shared principal (mnv.principal.v1: every process reads it, no service owns it). The
+	// responses below carry it the same way.
 	Principal     *v1.Principal `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -349,10 +349,8 @@ func (x *AuthenticateSdkTokenRequest) GetClientId() string {
 }
 
 type AuthenticateSdkTokenResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The principal travels in a message of its own package (shared by every process, owned by
-	// no service); same field numbers as accounts' Principal of the versions before.
-	Principal     *v1.Principal `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1178,10 +1176,8 @@ func (x *AuthenticateClientSecretRequest) GetClientSecret() string {
 }
 
 type AuthenticateClientSecretResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The principal travels in a message of its own package (shared by every process, owned by
-	// no service); same field numbers as accounts' Principal of the versions before.
-	Principal     *v1.Principal `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1268,10 +1264,8 @@ func (x *GetClientPrincipalRequest) GetClientId() string {
 }
 
 type GetClientPrincipalResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The principal travels in a message of its own package (shared by every process, owned by
-	// no service); same field numbers as accounts' Principal of the versions before.
-	Principal     *v1.Principal `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
