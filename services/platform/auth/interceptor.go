@@ -198,7 +198,7 @@ func (g *Guard) client(ctx context.Context, k principal.Kind, caller string) (pr
 		return principal.Principal{}, ErrUnauthenticated
 	}
 	secret, ok := single(ctx, k.MD())
-	if !ok || k == principal.SDKToken && clientID == "" {
+	if !ok || k.WithClientID() && clientID == "" {
 		return principal.Principal{}, ErrUnauthenticated
 	}
 	if p, ok := asserted(ctx, caller, k, clientID); ok {

@@ -43,6 +43,9 @@ type kind struct {
 	prefix string
 	// noun names the kind in messages, with its article.
 	noun string
+	// withClientID: a credential of the kind names no client by itself, so X-CLIENT-ID must
+	// come with it.
+	withClientID bool
 }
 
 // kinds is the one table of credential kinds. Adding a kind is a row here, a value of options'
@@ -50,7 +53,7 @@ type kind struct {
 var kinds = map[Kind]kind{
 	None:     {name: "NONE"},
 	APIKey:   {name: "API_KEY", header: "X-API-KEY", prefix: APIKeyPrefix, noun: "an API key"},
-	SDKToken: {name: "SDK_TOKEN", header: "X-SDK-TOKEN", prefix: SDKTokenPrefix, noun: "an SDK token"},
+	SDKToken: {name: "SDK_TOKEN", header: "X-SDK-TOKEN", prefix: SDKTokenPrefix, noun: "an SDK token", withClientID: true},
 	Internal: {name: "INTERNAL"},
 	Admin:    {name: "ADMIN"},
 }
@@ -83,6 +86,11 @@ func (k Kind) WellFormed(s string) bool {
 
 // Prefix starts every credential of kind k.
 func (k Kind) Prefix() string { return kinds[k].prefix }
+
+// WithClientID reports whether a credential of kind k must come with X-CLIENT-ID: an API key
+// names its client itself (the client id is then optional where a rule says so), an SDK token
+// does not.
+func (k Kind) WithClientID() bool { return kinds[k].withClientID }
 
 // Noun names kind k in a message, with its article ("an API key").
 func (k Kind) Noun() string { return kinds[k].noun }

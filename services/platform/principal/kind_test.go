@@ -28,6 +28,9 @@ func TestClientKinds(t *testing.T) {
 			if tt.kind.Header() != tt.header || tt.kind.MD() != tt.md || tt.kind.Client() != tt.client {
 				t.Errorf("header %q, md %q, client %v; want %q, %q, %v", tt.kind.Header(), tt.kind.MD(), tt.kind.Client(), tt.header, tt.md, tt.client)
 			}
+			if tt.kind.WithClientID() != (tt.kind == principal.SDKToken) {
+				t.Errorf("WithClientID = %v: only an SDK token names no client by itself", tt.kind.WithClientID())
+			}
 			if tt.kind.WellFormed(tt.wellFormed) != tt.client {
 				t.Errorf("WellFormed(%q) = %v, want %v", tt.wellFormed, !tt.client, tt.client)
 			}

@@ -53,9 +53,12 @@ const MePrefix = "/v1/api/me/"
 // EdgeOf derives the header rule of the route at path (a path template or grpc-gateway's
 // pattern: only its /v1/api/me/ prefix matters) from the rule of the RPC it calls.
 func EdgeOf(r *optionsv1.Rule, path string) Edge {
-	switch k := KindOf(r.GetCredential()); k {
-	case principal.APIKey:
+	switch k := KindOf(r.GetCredential()); {
+	case k.Client():
 		e := Edge{Credential: k, ClientID: ClientIDRequired}
+		if k.WithClientID() { // the credential names no client: X-CLIENT-ID always comes with it
+			return e
+		}
 		switch r.GetClientId() {
 		case optionsv1.ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL:
 			e.ClientID = ClientIDOptional
@@ -65,9 +68,7 @@ func EdgeOf(r *optionsv1.Rule, path string) Edge {
 			}
 		}
 		return e
-	case principal.SDKToken:
-		return Edge{Credential: k, ClientID: ClientIDRequired}
-	case principal.None:
+	case k == principal.None:
 		if r.GetClientId() == optionsv1.ClientIdHeader_CLIENT_ID_HEADER_REQUIRED {
 			return Edge{Credential: principal.None, ClientID: ClientIDRequired}
 		}
