@@ -5,7 +5,7 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 # Every Go module of the workspace; `go test ./...` does not cross module boundaries.
-MODULES := proto/gen services/platform services/accounts services/verification services/connect gateway cmd tests deploy/k8s
+MODULES := proto/gen services/platform services/accounts services/accounts/accountsclient services/verification services/connect services/connect/connectclient gateway cmd tests deploy/k8s
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 REDIS_ENSURE := deploy/local/redis-ensure.sh

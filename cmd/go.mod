@@ -111,8 +111,14 @@ replace github.com/mnvhq/mnv/services/verification => ../services/verification
 
 require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/mnvhq/mnv/services/accounts/accountsclient v0.0.0 // indirect
 	github.com/mnvhq/mnv/services/connect v0.0.0
+	github.com/mnvhq/mnv/services/connect/connectclient v0.0.0 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 )
 
 replace github.com/mnvhq/mnv/services/connect => ../services/connect
+
+replace github.com/mnvhq/mnv/services/connect/connectclient => ../services/connect/connectclient
+
+replace github.com/mnvhq/mnv/services/accounts/accountsclient => ../services/accounts/accountsclient

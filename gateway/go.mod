@@ -38,6 +38,7 @@ require (
 	github.com/jackc/tern/v2 v2.3.4 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
+	github.com/mnvhq/mnv/services/accounts/accountsclient v0.0.0
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
@@ -73,3 +74,5 @@ replace (
 	github.com/mnvhq/mnv/proto/gen => ../proto/gen
 	github.com/mnvhq/mnv/services/platform => ../services/platform
 )
+
+replace github.com/mnvhq/mnv/services/accounts/accountsclient => ../services/accounts/accountsclient

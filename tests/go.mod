@@ -101,7 +101,9 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/mnvhq/mnv/gateway v0.0.0
 	github.com/mnvhq/mnv/services/accounts v0.0.0
+	github.com/mnvhq/mnv/services/accounts/accountsclient v0.0.0 // indirect
 	github.com/mnvhq/mnv/services/connect v0.0.0
+	github.com/mnvhq/mnv/services/connect/connectclient v0.0.0 // indirect
 	github.com/mnvhq/mnv/services/verification v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
@@ -125,3 +127,7 @@ replace github.com/mnvhq/mnv/services/accounts => ../services/accounts
 replace github.com/mnvhq/mnv/services/verification => ../services/verification
 
 replace github.com/mnvhq/mnv/services/connect => ../services/connect
+
+replace github.com/mnvhq/mnv/services/connect/connectclient => ../services/connect/connectclient
+
+replace github.com/mnvhq/mnv/services/accounts/accountsclient => ../services/accounts/accountsclient

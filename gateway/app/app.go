@@ -27,13 +27,12 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/allow"
 	"github.com/mnvhq/mnv/gateway/internal/apidocs"
 	"github.com/mnvhq/mnv/gateway/internal/backends"
+	"github.com/mnvhq/mnv/gateway/internal/callerauth"
 	"github.com/mnvhq/mnv/gateway/internal/camaraproxy"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
 	"github.com/mnvhq/mnv/gateway/internal/dispatch"
-	"github.com/mnvhq/mnv/gateway/internal/edgeauth"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
-	"github.com/mnvhq/mnv/gateway/internal/headerauth"
 	"github.com/mnvhq/mnv/gateway/internal/jsonpb"
 	"github.com/mnvhq/mnv/gateway/internal/landing"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
@@ -44,14 +43,15 @@ import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient/principalcache"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/lifecycle"
-	"github.com/mnvhq/mnv/services/platform/principalcache"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
@@ -100,7 +100,7 @@ type Config struct {
 	RedisURL         string
 	// PrincipalCache keeps the principals of the credentials the gateway resolved
 	// (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE), kept in step with accounts as the
-	// services' caches are (gateway/internal/edgeauth).
+	// services' caches are (gateway/internal/callerauth).
 	PrincipalCache principalcache.Config
 }
 
@@ -196,10 +196,6 @@ type Gateway struct {
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer, gatherer prometheus.Gatherer) (_ *Gateway, err error) {
 	g := &Gateway{cfg: cfg, log: log}
 	defer g.closer.CloseOnError(&err)
-	headerRules, err := headerauth.NewRules(openapigen.Routes)
-	if err != nil {
-		return nil, fmt.Errorf("header rules: %w", err)
-	}
 	accounts, err := g.dial(ctx, "accounts", cfg.AccountsAddr)
 	if err != nil {
 		return nil, err
@@ -217,7 +213,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	edge := edgeauth.New(principals, headerRules, openapigen.Routes)
+	callers, err := callerauth.New(principals, openapigen.Routes)
+	if err != nil {
+		return nil, fmt.Errorf("header rules: %w", err)
+	}
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {
@@ -241,15 +240,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			runtime.WithOutgoingTrailerMatcher(func(string) (string, bool) { return "", false }),
 			runtime.WithForwardResponseRewriter(rewrite),
 			// A client's own write drops its principals from the cache before the answer leaves.
-			runtime.WithForwardResponseOption(edge.ForgetWritten),
+			runtime.WithForwardResponseOption(callers.ForgetWritten),
 			// The NETWORK_API callback of a browser capture answers the browser with 303 to the
 			// client's page.
 			runtime.WithForwardResponseOption(weborigin.Redirect),
 			runtime.WithErrorHandler(envelope.ErrorHandler(log, outgoingHeaders)),
 			runtime.WithRoutingErrorHandler(envelope.RoutingErrorHandler(allowed)),
-			runtime.WithMiddlewares(middleware.RouteMiddleware(), headerRules.Middleware(), edge.Middleware()),
-			runtime.WithMetadata(captureMetadata(headerRules, cfg.NumberHeaders)),
-			runtime.WithMetadata(edgeauth.Metadata),
+			runtime.WithMiddlewares(middleware.RouteMiddleware(), callers.Middleware()),
+			runtime.WithMetadata(captureMetadata(callers, cfg.NumberHeaders)),
+			runtime.WithMetadata(callerauth.Metadata),
 			runtime.WithDisablePathLengthFallback(),
 			runtime.WithDisableHTTPMethodOverride(),
 			// An escaped slash is a character of its segment (RFC 3986), not a separator. The
@@ -405,7 +404,7 @@ func (g *Gateway) principals(ctx context.Context, reg prometheus.Registerer) (*p
 // only: a number header means nothing anywhere else, and is personal data. The verification
 // service reads them (auth.MDClientIP, auth.MDHeaderPrefix, auth.MDOrigin) on those routes'
 // RPCs only.
-func captureMetadata(rules *headerauth.Rules, numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
+func captureMetadata(rules *callerauth.Auth, numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
 	type numberHeader struct{ name, key string }
 	headers := make([]numberHeader, len(numberHeaders))
 	for i, h := range numberHeaders {
@@ -414,7 +413,7 @@ func captureMetadata(rules *headerauth.Rules, numberHeaders []string) func(conte
 	return func(ctx context.Context, r *http.Request) metadata.MD {
 		// The routes where the network is the credential: the SDK session and the browser
 		// capture, which takes none.
-		if e, ok := rules.Edge(r.Method, headerauth.RoutePattern(ctx)); !ok || e.Credential != rpcrule.SDKTokenHeader && !e.Public() {
+		if e, ok := rules.Edge(r.Method, callerauth.RoutePattern(ctx)); !ok || e.Credential != principal.SDKToken && !e.Public() {
 			return nil
 		}
 		md := metadata.MD{}
@@ -437,8 +436,13 @@ func captureMetadata(rules *headerauth.Rules, numberHeaders []string) func(conte
 // metadata keys. Everything else (Authorization included) stays at the edge.
 func incomingHeaders(key string) (string, bool) {
 	switch key = strings.ToLower(key); key {
-	case auth.MDAPIKey, auth.MDClientID, auth.MDSDKToken, requestid.MD, idemkey.MD:
+	case principal.MDClientID, requestid.MD, idemkey.MD:
 		return key, true
+	}
+	for _, k := range principal.ClientKinds() {
+		if key == k.MD() {
+			return key, true
+		}
 	}
 	return "", false
 }

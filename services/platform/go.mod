@@ -64,7 +64,6 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
-	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/mnvhq/mnv/proto/gen v0.0.0
 	github.com/nyaruka/phonenumbers v1.8.1
 	github.com/redis/go-redis/v9 v9.23.0

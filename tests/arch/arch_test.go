@@ -71,8 +71,13 @@ func repoRoot(t *testing.T) string {
 // listPackages runs go list -deps over every service's internal packages, in the workspace.
 func listPackages(t *testing.T, root string) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-deps", "-json=ImportPath,Name,Imports,Deps",
-		"./services/accounts/internal/...", "./services/verification/internal/...", "./services/connect/internal/...")
+	return goList(t, root, "./services/accounts/internal/...", "./services/verification/internal/...", "./services/connect/internal/...")
+}
+
+// goList runs go list -deps over patterns, in the workspace.
+func goList(t *testing.T, root string, patterns ...string) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-e", "-deps", "-json=ImportPath,Name,Imports,Deps"}, patterns...)...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -95,13 +100,16 @@ func listPackages(t *testing.T, root string) map[string]pkg {
 }
 
 // chain is the shortest import chain from p to a forbidden package, or nil.
-func chain(pkgs map[string]pkg, from string) []string {
+func chain(pkgs map[string]pkg, from string) []string { return chainTo(pkgs, from, isForbidden) }
+
+// chainTo is the shortest import chain from p to a package bad reports, or nil.
+func chainTo(pkgs map[string]pkg, from string, bad func(string) bool) []string {
 	prev := map[string]string{from: ""}
 	queue := []string{from}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		if cur != from && isForbidden(cur) {
+		if cur != from && bad(cur) {
 			var path []string
 			for at := cur; at != ""; at = prev[at] {
 				path = append(path, at)
@@ -140,6 +148,74 @@ func TestDomainPackagesImportNoTransport(t *testing.T) {
 		if bad := chain(pkgs, path); bad != nil {
 			t.Errorf("domain package %s imports %s (through %s); storage goes in internal/store, the transport in internal/server",
 				path, bad[len(bad)-1], strings.Join(bad, " -> "))
+		}
+	}
+}
+
+// services are the services of the checkout, each with its module and its generated protos.
+var services = []string{"accounts", "verification", "connect"}
+
+// serviceCode reports whether path is a service's: its module's packages, its clients' modules
+// (accountsclient, connectclient), or its generated protos (proto/gen/mnv/<service>/...).
+func serviceCode(path string) bool {
+	for _, svc := range services {
+		for _, prefix := range []string{mod + "services/" + svc, mod + "proto/gen/mnv/" + svc} {
+			if path == prefix || strings.HasPrefix(path, prefix+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSharedKitKnowsNoService fails, naming the package and the import chain, when a package of
+// the shared kit (services/platform) depends on a service: its generated protos or its code. The
+// kit is what every service and the gateway share; what wraps one service's API is that
+// service's (accounts' accountsclient, connect's connectclient), and what travels between all
+// of them has a proto package of its own (mnv.principal.v1, mnv.options.v1).
+func TestSharedKitKnowsNoService(t *testing.T) {
+	pkgs := goList(t, repoRoot(t), "./services/platform/...")
+	var kit []string
+	for path := range pkgs {
+		if path == mod+"services/platform" || strings.HasPrefix(path, mod+"services/platform/") {
+			kit = append(kit, path)
+		}
+	}
+	slices.Sort(kit)
+	// A list without the packages we know would make the check pass for nothing.
+	for _, must := range []string{"services/platform/auth", "services/platform/principal", "services/platform/outbox", "services/platform/grpcserver"} {
+		if !slices.Contains(kit, mod+must) {
+			t.Fatalf("go list found no package %s; found %v", must, kit)
+		}
+	}
+	for _, path := range kit {
+		if bad := chainTo(pkgs, path, serviceCode); bad != nil {
+			t.Errorf("shared package %s depends on %s (through %s); what wraps a service's API is the service's, what all share needs a proto package of its own",
+				path, bad[len(bad)-1], strings.Join(bad, " -> "))
+		}
+	}
+}
+
+// TestServiceCode: what the shared kit's check counts as a service's.
+func TestServiceCode(t *testing.T) {
+	tests := []struct {
+		path string
+		want bool
+	}{
+		{mod + "proto/gen/mnv/accounts/v1", true},
+		{mod + "proto/gen/mnv/connect/v1", true},
+		{mod + "proto/gen/mnv/verification/v1", true},
+		{mod + "services/accounts/accountsclient", true},
+		{mod + "services/connect/internal/store", true},
+		{mod + "proto/gen/mnv/principal/v1", false},
+		{mod + "proto/gen/mnv/options/v1", false},
+		{mod + "proto/gen/openapi", false},
+		{mod + "services/platform/auth", false},
+		{mod + "services/accountsx", false},
+	}
+	for _, tt := range tests {
+		if got := serviceCode(tt.path); got != tt.want {
+			t.Errorf("serviceCode(%s) = %v, want %v", tt.path, got, tt.want)
 		}
 	}
 }

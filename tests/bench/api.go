@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -120,7 +120,7 @@ func restGetClient(hc *http.Client, gatewayURL string, c harness.Client) Op {
 // grpcGetClient is AccountsService.GetClient with the client's API key in the metadata, as the
 // gateway forwards it; only OK is a success.
 func grpcGetClient(cl accountsv1.AccountsServiceClient, c harness.Client) Op {
-	md := metadata.Pairs(auth.MDAPIKey, c.APIKey, auth.MDClientID, c.ID)
+	md := metadata.Pairs(principal.APIKey.MD(), c.APIKey, principal.MDClientID, c.ID)
 	return func(ctx context.Context) error {
 		resp, err := cl.GetClient(metadata.NewOutgoingContext(ctx, md), &accountsv1.GetClientRequest{})
 		if err != nil {

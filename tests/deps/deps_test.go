@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,9 @@ import (
 )
 
 // serviceModules are the modules the gateway must not need: it reaches the services over gRPC
-// through proto/gen alone, so it builds (GOWORK=off, a per-service image) without them.
+// through proto/gen and their small client modules (accounts' accountsclient), so it builds
+// (GOWORK=off, a per-service image) without them. A client module nested in a service's
+// directory is a module of its own, told apart by the module each package belongs to.
 var serviceModules = []string{
 	"github.com/mnvhq/mnv/services/accounts",
 	"github.com/mnvhq/mnv/services/verification",
@@ -50,10 +53,11 @@ func goCmd(t *testing.T, dir string, args ...string) []byte {
 // under a forbidden path.
 func TestForbiddenDependencies(t *testing.T) {
 	tests := []struct {
-		name      string
-		dir       string
-		args      []string
-		forbidden []string
+		name string
+		dir  string
+		args []string
+		// forbidden are import path prefixes; forbiddenModules, modules no package may be of.
+		forbidden, forbiddenModules []string
 	}{
 		{
 			// The gateway holds no database; a driver in its binary is size, CVEs and init
@@ -63,7 +67,7 @@ func TestForbiddenDependencies(t *testing.T) {
 		},
 		{
 			name: "the gateway module, tests included, needs no service module", dir: "gateway", args: []string{"-test", "./..."},
-			forbidden: serviceModules,
+			forbiddenModules: serviceModules,
 		},
 		// platform/testkit holds stand-ins for outside systems (a sandbox CAMARA operator): the
 		// tests and make run's all-in-one cmd/mnv start them, and a deployed binary must never
@@ -75,16 +79,20 @@ func TestForbiddenDependencies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := goCmd(t, tt.dir, append([]string{"list", "-deps"}, tt.args...)...)
-			pkgs := strings.Fields(string(out))
-			if len(pkgs) < 10 {
-				t.Fatalf("go list -deps %s lists %d packages: not a real build", strings.Join(tt.args, " "), len(pkgs))
+			out := goCmd(t, tt.dir, append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}"}, tt.args...)...)
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) < 10 {
+				t.Fatalf("go list -deps %s lists %d packages: not a real build", strings.Join(tt.args, " "), len(lines))
 			}
-			for _, p := range pkgs {
+			for _, l := range lines {
+				p, module, _ := strings.Cut(l, " ")
 				for _, f := range tt.forbidden {
 					if strings.HasPrefix(p, f) {
 						t.Errorf("%s depends on %s", tt.dir, p)
 					}
+				}
+				if slices.Contains(tt.forbiddenModules, module) {
+					t.Errorf("%s depends on %s, of module %s", tt.dir, p, module)
 				}
 			}
 		})

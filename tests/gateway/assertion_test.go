@@ -8,9 +8,8 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // TestClientsCannotAssertAPrincipal: the services believe the principal the gateway resolved
@@ -21,9 +20,9 @@ func TestClientsCannotAssertAPrincipal(t *testing.T) {
 	c := s.accounts.CreateClient(t, 100, accountsv1.Feature_FEATURE_VERIFY)
 	other := s.accounts.CreateClient(t, 100, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_CONNECT)
 	member := s.data(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":"reader","role":"MEMBER"}`})["apiKey"].(string)
-	forged, err := auth.AssertPrincipal(identity.Principal{
-		ClientID: other.ID, KeyID: "00000000-0000-4000-8000-000000000000", Role: identity.RoleAdmin, Status: identity.StatusActive,
-		Features: []string{"VERIFY", "CONNECT"}, Operators: identity.DefaultOperators(),
+	forged, err := auth.AssertPrincipal(principal.Principal{
+		ClientID: other.ID, KeyID: "00000000-0000-4000-8000-000000000000", Role: principal.RoleAdmin, Status: principal.StatusActive,
+		Features: []string{"VERIFY", "CONNECT"}, Operators: principal.DefaultOperators(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +46,7 @@ func TestClientsCannotAssertAPrincipal(t *testing.T) {
 			if a := s.do(t, call{method: "GET", path: "/v1/api/me", headers: with(nil)}); a.status != http.StatusUnauthorized {
 				t.Errorf("no key: %d %s", a.status, a.body)
 			}
-			unknown := crypto.NewToken(credential.APIKeyPrefix)
+			unknown := crypto.NewToken(principal.APIKeyPrefix)
 			if a := s.do(t, call{method: "GET", path: "/v1/api/me", headers: with(map[string]string{"X-API-KEY": unknown})}); a.status != http.StatusUnauthorized {
 				t.Errorf("a key nobody has: %d %s", a.status, a.body)
 			}

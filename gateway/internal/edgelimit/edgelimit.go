@@ -40,7 +40,7 @@ type Limiter interface {
 	Peek(ctx context.Context, key string) (bool, time.Duration, error)
 }
 
-// Credential headers, as clients send them (headerauth's names; the bootstrap's X-Client-Id
+// Credential headers, as clients send them (callerauth's names; the bootstrap's X-Client-Id
 // comes with the client secret in its body).
 var credentialHeaders = []string{"X-Api-Key", "X-Sdk-Token", "X-Client-Id"}
 

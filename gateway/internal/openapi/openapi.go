@@ -34,6 +34,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -320,9 +321,9 @@ func ref(kind, name string) obj { return obj{"$ref": "#/components/" + kind + "/
 func security(e rpcrule.Edge) []any {
 	req := obj{}
 	switch e.Credential {
-	case rpcrule.APIKeyHeader:
+	case principal.APIKey:
 		req[secAPIKey] = []any{}
-	case rpcrule.SDKTokenHeader:
+	case principal.SDKToken:
 		req[secSDKToken] = []any{}
 	}
 	if e.ClientID == rpcrule.ClientIDRequired {

@@ -18,6 +18,7 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	principalv1 "github.com/mnvhq/mnv/proto/gen/mnv/principal/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 )
 
@@ -32,7 +33,8 @@ func request(t *testing.T, method string, change func(*optionsv1.Rule) *optionsv
 	for _, fd := range []protoreflect.FileDescriptor{
 		descriptorpb.File_google_protobuf_descriptor_proto, timestamppb.File_google_protobuf_timestamp_proto,
 		durationpb.File_google_protobuf_duration_proto,
-		optionsv1.File_mnv_options_v1_options_proto, accountsv1.File_mnv_accounts_v1_types_proto,
+		optionsv1.File_mnv_options_v1_options_proto, principalv1.File_mnv_principal_v1_principal_proto,
+		accountsv1.File_mnv_accounts_v1_types_proto,
 		accountsv1.File_mnv_accounts_v1_accounts_proto, accountsv1.File_mnv_accounts_v1_admin_proto,
 		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_verification_proto,
 		connectv1.File_mnv_connect_v1_connect_proto, connectv1.File_mnv_connect_v1_webhooks_proto,

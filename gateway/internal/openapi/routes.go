@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -203,7 +204,7 @@ func checkRoute(r route) error {
 		errs = append(errs, fmt.Errorf("%s: a JSON answer needs a success_message", name))
 	}
 	edge := rpcrule.EdgeOf(r.rule, r.path)
-	if strings.HasPrefix(r.path, rpcrule.MePrefix) && edge.Credential == rpcrule.APIKeyHeader && edge.ClientID != rpcrule.ClientIDOptional {
+	if strings.HasPrefix(r.path, rpcrule.MePrefix) && edge.Credential == principal.APIKey && edge.ClientID != rpcrule.ClientIDOptional {
 		errs = append(errs, fmt.Errorf("%s: under %s the API key alone suffices (docs/api-decisions.md#credentials): X-CLIENT-ID must be optional", name, rpcrule.MePrefix))
 	}
 	if r.rule.GetIdempotent() && r.method != "POST" {

@@ -25,6 +25,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
+	"github.com/mnvhq/mnv/services/connect/connectclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
@@ -281,7 +282,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.closer.Add("connect connection", conn.Close)
-		outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
+		outbox.Register(queue.Workers(), connectclient.NewPublisher(conn))
 		queue.AddQueue(outbox.Queue, forwardWorkers)
 	}
 	metrics, err := billing.NewMetrics(reg)

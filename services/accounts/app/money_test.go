@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/fault"

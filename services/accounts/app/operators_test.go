@@ -11,12 +11,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // TestClientOperatorsOverTheWire: the operator of the service sets a client's operators through
@@ -31,7 +31,7 @@ func TestClientOperatorsOverTheWire(t *testing.T) {
 	auth := dialLedger(t, s.Addr) // accountsclient, as connect
 	he, api := accountsv1.OperatorMethod_OPERATOR_METHOD_HEADER_ENRICHMENT, accountsv1.OperatorMethod_OPERATOR_METHOD_NETWORK_API
 
-	principalOps := func(key, client string) identity.Operators {
+	principalOps := func(key, client string) principal.Operators {
 		t.Helper()
 		p, err := auth.AuthenticateAPIKey(ctx, key, client)
 		if err != nil {
@@ -49,7 +49,7 @@ func TestClientOperatorsOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := identity.Operators{Grants: []identity.OperatorGrant{
+	want := principal.Operators{Grants: []principal.OperatorGrant{
 		{Operator: "acme-ae", Methods: []string{"NETWORK_API"}},
 		{Operator: "sandbox", Methods: []string{"HEADER_ENRICHMENT", "NETWORK_API"}},
 	}}
@@ -131,8 +131,8 @@ func TestClientPrincipalCarriesOperators(t *testing.T) {
 	t.Cleanup(func() { _ = verification.Close() })
 
 	p, err := verification.ClientPrincipal(ctx, c.ID)
-	want := identity.Operators{Grants: []identity.OperatorGrant{{Operator: "acme-ae", Methods: []string{"NETWORK_API"}}}}
-	if err != nil || p.ClientID != c.ID || p.Status != identity.StatusSuspended || !reflect.DeepEqual(p.Features, []string{"VERIFY"}) ||
+	want := principal.Operators{Grants: []principal.OperatorGrant{{Operator: "acme-ae", Methods: []string{"NETWORK_API"}}}}
+	if err != nil || p.ClientID != c.ID || p.Status != principal.StatusSuspended || !reflect.DeepEqual(p.Features, []string{"VERIFY"}) ||
 		!reflect.DeepEqual(p.Operators, want) || p.KeyID != "" || p.SDKTokenID != "" || p.Role != "" {
 		t.Fatalf("access %+v, %v", p, err)
 	}

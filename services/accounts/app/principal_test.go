@@ -12,12 +12,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // TestClientPrincipalOverTheWire: verification (through accountsclient) reads a client's
@@ -34,7 +34,7 @@ func TestClientPrincipalOverTheWire(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ver.Close() })
 
-	read := func(t *testing.T) identity.Principal {
+	read := func(t *testing.T) principal.Principal {
 		t.Helper()
 		p, err := ver.ClientPrincipal(ctx, c.ID)
 		if err != nil {
@@ -48,16 +48,16 @@ func TestClientPrincipalOverTheWire(t *testing.T) {
 	steps := []struct {
 		name   string
 		change func(t *testing.T)
-		status identity.Status
+		status principal.Status
 		share  bool // NUMBER_SHARE among the features
 		ops    string
 	}{
-		{"as created", func(*testing.T) {}, identity.StatusActive, true, "default"},
+		{"as created", func(*testing.T) {}, principal.StatusActive, true, "default"},
 		{"suspended", func(t *testing.T) {
 			if _, err := s.Admin.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: c.ID, Status: accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED}); err != nil {
 				t.Fatal(err)
 			}
-		}, identity.StatusSuspended, true, "default"},
+		}, principal.StatusSuspended, true, "default"},
 		{"active again, NUMBER_SHARE taken away", func(t *testing.T) {
 			if _, err := s.Admin.SetClientStatus(ctx, &accountsv1.SetClientStatusRequest{ClientId: c.ID, Status: accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE}); err != nil {
 				t.Fatal(err)
@@ -65,12 +65,12 @@ func TestClientPrincipalOverTheWire(t *testing.T) {
 			if _, err := s.Admin.SetClientFeatures(ctx, &accountsv1.SetClientFeaturesRequest{ClientId: c.ID, Features: []accountsv1.Feature{accountsv1.Feature_FEATURE_VERIFY}}); err != nil {
 				t.Fatal(err)
 			}
-		}, identity.StatusActive, false, "default"},
+		}, principal.StatusActive, false, "default"},
 		{"no operator at all", func(t *testing.T) {
 			if _, err := s.Admin.SetClientOperators(ctx, &accountsv1.SetClientOperatorsRequest{ClientId: c.ID, Operators: &accountsv1.OperatorEnablement{}}); err != nil {
 				t.Fatal(err)
 			}
-		}, identity.StatusActive, false, "none"},
+		}, principal.StatusActive, false, "none"},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient/principalcache"
 	"github.com/mnvhq/mnv/services/connect/internal/crm/integrations"
 	"github.com/mnvhq/mnv/services/connect/internal/crm/push"
 	"github.com/mnvhq/mnv/services/connect/internal/eventhooks/delivery"
@@ -31,7 +33,6 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/migrations"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
@@ -45,7 +46,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
-	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // TestGuardCallers holds each internal method to the callers its rule names: every caller has
@@ -44,7 +44,7 @@ func TestGuardCallers(t *testing.T) {
 		{"gateway's token on an open method", mOpen, internalToken, codes.OK, auth.CallerGateway},
 		{"no token on an open method", mOpen, "", codes.OK, ""},
 	}
-	g := auth.NewGuard(policy, &fakeAuthn{err: credential.ErrUnauthenticated}, auth.NewServiceTokens(callers, adminToken))
+	g := auth.NewGuard(policy, &fakeAuthn{err: principal.ErrUnauthenticated}, auth.NewServiceTokens(callers, adminToken))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			md := metadata.MD{}
@@ -167,15 +167,15 @@ func TestGuardValidate(t *testing.T) {
 		rule    auth.Rule
 		wantErr string
 	}{
-		{"internal with callers", auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}, ""},
-		{"internal without callers", auth.Rule{Credential: auth.Internal}, "must name its Callers"},
-		{"internal with an unknown caller", auth.Rule{Credential: auth.Internal, Callers: []string{"gatway"}}, `unknown caller "gatway"`},
-		{"callers on an api key rule", auth.Rule{Credential: auth.APIKey, Callers: []string{auth.CallerGateway}}, "not Internal"},
-		{"api key", auth.Rule{Credential: auth.APIKey}, ""},
+		{"internal with callers", auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}, ""},
+		{"internal without callers", auth.Rule{Credential: principal.Internal}, "must name its Callers"},
+		{"internal with an unknown caller", auth.Rule{Credential: principal.Internal, Callers: []string{"gatway"}}, `unknown caller "gatway"`},
+		{"callers on an api key rule", auth.Rule{Credential: principal.APIKey, Callers: []string{auth.CallerGateway}}, "not Internal"},
+		{"api key", auth.Rule{Credential: principal.APIKey}, ""},
 		// What PolicyOf makes of a method that declares no rule.
 		{"no rule", auth.Rule{}, "declares no rule"},
-		{"feature on an api key", auth.Rule{Credential: auth.APIKey, Feature: "CONNECT"}, ""},
-		{"feature on an internal rule", auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}, Feature: "CONNECT"}, "a Feature needs a client credential"},
+		{"feature on an api key", auth.Rule{Credential: principal.APIKey, Feature: "CONNECT"}, ""},
+		{"feature on an internal rule", auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}, Feature: "CONNECT"}, "a Feature needs a client credential"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,12 +1,8 @@
 package auth
 
-// Metadata keys of the credentials, as the gateway forwards them and internal callers send them.
-const (
-	MDAPIKey        = "x-api-key"
-	MDClientID      = "x-client-id"
-	MDSDKToken      = "x-sdk-token"
-	MDAuthorization = "authorization"
-)
+// MDAuthorization carries the services' own credentials (internal callers', the operator's) as
+// bearer tokens. The client credentials' keys are their kinds' (principal.Kind.MD).
+const MDAuthorization = "authorization"
 
 // Metadata the gateway sets on the capture routes only, for the verification service: the
 // client address it resolved (behind its trusted proxies), each configured number header as

@@ -9,8 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mnvhq/mnv/services/platform/credential"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
@@ -21,27 +20,10 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 )
 
-// Credential is what a method requires of its caller.
-type Credential int
-
-// Credentials a rule may require.
-const (
-	// None: no credential (health checks; a method that proves the caller itself, like the
-	// first-key bootstrap with the client secret).
-	None Credential = iota + 1
-	// APIKey: a client's API key in x-api-key; x-client-id, when sent, must match it.
-	APIKey
-	// SDKToken: a client's SDK token in x-sdk-token, with x-client-id.
-	SDKToken
-	// Internal: the calling mnv service's own token, of one of the callers the rule names.
-	Internal
-	// Admin: the operator credential (mnvctl).
-	Admin
-)
-
 // Rule is the access rule of one method.
 type Rule struct {
-	Credential Credential
+	// Credential is the kind the caller must present.
+	Credential principal.Kind
 	// Callers are the internal callers an Internal rule admits (KnownCallers); an Internal rule
 	// must name at least one (Guard.Validate).
 	Callers []string
@@ -58,13 +40,8 @@ type Rule struct {
 // rules their RPCs declare (PolicyOf).
 type Policy map[string]Rule
 
-// Authenticator resolves client credentials. It returns credential.ErrUnauthenticated for
-// credentials that are wrong, revoked, expired or of another client, and any other error for a
-// failure to decide.
-type Authenticator interface {
-	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error)
-	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (identity.Principal, error)
-}
+// Authenticator resolves client credentials (principal.Authenticator).
+type Authenticator = principal.Authenticator
 
 // ServiceTokens are the bearer credentials a server accepts: its internal callers' token
 // digests, and the digest of the admin token. Both are compared in constant time.
@@ -108,10 +85,10 @@ func (g *Guard) Validate() error {
 			errs = append(errs, fmt.Errorf("policy of %s: the method declares no rule (option (mnv.options.v1.rule))", method))
 			continue
 		}
-		if rule.Feature != "" && rule.Credential != APIKey && rule.Credential != SDKToken {
+		if rule.Feature != "" && !rule.Credential.Client() {
 			errs = append(errs, fmt.Errorf("policy of %s: a Feature needs a client credential", method))
 		}
-		if rule.Credential != Internal {
+		if rule.Credential != principal.Internal {
 			if len(rule.Callers) > 0 {
 				errs = append(errs, fmt.Errorf("policy of %s: Callers given on a rule that is not Internal", method))
 			}
@@ -131,7 +108,7 @@ func (g *Guard) Validate() error {
 
 // ErrUnauthenticated answers a client credential that is wrong, revoked, expired or of another
 // client, whoever finds it so: the gateway, refusing one it resolved itself, gives the same.
-var ErrUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, credential.ErrUnauthenticated.Error())
+var ErrUnauthenticated = apierr.New(codes.Unauthenticated, fault.Unauthenticated, principal.ErrUnauthenticated.Error())
 
 var (
 	errNoRule      = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
@@ -173,9 +150,9 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		}
 	}
 	switch rule.Credential {
-	case None:
+	case principal.None:
 		return ctx, nil
-	case Internal:
+	case principal.Internal:
 		if !isCaller {
 			return ctx, ErrUnauthenticated
 		}
@@ -183,73 +160,66 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 			return ctx, errCallerNotAdmitted
 		}
 		return ctx, nil
-	case Admin:
+	case principal.Admin:
 		if !hasBearer || !g.tokens.isAdmin(digest) {
 			return ctx, ErrUnauthenticated
 		}
 		return ctx, nil
-	case APIKey, SDKToken:
-		p, err := g.client(ctx, rule.Credential, caller)
-		if err != nil {
-			return ctx, err
-		}
-		if p.Status != identity.StatusActive && !rule.AllowSuspended {
-			return ctx, errSuspended
-		}
-		if rule.AdminRole && p.Role != identity.RoleAdmin {
-			return ctx, errNotAdmin
-		}
-		return identity.WithPrincipal(ctx, p), nil
 	}
-	return ctx, errNoRule
+	if !rule.Credential.Client() {
+		return ctx, errNoRule
+	}
+	p, err := g.client(ctx, rule.Credential, caller)
+	if err != nil {
+		return ctx, err
+	}
+	if p.Status != principal.StatusActive && !rule.AllowSuspended {
+		return ctx, errSuspended
+	}
+	if rule.AdminRole && p.Role != principal.RoleAdmin {
+		return ctx, errNotAdmin
+	}
+	return principal.WithPrincipal(ctx, p), nil
 }
 
-func (g *Guard) client(ctx context.Context, c Credential, caller string) (identity.Principal, error) {
+// client resolves the client credential of kind k the call carries, with the X-CLIENT-ID it
+// sends, parsed here once. A principal the gateway asserted for them is believed as it is
+// (asserted): the gateway resolved the very credential, whose shape it checked, so the service
+// neither checks nor resolves it again. Otherwise the credential must have its shape before
+// anyone is asked about it.
+func (g *Guard) client(ctx context.Context, k principal.Kind, caller string) (principal.Principal, error) {
 	if g.authn == nil {
-		return identity.Principal{}, errNoRule
+		return principal.Principal{}, errNoRule
 	}
-	ids := metadata.ValueFromIncomingContext(ctx, MDClientID)
+	ids := metadata.ValueFromIncomingContext(ctx, principal.MDClientID)
 	clientID, sent := only(ids)
 	if sent {
 		var ok bool
-		if clientID, ok = credential.ParseClientID(clientID); !ok {
-			return identity.Principal{}, ErrUnauthenticated
+		if clientID, ok = principal.ParseClientID(clientID); !ok {
+			return principal.Principal{}, ErrUnauthenticated
 		}
 	} else if len(ids) > 1 {
-		return identity.Principal{}, ErrUnauthenticated
+		return principal.Principal{}, ErrUnauthenticated
 	}
-	var (
-		p   identity.Principal
-		err error
-	)
-	switch c {
-	case APIKey:
-		key, ok := single(ctx, MDAPIKey)
-		if !ok || !credential.WellFormedAPIKey(key) {
-			return identity.Principal{}, ErrUnauthenticated
-		}
-		if p, ok := asserted(ctx, caller, c, clientID); ok {
-			return p, nil
-		}
-		p, err = g.authn.AuthenticateAPIKey(ctx, key, clientID)
-	case SDKToken:
-		token, ok := single(ctx, MDSDKToken)
-		if !ok || !credential.WellFormedSDKToken(token) || clientID == "" {
-			return identity.Principal{}, ErrUnauthenticated
-		}
-		if p, ok := asserted(ctx, caller, c, clientID); ok {
-			return p, nil
-		}
-		p, err = g.authn.AuthenticateSDKToken(ctx, token, clientID)
+	secret, ok := single(ctx, k.MD())
+	if !ok || k.WithClientID() && clientID == "" {
+		return principal.Principal{}, ErrUnauthenticated
 	}
+	if p, ok := asserted(ctx, caller, k, clientID); ok {
+		return p, nil
+	}
+	if !k.WellFormed(secret) {
+		return principal.Principal{}, ErrUnauthenticated
+	}
+	p, err := principal.Resolve(ctx, g.authn, k, secret, clientID)
 	switch {
-	case errors.Is(err, credential.ErrUnauthenticated):
-		return identity.Principal{}, ErrUnauthenticated
+	case errors.Is(err, principal.ErrUnauthenticated):
+		return principal.Principal{}, ErrUnauthenticated
 	case err != nil:
 		if ctx.Err() != nil {
-			return identity.Principal{}, ctx.Err()
+			return principal.Principal{}, ctx.Err()
 		}
-		return identity.Principal{}, errUnavailable
+		return principal.Principal{}, errUnavailable
 	}
 	return p, nil
 }

@@ -15,29 +15,27 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // fakeAuthn is a stand-in for the accounts lookup: it answers with a fixed principal or error
 // and records what it was asked. The Guard's policy logic is what is under test here.
 type fakeAuthn struct {
-	principal identity.Principal
+	principal principal.Principal
 	err       error
 	calls     []authCall
 }
 
 type authCall struct{ kind, credential, clientID string }
 
-func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, apiKey, clientID string) (identity.Principal, error) {
+func (f *fakeAuthn) AuthenticateAPIKey(_ context.Context, apiKey, clientID string) (principal.Principal, error) {
 	f.calls = append(f.calls, authCall{"apikey", apiKey, clientID})
 	return f.principal, f.err
 }
 
-func (f *fakeAuthn) AuthenticateSDKToken(_ context.Context, token, clientID string) (identity.Principal, error) {
+func (f *fakeAuthn) AuthenticateSDKToken(_ context.Context, token, clientID string) (principal.Principal, error) {
 	f.calls = append(f.calls, authCall{"sdk", token, clientID})
 	return f.principal, f.err
 }
@@ -65,14 +63,14 @@ const (
 )
 
 var policy = auth.Policy{
-	mOpen:     {Credential: auth.None},
-	mInternal: {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
-	mServices: {Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}},
-	mAdmin:    {Credential: auth.Admin},
-	mKey:      {Credential: auth.APIKey},
-	mKeyAnyOK: {Credential: auth.APIKey, AllowSuspended: true},
-	mKeyAdmin: {Credential: auth.APIKey, AdminRole: true},
-	mSDK:      {Credential: auth.SDKToken},
+	mOpen:     {Credential: principal.None},
+	mInternal: {Credential: principal.Internal, Callers: []string{auth.CallerGateway}},
+	mServices: {Credential: principal.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}},
+	mAdmin:    {Credential: principal.Admin},
+	mKey:      {Credential: principal.APIKey},
+	mKeyAnyOK: {Credential: principal.APIKey, AllowSuspended: true},
+	mKeyAdmin: {Credential: principal.APIKey, AdminRole: true},
+	mSDK:      {Credential: principal.SDKToken},
 	mZeroRule: {},
 }
 
@@ -83,22 +81,22 @@ var callers = auth.Callers{}.
 	With(auth.CallerConnect, connectToken)
 
 var (
-	activeAdmin     = identity.Principal{ClientID: clientID, KeyID: "k1", Role: identity.RoleAdmin, Status: identity.StatusActive, Features: []string{"VERIFY"}}
-	activeMember    = identity.Principal{ClientID: clientID, KeyID: "k2", Role: identity.RoleMember, Status: identity.StatusActive}
-	suspendedAdmin  = identity.Principal{ClientID: clientID, KeyID: "k3", Role: identity.RoleAdmin, Status: identity.StatusSuspended}
-	suspendedMember = identity.Principal{ClientID: clientID, KeyID: "k4", Role: identity.RoleMember, Status: identity.StatusSuspended}
-	sdkPrincipal    = identity.Principal{ClientID: clientID, SDKTokenID: "t1", Status: identity.StatusActive}
+	activeAdmin     = principal.Principal{ClientID: clientID, KeyID: "k1", Role: principal.RoleAdmin, Status: principal.StatusActive, Features: []string{"VERIFY"}}
+	activeMember    = principal.Principal{ClientID: clientID, KeyID: "k2", Role: principal.RoleMember, Status: principal.StatusActive}
+	suspendedAdmin  = principal.Principal{ClientID: clientID, KeyID: "k3", Role: principal.RoleAdmin, Status: principal.StatusSuspended}
+	suspendedMember = principal.Principal{ClientID: clientID, KeyID: "k4", Role: principal.RoleMember, Status: principal.StatusSuspended}
+	sdkPrincipal    = principal.Principal{ClientID: clientID, SDKTokenID: "t1", Status: principal.StatusActive}
 )
 
 func TestGuardCheck(t *testing.T) {
-	apiKey := crypto.NewToken(credential.APIKeyPrefix)
-	sdkToken := crypto.NewToken(credential.SDKTokenPrefix)
+	apiKey := crypto.NewToken(principal.APIKeyPrefix)
+	sdkToken := crypto.NewToken(principal.SDKTokenPrefix)
 	errDB := errors.New("connection refused")
 
 	type want struct {
 		code      codes.Code
 		reason    fault.Reason // checked when code != OK
-		principal *identity.Principal
+		principal *principal.Principal
 		calls     []authCall // nil: the authenticator must not be asked
 	}
 	unauth := want{code: codes.Unauthenticated, reason: fault.Unauthenticated}
@@ -107,7 +105,7 @@ func TestGuardCheck(t *testing.T) {
 	keyCall := []authCall{{"apikey", apiKey, ""}}
 	keyCallWithClient := []authCall{{"apikey", apiKey, clientID}}
 	withCalls := func(w want, calls []authCall) want { w.calls = calls; return w }
-	withPrincipal := func(p identity.Principal, calls []authCall) want {
+	withPrincipal := func(p principal.Principal, calls []authCall) want {
 		return want{code: codes.OK, principal: &p, calls: calls}
 	}
 
@@ -115,38 +113,38 @@ func TestGuardCheck(t *testing.T) {
 		name      string
 		method    string
 		md        metadata.MD // nil: no incoming metadata
-		principal identity.Principal
+		principal principal.Principal
 		authErr   error
 		want      want
 	}{
 		// Methods without a rule.
 		{"method without a rule is refused", mNoRule, metadata.Pairs("authorization", "Bearer "+adminToken), activeAdmin, nil, denied},
 		{"method without a rule is refused even with an api key", mNoRule, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, denied},
-		{"health passes without a rule", mHealth, nil, identity.Principal{}, nil, ok},
-		{"health-like prefix is not health", mHealthish, nil, identity.Principal{}, nil, denied},
+		{"health passes without a rule", mHealth, nil, principal.Principal{}, nil, ok},
+		{"health-like prefix is not health", mHealthish, nil, principal.Principal{}, nil, denied},
 		{"zero rule is refused", mZeroRule, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, denied},
 
 		// None.
-		{"None passes without metadata", mOpen, nil, identity.Principal{}, nil, ok},
-		{"None passes with junk credentials", mOpen, metadata.Pairs("x-api-key", "junk", "authorization", "junk"), identity.Principal{}, nil, ok},
+		{"None passes without metadata", mOpen, nil, principal.Principal{}, nil, ok},
+		{"None passes with junk credentials", mOpen, metadata.Pairs("x-api-key", "junk", "authorization", "junk"), principal.Principal{}, nil, ok},
 
 		// Internal and Admin bearer tokens.
-		{"internal: right token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), identity.Principal{}, nil, ok},
-		{"internal: wrong token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken+"x"), identity.Principal{}, nil, unauth},
-		{"internal: admin token refused", mInternal, metadata.Pairs("authorization", "Bearer "+adminToken), identity.Principal{}, nil, unauth},
-		{"internal: missing Bearer prefix", mInternal, metadata.Pairs("authorization", internalToken), identity.Principal{}, nil, unauth},
-		{"internal: lower-case bearer", mInternal, metadata.Pairs("authorization", "bearer "+internalToken), identity.Principal{}, nil, unauth},
-		{"internal: Basic scheme", mInternal, metadata.Pairs("authorization", "Basic "+internalToken), identity.Principal{}, nil, unauth},
-		{"internal: empty bearer", mInternal, metadata.Pairs("authorization", "Bearer "), identity.Principal{}, nil, unauth},
-		{"internal: repeated authorization", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer "+internalToken), identity.Principal{}, nil, unauth},
-		{"internal: repeated authorization, one wrong", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer x"), identity.Principal{}, nil, unauth},
-		{"internal: no metadata", mInternal, nil, identity.Principal{}, nil, unauth},
+		{"internal: right token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), principal.Principal{}, nil, ok},
+		{"internal: wrong token", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken+"x"), principal.Principal{}, nil, unauth},
+		{"internal: admin token refused", mInternal, metadata.Pairs("authorization", "Bearer "+adminToken), principal.Principal{}, nil, unauth},
+		{"internal: missing Bearer prefix", mInternal, metadata.Pairs("authorization", internalToken), principal.Principal{}, nil, unauth},
+		{"internal: lower-case bearer", mInternal, metadata.Pairs("authorization", "bearer "+internalToken), principal.Principal{}, nil, unauth},
+		{"internal: Basic scheme", mInternal, metadata.Pairs("authorization", "Basic "+internalToken), principal.Principal{}, nil, unauth},
+		{"internal: empty bearer", mInternal, metadata.Pairs("authorization", "Bearer "), principal.Principal{}, nil, unauth},
+		{"internal: repeated authorization", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer "+internalToken), principal.Principal{}, nil, unauth},
+		{"internal: repeated authorization, one wrong", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken, "authorization", "Bearer x"), principal.Principal{}, nil, unauth},
+		{"internal: no metadata", mInternal, nil, principal.Principal{}, nil, unauth},
 		{"internal: api key is no substitute", mInternal, metadata.Pairs("x-api-key", apiKey), activeAdmin, nil, unauth},
-		{"admin: right token", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken), identity.Principal{}, nil, ok},
-		{"admin: wrong token", mAdmin, metadata.Pairs("authorization", "Bearer nope"), identity.Principal{}, nil, unauth},
-		{"admin: internal token refused", mAdmin, metadata.Pairs("authorization", "Bearer "+internalToken), identity.Principal{}, nil, unauth},
-		{"admin: missing Bearer prefix", mAdmin, metadata.Pairs("authorization", adminToken), identity.Principal{}, nil, unauth},
-		{"admin: repeated authorization", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken, "authorization", "Bearer "+adminToken), identity.Principal{}, nil, unauth},
+		{"admin: right token", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken), principal.Principal{}, nil, ok},
+		{"admin: wrong token", mAdmin, metadata.Pairs("authorization", "Bearer nope"), principal.Principal{}, nil, unauth},
+		{"admin: internal token refused", mAdmin, metadata.Pairs("authorization", "Bearer "+internalToken), principal.Principal{}, nil, unauth},
+		{"admin: missing Bearer prefix", mAdmin, metadata.Pairs("authorization", adminToken), principal.Principal{}, nil, unauth},
+		{"admin: repeated authorization", mAdmin, metadata.Pairs("authorization", "Bearer "+adminToken, "authorization", "Bearer "+adminToken), principal.Principal{}, nil, unauth},
 
 		// API keys.
 		{"api key: active member", mKey, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
@@ -162,11 +160,11 @@ func TestGuardCheck(t *testing.T) {
 		{"api key: malformed client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", "not-a-uuid"), activeAdmin, nil, unauth},
 		{"api key: client id without dashes", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", strings.ReplaceAll(clientID, "-", "")), activeAdmin, nil, unauth},
 		{"api key: repeated client id", mKey, metadata.Pairs("x-api-key", apiKey, "x-client-id", clientID, "x-client-id", clientID), activeAdmin, nil, unauth},
-		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, credential.ErrUnauthenticated, withCalls(unauth, keyCall)},
-		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, fmt.Errorf("revoked: %w", credential.ErrUnauthenticated), withCalls(unauth, keyCall)},
-		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
+		{"api key: authenticator says unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{}, principal.ErrUnauthenticated, withCalls(unauth, keyCall)},
+		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{}, fmt.Errorf("revoked: %w", principal.ErrUnauthenticated), withCalls(unauth, keyCall)},
+		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
 		{"api key: suspended refused", mKey, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withCalls(denied, keyCall)},
-		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), identity.Principal{ClientID: clientID, Role: identity.RoleAdmin}, nil, withCalls(denied, keyCall)},
+		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{ClientID: clientID, Role: principal.RoleAdmin}, nil, withCalls(denied, keyCall)},
 		{"api key: suspended allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withPrincipal(suspendedMember, keyCall)},
 		{"api key: active allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"admin role: member refused", mKeyAdmin, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withCalls(denied, keyCall)},
@@ -179,7 +177,7 @@ func TestGuardCheck(t *testing.T) {
 		{"sdk: client id required", mSDK, metadata.Pairs("x-sdk-token", sdkToken), sdkPrincipal, nil, unauth},
 		{"sdk: malformed token", mSDK, metadata.Pairs("x-sdk-token", apiKey, "x-client-id", clientID), sdkPrincipal, nil, unauth},
 		{"sdk: repeated token", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, unauth},
-		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), identity.Principal{}, credential.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
+		{"sdk: authenticator says unauthenticated", mSDK, metadata.Pairs("x-sdk-token", sdkToken, "x-client-id", clientID), principal.Principal{}, principal.ErrUnauthenticated, withCalls(unauth, []authCall{{"sdk", sdkToken, clientID}})},
 		// Principals the gateway asserted (auth.MDPrincipal).
 		{"asserted by the gateway: believed, accounts not asked", mKey, asserting(internalToken, activeMember, "x-api-key", apiKey), activeAdmin, nil, withPrincipal(wire(activeMember), nil)},
 		{"asserted by the gateway: with its client id", mKey, asserting(internalToken, activeMember, "x-api-key", apiKey, "x-client-id", clientID), activeAdmin, nil, withPrincipal(wire(activeMember), nil)},
@@ -187,14 +185,18 @@ func TestGuardCheck(t *testing.T) {
 		{"asserted by the gateway: the status rule applies", mKey, asserting(internalToken, suspendedMember, "x-api-key", apiKey), activeAdmin, nil, denied},
 		{"asserted by the gateway: an SDK token's", mSDK, asserting(internalToken, sdkPrincipal, "x-sdk-token", sdkToken, "x-client-id", clientID), activeAdmin, nil, withPrincipal(wire(sdkPrincipal), nil)},
 		{"asserted by the gateway: no credential beside it", mKey, asserting(internalToken, activeAdmin), activeAdmin, nil, unauth},
-		{"asserted by the gateway: beside a malformed key", mKey, asserting(internalToken, activeAdmin, "x-api-key", "mnv_short"), activeAdmin, nil, unauth},
+		// The gateway checked the key's shape before it resolved it: the service does not again.
+		{"asserted by the gateway: the key's shape is the gateway's to check", mKey, asserting(internalToken, activeMember, "x-api-key", "mnv_short"), activeAdmin, nil, withPrincipal(wire(activeMember), nil)},
+		{"asserted by the gateway: beside a key repeated", mKey, asserting(internalToken, activeAdmin, "x-api-key", apiKey, "x-api-key", apiKey), activeAdmin, nil, unauth},
+		{"asserted by the gateway: beside an SDK token on an API-key method", mKey, asserting(internalToken, sdkPrincipal, "x-sdk-token", sdkToken, "x-client-id", clientID), activeAdmin, nil, unauth},
+		{"not asserted: a malformed key is refused unasked", mKey, metadata.Pairs("x-api-key", "mnv_short"), activeAdmin, nil, unauth},
 		{"asserted by verification: ignored", mKey, asserting(verificationToken, activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted without a token (a client's own): ignored", mKey, asserting("", activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted with a wrong token: ignored", mKey, asserting(internalToken+"x", activeAdmin, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted SDK token's on an API-key method: ignored", mKey, asserting(internalToken, sdkPrincipal, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted key's on an SDK-token method: ignored", mSDK, asserting(internalToken, activeAdmin, "x-sdk-token", sdkToken, "x-client-id", clientID), sdkPrincipal, nil, withPrincipal(sdkPrincipal, []authCall{{"sdk", sdkToken, clientID}})},
 		{"asserted of another client than X-CLIENT-ID: ignored", mKey, asserting(internalToken, otherClient, "x-api-key", apiKey, "x-client-id", clientID), activeMember, nil, withPrincipal(activeMember, keyCallWithClient)},
-		{"asserted without a client: ignored", mKey, asserting(internalToken, identity.Principal{KeyID: "k9", Role: identity.RoleAdmin, Status: identity.StatusActive}, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
+		{"asserted without a client: ignored", mKey, asserting(internalToken, principal.Principal{KeyID: "k9", Role: principal.RoleAdmin, Status: principal.StatusActive}, "x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted unreadably: ignored", mKey, metadata.Pairs("authorization", "Bearer "+internalToken, "x-api-key", apiKey, auth.MDPrincipal, "\xff\xffnot a principal"), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"asserted twice: ignored", mKey, metadata.Join(asserting(internalToken, activeAdmin, "x-api-key", apiKey), metadata.Pairs(auth.MDPrincipal, assertion(activeAdmin))), activeMember, nil, withPrincipal(activeMember, keyCall)},
 	}
@@ -223,7 +225,7 @@ func TestGuardCheck(t *testing.T) {
 			if ctx == nil {
 				t.Fatal("Check returned a nil context")
 			}
-			p, has := identity.FromContext(ctx)
+			p, has := principal.FromContext(ctx)
 			switch {
 			case tt.want.principal == nil && has:
 				t.Errorf("context carries principal %+v, want none", p)
@@ -269,8 +271,8 @@ func TestGuardWithoutAuthenticator(t *testing.T) {
 		md     metadata.MD
 		want   codes.Code
 	}{
-		{"api key rule refused", mKey, metadata.Pairs("x-api-key", crypto.NewToken(credential.APIKeyPrefix)), codes.PermissionDenied},
-		{"sdk rule refused", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(credential.SDKTokenPrefix), "x-client-id", clientID), codes.PermissionDenied},
+		{"api key rule refused", mKey, metadata.Pairs("x-api-key", crypto.NewToken(principal.APIKeyPrefix)), codes.PermissionDenied},
+		{"sdk rule refused", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(principal.SDKTokenPrefix), "x-client-id", clientID), codes.PermissionDenied},
 		{"internal still works", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), codes.OK},
 	}
 	for _, tt := range tests {
@@ -288,7 +290,7 @@ func TestGuardWithoutAuthenticator(t *testing.T) {
 func TestGuardCanceled(t *testing.T) {
 	g := auth.NewGuard(policy, &fakeAuthn{err: context.Canceled}, auth.NewServiceTokens(callers, adminToken))
 	ctx, cancel := context.WithCancel(metadata.NewIncomingContext(context.Background(),
-		metadata.Pairs("x-api-key", crypto.NewToken(credential.APIKeyPrefix))))
+		metadata.Pairs("x-api-key", crypto.NewToken(principal.APIKeyPrefix))))
 	cancel()
 	if _, err := g.Check(ctx, mKey); !errors.Is(err, context.Canceled) {
 		t.Errorf("Check = %v, want context.Canceled", err)
@@ -296,7 +298,7 @@ func TestGuardCanceled(t *testing.T) {
 }
 
 func TestGuardUnaryInterceptor(t *testing.T) {
-	apiKey := crypto.NewToken(credential.APIKeyPrefix)
+	apiKey := crypto.NewToken(principal.APIKeyPrefix)
 	tests := []struct {
 		name       string
 		md         metadata.MD
@@ -315,7 +317,7 @@ func TestGuardUnaryInterceptor(t *testing.T) {
 				&grpc.UnaryServerInfo{FullMethod: mKey},
 				func(ctx context.Context, req any) (any, error) {
 					called = true
-					if p, ok := identity.FromContext(ctx); !ok || p.KeyID != activeMember.KeyID {
+					if p, ok := principal.FromContext(ctx); !ok || p.KeyID != activeMember.KeyID {
 						t.Errorf("handler context principal = %+v, %v", p, ok)
 					}
 					return "resp", nil
@@ -347,7 +349,7 @@ func TestGuardStreamInterceptor(t *testing.T) {
 		wantCalled bool
 	}{
 		{"internal stream passes", mInternal, metadata.Pairs("authorization", "Bearer "+internalToken), codes.OK, true},
-		{"sdk stream carries the principal", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(credential.SDKTokenPrefix), "x-client-id", clientID), codes.OK, true},
+		{"sdk stream carries the principal", mSDK, metadata.Pairs("x-sdk-token", crypto.NewToken(principal.SDKTokenPrefix), "x-client-id", clientID), codes.OK, true},
 		{"unknown stream refused", mNoRule, nil, codes.PermissionDenied, false},
 	}
 	g := auth.NewGuard(policy, &fakeAuthn{principal: sdkPrincipal}, auth.NewServiceTokens(callers, adminToken))
@@ -361,7 +363,7 @@ func TestGuardStreamInterceptor(t *testing.T) {
 			called := false
 			err := icpt(nil, &serverStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: tt.method}, func(_ any, ss grpc.ServerStream) error {
 				called = true
-				_, has := identity.FromContext(ss.Context())
+				_, has := principal.FromContext(ss.Context())
 				if wantP := tt.method == mSDK; has != wantP {
 					t.Errorf("stream context has principal = %v, want %v", has, wantP)
 				}
@@ -406,10 +408,10 @@ func TestBearerCredentialsPassGuard(t *testing.T) {
 }
 
 // otherClient is a principal of a client other than clientID.
-var otherClient = identity.Principal{ClientID: "6ba7b810-9dad-41d1-80b4-00c04fd430c8", KeyID: "k5", Role: identity.RoleAdmin, Status: identity.StatusActive}
+var otherClient = principal.Principal{ClientID: "6ba7b810-9dad-41d1-80b4-00c04fd430c8", KeyID: "k5", Role: principal.RoleAdmin, Status: principal.StatusActive}
 
 // assertion is the gateway's MDPrincipal value for p.
-func assertion(p identity.Principal) string {
+func assertion(p principal.Principal) string {
 	v, err := auth.AssertPrincipal(p)
 	if err != nil {
 		panic(err)
@@ -418,7 +420,7 @@ func assertion(p identity.Principal) string {
 }
 
 // asserting is incoming metadata asserting p, with token as the bearer ("" for none) and kv.
-func asserting(token string, p identity.Principal, kv ...string) metadata.MD {
+func asserting(token string, p principal.Principal, kv ...string) metadata.MD {
 	md := metadata.Pairs(append(kv, auth.MDPrincipal, assertion(p))...)
 	if token != "" {
 		md.Set("authorization", "Bearer "+token)
@@ -427,6 +429,6 @@ func asserting(token string, p identity.Principal, kv ...string) metadata.MD {
 }
 
 // wire is p as it arrives through its assertion: empty lists come back empty, not nil.
-func wire(p identity.Principal) identity.Principal {
-	return principalpb.FromProto(principalpb.ToProto(p))
+func wire(p principal.Principal) principal.Principal {
+	return auth.PrincipalFromProto(auth.PrincipalToProto(p))
 }

@@ -2,14 +2,13 @@ package auth
 
 import (
 	"context"
-	"github.com/mnvhq/mnv/services/platform/identity"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
-	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -24,7 +23,7 @@ func PolicyOf(methods []rpcrule.Method) Policy {
 			continue
 		}
 		rule := Rule{
-			Credential:     credentialOf(r.GetCredential()),
+			Credential:     rpcrule.KindOf(r.GetCredential()),
 			AdminRole:      r.GetAdminRole(),
 			AllowSuspended: r.GetAllowSuspended(),
 			Feature:        rpcrule.FeatureName(r.GetFeature()),
@@ -35,22 +34,6 @@ func PolicyOf(methods []rpcrule.Method) Policy {
 		p[m.FullMethod] = rule
 	}
 	return p
-}
-
-func credentialOf(c optionsv1.Credential) Credential {
-	switch c {
-	case optionsv1.Credential_CREDENTIAL_NONE:
-		return None
-	case optionsv1.Credential_CREDENTIAL_API_KEY:
-		return APIKey
-	case optionsv1.Credential_CREDENTIAL_SDK_TOKEN:
-		return SDKToken
-	case optionsv1.Credential_CREDENTIAL_INTERNAL:
-		return Internal
-	case optionsv1.Credential_CREDENTIAL_ADMIN:
-		return Admin
-	}
-	return 0
 }
 
 // featureNames are how a refusal names each product.
@@ -67,7 +50,7 @@ func (g *Guard) checkFeature(ctx context.Context, method string) error {
 	if f == "" {
 		return nil
 	}
-	if p, _ := identity.FromContext(ctx); p.Has(f) {
+	if p, _ := principal.FromContext(ctx); p.Has(f) {
 		return nil
 	}
 	name := featureNames[f]

@@ -15,7 +15,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -27,25 +27,25 @@ func TestPolicyOf(t *testing.T) {
 		method string
 		want   auth.Rule
 	}{
-		{accountsv1.AccountsService_GetClient_FullMethodName, auth.Rule{Credential: auth.APIKey, AllowSuspended: true}},
-		{accountsv1.AccountsService_GetMe_FullMethodName, auth.Rule{Credential: auth.APIKey, AllowSuspended: true}},
-		{accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName, auth.Rule{Credential: auth.None}},
-		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
-		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
-		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
-		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsInternalService_CheckRedirectUri_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsService_ListRedirectUris_FullMethodName, auth.Rule{Credential: auth.APIKey}},
-		{accountsv1.AccountsService_SetRedirectUris_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true}},
-		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}}},
-		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerVerification}}},
-		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: auth.SDKToken, Feature: "VERIFY"}},
-		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: auth.APIKey}},
-		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},
-		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}},
-		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: auth.APIKey, AdminRole: true, Feature: "CONNECT"}},
-		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: auth.APIKey, Feature: "CONNECT"}},
+		{accountsv1.AccountsService_GetClient_FullMethodName, auth.Rule{Credential: principal.APIKey, AllowSuspended: true}},
+		{accountsv1.AccountsService_GetMe_FullMethodName, auth.Rule{Credential: principal.APIKey, AllowSuspended: true}},
+		{accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName, auth.Rule{Credential: principal.None}},
+		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true}},
+		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
+		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
+		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsInternalService_CheckRedirectUri_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsService_ListRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey}},
+		{accountsv1.AccountsService_SetRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true}},
+		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}}},
+		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
+		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
+		{verificationv1.VerificationService_CreateSdkSession_FullMethodName, auth.Rule{Credential: principal.SDKToken, Feature: "VERIFY"}},
+		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: principal.APIKey}},
+		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
+		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
+		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT"}},
+		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT"}},
 	}
 	for _, tt := range tests {
 		if got := p[tt.method]; !reflect.DeepEqual(got, tt.want) {
@@ -62,8 +62,8 @@ func TestPolicyOf(t *testing.T) {
 func TestFeatureGate(t *testing.T) {
 	const mConnect, mPlain = "/test.Svc/Connect", "/test.Svc/Plain"
 	g := auth.NewGuard(auth.Policy{
-		mConnect: {Credential: auth.APIKey, Feature: "CONNECT"},
-		mPlain:   {Credential: auth.APIKey},
+		mConnect: {Credential: principal.APIKey, Feature: "CONNECT"},
+		mPlain:   {Credential: principal.APIKey},
 	}, nil, auth.NewServiceTokens(callers, ""))
 	tests := []struct {
 		name     string
@@ -78,7 +78,7 @@ func TestFeatureGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", Features: tt.features})
+			ctx := principal.WithPrincipal(context.Background(), principal.Principal{ClientID: "c", Features: tt.features})
 			ran := false
 			handler := func(context.Context, any) (any, error) { ran = true; return "ok", nil }
 			_, err := g.FeatureUnaryInterceptor()(ctx, nil, &grpc.UnaryServerInfo{FullMethod: tt.method}, handler)

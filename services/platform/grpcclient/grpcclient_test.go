@@ -17,6 +17,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
@@ -49,7 +50,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 func gatewayOnly(methods ...string) *auth.Guard {
 	policy := auth.Policy{}
 	for _, m := range methods {
-		policy["/test.Svc/"+m] = auth.Rule{Credential: auth.Internal, Callers: []string{auth.CallerGateway}}
+		policy["/test.Svc/"+m] = auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}
 	}
 	return auth.NewGuard(policy, nil, auth.NewServiceTokens(auth.Callers{}.With(auth.CallerGateway, token), ""))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/tlstest"
 )
 
@@ -152,7 +153,7 @@ func startRecorder(t *testing.T) (addr string, seen func() []string) {
 	)
 	s, err := grpcserver.New(grpcserver.Options{
 		Logger: zap.NewNop(),
-		Guard:  auth.NewGuard(auth.Policy{"/test.Svc/Record": {Credential: auth.None}}, nil, auth.NewServiceTokens(auth.Callers{}, "")),
+		Guard:  auth.NewGuard(auth.Policy{"/test.Svc/Record": {Credential: principal.None}}, nil, auth.NewServiceTokens(auth.Callers{}, "")),
 	})
 	if err != nil {
 		t.Fatal(err)

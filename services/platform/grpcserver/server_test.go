@@ -27,6 +27,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 )
 
@@ -75,10 +76,10 @@ func testService() *grpc.ServiceDesc {
 }
 
 var policy = auth.Policy{
-	"/test.Svc/Echo":   {Credential: auth.None},
-	"/test.Svc/Secret": {Credential: auth.Internal, Callers: []string{auth.CallerGateway}},
-	"/test.Svc/Fail":   {Credential: auth.None},
-	"/test.Svc/Panic":  {Credential: auth.None},
+	"/test.Svc/Echo":   {Credential: principal.None},
+	"/test.Svc/Secret": {Credential: principal.Internal, Callers: []string{auth.CallerGateway}},
+	"/test.Svc/Fail":   {Credential: principal.None},
+	"/test.Svc/Panic":  {Credential: principal.None},
 }
 
 func TestNewRequiresLoggerAndGuard(t *testing.T) {
@@ -98,7 +99,7 @@ func TestNewRequiresLoggerAndGuard(t *testing.T) {
 		{"registerer used twice", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Registerer: reg}, true},
 		// An internal method that names no caller would refuse every call: caught at start-up.
 		{"internal rule without callers", grpcserver.Options{Logger: zap.NewNop(), Guard: auth.NewGuard(
-			auth.Policy{"/test.Svc/Secret": {Credential: auth.Internal}}, nil, auth.NewServiceTokens(callers, ""))}, true},
+			auth.Policy{"/test.Svc/Secret": {Credential: principal.Internal}}, nil, auth.NewServiceTokens(callers, ""))}, true},
 		{"certificate without key", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Transport: grpcserver.Transport{CertFile: "x.crt"}}, true},
 		{"unreadable certificate", grpcserver.Options{Logger: zap.NewNop(), Guard: guard, Transport: grpcserver.Transport{CertFile: "no.crt", KeyFile: "no.key"}}, true},
 	}

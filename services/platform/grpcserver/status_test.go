@@ -10,10 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver/statustest"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // TestStatus: every error a rule can return reaches a gRPC caller, over a real socket, with its
@@ -27,7 +27,7 @@ func TestStatus(t *testing.T) {
 		{Name: "rate limited", Err: fault.Limited("too many attempts", 90*time.Second), Code: codes.ResourceExhausted, Reason: fault.RateLimited, Msg: "too many attempts", RetryAfter: "90"},
 		{Name: "rate limited, no wait known", Err: fault.New(fault.RateLimited, "slow down"), Code: codes.ResourceExhausted, Reason: fault.RateLimited, Msg: "slow down", RetryAfter: "1"},
 		{Name: "not found, wrapped", Err: fmt.Errorf("get: %w", fault.ErrNotFound), Code: codes.NotFound, Reason: fault.NotFound, Msg: "not found"},
-		{Name: "unauthenticated", Err: credential.ErrUnauthenticated, Code: codes.Unauthenticated, Reason: fault.Unauthenticated, Msg: "missing or invalid credentials"},
+		{Name: "unauthenticated", Err: principal.ErrUnauthenticated, Code: codes.Unauthenticated, Reason: fault.Unauthenticated, Msg: "missing or invalid credentials"},
 		{Name: "suspended", Err: fault.ErrSuspended, Code: codes.PermissionDenied, Reason: fault.PermissionDenied, Msg: "the account is suspended"},
 		{Name: "balance too low", Err: money.ErrInsufficientBalance, Code: codes.FailedPrecondition, Reason: fault.InsufficientBalance, Msg: "the balance is too low for this operation"},
 		{Name: "balance expired", Err: money.ErrBalanceExpired, Code: codes.FailedPrecondition, Reason: fault.BalanceExpired, Msg: "the balance has expired"},

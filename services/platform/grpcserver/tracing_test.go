@@ -21,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -43,7 +44,7 @@ func TestTracing(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	s, err := grpcserver.New(grpcserver.Options{
 		Logger: zap.New(core),
-		Guard:  auth.NewGuard(auth.Policy{"/test.Traced/Query": {Credential: auth.None}}, nil, auth.NewServiceTokens(callers, "")),
+		Guard:  auth.NewGuard(auth.Policy{"/test.Traced/Query": {Credential: principal.None}}, nil, auth.NewServiceTokens(callers, "")),
 	})
 	if err != nil {
 		t.Fatal(err)

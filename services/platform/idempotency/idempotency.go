@@ -33,13 +33,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Retention is how long a key is remembered.
@@ -256,7 +254,7 @@ func (s *Store) Run(ctx context.Context) {
 // else (the bootstrap, which has no principal) the client id it names. client is "" when the
 // request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
 func scope(ctx context.Context, md metadata.MD) (client, scoped string, err error) {
-	if p, ok := identity.FromContext(ctx); ok {
+	if p, ok := principal.FromContext(ctx); ok {
 		switch {
 		case p.KeyID != "":
 			return p.ClientID, "key:" + p.KeyID, nil
@@ -265,8 +263,8 @@ func scope(ctx context.Context, md metadata.MD) (client, scoped string, err erro
 		}
 		return "", "", errNoCredential
 	}
-	if ids := md.Get(auth.MDClientID); len(ids) == 1 {
-		if id, ok := credential.ParseClientID(ids[0]); ok {
+	if ids := md.Get(principal.MDClientID); len(ids) == 1 {
+		if id, ok := principal.ParseClientID(ids[0]); ok {
 			return id, bootstrapCredential, nil
 		}
 	}

@@ -24,14 +24,13 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 const (
@@ -108,7 +107,7 @@ func (c *counter) handle(ctx context.Context, req any) (any, error) {
 	defer c.mu.Unlock()
 	c.calls++
 	client := "-"
-	if p, ok := identity.FromContext(ctx); ok {
+	if p, ok := principal.FromContext(ctx); ok {
 		client = p.ClientID
 	}
 	var in string
@@ -145,8 +144,8 @@ type call struct {
 }
 
 // principal is the principal of client calling with cred (see call.cred).
-func principal(client, cred string) identity.Principal {
-	p := identity.Principal{ClientID: client}
+func principalOf(client, cred string) principal.Principal {
+	p := principal.Principal{ClientID: client}
 	if cred == "" {
 		cred = "key:" + client
 	}
@@ -169,7 +168,7 @@ func do(store *idempotency.Store, h *counter, c call) (any, error) {
 		ctx = metadata.NewIncomingContext(ctx, c.md)
 	}
 	if c.client != "" {
-		ctx = identity.WithPrincipal(ctx, principal(c.client, c.cred))
+		ctx = principal.WithPrincipal(ctx, principalOf(c.client, c.cred))
 	}
 	method := c.method
 	if method == "" {
@@ -284,16 +283,16 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			{call: call{client: "c1", md: key("not valid"), req: req("a"), method: mGet}, wantCalls: 3},
 		}},
 		{"bootstrap: without a principal the key is scoped by x-client-id", []step{
-			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
-			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", principal.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
+			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", principal.MDClientID, clientUUID), req: req("a")}, wantCalls: 1, sameAs: 1},
 			// A credential of that client does not share the bootstrap's answer, however it asks.
 			{call: call{client: clientUUID, md: key("boot-1"), req: req("a")}, wantCalls: 2},
-			{call: call{client: clientUUID, md: metadata.Pairs(idemkey.MD, "boot-1", auth.MDClientID, clientUUID), req: req("a")}, wantCalls: 2, sameAs: 3},
+			{call: call{client: clientUUID, md: metadata.Pairs(idemkey.MD, "boot-1", principal.MDClientID, clientUUID), req: req("a")}, wantCalls: 2, sameAs: 3},
 		}},
 		{"no principal and no usable client id: the handler runs each time", []step{
 			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 1},
 			{call: call{md: key("anon-1"), req: req("a")}, wantCalls: 2},
-			{call: call{md: metadata.Pairs(idemkey.MD, "anon-1", auth.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
+			{call: call{md: metadata.Pairs(idemkey.MD, "anon-1", principal.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
 		}},
 		{"a request that is not a proto message is passed through", []step{
 			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 1},
@@ -369,7 +368,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	const secret = "mnv_SHOWN_ONCE_0123456789abcdefghijklmnopqrstuv"
 	h := func(context.Context, any) (any, error) { return wrapperspb.String(secret), nil }
 	callAs := func(store *idempotency.Store, client, cred, k string) (any, error) {
-		c := metadata.NewIncomingContext(identity.WithPrincipal(ctx, principal(client, cred)), key(k))
+		c := metadata.NewIncomingContext(principal.WithPrincipal(ctx, principalOf(client, cred)), key(k))
 		return store.UnaryInterceptor()(c, req("create key"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 	}
 	callWith := func(store *idempotency.Store, client, k string) (any, error) { return callAs(store, client, "", k) }
@@ -446,7 +445,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 
 // testInFlight runs a second request with the key while the first is still in its handler.
 func testInFlight(t *testing.T, e env) {
-	ctx := identity.WithPrincipal(context.Background(), principal("c1", ""))
+	ctx := principal.WithPrincipal(context.Background(), principalOf("c1", ""))
 	ctx = metadata.NewIncomingContext(ctx, key("inflight-1"))
 	icpt := e.store.UnaryInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCreate}
@@ -586,7 +585,7 @@ func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
 func testReplayHeaderOverGRPC(t *testing.T, e env) {
 	h := &counter{}
 	withPrincipal := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		return next(identity.WithPrincipal(ctx, principal("c1", "")), req)
+		return next(principal.WithPrincipal(ctx, principalOf("c1", "")), req)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(withPrincipal, e.store.UnaryInterceptor()))
 	srv.RegisterService(&grpc.ServiceDesc{
@@ -674,7 +673,7 @@ func testKeyFromContext(t *testing.T, e env) {
 			// Failing releases the key, so the next call runs the handler again.
 			return nil, apierr.New(codes.Unavailable, fault.Unavailable, "try again")
 		}
-		ctx := metadata.NewIncomingContext(identity.WithPrincipal(context.Background(), principal(c.client, c.cred)), c.md)
+		ctx := metadata.NewIncomingContext(principal.WithPrincipal(context.Background(), principalOf(c.client, c.cred)), c.md)
 		_, _ = e.store.UnaryInterceptor()(ctx, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 		return got
 	}
@@ -716,7 +715,7 @@ func testForgetTaggedAnswers(t *testing.T, e env) {
 	}
 	run := func(client, k, subject string) any {
 		t.Helper()
-		c := metadata.NewIncomingContext(identity.WithPrincipal(ctx, principal(client, "")), key(k))
+		c := metadata.NewIncomingContext(principal.WithPrincipal(ctx, principalOf(client, "")), key(k))
 		resp, err := e.store.UnaryInterceptor()(c, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, tagging(subject))
 		if err != nil {
 			t.Fatal(err)

@@ -13,12 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/jobs"
@@ -159,7 +154,7 @@ func EventJSON(e events.Event) ([]byte, error) {
 const MaxAttempts = 25
 
 // Publisher takes events to their endpoints: connect's PublishEvents over gRPC
-// (NewGRPCPublisher), or connect's own intake in connect.
+// (connect's connectclient.Publisher), or connect's own intake in connect.
 type Publisher interface {
 	Publish(ctx context.Context, evs []events.Event) error
 }
@@ -243,36 +238,3 @@ type merged struct {
 }
 
 func (m merged) Publish(ctx context.Context, evs []events.Event) error { return m.calls.Do(ctx, evs) }
-
-// GRPCPublisher publishes through connect's PublishEvents.
-type GRPCPublisher struct {
-	c connectv1.ConnectInternalServiceClient
-}
-
-// NewGRPCPublisher returns the publisher over conn, a connection to connect carrying this
-// service's internal token.
-func NewGRPCPublisher(conn grpc.ClientConnInterface) *GRPCPublisher {
-	return &GRPCPublisher{c: connectv1.NewConnectInternalServiceClient(conn)}
-}
-
-// Publish sends evs; an INVALID_ARGUMENT answer is ErrRejected, anything else failed is retried.
-func (p *GRPCPublisher) Publish(ctx context.Context, evs []events.Event) error {
-	req := &connectv1.PublishEventsRequest{Events: make([]*connectv1.Event, 0, len(evs))}
-	for _, e := range evs {
-		req.Events = append(req.Events, &connectv1.Event{
-			Id: e.ID, Type: e.Type, ClientId: e.ClientID, CreatedAt: timestamppb.New(e.CreatedAt), Data: e.Data,
-		})
-	}
-	if _, err := p.c.PublishEvents(ctx, req); err != nil {
-		if status.Code(err) == codes.InvalidArgument {
-			return fmt.Errorf("%w: %v", ErrRejected, err)
-		}
-		return fmt.Errorf("publish events: %w", err)
-	}
-	return nil
-}
-
-// FromProto is the event a PublishEvents request carries (connect's side of GRPCPublisher).
-func FromProto(e *connectv1.Event) events.Event {
-	return events.Event{ID: e.GetId(), Type: e.GetType(), ClientID: e.GetClientId(), CreatedAt: e.GetCreatedAt().AsTime(), Data: e.GetData()}
-}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // RetryAfterMD is the response header metadata that tells how long to wait; the gateway
@@ -23,7 +23,7 @@ const RetryAfterMD = "retry-after"
 // inside apps can never spend the budget of its client's backend API key. Calls without a
 // client credential (internal, admin, the bootstrap, health) have none.
 func CredentialKey(ctx context.Context) (string, bool) {
-	p, ok := identity.FromContext(ctx)
+	p, ok := principal.FromContext(ctx)
 	switch {
 	case !ok:
 		return "", false

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
@@ -25,9 +25,9 @@ func asPrincipal(ctx context.Context) context.Context {
 	case len(v) == 0:
 		return ctx // an internal or admin call: no client principal
 	case v[0] == "key":
-		return identity.WithPrincipal(ctx, identity.Principal{ClientID: "c1", KeyID: "k1"})
+		return principal.WithPrincipal(ctx, principal.Principal{ClientID: "c1", KeyID: "k1"})
 	default:
-		return identity.WithPrincipal(ctx, identity.Principal{ClientID: "c1", SDKTokenID: "t1"})
+		return principal.WithPrincipal(ctx, principal.Principal{ClientID: "c1", SDKTokenID: "t1"})
 	}
 }
 
@@ -151,10 +151,10 @@ func TestCredentialKey(t *testing.T) {
 		ctx  context.Context
 		want string
 	}{
-		{"api key", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", KeyID: "k"}), "key:k"},
-		{"sdk token", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c", SDKTokenID: "t"}), "sdk:t"},
+		{"api key", principal.WithPrincipal(context.Background(), principal.Principal{ClientID: "c", KeyID: "k"}), "key:k"},
+		{"sdk token", principal.WithPrincipal(context.Background(), principal.Principal{ClientID: "c", SDKTokenID: "t"}), "sdk:t"},
 		{"no principal", context.Background(), ""},
-		{"principal without a credential id", identity.WithPrincipal(context.Background(), identity.Principal{ClientID: "c"}), ""},
+		{"principal without a credential id", principal.WithPrincipal(context.Background(), principal.Principal{ClientID: "c"}), ""},
 	}
 	for _, tt := range tests {
 		got, ok := ratelimit.CredentialKey(tt.ctx)

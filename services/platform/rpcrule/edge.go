@@ -4,21 +4,22 @@ import (
 	"strings"
 
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
-// EdgeCredential is the credential header an HTTP route needs (docs/api-decisions.md#credentials).
-type EdgeCredential int
+// kinds are the credential kinds the rules name: the one table between options' Credential and
+// principal.Kind.
+var kinds = map[optionsv1.Credential]principal.Kind{
+	optionsv1.Credential_CREDENTIAL_NONE:      principal.None,
+	optionsv1.Credential_CREDENTIAL_API_KEY:   principal.APIKey,
+	optionsv1.Credential_CREDENTIAL_SDK_TOKEN: principal.SDKToken,
+	optionsv1.Credential_CREDENTIAL_INTERNAL:  principal.Internal,
+	optionsv1.Credential_CREDENTIAL_ADMIN:     principal.Admin,
+}
 
-// Credential headers of a route.
-const (
-	// NoCredential: the route takes no client credential (the bootstrap proves the client with
-	// its secret; the browser capture is bound to the client's web origins).
-	NoCredential EdgeCredential = iota
-	// APIKeyHeader: X-API-KEY.
-	APIKeyHeader
-	// SDKTokenHeader: X-SDK-TOKEN, accepted on its own routes only.
-	SDKTokenHeader
-)
+// KindOf is the kind of credential c names; 0 for UNSPECIFIED or a value this version does not
+// know, which no method may have.
+func KindOf(c optionsv1.Credential) principal.Kind { return kinds[c] }
 
 // ClientID is what a route does with X-CLIENT-ID.
 type ClientID int
@@ -38,20 +39,26 @@ const (
 // with X-CLIENT-ID. Every other credential header is removed before the call, so an SDK token
 // never stands in for an API key.
 type Edge struct {
-	Credential EdgeCredential
+	// Credential is the client credential the route needs (principal.APIKey or
+	// principal.SDKToken), or principal.None: the route takes no client credential (the
+	// bootstrap proves the client with its secret; the browser capture is bound to the client's
+	// web origins), and the services' own credentials are no client's to send.
+	Credential principal.Kind
 	ClientID   ClientID
 }
 
-// MePrefix is the part of the API where the API key alone names the client
-// (docs/api-decisions.md#credentials).
+// MePrefix is the part of the API where the API key alone names the client (docs/api-decisions.md#credentials).
 const MePrefix = "/v1/api/me/"
 
 // EdgeOf derives the header rule of the route at path (a path template or grpc-gateway's
 // pattern: only its /v1/api/me/ prefix matters) from the rule of the RPC it calls.
 func EdgeOf(r *optionsv1.Rule, path string) Edge {
-	switch r.GetCredential() {
-	case optionsv1.Credential_CREDENTIAL_API_KEY:
-		e := Edge{Credential: APIKeyHeader, ClientID: ClientIDRequired}
+	switch k := KindOf(r.GetCredential()); {
+	case k.Client():
+		e := Edge{Credential: k, ClientID: ClientIDRequired}
+		if k.WithClientID() { // the credential names no client: X-CLIENT-ID always comes with it
+			return e
+		}
 		switch r.GetClientId() {
 		case optionsv1.ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL:
 			e.ClientID = ClientIDOptional
@@ -61,16 +68,14 @@ func EdgeOf(r *optionsv1.Rule, path string) Edge {
 			}
 		}
 		return e
-	case optionsv1.Credential_CREDENTIAL_SDK_TOKEN:
-		return Edge{Credential: SDKTokenHeader, ClientID: ClientIDRequired}
-	case optionsv1.Credential_CREDENTIAL_NONE:
+	case k == principal.None:
 		if r.GetClientId() == optionsv1.ClientIdHeader_CLIENT_ID_HEADER_REQUIRED {
-			return Edge{Credential: NoCredential, ClientID: ClientIDRequired}
+			return Edge{Credential: principal.None, ClientID: ClientIDRequired}
 		}
 	}
 	// Internal and admin credentials are the services' own: a client presents none of them.
-	return Edge{Credential: NoCredential, ClientID: ClientIDDropped}
+	return Edge{Credential: principal.None, ClientID: ClientIDDropped}
 }
 
 // Public reports whether the route takes no credential header at all.
-func (e Edge) Public() bool { return e.Credential == NoCredential && e.ClientID == ClientIDDropped }
+func (e Edge) Public() bool { return e.Credential == principal.None && e.ClientID == ClientIDDropped }

@@ -141,9 +141,7 @@ func SuccessStatus(r *optionsv1.Rule) int {
 }
 
 // clientCredential reports whether c names a client (and so yields a principal).
-func clientCredential(c optionsv1.Credential) bool {
-	return c == optionsv1.Credential_CREDENTIAL_API_KEY || c == optionsv1.Credential_CREDENTIAL_SDK_TOKEN
-}
+func clientCredential(c optionsv1.Credential) bool { return KindOf(c).Client() }
 
 // Check reports what is missing or contradictory in the rule of m. It knows nothing of HTTP
 // routes (the OpenAPI generator checks those against proto/gateway.yaml).

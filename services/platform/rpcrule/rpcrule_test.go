@@ -13,6 +13,7 @@ import (
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/auth"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -130,16 +131,16 @@ func TestEdgeOf(t *testing.T) {
 		method, path string
 		want         rpcrule.Edge
 	}{
-		{"/mnv.accounts.v1.AccountsService/GetClient", "/v1/api/clients", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/clients/rotate-key", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/me/api-key/rotate", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}},
-		{"/mnv.accounts.v1.AccountsService/RotateClientApiKey", "/v1/api/clients/{client_id=*}/rotate-key", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}},
-		{"/mnv.accounts.v1.AccountsService/ListApiKeys", "/v1/api/me/api-keys", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}},
-		{"/mnv.accounts.v1.AccountsService/GenerateFirstApiKey", "/v1/api/me/api-key/generate", rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.verification.v1.VerificationService/CreateSdkSession", "/v1/api/sdk/session", rpcrule.Edge{Credential: rpcrule.SDKTokenHeader, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.verification.v1.VerificationService/Verify", "/v1/api/verify", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}},
-		{"/mnv.verification.v1.VerificationService/CaptureTransaction", "/v1/api/web/transactions/{transaction_id=*}/capture", rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}},
-		{"/mnv.connect.v1.ConnectService/UploadImport", "/v1/api/me/connect/import", rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.accounts.v1.AccountsService/GetClient", "/v1/api/clients", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/clients/rotate-key", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/me/api-key/rotate", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.accounts.v1.AccountsService/RotateClientApiKey", "/v1/api/clients/{client_id=*}/rotate-key", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.accounts.v1.AccountsService/ListApiKeys", "/v1/api/me/api-keys", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.accounts.v1.AccountsService/GenerateFirstApiKey", "/v1/api/me/api-key/generate", rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.verification.v1.VerificationService/CreateSdkSession", "/v1/api/sdk/session", rpcrule.Edge{Credential: principal.SDKToken, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.verification.v1.VerificationService/Verify", "/v1/api/verify", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.verification.v1.VerificationService/CaptureTransaction", "/v1/api/web/transactions/{transaction_id=*}/capture", rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDDropped}},
+		{"/mnv.connect.v1.ConnectService/UploadImport", "/v1/api/me/connect/import", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
 	}
 	for _, tt := range tests {
 		r, ok := rpcrule.Lookup(tt.method)
@@ -168,4 +169,22 @@ func mustLookup(t *testing.T, m string) *optionsv1.Rule {
 		t.Fatalf("no rule for %s", m)
 	}
 	return r
+}
+
+// TestKindOfEveryRuleCredential: every credential a rule can declare is a kind, and back, so a
+// value added to options' Credential without its row in the table fails here, not at a route.
+func TestKindOfEveryRuleCredential(t *testing.T) {
+	for v, name := range optionsv1.Credential_name {
+		c := optionsv1.Credential(v)
+		k := rpcrule.KindOf(c)
+		if c == optionsv1.Credential_CREDENTIAL_UNSPECIFIED {
+			if k != 0 {
+				t.Errorf("KindOf(%s) = %v, want no kind", name, k)
+			}
+			continue
+		}
+		if k == 0 || "CREDENTIAL_"+k.String() != name {
+			t.Errorf("KindOf(%s) = %v", name, k)
+		}
+	}
 }

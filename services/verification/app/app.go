@@ -22,7 +22,9 @@ import (
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient/principalcache"
+	"github.com/mnvhq/mnv/services/connect/connectclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/crypto"
@@ -34,7 +36,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
-	"github.com/mnvhq/mnv/services/platform/principalcache"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -514,7 +515,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("dial connect: %w", err)
 		}
 		a.closer.Add("connect connection", conn.Close)
-		events := outbox.Register(queue.Workers(), outbox.NewGRPCPublisher(conn))
+		events := outbox.Register(queue.Workers(), connectclient.NewPublisher(conn))
 		queue.AddQueue(outbox.Queue, jobWorkers)
 		relay.Register(queue.Workers(), store.RelayQueue{Stores: pg.NewStores(pool, newStore)},
 			connectReceiver{connectv1.NewConnectInternalServiceClient(conn)},

@@ -15,8 +15,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func debit(ref string) billing.DebitRequest {
@@ -44,7 +44,7 @@ func TestDebit(t *testing.T) {
 		{name: "empty balance", balance: 0, req: debit("v-1"), wantErr: money.ErrInsufficientBalance},
 		{name: "expired balance", balance: 10, prepare: func(t *testing.T, id string) { env.ExpireBalance(t, id) }, req: debit("v-1"), wantErr: money.ErrBalanceExpired},
 		{name: "suspended client", balance: 10, prepare: func(t *testing.T, id string) {
-			if _, err := env.Clients.SetStatus(ctx, id, identity.StatusSuspended); err != nil {
+			if _, err := env.Clients.SetStatus(ctx, id, principal.StatusSuspended); err != nil {
 				t.Fatal(err)
 			}
 		}, req: debit("v-1"), wantErr: fault.ErrSuspended},
@@ -390,7 +390,7 @@ func TestRetriedDebitIsTheChargeWhateverNow(t *testing.T) {
 			}
 		}},
 		{name: "client suspended since", wantBalance: 2, wantNewErr: fault.ErrSuspended, after: func(t *testing.T, id string) {
-			if _, err := env.Clients.SetStatus(ctx, id, identity.StatusSuspended); err != nil {
+			if _, err := env.Clients.SetStatus(ctx, id, principal.StatusSuspended); err != nil {
 				t.Fatal(err)
 			}
 		}},

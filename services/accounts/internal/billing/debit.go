@@ -12,8 +12,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // MaxAmount bounds any single amount, far below int64 overflow of a sum of many.
@@ -335,7 +335,7 @@ func (l *Ledger) lowBalances(clients []string, snap domain.DebitSnapshot, after 
 // chargeable decides whether a price can be taken from balance.
 func chargeable(s domain.BalanceState, balance, price int64) error {
 	switch {
-	case s.Status != identity.StatusActive:
+	case s.Status != principal.StatusActive:
 		return fault.ErrSuspended
 	case price == 0:
 		// A free operation needs no balance, valid or not.

@@ -13,8 +13,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // The tests in this file hold the ledger's rules against an in-memory fake of its ports; the
@@ -42,7 +42,7 @@ func newFake() *fakeStore {
 }
 
 func (f *fakeStore) client(id string, balance int64) {
-	f.balances[id] = domain.BalanceState{Balance: balance, Status: identity.StatusActive}
+	f.balances[id] = domain.BalanceState{Balance: balance, Status: principal.StatusActive}
 }
 
 func (f *fakeStore) InTx(ctx context.Context, fn func(ctx context.Context, st billing.Store) error) error {
@@ -210,13 +210,13 @@ func TestDebitRules(t *testing.T) {
 		}, req: debit("v-1"), wantErr: money.ErrBalanceExpired},
 		{name: "refused: suspended client", balance: 10, prepare: func(f *fakeStore) {
 			s := f.balances[client]
-			s.Status = identity.StatusSuspended
+			s.Status = principal.StatusSuspended
 			f.balances[client] = s
 		}, req: debit("v-1"), wantErr: fault.ErrSuspended},
 		{name: "refused: suspended even when free", balance: 10, prepare: func(f *fakeStore) {
 			override(money.KindVerification, "", 0)(f)
 			s := f.balances[client]
-			s.Status = identity.StatusSuspended
+			s.Status = principal.StatusSuspended
 			f.balances[client] = s
 		}, req: debit("v-1"), wantErr: fault.ErrSuspended},
 		{name: "unknown client", balance: -1, req: debit("v-1"), wantErr: fault.ErrNotFound},
@@ -297,7 +297,7 @@ func TestDebitReplay(t *testing.T) {
 		}, again: debit("v-1"), wantBalance: 0},
 		{name: "replays after the client was suspended", between: func(f *fakeStore) {
 			s := f.balances[client]
-			s.Status = identity.StatusSuspended
+			s.Status = principal.StatusSuspended
 			f.balances[client] = s
 		}, again: debit("v-1"), wantBalance: 9},
 		{name: "replays after the balance expired", between: func(f *fakeStore) {

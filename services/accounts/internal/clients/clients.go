@@ -20,7 +20,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Service manages clients.
@@ -69,8 +69,8 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 	var out Created
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		if err := st.InsertClient(ctx, domain.ClientRow{
-			ID: id, Name: r.Name, ContactSealed: sealed, Status: identity.StatusActive, Features: r.Features,
-			Operators: identity.DefaultOperators(), SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
+			ID: id, Name: r.Name, ContactSealed: sealed, Status: principal.StatusActive, Features: r.Features,
+			Operators: principal.DefaultOperators(), SecretFP: secretFP, BalanceExpiresAt: r.BalanceExpiresAt,
 		}); err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *Service) Create(ctx context.Context, r CreateRequest) (Created, error) 
 			}
 		}
 		if !r.WithoutAPIKey {
-			k, err := s.creds.IssueKey(ctx, st, id, "default", identity.RoleAdmin)
+			k, err := s.creds.IssueKey(ctx, st, id, "default", principal.RoleAdmin)
 			if err != nil {
 				return err
 			}
@@ -130,8 +130,8 @@ func (s *Service) List(ctx context.Context, limit, offset int64) ([]domain.Clien
 }
 
 // SetStatus activates or suspends a client.
-func (s *Service) SetStatus(ctx context.Context, id string, st identity.Status) (domain.Client, error) {
-	if st != identity.StatusActive && st != identity.StatusSuspended {
+func (s *Service) SetStatus(ctx context.Context, id string, st principal.Status) (domain.Client, error) {
+	if st != principal.StatusActive && st != principal.StatusSuspended {
 		return domain.Client{}, fault.Invalid("status", "must be ACTIVE or SUSPENDED")
 	}
 	if _, err := uuid.Parse(id); err != nil {

@@ -10,9 +10,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func valid() clients.CreateRequest {
@@ -64,10 +63,10 @@ func TestCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := got.Client
-			if c.Contact != req.Contact || c.Status != identity.StatusActive || c.Balance != req.InitialBalance {
+			if c.Contact != req.Contact || c.Status != principal.StatusActive || c.Balance != req.InitialBalance {
 				t.Fatalf("created %+v from %+v", c, req)
 			}
-			if !strings.HasPrefix(got.ClientSecret, credential.ClientSecretPrefix) || !strings.HasPrefix(got.APIKey, credential.APIKeyPrefix) {
+			if !strings.HasPrefix(got.ClientSecret, principal.ClientSecretPrefix) || !strings.HasPrefix(got.APIKey, principal.APIKeyPrefix) {
 				t.Fatal("credentials have the wrong shape")
 			}
 			if len(req.Features) > 0 && strings.Join(c.Features, ",") != "SANDBOX,VERIFY" {
@@ -82,14 +81,14 @@ func TestStatusAndFeatures(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	ctx := accountstest.Deadline(t)
 	c := env.Client(t, 5)
-	got, err := env.Clients.SetStatus(ctx, c.Client.ID, identity.StatusSuspended)
-	if err != nil || got.Status != identity.StatusSuspended || got.BalanceValid(time.Now()) {
+	got, err := env.Clients.SetStatus(ctx, c.Client.ID, principal.StatusSuspended)
+	if err != nil || got.Status != principal.StatusSuspended || got.BalanceValid(time.Now()) {
 		t.Fatalf("suspend: %+v, %v", got, err)
 	}
 	if got, err = env.Clients.SetFeatures(ctx, c.Client.ID, []string{"CONNECT"}); err != nil || strings.Join(got.Features, ",") != "CONNECT" {
 		t.Fatalf("features: %+v, %v", got.Features, err)
 	}
-	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", identity.StatusActive); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := env.Clients.SetStatus(ctx, "00000000-0000-0000-0000-000000000000", principal.StatusActive); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("unknown client: %v", err)
 	}
 	if _, err := env.Clients.Get(ctx, "not-a-uuid"); !errors.Is(err, fault.ErrNotFound) {

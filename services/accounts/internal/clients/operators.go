@@ -10,7 +10,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // MaxOperatorGrants bounds a client's list of operators: it travels in every principal.
@@ -23,7 +23,7 @@ var operatorID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // SetOperators replaces the operators (and per operator the methods) the client may use, or
 // with ops.Default returns it to the default set. It is a change of the client like its status
 // or features, made the same way.
-func (s *Service) SetOperators(ctx context.Context, id string, ops identity.Operators) (domain.Client, error) {
+func (s *Service) SetOperators(ctx context.Context, id string, ops principal.Operators) (domain.Client, error) {
 	ops, err := normaliseOperators(ops)
 	if err != nil {
 		return domain.Client{}, err
@@ -39,19 +39,19 @@ func (s *Service) SetOperators(ctx context.Context, id string, ops identity.Oper
 
 // normaliseOperators checks an enablement and returns it in its stored form: grants sorted by
 // operator id, methods sorted.
-func normaliseOperators(ops identity.Operators) (identity.Operators, error) {
+func normaliseOperators(ops principal.Operators) (principal.Operators, error) {
 	if ops.Default {
 		if len(ops.Grants) > 0 {
 			return ops, fault.Invalid("operators", "the default set takes no grants")
 		}
-		return identity.DefaultOperators(), nil
+		return principal.DefaultOperators(), nil
 	}
 	if len(ops.Grants) > MaxOperatorGrants {
 		return ops, fault.Invalid("operators", "at most %d operators", MaxOperatorGrants)
 	}
 	m := make(map[string][]string, len(ops.Grants))
 	for _, g := range ops.Grants {
-		if g.Operator != identity.AllOperators && !operatorID.MatchString(g.Operator) {
+		if g.Operator != principal.AllOperators && !operatorID.MatchString(g.Operator) {
 			return ops, fault.Invalid("operators", "operator id %q must be 1 to 63 lower-case letters, digits or '-' (or * for every operator)",
 				truncate(g.Operator, 80))
 		}
@@ -59,12 +59,12 @@ func normaliseOperators(ops identity.Operators) (identity.Operators, error) {
 			return ops, fault.Invalid("operators", "operator %q is listed twice", g.Operator)
 		}
 		if len(g.Methods) == 0 {
-			return ops, fault.Invalid("operators", "operator %q needs at least one method (%s)", g.Operator, strings.Join(identity.Methods, ", "))
+			return ops, fault.Invalid("operators", "operator %q needs at least one method (%s)", g.Operator, strings.Join(principal.Methods, ", "))
 		}
 		methods := make([]string, 0, len(g.Methods))
 		for _, meth := range g.Methods {
-			if !slices.Contains(identity.Methods, meth) {
-				return ops, fault.Invalid("operators", "operator %q: unknown method %q; known: %s", g.Operator, truncate(meth, 40), strings.Join(identity.Methods, ", "))
+			if !slices.Contains(principal.Methods, meth) {
+				return ops, fault.Invalid("operators", "operator %q: unknown method %q; known: %s", g.Operator, truncate(meth, 40), strings.Join(principal.Methods, ", "))
 			}
 			if slices.Contains(methods, meth) {
 				return ops, fault.Invalid("operators", "operator %q: method %s is listed twice", g.Operator, meth)
@@ -73,5 +73,5 @@ func normaliseOperators(ops identity.Operators) (identity.Operators, error) {
 		}
 		m[g.Operator] = methods
 	}
-	return identity.OperatorsFromMap(m), nil
+	return principal.OperatorsFromMap(m), nil
 }

@@ -10,13 +10,15 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
-func grants(gs ...identity.OperatorGrant) identity.Operators { return identity.Operators{Grants: gs} }
+func grants(gs ...principal.OperatorGrant) principal.Operators {
+	return principal.Operators{Grants: gs}
+}
 
-func grant(op string, methods ...string) identity.OperatorGrant {
-	return identity.OperatorGrant{Operator: op, Methods: methods}
+func grant(op string, methods ...string) principal.OperatorGrant {
+	return principal.OperatorGrant{Operator: op, Methods: methods}
 }
 
 // TestSetOperators: a client's enablement is stored as given (normalised), reaches the principal
@@ -30,11 +32,11 @@ func TestSetOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	he, api := identity.MethodHeaderEnrichment, identity.MethodNetworkAPI
+	he, api := principal.MethodHeaderEnrichment, principal.MethodNetworkAPI
 
 	// principals reads the enablement where verification learns it: the principal of each
 	// credential.
-	principals := func(t *testing.T) (key, sdk identity.Operators) {
+	principals := func(t *testing.T) (key, sdk principal.Operators) {
 		t.Helper()
 		pk, err := env.Credentials.AuthenticateAPIKey(ctx, a.APIKey, a.Client.ID)
 		if err != nil {
@@ -57,15 +59,15 @@ func TestSetOperators(t *testing.T) {
 
 	steps := []struct {
 		name string
-		set  identity.Operators
-		want identity.Operators
+		set  principal.Operators
+		want principal.Operators
 	}{
 		{"own list, normalised", grants(grant("zz-op", api, he), grant("acme-ae", api)),
 			grants(grant("acme-ae", api), grant("zz-op", he, api))},
 		{"every operator", grants(grant("*", he), grant("sandbox", api)),
 			grants(grant("*", he), grant("sandbox", api))},
 		{"none", grants(), grants()},
-		{"back to the default", identity.DefaultOperators(), identity.DefaultOperators()},
+		{"back to the default", principal.DefaultOperators(), principal.DefaultOperators()},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -92,12 +94,12 @@ func TestSetOperators(t *testing.T) {
 	if _, err := env.Clients.SetOperators(ctx, a.Client.ID, grants(grant("acme-ae", he))); err != nil {
 		t.Fatal(err)
 	}
-	many := make([]identity.OperatorGrant, clients.MaxOperatorGrants+1)
+	many := make([]principal.OperatorGrant, clients.MaxOperatorGrants+1)
 	for i := range many {
 		many[i] = grant("op-"+strings.Repeat("x", i%40)+string(rune('a'+i%26))+strings.Repeat("y", i/26), he)
 	}
-	for name, set := range map[string]identity.Operators{
-		"default with grants":   {Default: true, Grants: []identity.OperatorGrant{grant("acme-ae", he)}},
+	for name, set := range map[string]principal.Operators{
+		"default with grants":   {Default: true, Grants: []principal.OperatorGrant{grant("acme-ae", he)}},
 		"upper-case id":         grants(grant("ACME", he)),
 		"empty id":              grants(grant("", he)),
 		"long id":               grants(grant(strings.Repeat("a", 64), he)),
@@ -126,6 +128,6 @@ func TestSetOperators(t *testing.T) {
 }
 
 // sameOperators compares enablements, an empty grant list equal to none.
-func sameOperators(a, b identity.Operators) bool {
+func sameOperators(a, b principal.Operators) bool {
 	return a.Default == b.Default && len(a.Grants) == len(b.Grants) && (len(a.Grants) == 0 || reflect.DeepEqual(a.Grants, b.Grants))
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Store is what clients need of the service's storage. A client is created in one transaction
@@ -19,10 +19,10 @@ type Store interface {
 
 	InsertClient(ctx context.Context, c domain.ClientRow) error
 	ListClients(ctx context.Context, limit, offset int64) ([]domain.ClientRow, int64, error)
-	SetClientStatus(ctx context.Context, id string, status identity.Status) error
+	SetClientStatus(ctx context.Context, id string, status principal.Status) error
 	SetClientFeatures(ctx context.Context, id string, features []string) error
 	// SetClientOperators replaces the operators the client may use.
-	SetClientOperators(ctx context.Context, id string, ops identity.Operators) error
+	SetClientOperators(ctx context.Context, id string, ops principal.Operators) error
 	// SetLowBalanceThreshold sets (nil: clears) the client's own balance.low threshold.
 	SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) error
 

@@ -21,7 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // The tests in this file hold the client rules against an in-memory fake of the ports; the same
@@ -188,7 +188,7 @@ func TestCreateRules(t *testing.T) {
 				return
 			}
 			row := f.rows[got.Client.ID]
-			if len(f.rows) != 1 || row.Status != identity.StatusActive || bytes.Contains(row.ContactSealed, []byte(r.Contact.Email)) {
+			if len(f.rows) != 1 || row.Status != principal.StatusActive || bytes.Contains(row.ContactSealed, []byte(r.Contact.Email)) {
 				t.Errorf("stored %+v: want one ACTIVE client with its contact sealed", row)
 			}
 			if got.Client.Contact != r.Contact || got.Client.Balance != tt.wantBalance || got.ClientSecret == "" {
@@ -199,7 +199,7 @@ func TestCreateRules(t *testing.T) {
 				t.Errorf("ledger %+v, want a TOP_UP of %d only when there is credit", f.ledger, tt.wantBalance)
 			}
 			if tt.wantKey != (got.APIKey != "") || len(f.keys) != map[bool]int{true: 1}[tt.wantKey] ||
-				(tt.wantKey && f.keys[0].Role != identity.RoleAdmin) {
+				(tt.wantKey && f.keys[0].Role != principal.RoleAdmin) {
 				t.Errorf("key %q, stored %+v; want an ADMIN key: %v", got.APIKey, f.keys, tt.wantKey)
 			}
 		})
@@ -239,7 +239,7 @@ func TestWebOriginRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
 			id := uuid.NewString()
-			f.rows[id] = domain.ClientRow{ID: id, Status: identity.StatusActive}
+			f.rows[id] = domain.ClientRow{ID: id, Status: principal.StatusActive}
 			f.origins[id] = []string{"https://old.example"}
 			target := id
 			if tt.client != "" {

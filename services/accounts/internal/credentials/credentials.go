@@ -13,12 +13,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Limits of the requests.
@@ -101,73 +100,73 @@ func (s *Service) touch(keyID string) {
 }
 
 // AuthenticateAPIKey resolves an API key (of clientID, when not empty) to a principal.
-func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
+func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
 	// The row is found by the key's fingerprint, so the key is proved: only the client is left
 	// to check.
 	a, err := s.st.KeyByFingerprint(ctx, s.fp.Sum(apiKey))
 	if errors.Is(err, fault.ErrNotFound) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	if err != nil {
-		return identity.Principal{}, err
+		return principal.Principal{}, err
 	}
 	if clientID != "" && clientID != a.Key.ClientID {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	s.touch(a.Key.ID)
-	return identity.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
+	return principal.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
-func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	// Found by the token's fingerprint, as in AuthenticateAPIKey.
 	a, err := s.st.SDKTokenByFingerprint(ctx, s.fp.Sum(token))
 	if errors.Is(err, fault.ErrNotFound) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	if err != nil {
-		return identity.Principal{}, err
+		return principal.Principal{}, err
 	}
 	if clientID != a.ClientID {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
-	return identity.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
+	return principal.Principal{ClientID: a.ClientID, SDKTokenID: a.TokenID, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
 // AuthenticateClientSecret resolves a client id and its client secret to the client's principal
 // (no key), by the check GenerateFirstKey makes: the secret's fingerprint against the client's,
 // in constant time. An unknown client is as unauthenticated as a wrong secret.
-func (s *Service) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error) {
-	if !credential.WellFormedClientSecret(secret) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+func (s *Service) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (principal.Principal, error) {
+	if !principal.WellFormedClientSecret(secret) {
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	c, err := s.st.GetClient(ctx, clientID, false)
 	if errors.Is(err, fault.ErrNotFound) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	if err != nil {
-		return identity.Principal{}, err
+		return principal.Principal{}, err
 	}
 	if !s.fp.Matches(secret, c.SecretFP) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
-	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
+	return principal.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
 }
 
 // ClientPrincipal reads a client's principal (no key) by its id, for a caller that already
 // proved the client earlier (verification's CAMARA facade, holding an access token) and must
 // apply its status, features and operators of now. fault.ErrNotFound for an unknown client.
-func (s *Service) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+func (s *Service) ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error) {
 	c, err := s.st.GetClient(ctx, clientID, false)
 	if err != nil {
-		return identity.Principal{}, err
+		return principal.Principal{}, err
 	}
-	return identity.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
+	return principal.Principal{ClientID: c.ID, Status: c.Status, Features: c.Features, Operators: c.Operators}, nil
 }
 
 // NewClientSecret returns a fresh client secret and its fingerprint.
 func (s *Service) NewClientSecret() (secret string, fp []byte) {
-	secret = crypto.NewToken(credential.ClientSecretPrefix)
+	secret = crypto.NewToken(principal.ClientSecretPrefix)
 	return secret, s.fp.Sum(secret)
 }
 
@@ -179,7 +178,7 @@ type Issued struct {
 
 // IssueKey stores a new key with st, a store inside the caller's transaction, and writes its
 // api_key.created event in it.
-func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
+func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string, role principal.Role) (Issued, error) {
 	out, err := s.issue(ctx, st, clientID, name, role)
 	if err != nil {
 		return Issued{}, err
@@ -189,8 +188,8 @@ func (s *Service) IssueKey(ctx context.Context, st Store, clientID, name string,
 
 // issue stores a new key with st, without an event: a rotation's new key is told by the
 // rotation's own event (api_key.rotated names it as replacedBy).
-func (s *Service) issue(ctx context.Context, st Store, clientID, name string, role identity.Role) (Issued, error) {
-	raw := crypto.NewToken(credential.APIKeyPrefix)
+func (s *Service) issue(ctx context.Context, st Store, clientID, name string, role principal.Role) (Issued, error) {
+	raw := crypto.NewToken(principal.APIKeyPrefix)
 	k, err := st.InsertKey(ctx, domain.APIKey{
 		ID: uuid.NewString(), ClientID: clientID, Name: name, Role: role, Hint: crypto.Hint(raw),
 	}, s.fp.Sum(raw))
@@ -225,7 +224,7 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 			return err
 		}
 		if !s.fp.Matches(secret, c.SecretFP) {
-			return credential.ErrUnauthenticated
+			return principal.ErrUnauthenticated
 		}
 		return fn(st, c)
 	})
@@ -233,12 +232,12 @@ func (s *Service) withClient(ctx context.Context, clientID, secret string, fn fu
 
 // GenerateFirstKey issues the first (ADMIN) key of a client that proves itself with its secret.
 func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string) (Issued, error) {
-	if !credential.WellFormedClientSecret(secret) {
-		return Issued{}, credential.ErrUnauthenticated
+	if !principal.WellFormedClientSecret(secret) {
+		return Issued{}, principal.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, clientID, secret, func(st Store, c domain.ClientRow) error {
-		if c.Status != identity.StatusActive {
+		if c.Status != principal.StatusActive {
 			return fault.ErrSuspended
 		}
 		n, _, err := st.CountUsableKeys(ctx, clientID, "")
@@ -248,12 +247,12 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 		if n > 0 {
 			return domain.ErrKeyExists
 		}
-		out, err = s.IssueKey(ctx, st, clientID, defaultKeyName, identity.RoleAdmin)
+		out, err = s.IssueKey(ctx, st, clientID, defaultKeyName, principal.RoleAdmin)
 		return err
 	})
 	if errors.Is(err, fault.ErrNotFound) {
 		// Never confirm that a client id exists to someone without its secret.
-		return Issued{}, credential.ErrUnauthenticated
+		return Issued{}, principal.ErrUnauthenticated
 	}
 	return out, err
 }
@@ -261,19 +260,19 @@ func (s *Service) GenerateFirstKey(ctx context.Context, clientID, secret string)
 // Rotate replaces the key p authenticated with by a new key of the same name and role. The old
 // key stops at once, or after grace. A key already replaced (living out its grace) cannot be
 // rotated: one rotation, one replacement.
-func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret string, grace time.Duration) (Issued, error) {
+func (s *Service) Rotate(ctx context.Context, p principal.Principal, secret string, grace time.Duration) (Issued, error) {
 	if grace < 0 || grace > MaxGrace {
 		return Issued{}, fault.Invalid("oldKeyGraceSeconds", "must be between 0 and %d", int(MaxGrace.Seconds()))
 	}
-	if !credential.WellFormedClientSecret(secret) {
-		return Issued{}, credential.ErrUnauthenticated
+	if !principal.WellFormedClientSecret(secret) {
+		return Issued{}, principal.ErrUnauthenticated
 	}
 	var out Issued
 	err := s.withClient(ctx, p.ClientID, secret, func(st Store, _ domain.ClientRow) error {
 		old, err := st.UsableKey(ctx, p.ClientID, p.KeyID)
 		if errors.Is(err, fault.ErrNotFound) {
 			// Revoked or expired since the call was authenticated.
-			return credential.ErrUnauthenticated
+			return principal.ErrUnauthenticated
 		}
 		if err != nil {
 			return err
@@ -294,11 +293,11 @@ func (s *Service) Rotate(ctx context.Context, p identity.Principal, secret strin
 }
 
 // CreateKey issues a further named key with a role.
-func (s *Service) CreateKey(ctx context.Context, p identity.Principal, name string, role identity.Role) (Issued, error) {
+func (s *Service) CreateKey(ctx context.Context, p principal.Principal, name string, role principal.Role) (Issued, error) {
 	if err := nameRule.Check("name", name); err != nil {
 		return Issued{}, err
 	}
-	if role != identity.RoleAdmin && role != identity.RoleMember {
+	if role != principal.RoleAdmin && role != principal.RoleMember {
 		return Issued{}, fault.Invalid("role", "must be ADMIN or MEMBER")
 	}
 	var out Issued
@@ -318,13 +317,13 @@ func (s *Service) ListKeys(ctx context.Context, clientID string, limit, offset i
 // CallerKey reads the API key p called with. A key revoked or expired since p was resolved is
 // ErrUnauthenticated, as the call would have been a moment earlier: the caller learns that its
 // key stopped, never that the key exists.
-func (s *Service) CallerKey(ctx context.Context, p identity.Principal) (domain.APIKey, error) {
+func (s *Service) CallerKey(ctx context.Context, p principal.Principal) (domain.APIKey, error) {
 	if p.KeyID == "" {
-		return domain.APIKey{}, credential.ErrUnauthenticated
+		return domain.APIKey{}, principal.ErrUnauthenticated
 	}
 	k, err := s.st.UsableKey(ctx, p.ClientID, p.KeyID)
 	if errors.Is(err, fault.ErrNotFound) {
-		return domain.APIKey{}, credential.ErrUnauthenticated
+		return domain.APIKey{}, principal.ErrUnauthenticated
 	}
 	return k, err
 }
@@ -349,7 +348,7 @@ func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) (domain
 		if k, err = st.UsableKey(ctx, clientID, keyID); err != nil {
 			return err
 		}
-		if k.Role == identity.RoleAdmin {
+		if k.Role == principal.RoleAdmin {
 			_, admins, err := st.CountUsableKeys(ctx, clientID, keyID)
 			if err != nil {
 				return err
@@ -385,7 +384,7 @@ func (s *Service) CreateSDKToken(ctx context.Context, clientID, label string, tt
 		t := time.Now().Add(*ttl)
 		expires = &t
 	}
-	raw := crypto.NewToken(credential.SDKTokenPrefix)
+	raw := crypto.NewToken(principal.SDKTokenPrefix)
 	t, err := s.st.InsertSDKToken(ctx, domain.SDKToken{
 		ID: uuid.NewString(), ClientID: clientID, Label: label, Hint: crypto.Hint(raw), ExpiresAt: expires,
 	}, s.fp.Sum(raw))

@@ -12,9 +12,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func TestAuthenticateAPIKey(t *testing.T) {
@@ -27,7 +26,7 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ClientID != c.Client.ID || p.Role != identity.RoleAdmin || p.Status != identity.StatusActive || !p.Has(domain.FeatureVerify) {
+	if p.ClientID != c.Client.ID || p.Role != principal.RoleAdmin || p.Status != principal.StatusActive || !p.Has(domain.FeatureVerify) {
 		t.Fatalf("principal %+v", p)
 	}
 	if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); err != nil {
@@ -35,10 +34,10 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	}
 	for name, tc := range map[string]struct{ key, client string }{
 		"other client's id":  {c.APIKey, other.Client.ID},
-		"unknown key":        {credential.APIKeyPrefix + strings.Repeat("A", 40), c.Client.ID},
+		"unknown key":        {principal.APIKeyPrefix + strings.Repeat("A", 40), c.Client.ID},
 		"client secret used": {c.ClientSecret, c.Client.ID},
 	} {
-		if _, err := env.Credentials.AuthenticateAPIKey(ctx, tc.key, tc.client); !errors.Is(err, credential.ErrUnauthenticated) {
+		if _, err := env.Credentials.AuthenticateAPIKey(ctx, tc.key, tc.client); !errors.Is(err, principal.ErrUnauthenticated) {
 			t.Errorf("%s: err = %v, want ErrUnauthenticated", name, err)
 		}
 	}
@@ -80,10 +79,10 @@ func TestRotate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if issued.Secret == c.APIKey || issued.Key.Role != identity.RoleAdmin || issued.Key.Name != "default" {
+		if issued.Secret == c.APIKey || issued.Key.Role != principal.RoleAdmin || issued.Key.Name != "default" {
 			t.Fatalf("new key %+v", issued.Key)
 		}
-		if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); !errors.Is(err, credential.ErrUnauthenticated) {
+		if _, err := env.Credentials.AuthenticateAPIKey(ctx, c.APIKey, ""); !errors.Is(err, principal.ErrUnauthenticated) {
 			t.Fatalf("old key still works: %v", err)
 		}
 		mustAuth(t, env, issued.Secret)
@@ -110,7 +109,7 @@ func TestRotate(t *testing.T) {
 		c := env.Client(t, 0)
 		other := env.Client(t, 0)
 		for _, secret := range []string{"", "nope", other.ClientSecret, c.APIKey} {
-			if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), secret, 0); !errors.Is(err, credential.ErrUnauthenticated) {
+			if _, err := env.Credentials.Rotate(ctx, mustAuth(t, env, c.APIKey), secret, 0); !errors.Is(err, principal.ErrUnauthenticated) {
 				t.Fatalf("secret %q: err = %v", secret, err)
 			}
 		}
@@ -162,17 +161,17 @@ func TestGenerateFirstKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, "mnvsec_"+strings.Repeat("x", 40)); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, "mnvsec_"+strings.Repeat("x", 40)); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("wrong secret: %v", err)
 	}
-	if _, err := env.Credentials.GenerateFirstKey(ctx, "00000000-0000-0000-0000-000000000000", c.ClientSecret); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.GenerateFirstKey(ctx, "00000000-0000-0000-0000-000000000000", c.ClientSecret); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("unknown client: %v", err)
 	}
 	issued, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, c.ClientSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := mustAuth(t, env, issued.Secret); p.Role != identity.RoleAdmin {
+	if p := mustAuth(t, env, issued.Secret); p.Role != principal.RoleAdmin {
 		t.Fatalf("first key role %s", p.Role)
 	}
 	if _, err := env.Credentials.GenerateFirstKey(ctx, c.Client.ID, c.ClientSecret); !errors.Is(err, domain.ErrKeyExists) {
@@ -189,7 +188,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	if _, err := env.Credentials.RevokeKey(ctx, c.Client.ID, admin.KeyID); !errors.Is(err, domain.ErrLastAdminKey) {
 		t.Fatalf("revoking the last admin key: %v", err)
 	}
-	member, err := env.Credentials.CreateKey(ctx, admin, "reader", identity.RoleMember)
+	member, err := env.Credentials.CreateKey(ctx, admin, "reader", principal.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +198,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	if _, err := env.Credentials.RevokeKey(ctx, c.Client.ID, member.Key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.AuthenticateAPIKey(ctx, member.Secret, ""); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateAPIKey(ctx, member.Secret, ""); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("revoked key works: %v", err)
 	}
 	other := env.Client(t, 0)
@@ -208,7 +207,7 @@ func TestRevokeKeepsAnAdmin(t *testing.T) {
 	}
 
 	// Two ADMIN keys revoked at the same time: one must survive.
-	second, err := env.Credentials.CreateKey(ctx, admin, "second admin", identity.RoleAdmin)
+	second, err := env.Credentials.CreateKey(ctx, admin, "second admin", principal.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +231,14 @@ func TestCreateKeyValidation(t *testing.T) {
 	tests := []struct {
 		name    string
 		keyName string
-		role    identity.Role
+		role    principal.Role
 		ok      bool
 	}{
-		{"member", "ci", identity.RoleMember, true},
-		{"100 characters", strings.Repeat("n", 100), identity.RoleAdmin, true},
-		{"101 characters", strings.Repeat("n", 101), identity.RoleAdmin, false},
-		{"blank", "  ", identity.RoleMember, false},
-		{"control character", "a\nb", identity.RoleMember, false},
+		{"member", "ci", principal.RoleMember, true},
+		{"100 characters", strings.Repeat("n", 100), principal.RoleAdmin, true},
+		{"101 characters", strings.Repeat("n", 101), principal.RoleAdmin, false},
+		{"blank", "  ", principal.RoleMember, false},
+		{"control character", "a\nb", principal.RoleMember, false},
 		{"no role", "x", "", false},
 		{"unknown role", "x", "OWNER", false},
 	}
@@ -272,17 +271,17 @@ func TestSDKTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(issued.Secret, credential.SDKTokenPrefix) || issued.Token.ExpiresAt == nil {
+	if !strings.HasPrefix(issued.Secret, principal.SDKTokenPrefix) || issued.Token.ExpiresAt == nil {
 		t.Fatalf("issued %+v", issued.Token)
 	}
 	p, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID)
 	if err != nil || p.SDKTokenID != issued.Token.ID || p.KeyID != "" {
 		t.Fatalf("authenticate: %+v, %v", p, err)
 	}
-	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, other.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, other.Client.ID); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("token of another client: %v", err)
 	}
-	if _, err := env.Credentials.AuthenticateAPIKey(ctx, issued.Secret, c.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateAPIKey(ctx, issued.Secret, c.Client.ID); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("SDK token as an API key: %v", err)
 	}
 	if _, err := env.Credentials.RevokeSDKToken(ctx, other.Client.ID, issued.Token.ID); !errors.Is(err, fault.ErrNotFound) {
@@ -291,7 +290,7 @@ func TestSDKTokens(t *testing.T) {
 	if _, err := env.Credentials.RevokeSDKToken(ctx, c.Client.ID, issued.Token.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := env.Credentials.AuthenticateSDKToken(ctx, issued.Secret, c.Client.ID); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("revoked token: %v", err)
 	}
 	short := 30 * time.Second
@@ -300,7 +299,7 @@ func TestSDKTokens(t *testing.T) {
 	}
 }
 
-func mustAuth(t *testing.T, env *accountstest.Env, key string) identity.Principal {
+func mustAuth(t *testing.T, env *accountstest.Env, key string) principal.Principal {
 	t.Helper()
 	p, err := env.Credentials.AuthenticateAPIKey(context.Background(), key, "")
 	if err != nil {
@@ -315,14 +314,14 @@ func TestCallerKey(t *testing.T) {
 	c := env.Client(t, 0)
 	other := env.Client(t, 0)
 	admin := mustAuth(t, env, c.APIKey)
-	member, err := env.Credentials.CreateKey(ctx, admin, "reader", identity.RoleMember)
+	member, err := env.Credentials.CreateKey(ctx, admin, "reader", principal.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
 	memberP := mustAuth(t, env, member.Secret)
 	otherP := mustAuth(t, env, other.APIKey)
 	// Resolved before its key is revoked: the call that carries it is already under way.
-	revoked, err := env.Credentials.CreateKey(ctx, admin, "gone", identity.RoleMember)
+	revoked, err := env.Credentials.CreateKey(ctx, admin, "gone", principal.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,17 +332,17 @@ func TestCallerKey(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		p        identity.Principal
+		p        principal.Principal
 		wantID   string
-		wantRole identity.Role
+		wantRole principal.Role
 		wantName string
 		wantErr  error
 	}{
-		{name: "ADMIN key", p: admin, wantID: admin.KeyID, wantRole: identity.RoleAdmin, wantName: "default"},
-		{name: "MEMBER key", p: memberP, wantID: member.Key.ID, wantRole: identity.RoleMember, wantName: "reader"},
-		{name: "revoked since it was resolved", p: revokedP, wantErr: credential.ErrUnauthenticated},
-		{name: "another client's key id", p: identity.Principal{ClientID: c.Client.ID, KeyID: otherP.KeyID}, wantErr: credential.ErrUnauthenticated},
-		{name: "an SDK token, no key", p: identity.Principal{ClientID: c.Client.ID, SDKTokenID: "t"}, wantErr: credential.ErrUnauthenticated},
+		{name: "ADMIN key", p: admin, wantID: admin.KeyID, wantRole: principal.RoleAdmin, wantName: "default"},
+		{name: "MEMBER key", p: memberP, wantID: member.Key.ID, wantRole: principal.RoleMember, wantName: "reader"},
+		{name: "revoked since it was resolved", p: revokedP, wantErr: principal.ErrUnauthenticated},
+		{name: "another client's key id", p: principal.Principal{ClientID: c.Client.ID, KeyID: otherP.KeyID}, wantErr: principal.ErrUnauthenticated},
+		{name: "an SDK token, no key", p: principal.Principal{ClientID: c.Client.ID, SDKTokenID: "t"}, wantErr: principal.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/events"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // keyData is an api_key.* event's data as a receiver reads it.
@@ -48,7 +48,7 @@ func TestKeyEvents(t *testing.T) {
 		{
 			name: "created",
 			act: func(t *testing.T, c clientKeys) (string, error) {
-				k, err := env.Credentials.CreateKey(ctx, mustAuth(t, env, c.apiKey), "ci", identity.RoleMember)
+				k, err := env.Credentials.CreateKey(ctx, mustAuth(t, env, c.apiKey), "ci", principal.RoleMember)
 				return k.Key.ID, err
 			},
 			wantType: []string{events.APIKeyCreated},
@@ -61,7 +61,7 @@ func TestKeyEvents(t *testing.T) {
 		{
 			name: "revoked",
 			act: func(t *testing.T, c clientKeys) (string, error) {
-				k, err := env.Credentials.CreateKey(ctx, mustAuth(t, env, c.apiKey), "ci", identity.RoleMember)
+				k, err := env.Credentials.CreateKey(ctx, mustAuth(t, env, c.apiKey), "ci", principal.RoleMember)
 				if err != nil {
 					return "", err
 				}
@@ -187,13 +187,13 @@ func TestKeyEventFollowsItsTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := mustAuth(t, env, c.APIKey)
-	if _, err := env.Credentials.CreateKey(ctx, p, "doomed", identity.RoleMember); err == nil {
+	if _, err := env.Credentials.CreateKey(ctx, p, "doomed", principal.RoleMember); err == nil {
 		t.Fatal("the doomed key was created")
 	}
 	if got := env.Events(t, c.Client.ID, events.APIKeyCreated); len(got) != 1 {
 		t.Fatalf("%d api_key.created events, want the first key's alone", len(got))
 	}
-	if _, err := env.Credentials.CreateKey(ctx, p, "kept", identity.RoleMember); err != nil {
+	if _, err := env.Credentials.CreateKey(ctx, p, "kept", principal.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	if got := env.Events(t, c.Client.ID, events.APIKeyCreated); len(got) != 2 || decodeKey(t, got[1]).Name != "kept" {

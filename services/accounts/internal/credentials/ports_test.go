@@ -15,11 +15,10 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // The tests in this file hold the credential rules against an in-memory fake of the ports; the
@@ -104,7 +103,7 @@ func (f *fakeStore) CountUsableKeys(_ context.Context, clientID, exceptID string
 			continue
 		}
 		all++
-		if k.key.Role == identity.RoleAdmin && k.key.ExpiresAt == nil && id != exceptID {
+		if k.key.Role == principal.RoleAdmin && k.key.ExpiresAt == nil && id != exceptID {
 			lastingAdmins++
 		}
 	}
@@ -155,7 +154,7 @@ type fakeClient struct {
 	secret string
 }
 
-func newFakeClient(t *testing.T, status identity.Status) *fakeClient {
+func newFakeClient(t *testing.T, status principal.Status) *fakeClient {
 	t.Helper()
 	fp, err := crypto.NewFingerprinter(accountstest.Pepper)
 	if err != nil {
@@ -170,7 +169,7 @@ func newFakeClient(t *testing.T, status identity.Status) *fakeClient {
 }
 
 // key issues a key of the client; expiring gives it an expiry of its own.
-func (c *fakeClient) key(t *testing.T, role identity.Role, expiring bool) credentials.Issued {
+func (c *fakeClient) key(t *testing.T, role principal.Role, expiring bool) credentials.Issued {
 	t.Helper()
 	k, err := c.creds.IssueKey(context.Background(), c.store, c.id, "k", role)
 	if err != nil {
@@ -185,8 +184,8 @@ func (c *fakeClient) key(t *testing.T, role identity.Role, expiring bool) creden
 	return k
 }
 
-func (c *fakeClient) principal(k credentials.Issued) identity.Principal {
-	return identity.Principal{ClientID: c.id, KeyID: k.Key.ID, Role: k.Key.Role}
+func (c *fakeClient) principal(k credentials.Issued) principal.Principal {
+	return principal.Principal{ClientID: c.id, KeyID: k.Key.ID, Role: k.Key.Role}
 }
 
 func TestRevokeRules(t *testing.T) {
@@ -197,44 +196,44 @@ func TestRevokeRules(t *testing.T) {
 		wantErr error
 	}{
 		{name: "the only ADMIN key stays", keys: func(t *testing.T, c *fakeClient) string {
-			return c.key(t, identity.RoleAdmin, false).Key.ID
+			return c.key(t, principal.RoleAdmin, false).Key.ID
 		}, wantErr: domain.ErrLastAdminKey},
 		{name: "an ADMIN key with another lasting ADMIN goes", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, false)
-			return c.key(t, identity.RoleAdmin, false).Key.ID
+			c.key(t, principal.RoleAdmin, false)
+			return c.key(t, principal.RoleAdmin, false).Key.ID
 		}},
 		{name: "an expiring ADMIN key does not count as the one kept", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, true)
-			return c.key(t, identity.RoleAdmin, false).Key.ID
+			c.key(t, principal.RoleAdmin, true)
+			return c.key(t, principal.RoleAdmin, false).Key.ID
 		}, wantErr: domain.ErrLastAdminKey},
 		{name: "a MEMBER key does not count as the one kept", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleMember, false)
-			return c.key(t, identity.RoleAdmin, false).Key.ID
+			c.key(t, principal.RoleMember, false)
+			return c.key(t, principal.RoleAdmin, false).Key.ID
 		}, wantErr: domain.ErrLastAdminKey},
 		{name: "an expiring ADMIN key goes while a lasting one stays", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, false)
-			return c.key(t, identity.RoleAdmin, true).Key.ID
+			c.key(t, principal.RoleAdmin, false)
+			return c.key(t, principal.RoleAdmin, true).Key.ID
 		}},
 		{name: "a MEMBER key goes", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, false)
-			return c.key(t, identity.RoleMember, false).Key.ID
+			c.key(t, principal.RoleAdmin, false)
+			return c.key(t, principal.RoleMember, false).Key.ID
 		}},
 		{name: "an unknown key", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, false)
+			c.key(t, principal.RoleAdmin, false)
 			return uuid.NewString()
 		}, wantErr: fault.ErrNotFound},
 		{name: "not a key id", keys: func(t *testing.T, c *fakeClient) string { return "nope" }, wantErr: fault.ErrNotFound},
 		{name: "another client's key", keys: func(t *testing.T, c *fakeClient) string {
-			other := newFakeClient(t, identity.StatusActive)
+			other := newFakeClient(t, principal.StatusActive)
 			other.store = c.store
 			other.id = uuid.NewString()
-			c.store.clients[other.id] = domain.ClientRow{ID: other.id, Status: identity.StatusActive}
-			c.key(t, identity.RoleAdmin, false)
-			return other.key(t, identity.RoleMember, false).Key.ID
+			c.store.clients[other.id] = domain.ClientRow{ID: other.id, Status: principal.StatusActive}
+			c.key(t, principal.RoleAdmin, false)
+			return other.key(t, principal.RoleMember, false).Key.ID
 		}, wantErr: fault.ErrNotFound},
 		{name: "an already revoked key", keys: func(t *testing.T, c *fakeClient) string {
-			c.key(t, identity.RoleAdmin, false)
-			k := c.key(t, identity.RoleMember, false).Key.ID
+			c.key(t, principal.RoleAdmin, false)
+			k := c.key(t, principal.RoleMember, false).Key.ID
 			if _, err := c.creds.RevokeKey(context.Background(), c.id, k); err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +242,7 @@ func TestRevokeRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newFakeClient(t, identity.StatusActive)
+			c := newFakeClient(t, principal.StatusActive)
 			id := tt.keys(t, c)
 			wasUsable := c.store.usable(c.store.keys[id]) && c.store.keys[id].key.ClientID == c.id
 			got, err := c.creds.RevokeKey(context.Background(), c.id, id)
@@ -270,39 +269,39 @@ func TestRotateRules(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
-		role    identity.Role
+		role    principal.Role
 		grace   time.Duration
 		prepare func(t *testing.T, c *fakeClient, k credentials.Issued)
 		secret  func(c *fakeClient) string
 		wantErr error
 		invalid string
 	}{
-		{name: "the only ADMIN key is replaced by an ADMIN key", role: identity.RoleAdmin},
-		{name: "a MEMBER key is replaced by a MEMBER key", role: identity.RoleMember},
-		{name: "with grace the old key lives on, superseded", role: identity.RoleAdmin, grace: time.Hour},
-		{name: "a superseded key cannot be rotated again", role: identity.RoleAdmin, grace: time.Hour,
+		{name: "the only ADMIN key is replaced by an ADMIN key", role: principal.RoleAdmin},
+		{name: "a MEMBER key is replaced by a MEMBER key", role: principal.RoleMember},
+		{name: "with grace the old key lives on, superseded", role: principal.RoleAdmin, grace: time.Hour},
+		{name: "a superseded key cannot be rotated again", role: principal.RoleAdmin, grace: time.Hour,
 			prepare: func(t *testing.T, c *fakeClient, k credentials.Issued) {
 				if _, err := c.creds.Rotate(ctx, c.principal(k), c.secret, time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			}, wantErr: domain.ErrKeySuperseded},
-		{name: "a key revoked since authentication", role: identity.RoleMember,
+		{name: "a key revoked since authentication", role: principal.RoleMember,
 			prepare: func(t *testing.T, c *fakeClient, k credentials.Issued) {
 				fk := c.store.keys[k.Key.ID]
 				fk.revoked = true
 				c.store.keys[k.Key.ID] = fk
-			}, wantErr: credential.ErrUnauthenticated},
-		{name: "a wrong client secret", role: identity.RoleAdmin, secret: func(c *fakeClient) string {
+			}, wantErr: principal.ErrUnauthenticated},
+		{name: "a wrong client secret", role: principal.RoleAdmin, secret: func(c *fakeClient) string {
 			s, _ := c.creds.NewClientSecret()
 			return s
-		}, wantErr: credential.ErrUnauthenticated},
-		{name: "not a client secret", role: identity.RoleAdmin, secret: func(*fakeClient) string { return "secret" }, wantErr: credential.ErrUnauthenticated},
-		{name: "grace beyond the bound", role: identity.RoleAdmin, grace: credentials.MaxGrace + time.Second, invalid: "oldKeyGraceSeconds"},
-		{name: "negative grace", role: identity.RoleAdmin, grace: -time.Second, invalid: "oldKeyGraceSeconds"},
+		}, wantErr: principal.ErrUnauthenticated},
+		{name: "not a client secret", role: principal.RoleAdmin, secret: func(*fakeClient) string { return "secret" }, wantErr: principal.ErrUnauthenticated},
+		{name: "grace beyond the bound", role: principal.RoleAdmin, grace: credentials.MaxGrace + time.Second, invalid: "oldKeyGraceSeconds"},
+		{name: "negative grace", role: principal.RoleAdmin, grace: -time.Second, invalid: "oldKeyGraceSeconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newFakeClient(t, identity.StatusActive)
+			c := newFakeClient(t, principal.StatusActive)
 			old := c.key(t, tt.role, false)
 			if tt.prepare != nil {
 				tt.prepare(t, c, old)
@@ -341,7 +340,7 @@ func TestRotateRules(t *testing.T) {
 			if stillWorks := oldErr == nil; stillWorks != (tt.grace > 0) {
 				t.Errorf("old key still works = %v, want %v", stillWorks, tt.grace > 0)
 			}
-			if _, admins, _ := c.store.CountUsableKeys(ctx, c.id, old.Key.ID); tt.role == identity.RoleAdmin && admins != 1 {
+			if _, admins, _ := c.store.CountUsableKeys(ctx, c.id, old.Key.ID); tt.role == principal.RoleAdmin && admins != 1 {
 				t.Errorf("%d lasting ADMIN keys besides the old one, want 1", admins)
 			}
 		})
@@ -350,14 +349,14 @@ func TestRotateRules(t *testing.T) {
 
 func TestAuthenticateRules(t *testing.T) {
 	ctx := context.Background()
-	c := newFakeClient(t, identity.StatusActive)
-	k := c.key(t, identity.RoleMember, false)
-	expired := c.key(t, identity.RoleAdmin, false)
+	c := newFakeClient(t, principal.StatusActive)
+	k := c.key(t, principal.RoleMember, false)
+	expired := c.key(t, principal.RoleAdmin, false)
 	fk := c.store.keys[expired.Key.ID]
 	past := c.store.now.Add(-time.Second)
 	fk.key.ExpiresAt = &past
 	c.store.keys[expired.Key.ID] = fk
-	unknown := crypto.NewToken(credential.APIKeyPrefix)
+	unknown := crypto.NewToken(principal.APIKeyPrefix)
 
 	tests := []struct {
 		name     string
@@ -367,9 +366,9 @@ func TestAuthenticateRules(t *testing.T) {
 	}{
 		{name: "a key of the client", key: k.Secret, clientID: c.id},
 		{name: "a key without a client id", key: k.Secret},
-		{name: "an unknown key", key: unknown, clientID: c.id, wantErr: credential.ErrUnauthenticated},
-		{name: "an expired key", key: expired.Secret, clientID: c.id, wantErr: credential.ErrUnauthenticated},
-		{name: "a key of another client id", key: k.Secret, clientID: uuid.NewString(), wantErr: credential.ErrUnauthenticated},
+		{name: "an unknown key", key: unknown, clientID: c.id, wantErr: principal.ErrUnauthenticated},
+		{name: "an expired key", key: expired.Secret, clientID: c.id, wantErr: principal.ErrUnauthenticated},
+		{name: "a key of another client id", key: k.Secret, clientID: uuid.NewString(), wantErr: principal.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,13 +379,13 @@ func TestAuthenticateRules(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || p.ClientID != c.id || p.KeyID != k.Key.ID || p.Role != identity.RoleMember {
+			if err != nil || p.ClientID != c.id || p.KeyID != k.Key.ID || p.Role != principal.RoleMember {
 				t.Fatalf("AuthenticateAPIKey = %+v, %v", p, err)
 			}
 		})
 	}
 	t.Run("an unknown SDK token", func(t *testing.T) {
-		if _, err := c.creds.AuthenticateSDKToken(ctx, crypto.NewToken(credential.SDKTokenPrefix), c.id); !errors.Is(err, credential.ErrUnauthenticated) {
+		if _, err := c.creds.AuthenticateSDKToken(ctx, crypto.NewToken(principal.SDKTokenPrefix), c.id); !errors.Is(err, principal.ErrUnauthenticated) {
 			t.Fatalf("AuthenticateSDKToken = %v, want unauthenticated", err)
 		}
 	})
@@ -395,15 +394,15 @@ func TestAuthenticateRules(t *testing.T) {
 func TestGenerateFirstKeyRules(t *testing.T) {
 	tests := []struct {
 		name    string
-		status  identity.Status
+		status  principal.Status
 		prepare func(t *testing.T, c *fakeClient)
 		client  func(c *fakeClient) string
 		wantErr error
 	}{
-		{name: "issues an ADMIN key", status: identity.StatusActive},
-		{name: "once only", status: identity.StatusActive, prepare: func(t *testing.T, c *fakeClient) { c.key(t, identity.RoleMember, false) }, wantErr: domain.ErrKeyExists},
-		{name: "not for a suspended client", status: identity.StatusSuspended, wantErr: fault.ErrSuspended},
-		{name: "an unknown client looks like a wrong secret", status: identity.StatusActive, client: func(*fakeClient) string { return uuid.NewString() }, wantErr: credential.ErrUnauthenticated},
+		{name: "issues an ADMIN key", status: principal.StatusActive},
+		{name: "once only", status: principal.StatusActive, prepare: func(t *testing.T, c *fakeClient) { c.key(t, principal.RoleMember, false) }, wantErr: domain.ErrKeyExists},
+		{name: "not for a suspended client", status: principal.StatusSuspended, wantErr: fault.ErrSuspended},
+		{name: "an unknown client looks like a wrong secret", status: principal.StatusActive, client: func(*fakeClient) string { return uuid.NewString() }, wantErr: principal.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +421,7 @@ func TestGenerateFirstKeyRules(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got.Key.Role != identity.RoleAdmin || c.store.keys[got.Key.ID].key.ClientID != c.id {
+			if err != nil || got.Key.Role != principal.RoleAdmin || c.store.keys[got.Key.ID].key.ClientID != c.id {
 				t.Fatalf("GenerateFirstKey = %+v, %v", got, err)
 			}
 		})

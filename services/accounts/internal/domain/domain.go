@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Errors of accounts' own rules; the shared ones are fault's (ErrNotFound, ErrSuspended),
@@ -53,7 +53,7 @@ type Client struct {
 	ID               string
 	Name             string
 	Contact          Contact
-	Status           identity.Status
+	Status           principal.Status
 	Features         []string
 	Balance          int64
 	BalanceExpiresAt *time.Time
@@ -61,13 +61,13 @@ type Client struct {
 	// service's default.
 	LowBalanceThreshold *int64
 	// Operators the client may use, with their methods.
-	Operators identity.Operators
+	Operators principal.Operators
 	CreatedAt time.Time
 }
 
 // BalanceValid reports whether the client can spend: ACTIVE, above zero and not expired.
 func (c Client) BalanceValid(now time.Time) bool {
-	return c.Status == identity.StatusActive && c.Balance > 0 && !Expired(c.BalanceExpiresAt, now)
+	return c.Status == principal.StatusActive && c.Balance > 0 && !Expired(c.BalanceExpiresAt, now)
 }
 
 // DaysUntilExpiry is the whole days left before the balance expires: 0 once expired, nil when
@@ -93,7 +93,7 @@ type APIKey struct {
 	ID         string
 	ClientID   string
 	Name       string
-	Role       identity.Role
+	Role       principal.Role
 	Hint       string
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
@@ -151,22 +151,22 @@ type ClientRow struct {
 	ID                  string
 	Name                string
 	ContactSealed       []byte
-	Status              identity.Status
+	Status              principal.Status
 	Features            []string
 	SecretFP            []byte
 	Balance             int64
 	BalanceExpiresAt    *time.Time
 	LowBalanceThreshold *int64
-	Operators           identity.Operators
+	Operators           principal.Operators
 	CreatedAt           time.Time
 }
 
 // KeyAuth is what authenticating an API key needs, in one indexed lookup.
 type KeyAuth struct {
 	Key       APIKey
-	Status    identity.Status
+	Status    principal.Status
 	Features  []string
-	Operators identity.Operators
+	Operators principal.Operators
 	// ValidFor is how long the key still works by the database clock, when it expires.
 	ValidFor *time.Duration
 }
@@ -175,9 +175,9 @@ type KeyAuth struct {
 type SDKTokenAuth struct {
 	TokenID   string
 	ClientID  string
-	Status    identity.Status
+	Status    principal.Status
 	Features  []string
-	Operators identity.Operators
+	Operators principal.Operators
 	// ValidFor is how long the token still works by the database clock, when it expires.
 	ValidFor *time.Duration
 }
@@ -186,7 +186,7 @@ type SDKTokenAuth struct {
 type BalanceState struct {
 	Balance   int64
 	ExpiresAt *time.Time
-	Status    identity.Status
+	Status    principal.Status
 	// LowThreshold is the client's own threshold of balance.low; nil takes the default.
 	LowThreshold *int64
 	// Now is the database's transaction time, the clock every expiry is judged by.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func TestBalanceValidity(t *testing.T) {
@@ -13,19 +13,19 @@ func TestBalanceValidity(t *testing.T) {
 	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
 	tests := []struct {
 		name      string
-		status    identity.Status
+		status    principal.Status
 		balance   int64
 		expires   *time.Time
 		wantValid bool
 		wantDays  *int32
 	}{
-		{"no expiry", identity.StatusActive, 10, nil, true, nil},
-		{"29.5 days left", identity.StatusActive, 10, at(29*24*time.Hour + 12*time.Hour), true, ptr(29)},
-		{"less than a day", identity.StatusActive, 10, at(time.Hour), true, ptr(0)},
-		{"expires now", identity.StatusActive, 10, at(0), false, ptr(0)},
-		{"expired", identity.StatusActive, 10, at(-48 * time.Hour), false, ptr(0)},
-		{"empty", identity.StatusActive, 0, nil, false, nil},
-		{"suspended", identity.StatusSuspended, 10, nil, false, nil},
+		{"no expiry", principal.StatusActive, 10, nil, true, nil},
+		{"29.5 days left", principal.StatusActive, 10, at(29*24*time.Hour + 12*time.Hour), true, ptr(29)},
+		{"less than a day", principal.StatusActive, 10, at(time.Hour), true, ptr(0)},
+		{"expires now", principal.StatusActive, 10, at(0), false, ptr(0)},
+		{"expired", principal.StatusActive, 10, at(-48 * time.Hour), false, ptr(0)},
+		{"empty", principal.StatusActive, 0, nil, false, nil},
+		{"suspended", principal.StatusSuspended, 10, nil, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/paging"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
 )
 
 // Admin implements AccountsAdminService, the operator's API (mnvctl).
@@ -26,7 +25,7 @@ func (s *Admin) CreateClient(ctx context.Context, req *accountsv1.CreateClientRe
 		},
 		InitialBalance:   req.GetInitialBalance(),
 		BalanceExpiresAt: timeOrNil(req.GetBalanceExpiresAt()),
-		Features:         principalpb.FeaturesOf(req.GetFeatures()),
+		Features:         featuresFromProto(req.GetFeatures()),
 		WithoutAPIKey:    req.GetWithoutApiKey(),
 	})
 	if err != nil {
@@ -62,7 +61,7 @@ func (s *Admin) DescribeClient(ctx context.Context, req *accountsv1.DescribeClie
 	return &accountsv1.DescribeClientResponse{Details: &accountsv1.ClientDetails{
 		Client: clientToProto(c, s.Now()), Prices: pricesToProto(prices), CreatedAt: ts(c.CreatedAt), ActiveApiKeys: int32(keys),
 		WebOrigins: originNames(origins), LowBalanceThreshold: c.LowBalanceThreshold,
-		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c), Operators: principalpb.Operators(c.Operators),
+		EffectiveLowBalanceThreshold: s.effectiveLowBalance(c), Operators: operatorsToProto(c.Operators),
 		RedirectUris: redirectURIs(redirects),
 	}}, nil
 }
@@ -106,7 +105,7 @@ func (s *Admin) TopUpBalance(ctx context.Context, req *accountsv1.TopUpBalanceRe
 
 // SetClientStatus activates or suspends a client.
 func (s *Admin) SetClientStatus(ctx context.Context, req *accountsv1.SetClientStatusRequest) (*accountsv1.SetClientStatusResponse, error) {
-	c, err := s.Clients.SetStatus(ctx, req.GetClientId(), principalpb.StatusOf(req.GetStatus()))
+	c, err := s.Clients.SetStatus(ctx, req.GetClientId(), statusFromProto(req.GetStatus()))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -115,7 +114,7 @@ func (s *Admin) SetClientStatus(ctx context.Context, req *accountsv1.SetClientSt
 
 // SetClientFeatures replaces a client's features.
 func (s *Admin) SetClientFeatures(ctx context.Context, req *accountsv1.SetClientFeaturesRequest) (*accountsv1.SetClientFeaturesResponse, error) {
-	c, err := s.Clients.SetFeatures(ctx, req.GetClientId(), principalpb.FeaturesOf(req.GetFeatures()))
+	c, err := s.Clients.SetFeatures(ctx, req.GetClientId(), featuresFromProto(req.GetFeatures()))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -164,7 +163,7 @@ func (s *Admin) SetClientOperators(ctx context.Context, req *accountsv1.SetClien
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.SetClientOperatorsResponse{Operators: principalpb.Operators(c.Operators)}, nil
+	return &accountsv1.SetClientOperatorsResponse{Operators: operatorsToProto(c.Operators)}, nil
 }
 
 // SetClientLowBalanceThreshold sets or clears the client's own threshold of balance.low.

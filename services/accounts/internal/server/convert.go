@@ -9,19 +9,83 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // operatorsFromProto is the enablement of an admin request; nil (the field left out) is an
 // error, so that forgetting it cannot take every operator away from a client.
-func operatorsFromProto(o *accountsv1.OperatorEnablement) (identity.Operators, error) {
+func operatorsFromProto(o *accountsv1.OperatorEnablement) (principal.Operators, error) {
 	if o == nil {
-		return identity.Operators{}, fault.Invalid("operators", "is required")
+		return principal.Operators{}, fault.Invalid("operators", "is required")
 	}
 	// A method UNSPECIFIED (or unknown) becomes a name SetOperators rejects.
-	return identity.Operators{Default: o.GetDefaultSet(), Grants: principalpb.OperatorGrants(o)}, nil
+	grants := make([]principal.OperatorGrant, 0, len(o.GetGrants()))
+	for _, g := range o.GetGrants() {
+		methods := make([]string, 0, len(g.GetMethods()))
+		for _, m := range g.GetMethods() {
+			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
+		}
+		grants = append(grants, principal.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
+	}
+	return principal.Operators{Default: o.GetDefaultSet(), Grants: grants}, nil
+}
+
+// A principal's values in accounts' public API. Its enums carry their type's prefix
+// (ROLE_ADMIN); a principal uses the bare names the API shows (ADMIN).
+
+func roleToProto(r principal.Role) accountsv1.Role {
+	return accountsv1.Role(accountsv1.Role_value["ROLE_"+string(r)])
+}
+
+// roleFromProto is r read back; "" for UNSPECIFIED.
+func roleFromProto(r accountsv1.Role) principal.Role {
+	if r == accountsv1.Role_ROLE_UNSPECIFIED {
+		return ""
+	}
+	return principal.Role(strings.TrimPrefix(r.String(), "ROLE_"))
+}
+
+func statusToProto(s principal.Status) accountsv1.ClientStatus {
+	return accountsv1.ClientStatus(accountsv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
+}
+
+// statusFromProto is s read back; "" for UNSPECIFIED.
+func statusFromProto(s accountsv1.ClientStatus) principal.Status {
+	if s == accountsv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
+		return ""
+	}
+	return principal.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
+}
+
+func featuresToProto(f []string) []accountsv1.Feature {
+	out := make([]accountsv1.Feature, 0, len(f))
+	for _, v := range f {
+		out = append(out, accountsv1.Feature(accountsv1.Feature_value["FEATURE_"+v]))
+	}
+	return out
+}
+
+// featuresFromProto are f read back. UNSPECIFIED (or a number this version does not know)
+// becomes a name no feature has, which an input check rejects.
+func featuresFromProto(f []accountsv1.Feature) []string {
+	out := make([]string, 0, len(f))
+	for _, v := range f {
+		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
+	}
+	return out
+}
+
+func operatorsToProto(o principal.Operators) *accountsv1.OperatorEnablement {
+	out := &accountsv1.OperatorEnablement{DefaultSet: o.Default, Grants: make([]*accountsv1.OperatorGrant, 0, len(o.Grants))}
+	for _, g := range o.Grants {
+		methods := make([]accountsv1.OperatorMethod, 0, len(g.Methods))
+		for _, m := range g.Methods {
+			methods = append(methods, accountsv1.OperatorMethod(accountsv1.OperatorMethod_value["OPERATOR_METHOD_"+m]))
+		}
+		out.Grants = append(out.Grants, &accountsv1.OperatorGrant{OperatorId: g.Operator, Methods: methods})
+	}
+	return out
 }
 
 func kindToProto(k money.Kind) accountsv1.LedgerKind {
@@ -59,18 +123,18 @@ func clientToProto(c domain.Client, now time.Time) *accountsv1.Client {
 		ContactPersonName:      c.Contact.Name,
 		ContactPersonEmail:     c.Contact.Email,
 		ContactPhoneNumber:     c.Contact.Phone,
-		ClientStatus:           principalpb.Status(c.Status),
+		ClientStatus:           statusToProto(c.Status),
 		Balance:                c.Balance,
 		BalanceExpiryDate:      tsOrNil(c.BalanceExpiresAt),
 		BalanceValid:           c.BalanceValid(now),
 		DaysUntilBalanceExpiry: c.DaysUntilExpiry(now),
-		EnabledFeatures:        principalpb.Features(c.Features),
+		EnabledFeatures:        featuresToProto(c.Features),
 	}
 }
 
 func keyToProto(k domain.APIKey) *accountsv1.ApiKey {
 	return &accountsv1.ApiKey{
-		Id: k.ID, Name: k.Name, Role: principalpb.Role(k.Role), Hint: k.Hint,
+		Id: k.ID, Name: k.Name, Role: roleToProto(k.Role), Hint: k.Hint,
 		CreatedAt: ts(k.CreatedAt), LastUsedAt: tsOrNil(k.LastUsedAt), ExpiresAt: tsOrNil(k.ExpiresAt),
 	}
 }

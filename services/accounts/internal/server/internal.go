@@ -6,10 +6,10 @@ import (
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/credential"
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Internal implements AccountsInternalService, called by the other mnv services.
@@ -21,7 +21,7 @@ type Internal struct {
 
 // clientID reads a client id field; a malformed one names no client.
 func clientID(v string) (string, error) {
-	id, ok := credential.ParseClientID(v)
+	id, ok := principal.ParseClientID(v)
 	if !ok {
 		return "", fault.Invalid("clientId", "must be a client id (UUID)")
 	}
@@ -33,45 +33,45 @@ func (s *Internal) Authenticate(ctx context.Context, req *accountsv1.Authenticat
 	cid := ""
 	if req.GetClientId() != "" {
 		var ok bool
-		if cid, ok = credential.ParseClientID(req.GetClientId()); !ok {
-			return nil, s.fail(ctx, credential.ErrUnauthenticated)
+		if cid, ok = principal.ParseClientID(req.GetClientId()); !ok {
+			return nil, s.fail(ctx, principal.ErrUnauthenticated)
 		}
 	}
-	if !credential.WellFormedAPIKey(req.GetApiKey()) {
-		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+	if !principal.WellFormedAPIKey(req.GetApiKey()) {
+		return nil, s.fail(ctx, principal.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateAPIKey(ctx, req.GetApiKey(), cid)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateResponse{Principal: principalpb.ToProto(p)}, nil
+	return &accountsv1.AuthenticateResponse{Principal: auth.PrincipalToProto(p)}, nil
 }
 
 // AuthenticateSdkToken resolves an SDK token for another service.
 func (s *Internal) AuthenticateSdkToken(ctx context.Context, req *accountsv1.AuthenticateSdkTokenRequest) (*accountsv1.AuthenticateSdkTokenResponse, error) {
-	cid, ok := credential.ParseClientID(req.GetClientId())
-	if !ok || !credential.WellFormedSDKToken(req.GetSdkToken()) {
-		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+	cid, ok := principal.ParseClientID(req.GetClientId())
+	if !ok || !principal.WellFormedSDKToken(req.GetSdkToken()) {
+		return nil, s.fail(ctx, principal.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateSDKToken(ctx, req.GetSdkToken(), cid)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateSdkTokenResponse{Principal: principalpb.ToProto(p)}, nil
+	return &accountsv1.AuthenticateSdkTokenResponse{Principal: auth.PrincipalToProto(p)}, nil
 }
 
 // AuthenticateClientSecret resolves a client id and secret for verification's CAMARA token
 // endpoint.
 func (s *Internal) AuthenticateClientSecret(ctx context.Context, req *accountsv1.AuthenticateClientSecretRequest) (*accountsv1.AuthenticateClientSecretResponse, error) {
-	cid, ok := credential.ParseClientID(req.GetClientId())
+	cid, ok := principal.ParseClientID(req.GetClientId())
 	if !ok {
-		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+		return nil, s.fail(ctx, principal.ErrUnauthenticated)
 	}
 	p, err := s.Credentials.AuthenticateClientSecret(ctx, cid, req.GetClientSecret())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.AuthenticateClientSecretResponse{Principal: principalpb.ToProto(p)}, nil
+	return &accountsv1.AuthenticateClientSecretResponse{Principal: auth.PrincipalToProto(p)}, nil
 }
 
 // GetClientPrincipal reads a client's principal for verification's CAMARA facade.
@@ -84,7 +84,7 @@ func (s *Internal) GetClientPrincipal(ctx context.Context, req *accountsv1.GetCl
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.GetClientPrincipalResponse{Principal: principalpb.ToProto(p)}, nil
+	return &accountsv1.GetClientPrincipalResponse{Principal: auth.PrincipalToProto(p)}, nil
 }
 
 // Debit charges a client.

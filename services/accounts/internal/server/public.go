@@ -11,13 +11,10 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
-	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Deps are what the handlers call.
@@ -40,14 +37,14 @@ type Public struct {
 }
 
 // principal is set by the auth interceptor for every method whose rule needs a client.
-func principal(ctx context.Context) identity.Principal {
-	p, _ := identity.FromContext(ctx)
+func principalOf(ctx context.Context) principal.Principal {
+	p, _ := principal.FromContext(ctx)
 	return p
 }
 
 // GetClient answers GET /v1/api/clients: the client's details and balance.
 func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) (*accountsv1.GetClientResponse, error) {
-	c, err := s.Clients.Get(ctx, principal(ctx).ClientID)
+	c, err := s.Clients.Get(ctx, principalOf(ctx).ClientID)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -56,7 +53,7 @@ func (s *Public) GetClient(ctx context.Context, _ *accountsv1.GetClientRequest) 
 
 // GetMe tells the caller who it is: its client and the key it called with.
 func (s *Public) GetMe(ctx context.Context, _ *accountsv1.GetMeRequest) (*accountsv1.GetMeResponse, error) {
-	p := principal(ctx)
+	p := principalOf(ctx)
 	c, err := s.Clients.Get(ctx, p.ClientID)
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -66,8 +63,8 @@ func (s *Public) GetMe(ctx context.Context, _ *accountsv1.GetMeRequest) (*accoun
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.GetMeResponse{
-		ClientId: c.ID, ClientName: c.Name, ClientStatus: principalpb.Status(c.Status),
-		EnabledFeatures: principalpb.Features(c.Features), ApiKey: keyToProto(k),
+		ClientId: c.ID, ClientName: c.Name, ClientStatus: statusToProto(c.Status),
+		EnabledFeatures: featuresToProto(c.Features), ApiKey: keyToProto(k),
 	}, nil
 }
 
@@ -84,7 +81,7 @@ func (s *Public) RotateApiKey(ctx context.Context, req *accountsv1.RotateApiKeyR
 // RotateClientApiKey answers POST /v1/api/clients/{clientId}/rotate-key: another client's id
 // is NOT_FOUND.
 func (s *Public) RotateClientApiKey(ctx context.Context, req *accountsv1.RotateClientApiKeyRequest) (*accountsv1.RotateClientApiKeyResponse, error) {
-	if id, ok := credential.ParseClientID(req.GetClientId()); !ok || id != principal(ctx).ClientID {
+	if id, ok := principal.ParseClientID(req.GetClientId()); !ok || id != principalOf(ctx).ClientID {
 		return nil, s.fail(ctx, fault.ErrNotFound)
 	}
 	key, err := s.rotate(ctx, req.GetSecretKey(), req.OldKeyGraceSeconds)
@@ -99,7 +96,7 @@ func (s *Public) rotate(ctx context.Context, secret string, graceSeconds *int32)
 	if graceSeconds != nil {
 		grace = time.Duration(*graceSeconds) * time.Second
 	}
-	issued, err := s.Credentials.Rotate(ctx, principal(ctx), secret, grace)
+	issued, err := s.Credentials.Rotate(ctx, principalOf(ctx), secret, grace)
 	if err != nil {
 		return "", s.fail(ctx, err)
 	}
@@ -110,13 +107,13 @@ func (s *Public) rotate(ctx context.Context, secret string, graceSeconds *int32)
 // x-client-id and its secret, since it has no key yet.
 func (s *Public) GenerateFirstApiKey(ctx context.Context, req *accountsv1.GenerateFirstApiKeyRequest) (*accountsv1.GenerateFirstApiKeyResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	ids := md.Get(auth.MDClientID)
+	ids := md.Get(principal.MDClientID)
 	if len(ids) != 1 {
-		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+		return nil, s.fail(ctx, principal.ErrUnauthenticated)
 	}
-	clientID, ok := credential.ParseClientID(ids[0])
+	clientID, ok := principal.ParseClientID(ids[0])
 	if !ok {
-		return nil, s.fail(ctx, credential.ErrUnauthenticated)
+		return nil, s.fail(ctx, principal.ErrUnauthenticated)
 	}
 	issued, err := s.Credentials.GenerateFirstKey(ctx, clientID, req.GetSecretKey())
 	if err != nil {
@@ -131,7 +128,7 @@ func (s *Public) ListApiKeys(ctx context.Context, req *accountsv1.ListApiKeysReq
 	if err != nil {
 		return nil, err
 	}
-	keys, total, err := s.Credentials.ListKeys(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	keys, total, err := s.Credentials.ListKeys(ctx, principalOf(ctx).ClientID, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -142,7 +139,7 @@ func (s *Public) ListApiKeys(ctx context.Context, req *accountsv1.ListApiKeysReq
 
 // CreateApiKey issues a further key.
 func (s *Public) CreateApiKey(ctx context.Context, req *accountsv1.CreateApiKeyRequest) (*accountsv1.CreateApiKeyResponse, error) {
-	issued, err := s.Credentials.CreateKey(ctx, principal(ctx), req.GetName(), principalpb.RoleOf(req.GetRole()))
+	issued, err := s.Credentials.CreateKey(ctx, principalOf(ctx), req.GetName(), roleFromProto(req.GetRole()))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -155,7 +152,7 @@ func (s *Public) CreateApiKey(ctx context.Context, req *accountsv1.CreateApiKeyR
 
 // RevokeApiKey revokes a key of the client.
 func (s *Public) RevokeApiKey(ctx context.Context, req *accountsv1.RevokeApiKeyRequest) (*accountsv1.RevokeApiKeyResponse, error) {
-	k, err := s.Credentials.RevokeKey(ctx, principal(ctx).ClientID, req.GetKeyId())
+	k, err := s.Credentials.RevokeKey(ctx, principalOf(ctx).ClientID, req.GetKeyId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -168,7 +165,7 @@ func (s *Public) ListLedgerEntries(ctx context.Context, req *accountsv1.ListLedg
 	if err != nil {
 		return nil, err
 	}
-	entries, total, err := s.Ledger.ListLedger(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	entries, total, err := s.Ledger.ListLedger(ctx, principalOf(ctx).ClientID, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -186,7 +183,7 @@ func (s *Public) CreateSdkToken(ctx context.Context, req *accountsv1.CreateSdkTo
 		d := time.Duration(secs) * time.Second
 		ttl = &d
 	}
-	issued, err := s.Credentials.CreateSDKToken(ctx, principal(ctx).ClientID, req.GetLabel(), ttl)
+	issued, err := s.Credentials.CreateSDKToken(ctx, principalOf(ctx).ClientID, req.GetLabel(), ttl)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -202,7 +199,7 @@ func (s *Public) ListSdkTokens(ctx context.Context, req *accountsv1.ListSdkToken
 	if err != nil {
 		return nil, err
 	}
-	tokens, total, err := s.Credentials.ListSDKTokens(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	tokens, total, err := s.Credentials.ListSDKTokens(ctx, principalOf(ctx).ClientID, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -213,7 +210,7 @@ func (s *Public) ListSdkTokens(ctx context.Context, req *accountsv1.ListSdkToken
 
 // RevokeSdkToken revokes an SDK token of the client.
 func (s *Public) RevokeSdkToken(ctx context.Context, req *accountsv1.RevokeSdkTokenRequest) (*accountsv1.RevokeSdkTokenResponse, error) {
-	t, err := s.Credentials.RevokeSDKToken(ctx, principal(ctx).ClientID, req.GetTokenId())
+	t, err := s.Credentials.RevokeSDKToken(ctx, principalOf(ctx).ClientID, req.GetTokenId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -222,7 +219,7 @@ func (s *Public) RevokeSdkToken(ctx context.Context, req *accountsv1.RevokeSdkTo
 
 // ListWebOrigins lists the origins allowed to capture the client's browser flows.
 func (s *Public) ListWebOrigins(ctx context.Context, _ *accountsv1.ListWebOriginsRequest) (*accountsv1.ListWebOriginsResponse, error) {
-	origins, err := s.Clients.WebOrigins(ctx, principal(ctx).ClientID)
+	origins, err := s.Clients.WebOrigins(ctx, principalOf(ctx).ClientID)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -231,7 +228,7 @@ func (s *Public) ListWebOrigins(ctx context.Context, _ *accountsv1.ListWebOrigin
 
 // SetWebOrigins replaces the client's allowed origins.
 func (s *Public) SetWebOrigins(ctx context.Context, req *accountsv1.SetWebOriginsRequest) (*accountsv1.SetWebOriginsResponse, error) {
-	origins, err := s.Clients.SetWebOrigins(ctx, principal(ctx).ClientID, req.GetOrigins())
+	origins, err := s.Clients.SetWebOrigins(ctx, principalOf(ctx).ClientID, req.GetOrigins())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -240,7 +237,7 @@ func (s *Public) SetWebOrigins(ctx context.Context, req *accountsv1.SetWebOrigin
 
 // ListRedirectUris lists the client's registered redirect URIs.
 func (s *Public) ListRedirectUris(ctx context.Context, _ *accountsv1.ListRedirectUrisRequest) (*accountsv1.ListRedirectUrisResponse, error) {
-	uris, err := s.Clients.RedirectURIs(ctx, principal(ctx).ClientID)
+	uris, err := s.Clients.RedirectURIs(ctx, principalOf(ctx).ClientID)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -249,7 +246,7 @@ func (s *Public) ListRedirectUris(ctx context.Context, _ *accountsv1.ListRedirec
 
 // SetRedirectUris replaces the client's registered redirect URIs.
 func (s *Public) SetRedirectUris(ctx context.Context, req *accountsv1.SetRedirectUrisRequest) (*accountsv1.SetRedirectUrisResponse, error) {
-	uris, err := s.Clients.SetRedirectURIs(ctx, principal(ctx).ClientID, req.GetRedirectUris())
+	uris, err := s.Clients.SetRedirectURIs(ctx, principalOf(ctx).ClientID, req.GetRedirectUris())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

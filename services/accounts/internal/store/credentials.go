@@ -10,8 +10,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // usable is the condition of a key or token that still works, judged by the database clock.
@@ -34,7 +34,7 @@ func (s *Store) KeyByFingerprint(ctx context.Context, fp []byte) (domain.KeyAuth
 	if err != nil {
 		return a, fmt.Errorf("key by fingerprint: %w", err)
 	}
-	a.Operators = identity.OperatorsFromMap(ops)
+	a.Operators = principal.OperatorsFromMap(ops)
 	return a, nil
 }
 
@@ -151,7 +151,7 @@ func (s *Store) SDKTokenByFingerprint(ctx context.Context, fp []byte) (domain.SD
 	if err != nil {
 		return a, fmt.Errorf("sdk token by fingerprint: %w", err)
 	}
-	a.Operators = identity.OperatorsFromMap(ops)
+	a.Operators = principal.OperatorsFromMap(ops)
 	return a, nil
 }
 

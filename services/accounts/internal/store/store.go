@@ -14,9 +14,9 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Store is the accounts schema behind a pool or a transaction: every query serves either, and
@@ -50,13 +50,13 @@ func scanClient(row pgx.Row) (domain.ClientRow, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, fault.ErrNotFound
 	}
-	c.Operators = identity.OperatorsFromMap(ops)
+	c.Operators = principal.OperatorsFromMap(ops)
 	return c, err
 }
 
 // operatorsValue is the clients.operators column's value of ops: SQL NULL for the default set,
 // else the object of operator ids to methods.
-func operatorsValue(ops identity.Operators) any {
+func operatorsValue(ops principal.Operators) any {
 	if ops.Default {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (s *Store) ListClients(ctx context.Context, limit, offset int64) ([]domain.
 }
 
 // SetClientStatus changes a client's status.
-func (s *Store) SetClientStatus(ctx context.Context, id string, status identity.Status) error {
+func (s *Store) SetClientStatus(ctx context.Context, id string, status principal.Status) error {
 	return s.updateClient(ctx, `UPDATE accounts.clients SET status = $2, updated_at = now() WHERE id = $1`, id, status)
 }
 
@@ -116,7 +116,7 @@ func (s *Store) SetClientFeatures(ctx context.Context, id string, features []str
 }
 
 // SetClientOperators replaces the operators a client may use (the default set: NULL).
-func (s *Store) SetClientOperators(ctx context.Context, id string, ops identity.Operators) error {
+func (s *Store) SetClientOperators(ctx context.Context, id string, ops principal.Operators) error {
 	return s.updateClient(ctx, `UPDATE accounts.clients SET operators = $2, updated_at = now() WHERE id = $1`, id, operatorsValue(ops))
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // keyed is a page as the ids (or references) of its rows, with its total.
@@ -53,7 +53,7 @@ func TestPagedLists(t *testing.T) {
 		if i == 4 {
 			client = c[1]
 		}
-		key, err := st.InsertKey(ctx, domain.APIKey{ID: uuid.NewString(), ClientID: client, Name: "key", Role: identity.RoleMember, Hint: "h"}, []byte("key"+uuid.NewString()))
+		key, err := st.InsertKey(ctx, domain.APIKey{ID: uuid.NewString(), ClientID: client, Name: "key", Role: principal.RoleMember, Hint: "h"}, []byte("key"+uuid.NewString()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/charge"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // EnrichmentStore is what enrichments need of the service's storage, besides the profiles.
@@ -63,7 +63,7 @@ const chargeTimeout = 10 * time.Second
 // debit's outcome is unknown (accounts away) the record stays PENDING: a retry of the request
 // (same Idempotency-Key) resumes it, and otherwise the reconciler settles it; accounts charges
 // the reference once.
-func (s *Service) Enrich(ctx context.Context, p identity.Principal, id, reason string) (domain.Profile, error) {
+func (s *Service) Enrich(ctx context.Context, p principal.Principal, id, reason string) (domain.Profile, error) {
 	if err := reasonRule.Check("reason", reason); err != nil {
 		return domain.Profile{}, err
 	}
@@ -113,7 +113,7 @@ type settled struct {
 
 // requestKey names a request across its retries: the credential that sent it, its
 // Idempotency-Key and the profile. nil when the request has no key.
-func (s *Service) requestKey(ctx context.Context, p identity.Principal, profileID string) []byte {
+func (s *Service) requestKey(ctx context.Context, p principal.Principal, profileID string) []byte {
 	key, ok := s.requests.Key(ctx)
 	if !ok {
 		return nil
@@ -131,7 +131,7 @@ func (s *Service) requestKey(ctx context.Context, p identity.Principal, profileI
 // is recorded PENDING (CANCELLED when an erasure came first); unless the request is a retry whose record is still PENDING, or was
 // settled by the reconciler while the request was away (within the idempotency window), which
 // it returns.
-func (s *Service) recordEnrichment(ctx context.Context, p identity.Principal, id string) (rec domain.EnrichmentRecord, err error) {
+func (s *Service) recordEnrichment(ctx context.Context, p principal.Principal, id string) (rec domain.EnrichmentRecord, err error) {
 	key := s.requestKey(ctx, p, id)
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		prof, err := st.GetProfile(ctx, p.ClientID, id)

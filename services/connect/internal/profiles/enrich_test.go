@@ -13,8 +13,8 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 const reason = "support case 42"
@@ -23,10 +23,10 @@ const reason = "support case 42"
 var errAway = money.Unknown("debit", errors.New("connection refused"), true)
 
 // enrichFixture is a fixture with a client that has one profile.
-func enrichFixture(t *testing.T) (fixture, identity.Principal, domain.Profile) {
+func enrichFixture(t *testing.T) (fixture, principal.Principal, domain.Profile) {
 	t.Helper()
 	f := newFixture(t)
-	p := identity.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
+	p := principal.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
 	prof, err := f.svc.Create(context.Background(), p, profiles.CreateRequest{MobileNumber: "+971501234567"})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestEnrichRetry(t *testing.T) {
 	tests := []struct {
 		name string
 		// between runs after the first attempt, whose debit's outcome was unknown.
-		between    func(t *testing.T, f fixture, p identity.Principal, prof domain.Profile)
+		between    func(t *testing.T, f fixture, p principal.Principal, prof domain.Profile)
 		retryKey   string
 		wantErr    error
 		wantRecs   int
@@ -130,11 +130,11 @@ func TestEnrichRetry(t *testing.T) {
 		{name: "resumes the pending record", retryKey: "k", wantRecs: 1, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentSettled},
 		{name: "another key is another request", retryKey: "other", wantRecs: 2, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentPending},
 		{name: "hears the reconciler's settlement", retryKey: "k", wantRecs: 1, wantDebits: 2, wantCharge: 1, wantFirst: domain.EnrichmentSettled,
-			between: func(t *testing.T, f fixture, _ identity.Principal, _ domain.Profile) {
+			between: func(t *testing.T, f fixture, _ principal.Principal, _ domain.Profile) {
 				reconcile(t, f, 1)
 			}},
 		{name: "a key answered long ago is free again", retryKey: "k", wantRecs: 2, wantDebits: 3, wantCharge: 2, wantFirst: domain.EnrichmentSettled,
-			between: func(t *testing.T, f fixture, _ identity.Principal, _ domain.Profile) {
+			between: func(t *testing.T, f fixture, _ principal.Principal, _ domain.Profile) {
 				reconcile(t, f, 1)
 				for id, r := range f.st.records {
 					r.CreatedAt = r.CreatedAt.Add(-25 * time.Hour)
@@ -144,7 +144,7 @@ func TestEnrichRetry(t *testing.T) {
 		// An earlier attempt's debit may still be on its way: the reconciler refunds, later.
 		{name: "profile erased meanwhile: no refund yet", retryKey: "k", wantErr: fault.ErrNotFound, wantRecs: 1, wantDebits: 1,
 			wantFirst: domain.EnrichmentPending,
-			between: func(t *testing.T, f fixture, p identity.Principal, prof domain.Profile) {
+			between: func(t *testing.T, f fixture, p principal.Principal, prof domain.Profile) {
 				if _, err := f.svc.Delete(context.Background(), p.ClientID, prof.ID); err != nil {
 					t.Fatal(err)
 				}
@@ -152,7 +152,7 @@ func TestEnrichRetry(t *testing.T) {
 		// The retry's own debit answered: the charge is known to exist, so it is refunded at once.
 		{name: "profile erased after the retry's debit: refunded", retryKey: "k", wantErr: fault.ErrNotFound,
 			wantRecs: 1, wantDebits: 2, wantRefund: 1, wantFirst: domain.EnrichmentCancelled,
-			between: func(t *testing.T, f fixture, _ identity.Principal, prof domain.Profile) {
+			between: func(t *testing.T, f fixture, _ principal.Principal, prof domain.Profile) {
 				f.st.onLockEnrichment = func() { delete(f.st.profiles, prof.ID) }
 			}},
 	}

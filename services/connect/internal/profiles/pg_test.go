@@ -17,9 +17,9 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // hookLedger is fakeLedger with during, run inside each debit while accounts answers.
@@ -40,7 +40,7 @@ type pgEnv struct {
 	pool   *pgxpool.Pool
 	svc    *profiles.Service
 	ledger *hookLedger
-	p      identity.Principal
+	p      principal.Principal
 	prof   domain.Profile
 }
 
@@ -53,7 +53,7 @@ func newPGEnv(t *testing.T) pgEnv {
 	stores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return store.New(db).WithJobs(q).WithOutbox(box).WithAnswers(idem) })
 	l := &hookLedger{fakeLedger: newFakeLedger()}
 	svc := profiles.New(stores.Pool(), stores, vault, l, requests{})
-	p := identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString()}
+	p := principal.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString()}
 	prof, err := svc.Create(context.Background(), p, profiles.CreateRequest{MobileNumber: "+971501234567"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Store is what profiles needs of the service's storage. A profile or record of another
@@ -108,7 +108,7 @@ type CreateRequest struct {
 }
 
 // Create stores a profile from the API and queues it for PROFILE_CREATED integrations.
-func (s *Service) Create(ctx context.Context, p identity.Principal, r CreateRequest) (domain.Profile, error) {
+func (s *Service) Create(ctx context.Context, p principal.Principal, r CreateRequest) (domain.Profile, error) {
 	num, err := phone.Parse(r.MobileNumber)
 	if err != nil {
 		return domain.Profile{}, fault.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")

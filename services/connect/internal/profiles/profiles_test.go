@@ -13,13 +13,13 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func TestCreate(t *testing.T) {
-	client := identity.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
+	client := principal.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
 	tests := []struct {
 		name    string
 		before  []string // numbers the client has profiles of already
@@ -96,7 +96,7 @@ func manyAttrs(n int) map[string]string {
 func TestCreateMatchesAVerifiedNumber(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	client := identity.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
+	client := principal.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
 	p, err := f.svc.Create(ctx, client, profiles.CreateRequest{MobileNumber: "+971501234567"})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestCreateMatchesAVerifiedNumber(t *testing.T) {
 func TestGetAndDelete(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	owner := identity.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
+	owner := principal.Principal{ClientID: uuid.NewString(), KeyID: "k1"}
 	p, err := f.svc.Create(ctx, owner, profiles.CreateRequest{MobileNumber: "+971501234567"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
+	"github.com/mnvhq/mnv/services/connect/connectclient"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
-	"github.com/mnvhq/mnv/services/platform/outbox"
 )
 
 // EventIntake accepts events for webhook delivery; *delivery.Service (eventhooks/delivery) is one.
@@ -20,7 +20,7 @@ type EventIntake interface {
 func (s *Internal) PublishEvents(ctx context.Context, req *connectv1.PublishEventsRequest) (*connectv1.PublishEventsResponse, error) {
 	evs := make([]events.Event, 0, len(req.GetEvents()))
 	for _, e := range req.GetEvents() {
-		evs = append(evs, outbox.FromProto(e))
+		evs = append(evs, connectclient.EventOf(e))
 	}
 	n, err := s.Events.PublishCount(ctx, evs)
 	if err != nil {

@@ -18,12 +18,11 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/imports"
 	"github.com/mnvhq/mnv/services/connect/internal/profiles"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Server implements ConnectService and ConnectInternalService.
@@ -42,7 +41,7 @@ func (s *Server) fail(ctx context.Context, err error) error {
 // client is the authenticated client (the guard put it there; the feature gate has checked
 // that it has Connect, as every ConnectService rule requires).
 func client(ctx context.Context) string {
-	p, _ := identity.FromContext(ctx)
+	p, _ := principal.FromContext(ctx)
 	return p.ClientID
 }
 
@@ -74,7 +73,7 @@ func (s *Server) GetProfile(ctx context.Context, req *connectv1.GetProfileReques
 
 // CreateProfile stores a profile from the API.
 func (s *Server) CreateProfile(ctx context.Context, req *connectv1.CreateProfileRequest) (*connectv1.CreateProfileResponse, error) {
-	p, _ := identity.FromContext(ctx)
+	p, _ := principal.FromContext(ctx)
 	out, err := s.Profiles.Create(ctx, p, profiles.CreateRequest{MobileNumber: req.GetMobileNumber(), Fields: profiles.Fields{
 		ExternalID: req.ExternalId, FirstName: req.FirstName, LastName: req.LastName, Email: req.Email, Attributes: req.GetAttributes(),
 	}})
@@ -98,7 +97,7 @@ func (s *Server) DeleteProfile(ctx context.Context, req *connectv1.DeleteProfile
 
 // EnrichProfile enriches a profile, charged.
 func (s *Server) EnrichProfile(ctx context.Context, req *connectv1.EnrichProfileRequest) (*connectv1.EnrichProfileResponse, error) {
-	p, _ := identity.FromContext(ctx)
+	p, _ := principal.FromContext(ctx)
 	// The stored answer holds the profile's data: its erasure must forget it.
 	idempotency.Tag(ctx, profiles.Subject(req.GetProfileId()))
 	out, err := s.Profiles.Enrich(ctx, p, req.GetProfileId(), req.GetReason())
@@ -318,7 +317,7 @@ type Internal struct {
 func (s *Internal) RecordVerifiedNumbers(ctx context.Context, req *connectv1.RecordVerifiedNumbersRequest) (*connectv1.RecordVerifiedNumbersResponse, error) {
 	items := make([]domain.VerifiedNumber, 0, len(req.GetItems()))
 	for _, it := range req.GetItems() {
-		if _, ok := credential.ParseClientID(it.GetClientId()); !ok || len(it.GetNumberHash()) != 32 || it.GetVerifiedAt() == nil {
+		if _, ok := principal.ParseClientID(it.GetClientId()); !ok || len(it.GetNumberHash()) != 32 || it.GetVerifiedAt() == nil {
 			return nil, apierr.Invalid("items", "each item needs a client id, a 32-byte number hash and a time")
 		}
 		items = append(items, domain.VerifiedNumber{

@@ -28,7 +28,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
@@ -87,7 +87,7 @@ func New(st Store, tx Tx, net *network.Identifier, sess *sessions.Service, stuck
 }
 
 // CreateTransaction starts a browser flow of a product the client has.
-func (s *Service) CreateTransaction(ctx context.Context, p identity.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
+func (s *Service) CreateTransaction(ctx context.Context, p principal.Principal, serviceCode, metadataID string) (domain.Transaction, error) {
 	switch serviceCode {
 	case domain.ServiceVerify:
 		if !p.Has(domain.FeatureVerify) {

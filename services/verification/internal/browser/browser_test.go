@@ -15,8 +15,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
@@ -134,7 +134,7 @@ type env struct {
 	sealer *seal.Sealer
 	vault  *phone.Vault
 	now    time.Time
-	client identity.Principal
+	client principal.Principal
 }
 
 func newEnv(t *testing.T) *env {
@@ -142,8 +142,8 @@ func newEnv(t *testing.T) *env {
 	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, registry)
 	e := &env{st: &fakeStore{txs: map[string]domain.Transaction{}}, sealer: keys.Sealer,
 		vault: keys.Vault, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
-		client: identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus},
-			Operators: identity.LegacyOperators()}}
+		client: principal.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify, domain.FeatureStuckPlus},
+			Operators: principal.LegacyOperators()}}
 	net := network.NewIdentifier(ops, zaptest.NewLogger(t))
 	sess := sessions.New(e.st, net, e.sealer, 5*time.Minute)
 	e.svc = New(e.st, e.st, net, sess, stuckplus.New(nil, nil, e.vault, nil, false),
@@ -298,22 +298,22 @@ func TestCaptureTransaction(t *testing.T) {
 // the client had enabled when the flow started: an operator it did not enable (or whose header
 // enrichment it did not enable) shows nothing of the network.
 func TestCaptureUsesTheFlowsEnablement(t *testing.T) {
-	g := func(op string, m ...string) identity.OperatorGrant {
-		return identity.OperatorGrant{Operator: op, Methods: m}
+	g := func(op string, m ...string) principal.OperatorGrant {
+		return principal.OperatorGrant{Operator: op, Methods: m}
 	}
 	tests := []struct {
 		name   string
 		code   string
-		ops    identity.Operators
+		ops    principal.Operators
 		wantOp string // "" for none
 		number bool
 	}{
-		{"VERIFY, alpha enabled", "VERIFY", identity.Operators{Grants: []identity.OperatorGrant{g("alpha", "HEADER_ENRICHMENT")}}, "alpha", true},
-		{"VERIFY, another operator enabled", "VERIFY", identity.Operators{Grants: []identity.OperatorGrant{g("beta", "HEADER_ENRICHMENT")}}, "", false},
-		{"VERIFY, the default set", "VERIFY", identity.DefaultOperators(), "", false},
-		{"VERIFY, none", "VERIFY", identity.Operators{}, "", false},
-		{"STUCK_PLUS, alpha enabled", "STUCK_PLUS", identity.Operators{Grants: []identity.OperatorGrant{g("*", "HEADER_ENRICHMENT")}}, "alpha", true},
-		{"STUCK_PLUS, none", "STUCK_PLUS", identity.Operators{}, "", false},
+		{"VERIFY, alpha enabled", "VERIFY", principal.Operators{Grants: []principal.OperatorGrant{g("alpha", "HEADER_ENRICHMENT")}}, "alpha", true},
+		{"VERIFY, another operator enabled", "VERIFY", principal.Operators{Grants: []principal.OperatorGrant{g("beta", "HEADER_ENRICHMENT")}}, "", false},
+		{"VERIFY, the default set", "VERIFY", principal.DefaultOperators(), "", false},
+		{"VERIFY, none", "VERIFY", principal.Operators{}, "", false},
+		{"STUCK_PLUS, alpha enabled", "STUCK_PLUS", principal.Operators{Grants: []principal.OperatorGrant{g("*", "HEADER_ENRICHMENT")}}, "alpha", true},
+		{"STUCK_PLUS, none", "STUCK_PLUS", principal.Operators{}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,7 +328,7 @@ func TestCaptureUsesTheFlowsEnablement(t *testing.T) {
 				t.Fatalf("stored operators %+v, want the client's %+v", stored.Operators, tt.ops)
 			}
 			// What the client enables later is not the flow's.
-			e.client.Operators = identity.LegacyOperators()
+			e.client.Operators = principal.LegacyOperators()
 			got, err := e.svc.CaptureTransaction(ctx, tr.ID, CaptureRequest{}, fromAlpha)
 			if err != nil {
 				t.Fatal(err)

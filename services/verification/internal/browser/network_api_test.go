@@ -21,9 +21,9 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -55,8 +55,8 @@ type netEnv struct {
 	// tokenDown makes the operator's token endpoint answer 503.
 	tokenDown atomic.Bool
 	now       time.Time
-	client    identity.Principal // shop.example's
-	other     identity.Principal // other.example's
+	client    principal.Principal // shop.example's
+	other     principal.Principal // other.example's
 }
 
 func newNetEnv(t *testing.T) *netEnv {
@@ -101,12 +101,12 @@ func newNetEnv(t *testing.T) *netEnv {
 		t.Fatal(err)
 	}
 
-	grants := identity.Operators{Grants: []identity.OperatorGrant{
+	grants := principal.Operators{Grants: []principal.OperatorGrant{
 		{Operator: "alpha", Methods: []string{"HEADER_ENRICHMENT"}}, {Operator: "gamma", Methods: []string{"NETWORK_API"}},
 	}}
 	features := []string{domain.FeatureVerify, domain.FeatureStuckPlus}
-	e.client = identity.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
-	e.other = identity.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
+	e.client = principal.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
+	e.other = principal.Principal{ClientID: uuid.NewString(), Features: features, Operators: grants}
 
 	keys, log := verificationtest.NewKeys(t), zaptest.NewLogger(t)
 	e.sealer = keys.Sealer
@@ -143,7 +143,7 @@ type flow struct {
 }
 
 // open starts a flow of p's and captures it through gamma from p's page.
-func (e *netEnv) open(t *testing.T, p identity.Principal, origin, code string) flow {
+func (e *netEnv) open(t *testing.T, p principal.Principal, origin, code string) flow {
 	t.Helper()
 	ctx := context.Background()
 	tr, err := e.svc.CreateTransaction(ctx, p, code, "order-7")

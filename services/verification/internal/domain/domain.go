@@ -8,7 +8,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Errors of verification's own rules; the shared ones are fault's (ErrNotFound, ErrSuspended,
@@ -192,8 +192,8 @@ type Transaction struct {
 	ClientID    string
 	ServiceCode string
 	MetadataID  string
-	Features    []string           // the client's, when the flow started
-	Operators   identity.Operators // the client's, when the flow started
+	Features    []string            // the client's, when the flow started
+	Operators   principal.Operators // the client's, when the flow started
 	// PENDING, AUTHORIZATION_PENDING, CAPTURED, NO_NETWORK_IDENTITY (EXPIRED is derived).
 	Status             Status
 	OperatorID         *string

@@ -19,8 +19,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
@@ -48,7 +48,7 @@ const (
 
 // Verifier decides the verification of a line; verify.Service is one.
 type Verifier interface {
-	VerifyLine(ctx context.Context, p identity.Principal, r verify.LineRequest) (verify.LineResult, error)
+	VerifyLine(ctx context.Context, p principal.Principal, r verify.LineRequest) (verify.LineResult, error)
 }
 
 // Config sets up the facade.
@@ -280,7 +280,7 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 	case err != nil:
 		f.fail(w, r, err)
 		return
-	case p.Status != identity.StatusActive:
+	case p.Status != principal.StatusActive:
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
 		return
 	}

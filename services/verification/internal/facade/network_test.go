@@ -24,12 +24,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -68,17 +67,17 @@ type accounts struct {
 
 type account struct {
 	secret string
-	p      identity.Principal
+	p      principal.Principal
 	// redirects are the client's registered redirect URIs; nil registers redirectURI alone.
 	redirects []string
 }
 
-func (a *accounts) AuthenticateClientSecret(_ context.Context, id, secret string) (identity.Principal, error) {
+func (a *accounts) AuthenticateClientSecret(_ context.Context, id, secret string) (principal.Principal, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c, ok := a.clients[id]
 	if !ok || c.secret != secret {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	return c.p, nil
 }
@@ -99,13 +98,13 @@ func (a *accounts) AllowsRedirectURI(_ context.Context, id, uri string) (allowed
 	return slices.Contains(list, uri), len(list) > 0, nil
 }
 
-func (a *accounts) ClientPrincipal(_ context.Context, id string) (identity.Principal, error) {
+func (a *accounts) ClientPrincipal(_ context.Context, id string) (principal.Principal, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.asked++
 	c, ok := a.clients[id]
 	if !ok {
-		return identity.Principal{}, fault.ErrNotFound
+		return principal.Principal{}, fault.ErrNotFound
 	}
 	return c.p, nil
 }
@@ -258,16 +257,16 @@ func testNetwork(r *http.Request) network.Request {
 
 // client registers a client of the facade whose operators are grants (operator:METHOD).
 func (s *stack) client(features []string, grants ...string) (id, secret string) {
-	ops := identity.Operators{}
+	ops := principal.Operators{}
 	for _, g := range grants {
 		op, m, _ := strings.Cut(g, ":")
-		ops.Grants = append(ops.Grants, identity.OperatorGrant{Operator: op, Methods: []string{m}})
+		ops.Grants = append(ops.Grants, principal.OperatorGrant{Operator: op, Methods: []string{m}})
 	}
 	id, secret = uuid.NewString(), "mnvsec_"+uuid.NewString()
 	s.accounts.mu.Lock()
 	defer s.accounts.mu.Unlock()
-	s.accounts.clients[id] = account{secret: secret, p: identity.Principal{
-		ClientID: id, Status: identity.StatusActive, Features: features, Operators: ops,
+	s.accounts.clients[id] = account{secret: secret, p: principal.Principal{
+		ClientID: id, Status: principal.StatusActive, Features: features, Operators: ops,
 	}}
 	return id, secret
 }
@@ -652,8 +651,8 @@ func TestNetworkAPIFlow(t *testing.T) {
 
 	t.Run("an SDK session's state is not the facade's", func(t *testing.T) {
 		id, _ := s.client(share, "gamma:NETWORK_API")
-		c, err := s.sessions.Create(context.Background(), identity.Principal{ClientID: id, Features: share, Operators: identity.Operators{
-			Grants: []identity.OperatorGrant{{Operator: "gamma", Methods: []string{"NETWORK_API"}}},
+		c, err := s.sessions.Create(context.Background(), principal.Principal{ClientID: id, Features: share, Operators: principal.Operators{
+			Grants: []principal.OperatorGrant{{Operator: "gamma", Methods: []string{"NETWORK_API"}}},
 		}}, sessions.Request{Platform: "ANDROID", OperatorID: ptr("gamma")}, network.Request{})
 		if err != nil || c.AuthorizationURL == "" {
 			t.Fatalf("SDK session: %+v %v", c, err)
@@ -698,7 +697,7 @@ func TestNetworkAPIFlow(t *testing.T) {
 		code := s.authorize(t, id, scopeVerify, device{gammaAddr, "", line}).code(t)
 		s.accounts.mu.Lock()
 		c := s.accounts.clients[id]
-		c.p.Operators = identity.Operators{Grants: []identity.OperatorGrant{{Operator: "gamma", Methods: []string{"HEADER_ENRICHMENT"}}}}
+		c.p.Operators = principal.Operators{Grants: []principal.OperatorGrant{{Operator: "gamma", Methods: []string{"HEADER_ENRICHMENT"}}}}
 		s.accounts.clients[id] = c
 		s.accounts.mu.Unlock()
 		_, body := s.token(t, id, secret, code)

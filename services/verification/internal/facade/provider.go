@@ -36,7 +36,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
@@ -73,7 +73,7 @@ type Token struct {
 	// record (the columns are NOT NULL for the version before): the call is decided with the
 	// client's principal of its own time (Principals).
 	Features  []string
-	Operators identity.Operators
+	Operators principal.Operators
 	ExpiresAt time.Time
 }
 
@@ -106,14 +106,14 @@ type Store interface {
 // Accounts authenticates clients and tells whether a redirect URI is one they registered;
 // accountsclient.Client is one.
 type Accounts interface {
-	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error)
+	AuthenticateClientSecret(ctx context.Context, clientID, secret string) (principal.Principal, error)
 	AllowsRedirectURI(ctx context.Context, clientID, uri string) (allowed, registered bool, err error)
 }
 
 // Principals reads a client's principal of now, by its id: principalcache.Cache (in front of
 // accounts' GetClientPrincipal) is one.
 type Principals interface {
-	ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error)
+	ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error)
 }
 
 // Sessions opens the capture session of an authorization, and completes one that waited for
@@ -200,7 +200,7 @@ type requestState struct {
 	redirectURI string
 	// authorize is a request of the authorization endpoint.
 	authorize   bool
-	principal   *identity.Principal
+	principal   *principal.Principal
 	operatorURL string
 }
 
@@ -266,7 +266,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 func (s *storage) access(clientID string) sessions.ClientAccess {
 	return func(ctx context.Context) (operators.Client, error) {
 		p, err := s.principals.ClientPrincipal(ctx, clientID)
-		if errors.Is(err, fault.ErrNotFound) || err == nil && p.Status != identity.StatusActive {
+		if errors.Is(err, fault.ErrNotFound) || err == nil && p.Status != principal.StatusActive {
 			return operators.Client{}, nil
 		}
 		if err != nil {
@@ -419,7 +419,7 @@ func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret 
 	if err != nil {
 		return err
 	}
-	if p.Status != identity.StatusActive {
+	if p.Status != principal.StatusActive {
 		return errors.New("client is not active")
 	}
 	stateOf(ctx).principal = &p

@@ -29,7 +29,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Method is a way of learning the subscriber's number from the operator.
@@ -39,9 +39,9 @@ type Method string
 const (
 	// MethodHeaderEnrichment: the operator's proxy adds the number to the request in a header
 	// (Operator.NumberHeader), believed only from the operator's Operator.TrustedRanges.
-	MethodHeaderEnrichment Method = identity.MethodHeaderEnrichment
+	MethodHeaderEnrichment Method = principal.MethodHeaderEnrichment
 	// MethodNetworkAPI: the number is checked through the operator's network API.
-	MethodNetworkAPI Method = identity.MethodNetworkAPI
+	MethodNetworkAPI Method = principal.MethodNetworkAPI
 )
 
 // knownMethods lists every valid Method, in the order error messages name them.
@@ -109,11 +109,11 @@ func (o Operator) Trusts(addr netip.Addr) bool {
 // per client, docs/api-decisions.md#operators).
 type Client struct {
 	Features  []string
-	Operators identity.Operators
+	Operators principal.Operators
 }
 
 // ClientOf is the Client of an authenticated caller.
-func ClientOf(p identity.Principal) Client {
+func ClientOf(p principal.Principal) Client {
 	return Client{Features: p.Features, Operators: p.Operators}
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
@@ -464,9 +464,9 @@ func TestMethodsFor(t *testing.T) {
 `)
 	he, api := operators.MethodHeaderEnrichment, operators.MethodNetworkAPI
 	ms := func(m ...operators.Method) []operators.Method { return m }
-	own := func(gs ...identity.OperatorGrant) identity.Operators { return identity.Operators{Grants: gs} }
-	g := func(op string, m ...string) identity.OperatorGrant {
-		return identity.OperatorGrant{Operator: op, Methods: m}
+	own := func(gs ...principal.OperatorGrant) principal.Operators { return principal.Operators{Grants: gs} }
+	g := func(op string, m ...string) principal.OperatorGrant {
+		return principal.OperatorGrant{Operator: op, Methods: m}
 	}
 	sb := []string{"VERIFY", "SANDBOX"}
 	verify := []string{"VERIFY"}
@@ -477,10 +477,10 @@ func TestMethodsFor(t *testing.T) {
 		want   map[string][]operators.Method // operator id → methods; absent: none
 	}{
 		{"default set, SANDBOX: the sandbox operators with all their methods",
-			operators.Client{Features: sb, Operators: identity.DefaultOperators()},
+			operators.Client{Features: sb, Operators: principal.DefaultOperators()},
 			map[string][]operators.Method{"sandbox": ms(he), "sandbox-api": ms(api)}},
 		{"default set without SANDBOX: nothing",
-			operators.Client{Features: verify, Operators: identity.DefaultOperators()}, nil},
+			operators.Client{Features: verify, Operators: principal.DefaultOperators()}, nil},
 		{"the zero enablement: nothing, the sandbox neither",
 			operators.Client{Features: sb}, nil},
 		{"an explicit empty list: nothing",
@@ -506,10 +506,10 @@ func TestMethodsFor(t *testing.T) {
 			operators.Client{Features: sb, Operators: own(g("both", "HEADER_ENRICHMENT"))},
 			map[string][]operators.Method{"both": ms(he)}},
 		{"every operator with header enrichment (what clients had before), with SANDBOX",
-			operators.Client{Features: sb, Operators: identity.LegacyOperators()},
+			operators.Client{Features: sb, Operators: principal.LegacyOperators()},
 			map[string][]operators.Method{"sandbox": ms(he), "ae-etisalat": ms(he), "both": ms(he)}},
 		{"every operator with header enrichment, without SANDBOX",
-			operators.Client{Features: verify, Operators: identity.LegacyOperators()},
+			operators.Client{Features: verify, Operators: principal.LegacyOperators()},
 			map[string][]operators.Method{"ae-etisalat": ms(he), "both": ms(he)}},
 		{"every operator plus one's network API",
 			operators.Client{Features: verify, Operators: own(g("*", "HEADER_ENRICHMENT"), g("both", "NETWORK_API"))},
@@ -520,7 +520,7 @@ func TestMethodsFor(t *testing.T) {
 		{"a method name in another case is not that method",
 			operators.Client{Features: verify, Operators: own(g("both", "header_enrichment"))}, nil},
 		{"the feature in another case is not SANDBOX",
-			operators.Client{Features: []string{"sandbox"}, Operators: identity.DefaultOperators()}, nil},
+			operators.Client{Features: []string{"sandbox"}, Operators: principal.DefaultOperators()}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -557,8 +557,8 @@ func TestMethodsAreAccounts(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if names = slices.Compact(names); !slices.Equal(names, identity.Methods) {
-		t.Errorf("registry methods %v, accounts' %v", names, identity.Methods)
+	if names = slices.Compact(names); !slices.Equal(names, principal.Methods) {
+		t.Errorf("registry methods %v, accounts' %v", names, principal.Methods)
 	}
 }
 

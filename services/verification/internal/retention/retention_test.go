@@ -11,10 +11,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
@@ -173,7 +173,7 @@ func TestPurgeKeepsWhatMoneyAndAuditNeed(t *testing.T) {
 	c := &charger{}
 	stores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return store.New(db) })
 	sp := stuckplus.New(stores.Pool(), stores, s.vault, c, false)
-	admin := identity.Principal{ClientID: s.client, KeyID: uuid.NewString(), Role: identity.RoleAdmin}
+	admin := principal.Principal{ClientID: s.client, KeyID: uuid.NewString(), Role: principal.RoleAdmin}
 	if _, err := sp.Reveal(ctx, admin, oldNumber, "support ticket 43"); !errors.Is(err, domain.ErrNumberNotKept) {
 		t.Fatalf("reveal past retention: %v, want ErrNumberNotKept", err)
 	}

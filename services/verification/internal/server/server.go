@@ -10,8 +10,8 @@ import (
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/paging"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
@@ -35,14 +35,14 @@ func (s *Server) fail(ctx context.Context, err error) error {
 	return grpcserver.Status(ctx, s.Log, err)
 }
 
-func principal(ctx context.Context) identity.Principal {
-	p, _ := identity.FromContext(ctx)
+func principalOf(ctx context.Context) principal.Principal {
+	p, _ := principal.FromContext(ctx)
 	return p
 }
 
 // ListOperators lists the operators the client may use.
 func (s *Server) ListOperators(ctx context.Context, _ *verificationv1.ListOperatorsRequest) (*verificationv1.ListOperatorsResponse, error) {
-	ops := s.Sessions.Operators(principal(ctx))
+	ops := s.Sessions.Operators(principalOf(ctx))
 	out := make([]*verificationv1.Operator, 0, len(ops))
 	for _, op := range ops {
 		types := make([]verificationv1.ServiceType, 0, len(op.Methods))
@@ -62,7 +62,7 @@ func (s *Server) CreateSdkSession(ctx context.Context, req *verificationv1.Creat
 	if req.GetPlatform() != verificationv1.Platform_PLATFORM_UNSPECIFIED {
 		platform = strings.TrimPrefix(req.GetPlatform().String(), "PLATFORM_")
 	}
-	c, err := s.Sessions.Create(ctx, principal(ctx), sessions.Request{
+	c, err := s.Sessions.Create(ctx, principalOf(ctx), sessions.Request{
 		OperatorID: req.OperatorId, Platform: platform, DeviceID: req.DeviceId, AppVersion: req.AppVersion,
 	}, networkOf(ctx, s.NumberHeaders))
 	if err != nil {
@@ -105,7 +105,7 @@ func sessionToProto(c sessions.Capture) *verificationv1.CreateSdkSessionResponse
 
 // Verify decides a verification.
 func (s *Server) Verify(ctx context.Context, req *verificationv1.VerifyRequest) (*verificationv1.VerifyResponse, error) {
-	r, err := s.Verifier.Verify(ctx, principal(ctx), verify.Request{
+	r, err := s.Verifier.Verify(ctx, principalOf(ctx), verify.Request{
 		MobileNumber: req.GetMobileNumber(), Blob: req.GetEncryptedMobileNumber(),
 		OperatorID: req.GetOperatorId(), ServiceType: req.GetServiceType(),
 	})
@@ -117,7 +117,7 @@ func (s *Server) Verify(ctx context.Context, req *verificationv1.VerifyRequest) 
 
 // GetVerification reads a kept verification (number masked).
 func (s *Server) GetVerification(ctx context.Context, req *verificationv1.GetVerificationRequest) (*verificationv1.GetVerificationResponse, error) {
-	v, err := s.Verifier.Get(ctx, principal(ctx).ClientID, req.GetVerificationId())
+	v, err := s.Verifier.Get(ctx, principalOf(ctx).ClientID, req.GetVerificationId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -131,7 +131,7 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 		return nil, err
 	}
 	f := domain.VerificationFilter{Status: (*domain.Status)(req.Status), From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo())}
-	page, err := s.Verifier.List(ctx, principal(ctx).ClientID, f, pg.Limit(), pg.Offset())
+	page, err := s.Verifier.List(ctx, principalOf(ctx).ClientID, f, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -146,7 +146,7 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 
 // CreateTransaction starts a browser flow.
 func (s *Server) CreateTransaction(ctx context.Context, req *verificationv1.CreateTransactionRequest) (*verificationv1.CreateTransactionResponse, error) {
-	t, err := s.Browser.CreateTransaction(ctx, principal(ctx), req.GetServiceCode(), req.GetMetadataId())
+	t, err := s.Browser.CreateTransaction(ctx, principalOf(ctx), req.GetServiceCode(), req.GetMetadataId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -155,7 +155,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req *verificationv1.Crea
 
 // GetTransaction resolves a browser flow.
 func (s *Server) GetTransaction(ctx context.Context, req *verificationv1.GetTransactionRequest) (*verificationv1.GetTransactionResponse, error) {
-	t, err := s.Browser.GetTransaction(ctx, principal(ctx).ClientID, req.GetTransactionId())
+	t, err := s.Browser.GetTransaction(ctx, principalOf(ctx).ClientID, req.GetTransactionId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -208,7 +208,7 @@ func (s *Server) ListStuckPlusSessions(ctx context.Context, req *verificationv1.
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.StuckPlus.List(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	page, err := s.StuckPlus.List(ctx, principalOf(ctx).ClientID, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -226,7 +226,7 @@ func (s *Server) ListStuckPlusSessions(ctx context.Context, req *verificationv1.
 
 // RevealStuckPlusSession reveals a number to an ADMIN key, audited.
 func (s *Server) RevealStuckPlusSession(ctx context.Context, req *verificationv1.RevealStuckPlusSessionRequest) (*verificationv1.RevealStuckPlusSessionResponse, error) {
-	r, err := s.StuckPlus.Reveal(ctx, principal(ctx), req.GetSessionId(), req.GetReason())
+	r, err := s.StuckPlus.Reveal(ctx, principalOf(ctx), req.GetSessionId(), req.GetReason())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -241,7 +241,7 @@ func (s *Server) ListStuckPlusReveals(ctx context.Context, req *verificationv1.L
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.StuckPlus.ListReveals(ctx, principal(ctx).ClientID, pg.Limit(), pg.Offset())
+	page, err := s.StuckPlus.ListReveals(ctx, principalOf(ctx).ClientID, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

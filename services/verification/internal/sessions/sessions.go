@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
@@ -73,7 +73,7 @@ func (s *Service) WithNetworkAPI(st AuthStore, az Authorizer, log *zap.Logger) *
 }
 
 // Operators lists the operators the client of p may use.
-func (s *Service) Operators(p identity.Principal) []operators.Operator {
+func (s *Service) Operators(p principal.Principal) []operators.Operator {
 	return s.net.Operators(operators.ClientOf(p))
 }
 
@@ -99,7 +99,7 @@ type Capture struct {
 
 // Create opens an SDK session for the client of p (authenticated by its SDK token). The VERIFY
 // product is the RPC's rule (the feature gate has checked it).
-func (s *Service) Create(ctx context.Context, p identity.Principal, r Request, n network.Request) (Capture, error) {
+func (s *Service) Create(ctx context.Context, p principal.Principal, r Request, n network.Request) (Capture, error) {
 	if !slices.Contains([]string{"ANDROID", "IOS", "WEB"}, r.Platform) {
 		return Capture{}, fault.Invalid("platform", "must be ANDROID, IOS or WEB")
 	}
@@ -304,8 +304,8 @@ type ClientAccess func(ctx context.Context) (operators.Client, error)
 func (s *Service) OpenCAMARA(ctx context.Context, clientID string, n network.Request, access ClientAccess) (Capture, error) {
 	// Any operator the address belongs to, by header enrichment (the facade's method); the
 	// client's own enablement is applied when the line is verified (verify.VerifyLine).
-	anyOperator := operators.Client{Features: []string{operators.FeatureSandbox}, Operators: identity.Operators{
-		Grants: []identity.OperatorGrant{{Operator: identity.AllOperators, Methods: []string{identity.MethodHeaderEnrichment}}},
+	anyOperator := operators.Client{Features: []string{operators.FeatureSandbox}, Operators: principal.Operators{
+		Grants: []principal.OperatorGrant{{Operator: principal.AllOperators, Methods: []string{principal.MethodHeaderEnrichment}}},
 	}}
 	id, err := s.net.Identify(nil, anyOperator, n)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -45,22 +45,22 @@ func ptr(s string) *string { return &s }
 // enrichment.
 func TestCreate(t *testing.T) {
 	ops, sealer := verificationtest.Operators(t, registry), verificationtest.NewKeys(t).Sealer
-	client := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: identity.LegacyOperators()}
+	client := principal.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: principal.LegacyOperators()}
 	alphaAddr, betaAddr, elsewhere := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("203.0.113.9")
 	gammaAddr := netip.MustParseAddr("198.51.100.4")
 	headers := map[string]string{
 		"X-Alpha-Msisdn": "+971501234567", "X-Beta-Msisdn": "+971507654321", "X-Play-Msisdn": "+971500000000", "X-Gamma-Msisdn": "+971509999999",
 	}
-	own := func(gs ...identity.OperatorGrant) *identity.Operators { return &identity.Operators{Grants: gs} }
-	alphaOnly := own(identity.OperatorGrant{Operator: "alpha", Methods: []string{"HEADER_ENRICHMENT"}})
-	gammaAPI := own(identity.OperatorGrant{Operator: "gamma", Methods: []string{"NETWORK_API"}})
-	gammaHE := own(identity.OperatorGrant{Operator: "gamma", Methods: []string{"HEADER_ENRICHMENT"}})
-	defaults := &identity.Operators{Default: true}
+	own := func(gs ...principal.OperatorGrant) *principal.Operators { return &principal.Operators{Grants: gs} }
+	alphaOnly := own(principal.OperatorGrant{Operator: "alpha", Methods: []string{"HEADER_ENRICHMENT"}})
+	gammaAPI := own(principal.OperatorGrant{Operator: "gamma", Methods: []string{"NETWORK_API"}})
+	gammaHE := own(principal.OperatorGrant{Operator: "gamma", Methods: []string{"HEADER_ENRICHMENT"}})
+	defaults := &principal.Operators{Default: true}
 
 	tests := []struct {
 		name       string
 		features   []string
-		enabled    *identity.Operators // nil: every operator with header enrichment
+		enabled    *principal.Operators // nil: every operator with header enrichment
 		req        Request
 		net        network.Request
 		wantReason fault.Reason
@@ -167,30 +167,30 @@ func deref(s *string) string {
 // use there, in the registry's order.
 func TestOperators(t *testing.T) {
 	s := New(&fakeStore{}, network.NewIdentifier(verificationtest.Operators(t, registry), zaptest.NewLogger(t)), verificationtest.NewKeys(t).Sealer, time.Minute)
-	g := func(op string, m ...string) identity.OperatorGrant {
-		return identity.OperatorGrant{Operator: op, Methods: m}
+	g := func(op string, m ...string) principal.OperatorGrant {
+		return principal.OperatorGrant{Operator: op, Methods: m}
 	}
 	tests := []struct {
 		name     string
 		features []string
-		ops      identity.Operators
+		ops      principal.Operators
 		want     []string // id:methods
 	}{
-		{"every operator with header enrichment, SANDBOX", []string{"SANDBOX"}, identity.LegacyOperators(),
+		{"every operator with header enrichment, SANDBOX", []string{"SANDBOX"}, principal.LegacyOperators(),
 			[]string{"alpha:[HEADER_ENRICHMENT]", "beta:[HEADER_ENRICHMENT]", "gamma:[HEADER_ENRICHMENT]", "play:[HEADER_ENRICHMENT]"}},
-		{"every operator with header enrichment", nil, identity.LegacyOperators(),
+		{"every operator with header enrichment", nil, principal.LegacyOperators(),
 			[]string{"alpha:[HEADER_ENRICHMENT]", "beta:[HEADER_ENRICHMENT]", "gamma:[HEADER_ENRICHMENT]"}},
-		{"one with its network API, another not in the registry", nil, identity.Operators{Grants: []identity.OperatorGrant{
+		{"one with its network API, another not in the registry", nil, principal.Operators{Grants: []principal.OperatorGrant{
 			g("gamma", "NETWORK_API"), g("nowhere", "HEADER_ENRICHMENT"), g("beta", "NETWORK_API"),
 		}}, []string{"gamma:[NETWORK_API]"}},
-		{"the default set, SANDBOX", []string{"SANDBOX"}, identity.DefaultOperators(), []string{"play:[HEADER_ENRICHMENT]"}},
-		{"the default set", nil, identity.DefaultOperators(), nil},
-		{"none", []string{"SANDBOX"}, identity.Operators{}, nil},
+		{"the default set, SANDBOX", []string{"SANDBOX"}, principal.DefaultOperators(), []string{"play:[HEADER_ENRICHMENT]"}},
+		{"the default set", nil, principal.DefaultOperators(), nil},
+		{"none", []string{"SANDBOX"}, principal.Operators{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, op := range s.Operators(identity.Principal{Features: tt.features, Operators: tt.ops}) {
+			for _, op := range s.Operators(principal.Principal{Features: tt.features, Operators: tt.ops}) {
 				got = append(got, fmt.Sprintf("%s:%v", op.ID, op.Methods))
 			}
 			if !slices.Equal(got, tt.want) {

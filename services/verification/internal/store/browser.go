@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -31,7 +31,7 @@ type storedOperators struct {
 	Grants  map[string][]string `json:"grants,omitempty"`
 }
 
-func storedOperatorsOf(o identity.Operators) storedOperators {
+func storedOperatorsOf(o principal.Operators) storedOperators {
 	if o.Default {
 		return storedOperators{Default: true}
 	}
@@ -40,16 +40,16 @@ func storedOperatorsOf(o identity.Operators) storedOperators {
 
 // operators reads transactions.operators; NULL is a row from before operators were enabled per
 // client, which every client's enablement then was.
-func (s *storedOperators) operators() identity.Operators {
+func (s *storedOperators) operators() principal.Operators {
 	switch {
 	case s == nil:
-		return identity.LegacyOperators()
+		return principal.LegacyOperators()
 	case s.Default:
-		return identity.DefaultOperators()
+		return principal.DefaultOperators()
 	case s.Grants == nil:
-		return identity.Operators{}
+		return principal.Operators{}
 	}
-	return identity.OperatorsFromMap(s.Grants)
+	return principal.OperatorsFromMap(s.Grants)
 }
 
 const transactionColumns = `id::text, client_id::text, service_code, metadata_id, features, operators, status, operator_id,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -21,10 +21,10 @@ func TestTransactionOperators(t *testing.T) {
 	ctx := context.Background()
 	st := stores.Pool()
 	clientID := uuid.NewString()
-	for name, ops := range map[string]identity.Operators{
-		"default set": identity.DefaultOperators(),
+	for name, ops := range map[string]principal.Operators{
+		"default set": principal.DefaultOperators(),
 		"none":        {},
-		"own list": {Grants: []identity.OperatorGrant{
+		"own list": {Grants: []principal.OperatorGrant{
 			{Operator: "*", Methods: []string{"HEADER_ENRICHMENT"}}, {Operator: "acme-ae", Methods: []string{"HEADER_ENRICHMENT", "NETWORK_API"}},
 		}},
 	} {
@@ -53,8 +53,8 @@ func TestTransactionOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Operators, identity.LegacyOperators()) {
-		t.Errorf("a row from before: %+v, want %+v", got.Operators, identity.LegacyOperators())
+	if !reflect.DeepEqual(got.Operators, principal.LegacyOperators()) {
+		t.Errorf("a row from before: %+v, want %+v", got.Operators, principal.LegacyOperators())
 	}
 }
 
@@ -82,7 +82,7 @@ func TestListPages(t *testing.T) {
 	}
 	session := func(owner string) string {
 		tr, err := st.InsertTransaction(ctx, domain.Transaction{ID: uuid.NewString(), ClientID: owner, ServiceCode: "VERIFY", MetadataID: "m",
-			Features: []string{"VERIFY"}, Operators: identity.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Minute)})
+			Features: []string{"VERIFY"}, Operators: principal.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 )
 
@@ -123,7 +123,7 @@ func (st *Store) Token(ctx context.Context, id string) (facade.Token, error) {
 	err := st.db.QueryRow(ctx, `SELECT id::text, client_id::text, coalesce(session_id::text, ''), blob, scopes, features, operators, expires_at
 		FROM verification.camara_tokens WHERE id = $1::text::uuid AND used_at IS NULL AND expires_at > now()`, id).
 		Scan(&t.ID, &t.ClientID, &t.SessionID, &t.Blob, &t.Scopes, &t.Features, &ops, &t.ExpiresAt)
-	t.Operators = identity.OperatorsFromMap(ops)
+	t.Operators = principal.OperatorsFromMap(ops)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fault.ErrNotFound
 	}

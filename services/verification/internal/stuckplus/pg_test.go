@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
@@ -78,7 +78,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	svc    *stuckplus.Service
 	ledger *accounts
-	admin  identity.Principal
+	admin  principal.Principal
 	sess   string
 }
 
@@ -93,10 +93,10 @@ func newEnv(t *testing.T, chargeRepeats bool) env {
 	ledger := &accounts{charged: map[string]bool{}}
 	stores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return store.New(db) })
 	svc := stuckplus.New(stores.Pool(), stores, vault, ledger, chargeRepeats)
-	admin := identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Role: identity.RoleAdmin}
+	admin := principal.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Role: principal.RoleAdmin}
 	st := store.New(pool)
 	tr, err := st.InsertTransaction(ctx, domain.Transaction{ID: uuid.NewString(), ClientID: admin.ClientID, ServiceCode: "STUCK_PLUS", MetadataID: "m",
-		Features: []string{"STUCK_PLUS"}, Operators: identity.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Minute)})
+		Features: []string{"STUCK_PLUS"}, Operators: principal.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

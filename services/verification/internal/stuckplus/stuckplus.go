@@ -16,9 +16,9 @@ import (
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/freetext"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
@@ -125,8 +125,8 @@ type Revealed struct {
 // resumes it under the same reference, and accounts answers the charge it made; the
 // reconciler finishes one nobody retried, unheard, and the same key's next reveal of the
 // session is answered with it. Each audited reveal is charged once.
-func (s *Service) Reveal(ctx context.Context, p identity.Principal, sessionID, reason string) (Revealed, error) {
-	if p.Role != identity.RoleAdmin {
+func (s *Service) Reveal(ctx context.Context, p principal.Principal, sessionID, reason string) (Revealed, error) {
+	if p.Role != principal.RoleAdmin {
 		return Revealed{}, domain.ErrNotAdmin
 	}
 	if err := reasonRule.Check("reason", reason); err != nil {

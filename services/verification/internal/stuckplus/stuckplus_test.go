@@ -12,9 +12,9 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 )
@@ -160,7 +160,7 @@ func TestReveal(t *testing.T) {
 	tests := []struct {
 		name          string
 		chargeRepeats bool
-		role          identity.Role
+		role          principal.Role
 		reason        string
 		ledgerErr     error
 		writeErr      error // the first settle's write fails (its transaction does not commit)
@@ -170,14 +170,14 @@ func TestReveal(t *testing.T) {
 		wantRefs      []string // debit references, "" for the session's own
 		wantCharged   []int64  // of each recorded reveal
 	}{
-		{"the first reveal is charged, a repeat is not", false, identity.RoleAdmin, reason, nil, nil, false, 2, "", []string{""}, []int64{7, 0}},
-		{"repeats charged when configured, each its own reference", true, identity.RoleAdmin, reason, nil, nil, false, 3, "", []string{"", ":1", ":2"}, []int64{7, 7, 7}},
-		{"a MEMBER key reveals nothing", false, identity.RoleMember, reason, nil, nil, false, 1, fault.PermissionDenied, nil, nil},
-		{"a reason too short", false, identity.RoleAdmin, "too short", nil, nil, false, 1, fault.InvalidArgument, nil, nil},
-		{"a reason too long", false, identity.RoleAdmin, strings.Repeat("r", 501), nil, nil, false, 1, fault.InvalidArgument, nil, nil},
-		{"a debit refused: no audit", false, identity.RoleAdmin, reason, money.ErrInsufficientBalance, nil, false, 1, fault.InsufficientBalance, []string{""}, nil},
-		{"a number no longer kept is not charged", false, identity.RoleAdmin, reason, nil, nil, true, 1, fault.NotFound, nil, nil},
-		{"a charge whose reveal did not commit is that reveal's on retry", false, identity.RoleAdmin, reason, nil, errors.New("connection lost"), false, 2, "", []string{"", ""}, []int64{7}},
+		{"the first reveal is charged, a repeat is not", false, principal.RoleAdmin, reason, nil, nil, false, 2, "", []string{""}, []int64{7, 0}},
+		{"repeats charged when configured, each its own reference", true, principal.RoleAdmin, reason, nil, nil, false, 3, "", []string{"", ":1", ":2"}, []int64{7, 7, 7}},
+		{"a MEMBER key reveals nothing", false, principal.RoleMember, reason, nil, nil, false, 1, fault.PermissionDenied, nil, nil},
+		{"a reason too short", false, principal.RoleAdmin, "too short", nil, nil, false, 1, fault.InvalidArgument, nil, nil},
+		{"a reason too long", false, principal.RoleAdmin, strings.Repeat("r", 501), nil, nil, false, 1, fault.InvalidArgument, nil, nil},
+		{"a debit refused: no audit", false, principal.RoleAdmin, reason, money.ErrInsufficientBalance, nil, false, 1, fault.InsufficientBalance, []string{""}, nil},
+		{"a number no longer kept is not charged", false, principal.RoleAdmin, reason, nil, nil, true, 1, fault.NotFound, nil, nil},
+		{"a charge whose reveal did not commit is that reveal's on retry", false, principal.RoleAdmin, reason, nil, errors.New("connection lost"), false, 2, "", []string{"", ""}, []int64{7}},
 	}
 	vault := verificationtest.NewKeys(t).Vault
 	for _, tt := range tests {
@@ -186,7 +186,7 @@ func TestReveal(t *testing.T) {
 			st := &fakeStore{sessions: map[string]*domain.StuckPlusSession{}, failWrite: tt.writeErr}
 			ledger := &fakeLedger{err: tt.ledgerErr, paid: map[string]bool{}}
 			s := New(st, st, vault, ledger, tt.chargeRepeats)
-			p := identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Role: tt.role}
+			p := principal.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Role: tt.role}
 			num, err := phone.Parse(number)
 			if err != nil {
 				t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rowid"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
@@ -48,7 +48,7 @@ type LineResult struct {
 // (askOperator): the client must have enabled that method of the operator, and the operation
 // must be one mnv uses there (a hashed number needs an operator that accepts hashedPhoneNumber;
 // a share, one whose phoneNumberShare scope mnv asks for), else nothing is asked nor recorded.
-func (s *Service) VerifyLine(ctx context.Context, p identity.Principal, r LineRequest) (LineResult, error) {
+func (s *Service) VerifyLine(ctx context.Context, p principal.Principal, r LineRequest) (LineResult, error) {
 	product, feature := domain.ProductVerify, domain.FeatureVerify
 	if r.Share {
 		product, feature = domain.ProductNumberShare, domain.FeatureNumberShare

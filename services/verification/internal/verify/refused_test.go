@@ -16,10 +16,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
@@ -70,7 +70,7 @@ type networkEnv struct {
 	sessions *sessions.Service
 	verifier *verify.Service
 	ledger   *toppedUpLedger
-	client   identity.Principal
+	client   principal.Principal
 }
 
 func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
@@ -101,9 +101,9 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 
 	log := zaptest.NewLogger(t)
 	keys := verificationtest.NewKeys(t)
-	e := &networkEnv{fake: fake, pool: pool, ledger: &toppedUpLedger{}, client: identity.Principal{
+	e := &networkEnv{fake: fake, pool: pool, ledger: &toppedUpLedger{}, client: principal.Principal{
 		ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify},
-		Operators: identity.Operators{Grants: []identity.OperatorGrant{{Operator: "op", Methods: []string{"NETWORK_API"}}}},
+		Operators: principal.Operators{Grants: []principal.OperatorGrant{{Operator: "op", Methods: []string{"NETWORK_API"}}}},
 	}}
 	e.sessions = sessions.New(store.New(pool), network.NewIdentifier(ops, log), keys.Sealer, sessionTTL).WithNetworkAPI(store.New(pool), clients, log)
 	e.verifier = verify.New(stores.Pool(), stores, ops, keys.Sealer, keys.Vault, e.ledger, verify.Config{}, log).

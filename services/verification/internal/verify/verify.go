@@ -27,10 +27,10 @@ import (
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/logging"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/requestid"
 	"github.com/mnvhq/mnv/services/platform/rowid"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
@@ -254,7 +254,7 @@ type Result struct {
 }
 
 // Verify decides req for the client of p.
-func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request) (Result, error) {
+func (s *Service) Verify(ctx context.Context, p principal.Principal, req Request) (Result, error) {
 	num, err := s.validate(p, req)
 	if err != nil {
 		return Result{}, err
@@ -322,7 +322,7 @@ func (s *Service) Verify(ctx context.Context, p identity.Principal, req Request)
 // a verification whose charge did not settle resumes it. With countNumber, the record enforces
 // the number's limit (NumberAttemptsPerHour), in its own statement: a verification over it is
 // RATE_LIMITED, nothing recorded, its session unused.
-func (s *Service) run(ctx context.Context, p identity.Principal, v domain.Verification, masked string, countNumber bool) (domain.Verification, error) {
+func (s *Service) run(ctx context.Context, p principal.Principal, v domain.Verification, masked string, countNumber bool) (domain.Verification, error) {
 	item := recordItem{v: v, counted: countNumber}
 	if v.Status != domain.StatusPending {
 		// Nobody pays for this outcome: it is final at once, and its event comes with its record.
@@ -391,7 +391,7 @@ func variantOf(v domain.Verification) string {
 }
 
 // validate checks the request fields and what the client may use.
-func (s *Service) validate(p identity.Principal, req Request) (phone.Number, error) {
+func (s *Service) validate(p principal.Principal, req Request) (phone.Number, error) {
 	num, err := phone.Parse(req.MobileNumber)
 	if err != nil {
 		return num, fault.Invalid("mobileNumber", "must be a valid mobile number in E.164 form, like +971501234567")

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
@@ -205,15 +205,15 @@ type env struct {
 	ledger *fakeLedger
 	sealer *seal.Sealer
 	now    time.Time
-	client identity.Principal
+	client principal.Principal
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	keys, ops := verificationtest.NewKeys(t), verificationtest.Operators(t, verificationtest.Registry)
 	e := &env{t: t, ledger: &fakeLedger{}, sealer: keys.Sealer, now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
-		client: identity.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify},
-			Operators: identity.LegacyOperators()}}
+		client: principal.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify},
+			Operators: principal.LegacyOperators()}}
 	e.st = newFakeStore(func() time.Time { return e.now })
 	e.svc = New(e.st, e.st, ops, e.sealer, keys.Vault, e.ledger,
 		Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, zaptest.NewLogger(t))
@@ -247,29 +247,29 @@ const (
 // operator supports and the client enabled; anything else is FEATURE_NOT_ENABLED on the field
 // at fault, charges nothing and keeps nothing.
 func TestVerifyEnablement(t *testing.T) {
-	g := func(op string, m ...string) identity.OperatorGrant {
-		return identity.OperatorGrant{Operator: op, Methods: m}
+	g := func(op string, m ...string) principal.OperatorGrant {
+		return principal.OperatorGrant{Operator: op, Methods: m}
 	}
-	own := func(gs ...identity.OperatorGrant) identity.Operators { return identity.Operators{Grants: gs} }
+	own := func(gs ...principal.OperatorGrant) principal.Operators { return principal.Operators{Grants: gs} }
 	tests := []struct {
 		name        string
-		ops         identity.Operators
+		ops         principal.Operators
 		operator    string
 		serviceType string
 		wantField   string // "" for a verification
 	}{
-		{"every operator with header enrichment", identity.LegacyOperators(), "alpha", "HEADER_ENRICHMENT", ""},
+		{"every operator with header enrichment", principal.LegacyOperators(), "alpha", "HEADER_ENRICHMENT", ""},
 		{"the operator enabled", own(g("alpha", "HEADER_ENRICHMENT")), "alpha", "HEADER_ENRICHMENT", ""},
 		{"the method enabled for every operator", own(g("*", "HEADER_ENRICHMENT"), g("gamma", "NETWORK_API")), "gamma", "HEADER_ENRICHMENT", ""},
 		{"another operator enabled", own(g("beta", "HEADER_ENRICHMENT")), "alpha", "HEADER_ENRICHMENT", "operatorId"},
 		{"a method the operator lacks is no enablement", own(g("alpha", "NETWORK_API")), "alpha", "HEADER_ENRICHMENT", "operatorId"},
-		{"the default set has no real operator", identity.DefaultOperators(), "alpha", "HEADER_ENRICHMENT", "operatorId"},
+		{"the default set has no real operator", principal.DefaultOperators(), "alpha", "HEADER_ENRICHMENT", "operatorId"},
 		{"none", own(), "alpha", "HEADER_ENRICHMENT", "operatorId"},
 		{"an operator not in the registry", own(g("*", "HEADER_ENRICHMENT")), "delta", "HEADER_ENRICHMENT", "operatorId"},
 		{"a method not enabled", own(g("gamma", "NETWORK_API")), "gamma", "HEADER_ENRICHMENT", "serviceType"},
 		{"a method enabled for another operator", own(g("gamma", "HEADER_ENRICHMENT"), g("beta", "NETWORK_API")), "gamma", "NETWORK_API", "serviceType"},
 		{"a method the operator lacks", own(g("*", "HEADER_ENRICHMENT", "NETWORK_API")), "alpha", "NETWORK_API", "serviceType"},
-		{"an unknown method", identity.LegacyOperators(), "alpha", "SMS", "serviceType"},
+		{"an unknown method", principal.LegacyOperators(), "alpha", "SMS", "serviceType"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -535,7 +535,7 @@ func TestNumberLimit(t *testing.T) {
 	if fault.Find(err, fault.RateLimited) == nil {
 		t.Fatalf("4th verify of a number in an hour = %v, want RATE_LIMITED", err)
 	}
-	stranger := identity.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: identity.LegacyOperators()}
+	stranger := principal.Principal{ClientID: uuid.NewString(), Features: []string{domain.FeatureVerify}, Operators: principal.LegacyOperators()}
 	if _, err := e.svc.Verify(ctx, stranger, e.request(e.blob(stranger.ClientID, "", "", time.Minute), number)); err != nil {
 		t.Fatalf("another client's verify of the number: %v, want it counted apart", err)
 	}

@@ -8,6 +8,7 @@ package accountsv1
 
 import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	v1 "github.com/mnvhq/mnv/proto/gen/mnv/principal/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -196,115 +197,6 @@ func (x *WatchPrincipalsResponse) GetHeartbeatEvery() *durationpb.Duration {
 	return nil
 }
 
-// Principal is an authenticated caller.
-type Principal struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	// Empty for SDK tokens.
-	KeyId        string       `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
-	Role         Role         `protobuf:"varint,3,opt,name=role,proto3,enum=mnv.accounts.v1.Role" json:"role,omitempty"`
-	ClientStatus ClientStatus `protobuf:"varint,4,opt,name=client_status,json=clientStatus,proto3,enum=mnv.accounts.v1.ClientStatus" json:"client_status,omitempty"`
-	Features     []Feature    `protobuf:"varint,5,rep,packed,name=features,proto3,enum=mnv.accounts.v1.Feature" json:"features,omitempty"`
-	// Set for SDK tokens.
-	SdkTokenId string `protobuf:"bytes,6,opt,name=sdk_token_id,json=sdkTokenId,proto3" json:"sdk_token_id,omitempty"`
-	// The operators and methods the client may use. Always set by accounts; a principal without it
-	// comes from a version before per-client enablement, whose clients could use every operator
-	// with HEADER_ENRICHMENT (see the readers).
-	Operators *OperatorEnablement `protobuf:"bytes,7,opt,name=operators,proto3" json:"operators,omitempty"`
-	// How long the credential still works when it expires by itself (a rotated key's grace, an
-	// SDK token's lifetime), measured by accounts' database clock; unset when it does not expire.
-	// A cache keeps the principal no longer than this from when it asked.
-	CredentialValidFor *durationpb.Duration `protobuf:"bytes,10,opt,name=credential_valid_for,json=credentialValidFor,proto3" json:"credential_valid_for,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
-}
-
-func (x *Principal) Reset() {
-	*x = Principal{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Principal) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Principal) ProtoMessage() {}
-
-func (x *Principal) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
-func (*Principal) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Principal) GetClientId() string {
-	if x != nil {
-		return x.ClientId
-	}
-	return ""
-}
-
-func (x *Principal) GetKeyId() string {
-	if x != nil {
-		return x.KeyId
-	}
-	return ""
-}
-
-func (x *Principal) GetRole() Role {
-	if x != nil {
-		return x.Role
-	}
-	return Role_ROLE_UNSPECIFIED
-}
-
-func (x *Principal) GetClientStatus() ClientStatus {
-	if x != nil {
-		return x.ClientStatus
-	}
-	return ClientStatus_CLIENT_STATUS_UNSPECIFIED
-}
-
-func (x *Principal) GetFeatures() []Feature {
-	if x != nil {
-		return x.Features
-	}
-	return nil
-}
-
-func (x *Principal) GetSdkTokenId() string {
-	if x != nil {
-		return x.SdkTokenId
-	}
-	return ""
-}
-
-func (x *Principal) GetOperators() *OperatorEnablement {
-	if x != nil {
-		return x.Operators
-	}
-	return nil
-}
-
-func (x *Principal) GetCredentialValidFor() *durationpb.Duration {
-	if x != nil {
-		return x.CredentialValidFor
-	}
-	return nil
-}
-
 type AuthenticateRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	ApiKey string                 `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
@@ -316,7 +208,7 @@ type AuthenticateRequest struct {
 
 func (x *AuthenticateRequest) Reset() {
 	*x = AuthenticateRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +220,7 @@ func (x *AuthenticateRequest) String() string {
 func (*AuthenticateRequest) ProtoMessage() {}
 
 func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +233,7 @@ func (x *AuthenticateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AuthenticateRequest) GetApiKey() string {
@@ -359,15 +251,17 @@ func (x *AuthenticateRequest) GetClientId() string {
 }
 
 type AuthenticateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The shared principal (mnv.principal.v1: every process reads it, no service owns it). The
+	// responses below carry it the same way.
+	Principal     *v1.Principal `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuthenticateResponse) Reset() {
 	*x = AuthenticateResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +273,7 @@ func (x *AuthenticateResponse) String() string {
 func (*AuthenticateResponse) ProtoMessage() {}
 
 func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,10 +286,10 @@ func (x *AuthenticateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{4}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *AuthenticateResponse) GetPrincipal() *Principal {
+func (x *AuthenticateResponse) GetPrincipal() *v1.Principal {
 	if x != nil {
 		return x.Principal
 	}
@@ -412,7 +306,7 @@ type AuthenticateSdkTokenRequest struct {
 
 func (x *AuthenticateSdkTokenRequest) Reset() {
 	*x = AuthenticateSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +318,7 @@ func (x *AuthenticateSdkTokenRequest) String() string {
 func (*AuthenticateSdkTokenRequest) ProtoMessage() {}
 
 func (x *AuthenticateSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +331,7 @@ func (x *AuthenticateSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{5}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AuthenticateSdkTokenRequest) GetSdkToken() string {
@@ -456,14 +350,14 @@ func (x *AuthenticateSdkTokenRequest) GetClientId() string {
 
 type AuthenticateSdkTokenResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuthenticateSdkTokenResponse) Reset() {
 	*x = AuthenticateSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +369,7 @@ func (x *AuthenticateSdkTokenResponse) String() string {
 func (*AuthenticateSdkTokenResponse) ProtoMessage() {}
 
 func (x *AuthenticateSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,10 +382,10 @@ func (x *AuthenticateSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *AuthenticateSdkTokenResponse) GetPrincipal() *Principal {
+func (x *AuthenticateSdkTokenResponse) GetPrincipal() *v1.Principal {
 	if x != nil {
 		return x.Principal
 	}
@@ -514,7 +408,7 @@ type DebitRequest struct {
 
 func (x *DebitRequest) Reset() {
 	*x = DebitRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +420,7 @@ func (x *DebitRequest) String() string {
 func (*DebitRequest) ProtoMessage() {}
 
 func (x *DebitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +433,7 @@ func (x *DebitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitRequest.ProtoReflect.Descriptor instead.
 func (*DebitRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DebitRequest) GetClientId() string {
@@ -592,7 +486,7 @@ type DebitResponse struct {
 
 func (x *DebitResponse) Reset() {
 	*x = DebitResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +498,7 @@ func (x *DebitResponse) String() string {
 func (*DebitResponse) ProtoMessage() {}
 
 func (x *DebitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +511,7 @@ func (x *DebitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitResponse.ProtoReflect.Descriptor instead.
 func (*DebitResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DebitResponse) GetEntryId() string {
@@ -665,7 +559,7 @@ type DebitManyRequest struct {
 
 func (x *DebitManyRequest) Reset() {
 	*x = DebitManyRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +571,7 @@ func (x *DebitManyRequest) String() string {
 func (*DebitManyRequest) ProtoMessage() {}
 
 func (x *DebitManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +584,7 @@ func (x *DebitManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitManyRequest.ProtoReflect.Descriptor instead.
 func (*DebitManyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DebitManyRequest) GetDebits() []*DebitRequest {
@@ -710,7 +604,7 @@ type DebitManyResponse struct {
 
 func (x *DebitManyResponse) Reset() {
 	*x = DebitManyResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +616,7 @@ func (x *DebitManyResponse) String() string {
 func (*DebitManyResponse) ProtoMessage() {}
 
 func (x *DebitManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +629,7 @@ func (x *DebitManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitManyResponse.ProtoReflect.Descriptor instead.
 func (*DebitManyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DebitManyResponse) GetOutcomes() []*DebitOutcome {
@@ -758,7 +652,7 @@ type DebitOutcome struct {
 
 func (x *DebitOutcome) Reset() {
 	*x = DebitOutcome{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +664,7 @@ func (x *DebitOutcome) String() string {
 func (*DebitOutcome) ProtoMessage() {}
 
 func (x *DebitOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +677,7 @@ func (x *DebitOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitOutcome.ProtoReflect.Descriptor instead.
 func (*DebitOutcome) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DebitOutcome) GetResult() isDebitOutcome_Result {
@@ -843,7 +737,7 @@ type DebitFailure struct {
 
 func (x *DebitFailure) Reset() {
 	*x = DebitFailure{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +749,7 @@ func (x *DebitFailure) String() string {
 func (*DebitFailure) ProtoMessage() {}
 
 func (x *DebitFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +762,7 @@ func (x *DebitFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitFailure.ProtoReflect.Descriptor instead.
 func (*DebitFailure) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DebitFailure) GetCode() uint32 {
@@ -911,7 +805,7 @@ type RefundRequest struct {
 
 func (x *RefundRequest) Reset() {
 	*x = RefundRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +817,7 @@ func (x *RefundRequest) String() string {
 func (*RefundRequest) ProtoMessage() {}
 
 func (x *RefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +830,7 @@ func (x *RefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundRequest.ProtoReflect.Descriptor instead.
 func (*RefundRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RefundRequest) GetClientId() string {
@@ -972,7 +866,7 @@ type RefundResponse struct {
 
 func (x *RefundResponse) Reset() {
 	*x = RefundResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +878,7 @@ func (x *RefundResponse) String() string {
 func (*RefundResponse) ProtoMessage() {}
 
 func (x *RefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +891,7 @@ func (x *RefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundResponse.ProtoReflect.Descriptor instead.
 func (*RefundResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RefundResponse) GetEntryId() string {
@@ -1037,7 +931,7 @@ type GetBalanceRequest struct {
 
 func (x *GetBalanceRequest) Reset() {
 	*x = GetBalanceRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +943,7 @@ func (x *GetBalanceRequest) String() string {
 func (*GetBalanceRequest) ProtoMessage() {}
 
 func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +956,7 @@ func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
 func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetBalanceRequest) GetClientId() string {
@@ -1083,7 +977,7 @@ type GetBalanceResponse struct {
 
 func (x *GetBalanceResponse) Reset() {
 	*x = GetBalanceResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +989,7 @@ func (x *GetBalanceResponse) String() string {
 func (*GetBalanceResponse) ProtoMessage() {}
 
 func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1002,7 @@ func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceResponse.ProtoReflect.Descriptor instead.
 func (*GetBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetBalanceResponse) GetBalance() int64 {
@@ -1143,7 +1037,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1049,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1062,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CheckWebOriginRequest) GetClientId() string {
@@ -1194,7 +1088,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1100,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1113,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -1240,7 +1134,7 @@ type CheckRedirectUriRequest struct {
 
 func (x *CheckRedirectUriRequest) Reset() {
 	*x = CheckRedirectUriRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1146,7 @@ func (x *CheckRedirectUriRequest) String() string {
 func (*CheckRedirectUriRequest) ProtoMessage() {}
 
 func (x *CheckRedirectUriRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1159,7 @@ func (x *CheckRedirectUriRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRedirectUriRequest.ProtoReflect.Descriptor instead.
 func (*CheckRedirectUriRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckRedirectUriRequest) GetClientId() string {
@@ -1293,7 +1187,7 @@ type CheckRedirectUriResponse struct {
 
 func (x *CheckRedirectUriResponse) Reset() {
 	*x = CheckRedirectUriResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1199,7 @@ func (x *CheckRedirectUriResponse) String() string {
 func (*CheckRedirectUriResponse) ProtoMessage() {}
 
 func (x *CheckRedirectUriResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1212,7 @@ func (x *CheckRedirectUriResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRedirectUriResponse.ProtoReflect.Descriptor instead.
 func (*CheckRedirectUriResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckRedirectUriResponse) GetAllowed() bool {
@@ -1345,7 +1239,7 @@ type AuthenticateClientSecretRequest struct {
 
 func (x *AuthenticateClientSecretRequest) Reset() {
 	*x = AuthenticateClientSecretRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1251,7 @@ func (x *AuthenticateClientSecretRequest) String() string {
 func (*AuthenticateClientSecretRequest) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1264,7 @@ func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AuthenticateClientSecretRequest) GetClientId() string {
@@ -1389,14 +1283,14 @@ func (x *AuthenticateClientSecretRequest) GetClientSecret() string {
 
 type AuthenticateClientSecretResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuthenticateClientSecretResponse) Reset() {
 	*x = AuthenticateClientSecretResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1302,7 @@ func (x *AuthenticateClientSecretResponse) String() string {
 func (*AuthenticateClientSecretResponse) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,10 +1315,10 @@ func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
-func (x *AuthenticateClientSecretResponse) GetPrincipal() *Principal {
+func (x *AuthenticateClientSecretResponse) GetPrincipal() *v1.Principal {
 	if x != nil {
 		return x.Principal
 	}
@@ -1440,7 +1334,7 @@ type GetClientPrincipalRequest struct {
 
 func (x *GetClientPrincipalRequest) Reset() {
 	*x = GetClientPrincipalRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1346,7 @@ func (x *GetClientPrincipalRequest) String() string {
 func (*GetClientPrincipalRequest) ProtoMessage() {}
 
 func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1359,7 @@ func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{23}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetClientPrincipalRequest) GetClientId() string {
@@ -1477,14 +1371,14 @@ func (x *GetClientPrincipalRequest) GetClientId() string {
 
 type GetClientPrincipalResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetClientPrincipalResponse) Reset() {
 	*x = GetClientPrincipalResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1390,7 @@ func (x *GetClientPrincipalResponse) String() string {
 func (*GetClientPrincipalResponse) ProtoMessage() {}
 
 func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,10 +1403,10 @@ func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{24}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
-func (x *GetClientPrincipalResponse) GetPrincipal() *Principal {
+func (x *GetClientPrincipalResponse) GetPrincipal() *v1.Principal {
 	if x != nil {
 		return x.Principal
 	}
@@ -1523,7 +1417,7 @@ var File_mnv_accounts_v1_internal_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x18\n" +
+	"\x1emnv/accounts/v1/internal.proto\x12\x0fmnv.accounts.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\x1a mnv/principal/v1/principal.proto\"\x18\n" +
 	"\x16WatchPrincipalsRequest\"\xdd\x02\n" +
 	"\x17WatchPrincipalsResponse\x12A\n" +
 	"\x04kind\x18\x01 \x01(\x0e2-.mnv.accounts.v1.WatchPrincipalsResponse.KindR\x04kind\x12\x1b\n" +
@@ -1536,28 +1430,17 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x0eKIND_HEARTBEAT\x10\x02\x12\x0f\n" +
 	"\vKIND_CLIENT\x10\x03\x12\x10\n" +
 	"\fKIND_API_KEY\x10\x04\x12\x12\n" +
-	"\x0eKIND_SDK_TOKEN\x10\x05\"\x96\x03\n" +
-	"\tPrincipal\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x15\n" +
-	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12)\n" +
-	"\x04role\x18\x03 \x01(\x0e2\x15.mnv.accounts.v1.RoleR\x04role\x12B\n" +
-	"\rclient_status\x18\x04 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\x124\n" +
-	"\bfeatures\x18\x05 \x03(\x0e2\x18.mnv.accounts.v1.FeatureR\bfeatures\x12 \n" +
-	"\fsdk_token_id\x18\x06 \x01(\tR\n" +
-	"sdkTokenId\x12A\n" +
-	"\toperators\x18\a \x01(\v2#.mnv.accounts.v1.OperatorEnablementR\toperators\x12K\n" +
-	"\x14credential_valid_for\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\x12credentialValidFor\"K\n" +
+	"\x0eKIND_SDK_TOKEN\x10\x05\"K\n" +
 	"\x13AuthenticateRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\"P\n" +
-	"\x14AuthenticateResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"W\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\"Q\n" +
+	"\x14AuthenticateResponse\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"W\n" +
 	"\x1bAuthenticateSdkTokenRequest\x12\x1b\n" +
 	"\tsdk_token\x18\x01 \x01(\tR\bsdkToken\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\"X\n" +
-	"\x1cAuthenticateSdkTokenResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"\xcb\x01\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\"Y\n" +
+	"\x1cAuthenticateSdkTokenResponse\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"\xcb\x01\n" +
 	"\fDebitRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12/\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
@@ -1617,13 +1500,13 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"registered\"c\n" +
 	"\x1fAuthenticateClientSecretRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
-	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"\\\n" +
-	" AuthenticateClientSecretResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal\"8\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"]\n" +
+	" AuthenticateClientSecretResponse\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"8\n" +
 	"\x19GetClientPrincipalRequest\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\"V\n" +
-	"\x1aGetClientPrincipalResponse\x128\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1a.mnv.accounts.v1.PrincipalR\tprincipal2\xd2\t\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"W\n" +
+	"\x1aGetClientPrincipalResponse\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal2\xd2\t\n" +
 	"\x17AccountsInternalService\x12h\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12\x80\x01\n" +
 	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12R\n" +
@@ -1655,88 +1538,79 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
 	(*WatchPrincipalsResponse)(nil),          // 2: mnv.accounts.v1.WatchPrincipalsResponse
-	(*Principal)(nil),                        // 3: mnv.accounts.v1.Principal
-	(*AuthenticateRequest)(nil),              // 4: mnv.accounts.v1.AuthenticateRequest
-	(*AuthenticateResponse)(nil),             // 5: mnv.accounts.v1.AuthenticateResponse
-	(*AuthenticateSdkTokenRequest)(nil),      // 6: mnv.accounts.v1.AuthenticateSdkTokenRequest
-	(*AuthenticateSdkTokenResponse)(nil),     // 7: mnv.accounts.v1.AuthenticateSdkTokenResponse
-	(*DebitRequest)(nil),                     // 8: mnv.accounts.v1.DebitRequest
-	(*DebitResponse)(nil),                    // 9: mnv.accounts.v1.DebitResponse
-	(*DebitManyRequest)(nil),                 // 10: mnv.accounts.v1.DebitManyRequest
-	(*DebitManyResponse)(nil),                // 11: mnv.accounts.v1.DebitManyResponse
-	(*DebitOutcome)(nil),                     // 12: mnv.accounts.v1.DebitOutcome
-	(*DebitFailure)(nil),                     // 13: mnv.accounts.v1.DebitFailure
-	(*RefundRequest)(nil),                    // 14: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),                   // 15: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),                // 16: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),               // 17: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),            // 18: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),           // 19: mnv.accounts.v1.CheckWebOriginResponse
-	(*CheckRedirectUriRequest)(nil),          // 20: mnv.accounts.v1.CheckRedirectUriRequest
-	(*CheckRedirectUriResponse)(nil),         // 21: mnv.accounts.v1.CheckRedirectUriResponse
-	(*AuthenticateClientSecretRequest)(nil),  // 22: mnv.accounts.v1.AuthenticateClientSecretRequest
-	(*AuthenticateClientSecretResponse)(nil), // 23: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*GetClientPrincipalRequest)(nil),        // 24: mnv.accounts.v1.GetClientPrincipalRequest
-	(*GetClientPrincipalResponse)(nil),       // 25: mnv.accounts.v1.GetClientPrincipalResponse
-	(*durationpb.Duration)(nil),              // 26: google.protobuf.Duration
-	(Role)(0),                                // 27: mnv.accounts.v1.Role
-	(ClientStatus)(0),                        // 28: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                             // 29: mnv.accounts.v1.Feature
-	(*OperatorEnablement)(nil),               // 30: mnv.accounts.v1.OperatorEnablement
-	(LedgerKind)(0),                          // 31: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 32: google.protobuf.Timestamp
+	(*AuthenticateRequest)(nil),              // 3: mnv.accounts.v1.AuthenticateRequest
+	(*AuthenticateResponse)(nil),             // 4: mnv.accounts.v1.AuthenticateResponse
+	(*AuthenticateSdkTokenRequest)(nil),      // 5: mnv.accounts.v1.AuthenticateSdkTokenRequest
+	(*AuthenticateSdkTokenResponse)(nil),     // 6: mnv.accounts.v1.AuthenticateSdkTokenResponse
+	(*DebitRequest)(nil),                     // 7: mnv.accounts.v1.DebitRequest
+	(*DebitResponse)(nil),                    // 8: mnv.accounts.v1.DebitResponse
+	(*DebitManyRequest)(nil),                 // 9: mnv.accounts.v1.DebitManyRequest
+	(*DebitManyResponse)(nil),                // 10: mnv.accounts.v1.DebitManyResponse
+	(*DebitOutcome)(nil),                     // 11: mnv.accounts.v1.DebitOutcome
+	(*DebitFailure)(nil),                     // 12: mnv.accounts.v1.DebitFailure
+	(*RefundRequest)(nil),                    // 13: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),                   // 14: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),                // 15: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),               // 16: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),            // 17: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),           // 18: mnv.accounts.v1.CheckWebOriginResponse
+	(*CheckRedirectUriRequest)(nil),          // 19: mnv.accounts.v1.CheckRedirectUriRequest
+	(*CheckRedirectUriResponse)(nil),         // 20: mnv.accounts.v1.CheckRedirectUriResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 21: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 22: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(*GetClientPrincipalRequest)(nil),        // 23: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 24: mnv.accounts.v1.GetClientPrincipalResponse
+	(*durationpb.Duration)(nil),              // 25: google.protobuf.Duration
+	(*v1.Principal)(nil),                     // 26: mnv.principal.v1.Principal
+	(LedgerKind)(0),                          // 27: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 28: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
-	26, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
-	27, // 2: mnv.accounts.v1.Principal.role:type_name -> mnv.accounts.v1.Role
-	28, // 3: mnv.accounts.v1.Principal.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	29, // 4: mnv.accounts.v1.Principal.features:type_name -> mnv.accounts.v1.Feature
-	30, // 5: mnv.accounts.v1.Principal.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	26, // 6: mnv.accounts.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
-	3,  // 7: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.accounts.v1.Principal
-	3,  // 8: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.accounts.v1.Principal
-	31, // 9: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	32, // 10: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 11: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
-	12, // 12: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
-	9,  // 13: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
-	13, // 14: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
-	32, // 15: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	3,  // 16: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.accounts.v1.Principal
-	3,  // 17: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.accounts.v1.Principal
-	4,  // 18: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	6,  // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	8,  // 20: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	10, // 21: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
-	14, // 22: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	16, // 23: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	22, // 24: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	24, // 25: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
-	18, // 26: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	20, // 27: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
-	1,  // 28: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	5,  // 29: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	7,  // 30: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	9,  // 31: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	11, // 32: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
-	15, // 33: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	17, // 34: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	23, // 35: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	25, // 36: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
-	19, // 37: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	21, // 38: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
-	2,  // 39: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	29, // [29:40] is the sub-list for method output_type
-	18, // [18:29] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	25, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
+	26, // 2: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.principal.v1.Principal
+	26, // 3: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.principal.v1.Principal
+	27, // 4: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	28, // 5: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 6: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
+	11, // 7: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
+	8,  // 8: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
+	12, // 9: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
+	28, // 10: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	26, // 11: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.principal.v1.Principal
+	26, // 12: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.principal.v1.Principal
+	3,  // 13: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	5,  // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	7,  // 15: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	9,  // 16: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
+	13, // 17: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	15, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	21, // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	23, // 20: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	17, // 21: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	19, // 22: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
+	1,  // 23: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	4,  // 24: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	6,  // 25: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	8,  // 26: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	10, // 27: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
+	14, // 28: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	16, // 29: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	22, // 30: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	24, // 31: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	18, // 32: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	20, // 33: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
+	2,  // 34: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	24, // [24:35] is the sub-list for method output_type
+	13, // [13:24] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -1745,19 +1619,19 @@ func file_mnv_accounts_v1_internal_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_internal_proto_msgTypes[7].OneofWrappers = []any{}
-	file_mnv_accounts_v1_internal_proto_msgTypes[11].OneofWrappers = []any{
+	file_mnv_accounts_v1_internal_proto_msgTypes[6].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[10].OneofWrappers = []any{
 		(*DebitOutcome_Debit)(nil),
 		(*DebitOutcome_Failure)(nil),
 	}
-	file_mnv_accounts_v1_internal_proto_msgTypes[13].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,10 +30,10 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/domain"
 	"github.com/mnvhq/mnv/services/connect/internal/eventhooks/endpoints"
 	"github.com/mnvhq/mnv/services/connect/internal/outbound"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Queue is the River queue of deliveries.
@@ -147,7 +147,7 @@ func validate(ev events.Event) error {
 	case !ev.CreatedAt.After(time.Unix(0, 0)): // a missing protobuf timestamp reads as 1970
 		return fault.Invalid("events", "event %s: no creation time", ev.ID)
 	}
-	if _, ok := credential.ParseClientID(ev.ClientID); !ok {
+	if _, ok := principal.ParseClientID(ev.ClientID); !ok {
 		return fault.Invalid("events", "event %s: the client id is not a UUID", ev.ID)
 	}
 	// Valid JSON that starts with '{' is an object; checking so allocates nothing, unlike
@@ -267,7 +267,7 @@ func (s *Service) Ping(ctx context.Context, ep domain.WebhookEndpoint) (string, 
 // that makes a full series of attempts under the same webhook-id. A delivery still PENDING is
 // left to its job. Another client's delivery, or an unknown id, is fault.ErrNotFound.
 func (s *Service) Redeliver(ctx context.Context, clientID, deliveryID string) error {
-	if _, ok := credential.ParseClientID(deliveryID); !ok {
+	if _, ok := principal.ParseClientID(deliveryID); !ok {
 		return fault.ErrNotFound
 	}
 	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {

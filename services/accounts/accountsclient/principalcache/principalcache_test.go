@@ -7,21 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // accounts stands for accounts' answers: a table of keys, counting the questions.
 type accounts struct {
 	mu    sync.Mutex
-	keys  map[string]identity.Principal
+	keys  map[string]principal.Principal
 	asked int
 	// during runs inside a question, after the answer is read (a change racing it).
 	during func()
 }
 
-func (a *accounts) AuthenticateAPIKey(_ context.Context, key, clientID string) (identity.Principal, error) {
+func (a *accounts) AuthenticateAPIKey(_ context.Context, key, clientID string) (principal.Principal, error) {
 	a.mu.Lock()
 	a.asked++
 	p, ok := a.keys[key]
@@ -31,29 +30,29 @@ func (a *accounts) AuthenticateAPIKey(_ context.Context, key, clientID string) (
 		during()
 	}
 	if !ok || (clientID != "" && clientID != p.ClientID) {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	return p, nil
 }
 
-func (a *accounts) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+func (a *accounts) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	if clientID == "" {
-		return identity.Principal{}, credential.ErrUnauthenticated
+		return principal.Principal{}, principal.ErrUnauthenticated
 	}
 	return a.AuthenticateAPIKey(ctx, token, clientID)
 }
 
 // ClientPrincipal answers the principal of a key of the client, as accounts reads the client.
-func (a *accounts) ClientPrincipal(_ context.Context, clientID string) (identity.Principal, error) {
+func (a *accounts) ClientPrincipal(_ context.Context, clientID string) (principal.Principal, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.asked++
 	for _, p := range a.keys {
 		if p.ClientID == clientID {
-			return identity.Principal{ClientID: p.ClientID, Status: p.Status, Features: p.Features}, nil
+			return principal.Principal{ClientID: p.ClientID, Status: p.Status, Features: p.Features}, nil
 		}
 	}
-	return identity.Principal{}, fault.ErrNotFound
+	return principal.Principal{}, fault.ErrNotFound
 }
 
 func (a *accounts) count() int {
@@ -80,9 +79,9 @@ func dur(d time.Duration) *time.Duration { return &d }
 
 // TestCache: when the cache serves, when it asks accounts, and what it keeps.
 func TestCache(t *testing.T) {
-	alice := identity.Principal{ClientID: "c-alice", KeyID: "k1", Role: identity.RoleAdmin, Status: identity.StatusActive}
-	graced := identity.Principal{ClientID: "c-alice", KeyID: "k2", ValidFor: dur(2 * time.Second)}
-	bob := identity.Principal{ClientID: "c-bob", KeyID: "k3"}
+	alice := principal.Principal{ClientID: "c-alice", KeyID: "k1", Role: principal.RoleAdmin, Status: principal.StatusActive}
+	graced := principal.Principal{ClientID: "c-alice", KeyID: "k2", ValidFor: dur(2 * time.Second)}
+	bob := principal.Principal{ClientID: "c-bob", KeyID: "k3"}
 	type step struct {
 		do func(c *Cache, a *accounts, clk *clock)
 		// key and client id to authenticate after do; want the asked count after it, and
@@ -198,7 +197,7 @@ func TestCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &accounts{keys: map[string]identity.Principal{"key-a": alice, "key-g": graced, "key-b": bob}}
+			a := &accounts{keys: map[string]principal.Principal{"key-a": alice, "key-g": graced, "key-b": bob}}
 			clk := &clock{t: time.Unix(1_700_000_000, 0)}
 			c, err := New(a, Config{}, Options{Now: clk.now})
 			if err != nil {
@@ -210,7 +209,7 @@ func TestCache(t *testing.T) {
 				if s.ok != (err == nil) {
 					t.Fatalf("step %d: err = %v, want ok %v", i, err, s.ok)
 				}
-				if err != nil && !errors.Is(err, credential.ErrUnauthenticated) {
+				if err != nil && !errors.Is(err, principal.ErrUnauthenticated) {
 					t.Fatalf("step %d: err = %v", i, err)
 				}
 				if s.ok && p.ClientID != a.keys[s.key].ClientID {
@@ -227,11 +226,11 @@ func TestCache(t *testing.T) {
 // TestClientPrincipal: a client's principal read by its id is kept like a credential's, and a
 // change pushed for the client (a suspension, a feature removed) drops it at once.
 func TestClientPrincipal(t *testing.T) {
-	alice := identity.Principal{ClientID: "c-alice", KeyID: "k1", Status: identity.StatusActive, Features: []string{"VERIFY"}}
+	alice := principal.Principal{ClientID: "c-alice", KeyID: "k1", Status: principal.StatusActive, Features: []string{"VERIFY"}}
 	suspend := func(c *Cache, a *accounts) {
 		a.mu.Lock()
 		p := a.keys["key-a"]
-		p.Status = identity.StatusSuspended
+		p.Status = principal.StatusSuspended
 		a.keys["key-a"] = p
 		a.mu.Unlock()
 		c.Invalidate("c-alice")
@@ -242,37 +241,37 @@ func TestClientPrincipal(t *testing.T) {
 		do       func(c *Cache, a *accounts)
 		clientID string
 		asked    int
-		want     identity.Status // "" for not found
+		want     principal.Status // "" for not found
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
 		{"without a stream every read asks", []step{
-			{nothing, "c-alice", 1, identity.StatusActive},
-			{nothing, "c-alice", 2, identity.StatusActive},
+			{nothing, "c-alice", 1, principal.StatusActive},
+			{nothing, "c-alice", 2, principal.StatusActive},
 		}},
 		{"a started stream serves the second read", []step{
-			{started, "c-alice", 1, identity.StatusActive},
-			{nothing, "c-alice", 1, identity.StatusActive},
+			{started, "c-alice", 1, principal.StatusActive},
+			{nothing, "c-alice", 1, principal.StatusActive},
 		}},
 		{"a suspension pushed applies to the next read", []step{
-			{started, "c-alice", 1, identity.StatusActive},
-			{suspend, "c-alice", 2, identity.StatusSuspended},
-			{nothing, "c-alice", 2, identity.StatusSuspended},
+			{started, "c-alice", 1, principal.StatusActive},
+			{suspend, "c-alice", 2, principal.StatusSuspended},
+			{nothing, "c-alice", 2, principal.StatusSuspended},
 		}},
 		{"an unknown client is not kept", []step{
 			{started, "c-nobody", 1, ""},
 			{nothing, "c-nobody", 2, ""},
 		}},
 		{"a stopped stream asks", []step{
-			{started, "c-alice", 1, identity.StatusActive},
-			{func(c *Cache, _ *accounts) { c.Stopped() }, "c-alice", 2, identity.StatusActive},
+			{started, "c-alice", 1, principal.StatusActive},
+			{func(c *Cache, _ *accounts) { c.Stopped() }, "c-alice", 2, principal.StatusActive},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &accounts{keys: map[string]identity.Principal{"key-a": alice}}
+			a := &accounts{keys: map[string]principal.Principal{"key-a": alice}}
 			c, err := New(a, Config{}, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -293,13 +292,13 @@ func TestClientPrincipal(t *testing.T) {
 		})
 	}
 	// A client id is not an API key: the same text authenticates nothing.
-	a := &accounts{keys: map[string]identity.Principal{"key-a": alice}}
+	a := &accounts{keys: map[string]principal.Principal{"key-a": alice}}
 	c, _ := New(a, Config{}, Options{})
 	c.Started(beat)
 	if _, err := c.ClientPrincipal(context.Background(), "c-alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AuthenticateAPIKey(context.Background(), "c-alice", ""); !errors.Is(err, credential.ErrUnauthenticated) {
+	if _, err := c.AuthenticateAPIKey(context.Background(), "c-alice", ""); !errors.Is(err, principal.ErrUnauthenticated) {
 		t.Fatalf("a client id as an API key: %v", err)
 	}
 }
@@ -307,9 +306,9 @@ func TestClientPrincipal(t *testing.T) {
 // TestBounds: the entries stay within Size, a negative Size turns the cache off, and API keys
 // and SDK tokens with the same text are different entries.
 func TestBounds(t *testing.T) {
-	a := &accounts{keys: map[string]identity.Principal{}}
+	a := &accounts{keys: map[string]principal.Principal{}}
 	for i := range 50 {
-		a.keys[string(rune('A'+i))] = identity.Principal{ClientID: "c"}
+		a.keys[string(rune('A'+i))] = principal.Principal{ClientID: "c"}
 	}
 	c, err := New(a, Config{Size: 10}, Options{})
 	if err != nil {
@@ -360,7 +359,7 @@ func TestBounds(t *testing.T) {
 // BenchmarkHit is the cost of a call the cache serves: every REST request through the gateway
 // and most calls to verification and connect pay it.
 func BenchmarkHit(b *testing.B) {
-	a := &accounts{keys: map[string]identity.Principal{"key-a": {ClientID: "c-alice", KeyID: "k1", Status: identity.StatusActive}}}
+	a := &accounts{keys: map[string]principal.Principal{"key-a": {ClientID: "c-alice", KeyID: "k1", Status: principal.StatusActive}}}
 	c, err := New(a, Config{}, Options{})
 	if err != nil {
 		b.Fatal(err)

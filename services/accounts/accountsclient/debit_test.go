@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/apierr"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"

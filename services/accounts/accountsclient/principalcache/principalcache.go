@@ -25,8 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/credential"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // Defaults.
@@ -36,13 +35,13 @@ const (
 )
 
 // Authenticator is what the cache sits in front of (accountsclient.Client); the Cache is one
-// too (auth.Authenticator).
+// too (principal.Authenticator).
 type Authenticator interface {
-	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error)
-	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (identity.Principal, error)
+	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error)
+	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (principal.Principal, error)
 	// ClientPrincipal reads a client's principal by its id, with no credential (the caller holds
 	// a grant of the client's, like the CAMARA facade's access tokens).
-	ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error)
+	ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error)
 }
 
 // Config is a Cache's configuration.
@@ -80,7 +79,7 @@ type Options struct {
 }
 
 type entry struct {
-	p identity.Principal
+	p principal.Principal
 	// until is when the entry stops being served: MaxAge after the question was asked, or the
 	// credential's own end when sooner.
 	until time.Time
@@ -150,21 +149,21 @@ func (c *Cache) evicted(fp [32]byte, e entry) {
 // watch accounts.
 func (c *Cache) Enabled() bool { return !c.off }
 
-// AuthenticateAPIKey implements auth.Authenticator.
-func (c *Cache) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
+// AuthenticateAPIKey implements principal.Authenticator.
+func (c *Cache) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
 	return c.authenticate(ctx, 'k', apiKey, clientID, c.next.AuthenticateAPIKey)
 }
 
-// AuthenticateSDKToken implements auth.Authenticator.
-func (c *Cache) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+// AuthenticateSDKToken implements principal.Authenticator.
+func (c *Cache) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	return c.authenticate(ctx, 't', token, clientID, c.next.AuthenticateSDKToken)
 }
 
 // ClientPrincipal reads a client's principal by its id: kept like a credential's, and dropped
 // with the client's other entries when accounts pushes a change of it, so a suspension or a
 // feature removed applies within the stream's bound.
-func (c *Cache) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
-	return c.authenticate(ctx, 'c', clientID, clientID, func(ctx context.Context, _, clientID string) (identity.Principal, error) {
+func (c *Cache) ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error) {
+	return c.authenticate(ctx, 'c', clientID, clientID, func(ctx context.Context, _, clientID string) (principal.Principal, error) {
 		return c.next.ClientPrincipal(ctx, clientID)
 	})
 }
@@ -178,9 +177,9 @@ func (c *Cache) fingerprint(kind byte, secret string) [32]byte {
 	return fp
 }
 
-type askFunc func(ctx context.Context, secret, clientID string) (identity.Principal, error)
+type askFunc func(ctx context.Context, secret, clientID string) (principal.Principal, error)
 
-func (c *Cache) authenticate(ctx context.Context, kind byte, secret, clientID string, ask askFunc) (identity.Principal, error) {
+func (c *Cache) authenticate(ctx context.Context, kind byte, secret, clientID string, ask askFunc) (principal.Principal, error) {
 	if c.off {
 		return ask(ctx, secret, clientID)
 	}
@@ -200,7 +199,7 @@ func (c *Cache) authenticate(ctx context.Context, kind byte, secret, clientID st
 				c.m.lookups.WithLabelValues("hit").Inc()
 				// As accounts would answer: the credential names its client; another is refused.
 				if (clientID != "" || kind == 't') && clientID != e.p.ClientID {
-					return identity.Principal{}, credential.ErrUnauthenticated
+					return principal.Principal{}, principal.ErrUnauthenticated
 				}
 				return e.p, nil
 			}

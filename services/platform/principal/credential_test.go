@@ -1,11 +1,11 @@
-package credential_test
+package principal_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func TestParseClientID(t *testing.T) {
@@ -39,7 +39,7 @@ func TestParseClientID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := credential.ParseClientID(tt.in)
+			got, ok := principal.ParseClientID(tt.in)
 			if ok != tt.wantOK || got != tt.want {
 				t.Errorf("ParseClientID(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 			}
@@ -48,9 +48,9 @@ func TestParseClientID(t *testing.T) {
 }
 
 func TestWellFormedCredentials(t *testing.T) {
-	apiKey := crypto.NewToken(credential.APIKeyPrefix)
-	sdkToken := crypto.NewToken(credential.SDKTokenPrefix)
-	secret := crypto.NewToken(credential.ClientSecretPrefix)
+	apiKey := crypto.NewToken(principal.APIKeyPrefix)
+	sdkToken := crypto.NewToken(principal.SDKTokenPrefix)
+	secret := crypto.NewToken(principal.ClientSecretPrefix)
 	tests := []struct {
 		name                string
 		s                   string
@@ -64,13 +64,13 @@ func TestWellFormedCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := credential.WellFormedAPIKey(tt.s); got != tt.api {
+			if got := principal.WellFormedAPIKey(tt.s); got != tt.api {
 				t.Errorf("WellFormedAPIKey = %v, want %v", got, tt.api)
 			}
-			if got := credential.WellFormedSDKToken(tt.s); got != tt.sdk {
+			if got := principal.WellFormedSDKToken(tt.s); got != tt.sdk {
 				t.Errorf("WellFormedSDKToken = %v, want %v", got, tt.sdk)
 			}
-			if got := credential.WellFormedClientSecret(tt.s); got != tt.clientSec {
+			if got := principal.WellFormedClientSecret(tt.s); got != tt.clientSec {
 				t.Errorf("WellFormedClientSecret = %v, want %v", got, tt.clientSec)
 			}
 		})

@@ -1,4 +1,4 @@
-package edgeauth_test
+package callerauth_test
 
 import (
 	"context"
@@ -14,8 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/mnvhq/mnv/gateway/internal/edgeauth"
-	"github.com/mnvhq/mnv/gateway/internal/headerauth"
+	"github.com/mnvhq/mnv/gateway/internal/callerauth"
 	"github.com/mnvhq/mnv/gateway/internal/middleware"
 	// The services' protos declare the rules the routes are read from.
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -23,9 +22,8 @@ import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
 	"github.com/mnvhq/mnv/services/platform/auth"
-	"github.com/mnvhq/mnv/services/platform/credential"
 	"github.com/mnvhq/mnv/services/platform/crypto"
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 // cache stands for the gateway's principal cache: a fixed answer, and what it was asked and
@@ -33,42 +31,40 @@ import (
 // services' belief in the assertion are tested over real sockets (tests/principals,
 // tests/gateway).
 type cache struct {
-	p      identity.Principal
+	p      principal.Principal
 	err    error
 	asked  []string
 	forgot []string
 }
 
-func (c *cache) AuthenticateAPIKey(_ context.Context, key, clientID string) (identity.Principal, error) {
+func (c *cache) AuthenticateAPIKey(_ context.Context, key, clientID string) (principal.Principal, error) {
 	c.asked = append(c.asked, "key "+key+" "+clientID)
 	return c.p, c.err
 }
 
-func (c *cache) AuthenticateSDKToken(_ context.Context, token, clientID string) (identity.Principal, error) {
+func (c *cache) AuthenticateSDKToken(_ context.Context, token, clientID string) (principal.Principal, error) {
 	c.asked = append(c.asked, "token "+token+" "+clientID)
 	return c.p, c.err
 }
 
 func (c *cache) Forget(clientID string) { c.forgot = append(c.forgot, clientID) }
 
-const clientID = "0f8fad5b-d9cb-469f-a165-70867728950e"
-
 // TestMiddleware serves a few real routes of the API through a grpc-gateway mux with the
 // gateway's header rules, and checks what reaches the service and what the cache is told.
 func TestMiddleware(t *testing.T) {
-	key := crypto.NewToken(credential.APIKeyPrefix)
-	token := crypto.NewToken(credential.SDKTokenPrefix)
-	member := identity.Principal{ClientID: clientID, KeyID: "k1", Role: identity.RoleMember, Status: identity.StatusActive, Operators: identity.DefaultOperators()}
-	sdk := identity.Principal{ClientID: clientID, SDKTokenID: "t1", Status: identity.StatusActive, Operators: identity.DefaultOperators()}
+	key := crypto.NewToken(principal.APIKeyPrefix)
+	token := crypto.NewToken(principal.SDKTokenPrefix)
+	member := principal.Principal{ClientID: clientID, KeyID: "k1", Role: principal.RoleMember, Status: principal.StatusActive, Operators: principal.DefaultOperators()}
+	sdk := principal.Principal{ClientID: clientID, SDKTokenID: "t1", Status: principal.StatusActive, Operators: principal.DefaultOperators()}
 	tests := []struct {
 		name           string
 		method, path   string
 		headers        map[string]string
-		p              identity.Principal
+		p              principal.Principal
 		err            error
 		wantStatus     int
 		wantAsked      []string
-		wantAssertion  *identity.Principal // nil: none reaches the service
+		wantAssertion  *principal.Principal // nil: none reaches the service
 		wantForgot     []string
 		serviceReached bool
 	}{
@@ -82,9 +78,9 @@ func TestMiddleware(t *testing.T) {
 			200, []string{"key " + key + " " + clientID}, &member, nil, true},
 		{"a write to accounts forgets the client's principals", "DELETE", "/v1/api/me/api-keys/k2", map[string]string{"X-Api-Key": key}, member, nil,
 			200, []string{"key " + key + " "}, &member, []string{clientID}, true},
-		{"a refused key is 401 here, the service not called", "GET", "/v1/api/me", map[string]string{"X-Api-Key": key}, identity.Principal{}, credential.ErrUnauthenticated,
+		{"a refused key is 401 here, the service not called", "GET", "/v1/api/me", map[string]string{"X-Api-Key": key}, principal.Principal{}, principal.ErrUnauthenticated,
 			401, []string{"key " + key + " "}, nil, nil, false},
-		{"accounts away: the service decides, unasserted", "GET", "/v1/api/me", map[string]string{"X-Api-Key": key}, identity.Principal{}, errors.New("unavailable"),
+		{"accounts away: the service decides, unasserted", "GET", "/v1/api/me", map[string]string{"X-Api-Key": key}, principal.Principal{}, errors.New("unavailable"),
 			200, []string{"key " + key + " "}, nil, nil, true},
 		{"a malformed key never reaches the cache", "GET", "/v1/api/me", map[string]string{"X-Api-Key": "mnv_short"}, member, nil,
 			401, nil, nil, nil, false},
@@ -94,14 +90,13 @@ func TestMiddleware(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &cache{p: tt.p, err: tt.err}
-			rules, err := headerauth.NewRules(openapigen.Routes)
+			edge, err := callerauth.New(c, openapigen.Routes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			edge := edgeauth.New(c, rules, openapigen.Routes)
 			mux := runtime.NewServeMux(
-				runtime.WithMiddlewares(middleware.RouteMiddleware(), rules.Middleware(), edge.Middleware()),
-				runtime.WithMetadata(edgeauth.Metadata),
+				runtime.WithMiddlewares(middleware.RouteMiddleware(), edge.Middleware()),
+				runtime.WithMetadata(callerauth.Metadata),
 				runtime.WithForwardResponseOption(edge.ForgetWritten),
 			)
 			var (
@@ -136,7 +131,7 @@ func TestMiddleware(t *testing.T) {
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status %d %s, want %d", w.Code, body, tt.wantStatus)
 			}
-			if tt.wantStatus == 401 && tt.err != nil && !strings.Contains(string(body), credential.ErrUnauthenticated.Error()) {
+			if tt.wantStatus == 401 && tt.err != nil && !strings.Contains(string(body), principal.ErrUnauthenticated.Error()) {
 				t.Errorf("401 says %s, want the services' message", body)
 			}
 			if reached != tt.serviceReached {

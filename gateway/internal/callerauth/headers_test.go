@@ -1,4 +1,4 @@
-package headerauth_test
+package callerauth_test
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
-	"github.com/mnvhq/mnv/gateway/internal/headerauth"
+	"github.com/mnvhq/mnv/gateway/internal/callerauth"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 	openapigen "github.com/mnvhq/mnv/proto/gen/openapi"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
 )
 
@@ -32,17 +33,17 @@ const clientID = "8a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 // The header rules (docs/api-decisions.md#credentials), as EdgeOf derives them.
 var (
-	keyAndClient = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDRequired}
-	keyOnly      = rpcrule.Edge{Credential: rpcrule.APIKeyHeader, ClientID: rpcrule.ClientIDOptional}
-	bootstrap    = rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDRequired}
-	sdkSession   = rpcrule.Edge{Credential: rpcrule.SDKTokenHeader, ClientID: rpcrule.ClientIDRequired}
-	public       = rpcrule.Edge{Credential: rpcrule.NoCredential, ClientID: rpcrule.ClientIDDropped}
+	keyAndClient = rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}
+	keyOnly      = rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}
+	bootstrap    = rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDRequired}
+	sdkSession   = rpcrule.Edge{Credential: principal.SDKToken, ClientID: rpcrule.ClientIDRequired}
+	public       = rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDDropped}
 )
 
 // TestRules: the routes get the header rules of docs/api-decisions.md#credentials, from their RPCs'
 // declarations.
 func TestRules(t *testing.T) {
-	rs, err := headerauth.NewRules(openapigen.Routes)
+	rs, err := callerauth.New(nil, openapigen.Routes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestRules(t *testing.T) {
 			t.Errorf("%s %s = %+v, %v; want %+v", tt.method, tt.pattern, got, ok, tt.want)
 		}
 	}
-	if _, err := headerauth.NewRules([]openapigen.Route{{Method: "GET", Pattern: "/x", RPC: "/mnv.accounts.v1.AccountsService/Nope"}}); err == nil {
+	if _, err := callerauth.New(nil, []openapigen.Route{{Method: "GET", Pattern: "/x", RPC: "/mnv.accounts.v1.AccountsService/Nope"}}); err == nil {
 		t.Error("a route to an RPC without a rule was accepted")
 	}
 }
@@ -80,14 +81,14 @@ func TestRules(t *testing.T) {
 // middleware looks rules up by that pattern, so a route the table wrote differently would be
 // refused.
 func TestEveryMuxRouteHasARule(t *testing.T) {
-	rs, err := headerauth.NewRules(openapigen.Routes)
+	rs, err := callerauth.New(nil, openapigen.Routes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var matched string
 	mux := runtime.NewServeMux(runtime.WithMiddlewares(func(next runtime.HandlerFunc) runtime.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-			matched = headerauth.RoutePattern(r.Context())
+			matched = callerauth.RoutePattern(r.Context())
 			if _, ok := rs.Edge(r.Method, matched); !ok {
 				w.WriteHeader(http.StatusTeapot)
 			}
@@ -187,7 +188,7 @@ func TestCheck(t *testing.T) {
 					h.Add(k, v)
 				}
 			}
-			if got := headerauth.Check(tt.edge, h); !slices.Equal(got, tt.want) {
+			if _, got := callerauth.Check(tt.edge, h); !slices.Equal(got, tt.want) {
 				t.Fatalf("Check = %q, want %q", got, tt.want)
 			}
 			for _, g := range tt.gone {
@@ -209,7 +210,7 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, apiKey, client, sdk string) {
 		for _, edge := range []rpcrule.Edge{keyAndClient, keyOnly, bootstrap, sdkSession} {
 			h := http.Header{"X-Api-Key": {apiKey}, "X-Client-Id": {client}, "X-Sdk-Token": {sdk}}
-			if len(headerauth.Check(edge, h)) > 0 {
+			if _, problems := callerauth.Check(edge, h); len(problems) > 0 {
 				continue
 			}
 			for _, v := range []string{h.Get("X-Api-Key"), h.Get("X-Client-Id"), h.Get("X-Sdk-Token")} {
@@ -221,10 +222,39 @@ func FuzzCheck(f *testing.F) {
 	})
 }
 
+// TestCheckGivesTheCredential: what Check lets through is the route's credential and the client
+// id in its canonical form, parsed there once for the request; a route that takes no client
+// credential gives none.
+func TestCheckGivesTheCredential(t *testing.T) {
+	tests := []struct {
+		name string
+		edge rpcrule.Edge
+		h    http.Header
+		want callerauth.Credential
+	}{
+		{"key and upper-case client id", keyAndClient, http.Header{"X-Api-Key": {key}, "X-Client-Id": {strings.ToUpper(clientID)}},
+			callerauth.Credential{Kind: principal.APIKey, Secret: key, ClientID: clientID}},
+		{"me: key alone", keyOnly, http.Header{"X-Api-Key": {key}}, callerauth.Credential{Kind: principal.APIKey, Secret: key}},
+		{"session", sdkSession, http.Header{"X-Sdk-Token": {token}, "X-Client-Id": {clientID}},
+			callerauth.Credential{Kind: principal.SDKToken, Secret: token, ClientID: clientID}},
+		{"bootstrap: the client id, no credential", bootstrap, http.Header{"X-Client-Id": {clientID}, "X-Api-Key": {key}},
+			callerauth.Credential{ClientID: clientID}},
+		{"public: nothing", public, http.Header{"X-Client-Id": {clientID}, "X-Api-Key": {key}}, callerauth.Credential{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, problems := callerauth.Check(tt.edge, tt.h)
+			if len(problems) > 0 || got != tt.want {
+				t.Errorf("Check = %+v, %q; want %+v", got, problems, tt.want)
+			}
+		})
+	}
+}
+
 // TestCheckIdempotencyKey: where the RPC honours the header, a key is exactly one key of the
 // services' grammar or the request is 400 naming the header; elsewhere the header is dropped.
 func TestCheckIdempotencyKey(t *testing.T) {
-	rs, err := headerauth.NewRules(openapigen.Routes)
+	rs, err := callerauth.New(nil, openapigen.Routes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +297,7 @@ func TestCheckIdempotencyKey(t *testing.T) {
 			for _, k := range tt.keys {
 				h.Add("Idempotency-Key", k)
 			}
-			bad := headerauth.CheckIdempotencyKey(tt.honoured, h)
+			bad := callerauth.CheckIdempotencyKey(tt.honoured, h)
 			switch {
 			case tt.want == "" && bad != nil:
 				t.Fatalf("refused: %+v", bad)

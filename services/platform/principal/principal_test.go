@@ -1,13 +1,13 @@
-package identity_test
+package principal_test
 
 import (
 	"testing"
 
-	"github.com/mnvhq/mnv/services/platform/identity"
+	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
 func TestPrincipalHas(t *testing.T) {
-	p := identity.Principal{Features: []string{"VERIFY", "SANDBOX"}}
+	p := principal.Principal{Features: []string{"VERIFY", "SANDBOX"}}
 	tests := []struct {
 		feature string
 		want    bool

@@ -1,6 +1,9 @@
-// Package accountsclient is how the other services use accounts: it authenticates callers
-// (an auth.Authenticator over AccountsInternalService) and is their money.Ledger, turning the
-// reason of accounts' answer back into the value accounts' rules returned.
+// Package accountsclient is how the other processes use accounts: it authenticates callers (a
+// principal.Authenticator over AccountsInternalService, with the principal cache of
+// accountsclient/principalcache in front) and is their money.Ledger, turning the reason of
+// accounts' answer back into the value accounts' rules returned. It is accounts', in a module of
+// its own that depends on nothing of accounts but its generated contract: the gateway and the
+// other services build with it and without accounts' module (and its database driver).
 package accountsclient
 
 import (
@@ -20,15 +23,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient/principalcache"
 	"github.com/mnvhq/mnv/services/platform/apierr"
-	"github.com/mnvhq/mnv/services/platform/credential"
+	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
-	"github.com/mnvhq/mnv/services/platform/identity"
 	"github.com/mnvhq/mnv/services/platform/money"
-	"github.com/mnvhq/mnv/services/platform/principalcache"
-	"github.com/mnvhq/mnv/services/platform/principalpb"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -110,57 +112,57 @@ func Dial(addr string, o grpcclient.Options) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// AuthenticateAPIKey implements auth.Authenticator.
-func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (identity.Principal, error) {
+// AuthenticateAPIKey implements principal.Authenticator.
+func (c *Client) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.Authenticate(ctx, &accountsv1.AuthenticateRequest{ApiKey: apiKey, ClientId: clientID})
 	if err != nil {
-		return identity.Principal{}, authErr(err)
+		return principal.Principal{}, authErr(err)
 	}
-	return principalpb.FromProto(resp.GetPrincipal()), nil
+	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
-// AuthenticateSDKToken implements auth.Authenticator.
-func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (identity.Principal, error) {
+// AuthenticateSDKToken implements principal.Authenticator.
+func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.AuthenticateSdkToken(ctx, &accountsv1.AuthenticateSdkTokenRequest{SdkToken: token, ClientId: clientID})
 	if err != nil {
-		return identity.Principal{}, authErr(err)
+		return principal.Principal{}, authErr(err)
 	}
-	return principalpb.FromProto(resp.GetPrincipal()), nil
+	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
 // AuthenticateClientSecret resolves a client id and its client secret to the client's principal
-// (credential.ErrUnauthenticated for an unknown client or a wrong secret).
-func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (identity.Principal, error) {
+// (principal.ErrUnauthenticated for an unknown client or a wrong secret).
+func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.AuthenticateClientSecret(ctx, &accountsv1.AuthenticateClientSecretRequest{ClientId: clientID, ClientSecret: secret})
 	if err != nil {
-		return identity.Principal{}, authErr(err)
+		return principal.Principal{}, authErr(err)
 	}
-	return principalpb.FromProto(resp.GetPrincipal()), nil
+	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
 // ClientPrincipal reads a client's principal by its id, for a caller that holds a grant of the
 // client's made earlier (the CAMARA facade's access tokens): fault.ErrNotFound for an unknown
 // client, fault.ErrUnavailable when accounts does not answer.
-func (c *Client) ClientPrincipal(ctx context.Context, clientID string) (identity.Principal, error) {
+func (c *Client) ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error) {
 	c.awaitConn(ctx)
 	resp, err := c.internal.GetClientPrincipal(ctx, &accountsv1.GetClientPrincipalRequest{ClientId: clientID})
 	switch status.Code(err) {
 	case codes.OK:
-		return principalpb.FromProto(resp.GetPrincipal()), nil
+		return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 	case codes.NotFound, codes.InvalidArgument:
-		return identity.Principal{}, fault.ErrNotFound
+		return principal.Principal{}, fault.ErrNotFound
 	case codes.Unavailable, codes.DeadlineExceeded:
-		return identity.Principal{}, fmt.Errorf("%w: client principal: %w", fault.ErrUnavailable, err)
+		return principal.Principal{}, fmt.Errorf("%w: client principal: %w", fault.ErrUnavailable, err)
 	}
-	return identity.Principal{}, fmt.Errorf("client principal: %w", err)
+	return principal.Principal{}, fmt.Errorf("client principal: %w", err)
 }
 
 func authErr(err error) error {
 	if status.Code(err) == codes.Unauthenticated {
-		return credential.ErrUnauthenticated
+		return principal.ErrUnauthenticated
 	}
 	return fmt.Errorf("authenticate with accounts: %w", err)
 }

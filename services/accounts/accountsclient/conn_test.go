@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
-	"github.com/mnvhq/mnv/services/platform/accountsclient"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
 )
 

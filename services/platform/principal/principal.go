@@ -1,7 +1,10 @@
-// Package identity is who a client caller is — the principal the auth interceptor resolves from
-// a credential — apart from how it is resolved, so that the rules of every service can read it
-// without linking gRPC.
-package identity
+// Package principal is who calls: the kinds of credential and their shapes (Kind, the one table
+// of them), the principal a client credential resolves to, and that principal as it travels
+// between mnv's processes (mnv.principal.v1). Accounts issues and resolves credentials, the
+// gateway resolves each request's once and asserts the principal, and the services' guards
+// (platform/auth) believe the assertion or resolve the credential themselves; all of them read
+// this, and none links gRPC through it.
+package principal
 
 import (
 	"context"
@@ -44,6 +47,18 @@ type Principal struct {
 	// by itself (a rotated key's grace, an SDK token's lifetime); nil when it does not. A
 	// principal cache keeps the principal no longer.
 	ValidFor *time.Duration
+}
+
+// Kind is the kind of credential p was resolved from: the one of its ids that is set; 0 when
+// none or both are, which no principal accounts resolves has.
+func (p Principal) Kind() Kind {
+	switch {
+	case p.KeyID != "" && p.SDKTokenID == "":
+		return APIKey
+	case p.SDKTokenID != "" && p.KeyID == "":
+		return SDKToken
+	}
+	return 0
 }
 
 // Has reports whether the client has feature enabled.
