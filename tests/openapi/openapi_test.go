@@ -31,6 +31,7 @@ import (
 var suite *harness.Suite
 
 func TestMain(m *testing.M) {
+	harness.ExitIfShort("openapi")
 	s, err := harness.Start(context.Background(), harness.Options{Env: []string{"MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "openapi:", err)
