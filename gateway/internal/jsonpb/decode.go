@@ -155,7 +155,7 @@ const maxDepth = 10000
 // cost twice what the rest of the decoding does, on every request.
 func rejectDuplicates(data []byte) error {
 	s := dupScanner{data: data}
-	if err := s.value(0); err != errMalformed {
+	if err := s.value(0); !errors.Is(err, errMalformed) {
 		return err
 	}
 	return nil
