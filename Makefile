@@ -6,6 +6,10 @@ MAKEFLAGS += --no-print-directory
 
 # Every Go module of the workspace; `go test ./...` does not cross module boundaries.
 MODULES := proto/gen services/platform services/accounts services/accounts/accountsclient services/verification services/connect services/connect/connectclient gateway cmd tests deploy/k8s
+# Every module's packages as patterns for one go command from the root (go.work joins them).
+PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
+# e.g. GOLANGCI_FLAGS=--concurrency=1 on a busy machine.
+GOLANGCI_FLAGS ?=
 BIN := $(CURDIR)/bin
 PG_ENSURE := deploy/local/pg-ensure.sh
 REDIS_ENSURE := deploy/local/redis-ensure.sh
@@ -42,6 +46,12 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	$(MAKE) oidcclient-deps; \
 	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race -p $$testp ./...); done
 
+.PHONY: test-short
+# Without -count=1: these tests reach no server, so go's test cache (keyed on the code, the files
+# and the environment variables a test reads) may answer for an unchanged package.
+test-short: ## Run the fast tier: go test -short on every module, no PostgreSQL, Redis, browser or built binary (< 1 min)
+	go test -short $(PKGS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (FUZZTIME executions each, default 30000x)
 	@for f in $$(grep -rlE '^func Fuzz' --include='*_test.go' $(MODULES)); do \
@@ -72,6 +82,13 @@ $(BIN)/.tools: tools/go.mod tools/go.sum
 
 .PHONY: tools
 tools: $(BIN)/.tools ## Build the pinned buf, protoc plugins and oapi-codegen into bin/
+
+# golangci-lint has a module of its own: beside buf it would move both tools' shared
+# dependencies off the versions each release was tested with, and make generate need not build it.
+$(BIN)/.lint-tools: tools/lint/go.mod tools/lint/go.sum
+	@mkdir -p $(BIN)
+	GOWORK=off GOBIN=$(BIN) go -C tools/lint install tool
+	@touch $@
 
 .PHONY: generate
 generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
@@ -129,10 +146,12 @@ check-generated: generate ## Fail when the committed generated code is stale
 	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 .PHONY: lint
-lint: tools ## buf lint, gofmt, go vet
+lint: tools $(BIN)/.lint-tools ## buf lint, gofmt, go vet, and golangci-lint (.golangci.yml) over every module
 	$(BIN)/buf lint
 	@out=$$(gofmt -l $(MODULES) tools); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	@for m in $(MODULES); do (cd $$m && go vet ./...); done
+	@# One run over every module's packages (go.work joins them): the shared ones are analysed once.
+	$(BIN)/golangci-lint run $(GOLANGCI_FLAGS) $(PKGS)
 
 .PHONY: db-stop
 db-stop: ## Stop the private PostgreSQL cluster, if one was started

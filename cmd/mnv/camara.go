@@ -61,11 +61,11 @@ operators:
       clientAuth: client_secret_basic
       clientSecretFile: sandbox-camara.secret
 `, f.DiscoveryURL(), f.URL, sandboxCAMARAClient)
-	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err == nil {
-		err = os.WriteFile(registry, []byte(yaml), 0o600)
-	} else {
-		_ = f.Close()
-		return nil, err
+	for _, w := range []struct{ path, text string }{{secretFile, secret + "\n"}, {registry, yaml}} {
+		if err := os.WriteFile(w.path, []byte(w.text), 0o600); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
 	}
 	vcfg.OperatorsFile = registry
 	return f, nil

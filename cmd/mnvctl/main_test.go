@@ -164,8 +164,8 @@ func TestEnvOutputEvals(t *testing.T) {
 // TestAgainstAccounts drives a real accounts service in every output format. mnvctl is given
 // only a state folder, as make run leaves it: the address and the admin token come from there.
 func TestAgainstAccounts(t *testing.T) {
+	s := apptest.Start(t) // first: under -short it skips before the build
 	bin := build(t)
-	s := apptest.Start(t)
 	state := filepath.Join(t.TempDir(), "state")
 	if err := os.MkdirAll(filepath.Join(state, "secrets"), 0o700); err != nil {
 		t.Fatal(err)

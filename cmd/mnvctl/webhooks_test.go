@@ -17,8 +17,8 @@ import (
 // TestWebhooksAgainstConnect lists and disables a client's endpoint through a real connect
 // service, which it finds by MNV_CONNECT_ADDR, with the operator's token.
 func TestWebhooksAgainstConnect(t *testing.T) {
+	acc := apptest.Start(t) // first: under -short it skips before the build
 	bin := build(t)
-	acc := apptest.Start(t)
 	con := connecttest.Start(t, acc.Addr, authtest.ConnectToken, nil)
 	c := acc.CreateClient(t, 10)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", c.APIKey)

@@ -160,6 +160,9 @@ func setUp(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if testing.Short() {
+		t.Skip("browser: needs Chromium, PostgreSQL and make run; skipped under -short")
+	}
 	chromium := os.Getenv("MNV_CHROMIUM")
 	if chromium == "" {
 		// make test sets it; alone, the test finds (or installs) one the same way.

@@ -41,6 +41,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	harness.ExitIfShort("camara")
 	// The registry: the sandbox (header enrichment on loopback), and behind it an operator
 	// reached through its CAMARA API (the fake), whose devices come from 127.0.0.2 alone.
 	op, registry, err := startOperator()

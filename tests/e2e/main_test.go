@@ -28,6 +28,7 @@ var mainEnv = []string{
 }
 
 func TestMain(m *testing.M) {
+	harness.ExitIfShort("e2e")
 	s, err := harness.Start(context.Background(), harness.Options{Env: mainEnv})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

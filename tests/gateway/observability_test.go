@@ -247,7 +247,7 @@ func TestTracedRequest(t *testing.T) {
 		for _, s := range spans.Ended() {
 			line := s.Name()
 			for _, kv := range s.Attributes() {
-				line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+				line += " " + string(kv.Key) + "=" + kv.Value.String()
 			}
 			if strings.Contains(line, txID) || strings.Contains(line, "FOO123") {
 				t.Errorf("span %s", line)

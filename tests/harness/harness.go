@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/mnvhq/mnv/services/platform/auth"
@@ -63,6 +66,21 @@ type Options struct {
 	TLS bool
 }
 
+// ErrShort is BinDir's and Start's error under -short, the tier that builds no binary and has
+// no PostgreSQL.
+var ErrShort = errors.New("harness: no suite under -short")
+
+// ExitIfShort ends a test binary whose every test needs the suite its TestMain starts, when it
+// runs with -short: it prints why and exits 0 before anything is built or started. TestMain
+// calls it first; it parses the flags, which testing.Short needs and m.Run would parse later.
+func ExitIfShort(pkg string) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Printf("%s: every test needs the running suite (PostgreSQL, the built binaries); none run under -short\n", pkg)
+		os.Exit(0)
+	}
+}
+
 var (
 	buildOnce sync.Once
 	buildDir  string
@@ -72,6 +90,9 @@ var (
 // BinDir returns a folder with freshly built binaries: $MNV_BIN_DIR when set (make test builds
 // into bin/ first), else a temporary folder built once per process.
 func BinDir() (string, error) {
+	if pgtest.Short() {
+		return "", ErrShort
+	}
 	if d := os.Getenv("MNV_BIN_DIR"); d != "" {
 		return d, nil
 	}
@@ -94,7 +115,7 @@ func BinDir() (string, error) {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b), pkgs[b])
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", b, err, out)
+				buildErr = fmt.Errorf("go build %s: %w\n%s", b, err, out)
 				return
 			}
 		}

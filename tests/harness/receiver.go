@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mnvhq/mnv/services/platform/pgtest"
 )
 
 // ReceiverDir is the reference webhook receiver (Node.js, the standardwebhooks npm library),
@@ -110,7 +112,7 @@ func ReceiverDeps() error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock the receiver's install: %w", err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }() // closing the file unlocks it too
 	cmd := exec.Command("make", "-C", root, "receiver-deps")
 	// A make above us (make test) must not hand its job server or flags to this one.
 	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
@@ -133,8 +135,13 @@ func StartReceiver(t testing.TB) *Receiver {
 	return r
 }
 
-// NewReceiver starts a receiver; the caller stops it with Stop.
+// NewReceiver starts a receiver; the caller stops it with Stop. Under -short (no Node.js) it
+// skips t.
 func NewReceiver(t testing.TB) (*Receiver, error) {
+	t.Helper()
+	if pgtest.Short() {
+		t.Skip("harness: the webhook receiver needs Node.js; skipped under -short")
+	}
 	if err := ReceiverDeps(); err != nil {
 		return nil, err
 	}

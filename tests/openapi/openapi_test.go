@@ -33,6 +33,7 @@ var suite *harness.Suite
 // TestMain starts the suite without rate limits: the bounds test sends hundreds of requests
 // with one key, and none of these tests is about the limits (tests/e2e is).
 func TestMain(m *testing.M) {
+	harness.ExitIfShort("openapi")
 	s, err := harness.Start(context.Background(), harness.Options{Env: []string{"MNV_IP_RATE=0", "MNV_AUTH_FAILURE_RATE=0", "MNV_CLIENT_RATE=0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "openapi:", err)

@@ -44,6 +44,10 @@ func TestReadmeRuns(t *testing.T) {
 		t.Fatalf("README.md has %d runnable shell blocks; the walk-through should have many more", runnable)
 	}
 
+	// The blocks above are checked under -short too; running them needs PostgreSQL and make run.
+	if testing.Short() {
+		t.Skip("readme: running the walk-through needs PostgreSQL and make run; skipped under -short")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dbURL, drop, err := pgtest.CreateDatabase(ctx)

@@ -204,6 +204,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 	id := base64.RawURLEncoding.EncodeToString(b)
 	sess := &session{seen: now, transactions: map[string]string{}}
 	s.sessions[id] = sess
+	//nolint:gosec // G124: Secure when served over TLS; the demo site is plain HTTP on loopback
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
 	return sess

@@ -40,7 +40,7 @@ const maxDepth = 10000
 // looking at what the values are. Unmarshal does the same in the scan that checks the values.
 func rejectDuplicates(data []byte) error {
 	s := scanner{data: data}
-	if err := s.value(0, slot{}); err != errMalformed {
+	if err := s.value(0, slot{}); !errors.Is(err, errMalformed) {
 		return err
 	}
 	return nil

@@ -73,7 +73,7 @@ func referenceDuplicates(data []byte) error {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil
+			return nil //nolint:nilerr // the end of the input: no duplicate (the error reports one)
 		}
 		switch t := tok.(type) {
 		case json.Delim:

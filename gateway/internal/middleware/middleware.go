@@ -60,7 +60,7 @@ func Recover(log *zap.Logger) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
 				if p := recover(); p != nil {
-					if p == http.ErrAbortHandler {
+					if p == http.ErrAbortHandler { //nolint:errorlint // p is a recovered value, compared as net/http documents
 						panic(p)
 					}
 					log.Error("panic in HTTP handler", zap.Any("panic", p), logging.Request(r.Context()), zap.Stack("stack"))

@@ -45,7 +45,7 @@ func Output(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command(p).Output()
+	out, err := exec.Command(p).Output() //nolint:gosec // G204: a script of the checkout, named by the caller (developer tools)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -3,6 +3,9 @@
 // The server is $DATABASE_URL when set; otherwise deploy/local/pg-ensure.sh finds or starts one
 // (the local server, or a private throwaway cluster), so `go test` works in any module of the
 // workspace on a fresh machine. Each database is created empty and dropped at the end.
+//
+// Under `go test -short` (make test-short, the tier that needs no server) it reaches no server
+// and starts none: NewDatabase skips its test, and ServerURL returns ErrShort.
 package pgtest
 
 import (
@@ -10,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -29,8 +33,22 @@ var (
 	serverErr  error
 )
 
+// ErrShort is ServerURL's error under -short.
+var ErrShort = errors.New("pgtest: no PostgreSQL under -short")
+
+// Short reports whether this is a test binary run with -short. It is false before the flags
+// are parsed (a TestMain that has not called flag.Parse) and outside tests (make bench), where
+// testing.Short would panic.
+func Short() bool {
+	return testing.Testing() && flag.Parsed() && testing.Short()
+}
+
 // ServerURL returns the URL of the server the tests use.
 func ServerURL() (string, error) {
+	if Short() {
+		// Not even $DATABASE_URL: the short tier must pass with no server at all.
+		return "", ErrShort
+	}
 	serverOnce.Do(func() {
 		if u := os.Getenv("DATABASE_URL"); u != "" {
 			serverURL = u
@@ -82,6 +100,9 @@ func CreateDatabase(ctx context.Context) (string, func(), error) {
 // NewDatabase creates an empty database for t and drops it when t ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	if Short() {
+		t.Skip("pgtest: needs PostgreSQL; skipped under -short")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	u, drop, err := CreateDatabase(ctx)

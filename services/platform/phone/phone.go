@@ -90,7 +90,7 @@ func parseAsWritten(s string) (Number, bool) {
 		if err != nil {
 			return Number{}, false
 		}
-		n := &phonenumbers.PhoneNumber{CountryCode: proto.Int32(int32(cc)), NationalNumber: proto.Uint64(nn)}
+		n := &phonenumbers.PhoneNumber{CountryCode: proto.Int32(int32(cc)), NationalNumber: proto.Uint64(nn)} //nolint:gosec // G109: cc has at most 3 digits
 		if !phonenumbers.IsValidNumber(n) {
 			return Number{}, false
 		}

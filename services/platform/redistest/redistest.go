@@ -2,13 +2,15 @@
 //
 // deploy/local/redis-ensure.sh decides which server: $MNV_TEST_REDIS_URL or $MNV_REDIS_URL when
 // set, else the local server, else a private throwaway one it starts; so `go test` works in
-// any module of the workspace on a fresh machine, as pgtest does for PostgreSQL.
+// any module of the workspace on a fresh machine, as pgtest does for PostgreSQL. Under -short it
+// reaches no server and starts none: URL skips its test.
 package redistest
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -22,8 +24,19 @@ var (
 	serverErr  error
 )
 
+// ErrShort is ServerURL's error under -short.
+var ErrShort = errors.New("redistest: no Redis under -short")
+
+// short is pgtest.Short, kept here so redistest does not pull pgx into the tests that use it.
+func short() bool {
+	return testing.Testing() && flag.Parsed() && testing.Short()
+}
+
 // ServerURL returns the URL of the server the tests use.
 func ServerURL() (string, error) {
+	if short() {
+		return "", ErrShort
+	}
 	serverOnce.Do(func() {
 		serverURL, serverErr = findup.Output(filepath.Join("deploy", "local", "redis-ensure.sh"))
 		if errors.Is(serverErr, findup.ErrNotFound) {
@@ -36,6 +49,9 @@ func ServerURL() (string, error) {
 // URL returns the server's URL, or fails t.
 func URL(t testing.TB) string {
 	t.Helper()
+	if short() {
+		t.Skip("redistest: needs Redis; skipped under -short")
+	}
 	u, err := ServerURL()
 	if err != nil {
 		t.Fatalf("redistest: %v", err)

@@ -385,7 +385,7 @@ func (r *Reader) readError(err error) error {
 		se *sourceError
 	)
 	switch {
-	case err == io.EOF, errors.Is(err, ErrNotCSV):
+	case errors.Is(err, io.EOF), errors.Is(err, ErrNotCSV):
 		return err
 	case errors.As(err, &se):
 		return fmt.Errorf("csvimport: reading the file: %w", se.err)

@@ -47,7 +47,7 @@ func Backoff(attempt int, base, max time.Duration, rnd *rand.Rand) time.Duration
 	if rnd != nil {
 		r = rnd.Int64N(span)
 	} else {
-		r = rand.Int64N(span)
+		r = rand.Int64N(span) //nolint:gosec // G404: jitter, not a secret
 	}
 	return half + time.Duration(r)
 }

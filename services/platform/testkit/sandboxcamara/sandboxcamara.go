@@ -238,7 +238,7 @@ func (f *Fake) authorize(w http.ResponseWriter, r *http.Request) {
 			v[k] = vs
 		}
 		u.RawQuery = v.Encode()
-		http.Redirect(w, r, u.String(), http.StatusFound)
+		http.Redirect(w, r, u.String(), http.StatusFound) //nolint:gosec // G710: a registered redirect_uri, checked above
 	}
 	scopes := strings.Fields(q.Get("scope"))
 	switch {

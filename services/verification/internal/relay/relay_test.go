@@ -239,7 +239,8 @@ func runRelay(t *testing.T, c relay.Connect, forward relay.Forwarder) (pool *pgx
 	q.AddQueue(relay.Queue, 1)
 	q.AddQueue(outbox.Queue, 1)
 	done := make(chan error, 1)
-	go func() { done <- q.Run(ctx, time.Second) }()
+	run := q.Run // not q itself: the return below assigns the named result the goroutine would read
+	go func() { done <- run(ctx, time.Second) }()
 	return pool, q, func() {
 		cancel()
 		if err := <-done; err != nil {

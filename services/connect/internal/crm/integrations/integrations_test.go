@@ -190,7 +190,7 @@ func TestCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, shown := range []string{fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", c.Integration), fmt.Sprintf("%s", got.APIKeySealed)} {
+			for _, shown := range []string{fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", c.Integration), string(got.APIKeySealed)} {
 				if strings.Contains(shown, c.SigningSecret) || strings.Contains(shown, c.WebhookSecret) || req.APIKey != "" && strings.Contains(shown, req.APIKey) {
 					t.Errorf("a secret in clear in what is returned: %s", shown)
 				}
