@@ -64,7 +64,7 @@ func TestGeneratedClientWalksTheMainFlows(t *testing.T) {
 	if err := role.FromRole(apiclient.MEMBER); err != nil {
 		t.Fatal(err)
 	}
-	idem := apiclient.IdempotencyKey("walk-" + c.ID)
+	idem := "walk-" + c.ID
 	created, err := me.CreateApiKeyWithResponse(ctx, &apiclient.CreateApiKeyParams{IdempotencyKey: &idem},
 		apiclient.CreateApiKeyRequest{Name: "walk", Role: role})
 	must("CreateApiKey", 200, created.HTTPResponse, created.Body, err)

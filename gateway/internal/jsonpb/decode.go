@@ -22,10 +22,10 @@ var unmarshal = protojson.UnmarshalOptions{DiscardUnknown: false}
 // rules hold at any depth, in lists and map values, so no route can miss them.
 func Unmarshal(data []byte, m proto.Message) error {
 	s := scanner{data: data}
-	switch err := s.value(0, slot{msg: m.ProtoReflect().Descriptor()}); err {
-	case nil:
+	switch err := s.value(0, slot{msg: m.ProtoReflect().Descriptor()}); {
+	case err == nil:
 		data = s.rewritten()
-	case errMalformed:
+	case errors.Is(err, errMalformed):
 		// protojson says what is wrong.
 	default:
 		return err

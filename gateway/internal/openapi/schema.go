@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/compiler/protogen"
@@ -275,12 +274,3 @@ func comment(c protogen.Comments) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-// sortedKeys is the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -42,7 +42,7 @@ func (p *Publisher) Publish(ctx context.Context, evs []events.Event) error {
 	}
 	if _, err := p.c.PublishEvents(ctx, req); err != nil {
 		if status.Code(err) == codes.InvalidArgument {
-			return fmt.Errorf("%w: %v", outbox.ErrRejected, err)
+			return fmt.Errorf("%w: %v", outbox.ErrRejected, err) //nolint:errorlint // the gRPC status stays out of the chain: only ErrRejected is matched
 		}
 		return fmt.Errorf("publish events: %w", err)
 	}
