@@ -29,6 +29,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/groupcommit"
 	"github.com/mnvhq/mnv/services/platform/grpcclient"
+	"github.com/mnvhq/mnv/services/platform/enumtable"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/tracing"
@@ -259,10 +260,19 @@ func (c *Client) Balance(ctx context.Context, clientID string) (int64, error) {
 	return resp.GetBalance(), nil
 }
 
-// ledgerKind is k as accounts' protos name it (LEDGER_KIND_ and the kind).
-func ledgerKind(k money.Kind) accountsv1.LedgerKind {
-	return accountsv1.LedgerKind(accountsv1.LedgerKind_value["LEDGER_KIND_"+string(k)])
-}
+// LedgerKinds is the one table between money's kinds and accounts' LedgerKind, which accounts'
+// server reads too (TestLedgerKinds holds it to both sides).
+var LedgerKinds = enumtable.New(map[money.Kind]accountsv1.LedgerKind{
+	money.KindTopUp:             accountsv1.LedgerKind_LEDGER_KIND_TOP_UP,
+	money.KindVerification:      accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION,
+	money.KindConnectEnrichment: accountsv1.LedgerKind_LEDGER_KIND_CONNECT_ENRICHMENT,
+	money.KindStuckPlusReveal:   accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL,
+	money.KindRefund:            accountsv1.LedgerKind_LEDGER_KIND_REFUND,
+	money.KindAdjustment:        accountsv1.LedgerKind_LEDGER_KIND_ADJUSTMENT,
+})
+
+// ledgerKind is k as accounts' protos name it.
+func ledgerKind(k money.Kind) accountsv1.LedgerKind { return LedgerKinds.Enum(k) }
 
 // unknown is the error of a money call that accounts did not answer with a rule of its own:
 // its outcome is unknown, and the call was away when accounts could not be reached or did not

@@ -7,58 +7,73 @@ package auth
 // link no generated protos.
 
 import (
-	"strings"
-
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	principalv1 "github.com/mnvhq/mnv/proto/gen/mnv/principal/v1"
+	"github.com/mnvhq/mnv/services/platform/enumtable"
 	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
-// Enum values in the protos carry their type's prefix (ROLE_ADMIN); a Principal uses the bare
-// names the API shows (ADMIN).
+// The enums on the wire carry their type's prefix (ROLE_ADMIN); a Principal uses the bare names
+// the API shows (ADMIN). One table each (TestWireTables holds them to both sides).
+var (
+	roles = enumtable.New(map[principal.Role]principalv1.Role{
+		principal.RoleAdmin:  principalv1.Role_ROLE_ADMIN,
+		principal.RoleMember: principalv1.Role_ROLE_MEMBER,
+	})
+	statuses = enumtable.New(map[principal.Status]principalv1.ClientStatus{
+		principal.StatusActive:    principalv1.ClientStatus_CLIENT_STATUS_ACTIVE,
+		principal.StatusSuspended: principalv1.ClientStatus_CLIENT_STATUS_SUSPENDED,
+	})
+	// features are the products a client may have (accounts' domain names them).
+	features = enumtable.New(map[string]principalv1.Feature{
+		"VERIFY":       principalv1.Feature_FEATURE_VERIFY,
+		"CONNECT":      principalv1.Feature_FEATURE_CONNECT,
+		"STUCK_PLUS":   principalv1.Feature_FEATURE_STUCK_PLUS,
+		"SANDBOX":      principalv1.Feature_FEATURE_SANDBOX,
+		"NUMBER_SHARE": principalv1.Feature_FEATURE_NUMBER_SHARE,
+	})
+	methods = enumtable.New(map[string]principalv1.OperatorMethod{
+		principal.MethodHeaderEnrichment: principalv1.OperatorMethod_OPERATOR_METHOD_HEADER_ENRICHMENT,
+		principal.MethodNetworkAPI:       principalv1.OperatorMethod_OPERATOR_METHOD_NETWORK_API,
+	})
+)
 
-// roleProto is r on the wire.
-func roleProto(r principal.Role) principalv1.Role {
-	return principalv1.Role(principalv1.Role_value["ROLE_"+string(r)])
-}
+// unknownName is what a number no table holds reads back as: its enum name (FEATURE_UNSPECIFIED,
+// or the number itself), which no feature or method has, so it enables nothing and an input
+// check rejects it.
+func unknownName(e interface{ String() string }) string { return e.String() }
 
 // roleOf is r read back; "" for UNSPECIFIED.
 func roleOf(r principalv1.Role) principal.Role {
-	if r == principalv1.Role_ROLE_UNSPECIFIED {
-		return ""
-	}
-	return principal.Role(strings.TrimPrefix(r.String(), "ROLE_"))
-}
-
-// statusProto is s on the wire.
-func statusProto(s principal.Status) principalv1.ClientStatus {
-	return principalv1.ClientStatus(principalv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
+	v, _ := roles.Domain(r)
+	return v
 }
 
 // statusOf is s read back; "" for UNSPECIFIED.
 func statusOf(s principalv1.ClientStatus) principal.Status {
-	if s == principalv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
-		return ""
-	}
-	return principal.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
+	v, _ := statuses.Domain(s)
+	return v
 }
 
 // featuresProto are f on the wire.
 func featuresProto(f []string) []principalv1.Feature {
 	out := make([]principalv1.Feature, 0, len(f))
 	for _, v := range f {
-		out = append(out, principalv1.Feature(principalv1.Feature_value["FEATURE_"+v]))
+		out = append(out, features.Enum(v))
 	}
 	return out
 }
 
-// featuresOf are f read back. UNSPECIFIED (or a number this version does not know) becomes a
-// name no feature has, so it enables nothing and an input check rejects it.
+// featuresOf are f read back.
 func featuresOf(f []principalv1.Feature) []string {
 	out := make([]string, 0, len(f))
 	for _, v := range f {
-		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
+		name, ok := features.Domain(v)
+		if !ok {
+			name = unknownName(v)
+		}
+		out = append(out, name)
 	}
 	return out
 }
@@ -67,11 +82,11 @@ func featuresOf(f []principalv1.Feature) []string {
 func operatorsProto(o principal.Operators) *principalv1.OperatorEnablement {
 	out := &principalv1.OperatorEnablement{DefaultSet: o.Default, Grants: make([]*principalv1.OperatorGrant, 0, len(o.Grants))}
 	for _, g := range o.Grants {
-		methods := make([]principalv1.OperatorMethod, 0, len(g.Methods))
+		ms := make([]principalv1.OperatorMethod, 0, len(g.Methods))
 		for _, m := range g.Methods {
-			methods = append(methods, principalv1.OperatorMethod(principalv1.OperatorMethod_value["OPERATOR_METHOD_"+m]))
+			ms = append(ms, methods.Enum(m))
 		}
-		out.Grants = append(out.Grants, &principalv1.OperatorGrant{OperatorId: g.Operator, Methods: methods})
+		out.Grants = append(out.Grants, &principalv1.OperatorGrant{OperatorId: g.Operator, Methods: ms})
 	}
 	return out
 }
@@ -81,11 +96,15 @@ func operatorsProto(o principal.Operators) *principalv1.OperatorEnablement {
 func operatorGrants(o *principalv1.OperatorEnablement) []principal.OperatorGrant {
 	out := make([]principal.OperatorGrant, 0, len(o.GetGrants()))
 	for _, g := range o.GetGrants() {
-		methods := make([]string, 0, len(g.GetMethods()))
+		ms := make([]string, 0, len(g.GetMethods()))
 		for _, m := range g.GetMethods() {
-			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
+			name, ok := methods.Domain(m)
+			if !ok {
+				name = unknownName(m)
+			}
+			ms = append(ms, name)
 		}
-		out = append(out, principal.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
+		out = append(out, principal.OperatorGrant{Operator: g.GetOperatorId(), Methods: ms})
 	}
 	return out
 }
@@ -93,8 +112,8 @@ func operatorGrants(o *principalv1.OperatorEnablement) []principal.OperatorGrant
 // PrincipalToProto is p on the wire.
 func PrincipalToProto(p principal.Principal) *principalv1.Principal {
 	out := &principalv1.Principal{
-		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roleProto(p.Role),
-		ClientStatus: statusProto(p.Status), Features: featuresProto(p.Features), Operators: operatorsProto(p.Operators),
+		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roles.Enum(p.Role),
+		ClientStatus: statuses.Enum(p.Status), Features: featuresProto(p.Features), Operators: operatorsProto(p.Operators),
 	}
 	if p.ValidFor != nil {
 		out.CredentialValidFor = durationpb.New(*p.ValidFor)

@@ -1,13 +1,14 @@
 package server
 
 import (
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/platform/enumtable"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/principal"
@@ -22,56 +23,82 @@ func operatorsFromProto(o *accountsv1.OperatorEnablement) (principal.Operators, 
 	// A method UNSPECIFIED (or unknown) becomes a name SetOperators rejects.
 	grants := make([]principal.OperatorGrant, 0, len(o.GetGrants()))
 	for _, g := range o.GetGrants() {
-		methods := make([]string, 0, len(g.GetMethods()))
+		ms := make([]string, 0, len(g.GetMethods()))
 		for _, m := range g.GetMethods() {
-			methods = append(methods, strings.TrimPrefix(m.String(), "OPERATOR_METHOD_"))
+			ms = append(ms, nameOf(operatorMethods, m))
 		}
-		grants = append(grants, principal.OperatorGrant{Operator: g.GetOperatorId(), Methods: methods})
+		grants = append(grants, principal.OperatorGrant{Operator: g.GetOperatorId(), Methods: ms})
 	}
 	return principal.Operators{Default: o.GetDefaultSet(), Grants: grants}, nil
 }
 
-// A principal's values in accounts' public API. Its enums carry their type's prefix
-// (ROLE_ADMIN); a principal uses the bare names the API shows (ADMIN).
+// A principal's values in accounts' public API, one table each (TestEnumTables holds them to
+// both sides). The enums carry their type's prefix (ROLE_ADMIN); a principal uses the bare
+// names the API shows (ADMIN).
+var (
+	roles = enumtable.New(map[principal.Role]accountsv1.Role{
+		principal.RoleAdmin:  accountsv1.Role_ROLE_ADMIN,
+		principal.RoleMember: accountsv1.Role_ROLE_MEMBER,
+	})
+	statuses = enumtable.New(map[principal.Status]accountsv1.ClientStatus{
+		principal.StatusActive:    accountsv1.ClientStatus_CLIENT_STATUS_ACTIVE,
+		principal.StatusSuspended: accountsv1.ClientStatus_CLIENT_STATUS_SUSPENDED,
+	})
+	features = enumtable.New(map[string]accountsv1.Feature{
+		domain.FeatureVerify:      accountsv1.Feature_FEATURE_VERIFY,
+		domain.FeatureConnect:     accountsv1.Feature_FEATURE_CONNECT,
+		domain.FeatureStuckPlus:   accountsv1.Feature_FEATURE_STUCK_PLUS,
+		domain.FeatureSandbox:     accountsv1.Feature_FEATURE_SANDBOX,
+		domain.FeatureNumberShare: accountsv1.Feature_FEATURE_NUMBER_SHARE,
+	})
+	operatorMethods = enumtable.New(map[string]accountsv1.OperatorMethod{
+		principal.MethodHeaderEnrichment: accountsv1.OperatorMethod_OPERATOR_METHOD_HEADER_ENRICHMENT,
+		principal.MethodNetworkAPI:       accountsv1.OperatorMethod_OPERATOR_METHOD_NETWORK_API,
+	})
+)
 
-func roleToProto(r principal.Role) accountsv1.Role {
-	return accountsv1.Role(accountsv1.Role_value["ROLE_"+string(r)])
+// nameOf is e read back through t; a number t does not hold (UNSPECIFIED, or one this version
+// does not know) becomes its enum name, which no feature or method has, so an input check
+// rejects it.
+func nameOf[E interface {
+	~int32
+	String() string
+}](t enumtable.Table[string, E], e E) string {
+	if v, ok := t.Domain(e); ok {
+		return v
+	}
+	return e.String()
 }
+
+func roleToProto(r principal.Role) accountsv1.Role { return roles.Enum(r) }
 
 // roleFromProto is r read back; "" for UNSPECIFIED.
 func roleFromProto(r accountsv1.Role) principal.Role {
-	if r == accountsv1.Role_ROLE_UNSPECIFIED {
-		return ""
-	}
-	return principal.Role(strings.TrimPrefix(r.String(), "ROLE_"))
+	v, _ := roles.Domain(r)
+	return v
 }
 
-func statusToProto(s principal.Status) accountsv1.ClientStatus {
-	return accountsv1.ClientStatus(accountsv1.ClientStatus_value["CLIENT_STATUS_"+string(s)])
-}
+func statusToProto(s principal.Status) accountsv1.ClientStatus { return statuses.Enum(s) }
 
 // statusFromProto is s read back; "" for UNSPECIFIED.
 func statusFromProto(s accountsv1.ClientStatus) principal.Status {
-	if s == accountsv1.ClientStatus_CLIENT_STATUS_UNSPECIFIED {
-		return ""
-	}
-	return principal.Status(strings.TrimPrefix(s.String(), "CLIENT_STATUS_"))
+	v, _ := statuses.Domain(s)
+	return v
 }
 
 func featuresToProto(f []string) []accountsv1.Feature {
 	out := make([]accountsv1.Feature, 0, len(f))
 	for _, v := range f {
-		out = append(out, accountsv1.Feature(accountsv1.Feature_value["FEATURE_"+v]))
+		out = append(out, features.Enum(v))
 	}
 	return out
 }
 
-// featuresFromProto are f read back. UNSPECIFIED (or a number this version does not know)
-// becomes a name no feature has, which an input check rejects.
+// featuresFromProto are f read back.
 func featuresFromProto(f []accountsv1.Feature) []string {
 	out := make([]string, 0, len(f))
 	for _, v := range f {
-		out = append(out, strings.TrimPrefix(v.String(), "FEATURE_"))
+		out = append(out, nameOf(features, v))
 	}
 	return out
 }
@@ -79,24 +106,21 @@ func featuresFromProto(f []accountsv1.Feature) []string {
 func operatorsToProto(o principal.Operators) *accountsv1.OperatorEnablement {
 	out := &accountsv1.OperatorEnablement{DefaultSet: o.Default, Grants: make([]*accountsv1.OperatorGrant, 0, len(o.Grants))}
 	for _, g := range o.Grants {
-		methods := make([]accountsv1.OperatorMethod, 0, len(g.Methods))
+		ms := make([]accountsv1.OperatorMethod, 0, len(g.Methods))
 		for _, m := range g.Methods {
-			methods = append(methods, accountsv1.OperatorMethod(accountsv1.OperatorMethod_value["OPERATOR_METHOD_"+m]))
+			ms = append(ms, operatorMethods.Enum(m))
 		}
-		out.Grants = append(out.Grants, &accountsv1.OperatorGrant{OperatorId: g.Operator, Methods: methods})
+		out.Grants = append(out.Grants, &accountsv1.OperatorGrant{OperatorId: g.Operator, Methods: ms})
 	}
 	return out
 }
 
-func kindToProto(k money.Kind) accountsv1.LedgerKind {
-	return accountsv1.LedgerKind(accountsv1.LedgerKind_value["LEDGER_KIND_"+string(k)])
-}
+func kindToProto(k money.Kind) accountsv1.LedgerKind { return accountsclient.LedgerKinds.Enum(k) }
 
+// kindFromProto is k read back; "" for UNSPECIFIED (or a kind this version does not know).
 func kindFromProto(k accountsv1.LedgerKind) money.Kind {
-	if k == accountsv1.LedgerKind_LEDGER_KIND_UNSPECIFIED {
-		return ""
-	}
-	return money.Kind(strings.TrimPrefix(k.String(), "LEDGER_KIND_"))
+	v, _ := accountsclient.LedgerKinds.Domain(k)
+	return v
 }
 
 func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }

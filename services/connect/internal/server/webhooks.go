@@ -164,7 +164,7 @@ func (s *WebhookAdmin) EnableClientWebhook(ctx context.Context, req *connectv1.E
 func webhookToProto(e domain.WebhookEndpoint) *connectv1.WebhookEndpoint {
 	return &connectv1.WebhookEndpoint{
 		Id: e.ID, Url: e.URL, Events: endpoints.EventsOf(e), Description: e.Description, Enabled: e.Enabled,
-		DisabledReason: disabledReasons.of(e.DisabledReason),
+		DisabledReason: disabledReasons.Enum(e.DisabledReason),
 		FailingSince:   tsOrNil(e.FailingSince), CreatedAt: timestamppb.New(e.CreatedAt), UpdatedAt: timestamppb.New(e.UpdatedAt),
 	}
 }
@@ -179,7 +179,7 @@ func withSecretToProto(c endpoints.WithSecret) *connectv1.WebhookEndpoint {
 func deliveryToProto(d domain.WebhookDeliveryLog) *connectv1.WebhookDelivery {
 	out := &connectv1.WebhookDelivery{
 		Id: d.ID, EventId: d.EventID, EventType: d.EventType,
-		Status:   deliveryStatuses.of(d.Status),
+		Status:   deliveryStatuses.Enum(d.Status),
 		Attempts: int32(d.Attempts), LastHttpStatus: int32Ptr(d.LastStatus), LastError: d.LastError,
 		CreatedAt: timestamppb.New(d.CreatedAt), UpdatedAt: timestamppb.New(d.UpdatedAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		AttemptLog: make([]*connectv1.WebhookAttempt, 0, len(d.AttemptLog)),

@@ -2,42 +2,35 @@ package server
 
 import (
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/enumtable"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
-// enumTable converts the values of one domain type to its API enum. Each type has one table, so
-// a new state is added in one place; TestEnumTables holds every table to every value of both
-// sides, which is why a value missing here (it would read as the enum's UNSPECIFIED) fails a
-// test rather than reaching a client.
-type enumTable[D comparable, E ~int32] map[D]E
-
-func (t enumTable[D, E]) of(d D) E { return t[d] }
-
-var serviceTypes = enumTable[operators.Method, verificationv1.ServiceType]{
+var serviceTypes = enumtable.New(map[operators.Method]verificationv1.ServiceType{
 	operators.MethodHeaderEnrichment: verificationv1.ServiceType_SERVICE_TYPE_HEADER_ENRICHMENT,
 	operators.MethodNetworkAPI:       verificationv1.ServiceType_SERVICE_TYPE_NETWORK_API,
-}
+})
 
-var captureStatuses = enumTable[domain.Status, verificationv1.CaptureStatus]{
+var captureStatuses = enumtable.New(map[domain.Status]verificationv1.CaptureStatus{
 	domain.Captured:             verificationv1.CaptureStatus_CAPTURE_STATUS_CAPTURED,
 	domain.NoNetworkIdentity:    verificationv1.CaptureStatus_CAPTURE_STATUS_NO_NETWORK_IDENTITY,
 	domain.AuthorizationPending: verificationv1.CaptureStatus_CAPTURE_STATUS_AUTHORIZATION_PENDING,
-}
+})
 
 // verificationStatuses are the outcomes a client sees; PENDING and REJECTED stay inside (a
 // listed verification is settled).
-var verificationStatuses = enumTable[domain.Status, verificationv1.VerificationStatus]{
+var verificationStatuses = enumtable.New(map[domain.Status]verificationv1.VerificationStatus{
 	domain.StatusVerified:     verificationv1.VerificationStatus_VERIFICATION_STATUS_VERIFIED,
 	domain.StatusNotVerified:  verificationv1.VerificationStatus_VERIFICATION_STATUS_NOT_VERIFIED,
 	domain.StatusUndetermined: verificationv1.VerificationStatus_VERIFICATION_STATUS_UNDETERMINED,
 	domain.StatusExpired:      verificationv1.VerificationStatus_VERIFICATION_STATUS_EXPIRED,
-}
+})
 
-var transactionStatuses = enumTable[domain.Status, verificationv1.TransactionStatus]{
+var transactionStatuses = enumtable.New(map[domain.Status]verificationv1.TransactionStatus{
 	domain.TransactionPending:   verificationv1.TransactionStatus_TRANSACTION_STATUS_PENDING,
 	domain.Captured:             verificationv1.TransactionStatus_TRANSACTION_STATUS_CAPTURED,
 	domain.NoNetworkIdentity:    verificationv1.TransactionStatus_TRANSACTION_STATUS_NO_NETWORK_IDENTITY,
 	domain.TransactionExpired:   verificationv1.TransactionStatus_TRANSACTION_STATUS_EXPIRED,
 	domain.AuthorizationPending: verificationv1.TransactionStatus_TRANSACTION_STATUS_AUTHORIZATION_PENDING,
-}
+})

@@ -47,7 +47,7 @@ func (s *Server) ListOperators(ctx context.Context, _ *verificationv1.ListOperat
 	for _, op := range ops {
 		types := make([]verificationv1.ServiceType, 0, len(op.Methods))
 		for _, m := range op.Methods {
-			types = append(types, serviceTypes.of(m))
+			types = append(types, serviceTypes.Enum(m))
 		}
 		out = append(out, &verificationv1.Operator{
 			Id: op.ID, Name: op.Name, Country: op.Country, MccMnc: op.MCCMNC, ServiceTypes: types, Sandbox: op.Sandbox,
@@ -92,7 +92,7 @@ func (s *Server) CompleteSessionAuthorization(ctx context.Context, req *verifica
 
 func sessionToProto(c sessions.Capture) *verificationv1.CreateSdkSessionResponse {
 	out := &verificationv1.CreateSdkSessionResponse{
-		SessionId: c.SessionID, Status: captureStatuses.of(c.Status), OperatorId: c.OperatorID, ExpiresAt: timestamppb.New(c.ExpiresAt),
+		SessionId: c.SessionID, Status: captureStatuses.Enum(c.Status), OperatorId: c.OperatorID, ExpiresAt: timestamppb.New(c.ExpiresAt),
 	}
 	if c.Blob != "" {
 		out.EncryptedMobileNumber = &c.Blob
@@ -170,7 +170,7 @@ func (s *Server) CaptureTransaction(ctx context.Context, req *verificationv1.Cap
 		return nil, s.fail(ctx, err)
 	}
 	out := &verificationv1.CaptureTransactionResponse{
-		TransactionId: c.ID, Status: transactionStatuses.of(c.Status), OperatorId: c.OperatorID,
+		TransactionId: c.ID, Status: transactionStatuses.Enum(c.Status), OperatorId: c.OperatorID,
 		EncryptedMobileNumber: c.Blob, ExpiresAt: timestamppb.New(c.ExpiresAt),
 	}
 	if c.AuthorizationURL != "" {
@@ -187,7 +187,7 @@ func (s *Server) CompleteWebTransaction(ctx context.Context, req *verificationv1
 		return nil, s.fail(ctx, err)
 	}
 	return &verificationv1.CompleteWebTransactionResponse{
-		TransactionId: t.ID, Status: transactionStatuses.of(t.Status), OperatorId: t.OperatorID,
+		TransactionId: t.ID, Status: transactionStatuses.Enum(t.Status), OperatorId: t.OperatorID,
 		EncryptedMobileNumber: t.Blob, ExpiresAt: timestamppb.New(t.ExpiresAt),
 	}, nil
 }
@@ -258,7 +258,7 @@ func (s *Server) ListStuckPlusReveals(ctx context.Context, req *verificationv1.L
 
 func verificationToProto(v domain.Verification, number string) *verificationv1.Verification {
 	return &verificationv1.Verification{
-		VerificationId: v.ID, Status: verificationStatuses.of(v.Outcome), Reason: v.Reason, Verified: v.Outcome == domain.StatusVerified,
+		VerificationId: v.ID, Status: verificationStatuses.Enum(v.Outcome), Reason: v.Reason, Verified: v.Outcome == domain.StatusVerified,
 		MobileNumber: number, OperatorId: v.OperatorID, ServiceType: v.ServiceType, SessionId: v.SessionID,
 		Charged: v.Charged, BalanceAfter: v.BalanceAfter, CreatedAt: timestamppb.New(v.CreatedAt),
 	}
@@ -266,7 +266,7 @@ func verificationToProto(v domain.Verification, number string) *verificationv1.V
 
 func transactionToProto(t domain.Transaction) *verificationv1.Transaction {
 	return &verificationv1.Transaction{
-		TransactionId: t.ID, Status: transactionStatuses.of(t.Status), ServiceCode: t.ServiceCode, MetadataId: t.MetadataID,
+		TransactionId: t.ID, Status: transactionStatuses.Enum(t.Status), ServiceCode: t.ServiceCode, MetadataId: t.MetadataID,
 		ExpiresAt: timestamppb.New(t.ExpiresAt), OperatorId: t.OperatorID, EncryptedMobileNumber: t.Blob,
 		StuckPlusSessionId: t.StuckPlusSessionID, CreatedAt: timestamppb.New(t.CreatedAt),
 	}
