@@ -273,4 +273,3 @@ func comment(c protogen.Comments) string {
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
-
