@@ -194,7 +194,16 @@ func (s *shell) run(ctx context.Context, b readme.Block) (stdout, stderr string,
 	cmd.Dir, cmd.Env = s.dir, s.env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// A block may start a receiver in the background, which a later block stops. When the walk
+	// fails between the two, the receiver would outlive the test and hold its port against the
+	// next run: each block has a process group of its own, killed when the test ends (after
+	// checkLeftBehind, which still tells a walk that forgets to stop what it started).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Run()
+	if cmd.Process != nil {
+		pgid := cmd.Process.Pid
+		s.t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
 	return out.String(), errOut.String(), err
 }
 
