@@ -38,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // Retention is how long a key is remembered.
@@ -53,6 +54,12 @@ var migrationFS embed.FS
 func Migrations() pg.Migrations {
 	sub, _ := fs.Sub(migrationFS, "migrations")
 	return pg.Migrations{Name: "idempotency", FS: sub}
+}
+
+// Tables declares the table the migrations make in a service's schema: a client's keys, so
+// distributed with its other rows.
+func Tables() []tenancy.Table {
+	return []tenancy.Table{{Name: "idempotency_keys", Class: tenancy.Tenant, Why: "a client's idempotency keys, looked up by client, credential and key"}}
 }
 
 // Store remembers keys in schema.idempotency_keys.

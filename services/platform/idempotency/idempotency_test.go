@@ -40,6 +40,13 @@ const (
 	mGet    = "/test.Svc/Get"
 )
 
+// Client ids are uuids, as the table keeps them.
+const (
+	c1 = "00000000-0000-4000-8000-0000000000c1"
+	c2 = "00000000-0000-4000-8000-0000000000c2"
+	c3 = "00000000-0000-4000-8000-0000000000c3"
+)
+
 // mainSet stands for a service's own migrations: none, as for a service with no tables of its
 // own yet.
 var mainSet = fstest.MapFS{}
@@ -197,90 +204,90 @@ func testUnaryInterceptor(t *testing.T, e env) {
 		steps []step
 	}{
 		{"no header: the handler runs each time", []step{
-			{call: call{client: "c1", req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", req: req("a")}, wantCalls: 2},
-			{call: call{client: "c1", md: metadata.Pairs("other", "x"), req: req("a")}, wantCalls: 3},
+			{call: call{client: c1, req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, req: req("a")}, wantCalls: 2},
+			{call: call{client: c1, md: metadata.Pairs("other", "x"), req: req("a")}, wantCalls: 3},
 		}},
 		{"same key, same request: runs once and replays the first answer", []step{
-			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
-			{call: call{client: "c1", md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: c1, md: key("same-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: c1, md: key("same-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
 		}},
 		{"same key, different request: mismatch", []step{
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("b")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
+			{call: call{client: c1, md: key("mismatch-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, md: key("mismatch-1"), req: req("b")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
+			{call: call{client: c1, md: key("mismatch-1"), req: req("")}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
 			// The original request still replays.
-			{call: call{client: "c1", md: key("mismatch-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: c1, md: key("mismatch-1"), req: req("a")}, wantCalls: 1, sameAs: 1},
 		}},
 		{"same key, another method: mismatch", []step{
-			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCreate}, wantCalls: 1},
-			{store: twoMethods, call: call{client: "c1", md: key("method-1"), req: req("a"), method: mCharge}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
+			{store: twoMethods, call: call{client: c1, md: key("method-1"), req: req("a"), method: mCreate}, wantCalls: 1},
+			{store: twoMethods, call: call{client: c1, md: key("method-1"), req: req("a"), method: mCharge}, wantCode: codes.FailedPrecondition, wantReason: fault.IdempotencyMismatch, wantCalls: 1},
 		}},
 		{"same key from another client: keys are per client", []step{
-			{call: call{client: "c1", md: key("shared-1"), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c2", md: key("shared-1"), req: req("a")}, wantCalls: 2},
-			{call: call{client: "c2", md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
-			{call: call{client: "c1", md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
+			{call: call{client: c1, md: key("shared-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: c2, md: key("shared-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: c2, md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: c1, md: key("shared-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
 			// c2 may use the key for another request than c1 did, without a mismatch.
-			{call: call{client: "c3", md: key("shared-1"), req: req("b")}, wantCalls: 3},
+			{call: call{client: c3, md: key("shared-1"), req: req("b")}, wantCalls: 3},
 		}},
 		{"same key from another API key of the client: keys are per credential", []step{
-			{call: call{client: "c1", cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2},
-			{call: call{client: "c1", cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
-			{call: call{client: "c1", cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
+			{call: call{client: c1, cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: c1, cred: "key:k2", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: c1, cred: "key:k1", md: key("cred-1"), req: req("a")}, wantCalls: 2, sameAs: 1},
 			// Another credential's request is its own, not a mismatch of the first.
-			{call: call{client: "c1", cred: "key:k3", md: key("cred-1"), req: req("b")}, wantCalls: 3},
+			{call: call{client: c1, cred: "key:k3", md: key("cred-1"), req: req("b")}, wantCalls: 3},
 		}},
 		{"an SDK token's key is not the API key's: no mismatch across credentials", []step{
-			{store: twoMethods, call: call{client: "c1", cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 1},
-			{store: twoMethods, call: call{client: "c1", cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 2},
-			{store: twoMethods, call: call{client: "c1", cred: "sdk:t2", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3},
-			{store: twoMethods, call: call{client: "c1", cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 3, sameAs: 2},
-			{store: twoMethods, call: call{client: "c1", cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3, sameAs: 1},
+			{store: twoMethods, call: call{client: c1, cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 1},
+			{store: twoMethods, call: call{client: c1, cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 2},
+			{store: twoMethods, call: call{client: c1, cred: "sdk:t2", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3},
+			{store: twoMethods, call: call{client: c1, cred: "key:k1", md: key("cred-2"), req: req("b"), method: mCharge}, wantCalls: 3, sameAs: 2},
+			{store: twoMethods, call: call{client: c1, cred: "sdk:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 3, sameAs: 1},
 			// An API key and an SDK token with the same id are still two credentials.
-			{store: twoMethods, call: call{client: "c1", cred: "key:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 4},
+			{store: twoMethods, call: call{client: c1, cred: "key:t1", md: key("cred-2"), req: req("a"), method: mCreate}, wantCalls: 4},
 		}},
 		{"a principal that names no credential is refused rather than share the client's keys", []step{
-			{call: call{client: "c1", cred: "none", md: key("cred-3"), req: req("a")}, wantCode: codes.Internal, wantReason: fault.Internal},
-			{call: call{client: "c1", cred: "none", req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, cred: "none", md: key("cred-3"), req: req("a")}, wantCode: codes.Internal, wantReason: fault.Internal},
+			{call: call{client: c1, cred: "none", req: req("a")}, wantCalls: 1},
 		}},
 		{"handler error releases the key", []step{
-			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
-			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2},
-			{call: call{client: "c1", md: key("retry-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: c1, md: key("retry-1"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
+			{call: call{client: c1, md: key("retry-1"), req: req("a")}, wantCalls: 2},
+			{call: call{client: c1, md: key("retry-1"), req: req("a")}, wantCalls: 2, sameAs: 2},
 		}},
 		{"handler error with an answer still releases the key", []step{
-			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, handlerErr: errHandler, errResp: true, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
-			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2},
-			{call: call{client: "c1", md: key("retry-3"), req: req("a")}, wantCalls: 2, sameAs: 2},
+			{call: call{client: c1, md: key("retry-3"), req: req("a")}, handlerErr: errHandler, errResp: true, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
+			{call: call{client: c1, md: key("retry-3"), req: req("a")}, wantCalls: 2},
+			{call: call{client: c1, md: key("retry-3"), req: req("a")}, wantCalls: 2, sameAs: 2},
 		}},
 		{"handler error releases the key for another request too", []step{
-			{call: call{client: "c1", md: key("retry-2"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
-			{call: call{client: "c1", md: key("retry-2"), req: req("b")}, wantCalls: 2},
+			{call: call{client: c1, md: key("retry-2"), req: req("a")}, handlerErr: errHandler, wantCode: codes.Unavailable, wantReason: fault.Unavailable, wantCalls: 1},
+			{call: call{client: c1, md: key("retry-2"), req: req("b")}, wantCalls: 2},
 		}},
 		{"malformed keys are INVALID_ARGUMENT and never run the handler", []step{
-			{call: call{client: "c1", md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: key(strings.Repeat("k", 256)), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: key(""), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
-			{call: call{client: "c1", md: metadata.Pairs(idemkey.MD, "rep-1", idemkey.MD, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key(strings.Repeat("k", 256)), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key(""), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key("tab\there"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key("newline\n"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: key("clé"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
+			{call: call{client: c1, md: metadata.Pairs(idemkey.MD, "rep-1", idemkey.MD, "rep-1"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
 			// A malformed key is refused even without a principal.
 			{call: call{md: key("has space"), req: req("a")}, wantCode: codes.InvalidArgument, wantReason: fault.InvalidArgument},
 		}},
 		{"longest and oddest valid keys are honoured", []step{
-			{call: call{client: "c1", md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1},
-			{call: call{client: "c1", md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1, sameAs: 1},
-			{call: call{client: "c1", md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2},
-			{call: call{client: "c1", md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2, sameAs: 3},
+			{call: call{client: c1, md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1},
+			{call: call{client: c1, md: key(strings.Repeat("k", 255)), req: req("a")}, wantCalls: 1, sameAs: 1},
+			{call: call{client: c1, md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2},
+			{call: call{client: c1, md: key(`!"#$%&'()*+,-./:;<=>?@[\]^_{|}~`), req: req("a")}, wantCalls: 2, sameAs: 3},
 		}},
 		{"a method not in the list ignores the header", []step{
-			{call: call{client: "c1", md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 1},
-			{call: call{client: "c1", md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 2},
-			{call: call{client: "c1", md: key("not valid"), req: req("a"), method: mGet}, wantCalls: 3},
+			{call: call{client: c1, md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 1},
+			{call: call{client: c1, md: key("get-1"), req: req("a"), method: mGet}, wantCalls: 2},
+			{call: call{client: c1, md: key("not valid"), req: req("a"), method: mGet}, wantCalls: 3},
 		}},
 		{"bootstrap: without a principal the key is scoped by x-client-id", []step{
 			{call: call{md: metadata.Pairs(idemkey.MD, "boot-1", principal.MDClientID, strings.ToUpper(clientUUID)), req: req("a")}, wantCalls: 1},
@@ -295,8 +302,8 @@ func testUnaryInterceptor(t *testing.T, e env) {
 			{call: call{md: metadata.Pairs(idemkey.MD, "anon-1", principal.MDClientID, "not-a-uuid"), req: req("a")}, wantCalls: 3},
 		}},
 		{"a request that is not a proto message is passed through", []step{
-			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 1},
-			{call: call{client: "c1", md: key("nonproto-1"), req: "plain string"}, wantCalls: 2},
+			{call: call{client: c1, md: key("nonproto-1"), req: "plain string"}, wantCalls: 1},
+			{call: call{client: c1, md: key("nonproto-1"), req: "plain string"}, wantCalls: 2},
 		}},
 	}
 	for _, tt := range tests {
@@ -373,18 +380,18 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	}
 	callWith := func(store *idempotency.Store, client, k string) (any, error) { return callAs(store, client, "", k) }
 	for _, k := range []string{"sealed-1", "sealed-2"} {
-		if _, err := callWith(e.store, "c1", k); err != nil {
+		if _, err := callWith(e.store, c1, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := callAs(e.store, "c1", "key:other", "sealed-1"); err != nil {
+	if _, err := callAs(e.store, c1, "key:other", "sealed-1"); err != nil {
 		t.Fatal(err)
 	}
 
 	var state string
 	var response, hash []byte
 	if err := e.pool.QueryRow(ctx, `SELECT state, response, request_hash FROM `+schema+`.idempotency_keys
-		WHERE client_id = 'c1' AND credential = 'key:c1' AND key = 'sealed-1'`).Scan(&state, &response, &hash); err != nil {
+		WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND credential = 'key:00000000-0000-4000-8000-0000000000c1' AND key = 'sealed-1'`).Scan(&state, &response, &hash); err != nil {
 		t.Fatal(err)
 	}
 	if state != "DONE" {
@@ -405,18 +412,18 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	// The sealed answer opens with the keyring and the row's binding only: a response copied to
 	// another row does not replay there.
 	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys SET response = $1
-		WHERE client_id = 'c1' AND credential = 'key:c1' AND key = 'sealed-2'`, response); err != nil {
+		WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND credential = 'key:00000000-0000-4000-8000-0000000000c1' AND key = 'sealed-2'`, response); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := callWith(e.store, "c1", "sealed-2"); err == nil {
+	if resp, err := callWith(e.store, c1, "sealed-2"); err == nil {
 		t.Errorf("a response moved to another row replayed: %v", resp)
 	}
 	// Nor to another credential's row of the same key.
 	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys SET response = $1
-		WHERE client_id = 'c1' AND credential = 'key:other' AND key = 'sealed-1'`, response); err != nil {
+		WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND credential = 'key:other' AND key = 'sealed-1'`, response); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := callAs(e.store, "c1", "key:other", "sealed-1"); err == nil {
+	if resp, err := callAs(e.store, c1, "key:other", "sealed-1"); err == nil {
 		t.Errorf("a response moved to another credential's row replayed: %v", resp)
 	}
 
@@ -425,7 +432,7 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := callWith(idempotency.New(e.pool, schema, rotated, zap.NewNop(), mCreate), "c1", "sealed-1")
+	resp, err := callWith(idempotency.New(e.pool, schema, rotated, zap.NewNop(), mCreate), c1, "sealed-1")
 	if err != nil {
 		t.Fatalf("replay after rotation: %v", err)
 	}
@@ -438,14 +445,14 @@ func testStoredAnswerIsSealed(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := callWith(idempotency.New(e.pool, schema, stranger, zap.NewNop(), mCreate), "c1", "sealed-1"); err == nil {
+	if resp, err := callWith(idempotency.New(e.pool, schema, stranger, zap.NewNop(), mCreate), c1, "sealed-1"); err == nil {
 		t.Errorf("replay with a foreign key succeeded: %v", resp)
 	}
 }
 
 // testInFlight runs a second request with the key while the first is still in its handler.
 func testInFlight(t *testing.T, e env) {
-	ctx := principal.WithPrincipal(context.Background(), principalOf("c1", ""))
+	ctx := principal.WithPrincipal(context.Background(), principalOf(c1, ""))
 	ctx = metadata.NewIncomingContext(ctx, key("inflight-1"))
 	icpt := e.store.UnaryInterceptor()
 	info := &grpc.UnaryServerInfo{FullMethod: mCreate}
@@ -520,13 +527,13 @@ func testStaleKeys(t *testing.T, e env) {
 		t.Run(tt.name, func(t *testing.T) {
 			k := "stale-" + string(rune('a'+i))
 			h := &counter{}
-			c := call{client: "c1", md: key(k), req: req("a")}
+			c := call{client: c1, md: key(k), req: req("a")}
 			first, err := do(e.store, h, c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.age != "" {
-				tag, err := e.pool.Exec(context.Background(), `UPDATE `+schema+`.idempotency_keys SET `+tt.age+` WHERE client_id = 'c1' AND key = $1`, k)
+				tag, err := e.pool.Exec(context.Background(), `UPDATE `+schema+`.idempotency_keys SET `+tt.age+` WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND key = $1`, k)
 				if err != nil || tag.RowsAffected() != 1 {
 					t.Fatalf("age the row: %v, %d rows", err, tag.RowsAffected())
 				}
@@ -559,13 +566,13 @@ func testStaleKeys(t *testing.T, e env) {
 func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
 	ctx := context.Background()
 	h := &counter{}
-	c := call{client: "c1", md: key("tamper-1"), req: req("a")}
+	c := call{client: c1, md: key("tamper-1"), req: req("a")}
 	if _, err := do(e.store, h, c); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.pool.Exec(ctx, `UPDATE `+schema+`.idempotency_keys
 		SET response = set_byte(response, length(response) - 1, get_byte(response, length(response) - 1) # 1)
-		WHERE client_id = 'c1' AND key = 'tamper-1'`); err != nil {
+		WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND key = 'tamper-1'`); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := do(e.store, h, c)
@@ -585,7 +592,7 @@ func testTamperedAnswerIsNotReplayed(t *testing.T, e env) {
 func testReplayHeaderOverGRPC(t *testing.T, e env) {
 	h := &counter{}
 	withPrincipal := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		return next(principal.WithPrincipal(ctx, principalOf("c1", "")), req)
+		return next(principal.WithPrincipal(ctx, principalOf(c1, "")), req)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(withPrincipal, e.store.UnaryInterceptor()))
 	srv.RegisterService(&grpc.ServiceDesc{
@@ -677,16 +684,16 @@ func testKeyFromContext(t *testing.T, e env) {
 		_, _ = e.store.UnaryInterceptor()(ctx, req("a"), &grpc.UnaryServerInfo{FullMethod: mCreate}, h)
 		return got
 	}
-	first := seen(call{client: "c1", cred: "key:k1", md: key("ref-1")})
+	first := seen(call{client: c1, cred: "key:k1", md: key("ref-1")})
 	tests := []struct {
 		name string
 		c    call
 		same bool
 	}{
-		{"retry by the same API key", call{client: "c1", cred: "key:k1", md: key("ref-1")}, true},
-		{"another API key of the client", call{client: "c1", cred: "key:k2", md: key("ref-1")}, false},
-		{"an SDK token of the client", call{client: "c1", cred: "sdk:k1", md: key("ref-1")}, false},
-		{"another key of the same API key", call{client: "c1", cred: "key:k1", md: key("ref-2")}, false},
+		{"retry by the same API key", call{client: c1, cred: "key:k1", md: key("ref-1")}, true},
+		{"another API key of the client", call{client: c1, cred: "key:k2", md: key("ref-1")}, false},
+		{"an SDK token of the client", call{client: c1, cred: "sdk:k1", md: key("ref-1")}, false},
+		{"another key of the same API key", call{client: c1, cred: "key:k1", md: key("ref-2")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -747,26 +754,26 @@ func testForgetTaggedAnswers(t *testing.T, e env) {
 		}
 	}
 
-	first := run("c1", "forget-1", "profile:p1")
-	run("c1", "forget-2", "profile:p2")
-	run("c1", "forget-3", "")
-	run("c2", "forget-1", "profile:p1")
+	first := run(c1, "forget-1", "profile:p1")
+	run(c1, "forget-2", "profile:p2")
+	run(c1, "forget-3", "")
+	run(c2, "forget-1", "profile:p1")
 
 	// A rolled-back erasure forgets nothing.
-	forget("c1", "profile:p1", false)
-	if rows("c1", "forget-1") != 1 {
+	forget(c1, "profile:p1", false)
+	if rows(c1, "forget-1") != 1 {
 		t.Fatal("a rolled-back Forget deleted the answer")
 	}
-	forget("c1", "profile:p1", true)
+	forget(c1, "profile:p1", true)
 	tests := []struct {
 		name      string
 		client, k string
 		want      int
 	}{
-		{"the subject's answer is gone", "c1", "forget-1", 0},
-		{"another subject's answer stays", "c1", "forget-2", 1},
-		{"an untagged answer stays", "c1", "forget-3", 1},
-		{"another client's answer about the same subject stays", "c2", "forget-1", 1},
+		{"the subject's answer is gone", c1, "forget-1", 0},
+		{"another subject's answer stays", c1, "forget-2", 1},
+		{"an untagged answer stays", c1, "forget-3", 1},
+		{"another client's answer about the same subject stays", c2, "forget-1", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -777,7 +784,7 @@ func testForgetTaggedAnswers(t *testing.T, e env) {
 	}
 	// The forgotten key runs anew instead of replaying the erased answer.
 	calls := h.count()
-	if again := run("c1", "forget-1", "profile:p3"); proto.Equal(again.(proto.Message), first.(proto.Message)) || h.count() != calls+1 {
+	if again := run(c1, "forget-1", "profile:p3"); proto.Equal(again.(proto.Message), first.(proto.Message)) || h.count() != calls+1 {
 		t.Errorf("after Forget: %v after %d runs, want a fresh run", again, h.count())
 	}
 }
@@ -799,21 +806,21 @@ func testUpgradeFromClientScope(t *testing.T, e env) {
 	// An answer stored by the client-scoped version, sealed as it sealed them.
 	plain := append([]byte("google.protobuf.StringValue\x00"), mustMarshal(t, wrapperspb.String("old answer"))...)
 	if _, err := e.pool.Exec(ctx, `INSERT INTO `+old+`.idempotency_keys (client_id, key, method, request_hash, state, response)
-		VALUES ('c1', 'old-1', $1, $2, 'DONE', $3)`, mCreate, []byte("hash"), e.keyring.Seal(plain, []byte(old+".idempotency_keys|c1|old-1"))); err != nil {
+		VALUES ('00000000-0000-4000-8000-0000000000c1', 'old-1', $1, $2, 'DONE', $3)`, mCreate, []byte("hash"), e.keyring.Seal(plain, []byte(old+".idempotency_keys|00000000-0000-4000-8000-0000000000c1|old-1"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := pg.Migrate(ctx, e.pool, old, mainSet, idempotency.Migrations()); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
 	var cred string
-	if err := e.pool.QueryRow(ctx, `SELECT credential FROM `+old+`.idempotency_keys WHERE client_id = 'c1' AND key = 'old-1'`).Scan(&cred); err != nil {
+	if err := e.pool.QueryRow(ctx, `SELECT credential FROM `+old+`.idempotency_keys WHERE client_id = '00000000-0000-4000-8000-0000000000c1' AND key = 'old-1'`).Scan(&cred); err != nil {
 		t.Fatalf("the old row: %v", err)
 	}
 	if cred != "" {
 		t.Errorf("the old row's credential is %q, want none", cred)
 	}
 	h := &counter{}
-	resp, err := do(idempotency.New(e.pool, old, e.keyring, zap.NewNop(), mCreate), h, call{client: "c1", md: key("old-1"), req: req("a")})
+	resp, err := do(idempotency.New(e.pool, old, e.keyring, zap.NewNop(), mCreate), h, call{client: c1, md: key("old-1"), req: req("a")})
 	if err != nil || h.count() != 1 {
 		t.Fatalf("a key of an old row: %v, %v after %d runs; want a fresh run", resp, err, h.count())
 	}
