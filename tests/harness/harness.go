@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/platform/tlstest"
 )
 
@@ -202,6 +203,11 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		// (whose connections the pools keep) from taking the server's last connections.
 		"MNV_ACCOUNTS_DB_MAX_CONNS=12", "MNV_VERIFICATION_DB_MAX_CONNS=12", "MNV_CONNECT_DB_MAX_CONNS=12",
 	}, opts.Env...)
+	// The hash-partitioned run (make test-partitioned) reaches the services through their
+	// environment: each rebuilds its tenant tables partitioned after migrating.
+	if n := os.Getenv(tenancy.PartitionsVar); n != "" {
+		common = append(common, tenancy.PartitionsVar+"="+n)
+	}
 	// tlsEnv is each process's TLS configuration: its server certificate, and the CA it trusts.
 	tlsEnv := map[string][]string{}
 	if opts.TLS {

@@ -17,9 +17,14 @@ import (
 // that the schema and its statements hold on Citus.
 const PartitionsVar = "MNV_TEST_HASH_PARTITIONS"
 
-// PartitionFromEnv runs Partition with the number of partitions PartitionsVar asks for, and does
-// nothing when it is unset.
-func PartitionFromEnv(ctx context.Context, db DB, s Schema) error {
+// Beginner opens a transaction: a pool or a connection.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// PartitionFromEnv runs Partition in a transaction of its own with the number of partitions
+// PartitionsVar asks for, and does nothing when it is unset. A service calls it after migrating.
+func PartitionFromEnv(ctx context.Context, db Beginner, s Schema) error {
 	v := os.Getenv(PartitionsVar)
 	if v == "" {
 		return nil
@@ -28,7 +33,15 @@ func PartitionFromEnv(ctx context.Context, db DB, s Schema) error {
 	if err != nil || n < 2 || n > 64 {
 		return fmt.Errorf("%s=%q: want a number of partitions from 2 to 64", PartitionsVar, v)
 	}
-	return Partition(ctx, db, s, n)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("partition %s: %w", s.Name, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := Partition(ctx, tx, s, n); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // Partition rebuilds each tenant table of a migrated schema as a table hash-partitioned by
