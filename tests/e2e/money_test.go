@@ -18,7 +18,13 @@ import (
 // records, the ledger's references.
 func dbOf(t *testing.T, s *harness.Suite) *pgx.Conn {
 	t.Helper()
-	db, err := pgx.Connect(context.Background(), s.DatabaseURL)
+	return connectTo(t, s.DatabaseURL)
+}
+
+// connectTo connects to the database at url until the test ends.
+func connectTo(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	db, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

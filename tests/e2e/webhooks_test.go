@@ -43,8 +43,14 @@ var webhookEnv = []string{
 // extra settings, which win. It stops with the test.
 func webhookSuite(t *testing.T, extra ...string) *harness.Suite {
 	t.Helper()
-	env := append(append(append([]string{}, mainEnv...), webhookEnv...), extra...)
-	s, err := harness.Start(context.Background(), harness.Options{Env: env})
+	return ownSuite(t, harness.Options{Env: append(append(append([]string{}, mainEnv...), webhookEnv...), extra...)})
+}
+
+// ownSuite starts a suite of the test's own with opts. It stops with the test, which names its
+// logs when it failed.
+func ownSuite(t *testing.T, opts harness.Options) *harness.Suite {
+	t.Helper()
+	s, err := harness.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,13 @@ type Suite struct {
 	VerificationAddr string
 	ConnectAddr      string
 	// CAMARAAddr is verification's CAMARA facade listener, which the gateway proxies to.
-	CAMARAAddr  string
+	CAMARAAddr string
+	// DatabaseURL is the one database of every service; "" with Options.ServerPerService.
 	DatabaseURL string
+	// Databases is the URL of each service's database, by name ("accounts", "verification",
+	// "connect"): DatabaseURL for all three, or each its own server's (a ProcessEnv that sets
+	// MNV_<SERVICE>_DATABASE_URL itself is not reflected here).
+	Databases map[string]string
 	// Tokens are the internal tokens each process presents, by caller (auth.CallerGateway, …):
 	// one per caller, as in a deployment.
 	Tokens     map[string]string
@@ -53,7 +58,8 @@ type Suite struct {
 
 	procs      []*proc
 	processEnv map[string][]string
-	drop       func()
+	// drop removes the database, or stops the servers.
+	drop func()
 }
 
 // Options adjust a suite.
@@ -65,7 +71,15 @@ type Options struct {
 	// TLS runs the gRPC between the processes over TLS, with certificates of a CA made for the
 	// suite; the gateway still serves plain HTTP.
 	TLS bool
+	// ServerPerService gives accounts, verification and connect a private PostgreSQL server
+	// each (StartServer), found through their own variables (MNV_ACCOUNTS_DATABASE_URL, …) with
+	// no DATABASE_URL at all, as a deployment past one server runs
+	// (docs/operations.md#past-one-postgresql). The suite stops and removes them.
+	ServerPerService bool
 }
+
+// services are the processes with a database, in the order the suite starts them.
+var services = []string{"accounts", "verification", "connect"}
 
 // ErrShort is BinDir's and Start's error under -short, the tier that builds no binary and has
 // no PostgreSQL.
@@ -152,12 +166,12 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dbURL, drop, err := pgtest.CreateDatabase(ctx)
+	dbURL, byService, drop, err := databases(ctx, opts.ServerPerService)
 	if err != nil {
 		return nil, err
 	}
 	s := &Suite{
-		DatabaseURL: dbURL, BinDir: bin, drop: drop, processEnv: opts.ProcessEnv,
+		DatabaseURL: dbURL, Databases: byService, BinDir: bin, drop: drop, processEnv: opts.ProcessEnv,
 		Tokens: map[string]string{
 			auth.CallerGateway:      "e2e-gateway-token-0123456789abcdefghij",
 			auth.CallerVerification: "e2e-verification-token-0123456789abcdef",
@@ -220,10 +234,16 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		if tok, ok := s.Tokens[name]; ok {
 			out = append(out, "MNV_INTERNAL_TOKEN="+tok)
 		}
+		if db, ok := s.Databases[name]; ok {
+			if opts.ServerPerService {
+				out = append(out, "MNV_"+strings.ToUpper(name)+"_DATABASE_URL="+db)
+			} else {
+				out = append(out, "DATABASE_URL="+db)
+			}
+		}
 		return out
 	}
 	if err = s.spawn("accounts", own("accounts",
-		"DATABASE_URL="+dbURL,
 		"MNV_ACCOUNTS_GRPC_ADDR="+accountsAddr,
 		"MNV_PEPPER=e2e-pepper-e2e-pepper-e2e-pepper-0123456",
 		"MNV_DATA_KEYS=e2e:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
@@ -233,7 +253,6 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		return nil, err
 	}
 	if err = s.spawn("verification", own("verification",
-		"DATABASE_URL="+dbURL,
 		"MNV_VERIFICATION_GRPC_ADDR="+verificationAddr,
 		"MNV_VERIFICATION_CAMARA_ADDR="+camaraAddr,
 		"MNV_CAMARA_ISSUER=http://"+httpAddr,
@@ -247,7 +266,6 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		return nil, err
 	}
 	if err = s.spawn("connect", own("connect",
-		"DATABASE_URL="+dbURL,
 		"MNV_CONNECT_GRPC_ADDR="+connectAddr,
 		"MNV_ACCOUNTS_ADDR="+accountsAddr,
 		"MNV_DATA_KEYS=e2ec:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
@@ -271,6 +289,33 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// databases makes the suite's databases: one fresh database on the tests' server that every
+// service shares (dbURL), or a private server per service (dbURL ""). drop removes them.
+func databases(ctx context.Context, serverPerService bool) (dbURL string, byService map[string]string, drop func(), err error) {
+	byService = map[string]string{}
+	if !serverPerService {
+		if dbURL, drop, err = pgtest.CreateDatabase(ctx); err != nil {
+			return "", nil, nil, err
+		}
+		for _, name := range services {
+			byService[name] = dbURL
+		}
+		return dbURL, byService, drop, nil
+	}
+	servers, err := StartServers(ctx, len(services))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for i, name := range services {
+		byService[name] = servers[i].URL
+	}
+	return "", byService, func() {
+		for _, srv := range servers {
+			srv.Stop()
+		}
+	}, nil
 }
 
 // certificates makes a CA for the suite and a certificate for each gRPC server (on loopback),
@@ -448,7 +493,8 @@ func (s *Suite) Logs(name string) string {
 	return string(b)
 }
 
-// Stop sends SIGTERM to every process, waits for them and drops the database.
+// Stop sends SIGTERM to every process, waits for them and drops the database (or stops the
+// servers).
 func (s *Suite) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		_ = s.Kill(s.procs[i].name, syscall.SIGTERM)
