@@ -291,10 +291,22 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	return s, nil
 }
 
+// ReuseDatabaseVar names a database the suites use as it is, instead of a fresh one each: the
+// Citus run, whose database must exist on every worker and be distributed before use.
+const ReuseDatabaseVar = "MNV_E2E_DATABASE_URL"
+
 // databases makes the suite's databases: one fresh database on the tests' server that every
 // service shares (dbURL), or a private server per service (dbURL ""). drop removes them.
 func databases(ctx context.Context, serverPerService bool) (dbURL string, byService map[string]string, drop func(), err error) {
 	byService = map[string]string{}
+	if given := os.Getenv(ReuseDatabaseVar); given != "" && !serverPerService {
+		// A database made beforehand and kept (deploy/citus/citus.sh: a database every Citus
+		// worker has, its tables distributed), shared by every suite of the run.
+		for _, name := range services {
+			byService[name] = given
+		}
+		return given, byService, func() {}, nil
+	}
 	if !serverPerService {
 		if dbURL, drop, err = pgtest.CreateDatabase(ctx); err != nil {
 			return "", nil, nil, err
