@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
@@ -288,7 +290,36 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		keepLogs = true
 		return nil, err
 	}
+	if err = s.checkPartitioned(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkPartitioned makes sure a hash-partitioned run is one: with tenancy.PartitionsVar set,
+// every service's schema must have tables partitioned by client_id once the suite is ready, or
+// the run would pass on plain tables and prove nothing.
+func (s *Suite) checkPartitioned(ctx context.Context) error {
+	if os.Getenv(tenancy.PartitionsVar) == "" {
+		return nil
+	}
+	for _, name := range services {
+		conn, err := pgx.Connect(ctx, s.Databases[name])
+		if err != nil {
+			return err
+		}
+		var n int
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid
+			WHERE c.relnamespace = $1::regnamespace AND p.partstrat = 'h'`, name).Scan(&n)
+		conn.Close(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s is set but %s's schema has no hash-partitioned table", tenancy.PartitionsVar, name)
+		}
+	}
+	return nil
 }
 
 // ReuseDatabaseVar names a database the suites use as it is, instead of a fresh one each: the
