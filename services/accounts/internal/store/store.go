@@ -132,17 +132,18 @@ func (s *Store) SetLowBalanceThreshold(ctx context.Context, id string, threshold
 	return s.updateClient(ctx, false, `UPDATE accounts.balances SET low_balance_threshold = $2 WHERE client_id = $1`, id, threshold)
 }
 
-// updateClient runs an update of the client args[0], with the notice that its principals are
-// stale (ClientChanged) in the same transaction when notice is set. No row is fault.ErrNotFound.
-func (s *Store) updateClient(ctx context.Context, notice bool, sql string, args ...any) error {
+// updateClient runs sql, an update of client id ($1) to value ($2), with the notice that its
+// principals are stale (ClientChanged) in the same transaction when notice is set. No row is
+// fault.ErrNotFound.
+func (s *Store) updateClient(ctx context.Context, notice bool, sql, id string, value any) error {
 	b := &pgx.Batch{}
 	var n int64
-	b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
+	b.Queue(sql, id, value).Exec(func(tag pgconn.CommandTag) error {
 		n = tag.RowsAffected()
 		return nil
 	})
 	if notice {
-		queueNotice(b, principals.ClientNotice(args[0].(string)))
+		queueNotice(b, principals.ClientNotice(id))
 	}
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("update client: %w", err)
