@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
@@ -228,9 +229,13 @@ func TestChangesStopEveryCallWithinOneSecond(t *testing.T) {
 		{"role changed from ADMIN to MEMBER", func(t *testing.T, c apptest.Client) (use, func(*testing.T)) {
 			id, key := s.newKey(t, c.APIKey, accountsv1.Role_ROLE_ADMIN)
 			return use{key: key, reveals: true}, func(t *testing.T) {
-				// No RPC changes a key's role today; the database is where one would, and the
-				// trigger tells it like any other change.
-				if _, err := s.db.Exec(context.Background(), `UPDATE accounts.api_keys SET role = 'MEMBER' WHERE id = $1`, id); err != nil {
+				// No RPC changes a key's role today; an operator's SQL is where one would, and it
+				// sends the notice the store's changes send, in the same transaction (a batch is
+				// one), like any other change.
+				b := &pgx.Batch{}
+				b.Queue(`UPDATE accounts.api_keys SET role = 'MEMBER' WHERE client_id = $1 AND id = $2`, c.ID, id)
+				b.Queue(`SELECT pg_notify('mnv_accounts_principals', 'api_key:' || $1 || ':' || $2)`, c.ID, id)
+				if err := s.db.SendBatch(context.Background(), b).Close(); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -12,6 +12,8 @@ import (
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/pg"
 )
 
@@ -87,11 +89,24 @@ func TestWatchPrincipals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The store sends the notice of each change in the change's transaction (the tables run no
+	// trigger: docs/operations.md#past-one-postgresql).
+	st := store.New(db)
+	ok := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	// Not a change of the principal: nothing pushed. A rolled-back revoke: nothing pushed.
-	exec(`UPDATE accounts.api_keys SET last_used_at = now() WHERE id = $1`, keyID)
+	// Not a change of the principal: nothing pushed (a new token is not in any cache yet). A
+	// rolled-back revoke: nothing pushed.
+	const tokenID = "20000000-0000-4000-8000-000000000001"
+	_, err = st.InsertSDKToken(context.Background(), domain.SDKToken{ID: tokenID, ClientID: c.ID, Label: "app", Hint: "h"}, []byte("fingerprint"))
+	ok(err)
+	ok(st.TouchKeys(context.Background(), [][2]string{{c.ID, keyID}}))
 	if err := pg.InTx(context.Background(), db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(context.Background(), `UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1`, keyID); err != nil {
+		if err := store.New(tx).RevokeKey(context.Background(), c.ID, keyID); err != nil {
 			return err
 		}
 		return errRollback
@@ -121,11 +136,27 @@ func TestWatchPrincipals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_CLIENT, ClientId: c.ID}},
-		{"client changed by the one path", func() { exec(`SELECT accounts.client_changed($1)`, c.ID) },
+		{"client changed by the one path", func() { ok(st.ClientChanged(context.Background(), c.ID)) },
 			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_CLIENT, ClientId: c.ID}},
-		{"key role changed", func() { exec(`UPDATE accounts.api_keys SET role = 'MEMBER' WHERE id = $1`, keyID) },
-			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
-		{"key revoked", func() { exec(`UPDATE accounts.api_keys SET revoked_at = now() WHERE id = $1`, keyID) },
+		{"key role changed by an operator's SQL, with its notice", func() {
+			ok(pg.InTx(context.Background(), db, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(context.Background(), `UPDATE accounts.api_keys SET role = 'MEMBER' WHERE client_id = $1 AND id = $2`, c.ID, keyID); err != nil {
+					return err
+				}
+				_, err := tx.Exec(context.Background(), `SELECT pg_notify('mnv_accounts_principals', 'api_key:' || $1 || ':' || $2)`, c.ID, keyID)
+				return err
+			}))
+		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
+		{"key retired by a rotation with grace", func() {
+			// Replaced by itself: the notice is what is looked at, not the rotation.
+			_, err := st.RetireKey(context.Background(), c.ID, keyID, keyID, time.Hour)
+			ok(err)
+		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
+		{"SDK token revoked", func() {
+			_, err := st.RevokeSDKToken(context.Background(), c.ID, tokenID)
+			ok(err)
+		}, &accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_SDK_TOKEN, ClientId: c.ID, CredentialId: tokenID}},
+		{"key revoked", func() { ok(st.RevokeKey(context.Background(), c.ID, keyID)) },
 			&accountsv1.WatchPrincipalsResponse{Kind: accountsv1.WatchPrincipalsResponse_KIND_API_KEY, ClientId: c.ID, CredentialId: keyID}},
 	}
 	for _, tt := range tests {

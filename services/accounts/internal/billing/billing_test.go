@@ -2,13 +2,18 @@ package billing_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
@@ -16,6 +21,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
@@ -322,20 +328,80 @@ func TestTopUp(t *testing.T) {
 	}
 }
 
+// TestLedgerIsAppendOnly: the ledger's owner (the role the service runs as, which migrated it)
+// may read and append, and is refused UPDATE, DELETE and TRUNCATE (migration 010 revoked them:
+// privileges, since a table distributed by client runs no trigger). A superuser bypasses
+// privileges, so the statements run as an ordinary role made the ledger's owner, the tests'
+// own connections being a superuser's.
 func TestLedgerIsAppendOnly(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	c := env.Client(t, 5)
+	ctx := accountstest.Deadline(t)
+	owner := ledgerOwner(t, env)
+	asOwner := func(sql string, args ...any) error {
+		return pg.InTx(ctx, env.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL ROLE `+owner); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, sql, args...)
+			return err
+		})
+	}
+	for _, sql := range []string{
+		`SELECT count(*) FROM accounts.ledger WHERE client_id = $1`,
+		`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference)
+			VALUES (gen_random_uuid(), $1, 'ADJUSTMENT', 0, 5, 'appended by the owner')`,
+	} {
+		if err := asOwner(sql, c.Client.ID); err != nil {
+			t.Errorf("%s: %v, want the owner to read and append", sql, err)
+		}
+	}
 	for _, sql := range []string{
 		`UPDATE accounts.ledger SET amount = 1000 WHERE client_id = $1`,
 		`DELETE FROM accounts.ledger WHERE client_id = $1`,
+		`TRUNCATE accounts.ledger`,
 	} {
-		if _, err := env.Pool.Exec(context.Background(), sql, c.Client.ID); err == nil {
-			t.Errorf("%s: succeeded on the append-only ledger", sql)
+		args := []any{c.Client.ID}
+		if !strings.Contains(sql, "$1") {
+			args = nil
+		}
+		var pgErr *pgconn.PgError
+		if err := asOwner(sql, args...); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("%s: %v, want insufficient_privilege (42501) on the append-only ledger", sql, err)
 		}
 	}
+	env.CheckLedger(t, c.Client.ID)
 	if _, err := env.Pool.Exec(context.Background(), `UPDATE accounts.balances SET balance = -1 WHERE client_id = $1`, c.Client.ID); err == nil {
 		t.Error("a negative balance was stored")
 	}
+}
+
+// ledgerOwner makes a role of the test's own (roles belong to the server, not the test's
+// database) the owner of the ledger, as the service's role is, and returns its name; it is
+// dropped when the test ends.
+func ledgerOwner(t *testing.T, env *accountstest.Env) string {
+	t.Helper()
+	ctx := context.Background()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	role := "mnvtest_ledger_owner_" + hex.EncodeToString(b)
+	for _, sql := range []string{
+		`CREATE ROLE ` + role + ` NOLOGIN`,
+		`GRANT USAGE ON SCHEMA accounts TO ` + role,
+		`ALTER TABLE accounts.ledger OWNER TO ` + role,
+	} {
+		if _, err := env.Pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, sql := range []string{`REASSIGN OWNED BY ` + role + ` TO CURRENT_USER`, `DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			if _, err := env.Pool.Exec(ctx, sql); err != nil {
+				t.Errorf("%s: %v", sql, err)
+			}
+		}
+	})
+	return role
 }
 
 func TestParsePrices(t *testing.T) {

@@ -238,4 +238,30 @@ func TestExpiryEvents(t *testing.T) {
 			t.Fatalf("client %s without a near expiry got %v", id, got)
 		}
 	}
+
+	// A balance a debit holds is skipped and the others are notified; the next run takes it.
+	held, free := env.Client(t, 10), env.Client(t, 10)
+	setExpiry(t, held.Client.ID, "1 day")
+	setExpiry(t, free.Client.ID, "1 day")
+	holder, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx) //nolint:errcheck // released below; this covers a failure
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM accounts.balances WHERE client_id = $1 FOR UPDATE`, held.Client.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Ledger.NotifyExpiries(ctx, notice); err != nil {
+		t.Fatal(err)
+	}
+	if got, gotHeld := types(t, free.Client.ID), types(t, held.Client.ID); fmt.Sprint(got) != "[balance.expiring]" || len(gotHeld) != 0 {
+		t.Fatalf("with one balance held: %v for the free one, %v for the held one", got, gotHeld)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run(t)
+	if got := types(t, held.Client.ID); fmt.Sprint(got) != "[balance.expiring]" {
+		t.Fatalf("once released: %v", got)
+	}
 }

@@ -22,22 +22,29 @@ const expiryBatch = 500
 // many events it wrote.
 func (l *Ledger) NotifyExpiries(ctx context.Context, notice time.Duration) (int, error) {
 	total := 0
+	after := ""
 	for {
-		n, more, err := l.notifyExpiries(ctx, notice)
+		n, next, err := l.notifyExpiries(ctx, notice, after)
 		total += n
-		if err != nil || !more {
+		if err != nil || next == "" {
 			return total, err
 		}
+		after = next
 	}
 }
 
-func (l *Ledger) notifyExpiries(ctx context.Context, notice time.Duration) (n int, more bool, err error) {
+// notifyExpiries notifies the expiries due of up to expiryBatch clients after the client id
+// after, in one transaction, and returns the client id to go on after ("" at the end): each
+// run goes through the clients once, in id order, so a balance held by a debit (skipped) never
+// holds the run up.
+func (l *Ledger) notifyExpiries(ctx context.Context, notice time.Duration, after string) (n int, next string, err error) {
 	err = l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		due, err := st.ExpiriesDue(ctx, notice, expiryBatch)
+		var due []domain.ExpiryDue
+		var err error
+		due, next, err = st.ExpiriesDue(ctx, notice, after, expiryBatch)
 		if err != nil {
 			return err
 		}
-		more = len(due) == expiryBatch
 		evs := make([]events.Event, 0, len(due))
 		marks := make([]domain.ExpiryNotified, 0, len(due))
 		for _, d := range due {
@@ -70,9 +77,9 @@ func (l *Ledger) notifyExpiries(ctx context.Context, notice time.Duration) (n in
 		return st.Emit(ctx, evs...)
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("notify expiries: %w", err)
+		return 0, "", fmt.Errorf("notify expiries: %w", err)
 	}
-	return n, more, nil
+	return n, next, nil
 }
 
 // ExpiryArgs is the periodic job that sends the balances' expiry events.

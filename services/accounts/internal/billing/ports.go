@@ -33,9 +33,11 @@ type Store interface {
 	// SetPriceOverride sets (amount not nil) or removes an override; an unknown client is
 	// fault.ErrNotFound.
 	SetPriceOverride(ctx context.Context, clientID string, kind money.Kind, variant string, amount *int64) error
-	// ExpiriesDue locks and reads up to limit balances that expire within notice, or have
-	// expired, and were not yet notified for that expiry; balances a debit holds are skipped.
-	ExpiriesDue(ctx context.Context, notice time.Duration, limit int) ([]domain.ExpiryDue, error)
+	// ExpiriesDue locks and reads the balances, of up to limit after the client id after (""
+	// from the first), that expire within notice, or have expired, and were not yet notified
+	// for that expiry; balances a debit holds are skipped. next is the client id to go on
+	// after, "" when there are no more.
+	ExpiriesDue(ctx context.Context, notice time.Duration, after string, limit int) (due []domain.ExpiryDue, next string, err error)
 	// SetExpiryNotified records the expiries notified for; the caller holds the locks.
 	SetExpiryNotified(ctx context.Context, ns []domain.ExpiryNotified) error
 

@@ -67,8 +67,8 @@ func (f *fakeStore) Emit(_ context.Context, evs ...events.Event) error {
 }
 
 // The expiry job is proven against PostgreSQL alone (billing_test.go): its rule is the query.
-func (f *fakeStore) ExpiriesDue(context.Context, time.Duration, int) ([]domain.ExpiryDue, error) {
-	return nil, errors.New("fake: no expiries")
+func (f *fakeStore) ExpiriesDue(context.Context, time.Duration, string, int) ([]domain.ExpiryDue, string, error) {
+	return nil, "", errors.New("fake: no expiries")
 }
 
 func (f *fakeStore) SetExpiryNotified(context.Context, []domain.ExpiryNotified) error {

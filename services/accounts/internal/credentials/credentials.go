@@ -44,45 +44,45 @@ type Service struct {
 	// used a thousand times a second must not cost a thousand row updates.
 	mu       sync.Mutex
 	lastUsed map[string]time.Time
-	touches  chan string
+	touches  chan [2]string // client id, key id
 }
 
 // New returns a Service over st (outside any transaction) and tx. Run must run for last-used
 // times to be recorded.
 func New(st Store, tx Tx, fp *crypto.Fingerprinter, log *zap.Logger) *Service {
-	return &Service{st: st, tx: tx, fp: fp, log: log, lastUsed: map[string]time.Time{}, touches: make(chan string, touchQueueDepth)}
+	return &Service{st: st, tx: tx, fp: fp, log: log, lastUsed: map[string]time.Time{}, touches: make(chan [2]string, touchQueueDepth)}
 }
 
 // Run records last-used times in batches until ctx ends.
 func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var ids []string
+	var keys [][2]string
 	flush := func() {
-		if len(ids) == 0 {
+		if len(keys) == 0 {
 			return
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := s.st.TouchKeys(fctx, ids); err != nil {
-			s.log.Warn("record key use", zap.Error(err), zap.Int("keys", len(ids)))
+		if err := s.st.TouchKeys(fctx, keys); err != nil {
+			s.log.Warn("record key use", zap.Error(err), zap.Int("keys", len(keys)))
 		}
 		cancel()
-		ids = ids[:0]
+		keys = keys[:0]
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			flush()
 			return
-		case id := <-s.touches:
-			ids = append(ids, id)
+		case k := <-s.touches:
+			keys = append(keys, k)
 		case <-tick.C:
 			flush()
 		}
 	}
 }
 
-func (s *Service) touch(keyID string) {
+func (s *Service) touch(clientID, keyID string) {
 	now := time.Now()
 	s.mu.Lock()
 	last, ok := s.lastUsed[keyID]
@@ -93,7 +93,7 @@ func (s *Service) touch(keyID string) {
 	s.mu.Unlock()
 	if due {
 		select {
-		case s.touches <- keyID:
+		case s.touches <- [2]string{clientID, keyID}:
 		default: // Never slow a request down for a last-used time.
 		}
 	}
@@ -101,9 +101,20 @@ func (s *Service) touch(keyID string) {
 
 // AuthenticateAPIKey resolves an API key (of clientID, when not empty) to a principal.
 func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error) {
-	// The row is found by the key's fingerprint, so the key is proved: only the client is left
-	// to check.
-	a, err := s.st.KeyByFingerprint(ctx, s.fp.Sum(apiKey))
+	// The row is found by the client and the key's fingerprint, so the key is proved, and is
+	// the client's. A key sent without its client id (under /v1/api/me/) is first mapped to
+	// its client by its fingerprint.
+	fp := s.fp.Sum(apiKey)
+	keyClient := clientID
+	if keyClient == "" {
+		var err error
+		if keyClient, err = s.st.ClientOfKey(ctx, fp); errors.Is(err, fault.ErrNotFound) {
+			return principal.Principal{}, principal.ErrUnauthenticated
+		} else if err != nil {
+			return principal.Principal{}, err
+		}
+	}
+	a, err := s.st.KeyByFingerprint(ctx, keyClient, fp)
 	if errors.Is(err, fault.ErrNotFound) {
 		return principal.Principal{}, principal.ErrUnauthenticated
 	}
@@ -113,14 +124,14 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, apiKey, clientID strin
 	if clientID != "" && clientID != a.Key.ClientID {
 		return principal.Principal{}, principal.ErrUnauthenticated
 	}
-	s.touch(a.Key.ID)
+	s.touch(a.Key.ClientID, a.Key.ID)
 	return principal.Principal{ClientID: a.Key.ClientID, KeyID: a.Key.ID, Role: a.Key.Role, Status: a.Status, Features: a.Features, Operators: a.Operators, ValidFor: a.ValidFor}, nil
 }
 
 // AuthenticateSDKToken resolves an SDK token of clientID to a principal.
 func (s *Service) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
-	// Found by the token's fingerprint, as in AuthenticateAPIKey.
-	a, err := s.st.SDKTokenByFingerprint(ctx, s.fp.Sum(token))
+	// Found by the client and the token's fingerprint, as in AuthenticateAPIKey.
+	a, err := s.st.SDKTokenByFingerprint(ctx, clientID, s.fp.Sum(token))
 	if errors.Is(err, fault.ErrNotFound) {
 		return principal.Principal{}, principal.ErrUnauthenticated
 	}
@@ -283,7 +294,7 @@ func (s *Service) Rotate(ctx context.Context, p principal.Principal, secret stri
 		if out, err = s.issue(ctx, st, p.ClientID, old.Name, old.Role); err != nil {
 			return err
 		}
-		until, err := st.RetireKey(ctx, old.ID, out.Key.ID, grace)
+		until, err := st.RetireKey(ctx, p.ClientID, old.ID, out.Key.ID, grace)
 		if err != nil {
 			return err
 		}

@@ -35,6 +35,7 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	for name, tc := range map[string]struct{ key, client string }{
 		"other client's id":  {c.APIKey, other.Client.ID},
 		"unknown key":        {principal.APIKeyPrefix + strings.Repeat("A", 40), c.Client.ID},
+		"unknown key alone":  {principal.APIKeyPrefix + strings.Repeat("A", 40), ""},
 		"client secret used": {c.ClientSecret, c.Client.ID},
 	} {
 		if _, err := env.Credentials.AuthenticateAPIKey(ctx, tc.key, tc.client); !errors.Is(err, principal.ErrUnauthenticated) {
@@ -53,7 +54,7 @@ func TestNoSecretInClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"clients", "api_keys", "sdk_tokens", "balances", "ledger"} {
+	for _, table := range []string{"clients", "api_keys", "sdk_tokens", "balances", "ledger", "client_lookups"} {
 		for _, secret := range []string{c.APIKey, c.ClientSecret, token.Secret, "tess@example.com", "0011223344", "Tess Ter"} {
 			var n int
 			err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM accounts.`+table+` t WHERE strpos(t::text, $1) > 0

@@ -66,9 +66,18 @@ func (f *fakeStore) GetClient(_ context.Context, id string, _ bool) (domain.Clie
 	return c, nil
 }
 
-func (f *fakeStore) KeyByFingerprint(_ context.Context, fp []byte) (domain.KeyAuth, error) {
+func (f *fakeStore) ClientOfKey(_ context.Context, fp []byte) (string, error) {
 	for _, k := range f.keys {
-		if bytes.Equal(k.fp, fp) && f.usable(k) {
+		if bytes.Equal(k.fp, fp) {
+			return k.key.ClientID, nil
+		}
+	}
+	return "", fault.ErrNotFound
+}
+
+func (f *fakeStore) KeyByFingerprint(_ context.Context, clientID string, fp []byte) (domain.KeyAuth, error) {
+	for _, k := range f.keys {
+		if k.key.ClientID == clientID && bytes.Equal(k.fp, fp) && f.usable(k) {
 			c := f.clients[k.key.ClientID]
 			return domain.KeyAuth{Key: k.key, Status: c.Status, Features: c.Features}, nil
 		}
@@ -76,7 +85,7 @@ func (f *fakeStore) KeyByFingerprint(_ context.Context, fp []byte) (domain.KeyAu
 	return domain.KeyAuth{}, fault.ErrNotFound
 }
 
-func (f *fakeStore) TouchKeys(context.Context, []string) error { return nil }
+func (f *fakeStore) TouchKeys(context.Context, [][2]string) error { return nil }
 
 func (f *fakeStore) InsertKey(_ context.Context, k domain.APIKey, fp []byte) (domain.APIKey, error) {
 	k.CreatedAt = f.now
@@ -118,8 +127,11 @@ func (f *fakeStore) RevokeKey(_ context.Context, clientID, keyID string) error {
 	return nil
 }
 
-func (f *fakeStore) RetireKey(_ context.Context, keyID, replacedBy string, grace time.Duration) (*time.Time, error) {
-	k := f.keys[keyID]
+func (f *fakeStore) RetireKey(_ context.Context, clientID, keyID, replacedBy string, grace time.Duration) (*time.Time, error) {
+	k, ok := f.keys[keyID]
+	if !ok || k.key.ClientID != clientID {
+		return nil, nil
+	}
 	k.replacedBy = replacedBy
 	if grace <= 0 {
 		k.revoked = true
@@ -130,7 +142,7 @@ func (f *fakeStore) RetireKey(_ context.Context, keyID, replacedBy string, grace
 	return k.key.ExpiresAt, nil
 }
 
-func (f *fakeStore) SDKTokenByFingerprint(context.Context, []byte) (domain.SDKTokenAuth, error) {
+func (f *fakeStore) SDKTokenByFingerprint(context.Context, string, []byte) (domain.SDKTokenAuth, error) {
 	return domain.SDKTokenAuth{}, fault.ErrNotFound
 }
 

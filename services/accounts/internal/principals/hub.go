@@ -34,8 +34,23 @@ type Change struct {
 	CredentialID string
 }
 
-// Channel is the database channel the changes are notified on (migration 005).
+// Channel is the database channel the changes are notified on: the store sends a notice
+// (pg_notify) in the transaction of each change, so it is delivered when, and only if, the
+// change commits.
 const Channel = "mnv_accounts_principals"
+
+// ClientNotice, APIKeyNotice and SDKTokenNotice are the payloads of the notices on Channel,
+// "<kind>:<client>[:<credential>]", the form parse reads (and the triggers of migration 006
+// sent, so replicas of either version understand each other).
+func ClientNotice(clientID string) string { return "client:" + clientID }
+
+// APIKeyNotice is the payload of a change of an API key.
+func APIKeyNotice(clientID, keyID string) string { return "api_key:" + clientID + ":" + keyID }
+
+// SDKTokenNotice is the payload of a change of an SDK token.
+func SDKTokenNotice(clientID, tokenID string) string {
+	return "sdk_token:" + clientID + ":" + tokenID
+}
 
 // ErrNotListening refuses a stream while the replica does not listen to the database.
 var ErrNotListening = errors.New("principal changes are not being received from the database")
@@ -195,7 +210,7 @@ func (h *Hub) send(c Change) {
 	}
 }
 
-// parse reads "<kind>:<client>[:<credential>]" (migration 005).
+// parse reads "<kind>:<client>[:<credential>]" (ClientNotice, APIKeyNotice, SDKTokenNotice).
 func parse(payload string) (Change, bool) {
 	parts := strings.Split(payload, ":")
 	if len(parts) < 2 || parts[1] == "" {

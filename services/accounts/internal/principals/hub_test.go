@@ -42,3 +42,41 @@ func TestWaitListening(t *testing.T) {
 		})
 	}
 }
+
+// TestNotices: the payloads the store sends reach a stream as the changes they name.
+func TestNotices(t *testing.T) {
+	h, err := principals.NewHub(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Up()
+	sub, err := h.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unsubscribe(sub)
+	const client, cred = "00000000-0000-4000-8000-000000000001", "10000000-0000-4000-8000-000000000001"
+	for _, want := range []principals.Change{
+		{Kind: principals.ClientChanged, ClientID: client},
+		{Kind: principals.APIKeyChanged, ClientID: client, CredentialID: cred},
+		{Kind: principals.SDKTokenChanged, ClientID: client, CredentialID: cred},
+	} {
+		switch want.Kind {
+		case principals.ClientChanged:
+			h.Notify(principals.ClientNotice(client))
+		case principals.APIKeyChanged:
+			h.Notify(principals.APIKeyNotice(client, cred))
+		case principals.SDKTokenChanged:
+			h.Notify(principals.SDKTokenNotice(client, cred))
+		}
+		for got := range sub.C {
+			if got.Kind == principals.Started || got.Kind == principals.Heartbeat {
+				continue
+			}
+			if got != want {
+				t.Errorf("got %+v, want %+v", got, want)
+			}
+			break
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,102 +46,92 @@ func scanLedger(row pgx.Row) (domain.LedgerEntry, error) {
 }
 
 // LockForDebits locks the balance rows of clientIDs, in id order (so batches that share
-// clients never deadlock, on one replica or several), and reads the snapshot of a batch. Clients
-// that do not exist are absent from Balances. References are looked up only when lookup (pairs
-// of client id and reference) is not empty: the common batch has none in the ledger yet, and
-// AppendLedger's unique constraint tells when one was (a retry); a refused debit, which inserts
-// nothing, asks LedgerByReferences.
+// clients never deadlock, on one replica or several), and reads the snapshot of a batch, in one
+// round trip: per client, one statement that locks its balance and one that reads its price
+// overrides, each naming that one client (a database distributed by client routes each to the
+// client's node, docs/operations.md#past-one-postgresql). Clients that do not exist are absent
+// from Balances. References are looked up only when lookup (pairs of client id and reference)
+// is not empty: the common batch has none in the ledger yet, and AppendLedger's unique
+// constraint tells when one was (a retry); a refused debit, which inserts nothing, asks
+// LedgerByReferences.
 func (s *Store) LockForDebits(ctx context.Context, clientIDs []string, lookup [][2]string) (domain.DebitSnapshot, error) {
 	ids := slices.Clone(clientIDs)
 	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	snap := domain.DebitSnapshot{
+		Balances:  make(map[string]domain.BalanceState, len(ids)),
+		Overrides: map[string][]domain.Price{},
+		Existing:  map[string]domain.LedgerEntry{},
+	}
 	b := &pgx.Batch{}
-	// Ids travel as text[] and are cast by the server: pgx has no binary plan for []string into
-	// uuid[], and finding that out (an error built with fmt) before falling back to text cost
-	// about a tenth of accounts' CPU on the debit path.
-	b.Queue(`SELECT b.client_id::text, b.balance, b.expires_at, c.status, b.low_balance_threshold, now()
-		FROM accounts.balances b JOIN accounts.clients c ON c.id = b.client_id
-		WHERE b.client_id = ANY($1::text[]::uuid[]) ORDER BY b.client_id FOR UPDATE OF b`, ids)
-	b.Queue(`SELECT client_id::text, kind, variant, amount FROM accounts.prices WHERE client_id = ANY($1::text[]::uuid[])`, ids)
-	if len(lookup) > 0 {
-		b.Queue(ledgerByRefKeysSQL, refKeys(lookup))
+	for _, id := range ids {
+		b.Queue(lockBalanceSQL, id).QueryRow(func(row pgx.Row) error {
+			var st domain.BalanceState
+			err := row.Scan(&st.Balance, &st.ExpiresAt, &st.Status, &st.LowThreshold, &st.Now)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // no such client
+			}
+			if err != nil {
+				return fmt.Errorf("lock balances: %w", err)
+			}
+			snap.Balances[id] = st
+			return nil
+		})
 	}
-	br := s.db.SendBatch(ctx, b)
-	defer br.Close()
-
-	snap := domain.DebitSnapshot{Balances: map[string]domain.BalanceState{}, Overrides: map[string][]domain.Price{}, Existing: map[string]domain.LedgerEntry{}}
-	rows, err := br.Query()
-	if err != nil {
-		return snap, fmt.Errorf("lock balances: %w", err)
+	for _, id := range ids {
+		b.Queue(priceOverridesSQL, id).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				p := domain.Price{Overridden: true}
+				if err := rows.Scan(&p.Kind, &p.Variant, &p.Amount); err != nil {
+					return fmt.Errorf("read prices: %w", err)
+				}
+				snap.Overrides[id] = append(snap.Overrides[id], p)
+			}
+			return rows.Err()
+		})
 	}
-	for rows.Next() {
-		var id string
-		var st domain.BalanceState
-		if err := rows.Scan(&id, &st.Balance, &st.ExpiresAt, &st.Status, &st.LowThreshold, &st.Now); err != nil {
-			rows.Close()
-			return snap, fmt.Errorf("lock balances: %w", err)
-		}
-		snap.Balances[id] = st
+	queueLedgerByReferences(b, lookup, snap.Existing)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return snap, fmt.Errorf("lock for debits: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return snap, fmt.Errorf("lock balances: %w", err)
-	}
-	if rows, err = br.Query(); err != nil {
-		return snap, fmt.Errorf("read prices: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		p := domain.Price{Overridden: true}
-		if err := rows.Scan(&id, &p.Kind, &p.Variant, &p.Amount); err != nil {
-			rows.Close()
-			return snap, fmt.Errorf("read prices: %w", err)
-		}
-		snap.Overrides[id] = append(snap.Overrides[id], p)
-	}
-	if err := rows.Err(); err != nil {
-		return snap, fmt.Errorf("read prices: %w", err)
-	}
-	if len(lookup) > 0 {
-		if rows, err = br.Query(); err != nil {
-			return snap, fmt.Errorf("read references: %w", err)
-		}
-		if snap.Existing, err = collectByRefKey(rows); err != nil {
-			return snap, fmt.Errorf("read references: %w", err)
-		}
-	}
-	return snap, br.Close()
+	return snap, nil
 }
 
-const ledgerByRefKeysSQL = `SELECT ` + ledgerColumns + ` FROM accounts.ledger WHERE ref_key = ANY($1)`
+// ledgerByRefKeySQL reads one reference of one client: both by equality, which the unique index
+// (client_id, ref_key) answers whatever the statistics say. An ANY over references let the
+// planner, with statistics from when every client had a row or two, read the client's whole
+// ledger instead (migration 002 tells the same of an earlier key).
+const ledgerByRefKeySQL = `SELECT ` + ledgerColumns + ` FROM accounts.ledger WHERE client_id = $1 AND ref_key = $2`
 
-func refKeys(refs [][2]string) []string {
-	keys := make([]string, len(refs))
-	for i, r := range refs {
-		keys[i] = refKey(r[0], r[1])
+// queueLedgerByReferences queues one statement per reference of refs (pairs of client id and
+// reference) that reads its ledger row into out, by domain.LedgerKey, when there is one.
+func queueLedgerByReferences(b *pgx.Batch, refs [][2]string, out map[string]domain.LedgerEntry) {
+	for _, r := range refs {
+		key := refKey(r[0], r[1])
+		b.Queue(ledgerByRefKeySQL, r[0], key).QueryRow(func(row pgx.Row) error {
+			e, err := scanLedger(row)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("read references: %w", err)
+			}
+			out[key] = e
+			return nil
+		})
 	}
-	return keys
-}
-
-func collectByRefKey(rows pgx.Rows) (map[string]domain.LedgerEntry, error) {
-	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.LedgerEntry, error) { return scanLedger(r) })
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]domain.LedgerEntry, len(entries))
-	for _, e := range entries {
-		out[refKey(e.ClientID, e.Reference)] = e
-	}
-	return out, nil
 }
 
 // LedgerByReferences reads the ledger rows of refs (pairs of client id and reference) that
-// exist, by ExistingKey.
+// exist, by ExistingKey, in one round trip.
 func (s *Store) LedgerByReferences(ctx context.Context, refs [][2]string) (map[string]domain.LedgerEntry, error) {
-	rows, err := s.db.Query(ctx, ledgerByRefKeysSQL, refKeys(refs))
-	if err != nil {
-		return nil, fmt.Errorf("ledger by references: %w", err)
+	out := make(map[string]domain.LedgerEntry)
+	if len(refs) == 0 {
+		return out, nil
 	}
-	out, err := collectByRefKey(rows)
-	if err != nil {
+	b := &pgx.Batch{}
+	queueLedgerByReferences(b, refs, out)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("ledger by references: %w", err)
 	}
 	return out, nil
@@ -148,8 +139,7 @@ func (s *Store) LedgerByReferences(ctx context.Context, refs [][2]string) (map[s
 
 // LedgerByReference reads one ledger entry of a client by reference.
 func (s *Store) LedgerByReference(ctx context.Context, clientID, reference string) (domain.LedgerEntry, error) {
-	e, err := scanLedger(s.db.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM accounts.ledger WHERE ref_key = $1`,
-		refKey(clientID, reference)))
+	e, err := scanLedger(s.db.QueryRow(ctx, ledgerByRefKeySQL, clientID, refKey(clientID, reference)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fault.ErrNotFound
 	}
@@ -161,74 +151,68 @@ func (s *Store) LedgerByReference(ctx context.Context, clientID, reference strin
 
 // AppendLedger inserts entries (each of its ClientID, in order, distinct references per client)
 // and sets each client's balance to its last entry's balance_after, in one round trip, and
-// returns the entries with their ids (rowid: in the order written) and times. The caller holds
-// the balance locks. When a reference is already in the ledger it returns
-// domain.ErrReferenceTaken: the insert fails, so nothing after it in the round trip runs, and
-// the transaction must be rolled back. In a piped transaction (pg.InPipedTx) the same round
-// trip commits it (pg.QueueCommit): nothing may follow an append there.
+// returns the entries with their ids (rowid: in the order written) and times. Per client, in
+// client id order, one insert of its entries and one update of its balance, each naming that
+// one client (docs/operations.md#past-one-postgresql). The caller holds the balance locks. When a
+// reference is already in the ledger it returns domain.ErrReferenceTaken: the insert fails, so
+// nothing after it in the round trip runs, and the transaction must be rolled back. In a piped
+// transaction (pg.InPipedTx) the same round trip commits it (pg.QueueCommit): nothing may
+// follow an append there.
 func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	n := len(entries)
-	ids := make([]string, n)
-	clients := make([]string, n)
-	kinds := make([]string, n)
-	amounts := make([]int64, n)
-	after := make([]int64, n)
-	refs := make([]string, n)
-	variants := make([]string, n)
-	descs := make([]*string, n)
-	final := map[string]int64{}
-	for i, e := range entries {
-		ids[i] = rowid.New()
-		clients[i], kinds[i], amounts[i], after[i], refs[i], variants[i], descs[i] =
-			e.ClientID, string(e.Kind), e.Amount, e.BalanceAfter, e.Reference, e.Variant, e.Description
-		final[e.ClientID] = e.BalanceAfter
+	type rows struct {
+		ids, kinds, refs, variants []string
+		amounts, after             []int64
+		descs                      []*string
 	}
-	balClients := make([]string, 0, len(final))
-	for c := range final {
-		balClients = append(balClients, c)
-	}
-	slices.Sort(balClients)
-	balances := make([]int64, len(balClients))
-	for i, c := range balClients {
-		balances[i] = final[c]
-	}
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference, variant, description)
-		SELECT id, c, k, a, ba, r, v, d
-		FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
-			WITH ORDINALITY AS t(id, c, k, a, ba, r, v, d, ord)
-		ORDER BY ord
-		RETURNING client_id::text, reference, id::text, created_at`, ids, clients, kinds, amounts, after, refs, variants, descs)
-	b.Queue(`UPDATE accounts.balances b SET balance = v.balance, updated_at = now()
-		FROM unnest($1::text[]::uuid[], $2::bigint[]) AS v(client_id, balance) WHERE b.client_id = v.client_id`, balClients, balances)
-	pg.QueueCommit(s.db, b)
-	br := s.db.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
-	if err != nil {
-		return nil, appendErr(err)
+	byClient := map[string]*rows{}
+	for _, e := range entries {
+		r := byClient[e.ClientID]
+		if r == nil {
+			r = &rows{}
+			byClient[e.ClientID] = r
+		}
+		r.ids = append(r.ids, rowid.New())
+		r.kinds = append(r.kinds, string(e.Kind))
+		r.amounts = append(r.amounts, e.Amount)
+		r.after = append(r.after, e.BalanceAfter)
+		r.refs = append(r.refs, e.Reference)
+		r.variants = append(r.variants, e.Variant)
+		r.descs = append(r.descs, e.Description)
 	}
 	type inserted struct {
 		id      string
 		created time.Time
 	}
-	byKey := make(map[string]inserted, n)
-	for rows.Next() {
-		var client, ref string
-		var in inserted
-		if err := rows.Scan(&client, &ref, &in.id, &in.created); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("append ledger: %w", err)
-		}
-		byKey[refKey(client, ref)] = in
+	byKey := make(map[string]inserted, len(entries))
+	b := &pgx.Batch{}
+	for _, c := range slices.Sorted(maps.Keys(byClient)) {
+		r := byClient[c]
+		b.Queue(`INSERT INTO accounts.ledger (id, client_id, kind, amount, balance_after, reference, variant, description)
+			SELECT id, $1::uuid, k, a, ba, r, v, d
+			FROM unnest($2::text[]::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+				WITH ORDINALITY AS t(id, k, a, ba, r, v, d, ord)
+			ORDER BY ord
+			RETURNING reference, id::text, created_at`, c, r.ids, r.kinds, r.amounts, r.after, r.refs, r.variants, r.descs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var ref string
+				var in inserted
+				if err := rows.Scan(&ref, &in.id, &in.created); err != nil {
+					return err
+				}
+				byKey[refKey(c, ref)] = in
+			}
+			return rows.Err()
+		})
+		b.Queue(`UPDATE accounts.balances SET balance = $2, updated_at = now() WHERE client_id = $1`, c, r.after[len(r.after)-1])
 	}
-	if err := rows.Err(); err != nil {
+	pg.QueueCommit(s.db, b)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, appendErr(err)
 	}
-	out := make([]domain.LedgerEntry, n)
+	out := make([]domain.LedgerEntry, len(entries))
 	for i, e := range entries {
 		in, ok := byKey[refKey(e.ClientID, e.Reference)]
 		if !ok {
@@ -237,16 +221,16 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		e.ID, e.CreatedAt = in.id, in.created
 		out[i] = e
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("set balances: %w", err)
-	}
-	return out, br.Close()
+	return out, nil
 }
 
-// appendErr is the error of AppendLedger's insert: a reference already in the ledger (a retried
-// debit) is domain.ErrReferenceTaken.
+// appendErr is the error of AppendLedger's round trip: a reference already in the ledger (a
+// retried debit) is domain.ErrReferenceTaken. Any unique violation is taken for one, whatever
+// the constraint's name: a table rebuilt by partition (tenancy.Partition) names its index
+// otherwise, and the ledger's other keys (seq, a fresh rowid) never collide; a caller told so
+// decides again after reading the references, which is right whatever the violation was.
 func appendErr(err error) error {
-	if pg.IsUniqueViolation(err, "ledger_ref_key") {
+	if pg.IsUniqueViolation(err, "") {
 		return domain.ErrReferenceTaken
 	}
 	return fmt.Errorf("append ledger: %w", err)
@@ -286,9 +270,11 @@ func (s *Store) LedgerSum(ctx context.Context, clientID string) (sum, balance in
 	return sum, balance, nil
 }
 
+const priceOverridesSQL = `SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1 ORDER BY kind, variant`
+
 // PriceOverrides reads a client's price overrides.
 func (s *Store) PriceOverrides(ctx context.Context, clientID string) ([]domain.Price, error) {
-	rows, err := s.db.Query(ctx, `SELECT kind, variant, amount FROM accounts.prices WHERE client_id = $1 ORDER BY kind, variant`, clientID)
+	rows, err := s.db.Query(ctx, priceOverridesSQL, clientID)
 	if err != nil {
 		return nil, fmt.Errorf("price overrides: %w", err)
 	}
@@ -320,47 +306,74 @@ func (s *Store) SetPriceOverride(ctx context.Context, clientID string, kind mone
 	return nil
 }
 
-// ExpiriesDue locks (skipping those a debit holds: the next run takes them) and reads up to
-// limit balances that expire within notice, or have expired, and whose expiry was not yet
-// notified for, in client id order.
-func (s *Store) ExpiriesDue(ctx context.Context, notice time.Duration, limit int) ([]domain.ExpiryDue, error) {
-	rows, err := s.db.Query(ctx, `SELECT client_id::text, balance, expires_at, expiring_notified_for, expired_notified_for, now()
-		FROM accounts.balances
-		WHERE expires_at IS NOT NULL AND expires_at <= now() + make_interval(secs => $1)
-			AND (expired_notified_for IS DISTINCT FROM expires_at
-				AND (expires_at <= now() OR expiring_notified_for IS DISTINCT FROM expires_at))
-		ORDER BY client_id LIMIT $2 FOR UPDATE SKIP LOCKED`, notice.Seconds(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("expiries due: %w", err)
+// expiryDue is the condition of a balance whose expiry is within notice ($1) or past and not
+// yet notified for.
+const expiryDue = `expires_at IS NOT NULL AND expires_at <= now() + make_interval(secs => $1)
+	AND (expired_notified_for IS DISTINCT FROM expires_at
+		AND (expires_at <= now() OR expiring_notified_for IS DISTINCT FROM expires_at))`
+
+// ExpiriesDue reads up to limit balances, after the client id after ("" from the first), that
+// expire within notice, or have expired, and whose expiry was not yet notified for, in client
+// id order; it locks each, skipping those a debit holds (the next run takes them), and returns
+// the ones it locked, as they are once locked, and next, the client id to go on after (""
+// when there are no more). The candidates are read without a lock, across clients (a sweep's
+// read, which a database distributed by client answers from every node); each is then locked
+// by a statement naming that one client, all in one round trip, never a FOR UPDATE across
+// clients (docs/operations.md#past-one-postgresql).
+func (s *Store) ExpiriesDue(ctx context.Context, notice time.Duration, after string, limit int) (due []domain.ExpiryDue, next string, err error) {
+	var from any // NULL: from the first
+	if after != "" {
+		from = after
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.ExpiryDue, error) {
-		var d domain.ExpiryDue
-		return d, r.Scan(&d.ClientID, &d.Balance, &d.ExpiresAt, &d.ExpiringNotifiedFor, &d.ExpiredNotifiedFor, &d.Now)
-	})
+	rows, err := s.db.Query(ctx, `SELECT client_id::text FROM accounts.balances
+		WHERE `+expiryDue+` AND ($2::uuid IS NULL OR client_id > $2::uuid)
+		ORDER BY client_id LIMIT $3`, notice.Seconds(), from, limit)
 	if err != nil {
-		return nil, fmt.Errorf("expiries due: %w", err)
+		return nil, "", fmt.Errorf("expiries due: %w", err)
 	}
-	return out, nil
+	candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, "", fmt.Errorf("expiries due: %w", err)
+	}
+	if len(candidates) == 0 {
+		return nil, "", nil
+	}
+	if len(candidates) == limit {
+		next = candidates[len(candidates)-1]
+	}
+	b := &pgx.Batch{}
+	for _, id := range candidates {
+		b.Queue(`SELECT client_id::text, balance, expires_at, expiring_notified_for, expired_notified_for, now()
+			FROM accounts.balances WHERE client_id = $2 AND `+expiryDue+` FOR UPDATE SKIP LOCKED`, notice.Seconds(), id).QueryRow(func(row pgx.Row) error {
+			var d domain.ExpiryDue
+			err := row.Scan(&d.ClientID, &d.Balance, &d.ExpiresAt, &d.ExpiringNotifiedFor, &d.ExpiredNotifiedFor, &d.Now)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // held by a debit, or no longer due
+			}
+			due = append(due, d)
+			return err
+		})
+	}
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, "", fmt.Errorf("expiries due: %w", err)
+	}
+	return due, next, nil
 }
 
-// SetExpiryNotified records the expiries the events of ns were sent for, in one statement. The
-// caller holds the balance locks (ExpiriesDue).
+// SetExpiryNotified records the expiries the events of ns were sent for, one statement per
+// client in one round trip. The caller holds the balance locks (ExpiriesDue).
 func (s *Store) SetExpiryNotified(ctx context.Context, ns []domain.ExpiryNotified) error {
 	if len(ns) == 0 {
 		return nil
 	}
-	ids := make([]string, len(ns))
-	expiring := make([]*time.Time, len(ns))
-	expired := make([]*time.Time, len(ns))
-	for i, n := range ns {
-		ids[i], expiring[i], expired[i] = n.ClientID, n.Expiring, n.Expired
+	b := &pgx.Batch{}
+	for _, n := range ns {
+		b.Queue(`UPDATE accounts.balances
+			SET expiring_notified_for = coalesce($2, expiring_notified_for),
+				expired_notified_for = coalesce($3, expired_notified_for)
+			WHERE client_id = $1`, n.ClientID, n.Expiring, n.Expired)
 	}
-	_, err := s.db.Exec(ctx, `UPDATE accounts.balances b
-		SET expiring_notified_for = coalesce(v.expiring, b.expiring_notified_for),
-			expired_notified_for = coalesce(v.expired, b.expired_notified_for)
-		FROM unnest($1::text[]::uuid[], $2::timestamptz[], $3::timestamptz[]) AS v(client_id, expiring, expired)
-		WHERE b.client_id = v.client_id`, ids, expiring, expired)
-	if err != nil {
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("set expiry notified: %w", err)
 	}
 	return nil

@@ -10,8 +10,10 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
+	"github.com/mnvhq/mnv/services/accounts/internal/principals"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/outbox"
@@ -79,7 +81,7 @@ func (s *Store) InsertClient(ctx context.Context, c domain.ClientRow) error {
 // which serialises credential changes of one client.
 func (s *Store) GetClient(ctx context.Context, id string, lock bool) (domain.ClientRow, error) {
 	q := `SELECT ` + clientColumns + ` FROM accounts.clients c JOIN accounts.balances b ON b.client_id = c.id
-		WHERE c.id = $1`
+		WHERE c.id = $1 AND b.client_id = $1`
 	if lock {
 		q += ` FOR UPDATE OF c`
 	}
@@ -91,7 +93,10 @@ func (s *Store) GetClient(ctx context.Context, id string, lock bool) (domain.Cli
 }
 
 // ListClients reads a page of clients, newest first, with the total, from one snapshot (pg.Page).
-// The total counts the join the page reads (every client has its balance row).
+// The total counts the join the page reads (every client has its balance row). The operator's
+// list of every client is the one read across clients' balances outside a sweep: a read
+// without locks, which a database distributed by client answers from every node
+// (docs/operations.md#past-one-postgresql).
 func (s *Store) ListClients(ctx context.Context, limit, offset int64) ([]domain.ClientRow, int64, error) {
 	q := pg.PageQuery{
 		Columns: clientColumns,
@@ -105,33 +110,45 @@ func (s *Store) ListClients(ctx context.Context, limit, offset int64) ([]domain.
 	return out, total, nil
 }
 
-// SetClientStatus changes a client's status.
+// SetClientStatus changes a client's status, and tells the principal caches (ClientChanged).
 func (s *Store) SetClientStatus(ctx context.Context, id string, status principal.Status) error {
-	return s.updateClient(ctx, `UPDATE accounts.clients SET status = $2, updated_at = now() WHERE id = $1`, id, status)
+	return s.updateClient(ctx, true, `UPDATE accounts.clients SET status = $2, updated_at = now() WHERE id = $1`, id, status)
 }
 
-// SetClientFeatures replaces a client's features.
+// SetClientFeatures replaces a client's features, and tells the principal caches.
 func (s *Store) SetClientFeatures(ctx context.Context, id string, features []string) error {
-	return s.updateClient(ctx, `UPDATE accounts.clients SET features = $2, updated_at = now() WHERE id = $1`, id, features)
+	return s.updateClient(ctx, true, `UPDATE accounts.clients SET features = $2, updated_at = now() WHERE id = $1`, id, features)
 }
 
-// SetClientOperators replaces the operators a client may use (the default set: NULL).
+// SetClientOperators replaces the operators a client may use (the default set: NULL), and
+// tells the principal caches.
 func (s *Store) SetClientOperators(ctx context.Context, id string, ops principal.Operators) error {
-	return s.updateClient(ctx, `UPDATE accounts.clients SET operators = $2, updated_at = now() WHERE id = $1`, id, operatorsValue(ops))
+	return s.updateClient(ctx, true, `UPDATE accounts.clients SET operators = $2, updated_at = now() WHERE id = $1`, id, operatorsValue(ops))
 }
 
 // SetLowBalanceThreshold sets a client's own low-balance threshold; nil takes the service's
-// default again.
+// default again. No principal carries it: no notice.
 func (s *Store) SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) error {
-	return s.updateClient(ctx, `UPDATE accounts.balances SET low_balance_threshold = $2 WHERE client_id = $1`, id, threshold)
+	return s.updateClient(ctx, false, `UPDATE accounts.balances SET low_balance_threshold = $2 WHERE client_id = $1`, id, threshold)
 }
 
-func (s *Store) updateClient(ctx context.Context, sql string, args ...any) error {
-	tag, err := s.db.Exec(ctx, sql, args...)
-	if err != nil {
+// updateClient runs sql, an update of client id ($1) to value ($2), with the notice that its
+// principals are stale (ClientChanged) in the same transaction when notice is set. No row is
+// fault.ErrNotFound.
+func (s *Store) updateClient(ctx context.Context, notice bool, sql, id string, value any) error {
+	b := &pgx.Batch{}
+	var n int64
+	b.Queue(sql, id, value).Exec(func(tag pgconn.CommandTag) error {
+		n = tag.RowsAffected()
+		return nil
+	})
+	if notice {
+		queueNotice(b, principals.ClientNotice(id))
+	}
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("update client: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fault.ErrNotFound
 	}
 	return nil
@@ -201,13 +218,28 @@ func (s *Store) SetRedirectURIs(ctx context.Context, clientID string, uris []str
 }
 
 // ClientChanged tells every replica's WatchPrincipals streams, when the store's transaction
-// commits, that the client's principals are stale: the one "client changed" path
-// (accounts.client_changed, migration 005). An update of the clients row calls it by trigger;
-// a change of client configuration kept elsewhere that goes into the principal must call it
-// (or have its table's trigger call accounts.client_changed) in its own transaction.
+// commits, that the client's principals are stale. The store's changes of the clients row send
+// it themselves; a change of client configuration kept elsewhere that goes into the principal
+// must call it in its own transaction.
 func (s *Store) ClientChanged(ctx context.Context, clientID string) error {
-	if _, err := s.db.Exec(ctx, `SELECT accounts.client_changed($1)`, clientID); err != nil {
+	if _, err := s.db.Exec(ctx, noticeSQL, principals.Channel, principals.ClientNotice(clientID)); err != nil {
 		return fmt.Errorf("client changed: %w", err)
 	}
 	return nil
+}
+
+// noticeSQL sends a notice of a principal change on principals.Channel. A statement of its own,
+// on no table: a database distributed by client runs it on the coordinator, where the replicas
+// listen, which a trigger on a distributed table would not (docs/operations.md#past-one-postgresql).
+const noticeSQL = `SELECT pg_notify($1, $2)`
+
+// queueNotice queues the notice of a principal change behind the statements of the change in b.
+// It is sent in the change's transaction (a batch sent outside one is a transaction of its
+// own), so PostgreSQL delivers it when, and only if, the change commits: a revoked key is never
+// left cached as valid for want of its notice, nor dropped for a change rolled back. Every store
+// method that changes what a principal is made of (a key's or token's revocation or expiry, the
+// client's status, features or operators) queues it; inserts need none, nothing being cached
+// for them yet.
+func queueNotice(b *pgx.Batch, payload string) {
+	b.Queue(noticeSQL, principals.Channel, payload)
 }
