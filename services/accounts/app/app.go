@@ -37,6 +37,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -220,7 +221,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
 		return err
 	}
-	return jobs.Migrate(ctx, pool, Schema)
+	if err := jobs.Migrate(ctx, pool, Schema); err != nil {
+		return err
+	}
+	return tenancy.PartitionFromEnv(ctx, pool, migrations.Tables)
 }
 
 // New connects to the database, migrates the schema and builds the server. reg receives the

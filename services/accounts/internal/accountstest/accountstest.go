@@ -24,6 +24,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // Pepper and DataKeys are fixed test secrets.
@@ -59,6 +60,10 @@ func New(t testing.TB, prices billing.Prices) *Env {
 		t.Fatal(err)
 	}
 	if err := jobs.Migrate(ctx, pool, "accounts"); err != nil {
+		t.Fatal(err)
+	}
+	// make test-partitioned: the tenant tables hash-partitioned by client_id, as the app does.
+	if err := tenancy.PartitionFromEnv(ctx, pool, migrations.Tables); err != nil {
 		t.Fatal(err)
 	}
 	// Events are written to the queue and stay there: no worker forwards them, so a test reads
