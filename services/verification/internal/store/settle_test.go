@@ -47,7 +47,7 @@ func TestSettleInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = pg.InTx(ctx, pool, func(tx pgx.Tx) error {
-		ok, err := store.New(tx).WithJobs(q).SettleVerifications(ctx, []domain.Settlement{{ID: settled.ID, Charged: 5, BalanceAfter: 95, Completed: completed(t, settled)}})
+		ok, err := store.New(tx).WithJobs(q).SettleVerifications(ctx, []domain.Settlement{{ID: settled.ID, ClientID: settled.ClientID, Charged: 5, BalanceAfter: 95, Completed: completed(t, settled)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("settle: %v %v", ok, err)
 		}
@@ -68,7 +68,7 @@ func TestSettleInPlace(t *testing.T) {
 		t.Fatalf("after the settle the reconciler finds %v, want only %s", got, rejected.ID)
 	}
 
-	if ok, err := st.RejectVerification(ctx, rejected.ID); err != nil || !ok {
+	if ok, err := st.RejectVerification(ctx, rejected.ClientID, rejected.ID); err != nil || !ok {
 		t.Fatalf("reject: %v %v", ok, err)
 	}
 	if got := stale(t); len(got) != 0 {
