@@ -532,7 +532,7 @@ func TestReconcilerSkipsAPoisonedCharge(t *testing.T) {
 				SELECT gen_random_uuid(), $1, s.id, 'PENDING', 'VERIFIED', 'NUMBER_MATCH', 'sandbox', 'HEADER_ENRICHMENT',
 					'\x00', decode(md5(random()::text), 'hex'), now() - $2::interval FROM s
 				RETURNING id, created_at),
-			u AS (INSERT INTO verification.unsettled (id, recorded_at) SELECT id, created_at FROM v)
+			u AS (INSERT INTO verification.unsettled (client_id, id, recorded_at) SELECT $1, id, created_at FROM v)
 			SELECT id::text FROM v`, client, age.String()).Scan(&id)
 		if err != nil {
 			t.Fatal(err)

@@ -46,9 +46,9 @@ type Store interface {
 	GetTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error)
 	// TransactionClient is the client of a transaction, whatever its state.
 	TransactionClient(ctx context.Context, id string) (string, error)
-	// LockTransaction reads a transaction by its id alone and holds it until the transaction
-	// ends.
-	LockTransaction(ctx context.Context, id string) (domain.Transaction, error)
+	// LockTransaction reads a client's transaction (the client its id maps to:
+	// TransactionClient) and holds it until the transaction ends.
+	LockTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error)
 	// LockSessionTransaction reads the transaction of a client's session and holds it until
 	// the transaction ends (fault.ErrNotFound: none).
 	LockSessionTransaction(ctx context.Context, clientID, sessionID string) (domain.Transaction, error)
@@ -242,7 +242,8 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 	}
 	// Checked before the transaction row is locked: a transaction's client never changes, and
 	// the row lock should not wait on a call to accounts.
-	if _, err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
+	clientID, err := s.checkOrigin(ctx, transactionID, n.Origin)
+	if err != nil {
 		return Capture{}, err
 	}
 	back, err := returnURL(n.Origin, r.ReturnURL)
@@ -254,7 +255,7 @@ func (s *Service) CaptureTransaction(ctx context.Context, transactionID string, 
 	}
 	var out Capture
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		t, err := st.LockTransaction(ctx, transactionID)
+		t, err := st.LockTransaction(ctx, clientID, transactionID)
 		if err != nil {
 			return err
 		}
@@ -323,12 +324,13 @@ func (s *Service) CompleteTransaction(ctx context.Context, transactionID, code, 
 	if _, err := uuid.Parse(transactionID); err != nil {
 		return domain.Transaction{}, fault.ErrNotFound
 	}
-	if _, err := s.checkOrigin(ctx, transactionID, n.Origin); err != nil {
+	clientID, err := s.checkOrigin(ctx, transactionID, n.Origin)
+	if err != nil {
 		return domain.Transaction{}, err
 	}
 	var out domain.Transaction
-	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		t, err := st.LockTransaction(ctx, transactionID)
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		t, err := st.LockTransaction(ctx, clientID, transactionID)
 		if err != nil {
 			return err
 		}

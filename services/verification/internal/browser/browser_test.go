@@ -74,10 +74,10 @@ func (f *fakeStore) TransactionClient(_ context.Context, id string) (string, err
 	return t.ClientID, nil
 }
 
-func (f *fakeStore) LockTransaction(_ context.Context, id string) (domain.Transaction, error) {
+func (f *fakeStore) LockTransaction(_ context.Context, clientID, id string) (domain.Transaction, error) {
 	f.locks++
 	t, ok := f.txs[id]
-	if !ok {
+	if !ok || t.ClientID != clientID {
 		return domain.Transaction{}, fault.ErrNotFound
 	}
 	return t, nil
@@ -106,7 +106,7 @@ func (f *fakeStore) ClaimAuthorization(context.Context, []byte, []string) (domai
 	return domain.Session{}, fault.ErrNotFound
 }
 
-func (f *fakeStore) CompleteAuthorization(context.Context, string, domain.Status, []byte, *time.Time) error {
+func (f *fakeStore) CompleteAuthorization(context.Context, string, string, domain.Status, []byte, *time.Time) error {
 	return errors.New("no NETWORK_API session here")
 }
 

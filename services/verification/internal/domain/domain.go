@@ -163,9 +163,11 @@ type NumberLimit struct {
 	Since time.Time
 }
 
-// Settlement is the charge of a PENDING verification, and its verification.completed event.
+// Settlement is the charge of a PENDING verification (of ClientID), and its
+// verification.completed event.
 type Settlement struct {
 	ID           string
+	ClientID     string
 	Charged      int64
 	BalanceAfter int64
 	Completed    events.Event

@@ -190,14 +190,14 @@ func (f *Facade) operatorCallback(w http.ResponseWriter, r *http.Request) {
 	c, err := f.sessions.CompleteCAMARA(r.Context(), sessions.Authorization{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
 	switch {
 	case err == nil:
-		a, err := f.st.CompleteAuthRequest(r.Context(), c.SessionID, c.Blob)
+		a, err := f.st.CompleteAuthRequest(r.Context(), c.ClientID, c.SessionID, c.Blob)
 		if err != nil {
 			f.callbackFailed(w, r, err)
 			return
 		}
 		op.AuthResponse(&authRequest{a}, f.provider, w, r)
 	case fault.Find(err, fault.Unavailable) != nil && c.SessionID != "":
-		a, terr := f.st.TakePendingAuthRequest(r.Context(), c.SessionID)
+		a, terr := f.st.TakePendingAuthRequest(r.Context(), c.ClientID, c.SessionID)
 		if terr != nil {
 			f.callbackFailed(w, r, terr)
 			return
@@ -284,7 +284,7 @@ func (f *Facade) serveAPI(w http.ResponseWriter, r *http.Request, method, scope 
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Client does not have sufficient permissions to perform this action.")
 		return
 	}
-	used, err := f.st.UseToken(r.Context(), tok.ID)
+	used, err := f.st.UseToken(r.Context(), tok.ClientID, tok.ID)
 	if err != nil {
 		f.fail(w, r, err)
 		return

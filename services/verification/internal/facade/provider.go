@@ -77,26 +77,32 @@ type Token struct {
 	ExpiresAt time.Time
 }
 
-// Store is what the provider keeps in the service's schema.
+// Store is what the provider keeps in the service's schema. What the provider's library hands
+// back by id alone (a request's, a token's) the store finds the client of itself; the rest names
+// the client (docs/operations.md#past-one-postgresql).
 type Store interface {
 	InsertAuthRequest(ctx context.Context, a AuthRequest) error
-	// AuthRequest reads an unexpired request (fault.ErrNotFound otherwise), as do the next two.
+	// AuthRequest reads an unexpired request (fault.ErrNotFound otherwise), as does the next.
 	AuthRequest(ctx context.Context, id string) (AuthRequest, error)
-	AuthRequestByCode(ctx context.Context, codeHash []byte) (AuthRequest, error)
+	// AuthRequestByCode reads a client's request by its code: the token endpoint knows the
+	// client, which authenticated before its code is looked up.
+	AuthRequestByCode(ctx context.Context, clientID string, codeHash []byte) (AuthRequest, error)
 	SaveCode(ctx context.Context, id string, codeHash []byte) error
-	// TakeAuthRequest deletes an unexpired request and returns it: the one exchange of its code.
-	TakeAuthRequest(ctx context.Context, id string) (AuthRequest, error)
+	// TakeAuthRequest deletes a client's unexpired request and returns it: the one exchange of
+	// its code.
+	TakeAuthRequest(ctx context.Context, clientID, id string) (AuthRequest, error)
 	DeleteAuthRequest(ctx context.Context, id string) error
-	// CompleteAuthRequest gives the unexpired request waiting for the operator's authorization
-	// of session sessionID its blob, once, and returns it; TakePendingAuthRequest deletes such a
-	// request and returns it (fault.ErrNotFound, both, when there is none).
-	CompleteAuthRequest(ctx context.Context, sessionID, blob string) (AuthRequest, error)
-	TakePendingAuthRequest(ctx context.Context, sessionID string) (AuthRequest, error)
+	// CompleteAuthRequest gives the client's unexpired request waiting for the operator's
+	// authorization of session sessionID its blob, once, and returns it; TakePendingAuthRequest
+	// deletes such a request and returns it (fault.ErrNotFound, both, when there is none).
+	CompleteAuthRequest(ctx context.Context, clientID, sessionID, blob string) (AuthRequest, error)
+	TakePendingAuthRequest(ctx context.Context, clientID, sessionID string) (AuthRequest, error)
 	InsertToken(ctx context.Context, t Token) error
 	// Token reads an unexpired, unused token (fault.ErrNotFound otherwise).
 	Token(ctx context.Context, id string) (Token, error)
-	// UseToken marks an unexpired token used; false when it was used or expired already.
-	UseToken(ctx context.Context, id string) (bool, error)
+	// UseToken marks a client's unexpired token used; false when it was used or expired
+	// already.
+	UseToken(ctx context.Context, clientID, id string) (bool, error)
 	// ProviderKeys reads the sealed keys (fault.ErrNotFound before the first start);
 	// InsertProviderKeys writes them unless another replica did first.
 	ProviderKeys(ctx context.Context) (keyID string, sealed []byte, err error)
@@ -289,8 +295,15 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 	return lookup(s.st.AuthRequest(ctx, id))
 }
 
+// AuthRequestByCode reads the request of a code for the token endpoint, which authenticated
+// the client first (AuthorizeClientIDSecret): a code is looked up among that client's, so a
+// code of another client is as unknown as a forged one.
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
-	return lookup(s.st.AuthRequestByCode(ctx, codeHash(code)))
+	p := stateOf(ctx).principal
+	if p == nil {
+		return lookup(AuthRequest{}, fault.ErrNotFound)
+	}
+	return lookup(s.st.AuthRequestByCode(ctx, p.ClientID, codeHash(code)))
 }
 
 func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
@@ -313,7 +326,7 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	if p == nil || p.ClientID != ar.ClientID {
 		return "", time.Time{}, oidc.ErrInvalidClient()
 	}
-	a, err := s.st.TakeAuthRequest(ctx, ar.ID)
+	a, err := s.st.TakeAuthRequest(ctx, ar.ClientID, ar.ID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("the code was used or has expired")
 	}

@@ -34,7 +34,7 @@ type AuthStore interface {
 	// ClaimAuthorization takes a pending authorization of a session of one of sources by its
 	// state's hash, once (fault.ErrNotFound: no such pending, unexpired authorization).
 	ClaimAuthorization(ctx context.Context, stateHash []byte, sources []string) (domain.Session, error)
-	CompleteAuthorization(ctx context.Context, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error
+	CompleteAuthorization(ctx context.Context, clientID, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error
 }
 
 // Authorizer runs the OIDC authorization code flow of the operators' CAMARA APIs;
@@ -85,9 +85,10 @@ type Request struct {
 	AppVersion *string
 }
 
-// Capture is what a capture gave: its status, the operator and the blob.
+// Capture is what a capture gave: its session (of ClientID), status, operator and blob.
 type Capture struct {
 	SessionID  string
+	ClientID   string
 	Status     domain.Status
 	OperatorID *string
 	Blob       string
@@ -149,7 +150,7 @@ func (s *Service) authorize(ctx context.Context, st Store, sess domain.Session) 
 	if err := st.InsertSession(ctx, sess); err != nil {
 		return Capture{}, err
 	}
-	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, ExpiresAt: sess.ExpiresAt, AuthorizationURL: a.URL}, nil
+	return Capture{SessionID: sess.ID, ClientID: sess.ClientID, Status: sess.Status, OperatorID: sess.OperatorID, ExpiresAt: sess.ExpiresAt, AuthorizationURL: a.URL}, nil
 }
 
 // errBadState is the answer to a callback whose state is not a pending authorization: unknown,
@@ -198,7 +199,7 @@ func (s *Service) ClaimAuthorization(ctx context.Context, a Authorization) (Clai
 func (s *Service) CompleteCAMARA(ctx context.Context, a Authorization) (Capture, error) {
 	c, err := s.claim(ctx, a, sourceCAMARA)
 	if err != nil {
-		return Capture{SessionID: c.Session.ID}, err
+		return Capture{SessionID: c.Session.ID, ClientID: c.Session.ClientID}, err
 	}
 	return s.FinishAuthorization(ctx, s.auth, c)
 }
@@ -246,7 +247,7 @@ func (s *Service) claim(ctx context.Context, a Authorization, sources ...string)
 // transaction) and answers its session sealed, the blob an SDK session's device gets.
 func (s *Service) FinishAuthorization(ctx context.Context, st AuthStore, c Claim) (Capture, error) {
 	sess := c.Session
-	if err := st.CompleteAuthorization(ctx, sess.ID, c.status, c.token, c.expires); err != nil {
+	if err := st.CompleteAuthorization(ctx, sess.ClientID, sess.ID, c.status, c.token, c.expires); err != nil {
 		return Capture{}, err
 	}
 	sess.Status = c.status
@@ -262,7 +263,7 @@ func (s *Service) Sealed(sess domain.Session) (Capture, error) {
 	if err != nil {
 		return Capture{}, fmt.Errorf("seal session: %w", err)
 	}
-	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+	return Capture{SessionID: sess.ID, ClientID: sess.ClientID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }
 
 // OpenWeb opens the session of a browser flow's VERIFY capture through st (the capture's
@@ -350,5 +351,5 @@ func (s *Service) open(ctx context.Context, st Store, sess domain.Session, numbe
 	if err := st.InsertSession(ctx, sess); err != nil {
 		return Capture{}, err
 	}
-	return Capture{SessionID: sess.ID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
+	return Capture{SessionID: sess.ID, ClientID: sess.ClientID, Status: sess.Status, OperatorID: sess.OperatorID, Blob: blob, ExpiresAt: sess.ExpiresAt}, nil
 }

@@ -70,11 +70,11 @@ func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
 	}
 
 	settle := []domain.Settlement{
-		{ID: verified.ID, Charged: 1, BalanceAfter: 9, Completed: completed(t, verified)},
-		{ID: mismatch.ID, Charged: 1, BalanceAfter: 8, Completed: completed(t, mismatch)},
-		{ID: verified.ID, Charged: 1, BalanceAfter: 7, Completed: completed(t, verified)},  // named twice
-		{ID: free.ID, Charged: 1, BalanceAfter: 6, Completed: completed(t, free)},          // final already
-		{ID: uuid.NewString(), Charged: 1, BalanceAfter: 5, Completed: completed(t, free)}, // unknown
+		{ID: verified.ID, ClientID: verified.ClientID, Charged: 1, BalanceAfter: 9, Completed: completed(t, verified)},
+		{ID: mismatch.ID, ClientID: mismatch.ClientID, Charged: 1, BalanceAfter: 8, Completed: completed(t, mismatch)},
+		{ID: verified.ID, ClientID: verified.ClientID, Charged: 1, BalanceAfter: 7, Completed: completed(t, verified)}, // named twice
+		{ID: free.ID, ClientID: free.ClientID, Charged: 1, BalanceAfter: 6, Completed: completed(t, free)},             // final already
+		{ID: uuid.NewString(), ClientID: free.ClientID, Charged: 1, BalanceAfter: 5, Completed: completed(t, free)},    // unknown
 	}
 	eventsBefore, recordsBefore := len(forwarded(t, pool)), len(relayed(t, pool))
 	jobsBefore := len(jobArgs(t, pool, outbox.Kind, relay.Kind, relay.SettledKind))

@@ -14,12 +14,20 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 )
 
-// InsertTransaction stores a new browser flow.
+// InsertTransaction stores a new browser flow, and maps its id (the browser's capability, which
+// it brings alone) to its client in the same transaction.
 func (st *Store) InsertTransaction(ctx context.Context, t domain.Transaction) (domain.Transaction, error) {
-	err := st.db.QueryRow(ctx, `INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, operators, status, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
-		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, storedOperatorsOf(t.Operators), t.Status, t.ExpiresAt).Scan(&t.CreatedAt)
+	key, err := uuidKey(t.ID)
 	if err != nil {
+		return t, fmt.Errorf("insert transaction: malformed id %q", t.ID)
+	}
+	b := &pgx.Batch{}
+	queueLookup(b, lookupTransaction, key, t.ClientID, nil)
+	b.Queue(`INSERT INTO verification.transactions (id, client_id, service_code, metadata_id, features, operators, status, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+		t.ID, t.ClientID, t.ServiceCode, t.MetadataID, t.Features, storedOperatorsOf(t.Operators), t.Status, t.ExpiresAt).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&t.CreatedAt) })
+	if err := st.sendBatch(ctx, b); err != nil {
 		return t, fmt.Errorf("insert transaction: %w", err)
 	}
 	return t, nil
@@ -76,24 +84,17 @@ func (st *Store) GetTransaction(ctx context.Context, clientID, id string) (domai
 		WHERE id = $1 AND client_id = $2`, id, clientID))
 }
 
-// TransactionClient returns the client a transaction belongs to, whatever its state.
+// TransactionClient returns the client a transaction belongs to, whatever its state, from its
+// id alone (the browser's capability): fault.ErrNotFound for an unknown one.
 func (st *Store) TransactionClient(ctx context.Context, id string) (string, error) {
-	var clientID string
-	err := st.db.QueryRow(ctx, `SELECT client_id::text FROM verification.transactions WHERE id = $1`, id).Scan(&clientID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fault.ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("transaction client: %w", err)
-	}
-	return clientID, nil
+	return st.clientOfID(ctx, lookupTransaction, id)
 }
 
-// LockTransaction reads a transaction by its id alone (the browser's capability) and, inside a
-// transaction, locks it until that ends.
-func (st *Store) LockTransaction(ctx context.Context, id string) (domain.Transaction, error) {
+// LockTransaction reads a client's transaction (the client its id maps to: TransactionClient)
+// and, inside a transaction, locks it until that ends.
+func (st *Store) LockTransaction(ctx context.Context, clientID, id string) (domain.Transaction, error) {
 	return scanTransaction(st.db.QueryRow(ctx, `SELECT `+transactionColumns+` FROM verification.transactions
-		WHERE id = $1 FOR UPDATE`, id))
+		WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id))
 }
 
 // LockSessionTransaction reads the transaction of a client's session and, inside a
@@ -110,8 +111,8 @@ func (st *Store) LockSessionTransaction(ctx context.Context, clientID, sessionID
 func (st *Store) CompleteCapture(ctx context.Context, t domain.Transaction) error {
 	_, err := st.db.Exec(ctx, `UPDATE verification.transactions SET status = $2, operator_id = $3, session_id = $4,
 		blob = $5, stuck_plus_session_id = $6, return_url = $7, code_challenge = $8, completion_hash = $9,
-		captured_at = CASE WHEN $2 = 'PENDING' THEN NULL ELSE now() END WHERE id = $1`,
-		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID, t.ReturnURL, t.CodeChallenge, t.CompletionHash)
+		captured_at = CASE WHEN $2 = 'PENDING' THEN NULL ELSE now() END WHERE client_id = $10 AND id = $1`,
+		t.ID, t.Status, t.OperatorID, t.SessionID, t.Blob, t.StuckPlusSessionID, t.ReturnURL, t.CodeChallenge, t.CompletionHash, t.ClientID)
 	if err != nil {
 		return fmt.Errorf("complete capture: %w", err)
 	}
@@ -216,9 +217,10 @@ func (st *Store) OpenReveals(ctx context.Context, clientID, sessionID string) ([
 	return out, nil
 }
 
-// HearReveal marks an unheard reveal heard: its request's retry was answered with it.
-func (st *Store) HearReveal(ctx context.Context, id string) error {
-	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET unheard = false WHERE id = $1`, id); err != nil {
+// HearReveal marks a client's unheard reveal heard: its request's retry was answered with it.
+func (st *Store) HearReveal(ctx context.Context, clientID, id string) error {
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET unheard = false WHERE client_id = $1 AND id = $2`,
+		clientID, id); err != nil {
 		return fmt.Errorf("hear reveal: %w", err)
 	}
 	return nil
@@ -238,31 +240,33 @@ func (st *Store) RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reve
 		return r, fmt.Errorf("record reveal: %w", err)
 	}
 	if r.Status == domain.RevealSettled {
-		return r, st.markRevealed(ctx, r.SessionID, r.CreatedAt)
+		return r, st.markRevealed(ctx, r.ClientID, r.SessionID, r.CreatedAt)
 	}
 	return r, nil
 }
 
-func (st *Store) markRevealed(ctx context.Context, sessionID string, at time.Time) error {
-	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $2
-		WHERE id = $1 AND revealed_at IS NULL`, sessionID, at); err != nil {
+func (st *Store) markRevealed(ctx context.Context, clientID, sessionID string, at time.Time) error {
+	if _, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_sessions SET revealed_at = $3
+		WHERE client_id = $1 AND id = $2 AND revealed_at IS NULL`, clientID, sessionID, at); err != nil {
 		return fmt.Errorf("mark revealed: %w", err)
 	}
 	return nil
 }
 
-// SettleReveal records the charge of a PENDING reveal (unheard, when its request is not there
-// to hear it) and marks its session revealed, in one statement, and answers the reveal's status
-// after it: SETTLED, or REJECTED when it was refused before (nothing written then).
-func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status domain.RevealStatus, err error) {
+// SettleReveal records the charge of a client's PENDING reveal (unheard, when its request is
+// not there to hear it) and marks its session revealed, in one statement, and answers the
+// reveal's status after it: SETTLED, or REJECTED when it was refused before (nothing written
+// then).
+func (st *Store) SettleReveal(ctx context.Context, clientID, id string, charged int64, unheard bool) (status domain.RevealStatus, err error) {
 	err = st.db.QueryRow(ctx, `WITH r AS (
-			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $2, unheard = $3
-			WHERE id = $1 AND status = 'PENDING' RETURNING session_id, created_at),
+			UPDATE verification.stuck_plus_reveals SET status = 'SETTLED', charged = $3, unheard = $4
+			WHERE client_id = $1 AND id = $2 AND status = 'PENDING' RETURNING session_id, created_at),
 		s AS (
 			UPDATE verification.stuck_plus_sessions s SET revealed_at = coalesce(s.revealed_at, r.created_at)
-			FROM r WHERE s.id = r.session_id)
-		SELECT coalesce((SELECT 'SETTLED' FROM r), (SELECT status FROM verification.stuck_plus_reveals WHERE id = $1), '')`,
-		id, charged, unheard).Scan(&status)
+			FROM r WHERE s.client_id = $1 AND s.id = r.session_id)
+		SELECT coalesce((SELECT 'SETTLED' FROM r),
+			(SELECT status FROM verification.stuck_plus_reveals WHERE client_id = $1 AND id = $2), '')`,
+		clientID, id, charged, unheard).Scan(&status)
 	if err != nil {
 		return "", fmt.Errorf("settle reveal: %w", err)
 	}
@@ -272,11 +276,11 @@ func (st *Store) SettleReveal(ctx context.Context, id string, charged int64, unh
 	return status, nil
 }
 
-// RejectReveal marks a PENDING reveal REJECTED (its charge refused: it is no reveal, and out of
-// the audit); rejected is false when it was no longer PENDING.
-func (st *Store) RejectReveal(ctx context.Context, id string) (rejected bool, err error) {
+// RejectReveal marks a client's PENDING reveal REJECTED (its charge refused: it is no reveal,
+// and out of the audit); rejected is false when it was no longer PENDING.
+func (st *Store) RejectReveal(ctx context.Context, clientID, id string) (rejected bool, err error) {
 	tag, err := st.db.Exec(ctx, `UPDATE verification.stuck_plus_reveals SET status = 'REJECTED'
-		WHERE id = $1 AND status = 'PENDING'`, id)
+		WHERE client_id = $1 AND id = $2 AND status = 'PENDING'`, clientID, id)
 	if err != nil {
 		return false, fmt.Errorf("reject reveal: %w", err)
 	}
@@ -284,14 +288,21 @@ func (st *Store) RejectReveal(ctx context.Context, id string) (rejected bool, er
 }
 
 // StaleReveals reads up to limit reveals PENDING since before, oldest first, that no other
-// transaction holds, and holds them until the transaction ends.
+// transaction holds, and holds them until the transaction ends. The candidates are found across
+// clients without a lock (a sweep may read every client's rows), then each is taken by its
+// client and id (docs/operations.md#past-one-postgresql).
 func (st *Store) StaleReveals(ctx context.Context, before time.Time, limit int) ([]domain.Reveal, error) {
-	rows, err := st.db.Query(ctx, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
-		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	rows, err := st.db.Query(ctx, `SELECT client_id::text, id::text FROM verification.stuck_plus_reveals
+		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale reveals: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Reveal, error) { return scanReveal(r) })
+	keys, err := pgx.CollectRows(rows, scanRowKey)
+	if err != nil {
+		return nil, fmt.Errorf("stale reveals: %w", err)
+	}
+	out, err := lockEach(ctx, st, keys, `SELECT `+revealColumns+` FROM verification.stuck_plus_reveals
+		WHERE client_id = $1 AND id = $2 AND status = 'PENDING' FOR UPDATE SKIP LOCKED`, scanReveal)
 	if err != nil {
 		return nil, fmt.Errorf("stale reveals: %w", err)
 	}

@@ -30,40 +30,58 @@ func scanAuthRequest(row pgx.Row) (facade.AuthRequest, error) {
 	return a, nil
 }
 
-// InsertAuthRequest stores an authorization request.
+// InsertAuthRequest stores an authorization request, and maps its id (which the provider's
+// login callback brings alone) to its client in the same transaction.
 func (st *Store) InsertAuthRequest(ctx context.Context, a facade.AuthRequest) error {
 	var session any
 	if a.SessionID != "" {
 		session = a.SessionID
 	}
-	_, err := st.db.Exec(ctx, `INSERT INTO verification.camara_auth_requests
+	key, err := uuidKey(a.ID)
+	if err != nil {
+		return fmt.Errorf("insert camara auth request: malformed id %q", a.ID)
+	}
+	b := &pgx.Batch{}
+	queueLookup(b, lookupCamaraRequest, key, a.ClientID, &a.ExpiresAt)
+	b.Queue(`INSERT INTO verification.camara_auth_requests
 		(id, client_id, redirect_uri, state, nonce, scopes, response_mode, code_challenge, code_challenge_method,
 		 session_id, blob, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		a.ID, a.ClientID, a.RedirectURI, a.State, a.Nonce, a.Scopes, a.ResponseMode, a.CodeChallenge, a.CodeChallengeMethod,
 		session, a.Blob, a.CreatedAt, a.ExpiresAt)
-	if err != nil {
+	if err := st.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("insert camara auth request: %w", err)
 	}
 	return nil
 }
 
-// AuthRequest reads an unexpired authorization request.
+// AuthRequest reads an unexpired authorization request by its id alone (the client it maps
+// to first).
 func (st *Store) AuthRequest(ctx context.Context, id string) (facade.AuthRequest, error) {
+	clientID, err := st.clientOfID(ctx, lookupCamaraRequest, id)
+	if err != nil {
+		return facade.AuthRequest{}, err
+	}
 	return scanAuthRequest(st.db.QueryRow(ctx, `SELECT `+authRequestColumns+` FROM verification.camara_auth_requests
-		WHERE id = $1 AND expires_at > now()`, id))
+		WHERE client_id = $1 AND id = $2 AND expires_at > now()`, clientID, id))
 }
 
-// AuthRequestByCode reads the unexpired authorization request whose code has this SHA-256.
-func (st *Store) AuthRequestByCode(ctx context.Context, codeHash []byte) (facade.AuthRequest, error) {
+// AuthRequestByCode reads a client's unexpired authorization request whose code has this
+// SHA-256.
+func (st *Store) AuthRequestByCode(ctx context.Context, clientID string, codeHash []byte) (facade.AuthRequest, error) {
 	return scanAuthRequest(st.db.QueryRow(ctx, `SELECT `+authRequestColumns+` FROM verification.camara_auth_requests
-		WHERE code_hash = $1 AND expires_at > now()`, codeHash))
+		WHERE client_id = $1 AND code_hash = $2 AND expires_at > now()`, clientID, codeHash))
 }
 
-// SaveCode records the SHA-256 of a request's code; a request gets one code.
+// SaveCode records the SHA-256 of a request's code, by the request's id alone (the client it
+// maps to first); a request gets one code.
 func (st *Store) SaveCode(ctx context.Context, id string, codeHash []byte) error {
-	tag, err := st.db.Exec(ctx, `UPDATE verification.camara_auth_requests SET code_hash = $2
-		WHERE id = $1 AND code_hash IS NULL AND expires_at > now()`, id, codeHash)
+	clientID, err := st.clientOfID(ctx, lookupCamaraRequest, id)
+	if err != nil {
+		return err
+	}
+	tag, err := st.db.Exec(ctx, `UPDATE verification.camara_auth_requests SET code_hash = $3
+		WHERE client_id = $1 AND id = $2 AND code_hash IS NULL AND expires_at > now()`, clientID, id, codeHash)
 	if err != nil {
 		return fmt.Errorf("save camara code: %w", err)
 	}
@@ -73,55 +91,76 @@ func (st *Store) SaveCode(ctx context.Context, id string, codeHash []byte) error
 	return nil
 }
 
-// TakeAuthRequest deletes an unexpired request and returns it.
-func (st *Store) TakeAuthRequest(ctx context.Context, id string) (facade.AuthRequest, error) {
+// TakeAuthRequest deletes a client's unexpired request and returns it.
+func (st *Store) TakeAuthRequest(ctx context.Context, clientID, id string) (facade.AuthRequest, error) {
 	return scanAuthRequest(st.db.QueryRow(ctx, `DELETE FROM verification.camara_auth_requests
-		WHERE id = $1 AND expires_at > now() RETURNING `+authRequestColumns, id))
+		WHERE client_id = $1 AND id = $2 AND expires_at > now() RETURNING `+authRequestColumns, clientID, id))
 }
 
-// DeleteAuthRequest deletes a request (nothing when it is gone).
+// DeleteAuthRequest deletes a request by its id alone (the client it maps to first; nothing
+// when it is gone). Its lookup stays until it expires, when the retention purges it.
 func (st *Store) DeleteAuthRequest(ctx context.Context, id string) error {
-	if _, err := st.db.Exec(ctx, `DELETE FROM verification.camara_auth_requests WHERE id = $1`, id); err != nil {
+	clientID, err := st.clientOfID(ctx, lookupCamaraRequest, id)
+	if errors.Is(err, fault.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := st.db.Exec(ctx, `DELETE FROM verification.camara_auth_requests WHERE client_id = $1 AND id = $2`, clientID, id); err != nil {
 		return fmt.Errorf("delete camara auth request: %w", err)
 	}
 	return nil
 }
 
-// CompleteAuthRequest gives the unexpired request whose session waited for its operator's
-// authorization (no blob yet) the session's blob, once, and returns it.
-func (st *Store) CompleteAuthRequest(ctx context.Context, sessionID, blob string) (facade.AuthRequest, error) {
-	return scanAuthRequest(st.db.QueryRow(ctx, `UPDATE verification.camara_auth_requests SET blob = $2
-		WHERE session_id = $1 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns, sessionID, blob))
+// CompleteAuthRequest gives the client's unexpired request whose session waited for its
+// operator's authorization (no blob yet) the session's blob, once, and returns it.
+func (st *Store) CompleteAuthRequest(ctx context.Context, clientID, sessionID, blob string) (facade.AuthRequest, error) {
+	return scanAuthRequest(st.db.QueryRow(ctx, `UPDATE verification.camara_auth_requests SET blob = $3
+		WHERE client_id = $1 AND session_id = $2 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns,
+		clientID, sessionID, blob))
 }
 
-// TakePendingAuthRequest deletes the unexpired request whose session waits for its operator's
-// authorization and returns it.
-func (st *Store) TakePendingAuthRequest(ctx context.Context, sessionID string) (facade.AuthRequest, error) {
+// TakePendingAuthRequest deletes the client's unexpired request whose session waits for its
+// operator's authorization and returns it.
+func (st *Store) TakePendingAuthRequest(ctx context.Context, clientID, sessionID string) (facade.AuthRequest, error) {
 	return scanAuthRequest(st.db.QueryRow(ctx, `DELETE FROM verification.camara_auth_requests
-		WHERE session_id = $1 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns, sessionID))
+		WHERE client_id = $1 AND session_id = $2 AND blob = '' AND expires_at > now() RETURNING `+authRequestColumns,
+		clientID, sessionID))
 }
 
-// InsertToken stores an access token.
+// InsertToken stores an access token, and maps its id (which the API call presents alone, in
+// the token) to its client in the same transaction.
 func (st *Store) InsertToken(ctx context.Context, t facade.Token) error {
 	var session any
 	if t.SessionID != "" {
 		session = t.SessionID
 	}
-	_, err := st.db.Exec(ctx, `INSERT INTO verification.camara_tokens
+	key, err := uuidKey(t.ID)
+	if err != nil {
+		return fmt.Errorf("insert camara token: malformed id %q", t.ID)
+	}
+	b := &pgx.Batch{}
+	queueLookup(b, lookupCamaraToken, key, t.ClientID, &t.ExpiresAt)
+	b.Queue(`INSERT INTO verification.camara_tokens
 		(id, client_id, session_id, blob, scopes, features, operators, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		t.ID, t.ClientID, session, t.Blob, t.Scopes, t.Features, t.Operators.Map(), t.ExpiresAt)
-	if err != nil {
+	if err := st.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("insert camara token: %w", err)
 	}
 	return nil
 }
 
-// Token reads an unexpired, unused access token.
+// Token reads an unexpired, unused access token by its id alone (the client it maps to first).
 func (st *Store) Token(ctx context.Context, id string) (facade.Token, error) {
 	var t facade.Token
 	var ops map[string][]string
-	err := st.db.QueryRow(ctx, `SELECT id::text, client_id::text, coalesce(session_id::text, ''), blob, scopes, features, operators, expires_at
-		FROM verification.camara_tokens WHERE id = $1::text::uuid AND used_at IS NULL AND expires_at > now()`, id).
+	clientID, err := st.clientOfID(ctx, lookupCamaraToken, id)
+	if err != nil {
+		return t, err
+	}
+	err = st.db.QueryRow(ctx, `SELECT id::text, client_id::text, coalesce(session_id::text, ''), blob, scopes, features, operators, expires_at
+		FROM verification.camara_tokens WHERE client_id = $1 AND id = $2 AND used_at IS NULL AND expires_at > now()`, clientID, id).
 		Scan(&t.ID, &t.ClientID, &t.SessionID, &t.Blob, &t.Scopes, &t.Features, &ops, &t.ExpiresAt)
 	t.Operators = principal.OperatorsFromMap(ops)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -133,10 +172,10 @@ func (st *Store) Token(ctx context.Context, id string) (facade.Token, error) {
 	return t, nil
 }
 
-// UseToken marks an unexpired, unused token used.
-func (st *Store) UseToken(ctx context.Context, id string) (bool, error) {
+// UseToken marks a client's unexpired, unused token used.
+func (st *Store) UseToken(ctx context.Context, clientID, id string) (bool, error) {
 	tag, err := st.db.Exec(ctx, `UPDATE verification.camara_tokens SET used_at = now()
-		WHERE id = $1 AND used_at IS NULL AND expires_at > now()`, id)
+		WHERE client_id = $1 AND id = $2 AND used_at IS NULL AND expires_at > now()`, clientID, id)
 	if err != nil {
 		return false, fmt.Errorf("use camara token: %w", err)
 	}

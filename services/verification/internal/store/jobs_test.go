@@ -164,7 +164,7 @@ func TestSettleWritesItsJobs(t *testing.T) {
 			ev := completed(t, v)
 			eventsBefore, recordsBefore := len(forwarded(t, pool)), len(relayed(t, pool))
 			settle := func(ctx context.Context, st *store.Store) (bool, error) {
-				settled, err := st.SettleVerifications(ctx, []domain.Settlement{{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: ev}})
+				settled, err := st.SettleVerifications(ctx, []domain.Settlement{{ID: v.ID, ClientID: v.ClientID, Charged: 5, BalanceAfter: 95, Completed: ev}})
 				if err != nil {
 					return false, err
 				}
@@ -289,7 +289,7 @@ func TestSettleBatchJobs(t *testing.T) {
 		vs = append(vs, v)
 	}
 	settlement := func(v domain.Verification) domain.Settlement {
-		return domain.Settlement{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}
+		return domain.Settlement{ID: v.ID, ClientID: v.ClientID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}
 	}
 	// vs[3] is settled before the batch.
 	if ok, err := st.SettleVerifications(ctx, []domain.Settlement{settlement(vs[3])}); err != nil || !ok[0] {
@@ -349,7 +349,7 @@ func TestSettleWithoutDrains(t *testing.T) {
 	st := store.New(pool).WithJobs(q).WithoutDrains()
 	for range 3 {
 		v := pending(t, st, domain.StatusVerified)
-		if ok, err := st.SettleVerifications(context.Background(), []domain.Settlement{{ID: v.ID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}}); err != nil || !ok[0] {
+		if ok, err := st.SettleVerifications(context.Background(), []domain.Settlement{{ID: v.ID, ClientID: v.ClientID, Charged: 5, BalanceAfter: 95, Completed: completed(t, v)}}); err != nil || !ok[0] {
 			t.Fatalf("settle: %v %v", ok, err)
 		}
 		time.Sleep(110 * time.Millisecond) // past the queue's notification period, when a relaying store would insert another

@@ -14,14 +14,21 @@ import (
 
 // ClaimAuthorization takes the pending NETWORK_API authorization of a session of one of sources
 // whose state hashes to stateHash, once: the state is cleared in the same statement, so a
-// second callback with it finds nothing. A session past its expiry is not claimed, nor one of
-// another source (the facade's sessions have a callback of their own). fault.ErrNotFound when
-// none.
+// second callback with it finds nothing. The operator's redirect brings the state alone: its
+// client is the one the state maps to (client_lookups; the lookup stays until it expires with
+// the session, and leads to no pending state once claimed). A session past its expiry is not
+// claimed, nor one of another source (the facade's sessions have a callback of their own).
+// fault.ErrNotFound when none.
 func (st *Store) ClaimAuthorization(ctx context.Context, stateHash []byte, sources []string) (domain.Session, error) {
 	var s domain.Session
-	err := st.db.QueryRow(ctx, `UPDATE verification.sessions SET state_hash = NULL
-		WHERE state_hash = $1 AND source = ANY ($2) AND status = 'AUTHORIZATION_PENDING' AND expires_at > now()
-		RETURNING id::text, client_id::text, source, method, operator_id, status, oauth_sealed, created_at, expires_at`, stateHash, sources).
+	clientID, err := st.clientOf(ctx, lookupState, stateHash)
+	if err != nil {
+		return s, err
+	}
+	err = st.db.QueryRow(ctx, `UPDATE verification.sessions SET state_hash = NULL
+		WHERE client_id = $1 AND state_hash = $2 AND source = ANY ($3) AND status = 'AUTHORIZATION_PENDING' AND expires_at > now()
+		RETURNING id::text, client_id::text, source, method, operator_id, status, oauth_sealed, created_at, expires_at`,
+		clientID, stateHash, sources).
 		Scan(&s.ID, &s.ClientID, &s.Source, &s.Method, &s.OperatorID, &s.Status, &s.OAuthSealed, &s.CreatedAt, &s.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, fault.ErrNotFound
@@ -32,11 +39,11 @@ func (st *Store) ClaimAuthorization(ctx context.Context, stateHash []byte, sourc
 	return s, nil
 }
 
-// CompleteAuthorization records what a claimed authorization gave a session: its status
-// (CAPTURED with the sealed access token, or NO_NETWORK_IDENTITY without).
-func (st *Store) CompleteAuthorization(ctx context.Context, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error {
-	_, err := st.db.Exec(ctx, `UPDATE verification.sessions SET status = $2, oauth_sealed = $3, token_expires_at = $4
-		WHERE id = $1 AND status = 'AUTHORIZATION_PENDING'`, sessionID, status, sealedToken, tokenExpires)
+// CompleteAuthorization records what a claimed authorization gave a client's session: its
+// status (CAPTURED with the sealed access token, or NO_NETWORK_IDENTITY without).
+func (st *Store) CompleteAuthorization(ctx context.Context, clientID, sessionID string, status domain.Status, sealedToken []byte, tokenExpires *time.Time) error {
+	_, err := st.db.Exec(ctx, `UPDATE verification.sessions SET status = $3, oauth_sealed = $4, token_expires_at = $5
+		WHERE client_id = $1 AND id = $2 AND status = 'AUTHORIZATION_PENDING'`, clientID, sessionID, status, sealedToken, tokenExpires)
 	if err != nil {
 		return fmt.Errorf("complete authorization: %w", err)
 	}

@@ -1,9 +1,10 @@
 // Package store is the verification service's access to its Postgres schema, and holds all of
 // its SQL. A Store wraps a pg.DB, so the same query serves a pool or a transaction
-// (pg.Stores hands either to the domain packages, as their own ports). Each step of a
-// verification is one statement (data-modifying CTEs). The settle inserts its jobs (its events,
-// Connect's record) in that statement too; the other final steps insert theirs through River
-// in the same transaction.
+// (pg.Stores hands either to the domain packages, as their own ports). Every statement on a
+// client's rows names the client (docs/operations.md#past-one-postgresql). Each step of a
+// verification is one round trip: a statement per client (data-modifying CTEs), in one batch
+// when a step spans clients. The settle queues what Connect must hear in that batch too; the
+// other final steps insert their jobs through River in the same transaction.
 package store
 
 import (
@@ -11,9 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/events"
@@ -75,28 +79,36 @@ func (st *Store) Emit(ctx context.Context, evs ...events.Event) error {
 	return st.enqueue(ctx, params)
 }
 
-// InsertSession stores a capture session.
+// InsertSession stores a capture session. One waiting for its operator's authorization
+// (NETWORK_API) maps its state to its client too, in the same transaction: the operator's
+// redirect brings the state alone.
 func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 	method := s.Method
 	if method == "" {
 		method = "HEADER_ENRICHMENT"
 	}
-	_, err := st.db.Exec(ctx, `INSERT INTO verification.sessions
+	b := &pgx.Batch{}
+	if s.StateHash != nil {
+		queueLookup(b, lookupState, s.StateHash, s.ClientID, &s.ExpiresAt)
+	}
+	b.Queue(`INSERT INTO verification.sessions
 		(id, client_id, source, operator_id, status, platform, device_id, app_version, created_at, expires_at,
 		 method, state_hash, oauth_sealed)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		s.ID, s.ClientID, s.Source, s.OperatorID, s.Status, s.Platform, s.DeviceID, s.AppVersion, s.CreatedAt, s.ExpiresAt,
 		method, s.StateHash, s.OAuthSealed)
-	if err != nil {
+	if err := st.sendBatch(ctx, b); err != nil {
 		return fmt.Errorf("insert session: %w", err)
 	}
 	return nil
 }
 
 // RecordVerifications consumes the client's unused session of each verification and records
-// it, all in one statement, listing the PENDING ones as unsettled; recorded[i] is false when
-// vs[i]'s session is missing, of another client, or used. Two of vs must not name one session
-// (the unique index would fail them all): the caller keeps one.
+// it, listing the PENDING ones as unsettled: one statement per client (each names its client's
+// rows, docs/operations.md#past-one-postgresql), all in one batch, so one round trip and one
+// transaction. recorded[i] is false when vs[i]'s session is missing, of another client, or
+// used. Two of vs must not name one session (the unique index would fail them all): the caller
+// keeps one.
 //
 // With limit.Max above 0, a verification with counted[i] set whose client has limit.Max of its
 // number since limit.Since, counting the earlier ones of vs, is neither recorded nor consumes its
@@ -104,54 +116,63 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 // the same statement, so a verify pays no round trip of its own for it. counted may be nil
 // (none).
 func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) (recorded []domain.Recorded, err error) {
-	cols := struct {
-		id, session, client, status, outcome, reason, operator, service, product []string
-		sealed, hash                                                             [][]byte
-	}{}
-	count := make([]bool, len(vs))
-	copy(count, counted)
-	for _, v := range vs {
-		cols.id, cols.session, cols.client = append(cols.id, v.ID), append(cols.session, v.SessionID), append(cols.client, v.ClientID)
-		cols.status, cols.outcome, cols.reason = append(cols.status, string(v.Status)), append(cols.outcome, string(v.Outcome)), append(cols.reason, v.Reason)
-		cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
-		cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
-	}
-	rows, err := st.db.Query(ctx, recordSQL,
-		cols.id, cols.session, cols.client, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product,
-		limit.Max, limit.Since, count)
-	if err != nil {
-		return nil, fmt.Errorf("record verifications: %w", err)
-	}
 	recorded = make([]domain.Recorded, len(vs))
-	var (
-		n       int
-		created *time.Time
-		limited bool
-		oldest  time.Time
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&n, &created, &limited, &oldest}, func() error {
-		r := &recorded[n-1]
-		if r.OK = created != nil; r.OK {
-			r.CreatedAt = *created
+	b := &pgx.Batch{}
+	// Clients in order, and each client's sessions in order: two batches lock the sessions
+	// they share in one order.
+	for _, g := range groupByClient(len(vs), func(i int) string { return vs[i].ClientID }, true) {
+		slices.SortFunc(g.items, func(a, b int) int { return strings.Compare(vs[a].SessionID, vs[b].SessionID) })
+		cols := struct {
+			id, session, status, outcome, reason, operator, service, product []string
+			sealed, hash                                                     [][]byte
+			counted                                                          []bool
+			n                                                                []int32
+		}{}
+		for _, i := range g.items {
+			v := vs[i]
+			cols.id, cols.session = append(cols.id, v.ID), append(cols.session, v.SessionID)
+			cols.status, cols.outcome, cols.reason = append(cols.status, string(v.Status)), append(cols.outcome, string(v.Outcome)), append(cols.reason, v.Reason)
+			cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
+			cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
+			cols.counted, cols.n = append(cols.counted, i < len(counted) && counted[i]), append(cols.n, int32(i+1))
 		}
-		if r.Limited = limited; limited {
-			r.Oldest = oldest
-		}
-		return nil
-	}); err != nil {
+		b.Queue(recordSQL, g.client,
+			cols.id, cols.session, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product,
+			limit.Max, limit.Since, cols.counted, cols.n).Query(func(rows pgx.Rows) error {
+			var (
+				n       int
+				created *time.Time
+				limited bool
+				oldest  time.Time
+			)
+			_, err := pgx.ForEachRow(rows, []any{&n, &created, &limited, &oldest}, func() error {
+				r := &recorded[n-1]
+				if r.OK = created != nil; r.OK {
+					r.CreatedAt = *created
+				}
+				if r.Limited = limited; limited {
+					r.Oldest = oldest
+				}
+				return nil
+			})
+			return err
+		})
+	}
+	if err := st.sendBatch(ctx, b); err != nil {
 		return nil, fmt.Errorf("record verifications: %w", err)
 	}
 	return recorded, nil
 }
 
-// recordSQL is RecordVerifications' statement: $1 to $11 the verifications' columns, $12 and
-// $13 the number limit, $14 which items it counts. Every item answers one row, by its place
-// (n): when it was recorded, or NULL, and whether the limit held it back, with the oldest
-// attempt counted.
+// recordSQL is RecordVerifications' statement for the items of one client ($1): $2 to $11 the
+// verifications' columns, $12 and $13 the number limit, $14 which items it counts, $15 their
+// places in the batch (n). Every item answers one row, by its place: when it was recorded, or
+// NULL, and whether the limit held it back, with the oldest attempt counted. The unsettled
+// queue (coordinator-local) is written from what the statement recorded of the client.
 const recordSQL = `WITH i AS (
-		SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
-			$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[], $14::bool[]) WITH ORDINALITY
-			AS i(id, session_id, client_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product, counted, n)),
+		SELECT * FROM unnest($2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[], $14::bool[], $15::int[])
+			AS i(id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product, counted, n)),
 	c AS (
 		-- The attempts before each counted item: the client's verifications of the number since
 		-- $13, and the counted items ahead of it here. No count at all without a limit.
@@ -159,25 +180,25 @@ const recordSQL = `WITH i AS (
 			coalesce(a.oldest, now()) AS oldest
 		FROM i CROSS JOIN LATERAL (
 			SELECT count(*) AS attempts, min(past.created_at) AS oldest FROM verification.verifications past
-			WHERE i.counted AND $12::int > 0 AND past.number_hash = i.number_hash AND past.created_at >= $13
-				AND past.client_id = i.client_id) a
-		WINDOW w AS (PARTITION BY i.client_id, i.number_hash, i.counted ORDER BY i.n)),
+			WHERE i.counted AND $12::int > 0 AND past.client_id = $1::uuid AND past.number_hash = i.number_hash
+				AND past.created_at >= $13) a
+		WINDOW w AS (PARTITION BY i.number_hash, i.counted ORDER BY i.n)),
 	ok AS (
 		SELECT i.* FROM i JOIN c USING (n) WHERE NOT c.limited),
 	s AS (
 		UPDATE verification.sessions s SET used_at = now() FROM ok
-		WHERE s.id = ok.session_id AND s.client_id = ok.client_id AND s.used_at IS NULL
+		WHERE s.client_id = $1::uuid AND s.id = ok.session_id AND s.used_at IS NULL
 		RETURNING s.id),
 	v AS (
 		INSERT INTO verification.verifications
 			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
-		SELECT ok.id, ok.client_id, s.id, ok.status, ok.outcome, ok.reason, ok.operator_id, ok.service_type, ok.number_sealed, ok.number_hash,
+		SELECT ok.id, $1::uuid, s.id, ok.status, ok.outcome, ok.reason, ok.operator_id, ok.service_type, ok.number_sealed, ok.number_hash,
 			CASE WHEN ok.status = 'PENDING' THEN NULL ELSE now() END, ok.product
 		FROM ok JOIN s ON s.id = ok.session_id
 		RETURNING id, created_at, status),
 	u AS (
-		INSERT INTO verification.unsettled (id, recorded_at) SELECT id, created_at FROM v WHERE status = 'PENDING')
-	SELECT i.n::int, v.created_at, c.limited, c.oldest FROM i JOIN c USING (n) LEFT JOIN v ON v.id = i.id`
+		INSERT INTO verification.unsettled (client_id, id, recorded_at) SELECT $1::uuid, id, created_at FROM v WHERE status = 'PENDING')
+	SELECT i.n, v.created_at, c.limited, c.oldest FROM i JOIN c USING (n) LEFT JOIN v ON v.id = i.id`
 
 // SessionVerification reads the verification that used a client's session: ErrNotFound when
 // the session does not exist for this client, a nil verification when it exists unused.
@@ -191,7 +212,7 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 		return nil, fault.ErrNotFound
 	}
 	v, err := scanVerification(st.db.QueryRow(ctx, `SELECT `+verificationColumns+` FROM verification.verifications
-		WHERE session_id = $1 AND released_at IS NULL`, sessionID))
+		WHERE client_id = $1 AND session_id = $2 AND released_at IS NULL`, clientID, sessionID))
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil, nil
 	}
@@ -202,43 +223,62 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 }
 
 // SettleVerifications records the charge of each PENDING verification of ss and, for Connect,
-// its verification.completed event and, for a VERIFIED one, the record of the number, all in
-// one statement: the update (in place, migration 008), the verifications' removal from the
-// unsettled ones, their rows in the relay queue and, at most once per notification period of
-// the process (jobs.Queue.Notify), a drain job (relay.Drain) with the notification that wakes
-// its workers (none WithoutDrains); a settle without one is drained by the next, or by relay.SweepJob. One
-// round trip, atomic without a transaction of its own; inside one (the reconciler's) it is that
-// transaction's. settled[i] is false, and nothing written for it, when ss[i] was settled
+// its verification.completed event and, for a VERIFIED one, the record of the number, in one
+// batch: per client, a statement that updates its verifications in place (migration 008) and
+// queues them in the relay queue; then one that takes them off the unsettled queue and, at most
+// once per notification period of the process (jobs.Queue.Notify), inserts a drain job
+// (relay.Drain) with the notification that wakes its workers (none WithoutDrains); a settle
+// without one is drained by the next, or by relay.SweepJob. One round trip, atomic without a
+// transaction of its own (a batch is one); inside one (the reconciler's) it is that
+// transaction's. The clients' statements go in the order of the batch, which is the order
+// Connect hears them. settled[i] is false, and nothing written for it, when ss[i] was settled
 // already (by a retry of the request, the reconciler, or an earlier item of ss naming the same
 // verification).
 func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error) {
-	ids := make([]string, len(ss))
-	charged := make([]int64, len(ss))
-	after := make([]int64, len(ss))
-	evs := make([]string, len(ss))
-	for i, s := range ss {
-		ev, err := outbox.EventJSON(s.Completed)
-		if err != nil {
-			return nil, fmt.Errorf("settle verifications: %w", err)
-		}
-		ids[i], charged[i], after[i], evs[i] = s.ID, s.Charged, s.BalanceAfter, string(ev)
-	}
 	if st.queue == nil {
 		return nil, errors.New("settle verifications: jobs written without a queue")
 	}
+	settled = make([]bool, len(ss))
+	// The first item of a verification settles it; a second has nothing to settle.
+	first := make([]int, 0, len(ss))
+	seen := make(map[string]bool, len(ss))
+	for i, s := range ss {
+		if !seen[s.ID] {
+			seen[s.ID] = true
+			first = append(first, i)
+		}
+	}
+	b := &pgx.Batch{}
+	var clients, ids []string
+	for _, g := range groupByClient(len(first), func(j int) string { return ss[first[j]].ClientID }, false) {
+		n := make([]int32, len(g.items))
+		gids := make([]string, len(g.items))
+		charged := make([]int64, len(g.items))
+		after := make([]int64, len(g.items))
+		evs := make([]string, len(g.items))
+		for k, j := range g.items {
+			i := first[j]
+			s := ss[i]
+			ev, err := outbox.EventJSON(s.Completed)
+			if err != nil {
+				return nil, fmt.Errorf("settle verifications: %w", err)
+			}
+			n[k], gids[k], charged[k], after[k], evs[k] = int32(i+1), s.ID, s.Charged, s.BalanceAfter, string(ev)
+			clients, ids = append(clients, g.client), append(ids, s.ID)
+		}
+		b.Queue(settleSQL, g.client, gids, charged, after, evs, n).Query(func(rows pgx.Rows) error {
+			var i int
+			_, err := pgx.ForEachRow(rows, []any{&i}, func() error {
+				settled[i-1] = true
+				return nil
+			})
+			return err
+		})
+	}
 	opts := relay.Drain{}.InsertOpts()
 	drain := !st.noDrains && st.queue.Notify(opts.Queue)
-	rows, err := st.db.Query(ctx, settleSQL, ids, charged, after, evs,
-		drain, relay.DrainKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema))
-	if err != nil {
-		return nil, fmt.Errorf("settle verifications: %w", err)
-	}
-	settled = make([]bool, len(ss))
-	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&n}, func() error {
-		settled[n-1] = true
-		return nil
-	}); err != nil {
+	b.Queue(settledSQL, clients, ids, drain, relay.DrainKind, opts.Queue, opts.MaxAttempts, jobs.InsertTopic(Schema))
+	if err := st.sendBatch(ctx, b); err != nil {
 		return nil, fmt.Errorf("settle verifications: %w", err)
 	}
 	return settled, nil
@@ -312,49 +352,62 @@ func (q RelayQueue) Take(ctx context.Context, limit int, deliver func(ctx contex
 // Schema is the Postgres schema the service owns, River's tables included.
 const Schema = "verification"
 
-// settleSQL settles, then queues for Connect (relay.Item) what it settled: a row per
-// verification in the order of the batch, with its event (outbox.EventJSON) and, when VERIFIED,
-// its number's hash and settled time. When $5 says so it also inserts a drain job (relay.Drain:
-// $6 kind, $7 queue, $8 attempts) with the notification on $9 that wakes its workers.
-var settleSQL = `WITH i AS (
-		SELECT DISTINCT ON (id) * FROM unnest($1::text[]::uuid[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY
-			AS i(id, charged, balance_after, event, n) ORDER BY id, n),
+// settleSQL settles the PENDING verifications of one client ($1: $2 their ids, $3 and $4 their
+// charge and balance after, $5 their events, $6 their places in the batch), then queues for
+// Connect (relay.Item) what it settled, in the order of the batch: its event
+// (outbox.EventJSON) and, when VERIFIED, its number's hash and settled time. It answers the
+// place of each verification it settled.
+const settleSQL = `WITH i AS (
+		SELECT * FROM unnest($2::text[]::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::int[])
+			AS i(id, charged, balance_after, event, n)),
 	s AS (
 		UPDATE verification.verifications v
 		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
-		FROM i WHERE v.id = i.id AND v.status = 'PENDING'
-		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
-	u AS (
-		DELETE FROM verification.unsettled WHERE id IN (SELECT id FROM s)),
+		FROM i WHERE v.client_id = $1::uuid AND v.id = i.id AND v.status = 'PENDING'
+		RETURNING v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
 	q AS (
 		INSERT INTO verification.relay_queue (event, client_id, verification_id, number_hash, verified_at)
-		SELECT s.event, s.client_id, s.id, CASE WHEN s.outcome = 'VERIFIED' THEN s.number_hash END,
+		SELECT s.event, $1::uuid, s.id, CASE WHEN s.outcome = 'VERIFIED' THEN s.number_hash END,
 			CASE WHEN s.outcome = 'VERIFIED' THEN s.settled_at END
-		FROM s ORDER BY s.n),
+		FROM s ORDER BY s.n)
+	SELECT n FROM s`
+
+// settledSQL ends a settle's batch, on the coordinator's own tables: it takes the settled
+// verifications ($1 their clients, $2 their ids) off the unsettled queue, which lists exactly
+// the PENDING ones (a record writes a PENDING verification and its row in one statement, a
+// settle or a rejection changes one and removes the other in one transaction), and when $3 says
+// so inserts a drain job (relay.Drain: $4 kind, $5 queue, $6 attempts) with the notification on
+// $7 that wakes its workers, if it took any.
+var settledSQL = `WITH u AS (
+		DELETE FROM verification.unsettled
+		WHERE (client_id, id) IN (SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[]))
+		RETURNING id),
 	job AS (
 		INSERT INTO ` + jobs.Table(Schema) + ` (args, kind, queue, max_attempts)
-		SELECT '{}', $6, $7, $8 FROM s WHERE $5 HAVING count(*) > 0
-		RETURNING queue),
-	woken AS (
-		SELECT count(pg_notify($9, ` + jobs.InsertPayloadSQL("q") + `)) AS n FROM job AS j(q))
-	SELECT s.n FROM s, woken`
+		SELECT '{}', $4, $5, $6 FROM u WHERE $3 HAVING count(*) > 0
+		RETURNING queue)
+	SELECT count(pg_notify($7, ` + jobs.InsertPayloadSQL("q") + `)) FROM job AS j(q)`
 
-// RejectVerification marks a PENDING verification whose charge was refused, no longer
+// RejectVerification marks a client's PENDING verification whose charge was refused, no longer
 // unsettled, and releases its session (released_at, and the session's used_at), so the blob
-// can be verified again once the balance allows. rejected is false when it was no longer
-// PENDING.
-func (st *Store) RejectVerification(ctx context.Context, id string) (rejected bool, err error) {
-	tag, err := st.db.Exec(ctx, `WITH v AS (
+// can be verified again once the balance allows: a statement on the client's rows, then the
+// unsettled queue's, in one batch. rejected is false when it was no longer PENDING.
+func (st *Store) RejectVerification(ctx context.Context, clientID, id string) (rejected bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`WITH v AS (
 			UPDATE verification.verifications SET status = 'REJECTED', settled_at = now(), released_at = now()
-			WHERE id = $1 AND status = 'PENDING'
-			RETURNING id, session_id),
-		u AS (
-			DELETE FROM verification.unsettled WHERE id IN (SELECT id FROM v))
-		UPDATE verification.sessions SET used_at = NULL WHERE id IN (SELECT session_id FROM v)`, id)
-	if err != nil {
+			WHERE client_id = $1 AND id = $2 AND status = 'PENDING'
+			RETURNING session_id)
+		UPDATE verification.sessions SET used_at = NULL WHERE client_id = $1 AND id IN (SELECT session_id FROM v)`,
+		clientID, id).Exec(func(tag pgconn.CommandTag) error {
+		rejected = tag.RowsAffected() == 1
+		return nil
+	})
+	b.Queue(`DELETE FROM verification.unsettled WHERE client_id = $1 AND id = $2`, clientID, id)
+	if err := st.sendBatch(ctx, b); err != nil {
 		return false, fmt.Errorf("reject verification: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return rejected, nil
 }
 
 const verificationColumns = `id::text, client_id::text, session_id::text, status, outcome, reason, operator_id,
@@ -422,20 +475,24 @@ func (st *Store) NumberAttempts(ctx context.Context, clientID string, hash []byt
 	return n, oldest, nil
 }
 
-// StalePending reads PENDING verifications older than before, found among the unsettled ones,
+// StalePending reads PENDING verifications older than before, found in the unsettled queue,
 // skipping those another replica is settling. Inside a transaction, it locks them until it
-// ends.
+// ends. The queue names their clients, and each is taken by its client and id: a lock is never
+// asked across clients (docs/operations.md#past-one-postgresql).
 func (st *Store) StalePending(ctx context.Context, before time.Time, limit int) ([]domain.Verification, error) {
 	// Oldest first along unsettled_recorded, stopping at limit: a long backlog (accounts away
 	// for an hour) costs each pass limit rows, not the backlog.
-	rows, err := st.db.Query(ctx, `SELECT `+verificationColumns+`
-		FROM verification.unsettled u JOIN verification.verifications USING (id)
-		WHERE u.recorded_at < $1 AND status = 'PENDING'
-		ORDER BY u.recorded_at LIMIT $2 FOR UPDATE OF verifications SKIP LOCKED`, before, limit)
+	rows, err := st.db.Query(ctx, `SELECT client_id::text, id::text FROM verification.unsettled
+		WHERE recorded_at < $1 ORDER BY recorded_at LIMIT $2`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.Verification, error) { return scanVerification(r) })
+	keys, err := pgx.CollectRows(rows, scanRowKey)
+	if err != nil {
+		return nil, fmt.Errorf("stale pending: %w", err)
+	}
+	out, err := lockEach(ctx, st, keys, `SELECT `+verificationColumns+` FROM verification.verifications
+		WHERE client_id = $1 AND id = $2 AND status = 'PENDING' FOR UPDATE SKIP LOCKED`, scanVerification)
 	if err != nil {
 		return nil, fmt.Errorf("stale pending: %w", err)
 	}

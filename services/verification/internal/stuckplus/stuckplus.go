@@ -35,18 +35,19 @@ type Store interface {
 	CountReveals(ctx context.Context, clientID, sessionID string) (int, error)
 	// OpenReveals reads the session's reveals that are PENDING or unheard.
 	OpenReveals(ctx context.Context, clientID, sessionID string) ([]domain.Reveal, error)
-	// HearReveal marks an unheard reveal heard.
-	HearReveal(ctx context.Context, id string) error
+	// HearReveal marks a client's unheard reveal heard.
+	HearReveal(ctx context.Context, clientID, id string) error
 	// RecordReveal writes a reveal as its Status says: PENDING (its charge to come) or SETTLED.
 	RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reveal, error)
-	// SettleReveal records a PENDING reveal's charge (and its session revealed), unheard when
-	// its request is not there to hear it, and answers the reveal's status after it: SETTLED,
-	// or REJECTED when it was refused before.
-	SettleReveal(ctx context.Context, id string, charged int64, unheard bool) (status domain.RevealStatus, err error)
-	// RejectReveal marks a PENDING reveal REJECTED; false when it was no longer PENDING.
-	RejectReveal(ctx context.Context, id string) (bool, error)
-	// StaleReveals reads up to limit reveals PENDING since before that no other transaction
-	// holds, and holds them until the transaction ends.
+	// SettleReveal records a client's PENDING reveal's charge (and its session revealed),
+	// unheard when its request is not there to hear it, and answers the reveal's status after
+	// it: SETTLED, or REJECTED when it was refused before.
+	SettleReveal(ctx context.Context, clientID, id string, charged int64, unheard bool) (status domain.RevealStatus, err error)
+	// RejectReveal marks a client's PENDING reveal REJECTED; false when it was no longer
+	// PENDING.
+	RejectReveal(ctx context.Context, clientID, id string) (bool, error)
+	// StaleReveals reads up to limit reveals PENDING since before, of any client, that no
+	// other transaction holds, and holds them until the transaction ends.
 	StaleReveals(ctx context.Context, before time.Time, limit int) ([]domain.Reveal, error)
 	ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error)
 }
@@ -161,7 +162,7 @@ func (s *Service) Reveal(ctx context.Context, p principal.Principal, sessionID, 
 				// Settled by the reconciler while its request was away: this retry hears it,
 				// charged once.
 				r, r.Unheard = prev, false
-				return st.HearReveal(ctx, prev.ID)
+				return st.HearReveal(ctx, prev.ClientID, prev.ID)
 			case prev.Status == domain.RevealPending:
 				// Its reference is the one this reveal would take; the audit names who revealed.
 				return errRevealInFlight
@@ -221,7 +222,7 @@ type books struct {
 // a top-up) cannot take it: Void, and the saga refunds it.
 func (b books) Settle(ctx context.Context, r domain.Reveal, c money.Charged) error {
 	return b.inTx(ctx, func(ctx context.Context, st Store) error {
-		status, err := st.SettleReveal(ctx, r.ID, c.Amount, b.unheard)
+		status, err := st.SettleReveal(ctx, r.ClientID, r.ID, c.Amount, b.unheard)
 		if err == nil && status != domain.RevealSettled {
 			return charge.Void(fmt.Errorf("%w: the reveal was refused meanwhile, try again", fault.ErrUnavailable), "reveal refused meanwhile")
 		}
@@ -232,7 +233,7 @@ func (b books) Settle(ctx context.Context, r domain.Reveal, c money.Charged) err
 // Reject marks the reveal REJECTED: it is no reveal, and out of the audit.
 func (b books) Reject(ctx context.Context, r domain.Reveal, _ error) error {
 	return b.inTx(ctx, func(ctx context.Context, st Store) error {
-		_, err := st.RejectReveal(ctx, r.ID)
+		_, err := st.RejectReveal(ctx, r.ClientID, r.ID)
 		return err
 	})
 }

@@ -81,9 +81,9 @@ func (f *fakeStore) OpenReveals(_ context.Context, clientID, sessionID string) (
 	return out, nil
 }
 
-func (f *fakeStore) HearReveal(_ context.Context, id string) error {
+func (f *fakeStore) HearReveal(_ context.Context, clientID, id string) error {
 	for i, r := range f.reveals {
-		if r.ID == id {
+		if r.ClientID == clientID && r.ID == id {
 			f.reveals[i].Unheard = false
 		}
 	}
@@ -92,13 +92,13 @@ func (f *fakeStore) HearReveal(_ context.Context, id string) error {
 
 // SettleReveal is the write that fails once with failWrite (the settle's transaction does not
 // commit).
-func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, unheard bool) (domain.RevealStatus, error) {
+func (f *fakeStore) SettleReveal(_ context.Context, clientID, id string, charged int64, unheard bool) (domain.RevealStatus, error) {
 	if err := f.failWrite; err != nil {
 		f.failWrite = nil
 		return "", err
 	}
 	for i, r := range f.reveals {
-		if r.ID != id {
+		if r.ClientID != clientID || r.ID != id {
 			continue
 		}
 		if r.Status == domain.RevealPending {
@@ -112,9 +112,9 @@ func (f *fakeStore) SettleReveal(_ context.Context, id string, charged int64, un
 	return "", fault.ErrNotFound
 }
 
-func (f *fakeStore) RejectReveal(_ context.Context, id string) (bool, error) {
+func (f *fakeStore) RejectReveal(_ context.Context, clientID, id string) (bool, error) {
 	for i, r := range f.reveals {
-		if r.ID == id && r.Status == domain.RevealPending {
+		if r.ClientID == clientID && r.ID == id && r.Status == domain.RevealPending {
 			f.reveals[i].Status = domain.RevealRejected
 			return true, nil
 		}

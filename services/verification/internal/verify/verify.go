@@ -68,9 +68,9 @@ type Store interface {
 	// (in the transaction the store is in, if any); settled[i] is false, and nothing written
 	// for it, when it was settled already.
 	SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error)
-	// RejectVerification marks a PENDING verification REJECTED and releases its session;
-	// rejected is false when it was no longer PENDING.
-	RejectVerification(ctx context.Context, id string) (rejected bool, err error)
+	// RejectVerification marks a client's PENDING verification REJECTED and releases its
+	// session; rejected is false when it was no longer PENDING.
+	RejectVerification(ctx context.Context, clientID, id string) (rejected bool, err error)
 	GetVerification(ctx context.Context, clientID, id string) (domain.Verification, error)
 	ListVerifications(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error)
 	NumberAttempts(ctx context.Context, clientID string, hash []byte, since time.Time) (n int, oldest *time.Time, err error)
@@ -624,7 +624,7 @@ func (b books) Settle(ctx context.Context, p pending, c money.Charged) error {
 	if err != nil {
 		return err
 	}
-	settled, err := b.settle(ctx, domain.Settlement{ID: p.v.ID, Charged: c.Amount, BalanceAfter: c.BalanceAfter, Completed: ev})
+	settled, err := b.settle(ctx, domain.Settlement{ID: p.v.ID, ClientID: p.v.ClientID, Charged: c.Amount, BalanceAfter: c.BalanceAfter, Completed: ev})
 	if err != nil {
 		return err
 	}
@@ -644,7 +644,7 @@ func (b books) Reject(ctx context.Context, p pending, refusal error) error {
 	var rejected bool
 	if err := b.inTx(ctx, func(ctx context.Context, st Store) error {
 		var err error
-		if rejected, err = st.RejectVerification(ctx, p.v.ID); err != nil || !rejected {
+		if rejected, err = st.RejectVerification(ctx, p.v.ClientID, p.v.ID); err != nil || !rejected {
 			return err
 		}
 		return st.Emit(ctx, ev)

@@ -127,9 +127,9 @@ func (f *fakeStore) SettleVerifications(_ context.Context, ss []domain.Settlemen
 	return out, nil
 }
 
-func (f *fakeStore) RejectVerification(_ context.Context, id string) (bool, error) {
+func (f *fakeStore) RejectVerification(_ context.Context, clientID, id string) (bool, error) {
 	v := f.byID(id)
-	if v == nil || v.Status != domain.StatusPending {
+	if v == nil || v.ClientID != clientID || v.Status != domain.StatusPending {
 		return false, nil
 	}
 	v.Status = domain.StatusRejected

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
+)
+
+// Work that spans clients (a batch of concurrent requests, a sweep) runs one statement per
+// client, queued in one pgx.Batch: one round trip still, each statement naming its client's
+// rows alone (docs/operations.md#past-one-postgresql).
+
+// clientGroup is the items of one client: their places in the caller's list.
+type clientGroup struct {
+	client string
+	items  []int
+}
+
+// groupByClient groups the places 0..n-1 by their client: in the order each client first comes,
+// or sorted by client (a deterministic order to lock their rows in).
+func groupByClient(n int, client func(i int) string, sorted bool) []clientGroup {
+	var groups []clientGroup
+	at := map[string]int{}
+	for i := range n {
+		c := client(i)
+		g, ok := at[c]
+		if !ok {
+			g = len(groups)
+			at[c] = g
+			groups = append(groups, clientGroup{client: c})
+		}
+		groups[g].items = append(groups[g].items, i)
+	}
+	if sorted {
+		slices.SortFunc(groups, func(a, b clientGroup) int { return strings.Compare(a.client, b.client) })
+	}
+	return groups
+}
+
+// rowKey names a row of a client's: its client and id.
+type rowKey struct{ client, id string }
+
+func scanRowKey(r pgx.CollectableRow) (rowKey, error) {
+	var k rowKey
+	return k, r.Scan(&k.client, &k.id)
+}
+
+// lockEach reads the rows of keys that sql ($1 a client, $2 an id: a SELECT … FOR UPDATE SKIP
+// LOCKED of one row) still finds, in the order of keys, in one batch: the second half of a
+// sweep, whose candidates were found without a lock.
+func lockEach[T any](ctx context.Context, st *Store, keys []rowKey, sql string, scan func(pgx.Row) (T, error)) ([]T, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	found := make([]*T, len(keys))
+	b := &pgx.Batch{}
+	for i, k := range keys {
+		b.Queue(sql, k.client, k.id).QueryRow(func(row pgx.Row) error {
+			v, err := scan(row)
+			switch {
+			case errors.Is(err, fault.ErrNotFound):
+				return nil // settled meanwhile, or held by another transaction
+			case err != nil:
+				return err
+			}
+			found[i] = &v
+			return nil
+		})
+	}
+	if err := st.sendBatch(ctx, b); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(keys))
+	for _, v := range found {
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}
+
+// eachClient runs sql ($1 a client, $2 the ids of its rows) once per client of keys, in one
+// batch, clients in order, and returns the rows the statements affected in all.
+func eachClient(ctx context.Context, st *Store, keys []rowKey, sql string, args ...any) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	b := &pgx.Batch{}
+	var n int64
+	for _, g := range groupByClient(len(keys), func(i int) string { return keys[i].client }, true) {
+		ids := make([]string, len(g.items))
+		for k, i := range g.items {
+			ids[k] = keys[i].id
+		}
+		b.Queue(sql, append([]any{g.client, ids}, args...)...).Exec(func(tag pgconn.CommandTag) error {
+			n += tag.RowsAffected()
+			return nil
+		})
+	}
+	if err := st.sendBatch(ctx, b); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
