@@ -38,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
@@ -328,6 +329,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
 		return err
 	}
 	if err := jobs.Migrate(ctx, pool, Schema); err != nil {
+		return err
+	}
+	if err := tenancy.PartitionFromEnv(ctx, pool, migrations.Tables); err != nil {
 		return err
 	}
 	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log})

@@ -23,10 +23,10 @@ func TestUpgradeMatchesFresh(t *testing.T) {
 	pgtest.CheckUpgrades(t, "verification", migrations.FS, os.DirFS("testdata/history"), idempotency.Migrations())
 }
 
-// TestTablesFollowTheTenantRule: the migrated schema, River's tables included (the app migrates
+// TestTablesFollowTheTenancyRule: the migrated schema, River's tables included (the app migrates
 // them), is what its declaration says it is: every table declared, and each tenant table
 // distributable by client_id (docs/operations.md#past-one-postgresql).
-func TestTablesFollowTheTenantRule(t *testing.T) {
+func TestTablesFollowTheTenancyRule(t *testing.T) {
 	ctx := context.Background()
 	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 2})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/migrations"
@@ -35,6 +36,10 @@ func Database(t testing.TB, maxConns int32) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
+		t.Fatal(err)
+	}
+	// make test-partitioned: the tenant tables hash-partitioned by client_id, as the app does.
+	if err := tenancy.PartitionFromEnv(ctx, pool, migrations.Tables); err != nil {
 		t.Fatal(err)
 	}
 	return pool
