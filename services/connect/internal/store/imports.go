@@ -136,6 +136,7 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 		) ON COMMIT DELETE ROWS`); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
+	var counts profileCounts
 	if len(rows) > 0 {
 		if err := s.lockMatchShared(ctx, clientID); err != nil {
 			return err
@@ -149,8 +150,18 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 		if err != nil {
 			return fmt.Errorf("copy batch: %w", err)
 		}
-		// Within a file the last row of a number wins; xmax = 0 tells an insert from an update.
-		err = s.db.QueryRow(ctx, `WITH up AS (
+		// The client's counts change with the rows inserted (matched or not) and with the rows
+		// of the client that the batch finds unmatched and matches (a number verified since).
+		// Those are locked first, so what they were is what the upsert changes.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT count(*) FROM (SELECT FROM connect.profiles p
+				JOIN (SELECT DISTINCT number_hash FROM import_stage) s ON s.number_hash = p.number_hash
+				JOIN connect.verified_numbers v ON v.client_id = $1 AND v.number_hash = p.number_hash
+				WHERE p.client_id = $1 AND p.matched_at IS NULL FOR UPDATE OF p) x`, clientID)
+		// Within a file the last row of a number wins. A row inserted has the staged row's id (a
+		// fresh UUID), one updated keeps its own: that tells them apart (xmax = 0 did, but a
+		// table partitioned by client, as Citus' shards are, returns no system column).
+		b.Queue(`WITH up AS (
 				INSERT INTO connect.profiles AS p (id, client_id, number_sealed, number_hash, number_masked, country_code,
 					external_id, first_name, last_name, email, attributes, source, import_job_id, matched_at)
 				SELECT DISTINCT ON (s.number_hash) s.id, $1, s.number_sealed, s.number_hash, s.number_masked, s.country_code,
@@ -166,27 +177,53 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 					import_job_id = excluded.import_job_id,
 					matched_at = coalesce(p.matched_at, excluded.matched_at),
 					updated_at = now()
-				RETURNING (xmax = 0) AS inserted)
-			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`, clientID, jobID).
-			Scan(&p.Imported, &p.Updated)
+				RETURNING id, matched_at IS NOT NULL AS matched)
+			SELECT count(s.id), count(*) - count(s.id), count(s.id) FILTER (WHERE up.matched)
+			FROM up LEFT JOIN import_stage s ON s.id = up.id`,
+			clientID, jobID)
+		br := s.db.SendBatch(ctx, b)
+		var newlyMatched, insertedMatched int64
+		err = br.QueryRow().Scan(&newlyMatched)
+		if err == nil {
+			err = br.QueryRow().Scan(&p.Imported, &p.Updated, &insertedMatched)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return fmt.Errorf("upsert batch: %w", err)
 		}
+		counts = profileCounts{profiles: p.Imported, matched: insertedMatched + newlyMatched}
 	}
 	errs := []byte("[]")
 	if len(p.Errors) > 0 {
 		errs, _ = json.Marshal(p.Errors)
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET
+	// The counts and the progress in one round trip.
+	b := &pgx.Batch{}
+	queueCount(b, clientID, counts)
+	counted := b.Len()
+	b.Queue(`UPDATE connect.import_jobs SET
 			processed_records = processed_records + $2, total_rows = total_rows + $2,
 			imported_rows = imported_rows + $3, updated_rows = updated_rows + $4, failed_rows = failed_rows + $5,
 			errors = CASE WHEN jsonb_array_length(errors) >= $7 THEN errors
 				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $6::jsonb) e LIMIT $7) x) END,
 			lease_until = now() + $8::interval,
 			bytes_processed = greatest(bytes_processed, least($10, size_bytes)), progressed_at = now()
-		WHERE id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
-		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token, p.Bytes)
+		WHERE client_id = $11 AND id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
+		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token, p.Bytes, clientID)
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	if counted > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("count profiles: %w", err)
+		}
+	}
+	tag, err := br.Exec()
 	if err != nil {
+		return fmt.Errorf("record progress: %w", err)
+	}
+	if err := br.Close(); err != nil {
 		return fmt.Errorf("record progress: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
