@@ -90,19 +90,44 @@ func (s *Store) FinishEnrichment(ctx context.Context, id string, status domain.E
 
 // StaleEnrichments locks up to limit PENDING records created before before, oldest first, skipping
 // those another transaction holds (a request settling it, another replica's reconciler).
+//
+// The records of every client are candidates, so they are read without a lock (a read across
+// clients is a background sweep's to make), then each is taken with its client, SKIP LOCKED,
+// and only while it is still PENDING: no lock is ever taken across clients
+// (docs/operations.md#past-one-postgresql). The candidates are read past limit, so a few
+// held elsewhere do not leave the batch short.
 func (s *Store) StaleEnrichments(ctx context.Context, before time.Time, limit int) ([]domain.EnrichmentRecord, error) {
 	tx, err := s.tx("stale enrichments")
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
-		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, limit)
+	rows, err := tx.Query(ctx, `SELECT client_id::text, id::text FROM connect.enrichments
+		WHERE status = 'PENDING' AND created_at < $1 ORDER BY created_at LIMIT $2`, before, 2*limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale enrichments: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.EnrichmentRecord, error) { return scanEnrichment(r) })
+	candidates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rowKey])
 	if err != nil {
 		return nil, fmt.Errorf("stale enrichments: %w", err)
+	}
+	var out []domain.EnrichmentRecord
+	for _, c := range candidates {
+		if len(out) == limit {
+			break
+		}
+		rec, err := scanEnrichment(tx.QueryRow(ctx, `SELECT `+enrichmentColumns+` FROM connect.enrichments
+			WHERE client_id = $1 AND id = $2 AND status = 'PENDING' FOR UPDATE SKIP LOCKED`, c.ClientID, c.ID))
+		switch {
+		case errors.Is(err, fault.ErrNotFound):
+			// Held elsewhere, or settled since it was read.
+		case err != nil:
+			return nil, fmt.Errorf("stale enrichments: %w", err)
+		default:
+			out = append(out, rec)
+		}
 	}
 	return out, nil
 }
+
+// rowKey names a row of a tenant table: its client and its id.
+type rowKey struct{ ClientID, ID string }

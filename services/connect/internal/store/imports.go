@@ -92,15 +92,41 @@ func (s *Store) ListJobs(ctx context.Context, clientID string, limit, offset int
 
 // ClaimJob takes the oldest job that is QUEUED, or RUNNING with an expired lease (its worker
 // died), and leases it.
+//
+// Jobs of every client are candidates, so the oldest few are read without a lock (a read across
+// clients is a background sweep's to make), then each in turn is taken with its client, SKIP
+// LOCKED, and only if it still waits: no lock is ever taken across clients
+// (docs/operations.md#past-one-postgresql). A candidate another worker took meanwhile is passed
+// over for the next.
 func (s *Store) ClaimJob(ctx context.Context, lease time.Duration) (domain.ImportJob, error) {
-	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
-			started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
-			interruptions = j.interruptions + (j.status = 'RUNNING')::int
-		FROM (SELECT id AS todo_id FROM connect.import_jobs
-			WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
-			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) todo
-		WHERE j.id = todo.todo_id RETURNING `+jobColumns, lease.String()))
+	rows, err := s.db.Query(ctx, `SELECT client_id::text, id::text FROM connect.import_jobs
+		WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
+		ORDER BY created_at LIMIT $1`, claimCandidates)
+	if err != nil {
+		return domain.ImportJob{}, fmt.Errorf("claim import job: %w", err)
+	}
+	candidates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rowKey])
+	if err != nil {
+		return domain.ImportJob{}, fmt.Errorf("claim import job: %w", err)
+	}
+	for _, c := range candidates {
+		j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $3::interval,
+				started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
+				interruptions = j.interruptions + (j.status = 'RUNNING')::int
+			FROM (SELECT id AS todo_id FROM connect.import_jobs
+				WHERE client_id = $1 AND id = $2
+				  AND ((status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now()))
+				FOR UPDATE SKIP LOCKED) todo
+			WHERE j.client_id = $1 AND j.id = todo.todo_id RETURNING `+jobColumns, c.ClientID, c.ID, lease.String()))
+		if !errors.Is(err, fault.ErrNotFound) {
+			return j, err
+		}
+	}
+	return domain.ImportJob{}, fault.ErrNotFound
 }
+
+// claimCandidates is how many waiting jobs a claim reads before it takes the first it can.
+const claimCandidates = 8
 
 // Chunks calls fn with each chunk of a job's file, as stored (sealed), in order, one at a time.
 func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error {

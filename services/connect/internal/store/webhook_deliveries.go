@@ -48,29 +48,52 @@ func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) 
 // SubscribedEndpoints lists, for each event of evs, the ids of its client's enabled endpoints
 // that take an event of its type (every endpoint of ["*"] takes all but ping, which is sent to
 // one endpoint by id) and that existed when it was created (created_at compared at the
-// millisecond precision events carry), oldest first; all in one query.
+// millisecond precision events carry), oldest first. One statement per client, which names it
+// (docs/operations.md#past-one-postgresql), all in one round trip.
 func (s *Store) SubscribedEndpoints(ctx context.Context, evs []events.Event) ([][]string, error) {
-	clients := make([]string, len(evs))
-	types := make([]string, len(evs))
-	at := make([]time.Time, len(evs))
-	for i, ev := range evs {
-		clients[i], types[i], at[i] = ev.ClientID, ev.Type, ev.CreatedAt
+	type clientEvents struct {
+		types []string
+		at    []time.Time
+		n     []int32 // the events' places in evs
 	}
-	rows, err := s.db.Query(ctx, `SELECT i.n, e.id FROM unnest($1::text[]::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS i(client_id, typ, at, n)
-		JOIN connect.webhook_endpoints e ON e.client_id = i.client_id AND e.enabled
-			AND ((e.event_types IS NULL AND i.typ <> $4) OR i.typ = ANY (e.event_types))
-			AND date_trunc('milliseconds', e.created_at) <= i.at
-		ORDER BY i.n, e.created_at, e.id`, clients, types, at, events.Ping)
-	if err != nil {
-		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	byClient := map[string]*clientEvents{}
+	var clientIDs []string
+	for i, ev := range evs {
+		e := byClient[ev.ClientID]
+		if e == nil {
+			e = &clientEvents{}
+			byClient[ev.ClientID] = e
+			clientIDs = append(clientIDs, ev.ClientID)
+		}
+		e.types, e.at, e.n = append(e.types, ev.Type), append(e.at, ev.CreatedAt), append(e.n, int32(i))
+	}
+	b := &pgx.Batch{}
+	for _, c := range clientIDs {
+		e := byClient[c]
+		b.Queue(`SELECT i.n, e.id::text FROM unnest($2::text[], $3::timestamptz[], $4::int[]) AS i(typ, at, n)
+			JOIN connect.webhook_endpoints e ON e.client_id = $1 AND e.enabled
+				AND ((e.event_types IS NULL AND i.typ <> $5) OR i.typ = ANY (e.event_types))
+				AND date_trunc('milliseconds', e.created_at) <= i.at
+			ORDER BY i.n, e.created_at, e.id`, c, e.types, e.at, e.n, events.Ping)
 	}
 	out := make([][]string, len(evs))
-	var n int
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&n, &id}, func() error {
-		out[n-1] = append(out[n-1], id)
-		return nil
-	}); err != nil {
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	for range clientIDs {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, fmt.Errorf("subscribed endpoints: %w", err)
+		}
+		var n int32
+		var id string
+		if _, err := pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+			out[n] = append(out[n], id)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("subscribed endpoints: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
 	return out, nil
@@ -221,11 +244,13 @@ func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d dom
 }
 
 // PurgeWebhookEvents deletes events accepted more than age ago that no delivery still works on,
-// with their deliveries and attempts (cascade).
+// with their deliveries and attempts (cascade). It crosses clients as the other purges do
+// (retention.go): no lock to pick the rows, the condition checked again on each.
 func (s *Store) PurgeWebhookEvents(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return pg.Purge(ctx, s.db, "webhook events", `DELETE FROM connect.events e USING (
-			SELECT id FROM connect.events ev WHERE accepted_at < now() - make_interval(secs => $1)
-				AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'PENDING')
-			ORDER BY accepted_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
-		WHERE e.id = old.id`, age, limit)
+	return pg.Purge(ctx, s.db, "webhook events", `DELETE FROM connect.events ev
+		WHERE accepted_at < now() - make_interval(secs => $1)
+		  AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.client_id = ev.client_id AND d.event_id = ev.id AND d.status = 'PENDING')
+		  AND (client_id, id) IN (SELECT client_id, id FROM connect.events o WHERE accepted_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.client_id = o.client_id AND d.event_id = o.id AND d.status = 'PENDING')
+			ORDER BY accepted_at LIMIT $2)`, age, limit)
 }
