@@ -48,9 +48,9 @@ func (s *Store) InsertJob(ctx context.Context, j domain.ImportJob) error {
 
 // InsertChunk stores one chunk of an uploaded file, as sealed by the caller. The job's row must
 // still be there (a job purged as abandoned takes its chunks with it, and refuses more).
-func (s *Store) InsertChunk(ctx context.Context, jobID string, seq int, sealed []byte) error {
-	if _, err := s.db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`,
-		jobID, seq, sealed); err != nil {
+func (s *Store) InsertChunk(ctx context.Context, clientID, jobID string, seq int, sealed []byte) error {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.import_chunks (client_id, job_id, seq, data) VALUES ($1, $2, $3, $4)`,
+		clientID, jobID, seq, sealed); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	return nil
@@ -58,15 +58,15 @@ func (s *Store) InsertChunk(ctx context.Context, jobID string, seq int, sealed [
 
 // QueueJob ends an upload: it records the file's size and queues the job. ErrNotFound: the
 // job is no longer UPLOADING (it was purged as abandoned).
-func (s *Store) QueueJob(ctx context.Context, jobID string, size int64) (domain.ImportJob, error) {
-	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2, status = 'QUEUED'
-		WHERE id = $1 AND status = 'UPLOADING' RETURNING `+jobColumns, jobID, size))
+func (s *Store) QueueJob(ctx context.Context, clientID, jobID string, size int64) (domain.ImportJob, error) {
+	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $3, status = 'QUEUED'
+		WHERE client_id = $1 AND id = $2 AND status = 'UPLOADING' RETURNING `+jobColumns, clientID, jobID, size))
 }
 
 // DeleteUpload removes a job that is still UPLOADING, with its chunks: an upload that failed
 // leaves nothing.
-func (s *Store) DeleteUpload(ctx context.Context, jobID string) error {
-	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE id = $1 AND status = 'UPLOADING'`, jobID); err != nil {
+func (s *Store) DeleteUpload(ctx context.Context, clientID, jobID string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE client_id = $1 AND id = $2 AND status = 'UPLOADING'`, clientID, jobID); err != nil {
 		return fmt.Errorf("delete upload: %w", err)
 	}
 	return nil
@@ -129,11 +129,12 @@ func (s *Store) ClaimJob(ctx context.Context, lease time.Duration) (domain.Impor
 const claimCandidates = 8
 
 // Chunks calls fn with each chunk of a job's file, as stored (sealed), in order, one at a time.
-func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error {
+func (s *Store) Chunks(ctx context.Context, clientID, jobID string, fn func(seq int, sealed []byte) error) error {
 	var seq int
 	for {
 		var sealed []byte
-		err := s.db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&sealed)
+		err := s.db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE client_id = $1 AND job_id = $2 AND seq = $3`,
+			clientID, jobID, seq).Scan(&sealed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -260,9 +261,9 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 
 // ReleaseJob hands a RUNNING job back to the queue, where it resumes from its progress: a
 // worker stopping gracefully does not make its successor wait out the lease.
-func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error {
+func (s *Store) ReleaseJob(ctx context.Context, clientID, jobID string, token int64) error {
 	_, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET status = 'QUEUED', lease_until = NULL
-		WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'`, jobID, token)
+		WHERE client_id = $1 AND id = $2 AND lease_token = $3 AND status = 'RUNNING'`, clientID, jobID, token)
 	if err != nil {
 		return fmt.Errorf("release import job: %w", err)
 	}
@@ -271,21 +272,21 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error
 
 // FinishJob marks a job COMPLETED (its whole file processed), or FAILED with a reason (its
 // progress left where it stopped), and drops its file.
-func (s *Store) FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
+func (s *Store) FinishJob(ctx context.Context, clientID, jobID string, token int64, failure *string) (domain.ImportJob, error) {
 	status := domain.ImportCompleted
 	if failure != nil {
 		status = domain.ImportFailed
 	}
-	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL,
-			bytes_processed = CASE WHEN $2 = 'COMPLETED' THEN size_bytes ELSE bytes_processed END
-		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
+	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $3, failure = $4, finished_at = now(), lease_until = NULL,
+			bytes_processed = CASE WHEN $3 = 'COMPLETED' THEN size_bytes ELSE bytes_processed END
+		WHERE client_id = $1 AND id = $2 AND lease_token = $5 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, clientID, jobID, status, failure, token))
 	if errors.Is(err, fault.ErrNotFound) {
 		return j, domain.ErrLeaseLost
 	}
 	if err != nil {
 		return j, err
 	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE job_id = $1`, jobID); err != nil {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE client_id = $1 AND job_id = $2`, clientID, jobID); err != nil {
 		return j, fmt.Errorf("drop import file: %w", err)
 	}
 	return j, nil

@@ -260,11 +260,11 @@ func (s *Store) AdoptDeliveries(ctx context.Context) (int, error) {
 	return len(batches), s.queueDeliveries(ctx, batches, at)
 }
 
-// GetDelivery reads a batch.
-func (s *Store) GetDelivery(ctx context.Context, id string) (domain.Delivery, error) {
+// GetDelivery reads a client's batch.
+func (s *Store) GetDelivery(ctx context.Context, clientID, id string) (domain.Delivery, error) {
 	var d domain.Delivery
 	err := s.db.QueryRow(ctx, `SELECT id::text, integration_id::text, client_id::text, trigger, profile_ids::text[], status, attempts
-		FROM connect.deliveries WHERE id = $1`, id).Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Status, &d.Attempts)
+		FROM connect.deliveries WHERE client_id = $1 AND id = $2`, clientID, id).Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Status, &d.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, fault.ErrNotFound
 	}
@@ -283,8 +283,8 @@ func (s *Store) FinishDelivery(ctx context.Context, ev domain.SyncEvent, done bo
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		ev.ID, ev.IntegrationID, ev.ClientID, ev.DeliveryID, ev.Trigger, ev.Status, ev.RecordCount, ev.HTTPStatus, ev.Error,
 		ev.Attempt, ev.Duration.Milliseconds(), ev.StartedAt, ev.FinishedAt)
-	b.Queue(`UPDATE connect.deliveries SET attempts = $2, status = CASE WHEN $3 THEN $4 ELSE status END WHERE id = $1`,
-		ev.DeliveryID, ev.Attempt, done, ev.Status)
+	b.Queue(`UPDATE connect.deliveries SET attempts = $3, status = CASE WHEN $4 THEN $5 ELSE status END
+		WHERE client_id = $1 AND id = $2`, ev.ClientID, ev.DeliveryID, ev.Attempt, done, ev.Status)
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("finish delivery: %w", err)
 	}

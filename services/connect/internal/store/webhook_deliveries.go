@@ -37,7 +37,7 @@ func (s *Store) EnqueueJobs(ctx context.Context, params []river.InsertManyParams
 // for byte.
 func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) {
 	tag, err := s.db.Exec(ctx, `INSERT INTO connect.events (id, client_id, type, data, body, created_at)
-		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (client_id, id) DO NOTHING`,
 		ev.ID, ev.ClientID, ev.Type, string(ev.Data), []byte(ev.Data), ev.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("insert event: %w", err)
@@ -108,7 +108,7 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []domain.WebhookDeliver
 			d.ID = uuid.NewString()
 		}
 		err := s.db.QueryRow(ctx, `INSERT INTO connect.webhook_deliveries (id, client_id, endpoint_id, event_id, status)
-			VALUES ($1, $2, $3, $4, 'PENDING') ON CONFLICT (event_id, endpoint_id) DO NOTHING
+			VALUES ($1, $2, $3, $4, 'PENDING') ON CONFLICT (client_id, event_id, endpoint_id) DO NOTHING
 			RETURNING status, created_at, updated_at`, d.ID, d.ClientID, d.EndpointID, d.EventID).
 			Scan(&d.Status, &d.CreatedAt, &d.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -122,9 +122,9 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []domain.WebhookDeliver
 	return out, nil
 }
 
-// DeliveryToSend reads a delivery with its endpoint and event, for an attempt; a delivery that
-// is gone (its endpoint or event deleted) is fault.ErrNotFound.
-func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error) {
+// DeliveryToSend reads a client's delivery with its endpoint and event, for an attempt; a
+// delivery that is gone (its endpoint or event deleted) is fault.ErrNotFound.
+func (s *Store) DeliveryToSend(ctx context.Context, clientID, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error) {
 	var (
 		d    domain.WebhookDelivery
 		ep   domain.WebhookEndpoint
@@ -136,9 +136,9 @@ func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDe
 			w.url, w.enabled, coalesce(w.disabled_reason, ''),
 			e.body, e.created_at
 		FROM connect.webhook_deliveries d
-		JOIN connect.events e ON e.id = d.event_id
-		JOIN connect.webhook_endpoints w ON w.id = d.endpoint_id
-		WHERE d.id = $1`, id).Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts,
+		JOIN connect.events e ON e.client_id = d.client_id AND e.id = d.event_id
+		JOIN connect.webhook_endpoints w ON w.client_id = d.client_id AND w.id = d.endpoint_id
+		WHERE d.client_id = $1 AND d.id = $2`, clientID, id).Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts,
 		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt,
 		&ep.URL, &ep.Enabled, &ep.DisabledReason, &body, &ev.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -159,33 +159,33 @@ func (s *Store) RecordAttempt(ctx context.Context, r domain.WebhookAttemptRecord
 	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries SET attempts = attempts + 1, status = $2,
 			last_status = $3, last_error = $4, updated_at = now(),
 			delivered_at = CASE WHEN $2 = 'SUCCEEDED' THEN now() ELSE delivered_at END
-		WHERE id = $1 AND status = 'PENDING' RETURNING attempts`, r.DeliveryID, r.Status, r.HTTPStatus, r.Error).Scan(&attempt)
+		WHERE client_id = $5 AND id = $1 AND status = 'PENDING' RETURNING attempts`, r.DeliveryID, r.Status, r.HTTPStatus, r.Error, r.ClientID).Scan(&attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("record attempt: %w", err)
 	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_attempts (delivery_id, attempt, http_status, duration_ms, error, started_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, r.DeliveryID, attempt, r.HTTPStatus, max(r.Duration.Milliseconds(), 0), r.Error, r.StartedAt); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_attempts (client_id, delivery_id, attempt, http_status, duration_ms, error, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.ClientID, r.DeliveryID, attempt, r.HTTPStatus, max(r.Duration.Milliseconds(), 0), r.Error, r.StartedAt); err != nil {
 		return 0, false, fmt.Errorf("record attempt: %w", err)
 	}
 	return attempt, true, nil
 }
 
-// CancelDelivery marks a PENDING delivery CANCELLED (its endpoint was disabled).
-func (s *Store) CancelDelivery(ctx context.Context, id string) error {
+// CancelDelivery marks a client's PENDING delivery CANCELLED (its endpoint was disabled).
+func (s *Store) CancelDelivery(ctx context.Context, clientID, id string) error {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
-		WHERE id = $1 AND status = 'PENDING'`, id); err != nil {
+		WHERE client_id = $1 AND id = $2 AND status = 'PENDING'`, clientID, id); err != nil {
 		return fmt.Errorf("cancel delivery: %w", err)
 	}
 	return nil
 }
 
-// EndpointSucceeded marks an endpoint healthy again.
-func (s *Store) EndpointSucceeded(ctx context.Context, endpointID string) error {
+// EndpointSucceeded marks a client's endpoint healthy again.
+func (s *Store) EndpointSucceeded(ctx context.Context, clientID, endpointID string) error {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = NULL
-		WHERE id = $1 AND failing_since IS NOT NULL`, endpointID); err != nil {
+		WHERE client_id = $1 AND id = $2 AND failing_since IS NOT NULL`, clientID, endpointID); err != nil {
 		return fmt.Errorf("endpoint health: %w", err)
 	}
 	return nil
@@ -195,9 +195,9 @@ func (s *Store) EndpointSucceeded(ctx context.Context, endpointID string) error 
 // last success) and, when it has been failing for longer than disableAfter by the database
 // clock, disables it (FAILING) and cancels its PENDING deliveries. disabled is the endpoint
 // when this call disabled it, else nil. disableAfter 0 never disables.
-func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error) {
+func (s *Store) EndpointFailed(ctx context.Context, clientID, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error) {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = coalesce(failing_since, now())
-		WHERE id = $1 AND failing_since IS NULL`, endpointID); err != nil {
+		WHERE client_id = $1 AND id = $2 AND failing_since IS NULL`, clientID, endpointID); err != nil {
 		return nil, fmt.Errorf("endpoint health: %w", err)
 	}
 	if disableAfter <= 0 {
@@ -206,8 +206,8 @@ func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAf
 	var ep domain.WebhookEndpoint
 	err := s.db.QueryRow(ctx, `UPDATE connect.webhook_endpoints
 		SET enabled = false, disabled_reason = 'FAILING', disabled_at = now(), updated_at = now()
-		WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2)
-		RETURNING id, client_id, url, failing_since, disabled_at`, endpointID, disableAfter.Seconds()).
+		WHERE client_id = $1 AND id = $2 AND enabled AND failing_since <= now() - make_interval(secs => $3)
+		RETURNING id, client_id, url, failing_since, disabled_at`, clientID, endpointID, disableAfter.Seconds()).
 		Scan(&ep.ID, &ep.ClientID, &ep.URL, &ep.FailingSince, &ep.DisabledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -217,7 +217,7 @@ func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAf
 	}
 	ep.DisabledReason = domain.WebhookDisabledFailing
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
-		WHERE endpoint_id = $1 AND status = 'PENDING'`, endpointID); err != nil {
+		WHERE client_id = $1 AND endpoint_id = $2 AND status = 'PENDING'`, clientID, endpointID); err != nil {
 		return nil, fmt.Errorf("disable endpoint: %w", err)
 	}
 	return &ep, nil
@@ -230,7 +230,7 @@ func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d dom
 	var prev domain.DeliveryStatus
 	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries d SET status = 'PENDING', updated_at = now()
 		FROM (SELECT id, status FROM connect.webhook_deliveries WHERE id = $1 AND client_id = $2 FOR UPDATE) old
-		WHERE d.id = old.id
+		WHERE d.client_id = $2 AND d.id = old.id
 		RETURNING d.id, d.client_id, d.endpoint_id, d.event_id, d.attempts, old.status`, id, clientID).
 		Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.Attempts, &prev)
 	if errors.Is(err, pgx.ErrNoRows) {
