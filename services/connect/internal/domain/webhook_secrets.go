@@ -6,6 +6,7 @@ import "time"
 // WebhookSecretAD(ID). ExpiresAt is nil for the current one; a rotated-out one signs until it.
 type WebhookSecret struct {
 	ID         string
+	ClientID   string
 	EndpointID string
 	Sealed     []byte
 	CreatedAt  time.Time

@@ -53,27 +53,28 @@ type Config struct {
 type Store interface {
 	// InsertJob stores a new job, UPLOADING: no worker takes it and no list shows it.
 	InsertJob(ctx context.Context, j domain.ImportJob) error
-	// InsertChunk stores one sealed chunk of an UPLOADING job's file.
-	InsertChunk(ctx context.Context, jobID string, seq int, sealed []byte) error
+	// InsertChunk stores one sealed chunk of a client's UPLOADING job's file.
+	InsertChunk(ctx context.Context, clientID, jobID string, seq int, sealed []byte) error
 	// QueueJob records the file's size and queues the job; fault.ErrNotFound when the job is
 	// no longer UPLOADING.
-	QueueJob(ctx context.Context, jobID string, size int64) (domain.ImportJob, error)
+	QueueJob(ctx context.Context, clientID, jobID string, size int64) (domain.ImportJob, error)
 	// DeleteUpload removes a job still UPLOADING, with its chunks.
-	DeleteUpload(ctx context.Context, jobID string) error
+	DeleteUpload(ctx context.Context, clientID, jobID string) error
 	GetJob(ctx context.Context, clientID, id string) (domain.ImportJob, error)
 	ListJobs(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.ImportJob], error)
-	// ClaimJob leases the oldest job QUEUED, or RUNNING with its lease run out;
-	// fault.ErrNotFound when none waits.
+	// ClaimJob leases the oldest job QUEUED, or RUNNING with its lease run out, of any client
+	// (each taken with its client, never locked across clients); fault.ErrNotFound when none
+	// waits.
 	ClaimJob(ctx context.Context, lease time.Duration) (domain.ImportJob, error)
 	// Chunks calls fn with each stored (sealed) chunk of a job's file, in order.
-	Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error
+	Chunks(ctx context.Context, clientID, jobID string, fn func(seq int, sealed []byte) error) error
 	// UpsertBatch writes a batch's rows as profiles and adds its progress (p.Imported and
 	// p.Updated filled) to the job. In a transaction.
 	UpsertBatch(ctx context.Context, clientID, jobID string, rows []domain.StageRow, p *domain.Progress) error
 	// ReleaseJob hands a RUNNING job back to the queue.
-	ReleaseJob(ctx context.Context, jobID string, token int64) error
+	ReleaseJob(ctx context.Context, clientID, jobID string, token int64) error
 	// FinishJob marks a job COMPLETED, or FAILED with failure, and drops its file.
-	FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error)
+	FinishJob(ctx context.Context, clientID, jobID string, token int64, failure *string) (domain.ImportJob, error)
 	// Emit writes events in the Store's transaction (refused outside one).
 	Emit(ctx context.Context, evs ...events.Event) error
 	// TriggerIntegrations reads the client's ACTIVE integrations with trigger.
@@ -139,12 +140,12 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 	if err := s.st.InsertJob(ctx, job); err != nil {
 		return domain.ImportJob{}, err
 	}
-	out, err := s.receive(ctx, job.ID, r)
+	out, err := s.receive(ctx, job, r)
 	if err != nil {
 		// Even when the caller has gone: nothing of a failed upload stays behind.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if derr := s.st.DeleteUpload(dctx, job.ID); derr != nil {
+		if derr := s.st.DeleteUpload(dctx, clientID, job.ID); derr != nil {
 			s.log.Warn("import upload not deleted; the purge will", zap.String("job_id", job.ID), zap.Error(derr))
 		}
 		return domain.ImportJob{}, err
@@ -160,7 +161,8 @@ func (s *Service) Upload(ctx context.Context, clientID, fileName string, r io.Re
 const AbandonedUploadAge = time.Hour
 
 // receive writes the chunks of an UPLOADING job, then queues it (or fails it when empty).
-func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domain.ImportJob, error) {
+func (s *Service) receive(ctx context.Context, job domain.ImportJob, r io.Reader) (domain.ImportJob, error) {
+	jobID := job.ID
 	buf := make([]byte, chunkSize)
 	var size int64
 	for seq := 0; ; seq++ {
@@ -169,7 +171,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 			if size += int64(n); size > MaxFileSize {
 				return domain.ImportJob{}, ErrTooLarge
 			}
-			if err := s.st.InsertChunk(ctx, jobID, seq, s.sealer.Seal(buf[:n], chunkAD(jobID, seq))); err != nil {
+			if err := s.st.InsertChunk(ctx, job.ClientID, jobID, seq, s.sealer.Seal(buf[:n], chunkAD(jobID, seq))); err != nil {
 				return domain.ImportJob{}, err
 			}
 		}
@@ -180,7 +182,7 @@ func (s *Service) receive(ctx context.Context, jobID string, r io.Reader) (domai
 			return domain.ImportJob{}, fmt.Errorf("read upload: %w", err)
 		}
 	}
-	out, err := s.st.QueueJob(ctx, jobID, size)
+	out, err := s.st.QueueJob(ctx, job.ClientID, jobID, size)
 	if errors.Is(err, fault.ErrNotFound) {
 		return out, fmt.Errorf("import job %s was purged before its upload ended", jobID)
 	}
@@ -197,7 +199,7 @@ func (s *Service) finish(ctx context.Context, job domain.ImportJob, failure *str
 	var out domain.ImportJob
 	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		var err error
-		if out, err = st.FinishJob(ctx, job.ID, job.LeaseToken, failure); err != nil {
+		if out, err = st.FinishJob(ctx, job.ClientID, job.ID, job.LeaseToken, failure); err != nil {
 			return err
 		}
 		if then != nil {
@@ -289,7 +291,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 		// Stopping: hand the job back at once rather than make a successor wait out the lease.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if rerr := s.st.ReleaseJob(rctx, job.ID, job.LeaseToken); rerr != nil {
+		if rerr := s.st.ReleaseJob(rctx, job.ClientID, job.ID, job.LeaseToken); rerr != nil {
 			return true, fmt.Errorf("job %s: %w (and %w)", job.ID, err, rerr)
 		}
 		return true, nil
@@ -302,7 +304,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 func (s *Service) run(ctx context.Context, job domain.ImportJob) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(s.st.Chunks(ctx, job.ID, func(seq int, sealed []byte) error {
+		pw.CloseWithError(s.st.Chunks(ctx, job.ClientID, job.ID, func(seq int, sealed []byte) error {
 			b, err := s.sealer.Open(sealed, chunkAD(job.ID, seq))
 			if err != nil {
 				return fmt.Errorf("chunk %d: %w", seq, ErrChunkSealed)

@@ -135,10 +135,10 @@ func TestLeaseFencing(t *testing.T) {
 	if page, _ := store.New(pool).ListProfiles(ctx, client, domain.ProfileFilter{}, 10, 0); page.Total != 0 {
 		t.Fatalf("the stale batch left %d profiles", page.Total)
 	}
-	if _, err := store.New(pool).FinishJob(ctx, job.ID, stale.LeaseToken, nil); !errors.Is(err, domain.ErrLeaseLost) {
+	if _, err := store.New(pool).FinishJob(ctx, client, job.ID, stale.LeaseToken, nil); !errors.Is(err, domain.ErrLeaseLost) {
 		t.Fatalf("stale finish: %v, want ErrLeaseLost", err)
 	}
-	if err := store.New(pool).ReleaseJob(ctx, job.ID, stale.LeaseToken); err != nil {
+	if err := store.New(pool).ReleaseJob(ctx, client, job.ID, stale.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := svc.Get(ctx, client, job.ID); got.Status != domain.ImportRunning || got.ProcessedRecords != 0 {
@@ -152,7 +152,7 @@ func TestLeaseFencing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.New(pool).FinishJob(ctx, job.ID, fresh.LeaseToken, nil); err != nil {
+	if _, err := store.New(pool).FinishJob(ctx, client, job.ID, fresh.LeaseToken, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -69,26 +69,26 @@ func (f *fakeJobs) InsertJob(_ context.Context, j domain.ImportJob) error {
 	return nil
 }
 
-func (f *fakeJobs) InsertChunk(_ context.Context, jobID string, seq int, sealed []byte) error {
-	if f.jobs[jobID].Status != "UPLOADING" || seq != len(f.chunks[jobID]) {
+func (f *fakeJobs) InsertChunk(_ context.Context, clientID, jobID string, seq int, sealed []byte) error {
+	if f.jobs[jobID].ClientID != clientID || f.jobs[jobID].Status != "UPLOADING" || seq != len(f.chunks[jobID]) {
 		return errors.New("chunk out of place")
 	}
 	f.chunks[jobID] = append(f.chunks[jobID], bytes.Clone(sealed))
 	return nil
 }
 
-func (f *fakeJobs) QueueJob(_ context.Context, jobID string, size int64) (domain.ImportJob, error) {
+func (f *fakeJobs) QueueJob(_ context.Context, clientID, jobID string, size int64) (domain.ImportJob, error) {
 	j, ok := f.jobs[jobID]
-	if !ok || j.Status != "UPLOADING" {
-		return j, fault.ErrNotFound
+	if !ok || j.ClientID != clientID || j.Status != "UPLOADING" {
+		return domain.ImportJob{}, fault.ErrNotFound
 	}
 	j.Status, j.SizeBytes = domain.ImportQueued, size
 	f.jobs[jobID] = j
 	return j, nil
 }
 
-func (f *fakeJobs) DeleteUpload(_ context.Context, jobID string) error {
-	if f.jobs[jobID].Status == "UPLOADING" {
+func (f *fakeJobs) DeleteUpload(_ context.Context, clientID, jobID string) error {
+	if f.jobs[jobID].ClientID == clientID && f.jobs[jobID].Status == "UPLOADING" {
 		delete(f.jobs, jobID)
 		delete(f.chunks, jobID)
 	}
@@ -127,7 +127,10 @@ func (f *fakeJobs) ClaimJob(_ context.Context, _ time.Duration) (domain.ImportJo
 	return domain.ImportJob{}, fault.ErrNotFound
 }
 
-func (f *fakeJobs) Chunks(_ context.Context, jobID string, fn func(seq int, sealed []byte) error) error {
+func (f *fakeJobs) Chunks(_ context.Context, clientID, jobID string, fn func(seq int, sealed []byte) error) error {
+	if f.jobs[jobID].ClientID != clientID {
+		return nil
+	}
 	for seq, c := range f.chunks[jobID] {
 		if err := fn(seq, c); err != nil {
 			return err
@@ -136,9 +139,9 @@ func (f *fakeJobs) Chunks(_ context.Context, jobID string, fn func(seq int, seal
 	return nil
 }
 
-func (f *fakeJobs) leased(jobID string, token int64) (domain.ImportJob, error) {
+func (f *fakeJobs) leased(clientID, jobID string, token int64) (domain.ImportJob, error) {
 	j := f.jobs[jobID]
-	if j.LeaseToken != token || j.Status != domain.ImportRunning && j.Status != domain.ImportQueued {
+	if j.ClientID != clientID || j.LeaseToken != token || j.Status != domain.ImportRunning && j.Status != domain.ImportQueued {
 		return j, domain.ErrLeaseLost
 	}
 	return j, nil
@@ -151,7 +154,7 @@ func (f *fakeJobs) UpsertBatch(_ context.Context, clientID, jobID string, rows [
 	if f.onUpsert != nil {
 		f.onUpsert(jobID)
 	}
-	j, err := f.leased(jobID, p.Token)
+	j, err := f.leased(clientID, jobID, p.Token)
 	if err != nil || j.Status != domain.ImportRunning {
 		return domain.ErrLeaseLost
 	}
@@ -179,16 +182,16 @@ func (f *fakeJobs) UpsertBatch(_ context.Context, clientID, jobID string, rows [
 	return nil
 }
 
-func (f *fakeJobs) ReleaseJob(_ context.Context, jobID string, token int64) error {
-	if j, err := f.leased(jobID, token); err == nil {
+func (f *fakeJobs) ReleaseJob(_ context.Context, clientID, jobID string, token int64) error {
+	if j, err := f.leased(clientID, jobID, token); err == nil {
 		j.Status = domain.ImportQueued
 		f.jobs[jobID] = j
 	}
 	return nil
 }
 
-func (f *fakeJobs) FinishJob(_ context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
-	j, err := f.leased(jobID, token)
+func (f *fakeJobs) FinishJob(_ context.Context, clientID, jobID string, token int64, failure *string) (domain.ImportJob, error) {
+	j, err := f.leased(clientID, jobID, token)
 	if err != nil {
 		return j, err
 	}

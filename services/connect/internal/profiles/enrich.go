@@ -30,16 +30,16 @@ type EnrichmentStore interface {
 	// none), without locking it.
 	EnrichmentByRequestKey(ctx context.Context, clientID string, requestKey []byte) (domain.EnrichmentRecord, error)
 	// ReleaseRequestKey forgets a record's request key.
-	ReleaseRequestKey(ctx context.Context, id string) error
-	// LockEnrichment reads a record and locks it until the transaction ends.
-	LockEnrichment(ctx context.Context, id string) (domain.EnrichmentRecord, error)
+	ReleaseRequestKey(ctx context.Context, clientID, id string) error
+	// LockEnrichment reads a client's record and locks it until the transaction ends.
+	LockEnrichment(ctx context.Context, clientID, id string) (domain.EnrichmentRecord, error)
 	// FinishEnrichment moves a PENDING record to status with the amount charged; keepKey keeps
 	// its request key.
-	FinishEnrichment(ctx context.Context, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error
+	FinishEnrichment(ctx context.Context, clientID, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error
 	// SetEnrichment writes a profile's enrichment.
 	SetEnrichment(ctx context.Context, clientID, id string, e domain.Enrichment) (domain.Profile, error)
 	// StaleEnrichments locks up to limit records PENDING since before, oldest first, skipping
-	// those locked elsewhere.
+	// those locked elsewhere; never across clients, each record with its own.
 	StaleEnrichments(ctx context.Context, before time.Time, limit int) ([]domain.EnrichmentRecord, error)
 	// Savepoint runs fn in a savepoint: when fn fails, what it wrote is undone and the
 	// transaction goes on.
@@ -90,7 +90,7 @@ func (s *Service) Enrich(ctx context.Context, p principal.Principal, id, reason 
 	}
 	var res settled
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		cur, err := st.LockEnrichment(ctx, rec.ID)
+		cur, err := st.LockEnrichment(ctx, rec.ClientID, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (s *Service) recordEnrichment(ctx context.Context, p principal.Principal, i
 				return nil
 			default:
 				// The key's earlier request is long answered: this one is new.
-				if err := st.ReleaseRequestKey(ctx, prev.ID); err != nil {
+				if err := st.ReleaseRequestKey(ctx, prev.ClientID, prev.ID); err != nil {
 					return err
 				}
 			}
@@ -167,7 +167,7 @@ func (s *Service) recordEnrichment(ctx context.Context, p principal.Principal, i
 		switch _, err := st.LockProfile(ctx, p.ClientID, id); {
 		case errors.Is(err, fault.ErrNotFound):
 			rec.Status = domain.EnrichmentCancelled
-			return st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentCancelled, 0, false)
+			return st.FinishEnrichment(ctx, rec.ClientID, rec.ID, domain.EnrichmentCancelled, 0, false)
 		case err != nil:
 			return err
 		}
@@ -181,7 +181,7 @@ func (s *Service) answer(ctx context.Context, st Store, rec domain.EnrichmentRec
 	switch rec.Status {
 	case domain.EnrichmentSettled:
 		// Settled by the reconciler while its request was away: this retry hears it, charged once.
-		if err := st.ReleaseRequestKey(ctx, rec.ID); err != nil {
+		if err := st.ReleaseRequestKey(ctx, rec.ClientID, rec.ID); err != nil {
 			return settled{}, err
 		}
 		prof, err := st.GetProfile(ctx, rec.ClientID, rec.ProfileID)
@@ -208,7 +208,7 @@ func intent(rec domain.EnrichmentRecord) charge.Intent[domain.EnrichmentRecord] 
 // lockedRecord runs fn in a transaction of its own with rec's record locked, as it is now.
 func (s *Service) lockedRecord(ctx context.Context, rec domain.EnrichmentRecord, fn func(ctx context.Context, st Store, cur domain.EnrichmentRecord) error) error {
 	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-		cur, err := st.LockEnrichment(ctx, rec.ID)
+		cur, err := st.LockEnrichment(ctx, rec.ClientID, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -264,7 +264,7 @@ func (b *books) Settle(ctx context.Context, rec domain.EnrichmentRecord, c money
 		if _, err := st.EnqueueForTrigger(ctx, rec.ClientID, domain.TriggerProfileEnriched, []string{rec.ProfileID}); err != nil {
 			return err
 		}
-		if err := st.FinishEnrichment(ctx, rec.ID, domain.EnrichmentSettled, c.Amount, b.byReconciler); err != nil {
+		if err := st.FinishEnrichment(ctx, rec.ClientID, rec.ID, domain.EnrichmentSettled, c.Amount, b.byReconciler); err != nil {
 			return err
 		}
 		b.wrote = &out
@@ -287,13 +287,14 @@ func (b *books) finish(ctx context.Context, rec domain.EnrichmentRecord, status 
 		if cur.Status != domain.EnrichmentPending {
 			return nil
 		}
-		return st.FinishEnrichment(ctx, rec.ID, status, 0, false)
+		return st.FinishEnrichment(ctx, rec.ClientID, rec.ID, status, 0, false)
 	})
 }
 
 // claims is the reconciler's port (charge.Claims): records PENDING for long, locked SKIP
-// LOCKED in one transaction, each settled in a savepoint of it, so one that cannot settle
-// stays PENDING without holding up the others.
+// LOCKED in one transaction (each by its client: the candidates are read across clients
+// without a lock), each settled in a savepoint of it, so one that cannot settle stays PENDING
+// without holding up the others.
 type claims struct{ s *Service }
 
 func (c claims) Claim(ctx context.Context, before time.Time, limit int,

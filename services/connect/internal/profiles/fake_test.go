@@ -189,12 +189,15 @@ func (f *fakeStore) EnrichmentByRequestKey(_ context.Context, clientID string, k
 	return r, nil
 }
 
-func (f *fakeStore) ReleaseRequestKey(_ context.Context, id string) error {
+func (f *fakeStore) ReleaseRequestKey(_ context.Context, clientID, id string) error {
+	if r, ok := f.records[id]; !ok || r.ClientID != clientID {
+		return nil
+	}
 	maps.DeleteFunc(f.keys, func(_, rec string) bool { return rec == id })
 	return nil
 }
 
-func (f *fakeStore) LockEnrichment(_ context.Context, id string) (domain.EnrichmentRecord, error) {
+func (f *fakeStore) LockEnrichment(_ context.Context, clientID, id string) (domain.EnrichmentRecord, error) {
 	if err := f.needTx("lock enrichment"); err != nil {
 		return domain.EnrichmentRecord{}, err
 	}
@@ -202,21 +205,21 @@ func (f *fakeStore) LockEnrichment(_ context.Context, id string) (domain.Enrichm
 		f.onLockEnrichment()
 	}
 	r, ok := f.records[id]
-	if !ok {
-		return r, fault.ErrNotFound
+	if !ok || r.ClientID != clientID {
+		return domain.EnrichmentRecord{}, fault.ErrNotFound
 	}
 	return r, nil
 }
 
-func (f *fakeStore) FinishEnrichment(ctx context.Context, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error {
+func (f *fakeStore) FinishEnrichment(ctx context.Context, clientID, id string, status domain.EnrichmentStatus, charged int64, keepKey bool) error {
 	r, ok := f.records[id]
-	if !ok || r.Status != domain.EnrichmentPending {
+	if !ok || r.ClientID != clientID || r.Status != domain.EnrichmentPending {
 		return fmt.Errorf("finish enrichment %s: not PENDING", id)
 	}
 	r.Status, r.Charged = status, charged
 	f.records[id] = r
 	if !keepKey {
-		return f.ReleaseRequestKey(ctx, id)
+		return f.ReleaseRequestKey(ctx, clientID, id)
 	}
 	return nil
 }

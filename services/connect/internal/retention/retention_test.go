@@ -53,7 +53,7 @@ func TestPurge(t *testing.T) {
 		exec(`INSERT INTO connect.import_jobs (id, client_id, file_name, size_bytes, status, created_at, finished_at)
 			VALUES ($1, $2, 'f.csv', 1, $3, now() - make_interval(secs => $4),
 				CASE WHEN $3 IN ('COMPLETED', 'FAILED') THEN now() - make_interval(secs => $4) END)`, id, client, status, age.Seconds())
-		exec(`INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, 0, '\x00')`, id)
+		exec(`INSERT INTO connect.import_chunks (client_id, job_id, seq, data) VALUES ($1, $2, 0, '\x00')`, client, id)
 		return id
 	}
 

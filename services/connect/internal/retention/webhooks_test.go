@@ -38,7 +38,7 @@ func TestPurgeWebhookEvents(t *testing.T) {
 		d := uuid.NewString()
 		exec(`INSERT INTO connect.webhook_deliveries (id, client_id, endpoint_id, event_id, status, attempts) VALUES ($1, $2, $3, $4, $5, 1)`,
 			d, client, endpoint, id, status)
-		exec(`INSERT INTO connect.webhook_attempts (delivery_id, attempt, duration_ms, started_at) VALUES ($1, 1, 3, now())`, d)
+		exec(`INSERT INTO connect.webhook_attempts (client_id, delivery_id, attempt, duration_ms, started_at) VALUES ($1, $2, 1, 3, now())`, client, d)
 		return id
 	}
 	gone := []string{event(31*day, "SUCCEEDED"), event(40*day, "FAILED"), event(31*day, "CANCELLED")}

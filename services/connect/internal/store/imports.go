@@ -48,9 +48,9 @@ func (s *Store) InsertJob(ctx context.Context, j domain.ImportJob) error {
 
 // InsertChunk stores one chunk of an uploaded file, as sealed by the caller. The job's row must
 // still be there (a job purged as abandoned takes its chunks with it, and refuses more).
-func (s *Store) InsertChunk(ctx context.Context, jobID string, seq int, sealed []byte) error {
-	if _, err := s.db.Exec(ctx, `INSERT INTO connect.import_chunks (job_id, seq, data) VALUES ($1, $2, $3)`,
-		jobID, seq, sealed); err != nil {
+func (s *Store) InsertChunk(ctx context.Context, clientID, jobID string, seq int, sealed []byte) error {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.import_chunks (client_id, job_id, seq, data) VALUES ($1, $2, $3, $4)`,
+		clientID, jobID, seq, sealed); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	return nil
@@ -58,15 +58,15 @@ func (s *Store) InsertChunk(ctx context.Context, jobID string, seq int, sealed [
 
 // QueueJob ends an upload: it records the file's size and queues the job. ErrNotFound: the
 // job is no longer UPLOADING (it was purged as abandoned).
-func (s *Store) QueueJob(ctx context.Context, jobID string, size int64) (domain.ImportJob, error) {
-	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $2, status = 'QUEUED'
-		WHERE id = $1 AND status = 'UPLOADING' RETURNING `+jobColumns, jobID, size))
+func (s *Store) QueueJob(ctx context.Context, clientID, jobID string, size int64) (domain.ImportJob, error) {
+	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET size_bytes = $3, status = 'QUEUED'
+		WHERE client_id = $1 AND id = $2 AND status = 'UPLOADING' RETURNING `+jobColumns, clientID, jobID, size))
 }
 
 // DeleteUpload removes a job that is still UPLOADING, with its chunks: an upload that failed
 // leaves nothing.
-func (s *Store) DeleteUpload(ctx context.Context, jobID string) error {
-	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE id = $1 AND status = 'UPLOADING'`, jobID); err != nil {
+func (s *Store) DeleteUpload(ctx context.Context, clientID, jobID string) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_jobs WHERE client_id = $1 AND id = $2 AND status = 'UPLOADING'`, clientID, jobID); err != nil {
 		return fmt.Errorf("delete upload: %w", err)
 	}
 	return nil
@@ -92,22 +92,49 @@ func (s *Store) ListJobs(ctx context.Context, clientID string, limit, offset int
 
 // ClaimJob takes the oldest job that is QUEUED, or RUNNING with an expired lease (its worker
 // died), and leases it.
+//
+// Jobs of every client are candidates, so the oldest few are read without a lock (a read across
+// clients is a background sweep's to make), then each in turn is taken with its client, SKIP
+// LOCKED, and only if it still waits: no lock is ever taken across clients
+// (docs/operations.md#past-one-postgresql). A candidate another worker took meanwhile is passed
+// over for the next.
 func (s *Store) ClaimJob(ctx context.Context, lease time.Duration) (domain.ImportJob, error) {
-	return scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $1::interval,
-			started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
-			interruptions = j.interruptions + (j.status = 'RUNNING')::int
-		FROM (SELECT id AS todo_id FROM connect.import_jobs
-			WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
-			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) todo
-		WHERE j.id = todo.todo_id RETURNING `+jobColumns, lease.String()))
+	rows, err := s.db.Query(ctx, `SELECT client_id::text, id::text FROM connect.import_jobs
+		WHERE (status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now())
+		ORDER BY created_at LIMIT $1`, claimCandidates)
+	if err != nil {
+		return domain.ImportJob{}, fmt.Errorf("claim import job: %w", err)
+	}
+	candidates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rowKey])
+	if err != nil {
+		return domain.ImportJob{}, fmt.Errorf("claim import job: %w", err)
+	}
+	for _, c := range candidates {
+		j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs j SET status = 'RUNNING', lease_until = now() + $3::interval,
+				started_at = coalesce(j.started_at, now()), lease_token = j.lease_token + 1,
+				interruptions = j.interruptions + (j.status = 'RUNNING')::int
+			FROM (SELECT id AS todo_id FROM connect.import_jobs
+				WHERE client_id = $1 AND id = $2
+				  AND ((status = 'QUEUED' AND size_bytes > 0) OR (status = 'RUNNING' AND lease_until < now()))
+				FOR UPDATE SKIP LOCKED) todo
+			WHERE j.client_id = $1 AND j.id = todo.todo_id RETURNING `+jobColumns, c.ClientID, c.ID, lease.String()))
+		if !errors.Is(err, fault.ErrNotFound) {
+			return j, err
+		}
+	}
+	return domain.ImportJob{}, fault.ErrNotFound
 }
 
+// claimCandidates is how many waiting jobs a claim reads before it takes the first it can.
+const claimCandidates = 8
+
 // Chunks calls fn with each chunk of a job's file, as stored (sealed), in order, one at a time.
-func (s *Store) Chunks(ctx context.Context, jobID string, fn func(seq int, sealed []byte) error) error {
+func (s *Store) Chunks(ctx context.Context, clientID, jobID string, fn func(seq int, sealed []byte) error) error {
 	var seq int
 	for {
 		var sealed []byte
-		err := s.db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE job_id = $1 AND seq = $2`, jobID, seq).Scan(&sealed)
+		err := s.db.QueryRow(ctx, `SELECT data FROM connect.import_chunks WHERE client_id = $1 AND job_id = $2 AND seq = $3`,
+			clientID, jobID, seq).Scan(&sealed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -136,6 +163,7 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 		) ON COMMIT DELETE ROWS`); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
+	var counts profileCounts
 	if len(rows) > 0 {
 		if err := s.lockMatchShared(ctx, clientID); err != nil {
 			return err
@@ -149,8 +177,18 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 		if err != nil {
 			return fmt.Errorf("copy batch: %w", err)
 		}
-		// Within a file the last row of a number wins; xmax = 0 tells an insert from an update.
-		err = s.db.QueryRow(ctx, `WITH up AS (
+		// The client's counts change with the rows inserted (matched or not) and with the rows
+		// of the client that the batch finds unmatched and matches (a number verified since).
+		// Those are locked first, so what they were is what the upsert changes.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT count(*) FROM (SELECT FROM connect.profiles p
+				JOIN (SELECT DISTINCT number_hash FROM import_stage) s ON s.number_hash = p.number_hash
+				JOIN connect.verified_numbers v ON v.client_id = $1 AND v.number_hash = p.number_hash
+				WHERE p.client_id = $1 AND p.matched_at IS NULL FOR UPDATE OF p) x`, clientID)
+		// Within a file the last row of a number wins. A row inserted has the staged row's id (a
+		// fresh UUID), one updated keeps its own: that tells them apart (xmax = 0 did, but a
+		// table partitioned by client, as Citus' shards are, returns no system column).
+		b.Queue(`WITH up AS (
 				INSERT INTO connect.profiles AS p (id, client_id, number_sealed, number_hash, number_masked, country_code,
 					external_id, first_name, last_name, email, attributes, source, import_job_id, matched_at)
 				SELECT DISTINCT ON (s.number_hash) s.id, $1, s.number_sealed, s.number_hash, s.number_masked, s.country_code,
@@ -166,27 +204,53 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 					import_job_id = excluded.import_job_id,
 					matched_at = coalesce(p.matched_at, excluded.matched_at),
 					updated_at = now()
-				RETURNING (xmax = 0) AS inserted)
-			SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM up`, clientID, jobID).
-			Scan(&p.Imported, &p.Updated)
+				RETURNING id, matched_at IS NOT NULL AS matched)
+			SELECT count(s.id), count(*) - count(s.id), count(s.id) FILTER (WHERE up.matched)
+			FROM up LEFT JOIN import_stage s ON s.id = up.id`,
+			clientID, jobID)
+		br := s.db.SendBatch(ctx, b)
+		var newlyMatched, insertedMatched int64
+		err = br.QueryRow().Scan(&newlyMatched)
+		if err == nil {
+			err = br.QueryRow().Scan(&p.Imported, &p.Updated, &insertedMatched)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return fmt.Errorf("upsert batch: %w", err)
 		}
+		counts = profileCounts{profiles: p.Imported, matched: insertedMatched + newlyMatched}
 	}
 	errs := []byte("[]")
 	if len(p.Errors) > 0 {
 		errs, _ = json.Marshal(p.Errors)
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET
+	// The counts and the progress in one round trip.
+	b := &pgx.Batch{}
+	queueCount(b, clientID, counts)
+	counted := b.Len()
+	b.Queue(`UPDATE connect.import_jobs SET
 			processed_records = processed_records + $2, total_rows = total_rows + $2,
 			imported_rows = imported_rows + $3, updated_rows = updated_rows + $4, failed_rows = failed_rows + $5,
 			errors = CASE WHEN jsonb_array_length(errors) >= $7 THEN errors
 				ELSE (SELECT coalesce(jsonb_agg(e), '[]') FROM (SELECT e FROM jsonb_array_elements(errors || $6::jsonb) e LIMIT $7) x) END,
 			lease_until = now() + $8::interval,
 			bytes_processed = greatest(bytes_processed, least($10, size_bytes)), progressed_at = now()
-		WHERE id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
-		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token, p.Bytes)
+		WHERE client_id = $11 AND id = $1 AND lease_token = $9 AND status = 'RUNNING'`,
+		jobID, p.Records, p.Imported, p.Updated, p.Failed, errs, p.MaxKept, p.Lease.String(), p.Token, p.Bytes, clientID)
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	if counted > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("count profiles: %w", err)
+		}
+	}
+	tag, err := br.Exec()
 	if err != nil {
+		return fmt.Errorf("record progress: %w", err)
+	}
+	if err := br.Close(); err != nil {
 		return fmt.Errorf("record progress: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
@@ -197,9 +261,9 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 
 // ReleaseJob hands a RUNNING job back to the queue, where it resumes from its progress: a
 // worker stopping gracefully does not make its successor wait out the lease.
-func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error {
+func (s *Store) ReleaseJob(ctx context.Context, clientID, jobID string, token int64) error {
 	_, err := s.db.Exec(ctx, `UPDATE connect.import_jobs SET status = 'QUEUED', lease_until = NULL
-		WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'`, jobID, token)
+		WHERE client_id = $1 AND id = $2 AND lease_token = $3 AND status = 'RUNNING'`, clientID, jobID, token)
 	if err != nil {
 		return fmt.Errorf("release import job: %w", err)
 	}
@@ -208,21 +272,21 @@ func (s *Store) ReleaseJob(ctx context.Context, jobID string, token int64) error
 
 // FinishJob marks a job COMPLETED (its whole file processed), or FAILED with a reason (its
 // progress left where it stopped), and drops its file.
-func (s *Store) FinishJob(ctx context.Context, jobID string, token int64, failure *string) (domain.ImportJob, error) {
+func (s *Store) FinishJob(ctx context.Context, clientID, jobID string, token int64, failure *string) (domain.ImportJob, error) {
 	status := domain.ImportCompleted
 	if failure != nil {
 		status = domain.ImportFailed
 	}
-	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $2, failure = $3, finished_at = now(), lease_until = NULL,
-			bytes_processed = CASE WHEN $2 = 'COMPLETED' THEN size_bytes ELSE bytes_processed END
-		WHERE id = $1 AND lease_token = $4 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, jobID, status, failure, token))
+	j, err := scanJob(s.db.QueryRow(ctx, `UPDATE connect.import_jobs SET status = $3, failure = $4, finished_at = now(), lease_until = NULL,
+			bytes_processed = CASE WHEN $3 = 'COMPLETED' THEN size_bytes ELSE bytes_processed END
+		WHERE client_id = $1 AND id = $2 AND lease_token = $5 AND status IN ('QUEUED', 'RUNNING') RETURNING `+jobColumns, clientID, jobID, status, failure, token))
 	if errors.Is(err, fault.ErrNotFound) {
 		return j, domain.ErrLeaseLost
 	}
 	if err != nil {
 		return j, err
 	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE job_id = $1`, jobID); err != nil {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.import_chunks WHERE client_id = $1 AND job_id = $2`, clientID, jobID); err != nil {
 		return j, fmt.Errorf("drop import file: %w", err)
 	}
 	return j, nil

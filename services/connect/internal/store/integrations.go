@@ -202,41 +202,69 @@ func (s *Store) queueDeliveries(ctx context.Context, batches []push.Args, at []t
 // and marks it adopted (next_attempt_at 'infinity', which that version never claims) in the
 // same transaction: each is adopted once, by one replica (the update locks the rows; a replica
 // that waited finds them adopted). In a transaction.
+//
+// The batches of every client are candidates, so they are read without a lock, then adopted
+// by one statement per client that names it and checks each batch again
+// (docs/operations.md#past-one-postgresql), all in one round trip, clients in order.
 func (s *Store) AdoptDeliveries(ctx context.Context) (int, error) {
 	if _, err := s.tx("adopt deliveries"); err != nil {
 		return 0, err
 	}
-	rows, err := s.db.Query(ctx, `UPDATE connect.deliveries d SET next_attempt_at = 'infinity'
-		FROM (SELECT id, next_attempt_at AS due FROM connect.deliveries
-			WHERE status = 'PENDING' AND next_attempt_at < 'infinity' FOR UPDATE) old
-		WHERE d.id = old.id
-		RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.attempts,
-			greatest(old.due, coalesce(d.lease_until, old.due))`)
+	rows, err := s.db.Query(ctx, `SELECT client_id::text, array_agg(id::text ORDER BY id) FROM connect.deliveries
+		WHERE status = 'PENDING' AND next_attempt_at < 'infinity' GROUP BY client_id ORDER BY client_id`)
 	if err != nil {
 		return 0, fmt.Errorf("adopt deliveries: %w", err)
 	}
+	type candidates struct {
+		ClientID string
+		IDs      []string
+	}
+	byClient, err := pgx.CollectRows(rows, pgx.RowToStructByPos[candidates])
+	if err != nil || len(byClient) == 0 {
+		return 0, err
+	}
+	b := &pgx.Batch{}
+	for _, c := range byClient {
+		b.Queue(`UPDATE connect.deliveries d SET next_attempt_at = 'infinity'
+			FROM (SELECT id, next_attempt_at AS due FROM connect.deliveries
+				WHERE client_id = $1 AND id = ANY($2::text[]::uuid[]) AND status = 'PENDING' AND next_attempt_at < 'infinity'
+				ORDER BY id FOR UPDATE) old
+			WHERE d.client_id = $1 AND d.id = old.id
+			RETURNING d.id::text, d.integration_id::text, d.client_id::text, d.attempts,
+				greatest(old.due, coalesce(d.lease_until, old.due))`, c.ClientID, c.IDs)
+	}
 	var batches []push.Args
 	var at []time.Time
-	for rows.Next() {
-		var a push.Args
-		var due time.Time
-		if err := rows.Scan(&a.DeliveryID, &a.IntegrationID, &a.ClientID, &a.Prior, &due); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("adopt deliveries: %w", err)
+	err = func() error {
+		br := s.db.SendBatch(ctx, b)
+		defer br.Close()
+		for range byClient {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var a push.Args
+			var due time.Time
+			if _, err := pgx.ForEachRow(rows, []any{&a.DeliveryID, &a.IntegrationID, &a.ClientID, &a.Prior, &due}, func() error {
+				batches, at = append(batches, a), append(at, due)
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
-		batches, at = append(batches, a), append(at, due)
-	}
-	if err := rows.Err(); err != nil {
+		return br.Close()
+	}()
+	if err != nil {
 		return 0, fmt.Errorf("adopt deliveries: %w", err)
 	}
 	return len(batches), s.queueDeliveries(ctx, batches, at)
 }
 
-// GetDelivery reads a batch.
-func (s *Store) GetDelivery(ctx context.Context, id string) (domain.Delivery, error) {
+// GetDelivery reads a client's batch.
+func (s *Store) GetDelivery(ctx context.Context, clientID, id string) (domain.Delivery, error) {
 	var d domain.Delivery
 	err := s.db.QueryRow(ctx, `SELECT id::text, integration_id::text, client_id::text, trigger, profile_ids::text[], status, attempts
-		FROM connect.deliveries WHERE id = $1`, id).Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Status, &d.Attempts)
+		FROM connect.deliveries WHERE client_id = $1 AND id = $2`, clientID, id).Scan(&d.ID, &d.IntegrationID, &d.ClientID, &d.Trigger, &d.ProfileIDs, &d.Status, &d.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, fault.ErrNotFound
 	}
@@ -255,8 +283,8 @@ func (s *Store) FinishDelivery(ctx context.Context, ev domain.SyncEvent, done bo
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		ev.ID, ev.IntegrationID, ev.ClientID, ev.DeliveryID, ev.Trigger, ev.Status, ev.RecordCount, ev.HTTPStatus, ev.Error,
 		ev.Attempt, ev.Duration.Milliseconds(), ev.StartedAt, ev.FinishedAt)
-	b.Queue(`UPDATE connect.deliveries SET attempts = $2, status = CASE WHEN $3 THEN $4 ELSE status END WHERE id = $1`,
-		ev.DeliveryID, ev.Attempt, done, ev.Status)
+	b.Queue(`UPDATE connect.deliveries SET attempts = $3, status = CASE WHEN $4 THEN $5 ELSE status END
+		WHERE client_id = $1 AND id = $2`, ev.ClientID, ev.DeliveryID, ev.Attempt, done, ev.Status)
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("finish delivery: %w", err)
 	}

@@ -113,7 +113,7 @@ func TestListTotals(t *testing.T) {
 		if err := st.InsertJob(ctx, domain.ImportJob{ID: job, ClientID: c, FileName: "f.csv"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.QueueJob(ctx, job, int64(i+1)); err != nil {
+		if _, err := st.QueueJob(ctx, c, job, int64(i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}

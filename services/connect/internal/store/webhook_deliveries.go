@@ -37,7 +37,7 @@ func (s *Store) EnqueueJobs(ctx context.Context, params []river.InsertManyParams
 // for byte.
 func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) {
 	tag, err := s.db.Exec(ctx, `INSERT INTO connect.events (id, client_id, type, data, body, created_at)
-		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (client_id, id) DO NOTHING`,
 		ev.ID, ev.ClientID, ev.Type, string(ev.Data), []byte(ev.Data), ev.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("insert event: %w", err)
@@ -48,29 +48,52 @@ func (s *Store) InsertEvent(ctx context.Context, ev events.Event) (bool, error) 
 // SubscribedEndpoints lists, for each event of evs, the ids of its client's enabled endpoints
 // that take an event of its type (every endpoint of ["*"] takes all but ping, which is sent to
 // one endpoint by id) and that existed when it was created (created_at compared at the
-// millisecond precision events carry), oldest first; all in one query.
+// millisecond precision events carry), oldest first. One statement per client, which names it
+// (docs/operations.md#past-one-postgresql), all in one round trip.
 func (s *Store) SubscribedEndpoints(ctx context.Context, evs []events.Event) ([][]string, error) {
-	clients := make([]string, len(evs))
-	types := make([]string, len(evs))
-	at := make([]time.Time, len(evs))
-	for i, ev := range evs {
-		clients[i], types[i], at[i] = ev.ClientID, ev.Type, ev.CreatedAt
+	type clientEvents struct {
+		types []string
+		at    []time.Time
+		n     []int32 // the events' places in evs
 	}
-	rows, err := s.db.Query(ctx, `SELECT i.n, e.id FROM unnest($1::text[]::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS i(client_id, typ, at, n)
-		JOIN connect.webhook_endpoints e ON e.client_id = i.client_id AND e.enabled
-			AND ((e.event_types IS NULL AND i.typ <> $4) OR i.typ = ANY (e.event_types))
-			AND date_trunc('milliseconds', e.created_at) <= i.at
-		ORDER BY i.n, e.created_at, e.id`, clients, types, at, events.Ping)
-	if err != nil {
-		return nil, fmt.Errorf("subscribed endpoints: %w", err)
+	byClient := map[string]*clientEvents{}
+	var clientIDs []string
+	for i, ev := range evs {
+		e := byClient[ev.ClientID]
+		if e == nil {
+			e = &clientEvents{}
+			byClient[ev.ClientID] = e
+			clientIDs = append(clientIDs, ev.ClientID)
+		}
+		e.types, e.at, e.n = append(e.types, ev.Type), append(e.at, ev.CreatedAt), append(e.n, int32(i))
+	}
+	b := &pgx.Batch{}
+	for _, c := range clientIDs {
+		e := byClient[c]
+		b.Queue(`SELECT i.n, e.id::text FROM unnest($2::text[], $3::timestamptz[], $4::int[]) AS i(typ, at, n)
+			JOIN connect.webhook_endpoints e ON e.client_id = $1 AND e.enabled
+				AND ((e.event_types IS NULL AND i.typ <> $5) OR i.typ = ANY (e.event_types))
+				AND date_trunc('milliseconds', e.created_at) <= i.at
+			ORDER BY i.n, e.created_at, e.id`, c, e.types, e.at, e.n, events.Ping)
 	}
 	out := make([][]string, len(evs))
-	var n int
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&n, &id}, func() error {
-		out[n-1] = append(out[n-1], id)
-		return nil
-	}); err != nil {
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	for range clientIDs {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, fmt.Errorf("subscribed endpoints: %w", err)
+		}
+		var n int32
+		var id string
+		if _, err := pgx.ForEachRow(rows, []any{&n, &id}, func() error {
+			out[n] = append(out[n], id)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("subscribed endpoints: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("subscribed endpoints: %w", err)
 	}
 	return out, nil
@@ -85,7 +108,7 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []domain.WebhookDeliver
 			d.ID = uuid.NewString()
 		}
 		err := s.db.QueryRow(ctx, `INSERT INTO connect.webhook_deliveries (id, client_id, endpoint_id, event_id, status)
-			VALUES ($1, $2, $3, $4, 'PENDING') ON CONFLICT (event_id, endpoint_id) DO NOTHING
+			VALUES ($1, $2, $3, $4, 'PENDING') ON CONFLICT (client_id, event_id, endpoint_id) DO NOTHING
 			RETURNING status, created_at, updated_at`, d.ID, d.ClientID, d.EndpointID, d.EventID).
 			Scan(&d.Status, &d.CreatedAt, &d.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -99,9 +122,9 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []domain.WebhookDeliver
 	return out, nil
 }
 
-// DeliveryToSend reads a delivery with its endpoint and event, for an attempt; a delivery that
-// is gone (its endpoint or event deleted) is fault.ErrNotFound.
-func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error) {
+// DeliveryToSend reads a client's delivery with its endpoint and event, for an attempt; a
+// delivery that is gone (its endpoint or event deleted) is fault.ErrNotFound.
+func (s *Store) DeliveryToSend(ctx context.Context, clientID, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error) {
 	var (
 		d    domain.WebhookDelivery
 		ep   domain.WebhookEndpoint
@@ -113,9 +136,9 @@ func (s *Store) DeliveryToSend(ctx context.Context, id string) (domain.WebhookDe
 			w.url, w.enabled, coalesce(w.disabled_reason, ''),
 			e.body, e.created_at
 		FROM connect.webhook_deliveries d
-		JOIN connect.events e ON e.id = d.event_id
-		JOIN connect.webhook_endpoints w ON w.id = d.endpoint_id
-		WHERE d.id = $1`, id).Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts,
+		JOIN connect.events e ON e.client_id = d.client_id AND e.id = d.event_id
+		JOIN connect.webhook_endpoints w ON w.client_id = d.client_id AND w.id = d.endpoint_id
+		WHERE d.client_id = $1 AND d.id = $2`, clientID, id).Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts,
 		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt,
 		&ep.URL, &ep.Enabled, &ep.DisabledReason, &body, &ev.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -136,33 +159,33 @@ func (s *Store) RecordAttempt(ctx context.Context, r domain.WebhookAttemptRecord
 	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries SET attempts = attempts + 1, status = $2,
 			last_status = $3, last_error = $4, updated_at = now(),
 			delivered_at = CASE WHEN $2 = 'SUCCEEDED' THEN now() ELSE delivered_at END
-		WHERE id = $1 AND status = 'PENDING' RETURNING attempts`, r.DeliveryID, r.Status, r.HTTPStatus, r.Error).Scan(&attempt)
+		WHERE client_id = $5 AND id = $1 AND status = 'PENDING' RETURNING attempts`, r.DeliveryID, r.Status, r.HTTPStatus, r.Error, r.ClientID).Scan(&attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("record attempt: %w", err)
 	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_attempts (delivery_id, attempt, http_status, duration_ms, error, started_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, r.DeliveryID, attempt, r.HTTPStatus, max(r.Duration.Milliseconds(), 0), r.Error, r.StartedAt); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_attempts (client_id, delivery_id, attempt, http_status, duration_ms, error, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.ClientID, r.DeliveryID, attempt, r.HTTPStatus, max(r.Duration.Milliseconds(), 0), r.Error, r.StartedAt); err != nil {
 		return 0, false, fmt.Errorf("record attempt: %w", err)
 	}
 	return attempt, true, nil
 }
 
-// CancelDelivery marks a PENDING delivery CANCELLED (its endpoint was disabled).
-func (s *Store) CancelDelivery(ctx context.Context, id string) error {
+// CancelDelivery marks a client's PENDING delivery CANCELLED (its endpoint was disabled).
+func (s *Store) CancelDelivery(ctx context.Context, clientID, id string) error {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
-		WHERE id = $1 AND status = 'PENDING'`, id); err != nil {
+		WHERE client_id = $1 AND id = $2 AND status = 'PENDING'`, clientID, id); err != nil {
 		return fmt.Errorf("cancel delivery: %w", err)
 	}
 	return nil
 }
 
-// EndpointSucceeded marks an endpoint healthy again.
-func (s *Store) EndpointSucceeded(ctx context.Context, endpointID string) error {
+// EndpointSucceeded marks a client's endpoint healthy again.
+func (s *Store) EndpointSucceeded(ctx context.Context, clientID, endpointID string) error {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = NULL
-		WHERE id = $1 AND failing_since IS NOT NULL`, endpointID); err != nil {
+		WHERE client_id = $1 AND id = $2 AND failing_since IS NOT NULL`, clientID, endpointID); err != nil {
 		return fmt.Errorf("endpoint health: %w", err)
 	}
 	return nil
@@ -172,9 +195,9 @@ func (s *Store) EndpointSucceeded(ctx context.Context, endpointID string) error 
 // last success) and, when it has been failing for longer than disableAfter by the database
 // clock, disables it (FAILING) and cancels its PENDING deliveries. disabled is the endpoint
 // when this call disabled it, else nil. disableAfter 0 never disables.
-func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error) {
+func (s *Store) EndpointFailed(ctx context.Context, clientID, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error) {
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_endpoints SET failing_since = coalesce(failing_since, now())
-		WHERE id = $1 AND failing_since IS NULL`, endpointID); err != nil {
+		WHERE client_id = $1 AND id = $2 AND failing_since IS NULL`, clientID, endpointID); err != nil {
 		return nil, fmt.Errorf("endpoint health: %w", err)
 	}
 	if disableAfter <= 0 {
@@ -183,8 +206,8 @@ func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAf
 	var ep domain.WebhookEndpoint
 	err := s.db.QueryRow(ctx, `UPDATE connect.webhook_endpoints
 		SET enabled = false, disabled_reason = 'FAILING', disabled_at = now(), updated_at = now()
-		WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2)
-		RETURNING id, client_id, url, failing_since, disabled_at`, endpointID, disableAfter.Seconds()).
+		WHERE client_id = $1 AND id = $2 AND enabled AND failing_since <= now() - make_interval(secs => $3)
+		RETURNING id, client_id, url, failing_since, disabled_at`, clientID, endpointID, disableAfter.Seconds()).
 		Scan(&ep.ID, &ep.ClientID, &ep.URL, &ep.FailingSince, &ep.DisabledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -194,7 +217,7 @@ func (s *Store) EndpointFailed(ctx context.Context, endpointID string, disableAf
 	}
 	ep.DisabledReason = domain.WebhookDisabledFailing
 	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_deliveries SET status = 'CANCELLED', updated_at = now()
-		WHERE endpoint_id = $1 AND status = 'PENDING'`, endpointID); err != nil {
+		WHERE client_id = $1 AND endpoint_id = $2 AND status = 'PENDING'`, clientID, endpointID); err != nil {
 		return nil, fmt.Errorf("disable endpoint: %w", err)
 	}
 	return &ep, nil
@@ -207,7 +230,7 @@ func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d dom
 	var prev domain.DeliveryStatus
 	err = s.db.QueryRow(ctx, `UPDATE connect.webhook_deliveries d SET status = 'PENDING', updated_at = now()
 		FROM (SELECT id, status FROM connect.webhook_deliveries WHERE id = $1 AND client_id = $2 FOR UPDATE) old
-		WHERE d.id = old.id
+		WHERE d.client_id = $2 AND d.id = old.id
 		RETURNING d.id, d.client_id, d.endpoint_id, d.event_id, d.attempts, old.status`, id, clientID).
 		Scan(&d.ID, &d.ClientID, &d.EndpointID, &d.EventID, &d.Attempts, &prev)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -221,11 +244,13 @@ func (s *Store) RequeueDelivery(ctx context.Context, clientID, id string) (d dom
 }
 
 // PurgeWebhookEvents deletes events accepted more than age ago that no delivery still works on,
-// with their deliveries and attempts (cascade).
+// with their deliveries and attempts (cascade). It crosses clients as the other purges do
+// (retention.go): no lock to pick the rows, the condition checked again on each.
 func (s *Store) PurgeWebhookEvents(ctx context.Context, age time.Duration, limit int) (int64, error) {
-	return pg.Purge(ctx, s.db, "webhook events", `DELETE FROM connect.events e USING (
-			SELECT id FROM connect.events ev WHERE accepted_at < now() - make_interval(secs => $1)
-				AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.event_id = ev.id AND d.status = 'PENDING')
-			ORDER BY accepted_at LIMIT $2 FOR UPDATE SKIP LOCKED) old
-		WHERE e.id = old.id`, age, limit)
+	return pg.Purge(ctx, s.db, "webhook events", `DELETE FROM connect.events ev
+		WHERE accepted_at < now() - make_interval(secs => $1)
+		  AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.client_id = ev.client_id AND d.event_id = ev.id AND d.status = 'PENDING')
+		  AND (client_id, id) IN (SELECT client_id, id FROM connect.events o WHERE accepted_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM connect.webhook_deliveries d WHERE d.client_id = o.client_id AND d.event_id = o.id AND d.status = 'PENDING')
+			ORDER BY accepted_at LIMIT $2)`, age, limit)
 }

@@ -109,7 +109,7 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, clientID, id string) 
 	// and one of the two was aborted as a deadlock.
 	tag, err := s.db.Exec(ctx, `DELETE FROM connect.webhook_endpoints
 		WHERE id = $1 AND client_id = $2
-		  AND (SELECT count(*) FROM (SELECT 1 FROM connect.webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE) d) >= 0`, id, clientID)
+		  AND (SELECT count(*) FROM (SELECT 1 FROM connect.webhook_deliveries WHERE client_id = $2 AND endpoint_id = $1 FOR UPDATE) d) >= 0`, id, clientID)
 	if err != nil {
 		return fmt.Errorf("delete webhook endpoint: %w", err)
 	}
@@ -121,41 +121,42 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, clientID, id string) 
 
 // InsertWebhookSecret stores a sealed secret as the endpoint's current one.
 func (s *Store) InsertWebhookSecret(ctx context.Context, sec domain.WebhookSecret) error {
-	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_secrets (id, endpoint_id, sealed, expires_at) VALUES ($1, $2, $3, $4)`,
-		sec.ID, sec.EndpointID, sec.Sealed, sec.ExpiresAt); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO connect.webhook_secrets (id, client_id, endpoint_id, sealed, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		sec.ID, sec.ClientID, sec.EndpointID, sec.Sealed, sec.ExpiresAt); err != nil {
 		return fmt.Errorf("store webhook secret: %w", err)
 	}
 	return nil
 }
 
 // RetireWebhookSecret gives the endpoint's current secret the expiry until.
-func (s *Store) RetireWebhookSecret(ctx context.Context, endpointID string, until time.Time) error {
-	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_secrets SET expires_at = $2 WHERE endpoint_id = $1 AND expires_at IS NULL`,
-		endpointID, until); err != nil {
+func (s *Store) RetireWebhookSecret(ctx context.Context, clientID, endpointID string, until time.Time) error {
+	if _, err := s.db.Exec(ctx, `UPDATE connect.webhook_secrets SET expires_at = $3
+		WHERE client_id = $1 AND endpoint_id = $2 AND expires_at IS NULL`, clientID, endpointID, until); err != nil {
 		return fmt.Errorf("retire webhook secret: %w", err)
 	}
 	return nil
 }
 
 // DeleteExpiredWebhookSecrets removes the endpoint's secrets expired at now.
-func (s *Store) DeleteExpiredWebhookSecrets(ctx context.Context, endpointID string, now time.Time) error {
-	if _, err := s.db.Exec(ctx, `DELETE FROM connect.webhook_secrets WHERE endpoint_id = $1 AND expires_at <= $2`, endpointID, now); err != nil {
+func (s *Store) DeleteExpiredWebhookSecrets(ctx context.Context, clientID, endpointID string, now time.Time) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM connect.webhook_secrets WHERE client_id = $1 AND endpoint_id = $2 AND expires_at <= $3`,
+		clientID, endpointID, now); err != nil {
 		return fmt.Errorf("delete expired webhook secrets: %w", err)
 	}
 	return nil
 }
 
 // ActiveWebhookSecrets reads the endpoint's secrets that sign at now, the current one first.
-func (s *Store) ActiveWebhookSecrets(ctx context.Context, endpointID string, now time.Time) ([]domain.WebhookSecret, error) {
-	rows, err := s.db.Query(ctx, `SELECT id::text, endpoint_id::text, sealed, created_at, expires_at FROM connect.webhook_secrets
-		WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)
-		ORDER BY expires_at IS NOT NULL, created_at DESC, id`, endpointID, now)
+func (s *Store) ActiveWebhookSecrets(ctx context.Context, clientID, endpointID string, now time.Time) ([]domain.WebhookSecret, error) {
+	rows, err := s.db.Query(ctx, `SELECT id::text, client_id::text, endpoint_id::text, sealed, created_at, expires_at FROM connect.webhook_secrets
+		WHERE client_id = $1 AND endpoint_id = $2 AND (expires_at IS NULL OR expires_at > $3)
+		ORDER BY expires_at IS NOT NULL, created_at DESC, id`, clientID, endpointID, now)
 	if err != nil {
 		return nil, fmt.Errorf("read webhook secrets: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (domain.WebhookSecret, error) {
 		var sec domain.WebhookSecret
-		err := r.Scan(&sec.ID, &sec.EndpointID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
+		err := r.Scan(&sec.ID, &sec.ClientID, &sec.EndpointID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
 		return sec, err
 	})
 }
@@ -179,7 +180,7 @@ func scanWebhookDelivery(row pgx.Row) (domain.WebhookDelivery, error) {
 // GetWebhookDelivery reads a delivery of a client.
 func (s *Store) GetWebhookDelivery(ctx context.Context, clientID, id string) (domain.WebhookDelivery, error) {
 	return scanWebhookDelivery(s.db.QueryRow(ctx, `SELECT `+webhookDeliveryColumns+`
-		FROM connect.webhook_deliveries d JOIN connect.events e ON e.id = d.event_id
+		FROM connect.webhook_deliveries d JOIN connect.events e ON e.client_id = d.client_id AND e.id = d.event_id
 		WHERE d.id = $1 AND d.client_id = $2`, id, clientID))
 }
 
@@ -190,7 +191,7 @@ func (s *Store) ListWebhookDeliveries(ctx context.Context, clientID, endpointID 
 	// A LEFT JOIN, which finds the same events (every delivery has one: event_id NOT NULL
 	// REFERENCES), so that PostgreSQL drops it from the count, which reads nothing of e.
 	q := pg.PageQuery{Columns: webhookDeliveryColumns,
-		From: `FROM connect.webhook_deliveries d LEFT JOIN connect.events e ON e.id = d.event_id
+		From: `FROM connect.webhook_deliveries d LEFT JOIN connect.events e ON e.client_id = d.client_id AND e.id = d.event_id
 		WHERE d.endpoint_id = $1 AND d.client_id = $2 AND ($3::text IS NULL OR d.status = $3)`,
 		Order: "d.created_at DESC, d.id", Args: []any{endpointID, clientID, status}}
 	ds, total, err := pg.Page(ctx, s.db, q, limit, offset, scanWebhookDelivery)
@@ -210,7 +211,7 @@ func (s *Store) ListWebhookDeliveries(ctx context.Context, clientID, endpointID 
 	}
 	// One query for the page's attempts, not one per delivery.
 	arows, err := s.db.Query(ctx, `SELECT delivery_id::text, attempt, http_status, duration_ms, error, started_at
-		FROM connect.webhook_attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, attempt`, ids)
+		FROM connect.webhook_attempts WHERE client_id = $1 AND delivery_id = ANY($2::uuid[]) ORDER BY delivery_id, attempt`, clientID, ids)
 	if err != nil {
 		return p, fmt.Errorf("list webhook attempts: %w", err)
 	}

@@ -68,9 +68,9 @@ type Config struct {
 
 // Store is what delivery needs of the service's storage.
 type Store interface {
-	// GetDelivery reads a batch; fault.ErrNotFound when it is gone (its integration deleted,
-	// or purged).
-	GetDelivery(ctx context.Context, id string) (domain.Delivery, error)
+	// GetDelivery reads a client's batch; fault.ErrNotFound when it is gone (its integration
+	// deleted, or purged).
+	GetDelivery(ctx context.Context, clientID, id string) (domain.Delivery, error)
 	// GetIntegration is fault.ErrNotFound for an integration deleted (with its queue).
 	GetIntegration(ctx context.Context, clientID, id string) (domain.Integration, error)
 	// ProfilesByID reads the client's profiles with these ids; erased ones are absent.
@@ -81,7 +81,8 @@ type Store interface {
 	// Emit writes events in the Store's transaction.
 	Emit(ctx context.Context, evs ...events.Event) error
 	// AdoptDeliveries makes a job of every batch still PENDING without one (left by the
-	// version that leased batches), once; it returns how many. In a transaction.
+	// version that leased batches), once, whatever its client; it returns how many. In a
+	// transaction.
 	AdoptDeliveries(ctx context.Context) (int, error)
 }
 
@@ -166,7 +167,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 
 func (w *Worker) deliver(ctx context.Context, a Args, attempt int, last bool) error {
 	started := time.Now()
-	d, err := w.st.GetDelivery(ctx, a.DeliveryID)
+	if a.ClientID == "" {
+		// A job queued without its client, whose batch was gone when the migration that keyed
+		// the tables by client named the others' (009): nothing to send.
+		return nil
+	}
+	d, err := w.st.GetDelivery(ctx, a.ClientID, a.DeliveryID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return nil // deleted with its integration, or purged
 	}

@@ -66,15 +66,15 @@ func (q *fakeQueue) InTx(ctx context.Context, fn func(ctx context.Context, st pu
 	return err
 }
 
-func (q *fakeQueue) GetDelivery(_ context.Context, id string) (domain.Delivery, error) {
+func (q *fakeQueue) GetDelivery(_ context.Context, clientID, id string) (domain.Delivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.down {
 		return domain.Delivery{}, errors.New("connection refused")
 	}
 	d, ok := q.batches[id]
-	if !ok {
-		return d, fault.ErrNotFound
+	if !ok || d.ClientID != clientID {
+		return domain.Delivery{}, fault.ErrNotFound
 	}
 	return d, nil
 }

@@ -79,19 +79,20 @@ type Store interface {
 	InsertDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]domain.WebhookDelivery, error)
 	// EnqueueJobs inserts River jobs in the Store's transaction.
 	EnqueueJobs(ctx context.Context, params []river.InsertManyParams) error
-	// DeliveryToSend reads a delivery, its endpoint and its event; fault.ErrNotFound when gone.
-	DeliveryToSend(ctx context.Context, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error)
+	// DeliveryToSend reads a client's delivery, its endpoint and its event; fault.ErrNotFound
+	// when gone.
+	DeliveryToSend(ctx context.Context, clientID, id string) (domain.WebhookDelivery, domain.WebhookEndpoint, events.Event, error)
 	// The endpoint's secrets that sign now (webhooks owns them and opens them).
 	endpoints.SecretStore
 	// RecordAttempt counts an attempt of a PENDING delivery; ok false when it is PENDING no more.
 	RecordAttempt(ctx context.Context, r domain.WebhookAttemptRecord) (attempt int, ok bool, err error)
-	// CancelDelivery marks a PENDING delivery CANCELLED.
-	CancelDelivery(ctx context.Context, id string) error
+	// CancelDelivery marks a client's PENDING delivery CANCELLED.
+	CancelDelivery(ctx context.Context, clientID, id string) error
 	// EndpointSucceeded clears the endpoint's failing_since.
-	EndpointSucceeded(ctx context.Context, endpointID string) error
+	EndpointSucceeded(ctx context.Context, clientID, endpointID string) error
 	// EndpointFailed sets failing_since if unset and disables the endpoint (cancelling its
 	// PENDING deliveries) once it has failed for disableAfter; the endpoint when it did.
-	EndpointFailed(ctx context.Context, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error)
+	EndpointFailed(ctx context.Context, clientID, endpointID string, disableAfter time.Duration) (*domain.WebhookEndpoint, error)
 	// RequeueDelivery sets a client's delivery PENDING again; queued false when it was already.
 	RequeueDelivery(ctx context.Context, clientID, id string) (domain.WebhookDelivery, bool, error)
 }
@@ -281,6 +282,6 @@ func (s *Service) Redeliver(ctx context.Context, clientID, deliveryID string) er
 
 // signingKeys opens the secrets that sign now: the current one, and the previous one during a
 // rotation's overlap.
-func (s *Service) signingKeys(ctx context.Context, endpointID string) ([][]byte, error) {
-	return endpoints.SigningKeys(ctx, s.st, s.keyring, endpointID, time.Now())
+func (s *Service) signingKeys(ctx context.Context, clientID, endpointID string) ([][]byte, error) {
+	return endpoints.SigningKeys(ctx, s.st, s.keyring, clientID, endpointID, time.Now())
 }

@@ -105,7 +105,8 @@ func (e *env) secret(t *testing.T, endpointID string, expires *time.Time) []byte
 	t.Helper()
 	s := outbound.NewSecret()
 	sid := uuid.NewString()
-	e.exec(t, `INSERT INTO connect.webhook_secrets (id, endpoint_id, sealed, expires_at) VALUES ($1, $2, $3, $4)`,
+	e.exec(t, `INSERT INTO connect.webhook_secrets (id, client_id, endpoint_id, sealed, expires_at)
+		SELECT $1, client_id, $2, $3, $4 FROM connect.webhook_endpoints WHERE id = $2`,
 		sid, endpointID, e.keyring.Seal([]byte(s), domain.WebhookSecretAD(sid)), expires)
 	key, err := outbound.ParseSecret(s)
 	if err != nil {

@@ -40,7 +40,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return err
 	}
 	defer release()
-	return w.s.attempt(ctx, job.Args.DeliveryID, job.Attempt >= job.MaxAttempts)
+	return w.s.attempt(ctx, job.Args.ClientID, job.Args.DeliveryID, job.Attempt >= job.MaxAttempts)
 }
 
 // NextRetry is the wait before the next attempt: outbound.Backoff from Config.Backoff, doubling
@@ -68,8 +68,13 @@ var errEndpointDisabled = errors.New("webhook endpoint disabled; delivery cancel
 // (Config.DisableAfter) is what ends the retries of one that stays broken. A request refused
 // before it was sent (the URL no longer passes the SSRF policy, no signing secret) fails at
 // once: nothing would change on a retry.
-func (s *Service) attempt(ctx context.Context, id string, last bool) error {
-	d, ep, ev, err := s.st.DeliveryToSend(ctx, id)
+func (s *Service) attempt(ctx context.Context, clientID, id string, last bool) error {
+	if clientID == "" {
+		// A job queued without its client, whose delivery was gone when the migration that
+		// keyed the tables by client named the others' (009): nothing to deliver.
+		return river.JobCancel(fault.ErrNotFound)
+	}
+	d, ep, ev, err := s.st.DeliveryToSend(ctx, clientID, id)
 	if errors.Is(err, fault.ErrNotFound) {
 		// Deleted with its endpoint or its event (retention): nothing to deliver.
 		return river.JobCancel(err)
@@ -81,13 +86,13 @@ func (s *Service) attempt(ctx context.Context, id string, last bool) error {
 		return nil // done by another job (a redelivery), or cancelled
 	}
 	if !ep.Enabled {
-		if err := s.st.CancelDelivery(ctx, id); err != nil {
+		if err := s.st.CancelDelivery(ctx, clientID, id); err != nil {
 			return err
 		}
 		s.Metrics.attempt(outcomeCancelled)
 		return river.JobCancel(errEndpointDisabled)
 	}
-	keys, err := s.signingKeys(ctx, ep.ID)
+	keys, err := s.signingKeys(ctx, clientID, ep.ID)
 	if err != nil {
 		return err
 	}
@@ -100,7 +105,7 @@ func (s *Service) attempt(ctx context.Context, id string, last bool) error {
 		URL: ep.URL, Method: http.MethodPost, MessageID: ev.ID, Keys: keys, Attempt: d.Attempts + 1, Body: body,
 	}, start)
 	refused := res.Err != nil && res.Status == 0 && !res.Retry
-	rec := domain.WebhookAttemptRecord{DeliveryID: id, Status: domain.DeliverySucceeded, Duration: res.Duration, StartedAt: start}
+	rec := domain.WebhookAttemptRecord{ClientID: clientID, DeliveryID: id, Status: domain.DeliverySucceeded, Duration: res.Duration, StartedAt: start}
 	if res.Status != 0 {
 		rec.HTTPStatus = &res.Status
 	}
@@ -126,9 +131,9 @@ func (s *Service) attempt(ctx context.Context, id string, last bool) error {
 			return err
 		}
 		if res.Err == nil {
-			return st.EndpointSucceeded(ctx, ep.ID)
+			return st.EndpointSucceeded(ctx, clientID, ep.ID)
 		}
-		if disabled, err = st.EndpointFailed(ctx, ep.ID, s.cfg.DisableAfter); err != nil || disabled == nil {
+		if disabled, err = st.EndpointFailed(ctx, clientID, ep.ID, s.cfg.DisableAfter); err != nil || disabled == nil {
 			return err
 		}
 		// The client's other endpoints hear of it, in the transaction that disabled it.

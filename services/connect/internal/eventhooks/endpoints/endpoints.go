@@ -49,9 +49,9 @@ var (
 
 // SecretStore reads the secrets that sign an endpoint's deliveries.
 type SecretStore interface {
-	// ActiveWebhookSecrets reads the endpoint's secrets that still sign at now (the current one
-	// and those whose overlap has not ended), newest first.
-	ActiveWebhookSecrets(ctx context.Context, endpointID string, now time.Time) ([]domain.WebhookSecret, error)
+	// ActiveWebhookSecrets reads the client's endpoint's secrets that still sign at now (the
+	// current one and those whose overlap has not ended), newest first.
+	ActiveWebhookSecrets(ctx context.Context, clientID, endpointID string, now time.Time) ([]domain.WebhookSecret, error)
 }
 
 // Store is what webhooks needs of the service's storage. A read or write of another client's
@@ -73,9 +73,9 @@ type Store interface {
 	DeleteWebhookEndpoint(ctx context.Context, clientID, id string) error
 	InsertWebhookSecret(ctx context.Context, s domain.WebhookSecret) error
 	// RetireWebhookSecret gives the endpoint's current secret the expiry until.
-	RetireWebhookSecret(ctx context.Context, endpointID string, until time.Time) error
+	RetireWebhookSecret(ctx context.Context, clientID, endpointID string, until time.Time) error
 	// DeleteExpiredWebhookSecrets removes the endpoint's secrets expired at now.
-	DeleteExpiredWebhookSecrets(ctx context.Context, endpointID string, now time.Time) error
+	DeleteExpiredWebhookSecrets(ctx context.Context, clientID, endpointID string, now time.Time) error
 	GetWebhookDelivery(ctx context.Context, clientID, id string) (domain.WebhookDelivery, error)
 	// ListWebhookDeliveries reads a page of an endpoint's deliveries, newest first, each with
 	// its attempts; status narrows them when set.
@@ -124,8 +124,8 @@ func New(st Store, tx Tx, keyring *crypto.Keyring, policy outbound.Policy, cfg C
 // SigningKeys returns the HMAC keys that sign a delivery to the endpoint at now: the current
 // secret's first, then those still in a rotation's overlap. The delivery engine calls it for
 // each attempt, so a rotation takes effect at the next attempt.
-func SigningKeys(ctx context.Context, st SecretStore, keyring *crypto.Keyring, endpointID string, now time.Time) ([][]byte, error) {
-	secrets, err := st.ActiveWebhookSecrets(ctx, endpointID, now)
+func SigningKeys(ctx context.Context, st SecretStore, keyring *crypto.Keyring, clientID, endpointID string, now time.Time) ([][]byte, error) {
+	secrets, err := st.ActiveWebhookSecrets(ctx, clientID, endpointID, now)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (s *Service) Create(ctx context.Context, clientID string, r CreateRequest) 
 	if err := s.validate(e); err != nil {
 		return WithSecret{}, err
 	}
-	secret, row := s.newSecret(e.ID)
+	secret, row := s.newSecret(clientID, e.ID)
 	var out domain.WebhookEndpoint
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		if err := st.LockClientWebhooks(ctx, clientID); err != nil {
@@ -211,11 +211,11 @@ func (s *Service) Create(ctx context.Context, clientID string, r CreateRequest) 
 	return WithSecret{Endpoint: out, Secret: secret}, nil
 }
 
-// newSecret makes a secret for the endpoint and its row, sealed to that row.
-func (s *Service) newSecret(endpointID string) (string, domain.WebhookSecret) {
+// newSecret makes a secret for the client's endpoint and its row, sealed to that row.
+func (s *Service) newSecret(clientID, endpointID string) (string, domain.WebhookSecret) {
 	secret := outbound.NewSecret()
 	id := uuid.NewString()
-	return secret, domain.WebhookSecret{ID: id, EndpointID: endpointID, Sealed: s.keyring.Seal([]byte(secret), domain.WebhookSecretAD(id))}
+	return secret, domain.WebhookSecret{ID: id, ClientID: clientID, EndpointID: endpointID, Sealed: s.keyring.Seal([]byte(secret), domain.WebhookSecretAD(id))}
 }
 
 // eventTypes turns a request's list into the stored form: nil for every type (empty or
@@ -371,7 +371,7 @@ func (s *Service) RotateSecret(ctx context.Context, clientID, id string, overlap
 		}
 		d = *overlap
 	}
-	secret, row := s.newSecret(id)
+	secret, row := s.newSecret(clientID, id)
 	now := s.Now()
 	until := now.Add(d)
 	var out domain.WebhookEndpoint
@@ -383,10 +383,10 @@ func (s *Service) RotateSecret(ctx context.Context, clientID, id string, overlap
 			return err
 		}
 		out = e
-		if err := st.RetireWebhookSecret(ctx, id, until); err != nil {
+		if err := st.RetireWebhookSecret(ctx, clientID, id, until); err != nil {
 			return err
 		}
-		if err := st.DeleteExpiredWebhookSecrets(ctx, id, now); err != nil {
+		if err := st.DeleteExpiredWebhookSecrets(ctx, clientID, id, now); err != nil {
 			return err
 		}
 		return st.InsertWebhookSecret(ctx, row)

@@ -183,7 +183,7 @@ func TestForeignAndUnknownIDsAreNotFound(t *testing.T) {
 	if err != nil || !e.Enabled {
 		t.Fatalf("owner's endpoint: %+v, %v", e, err)
 	}
-	if keys, err := endpoints.SigningKeys(ctx, f.st, f.keyring, id, f.now); err != nil || len(keys) != 1 {
+	if keys, err := endpoints.SigningKeys(ctx, f.st, f.keyring, owner, id, f.now); err != nil || len(keys) != 1 {
 		t.Fatalf("owner's keys: %d, %v", len(keys), err)
 	}
 }
@@ -211,9 +211,9 @@ func TestRotation(t *testing.T) {
 		}
 		return string(k)
 	}
-	keysAt := func(t *testing.T, f *fixture, id string, at time.Time) []string {
+	keysAt := func(t *testing.T, f *fixture, client, id string, at time.Time) []string {
 		t.Helper()
-		ks, err := endpoints.SigningKeys(ctx, f.st, f.keyring, id, at)
+		ks, err := endpoints.SigningKeys(ctx, f.st, f.keyring, client, id, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,11 +247,11 @@ func TestRotation(t *testing.T) {
 			}
 			oldKey, newKey := key(t, c.Secret), key(t, r.Secret)
 			if tc.want > 0 {
-				if got := keysAt(t, f, id, f.now.Add(tc.want-time.Second)); len(got) != 2 || got[0] != newKey || got[1] != oldKey {
+				if got := keysAt(t, f, client, id, f.now.Add(tc.want-time.Second)); len(got) != 2 || got[0] != newKey || got[1] != oldKey {
 					t.Fatalf("during the overlap: %d keys, want the new then the old", len(got))
 				}
 			}
-			if got := keysAt(t, f, id, f.now.Add(tc.want)); len(got) != 1 || got[0] != newKey {
+			if got := keysAt(t, f, client, id, f.now.Add(tc.want)); len(got) != 1 || got[0] != newKey {
 				t.Fatalf("after the overlap: %d keys, want the new one alone", len(got))
 			}
 			// The next rotation, after the overlap, deletes the expired secret.
@@ -267,7 +267,7 @@ func TestRotation(t *testing.T) {
 			if n != 2 {
 				t.Errorf("%d secrets stored after the second rotation, want 2 (the first one's is gone)", n)
 			}
-			if got := keysAt(t, f, id, f.now); len(got) != 2 || got[0] != key(t, r2.Secret) || got[1] != newKey {
+			if got := keysAt(t, f, client, id, f.now); len(got) != 2 || got[0] != key(t, r2.Secret) || got[1] != newKey {
 				t.Errorf("after the second rotation: %d keys", len(got))
 			}
 		})
@@ -388,8 +388,8 @@ func TestDeliveryLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, a := range attempts {
-			if _, err := f.pool.Exec(ctx, `INSERT INTO connect.webhook_attempts (delivery_id, attempt, http_status, duration_ms, error, started_at)
-				VALUES ($1, $2, nullif($3, 0), 12, nullif($4, ''), now())`, d, i+1, map[string]int{"500": 500, "timeout": 0, "200": 200}[a], map[string]string{"timeout": "timeout"}[a]); err != nil {
+			if _, err := f.pool.Exec(ctx, `INSERT INTO connect.webhook_attempts (client_id, delivery_id, attempt, http_status, duration_ms, error, started_at)
+				VALUES ($5, $1, $2, nullif($3, 0), 12, nullif($4, ''), now())`, d, i+1, map[string]int{"500": 500, "timeout": 0, "200": 200}[a], map[string]string{"timeout": "timeout"}[a], client); err != nil {
 				t.Fatal(err)
 			}
 		}
