@@ -48,6 +48,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -336,7 +337,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
 		return err
 	}
-	return jobs.Migrate(ctx, pool, Schema)
+	if err := jobs.Migrate(ctx, pool, Schema); err != nil {
+		return err
+	}
+	return tenancy.PartitionFromEnv(ctx, pool, migrations.Tables)
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.

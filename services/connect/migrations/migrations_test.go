@@ -23,10 +23,10 @@ func TestUpgradeMatchesFresh(t *testing.T) {
 	pgtest.CheckUpgrades(t, "connect", migrations.FS, os.DirFS("testdata/history"), idempotency.Migrations())
 }
 
-// TestTablesFollowTheTenantRule migrates a fresh database as the app does (connect's
+// TestTablesFollowTheTenancyRule migrates a fresh database as the app does (connect's
 // migrations, the idempotency table, River's tables) and holds its catalog to the declaration:
 // every table declared, every tenant table keyed and pointed at by client_id, no trigger.
-func TestTablesFollowTheTenantRule(t *testing.T) {
+func TestTablesFollowTheTenancyRule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool, err := pg.Open(ctx, pgtest.NewDatabase(t), pg.PoolConfig{MaxConns: 2})

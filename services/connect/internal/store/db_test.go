@@ -10,6 +10,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // migratedPool opens a pool on a fresh database of the test's own with connect's schema
@@ -22,6 +23,10 @@ func migratedPool(ctx context.Context, t *testing.T) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	if err := pg.Migrate(ctx, pool, "connect", migrations.FS, idempotency.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	// make test-partitioned: the tenant tables hash-partitioned by client_id, as the app does.
+	if err := tenancy.PartitionFromEnv(ctx, pool, migrations.Tables); err != nil {
 		t.Fatal(err)
 	}
 	return pool
