@@ -14,6 +14,7 @@
 //	mnvctl keygen internal-token CALLER | mnvctl keygen caller-digest CALLER < token-file
 //	mnvctl webhooks list --client CLIENT_ID | mnvctl webhooks disable|enable --client CLIENT_ID WEBHOOK_ID
 //	mnvctl webhooks receive --secret whsec_… [--listen 127.0.0.1:8099] [--count N]
+//	mnvctl schema tables | mnvctl schema citus
 //	mnvctl completion bash|zsh|fish
 //
 // Every command that prints takes -o text (aligned, for people), json (the API's shapes: enum
@@ -94,7 +95,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("mnvctl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newClientCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand())
+	root.AddCommand(newClientCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand(), newSchemaCommand())
 	return root
 }
 
