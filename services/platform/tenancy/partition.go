@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -64,7 +65,7 @@ func Partition(ctx context.Context, db DB, s Schema, n int) error {
 		var kind string
 		err := queryRow(ctx, db, `SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE n.nspname = $1 AND c.relname = $2 AND NOT c.relispartition`, []any{s.Name, t.Name}, &kind)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		} else if err != nil {
 			return fmt.Errorf("partition %s.%s: %w", s.Name, t.Name, err)
