@@ -516,3 +516,78 @@ func TestImportEventsCommitWithTheJob(t *testing.T) {
 		})
 	}
 }
+
+// TestManyBatchesBeforeAutoanalyze: an import of many batches keeps its pace while the planner
+// has no statistics of connect.profiles and connect.verified_numbers, as during a bulk load
+// that outruns autoanalyze (benchmark D, which stalled at 120,000 of its 1,000,000 rows). A
+// batch must reach the client's profiles through its own numbers only: the count of the
+// profiles it matches once joined the batch to every unmatched profile of the client (taken,
+// without statistics, for a row or two), so each batch cost the client's profiles times its
+// rows and the job crawled to a stop. Autovacuum is off on both tables here, so that no
+// statistics come while the job runs; the verified numbers of other clients are what make
+// the planner start from the client's profiles.
+func TestManyBatchesBeforeAutoanalyze(t *testing.T) {
+	svc, pool, vault := setup(t)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`DO $$
+		DECLARE r regclass;
+		BEGIN
+			FOR r IN SELECT relid FROM pg_partition_tree('connect.profiles') WHERE isleaf
+				UNION ALL SELECT relid FROM pg_partition_tree('connect.verified_numbers') WHERE isleaf LOOP
+				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', r);
+			END LOOP;
+		END $$`)
+	exec(`INSERT INTO connect.verified_numbers (client_id, number_hash, verification_id, verified_at)
+		SELECT ('00000000-0000-4000-8000-' || lpad((i % 200)::text, 12, '0'))::uuid, sha256(i::text::bytea), gen_random_uuid(), now()
+		FROM generate_series(1, 20000) i`)
+	client := uuid.NewString()
+	const rows = 80_000 // 16 batches, two chunks
+	// The client verified a few of the file's numbers before: those profiles are matched as
+	// they are imported, and counted so.
+	verified := []int{7, 40_007, 79_999}
+	for _, i := range verified {
+		exec(`INSERT INTO connect.verified_numbers (client_id, number_hash, verification_id, verified_at)
+			VALUES ($1, $2, gen_random_uuid(), now())`, client, vault.Hash(fmt.Sprintf("+97150%07d", i)))
+	}
+	var body strings.Builder
+	body.WriteString("mobileNumber\n")
+	for i := range rows {
+		fmt.Fprintf(&body, "+97150%07d\n", i)
+	}
+	job, err := svc.Upload(ctx, client, "big.csv", strings.NewReader(body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A few seconds' work; the minute is for a slow machine. Before the fix the last batches
+	// took a minute each.
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	start := time.Now()
+	ran, err := svc.RunOnce(rctx) // out of time, it hands the job back and answers nil
+	took := time.Since(start).Round(time.Millisecond)
+	if !ran || err != nil {
+		t.Fatalf("RunOnce after %s: %v %v", took, ran, err)
+	}
+	got, err := svc.Get(ctx, client, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != domain.ImportCompleted || got.TotalRows != rows || got.ImportedRows != rows || got.FailedRows != 0 {
+		t.Fatalf("after %s the job is %s: %d rows, %d imported, %d failed; want COMPLETED with %d imported",
+			took, got.Status, got.TotalRows, got.ImportedRows, got.FailedRows, rows)
+	}
+	var profiles, matched int64
+	if err := pool.QueryRow(ctx, `SELECT profiles, matched FROM connect.client_stats WHERE client_id = $1`, client).Scan(&profiles, &matched); err != nil {
+		t.Fatal(err)
+	}
+	if profiles != rows || matched != int64(len(verified)) {
+		t.Fatalf("client_stats: %d profiles, %d matched; want %d, %d", profiles, matched, rows, len(verified))
+	}
+	t.Logf("%d rows in %s", rows, took)
+}

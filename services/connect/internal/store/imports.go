@@ -179,12 +179,17 @@ func (s *Store) UpsertBatch(ctx context.Context, clientID, jobID string, rows []
 		}
 		// The client's counts change with the rows inserted (matched or not) and with the rows
 		// of the client that the batch finds unmatched and matches (a number verified since).
-		// Those are locked first, so what they were is what the upsert changes.
+		// Those are locked first, so what they were is what the upsert changes. Each is looked
+		// up by its key from a number of the batch the client verified (LATERAL: an index probe
+		// per number), never by a join the planner may turn around: without statistics (a bulk
+		// load outruns autoanalyze) it took the client's unmatched profiles for a row or two and
+		// read them all against the batch's rows, a batch costing the client's profiles times
+		// its rows, and a large import stalled.
 		b := &pgx.Batch{}
-		b.Queue(`SELECT count(*) FROM (SELECT FROM connect.profiles p
-				JOIN (SELECT DISTINCT number_hash FROM import_stage) s ON s.number_hash = p.number_hash
-				JOIN connect.verified_numbers v ON v.client_id = $1 AND v.number_hash = p.number_hash
-				WHERE p.client_id = $1 AND p.matched_at IS NULL FOR UPDATE OF p) x`, clientID)
+		b.Queue(`SELECT count(*) FROM (SELECT DISTINCT number_hash FROM import_stage) s
+				JOIN connect.verified_numbers v ON v.client_id = $1 AND v.number_hash = s.number_hash
+				CROSS JOIN LATERAL (SELECT FROM connect.profiles p
+					WHERE p.client_id = $1 AND p.number_hash = s.number_hash AND p.matched_at IS NULL FOR UPDATE) p`, clientID)
 		// Within a file the last row of a number wins. A row inserted has the staged row's id (a
 		// fresh UUID), one updated keeps its own: that tells them apart (xmax = 0 did, but a
 		// table partitioned by client, as Citus' shards are, returns no system column).
