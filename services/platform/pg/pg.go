@@ -27,14 +27,18 @@ type PoolConfig struct {
 	MaxConnLifetime time.Duration
 	// ApplicationName shows in pg_stat_activity, so an operator can tell the services apart.
 	ApplicationName string
-	// Batches makes the pool's connections plan each prepared statement once, and by its
-	// indexes: for a pool that runs a few statements over arrays of varying length, each row
-	// found by a key (group-commit batches). Left to choose, PostgreSQL re-plans such a
-	// statement on most calls (its plan for 3 rows looks cheaper than the generic one, costed
-	// for 10): 12% of its time in statements in make bench's verifies. A plan made once must
-	// not be a sequential scan, as the table may have been small when it was made (a generic
-	// record plan made on a fresh database took 105 ms a call once the sessions had grown); no
-	// statement of such a pool needs one. Not for a pool of ad hoc reads.
+	// Batches is for a pool that runs a few statements over arrays of varying length, each row
+	// found by a key (group-commit batches). Its connections plan each statement with its
+	// values (force_custom_plan) and never by a sequential scan. Custom plans cost planning on
+	// every call (12% of the statements' time in make bench's verifies, when these pools forced
+	// generic plans instead), but a statement that names one client (client_id = $1, as every
+	// statement on a table distributed by client must: docs/operations.md#past-one-postgresql)
+	// is costed, in a generic plan, for an average client: for one client far larger than the
+	// others it read every session of the client per batch (make bench, C verify one: 1051
+	// req/s before statements named their client, 118 with generic plans, 943 with custom
+	// ones). A plan must not be a sequential scan, as the table may have been small when the
+	// statistics were taken (a record plan made on a fresh database took 105 ms a call once the
+	// sessions had grown); no statement of such a pool needs one. Not for a pool of ad hoc reads.
 	Batches bool
 }
 
@@ -61,7 +65,7 @@ func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) 
 		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
 	}
 	if c.Batches {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
 	}
 	if tracing.Enabled() {
