@@ -228,9 +228,10 @@ func TestCallsSendNoFlowControlProbes(t *testing.T) {
 	for range calls {
 		call()
 	}
-	// Slack for the odd call whose headers and message leave in two writes (about 1 in 100);
-	// the probes of dynamic windows cost 15 to 30 writes in 100 calls on each side.
-	const slack = calls / 20
+	// Slack for the odd call whose headers and message leave in two writes (about 1 in 100 on a
+	// quiet machine, 16 in 300 seen under a loaded CI run with -race); the probes of dynamic
+	// windows cost 15 to 30 writes in 100 calls on each side, 45 or more here.
+	const slack = calls / 10
 	if n := server.writes.Load() - s0; n > calls+slack {
 		t.Errorf("the server wrote %d times for %d calls", n, calls)
 	}
