@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
-	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // TestUpgradeMatchesFresh: a database created by any shipped version of the migrations
@@ -38,13 +36,7 @@ func TestTablesFollowTheTenancyRule(t *testing.T) {
 	if err := jobs.Migrate(ctx, pool, "accounts"); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := tenancy.Check(ctx, pool, migrations.Tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) > 0 {
-		t.Errorf("the accounts schema breaks the tenancy rule:\n%s", strings.Join(problems, "\n"))
-	}
+	pgtest.CheckTenancy(t, pool, migrations.Tables)
 }
 
 // TestUpgradeKeepsRowsKeyedByClient: rows written under the schema shipped at 26466c0 survive

@@ -14,7 +14,6 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
-	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // TestUpgradeMatchesFresh: a database created by any shipped version of the migrations
@@ -40,13 +39,7 @@ func TestTablesFollowTheTenancyRule(t *testing.T) {
 	if err := jobs.Migrate(ctx, pool, "connect"); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := tenancy.Check(ctx, pool, migrations.Tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) > 0 {
-		t.Fatalf("the connect schema breaks the tenant rule (docs/operations.md#past-one-postgresql):\n%s", strings.Join(problems, "\n"))
-	}
+	pgtest.CheckTenancy(t, pool, migrations.Tables)
 }
 
 // TestUpgradeKeepsRows fills a database of the schema shipped at 26466c0, with River's tables

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -39,13 +38,7 @@ func TestTablesFollowTheTenancyRule(t *testing.T) {
 	if err := jobs.Migrate(ctx, pool, "verification"); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := tenancy.Check(ctx, pool, migrations.Tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) > 0 {
-		t.Errorf("the schema breaks the tenant rule:\n%s", strings.Join(problems, "\n"))
-	}
+	pgtest.CheckTenancy(t, pool, migrations.Tables)
 }
 
 // TestUpgradeKeepsRows: rows written under the schema shipped at 26466c0 survive the migrations
