@@ -177,8 +177,23 @@ func TestPartition(t *testing.T) {
 		}
 		return tx.Commit(ctx)
 	}
+	spread := func() tenancy.Spread {
+		t.Helper()
+		s, err := tenancy.SpreadOf(ctx, conn, shop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if got := spread(); got != tenancy.Together {
+		t.Errorf("spread on plain tables: %v, want together", got)
+	}
 	if err := partition(); err != nil {
 		t.Fatal(err)
+	}
+	// Partitioned tenant tables stand in for distributed ones: a statement per client.
+	if got := spread(); got != tenancy.PerClient {
+		t.Errorf("spread on partitioned tables: %v, want per-client", got)
 	}
 	// A second run finds the tables partitioned and changes nothing.
 	if err := partition(); err != nil {
@@ -255,5 +270,50 @@ func TestCitusStatements(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestNewStatement(t *testing.T) {
+	s := tenancy.NewStatement(`UPDATE t SET n = i.n FROM i WHERE t.client_id = {client i} AND t.id = i.id AND {client i} IS NOT NULL`, 3)
+	tests := []struct {
+		spread tenancy.Spread
+		want   string
+	}{
+		{tenancy.Together, `UPDATE t SET n = i.n FROM i WHERE t.client_id = i.client_id AND t.id = i.id AND i.client_id IS NOT NULL`},
+		{tenancy.PerClient, `UPDATE t SET n = i.n FROM i WHERE t.client_id = $3::uuid AND t.id = i.id AND $3::uuid IS NOT NULL`},
+	}
+	for _, tt := range tests {
+		if got := s.For(tt.spread); got != tt.want {
+			t.Errorf("%v:\n got %s\nwant %s", tt.spread, got, tt.want)
+		}
+	}
+}
+
+func TestGroups(t *testing.T) {
+	clients := []string{"b", "a", "b", "c", "a"}
+	client := func(i int) string { return clients[i] }
+	tests := []struct {
+		name   string
+		spread tenancy.Spread
+		sorted bool
+		want   []tenancy.Group
+	}{
+		{"together", tenancy.Together, true, []tenancy.Group{{Items: []int{0, 1, 2, 3, 4}}}},
+		{"per client, as they come", tenancy.PerClient, false, []tenancy.Group{{"b", []int{0, 2}}, {"a", []int{1, 4}}, {"c", []int{3}}}},
+		{"per client, sorted", tenancy.PerClient, true, []tenancy.Group{{"a", []int{1, 4}}, {"b", []int{0, 2}}, {"c", []int{3}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.spread.Groups(len(clients), client, tt.sorted)
+			if !slices.EqualFunc(got, tt.want, func(a, b tenancy.Group) bool { return a.Client == b.Client && slices.Equal(a.Items, b.Items) }) {
+				t.Errorf("groups %v, want %v", got, tt.want)
+			}
+			for _, g := range got {
+				args := g.Args([]any{1})
+				if want := 1 + min(len(g.Client), 1); len(args) != want {
+					t.Errorf("group %q: %d arguments, want %d", g.Client, len(args), want)
+				}
+			}
+		})
 	}
 }
