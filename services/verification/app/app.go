@@ -398,13 +398,20 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.jobs = queue
+	// A batch of several clients' verifications is one statement on one server, one per client
+	// on a database distributed by client (docs/operations.md#past-one-postgresql).
+	spread, err := tenancy.SpreadOf(ctx, pool, migrations.Tables)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("batch statements", zap.Stringer("spread", spread))
 	// Every store writes its jobs (events, Connect's records) through the queue, in the
 	// transaction of the fact they follow.
-	newStore := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue) }
+	newStore := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithSpread(spread) }
 	if cfg.ConnectAddr == "" {
 		// Nothing in this process drains the relay queue (below): settles queue their rows
 		// without a drain job nobody would take.
-		newStore = func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithoutDrains() }
+		newStore = func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithSpread(spread).WithoutDrains() }
 	}
 
 	verifyMetrics, err := verify.NewMetrics(reg)

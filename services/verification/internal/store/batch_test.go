@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
@@ -19,7 +21,10 @@ import (
 // session and an unknown one record nothing; a verification settled already, or named twice in
 // a batch, settles (and writes its jobs) once.
 func TestBatchesKeepEachVerificationsAnswer(t *testing.T) {
-	pool, stores := newStores(t)
+	eachSpread(t, testBatchesKeepEachVerificationsAnswer)
+}
+
+func testBatchesKeepEachVerificationsAnswer(t *testing.T, pool *pgxpool.Pool, stores pg.Stores[*store.Store]) {
 	ctx := context.Background()
 	st := stores.Pool()
 	client, other := uuid.NewString(), uuid.NewString()

@@ -15,21 +15,45 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
+	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
-// newStores is the real schema with River's tables beside it, and stores that write jobs.
+// newStores is the real schema with River's tables beside it, and stores that write jobs and
+// write batches as the app would on this database (tenancy.SpreadOf).
 func newStores(t testing.TB) (*pgxpool.Pool, pg.Stores[*store.Store]) {
 	t.Helper()
 	pool := verificationtest.Database(t, 4)
+	spread, err := tenancy.SpreadOf(context.Background(), pool, migrations.Tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, spreadStores(t, pool, spread)
+}
+
+// spreadStores is pool's stores, writing batches as spread says.
+func spreadStores(t testing.TB, pool *pgxpool.Pool, spread tenancy.Spread) pg.Stores[*store.Store] {
+	t.Helper()
 	q, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pool, pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q) })
+	return pg.NewStores(pool, func(db pg.DB) *store.Store { return store.New(db).WithJobs(q).WithSpread(spread) })
+}
+
+// eachSpread runs test once for each way of writing a batch of several clients' rows, on a
+// fresh database each.
+func eachSpread(t *testing.T, test func(t *testing.T, pool *pgxpool.Pool, stores pg.Stores[*store.Store])) {
+	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+		t.Run(spread.String(), func(t *testing.T) {
+			pool := verificationtest.Database(t, 4)
+			test(t, pool, spreadStores(t, pool, spread))
+		})
+	}
 }
 
 // jobArgs reads the args of the jobs of kinds, oldest first.

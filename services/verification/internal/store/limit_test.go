@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
 )
 
 // TestRecordHoldsTheNumberLimit records verifications of one number against the per-client limit
@@ -16,7 +19,10 @@ import (
 // counted items ahead in the batch count, another client's and uncounted items do not, and an
 // item held back is not recorded and leaves its session unused.
 func TestRecordHoldsTheNumberLimit(t *testing.T) {
-	pool, stores := newStores(t)
+	eachSpread(t, testRecordHoldsTheNumberLimit)
+}
+
+func testRecordHoldsTheNumberLimit(t *testing.T, pool *pgxpool.Pool, stores pg.Stores[*store.Store]) {
 	ctx := context.Background()
 	st := stores.Pool()
 	client, other := uuid.NewString(), uuid.NewString()

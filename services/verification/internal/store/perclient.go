@@ -3,45 +3,18 @@ package store
 import (
 	"context"
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
-// Work that spans clients (a batch of concurrent requests, a sweep) runs one statement per
-// client, queued in one pgx.Batch: one round trip still, each statement naming its client's
-// rows alone (docs/operations.md#past-one-postgresql).
-
-// clientGroup is the items of one client: their places in the caller's list.
-type clientGroup struct {
-	client string
-	items  []int
-}
-
-// groupByClient groups the places 0..n-1 by their client: in the order each client first comes,
-// or sorted by client (a deterministic order to lock their rows in).
-func groupByClient(n int, client func(i int) string, sorted bool) []clientGroup {
-	var groups []clientGroup
-	at := map[string]int{}
-	for i := range n {
-		c := client(i)
-		g, ok := at[c]
-		if !ok {
-			g = len(groups)
-			at[c] = g
-			groups = append(groups, clientGroup{client: c})
-		}
-		groups[g].items = append(groups[g].items, i)
-	}
-	if sorted {
-		slices.SortFunc(groups, func(a, b clientGroup) int { return strings.Compare(a.client, b.client) })
-	}
-	return groups
-}
+// Work that spans clients runs in one round trip. A sweep runs one statement per client, each
+// naming its client's rows alone. A batch of concurrent requests (record, settle) is written as
+// the Store's spread says (tenancy.Spread): one statement whose items carry their client, or one
+// per client, both queued in one pgx.Batch (docs/operations.md#past-one-postgresql).
 
 // rowKey names a row of a client's: its client and id.
 type rowKey struct{ client, id string }
@@ -93,12 +66,12 @@ func eachClient(ctx context.Context, st *Store, keys []rowKey, sql string, args 
 	}
 	b := &pgx.Batch{}
 	var n int64
-	for _, g := range groupByClient(len(keys), func(i int) string { return keys[i].client }, true) {
-		ids := make([]string, len(g.items))
-		for k, i := range g.items {
+	for _, g := range tenancy.GroupByClient(len(keys), func(i int) string { return keys[i].client }, true) {
+		ids := make([]string, len(g.Items))
+		for k, i := range g.Items {
 			ids[k] = keys[i].id
 		}
-		b.Queue(sql, append([]any{g.client, ids}, args...)...).Exec(func(tag pgconn.CommandTag) error {
+		b.Queue(sql, append([]any{g.Client, ids}, args...)...).Exec(func(tag pgconn.CommandTag) error {
 			n += tag.RowsAffected()
 			return nil
 		})

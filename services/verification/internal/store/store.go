@@ -8,6 +8,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/jobs"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 )
@@ -35,6 +37,8 @@ type Store struct {
 	queue *jobs.Queue
 	// noDrains: the settles insert no drain jobs (WithoutDrains).
 	noDrains bool
+	// spread: how a batch of several clients' verifications is written (WithSpread).
+	spread tenancy.Spread
 }
 
 // New returns the Store over db, a pool or a transaction.
@@ -44,6 +48,14 @@ func New(db pg.DB) *Store { return &Store{db: db} }
 func (st *Store) WithJobs(queue *jobs.Queue) *Store {
 	c := *st
 	c.queue = queue
+	return &c
+}
+
+// WithSpread returns the Store that writes a batch of several clients' verifications as spread
+// says (tenancy.SpreadOf the service's schema): one statement for the batch, or one per client.
+func (st *Store) WithSpread(spread tenancy.Spread) *Store {
+	c := *st
+	c.spread = spread
 	return &c
 }
 
@@ -104,11 +116,10 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 }
 
 // RecordVerifications consumes the client's unused session of each verification and records
-// it, listing the PENDING ones as unsettled: one statement per client (each names its client's
-// rows, docs/operations.md#past-one-postgresql), all in one batch, so one round trip and one
-// transaction. recorded[i] is false when vs[i]'s session is missing, of another client, or
-// used. Two of vs must not name one session (the unique index would fail them all): the caller
-// keeps one.
+// it, listing the PENDING ones as unsettled, in one round trip and one transaction: one
+// statement for the batch, or one per client (Store.WithSpread). recorded[i] is false when
+// vs[i]'s session is missing, of another client, or used. Two of vs must not name one session
+// (the unique index would fail them all): the caller keeps one.
 //
 // With limit.Max above 0, a verification with counted[i] set whose client has limit.Max of its
 // number since limit.Since, counting the earlier ones of vs, is neither recorded nor consumes its
@@ -118,27 +129,29 @@ func (st *Store) InsertSession(ctx context.Context, s domain.Session) error {
 func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verification, limit domain.NumberLimit, counted []bool) (recorded []domain.Recorded, err error) {
 	recorded = make([]domain.Recorded, len(vs))
 	b := &pgx.Batch{}
-	// Clients in order, and each client's sessions in order: two batches lock the sessions
-	// they share in one order.
-	for _, g := range groupByClient(len(vs), func(i int) string { return vs[i].ClientID }, true) {
-		slices.SortFunc(g.items, func(a, b int) int { return strings.Compare(vs[a].SessionID, vs[b].SessionID) })
+	// Sessions in the order of their client and id: two batches lock the sessions they share in
+	// one order.
+	for _, g := range st.spread.Groups(len(vs), func(i int) string { return vs[i].ClientID }, true) {
+		slices.SortFunc(g.Items, func(a, b int) int {
+			return cmp.Or(strings.Compare(vs[a].ClientID, vs[b].ClientID), strings.Compare(vs[a].SessionID, vs[b].SessionID))
+		})
 		cols := struct {
-			id, session, status, outcome, reason, operator, service, product []string
-			sealed, hash                                                     [][]byte
-			counted                                                          []bool
-			n                                                                []int32
+			client, id, session, status, outcome, reason, operator, service, product []string
+			sealed, hash                                                             [][]byte
+			counted                                                                  []bool
+			n                                                                        []int32
 		}{}
-		for _, i := range g.items {
+		for _, i := range g.Items {
 			v := vs[i]
-			cols.id, cols.session = append(cols.id, v.ID), append(cols.session, v.SessionID)
+			cols.client, cols.id, cols.session = append(cols.client, v.ClientID), append(cols.id, v.ID), append(cols.session, v.SessionID)
 			cols.status, cols.outcome, cols.reason = append(cols.status, string(v.Status)), append(cols.outcome, string(v.Outcome)), append(cols.reason, v.Reason)
 			cols.operator, cols.service, cols.product = append(cols.operator, v.OperatorID), append(cols.service, v.ServiceType), append(cols.product, productOf(v))
 			cols.sealed, cols.hash = append(cols.sealed, v.NumberSealed), append(cols.hash, v.NumberHash)
 			cols.counted, cols.n = append(cols.counted, i < len(counted) && counted[i]), append(cols.n, int32(i+1))
 		}
-		b.Queue(recordSQL, g.client,
-			cols.id, cols.session, cols.status, cols.outcome, cols.reason, cols.operator, cols.service, cols.sealed, cols.hash, cols.product,
-			limit.Max, limit.Since, cols.counted, cols.n).Query(func(rows pgx.Rows) error {
+		args := []any{cols.client, cols.id, cols.session, cols.status, cols.outcome, cols.reason, cols.operator, cols.service,
+			cols.sealed, cols.hash, cols.product, limit.Max, limit.Since, cols.counted, cols.n}
+		b.Queue(recordSQL.For(st.spread), g.Args(args)...).Query(func(rows pgx.Rows) error {
 			var (
 				n       int
 				created *time.Time
@@ -164,15 +177,16 @@ func (st *Store) RecordVerifications(ctx context.Context, vs []domain.Verificati
 	return recorded, nil
 }
 
-// recordSQL is RecordVerifications' statement for the items of one client ($1): $2 to $11 the
-// verifications' columns, $12 and $13 the number limit, $14 which items it counts, $15 their
-// places in the batch (n). Every item answers one row, by its place: when it was recorded, or
-// NULL, and whether the limit held it back, with the oldest attempt counted. The unsettled
-// queue (coordinator-local) is written from what the statement recorded of the client.
-const recordSQL = `WITH i AS (
-		SELECT * FROM unnest($2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
+// recordSQL is RecordVerifications' statement (tenancy.NewStatement): $1 to $11 the
+// verifications' columns (each item's client first), $12 and $13 the number limit, $14 which
+// items it counts, $15 their places in the batch (n); per client, $16 the statement's client.
+// Every item answers one row, by its place: when it was recorded, or NULL, and whether the
+// limit held it back, with the oldest attempt counted. The unsettled queue (coordinator-local)
+// is written from what the statement recorded.
+var recordSQL = tenancy.NewStatement(`WITH i AS (
+		SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[]::uuid[], $4::text[], $5::text[], $6::text[],
 			$7::text[], $8::text[], $9::bytea[], $10::bytea[], $11::text[], $14::bool[], $15::int[])
-			AS i(id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product, counted, n)),
+			AS i(client_id, id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, product, counted, n)),
 	c AS (
 		-- The attempts before each counted item: the client's verifications of the number since
 		-- $13, and the counted items ahead of it here. No count at all without a limit.
@@ -180,25 +194,25 @@ const recordSQL = `WITH i AS (
 			coalesce(a.oldest, now()) AS oldest
 		FROM i CROSS JOIN LATERAL (
 			SELECT count(*) AS attempts, min(past.created_at) AS oldest FROM verification.verifications past
-			WHERE i.counted AND $12::int > 0 AND past.client_id = $1::uuid AND past.number_hash = i.number_hash
+			WHERE i.counted AND $12::int > 0 AND past.client_id = {client i} AND past.number_hash = i.number_hash
 				AND past.created_at >= $13) a
-		WINDOW w AS (PARTITION BY i.number_hash, i.counted ORDER BY i.n)),
+		WINDOW w AS (PARTITION BY i.client_id, i.number_hash, i.counted ORDER BY i.n)),
 	ok AS (
 		SELECT i.* FROM i JOIN c USING (n) WHERE NOT c.limited),
 	s AS (
 		UPDATE verification.sessions s SET used_at = now() FROM ok
-		WHERE s.client_id = $1::uuid AND s.id = ok.session_id AND s.used_at IS NULL
-		RETURNING s.id),
+		WHERE s.client_id = {client ok} AND s.id = ok.session_id AND s.used_at IS NULL
+		RETURNING s.client_id, s.id),
 	v AS (
 		INSERT INTO verification.verifications
 			(id, client_id, session_id, status, outcome, reason, operator_id, service_type, number_sealed, number_hash, settled_at, product)
-		SELECT ok.id, $1::uuid, s.id, ok.status, ok.outcome, ok.reason, ok.operator_id, ok.service_type, ok.number_sealed, ok.number_hash,
+		SELECT ok.id, ok.client_id, s.id, ok.status, ok.outcome, ok.reason, ok.operator_id, ok.service_type, ok.number_sealed, ok.number_hash,
 			CASE WHEN ok.status = 'PENDING' THEN NULL ELSE now() END, ok.product
-		FROM ok JOIN s ON s.id = ok.session_id
-		RETURNING id, created_at, status),
+		FROM ok JOIN s ON s.client_id = ok.client_id AND s.id = ok.session_id
+		RETURNING client_id, id, created_at, status),
 	u AS (
-		INSERT INTO verification.unsettled (client_id, id, recorded_at) SELECT $1::uuid, id, created_at FROM v WHERE status = 'PENDING')
-	SELECT i.n, v.created_at, c.limited, c.oldest FROM i JOIN c USING (n) LEFT JOIN v ON v.id = i.id`
+		INSERT INTO verification.unsettled (client_id, id, recorded_at) SELECT client_id, id, created_at FROM v WHERE status = 'PENDING')
+	SELECT i.n, v.created_at, c.limited, c.oldest FROM i JOIN c USING (n) LEFT JOIN v ON v.client_id = i.client_id AND v.id = i.id`, 16)
 
 // SessionVerification reads the verification that used a client's session: ErrNotFound when
 // the session does not exist for this client, a nil verification when it exists unused.
@@ -224,14 +238,14 @@ func (st *Store) SessionVerification(ctx context.Context, clientID, sessionID st
 
 // SettleVerifications records the charge of each PENDING verification of ss and, for Connect,
 // its verification.completed event and, for a VERIFIED one, the record of the number, in one
-// batch: per client, a statement that updates its verifications in place (migration 008) and
-// queues them in the relay queue; then one that takes them off the unsettled queue and, at most
+// batch: a statement that updates the verifications in place (migration 008) and queues them
+// in the relay queue (one for the batch, or one per client: Store.WithSpread); then one that takes them off the unsettled queue and, at most
 // once per notification period of the process (jobs.Queue.Notify), inserts a drain job
 // (relay.Drain) with the notification that wakes its workers (none WithoutDrains); a settle
 // without one is drained by the next, or by relay.SweepJob. One round trip, atomic without a
 // transaction of its own (a batch is one); inside one (the reconciler's) it is that
-// transaction's. The clients' statements go in the order of the batch, which is the order
-// Connect hears them. settled[i] is false, and nothing written for it, when ss[i] was settled
+// transaction's. Connect hears them in the order of the batch (per client: the clients in the
+// order they first come). settled[i] is false, and nothing written for it, when ss[i] was settled
 // already (by a retry of the request, the reconciler, or an earlier item of ss naming the same
 // verification).
 func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement) (settled []bool, err error) {
@@ -250,23 +264,24 @@ func (st *Store) SettleVerifications(ctx context.Context, ss []domain.Settlement
 	}
 	b := &pgx.Batch{}
 	var clients, ids []string
-	for _, g := range groupByClient(len(first), func(j int) string { return ss[first[j]].ClientID }, false) {
-		n := make([]int32, len(g.items))
-		gids := make([]string, len(g.items))
-		charged := make([]int64, len(g.items))
-		after := make([]int64, len(g.items))
-		evs := make([]string, len(g.items))
-		for k, j := range g.items {
+	for _, g := range st.spread.Groups(len(first), func(j int) string { return ss[first[j]].ClientID }, false) {
+		n := make([]int32, len(g.Items))
+		gclients := make([]string, len(g.Items))
+		gids := make([]string, len(g.Items))
+		charged := make([]int64, len(g.Items))
+		after := make([]int64, len(g.Items))
+		evs := make([]string, len(g.Items))
+		for k, j := range g.Items {
 			i := first[j]
 			s := ss[i]
 			ev, err := outbox.EventJSON(s.Completed)
 			if err != nil {
 				return nil, fmt.Errorf("settle verifications: %w", err)
 			}
-			n[k], gids[k], charged[k], after[k], evs[k] = int32(i+1), s.ID, s.Charged, s.BalanceAfter, string(ev)
-			clients, ids = append(clients, g.client), append(ids, s.ID)
+			n[k], gclients[k], gids[k], charged[k], after[k], evs[k] = int32(i+1), s.ClientID, s.ID, s.Charged, s.BalanceAfter, string(ev)
+			clients, ids = append(clients, s.ClientID), append(ids, s.ID)
 		}
-		b.Queue(settleSQL, g.client, gids, charged, after, evs, n).Query(func(rows pgx.Rows) error {
+		b.Queue(settleSQL.For(st.spread), g.Args([]any{gclients, gids, charged, after, evs, n})...).Query(func(rows pgx.Rows) error {
 			var i int
 			_, err := pgx.ForEachRow(rows, []any{&i}, func() error {
 				settled[i-1] = true
@@ -352,25 +367,25 @@ func (q RelayQueue) Take(ctx context.Context, limit int, deliver func(ctx contex
 // Schema is the Postgres schema the service owns, River's tables included.
 const Schema = "verification"
 
-// settleSQL settles the PENDING verifications of one client ($1: $2 their ids, $3 and $4 their
-// charge and balance after, $5 their events, $6 their places in the batch), then queues for
-// Connect (relay.Item) what it settled, in the order of the batch: its event
-// (outbox.EventJSON) and, when VERIFIED, its number's hash and settled time. It answers the
-// place of each verification it settled.
-const settleSQL = `WITH i AS (
-		SELECT * FROM unnest($2::text[]::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::int[])
-			AS i(id, charged, balance_after, event, n)),
+// settleSQL settles PENDING verifications ($1 their clients, $2 their ids, $3 and $4 their
+// charge and balance after, $5 their events, $6 their places in the batch; per client, $7 the
+// statement's client, tenancy.NewStatement), then queues for Connect (relay.Item) what it settled, in the
+// order of the batch: its event (outbox.EventJSON) and, when VERIFIED, its number's hash and
+// settled time. It answers the place of each verification it settled.
+var settleSQL = tenancy.NewStatement(`WITH i AS (
+		SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::bigint[], $4::bigint[], $5::text[], $6::int[])
+			AS i(client_id, id, charged, balance_after, event, n)),
 	s AS (
 		UPDATE verification.verifications v
 		SET status = v.outcome, charged = i.charged, balance_after = i.balance_after, settled_at = now()
-		FROM i WHERE v.client_id = $1::uuid AND v.id = i.id AND v.status = 'PENDING'
-		RETURNING v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
+		FROM i WHERE v.client_id = {client i} AND v.id = i.id AND v.status = 'PENDING'
+		RETURNING v.client_id, v.id, v.number_hash, v.settled_at, v.outcome, i.event, i.n),
 	q AS (
 		INSERT INTO verification.relay_queue (event, client_id, verification_id, number_hash, verified_at)
-		SELECT s.event, $1::uuid, s.id, CASE WHEN s.outcome = 'VERIFIED' THEN s.number_hash END,
+		SELECT s.event, s.client_id, s.id, CASE WHEN s.outcome = 'VERIFIED' THEN s.number_hash END,
 			CASE WHEN s.outcome = 'VERIFIED' THEN s.settled_at END
 		FROM s ORDER BY s.n)
-	SELECT n FROM s`
+	SELECT n FROM s`, 7)
 
 // settledSQL ends a settle's batch, on the coordinator's own tables: it takes the settled
 // verifications ($1 their clients, $2 their ids) off the unsettled queue, which lists exactly
