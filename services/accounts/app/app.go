@@ -262,9 +262,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	a.jobs = queue
 	box := outbox.New(queue)
 
+	// A batch of several clients' debits is one statement per step on one server, one per
+	// client on a database distributed by client (docs/operations.md#past-one-postgresql).
+	spread, err := tenancy.SpreadOf(ctx, pool, migrations.Tables)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("batch statements", zap.Stringer("spread", spread))
 	// Each domain package sees the store through its own port; the store is the same.
 	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db).WithOutbox(box) })
-	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box).WithSpread(spread) })
 	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db).WithOutbox(box) })
 	creds := credentials.New(credStores.Pool(), credStores, fp, log)
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
@@ -276,7 +283,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	a.closer.AddFunc("database pool of the debit batches", batchPool.Close)
-	ledger.WithBatchStore(pg.NewStores(batchPool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) }).Piped())
+	ledger.WithBatchStore(pg.NewStores(batchPool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box).WithSpread(spread) }).Piped())
 	river.AddWorker(queue.Workers(), &billing.ExpiryWorker{Ledger: ledger, Notice: cfg.ExpiryNotice})
 	queue.AddQueue(billing.ExpiryQueue, 1)
 	queue.AddPeriodic(billing.ExpiryJob(cfg.ExpiryCheckEvery))

@@ -46,8 +46,15 @@ type Env struct {
 	Queue *jobs.Queue
 }
 
-// New migrates a fresh database and builds the domain with prices.
+// New migrates a fresh database and builds the domain with prices, writing debit batches as
+// the service would on that database (tenancy.SpreadOf).
 func New(t testing.TB, prices billing.Prices) *Env {
+	t.Helper()
+	return NewSpread(t, prices, -1)
+}
+
+// NewSpread is New with debit batches written as spread says (-1: as the service would).
+func NewSpread(t testing.TB, prices billing.Prices, spread tenancy.Spread) *Env {
 	t.Helper()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
@@ -81,8 +88,13 @@ func New(t testing.TB, prices billing.Prices) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if spread < 0 {
+		if spread, err = tenancy.SpreadOf(ctx, pool, migrations.Tables); err != nil {
+			t.Fatal(err)
+		}
+	}
 	credStores := pg.NewStores(pool, func(db pg.DB) credentials.Store { return store.New(db).WithOutbox(box) })
-	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box) })
+	ledgerStores := pg.NewStores(pool, func(db pg.DB) billing.Store { return store.New(db).WithOutbox(box).WithSpread(spread) })
 	clientStores := pg.NewStores(pool, func(db pg.DB) clients.Store { return store.New(db).WithOutbox(box) })
 	creds := credentials.New(credStores.Pool(), credStores, fp, zaptest.NewLogger(t))
 	runCtx, cancel := context.WithCancel(ctx)

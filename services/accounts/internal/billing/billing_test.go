@@ -23,6 +23,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 func debit(ref string) billing.DebitRequest {
@@ -201,9 +202,16 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 }
 
 // TestConcurrentDebitsAcrossClients: debits of 20 clients share batches; each client's balance
-// of 5 takes exactly 5 of its 10 debits.
+// of 5 takes exactly 5 of its 10 debits, whether a batch is written in one statement per step
+// or one per client.
 func TestConcurrentDebitsAcrossClients(t *testing.T) {
-	env := accountstest.New(t, billing.DefaultPrices())
+	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+		t.Run(spread.String(), func(t *testing.T) { testConcurrentDebitsAcrossClients(t, spread) })
+	}
+}
+
+func testConcurrentDebitsAcrossClients(t *testing.T, spread tenancy.Spread) {
+	env := accountstest.NewSpread(t, billing.DefaultPrices(), spread)
 	ctx := accountstest.Deadline(t)
 	const clients, each, balance = 20, 10, 5
 	ids := make([]string, clients)

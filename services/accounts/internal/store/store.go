@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // Store is the accounts schema behind a pool or a transaction: every query serves either, and
@@ -26,13 +27,28 @@ import (
 type Store struct {
 	db     pg.DB
 	outbox *outbox.Outbox
+	// spread: how a batch of several clients' debits is written (WithSpread).
+	spread tenancy.Spread
 }
 
 // New returns the store over db, a pool or a transaction.
 func New(db pg.DB) *Store { return &Store{db: db} }
 
 // WithOutbox returns the Store that also writes events (Emit) through box.
-func (s *Store) WithOutbox(box *outbox.Outbox) *Store { return &Store{db: s.db, outbox: box} }
+func (s *Store) WithOutbox(box *outbox.Outbox) *Store {
+	c := *s
+	c.outbox = box
+	return &c
+}
+
+// WithSpread returns the Store that writes a batch of several clients' debits (LockForDebits,
+// AppendLedger) as spread says (tenancy.SpreadOf the schema): one statement per step for the
+// batch, or one per client.
+func (s *Store) WithSpread(spread tenancy.Spread) *Store {
+	c := *s
+	c.spread = spread
+	return &c
+}
 
 // Emit writes evs in the Store's transaction, so each commits with its fact or not at all.
 // Outside a transaction it is refused: an event written on its own could outlive a fact that
