@@ -277,7 +277,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices)
 	ledger.LowBalance = cfg.LowBalance
 	batchPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{
-		MaxConns: billing.BatchConns, ApplicationName: "mnv-accounts-batch", Batches: true,
+		MaxConns: billing.BatchConns, ApplicationName: "mnv-accounts-batch", Batches: true, Spread: spread,
 	})
 	if err != nil {
 		return nil, err

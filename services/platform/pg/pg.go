@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
 
@@ -28,18 +29,21 @@ type PoolConfig struct {
 	// ApplicationName shows in pg_stat_activity, so an operator can tell the services apart.
 	ApplicationName string
 	// Batches is for a pool that runs a few statements over arrays of varying length, each row
-	// found by a key (group-commit batches). Its connections plan each statement with its
-	// values (force_custom_plan) and never by a sequential scan. Custom plans cost planning on
-	// every call (12% of the statements' time in make bench's verifies, when these pools forced
-	// generic plans instead), but a statement that names one client (client_id = $1, as every
-	// statement on a table distributed by client must: docs/operations.md#past-one-postgresql)
-	// is costed, in a generic plan, for an average client: for one client far larger than the
-	// others it read every session of the client per batch (make bench, C verify one: 1051
-	// req/s before statements named their client, 118 with generic plans, 943 with custom
-	// ones). A plan must not be a sequential scan, as the table may have been small when the
-	// statistics were taken (a record plan made on a fresh database took 105 ms a call once the
-	// sessions had grown); no statement of such a pool needs one. Not for a pool of ad hoc reads.
+	// found by a key (group-commit batches). Its plans never use a sequential scan, as the table
+	// may have been small when the statistics were taken (a record plan made on a fresh database
+	// took 105 ms a call once the sessions had grown); no statement of such a pool needs one.
+	// How its statements are planned follows from how they name clients (Spread). Not for a
+	// pool of ad hoc reads.
 	Batches bool
+	// Spread is how the batch statements of a Batches pool name their clients
+	// (docs/operations.md#past-one-postgresql). Together, a statement joins its items' clients:
+	// its plan does not depend on which clients a batch holds, so it is planned once and kept
+	// (force_generic_plan); planning every call cost about as much as executing, in make bench's
+	// verifies. PerClient, a statement names one client (client_id = $n), which a generic plan
+	// costs for an average client: for one client far larger than the others it read every
+	// session of the client per batch (make bench, C verify one: 118 req/s with generic plans,
+	// 943 with custom ones), so each call is planned with its values (force_custom_plan).
+	Spread tenancy.Spread
 }
 
 // Open connects a pool to url and checks that the server answers.
@@ -65,7 +69,10 @@ func Open(ctx context.Context, url string, c PoolConfig) (*pgxpool.Pool, error) 
 		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName
 	}
 	if c.Batches {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		if c.Spread == tenancy.PerClient {
+			cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		}
 		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
 	}
 	if tracing.Enabled() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/pgtest"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // TestMigrations runs the migration cases on one database, each in schemas of its own: creating
@@ -534,13 +535,15 @@ func testOpen(t *testing.T, url string) {
 		}
 		const query = `SELECT count(*) FROM batch_plans WHERE id = ANY($1::bigint[])`
 		for _, tt := range []struct {
-			batches               bool
-			wantCustom, wantIndex bool
+			batches                            bool
+			spread                             tenancy.Spread
+			wantGeneric, wantCustom, wantIndex bool
 		}{
-			{batches: true, wantCustom: true, wantIndex: true},
+			{batches: true, spread: tenancy.Together, wantGeneric: true, wantIndex: true},
+			{batches: true, spread: tenancy.PerClient, wantCustom: true, wantIndex: true},
 			{batches: false},
 		} {
-			pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 1, Batches: tt.batches})
+			pool, err := pg.Open(ctx, url, pg.PoolConfig{MaxConns: 1, Batches: tt.batches, Spread: tt.spread})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -567,7 +570,10 @@ func testOpen(t *testing.T, url string) {
 				t.Fatal(err)
 			}
 			if got := custom == calls && generic == 0; got != tt.wantCustom {
-				t.Errorf("Batches=%t: %d generic and %d custom plans of %d calls", tt.batches, generic, custom, calls)
+				t.Errorf("Batches=%t %v: %d generic and %d custom plans of %d calls, want all custom: %t", tt.batches, tt.spread, generic, custom, calls, tt.wantCustom)
+			}
+			if got := custom == 0 && generic == calls; got != tt.wantGeneric {
+				t.Errorf("Batches=%t %v: %d generic and %d custom plans of %d calls, want all generic: %t", tt.batches, tt.spread, generic, custom, calls, tt.wantGeneric)
 			}
 			var plan strings.Builder
 			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+pgx.Identifier{name}.Sanitize()+`('{1,2,3}')`)
@@ -585,7 +591,7 @@ func testOpen(t *testing.T, url string) {
 				t.Fatal(err)
 			}
 			if got := !strings.Contains(plan.String(), "Seq Scan"); got != tt.wantIndex {
-				t.Errorf("Batches=%t: plan of the empty table:\n%s", tt.batches, plan.String())
+				t.Errorf("Batches=%t %v: plan of the empty table:\n%s", tt.batches, tt.spread, plan.String())
 			}
 		}
 	})

@@ -432,7 +432,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}, log)
 	verifier.Metrics = verifyMetrics
 	batchPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{
-		MaxConns: verify.BatchConns, ApplicationName: "mnv-verification-batch", Batches: true,
+		MaxConns: verify.BatchConns, ApplicationName: "mnv-verification-batch", Batches: true, Spread: spread,
 	})
 	if err != nil {
 		return nil, err
