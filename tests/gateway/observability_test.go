@@ -181,8 +181,8 @@ func TestTracedRequest(t *testing.T) {
 		{"the edge calls verification", ver},
 		// The client's write just before (its SDK token) emptied the gateway's cache of it.
 		{"the edge authenticates the caller with accounts, once", gw + " > mnv.accounts.v1.AccountsInternalService/Authenticate(client) > mnv.accounts.v1.AccountsInternalService/Authenticate(server) > SELECT(client)"},
-		{"verification records the verification in its database, in a batch (one statement per client)", ver + " > record batch(internal) > batch start(client) > WITH(client)"},
-		{"verification settles the charge and writes its jobs in a batch (one statement per client, then the settle queue)", ver + " > settle batch(internal) > batch start(client) > WITH(client)"},
+		{"verification records the verification in its database, in a batch (one statement; one per client on a distributed database)", ver + " > record batch(internal) > batch start(client) > WITH(client)"},
+		{"verification settles the charge and writes its jobs in a batch (one statement, or one per client, then the settle queue)", ver + " > settle batch(internal) > batch start(client) > WITH(client)"},
 		{"verification debits with accounts in a batch of its own, whose batch writes the ledger", deb + " > batch start(client) > INSERT(client)"},
 	}
 	// A span is recorded when it ends, and a server's span may end just after its caller got
