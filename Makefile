@@ -36,6 +36,9 @@ run: build ## Start the whole suite (gateway on MNV_HTTP_ADDR, default 127.0.0.1
 	@url=$$($(PG_ENSURE) --database mnv); DATABASE_URL="$$url" MNV_LOG_FORMAT=$${MNV_LOG_FORMAT:-console} exec $(BIN)/mnv
 
 .PHONY: test
+# One go test over every module's packages (go.work joins them), so a long package of one module
+# (the end-to-end suite) runs beside the others' instead of after them. -vet=off: make lint runs
+# go vet's analyzers (golangci-lint's govet) over every package already.
 test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (started or installed if need be); as many packages at once as the server's free connections allow (deploy/local/pg-test-budget.sh)
 	@budget=$$(deploy/local/pg-test-budget.sh); read -r url testp <<<"$$budget"; export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
 	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
@@ -44,16 +47,20 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	$(MAKE) sdk-test; \
 	$(MAKE) receiver-deps; \
 	$(MAKE) oidcclient-deps; \
-	for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -count=1 -race -p $$testp ./...); done
+	echo "== go test, every module, $$testp package(s) at a time"; \
+	go test -count=1 -race -vet=off -p $$testp $(PKGS)
 
 .PHONY: test-partitioned
-# The services' own tests (their stores, rules and money paths) and the end-to-end money tests,
+# The services' store and money tests and the end-to-end money tests,
 # with every tenant table rebuilt hash-partitioned by client_id after migrating: native
 # partitioning refuses what Citus refuses (a key without client_id), so this proves on plain
 # PostgreSQL that the schema and its statements distribute (docs/operations.md#past-one-postgresql).
-PARTITIONED_PKGS := ./services/accounts/... ./services/verification/... ./services/connect/...
+# The packages whose tests run the stores' statements and the money paths over them.
+PARTITIONED_PKGS := ./services/accounts/internal/store/... ./services/accounts/internal/billing/... \
+	./services/verification/internal/store/... ./services/verification/internal/verify/... ./services/verification/internal/stuckplus/... \
+	./services/connect/internal/store/... ./services/connect/internal/profiles/... ./services/connect/internal/imports/...
 PARTITIONED_E2E := TestChargeHeardLate|TestRestartsLoseNoMoney|TestReconcilerSkipsAPoisonedCharge|TestConcurrentVerifies|TestEnrichmentCharges
-test-partitioned: build ## Run the services' tests and the end-to-end money tests on tenant tables hash-partitioned by client_id
+test-partitioned: build ## Run the store and money tests (services' and end-to-end) on tenant tables hash-partitioned by client_id
 	@budget=$$(deploy/local/pg-test-budget.sh); read -r url testp <<<"$$budget"; export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
 	redis=$$($(REDIS_ENSURE)); export MNV_TEST_REDIS_URL="$$redis"; \
 	export MNV_TEST_HASH_PARTITIONS=4; \
@@ -64,8 +71,8 @@ test-partitioned: build ## Run the services' tests and the end-to-end money test
 .PHONY: test-short
 # Without -count=1: these tests reach no server, so go's test cache (keyed on the code, the files
 # and the environment variables a test reads) may answer for an unchanged package.
-# -vet=off: make lint runs go vet (and golangci-lint's govet) over every package already; the
-# vet pass go test adds took 14 of 75 s here with a cold test cache.
+# -vet=off: make lint runs go vet's analyzers (golangci-lint's govet) over every package
+# already; the vet pass go test adds took 14 of 75 s here with a cold test cache.
 test-short: ## Run the fast tier: go test -short on every module, no PostgreSQL, Redis, browser or built binary (< 1 min)
 	go test -short -vet=off $(PKGS)
 
@@ -163,10 +170,11 @@ check-generated: generate ## Fail when the committed generated code is stale
 	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 .PHONY: lint
-lint: tools $(BIN)/.lint-tools ## buf lint, gofmt, go vet, and golangci-lint (.golangci.yml) over every module
+# go vet's analyzers run inside golangci-lint (govet), on the same type-checked packages: a
+# separate go vet pass type-checked the whole workspace again (about a minute on a cold cache).
+lint: tools $(BIN)/.lint-tools ## buf lint, gofmt, and golangci-lint (.golangci.yml, go vet's analyzers among them) over every module
 	$(BIN)/buf lint
 	@out=$$(gofmt -l $(MODULES) tools); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
-	@for m in $(MODULES); do (cd $$m && go vet ./...); done
 	@# One run over every module's packages (go.work joins them): the shared ones are analysed once.
 	$(BIN)/golangci-lint run $(GOLANGCI_FLAGS) $(PKGS)
 
