@@ -2,8 +2,8 @@
 // its SQL. A Store wraps a pg.DB, so the same query serves a pool or a transaction
 // (pg.Stores hands either to the domain packages, as their own ports). Every statement on a
 // client's rows names the client (docs/operations.md#past-one-postgresql). Each step of a
-// verification is one round trip: a statement per client (data-modifying CTEs), in one batch
-// when a step spans clients. The settle queues what Connect must hear in that batch too; the
+// verification is one round trip of data-modifying CTEs: one statement for a batch of many
+// clients, or one per client on a distributed database (Store.WithSpread). The settle queues what Connect must hear in that batch too; the
 // other final steps insert their jobs through River in the same transaction.
 package store
 
