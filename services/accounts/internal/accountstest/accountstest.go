@@ -44,6 +44,8 @@ type Env struct {
 	// Queue is accounts' River queue, not run: a test that wants events forwarded registers
 	// the forward worker on it and runs it.
 	Queue *jobs.Queue
+
+	newLedger func() *billing.Ledger
 }
 
 // New migrates a fresh database and builds the domain with prices, writing debit batches as
@@ -102,12 +104,20 @@ func NewSpread(t testing.TB, prices billing.Prices, spread tenancy.Spread) *Env 
 	go func() { creds.Run(runCtx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	// Debit batches in piped transactions, as the service runs them (app.go), on the one pool.
-	ledger := billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices).WithBatchStore(ledgerStores.Piped())
+	newLedger := func() *billing.Ledger {
+		return billing.NewLedger(ledgerStores.Pool(), ledgerStores, prices).WithBatchStore(ledgerStores.Piped())
+	}
+	ledger := newLedger()
 	return &Env{
 		Pool: pool, URL: url, Ledger: ledger, Credentials: creds, Keyring: keyring, Queue: queue,
-		Clients: clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),
+		Clients:   clients.New(clientStores.Pool(), clientStores, keyring, creds, ledger),
+		newLedger: newLedger,
 	}
 }
+
+// Replica is another Ledger over the same database, as a second replica of accounts runs one:
+// its own debit batches and its own view of the clients, the same rows.
+func (e *Env) Replica() *billing.Ledger { return e.newLedger() }
 
 // Client creates an ACTIVE client with balance and features, and returns it with its
 // credentials.

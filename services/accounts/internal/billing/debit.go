@@ -48,7 +48,8 @@ type DebitResult struct {
 // one commit per batch instead of per debit, and debits spread over many clients share commits
 // too. Every debit still gets its own ledger row with its exact balance_after, and no balance
 // goes below zero. The row locks, not the queues, make this correct, so several replicas are as
-// safe as one.
+// safe as one. A batch whose clients the ledger saw in an earlier batch is first tried in one
+// round trip against what it saw, written only if the rows still hold it (optimistic.go).
 type Ledger struct {
 	st     Store
 	tx     Tx
@@ -57,6 +58,8 @@ type Ledger struct {
 	batchOnce sync.Once
 	batches   *groupcommit.Batcher[DebitRequest, outcome]
 	batchTx   Tx // where the batches commit (WithBatchStore)
+	// seen is what the batches saw of their clients, for the optimistic path (optimistic.go).
+	seen seenClients
 
 	// Metrics, when set, count debits and refunds and observe batch sizes.
 	Metrics *Metrics
@@ -193,14 +196,20 @@ func (l *Ledger) commitCounted(ctx context.Context, batch []DebitRequest) ([]out
 	return out, nil
 }
 
-// commit decides and writes one batch in one transaction. A batch is first decided as if none
-// of its references had been used, which is the rule; when the ledger says otherwise (a retried
+// commit decides and writes one batch in one transaction. It first tries the batch in one
+// round trip against what the ledger saw of its clients (optimistic.go); when that does not
+// apply or finds a client changed, the batch is decided under the balance locks, as below,
+// which also refreshes what the ledger saw. A batch is first decided as if none of its
+// references had been used, which is the rule; when the ledger says otherwise (a retried
 // debit), it is rolled back and decided again knowing them. A retry is told either by the
 // insert's conflict or, for a debit the balance now refuses (which inserts nothing), by looking
 // its reference up: a charge that happened is that charge, whatever the balance, status or
 // expiry are now.
 func (l *Ledger) commit(ctx context.Context, batch []DebitRequest) ([]outcome, error) {
-	out, err := l.decide(ctx, batch, nil)
+	out, path, err := l.decideSeen(ctx, batch)
+	if path != PathOptimistic && err == nil {
+		out, err = l.decide(ctx, batch, nil)
+	}
 	if errors.Is(err, domain.ErrReferenceTaken) {
 		lookup := make([][2]string, 0, len(batch))
 		for _, req := range batch {
@@ -209,69 +218,29 @@ func (l *Ledger) commit(ctx context.Context, batch []DebitRequest) ([]outcome, e
 		out, err = l.decide(ctx, batch, lookup)
 	}
 	if err != nil {
+		l.seen.forget(clientsOf(batch)...)
 		return nil, fmt.Errorf("debit batch: %w", err)
 	}
+	l.Metrics.batchPath(path)
 	return out, nil
 }
 
-// decide runs one attempt of a batch; lookup names the references to read from the ledger.
+// decide runs one attempt of a batch under the balance locks of its clients; lookup names the
+// references to read from the ledger. Once it commits, what it read and wrote is what the
+// ledger saw of the clients (seenClients.saw).
 func (l *Ledger) decide(ctx context.Context, batch []DebitRequest, lookup [][2]string) ([]outcome, error) {
-	out := make([]outcome, len(batch))
+	var p batchPlan
+	var snap domain.DebitSnapshot
 	err := l.batchTx.InTx(ctx, func(ctx context.Context, st Store) error {
-		clients := make([]string, 0, len(batch))
-		seen := map[string]bool{}
-		for _, req := range batch {
-			if !seen[req.ClientID] {
-				seen[req.ClientID] = true
-				clients = append(clients, req.ClientID)
-			}
-		}
-		snap, err := st.LockForDebits(ctx, clients, lookup)
+		var err error
+		snap, err = st.LockForDebits(ctx, clientsOf(batch), lookup)
 		if err != nil {
 			return err
 		}
-		balance := map[string]int64{}
-		for id, st := range snap.Balances {
-			balance[id] = st.Balance
-		}
-		var entries []domain.LedgerEntry
-		var refused [][2]string            // client/reference of the debits refused here
-		entryOf := make([]int, len(batch)) // index into entries, or -1
-		firstOf := map[string]int{}        // client/reference -> index of its first debit here
-		for i, req := range batch {
-			entryOf[i] = -1
-			state, ok := snap.Balances[req.ClientID]
-			if !ok {
-				out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
-				continue
-			}
-			key := domain.LedgerKey(req.ClientID, req.Reference)
-			if e, ok := snap.Existing[key]; ok {
-				out[i] = replay(e, req)
-				continue
-			}
-			if j, ok := firstOf[key]; ok {
-				out[i] = sameAs(out[j], entryOf[j], req, batch[j])
-				entryOf[i] = entryOf[j]
-				continue
-			}
-			firstOf[key] = i
-			price := l.prices.For(req.Kind, req.Variant, snap.Overrides[req.ClientID])
-			if err := chargeable(state, balance[req.ClientID], price); err != nil {
-				out[i] = outcome{err: err}
-				refused = append(refused, [2]string{req.ClientID, req.Reference})
-				continue
-			}
-			balance[req.ClientID] -= price
-			entryOf[i] = len(entries)
-			entries = append(entries, domain.LedgerEntry{
-				ClientID: req.ClientID, Kind: req.Kind, Amount: -price, BalanceAfter: balance[req.ClientID],
-				Reference: req.Reference, Variant: req.Variant, Description: req.Description,
-			})
-		}
-		if lookup == nil && len(refused) > 0 {
+		p = l.plan(batch, snap)
+		if lookup == nil && len(p.refused) > 0 {
 			// Rare (a refusal), so it may cost a round trip; the common batch does not pay it.
-			existing, err := st.LedgerByReferences(ctx, refused)
+			existing, err := st.LedgerByReferences(ctx, p.refused)
 			if err != nil {
 				return err
 			}
@@ -279,26 +248,102 @@ func (l *Ledger) decide(ctx context.Context, batch []DebitRequest, lookup [][2]s
 				return fmt.Errorf("a refused debit was charged before: %w", domain.ErrReferenceTaken)
 			}
 		}
-		if lows := l.lowBalances(clients, snap, balance); len(lows) > 0 {
+		if lows := l.lowBalances(p.clients, snap, p.balance); len(lows) > 0 {
 			// Only a batch that crossed a threshold pays this round trip. Before the append,
 			// which may end the transaction (Store.AppendLedger).
 			if err := st.Emit(ctx, lows...); err != nil {
 				return err
 			}
 		}
-		written, err := st.AppendLedger(ctx, entries)
+		written, err := st.AppendLedger(ctx, p.entries)
 		if err != nil {
 			return err
 		}
-		for i := range batch {
-			if j := entryOf[i]; j >= 0 {
-				replayed := out[i].res.Replayed
-				out[i] = outcome{res: DebitResult{Entry: written[j], Charged: -written[j].Amount, Replayed: replayed}}
-			}
-		}
+		p.answer(written)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	l.seen.saw(snap, p.balance)
+	return p.out, nil
+}
+
+// batchPlan is a batch decided against a snapshot of its clients, before anything is written.
+type batchPlan struct {
+	out     []outcome
+	entries []domain.LedgerEntry // the ledger rows to write, in the batch's order
+	entryOf []int                // each debit's index into entries, or -1
+	refused [][2]string          // client/reference of the debits refused
+	clients []string             // the batch's clients, in the order they first come
+	balance map[string]int64     // each known client's balance after the batch
+}
+
+// plan decides a batch in order against snap: the one place a debit's rules are applied,
+// whether snap was read under the balance locks (decide) or is what the ledger saw of its
+// clients (decideSeen). Replays come from snap.Existing; a reference repeated in the batch is
+// answered like its first debit.
+func (l *Ledger) plan(batch []DebitRequest, snap domain.DebitSnapshot) batchPlan {
+	p := batchPlan{out: make([]outcome, len(batch)), entryOf: make([]int, len(batch)), clients: clientsOf(batch), balance: map[string]int64{}}
+	for id, st := range snap.Balances {
+		p.balance[id] = st.Balance
+	}
+	firstOf := map[string]int{} // client/reference -> index of its first debit here
+	for i, req := range batch {
+		p.entryOf[i] = -1
+		state, ok := snap.Balances[req.ClientID]
+		if !ok {
+			p.out[i] = outcome{err: fmt.Errorf("client: %w", fault.ErrNotFound)}
+			continue
+		}
+		key := domain.LedgerKey(req.ClientID, req.Reference)
+		if e, ok := snap.Existing[key]; ok {
+			p.out[i] = replay(e, req)
+			continue
+		}
+		if j, ok := firstOf[key]; ok {
+			p.out[i] = sameAs(p.out[j], p.entryOf[j], req, batch[j])
+			p.entryOf[i] = p.entryOf[j]
+			continue
+		}
+		firstOf[key] = i
+		price := l.prices.For(req.Kind, req.Variant, snap.Overrides[req.ClientID])
+		if err := chargeable(state, p.balance[req.ClientID], price); err != nil {
+			p.out[i] = outcome{err: err}
+			p.refused = append(p.refused, [2]string{req.ClientID, req.Reference})
+			continue
+		}
+		p.balance[req.ClientID] -= price
+		p.entryOf[i] = len(p.entries)
+		p.entries = append(p.entries, domain.LedgerEntry{
+			ClientID: req.ClientID, Kind: req.Kind, Amount: -price, BalanceAfter: p.balance[req.ClientID],
+			Reference: req.Reference, Variant: req.Variant, Description: req.Description,
+		})
+	}
+	return p
+}
+
+// answer gives each charged debit of p its entry as written (with its id and time).
+func (p *batchPlan) answer(written []domain.LedgerEntry) {
+	for i := range p.out {
+		if j := p.entryOf[i]; j >= 0 {
+			replayed := p.out[i].res.Replayed
+			p.out[i] = outcome{res: DebitResult{Entry: written[j], Charged: -written[j].Amount, Replayed: replayed}}
+		}
+	}
+}
+
+// clientsOf lists the clients of batch, each once, in the order they first come.
+func clientsOf(batch []DebitRequest) []string {
+	clients := make([]string, 0, len(batch))
+	seen := map[string]bool{}
+	for _, req := range batch {
+		if !seen[req.ClientID] {
+			seen[req.ClientID] = true
+			clients = append(clients, req.ClientID)
+		}
+	}
+	return clients
 }
 
 // lowBalances are the balance.low events of a batch: one for each client whose balance the

@@ -31,6 +31,9 @@ func (l *Ledger) Refund(ctx context.Context, clientID, reference string, descrip
 	}
 	res, err := l.refund(ctx, clientID, reference, description)
 	l.Metrics.refund(res, err)
+	if err == nil && !res.Replayed {
+		l.seen.forget(clientID) // its next batch would find the balance changed
+	}
 	return res, err
 }
 
@@ -110,6 +113,10 @@ func (l *Ledger) TopUp(ctx context.Context, st Store, r TopUpRequest) (TopUpResu
 	if err := ValidateTopUp(&r, time.Now()); err != nil {
 		return TopUpResult{}, err
 	}
+	// Its client's next batch would find the balance changed. Forgotten when TopUp returns,
+	// which in a caller's transaction (st) is before it commits: a batch in between that sees
+	// the old balance costs its next batch an optimistic attempt, no more.
+	defer l.seen.forget(r.ClientID)
 	if st == nil {
 		var res TopUpResult
 		err := l.tx.InTx(ctx, func(ctx context.Context, st Store) error {
@@ -184,5 +191,6 @@ func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind money.Kind,
 	if err := l.st.SetPriceOverride(ctx, clientID, kind, variant, amount); err != nil {
 		return nil, err
 	}
+	l.seen.forget(clientID) // its next batch would find the prices changed
 	return l.Prices(ctx, clientID)
 }

@@ -26,6 +26,7 @@ const (
 var (
 	debitOutcomes  = []string{OutcomeCharged, OutcomeReplayed, OutcomeInsufficientBalance, OutcomeBalanceExpired, OutcomeSuspended, OutcomeConflict, OutcomeError}
 	refundOutcomes = []string{OutcomeRefunded, OutcomeReplayed, OutcomeNothingToRefund, OutcomeError}
+	batchPaths     = []string{PathOptimistic, PathFallback, PathLocked}
 	chargedKinds   = []money.Kind{money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal}
 )
 
@@ -40,6 +41,7 @@ type Metrics struct {
 	refunds  map[string]prometheus.Counter
 	refunded prometheus.Counter
 	batch    prometheus.Histogram
+	paths    map[string]prometheus.Counter
 }
 
 // NewMetrics creates the ledger's metrics and registers them on reg (none when reg is nil).
@@ -56,9 +58,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "mnv", Subsystem: "accounts", Name: "refunds_total",
 		Help: "Refunds by outcome: refunded, replayed, nothing_to_refund, error.",
 	}, []string{"outcome"})
+	paths := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "mnv", Subsystem: "accounts", Name: "debit_batches_total",
+		Help: "Debit batches by how they were decided: optimistic (one round trip, against what the ledger saw of its clients), fallback (an optimistic attempt that wrote nothing, then locked), locked (locked, read and written: two round trips).",
+	}, []string{"path"})
 	m := &Metrics{
 		debits: map[money.Kind]map[string]prometheus.Counter{}, debited: map[money.Kind]prometheus.Counter{},
-		refunds: map[string]prometheus.Counter{},
+		refunds: map[string]prometheus.Counter{}, paths: map[string]prometheus.Counter{},
 		refunded: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "accounts", Name: "refunded_credits_total",
 			Help: "Credits given back to balances by refunds.",
@@ -79,8 +85,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, o := range refundOutcomes {
 		m.refunds[o] = refunds.WithLabelValues(o)
 	}
+	for _, p := range batchPaths {
+		m.paths[p] = paths.WithLabelValues(p)
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{debits, debited, refunds, m.refunded, m.batch} {
+		for _, c := range []prometheus.Collector{debits, debited, refunds, m.refunded, m.batch, paths} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -128,6 +137,13 @@ func (m *Metrics) debit(kind money.Kind, res DebitResult, err error) {
 func (m *Metrics) batchSize(n int) {
 	if m != nil {
 		m.batch.Observe(float64(n))
+	}
+}
+
+// batchPath counts a decided batch by its path.
+func (m *Metrics) batchPath(path string) {
+	if m != nil {
+		m.paths[path].Inc()
 	}
 }
 

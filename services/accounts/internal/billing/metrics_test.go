@@ -37,26 +37,30 @@ func TestMetrics(t *testing.T) {
 	series := func(kind, outcome string) string {
 		return fmt.Sprintf("mnv_accounts_debits_total{kind=%s,outcome=%s}", kind, outcome)
 	}
+	// A batch's path: the first of a client is locked (not seen yet); a repeated reference is
+	// tried optimistically and meets the insert's conflict (fallback); a refusal is locked.
+	path := func(p string) string { return "mnv_accounts_debit_batches_total{path=" + p + "}" }
 	tests := []struct {
 		name string
 		do   func() error
 		want map[string]float64 // series that move, by how much
 	}{
 		{"a charge", dv("v-1"), map[string]float64{
-			series("VERIFICATION", "charged"): 1, "mnv_accounts_debited_credits_total{kind=VERIFICATION}": 1, "mnv_accounts_debit_batch_size{}": 1}},
-		{"a replay", dv("v-1"), map[string]float64{series("VERIFICATION", "replayed"): 1, "mnv_accounts_debit_batch_size{}": 1}},
+			series("VERIFICATION", "charged"): 1, "mnv_accounts_debited_credits_total{kind=VERIFICATION}": 1, "mnv_accounts_debit_batch_size{}": 1,
+			path("locked"): 1}},
+		{"a replay", dv("v-1"), map[string]float64{series("VERIFICATION", "replayed"): 1, "mnv_accounts_debit_batch_size{}": 1, path("fallback"): 1}},
 		{"a conflict", func() error {
 			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindConnectEnrichment, Reference: "v-1"})
 			return err
-		}, map[string]float64{series("CONNECT_ENRICHMENT", "conflict"): 1, "mnv_accounts_debit_batch_size{}": 1}},
+		}, map[string]float64{series("CONNECT_ENRICHMENT", "conflict"): 1, "mnv_accounts_debit_batch_size{}": 1, path("fallback"): 1}},
 		{"a reveal that does not fit", func() error {
 			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindStuckPlusReveal, Reference: "r-1"})
 			return err
-		}, map[string]float64{series("STUCK_PLUS_REVEAL", "insufficient_balance"): 1, "mnv_accounts_debit_batch_size{}": 1}},
+		}, map[string]float64{series("STUCK_PLUS_REVEAL", "insufficient_balance"): 1, "mnv_accounts_debit_batch_size{}": 1, path("locked"): 1}},
 		{"an unknown client", func() error {
 			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: "00000000-0000-0000-0000-000000000000", Kind: money.KindVerification, Reference: "x"})
 			return err
-		}, map[string]float64{series("VERIFICATION", "error"): 1, "mnv_accounts_debit_batch_size{}": 1}},
+		}, map[string]float64{series("VERIFICATION", "error"): 1, "mnv_accounts_debit_batch_size{}": 1, path("locked"): 1}},
 		{"an invalid debit is not counted", func() error {
 			_, err := env.Ledger.Debit(ctx, billing.DebitRequest{ClientID: id, Kind: money.KindTopUp, Reference: "x"})
 			return err
@@ -88,8 +92,8 @@ func TestMetrics(t *testing.T) {
 		if _, err := billing.NewMetrics(fresh); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(metricstest.Gather(t, fresh)); n != 3*7+3+4+1+1 {
-			t.Errorf("a fresh registry has %d series, want %d", n, 3*7+3+4+1+1)
+		if n := len(metricstest.Gather(t, fresh)); n != 3*7+3+4+1+1+3 {
+			t.Errorf("a fresh registry has %d series, want %d", n, 3*7+3+4+1+1+3)
 		}
 	})
 	t.Run("a nil Metrics counts nothing", func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 
 // Store is what the ledger needs of the service's storage. The locking methods (LockBalance,
 // LockForDebits) and the writes that rely on them are called only inside Tx.InTx.
+// A Store that also has AppendLedgerIfUnchanged (optimisticStore, optimistic.go) lets debit
+// batches go in one round trip; without it they take the locked path alone.
 type Store interface {
 	// LockBalance locks a client's balance row until the transaction ends; an unknown client is
 	// fault.ErrNotFound.

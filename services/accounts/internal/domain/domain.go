@@ -31,6 +31,11 @@ var (
 // never shown to a caller.
 var ErrReferenceTaken = errors.New("ledger reference already used")
 
+// ErrBalanceChanged is the store's answer when a debit batch decided against what the ledger
+// saw of its clients (SeenBalance) finds a client's rows changed since: nothing was written, and
+// the caller decides the batch again under the balance locks. It is never shown to a caller.
+var ErrBalanceChanged = errors.New("a debit batch's clients changed since they were seen")
+
 // Features a client may have.
 const (
 	FeatureVerify    = "VERIFY"
@@ -219,6 +224,26 @@ type DebitSnapshot struct {
 	Balances  map[string]BalanceState
 	Overrides map[string][]Price
 	Existing  map[string]LedgerEntry
+}
+
+// SeenBalance is what a debit batch decided without the balance locks (billing's optimistic
+// path) took one client's rows to hold: the store writes the batch only if each still does,
+// judged under the lock its write takes. These are every input of the batch's decisions that
+// the database holds; the rest (the batch itself, the configured prices and default threshold)
+// the deciding process holds.
+type SeenBalance struct {
+	ClientID string
+	// Balance is the balance the batch's entries start from.
+	Balance int64
+	// Status is the client's status (the batch charges, so ACTIVE).
+	Status principal.Status
+	// LowThreshold is the client's own threshold of balance.low the batch was judged by.
+	LowThreshold *int64
+	// Overrides are the client's price overrides the batch was priced by.
+	Overrides []Price
+	// Unexpired asks that the balance has not expired by the database's clock when the batch
+	// is written: the batch takes a price above zero from it. Its expiry itself may have moved.
+	Unexpired bool
 }
 
 // LedgerKey is a reference's key in a client's ledger: the client id (canonical, lower-case)

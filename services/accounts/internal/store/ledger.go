@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/platform/fault"
@@ -189,12 +192,115 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	b := &pgx.Batch{}
+	written := s.queueAppend(b, entries)
+	pg.QueueCommit(s.db, b)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, appendErr(err)
+	}
+	return written()
+}
+
+// AppendLedgerIfUnchanged is AppendLedger for a debit batch decided against what the ledger saw
+// of its clients (seen, one per client of entries) instead of under their locks: in the same
+// round trip, before the append, a statement locks the clients' balance rows in id order, as
+// LockForDebits would, and checks that each still holds what was seen (lockSeenSQL); when one
+// does not, it fails, so the append after it (and the commit queued behind it) never runs,
+// and it returns domain.ErrBalanceChanged: nothing is written and the transaction must be
+// rolled back. In a piped transaction the batch is then one round trip, BEGIN to COMMIT.
+func (s *Store) AppendLedgerIfUnchanged(ctx context.Context, seen []domain.SeenBalance, entries []domain.LedgerEntry) ([]domain.LedgerEntry, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	seen = slices.Clone(seen)
+	slices.SortFunc(seen, func(a, b domain.SeenBalance) int { return strings.Compare(a.ClientID, b.ClientID) })
+	b := &pgx.Batch{}
+	for _, g := range s.spread.Groups(len(seen), func(i int) string { return seen[i].ClientID }, true) {
+		n := len(g.Items)
+		ids, statuses, prices := make([]string, n), make([]string, n), make([]string, n)
+		balances, thresholds, unexpired := make([]int64, n), make([]*int64, n), make([]bool, n)
+		for j, i := range g.Items {
+			c := seen[i]
+			o, err := overridesJSON(c.Overrides)
+			if err != nil {
+				return nil, err
+			}
+			ids[j], balances[j], statuses[j], thresholds[j], prices[j], unexpired[j] =
+				c.ClientID, c.Balance, string(c.Status), c.LowThreshold, o, c.Unexpired
+		}
+		b.Queue(lockSeenSQL.For(s.spread), g.Args([]any{ids, balances, statuses, thresholds, prices, unexpired, n})...)
+	}
+	written := s.queueAppend(b, entries)
+	pg.QueueCommit(s.db, b)
+	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+		if isStale(err) {
+			return nil, domain.ErrBalanceChanged
+		}
+		return nil, appendErr(err)
+	}
+	return written()
+}
+
+// lockSeenSQL locks the balance rows of clients ($1; per client, $8 the one client) in id
+// order and fails unless there are $7 of them and each still holds what a debit batch saw of
+// it: the balance ($2), the client's status ($3), its own balance.low threshold ($4) and its
+// price overrides ($5, a JSON object of kind/variant to amount, overridesJSON), and, where $6,
+// a balance that has not expired by the transaction's clock. FOR UPDATE waits for a batch
+// holding a row (another replica's) and then reads the row as that batch left it, so the check
+// judges the latest balance; the status and overrides are read as LockForDebits reads them,
+// without a lock, as of the statement. The failure is a cast of a text that names it, which
+// aborts the transaction, the statements behind it and their commit (the form matters: an
+// expression made of constants and parameters alone would be folded when the statement is
+// planned and fail every time; a count is not).
+var lockSeenSQL = tenancy.NewStatement(`SELECT CASE WHEN count(*) = $7 AND coalesce(bool_and(s.holds), false) THEN 0
+	ELSE ('`+staleMark+` (' || count(*) FILTER (WHERE NOT s.holds) || ' changed)')::int END
+	FROM (SELECT b.balance = v.balance
+			AND c.status = v.status
+			AND b.low_balance_threshold IS NOT DISTINCT FROM v.threshold
+			AND (NOT v.unexpired OR b.expires_at IS NULL OR b.expires_at > now())
+			AND (SELECT coalesce(jsonb_object_agg(p.kind || '/' || p.variant, p.amount), '{}')
+				FROM accounts.prices p WHERE p.client_id = {client v}) = v.prices AS holds
+		FROM unnest($1::text[]::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]::jsonb[], $6::boolean[])
+			AS v(client_id, balance, status, threshold, prices, unexpired)
+		JOIN accounts.balances b ON b.client_id = {client v}
+		JOIN accounts.clients c ON c.id = b.client_id
+		ORDER BY b.client_id FOR UPDATE OF b) s`, 8)
+
+// staleMark names lockSeenSQL's failure, in its message: a text cast to an integer, which
+// fails with invalidTextRepresentation.
+const (
+	staleMark                 = "debit batch: seen balances changed"
+	invalidTextRepresentation = "22P02"
+)
+
+// isStale reports whether err is lockSeenSQL's failure.
+func isStale(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == invalidTextRepresentation && strings.Contains(pgErr.Message, staleMark)
+}
+
+// overridesJSON is lockSeenSQL's form of a client's price overrides: an object of kind/variant
+// (a kind has no slash) to amount, which jsonb compares whatever the order of its keys.
+func overridesJSON(overrides []domain.Price) (string, error) {
+	m := make(map[string]int64, len(overrides))
+	for _, p := range overrides {
+		m[string(p.Kind)+"/"+p.Variant] = p.Amount
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("seen overrides: %w", err)
+	}
+	return string(out), nil
+}
+
+// queueAppend queues AppendLedger's statements for entries on b, and returns what reads the
+// entries written once b has been sent and closed without error.
+func (s *Store) queueAppend(b *pgx.Batch, entries []domain.LedgerEntry) func() ([]domain.LedgerEntry, error) {
 	type inserted struct {
 		id      string
 		created time.Time
 	}
 	byKey := make(map[string]inserted, len(entries))
-	b := &pgx.Batch{}
 	for _, g := range s.spread.Groups(len(entries), func(i int) string { return entries[i].ClientID }, true) {
 		n := len(g.Items)
 		clients, ids, kinds, refs, variants := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -223,20 +329,18 @@ func (s *Store) AppendLedger(ctx context.Context, entries []domain.LedgerEntry) 
 		})
 		b.Queue(setBalancesSQL.For(s.spread), g.Args([]any{balClients, balances})...)
 	}
-	pg.QueueCommit(s.db, b)
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, appendErr(err)
-	}
-	out := make([]domain.LedgerEntry, len(entries))
-	for i, e := range entries {
-		in, ok := byKey[refKey(e.ClientID, e.Reference)]
-		if !ok {
-			return nil, fmt.Errorf("append ledger: no entry came back for reference %q", e.Reference)
+	return func() ([]domain.LedgerEntry, error) {
+		out := make([]domain.LedgerEntry, len(entries))
+		for i, e := range entries {
+			in, ok := byKey[refKey(e.ClientID, e.Reference)]
+			if !ok {
+				return nil, fmt.Errorf("append ledger: no entry came back for reference %q", e.Reference)
+			}
+			e.ID, e.CreatedAt = in.id, in.created
+			out[i] = e
 		}
-		e.ID, e.CreatedAt = in.id, in.created
-		out[i] = e
+		return out, nil
 	}
-	return out, nil
 }
 
 // insertLedgerSQL inserts ledger entries in the order given ($1 their clients, $2 ids, $3 to $8

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -12,7 +14,9 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/tenancy"
 )
 
 // keyed is a page as the ids (or references) of its rows, with its total.
@@ -124,6 +128,85 @@ func TestPagedLists(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) || total != tt.total {
 				t.Errorf("page = %v, total %d; want %v, total %d", got, total, tt.want, tt.total)
+			}
+		})
+	}
+}
+
+// TestAppendLedgerIfUnchanged: a batch of two clients' debits is written only when each
+// client's rows still hold what the batch was decided against; when one does not, nothing of
+// the batch is written, the other client's debits included, written as one statement per step
+// or one per client.
+func TestAppendLedgerIfUnchanged(t *testing.T) {
+	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+		t.Run(spread.String(), func(t *testing.T) { testAppendLedgerIfUnchanged(t, spread) })
+	}
+}
+
+func testAppendLedgerIfUnchanged(t *testing.T, spread tenancy.Spread) {
+	env := accountstest.NewSpread(t, billing.DefaultPrices(), spread)
+	ctx := accountstest.Deadline(t)
+	stores := pg.NewStores(env.Pool, func(db pg.DB) *store.Store { return store.New(db).WithSpread(spread) }).Piped()
+	two := int64(2)
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, b string)
+		seen    func(s *domain.SeenBalance) // what the batch took b's rows to hold
+		wantErr error
+	}{
+		{name: "both hold"},
+		{name: "the balance moved", seen: func(s *domain.SeenBalance) { s.Balance = 9 }, wantErr: domain.ErrBalanceChanged},
+		{name: "the client suspended", wantErr: domain.ErrBalanceChanged, prepare: func(t *testing.T, b string) {
+			if _, err := env.Clients.SetStatus(ctx, b, principal.StatusSuspended); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "another threshold", seen: func(s *domain.SeenBalance) { s.LowThreshold = &two }, wantErr: domain.ErrBalanceChanged},
+		{name: "an override that is not there", wantErr: domain.ErrBalanceChanged, seen: func(s *domain.SeenBalance) {
+			s.Overrides = []domain.Price{{Kind: money.KindVerification, Amount: 2}}
+		}},
+		{name: "the overrides that are there", prepare: func(t *testing.T, b string) {
+			if _, err := env.Ledger.SetPrice(ctx, b, money.KindVerification, "NETWORK_API", &two); err != nil {
+				t.Fatal(err)
+			}
+		}, seen: func(s *domain.SeenBalance) {
+			s.Overrides = []domain.Price{{Kind: money.KindVerification, Variant: "NETWORK_API", Amount: 2, Overridden: true}}
+		}},
+		{name: "expired, asked unexpired", wantErr: domain.ErrBalanceChanged, prepare: func(t *testing.T, b string) { env.ExpireBalance(t, b) }},
+		{name: "expired, not asked", prepare: func(t *testing.T, b string) { env.ExpireBalance(t, b) }, seen: func(s *domain.SeenBalance) { s.Unexpired = false }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := env.Client(t, 10).Client.ID, env.Client(t, 10).Client.ID
+			if tt.prepare != nil {
+				tt.prepare(t, b)
+			}
+			seen := []domain.SeenBalance{
+				{ClientID: a, Balance: 10, Status: principal.StatusActive, Unexpired: true},
+				{ClientID: b, Balance: 10, Status: principal.StatusActive, Unexpired: true},
+			}
+			if tt.seen != nil {
+				tt.seen(&seen[1])
+			}
+			var entries []domain.LedgerEntry
+			for _, id := range []string{a, b} {
+				entries = append(entries, domain.LedgerEntry{ClientID: id, Kind: money.KindVerification, Amount: -1, BalanceAfter: 9, Reference: "v-1"})
+			}
+			err := stores.InTx(ctx, func(ctx context.Context, st *store.Store) error {
+				_, err := st.AppendLedgerIfUnchanged(ctx, seen, entries)
+				return err
+			})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			want := int64(9)
+			if tt.wantErr != nil {
+				want = 10
+			}
+			for _, id := range []string{a, b} {
+				if got := env.CheckLedger(t, id); got != want {
+					t.Errorf("balance %d, want %d", got, want)
+				}
 			}
 		})
 	}
