@@ -339,7 +339,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		if err != nil {
 			return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
 		}
-		verifier.WithNetworkAPI(store.New(pool), clients, cfg.NetworkAPITimeout)
+		verifier = verifier.WithNetworkAPI(store.New(pool), clients, cfg.NetworkAPITimeout)
 	}
 	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: authn})
 	if err != nil {
