@@ -320,10 +320,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	sealer := seal.NewSealer(b.Keyring)
 	vault := phone.NewVault("verification", b.Keyring, hasher)
 	verifyStores := pg.NewStores(pool, func(db pg.DB) verify.Store { return newStore(db) })
-	verifier := verify.New(verifyStores.Pool(), verifyStores, ops, sealer, vault, accounts, verify.Config{
+	verifier := verify.New(verify.Config{
 		NumberAttemptsPerHour: cfg.NumberAttemptsPerHour, SettleAfter: cfg.SettleAfter, Traced: tracing.Enabled(),
-	}, log)
-	verifier.Metrics = verifyMetrics
+	}, verify.Deps{
+		Store: verifyStores.Pool(), Tx: verifyStores, Operators: ops, Sealer: sealer, Vault: vault, Ledger: accounts,
+		Log: log, Metrics: verifyMetrics,
+	})
 	batchPool, err := b.OpenBatchPool(ctx, verify.BatchConns)
 	if err != nil {
 		return nil, err
@@ -377,7 +379,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		provider, err := facade.New(ctx, facade.Config{
 			Issuer: cfg.CAMARAIssuer, TokenTTL: cfg.CAMARATokenTTL,
 			NetworkOf: server.HTTPNetworkOf(cfg.InternalCallers, ops.NumberHeaders()),
-		}, store.New(pool), accounts, authn, facadeSess, verifier, b.Keyring, log)
+		}, facade.Deps{
+			Store: store.New(pool), Accounts: accounts, Principals: authn, Sessions: facadeSess, Verifier: verifier, Keyring: b.Keyring, Log: log,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("camara facade: %w", err)
 		}

@@ -171,11 +171,30 @@ const BatchConns = 2 * writeShards
 // charge and event. A session always lands on the same shard of records and a verification on
 // the same shard of settles (with more than one shard), so two batches of a process never wait
 // on each other's rows.
-func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
-	cfg Config, log *zap.Logger) *Service {
-	s := &Service{st: st, tx: tx, batchSt: st, batchTx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
+func New(cfg Config, d Deps) *Service {
+	s := &Service{
+		st: d.Store, tx: d.Tx, batchSt: d.Store, batchTx: d.Tx, ops: d.Operators, sealer: d.Sealer, vault: d.Vault,
+		ledger: d.Ledger, cfg: cfg, log: d.Log, now: time.Now, Metrics: d.Metrics,
+	}
 	s.batch()
 	return s
+}
+
+// Deps are what a Service works with.
+type Deps struct {
+	// Store and Tx reach the verifications, outside and inside a transaction.
+	Store Store
+	Tx    Tx
+	// Operators is the registry a session's operator is looked up in.
+	Operators *operators.Registry
+	// Sealer opens the sessions' blobs; Vault seals the numbers for the rows.
+	Sealer *seal.Sealer
+	Vault  *phone.Vault
+	// Ledger is debited through platform/charge.
+	Ledger money.Ledger
+	Log    *zap.Logger
+	// Metrics, when set, count settled verifications.
+	Metrics *Metrics
 }
 
 // batch makes s's group commits of records and settles, bound to s.
