@@ -306,11 +306,13 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// Deliveries are River jobs: MNV_DELIVERY_WORKERS work the queue in this process, at most
 	// MNV_DELIVERY_PER_INTEGRATION of one integration at once (the others snoozed), retried
 	// with outbound.Backoff up to outbound.MaxAttempts.
-	worker := push.New(delStores.Pool(), delStores, vault, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, push.Config{
-			BackoffBase: cfg.DeliveryBackoff, BackoffMax: outbound.MaxBackoff,
-			Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
-		}, log)
+	worker := push.New(push.Config{
+		BackoffBase: cfg.DeliveryBackoff, BackoffMax: outbound.MaxBackoff,
+		Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
+	}, push.Deps{
+		Store: delStores.Pool(), Tx: delStores, Vault: vault, Keyring: keyring, Client: outbound.NewClient(policy, cfg.WebhookTimeout),
+		Limit: &jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, Log: log, Metrics: deliveryMetrics,
+	})
 	river.AddWorker(queue.Workers(), worker)
 	queue.AddQueue(push.Queue, cfg.DeliveryWorkers)
 	// Batches the leasing version left PENDING become jobs once, before this process works any.
@@ -319,19 +321,23 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	} else if n > 0 {
 		log.Info("pending deliveries queued as jobs", zap.Int("count", n))
 	}
-	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
+	imps.Metrics = importMetrics
 
 	// Event webhooks: connect's own events and other services' (PublishEvents) go into one
 	// intake; its deliveries are River jobs of the webhooks queue.
 	evStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) })
-	intake := delivery.New(evStores.Pool(), evStores, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, delivery.Config{
-			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
-		}, log)
-	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond}
-	if intake.Metrics, err = delivery.NewMetrics(reg); err != nil {
+	eventMetrics, err := delivery.NewMetrics(reg)
+	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	intake := delivery.New(delivery.Config{
+		MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
+	}, delivery.Deps{
+		Store: evStores.Pool(), Tx: evStores, Keyring: keyring, Client: outbound.NewClient(policy, cfg.WebhookTimeout),
+		Limit:       &jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond},
+		ClientLimit: &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond},
+		Log:         log, Metrics: eventMetrics,
+	})
 	river.AddWorker(queue.Workers(), intake.Worker())
 	queue.AddQueue(delivery.Queue, cfg.WebhookWorkers)
 	outbox.Register(queue.Workers(), localPublisher{intake})
