@@ -8,7 +8,8 @@ type component struct {
 	deployment string
 	// cmd is the main package, from the repository root.
 	cmd string
-	// app is the file whose LoadConfig reads the configuration.
+	// app is the file whose LoadConfig reads the configuration (with serviceConfig for a
+	// service).
 	app string
 	// database: the process owns a schema, so the binary takes `migrate` and the pod runs it
 	// before serving.
@@ -73,6 +74,10 @@ var components = []component{
 		caller:  true, server: true,
 	},
 }
+
+// serviceConfig is the file of the part of the configuration every service (a component with a
+// database) reads the same way, platform/service's Config: its LoadConfig reads it too.
+const serviceConfig = "services/platform/service/config.go"
 
 // secretVars are the variables that hold secrets. The value says whether the code also reads
 // NAME_FILE (config.Env.Secret); the database URLs are read with env.String, so for them a

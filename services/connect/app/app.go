@@ -7,17 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	"github.com/mnvhq/mnv/services/accounts/accountsclient"
@@ -33,50 +29,27 @@ import (
 	"github.com/mnvhq/mnv/services/connect/internal/server"
 	"github.com/mnvhq/mnv/services/connect/internal/store"
 	"github.com/mnvhq/mnv/services/connect/migrations"
-	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/events"
 	"github.com/mnvhq/mnv/services/platform/fault"
-	"github.com/mnvhq/mnv/services/platform/grpcclient"
-	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/idempotency"
 	"github.com/mnvhq/mnv/services/platform/jobs"
-	"github.com/mnvhq/mnv/services/platform/lifecycle"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/platform/purge"
-	"github.com/mnvhq/mnv/services/platform/ratelimit"
-	"github.com/mnvhq/mnv/services/platform/tenancy"
+	"github.com/mnvhq/mnv/services/platform/service"
 )
 
 // Schema is the Postgres schema the service owns.
 const Schema = "connect"
 
-// Config is the service's configuration.
+// Config is the service's configuration: the part every service reads (service.Config) and
+// connect's own. InternalToken (required) is presented to accounts.
 type Config struct {
-	// GRPCAddr is where the gRPC server listens (MNV_CONNECT_GRPC_ADDR).
-	GRPCAddr string
-	// DatabaseURL (MNV_CONNECT_DATABASE_URL, else DATABASE_URL).
-	DatabaseURL string
-	// DBMaxConns bounds the pool (MNV_CONNECT_DB_MAX_CONNS).
-	DBMaxConns int
+	service.Config
 	// AccountsAddr is where accounts listens (MNV_ACCOUNTS_ADDR).
 	AccountsAddr string
-	// InternalToken is connect's own credential, presented to accounts
-	// (MNV_INTERNAL_TOKEN[_FILE]).
-	InternalToken string
-	// TLSCAFile, when set, makes the calls to accounts TLS, verified against it
-	// (MNV_GRPC_TLS_CA).
-	TLSCAFile string
-	// InternalCallers are the digests of the callers' tokens (MNV_INTERNAL_CALLERS).
-	InternalCallers auth.Callers
-	// Transport is the gRPC server's TLS and health port (MNV_GRPC_TLS_CERT, MNV_GRPC_TLS_KEY,
-	// MNV_GRPC_HEALTH_ADDR).
-	Transport grpcserver.Transport
-	// DataKeys seal numbers and integration credentials (MNV_DATA_KEYS[_FILE]).
-	DataKeys string
 	// NumberHashKey keys the numbers' lookup hash; the same as verification's
 	// (MNV_NUMBER_HASH_KEY[_FILE]).
 	NumberHashKey string
@@ -128,35 +101,27 @@ type Config struct {
 	// EnrichmentReconcileEvery is how often it looks (MNV_ENRICHMENT_RECONCILE_EVERY).
 	EnrichmentSettleAfter    time.Duration
 	EnrichmentReconcileEvery time.Duration
-	// ClientRate and ClientBurst bound the requests per second of each client credential
-	// (MNV_CLIENT_RATE, MNV_CLIENT_BURST); a rate of 0 disables the limit.
-	ClientRate  float64
-	ClientBurst int
 	// PrincipalCache keeps the principals accounts resolved, dropped when accounts pushes a
 	// change (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE).
 	PrincipalCache principalcache.Config
-	// RedisURL shares the rate limits between replicas (MNV_REDIS_URL[_FILE]); empty: each
-	// replica keeps its own.
-	RedisURL string
 	// Retention is how long finished deliveries, sync events and finished import jobs are kept
 	// (MNV_RETENTION_DELIVERIES, MNV_RETENTION_SYNC_EVENTS, MNV_RETENTION_IMPORT_JOBS; 0 keeps
 	// them), purged every PurgeEvery (MNV_PURGE_EVERY).
 	Retention  retention.Config
 	PurgeEvery time.Duration
-	// Jobs configures the service's River queue (MNV_JOBS_RESCUE_AFTER).
-	Jobs jobs.Config
-	// ShutdownTimeout bounds the graceful stop (MNV_SHUTDOWN_TIMEOUT).
-	ShutdownTimeout time.Duration
+}
+
+// vars are connect's own names of the common variables.
+var vars = service.Vars{
+	GRPCAddr: "MNV_CONNECT_GRPC_ADDR", DatabaseURL: "MNV_CONNECT_DATABASE_URL", DBMaxConns: "MNV_CONNECT_DB_MAX_CONNS",
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
 func DefaultConfig() Config {
 	return Config{
-		Jobs:     jobs.Config{RescueAfter: jobs.DefaultRescueAfter},
-		GRPCAddr: "127.0.0.1:9093", DBMaxConns: 32, AccountsAddr: "127.0.0.1:9091",
+		Config: service.DefaultConfig("127.0.0.1:9093", vars), AccountsAddr: "127.0.0.1:9091",
 		WebhookTimeout: 10 * time.Second, WebhookSecretOverlap: endpoints.DefaultOverlap, DeliveryWorkers: 8, DeliveryPerIntegration: 4, DeliveryBackoff: 2 * time.Second,
-		ImportLease: 2 * time.Minute, ShutdownTimeout: 15 * time.Second, ClientRate: 50, ClientBurst: 100,
-		EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
+		ImportLease: 2 * time.Minute, EnrichmentSettleAfter: time.Minute, EnrichmentReconcileEvery: 5 * time.Second,
 		WebhookWorkers: 16, WebhookPerEndpoint: 4, WebhookBackoff: 5 * time.Second, WebhookMaxAttempts: outbound.MaxAttempts,
 		WebhookDisableAfter: 72 * time.Hour,
 		Retention: retention.Config{
@@ -167,26 +132,18 @@ func DefaultConfig() Config {
 	}
 }
 
-// databaseVar overrides DATABASE_URL for this service alone.
-const databaseVar = "MNV_CONNECT_DATABASE_URL"
-
 // DatabaseURL reads the database URL alone: all that `migrate` needs, so a migration step
 // holds no other secret.
 func DatabaseURL(env *config.Env) (string, error) {
-	u := env.DatabaseURL(databaseVar)
+	u := env.DatabaseURL(vars.DatabaseURL)
 	return u, env.Err()
 }
 
 // LoadConfig reads the configuration from env over the defaults.
 func LoadConfig(env *config.Env) (Config, error) {
 	c := DefaultConfig()
-	c.GRPCAddr = env.String("MNV_CONNECT_GRPC_ADDR", c.GRPCAddr)
-	c.DatabaseURL = env.DatabaseURL(databaseVar)
-	c.DBMaxConns = env.Int("MNV_CONNECT_DB_MAX_CONNS", c.DBMaxConns)
+	err := c.Config.Load(env)
 	c.AccountsAddr = env.String("MNV_ACCOUNTS_ADDR", c.AccountsAddr)
-	c.InternalToken = env.Secret("MNV_INTERNAL_TOKEN")
-	c.TLSCAFile = env.String("MNV_GRPC_TLS_CA", "")
-	c.DataKeys = env.Secret("MNV_DATA_KEYS")
 	c.NumberHashKey = env.Secret("MNV_NUMBER_HASH_KEY")
 	c.WebhookAllowHTTP = env.Bool("MNV_WEBHOOK_ALLOW_HTTP", false)
 	c.WebhookAllowPrivate = env.Bool("MNV_WEBHOOK_ALLOW_PRIVATE", false)
@@ -212,24 +169,15 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.ImportLease = env.Duration("MNV_IMPORT_LEASE", c.ImportLease)
 	c.EnrichmentSettleAfter = env.Duration("MNV_ENRICHMENT_SETTLE_AFTER", c.EnrichmentSettleAfter)
 	c.EnrichmentReconcileEvery = env.Duration("MNV_ENRICHMENT_RECONCILE_EVERY", c.EnrichmentReconcileEvery)
-	c.ClientRate = env.Float("MNV_CLIENT_RATE", c.ClientRate)
-	c.ClientBurst = env.Int("MNV_CLIENT_BURST", c.ClientBurst)
 	c.PrincipalCache = principalcache.LoadConfig(env)
-	c.RedisURL = env.Secret("MNV_REDIS_URL")
-	c.ShutdownTimeout = env.Duration("MNV_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
-	c.Jobs = jobs.LoadConfig(env)
 	c.Retention.Deliveries = env.Duration("MNV_RETENTION_DELIVERIES", c.Retention.Deliveries)
 	c.Retention.SyncEvents = env.Duration("MNV_RETENTION_SYNC_EVENTS", c.Retention.SyncEvents)
 	c.Retention.ImportJobs = env.Duration("MNV_RETENTION_IMPORT_JOBS", c.Retention.ImportJobs)
 	c.Retention.WebhookEvents = env.Duration("MNV_RETENTION_WEBHOOK_EVENTS", c.Retention.WebhookEvents)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
-	env.Require("MNV_DATA_KEYS", c.DataKeys)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
-	callers, cerr := auth.LoadCallers(env)
-	transport, terr := grpcserver.LoadTransport(env)
-	c.InternalCallers, c.Transport = callers, transport
-	if err := errors.Join(env.Err(), cerr, terr); err != nil {
+	if err := errors.Join(env.Err(), err); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
@@ -247,10 +195,7 @@ func splitList(s string) []string {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
-	var errs []error
-	if err := c.Jobs.Validate(c.WebhookTimeout + 30*time.Second); err != nil {
-		errs = append(errs, err)
-	}
+	errs := []error{c.Config.Validate(c.WebhookTimeout + 30*time.Second)}
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 256 {
 		errs = append(errs, errors.New("MNV_DELIVERY_WORKERS: must be between 1 and 256"))
 	}
@@ -276,14 +221,8 @@ func (c Config) Validate() error {
 	if c.EnrichmentSettleAfter < 100*time.Millisecond || c.EnrichmentReconcileEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_ENRICHMENT_SETTLE_AFTER, MNV_ENRICHMENT_RECONCILE_EVERY: must be at least 100ms"))
 	}
-	if c.DBMaxConns < 2 || c.DBMaxConns > 1000 {
-		errs = append(errs, errors.New("MNV_CONNECT_DB_MAX_CONNS: must be between 2 and 1000"))
-	}
 	if err := c.PrincipalCache.Validate(); err != nil {
 		errs = append(errs, err)
-	}
-	if c.ClientRate < 0 || c.ClientBurst < 1 {
-		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST: must not be negative (burst at least 1)"))
 	}
 	if c.Retention.Deliveries < 0 || c.Retention.SyncEvents < 0 || c.Retention.ImportJobs < 0 || c.Retention.WebhookEvents < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
@@ -300,110 +239,65 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// App is a running connect service.
+// App is a running connect service: the service skeleton (service.Base: Listen, Run, Close)
+// with connect's domain on it.
 type App struct {
-	cfg      Config
-	log      *zap.Logger
-	server   *grpcserver.Server
-	profiles *profiles.Service
-	imports  *imports.Service
-	// jobs is the service's River queue: the one engine of its background work.
-	jobs  *jobs.Queue
-	idem  *idempotency.Store
-	purge *purge.Runner
-	// watch keeps the principal cache's stream from accounts.
-	watch func(context.Context)
-	// closer holds what New opened, closed by Run's end or Close.
-	closer lifecycle.Closer
+	*service.Base
 }
 
-// Migrate applies the schema's migrations and returns: the `connect migrate` command, run once
-// before a new version serves (a Kubernetes init step), so replicas starting together do not
-// all queue on the migration lock. New migrates too, so a lone process needs no extra step.
+// schema is connect's database.
+var schema = service.Schema{Tables: migrations.Tables, Migrations: migrations.FS}
+
+// Migrate applies the schema's migrations and returns: the `connect migrate` command
+// (service.Migrate).
 func Migrate(ctx context.Context, databaseURL string, log *zap.Logger) error {
-	pool, err := pg.Open(ctx, databaseURL, pg.PoolConfig{MaxConns: 2, ApplicationName: "mnv-connect-migrate"})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool); err != nil {
-		return err
-	}
-	log.Info("schema migrated", zap.String("schema", Schema))
-	return nil
-}
-
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := pg.Migrate(ctx, pool, Schema, migrations.FS, idempotency.Migrations()); err != nil {
-		return err
-	}
-	if err := jobs.Migrate(ctx, pool, Schema); err != nil {
-		return err
-	}
-	return tenancy.PartitionFromEnv(ctx, pool, migrations.Tables)
+	return service.Migrate(ctx, databaseURL, schema, log)
 }
 
 // New connects to the database and accounts, migrates the schema and builds the server.
 func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Registerer) (_ *App, err error) {
-	keyring, err := crypto.ParseKeyring(cfg.DataKeys)
-	if err != nil {
-		return nil, fmt.Errorf("MNV_DATA_KEYS: %w", err)
-	}
 	hasher, err := phone.NewHasher([]byte(cfg.NumberHashKey))
 	if err != nil {
 		return nil, fmt.Errorf("MNV_NUMBER_HASH_KEY: %w", err)
 	}
-	a := &App{cfg: cfg, log: log}
-	defer a.closer.CloseOnError(&err)
-	accounts, err := accountsclient.Dial(cfg.AccountsAddr, grpcclient.Options{Token: cfg.InternalToken, CAFile: cfg.TLSCAFile})
+	b, err := service.Open(ctx, cfg.Config, service.Deps{Schema: schema, Idempotent: server.IdempotentMethods(), Log: log, Registerer: reg})
 	if err != nil {
 		return nil, err
 	}
-	a.closer.Add("accounts connection", accounts.Close)
+	defer b.CloseOnError(&err)
+	accounts, err := accountsclient.Dial(cfg.AccountsAddr, cfg.Client())
+	if err != nil {
+		return nil, err
+	}
+	b.Add("accounts connection", accounts.Close)
 	authn, watch, err := accounts.Cached(cfg.PrincipalCache, reg, log)
 	if err != nil {
 		return nil, err
 	}
-	a.watch = watch
-	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: int32(cfg.DBMaxConns), ApplicationName: "mnv-connect"})
-	if err != nil {
-		return nil, err
-	}
-	a.closer.AddFunc("database pool", pool.Close)
-	if err := migrate(ctx, pool); err != nil {
-		return nil, err
-	}
+	b.Loop(watch)
 	go profiles.Warm()
 	importMetrics, err := imports.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	deliveryMetrics, err := push.NewMetrics(reg)
-	if err == nil {
-		err = pg.RegisterPool(reg, Schema, pool)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 
-	// The one engine of connect's background work. Stores insert jobs through it from the
-	// start (box: events in the transaction of their facts); the packages that work jobs add
-	// their queues and workers to it before Run.
-	queue, err := jobs.New(pool, jobs.Options{Schema: Schema, Log: log, Registerer: reg, RescueAfter: cfg.Jobs.RescueAfter})
-	if err != nil {
-		return nil, err
-	}
-	a.jobs = queue
+	// The one engine of connect's background work is the Base's queue. Stores insert jobs
+	// through it from the start (box: events in the transaction of their facts); the packages
+	// that work jobs add their queues and workers to it before Run.
+	queue, pool, keyring := b.Jobs, b.Pool, b.Keyring
 	box := outbox.New(queue)
 
 	vault := phone.NewVault("connect", keyring, hasher)
 	policy := outbound.Policy{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, AllowedNets: cfg.WebhookAllowedNets}
-	idem := idempotency.New(pool, Schema, keyring, log, server.IdempotentMethods()...)
 	// Each domain package sees the one store through its own interface. Every store that
 	// queues deliveries inserts their jobs in its transaction (WithJobs); the ones that report
 	// facts write their events there too (WithOutbox).
 	open := func(db pg.DB) *store.Store { return store.New(db).WithJobs(queue).WithOutbox(box) }
-	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return open(db).WithAnswers(idem) })
+	profStores := pg.NewStores(pool, func(db pg.DB) profiles.Store { return open(db).WithAnswers(b.Idem) })
 	impStores := pg.NewStores(pool, func(db pg.DB) imports.Store { return open(db) })
 	delStores := pg.NewStores(pool, func(db pg.DB) push.Store { return open(db) })
 	itStores := pg.NewStores(pool, func(db pg.DB) integrations.Store { return open(db) })
@@ -412,11 +306,13 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// Deliveries are River jobs: MNV_DELIVERY_WORKERS work the queue in this process, at most
 	// MNV_DELIVERY_PER_INTEGRATION of one integration at once (the others snoozed), retried
 	// with outbound.Backoff up to outbound.MaxAttempts.
-	worker := push.New(delStores.Pool(), delStores, vault, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, push.Config{
-			BackoffBase: cfg.DeliveryBackoff, BackoffMax: outbound.MaxBackoff,
-			Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
-		}, log)
+	worker := push.New(push.Config{
+		BackoffBase: cfg.DeliveryBackoff, BackoffMax: outbound.MaxBackoff,
+		Timeout: cfg.WebhookTimeout + 30*time.Second, PausedRecheck: 10 * time.Second,
+	}, push.Deps{
+		Store: delStores.Pool(), Tx: delStores, Vault: vault, Keyring: keyring, Client: outbound.NewClient(policy, cfg.WebhookTimeout),
+		Limit: &jobs.KeyLimit{Max: cfg.DeliveryPerIntegration, Snooze: time.Second}, Log: log, Metrics: deliveryMetrics,
+	})
 	river.AddWorker(queue.Workers(), worker)
 	queue.AddQueue(push.Queue, cfg.DeliveryWorkers)
 	// Batches the leasing version left PENDING become jobs once, before this process works any.
@@ -425,42 +321,31 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	} else if n > 0 {
 		log.Info("pending deliveries queued as jobs", zap.Int("count", n))
 	}
-	imps.Metrics, worker.Metrics = importMetrics, deliveryMetrics
+	imps.Metrics = importMetrics
 
 	// Event webhooks: connect's own events and other services' (PublishEvents) go into one
 	// intake; its deliveries are River jobs of the webhooks queue.
 	evStores := pg.NewStores(pool, func(db pg.DB) delivery.Store { return open(db) })
-	intake := delivery.New(evStores.Pool(), evStores, keyring, outbound.NewClient(policy, cfg.WebhookTimeout),
-		&jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond}, delivery.Config{
-			MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
-		}, log)
-	intake.ClientLimit = &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond}
-	if intake.Metrics, err = delivery.NewMetrics(reg); err != nil {
+	eventMetrics, err := delivery.NewMetrics(reg)
+	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	intake := delivery.New(delivery.Config{
+		MaxAttempts: cfg.WebhookMaxAttempts, Backoff: cfg.WebhookBackoff, DisableAfter: cfg.WebhookDisableAfter, Timeout: cfg.WebhookTimeout,
+	}, delivery.Deps{
+		Store: evStores.Pool(), Tx: evStores, Keyring: keyring, Client: outbound.NewClient(policy, cfg.WebhookTimeout),
+		Limit:       &jobs.KeyLimit{Max: cfg.WebhookPerEndpoint, Snooze: 100 * time.Millisecond},
+		ClientLimit: &jobs.KeyLimit{Max: cfg.webhookPerClient(), Snooze: 100 * time.Millisecond},
+		Log:         log, Metrics: eventMetrics,
+	})
 	river.AddWorker(queue.Workers(), intake.Worker())
 	queue.AddQueue(delivery.Queue, cfg.WebhookWorkers)
 	outbox.Register(queue.Workers(), localPublisher{intake})
 	queue.AddQueue(outbox.Queue, 4)
-	limits, err := ratelimit.Open(ratelimit.Options{Service: "connect", RedisURL: cfg.RedisURL, Log: log, Registerer: reg})
+	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: authn, AdminToken: cfg.AdminToken, LimitStreams: true})
 	if err != nil {
 		return nil, err
 	}
-	a.closer.Add("rate limits", limits.Close)
-	perCredential := limits.Limiter("credential", ratelimit.Limit{Rate: cfg.ClientRate, Burst: cfg.ClientBurst})
-	srv, err := grpcserver.New(grpcserver.Options{
-		Logger:          log,
-		Registerer:      reg,
-		Guard:           auth.NewGuard(server.Policy(), authn, auth.NewServiceTokens(cfg.InternalCallers, cfg.AdminToken)),
-		Unary:           []grpc.UnaryServerInterceptor{ratelimit.UnaryServerInterceptor(perCredential), idem.UnaryInterceptor()},
-		Stream:          []grpc.StreamServerInterceptor{ratelimit.StreamServerInterceptor(perCredential)},
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		Transport:       cfg.Transport,
-	})
-	if err != nil {
-		return nil, err
-	}
-	a.closer.AddFunc("gRPC server", srv.Stop) // its stream workers run from New on
 	connectv1.RegisterConnectServiceServer(srv, &server.Server{
 		Profiles: profs, Imports: imps, Integrations: integrations.New(itStores.Pool(), itStores, keyring, policy), Log: log,
 	})
@@ -469,9 +354,12 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	hooks := endpoints.New(whStores.Pool(), whStores, keyring, policy, endpoints.Config{Overlap: cfg.WebhookSecretOverlap}, intake)
 	connectv1.RegisterWebhookServiceServer(srv, &server.Webhooks{Webhooks: hooks, Log: log})
 	connectv1.RegisterWebhookAdminServiceServer(srv, &server.WebhookAdmin{Webhooks: hooks, Log: log})
-	a.server, a.profiles, a.imports, a.idem = srv, profs, imps, idem
-	a.purge = &purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}
-	return a, nil
+	b.Loop(imps.Run)
+	b.Loop(func(ctx context.Context) {
+		profs.ReconcileEnrichments(ctx, cfg.EnrichmentReconcileEvery, cfg.EnrichmentSettleAfter, log)
+	})
+	b.Loop((&purge.Runner{Rules: retention.Rules(store.New(pool), cfg.Retention), Every: cfg.PurgeEvery, Log: log}).Run)
+	return &App{Base: b}, nil
 }
 
 // localPublisher forwards connect's own events to its intake, in process. A malformed event is
@@ -501,35 +389,3 @@ func (idempotentRequests) Key(ctx context.Context) (string, bool) {
 	return idempotency.KeyFromContext(ctx)
 }
 func (idempotentRequests) Retention() time.Duration { return idempotency.Retention }
-
-// Listen opens the configured gRPC address.
-func (a *App) Listen() (net.Listener, error) {
-	lis, err := net.Listen("tcp", a.cfg.GRPCAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (MNV_CONNECT_GRPC_ADDR): %w", a.cfg.GRPCAddr, err)
-	}
-	return lis, nil
-}
-
-// Close releases what New opened, the last opened first. Run closes them itself; Close is for an
-// App that is never run (say, when Listen fails).
-func (a *App) Close() error { return a.closer.Close() }
-
-// Run serves on lis and runs the import workers, the enrichment reconciler and the River
-// queue (deliveries, event forwards) until ctx ends, then shuts down gracefully and closes
-// what New opened.
-func (a *App) Run(ctx context.Context, lis net.Listener) (err error) {
-	defer func() { err = errors.Join(err, a.Close()) }()
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { a.imports.Run(ctx); return nil })
-	g.Go(func() error {
-		a.profiles.ReconcileEnrichments(ctx, a.cfg.EnrichmentReconcileEvery, a.cfg.EnrichmentSettleAfter, a.log)
-		return nil
-	})
-	g.Go(func() error { return a.jobs.Run(ctx, a.cfg.ShutdownTimeout) })
-	g.Go(func() error { a.idem.Run(ctx); return nil })
-	g.Go(func() error { a.purge.Run(ctx); return nil })
-	g.Go(func() error { a.watch(ctx); return nil })
-	g.Go(func() error { return a.server.Serve(ctx, lis) })
-	return g.Wait()
-}

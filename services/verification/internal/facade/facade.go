@@ -77,19 +77,32 @@ type Facade struct {
 	now     func() time.Time
 }
 
-// New builds the facade: its keys from the store (made on the first start, sealed with ring).
-// principals gives each API call the client as it is at that call.
-func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principals Principals, sess Sessions, verifier Verifier, ring *crypto.Keyring, log *zap.Logger) (*Facade, error) {
+// Deps are what the facade works with.
+type Deps struct {
+	Store    Store
+	Accounts Accounts
+	// Principals gives each API call the client as it is at that call.
+	Principals Principals
+	Sessions   Sessions
+	Verifier   Verifier
+	// Keyring seals the facade's keys in the store.
+	Keyring *crypto.Keyring
+	Log     *zap.Logger
+}
+
+// New builds the facade: its keys from the store (made on the first start, sealed with the
+// keyring).
+func New(ctx context.Context, cfg Config, d Deps) (*Facade, error) {
 	if cfg.TokenTTL <= 0 || cfg.TokenTTL > MaxTokenTTL {
 		cfg.TokenTTL = MaxTokenTTL
 	}
-	k, err := loadKeys(ctx, st, ring)
+	k, err := loadKeys(ctx, d.Store, d.Keyring)
 	if err != nil {
 		return nil, err
 	}
 	issuer := strings.TrimRight(cfg.Issuer, "/")
 	s := &storage{
-		st: st, accounts: accounts, principals: principals, sessions: sess, keys: k, tokenTTL: cfg.TokenTTL,
+		st: d.Store, accounts: d.Accounts, principals: d.Principals, sessions: d.Sessions, keys: k, tokenTTL: cfg.TokenTTL,
 		callback: issuer + "/" + authorizePath + callbackSuffix, now: time.Now,
 	}
 	// What CAMARA needs of the provider: the authorization and token endpoints, and the keys
@@ -131,8 +144,8 @@ func New(ctx context.Context, cfg Config, st Store, accounts Accounts, principal
 	// The facade has none of its own but for the public documents (ServeHTTP).
 	handler := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, endpoints)}, op.AuthorizeCallbackHandler(provider),
 		op.WithServerCORSOptions(nil))
-	return &Facade{cfg: cfg, st: st, sessions: sess, principals: principals, verifier: verifier, provider: provider, handler: handler,
-		sealer: sealer, log: log, now: time.Now}, nil
+	return &Facade{cfg: cfg, st: d.Store, sessions: d.Sessions, principals: d.Principals, verifier: d.Verifier, provider: provider, handler: handler,
+		sealer: sealer, log: d.Log, now: time.Now}, nil
 }
 
 // ServeHTTP routes a request: the API's two operations, or the provider.

@@ -38,7 +38,7 @@ func newFacade(t *testing.T) *httptest.Server {
 	f, err := facade.New(ctx, facade.Config{
 		Issuer:    srv.URL,
 		NetworkOf: func(*http.Request) network.Request { return network.Request{} },
-	}, store.New(pool), nil, nil, nil, nil, ring, zaptest.NewLogger(t))
+	}, facade.Deps{Store: store.New(pool), Keyring: ring, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,11 +230,15 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	stores := pg.NewStores(pool, func(db pg.DB) verify.Store { return store.New(db).WithJobs(q) })
-	verifier := verify.New(stores.Pool(), stores, ops, sealer, vault, s.ledger, verify.Config{SettleAfter: time.Minute}, log).
+	verifier := verify.New(verify.Config{SettleAfter: time.Minute}, verify.Deps{
+		Store: stores.Pool(), Tx: stores, Operators: ops, Sealer: sealer, Vault: vault, Ledger: s.ledger, Log: log,
+	}).
 		WithNetworkAPI(store.New(pool), clients, time.Second)
 	s.sessions = sessions.New(store.New(pool), network.NewIdentifier(ops, log), sealer, 5*time.Minute).
 		WithNetworkAPI(store.New(pool), clients, log)
-	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, store.New(pool), s.accounts, s.accounts, s.sessions, verifier, keys.Keyring, log)
+	f, err := facade.New(ctx, facade.Config{Issuer: s.issuer, NetworkOf: testNetwork}, facade.Deps{
+		Store: store.New(pool), Accounts: s.accounts, Principals: s.accounts, Sessions: s.sessions, Verifier: verifier, Keyring: keys.Keyring, Log: log,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,9 @@ func newNetworkEnv(t *testing.T, sessionTTL time.Duration) *networkEnv {
 		Operators: principal.Operators{Grants: []principal.OperatorGrant{{Operator: "op", Methods: []string{"NETWORK_API"}}}},
 	}}
 	e.sessions = sessions.New(store.New(pool), network.NewIdentifier(ops, log), keys.Sealer, sessionTTL).WithNetworkAPI(store.New(pool), clients, log)
-	e.verifier = verify.New(stores.Pool(), stores, ops, keys.Sealer, keys.Vault, e.ledger, verify.Config{}, log).
+	e.verifier = verify.New(verify.Config{}, verify.Deps{
+		Store: stores.Pool(), Tx: stores, Operators: ops, Sealer: keys.Sealer, Vault: keys.Vault, Ledger: e.ledger, Log: log,
+	}).
 		WithNetworkAPI(store.New(pool), clients, 5*time.Second)
 	return e
 }

@@ -134,11 +134,15 @@ type Service struct {
 	networkTimeout time.Duration
 }
 
-// WithNetworkAPI makes s verify NETWORK_API sessions: sessions reads them, network calls the
-// operators, each call bounded by timeout.
+// WithNetworkAPI returns a copy of s that also verifies NETWORK_API sessions: sessions reads
+// them, network calls the operators, each call bounded by timeout. The copy has batches of its
+// own, so what is set on it later (WithBatchStore, Metrics) is its own, as sessions'
+// WithNetworkAPI leaves its receiver as it was.
 func (s *Service) WithNetworkAPI(sessions SessionStore, network NetworkAPI, timeout time.Duration) *Service {
-	s.sessions, s.network, s.networkTimeout = sessions, network, timeout
-	return s
+	c := *s
+	c.sessions, c.network, c.networkTimeout = sessions, network, timeout
+	c.batch()
+	return &c
 }
 
 // WithBatchStore makes s write its request path's batches (records, settles) through st and
@@ -167,19 +171,43 @@ const BatchConns = 2 * writeShards
 // charge and event. A session always lands on the same shard of records and a verification on
 // the same shard of settles (with more than one shard), so two batches of a process never wait
 // on each other's rows.
-func New(st Store, tx Tx, ops *operators.Registry, sealer *seal.Sealer, vault *phone.Vault, ledger money.Ledger,
-	cfg Config, log *zap.Logger) *Service {
-	s := &Service{st: st, tx: tx, batchSt: st, batchTx: tx, ops: ops, sealer: sealer, vault: vault, ledger: ledger, cfg: cfg, log: log, now: time.Now}
-	batch := func(kind string) groupcommit.Config {
+func New(cfg Config, d Deps) *Service {
+	s := &Service{
+		st: d.Store, tx: d.Tx, batchSt: d.Store, batchTx: d.Tx, ops: d.Operators, sealer: d.Sealer, vault: d.Vault,
+		ledger: d.Ledger, cfg: cfg, log: d.Log, now: time.Now, Metrics: d.Metrics,
+	}
+	s.batch()
+	return s
+}
+
+// Deps are what a Service works with.
+type Deps struct {
+	// Store and Tx reach the verifications, outside and inside a transaction.
+	Store Store
+	Tx    Tx
+	// Operators is the registry a session's operator is looked up in.
+	Operators *operators.Registry
+	// Sealer opens the sessions' blobs; Vault seals the numbers for the rows.
+	Sealer *seal.Sealer
+	Vault  *phone.Vault
+	// Ledger is debited through platform/charge.
+	Ledger money.Ledger
+	Log    *zap.Logger
+	// Metrics, when set, count settled verifications.
+	Metrics *Metrics
+}
+
+// batch makes s's group commits of records and settles, bound to s.
+func (s *Service) batch() {
+	config := func(kind string) groupcommit.Config {
 		c := groupcommit.Config{Shards: writeShards, Observe: func(n int) { s.Metrics.batch(kind, n) }}
-		if cfg.Traced {
+		if s.cfg.Traced {
 			c.Span = kind + " batch"
 		}
 		return c
 	}
-	s.records = groupcommit.New(batch("record"), s.recordBatch)
-	s.settles = groupcommit.New(batch("settle"), s.settleBatch)
-	return s
+	s.records = groupcommit.New(config("record"), s.recordBatch)
+	s.settles = groupcommit.New(config("settle"), s.settleBatch)
 }
 
 // recordItem is a verification to record, with its event when its outcome is final already;

@@ -215,8 +215,9 @@ func newEnv(t *testing.T) *env {
 		client: principal.Principal{ClientID: uuid.NewString(), KeyID: uuid.NewString(), Features: []string{domain.FeatureVerify},
 			Operators: principal.LegacyOperators()}}
 	e.st = newFakeStore(func() time.Time { return e.now })
-	e.svc = New(e.st, e.st, ops, e.sealer, keys.Vault, e.ledger,
-		Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, zaptest.NewLogger(t))
+	e.svc = New(Config{NumberAttemptsPerHour: 3, SettleAfter: 30 * time.Second}, Deps{
+		Store: e.st, Tx: e.st, Operators: ops, Sealer: e.sealer, Vault: keys.Vault, Ledger: e.ledger, Log: zaptest.NewLogger(t),
+	})
 	e.svc.now = func() time.Time { return e.now }
 	return e
 }

@@ -114,10 +114,25 @@ type Worker struct {
 	Metrics *Metrics
 }
 
-// New returns a Worker that sends with client (outbound.NewClient, which enforces the SSRF
-// policy when it connects), at most limit's share of one integration's batches at once.
-func New(st Store, tx Tx, vault *phone.Vault, keyring *crypto.Keyring, client *http.Client, limit Limiter, cfg Config, log *zap.Logger) *Worker {
-	return &Worker{st: st, tx: tx, vault: vault, keyring: keyring, client: client, limit: limit, cfg: cfg, log: log}
+// Deps are what a Worker works with.
+type Deps struct {
+	Store Store
+	Tx    Tx
+	// Vault opens the numbers; Keyring the integrations' secrets.
+	Vault   *phone.Vault
+	Keyring *crypto.Keyring
+	// Client sends: outbound.NewClient, which enforces the SSRF policy when it connects.
+	Client *http.Client
+	// Limit bounds the batches of one integration sent at once.
+	Limit Limiter
+	Log   *zap.Logger
+	// Metrics, when set, count attempts and delivered records.
+	Metrics *Metrics
+}
+
+// New returns a Worker.
+func New(cfg Config, d Deps) *Worker {
+	return &Worker{st: d.Store, tx: d.Tx, vault: d.Vault, keyring: d.Keyring, client: d.Client, limit: d.Limit, cfg: cfg, log: d.Log, Metrics: d.Metrics}
 }
 
 // Adopt makes jobs of the batches an earlier version left PENDING, in one transaction; run at

@@ -98,10 +98,12 @@ func (f *fixture) sync(t *testing.T, it domain.Integration, n int) {
 // once, until the test ends.
 func (f *fixture) run(t *testing.T, workers, perIntegration int, backoff time.Duration) {
 	t.Helper()
-	w := push.New(f.stores.Pool(), f.stores, f.vault, f.keyring, outbound.NewClient(f.policy, 10*time.Second),
-		&jobs.KeyLimit{Max: perIntegration, Snooze: 50 * time.Millisecond}, push.Config{
-			BackoffBase: backoff, BackoffMax: 4 * backoff, Timeout: time.Minute, PausedRecheck: time.Second,
-		}, zaptest.NewLogger(t))
+	w := push.New(push.Config{
+		BackoffBase: backoff, BackoffMax: 4 * backoff, Timeout: time.Minute, PausedRecheck: time.Second,
+	}, push.Deps{
+		Store: f.stores.Pool(), Tx: f.stores, Vault: f.vault, Keyring: f.keyring, Client: outbound.NewClient(f.policy, 10*time.Second),
+		Limit: &jobs.KeyLimit{Max: perIntegration, Snooze: 50 * time.Millisecond}, Log: zaptest.NewLogger(t),
+	})
 	river.AddWorker(f.queue.Workers(), w)
 	f.queue.AddQueue(push.Queue, workers)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -325,7 +327,9 @@ func TestAdoptsBatchesOfTheLeasingVersion(t *testing.T) {
 		old, it.ID, it.ClientID); err != nil {
 		t.Fatal(err)
 	}
-	w := push.New(f.stores.Pool(), f.stores, f.vault, f.keyring, nil, &jobs.KeyLimit{Max: 1}, push.Config{}, zaptest.NewLogger(t))
+	w := push.New(push.Config{}, push.Deps{
+		Store: f.stores.Pool(), Tx: f.stores, Vault: f.vault, Keyring: f.keyring, Limit: &jobs.KeyLimit{Max: 1}, Log: zaptest.NewLogger(t),
+	})
 	for i, want := range []int{1, 0} {
 		if n, err := w.Adopt(ctx); err != nil || n != want {
 			t.Fatalf("Adopt #%d = %d, %v; want %d", i+1, n, err, want)

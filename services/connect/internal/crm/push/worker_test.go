@@ -250,9 +250,12 @@ func TestWorkerDelivers(t *testing.T) {
 				q.batches[d.ID] = d
 			}
 
-			w := push.New(q, q, vault, keyring, outbound.NewClient(policy, 5*time.Second), &jobs.KeyLimit{Max: 2}, push.Config{
+			w := push.New(push.Config{
 				BackoffBase: time.Second, BackoffMax: time.Minute, Timeout: time.Minute, PausedRecheck: time.Minute,
-			}, zaptest.NewLogger(t))
+			}, push.Deps{
+				Store: q, Tx: q, Vault: vault, Keyring: keyring, Client: outbound.NewClient(policy, 5*time.Second),
+				Limit: &jobs.KeyLimit{Max: 2}, Log: zaptest.NewLogger(t),
+			})
 			args := push.Args{DeliveryID: d.ID, IntegrationID: it.ID, ClientID: client, Prior: tt.prior}
 			job := &river.Job[push.Args]{JobRow: &rivertype.JobRow{Attempt: tt.attempt, MaxAttempts: maxAttempts}, Args: args}
 			werr := w.Work(context.Background(), job)

@@ -126,13 +126,33 @@ type Service struct {
 	ClientLimit Limiter
 }
 
-// New returns the Service. client must come from outbound.NewClient (the SSRF policy of
-// integrations, enforced when it connects); limit bounds each endpoint's jobs in this process.
-func New(st Store, tx Tx, keyring *crypto.Keyring, client *http.Client, limit Limiter, cfg Config, log *zap.Logger) *Service {
+// Deps are what the Service works with.
+type Deps struct {
+	Store Store
+	Tx    Tx
+	// Keyring opens the endpoints' secrets.
+	Keyring *crypto.Keyring
+	// Client must come from outbound.NewClient (the SSRF policy of integrations, enforced when
+	// it connects).
+	Client *http.Client
+	// Limit bounds each endpoint's jobs in this process; ClientLimit, when set, each client's
+	// (Service.ClientLimit).
+	Limit       Limiter
+	ClientLimit Limiter
+	Log         *zap.Logger
+	// Metrics, when set, count attempts, disabled endpoints and the delivery lag.
+	Metrics *Metrics
+}
+
+// New returns the Service.
+func New(cfg Config, d Deps) *Service {
 	if cfg.MaxAttempts < 1 {
 		cfg.MaxAttempts = outbound.MaxAttempts
 	}
-	return &Service{st: st, tx: tx, keyring: keyring, client: client, limit: limit, cfg: cfg, log: log, now: time.Now}
+	return &Service{
+		st: d.Store, tx: d.Tx, keyring: d.Keyring, client: d.Client, limit: d.Limit, cfg: cfg, log: d.Log, now: time.Now,
+		Metrics: d.Metrics, ClientLimit: d.ClientLimit,
+	}
 }
 
 var idPattern = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)

@@ -68,8 +68,10 @@ func start(t *testing.T, o options) *env {
 		o.cfg.Backoff = 10 * time.Millisecond
 	}
 	client := outbound.NewClient(outbound.Policy{AllowHTTP: true, AllowPrivate: true}, timeout)
-	svc := delivery.New(stores.Pool(), stores, keyring, client,
-		&jobs.KeyLimit{Max: max(o.perEndpoint, 1), Snooze: 20 * time.Millisecond}, o.cfg, log)
+	svc := delivery.New(o.cfg, delivery.Deps{
+		Store: stores.Pool(), Tx: stores, Keyring: keyring, Client: client,
+		Limit: &jobs.KeyLimit{Max: max(o.perEndpoint, 1), Snooze: 20 * time.Millisecond}, Log: log,
+	})
 	if o.perClient > 0 {
 		svc.ClientLimit = &jobs.KeyLimit{Max: o.perClient, Snooze: 20 * time.Millisecond}
 	}
