@@ -21,6 +21,9 @@ const (
 	PerClient
 )
 
+// Spreads are every Spread, for the tests that run a batch each way.
+var Spreads = []Spread{Together, PerClient}
+
 func (s Spread) String() string {
 	if s == PerClient {
 		return "per-client"

@@ -205,7 +205,7 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 // of 5 takes exactly 5 of its 10 debits, whether a batch is written in one statement per step
 // or one per client.
 func TestConcurrentDebitsAcrossClients(t *testing.T) {
-	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+	for _, spread := range tenancy.Spreads {
 		t.Run(spread.String(), func(t *testing.T) { testConcurrentDebitsAcrossClients(t, spread) })
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 // spreads runs test for each way a batch across clients is written.
 func spreads(t *testing.T, test func(t *testing.T, spread tenancy.Spread)) {
-	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+	for _, spread := range tenancy.Spreads {
 		t.Run(spread.String(), func(t *testing.T) { test(t, spread) })
 	}
 }

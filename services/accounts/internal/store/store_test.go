@@ -138,7 +138,7 @@ func TestPagedLists(t *testing.T) {
 // the batch is written, the other client's debits included, written as one statement per step
 // or one per client.
 func TestAppendLedgerIfUnchanged(t *testing.T) {
-	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+	for _, spread := range tenancy.Spreads {
 		t.Run(spread.String(), func(t *testing.T) { testAppendLedgerIfUnchanged(t, spread) })
 	}
 }

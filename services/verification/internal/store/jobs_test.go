@@ -48,7 +48,7 @@ func spreadStores(t testing.TB, pool *pgxpool.Pool, spread tenancy.Spread) pg.St
 // eachSpread runs test once for each way of writing a batch of several clients' rows, on a
 // fresh database each.
 func eachSpread(t *testing.T, test func(t *testing.T, pool *pgxpool.Pool, stores pg.Stores[*store.Store])) {
-	for _, spread := range []tenancy.Spread{tenancy.Together, tenancy.PerClient} {
+	for _, spread := range tenancy.Spreads {
 		t.Run(spread.String(), func(t *testing.T) {
 			pool := verificationtest.Database(t, 4)
 			test(t, pool, spreadStores(t, pool, spread))
