@@ -156,6 +156,13 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 	vcfg.AccountsAddr, ccfg.AccountsAddr, vcfg.ConnectAddr, acfg.ConnectAddr = acfg.GRPCAddr, acfg.GRPCAddr, ccfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.AccountsAddr, gcfg.VerificationAddr, gcfg.ConnectAddr = acfg.GRPCAddr, vcfg.GRPCAddr, ccfg.GRPCAddr
 	gcfg.CAMARAAddr = vcfg.CAMARAAddr
+	if _, set := os.LookupEnv("MNV_CONSOLE_ORIGIN"); !set {
+		// The console's passkeys belong to a host name, never an IP address: localhost, on the
+		// gateway's port.
+		if _, port, err := net.SplitHostPort(gcfg.HTTPAddr); err == nil {
+			acfg.Console.Origin = "http://localhost:" + port
+		}
+	}
 	if _, set := os.LookupEnv("MNV_CAMARA_ISSUER"); !set {
 		// The facade's issuer is the gateway's public URL, wherever it listens.
 		vcfg.CAMARAIssuer = "http://" + gcfg.HTTPAddr
@@ -221,6 +228,9 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 			log.Error("demo client", zap.Error(err))
 		} else {
 			demo.SetClient(demosite.Client{ID: d.ClientID, APIKey: d.APIKey})
+		}
+		if err == nil {
+			consoleLink(ctx, acfg, gcfg.TLSCAFile, d.ClientID, log)
 		}
 		fmt.Printf("\nDemo site: %s\nmnv is running: API on http://%s/v1/api (press Ctrl-C to stop)\n", demoURL, gatewayAddr)
 	})
@@ -396,6 +406,36 @@ func demoClient(ctx context.Context, cfg accounts.Config, caFile, state, apiURL 
 			shellenv.Var{Name: "MNV_API_KEY", Value: d.APIKey}, shellenv.Var{Name: "MNV_CLIENT_SECRET", Value: d.ClientSecret}))
 	return d, nil
 }
+
+// consoleLink prints the console's address and an invitation of the demo client's person
+// (dev@example.com, ADMIN): the first start's link creates their passkey, a later one adds
+// another (a recovery), so a newcomer is in the console one click after start.
+func consoleLink(ctx context.Context, cfg accounts.Config, caFile, clientID string, log *zap.Logger) {
+	opts, err := grpcclient.CredentialOptions(cfg.AdminToken, caFile)
+	if err != nil {
+		log.Error("console invitation", zap.Error(err))
+		return
+	}
+	conn, err := grpc.NewClient(cfg.GRPCAddr, append(opts, grpc.WithDefaultCallOptions(grpc.WaitForReady(true)))...)
+	if err != nil {
+		log.Error("console invitation", zap.Error(err))
+		return
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := accountsv1.NewAccountsAdminServiceClient(conn).InviteUser(ctx, &accountsv1.InviteUserRequest{
+		ClientId: clientID, Email: demoPerson, Role: accountsv1.Role_ROLE_ADMIN,
+	})
+	if err != nil {
+		log.Error("console invitation", zap.Error(err))
+		return
+	}
+	fmt.Printf("\nConsole: %s/console\n  sign in as %s with a new passkey: %s\n", cfg.Console.Origin, demoPerson, resp.GetLink())
+}
+
+// demoPerson is the demo client's person in the console.
+const demoPerson = "dev@example.com"
 
 // sameOrigins reports whether the client's origins are want, in any order.
 func sameOrigins(have, want []string) bool {

@@ -95,7 +95,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetVersionTemplate("mnvctl {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newClientCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand(), newSchemaCommand())
+	root.AddCommand(newClientCommand(), newUserCommand(), newWebhooksCommand(), newKeygenCommand(), newDemoCommand(), newSchemaCommand())
 	return root
 }
 

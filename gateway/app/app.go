@@ -209,11 +209,14 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 
-	principals, err := g.principals(ctx, reg)
+	principals, accountsAuth, err := g.principals(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
 	callers, err := callerauth.New(principals, openapigen.Routes)
+	if err == nil {
+		callers.WithAuditor(accountsAuth, func(err error) { log.Error("console audit event not recorded", zap.Error(err)) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("header rules: %w", err)
 	}
@@ -241,6 +244,8 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			runtime.WithForwardResponseRewriter(rewrite),
 			// A client's own write drops its principals from the cache before the answer leaves.
 			runtime.WithForwardResponseOption(callers.ForgetWritten),
+			// A sign-in, switch or sign-out answers with the session cookie (docs/api-decisions.md#console).
+			runtime.WithForwardResponseOption(callerauth.SetCookie),
 			// The NETWORK_API callback of a browser capture answers the browser with 303 to the
 			// client's page.
 			runtime.WithForwardResponseOption(weborigin.Redirect),
@@ -266,6 +271,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		if err := accountsv1.RegisterAccountsServiceHandler(ctx, m, accounts); err != nil {
 			return nil, fmt.Errorf("register accounts routes: %w", err)
 		}
+		if err := accountsv1.RegisterPeopleServiceHandler(ctx, m, accounts); err != nil {
+			return nil, fmt.Errorf("register people routes: %w", err)
+		}
 	}
 	for _, m := range []*runtime.ServeMux{verificationMux, all} {
 		if err := verificationv1.RegisterVerificationServiceHandler(ctx, m, verification); err != nil {
@@ -286,6 +294,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	mux, err := dispatch.New(openapigen.Routes, map[string]http.Handler{
 		accountsv1.AccountsService_ServiceDesc.ServiceName:         accountsMux,
+		accountsv1.PeopleService_ServiceDesc.ServiceName:           accountsMux,
 		verificationv1.VerificationService_ServiceDesc.ServiceName: verificationMux,
 		connectv1.ConnectService_ServiceDesc.ServiceName:           connectMux,
 		connectv1.WebhookService_ServiceDesc.ServiceName:           connectMux,
@@ -381,22 +390,22 @@ func (g *Gateway) dial(ctx context.Context, name, addr string) (*grpc.ClientConn
 // principals returns the gateway's principal cache in front of accounts, and keeps the cache's
 // WatchPrincipals stream until Close (without it the cache never serves: every request asks
 // accounts).
-func (g *Gateway) principals(ctx context.Context, reg prometheus.Registerer) (*principalcache.Cache, error) {
+func (g *Gateway) principals(ctx context.Context, reg prometheus.Registerer) (*principalcache.Cache, *accountsclient.Client, error) {
 	accounts, err := accountsclient.Dial(g.cfg.AccountsAddr, grpcclient.Options{Token: g.cfg.InternalToken, CAFile: g.cfg.TLSCAFile})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g.closer.Add("accounts authentication connection", accounts.Close)
 	cache, watch, err := accounts.Cached(g.cfg.PrincipalCache, reg, g.log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The watch outlives New's ctx, which may end once the gateway is built.
 	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	watched := make(chan struct{})
 	go func() { defer close(watched); watch(watchCtx) }()
 	g.closer.AddFunc("principal changes", func() { stop(); <-watched })
-	return cache, nil
+	return cache, accounts, nil
 }
 
 // captureMetadata passes the client address (as resolved behind the trusted proxies), the

@@ -72,6 +72,10 @@ type route struct {
 	write bool
 	// idempotent: the route's RPC honours Idempotency-Key.
 	idempotent bool
+	// action names the route in the audit log: its RPC's name.
+	action string
+	// console: the route is one of the console's own (consolePrefix).
+	console bool
 }
 
 // Auth applies the header rules of the API's routes and resolves their credentials.
@@ -79,6 +83,10 @@ type Auth struct {
 	cache Cache
 	// routes by method and route pattern.
 	routes map[string]route
+	// origins refuses a cross-origin write made with the session cookie (session.go).
+	origins      *http.CrossOriginProtection
+	auditor      Auditor
+	onAuditError func(error)
 }
 
 // accountsRPCs is the prefix of the RPCs of accounts' public service, which owns credentials and
@@ -89,7 +97,7 @@ const accountsRPCs = "/mnv.accounts.v1.AccountsService/"
 // credentials the routes take. A route whose RPC declares none is an error: the gateway would
 // not know what to ask of it.
 func New(cache Cache, routes []openapigen.Route) (*Auth, error) {
-	a := &Auth{cache: cache, routes: make(map[string]route, len(routes))}
+	a := &Auth{cache: cache, routes: make(map[string]route, len(routes)), origins: http.NewCrossOriginProtection()}
 	var errs []error
 	for _, rt := range routes {
 		rule, ok := rpcrule.Lookup(rt.RPC)
@@ -101,6 +109,8 @@ func New(cache Cache, routes []openapigen.Route) (*Auth, error) {
 			edge:       rpcrule.EdgeOf(rule, rt.Pattern),
 			write:      rt.Method != http.MethodGet && strings.HasPrefix(rt.RPC, accountsRPCs),
 			idempotent: rule.GetIdempotent(),
+			action:     rt.RPC[strings.LastIndexByte(rt.RPC, '/')+1:],
+			console:    strings.HasPrefix(rt.Pattern, consolePrefix),
 		}
 	}
 	return a, errors.Join(errs...)
@@ -123,6 +133,8 @@ type assertion struct {
 	value    string
 	clientID string
 	write    bool
+	// session is the console session the principal was resolved from, passed on with it.
+	session string
 }
 
 type assertionKey struct{}
@@ -137,6 +149,14 @@ func (a *Auth) Middleware() runtime.Middleware {
 			rt, ok := a.routes[r.Method+" "+RoutePattern(r.Context())]
 			if !ok {
 				envelope.WriteError(w, envelope.Internal(r.Context()))
+				return
+			}
+			if rt.edge.Session && a.session(w, r, rt, params, next) {
+				return
+			}
+			if rt.console && unsafe(r.Method) && a.origins.Check(r) != nil {
+				// Signing in opens a session: only the console's own pages may.
+				envelope.WriteError(w, errCrossOrigin)
 				return
 			}
 			c, problems := Check(rt.edge, r.Header)
@@ -177,7 +197,11 @@ func (a *Auth) Middleware() runtime.Middleware {
 // to the service.
 func Metadata(_ context.Context, r *http.Request) metadata.MD {
 	if as, ok := r.Context().Value(assertionKey{}).(assertion); ok {
-		return metadata.MD{auth.MDPrincipal: []string{as.value}}
+		md := metadata.MD{auth.MDPrincipal: []string{as.value}}
+		if as.session != "" {
+			md.Set(principal.Session.MD(), as.session)
+		}
+		return md
 	}
 	return nil
 }

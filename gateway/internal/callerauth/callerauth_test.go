@@ -181,3 +181,8 @@ func (r *recorder) Write(b []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(b)
 }
+
+// AuthenticateSession refuses every session: these tests are about keys and tokens.
+func (c *cache) AuthenticateSession(context.Context, string) (principal.Principal, error) {
+	return principal.Principal{}, principal.ErrUnauthenticated
+}

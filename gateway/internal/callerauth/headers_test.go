@@ -38,6 +38,10 @@ var (
 	bootstrap    = rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDRequired}
 	sdkSession   = rpcrule.Edge{Credential: principal.SDKToken, ClientID: rpcrule.ClientIDRequired}
 	public       = rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDDropped}
+	// The console's: an API key or a person's session; a session alone.
+	keyOrSession       = rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional, Session: true}
+	keyClientOrSession = rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired, Session: true}
+	sessionOnly        = rpcrule.Edge{Credential: principal.Session, ClientID: rpcrule.ClientIDDropped, Session: true}
 )
 
 // TestRules: the routes get the header rules of docs/api-decisions.md#credentials, from their RPCs'
@@ -51,20 +55,23 @@ func TestRules(t *testing.T) {
 		method, pattern string
 		want            rpcrule.Edge
 	}{
-		{"GET", "/v1/api/clients", keyAndClient},
+		{"GET", "/v1/api/clients", keyClientOrSession},
 		{"POST", "/v1/api/clients/rotate-key", keyAndClient},
 		{"POST", "/v1/api/clients/{client_id=*}/rotate-key", keyOnly},
-		{"GET", "/v1/api/me/api-keys", keyOnly},
+		{"GET", "/v1/api/me/api-keys", keyOrSession},
+		{"GET", "/v1/api/me/members", sessionOnly},
+		{"GET", "/v1/api/console/session", sessionOnly},
+		{"POST", "/v1/api/console/sign-in", public},
 		{"POST", "/v1/api/me/api-key/rotate", keyOnly},
 		{"POST", "/v1/api/me/api-key/generate", bootstrap},
 		{"POST", "/v1/api/sdk/session", sdkSession},
 		{"POST", "/v1/api/verify", keyAndClient},
-		{"GET", "/v1/api/operators", keyAndClient},
+		{"GET", "/v1/api/operators", keyClientOrSession},
 		{"POST", "/v1/api/web/transactions/{transaction_id=*}/capture", public},
 		{"POST", "/v1/api/web/transactions/{transaction_id=*}/complete", public},
-		{"POST", "/v1/api/me/connect/import", keyOnly},
-		{"GET", "/v1/api/me/connect/import/sample.csv", keyOnly},
-		{"GET", "/v1/api/me/stuck-plus/sessions", keyOnly},
+		{"POST", "/v1/api/me/connect/import", keyOrSession},
+		{"GET", "/v1/api/me/connect/import/sample.csv", keyOrSession},
+		{"GET", "/v1/api/me/stuck-plus/sessions", keyOrSession},
 	}
 	for _, tt := range tests {
 		if got, ok := rs.Edge(tt.method, tt.pattern); !ok || got != tt.want {
@@ -97,6 +104,7 @@ func TestEveryMuxRouteHasARule(t *testing.T) {
 	ctx := context.Background()
 	if err := errors.Join(
 		accountsv1.RegisterAccountsServiceHandlerClient(ctx, mux, nil),
+		accountsv1.RegisterPeopleServiceHandlerClient(ctx, mux, nil),
 		verificationv1.RegisterVerificationServiceHandlerClient(ctx, mux, nil),
 		connectv1.RegisterConnectServiceHandlerClient(ctx, mux, nil),
 		connectv1.RegisterWebhookServiceHandlerClient(ctx, mux, nil),

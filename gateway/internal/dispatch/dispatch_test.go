@@ -27,6 +27,7 @@ func served(t *testing.T, h http.Handler, method, path string) string {
 
 var services = map[string]http.Handler{
 	"mnv.accounts.v1.AccountsService":         named("accounts"),
+	"mnv.accounts.v1.PeopleService":           named("accounts"),
 	"mnv.verification.v1.VerificationService": named("verification"),
 	"mnv.connect.v1.ConnectService":           named("connect"),
 	"mnv.connect.v1.WebhookService":           named("connect"),

@@ -108,6 +108,7 @@ var statusOfReason = map[fault.Reason]int{
 	fault.InsufficientBalance: http.StatusPaymentRequired,
 	fault.BalanceExpired:      http.StatusPaymentRequired,
 	fault.PermissionDenied:    http.StatusForbidden,
+	fault.StepUpRequired:      http.StatusForbidden,
 	fault.NotFound:            http.StatusNotFound,
 	fault.Conflict:            http.StatusConflict,
 	fault.AlreadyUsed:         http.StatusConflict,

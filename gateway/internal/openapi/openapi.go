@@ -33,6 +33,7 @@ import (
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
 	"github.com/mnvhq/mnv/gateway/internal/upload"
+	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	"github.com/mnvhq/mnv/services/platform/idempotency/idemkey"
 	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
@@ -126,6 +127,7 @@ const (
 	secAPIKey   = "ApiKey"
 	secClientID = "ClientId"
 	secSDKToken = "SdkToken"
+	secSession  = "ConsoleSession"
 )
 
 const infoDescription = "The mnv mobile-number verification API.\n\n" +
@@ -297,8 +299,19 @@ func jsonName(r route, protoName string) string {
 // operationDescription is the RPC's comment with what its rule asks of the caller.
 func operationDescription(r route) string {
 	var notes []string
-	if r.rule.GetAdminRole() {
+	switch {
+	case r.rule.GetAdminRole() && r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_SESSION:
+		notes = append(notes, "Needs the ADMIN role in the client (403 otherwise).")
+	case r.rule.GetAdminRole() && r.rule.GetSession():
+		notes = append(notes, "Needs an API key, or a person, with the ADMIN role (403 otherwise).")
+	case r.rule.GetAdminRole():
 		notes = append(notes, "Needs an API key with the ADMIN role (403 otherwise).")
+	}
+	if r.rule.GetSession() {
+		notes = append(notes, "The console may call it with a person's session instead of an API key.")
+	}
+	if r.rule.GetStepUp() {
+		notes = append(notes, "With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).")
 	}
 	if f := rpcrule.FeatureName(r.rule.GetFeature()); f != "" {
 		notes = append(notes, "Needs the "+f+" product (400 FEATURE_NOT_ENABLED otherwise).")
@@ -319,6 +332,9 @@ func operationDescription(r route) string {
 func ref(kind, name string) obj { return obj{"$ref": "#/components/" + kind + "/" + name} }
 
 func security(e rpcrule.Edge) []any {
+	if e.Credential == principal.Session {
+		return []any{obj{secSession: []any{}}}
+	}
 	req := obj{}
 	switch e.Credential {
 	case principal.APIKey:
@@ -329,10 +345,18 @@ func security(e rpcrule.Edge) []any {
 	if e.ClientID == rpcrule.ClientIDRequired {
 		req[secClientID] = []any{}
 	}
-	if len(req) == 0 {
+	var out []any
+	if len(req) > 0 {
+		out = append(out, req)
+	}
+	if e.Session {
+		// Or a person's console session, alone: it names its client.
+		out = append(out, obj{secSession: []any{}})
+	}
+	if out == nil {
 		return []any{}
 	}
-	return []any{req}
+	return out
 }
 
 func securitySchemes() obj {
@@ -341,6 +365,8 @@ func securitySchemes() obj {
 			"description": "The API key: mnv_ followed by at least 32 base62 characters, with no quotes or spaces."},
 		secClientID: obj{"type": "apiKey", "in": "header", "name": "X-CLIENT-ID",
 			"description": "The client id (a UUID). Where an operation takes X-API-KEY alone, an X-CLIENT-ID that is sent must match the key."},
+		secSession: obj{"type": "apiKey", "in": "cookie", "name": principal.SessionCookie,
+			"description": "A person's console session, set by signing in with a passkey (HttpOnly: a page's scripts never see it). A request that is not a read must come from the console's own origin."},
 		secSDKToken: obj{"type": "apiKey", "in": "header", "name": "X-SDK-TOKEN",
 			"description": "An SDK token, accepted on POST /v1/api/sdk/session only."},
 	}

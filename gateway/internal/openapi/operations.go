@@ -3,6 +3,7 @@ package openapi
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	"github.com/mnvhq/mnv/services/platform/rpcrule"
@@ -21,6 +22,7 @@ var tags = []struct{ name, description string }{
 	{"Connect imports", "Importing profiles from CSV files."},
 	{"Connect integrations", "Sending profiles to the client's systems, their sync history, and the overview of Connect."},
 	{"Webhooks", "Endpoints that receive the account's events, signed, with their deliveries."},
+	{"Console", "The console's people: passkey sign-in, sessions, step-up, members, invitations and the audit log of what they did (docs/api-decisions.md#console)."},
 	{"CAMARA", "The account's side of the CAMARA Number Verification endpoints mnv serves (under /number-verification and /oauth2, outside this document): the redirect URIs its authorization code flow may send a code to."},
 }
 
@@ -63,11 +65,15 @@ func errorStatuses(r route) []int {
 		}
 	}
 	clientCredential := r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_API_KEY ||
-		r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_SDK_TOKEN
+		r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_SDK_TOKEN ||
+		r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_SESSION
+	// The console's own routes: signing in may fail to verify a passkey (401), and a write must
+	// come from the console's origin (403).
+	console := strings.HasPrefix(r.path, "/v1/api/console/")
 	add(hasBody || hasParams || r.rule.GetFeature() != optionsv1.Feature_FEATURE_UNSPECIFIED, http.StatusBadRequest)
-	add(!edge.Public(), http.StatusUnauthorized)
+	add(!edge.Public() || console, http.StatusUnauthorized)
 	add(r.rule.GetCharges(), http.StatusPaymentRequired)
-	add(r.rule.GetAdminRole() || edge.Public() || (!r.rule.GetAllowSuspended() &&
+	add(r.rule.GetAdminRole() || edge.Public() || edge.Session || console || (!r.rule.GetAllowSuspended() &&
 		(clientCredential || r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_NONE)), http.StatusForbidden)
 	add(len(r.pathParams()) > 0, http.StatusNotFound)
 	add(r.rule.GetIdempotent() || r.rule.GetConflicts(), http.StatusConflict)

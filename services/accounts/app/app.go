@@ -18,6 +18,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/people"
 	"github.com/mnvhq/mnv/services/accounts/internal/principals"
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
@@ -27,6 +28,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/service"
 	"github.com/mnvhq/mnv/services/platform/tracing"
 )
@@ -57,6 +59,10 @@ type Config struct {
 	// (MNV_BALANCE_EXPIRY_CHECK_EVERY).
 	ExpiryNotice     time.Duration
 	ExpiryCheckEvery time.Duration
+	// Console is where the console is served and how long its sessions, step-ups and
+	// invitations last (MNV_CONSOLE_ORIGIN, MNV_CONSOLE_SESSION_IDLE, MNV_CONSOLE_SESSION_MAX,
+	// MNV_CONSOLE_STEP_UP_WINDOW, MNV_CONSOLE_INVITATION_TTL).
+	Console people.Config
 }
 
 // vars are accounts' own names of the common variables.
@@ -69,6 +75,7 @@ func DefaultConfig() Config {
 	return Config{
 		Config:      service.DefaultConfig("127.0.0.1:9091", vars),
 		ConnectAddr: "127.0.0.1:9093", ExpiryNotice: 7 * 24 * time.Hour, ExpiryCheckEvery: time.Minute,
+		Console: people.DefaultConfig(),
 	}
 }
 
@@ -90,6 +97,11 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.LowBalance = int64(env.Int("MNV_LOW_BALANCE_THRESHOLD", int(c.LowBalance)))
 	c.ExpiryNotice = env.Duration("MNV_BALANCE_EXPIRY_NOTICE", c.ExpiryNotice)
 	c.ExpiryCheckEvery = env.Duration("MNV_BALANCE_EXPIRY_CHECK_EVERY", c.ExpiryCheckEvery)
+	c.Console.Origin = env.String("MNV_CONSOLE_ORIGIN", c.Console.Origin)
+	c.Console.IdleTimeout = env.Duration("MNV_CONSOLE_SESSION_IDLE", c.Console.IdleTimeout)
+	c.Console.MaxAge = env.Duration("MNV_CONSOLE_SESSION_MAX", c.Console.MaxAge)
+	c.Console.StepUpWindow = env.Duration("MNV_CONSOLE_STEP_UP_WINDOW", c.Console.StepUpWindow)
+	c.Console.InvitationTTL = env.Duration("MNV_CONSOLE_INVITATION_TTL", c.Console.InvitationTTL)
 	if c.ConnectAddr != "" {
 		env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	}
@@ -103,7 +115,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
-	errs := []error{c.Config.Validate(outbox.AttemptTimeout)}
+	errs := []error{c.Config.Validate(outbox.AttemptTimeout), c.Console.Validate()}
 	if len(c.AdminToken) < 32 {
 		errs = append(errs, errors.New("MNV_ADMIN_TOKEN: must be at least 32 characters"))
 	}
@@ -191,11 +203,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	ledger.Traced = tracing.Enabled()
+	peopleStores := pg.NewStores(b.Pool, func(db pg.DB) people.Store { return store.New(db) })
+	folks, err := people.New(peopleStores.Pool(), peopleStores, fp, b.Keyring, cfg.Console)
+	if err != nil {
+		return nil, err
+	}
 	deps := server.Deps{
 		Clients: clients.New(clientStores.Pool(), clientStores, b.Keyring, creds, ledger), Credentials: creds, Ledger: ledger,
-		Log: log, Now: time.Now,
+		People: folks, Log: log, Now: time.Now,
 	}
-	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: creds, AdminToken: cfg.AdminToken})
+	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: authenticator{creds, folks}, AdminToken: cfg.AdminToken})
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +225,21 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	listener := &pg.Listener{Channel: principals.Channel, ApplicationName: "mnv-accounts-listen", Beat: principalBeat, Handler: hub, Log: log}
 	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps, Watch: server.Watch{Hub: hub, HeartbeatEvery: principalBeat}})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
+	accountsv1.RegisterPeopleServiceServer(srv, &server.People{Deps: deps})
 	b.Loop(creds.Run)
 	b.Loop(func(ctx context.Context) { listener.Listen(ctx, b.Pool) })
 	return &App{Base: b, cfg: cfg, log: log}, nil
+}
+
+// authenticator resolves the client credentials of calls to accounts itself: keys and tokens
+// (credentials), sessions (people).
+type authenticator struct {
+	*credentials.Service
+	people *people.Service
+}
+
+func (a authenticator) AuthenticateSession(ctx context.Context, token string) (principal.Principal, error) {
+	return a.people.Authenticate(ctx, token)
 }
 
 // principalBeat is how often the listen connection is proved and the WatchPrincipals streams

@@ -18,5 +18,12 @@ var Tables = tenancy.Schema{Name: "accounts", Tables: slices.Concat([]tenancy.Ta
 	{Name: "prices", Class: tenancy.Tenant, Why: "a client's price overrides (the defaults are configuration, not rows), read by its debits"},
 	{Name: "web_origins", Class: tenancy.Tenant, Why: "a client's page origins"},
 	{Name: "redirect_uris", Class: tenancy.Tenant, Why: "a client's registered redirect URIs"},
+	{Name: "people", Class: tenancy.Reference, Why: "a person of the console, who may belong to several clients; read with every session"},
+	{Name: "passkeys", Class: tenancy.Reference, Why: "a person's passkeys, found by credential id at sign-in before any client is known"},
+	{Name: "memberships", Class: tenancy.Tenant, Why: "a person's role in a client"},
+	{Name: "invitations", Class: tenancy.Tenant, Why: "a client's invitations, found by (client, fingerprint)"},
+	{Name: "console_sessions", Class: tenancy.Tenant, Why: "a person's sessions in a client, found by (client, fingerprint)"},
+	{Name: "audit_events", Class: tenancy.Tenant, Why: "what a client's people did"},
+	{Name: "webauthn_ceremonies", Class: tenancy.Local, Why: "a WebAuthn challenge between two calls, before any client is known; five minutes"},
 	{Name: "client_lookups", Class: tenancy.Local, Why: "maps an API key sent without X-CLIENT-ID (its fingerprint) to its client, across clients"},
 }, idempotency.Tables(), tenancy.RiverTables())}

@@ -47,7 +47,7 @@ func Code(r fault.Reason) codes.Code {
 		return codes.Unauthenticated
 	case fault.InsufficientBalance, fault.BalanceExpired, fault.Conflict, fault.IdempotencyMismatch:
 		return codes.FailedPrecondition
-	case fault.PermissionDenied:
+	case fault.PermissionDenied, fault.StepUpRequired:
 		return codes.PermissionDenied
 	case fault.NotFound:
 		return codes.NotFound

@@ -34,6 +34,11 @@ type Rule struct {
 	// Feature is the product the client must have (VERIFY, CONNECT...), checked last, just
 	// before the handler (FeatureUnaryInterceptor); "" for none.
 	Feature string
+	// Session: a person's console session is taken too, beside an API key; AdminRole then asks
+	// the person's role.
+	Session bool
+	// StepUp: a session must have proved its passkey again within the step-up window.
+	StepUp bool
 }
 
 // Policy maps full method names ("/pkg.Service/Method") to rules. Servers build theirs from the
@@ -114,6 +119,8 @@ var (
 	errNoRule      = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "method not allowed")
 	errSuspended   = apierr.New(codes.PermissionDenied, fault.PermissionDenied, fault.ErrSuspended.Error())
 	errNotAdmin    = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs an API key with the ADMIN role")
+	errNotAdminYou = apierr.New(codes.PermissionDenied, fault.PermissionDenied, "this operation needs the ADMIN role in this client")
+	errStepUp      = apierr.New(codes.PermissionDenied, fault.StepUpRequired, "this operation needs a fresh passkey check: step up (POST /v1/api/console/step-up) and try again")
 	errUnavailable = apierr.New(codes.Unavailable, fault.Unavailable, "authentication is unavailable, try again")
 	// errCallerNotAdmitted answers a valid internal token on a method whose rule does not name
 	// its caller. UNAUTHENTICATED rather than PERMISSION_DENIED: the credential is not one this
@@ -166,10 +173,16 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		}
 		return ctx, nil
 	}
-	if !rule.Credential.Client() {
+	k := rule.Credential
+	if !k.Client() {
 		return ctx, errNoRule
 	}
-	p, err := g.client(ctx, rule.Credential, caller)
+	if rule.Session && len(metadata.ValueFromIncomingContext(ctx, k.MD())) == 0 &&
+		len(metadata.ValueFromIncomingContext(ctx, principal.Session.MD())) > 0 {
+		// A person's session in place of the API key (the console's call).
+		k = principal.Session
+	}
+	p, err := g.client(ctx, k, caller)
 	if err != nil {
 		return ctx, err
 	}
@@ -177,7 +190,13 @@ func (g *Guard) Check(ctx context.Context, method string) (context.Context, erro
 		return ctx, errSuspended
 	}
 	if rule.AdminRole && p.Role != principal.RoleAdmin {
+		if k == principal.Session {
+			return ctx, errNotAdminYou
+		}
 		return ctx, errNotAdmin
+	}
+	if rule.StepUp && k == principal.Session && !p.SteppedUp() {
+		return ctx, errStepUp
 	}
 	return principal.WithPrincipal(ctx, p), nil
 }

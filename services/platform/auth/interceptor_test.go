@@ -432,3 +432,8 @@ func asserting(token string, p principal.Principal, kv ...string) metadata.MD {
 func wire(p principal.Principal) principal.Principal {
 	return auth.PrincipalFromProto(auth.PrincipalToProto(p))
 }
+
+// AuthenticateSession refuses every session: these tests are about keys and tokens.
+func (f *fakeAuthn) AuthenticateSession(context.Context, string) (principal.Principal, error) {
+	return principal.Principal{}, principal.ErrUnauthenticated
+}

@@ -27,6 +27,8 @@ func PolicyOf(methods []rpcrule.Method) Policy {
 			AdminRole:      r.GetAdminRole(),
 			AllowSuspended: r.GetAllowSuspended(),
 			Feature:        rpcrule.FeatureName(r.GetFeature()),
+			Session:        r.GetSession(),
+			StepUp:         r.GetStepUp(),
 		}
 		for _, c := range r.GetCallers() {
 			rule.Callers = append(rule.Callers, rpcrule.CallerName(c))

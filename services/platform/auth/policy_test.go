@@ -22,21 +22,25 @@ import (
 // TestPolicyOf reads the rules the RPCs declare into the rules the guard enforces.
 func TestPolicyOf(t *testing.T) {
 	p := auth.PolicyOf(rpcrule.MustServices(&accountsv1.AccountsService_ServiceDesc, &accountsv1.AccountsInternalService_ServiceDesc,
-		&verificationv1.VerificationService_ServiceDesc, &connectv1.ConnectService_ServiceDesc))
+		&verificationv1.VerificationService_ServiceDesc, &connectv1.ConnectService_ServiceDesc,
+		&accountsv1.PeopleService_ServiceDesc))
 	tests := []struct {
 		method string
 		want   auth.Rule
 	}{
-		{accountsv1.AccountsService_GetClient_FullMethodName, auth.Rule{Credential: principal.APIKey, AllowSuspended: true}},
+		{accountsv1.AccountsService_GetClient_FullMethodName, auth.Rule{Credential: principal.APIKey, AllowSuspended: true, Session: true}},
 		{accountsv1.AccountsService_GetMe_FullMethodName, auth.Rule{Credential: principal.APIKey, AllowSuspended: true}},
 		{accountsv1.AccountsService_GenerateFirstApiKey_FullMethodName, auth.Rule{Credential: principal.None}},
-		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true}},
+		{accountsv1.AccountsService_CreateApiKey_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Session: true, StepUp: true}},
+		{accountsv1.PeopleService_ListMembers_FullMethodName, auth.Rule{Credential: principal.Session}},
+		{accountsv1.PeopleService_InviteMember_FullMethodName, auth.Rule{Credential: principal.Session, AdminRole: true, StepUp: true}},
+		{accountsv1.PeopleService_SignIn_FullMethodName, auth.Rule{Credential: principal.None}},
 		{accountsv1.AccountsInternalService_Debit_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_DebitMany_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_CheckWebOrigin_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_CheckRedirectUri_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
-		{accountsv1.AccountsService_ListRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey}},
-		{accountsv1.AccountsService_SetRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true}},
+		{accountsv1.AccountsService_ListRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey, Session: true}},
+		{accountsv1.AccountsService_SetRedirectUris_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Session: true, StepUp: true}},
 		{accountsv1.AccountsInternalService_WatchPrincipals_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway, auth.CallerVerification, auth.CallerConnect}}},
 		{accountsv1.AccountsInternalService_AuthenticateClientSecret_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
 		{accountsv1.AccountsInternalService_GetClientPrincipal_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerVerification}}},
@@ -44,15 +48,15 @@ func TestPolicyOf(t *testing.T) {
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: principal.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
 		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
-		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT"}},
-		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT"}},
+		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT", Session: true, StepUp: true}},
+		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT", Session: true}},
 	}
 	for _, tt := range tests {
 		if got := p[tt.method]; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 58 { // every RPC of the four services above
+	if n := len(p); n != 79 { // every RPC of the five services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	InsufficientBalance Reason = "INSUFFICIENT_BALANCE"
 	BalanceExpired      Reason = "BALANCE_EXPIRED"
 	PermissionDenied    Reason = "PERMISSION_DENIED"
+	// StepUpRequired: a person's session must prove its passkey again before this call
+	// (docs/api-decisions.md#console).
+	StepUpRequired      Reason = "STEP_UP_REQUIRED"
 	NotFound            Reason = "NOT_FOUND"
 	Conflict            Reason = "CONFLICT"
 	AlreadyUsed         Reason = "ALREADY_USED"

@@ -262,11 +262,8 @@ func (s *Store) Run(ctx context.Context) {
 // request names no client: its key cannot be kept apart from anyone else's, so it is not kept.
 func scope(ctx context.Context, md metadata.MD) (client, scoped string, err error) {
 	if p, ok := principal.FromContext(ctx); ok {
-		switch {
-		case p.KeyID != "":
-			return p.ClientID, "key:" + p.KeyID, nil
-		case p.SDKTokenID != "":
-			return p.ClientID, "sdk:" + p.SDKTokenID, nil
+		if c := p.Credential(); c != "" {
+			return p.ClientID, c, nil
 		}
 		return "", "", errNoCredential
 	}

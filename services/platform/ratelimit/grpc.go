@@ -24,15 +24,11 @@ const RetryAfterMD = "retry-after"
 // client credential (internal, admin, the bootstrap, health) have none.
 func CredentialKey(ctx context.Context) (string, bool) {
 	p, ok := principal.FromContext(ctx)
-	switch {
-	case !ok:
+	if !ok {
 		return "", false
-	case p.SDKTokenID != "":
-		return "sdk:" + p.SDKTokenID, true
-	case p.KeyID != "":
-		return "key:" + p.KeyID, true
 	}
-	return "", false
+	c := p.Credential()
+	return c, c != ""
 }
 
 // Refusal is the error of a request over a limit: RESOURCE_EXHAUSTED with the reason

@@ -131,16 +131,18 @@ func TestEdgeOf(t *testing.T) {
 		method, path string
 		want         rpcrule.Edge
 	}{
-		{"/mnv.accounts.v1.AccountsService/GetClient", "/v1/api/clients", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
+		{"/mnv.accounts.v1.AccountsService/GetClient", "/v1/api/clients", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired, Session: true}},
 		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/clients/rotate-key", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.accounts.v1.AccountsService/RotateApiKey", "/v1/api/me/api-key/rotate", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
 		{"/mnv.accounts.v1.AccountsService/RotateClientApiKey", "/v1/api/clients/{client_id=*}/rotate-key", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
-		{"/mnv.accounts.v1.AccountsService/ListApiKeys", "/v1/api/me/api-keys", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.accounts.v1.AccountsService/ListApiKeys", "/v1/api/me/api-keys", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional, Session: true}},
+		{"/mnv.accounts.v1.PeopleService/ListMembers", "/v1/api/me/members", rpcrule.Edge{Credential: principal.Session, ClientID: rpcrule.ClientIDDropped, Session: true}},
+		{"/mnv.accounts.v1.PeopleService/SignIn", "/v1/api/console/sign-in", rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDDropped}},
 		{"/mnv.accounts.v1.AccountsService/GenerateFirstApiKey", "/v1/api/me/api-key/generate", rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.verification.v1.VerificationService/CreateSdkSession", "/v1/api/sdk/session", rpcrule.Edge{Credential: principal.SDKToken, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.verification.v1.VerificationService/Verify", "/v1/api/verify", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDRequired}},
 		{"/mnv.verification.v1.VerificationService/CaptureTransaction", "/v1/api/web/transactions/{transaction_id=*}/capture", rpcrule.Edge{Credential: principal.None, ClientID: rpcrule.ClientIDDropped}},
-		{"/mnv.connect.v1.ConnectService/UploadImport", "/v1/api/me/connect/import", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional}},
+		{"/mnv.connect.v1.ConnectService/UploadImport", "/v1/api/me/connect/import", rpcrule.Edge{Credential: principal.APIKey, ClientID: rpcrule.ClientIDOptional, Session: true}},
 	}
 	for _, tt := range tests {
 		r, ok := rpcrule.Lookup(tt.method)

@@ -379,3 +379,8 @@ func BenchmarkHit(b *testing.B) {
 		b.Fatalf("accounts asked %d times", a.count())
 	}
 }
+
+// AuthenticateSession refuses every session: these tests are about keys and tokens.
+func (a *accounts) AuthenticateSession(context.Context, string) (principal.Principal, error) {
+	return principal.Principal{}, principal.ErrUnauthenticated
+}

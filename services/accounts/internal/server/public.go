@@ -11,6 +11,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
+	"github.com/mnvhq/mnv/services/accounts/internal/people"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
@@ -22,6 +23,7 @@ type Deps struct {
 	Clients     *clients.Service
 	Credentials *credentials.Service
 	Ledger      *billing.Ledger
+	People      *people.Service
 	Log         *zap.Logger
 	// Now is the clock of derived fields (balanceValid, daysUntilBalanceExpiry).
 	Now func() time.Time

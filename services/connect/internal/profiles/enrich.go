@@ -119,7 +119,7 @@ func (s *Service) requestKey(ctx context.Context, p principal.Principal, profile
 		return nil
 	}
 	h := sha256.New()
-	for _, part := range []string{p.KeyID, p.SDKTokenID, key, profileID} {
+	for _, part := range []string{p.KeyID, p.SDKTokenID, key, profileID, p.SessionID} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

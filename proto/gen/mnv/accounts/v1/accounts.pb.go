@@ -1964,27 +1964,27 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x16SetRedirectUrisRequest\x12\xae\x01\n" +
 	"\rredirect_uris\x18\x01 \x03(\tB\x88\x01\xd2\xf3\x18\x83\x01(\x142Z^(https://[a-z0-9.-]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\]))(:[0-9]{1,5})?(/[!-\"$-~]*)?$J#https://app.example/camara/callbackR\fredirectUris\"M\n" +
 	"\x17SetRedirectUrisResponse\x122\n" +
-	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\x8b\x18\n" +
-	"\x0fAccountsService\x12\xb2\x01\n" +
-	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"^\xca\xf3\x18Z\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x12\x92\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\xc1\x18\n" +
+	"\x0fAccountsService\x12\xb5\x01\n" +
+	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"a\xca\xf3\x18]\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x80\x01\x01\x12\x92\x01\n" +
 	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\"J\xca\xf3\x18F\b\x02 \x018\x02J\x1dCaller retrieved successfullyZ\x16Tell who the caller isb\aAccount\x12\xe5\x01\n" +
 	"\fRotateApiKey\x12$.mnv.accounts.v1.RotateApiKeyRequest\x1a%.mnv.accounts.v1.RotateApiKeyResponse\"\x87\x01\xca\xf3\x18\x82\x01\b\x020\x018\x04J\x1cAPI key rotated successfullyZ1Rotate the calling API key with the client secretb\bAPI keysj\fRotateApiKeyj\x0fRotateOwnApiKeyx\x01\x12\xd2\x01\n" +
 	"\x12RotateClientApiKey\x12*.mnv.accounts.v1.RotateClientApiKeyRequest\x1a+.mnv.accounts.v1.RotateClientApiKeyResponse\"c\xca\xf3\x18_\b\x020\x018\x02J\x1cAPI key rotated successfullyZ-Rotate the calling API key, naming the clientb\bAPI keysx\x01\x12\xdb\x01\n" +
-	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"i\xca\xf3\x18e\b\x010\x018\x01J\x1eAPI key generated successfullyZ1Generate the first API key with the client secretb\bAPI keysx\x01\x12\xa2\x01\n" +
-	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"H\xca\xf3\x18D\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfullyZ\x11List the API keysb\bAPI keys\x12\xa4\x01\n" +
-	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"G\xca\xf3\x18C\b\x02\x18\x010\x018\x02J\x1cAPI key created successfullyZ\x11Create an API keyb\bAPI keys\x12\xa4\x01\n" +
-	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"G\xca\xf3\x18C\b\x02\x18\x018\x02J\x1cAPI key revoked successfullyZ\x11Revoke an API keyb\bAPI keysx\x01\x12\xc4\x01\n" +
-	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"X\xca\xf3\x18T\b\x028\x02J\x1dLedger retrieved successfullyZ&List the ledger of credits and chargesb\aAccount\x12\xb0\x01\n" +
-	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x1eSDK token created successfullyZ\x13Create an SDK tokenb\n" +
-	"SDK tokens\x12\xae\x01\n" +
-	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"N\xca\xf3\x18J\b\x02\x18\x018\x02J!SDK tokens retrieved successfullyZ\x13List the SDK tokensb\n" +
-	"SDK tokens\x12\xae\x01\n" +
-	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"K\xca\xf3\x18G\b\x02\x18\x018\x02J\x1eSDK token revoked successfullyZ\x13Revoke an SDK tokenb\n" +
-	"SDK tokens\x12\xc6\x01\n" +
-	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\"c\xca\xf3\x18_\b\x028\x02J\"Web origins retrieved successfullyZ'List the web origins allowed to captureb\fBrowser flow\x12\xb9\x01\n" +
-	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"Y\xca\xf3\x18U\b\x02\x18\x018\x02J\x13Web origins updatedZ*Replace the web origins allowed to captureb\fBrowser flow\x12\xe4\x01\n" +
-	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\"{\xca\xf3\x18w\b\x028\x02J$Redirect URIs retrieved successfullyZCList the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x12\xd7\x01\n" +
-	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"q\xca\xf3\x18m\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARAB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"i\xca\xf3\x18e\b\x010\x018\x01J\x1eAPI key generated successfullyZ1Generate the first API key with the client secretb\bAPI keysx\x01\x12\xa5\x01\n" +
+	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"K\xca\xf3\x18G\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfullyZ\x11List the API keysb\bAPI keys\x80\x01\x01\x12\xaa\x01\n" +
+	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x1cAPI key created successfullyZ\x11Create an API keyb\bAPI keys\x80\x01\x01\x88\x01\x01\x12\xaa\x01\n" +
+	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"M\xca\xf3\x18I\b\x02\x18\x018\x02J\x1cAPI key revoked successfullyZ\x11Revoke an API keyb\bAPI keysx\x01\x80\x01\x01\x88\x01\x01\x12\xc7\x01\n" +
+	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"[\xca\xf3\x18W\b\x028\x02J\x1dLedger retrieved successfullyZ&List the ledger of credits and chargesb\aAccount\x80\x01\x01\x12\xb6\x01\n" +
+	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\"S\xca\xf3\x18O\b\x02\x18\x010\x018\x02J\x1eSDK token created successfullyZ\x13Create an SDK tokenb\n" +
+	"SDK tokens\x80\x01\x01\x88\x01\x01\x12\xb1\x01\n" +
+	"\rListSdkTokens\x12%.mnv.accounts.v1.ListSdkTokensRequest\x1a&.mnv.accounts.v1.ListSdkTokensResponse\"Q\xca\xf3\x18M\b\x02\x18\x018\x02J!SDK tokens retrieved successfullyZ\x13List the SDK tokensb\n" +
+	"SDK tokens\x80\x01\x01\x12\xb4\x01\n" +
+	"\x0eRevokeSdkToken\x12&.mnv.accounts.v1.RevokeSdkTokenRequest\x1a'.mnv.accounts.v1.RevokeSdkTokenResponse\"Q\xca\xf3\x18M\b\x02\x18\x018\x02J\x1eSDK token revoked successfullyZ\x13Revoke an SDK tokenb\n" +
+	"SDK tokens\x80\x01\x01\x88\x01\x01\x12\xc9\x01\n" +
+	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\"f\xca\xf3\x18b\b\x028\x02J\"Web origins retrieved successfullyZ'List the web origins allowed to captureb\fBrowser flow\x80\x01\x01\x12\xbf\x01\n" +
+	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"_\xca\xf3\x18[\b\x02\x18\x018\x02J\x13Web origins updatedZ*Replace the web origins allowed to captureb\fBrowser flow\x80\x01\x01\x88\x01\x01\x12\xe7\x01\n" +
+	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\"~\xca\xf3\x18z\b\x028\x02J$Redirect URIs retrieved successfullyZCList the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x12\xdd\x01\n" +
+	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"w\xca\xf3\x18s\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x88\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once

@@ -4158,28 +4158,28 @@ const file_mnv_connect_v1_connect_proto_rawDesc = "" +
 	"\x17SYNC_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SYNC_STATUS_SUCCEEDED\x10\x01\x12\x16\n" +
 	"\x12SYNC_STATUS_FAILED\x10\x02\x12\x18\n" +
-	"\x14SYNC_STATUS_RETRYING\x10\x032\xa7\x19\n" +
-	"\x0eConnectService\x12\xb0\x01\n" +
-	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\"U\xca\xf3\x18Q\b\x02(\x028\x02J\x1fProfiles retrieved successfullyZ\x16List identity profilesb\x10Connect profiles\x12\xaa\x01\n" +
+	"\x14SYNC_STATUS_RETRYING\x10\x032\xe6\x19\n" +
+	"\x0eConnectService\x12\xb3\x01\n" +
+	"\fListProfiles\x12#.mnv.connect.v1.ListProfilesRequest\x1a$.mnv.connect.v1.ListProfilesResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J\x1fProfiles retrieved successfullyZ\x16List identity profilesb\x10Connect profiles\x80\x01\x01\x12\xad\x01\n" +
 	"\n" +
-	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\"U\xca\xf3\x18Q\b\x02(\x028\x02J\x1eProfile retrieved successfullyZ\x17Get an identity profileb\x10Connect profiles\x12\xab\x01\n" +
-	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\"M\xca\xf3\x18I\b\x02(\x020\x018\x02J\x0fProfile createdZ\x1aCreate an identity profileb\x10Connect profilesx\x01\x12\xa6\x01\n" +
-	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\"H\xca\xf3\x18D\b\x02(\x028\x02J\x0eProfile erasedZ\x1aDelete an identity profileb\x10Connect profiles\x12\xae\x01\n" +
-	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\"P\xca\xf3\x18L\b\x02(\x020\x018\x02J\x10Profile enrichedZ\x1aEnrich an identity profileb\x10Connect profilesp\x01x\x01\x12\xfd\x01\n" +
-	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse\"\x9f\x01\xca\xf3\x18\x9a\x01\b\x02(\x028\x02@\xca\x01J\rImport queuedRK\n" +
-	"\x04POST\x12\x19/v1/api/me/connect/import\x1a\x13multipart/form-data\x1a\btext/csv\"\x04file*\x03jobZ\"Upload a CSV of profiles to importb\x0fConnect imports(\x01\x12\xde\x01\n" +
-	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\"z\xca\xf3\x18v\b\x02(\x028\x02R>\n" +
-	"\x03GET\x12$/v1/api/me/connect/import/sample.csv*\acontent2\btext/csvZ\x1dDownload a sample import fileb\x0fConnect imports\x12\xb2\x01\n" +
-	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\"Q\xca\xf3\x18M\b\x02(\x028\x02J\"Import jobs retrieved successfullyZ\x10List import jobsb\x0fConnect imports\x12\xac\x01\n" +
-	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\"Q\xca\xf3\x18M\b\x02(\x028\x02J!Import job retrieved successfullyZ\x11Get an import jobb\x0fConnect imports\x12\xba\x01\n" +
-	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\"P\xca\xf3\x18L\b\x02\x18\x01(\x020\x018\x02J\x13Integration createdZ\x15Create an integrationb\x14Connect integrations\x12\xbf\x01\n" +
-	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J#Integrations retrieved successfullyZ\x11List integrationsb\x14Connect integrations\x12\xb9\x01\n" +
-	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J\"Integration retrieved successfullyZ\x12Get an integrationb\x14Connect integrations\x12\xb8\x01\n" +
-	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\"N\xca\xf3\x18J\b\x02\x18\x01(\x028\x02J\x13Integration updatedZ\x15Change an integrationb\x14Connect integrations\x12\xb8\x01\n" +
-	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"N\xca\xf3\x18J\b\x02\x18\x01(\x028\x02J\x13Integration deletedZ\x15Delete an integrationb\x14Connect integrations\x12\xb0\x01\n" +
-	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"L\xca\xf3\x18H\b\x02\x18\x01(\x020\x018\x02J\vSync queuedZ\x17Sync an integration nowb\x14Connect integrationsx\x01\x12\xcd\x01\n" +
-	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"i\xca\xf3\x18e\b\x02(\x028\x02J#Sync history retrieved successfullyZ\"List an integration's sync historyb\x14Connect integrations\x12\xb3\x01\n" +
-	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"[\xca\xf3\x18W\b\x02(\x028\x02J\x1fOverview retrieved successfullyZ\x18Get the Connect overviewb\x14Connect integrations2\x83\x02\n" +
+	"GetProfile\x12!.mnv.connect.v1.GetProfileRequest\x1a\".mnv.connect.v1.GetProfileResponse\"X\xca\xf3\x18T\b\x02(\x028\x02J\x1eProfile retrieved successfullyZ\x17Get an identity profileb\x10Connect profiles\x80\x01\x01\x12\xae\x01\n" +
+	"\rCreateProfile\x12$.mnv.connect.v1.CreateProfileRequest\x1a%.mnv.connect.v1.CreateProfileResponse\"P\xca\xf3\x18L\b\x02(\x020\x018\x02J\x0fProfile createdZ\x1aCreate an identity profileb\x10Connect profilesx\x01\x80\x01\x01\x12\xac\x01\n" +
+	"\rDeleteProfile\x12$.mnv.connect.v1.DeleteProfileRequest\x1a%.mnv.connect.v1.DeleteProfileResponse\"N\xca\xf3\x18J\b\x02(\x028\x02J\x0eProfile erasedZ\x1aDelete an identity profileb\x10Connect profiles\x80\x01\x01\x88\x01\x01\x12\xb1\x01\n" +
+	"\rEnrichProfile\x12$.mnv.connect.v1.EnrichProfileRequest\x1a%.mnv.connect.v1.EnrichProfileResponse\"S\xca\xf3\x18O\b\x02(\x020\x018\x02J\x10Profile enrichedZ\x1aEnrich an identity profileb\x10Connect profilesp\x01x\x01\x80\x01\x01\x12\x80\x02\n" +
+	"\fUploadImport\x12#.mnv.connect.v1.UploadImportRequest\x1a$.mnv.connect.v1.UploadImportResponse\"\xa2\x01\xca\xf3\x18\x9d\x01\b\x02(\x028\x02@\xca\x01J\rImport queuedRK\n" +
+	"\x04POST\x12\x19/v1/api/me/connect/import\x1a\x13multipart/form-data\x1a\btext/csv\"\x04file*\x03jobZ\"Upload a CSV of profiles to importb\x0fConnect imports\x80\x01\x01(\x01\x12\xe1\x01\n" +
+	"\x0fGetImportSample\x12&.mnv.connect.v1.GetImportSampleRequest\x1a'.mnv.connect.v1.GetImportSampleResponse\"}\xca\xf3\x18y\b\x02(\x028\x02R>\n" +
+	"\x03GET\x12$/v1/api/me/connect/import/sample.csv*\acontent2\btext/csvZ\x1dDownload a sample import fileb\x0fConnect imports\x80\x01\x01\x12\xb5\x01\n" +
+	"\x0eListImportJobs\x12%.mnv.connect.v1.ListImportJobsRequest\x1a&.mnv.connect.v1.ListImportJobsResponse\"T\xca\xf3\x18P\b\x02(\x028\x02J\"Import jobs retrieved successfullyZ\x10List import jobsb\x0fConnect imports\x80\x01\x01\x12\xaf\x01\n" +
+	"\fGetImportJob\x12#.mnv.connect.v1.GetImportJobRequest\x1a$.mnv.connect.v1.GetImportJobResponse\"T\xca\xf3\x18P\b\x02(\x028\x02J!Import job retrieved successfullyZ\x11Get an import jobb\x0fConnect imports\x80\x01\x01\x12\xc0\x01\n" +
+	"\x11CreateIntegration\x12(.mnv.connect.v1.CreateIntegrationRequest\x1a).mnv.connect.v1.CreateIntegrationResponse\"V\xca\xf3\x18R\b\x02\x18\x01(\x020\x018\x02J\x13Integration createdZ\x15Create an integrationb\x14Connect integrations\x80\x01\x01\x88\x01\x01\x12\xc2\x01\n" +
+	"\x10ListIntegrations\x12'.mnv.connect.v1.ListIntegrationsRequest\x1a(.mnv.connect.v1.ListIntegrationsResponse\"[\xca\xf3\x18W\b\x02(\x028\x02J#Integrations retrieved successfullyZ\x11List integrationsb\x14Connect integrations\x80\x01\x01\x12\xbc\x01\n" +
+	"\x0eGetIntegration\x12%.mnv.connect.v1.GetIntegrationRequest\x1a&.mnv.connect.v1.GetIntegrationResponse\"[\xca\xf3\x18W\b\x02(\x028\x02J\"Integration retrieved successfullyZ\x12Get an integrationb\x14Connect integrations\x80\x01\x01\x12\xbe\x01\n" +
+	"\x11UpdateIntegration\x12(.mnv.connect.v1.UpdateIntegrationRequest\x1a).mnv.connect.v1.UpdateIntegrationResponse\"T\xca\xf3\x18P\b\x02\x18\x01(\x028\x02J\x13Integration updatedZ\x15Change an integrationb\x14Connect integrations\x80\x01\x01\x88\x01\x01\x12\xbe\x01\n" +
+	"\x11DeleteIntegration\x12(.mnv.connect.v1.DeleteIntegrationRequest\x1a).mnv.connect.v1.DeleteIntegrationResponse\"T\xca\xf3\x18P\b\x02\x18\x01(\x028\x02J\x13Integration deletedZ\x15Delete an integrationb\x14Connect integrations\x80\x01\x01\x88\x01\x01\x12\xb3\x01\n" +
+	"\x0fSyncIntegration\x12&.mnv.connect.v1.SyncIntegrationRequest\x1a'.mnv.connect.v1.SyncIntegrationResponse\"O\xca\xf3\x18K\b\x02\x18\x01(\x020\x018\x02J\vSync queuedZ\x17Sync an integration nowb\x14Connect integrationsx\x01\x80\x01\x01\x12\xd0\x01\n" +
+	"\x0fListSyncHistory\x12&.mnv.connect.v1.ListSyncHistoryRequest\x1a'.mnv.connect.v1.ListSyncHistoryResponse\"l\xca\xf3\x18h\b\x02(\x028\x02J#Sync history retrieved successfullyZ\"List an integration's sync historyb\x14Connect integrations\x80\x01\x01\x12\xb6\x01\n" +
+	"\vGetOverview\x12\".mnv.connect.v1.GetOverviewRequest\x1a#.mnv.connect.v1.GetOverviewResponse\"^\xca\xf3\x18Z\b\x02(\x028\x02J\x1fOverview retrieved successfullyZ\x18Get the Connect overviewb\x14Connect integrations\x80\x01\x012\x83\x02\n" +
 	"\x16ConnectInternalService\x12\x7f\n" +
 	"\x15RecordVerifiedNumbers\x12,.mnv.connect.v1.RecordVerifiedNumbersRequest\x1a-.mnv.connect.v1.RecordVerifiedNumbersResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x02\x12h\n" +
 	"\rPublishEvents\x12$.mnv.connect.v1.PublishEventsRequest\x1a%.mnv.connect.v1.PublishEventsResponse\"\n" +

@@ -1937,18 +1937,18 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\x1fWEBHOOK_DELIVERY_STATUS_PENDING\x10\x01\x12%\n" +
 	"!WEBHOOK_DELIVERY_STATUS_SUCCEEDED\x10\x02\x12\"\n" +
 	"\x1eWEBHOOK_DELIVERY_STATUS_FAILED\x10\x03\x12%\n" +
-	"!WEBHOOK_DELIVERY_STATUS_CANCELLED\x10\x042\x89\r\n" +
-	"\x0eWebhookService\x12\xab\x01\n" +
-	"\rCreateWebhook\x12$.mnv.connect.v1.CreateWebhookRequest\x1a%.mnv.connect.v1.CreateWebhookResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x18Webhook endpoint createdZ\x19Create a webhook endpointb\bWebhooksx\x01\x12\xaf\x01\n" +
-	"\fListWebhooks\x12#.mnv.connect.v1.ListWebhooksRequest\x1a$.mnv.connect.v1.ListWebhooksResponse\"T\xca\xf3\x18P\b\x028\x02J(Webhook endpoints retrieved successfullyZ\x16List webhook endpointsb\bWebhooks\x12\xa8\x01\n" +
+	"!WEBHOOK_DELIVERY_STATUS_CANCELLED\x10\x042\xb0\r\n" +
+	"\x0eWebhookService\x12\xb1\x01\n" +
+	"\rCreateWebhook\x12$.mnv.connect.v1.CreateWebhookRequest\x1a%.mnv.connect.v1.CreateWebhookResponse\"S\xca\xf3\x18O\b\x02\x18\x010\x018\x02J\x18Webhook endpoint createdZ\x19Create a webhook endpointb\bWebhooksx\x01\x80\x01\x01\x88\x01\x01\x12\xb2\x01\n" +
+	"\fListWebhooks\x12#.mnv.connect.v1.ListWebhooksRequest\x1a$.mnv.connect.v1.ListWebhooksResponse\"W\xca\xf3\x18S\b\x028\x02J(Webhook endpoints retrieved successfullyZ\x16List webhook endpointsb\bWebhooks\x80\x01\x01\x12\xab\x01\n" +
 	"\n" +
-	"GetWebhook\x12!.mnv.connect.v1.GetWebhookRequest\x1a\".mnv.connect.v1.GetWebhookResponse\"S\xca\xf3\x18O\b\x028\x02J'Webhook endpoint retrieved successfullyZ\x16Get a webhook endpointb\bWebhooks\x12\xa7\x01\n" +
-	"\rUpdateWebhook\x12$.mnv.connect.v1.UpdateWebhookRequest\x1a%.mnv.connect.v1.UpdateWebhookResponse\"I\xca\xf3\x18E\b\x02\x18\x018\x02J\x18Webhook endpoint updatedZ\x19Change a webhook endpointb\bWebhooks\x12\xa7\x01\n" +
-	"\rDeleteWebhook\x12$.mnv.connect.v1.DeleteWebhookRequest\x1a%.mnv.connect.v1.DeleteWebhookResponse\"I\xca\xf3\x18E\b\x02\x18\x018\x02J\x18Webhook endpoint deletedZ\x19Delete a webhook endpointb\bWebhooks\x12\xca\x01\n" +
-	"\x13RotateWebhookSecret\x12*.mnv.connect.v1.RotateWebhookSecretRequest\x1a+.mnv.connect.v1.RotateWebhookSecretResponse\"Z\xca\xf3\x18V\b\x02\x18\x010\x018\x02J\x16Webhook secret rotatedZ*Rotate a webhook endpoint's signing secretb\bWebhooks\x12\xa4\x01\n" +
-	"\vTestWebhook\x12\".mnv.connect.v1.TestWebhookRequest\x1a#.mnv.connect.v1.TestWebhookResponse\"L\xca\xf3\x18H\b\x02\x18\x018\x02J\vPing queuedZ'Send a test event to a webhook endpointb\bWebhooksx\x01\x12\xd9\x01\n" +
-	"\x15ListWebhookDeliveries\x12,.mnv.connect.v1.ListWebhookDeliveriesRequest\x1a-.mnv.connect.v1.ListWebhookDeliveriesResponse\"c\xca\xf3\x18_\b\x028\x02J)Webhook deliveries retrieved successfullyZ$List a webhook endpoint's deliveriesb\bWebhooks\x12\xc7\x01\n" +
-	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"H\xca\xf3\x18D\b\x02\x18\x018\x02J\x11Redelivery queuedZ\x1dSend a webhook delivery againb\bWebhooksx\x012\xfd\x02\n" +
+	"GetWebhook\x12!.mnv.connect.v1.GetWebhookRequest\x1a\".mnv.connect.v1.GetWebhookResponse\"V\xca\xf3\x18R\b\x028\x02J'Webhook endpoint retrieved successfullyZ\x16Get a webhook endpointb\bWebhooks\x80\x01\x01\x12\xad\x01\n" +
+	"\rUpdateWebhook\x12$.mnv.connect.v1.UpdateWebhookRequest\x1a%.mnv.connect.v1.UpdateWebhookResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x18Webhook endpoint updatedZ\x19Change a webhook endpointb\bWebhooks\x80\x01\x01\x88\x01\x01\x12\xad\x01\n" +
+	"\rDeleteWebhook\x12$.mnv.connect.v1.DeleteWebhookRequest\x1a%.mnv.connect.v1.DeleteWebhookResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x18Webhook endpoint deletedZ\x19Delete a webhook endpointb\bWebhooks\x80\x01\x01\x88\x01\x01\x12\xd0\x01\n" +
+	"\x13RotateWebhookSecret\x12*.mnv.connect.v1.RotateWebhookSecretRequest\x1a+.mnv.connect.v1.RotateWebhookSecretResponse\"`\xca\xf3\x18\\\b\x02\x18\x010\x018\x02J\x16Webhook secret rotatedZ*Rotate a webhook endpoint's signing secretb\bWebhooks\x80\x01\x01\x88\x01\x01\x12\xa7\x01\n" +
+	"\vTestWebhook\x12\".mnv.connect.v1.TestWebhookRequest\x1a#.mnv.connect.v1.TestWebhookResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\vPing queuedZ'Send a test event to a webhook endpointb\bWebhooksx\x01\x80\x01\x01\x12\xdc\x01\n" +
+	"\x15ListWebhookDeliveries\x12,.mnv.connect.v1.ListWebhookDeliveriesRequest\x1a-.mnv.connect.v1.ListWebhookDeliveriesResponse\"f\xca\xf3\x18b\b\x028\x02J)Webhook deliveries retrieved successfullyZ$List a webhook endpoint's deliveriesb\bWebhooks\x80\x01\x01\x12\xca\x01\n" +
+	"\x18RedeliverWebhookDelivery\x12/.mnv.connect.v1.RedeliverWebhookDeliveryRequest\x1a0.mnv.connect.v1.RedeliverWebhookDeliveryResponse\"K\xca\xf3\x18G\b\x02\x18\x018\x02J\x11Redelivery queuedZ\x1dSend a webhook delivery againb\bWebhooksx\x01\x80\x01\x012\xfd\x02\n" +
 	"\x13WebhookAdminService\x12s\n" +
 	"\x12ListClientWebhooks\x12).mnv.connect.v1.ListClientWebhooksRequest\x1a*.mnv.connect.v1.ListClientWebhooksResponse\"\x06\xca\xf3\x18\x02\b\x05\x12y\n" +
 	"\x14DisableClientWebhook\x12+.mnv.connect.v1.DisableClientWebhookRequest\x1a,.mnv.connect.v1.DisableClientWebhookResponse\"\x06\xca\xf3\x18\x02\b\x05\x12v\n" +

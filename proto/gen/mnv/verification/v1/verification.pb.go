@@ -2813,22 +2813,22 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x8d\x16\n" +
-	"\x13VerificationService\x12\xc5\x01\n" +
-	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"]\xca\xf3\x18Y\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x12\xcb\x01\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x9c\x16\n" +
+	"\x13VerificationService\x12\xc8\x01\n" +
+	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
 	"\x1cCompleteSessionAuthorization\x128.mnv.verification.v1.CompleteSessionAuthorizationRequest\x1a9.mnv.verification.v1.CompleteSessionAuthorizationResponse\"Z\xca\xf3\x18V\b\x04\x12\x01\x01J\x16SDK session authorizedZ(Return from the operator's authorizationb\rVerifications\x12\x9e\x01\n" +
-	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\"K\xca\xf3\x18G\b\x020\x01J\x16Verification completedZ\x16Verify a mobile numberb\rVerificationsp\x01x\x01\x12\xbc\x01\n" +
-	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"N\xca\xf3\x18J\b\x02J#Verification retrieved successfullyZ\x12Get a verificationb\rVerifications\x12\xc3\x01\n" +
-	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\"O\xca\xf3\x18K\b\x02J$Verifications retrieved successfullyZ\x12List verificationsb\rVerifications\x12\xbb\x01\n" +
+	"\x06Verify\x12\".mnv.verification.v1.VerifyRequest\x1a#.mnv.verification.v1.VerifyResponse\"K\xca\xf3\x18G\b\x020\x01J\x16Verification completedZ\x16Verify a mobile numberb\rVerificationsp\x01x\x01\x12\xbf\x01\n" +
+	"\x0fGetVerification\x12+.mnv.verification.v1.GetVerificationRequest\x1a,.mnv.verification.v1.GetVerificationResponse\"Q\xca\xf3\x18M\b\x02J#Verification retrieved successfullyZ\x12Get a verificationb\rVerifications\x80\x01\x01\x12\xc6\x01\n" +
+	"\x11ListVerifications\x12-.mnv.verification.v1.ListVerificationsRequest\x1a..mnv.verification.v1.ListVerificationsResponse\"R\xca\xf3\x18N\b\x02J$Verifications retrieved successfullyZ\x12List verificationsb\rVerifications\x80\x01\x01\x12\xbb\x01\n" +
 	"\x11CreateTransaction\x12-.mnv.verification.v1.CreateTransactionRequest\x1a..mnv.verification.v1.CreateTransactionResponse\"G\xca\xf3\x18C\b\x020\x01J\x13Transaction createdZ\x1aOpen a browser transactionb\fBrowser flow\x12\xc7\x01\n" +
 	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"\\\xca\xf3\x18X\b\x02J\"Transaction retrieved successfullyZ\"Get a browser transaction's resultb\fBrowser flow\x12\xc9\x01\n" +
 	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"R\xca\xf3\x18N\b\x04\x12\x01\x01J\x14Transaction capturedZ!Capture the number in the browserb\fBrowser flowx\x01\x12\xf1\x01\n" +
 	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"n\xca\xf3\x18j\b\x04\x12\x01\x01J\x14Transaction capturedZ=Complete a browser capture after the operator's authorizationb\fBrowser flowx\x01\x12t\n" +
-	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe3\x01\n" +
-	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"c\xca\xf3\x18_\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x12\xd7\x01\n" +
-	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"T\xca\xf3\x18P\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x12\xc9\x01\n" +
-	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"L\xca\xf3\x18H\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06RevealBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe6\x01\n" +
+	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"f\xca\xf3\x18b\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x80\x01\x01\x12\xd7\x01\n" +
+	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"T\xca\xf3\x18P\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x12\xcc\x01\n" +
+	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06Reveal\x80\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_verification_proto_rawDescOnce sync.Once
