@@ -36,6 +36,10 @@ type env struct {
 	client  creds
 	browser context.Context
 	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
+	output  string // what make run printed once ready
+	// opts start a Chromium like the shared one (newPerson starts one per person: a browser
+	// context of one's own is refused by headless Chromium's Target.createTarget).
+	opts []chromedp.ExecAllocatorOption
 	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
 	// site's), for the NETWORK_API flow: it captures the transaction its URL names and finishes
 	// what comes back (see shopPage).
@@ -46,6 +50,8 @@ func TestBrowser(t *testing.T) {
 	began := time.Now()
 	t.Cleanup(func() { t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond)) })
 	e := setUp(t)
+
+	t.Run("console: a person invited at start signs in with a passkey; what others try is refused", e.testConsole)
 
 	t.Run("VERIFY: the typed number is the one the network sees", func(t *testing.T) {
 		ctx := e.tab(t)
@@ -200,6 +206,7 @@ func setUp(t *testing.T) *env {
 	if !strings.Contains(run.Output(), "Demo site: "+e.demo) {
 		t.Fatalf("make run does not print the demo's address %s:\n%s", e.demo, run.Output())
 	}
+	e.output = run.Output()
 	b, err := os.ReadFile(filepath.Join(state, "demo-client.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +230,7 @@ func setUp(t *testing.T) *env {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1000, 900))
+	e.opts = opts
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))

@@ -1,0 +1,266 @@
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/webauthn"
+	"github.com/chromedp/chromedp"
+)
+
+// The console's people, in Chromium with a virtual authenticator (DevTools' WebAuthn domain)
+// against make run: an invitation printed at start is accepted with a new passkey, the session
+// cookie works on the API's routes, and what another origin, a MEMBER, a removed member and a
+// signed-out browser try is refused.
+
+// consoleLink is the invitation make run prints for the demo client's person.
+var consoleLink = regexp.MustCompile(`sign in as \S+ with a new passkey: (http://localhost:\d+/console/invite#(mnvinv_\w+))`)
+
+// person is a browser of its own (its own cookies) with a passkey authenticator, on the
+// console's origin.
+type person struct {
+	ctx    context.Context
+	origin string
+}
+
+// newPerson starts a browser of its own (its own profile and cookies) with a virtual
+// authenticator that verifies its user, at origin.
+func (e *env) newPerson(t *testing.T, origin string) *person {
+	t.Helper()
+	// Not t.TempDir: Chromium may still be writing its profile when the test's cleanup runs.
+	dir, err := os.MkdirTemp("", "mnv-console-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	opts := append(e.opts[:len(e.opts):len(e.opts)], chromedp.UserDataDir(dir))
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(acancel)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(origin+"/healthz"),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			if err := webauthn.Enable().Do(ctx); err != nil {
+				return err
+			}
+			_, err := webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
+				Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
+				Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
+				IsUserVerified: true, AutomaticPresenceSimulation: true,
+			}).Do(ctx)
+			return err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &person{ctx: ctx, origin: origin}
+}
+
+// run evaluates an async function body in the page with args (JSON) and decodes its result.
+func (p *person) run(t *testing.T, body string, args any, out any) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	js := fmt.Sprintf("(async (args) => { %s })(%s)", body, a)
+	var raw json.RawMessage
+	err := chromedp.Run(p.ctx, chromedp.Evaluate(js, &raw, func(ep *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return ep.WithAwaitPromise(true)
+	}))
+	if err != nil {
+		t.Fatalf("in the page: %v", err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+	}
+}
+
+// answer is what the page's fetch got.
+type answer struct {
+	Status int            `json:"status"`
+	Body   map[string]any `json:"body"`
+}
+
+func (a answer) data() map[string]any {
+	d, _ := a.Body["data"].(map[string]any)
+	return d
+}
+
+// fetchJS is the page's call of the API: same origin, the browser's cookies.
+const fetchJS = `const api = async (method, path, body) => {
+  const r = await fetch('/v1/api' + path, {method, headers: body ? {'content-type': 'application/json'} : {}, body: body ? JSON.stringify(body) : undefined});
+  let b = null; try { b = await r.json(); } catch (e) {}
+  return {status: r.status, body: b};
+};`
+
+func (p *person) api(t *testing.T, method, path string, body any) answer {
+	t.Helper()
+	var a answer
+	p.run(t, fetchJS+` return await api(args.method, args.path, args.body);`, map[string]any{"method": method, "path": path, "body": body}, &a)
+	return a
+}
+
+// accept opens the invitation of token and accepts it with a new passkey.
+func (p *person) accept(t *testing.T, token, name string) answer {
+	t.Helper()
+	var a answer
+	p.run(t, fetchJS+`
+const open = await api('POST', '/console/invitations/open', {token: args.token});
+if (open.status !== 200) return open;
+const o = JSON.parse(open.body.data.optionsJson);
+const cred = await navigator.credentials.create({publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(o.publicKey)});
+return await api('POST', '/console/invitations/accept', {token: args.token, ceremonyId: open.body.data.ceremonyId,
+  credentialJson: JSON.stringify(cred.toJSON()), name: args.name});`, map[string]any{"token": token, "name": name}, &a)
+	return a
+}
+
+// signIn signs in with any passkey of the site (the authenticator's).
+func (p *person) signIn(t *testing.T) answer {
+	t.Helper()
+	var a answer
+	p.run(t, fetchJS+`
+const start = await api('POST', '/console/sign-in/options', {});
+const o = JSON.parse(start.body.data.optionsJson);
+const cred = await navigator.credentials.get({publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(o.publicKey)});
+return await api('POST', '/console/sign-in', {ceremonyId: start.body.data.ceremonyId, credentialJson: JSON.stringify(cred.toJSON())});`, nil, &a)
+	return a
+}
+
+func want(t *testing.T, what string, a answer, status int) {
+	t.Helper()
+	if a.Status != status {
+		t.Fatalf("%s: %d %v, want %d", what, a.Status, a.Body, status)
+	}
+}
+
+func (e *env) testConsole(t *testing.T) {
+	m := consoleLink.FindStringSubmatch(e.output)
+	if m == nil {
+		t.Fatalf("make run printed no console invitation:\n%s", e.output)
+	}
+	link, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := link.Scheme + "://" + link.Host
+	admin := e.newPerson(t, origin)
+
+	// Not signed in: the session routes and the API-key routes alike are 401.
+	want(t, "session before sign-in", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+	want(t, "keys before sign-in", admin.api(t, "GET", "/me/api-keys", nil), http.StatusUnauthorized)
+
+	acc := admin.accept(t, m[2], "Dev Eloper")
+	want(t, "accept", acc, http.StatusOK)
+	if acc.data()["membership"].(map[string]any)["role"] != "ADMIN" {
+		t.Fatalf("accepted as %v", acc.data())
+	}
+	want(t, "the invitation again", admin.accept(t, m[2], "Again"), http.StatusNotFound)
+
+	s := admin.api(t, "GET", "/console/session", nil)
+	want(t, "session", s, http.StatusOK)
+	if s.data()["person"].(map[string]any)["email"] != "dev@example.com" || s.data()["membership"].(map[string]any)["clientId"] != e.client.ClientID {
+		t.Fatalf("session: %v", s.data())
+	}
+	// The cookie reads the API's routes, with the person's role: never an API key in the page.
+	want(t, "ledger", admin.api(t, "GET", "/me/ledger", nil), http.StatusOK)
+	created := admin.api(t, "POST", "/me/api-keys", map[string]any{"name": "made in the console", "role": "MEMBER"})
+	want(t, "create a key (stepped up at sign-in)", created, http.StatusOK)
+	if k, _ := created.data()["apiKey"].(string); !strings.HasPrefix(k, "mnv_") {
+		t.Fatalf("created: %v", created.data())
+	}
+
+	// A page on another origin of the same site (localhost, another port: the cookie's
+	// SameSite lets it through) posts with the cookie: refused before anything runs, the keys
+	// unchanged.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><title>another site</title>"))
+	}))
+	t.Cleanup(evil.Close)
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	before := len(e.call(t, http.MethodGet, "/me/api-keys?size=100", nil)["items"].([]any))
+	other := &person{ctx: admin.ctx, origin: evilURL}
+	if err := chromedp.Run(admin.ctx, chromedp.Navigate(evilURL)); err != nil {
+		t.Fatal(err)
+	}
+	var crossStatus int
+	other.run(t, `try { const r = await fetch(args.url, {method: 'POST', credentials: 'include', headers: {'content-type': 'application/json'}, body: JSON.stringify({name: 'forged', role: 'ADMIN'})}); return r.status; } catch (e) { return -1; }`,
+		map[string]any{"url": origin + "/v1/api/me/api-keys"}, &crossStatus)
+	other.run(t, `await fetch(args.url, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'content-type': 'text/plain'}, body: JSON.stringify({name: 'forged', role: 'ADMIN'})}); return 0;`,
+		map[string]any{"url": origin + "/v1/api/me/api-keys"}, nil)
+	if after := len(e.call(t, http.MethodGet, "/me/api-keys?size=100", nil)["items"].([]any)); after != before {
+		t.Fatalf("a page on another origin created a key with the console's cookie (%d keys, were %d; status %d)", after, before, crossStatus)
+	}
+	if err := chromedp.Run(admin.ctx, chromedp.Navigate(origin+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A MEMBER, invited from the console, in a browser of their own.
+	inv := admin.api(t, "POST", "/me/invitations", map[string]any{"email": "member@example.com", "role": "MEMBER"})
+	want(t, "invite a member", inv, http.StatusOK)
+	memberToken := inv.data()["link"].(string)
+	memberToken = memberToken[strings.Index(memberToken, "#")+1:]
+	member := e.newPerson(t, origin)
+	want(t, "member accepts", member.accept(t, memberToken, "<img src=x onerror=alert(1)>"), http.StatusOK)
+	want(t, "member reads the ledger", member.api(t, "GET", "/me/ledger", nil), http.StatusOK)
+	want(t, "member lists members", member.api(t, "GET", "/me/members", nil), http.StatusOK)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/me/api-keys", map[string]any{"name": "x", "role": "ADMIN"}},
+		{"GET", "/me/api-keys", nil},
+		{"POST", "/me/invitations", map[string]any{"email": "x@example.com", "role": "ADMIN"}},
+		{"GET", "/me/invitations", nil},
+		{"GET", "/me/audit-log", nil},
+		{"PUT", "/me/web-origins", map[string]any{"origins": []string{"https://evil.example"}}},
+		{"DELETE", "/me/members/" + acc.data()["person"].(map[string]any)["id"].(string), nil},
+	} {
+		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
+	}
+
+	// The audit log names who did what.
+	audit := admin.api(t, "GET", "/me/audit-log", nil)
+	want(t, "audit log", audit, http.StatusOK)
+	var actions []string
+	for _, it := range audit.data()["items"].([]any) {
+		actions = append(actions, it.(map[string]any)["action"].(string))
+	}
+	if j := strings.Join(actions, ","); !strings.Contains(j, "CreateApiKey") || !strings.Contains(j, "InviteMember") || !strings.Contains(j, "AcceptInvitation") {
+		t.Fatalf("audit actions %v", actions)
+	}
+
+	// A removed member's session ends at once.
+	members := admin.api(t, "GET", "/me/members", nil)
+	var memberID string
+	for _, it := range members.data()["items"].([]any) {
+		if p := it.(map[string]any)["person"].(map[string]any); p["email"] == "member@example.com" {
+			memberID = p["id"].(string)
+		}
+	}
+	want(t, "remove the member", admin.api(t, "DELETE", "/me/members/"+memberID, nil), http.StatusOK)
+	want(t, "the removed member's session", member.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+
+	// Sign out, then in again with the passkey.
+	want(t, "sign out", admin.api(t, "POST", "/console/session/sign-out", map[string]any{}), http.StatusOK)
+	want(t, "after sign-out", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+	want(t, "sign in", admin.signIn(t), http.StatusOK)
+	want(t, "signed in again", admin.api(t, "GET", "/console/session", nil), http.StatusOK)
+	sessions := admin.api(t, "GET", "/console/sessions", nil)
+	want(t, "sessions", sessions, http.StatusOK)
+	want(t, "sign out everywhere", admin.api(t, "POST", "/console/sessions/sign-out-all", map[string]any{}), http.StatusOK)
+	want(t, "after signing out everywhere", admin.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+}
