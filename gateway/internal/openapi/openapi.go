@@ -130,6 +130,9 @@ const (
 	secSession  = "ConsoleSession"
 )
 
+// consolePrefix is where the console's own routes are (docs/api-decisions.md#console).
+const consolePrefix = "/v1/api/console/"
+
 const infoDescription = "The mnv mobile-number verification API.\n\n" +
 	"Every JSON response is wrapped in an envelope: `{success, messages, data}`. On success, " +
 	"`success` is true, `messages` holds one message of type SUCCESS and `data` is the payload " +
@@ -443,7 +446,9 @@ func parameters(s *schemas, r route) []any {
 	if r.rule.GetIdempotent() {
 		params = append(params, ref("parameters", "IdempotencyKey"))
 	}
-	if rpcrule.EdgeOf(r.rule, r.path).Public() {
+	if rpcrule.EdgeOf(r.rule, r.path).Public() && !strings.HasPrefix(r.path, consolePrefix) {
+		// The browser flow's: the page's origin is the check. The console's sign-in routes
+		// hold a browser to the console's own origin, and take calls without one.
 		params = append(params, ref("parameters", "Origin"))
 	}
 	return params

@@ -69,13 +69,14 @@ func errorStatuses(r route) []int {
 		r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_SESSION
 	// The console's own routes: signing in may fail to verify a passkey (401), and a write must
 	// come from the console's origin (403).
-	console := strings.HasPrefix(r.path, "/v1/api/console/")
+	console := strings.HasPrefix(r.path, consolePrefix)
 	add(hasBody || hasParams || r.rule.GetFeature() != optionsv1.Feature_FEATURE_UNSPECIFIED, http.StatusBadRequest)
 	add(!edge.Public() || console, http.StatusUnauthorized)
 	add(r.rule.GetCharges(), http.StatusPaymentRequired)
 	add(r.rule.GetAdminRole() || edge.Public() || edge.Session || console || (!r.rule.GetAllowSuspended() &&
 		(clientCredential || r.rule.GetCredential() == optionsv1.Credential_CREDENTIAL_NONE)), http.StatusForbidden)
-	add(len(r.pathParams()) > 0, http.StatusNotFound)
+	// A console route may name what is not there in its body too: an invitation, a client.
+	add(len(r.pathParams()) > 0 || console, http.StatusNotFound)
 	add(r.rule.GetIdempotent() || r.rule.GetConflicts(), http.StatusConflict)
 	add(hasBody, http.StatusRequestEntityTooLarge)
 	add(r.rule.GetIdempotent(), http.StatusUnprocessableEntity)

@@ -794,6 +794,7 @@ func (e ListVerificationsParamsStatus) Valid() bool {
 
 // AcceptInvitationRequest defines model for AcceptInvitationRequest.
 type AcceptInvitationRequest struct {
+	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
 	CeremonyId openapi_types.UUID `json:"ceremonyId"`
 
 	// CredentialJson The new passkey, PublicKeyCredential.toJSON() as JSON text.
@@ -1805,9 +1806,12 @@ type SetWebOriginsResponse struct {
 
 // SignInRequest defines model for SignInRequest.
 type SignInRequest struct {
+	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
 	CeremonyId openapi_types.UUID `json:"ceremonyId"`
 
 	// ClientId The client to sign in to; unset: the person's first.
+	//
+	// Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
 	ClientId *openapi_types.UUID `json:"clientId,omitempty"`
 
 	// CredentialJson The assertion, PublicKeyCredential.toJSON() as JSON text.
@@ -1884,6 +1888,7 @@ type StartStepUpResponse struct {
 
 // StepUpRequest defines model for StepUpRequest.
 type StepUpRequest struct {
+	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
 	CeremonyId     openapi_types.UUID `json:"ceremonyId"`
 	CredentialJson string             `json:"credentialJson"`
 }
@@ -1929,6 +1934,7 @@ type SuccessMessage struct {
 
 // SwitchClientRequest defines model for SwitchClientRequest.
 type SwitchClientRequest struct {
+	// ClientId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
 	ClientId openapi_types.UUID `json:"clientId"`
 }
 
@@ -2192,18 +2198,12 @@ type RotateClientApiKeyParams struct {
 type AcceptInvitationParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
-
-	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
-	Origin Origin `json:"Origin"`
 }
 
 // StartInvitationParams defines parameters for StartInvitation.
 type StartInvitationParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
-
-	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
-	Origin Origin `json:"Origin"`
 }
 
 // GetSessionParams defines parameters for GetSession.
@@ -2246,18 +2246,12 @@ type EndSessionParams struct {
 type SignInParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
-
-	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
-	Origin Origin `json:"Origin"`
 }
 
 // StartSignInParams defines parameters for StartSignIn.
 type StartSignInParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
-
-	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
-	Origin Origin `json:"Origin"`
 }
 
 // StepUpParams defines parameters for StepUp.
@@ -6644,15 +6638,6 @@ func NewAcceptInvitationRequestWithBody(server string, params *AcceptInvitationP
 			req.Header.Set("X-Request-Id", headerParam0)
 		}
 
-		var headerParam1 string
-
-		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
-		}
-
-		req.Header.Set("Origin", headerParam1)
-
 	}
 
 	return req, nil
@@ -6707,15 +6692,6 @@ func NewStartInvitationRequestWithBody(server string, params *StartInvitationPar
 
 			req.Header.Set("X-Request-Id", headerParam0)
 		}
-
-		var headerParam1 string
-
-		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
-		}
-
-		req.Header.Set("Origin", headerParam1)
 
 	}
 
@@ -7070,15 +7046,6 @@ func NewSignInRequestWithBody(server string, params *SignInParams, contentType s
 			req.Header.Set("X-Request-Id", headerParam0)
 		}
 
-		var headerParam1 string
-
-		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
-		}
-
-		req.Header.Set("Origin", headerParam1)
-
 	}
 
 	return req, nil
@@ -7133,15 +7100,6 @@ func NewStartSignInRequestWithBody(server string, params *StartSignInParams, con
 
 			req.Header.Set("X-Request-Id", headerParam0)
 		}
-
-		var headerParam1 string
-
-		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
-		}
-
-		req.Header.Set("Origin", headerParam1)
 
 	}
 
@@ -12867,6 +12825,11 @@ type AcceptInvitationAnswer403Headers struct {
 	XRequestId string
 }
 
+// AcceptInvitationAnswer404Headers the declared response headers of an HTTP 404 response for AcceptInvitation
+type AcceptInvitationAnswer404Headers struct {
+	XRequestId string
+}
+
 // AcceptInvitationAnswer409Headers the declared response headers of an HTTP 409 response for AcceptInvitation
 type AcceptInvitationAnswer409Headers struct {
 	XRequestId string
@@ -12913,6 +12876,8 @@ type AcceptInvitationAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error409
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -12931,6 +12896,8 @@ type AcceptInvitationAnswer struct {
 	Headers401 *AcceptInvitationAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AcceptInvitationAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AcceptInvitationAnswer404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AcceptInvitationAnswer409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12970,6 +12937,11 @@ func (r AcceptInvitationAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AcceptInvitationAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -13047,6 +13019,11 @@ type StartInvitationAnswer403Headers struct {
 	XRequestId string
 }
 
+// StartInvitationAnswer404Headers the declared response headers of an HTTP 404 response for StartInvitation
+type StartInvitationAnswer404Headers struct {
+	XRequestId string
+}
+
 // StartInvitationAnswer413Headers the declared response headers of an HTTP 413 response for StartInvitation
 type StartInvitationAnswer413Headers struct {
 	XRequestId string
@@ -13088,6 +13065,8 @@ type StartInvitationAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -13104,6 +13083,8 @@ type StartInvitationAnswer struct {
 	Headers401 *StartInvitationAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *StartInvitationAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartInvitationAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *StartInvitationAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13141,6 +13122,11 @@ func (r StartInvitationAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r StartInvitationAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartInvitationAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -13208,6 +13194,11 @@ type GetSessionAnswer403Headers struct {
 	XRequestId string
 }
 
+// GetSessionAnswer404Headers the declared response headers of an HTTP 404 response for GetSession
+type GetSessionAnswer404Headers struct {
+	XRequestId string
+}
+
 // GetSessionAnswer429Headers the declared response headers of an HTTP 429 response for GetSession
 type GetSessionAnswer429Headers struct {
 	RetryAfter *int
@@ -13242,6 +13233,8 @@ type GetSessionAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *Error429
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -13254,6 +13247,8 @@ type GetSessionAnswer struct {
 	Headers401 *GetSessionAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetSessionAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetSessionAnswer404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetSessionAnswer429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -13284,6 +13279,11 @@ func (r GetSessionAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r GetSessionAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSessionAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -13351,6 +13351,11 @@ type SignOutAnswer403Headers struct {
 	XRequestId string
 }
 
+// SignOutAnswer404Headers the declared response headers of an HTTP 404 response for SignOut
+type SignOutAnswer404Headers struct {
+	XRequestId string
+}
+
 // SignOutAnswer413Headers the declared response headers of an HTTP 413 response for SignOut
 type SignOutAnswer413Headers struct {
 	XRequestId string
@@ -13392,6 +13397,8 @@ type SignOutAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -13408,6 +13415,8 @@ type SignOutAnswer struct {
 	Headers401 *SignOutAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *SignOutAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SignOutAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SignOutAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13445,6 +13454,11 @@ func (r SignOutAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r SignOutAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SignOutAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -13517,6 +13531,11 @@ type SwitchClientAnswer403Headers struct {
 	XRequestId string
 }
 
+// SwitchClientAnswer404Headers the declared response headers of an HTTP 404 response for SwitchClient
+type SwitchClientAnswer404Headers struct {
+	XRequestId string
+}
+
 // SwitchClientAnswer413Headers the declared response headers of an HTTP 413 response for SwitchClient
 type SwitchClientAnswer413Headers struct {
 	XRequestId string
@@ -13558,6 +13577,8 @@ type SwitchClientAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -13574,6 +13595,8 @@ type SwitchClientAnswer struct {
 	Headers401 *SwitchClientAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *SwitchClientAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SwitchClientAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SwitchClientAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13611,6 +13634,11 @@ func (r SwitchClientAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r SwitchClientAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SwitchClientAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -13678,6 +13706,11 @@ type ListSessionsAnswer403Headers struct {
 	XRequestId string
 }
 
+// ListSessionsAnswer404Headers the declared response headers of an HTTP 404 response for ListSessions
+type ListSessionsAnswer404Headers struct {
+	XRequestId string
+}
+
 // ListSessionsAnswer429Headers the declared response headers of an HTTP 429 response for ListSessions
 type ListSessionsAnswer429Headers struct {
 	RetryAfter *int
@@ -13712,6 +13745,8 @@ type ListSessionsAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *Error429
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -13724,6 +13759,8 @@ type ListSessionsAnswer struct {
 	Headers401 *ListSessionsAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListSessionsAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListSessionsAnswer404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListSessionsAnswer429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -13754,6 +13791,11 @@ func (r ListSessionsAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListSessionsAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSessionsAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -13821,6 +13863,11 @@ type SignOutEverywhereAnswer403Headers struct {
 	XRequestId string
 }
 
+// SignOutEverywhereAnswer404Headers the declared response headers of an HTTP 404 response for SignOutEverywhere
+type SignOutEverywhereAnswer404Headers struct {
+	XRequestId string
+}
+
 // SignOutEverywhereAnswer413Headers the declared response headers of an HTTP 413 response for SignOutEverywhere
 type SignOutEverywhereAnswer413Headers struct {
 	XRequestId string
@@ -13862,6 +13909,8 @@ type SignOutEverywhereAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -13878,6 +13927,8 @@ type SignOutEverywhereAnswer struct {
 	Headers401 *SignOutEverywhereAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *SignOutEverywhereAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SignOutEverywhereAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SignOutEverywhereAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13915,6 +13966,11 @@ func (r SignOutEverywhereAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r SignOutEverywhereAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14153,6 +14209,11 @@ type SignInAnswer403Headers struct {
 	XRequestId string
 }
 
+// SignInAnswer404Headers the declared response headers of an HTTP 404 response for SignIn
+type SignInAnswer404Headers struct {
+	XRequestId string
+}
+
 // SignInAnswer413Headers the declared response headers of an HTTP 413 response for SignIn
 type SignInAnswer413Headers struct {
 	XRequestId string
@@ -14194,6 +14255,8 @@ type SignInAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14210,6 +14273,8 @@ type SignInAnswer struct {
 	Headers401 *SignInAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *SignInAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SignInAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SignInAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14247,6 +14312,11 @@ func (r SignInAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r SignInAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SignInAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14319,6 +14389,11 @@ type StartSignInAnswer403Headers struct {
 	XRequestId string
 }
 
+// StartSignInAnswer404Headers the declared response headers of an HTTP 404 response for StartSignIn
+type StartSignInAnswer404Headers struct {
+	XRequestId string
+}
+
 // StartSignInAnswer413Headers the declared response headers of an HTTP 413 response for StartSignIn
 type StartSignInAnswer413Headers struct {
 	XRequestId string
@@ -14360,6 +14435,8 @@ type StartSignInAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14376,6 +14453,8 @@ type StartSignInAnswer struct {
 	Headers401 *StartSignInAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *StartSignInAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartSignInAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *StartSignInAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14413,6 +14492,11 @@ func (r StartSignInAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r StartSignInAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartSignInAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14485,6 +14569,11 @@ type StepUpAnswer403Headers struct {
 	XRequestId string
 }
 
+// StepUpAnswer404Headers the declared response headers of an HTTP 404 response for StepUp
+type StepUpAnswer404Headers struct {
+	XRequestId string
+}
+
 // StepUpAnswer413Headers the declared response headers of an HTTP 413 response for StepUp
 type StepUpAnswer413Headers struct {
 	XRequestId string
@@ -14526,6 +14615,8 @@ type StepUpAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14542,6 +14633,8 @@ type StepUpAnswer struct {
 	Headers401 *StepUpAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *StepUpAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StepUpAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *StepUpAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14579,6 +14672,11 @@ func (r StepUpAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r StepUpAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StepUpAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14651,6 +14749,11 @@ type StartStepUpAnswer403Headers struct {
 	XRequestId string
 }
 
+// StartStepUpAnswer404Headers the declared response headers of an HTTP 404 response for StartStepUp
+type StartStepUpAnswer404Headers struct {
+	XRequestId string
+}
+
 // StartStepUpAnswer413Headers the declared response headers of an HTTP 413 response for StartStepUp
 type StartStepUpAnswer413Headers struct {
 	XRequestId string
@@ -14692,6 +14795,8 @@ type StartStepUpAnswer struct {
 	JSON401 *Error401
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error413
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14708,6 +14813,8 @@ type StartStepUpAnswer struct {
 	Headers401 *StartStepUpAnswer401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *StartStepUpAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartStepUpAnswer404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *StartStepUpAnswer413Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14745,6 +14852,11 @@ func (r StartStepUpAnswer) GetJSON401() *Error401 {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r StartStepUpAnswer) GetJSON403() *Error403 {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartStepUpAnswer) GetJSON404() *Error404 {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -27454,6 +27566,13 @@ func ParseAcceptInvitationAnswer(rsp *http.Response) (*AcceptInvitationAnswer, e
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Error409
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27539,6 +27658,16 @@ func ParseAcceptInvitationAnswer(rsp *http.Response) (*AcceptInvitationAnswer, e
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AcceptInvitationAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers AcceptInvitationAnswer409Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -27652,6 +27781,13 @@ func ParseStartInvitationAnswer(rsp *http.Response) (*StartInvitationAnswer, err
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27730,6 +27866,16 @@ func ParseStartInvitationAnswer(rsp *http.Response) (*StartInvitationAnswer, err
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartInvitationAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers StartInvitationAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -27826,6 +27972,13 @@ func ParseGetSessionAnswer(rsp *http.Response) (*GetSessionAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Error429
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27887,6 +28040,16 @@ func ParseGetSessionAnswer(rsp *http.Response) (*GetSessionAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetSessionAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetSessionAnswer429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27980,6 +28143,13 @@ func ParseSignOutAnswer(rsp *http.Response) (*SignOutAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28058,6 +28228,16 @@ func ParseSignOutAnswer(rsp *http.Response) (*SignOutAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SignOutAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers SignOutAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -28161,6 +28341,13 @@ func ParseSwitchClientAnswer(rsp *http.Response) (*SwitchClientAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28239,6 +28426,16 @@ func ParseSwitchClientAnswer(rsp *http.Response) (*SwitchClientAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SwitchClientAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers SwitchClientAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -28335,6 +28532,13 @@ func ParseListSessionsAnswer(rsp *http.Response) (*ListSessionsAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Error429
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28396,6 +28600,16 @@ func ParseListSessionsAnswer(rsp *http.Response) (*ListSessionsAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListSessionsAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListSessionsAnswer429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28489,6 +28703,13 @@ func ParseSignOutEverywhereAnswer(rsp *http.Response) (*SignOutEverywhereAnswer,
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28567,6 +28788,16 @@ func ParseSignOutEverywhereAnswer(rsp *http.Response) (*SignOutEverywhereAnswer,
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SignOutEverywhereAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers SignOutEverywhereAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -28851,6 +29082,13 @@ func ParseSignInAnswer(rsp *http.Response) (*SignInAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28929,6 +29167,16 @@ func ParseSignInAnswer(rsp *http.Response) (*SignInAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SignInAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers SignInAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -29032,6 +29280,13 @@ func ParseStartSignInAnswer(rsp *http.Response) (*StartSignInAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29110,6 +29365,16 @@ func ParseStartSignInAnswer(rsp *http.Response) (*StartSignInAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartSignInAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers StartSignInAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -29213,6 +29478,13 @@ func ParseStepUpAnswer(rsp *http.Response) (*StepUpAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29291,6 +29563,16 @@ func ParseStepUpAnswer(rsp *http.Response) (*StepUpAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StepUpAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers StepUpAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -29394,6 +29676,13 @@ func ParseStartStepUpAnswer(rsp *http.Response) (*StartStepUpAnswer, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Error413
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29472,6 +29761,16 @@ func ParseStartStepUpAnswer(rsp *http.Response) (*StartStepUpAnswer, error) {
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartStepUpAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 413:
 		var headers StartStepUpAnswer413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

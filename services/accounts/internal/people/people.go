@@ -22,6 +22,7 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/freetext"
 	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
@@ -107,6 +108,21 @@ func New(st Store, tx Tx, fp *crypto.Fingerprinter, keyring *crypto.Keyring, cfg
 		return nil, fmt.Errorf("webauthn: %w", err)
 	}
 	return &Service{st: st, tx: tx, fp: fp, keyring: keyring, wa: wa, cfg: cfg}, nil
+}
+
+// The request fields' rules (people.proto's field options hold the same bounds).
+var (
+	tokenRule      = freetext.Rule{Max: 200}
+	credentialRule = freetext.Rule{Max: 16384, Controls: true}
+	nameRule       = freetext.Rule{Max: 100}
+)
+
+// checkCeremony checks the fields of a ceremony's second call, before anything is looked up.
+func checkCeremony(id, credentialJSON string) error {
+	if u, err := uuid.Parse(id); err != nil || u.String() != strings.ToLower(id) {
+		return fault.Invalid("ceremonyId", "must be the ceremony's id (a UUID)")
+	}
+	return credentialRule.Check("credentialJson", credentialJSON)
 }
 
 // Errors of the console's people, in the API's words.
@@ -246,6 +262,9 @@ type Signed struct {
 // SignIn finishes a sign-in: the assertion must verify, with user verification, for a passkey
 // of a person who belongs to clientID ("" for their first client).
 func (s *Service) SignIn(ctx context.Context, ceremonyID, credentialJSON, clientID string, meta Meta) (Signed, error) {
+	if err := checkCeremony(ceremonyID, credentialJSON); err != nil {
+		return Signed{}, err
+	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes([]byte(credentialJSON))
 	if err != nil {
 		return Signed{}, ErrCeremony
@@ -493,6 +512,9 @@ func (s *Service) StartStepUp(ctx context.Context, p principal.Principal) (Optio
 
 // StepUp finishes a step-up: the session may do what can hurt for the step-up window.
 func (s *Service) StepUp(ctx context.Context, p principal.Principal, ceremonyID, credentialJSON string) (time.Time, error) {
+	if err := checkCeremony(ceremonyID, credentialJSON); err != nil {
+		return time.Time{}, err
+	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes([]byte(credentialJSON))
 	if err != nil {
 		return time.Time{}, ErrCeremony
@@ -617,6 +639,9 @@ func (s *Service) invitation(ctx context.Context, st Store, token string, lock b
 
 // OpenInvitation reads an invitation and begins its ceremony.
 func (s *Service) OpenInvitation(ctx context.Context, token string) (Opened, error) {
+	if err := tokenRule.Check("token", token); err != nil {
+		return Opened{}, err
+	}
 	inv, err := s.invitation(ctx, s.st, token, false)
 	if err != nil {
 		return Opened{}, err
@@ -667,6 +692,17 @@ func (s *Service) OpenInvitation(ctx context.Context, token string) (Opened, err
 
 // Accept accepts an invitation with the passkey the ceremony asked for, and signs the person in.
 func (s *Service) Accept(ctx context.Context, token, ceremonyID, credentialJSON, name string, meta Meta) (Signed, error) {
+	if err := tokenRule.Check("token", token); err != nil {
+		return Signed{}, err
+	}
+	if err := checkCeremony(ceremonyID, credentialJSON); err != nil {
+		return Signed{}, err
+	}
+	if name != "" {
+		if err := nameRule.Check("name", name); err != nil {
+			return Signed{}, err
+		}
+	}
 	var out Signed
 	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		inv, err := s.invitation(ctx, st, token, true)

@@ -2385,13 +2385,12 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x13StartSignInResponse\x12\x1f\n" +
 	"\vceremony_id\x18\x01 \x01(\tR\n" +
 	"ceremonyId\x12!\n" +
-	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"\x9e\x01\n" +
-	"\rSignInRequest\x12-\n" +
-	"\vceremony_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
+	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"\xea\x01\n" +
+	"\rSignInRequest\x12S\n" +
+	"\vceremony_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\n" +
 	"ceremonyId\x125\n" +
-	"\x0fcredential_json\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\x12'\n" +
-	"\tclient_id\x18\x03 \x01(\tB\n" +
-	"\xd2\xf3\x18\x06B\x04uuidR\bclientId\"~\n" +
+	"\x0fcredential_json\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\x12M\n" +
+	"\tclient_id\x18\x03 \x01(\tB0\xd2\xf3\x18,B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\bclientId\"~\n" +
 	"\x0eSignInResponse\x12/\n" +
 	"\x06person\x18\x01 \x01(\v2\x17.mnv.accounts.v1.PersonR\x06person\x12;\n" +
 	"\n" +
@@ -2408,10 +2407,10 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"clientName\x12)\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x15.mnv.accounts.v1.RoleR\x04role\x12\x1a\n" +
 	"\brecovery\x18\x06 \x01(\bR\brecovery\x12'\n" +
-	"\x0fexisting_person\x18\a \x01(\bR\x0eexistingPerson\"\xc0\x01\n" +
+	"\x0fexisting_person\x18\a \x01(\bR\x0eexistingPerson\"\xe6\x01\n" +
 	"\x17AcceptInvitationRequest\x12!\n" +
-	"\x05token\x18\x01 \x01(\tB\v\xd2\xf3\x18\a\b\x01(\xc8\x01P\x01R\x05token\x12-\n" +
-	"\vceremony_id\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
+	"\x05token\x18\x01 \x01(\tB\v\xd2\xf3\x18\a\b\x01(\xc8\x01P\x01R\x05token\x12S\n" +
+	"\vceremony_id\x18\x02 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\n" +
 	"ceremonyId\x125\n" +
 	"\x0fcredential_json\x18\x03 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\x12\x1c\n" +
 	"\x04name\x18\x04 \x01(\tB\b\xd2\xf3\x18\x04(dP\x01R\x04name\"\x88\x01\n" +
@@ -2443,9 +2442,9 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x03own\x18\x01 \x01(\bR\x03own\"\x1a\n" +
 	"\x18SignOutEverywhereRequest\"1\n" +
 	"\x19SignOutEverywhereResponse\x12\x14\n" +
-	"\x05ended\x18\x01 \x01(\x05R\x05ended\"@\n" +
-	"\x13SwitchClientRequest\x12)\n" +
-	"\tclient_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\bclientId\"S\n" +
+	"\x05ended\x18\x01 \x01(\x05R\x05ended\"f\n" +
+	"\x13SwitchClientRequest\x12O\n" +
+	"\tclient_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\bclientId\"S\n" +
 	"\x14SwitchClientResponse\x12;\n" +
 	"\n" +
 	"membership\x18\x01 \x01(\v2\x1b.mnv.accounts.v1.MembershipR\n" +
@@ -2454,9 +2453,9 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x13StartStepUpResponse\x12\x1f\n" +
 	"\vceremony_id\x18\x01 \x01(\tR\n" +
 	"ceremonyId\x12!\n" +
-	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"u\n" +
-	"\rStepUpRequest\x12-\n" +
-	"\vceremony_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
+	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"\x9b\x01\n" +
+	"\rStepUpRequest\x12S\n" +
+	"\vceremony_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\n" +
 	"ceremonyId\x125\n" +
 	"\x0fcredential_json\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\"V\n" +
 	"\x0eStepUpResponse\x12D\n" +
