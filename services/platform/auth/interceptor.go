@@ -240,6 +240,11 @@ func (g *Guard) client(ctx context.Context, k principal.Kind, caller string) (pr
 		}
 		return principal.Principal{}, errUnavailable
 	}
+	if p.Kind() != k {
+		// The rules that follow (role, step-up) read the kind: a principal of another kind than
+		// the credential resolved is no answer to believe.
+		return principal.Principal{}, ErrUnauthenticated
+	}
 	return p, nil
 }
 

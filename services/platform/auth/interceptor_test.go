@@ -164,7 +164,7 @@ func TestGuardCheck(t *testing.T) {
 		{"api key: authenticator wraps unauthenticated", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{}, fmt.Errorf("revoked: %w", principal.ErrUnauthenticated), withCalls(unauth, keyCall)},
 		{"api key: authenticator fails otherwise", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{}, errDB, withCalls(want{code: codes.Unavailable, reason: fault.Unavailable}, keyCall)},
 		{"api key: suspended refused", mKey, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withCalls(denied, keyCall)},
-		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{ClientID: clientID, Role: principal.RoleAdmin}, nil, withCalls(denied, keyCall)},
+		{"api key: empty status counts as not active", mKey, metadata.Pairs("x-api-key", apiKey), principal.Principal{ClientID: clientID, KeyID: "k1", Role: principal.RoleAdmin}, nil, withCalls(denied, keyCall)},
 		{"api key: suspended allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), suspendedMember, nil, withPrincipal(suspendedMember, keyCall)},
 		{"api key: active allowed by AllowSuspended", mKeyAnyOK, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withPrincipal(activeMember, keyCall)},
 		{"admin role: member refused", mKeyAdmin, metadata.Pairs("x-api-key", apiKey), activeMember, nil, withCalls(denied, keyCall)},
@@ -433,7 +433,7 @@ func wire(p principal.Principal) principal.Principal {
 	return auth.PrincipalFromProto(auth.PrincipalToProto(p))
 }
 
-// AuthenticateSession refuses every session: these tests are about keys and tokens.
-func (f *fakeAuthn) AuthenticateSession(context.Context, string) (principal.Principal, error) {
-	return principal.Principal{}, principal.ErrUnauthenticated
+func (f *fakeAuthn) AuthenticateSession(_ context.Context, token string) (principal.Principal, error) {
+	f.calls = append(f.calls, authCall{"session", token, ""})
+	return f.principal, f.err
 }

@@ -37,12 +37,15 @@ func (s *Store) InsertCeremony(ctx context.Context, c people.Ceremony, ttl time.
 // TakeCeremony deletes and returns an unexpired ceremony of the purpose.
 func (s *Store) TakeCeremony(ctx context.Context, id, purpose string) (people.Ceremony, error) {
 	c := people.Ceremony{ID: id, Purpose: purpose}
-	var live bool
-	// Deleted whether or not it expired: a ceremony is tried once.
+	var (
+		live   bool
+		wasFor string
+	)
+	// Deleted whatever it was for and whether or not it expired: a ceremony is tried once.
 	err := s.db.QueryRow(ctx, `DELETE FROM accounts.webauthn_ceremonies
-		WHERE id = $1 AND purpose = $2 RETURNING data, subject, expires_at > now()`, id, purpose).
-		Scan(&c.Data, &c.Subject, &live)
-	if err == nil && !live {
+		WHERE id = $1 RETURNING purpose, data, subject, expires_at > now()`, id).
+		Scan(&wasFor, &c.Data, &c.Subject, &live)
+	if err == nil && (!live || wasFor != purpose) {
 		return c, fault.ErrNotFound
 	}
 	return c, notFound(err, "take ceremony")
