@@ -181,6 +181,19 @@ func (e *env) testConsole(t *testing.T) {
 	if k, _ := created.data()["apiKey"].(string); !strings.HasPrefix(k, "mnv_") {
 		t.Fatalf("created: %v", created.data())
 	}
+	// The console's rotation: by the key's id, with an overlap; both keys work meanwhile.
+	rotated := admin.api(t, "POST", "/me/api-keys/"+created.data()["id"].(string)+"/rotate", map[string]any{"oldKeyGraceSeconds": 600})
+	want(t, "rotate the key", rotated, http.StatusOK)
+	newKey := rotated.data()["apiKey"].(map[string]any)
+	if rotated.data()["oldKeyValidUntil"] == nil || newKey["name"] != "made in the console" || newKey["role"] != "MEMBER" {
+		t.Fatalf("rotated: %v", rotated.data())
+	}
+	for _, k := range []string{created.data()["apiKey"].(string), newKey["apiKey"].(string)} {
+		if status, _ := e.callAs(t, creds{ClientID: e.client.ClientID, APIKey: k}, http.MethodGet, "/me/ledger", nil); status != http.StatusOK {
+			t.Fatalf("a key of the rotation answered %d during the overlap", status)
+		}
+	}
+	want(t, "rotate the old key again", admin.api(t, "POST", "/me/api-keys/"+created.data()["id"].(string)+"/rotate", map[string]any{}), http.StatusConflict)
 
 	// A page on another origin of the same site (localhost, another port: the cookie's
 	// SameSite lets it through) posts with the cookie: refused before anything runs, the keys

@@ -25,6 +25,7 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/me/api-keys", RPC: "/mnv.accounts.v1.AccountsService/ListApiKeys"},
 	{Method: "POST", Pattern: "/v1/api/me/api-keys", RPC: "/mnv.accounts.v1.AccountsService/CreateApiKey"},
 	{Method: "DELETE", Pattern: "/v1/api/me/api-keys/{key_id=*}", RPC: "/mnv.accounts.v1.AccountsService/RevokeApiKey"},
+	{Method: "POST", Pattern: "/v1/api/me/api-keys/{key_id=*}/rotate", RPC: "/mnv.accounts.v1.AccountsService/RotateApiKeyById"},
 	{Method: "GET", Pattern: "/v1/api/me/audit-log", RPC: "/mnv.accounts.v1.PeopleService/ListAuditEvents"},
 	{Method: "POST", Pattern: "/v1/api/me/connect/import", RPC: "/mnv.connect.v1.ConnectService/UploadImport"},
 	{Method: "GET", Pattern: "/v1/api/me/connect/import/jobs", RPC: "/mnv.connect.v1.ConnectService/ListImportJobs"},

@@ -1737,6 +1737,15 @@ type RevokeInvitationResponse struct {
 // Role Role decides what an API key may do. Key management, SDK-token management and reveal need ADMIN.
 type Role string
 
+// RotateApiKeyByIdResponse defines model for RotateApiKeyByIdResponse.
+type RotateApiKeyByIdResponse struct {
+	// ApiKey The new key, shown once, with its details.
+	ApiKey *CreateApiKeyResponse `json:"apiKey"`
+
+	// OldKeyValidUntil When the old key stops; unset when it stopped at once.
+	OldKeyValidUntil *time.Time `json:"oldKeyValidUntil"`
+}
+
 // RotateApiKeyRequest defines model for RotateApiKeyRequest.
 type RotateApiKeyRequest struct {
 	// OldKeyGraceSeconds Seconds the old key keeps working (0 to 604800); 0 or unset stops it at once.
@@ -2317,6 +2326,21 @@ type RevokeApiKeyParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// RotateApiKeyByIdJSONBody defines parameters for RotateApiKeyById.
+type RotateApiKeyByIdJSONBody struct {
+	// OldKeyGraceSeconds Seconds the old key keeps working (0 to 604800); 0 or unset stops it at once.
+	OldKeyGraceSeconds *int32 `json:"oldKeyGraceSeconds,omitempty"`
+}
+
+// RotateApiKeyByIdParams defines parameters for RotateApiKeyById.
+type RotateApiKeyByIdParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// IdempotencyKey 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAuditEventsParams defines parameters for ListAuditEvents.
 type ListAuditEventsParams struct {
 	// Page 0-based page number; default 0.
@@ -2867,6 +2891,9 @@ type RotateOwnApiKeyJSONRequestBody = RotateApiKeyRequest
 
 // CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
 type CreateApiKeyJSONRequestBody = CreateApiKeyRequest
+
+// RotateApiKeyByIdJSONRequestBody defines body for RotateApiKeyById for application/json ContentType.
+type RotateApiKeyByIdJSONRequestBody RotateApiKeyByIdJSONBody
 
 // UploadImportMultipartRequestBody defines body for UploadImport for multipart/form-data ContentType.
 type UploadImportMultipartRequestBody UploadImportMultipartBody
@@ -3613,6 +3640,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 	RevokeApiKey(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateApiKeyByIdWithBody Rotate an API key by its id
+	//
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+	RotateApiKeyByIdWithBody(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateApiKeyById Rotate an API key by its id
+	//
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+	RotateApiKeyById(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, body RotateApiKeyByIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAuditEvents List the audit log
 	//
@@ -5006,6 +5059,52 @@ func (c *APIClient) CreateApiKey(ctx context.Context, params *CreateApiKeyParams
 // Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 func (c *APIClient) RevokeApiKey(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeApiKeyRequest(c.Server, keyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateApiKeyByIdWithBody Rotate an API key by its id
+//
+// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+// stops at once, or after the overlap asked for. The new key is shown once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+func (c *APIClient) RotateApiKeyByIdWithBody(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateApiKeyByIdRequestWithBody(c.Server, keyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateApiKeyById Rotate an API key by its id
+//
+// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+// stops at once, or after the overlap asked for. The new key is shown once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+func (c *APIClient) RotateApiKeyById(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, body RotateApiKeyByIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateApiKeyByIdRequest(c.Server, keyId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7579,6 +7678,79 @@ func NewRevokeApiKeyRequest(server string, keyId openapi_types.UUID, params *Rev
 			}
 
 			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRotateApiKeyByIdRequest calls the generic RotateApiKeyById builder with application/json body
+func NewRotateApiKeyByIdRequest(server string, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, body RotateApiKeyByIdJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateApiKeyByIdRequestWithBody(server, keyId, params, "application/json", bodyReader)
+}
+
+// NewRotateApiKeyByIdRequestWithBody constructs an http.Request for the RotateApiKeyById method, with any body, and a specified content type
+func NewRotateApiKeyByIdRequestWithBody(server string, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "keyId", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/api-keys/%s/rotate", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
 		}
 
 	}
@@ -11505,6 +11677,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 	RevokeApiKeyWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*RevokeApiKeyAnswer, error)
+
+	// RotateApiKeyByIdWithBodyWithResponse Rotate an API key by its id
+	//
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+	RotateApiKeyByIdWithBodyWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateApiKeyByIdAnswer, error)
+
+	// RotateApiKeyByIdWithResponse Rotate an API key by its id
+	//
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+	RotateApiKeyByIdWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, body RotateApiKeyByIdJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateApiKeyByIdAnswer, error)
 
 	// ListAuditEventsWithResponse List the audit log
 	//
@@ -15945,6 +16143,215 @@ func (r RevokeApiKeyAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeApiKeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateApiKeyByIdAnswer200Headers the declared response headers of an HTTP 200 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer200Headers struct {
+	IdempotentReplayed *string
+	XRequestId         string
+}
+
+// RotateApiKeyByIdAnswer400Headers the declared response headers of an HTTP 400 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer400Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer401Headers the declared response headers of an HTTP 401 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// RotateApiKeyByIdAnswer403Headers the declared response headers of an HTTP 403 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer403Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer404Headers the declared response headers of an HTTP 404 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer404Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer409Headers the declared response headers of an HTTP 409 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer409Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer413Headers the declared response headers of an HTTP 413 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer413Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer422Headers the declared response headers of an HTTP 422 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer422Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer429Headers the declared response headers of an HTTP 429 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer500Headers the declared response headers of an HTTP 500 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer500Headers struct {
+	XRequestId string
+}
+
+// RotateApiKeyByIdAnswer503Headers the declared response headers of an HTTP 503 response for RotateApiKeyById
+type RotateApiKeyByIdAnswer503Headers struct {
+	XRequestId string
+}
+
+type RotateApiKeyByIdAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     RotateApiKeyByIdResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error422
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateApiKeyByIdAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RotateApiKeyByIdAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateApiKeyByIdAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateApiKeyByIdAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RotateApiKeyByIdAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RotateApiKeyByIdAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RotateApiKeyByIdAnswer413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RotateApiKeyByIdAnswer422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateApiKeyByIdAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RotateApiKeyByIdAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RotateApiKeyByIdAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON200() *struct {
+	Data     RotateApiKeyByIdResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON422() *Error422 {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RotateApiKeyByIdAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateApiKeyByIdAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateApiKeyByIdAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateApiKeyByIdAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateApiKeyByIdAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25727,6 +26134,44 @@ func (c *ClientWithResponses) RevokeApiKeyWithResponse(ctx context.Context, keyI
 	return ParseRevokeApiKeyAnswer(rsp)
 }
 
+// RotateApiKeyByIdWithBodyWithResponse Rotate an API key by its id
+//
+// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+// stops at once, or after the overlap asked for. The new key is shown once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+func (c *ClientWithResponses) RotateApiKeyByIdWithBodyWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateApiKeyByIdAnswer, error) {
+	rsp, err := c.RotateApiKeyByIdWithBody(ctx, keyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateApiKeyByIdAnswer(rsp)
+}
+
+// RotateApiKeyByIdWithResponse Rotate an API key by its id
+//
+// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+// stops at once, or after the overlap asked for. The new key is shown once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/me/api-keys/{keyId}/rotate (the `RotateApiKeyById` operationId).
+func (c *ClientWithResponses) RotateApiKeyByIdWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RotateApiKeyByIdParams, body RotateApiKeyByIdJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateApiKeyByIdAnswer, error) {
+	rsp, err := c.RotateApiKeyById(ctx, keyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateApiKeyByIdAnswer(rsp)
+}
+
 // ListAuditEventsWithResponse List the audit log
 //
 // Lists what people did in the client, newest first (ADMIN).
@@ -30969,6 +31414,245 @@ func ParseRevokeApiKeyAnswer(rsp *http.Response) (*RevokeApiKeyAnswer, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeApiKeyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateApiKeyByIdAnswer parses an HTTP response from a RotateApiKeyByIdWithResponse call
+func ParseRotateApiKeyByIdAnswer(rsp *http.Response) (*RotateApiKeyByIdAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateApiKeyByIdAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     RotateApiKeyByIdResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error422
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateApiKeyByIdAnswer200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RotateApiKeyByIdAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateApiKeyByIdAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateApiKeyByIdAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RotateApiKeyByIdAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RotateApiKeyByIdAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RotateApiKeyByIdAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers RotateApiKeyByIdAnswer422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateApiKeyByIdAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RotateApiKeyByIdAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RotateApiKeyByIdAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

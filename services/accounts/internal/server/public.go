@@ -152,6 +152,23 @@ func (s *Public) CreateApiKey(ctx context.Context, req *accountsv1.CreateApiKeyR
 	}, nil
 }
 
+// RotateApiKeyById rotates a key of the client by its id (the console's rotation).
+func (s *Public) RotateApiKeyById(ctx context.Context, req *accountsv1.RotateApiKeyByIdRequest) (*accountsv1.RotateApiKeyByIdResponse, error) {
+	grace := time.Duration(min(max(req.GetOldKeyGraceSeconds(), -1), int32(credentials.MaxGrace/time.Second)+1)) * time.Second
+	issued, until, err := s.Credentials.RotateByID(ctx, principalOf(ctx).ClientID, req.GetKeyId(), grace)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	k := keyToProto(issued.Key)
+	return &accountsv1.RotateApiKeyByIdResponse{
+		ApiKey: &accountsv1.CreateApiKeyResponse{
+			Id: k.Id, Name: k.Name, Role: k.Role, Hint: k.Hint, CreatedAt: k.CreatedAt,
+			LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, ApiKey: issued.Secret,
+		},
+		OldKeyValidUntil: tsOrNil(until),
+	}, nil
+}
+
 // RevokeApiKey revokes a key of the client.
 func (s *Public) RevokeApiKey(ctx context.Context, req *accountsv1.RevokeApiKeyRequest) (*accountsv1.RevokeApiKeyResponse, error) {
 	k, err := s.Credentials.RevokeKey(ctx, principalOf(ctx).ClientID, req.GetKeyId())

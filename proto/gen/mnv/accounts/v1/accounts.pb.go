@@ -886,6 +886,113 @@ func (x *RevokeApiKeyResponse) GetApiKey() *ApiKey {
 	return nil
 }
 
+type RotateApiKeyByIdRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	KeyId string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// Seconds the old key keeps working (0 to 604800); 0 or unset stops it at once.
+	OldKeyGraceSeconds *int32 `protobuf:"varint,2,opt,name=old_key_grace_seconds,json=oldKeyGraceSeconds,proto3,oneof" json:"old_key_grace_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RotateApiKeyByIdRequest) Reset() {
+	*x = RotateApiKeyByIdRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateApiKeyByIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateApiKeyByIdRequest) ProtoMessage() {}
+
+func (x *RotateApiKeyByIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateApiKeyByIdRequest.ProtoReflect.Descriptor instead.
+func (*RotateApiKeyByIdRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RotateApiKeyByIdRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *RotateApiKeyByIdRequest) GetOldKeyGraceSeconds() int32 {
+	if x != nil && x.OldKeyGraceSeconds != nil {
+		return *x.OldKeyGraceSeconds
+	}
+	return 0
+}
+
+type RotateApiKeyByIdResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new key, shown once, with its details.
+	ApiKey *CreateApiKeyResponse `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// When the old key stops; unset when it stopped at once.
+	OldKeyValidUntil *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=old_key_valid_until,json=oldKeyValidUntil,proto3" json:"old_key_valid_until,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RotateApiKeyByIdResponse) Reset() {
+	*x = RotateApiKeyByIdResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateApiKeyByIdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateApiKeyByIdResponse) ProtoMessage() {}
+
+func (x *RotateApiKeyByIdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateApiKeyByIdResponse.ProtoReflect.Descriptor instead.
+func (*RotateApiKeyByIdResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RotateApiKeyByIdResponse) GetApiKey() *CreateApiKeyResponse {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+func (x *RotateApiKeyByIdResponse) GetOldKeyValidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldKeyValidUntil
+	}
+	return nil
+}
+
 type ListLedgerEntriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 0-based page number; default 0.
@@ -898,7 +1005,7 @@ type ListLedgerEntriesRequest struct {
 
 func (x *ListLedgerEntriesRequest) Reset() {
 	*x = ListLedgerEntriesRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1017,7 @@ func (x *ListLedgerEntriesRequest) String() string {
 func (*ListLedgerEntriesRequest) ProtoMessage() {}
 
 func (x *ListLedgerEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1030,7 @@ func (x *ListLedgerEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLedgerEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListLedgerEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListLedgerEntriesRequest) GetPage() int32 {
@@ -953,7 +1060,7 @@ type ListLedgerEntriesResponse struct {
 
 func (x *ListLedgerEntriesResponse) Reset() {
 	*x = ListLedgerEntriesResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1072,7 @@ func (x *ListLedgerEntriesResponse) String() string {
 func (*ListLedgerEntriesResponse) ProtoMessage() {}
 
 func (x *ListLedgerEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1085,7 @@ func (x *ListLedgerEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLedgerEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListLedgerEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListLedgerEntriesResponse) GetItems() []*LedgerEntry {
@@ -1028,7 +1135,7 @@ type CreateSdkTokenRequest struct {
 
 func (x *CreateSdkTokenRequest) Reset() {
 	*x = CreateSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1147,7 @@ func (x *CreateSdkTokenRequest) String() string {
 func (*CreateSdkTokenRequest) ProtoMessage() {}
 
 func (x *CreateSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1160,7 @@ func (x *CreateSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateSdkTokenRequest) GetLabel() string {
@@ -1085,7 +1192,7 @@ type CreateSdkTokenResponse struct {
 
 func (x *CreateSdkTokenResponse) Reset() {
 	*x = CreateSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1204,7 @@ func (x *CreateSdkTokenResponse) String() string {
 func (*CreateSdkTokenResponse) ProtoMessage() {}
 
 func (x *CreateSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1217,7 @@ func (x *CreateSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateSdkTokenResponse) GetId() string {
@@ -1167,7 +1274,7 @@ type ListSdkTokensRequest struct {
 
 func (x *ListSdkTokensRequest) Reset() {
 	*x = ListSdkTokensRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1286,7 @@ func (x *ListSdkTokensRequest) String() string {
 func (*ListSdkTokensRequest) ProtoMessage() {}
 
 func (x *ListSdkTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1299,7 @@ func (x *ListSdkTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSdkTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListSdkTokensRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListSdkTokensRequest) GetPage() int32 {
@@ -1222,7 +1329,7 @@ type ListSdkTokensResponse struct {
 
 func (x *ListSdkTokensResponse) Reset() {
 	*x = ListSdkTokensResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1341,7 @@ func (x *ListSdkTokensResponse) String() string {
 func (*ListSdkTokensResponse) ProtoMessage() {}
 
 func (x *ListSdkTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1354,7 @@ func (x *ListSdkTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSdkTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListSdkTokensResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSdkTokensResponse) GetItems() []*SdkToken {
@@ -1294,7 +1401,7 @@ type RevokeSdkTokenRequest struct {
 
 func (x *RevokeSdkTokenRequest) Reset() {
 	*x = RevokeSdkTokenRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1413,7 @@ func (x *RevokeSdkTokenRequest) String() string {
 func (*RevokeSdkTokenRequest) ProtoMessage() {}
 
 func (x *RevokeSdkTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1426,7 @@ func (x *RevokeSdkTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSdkTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSdkTokenRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokeSdkTokenRequest) GetTokenId() string {
@@ -1339,7 +1446,7 @@ type RevokeSdkTokenResponse struct {
 
 func (x *RevokeSdkTokenResponse) Reset() {
 	*x = RevokeSdkTokenResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1458,7 @@ func (x *RevokeSdkTokenResponse) String() string {
 func (*RevokeSdkTokenResponse) ProtoMessage() {}
 
 func (x *RevokeSdkTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1471,7 @@ func (x *RevokeSdkTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSdkTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSdkTokenResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{23}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RevokeSdkTokenResponse) GetSdkToken() *SdkToken {
@@ -1385,7 +1492,7 @@ type WebOrigin struct {
 
 func (x *WebOrigin) Reset() {
 	*x = WebOrigin{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1504,7 @@ func (x *WebOrigin) String() string {
 func (*WebOrigin) ProtoMessage() {}
 
 func (x *WebOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1517,7 @@ func (x *WebOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebOrigin.ProtoReflect.Descriptor instead.
 func (*WebOrigin) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{24}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WebOrigin) GetOrigin() string {
@@ -1435,7 +1542,7 @@ type ListWebOriginsRequest struct {
 
 func (x *ListWebOriginsRequest) Reset() {
 	*x = ListWebOriginsRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1554,7 @@ func (x *ListWebOriginsRequest) String() string {
 func (*ListWebOriginsRequest) ProtoMessage() {}
 
 func (x *ListWebOriginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1567,7 @@ func (x *ListWebOriginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebOriginsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebOriginsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{25}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{27}
 }
 
 type ListWebOriginsResponse struct {
@@ -1472,7 +1579,7 @@ type ListWebOriginsResponse struct {
 
 func (x *ListWebOriginsResponse) Reset() {
 	*x = ListWebOriginsResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1591,7 @@ func (x *ListWebOriginsResponse) String() string {
 func (*ListWebOriginsResponse) ProtoMessage() {}
 
 func (x *ListWebOriginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1604,7 @@ func (x *ListWebOriginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebOriginsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebOriginsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{26}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListWebOriginsResponse) GetItems() []*WebOrigin {
@@ -1518,7 +1625,7 @@ type SetWebOriginsRequest struct {
 
 func (x *SetWebOriginsRequest) Reset() {
 	*x = SetWebOriginsRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1637,7 @@ func (x *SetWebOriginsRequest) String() string {
 func (*SetWebOriginsRequest) ProtoMessage() {}
 
 func (x *SetWebOriginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1650,7 @@ func (x *SetWebOriginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWebOriginsRequest.ProtoReflect.Descriptor instead.
 func (*SetWebOriginsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{27}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetWebOriginsRequest) GetOrigins() []string {
@@ -1562,7 +1669,7 @@ type SetWebOriginsResponse struct {
 
 func (x *SetWebOriginsResponse) Reset() {
 	*x = SetWebOriginsResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1681,7 @@ func (x *SetWebOriginsResponse) String() string {
 func (*SetWebOriginsResponse) ProtoMessage() {}
 
 func (x *SetWebOriginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1694,7 @@ func (x *SetWebOriginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWebOriginsResponse.ProtoReflect.Descriptor instead.
 func (*SetWebOriginsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{28}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetWebOriginsResponse) GetItems() []*WebOrigin {
@@ -1610,7 +1717,7 @@ type RedirectUri struct {
 
 func (x *RedirectUri) Reset() {
 	*x = RedirectUri{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1729,7 @@ func (x *RedirectUri) String() string {
 func (*RedirectUri) ProtoMessage() {}
 
 func (x *RedirectUri) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1742,7 @@ func (x *RedirectUri) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedirectUri.ProtoReflect.Descriptor instead.
 func (*RedirectUri) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{29}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RedirectUri) GetUri() string {
@@ -1660,7 +1767,7 @@ type ListRedirectUrisRequest struct {
 
 func (x *ListRedirectUrisRequest) Reset() {
 	*x = ListRedirectUrisRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1779,7 @@ func (x *ListRedirectUrisRequest) String() string {
 func (*ListRedirectUrisRequest) ProtoMessage() {}
 
 func (x *ListRedirectUrisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1792,7 @@ func (x *ListRedirectUrisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedirectUrisRequest.ProtoReflect.Descriptor instead.
 func (*ListRedirectUrisRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{30}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{32}
 }
 
 type ListRedirectUrisResponse struct {
@@ -1697,7 +1804,7 @@ type ListRedirectUrisResponse struct {
 
 func (x *ListRedirectUrisResponse) Reset() {
 	*x = ListRedirectUrisResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1816,7 @@ func (x *ListRedirectUrisResponse) String() string {
 func (*ListRedirectUrisResponse) ProtoMessage() {}
 
 func (x *ListRedirectUrisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1829,7 @@ func (x *ListRedirectUrisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedirectUrisResponse.ProtoReflect.Descriptor instead.
 func (*ListRedirectUrisResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{31}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListRedirectUrisResponse) GetItems() []*RedirectUri {
@@ -1744,7 +1851,7 @@ type SetRedirectUrisRequest struct {
 
 func (x *SetRedirectUrisRequest) Reset() {
 	*x = SetRedirectUrisRequest{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1863,7 @@ func (x *SetRedirectUrisRequest) String() string {
 func (*SetRedirectUrisRequest) ProtoMessage() {}
 
 func (x *SetRedirectUrisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1876,7 @@ func (x *SetRedirectUrisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRedirectUrisRequest.ProtoReflect.Descriptor instead.
 func (*SetRedirectUrisRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{32}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SetRedirectUrisRequest) GetRedirectUris() []string {
@@ -1788,7 +1895,7 @@ type SetRedirectUrisResponse struct {
 
 func (x *SetRedirectUrisResponse) Reset() {
 	*x = SetRedirectUrisResponse{}
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1907,7 @@ func (x *SetRedirectUrisResponse) String() string {
 func (*SetRedirectUrisResponse) ProtoMessage() {}
 
 func (x *SetRedirectUrisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1920,7 @@ func (x *SetRedirectUrisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetRedirectUrisResponse.ProtoReflect.Descriptor instead.
 func (*SetRedirectUrisResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{33}
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SetRedirectUrisResponse) GetItems() []*RedirectUri {
@@ -1895,7 +2002,16 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06B\x04uuidR\x05keyId\"H\n" +
 	"\x14RevokeApiKeyResponse\x120\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"t\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ApiKeyR\x06apiKey\"\x9a\x01\n" +
+	"\x17RotateApiKeyByIdRequest\x12!\n" +
+	"\x06key_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\x05keyId\x12B\n" +
+	"\x15old_key_grace_seconds\x18\x02 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\x80\xf5$H\x00R\x12oldKeyGraceSeconds\x88\x01\x01B\x18\n" +
+	"\x16_old_key_grace_seconds\"\xa5\x01\n" +
+	"\x18RotateApiKeyByIdResponse\x12>\n" +
+	"\aapi_key\x18\x01 \x01(\v2%.mnv.accounts.v1.CreateApiKeyResponseR\x06apiKey\x12I\n" +
+	"\x13old_key_valid_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10oldKeyValidUntil\"t\n" +
 	"\x18ListLedgerEntriesRequest\x12#\n" +
 	"\x04page\x18\x01 \x01(\x05B\n" +
 	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
@@ -1964,7 +2080,7 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x16SetRedirectUrisRequest\x12\xae\x01\n" +
 	"\rredirect_uris\x18\x01 \x03(\tB\x88\x01\xd2\xf3\x18\x83\x01(\x142Z^(https://[a-z0-9.-]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\]))(:[0-9]{1,5})?(/[!-\"$-~]*)?$J#https://app.example/camara/callbackR\fredirectUris\"M\n" +
 	"\x17SetRedirectUrisResponse\x122\n" +
-	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\xc1\x18\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\x86\x1a\n" +
 	"\x0fAccountsService\x12\xb5\x01\n" +
 	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"a\xca\xf3\x18]\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x80\x01\x01\x12\x92\x01\n" +
 	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\"J\xca\xf3\x18F\b\x02 \x018\x02J\x1dCaller retrieved successfullyZ\x16Tell who the caller isb\aAccount\x12\xe5\x01\n" +
@@ -1973,7 +2089,8 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x13GenerateFirstApiKey\x12+.mnv.accounts.v1.GenerateFirstApiKeyRequest\x1a,.mnv.accounts.v1.GenerateFirstApiKeyResponse\"i\xca\xf3\x18e\b\x010\x018\x01J\x1eAPI key generated successfullyZ1Generate the first API key with the client secretb\bAPI keysx\x01\x12\xa5\x01\n" +
 	"\vListApiKeys\x12#.mnv.accounts.v1.ListApiKeysRequest\x1a$.mnv.accounts.v1.ListApiKeysResponse\"K\xca\xf3\x18G\b\x02\x18\x018\x02J\x1fAPI keys retrieved successfullyZ\x11List the API keysb\bAPI keys\x80\x01\x01\x12\xaa\x01\n" +
 	"\fCreateApiKey\x12$.mnv.accounts.v1.CreateApiKeyRequest\x1a%.mnv.accounts.v1.CreateApiKeyResponse\"M\xca\xf3\x18I\b\x02\x18\x010\x018\x02J\x1cAPI key created successfullyZ\x11Create an API keyb\bAPI keys\x80\x01\x01\x88\x01\x01\x12\xaa\x01\n" +
-	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"M\xca\xf3\x18I\b\x02\x18\x018\x02J\x1cAPI key revoked successfullyZ\x11Revoke an API keyb\bAPI keysx\x01\x80\x01\x01\x88\x01\x01\x12\xc7\x01\n" +
+	"\fRevokeApiKey\x12$.mnv.accounts.v1.RevokeApiKeyRequest\x1a%.mnv.accounts.v1.RevokeApiKeyResponse\"M\xca\xf3\x18I\b\x02\x18\x018\x02J\x1cAPI key revoked successfullyZ\x11Revoke an API keyb\bAPI keysx\x01\x80\x01\x01\x88\x01\x01\x12\xc2\x01\n" +
+	"\x10RotateApiKeyById\x12(.mnv.accounts.v1.RotateApiKeyByIdRequest\x1a).mnv.accounts.v1.RotateApiKeyByIdResponse\"Y\xca\xf3\x18U\b\x02\x18\x010\x018\x02J\x1cAPI key rotated successfullyZ\x1bRotate an API key by its idb\bAPI keysx\x01\x80\x01\x01\x88\x01\x01\x12\xc7\x01\n" +
 	"\x11ListLedgerEntries\x12).mnv.accounts.v1.ListLedgerEntriesRequest\x1a*.mnv.accounts.v1.ListLedgerEntriesResponse\"[\xca\xf3\x18W\b\x028\x02J\x1dLedger retrieved successfullyZ&List the ledger of credits and chargesb\aAccount\x80\x01\x01\x12\xb6\x01\n" +
 	"\x0eCreateSdkToken\x12&.mnv.accounts.v1.CreateSdkTokenRequest\x1a'.mnv.accounts.v1.CreateSdkTokenResponse\"S\xca\xf3\x18O\b\x02\x18\x010\x018\x02J\x1eSDK token created successfullyZ\x13Create an SDK tokenb\n" +
 	"SDK tokens\x80\x01\x01\x88\x01\x01\x12\xb1\x01\n" +
@@ -1998,7 +2115,7 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
 	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
@@ -2016,93 +2133,99 @@ var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*CreateApiKeyResponse)(nil),        // 13: mnv.accounts.v1.CreateApiKeyResponse
 	(*RevokeApiKeyRequest)(nil),         // 14: mnv.accounts.v1.RevokeApiKeyRequest
 	(*RevokeApiKeyResponse)(nil),        // 15: mnv.accounts.v1.RevokeApiKeyResponse
-	(*ListLedgerEntriesRequest)(nil),    // 16: mnv.accounts.v1.ListLedgerEntriesRequest
-	(*ListLedgerEntriesResponse)(nil),   // 17: mnv.accounts.v1.ListLedgerEntriesResponse
-	(*CreateSdkTokenRequest)(nil),       // 18: mnv.accounts.v1.CreateSdkTokenRequest
-	(*CreateSdkTokenResponse)(nil),      // 19: mnv.accounts.v1.CreateSdkTokenResponse
-	(*ListSdkTokensRequest)(nil),        // 20: mnv.accounts.v1.ListSdkTokensRequest
-	(*ListSdkTokensResponse)(nil),       // 21: mnv.accounts.v1.ListSdkTokensResponse
-	(*RevokeSdkTokenRequest)(nil),       // 22: mnv.accounts.v1.RevokeSdkTokenRequest
-	(*RevokeSdkTokenResponse)(nil),      // 23: mnv.accounts.v1.RevokeSdkTokenResponse
-	(*WebOrigin)(nil),                   // 24: mnv.accounts.v1.WebOrigin
-	(*ListWebOriginsRequest)(nil),       // 25: mnv.accounts.v1.ListWebOriginsRequest
-	(*ListWebOriginsResponse)(nil),      // 26: mnv.accounts.v1.ListWebOriginsResponse
-	(*SetWebOriginsRequest)(nil),        // 27: mnv.accounts.v1.SetWebOriginsRequest
-	(*SetWebOriginsResponse)(nil),       // 28: mnv.accounts.v1.SetWebOriginsResponse
-	(*RedirectUri)(nil),                 // 29: mnv.accounts.v1.RedirectUri
-	(*ListRedirectUrisRequest)(nil),     // 30: mnv.accounts.v1.ListRedirectUrisRequest
-	(*ListRedirectUrisResponse)(nil),    // 31: mnv.accounts.v1.ListRedirectUrisResponse
-	(*SetRedirectUrisRequest)(nil),      // 32: mnv.accounts.v1.SetRedirectUrisRequest
-	(*SetRedirectUrisResponse)(nil),     // 33: mnv.accounts.v1.SetRedirectUrisResponse
-	(*Client)(nil),                      // 34: mnv.accounts.v1.Client
-	(ClientStatus)(0),                   // 35: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                        // 36: mnv.accounts.v1.Feature
-	(*ApiKey)(nil),                      // 37: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 38: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 39: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 40: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 41: mnv.accounts.v1.SdkToken
+	(*RotateApiKeyByIdRequest)(nil),     // 16: mnv.accounts.v1.RotateApiKeyByIdRequest
+	(*RotateApiKeyByIdResponse)(nil),    // 17: mnv.accounts.v1.RotateApiKeyByIdResponse
+	(*ListLedgerEntriesRequest)(nil),    // 18: mnv.accounts.v1.ListLedgerEntriesRequest
+	(*ListLedgerEntriesResponse)(nil),   // 19: mnv.accounts.v1.ListLedgerEntriesResponse
+	(*CreateSdkTokenRequest)(nil),       // 20: mnv.accounts.v1.CreateSdkTokenRequest
+	(*CreateSdkTokenResponse)(nil),      // 21: mnv.accounts.v1.CreateSdkTokenResponse
+	(*ListSdkTokensRequest)(nil),        // 22: mnv.accounts.v1.ListSdkTokensRequest
+	(*ListSdkTokensResponse)(nil),       // 23: mnv.accounts.v1.ListSdkTokensResponse
+	(*RevokeSdkTokenRequest)(nil),       // 24: mnv.accounts.v1.RevokeSdkTokenRequest
+	(*RevokeSdkTokenResponse)(nil),      // 25: mnv.accounts.v1.RevokeSdkTokenResponse
+	(*WebOrigin)(nil),                   // 26: mnv.accounts.v1.WebOrigin
+	(*ListWebOriginsRequest)(nil),       // 27: mnv.accounts.v1.ListWebOriginsRequest
+	(*ListWebOriginsResponse)(nil),      // 28: mnv.accounts.v1.ListWebOriginsResponse
+	(*SetWebOriginsRequest)(nil),        // 29: mnv.accounts.v1.SetWebOriginsRequest
+	(*SetWebOriginsResponse)(nil),       // 30: mnv.accounts.v1.SetWebOriginsResponse
+	(*RedirectUri)(nil),                 // 31: mnv.accounts.v1.RedirectUri
+	(*ListRedirectUrisRequest)(nil),     // 32: mnv.accounts.v1.ListRedirectUrisRequest
+	(*ListRedirectUrisResponse)(nil),    // 33: mnv.accounts.v1.ListRedirectUrisResponse
+	(*SetRedirectUrisRequest)(nil),      // 34: mnv.accounts.v1.SetRedirectUrisRequest
+	(*SetRedirectUrisResponse)(nil),     // 35: mnv.accounts.v1.SetRedirectUrisResponse
+	(*Client)(nil),                      // 36: mnv.accounts.v1.Client
+	(ClientStatus)(0),                   // 37: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                        // 38: mnv.accounts.v1.Feature
+	(*ApiKey)(nil),                      // 39: mnv.accounts.v1.ApiKey
+	(Role)(0),                           // 40: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),       // 41: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                 // 42: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                    // 43: mnv.accounts.v1.SdkToken
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	34, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	35, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	36, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
-	37, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	37, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	38, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	38, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	39, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	39, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	39, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	37, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	40, // 11: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	39, // 12: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	39, // 13: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 14: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	41, // 15: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	39, // 16: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
-	24, // 17: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	24, // 18: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	39, // 19: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
-	29, // 20: mnv.accounts.v1.ListRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
-	29, // 21: mnv.accounts.v1.SetRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
-	0,  // 22: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 23: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
-	4,  // 24: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	6,  // 25: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	8,  // 26: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	10, // 27: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	12, // 28: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	14, // 29: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	16, // 30: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	18, // 31: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	20, // 32: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	22, // 33: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	25, // 34: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
-	27, // 35: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
-	30, // 36: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
-	32, // 37: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
-	1,  // 38: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 39: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
-	5,  // 40: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	7,  // 41: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	9,  // 42: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	11, // 43: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	13, // 44: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	15, // 45: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	17, // 46: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	19, // 47: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	21, // 48: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	23, // 49: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	26, // 50: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
-	28, // 51: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
-	31, // 52: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
-	33, // 53: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
-	38, // [38:54] is the sub-list for method output_type
-	22, // [22:38] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	36, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	37, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	38, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
+	39, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	39, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	40, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	40, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	41, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	41, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	41, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	13, // 11: mnv.accounts.v1.RotateApiKeyByIdResponse.api_key:type_name -> mnv.accounts.v1.CreateApiKeyResponse
+	41, // 12: mnv.accounts.v1.RotateApiKeyByIdResponse.old_key_valid_until:type_name -> google.protobuf.Timestamp
+	42, // 13: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	41, // 14: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	41, // 15: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	43, // 16: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	43, // 17: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	41, // 18: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	26, // 19: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	26, // 20: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
+	41, // 21: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
+	31, // 22: mnv.accounts.v1.ListRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
+	31, // 23: mnv.accounts.v1.SetRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
+	0,  // 24: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 25: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
+	4,  // 26: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	6,  // 27: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	8,  // 28: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	10, // 29: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	12, // 30: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	14, // 31: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	16, // 32: mnv.accounts.v1.AccountsService.RotateApiKeyById:input_type -> mnv.accounts.v1.RotateApiKeyByIdRequest
+	18, // 33: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	20, // 34: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	22, // 35: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	24, // 36: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	27, // 37: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	29, // 38: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	32, // 39: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
+	34, // 40: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
+	1,  // 41: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 42: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
+	5,  // 43: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	7,  // 44: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	9,  // 45: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	11, // 46: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	13, // 47: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	15, // 48: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	17, // 49: mnv.accounts.v1.AccountsService.RotateApiKeyById:output_type -> mnv.accounts.v1.RotateApiKeyByIdResponse
+	19, // 50: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	21, // 51: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	23, // 52: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	25, // 53: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	28, // 54: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	30, // 55: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	33, // 56: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
+	35, // 57: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
+	41, // [41:58] is the sub-list for method output_type
+	24, // [24:41] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -2117,13 +2240,14 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 	file_mnv_accounts_v1_accounts_proto_msgTypes[16].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[20].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	AccountsService_ListApiKeys_FullMethodName         = "/mnv.accounts.v1.AccountsService/ListApiKeys"
 	AccountsService_CreateApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/CreateApiKey"
 	AccountsService_RevokeApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/RevokeApiKey"
+	AccountsService_RotateApiKeyById_FullMethodName    = "/mnv.accounts.v1.AccountsService/RotateApiKeyById"
 	AccountsService_ListLedgerEntries_FullMethodName   = "/mnv.accounts.v1.AccountsService/ListLedgerEntries"
 	AccountsService_CreateSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/CreateSdkToken"
 	AccountsService_ListSdkTokens_FullMethodName       = "/mnv.accounts.v1.AccountsService/ListSdkTokens"
@@ -63,6 +64,10 @@ type AccountsServiceClient interface {
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
 	// Revokes an API key at once (ADMIN). The last ADMIN key cannot be revoked.
 	RevokeApiKey(ctx context.Context, in *RevokeApiKeyRequest, opts ...grpc.CallOption) (*RevokeApiKeyResponse, error)
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	RotateApiKeyById(ctx context.Context, in *RotateApiKeyByIdRequest, opts ...grpc.CallOption) (*RotateApiKeyByIdResponse, error)
 	// Lists the client's ledger, newest first.
 	ListLedgerEntries(ctx context.Context, in *ListLedgerEntriesRequest, opts ...grpc.CallOption) (*ListLedgerEntriesResponse, error)
 	// Issues an SDK token for native apps (ADMIN).
@@ -164,6 +169,16 @@ func (c *accountsServiceClient) RevokeApiKey(ctx context.Context, in *RevokeApiK
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RevokeApiKeyResponse)
 	err := c.cc.Invoke(ctx, AccountsService_RevokeApiKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) RotateApiKeyById(ctx context.Context, in *RotateApiKeyByIdRequest, opts ...grpc.CallOption) (*RotateApiKeyByIdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateApiKeyByIdResponse)
+	err := c.cc.Invoke(ctx, AccountsService_RotateApiKeyById_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -276,6 +291,10 @@ type AccountsServiceServer interface {
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
 	// Revokes an API key at once (ADMIN). The last ADMIN key cannot be revoked.
 	RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error)
+	// Replaces one of the client's keys by a new key of the same name and role (ADMIN; a person
+	// after a step-up): the console's rotation, which holds no key to rotate itself. The old key
+	// stops at once, or after the overlap asked for. The new key is shown once.
+	RotateApiKeyById(context.Context, *RotateApiKeyByIdRequest) (*RotateApiKeyByIdResponse, error)
 	// Lists the client's ledger, newest first.
 	ListLedgerEntries(context.Context, *ListLedgerEntriesRequest) (*ListLedgerEntriesResponse, error)
 	// Issues an SDK token for native apps (ADMIN).
@@ -326,6 +345,9 @@ func (UnimplementedAccountsServiceServer) CreateApiKey(context.Context, *CreateA
 }
 func (UnimplementedAccountsServiceServer) RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeApiKey not implemented")
+}
+func (UnimplementedAccountsServiceServer) RotateApiKeyById(context.Context, *RotateApiKeyByIdRequest) (*RotateApiKeyByIdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateApiKeyById not implemented")
 }
 func (UnimplementedAccountsServiceServer) ListLedgerEntries(context.Context, *ListLedgerEntriesRequest) (*ListLedgerEntriesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLedgerEntries not implemented")
@@ -516,6 +538,24 @@ func _AccountsService_RevokeApiKey_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_RotateApiKeyById_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateApiKeyByIdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).RotateApiKeyById(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_RotateApiKeyById_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).RotateApiKeyById(ctx, req.(*RotateApiKeyByIdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsService_ListLedgerEntries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListLedgerEntriesRequest)
 	if err := dec(in); err != nil {
@@ -698,6 +738,10 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeApiKey",
 			Handler:    _AccountsService_RevokeApiKey_Handler,
+		},
+		{
+			MethodName: "RotateApiKeyById",
+			Handler:    _AccountsService_RotateApiKeyById_Handler,
 		},
 		{
 			MethodName: "ListLedgerEntries",
