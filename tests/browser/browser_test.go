@@ -51,8 +51,6 @@ func TestBrowser(t *testing.T) {
 	t.Cleanup(func() { t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond)) })
 	e := setUp(t)
 
-	t.Run("console: a person invited at start signs in with a passkey; what others try is refused", e.testConsole)
-
 	t.Run("VERIFY: the typed number is the one the network sees", func(t *testing.T) {
 		ctx := e.tab(t)
 		result, errText := e.runDemo(t, ctx, "#verify", sandboxNumber, sandboxNumber)
@@ -158,6 +156,9 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 	})
 
 	t.Run("NETWORK_API", e.networkAPI)
+
+	// After STUCK_PLUS: the console reveals the session it captured.
+	t.Run("console: a person invited at start signs in with a passkey; what others try is refused", e.testConsole)
 }
 
 func setUp(t *testing.T) *env {

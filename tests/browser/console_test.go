@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +19,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
+
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // The console's people, in Chromium with a virtual authenticator (DevTools' WebAuthn domain)
@@ -267,13 +272,92 @@ func (e *env) testConsole(t *testing.T) {
 	want(t, "remove the member", admin.api(t, "DELETE", "/me/members/"+memberID, nil), http.StatusOK)
 	want(t, "the removed member's session", member.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 
+	// The same person invited to a second client (by the operator, with mnvctl) proves their
+	// own passkey instead of creating one, and has a session there.
+	second := e.otherClient(t)
+	link2 := e.mnvctl(t, "user", "invite", "--client", second.ClientID, "--email", "dev@example.com", "--role", "ADMIN", "-o", "json")["link"].(string)
+	var joined answer
+	admin.run(t, fetchJS+`
+const open = await api('POST', '/console/invitations/open', {token: args.token});
+if (open.status !== 200 || !open.body.data.existingPerson) return open;
+const o = JSON.parse(open.body.data.optionsJson);
+const cred = await navigator.credentials.get({publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(o.publicKey)});
+return await api('POST', '/console/invitations/accept', {token: args.token, ceremonyId: open.body.data.ceremonyId, credentialJson: JSON.stringify(cred.toJSON())});`,
+		map[string]any{"token": link2[strings.Index(link2, "#")+1:]}, &joined)
+	want(t, "join a second client with one's passkey", joined, http.StatusOK)
+	if joined.data()["membership"].(map[string]any)["clientId"] != second.ClientID {
+		t.Fatalf("joined: %v", joined.data())
+	}
+	// A session of the second client: the first client's key is not found.
+	want(t, "another client's key", admin.api(t, "DELETE", "/me/api-keys/"+created.data()["id"].(string), nil), http.StatusNotFound)
+	// Back to the first client: a switch is no passkey check, so what can hurt needs a step-up.
+	want(t, "switch", admin.api(t, "POST", "/console/session/switch", map[string]any{"clientId": e.client.ClientID}), http.StatusOK)
+	notYet := admin.api(t, "POST", "/me/api-keys", map[string]any{"name": "after a switch", "role": "MEMBER"})
+	want(t, "create a key without a step-up", notYet, http.StatusForbidden)
+	if code := notYet.Body["messages"].([]any)[0].(map[string]any)["code"]; code != "STEP_UP_REQUIRED" {
+		t.Fatalf("refused with %v", code)
+	}
+	var stepped answer
+	admin.run(t, fetchJS+`
+const start = await api('POST', '/console/step-up/options', {});
+const o = JSON.parse(start.body.data.optionsJson);
+const cred = await navigator.credentials.get({publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(o.publicKey)});
+return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremonyId, credentialJson: JSON.stringify(cred.toJSON())});`, nil, &stepped)
+	want(t, "step up", stepped, http.StatusOK)
+	want(t, "create a key after a step-up", admin.api(t, "POST", "/me/api-keys", map[string]any{"name": "after a step-up", "role": "MEMBER"}), http.StatusOK)
+
+	// A reveal by a person: behind the step-up, with the reason, audited with the person.
+	sessions := admin.api(t, "GET", "/me/stuck-plus/sessions", nil)
+	want(t, "stuck-plus sessions", sessions, http.StatusOK)
+	if items, _ := sessions.data()["items"].([]any); len(items) > 0 {
+		id := items[0].(map[string]any)["id"].(string)
+		want(t, "a reveal with a short reason", admin.api(t, "POST", "/me/stuck-plus/sessions/"+id+"/reveal", map[string]any{"reason": "short"}), http.StatusBadRequest)
+		revealed := admin.api(t, "POST", "/me/stuck-plus/sessions/"+id+"/reveal", map[string]any{"reason": "the customer asked to confirm their number"})
+		want(t, "reveal", revealed, http.StatusOK)
+		reveals := admin.api(t, "GET", "/me/stuck-plus/reveals", nil)
+		want(t, "reveals", reveals, http.StatusOK)
+		last := reveals.data()["items"].([]any)[0].(map[string]any)
+		if last["userId"] != acc.data()["person"].(map[string]any)["id"] || last["keyId"] != "" {
+			t.Fatalf("the reveal's audit names %v", last)
+		}
+	} else {
+		t.Fatal("no STUCK_PLUS session to reveal: the STUCK_PLUS subtest runs before this one")
+	}
+
 	// Sign out, then in again with the passkey.
 	want(t, "sign out", admin.api(t, "POST", "/console/session/sign-out", map[string]any{}), http.StatusOK)
 	want(t, "after sign-out", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 	want(t, "sign in", admin.signIn(t), http.StatusOK)
 	want(t, "signed in again", admin.api(t, "GET", "/console/session", nil), http.StatusOK)
-	sessions := admin.api(t, "GET", "/console/sessions", nil)
-	want(t, "sessions", sessions, http.StatusOK)
+	// Its sessions: this one, and the first, whose cookie the second client's replaced without
+	// signing it out.
+	mine := admin.api(t, "GET", "/console/sessions", nil)
+	want(t, "sessions", mine, http.StatusOK)
+	if n := len(mine.data()["items"].([]any)); n != 2 {
+		t.Fatalf("%d sessions listed, want this one and the first", n)
+	}
 	want(t, "sign out everywhere", admin.api(t, "POST", "/console/sessions/sign-out-all", map[string]any{}), http.StatusOK)
 	want(t, "after signing out everywhere", admin.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+}
+
+// mnvctl runs mnvctl against make run and decodes its JSON answer.
+func (e *env) mnvctl(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "bin", "mnvctl"), args...)
+	cmd.Env = []string{"MNV_STATE_DIR=" + e.state}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mnvctl %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("mnvctl answered %s (%v)", out, err)
+	}
+	return v
 }

@@ -1913,10 +1913,13 @@ type StuckPlusReveal struct {
 	CreatedAt *time.Time `json:"createdAt"`
 	Id        string     `json:"id"`
 
-	// KeyId The API key that revealed.
+	// KeyId The API key that revealed; empty when a person did, in the console.
 	KeyId     string `json:"keyId"`
 	Reason    string `json:"reason"`
 	SessionId string `json:"sessionId"`
+
+	// UserId The person who revealed, in the console; empty when an API key did.
+	UserId string `json:"userId"`
 }
 
 // StuckPlusSession StuckPlusSession is a number captured by a STUCK_PLUS browser flow.
@@ -4036,7 +4039,7 @@ type ClientInterface interface {
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
 	//
-	// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4048,7 +4051,7 @@ type ClientInterface interface {
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
 	//
-	// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5884,7 +5887,7 @@ func (c *APIClient) ListStuckPlusSessions(ctx context.Context, params *ListStuck
 // Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 // one of a session is charged.
 //
-// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5906,7 +5909,7 @@ func (c *APIClient) RevealStuckPlusSessionWithBody(ctx context.Context, sessionI
 // Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 // one of a session is charged.
 //
-// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12119,7 +12122,7 @@ type ClientWithResponsesInterface interface {
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
 	//
-	// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12131,7 +12134,7 @@ type ClientWithResponsesInterface interface {
 	// Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 	// one of a session is charged.
 	//
-	// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -26827,7 +26830,7 @@ func (c *ClientWithResponses) ListStuckPlusSessionsWithResponse(ctx context.Cont
 // Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 // one of a session is charged.
 //
-// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26845,7 +26848,7 @@ func (c *ClientWithResponses) RevealStuckPlusSessionWithBodyWithResponse(ctx con
 // Decrypts a stuck-plus session's number for an ADMIN key; every reveal is audited, the first
 // one of a session is charged.
 //
-// Needs an API key with the ADMIN role (403 otherwise). Honours Idempotency-Key.
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Honours Idempotency-Key.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

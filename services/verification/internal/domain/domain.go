@@ -255,7 +255,9 @@ type Reveal struct {
 	ID        string
 	ClientID  string
 	SessionID string
+	// KeyID is the API key that revealed, or PersonID the person (a console session).
 	KeyID     string
+	PersonID  string
 	Reason    string
 	Charged   int64
 	Status    RevealStatus

@@ -248,7 +248,7 @@ func (s *Server) ListStuckPlusReveals(ctx context.Context, req *verificationv1.L
 	items := make([]*verificationv1.StuckPlusReveal, 0, len(page.Items))
 	for _, r := range page.Items {
 		items = append(items, &verificationv1.StuckPlusReveal{
-			Id: r.ID, SessionId: r.SessionID, KeyId: r.KeyID, Reason: r.Reason, Charged: r.Charged, CreatedAt: timestamppb.New(r.CreatedAt),
+			Id: r.ID, SessionId: r.SessionID, KeyId: r.KeyID, UserId: r.PersonID, Reason: r.Reason, Charged: r.Charged, CreatedAt: timestamppb.New(r.CreatedAt),
 		})
 	}
 	return &verificationv1.ListStuckPlusRevealsResponse{

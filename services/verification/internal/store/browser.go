@@ -188,12 +188,12 @@ func (st *Store) CountReveals(ctx context.Context, clientID, sessionID string) (
 	return n, nil
 }
 
-const revealColumns = `id::text, client_id::text, session_id::text, key_id::text, reason, charged, status,
-	coalesce(reference, ''), unheard, created_at`
+const revealColumns = `id::text, client_id::text, session_id::text, coalesce(key_id::text, ''), coalesce(person_id::text, ''),
+	reason, charged, status, coalesce(reference, ''), unheard, created_at`
 
 func scanReveal(row pgx.Row) (domain.Reveal, error) {
 	var r domain.Reveal
-	err := row.Scan(&r.ID, &r.ClientID, &r.SessionID, &r.KeyID, &r.Reason, &r.Charged, &r.Status, &r.Reference, &r.Unheard, &r.CreatedAt)
+	err := row.Scan(&r.ID, &r.ClientID, &r.SessionID, &r.KeyID, &r.PersonID, &r.Reason, &r.Charged, &r.Status, &r.Reference, &r.Unheard, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fault.ErrNotFound
 	}
@@ -233,9 +233,9 @@ func (st *Store) RecordReveal(ctx context.Context, r domain.Reveal) (domain.Reve
 	if r.Reference != "" {
 		ref = &r.Reference
 	}
-	err := st.db.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, reason, charged, status, reference)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
-		r.ID, r.ClientID, r.SessionID, r.KeyID, r.Reason, r.Charged, r.Status, ref).Scan(&r.CreatedAt)
+	err := st.db.QueryRow(ctx, `INSERT INTO verification.stuck_plus_reveals (id, client_id, session_id, key_id, person_id, reason, charged, status, reference)
+		VALUES ($1, $2, $3, nullif($4, '')::uuid, nullif($5, '')::uuid, $6, $7, $8, $9) RETURNING created_at`,
+		r.ID, r.ClientID, r.SessionID, r.KeyID, r.PersonID, r.Reason, r.Charged, r.Status, ref).Scan(&r.CreatedAt)
 	if err != nil {
 		return r, fmt.Errorf("record reveal: %w", err)
 	}

@@ -155,10 +155,10 @@ func (s *Service) Reveal(ctx context.Context, p principal.Principal, sessionID, 
 		}
 		for _, prev := range open {
 			switch {
-			case prev.KeyID == p.KeyID && prev.Status == domain.RevealPending:
+			case sameRevealer(prev, p) && prev.Status == domain.RevealPending:
 				r = prev // a retry of a reveal whose charge did not settle: resume it
 				return nil
-			case prev.KeyID == p.KeyID:
+			case sameRevealer(prev, p):
 				// Settled by the reconciler while its request was away: this retry hears it,
 				// charged once.
 				r, r.Unheard = prev, false
@@ -168,7 +168,7 @@ func (s *Service) Reveal(ctx context.Context, p principal.Principal, sessionID, 
 				return errRevealInFlight
 			}
 		}
-		r = domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, Reason: reason,
+		r = domain.Reveal{ID: uuid.NewString(), ClientID: p.ClientID, SessionID: sess.ID, KeyID: p.KeyID, PersonID: p.UserID, Reason: reason,
 			Status: domain.RevealSettled}
 		if first := sess.RevealedAt == nil; first || s.chargeRepeats {
 			r.Status, r.Reference = domain.RevealPending, "stuck-plus-reveal:"+sess.ID
@@ -268,4 +268,13 @@ func (s *Service) Reconciler(after time.Duration, log *zap.Logger) *charge.Recon
 // ListReveals reads a page of the client's reveal audit.
 func (s *Service) ListReveals(ctx context.Context, clientID string, limit, offset int64) (domain.Page[domain.Reveal], error) {
 	return s.st.ListReveals(ctx, clientID, limit, offset)
+}
+
+// sameRevealer reports whether reveal r was made by the caller p: the same API key, or the same
+// person (whichever session they use now).
+func sameRevealer(r domain.Reveal, p principal.Principal) bool {
+	if p.Kind() == principal.Session {
+		return r.PersonID != "" && r.PersonID == p.UserID
+	}
+	return r.KeyID != "" && r.KeyID == p.KeyID
 }

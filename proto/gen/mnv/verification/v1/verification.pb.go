@@ -2334,11 +2334,13 @@ type StuckPlusReveal struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// The API key that revealed.
-	KeyId         string                 `protobuf:"bytes,3,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Charged       int64                  `protobuf:"varint,5,opt,name=charged,proto3" json:"charged,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The API key that revealed; empty when a person did, in the console.
+	KeyId     string                 `protobuf:"bytes,3,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Charged   int64                  `protobuf:"varint,5,opt,name=charged,proto3" json:"charged,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The person who revealed, in the console; empty when an API key did.
+	UserId        string `protobuf:"bytes,7,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2413,6 +2415,13 @@ func (x *StuckPlusReveal) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *StuckPlusReveal) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
 }
 
 type ListStuckPlusRevealsRequest struct {
@@ -2763,7 +2772,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\rmobile_number\x18\x02 \x01(\tR\fmobileNumber\x12;\n" +
 	"\vrevealed_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"revealedAt\x12\x18\n" +
-	"\acharged\x18\x04 \x01(\x03R\acharged\"\xc4\x01\n" +
+	"\acharged\x18\x04 \x01(\x03R\acharged\"\xdd\x01\n" +
 	"\x0fStuckPlusReveal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2772,7 +2781,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\acharged\x18\x05 \x01(\x03R\acharged\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"w\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x17\n" +
+	"\auser_id\x18\a \x01(\tR\x06userId\"w\n" +
 	"\x1bListStuckPlusRevealsRequest\x12#\n" +
 	"\x04page\x18\x01 \x01(\x05B\n" +
 	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
@@ -2813,7 +2823,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x9c\x16\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\xa2\x16\n" +
 	"\x13VerificationService\x12\xc8\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
@@ -2826,8 +2836,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"R\xca\xf3\x18N\b\x04\x12\x01\x01J\x14Transaction capturedZ!Capture the number in the browserb\fBrowser flowx\x01\x12\xf1\x01\n" +
 	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"n\xca\xf3\x18j\b\x04\x12\x01\x01J\x14Transaction capturedZ=Complete a browser capture after the operator's authorizationb\fBrowser flowx\x01\x12t\n" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe6\x01\n" +
-	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"f\xca\xf3\x18b\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x80\x01\x01\x12\xd7\x01\n" +
-	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"T\xca\xf3\x18P\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x12\xcc\x01\n" +
+	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"f\xca\xf3\x18b\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x80\x01\x01\x12\xdd\x01\n" +
+	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"Z\xca\xf3\x18V\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x80\x01\x01\x88\x01\x01\x12\xcc\x01\n" +
 	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06Reveal\x80\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
