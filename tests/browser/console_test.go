@@ -324,6 +324,10 @@ return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremo
 		t.Fatal("no STUCK_PLUS session to reveal: the STUCK_PLUS subtest runs before this one")
 	}
 
+	t.Run("single sign-on", func(t *testing.T) {
+		e.testSSO(t, admin, origin, acc.data()["person"].(map[string]any)["id"].(string))
+	})
+
 	// Sign out, then in again with the passkey.
 	want(t, "sign out", admin.api(t, "POST", "/console/session/sign-out", map[string]any{}), http.StatusOK)
 	want(t, "after sign-out", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)

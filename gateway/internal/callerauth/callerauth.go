@@ -154,6 +154,9 @@ func (a *Auth) Middleware() runtime.Middleware {
 			if rt.edge.Session && a.session(w, r, rt, params, next) {
 				return
 			}
+			if rt.console {
+				r = withSSOBinding(r)
+			}
 			if rt.console && unsafe(r.Method) && a.origins.Check(r) != nil {
 				// Signing in opens a session: only the console's own pages may.
 				envelope.WriteError(w, errCrossOrigin)
@@ -196,6 +199,9 @@ func (a *Auth) Middleware() runtime.Middleware {
 // Metadata is the grpc-gateway metadata annotator that passes the request's assertion, if any,
 // to the service.
 func Metadata(_ context.Context, r *http.Request) metadata.MD {
+	if b, ok := r.Context().Value(ssoBindingKey{}).(string); ok {
+		return metadata.MD{mdSSOBinding: []string{b}}
+	}
 	if as, ok := r.Context().Value(assertionKey{}).(assertion); ok {
 		md := metadata.MD{auth.MDPrincipal: []string{as.value}}
 		if as.session != "" {

@@ -167,7 +167,29 @@ const (
 	mdSessionSet    = "x-mnv-session-set"
 	mdSessionMaxAge = "x-mnv-session-max-age"
 	mdSessionClear  = "x-mnv-session-clear"
+	mdSSOSet        = "x-mnv-sso-set"
+	mdSSOMaxAge     = "x-mnv-sso-max-age"
+	mdSSOClear      = "x-mnv-sso-clear"
+	mdSSOBinding    = "x-mnv-sso"
+	mdRedirect      = "x-mnv-redirect"
 )
+
+// ssoCookie binds a single sign-on to the browser that began it: set when it leaves for the
+// provider, read when it comes back, then cleared. SameSite=Lax, not Strict: the browser comes
+// back by a top-level navigation from the provider's site, which a Strict cookie would miss.
+const ssoCookie = "__Host-mnv-sso"
+
+type ssoBindingKey struct{}
+
+// withSSOBinding keeps the request's single sign-on cookie for Metadata, on the console's
+// routes only.
+func withSSOBinding(r *http.Request) *http.Request {
+	cs := r.CookiesNamed(ssoCookie)
+	if len(cs) != 1 || cs[0].Value == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), ssoBindingKey{}, cs[0].Value))
+}
 
 // SetCookie is the grpc-gateway forward-response option that turns an answer's session
 // metadata into the cookie. The cookie is __Host- (Secure, Path=/, no Domain), HttpOnly (no
@@ -189,11 +211,39 @@ func SetCookie(ctx context.Context, w http.ResponseWriter, _ proto.Message) erro
 	case len(md.HeaderMD.Get(mdSessionClear)) > 0:
 		c.MaxAge = -1
 	default:
-		return nil
+		c = nil
 	}
-	http.SetCookie(w, c)
-	// An answer that carries a session is nobody's to keep.
-	w.Header().Set("Cache-Control", "no-store")
+	if c != nil {
+		http.SetCookie(w, c)
+		// An answer that carries a session is nobody's to keep.
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	sso := &http.Cookie{Name: ssoCookie, Path: "/", Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	switch {
+	case len(md.HeaderMD.Get(mdSSOSet)) == 1:
+		sso.Value = md.HeaderMD.Get(mdSSOSet)[0]
+		age, err := strconv.Atoi(first(md.HeaderMD.Get(mdSSOMaxAge)))
+		if err != nil || age <= 0 {
+			return errors.New("single sign-on cookie without a max age")
+		}
+		sso.MaxAge = age
+		http.SetCookie(w, sso)
+	case len(md.HeaderMD.Get(mdSSOClear)) > 0:
+		sso.MaxAge = -1
+		http.SetCookie(w, sso)
+	}
+	if to := md.HeaderMD.Get(mdRedirect); len(to) == 1 {
+		// Only into the console, on this host: the answer never sends a browser elsewhere.
+		if !strings.HasPrefix(to[0], "/console/") || strings.HasPrefix(to[0], "//") {
+			return errors.New("a redirect out of the console")
+		}
+		h := w.Header()
+		h.Set("Location", to[0])
+		// The URL that brought the browser here holds the provider's code and the state.
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusSeeOther)
+	}
 	return nil
 }
 

@@ -519,7 +519,10 @@ func responses(s *schemas, r route, codes map[int][]string) obj {
 		headers[headerReplayed] = ref("headers", "IdempotentReplayed")
 	}
 	out := obj{}
-	if media := r.own.GetResponseMediaType(); media != "" {
+	if r.rule.GetRedirects() {
+		headers["Location"] = obj{"schema": obj{"type": "string"}, "description": "The console's page the browser goes on to."}
+		out["303"] = obj{"description": r.rule.GetSuccessMessage() + ": the browser goes on to the console.", "headers": headers}
+	} else if media := r.own.GetResponseMediaType(); media != "" {
 		headers["Content-Disposition"] = obj{"schema": obj{"type": "string"}, "description": "attachment, with the file's name."}
 		out[fmt.Sprint(status)] = obj{"description": "The file.", "headers": headers,
 			"content": obj{media: obj{"schema": obj{"type": "string"}}}}

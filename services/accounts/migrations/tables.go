@@ -23,6 +23,7 @@ var Tables = tenancy.Schema{Name: "accounts", Tables: slices.Concat([]tenancy.Ta
 	{Name: "memberships", Class: tenancy.Tenant, Why: "a person's role in a client"},
 	{Name: "invitations", Class: tenancy.Tenant, Why: "a client's invitations, found by (client, fingerprint)"},
 	{Name: "console_sessions", Class: tenancy.Tenant, Why: "a person's sessions in a client, found by (client, fingerprint)"},
+	{Name: "sso_providers", Class: tenancy.Tenant, Why: "a client's single sign-on provider"},
 	{Name: "audit_events", Class: tenancy.Tenant, Why: "what a client's people did"},
 	{Name: "webauthn_ceremonies", Class: tenancy.Local, Why: "a WebAuthn challenge between two calls, before any client is known; five minutes"},
 	{Name: "client_lookups", Class: tenancy.Local, Why: "maps an API key sent without X-CLIENT-ID (its fingerprint) to its client, across clients"},

@@ -1131,6 +1131,9 @@ type DeleteProfileResponse struct {
 	Id        string     `json:"id"`
 }
 
+// DeleteSsoSettingsResponse defines model for DeleteSsoSettingsResponse.
+type DeleteSsoSettingsResponse = map[string]interface{}
+
 // DeleteWebhookResponse defines model for DeleteWebhookResponse.
 type DeleteWebhookResponse struct {
 	Id string `json:"id"`
@@ -1307,6 +1310,15 @@ type GetSessionResponse struct {
 
 	// SteppedUpUntil Until when the last step-up counts; unset when it does not.
 	SteppedUpUntil *time.Time `json:"steppedUpUntil"`
+}
+
+// GetSsoSettingsResponse defines model for GetSsoSettingsResponse.
+type GetSsoSettingsResponse struct {
+	// RedirectUri The redirect URI to register at the provider.
+	RedirectUri string `json:"redirectUri"`
+
+	// Settings Unset when single sign-on is off.
+	Settings *SsoSettings `json:"settings"`
 }
 
 // ImportError ImportError is a bad row of an import.
@@ -1801,6 +1813,29 @@ type SetRedirectUrisResponse struct {
 	Items []RedirectUri `json:"items"`
 }
 
+// SetSsoSettingsRequest defines model for SetSsoSettingsRequest.
+type SetSsoSettingsRequest struct {
+	AdminValues *[]string `json:"adminValues,omitempty"`
+
+	// ClientSecret Unset keeps the secret kept; a public client (PKCE alone) has none.
+	ClientSecret *string `json:"clientSecret,omitempty"`
+
+	// Issuer Examples: https://idp.example.com
+	Issuer       string    `json:"issuer"`
+	MemberValues *[]string `json:"memberValues,omitempty"`
+	OidcClientId string    `json:"oidcClientId"`
+	RoleClaim    string    `json:"roleClaim"`
+
+	// Scopes Scopes to ask beside openid, email and profile (at most 10), e.g. "groups".
+	Scopes *[]string `json:"scopes,omitempty"`
+}
+
+// SetSsoSettingsResponse defines model for SetSsoSettingsResponse.
+type SetSsoSettingsResponse struct {
+	RedirectUri string       `json:"redirectUri"`
+	Settings    *SsoSettings `json:"settings"`
+}
+
 // SetWebOriginsRequest defines model for SetWebOriginsRequest.
 type SetWebOriginsRequest struct {
 	// Origins The complete list, at most 20: https origins, or http on a loopback host (localhost,
@@ -1848,6 +1883,33 @@ type SignOutRequest = map[string]interface{}
 // SignOutResponse defines model for SignOutResponse.
 type SignOutResponse = map[string]interface{}
 
+// SsoSettings SsoSettings is a client's single sign-on with its own OpenID Connect provider. A person who
+// signs in through it is the client's alone (never one of another client's people, whatever the
+// e-mail), and their role is the claim's, read at every sign-in.
+type SsoSettings struct {
+	// AdminValues A person whose claim holds one of these is ADMIN; else one of member_values, MEMBER; else
+	// refused.
+	AdminValues []string `json:"adminValues"`
+
+	// HasClientSecret True when a client secret is kept (it is never shown).
+	HasClientSecret bool `json:"hasClientSecret"`
+
+	// Issuer The provider's issuer URL (https; http only on a loopback address).
+	Issuer       string   `json:"issuer"`
+	MemberValues []string `json:"memberValues"`
+
+	// OidcClientId mnv's client id at the provider.
+	OidcClientId string `json:"oidcClientId"`
+
+	// RoleClaim The ID token's claim that holds the person's groups or roles (a string or a list).
+	RoleClaim string `json:"roleClaim"`
+
+	// Scopes The scopes asked beside openid, email and profile: what the provider needs to put the
+	// role claim in the ID token ("groups", for many).
+	Scopes    []string   `json:"scopes"`
+	UpdatedAt *time.Time `json:"updatedAt"`
+}
+
 // StartInvitationRequest defines model for StartInvitationRequest.
 type StartInvitationRequest struct {
 	// Token The invitation's token, from its link.
@@ -1882,6 +1944,20 @@ type StartSignInResponse struct {
 
 	// OptionsJson WebAuthn's PublicKeyCredentialRequestOptions as JSON.
 	OptionsJson string `json:"optionsJson"`
+}
+
+// StartSsoSignInRequest defines model for StartSsoSignInRequest.
+type StartSsoSignInRequest struct {
+	// ClientId The client whose provider to sign in with.
+	//
+	// Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
+	ClientId openapi_types.UUID `json:"clientId"`
+}
+
+// StartSsoSignInResponse defines model for StartSsoSignInResponse.
+type StartSsoSignInResponse struct {
+	// AuthorizationUrl Where to send the browser.
+	AuthorizationUrl string `json:"authorizationUrl"`
 }
 
 // StartStepUpRequest defines model for StartStepUpRequest.
@@ -2266,6 +2342,25 @@ type StartSignInParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// FinishSsoSignInParams defines parameters for FinishSsoSignIn.
+type FinishSsoSignInParams struct {
+	Code  *string `form:"code,omitempty" json:"code,omitempty"`
+	State *string `form:"state,omitempty" json:"state,omitempty"`
+
+	// Error What the provider answers instead of a code (OAuth 2.0's error parameters).
+	Error            *string `form:"error,omitempty" json:"error,omitempty"`
+	ErrorDescription *string `form:"errorDescription,omitempty" json:"errorDescription,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// StartSsoSignInParams defines parameters for StartSsoSignIn.
+type StartSsoSignInParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // StepUpParams defines parameters for StepUp.
 type StepUpParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -2609,6 +2704,24 @@ type RevokeSdkTokenParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// DeleteSsoSettingsParams defines parameters for DeleteSsoSettings.
+type DeleteSsoSettingsParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetSsoSettingsParams defines parameters for GetSsoSettings.
+type GetSsoSettingsParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SetSsoSettingsParams defines parameters for SetSsoSettings.
+type SetSsoSettingsParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListStuckPlusRevealsParams defines parameters for ListStuckPlusReveals.
 type ListStuckPlusRevealsParams struct {
 	Page *int32 `form:"page,omitempty" json:"page,omitempty"`
@@ -2880,6 +2993,9 @@ type SignInJSONRequestBody = SignInRequest
 // StartSignInJSONRequestBody defines body for StartSignIn for application/json ContentType.
 type StartSignInJSONRequestBody = StartSignInRequest
 
+// StartSsoSignInJSONRequestBody defines body for StartSsoSignIn for application/json ContentType.
+type StartSsoSignInJSONRequestBody = StartSsoSignInRequest
+
 // StepUpJSONRequestBody defines body for StepUp for application/json ContentType.
 type StepUpJSONRequestBody = StepUpRequest
 
@@ -2924,6 +3040,9 @@ type SetRedirectUrisJSONRequestBody = SetRedirectUrisRequest
 
 // CreateSdkTokenJSONRequestBody defines body for CreateSdkToken for application/json ContentType.
 type CreateSdkTokenJSONRequestBody = CreateSdkTokenRequest
+
+// SetSsoSettingsJSONRequestBody defines body for SetSsoSettings for application/json ContentType.
+type SetSsoSettingsJSONRequestBody = SetSsoSettingsRequest
 
 // RevealStuckPlusSessionJSONRequestBody defines body for RevealStuckPlusSession for application/json ContentType.
 type RevealStuckPlusSessionJSONRequestBody RevealStuckPlusSessionJSONBody
@@ -3505,6 +3624,35 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
 	StartSignIn(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FinishSsoSignIn The identity provider's redirect back
+	//
+	// Where the identity provider sends the browser back: the code is exchanged, the ID token
+	// checked, the role read from the configured claim, and the browser is sent on (303) to the
+	// console, signed in, or to its sign-in page with ?sso=failed.
+	//
+	// Corresponds with GET /v1/api/console/sso/callback (the `FinishSsoSignIn` operationId).
+	FinishSsoSignIn(ctx context.Context, params *FinishSsoSignInParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSsoSignInWithBody Start a sign-in with the client's identity provider
+	//
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+	StartSsoSignInWithBody(ctx context.Context, params *StartSsoSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSsoSignIn Start a sign-in with the client's identity provider
+	//
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+	StartSsoSignIn(ctx context.Context, params *StartSsoSignInParams, body StartSsoSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StepUpWithBody Prove a passkey again
 	//
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
@@ -4019,6 +4167,50 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/sdk-tokens/{tokenId} (the `RevokeSdkToken` operationId).
 	RevokeSdkToken(ctx context.Context, tokenId openapi_types.UUID, params *RevokeSdkTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSsoSettings Turn single sign-on off
+	//
+	// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+	// sessions.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Corresponds with DELETE /v1/api/me/sso (the `DeleteSsoSettings` operationId).
+	DeleteSsoSettings(ctx context.Context, params *DeleteSsoSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSsoSettings Read the single sign-on settings
+	//
+	// Reads the client's single sign-on (OpenID Connect with the client's own identity
+	// provider), with the redirect URI to register there (ADMIN).
+	//
+	// Needs the ADMIN role in the client (403 otherwise).
+	//
+	// Corresponds with GET /v1/api/me/sso (the `GetSsoSettings` operationId).
+	GetSsoSettings(ctx context.Context, params *GetSsoSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetSsoSettingsWithBody Set single sign-on with the client's identity provider
+	//
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+	SetSsoSettingsWithBody(ctx context.Context, params *SetSsoSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetSsoSettings Set single sign-on with the client's identity provider
+	//
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+	SetSsoSettings(ctx context.Context, params *SetSsoSettingsParams, body SetSsoSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListStuckPlusReveals List the reveals (audit)
 	//
@@ -4793,6 +4985,65 @@ func (c *APIClient) StartSignInWithBody(ctx context.Context, params *StartSignIn
 // Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
 func (c *APIClient) StartSignIn(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartSignInRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinishSsoSignIn The identity provider's redirect back
+//
+// Where the identity provider sends the browser back: the code is exchanged, the ID token
+// checked, the role read from the configured claim, and the browser is sent on (303) to the
+// console, signed in, or to its sign-in page with ?sso=failed.
+//
+// Corresponds with GET /v1/api/console/sso/callback (the `FinishSsoSignIn` operationId).
+func (c *APIClient) FinishSsoSignIn(ctx context.Context, params *FinishSsoSignInParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinishSsoSignInRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSsoSignInWithBody Start a sign-in with the client's identity provider
+//
+// Begins a sign-in through the client's identity provider: the browser goes to the
+// authorization URL. A short-lived cookie binds the flow to this browser.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+func (c *APIClient) StartSsoSignInWithBody(ctx context.Context, params *StartSsoSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSsoSignInRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSsoSignIn Start a sign-in with the client's identity provider
+//
+// Begins a sign-in through the client's identity provider: the browser goes to the
+// authorization URL. A short-lived cookie binds the flow to this browser.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+func (c *APIClient) StartSsoSignIn(ctx context.Context, params *StartSsoSignInParams, body StartSsoSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSsoSignInRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5838,6 +6089,90 @@ func (c *APIClient) CreateSdkToken(ctx context.Context, params *CreateSdkTokenPa
 // Corresponds with DELETE /v1/api/me/sdk-tokens/{tokenId} (the `RevokeSdkToken` operationId).
 func (c *APIClient) RevokeSdkToken(ctx context.Context, tokenId openapi_types.UUID, params *RevokeSdkTokenParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeSdkTokenRequest(c.Server, tokenId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSsoSettings Turn single sign-on off
+//
+// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+// sessions.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Corresponds with DELETE /v1/api/me/sso (the `DeleteSsoSettings` operationId).
+func (c *APIClient) DeleteSsoSettings(ctx context.Context, params *DeleteSsoSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSsoSettingsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSsoSettings Read the single sign-on settings
+//
+// Reads the client's single sign-on (OpenID Connect with the client's own identity
+// provider), with the redirect URI to register there (ADMIN).
+//
+// Needs the ADMIN role in the client (403 otherwise).
+//
+// Corresponds with GET /v1/api/me/sso (the `GetSsoSettings` operationId).
+func (c *APIClient) GetSsoSettings(ctx context.Context, params *GetSsoSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSsoSettingsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetSsoSettingsWithBody Set single sign-on with the client's identity provider
+//
+// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+// document is read before anything is kept: an issuer that does not answer is refused.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+func (c *APIClient) SetSsoSettingsWithBody(ctx context.Context, params *SetSsoSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetSsoSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetSsoSettings Set single sign-on with the client's identity provider
+//
+// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+// document is read before anything is kept: an issuer that does not answer is refused.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+func (c *APIClient) SetSsoSettings(ctx context.Context, params *SetSsoSettingsParams, body SetSsoSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetSsoSettingsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7174,6 +7509,166 @@ func NewStartSignInRequestWithBody(server string, params *StartSignInParams, con
 	}
 
 	operationPath := fmt.Sprintf("/v1/api/console/sign-in/options")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewFinishSsoSignInRequest constructs an http.Request for the FinishSsoSignIn method
+func NewFinishSsoSignInRequest(server string, params *FinishSsoSignInParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sso/callback")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Code != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code", *params.Code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Error != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "error", *params.Error, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ErrorDescription != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "errorDescription", *params.ErrorDescription, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStartSsoSignInRequest calls the generic StartSsoSignIn builder with application/json body
+func NewStartSsoSignInRequest(server string, params *StartSsoSignInParams, body StartSsoSignInJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartSsoSignInRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartSsoSignInRequestWithBody constructs an http.Request for the StartSsoSignIn method, with any body, and a specified content type
+func NewStartSsoSignInRequestWithBody(server string, params *StartSsoSignInParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sso/start")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -9594,6 +10089,145 @@ func NewRevokeSdkTokenRequest(server string, tokenId openapi_types.UUID, params 
 	return req, nil
 }
 
+// NewDeleteSsoSettingsRequest constructs an http.Request for the DeleteSsoSettings method
+func NewDeleteSsoSettingsRequest(server string, params *DeleteSsoSettingsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/sso")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSsoSettingsRequest constructs an http.Request for the GetSsoSettings method
+func NewGetSsoSettingsRequest(server string, params *GetSsoSettingsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/sso")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSetSsoSettingsRequest calls the generic SetSsoSettings builder with application/json body
+func NewSetSsoSettingsRequest(server string, params *SetSsoSettingsParams, body SetSsoSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetSsoSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSetSsoSettingsRequestWithBody constructs an http.Request for the SetSsoSettings method, with any body, and a specified content type
+func NewSetSsoSettingsRequestWithBody(server string, params *SetSsoSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/sso")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListStuckPlusRevealsRequest constructs an http.Request for the ListStuckPlusReveals method
 func NewListStuckPlusRevealsRequest(server string, params *ListStuckPlusRevealsParams) (*http.Request, error) {
 	var err error
@@ -11536,6 +12170,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
 	StartSignInWithResponse(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSignInAnswer, error)
 
+	// FinishSsoSignInWithResponse The identity provider's redirect back
+	//
+	// Where the identity provider sends the browser back: the code is exchanged, the ID token
+	// checked, the role read from the configured claim, and the browser is sent on (303) to the
+	// console, signed in, or to its sign-in page with ?sso=failed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/console/sso/callback (the `FinishSsoSignIn` operationId).
+	FinishSsoSignInWithResponse(ctx context.Context, params *FinishSsoSignInParams, reqEditors ...RequestEditorFn) (*FinishSsoSignInAnswer, error)
+
+	// StartSsoSignInWithBodyWithResponse Start a sign-in with the client's identity provider
+	//
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+	StartSsoSignInWithBodyWithResponse(ctx context.Context, params *StartSsoSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSsoSignInAnswer, error)
+
+	// StartSsoSignInWithResponse Start a sign-in with the client's identity provider
+	//
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+	StartSsoSignInWithResponse(ctx context.Context, params *StartSsoSignInParams, body StartSsoSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSsoSignInAnswer, error)
+
 	// StepUpWithBodyWithResponse Prove a passkey again
 	//
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
@@ -12098,6 +12763,54 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/sdk-tokens/{tokenId} (the `RevokeSdkToken` operationId).
 	RevokeSdkTokenWithResponse(ctx context.Context, tokenId openapi_types.UUID, params *RevokeSdkTokenParams, reqEditors ...RequestEditorFn) (*RevokeSdkTokenAnswer, error)
+
+	// DeleteSsoSettingsWithResponse Turn single sign-on off
+	//
+	// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+	// sessions.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api/me/sso (the `DeleteSsoSettings` operationId).
+	DeleteSsoSettingsWithResponse(ctx context.Context, params *DeleteSsoSettingsParams, reqEditors ...RequestEditorFn) (*DeleteSsoSettingsAnswer, error)
+
+	// GetSsoSettingsWithResponse Read the single sign-on settings
+	//
+	// Reads the client's single sign-on (OpenID Connect with the client's own identity
+	// provider), with the redirect URI to register there (ADMIN).
+	//
+	// Needs the ADMIN role in the client (403 otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/sso (the `GetSsoSettings` operationId).
+	GetSsoSettingsWithResponse(ctx context.Context, params *GetSsoSettingsParams, reqEditors ...RequestEditorFn) (*GetSsoSettingsAnswer, error)
+
+	// SetSsoSettingsWithBodyWithResponse Set single sign-on with the client's identity provider
+	//
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+	SetSsoSettingsWithBodyWithResponse(ctx context.Context, params *SetSsoSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetSsoSettingsAnswer, error)
+
+	// SetSsoSettingsWithResponse Set single sign-on with the client's identity provider
+	//
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	//
+	// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+	SetSsoSettingsWithResponse(ctx context.Context, params *SetSsoSettingsParams, body SetSsoSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetSsoSettingsAnswer, error)
 
 	// ListStuckPlusRevealsWithResponse List the reveals (audit)
 	//
@@ -14743,6 +15456,328 @@ func (r StartSignInAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StartSignInAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinishSsoSignInAnswer303Headers the declared response headers of an HTTP 303 response for FinishSsoSignIn
+type FinishSsoSignInAnswer303Headers struct {
+	Location   *string
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer400Headers the declared response headers of an HTTP 400 response for FinishSsoSignIn
+type FinishSsoSignInAnswer400Headers struct {
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer401Headers the declared response headers of an HTTP 401 response for FinishSsoSignIn
+type FinishSsoSignInAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// FinishSsoSignInAnswer403Headers the declared response headers of an HTTP 403 response for FinishSsoSignIn
+type FinishSsoSignInAnswer403Headers struct {
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer404Headers the declared response headers of an HTTP 404 response for FinishSsoSignIn
+type FinishSsoSignInAnswer404Headers struct {
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer429Headers the declared response headers of an HTTP 429 response for FinishSsoSignIn
+type FinishSsoSignInAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer500Headers the declared response headers of an HTTP 500 response for FinishSsoSignIn
+type FinishSsoSignInAnswer500Headers struct {
+	XRequestId string
+}
+
+// FinishSsoSignInAnswer503Headers the declared response headers of an HTTP 503 response for FinishSsoSignIn
+type FinishSsoSignInAnswer503Headers struct {
+	XRequestId string
+}
+
+type FinishSsoSignInAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *FinishSsoSignInAnswer303Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *FinishSsoSignInAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinishSsoSignInAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *FinishSsoSignInAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *FinishSsoSignInAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinishSsoSignInAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *FinishSsoSignInAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FinishSsoSignInAnswer503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinishSsoSignInAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinishSsoSignInAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinishSsoSignInAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinishSsoSignInAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinishSsoSignInAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartSsoSignInAnswer200Headers the declared response headers of an HTTP 200 response for StartSsoSignIn
+type StartSsoSignInAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer400Headers the declared response headers of an HTTP 400 response for StartSsoSignIn
+type StartSsoSignInAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer401Headers the declared response headers of an HTTP 401 response for StartSsoSignIn
+type StartSsoSignInAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StartSsoSignInAnswer403Headers the declared response headers of an HTTP 403 response for StartSsoSignIn
+type StartSsoSignInAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer404Headers the declared response headers of an HTTP 404 response for StartSsoSignIn
+type StartSsoSignInAnswer404Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer413Headers the declared response headers of an HTTP 413 response for StartSsoSignIn
+type StartSsoSignInAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer429Headers the declared response headers of an HTTP 429 response for StartSsoSignIn
+type StartSsoSignInAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartSsoSignInAnswer500Headers the declared response headers of an HTTP 500 response for StartSsoSignIn
+type StartSsoSignInAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartSsoSignInAnswer503Headers the declared response headers of an HTTP 503 response for StartSsoSignIn
+type StartSsoSignInAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartSsoSignInAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartSsoSignInResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartSsoSignInAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartSsoSignInAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartSsoSignInAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartSsoSignInAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartSsoSignInAnswer404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartSsoSignInAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartSsoSignInAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartSsoSignInAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartSsoSignInAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON200() *struct {
+	Data     StartSsoSignInResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartSsoSignInAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartSsoSignInAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartSsoSignInAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartSsoSignInAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartSsoSignInAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21386,6 +22421,448 @@ func (r RevokeSdkTokenAnswer) ContentType() string {
 	return ""
 }
 
+// DeleteSsoSettingsAnswer200Headers the declared response headers of an HTTP 200 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer200Headers struct {
+	XRequestId string
+}
+
+// DeleteSsoSettingsAnswer401Headers the declared response headers of an HTTP 401 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeleteSsoSettingsAnswer403Headers the declared response headers of an HTTP 403 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer403Headers struct {
+	XRequestId string
+}
+
+// DeleteSsoSettingsAnswer429Headers the declared response headers of an HTTP 429 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DeleteSsoSettingsAnswer500Headers the declared response headers of an HTTP 500 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer500Headers struct {
+	XRequestId string
+}
+
+// DeleteSsoSettingsAnswer503Headers the declared response headers of an HTTP 503 response for DeleteSsoSettings
+type DeleteSsoSettingsAnswer503Headers struct {
+	XRequestId string
+}
+
+type DeleteSsoSettingsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     DeleteSsoSettingsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteSsoSettingsAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSsoSettingsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteSsoSettingsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSsoSettingsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteSsoSettingsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteSsoSettingsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON200() *struct {
+	Data     DeleteSsoSettingsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteSsoSettingsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSsoSettingsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSsoSettingsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSsoSettingsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSsoSettingsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSsoSettingsAnswer200Headers the declared response headers of an HTTP 200 response for GetSsoSettings
+type GetSsoSettingsAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetSsoSettingsAnswer401Headers the declared response headers of an HTTP 401 response for GetSsoSettings
+type GetSsoSettingsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetSsoSettingsAnswer403Headers the declared response headers of an HTTP 403 response for GetSsoSettings
+type GetSsoSettingsAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetSsoSettingsAnswer429Headers the declared response headers of an HTTP 429 response for GetSsoSettings
+type GetSsoSettingsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetSsoSettingsAnswer500Headers the declared response headers of an HTTP 500 response for GetSsoSettings
+type GetSsoSettingsAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetSsoSettingsAnswer503Headers the declared response headers of an HTTP 503 response for GetSsoSettings
+type GetSsoSettingsAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetSsoSettingsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     GetSsoSettingsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSsoSettingsAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSsoSettingsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetSsoSettingsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSsoSettingsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetSsoSettingsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSsoSettingsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON200() *struct {
+	Data     GetSsoSettingsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSsoSettingsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSsoSettingsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSsoSettingsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSsoSettingsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSsoSettingsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetSsoSettingsAnswer200Headers the declared response headers of an HTTP 200 response for SetSsoSettings
+type SetSsoSettingsAnswer200Headers struct {
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer400Headers the declared response headers of an HTTP 400 response for SetSsoSettings
+type SetSsoSettingsAnswer400Headers struct {
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer401Headers the declared response headers of an HTTP 401 response for SetSsoSettings
+type SetSsoSettingsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SetSsoSettingsAnswer403Headers the declared response headers of an HTTP 403 response for SetSsoSettings
+type SetSsoSettingsAnswer403Headers struct {
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer413Headers the declared response headers of an HTTP 413 response for SetSsoSettings
+type SetSsoSettingsAnswer413Headers struct {
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer429Headers the declared response headers of an HTTP 429 response for SetSsoSettings
+type SetSsoSettingsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer500Headers the declared response headers of an HTTP 500 response for SetSsoSettings
+type SetSsoSettingsAnswer500Headers struct {
+	XRequestId string
+}
+
+// SetSsoSettingsAnswer503Headers the declared response headers of an HTTP 503 response for SetSsoSettings
+type SetSsoSettingsAnswer503Headers struct {
+	XRequestId string
+}
+
+type SetSsoSettingsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SetSsoSettingsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetSsoSettingsAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetSsoSettingsAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetSsoSettingsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetSsoSettingsAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetSsoSettingsAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetSsoSettingsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetSsoSettingsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetSsoSettingsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON200() *struct {
+	Data     SetSsoSettingsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetSsoSettingsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetSsoSettingsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetSsoSettingsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetSsoSettingsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetSsoSettingsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListStuckPlusRevealsAnswer200Headers the declared response headers of an HTTP 200 response for ListStuckPlusReveals
 type ListStuckPlusRevealsAnswer200Headers struct {
 	XRequestId string
@@ -25914,6 +27391,55 @@ func (c *ClientWithResponses) StartSignInWithResponse(ctx context.Context, param
 	return ParseStartSignInAnswer(rsp)
 }
 
+// FinishSsoSignInWithResponse The identity provider's redirect back
+//
+// Where the identity provider sends the browser back: the code is exchanged, the ID token
+// checked, the role read from the configured claim, and the browser is sent on (303) to the
+// console, signed in, or to its sign-in page with ?sso=failed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/console/sso/callback (the `FinishSsoSignIn` operationId).
+func (c *ClientWithResponses) FinishSsoSignInWithResponse(ctx context.Context, params *FinishSsoSignInParams, reqEditors ...RequestEditorFn) (*FinishSsoSignInAnswer, error) {
+	rsp, err := c.FinishSsoSignIn(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinishSsoSignInAnswer(rsp)
+}
+
+// StartSsoSignInWithBodyWithResponse Start a sign-in with the client's identity provider
+//
+// Begins a sign-in through the client's identity provider: the browser goes to the
+// authorization URL. A short-lived cookie binds the flow to this browser.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+func (c *ClientWithResponses) StartSsoSignInWithBodyWithResponse(ctx context.Context, params *StartSsoSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSsoSignInAnswer, error) {
+	rsp, err := c.StartSsoSignInWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSsoSignInAnswer(rsp)
+}
+
+// StartSsoSignInWithResponse Start a sign-in with the client's identity provider
+//
+// Begins a sign-in through the client's identity provider: the browser goes to the
+// authorization URL. A short-lived cookie binds the flow to this browser.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sso/start (the `StartSsoSignIn` operationId).
+func (c *ClientWithResponses) StartSsoSignInWithResponse(ctx context.Context, params *StartSsoSignInParams, body StartSsoSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSsoSignInAnswer, error) {
+	rsp, err := c.StartSsoSignIn(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSsoSignInAnswer(rsp)
+}
+
 // StepUpWithBodyWithResponse Prove a passkey again
 //
 // Finishes a step-up: for the step-up window the session may do what can hurt.
@@ -26793,6 +28319,78 @@ func (c *ClientWithResponses) RevokeSdkTokenWithResponse(ctx context.Context, to
 		return nil, err
 	}
 	return ParseRevokeSdkTokenAnswer(rsp)
+}
+
+// DeleteSsoSettingsWithResponse Turn single sign-on off
+//
+// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+// sessions.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api/me/sso (the `DeleteSsoSettings` operationId).
+func (c *ClientWithResponses) DeleteSsoSettingsWithResponse(ctx context.Context, params *DeleteSsoSettingsParams, reqEditors ...RequestEditorFn) (*DeleteSsoSettingsAnswer, error) {
+	rsp, err := c.DeleteSsoSettings(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSsoSettingsAnswer(rsp)
+}
+
+// GetSsoSettingsWithResponse Read the single sign-on settings
+//
+// Reads the client's single sign-on (OpenID Connect with the client's own identity
+// provider), with the redirect URI to register there (ADMIN).
+//
+// Needs the ADMIN role in the client (403 otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/sso (the `GetSsoSettings` operationId).
+func (c *ClientWithResponses) GetSsoSettingsWithResponse(ctx context.Context, params *GetSsoSettingsParams, reqEditors ...RequestEditorFn) (*GetSsoSettingsAnswer, error) {
+	rsp, err := c.GetSsoSettings(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSsoSettingsAnswer(rsp)
+}
+
+// SetSsoSettingsWithBodyWithResponse Set single sign-on with the client's identity provider
+//
+// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+// document is read before anything is kept: an issuer that does not answer is refused.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+func (c *ClientWithResponses) SetSsoSettingsWithBodyWithResponse(ctx context.Context, params *SetSsoSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetSsoSettingsAnswer, error) {
+	rsp, err := c.SetSsoSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetSsoSettingsAnswer(rsp)
+}
+
+// SetSsoSettingsWithResponse Set single sign-on with the client's identity provider
+//
+// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+// document is read before anything is kept: an issuer that does not answer is refused.
+//
+// Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/sso (the `SetSsoSettings` operationId).
+func (c *ClientWithResponses) SetSsoSettingsWithResponse(ctx context.Context, params *SetSsoSettingsParams, body SetSsoSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetSsoSettingsAnswer, error) {
+	rsp, err := c.SetSsoSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetSsoSettingsAnswer(rsp)
 }
 
 // ListStuckPlusRevealsWithResponse List the reveals (audit)
@@ -29862,6 +31460,379 @@ func ParseStartSignInAnswer(rsp *http.Response) (*StartSignInAnswer, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers StartSignInAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinishSsoSignInAnswer parses an HTTP response from a FinishSsoSignInWithResponse call
+func ParseFinishSsoSignInAnswer(rsp *http.Response) (*FinishSsoSignInAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinishSsoSignInAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers FinishSsoSignInAnswer303Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 400:
+		var headers FinishSsoSignInAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers FinishSsoSignInAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers FinishSsoSignInAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers FinishSsoSignInAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinishSsoSignInAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers FinishSsoSignInAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers FinishSsoSignInAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartSsoSignInAnswer parses an HTTP response from a StartSsoSignInWithResponse call
+func ParseStartSsoSignInAnswer(rsp *http.Response) (*StartSsoSignInAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartSsoSignInAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartSsoSignInResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartSsoSignInAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartSsoSignInAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartSsoSignInAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartSsoSignInAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartSsoSignInAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartSsoSignInAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartSsoSignInAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartSsoSignInAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartSsoSignInAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -37174,6 +39145,481 @@ func ParseRevokeSdkTokenAnswer(rsp *http.Response) (*RevokeSdkTokenAnswer, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeSdkTokenAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSsoSettingsAnswer parses an HTTP response from a DeleteSsoSettingsWithResponse call
+func ParseDeleteSsoSettingsAnswer(rsp *http.Response) (*DeleteSsoSettingsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSsoSettingsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     DeleteSsoSettingsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteSsoSettingsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteSsoSettingsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteSsoSettingsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteSsoSettingsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteSsoSettingsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteSsoSettingsAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSsoSettingsAnswer parses an HTTP response from a GetSsoSettingsWithResponse call
+func ParseGetSsoSettingsAnswer(rsp *http.Response) (*GetSsoSettingsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSsoSettingsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     GetSsoSettingsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSsoSettingsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSsoSettingsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetSsoSettingsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSsoSettingsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetSsoSettingsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSsoSettingsAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetSsoSettingsAnswer parses an HTTP response from a SetSsoSettingsWithResponse call
+func ParseSetSsoSettingsAnswer(rsp *http.Response) (*SetSsoSettingsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetSsoSettingsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SetSsoSettingsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetSsoSettingsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetSsoSettingsAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetSsoSettingsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetSsoSettingsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetSsoSettingsAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetSsoSettingsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetSsoSettingsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetSsoSettingsAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

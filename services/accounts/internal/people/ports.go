@@ -105,6 +105,7 @@ type AuditEvent struct {
 // Store is what people need of the service's storage. A lookup that finds nothing answers
 // fault.ErrNotFound.
 type Store interface {
+	SSOStore
 	InsertCeremony(ctx context.Context, c Ceremony, ttl time.Duration) error
 	// TakeCeremony deletes and returns an unexpired ceremony of the purpose: used once.
 	TakeCeremony(ctx context.Context, id, purpose string) (Ceremony, error)

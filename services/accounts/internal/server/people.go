@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -371,4 +373,104 @@ func (s *Admin) InviteUser(ctx context.Context, req *accountsv1.InviteUserReques
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.InviteUserResponse{Invitation: invitationToProto(inv.Invitation), Link: inv.Link}, nil
+}
+
+// The metadata of single sign-on's binding cookie and of the browser's redirect (the gateway's
+// to turn into Set-Cookie and a 303).
+const (
+	MDSSOSet      = "x-mnv-sso-set"
+	MDSSOMaxAge   = "x-mnv-sso-max-age"
+	MDSSOClear    = "x-mnv-sso-clear"
+	MDSSOBinding  = "x-mnv-sso"
+	MDRedirect    = "x-mnv-redirect"
+	consoleHome   = "/console/"
+	consoleFailed = "/console/sign-in?sso=failed"
+)
+
+func ssoToProto(x people.SSO) *accountsv1.SsoSettings {
+	return &accountsv1.SsoSettings{
+		Issuer: x.Issuer, OidcClientId: x.OIDCClientID, HasClientSecret: x.SealedSecret != nil || x.Secret != "",
+		RoleClaim: x.RoleClaim, AdminValues: x.AdminValues, MemberValues: x.MemberValues, UpdatedAt: ts(x.UpdatedAt),
+		Scopes: x.Scopes,
+	}
+}
+
+// GetSsoSettings reads the client's single sign-on.
+func (s *People) GetSsoSettings(ctx context.Context, _ *accountsv1.GetSsoSettingsRequest) (*accountsv1.GetSsoSettingsResponse, error) {
+	out := &accountsv1.GetSsoSettingsResponse{RedirectUri: s.People.RedirectURI()}
+	x, err := s.People.SSOSettings(ctx, principalOf(ctx).ClientID)
+	switch {
+	case errors.Is(err, fault.ErrNotFound):
+	case err != nil:
+		return nil, s.fail(ctx, err)
+	default:
+		out.Settings = ssoToProto(x)
+		out.Settings.HasClientSecret = x.Secret != "" || s.People.HasSSOSecret(ctx, x.ClientID)
+	}
+	return out, nil
+}
+
+// SetSsoSettings sets the client's single sign-on.
+func (s *People) SetSsoSettings(ctx context.Context, req *accountsv1.SetSsoSettingsRequest) (*accountsv1.SetSsoSettingsResponse, error) {
+	x, err := s.People.SetSSO(ctx, people.SSO{
+		ClientID: principalOf(ctx).ClientID, Issuer: req.GetIssuer(), OIDCClientID: req.GetOidcClientId(),
+		RoleClaim: req.GetRoleClaim(), AdminValues: req.GetAdminValues(), MemberValues: req.GetMemberValues(),
+		Scopes: req.GetScopes(),
+	}, req.ClientSecret)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := ssoToProto(x)
+	out.HasClientSecret = s.People.HasSSOSecret(ctx, x.ClientID)
+	return &accountsv1.SetSsoSettingsResponse{Settings: out, RedirectUri: s.People.RedirectURI()}, nil
+}
+
+// DeleteSsoSettings turns the client's single sign-on off.
+func (s *People) DeleteSsoSettings(ctx context.Context, _ *accountsv1.DeleteSsoSettingsRequest) (*accountsv1.DeleteSsoSettingsResponse, error) {
+	if err := s.People.DeleteSSO(ctx, principalOf(ctx).ClientID); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.DeleteSsoSettingsResponse{}, nil
+}
+
+// StartSsoSignIn begins a sign-in through the client's provider.
+func (s *People) StartSsoSignIn(ctx context.Context, req *accountsv1.StartSsoSignInRequest) (*accountsv1.StartSsoSignInResponse, error) {
+	st, err := s.People.StartSSO(ctx, req.GetClientId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	md := metadata.Pairs(MDSSOSet, st.Binding, MDSSOMaxAge, strconv.FormatInt(int64(st.MaxAge/time.Second), 10))
+	if err := grpc.SetHeader(ctx, md); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.StartSsoSignInResponse{AuthorizationUrl: st.AuthorizationURL}, nil
+}
+
+// FinishSsoSignIn completes a sign-in when the provider sends the browser back. A failure of the
+// sign-in itself sends the browser to the sign-in page (the reason is logged, never shown).
+func (s *People) FinishSsoSignIn(ctx context.Context, req *accountsv1.FinishSsoSignInRequest) (*accountsv1.FinishSsoSignInResponse, error) {
+	binding := ""
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(MDSSOBinding); len(v) == 1 {
+			binding = v[0]
+		}
+	}
+	sg, err := s.People.FinishSSO(ctx, req.GetCode(), req.GetState(), req.GetError(), binding, meta(ctx))
+	to := consoleHome
+	md := metadata.Pairs(MDSSOClear, "1")
+	switch {
+	case errors.Is(err, people.ErrSSO):
+		s.Log.Warn("single sign-on refused", zap.Error(err))
+		to = consoleFailed
+	case err != nil:
+		return nil, s.fail(ctx, err)
+	default:
+		md.Append(MDSessionSet, sg.Token)
+		md.Append(MDSessionMaxAge, strconv.FormatInt(int64(sg.MaxAge/time.Second), 10))
+	}
+	md.Append(MDRedirect, to)
+	if err := grpc.SetHeader(ctx, md); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.FinishSsoSignInResponse{}, nil
 }

@@ -365,3 +365,67 @@ func (s *Store) ListAudit(ctx context.Context, clientID string, limit, offset in
 	}
 	return out, total, nil
 }
+
+// SSO reads a client's single sign-on provider.
+func (s *Store) SSO(ctx context.Context, clientID string) (people.SSO, error) {
+	x := people.SSO{ClientID: clientID}
+	err := s.db.QueryRow(ctx, `SELECT issuer, oidc_client_id, client_secret, role_claim, admin_values, member_values, scopes, updated_at
+		FROM accounts.sso_providers WHERE client_id = $1`, clientID).
+		Scan(&x.Issuer, &x.OIDCClientID, &x.SealedSecret, &x.RoleClaim, &x.AdminValues, &x.MemberValues, &x.Scopes, &x.UpdatedAt)
+	return x, notFound(err, "sso provider")
+}
+
+// PutSSO writes a client's single sign-on provider.
+func (s *Store) PutSSO(ctx context.Context, x people.SSO) (people.SSO, error) {
+	err := s.db.QueryRow(ctx, `INSERT INTO accounts.sso_providers
+		(client_id, issuer, oidc_client_id, client_secret, role_claim, admin_values, member_values, scopes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (client_id) DO UPDATE SET issuer = excluded.issuer, oidc_client_id = excluded.oidc_client_id,
+			client_secret = excluded.client_secret, role_claim = excluded.role_claim, admin_values = excluded.admin_values,
+			member_values = excluded.member_values, scopes = excluded.scopes, updated_at = now()
+		RETURNING updated_at`,
+		x.ClientID, x.Issuer, x.OIDCClientID, x.SealedSecret, x.RoleClaim, nonNil(x.AdminValues), nonNil(x.MemberValues), nonNil(x.Scopes)).Scan(&x.UpdatedAt)
+	return x, notFound(err, "put sso provider")
+}
+
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// DeleteSSO removes a client's single sign-on provider.
+func (s *Store) DeleteSSO(ctx context.Context, clientID string) error {
+	tag, err := s.db.Exec(ctx, `DELETE FROM accounts.sso_providers WHERE client_id = $1`, clientID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return fault.ErrNotFound
+	}
+	return notFound(err, "delete sso provider")
+}
+
+// PersonBySSO finds the person of a provider's subject by its key.
+func (s *Store) PersonBySSO(ctx context.Context, key []byte) (people.Person, error) {
+	return scanPerson(s.db.QueryRow(ctx, `SELECT `+personColumns+` FROM accounts.people p WHERE p.sso_key = $1`, key))
+}
+
+// InsertSSOPerson stores a person of a client's provider.
+func (s *Store) InsertSSOPerson(ctx context.Context, p people.Person, key []byte, clientID string) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO accounts.people (id, sso_key, sso_client, profile, handle) VALUES ($1, $2, $3, $4, $5)`,
+		p.ID, key, clientID, p.Sealed, p.Handle)
+	return notFound(err, "insert sso person")
+}
+
+// UpdateProfile replaces a person's sealed profile.
+func (s *Store) UpdateProfile(ctx context.Context, personID string, sealed []byte) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.people SET profile = $2 WHERE id = $1`, personID, sealed)
+	return notFound(err, "update profile")
+}
+
+// EndSSOSessions ends the sessions of the people a client's provider signed in.
+func (s *Store) EndSSOSessions(ctx context.Context, clientID string) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions s SET ended_at = now()
+		FROM accounts.people p
+		WHERE s.client_id = $1 AND s.ended_at IS NULL AND p.id = s.person_id AND p.sso_client = $1`, clientID)
+	return notFound(err, "end sso sessions")
+}

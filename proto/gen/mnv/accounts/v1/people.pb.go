@@ -2353,6 +2353,620 @@ func (x *ListAuditEventsResponse) GetTotalPages() int32 {
 	return 0
 }
 
+// SsoSettings is a client's single sign-on with its own OpenID Connect provider. A person who
+// signs in through it is the client's alone (never one of another client's people, whatever the
+// e-mail), and their role is the claim's, read at every sign-in.
+type SsoSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The provider's issuer URL (https; http only on a loopback address).
+	Issuer string `protobuf:"bytes,1,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// mnv's client id at the provider.
+	OidcClientId string `protobuf:"bytes,2,opt,name=oidc_client_id,json=oidcClientId,proto3" json:"oidc_client_id,omitempty"`
+	// True when a client secret is kept (it is never shown).
+	HasClientSecret bool `protobuf:"varint,3,opt,name=has_client_secret,json=hasClientSecret,proto3" json:"has_client_secret,omitempty"`
+	// The ID token's claim that holds the person's groups or roles (a string or a list).
+	RoleClaim string `protobuf:"bytes,4,opt,name=role_claim,json=roleClaim,proto3" json:"role_claim,omitempty"`
+	// A person whose claim holds one of these is ADMIN; else one of member_values, MEMBER; else
+	// refused.
+	AdminValues  []string               `protobuf:"bytes,5,rep,name=admin_values,json=adminValues,proto3" json:"admin_values,omitempty"`
+	MemberValues []string               `protobuf:"bytes,6,rep,name=member_values,json=memberValues,proto3" json:"member_values,omitempty"`
+	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// The scopes asked beside openid, email and profile: what the provider needs to put the
+	// role claim in the ID token ("groups", for many).
+	Scopes        []string `protobuf:"bytes,8,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SsoSettings) Reset() {
+	*x = SsoSettings{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SsoSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SsoSettings) ProtoMessage() {}
+
+func (x *SsoSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SsoSettings.ProtoReflect.Descriptor instead.
+func (*SsoSettings) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SsoSettings) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *SsoSettings) GetOidcClientId() string {
+	if x != nil {
+		return x.OidcClientId
+	}
+	return ""
+}
+
+func (x *SsoSettings) GetHasClientSecret() bool {
+	if x != nil {
+		return x.HasClientSecret
+	}
+	return false
+}
+
+func (x *SsoSettings) GetRoleClaim() string {
+	if x != nil {
+		return x.RoleClaim
+	}
+	return ""
+}
+
+func (x *SsoSettings) GetAdminValues() []string {
+	if x != nil {
+		return x.AdminValues
+	}
+	return nil
+}
+
+func (x *SsoSettings) GetMemberValues() []string {
+	if x != nil {
+		return x.MemberValues
+	}
+	return nil
+}
+
+func (x *SsoSettings) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *SsoSettings) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type GetSsoSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSsoSettingsRequest) Reset() {
+	*x = GetSsoSettingsRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSsoSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSsoSettingsRequest) ProtoMessage() {}
+
+func (x *GetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSsoSettingsRequest.ProtoReflect.Descriptor instead.
+func (*GetSsoSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{45}
+}
+
+type GetSsoSettingsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when single sign-on is off.
+	Settings *SsoSettings `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	// The redirect URI to register at the provider.
+	RedirectUri   string `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSsoSettingsResponse) Reset() {
+	*x = GetSsoSettingsResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSsoSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSsoSettingsResponse) ProtoMessage() {}
+
+func (x *GetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSsoSettingsResponse.ProtoReflect.Descriptor instead.
+func (*GetSsoSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetSsoSettingsResponse) GetSettings() *SsoSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+func (x *GetSsoSettingsResponse) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+type SetSsoSettingsRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Issuer       string                 `protobuf:"bytes,1,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	OidcClientId string                 `protobuf:"bytes,2,opt,name=oidc_client_id,json=oidcClientId,proto3" json:"oidc_client_id,omitempty"`
+	// Unset keeps the secret kept; a public client (PKCE alone) has none.
+	ClientSecret *string  `protobuf:"bytes,3,opt,name=client_secret,json=clientSecret,proto3,oneof" json:"client_secret,omitempty"`
+	RoleClaim    string   `protobuf:"bytes,4,opt,name=role_claim,json=roleClaim,proto3" json:"role_claim,omitempty"`
+	AdminValues  []string `protobuf:"bytes,5,rep,name=admin_values,json=adminValues,proto3" json:"admin_values,omitempty"`
+	MemberValues []string `protobuf:"bytes,6,rep,name=member_values,json=memberValues,proto3" json:"member_values,omitempty"`
+	// Scopes to ask beside openid, email and profile (at most 10), e.g. "groups".
+	Scopes        []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSsoSettingsRequest) Reset() {
+	*x = SetSsoSettingsRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSsoSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSsoSettingsRequest) ProtoMessage() {}
+
+func (x *SetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSsoSettingsRequest.ProtoReflect.Descriptor instead.
+func (*SetSsoSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *SetSsoSettingsRequest) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *SetSsoSettingsRequest) GetOidcClientId() string {
+	if x != nil {
+		return x.OidcClientId
+	}
+	return ""
+}
+
+func (x *SetSsoSettingsRequest) GetClientSecret() string {
+	if x != nil && x.ClientSecret != nil {
+		return *x.ClientSecret
+	}
+	return ""
+}
+
+func (x *SetSsoSettingsRequest) GetRoleClaim() string {
+	if x != nil {
+		return x.RoleClaim
+	}
+	return ""
+}
+
+func (x *SetSsoSettingsRequest) GetAdminValues() []string {
+	if x != nil {
+		return x.AdminValues
+	}
+	return nil
+}
+
+func (x *SetSsoSettingsRequest) GetMemberValues() []string {
+	if x != nil {
+		return x.MemberValues
+	}
+	return nil
+}
+
+func (x *SetSsoSettingsRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type SetSsoSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *SsoSettings           `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	RedirectUri   string                 `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSsoSettingsResponse) Reset() {
+	*x = SetSsoSettingsResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSsoSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSsoSettingsResponse) ProtoMessage() {}
+
+func (x *SetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSsoSettingsResponse.ProtoReflect.Descriptor instead.
+func (*SetSsoSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SetSsoSettingsResponse) GetSettings() *SsoSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+func (x *SetSsoSettingsResponse) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+type DeleteSsoSettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSsoSettingsRequest) Reset() {
+	*x = DeleteSsoSettingsRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSsoSettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSsoSettingsRequest) ProtoMessage() {}
+
+func (x *DeleteSsoSettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSsoSettingsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteSsoSettingsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{49}
+}
+
+type DeleteSsoSettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteSsoSettingsResponse) Reset() {
+	*x = DeleteSsoSettingsResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteSsoSettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteSsoSettingsResponse) ProtoMessage() {}
+
+func (x *DeleteSsoSettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteSsoSettingsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteSsoSettingsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{50}
+}
+
+type StartSsoSignInRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client whose provider to sign in with.
+	ClientId      string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartSsoSignInRequest) Reset() {
+	*x = StartSsoSignInRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSsoSignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSsoSignInRequest) ProtoMessage() {}
+
+func (x *StartSsoSignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSsoSignInRequest.ProtoReflect.Descriptor instead.
+func (*StartSsoSignInRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *StartSsoSignInRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+type StartSsoSignInResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where to send the browser.
+	AuthorizationUrl string `protobuf:"bytes,1,opt,name=authorization_url,json=authorizationUrl,proto3" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StartSsoSignInResponse) Reset() {
+	*x = StartSsoSignInResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSsoSignInResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSsoSignInResponse) ProtoMessage() {}
+
+func (x *StartSsoSignInResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSsoSignInResponse.ProtoReflect.Descriptor instead.
+func (*StartSsoSignInResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *StartSsoSignInResponse) GetAuthorizationUrl() string {
+	if x != nil {
+		return x.AuthorizationUrl
+	}
+	return ""
+}
+
+type FinishSsoSignInRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Code  string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	State string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// What the provider answers instead of a code (OAuth 2.0's error parameters).
+	Error            string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	ErrorDescription string `protobuf:"bytes,4,opt,name=error_description,json=errorDescription,proto3" json:"error_description,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *FinishSsoSignInRequest) Reset() {
+	*x = FinishSsoSignInRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishSsoSignInRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishSsoSignInRequest) ProtoMessage() {}
+
+func (x *FinishSsoSignInRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishSsoSignInRequest.ProtoReflect.Descriptor instead.
+func (*FinishSsoSignInRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *FinishSsoSignInRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *FinishSsoSignInRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *FinishSsoSignInRequest) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *FinishSsoSignInRequest) GetErrorDescription() string {
+	if x != nil {
+		return x.ErrorDescription
+	}
+	return ""
+}
+
+type FinishSsoSignInResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishSsoSignInResponse) Reset() {
+	*x = FinishSsoSignInResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishSsoSignInResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishSsoSignInResponse) ProtoMessage() {}
+
+func (x *FinishSsoSignInResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishSsoSignInResponse.ProtoReflect.Descriptor instead.
+func (*FinishSsoSignInResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{54}
+}
+
 var File_mnv_accounts_v1_people_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_people_proto_rawDesc = "" +
@@ -2530,7 +3144,49 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages2\x81\x17\n" +
+	"totalPages\"\xb1\x02\n" +
+	"\vSsoSettings\x12\x16\n" +
+	"\x06issuer\x18\x01 \x01(\tR\x06issuer\x12$\n" +
+	"\x0eoidc_client_id\x18\x02 \x01(\tR\foidcClientId\x12*\n" +
+	"\x11has_client_secret\x18\x03 \x01(\bR\x0fhasClientSecret\x12\x1d\n" +
+	"\n" +
+	"role_claim\x18\x04 \x01(\tR\troleClaim\x12!\n" +
+	"\fadmin_values\x18\x05 \x03(\tR\vadminValues\x12#\n" +
+	"\rmember_values\x18\x06 \x03(\tR\fmemberValues\x129\n" +
+	"\n" +
+	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x16\n" +
+	"\x06scopes\x18\b \x03(\tR\x06scopes\"\x17\n" +
+	"\x15GetSsoSettingsRequest\"u\n" +
+	"\x16GetSsoSettingsResponse\x128\n" +
+	"\bsettings\x18\x01 \x01(\v2\x1c.mnv.accounts.v1.SsoSettingsR\bsettings\x12!\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\"\x93\x03\n" +
+	"\x15SetSsoSettingsRequest\x12?\n" +
+	"\x06issuer\x18\x01 \x01(\tB'\xd2\xf3\x18#\b\x01(\xac\x02B\x03uriJ\x17https://idp.example.comR\x06issuer\x121\n" +
+	"\x0eoidc_client_id\x18\x02 \x01(\tB\v\xd2\xf3\x18\a\b\x01(\xc8\x01P\x01R\foidcClientId\x123\n" +
+	"\rclient_secret\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xf4\x03P\x01H\x00R\fclientSecret\x88\x01\x01\x12)\n" +
+	"\n" +
+	"role_claim\x18\x04 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06\b\x01(dP\x01R\troleClaim\x12)\n" +
+	"\fadmin_values\x18\x05 \x03(\tB\x06\xd2\xf3\x18\x02(\x14R\vadminValues\x12+\n" +
+	"\rmember_values\x18\x06 \x03(\tB\x06\xd2\xf3\x18\x02(\x14R\fmemberValues\x12<\n" +
+	"\x06scopes\x18\a \x03(\tB$\xd2\xf3\x18 (\n" +
+	"2\x14^[!#-\\[\\]-~]{1,100}$J\x06groupsR\x06scopesB\x10\n" +
+	"\x0e_client_secret\"u\n" +
+	"\x16SetSsoSettingsResponse\x128\n" +
+	"\bsettings\x18\x01 \x01(\v2\x1c.mnv.accounts.v1.SsoSettingsR\bsettings\x12!\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\"\x1a\n" +
+	"\x18DeleteSsoSettingsRequest\"\x1b\n" +
+	"\x19DeleteSsoSettingsResponse\"h\n" +
+	"\x15StartSsoSignInRequest\x12O\n" +
+	"\tclient_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\bclientId\"E\n" +
+	"\x16StartSsoSignInResponse\x12+\n" +
+	"\x11authorization_url\x18\x01 \x01(\tR\x10authorizationUrl\"\xb0\x01\n" +
+	"\x16FinishSsoSignInRequest\x12\x1d\n" +
+	"\x04code\x18\x01 \x01(\tB\t\xd2\xf3\x18\x05(\x80\x10P\x01R\x04code\x12\x1e\n" +
+	"\x05state\x18\x02 \x01(\tB\b\xd2\xf3\x18\x04(dP\x01R\x05state\x12\x1f\n" +
+	"\x05error\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xc8\x01P\x01R\x05error\x126\n" +
+	"\x11error_description\x18\x04 \x01(\tB\t\xd2\xf3\x18\x05(\xe8\aP\x01R\x10errorDescription\"\x19\n" +
+	"\x17FinishSsoSignInResponse2\xc2\x1e\n" +
 	"\rPeopleService\x12\x93\x01\n" +
 	"\vStartSignIn\x12#.mnv.accounts.v1.StartSignInRequest\x1a$.mnv.accounts.v1.StartSignInResponse\"9\xca\xf3\x185\b\x01J\x0fSign-in startedZ\x17Start a passkey sign-inb\aConsole\x12}\n" +
 	"\x06SignIn\x12\x1e.mnv.accounts.v1.SignInRequest\x1a\x1f.mnv.accounts.v1.SignInResponse\"2\xca\xf3\x18.\b\x01J\tSigned inZ\x16Sign in with a passkeyb\aConsole\x12\x9b\x01\n" +
@@ -2554,7 +3210,12 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\fInviteMember\x12$.mnv.accounts.v1.InviteMemberRequest\x1a%.mnv.accounts.v1.InviteMemberResponse\";\xca\xf3\x187\b\x06\x18\x01J\x12Invitation createdZ\x0fInvite a personb\aConsolex\x01\x88\x01\x01\x12\xa8\x01\n" +
 	"\x0fListInvitations\x12'.mnv.accounts.v1.ListInvitationsRequest\x1a(.mnv.accounts.v1.ListInvitationsResponse\"B\xca\xf3\x18>\b\x06\x18\x01J\x15Invitations retrievedZ\x18List pending invitationsb\aConsole\x12\xa8\x01\n" +
 	"\x10RevokeInvitation\x12(.mnv.accounts.v1.RevokeInvitationRequest\x1a).mnv.accounts.v1.RevokeInvitationResponse\"?\xca\xf3\x18;\b\x06\x18\x01J\x14Invitation withdrawnZ\x16Withdraw an invitationb\aConsole\x12\xa0\x01\n" +
-	"\x0fListAuditEvents\x12'.mnv.accounts.v1.ListAuditEventsRequest\x1a(.mnv.accounts.v1.ListAuditEventsResponse\":\xca\xf3\x186\b\x06\x18\x01J\x13Audit log retrievedZ\x12List the audit logb\aConsoleB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0fListAuditEvents\x12'.mnv.accounts.v1.ListAuditEventsRequest\x1a(.mnv.accounts.v1.ListAuditEventsResponse\":\xca\xf3\x186\b\x06\x18\x01J\x13Audit log retrievedZ\x12List the audit logb\aConsole\x12\xb9\x01\n" +
+	"\x0eGetSsoSettings\x12&.mnv.accounts.v1.GetSsoSettingsRequest\x1a'.mnv.accounts.v1.GetSsoSettingsResponse\"V\xca\xf3\x18R\b\x06\x18\x01J!Single sign-on settings retrievedZ Read the single sign-on settingsb\aConsole\x12\xce\x01\n" +
+	"\x0eSetSsoSettings\x12&.mnv.accounts.v1.SetSsoSettingsRequest\x1a'.mnv.accounts.v1.SetSsoSettingsResponse\"k\xca\xf3\x18g\b\x06\x18\x01J\x1dSingle sign-on settings savedZ6Set single sign-on with the client's identity providerb\aConsole\x88\x01\x01\x12\xb4\x01\n" +
+	"\x11DeleteSsoSettings\x12).mnv.accounts.v1.DeleteSsoSettingsRequest\x1a*.mnv.accounts.v1.DeleteSsoSettingsResponse\"H\xca\xf3\x18D\b\x06\x18\x01J\x19Single sign-on turned offZ\x17Turn single sign-on offb\aConsole\x88\x01\x01\x12\xbf\x01\n" +
+	"\x0eStartSsoSignIn\x12&.mnv.accounts.v1.StartSsoSignInRequest\x1a'.mnv.accounts.v1.StartSsoSignInResponse\"\\\xca\xf3\x18X\b\x01J\x16Single sign-on startedZ3Start a sign-in with the client's identity providerb\aConsole\x12\xb8\x01\n" +
+	"\x0fFinishSsoSignIn\x12'.mnv.accounts.v1.FinishSsoSignInRequest\x1a(.mnv.accounts.v1.FinishSsoSignInResponse\"R\xca\xf3\x18N\b\x01J\x17Single sign-on finishedZ%The identity provider's redirect backb\aConsole\x90\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_people_proto_rawDescOnce sync.Once
@@ -2568,7 +3229,7 @@ func file_mnv_accounts_v1_people_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_people_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*Person)(nil),                    // 0: mnv.accounts.v1.Person
 	(*Membership)(nil),                // 1: mnv.accounts.v1.Membership
@@ -2614,89 +3275,113 @@ var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*AuditEvent)(nil),                // 41: mnv.accounts.v1.AuditEvent
 	(*ListAuditEventsRequest)(nil),    // 42: mnv.accounts.v1.ListAuditEventsRequest
 	(*ListAuditEventsResponse)(nil),   // 43: mnv.accounts.v1.ListAuditEventsResponse
-	(Role)(0),                         // 44: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),     // 45: google.protobuf.Timestamp
-	(ClientStatus)(0),                 // 46: mnv.accounts.v1.ClientStatus
+	(*SsoSettings)(nil),               // 44: mnv.accounts.v1.SsoSettings
+	(*GetSsoSettingsRequest)(nil),     // 45: mnv.accounts.v1.GetSsoSettingsRequest
+	(*GetSsoSettingsResponse)(nil),    // 46: mnv.accounts.v1.GetSsoSettingsResponse
+	(*SetSsoSettingsRequest)(nil),     // 47: mnv.accounts.v1.SetSsoSettingsRequest
+	(*SetSsoSettingsResponse)(nil),    // 48: mnv.accounts.v1.SetSsoSettingsResponse
+	(*DeleteSsoSettingsRequest)(nil),  // 49: mnv.accounts.v1.DeleteSsoSettingsRequest
+	(*DeleteSsoSettingsResponse)(nil), // 50: mnv.accounts.v1.DeleteSsoSettingsResponse
+	(*StartSsoSignInRequest)(nil),     // 51: mnv.accounts.v1.StartSsoSignInRequest
+	(*StartSsoSignInResponse)(nil),    // 52: mnv.accounts.v1.StartSsoSignInResponse
+	(*FinishSsoSignInRequest)(nil),    // 53: mnv.accounts.v1.FinishSsoSignInRequest
+	(*FinishSsoSignInResponse)(nil),   // 54: mnv.accounts.v1.FinishSsoSignInResponse
+	(Role)(0),                         // 55: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
+	(ClientStatus)(0),                 // 57: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_people_proto_depIdxs = []int32{
-	44, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
-	45, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
-	45, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
-	45, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
+	55, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
+	56, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
+	56, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
+	56, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: mnv.accounts.v1.SignInResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 5: mnv.accounts.v1.SignInResponse.membership:type_name -> mnv.accounts.v1.Membership
-	44, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
+	55, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
 	0,  // 7: mnv.accounts.v1.AcceptInvitationResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 8: mnv.accounts.v1.AcceptInvitationResponse.membership:type_name -> mnv.accounts.v1.Membership
 	0,  // 9: mnv.accounts.v1.GetSessionResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 10: mnv.accounts.v1.GetSessionResponse.membership:type_name -> mnv.accounts.v1.Membership
 	1,  // 11: mnv.accounts.v1.GetSessionResponse.memberships:type_name -> mnv.accounts.v1.Membership
 	2,  // 12: mnv.accounts.v1.GetSessionResponse.session:type_name -> mnv.accounts.v1.ConsoleSession
-	45, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
-	46, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	56, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	57, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
 	2,  // 15: mnv.accounts.v1.ListSessionsResponse.items:type_name -> mnv.accounts.v1.ConsoleSession
 	1,  // 16: mnv.accounts.v1.SwitchClientResponse.membership:type_name -> mnv.accounts.v1.Membership
-	45, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	56, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
 	0,  // 18: mnv.accounts.v1.Member.person:type_name -> mnv.accounts.v1.Person
-	44, // 19: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
-	45, // 20: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
+	55, // 19: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
+	56, // 20: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
 	27, // 21: mnv.accounts.v1.ListMembersResponse.items:type_name -> mnv.accounts.v1.Member
-	44, // 22: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
+	55, // 22: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
 	27, // 23: mnv.accounts.v1.SetMemberRoleResponse.member:type_name -> mnv.accounts.v1.Member
 	27, // 24: mnv.accounts.v1.RemoveMemberResponse.member:type_name -> mnv.accounts.v1.Member
-	44, // 25: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
-	45, // 26: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
-	45, // 27: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 28: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
+	55, // 25: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
+	56, // 26: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	56, // 27: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	55, // 28: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
 	34, // 29: mnv.accounts.v1.InviteMemberResponse.invitation:type_name -> mnv.accounts.v1.Invitation
 	34, // 30: mnv.accounts.v1.ListInvitationsResponse.items:type_name -> mnv.accounts.v1.Invitation
 	34, // 31: mnv.accounts.v1.RevokeInvitationResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	45, // 32: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	56, // 32: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	0,  // 33: mnv.accounts.v1.AuditEvent.person:type_name -> mnv.accounts.v1.Person
 	41, // 34: mnv.accounts.v1.ListAuditEventsResponse.items:type_name -> mnv.accounts.v1.AuditEvent
-	3,  // 35: mnv.accounts.v1.PeopleService.StartSignIn:input_type -> mnv.accounts.v1.StartSignInRequest
-	5,  // 36: mnv.accounts.v1.PeopleService.SignIn:input_type -> mnv.accounts.v1.SignInRequest
-	7,  // 37: mnv.accounts.v1.PeopleService.StartInvitation:input_type -> mnv.accounts.v1.StartInvitationRequest
-	9,  // 38: mnv.accounts.v1.PeopleService.AcceptInvitation:input_type -> mnv.accounts.v1.AcceptInvitationRequest
-	11, // 39: mnv.accounts.v1.PeopleService.GetSession:input_type -> mnv.accounts.v1.GetSessionRequest
-	13, // 40: mnv.accounts.v1.PeopleService.SignOut:input_type -> mnv.accounts.v1.SignOutRequest
-	15, // 41: mnv.accounts.v1.PeopleService.ListSessions:input_type -> mnv.accounts.v1.ListSessionsRequest
-	17, // 42: mnv.accounts.v1.PeopleService.EndSession:input_type -> mnv.accounts.v1.EndSessionRequest
-	19, // 43: mnv.accounts.v1.PeopleService.SignOutEverywhere:input_type -> mnv.accounts.v1.SignOutEverywhereRequest
-	21, // 44: mnv.accounts.v1.PeopleService.SwitchClient:input_type -> mnv.accounts.v1.SwitchClientRequest
-	23, // 45: mnv.accounts.v1.PeopleService.StartStepUp:input_type -> mnv.accounts.v1.StartStepUpRequest
-	25, // 46: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
-	28, // 47: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
-	30, // 48: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
-	32, // 49: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
-	35, // 50: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
-	37, // 51: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
-	39, // 52: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
-	42, // 53: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
-	4,  // 54: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
-	6,  // 55: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
-	8,  // 56: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
-	10, // 57: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
-	12, // 58: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
-	14, // 59: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
-	16, // 60: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
-	18, // 61: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
-	20, // 62: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
-	22, // 63: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
-	24, // 64: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
-	26, // 65: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
-	29, // 66: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
-	31, // 67: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
-	33, // 68: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
-	36, // 69: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
-	38, // 70: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
-	40, // 71: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
-	43, // 72: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
-	54, // [54:73] is the sub-list for method output_type
-	35, // [35:54] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	56, // 35: mnv.accounts.v1.SsoSettings.updated_at:type_name -> google.protobuf.Timestamp
+	44, // 36: mnv.accounts.v1.GetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	44, // 37: mnv.accounts.v1.SetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	3,  // 38: mnv.accounts.v1.PeopleService.StartSignIn:input_type -> mnv.accounts.v1.StartSignInRequest
+	5,  // 39: mnv.accounts.v1.PeopleService.SignIn:input_type -> mnv.accounts.v1.SignInRequest
+	7,  // 40: mnv.accounts.v1.PeopleService.StartInvitation:input_type -> mnv.accounts.v1.StartInvitationRequest
+	9,  // 41: mnv.accounts.v1.PeopleService.AcceptInvitation:input_type -> mnv.accounts.v1.AcceptInvitationRequest
+	11, // 42: mnv.accounts.v1.PeopleService.GetSession:input_type -> mnv.accounts.v1.GetSessionRequest
+	13, // 43: mnv.accounts.v1.PeopleService.SignOut:input_type -> mnv.accounts.v1.SignOutRequest
+	15, // 44: mnv.accounts.v1.PeopleService.ListSessions:input_type -> mnv.accounts.v1.ListSessionsRequest
+	17, // 45: mnv.accounts.v1.PeopleService.EndSession:input_type -> mnv.accounts.v1.EndSessionRequest
+	19, // 46: mnv.accounts.v1.PeopleService.SignOutEverywhere:input_type -> mnv.accounts.v1.SignOutEverywhereRequest
+	21, // 47: mnv.accounts.v1.PeopleService.SwitchClient:input_type -> mnv.accounts.v1.SwitchClientRequest
+	23, // 48: mnv.accounts.v1.PeopleService.StartStepUp:input_type -> mnv.accounts.v1.StartStepUpRequest
+	25, // 49: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
+	28, // 50: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
+	30, // 51: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
+	32, // 52: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
+	35, // 53: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
+	37, // 54: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
+	39, // 55: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
+	42, // 56: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
+	45, // 57: mnv.accounts.v1.PeopleService.GetSsoSettings:input_type -> mnv.accounts.v1.GetSsoSettingsRequest
+	47, // 58: mnv.accounts.v1.PeopleService.SetSsoSettings:input_type -> mnv.accounts.v1.SetSsoSettingsRequest
+	49, // 59: mnv.accounts.v1.PeopleService.DeleteSsoSettings:input_type -> mnv.accounts.v1.DeleteSsoSettingsRequest
+	51, // 60: mnv.accounts.v1.PeopleService.StartSsoSignIn:input_type -> mnv.accounts.v1.StartSsoSignInRequest
+	53, // 61: mnv.accounts.v1.PeopleService.FinishSsoSignIn:input_type -> mnv.accounts.v1.FinishSsoSignInRequest
+	4,  // 62: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
+	6,  // 63: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
+	8,  // 64: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
+	10, // 65: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
+	12, // 66: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
+	14, // 67: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
+	16, // 68: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
+	18, // 69: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
+	20, // 70: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
+	22, // 71: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
+	24, // 72: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
+	26, // 73: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
+	29, // 74: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
+	31, // 75: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
+	33, // 76: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
+	36, // 77: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
+	38, // 78: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
+	40, // 79: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
+	43, // 80: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
+	46, // 81: mnv.accounts.v1.PeopleService.GetSsoSettings:output_type -> mnv.accounts.v1.GetSsoSettingsResponse
+	48, // 82: mnv.accounts.v1.PeopleService.SetSsoSettings:output_type -> mnv.accounts.v1.SetSsoSettingsResponse
+	50, // 83: mnv.accounts.v1.PeopleService.DeleteSsoSettings:output_type -> mnv.accounts.v1.DeleteSsoSettingsResponse
+	52, // 84: mnv.accounts.v1.PeopleService.StartSsoSignIn:output_type -> mnv.accounts.v1.StartSsoSignInResponse
+	54, // 85: mnv.accounts.v1.PeopleService.FinishSsoSignIn:output_type -> mnv.accounts.v1.FinishSsoSignInResponse
+	62, // [62:86] is the sub-list for method output_type
+	38, // [38:62] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_people_proto_init() }
@@ -2706,13 +3391,14 @@ func file_mnv_accounts_v1_people_proto_init() {
 	}
 	file_mnv_accounts_v1_types_proto_init()
 	file_mnv_accounts_v1_people_proto_msgTypes[42].OneofWrappers = []any{}
+	file_mnv_accounts_v1_people_proto_msgTypes[47].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_people_proto_rawDesc), len(file_mnv_accounts_v1_people_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

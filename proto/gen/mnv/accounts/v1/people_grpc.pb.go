@@ -38,6 +38,11 @@ const (
 	PeopleService_ListInvitations_FullMethodName   = "/mnv.accounts.v1.PeopleService/ListInvitations"
 	PeopleService_RevokeInvitation_FullMethodName  = "/mnv.accounts.v1.PeopleService/RevokeInvitation"
 	PeopleService_ListAuditEvents_FullMethodName   = "/mnv.accounts.v1.PeopleService/ListAuditEvents"
+	PeopleService_GetSsoSettings_FullMethodName    = "/mnv.accounts.v1.PeopleService/GetSsoSettings"
+	PeopleService_SetSsoSettings_FullMethodName    = "/mnv.accounts.v1.PeopleService/SetSsoSettings"
+	PeopleService_DeleteSsoSettings_FullMethodName = "/mnv.accounts.v1.PeopleService/DeleteSsoSettings"
+	PeopleService_StartSsoSignIn_FullMethodName    = "/mnv.accounts.v1.PeopleService/StartSsoSignIn"
+	PeopleService_FinishSsoSignIn_FullMethodName   = "/mnv.accounts.v1.PeopleService/FinishSsoSignIn"
 )
 
 // PeopleServiceClient is the client API for PeopleService service.
@@ -106,6 +111,22 @@ type PeopleServiceClient interface {
 	RevokeInvitation(ctx context.Context, in *RevokeInvitationRequest, opts ...grpc.CallOption) (*RevokeInvitationResponse, error)
 	// Lists what people did in the client, newest first (ADMIN).
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
+	// Reads the client's single sign-on (OpenID Connect with the client's own identity
+	// provider), with the redirect URI to register there (ADMIN).
+	GetSsoSettings(ctx context.Context, in *GetSsoSettingsRequest, opts ...grpc.CallOption) (*GetSsoSettingsResponse, error)
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	SetSsoSettings(ctx context.Context, in *SetSsoSettingsRequest, opts ...grpc.CallOption) (*SetSsoSettingsResponse, error)
+	// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+	// sessions.
+	DeleteSsoSettings(ctx context.Context, in *DeleteSsoSettingsRequest, opts ...grpc.CallOption) (*DeleteSsoSettingsResponse, error)
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	StartSsoSignIn(ctx context.Context, in *StartSsoSignInRequest, opts ...grpc.CallOption) (*StartSsoSignInResponse, error)
+	// Where the identity provider sends the browser back: the code is exchanged, the ID token
+	// checked, the role read from the configured claim, and the browser is sent on (303) to the
+	// console, signed in, or to its sign-in page with ?sso=failed.
+	FinishSsoSignIn(ctx context.Context, in *FinishSsoSignInRequest, opts ...grpc.CallOption) (*FinishSsoSignInResponse, error)
 }
 
 type peopleServiceClient struct {
@@ -306,6 +327,56 @@ func (c *peopleServiceClient) ListAuditEvents(ctx context.Context, in *ListAudit
 	return out, nil
 }
 
+func (c *peopleServiceClient) GetSsoSettings(ctx context.Context, in *GetSsoSettingsRequest, opts ...grpc.CallOption) (*GetSsoSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSsoSettingsResponse)
+	err := c.cc.Invoke(ctx, PeopleService_GetSsoSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) SetSsoSettings(ctx context.Context, in *SetSsoSettingsRequest, opts ...grpc.CallOption) (*SetSsoSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetSsoSettingsResponse)
+	err := c.cc.Invoke(ctx, PeopleService_SetSsoSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) DeleteSsoSettings(ctx context.Context, in *DeleteSsoSettingsRequest, opts ...grpc.CallOption) (*DeleteSsoSettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteSsoSettingsResponse)
+	err := c.cc.Invoke(ctx, PeopleService_DeleteSsoSettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) StartSsoSignIn(ctx context.Context, in *StartSsoSignInRequest, opts ...grpc.CallOption) (*StartSsoSignInResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartSsoSignInResponse)
+	err := c.cc.Invoke(ctx, PeopleService_StartSsoSignIn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) FinishSsoSignIn(ctx context.Context, in *FinishSsoSignInRequest, opts ...grpc.CallOption) (*FinishSsoSignInResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FinishSsoSignInResponse)
+	err := c.cc.Invoke(ctx, PeopleService_FinishSsoSignIn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeopleServiceServer is the server API for PeopleService service.
 // All implementations must embed UnimplementedPeopleServiceServer
 // for forward compatibility.
@@ -372,6 +443,22 @@ type PeopleServiceServer interface {
 	RevokeInvitation(context.Context, *RevokeInvitationRequest) (*RevokeInvitationResponse, error)
 	// Lists what people did in the client, newest first (ADMIN).
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
+	// Reads the client's single sign-on (OpenID Connect with the client's own identity
+	// provider), with the redirect URI to register there (ADMIN).
+	GetSsoSettings(context.Context, *GetSsoSettingsRequest) (*GetSsoSettingsResponse, error)
+	// Sets the client's single sign-on (ADMIN, after a step-up). The provider's discovery
+	// document is read before anything is kept: an issuer that does not answer is refused.
+	SetSsoSettings(context.Context, *SetSsoSettingsRequest) (*SetSsoSettingsResponse, error)
+	// Turns single sign-on off (ADMIN, after a step-up); the people it signed in lose their
+	// sessions.
+	DeleteSsoSettings(context.Context, *DeleteSsoSettingsRequest) (*DeleteSsoSettingsResponse, error)
+	// Begins a sign-in through the client's identity provider: the browser goes to the
+	// authorization URL. A short-lived cookie binds the flow to this browser.
+	StartSsoSignIn(context.Context, *StartSsoSignInRequest) (*StartSsoSignInResponse, error)
+	// Where the identity provider sends the browser back: the code is exchanged, the ID token
+	// checked, the role read from the configured claim, and the browser is sent on (303) to the
+	// console, signed in, or to its sign-in page with ?sso=failed.
+	FinishSsoSignIn(context.Context, *FinishSsoSignInRequest) (*FinishSsoSignInResponse, error)
 	mustEmbedUnimplementedPeopleServiceServer()
 }
 
@@ -438,6 +525,21 @@ func (UnimplementedPeopleServiceServer) RevokeInvitation(context.Context, *Revok
 }
 func (UnimplementedPeopleServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
+}
+func (UnimplementedPeopleServiceServer) GetSsoSettings(context.Context, *GetSsoSettingsRequest) (*GetSsoSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSsoSettings not implemented")
+}
+func (UnimplementedPeopleServiceServer) SetSsoSettings(context.Context, *SetSsoSettingsRequest) (*SetSsoSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSsoSettings not implemented")
+}
+func (UnimplementedPeopleServiceServer) DeleteSsoSettings(context.Context, *DeleteSsoSettingsRequest) (*DeleteSsoSettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSsoSettings not implemented")
+}
+func (UnimplementedPeopleServiceServer) StartSsoSignIn(context.Context, *StartSsoSignInRequest) (*StartSsoSignInResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartSsoSignIn not implemented")
+}
+func (UnimplementedPeopleServiceServer) FinishSsoSignIn(context.Context, *FinishSsoSignInRequest) (*FinishSsoSignInResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishSsoSignIn not implemented")
 }
 func (UnimplementedPeopleServiceServer) mustEmbedUnimplementedPeopleServiceServer() {}
 func (UnimplementedPeopleServiceServer) testEmbeddedByValue()                       {}
@@ -802,6 +904,96 @@ func _PeopleService_ListAuditEvents_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PeopleService_GetSsoSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSsoSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).GetSsoSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_GetSsoSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).GetSsoSettings(ctx, req.(*GetSsoSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_SetSsoSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSsoSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).SetSsoSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_SetSsoSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).SetSsoSettings(ctx, req.(*SetSsoSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_DeleteSsoSettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteSsoSettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).DeleteSsoSettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_DeleteSsoSettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).DeleteSsoSettings(ctx, req.(*DeleteSsoSettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_StartSsoSignIn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartSsoSignInRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).StartSsoSignIn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_StartSsoSignIn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).StartSsoSignIn(ctx, req.(*StartSsoSignInRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_FinishSsoSignIn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FinishSsoSignInRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).FinishSsoSignIn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_FinishSsoSignIn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).FinishSsoSignIn(ctx, req.(*FinishSsoSignInRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PeopleService_ServiceDesc is the grpc.ServiceDesc for PeopleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -884,6 +1076,26 @@ var PeopleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAuditEvents",
 			Handler:    _PeopleService_ListAuditEvents_Handler,
+		},
+		{
+			MethodName: "GetSsoSettings",
+			Handler:    _PeopleService_GetSsoSettings_Handler,
+		},
+		{
+			MethodName: "SetSsoSettings",
+			Handler:    _PeopleService_SetSsoSettings_Handler,
+		},
+		{
+			MethodName: "DeleteSsoSettings",
+			Handler:    _PeopleService_DeleteSsoSettings_Handler,
+		},
+		{
+			MethodName: "StartSsoSignIn",
+			Handler:    _PeopleService_StartSsoSignIn_Handler,
+		},
+		{
+			MethodName: "FinishSsoSignIn",
+			Handler:    _PeopleService_FinishSsoSignIn_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -378,7 +378,10 @@ type Rule struct {
 	// A person's session must have proved its passkey again (user verification) within the
 	// step-up window before the call: what can hurt (creating keys, reveals, members). Callers
 	// with an API key are not asked: a key is no person.
-	StepUp        bool `protobuf:"varint,17,opt,name=step_up,json=stepUp,proto3" json:"step_up,omitempty"`
+	StepUp bool `protobuf:"varint,17,opt,name=step_up,json=stepUp,proto3" json:"step_up,omitempty"`
+	// A success sends a browser on with 303 See Other to a page of the console (Location), not a
+	// JSON answer to read: the identity provider's redirect back.
+	Redirects     bool `protobuf:"varint,18,opt,name=redirects,proto3" json:"redirects,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +531,13 @@ func (x *Rule) GetSession() bool {
 func (x *Rule) GetStepUp() bool {
 	if x != nil {
 		return x.StepUp
+	}
+	return false
+}
+
+func (x *Rule) GetRedirects() bool {
+	if x != nil {
+		return x.Redirects
 	}
 	return false
 }
@@ -804,7 +814,7 @@ var File_mnv_options_v1_options_proto protoreflect.FileDescriptor
 
 const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\x95\x05\n" +
+	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\xb3\x05\n" +
 	"\x04Rule\x12:\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\x0e2\x1a.mnv.options.v1.CredentialR\n" +
@@ -829,7 +839,8 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\acharges\x18\x0e \x01(\bR\acharges\x12\x1c\n" +
 	"\tconflicts\x18\x0f \x01(\bR\tconflicts\x12\x18\n" +
 	"\asession\x18\x10 \x01(\bR\asession\x12\x17\n" +
-	"\astep_up\x18\x11 \x01(\bR\x06stepUp\"\xdc\x01\n" +
+	"\astep_up\x18\x11 \x01(\bR\x06stepUp\x12\x1c\n" +
+	"\tredirects\x18\x12 \x01(\bR\tredirects\"\xdc\x01\n" +
 	"\fGatewayRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12.\n" +
