@@ -341,7 +341,7 @@ func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, bin
 	key := s.fp.Sum("sso:" + clientID + "\x00" + idt.Issuer + "\x00" + idt.Subject)
 	var out Signed
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
-				person, err := st.PersonBySSO(ctx, key)
+		person, err := st.PersonBySSO(ctx, key)
 		switch {
 		case errors.Is(err, fault.ErrNotFound):
 			person = Person{ID: uuid.NewString(), Email: email, Name: name, Handle: make([]byte, 32)}
