@@ -14,6 +14,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/go-webauthn/webauthn v0.18.2 // indirect
+
 require (
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect

@@ -133,6 +133,24 @@ func (c *Client) AuthenticateSDKToken(ctx context.Context, token, clientID strin
 	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
+// AuthenticateSession resolves a person's console session to its principal
+// (principal.ErrUnauthenticated for an unknown, ended or idle session).
+func (c *Client) AuthenticateSession(ctx context.Context, token string) (principal.Principal, error) {
+	c.awaitConn(ctx)
+	resp, err := c.internal.AuthenticateSession(ctx, &accountsv1.AuthenticateSessionRequest{SessionToken: token})
+	if err != nil {
+		return principal.Principal{}, authErr(err)
+	}
+	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
+}
+
+// RecordAudit records what a person did through their session.
+func (c *Client) RecordAudit(ctx context.Context, req *accountsv1.RecordAuditRequest) error {
+	c.awaitConn(ctx)
+	_, err := c.internal.RecordAudit(ctx, req)
+	return err
+}
+
 // AuthenticateClientSecret resolves a client id and its client secret to the client's principal
 // (principal.ErrUnauthenticated for an unknown client or a wrong secret).
 func (c *Client) AuthenticateClientSecret(ctx context.Context, clientID, secret string) (principal.Principal, error) {

@@ -114,9 +114,13 @@ func PrincipalToProto(p principal.Principal) *principalv1.Principal {
 	out := &principalv1.Principal{
 		ClientId: p.ClientID, KeyId: p.KeyID, SdkTokenId: p.SDKTokenID, Role: roles.Enum(p.Role),
 		ClientStatus: statuses.Enum(p.Status), Features: featuresProto(p.Features), Operators: operatorsProto(p.Operators),
+		SessionId: p.SessionID, UserId: p.UserID,
 	}
 	if p.ValidFor != nil {
 		out.CredentialValidFor = durationpb.New(*p.ValidFor)
+	}
+	if p.StepUpValidFor != nil {
+		out.StepUpValidFor = durationpb.New(*p.StepUpValidFor)
 	}
 	return out
 }
@@ -126,10 +130,15 @@ func PrincipalFromProto(p *principalv1.Principal) principal.Principal {
 	out := principal.Principal{
 		ClientID: p.GetClientId(), KeyID: p.GetKeyId(), SDKTokenID: p.GetSdkTokenId(), Role: roleOf(p.GetRole()),
 		Status: statusOf(p.GetClientStatus()), Features: featuresOf(p.GetFeatures()), Operators: operatorsOf(p.GetOperators()),
+		SessionID: p.GetSessionId(), UserID: p.GetUserId(),
 	}
 	if p.CredentialValidFor != nil {
 		d := p.GetCredentialValidFor().AsDuration()
 		out.ValidFor = &d
+	}
+	if p.StepUpValidFor != nil {
+		d := p.GetStepUpValidFor().AsDuration()
+		out.StepUpValidFor = &d
 	}
 	return out
 }

@@ -28,6 +28,9 @@ const (
 	Internal
 	// Admin: the operator credential (mnvctl).
 	Admin
+	// Session: a person's console session, the __Host-mnv-session cookie; the session names
+	// its client (docs/api-decisions.md#console).
+	Session
 )
 
 // kind is what mnv knows of a kind of credential. A client credential (one a client presents
@@ -46,6 +49,9 @@ type kind struct {
 	// withClientID: a credential of the kind names no client by itself, so X-CLIENT-ID must
 	// come with it.
 	withClientID bool
+	// cookie is the cookie that carries it, for a kind a browser holds instead of a header;
+	// md is then its gRPC metadata key.
+	cookie, md string
 }
 
 // kinds is the one table of credential kinds. Adding a kind is a row here, a value of options'
@@ -56,6 +62,7 @@ var kinds = map[Kind]kind{
 	SDKToken: {name: "SDK_TOKEN", header: "X-SDK-TOKEN", prefix: SDKTokenPrefix, noun: "an SDK token", withClientID: true},
 	Internal: {name: "INTERNAL"},
 	Admin:    {name: "ADMIN"},
+	Session:  {name: "SESSION", cookie: SessionCookie, md: "x-mnv-session", prefix: SessionPrefix, noun: "a console session"},
 }
 
 // String is k as the rules spell it, without options' CREDENTIAL_ prefix.
@@ -68,15 +75,24 @@ func (k Kind) String() string {
 
 // Client reports whether k is a client's credential, which names a client and resolves to its
 // principal.
-func (k Kind) Client() bool { return kinds[k].header != "" }
+func (k Kind) Client() bool { return kinds[k].header != "" || kinds[k].cookie != "" }
 
 // Header is the header a client sends a credential of kind k in ("X-API-KEY"); "" for a kind
-// that is no client's.
+// that is no client's, or that travels in a cookie.
 func (k Kind) Header() string { return kinds[k].header }
 
 // MD is the gRPC metadata key of a credential of kind k: its header in lower case, as the
 // gateway forwards it.
-func (k Kind) MD() string { return strings.ToLower(kinds[k].header) }
+func (k Kind) MD() string {
+	if md := kinds[k].md; md != "" {
+		return md
+	}
+	return strings.ToLower(kinds[k].header)
+}
+
+// Cookie is the cookie a browser sends a credential of kind k in; "" for a kind sent in a
+// header.
+func (k Kind) Cookie() string { return kinds[k].cookie }
 
 // WellFormed reports whether s has the shape of a credential of kind k.
 func (k Kind) WellFormed(s string) bool {
@@ -98,7 +114,7 @@ func (k Kind) Noun() string { return kinds[k].noun }
 // ClientKinds are the kinds of client credential, in order.
 func ClientKinds() []Kind {
 	var out []Kind
-	for k := None; k <= Admin; k++ {
+	for k := None; k <= Session; k++ {
 		if k.Client() {
 			out = append(out, k)
 		}
@@ -112,6 +128,9 @@ func ClientKinds() []Kind {
 type Authenticator interface {
 	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (Principal, error)
 	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (Principal, error)
+	// AuthenticateSession resolves a console session; the session names its client. Never
+	// cached: each use moves the session's idle timeout.
+	AuthenticateSession(ctx context.Context, token string) (Principal, error)
 }
 
 // Resolve asks authn about secret, a credential of client kind k, for clientID ("" when the
@@ -122,6 +141,12 @@ func Resolve(ctx context.Context, authn Authenticator, k Kind, secret, clientID 
 		return authn.AuthenticateAPIKey(ctx, secret, clientID)
 	case SDKToken:
 		return authn.AuthenticateSDKToken(ctx, secret, clientID)
+	case Session:
+		p, err := authn.AuthenticateSession(ctx, secret)
+		if err == nil && clientID != "" && p.ClientID != clientID {
+			return Principal{}, ErrUnauthenticated
+		}
+		return p, err
 	}
 	return Principal{}, ErrUnauthenticated
 }
@@ -142,7 +167,13 @@ const (
 	APIKeyPrefix       = "mnv_"
 	SDKTokenPrefix     = "mnvsdk_"
 	ClientSecretPrefix = "mnvsec_"
+	SessionPrefix      = "mnvses_"
+	InvitationPrefix   = "mnvinv_"
 )
+
+// SessionCookie is the console session's cookie: __Host- makes the browser keep it only when
+// it was set Secure, for the whole host (Path=/), by the host itself (no Domain).
+const SessionCookie = "__Host-mnv-session"
 
 // The header that names the client beside its credential, as the API's documentation writes
 // it, and its gRPC metadata key.

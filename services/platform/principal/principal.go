@@ -33,11 +33,15 @@ const (
 // Principal is an authenticated client: who is calling, through which credential.
 type Principal struct {
 	ClientID string
-	// KeyID is the API key used; empty for an SDK token.
+	// KeyID is the API key used; empty for an SDK token or a session.
 	KeyID string
-	// SDKTokenID is the SDK token used; empty for an API key.
+	// SDKTokenID is the SDK token used; empty for an API key or a session.
 	SDKTokenID string
-	Role       Role
+	// SessionID is the console session used, UserID its person; empty for a key or token.
+	SessionID string
+	UserID    string
+	// Role is the API key's, or the person's in the client.
+	Role Role
 	Status     Status
 	// Features enabled for the client (VERIFY, CONNECT, STUCK_PLUS, SANDBOX).
 	Features []string
@@ -47,18 +51,27 @@ type Principal struct {
 	// by itself (a rotated key's grace, an SDK token's lifetime); nil when it does not. A
 	// principal cache keeps the principal no longer.
 	ValidFor *time.Duration
+	// StepUpValidFor is how much longer the session's last step-up counts, when it does.
+	StepUpValidFor *time.Duration
 }
 
 // Kind is the kind of credential p was resolved from: the one of its ids that is set; 0 when
 // none or both are, which no principal accounts resolves has.
 func (p Principal) Kind() Kind {
 	switch {
-	case p.KeyID != "" && p.SDKTokenID == "":
+	case p.KeyID != "" && p.SDKTokenID == "" && p.SessionID == "":
 		return APIKey
-	case p.SDKTokenID != "" && p.KeyID == "":
+	case p.SDKTokenID != "" && p.KeyID == "" && p.SessionID == "":
 		return SDKToken
+	case p.SessionID != "" && p.KeyID == "" && p.SDKTokenID == "" && p.UserID != "":
+		return Session
 	}
 	return 0
+}
+
+// SteppedUp reports whether p is a session whose step-up still counts.
+func (p Principal) SteppedUp() bool {
+	return p.Kind() == Session && p.StepUpValidFor != nil && *p.StepUpValidFor > 0
 }
 
 // Has reports whether the client has feature enabled.

@@ -15,6 +15,7 @@ var kinds = map[optionsv1.Credential]principal.Kind{
 	optionsv1.Credential_CREDENTIAL_SDK_TOKEN: principal.SDKToken,
 	optionsv1.Credential_CREDENTIAL_INTERNAL:  principal.Internal,
 	optionsv1.Credential_CREDENTIAL_ADMIN:     principal.Admin,
+	optionsv1.Credential_CREDENTIAL_SESSION:   principal.Session,
 }
 
 // KindOf is the kind of credential c names; 0 for UNSPECIFIED or a value this version does not
@@ -45,6 +46,9 @@ type Edge struct {
 	// web origins), and the services' own credentials are no client's to send.
 	Credential principal.Kind
 	ClientID   ClientID
+	// Session: a person's console session (its cookie) is taken too, or, with Credential
+	// principal.Session, only it. The session names its client, so X-CLIENT-ID is dropped with it.
+	Session bool
 }
 
 // MePrefix is the part of the API where the API key alone names the client (docs/api-decisions.md#credentials).
@@ -54,8 +58,10 @@ const MePrefix = "/v1/api/me/"
 // pattern: only its /v1/api/me/ prefix matters) from the rule of the RPC it calls.
 func EdgeOf(r *optionsv1.Rule, path string) Edge {
 	switch k := KindOf(r.GetCredential()); {
+	case k == principal.Session:
+		return Edge{Credential: principal.Session, ClientID: ClientIDDropped, Session: true}
 	case k.Client():
-		e := Edge{Credential: k, ClientID: ClientIDRequired}
+		e := Edge{Credential: k, ClientID: ClientIDRequired, Session: r.GetSession()}
 		if k.WithClientID() { // the credential names no client: X-CLIENT-ID always comes with it
 			return e
 		}
@@ -78,4 +84,6 @@ func EdgeOf(r *optionsv1.Rule, path string) Edge {
 }
 
 // Public reports whether the route takes no credential header at all.
-func (e Edge) Public() bool { return e.Credential == principal.None && e.ClientID == ClientIDDropped }
+func (e Edge) Public() bool {
+	return e.Credential == principal.None && e.ClientID == ClientIDDropped && !e.Session
+}

@@ -172,8 +172,15 @@ func Check(m Method) error {
 			bad("CALLER_UNSPECIFIED is no caller")
 		}
 	}
-	if r.GetAdminRole() && c != optionsv1.Credential_CREDENTIAL_API_KEY {
-		bad("admin_role needs CREDENTIAL_API_KEY: only API keys have roles")
+	if r.GetAdminRole() && c != optionsv1.Credential_CREDENTIAL_API_KEY && c != optionsv1.Credential_CREDENTIAL_SESSION {
+		bad("admin_role needs CREDENTIAL_API_KEY or CREDENTIAL_SESSION: only API keys and people have roles")
+	}
+	if r.GetSession() && c != optionsv1.Credential_CREDENTIAL_API_KEY {
+		// A session stands in for an ADMIN or MEMBER key; an SDK token's routes are an app's.
+		bad("session (the console may call it too) goes with CREDENTIAL_API_KEY")
+	}
+	if r.GetStepUp() && c != optionsv1.Credential_CREDENTIAL_SESSION && !r.GetSession() {
+		bad("step_up needs a session: CREDENTIAL_SESSION, or session: true")
 	}
 	if !clientCredential(c) {
 		if r.GetAllowSuspended() {
@@ -188,6 +195,7 @@ func Check(m Method) error {
 		bad("idempotent needs a client credential or CREDENTIAL_NONE")
 	}
 	switch r.GetClientId() {
+	case optionsv1.ClientIdHeader_CLIENT_ID_HEADER_UNSPECIFIED:
 	case optionsv1.ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL, optionsv1.ClientIdHeader_CLIENT_ID_HEADER_OPTIONAL_UNDER_ME:
 		if c != optionsv1.Credential_CREDENTIAL_API_KEY {
 			bad("X-CLIENT-ID can be optional with an API key only (the key names the client)")
@@ -197,7 +205,7 @@ func Check(m Method) error {
 			bad("X-CLIENT-ID cannot be required with %s", c)
 		}
 	case optionsv1.ClientIdHeader_CLIENT_ID_HEADER_DROPPED:
-		if clientCredential(c) {
+		if clientCredential(c) && c != optionsv1.Credential_CREDENTIAL_SESSION {
 			bad("X-CLIENT-ID cannot be dropped with %s, which needs it", c)
 		}
 	}

@@ -59,16 +59,16 @@ func (e ClientStatus) Valid() bool {
 
 // Defines values for CreateApiKeyRequestRole1.
 const (
-	ROLEADMIN  CreateApiKeyRequestRole1 = "ROLE_ADMIN"
-	ROLEMEMBER CreateApiKeyRequestRole1 = "ROLE_MEMBER"
+	CreateApiKeyRequestRole1ROLEADMIN  CreateApiKeyRequestRole1 = "ROLE_ADMIN"
+	CreateApiKeyRequestRole1ROLEMEMBER CreateApiKeyRequestRole1 = "ROLE_MEMBER"
 )
 
 // Valid indicates whether the value is a known member of the CreateApiKeyRequestRole1 enum.
 func (e CreateApiKeyRequestRole1) Valid() bool {
 	switch e {
-	case ROLEADMIN:
+	case CreateApiKeyRequestRole1ROLEADMIN:
 		return true
-	case ROLEMEMBER:
+	case CreateApiKeyRequestRole1ROLEMEMBER:
 		return true
 	default:
 		return false
@@ -366,6 +366,24 @@ func (e IntegrationStatus) Valid() bool {
 	case IntegrationStatusACTIVE:
 		return true
 	case IntegrationStatusPAUSED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InviteMemberRequestRole1.
+const (
+	InviteMemberRequestRole1ROLEADMIN  InviteMemberRequestRole1 = "ROLE_ADMIN"
+	InviteMemberRequestRole1ROLEMEMBER InviteMemberRequestRole1 = "ROLE_MEMBER"
+)
+
+// Valid indicates whether the value is a known member of the InviteMemberRequestRole1 enum.
+func (e InviteMemberRequestRole1) Valid() bool {
+	switch e {
+	case InviteMemberRequestRole1ROLEADMIN:
+		return true
+	case InviteMemberRequestRole1ROLEMEMBER:
 		return true
 	default:
 		return false
@@ -708,6 +726,24 @@ func (e ListProfilesParamsSource) Valid() bool {
 	}
 }
 
+// Defines values for SetMemberRoleJSONBodyRole1.
+const (
+	SetMemberRoleJSONBodyRole1ROLEADMIN  SetMemberRoleJSONBodyRole1 = "ROLE_ADMIN"
+	SetMemberRoleJSONBodyRole1ROLEMEMBER SetMemberRoleJSONBodyRole1 = "ROLE_MEMBER"
+)
+
+// Valid indicates whether the value is a known member of the SetMemberRoleJSONBodyRole1 enum.
+func (e SetMemberRoleJSONBodyRole1) Valid() bool {
+	switch e {
+	case SetMemberRoleJSONBodyRole1ROLEADMIN:
+		return true
+	case SetMemberRoleJSONBodyRole1ROLEMEMBER:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListWebhookDeliveriesParamsStatus.
 const (
 	ListWebhookDeliveriesParamsStatusCANCELLED ListWebhookDeliveriesParamsStatus = "CANCELLED"
@@ -756,6 +792,24 @@ func (e ListVerificationsParamsStatus) Valid() bool {
 	}
 }
 
+// AcceptInvitationRequest defines model for AcceptInvitationRequest.
+type AcceptInvitationRequest struct {
+	CeremonyId openapi_types.UUID `json:"ceremonyId"`
+
+	// CredentialJson The new passkey, PublicKeyCredential.toJSON() as JSON text.
+	CredentialJson string `json:"credentialJson"`
+
+	// Name The person's name, 1 to 100 characters; kept for an existing person when unset.
+	Name  *string `json:"name,omitempty"`
+	Token string  `json:"token"`
+}
+
+// AcceptInvitationResponse defines model for AcceptInvitationResponse.
+type AcceptInvitationResponse struct {
+	Membership *Membership `json:"membership"`
+	Person     *Person     `json:"person"`
+}
+
 // ApiKey ApiKey describes an API key. The key itself is shown only once, when it is issued.
 type ApiKey struct {
 	CreatedAt *time.Time `json:"createdAt"`
@@ -771,6 +825,25 @@ type ApiKey struct {
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	Name       string     `json:"name"`
 	Role       *Role      `json:"role"`
+}
+
+// AuditEvent AuditEvent is one thing a person did.
+type AuditEvent struct {
+	// Action What, as the API's operation id ("CreateApiKey"), and what it was done to.
+	Action string     `json:"action"`
+	At     *time.Time `json:"at"`
+
+	// ClientAddress From where.
+	ClientAddress string `json:"clientAddress"`
+	Id            string `json:"id"`
+
+	// Person Who: the person (unset for the operator).
+	Person *Person `json:"person"`
+
+	// Status The outcome: the HTTP status answered.
+	Status    int32  `json:"status"`
+	Target    string `json:"target"`
+	UserAgent string `json:"userAgent"`
 }
 
 // CaptureStatus CaptureStatus is whether the network gave the session a number.
@@ -852,6 +925,23 @@ type CompleteWebTransactionResponse struct {
 	OperatorId            *string            `json:"operatorId"`
 	Status                *TransactionStatus `json:"status"`
 	TransactionId         string             `json:"transactionId"`
+}
+
+// ConsoleSession ConsoleSession is a signed-in browser.
+type ConsoleSession struct {
+	// ClientAddress The address and browser it was opened from.
+	ClientAddress string     `json:"clientAddress"`
+	ClientId      string     `json:"clientId"`
+	CreatedAt     *time.Time `json:"createdAt"`
+
+	// Current True for the session of the call.
+	Current bool `json:"current"`
+
+	// ExpiresAt When it ends at the latest, however active.
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	Id         string     `json:"id"`
+	LastSeenAt *time.Time `json:"lastSeenAt"`
+	UserAgent  string     `json:"userAgent"`
 }
 
 // CreateApiKeyRequest defines model for CreateApiKeyRequest.
@@ -1045,6 +1135,12 @@ type DeleteWebhookResponse struct {
 	Id string `json:"id"`
 }
 
+// EndSessionResponse defines model for EndSessionResponse.
+type EndSessionResponse struct {
+	// Own True when the session ended was the caller's own: the cookie is cleared.
+	Own bool `json:"own"`
+}
+
 // Enrichment Enrichment is what mnv knows about a profile's number.
 type Enrichment struct {
 	Carrier *string `json:"carrier"`
@@ -1196,6 +1292,22 @@ type GetMeResponse struct {
 	EnabledFeatures []*Feature    `json:"enabledFeatures"`
 }
 
+// GetSessionResponse defines model for GetSessionResponse.
+type GetSessionResponse struct {
+	ClientStatus *ClientStatus `json:"clientStatus"`
+
+	// Membership The client of the session and the person's role in it.
+	Membership *Membership `json:"membership"`
+
+	// Memberships Every client the person may switch to, this one included.
+	Memberships []Membership    `json:"memberships"`
+	Person      *Person         `json:"person"`
+	Session     *ConsoleSession `json:"session"`
+
+	// SteppedUpUntil Until when the last step-up counts; unset when it does not.
+	SteppedUpUntil *time.Time `json:"steppedUpUntil"`
+}
+
 // ImportError ImportError is a bad row of an import.
 type ImportError struct {
 	Column  string `json:"column"`
@@ -1314,6 +1426,40 @@ type Integrations struct {
 	Total  int64 `json:"total"`
 }
 
+// Invitation Invitation is a pending invitation; its token is shown once, when it is created.
+type Invitation struct {
+	CreatedAt *time.Time `json:"createdAt"`
+	Email     string     `json:"email"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	Id        string     `json:"id"`
+
+	// Recovery True when it adds a passkey to a person who exists.
+	Recovery bool  `json:"recovery"`
+	Role     *Role `json:"role"`
+}
+
+// InviteMemberRequest defines model for InviteMemberRequest.
+type InviteMemberRequest struct {
+	Email openapi_types.Email      `json:"email"`
+	Role  InviteMemberRequest_Role `json:"role"`
+}
+
+// InviteMemberRequestRole1 defines model for InviteMemberRequest.Role.1.
+type InviteMemberRequestRole1 string
+
+// InviteMemberRequest_Role defines model for InviteMemberRequest.Role.
+type InviteMemberRequest_Role struct {
+	union json.RawMessage
+}
+
+// InviteMemberResponse defines model for InviteMemberResponse.
+type InviteMemberResponse struct {
+	Invitation *Invitation `json:"invitation"`
+
+	// Link The link to send the person, shown once.
+	Link string `json:"link"`
+}
+
 // LedgerEntry LedgerEntry is one row of the append-only ledger; the balance is the sum of the amounts.
 type LedgerEntry struct {
 	// Amount Signed: negative for debits.
@@ -1340,6 +1486,15 @@ type ListApiKeysResponse struct {
 	TotalPages int32    `json:"totalPages"`
 }
 
+// ListAuditEventsResponse defines model for ListAuditEventsResponse.
+type ListAuditEventsResponse struct {
+	Items      []AuditEvent `json:"items"`
+	Page       int32        `json:"page"`
+	Size       int32        `json:"size"`
+	TotalItems int64        `json:"totalItems"`
+	TotalPages int32        `json:"totalPages"`
+}
+
 // ListImportJobsResponse defines model for ListImportJobsResponse.
 type ListImportJobsResponse struct {
 	Items      []ImportJob `json:"items"`
@@ -1358,6 +1513,11 @@ type ListIntegrationsResponse struct {
 	TotalPages int32         `json:"totalPages"`
 }
 
+// ListInvitationsResponse defines model for ListInvitationsResponse.
+type ListInvitationsResponse struct {
+	Items []Invitation `json:"items"`
+}
+
 // ListLedgerEntriesResponse defines model for ListLedgerEntriesResponse.
 type ListLedgerEntriesResponse struct {
 	Items      []LedgerEntry `json:"items"`
@@ -1365,6 +1525,11 @@ type ListLedgerEntriesResponse struct {
 	Size       int32         `json:"size"`
 	TotalItems int64         `json:"totalItems"`
 	TotalPages int32         `json:"totalPages"`
+}
+
+// ListMembersResponse defines model for ListMembersResponse.
+type ListMembersResponse struct {
+	Items []Member `json:"items"`
 }
 
 // ListOperatorsResponse defines model for ListOperatorsResponse.
@@ -1393,6 +1558,11 @@ type ListSdkTokensResponse struct {
 	Size       int32      `json:"size"`
 	TotalItems int64      `json:"totalItems"`
 	TotalPages int32      `json:"totalPages"`
+}
+
+// ListSessionsResponse defines model for ListSessionsResponse.
+type ListSessionsResponse struct {
+	Items []ConsoleSession `json:"items"`
 }
 
 // ListStuckPlusRevealsResponse defines model for ListStuckPlusRevealsResponse.
@@ -1454,6 +1624,20 @@ type ListWebhooksResponse struct {
 	TotalPages int32             `json:"totalPages"`
 }
 
+// Member Member is a person of the client.
+type Member struct {
+	JoinedAt *time.Time `json:"joinedAt"`
+	Person   *Person    `json:"person"`
+	Role     *Role      `json:"role"`
+}
+
+// Membership Membership is a person's place in a client.
+type Membership struct {
+	ClientId   string `json:"clientId"`
+	ClientName string `json:"clientName"`
+	Role       *Role  `json:"role"`
+}
+
 // Operator Operator is a mobile operator of the registry.
 type Operator struct {
 	// Country ISO 3166-1 alpha-2; ZZ for the sandbox.
@@ -1476,6 +1660,13 @@ type Overview struct {
 	Integrations *Integrations `json:"integrations"`
 	Profiles     *Profiles     `json:"profiles"`
 	Syncs        *Syncs        `json:"syncs"`
+}
+
+// Person Person is someone who signs in to the console.
+type Person struct {
+	Email string `json:"email"`
+	Id    string `json:"id"`
+	Name  string `json:"name"`
 }
 
 // Platform Platform of the app that opens an SDK session.
@@ -1524,12 +1715,22 @@ type RedirectUri struct {
 	Uri       string     `json:"uri"`
 }
 
+// RemoveMemberResponse defines model for RemoveMemberResponse.
+type RemoveMemberResponse struct {
+	Member *Member `json:"member"`
+}
+
 // RevealStuckPlusSessionResponse defines model for RevealStuckPlusSessionResponse.
 type RevealStuckPlusSessionResponse struct {
 	Charged      int64      `json:"charged"`
 	MobileNumber string     `json:"mobileNumber"`
 	RevealedAt   *time.Time `json:"revealedAt"`
 	SessionId    string     `json:"sessionId"`
+}
+
+// RevokeInvitationResponse defines model for RevokeInvitationResponse.
+type RevokeInvitationResponse struct {
+	Invitation *Invitation `json:"invitation"`
 }
 
 // Role Role decides what an API key may do. Key management, SDK-token management and reveal need ADMIN.
@@ -1572,6 +1773,11 @@ type SdkToken struct {
 // token the session's authorization gave (OIDC authorization code flow, over mobile data).
 type ServiceType string
 
+// SetMemberRoleResponse defines model for SetMemberRoleResponse.
+type SetMemberRoleResponse struct {
+	Member *Member `json:"member"`
+}
+
 // SetRedirectUrisRequest defines model for SetRedirectUrisRequest.
 type SetRedirectUrisRequest struct {
 	// RedirectUris The complete list, at most 20 of at most 512 characters: absolute https URIs (http only on
@@ -1595,6 +1801,91 @@ type SetWebOriginsRequest struct {
 // SetWebOriginsResponse defines model for SetWebOriginsResponse.
 type SetWebOriginsResponse struct {
 	Items []WebOrigin `json:"items"`
+}
+
+// SignInRequest defines model for SignInRequest.
+type SignInRequest struct {
+	CeremonyId openapi_types.UUID `json:"ceremonyId"`
+
+	// ClientId The client to sign in to; unset: the person's first.
+	ClientId *openapi_types.UUID `json:"clientId,omitempty"`
+
+	// CredentialJson The assertion, PublicKeyCredential.toJSON() as JSON text.
+	CredentialJson string `json:"credentialJson"`
+}
+
+// SignInResponse defines model for SignInResponse.
+type SignInResponse struct {
+	Membership *Membership `json:"membership"`
+	Person     *Person     `json:"person"`
+}
+
+// SignOutEverywhereRequest defines model for SignOutEverywhereRequest.
+type SignOutEverywhereRequest = map[string]interface{}
+
+// SignOutEverywhereResponse defines model for SignOutEverywhereResponse.
+type SignOutEverywhereResponse struct {
+	// Ended How many sessions ended.
+	Ended int32 `json:"ended"`
+}
+
+// SignOutRequest defines model for SignOutRequest.
+type SignOutRequest = map[string]interface{}
+
+// SignOutResponse defines model for SignOutResponse.
+type SignOutResponse = map[string]interface{}
+
+// StartInvitationRequest defines model for StartInvitationRequest.
+type StartInvitationRequest struct {
+	// Token The invitation's token, from its link.
+	Token string `json:"token"`
+}
+
+// StartInvitationResponse defines model for StartInvitationResponse.
+type StartInvitationResponse struct {
+	CeremonyId string `json:"ceremonyId"`
+	ClientName string `json:"clientName"`
+	Email      string `json:"email"`
+
+	// OptionsJson WebAuthn's PublicKeyCredentialCreationOptions as JSON.
+	OptionsJson string `json:"optionsJson"`
+
+	// Recovery True when the invitation adds a passkey to a person who exists (a recovery).
+	Recovery bool  `json:"recovery"`
+	Role     *Role `json:"role"`
+}
+
+// StartSignInRequest defines model for StartSignInRequest.
+type StartSignInRequest = map[string]interface{}
+
+// StartSignInResponse defines model for StartSignInResponse.
+type StartSignInResponse struct {
+	CeremonyId string `json:"ceremonyId"`
+
+	// OptionsJson WebAuthn's PublicKeyCredentialRequestOptions as JSON.
+	OptionsJson string `json:"optionsJson"`
+}
+
+// StartStepUpRequest defines model for StartStepUpRequest.
+type StartStepUpRequest = map[string]interface{}
+
+// StartStepUpResponse defines model for StartStepUpResponse.
+type StartStepUpResponse struct {
+	CeremonyId string `json:"ceremonyId"`
+
+	// OptionsJson WebAuthn's PublicKeyCredentialRequestOptions as JSON, for the person's own passkeys.
+	OptionsJson string `json:"optionsJson"`
+}
+
+// StepUpRequest defines model for StepUpRequest.
+type StepUpRequest struct {
+	CeremonyId     openapi_types.UUID `json:"ceremonyId"`
+	CredentialJson string             `json:"credentialJson"`
+}
+
+// StepUpResponse defines model for StepUpResponse.
+type StepUpResponse struct {
+	SteppedUpUntil *time.Time `json:"steppedUpUntil"`
 }
 
 // StuckPlusReveal StuckPlusReveal is one audited reveal.
@@ -1629,6 +1920,16 @@ type SuccessMessage struct {
 	Message   string      `json:"message"`
 	Technical interface{} `json:"technical"`
 	Type      interface{} `json:"type"`
+}
+
+// SwitchClientRequest defines model for SwitchClientRequest.
+type SwitchClientRequest struct {
+	ClientId openapi_types.UUID `json:"clientId"`
+}
+
+// SwitchClientResponse defines model for SwitchClientResponse.
+type SwitchClientResponse struct {
+	Membership *Membership `json:"membership"`
 }
 
 // SyncCounts defines model for SyncCounts.
@@ -1882,6 +2183,90 @@ type RotateClientApiKeyParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// AcceptInvitationParams defines parameters for AcceptInvitation.
+type AcceptInvitationParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// StartInvitationParams defines parameters for StartInvitation.
+type StartInvitationParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// GetSessionParams defines parameters for GetSession.
+type GetSessionParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SignOutParams defines parameters for SignOut.
+type SignOutParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SwitchClientParams defines parameters for SwitchClient.
+type SwitchClientParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListSessionsParams defines parameters for ListSessions.
+type ListSessionsParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SignOutEverywhereParams defines parameters for SignOutEverywhere.
+type SignOutEverywhereParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// EndSessionParams defines parameters for EndSession.
+type EndSessionParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SignInParams defines parameters for SignIn.
+type SignInParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// StartSignInParams defines parameters for StartSignIn.
+type StartSignInParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// StepUpParams defines parameters for StepUp.
+type StepUpParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// StartStepUpParams defines parameters for StartStepUp.
+type StartStepUpParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // GetMeParams defines parameters for GetMe.
 type GetMeParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -1929,6 +2314,18 @@ type CreateApiKeyParams struct {
 
 // RevokeApiKeyParams defines parameters for RevokeApiKey.
 type RevokeApiKeyParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListAuditEventsParams defines parameters for ListAuditEvents.
+type ListAuditEventsParams struct {
+	// Page 0-based page number; default 0.
+	Page *int32 `form:"page,omitempty" json:"page,omitempty"`
+
+	// Size Page size, 1 to 100; default 20.
+	Size *int32 `form:"size,omitempty" json:"size,omitempty"`
+
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -2086,6 +2483,24 @@ type EnrichProfileParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListInvitationsParams defines parameters for ListInvitations.
+type ListInvitationsParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// InviteMemberParams defines parameters for InviteMember.
+type InviteMemberParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// RevokeInvitationParams defines parameters for RevokeInvitation.
+type RevokeInvitationParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListLedgerEntriesParams defines parameters for ListLedgerEntries.
 type ListLedgerEntriesParams struct {
 	// Page 0-based page number; default 0.
@@ -2096,6 +2511,37 @@ type ListLedgerEntriesParams struct {
 
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListMembersParams defines parameters for ListMembers.
+type ListMembersParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// RemoveMemberParams defines parameters for RemoveMember.
+type RemoveMemberParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SetMemberRoleJSONBody defines parameters for SetMemberRole.
+type SetMemberRoleJSONBody struct {
+	Role SetMemberRoleJSONBody_Role `json:"role"`
+}
+
+// SetMemberRoleParams defines parameters for SetMemberRole.
+type SetMemberRoleParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SetMemberRoleJSONBodyRole1 defines parameters for SetMemberRole.
+type SetMemberRoleJSONBodyRole1 string
+
+// SetMemberRoleJSONBody_Role defines parameters for SetMemberRole.
+type SetMemberRoleJSONBody_Role struct {
+	union json.RawMessage
 }
 
 // ListRedirectUrisParams defines parameters for ListRedirectUris.
@@ -2387,6 +2833,33 @@ type RotateApiKeyJSONRequestBody = RotateApiKeyRequest
 // RotateClientApiKeyJSONRequestBody defines body for RotateClientApiKey for application/json ContentType.
 type RotateClientApiKeyJSONRequestBody RotateClientApiKeyJSONBody
 
+// AcceptInvitationJSONRequestBody defines body for AcceptInvitation for application/json ContentType.
+type AcceptInvitationJSONRequestBody = AcceptInvitationRequest
+
+// StartInvitationJSONRequestBody defines body for StartInvitation for application/json ContentType.
+type StartInvitationJSONRequestBody = StartInvitationRequest
+
+// SignOutJSONRequestBody defines body for SignOut for application/json ContentType.
+type SignOutJSONRequestBody = SignOutRequest
+
+// SwitchClientJSONRequestBody defines body for SwitchClient for application/json ContentType.
+type SwitchClientJSONRequestBody = SwitchClientRequest
+
+// SignOutEverywhereJSONRequestBody defines body for SignOutEverywhere for application/json ContentType.
+type SignOutEverywhereJSONRequestBody = SignOutEverywhereRequest
+
+// SignInJSONRequestBody defines body for SignIn for application/json ContentType.
+type SignInJSONRequestBody = SignInRequest
+
+// StartSignInJSONRequestBody defines body for StartSignIn for application/json ContentType.
+type StartSignInJSONRequestBody = StartSignInRequest
+
+// StepUpJSONRequestBody defines body for StepUp for application/json ContentType.
+type StepUpJSONRequestBody = StepUpRequest
+
+// StartStepUpJSONRequestBody defines body for StartStepUp for application/json ContentType.
+type StartStepUpJSONRequestBody = StartStepUpRequest
+
 // GenerateFirstApiKeyJSONRequestBody defines body for GenerateFirstApiKey for application/json ContentType.
 type GenerateFirstApiKeyJSONRequestBody = GenerateFirstApiKeyRequest
 
@@ -2410,6 +2883,12 @@ type CreateProfileJSONRequestBody = CreateProfileRequest
 
 // EnrichProfileJSONRequestBody defines body for EnrichProfile for application/json ContentType.
 type EnrichProfileJSONRequestBody EnrichProfileJSONBody
+
+// InviteMemberJSONRequestBody defines body for InviteMember for application/json ContentType.
+type InviteMemberJSONRequestBody = InviteMemberRequest
+
+// SetMemberRoleJSONRequestBody defines body for SetMemberRole for application/json ContentType.
+type SetMemberRoleJSONRequestBody SetMemberRoleJSONBody
 
 // SetRedirectUrisJSONRequestBody defines body for SetRedirectUris for application/json ContentType.
 type SetRedirectUrisJSONRequestBody = SetRedirectUrisRequest
@@ -2568,6 +3047,130 @@ func (t *CreateSdkSessionRequest_Platform) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsRole returns the union data inside the InviteMemberRequest_Role as a Role
+func (t InviteMemberRequest_Role) AsRole() (Role, error) {
+	var body Role
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRole overwrites any union data inside the InviteMemberRequest_Role as the provided Role
+func (t *InviteMemberRequest_Role) FromRole(v Role) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRole performs a merge with any union data inside the InviteMemberRequest_Role, using the provided Role
+func (t *InviteMemberRequest_Role) MergeRole(v Role) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInviteMemberRequestRole1 returns the union data inside the InviteMemberRequest_Role as a InviteMemberRequestRole1
+func (t InviteMemberRequest_Role) AsInviteMemberRequestRole1() (InviteMemberRequestRole1, error) {
+	var body InviteMemberRequestRole1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInviteMemberRequestRole1 overwrites any union data inside the InviteMemberRequest_Role as the provided InviteMemberRequestRole1
+func (t *InviteMemberRequest_Role) FromInviteMemberRequestRole1(v InviteMemberRequestRole1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInviteMemberRequestRole1 performs a merge with any union data inside the InviteMemberRequest_Role, using the provided InviteMemberRequestRole1
+func (t *InviteMemberRequest_Role) MergeInviteMemberRequestRole1(v InviteMemberRequestRole1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t InviteMemberRequest_Role) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *InviteMemberRequest_Role) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRole returns the union data inside the SetMemberRoleJSONBody_Role as a Role
+func (t SetMemberRoleJSONBody_Role) AsRole() (Role, error) {
+	var body Role
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRole overwrites any union data inside the SetMemberRoleJSONBody_Role as the provided Role
+func (t *SetMemberRoleJSONBody_Role) FromRole(v Role) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRole performs a merge with any union data inside the SetMemberRoleJSONBody_Role, using the provided Role
+func (t *SetMemberRoleJSONBody_Role) MergeRole(v Role) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSetMemberRoleJSONBodyRole1 returns the union data inside the SetMemberRoleJSONBody_Role as a SetMemberRoleJSONBodyRole1
+func (t SetMemberRoleJSONBody_Role) AsSetMemberRoleJSONBodyRole1() (SetMemberRoleJSONBodyRole1, error) {
+	var body SetMemberRoleJSONBodyRole1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSetMemberRoleJSONBodyRole1 overwrites any union data inside the SetMemberRoleJSONBody_Role as the provided SetMemberRoleJSONBodyRole1
+func (t *SetMemberRoleJSONBody_Role) FromSetMemberRoleJSONBodyRole1(v SetMemberRoleJSONBodyRole1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSetMemberRoleJSONBodyRole1 performs a merge with any union data inside the SetMemberRoleJSONBody_Role, using the provided SetMemberRoleJSONBodyRole1
+func (t *SetMemberRoleJSONBody_Role) MergeSetMemberRoleJSONBodyRole1(v SetMemberRoleJSONBodyRole1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SetMemberRoleJSONBody_Role) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *SetMemberRoleJSONBody_Role) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -2695,6 +3298,228 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/api/clients/{clientId}/rotate-key (the `RotateClientApiKey` operationId).
 	RotateClientApiKey(ctx context.Context, clientId openapi_types.UUID, params *RotateClientApiKeyParams, body RotateClientApiKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AcceptInvitationWithBody Accept an invitation with a new passkey
+	//
+	// Accepts an invitation with the new passkey: the person (created on a first invitation)
+	// joins the client with the invitation's role, and is signed in. The token works once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithBody(ctx context.Context, params *AcceptInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptInvitation Accept an invitation with a new passkey
+	//
+	// Accepts an invitation with the new passkey: the person (created on a first invitation)
+	// joins the client with the invitation's role, and is signed in. The token works once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitation(ctx context.Context, params *AcceptInvitationParams, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInvitationWithBody Open an invitation
+	//
+	// Reads an invitation by its token and begins the registration of the invited person's
+	// passkey.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+	StartInvitationWithBody(ctx context.Context, params *StartInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInvitation Open an invitation
+	//
+	// Reads an invitation by its token and begins the registration of the invited person's
+	// passkey.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+	StartInvitation(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSession Tell who is signed in
+	//
+	// Tells the signed-in person who they are: the session, its client and role, and the
+	// clients they may switch to.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/console/session (the `GetSession` operationId).
+	GetSession(ctx context.Context, params *GetSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignOutWithBody Sign out
+	//
+	// Ends this session (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+	SignOutWithBody(ctx context.Context, params *SignOutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignOut Sign out
+	//
+	// Ends this session (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+	SignOut(ctx context.Context, params *SignOutParams, body SignOutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SwitchClientWithBody Switch to another client
+	//
+	// Moves the person to another of their clients: this session ends and a new one begins there
+	// (a new cookie), with the person's role in it. A client they are not a member of is
+	// NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+	SwitchClientWithBody(ctx context.Context, params *SwitchClientParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SwitchClient Switch to another client
+	//
+	// Moves the person to another of their clients: this session ends and a new one begins there
+	// (a new cookie), with the person's role in it. A client they are not a member of is
+	// NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+	SwitchClient(ctx context.Context, params *SwitchClientParams, body SwitchClientJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSessions List one's active sessions
+	//
+	// Lists the person's active sessions, in every client, newest first.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/console/sessions (the `ListSessions` operationId).
+	ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignOutEverywhereWithBody Sign out of every session
+	//
+	// Ends every session of the person, this one included (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+	SignOutEverywhereWithBody(ctx context.Context, params *SignOutEverywhereParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignOutEverywhere Sign out of every session
+	//
+	// Ends every session of the person, this one included (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+	SignOutEverywhere(ctx context.Context, params *SignOutEverywhereParams, body SignOutEverywhereJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EndSession End one of one's sessions
+	//
+	// Ends one of the person's sessions; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with DELETE /v1/api/console/sessions/{sessionId} (the `EndSession` operationId).
+	EndSession(ctx context.Context, sessionId openapi_types.UUID, params *EndSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignInWithBody Sign in with a passkey
+	//
+	// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+	// the client asked, or the person's first.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+	SignInWithBody(ctx context.Context, params *SignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignIn Sign in with a passkey
+	//
+	// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+	// the client asked, or the person's first.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+	SignIn(ctx context.Context, params *SignInParams, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSignInWithBody Start a passkey sign-in
+	//
+	// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+	// lets the person pick one.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+	StartSignInWithBody(ctx context.Context, params *StartSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSignIn Start a passkey sign-in
+	//
+	// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+	// lets the person pick one.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+	StartSignIn(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StepUpWithBody Prove a passkey again
+	//
+	// Finishes a step-up: for the step-up window the session may do what can hurt.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+	StepUpWithBody(ctx context.Context, params *StepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StepUp Prove a passkey again
+	//
+	// Finishes a step-up: for the step-up window the session may do what can hurt.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+	StepUp(ctx context.Context, params *StepUpParams, body StepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartStepUpWithBody Start a step-up
+	//
+	// Begins a step-up: the person proves one of their passkeys again, with user verification.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+	StartStepUpWithBody(ctx context.Context, params *StartStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartStepUp Start a step-up
+	//
+	// Begins a step-up: the person proves one of their passkeys again, with user verification.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+	StartStepUp(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMe Tell who the caller is
 	//
 	// Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -2789,6 +3614,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 	RevokeApiKey(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAuditEvents List the audit log
+	//
+	// Lists what people did in the client, newest first (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Corresponds with GET /v1/api/me/audit-log (the `ListAuditEvents` operationId).
+	ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadImportWithBody Upload a CSV of profiles to import
 	//
@@ -2969,12 +3803,93 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/api/me/connect/profiles/{profileId}/enrich (the `EnrichProfile` operationId).
 	EnrichProfile(ctx context.Context, profileId openapi_types.UUID, params *EnrichProfileParams, body EnrichProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInvitations List pending invitations
+	//
+	// Lists the client's pending invitations (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Corresponds with GET /v1/api/me/invitations (the `ListInvitations` operationId).
+	ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InviteMemberWithBody Invite a person
+	//
+	// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+	// once; it works once, until it expires.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+	InviteMemberWithBody(ctx context.Context, params *InviteMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InviteMember Invite a person
+	//
+	// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+	// once; it works once, until it expires.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+	InviteMember(ctx context.Context, params *InviteMemberParams, body InviteMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeInvitation Withdraw an invitation
+	//
+	// Withdraws a pending invitation (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Corresponds with DELETE /v1/api/me/invitations/{invitationId} (the `RevokeInvitation` operationId).
+	RevokeInvitation(ctx context.Context, invitationId openapi_types.UUID, params *RevokeInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLedgerEntries List the ledger of credits and charges
 	//
 	// Lists the client's ledger, newest first.
 	//
 	// Corresponds with GET /v1/api/me/ledger (the `ListLedgerEntries` operationId).
 	ListLedgerEntries(ctx context.Context, params *ListLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListMembers List the client's people
+	//
+	// Lists the people of the client with their roles.
+	//
+	// Corresponds with GET /v1/api/me/members (the `ListMembers` operationId).
+	ListMembers(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveMember Remove a member
+	//
+	// Removes a person from the client (ADMIN, after a step-up): their sessions in it end at
+	// once. The last ADMIN cannot be removed.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Corresponds with DELETE /v1/api/me/members/{userId} (the `RemoveMember` operationId).
+	RemoveMember(ctx context.Context, userId openapi_types.UUID, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemberRoleWithBody Change a member's role
+	//
+	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithBody(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemberRole Change a member's role
+	//
+	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+	SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRedirectUris List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -3465,6 +4380,438 @@ func (c *APIClient) RotateClientApiKey(ctx context.Context, clientId openapi_typ
 	return c.Client.Do(req)
 }
 
+// AcceptInvitationWithBody Accept an invitation with a new passkey
+//
+// Accepts an invitation with the new passkey: the person (created on a first invitation)
+// joins the client with the invitation's role, and is signed in. The token works once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+func (c *APIClient) AcceptInvitationWithBody(ctx context.Context, params *AcceptInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptInvitationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptInvitation Accept an invitation with a new passkey
+//
+// Accepts an invitation with the new passkey: the person (created on a first invitation)
+// joins the client with the invitation's role, and is signed in. The token works once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+func (c *APIClient) AcceptInvitation(ctx context.Context, params *AcceptInvitationParams, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptInvitationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInvitationWithBody Open an invitation
+//
+// Reads an invitation by its token and begins the registration of the invited person's
+// passkey.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+func (c *APIClient) StartInvitationWithBody(ctx context.Context, params *StartInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInvitationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInvitation Open an invitation
+//
+// Reads an invitation by its token and begins the registration of the invited person's
+// passkey.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+func (c *APIClient) StartInvitation(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInvitationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSession Tell who is signed in
+//
+// Tells the signed-in person who they are: the session, its client and role, and the
+// clients they may switch to.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/console/session (the `GetSession` operationId).
+func (c *APIClient) GetSession(ctx context.Context, params *GetSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSessionRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignOutWithBody Sign out
+//
+// Ends this session (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+func (c *APIClient) SignOutWithBody(ctx context.Context, params *SignOutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignOutRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignOut Sign out
+//
+// Ends this session (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+func (c *APIClient) SignOut(ctx context.Context, params *SignOutParams, body SignOutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignOutRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SwitchClientWithBody Switch to another client
+//
+// Moves the person to another of their clients: this session ends and a new one begins there
+// (a new cookie), with the person's role in it. A client they are not a member of is
+// NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+func (c *APIClient) SwitchClientWithBody(ctx context.Context, params *SwitchClientParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSwitchClientRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SwitchClient Switch to another client
+//
+// Moves the person to another of their clients: this session ends and a new one begins there
+// (a new cookie), with the person's role in it. A client they are not a member of is
+// NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+func (c *APIClient) SwitchClient(ctx context.Context, params *SwitchClientParams, body SwitchClientJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSwitchClientRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSessions List one's active sessions
+//
+// Lists the person's active sessions, in every client, newest first.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/console/sessions (the `ListSessions` operationId).
+func (c *APIClient) ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSessionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignOutEverywhereWithBody Sign out of every session
+//
+// Ends every session of the person, this one included (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+func (c *APIClient) SignOutEverywhereWithBody(ctx context.Context, params *SignOutEverywhereParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignOutEverywhereRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignOutEverywhere Sign out of every session
+//
+// Ends every session of the person, this one included (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+func (c *APIClient) SignOutEverywhere(ctx context.Context, params *SignOutEverywhereParams, body SignOutEverywhereJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignOutEverywhereRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EndSession End one of one's sessions
+//
+// Ends one of the person's sessions; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with DELETE /v1/api/console/sessions/{sessionId} (the `EndSession` operationId).
+func (c *APIClient) EndSession(ctx context.Context, sessionId openapi_types.UUID, params *EndSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEndSessionRequest(c.Server, sessionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignInWithBody Sign in with a passkey
+//
+// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+// the client asked, or the person's first.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+func (c *APIClient) SignInWithBody(ctx context.Context, params *SignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignInRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignIn Sign in with a passkey
+//
+// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+// the client asked, or the person's first.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+func (c *APIClient) SignIn(ctx context.Context, params *SignInParams, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignInRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSignInWithBody Start a passkey sign-in
+//
+// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+// lets the person pick one.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+func (c *APIClient) StartSignInWithBody(ctx context.Context, params *StartSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSignInRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSignIn Start a passkey sign-in
+//
+// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+// lets the person pick one.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+func (c *APIClient) StartSignIn(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSignInRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StepUpWithBody Prove a passkey again
+//
+// Finishes a step-up: for the step-up window the session may do what can hurt.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+func (c *APIClient) StepUpWithBody(ctx context.Context, params *StepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStepUpRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StepUp Prove a passkey again
+//
+// Finishes a step-up: for the step-up window the session may do what can hurt.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+func (c *APIClient) StepUp(ctx context.Context, params *StepUpParams, body StepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStepUpRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartStepUpWithBody Start a step-up
+//
+// Begins a step-up: the person proves one of their passkeys again, with user verification.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+func (c *APIClient) StartStepUpWithBody(ctx context.Context, params *StartStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartStepUpRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartStepUp Start a step-up
+//
+// Begins a step-up: the person proves one of their passkeys again, with user verification.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+func (c *APIClient) StartStepUp(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartStepUpRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMe Tell who the caller is
 //
 // Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -3640,6 +4987,25 @@ func (c *APIClient) CreateApiKey(ctx context.Context, params *CreateApiKeyParams
 // Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 func (c *APIClient) RevokeApiKey(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeApiKeyRequest(c.Server, keyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAuditEvents List the audit log
+//
+// Lists what people did in the client, newest first (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Corresponds with GET /v1/api/me/audit-log (the `ListAuditEvents` operationId).
+func (c *APIClient) ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4039,6 +5405,88 @@ func (c *APIClient) EnrichProfile(ctx context.Context, profileId openapi_types.U
 	return c.Client.Do(req)
 }
 
+// ListInvitations List pending invitations
+//
+// Lists the client's pending invitations (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Corresponds with GET /v1/api/me/invitations (the `ListInvitations` operationId).
+func (c *APIClient) ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInvitationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InviteMemberWithBody Invite a person
+//
+// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+// once; it works once, until it expires.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+func (c *APIClient) InviteMemberWithBody(ctx context.Context, params *InviteMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteMemberRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InviteMember Invite a person
+//
+// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+// once; it works once, until it expires.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+func (c *APIClient) InviteMember(ctx context.Context, params *InviteMemberParams, body InviteMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteMemberRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeInvitation Withdraw an invitation
+//
+// Withdraws a pending invitation (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Corresponds with DELETE /v1/api/me/invitations/{invitationId} (the `RevokeInvitation` operationId).
+func (c *APIClient) RevokeInvitation(ctx context.Context, invitationId openapi_types.UUID, params *RevokeInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeInvitationRequest(c.Server, invitationId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListLedgerEntries List the ledger of credits and charges
 //
 // Lists the client's ledger, newest first.
@@ -4046,6 +5494,85 @@ func (c *APIClient) EnrichProfile(ctx context.Context, profileId openapi_types.U
 // Corresponds with GET /v1/api/me/ledger (the `ListLedgerEntries` operationId).
 func (c *APIClient) ListLedgerEntries(ctx context.Context, params *ListLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListLedgerEntriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListMembers List the client's people
+//
+// Lists the people of the client with their roles.
+//
+// Corresponds with GET /v1/api/me/members (the `ListMembers` operationId).
+func (c *APIClient) ListMembers(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMembersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveMember Remove a member
+//
+// Removes a person from the client (ADMIN, after a step-up): their sessions in it end at
+// once. The last ADMIN cannot be removed.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Corresponds with DELETE /v1/api/me/members/{userId} (the `RemoveMember` operationId).
+func (c *APIClient) RemoveMember(ctx context.Context, userId openapi_types.UUID, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveMemberRequest(c.Server, userId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemberRoleWithBody Change a member's role
+//
+// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+func (c *APIClient) SetMemberRoleWithBody(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemberRoleRequestWithBody(c.Server, userId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemberRole Change a member's role
+//
+// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+func (c *APIClient) SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemberRoleRequest(c.Server, userId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5022,6 +6549,670 @@ func NewRotateClientApiKeyRequestWithBody(server string, clientId openapi_types.
 	return req, nil
 }
 
+// NewAcceptInvitationRequest calls the generic AcceptInvitation builder with application/json body
+func NewAcceptInvitationRequest(server string, params *AcceptInvitationParams, body AcceptInvitationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcceptInvitationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewAcceptInvitationRequestWithBody constructs an http.Request for the AcceptInvitation method, with any body, and a specified content type
+func NewAcceptInvitationRequestWithBody(server string, params *AcceptInvitationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/invitations/accept")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewStartInvitationRequest calls the generic StartInvitation builder with application/json body
+func NewStartInvitationRequest(server string, params *StartInvitationParams, body StartInvitationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartInvitationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartInvitationRequestWithBody constructs an http.Request for the StartInvitation method, with any body, and a specified content type
+func NewStartInvitationRequestWithBody(server string, params *StartInvitationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/invitations/open")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewGetSessionRequest constructs an http.Request for the GetSession method
+func NewGetSessionRequest(server string, params *GetSessionParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/session")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSignOutRequest calls the generic SignOut builder with application/json body
+func NewSignOutRequest(server string, params *SignOutParams, body SignOutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignOutRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSignOutRequestWithBody constructs an http.Request for the SignOut method, with any body, and a specified content type
+func NewSignOutRequestWithBody(server string, params *SignOutParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/session/sign-out")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSwitchClientRequest calls the generic SwitchClient builder with application/json body
+func NewSwitchClientRequest(server string, params *SwitchClientParams, body SwitchClientJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSwitchClientRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSwitchClientRequestWithBody constructs an http.Request for the SwitchClient method, with any body, and a specified content type
+func NewSwitchClientRequestWithBody(server string, params *SwitchClientParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/session/switch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSessionsRequest constructs an http.Request for the ListSessions method
+func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSignOutEverywhereRequest calls the generic SignOutEverywhere builder with application/json body
+func NewSignOutEverywhereRequest(server string, params *SignOutEverywhereParams, body SignOutEverywhereJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignOutEverywhereRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSignOutEverywhereRequestWithBody constructs an http.Request for the SignOutEverywhere method, with any body, and a specified content type
+func NewSignOutEverywhereRequestWithBody(server string, params *SignOutEverywhereParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sessions/sign-out-all")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewEndSessionRequest constructs an http.Request for the EndSession method
+func NewEndSessionRequest(server string, sessionId openapi_types.UUID, params *EndSessionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sessions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSignInRequest calls the generic SignIn builder with application/json body
+func NewSignInRequest(server string, params *SignInParams, body SignInJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignInRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSignInRequestWithBody constructs an http.Request for the SignIn method, with any body, and a specified content type
+func NewSignInRequestWithBody(server string, params *SignInParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sign-in")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewStartSignInRequest calls the generic StartSignIn builder with application/json body
+func NewStartSignInRequest(server string, params *StartSignInParams, body StartSignInJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartSignInRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartSignInRequestWithBody constructs an http.Request for the StartSignIn method, with any body, and a specified content type
+func NewStartSignInRequestWithBody(server string, params *StartSignInParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/sign-in/options")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewStepUpRequest calls the generic StepUp builder with application/json body
+func NewStepUpRequest(server string, params *StepUpParams, body StepUpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStepUpRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStepUpRequestWithBody constructs an http.Request for the StepUp method, with any body, and a specified content type
+func NewStepUpRequestWithBody(server string, params *StepUpParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/step-up")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStartStepUpRequest calls the generic StartStepUp builder with application/json body
+func NewStartStepUpRequest(server string, params *StartStepUpParams, body StartStepUpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartStepUpRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartStepUpRequestWithBody constructs an http.Request for the StartStepUp method, with any body, and a specified content type
+func NewStartStepUpRequestWithBody(server string, params *StartStepUpParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/step-up/options")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetMeRequest constructs an http.Request for the GetMe method
 func NewGetMeRequest(server string, params *GetMeParams) (*http.Request, error) {
 	var err error
@@ -5370,6 +7561,87 @@ func NewRevokeApiKeyRequest(server string, keyId openapi_types.UUID, params *Rev
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListAuditEventsRequest constructs an http.Request for the ListAuditEvents method
+func NewListAuditEventsRequest(server string, params *ListAuditEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/audit-log")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Size != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "size", *params.Size, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -6471,6 +8743,152 @@ func NewEnrichProfileRequestWithBody(server string, profileId openapi_types.UUID
 	return req, nil
 }
 
+// NewListInvitationsRequest constructs an http.Request for the ListInvitations method
+func NewListInvitationsRequest(server string, params *ListInvitationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/invitations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewInviteMemberRequest calls the generic InviteMember builder with application/json body
+func NewInviteMemberRequest(server string, params *InviteMemberParams, body InviteMemberJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInviteMemberRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewInviteMemberRequestWithBody constructs an http.Request for the InviteMember method, with any body, and a specified content type
+func NewInviteMemberRequestWithBody(server string, params *InviteMemberParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/invitations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRevokeInvitationRequest constructs an http.Request for the RevokeInvitation method
+func NewRevokeInvitationRequest(server string, invitationId openapi_types.UUID, params *RevokeInvitationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "invitationId", invitationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/invitations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListLedgerEntriesRequest constructs an http.Request for the ListLedgerEntries method
 func NewListLedgerEntriesRequest(server string, params *ListLedgerEntriesParams) (*http.Request, error) {
 	var err error
@@ -6533,6 +8951,159 @@ func NewListLedgerEntriesRequest(server string, params *ListLedgerEntriesParams)
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListMembersRequest constructs an http.Request for the ListMembers method
+func NewListMembersRequest(server string, params *ListMembersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/members")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRemoveMemberRequest constructs an http.Request for the RemoveMember method
+func NewRemoveMemberRequest(server string, userId openapi_types.UUID, params *RemoveMemberParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "userId", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/members/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSetMemberRoleRequest calls the generic SetMemberRole builder with application/json body
+func NewSetMemberRoleRequest(server string, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetMemberRoleRequestWithBody(server, userId, params, "application/json", bodyReader)
+}
+
+// NewSetMemberRoleRequestWithBody constructs an http.Request for the SetMemberRole method, with any body, and a specified content type
+func NewSetMemberRoleRequestWithBody(server string, userId openapi_types.UUID, params *SetMemberRoleParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "userId", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/members/%s/role", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -8603,6 +11174,234 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/clients/{clientId}/rotate-key (the `RotateClientApiKey` operationId).
 	RotateClientApiKeyWithResponse(ctx context.Context, clientId openapi_types.UUID, params *RotateClientApiKeyParams, body RotateClientApiKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateClientApiKeyAnswer, error)
 
+	// AcceptInvitationWithBodyWithResponse Accept an invitation with a new passkey
+	//
+	// Accepts an invitation with the new passkey: the person (created on a first invitation)
+	// joins the client with the invitation's role, and is signed in. The token works once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithBodyWithResponse(ctx context.Context, params *AcceptInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptInvitationAnswer, error)
+
+	// AcceptInvitationWithResponse Accept an invitation with a new passkey
+	//
+	// Accepts an invitation with the new passkey: the person (created on a first invitation)
+	// joins the client with the invitation's role, and is signed in. The token works once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithResponse(ctx context.Context, params *AcceptInvitationParams, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptInvitationAnswer, error)
+
+	// StartInvitationWithBodyWithResponse Open an invitation
+	//
+	// Reads an invitation by its token and begins the registration of the invited person's
+	// passkey.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+	StartInvitationWithBodyWithResponse(ctx context.Context, params *StartInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInvitationAnswer, error)
+
+	// StartInvitationWithResponse Open an invitation
+	//
+	// Reads an invitation by its token and begins the registration of the invited person's
+	// passkey.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+	StartInvitationWithResponse(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInvitationAnswer, error)
+
+	// GetSessionWithResponse Tell who is signed in
+	//
+	// Tells the signed-in person who they are: the session, its client and role, and the
+	// clients they may switch to.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/console/session (the `GetSession` operationId).
+	GetSessionWithResponse(ctx context.Context, params *GetSessionParams, reqEditors ...RequestEditorFn) (*GetSessionAnswer, error)
+
+	// SignOutWithBodyWithResponse Sign out
+	//
+	// Ends this session (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+	SignOutWithBodyWithResponse(ctx context.Context, params *SignOutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignOutAnswer, error)
+
+	// SignOutWithResponse Sign out
+	//
+	// Ends this session (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+	SignOutWithResponse(ctx context.Context, params *SignOutParams, body SignOutJSONRequestBody, reqEditors ...RequestEditorFn) (*SignOutAnswer, error)
+
+	// SwitchClientWithBodyWithResponse Switch to another client
+	//
+	// Moves the person to another of their clients: this session ends and a new one begins there
+	// (a new cookie), with the person's role in it. A client they are not a member of is
+	// NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+	SwitchClientWithBodyWithResponse(ctx context.Context, params *SwitchClientParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SwitchClientAnswer, error)
+
+	// SwitchClientWithResponse Switch to another client
+	//
+	// Moves the person to another of their clients: this session ends and a new one begins there
+	// (a new cookie), with the person's role in it. A client they are not a member of is
+	// NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+	SwitchClientWithResponse(ctx context.Context, params *SwitchClientParams, body SwitchClientJSONRequestBody, reqEditors ...RequestEditorFn) (*SwitchClientAnswer, error)
+
+	// ListSessionsWithResponse List one's active sessions
+	//
+	// Lists the person's active sessions, in every client, newest first.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/console/sessions (the `ListSessions` operationId).
+	ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsAnswer, error)
+
+	// SignOutEverywhereWithBodyWithResponse Sign out of every session
+	//
+	// Ends every session of the person, this one included (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+	SignOutEverywhereWithBodyWithResponse(ctx context.Context, params *SignOutEverywhereParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignOutEverywhereAnswer, error)
+
+	// SignOutEverywhereWithResponse Sign out of every session
+	//
+	// Ends every session of the person, this one included (the cookie is cleared).
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+	SignOutEverywhereWithResponse(ctx context.Context, params *SignOutEverywhereParams, body SignOutEverywhereJSONRequestBody, reqEditors ...RequestEditorFn) (*SignOutEverywhereAnswer, error)
+
+	// EndSessionWithResponse End one of one's sessions
+	//
+	// Ends one of the person's sessions; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api/console/sessions/{sessionId} (the `EndSession` operationId).
+	EndSessionWithResponse(ctx context.Context, sessionId openapi_types.UUID, params *EndSessionParams, reqEditors ...RequestEditorFn) (*EndSessionAnswer, error)
+
+	// SignInWithBodyWithResponse Sign in with a passkey
+	//
+	// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+	// the client asked, or the person's first.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+	SignInWithBodyWithResponse(ctx context.Context, params *SignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignInAnswer, error)
+
+	// SignInWithResponse Sign in with a passkey
+	//
+	// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+	// the client asked, or the person's first.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+	SignInWithResponse(ctx context.Context, params *SignInParams, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*SignInAnswer, error)
+
+	// StartSignInWithBodyWithResponse Start a passkey sign-in
+	//
+	// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+	// lets the person pick one.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+	StartSignInWithBodyWithResponse(ctx context.Context, params *StartSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSignInAnswer, error)
+
+	// StartSignInWithResponse Start a passkey sign-in
+	//
+	// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+	// lets the person pick one.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+	StartSignInWithResponse(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSignInAnswer, error)
+
+	// StepUpWithBodyWithResponse Prove a passkey again
+	//
+	// Finishes a step-up: for the step-up window the session may do what can hurt.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+	StepUpWithBodyWithResponse(ctx context.Context, params *StepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StepUpAnswer, error)
+
+	// StepUpWithResponse Prove a passkey again
+	//
+	// Finishes a step-up: for the step-up window the session may do what can hurt.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+	StepUpWithResponse(ctx context.Context, params *StepUpParams, body StepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StepUpAnswer, error)
+
+	// StartStepUpWithBodyWithResponse Start a step-up
+	//
+	// Begins a step-up: the person proves one of their passkeys again, with user verification.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+	StartStepUpWithBodyWithResponse(ctx context.Context, params *StartStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartStepUpAnswer, error)
+
+	// StartStepUpWithResponse Start a step-up
+	//
+	// Begins a step-up: the person proves one of their passkeys again, with user verification.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+	StartStepUpWithResponse(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StartStepUpAnswer, error)
+
 	// GetMeWithResponse Tell who the caller is
 	//
 	// Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -8703,6 +11502,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/api/me/api-keys/{keyId} (the `RevokeApiKey` operationId).
 	RevokeApiKeyWithResponse(ctx context.Context, keyId openapi_types.UUID, params *RevokeApiKeyParams, reqEditors ...RequestEditorFn) (*RevokeApiKeyAnswer, error)
+
+	// ListAuditEventsWithResponse List the audit log
+	//
+	// Lists what people did in the client, newest first (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/audit-log (the `ListAuditEvents` operationId).
+	ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsAnswer, error)
 
 	// UploadImportWithBodyWithResponse Upload a CSV of profiles to import
 	//
@@ -8907,6 +11717,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/me/connect/profiles/{profileId}/enrich (the `EnrichProfile` operationId).
 	EnrichProfileWithResponse(ctx context.Context, profileId openapi_types.UUID, params *EnrichProfileParams, body EnrichProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrichProfileAnswer, error)
 
+	// ListInvitationsWithResponse List pending invitations
+	//
+	// Lists the client's pending invitations (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/invitations (the `ListInvitations` operationId).
+	ListInvitationsWithResponse(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*ListInvitationsAnswer, error)
+
+	// InviteMemberWithBodyWithResponse Invite a person
+	//
+	// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+	// once; it works once, until it expires.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+	InviteMemberWithBodyWithResponse(ctx context.Context, params *InviteMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteMemberAnswer, error)
+
+	// InviteMemberWithResponse Invite a person
+	//
+	// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+	// once; it works once, until it expires.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+	InviteMemberWithResponse(ctx context.Context, params *InviteMemberParams, body InviteMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteMemberAnswer, error)
+
+	// RevokeInvitationWithResponse Withdraw an invitation
+	//
+	// Withdraws a pending invitation (ADMIN).
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api/me/invitations/{invitationId} (the `RevokeInvitation` operationId).
+	RevokeInvitationWithResponse(ctx context.Context, invitationId openapi_types.UUID, params *RevokeInvitationParams, reqEditors ...RequestEditorFn) (*RevokeInvitationAnswer, error)
+
 	// ListLedgerEntriesWithResponse List the ledger of credits and charges
 	//
 	// Lists the client's ledger, newest first.
@@ -8915,6 +11771,49 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/api/me/ledger (the `ListLedgerEntries` operationId).
 	ListLedgerEntriesWithResponse(ctx context.Context, params *ListLedgerEntriesParams, reqEditors ...RequestEditorFn) (*ListLedgerEntriesAnswer, error)
+
+	// ListMembersWithResponse List the client's people
+	//
+	// Lists the people of the client with their roles.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/members (the `ListMembers` operationId).
+	ListMembersWithResponse(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersAnswer, error)
+
+	// RemoveMemberWithResponse Remove a member
+	//
+	// Removes a person from the client (ADMIN, after a step-up): their sessions in it end at
+	// once. The last ADMIN cannot be removed.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api/me/members/{userId} (the `RemoveMember` operationId).
+	RemoveMemberWithResponse(ctx context.Context, userId openapi_types.UUID, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*RemoveMemberAnswer, error)
+
+	// SetMemberRoleWithBodyWithResponse Change a member's role
+	//
+	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithBodyWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error)
+
+	// SetMemberRoleWithResponse Change a member's role
+	//
+	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+	//
+	// Needs an API key with the ADMIN role (403 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error)
 
 	// ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -9862,6 +12761,1784 @@ func (r RotateClientApiKeyAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RotateClientApiKeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcceptInvitationAnswer200Headers the declared response headers of an HTTP 200 response for AcceptInvitation
+type AcceptInvitationAnswer200Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer400Headers the declared response headers of an HTTP 400 response for AcceptInvitation
+type AcceptInvitationAnswer400Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer403Headers the declared response headers of an HTTP 403 response for AcceptInvitation
+type AcceptInvitationAnswer403Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer409Headers the declared response headers of an HTTP 409 response for AcceptInvitation
+type AcceptInvitationAnswer409Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer413Headers the declared response headers of an HTTP 413 response for AcceptInvitation
+type AcceptInvitationAnswer413Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer429Headers the declared response headers of an HTTP 429 response for AcceptInvitation
+type AcceptInvitationAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// AcceptInvitationAnswer500Headers the declared response headers of an HTTP 500 response for AcceptInvitation
+type AcceptInvitationAnswer500Headers struct {
+	XRequestId string
+}
+
+// AcceptInvitationAnswer503Headers the declared response headers of an HTTP 503 response for AcceptInvitation
+type AcceptInvitationAnswer503Headers struct {
+	XRequestId string
+}
+
+type AcceptInvitationAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     AcceptInvitationResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AcceptInvitationAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AcceptInvitationAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AcceptInvitationAnswer403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AcceptInvitationAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AcceptInvitationAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcceptInvitationAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AcceptInvitationAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptInvitationAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON200() *struct {
+	Data     AcceptInvitationResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcceptInvitationAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptInvitationAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptInvitationAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptInvitationAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptInvitationAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartInvitationAnswer200Headers the declared response headers of an HTTP 200 response for StartInvitation
+type StartInvitationAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartInvitationAnswer400Headers the declared response headers of an HTTP 400 response for StartInvitation
+type StartInvitationAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartInvitationAnswer403Headers the declared response headers of an HTTP 403 response for StartInvitation
+type StartInvitationAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartInvitationAnswer413Headers the declared response headers of an HTTP 413 response for StartInvitation
+type StartInvitationAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartInvitationAnswer429Headers the declared response headers of an HTTP 429 response for StartInvitation
+type StartInvitationAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartInvitationAnswer500Headers the declared response headers of an HTTP 500 response for StartInvitation
+type StartInvitationAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartInvitationAnswer503Headers the declared response headers of an HTTP 503 response for StartInvitation
+type StartInvitationAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartInvitationAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartInvitationResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartInvitationAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartInvitationAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartInvitationAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartInvitationAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartInvitationAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartInvitationAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartInvitationAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartInvitationAnswer) GetJSON200() *struct {
+	Data     StartInvitationResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartInvitationAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartInvitationAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartInvitationAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartInvitationAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartInvitationAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartInvitationAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartInvitationAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartInvitationAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartInvitationAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartInvitationAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSessionAnswer200Headers the declared response headers of an HTTP 200 response for GetSession
+type GetSessionAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetSessionAnswer401Headers the declared response headers of an HTTP 401 response for GetSession
+type GetSessionAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetSessionAnswer429Headers the declared response headers of an HTTP 429 response for GetSession
+type GetSessionAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetSessionAnswer500Headers the declared response headers of an HTTP 500 response for GetSession
+type GetSessionAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetSessionAnswer503Headers the declared response headers of an HTTP 503 response for GetSession
+type GetSessionAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetSessionAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     GetSessionResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSessionAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSessionAnswer401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSessionAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetSessionAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSessionAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSessionAnswer) GetJSON200() *struct {
+	Data     GetSessionResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSessionAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSessionAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSessionAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSessionAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSessionAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSessionAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSessionAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSessionAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SignOutAnswer200Headers the declared response headers of an HTTP 200 response for SignOut
+type SignOutAnswer200Headers struct {
+	XRequestId string
+}
+
+// SignOutAnswer400Headers the declared response headers of an HTTP 400 response for SignOut
+type SignOutAnswer400Headers struct {
+	XRequestId string
+}
+
+// SignOutAnswer401Headers the declared response headers of an HTTP 401 response for SignOut
+type SignOutAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SignOutAnswer413Headers the declared response headers of an HTTP 413 response for SignOut
+type SignOutAnswer413Headers struct {
+	XRequestId string
+}
+
+// SignOutAnswer429Headers the declared response headers of an HTTP 429 response for SignOut
+type SignOutAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SignOutAnswer500Headers the declared response headers of an HTTP 500 response for SignOut
+type SignOutAnswer500Headers struct {
+	XRequestId string
+}
+
+// SignOutAnswer503Headers the declared response headers of an HTTP 503 response for SignOut
+type SignOutAnswer503Headers struct {
+	XRequestId string
+}
+
+type SignOutAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SignOutResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SignOutAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SignOutAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SignOutAnswer401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SignOutAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SignOutAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignOutAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignOutAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignOutAnswer) GetJSON200() *struct {
+	Data     SignOutResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignOutAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SignOutAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignOutAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SignOutAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignOutAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SignOutAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignOutAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignOutAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignOutAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignOutAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SwitchClientAnswer200Headers the declared response headers of an HTTP 200 response for SwitchClient
+type SwitchClientAnswer200Headers struct {
+	XRequestId string
+}
+
+// SwitchClientAnswer400Headers the declared response headers of an HTTP 400 response for SwitchClient
+type SwitchClientAnswer400Headers struct {
+	XRequestId string
+}
+
+// SwitchClientAnswer401Headers the declared response headers of an HTTP 401 response for SwitchClient
+type SwitchClientAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SwitchClientAnswer413Headers the declared response headers of an HTTP 413 response for SwitchClient
+type SwitchClientAnswer413Headers struct {
+	XRequestId string
+}
+
+// SwitchClientAnswer429Headers the declared response headers of an HTTP 429 response for SwitchClient
+type SwitchClientAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SwitchClientAnswer500Headers the declared response headers of an HTTP 500 response for SwitchClient
+type SwitchClientAnswer500Headers struct {
+	XRequestId string
+}
+
+// SwitchClientAnswer503Headers the declared response headers of an HTTP 503 response for SwitchClient
+type SwitchClientAnswer503Headers struct {
+	XRequestId string
+}
+
+type SwitchClientAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SwitchClientResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SwitchClientAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SwitchClientAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SwitchClientAnswer401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SwitchClientAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SwitchClientAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SwitchClientAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SwitchClientAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SwitchClientAnswer) GetJSON200() *struct {
+	Data     SwitchClientResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SwitchClientAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SwitchClientAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SwitchClientAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SwitchClientAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SwitchClientAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SwitchClientAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SwitchClientAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SwitchClientAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SwitchClientAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SwitchClientAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSessionsAnswer200Headers the declared response headers of an HTTP 200 response for ListSessions
+type ListSessionsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListSessionsAnswer401Headers the declared response headers of an HTTP 401 response for ListSessions
+type ListSessionsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListSessionsAnswer429Headers the declared response headers of an HTTP 429 response for ListSessions
+type ListSessionsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListSessionsAnswer500Headers the declared response headers of an HTTP 500 response for ListSessions
+type ListSessionsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListSessionsAnswer503Headers the declared response headers of an HTTP 503 response for ListSessions
+type ListSessionsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListSessionsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListSessionsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSessionsAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSessionsAnswer401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSessionsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListSessionsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSessionsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSessionsAnswer) GetJSON200() *struct {
+	Data     ListSessionsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSessionsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSessionsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSessionsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSessionsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSessionsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSessionsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSessionsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSessionsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SignOutEverywhereAnswer200Headers the declared response headers of an HTTP 200 response for SignOutEverywhere
+type SignOutEverywhereAnswer200Headers struct {
+	XRequestId string
+}
+
+// SignOutEverywhereAnswer400Headers the declared response headers of an HTTP 400 response for SignOutEverywhere
+type SignOutEverywhereAnswer400Headers struct {
+	XRequestId string
+}
+
+// SignOutEverywhereAnswer401Headers the declared response headers of an HTTP 401 response for SignOutEverywhere
+type SignOutEverywhereAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SignOutEverywhereAnswer413Headers the declared response headers of an HTTP 413 response for SignOutEverywhere
+type SignOutEverywhereAnswer413Headers struct {
+	XRequestId string
+}
+
+// SignOutEverywhereAnswer429Headers the declared response headers of an HTTP 429 response for SignOutEverywhere
+type SignOutEverywhereAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SignOutEverywhereAnswer500Headers the declared response headers of an HTTP 500 response for SignOutEverywhere
+type SignOutEverywhereAnswer500Headers struct {
+	XRequestId string
+}
+
+// SignOutEverywhereAnswer503Headers the declared response headers of an HTTP 503 response for SignOutEverywhere
+type SignOutEverywhereAnswer503Headers struct {
+	XRequestId string
+}
+
+type SignOutEverywhereAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SignOutEverywhereResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SignOutEverywhereAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SignOutEverywhereAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SignOutEverywhereAnswer401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SignOutEverywhereAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SignOutEverywhereAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignOutEverywhereAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignOutEverywhereAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON200() *struct {
+	Data     SignOutEverywhereResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SignOutEverywhereAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignOutEverywhereAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignOutEverywhereAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignOutEverywhereAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignOutEverywhereAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EndSessionAnswer200Headers the declared response headers of an HTTP 200 response for EndSession
+type EndSessionAnswer200Headers struct {
+	XRequestId string
+}
+
+// EndSessionAnswer400Headers the declared response headers of an HTTP 400 response for EndSession
+type EndSessionAnswer400Headers struct {
+	XRequestId string
+}
+
+// EndSessionAnswer401Headers the declared response headers of an HTTP 401 response for EndSession
+type EndSessionAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// EndSessionAnswer404Headers the declared response headers of an HTTP 404 response for EndSession
+type EndSessionAnswer404Headers struct {
+	XRequestId string
+}
+
+// EndSessionAnswer429Headers the declared response headers of an HTTP 429 response for EndSession
+type EndSessionAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// EndSessionAnswer500Headers the declared response headers of an HTTP 500 response for EndSession
+type EndSessionAnswer500Headers struct {
+	XRequestId string
+}
+
+// EndSessionAnswer503Headers the declared response headers of an HTTP 503 response for EndSession
+type EndSessionAnswer503Headers struct {
+	XRequestId string
+}
+
+type EndSessionAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     EndSessionResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *EndSessionAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *EndSessionAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EndSessionAnswer401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EndSessionAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EndSessionAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *EndSessionAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EndSessionAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EndSessionAnswer) GetJSON200() *struct {
+	Data     EndSessionResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EndSessionAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EndSessionAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EndSessionAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EndSessionAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EndSessionAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EndSessionAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EndSessionAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EndSessionAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EndSessionAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EndSessionAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SignInAnswer200Headers the declared response headers of an HTTP 200 response for SignIn
+type SignInAnswer200Headers struct {
+	XRequestId string
+}
+
+// SignInAnswer400Headers the declared response headers of an HTTP 400 response for SignIn
+type SignInAnswer400Headers struct {
+	XRequestId string
+}
+
+// SignInAnswer403Headers the declared response headers of an HTTP 403 response for SignIn
+type SignInAnswer403Headers struct {
+	XRequestId string
+}
+
+// SignInAnswer413Headers the declared response headers of an HTTP 413 response for SignIn
+type SignInAnswer413Headers struct {
+	XRequestId string
+}
+
+// SignInAnswer429Headers the declared response headers of an HTTP 429 response for SignIn
+type SignInAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SignInAnswer500Headers the declared response headers of an HTTP 500 response for SignIn
+type SignInAnswer500Headers struct {
+	XRequestId string
+}
+
+// SignInAnswer503Headers the declared response headers of an HTTP 503 response for SignIn
+type SignInAnswer503Headers struct {
+	XRequestId string
+}
+
+type SignInAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SignInResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SignInAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SignInAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SignInAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SignInAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SignInAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignInAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignInAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignInAnswer) GetJSON200() *struct {
+	Data     SignInResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignInAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SignInAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignInAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SignInAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignInAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SignInAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignInAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignInAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignInAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignInAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartSignInAnswer200Headers the declared response headers of an HTTP 200 response for StartSignIn
+type StartSignInAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartSignInAnswer400Headers the declared response headers of an HTTP 400 response for StartSignIn
+type StartSignInAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartSignInAnswer403Headers the declared response headers of an HTTP 403 response for StartSignIn
+type StartSignInAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartSignInAnswer413Headers the declared response headers of an HTTP 413 response for StartSignIn
+type StartSignInAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartSignInAnswer429Headers the declared response headers of an HTTP 429 response for StartSignIn
+type StartSignInAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartSignInAnswer500Headers the declared response headers of an HTTP 500 response for StartSignIn
+type StartSignInAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartSignInAnswer503Headers the declared response headers of an HTTP 503 response for StartSignIn
+type StartSignInAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartSignInAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartSignInResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartSignInAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartSignInAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartSignInAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartSignInAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartSignInAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartSignInAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartSignInAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartSignInAnswer) GetJSON200() *struct {
+	Data     StartSignInResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartSignInAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartSignInAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartSignInAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartSignInAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartSignInAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartSignInAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartSignInAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartSignInAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartSignInAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartSignInAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StepUpAnswer200Headers the declared response headers of an HTTP 200 response for StepUp
+type StepUpAnswer200Headers struct {
+	XRequestId string
+}
+
+// StepUpAnswer400Headers the declared response headers of an HTTP 400 response for StepUp
+type StepUpAnswer400Headers struct {
+	XRequestId string
+}
+
+// StepUpAnswer401Headers the declared response headers of an HTTP 401 response for StepUp
+type StepUpAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StepUpAnswer413Headers the declared response headers of an HTTP 413 response for StepUp
+type StepUpAnswer413Headers struct {
+	XRequestId string
+}
+
+// StepUpAnswer429Headers the declared response headers of an HTTP 429 response for StepUp
+type StepUpAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StepUpAnswer500Headers the declared response headers of an HTTP 500 response for StepUp
+type StepUpAnswer500Headers struct {
+	XRequestId string
+}
+
+// StepUpAnswer503Headers the declared response headers of an HTTP 503 response for StepUp
+type StepUpAnswer503Headers struct {
+	XRequestId string
+}
+
+type StepUpAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StepUpResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StepUpAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StepUpAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StepUpAnswer401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StepUpAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StepUpAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StepUpAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StepUpAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StepUpAnswer) GetJSON200() *struct {
+	Data     StepUpResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StepUpAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StepUpAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StepUpAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StepUpAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StepUpAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StepUpAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StepUpAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StepUpAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StepUpAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StepUpAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartStepUpAnswer200Headers the declared response headers of an HTTP 200 response for StartStepUp
+type StartStepUpAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartStepUpAnswer400Headers the declared response headers of an HTTP 400 response for StartStepUp
+type StartStepUpAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartStepUpAnswer401Headers the declared response headers of an HTTP 401 response for StartStepUp
+type StartStepUpAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StartStepUpAnswer413Headers the declared response headers of an HTTP 413 response for StartStepUp
+type StartStepUpAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartStepUpAnswer429Headers the declared response headers of an HTTP 429 response for StartStepUp
+type StartStepUpAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartStepUpAnswer500Headers the declared response headers of an HTTP 500 response for StartStepUp
+type StartStepUpAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartStepUpAnswer503Headers the declared response headers of an HTTP 503 response for StartStepUp
+type StartStepUpAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartStepUpAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartStepUpResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartStepUpAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartStepUpAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartStepUpAnswer401Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartStepUpAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartStepUpAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartStepUpAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartStepUpAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartStepUpAnswer) GetJSON200() *struct {
+	Data     StartStepUpResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartStepUpAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartStepUpAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartStepUpAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartStepUpAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartStepUpAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartStepUpAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartStepUpAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartStepUpAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartStepUpAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartStepUpAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10905,6 +15582,158 @@ func (r RevokeApiKeyAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeApiKeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAuditEventsAnswer200Headers the declared response headers of an HTTP 200 response for ListAuditEvents
+type ListAuditEventsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListAuditEventsAnswer400Headers the declared response headers of an HTTP 400 response for ListAuditEvents
+type ListAuditEventsAnswer400Headers struct {
+	XRequestId string
+}
+
+// ListAuditEventsAnswer401Headers the declared response headers of an HTTP 401 response for ListAuditEvents
+type ListAuditEventsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListAuditEventsAnswer403Headers the declared response headers of an HTTP 403 response for ListAuditEvents
+type ListAuditEventsAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListAuditEventsAnswer429Headers the declared response headers of an HTTP 429 response for ListAuditEvents
+type ListAuditEventsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListAuditEventsAnswer500Headers the declared response headers of an HTTP 500 response for ListAuditEvents
+type ListAuditEventsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListAuditEventsAnswer503Headers the declared response headers of an HTTP 503 response for ListAuditEvents
+type ListAuditEventsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListAuditEventsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListAuditEventsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAuditEventsAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAuditEventsAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditEventsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAuditEventsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditEventsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAuditEventsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAuditEventsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON200() *struct {
+	Data     ListAuditEventsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditEventsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditEventsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditEventsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditEventsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditEventsAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13817,6 +18646,490 @@ func (r EnrichProfileAnswer) ContentType() string {
 	return ""
 }
 
+// ListInvitationsAnswer200Headers the declared response headers of an HTTP 200 response for ListInvitations
+type ListInvitationsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListInvitationsAnswer401Headers the declared response headers of an HTTP 401 response for ListInvitations
+type ListInvitationsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListInvitationsAnswer403Headers the declared response headers of an HTTP 403 response for ListInvitations
+type ListInvitationsAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListInvitationsAnswer429Headers the declared response headers of an HTTP 429 response for ListInvitations
+type ListInvitationsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListInvitationsAnswer500Headers the declared response headers of an HTTP 500 response for ListInvitations
+type ListInvitationsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListInvitationsAnswer503Headers the declared response headers of an HTTP 503 response for ListInvitations
+type ListInvitationsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListInvitationsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListInvitationsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListInvitationsAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInvitationsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListInvitationsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInvitationsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListInvitationsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInvitationsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInvitationsAnswer) GetJSON200() *struct {
+	Data     ListInvitationsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInvitationsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInvitationsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInvitationsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInvitationsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListInvitationsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInvitationsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInvitationsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInvitationsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInvitationsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InviteMemberAnswer200Headers the declared response headers of an HTTP 200 response for InviteMember
+type InviteMemberAnswer200Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer400Headers the declared response headers of an HTTP 400 response for InviteMember
+type InviteMemberAnswer400Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer401Headers the declared response headers of an HTTP 401 response for InviteMember
+type InviteMemberAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// InviteMemberAnswer403Headers the declared response headers of an HTTP 403 response for InviteMember
+type InviteMemberAnswer403Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer409Headers the declared response headers of an HTTP 409 response for InviteMember
+type InviteMemberAnswer409Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer413Headers the declared response headers of an HTTP 413 response for InviteMember
+type InviteMemberAnswer413Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer429Headers the declared response headers of an HTTP 429 response for InviteMember
+type InviteMemberAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// InviteMemberAnswer500Headers the declared response headers of an HTTP 500 response for InviteMember
+type InviteMemberAnswer500Headers struct {
+	XRequestId string
+}
+
+// InviteMemberAnswer503Headers the declared response headers of an HTTP 503 response for InviteMember
+type InviteMemberAnswer503Headers struct {
+	XRequestId string
+}
+
+type InviteMemberAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     InviteMemberResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *InviteMemberAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *InviteMemberAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *InviteMemberAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *InviteMemberAnswer403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *InviteMemberAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *InviteMemberAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InviteMemberAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *InviteMemberAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *InviteMemberAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InviteMemberAnswer) GetJSON200() *struct {
+	Data     InviteMemberResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InviteMemberAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InviteMemberAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InviteMemberAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r InviteMemberAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r InviteMemberAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r InviteMemberAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r InviteMemberAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InviteMemberAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r InviteMemberAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InviteMemberAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InviteMemberAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InviteMemberAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeInvitationAnswer200Headers the declared response headers of an HTTP 200 response for RevokeInvitation
+type RevokeInvitationAnswer200Headers struct {
+	XRequestId string
+}
+
+// RevokeInvitationAnswer400Headers the declared response headers of an HTTP 400 response for RevokeInvitation
+type RevokeInvitationAnswer400Headers struct {
+	XRequestId string
+}
+
+// RevokeInvitationAnswer401Headers the declared response headers of an HTTP 401 response for RevokeInvitation
+type RevokeInvitationAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// RevokeInvitationAnswer403Headers the declared response headers of an HTTP 403 response for RevokeInvitation
+type RevokeInvitationAnswer403Headers struct {
+	XRequestId string
+}
+
+// RevokeInvitationAnswer404Headers the declared response headers of an HTTP 404 response for RevokeInvitation
+type RevokeInvitationAnswer404Headers struct {
+	XRequestId string
+}
+
+// RevokeInvitationAnswer429Headers the declared response headers of an HTTP 429 response for RevokeInvitation
+type RevokeInvitationAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// RevokeInvitationAnswer500Headers the declared response headers of an HTTP 500 response for RevokeInvitation
+type RevokeInvitationAnswer500Headers struct {
+	XRequestId string
+}
+
+// RevokeInvitationAnswer503Headers the declared response headers of an HTTP 503 response for RevokeInvitation
+type RevokeInvitationAnswer503Headers struct {
+	XRequestId string
+}
+
+type RevokeInvitationAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     RevokeInvitationResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RevokeInvitationAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevokeInvitationAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeInvitationAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeInvitationAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RevokeInvitationAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeInvitationAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevokeInvitationAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeInvitationAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON200() *struct {
+	Data     RevokeInvitationResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeInvitationAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeInvitationAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeInvitationAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeInvitationAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeInvitationAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListLedgerEntriesAnswer200Headers the declared response headers of an HTTP 200 response for ListLedgerEntries
 type ListLedgerEntriesAnswer200Headers struct {
 	XRequestId string
@@ -13963,6 +19276,504 @@ func (r ListLedgerEntriesAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListLedgerEntriesAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMembersAnswer200Headers the declared response headers of an HTTP 200 response for ListMembers
+type ListMembersAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListMembersAnswer401Headers the declared response headers of an HTTP 401 response for ListMembers
+type ListMembersAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListMembersAnswer429Headers the declared response headers of an HTTP 429 response for ListMembers
+type ListMembersAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListMembersAnswer500Headers the declared response headers of an HTTP 500 response for ListMembers
+type ListMembersAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListMembersAnswer503Headers the declared response headers of an HTTP 503 response for ListMembers
+type ListMembersAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListMembersAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListMembersResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListMembersAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMembersAnswer401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMembersAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListMembersAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMembersAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMembersAnswer) GetJSON200() *struct {
+	Data     ListMembersResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListMembersAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListMembersAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListMembersAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListMembersAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMembersAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMembersAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMembersAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMembersAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveMemberAnswer200Headers the declared response headers of an HTTP 200 response for RemoveMember
+type RemoveMemberAnswer200Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer400Headers the declared response headers of an HTTP 400 response for RemoveMember
+type RemoveMemberAnswer400Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer401Headers the declared response headers of an HTTP 401 response for RemoveMember
+type RemoveMemberAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// RemoveMemberAnswer403Headers the declared response headers of an HTTP 403 response for RemoveMember
+type RemoveMemberAnswer403Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer404Headers the declared response headers of an HTTP 404 response for RemoveMember
+type RemoveMemberAnswer404Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer409Headers the declared response headers of an HTTP 409 response for RemoveMember
+type RemoveMemberAnswer409Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer429Headers the declared response headers of an HTTP 429 response for RemoveMember
+type RemoveMemberAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// RemoveMemberAnswer500Headers the declared response headers of an HTTP 500 response for RemoveMember
+type RemoveMemberAnswer500Headers struct {
+	XRequestId string
+}
+
+// RemoveMemberAnswer503Headers the declared response headers of an HTTP 503 response for RemoveMember
+type RemoveMemberAnswer503Headers struct {
+	XRequestId string
+}
+
+type RemoveMemberAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     RemoveMemberResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RemoveMemberAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RemoveMemberAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RemoveMemberAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RemoveMemberAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RemoveMemberAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RemoveMemberAnswer409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RemoveMemberAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RemoveMemberAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RemoveMemberAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveMemberAnswer) GetJSON200() *struct {
+	Data     RemoveMemberResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RemoveMemberAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveMemberAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveMemberAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RemoveMemberAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RemoveMemberAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RemoveMemberAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RemoveMemberAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RemoveMemberAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveMemberAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveMemberAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveMemberAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveMemberAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetMemberRoleAnswer200Headers the declared response headers of an HTTP 200 response for SetMemberRole
+type SetMemberRoleAnswer200Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer400Headers the declared response headers of an HTTP 400 response for SetMemberRole
+type SetMemberRoleAnswer400Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer401Headers the declared response headers of an HTTP 401 response for SetMemberRole
+type SetMemberRoleAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SetMemberRoleAnswer403Headers the declared response headers of an HTTP 403 response for SetMemberRole
+type SetMemberRoleAnswer403Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer404Headers the declared response headers of an HTTP 404 response for SetMemberRole
+type SetMemberRoleAnswer404Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer409Headers the declared response headers of an HTTP 409 response for SetMemberRole
+type SetMemberRoleAnswer409Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer413Headers the declared response headers of an HTTP 413 response for SetMemberRole
+type SetMemberRoleAnswer413Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer429Headers the declared response headers of an HTTP 429 response for SetMemberRole
+type SetMemberRoleAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SetMemberRoleAnswer500Headers the declared response headers of an HTTP 500 response for SetMemberRole
+type SetMemberRoleAnswer500Headers struct {
+	XRequestId string
+}
+
+// SetMemberRoleAnswer503Headers the declared response headers of an HTTP 503 response for SetMemberRole
+type SetMemberRoleAnswer503Headers struct {
+	XRequestId string
+}
+
+type SetMemberRoleAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SetMemberRoleResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetMemberRoleAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetMemberRoleAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetMemberRoleAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetMemberRoleAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetMemberRoleAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetMemberRoleAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetMemberRoleAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetMemberRoleAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetMemberRoleAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetMemberRoleAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON200() *struct {
+	Data     SetMemberRoleResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetMemberRoleAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetMemberRoleAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetMemberRoleAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetMemberRoleAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetMemberRoleAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19030,6 +24841,360 @@ func (c *ClientWithResponses) RotateClientApiKeyWithResponse(ctx context.Context
 	return ParseRotateClientApiKeyAnswer(rsp)
 }
 
+// AcceptInvitationWithBodyWithResponse Accept an invitation with a new passkey
+//
+// Accepts an invitation with the new passkey: the person (created on a first invitation)
+// joins the client with the invitation's role, and is signed in. The token works once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.Context, params *AcceptInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptInvitationAnswer, error) {
+	rsp, err := c.AcceptInvitationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptInvitationAnswer(rsp)
+}
+
+// AcceptInvitationWithResponse Accept an invitation with a new passkey
+//
+// Accepts an invitation with the new passkey: the person (created on a first invitation)
+// joins the client with the invitation's role, and is signed in. The token works once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/invitations/accept (the `AcceptInvitation` operationId).
+func (c *ClientWithResponses) AcceptInvitationWithResponse(ctx context.Context, params *AcceptInvitationParams, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptInvitationAnswer, error) {
+	rsp, err := c.AcceptInvitation(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptInvitationAnswer(rsp)
+}
+
+// StartInvitationWithBodyWithResponse Open an invitation
+//
+// Reads an invitation by its token and begins the registration of the invited person's
+// passkey.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+func (c *ClientWithResponses) StartInvitationWithBodyWithResponse(ctx context.Context, params *StartInvitationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInvitationAnswer, error) {
+	rsp, err := c.StartInvitationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInvitationAnswer(rsp)
+}
+
+// StartInvitationWithResponse Open an invitation
+//
+// Reads an invitation by its token and begins the registration of the invited person's
+// passkey.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
+func (c *ClientWithResponses) StartInvitationWithResponse(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInvitationAnswer, error) {
+	rsp, err := c.StartInvitation(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInvitationAnswer(rsp)
+}
+
+// GetSessionWithResponse Tell who is signed in
+//
+// Tells the signed-in person who they are: the session, its client and role, and the
+// clients they may switch to.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/console/session (the `GetSession` operationId).
+func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, params *GetSessionParams, reqEditors ...RequestEditorFn) (*GetSessionAnswer, error) {
+	rsp, err := c.GetSession(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSessionAnswer(rsp)
+}
+
+// SignOutWithBodyWithResponse Sign out
+//
+// Ends this session (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+func (c *ClientWithResponses) SignOutWithBodyWithResponse(ctx context.Context, params *SignOutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignOutAnswer, error) {
+	rsp, err := c.SignOutWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignOutAnswer(rsp)
+}
+
+// SignOutWithResponse Sign out
+//
+// Ends this session (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/session/sign-out (the `SignOut` operationId).
+func (c *ClientWithResponses) SignOutWithResponse(ctx context.Context, params *SignOutParams, body SignOutJSONRequestBody, reqEditors ...RequestEditorFn) (*SignOutAnswer, error) {
+	rsp, err := c.SignOut(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignOutAnswer(rsp)
+}
+
+// SwitchClientWithBodyWithResponse Switch to another client
+//
+// Moves the person to another of their clients: this session ends and a new one begins there
+// (a new cookie), with the person's role in it. A client they are not a member of is
+// NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+func (c *ClientWithResponses) SwitchClientWithBodyWithResponse(ctx context.Context, params *SwitchClientParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SwitchClientAnswer, error) {
+	rsp, err := c.SwitchClientWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSwitchClientAnswer(rsp)
+}
+
+// SwitchClientWithResponse Switch to another client
+//
+// Moves the person to another of their clients: this session ends and a new one begins there
+// (a new cookie), with the person's role in it. A client they are not a member of is
+// NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/session/switch (the `SwitchClient` operationId).
+func (c *ClientWithResponses) SwitchClientWithResponse(ctx context.Context, params *SwitchClientParams, body SwitchClientJSONRequestBody, reqEditors ...RequestEditorFn) (*SwitchClientAnswer, error) {
+	rsp, err := c.SwitchClient(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSwitchClientAnswer(rsp)
+}
+
+// ListSessionsWithResponse List one's active sessions
+//
+// Lists the person's active sessions, in every client, newest first.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/console/sessions (the `ListSessions` operationId).
+func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsAnswer, error) {
+	rsp, err := c.ListSessions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSessionsAnswer(rsp)
+}
+
+// SignOutEverywhereWithBodyWithResponse Sign out of every session
+//
+// Ends every session of the person, this one included (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+func (c *ClientWithResponses) SignOutEverywhereWithBodyWithResponse(ctx context.Context, params *SignOutEverywhereParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignOutEverywhereAnswer, error) {
+	rsp, err := c.SignOutEverywhereWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignOutEverywhereAnswer(rsp)
+}
+
+// SignOutEverywhereWithResponse Sign out of every session
+//
+// Ends every session of the person, this one included (the cookie is cleared).
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sessions/sign-out-all (the `SignOutEverywhere` operationId).
+func (c *ClientWithResponses) SignOutEverywhereWithResponse(ctx context.Context, params *SignOutEverywhereParams, body SignOutEverywhereJSONRequestBody, reqEditors ...RequestEditorFn) (*SignOutEverywhereAnswer, error) {
+	rsp, err := c.SignOutEverywhere(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignOutEverywhereAnswer(rsp)
+}
+
+// EndSessionWithResponse End one of one's sessions
+//
+// Ends one of the person's sessions; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api/console/sessions/{sessionId} (the `EndSession` operationId).
+func (c *ClientWithResponses) EndSessionWithResponse(ctx context.Context, sessionId openapi_types.UUID, params *EndSessionParams, reqEditors ...RequestEditorFn) (*EndSessionAnswer, error) {
+	rsp, err := c.EndSession(ctx, sessionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEndSessionAnswer(rsp)
+}
+
+// SignInWithBodyWithResponse Sign in with a passkey
+//
+// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+// the client asked, or the person's first.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+func (c *ClientWithResponses) SignInWithBodyWithResponse(ctx context.Context, params *SignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignInAnswer, error) {
+	rsp, err := c.SignInWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignInAnswer(rsp)
+}
+
+// SignInWithResponse Sign in with a passkey
+//
+// Finishes a sign-in: a new session (the session cookie is set; it is never in the body) for
+// the client asked, or the person's first.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sign-in (the `SignIn` operationId).
+func (c *ClientWithResponses) SignInWithResponse(ctx context.Context, params *SignInParams, body SignInJSONRequestBody, reqEditors ...RequestEditorFn) (*SignInAnswer, error) {
+	rsp, err := c.SignIn(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignInAnswer(rsp)
+}
+
+// StartSignInWithBodyWithResponse Start a passkey sign-in
+//
+// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+// lets the person pick one.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+func (c *ClientWithResponses) StartSignInWithBodyWithResponse(ctx context.Context, params *StartSignInParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSignInAnswer, error) {
+	rsp, err := c.StartSignInWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSignInAnswer(rsp)
+}
+
+// StartSignInWithResponse Start a passkey sign-in
+//
+// Begins a sign-in with any passkey of this site (a discoverable credential): the browser
+// lets the person pick one.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/sign-in/options (the `StartSignIn` operationId).
+func (c *ClientWithResponses) StartSignInWithResponse(ctx context.Context, params *StartSignInParams, body StartSignInJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSignInAnswer, error) {
+	rsp, err := c.StartSignIn(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSignInAnswer(rsp)
+}
+
+// StepUpWithBodyWithResponse Prove a passkey again
+//
+// Finishes a step-up: for the step-up window the session may do what can hurt.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+func (c *ClientWithResponses) StepUpWithBodyWithResponse(ctx context.Context, params *StepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StepUpAnswer, error) {
+	rsp, err := c.StepUpWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStepUpAnswer(rsp)
+}
+
+// StepUpWithResponse Prove a passkey again
+//
+// Finishes a step-up: for the step-up window the session may do what can hurt.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up (the `StepUp` operationId).
+func (c *ClientWithResponses) StepUpWithResponse(ctx context.Context, params *StepUpParams, body StepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StepUpAnswer, error) {
+	rsp, err := c.StepUp(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStepUpAnswer(rsp)
+}
+
+// StartStepUpWithBodyWithResponse Start a step-up
+//
+// Begins a step-up: the person proves one of their passkeys again, with user verification.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+func (c *ClientWithResponses) StartStepUpWithBodyWithResponse(ctx context.Context, params *StartStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartStepUpAnswer, error) {
+	rsp, err := c.StartStepUpWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartStepUpAnswer(rsp)
+}
+
+// StartStepUpWithResponse Start a step-up
+//
+// Begins a step-up: the person proves one of their passkeys again, with user verification.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
+func (c *ClientWithResponses) StartStepUpWithResponse(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StartStepUpAnswer, error) {
+	rsp, err := c.StartStepUp(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartStepUpAnswer(rsp)
+}
+
 // GetMeWithResponse Tell who the caller is
 //
 // Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -19183,6 +25348,23 @@ func (c *ClientWithResponses) RevokeApiKeyWithResponse(ctx context.Context, keyI
 		return nil, err
 	}
 	return ParseRevokeApiKeyAnswer(rsp)
+}
+
+// ListAuditEventsWithResponse List the audit log
+//
+// Lists what people did in the client, newest first (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/audit-log (the `ListAuditEvents` operationId).
+func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsAnswer, error) {
+	rsp, err := c.ListAuditEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditEventsAnswer(rsp)
 }
 
 // UploadImportWithBodyWithResponse Upload a CSV of profiles to import
@@ -19514,6 +25696,76 @@ func (c *ClientWithResponses) EnrichProfileWithResponse(ctx context.Context, pro
 	return ParseEnrichProfileAnswer(rsp)
 }
 
+// ListInvitationsWithResponse List pending invitations
+//
+// Lists the client's pending invitations (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/invitations (the `ListInvitations` operationId).
+func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*ListInvitationsAnswer, error) {
+	rsp, err := c.ListInvitations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInvitationsAnswer(rsp)
+}
+
+// InviteMemberWithBodyWithResponse Invite a person
+//
+// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+// once; it works once, until it expires.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+func (c *ClientWithResponses) InviteMemberWithBodyWithResponse(ctx context.Context, params *InviteMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteMemberAnswer, error) {
+	rsp, err := c.InviteMemberWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteMemberAnswer(rsp)
+}
+
+// InviteMemberWithResponse Invite a person
+//
+// Invites a person by e-mail with a role (ADMIN, after a step-up). The link is in the answer
+// once; it works once, until it expires.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/me/invitations (the `InviteMember` operationId).
+func (c *ClientWithResponses) InviteMemberWithResponse(ctx context.Context, params *InviteMemberParams, body InviteMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteMemberAnswer, error) {
+	rsp, err := c.InviteMember(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteMemberAnswer(rsp)
+}
+
+// RevokeInvitationWithResponse Withdraw an invitation
+//
+// Withdraws a pending invitation (ADMIN).
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api/me/invitations/{invitationId} (the `RevokeInvitation` operationId).
+func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, invitationId openapi_types.UUID, params *RevokeInvitationParams, reqEditors ...RequestEditorFn) (*RevokeInvitationAnswer, error) {
+	rsp, err := c.RevokeInvitation(ctx, invitationId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeInvitationAnswer(rsp)
+}
+
 // ListLedgerEntriesWithResponse List the ledger of credits and charges
 //
 // Lists the client's ledger, newest first.
@@ -19527,6 +25779,73 @@ func (c *ClientWithResponses) ListLedgerEntriesWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseListLedgerEntriesAnswer(rsp)
+}
+
+// ListMembersWithResponse List the client's people
+//
+// Lists the people of the client with their roles.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/members (the `ListMembers` operationId).
+func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersAnswer, error) {
+	rsp, err := c.ListMembers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMembersAnswer(rsp)
+}
+
+// RemoveMemberWithResponse Remove a member
+//
+// Removes a person from the client (ADMIN, after a step-up): their sessions in it end at
+// once. The last ADMIN cannot be removed.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api/me/members/{userId} (the `RemoveMember` operationId).
+func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, userId openapi_types.UUID, params *RemoveMemberParams, reqEditors ...RequestEditorFn) (*RemoveMemberAnswer, error) {
+	rsp, err := c.RemoveMember(ctx, userId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveMemberAnswer(rsp)
+}
+
+// SetMemberRoleWithBodyWithResponse Change a member's role
+//
+// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+func (c *ClientWithResponses) SetMemberRoleWithBodyWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error) {
+	rsp, err := c.SetMemberRoleWithBody(ctx, userId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemberRoleAnswer(rsp)
+}
+
+// SetMemberRoleWithResponse Change a member's role
+//
+// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
+//
+// Needs an API key with the ADMIN role (403 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
+func (c *ClientWithResponses) SetMemberRoleWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error) {
+	rsp, err := c.SetMemberRole(ctx, userId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemberRoleAnswer(rsp)
 }
 
 // ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
@@ -20782,6 +27101,1895 @@ func ParseRotateClientApiKeyAnswer(rsp *http.Response) (*RotateClientApiKeyAnswe
 	return response, nil
 }
 
+// ParseAcceptInvitationAnswer parses an HTTP response from a AcceptInvitationWithResponse call
+func ParseAcceptInvitationAnswer(rsp *http.Response) (*AcceptInvitationAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptInvitationAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     AcceptInvitationResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AcceptInvitationAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AcceptInvitationAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers AcceptInvitationAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers AcceptInvitationAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AcceptInvitationAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcceptInvitationAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AcceptInvitationAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcceptInvitationAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartInvitationAnswer parses an HTTP response from a StartInvitationWithResponse call
+func ParseStartInvitationAnswer(rsp *http.Response) (*StartInvitationAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartInvitationAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartInvitationResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartInvitationAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartInvitationAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartInvitationAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartInvitationAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartInvitationAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartInvitationAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartInvitationAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSessionAnswer parses an HTTP response from a GetSessionWithResponse call
+func ParseGetSessionAnswer(rsp *http.Response) (*GetSessionAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSessionAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     GetSessionResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSessionAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSessionAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSessionAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetSessionAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSessionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSignOutAnswer parses an HTTP response from a SignOutWithResponse call
+func ParseSignOutAnswer(rsp *http.Response) (*SignOutAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignOutAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SignOutResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SignOutAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SignOutAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SignOutAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers SignOutAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SignOutAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignOutAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignOutAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSwitchClientAnswer parses an HTTP response from a SwitchClientWithResponse call
+func ParseSwitchClientAnswer(rsp *http.Response) (*SwitchClientAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SwitchClientAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SwitchClientResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SwitchClientAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SwitchClientAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SwitchClientAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers SwitchClientAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SwitchClientAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SwitchClientAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SwitchClientAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSessionsAnswer parses an HTTP response from a ListSessionsWithResponse call
+func ParseListSessionsAnswer(rsp *http.Response) (*ListSessionsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSessionsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListSessionsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSessionsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSessionsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSessionsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListSessionsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSessionsAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSignOutEverywhereAnswer parses an HTTP response from a SignOutEverywhereWithResponse call
+func ParseSignOutEverywhereAnswer(rsp *http.Response) (*SignOutEverywhereAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignOutEverywhereAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SignOutEverywhereResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SignOutEverywhereAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SignOutEverywhereAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SignOutEverywhereAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers SignOutEverywhereAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SignOutEverywhereAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignOutEverywhereAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignOutEverywhereAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEndSessionAnswer parses an HTTP response from a EndSessionWithResponse call
+func ParseEndSessionAnswer(rsp *http.Response) (*EndSessionAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EndSessionAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     EndSessionResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers EndSessionAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers EndSessionAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers EndSessionAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers EndSessionAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers EndSessionAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers EndSessionAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers EndSessionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSignInAnswer parses an HTTP response from a SignInWithResponse call
+func ParseSignInAnswer(rsp *http.Response) (*SignInAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignInAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SignInResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SignInAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SignInAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers SignInAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SignInAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SignInAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignInAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignInAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartSignInAnswer parses an HTTP response from a StartSignInWithResponse call
+func ParseStartSignInAnswer(rsp *http.Response) (*StartSignInAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartSignInAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartSignInResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartSignInAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartSignInAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartSignInAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartSignInAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartSignInAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartSignInAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartSignInAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStepUpAnswer parses an HTTP response from a StepUpWithResponse call
+func ParseStepUpAnswer(rsp *http.Response) (*StepUpAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StepUpAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StepUpResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StepUpAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StepUpAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StepUpAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers StepUpAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StepUpAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StepUpAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StepUpAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartStepUpAnswer parses an HTTP response from a StartStepUpWithResponse call
+func ParseStartStepUpAnswer(rsp *http.Response) (*StartStepUpAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartStepUpAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartStepUpResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartStepUpAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartStepUpAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartStepUpAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartStepUpAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartStepUpAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartStepUpAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartStepUpAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMeAnswer parses an HTTP response from a GetMeWithResponse call
 func ParseGetMeAnswer(rsp *http.Response) (*GetMeAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21928,6 +30136,170 @@ func ParseRevokeApiKeyAnswer(rsp *http.Response) (*RevokeApiKeyAnswer, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeApiKeyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAuditEventsAnswer parses an HTTP response from a ListAuditEventsWithResponse call
+func ParseListAuditEventsAnswer(rsp *http.Response) (*ListAuditEventsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditEventsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListAuditEventsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAuditEventsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAuditEventsAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAuditEventsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAuditEventsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAuditEventsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAuditEventsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAuditEventsAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25149,6 +33521,532 @@ func ParseEnrichProfileAnswer(rsp *http.Response) (*EnrichProfileAnswer, error) 
 	return response, nil
 }
 
+// ParseListInvitationsAnswer parses an HTTP response from a ListInvitationsWithResponse call
+func ParseListInvitationsAnswer(rsp *http.Response) (*ListInvitationsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInvitationsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListInvitationsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListInvitationsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListInvitationsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListInvitationsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInvitationsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListInvitationsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInvitationsAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInviteMemberAnswer parses an HTTP response from a InviteMemberWithResponse call
+func ParseInviteMemberAnswer(rsp *http.Response) (*InviteMemberAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InviteMemberAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     InviteMemberResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers InviteMemberAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers InviteMemberAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers InviteMemberAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers InviteMemberAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers InviteMemberAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers InviteMemberAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers InviteMemberAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers InviteMemberAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers InviteMemberAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeInvitationAnswer parses an HTTP response from a RevokeInvitationWithResponse call
+func ParseRevokeInvitationAnswer(rsp *http.Response) (*RevokeInvitationAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeInvitationAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     RevokeInvitationResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RevokeInvitationAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevokeInvitationAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevokeInvitationAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeInvitationAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RevokeInvitationAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeInvitationAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevokeInvitationAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeInvitationAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListLedgerEntriesAnswer parses an HTTP response from a ListLedgerEntriesWithResponse call
 func ParseListLedgerEntriesAnswer(rsp *http.Response) (*ListLedgerEntriesAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -25300,6 +34198,549 @@ func ParseListLedgerEntriesAnswer(rsp *http.Response) (*ListLedgerEntriesAnswer,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListLedgerEntriesAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMembersAnswer parses an HTTP response from a ListMembersWithResponse call
+func ParseListMembersAnswer(rsp *http.Response) (*ListMembersAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMembersAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListMembersResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListMembersAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListMembersAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListMembersAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListMembersAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListMembersAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveMemberAnswer parses an HTTP response from a RemoveMemberWithResponse call
+func ParseRemoveMemberAnswer(rsp *http.Response) (*RemoveMemberAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveMemberAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     RemoveMemberResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RemoveMemberAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RemoveMemberAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RemoveMemberAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RemoveMemberAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RemoveMemberAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RemoveMemberAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RemoveMemberAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RemoveMemberAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RemoveMemberAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetMemberRoleAnswer parses an HTTP response from a SetMemberRoleWithResponse call
+func ParseSetMemberRoleAnswer(rsp *http.Response) (*SetMemberRoleAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetMemberRoleAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SetMemberRoleResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetMemberRoleAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetMemberRoleAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetMemberRoleAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetMemberRoleAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetMemberRoleAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetMemberRoleAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetMemberRoleAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetMemberRoleAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetMemberRoleAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetMemberRoleAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

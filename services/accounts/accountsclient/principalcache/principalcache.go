@@ -39,6 +39,7 @@ const (
 type Authenticator interface {
 	AuthenticateAPIKey(ctx context.Context, apiKey, clientID string) (principal.Principal, error)
 	AuthenticateSDKToken(ctx context.Context, sdkToken, clientID string) (principal.Principal, error)
+	AuthenticateSession(ctx context.Context, token string) (principal.Principal, error)
 	// ClientPrincipal reads a client's principal by its id, with no credential (the caller holds
 	// a grant of the client's, like the CAMARA facade's access tokens).
 	ClientPrincipal(ctx context.Context, clientID string) (principal.Principal, error)
@@ -157,6 +158,13 @@ func (c *Cache) AuthenticateAPIKey(ctx context.Context, apiKey, clientID string)
 // AuthenticateSDKToken implements principal.Authenticator.
 func (c *Cache) AuthenticateSDKToken(ctx context.Context, token, clientID string) (principal.Principal, error) {
 	return c.authenticate(ctx, 't', token, clientID, c.next.AuthenticateSDKToken)
+}
+
+// AuthenticateSession asks accounts every time: a session is never kept, since each use moves
+// its idle timeout and a person removed from a client must lose it at once. The console's
+// requests are a person's clicks, not an API client's volume.
+func (c *Cache) AuthenticateSession(ctx context.Context, token string) (principal.Principal, error) {
+	return c.next.AuthenticateSession(ctx, token)
 }
 
 // ClientPrincipal reads a client's principal by its id: kept like a credential's, and dropped

@@ -1434,11 +1434,124 @@ func (x *SetClientLowBalanceThresholdResponse) GetEffectiveLowBalanceThreshold()
 	return 0
 }
 
+type InviteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	Role          Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=mnv.accounts.v1.Role" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteUserRequest) Reset() {
+	*x = InviteUserRequest{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserRequest) ProtoMessage() {}
+
+func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserRequest.ProtoReflect.Descriptor instead.
+func (*InviteUserRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *InviteUserRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *InviteUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *InviteUserRequest) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+type InviteUserResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Invitation *Invitation            `protobuf:"bytes,1,opt,name=invitation,proto3" json:"invitation,omitempty"`
+	// The link to send the person, shown once.
+	Link          string `protobuf:"bytes,2,opt,name=link,proto3" json:"link,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteUserResponse) Reset() {
+	*x = InviteUserResponse{}
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteUserResponse) ProtoMessage() {}
+
+func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteUserResponse.ProtoReflect.Descriptor instead.
+func (*InviteUserResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *InviteUserResponse) GetInvitation() *Invitation {
+	if x != nil {
+		return x.Invitation
+	}
+	return nil
+}
+
+func (x *InviteUserResponse) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
 var File_mnv_accounts_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x8a\x01\n" +
+	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/accounts/v1/people.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x8a\x01\n" +
 	"\x05Price\x12/\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
 	"\avariant\x18\x02 \x01(\tR\avariant\x12\x16\n" +
@@ -1543,7 +1656,16 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"$SetClientLowBalanceThresholdResponse\x127\n" +
 	"\x15low_balance_threshold\x18\x01 \x01(\x03H\x00R\x13lowBalanceThreshold\x88\x01\x01\x12E\n" +
 	"\x1feffective_low_balance_threshold\x18\x02 \x01(\x03R\x1ceffectiveLowBalanceThresholdB\x18\n" +
-	"\x16_low_balance_threshold2\x81\n" +
+	"\x16_low_balance_threshold\"q\n" +
+	"\x11InviteUserRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12)\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x15.mnv.accounts.v1.RoleR\x04role\"e\n" +
+	"\x12InviteUserResponse\x12;\n" +
+	"\n" +
+	"invitation\x18\x01 \x01(\v2\x1b.mnv.accounts.v1.InvitationR\n" +
+	"invitation\x12\x12\n" +
+	"\x04link\x18\x02 \x01(\tR\x04link2\xe0\n" +
 	"\n" +
 	"\x14AccountsAdminService\x12c\n" +
 	"\fCreateClient\x12$.mnv.accounts.v1.CreateClientRequest\x1a%.mnv.accounts.v1.CreateClientResponse\"\x06\xca\xf3\x18\x02\b\x05\x12i\n" +
@@ -1556,7 +1678,9 @@ const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\x13SetClientWebOrigins\x12+.mnv.accounts.v1.SetClientWebOriginsRequest\x1a,.mnv.accounts.v1.SetClientWebOriginsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12~\n" +
 	"\x15SetClientRedirectUris\x12-.mnv.accounts.v1.SetClientRedirectUrisRequest\x1a..mnv.accounts.v1.SetClientRedirectUrisResponse\"\x06\xca\xf3\x18\x02\b\x05\x12u\n" +
 	"\x12SetClientOperators\x12*.mnv.accounts.v1.SetClientOperatorsRequest\x1a+.mnv.accounts.v1.SetClientOperatorsResponse\"\x06\xca\xf3\x18\x02\b\x05\x12\x93\x01\n" +
-	"\x1cSetClientLowBalanceThreshold\x124.mnv.accounts.v1.SetClientLowBalanceThresholdRequest\x1a5.mnv.accounts.v1.SetClientLowBalanceThresholdResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x1cSetClientLowBalanceThreshold\x124.mnv.accounts.v1.SetClientLowBalanceThresholdRequest\x1a5.mnv.accounts.v1.SetClientLowBalanceThresholdResponse\"\x06\xca\xf3\x18\x02\b\x05\x12]\n" +
+	"\n" +
+	"InviteUser\x12\".mnv.accounts.v1.InviteUserRequest\x1a#.mnv.accounts.v1.InviteUserResponse\"\x06\xca\xf3\x18\x02\b\x05B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_admin_proto_rawDescOnce sync.Once
@@ -1570,7 +1694,7 @@ func file_mnv_accounts_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_admin_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_mnv_accounts_v1_admin_proto_goTypes = []any{
 	(*Price)(nil),                                // 0: mnv.accounts.v1.Price
 	(*ClientDetails)(nil),                        // 1: mnv.accounts.v1.ClientDetails
@@ -1596,63 +1720,71 @@ var file_mnv_accounts_v1_admin_proto_goTypes = []any{
 	(*SetClientOperatorsResponse)(nil),           // 21: mnv.accounts.v1.SetClientOperatorsResponse
 	(*SetClientLowBalanceThresholdRequest)(nil),  // 22: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
 	(*SetClientLowBalanceThresholdResponse)(nil), // 23: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	(LedgerKind)(0),                              // 24: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                               // 25: mnv.accounts.v1.Client
-	(*timestamppb.Timestamp)(nil),                // 26: google.protobuf.Timestamp
-	(*OperatorEnablement)(nil),                   // 27: mnv.accounts.v1.OperatorEnablement
-	(Feature)(0),                                 // 28: mnv.accounts.v1.Feature
-	(*LedgerEntry)(nil),                          // 29: mnv.accounts.v1.LedgerEntry
-	(ClientStatus)(0),                            // 30: mnv.accounts.v1.ClientStatus
+	(*InviteUserRequest)(nil),                    // 24: mnv.accounts.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),                   // 25: mnv.accounts.v1.InviteUserResponse
+	(LedgerKind)(0),                              // 26: mnv.accounts.v1.LedgerKind
+	(*Client)(nil),                               // 27: mnv.accounts.v1.Client
+	(*timestamppb.Timestamp)(nil),                // 28: google.protobuf.Timestamp
+	(*OperatorEnablement)(nil),                   // 29: mnv.accounts.v1.OperatorEnablement
+	(Feature)(0),                                 // 30: mnv.accounts.v1.Feature
+	(*LedgerEntry)(nil),                          // 31: mnv.accounts.v1.LedgerEntry
+	(ClientStatus)(0),                            // 32: mnv.accounts.v1.ClientStatus
+	(Role)(0),                                    // 33: mnv.accounts.v1.Role
+	(*Invitation)(nil),                           // 34: mnv.accounts.v1.Invitation
 }
 var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
-	24, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
-	25, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
+	26, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
+	27, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
 	0,  // 2: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
-	26, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
-	27, // 4: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	26, // 5: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	28, // 6: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
-	25, // 7: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
+	28, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
+	29, // 4: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	28, // 5: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	30, // 6: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
+	27, // 7: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
 	1,  // 8: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
-	25, // 9: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
-	26, // 10: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	25, // 11: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
-	29, // 12: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
-	30, // 13: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
-	25, // 14: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
-	28, // 15: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
-	25, // 16: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
-	24, // 17: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	27, // 9: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
+	28, // 10: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 11: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
+	31, // 12: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
+	32, // 13: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
+	27, // 14: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
+	30, // 15: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
+	27, // 16: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
+	26, // 17: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
 	0,  // 18: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
-	27, // 19: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	27, // 20: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	2,  // 21: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
-	4,  // 22: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
-	6,  // 23: mnv.accounts.v1.AccountsAdminService.ListClients:input_type -> mnv.accounts.v1.ListClientsRequest
-	8,  // 24: mnv.accounts.v1.AccountsAdminService.TopUpBalance:input_type -> mnv.accounts.v1.TopUpBalanceRequest
-	10, // 25: mnv.accounts.v1.AccountsAdminService.SetClientStatus:input_type -> mnv.accounts.v1.SetClientStatusRequest
-	12, // 26: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
-	14, // 27: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
-	16, // 28: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
-	18, // 29: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:input_type -> mnv.accounts.v1.SetClientRedirectUrisRequest
-	20, // 30: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
-	22, // 31: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
-	3,  // 32: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
-	5,  // 33: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
-	7,  // 34: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
-	9,  // 35: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
-	11, // 36: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
-	13, // 37: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
-	15, // 38: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
-	17, // 39: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
-	19, // 40: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:output_type -> mnv.accounts.v1.SetClientRedirectUrisResponse
-	21, // 41: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
-	23, // 42: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	32, // [32:43] is the sub-list for method output_type
-	21, // [21:32] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	29, // 19: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	29, // 20: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	33, // 21: mnv.accounts.v1.InviteUserRequest.role:type_name -> mnv.accounts.v1.Role
+	34, // 22: mnv.accounts.v1.InviteUserResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	2,  // 23: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
+	4,  // 24: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
+	6,  // 25: mnv.accounts.v1.AccountsAdminService.ListClients:input_type -> mnv.accounts.v1.ListClientsRequest
+	8,  // 26: mnv.accounts.v1.AccountsAdminService.TopUpBalance:input_type -> mnv.accounts.v1.TopUpBalanceRequest
+	10, // 27: mnv.accounts.v1.AccountsAdminService.SetClientStatus:input_type -> mnv.accounts.v1.SetClientStatusRequest
+	12, // 28: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
+	14, // 29: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
+	16, // 30: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
+	18, // 31: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:input_type -> mnv.accounts.v1.SetClientRedirectUrisRequest
+	20, // 32: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
+	22, // 33: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	24, // 34: mnv.accounts.v1.AccountsAdminService.InviteUser:input_type -> mnv.accounts.v1.InviteUserRequest
+	3,  // 35: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
+	5,  // 36: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
+	7,  // 37: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
+	9,  // 38: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
+	11, // 39: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
+	13, // 40: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
+	15, // 41: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
+	17, // 42: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
+	19, // 43: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:output_type -> mnv.accounts.v1.SetClientRedirectUrisResponse
+	21, // 44: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
+	23, // 45: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	25, // 46: mnv.accounts.v1.AccountsAdminService.InviteUser:output_type -> mnv.accounts.v1.InviteUserResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_admin_proto_init() }
@@ -1660,6 +1792,7 @@ func file_mnv_accounts_v1_admin_proto_init() {
 	if File_mnv_accounts_v1_admin_proto != nil {
 		return
 	}
+	file_mnv_accounts_v1_people_proto_init()
 	file_mnv_accounts_v1_types_proto_init()
 	file_mnv_accounts_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[6].OneofWrappers = []any{}
@@ -1673,7 +1806,7 @@ func file_mnv_accounts_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_admin_proto_rawDesc), len(file_mnv_accounts_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

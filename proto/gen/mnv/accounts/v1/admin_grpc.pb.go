@@ -30,6 +30,7 @@ const (
 	AccountsAdminService_SetClientRedirectUris_FullMethodName        = "/mnv.accounts.v1.AccountsAdminService/SetClientRedirectUris"
 	AccountsAdminService_SetClientOperators_FullMethodName           = "/mnv.accounts.v1.AccountsAdminService/SetClientOperators"
 	AccountsAdminService_SetClientLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsAdminService/SetClientLowBalanceThreshold"
+	AccountsAdminService_InviteUser_FullMethodName                   = "/mnv.accounts.v1.AccountsAdminService/InviteUser"
 )
 
 // AccountsAdminServiceClient is the client API for AccountsAdminService service.
@@ -59,6 +60,9 @@ type AccountsAdminServiceClient interface {
 	SetClientOperators(ctx context.Context, in *SetClientOperatorsRequest, opts ...grpc.CallOption) (*SetClientOperatorsResponse, error)
 	// Sets or clears the client's own threshold of the balance.low event.
 	SetClientLowBalanceThreshold(ctx context.Context, in *SetClientLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetClientLowBalanceThresholdResponse, error)
+	// Invites a person to a client with a role: the first person of a new client, or a recovery
+	// (a new passkey) for a person who lost theirs. The link is in the answer once.
+	InviteUser(ctx context.Context, in *InviteUserRequest, opts ...grpc.CallOption) (*InviteUserResponse, error)
 }
 
 type accountsAdminServiceClient struct {
@@ -179,6 +183,16 @@ func (c *accountsAdminServiceClient) SetClientLowBalanceThreshold(ctx context.Co
 	return out, nil
 }
 
+func (c *accountsAdminServiceClient) InviteUser(ctx context.Context, in *InviteUserRequest, opts ...grpc.CallOption) (*InviteUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InviteUserResponse)
+	err := c.cc.Invoke(ctx, AccountsAdminService_InviteUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsAdminServiceServer is the server API for AccountsAdminService service.
 // All implementations must embed UnimplementedAccountsAdminServiceServer
 // for forward compatibility.
@@ -206,6 +220,9 @@ type AccountsAdminServiceServer interface {
 	SetClientOperators(context.Context, *SetClientOperatorsRequest) (*SetClientOperatorsResponse, error)
 	// Sets or clears the client's own threshold of the balance.low event.
 	SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error)
+	// Invites a person to a client with a role: the first person of a new client, or a recovery
+	// (a new passkey) for a person who lost theirs. The link is in the answer once.
+	InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error)
 	mustEmbedUnimplementedAccountsAdminServiceServer()
 }
 
@@ -248,6 +265,9 @@ func (UnimplementedAccountsAdminServiceServer) SetClientOperators(context.Contex
 }
 func (UnimplementedAccountsAdminServiceServer) SetClientLowBalanceThreshold(context.Context, *SetClientLowBalanceThresholdRequest) (*SetClientLowBalanceThresholdResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetClientLowBalanceThreshold not implemented")
+}
+func (UnimplementedAccountsAdminServiceServer) InviteUser(context.Context, *InviteUserRequest) (*InviteUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InviteUser not implemented")
 }
 func (UnimplementedAccountsAdminServiceServer) mustEmbedUnimplementedAccountsAdminServiceServer() {}
 func (UnimplementedAccountsAdminServiceServer) testEmbeddedByValue()                              {}
@@ -468,6 +488,24 @@ func _AccountsAdminService_SetClientLowBalanceThreshold_Handler(srv interface{},
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsAdminService_InviteUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InviteUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsAdminServiceServer).InviteUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsAdminService_InviteUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsAdminServiceServer).InviteUser(ctx, req.(*InviteUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsAdminService_ServiceDesc is the grpc.ServiceDesc for AccountsAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -518,6 +556,10 @@ var AccountsAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetClientLowBalanceThreshold",
 			Handler:    _AccountsAdminService_SetClientLowBalanceThreshold_Handler,
+		},
+		{
+			MethodName: "InviteUser",
+			Handler:    _AccountsAdminService_InviteUser_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -392,6 +392,231 @@ func (x *AuthenticateSdkTokenResponse) GetPrincipal() *v1.Principal {
 	return nil
 }
 
+type AuthenticateSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionToken  string                 `protobuf:"bytes,1,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSessionRequest) Reset() {
+	*x = AuthenticateSessionRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSessionRequest) ProtoMessage() {}
+
+func (x *AuthenticateSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSessionRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateSessionRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AuthenticateSessionRequest) GetSessionToken() string {
+	if x != nil {
+		return x.SessionToken
+	}
+	return ""
+}
+
+type AuthenticateSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *v1.Principal          `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateSessionResponse) Reset() {
+	*x = AuthenticateSessionResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateSessionResponse) ProtoMessage() {}
+
+func (x *AuthenticateSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateSessionResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateSessionResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AuthenticateSessionResponse) GetPrincipal() *v1.Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+type RecordAuditRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClientId  string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	UserId    string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The operation id of the route ("CreateApiKey") and the id it named, if any.
+	Action        string `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	Target        string `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
+	Status        int32  `protobuf:"varint,6,opt,name=status,proto3" json:"status,omitempty"`
+	ClientAddress string `protobuf:"bytes,7,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	UserAgent     string `protobuf:"bytes,8,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordAuditRequest) Reset() {
+	*x = RecordAuditRequest{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAuditRequest) ProtoMessage() {}
+
+func (x *RecordAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAuditRequest.ProtoReflect.Descriptor instead.
+func (*RecordAuditRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RecordAuditRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *RecordAuditRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
+}
+
+type RecordAuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordAuditResponse) Reset() {
+	*x = RecordAuditResponse{}
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAuditResponse) ProtoMessage() {}
+
+func (x *RecordAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAuditResponse.ProtoReflect.Descriptor instead.
+func (*RecordAuditResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+}
+
 type DebitRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -408,7 +633,7 @@ type DebitRequest struct {
 
 func (x *DebitRequest) Reset() {
 	*x = DebitRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +645,7 @@ func (x *DebitRequest) String() string {
 func (*DebitRequest) ProtoMessage() {}
 
 func (x *DebitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +658,7 @@ func (x *DebitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitRequest.ProtoReflect.Descriptor instead.
 func (*DebitRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{6}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DebitRequest) GetClientId() string {
@@ -486,7 +711,7 @@ type DebitResponse struct {
 
 func (x *DebitResponse) Reset() {
 	*x = DebitResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +723,7 @@ func (x *DebitResponse) String() string {
 func (*DebitResponse) ProtoMessage() {}
 
 func (x *DebitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +736,7 @@ func (x *DebitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitResponse.ProtoReflect.Descriptor instead.
 func (*DebitResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{7}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DebitResponse) GetEntryId() string {
@@ -559,7 +784,7 @@ type DebitManyRequest struct {
 
 func (x *DebitManyRequest) Reset() {
 	*x = DebitManyRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +796,7 @@ func (x *DebitManyRequest) String() string {
 func (*DebitManyRequest) ProtoMessage() {}
 
 func (x *DebitManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +809,7 @@ func (x *DebitManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitManyRequest.ProtoReflect.Descriptor instead.
 func (*DebitManyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{8}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DebitManyRequest) GetDebits() []*DebitRequest {
@@ -604,7 +829,7 @@ type DebitManyResponse struct {
 
 func (x *DebitManyResponse) Reset() {
 	*x = DebitManyResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +841,7 @@ func (x *DebitManyResponse) String() string {
 func (*DebitManyResponse) ProtoMessage() {}
 
 func (x *DebitManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +854,7 @@ func (x *DebitManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitManyResponse.ProtoReflect.Descriptor instead.
 func (*DebitManyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DebitManyResponse) GetOutcomes() []*DebitOutcome {
@@ -652,7 +877,7 @@ type DebitOutcome struct {
 
 func (x *DebitOutcome) Reset() {
 	*x = DebitOutcome{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +889,7 @@ func (x *DebitOutcome) String() string {
 func (*DebitOutcome) ProtoMessage() {}
 
 func (x *DebitOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +902,7 @@ func (x *DebitOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitOutcome.ProtoReflect.Descriptor instead.
 func (*DebitOutcome) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DebitOutcome) GetResult() isDebitOutcome_Result {
@@ -737,7 +962,7 @@ type DebitFailure struct {
 
 func (x *DebitFailure) Reset() {
 	*x = DebitFailure{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +974,7 @@ func (x *DebitFailure) String() string {
 func (*DebitFailure) ProtoMessage() {}
 
 func (x *DebitFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +987,7 @@ func (x *DebitFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebitFailure.ProtoReflect.Descriptor instead.
 func (*DebitFailure) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DebitFailure) GetCode() uint32 {
@@ -805,7 +1030,7 @@ type RefundRequest struct {
 
 func (x *RefundRequest) Reset() {
 	*x = RefundRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +1042,7 @@ func (x *RefundRequest) String() string {
 func (*RefundRequest) ProtoMessage() {}
 
 func (x *RefundRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +1055,7 @@ func (x *RefundRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundRequest.ProtoReflect.Descriptor instead.
 func (*RefundRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RefundRequest) GetClientId() string {
@@ -866,7 +1091,7 @@ type RefundResponse struct {
 
 func (x *RefundResponse) Reset() {
 	*x = RefundResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1103,7 @@ func (x *RefundResponse) String() string {
 func (*RefundResponse) ProtoMessage() {}
 
 func (x *RefundResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1116,7 @@ func (x *RefundResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundResponse.ProtoReflect.Descriptor instead.
 func (*RefundResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{13}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RefundResponse) GetEntryId() string {
@@ -931,7 +1156,7 @@ type GetBalanceRequest struct {
 
 func (x *GetBalanceRequest) Reset() {
 	*x = GetBalanceRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1168,7 @@ func (x *GetBalanceRequest) String() string {
 func (*GetBalanceRequest) ProtoMessage() {}
 
 func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1181,7 @@ func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
 func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{14}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetBalanceRequest) GetClientId() string {
@@ -977,7 +1202,7 @@ type GetBalanceResponse struct {
 
 func (x *GetBalanceResponse) Reset() {
 	*x = GetBalanceResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1214,7 @@ func (x *GetBalanceResponse) String() string {
 func (*GetBalanceResponse) ProtoMessage() {}
 
 func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1227,7 @@ func (x *GetBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceResponse.ProtoReflect.Descriptor instead.
 func (*GetBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{15}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetBalanceResponse) GetBalance() int64 {
@@ -1037,7 +1262,7 @@ type CheckWebOriginRequest struct {
 
 func (x *CheckWebOriginRequest) Reset() {
 	*x = CheckWebOriginRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1274,7 @@ func (x *CheckWebOriginRequest) String() string {
 func (*CheckWebOriginRequest) ProtoMessage() {}
 
 func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1287,7 @@ func (x *CheckWebOriginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckWebOriginRequest) GetClientId() string {
@@ -1088,7 +1313,7 @@ type CheckWebOriginResponse struct {
 
 func (x *CheckWebOriginResponse) Reset() {
 	*x = CheckWebOriginResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1325,7 @@ func (x *CheckWebOriginResponse) String() string {
 func (*CheckWebOriginResponse) ProtoMessage() {}
 
 func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1338,7 @@ func (x *CheckWebOriginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebOriginResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebOriginResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckWebOriginResponse) GetAllowed() bool {
@@ -1134,7 +1359,7 @@ type CheckRedirectUriRequest struct {
 
 func (x *CheckRedirectUriRequest) Reset() {
 	*x = CheckRedirectUriRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1371,7 @@ func (x *CheckRedirectUriRequest) String() string {
 func (*CheckRedirectUriRequest) ProtoMessage() {}
 
 func (x *CheckRedirectUriRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1384,7 @@ func (x *CheckRedirectUriRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRedirectUriRequest.ProtoReflect.Descriptor instead.
 func (*CheckRedirectUriRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckRedirectUriRequest) GetClientId() string {
@@ -1187,7 +1412,7 @@ type CheckRedirectUriResponse struct {
 
 func (x *CheckRedirectUriResponse) Reset() {
 	*x = CheckRedirectUriResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1424,7 @@ func (x *CheckRedirectUriResponse) String() string {
 func (*CheckRedirectUriResponse) ProtoMessage() {}
 
 func (x *CheckRedirectUriResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1437,7 @@ func (x *CheckRedirectUriResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRedirectUriResponse.ProtoReflect.Descriptor instead.
 func (*CheckRedirectUriResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckRedirectUriResponse) GetAllowed() bool {
@@ -1239,7 +1464,7 @@ type AuthenticateClientSecretRequest struct {
 
 func (x *AuthenticateClientSecretRequest) Reset() {
 	*x = AuthenticateClientSecretRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1476,7 @@ func (x *AuthenticateClientSecretRequest) String() string {
 func (*AuthenticateClientSecretRequest) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1489,7 @@ func (x *AuthenticateClientSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AuthenticateClientSecretRequest) GetClientId() string {
@@ -1290,7 +1515,7 @@ type AuthenticateClientSecretResponse struct {
 
 func (x *AuthenticateClientSecretResponse) Reset() {
 	*x = AuthenticateClientSecretResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1527,7 @@ func (x *AuthenticateClientSecretResponse) String() string {
 func (*AuthenticateClientSecretResponse) ProtoMessage() {}
 
 func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1540,7 @@ func (x *AuthenticateClientSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthenticateClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*AuthenticateClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AuthenticateClientSecretResponse) GetPrincipal() *v1.Principal {
@@ -1334,7 +1559,7 @@ type GetClientPrincipalRequest struct {
 
 func (x *GetClientPrincipalRequest) Reset() {
 	*x = GetClientPrincipalRequest{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1571,7 @@ func (x *GetClientPrincipalRequest) String() string {
 func (*GetClientPrincipalRequest) ProtoMessage() {}
 
 func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1584,7 @@ func (x *GetClientPrincipalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalRequest.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetClientPrincipalRequest) GetClientId() string {
@@ -1378,7 +1603,7 @@ type GetClientPrincipalResponse struct {
 
 func (x *GetClientPrincipalResponse) Reset() {
 	*x = GetClientPrincipalResponse{}
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1615,7 @@ func (x *GetClientPrincipalResponse) String() string {
 func (*GetClientPrincipalResponse) ProtoMessage() {}
 
 func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_internal_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1628,7 @@ func (x *GetClientPrincipalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientPrincipalResponse.ProtoReflect.Descriptor instead.
 func (*GetClientPrincipalResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{23}
+	return file_mnv_accounts_v1_internal_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetClientPrincipalResponse) GetPrincipal() *v1.Principal {
@@ -1440,7 +1665,23 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\tsdk_token\x18\x01 \x01(\tR\bsdkToken\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\"Y\n" +
 	"\x1cAuthenticateSdkTokenResponse\x129\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"\xcb\x01\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"A\n" +
+	"\x1aAuthenticateSessionRequest\x12#\n" +
+	"\rsession_token\x18\x01 \x01(\tR\fsessionToken\"X\n" +
+	"\x1bAuthenticateSessionResponse\x129\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"\xf7\x01\n" +
+	"\x12RecordAuditRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12\x16\n" +
+	"\x06target\x18\x05 \x01(\tR\x06target\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\x05R\x06status\x12%\n" +
+	"\x0eclient_address\x18\a \x01(\tR\rclientAddress\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\b \x01(\tR\tuserAgent\"\x15\n" +
+	"\x13RecordAuditResponse\"\xcb\x01\n" +
 	"\fDebitRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12/\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
@@ -1506,10 +1747,12 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x19GetClientPrincipalRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"W\n" +
 	"\x1aGetClientPrincipalResponse\x129\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal2\xd2\t\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal2\xb6\v\n" +
 	"\x17AccountsInternalService\x12h\n" +
 	"\fAuthenticate\x12$.mnv.accounts.v1.AuthenticateRequest\x1a%.mnv.accounts.v1.AuthenticateResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12\x80\x01\n" +
-	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12R\n" +
+	"\x14AuthenticateSdkToken\x12,.mnv.accounts.v1.AuthenticateSdkTokenRequest\x1a-.mnv.accounts.v1.AuthenticateSdkTokenResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12}\n" +
+	"\x13AuthenticateSession\x12+.mnv.accounts.v1.AuthenticateSessionRequest\x1a,.mnv.accounts.v1.AuthenticateSessionResponse\"\v\xca\xf3\x18\a\b\x04\x12\x03\x01\x02\x03\x12c\n" +
+	"\vRecordAudit\x12#.mnv.accounts.v1.RecordAuditRequest\x1a$.mnv.accounts.v1.RecordAuditResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12R\n" +
 	"\x05Debit\x12\x1d.mnv.accounts.v1.DebitRequest\x1a\x1e.mnv.accounts.v1.DebitResponse\"\n" +
 	"\xca\xf3\x18\x06\b\x04\x12\x02\x02\x03\x12^\n" +
 	"\tDebitMany\x12!.mnv.accounts.v1.DebitManyRequest\x1a\".mnv.accounts.v1.DebitManyResponse\"\n" +
@@ -1538,7 +1781,7 @@ func file_mnv_accounts_v1_internal_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_internal_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_mnv_accounts_v1_internal_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(WatchPrincipalsResponse_Kind)(0),        // 0: mnv.accounts.v1.WatchPrincipalsResponse.Kind
 	(*WatchPrincipalsRequest)(nil),           // 1: mnv.accounts.v1.WatchPrincipalsRequest
@@ -1547,70 +1790,79 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*AuthenticateResponse)(nil),             // 4: mnv.accounts.v1.AuthenticateResponse
 	(*AuthenticateSdkTokenRequest)(nil),      // 5: mnv.accounts.v1.AuthenticateSdkTokenRequest
 	(*AuthenticateSdkTokenResponse)(nil),     // 6: mnv.accounts.v1.AuthenticateSdkTokenResponse
-	(*DebitRequest)(nil),                     // 7: mnv.accounts.v1.DebitRequest
-	(*DebitResponse)(nil),                    // 8: mnv.accounts.v1.DebitResponse
-	(*DebitManyRequest)(nil),                 // 9: mnv.accounts.v1.DebitManyRequest
-	(*DebitManyResponse)(nil),                // 10: mnv.accounts.v1.DebitManyResponse
-	(*DebitOutcome)(nil),                     // 11: mnv.accounts.v1.DebitOutcome
-	(*DebitFailure)(nil),                     // 12: mnv.accounts.v1.DebitFailure
-	(*RefundRequest)(nil),                    // 13: mnv.accounts.v1.RefundRequest
-	(*RefundResponse)(nil),                   // 14: mnv.accounts.v1.RefundResponse
-	(*GetBalanceRequest)(nil),                // 15: mnv.accounts.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),               // 16: mnv.accounts.v1.GetBalanceResponse
-	(*CheckWebOriginRequest)(nil),            // 17: mnv.accounts.v1.CheckWebOriginRequest
-	(*CheckWebOriginResponse)(nil),           // 18: mnv.accounts.v1.CheckWebOriginResponse
-	(*CheckRedirectUriRequest)(nil),          // 19: mnv.accounts.v1.CheckRedirectUriRequest
-	(*CheckRedirectUriResponse)(nil),         // 20: mnv.accounts.v1.CheckRedirectUriResponse
-	(*AuthenticateClientSecretRequest)(nil),  // 21: mnv.accounts.v1.AuthenticateClientSecretRequest
-	(*AuthenticateClientSecretResponse)(nil), // 22: mnv.accounts.v1.AuthenticateClientSecretResponse
-	(*GetClientPrincipalRequest)(nil),        // 23: mnv.accounts.v1.GetClientPrincipalRequest
-	(*GetClientPrincipalResponse)(nil),       // 24: mnv.accounts.v1.GetClientPrincipalResponse
-	(*durationpb.Duration)(nil),              // 25: google.protobuf.Duration
-	(*v1.Principal)(nil),                     // 26: mnv.principal.v1.Principal
-	(LedgerKind)(0),                          // 27: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 28: google.protobuf.Timestamp
+	(*AuthenticateSessionRequest)(nil),       // 7: mnv.accounts.v1.AuthenticateSessionRequest
+	(*AuthenticateSessionResponse)(nil),      // 8: mnv.accounts.v1.AuthenticateSessionResponse
+	(*RecordAuditRequest)(nil),               // 9: mnv.accounts.v1.RecordAuditRequest
+	(*RecordAuditResponse)(nil),              // 10: mnv.accounts.v1.RecordAuditResponse
+	(*DebitRequest)(nil),                     // 11: mnv.accounts.v1.DebitRequest
+	(*DebitResponse)(nil),                    // 12: mnv.accounts.v1.DebitResponse
+	(*DebitManyRequest)(nil),                 // 13: mnv.accounts.v1.DebitManyRequest
+	(*DebitManyResponse)(nil),                // 14: mnv.accounts.v1.DebitManyResponse
+	(*DebitOutcome)(nil),                     // 15: mnv.accounts.v1.DebitOutcome
+	(*DebitFailure)(nil),                     // 16: mnv.accounts.v1.DebitFailure
+	(*RefundRequest)(nil),                    // 17: mnv.accounts.v1.RefundRequest
+	(*RefundResponse)(nil),                   // 18: mnv.accounts.v1.RefundResponse
+	(*GetBalanceRequest)(nil),                // 19: mnv.accounts.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),               // 20: mnv.accounts.v1.GetBalanceResponse
+	(*CheckWebOriginRequest)(nil),            // 21: mnv.accounts.v1.CheckWebOriginRequest
+	(*CheckWebOriginResponse)(nil),           // 22: mnv.accounts.v1.CheckWebOriginResponse
+	(*CheckRedirectUriRequest)(nil),          // 23: mnv.accounts.v1.CheckRedirectUriRequest
+	(*CheckRedirectUriResponse)(nil),         // 24: mnv.accounts.v1.CheckRedirectUriResponse
+	(*AuthenticateClientSecretRequest)(nil),  // 25: mnv.accounts.v1.AuthenticateClientSecretRequest
+	(*AuthenticateClientSecretResponse)(nil), // 26: mnv.accounts.v1.AuthenticateClientSecretResponse
+	(*GetClientPrincipalRequest)(nil),        // 27: mnv.accounts.v1.GetClientPrincipalRequest
+	(*GetClientPrincipalResponse)(nil),       // 28: mnv.accounts.v1.GetClientPrincipalResponse
+	(*durationpb.Duration)(nil),              // 29: google.protobuf.Duration
+	(*v1.Principal)(nil),                     // 30: mnv.principal.v1.Principal
+	(LedgerKind)(0),                          // 31: mnv.accounts.v1.LedgerKind
+	(*timestamppb.Timestamp)(nil),            // 32: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
-	25, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
-	26, // 2: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.principal.v1.Principal
-	26, // 3: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.principal.v1.Principal
-	27, // 4: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	28, // 5: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 6: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
-	11, // 7: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
-	8,  // 8: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
-	12, // 9: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
-	28, // 10: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	26, // 11: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.principal.v1.Principal
-	26, // 12: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.principal.v1.Principal
-	3,  // 13: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	5,  // 14: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	7,  // 15: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	9,  // 16: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
-	13, // 17: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	15, // 18: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	21, // 19: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	23, // 20: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
-	17, // 21: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	19, // 22: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
-	1,  // 23: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	4,  // 24: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	6,  // 25: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	8,  // 26: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	10, // 27: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
-	14, // 28: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	16, // 29: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	22, // 30: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	24, // 31: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
-	18, // 32: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	20, // 33: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
-	2,  // 34: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	24, // [24:35] is the sub-list for method output_type
-	13, // [13:24] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	29, // 1: mnv.accounts.v1.WatchPrincipalsResponse.heartbeat_every:type_name -> google.protobuf.Duration
+	30, // 2: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.principal.v1.Principal
+	30, // 3: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.principal.v1.Principal
+	30, // 4: mnv.accounts.v1.AuthenticateSessionResponse.principal:type_name -> mnv.principal.v1.Principal
+	31, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	32, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	11, // 7: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
+	15, // 8: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
+	12, // 9: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
+	16, // 10: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
+	32, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.principal.v1.Principal
+	30, // 13: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.principal.v1.Principal
+	3,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	5,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	7,  // 16: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:input_type -> mnv.accounts.v1.AuthenticateSessionRequest
+	9,  // 17: mnv.accounts.v1.AccountsInternalService.RecordAudit:input_type -> mnv.accounts.v1.RecordAuditRequest
+	11, // 18: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	13, // 19: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
+	17, // 20: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	19, // 21: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	25, // 22: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	27, // 23: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	21, // 24: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	23, // 25: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
+	1,  // 26: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	4,  // 27: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	6,  // 28: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	8,  // 29: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:output_type -> mnv.accounts.v1.AuthenticateSessionResponse
+	10, // 30: mnv.accounts.v1.AccountsInternalService.RecordAudit:output_type -> mnv.accounts.v1.RecordAuditResponse
+	12, // 31: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	14, // 32: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
+	18, // 33: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	20, // 34: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	26, // 35: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	28, // 36: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	22, // 37: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	24, // 38: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
+	2,  // 39: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	27, // [27:40] is the sub-list for method output_type
+	14, // [14:27] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }
@@ -1619,19 +1871,19 @@ func file_mnv_accounts_v1_internal_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_internal_proto_msgTypes[6].OneofWrappers = []any{}
-	file_mnv_accounts_v1_internal_proto_msgTypes[10].OneofWrappers = []any{
+	file_mnv_accounts_v1_internal_proto_msgTypes[10].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[14].OneofWrappers = []any{
 		(*DebitOutcome_Debit)(nil),
 		(*DebitOutcome_Failure)(nil),
 	}
-	file_mnv_accounts_v1_internal_proto_msgTypes[12].OneofWrappers = []any{}
+	file_mnv_accounts_v1_internal_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_internal_proto_rawDesc), len(file_mnv_accounts_v1_internal_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

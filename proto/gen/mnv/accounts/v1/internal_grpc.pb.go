@@ -21,6 +21,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AccountsInternalService_Authenticate_FullMethodName             = "/mnv.accounts.v1.AccountsInternalService/Authenticate"
 	AccountsInternalService_AuthenticateSdkToken_FullMethodName     = "/mnv.accounts.v1.AccountsInternalService/AuthenticateSdkToken"
+	AccountsInternalService_AuthenticateSession_FullMethodName      = "/mnv.accounts.v1.AccountsInternalService/AuthenticateSession"
+	AccountsInternalService_RecordAudit_FullMethodName              = "/mnv.accounts.v1.AccountsInternalService/RecordAudit"
 	AccountsInternalService_Debit_FullMethodName                    = "/mnv.accounts.v1.AccountsInternalService/Debit"
 	AccountsInternalService_DebitMany_FullMethodName                = "/mnv.accounts.v1.AccountsInternalService/DebitMany"
 	AccountsInternalService_Refund_FullMethodName                   = "/mnv.accounts.v1.AccountsInternalService/Refund"
@@ -48,6 +50,14 @@ type AccountsInternalServiceClient interface {
 	Authenticate(ctx context.Context, in *AuthenticateRequest, opts ...grpc.CallOption) (*AuthenticateResponse, error)
 	// Resolves an SDK token (which must belong to the given client) to a principal.
 	AuthenticateSdkToken(ctx context.Context, in *AuthenticateSdkTokenRequest, opts ...grpc.CallOption) (*AuthenticateSdkTokenResponse, error)
+	// Resolves a person's console session (the cookie's value) to its principal, and records that
+	// it was used: a session idle longer than its idle timeout, or past its absolute end, or
+	// whose person left the client, is UNAUTHENTICATED. Never cached by the callers: each use
+	// moves the idle timeout.
+	AuthenticateSession(ctx context.Context, in *AuthenticateSessionRequest, opts ...grpc.CallOption) (*AuthenticateSessionResponse, error)
+	// Records what a person did through the console's session (the gateway, after the call):
+	// the audit log of docs/api-decisions.md#console.
+	RecordAudit(ctx context.Context, in *RecordAuditRequest, opts ...grpc.CallOption) (*RecordAuditResponse, error)
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.
 	Debit(ctx context.Context, in *DebitRequest, opts ...grpc.CallOption) (*DebitResponse, error)
@@ -105,6 +115,26 @@ func (c *accountsInternalServiceClient) AuthenticateSdkToken(ctx context.Context
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AuthenticateSdkTokenResponse)
 	err := c.cc.Invoke(ctx, AccountsInternalService_AuthenticateSdkToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsInternalServiceClient) AuthenticateSession(ctx context.Context, in *AuthenticateSessionRequest, opts ...grpc.CallOption) (*AuthenticateSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuthenticateSessionResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_AuthenticateSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsInternalServiceClient) RecordAudit(ctx context.Context, in *RecordAuditRequest, opts ...grpc.CallOption) (*RecordAuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordAuditResponse)
+	err := c.cc.Invoke(ctx, AccountsInternalService_RecordAudit_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +256,14 @@ type AccountsInternalServiceServer interface {
 	Authenticate(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
 	// Resolves an SDK token (which must belong to the given client) to a principal.
 	AuthenticateSdkToken(context.Context, *AuthenticateSdkTokenRequest) (*AuthenticateSdkTokenResponse, error)
+	// Resolves a person's console session (the cookie's value) to its principal, and records that
+	// it was used: a session idle longer than its idle timeout, or past its absolute end, or
+	// whose person left the client, is UNAUTHENTICATED. Never cached by the callers: each use
+	// moves the idle timeout.
+	AuthenticateSession(context.Context, *AuthenticateSessionRequest) (*AuthenticateSessionResponse, error)
+	// Records what a person did through the console's session (the gateway, after the call):
+	// the audit log of docs/api-decisions.md#console.
+	RecordAudit(context.Context, *RecordAuditRequest) (*RecordAuditResponse, error)
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.
 	Debit(context.Context, *DebitRequest) (*DebitResponse, error)
@@ -274,6 +312,12 @@ func (UnimplementedAccountsInternalServiceServer) Authenticate(context.Context, 
 }
 func (UnimplementedAccountsInternalServiceServer) AuthenticateSdkToken(context.Context, *AuthenticateSdkTokenRequest) (*AuthenticateSdkTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthenticateSdkToken not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) AuthenticateSession(context.Context, *AuthenticateSessionRequest) (*AuthenticateSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthenticateSession not implemented")
+}
+func (UnimplementedAccountsInternalServiceServer) RecordAudit(context.Context, *RecordAuditRequest) (*RecordAuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordAudit not implemented")
 }
 func (UnimplementedAccountsInternalServiceServer) Debit(context.Context, *DebitRequest) (*DebitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Debit not implemented")
@@ -356,6 +400,42 @@ func _AccountsInternalService_AuthenticateSdkToken_Handler(srv interface{}, ctx 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AccountsInternalServiceServer).AuthenticateSdkToken(ctx, req.(*AuthenticateSdkTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsInternalService_AuthenticateSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthenticateSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).AuthenticateSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_AuthenticateSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).AuthenticateSession(ctx, req.(*AuthenticateSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsInternalService_RecordAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordAuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsInternalServiceServer).RecordAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsInternalService_RecordAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsInternalServiceServer).RecordAudit(ctx, req.(*RecordAuditRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -529,6 +609,14 @@ var AccountsInternalService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AuthenticateSdkToken",
 			Handler:    _AccountsInternalService_AuthenticateSdkToken_Handler,
+		},
+		{
+			MethodName: "AuthenticateSession",
+			Handler:    _AccountsInternalService_AuthenticateSession_Handler,
+		},
+		{
+			MethodName: "RecordAudit",
+			Handler:    _AccountsInternalService_RecordAudit_Handler,
 		},
 		{
 			MethodName: "Debit",

@@ -39,6 +39,9 @@ const (
 	Credential_CREDENTIAL_INTERNAL Credential = 4
 	// The operator's credential (mnvctl).
 	Credential_CREDENTIAL_ADMIN Credential = 5
+	// A person's console session (the __Host-mnv-session cookie): the client is the session's,
+	// the role the person's in it.
+	Credential_CREDENTIAL_SESSION Credential = 6
 )
 
 // Enum value maps for Credential.
@@ -50,6 +53,7 @@ var (
 		3: "CREDENTIAL_SDK_TOKEN",
 		4: "CREDENTIAL_INTERNAL",
 		5: "CREDENTIAL_ADMIN",
+		6: "CREDENTIAL_SESSION",
 	}
 	Credential_value = map[string]int32{
 		"CREDENTIAL_UNSPECIFIED": 0,
@@ -58,6 +62,7 @@ var (
 		"CREDENTIAL_SDK_TOKEN":   3,
 		"CREDENTIAL_INTERNAL":    4,
 		"CREDENTIAL_ADMIN":       5,
+		"CREDENTIAL_SESSION":     6,
 	}
 )
 
@@ -365,7 +370,15 @@ type Rule struct {
 	Charges bool `protobuf:"varint,14,opt,name=charges,proto3" json:"charges,omitempty"`
 	// The RPC may find that what it creates exists already, or that what it uses was used or is
 	// in a state that forbids it: it may answer 409 without Idempotency-Key.
-	Conflicts     bool `protobuf:"varint,15,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
+	Conflicts bool `protobuf:"varint,15,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
+	// A person signed in to the console may call it with their session too, beside the rule's
+	// credential (an API key): the route is the console's as much as the API's. admin_role then
+	// asks the person's role in the client (docs/api-decisions.md#console).
+	Session bool `protobuf:"varint,16,opt,name=session,proto3" json:"session,omitempty"`
+	// A person's session must have proved its passkey again (user verification) within the
+	// step-up window before the call: what can hurt (creating keys, reveals, members). Callers
+	// with an API key are not asked: a key is no person.
+	StepUp        bool `protobuf:"varint,17,opt,name=step_up,json=stepUp,proto3" json:"step_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,6 +514,20 @@ func (x *Rule) GetCharges() bool {
 func (x *Rule) GetConflicts() bool {
 	if x != nil {
 		return x.Conflicts
+	}
+	return false
+}
+
+func (x *Rule) GetSession() bool {
+	if x != nil {
+		return x.Session
+	}
+	return false
+}
+
+func (x *Rule) GetStepUp() bool {
+	if x != nil {
+		return x.StepUp
 	}
 	return false
 }
@@ -777,7 +804,7 @@ var File_mnv_options_v1_options_proto protoreflect.FileDescriptor
 
 const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\xe2\x04\n" +
+	"\x1cmnv/options/v1/options.proto\x12\x0emnv.options.v1\x1a google/protobuf/descriptor.proto\"\x95\x05\n" +
 	"\x04Rule\x12:\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\x0e2\x1a.mnv.options.v1.CredentialR\n" +
@@ -800,7 +827,9 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x03tag\x18\f \x01(\tR\x03tag\x12#\n" +
 	"\roperation_ids\x18\r \x03(\tR\foperationIds\x12\x18\n" +
 	"\acharges\x18\x0e \x01(\bR\acharges\x12\x1c\n" +
-	"\tconflicts\x18\x0f \x01(\bR\tconflicts\"\xdc\x01\n" +
+	"\tconflicts\x18\x0f \x01(\bR\tconflicts\x12\x18\n" +
+	"\asession\x18\x10 \x01(\bR\asession\x12\x17\n" +
+	"\astep_up\x18\x11 \x01(\bR\x06stepUp\"\xdc\x01\n" +
 	"\fGatewayRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12.\n" +
@@ -829,7 +858,7 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\n" +
 	"\b_maximumB\r\n" +
 	"\v_min_lengthB\r\n" +
-	"\v_max_length*\x9e\x01\n" +
+	"\v_max_length*\xb6\x01\n" +
 	"\n" +
 	"Credential\x12\x1a\n" +
 	"\x16CREDENTIAL_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -837,7 +866,8 @@ const file_mnv_options_v1_options_proto_rawDesc = "" +
 	"\x12CREDENTIAL_API_KEY\x10\x02\x12\x18\n" +
 	"\x14CREDENTIAL_SDK_TOKEN\x10\x03\x12\x17\n" +
 	"\x13CREDENTIAL_INTERNAL\x10\x04\x12\x14\n" +
-	"\x10CREDENTIAL_ADMIN\x10\x05*v\n" +
+	"\x10CREDENTIAL_ADMIN\x10\x05\x12\x16\n" +
+	"\x12CREDENTIAL_SESSION\x10\x06*v\n" +
 	"\x06Caller\x12\x16\n" +
 	"\x12CALLER_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eCALLER_GATEWAY\x10\x01\x12\x17\n" +

@@ -250,8 +250,16 @@ type Principal struct {
 	// SDK token's lifetime), measured by accounts' database clock; unset when it does not expire.
 	// A cache keeps the principal no longer than this from when it asked.
 	CredentialValidFor *durationpb.Duration `protobuf:"bytes,10,opt,name=credential_valid_for,json=credentialValidFor,proto3" json:"credential_valid_for,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The console session used; empty for a key or token. The role is then the person's in the
+	// client.
+	SessionId string `protobuf:"bytes,11,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The person signed in with the session.
+	UserId string `protobuf:"bytes,12,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// How much longer the session's last step-up (a passkey assertion with user verification)
+	// counts, by accounts' clock; unset when it does not.
+	StepUpValidFor *durationpb.Duration `protobuf:"bytes,13,opt,name=step_up_valid_for,json=stepUpValidFor,proto3" json:"step_up_valid_for,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Principal) Reset() {
@@ -336,6 +344,27 @@ func (x *Principal) GetOperators() *OperatorEnablement {
 func (x *Principal) GetCredentialValidFor() *durationpb.Duration {
 	if x != nil {
 		return x.CredentialValidFor
+	}
+	return nil
+}
+
+func (x *Principal) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Principal) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Principal) GetStepUpValidFor() *durationpb.Duration {
+	if x != nil {
+		return x.StepUpValidFor
 	}
 	return nil
 }
@@ -452,7 +481,7 @@ var File_mnv_principal_v1_principal_proto protoreflect.FileDescriptor
 
 const file_mnv_principal_v1_principal_proto_rawDesc = "" +
 	"\n" +
-	" mnv/principal/v1/principal.proto\x12\x10mnv.principal.v1\x1a\x1egoogle/protobuf/duration.proto\"\x9a\x03\n" +
+	" mnv/principal/v1/principal.proto\x12\x10mnv.principal.v1\x1a\x1egoogle/protobuf/duration.proto\"\x98\x04\n" +
 	"\tPrincipal\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x15\n" +
 	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12*\n" +
@@ -463,7 +492,11 @@ const file_mnv_principal_v1_principal_proto_rawDesc = "" +
 	"sdkTokenId\x12B\n" +
 	"\toperators\x18\a \x01(\v2$.mnv.principal.v1.OperatorEnablementR\toperators\x12K\n" +
 	"\x14credential_valid_for\x18\n" +
-	" \x01(\v2\x19.google.protobuf.DurationR\x12credentialValidFor\"l\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x12credentialValidFor\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\v \x01(\tR\tsessionId\x12\x17\n" +
+	"\auser_id\x18\f \x01(\tR\x06userId\x12D\n" +
+	"\x11step_up_valid_for\x18\r \x01(\v2\x19.google.protobuf.DurationR\x0estepUpValidFor\"l\n" +
 	"\rOperatorGrant\x12\x1f\n" +
 	"\voperator_id\x18\x01 \x01(\tR\n" +
 	"operatorId\x12:\n" +
@@ -523,13 +556,14 @@ var file_mnv_principal_v1_principal_proto_depIdxs = []int32{
 	2, // 2: mnv.principal.v1.Principal.features:type_name -> mnv.principal.v1.Feature
 	6, // 3: mnv.principal.v1.Principal.operators:type_name -> mnv.principal.v1.OperatorEnablement
 	7, // 4: mnv.principal.v1.Principal.credential_valid_for:type_name -> google.protobuf.Duration
-	3, // 5: mnv.principal.v1.OperatorGrant.methods:type_name -> mnv.principal.v1.OperatorMethod
-	5, // 6: mnv.principal.v1.OperatorEnablement.grants:type_name -> mnv.principal.v1.OperatorGrant
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7, // 5: mnv.principal.v1.Principal.step_up_valid_for:type_name -> google.protobuf.Duration
+	3, // 6: mnv.principal.v1.OperatorGrant.methods:type_name -> mnv.principal.v1.OperatorMethod
+	5, // 7: mnv.principal.v1.OperatorEnablement.grants:type_name -> mnv.principal.v1.OperatorGrant
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_mnv_principal_v1_principal_proto_init() }
