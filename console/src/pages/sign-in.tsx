@@ -1,0 +1,53 @@
+// Sign in with a passkey: the server's options, the browser's assertion, the session cookie.
+import { useEffect, useRef } from 'preact/hooks';
+import { api, ApiError, call, fromBrowser } from '../api/client';
+import { getPasskey } from '../api/webauthn';
+import { base, navigate } from '../router';
+import { FormError, useAction } from '../ui';
+
+export function SignIn() {
+  const a = useAction();
+  const h = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = 'Sign in · mnv console';
+    h.current?.focus({ preventScroll: true });
+  }, []);
+  const error =
+    a.error instanceof ApiError && a.error.status === 401
+      ? new Error('That passkey is not registered for this console, or the sign-in expired. Try again, or ask an ADMIN of your client for an invitation.')
+      : a.error;
+  return (
+    <main id="main" class="centered">
+      <section class="card narrow" aria-labelledby="sign-in-title">
+        <p class="brand brand-large">
+          mnv <span>console</span>
+        </p>
+        <h1 id="sign-in-title" ref={h} tabIndex={-1}>
+          Sign in
+        </h1>
+        <p>Use the passkey you created when you accepted your invitation. There is no password.</p>
+        <FormError error={error} />
+        <button
+          type="button"
+          class="button button-primary button-wide"
+          disabled={a.busy}
+          onClick={() =>
+            a.run(async () => {
+              const o = await call('POST /v1/api/console/sign-in/options', () => api.POST('/v1/api/console/sign-in/options', { params: fromBrowser, body: {} }), {
+                signedOut: false,
+              });
+              const credentialJson = await getPasskey(o.optionsJson);
+              await call('POST /v1/api/console/sign-in', () => api.POST('/v1/api/console/sign-in', { params: fromBrowser, body: { ceremonyId: o.ceremonyId, credentialJson } }), {
+                signedOut: false,
+              });
+              navigate(base, true);
+            })
+          }
+        >
+          {a.busy ? 'Waiting for your passkey…' : 'Sign in with a passkey'}
+        </button>
+        <p class="muted small">New here? Open the invitation link an ADMIN of your client sent you.</p>
+      </section>
+    </main>
+  );
+}
