@@ -101,12 +101,17 @@ export function FormError({ error }: { error: Error | null }) {
   );
 }
 
+// The first page of a load keeps the browser's focus (the first Tab reaches the skip link);
+// later pages focus their heading.
+let firstPage = true;
+
 /** The page's heading, focused on navigation so a screen reader announces the new page. */
 export function PageHeader({ title, children }: { title: string; children?: ComponentChildren }) {
   const h = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · mnv console`;
-    h.current?.focus({ preventScroll: true });
+    if (firstPage) firstPage = false;
+    else h.current?.focus({ preventScroll: true });
   }, [title]);
   return (
     <header class="page-header">

@@ -85,7 +85,7 @@ function ApiKeys() {
                   <tr key={key.id}>
                     <td>{key.name}</td>
                     <td>
-                      <code>…{key.hint}</code>
+                      <code class="nowrap">…{key.hint}</code>
                     </td>
                     <td>{words(String(key.role ?? ''))}</td>
                     <td>{when(key.createdAt)}</td>
@@ -187,7 +187,7 @@ function SdkTokens() {
                   <tr key={tok.id}>
                     <td>{tok.label}</td>
                     <td>
-                      <code>…{tok.hint}</code>
+                      <code class="nowrap">…{tok.hint}</code>
                     </td>
                     <td>{when(tok.createdAt)}</td>
                     <td>{tok.expiresAt ? when(tok.expiresAt) : 'Never'}</td>
