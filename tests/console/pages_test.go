@@ -22,9 +22,9 @@ import (
 // markup is a client-supplied string that must render as text, never as an element.
 const markup = `<img src=x onerror="document.title='owned'">`
 
-// fakeAPI answers the console's /v1/api calls in the browser (DevTools' Fetch domain) with
-// fixed data in the envelope, so every page renders signed in without the backends.
-func fakeAPI(now time.Time) map[string]any {
+// fakeAnswers are the data of the console's /v1/api calls, which fakeAPI answers in the browser
+// (DevTools' Fetch domain) in the envelope, so every page renders signed in without backends.
+func fakeAnswers(now time.Time) map[string]any {
 	iso := func(d time.Duration) string { return now.Add(-d).UTC().Format("2006-01-02T15:04:05.000Z") }
 	person := map[string]any{"id": "u1", "name": "Ada Admin", "email": "ada@example.com"}
 	var ledger []any
@@ -113,7 +113,7 @@ func TestPages(t *testing.T) {
 	}
 	gateway := startGateway(t, root)
 	browser := startChromium(t, root)
-	answers := fakeAPI(time.Now())
+	answers := fakeAnswers(time.Now())
 
 	pages := []struct{ path, heading, shot string }{
 		{"/console", "Overview", "overview"},
@@ -136,46 +136,10 @@ func TestPages(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
-	var mu sync.Mutex
-	var unknown []string
-	sent := map[string][]string{} // "METHOD path" → the Idempotency-Key of each request
-	chromedp.ListenTarget(ctx, func(ev any) {
-		p, ok := ev.(*fetch.EventRequestPaused)
-		if !ok {
-			return
-		}
-		go func() {
-			u, _ := url.Parse(p.Request.URL)
-			key := p.Request.Method + " " + u.Path
-			var idem string
-			for k, v := range p.Request.Headers {
-				if strings.EqualFold(k, "Idempotency-Key") {
-					idem, _ = v.(string)
-				}
-			}
-			mu.Lock()
-			sent[key] = append(sent[key], idem)
-			mu.Unlock()
-			status, body := int64(200), []byte(nil)
-			if data, ok := answers[key]; ok {
-				body, _ = json.Marshal(map[string]any{"success": true, "data": data,
-					"messages": []any{map[string]any{"type": "SUCCESS", "httpStatus": "OK", "message": "ok", "technical": false}}})
-			} else {
-				mu.Lock()
-				unknown = append(unknown, key)
-				mu.Unlock()
-				status = 404
-				body, _ = json.Marshal(map[string]any{"success": false, "data": nil,
-					"messages": []any{map[string]any{"type": "ERROR", "code": "NOT_FOUND", "httpStatus": "NOT_FOUND", "message": "not in the fake API", "technical": false, "field": nil}}})
-			}
-			c := chromedp.FromContext(ctx)
-			_ = fetch.FulfillRequest(p.RequestID, status).
-				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}).
-				WithBody(base64.StdEncoding.EncodeToString(body)).Do(cdp.WithExecutor(ctx, c.Target))
-		}()
-	})
+	api := newFakeAPI(answers)
+	api.listen(ctx)
 	err = chromedp.Run(ctx,
-		fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/v1/api/*"}}),
+		api.enable(),
 		chromedp.ActionFunc(func(ctx context.Context) error {
 			_, err := page.AddScriptToEvaluateOnNewDocument(cspWatch).Do(ctx)
 			return err
@@ -248,21 +212,112 @@ func TestPages(t *testing.T) {
 			t.Errorf("secret shown %q", secret)
 		}
 		screenshot(t, ctx, root, "console-key-created.png")
-		mu.Lock()
-		defer mu.Unlock()
-		if keys := sent["POST /v1/api/me/api-keys"]; len(keys) != 1 || len(keys[0]) < 32 {
-			t.Errorf("Idempotency-Key of the create: %q", keys)
+		if keys := api.requests("POST /v1/api/me/api-keys"); len(keys) != 1 || len(keys[0].idempotencyKey) < 32 {
+			t.Errorf("Idempotency-Key of the create: %+v", keys)
 		}
-		for _, k := range sent["GET /v1/api/me/api-keys"] {
-			if k != "" {
-				t.Errorf("a read sent Idempotency-Key %q", k)
+		for _, r := range api.requests("GET /v1/api/me/api-keys") {
+			if r.idempotencyKey != "" {
+				t.Errorf("a read sent Idempotency-Key %q", r.idempotencyKey)
 			}
 		}
 	})
+	api.checkAnswered(t)
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(unknown) > 0 {
-		t.Errorf("calls the fake API does not answer: %v", unknown)
+// request is what the fake API saw of one call.
+type request struct {
+	idempotencyKey string
+	body           string
+}
+
+// fakeAPI answers /v1/api in the browser: answers by "METHOD path", or hook first when set
+// (handled false: fall back to answers). Every request is recorded.
+type fakeAPI struct {
+	mu      sync.Mutex
+	answers map[string]any
+	hook    func(key string, n int, body string) (status int64, data any, handled bool)
+	seen    map[string][]request
+	unknown []string
+}
+
+func newFakeAPI(answers map[string]any) *fakeAPI {
+	return &fakeAPI{answers: answers, seen: map[string][]request{}}
+}
+
+func (f *fakeAPI) enable() chromedp.Action {
+	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/v1/api/*"}})
+}
+
+func (f *fakeAPI) requests(key string) []request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]request(nil), f.seen[key]...)
+}
+
+func (f *fakeAPI) checkAnswered(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.unknown) > 0 {
+		t.Errorf("calls the fake API does not answer: %v", f.unknown)
 	}
 }
+
+func (f *fakeAPI) listen(ctx context.Context) {
+	chromedp.ListenTarget(ctx, func(ev any) {
+		p, ok := ev.(*fetch.EventRequestPaused)
+		if !ok {
+			return
+		}
+		go func() {
+			u, _ := url.Parse(p.Request.URL)
+			key := p.Request.Method + " " + u.Path
+			r := request{}
+			for k, v := range p.Request.Headers {
+				if strings.EqualFold(k, "Idempotency-Key") {
+					r.idempotencyKey, _ = v.(string)
+				}
+			}
+			for _, e := range p.Request.PostDataEntries {
+				b, _ := base64.StdEncoding.DecodeString(e.Bytes)
+				r.body += string(b)
+			}
+			f.mu.Lock()
+			f.seen[key] = append(f.seen[key], r)
+			n := len(f.seen[key])
+			hook := f.hook
+			f.mu.Unlock()
+
+			status, data, handled := int64(200), any(nil), false
+			if hook != nil {
+				status, data, handled = hook(key, n, r.body)
+			}
+			if !handled {
+				var ok bool
+				if data, ok = f.answers[key]; ok {
+					status = 200
+				} else {
+					f.mu.Lock()
+					f.unknown = append(f.unknown, key)
+					f.mu.Unlock()
+					status, data = 404, apiError{"NOT_FOUND", "not in the fake API"}
+				}
+			}
+			var body []byte
+			if e, ok := data.(apiError); ok {
+				body, _ = json.Marshal(map[string]any{"success": false, "data": nil,
+					"messages": []any{map[string]any{"type": "ERROR", "code": e.code, "httpStatus": "ERROR", "message": e.message, "technical": false, "field": nil}}})
+			} else {
+				body, _ = json.Marshal(map[string]any{"success": true, "data": data,
+					"messages": []any{map[string]any{"type": "SUCCESS", "httpStatus": "OK", "message": "ok", "technical": false}}})
+			}
+			c := chromedp.FromContext(ctx)
+			_ = fetch.FulfillRequest(p.RequestID, status).
+				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}).
+				WithBody(base64.StdEncoding.EncodeToString(body)).Do(cdp.WithExecutor(ctx, c.Target))
+		}()
+	})
+}
+
+// apiError is an error answer of the fake API.
+type apiError struct{ code, message string }
