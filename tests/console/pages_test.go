@@ -61,7 +61,7 @@ func fakeAnswers(now time.Time) map[string]any {
 			map[string]any{"id": "k1", "name": "Production " + markup, "hint": "x9Qa", "role": "ADMIN", "createdAt": iso(30 * 24 * time.Hour), "lastUsedAt": iso(time.Minute)},
 			map[string]any{"id": "k2", "name": "Staging", "hint": "b2Lm", "role": "MEMBER", "createdAt": iso(9 * 24 * time.Hour)},
 		),
-		"POST /v1/api/me/api-keys": map[string]any{"id": "k3", "name": "CI", "hint": "Zz90", "role": "MEMBER", "apiKey": "mnv_0123456789abcdefghijklmnopqrstuvwxyzAB"},
+		"POST /v1/api/me/api-keys":   map[string]any{"id": "k3", "name": "CI", "hint": "Zz90", "role": "MEMBER", "apiKey": "mnv_0123456789abcdefghijklmnopqrstuvwxyzAB"},
 		"GET /v1/api/me/sdk-tokens":  page(map[string]any{"id": "t1", "label": "iOS app", "hint": "Qe4r", "createdAt": iso(4 * 24 * time.Hour), "expiresAt": iso(-300 * 24 * time.Hour)}),
 		"GET /v1/api/me/web-origins": map[string]any{"items": []any{map[string]any{"origin": "https://shop.example"}, map[string]any{"origin": "http://localhost:3000"}}},
 		"GET /v1/api/me/webhooks": page(
