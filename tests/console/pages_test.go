@@ -221,6 +221,36 @@ func TestPages(t *testing.T) {
 			}
 		}
 	})
+	// A MEMBER sees the ADMIN actions disabled (the server refuses them anyway).
+	t.Run("a MEMBER", func(t *testing.T) {
+		api.set("GET /v1/api/console/session", map[string]any{
+			"person":     map[string]any{"id": "u2", "name": "Max Member", "email": "max@example.com"},
+			"membership": map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"},
+			"memberships": []any{map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"}},
+		})
+		for _, p := range []struct{ path, enabled string }{
+			{"/console/keys", `[...document.querySelectorAll('main button')].filter(b => !b.disabled).map(b => b.textContent)`},
+			{"/console/team", `[...document.querySelectorAll('main button, main select')].filter(b => !b.disabled).map(b => b.textContent)`},
+			{"/console/webhooks/w1", `[...document.querySelectorAll('main button')].filter(b => !b.disabled && !b.closest('form.filters')).map(b => b.textContent)`},
+		} {
+			var enabled []string
+			err := chromedp.Run(ctx,
+				chromedp.Navigate(gateway+p.path),
+				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(p.enabled, &enabled),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(enabled) > 0 {
+				t.Errorf("%s: a MEMBER may press %q", p.path, enabled)
+			}
+			if p.path == "/console/team" {
+				screenshot(t, ctx, root, "console-team-member.png")
+			}
+		}
+	})
 	api.checkAnswered(t)
 }
 
@@ -246,6 +276,13 @@ func newFakeAPI(answers map[string]any) *fakeAPI {
 
 func (f *fakeAPI) enable() chromedp.Action {
 	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/v1/api/*"}})
+}
+
+// set changes an answer.
+func (f *fakeAPI) set(key string, data any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[key] = data
 }
 
 func (f *fakeAPI) requests(key string) []request {
@@ -293,15 +330,15 @@ func (f *fakeAPI) listen(ctx context.Context) {
 				status, data, handled = hook(key, n, r.body)
 			}
 			if !handled {
+				f.mu.Lock()
 				var ok bool
 				if data, ok = f.answers[key]; ok {
 					status = 200
 				} else {
-					f.mu.Lock()
 					f.unknown = append(f.unknown, key)
-					f.mu.Unlock()
 					status, data = 404, apiError{"NOT_FOUND", "not in the fake API"}
 				}
+				f.mu.Unlock()
 			}
 			var body []byte
 			if e, ok := data.(apiError); ok {

@@ -24,6 +24,34 @@ const events = [
 ] as const;
 type Event = (typeof events)[number];
 
+/** The events to choose (none chosen: every event). */
+function EventsField({ chosen, onChange, disabled }: { chosen: Set<Event>; onChange: (s: Set<Event>) => void; disabled: boolean }) {
+  return (
+    <fieldset class="checks" disabled={disabled}>
+      <legend>Events (none chosen: every event)</legend>
+      {events.map((ev) => (
+        <label key={ev}>
+          <input
+            type="checkbox"
+            checked={chosen.has(ev)}
+            onChange={(e) => {
+              const next = new Set(chosen);
+              if ((e.target as HTMLInputElement).checked) next.add(ev);
+              else next.delete(ev);
+              onChange(next);
+            }}
+          />
+          <code>{ev}</code>
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function eventList(e: readonly string[] | undefined): string {
+  return !e?.length || e.includes('*') ? 'Every event' : e.join(', ');
+}
+
 function deliveryTone(s: unknown): 'good' | 'bad' | 'warn' | 'neutral' {
   const v = String(s ?? '');
   return v.endsWith('SUCCEEDED') ? 'good' : v.endsWith('FAILED') ? 'bad' : v.endsWith('PENDING') ? 'warn' : 'neutral';
@@ -69,24 +97,7 @@ export function Webhooks() {
                 {(id) => <input id={id} maxLength={500} value={description} disabled={!admin} onInput={(e) => setDescription((e.target as HTMLInputElement).value)} />}
               </Field>
             </div>
-            <fieldset class="checks" disabled={!admin}>
-              <legend>Events (none chosen: every event)</legend>
-              {events.map((ev) => (
-                <label key={ev}>
-                  <input
-                    type="checkbox"
-                    checked={chosen.has(ev)}
-                    onChange={(e) => {
-                      const next = new Set(chosen);
-                      if ((e.target as HTMLInputElement).checked) next.add(ev);
-                      else next.delete(ev);
-                      setChosen(next);
-                    }}
-                  />
-                  <code>{ev}</code>
-                </label>
-              ))}
-            </fieldset>
+            <EventsField chosen={chosen} onChange={setChosen} disabled={!admin} />
             <button type="submit" class="button button-primary" disabled={!admin || a.busy}>
               Add endpoint
             </button>
@@ -116,7 +127,7 @@ export function Webhooks() {
                         <a href={`/console/webhooks/${encodeURIComponent(w.id)}`}>{w.url}</a>
                       </td>
                       <td>{w.description}</td>
-                      <td>{w.events?.length ? w.events.join(', ') : 'Every event'}</td>
+                      <td>{eventList(w.events)}</td>
                       <td>
                         <EndpointState w={w} />
                       </td>
@@ -159,6 +170,7 @@ export function WebhookDetail({ id }: { id?: string }) {
   const [rotating, setRotating] = useState(false);
   const [overlapHours, setOverlapHours] = useState('24');
   const [note, setNote] = useState('');
+  const [editing, setEditing] = useState(false);
   const a = useAction();
   return (
     <>
@@ -174,7 +186,7 @@ export function WebhookDetail({ id }: { id?: string }) {
               <dt>Description</dt>
               <dd>{d.description || '—'}</dd>
               <dt>Events</dt>
-              <dd>{d.events?.length ? d.events.join(', ') : 'Every event'}</dd>
+              <dd>{eventList(d.events)}</dd>
               <dt>State</dt>
               <dd>
                 <EndpointState w={d} />
@@ -185,6 +197,15 @@ export function WebhookDetail({ id }: { id?: string }) {
               <dd>{when(d.createdAt)}</dd>
             </dl>
             {secret && <SecretOnce label="The new signing secret" value={secret} onDone={() => setSecret(null)} />}
+            {editing && (
+              <EditEndpoint
+                w={d}
+                onDone={(changed) => {
+                  setEditing(false);
+                  if (changed) w.reload();
+                }}
+              />
+            )}
             <div class="button-row">
               <button
                 type="button"
@@ -217,6 +238,9 @@ export function WebhookDetail({ id }: { id?: string }) {
                 }
               >
                 Send a test event
+              </button>
+              <button type="button" class="button" disabled={!admin || a.busy || editing} onClick={() => setEditing(true)}>
+                Edit
               </button>
               <button type="button" class="button" disabled={!admin || a.busy} onClick={() => setRotating(true)}>
                 Rotate the secret
@@ -327,6 +351,50 @@ export function WebhookDetail({ id }: { id?: string }) {
         <p>No more events are sent to it. This cannot be undone.</p>
       </Confirm>
     </>
+  );
+}
+
+function EditEndpoint({ w, onDone }: { w: Schemas['WebhookEndpoint']; onDone: (changed: boolean) => void }) {
+  const [url, setUrl] = useState(w.url);
+  const [description, setDescription] = useState(w.description);
+  const [chosen, setChosen] = useState<Set<Event>>(new Set((w.events ?? []).filter((e): e is Event => (events as readonly string[]).includes(e))));
+  const a = useAction();
+  return (
+    <form
+      class="panel"
+      aria-label="Edit the endpoint"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void a.run(async () => {
+          await call('PATCH /v1/api/me/webhooks/{webhookId}', () =>
+            api.PATCH('/v1/api/me/webhooks/{webhookId}', {
+              params: { path: { webhookId: w.id } },
+              // An empty list would leave the events as they are: "*" is every event. A blank
+              // description cannot be written, so it is left as it is.
+              body: { url: url.trim(), description: description.trim() || null, events: chosen.size ? [...chosen] : ['*'] },
+            }),
+          );
+          onDone(true);
+        });
+      }}
+    >
+      <div class="inline-form">
+        <Field label="URL">{(id) => <input id={id} type="url" required value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} />}</Field>
+        <Field label="Description">
+          {(id) => <input id={id} maxLength={500} value={description} onInput={(e) => setDescription((e.target as HTMLInputElement).value)} />}
+        </Field>
+      </div>
+      <EventsField chosen={chosen} onChange={setChosen} disabled={false} />
+      <FormError error={a.error} />
+      <div class="button-row">
+        <button type="submit" class="button button-primary" disabled={a.busy}>
+          Save
+        </button>
+        <button type="button" class="button" onClick={() => onDone(false)} disabled={a.busy}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }
 
