@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { count, when, words } from '../format';
 import { useIsAdmin } from '../session';
-import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, useAction, useLoad } from '../ui';
+import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, useAction, useLoad } from '../ui';
 
 export function Connect() {
   const overview = useLoad(() => call('GET /v1/api/me/connect/overview', () => api.GET('/v1/api/me/connect/overview')), []);
@@ -262,13 +262,124 @@ function Job({ j }: { j: Schemas['ImportJob'] }) {
   );
 }
 
+const triggers = ['PROFILE_CREATED', 'PROFILE_MATCHED', 'PROFILE_ENRICHED', 'IMPORT_COMPLETED', 'MANUAL'] as const;
+
+/** "profile field = target name" lines into the API's field mappings. */
+export function parseMappings(text: string): Record<string, string> {
+  const m: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const [from, to] = line.split('=').map((x) => x.trim());
+    if (from && to) m[from] = to;
+  }
+  return m;
+}
+
+function NewIntegration({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const [endpointUrl, setEndpointUrl] = useState('');
+  const [httpMethod, setHttpMethod] = useState<'POST' | 'PUT' | 'PATCH'>('POST');
+  const [trigger, setTrigger] = useState<(typeof triggers)[number]>('PROFILE_MATCHED');
+  const [key, setKey] = useState('');
+  const [matchedOnly, setMatchedOnly] = useState(true);
+  const [mappings, setMappings] = useState('mobileNumber = phone\nfirstName = first_name\nlastName = last_name');
+  const [secret, setSecret] = useState<string | null>(null);
+  const a = useAction();
+  if (secret) return <SecretOnce label="The integration's signing secret (Standard Webhooks)" value={secret} onDone={() => setSecret(null)} />;
+  return (
+    <form
+      aria-label="New integration"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void a.run(async () => {
+          const r = await call('POST /v1/api/me/connect/integrations', (headers) =>
+            api.POST('/v1/api/me/connect/integrations', {
+              body: {
+                displayName: name.trim(),
+                integrationType: 'WEBHOOK',
+                endpointUrl: endpointUrl.trim(),
+                httpMethod,
+                triggerEvent: trigger,
+                apiKey: key || null,
+                matchedOnly,
+                fieldMappings: parseMappings(mappings),
+              },
+              headers,
+            }),
+          );
+          // The CRM key is never shown again; only the signing secret is, this once.
+          setKey('');
+          setName('');
+          setEndpointUrl('');
+          setSecret(r.webhookSecret ?? r.signingSecret ?? null);
+          onCreated();
+        });
+      }}
+    >
+      <div class="inline-form">
+        <Field label="Name">{(id) => <input id={id} required maxLength={100} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />}</Field>
+        <Field label="Endpoint URL" hint="https only.">
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="url" required pattern="https://.+" value={endpointUrl} onInput={(e) => setEndpointUrl((e.target as HTMLInputElement).value)} />
+          )}
+        </Field>
+        <Field label="Method">
+          {(id) => (
+            <select id={id} value={httpMethod} onChange={(e) => setHttpMethod((e.target as HTMLSelectElement).value as typeof httpMethod)}>
+              <option>POST</option>
+              <option>PUT</option>
+              <option>PATCH</option>
+            </select>
+          )}
+        </Field>
+        <Field label="When">
+          {(id) => (
+            <select id={id} value={trigger} onChange={(e) => setTrigger((e.target as HTMLSelectElement).value as typeof trigger)}>
+              {triggers.map((t) => (
+                <option key={t} value={t}>
+                  {words(t)}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="The CRM's API key" hint="Sent as a Bearer token; stored encrypted and never shown again.">
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="password" autoComplete="off" maxLength={4096} value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
+          )}
+        </Field>
+      </div>
+      <Field label="Field mappings" hint="One per line: profile field = name in the CRM's record.">
+        {(id, d) => <textarea id={id} aria-describedby={d} rows={4} required value={mappings} onInput={(e) => setMappings((e.target as HTMLTextAreaElement).value)} />}
+      </Field>
+      <label class="check">
+        <input type="checkbox" checked={matchedOnly} onChange={(e) => setMatchedOnly((e.target as HTMLInputElement).checked)} /> Matched profiles only
+      </label>
+      <FormError error={a.error} />
+      <button type="submit" class="button button-primary" disabled={a.busy}>
+        Create integration
+      </button>
+    </form>
+  );
+}
+
 function Integrations() {
   const admin = useIsAdmin();
   const l = useLoad(() => call('GET /v1/api/me/connect/integrations', () => api.GET('/v1/api/me/connect/integrations', { params: { query: { page: 0, size: 50 } } })), []);
   const [open, setOpen] = useState<string | null>(null);
+  const [adding, setAdding] = useState(false);
+  const [deleting, setDeleting] = useState<Schemas['Integration'] | null>(null);
+  const toggle = useAction();
   return (
     <section class="panel" aria-labelledby="integrations-title">
       <h2 id="integrations-title">Integrations</h2>
+      {adding ? (
+        <NewIntegration onCreated={l.reload} />
+      ) : (
+        <button type="button" class="button" disabled={!admin} onClick={() => setAdding(true)}>
+          New integration
+        </button>
+      )}
+      <FormError error={toggle.error} />
       <Loaded load={l} isEmpty={(d) => !d.items?.length} empty="No integrations yet.">
         {(d) => (
           <ul class="jobs">
@@ -283,6 +394,27 @@ function Integrations() {
                 </div>
                 <div class="button-row">
                   <SyncButton id={i.id} admin={admin} />
+                  <button
+                    type="button"
+                    class="button"
+                    disabled={!admin || toggle.busy}
+                    onClick={() =>
+                      toggle.run(async () => {
+                        await call('PATCH /v1/api/me/connect/integrations/{integrationId}', () =>
+                          api.PATCH('/v1/api/me/connect/integrations/{integrationId}', {
+                            params: { path: { integrationId: i.id } },
+                            body: { status: String(i.status).endsWith('ACTIVE') ? 'PAUSED' : 'ACTIVE' },
+                          }),
+                        );
+                        l.reload();
+                      })
+                    }
+                  >
+                    {String(i.status).endsWith('ACTIVE') ? 'Pause' : 'Resume'}
+                  </button>
+                  <button type="button" class="button button-quiet" disabled={!admin} onClick={() => setDeleting(i)}>
+                    Delete<span class="visually-hidden"> {i.displayName}</span>
+                  </button>
                   <button type="button" class="button button-quiet" aria-expanded={open === i.id} onClick={() => setOpen(open === i.id ? null : i.id)}>
                     Sync history
                   </button>
@@ -293,6 +425,22 @@ function Integrations() {
           </ul>
         )}
       </Loaded>
+      <Confirm
+        title="Delete the integration?"
+        open={!!deleting}
+        confirmLabel="Delete"
+        onClose={() => setDeleting(null)}
+        onConfirm={async () => {
+          await call('DELETE /v1/api/me/connect/integrations/{integrationId}', () =>
+            api.DELETE('/v1/api/me/connect/integrations/{integrationId}', { params: { path: { integrationId: deleting!.id } } }),
+          );
+          l.reload();
+        }}
+      >
+        <p>
+          <strong>{deleting?.displayName}</strong> stops delivering to {deleting?.endpointUrl}. This cannot be undone.
+        </p>
+      </Confirm>
     </section>
   );
 }
