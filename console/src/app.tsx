@@ -49,7 +49,11 @@ export function App() {
   const path = usePath().replace(/\/+$/, '') || base;
   useEffect(() => {
     document.addEventListener('click', onLinkClick);
-    onSignedOut(() => navigate(`${base}/sign-in`, true));
+    // Back to the page the person was on once signed in again.
+    onSignedOut(() => {
+      const here = location.pathname;
+      navigate(`${base}/sign-in` + (here.startsWith(base) && !here.startsWith(`${base}/sign-in`) ? `?next=${encodeURIComponent(here)}` : ''), true);
+    });
     return () => document.removeEventListener('click', onLinkClick);
   }, []);
   if (path === `${base}/sign-in`) return <SignIn />;
@@ -110,7 +114,8 @@ function Shell({ path }: { path: string }) {
               })}
           </ul>
         </nav>
-        <main id="main" class="content" tabIndex={-1}>
+        {/* Keyed by the client: after a switch every page loads its data again. */}
+        <main id="main" class="content" tabIndex={-1} key={session.membership?.clientId}>
           {page}
         </main>
       </div>

@@ -60,9 +60,13 @@ function Profiles() {
   const [page, setPage] = useState(0);
   const [search, setSearch] = useState('');
   const [q, setQ] = useState('');
+  const [matched, setMatched] = useState('');
   const l = useLoad(
-    () => call('GET /v1/api/me/connect/profiles', () => api.GET('/v1/api/me/connect/profiles', { params: { query: { page, size: 20, search: q || undefined } } })),
-    [page, q],
+    () =>
+      call('GET /v1/api/me/connect/profiles', () =>
+        api.GET('/v1/api/me/connect/profiles', { params: { query: { page, size: 20, search: q || undefined, matched: matched === '' ? undefined : matched === 'yes' } } }),
+      ),
+    [page, q, matched],
   );
   const [enriching, setEnriching] = useState<Schemas['Profile'] | null>(null);
   const [reason, setReason] = useState('');
@@ -79,6 +83,22 @@ function Profiles() {
         }}
       >
         <Field label="Search">{(id) => <input id={id} type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />}</Field>
+        <Field label="Matched">
+          {(id) => (
+            <select
+              id={id}
+              value={matched}
+              onChange={(e) => {
+                setMatched((e.target as HTMLSelectElement).value);
+                setPage(0);
+              }}
+            >
+              <option value="">Any</option>
+              <option value="yes">Matched</option>
+              <option value="no">Not matched</option>
+            </select>
+          )}
+        </Field>
         <button type="submit" class="button">
           Search
         </button>

@@ -5,6 +5,12 @@ import { getPasskey } from '../api/webauthn';
 import { base, navigate } from '../router';
 import { FormError, useAction } from '../ui';
 
+/** Where to go once signed in: ?next= when it is a page of the console, else the overview. */
+function nextPage(): string {
+  const next = new URLSearchParams(location.search).get('next') ?? '';
+  return /^\/console(\/[\w\-/]*)?$/.test(next) ? next : base;
+}
+
 export function SignIn() {
   const a = useAction();
   const h = useRef<HTMLHeadingElement>(null);
@@ -40,7 +46,7 @@ export function SignIn() {
               await call('POST /v1/api/console/sign-in', () => api.POST('/v1/api/console/sign-in', { params: fromBrowser, body: { ceremonyId: o.ceremonyId, credentialJson } }), {
                 signedOut: false,
               });
-              navigate(base, true);
+              navigate(nextPage(), true);
             })
           }
         >
