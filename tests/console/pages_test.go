@@ -221,6 +221,33 @@ func TestPages(t *testing.T) {
 			}
 		}
 	})
+	// On a phone's width every page fits: no sideways scroll of the page (wide tables scroll
+	// inside their panel).
+	t.Run("a phone's width", func(t *testing.T) {
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) }()
+		for _, p := range pages {
+			var overflow int
+			err := chromedp.Run(ctx,
+				chromedp.Navigate(gateway+p.path),
+				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(`document.documentElement.scrollWidth - window.innerWidth`, &overflow),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if overflow > 0 {
+				t.Errorf("%s is %d px wider than the screen", p.path, overflow)
+			}
+			if p.shot == "overview" {
+				screenshot(t, ctx, root, "console-overview-phone.png")
+			}
+		}
+	})
+
 	// A MEMBER sees the ADMIN actions disabled (the server refuses them anyway).
 	t.Run("a MEMBER", func(t *testing.T) {
 		api.set("GET /v1/api/console/session", map[string]any{
