@@ -251,8 +251,8 @@ func TestPages(t *testing.T) {
 	// A MEMBER sees the ADMIN actions disabled (the server refuses them anyway).
 	t.Run("a MEMBER", func(t *testing.T) {
 		api.set("GET /v1/api/console/session", map[string]any{
-			"person":     map[string]any{"id": "u2", "name": "Max Member", "email": "max@example.com"},
-			"membership": map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"},
+			"person":      map[string]any{"id": "u2", "name": "Max Member", "email": "max@example.com"},
+			"membership":  map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"},
 			"memberships": []any{map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"}},
 		})
 		for _, p := range []struct{ path, enabled string }{
