@@ -22,6 +22,9 @@ FUZZTIME ?= 30000x
 SDK := sdk/web
 SDK_ASSETS := gateway/internal/sdkassets/files
 NODE_ENSURE := deploy/local/node-ensure.sh
+# The console (console/: TypeScript, Preact, esbuild), built into the gateway, which embeds it.
+CONSOLE := console
+CONSOLE_DIST := gateway/internal/console/dist
 # The reference webhook receiver of the tests (Node.js, the standardwebhooks npm library).
 RECEIVER := tests/webhooks/receiver
 # The CAMARA tests' relying party (Node.js, the openid-client npm library, a certified OIDC client).
@@ -45,6 +48,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	$(MAKE) build; \
 	$(MAKE) sdk-test; \
+	$(MAKE) console-check; \
 	$(MAKE) receiver-deps; \
 	$(MAKE) oidcclient-deps; \
 	echo "== go test, every module, $$testp package(s) at a time"; \
@@ -129,6 +133,9 @@ generate: tools ## Regenerate Go, gateway and OpenAPI code from proto/
 	@$(NODE_ENSURE)
 	node $(SDK)/scripts/build-global.mjs
 	cp $(SDK)/src/mnv.js $(SDK)/src/mnv.d.ts $(SDK)/dist/mnv.global.js $(SDK_ASSETS)/
+	@# The console: its API types from the document, then its bundle into the gateway's folder.
+	@$(MAKE) $(CONSOLE)/node_modules/.package-lock.json
+	node $(CONSOLE)/scripts/build.mjs
 
 .PHONY: sdk-test
 sdk-test: sdk-check ## Test the browser SDK (node --test) and check its types
@@ -143,6 +150,19 @@ $(SDK)/node_modules/.package-lock.json: $(SDK)/package-lock.json
 .PHONY: sdk-check
 sdk-check: $(SDK)/node_modules/.package-lock.json ## Type-check the browser SDK's declarations (pinned tsc)
 	npx --prefix $(SDK) tsc --noEmit -p $(SDK)
+
+# As for the SDK: npm ci only when the console's lock file changed since the last install.
+$(CONSOLE)/node_modules/.package-lock.json: $(CONSOLE)/package-lock.json
+	@$(NODE_ENSURE)
+	npm ci --prefix $(CONSOLE) --no-audit --no-fund --prefer-offline
+
+.PHONY: console-check
+console-check: $(CONSOLE)/node_modules/.package-lock.json ## Type-check the console (pinned tsc, no emit) against the API's generated types
+	npx --prefix $(CONSOLE) tsc --noEmit -p $(CONSOLE)
+
+.PHONY: console
+console: $(CONSOLE)/node_modules/.package-lock.json ## Rebuild the console alone (API types and bundle into the gateway); make generate does it too
+	node $(CONSOLE)/scripts/build.mjs
 
 # As for the SDK: npm ci only when the receiver's lock file changed since the last install.
 $(RECEIVER)/node_modules/.package-lock.json: $(RECEIVER)/package-lock.json
@@ -166,8 +186,8 @@ apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned 
 
 .PHONY: check-generated
 check-generated: generate ## Fail when the committed generated code is stale
-	@git add -N proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient
-	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git add -N proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient $(CONSOLE)/src/api $(CONSOLE_DIST)
+	@git diff --exit-code --stat -- proto/gen $(SDK)/dist $(SDK_ASSETS) tests/openapi/apiclient $(CONSOLE)/src/api $(CONSOLE_DIST) || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 .PHONY: lint
 # go vet's analyzers run inside golangci-lint (govet), on the same type-checked packages: a

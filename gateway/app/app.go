@@ -30,6 +30,7 @@ import (
 	"github.com/mnvhq/mnv/gateway/internal/callerauth"
 	"github.com/mnvhq/mnv/gateway/internal/camaraproxy"
 	"github.com/mnvhq/mnv/gateway/internal/clientip"
+	"github.com/mnvhq/mnv/gateway/internal/console"
 	"github.com/mnvhq/mnv/gateway/internal/dispatch"
 	"github.com/mnvhq/mnv/gateway/internal/edgelimit"
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
@@ -322,6 +323,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// and a budget per address would refuse the SDK to many subscribers behind one mobile
 	// carrier's NAT, the very users the browser flow is for.
 	sdkassets.Register(root)
+	// The console: the client's people's app, static files embedded in the binary, under a
+	// strict CSP; it talks to /v1/api with their session cookie. Outside the per-address
+	// budgets for the reasons the SDK is: no backend call, and browsers cache the assets.
+	console.Register(root)
 	// The CAMARA facade: OAuth2 and CAMARA bodies, proxied as they are to verification's
 	// HTTP listener, over TLS with the services' CA when the gRPC calls are.
 	if cfg.CAMARAAddr != "" {

@@ -14,6 +14,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/go-webauthn/webauthn v0.18.2 // indirect
+
 require (
 	github.com/coreos/go-oidc/v3 v3.21.0 // indirect
 	github.com/go-webauthn/webauthn v0.18.2 // indirect

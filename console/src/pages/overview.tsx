@@ -1,0 +1,144 @@
+// Overview: the balance, its expiry, a low-balance warning, charts of spend and verifications
+// per day, and the last ledger entries.
+import { api, call, type Schemas } from '../api/client';
+import { type Bar, BarChart } from '../chart';
+import { credits, day, when, words } from '../format';
+import { Badge, Loaded, PageHeader, useLoad } from '../ui';
+
+export interface Usage {
+  spend: Bar[];
+  verifications: Bar[];
+}
+
+const DAYS = 14;
+
+/**
+ * The usage series the charts read. For now they are counted from the last ledger entries
+ * (what one page of the ledger holds); once the usage API is in the document, replace the body
+ * with GET /v1/api/me/usage/spend and GET /v1/api/me/usage/verifications (by day, over DAYS).
+ */
+export async function loadUsage(): Promise<Usage> {
+  const ledger = await call('GET /v1/api/me/ledger', () => api.GET('/v1/api/me/ledger', { params: { query: { page: 0, size: 100 } } }));
+  return usageFromLedger(ledger.items ?? [], new Date());
+}
+
+export function usageFromLedger(entries: Schemas['LedgerEntry'][], now: Date): Usage {
+  const days: string[] = [];
+  for (let i = DAYS - 1; i >= 0; i--) days.push(new Date(now.getTime() - i * 86400000).toISOString().slice(0, 10));
+  const spend = new Map(days.map((d) => [d, 0]));
+  const verifications = new Map(days.map((d) => [d, 0]));
+  for (const e of entries) {
+    const d = (e.createdAt ?? '').slice(0, 10);
+    if (!spend.has(d) || e.amount >= 0) continue;
+    spend.set(d, spend.get(d)! - e.amount);
+    if (String(e.kind ?? '').endsWith('VERIFICATION')) verifications.set(d, verifications.get(d)! + 1);
+  }
+  return {
+    spend: days.map((d) => ({ label: d, value: spend.get(d)! })),
+    verifications: days.map((d) => ({ label: d, value: verifications.get(d)! })),
+  };
+}
+
+export function Overview() {
+  const client = useLoad(() => call('GET /v1/api/clients', () => api.GET('/v1/api/clients')), []);
+  const usage = useLoad(loadUsage, []);
+  const ledger = useLoad(() => call('GET /v1/api/me/ledger', () => api.GET('/v1/api/me/ledger', { params: { query: { page: 0, size: 5 } } })), []);
+  return (
+    <>
+      <PageHeader title="Overview" />
+      <section aria-labelledby="balance-title" class="panel">
+        <h2 id="balance-title">Balance</h2>
+        <Loaded load={client}>{(c) => <Balance client={c} usage={usage.state === 'ready' ? usage.data : null} />}</Loaded>
+      </section>
+      <section aria-labelledby="usage-title" class="panel">
+        <h2 id="usage-title">The last {DAYS} days</h2>
+        <Loaded load={usage} isEmpty={(u) => u.spend.every((b) => b.value === 0)} empty="No spend in the last two weeks.">
+          {(u) => (
+            <div class="charts">
+              <BarChart title="Spend per day" unit="credits" bars={u.spend} />
+              <BarChart title="Verifications charged per day" unit="verifications" bars={u.verifications} />
+            </div>
+          )}
+        </Loaded>
+      </section>
+      <section aria-labelledby="recent-title" class="panel">
+        <h2 id="recent-title">Latest ledger entries</h2>
+        <Loaded load={ledger} isEmpty={(l) => !l.items?.length} empty="No ledger entries yet.">
+          {(l) => (
+            <table class="table">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col" class="num">
+                    Amount
+                  </th>
+                  <th scope="col" class="num">
+                    Balance after
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {l.items!.slice(0, 5).map((e) => (
+                  <tr key={e.id}>
+                    <td>{when(e.createdAt)}</td>
+                    <td>{words(String(e.kind ?? ''))}</td>
+                    <td class="num">{credits(e.amount)}</td>
+                    <td class="num">{credits(e.balanceAfter)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Loaded>
+        <p>
+          <a href="/console/ledger">The whole ledger</a>
+        </p>
+      </section>
+    </>
+  );
+}
+
+function Balance({ client, usage }: { client: Schemas['Client']; usage: Usage | null }) {
+  const spent = usage ? usage.spend.slice(-7).reduce((s, b) => s + b.value, 0) : 0;
+  const perDay = spent / 7;
+  const lastsDays = perDay > 0 ? Math.floor(client.balance / perDay) : null;
+  const low = client.balance <= 0 || (lastsDays !== null && lastsDays < 7);
+  const days = client.daysUntilBalanceExpiry;
+  return (
+    <>
+      <dl class="stats">
+        <div>
+          <dt>Balance</dt>
+          <dd class="stat">{credits(client.balance)} credits</dd>
+        </div>
+        <div>
+          <dt>Expires</dt>
+          <dd class="stat">{day(client.balanceExpiryDate)}</dd>
+        </div>
+        <div>
+          <dt>Days left</dt>
+          <dd class="stat">{days ?? '—'}</dd>
+        </div>
+        <div>
+          <dt>Status</dt>
+          <dd class="stat">
+            <Badge tone={client.balanceValid ? 'good' : 'bad'}>{client.balanceValid ? 'Valid' : 'Not usable'}</Badge>
+          </dd>
+        </div>
+      </dl>
+      {low && (
+        <p class="warning" role="alert">
+          {client.balance <= 0
+            ? 'The balance is empty: paid calls are refused (402) until it is topped up.'
+            : `The balance is low: at the last 7 days' pace it lasts about ${lastsDays} day${lastsDays === 1 ? '' : 's'}.`}
+        </p>
+      )}
+      {days != null && days <= 14 && days >= 0 && (
+        <p class="warning" role="alert">
+          The balance expires in {days} day{days === 1 ? '' : 's'}.
+        </p>
+      )}
+    </>
+  );
+}

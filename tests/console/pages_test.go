@@ -1,0 +1,387 @@
+package console_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/mnvhq/mnv/tests/harness"
+)
+
+// markup is a client-supplied string that must render as text, never as an element.
+const markup = `<img src=x onerror="document.title='owned'">`
+
+// fakeAnswers are the data of the console's /v1/api calls, which fakeAPI answers in the browser
+// (DevTools' Fetch domain) in the envelope, so every page renders signed in without backends.
+func fakeAnswers(now time.Time) map[string]any {
+	iso := func(d time.Duration) string { return now.Add(-d).UTC().Format("2006-01-02T15:04:05.000Z") }
+	person := map[string]any{"id": "u1", "name": "Ada Admin", "email": "ada@example.com"}
+	var ledger []any
+	balance := 48210
+	for i := 0; i < 40; i++ {
+		kind, amount := "VERIFICATION", -(5 + i%3*5)
+		if i%13 == 0 {
+			kind, amount = "CONNECT_ENRICHMENT", -20
+		}
+		ledger = append(ledger, map[string]any{"id": fmt.Sprintf("l%d", i), "kind": kind, "amount": amount, "balanceAfter": balance,
+			"reference": fmt.Sprintf("verification:%04d", i), "createdAt": iso(time.Duration(i) * 8 * time.Hour), "description": nil})
+		balance -= amount
+	}
+	page := func(items ...any) map[string]any {
+		return map[string]any{"items": items, "page": 0, "size": 20, "totalItems": len(items), "totalPages": 1}
+	}
+	return map[string]any{
+		"GET /v1/api/console/session": map[string]any{
+			"person": person, "membership": map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "ADMIN"},
+			"memberships": []any{map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "ADMIN"}, map[string]any{"clientId": "c2", "clientName": "Acme Labs", "role": "MEMBER"}},
+			"session":     map[string]any{"id": "s1", "clientId": "c1", "current": true}, "clientStatus": "ACTIVE",
+		},
+		"GET /v1/api/clients": map[string]any{"id": "c1", "clientName": "Acme Shop", "balance": 48210, "balanceValid": true,
+			"balanceExpiryDate": iso(-40 * 24 * time.Hour), "daysUntilBalanceExpiry": 40, "clientStatus": "ACTIVE"},
+		"GET /v1/api/me/ledger": map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
+		"GET /v1/api/verifications": page(
+			map[string]any{"verificationId": "v1", "createdAt": iso(time.Hour), "mobileNumber": "+97150*****67", "status": "VERIFIED", "reason": "MATCH", "operatorId": "du", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},
+			map[string]any{"verificationId": "v2", "createdAt": iso(2 * time.Hour), "mobileNumber": "+97155*****12", "status": "NOT_VERIFIED", "reason": "MISMATCH", "operatorId": "etisalat", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},
+			map[string]any{"verificationId": "v3", "createdAt": iso(3 * time.Hour), "mobileNumber": "+97150*****99", "status": "UNDETERMINED", "reason": "NO_NUMBER", "operatorId": "du", "charged": 0, "serviceType": "NETWORK_API"},
+		),
+		"GET /v1/api/verifications/v1": map[string]any{"verificationId": "v1", "createdAt": iso(time.Hour), "mobileNumber": "+97150*****67", "status": "VERIFIED",
+			"reason": "MATCH", "operatorId": "du", "charged": 5, "balanceAfter": 48210, "serviceType": "HEADER_ENRICHMENT", "sessionId": "sess-1", "verified": true},
+		"GET /v1/api/me/api-keys": page(
+			map[string]any{"id": "k1", "name": "Production " + markup, "hint": "x9Qa", "role": "ADMIN", "createdAt": iso(30 * 24 * time.Hour), "lastUsedAt": iso(time.Minute)},
+			map[string]any{"id": "k2", "name": "Staging", "hint": "b2Lm", "role": "MEMBER", "createdAt": iso(9 * 24 * time.Hour)},
+		),
+		"POST /v1/api/me/api-keys":   map[string]any{"id": "k3", "name": "CI", "hint": "Zz90", "role": "MEMBER", "apiKey": "mnv_0123456789abcdefghijklmnopqrstuvwxyzAB"},
+		"GET /v1/api/me/sdk-tokens":  page(map[string]any{"id": "t1", "label": "iOS app", "hint": "Qe4r", "createdAt": iso(4 * 24 * time.Hour), "expiresAt": iso(-300 * 24 * time.Hour)}),
+		"GET /v1/api/me/web-origins": map[string]any{"items": []any{map[string]any{"origin": "https://shop.example"}, map[string]any{"origin": "http://localhost:3000"}}},
+		"GET /v1/api/me/webhooks": page(
+			map[string]any{"id": "w1", "url": "https://hooks.shop.example/mnv", "description": "Orders " + markup, "enabled": true, "events": []any{"verification.completed", "balance.low"}},
+			map[string]any{"id": "w2", "url": "https://old.shop.example/hook", "description": "", "enabled": false, "disabledReason": "FAILING", "events": []any{}},
+		),
+		"GET /v1/api/me/webhooks/w1": map[string]any{"id": "w1", "url": "https://hooks.shop.example/mnv", "description": "Orders " + markup, "enabled": true,
+			"events": []any{"verification.completed", "balance.low"}, "createdAt": iso(20 * 24 * time.Hour)},
+		"GET /v1/api/me/webhooks/w1/deliveries": page(
+			map[string]any{"id": "d1", "eventType": "verification.completed", "status": "SUCCEEDED", "attempts": 1, "lastHttpStatus": 200, "createdAt": iso(time.Hour)},
+			map[string]any{"id": "d2", "eventType": "balance.low", "status": "FAILED", "attempts": 8, "lastHttpStatus": 500, "lastError": "HTTP 500", "createdAt": iso(26 * time.Hour)},
+		),
+		"GET /v1/api/me/connect/overview": map[string]any{"profiles": map[string]any{"total": 1200, "matched": 830, "enriched": 410},
+			"imports": map[string]any{"running": 1, "total": 6}, "integrations": map[string]any{"active": 1, "total": 2},
+			"syncs": map[string]any{"last24h": map[string]any{"succeeded": 14, "failed": 1}}},
+		"GET /v1/api/me/connect/profiles": page(map[string]any{"id": "p1", "firstName": "Sam", "lastName": markup, "mobileNumberMasked": "+97150*****67", "externalId": "crm-17", "matched": true, "countryCode": "AE"}),
+		"GET /v1/api/me/connect/import/jobs": page(map[string]any{"id": "j1", "fileName": "customers.csv", "status": "COMPLETED", "percentComplete": 100, "totalRows": 1200,
+			"importedRows": 1180, "updatedRows": 15, "failedRows": 5, "createdAt": iso(2 * time.Hour),
+			"errors": []any{map[string]any{"row": 17, "column": "mobile_number", "message": "not a mobile number"}}}),
+		"GET /v1/api/me/connect/integrations": page(map[string]any{"id": "i1", "displayName": "HubSpot", "status": "ACTIVE", "integrationType": "HUBSPOT", "endpointUrl": "https://api.hubapi.com"}),
+		"GET /v1/api/me/stuck-plus/sessions":  page(map[string]any{"id": "sp1", "createdAt": iso(5 * time.Hour), "mobileNumberMasked": "+97150*****67", "operatorId": "du", "metadataId": "order-" + markup}),
+		"GET /v1/api/me/stuck-plus/reveals":   page(),
+		"GET /v1/api/me/members": map[string]any{"items": []any{
+			map[string]any{"person": person, "role": "ADMIN", "joinedAt": iso(90 * 24 * time.Hour)},
+			map[string]any{"person": map[string]any{"id": "u2", "name": "Max " + markup, "email": "max@example.com"}, "role": "MEMBER", "joinedAt": iso(10 * 24 * time.Hour)},
+		}},
+		"GET /v1/api/me/invitations": map[string]any{"items": []any{map[string]any{"id": "inv1", "email": "new@example.com", "role": "MEMBER", "createdAt": iso(time.Hour), "expiresAt": iso(-71 * time.Hour)}}},
+		"GET /v1/api/console/sessions": map[string]any{"items": []any{
+			map[string]any{"id": "s1", "current": true, "userAgent": "Chromium on Linux", "clientAddress": "127.0.0.1", "createdAt": iso(time.Hour), "lastSeenAt": iso(0), "expiresAt": iso(-11 * time.Hour)},
+			map[string]any{"id": "s2", "current": false, "userAgent": "Safari on iPhone", "clientAddress": "10.0.0.7", "createdAt": iso(50 * time.Hour), "lastSeenAt": iso(3 * time.Hour), "expiresAt": iso(-2 * time.Hour)},
+		}},
+		"GET /v1/api/me/audit-log": page(
+			map[string]any{"id": "a1", "at": iso(time.Hour), "person": person, "action": "CreateApiKey", "target": "k2", "status": 200, "clientAddress": "127.0.0.1", "userAgent": "Chromium"},
+			map[string]any{"id": "a2", "at": iso(2 * time.Hour), "person": person, "action": "RevealStuckPlusSession", "target": "sp0", "status": 403, "clientAddress": "127.0.0.1", "userAgent": "Chromium"},
+		),
+	}
+}
+
+// TestPages renders every page of the console signed in, against fakeAPI: each shows its
+// heading, with no CSP violation, no markup from the data turned into elements, no serious
+// or critical axe violation; each is kept as out/console-<page>.png.
+func TestPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway := startGateway(t, root)
+	browser := startChromium(t, root)
+	answers := fakeAnswers(time.Now())
+
+	pages := []struct{ path, heading, shot string }{
+		{"/console", "Overview", "overview"},
+		{"/console/verifications", "Verifications", "verifications"},
+		{"/console/verifications/v1", "Verification", "verification"},
+		{"/console/keys", "Keys and SDK tokens", "keys"},
+		{"/console/web-origins", "Web origins", "web-origins"},
+		{"/console/webhooks", "Webhooks", "webhooks"},
+		{"/console/webhooks/w1", "Webhook endpoint", "webhook"},
+		{"/console/connect", "Connect", "connect"},
+		{"/console/reveal", "Reveal", "reveal"},
+		{"/console/ledger", "Ledger", "ledger"},
+		{"/console/team", "Team", "team"},
+		{"/console/sessions", "Sessions", "sessions"},
+		{"/console/audit-log", "Audit log", "audit-log"},
+		{"/console/nothing-here", "No such page", ""},
+	}
+	ctx, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+
+	api := newFakeAPI(answers)
+	api.listen(ctx)
+	err = chromedp.Run(ctx,
+		api.enable(),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			_, err := page.AddScriptToEvaluateOnNewDocument(cspWatch).Do(ctx)
+			return err
+		}),
+		chromedp.EmulateViewport(1280, 900),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		t.Run(p.path, func(t *testing.T) {
+			var heading, title string
+			var csp []string
+			var images, loading int
+			err := chromedp.Run(ctx,
+				chromedp.Navigate(gateway+p.path),
+				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Text(`main h1`, &heading, chromedp.ByQuery),
+				chromedp.Evaluate(`document.title`, &title),
+				chromedp.Evaluate(`window.__csp`, &csp),
+				chromedp.Evaluate(`document.querySelectorAll('img').length`, &images),
+				chromedp.Evaluate(`document.querySelectorAll('.state-error').length`, &loading),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if heading != p.heading {
+				t.Errorf("heading %q, want %q", heading, p.heading)
+			}
+			if len(csp) > 0 {
+				t.Errorf("CSP violations: %v", csp)
+			}
+			if images > 0 || strings.Contains(title, "owned") {
+				t.Errorf("markup from the API became elements: %d img, title %q", images, title)
+			}
+			if loading > 0 {
+				var text string
+				_ = chromedp.Run(ctx, chromedp.Text(`main`, &text, chromedp.ByQuery))
+				t.Errorf("an error state: %s", text)
+			}
+			axe(t, ctx, root)
+			if p.shot != "" {
+				screenshot(t, ctx, root, "console-"+p.shot+".png")
+			}
+		})
+	}
+	// From the keyboard alone: the first Tab reaches the skip link; a key is created and its
+	// secret shown once, with an Idempotency-Key sent (the document says CreateApiKey honours
+	// one), and none on a read.
+	t.Run("keyboard and a created key", func(t *testing.T) {
+		var focused, secret string
+		err := chromedp.Run(ctx,
+			chromedp.Navigate(gateway+"/console/keys"),
+			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+			chromedp.KeyEvent("\t"),
+			chromedp.Evaluate(`document.activeElement.className`, &focused),
+			chromedp.SendKeys(`form.inline-form input`, "CI", chromedp.ByQuery),
+			chromedp.KeyEvent("\r"),
+			chromedp.WaitVisible(`.secret-value`, chromedp.ByQuery),
+			chromedp.Text(`.secret-value`, &secret, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if focused != "skip-link" {
+			t.Errorf("the first Tab focuses %q, not the skip link", focused)
+		}
+		if secret != "mnv_0123456789abcdefghijklmnopqrstuvwxyzAB" {
+			t.Errorf("secret shown %q", secret)
+		}
+		screenshot(t, ctx, root, "console-key-created.png")
+		if keys := api.requests("POST /v1/api/me/api-keys"); len(keys) != 1 || len(keys[0].idempotencyKey) < 32 {
+			t.Errorf("Idempotency-Key of the create: %+v", keys)
+		}
+		for _, r := range api.requests("GET /v1/api/me/api-keys") {
+			if r.idempotencyKey != "" {
+				t.Errorf("a read sent Idempotency-Key %q", r.idempotencyKey)
+			}
+		}
+	})
+	// On a phone's width every page fits: no sideways scroll of the page (wide tables scroll
+	// inside their panel).
+	t.Run("a phone's width", func(t *testing.T) {
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) }()
+		for _, p := range pages {
+			var overflow int
+			err := chromedp.Run(ctx,
+				chromedp.Navigate(gateway+p.path),
+				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(`document.documentElement.scrollWidth - window.innerWidth`, &overflow),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if overflow > 0 {
+				t.Errorf("%s is %d px wider than the screen", p.path, overflow)
+			}
+			if p.shot == "overview" {
+				screenshot(t, ctx, root, "console-overview-phone.png")
+			}
+		}
+	})
+
+	// A MEMBER sees the ADMIN actions disabled (the server refuses them anyway).
+	t.Run("a MEMBER", func(t *testing.T) {
+		api.set("GET /v1/api/console/session", map[string]any{
+			"person":      map[string]any{"id": "u2", "name": "Max Member", "email": "max@example.com"},
+			"membership":  map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"},
+			"memberships": []any{map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "MEMBER"}},
+		})
+		for _, p := range []struct{ path, enabled string }{
+			{"/console/keys", `[...document.querySelectorAll('main button')].filter(b => !b.disabled).map(b => b.textContent)`},
+			{"/console/team", `[...document.querySelectorAll('main button, main select')].filter(b => !b.disabled).map(b => b.textContent)`},
+			{"/console/webhooks/w1", `[...document.querySelectorAll('main button')].filter(b => !b.disabled && !b.closest('form.filters')).map(b => b.textContent)`},
+		} {
+			var enabled []string
+			err := chromedp.Run(ctx,
+				chromedp.Navigate(gateway+p.path),
+				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(p.enabled, &enabled),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(enabled) > 0 {
+				t.Errorf("%s: a MEMBER may press %q", p.path, enabled)
+			}
+			if p.path == "/console/team" {
+				screenshot(t, ctx, root, "console-team-member.png")
+			}
+		}
+	})
+	api.checkAnswered(t)
+}
+
+// request is what the fake API saw of one call.
+type request struct {
+	idempotencyKey string
+	body           string
+}
+
+// fakeAPI answers /v1/api in the browser: answers by "METHOD path", or hook first when set
+// (handled false: fall back to answers). Every request is recorded.
+type fakeAPI struct {
+	mu      sync.Mutex
+	answers map[string]any
+	hook    func(key string, n int, body string) (status int64, data any, handled bool)
+	seen    map[string][]request
+	unknown []string
+}
+
+func newFakeAPI(answers map[string]any) *fakeAPI {
+	return &fakeAPI{answers: answers, seen: map[string][]request{}}
+}
+
+func (f *fakeAPI) enable() chromedp.Action {
+	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/v1/api/*"}})
+}
+
+// set changes an answer.
+func (f *fakeAPI) set(key string, data any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[key] = data
+}
+
+func (f *fakeAPI) requests(key string) []request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]request(nil), f.seen[key]...)
+}
+
+func (f *fakeAPI) checkAnswered(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.unknown) > 0 {
+		t.Errorf("calls the fake API does not answer: %v", f.unknown)
+	}
+}
+
+func (f *fakeAPI) listen(ctx context.Context) {
+	chromedp.ListenTarget(ctx, func(ev any) {
+		p, ok := ev.(*fetch.EventRequestPaused)
+		if !ok {
+			return
+		}
+		go func() {
+			u, _ := url.Parse(p.Request.URL)
+			key := p.Request.Method + " " + u.Path
+			r := request{}
+			for k, v := range p.Request.Headers {
+				if strings.EqualFold(k, "Idempotency-Key") {
+					r.idempotencyKey, _ = v.(string)
+				}
+			}
+			for _, e := range p.Request.PostDataEntries {
+				b, _ := base64.StdEncoding.DecodeString(e.Bytes)
+				r.body += string(b)
+			}
+			f.mu.Lock()
+			f.seen[key] = append(f.seen[key], r)
+			n := len(f.seen[key])
+			hook := f.hook
+			f.mu.Unlock()
+
+			status, data, handled := int64(200), any(nil), false
+			if hook != nil {
+				status, data, handled = hook(key, n, r.body)
+			}
+			if !handled {
+				f.mu.Lock()
+				var ok bool
+				if data, ok = f.answers[key]; ok {
+					status = 200
+				} else {
+					f.unknown = append(f.unknown, key)
+					status, data = 404, apiError{"NOT_FOUND", "not in the fake API"}
+				}
+				f.mu.Unlock()
+			}
+			var body []byte
+			if e, ok := data.(apiError); ok {
+				body, _ = json.Marshal(map[string]any{"success": false, "data": nil,
+					"messages": []any{map[string]any{"type": "ERROR", "code": e.code, "httpStatus": "ERROR", "message": e.message, "technical": false, "field": nil}}})
+			} else {
+				body, _ = json.Marshal(map[string]any{"success": true, "data": data,
+					"messages": []any{map[string]any{"type": "SUCCESS", "httpStatus": "OK", "message": "ok", "technical": false}}})
+			}
+			c := chromedp.FromContext(ctx)
+			_ = fetch.FulfillRequest(p.RequestID, status).
+				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}).
+				WithBody(base64.StdEncoding.EncodeToString(body)).Do(cdp.WithExecutor(ctx, c.Target))
+		}()
+	})
+}
+
+// apiError is an error answer of the fake API.
+type apiError struct{ code, message string }
