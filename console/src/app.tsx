@@ -18,6 +18,7 @@ import { Ledger } from './pages/ledger';
 import { Team } from './pages/team';
 import { Sessions } from './pages/sessions';
 import { AuditLog } from './pages/audit-log';
+import { Settings } from './pages/settings';
 import { Reveal } from './pages/reveal';
 import { Connect } from './pages/connect';
 import { NotFound } from './pages/not-found';
@@ -43,6 +44,7 @@ const routes: Route[] = [
   { path: '/console/team', page: Team, nav: 'Team' },
   { path: '/console/sessions', page: Sessions, nav: 'Sessions' },
   { path: '/console/audit-log', page: AuditLog, nav: 'Audit log' },
+  { path: '/console/settings', page: Settings, nav: 'Settings' },
 ];
 
 export function App() {

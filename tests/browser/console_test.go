@@ -324,6 +324,8 @@ return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremo
 		t.Fatal("no STUCK_PLUS session to reveal: the STUCK_PLUS subtest runs before this one")
 	}
 
+	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
+
 	t.Run("single sign-on", func(t *testing.T) {
 		e.testSSO(t, admin, origin, acc.data()["person"].(map[string]any)["id"].(string))
 	})

@@ -1,4 +1,5 @@
-// Keys and SDK tokens: the lists, create (the secret shown once), revoke (after a confirmation).
+// Keys and SDK tokens: the lists, create (the secret shown once), rotate with an overlap (the
+// new key shown once), revoke (after a confirmation).
 import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { when, words } from '../format';
@@ -25,6 +26,8 @@ function ApiKeys() {
   const keys = useLoad(() => call('GET /v1/api/me/api-keys', () => api.GET('/v1/api/me/api-keys', { params: { query: { page, size: 20 } } })), [page]);
   const [secret, setSecret] = useState<string | null>(null);
   const [revoking, setRevoking] = useState<Schemas['ApiKey'] | null>(null);
+  const [rotating, setRotating] = useState<Schemas['ApiKey'] | null>(null);
+  const [overlap, setOverlap] = useState('3600');
   const [name, setName] = useState('');
   const [role, setRole] = useState<'ADMIN' | 'MEMBER'>('MEMBER');
   const a = useAction();
@@ -91,7 +94,10 @@ function ApiKeys() {
                     <td>{when(key.createdAt)}</td>
                     <td>{key.lastUsedAt ? when(key.lastUsedAt) : 'Never'}</td>
                     <td>{key.expiresAt ? when(key.expiresAt) : '—'}</td>
-                    <td>
+                    <td class="nowrap">
+                      <button type="button" class="button button-quiet" disabled={!admin} onClick={() => setRotating(key)}>
+                        Rotate<span class="visually-hidden"> {key.name}</span>
+                      </button>
                       <button type="button" class="button button-quiet" disabled={!admin} onClick={() => setRevoking(key)}>
                         Revoke<span class="visually-hidden"> {key.name}</span>
                       </button>
@@ -104,6 +110,38 @@ function ApiKeys() {
           </>
         )}
       </Loaded>
+      <Confirm
+        title="Rotate the API key?"
+        open={!!rotating}
+        confirmLabel="Rotate"
+        danger={false}
+        onClose={() => setRotating(null)}
+        onConfirm={async () => {
+          const r = await call('POST /v1/api/me/api-keys/{keyId}/rotate', (headers) =>
+            api.POST('/v1/api/me/api-keys/{keyId}/rotate', {
+              params: { path: { keyId: rotating!.id } },
+              body: { oldKeyGraceSeconds: Number(overlap) },
+              headers,
+            }),
+          );
+          setSecret(r.apiKey?.apiKey ?? null);
+          keys.reload();
+        }}
+      >
+        <p>
+          A new key replaces <strong>{rotating?.name}</strong> (…{rotating?.hint}), with its name and role. It is shown once.
+        </p>
+        <Field label="The old key keeps working for" hint="So your servers can switch without downtime.">
+          {(id, d) => (
+            <select id={id} aria-describedby={d} value={overlap} onChange={(e) => setOverlap((e.target as HTMLSelectElement).value)}>
+              <option value="0">No time: it stops at once</option>
+              <option value="3600">One hour</option>
+              <option value="86400">One day</option>
+              <option value="604800">Seven days</option>
+            </select>
+          )}
+        </Field>
+      </Confirm>
       <Confirm
         title="Revoke the API key?"
         open={!!revoking}
