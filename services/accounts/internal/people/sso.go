@@ -282,6 +282,14 @@ func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, bin
 	fail := func(format string, args ...any) (Signed, error) {
 		return Signed{}, fmt.Errorf("%w: "+format, append([]any{ErrSSO}, args...)...)
 	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{{"code", code, 2048}, {"state", state, 100}, {"error", providerError, 200}} {
+		if len(f.value) > f.max {
+			return Signed{}, fault.Invalid(f.name, "must be at most %d characters", f.max)
+		}
+	}
 	if _, err := uuid.Parse(state); err != nil {
 		return fail("no state")
 	}
