@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/principals"
+	"github.com/mnvhq/mnv/services/accounts/internal/reports"
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
@@ -29,6 +30,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/service"
 	"github.com/mnvhq/mnv/services/platform/tracing"
+	"github.com/mnvhq/mnv/services/platform/usage"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -191,8 +193,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	ledger.Traced = tracing.Enabled()
+	rollupStores := pg.NewStores(b.Pool, func(db pg.DB) reports.RollupStore { return store.New(db) })
+	spend := reports.New(store.New(b.Pool), rollupStores)
 	deps := server.Deps{
-		Clients: clients.New(clientStores.Pool(), clientStores, b.Keyring, creds, ledger), Credentials: creds, Ledger: ledger,
+		Clients: clients.New(clientStores.Pool(), clientStores, b.Keyring, creds, ledger), Credentials: creds, Ledger: ledger, Reports: spend,
 		Log: log, Now: time.Now,
 	}
 	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: creds, AdminToken: cfg.AdminToken})
@@ -209,6 +213,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	accountsv1.RegisterAccountsInternalServiceServer(srv, &server.Internal{Deps: deps, Watch: server.Watch{Hub: hub, HeartbeatEvery: principalBeat}})
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
 	b.Loop(creds.Run)
+	b.Loop(usage.Roller{Name: "spend", RollUp: spend.RollUp, Every: usage.RollEvery, Log: log}.Run)
 	b.Loop(func(ctx context.Context) { listener.Listen(ctx, b.Pool) })
 	return &App{Base: b, cfg: cfg, log: log}, nil
 }
