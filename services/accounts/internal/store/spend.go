@@ -108,10 +108,10 @@ func (s *Store) RollUpSpend(ctx context.Context, grace time.Duration, maxDays in
 			FROM accounts.ledger
 			WHERE created_at >= $1::date::timestamp AT TIME ZONE 'UTC' AND created_at < $2::date::timestamp AT TIME ZONE 'UTC'
 			GROUP BY 1, 2, 3`, *from, to)
-	} else if rolled == nil {
-		return until, 0, nil
 	} else {
-		to = *rolled
+		// Nothing to write: the watermark stays (or, with no entry yet, starts at the bound,
+		// before which none can come now).
+		to = *from
 	}
 	// The tail moves up to the newest mark at or before the watermark, whether or not the
 	// watermark moved.

@@ -81,18 +81,19 @@ func (st *Store) RollUpUsage(ctx context.Context, grace time.Duration, maxDays i
 		bound, rolled).Scan(&bound, &from); err != nil {
 		return until, 0, fmt.Errorf("roll up usage: %w", err)
 	}
-	if from == nil { // nothing recorded yet: the watermark starts at the bound
-		from = &bound
+	if from == nil {
+		// Nothing recorded yet, nor can be before the bound: the watermark starts there.
+		if _, err := st.db.Exec(ctx, `UPDATE verification.usage_rollup SET rolled_until = $1::date`, bound); err != nil {
+			return until, 0, fmt.Errorf("roll up usage: %w", err)
+		}
+		return bound, 0, nil
 	}
 	to := from.AddDate(0, 0, maxDays)
 	if bound.Before(to) {
 		to = bound
 	}
 	if !to.After(*from) {
-		if rolled == nil {
-			return until, 0, nil
-		}
-		return *rolled, 0, nil
+		return *from, 0, nil
 	}
 	if _, err := st.db.Exec(ctx, `INSERT INTO verification.usage_days (client_id, day, status, operator_id, service_type, count, charged)
 		SELECT client_id, (created_at AT TIME ZONE 'UTC')::date, status, operator_id, service_type, count(*), sum(charged)
