@@ -210,4 +210,3 @@ func directUsage(t *testing.T, pool *pgxpool.Pool, client string, operator *stri
 	}
 	return out
 }
-
