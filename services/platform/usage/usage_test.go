@@ -74,8 +74,4 @@ func TestBuild(t *testing.T) {
 	if tot.Count != 8 || tot.Charged != 4 || len(tot.Breakdowns[0].Buckets) != 2 || tot.Breakdowns[0].Buckets[0] != (Bucket{"EXPIRED", Figures{4, 0, 0}}) {
 		t.Fatalf("totals = %+v", tot)
 	}
-	p := ToProto(rep)
-	if p.From != "2026-03-01" || p.To != "2026-03-03" || len(p.Days) != 3 || p.Days[2].Day != "2026-03-03" || p.Totals.Count != 8 {
-		t.Fatalf("proto = %v", p)
-	}
 }

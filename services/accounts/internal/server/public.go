@@ -16,7 +16,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/principal"
-	"github.com/mnvhq/mnv/services/platform/usage"
+	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 )
 
 // Deps are what the handlers call.
@@ -183,7 +183,7 @@ func (s *Public) GetSpendUsage(ctx context.Context, req *accountsv1.GetSpendUsag
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &accountsv1.GetSpendUsageResponse{Usage: usage.ToProto(rep)}, nil
+	return &accountsv1.GetSpendUsageResponse{Usage: usagepb.ToProto(rep)}, nil
 }
 
 // CreateSdkToken issues an SDK token.

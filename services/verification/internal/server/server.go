@@ -12,7 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/principal"
-	"github.com/mnvhq/mnv/services/platform/usage"
+	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/reports"
@@ -153,7 +153,7 @@ func (s *Server) GetVerificationUsage(ctx context.Context, req *verificationv1.G
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &verificationv1.GetVerificationUsageResponse{Usage: usage.ToProto(rep)}, nil
+	return &verificationv1.GetVerificationUsageResponse{Usage: usagepb.ToProto(rep)}, nil
 }
 
 // CreateTransaction starts a browser flow.

@@ -1,9 +1,19 @@
-package usage
+// Package usagepb writes a usage report (platform/usage) as the routes answer it
+// (mnv.usage.v1), apart from the report so that the domain packages building one import no
+// protos.
+package usagepb
 
-import usagev1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
+import (
+	"time"
+
+	usagev1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
+	"github.com/mnvhq/mnv/services/platform/usage"
+)
+
+const layout = time.DateOnly
 
 // ToProto is rep as the routes answer it.
-func ToProto(rep Report) *usagev1.Usage {
+func ToProto(rep usage.Report) *usagev1.Usage {
 	out := &usagev1.Usage{
 		From: rep.Range.From.Format(layout), To: rep.Range.To.Format(layout),
 		Totals: &usagev1.UsageTotals{
@@ -21,7 +31,7 @@ func ToProto(rep Report) *usagev1.Usage {
 	return out
 }
 
-func breakdownsToProto(bs []Breakdown) []*usagev1.UsageBreakdown {
+func breakdownsToProto(bs []usage.Breakdown) []*usagev1.UsageBreakdown {
 	out := make([]*usagev1.UsageBreakdown, 0, len(bs))
 	for _, b := range bs {
 		pb := &usagev1.UsageBreakdown{Dimension: b.Dimension, Buckets: make([]*usagev1.UsageBucket, 0, len(b.Buckets))}
