@@ -129,6 +129,10 @@ type Options struct {
 	// CAMARAFlows are benchmark F's flows of each kind, per run; CAMARAWorkers its concurrent
 	// workers (0: the sequential run only).
 	CAMARAFlows, CAMARAWorkers int
+	SkipUsage                  bool
+	// UsageRows are the verifications benchmark G seeds; UsageCalls its timed calls per range,
+	// UsageLive its calls before the roll-up.
+	UsageRows, UsageCalls, UsageLive int
 }
 
 func main() { os.Exit(run()) }
@@ -158,6 +162,10 @@ func run() int {
 	flag.BoolVar(&opts.SkipCAMARA, "skip-camara", false, "do not run benchmark F (CAMARA: NETWORK_API and facade latency against header enrichment)")
 	flag.IntVar(&opts.CAMARAFlows, "camara-flows", 200, "flows of each kind in each run of benchmark F")
 	flag.IntVar(&opts.CAMARAWorkers, "camara-c", 4, "concurrent workers of benchmark F's second run (0: none)")
+	flag.BoolVar(&opts.SkipUsage, "skip-usage", false, "do not run benchmark G (the usage route over seeded verifications)")
+	flag.IntVar(&opts.UsageRows, "usage-rows", 10_000_000, "verifications benchmark G seeds for its client, over 365 days")
+	flag.IntVar(&opts.UsageCalls, "usage-calls", 50, "calls of benchmark G per range")
+	flag.IntVar(&opts.UsageLive, "usage-live-calls", 3, "365-day calls of benchmark G before the roll-up, read from the rows alone (0: none)")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	openLoop := flag.String("open-loop", "0.5,0.25", "shares of benchmark C's many-client peak to run an open loop at, comma-separated (the p99 goal is at 0.5; empty: none)")
 	flag.Parse()
@@ -171,8 +179,8 @@ func run() int {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints and -camara-flows must be positive, -warmup, -verify-rounds and -camara-c not negative; no arguments")
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows and -usage-calls must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
 		return 2
 	}
 
@@ -387,6 +395,18 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Flows = append(append(rep.Flows, cam.Sequential...), cam.Concurrent...)
 		rep.Added = append(rep.Added, cam.Added...)
 		rep.Checks = append(rep.Checks, cam.Checks...)
+	}
+	// Last: its ten million rows would slow what runs after them.
+	if opts.SkipUsage {
+		rep.Notes = append(rep.Notes, "benchmark G (usage) skipped: -skip-usage")
+	} else {
+		fmt.Fprintln(progress, "== G: the usage route over a year of seeded verifications")
+		us, err := benchUsage(ctx, s, opts.UsageRows, opts.UsageCalls, opts.UsageLive, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark G: %w", err)
+		}
+		rep.Goals = append(rep.Goals, us.Goals...)
+		rep.Notes = append(rep.Notes, us.Notes...)
 	}
 	for _, m := range rep.Rows {
 		if n := m.Exhausted(); n > 0 {

@@ -41,6 +41,18 @@ func fakeAnswers(now time.Time) map[string]any {
 	page := func(items ...any) map[string]any {
 		return map[string]any{"items": items, "page": 0, "size": 20, "totalItems": len(items), "totalPages": 1}
 	}
+	// The usage routes' answers over the overview's 14 days.
+	var spendDays, verifyDays []any
+	for i := 13; i >= 0; i-- {
+		d := now.Add(-time.Duration(i) * 24 * time.Hour).UTC().Format("2006-01-02")
+		spendDays = append(spendDays, map[string]any{"day": d, "count": 3 + i%4, "charged": 15 + 5*(i%5), "credited": 0, "breakdowns": []any{}})
+		verifyDays = append(verifyDays, map[string]any{"day": d, "count": 4 + i%3, "charged": 10 + 5*(i%3), "credited": 0, "breakdowns": []any{}})
+	}
+	status := map[string]any{"dimension": "status", "buckets": []any{
+		map[string]any{"value": "NOT_VERIFIED", "count": 12, "charged": 60, "credited": 0},
+		map[string]any{"value": "VERIFIED", "count": 58, "charged": 290, "credited": 0},
+	}}
+	from, to := spendDays[0].(map[string]any)["day"], spendDays[13].(map[string]any)["day"]
 	return map[string]any{
 		"GET /v1/api/console/session": map[string]any{
 			"person": person, "membership": map[string]any{"clientId": "c1", "clientName": "Acme Shop", "role": "ADMIN"},
@@ -50,6 +62,10 @@ func fakeAnswers(now time.Time) map[string]any {
 		"GET /v1/api/clients": map[string]any{"id": "c1", "clientName": "Acme Shop", "balance": 48210, "balanceValid": true,
 			"balanceExpiryDate": iso(-40 * 24 * time.Hour), "daysUntilBalanceExpiry": 40, "clientStatus": "ACTIVE"},
 		"GET /v1/api/me/ledger": map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
+		"GET /v1/api/me/usage/spend": map[string]any{"from": from, "to": to, "days": spendDays,
+			"totals": map[string]any{"count": 60, "charged": 300, "credited": 0, "breakdowns": []any{}}},
+		"GET /v1/api/me/usage/verifications": map[string]any{"from": from, "to": to, "days": verifyDays,
+			"totals": map[string]any{"count": 70, "charged": 350, "credited": 0, "breakdowns": []any{status}}},
 		"GET /v1/api/verifications": page(
 			map[string]any{"verificationId": "v1", "createdAt": iso(time.Hour), "mobileNumber": "+97150*****67", "status": "VERIFIED", "reason": "MATCH", "operatorId": "du", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},
 			map[string]any{"verificationId": "v2", "createdAt": iso(2 * time.Hour), "mobileNumber": "+97155*****12", "status": "NOT_VERIFIED", "reason": "MISMATCH", "operatorId": "etisalat", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},

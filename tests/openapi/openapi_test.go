@@ -275,6 +275,11 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 	run(call{"capture", "POST", "/v1/api/web/transactions/" + tx + "/capture", map[string]string{"Origin": shopOrigin, sandboxHeader: number}, "", 200, true})
 	run(call{"stuck-plus sessions", "GET", "/v1/api/me/stuck-plus/sessions", me, "", 200, true})
 	run(call{"reveal an unknown session", "POST", "/v1/api/me/stuck-plus/sessions/9b2f0c52-7b8e-4a57-9d3c-2f1a9b7c6d5e/reveal", me, `{"reason":"ticket 42, customer asked"}`, 404, true})
+	run(call{"verification usage", "GET", "/v1/api/me/usage/verifications", me, "", 200, true})
+	run(call{"verification usage of an operator", "GET", "/v1/api/me/usage/verifications?from=2026-01-01&to=2026-12-31&operator=sandbox", me, "", 200, true})
+	run(call{"verification usage over more than 366 days", "GET", "/v1/api/me/usage/verifications?from=2025-01-01&to=2026-01-02", me, "", 400, true})
+	run(call{"spend", "GET", "/v1/api/me/usage/spend?to=2026-06-30", me, "", 200, true})
+	run(call{"spend ending before it starts", "GET", "/v1/api/me/usage/spend?from=2026-06-30&to=2026-06-01", me, "", 400, true})
 	run(call{"an SDK token instead of a key", "POST", "/v1/api/verify", map[string]string{"X-Sdk-Token": token, "X-Client-Id": c.ID}, verify, 401, false})
 
 	// Connect.

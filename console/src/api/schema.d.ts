@@ -1127,6 +1127,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/usage/spend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sum the credits charged and given per day by ledger kind
+         * @description The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+         *     the range's totals (docs/api-decisions.md#usage).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetSpendUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/me/usage/verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count verifications per day by status, operator and method
+         * @description The client's verifications per UTC day of a range, by status, operator and method, with
+         *     the credits charged and the range's totals (docs/api-decisions.md#usage).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetVerificationUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/web-origins": {
         parameters: {
             query?: never;
@@ -2768,6 +2814,71 @@ export interface components {
          * @enum {string}
          */
         TransactionStatus: "PENDING" | "CAPTURED" | "NO_NETWORK_IDENTITY" | "EXPIRED" | "AUTHORIZATION_PENDING";
+        /**
+         * @description Usage is what a usage route answers: every day of the range (days without usage too, with
+         *     zeros), and the range's totals in the same shape.
+         */
+        Usage: {
+            /** @description One per day, oldest first. */
+            days: components["schemas"]["UsageDay"][];
+            /** @description The range answered, YYYY-MM-DD, both included. */
+            from: string;
+            to: string;
+            totals: components["schemas"]["UsageTotals"] | null;
+        };
+        /** @description UsageBreakdown is usage split by one dimension. */
+        UsageBreakdown: {
+            /** @description One per value seen, sorted by value; values without usage are left out. */
+            buckets: components["schemas"]["UsageBucket"][];
+            /** @description status, operator or method for verifications; kind for spend. */
+            dimension: string;
+        };
+        /** @description UsageBucket is the usage of one value of a dimension. */
+        UsageBucket: {
+            /** Format: int64 */
+            charged: number;
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            credited: number;
+            value: string;
+        };
+        /** @description UsageDay is one UTC day's usage. */
+        UsageDay: {
+            /**
+             * @description The same day split by each of the route's dimensions, one breakdown per dimension. Each
+             *     breakdown's buckets add up to the day's figures. Dimensions may be added; a client reads
+             *     the ones it knows by name.
+             */
+            breakdowns: components["schemas"]["UsageBreakdown"][];
+            /**
+             * Format: int64
+             * @description Credits taken.
+             */
+            charged: number;
+            /**
+             * Format: int64
+             * @description How many: verifications, or ledger entries.
+             */
+            count: number;
+            /**
+             * Format: int64
+             * @description Credits given (top-ups, refunds, positive adjustments); 0 for verifications.
+             */
+            credited: number;
+            /** @description YYYY-MM-DD. */
+            day: string;
+        };
+        /** @description UsageTotals is the range's usage, in the shape of a day's. */
+        UsageTotals: {
+            breakdowns: components["schemas"]["UsageBreakdown"][];
+            /** Format: int64 */
+            charged: number;
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            credited: number;
+        };
         /** @description Verification is a kept verification. */
         Verification: {
             /**
@@ -5767,6 +5878,110 @@ export interface operations {
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetSpendUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+                 *     last 30 days up to today.
+                 */
+                from?: string;
+                /**
+                 * @description Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+                 *     the 30 days up to it.
+                 */
+                to?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Spend retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Spend retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetVerificationUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+                 *     last 30 days up to today.
+                 */
+                from?: string;
+                /**
+                 * @description Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+                 *     the 30 days up to it.
+                 */
+                to?: string;
+                /** @description Only this operator's verifications. */
+                operator?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Verification usage retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Verification usage retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

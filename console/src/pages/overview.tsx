@@ -1,5 +1,5 @@
 // Overview: the balance, its expiry, a low-balance warning, charts of spend and verifications
-// per day, and the last ledger entries.
+// per day with the outcomes (the usage routes), and the last ledger entries.
 import { api, call, type Schemas } from '../api/client';
 import { type Bar, BarChart } from '../chart';
 import { credits, day, when, words } from '../format';
@@ -8,34 +8,25 @@ import { Badge, Loaded, PageHeader, useLoad } from '../ui';
 export interface Usage {
   spend: Bar[];
   verifications: Bar[];
+  /** The range's verifications by final status, most first. */
+  outcomes: { status: string; count: number }[];
 }
 
 const DAYS = 14;
 
-/**
- * The usage series the charts read. For now they are counted from the last ledger entries
- * (what one page of the ledger holds); once the usage API is in the document, replace the body
- * with GET /v1/api/me/usage/spend and GET /v1/api/me/usage/verifications (by day, over DAYS).
- */
+/** The usage series the charts read: the usage routes over the last DAYS days (UTC). */
 export async function loadUsage(): Promise<Usage> {
-  const ledger = await call('GET /v1/api/me/ledger', () => api.GET('/v1/api/me/ledger', { params: { query: { page: 0, size: 100 } } }));
-  return usageFromLedger(ledger.items ?? [], new Date());
-}
-
-export function usageFromLedger(entries: Schemas['LedgerEntry'][], now: Date): Usage {
-  const days: string[] = [];
-  for (let i = DAYS - 1; i >= 0; i--) days.push(new Date(now.getTime() - i * 86400000).toISOString().slice(0, 10));
-  const spend = new Map(days.map((d) => [d, 0]));
-  const verifications = new Map(days.map((d) => [d, 0]));
-  for (const e of entries) {
-    const d = (e.createdAt ?? '').slice(0, 10);
-    if (!spend.has(d) || e.amount >= 0) continue;
-    spend.set(d, spend.get(d)! - e.amount);
-    if (String(e.kind ?? '').endsWith('VERIFICATION')) verifications.set(d, verifications.get(d)! + 1);
-  }
+  const to = new Date().toISOString().slice(0, 10);
+  const from = new Date(Date.now() - (DAYS - 1) * 86400000).toISOString().slice(0, 10);
+  const [spend, verifications] = await Promise.all([
+    call('GET /v1/api/me/usage/spend', () => api.GET('/v1/api/me/usage/spend', { params: { query: { from, to } } })),
+    call('GET /v1/api/me/usage/verifications', () => api.GET('/v1/api/me/usage/verifications', { params: { query: { from, to } } })),
+  ]);
+  const statuses = (verifications.totals?.breakdowns ?? []).find((b) => b.dimension === 'status')?.buckets ?? [];
   return {
-    spend: days.map((d) => ({ label: d, value: spend.get(d)! })),
-    verifications: days.map((d) => ({ label: d, value: verifications.get(d)! })),
+    spend: (spend.days ?? []).map((d) => ({ label: d.day, value: d.charged })),
+    verifications: (verifications.days ?? []).map((d) => ({ label: d.day, value: d.count })),
+    outcomes: statuses.map((b) => ({ status: b.value, count: b.count })).sort((a, b) => b.count - a.count),
   };
 }
 
@@ -52,12 +43,28 @@ export function Overview() {
       </section>
       <section aria-labelledby="usage-title" class="panel">
         <h2 id="usage-title">The last {DAYS} days</h2>
-        <Loaded load={usage} isEmpty={(u) => u.spend.every((b) => b.value === 0)} empty="No spend in the last two weeks.">
+        <Loaded
+          load={usage}
+          isEmpty={(u) => u.spend.every((b) => b.value === 0) && u.verifications.every((b) => b.value === 0)}
+          empty="No spend and no verification in the last two weeks."
+        >
           {(u) => (
-            <div class="charts">
-              <BarChart title="Spend per day" unit="credits" bars={u.spend} />
-              <BarChart title="Verifications charged per day" unit="verifications" bars={u.verifications} />
-            </div>
+            <>
+              <div class="charts">
+                <BarChart title="Spend per day" unit="credits" bars={u.spend} />
+                <BarChart title="Verifications per day" unit="verifications" bars={u.verifications} />
+              </div>
+              {u.outcomes.length > 0 && (
+                <dl class="stats">
+                  {u.outcomes.map((o) => (
+                    <div key={o.status}>
+                      <dt>{words(o.status)}</dt>
+                      <dd class="stat">{o.count}</dd>
+                    </div>
+                  ))}
+                </dl>
+              )}
+            </>
           )}
         </Loaded>
       </section>

@@ -21,6 +21,7 @@ var tags = []struct{ name, description string }{
 	{"Connect profiles", "The customer identity profiles of the CRM area, and their enrichment."},
 	{"Connect imports", "Importing profiles from CSV files."},
 	{"Connect integrations", "Sending profiles to the client's systems, their sync history, and the overview of Connect."},
+	{"Usage", "Counts and spend per day over a range of dates, for charts and reports: verifications by status, operator and method, and the ledger by kind."},
 	{"Webhooks", "Endpoints that receive the account's events, signed, with their deliveries."},
 	{"Console", "The console's people: passkey sign-in, sessions, step-up, members, invitations and the audit log of what they did (docs/api-decisions.md#console)."},
 	{"CAMARA", "The account's side of the CAMARA Number Verification endpoints mnv serves (under /number-verification and /oauth2, outside this document): the redirect URIs its authorization code flow may send a code to."},

@@ -20,6 +20,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/people"
 	"github.com/mnvhq/mnv/services/accounts/internal/principals"
+	"github.com/mnvhq/mnv/services/accounts/internal/reports"
 	"github.com/mnvhq/mnv/services/accounts/internal/server"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/accounts/migrations"
@@ -31,6 +32,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/service"
 	"github.com/mnvhq/mnv/services/platform/tracing"
+	"github.com/mnvhq/mnv/services/platform/usage"
 )
 
 // Schema is the Postgres schema the service owns.
@@ -208,9 +210,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	rollupStores := pg.NewStores(b.Pool, func(db pg.DB) reports.RollupStore { return store.New(db) })
+	spend := reports.New(store.New(b.Pool), rollupStores)
 	deps := server.Deps{
 		Clients: clients.New(clientStores.Pool(), clientStores, b.Keyring, creds, ledger), Credentials: creds, Ledger: ledger,
-		People: folks, Log: log, Now: time.Now,
+		People: folks, Reports: spend, Log: log, Now: time.Now,
 	}
 	srv, err := b.NewServer(service.ServerOptions{Policy: server.Policy(), Authenticator: authenticator{creds, folks}, AdminToken: cfg.AdminToken})
 	if err != nil {
@@ -227,6 +231,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	accountsv1.RegisterAccountsAdminServiceServer(srv, &server.Admin{Deps: deps})
 	accountsv1.RegisterPeopleServiceServer(srv, &server.People{Deps: deps})
 	b.Loop(creds.Run)
+	b.Loop(usage.Roller{Name: "spend", RollUp: spend.RollUp, Every: usage.RollEvery, Log: log}.Run)
 	b.Loop(func(ctx context.Context) { listener.Listen(ctx, b.Pool) })
 	return &App{Base: b, cfg: cfg, log: log}, nil
 }

@@ -26,5 +26,8 @@ var Tables = tenancy.Schema{Name: "accounts", Tables: slices.Concat([]tenancy.Ta
 	{Name: "sso_providers", Class: tenancy.Tenant, Why: "a client's single sign-on provider"},
 	{Name: "audit_events", Class: tenancy.Tenant, Why: "what a client's people did"},
 	{Name: "webauthn_ceremonies", Class: tenancy.Local, Why: "a WebAuthn challenge between two calls, before any client is known; five minutes"},
+	{Name: "spend_days", Class: tenancy.Tenant, Why: "a client's ledger summed per day and kind: the spend route's closed days"},
+	{Name: "spend_rollup", Class: tenancy.Local, Why: "the spend roll-up's watermark: one row, the day before which every client's days are rolled up"},
+	{Name: "spend_marks", Class: tenancy.Local, Why: "the ledger's sequence as the spend roll-up read it over time, which bounds a client's tail after the watermark"},
 	{Name: "client_lookups", Class: tenancy.Local, Why: "maps an API key sent without X-CLIENT-ID (its fingerprint) to its client, across clients"},
 }, idempotency.Tables(), tenancy.RiverTables())}

@@ -31,12 +31,14 @@ import (
 	"github.com/mnvhq/mnv/services/platform/purge"
 	"github.com/mnvhq/mnv/services/platform/service"
 	"github.com/mnvhq/mnv/services/platform/tracing"
+	"github.com/mnvhq/mnv/services/platform/usage"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/facade"
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
+	"github.com/mnvhq/mnv/services/verification/internal/reports"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/server"
@@ -355,12 +357,15 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	stuckStores := pg.NewStores(pool, func(db pg.DB) stuckplus.Store { return newStore(db) })
 	stuckPlus := stuckplus.New(stuckStores.Pool(), stuckStores, vault, accounts, cfg.RevealChargeRepeats)
 	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return newStore(db) })
+	rollupStores := pg.NewStores(pool, func(db pg.DB) reports.RollupStore { return newStore(db) })
+	usageReports := reports.New(newStore(pool), rollupStores)
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
-		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus,
+		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus, Reports: usageReports,
 		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})
 	b.Loop(func(ctx context.Context) { verifier.Reconcile(ctx, cfg.ReconcileEvery) })
+	b.Loop(usage.Roller{Name: "verifications", RollUp: usageReports.RollUp, Every: usage.RollEvery, Log: log}.Run)
 	// The reveals whose charge a crash or an absent accounts left PENDING.
 	reveals := stuckPlus.Reconciler(cfg.SettleAfter, log)
 	b.Loop(func(ctx context.Context) { reveals.Run(ctx, cfg.ReconcileEvery) })

@@ -18,9 +18,11 @@ var Tables = tenancy.Schema{Name: "verification", Tables: slices.Concat([]tenanc
 	{Name: "stuck_plus_reveals", Class: tenancy.Tenant, Why: "a client's reveal audit and the charges of its reveals"},
 	{Name: "camara_auth_requests", Class: tenancy.Tenant, Why: "a client's CAMARA authorization requests, each with its capture session"},
 	{Name: "camara_tokens", Class: tenancy.Tenant, Why: "a client's CAMARA access tokens, each with its capture session"},
+	{Name: "usage_days", Class: tenancy.Tenant, Why: "a client's verifications counted per day, status, operator and method: the usage route's closed days"},
 	{Name: "unsettled", Class: tenancy.Local, Why: "the settle queue: verifications whose charge is not settled yet, swept across clients by the reconciler"},
 	{Name: "relay_queue", Class: tenancy.Local, Why: "the relay queue: what Connect must hear of every client's settles, drained across clients with SKIP LOCKED"},
 	{Name: "outbox", Class: tenancy.Local, Why: "the outbox of versions before the relay queue: no longer written, moved to relay jobs across clients at start"},
 	{Name: "client_lookups", Class: tenancy.Local, Why: "maps a capability that arrives alone (a browser's transaction id, an OAuth state, a CAMARA request id or token) to its client"},
+	{Name: "usage_rollup", Class: tenancy.Local, Why: "the usage roll-up's watermark: one row, the day before which every client's days are rolled up"},
 	{Name: "camara_keys", Class: tenancy.Local, Why: "the CAMARA provider's keys: one global row read at start, which no tenant row points at or joins"},
 }, idempotency.Tables(), tenancy.RiverTables())}

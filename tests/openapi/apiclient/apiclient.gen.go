@@ -2105,6 +2105,63 @@ type Transaction struct {
 // over mobile data.
 type TransactionStatus string
 
+// Usage Usage is what a usage route answers: every day of the range (days without usage too, with
+// zeros), and the range's totals in the same shape.
+type Usage struct {
+	// Days One per day, oldest first.
+	Days []UsageDay `json:"days"`
+
+	// From The range answered, YYYY-MM-DD, both included.
+	From   string       `json:"from"`
+	To     string       `json:"to"`
+	Totals *UsageTotals `json:"totals"`
+}
+
+// UsageBreakdown UsageBreakdown is usage split by one dimension.
+type UsageBreakdown struct {
+	// Buckets One per value seen, sorted by value; values without usage are left out.
+	Buckets []UsageBucket `json:"buckets"`
+
+	// Dimension status, operator or method for verifications; kind for spend.
+	Dimension string `json:"dimension"`
+}
+
+// UsageBucket UsageBucket is the usage of one value of a dimension.
+type UsageBucket struct {
+	Charged  int64  `json:"charged"`
+	Count    int64  `json:"count"`
+	Credited int64  `json:"credited"`
+	Value    string `json:"value"`
+}
+
+// UsageDay UsageDay is one UTC day's usage.
+type UsageDay struct {
+	// Breakdowns The same day split by each of the route's dimensions, one breakdown per dimension. Each
+	// breakdown's buckets add up to the day's figures. Dimensions may be added; a client reads
+	// the ones it knows by name.
+	Breakdowns []UsageBreakdown `json:"breakdowns"`
+
+	// Charged Credits taken.
+	Charged int64 `json:"charged"`
+
+	// Count How many: verifications, or ledger entries.
+	Count int64 `json:"count"`
+
+	// Credited Credits given (top-ups, refunds, positive adjustments); 0 for verifications.
+	Credited int64 `json:"credited"`
+
+	// Day YYYY-MM-DD.
+	Day string `json:"day"`
+}
+
+// UsageTotals UsageTotals is the range's usage, in the shape of a day's.
+type UsageTotals struct {
+	Breakdowns []UsageBreakdown `json:"breakdowns"`
+	Charged    int64            `json:"charged"`
+	Count      int64            `json:"count"`
+	Credited   int64            `json:"credited"`
+}
+
 // Verification Verification is a kept verification.
 type Verification struct {
 	// BalanceAfter The balance after the charge; unset when nothing was charged.
@@ -2753,6 +2810,37 @@ type RevealStuckPlusSessionParams struct {
 
 	// IdempotencyKey 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetSpendUsageParams defines parameters for GetSpendUsage.
+type GetSpendUsageParams struct {
+	// From First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetVerificationUsageParams defines parameters for GetVerificationUsage.
+type GetVerificationUsageParams struct {
+	// From First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// Operator Only this operator's verifications.
+	Operator *string `form:"operator,omitempty" json:"operator,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
 // ListWebOriginsParams defines parameters for ListWebOrigins.
@@ -4249,6 +4337,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/me/stuck-plus/sessions/{sessionId}/reveal (the `RevealStuckPlusSession` operationId).
 	RevealStuckPlusSession(ctx context.Context, sessionId openapi_types.UUID, params *RevealStuckPlusSessionParams, body RevealStuckPlusSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSpendUsage Sum the credits charged and given per day by ledger kind
+	//
+	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+	// the range's totals (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/usage/spend (the `GetSpendUsage` operationId).
+	GetSpendUsage(ctx context.Context, params *GetSpendUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVerificationUsage Count verifications per day by status, operator and method
+	//
+	// The client's verifications per UTC day of a range, by status, operator and method, with
+	// the credits charged and the range's totals (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
+	GetVerificationUsage(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebOrigins List the web origins allowed to capture
 	//
@@ -6251,6 +6359,46 @@ func (c *APIClient) RevealStuckPlusSessionWithBody(ctx context.Context, sessionI
 // Corresponds with POST /v1/api/me/stuck-plus/sessions/{sessionId}/reveal (the `RevealStuckPlusSession` operationId).
 func (c *APIClient) RevealStuckPlusSession(ctx context.Context, sessionId openapi_types.UUID, params *RevealStuckPlusSessionParams, body RevealStuckPlusSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevealStuckPlusSessionRequest(c.Server, sessionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSpendUsage Sum the credits charged and given per day by ledger kind
+//
+// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+// the range's totals (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/usage/spend (the `GetSpendUsage` operationId).
+func (c *APIClient) GetSpendUsage(ctx context.Context, params *GetSpendUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSpendUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVerificationUsage Count verifications per day by status, operator and method
+//
+// The client's verifications per UTC day of a range, by status, operator and method, with
+// the credits charged and the range's totals (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
+func (c *APIClient) GetVerificationUsage(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVerificationUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10463,6 +10611,180 @@ func NewRevealStuckPlusSessionRequestWithBody(server string, sessionId openapi_t
 	return req, nil
 }
 
+// NewGetSpendUsageRequest constructs an http.Request for the GetSpendUsage method
+func NewGetSpendUsageRequest(server string, params *GetSpendUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/usage/spend")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetVerificationUsageRequest constructs an http.Request for the GetVerificationUsage method
+func NewGetVerificationUsageRequest(server string, params *GetVerificationUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/usage/verifications")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Operator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operator", *params.Operator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebOriginsRequest constructs an http.Request for the ListWebOrigins method
 func NewListWebOriginsRequest(server string, params *ListWebOriginsParams) (*http.Request, error) {
 	var err error
@@ -12853,6 +13175,30 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/api/me/stuck-plus/sessions/{sessionId}/reveal (the `RevealStuckPlusSession` operationId).
 	RevealStuckPlusSessionWithResponse(ctx context.Context, sessionId openapi_types.UUID, params *RevealStuckPlusSessionParams, body RevealStuckPlusSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevealStuckPlusSessionAnswer, error)
+
+	// GetSpendUsageWithResponse Sum the credits charged and given per day by ledger kind
+	//
+	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+	// the range's totals (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/usage/spend (the `GetSpendUsage` operationId).
+	GetSpendUsageWithResponse(ctx context.Context, params *GetSpendUsageParams, reqEditors ...RequestEditorFn) (*GetSpendUsageAnswer, error)
+
+	// GetVerificationUsageWithResponse Count verifications per day by status, operator and method
+	//
+	// The client's verifications per UTC day of a range, by status, operator and method, with
+	// the credits charged and the range's totals (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
+	GetVerificationUsageWithResponse(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*GetVerificationUsageAnswer, error)
 
 	// ListWebOriginsWithResponse List the web origins allowed to capture
 	//
@@ -23390,6 +23736,318 @@ func (r RevealStuckPlusSessionAnswer) ContentType() string {
 	return ""
 }
 
+// GetSpendUsageAnswer200Headers the declared response headers of an HTTP 200 response for GetSpendUsage
+type GetSpendUsageAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetSpendUsageAnswer400Headers the declared response headers of an HTTP 400 response for GetSpendUsage
+type GetSpendUsageAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetSpendUsageAnswer401Headers the declared response headers of an HTTP 401 response for GetSpendUsage
+type GetSpendUsageAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetSpendUsageAnswer403Headers the declared response headers of an HTTP 403 response for GetSpendUsage
+type GetSpendUsageAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetSpendUsageAnswer429Headers the declared response headers of an HTTP 429 response for GetSpendUsage
+type GetSpendUsageAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetSpendUsageAnswer500Headers the declared response headers of an HTTP 500 response for GetSpendUsage
+type GetSpendUsageAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetSpendUsageAnswer503Headers the declared response headers of an HTTP 503 response for GetSpendUsage
+type GetSpendUsageAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetSpendUsageAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+		// zeros), and the range's totals in the same shape.
+		Data     Usage `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSpendUsageAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetSpendUsageAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSpendUsageAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetSpendUsageAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSpendUsageAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetSpendUsageAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSpendUsageAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON200() *struct {
+	// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+	// zeros), and the range's totals in the same shape.
+	Data     Usage `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSpendUsageAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSpendUsageAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSpendUsageAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSpendUsageAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSpendUsageAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetVerificationUsageAnswer200Headers the declared response headers of an HTTP 200 response for GetVerificationUsage
+type GetVerificationUsageAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetVerificationUsageAnswer400Headers the declared response headers of an HTTP 400 response for GetVerificationUsage
+type GetVerificationUsageAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetVerificationUsageAnswer401Headers the declared response headers of an HTTP 401 response for GetVerificationUsage
+type GetVerificationUsageAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetVerificationUsageAnswer403Headers the declared response headers of an HTTP 403 response for GetVerificationUsage
+type GetVerificationUsageAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetVerificationUsageAnswer429Headers the declared response headers of an HTTP 429 response for GetVerificationUsage
+type GetVerificationUsageAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetVerificationUsageAnswer500Headers the declared response headers of an HTTP 500 response for GetVerificationUsage
+type GetVerificationUsageAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetVerificationUsageAnswer503Headers the declared response headers of an HTTP 503 response for GetVerificationUsage
+type GetVerificationUsageAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetVerificationUsageAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+		// zeros), and the range's totals in the same shape.
+		Data     Usage `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVerificationUsageAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetVerificationUsageAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetVerificationUsageAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetVerificationUsageAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetVerificationUsageAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetVerificationUsageAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetVerificationUsageAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON200() *struct {
+	// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+	// zeros), and the range's totals in the same shape.
+	Data     Usage `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetVerificationUsageAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVerificationUsageAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVerificationUsageAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVerificationUsageAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVerificationUsageAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebOriginsAnswer200Headers the declared response headers of an HTTP 200 response for ListWebOrigins
 type ListWebOriginsAnswer200Headers struct {
 	XRequestId string
@@ -28457,6 +29115,42 @@ func (c *ClientWithResponses) RevealStuckPlusSessionWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseRevealStuckPlusSessionAnswer(rsp)
+}
+
+// GetSpendUsageWithResponse Sum the credits charged and given per day by ledger kind
+//
+// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+// the range's totals (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/usage/spend (the `GetSpendUsage` operationId).
+func (c *ClientWithResponses) GetSpendUsageWithResponse(ctx context.Context, params *GetSpendUsageParams, reqEditors ...RequestEditorFn) (*GetSpendUsageAnswer, error) {
+	rsp, err := c.GetSpendUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSpendUsageAnswer(rsp)
+}
+
+// GetVerificationUsageWithResponse Count verifications per day by status, operator and method
+//
+// The client's verifications per UTC day of a range, by status, operator and method, with
+// the credits charged and the range's totals (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
+func (c *ClientWithResponses) GetVerificationUsageWithResponse(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*GetVerificationUsageAnswer, error) {
+	rsp, err := c.GetVerificationUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVerificationUsageAnswer(rsp)
 }
 
 // ListWebOriginsWithResponse List the web origins allowed to capture
@@ -40204,6 +40898,338 @@ func ParseRevealStuckPlusSessionAnswer(rsp *http.Response) (*RevealStuckPlusSess
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevealStuckPlusSessionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSpendUsageAnswer parses an HTTP response from a GetSpendUsageWithResponse call
+func ParseGetSpendUsageAnswer(rsp *http.Response) (*GetSpendUsageAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSpendUsageAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+			// zeros), and the range's totals in the same shape.
+			Data     Usage `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSpendUsageAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetSpendUsageAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSpendUsageAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetSpendUsageAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSpendUsageAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetSpendUsageAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSpendUsageAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVerificationUsageAnswer parses an HTTP response from a GetVerificationUsageWithResponse call
+func ParseGetVerificationUsageAnswer(rsp *http.Response) (*GetVerificationUsageAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVerificationUsageAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+			// zeros), and the range's totals in the same shape.
+			Data     Usage `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVerificationUsageAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetVerificationUsageAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetVerificationUsageAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetVerificationUsageAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetVerificationUsageAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetVerificationUsageAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetVerificationUsageAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

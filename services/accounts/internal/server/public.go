@@ -12,10 +12,12 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/internal/clients"
 	"github.com/mnvhq/mnv/services/accounts/internal/credentials"
 	"github.com/mnvhq/mnv/services/accounts/internal/people"
+	"github.com/mnvhq/mnv/services/accounts/internal/reports"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 )
 
 // Deps are what the handlers call.
@@ -24,6 +26,7 @@ type Deps struct {
 	Credentials *credentials.Service
 	Ledger      *billing.Ledger
 	People      *people.Service
+	Reports     *reports.Service
 	Log         *zap.Logger
 	// Now is the clock of derived fields (balanceValid, daysUntilBalanceExpiry).
 	Now func() time.Time
@@ -191,6 +194,15 @@ func (s *Public) ListLedgerEntries(ctx context.Context, req *accountsv1.ListLedg
 	return &accountsv1.ListLedgerEntriesResponse{
 		Items: mapItems(entries, entryToProto), Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
 	}, nil
+}
+
+// GetSpendUsage sums the client's ledger per day and kind (docs/api-decisions.md#usage).
+func (s *Public) GetSpendUsage(ctx context.Context, req *accountsv1.GetSpendUsageRequest) (*accountsv1.GetSpendUsageResponse, error) {
+	rep, err := s.Reports.Spend(ctx, principalOf(ctx).ClientID, req.From, req.To)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetSpendUsageResponse{Usage: usagepb.ToProto(rep)}, nil
 }
 
 // CreateSdkToken issues an SDK token.

@@ -12,8 +12,10 @@ import (
 	"github.com/mnvhq/mnv/services/platform/grpcserver"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 	"github.com/mnvhq/mnv/services/verification/internal/browser"
 	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/reports"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
@@ -26,6 +28,7 @@ type Server struct {
 	Browser   *browser.Service
 	Verifier  *verify.Service
 	StuckPlus *stuckplus.Service
+	Reports   *reports.Service
 	// NumberHeaders are the registry's number headers, read from the gateway's metadata.
 	NumberHeaders []string
 	Log           *zap.Logger
@@ -142,6 +145,15 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 	return &verificationv1.ListVerificationsResponse{
 		Items: items, Page: pg.Number, Size: pg.Size, TotalItems: page.Total, TotalPages: pg.TotalPages(page.Total),
 	}, nil
+}
+
+// GetVerificationUsage counts the client's verifications per day (docs/api-decisions.md#usage).
+func (s *Server) GetVerificationUsage(ctx context.Context, req *verificationv1.GetVerificationUsageRequest) (*verificationv1.GetVerificationUsageResponse, error) {
+	rep, err := s.Reports.Verifications(ctx, principalOf(ctx).ClientID, req.From, req.To, req.Operator)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetVerificationUsageResponse{Usage: usagepb.ToProto(rep)}, nil
 }
 
 // CreateTransaction starts a browser flow.

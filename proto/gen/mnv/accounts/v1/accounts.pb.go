@@ -8,6 +8,7 @@ package accountsv1
 
 import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	v1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1930,11 +1931,113 @@ func (x *SetRedirectUrisResponse) GetItems() []*RedirectUri {
 	return nil
 }
 
+type GetSpendUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `protobuf:"bytes,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
+	// Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To            *string `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendUsageRequest) Reset() {
+	*x = GetSpendUsageRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendUsageRequest) ProtoMessage() {}
+
+func (x *GetSpendUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetSpendUsageRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetSpendUsageRequest) GetFrom() string {
+	if x != nil && x.From != nil {
+		return *x.From
+	}
+	return ""
+}
+
+func (x *GetSpendUsageRequest) GetTo() string {
+	if x != nil && x.To != nil {
+		return *x.To
+	}
+	return ""
+}
+
+type GetSpendUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dimension: kind, the ledger's (TOP_UP, VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL,
+	// REFUND, ADJUSTMENT).
+	Usage         *v1.Usage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendUsageResponse) Reset() {
+	*x = GetSpendUsageResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendUsageResponse) ProtoMessage() {}
+
+func (x *GetSpendUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetSpendUsageResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GetSpendUsageResponse) GetUsage() *v1.Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\n" +
-	"\x1emnv/accounts/v1/accounts.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x12\n" +
+	"\x1emnv/accounts/v1/accounts.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\x12\n" +
 	"\x10GetClientRequest\"D\n" +
 	"\x11GetClientResponse\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\"\x0e\n" +
@@ -2080,7 +2183,16 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x16SetRedirectUrisRequest\x12\xae\x01\n" +
 	"\rredirect_uris\x18\x01 \x03(\tB\x88\x01\xd2\xf3\x18\x83\x01(\x142Z^(https://[a-z0-9.-]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\\]))(:[0-9]{1,5})?(/[!-\"$-~]*)?$J#https://app.example/camara/callbackR\fredirectUris\"M\n" +
 	"\x17SetRedirectUrisResponse\x122\n" +
-	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items2\x86\x1a\n" +
+	"\x05items\x18\x01 \x03(\v2\x1c.mnv.accounts.v1.RedirectUriR\x05items\"\xb4\x01\n" +
+	"\x14GetSpendUsageRequest\x12G\n" +
+	"\x04from\x18\x01 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-01H\x00R\x04from\x88\x01\x01\x12C\n" +
+	"\x02to\x18\x02 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-30H\x01R\x02to\x88\x01\x01B\a\n" +
+	"\x05_fromB\x05\n" +
+	"\x03_to\"B\n" +
+	"\x15GetSpendUsageResponse\x12)\n" +
+	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage2\xd3\x1b\n" +
 	"\x0fAccountsService\x12\xb5\x01\n" +
 	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"a\xca\xf3\x18]\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x80\x01\x01\x12\x92\x01\n" +
 	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\"J\xca\xf3\x18F\b\x02 \x018\x02J\x1dCaller retrieved successfullyZ\x16Tell who the caller isb\aAccount\x12\xe5\x01\n" +
@@ -2101,7 +2213,8 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x0eListWebOrigins\x12&.mnv.accounts.v1.ListWebOriginsRequest\x1a'.mnv.accounts.v1.ListWebOriginsResponse\"f\xca\xf3\x18b\b\x028\x02J\"Web origins retrieved successfullyZ'List the web origins allowed to captureb\fBrowser flow\x80\x01\x01\x12\xbf\x01\n" +
 	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"_\xca\xf3\x18[\b\x02\x18\x018\x02J\x13Web origins updatedZ*Replace the web origins allowed to captureb\fBrowser flow\x80\x01\x01\x88\x01\x01\x12\xe7\x01\n" +
 	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\"~\xca\xf3\x18z\b\x028\x02J$Redirect URIs retrieved successfullyZCList the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x12\xdd\x01\n" +
-	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"w\xca\xf3\x18s\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x88\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"w\xca\xf3\x18s\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x88\x01\x01\x12\xca\x01\n" +
+	"\rGetSpendUsage\x12%.mnv.accounts.v1.GetSpendUsageRequest\x1a&.mnv.accounts.v1.GetSpendUsageResponse\"j\xca\xf3\x18f\b\x028\x02J\x1cSpend retrieved successfullyZ8Sum the credits charged and given per day by ledger kindb\x05Usage\x80\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -2115,7 +2228,7 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
 	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
@@ -2153,79 +2266,85 @@ var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
 	(*ListRedirectUrisResponse)(nil),    // 33: mnv.accounts.v1.ListRedirectUrisResponse
 	(*SetRedirectUrisRequest)(nil),      // 34: mnv.accounts.v1.SetRedirectUrisRequest
 	(*SetRedirectUrisResponse)(nil),     // 35: mnv.accounts.v1.SetRedirectUrisResponse
-	(*Client)(nil),                      // 36: mnv.accounts.v1.Client
-	(ClientStatus)(0),                   // 37: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                        // 38: mnv.accounts.v1.Feature
-	(*ApiKey)(nil),                      // 39: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 40: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 41: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 42: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 43: mnv.accounts.v1.SdkToken
+	(*GetSpendUsageRequest)(nil),        // 36: mnv.accounts.v1.GetSpendUsageRequest
+	(*GetSpendUsageResponse)(nil),       // 37: mnv.accounts.v1.GetSpendUsageResponse
+	(*Client)(nil),                      // 38: mnv.accounts.v1.Client
+	(ClientStatus)(0),                   // 39: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                        // 40: mnv.accounts.v1.Feature
+	(*ApiKey)(nil),                      // 41: mnv.accounts.v1.ApiKey
+	(Role)(0),                           // 42: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),       // 43: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                 // 44: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                    // 45: mnv.accounts.v1.SdkToken
+	(*v1.Usage)(nil),                    // 46: mnv.usage.v1.Usage
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	36, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	37, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	38, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
-	39, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	39, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	40, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	40, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	41, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	41, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	41, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	38, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	39, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	40, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
+	41, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	41, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	42, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	42, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	43, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	43, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	43, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
 	13, // 11: mnv.accounts.v1.RotateApiKeyByIdResponse.api_key:type_name -> mnv.accounts.v1.CreateApiKeyResponse
-	41, // 12: mnv.accounts.v1.RotateApiKeyByIdResponse.old_key_valid_until:type_name -> google.protobuf.Timestamp
-	42, // 13: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	41, // 14: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	41, // 15: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	43, // 16: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	43, // 17: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	41, // 18: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	43, // 12: mnv.accounts.v1.RotateApiKeyByIdResponse.old_key_valid_until:type_name -> google.protobuf.Timestamp
+	44, // 13: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	43, // 14: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	43, // 15: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 16: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	45, // 17: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	43, // 18: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
 	26, // 19: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
 	26, // 20: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	41, // 21: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
+	43, // 21: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
 	31, // 22: mnv.accounts.v1.ListRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
 	31, // 23: mnv.accounts.v1.SetRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
-	0,  // 24: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 25: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
-	4,  // 26: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	6,  // 27: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	8,  // 28: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	10, // 29: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	12, // 30: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	14, // 31: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	16, // 32: mnv.accounts.v1.AccountsService.RotateApiKeyById:input_type -> mnv.accounts.v1.RotateApiKeyByIdRequest
-	18, // 33: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	20, // 34: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	22, // 35: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	24, // 36: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	27, // 37: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
-	29, // 38: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
-	32, // 39: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
-	34, // 40: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
-	1,  // 41: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 42: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
-	5,  // 43: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	7,  // 44: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	9,  // 45: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	11, // 46: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	13, // 47: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	15, // 48: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	17, // 49: mnv.accounts.v1.AccountsService.RotateApiKeyById:output_type -> mnv.accounts.v1.RotateApiKeyByIdResponse
-	19, // 50: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	21, // 51: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	23, // 52: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	25, // 53: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	28, // 54: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
-	30, // 55: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
-	33, // 56: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
-	35, // 57: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
-	41, // [41:58] is the sub-list for method output_type
-	24, // [24:41] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	46, // 24: mnv.accounts.v1.GetSpendUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	0,  // 25: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 26: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
+	4,  // 27: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	6,  // 28: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	8,  // 29: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	10, // 30: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	12, // 31: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	14, // 32: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	16, // 33: mnv.accounts.v1.AccountsService.RotateApiKeyById:input_type -> mnv.accounts.v1.RotateApiKeyByIdRequest
+	18, // 34: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	20, // 35: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	22, // 36: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	24, // 37: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	27, // 38: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	29, // 39: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	32, // 40: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
+	34, // 41: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
+	36, // 42: mnv.accounts.v1.AccountsService.GetSpendUsage:input_type -> mnv.accounts.v1.GetSpendUsageRequest
+	1,  // 43: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 44: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
+	5,  // 45: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	7,  // 46: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	9,  // 47: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	11, // 48: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	13, // 49: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	15, // 50: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	17, // 51: mnv.accounts.v1.AccountsService.RotateApiKeyById:output_type -> mnv.accounts.v1.RotateApiKeyByIdResponse
+	19, // 52: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	21, // 53: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	23, // 54: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	25, // 55: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	28, // 56: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	30, // 57: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	33, // 58: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
+	35, // 59: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
+	37, // 60: mnv.accounts.v1.AccountsService.GetSpendUsage:output_type -> mnv.accounts.v1.GetSpendUsageResponse
+	43, // [43:61] is the sub-list for method output_type
+	25, // [25:43] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -2241,13 +2360,14 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 	file_mnv_accounts_v1_accounts_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[20].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[36].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -581,6 +581,41 @@ func local_request_AccountsService_SetRedirectUris_0(ctx context.Context, marsha
 	return msg, metadata, err
 }
 
+var filter_AccountsService_GetSpendUsage_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
+func request_AccountsService_GetSpendUsage_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetSpendUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AccountsService_GetSpendUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetSpendUsage(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AccountsService_GetSpendUsage_0(ctx context.Context, marshaler runtime.Marshaler, server AccountsServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetSpendUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AccountsService_GetSpendUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.GetSpendUsage(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterAccountsServiceHandlerServer registers the http handlers for service AccountsService to "mux".
 // UnaryRPC     :call AccountsServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -947,6 +982,26 @@ func RegisterAccountsServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_SetRedirectUris_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_GetSpendUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/GetSpendUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/spend"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AccountsService_GetSpendUsage_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1293,6 +1348,23 @@ func RegisterAccountsServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_SetRedirectUris_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_GetSpendUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/GetSpendUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/spend"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AccountsService_GetSpendUsage_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -1323,6 +1395,15 @@ func (m response_AccountsService_RevokeSdkToken_0) XXX_ResponseBody() interface{
 	return response.SdkToken
 }
 
+type response_AccountsService_GetSpendUsage_0 struct {
+	*GetSpendUsageResponse
+}
+
+func (m response_AccountsService_GetSpendUsage_0) XXX_ResponseBody() interface{} {
+	response := m.GetSpendUsageResponse
+	return response.Usage
+}
+
 var (
 	pattern_AccountsService_GetClient_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "clients"}, ""))
 	pattern_AccountsService_GetMe_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "me"}, ""))
@@ -1342,6 +1423,7 @@ var (
 	pattern_AccountsService_SetWebOrigins_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "web-origins"}, ""))
 	pattern_AccountsService_ListRedirectUris_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
 	pattern_AccountsService_SetRedirectUris_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
+	pattern_AccountsService_GetSpendUsage_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "spend"}, ""))
 )
 
 var (
@@ -1363,4 +1445,5 @@ var (
 	forward_AccountsService_SetWebOrigins_0       = runtime.ForwardResponseMessage
 	forward_AccountsService_ListRedirectUris_0    = runtime.ForwardResponseMessage
 	forward_AccountsService_SetRedirectUris_0     = runtime.ForwardResponseMessage
+	forward_AccountsService_GetSpendUsage_0       = runtime.ForwardResponseMessage
 )

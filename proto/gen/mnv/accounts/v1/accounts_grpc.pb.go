@@ -36,6 +36,7 @@ const (
 	AccountsService_SetWebOrigins_FullMethodName       = "/mnv.accounts.v1.AccountsService/SetWebOrigins"
 	AccountsService_ListRedirectUris_FullMethodName    = "/mnv.accounts.v1.AccountsService/ListRedirectUris"
 	AccountsService_SetRedirectUris_FullMethodName     = "/mnv.accounts.v1.AccountsService/SetRedirectUris"
+	AccountsService_GetSpendUsage_FullMethodName       = "/mnv.accounts.v1.AccountsService/GetSpendUsage"
 )
 
 // AccountsServiceClient is the client API for AccountsService service.
@@ -85,6 +86,9 @@ type AccountsServiceClient interface {
 	ListRedirectUris(ctx context.Context, in *ListRedirectUrisRequest, opts ...grpc.CallOption) (*ListRedirectUrisResponse, error)
 	// Replaces the account's registered redirect URIs (ADMIN).
 	SetRedirectUris(ctx context.Context, in *SetRedirectUrisRequest, opts ...grpc.CallOption) (*SetRedirectUrisResponse, error)
+	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+	// the range's totals (docs/api-decisions.md#usage).
+	GetSpendUsage(ctx context.Context, in *GetSpendUsageRequest, opts ...grpc.CallOption) (*GetSpendUsageResponse, error)
 }
 
 type accountsServiceClient struct {
@@ -265,6 +269,16 @@ func (c *accountsServiceClient) SetRedirectUris(ctx context.Context, in *SetRedi
 	return out, nil
 }
 
+func (c *accountsServiceClient) GetSpendUsage(ctx context.Context, in *GetSpendUsageRequest, opts ...grpc.CallOption) (*GetSpendUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSpendUsageResponse)
+	err := c.cc.Invoke(ctx, AccountsService_GetSpendUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsServiceServer is the server API for AccountsService service.
 // All implementations must embed UnimplementedAccountsServiceServer
 // for forward compatibility.
@@ -312,6 +326,9 @@ type AccountsServiceServer interface {
 	ListRedirectUris(context.Context, *ListRedirectUrisRequest) (*ListRedirectUrisResponse, error)
 	// Replaces the account's registered redirect URIs (ADMIN).
 	SetRedirectUris(context.Context, *SetRedirectUrisRequest) (*SetRedirectUrisResponse, error)
+	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
+	// the range's totals (docs/api-decisions.md#usage).
+	GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error)
 	mustEmbedUnimplementedAccountsServiceServer()
 }
 
@@ -372,6 +389,9 @@ func (UnimplementedAccountsServiceServer) ListRedirectUris(context.Context, *Lis
 }
 func (UnimplementedAccountsServiceServer) SetRedirectUris(context.Context, *SetRedirectUrisRequest) (*SetRedirectUrisResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetRedirectUris not implemented")
+}
+func (UnimplementedAccountsServiceServer) GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSpendUsage not implemented")
 }
 func (UnimplementedAccountsServiceServer) mustEmbedUnimplementedAccountsServiceServer() {}
 func (UnimplementedAccountsServiceServer) testEmbeddedByValue()                         {}
@@ -700,6 +720,24 @@ func _AccountsService_SetRedirectUris_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_GetSpendUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSpendUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).GetSpendUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_GetSpendUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).GetSpendUsage(ctx, req.(*GetSpendUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsService_ServiceDesc is the grpc.ServiceDesc for AccountsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -774,6 +812,10 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetRedirectUris",
 			Handler:    _AccountsService_SetRedirectUris_Handler,
+		},
+		{
+			MethodName: "GetSpendUsage",
+			Handler:    _AccountsService_GetSpendUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

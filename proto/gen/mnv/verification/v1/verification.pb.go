@@ -8,6 +8,7 @@ package verificationv1
 
 import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	v1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -2552,11 +2553,122 @@ func (x *ListStuckPlusRevealsResponse) GetTotalPages() int32 {
 	return 0
 }
 
+type GetVerificationUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `protobuf:"bytes,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
+	// Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To *string `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	// Only this operator's verifications.
+	Operator      *string `protobuf:"bytes,3,opt,name=operator,proto3,oneof" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVerificationUsageRequest) Reset() {
+	*x = GetVerificationUsageRequest{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVerificationUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVerificationUsageRequest) ProtoMessage() {}
+
+func (x *GetVerificationUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVerificationUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetVerificationUsageRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetVerificationUsageRequest) GetFrom() string {
+	if x != nil && x.From != nil {
+		return *x.From
+	}
+	return ""
+}
+
+func (x *GetVerificationUsageRequest) GetTo() string {
+	if x != nil && x.To != nil {
+		return *x.To
+	}
+	return ""
+}
+
+func (x *GetVerificationUsageRequest) GetOperator() string {
+	if x != nil && x.Operator != nil {
+		return *x.Operator
+	}
+	return ""
+}
+
+type GetVerificationUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dimensions: status (PENDING until its charge settles, then VERIFIED, NOT_VERIFIED,
+	// UNDETERMINED, EXPIRED, or REJECTED when the charge was refused), operator and method.
+	Usage         *v1.Usage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVerificationUsageResponse) Reset() {
+	*x = GetVerificationUsageResponse{}
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVerificationUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVerificationUsageResponse) ProtoMessage() {}
+
+func (x *GetVerificationUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_verification_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVerificationUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetVerificationUsageResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_verification_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *GetVerificationUsageResponse) GetUsage() *v1.Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_verification_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\n" +
-	"&mnv/verification/v1/verification.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\"\xc2\x01\n" +
+	"&mnv/verification/v1/verification.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xc2\x01\n" +
 	"\bOperator\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -2796,7 +2908,19 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\vtotal_items\x18\x04 \x01(\x03R\n" +
 	"totalItems\x12\x1f\n" +
 	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
-	"totalPages*m\n" +
+	"totalPages\"\xf5\x01\n" +
+	"\x1bGetVerificationUsageRequest\x12G\n" +
+	"\x04from\x18\x01 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-01H\x00R\x04from\x88\x01\x01\x12C\n" +
+	"\x02to\x18\x02 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-30H\x01R\x02to\x88\x01\x01\x12+\n" +
+	"\boperator\x18\x03 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06 \x01(@P\x01H\x02R\boperator\x88\x01\x01B\a\n" +
+	"\x05_fromB\x05\n" +
+	"\x03_toB\v\n" +
+	"\t_operator\"I\n" +
+	"\x1cGetVerificationUsageResponse\x12)\n" +
+	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage*m\n" +
 	"\vServiceType\x12\x1c\n" +
 	"\x18SERVICE_TYPE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSERVICE_TYPE_HEADER_ENRICHMENT\x10\x01\x12\x1c\n" +
@@ -2823,7 +2947,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\xa2\x16\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x9b\x18\n" +
 	"\x13VerificationService\x12\xc8\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
@@ -2838,7 +2962,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe6\x01\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"f\xca\xf3\x18b\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x80\x01\x01\x12\xdd\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"Z\xca\xf3\x18V\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x80\x01\x01\x88\x01\x01\x12\xcc\x01\n" +
-	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06Reveal\x80\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06Reveal\x80\x01\x01\x12\xf6\x01\n" +
+	"\x14GetVerificationUsage\x120.mnv.verification.v1.GetVerificationUsageRequest\x1a1.mnv.verification.v1.GetVerificationUsageResponse\"y\xca\xf3\x18u\b\x028\x02J)Verification usage retrieved successfullyZ:Count verifications per day by status, operator and methodb\x05Usage\x80\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_verification_proto_rawDescOnce sync.Once
@@ -2853,7 +2978,7 @@ func file_mnv_verification_v1_verification_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_verification_v1_verification_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_mnv_verification_v1_verification_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(ServiceType)(0),                             // 0: mnv.verification.v1.ServiceType
 	(Platform)(0),                                // 1: mnv.verification.v1.Platform
@@ -2893,71 +3018,77 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*StuckPlusReveal)(nil),                      // 35: mnv.verification.v1.StuckPlusReveal
 	(*ListStuckPlusRevealsRequest)(nil),          // 36: mnv.verification.v1.ListStuckPlusRevealsRequest
 	(*ListStuckPlusRevealsResponse)(nil),         // 37: mnv.verification.v1.ListStuckPlusRevealsResponse
-	(*timestamppb.Timestamp)(nil),                // 38: google.protobuf.Timestamp
+	(*GetVerificationUsageRequest)(nil),          // 38: mnv.verification.v1.GetVerificationUsageRequest
+	(*GetVerificationUsageResponse)(nil),         // 39: mnv.verification.v1.GetVerificationUsageResponse
+	(*timestamppb.Timestamp)(nil),                // 40: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                             // 41: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
 	5,  // 1: mnv.verification.v1.ListOperatorsResponse.items:type_name -> mnv.verification.v1.Operator
 	1,  // 2: mnv.verification.v1.CreateSdkSessionRequest.platform:type_name -> mnv.verification.v1.Platform
 	2,  // 3: mnv.verification.v1.CreateSdkSessionResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	38, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 4: mnv.verification.v1.CreateSdkSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: mnv.verification.v1.CompleteSessionAuthorizationResponse.status:type_name -> mnv.verification.v1.CaptureStatus
-	38, // 6: mnv.verification.v1.CompleteSessionAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 6: mnv.verification.v1.CompleteSessionAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: mnv.verification.v1.Verification.status:type_name -> mnv.verification.v1.VerificationStatus
-	38, // 8: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
+	40, // 8: mnv.verification.v1.Verification.created_at:type_name -> google.protobuf.Timestamp
 	13, // 9: mnv.verification.v1.VerifyResponse.verification:type_name -> mnv.verification.v1.Verification
 	13, // 10: mnv.verification.v1.GetVerificationResponse.verification:type_name -> mnv.verification.v1.Verification
-	38, // 11: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
-	38, // 12: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
+	40, // 11: mnv.verification.v1.ListVerificationsRequest.from:type_name -> google.protobuf.Timestamp
+	40, // 12: mnv.verification.v1.ListVerificationsRequest.to:type_name -> google.protobuf.Timestamp
 	13, // 13: mnv.verification.v1.ListVerificationsResponse.items:type_name -> mnv.verification.v1.Verification
 	4,  // 14: mnv.verification.v1.Transaction.status:type_name -> mnv.verification.v1.TransactionStatus
-	38, // 15: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 16: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
+	40, // 15: mnv.verification.v1.Transaction.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 16: mnv.verification.v1.Transaction.created_at:type_name -> google.protobuf.Timestamp
 	19, // 17: mnv.verification.v1.CreateTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	19, // 18: mnv.verification.v1.GetTransactionResponse.transaction:type_name -> mnv.verification.v1.Transaction
 	4,  // 19: mnv.verification.v1.CaptureTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	38, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 20: mnv.verification.v1.CaptureTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
 	4,  // 21: mnv.verification.v1.CompleteWebTransactionResponse.status:type_name -> mnv.verification.v1.TransactionStatus
-	38, // 22: mnv.verification.v1.CompleteWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 23: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
-	38, // 24: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
+	40, // 22: mnv.verification.v1.CompleteWebTransactionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 23: mnv.verification.v1.StuckPlusSession.created_at:type_name -> google.protobuf.Timestamp
+	40, // 24: mnv.verification.v1.StuckPlusSession.revealed_at:type_name -> google.protobuf.Timestamp
 	30, // 25: mnv.verification.v1.ListStuckPlusSessionsResponse.items:type_name -> mnv.verification.v1.StuckPlusSession
-	38, // 26: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
-	38, // 27: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
+	40, // 26: mnv.verification.v1.RevealStuckPlusSessionResponse.revealed_at:type_name -> google.protobuf.Timestamp
+	40, // 27: mnv.verification.v1.StuckPlusReveal.created_at:type_name -> google.protobuf.Timestamp
 	35, // 28: mnv.verification.v1.ListStuckPlusRevealsResponse.items:type_name -> mnv.verification.v1.StuckPlusReveal
-	6,  // 29: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
-	8,  // 30: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
-	10, // 31: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
-	12, // 32: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
-	15, // 33: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
-	17, // 34: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
-	20, // 35: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
-	22, // 36: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
-	24, // 37: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
-	28, // 38: mnv.verification.v1.VerificationService.CompleteWebTransaction:input_type -> mnv.verification.v1.CompleteWebTransactionRequest
-	25, // 39: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
-	31, // 40: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	33, // 41: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	36, // 42: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	7,  // 43: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 44: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	11, // 45: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
-	14, // 46: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	16, // 47: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	18, // 48: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	21, // 49: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	23, // 50: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	27, // 51: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	29, // 52: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
-	26, // 53: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	32, // 54: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	34, // 55: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	37, // 56: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	43, // [43:57] is the sub-list for method output_type
-	29, // [29:43] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	41, // 29: mnv.verification.v1.GetVerificationUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	6,  // 30: mnv.verification.v1.VerificationService.ListOperators:input_type -> mnv.verification.v1.ListOperatorsRequest
+	8,  // 31: mnv.verification.v1.VerificationService.CreateSdkSession:input_type -> mnv.verification.v1.CreateSdkSessionRequest
+	10, // 32: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:input_type -> mnv.verification.v1.CompleteSessionAuthorizationRequest
+	12, // 33: mnv.verification.v1.VerificationService.Verify:input_type -> mnv.verification.v1.VerifyRequest
+	15, // 34: mnv.verification.v1.VerificationService.GetVerification:input_type -> mnv.verification.v1.GetVerificationRequest
+	17, // 35: mnv.verification.v1.VerificationService.ListVerifications:input_type -> mnv.verification.v1.ListVerificationsRequest
+	20, // 36: mnv.verification.v1.VerificationService.CreateTransaction:input_type -> mnv.verification.v1.CreateTransactionRequest
+	22, // 37: mnv.verification.v1.VerificationService.GetTransaction:input_type -> mnv.verification.v1.GetTransactionRequest
+	24, // 38: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
+	28, // 39: mnv.verification.v1.VerificationService.CompleteWebTransaction:input_type -> mnv.verification.v1.CompleteWebTransactionRequest
+	25, // 40: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	31, // 41: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	33, // 42: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	36, // 43: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	38, // 44: mnv.verification.v1.VerificationService.GetVerificationUsage:input_type -> mnv.verification.v1.GetVerificationUsageRequest
+	7,  // 45: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 46: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 47: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 48: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 49: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 50: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 51: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 52: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 53: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	29, // 54: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
+	26, // 55: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	32, // 56: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	34, // 57: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	37, // 58: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	39, // 59: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
+	45, // [45:60] is the sub-list for method output_type
+	30, // [30:45] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_verification_proto_init() }
@@ -2977,13 +3108,14 @@ func file_mnv_verification_v1_verification_proto_init() {
 	file_mnv_verification_v1_verification_proto_msgTypes[24].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[26].OneofWrappers = []any{}
 	file_mnv_verification_v1_verification_proto_msgTypes[31].OneofWrappers = []any{}
+	file_mnv_verification_v1_verification_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_verification_proto_rawDesc), len(file_mnv_verification_v1_verification_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -498,6 +498,41 @@ func local_request_VerificationService_ListStuckPlusReveals_0(ctx context.Contex
 	return msg, metadata, err
 }
 
+var filter_VerificationService_GetVerificationUsage_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
+func request_VerificationService_GetVerificationUsage_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetVerificationUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_VerificationService_GetVerificationUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetVerificationUsage(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_VerificationService_GetVerificationUsage_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetVerificationUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_VerificationService_GetVerificationUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.GetVerificationUsage(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterVerificationServiceHandlerServer registers the http handlers for service VerificationService to "mux".
 // UnaryRPC     :call VerificationServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -764,6 +799,26 @@ func RegisterVerificationServiceHandlerServer(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_ListStuckPlusReveals_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetVerificationUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetVerificationUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/verifications"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_VerificationService_GetVerificationUsage_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_GetVerificationUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetVerificationUsage_0{resp.(*GetVerificationUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1025,6 +1080,23 @@ func RegisterVerificationServiceHandlerClient(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_ListStuckPlusReveals_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetVerificationUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetVerificationUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/verifications"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_VerificationService_GetVerificationUsage_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_GetVerificationUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetVerificationUsage_0{resp.(*GetVerificationUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -1064,6 +1136,15 @@ func (m response_VerificationService_GetTransaction_0) XXX_ResponseBody() interf
 	return response.Transaction
 }
 
+type response_VerificationService_GetVerificationUsage_0 struct {
+	*GetVerificationUsageResponse
+}
+
+func (m response_VerificationService_GetVerificationUsage_0) XXX_ResponseBody() interface{} {
+	response := m.GetVerificationUsageResponse
+	return response.Usage
+}
+
 var (
 	pattern_VerificationService_ListOperators_0                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "operators"}, ""))
 	pattern_VerificationService_CreateSdkSession_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "sdk", "session"}, ""))
@@ -1078,6 +1159,7 @@ var (
 	pattern_VerificationService_ListStuckPlusSessions_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "stuck-plus", "sessions"}, ""))
 	pattern_VerificationService_RevealStuckPlusSession_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4, 1, 0, 4, 1, 5, 5, 2, 6}, []string{"v1", "api", "me", "stuck-plus", "sessions", "session_id", "reveal"}, ""))
 	pattern_VerificationService_ListStuckPlusReveals_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "stuck-plus", "reveals"}, ""))
+	pattern_VerificationService_GetVerificationUsage_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "verifications"}, ""))
 )
 
 var (
@@ -1094,4 +1176,5 @@ var (
 	forward_VerificationService_ListStuckPlusSessions_0        = runtime.ForwardResponseMessage
 	forward_VerificationService_RevealStuckPlusSession_0       = runtime.ForwardResponseMessage
 	forward_VerificationService_ListStuckPlusReveals_0         = runtime.ForwardResponseMessage
+	forward_VerificationService_GetVerificationUsage_0         = runtime.ForwardResponseMessage
 )

@@ -33,6 +33,7 @@ const (
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
 	VerificationService_ListStuckPlusReveals_FullMethodName         = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
+	VerificationService_GetVerificationUsage_FullMethodName         = "/mnv.verification.v1.VerificationService/GetVerificationUsage"
 )
 
 // VerificationServiceClient is the client API for VerificationService service.
@@ -91,6 +92,9 @@ type VerificationServiceClient interface {
 	// one of a session is charged.
 	RevealStuckPlusSession(ctx context.Context, in *RevealStuckPlusSessionRequest, opts ...grpc.CallOption) (*RevealStuckPlusSessionResponse, error)
 	ListStuckPlusReveals(ctx context.Context, in *ListStuckPlusRevealsRequest, opts ...grpc.CallOption) (*ListStuckPlusRevealsResponse, error)
+	// The client's verifications per UTC day of a range, by status, operator and method, with
+	// the credits charged and the range's totals (docs/api-decisions.md#usage).
+	GetVerificationUsage(ctx context.Context, in *GetVerificationUsageRequest, opts ...grpc.CallOption) (*GetVerificationUsageResponse, error)
 }
 
 type verificationServiceClient struct {
@@ -241,6 +245,16 @@ func (c *verificationServiceClient) ListStuckPlusReveals(ctx context.Context, in
 	return out, nil
 }
 
+func (c *verificationServiceClient) GetVerificationUsage(ctx context.Context, in *GetVerificationUsageRequest, opts ...grpc.CallOption) (*GetVerificationUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetVerificationUsageResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetVerificationUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VerificationServiceServer is the server API for VerificationService service.
 // All implementations must embed UnimplementedVerificationServiceServer
 // for forward compatibility.
@@ -297,6 +311,9 @@ type VerificationServiceServer interface {
 	// one of a session is charged.
 	RevealStuckPlusSession(context.Context, *RevealStuckPlusSessionRequest) (*RevealStuckPlusSessionResponse, error)
 	ListStuckPlusReveals(context.Context, *ListStuckPlusRevealsRequest) (*ListStuckPlusRevealsResponse, error)
+	// The client's verifications per UTC day of a range, by status, operator and method, with
+	// the credits charged and the range's totals (docs/api-decisions.md#usage).
+	GetVerificationUsage(context.Context, *GetVerificationUsageRequest) (*GetVerificationUsageResponse, error)
 	mustEmbedUnimplementedVerificationServiceServer()
 }
 
@@ -348,6 +365,9 @@ func (UnimplementedVerificationServiceServer) RevealStuckPlusSession(context.Con
 }
 func (UnimplementedVerificationServiceServer) ListStuckPlusReveals(context.Context, *ListStuckPlusRevealsRequest) (*ListStuckPlusRevealsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListStuckPlusReveals not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetVerificationUsage(context.Context, *GetVerificationUsageRequest) (*GetVerificationUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetVerificationUsage not implemented")
 }
 func (UnimplementedVerificationServiceServer) mustEmbedUnimplementedVerificationServiceServer() {}
 func (UnimplementedVerificationServiceServer) testEmbeddedByValue()                             {}
@@ -622,6 +642,24 @@ func _VerificationService_ListStuckPlusReveals_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_GetVerificationUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetVerificationUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetVerificationUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetVerificationUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetVerificationUsage(ctx, req.(*GetVerificationUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // VerificationService_ServiceDesc is the grpc.ServiceDesc for VerificationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -684,6 +722,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListStuckPlusReveals",
 			Handler:    _VerificationService_ListStuckPlusReveals_Handler,
+		},
+		{
+			MethodName: "GetVerificationUsage",
+			Handler:    _VerificationService_GetVerificationUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
