@@ -19,6 +19,7 @@ import (
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
 	optionsv1 "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
 	principalv1 "github.com/mnvhq/mnv/proto/gen/mnv/principal/v1"
+	usagev1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
 )
 
@@ -34,6 +35,7 @@ func request(t *testing.T, method string, change func(*optionsv1.Rule) *optionsv
 		descriptorpb.File_google_protobuf_descriptor_proto, timestamppb.File_google_protobuf_timestamp_proto,
 		durationpb.File_google_protobuf_duration_proto,
 		optionsv1.File_mnv_options_v1_options_proto, principalv1.File_mnv_principal_v1_principal_proto,
+		usagev1.File_mnv_usage_v1_usage_proto,
 		accountsv1.File_mnv_accounts_v1_types_proto, accountsv1.File_mnv_accounts_v1_people_proto,
 		accountsv1.File_mnv_accounts_v1_accounts_proto, accountsv1.File_mnv_accounts_v1_admin_proto,
 		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_verification_proto,
