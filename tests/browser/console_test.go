@@ -324,6 +324,20 @@ return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremo
 		t.Fatal("no STUCK_PLUS session to reveal: the STUCK_PLUS subtest runs before this one")
 	}
 
+	// The gateway's own routes (not grpc-gateway's JSON) take the session too: the sample CSV,
+	// uploaded back as a file from the page, becomes an import job.
+	var upload answer
+	admin.run(t, fetchJS+`
+const sample = await fetch('/v1/api/me/connect/import/sample.csv');
+if (sample.status !== 200) return {status: sample.status, body: null};
+const form = new FormData();
+form.append('file', new Blob([await sample.text()], {type: 'text/csv'}), 'sample.csv');
+const r = await fetch('/v1/api/me/connect/import', {method: 'POST', body: form});
+return {status: r.status, body: await r.json()};`, nil, &upload)
+	if upload.Status != http.StatusAccepted && upload.Status != http.StatusOK {
+		t.Fatalf("the sample CSV uploaded with the session: %d %v", upload.Status, upload.Body)
+	}
+
 	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
 
 	t.Run("single sign-on", func(t *testing.T) {
