@@ -8,5 +8,5 @@
 // It is written from the SMPP 3.4 specification because the Go module proxy we build from serves
 // no SMPP library; it is proved against an independent implementation (npm's smpp, in
 // tests/smsc). It knows no service: the verification service reaches it through its own provider
-// port. Why it never resends on its own is docs/architecture.md, "SMS over SMPP".
+// port. Why it never resends on its own is docs/architecture.md#sms-over-smpp.
 package smpp

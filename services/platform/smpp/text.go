@@ -194,7 +194,7 @@ func ucs2Bytes(u []uint16) []byte {
 	return b
 }
 
-// concatenate puts the concatenation UDH (IE 0x00, 8-bit reference, 3.GPP TS 23.040 9.2.3.24.1)
+// concatenate puts the concatenation UDH (IE 0x00, 8-bit reference, 3GPP TS 23.040 9.2.3.24.1)
 // before each chunk.
 func concatenate(coding byte, chunks [][]byte, ref byte) (Text, error) {
 	if len(chunks) > MaxParts {
