@@ -42,7 +42,7 @@ type Config struct {
 	ThrottleRetries          int
 	// OnReceipt is handed each delivery receipt, on the session's reading goroutine, before the
 	// deliver_sm is answered: a receipt whose handler did not return is sent again by the SMSC
-	// after a reconnect. It should only record or enqueue.
+	// after a reconnect. It should only record or enqueue, and must not call Close.
 	OnReceipt func(Receipt)
 	// Observer, when set, hears what happens (binds, submits, throttles, lost sessions), for
 	// metrics; it is called synchronously and must not block.
@@ -128,25 +128,29 @@ var (
 	// errNotSent: the connection was gone before a byte of the request went out, so it may be
 	// sent on the next one.
 	errNotSent = errors.New("smpp: not sent")
+	// ErrMalformedResponse: the SMSC answered a part with a PDU that could not be read, so
+	// whether it took the part is unknown.
+	ErrMalformedResponse = errors.New("smpp: unreadable response")
 	errUnbound = errors.New("smpp: the SMSC unbound")
 )
 
 // Retryable reports whether the caller may send the message again: after a throttle that
-// outlasted the retries, or when its outcome is unknown (Uncertain). Sending again after an
-// unknown outcome may double the message; the caller decides, knowing its own message ids.
+// outlasted the retries, a Close before the part was sent, or when its outcome is unknown
+// (Uncertain). Sending again after an unknown outcome may double the message; the caller
+// decides, knowing its own message ids.
 func Retryable(err error) bool {
 	var s Status
 	if errors.As(err, &s) {
 		return s.Transient()
 	}
-	return Uncertain(err)
+	return errors.Is(err, ErrClosed) || Uncertain(err)
 }
 
 // Uncertain reports whether the SMSC may have taken the part although Submit failed: the
 // request was written and its answer was lost with the connection, did not come in time, or was
 // no longer waited for (the context ended).
 func Uncertain(err error) bool {
-	return errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrResponseTimeout) ||
+	return errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrResponseTimeout) || errors.Is(err, ErrMalformedResponse) ||
 		(errors.Is(err, errWritten) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)))
 }
 
@@ -383,6 +387,9 @@ func (c *Client) submitPart(ctx context.Context, sm *ShortMessage) (string, erro
 		if err != nil {
 			return "", err
 		}
+		if resp.Command == GenericNack && resp.Status == StatusOK {
+			resp.Status = StatusUnknownError // a refusal that forgot to say why
+		}
 		if resp.Status == StatusOK {
 			c.observe(Event{Kind: EventSubmitted})
 			var id string
@@ -460,8 +467,14 @@ func (c *Client) bind(nc net.Conn) (*session, error) {
 		if p.Status != StatusOK {
 			return nil, fmt.Errorf("smpp: bind to %s as %q: %w", c.cfg.Addr, c.cfg.SystemID, p.Status)
 		}
-		return &session{c: c, nc: nc, br: br, pending: map[uint32]chan PDU{}, dead: make(chan struct{})}, nil
+		return &session{c: c, nc: nc, br: br, pending: map[uint32]chan result{}, dead: make(chan struct{})}, nil
 	}
+}
+
+// result is what a request's waiter is handed: its response, or why it has none.
+type result struct {
+	p   PDU
+	err error
 }
 
 // session is one bound connection.
@@ -472,7 +485,7 @@ type session struct {
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
-	pending map[uint32]chan PDU
+	pending map[uint32]chan result
 	dead    chan struct{}
 	err     error // why it died; set before dead is closed
 	wg      sync.WaitGroup
@@ -539,7 +552,7 @@ func (s *session) request(ctx context.Context, p PDU) (PDU, error) {
 	if err := ctx.Err(); err != nil {
 		return PDU{}, err
 	}
-	ch := make(chan PDU, 1)
+	ch := make(chan result, 1)
 	s.mu.Lock()
 	select {
 	case <-s.dead:
@@ -561,11 +574,11 @@ func (s *session) request(ctx context.Context, p PDU) (PDU, error) {
 	defer timer.Stop()
 	select {
 	case r := <-ch:
-		return r, nil
+		return r.p, r.err
 	case <-s.dead:
 		select {
 		case r := <-ch: // the answer came just before the end
-			return r, nil
+			return r.p, r.err
 		default:
 		}
 		return PDU{}, fmt.Errorf("%w (%s seq %d): %v", ErrConnectionLost, p.Command, p.Seq, s.err)
@@ -595,7 +608,10 @@ func (s *session) read() {
 			ch := s.pending[p.Seq]
 			s.mu.Unlock()
 			if ch != nil {
-				ch <- p // buffered, and only one response per seq is taken
+				select {
+				case ch <- result{p: p}: // buffered: the first response for a seq is the one taken
+				default:
+				}
 			}
 			continue
 		}
@@ -622,7 +638,10 @@ func (s *session) undecodable(de *DecodeError) {
 		ch := s.pending[de.Seq]
 		s.mu.Unlock()
 		if ch != nil {
-			ch <- PDU{Command: de.Command, Seq: de.Seq, Status: StatusSystemError}
+			select {
+			case ch <- result{err: fmt.Errorf("%w: %w", ErrMalformedResponse, de)}:
+			default:
+			}
 		}
 		return
 	}

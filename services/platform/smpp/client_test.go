@@ -592,7 +592,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	}()
 	time.Sleep(20 * time.Millisecond)
 	c.Close()
-	if err := <-waiting; !errors.Is(err, ErrClosed) {
+	if err := <-waiting; !errors.Is(err, ErrClosed) || !Retryable(err) || Uncertain(err) {
 		t.Fatalf("a submit waiting for a session: %v", err)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
@@ -617,5 +617,48 @@ func TestSourceAddr(t *testing.T) {
 		if ton != tt.ton || npi != tt.npi || addr != tt.addr {
 			t.Errorf("%q: %d %d %q", tt.from, ton, npi, addr)
 		}
+	}
+}
+
+// TestOddAnswers: what the client makes of answers an SMSC should not give.
+func TestOddAnswers(t *testing.T) {
+	raw := func(seq uint32, body []byte) []byte {
+		b := make([]byte, 16, 16+len(body))
+		n := uint32(16 + len(body))
+		b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+		b[4], b[5], b[6], b[7] = 0x80, 0, 0, 0x04 // submit_sm_resp, status 0
+		b[12], b[13], b[14], b[15] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+		return append(b, body...)
+	}
+	tests := []struct {
+		name      string
+		answer    func(c *smscConn, p PDU)
+		want      error
+		uncertain bool
+	}{
+		{"generic_nack", func(c *smscConn, p PDU) {
+			c.write(PDU{Command: GenericNack, Status: StatusInvalidCmdID, Seq: p.Seq})
+		}, StatusInvalidCmdID, false},
+		{"generic_nack without a status", func(c *smscConn, p PDU) {
+			c.write(PDU{Command: GenericNack, Seq: p.Seq})
+		}, StatusUnknownError, false},
+		{"message_id past its maximum", func(c *smscConn, p PDU) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			_, _ = c.nc.Write(raw(p.Seq, append([]byte(strings.Repeat("9", 70)), 0)))
+		}, ErrMalformedResponse, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			smsc := startSMSC(t, standard(func(c *smscConn, p PDU) (PDU, bool) {
+				tt.answer(c, p)
+				return PDU{}, false
+			}))
+			c := dial(t, testConfig(smsc.ln.Addr().String()))
+			_, err := c.Submit(context.Background(), Message{From: "mnv", To: "1", Text: "hi"})
+			if !errors.Is(err, tt.want) || Uncertain(err) != tt.uncertain {
+				t.Fatalf("err = %v (uncertain %v), want %v", err, Uncertain(err), tt.want)
+			}
+		})
 	}
 }

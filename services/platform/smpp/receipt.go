@@ -26,6 +26,8 @@ type Receipt struct {
 	Err string
 	// Dest is the number the message went to (the receipt's source_addr).
 	Dest string
+	// The text's "text" field is not kept: it repeats the start of the message, which for mnv
+	// is a one-time code.
 }
 
 // ErrNotReceipt is ParseReceipt's answer for a deliver_sm that is not a delivery receipt.
