@@ -131,7 +131,7 @@ var (
 	// ErrMalformedResponse: the SMSC answered a part with a PDU that could not be read, so
 	// whether it took the part is unknown.
 	ErrMalformedResponse = errors.New("smpp: unreadable response")
-	errUnbound = errors.New("smpp: the SMSC unbound")
+	errUnbound           = errors.New("smpp: the SMSC unbound")
 )
 
 // Retryable reports whether the caller may send the message again: after a throttle that
@@ -199,14 +199,14 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	c.seq.Store(rand.Uint32N(1 << 20)) // sequence numbers of two processes' sessions do not line up
+	c.seq.Store(rand.Uint32N(1 << 20)) //nolint:gosec // G404: sequence numbers of two processes' sessions need not line up; nothing secret
 	s, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.publish(s)
 	c.observe(Event{Kind: EventBound})
-	go c.run(s)
+	go c.run(s) //nolint:gosec // G118: the session outlives Dial's context, which bounds the bind only; Close ends it
 	return c, nil
 }
 
@@ -581,7 +581,7 @@ func (s *session) request(ctx context.Context, p PDU) (PDU, error) {
 			return r.p, r.err
 		default:
 		}
-		return PDU{}, fmt.Errorf("%w (%s seq %d): %v", ErrConnectionLost, p.Command, p.Seq, s.err)
+		return PDU{}, fmt.Errorf("%w (%s seq %d): %w", ErrConnectionLost, p.Command, p.Seq, s.err)
 	case <-timer.C:
 		return PDU{}, fmt.Errorf("%w (%s seq %d, %s)", ErrResponseTimeout, p.Command, p.Seq, s.c.cfg.ResponseTimeout)
 	case <-ctx.Done():
@@ -709,7 +709,7 @@ func (b *backoff) next() time.Duration {
 		d = b.max
 	}
 	b.n++
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) //nolint:gosec // G404: jitter, not a secret
 }
 
 func (b *backoff) reset() { b.n = 0 }

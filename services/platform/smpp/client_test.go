@@ -662,3 +662,24 @@ func TestOddAnswers(t *testing.T) {
 		})
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	b := backoff{min: 100 * time.Millisecond, max: time.Second}
+	ceilings := []time.Duration{100, 200, 400, 800, 1000, 1000, 1000}
+	for i, c := range ceilings {
+		c *= time.Millisecond
+		if d := b.next(); d < c/2 || d > c {
+			t.Fatalf("pause %d: %s, want within [%s, %s]", i, d, c/2, c)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		b.next() // no overflow however long the SMSC stays away
+	}
+	if d := b.next(); d < 500*time.Millisecond || d > time.Second {
+		t.Fatalf("after many: %s", d)
+	}
+	b.reset()
+	if d := b.next(); d > 100*time.Millisecond {
+		t.Fatalf("after reset: %s", d)
+	}
+}

@@ -54,7 +54,7 @@ type Server struct {
 	ln  net.Listener
 
 	mu       sync.Mutex
-	messages []Message           // oldest first, at most cfg.Keep
+	messages []Message            // oldest first, at most cfg.Keep
 	partial  map[partKey]*joining // concatenated messages still missing parts
 	nextID   uint64
 	conns    map[net.Conn]struct{}
