@@ -212,6 +212,23 @@ func (s *SMSC) Receipts() []SMSCReceipt {
 	return v
 }
 
+// Enquire sends enquire_link on every bound session; Enquired lists the answers.
+func (s *SMSC) Enquire() { s.Post("/enquire", struct{}{}) }
+
+// SMSCEnquired is the answer to one of the SMSC's enquire_link.
+type SMSCEnquired struct {
+	SessionID int    `json:"sessionId"`
+	Command   string `json:"command"`
+	Status    int    `json:"status"`
+}
+
+// Enquired is every answer to the SMSC's enquire_link, as npm's smpp parsed it.
+func (s *SMSC) Enquired() []SMSCEnquired {
+	var v []SMSCEnquired
+	s.get("/enquired", &v)
+	return v
+}
+
 // Binds is every bind attempt.
 func (s *SMSC) Binds() []SMSCBind {
 	var v []SMSCBind

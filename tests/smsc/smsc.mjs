@@ -10,6 +10,8 @@
 //                                 written, the default; "reset": destroy at once; "unbind")
 //   POST /unbind                  send unbind on every bound session
 //   POST /drop {mode}             end every connection now
+//   POST /enquire                 send enquire_link on every bound session
+//   GET  /enquired                the answers to those: {sessionId, command, status}
 //   GET  /received                every submit_sm, answered or not, oldest first
 //   GET  /receipts                every receipt sent, and whether the client acknowledged it
 //   GET  /binds                   every bind attempt and its answer
@@ -34,6 +36,7 @@ let nextSession = 0;
 const received = [];
 const receipts = [];
 const binds = [];
+const enquired = [];
 const bound = new Set();
 const pendingReceipts = []; // receipts waiting for a bound session
 
@@ -180,6 +183,7 @@ const control = http.createServer(async (req, res) => {
     if (req.method === 'GET' && url.pathname === '/received') return json(200, received);
     if (req.method === 'GET' && url.pathname === '/receipts') return json(200, receipts);
     if (req.method === 'GET' && url.pathname === '/binds') return json(200, binds);
+    if (req.method === 'GET' && url.pathname === '/enquired') return json(200, enquired);
     if (req.method !== 'POST') return json(404, { error: 'not found' });
     const b = await body(req);
     switch (url.pathname) {
@@ -188,6 +192,11 @@ const control = http.createServer(async (req, res) => {
       case '/dropAfter': dropAfter = { count: b.count | 0, mode: b.mode || 'close' }; return json(200, dropAfter);
       case '/unbind':
         for (const s of [...bound]) endSession(s, 'unbind');
+        return json(200, {});
+      case '/enquire':
+        for (const s of [...bound]) {
+          s.enquire_link((resp) => enquired.push({ sessionId: s.id, command: resp.command, status: resp.command_status }));
+        }
         return json(200, {});
       case '/drop':
         for (const s of [...server.sessions]) endSession(s, b.mode || 'close');

@@ -110,6 +110,13 @@ func TestBind(t *testing.T) {
 	if ev.get(smpp.EventDisconnected) != 0 || ev.get(smpp.EventBound) != 1 {
 		t.Fatalf("the session did not live: %v", ev.n)
 	}
+
+	// The SMSC's own enquire_link is answered, in a PDU npm's smpp reads.
+	s.Enquire()
+	await(t, "the answer to the SMSC's enquire_link", func() bool { return len(s.Enquired()) == 1 })
+	if e := s.Enquired()[0]; e.Command != "enquire_link_resp" || e.Status != 0 {
+		t.Fatalf("answer %+v", e)
+	}
 }
 
 // TestTextArrivesIntact: what npm's smpp decodes is what we sent, in GSM 03.38 (extension
@@ -174,7 +181,8 @@ func TestTextArrivesIntact(t *testing.T) {
 // TestReceipts: registered delivery brings a DELIVRD or UNDELIV receipt for the id the submit
 // returned, acknowledged by the client; refused receipts bring none.
 func TestReceipts(t *testing.T) {
-	s := start(t, harness.SMSCConfig{Undeliverable: []string{"15550666"}, ReceiptDelayMs: 50})
+	const delay = 200 * time.Millisecond
+	s := start(t, harness.SMSCConfig{Undeliverable: []string{"15550666"}, ReceiptDelayMs: int(delay / time.Millisecond)})
 	got := make(chan smpp.Receipt, 10)
 	cfg := clientConfig(s)
 	cfg.OnReceipt = func(r smpp.Receipt) { got <- r }
@@ -187,12 +195,16 @@ func TestReceipts(t *testing.T) {
 		{"+15550666", smpp.StateUndeliverable},
 	}
 	for _, tt := range tests {
+		sent := time.Now()
 		ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: tt.to, Text: "code 1", RegisteredDelivery: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case r := <-got:
+			if d := time.Since(sent); d < delay {
+				t.Fatalf("receipt after %s; the SMSC holds it %s", d, delay)
+			}
 			if r.MessageID != ids[0] || r.State != tt.want || r.Dest != strings.TrimPrefix(tt.to, "+") {
 				t.Fatalf("receipt %+v for %s (id %s)", r, tt.to, ids[0])
 			}
