@@ -95,7 +95,6 @@ func TestBind(t *testing.T) {
 	// Bound, with enquire_link every 50 ms answered by the SMSC: the session lives on.
 	cfg = clientConfig(s)
 	cfg.EnquireLink = 50 * time.Millisecond
-	cfg.ResponseTimeout = 300 * time.Millisecond
 	ev := &counter{}
 	cfg.Observer = ev
 	c := dial(t, cfg)
