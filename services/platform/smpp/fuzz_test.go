@@ -40,3 +40,17 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseReceipt: a receipt's text comes from the SMSC; reading it never panics, and what it
+// reads as a state is one of the specification's.
+func FuzzParseReceipt(f *testing.F) {
+	f.Add("id:0123456789 sub:001 dlvrd:001 submit date:2611291200 done date:2611291201 stat:DELIVRD err:000 text:Your code")
+	f.Add("id:ab Text:x stat:UNDELIV")
+	f.Add("İİİİ id:İ sub:İ stat:DELIVRD")
+	f.Fuzz(func(t *testing.T, text string) {
+		r, err := ParseReceipt(&ShortMessage{ESMClass: ESMClassReceipt, Short: []byte(text)})
+		if err == nil && (r.MessageID == "" || r.State < StateEnroute || r.State > StateRejected) {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
+}

@@ -72,7 +72,7 @@ func ParseReceipt(m *ShortMessage) (Receipt, error) {
 // parseReceiptText reads the fields it finds; keys are matched without regard to case
 // ("Text:" and "text:" both occur).
 func parseReceiptText(s string) Receipt {
-	lower := strings.ToLower(s)
+	lower := asciiLower(s) // same length as s, so its offsets are s's
 	type found struct {
 		key        string
 		start, end int // of the value
@@ -115,6 +115,18 @@ func parseReceiptText(s string) Receipt {
 		}
 	}
 	return r
+}
+
+// asciiLower lowers ASCII letters only: strings.ToLower may change a text's length (the SMSC's
+// text is not ours), and offsets found in the lowered copy must hold in the original.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // indexKey finds key at or after from where it starts the text or follows a space, so that

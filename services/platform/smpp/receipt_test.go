@@ -75,3 +75,12 @@ func TestFormatReceiptParses(t *testing.T) {
 		t.Fatalf("got %+v want %+v", got, r)
 	}
 }
+
+// TestReceiptTextNotASCII: a text whose lower case is longer than itself (İ) is read at the
+// right offsets.
+func TestReceiptTextNotASCII(t *testing.T) {
+	got, err := ParseReceipt(&ShortMessage{ESMClass: ESMClassReceipt, Short: []byte("İİİİİİ id:x1 stat:DELIVRD err:000 text:İ")})
+	if err != nil || got.MessageID != "x1" || got.State != StateDelivered || got.Err != "000" {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
