@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Data codings this package writes (SMPP 3.4 section 5.2.19).
@@ -12,6 +13,8 @@ const (
 	// CodingDefault is the SMSC's default alphabet, GSM 03.38 here, one septet per octet (unpacked),
 	// which is how SMSCs take it over SMPP.
 	CodingDefault byte = 0x00
+	// CodingIA5 is IA5 (ASCII); read, never written.
+	CodingIA5 byte = 0x01
 	// CodingLatin1 is ISO-8859-1; read, never written.
 	CodingLatin1 byte = 0x03
 	// CodingUCS2 is UCS-2 (UTF-16BE here, so characters beyond the BMP travel as surrogate pairs).
@@ -112,8 +115,17 @@ func gsmDecode(b []byte) string {
 // DecodeText reads short_message octets (without a UDH) in the data_coding they came with.
 func DecodeText(dataCoding byte, b []byte) (string, error) {
 	switch dataCoding {
-	case CodingDefault, 0x01: // 0x01 is IA5; its printable range matches GSM for ASCII letters
+	case CodingDefault:
 		return gsmDecode(b), nil
+	case CodingIA5:
+		rs := make([]rune, len(b))
+		for i, c := range b {
+			rs[i] = rune(c)
+			if c > 0x7F {
+				rs[i] = utf8.RuneError
+			}
+		}
+		return string(rs), nil
 	case CodingLatin1:
 		rs := make([]rune, len(b))
 		for i, c := range b {

@@ -136,3 +136,25 @@ func TestConcatRefDiffers(t *testing.T) {
 		t.Fatal("two messages share a concatenation reference")
 	}
 }
+
+func TestDecodeText(t *testing.T) {
+	tests := []struct {
+		coding byte
+		in     []byte
+		want   string
+		isErr  bool
+	}{
+		{CodingDefault, []byte{0x00, 0x02, 0x11, 0x1B, 0x65, 0x1B, 0x1B}, "@$_€", false}, // a dangling escape reads as nothing
+		{CodingIA5, []byte("@$_ abc"), "@$_ abc", false},
+		{CodingLatin1, []byte{'a', 0xE9, 0xDF}, "aéß", false},
+		{CodingUCS2, []byte{0x04, 0x16, 0xD8, 0x3D, 0xDE, 0x00}, "Ж😀", false},
+		{CodingUCS2, []byte{0x04}, "", true},
+		{0x04, []byte{1, 2}, "", true}, // binary is no text
+	}
+	for _, tt := range tests {
+		got, err := DecodeText(tt.coding, tt.in)
+		if (err != nil) != tt.isErr || got != tt.want {
+			t.Errorf("0x%02x % x: %q %v, want %q", tt.coding, tt.in, got, err, tt.want)
+		}
+	}
+}
