@@ -29,6 +29,8 @@ CONSOLE_DIST := gateway/internal/console/dist
 RECEIVER := tests/webhooks/receiver
 # The CAMARA tests' relying party (Node.js, the openid-client npm library, a certified OIDC client).
 OIDCCLIENT := tests/camara/oidcclient
+# The SMPP tests' SMSC (Node.js, the smpp npm library, an SMPP implementation independent of ours).
+SMSC := tests/smsc
 
 .PHONY: help
 help: ## Show the targets
@@ -51,6 +53,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	$(MAKE) console-check; \
 	$(MAKE) receiver-deps; \
 	$(MAKE) oidcclient-deps; \
+	$(MAKE) smsc-deps; \
 	echo "== go test, every module, $$testp package(s) at a time"; \
 	go test -count=1 -race -vet=off -p $$testp $(PKGS)
 
@@ -179,6 +182,14 @@ $(OIDCCLIENT)/node_modules/.package-lock.json: $(OIDCCLIENT)/package-lock.json
 
 .PHONY: oidcclient-deps
 oidcclient-deps: $(OIDCCLIENT)/node_modules/.package-lock.json ## Install the CAMARA tests' OIDC client (openid-client) pinned npm packages
+
+# As for the receiver: npm ci only when the test SMSC's lock file changed since the last install.
+$(SMSC)/node_modules/.package-lock.json: $(SMSC)/package-lock.json
+	@$(NODE_ENSURE)
+	npm ci --prefix $(SMSC) --no-audit --no-fund --prefer-offline
+
+.PHONY: smsc-deps
+smsc-deps: $(SMSC)/node_modules/.package-lock.json ## Install the SMPP tests' SMSC (npm smpp) pinned npm packages
 
 .PHONY: apidocs
 apidocs: ## Refresh the vendored Redoc of /v1/api/docs from npm (version pinned in the script)
