@@ -36,6 +36,8 @@ var consoleLink = regexp.MustCompile(`sign in as \S+ with a new passkey: (http:/
 type person struct {
 	ctx    context.Context
 	origin string
+	// authenticator is the browser's virtual authenticator, which holds the person's passkeys.
+	authenticator webauthn.AuthenticatorID
 }
 
 // newPerson starts a browser of its own (its own profile and cookies) with a virtual
@@ -55,13 +57,15 @@ func (e *env) newPerson(t *testing.T, origin string) *person {
 	t.Cleanup(cancel)
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(cancel)
+	var auth webauthn.AuthenticatorID
 	err = chromedp.Run(ctx,
 		chromedp.Navigate(origin+"/healthz"),
 		chromedp.ActionFunc(func(ctx context.Context) error {
 			if err := webauthn.Enable().Do(ctx); err != nil {
 				return err
 			}
-			_, err := webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
+			var err error
+			auth, err = webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
 				Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
 				Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
 				IsUserVerified: true, AutomaticPresenceSimulation: true,
@@ -71,7 +75,7 @@ func (e *env) newPerson(t *testing.T, origin string) *person {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &person{ctx: ctx, origin: origin}
+	return &person{ctx: ctx, origin: origin, authenticator: auth}
 }
 
 // run evaluates an async function body in the page with args (JSON) and decodes its result.
@@ -235,6 +239,9 @@ func (e *env) testConsole(t *testing.T) {
 	want(t, "member accepts", member.accept(t, memberToken, "<img src=x onerror=alert(1)>"), http.StatusOK)
 	want(t, "member reads the ledger", member.api(t, "GET", "/me/ledger", nil), http.StatusOK)
 	want(t, "member lists members", member.api(t, "GET", "/me/members", nil), http.StatusOK)
+	memberKeys := member.api(t, "GET", "/console/passkeys", nil)
+	want(t, "member lists their passkeys", memberKeys, http.StatusOK)
+	memberPasskey := memberKeys.data()["items"].([]any)[0].(map[string]any)["id"].(string)
 	for _, c := range []struct {
 		method, path string
 		body         any
@@ -358,6 +365,11 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	}
 	want(t, "sign out everywhere", admin.api(t, "POST", "/console/sessions/sign-out-all", map[string]any{}), http.StatusOK)
 	want(t, "after signing out everywhere", admin.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+
+	t.Run("your passkeys", func(t *testing.T) {
+		want(t, "sign in", admin.signIn(t), http.StatusOK)
+		e.testPasskeys(t, admin, memberPasskey)
+	})
 }
 
 // mnvctl runs mnvctl against make run and decodes its JSON answer.

@@ -668,17 +668,7 @@ func (s *Service) OpenInvitation(ctx context.Context, token string) (Opened, err
 	if out.Existing {
 		options, data, err = s.wa.BeginLogin(u, webauthn.WithUserVerification(protocol.VerificationRequired))
 	} else {
-		var excl []protocol.CredentialDescriptor
-		for _, c := range u.creds {
-			excl = append(excl, c.Descriptor())
-		}
-		options, data, err = s.wa.BeginRegistration(u,
-			webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired),
-			webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
-				ResidentKey: protocol.ResidentKeyRequirementRequired, RequireResidentKey: protocol.ResidentKeyRequired(),
-				UserVerification: protocol.VerificationRequired,
-			}),
-			webauthn.WithExclusions(excl))
+		options, data, err = s.wa.BeginRegistration(u, registrationOptions(u)...)
 	}
 	if err != nil {
 		return Opened{}, fmt.Errorf("begin invitation: %w", err)
