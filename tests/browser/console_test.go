@@ -257,6 +257,8 @@ func (e *env) testConsole(t *testing.T) {
 		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
 	}
 
+	t.Run("accepting an invitation while signed in", func(t *testing.T) { e.testInvitationWhileSignedIn(t, admin, origin) })
+
 	// The audit log names who did what.
 	audit := admin.api(t, "GET", "/me/audit-log", nil)
 	want(t, "audit log", audit, http.StatusOK)
@@ -283,6 +285,7 @@ func (e *env) testConsole(t *testing.T) {
 	// own passkey instead of creating one, and has a session there.
 	second := e.otherClient(t)
 	link2 := e.mnvctl(t, "user", "invite", "--client", second.ClientID, "--email", "dev@example.com", "--role", "ADMIN", "-o", "json")["link"].(string)
+	firstCookie := admin.cookie(t)
 	var joined answer
 	admin.run(t, fetchJS+`
 const open = await api('POST', '/console/invitations/open', {token: args.token});
@@ -292,6 +295,10 @@ const cred = await navigator.credentials.get({publicKey: PublicKeyCredential.par
 return await api('POST', '/console/invitations/accept', {token: args.token, ceremonyId: open.body.data.ceremonyId, credentialJson: JSON.stringify(cred.toJSON())});`,
 		map[string]any{"token": link2[strings.Index(link2, "#")+1:]}, &joined)
 	want(t, "join a second client with one's passkey", joined, http.StatusOK)
+	// The session of the first client ended with the join: one identity per browser.
+	if status := sessionWith(t, origin, firstCookie); status != http.StatusUnauthorized {
+		t.Fatalf("the session before the join answered %d, want 401", status)
+	}
 	if joined.data()["membership"].(map[string]any)["clientId"] != second.ClientID {
 		t.Fatalf("joined: %v", joined.data())
 	}
@@ -356,12 +363,11 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	want(t, "after sign-out", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 	want(t, "sign in", admin.signIn(t), http.StatusOK)
 	want(t, "signed in again", admin.api(t, "GET", "/console/session", nil), http.StatusOK)
-	// Its sessions: this one, and the first, whose cookie the second client's replaced without
-	// signing it out.
+	// Its sessions: this one alone (each sign-in, join and switch ended the one before).
 	mine := admin.api(t, "GET", "/console/sessions", nil)
 	want(t, "sessions", mine, http.StatusOK)
-	if n := len(mine.data()["items"].([]any)); n != 2 {
-		t.Fatalf("%d sessions listed, want this one and the first", n)
+	if n := len(mine.data()["items"].([]any)); n != 1 {
+		t.Fatalf("%d sessions listed, want this one", n)
 	}
 	want(t, "sign out everywhere", admin.api(t, "POST", "/console/sessions/sign-out-all", map[string]any{}), http.StatusOK)
 	want(t, "after signing out everywhere", admin.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)

@@ -79,6 +79,9 @@ const ceremonyTTL = 5 * time.Minute
 type Meta struct {
 	ClientAddress string
 	UserAgent     string
+	// PriorSession is the secret of the session the browser had when it opened a new one: that
+	// one ends, so the browser is never left with two identities (one behind a replaced cookie).
+	PriorSession string
 }
 
 // Service is the console's people.
@@ -345,6 +348,12 @@ func (s *Service) begin(ctx context.Context, st Store, p Person, m Membership, s
 	}
 	if _, err := st.InsertSession(ctx, sess, s.fp.Sum(token), steppedUp); err != nil {
 		return Signed{}, err
+	}
+	if clientID, ok := clientOfToken(principal.SessionPrefix, meta.PriorSession); ok {
+		// Whoever holds a session's secret may end it: no more is asked.
+		if err := st.EndSessionByToken(ctx, clientID, s.fp.Sum(meta.PriorSession)); err != nil {
+			return Signed{}, err
+		}
 	}
 	return Signed{Token: token, MaxAge: s.cfg.MaxAge, Person: p, Membership: m}, nil
 }

@@ -159,6 +159,9 @@ type Store interface {
 	PersonSessions(ctx context.Context, personID string, idle time.Duration) ([]Session, error)
 	// EndSession ends a usable session of the person; another person's is not found.
 	EndSession(ctx context.Context, personID, sessionID string) (Session, error)
+	// EndSessionByToken ends the session of the client whose secret has the fingerprint fp, if
+	// it is not ended yet.
+	EndSessionByToken(ctx context.Context, clientID string, fp []byte) error
 	// EndSessions ends every session of the person (clientID "": in every client) and counts them.
 	EndSessions(ctx context.Context, personID, clientID string) (int, error)
 	StepUp(ctx context.Context, clientID, sessionID string) error

@@ -26,6 +26,8 @@ const (
 	MDSessionSet    = "x-mnv-session-set"
 	MDSessionMaxAge = "x-mnv-session-max-age"
 	MDSessionClear  = "x-mnv-session-clear"
+	// MDPriorSession is the session cookie a call that opens a session came with: it ends.
+	MDPriorSession = "x-mnv-session-prior"
 )
 
 // People implements PeopleService: the console's people.
@@ -35,7 +37,8 @@ type People struct {
 }
 
 // meta is where the call came from, as the gateway passes it: the address grpc-gateway put in
-// x-forwarded-for (from the socket, or the proxies it trusts) and the browser's user agent.
+// x-forwarded-for (from the socket, or the proxies it trusts), the browser's user agent, and
+// the session the browser had.
 func meta(ctx context.Context) people.Meta {
 	md, _ := metadata.FromIncomingContext(ctx)
 	first := func(k string) string {
@@ -52,7 +55,7 @@ func meta(ctx context.Context) people.Meta {
 	if ua == "" {
 		ua = first("user-agent")
 	}
-	return people.Meta{ClientAddress: strings.TrimSpace(addr), UserAgent: ua}
+	return people.Meta{ClientAddress: strings.TrimSpace(addr), UserAgent: ua, PriorSession: first(MDPriorSession)}
 }
 
 // setSession tells the gateway to set the session cookie.

@@ -339,6 +339,12 @@ func (s *Store) EndSession(ctx context.Context, personID, sessionID string) (peo
 	return x, notFound(err, "end session")
 }
 
+func (s *Store) EndSessionByToken(ctx context.Context, clientID string, fp []byte) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions SET ended_at = now()
+		WHERE client_id = $1 AND fingerprint = $2 AND ended_at IS NULL`, clientID, fp)
+	return notFound(err, "end session by token")
+}
+
 func (s *Store) EndSessions(ctx context.Context, personID, clientID string) (int, error) {
 	tag, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions SET ended_at = now()
 		WHERE person_id = $1 AND ($2 = '' OR client_id = $2::uuid) AND ended_at IS NULL`, personID, clientID)
