@@ -253,6 +253,7 @@ func (e *env) testConsole(t *testing.T) {
 		{"GET", "/me/audit-log", nil},
 		{"PUT", "/me/web-origins", map[string]any{"origins": []string{"https://evil.example"}}},
 		{"DELETE", "/me/members/" + acc.data()["person"].(map[string]any)["id"].(string), nil},
+		{"POST", "/me/api-keys/" + newKey["id"].(string) + "/rotate", map[string]any{"oldKeyGraceSeconds": 0}},
 	} {
 		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
 	}
@@ -310,6 +311,15 @@ return await api('POST', '/console/invitations/accept', {token: args.token, cere
 	want(t, "create a key without a step-up", notYet, http.StatusForbidden)
 	if code := notYet.Body["messages"].([]any)[0].(map[string]any)["code"]; code != "STEP_UP_REQUIRED" {
 		t.Fatalf("refused with %v", code)
+	}
+	rotateNotYet := admin.api(t, "POST", "/me/api-keys/"+newKey["id"].(string)+"/rotate", map[string]any{"oldKeyGraceSeconds": 0})
+	want(t, "rotate a key without a step-up", rotateNotYet, http.StatusForbidden)
+	if code := rotateNotYet.Body["messages"].([]any)[0].(map[string]any)["code"]; code != "STEP_UP_REQUIRED" {
+		t.Fatalf("the rotation was refused with %v", code)
+	}
+	// Neither refusal rotated the key: it still works.
+	if status, _ := e.callAs(t, creds{ClientID: e.client.ClientID, APIKey: newKey["apiKey"].(string)}, http.MethodGet, "/me/ledger", nil); status != http.StatusOK {
+		t.Fatalf("the key answered %d after refused rotations", status)
 	}
 	var stepped answer
 	admin.run(t, fetchJS+`
