@@ -386,6 +386,41 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 		want(t, "sign in", admin.signIn(t), http.StatusOK)
 		e.testPasskeys(t, admin, memberPasskey)
 	})
+
+	t.Run("sign-out everywhere ends another browser's session", func(t *testing.T) {
+		e.testSignOutEverywhere(t, admin, origin)
+	})
+}
+
+// testSignOutEverywhere: the person of admin (signed in) gets a passkey on a second browser
+// (a recovery invitation from the operator: a phone), signed in there too; signing out
+// everywhere on the console's Sessions page ends both, and the second browser's console goes to
+// sign-in.
+func (e *env) testSignOutEverywhere(t *testing.T, admin *person, origin string) {
+	link := e.mnvctl(t, "user", "invite", "--client", e.client.ClientID, "--email", "dev@example.com", "--role", "ADMIN", "-o", "json")["link"].(string)
+	phone := e.newPerson(t, origin)
+	want(t, "accept a recovery on a second browser", phone.accept(t, link[strings.Index(link, "#")+1:], ""), http.StatusOK)
+	mine := admin.api(t, "GET", "/console/sessions", nil)
+	want(t, "sessions", mine, http.StatusOK)
+	if n := len(mine.data()["items"].([]any)); n != 2 {
+		t.Fatalf("%d sessions listed, want this browser's and the second's", n)
+	}
+	want(t, "the second browser signed in", phone.api(t, "GET", "/console/session", nil), http.StatusOK)
+	err := chromedp.Run(admin.ctx,
+		chromedp.Navigate(origin+"/console/sessions"),
+		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+		chromedp.Click(`//main//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
+		chromedp.Click(`//dialog[@open]//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("sign out everywhere on the page: %v", err)
+	}
+	want(t, "this browser after signing out everywhere", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+	want(t, "the second browser after signing out everywhere", phone.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+	if err := chromedp.Run(phone.ctx, chromedp.Navigate(origin+"/console/"), chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery)); err != nil {
+		t.Fatalf("the second browser's console did not go to sign-in: %v", err)
+	}
 }
 
 // mnvctl runs mnvctl against make run and decodes its JSON answer.
