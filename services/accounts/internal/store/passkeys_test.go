@@ -2,12 +2,15 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/mnvhq/mnv/services/accounts/internal/accountstest"
 	"github.com/mnvhq/mnv/services/accounts/internal/billing"
+	"github.com/mnvhq/mnv/services/accounts/internal/clients"
+	"github.com/mnvhq/mnv/services/accounts/internal/domain"
 	"github.com/mnvhq/mnv/services/accounts/internal/people"
 	"github.com/mnvhq/mnv/services/accounts/internal/store"
 	"github.com/mnvhq/mnv/services/platform/crypto"
@@ -18,7 +21,7 @@ import (
 
 // TestPersonsOwnPasskeys: a person lists, renames and removes only their own passkeys (another
 // person's is not found, whatever the call), the flags a passkey was registered with show, and
-// a person's last passkey is kept.
+// a person's last passkey is kept; a person of single sign-on gets none.
 func TestPersonsOwnPasskeys(t *testing.T) {
 	env := accountstest.New(t, billing.DefaultPrices())
 	ctx := accountstest.Deadline(t)
@@ -33,7 +36,8 @@ func TestPersonsOwnPasskeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	person := func() principal.Principal {
-		p := people.Person{ID: uuid.NewString(), Sealed: []byte("sealed"), Handle: []byte(uuid.NewString()[:32])}
+		p := people.Person{ID: uuid.NewString(), Handle: []byte(uuid.NewString()[:32])}
+		p.Sealed = env.Keyring.Seal([]byte(`{"email":"`+p.ID+`@example.com","name":"A Person"}`), []byte("accounts.people:"+p.ID))
 		if err := st.InsertPerson(ctx, p, []byte("email-"+p.ID)); err != nil {
 			t.Fatal(err)
 		}
@@ -88,5 +92,25 @@ func TestPersonsOwnPasskeys(t *testing.T) {
 	}
 	if _, err := svc.RenamePasskey(ctx, alice, a2, ""); err == nil {
 		t.Fatal("an empty name was taken")
+	}
+
+	// A person of a client's single sign-on is let in by the provider alone: no passkey for them.
+	cr, err := env.Clients.Create(ctx, clients.CreateRequest{
+		Name: "SSO client", Contact: domain.Contact{Name: "Tess Ter", Email: "tess@example.com", Phone: "0011223344"}, WithoutAPIKey: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sso := people.Person{ID: uuid.NewString(), Sealed: []byte("sealed"), Handle: []byte(uuid.NewString()[:32])}
+	if err := st.InsertSSOPerson(ctx, sso, []byte("sso-"+sso.ID), cr.Client.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.StartAddPasskey(ctx, principal.Principal{UserID: sso.ID, SessionID: uuid.NewString()}); !errors.As(err, &f) || f.Reason != fault.Conflict {
+		t.Fatalf("a passkey for a person of single sign-on: %v, want a conflict", err)
+	}
+	// Alice may: the registration's options exclude the passkey she has.
+	o, err := svc.StartAddPasskey(ctx, alice)
+	if err != nil || !strings.Contains(o.JSON, `"excludeCredentials"`) || o.CeremonyID == "" {
+		t.Fatalf("alice's registration: %+v, %v", o, err)
 	}
 }
