@@ -17,6 +17,7 @@ import { Webhooks, WebhookDetail } from './pages/webhooks';
 import { Ledger } from './pages/ledger';
 import { Team } from './pages/team';
 import { Sessions } from './pages/sessions';
+import { Passkeys } from './pages/passkeys';
 import { AuditLog } from './pages/audit-log';
 import { Settings } from './pages/settings';
 import { Reveal } from './pages/reveal';
@@ -42,6 +43,7 @@ const routes: Route[] = [
   { path: '/console/reveal', page: Reveal, nav: 'Reveal' },
   { path: '/console/ledger', page: Ledger, nav: 'Ledger' },
   { path: '/console/team', page: Team, nav: 'Team' },
+  { path: '/console/passkeys', page: Passkeys, nav: 'Your passkeys' },
   { path: '/console/sessions', page: Sessions, nav: 'Sessions' },
   { path: '/console/audit-log', page: AuditLog, nav: 'Audit log' },
   { path: '/console/settings', page: Settings, nav: 'Settings' },

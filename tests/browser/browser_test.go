@@ -163,6 +163,12 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 
 func setUp(t *testing.T) *env {
 	t.Helper()
+	return setUpWith(t, nil)
+}
+
+// setUpWith is setUp with more variables for make run (a console configured otherwise).
+func setUpWith(t *testing.T, extra map[string]string) *env {
+	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +195,9 @@ func setUp(t *testing.T) *env {
 	t.Cleanup(drop)
 	state := t.TempDir()
 	vars := map[string]string{"DATABASE_URL": dbURL, "MNV_STATE_DIR": state, "MNV_LOG_LEVEL": "warn"}
+	for k, v := range extra {
+		vars[k] = v
+	}
 	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR", "MNV_DEMO_ADDR"} {
 		if vars[name], err = harness.FreeAddr(); err != nil {
 			t.Fatal(err)

@@ -36,6 +36,8 @@ var consoleLink = regexp.MustCompile(`sign in as \S+ with a new passkey: (http:/
 type person struct {
 	ctx    context.Context
 	origin string
+	// authenticator is the browser's virtual authenticator, which holds the person's passkeys.
+	authenticator webauthn.AuthenticatorID
 }
 
 // newPerson starts a browser of its own (its own profile and cookies) with a virtual
@@ -55,13 +57,15 @@ func (e *env) newPerson(t *testing.T, origin string) *person {
 	t.Cleanup(cancel)
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(cancel)
+	var auth webauthn.AuthenticatorID
 	err = chromedp.Run(ctx,
 		chromedp.Navigate(origin+"/healthz"),
 		chromedp.ActionFunc(func(ctx context.Context) error {
 			if err := webauthn.Enable().Do(ctx); err != nil {
 				return err
 			}
-			_, err := webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
+			var err error
+			auth, err = webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
 				Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
 				Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
 				IsUserVerified: true, AutomaticPresenceSimulation: true,
@@ -71,7 +75,7 @@ func (e *env) newPerson(t *testing.T, origin string) *person {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &person{ctx: ctx, origin: origin}
+	return &person{ctx: ctx, origin: origin, authenticator: auth}
 }
 
 // run evaluates an async function body in the page with args (JSON) and decodes its result.
@@ -235,6 +239,9 @@ func (e *env) testConsole(t *testing.T) {
 	want(t, "member accepts", member.accept(t, memberToken, "<img src=x onerror=alert(1)>"), http.StatusOK)
 	want(t, "member reads the ledger", member.api(t, "GET", "/me/ledger", nil), http.StatusOK)
 	want(t, "member lists members", member.api(t, "GET", "/me/members", nil), http.StatusOK)
+	memberKeys := member.api(t, "GET", "/console/passkeys", nil)
+	want(t, "member lists their passkeys", memberKeys, http.StatusOK)
+	memberPasskey := memberKeys.data()["items"].([]any)[0].(map[string]any)["id"].(string)
 	for _, c := range []struct {
 		method, path string
 		body         any
@@ -246,9 +253,12 @@ func (e *env) testConsole(t *testing.T) {
 		{"GET", "/me/audit-log", nil},
 		{"PUT", "/me/web-origins", map[string]any{"origins": []string{"https://evil.example"}}},
 		{"DELETE", "/me/members/" + acc.data()["person"].(map[string]any)["id"].(string), nil},
+		{"POST", "/me/api-keys/" + newKey["id"].(string) + "/rotate", map[string]any{"oldKeyGraceSeconds": 0}},
 	} {
 		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
 	}
+
+	t.Run("accepting an invitation while signed in", func(t *testing.T) { e.testInvitationWhileSignedIn(t, admin, origin) })
 
 	// The audit log names who did what.
 	audit := admin.api(t, "GET", "/me/audit-log", nil)
@@ -276,6 +286,7 @@ func (e *env) testConsole(t *testing.T) {
 	// own passkey instead of creating one, and has a session there.
 	second := e.otherClient(t)
 	link2 := e.mnvctl(t, "user", "invite", "--client", second.ClientID, "--email", "dev@example.com", "--role", "ADMIN", "-o", "json")["link"].(string)
+	firstCookie := admin.cookie(t)
 	var joined answer
 	admin.run(t, fetchJS+`
 const open = await api('POST', '/console/invitations/open', {token: args.token});
@@ -285,6 +296,10 @@ const cred = await navigator.credentials.get({publicKey: PublicKeyCredential.par
 return await api('POST', '/console/invitations/accept', {token: args.token, ceremonyId: open.body.data.ceremonyId, credentialJson: JSON.stringify(cred.toJSON())});`,
 		map[string]any{"token": link2[strings.Index(link2, "#")+1:]}, &joined)
 	want(t, "join a second client with one's passkey", joined, http.StatusOK)
+	// The session of the first client ended with the join: one identity per browser.
+	if status := sessionWith(t, origin, firstCookie); status != http.StatusUnauthorized {
+		t.Fatalf("the session before the join answered %d, want 401", status)
+	}
 	if joined.data()["membership"].(map[string]any)["clientId"] != second.ClientID {
 		t.Fatalf("joined: %v", joined.data())
 	}
@@ -296,6 +311,15 @@ return await api('POST', '/console/invitations/accept', {token: args.token, cere
 	want(t, "create a key without a step-up", notYet, http.StatusForbidden)
 	if code := notYet.Body["messages"].([]any)[0].(map[string]any)["code"]; code != "STEP_UP_REQUIRED" {
 		t.Fatalf("refused with %v", code)
+	}
+	rotateNotYet := admin.api(t, "POST", "/me/api-keys/"+newKey["id"].(string)+"/rotate", map[string]any{"oldKeyGraceSeconds": 0})
+	want(t, "rotate a key without a step-up", rotateNotYet, http.StatusForbidden)
+	if code := rotateNotYet.Body["messages"].([]any)[0].(map[string]any)["code"]; code != "STEP_UP_REQUIRED" {
+		t.Fatalf("the rotation was refused with %v", code)
+	}
+	// Neither refusal rotated the key: it still works.
+	if status, _ := e.callAs(t, creds{ClientID: e.client.ClientID, APIKey: newKey["apiKey"].(string)}, http.MethodGet, "/me/ledger", nil); status != http.StatusOK {
+		t.Fatalf("the key answered %d after refused rotations", status)
 	}
 	var stepped answer
 	admin.run(t, fetchJS+`
@@ -349,15 +373,54 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	want(t, "after sign-out", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 	want(t, "sign in", admin.signIn(t), http.StatusOK)
 	want(t, "signed in again", admin.api(t, "GET", "/console/session", nil), http.StatusOK)
-	// Its sessions: this one, and the first, whose cookie the second client's replaced without
-	// signing it out.
+	// Its sessions: this one alone (each sign-in, join and switch ended the one before).
 	mine := admin.api(t, "GET", "/console/sessions", nil)
 	want(t, "sessions", mine, http.StatusOK)
-	if n := len(mine.data()["items"].([]any)); n != 2 {
-		t.Fatalf("%d sessions listed, want this one and the first", n)
+	if n := len(mine.data()["items"].([]any)); n != 1 {
+		t.Fatalf("%d sessions listed, want this one", n)
 	}
 	want(t, "sign out everywhere", admin.api(t, "POST", "/console/sessions/sign-out-all", map[string]any{}), http.StatusOK)
 	want(t, "after signing out everywhere", admin.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+
+	t.Run("your passkeys", func(t *testing.T) {
+		want(t, "sign in", admin.signIn(t), http.StatusOK)
+		e.testPasskeys(t, admin, memberPasskey)
+	})
+
+	t.Run("sign-out everywhere ends another browser's session", func(t *testing.T) {
+		e.testSignOutEverywhere(t, admin, origin)
+	})
+}
+
+// testSignOutEverywhere: the person of admin (signed in) gets a passkey on a second browser
+// (a recovery invitation from the operator: a phone), signed in there too; signing out
+// everywhere on the console's Sessions page ends both, and the second browser's console goes to
+// sign-in.
+func (e *env) testSignOutEverywhere(t *testing.T, admin *person, origin string) {
+	link := e.mnvctl(t, "user", "invite", "--client", e.client.ClientID, "--email", "dev@example.com", "--role", "ADMIN", "-o", "json")["link"].(string)
+	phone := e.newPerson(t, origin)
+	want(t, "accept a recovery on a second browser", phone.accept(t, link[strings.Index(link, "#")+1:], ""), http.StatusOK)
+	mine := admin.api(t, "GET", "/console/sessions", nil)
+	want(t, "sessions", mine, http.StatusOK)
+	if n := len(mine.data()["items"].([]any)); n != 2 {
+		t.Fatalf("%d sessions listed, want this browser's and the second's", n)
+	}
+	want(t, "the second browser signed in", phone.api(t, "GET", "/console/session", nil), http.StatusOK)
+	err := chromedp.Run(admin.ctx,
+		chromedp.Navigate(origin+"/console/sessions"),
+		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+		chromedp.Click(`//main//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
+		chromedp.Click(`//dialog[@open]//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("sign out everywhere on the page: %v", err)
+	}
+	want(t, "this browser after signing out everywhere", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+	want(t, "the second browser after signing out everywhere", phone.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+	if err := chromedp.Run(phone.ctx, chromedp.Navigate(origin+"/console/"), chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery)); err != nil {
+		t.Fatalf("the second browser's console did not go to sign-in: %v", err)
+	}
 }
 
 // mnvctl runs mnvctl against make run and decodes its JSON answer.

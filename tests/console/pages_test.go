@@ -109,6 +109,10 @@ func fakeAnswers(now time.Time) map[string]any {
 			map[string]any{"person": map[string]any{"id": "u2", "name": "Max " + markup, "email": "max@example.com"}, "role": "MEMBER", "joinedAt": iso(10 * 24 * time.Hour)},
 		}},
 		"GET /v1/api/me/invitations": map[string]any{"items": []any{map[string]any{"id": "inv1", "email": "new@example.com", "role": "MEMBER", "createdAt": iso(time.Hour), "expiresAt": iso(-71 * time.Hour)}}},
+		"GET /v1/api/console/passkeys": map[string]any{"items": []any{
+			map[string]any{"id": "k1", "name": "Laptop " + markup, "createdAt": iso(90 * 24 * time.Hour), "lastUsedAt": iso(time.Hour), "backupEligible": true, "backedUp": true},
+			map[string]any{"id": "k2", "name": "", "createdAt": iso(24 * time.Hour)},
+		}},
 		"GET /v1/api/console/sessions": map[string]any{"items": []any{
 			map[string]any{"id": "s1", "current": true, "userAgent": "Chromium on Linux", "clientAddress": "127.0.0.1", "createdAt": iso(time.Hour), "lastSeenAt": iso(0), "expiresAt": iso(-11 * time.Hour)},
 			map[string]any{"id": "s2", "current": false, "userAgent": "Safari on iPhone", "clientAddress": "10.0.0.7", "createdAt": iso(50 * time.Hour), "lastSeenAt": iso(3 * time.Hour), "expiresAt": iso(-2 * time.Hour)},
@@ -147,6 +151,7 @@ func TestPages(t *testing.T) {
 		{"/console/reveal", "Reveal", "reveal"},
 		{"/console/ledger", "Ledger", "ledger"},
 		{"/console/team", "Team", "team"},
+		{"/console/passkeys", "Your passkeys", "passkeys"},
 		{"/console/sessions", "Sessions", "sessions"},
 		{"/console/audit-log", "Audit log", "audit-log"},
 		{"/console/nothing-here", "No such page", ""},

@@ -147,3 +147,88 @@ func TestGenerateCredentials(t *testing.T) {
 	}
 	ok(t, "POST", "/v1/api/me/api-key/generate", headers{"X-Client-Id": c.ID}, body)
 }
+
+// TestRotateApiKeyByIdAttacks: the console's rotation of a key by its id
+// (POST /v1/api/me/api-keys/{keyId}/rotate) refuses a MEMBER key, an SDK token (ignored off
+// the SDK's route: it adds nothing to a key) and another client's key id, leaving the key working, and a replayed Idempotency-Key gets the first
+// answer again without a second rotation. (A MEMBER's session and a session without a step-up
+// are refused in tests/browser, where a passkey opens a real session.)
+func TestRotateApiKeyByIdAttacks(t *testing.T) {
+	c, other := newClient(t, 0), newClient(t, 0)
+	type created struct {
+		ID     string `json:"id"`
+		APIKey string `json:"apiKey"`
+	}
+	newKey := func(of harness.Client, name, role string) created {
+		var k created
+		ok(t, "POST", "/v1/api/me/api-keys", meOf(of), `{"name":"`+name+`","role":"`+role+`"}`).decode(t, &k)
+		return k
+	}
+	target := newKey(c, "target", "MEMBER")
+	member := newKey(c, "reporting", "MEMBER")
+	foreign := newKey(other, "theirs", "ADMIN")
+	var sdk struct {
+		SDKToken string `json:"sdkToken"`
+	}
+	ok(t, "POST", "/v1/api/me/sdk-tokens", meOf(c), `{"label":"app"}`).decode(t, &sdk)
+	rotate := func(id string) string { return "/v1/api/me/api-keys/" + id + "/rotate" }
+
+	for _, tc := range []struct {
+		name   string
+		id     string
+		h      headers
+		status int
+		code   string
+	}{
+		{"a MEMBER key", target.ID, headers{"X-Api-Key": member.APIKey}, http.StatusForbidden, "PERMISSION_DENIED"},
+		{"an SDK token", target.ID, headers{"X-Sdk-Token": sdk.SDKToken, "X-Client-Id": c.ID}, http.StatusUnauthorized, "UNAUTHENTICATED"},
+		{"an SDK token alone", target.ID, headers{"X-Sdk-Token": sdk.SDKToken}, http.StatusUnauthorized, "UNAUTHENTICATED"},
+		{"an SDK token beside the MEMBER key", target.ID, headers{"X-Sdk-Token": sdk.SDKToken, "X-Api-Key": member.APIKey}, http.StatusForbidden, "PERMISSION_DENIED"},
+		{"another client's key id", foreign.ID, meOf(c), http.StatusNotFound, "NOT_FOUND"},
+		{"another client's key id with its client's header", foreign.ID, headers{"X-Api-Key": c.APIKey, "X-Client-Id": other.ID}, http.StatusUnauthorized, "UNAUTHENTICATED"},
+	} {
+		r := call(t, "POST", rotate(tc.id), tc.h, `{"oldKeyGraceSeconds":0}`)
+		if r.status != tc.status || r.code() != tc.code || strings.Contains(string(r.raw), "mnv_") {
+			t.Errorf("rotation by %s: %d %s, want %d %s", tc.name, r.status, r.raw, tc.status, tc.code)
+		}
+	}
+	// Nothing was rotated: both keys still work.
+	ok(t, "GET", "/v1/api/me/ledger", headers{"X-Api-Key": target.APIKey}, "")
+	ok(t, "GET", "/v1/api/me/ledger", headers{"X-Api-Key": foreign.APIKey}, "")
+
+	keys := func() int {
+		var list struct {
+			TotalItems int `json:"totalItems"`
+		}
+		ok(t, "GET", "/v1/api/me/api-keys?size=100", meOf(c), "").decode(t, &list)
+		return list.TotalItems
+	}
+	before := keys()
+	replay := headers{"X-Api-Key": c.APIKey, "Idempotency-Key": "rotate-by-id-1"}
+	type rotated struct {
+		APIKey struct {
+			ID     string `json:"id"`
+			APIKey string `json:"apiKey"`
+		} `json:"apiKey"`
+	}
+	var first, second rotated
+	r1 := ok(t, "POST", rotate(target.ID), replay, `{"oldKeyGraceSeconds":0}`)
+	r1.decode(t, &first)
+	r2 := ok(t, "POST", rotate(target.ID), replay, `{"oldKeyGraceSeconds":0}`)
+	r2.decode(t, &second)
+	if first.APIKey.APIKey == "" || second.APIKey != first.APIKey || r2.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the replay answered %s (replayed %q), the first %s", r2.raw, r2.header.Get("Idempotent-Replayed"), r1.raw)
+	}
+	// The list holds usable keys: the new one in the old one's place, no third.
+	if after := keys(); after != before {
+		t.Fatalf("%d usable keys after a rotation and its replay, were %d", after, before)
+	}
+	// The old key stopped at once (so its id is no usable key: not found); the new one works.
+	if r := call(t, "GET", "/v1/api/me/ledger", headers{"X-Api-Key": target.APIKey}, ""); r.status != http.StatusUnauthorized {
+		t.Fatalf("the rotated key: %d", r.status)
+	}
+	ok(t, "GET", "/v1/api/me/ledger", headers{"X-Api-Key": first.APIKey.APIKey}, "")
+	if r := call(t, "POST", rotate(target.ID), meOf(c), `{}`); r.status != http.StatusNotFound {
+		t.Fatalf("rotating the rotated key again: %d %s", r.status, r.raw)
+	}
+}

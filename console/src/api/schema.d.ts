@@ -112,6 +112,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/console/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List one's passkeys
+         * @description Lists the signed-in person's own passkeys, oldest first: never a credential id.
+         *
+         *     Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        get: operations["ListPasskeys"];
+        put?: never;
+        /**
+         * Add a passkey
+         * @description Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+         *
+         *     With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        post: operations["AddPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/console/passkeys/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start adding a passkey
+         * @description Begins the registration of another passkey for the signed-in person (after a step-up): a
+         *     device of theirs they can sign in with too.
+         *
+         *     With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        post: operations["StartAddPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/console/passkeys/{passkeyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a passkey
+         * @description Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+         *     last passkey of a person with no other way in (single sign-on) is kept (409).
+         *
+         *     With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        delete: operations["DeletePasskey"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a passkey
+         * @description Renames one of the person's passkeys; another person's is NOT_FOUND.
+         *
+         *     Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        patch: operations["RenamePasskey"];
+        trace?: never;
+    };
     "/v1/api/console/session": {
         parameters: {
             query?: never;
@@ -1589,6 +1669,20 @@ export interface components {
             membership: components["schemas"]["Membership"] | null;
             person: components["schemas"]["Person"] | null;
         };
+        AddPasskeyRequest: {
+            /**
+             * Format: uuid
+             * @example 7d444840-9dc0-11d1-b245-5ffdce74fad2
+             */
+            ceremonyId: string;
+            /** @description The new passkey, PublicKeyCredential.toJSON() as JSON text. */
+            credentialJson: string;
+            /** @description A name for it, up to 100 characters ("Work laptop"). */
+            name?: string | null;
+        };
+        AddPasskeyResponse: {
+            passkey: components["schemas"]["Passkey"] | null;
+        };
         /** @description ApiKey describes an API key. The key itself is shown only once, when it is issued. */
         ApiKey: {
             /** Format: date-time */
@@ -1886,6 +1980,9 @@ export interface components {
         };
         DeleteIntegrationResponse: {
             id: string;
+        };
+        DeletePasskeyResponse: {
+            passkey: components["schemas"]["Passkey"] | null;
         };
         DeleteProfileResponse: {
             /** Format: date-time */
@@ -2277,6 +2374,9 @@ export interface components {
         ListOperatorsResponse: {
             items: components["schemas"]["Operator"][];
         };
+        ListPasskeysResponse: {
+            items: components["schemas"]["Passkey"][];
+        };
         ListProfilesResponse: {
             items: components["schemas"]["Profile"][];
             /** Format: int32 */
@@ -2412,6 +2512,23 @@ export interface components {
             profiles: components["schemas"]["Profiles"] | null;
             syncs: components["schemas"]["Syncs"] | null;
         };
+        /** @description Passkey is one of the signed-in person's passkeys. Its credential id is never shown. */
+        Passkey: {
+            /** @description True when it was backed up (synced) when last used. */
+            backedUp: boolean;
+            /** @description True when the authenticator may sync it to the person's other devices (a synced passkey). */
+            backupEligible: boolean;
+            /** Format: date-time */
+            createdAt: string | null;
+            id: string;
+            /**
+             * Format: date-time
+             * @description Unset until it is first used to sign in or step up.
+             */
+            lastUsedAt: string | null;
+            /** @description The person's name for it; empty until they give one. */
+            name: string;
+        };
         /** @description Person is someone who signs in to the console. */
         Person: {
             email: string;
@@ -2474,6 +2591,9 @@ export interface components {
         };
         RemoveMemberResponse: {
             member: components["schemas"]["Member"] | null;
+        };
+        RenamePasskeyResponse: {
+            passkey: components["schemas"]["Passkey"] | null;
         };
         RevealStuckPlusSessionResponse: {
             /** Format: int64 */
@@ -2635,6 +2755,12 @@ export interface components {
             scopes: string[];
             /** Format: date-time */
             updatedAt: string | null;
+        };
+        StartAddPasskeyRequest: Record<string, never>;
+        StartAddPasskeyResponse: {
+            ceremonyId: string;
+            /** @description WebAuthn's PublicKeyCredentialCreationOptions as JSON; the person's passkeys are excluded. */
+            optionsJson: string;
         };
         StartInvitationRequest: {
             /** @description The invitation's token, from its link. */
@@ -3392,6 +3518,234 @@ export interface operations {
                             httpStatus?: "OK";
                             /** @constant */
                             message?: "Invitation found";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListPasskeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Passkeys retrieved */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListPasskeysResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Passkeys retrieved";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    AddPasskey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AddPasskeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Passkey added */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AddPasskeyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Passkey added";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    StartAddPasskey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StartAddPasskeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Passkey registration started */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StartAddPasskeyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Passkey registration started";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    DeletePasskey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                passkeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Passkey removed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DeletePasskeyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Passkey removed";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    RenamePasskey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                passkeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The new name, 1 to 100 characters. */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Passkey renamed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["RenamePasskeyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Passkey renamed";
                         })[];
                         /** @constant */
                         success: true;

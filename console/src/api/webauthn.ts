@@ -97,7 +97,7 @@ export async function getPasskey(optionsJson: string): Promise<string> {
   }
 }
 
-/** Creates a passkey (an invitation's acceptance) and returns the credential as JSON. */
+/** Creates a passkey (an invitation's acceptance, another of one's passkeys) and returns the credential as JSON. */
 export async function createPasskey(optionsJson: string): Promise<string> {
   if (!supported()) throw new PasskeyError('unsupported');
   const o = unwrapOptions(optionsJson);

@@ -155,7 +155,7 @@ func (a *Auth) Middleware() runtime.Middleware {
 				return
 			}
 			if rt.console {
-				r = withSSOBinding(r)
+				r = withConsoleCookies(r)
 			}
 			if rt.console && unsafe(r.Method) && a.origins.Check(r) != nil {
 				// Signing in opens a session: only the console's own pages may.
@@ -199,8 +199,17 @@ func (a *Auth) Middleware() runtime.Middleware {
 // Metadata is the grpc-gateway metadata annotator that passes the request's assertion, if any,
 // to the service.
 func Metadata(_ context.Context, r *http.Request) metadata.MD {
-	if b, ok := r.Context().Value(ssoBindingKey{}).(string); ok {
-		return metadata.MD{mdSSOBinding: []string{b}}
+	b, sso := r.Context().Value(ssoBindingKey{}).(string)
+	prior, signedIn := r.Context().Value(priorSessionKey{}).(string)
+	if sso || signedIn {
+		md := metadata.MD{}
+		if sso {
+			md.Set(mdSSOBinding, b)
+		}
+		if signedIn {
+			md.Set(mdPriorSession, prior)
+		}
+		return md
 	}
 	if as, ok := r.Context().Value(assertionKey{}).(assertion); ok {
 		md := metadata.MD{auth.MDPrincipal: []string{as.value}}

@@ -171,6 +171,7 @@ const (
 	mdSSOMaxAge     = "x-mnv-sso-max-age"
 	mdSSOClear      = "x-mnv-sso-clear"
 	mdSSOBinding    = "x-mnv-sso"
+	mdPriorSession  = "x-mnv-session-prior"
 	mdRedirect      = "x-mnv-redirect"
 )
 
@@ -181,14 +182,23 @@ const ssoCookie = "__Host-mnv-sso"
 
 type ssoBindingKey struct{}
 
-// withSSOBinding keeps the request's single sign-on cookie for Metadata, on the console's
-// routes only.
-func withSSOBinding(r *http.Request) *http.Request {
-	cs := r.CookiesNamed(ssoCookie)
-	if len(cs) != 1 || cs[0].Value == "" {
-		return r
+// priorSessionKey holds the session cookie a request to a route that opens a session carries:
+// accounts ends that session when it opens the new one, so a browser that signs in again or
+// accepts an invitation while signed in is left with one identity, not a second one alive
+// behind the replaced cookie.
+type priorSessionKey struct{}
+
+// withConsoleCookies keeps the request's single sign-on cookie and session cookie for
+// Metadata, on the console's own routes that take no session.
+func withConsoleCookies(r *http.Request) *http.Request {
+	ctx := r.Context()
+	if cs := r.CookiesNamed(ssoCookie); len(cs) == 1 && cs[0].Value != "" {
+		ctx = context.WithValue(ctx, ssoBindingKey{}, cs[0].Value)
 	}
-	return r.WithContext(context.WithValue(r.Context(), ssoBindingKey{}, cs[0].Value))
+	if token, ok := sessionCookie(r); ok && principal.Session.WellFormed(token) {
+		ctx = context.WithValue(ctx, priorSessionKey{}, token)
+	}
+	return r.WithContext(ctx)
 }
 
 // SetCookie is the grpc-gateway forward-response option that turns an answer's session

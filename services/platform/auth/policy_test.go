@@ -50,13 +50,15 @@ func TestPolicyOf(t *testing.T) {
 		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
 		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT", Session: true, StepUp: true}},
 		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT", Session: true}},
+		{accountsv1.PeopleService_DeletePasskey_FullMethodName, auth.Rule{Credential: principal.Session, AllowSuspended: true, StepUp: true}},
+		{accountsv1.PeopleService_RenamePasskey_FullMethodName, auth.Rule{Credential: principal.Session, AllowSuspended: true}},
 	}
 	for _, tt := range tests {
 		if got := p[tt.method]; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 87 { // every RPC of the five services above
+	if n := len(p); n != 92 { // every RPC of the five services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -811,6 +811,23 @@ type AcceptInvitationResponse struct {
 	Person     *Person     `json:"person"`
 }
 
+// AddPasskeyRequest defines model for AddPasskeyRequest.
+type AddPasskeyRequest struct {
+	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
+	CeremonyId openapi_types.UUID `json:"ceremonyId"`
+
+	// CredentialJson The new passkey, PublicKeyCredential.toJSON() as JSON text.
+	CredentialJson string `json:"credentialJson"`
+
+	// Name A name for it, up to 100 characters ("Work laptop").
+	Name *string `json:"name,omitempty"`
+}
+
+// AddPasskeyResponse defines model for AddPasskeyResponse.
+type AddPasskeyResponse struct {
+	Passkey *Passkey `json:"passkey"`
+}
+
 // ApiKey ApiKey describes an API key. The key itself is shown only once, when it is issued.
 type ApiKey struct {
 	CreatedAt *time.Time `json:"createdAt"`
@@ -1123,6 +1140,11 @@ type Credits struct {
 // DeleteIntegrationResponse defines model for DeleteIntegrationResponse.
 type DeleteIntegrationResponse struct {
 	Id string `json:"id"`
+}
+
+// DeletePasskeyResponse defines model for DeletePasskeyResponse.
+type DeletePasskeyResponse struct {
+	Passkey *Passkey `json:"passkey"`
 }
 
 // DeleteProfileResponse defines model for DeleteProfileResponse.
@@ -1550,6 +1572,11 @@ type ListOperatorsResponse struct {
 	Items []Operator `json:"items"`
 }
 
+// ListPasskeysResponse defines model for ListPasskeysResponse.
+type ListPasskeysResponse struct {
+	Items []Passkey `json:"items"`
+}
+
 // ListProfilesResponse defines model for ListProfilesResponse.
 type ListProfilesResponse struct {
 	Items      []Profile `json:"items"`
@@ -1675,6 +1702,23 @@ type Overview struct {
 	Syncs        *Syncs        `json:"syncs"`
 }
 
+// Passkey Passkey is one of the signed-in person's passkeys. Its credential id is never shown.
+type Passkey struct {
+	// BackedUp True when it was backed up (synced) when last used.
+	BackedUp bool `json:"backedUp"`
+
+	// BackupEligible True when the authenticator may sync it to the person's other devices (a synced passkey).
+	BackupEligible bool       `json:"backupEligible"`
+	CreatedAt      *time.Time `json:"createdAt"`
+	Id             string     `json:"id"`
+
+	// LastUsedAt Unset until it is first used to sign in or step up.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	// Name The person's name for it; empty until they give one.
+	Name string `json:"name"`
+}
+
 // Person Person is someone who signs in to the console.
 type Person struct {
 	Email string `json:"email"`
@@ -1731,6 +1775,11 @@ type RedirectUri struct {
 // RemoveMemberResponse defines model for RemoveMemberResponse.
 type RemoveMemberResponse struct {
 	Member *Member `json:"member"`
+}
+
+// RenamePasskeyResponse defines model for RenamePasskeyResponse.
+type RenamePasskeyResponse struct {
+	Passkey *Passkey `json:"passkey"`
 }
 
 // RevealStuckPlusSessionResponse defines model for RevealStuckPlusSessionResponse.
@@ -1908,6 +1957,17 @@ type SsoSettings struct {
 	// role claim in the ID token ("groups", for many).
 	Scopes    []string   `json:"scopes"`
 	UpdatedAt *time.Time `json:"updatedAt"`
+}
+
+// StartAddPasskeyRequest defines model for StartAddPasskeyRequest.
+type StartAddPasskeyRequest = map[string]interface{}
+
+// StartAddPasskeyResponse defines model for StartAddPasskeyResponse.
+type StartAddPasskeyResponse struct {
+	CeremonyId string `json:"ceremonyId"`
+
+	// OptionsJson WebAuthn's PublicKeyCredentialCreationOptions as JSON; the person's passkeys are excluded.
+	OptionsJson string `json:"optionsJson"`
 }
 
 // StartInvitationRequest defines model for StartInvitationRequest.
@@ -2347,6 +2407,42 @@ type AcceptInvitationParams struct {
 
 // StartInvitationParams defines parameters for StartInvitation.
 type StartInvitationParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListPasskeysParams defines parameters for ListPasskeys.
+type ListPasskeysParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// AddPasskeyParams defines parameters for AddPasskey.
+type AddPasskeyParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// StartAddPasskeyParams defines parameters for StartAddPasskey.
+type StartAddPasskeyParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// DeletePasskeyParams defines parameters for DeletePasskey.
+type DeletePasskeyParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// RenamePasskeyJSONBody defines parameters for RenamePasskey.
+type RenamePasskeyJSONBody struct {
+	// Name The new name, 1 to 100 characters.
+	Name string `json:"name"`
+}
+
+// RenamePasskeyParams defines parameters for RenamePasskey.
+type RenamePasskeyParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -3066,6 +3162,15 @@ type AcceptInvitationJSONRequestBody = AcceptInvitationRequest
 // StartInvitationJSONRequestBody defines body for StartInvitation for application/json ContentType.
 type StartInvitationJSONRequestBody = StartInvitationRequest
 
+// AddPasskeyJSONRequestBody defines body for AddPasskey for application/json ContentType.
+type AddPasskeyJSONRequestBody = AddPasskeyRequest
+
+// StartAddPasskeyJSONRequestBody defines body for StartAddPasskey for application/json ContentType.
+type StartAddPasskeyJSONRequestBody = StartAddPasskeyRequest
+
+// RenamePasskeyJSONRequestBody defines body for RenamePasskey for application/json ContentType.
+type RenamePasskeyJSONRequestBody RenamePasskeyJSONBody
+
 // SignOutJSONRequestBody defines body for SignOut for application/json ContentType.
 type SignOutJSONRequestBody = SignOutRequest
 
@@ -3573,6 +3678,93 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
 	StartInvitation(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPasskeys List one's passkeys
+	//
+	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/console/passkeys (the `ListPasskeys` operationId).
+	ListPasskeys(ctx context.Context, params *ListPasskeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddPasskeyWithBody Add a passkey
+	//
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+	AddPasskeyWithBody(ctx context.Context, params *AddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddPasskey Add a passkey
+	//
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+	AddPasskey(ctx context.Context, params *AddPasskeyParams, body AddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartAddPasskeyWithBody Start adding a passkey
+	//
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+	StartAddPasskeyWithBody(ctx context.Context, params *StartAddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartAddPasskey Start adding a passkey
+	//
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+	StartAddPasskey(ctx context.Context, params *StartAddPasskeyParams, body StartAddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeletePasskey Remove a passkey
+	//
+	// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+	// last passkey of a person with no other way in (single sign-on) is kept (409).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with DELETE /v1/api/console/passkeys/{passkeyId} (the `DeletePasskey` operationId).
+	DeletePasskey(ctx context.Context, passkeyId openapi_types.UUID, params *DeletePasskeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenamePasskeyWithBody Rename a passkey
+	//
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+	RenamePasskeyWithBody(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenamePasskey Rename a passkey
+	//
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+	RenamePasskey(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, body RenamePasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSession Tell who is signed in
 	//
@@ -4825,6 +5017,173 @@ func (c *APIClient) StartInvitationWithBody(ctx context.Context, params *StartIn
 // Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
 func (c *APIClient) StartInvitation(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartInvitationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPasskeys List one's passkeys
+//
+// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/console/passkeys (the `ListPasskeys` operationId).
+func (c *APIClient) ListPasskeys(ctx context.Context, params *ListPasskeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPasskeysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddPasskeyWithBody Add a passkey
+//
+// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+func (c *APIClient) AddPasskeyWithBody(ctx context.Context, params *AddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddPasskeyRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddPasskey Add a passkey
+//
+// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+func (c *APIClient) AddPasskey(ctx context.Context, params *AddPasskeyParams, body AddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddPasskeyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartAddPasskeyWithBody Start adding a passkey
+//
+// Begins the registration of another passkey for the signed-in person (after a step-up): a
+// device of theirs they can sign in with too.
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+func (c *APIClient) StartAddPasskeyWithBody(ctx context.Context, params *StartAddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartAddPasskeyRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartAddPasskey Start adding a passkey
+//
+// Begins the registration of another passkey for the signed-in person (after a step-up): a
+// device of theirs they can sign in with too.
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+func (c *APIClient) StartAddPasskey(ctx context.Context, params *StartAddPasskeyParams, body StartAddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartAddPasskeyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeletePasskey Remove a passkey
+//
+// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+// last passkey of a person with no other way in (single sign-on) is kept (409).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with DELETE /v1/api/console/passkeys/{passkeyId} (the `DeletePasskey` operationId).
+func (c *APIClient) DeletePasskey(ctx context.Context, passkeyId openapi_types.UUID, params *DeletePasskeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePasskeyRequest(c.Server, passkeyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenamePasskeyWithBody Rename a passkey
+//
+// Renames one of the person's passkeys; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+func (c *APIClient) RenamePasskeyWithBody(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenamePasskeyRequestWithBody(c.Server, passkeyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenamePasskey Rename a passkey
+//
+// Renames one of the person's passkeys; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+func (c *APIClient) RenamePasskey(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, body RenamePasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenamePasskeyRequest(c.Server, passkeyId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7259,6 +7618,269 @@ func NewStartInvitationRequestWithBody(server string, params *StartInvitationPar
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListPasskeysRequest constructs an http.Request for the ListPasskeys method
+func NewListPasskeysRequest(server string, params *ListPasskeysParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/passkeys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAddPasskeyRequest calls the generic AddPasskey builder with application/json body
+func NewAddPasskeyRequest(server string, params *AddPasskeyParams, body AddPasskeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddPasskeyRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewAddPasskeyRequestWithBody constructs an http.Request for the AddPasskey method, with any body, and a specified content type
+func NewAddPasskeyRequestWithBody(server string, params *AddPasskeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/passkeys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStartAddPasskeyRequest calls the generic StartAddPasskey builder with application/json body
+func NewStartAddPasskeyRequest(server string, params *StartAddPasskeyParams, body StartAddPasskeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartAddPasskeyRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartAddPasskeyRequestWithBody constructs an http.Request for the StartAddPasskey method, with any body, and a specified content type
+func NewStartAddPasskeyRequestWithBody(server string, params *StartAddPasskeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/passkeys/options")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeletePasskeyRequest constructs an http.Request for the DeletePasskey method
+func NewDeletePasskeyRequest(server string, passkeyId openapi_types.UUID, params *DeletePasskeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "passkeyId", passkeyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/passkeys/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRenamePasskeyRequest calls the generic RenamePasskey builder with application/json body
+func NewRenamePasskeyRequest(server string, passkeyId openapi_types.UUID, params *RenamePasskeyParams, body RenamePasskeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenamePasskeyRequestWithBody(server, passkeyId, params, "application/json", bodyReader)
+}
+
+// NewRenamePasskeyRequestWithBody constructs an http.Request for the RenamePasskey method, with any body, and a specified content type
+func NewRenamePasskeyRequestWithBody(server string, passkeyId openapi_types.UUID, params *RenamePasskeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "passkeyId", passkeyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/passkeys/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -12348,6 +12970,97 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/console/invitations/open (the `StartInvitation` operationId).
 	StartInvitationWithResponse(ctx context.Context, params *StartInvitationParams, body StartInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInvitationAnswer, error)
 
+	// ListPasskeysWithResponse List one's passkeys
+	//
+	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/console/passkeys (the `ListPasskeys` operationId).
+	ListPasskeysWithResponse(ctx context.Context, params *ListPasskeysParams, reqEditors ...RequestEditorFn) (*ListPasskeysAnswer, error)
+
+	// AddPasskeyWithBodyWithResponse Add a passkey
+	//
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+	AddPasskeyWithBodyWithResponse(ctx context.Context, params *AddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddPasskeyAnswer, error)
+
+	// AddPasskeyWithResponse Add a passkey
+	//
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+	AddPasskeyWithResponse(ctx context.Context, params *AddPasskeyParams, body AddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddPasskeyAnswer, error)
+
+	// StartAddPasskeyWithBodyWithResponse Start adding a passkey
+	//
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+	StartAddPasskeyWithBodyWithResponse(ctx context.Context, params *StartAddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartAddPasskeyAnswer, error)
+
+	// StartAddPasskeyWithResponse Start adding a passkey
+	//
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+	StartAddPasskeyWithResponse(ctx context.Context, params *StartAddPasskeyParams, body StartAddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*StartAddPasskeyAnswer, error)
+
+	// DeletePasskeyWithResponse Remove a passkey
+	//
+	// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+	// last passkey of a person with no other way in (single sign-on) is kept (409).
+	//
+	// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/api/console/passkeys/{passkeyId} (the `DeletePasskey` operationId).
+	DeletePasskeyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *DeletePasskeyParams, reqEditors ...RequestEditorFn) (*DeletePasskeyAnswer, error)
+
+	// RenamePasskeyWithBodyWithResponse Rename a passkey
+	//
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+	RenamePasskeyWithBodyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenamePasskeyAnswer, error)
+
+	// RenamePasskeyWithResponse Rename a passkey
+	//
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+	RenamePasskeyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, body RenamePasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RenamePasskeyAnswer, error)
+
 	// GetSessionWithResponse Tell who is signed in
 	//
 	// Tells the signed-in person who they are: the session, its client and role, and the
@@ -14432,6 +15145,892 @@ func (r StartInvitationAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StartInvitationAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPasskeysAnswer200Headers the declared response headers of an HTTP 200 response for ListPasskeys
+type ListPasskeysAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListPasskeysAnswer401Headers the declared response headers of an HTTP 401 response for ListPasskeys
+type ListPasskeysAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListPasskeysAnswer403Headers the declared response headers of an HTTP 403 response for ListPasskeys
+type ListPasskeysAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListPasskeysAnswer404Headers the declared response headers of an HTTP 404 response for ListPasskeys
+type ListPasskeysAnswer404Headers struct {
+	XRequestId string
+}
+
+// ListPasskeysAnswer429Headers the declared response headers of an HTTP 429 response for ListPasskeys
+type ListPasskeysAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListPasskeysAnswer500Headers the declared response headers of an HTTP 500 response for ListPasskeys
+type ListPasskeysAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListPasskeysAnswer503Headers the declared response headers of an HTTP 503 response for ListPasskeys
+type ListPasskeysAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListPasskeysAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListPasskeysResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPasskeysAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPasskeysAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPasskeysAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListPasskeysAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPasskeysAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPasskeysAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPasskeysAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPasskeysAnswer) GetJSON200() *struct {
+	Data     ListPasskeysResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPasskeysAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPasskeysAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPasskeysAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPasskeysAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPasskeysAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPasskeysAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPasskeysAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPasskeysAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPasskeysAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPasskeysAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AddPasskeyAnswer200Headers the declared response headers of an HTTP 200 response for AddPasskey
+type AddPasskeyAnswer200Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer400Headers the declared response headers of an HTTP 400 response for AddPasskey
+type AddPasskeyAnswer400Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer401Headers the declared response headers of an HTTP 401 response for AddPasskey
+type AddPasskeyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// AddPasskeyAnswer403Headers the declared response headers of an HTTP 403 response for AddPasskey
+type AddPasskeyAnswer403Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer404Headers the declared response headers of an HTTP 404 response for AddPasskey
+type AddPasskeyAnswer404Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer409Headers the declared response headers of an HTTP 409 response for AddPasskey
+type AddPasskeyAnswer409Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer413Headers the declared response headers of an HTTP 413 response for AddPasskey
+type AddPasskeyAnswer413Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer429Headers the declared response headers of an HTTP 429 response for AddPasskey
+type AddPasskeyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// AddPasskeyAnswer500Headers the declared response headers of an HTTP 500 response for AddPasskey
+type AddPasskeyAnswer500Headers struct {
+	XRequestId string
+}
+
+// AddPasskeyAnswer503Headers the declared response headers of an HTTP 503 response for AddPasskey
+type AddPasskeyAnswer503Headers struct {
+	XRequestId string
+}
+
+type AddPasskeyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     AddPasskeyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AddPasskeyAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AddPasskeyAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddPasskeyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AddPasskeyAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AddPasskeyAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AddPasskeyAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AddPasskeyAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AddPasskeyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AddPasskeyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AddPasskeyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddPasskeyAnswer) GetJSON200() *struct {
+	Data     AddPasskeyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AddPasskeyAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddPasskeyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddPasskeyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AddPasskeyAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AddPasskeyAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AddPasskeyAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AddPasskeyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AddPasskeyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AddPasskeyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AddPasskeyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddPasskeyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddPasskeyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddPasskeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartAddPasskeyAnswer200Headers the declared response headers of an HTTP 200 response for StartAddPasskey
+type StartAddPasskeyAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer400Headers the declared response headers of an HTTP 400 response for StartAddPasskey
+type StartAddPasskeyAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer401Headers the declared response headers of an HTTP 401 response for StartAddPasskey
+type StartAddPasskeyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StartAddPasskeyAnswer403Headers the declared response headers of an HTTP 403 response for StartAddPasskey
+type StartAddPasskeyAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer404Headers the declared response headers of an HTTP 404 response for StartAddPasskey
+type StartAddPasskeyAnswer404Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer413Headers the declared response headers of an HTTP 413 response for StartAddPasskey
+type StartAddPasskeyAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer429Headers the declared response headers of an HTTP 429 response for StartAddPasskey
+type StartAddPasskeyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer500Headers the declared response headers of an HTTP 500 response for StartAddPasskey
+type StartAddPasskeyAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartAddPasskeyAnswer503Headers the declared response headers of an HTTP 503 response for StartAddPasskey
+type StartAddPasskeyAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartAddPasskeyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartAddPasskeyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartAddPasskeyAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartAddPasskeyAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartAddPasskeyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartAddPasskeyAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartAddPasskeyAnswer404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartAddPasskeyAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartAddPasskeyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartAddPasskeyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartAddPasskeyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON200() *struct {
+	Data     StartAddPasskeyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartAddPasskeyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartAddPasskeyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartAddPasskeyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartAddPasskeyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartAddPasskeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeletePasskeyAnswer200Headers the declared response headers of an HTTP 200 response for DeletePasskey
+type DeletePasskeyAnswer200Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer400Headers the declared response headers of an HTTP 400 response for DeletePasskey
+type DeletePasskeyAnswer400Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer401Headers the declared response headers of an HTTP 401 response for DeletePasskey
+type DeletePasskeyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// DeletePasskeyAnswer403Headers the declared response headers of an HTTP 403 response for DeletePasskey
+type DeletePasskeyAnswer403Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer404Headers the declared response headers of an HTTP 404 response for DeletePasskey
+type DeletePasskeyAnswer404Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer409Headers the declared response headers of an HTTP 409 response for DeletePasskey
+type DeletePasskeyAnswer409Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer429Headers the declared response headers of an HTTP 429 response for DeletePasskey
+type DeletePasskeyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// DeletePasskeyAnswer500Headers the declared response headers of an HTTP 500 response for DeletePasskey
+type DeletePasskeyAnswer500Headers struct {
+	XRequestId string
+}
+
+// DeletePasskeyAnswer503Headers the declared response headers of an HTTP 503 response for DeletePasskey
+type DeletePasskeyAnswer503Headers struct {
+	XRequestId string
+}
+
+type DeletePasskeyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     DeletePasskeyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeletePasskeyAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeletePasskeyAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePasskeyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeletePasskeyAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeletePasskeyAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeletePasskeyAnswer409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeletePasskeyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeletePasskeyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeletePasskeyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON200() *struct {
+	Data     DeletePasskeyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeletePasskeyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePasskeyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePasskeyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePasskeyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePasskeyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenamePasskeyAnswer200Headers the declared response headers of an HTTP 200 response for RenamePasskey
+type RenamePasskeyAnswer200Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer400Headers the declared response headers of an HTTP 400 response for RenamePasskey
+type RenamePasskeyAnswer400Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer401Headers the declared response headers of an HTTP 401 response for RenamePasskey
+type RenamePasskeyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// RenamePasskeyAnswer403Headers the declared response headers of an HTTP 403 response for RenamePasskey
+type RenamePasskeyAnswer403Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer404Headers the declared response headers of an HTTP 404 response for RenamePasskey
+type RenamePasskeyAnswer404Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer413Headers the declared response headers of an HTTP 413 response for RenamePasskey
+type RenamePasskeyAnswer413Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer429Headers the declared response headers of an HTTP 429 response for RenamePasskey
+type RenamePasskeyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// RenamePasskeyAnswer500Headers the declared response headers of an HTTP 500 response for RenamePasskey
+type RenamePasskeyAnswer500Headers struct {
+	XRequestId string
+}
+
+// RenamePasskeyAnswer503Headers the declared response headers of an HTTP 503 response for RenamePasskey
+type RenamePasskeyAnswer503Headers struct {
+	XRequestId string
+}
+
+type RenamePasskeyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     RenamePasskeyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RenamePasskeyAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RenamePasskeyAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RenamePasskeyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RenamePasskeyAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RenamePasskeyAnswer404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RenamePasskeyAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RenamePasskeyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RenamePasskeyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenamePasskeyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON200() *struct {
+	Data     RenamePasskeyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RenamePasskeyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RenamePasskeyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenamePasskeyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenamePasskeyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenamePasskeyAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -27827,6 +29426,145 @@ func (c *ClientWithResponses) StartInvitationWithResponse(ctx context.Context, p
 	return ParseStartInvitationAnswer(rsp)
 }
 
+// ListPasskeysWithResponse List one's passkeys
+//
+// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/console/passkeys (the `ListPasskeys` operationId).
+func (c *ClientWithResponses) ListPasskeysWithResponse(ctx context.Context, params *ListPasskeysParams, reqEditors ...RequestEditorFn) (*ListPasskeysAnswer, error) {
+	rsp, err := c.ListPasskeys(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPasskeysAnswer(rsp)
+}
+
+// AddPasskeyWithBodyWithResponse Add a passkey
+//
+// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+func (c *ClientWithResponses) AddPasskeyWithBodyWithResponse(ctx context.Context, params *AddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddPasskeyAnswer, error) {
+	rsp, err := c.AddPasskeyWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddPasskeyAnswer(rsp)
+}
+
+// AddPasskeyWithResponse Add a passkey
+//
+// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/passkeys (the `AddPasskey` operationId).
+func (c *ClientWithResponses) AddPasskeyWithResponse(ctx context.Context, params *AddPasskeyParams, body AddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddPasskeyAnswer, error) {
+	rsp, err := c.AddPasskey(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddPasskeyAnswer(rsp)
+}
+
+// StartAddPasskeyWithBodyWithResponse Start adding a passkey
+//
+// Begins the registration of another passkey for the signed-in person (after a step-up): a
+// device of theirs they can sign in with too.
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+func (c *ClientWithResponses) StartAddPasskeyWithBodyWithResponse(ctx context.Context, params *StartAddPasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartAddPasskeyAnswer, error) {
+	rsp, err := c.StartAddPasskeyWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartAddPasskeyAnswer(rsp)
+}
+
+// StartAddPasskeyWithResponse Start adding a passkey
+//
+// Begins the registration of another passkey for the signed-in person (after a step-up): a
+// device of theirs they can sign in with too.
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/passkeys/options (the `StartAddPasskey` operationId).
+func (c *ClientWithResponses) StartAddPasskeyWithResponse(ctx context.Context, params *StartAddPasskeyParams, body StartAddPasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*StartAddPasskeyAnswer, error) {
+	rsp, err := c.StartAddPasskey(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartAddPasskeyAnswer(rsp)
+}
+
+// DeletePasskeyWithResponse Remove a passkey
+//
+// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+// last passkey of a person with no other way in (single sign-on) is kept (409).
+//
+// With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise). Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/api/console/passkeys/{passkeyId} (the `DeletePasskey` operationId).
+func (c *ClientWithResponses) DeletePasskeyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *DeletePasskeyParams, reqEditors ...RequestEditorFn) (*DeletePasskeyAnswer, error) {
+	rsp, err := c.DeletePasskey(ctx, passkeyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePasskeyAnswer(rsp)
+}
+
+// RenamePasskeyWithBodyWithResponse Rename a passkey
+//
+// Renames one of the person's passkeys; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+func (c *ClientWithResponses) RenamePasskeyWithBodyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenamePasskeyAnswer, error) {
+	rsp, err := c.RenamePasskeyWithBody(ctx, passkeyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenamePasskeyAnswer(rsp)
+}
+
+// RenamePasskeyWithResponse Rename a passkey
+//
+// Renames one of the person's passkeys; another person's is NOT_FOUND.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/api/console/passkeys/{passkeyId} (the `RenamePasskey` operationId).
+func (c *ClientWithResponses) RenamePasskeyWithResponse(ctx context.Context, passkeyId openapi_types.UUID, params *RenamePasskeyParams, body RenamePasskeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RenamePasskeyAnswer, error) {
+	rsp, err := c.RenamePasskey(ctx, passkeyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenamePasskeyAnswer(rsp)
+}
+
 // GetSessionWithResponse Tell who is signed in
 //
 // Tells the signed-in person who they are: the session, its client and role, and the
@@ -30655,6 +32393,979 @@ func ParseStartInvitationAnswer(rsp *http.Response) (*StartInvitationAnswer, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers StartInvitationAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPasskeysAnswer parses an HTTP response from a ListPasskeysWithResponse call
+func ParseListPasskeysAnswer(rsp *http.Response) (*ListPasskeysAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPasskeysAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListPasskeysResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPasskeysAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPasskeysAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPasskeysAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListPasskeysAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPasskeysAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPasskeysAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPasskeysAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddPasskeyAnswer parses an HTTP response from a AddPasskeyWithResponse call
+func ParseAddPasskeyAnswer(rsp *http.Response) (*AddPasskeyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddPasskeyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     AddPasskeyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AddPasskeyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AddPasskeyAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AddPasskeyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AddPasskeyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AddPasskeyAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AddPasskeyAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AddPasskeyAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AddPasskeyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AddPasskeyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AddPasskeyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartAddPasskeyAnswer parses an HTTP response from a StartAddPasskeyWithResponse call
+func ParseStartAddPasskeyAnswer(rsp *http.Response) (*StartAddPasskeyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartAddPasskeyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartAddPasskeyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartAddPasskeyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartAddPasskeyAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartAddPasskeyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartAddPasskeyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartAddPasskeyAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartAddPasskeyAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartAddPasskeyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartAddPasskeyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartAddPasskeyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeletePasskeyAnswer parses an HTTP response from a DeletePasskeyWithResponse call
+func ParseDeletePasskeyAnswer(rsp *http.Response) (*DeletePasskeyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePasskeyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     DeletePasskeyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeletePasskeyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeletePasskeyAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeletePasskeyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeletePasskeyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeletePasskeyAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeletePasskeyAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeletePasskeyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeletePasskeyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeletePasskeyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenamePasskeyAnswer parses an HTTP response from a RenamePasskeyWithResponse call
+func ParseRenamePasskeyAnswer(rsp *http.Response) (*RenamePasskeyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenamePasskeyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     RenamePasskeyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RenamePasskeyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RenamePasskeyAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RenamePasskeyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RenamePasskeyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RenamePasskeyAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers RenamePasskeyAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers RenamePasskeyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RenamePasskeyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenamePasskeyAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

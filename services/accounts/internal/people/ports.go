@@ -23,6 +23,10 @@ type Passkey struct {
 	PersonID     string
 	CredentialID []byte
 	Credential   []byte
+	// Name is the person's name for it ("" until given).
+	Name       string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
 }
 
 // Membership is a person's place in a client.
@@ -85,6 +89,8 @@ const (
 	PurposeSignIn   = "sign-in"
 	PurposeRegister = "register"
 	PurposeStepUp   = "step-up"
+	// PurposePasskey registers another passkey of a signed-in person, bound to their session.
+	PurposePasskey = "passkey"
 )
 
 // AuditEvent is one thing a person did.
@@ -118,6 +124,12 @@ type Store interface {
 	InsertPasskey(ctx context.Context, k Passkey) error
 	// UsePasskey stores what an assertion changed of a passkey (its sign count, flags).
 	UsePasskey(ctx context.Context, personID string, credentialID, credential []byte) error
+	// LockPerson holds the person's row until the transaction ends (so two removals of their
+	// passkeys cannot both count the other's) and tells whether they sign in with single sign-on.
+	LockPerson(ctx context.Context, personID string) (sso bool, err error)
+	// RenamePasskey and DeletePasskey touch one passkey of the person; another's is not found.
+	RenamePasskey(ctx context.Context, personID, id, name string) (Passkey, error)
+	DeletePasskey(ctx context.Context, personID, id string) (Passkey, error)
 
 	ClientName(ctx context.Context, clientID string) (string, error)
 	// Memberships lists a person's clients, by client name.
@@ -147,6 +159,9 @@ type Store interface {
 	PersonSessions(ctx context.Context, personID string, idle time.Duration) ([]Session, error)
 	// EndSession ends a usable session of the person; another person's is not found.
 	EndSession(ctx context.Context, personID, sessionID string) (Session, error)
+	// EndSessionByToken ends the session of the client whose secret has the fingerprint fp, if
+	// it is not ended yet.
+	EndSessionByToken(ctx context.Context, clientID string, fp []byte) error
 	// EndSessions ends every session of the person (clientID "": in every client) and counts them.
 	EndSessions(ctx context.Context, personID, clientID string) (int, error)
 	StepUp(ctx context.Context, clientID, sessionID string) error

@@ -45,6 +45,8 @@ func TestConfigValidate(t *testing.T) {
 		{"an IP address", func(c *Config) { c.Origin = "http://127.0.0.1:8080" }, true},
 		{"a path", func(c *Config) { c.Origin = "https://example.com/console" }, true},
 		{"idle above the maximum", func(c *Config) { c.IdleTimeout = 13 * time.Hour }, true},
+		{"idle of seconds", func(c *Config) { c.IdleTimeout = 3 * time.Second }, false},
+		{"idle of less than a second", func(c *Config) { c.IdleTimeout = 500 * time.Millisecond }, true},
 		{"a step-up window of a day", func(c *Config) { c.StepUpWindow = 24 * time.Hour }, true},
 		{"invitations of a minute", func(c *Config) { c.InvitationTTL = time.Minute }, true},
 	}

@@ -26,6 +26,8 @@ const (
 	MDSessionSet    = "x-mnv-session-set"
 	MDSessionMaxAge = "x-mnv-session-max-age"
 	MDSessionClear  = "x-mnv-session-clear"
+	// MDPriorSession is the session cookie a call that opens a session came with: it ends.
+	MDPriorSession = "x-mnv-session-prior"
 )
 
 // People implements PeopleService: the console's people.
@@ -35,7 +37,8 @@ type People struct {
 }
 
 // meta is where the call came from, as the gateway passes it: the address grpc-gateway put in
-// x-forwarded-for (from the socket, or the proxies it trusts) and the browser's user agent.
+// x-forwarded-for (from the socket, or the proxies it trusts), the browser's user agent, and
+// the session the browser had.
 func meta(ctx context.Context) people.Meta {
 	md, _ := metadata.FromIncomingContext(ctx)
 	first := func(k string) string {
@@ -52,7 +55,7 @@ func meta(ctx context.Context) people.Meta {
 	if ua == "" {
 		ua = first("user-agent")
 	}
-	return people.Meta{ClientAddress: strings.TrimSpace(addr), UserAgent: ua}
+	return people.Meta{ClientAddress: strings.TrimSpace(addr), UserAgent: ua, PriorSession: first(MDPriorSession)}
 }
 
 // setSession tells the gateway to set the session cookie.
@@ -473,4 +476,57 @@ func (s *People) FinishSsoSignIn(ctx context.Context, req *accountsv1.FinishSsoS
 		return nil, s.fail(ctx, err)
 	}
 	return &accountsv1.FinishSsoSignInResponse{}, nil
+}
+
+func passkeyToProto(k people.PasskeyInfo) *accountsv1.Passkey {
+	out := &accountsv1.Passkey{Id: k.ID, Name: k.Name, CreatedAt: ts(k.CreatedAt), BackupEligible: k.BackupEligible, BackedUp: k.BackedUp}
+	if k.LastUsedAt != nil {
+		out.LastUsedAt = ts(*k.LastUsedAt)
+	}
+	return out
+}
+
+// ListPasskeys lists the person's passkeys.
+func (s *People) ListPasskeys(ctx context.Context, _ *accountsv1.ListPasskeysRequest) (*accountsv1.ListPasskeysResponse, error) {
+	ks, err := s.People.Passkeys(ctx, principalOf(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListPasskeysResponse{Items: mapItems(ks, passkeyToProto)}, nil
+}
+
+// StartAddPasskey begins registering another passkey of the person.
+func (s *People) StartAddPasskey(ctx context.Context, _ *accountsv1.StartAddPasskeyRequest) (*accountsv1.StartAddPasskeyResponse, error) {
+	o, err := s.People.StartAddPasskey(ctx, principalOf(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.StartAddPasskeyResponse{CeremonyId: o.CeremonyID, OptionsJson: o.JSON}, nil
+}
+
+// AddPasskey finishes registering another passkey of the person.
+func (s *People) AddPasskey(ctx context.Context, req *accountsv1.AddPasskeyRequest) (*accountsv1.AddPasskeyResponse, error) {
+	k, err := s.People.AddPasskey(ctx, principalOf(ctx), req.GetCeremonyId(), req.GetCredentialJson(), req.GetName())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.AddPasskeyResponse{Passkey: passkeyToProto(k)}, nil
+}
+
+// RenamePasskey renames one of the person's passkeys.
+func (s *People) RenamePasskey(ctx context.Context, req *accountsv1.RenamePasskeyRequest) (*accountsv1.RenamePasskeyResponse, error) {
+	k, err := s.People.RenamePasskey(ctx, principalOf(ctx), req.GetPasskeyId(), req.GetName())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.RenamePasskeyResponse{Passkey: passkeyToProto(k)}, nil
+}
+
+// DeletePasskey removes one of the person's passkeys.
+func (s *People) DeletePasskey(ctx context.Context, req *accountsv1.DeletePasskeyRequest) (*accountsv1.DeletePasskeyResponse, error) {
+	k, err := s.People.DeletePasskey(ctx, principalOf(ctx), req.GetPasskeyId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.DeletePasskeyResponse{Passkey: passkeyToProto(k)}, nil
 }

@@ -77,22 +77,26 @@ func (s *Store) PersonByHandle(ctx context.Context, handle []byte) (people.Perso
 	return scanPerson(s.db.QueryRow(ctx, `SELECT `+personColumns+` FROM accounts.people p WHERE p.handle = $1`, handle))
 }
 
+const passkeyColumns = `id::text, person_id::text, credential_id, credential::text::bytea, name, created_at, last_used_at`
+
+func scanPasskey(r pgx.CollectableRow) (people.Passkey, error) {
+	var k people.Passkey
+	err := r.Scan(&k.ID, &k.PersonID, &k.CredentialID, &k.Credential, &k.Name, &k.CreatedAt, &k.LastUsedAt)
+	return k, err
+}
+
 func (s *Store) Passkeys(ctx context.Context, personID string) ([]people.Passkey, error) {
-	rows, err := s.db.Query(ctx, `SELECT id::text, person_id::text, credential_id, credential::text::bytea
-		FROM accounts.passkeys WHERE person_id = $1 ORDER BY created_at`, personID)
+	rows, err := s.db.Query(ctx, `SELECT `+passkeyColumns+`
+		FROM accounts.passkeys WHERE person_id = $1 ORDER BY created_at, id`, personID)
 	if err != nil {
 		return nil, fmt.Errorf("passkeys: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (people.Passkey, error) {
-		var k people.Passkey
-		err := r.Scan(&k.ID, &k.PersonID, &k.CredentialID, &k.Credential)
-		return k, err
-	})
+	return pgx.CollectRows(rows, scanPasskey)
 }
 
 func (s *Store) InsertPasskey(ctx context.Context, k people.Passkey) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO accounts.passkeys (id, person_id, credential_id, credential)
-		VALUES ($1, $2, $3, convert_from($4, 'UTF8')::jsonb)`, k.ID, k.PersonID, k.CredentialID, k.Credential)
+	_, err := s.db.Exec(ctx, `INSERT INTO accounts.passkeys (id, person_id, credential_id, credential, name)
+		VALUES ($1, $2, $3, convert_from($4, 'UTF8')::jsonb, $5)`, k.ID, k.PersonID, k.CredentialID, k.Credential, k.Name)
 	if pg.IsUniqueViolation(err, "") {
 		return fault.New(fault.Conflict, "this passkey is registered already")
 	}
@@ -103,6 +107,36 @@ func (s *Store) UsePasskey(ctx context.Context, personID string, credentialID, c
 	_, err := s.db.Exec(ctx, `UPDATE accounts.passkeys SET credential = convert_from($3, 'UTF8')::jsonb, last_used_at = now()
 		WHERE person_id = $1 AND credential_id = $2`, personID, credentialID, credential)
 	return notFound(err, "use passkey")
+}
+
+// LockPerson holds a person's row for the transaction and tells whether a client's single
+// sign-on is how they sign in.
+func (s *Store) LockPerson(ctx context.Context, personID string) (bool, error) {
+	var sso bool
+	err := s.db.QueryRow(ctx, `SELECT sso_client IS NOT NULL FROM accounts.people WHERE id = $1 FOR UPDATE`, personID).Scan(&sso)
+	return sso, notFound(err, "lock person")
+}
+
+// RenamePasskey renames a passkey of the person.
+func (s *Store) RenamePasskey(ctx context.Context, personID, id, name string) (people.Passkey, error) {
+	rows, err := s.db.Query(ctx, `UPDATE accounts.passkeys SET name = $3 WHERE person_id = $1 AND id = $2
+		RETURNING `+passkeyColumns, personID, id, name)
+	if err != nil {
+		return people.Passkey{}, fmt.Errorf("rename passkey: %w", err)
+	}
+	k, err := pgx.CollectExactlyOneRow(rows, scanPasskey)
+	return k, notFound(err, "rename passkey")
+}
+
+// DeletePasskey removes a passkey of the person.
+func (s *Store) DeletePasskey(ctx context.Context, personID, id string) (people.Passkey, error) {
+	rows, err := s.db.Query(ctx, `DELETE FROM accounts.passkeys WHERE person_id = $1 AND id = $2
+		RETURNING `+passkeyColumns, personID, id)
+	if err != nil {
+		return people.Passkey{}, fmt.Errorf("delete passkey: %w", err)
+	}
+	k, err := pgx.CollectExactlyOneRow(rows, scanPasskey)
+	return k, notFound(err, "delete passkey")
 }
 
 func (s *Store) ClientName(ctx context.Context, clientID string) (string, error) {
@@ -303,6 +337,12 @@ func (s *Store) EndSession(ctx context.Context, personID, sessionID string) (peo
 	}
 	x, err := pgx.CollectExactlyOneRow(rows, scanSession)
 	return x, notFound(err, "end session")
+}
+
+func (s *Store) EndSessionByToken(ctx context.Context, clientID string, fp []byte) error {
+	_, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions SET ended_at = now()
+		WHERE client_id = $1 AND fingerprint = $2 AND ended_at IS NULL`, clientID, fp)
+	return notFound(err, "end session by token")
 }
 
 func (s *Store) EndSessions(ctx context.Context, personID, clientID string) (int, error) {

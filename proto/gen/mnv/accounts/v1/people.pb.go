@@ -1434,6 +1434,555 @@ func (x *StepUpResponse) GetSteppedUpUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+// Passkey is one of the signed-in person's passkeys. Its credential id is never shown.
+type Passkey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The person's name for it; empty until they give one.
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Unset until it is first used to sign in or step up.
+	LastUsedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`
+	// True when the authenticator may sync it to the person's other devices (a synced passkey).
+	BackupEligible bool `protobuf:"varint,5,opt,name=backup_eligible,json=backupEligible,proto3" json:"backup_eligible,omitempty"`
+	// True when it was backed up (synced) when last used.
+	BackedUp      bool `protobuf:"varint,6,opt,name=backed_up,json=backedUp,proto3" json:"backed_up,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Passkey) Reset() {
+	*x = Passkey{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Passkey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Passkey) ProtoMessage() {}
+
+func (x *Passkey) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Passkey.ProtoReflect.Descriptor instead.
+func (*Passkey) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Passkey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Passkey) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Passkey) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Passkey) GetLastUsedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return nil
+}
+
+func (x *Passkey) GetBackupEligible() bool {
+	if x != nil {
+		return x.BackupEligible
+	}
+	return false
+}
+
+func (x *Passkey) GetBackedUp() bool {
+	if x != nil {
+		return x.BackedUp
+	}
+	return false
+}
+
+type ListPasskeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPasskeysRequest) Reset() {
+	*x = ListPasskeysRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPasskeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPasskeysRequest) ProtoMessage() {}
+
+func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPasskeysRequest.ProtoReflect.Descriptor instead.
+func (*ListPasskeysRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{28}
+}
+
+type ListPasskeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*Passkey             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPasskeysResponse) Reset() {
+	*x = ListPasskeysResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPasskeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPasskeysResponse) ProtoMessage() {}
+
+func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPasskeysResponse.ProtoReflect.Descriptor instead.
+func (*ListPasskeysResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListPasskeysResponse) GetItems() []*Passkey {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type StartAddPasskeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartAddPasskeyRequest) Reset() {
+	*x = StartAddPasskeyRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartAddPasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartAddPasskeyRequest) ProtoMessage() {}
+
+func (x *StartAddPasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartAddPasskeyRequest.ProtoReflect.Descriptor instead.
+func (*StartAddPasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{30}
+}
+
+type StartAddPasskeyResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CeremonyId string                 `protobuf:"bytes,1,opt,name=ceremony_id,json=ceremonyId,proto3" json:"ceremony_id,omitempty"`
+	// WebAuthn's PublicKeyCredentialCreationOptions as JSON; the person's passkeys are excluded.
+	OptionsJson   string `protobuf:"bytes,2,opt,name=options_json,json=optionsJson,proto3" json:"options_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartAddPasskeyResponse) Reset() {
+	*x = StartAddPasskeyResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartAddPasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartAddPasskeyResponse) ProtoMessage() {}
+
+func (x *StartAddPasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartAddPasskeyResponse.ProtoReflect.Descriptor instead.
+func (*StartAddPasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *StartAddPasskeyResponse) GetCeremonyId() string {
+	if x != nil {
+		return x.CeremonyId
+	}
+	return ""
+}
+
+func (x *StartAddPasskeyResponse) GetOptionsJson() string {
+	if x != nil {
+		return x.OptionsJson
+	}
+	return ""
+}
+
+type AddPasskeyRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	CeremonyId string                 `protobuf:"bytes,1,opt,name=ceremony_id,json=ceremonyId,proto3" json:"ceremony_id,omitempty"`
+	// The new passkey, PublicKeyCredential.toJSON() as JSON text.
+	CredentialJson string `protobuf:"bytes,2,opt,name=credential_json,json=credentialJson,proto3" json:"credential_json,omitempty"`
+	// A name for it, up to 100 characters ("Work laptop").
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddPasskeyRequest) Reset() {
+	*x = AddPasskeyRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddPasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddPasskeyRequest) ProtoMessage() {}
+
+func (x *AddPasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddPasskeyRequest.ProtoReflect.Descriptor instead.
+func (*AddPasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AddPasskeyRequest) GetCeremonyId() string {
+	if x != nil {
+		return x.CeremonyId
+	}
+	return ""
+}
+
+func (x *AddPasskeyRequest) GetCredentialJson() string {
+	if x != nil {
+		return x.CredentialJson
+	}
+	return ""
+}
+
+func (x *AddPasskeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type AddPasskeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passkey       *Passkey               `protobuf:"bytes,1,opt,name=passkey,proto3" json:"passkey,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddPasskeyResponse) Reset() {
+	*x = AddPasskeyResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddPasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddPasskeyResponse) ProtoMessage() {}
+
+func (x *AddPasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddPasskeyResponse.ProtoReflect.Descriptor instead.
+func (*AddPasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AddPasskeyResponse) GetPasskey() *Passkey {
+	if x != nil {
+		return x.Passkey
+	}
+	return nil
+}
+
+type RenamePasskeyRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	PasskeyId string                 `protobuf:"bytes,1,opt,name=passkey_id,json=passkeyId,proto3" json:"passkey_id,omitempty"`
+	// The new name, 1 to 100 characters.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenamePasskeyRequest) Reset() {
+	*x = RenamePasskeyRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenamePasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenamePasskeyRequest) ProtoMessage() {}
+
+func (x *RenamePasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenamePasskeyRequest.ProtoReflect.Descriptor instead.
+func (*RenamePasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RenamePasskeyRequest) GetPasskeyId() string {
+	if x != nil {
+		return x.PasskeyId
+	}
+	return ""
+}
+
+func (x *RenamePasskeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RenamePasskeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passkey       *Passkey               `protobuf:"bytes,1,opt,name=passkey,proto3" json:"passkey,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenamePasskeyResponse) Reset() {
+	*x = RenamePasskeyResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenamePasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenamePasskeyResponse) ProtoMessage() {}
+
+func (x *RenamePasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenamePasskeyResponse.ProtoReflect.Descriptor instead.
+func (*RenamePasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RenamePasskeyResponse) GetPasskey() *Passkey {
+	if x != nil {
+		return x.Passkey
+	}
+	return nil
+}
+
+type DeletePasskeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PasskeyId     string                 `protobuf:"bytes,1,opt,name=passkey_id,json=passkeyId,proto3" json:"passkey_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePasskeyRequest) Reset() {
+	*x = DeletePasskeyRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePasskeyRequest) ProtoMessage() {}
+
+func (x *DeletePasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePasskeyRequest.ProtoReflect.Descriptor instead.
+func (*DeletePasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DeletePasskeyRequest) GetPasskeyId() string {
+	if x != nil {
+		return x.PasskeyId
+	}
+	return ""
+}
+
+type DeletePasskeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passkey       *Passkey               `protobuf:"bytes,1,opt,name=passkey,proto3" json:"passkey,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePasskeyResponse) Reset() {
+	*x = DeletePasskeyResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePasskeyResponse) ProtoMessage() {}
+
+func (x *DeletePasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePasskeyResponse.ProtoReflect.Descriptor instead.
+func (*DeletePasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DeletePasskeyResponse) GetPasskey() *Passkey {
+	if x != nil {
+		return x.Passkey
+	}
+	return nil
+}
+
 // Member is a person of the client.
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1446,7 +1995,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +2007,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +2020,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{27}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Member) GetPerson() *Person {
@@ -1503,7 +2052,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +2064,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +2077,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{28}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{39}
 }
 
 type ListMembersResponse struct {
@@ -1540,7 +2089,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +2101,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +2114,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{29}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListMembersResponse) GetItems() []*Member {
@@ -1585,7 +2134,7 @@ type SetMemberRoleRequest struct {
 
 func (x *SetMemberRoleRequest) Reset() {
 	*x = SetMemberRoleRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +2146,7 @@ func (x *SetMemberRoleRequest) String() string {
 func (*SetMemberRoleRequest) ProtoMessage() {}
 
 func (x *SetMemberRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +2159,7 @@ func (x *SetMemberRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberRoleRequest.ProtoReflect.Descriptor instead.
 func (*SetMemberRoleRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{30}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetMemberRoleRequest) GetUserId() string {
@@ -1636,7 +2185,7 @@ type SetMemberRoleResponse struct {
 
 func (x *SetMemberRoleResponse) Reset() {
 	*x = SetMemberRoleResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +2197,7 @@ func (x *SetMemberRoleResponse) String() string {
 func (*SetMemberRoleResponse) ProtoMessage() {}
 
 func (x *SetMemberRoleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +2210,7 @@ func (x *SetMemberRoleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberRoleResponse.ProtoReflect.Descriptor instead.
 func (*SetMemberRoleResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{31}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetMemberRoleResponse) GetMember() *Member {
@@ -1680,7 +2229,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +2241,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +2254,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{32}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RemoveMemberRequest) GetUserId() string {
@@ -1724,7 +2273,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +2285,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +2298,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{33}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RemoveMemberResponse) GetMember() *Member {
@@ -1775,7 +2324,7 @@ type Invitation struct {
 
 func (x *Invitation) Reset() {
 	*x = Invitation{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +2336,7 @@ func (x *Invitation) String() string {
 func (*Invitation) ProtoMessage() {}
 
 func (x *Invitation) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +2349,7 @@ func (x *Invitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invitation.ProtoReflect.Descriptor instead.
 func (*Invitation) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{34}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Invitation) GetId() string {
@@ -1855,7 +2404,7 @@ type InviteMemberRequest struct {
 
 func (x *InviteMemberRequest) Reset() {
 	*x = InviteMemberRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2416,7 @@ func (x *InviteMemberRequest) String() string {
 func (*InviteMemberRequest) ProtoMessage() {}
 
 func (x *InviteMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2429,7 @@ func (x *InviteMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMemberRequest.ProtoReflect.Descriptor instead.
 func (*InviteMemberRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{35}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *InviteMemberRequest) GetEmail() string {
@@ -1908,7 +2457,7 @@ type InviteMemberResponse struct {
 
 func (x *InviteMemberResponse) Reset() {
 	*x = InviteMemberResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2469,7 @@ func (x *InviteMemberResponse) String() string {
 func (*InviteMemberResponse) ProtoMessage() {}
 
 func (x *InviteMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2482,7 @@ func (x *InviteMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMemberResponse.ProtoReflect.Descriptor instead.
 func (*InviteMemberResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{36}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *InviteMemberResponse) GetInvitation() *Invitation {
@@ -1958,7 +2507,7 @@ type ListInvitationsRequest struct {
 
 func (x *ListInvitationsRequest) Reset() {
 	*x = ListInvitationsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2519,7 @@ func (x *ListInvitationsRequest) String() string {
 func (*ListInvitationsRequest) ProtoMessage() {}
 
 func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2532,7 @@ func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsRequest.ProtoReflect.Descriptor instead.
 func (*ListInvitationsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{37}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{48}
 }
 
 type ListInvitationsResponse struct {
@@ -1995,7 +2544,7 @@ type ListInvitationsResponse struct {
 
 func (x *ListInvitationsResponse) Reset() {
 	*x = ListInvitationsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2556,7 @@ func (x *ListInvitationsResponse) String() string {
 func (*ListInvitationsResponse) ProtoMessage() {}
 
 func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2569,7 @@ func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsResponse.ProtoReflect.Descriptor instead.
 func (*ListInvitationsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{38}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListInvitationsResponse) GetItems() []*Invitation {
@@ -2039,7 +2588,7 @@ type RevokeInvitationRequest struct {
 
 func (x *RevokeInvitationRequest) Reset() {
 	*x = RevokeInvitationRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2600,7 @@ func (x *RevokeInvitationRequest) String() string {
 func (*RevokeInvitationRequest) ProtoMessage() {}
 
 func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2613,7 @@ func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationRequest.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{39}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RevokeInvitationRequest) GetInvitationId() string {
@@ -2083,7 +2632,7 @@ type RevokeInvitationResponse struct {
 
 func (x *RevokeInvitationResponse) Reset() {
 	*x = RevokeInvitationResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2644,7 @@ func (x *RevokeInvitationResponse) String() string {
 func (*RevokeInvitationResponse) ProtoMessage() {}
 
 func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2657,7 @@ func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationResponse.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{40}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RevokeInvitationResponse) GetInvitation() *Invitation {
@@ -2139,7 +2688,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2700,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2713,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{41}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AuditEvent) GetId() string {
@@ -2235,7 +2784,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2796,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2809,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{42}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListAuditEventsRequest) GetPage() int32 {
@@ -2290,7 +2839,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2851,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2864,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{43}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -2380,7 +2929,7 @@ type SsoSettings struct {
 
 func (x *SsoSettings) Reset() {
 	*x = SsoSettings{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2941,7 @@ func (x *SsoSettings) String() string {
 func (*SsoSettings) ProtoMessage() {}
 
 func (x *SsoSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2954,7 @@ func (x *SsoSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SsoSettings.ProtoReflect.Descriptor instead.
 func (*SsoSettings) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{44}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SsoSettings) GetIssuer() string {
@@ -2472,7 +3021,7 @@ type GetSsoSettingsRequest struct {
 
 func (x *GetSsoSettingsRequest) Reset() {
 	*x = GetSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +3033,7 @@ func (x *GetSsoSettingsRequest) String() string {
 func (*GetSsoSettingsRequest) ProtoMessage() {}
 
 func (x *GetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +3046,7 @@ func (x *GetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{45}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{56}
 }
 
 type GetSsoSettingsResponse struct {
@@ -2512,7 +3061,7 @@ type GetSsoSettingsResponse struct {
 
 func (x *GetSsoSettingsResponse) Reset() {
 	*x = GetSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +3073,7 @@ func (x *GetSsoSettingsResponse) String() string {
 func (*GetSsoSettingsResponse) ProtoMessage() {}
 
 func (x *GetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +3086,7 @@ func (x *GetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{46}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetSsoSettingsResponse) GetSettings() *SsoSettings {
@@ -2571,7 +3120,7 @@ type SetSsoSettingsRequest struct {
 
 func (x *SetSsoSettingsRequest) Reset() {
 	*x = SetSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +3132,7 @@ func (x *SetSsoSettingsRequest) String() string {
 func (*SetSsoSettingsRequest) ProtoMessage() {}
 
 func (x *SetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +3145,7 @@ func (x *SetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{47}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SetSsoSettingsRequest) GetIssuer() string {
@@ -2658,7 +3207,7 @@ type SetSsoSettingsResponse struct {
 
 func (x *SetSsoSettingsResponse) Reset() {
 	*x = SetSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +3219,7 @@ func (x *SetSsoSettingsResponse) String() string {
 func (*SetSsoSettingsResponse) ProtoMessage() {}
 
 func (x *SetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +3232,7 @@ func (x *SetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{48}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SetSsoSettingsResponse) GetSettings() *SsoSettings {
@@ -2708,7 +3257,7 @@ type DeleteSsoSettingsRequest struct {
 
 func (x *DeleteSsoSettingsRequest) Reset() {
 	*x = DeleteSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +3269,7 @@ func (x *DeleteSsoSettingsRequest) String() string {
 func (*DeleteSsoSettingsRequest) ProtoMessage() {}
 
 func (x *DeleteSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +3282,7 @@ func (x *DeleteSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{49}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{60}
 }
 
 type DeleteSsoSettingsResponse struct {
@@ -2744,7 +3293,7 @@ type DeleteSsoSettingsResponse struct {
 
 func (x *DeleteSsoSettingsResponse) Reset() {
 	*x = DeleteSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2756,7 +3305,7 @@ func (x *DeleteSsoSettingsResponse) String() string {
 func (*DeleteSsoSettingsResponse) ProtoMessage() {}
 
 func (x *DeleteSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2769,7 +3318,7 @@ func (x *DeleteSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{50}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{61}
 }
 
 type StartSsoSignInRequest struct {
@@ -2782,7 +3331,7 @@ type StartSsoSignInRequest struct {
 
 func (x *StartSsoSignInRequest) Reset() {
 	*x = StartSsoSignInRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3343,7 @@ func (x *StartSsoSignInRequest) String() string {
 func (*StartSsoSignInRequest) ProtoMessage() {}
 
 func (x *StartSsoSignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3356,7 @@ func (x *StartSsoSignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSsoSignInRequest.ProtoReflect.Descriptor instead.
 func (*StartSsoSignInRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{51}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StartSsoSignInRequest) GetClientId() string {
@@ -2827,7 +3376,7 @@ type StartSsoSignInResponse struct {
 
 func (x *StartSsoSignInResponse) Reset() {
 	*x = StartSsoSignInResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3388,7 @@ func (x *StartSsoSignInResponse) String() string {
 func (*StartSsoSignInResponse) ProtoMessage() {}
 
 func (x *StartSsoSignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3401,7 @@ func (x *StartSsoSignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSsoSignInResponse.ProtoReflect.Descriptor instead.
 func (*StartSsoSignInResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{52}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *StartSsoSignInResponse) GetAuthorizationUrl() string {
@@ -2875,7 +3424,7 @@ type FinishSsoSignInRequest struct {
 
 func (x *FinishSsoSignInRequest) Reset() {
 	*x = FinishSsoSignInRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +3436,7 @@ func (x *FinishSsoSignInRequest) String() string {
 func (*FinishSsoSignInRequest) ProtoMessage() {}
 
 func (x *FinishSsoSignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +3449,7 @@ func (x *FinishSsoSignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishSsoSignInRequest.ProtoReflect.Descriptor instead.
 func (*FinishSsoSignInRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{53}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *FinishSsoSignInRequest) GetCode() string {
@@ -2939,7 +3488,7 @@ type FinishSsoSignInResponse struct {
 
 func (x *FinishSsoSignInResponse) Reset() {
 	*x = FinishSsoSignInResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3500,7 @@ func (x *FinishSsoSignInResponse) String() string {
 func (*FinishSsoSignInResponse) ProtoMessage() {}
 
 func (x *FinishSsoSignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3513,7 @@ func (x *FinishSsoSignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishSsoSignInResponse.ProtoReflect.Descriptor instead.
 func (*FinishSsoSignInResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{54}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{65}
 }
 
 var File_mnv_accounts_v1_people_proto protoreflect.FileDescriptor
@@ -3073,7 +3622,44 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"ceremonyId\x125\n" +
 	"\x0fcredential_json\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\"V\n" +
 	"\x0eStepUpResponse\x12D\n" +
-	"\x10stepped_up_until\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0esteppedUpUntil\"\x9d\x01\n" +
+	"\x10stepped_up_until\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0esteppedUpUntil\"\xec\x01\n" +
+	"\aPasskey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x129\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12<\n" +
+	"\flast_used_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastUsedAt\x12'\n" +
+	"\x0fbackup_eligible\x18\x05 \x01(\bR\x0ebackupEligible\x12\x1b\n" +
+	"\tbacked_up\x18\x06 \x01(\bR\bbackedUp\"\x15\n" +
+	"\x13ListPasskeysRequest\"F\n" +
+	"\x14ListPasskeysResponse\x12.\n" +
+	"\x05items\x18\x01 \x03(\v2\x18.mnv.accounts.v1.PasskeyR\x05items\"\x18\n" +
+	"\x16StartAddPasskeyRequest\"]\n" +
+	"\x17StartAddPasskeyResponse\x12\x1f\n" +
+	"\vceremony_id\x18\x01 \x01(\tR\n" +
+	"ceremonyId\x12!\n" +
+	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"\xbd\x01\n" +
+	"\x11AddPasskeyRequest\x12S\n" +
+	"\vceremony_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\n" +
+	"ceremonyId\x125\n" +
+	"\x0fcredential_json\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01(\x80\x80\x01P\x03R\x0ecredentialJson\x12\x1c\n" +
+	"\x04name\x18\x03 \x01(\tB\b\xd2\xf3\x18\x04(dP\x01R\x04name\"H\n" +
+	"\x12AddPasskeyResponse\x122\n" +
+	"\apasskey\x18\x01 \x01(\v2\x18.mnv.accounts.v1.PasskeyR\apasskey\"c\n" +
+	"\x14RenamePasskeyRequest\x12)\n" +
+	"\n" +
+	"passkey_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tpasskeyId\x12 \n" +
+	"\x04name\x18\x02 \x01(\tB\f\xd2\xf3\x18\b\b\x01 \x01(dP\x01R\x04name\"K\n" +
+	"\x15RenamePasskeyResponse\x122\n" +
+	"\apasskey\x18\x01 \x01(\v2\x18.mnv.accounts.v1.PasskeyR\apasskey\"A\n" +
+	"\x14DeletePasskeyRequest\x12)\n" +
+	"\n" +
+	"passkey_id\x18\x01 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidR\tpasskeyId\"K\n" +
+	"\x15DeletePasskeyResponse\x122\n" +
+	"\apasskey\x18\x01 \x01(\v2\x18.mnv.accounts.v1.PasskeyR\apasskey\"\x9d\x01\n" +
 	"\x06Member\x12/\n" +
 	"\x06person\x18\x01 \x01(\v2\x17.mnv.accounts.v1.PersonR\x06person\x12)\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x15.mnv.accounts.v1.RoleR\x04role\x127\n" +
@@ -3186,7 +3772,7 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tB\b\xd2\xf3\x18\x04(dP\x01R\x05state\x12\x1f\n" +
 	"\x05error\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xc8\x01P\x01R\x05error\x126\n" +
 	"\x11error_description\x18\x04 \x01(\tB\t\xd2\xf3\x18\x05(\xe8\aP\x01R\x10errorDescription\"\x19\n" +
-	"\x17FinishSsoSignInResponse2\xc2\x1e\n" +
+	"\x17FinishSsoSignInResponse2\xd0$\n" +
 	"\rPeopleService\x12\x93\x01\n" +
 	"\vStartSignIn\x12#.mnv.accounts.v1.StartSignInRequest\x1a$.mnv.accounts.v1.StartSignInResponse\"9\xca\xf3\x185\b\x01J\x0fSign-in startedZ\x17Start a passkey sign-inb\aConsole\x12}\n" +
 	"\x06SignIn\x12\x1e.mnv.accounts.v1.SignInRequest\x1a\x1f.mnv.accounts.v1.SignInResponse\"2\xca\xf3\x18.\b\x01J\tSigned inZ\x16Sign in with a passkeyb\aConsole\x12\x9b\x01\n" +
@@ -3203,7 +3789,13 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\fSwitchClient\x12$.mnv.accounts.v1.SwitchClientRequest\x1a%.mnv.accounts.v1.SwitchClientResponse\"<\xca\xf3\x188\b\x06 \x01J\x0fClient switchedZ\x18Switch to another clientb\aConsole\x12\x8d\x01\n" +
 	"\vStartStepUp\x12#.mnv.accounts.v1.StartStepUpRequest\x1a$.mnv.accounts.v1.StartStepUpResponse\"3\xca\xf3\x18/\b\x06 \x01J\x0fStep-up startedZ\x0fStart a step-upb\aConsole\x12\x7f\n" +
 	"\x06StepUp\x12\x1e.mnv.accounts.v1.StepUpRequest\x1a\x1f.mnv.accounts.v1.StepUpResponse\"4\xca\xf3\x180\b\x06 \x01J\n" +
-	"Stepped upZ\x15Prove a passkey againb\aConsole\x12\x96\x01\n" +
+	"Stepped upZ\x15Prove a passkey againb\aConsole\x12\x97\x01\n" +
+	"\fListPasskeys\x12$.mnv.accounts.v1.ListPasskeysRequest\x1a%.mnv.accounts.v1.ListPasskeysResponse\":\xca\xf3\x186\b\x06 \x01J\x12Passkeys retrievedZ\x13List one's passkeysb\aConsole\x12\xb0\x01\n" +
+	"\x0fStartAddPasskey\x12'.mnv.accounts.v1.StartAddPasskeyRequest\x1a(.mnv.accounts.v1.StartAddPasskeyResponse\"J\xca\xf3\x18F\b\x06 \x01J\x1cPasskey registration startedZ\x16Start adding a passkeyb\aConsole\x88\x01\x01\x12\x8b\x01\n" +
+	"\n" +
+	"AddPasskey\x12\".mnv.accounts.v1.AddPasskeyRequest\x1a#.mnv.accounts.v1.AddPasskeyResponse\"4\xca\xf3\x180\b\x06 \x01J\rPasskey addedZ\rAdd a passkeyb\aConsolex\x01\x88\x01\x01\x12\x94\x01\n" +
+	"\rRenamePasskey\x12%.mnv.accounts.v1.RenamePasskeyRequest\x1a&.mnv.accounts.v1.RenamePasskeyResponse\"4\xca\xf3\x180\b\x06 \x01J\x0fPasskey renamedZ\x10Rename a passkeyb\aConsole\x12\x99\x01\n" +
+	"\rDeletePasskey\x12%.mnv.accounts.v1.DeletePasskeyRequest\x1a&.mnv.accounts.v1.DeletePasskeyResponse\"9\xca\xf3\x185\b\x06 \x01J\x0fPasskey removedZ\x10Remove a passkeyb\aConsolex\x01\x88\x01\x01\x12\x96\x01\n" +
 	"\vListMembers\x12#.mnv.accounts.v1.ListMembersRequest\x1a$.mnv.accounts.v1.ListMembersResponse\"<\xca\xf3\x188\b\x06J\x11Members retrievedZ\x18List the client's peopleb\aConsole\x12\x9c\x01\n" +
 	"\rSetMemberRole\x12%.mnv.accounts.v1.SetMemberRoleRequest\x1a&.mnv.accounts.v1.SetMemberRoleResponse\"<\xca\xf3\x188\b\x06\x18\x01J\fRole changedZ\x16Change a member's roleb\aConsolex\x01\x88\x01\x01\x12\x94\x01\n" +
 	"\fRemoveMember\x12$.mnv.accounts.v1.RemoveMemberRequest\x1a%.mnv.accounts.v1.RemoveMemberResponse\"7\xca\xf3\x183\b\x06\x18\x01J\x0eMember removedZ\x0fRemove a memberb\aConsolex\x01\x88\x01\x01\x12\x98\x01\n" +
@@ -3229,7 +3821,7 @@ func file_mnv_accounts_v1_people_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_people_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*Person)(nil),                    // 0: mnv.accounts.v1.Person
 	(*Membership)(nil),                // 1: mnv.accounts.v1.Membership
@@ -3258,130 +3850,157 @@ var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*StartStepUpResponse)(nil),       // 24: mnv.accounts.v1.StartStepUpResponse
 	(*StepUpRequest)(nil),             // 25: mnv.accounts.v1.StepUpRequest
 	(*StepUpResponse)(nil),            // 26: mnv.accounts.v1.StepUpResponse
-	(*Member)(nil),                    // 27: mnv.accounts.v1.Member
-	(*ListMembersRequest)(nil),        // 28: mnv.accounts.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),       // 29: mnv.accounts.v1.ListMembersResponse
-	(*SetMemberRoleRequest)(nil),      // 30: mnv.accounts.v1.SetMemberRoleRequest
-	(*SetMemberRoleResponse)(nil),     // 31: mnv.accounts.v1.SetMemberRoleResponse
-	(*RemoveMemberRequest)(nil),       // 32: mnv.accounts.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),      // 33: mnv.accounts.v1.RemoveMemberResponse
-	(*Invitation)(nil),                // 34: mnv.accounts.v1.Invitation
-	(*InviteMemberRequest)(nil),       // 35: mnv.accounts.v1.InviteMemberRequest
-	(*InviteMemberResponse)(nil),      // 36: mnv.accounts.v1.InviteMemberResponse
-	(*ListInvitationsRequest)(nil),    // 37: mnv.accounts.v1.ListInvitationsRequest
-	(*ListInvitationsResponse)(nil),   // 38: mnv.accounts.v1.ListInvitationsResponse
-	(*RevokeInvitationRequest)(nil),   // 39: mnv.accounts.v1.RevokeInvitationRequest
-	(*RevokeInvitationResponse)(nil),  // 40: mnv.accounts.v1.RevokeInvitationResponse
-	(*AuditEvent)(nil),                // 41: mnv.accounts.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),    // 42: mnv.accounts.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),   // 43: mnv.accounts.v1.ListAuditEventsResponse
-	(*SsoSettings)(nil),               // 44: mnv.accounts.v1.SsoSettings
-	(*GetSsoSettingsRequest)(nil),     // 45: mnv.accounts.v1.GetSsoSettingsRequest
-	(*GetSsoSettingsResponse)(nil),    // 46: mnv.accounts.v1.GetSsoSettingsResponse
-	(*SetSsoSettingsRequest)(nil),     // 47: mnv.accounts.v1.SetSsoSettingsRequest
-	(*SetSsoSettingsResponse)(nil),    // 48: mnv.accounts.v1.SetSsoSettingsResponse
-	(*DeleteSsoSettingsRequest)(nil),  // 49: mnv.accounts.v1.DeleteSsoSettingsRequest
-	(*DeleteSsoSettingsResponse)(nil), // 50: mnv.accounts.v1.DeleteSsoSettingsResponse
-	(*StartSsoSignInRequest)(nil),     // 51: mnv.accounts.v1.StartSsoSignInRequest
-	(*StartSsoSignInResponse)(nil),    // 52: mnv.accounts.v1.StartSsoSignInResponse
-	(*FinishSsoSignInRequest)(nil),    // 53: mnv.accounts.v1.FinishSsoSignInRequest
-	(*FinishSsoSignInResponse)(nil),   // 54: mnv.accounts.v1.FinishSsoSignInResponse
-	(Role)(0),                         // 55: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
-	(ClientStatus)(0),                 // 57: mnv.accounts.v1.ClientStatus
+	(*Passkey)(nil),                   // 27: mnv.accounts.v1.Passkey
+	(*ListPasskeysRequest)(nil),       // 28: mnv.accounts.v1.ListPasskeysRequest
+	(*ListPasskeysResponse)(nil),      // 29: mnv.accounts.v1.ListPasskeysResponse
+	(*StartAddPasskeyRequest)(nil),    // 30: mnv.accounts.v1.StartAddPasskeyRequest
+	(*StartAddPasskeyResponse)(nil),   // 31: mnv.accounts.v1.StartAddPasskeyResponse
+	(*AddPasskeyRequest)(nil),         // 32: mnv.accounts.v1.AddPasskeyRequest
+	(*AddPasskeyResponse)(nil),        // 33: mnv.accounts.v1.AddPasskeyResponse
+	(*RenamePasskeyRequest)(nil),      // 34: mnv.accounts.v1.RenamePasskeyRequest
+	(*RenamePasskeyResponse)(nil),     // 35: mnv.accounts.v1.RenamePasskeyResponse
+	(*DeletePasskeyRequest)(nil),      // 36: mnv.accounts.v1.DeletePasskeyRequest
+	(*DeletePasskeyResponse)(nil),     // 37: mnv.accounts.v1.DeletePasskeyResponse
+	(*Member)(nil),                    // 38: mnv.accounts.v1.Member
+	(*ListMembersRequest)(nil),        // 39: mnv.accounts.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),       // 40: mnv.accounts.v1.ListMembersResponse
+	(*SetMemberRoleRequest)(nil),      // 41: mnv.accounts.v1.SetMemberRoleRequest
+	(*SetMemberRoleResponse)(nil),     // 42: mnv.accounts.v1.SetMemberRoleResponse
+	(*RemoveMemberRequest)(nil),       // 43: mnv.accounts.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),      // 44: mnv.accounts.v1.RemoveMemberResponse
+	(*Invitation)(nil),                // 45: mnv.accounts.v1.Invitation
+	(*InviteMemberRequest)(nil),       // 46: mnv.accounts.v1.InviteMemberRequest
+	(*InviteMemberResponse)(nil),      // 47: mnv.accounts.v1.InviteMemberResponse
+	(*ListInvitationsRequest)(nil),    // 48: mnv.accounts.v1.ListInvitationsRequest
+	(*ListInvitationsResponse)(nil),   // 49: mnv.accounts.v1.ListInvitationsResponse
+	(*RevokeInvitationRequest)(nil),   // 50: mnv.accounts.v1.RevokeInvitationRequest
+	(*RevokeInvitationResponse)(nil),  // 51: mnv.accounts.v1.RevokeInvitationResponse
+	(*AuditEvent)(nil),                // 52: mnv.accounts.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),    // 53: mnv.accounts.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),   // 54: mnv.accounts.v1.ListAuditEventsResponse
+	(*SsoSettings)(nil),               // 55: mnv.accounts.v1.SsoSettings
+	(*GetSsoSettingsRequest)(nil),     // 56: mnv.accounts.v1.GetSsoSettingsRequest
+	(*GetSsoSettingsResponse)(nil),    // 57: mnv.accounts.v1.GetSsoSettingsResponse
+	(*SetSsoSettingsRequest)(nil),     // 58: mnv.accounts.v1.SetSsoSettingsRequest
+	(*SetSsoSettingsResponse)(nil),    // 59: mnv.accounts.v1.SetSsoSettingsResponse
+	(*DeleteSsoSettingsRequest)(nil),  // 60: mnv.accounts.v1.DeleteSsoSettingsRequest
+	(*DeleteSsoSettingsResponse)(nil), // 61: mnv.accounts.v1.DeleteSsoSettingsResponse
+	(*StartSsoSignInRequest)(nil),     // 62: mnv.accounts.v1.StartSsoSignInRequest
+	(*StartSsoSignInResponse)(nil),    // 63: mnv.accounts.v1.StartSsoSignInResponse
+	(*FinishSsoSignInRequest)(nil),    // 64: mnv.accounts.v1.FinishSsoSignInRequest
+	(*FinishSsoSignInResponse)(nil),   // 65: mnv.accounts.v1.FinishSsoSignInResponse
+	(Role)(0),                         // 66: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),     // 67: google.protobuf.Timestamp
+	(ClientStatus)(0),                 // 68: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_people_proto_depIdxs = []int32{
-	55, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
-	56, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
-	56, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
-	56, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
+	66, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
+	67, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
+	67, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
+	67, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: mnv.accounts.v1.SignInResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 5: mnv.accounts.v1.SignInResponse.membership:type_name -> mnv.accounts.v1.Membership
-	55, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
+	66, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
 	0,  // 7: mnv.accounts.v1.AcceptInvitationResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 8: mnv.accounts.v1.AcceptInvitationResponse.membership:type_name -> mnv.accounts.v1.Membership
 	0,  // 9: mnv.accounts.v1.GetSessionResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 10: mnv.accounts.v1.GetSessionResponse.membership:type_name -> mnv.accounts.v1.Membership
 	1,  // 11: mnv.accounts.v1.GetSessionResponse.memberships:type_name -> mnv.accounts.v1.Membership
 	2,  // 12: mnv.accounts.v1.GetSessionResponse.session:type_name -> mnv.accounts.v1.ConsoleSession
-	56, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
-	57, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	67, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	68, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
 	2,  // 15: mnv.accounts.v1.ListSessionsResponse.items:type_name -> mnv.accounts.v1.ConsoleSession
 	1,  // 16: mnv.accounts.v1.SwitchClientResponse.membership:type_name -> mnv.accounts.v1.Membership
-	56, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
-	0,  // 18: mnv.accounts.v1.Member.person:type_name -> mnv.accounts.v1.Person
-	55, // 19: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
-	56, // 20: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
-	27, // 21: mnv.accounts.v1.ListMembersResponse.items:type_name -> mnv.accounts.v1.Member
-	55, // 22: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
-	27, // 23: mnv.accounts.v1.SetMemberRoleResponse.member:type_name -> mnv.accounts.v1.Member
-	27, // 24: mnv.accounts.v1.RemoveMemberResponse.member:type_name -> mnv.accounts.v1.Member
-	55, // 25: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
-	56, // 26: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
-	56, // 27: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
-	55, // 28: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
-	34, // 29: mnv.accounts.v1.InviteMemberResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	34, // 30: mnv.accounts.v1.ListInvitationsResponse.items:type_name -> mnv.accounts.v1.Invitation
-	34, // 31: mnv.accounts.v1.RevokeInvitationResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	56, // 32: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	0,  // 33: mnv.accounts.v1.AuditEvent.person:type_name -> mnv.accounts.v1.Person
-	41, // 34: mnv.accounts.v1.ListAuditEventsResponse.items:type_name -> mnv.accounts.v1.AuditEvent
-	56, // 35: mnv.accounts.v1.SsoSettings.updated_at:type_name -> google.protobuf.Timestamp
-	44, // 36: mnv.accounts.v1.GetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
-	44, // 37: mnv.accounts.v1.SetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
-	3,  // 38: mnv.accounts.v1.PeopleService.StartSignIn:input_type -> mnv.accounts.v1.StartSignInRequest
-	5,  // 39: mnv.accounts.v1.PeopleService.SignIn:input_type -> mnv.accounts.v1.SignInRequest
-	7,  // 40: mnv.accounts.v1.PeopleService.StartInvitation:input_type -> mnv.accounts.v1.StartInvitationRequest
-	9,  // 41: mnv.accounts.v1.PeopleService.AcceptInvitation:input_type -> mnv.accounts.v1.AcceptInvitationRequest
-	11, // 42: mnv.accounts.v1.PeopleService.GetSession:input_type -> mnv.accounts.v1.GetSessionRequest
-	13, // 43: mnv.accounts.v1.PeopleService.SignOut:input_type -> mnv.accounts.v1.SignOutRequest
-	15, // 44: mnv.accounts.v1.PeopleService.ListSessions:input_type -> mnv.accounts.v1.ListSessionsRequest
-	17, // 45: mnv.accounts.v1.PeopleService.EndSession:input_type -> mnv.accounts.v1.EndSessionRequest
-	19, // 46: mnv.accounts.v1.PeopleService.SignOutEverywhere:input_type -> mnv.accounts.v1.SignOutEverywhereRequest
-	21, // 47: mnv.accounts.v1.PeopleService.SwitchClient:input_type -> mnv.accounts.v1.SwitchClientRequest
-	23, // 48: mnv.accounts.v1.PeopleService.StartStepUp:input_type -> mnv.accounts.v1.StartStepUpRequest
-	25, // 49: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
-	28, // 50: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
-	30, // 51: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
-	32, // 52: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
-	35, // 53: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
-	37, // 54: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
-	39, // 55: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
-	42, // 56: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
-	45, // 57: mnv.accounts.v1.PeopleService.GetSsoSettings:input_type -> mnv.accounts.v1.GetSsoSettingsRequest
-	47, // 58: mnv.accounts.v1.PeopleService.SetSsoSettings:input_type -> mnv.accounts.v1.SetSsoSettingsRequest
-	49, // 59: mnv.accounts.v1.PeopleService.DeleteSsoSettings:input_type -> mnv.accounts.v1.DeleteSsoSettingsRequest
-	51, // 60: mnv.accounts.v1.PeopleService.StartSsoSignIn:input_type -> mnv.accounts.v1.StartSsoSignInRequest
-	53, // 61: mnv.accounts.v1.PeopleService.FinishSsoSignIn:input_type -> mnv.accounts.v1.FinishSsoSignInRequest
-	4,  // 62: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
-	6,  // 63: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
-	8,  // 64: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
-	10, // 65: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
-	12, // 66: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
-	14, // 67: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
-	16, // 68: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
-	18, // 69: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
-	20, // 70: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
-	22, // 71: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
-	24, // 72: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
-	26, // 73: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
-	29, // 74: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
-	31, // 75: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
-	33, // 76: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
-	36, // 77: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
-	38, // 78: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
-	40, // 79: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
-	43, // 80: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
-	46, // 81: mnv.accounts.v1.PeopleService.GetSsoSettings:output_type -> mnv.accounts.v1.GetSsoSettingsResponse
-	48, // 82: mnv.accounts.v1.PeopleService.SetSsoSettings:output_type -> mnv.accounts.v1.SetSsoSettingsResponse
-	50, // 83: mnv.accounts.v1.PeopleService.DeleteSsoSettings:output_type -> mnv.accounts.v1.DeleteSsoSettingsResponse
-	52, // 84: mnv.accounts.v1.PeopleService.StartSsoSignIn:output_type -> mnv.accounts.v1.StartSsoSignInResponse
-	54, // 85: mnv.accounts.v1.PeopleService.FinishSsoSignIn:output_type -> mnv.accounts.v1.FinishSsoSignInResponse
-	62, // [62:86] is the sub-list for method output_type
-	38, // [38:62] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	67, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	67, // 18: mnv.accounts.v1.Passkey.created_at:type_name -> google.protobuf.Timestamp
+	67, // 19: mnv.accounts.v1.Passkey.last_used_at:type_name -> google.protobuf.Timestamp
+	27, // 20: mnv.accounts.v1.ListPasskeysResponse.items:type_name -> mnv.accounts.v1.Passkey
+	27, // 21: mnv.accounts.v1.AddPasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	27, // 22: mnv.accounts.v1.RenamePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	27, // 23: mnv.accounts.v1.DeletePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	0,  // 24: mnv.accounts.v1.Member.person:type_name -> mnv.accounts.v1.Person
+	66, // 25: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
+	67, // 26: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
+	38, // 27: mnv.accounts.v1.ListMembersResponse.items:type_name -> mnv.accounts.v1.Member
+	66, // 28: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
+	38, // 29: mnv.accounts.v1.SetMemberRoleResponse.member:type_name -> mnv.accounts.v1.Member
+	38, // 30: mnv.accounts.v1.RemoveMemberResponse.member:type_name -> mnv.accounts.v1.Member
+	66, // 31: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
+	67, // 32: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	67, // 33: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	66, // 34: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
+	45, // 35: mnv.accounts.v1.InviteMemberResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	45, // 36: mnv.accounts.v1.ListInvitationsResponse.items:type_name -> mnv.accounts.v1.Invitation
+	45, // 37: mnv.accounts.v1.RevokeInvitationResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	67, // 38: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	0,  // 39: mnv.accounts.v1.AuditEvent.person:type_name -> mnv.accounts.v1.Person
+	52, // 40: mnv.accounts.v1.ListAuditEventsResponse.items:type_name -> mnv.accounts.v1.AuditEvent
+	67, // 41: mnv.accounts.v1.SsoSettings.updated_at:type_name -> google.protobuf.Timestamp
+	55, // 42: mnv.accounts.v1.GetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	55, // 43: mnv.accounts.v1.SetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	3,  // 44: mnv.accounts.v1.PeopleService.StartSignIn:input_type -> mnv.accounts.v1.StartSignInRequest
+	5,  // 45: mnv.accounts.v1.PeopleService.SignIn:input_type -> mnv.accounts.v1.SignInRequest
+	7,  // 46: mnv.accounts.v1.PeopleService.StartInvitation:input_type -> mnv.accounts.v1.StartInvitationRequest
+	9,  // 47: mnv.accounts.v1.PeopleService.AcceptInvitation:input_type -> mnv.accounts.v1.AcceptInvitationRequest
+	11, // 48: mnv.accounts.v1.PeopleService.GetSession:input_type -> mnv.accounts.v1.GetSessionRequest
+	13, // 49: mnv.accounts.v1.PeopleService.SignOut:input_type -> mnv.accounts.v1.SignOutRequest
+	15, // 50: mnv.accounts.v1.PeopleService.ListSessions:input_type -> mnv.accounts.v1.ListSessionsRequest
+	17, // 51: mnv.accounts.v1.PeopleService.EndSession:input_type -> mnv.accounts.v1.EndSessionRequest
+	19, // 52: mnv.accounts.v1.PeopleService.SignOutEverywhere:input_type -> mnv.accounts.v1.SignOutEverywhereRequest
+	21, // 53: mnv.accounts.v1.PeopleService.SwitchClient:input_type -> mnv.accounts.v1.SwitchClientRequest
+	23, // 54: mnv.accounts.v1.PeopleService.StartStepUp:input_type -> mnv.accounts.v1.StartStepUpRequest
+	25, // 55: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
+	28, // 56: mnv.accounts.v1.PeopleService.ListPasskeys:input_type -> mnv.accounts.v1.ListPasskeysRequest
+	30, // 57: mnv.accounts.v1.PeopleService.StartAddPasskey:input_type -> mnv.accounts.v1.StartAddPasskeyRequest
+	32, // 58: mnv.accounts.v1.PeopleService.AddPasskey:input_type -> mnv.accounts.v1.AddPasskeyRequest
+	34, // 59: mnv.accounts.v1.PeopleService.RenamePasskey:input_type -> mnv.accounts.v1.RenamePasskeyRequest
+	36, // 60: mnv.accounts.v1.PeopleService.DeletePasskey:input_type -> mnv.accounts.v1.DeletePasskeyRequest
+	39, // 61: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
+	41, // 62: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
+	43, // 63: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
+	46, // 64: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
+	48, // 65: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
+	50, // 66: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
+	53, // 67: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
+	56, // 68: mnv.accounts.v1.PeopleService.GetSsoSettings:input_type -> mnv.accounts.v1.GetSsoSettingsRequest
+	58, // 69: mnv.accounts.v1.PeopleService.SetSsoSettings:input_type -> mnv.accounts.v1.SetSsoSettingsRequest
+	60, // 70: mnv.accounts.v1.PeopleService.DeleteSsoSettings:input_type -> mnv.accounts.v1.DeleteSsoSettingsRequest
+	62, // 71: mnv.accounts.v1.PeopleService.StartSsoSignIn:input_type -> mnv.accounts.v1.StartSsoSignInRequest
+	64, // 72: mnv.accounts.v1.PeopleService.FinishSsoSignIn:input_type -> mnv.accounts.v1.FinishSsoSignInRequest
+	4,  // 73: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
+	6,  // 74: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
+	8,  // 75: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
+	10, // 76: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
+	12, // 77: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
+	14, // 78: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
+	16, // 79: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
+	18, // 80: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
+	20, // 81: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
+	22, // 82: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
+	24, // 83: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
+	26, // 84: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
+	29, // 85: mnv.accounts.v1.PeopleService.ListPasskeys:output_type -> mnv.accounts.v1.ListPasskeysResponse
+	31, // 86: mnv.accounts.v1.PeopleService.StartAddPasskey:output_type -> mnv.accounts.v1.StartAddPasskeyResponse
+	33, // 87: mnv.accounts.v1.PeopleService.AddPasskey:output_type -> mnv.accounts.v1.AddPasskeyResponse
+	35, // 88: mnv.accounts.v1.PeopleService.RenamePasskey:output_type -> mnv.accounts.v1.RenamePasskeyResponse
+	37, // 89: mnv.accounts.v1.PeopleService.DeletePasskey:output_type -> mnv.accounts.v1.DeletePasskeyResponse
+	40, // 90: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
+	42, // 91: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
+	44, // 92: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
+	47, // 93: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
+	49, // 94: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
+	51, // 95: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
+	54, // 96: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
+	57, // 97: mnv.accounts.v1.PeopleService.GetSsoSettings:output_type -> mnv.accounts.v1.GetSsoSettingsResponse
+	59, // 98: mnv.accounts.v1.PeopleService.SetSsoSettings:output_type -> mnv.accounts.v1.SetSsoSettingsResponse
+	61, // 99: mnv.accounts.v1.PeopleService.DeleteSsoSettings:output_type -> mnv.accounts.v1.DeleteSsoSettingsResponse
+	63, // 100: mnv.accounts.v1.PeopleService.StartSsoSignIn:output_type -> mnv.accounts.v1.StartSsoSignInResponse
+	65, // 101: mnv.accounts.v1.PeopleService.FinishSsoSignIn:output_type -> mnv.accounts.v1.FinishSsoSignInResponse
+	73, // [73:102] is the sub-list for method output_type
+	44, // [44:73] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_people_proto_init() }
@@ -3390,15 +4009,15 @@ func file_mnv_accounts_v1_people_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_people_proto_msgTypes[42].OneofWrappers = []any{}
-	file_mnv_accounts_v1_people_proto_msgTypes[47].OneofWrappers = []any{}
+	file_mnv_accounts_v1_people_proto_msgTypes[53].OneofWrappers = []any{}
+	file_mnv_accounts_v1_people_proto_msgTypes[58].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_people_proto_rawDesc), len(file_mnv_accounts_v1_people_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   55,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,11 @@ const (
 	PeopleService_SwitchClient_FullMethodName      = "/mnv.accounts.v1.PeopleService/SwitchClient"
 	PeopleService_StartStepUp_FullMethodName       = "/mnv.accounts.v1.PeopleService/StartStepUp"
 	PeopleService_StepUp_FullMethodName            = "/mnv.accounts.v1.PeopleService/StepUp"
+	PeopleService_ListPasskeys_FullMethodName      = "/mnv.accounts.v1.PeopleService/ListPasskeys"
+	PeopleService_StartAddPasskey_FullMethodName   = "/mnv.accounts.v1.PeopleService/StartAddPasskey"
+	PeopleService_AddPasskey_FullMethodName        = "/mnv.accounts.v1.PeopleService/AddPasskey"
+	PeopleService_RenamePasskey_FullMethodName     = "/mnv.accounts.v1.PeopleService/RenamePasskey"
+	PeopleService_DeletePasskey_FullMethodName     = "/mnv.accounts.v1.PeopleService/DeletePasskey"
 	PeopleService_ListMembers_FullMethodName       = "/mnv.accounts.v1.PeopleService/ListMembers"
 	PeopleService_SetMemberRole_FullMethodName     = "/mnv.accounts.v1.PeopleService/SetMemberRole"
 	PeopleService_RemoveMember_FullMethodName      = "/mnv.accounts.v1.PeopleService/RemoveMember"
@@ -95,6 +100,18 @@ type PeopleServiceClient interface {
 	StartStepUp(ctx context.Context, in *StartStepUpRequest, opts ...grpc.CallOption) (*StartStepUpResponse, error)
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
 	StepUp(ctx context.Context, in *StepUpRequest, opts ...grpc.CallOption) (*StepUpResponse, error)
+	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+	ListPasskeys(ctx context.Context, in *ListPasskeysRequest, opts ...grpc.CallOption) (*ListPasskeysResponse, error)
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	StartAddPasskey(ctx context.Context, in *StartAddPasskeyRequest, opts ...grpc.CallOption) (*StartAddPasskeyResponse, error)
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	AddPasskey(ctx context.Context, in *AddPasskeyRequest, opts ...grpc.CallOption) (*AddPasskeyResponse, error)
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	RenamePasskey(ctx context.Context, in *RenamePasskeyRequest, opts ...grpc.CallOption) (*RenamePasskeyResponse, error)
+	// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+	// last passkey of a person with no other way in (single sign-on) is kept (409).
+	DeletePasskey(ctx context.Context, in *DeletePasskeyRequest, opts ...grpc.CallOption) (*DeletePasskeyResponse, error)
 	// Lists the people of the client with their roles.
 	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
 	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
@@ -251,6 +268,56 @@ func (c *peopleServiceClient) StepUp(ctx context.Context, in *StepUpRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StepUpResponse)
 	err := c.cc.Invoke(ctx, PeopleService_StepUp_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) ListPasskeys(ctx context.Context, in *ListPasskeysRequest, opts ...grpc.CallOption) (*ListPasskeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPasskeysResponse)
+	err := c.cc.Invoke(ctx, PeopleService_ListPasskeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) StartAddPasskey(ctx context.Context, in *StartAddPasskeyRequest, opts ...grpc.CallOption) (*StartAddPasskeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartAddPasskeyResponse)
+	err := c.cc.Invoke(ctx, PeopleService_StartAddPasskey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) AddPasskey(ctx context.Context, in *AddPasskeyRequest, opts ...grpc.CallOption) (*AddPasskeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddPasskeyResponse)
+	err := c.cc.Invoke(ctx, PeopleService_AddPasskey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) RenamePasskey(ctx context.Context, in *RenamePasskeyRequest, opts ...grpc.CallOption) (*RenamePasskeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenamePasskeyResponse)
+	err := c.cc.Invoke(ctx, PeopleService_RenamePasskey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) DeletePasskey(ctx context.Context, in *DeletePasskeyRequest, opts ...grpc.CallOption) (*DeletePasskeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletePasskeyResponse)
+	err := c.cc.Invoke(ctx, PeopleService_DeletePasskey_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -427,6 +494,18 @@ type PeopleServiceServer interface {
 	StartStepUp(context.Context, *StartStepUpRequest) (*StartStepUpResponse, error)
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
 	StepUp(context.Context, *StepUpRequest) (*StepUpResponse, error)
+	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
+	ListPasskeys(context.Context, *ListPasskeysRequest) (*ListPasskeysResponse, error)
+	// Begins the registration of another passkey for the signed-in person (after a step-up): a
+	// device of theirs they can sign in with too.
+	StartAddPasskey(context.Context, *StartAddPasskeyRequest) (*StartAddPasskeyResponse, error)
+	// Finishes the registration begun by StartAddPasskey in this session (after a step-up).
+	AddPasskey(context.Context, *AddPasskeyRequest) (*AddPasskeyResponse, error)
+	// Renames one of the person's passkeys; another person's is NOT_FOUND.
+	RenamePasskey(context.Context, *RenamePasskeyRequest) (*RenamePasskeyResponse, error)
+	// Removes one of the person's passkeys (after a step-up); another person's is NOT_FOUND. The
+	// last passkey of a person with no other way in (single sign-on) is kept (409).
+	DeletePasskey(context.Context, *DeletePasskeyRequest) (*DeletePasskeyResponse, error)
 	// Lists the people of the client with their roles.
 	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
 	// Changes a member's role (ADMIN, after a step-up). The last ADMIN cannot lose the role.
@@ -504,6 +583,21 @@ func (UnimplementedPeopleServiceServer) StartStepUp(context.Context, *StartStepU
 }
 func (UnimplementedPeopleServiceServer) StepUp(context.Context, *StepUpRequest) (*StepUpResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StepUp not implemented")
+}
+func (UnimplementedPeopleServiceServer) ListPasskeys(context.Context, *ListPasskeysRequest) (*ListPasskeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPasskeys not implemented")
+}
+func (UnimplementedPeopleServiceServer) StartAddPasskey(context.Context, *StartAddPasskeyRequest) (*StartAddPasskeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartAddPasskey not implemented")
+}
+func (UnimplementedPeopleServiceServer) AddPasskey(context.Context, *AddPasskeyRequest) (*AddPasskeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddPasskey not implemented")
+}
+func (UnimplementedPeopleServiceServer) RenamePasskey(context.Context, *RenamePasskeyRequest) (*RenamePasskeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenamePasskey not implemented")
+}
+func (UnimplementedPeopleServiceServer) DeletePasskey(context.Context, *DeletePasskeyRequest) (*DeletePasskeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeletePasskey not implemented")
 }
 func (UnimplementedPeopleServiceServer) ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMembers not implemented")
@@ -778,6 +872,96 @@ func _PeopleService_StepUp_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PeopleService_ListPasskeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPasskeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).ListPasskeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_ListPasskeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).ListPasskeys(ctx, req.(*ListPasskeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_StartAddPasskey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartAddPasskeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).StartAddPasskey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_StartAddPasskey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).StartAddPasskey(ctx, req.(*StartAddPasskeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_AddPasskey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddPasskeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).AddPasskey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_AddPasskey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).AddPasskey(ctx, req.(*AddPasskeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_RenamePasskey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenamePasskeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).RenamePasskey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_RenamePasskey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).RenamePasskey(ctx, req.(*RenamePasskeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_DeletePasskey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeletePasskeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).DeletePasskey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_DeletePasskey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).DeletePasskey(ctx, req.(*DeletePasskeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PeopleService_ListMembers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMembersRequest)
 	if err := dec(in); err != nil {
@@ -1048,6 +1232,26 @@ var PeopleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StepUp",
 			Handler:    _PeopleService_StepUp_Handler,
+		},
+		{
+			MethodName: "ListPasskeys",
+			Handler:    _PeopleService_ListPasskeys_Handler,
+		},
+		{
+			MethodName: "StartAddPasskey",
+			Handler:    _PeopleService_StartAddPasskey_Handler,
+		},
+		{
+			MethodName: "AddPasskey",
+			Handler:    _PeopleService_AddPasskey_Handler,
+		},
+		{
+			MethodName: "RenamePasskey",
+			Handler:    _PeopleService_RenamePasskey_Handler,
+		},
+		{
+			MethodName: "DeletePasskey",
+			Handler:    _PeopleService_DeletePasskey_Handler,
 		},
 		{
 			MethodName: "ListMembers",

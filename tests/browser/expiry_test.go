@@ -1,0 +1,66 @@
+package browser_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// consoleIdle is the idle timeout of TestBrowserConsoleSessionExpiry's make run: short enough to
+// wait out, long enough that a loaded machine's page still loads within it.
+const consoleIdle = 3 * time.Second
+
+// TestBrowserConsoleSessionExpiry runs make run with a console session idle timeout of seconds:
+// a person signed in whose browser keeps calling stays signed in past it; once left idle past
+// it, the console sends them back to sign-in at their next click, and the API answers 401.
+func TestBrowserConsoleSessionExpiry(t *testing.T) {
+	e := setUpWith(t, map[string]string{"MNV_CONSOLE_SESSION_IDLE": consoleIdle.String()})
+	m := consoleLink.FindStringSubmatch(e.output)
+	if m == nil {
+		t.Fatalf("make run printed no console invitation:\n%s", e.output)
+	}
+	link, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := link.Scheme + "://" + link.Host
+	p := e.newPerson(t, origin)
+	want(t, "accept", p.accept(t, m[2], "Idle Person"), http.StatusOK)
+	err = chromedp.Run(p.ctx,
+		chromedp.Navigate(origin+"/console/"),
+		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelectorAll('.state-loading').length === 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In use, the session outlives its idle timeout: each request moves it.
+	for begun := time.Now(); time.Since(begun) < 2*consoleIdle; time.Sleep(consoleIdle / 3) {
+		want(t, "a session in use", p.api(t, "GET", "/console/session", nil), http.StatusOK)
+	}
+
+	time.Sleep(consoleIdle + 2*time.Second)
+	var path string
+	err = chromedp.Run(p.ctx,
+		chromedp.Click(`//nav//a[normalize-space()="Ledger"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
+		chromedp.Evaluate(`location.pathname + location.search`, &path),
+	)
+	if err != nil {
+		var text string
+		_ = chromedp.Run(p.ctx, chromedp.Text(`body`, &text, chromedp.ByQuery))
+		t.Fatalf("after the idle timeout the console did not go to sign-in: %v\n%s", err, text)
+	}
+	if !strings.HasPrefix(path, "/console/sign-in?next=") || !strings.Contains(path, "ledger") {
+		t.Fatalf("sent to %s, want the sign-in page that returns to the ledger", path)
+	}
+	want(t, "the session after its idle timeout", p.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
+	want(t, "the API after the idle timeout", p.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
+	// Signing in again is the way back.
+	want(t, "sign in again", p.signIn(t), http.StatusOK)
+	want(t, "signed in again", p.api(t, "GET", "/me/ledger", nil), http.StatusOK)
+}
