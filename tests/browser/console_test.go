@@ -235,6 +235,7 @@ func (e *env) testConsole(t *testing.T) {
 	want(t, "member accepts", member.accept(t, memberToken, "<img src=x onerror=alert(1)>"), http.StatusOK)
 	want(t, "member reads the ledger", member.api(t, "GET", "/me/ledger", nil), http.StatusOK)
 	want(t, "member lists members", member.api(t, "GET", "/me/members", nil), http.StatusOK)
+	want(t, "member reads the low-balance threshold", member.api(t, "GET", "/me/low-balance-threshold", nil), http.StatusOK)
 	for _, c := range []struct {
 		method, path string
 		body         any
@@ -246,6 +247,7 @@ func (e *env) testConsole(t *testing.T) {
 		{"GET", "/me/audit-log", nil},
 		{"PUT", "/me/web-origins", map[string]any{"origins": []string{"https://evil.example"}}},
 		{"DELETE", "/me/members/" + acc.data()["person"].(map[string]any)["id"].(string), nil},
+		{"PUT", "/me/low-balance-threshold", map[string]any{"threshold": 5}},
 	} {
 		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
 	}
@@ -339,6 +341,8 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	}
 
 	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
+
+	t.Run("the low-balance threshold set on the settings page", func(t *testing.T) { e.lowBalanceSettings(t, admin) })
 
 	t.Run("single sign-on", func(t *testing.T) {
 		e.testSSO(t, admin, origin, acc.data()["person"].(map[string]any)["id"].(string))

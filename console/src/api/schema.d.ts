@@ -883,6 +883,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/low-balance-threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the balance below which balance.low is sent
+         * @description The client's threshold of the balance.low event: its own, the one that applies and the
+         *     service's default. Any role may read it: the console's overview warns below it.
+         *
+         *     The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        get: operations["GetLowBalanceThreshold"];
+        /**
+         * Set the balance below which balance.low is sent
+         * @description Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+         *     the operator's setting: the next debit that takes the balance from at or above it to below
+         *     it sends balance.low once.
+         *
+         *     Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+         */
+        put: operations["SetLowBalanceThreshold"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/members": {
         parameters: {
             query?: never;
@@ -2374,6 +2405,26 @@ export interface components {
             /** Format: int32 */
             totalPages: number;
         };
+        /** @description LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event). */
+        LowBalanceThreshold: {
+            /**
+             * Format: int64
+             * @description The service's default, what an unset threshold takes.
+             */
+            defaultThreshold: number;
+            /**
+             * Format: int64
+             * @description The threshold that applies: a debit that takes the balance from at or above it to below it
+             *     sends balance.low; 0 sends none.
+             */
+            effectiveThreshold: number;
+            /**
+             * Format: int64
+             * @description The client's own threshold, 0 for no balance.low at all; unset when it takes the service's
+             *     default.
+             */
+            threshold: number | null;
+        };
         /** @description Member is a person of the client. */
         Member: {
             /** Format: date-time */
@@ -2536,6 +2587,14 @@ export interface components {
          * @enum {string}
          */
         ServiceType: "HEADER_ENRICHMENT" | "NETWORK_API";
+        SetLowBalanceThresholdRequest: {
+            /**
+             * Format: int64
+             * @description The client's own threshold in credits, 0 for no balance.low at all; unset or null takes the
+             *     service's default again.
+             */
+            threshold?: number | null;
+        };
         SetMemberRoleResponse: {
             member: components["schemas"]["Member"] | null;
         };
@@ -5256,6 +5315,90 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetLowBalanceThreshold: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Low-balance threshold retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LowBalanceThreshold"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Low-balance threshold retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    SetLowBalanceThreshold: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SetLowBalanceThresholdRequest"];
+            };
+        };
+        responses: {
+            /** @description Low-balance threshold updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LowBalanceThreshold"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Low-balance threshold updated";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -50,6 +50,8 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/me/invitations", RPC: "/mnv.accounts.v1.PeopleService/InviteMember"},
 	{Method: "DELETE", Pattern: "/v1/api/me/invitations/{invitation_id=*}", RPC: "/mnv.accounts.v1.PeopleService/RevokeInvitation"},
 	{Method: "GET", Pattern: "/v1/api/me/ledger", RPC: "/mnv.accounts.v1.AccountsService/ListLedgerEntries"},
+	{Method: "GET", Pattern: "/v1/api/me/low-balance-threshold", RPC: "/mnv.accounts.v1.AccountsService/GetLowBalanceThreshold"},
+	{Method: "PUT", Pattern: "/v1/api/me/low-balance-threshold", RPC: "/mnv.accounts.v1.AccountsService/SetLowBalanceThreshold"},
 	{Method: "GET", Pattern: "/v1/api/me/members", RPC: "/mnv.accounts.v1.PeopleService/ListMembers"},
 	{Method: "DELETE", Pattern: "/v1/api/me/members/{user_id=*}", RPC: "/mnv.accounts.v1.PeopleService/RemoveMember"},
 	{Method: "PUT", Pattern: "/v1/api/me/members/{user_id=*}/role", RPC: "/mnv.accounts.v1.PeopleService/SetMemberRole"},
