@@ -86,3 +86,70 @@ func (e *env) ownThreshold(t *testing.T, p *person) bool {
 func plain(s string) string {
 	return strings.NewReplacer(",", "", "\u00a0", "", "\u202f", "", "'", "").Replace(s)
 }
+
+// costInDialogs: the console says what a paid action costs in its confirm dialog, before the
+// person confirms: an enrichment of a Connect profile and a reveal of a stuck-plus session, at
+// the client's own prices (set by the operator for the test, so no default could pass for
+// them). Both dialogs are cancelled: nothing is charged.
+func (e *env) costInDialogs(t *testing.T, p *person) {
+	const enrichment, reveal = 3, 7
+	price := func(kind string, amount int) {
+		t.Helper()
+		args := []string{"client", "price", e.client.ClientID, "--kind", kind, "-o", "json"}
+		if amount < 0 {
+			args = append(args, "--clear")
+		} else {
+			args = append(args, "--amount", fmt.Sprint(amount))
+		}
+		e.mnvctl(t, args...)
+	}
+	price("CONNECT_ENRICHMENT", enrichment)
+	price("STUCK_PLUS_REVEAL", reveal)
+	t.Cleanup(func() {
+		price("CONNECT_ENRICHMENT", -1)
+		price("STUCK_PLUS_REVEAL", -1)
+	})
+	// The sample CSV uploaded before is imported by a worker: wait for a profile to enrich.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a := p.api(t, "GET", "/me/connect/profiles", nil)
+		want(t, "profiles", a, http.StatusOK)
+		if items, _ := a.data()["items"].([]any); len(items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Connect profile to enrich: the sample CSV's import did not finish")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	for _, d := range []struct {
+		page, button string
+		credits      int
+	}{
+		{"connect", "Enrich", enrichment},
+		{"reveal", "Reveal", reveal},
+	} {
+		var text string
+		var shown int
+		err := chromedp.Run(p.ctx,
+			chromedp.Navigate(p.origin+"/console/"+d.page),
+			chromedp.Poll(fmt.Sprintf(`!!document.querySelector('main') && document.querySelectorAll('.state-loading').length === 0 && [...document.querySelectorAll('main table button')].some(b => b.textContent.startsWith(%q) && !b.disabled)`, d.button),
+				nil, chromedp.WithPollingTimeout(15*time.Second)),
+			chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll('main table button')].find(b => b.textContent.startsWith(%q) && !b.disabled).click()`, d.button), nil),
+			chromedp.Poll(`!!document.querySelector('dialog[open] .cost[data-credits]')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(`Number(document.querySelector('dialog[open] .cost').dataset.credits)`, &shown),
+			chromedp.Text(`dialog[open]`, &text, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatalf("%s: the confirm dialog's cost: %v", d.page, err)
+		}
+		if shown != d.credits || !strings.Contains(text, fmt.Sprintf("%d credits", d.credits)) {
+			t.Errorf("%s dialog: %q (cost %d), want it to say %d credits", d.page, text, shown, d.credits)
+		}
+		// Cancel: nothing confirmed, nothing charged.
+		if err := chromedp.Run(p.ctx, chromedp.Evaluate(`[...document.querySelectorAll('dialog[open] button')].find(b => b.textContent.trim() === 'Cancel').click()`, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

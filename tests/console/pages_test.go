@@ -67,6 +67,11 @@ func fakeAnswers(now time.Time) map[string]any {
 			"balanceExpiryDate": iso(-40 * 24 * time.Hour), "daysUntilBalanceExpiry": 40, "clientStatus": "ACTIVE"},
 		"GET /v1/api/me/ledger":                map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
 		"GET /v1/api/me/low-balance-threshold": map[string]any{"threshold": nil, "effectiveThreshold": 100, "defaultThreshold": 100},
+		"GET /v1/api/me/prices": map[string]any{"items": []any{
+			map[string]any{"kind": "CONNECT_ENRICHMENT", "variant": "", "amount": 2, "overridden": true},
+			map[string]any{"kind": "STUCK_PLUS_REVEAL", "variant": "", "amount": 5, "overridden": false},
+			map[string]any{"kind": "VERIFICATION", "variant": "", "amount": 1, "overridden": false},
+		}},
 		"GET /v1/api/me/usage/spend": map[string]any{"from": from, "to": to, "days": spendDays,
 			"totals": map[string]any{"count": 60, "charged": 300, "credited": 0, "breakdowns": []any{}}},
 		"GET /v1/api/me/usage/verifications": map[string]any{"from": from, "to": to, "days": verifyDays,

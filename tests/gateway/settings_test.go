@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
@@ -65,5 +67,55 @@ func TestLowBalanceThreshold(t *testing.T) {
 		if got := s.data(t, call{method: "PUT", path: path, headers: meHeaders(c), body: body}); got["threshold"] != nil || got["effectiveThreshold"] != def["defaultThreshold"] {
 			t.Fatalf("clear with %s: %v", body, got)
 		}
+	}
+}
+
+// TestPrices: what each paid operation costs the client, through the gateway, read with a
+// MEMBER's key: the configured prices, with the client's own (the operator's override) over
+// them, and another client's override never in its list.
+func TestPrices(t *testing.T) {
+	s := start(t)
+	c := s.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY)
+	other := s.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY)
+	member := map[string]string{"X-API-KEY": s.data(t, call{method: "POST", path: "/v1/api/me/api-keys", headers: meHeaders(c), body: `{"name":"reader","role":"MEMBER"}`})["apiKey"].(string)}
+	ctx := context.Background()
+	for _, o := range []struct {
+		client  string
+		kind    accountsv1.LedgerKind
+		variant string
+		amount  int64
+	}{
+		{c.ID, accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL, "", 7},
+		{c.ID, accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, "NETWORK_API", 3},
+		{other.ID, accountsv1.LedgerKind_LEDGER_KIND_CONNECT_ENRICHMENT, "", 9},
+	} {
+		amount := o.amount
+		if _, err := s.accounts.Admin.SetClientPrice(ctx, &accountsv1.SetClientPriceRequest{ClientId: o.client, Kind: o.kind, Variant: o.variant, Amount: &amount}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type price struct {
+		Kind       string `json:"kind"`
+		Variant    string `json:"variant"`
+		Amount     int64  `json:"amount"`
+		Overridden bool   `json:"overridden"`
+	}
+	a := s.do(t, call{method: "GET", path: "/v1/api/me/prices", headers: member})
+	var env struct {
+		Data struct {
+			Items []price `json:"items"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(a.body, &env); err != nil || a.status != http.StatusOK {
+		t.Fatalf("GET /v1/api/me/prices: %d %s", a.status, a.body)
+	}
+	want := []price{
+		{"CONNECT_ENRICHMENT", "", 1, false},
+		{"STUCK_PLUS_REVEAL", "", 7, true},
+		{"VERIFICATION", "", 1, false},
+		{"VERIFICATION", "NETWORK_API", 3, true},
+	}
+	if !reflect.DeepEqual(env.Data.Items, want) {
+		t.Fatalf("prices %+v, want %+v", env.Data.Items, want)
 	}
 }

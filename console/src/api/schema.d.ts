@@ -979,6 +979,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List what each paid operation costs
+         * @description Lists what each paid operation costs the client: every configured price with the client's
+         *     own prices over it. Any role may read it: the console shows the cost before a paid action.
+         *
+         *     The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        get: operations["ListPrices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/redirect-uris": {
         parameters: {
             query?: never;
@@ -2308,6 +2331,10 @@ export interface components {
         ListOperatorsResponse: {
             items: components["schemas"]["Operator"][];
         };
+        ListPricesResponse: {
+            /** @description By kind, then variant (the kind's own price, variant empty, first). */
+            items: components["schemas"]["Price"][];
+        };
         ListProfilesResponse: {
             items: components["schemas"]["Profile"][];
             /** Format: int32 */
@@ -2474,6 +2501,19 @@ export interface components {
          * @enum {string}
          */
         Platform: "ANDROID" | "IOS" | "WEB";
+        /**
+         * @description Price is what one operation of a kind costs a client, in credits. An operation takes its
+         *     variant's price when there is one, else its kind's (variant empty).
+         */
+        Price: {
+            /** Format: int64 */
+            amount: number;
+            kind: components["schemas"]["LedgerKind"] | null;
+            /** @description True when this is the client's own override, false for the configured default. */
+            overridden: boolean;
+            /** @description Empty for the kind's default; otherwise e.g. a verification serviceType. */
+            variant: string;
+        };
         /** @description Profile is a customer identity profile. The number is always masked. */
         Profile: {
             attributes: {
@@ -5533,6 +5573,45 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListPrices: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prices retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListPricesResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Prices retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -55,6 +55,7 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/me/members", RPC: "/mnv.accounts.v1.PeopleService/ListMembers"},
 	{Method: "DELETE", Pattern: "/v1/api/me/members/{user_id=*}", RPC: "/mnv.accounts.v1.PeopleService/RemoveMember"},
 	{Method: "PUT", Pattern: "/v1/api/me/members/{user_id=*}/role", RPC: "/mnv.accounts.v1.PeopleService/SetMemberRole"},
+	{Method: "GET", Pattern: "/v1/api/me/prices", RPC: "/mnv.accounts.v1.AccountsService/ListPrices"},
 	{Method: "GET", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/ListRedirectUris"},
 	{Method: "PUT", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/SetRedirectUris"},
 	{Method: "GET", Pattern: "/v1/api/me/sdk-tokens", RPC: "/mnv.accounts.v1.AccountsService/ListSdkTokens"},

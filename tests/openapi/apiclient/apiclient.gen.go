@@ -1550,6 +1550,12 @@ type ListOperatorsResponse struct {
 	Items []Operator `json:"items"`
 }
 
+// ListPricesResponse defines model for ListPricesResponse.
+type ListPricesResponse struct {
+	// Items By kind, then variant (the kind's own price, variant empty, first).
+	Items []Price `json:"items"`
+}
+
 // ListProfilesResponse defines model for ListProfilesResponse.
 type ListProfilesResponse struct {
 	Items      []Profile `json:"items"`
@@ -1698,6 +1704,19 @@ type Person struct {
 
 // Platform Platform of the app that opens an SDK session.
 type Platform string
+
+// Price Price is what one operation of a kind costs a client, in credits. An operation takes its
+// variant's price when there is one, else its kind's (variant empty).
+type Price struct {
+	Amount int64       `json:"amount"`
+	Kind   *LedgerKind `json:"kind"`
+
+	// Overridden True when this is the client's own override, false for the configured default.
+	Overridden bool `json:"overridden"`
+
+	// Variant Empty for the kind's default; otherwise e.g. a verification serviceType.
+	Variant string `json:"variant"`
+}
 
 // Profile Profile is a customer identity profile. The number is always masked.
 type Profile struct {
@@ -2753,6 +2772,12 @@ type SetMemberRoleJSONBodyRole1 string
 // SetMemberRoleJSONBody_Role defines parameters for SetMemberRole.
 type SetMemberRoleJSONBody_Role struct {
 	union json.RawMessage
+}
+
+// ListPricesParams defines parameters for ListPrices.
+type ListPricesParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
 // ListRedirectUrisParams defines parameters for ListRedirectUris.
@@ -4255,6 +4280,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 	SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPrices List what each paid operation costs
+	//
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+	ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRedirectUris List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -6193,6 +6228,26 @@ func (c *APIClient) SetMemberRoleWithBody(ctx context.Context, userId openapi_ty
 // Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 func (c *APIClient) SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetMemberRoleRequest(c.Server, userId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPrices List what each paid operation costs
+//
+// Lists what each paid operation costs the client: every configured price with the client's
+// own prices over it. Any role may read it: the console shows the cost before a paid action.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+func (c *APIClient) ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPricesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10179,6 +10234,48 @@ func NewSetMemberRoleRequestWithBody(server string, userId openapi_types.UUID, p
 	return req, nil
 }
 
+// NewListPricesRequest constructs an http.Request for the ListPrices method
+func NewListPricesRequest(server string, params *ListPricesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/prices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListRedirectUrisRequest constructs an http.Request for the ListRedirectUris method
 func NewListRedirectUrisRequest(server string, params *ListRedirectUrisParams) (*http.Request, error) {
 	var err error
@@ -13280,6 +13377,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 	SetMemberRoleWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error)
+
+	// ListPricesWithResponse List what each paid operation costs
+	//
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+	ListPricesWithResponse(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*ListPricesAnswer, error)
 
 	// ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -22529,6 +22638,144 @@ func (r SetMemberRoleAnswer) ContentType() string {
 	return ""
 }
 
+// ListPricesAnswer200Headers the declared response headers of an HTTP 200 response for ListPrices
+type ListPricesAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer401Headers the declared response headers of an HTTP 401 response for ListPrices
+type ListPricesAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListPricesAnswer403Headers the declared response headers of an HTTP 403 response for ListPrices
+type ListPricesAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer429Headers the declared response headers of an HTTP 429 response for ListPrices
+type ListPricesAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListPricesAnswer500Headers the declared response headers of an HTTP 500 response for ListPrices
+type ListPricesAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer503Headers the declared response headers of an HTTP 503 response for ListPrices
+type ListPricesAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListPricesAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListPricesResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPricesAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPricesAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPricesAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPricesAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPricesAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPricesAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPricesAnswer) GetJSON200() *struct {
+	Data     ListPricesResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPricesAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPricesAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPricesAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPricesAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPricesAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPricesAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPricesAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPricesAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPricesAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRedirectUrisAnswer200Headers the declared response headers of an HTTP 200 response for ListRedirectUris
 type ListRedirectUrisAnswer200Headers struct {
 	XRequestId string
@@ -29494,6 +29741,24 @@ func (c *ClientWithResponses) SetMemberRoleWithResponse(ctx context.Context, use
 		return nil, err
 	}
 	return ParseSetMemberRoleAnswer(rsp)
+}
+
+// ListPricesWithResponse List what each paid operation costs
+//
+// Lists what each paid operation costs the client: every configured price with the client's
+// own prices over it. Any role may read it: the console shows the cost before a paid action.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+func (c *ClientWithResponses) ListPricesWithResponse(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*ListPricesAnswer, error) {
+	rsp, err := c.ListPrices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPricesAnswer(rsp)
 }
 
 // ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
@@ -39910,6 +40175,153 @@ func ParseSetMemberRoleAnswer(rsp *http.Response) (*SetMemberRoleAnswer, error) 
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetMemberRoleAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPricesAnswer parses an HTTP response from a ListPricesWithResponse call
+func ParseListPricesAnswer(rsp *http.Response) (*ListPricesAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPricesAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListPricesResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPricesAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPricesAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPricesAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPricesAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPricesAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPricesAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

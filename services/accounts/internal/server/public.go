@@ -302,3 +302,13 @@ func (s *Public) SetLowBalanceThreshold(ctx context.Context, req *accountsv1.Set
 	}
 	return &accountsv1.SetLowBalanceThresholdResponse{LowBalanceThreshold: s.lowBalanceToProto(c)}, nil
 }
+
+// ListPrices lists what each paid operation costs the client: the configured prices with its
+// own over them, as the ledger charges them.
+func (s *Public) ListPrices(ctx context.Context, _ *accountsv1.ListPricesRequest) (*accountsv1.ListPricesResponse, error) {
+	prices, err := s.Ledger.Prices(ctx, principalOf(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListPricesResponse{Items: pricesToProto(prices)}, nil
+}

@@ -616,6 +616,27 @@ func local_request_AccountsService_GetSpendUsage_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
+func request_AccountsService_ListPrices_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPricesRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListPrices(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AccountsService_ListPrices_0(ctx context.Context, marshaler runtime.Marshaler, server AccountsServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPricesRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.ListPrices(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_AccountsService_GetLowBalanceThreshold_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq GetLowBalanceThresholdRequest
@@ -1050,6 +1071,26 @@ func RegisterAccountsServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_ListPrices_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/ListPrices", runtime.WithHTTPPathPattern("/v1/api/me/prices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AccountsService_ListPrices_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_ListPrices_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_AccountsService_GetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1453,6 +1494,23 @@ func RegisterAccountsServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_ListPrices_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/ListPrices", runtime.WithHTTPPathPattern("/v1/api/me/prices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AccountsService_ListPrices_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_ListPrices_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_AccountsService_GetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1564,6 +1622,7 @@ var (
 	pattern_AccountsService_ListRedirectUris_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
 	pattern_AccountsService_SetRedirectUris_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
 	pattern_AccountsService_GetSpendUsage_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "spend"}, ""))
+	pattern_AccountsService_ListPrices_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "prices"}, ""))
 	pattern_AccountsService_GetLowBalanceThreshold_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "low-balance-threshold"}, ""))
 	pattern_AccountsService_SetLowBalanceThreshold_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "low-balance-threshold"}, ""))
 )
@@ -1588,6 +1647,7 @@ var (
 	forward_AccountsService_ListRedirectUris_0       = runtime.ForwardResponseMessage
 	forward_AccountsService_SetRedirectUris_0        = runtime.ForwardResponseMessage
 	forward_AccountsService_GetSpendUsage_0          = runtime.ForwardResponseMessage
+	forward_AccountsService_ListPrices_0             = runtime.ForwardResponseMessage
 	forward_AccountsService_GetLowBalanceThreshold_0 = runtime.ForwardResponseMessage
 	forward_AccountsService_SetLowBalanceThreshold_0 = runtime.ForwardResponseMessage
 )

@@ -37,6 +37,7 @@ const (
 	AccountsService_ListRedirectUris_FullMethodName       = "/mnv.accounts.v1.AccountsService/ListRedirectUris"
 	AccountsService_SetRedirectUris_FullMethodName        = "/mnv.accounts.v1.AccountsService/SetRedirectUris"
 	AccountsService_GetSpendUsage_FullMethodName          = "/mnv.accounts.v1.AccountsService/GetSpendUsage"
+	AccountsService_ListPrices_FullMethodName             = "/mnv.accounts.v1.AccountsService/ListPrices"
 	AccountsService_GetLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsService/GetLowBalanceThreshold"
 	AccountsService_SetLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsService/SetLowBalanceThreshold"
 )
@@ -91,6 +92,9 @@ type AccountsServiceClient interface {
 	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
 	// the range's totals (docs/api-decisions.md#usage).
 	GetSpendUsage(ctx context.Context, in *GetSpendUsageRequest, opts ...grpc.CallOption) (*GetSpendUsageResponse, error)
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	ListPrices(ctx context.Context, in *ListPricesRequest, opts ...grpc.CallOption) (*ListPricesResponse, error)
 	// The client's threshold of the balance.low event: its own, the one that applies and the
 	// service's default. Any role may read it: the console's overview warns below it.
 	GetLowBalanceThreshold(ctx context.Context, in *GetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*GetLowBalanceThresholdResponse, error)
@@ -288,6 +292,16 @@ func (c *accountsServiceClient) GetSpendUsage(ctx context.Context, in *GetSpendU
 	return out, nil
 }
 
+func (c *accountsServiceClient) ListPrices(ctx context.Context, in *ListPricesRequest, opts ...grpc.CallOption) (*ListPricesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPricesResponse)
+	err := c.cc.Invoke(ctx, AccountsService_ListPrices_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *accountsServiceClient) GetLowBalanceThreshold(ctx context.Context, in *GetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*GetLowBalanceThresholdResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetLowBalanceThresholdResponse)
@@ -358,6 +372,9 @@ type AccountsServiceServer interface {
 	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
 	// the range's totals (docs/api-decisions.md#usage).
 	GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error)
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	ListPrices(context.Context, *ListPricesRequest) (*ListPricesResponse, error)
 	// The client's threshold of the balance.low event: its own, the one that applies and the
 	// service's default. Any role may read it: the console's overview warns below it.
 	GetLowBalanceThreshold(context.Context, *GetLowBalanceThresholdRequest) (*GetLowBalanceThresholdResponse, error)
@@ -428,6 +445,9 @@ func (UnimplementedAccountsServiceServer) SetRedirectUris(context.Context, *SetR
 }
 func (UnimplementedAccountsServiceServer) GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSpendUsage not implemented")
+}
+func (UnimplementedAccountsServiceServer) ListPrices(context.Context, *ListPricesRequest) (*ListPricesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPrices not implemented")
 }
 func (UnimplementedAccountsServiceServer) GetLowBalanceThreshold(context.Context, *GetLowBalanceThresholdRequest) (*GetLowBalanceThresholdResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetLowBalanceThreshold not implemented")
@@ -780,6 +800,24 @@ func _AccountsService_GetSpendUsage_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_ListPrices_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPricesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).ListPrices(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_ListPrices_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).ListPrices(ctx, req.(*ListPricesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AccountsService_GetLowBalanceThreshold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetLowBalanceThresholdRequest)
 	if err := dec(in); err != nil {
@@ -894,6 +932,10 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSpendUsage",
 			Handler:    _AccountsService_GetSpendUsage_Handler,
+		},
+		{
+			MethodName: "ListPrices",
+			Handler:    _AccountsService_ListPrices_Handler,
 		},
 		{
 			MethodName: "GetLowBalanceThreshold",
