@@ -6965,6 +6965,15 @@ export interface operations {
                 from?: string;
                 /** @description Created before; after from when both are given (400 otherwise). */
                 to?: string;
+                /** @description Only verifications of this reason, the finer cause of their status. */
+                reason?: "NUMBER_MATCH" | "NUMBER_MISMATCH" | "NO_NETWORK_IDENTITY" | "SESSION_EXPIRED" | "TOKEN_EXPIRED" | "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK" | "OPERATOR_REFUSED" | "NUMBER_SHARED";
+                /**
+                 * @description Only verifications through this operator (an operator id, as GET /v1/api/operators lists
+                 *     them).
+                 */
+                operatorId?: string;
+                /** @description Only verifications by this method. */
+                serviceType?: "HEADER_ENRICHMENT" | "NETWORK_API";
             };
             header?: {
                 /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */

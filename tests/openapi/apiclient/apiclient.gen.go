@@ -792,6 +792,60 @@ func (e ListVerificationsParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListVerificationsParamsReason.
+const (
+	ListVerificationsParamsReasonNONETWORKIDENTITY                   ListVerificationsParamsReason = "NO_NETWORK_IDENTITY"
+	ListVerificationsParamsReasonNUMBERMATCH                         ListVerificationsParamsReason = "NUMBER_MATCH"
+	ListVerificationsParamsReasonNUMBERMISMATCH                      ListVerificationsParamsReason = "NUMBER_MISMATCH"
+	ListVerificationsParamsReasonNUMBERSHARED                        ListVerificationsParamsReason = "NUMBER_SHARED"
+	ListVerificationsParamsReasonOPERATORREFUSED                     ListVerificationsParamsReason = "OPERATOR_REFUSED"
+	ListVerificationsParamsReasonSESSIONEXPIRED                      ListVerificationsParamsReason = "SESSION_EXPIRED"
+	ListVerificationsParamsReasonTOKENEXPIRED                        ListVerificationsParamsReason = "TOKEN_EXPIRED"
+	ListVerificationsParamsReasonUSERNOTAUTHENTICATEDBYMOBILENETWORK ListVerificationsParamsReason = "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK"
+)
+
+// Valid indicates whether the value is a known member of the ListVerificationsParamsReason enum.
+func (e ListVerificationsParamsReason) Valid() bool {
+	switch e {
+	case ListVerificationsParamsReasonNONETWORKIDENTITY:
+		return true
+	case ListVerificationsParamsReasonNUMBERMATCH:
+		return true
+	case ListVerificationsParamsReasonNUMBERMISMATCH:
+		return true
+	case ListVerificationsParamsReasonNUMBERSHARED:
+		return true
+	case ListVerificationsParamsReasonOPERATORREFUSED:
+		return true
+	case ListVerificationsParamsReasonSESSIONEXPIRED:
+		return true
+	case ListVerificationsParamsReasonTOKENEXPIRED:
+		return true
+	case ListVerificationsParamsReasonUSERNOTAUTHENTICATEDBYMOBILENETWORK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListVerificationsParamsServiceType.
+const (
+	ListVerificationsParamsServiceTypeHEADERENRICHMENT ListVerificationsParamsServiceType = "HEADER_ENRICHMENT"
+	ListVerificationsParamsServiceTypeNETWORKAPI       ListVerificationsParamsServiceType = "NETWORK_API"
+)
+
+// Valid indicates whether the value is a known member of the ListVerificationsParamsServiceType enum.
+func (e ListVerificationsParamsServiceType) Valid() bool {
+	switch e {
+	case ListVerificationsParamsServiceTypeHEADERENRICHMENT:
+		return true
+	case ListVerificationsParamsServiceTypeNETWORKAPI:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcceptInvitationRequest defines model for AcceptInvitationRequest.
 type AcceptInvitationRequest struct {
 	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
@@ -3050,12 +3104,28 @@ type ListVerificationsParams struct {
 	// To Created before; after from when both are given (400 otherwise).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
+	// Reason Only verifications of this reason, the finer cause of their status.
+	Reason *ListVerificationsParamsReason `form:"reason,omitempty" json:"reason,omitempty"`
+
+	// OperatorId Only verifications through this operator (an operator id, as GET /v1/api/operators lists
+	// them).
+	OperatorId *string `form:"operatorId,omitempty" json:"operatorId,omitempty"`
+
+	// ServiceType Only verifications by this method.
+	ServiceType *ListVerificationsParamsServiceType `form:"serviceType,omitempty" json:"serviceType,omitempty"`
+
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
 // ListVerificationsParamsStatus defines parameters for ListVerifications.
 type ListVerificationsParamsStatus string
+
+// ListVerificationsParamsReason defines parameters for ListVerifications.
+type ListVerificationsParamsReason string
+
+// ListVerificationsParamsServiceType defines parameters for ListVerifications.
+type ListVerificationsParamsServiceType string
 
 // GetVerificationParams defines parameters for GetVerification.
 type GetVerificationParams struct {
@@ -12208,6 +12278,42 @@ func NewListVerificationsRequest(server string, params *ListVerificationsParams)
 		if params.To != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperatorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operatorId", *params.OperatorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ServiceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "serviceType", *params.ServiceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
