@@ -65,6 +65,7 @@ func (e *env) lowBalanceSettings(t *testing.T, p *person) {
 	if !strings.Contains(plain(warning), fmt.Sprint(above)) {
 		t.Errorf("overview warning %q does not name the threshold %d", warning, above)
 	}
+	keepScreenshot(t, p, "overview-below-threshold")
 
 	save(false, 0)
 	cleared := p.api(t, "GET", "/me/low-balance-threshold", nil)
@@ -147,6 +148,7 @@ func (e *env) costInDialogs(t *testing.T, p *person) {
 		if shown != d.credits || !strings.Contains(text, fmt.Sprintf("%d credits", d.credits)) {
 			t.Errorf("%s dialog: %q (cost %d), want it to say %d credits", d.page, text, shown, d.credits)
 		}
+		keepScreenshot(t, p, d.page+"-cost-dialog")
 		// Cancel: nothing confirmed, nothing charged.
 		if err := chromedp.Run(p.ctx, chromedp.Evaluate(`[...document.querySelectorAll('dialog[open] button')].find(b => b.textContent.trim() === 'Cancel').click()`, nil)); err != nil {
 			t.Fatal(err)
