@@ -67,6 +67,7 @@ func fakeAnswers(now time.Time) map[string]any {
 			"balanceExpiryDate": iso(-40 * 24 * time.Hour), "daysUntilBalanceExpiry": 40, "clientStatus": "ACTIVE"},
 		"GET /v1/api/me/ledger":                map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
 		"GET /v1/api/me/low-balance-threshold": map[string]any{"threshold": nil, "effectiveThreshold": 100, "defaultThreshold": 100},
+		"GET /v1/api/me/sso":                   map[string]any{"redirectUri": "https://mnv.example/v1/api/console/sso/callback", "settings": nil},
 		"GET /v1/api/me/prices": map[string]any{"items": []any{
 			map[string]any{"kind": "CONNECT_ENRICHMENT", "variant": "", "amount": 2, "overridden": true},
 			map[string]any{"kind": "STUCK_PLUS_REVEAL", "variant": "", "amount": 5, "overridden": false},
@@ -159,6 +160,7 @@ func TestPages(t *testing.T) {
 		{"/console/team", "Team", "team"},
 		{"/console/sessions", "Sessions", "sessions"},
 		{"/console/audit-log", "Audit log", "audit-log"},
+		{"/console/settings", "Settings", "settings"},
 		{"/console/nothing-here", "No such page", ""},
 	}
 	ctx, cancel := chromedp.NewContext(browser)
@@ -354,6 +356,7 @@ func TestPages(t *testing.T) {
 			{"/console/keys", `[...document.querySelectorAll('main button')].filter(b => !b.disabled).map(b => b.textContent)`},
 			{"/console/team", `[...document.querySelectorAll('main button, main select')].filter(b => !b.disabled).map(b => b.textContent)`},
 			{"/console/webhooks/w1", `[...document.querySelectorAll('main button')].filter(b => !b.disabled && !b.closest('form.filters')).map(b => b.textContent)`},
+			{"/console/settings", `[...document.querySelectorAll('main button, main input')].filter(b => !b.disabled && !b.closest('fieldset:disabled')).map(b => b.textContent || b.name || b.id)`},
 		} {
 			var enabled []string
 			err := chromedp.Run(ctx,
