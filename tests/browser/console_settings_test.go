@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -153,5 +154,78 @@ func (e *env) costInDialogs(t *testing.T, p *person) {
 		if err := chromedp.Run(p.ctx, chromedp.Evaluate(`[...document.querySelectorAll('dialog[open] button')].find(b => b.textContent.trim() === 'Cancel').click()`, nil)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// verificationFilters: the history page's filters against the suite. The demo client's backend
+// makes a verification that matches and one that does not (the sandbox operator), then the
+// person picks a reason on the page: the rows shown are the ones the API lists for that reason,
+// each of that reason, and another operator's id shows none.
+func (e *env) verificationFilters(t *testing.T, p *person) {
+	for _, n := range []struct{ network, typed string }{{"+971501234581", "+971501234581"}, {"+971501234582", "+971501234589"}} {
+		e.sandboxVerify(t, n.network, n.typed)
+	}
+	_, listed := e.callAs(t, e.client, http.MethodGet, "/verifications?reason=NUMBER_MISMATCH&size=100", nil)
+	want := int(listed["totalItems"].(float64))
+	if want == 0 {
+		t.Fatalf("the API lists no NUMBER_MISMATCH verification: %v", listed)
+	}
+	pick := func(label, value string) chromedp.Action {
+		return chromedp.Evaluate(fmt.Sprintf(`(() => { const l = [...document.querySelectorAll('form.filters label')].find(l => l.textContent === %q);
+  const s = document.getElementById(l.htmlFor); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, label, value), nil)
+	}
+	rows := `[...document.querySelectorAll('main table tbody tr')].map(r => r.children[3].textContent)`
+	var reasons []string
+	err := chromedp.Run(p.ctx,
+		chromedp.Navigate(p.origin+"/console/verifications"),
+		chromedp.Poll(`document.querySelectorAll('main table tbody tr').length > 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		pick("Reason", "NUMBER_MISMATCH"),
+		chromedp.Poll(fmt.Sprintf(`(() => { const r = %s; return r.length === %d && r.every(x => x === 'Number mismatch'); })()`, rows, min(want, 25)), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(rows, &reasons),
+	)
+	if err != nil {
+		t.Fatalf("the history filtered by reason (the API lists %d): %v", want, err)
+	}
+	keepScreenshot(t, p, "verifications-by-reason")
+	var empty bool
+	err = chromedp.Run(p.ctx,
+		pick("Operator", "sandbox"),
+		chromedp.Poll(fmt.Sprintf(`%s.length === %d`, rows, min(want, 25)), nil, chromedp.WithPollingTimeout(10*time.Second)),
+		pick("Method", "NETWORK_API"),
+		chromedp.Poll(`!!document.querySelector('main .state-empty')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`!!document.querySelector('main .state-empty')`, &empty),
+	)
+	if err != nil || !empty {
+		t.Fatalf("sandbox's NUMBER_MISMATCH by NETWORK_API (none were): %v, empty state %v", err, empty)
+	}
+}
+
+// sandboxVerify is the demo client's backend verifying typed against a sandbox capture of
+// network (an SDK session with the sandbox's number header).
+func (e *env) sandboxVerify(t *testing.T, network, typed string) {
+	t.Helper()
+	_, tok := e.callAs(t, e.client, http.MethodPost, "/me/sdk-tokens", map[string]any{"label": "filters"})
+	req, _ := http.NewRequest(http.MethodPost, e.api+"/sdk/session", strings.NewReader(`{"platform":"IOS"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-SDK-TOKEN", tok["sdkToken"].(string))
+	req.Header.Set("X-CLIENT-ID", e.client.ClientID)
+	req.Header.Set("X-Mnv-Sandbox-Msisdn", network)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var session struct {
+		Data struct {
+			EncryptedMobileNumber string `json:"encryptedMobileNumber"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&session); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sandbox SDK session: %d %v", resp.StatusCode, err)
+	}
+	if status, v := e.callAs(t, e.client, http.MethodPost, "/verify", map[string]string{"mobileNumber": typed,
+		"encryptedMobileNumber": session.Data.EncryptedMobileNumber, "operatorId": "sandbox", "serviceType": "HEADER_ENRICHMENT"}); status != http.StatusOK {
+		t.Fatalf("verify: %d %v", status, v)
 	}
 }

@@ -344,6 +344,7 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 
 	t.Run("the low-balance threshold set on the settings page", func(t *testing.T) { e.lowBalanceSettings(t, admin) })
 	t.Run("the cost shown before an enrichment and a reveal", func(t *testing.T) { e.costInDialogs(t, admin) })
+	t.Run("the history's filters", func(t *testing.T) { e.verificationFilters(t, admin) })
 
 	t.Run("single sign-on", func(t *testing.T) {
 		e.testSSO(t, admin, origin, acc.data()["person"].(map[string]any)["id"].(string))
