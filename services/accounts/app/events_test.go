@@ -93,6 +93,15 @@ func TestClientSetsItsOwnLowBalanceThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	asMember := metadata.AppendToOutgoingContext(ctx, "x-api-key", member.GetApiKey())
+	debit := func(ref string) {
+		t.Helper()
+		if _, err := s.Internal.Debit(ctx, &accountsv1.DebitRequest{ClientId: c.ID, Kind: accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, Reference: ref}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A debit before the change: the ledger has seen the client (balance 9, the default
+	// threshold), so the next batch is decided against what it saw and must find the change.
+	debit("before")
 
 	read := func(as context.Context) *accountsv1.LowBalanceThreshold {
 		t.Helper()
@@ -134,11 +143,9 @@ func TestClientSetsItsOwnLowBalanceThreshold(t *testing.T) {
 	if err != nil || d.GetDetails().GetLowBalanceThreshold() != 8 {
 		t.Fatalf("the operator's view: %v, %v", d.GetDetails().LowBalanceThreshold, err)
 	}
-	// 10 → 5 crosses 8 once: one balance.low, as with the operator's threshold.
-	for i := range 5 {
-		if _, err := s.Internal.Debit(ctx, &accountsv1.DebitRequest{ClientId: c.ID, Kind: accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION, Reference: fmt.Sprint("v-", i)}); err != nil {
-			t.Fatal(err)
-		}
+	// 9 → 5 crosses 8 once: one balance.low, as with the operator's threshold.
+	for i := range 4 {
+		debit(fmt.Sprint("v-", i))
 	}
 	var got []string
 	for _, e := range accountstest.Events(t, pool, c.ID) {
