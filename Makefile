@@ -96,6 +96,19 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME executions each, default 30000x
 bench: build ## Measure throughput (REST vs gRPC, debits, verify, Connect, webhooks) and CAMARA latency, next to the raw Postgres limit
 	@url=$$($(PG_ENSURE)); DATABASE_URL="$$url" MNV_BIN_DIR=$(BIN) go run ./tests/bench
 
+.PHONY: screenshots
+# The console's pages as a signed-in person sees them, from the browser test that walks every
+# page against make run's suite (tests/browser, the STUCK_PLUS flow first: the reveal page lists
+# its session). PostgreSQL and Chromium are found, or started and installed, as for make test;
+# axe-core comes with the console's pinned npm packages.
+SCREENSHOTS := $(CURDIR)/out/screenshots
+screenshots: build $(CONSOLE)/node_modules/.package-lock.json ## Write a PNG of every console page, signed in against make run's suite, to out/screenshots/
+	@url=$$($(PG_ENSURE)); export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
+	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
+	rm -rf $(SCREENSHOTS); export MNV_SCREENSHOTS=$(SCREENSHOTS); \
+	(cd tests && go test -count=1 -run '^TestBrowser$$/^(STUCK_PLUS|console)' ./browser/); \
+	echo "== $$(ls $(SCREENSHOTS) | wc -l) screenshots in $(SCREENSHOTS)"; ls $(SCREENSHOTS)
+
 .PHONY: build
 build: ## Build the binaries into bin/
 	@mkdir -p $(BIN)

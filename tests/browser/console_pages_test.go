@@ -16,7 +16,7 @@ import (
 
 // consolePages walks the console's pages in the signed-in browser of p against make run: each
 // one renders its heading with no error state once loaded, passes axe-core without a serious or
-// critical violation, and is kept as a screenshot (out/console-suite-<page>.png).
+// critical violation, and is kept as a screenshot (keepScreenshot).
 func (e *env) consolePages(t *testing.T, p *person) {
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -65,17 +65,31 @@ func (e *env) consolePages(t *testing.T, p *person) {
 					t.Errorf("axe %s (%s): %s", v.ID, v.Impact, v.Help)
 				}
 			}
-			var png []byte
-			if err := chromedp.Run(p.ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(root, "out")
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(out, fmt.Sprintf("console-suite-%s.png", name)), png, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			keepScreenshot(t, p, name)
 		})
+	}
+}
+
+// keepScreenshot writes the whole page of p's browser as a PNG: to $MNV_SCREENSHOTS/<name>.png
+// when it is set (make screenshots), else to out/console-suite-<name>.png.
+func keepScreenshot(t *testing.T, p *person, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(p.ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Fatal(err)
+	}
+	dir, file := os.Getenv("MNV_SCREENSHOTS"), name+".png"
+	if dir == "" {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, file = filepath.Join(root, "out"), fmt.Sprintf("console-suite-%s.png", name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -242,6 +242,7 @@ func (e *env) testConsole(t *testing.T) {
 	memberKeys := member.api(t, "GET", "/console/passkeys", nil)
 	want(t, "member lists their passkeys", memberKeys, http.StatusOK)
 	memberPasskey := memberKeys.data()["items"].([]any)[0].(map[string]any)["id"].(string)
+	want(t, "member reads the low-balance threshold", member.api(t, "GET", "/me/low-balance-threshold", nil), http.StatusOK)
 	for _, c := range []struct {
 		method, path string
 		body         any
@@ -254,6 +255,7 @@ func (e *env) testConsole(t *testing.T) {
 		{"PUT", "/me/web-origins", map[string]any{"origins": []string{"https://evil.example"}}},
 		{"DELETE", "/me/members/" + acc.data()["person"].(map[string]any)["id"].(string), nil},
 		{"POST", "/me/api-keys/" + newKey["id"].(string) + "/rotate", map[string]any{"oldKeyGraceSeconds": 0}},
+		{"PUT", "/me/low-balance-threshold", map[string]any{"threshold": 5}},
 	} {
 		want(t, "a MEMBER's "+c.method+" "+c.path, member.api(t, c.method, c.path, c.body), http.StatusForbidden)
 	}
@@ -363,6 +365,10 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	}
 
 	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
+
+	t.Run("the low-balance threshold set on the settings page", func(t *testing.T) { e.lowBalanceSettings(t, admin) })
+	t.Run("the cost shown before an enrichment and a reveal", func(t *testing.T) { e.costInDialogs(t, admin) })
+	t.Run("the history's filters", func(t *testing.T) { e.verificationFilters(t, admin) })
 
 	t.Run("single sign-on", func(t *testing.T) {
 		e.testSSO(t, admin, origin, acc.data()["person"].(map[string]any)["id"].(string))

@@ -65,7 +65,14 @@ func fakeAnswers(now time.Time) map[string]any {
 		},
 		"GET /v1/api/clients": map[string]any{"id": "c1", "clientName": "Acme Shop", "balance": 48210, "balanceValid": true,
 			"balanceExpiryDate": iso(-40 * 24 * time.Hour), "daysUntilBalanceExpiry": 40, "clientStatus": "ACTIVE"},
-		"GET /v1/api/me/ledger": map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
+		"GET /v1/api/me/ledger":                map[string]any{"items": ledger, "page": 0, "size": 100, "totalItems": 40, "totalPages": 1},
+		"GET /v1/api/me/low-balance-threshold": map[string]any{"threshold": nil, "effectiveThreshold": 100, "defaultThreshold": 100},
+		"GET /v1/api/me/sso":                   map[string]any{"redirectUri": "https://mnv.example/v1/api/console/sso/callback", "settings": nil},
+		"GET /v1/api/me/prices": map[string]any{"items": []any{
+			map[string]any{"kind": "CONNECT_ENRICHMENT", "variant": "", "amount": 2, "overridden": true},
+			map[string]any{"kind": "STUCK_PLUS_REVEAL", "variant": "", "amount": 5, "overridden": false},
+			map[string]any{"kind": "VERIFICATION", "variant": "", "amount": 1, "overridden": false},
+		}},
 		"GET /v1/api/me/usage/spend": map[string]any{"from": from, "to": to, "days": spendDays,
 			"totals": map[string]any{"count": 60, "charged": 300, "credited": 0, "breakdowns": []any{}}},
 		"GET /v1/api/me/usage/verifications": map[string]any{"from": from, "to": to, "days": verifyDays,
@@ -75,6 +82,10 @@ func fakeAnswers(now time.Time) map[string]any {
 			map[string]any{"verificationId": "v2", "createdAt": iso(2 * time.Hour), "mobileNumber": "+97155*****12", "status": "NOT_VERIFIED", "reason": "MISMATCH", "operatorId": "etisalat", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},
 			map[string]any{"verificationId": "v3", "createdAt": iso(3 * time.Hour), "mobileNumber": "+97150*****99", "status": "UNDETERMINED", "reason": "NO_NUMBER", "operatorId": "du", "charged": 0, "serviceType": "NETWORK_API"},
 		),
+		"GET /v1/api/operators": map[string]any{"items": []any{
+			map[string]any{"id": "du", "name": "du", "country": "AE", "mccMnc": []any{"424-03"}, "serviceTypes": []any{"HEADER_ENRICHMENT"}, "sandbox": false},
+			map[string]any{"id": "etisalat", "name": "e& " + markup, "country": "AE", "mccMnc": []any{"424-02"}, "serviceTypes": []any{"HEADER_ENRICHMENT", "NETWORK_API"}, "sandbox": false},
+		}},
 		"GET /v1/api/verifications/v1": map[string]any{"verificationId": "v1", "createdAt": iso(time.Hour), "mobileNumber": "+97150*****67", "status": "VERIFIED",
 			"reason": "MATCH", "operatorId": "du", "charged": 5, "balanceAfter": 48210, "serviceType": "HEADER_ENRICHMENT", "sessionId": "sess-1", "verified": true},
 		"GET /v1/api/me/api-keys": page(
@@ -154,6 +165,7 @@ func TestPages(t *testing.T) {
 		{"/console/passkeys", "Your passkeys", "passkeys"},
 		{"/console/sessions", "Sessions", "sessions"},
 		{"/console/audit-log", "Audit log", "audit-log"},
+		{"/console/settings", "Settings", "settings"},
 		{"/console/nothing-here", "No such page", ""},
 	}
 	ctx, cancel := chromedp.NewContext(browser)
@@ -246,6 +258,71 @@ func TestPages(t *testing.T) {
 			}
 		}
 	})
+	// The history's filters: each control sends its query parameter, and "Any" sends none.
+	t.Run("verification filters", func(t *testing.T) {
+		pick := func(label, value string) string {
+			return fmt.Sprintf(`(() => { const l = [...document.querySelectorAll('form.filters label')].find(l => l.textContent === %q);
+  const s = document.getElementById(l.htmlFor); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); return s.value; })()`, label, value)
+		}
+		before := len(api.requests("GET /v1/api/verifications"))
+		var picked []string
+		var options []string
+		err := chromedp.Run(ctx,
+			chromedp.Navigate(gateway+"/console/verifications"),
+			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
+			chromedp.Poll(`!document.querySelector('.state-loading') && [...document.querySelectorAll('form.filters option')].some(o => o.value === 'etisalat')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(`[...document.querySelectorAll('form.filters option')].filter(o => o.value === 'du' || o.value === 'etisalat').map(o => o.textContent)`, &options),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range [][2]string{{"Reason", "NUMBER_MISMATCH"}, {"Operator", "etisalat"}, {"Method", "NETWORK_API"}, {"Outcome", "NOT_VERIFIED"}} {
+			var v string
+			if err := chromedp.Run(ctx, chromedp.Evaluate(pick(f[0], f[1]), &v)); err != nil {
+				t.Fatal(err)
+			}
+			picked = append(picked, v)
+		}
+		want := url.Values{"reason": {"NUMBER_MISMATCH"}, "operatorId": {"etisalat"}, "serviceType": {"NETWORK_API"}, "status": {"NOT_VERIFIED"}}
+		deadline := time.Now().Add(5 * time.Second)
+		var last url.Values
+		for {
+			reqs := api.requests("GET /v1/api/verifications")
+			if len(reqs) > before {
+				last = reqs[len(reqs)-1].query
+			}
+			match := last != nil
+			for k, v := range want {
+				match = match && last.Get(k) == v[0]
+			}
+			if match {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("picked %v; the list's last query %v, want %v", picked, last, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(options) != 2 || options[0] != "du (du)" || !strings.Contains(options[1], "(etisalat)") {
+			t.Errorf("operator choices %q, want the operators the API lists", options)
+		}
+		screenshot(t, ctx, root, "console-verifications-filtered.png")
+		// Back to Any: no parameter at all.
+		if err := chromedp.Run(ctx, chromedp.Evaluate(pick("Reason", ""), nil)); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			reqs := api.requests("GET /v1/api/verifications")
+			if q := reqs[len(reqs)-1].query; !q.Has("reason") && q.Get("operatorId") == "etisalat" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after Any: the list's last query %v still filters by reason", reqs[len(reqs)-1].query)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	// On a phone's width every page fits: no sideways scroll of the page (wide tables scroll
 	// inside their panel).
 	t.Run("a phone's width", func(t *testing.T) {
@@ -284,6 +361,7 @@ func TestPages(t *testing.T) {
 			{"/console/keys", `[...document.querySelectorAll('main button')].filter(b => !b.disabled).map(b => b.textContent)`},
 			{"/console/team", `[...document.querySelectorAll('main button, main select')].filter(b => !b.disabled).map(b => b.textContent)`},
 			{"/console/webhooks/w1", `[...document.querySelectorAll('main button')].filter(b => !b.disabled && !b.closest('form.filters')).map(b => b.textContent)`},
+			{"/console/settings", `[...document.querySelectorAll('main button, main input')].filter(b => !b.disabled && !b.closest('fieldset:disabled')).map(b => b.textContent || b.name || b.id)`},
 		} {
 			var enabled []string
 			err := chromedp.Run(ctx,
@@ -310,6 +388,7 @@ func TestPages(t *testing.T) {
 type request struct {
 	idempotencyKey string
 	body           string
+	query          url.Values
 }
 
 // fakeAPI answers /v1/api in the browser: answers by "METHOD path", or hook first when set
@@ -361,7 +440,7 @@ func (f *fakeAPI) listen(ctx context.Context) {
 		go func() {
 			u, _ := url.Parse(p.Request.URL)
 			key := p.Request.Method + " " + u.Path
-			r := request{}
+			r := request{query: u.Query()}
 			for k, v := range p.Request.Headers {
 				if strings.EqualFold(k, "Idempotency-Key") {
 					r.idempotencyKey, _ = v.(string)

@@ -963,6 +963,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/low-balance-threshold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the balance below which balance.low is sent
+         * @description The client's threshold of the balance.low event: its own, the one that applies and the
+         *     service's default. Any role may read it: the console's overview warns below it.
+         *
+         *     The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        get: operations["GetLowBalanceThreshold"];
+        /**
+         * Set the balance below which balance.low is sent
+         * @description Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+         *     the operator's setting: the next debit that takes the balance from at or above it to below
+         *     it sends balance.low once.
+         *
+         *     Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+         */
+        put: operations["SetLowBalanceThreshold"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/members": {
         parameters: {
             query?: never;
@@ -1021,6 +1052,29 @@ export interface paths {
          *     Needs the ADMIN role in the client (403 otherwise). With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
          */
         put: operations["SetMemberRole"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/me/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List what each paid operation costs
+         * @description Lists what each paid operation costs the client: every configured price with the client's
+         *     own prices over it. Any role may read it: the console shows the cost before a paid action.
+         *
+         *     The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        get: operations["ListPrices"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -2377,6 +2431,10 @@ export interface components {
         ListPasskeysResponse: {
             items: components["schemas"]["Passkey"][];
         };
+        ListPricesResponse: {
+            /** @description By kind, then variant (the kind's own price, variant empty, first). */
+            items: components["schemas"]["Price"][];
+        };
         ListProfilesResponse: {
             items: components["schemas"]["Profile"][];
             /** Format: int32 */
@@ -2474,6 +2532,26 @@ export interface components {
             /** Format: int32 */
             totalPages: number;
         };
+        /** @description LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event). */
+        LowBalanceThreshold: {
+            /**
+             * Format: int64
+             * @description The service's default, what an unset threshold takes.
+             */
+            defaultThreshold: number;
+            /**
+             * Format: int64
+             * @description The threshold that applies: a debit that takes the balance from at or above it to below it
+             *     sends balance.low; 0 sends none.
+             */
+            effectiveThreshold: number;
+            /**
+             * Format: int64
+             * @description The client's own threshold, 0 for no balance.low at all; unset when it takes the service's
+             *     default.
+             */
+            threshold: number | null;
+        };
         /** @description Member is a person of the client. */
         Member: {
             /** Format: date-time */
@@ -2540,6 +2618,19 @@ export interface components {
          * @enum {string}
          */
         Platform: "ANDROID" | "IOS" | "WEB";
+        /**
+         * @description Price is what one operation of a kind costs a client, in credits. An operation takes its
+         *     variant's price when there is one, else its kind's (variant empty).
+         */
+        Price: {
+            /** Format: int64 */
+            amount: number;
+            kind: components["schemas"]["LedgerKind"] | null;
+            /** @description True when this is the client's own override, false for the configured default. */
+            overridden: boolean;
+            /** @description Empty for the kind's default; otherwise e.g. a verification serviceType. */
+            variant: string;
+        };
         /** @description Profile is a customer identity profile. The number is always masked. */
         Profile: {
             attributes: {
@@ -2656,6 +2747,14 @@ export interface components {
          * @enum {string}
          */
         ServiceType: "HEADER_ENRICHMENT" | "NETWORK_API";
+        SetLowBalanceThresholdRequest: {
+            /**
+             * Format: int64
+             * @description The client's own threshold in credits, 0 for no balance.low at all; unset or null takes the
+             *     service's default again.
+             */
+            threshold?: number | null;
+        };
         SetMemberRoleResponse: {
             member: components["schemas"]["Member"] | null;
         };
@@ -5615,6 +5714,90 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    GetLowBalanceThreshold: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Low-balance threshold retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LowBalanceThreshold"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Low-balance threshold retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    SetLowBalanceThreshold: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SetLowBalanceThresholdRequest"];
+            };
+        };
+        responses: {
+            /** @description Low-balance threshold updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["LowBalanceThreshold"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Low-balance threshold updated";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     ListMembers: {
         parameters: {
             query?: never;
@@ -5744,6 +5927,45 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListPrices: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prices retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListPricesResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Prices retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
@@ -7097,6 +7319,15 @@ export interface operations {
                 from?: string;
                 /** @description Created before; after from when both are given (400 otherwise). */
                 to?: string;
+                /** @description Only verifications of this reason, the finer cause of their status. */
+                reason?: "NUMBER_MATCH" | "NUMBER_MISMATCH" | "NO_NETWORK_IDENTITY" | "SESSION_EXPIRED" | "TOKEN_EXPIRED" | "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK" | "OPERATOR_REFUSED" | "NUMBER_SHARED";
+                /**
+                 * @description Only verifications through this operator (an operator id, as GET /v1/api/operators lists
+                 *     them).
+                 */
+                operatorId?: string;
+                /** @description Only verifications by this method. */
+                serviceType?: "HEADER_ENRICHMENT" | "NETWORK_API";
             };
             header?: {
                 /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */

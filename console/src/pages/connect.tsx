@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { count, when, words } from '../format';
+import { Cost, usePrices } from '../prices';
 import { useIsAdmin } from '../session';
 import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, useAction, useLoad } from '../ui';
 
@@ -70,6 +71,7 @@ function Profiles() {
   );
   const [enriching, setEnriching] = useState<Schemas['Profile'] | null>(null);
   const [reason, setReason] = useState('');
+  const prices = usePrices();
   return (
     <section class="panel" aria-labelledby="profiles-title">
       <h2 id="profiles-title">Profiles</h2>
@@ -159,7 +161,7 @@ function Profiles() {
         }}
       >
         <p>
-          Enriching <code>{enriching?.mobileNumberMasked}</code> charges one enrichment (the CONNECT_ENRICHMENT price) to the balance.
+          Enriching <code>{enriching?.mobileNumberMasked}</code> costs <Cost prices={prices} kind="CONNECT_ENRICHMENT" />, charged to the balance.
         </p>
         <Field label="Reason" hint="3 to 500 characters.">
           {(id, d) => <input id={id} aria-describedby={d} minLength={3} maxLength={500} value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />}

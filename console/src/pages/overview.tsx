@@ -33,13 +33,20 @@ export async function loadUsage(): Promise<Usage> {
 export function Overview() {
   const client = useLoad(() => call('GET /v1/api/clients', () => api.GET('/v1/api/clients')), []);
   const usage = useLoad(loadUsage, []);
+  const threshold = useLoad(() => call('GET /v1/api/me/low-balance-threshold', () => api.GET('/v1/api/me/low-balance-threshold')), []);
   const ledger = useLoad(() => call('GET /v1/api/me/ledger', () => api.GET('/v1/api/me/ledger', { params: { query: { page: 0, size: 5 } } })), []);
   return (
     <>
       <PageHeader title="Overview" />
       <section aria-labelledby="balance-title" class="panel">
         <h2 id="balance-title">Balance</h2>
-        <Loaded load={client}>{(c) => <Balance client={c} usage={usage.state === 'ready' ? usage.data : null} />}</Loaded>
+        <Loaded load={client}>{(c) => (
+            <Balance
+              client={c}
+              usage={usage.state === 'ready' ? usage.data : null}
+              threshold={threshold.state === 'ready' ? threshold.data.effectiveThreshold : null}
+            />
+          )}</Loaded>
       </section>
       <section aria-labelledby="usage-title" class="panel">
         <h2 id="usage-title">The last {DAYS} days</h2>
@@ -106,11 +113,25 @@ export function Overview() {
   );
 }
 
-function Balance({ client, usage }: { client: Schemas['Client']; usage: Usage | null }) {
+/**
+ * The balance, with a warning when it is empty, below the client's low-balance threshold (the
+ * one balance.low is sent below; 0 is none), or would last less than a week at the last 7 days'
+ * pace.
+ */
+function Balance({ client, usage, threshold }: { client: Schemas['Client']; usage: Usage | null; threshold: number | null }) {
   const spent = usage ? usage.spend.slice(-7).reduce((s, b) => s + b.value, 0) : 0;
   const perDay = spent / 7;
   const lastsDays = perDay > 0 ? Math.floor(client.balance / perDay) : null;
-  const low = client.balance <= 0 || (lastsDays !== null && lastsDays < 7);
+  const pace = lastsDays === null ? '' : ` At the last 7 days' pace it lasts about ${lastsDays} day${lastsDays === 1 ? '' : 's'}.`;
+  const belowThreshold = threshold !== null && threshold > 0 && client.balance < threshold;
+  const warning =
+    client.balance <= 0
+      ? 'The balance is empty: paid calls are refused (402) until it is topped up.'
+      : belowThreshold
+        ? `The balance is low: below the low-balance threshold of ${credits(threshold)} credits.${pace}`
+        : lastsDays !== null && lastsDays < 7
+          ? `The balance is low.${pace}`
+          : '';
   const days = client.daysUntilBalanceExpiry;
   return (
     <>
@@ -134,11 +155,9 @@ function Balance({ client, usage }: { client: Schemas['Client']; usage: Usage | 
           </dd>
         </div>
       </dl>
-      {low && (
+      {warning && (
         <p class="warning" role="alert">
-          {client.balance <= 0
-            ? 'The balance is empty: paid calls are refused (402) until it is topped up.'
-            : `The balance is low: at the last 7 days' pace it lasts about ${lastsDays} day${lastsDays === 1 ? '' : 's'}.`}
+          {warning} <a href="/console/settings">Low-balance threshold</a>
         </p>
       )}
       {days != null && days <= 14 && days >= 0 && (

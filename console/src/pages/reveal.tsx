@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { credits, when } from '../format';
+import { Cost, usePrices } from '../prices';
 import { useIsAdmin } from '../session';
 import { Dialog, Field, FormError, Loaded, PageHeader, Pager, useAction, useLoad } from '../ui';
 
@@ -118,6 +119,7 @@ function RevealDialog({ session, onClose, onDone }: { session: Schemas['StuckPlu
   const [reason, setReason] = useState('');
   const [result, setResult] = useState<Schemas['RevealStuckPlusSessionResponse'] | null>(null);
   const a = useAction();
+  const prices = usePrices();
   const close = () => {
     setReason('');
     setResult(null);
@@ -153,7 +155,15 @@ function RevealDialog({ session, onClose, onDone }: { session: Schemas['StuckPlu
         >
           <p>
             Session of <code>{session?.mobileNumberMasked}</code>.{' '}
-            {session?.revealedAt ? 'It was revealed before: this reveal is not charged again.' : 'The first reveal of a session is charged at the reveal price.'}
+            {session?.revealedAt ? (
+              <>
+                It was revealed before: a repeat is free unless this deployment charges repeats, at <Cost prices={prices} kind="STUCK_PLUS_REVEAL" />.
+              </>
+            ) : (
+              <>
+                This first reveal of the session costs <Cost prices={prices} kind="STUCK_PLUS_REVEAL" />, charged to the balance.
+              </>
+            )}
           </p>
           <Field label="Reason" hint="10 to 500 characters, kept in the audit trail.">
             {(id, d) => (

@@ -1,6 +1,8 @@
-// Settings: single sign-on with the client's own OpenID Connect provider (ADMIN).
+// Settings: the low-balance threshold (the balance.low event and the overview's warning) and
+// single sign-on with the client's own OpenID Connect provider; both changed by an ADMIN.
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, call } from '../api/client';
+import { api, ApiError, call, type Schemas } from '../api/client';
+import { credits } from '../format';
 import { useIsAdmin, useSession } from '../session';
 import { Confirm, Field, FormError, Loaded, PageHeader, useAction, useLoad } from '../ui';
 
@@ -39,6 +41,7 @@ export function Settings() {
   return (
     <>
       <PageHeader title="Settings" />
+      <LowBalance />
       <Loaded load={l}>
         {(d) => (
           <section class="panel" aria-labelledby="sso-title">
@@ -144,5 +147,105 @@ export function Settings() {
         <p>The people who signed in through your provider lose their sessions at once.</p>
       </Confirm>
     </>
+  );
+}
+
+/** The client's low-balance threshold: its own, or the service's default when unset. */
+function LowBalance() {
+  const admin = useIsAdmin();
+  const l = useLoad(() => call('GET /v1/api/me/low-balance-threshold', () => api.GET('/v1/api/me/low-balance-threshold')), []);
+  const [saved, setSaved] = useState('');
+  return (
+    <section class="panel" aria-labelledby="low-balance-title">
+      <h2 id="low-balance-title">Low-balance threshold</h2>
+      <p class="muted">
+        When a paid call takes the balance below this many credits, mnv sends the <code>balance.low</code> event once, and the overview warns. 0 sends none.
+      </p>
+      <Loaded load={l}>
+        {(t) => (
+          <LowBalanceForm
+            key={String(t.threshold)}
+            current={t}
+            admin={admin}
+            onSaving={() => setSaved('')}
+            onSaved={(r) => {
+              setSaved(`Saved: balance.low below ${credits(r.effectiveThreshold)} credits${r.threshold == null ? " (the service's default)" : ''}.`);
+              l.reload();
+            }}
+          />
+        )}
+      </Loaded>
+      <p role="status" class="muted">
+        {saved}
+      </p>
+    </section>
+  );
+}
+
+type Threshold = Schemas['LowBalanceThreshold'];
+
+function LowBalanceForm({ current, admin, onSaving, onSaved }: { current: Threshold; admin: boolean; onSaving: () => void; onSaved: (t: Threshold) => void }) {
+  const [own, setOwn] = useState(current.threshold != null);
+  const [value, setValue] = useState(String(current.threshold ?? current.defaultThreshold));
+  const a = useAction();
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void a.run(async () => {
+          onSaving();
+          onSaved(
+            await call('PUT /v1/api/me/low-balance-threshold', () =>
+              api.PUT('/v1/api/me/low-balance-threshold', { body: own ? { threshold: Number(value) } : { threshold: null } }),
+            ),
+          );
+        });
+      }}
+    >
+      <dl class="facts">
+        <dt>Applies now</dt>
+        <dd>
+          {current.effectiveThreshold === 0 ? 'None: no balance.low' : `${credits(current.effectiveThreshold)} credits`}
+          {current.threshold == null ? " (the service's default)" : ''}
+        </dd>
+        <dt>The service's default</dt>
+        <dd>{credits(current.defaultThreshold)} credits</dd>
+      </dl>
+      <fieldset class="choice" disabled={!admin || a.busy}>
+        <legend>Threshold</legend>
+        <label>
+          <input type="radio" name="low-balance-own" checked={!own} onChange={() => setOwn(false)} /> The service's default
+        </label>
+        <label>
+          <input type="radio" name="low-balance-own" checked={own} onChange={() => setOwn(true)} /> Our own
+        </label>
+      </fieldset>
+      {own && (
+        <Field label="Credits" hint="A whole number; 0 for no balance.low at all.">
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              inputMode="numeric"
+              required
+              min={0}
+              max={1000000000000}
+              step={1}
+              value={value}
+              disabled={!admin}
+              onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+            />
+          )}
+        </Field>
+      )}
+      <FormError error={a.error} />
+      <div class="inline-form">
+        <button type="submit" class="button button-primary" disabled={!admin || a.busy}>
+          Save threshold
+        </button>
+      </div>
+      {!admin && <p class="muted">Changing the threshold needs the ADMIN role.</p>}
+    </form>
   );
 }

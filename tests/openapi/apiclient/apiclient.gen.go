@@ -792,6 +792,60 @@ func (e ListVerificationsParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListVerificationsParamsReason.
+const (
+	ListVerificationsParamsReasonNONETWORKIDENTITY                   ListVerificationsParamsReason = "NO_NETWORK_IDENTITY"
+	ListVerificationsParamsReasonNUMBERMATCH                         ListVerificationsParamsReason = "NUMBER_MATCH"
+	ListVerificationsParamsReasonNUMBERMISMATCH                      ListVerificationsParamsReason = "NUMBER_MISMATCH"
+	ListVerificationsParamsReasonNUMBERSHARED                        ListVerificationsParamsReason = "NUMBER_SHARED"
+	ListVerificationsParamsReasonOPERATORREFUSED                     ListVerificationsParamsReason = "OPERATOR_REFUSED"
+	ListVerificationsParamsReasonSESSIONEXPIRED                      ListVerificationsParamsReason = "SESSION_EXPIRED"
+	ListVerificationsParamsReasonTOKENEXPIRED                        ListVerificationsParamsReason = "TOKEN_EXPIRED"
+	ListVerificationsParamsReasonUSERNOTAUTHENTICATEDBYMOBILENETWORK ListVerificationsParamsReason = "USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK"
+)
+
+// Valid indicates whether the value is a known member of the ListVerificationsParamsReason enum.
+func (e ListVerificationsParamsReason) Valid() bool {
+	switch e {
+	case ListVerificationsParamsReasonNONETWORKIDENTITY:
+		return true
+	case ListVerificationsParamsReasonNUMBERMATCH:
+		return true
+	case ListVerificationsParamsReasonNUMBERMISMATCH:
+		return true
+	case ListVerificationsParamsReasonNUMBERSHARED:
+		return true
+	case ListVerificationsParamsReasonOPERATORREFUSED:
+		return true
+	case ListVerificationsParamsReasonSESSIONEXPIRED:
+		return true
+	case ListVerificationsParamsReasonTOKENEXPIRED:
+		return true
+	case ListVerificationsParamsReasonUSERNOTAUTHENTICATEDBYMOBILENETWORK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListVerificationsParamsServiceType.
+const (
+	ListVerificationsParamsServiceTypeHEADERENRICHMENT ListVerificationsParamsServiceType = "HEADER_ENRICHMENT"
+	ListVerificationsParamsServiceTypeNETWORKAPI       ListVerificationsParamsServiceType = "NETWORK_API"
+)
+
+// Valid indicates whether the value is a known member of the ListVerificationsParamsServiceType enum.
+func (e ListVerificationsParamsServiceType) Valid() bool {
+	switch e {
+	case ListVerificationsParamsServiceTypeHEADERENRICHMENT:
+		return true
+	case ListVerificationsParamsServiceTypeNETWORKAPI:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcceptInvitationRequest defines model for AcceptInvitationRequest.
 type AcceptInvitationRequest struct {
 	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
@@ -1577,6 +1631,12 @@ type ListPasskeysResponse struct {
 	Items []Passkey `json:"items"`
 }
 
+// ListPricesResponse defines model for ListPricesResponse.
+type ListPricesResponse struct {
+	// Items By kind, then variant (the kind's own price, variant empty, first).
+	Items []Price `json:"items"`
+}
+
 // ListProfilesResponse defines model for ListProfilesResponse.
 type ListProfilesResponse struct {
 	Items      []Profile `json:"items"`
@@ -1664,6 +1724,20 @@ type ListWebhooksResponse struct {
 	TotalPages int32             `json:"totalPages"`
 }
 
+// LowBalanceThreshold LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+type LowBalanceThreshold struct {
+	// DefaultThreshold The service's default, what an unset threshold takes.
+	DefaultThreshold int64 `json:"defaultThreshold"`
+
+	// EffectiveThreshold The threshold that applies: a debit that takes the balance from at or above it to below it
+	// sends balance.low; 0 sends none.
+	EffectiveThreshold int64 `json:"effectiveThreshold"`
+
+	// Threshold The client's own threshold, 0 for no balance.low at all; unset when it takes the service's
+	// default.
+	Threshold *int64 `json:"threshold"`
+}
+
 // Member Member is a person of the client.
 type Member struct {
 	JoinedAt *time.Time `json:"joinedAt"`
@@ -1728,6 +1802,19 @@ type Person struct {
 
 // Platform Platform of the app that opens an SDK session.
 type Platform string
+
+// Price Price is what one operation of a kind costs a client, in credits. An operation takes its
+// variant's price when there is one, else its kind's (variant empty).
+type Price struct {
+	Amount int64       `json:"amount"`
+	Kind   *LedgerKind `json:"kind"`
+
+	// Overridden True when this is the client's own override, false for the configured default.
+	Overridden bool `json:"overridden"`
+
+	// Variant Empty for the kind's default; otherwise e.g. a verification serviceType.
+	Variant string `json:"variant"`
+}
 
 // Profile Profile is a customer identity profile. The number is always masked.
 type Profile struct {
@@ -1843,6 +1930,13 @@ type SdkToken struct {
 // - `NETWORK_API`: The operator's CAMARA Number Verification API: its /verify, called with the single-use
 // token the session's authorization gave (OIDC authorization code flow, over mobile data).
 type ServiceType string
+
+// SetLowBalanceThresholdRequest defines model for SetLowBalanceThresholdRequest.
+type SetLowBalanceThresholdRequest struct {
+	// Threshold The client's own threshold in credits, 0 for no balance.low at all; unset or null takes the
+	// service's default again.
+	Threshold *int64 `json:"threshold,omitempty"`
+}
 
 // SetMemberRoleResponse defines model for SetMemberRoleResponse.
 type SetMemberRoleResponse struct {
@@ -2787,6 +2881,18 @@ type ListLedgerEntriesParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// GetLowBalanceThresholdParams defines parameters for GetLowBalanceThreshold.
+type GetLowBalanceThresholdParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SetLowBalanceThresholdParams defines parameters for SetLowBalanceThreshold.
+type SetLowBalanceThresholdParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListMembersParams defines parameters for ListMembers.
 type ListMembersParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -2816,6 +2922,12 @@ type SetMemberRoleJSONBodyRole1 string
 // SetMemberRoleJSONBody_Role defines parameters for SetMemberRole.
 type SetMemberRoleJSONBody_Role struct {
 	union json.RawMessage
+}
+
+// ListPricesParams defines parameters for ListPrices.
+type ListPricesParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
 // ListRedirectUrisParams defines parameters for ListRedirectUris.
@@ -3088,12 +3200,28 @@ type ListVerificationsParams struct {
 	// To Created before; after from when both are given (400 otherwise).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
+	// Reason Only verifications of this reason, the finer cause of their status.
+	Reason *ListVerificationsParamsReason `form:"reason,omitempty" json:"reason,omitempty"`
+
+	// OperatorId Only verifications through this operator (an operator id, as GET /v1/api/operators lists
+	// them).
+	OperatorId *string `form:"operatorId,omitempty" json:"operatorId,omitempty"`
+
+	// ServiceType Only verifications by this method.
+	ServiceType *ListVerificationsParamsServiceType `form:"serviceType,omitempty" json:"serviceType,omitempty"`
+
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
 // ListVerificationsParamsStatus defines parameters for ListVerifications.
 type ListVerificationsParamsStatus string
+
+// ListVerificationsParamsReason defines parameters for ListVerifications.
+type ListVerificationsParamsReason string
+
+// ListVerificationsParamsServiceType defines parameters for ListVerifications.
+type ListVerificationsParamsServiceType string
 
 // GetVerificationParams defines parameters for GetVerification.
 type GetVerificationParams struct {
@@ -3224,6 +3352,9 @@ type EnrichProfileJSONRequestBody EnrichProfileJSONBody
 
 // InviteMemberJSONRequestBody defines body for InviteMember for application/json ContentType.
 type InviteMemberJSONRequestBody = InviteMemberRequest
+
+// SetLowBalanceThresholdJSONRequestBody defines body for SetLowBalanceThreshold for application/json ContentType.
+type SetLowBalanceThresholdJSONRequestBody = SetLowBalanceThresholdRequest
 
 // SetMemberRoleJSONRequestBody defines body for SetMemberRole for application/json ContentType.
 type SetMemberRoleJSONRequestBody SetMemberRoleJSONBody
@@ -4337,6 +4468,42 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/api/me/ledger (the `ListLedgerEntries` operationId).
 	ListLedgerEntries(ctx context.Context, params *ListLedgerEntriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLowBalanceThreshold Get the balance below which balance.low is sent
+	//
+	// The client's threshold of the balance.low event: its own, the one that applies and the
+	// service's default. Any role may read it: the console's overview warns below it.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/me/low-balance-threshold (the `GetLowBalanceThreshold` operationId).
+	GetLowBalanceThreshold(ctx context.Context, params *GetLowBalanceThresholdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLowBalanceThresholdWithBody Set the balance below which balance.low is sent
+	//
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+	SetLowBalanceThresholdWithBody(ctx context.Context, params *SetLowBalanceThresholdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLowBalanceThreshold Set the balance below which balance.low is sent
+	//
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+	SetLowBalanceThreshold(ctx context.Context, params *SetLowBalanceThresholdParams, body SetLowBalanceThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMembers List the client's people
 	//
 	// Lists the people of the client with their roles.
@@ -4375,6 +4542,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 	SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPrices List what each paid operation costs
+	//
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+	ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRedirectUris List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -6345,6 +6522,72 @@ func (c *APIClient) ListLedgerEntries(ctx context.Context, params *ListLedgerEnt
 	return c.Client.Do(req)
 }
 
+// GetLowBalanceThreshold Get the balance below which balance.low is sent
+//
+// The client's threshold of the balance.low event: its own, the one that applies and the
+// service's default. Any role may read it: the console's overview warns below it.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/me/low-balance-threshold (the `GetLowBalanceThreshold` operationId).
+func (c *APIClient) GetLowBalanceThreshold(ctx context.Context, params *GetLowBalanceThresholdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLowBalanceThresholdRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLowBalanceThresholdWithBody Set the balance below which balance.low is sent
+//
+// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+// the operator's setting: the next debit that takes the balance from at or above it to below
+// it sends balance.low once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+func (c *APIClient) SetLowBalanceThresholdWithBody(ctx context.Context, params *SetLowBalanceThresholdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLowBalanceThresholdRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLowBalanceThreshold Set the balance below which balance.low is sent
+//
+// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+// the operator's setting: the next debit that takes the balance from at or above it to below
+// it sends balance.low once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+func (c *APIClient) SetLowBalanceThreshold(ctx context.Context, params *SetLowBalanceThresholdParams, body SetLowBalanceThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLowBalanceThresholdRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListMembers List the client's people
 //
 // Lists the people of the client with their roles.
@@ -6414,6 +6657,26 @@ func (c *APIClient) SetMemberRoleWithBody(ctx context.Context, userId openapi_ty
 // Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 func (c *APIClient) SetMemberRole(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetMemberRoleRequest(c.Server, userId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPrices List what each paid operation costs
+//
+// Lists what each paid operation costs the client: every configured price with the client's
+// own prices over it. Any role may read it: the console shows the cost before a paid action.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+func (c *APIClient) ListPrices(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPricesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10413,6 +10676,103 @@ func NewListLedgerEntriesRequest(server string, params *ListLedgerEntriesParams)
 	return req, nil
 }
 
+// NewGetLowBalanceThresholdRequest constructs an http.Request for the GetLowBalanceThreshold method
+func NewGetLowBalanceThresholdRequest(server string, params *GetLowBalanceThresholdParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/low-balance-threshold")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSetLowBalanceThresholdRequest calls the generic SetLowBalanceThreshold builder with application/json body
+func NewSetLowBalanceThresholdRequest(server string, params *SetLowBalanceThresholdParams, body SetLowBalanceThresholdJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetLowBalanceThresholdRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSetLowBalanceThresholdRequestWithBody constructs an http.Request for the SetLowBalanceThreshold method, with any body, and a specified content type
+func NewSetLowBalanceThresholdRequestWithBody(server string, params *SetLowBalanceThresholdParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/low-balance-threshold")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListMembersRequest constructs an http.Request for the ListMembers method
 func NewListMembersRequest(server string, params *ListMembersParams) (*http.Request, error) {
 	var err error
@@ -10547,6 +10907,48 @@ func NewSetMemberRoleRequestWithBody(server string, userId openapi_types.UUID, p
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListPricesRequest constructs an http.Request for the ListPrices method
+func NewListPricesRequest(server string, params *ListPricesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/prices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	if params != nil {
 
@@ -12507,6 +12909,42 @@ func NewListVerificationsRequest(server string, params *ListVerificationsParams)
 
 		}
 
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperatorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operatorId", *params.OperatorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ServiceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "serviceType", *params.ServiceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -13678,6 +14116,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/api/me/ledger (the `ListLedgerEntries` operationId).
 	ListLedgerEntriesWithResponse(ctx context.Context, params *ListLedgerEntriesParams, reqEditors ...RequestEditorFn) (*ListLedgerEntriesAnswer, error)
 
+	// GetLowBalanceThresholdWithResponse Get the balance below which balance.low is sent
+	//
+	// The client's threshold of the balance.low event: its own, the one that applies and the
+	// service's default. Any role may read it: the console's overview warns below it.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/low-balance-threshold (the `GetLowBalanceThreshold` operationId).
+	GetLowBalanceThresholdWithResponse(ctx context.Context, params *GetLowBalanceThresholdParams, reqEditors ...RequestEditorFn) (*GetLowBalanceThresholdAnswer, error)
+
+	// SetLowBalanceThresholdWithBodyWithResponse Set the balance below which balance.low is sent
+	//
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+	SetLowBalanceThresholdWithBodyWithResponse(ctx context.Context, params *SetLowBalanceThresholdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLowBalanceThresholdAnswer, error)
+
+	// SetLowBalanceThresholdWithResponse Set the balance below which balance.low is sent
+	//
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+	SetLowBalanceThresholdWithResponse(ctx context.Context, params *SetLowBalanceThresholdParams, body SetLowBalanceThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLowBalanceThresholdAnswer, error)
+
 	// ListMembersWithResponse List the client's people
 	//
 	// Lists the people of the client with their roles.
@@ -13720,6 +14196,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/members/{userId}/role (the `SetMemberRole` operationId).
 	SetMemberRoleWithResponse(ctx context.Context, userId openapi_types.UUID, params *SetMemberRoleParams, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleAnswer, error)
+
+	// ListPricesWithResponse List what each paid operation costs
+	//
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	//
+	// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+	ListPricesWithResponse(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*ListPricesAnswer, error)
 
 	// ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
 	//
@@ -23035,6 +23523,314 @@ func (r ListLedgerEntriesAnswer) ContentType() string {
 	return ""
 }
 
+// GetLowBalanceThresholdAnswer200Headers the declared response headers of an HTTP 200 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetLowBalanceThresholdAnswer401Headers the declared response headers of an HTTP 401 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetLowBalanceThresholdAnswer403Headers the declared response headers of an HTTP 403 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetLowBalanceThresholdAnswer429Headers the declared response headers of an HTTP 429 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetLowBalanceThresholdAnswer500Headers the declared response headers of an HTTP 500 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetLowBalanceThresholdAnswer503Headers the declared response headers of an HTTP 503 response for GetLowBalanceThreshold
+type GetLowBalanceThresholdAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetLowBalanceThresholdAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+		Data     LowBalanceThreshold `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLowBalanceThresholdAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLowBalanceThresholdAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLowBalanceThresholdAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLowBalanceThresholdAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetLowBalanceThresholdAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetLowBalanceThresholdAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON200() *struct {
+	// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+	Data     LowBalanceThreshold `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetLowBalanceThresholdAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLowBalanceThresholdAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLowBalanceThresholdAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLowBalanceThresholdAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLowBalanceThresholdAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetLowBalanceThresholdAnswer200Headers the declared response headers of an HTTP 200 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer200Headers struct {
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer400Headers the declared response headers of an HTTP 400 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer400Headers struct {
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer401Headers the declared response headers of an HTTP 401 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SetLowBalanceThresholdAnswer403Headers the declared response headers of an HTTP 403 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer403Headers struct {
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer413Headers the declared response headers of an HTTP 413 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer413Headers struct {
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer429Headers the declared response headers of an HTTP 429 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer500Headers the declared response headers of an HTTP 500 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer500Headers struct {
+	XRequestId string
+}
+
+// SetLowBalanceThresholdAnswer503Headers the declared response headers of an HTTP 503 response for SetLowBalanceThreshold
+type SetLowBalanceThresholdAnswer503Headers struct {
+	XRequestId string
+}
+
+type SetLowBalanceThresholdAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+		Data     LowBalanceThreshold `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetLowBalanceThresholdAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetLowBalanceThresholdAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetLowBalanceThresholdAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetLowBalanceThresholdAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetLowBalanceThresholdAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetLowBalanceThresholdAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetLowBalanceThresholdAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetLowBalanceThresholdAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON200() *struct {
+	// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+	Data     LowBalanceThreshold `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetLowBalanceThresholdAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetLowBalanceThresholdAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetLowBalanceThresholdAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetLowBalanceThresholdAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetLowBalanceThresholdAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListMembersAnswer200Headers the declared response headers of an HTTP 200 response for ListMembers
 type ListMembersAnswer200Headers struct {
 	XRequestId string
@@ -23541,6 +24337,144 @@ func (r SetMemberRoleAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetMemberRoleAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPricesAnswer200Headers the declared response headers of an HTTP 200 response for ListPrices
+type ListPricesAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer401Headers the declared response headers of an HTTP 401 response for ListPrices
+type ListPricesAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListPricesAnswer403Headers the declared response headers of an HTTP 403 response for ListPrices
+type ListPricesAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer429Headers the declared response headers of an HTTP 429 response for ListPrices
+type ListPricesAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListPricesAnswer500Headers the declared response headers of an HTTP 500 response for ListPrices
+type ListPricesAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListPricesAnswer503Headers the declared response headers of an HTTP 503 response for ListPrices
+type ListPricesAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListPricesAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListPricesResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPricesAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPricesAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListPricesAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPricesAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPricesAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPricesAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPricesAnswer) GetJSON200() *struct {
+	Data     ListPricesResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPricesAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPricesAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPricesAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPricesAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPricesAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPricesAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPricesAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPricesAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPricesAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30530,6 +31464,62 @@ func (c *ClientWithResponses) ListLedgerEntriesWithResponse(ctx context.Context,
 	return ParseListLedgerEntriesAnswer(rsp)
 }
 
+// GetLowBalanceThresholdWithResponse Get the balance below which balance.low is sent
+//
+// The client's threshold of the balance.low event: its own, the one that applies and the
+// service's default. Any role may read it: the console's overview warns below it.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/low-balance-threshold (the `GetLowBalanceThreshold` operationId).
+func (c *ClientWithResponses) GetLowBalanceThresholdWithResponse(ctx context.Context, params *GetLowBalanceThresholdParams, reqEditors ...RequestEditorFn) (*GetLowBalanceThresholdAnswer, error) {
+	rsp, err := c.GetLowBalanceThreshold(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLowBalanceThresholdAnswer(rsp)
+}
+
+// SetLowBalanceThresholdWithBodyWithResponse Set the balance below which balance.low is sent
+//
+// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+// the operator's setting: the next debit that takes the balance from at or above it to below
+// it sends balance.low once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+func (c *ClientWithResponses) SetLowBalanceThresholdWithBodyWithResponse(ctx context.Context, params *SetLowBalanceThresholdParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLowBalanceThresholdAnswer, error) {
+	rsp, err := c.SetLowBalanceThresholdWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLowBalanceThresholdAnswer(rsp)
+}
+
+// SetLowBalanceThresholdWithResponse Set the balance below which balance.low is sent
+//
+// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+// the operator's setting: the next debit that takes the balance from at or above it to below
+// it sends balance.low once.
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/low-balance-threshold (the `SetLowBalanceThreshold` operationId).
+func (c *ClientWithResponses) SetLowBalanceThresholdWithResponse(ctx context.Context, params *SetLowBalanceThresholdParams, body SetLowBalanceThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLowBalanceThresholdAnswer, error) {
+	rsp, err := c.SetLowBalanceThreshold(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLowBalanceThresholdAnswer(rsp)
+}
+
 // ListMembersWithResponse List the client's people
 //
 // Lists the people of the client with their roles.
@@ -30595,6 +31585,24 @@ func (c *ClientWithResponses) SetMemberRoleWithResponse(ctx context.Context, use
 		return nil, err
 	}
 	return ParseSetMemberRoleAnswer(rsp)
+}
+
+// ListPricesWithResponse List what each paid operation costs
+//
+// Lists what each paid operation costs the client: every configured price with the client's
+// own prices over it. Any role may read it: the console shows the cost before a paid action.
+//
+// The console may call it with a person's session instead of an API key. Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/prices (the `ListPrices` operationId).
+func (c *ClientWithResponses) ListPricesWithResponse(ctx context.Context, params *ListPricesParams, reqEditors ...RequestEditorFn) (*ListPricesAnswer, error) {
+	rsp, err := c.ListPrices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPricesAnswer(rsp)
 }
 
 // ListRedirectUrisWithResponse List the redirect URIs registered for the CAMARA authorization flow
@@ -41107,6 +42115,336 @@ func ParseListLedgerEntriesAnswer(rsp *http.Response) (*ListLedgerEntriesAnswer,
 	return response, nil
 }
 
+// ParseGetLowBalanceThresholdAnswer parses an HTTP response from a GetLowBalanceThresholdWithResponse call
+func ParseGetLowBalanceThresholdAnswer(rsp *http.Response) (*GetLowBalanceThresholdAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLowBalanceThresholdAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+			Data     LowBalanceThreshold `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLowBalanceThresholdAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLowBalanceThresholdAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLowBalanceThresholdAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLowBalanceThresholdAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetLowBalanceThresholdAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetLowBalanceThresholdAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetLowBalanceThresholdAnswer parses an HTTP response from a SetLowBalanceThresholdWithResponse call
+func ParseSetLowBalanceThresholdAnswer(rsp *http.Response) (*SetLowBalanceThresholdAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetLowBalanceThresholdAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+			Data     LowBalanceThreshold `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetLowBalanceThresholdAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetLowBalanceThresholdAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetLowBalanceThresholdAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetLowBalanceThresholdAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetLowBalanceThresholdAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetLowBalanceThresholdAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetLowBalanceThresholdAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetLowBalanceThresholdAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListMembersAnswer parses an HTTP response from a ListMembersWithResponse call
 func ParseListMembersAnswer(rsp *http.Response) (*ListMembersAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -41654,6 +42992,153 @@ func ParseSetMemberRoleAnswer(rsp *http.Response) (*SetMemberRoleAnswer, error) 
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetMemberRoleAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPricesAnswer parses an HTTP response from a ListPricesWithResponse call
+func ParseListPricesAnswer(rsp *http.Response) (*ListPricesAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPricesAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListPricesResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPricesAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPricesAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListPricesAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPricesAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPricesAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPricesAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

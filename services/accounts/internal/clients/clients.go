@@ -163,7 +163,7 @@ func (s *Service) SetFeatures(ctx context.Context, id string, features []string)
 // nothing: the event reports a debit's crossing, not a state.
 func (s *Service) SetLowBalanceThreshold(ctx context.Context, id string, threshold *int64) (domain.Client, error) {
 	if threshold != nil && (*threshold < 0 || *threshold > billing.MaxAmount) {
-		return domain.Client{}, fault.Invalid("lowBalanceThreshold", "must be between 0 and %d", int64(billing.MaxAmount))
+		return domain.Client{}, fault.Invalid("threshold", "must be between 0 and %d", int64(billing.MaxAmount))
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return domain.Client{}, fault.ErrNotFound

@@ -178,11 +178,18 @@ func (s *Admin) SetClientLowBalanceThreshold(ctx context.Context, req *accountsv
 }
 
 // effectiveLowBalance is the threshold that applies to c: its own, else the service's default.
-func (s *Admin) effectiveLowBalance(c domain.Client) int64 {
+func (d *Deps) effectiveLowBalance(c domain.Client) int64 {
 	if c.LowBalanceThreshold != nil {
 		return *c.LowBalanceThreshold
 	}
-	return s.Ledger.LowBalance
+	return d.Ledger.LowBalance
+}
+
+// lowBalanceToProto is c's threshold as the client reads it.
+func (d *Deps) lowBalanceToProto(c domain.Client) *accountsv1.LowBalanceThreshold {
+	return &accountsv1.LowBalanceThreshold{
+		Threshold: c.LowBalanceThreshold, EffectiveThreshold: d.effectiveLowBalance(c), DefaultThreshold: d.Ledger.LowBalance,
+	}
 }
 
 func originNames(origins []domain.WebOrigin) []string {

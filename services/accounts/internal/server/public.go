@@ -283,3 +283,32 @@ func (s *Public) SetRedirectUris(ctx context.Context, req *accountsv1.SetRedirec
 	}
 	return &accountsv1.SetRedirectUrisResponse{Items: mapItems(uris, redirectURIToProto)}, nil
 }
+
+// GetLowBalanceThreshold reads the client's threshold of balance.low.
+func (s *Public) GetLowBalanceThreshold(ctx context.Context, _ *accountsv1.GetLowBalanceThresholdRequest) (*accountsv1.GetLowBalanceThresholdResponse, error) {
+	c, err := s.Clients.Get(ctx, principalOf(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.GetLowBalanceThresholdResponse{LowBalanceThreshold: s.lowBalanceToProto(c)}, nil
+}
+
+// SetLowBalanceThreshold sets or clears the client's own threshold of balance.low: the
+// operator's SetClientLowBalanceThreshold on the caller's client, one rule for both.
+func (s *Public) SetLowBalanceThreshold(ctx context.Context, req *accountsv1.SetLowBalanceThresholdRequest) (*accountsv1.SetLowBalanceThresholdResponse, error) {
+	c, err := s.Clients.SetLowBalanceThreshold(ctx, principalOf(ctx).ClientID, req.Threshold)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.SetLowBalanceThresholdResponse{LowBalanceThreshold: s.lowBalanceToProto(c)}, nil
+}
+
+// ListPrices lists what each paid operation costs the client: the configured prices with its
+// own over them, as the ledger charges them.
+func (s *Public) ListPrices(ctx context.Context, _ *accountsv1.ListPricesRequest) (*accountsv1.ListPricesResponse, error) {
+	prices, err := s.Ledger.Prices(ctx, principalOf(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.ListPricesResponse{Items: pricesToProto(prices)}, nil
+}

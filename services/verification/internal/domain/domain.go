@@ -78,6 +78,12 @@ const (
 	ReasonOperatorRefused = "OPERATOR_REFUSED"
 )
 
+// Reasons lists every reason a kept verification can have, in the order messages name them.
+var Reasons = []string{
+	ReasonMatch, ReasonMismatch, ReasonNoNetworkIdentity, ReasonSessionExpired, ReasonTokenExpired,
+	ReasonNotAuthenticatedByMobileNetwork, ReasonOperatorRefused, ReasonNumberShared,
+}
+
 // IsOutcome reports whether s is one of the four outcomes a client sees.
 func IsOutcome(s Status) bool {
 	return s == StatusVerified || s == StatusNotVerified || s == StatusUndetermined || s == StatusExpired
@@ -177,6 +183,8 @@ type Settlement struct {
 type VerificationFilter struct {
 	Status   *Status
 	From, To *time.Time
+	// Reason, OperatorID and Method (the serviceType) narrow it to one value each when set.
+	Reason, OperatorID, Method *string
 }
 
 // VerifiedNumber is a client's VERIFIED number, told to Connect (by its keyed hash) so that its

@@ -47,6 +47,22 @@ const (
 // knownMethods lists every valid Method, in the order error messages name them.
 var knownMethods = []Method{MethodHeaderEnrichment, MethodNetworkAPI}
 
+// KnownMethod reports whether m is a method an operator can support.
+func KnownMethod(m Method) bool { return slices.Contains(knownMethods, m) }
+
+// MethodNames are the known methods, as messages name them.
+func MethodNames() []string {
+	out := make([]string, len(knownMethods))
+	for i, m := range knownMethods {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// ValidID reports whether id has the shape of an operator's id (lower-case letters, digits and
+// '-', at most 63 characters), whether or not the registry holds it.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
 // FeatureSandbox is the client feature that enables sandbox operators.
 const FeatureSandbox = "SANDBOX"
 

@@ -133,7 +133,10 @@ func (s *Server) ListVerifications(ctx context.Context, req *verificationv1.List
 	if err != nil {
 		return nil, err
 	}
-	f := domain.VerificationFilter{Status: (*domain.Status)(req.Status), From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo())}
+	f := domain.VerificationFilter{
+		Status: (*domain.Status)(req.Status), From: timeOrNil(req.GetFrom()), To: timeOrNil(req.GetTo()),
+		Reason: req.Reason, OperatorID: req.OperatorId, Method: req.ServiceType,
+	}
 	page, err := s.Verifier.List(ctx, principalOf(ctx).ClientID, f, pg.Limit(), pg.Offset())
 	if err != nil {
 		return nil, s.fail(ctx, err)

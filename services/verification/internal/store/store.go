@@ -462,6 +462,13 @@ func (st *Store) GetVerification(ctx context.Context, clientID, id string) (doma
 
 // ListVerifications reads a page of a client's settled verifications, newest first, with its
 // total, from one snapshot (pg.Page).
+//
+// The filters (status, reason, operator, method) are checked on the rows verifications_client
+// (client_id, created_at DESC, id) reads, with no index of their own: each index is one more
+// entry on every verify's insert, the hot path, and one on status would end the
+// settle's heap-only update (migration 008). The list is a person's or a report's read of their
+// own history, and a page of a common value is found within the newest rows; the total, like
+// the status filter's before, reads the client's rows of the range.
 func (st *Store) ListVerifications(ctx context.Context, clientID string, f domain.VerificationFilter, limit, offset int64) (domain.Page[domain.Verification], error) {
 	var p domain.Page[domain.Verification]
 	var err error
@@ -469,9 +476,10 @@ func (st *Store) ListVerifications(ctx context.Context, clientID string, f domai
 		Columns: verificationColumns,
 		From: `FROM verification.verifications WHERE client_id = $1 AND ` + settledStatuses + `
 			AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR created_at >= $3)
-			AND ($4::timestamptz IS NULL OR created_at < $4)`,
+			AND ($4::timestamptz IS NULL OR created_at < $4) AND ($5::text IS NULL OR reason = $5)
+			AND ($6::text IS NULL OR operator_id = $6) AND ($7::text IS NULL OR service_type = $7)`,
 		Order: "created_at DESC, verifications.id",
-		Args:  []any{clientID, f.Status, f.From, f.To},
+		Args:  []any{clientID, f.Status, f.From, f.To, f.Reason, f.OperatorID, f.Method},
 	}, limit, offset, scanVerification)
 	if err != nil {
 		return p, fmt.Errorf("list verifications: %w", err)

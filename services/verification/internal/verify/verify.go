@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -763,6 +765,17 @@ func (s *Service) List(ctx context.Context, clientID string, f domain.Verificati
 	}
 	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
 		return domain.Page[domain.Verification]{}, fault.Invalid("from", "must be before to")
+	}
+	if f.Reason != nil && !slices.Contains(domain.Reasons, *f.Reason) {
+		return domain.Page[domain.Verification]{}, fault.Invalid("reason", "must be one of %s", strings.Join(domain.Reasons, ", "))
+	}
+	// An id of the right shape that no operator has finds nothing, as a status nothing has: the
+	// registry changes, and the history keeps the operators it had.
+	if f.OperatorID != nil && !operators.ValidID(*f.OperatorID) {
+		return domain.Page[domain.Verification]{}, fault.Invalid("operatorId", "must be an operator id: lower-case letters, digits and '-', at most 63 characters")
+	}
+	if f.Method != nil && !operators.KnownMethod(operators.Method(*f.Method)) {
+		return domain.Page[domain.Verification]{}, fault.Invalid("serviceType", "must be %s", strings.Join(operators.MethodNames(), " or "))
 	}
 	return s.st.ListVerifications(ctx, clientID, f, limit, offset)
 }

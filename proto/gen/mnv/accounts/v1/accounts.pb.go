@@ -2033,6 +2033,323 @@ func (x *GetSpendUsageResponse) GetUsage() *v1.Usage {
 	return nil
 }
 
+// LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
+type LowBalanceThreshold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's own threshold, 0 for no balance.low at all; unset when it takes the service's
+	// default.
+	Threshold *int64 `protobuf:"varint,1,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
+	// The threshold that applies: a debit that takes the balance from at or above it to below it
+	// sends balance.low; 0 sends none.
+	EffectiveThreshold int64 `protobuf:"varint,2,opt,name=effective_threshold,json=effectiveThreshold,proto3" json:"effective_threshold,omitempty"`
+	// The service's default, what an unset threshold takes.
+	DefaultThreshold int64 `protobuf:"varint,3,opt,name=default_threshold,json=defaultThreshold,proto3" json:"default_threshold,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *LowBalanceThreshold) Reset() {
+	*x = LowBalanceThreshold{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LowBalanceThreshold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LowBalanceThreshold) ProtoMessage() {}
+
+func (x *LowBalanceThreshold) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LowBalanceThreshold.ProtoReflect.Descriptor instead.
+func (*LowBalanceThreshold) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *LowBalanceThreshold) GetThreshold() int64 {
+	if x != nil && x.Threshold != nil {
+		return *x.Threshold
+	}
+	return 0
+}
+
+func (x *LowBalanceThreshold) GetEffectiveThreshold() int64 {
+	if x != nil {
+		return x.EffectiveThreshold
+	}
+	return 0
+}
+
+func (x *LowBalanceThreshold) GetDefaultThreshold() int64 {
+	if x != nil {
+		return x.DefaultThreshold
+	}
+	return 0
+}
+
+type GetLowBalanceThresholdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLowBalanceThresholdRequest) Reset() {
+	*x = GetLowBalanceThresholdRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLowBalanceThresholdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLowBalanceThresholdRequest) ProtoMessage() {}
+
+func (x *GetLowBalanceThresholdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLowBalanceThresholdRequest.ProtoReflect.Descriptor instead.
+func (*GetLowBalanceThresholdRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{39}
+}
+
+type GetLowBalanceThresholdResponse struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	LowBalanceThreshold *LowBalanceThreshold   `protobuf:"bytes,1,opt,name=low_balance_threshold,json=lowBalanceThreshold,proto3" json:"low_balance_threshold,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *GetLowBalanceThresholdResponse) Reset() {
+	*x = GetLowBalanceThresholdResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLowBalanceThresholdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLowBalanceThresholdResponse) ProtoMessage() {}
+
+func (x *GetLowBalanceThresholdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLowBalanceThresholdResponse.ProtoReflect.Descriptor instead.
+func (*GetLowBalanceThresholdResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetLowBalanceThresholdResponse) GetLowBalanceThreshold() *LowBalanceThreshold {
+	if x != nil {
+		return x.LowBalanceThreshold
+	}
+	return nil
+}
+
+type SetLowBalanceThresholdRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's own threshold in credits, 0 for no balance.low at all; unset or null takes the
+	// service's default again.
+	Threshold     *int64 `protobuf:"varint,1,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLowBalanceThresholdRequest) Reset() {
+	*x = SetLowBalanceThresholdRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLowBalanceThresholdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLowBalanceThresholdRequest) ProtoMessage() {}
+
+func (x *SetLowBalanceThresholdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLowBalanceThresholdRequest.ProtoReflect.Descriptor instead.
+func (*SetLowBalanceThresholdRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SetLowBalanceThresholdRequest) GetThreshold() int64 {
+	if x != nil && x.Threshold != nil {
+		return *x.Threshold
+	}
+	return 0
+}
+
+type SetLowBalanceThresholdResponse struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	LowBalanceThreshold *LowBalanceThreshold   `protobuf:"bytes,1,opt,name=low_balance_threshold,json=lowBalanceThreshold,proto3" json:"low_balance_threshold,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SetLowBalanceThresholdResponse) Reset() {
+	*x = SetLowBalanceThresholdResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLowBalanceThresholdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLowBalanceThresholdResponse) ProtoMessage() {}
+
+func (x *SetLowBalanceThresholdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLowBalanceThresholdResponse.ProtoReflect.Descriptor instead.
+func (*SetLowBalanceThresholdResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SetLowBalanceThresholdResponse) GetLowBalanceThreshold() *LowBalanceThreshold {
+	if x != nil {
+		return x.LowBalanceThreshold
+	}
+	return nil
+}
+
+type ListPricesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPricesRequest) Reset() {
+	*x = ListPricesRequest{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPricesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPricesRequest) ProtoMessage() {}
+
+func (x *ListPricesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPricesRequest.ProtoReflect.Descriptor instead.
+func (*ListPricesRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{43}
+}
+
+type ListPricesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By kind, then variant (the kind's own price, variant empty, first).
+	Items         []*Price `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPricesResponse) Reset() {
+	*x = ListPricesResponse{}
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPricesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPricesResponse) ProtoMessage() {}
+
+func (x *ListPricesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_accounts_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPricesResponse.ProtoReflect.Descriptor instead.
+func (*ListPricesResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_accounts_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListPricesResponse) GetItems() []*Price {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 var File_mnv_accounts_v1_accounts_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
@@ -2192,7 +2509,25 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\x05_fromB\x05\n" +
 	"\x03_to\"B\n" +
 	"\x15GetSpendUsageResponse\x12)\n" +
-	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage2\xd3\x1b\n" +
+	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage\"\xa4\x01\n" +
+	"\x13LowBalanceThreshold\x12!\n" +
+	"\tthreshold\x18\x01 \x01(\x03H\x00R\tthreshold\x88\x01\x01\x12/\n" +
+	"\x13effective_threshold\x18\x02 \x01(\x03R\x12effectiveThreshold\x12+\n" +
+	"\x11default_threshold\x18\x03 \x01(\x03R\x10defaultThresholdB\f\n" +
+	"\n" +
+	"_threshold\"\x1f\n" +
+	"\x1dGetLowBalanceThresholdRequest\"z\n" +
+	"\x1eGetLowBalanceThresholdResponse\x12X\n" +
+	"\x15low_balance_threshold\x18\x01 \x01(\v2$.mnv.accounts.v1.LowBalanceThresholdR\x13lowBalanceThreshold\"_\n" +
+	"\x1dSetLowBalanceThresholdRequest\x120\n" +
+	"\tthreshold\x18\x01 \x01(\x03B\r\xd2\xf3\x18\t\x10\x00\x18\x80\xa0\x94\xa5\x8d\x1dH\x00R\tthreshold\x88\x01\x01B\f\n" +
+	"\n" +
+	"_threshold\"z\n" +
+	"\x1eSetLowBalanceThresholdResponse\x12X\n" +
+	"\x15low_balance_threshold\x18\x01 \x01(\v2$.mnv.accounts.v1.LowBalanceThresholdR\x13lowBalanceThreshold\"\x13\n" +
+	"\x11ListPricesRequest\"B\n" +
+	"\x12ListPricesResponse\x12,\n" +
+	"\x05items\x18\x01 \x03(\v2\x16.mnv.accounts.v1.PriceR\x05items2\xde \n" +
 	"\x0fAccountsService\x12\xb5\x01\n" +
 	"\tGetClient\x12!.mnv.accounts.v1.GetClientRequest\x1a\".mnv.accounts.v1.GetClientResponse\"a\xca\xf3\x18]\b\x02 \x01J%Client details retrieved successfullyZ$Get the client's details and balanceb\aAccount\x80\x01\x01\x12\x92\x01\n" +
 	"\x05GetMe\x12\x1d.mnv.accounts.v1.GetMeRequest\x1a\x1e.mnv.accounts.v1.GetMeResponse\"J\xca\xf3\x18F\b\x02 \x018\x02J\x1dCaller retrieved successfullyZ\x16Tell who the caller isb\aAccount\x12\xe5\x01\n" +
@@ -2214,7 +2549,11 @@ const file_mnv_accounts_v1_accounts_proto_rawDesc = "" +
 	"\rSetWebOrigins\x12%.mnv.accounts.v1.SetWebOriginsRequest\x1a&.mnv.accounts.v1.SetWebOriginsResponse\"_\xca\xf3\x18[\b\x02\x18\x018\x02J\x13Web origins updatedZ*Replace the web origins allowed to captureb\fBrowser flow\x80\x01\x01\x88\x01\x01\x12\xe7\x01\n" +
 	"\x10ListRedirectUris\x12(.mnv.accounts.v1.ListRedirectUrisRequest\x1a).mnv.accounts.v1.ListRedirectUrisResponse\"~\xca\xf3\x18z\b\x028\x02J$Redirect URIs retrieved successfullyZCList the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x12\xdd\x01\n" +
 	"\x0fSetRedirectUris\x12'.mnv.accounts.v1.SetRedirectUrisRequest\x1a(.mnv.accounts.v1.SetRedirectUrisResponse\"w\xca\xf3\x18s\b\x02\x18\x018\x02J\x15Redirect URIs updatedZFReplace the redirect URIs registered for the CAMARA authorization flowb\x06CAMARA\x80\x01\x01\x88\x01\x01\x12\xca\x01\n" +
-	"\rGetSpendUsage\x12%.mnv.accounts.v1.GetSpendUsageRequest\x1a&.mnv.accounts.v1.GetSpendUsageResponse\"j\xca\xf3\x18f\b\x028\x02J\x1cSpend retrieved successfullyZ8Sum the credits charged and given per day by ledger kindb\x05Usage\x80\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\rGetSpendUsage\x12%.mnv.accounts.v1.GetSpendUsageRequest\x1a&.mnv.accounts.v1.GetSpendUsageResponse\"j\xca\xf3\x18f\b\x028\x02J\x1cSpend retrieved successfullyZ8Sum the credits charged and given per day by ledger kindb\x05Usage\x80\x01\x01\x12\xb1\x01\n" +
+	"\n" +
+	"ListPrices\x12\".mnv.accounts.v1.ListPricesRequest\x1a#.mnv.accounts.v1.ListPricesResponse\"Z\xca\xf3\x18V\b\x02 \x018\x02J\x1dPrices retrieved successfullyZ#List what each paid operation costsb\aAccount\x80\x01\x01\x12\xf0\x01\n" +
+	"\x16GetLowBalanceThreshold\x12..mnv.accounts.v1.GetLowBalanceThresholdRequest\x1a/.mnv.accounts.v1.GetLowBalanceThresholdResponse\"u\xca\xf3\x18q\b\x02 \x018\x02J,Low-balance threshold retrieved successfullyZ/Get the balance below which balance.low is sentb\aAccount\x80\x01\x01\x12\xe1\x01\n" +
+	"\x16SetLowBalanceThreshold\x12..mnv.accounts.v1.SetLowBalanceThresholdRequest\x1a/.mnv.accounts.v1.SetLowBalanceThresholdResponse\"f\xca\xf3\x18b\b\x02\x18\x018\x02J\x1dLow-balance threshold updatedZ/Set the balance below which balance.low is sentb\aAccount\x80\x01\x01B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_accounts_proto_rawDescOnce sync.Once
@@ -2228,123 +2567,140 @@ func file_mnv_accounts_v1_accounts_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_accounts_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_mnv_accounts_v1_accounts_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_mnv_accounts_v1_accounts_proto_goTypes = []any{
-	(*GetClientRequest)(nil),            // 0: mnv.accounts.v1.GetClientRequest
-	(*GetClientResponse)(nil),           // 1: mnv.accounts.v1.GetClientResponse
-	(*GetMeRequest)(nil),                // 2: mnv.accounts.v1.GetMeRequest
-	(*GetMeResponse)(nil),               // 3: mnv.accounts.v1.GetMeResponse
-	(*RotateApiKeyRequest)(nil),         // 4: mnv.accounts.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),        // 5: mnv.accounts.v1.RotateApiKeyResponse
-	(*RotateClientApiKeyRequest)(nil),   // 6: mnv.accounts.v1.RotateClientApiKeyRequest
-	(*RotateClientApiKeyResponse)(nil),  // 7: mnv.accounts.v1.RotateClientApiKeyResponse
-	(*GenerateFirstApiKeyRequest)(nil),  // 8: mnv.accounts.v1.GenerateFirstApiKeyRequest
-	(*GenerateFirstApiKeyResponse)(nil), // 9: mnv.accounts.v1.GenerateFirstApiKeyResponse
-	(*ListApiKeysRequest)(nil),          // 10: mnv.accounts.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),         // 11: mnv.accounts.v1.ListApiKeysResponse
-	(*CreateApiKeyRequest)(nil),         // 12: mnv.accounts.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),        // 13: mnv.accounts.v1.CreateApiKeyResponse
-	(*RevokeApiKeyRequest)(nil),         // 14: mnv.accounts.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),        // 15: mnv.accounts.v1.RevokeApiKeyResponse
-	(*RotateApiKeyByIdRequest)(nil),     // 16: mnv.accounts.v1.RotateApiKeyByIdRequest
-	(*RotateApiKeyByIdResponse)(nil),    // 17: mnv.accounts.v1.RotateApiKeyByIdResponse
-	(*ListLedgerEntriesRequest)(nil),    // 18: mnv.accounts.v1.ListLedgerEntriesRequest
-	(*ListLedgerEntriesResponse)(nil),   // 19: mnv.accounts.v1.ListLedgerEntriesResponse
-	(*CreateSdkTokenRequest)(nil),       // 20: mnv.accounts.v1.CreateSdkTokenRequest
-	(*CreateSdkTokenResponse)(nil),      // 21: mnv.accounts.v1.CreateSdkTokenResponse
-	(*ListSdkTokensRequest)(nil),        // 22: mnv.accounts.v1.ListSdkTokensRequest
-	(*ListSdkTokensResponse)(nil),       // 23: mnv.accounts.v1.ListSdkTokensResponse
-	(*RevokeSdkTokenRequest)(nil),       // 24: mnv.accounts.v1.RevokeSdkTokenRequest
-	(*RevokeSdkTokenResponse)(nil),      // 25: mnv.accounts.v1.RevokeSdkTokenResponse
-	(*WebOrigin)(nil),                   // 26: mnv.accounts.v1.WebOrigin
-	(*ListWebOriginsRequest)(nil),       // 27: mnv.accounts.v1.ListWebOriginsRequest
-	(*ListWebOriginsResponse)(nil),      // 28: mnv.accounts.v1.ListWebOriginsResponse
-	(*SetWebOriginsRequest)(nil),        // 29: mnv.accounts.v1.SetWebOriginsRequest
-	(*SetWebOriginsResponse)(nil),       // 30: mnv.accounts.v1.SetWebOriginsResponse
-	(*RedirectUri)(nil),                 // 31: mnv.accounts.v1.RedirectUri
-	(*ListRedirectUrisRequest)(nil),     // 32: mnv.accounts.v1.ListRedirectUrisRequest
-	(*ListRedirectUrisResponse)(nil),    // 33: mnv.accounts.v1.ListRedirectUrisResponse
-	(*SetRedirectUrisRequest)(nil),      // 34: mnv.accounts.v1.SetRedirectUrisRequest
-	(*SetRedirectUrisResponse)(nil),     // 35: mnv.accounts.v1.SetRedirectUrisResponse
-	(*GetSpendUsageRequest)(nil),        // 36: mnv.accounts.v1.GetSpendUsageRequest
-	(*GetSpendUsageResponse)(nil),       // 37: mnv.accounts.v1.GetSpendUsageResponse
-	(*Client)(nil),                      // 38: mnv.accounts.v1.Client
-	(ClientStatus)(0),                   // 39: mnv.accounts.v1.ClientStatus
-	(Feature)(0),                        // 40: mnv.accounts.v1.Feature
-	(*ApiKey)(nil),                      // 41: mnv.accounts.v1.ApiKey
-	(Role)(0),                           // 42: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),       // 43: google.protobuf.Timestamp
-	(*LedgerEntry)(nil),                 // 44: mnv.accounts.v1.LedgerEntry
-	(*SdkToken)(nil),                    // 45: mnv.accounts.v1.SdkToken
-	(*v1.Usage)(nil),                    // 46: mnv.usage.v1.Usage
+	(*GetClientRequest)(nil),               // 0: mnv.accounts.v1.GetClientRequest
+	(*GetClientResponse)(nil),              // 1: mnv.accounts.v1.GetClientResponse
+	(*GetMeRequest)(nil),                   // 2: mnv.accounts.v1.GetMeRequest
+	(*GetMeResponse)(nil),                  // 3: mnv.accounts.v1.GetMeResponse
+	(*RotateApiKeyRequest)(nil),            // 4: mnv.accounts.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),           // 5: mnv.accounts.v1.RotateApiKeyResponse
+	(*RotateClientApiKeyRequest)(nil),      // 6: mnv.accounts.v1.RotateClientApiKeyRequest
+	(*RotateClientApiKeyResponse)(nil),     // 7: mnv.accounts.v1.RotateClientApiKeyResponse
+	(*GenerateFirstApiKeyRequest)(nil),     // 8: mnv.accounts.v1.GenerateFirstApiKeyRequest
+	(*GenerateFirstApiKeyResponse)(nil),    // 9: mnv.accounts.v1.GenerateFirstApiKeyResponse
+	(*ListApiKeysRequest)(nil),             // 10: mnv.accounts.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),            // 11: mnv.accounts.v1.ListApiKeysResponse
+	(*CreateApiKeyRequest)(nil),            // 12: mnv.accounts.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),           // 13: mnv.accounts.v1.CreateApiKeyResponse
+	(*RevokeApiKeyRequest)(nil),            // 14: mnv.accounts.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),           // 15: mnv.accounts.v1.RevokeApiKeyResponse
+	(*RotateApiKeyByIdRequest)(nil),        // 16: mnv.accounts.v1.RotateApiKeyByIdRequest
+	(*RotateApiKeyByIdResponse)(nil),       // 17: mnv.accounts.v1.RotateApiKeyByIdResponse
+	(*ListLedgerEntriesRequest)(nil),       // 18: mnv.accounts.v1.ListLedgerEntriesRequest
+	(*ListLedgerEntriesResponse)(nil),      // 19: mnv.accounts.v1.ListLedgerEntriesResponse
+	(*CreateSdkTokenRequest)(nil),          // 20: mnv.accounts.v1.CreateSdkTokenRequest
+	(*CreateSdkTokenResponse)(nil),         // 21: mnv.accounts.v1.CreateSdkTokenResponse
+	(*ListSdkTokensRequest)(nil),           // 22: mnv.accounts.v1.ListSdkTokensRequest
+	(*ListSdkTokensResponse)(nil),          // 23: mnv.accounts.v1.ListSdkTokensResponse
+	(*RevokeSdkTokenRequest)(nil),          // 24: mnv.accounts.v1.RevokeSdkTokenRequest
+	(*RevokeSdkTokenResponse)(nil),         // 25: mnv.accounts.v1.RevokeSdkTokenResponse
+	(*WebOrigin)(nil),                      // 26: mnv.accounts.v1.WebOrigin
+	(*ListWebOriginsRequest)(nil),          // 27: mnv.accounts.v1.ListWebOriginsRequest
+	(*ListWebOriginsResponse)(nil),         // 28: mnv.accounts.v1.ListWebOriginsResponse
+	(*SetWebOriginsRequest)(nil),           // 29: mnv.accounts.v1.SetWebOriginsRequest
+	(*SetWebOriginsResponse)(nil),          // 30: mnv.accounts.v1.SetWebOriginsResponse
+	(*RedirectUri)(nil),                    // 31: mnv.accounts.v1.RedirectUri
+	(*ListRedirectUrisRequest)(nil),        // 32: mnv.accounts.v1.ListRedirectUrisRequest
+	(*ListRedirectUrisResponse)(nil),       // 33: mnv.accounts.v1.ListRedirectUrisResponse
+	(*SetRedirectUrisRequest)(nil),         // 34: mnv.accounts.v1.SetRedirectUrisRequest
+	(*SetRedirectUrisResponse)(nil),        // 35: mnv.accounts.v1.SetRedirectUrisResponse
+	(*GetSpendUsageRequest)(nil),           // 36: mnv.accounts.v1.GetSpendUsageRequest
+	(*GetSpendUsageResponse)(nil),          // 37: mnv.accounts.v1.GetSpendUsageResponse
+	(*LowBalanceThreshold)(nil),            // 38: mnv.accounts.v1.LowBalanceThreshold
+	(*GetLowBalanceThresholdRequest)(nil),  // 39: mnv.accounts.v1.GetLowBalanceThresholdRequest
+	(*GetLowBalanceThresholdResponse)(nil), // 40: mnv.accounts.v1.GetLowBalanceThresholdResponse
+	(*SetLowBalanceThresholdRequest)(nil),  // 41: mnv.accounts.v1.SetLowBalanceThresholdRequest
+	(*SetLowBalanceThresholdResponse)(nil), // 42: mnv.accounts.v1.SetLowBalanceThresholdResponse
+	(*ListPricesRequest)(nil),              // 43: mnv.accounts.v1.ListPricesRequest
+	(*ListPricesResponse)(nil),             // 44: mnv.accounts.v1.ListPricesResponse
+	(*Client)(nil),                         // 45: mnv.accounts.v1.Client
+	(ClientStatus)(0),                      // 46: mnv.accounts.v1.ClientStatus
+	(Feature)(0),                           // 47: mnv.accounts.v1.Feature
+	(*ApiKey)(nil),                         // 48: mnv.accounts.v1.ApiKey
+	(Role)(0),                              // 49: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),          // 50: google.protobuf.Timestamp
+	(*LedgerEntry)(nil),                    // 51: mnv.accounts.v1.LedgerEntry
+	(*SdkToken)(nil),                       // 52: mnv.accounts.v1.SdkToken
+	(*v1.Usage)(nil),                       // 53: mnv.usage.v1.Usage
+	(*Price)(nil),                          // 54: mnv.accounts.v1.Price
 }
 var file_mnv_accounts_v1_accounts_proto_depIdxs = []int32{
-	38, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
-	39, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	40, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
-	41, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
-	41, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
-	42, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
-	42, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
-	43, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
-	43, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
-	43, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	45, // 0: mnv.accounts.v1.GetClientResponse.client:type_name -> mnv.accounts.v1.Client
+	46, // 1: mnv.accounts.v1.GetMeResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	47, // 2: mnv.accounts.v1.GetMeResponse.enabled_features:type_name -> mnv.accounts.v1.Feature
+	48, // 3: mnv.accounts.v1.GetMeResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
+	48, // 4: mnv.accounts.v1.ListApiKeysResponse.items:type_name -> mnv.accounts.v1.ApiKey
+	49, // 5: mnv.accounts.v1.CreateApiKeyRequest.role:type_name -> mnv.accounts.v1.Role
+	49, // 6: mnv.accounts.v1.CreateApiKeyResponse.role:type_name -> mnv.accounts.v1.Role
+	50, // 7: mnv.accounts.v1.CreateApiKeyResponse.created_at:type_name -> google.protobuf.Timestamp
+	50, // 8: mnv.accounts.v1.CreateApiKeyResponse.last_used_at:type_name -> google.protobuf.Timestamp
+	50, // 9: mnv.accounts.v1.CreateApiKeyResponse.expires_at:type_name -> google.protobuf.Timestamp
+	48, // 10: mnv.accounts.v1.RevokeApiKeyResponse.api_key:type_name -> mnv.accounts.v1.ApiKey
 	13, // 11: mnv.accounts.v1.RotateApiKeyByIdResponse.api_key:type_name -> mnv.accounts.v1.CreateApiKeyResponse
-	43, // 12: mnv.accounts.v1.RotateApiKeyByIdResponse.old_key_valid_until:type_name -> google.protobuf.Timestamp
-	44, // 13: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
-	43, // 14: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
-	43, // 15: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 16: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
-	45, // 17: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
-	43, // 18: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
+	50, // 12: mnv.accounts.v1.RotateApiKeyByIdResponse.old_key_valid_until:type_name -> google.protobuf.Timestamp
+	51, // 13: mnv.accounts.v1.ListLedgerEntriesResponse.items:type_name -> mnv.accounts.v1.LedgerEntry
+	50, // 14: mnv.accounts.v1.CreateSdkTokenResponse.created_at:type_name -> google.protobuf.Timestamp
+	50, // 15: mnv.accounts.v1.CreateSdkTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 16: mnv.accounts.v1.ListSdkTokensResponse.items:type_name -> mnv.accounts.v1.SdkToken
+	52, // 17: mnv.accounts.v1.RevokeSdkTokenResponse.sdk_token:type_name -> mnv.accounts.v1.SdkToken
+	50, // 18: mnv.accounts.v1.WebOrigin.created_at:type_name -> google.protobuf.Timestamp
 	26, // 19: mnv.accounts.v1.ListWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
 	26, // 20: mnv.accounts.v1.SetWebOriginsResponse.items:type_name -> mnv.accounts.v1.WebOrigin
-	43, // 21: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
+	50, // 21: mnv.accounts.v1.RedirectUri.created_at:type_name -> google.protobuf.Timestamp
 	31, // 22: mnv.accounts.v1.ListRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
 	31, // 23: mnv.accounts.v1.SetRedirectUrisResponse.items:type_name -> mnv.accounts.v1.RedirectUri
-	46, // 24: mnv.accounts.v1.GetSpendUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	0,  // 25: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
-	2,  // 26: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
-	4,  // 27: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
-	6,  // 28: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
-	8,  // 29: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
-	10, // 30: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
-	12, // 31: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
-	14, // 32: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
-	16, // 33: mnv.accounts.v1.AccountsService.RotateApiKeyById:input_type -> mnv.accounts.v1.RotateApiKeyByIdRequest
-	18, // 34: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
-	20, // 35: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
-	22, // 36: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
-	24, // 37: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
-	27, // 38: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
-	29, // 39: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
-	32, // 40: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
-	34, // 41: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
-	36, // 42: mnv.accounts.v1.AccountsService.GetSpendUsage:input_type -> mnv.accounts.v1.GetSpendUsageRequest
-	1,  // 43: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
-	3,  // 44: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
-	5,  // 45: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
-	7,  // 46: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
-	9,  // 47: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
-	11, // 48: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
-	13, // 49: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
-	15, // 50: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
-	17, // 51: mnv.accounts.v1.AccountsService.RotateApiKeyById:output_type -> mnv.accounts.v1.RotateApiKeyByIdResponse
-	19, // 52: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
-	21, // 53: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
-	23, // 54: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
-	25, // 55: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
-	28, // 56: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
-	30, // 57: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
-	33, // 58: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
-	35, // 59: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
-	37, // 60: mnv.accounts.v1.AccountsService.GetSpendUsage:output_type -> mnv.accounts.v1.GetSpendUsageResponse
-	43, // [43:61] is the sub-list for method output_type
-	25, // [25:43] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	53, // 24: mnv.accounts.v1.GetSpendUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	38, // 25: mnv.accounts.v1.GetLowBalanceThresholdResponse.low_balance_threshold:type_name -> mnv.accounts.v1.LowBalanceThreshold
+	38, // 26: mnv.accounts.v1.SetLowBalanceThresholdResponse.low_balance_threshold:type_name -> mnv.accounts.v1.LowBalanceThreshold
+	54, // 27: mnv.accounts.v1.ListPricesResponse.items:type_name -> mnv.accounts.v1.Price
+	0,  // 28: mnv.accounts.v1.AccountsService.GetClient:input_type -> mnv.accounts.v1.GetClientRequest
+	2,  // 29: mnv.accounts.v1.AccountsService.GetMe:input_type -> mnv.accounts.v1.GetMeRequest
+	4,  // 30: mnv.accounts.v1.AccountsService.RotateApiKey:input_type -> mnv.accounts.v1.RotateApiKeyRequest
+	6,  // 31: mnv.accounts.v1.AccountsService.RotateClientApiKey:input_type -> mnv.accounts.v1.RotateClientApiKeyRequest
+	8,  // 32: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:input_type -> mnv.accounts.v1.GenerateFirstApiKeyRequest
+	10, // 33: mnv.accounts.v1.AccountsService.ListApiKeys:input_type -> mnv.accounts.v1.ListApiKeysRequest
+	12, // 34: mnv.accounts.v1.AccountsService.CreateApiKey:input_type -> mnv.accounts.v1.CreateApiKeyRequest
+	14, // 35: mnv.accounts.v1.AccountsService.RevokeApiKey:input_type -> mnv.accounts.v1.RevokeApiKeyRequest
+	16, // 36: mnv.accounts.v1.AccountsService.RotateApiKeyById:input_type -> mnv.accounts.v1.RotateApiKeyByIdRequest
+	18, // 37: mnv.accounts.v1.AccountsService.ListLedgerEntries:input_type -> mnv.accounts.v1.ListLedgerEntriesRequest
+	20, // 38: mnv.accounts.v1.AccountsService.CreateSdkToken:input_type -> mnv.accounts.v1.CreateSdkTokenRequest
+	22, // 39: mnv.accounts.v1.AccountsService.ListSdkTokens:input_type -> mnv.accounts.v1.ListSdkTokensRequest
+	24, // 40: mnv.accounts.v1.AccountsService.RevokeSdkToken:input_type -> mnv.accounts.v1.RevokeSdkTokenRequest
+	27, // 41: mnv.accounts.v1.AccountsService.ListWebOrigins:input_type -> mnv.accounts.v1.ListWebOriginsRequest
+	29, // 42: mnv.accounts.v1.AccountsService.SetWebOrigins:input_type -> mnv.accounts.v1.SetWebOriginsRequest
+	32, // 43: mnv.accounts.v1.AccountsService.ListRedirectUris:input_type -> mnv.accounts.v1.ListRedirectUrisRequest
+	34, // 44: mnv.accounts.v1.AccountsService.SetRedirectUris:input_type -> mnv.accounts.v1.SetRedirectUrisRequest
+	36, // 45: mnv.accounts.v1.AccountsService.GetSpendUsage:input_type -> mnv.accounts.v1.GetSpendUsageRequest
+	43, // 46: mnv.accounts.v1.AccountsService.ListPrices:input_type -> mnv.accounts.v1.ListPricesRequest
+	39, // 47: mnv.accounts.v1.AccountsService.GetLowBalanceThreshold:input_type -> mnv.accounts.v1.GetLowBalanceThresholdRequest
+	41, // 48: mnv.accounts.v1.AccountsService.SetLowBalanceThreshold:input_type -> mnv.accounts.v1.SetLowBalanceThresholdRequest
+	1,  // 49: mnv.accounts.v1.AccountsService.GetClient:output_type -> mnv.accounts.v1.GetClientResponse
+	3,  // 50: mnv.accounts.v1.AccountsService.GetMe:output_type -> mnv.accounts.v1.GetMeResponse
+	5,  // 51: mnv.accounts.v1.AccountsService.RotateApiKey:output_type -> mnv.accounts.v1.RotateApiKeyResponse
+	7,  // 52: mnv.accounts.v1.AccountsService.RotateClientApiKey:output_type -> mnv.accounts.v1.RotateClientApiKeyResponse
+	9,  // 53: mnv.accounts.v1.AccountsService.GenerateFirstApiKey:output_type -> mnv.accounts.v1.GenerateFirstApiKeyResponse
+	11, // 54: mnv.accounts.v1.AccountsService.ListApiKeys:output_type -> mnv.accounts.v1.ListApiKeysResponse
+	13, // 55: mnv.accounts.v1.AccountsService.CreateApiKey:output_type -> mnv.accounts.v1.CreateApiKeyResponse
+	15, // 56: mnv.accounts.v1.AccountsService.RevokeApiKey:output_type -> mnv.accounts.v1.RevokeApiKeyResponse
+	17, // 57: mnv.accounts.v1.AccountsService.RotateApiKeyById:output_type -> mnv.accounts.v1.RotateApiKeyByIdResponse
+	19, // 58: mnv.accounts.v1.AccountsService.ListLedgerEntries:output_type -> mnv.accounts.v1.ListLedgerEntriesResponse
+	21, // 59: mnv.accounts.v1.AccountsService.CreateSdkToken:output_type -> mnv.accounts.v1.CreateSdkTokenResponse
+	23, // 60: mnv.accounts.v1.AccountsService.ListSdkTokens:output_type -> mnv.accounts.v1.ListSdkTokensResponse
+	25, // 61: mnv.accounts.v1.AccountsService.RevokeSdkToken:output_type -> mnv.accounts.v1.RevokeSdkTokenResponse
+	28, // 62: mnv.accounts.v1.AccountsService.ListWebOrigins:output_type -> mnv.accounts.v1.ListWebOriginsResponse
+	30, // 63: mnv.accounts.v1.AccountsService.SetWebOrigins:output_type -> mnv.accounts.v1.SetWebOriginsResponse
+	33, // 64: mnv.accounts.v1.AccountsService.ListRedirectUris:output_type -> mnv.accounts.v1.ListRedirectUrisResponse
+	35, // 65: mnv.accounts.v1.AccountsService.SetRedirectUris:output_type -> mnv.accounts.v1.SetRedirectUrisResponse
+	37, // 66: mnv.accounts.v1.AccountsService.GetSpendUsage:output_type -> mnv.accounts.v1.GetSpendUsageResponse
+	44, // 67: mnv.accounts.v1.AccountsService.ListPrices:output_type -> mnv.accounts.v1.ListPricesResponse
+	40, // 68: mnv.accounts.v1.AccountsService.GetLowBalanceThreshold:output_type -> mnv.accounts.v1.GetLowBalanceThresholdResponse
+	42, // 69: mnv.accounts.v1.AccountsService.SetLowBalanceThreshold:output_type -> mnv.accounts.v1.SetLowBalanceThresholdResponse
+	49, // [49:70] is the sub-list for method output_type
+	28, // [28:49] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_accounts_proto_init() }
@@ -2361,13 +2717,15 @@ func file_mnv_accounts_v1_accounts_proto_init() {
 	file_mnv_accounts_v1_accounts_proto_msgTypes[20].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[22].OneofWrappers = []any{}
 	file_mnv_accounts_v1_accounts_proto_msgTypes[36].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[38].OneofWrappers = []any{}
+	file_mnv_accounts_v1_accounts_proto_msgTypes[41].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_accounts_proto_rawDesc), len(file_mnv_accounts_v1_accounts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -616,6 +616,75 @@ func local_request_AccountsService_GetSpendUsage_0(ctx context.Context, marshale
 	return msg, metadata, err
 }
 
+func request_AccountsService_ListPrices_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPricesRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListPrices(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AccountsService_ListPrices_0(ctx context.Context, marshaler runtime.Marshaler, server AccountsServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListPricesRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.ListPrices(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AccountsService_GetLowBalanceThreshold_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetLowBalanceThresholdRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetLowBalanceThreshold(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AccountsService_GetLowBalanceThreshold_0(ctx context.Context, marshaler runtime.Marshaler, server AccountsServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetLowBalanceThresholdRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.GetLowBalanceThreshold(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_AccountsService_SetLowBalanceThreshold_0(ctx context.Context, marshaler runtime.Marshaler, client AccountsServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq SetLowBalanceThresholdRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.SetLowBalanceThreshold(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AccountsService_SetLowBalanceThreshold_0(ctx context.Context, marshaler runtime.Marshaler, server AccountsServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq SetLowBalanceThresholdRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.SetLowBalanceThreshold(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterAccountsServiceHandlerServer registers the http handlers for service AccountsService to "mux".
 // UnaryRPC     :call AccountsServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -1002,6 +1071,66 @@ func RegisterAccountsServiceHandlerServer(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_ListPrices_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/ListPrices", runtime.WithHTTPPathPattern("/v1/api/me/prices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AccountsService_ListPrices_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_ListPrices_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_GetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/GetLowBalanceThreshold", runtime.WithHTTPPathPattern("/v1/api/me/low-balance-threshold"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AccountsService_GetLowBalanceThreshold_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_GetLowBalanceThreshold_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetLowBalanceThreshold_0{resp.(*GetLowBalanceThresholdResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPut, pattern_AccountsService_SetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/SetLowBalanceThreshold", runtime.WithHTTPPathPattern("/v1/api/me/low-balance-threshold"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AccountsService_SetLowBalanceThreshold_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_SetLowBalanceThreshold_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_SetLowBalanceThreshold_0{resp.(*SetLowBalanceThresholdResponse)}, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1365,6 +1494,57 @@ func RegisterAccountsServiceHandlerClient(ctx context.Context, mux *runtime.Serv
 		}
 		forward_AccountsService_GetSpendUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetSpendUsage_0{resp.(*GetSpendUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_ListPrices_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/ListPrices", runtime.WithHTTPPathPattern("/v1/api/me/prices"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AccountsService_ListPrices_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_ListPrices_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_AccountsService_GetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/GetLowBalanceThreshold", runtime.WithHTTPPathPattern("/v1/api/me/low-balance-threshold"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AccountsService_GetLowBalanceThreshold_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_GetLowBalanceThreshold_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_GetLowBalanceThreshold_0{resp.(*GetLowBalanceThresholdResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPut, pattern_AccountsService_SetLowBalanceThreshold_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.AccountsService/SetLowBalanceThreshold", runtime.WithHTTPPathPattern("/v1/api/me/low-balance-threshold"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AccountsService_SetLowBalanceThreshold_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AccountsService_SetLowBalanceThreshold_0(annotatedContext, mux, outboundMarshaler, w, req, response_AccountsService_SetLowBalanceThreshold_0{resp.(*SetLowBalanceThresholdResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -1404,46 +1584,70 @@ func (m response_AccountsService_GetSpendUsage_0) XXX_ResponseBody() interface{}
 	return response.Usage
 }
 
+type response_AccountsService_GetLowBalanceThreshold_0 struct {
+	*GetLowBalanceThresholdResponse
+}
+
+func (m response_AccountsService_GetLowBalanceThreshold_0) XXX_ResponseBody() interface{} {
+	response := m.GetLowBalanceThresholdResponse
+	return response.LowBalanceThreshold
+}
+
+type response_AccountsService_SetLowBalanceThreshold_0 struct {
+	*SetLowBalanceThresholdResponse
+}
+
+func (m response_AccountsService_SetLowBalanceThreshold_0) XXX_ResponseBody() interface{} {
+	response := m.SetLowBalanceThresholdResponse
+	return response.LowBalanceThreshold
+}
+
 var (
-	pattern_AccountsService_GetClient_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "clients"}, ""))
-	pattern_AccountsService_GetMe_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "me"}, ""))
-	pattern_AccountsService_RotateApiKey_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "clients", "rotate-key"}, ""))
-	pattern_AccountsService_RotateApiKey_1        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "api-key", "rotate"}, ""))
-	pattern_AccountsService_RotateClientApiKey_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "api", "clients", "client_id", "rotate-key"}, ""))
-	pattern_AccountsService_GenerateFirstApiKey_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "api-key", "generate"}, ""))
-	pattern_AccountsService_ListApiKeys_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "api-keys"}, ""))
-	pattern_AccountsService_CreateApiKey_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "api-keys"}, ""))
-	pattern_AccountsService_RevokeApiKey_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "api", "me", "api-keys", "key_id"}, ""))
-	pattern_AccountsService_RotateApiKeyById_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"v1", "api", "me", "api-keys", "key_id", "rotate"}, ""))
-	pattern_AccountsService_ListLedgerEntries_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "ledger"}, ""))
-	pattern_AccountsService_CreateSdkToken_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "sdk-tokens"}, ""))
-	pattern_AccountsService_ListSdkTokens_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "sdk-tokens"}, ""))
-	pattern_AccountsService_RevokeSdkToken_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "api", "me", "sdk-tokens", "token_id"}, ""))
-	pattern_AccountsService_ListWebOrigins_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "web-origins"}, ""))
-	pattern_AccountsService_SetWebOrigins_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "web-origins"}, ""))
-	pattern_AccountsService_ListRedirectUris_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
-	pattern_AccountsService_SetRedirectUris_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
-	pattern_AccountsService_GetSpendUsage_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "spend"}, ""))
+	pattern_AccountsService_GetClient_0              = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "clients"}, ""))
+	pattern_AccountsService_GetMe_0                  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "me"}, ""))
+	pattern_AccountsService_RotateApiKey_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "clients", "rotate-key"}, ""))
+	pattern_AccountsService_RotateApiKey_1           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "api-key", "rotate"}, ""))
+	pattern_AccountsService_RotateClientApiKey_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "api", "clients", "client_id", "rotate-key"}, ""))
+	pattern_AccountsService_GenerateFirstApiKey_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "api-key", "generate"}, ""))
+	pattern_AccountsService_ListApiKeys_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "api-keys"}, ""))
+	pattern_AccountsService_CreateApiKey_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "api-keys"}, ""))
+	pattern_AccountsService_RevokeApiKey_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "api", "me", "api-keys", "key_id"}, ""))
+	pattern_AccountsService_RotateApiKeyById_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"v1", "api", "me", "api-keys", "key_id", "rotate"}, ""))
+	pattern_AccountsService_ListLedgerEntries_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "ledger"}, ""))
+	pattern_AccountsService_CreateSdkToken_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "sdk-tokens"}, ""))
+	pattern_AccountsService_ListSdkTokens_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "sdk-tokens"}, ""))
+	pattern_AccountsService_RevokeSdkToken_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "api", "me", "sdk-tokens", "token_id"}, ""))
+	pattern_AccountsService_ListWebOrigins_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "web-origins"}, ""))
+	pattern_AccountsService_SetWebOrigins_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "web-origins"}, ""))
+	pattern_AccountsService_ListRedirectUris_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
+	pattern_AccountsService_SetRedirectUris_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "redirect-uris"}, ""))
+	pattern_AccountsService_GetSpendUsage_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "spend"}, ""))
+	pattern_AccountsService_ListPrices_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "prices"}, ""))
+	pattern_AccountsService_GetLowBalanceThreshold_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "low-balance-threshold"}, ""))
+	pattern_AccountsService_SetLowBalanceThreshold_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "low-balance-threshold"}, ""))
 )
 
 var (
-	forward_AccountsService_GetClient_0           = runtime.ForwardResponseMessage
-	forward_AccountsService_GetMe_0               = runtime.ForwardResponseMessage
-	forward_AccountsService_RotateApiKey_0        = runtime.ForwardResponseMessage
-	forward_AccountsService_RotateApiKey_1        = runtime.ForwardResponseMessage
-	forward_AccountsService_RotateClientApiKey_0  = runtime.ForwardResponseMessage
-	forward_AccountsService_GenerateFirstApiKey_0 = runtime.ForwardResponseMessage
-	forward_AccountsService_ListApiKeys_0         = runtime.ForwardResponseMessage
-	forward_AccountsService_CreateApiKey_0        = runtime.ForwardResponseMessage
-	forward_AccountsService_RevokeApiKey_0        = runtime.ForwardResponseMessage
-	forward_AccountsService_RotateApiKeyById_0    = runtime.ForwardResponseMessage
-	forward_AccountsService_ListLedgerEntries_0   = runtime.ForwardResponseMessage
-	forward_AccountsService_CreateSdkToken_0      = runtime.ForwardResponseMessage
-	forward_AccountsService_ListSdkTokens_0       = runtime.ForwardResponseMessage
-	forward_AccountsService_RevokeSdkToken_0      = runtime.ForwardResponseMessage
-	forward_AccountsService_ListWebOrigins_0      = runtime.ForwardResponseMessage
-	forward_AccountsService_SetWebOrigins_0       = runtime.ForwardResponseMessage
-	forward_AccountsService_ListRedirectUris_0    = runtime.ForwardResponseMessage
-	forward_AccountsService_SetRedirectUris_0     = runtime.ForwardResponseMessage
-	forward_AccountsService_GetSpendUsage_0       = runtime.ForwardResponseMessage
+	forward_AccountsService_GetClient_0              = runtime.ForwardResponseMessage
+	forward_AccountsService_GetMe_0                  = runtime.ForwardResponseMessage
+	forward_AccountsService_RotateApiKey_0           = runtime.ForwardResponseMessage
+	forward_AccountsService_RotateApiKey_1           = runtime.ForwardResponseMessage
+	forward_AccountsService_RotateClientApiKey_0     = runtime.ForwardResponseMessage
+	forward_AccountsService_GenerateFirstApiKey_0    = runtime.ForwardResponseMessage
+	forward_AccountsService_ListApiKeys_0            = runtime.ForwardResponseMessage
+	forward_AccountsService_CreateApiKey_0           = runtime.ForwardResponseMessage
+	forward_AccountsService_RevokeApiKey_0           = runtime.ForwardResponseMessage
+	forward_AccountsService_RotateApiKeyById_0       = runtime.ForwardResponseMessage
+	forward_AccountsService_ListLedgerEntries_0      = runtime.ForwardResponseMessage
+	forward_AccountsService_CreateSdkToken_0         = runtime.ForwardResponseMessage
+	forward_AccountsService_ListSdkTokens_0          = runtime.ForwardResponseMessage
+	forward_AccountsService_RevokeSdkToken_0         = runtime.ForwardResponseMessage
+	forward_AccountsService_ListWebOrigins_0         = runtime.ForwardResponseMessage
+	forward_AccountsService_SetWebOrigins_0          = runtime.ForwardResponseMessage
+	forward_AccountsService_ListRedirectUris_0       = runtime.ForwardResponseMessage
+	forward_AccountsService_SetRedirectUris_0        = runtime.ForwardResponseMessage
+	forward_AccountsService_GetSpendUsage_0          = runtime.ForwardResponseMessage
+	forward_AccountsService_ListPrices_0             = runtime.ForwardResponseMessage
+	forward_AccountsService_GetLowBalanceThreshold_0 = runtime.ForwardResponseMessage
+	forward_AccountsService_SetLowBalanceThreshold_0 = runtime.ForwardResponseMessage
 )

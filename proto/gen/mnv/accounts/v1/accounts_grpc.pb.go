@@ -19,24 +19,27 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AccountsService_GetClient_FullMethodName           = "/mnv.accounts.v1.AccountsService/GetClient"
-	AccountsService_GetMe_FullMethodName               = "/mnv.accounts.v1.AccountsService/GetMe"
-	AccountsService_RotateApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/RotateApiKey"
-	AccountsService_RotateClientApiKey_FullMethodName  = "/mnv.accounts.v1.AccountsService/RotateClientApiKey"
-	AccountsService_GenerateFirstApiKey_FullMethodName = "/mnv.accounts.v1.AccountsService/GenerateFirstApiKey"
-	AccountsService_ListApiKeys_FullMethodName         = "/mnv.accounts.v1.AccountsService/ListApiKeys"
-	AccountsService_CreateApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/CreateApiKey"
-	AccountsService_RevokeApiKey_FullMethodName        = "/mnv.accounts.v1.AccountsService/RevokeApiKey"
-	AccountsService_RotateApiKeyById_FullMethodName    = "/mnv.accounts.v1.AccountsService/RotateApiKeyById"
-	AccountsService_ListLedgerEntries_FullMethodName   = "/mnv.accounts.v1.AccountsService/ListLedgerEntries"
-	AccountsService_CreateSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/CreateSdkToken"
-	AccountsService_ListSdkTokens_FullMethodName       = "/mnv.accounts.v1.AccountsService/ListSdkTokens"
-	AccountsService_RevokeSdkToken_FullMethodName      = "/mnv.accounts.v1.AccountsService/RevokeSdkToken"
-	AccountsService_ListWebOrigins_FullMethodName      = "/mnv.accounts.v1.AccountsService/ListWebOrigins"
-	AccountsService_SetWebOrigins_FullMethodName       = "/mnv.accounts.v1.AccountsService/SetWebOrigins"
-	AccountsService_ListRedirectUris_FullMethodName    = "/mnv.accounts.v1.AccountsService/ListRedirectUris"
-	AccountsService_SetRedirectUris_FullMethodName     = "/mnv.accounts.v1.AccountsService/SetRedirectUris"
-	AccountsService_GetSpendUsage_FullMethodName       = "/mnv.accounts.v1.AccountsService/GetSpendUsage"
+	AccountsService_GetClient_FullMethodName              = "/mnv.accounts.v1.AccountsService/GetClient"
+	AccountsService_GetMe_FullMethodName                  = "/mnv.accounts.v1.AccountsService/GetMe"
+	AccountsService_RotateApiKey_FullMethodName           = "/mnv.accounts.v1.AccountsService/RotateApiKey"
+	AccountsService_RotateClientApiKey_FullMethodName     = "/mnv.accounts.v1.AccountsService/RotateClientApiKey"
+	AccountsService_GenerateFirstApiKey_FullMethodName    = "/mnv.accounts.v1.AccountsService/GenerateFirstApiKey"
+	AccountsService_ListApiKeys_FullMethodName            = "/mnv.accounts.v1.AccountsService/ListApiKeys"
+	AccountsService_CreateApiKey_FullMethodName           = "/mnv.accounts.v1.AccountsService/CreateApiKey"
+	AccountsService_RevokeApiKey_FullMethodName           = "/mnv.accounts.v1.AccountsService/RevokeApiKey"
+	AccountsService_RotateApiKeyById_FullMethodName       = "/mnv.accounts.v1.AccountsService/RotateApiKeyById"
+	AccountsService_ListLedgerEntries_FullMethodName      = "/mnv.accounts.v1.AccountsService/ListLedgerEntries"
+	AccountsService_CreateSdkToken_FullMethodName         = "/mnv.accounts.v1.AccountsService/CreateSdkToken"
+	AccountsService_ListSdkTokens_FullMethodName          = "/mnv.accounts.v1.AccountsService/ListSdkTokens"
+	AccountsService_RevokeSdkToken_FullMethodName         = "/mnv.accounts.v1.AccountsService/RevokeSdkToken"
+	AccountsService_ListWebOrigins_FullMethodName         = "/mnv.accounts.v1.AccountsService/ListWebOrigins"
+	AccountsService_SetWebOrigins_FullMethodName          = "/mnv.accounts.v1.AccountsService/SetWebOrigins"
+	AccountsService_ListRedirectUris_FullMethodName       = "/mnv.accounts.v1.AccountsService/ListRedirectUris"
+	AccountsService_SetRedirectUris_FullMethodName        = "/mnv.accounts.v1.AccountsService/SetRedirectUris"
+	AccountsService_GetSpendUsage_FullMethodName          = "/mnv.accounts.v1.AccountsService/GetSpendUsage"
+	AccountsService_ListPrices_FullMethodName             = "/mnv.accounts.v1.AccountsService/ListPrices"
+	AccountsService_GetLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsService/GetLowBalanceThreshold"
+	AccountsService_SetLowBalanceThreshold_FullMethodName = "/mnv.accounts.v1.AccountsService/SetLowBalanceThreshold"
 )
 
 // AccountsServiceClient is the client API for AccountsService service.
@@ -89,6 +92,16 @@ type AccountsServiceClient interface {
 	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
 	// the range's totals (docs/api-decisions.md#usage).
 	GetSpendUsage(ctx context.Context, in *GetSpendUsageRequest, opts ...grpc.CallOption) (*GetSpendUsageResponse, error)
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	ListPrices(ctx context.Context, in *ListPricesRequest, opts ...grpc.CallOption) (*ListPricesResponse, error)
+	// The client's threshold of the balance.low event: its own, the one that applies and the
+	// service's default. Any role may read it: the console's overview warns below it.
+	GetLowBalanceThreshold(ctx context.Context, in *GetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*GetLowBalanceThresholdResponse, error)
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	SetLowBalanceThreshold(ctx context.Context, in *SetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetLowBalanceThresholdResponse, error)
 }
 
 type accountsServiceClient struct {
@@ -279,6 +292,36 @@ func (c *accountsServiceClient) GetSpendUsage(ctx context.Context, in *GetSpendU
 	return out, nil
 }
 
+func (c *accountsServiceClient) ListPrices(ctx context.Context, in *ListPricesRequest, opts ...grpc.CallOption) (*ListPricesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPricesResponse)
+	err := c.cc.Invoke(ctx, AccountsService_ListPrices_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) GetLowBalanceThreshold(ctx context.Context, in *GetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*GetLowBalanceThresholdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLowBalanceThresholdResponse)
+	err := c.cc.Invoke(ctx, AccountsService_GetLowBalanceThreshold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *accountsServiceClient) SetLowBalanceThreshold(ctx context.Context, in *SetLowBalanceThresholdRequest, opts ...grpc.CallOption) (*SetLowBalanceThresholdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLowBalanceThresholdResponse)
+	err := c.cc.Invoke(ctx, AccountsService_SetLowBalanceThreshold_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AccountsServiceServer is the server API for AccountsService service.
 // All implementations must embed UnimplementedAccountsServiceServer
 // for forward compatibility.
@@ -329,6 +372,16 @@ type AccountsServiceServer interface {
 	// The client's ledger per UTC day of a range, by kind: the credits charged and given, with
 	// the range's totals (docs/api-decisions.md#usage).
 	GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error)
+	// Lists what each paid operation costs the client: every configured price with the client's
+	// own prices over it. Any role may read it: the console shows the cost before a paid action.
+	ListPrices(context.Context, *ListPricesRequest) (*ListPricesResponse, error)
+	// The client's threshold of the balance.low event: its own, the one that applies and the
+	// service's default. Any role may read it: the console's overview warns below it.
+	GetLowBalanceThreshold(context.Context, *GetLowBalanceThresholdRequest) (*GetLowBalanceThresholdResponse, error)
+	// Sets or clears the client's own threshold of balance.low (ADMIN), with the same effect as
+	// the operator's setting: the next debit that takes the balance from at or above it to below
+	// it sends balance.low once.
+	SetLowBalanceThreshold(context.Context, *SetLowBalanceThresholdRequest) (*SetLowBalanceThresholdResponse, error)
 	mustEmbedUnimplementedAccountsServiceServer()
 }
 
@@ -392,6 +445,15 @@ func (UnimplementedAccountsServiceServer) SetRedirectUris(context.Context, *SetR
 }
 func (UnimplementedAccountsServiceServer) GetSpendUsage(context.Context, *GetSpendUsageRequest) (*GetSpendUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSpendUsage not implemented")
+}
+func (UnimplementedAccountsServiceServer) ListPrices(context.Context, *ListPricesRequest) (*ListPricesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPrices not implemented")
+}
+func (UnimplementedAccountsServiceServer) GetLowBalanceThreshold(context.Context, *GetLowBalanceThresholdRequest) (*GetLowBalanceThresholdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLowBalanceThreshold not implemented")
+}
+func (UnimplementedAccountsServiceServer) SetLowBalanceThreshold(context.Context, *SetLowBalanceThresholdRequest) (*SetLowBalanceThresholdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLowBalanceThreshold not implemented")
 }
 func (UnimplementedAccountsServiceServer) mustEmbedUnimplementedAccountsServiceServer() {}
 func (UnimplementedAccountsServiceServer) testEmbeddedByValue()                         {}
@@ -738,6 +800,60 @@ func _AccountsService_GetSpendUsage_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AccountsService_ListPrices_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPricesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).ListPrices(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_ListPrices_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).ListPrices(ctx, req.(*ListPricesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsService_GetLowBalanceThreshold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLowBalanceThresholdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).GetLowBalanceThreshold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_GetLowBalanceThreshold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).GetLowBalanceThreshold(ctx, req.(*GetLowBalanceThresholdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AccountsService_SetLowBalanceThreshold_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLowBalanceThresholdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AccountsServiceServer).SetLowBalanceThreshold(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AccountsService_SetLowBalanceThreshold_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AccountsServiceServer).SetLowBalanceThreshold(ctx, req.(*SetLowBalanceThresholdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AccountsService_ServiceDesc is the grpc.ServiceDesc for AccountsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -816,6 +932,18 @@ var AccountsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSpendUsage",
 			Handler:    _AccountsService_GetSpendUsage_Handler,
+		},
+		{
+			MethodName: "ListPrices",
+			Handler:    _AccountsService_ListPrices_Handler,
+		},
+		{
+			MethodName: "GetLowBalanceThreshold",
+			Handler:    _AccountsService_GetLowBalanceThreshold_Handler,
+		},
+		{
+			MethodName: "SetLowBalanceThreshold",
+			Handler:    _AccountsService_SetLowBalanceThreshold_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

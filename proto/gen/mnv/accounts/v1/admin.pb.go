@@ -23,77 +23,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Price is what one operation of a kind costs a client.
-type Price struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Kind  LedgerKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=mnv.accounts.v1.LedgerKind" json:"kind,omitempty"`
-	// Empty for the kind's default; otherwise e.g. a verification serviceType.
-	Variant string `protobuf:"bytes,2,opt,name=variant,proto3" json:"variant,omitempty"`
-	Amount  int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
-	// True when this is the client's own override, false for the configured default.
-	Overridden    bool `protobuf:"varint,4,opt,name=overridden,proto3" json:"overridden,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Price) Reset() {
-	*x = Price{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Price) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Price) ProtoMessage() {}
-
-func (x *Price) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Price.ProtoReflect.Descriptor instead.
-func (*Price) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *Price) GetKind() LedgerKind {
-	if x != nil {
-		return x.Kind
-	}
-	return LedgerKind_LEDGER_KIND_UNSPECIFIED
-}
-
-func (x *Price) GetVariant() string {
-	if x != nil {
-		return x.Variant
-	}
-	return ""
-}
-
-func (x *Price) GetAmount() int64 {
-	if x != nil {
-		return x.Amount
-	}
-	return 0
-}
-
-func (x *Price) GetOverridden() bool {
-	if x != nil {
-		return x.Overridden
-	}
-	return false
-}
-
 // ClientDetails is the operator's view of a client.
 type ClientDetails struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -119,7 +48,7 @@ type ClientDetails struct {
 
 func (x *ClientDetails) Reset() {
 	*x = ClientDetails{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -131,7 +60,7 @@ func (x *ClientDetails) String() string {
 func (*ClientDetails) ProtoMessage() {}
 
 func (x *ClientDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[1]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -144,7 +73,7 @@ func (x *ClientDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientDetails.ProtoReflect.Descriptor instead.
 func (*ClientDetails) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{1}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ClientDetails) GetClient() *Client {
@@ -229,7 +158,7 @@ type CreateClientRequest struct {
 
 func (x *CreateClientRequest) Reset() {
 	*x = CreateClientRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +170,7 @@ func (x *CreateClientRequest) String() string {
 func (*CreateClientRequest) ProtoMessage() {}
 
 func (x *CreateClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[2]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +183,7 @@ func (x *CreateClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateClientRequest.ProtoReflect.Descriptor instead.
 func (*CreateClientRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{2}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *CreateClientRequest) GetClientName() string {
@@ -326,7 +255,7 @@ type CreateClientResponse struct {
 
 func (x *CreateClientResponse) Reset() {
 	*x = CreateClientResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +267,7 @@ func (x *CreateClientResponse) String() string {
 func (*CreateClientResponse) ProtoMessage() {}
 
 func (x *CreateClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[3]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +280,7 @@ func (x *CreateClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateClientResponse.ProtoReflect.Descriptor instead.
 func (*CreateClientResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateClientResponse) GetClient() *Client {
@@ -384,7 +313,7 @@ type DescribeClientRequest struct {
 
 func (x *DescribeClientRequest) Reset() {
 	*x = DescribeClientRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +325,7 @@ func (x *DescribeClientRequest) String() string {
 func (*DescribeClientRequest) ProtoMessage() {}
 
 func (x *DescribeClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[4]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +338,7 @@ func (x *DescribeClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClientRequest.ProtoReflect.Descriptor instead.
 func (*DescribeClientRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DescribeClientRequest) GetClientId() string {
@@ -428,7 +357,7 @@ type DescribeClientResponse struct {
 
 func (x *DescribeClientResponse) Reset() {
 	*x = DescribeClientResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +369,7 @@ func (x *DescribeClientResponse) String() string {
 func (*DescribeClientResponse) ProtoMessage() {}
 
 func (x *DescribeClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[5]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +382,7 @@ func (x *DescribeClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeClientResponse.ProtoReflect.Descriptor instead.
 func (*DescribeClientResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DescribeClientResponse) GetDetails() *ClientDetails {
@@ -473,7 +402,7 @@ type ListClientsRequest struct {
 
 func (x *ListClientsRequest) Reset() {
 	*x = ListClientsRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +414,7 @@ func (x *ListClientsRequest) String() string {
 func (*ListClientsRequest) ProtoMessage() {}
 
 func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[6]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +427,7 @@ func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsRequest.ProtoReflect.Descriptor instead.
 func (*ListClientsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListClientsRequest) GetPage() int32 {
@@ -528,7 +457,7 @@ type ListClientsResponse struct {
 
 func (x *ListClientsResponse) Reset() {
 	*x = ListClientsResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +469,7 @@ func (x *ListClientsResponse) String() string {
 func (*ListClientsResponse) ProtoMessage() {}
 
 func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[7]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +482,7 @@ func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsResponse.ProtoReflect.Descriptor instead.
 func (*ListClientsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListClientsResponse) GetItems() []*Client {
@@ -607,7 +536,7 @@ type TopUpBalanceRequest struct {
 
 func (x *TopUpBalanceRequest) Reset() {
 	*x = TopUpBalanceRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +548,7 @@ func (x *TopUpBalanceRequest) String() string {
 func (*TopUpBalanceRequest) ProtoMessage() {}
 
 func (x *TopUpBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[8]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +561,7 @@ func (x *TopUpBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpBalanceRequest.ProtoReflect.Descriptor instead.
 func (*TopUpBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TopUpBalanceRequest) GetClientId() string {
@@ -681,7 +610,7 @@ type TopUpBalanceResponse struct {
 
 func (x *TopUpBalanceResponse) Reset() {
 	*x = TopUpBalanceResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +622,7 @@ func (x *TopUpBalanceResponse) String() string {
 func (*TopUpBalanceResponse) ProtoMessage() {}
 
 func (x *TopUpBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[9]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +635,7 @@ func (x *TopUpBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpBalanceResponse.ProtoReflect.Descriptor instead.
 func (*TopUpBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TopUpBalanceResponse) GetClient() *Client {
@@ -740,7 +669,7 @@ type SetClientStatusRequest struct {
 
 func (x *SetClientStatusRequest) Reset() {
 	*x = SetClientStatusRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +681,7 @@ func (x *SetClientStatusRequest) String() string {
 func (*SetClientStatusRequest) ProtoMessage() {}
 
 func (x *SetClientStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[10]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +694,7 @@ func (x *SetClientStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetClientStatusRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SetClientStatusRequest) GetClientId() string {
@@ -791,7 +720,7 @@ type SetClientStatusResponse struct {
 
 func (x *SetClientStatusResponse) Reset() {
 	*x = SetClientStatusResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +732,7 @@ func (x *SetClientStatusResponse) String() string {
 func (*SetClientStatusResponse) ProtoMessage() {}
 
 func (x *SetClientStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[11]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +745,7 @@ func (x *SetClientStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientStatusResponse.ProtoReflect.Descriptor instead.
 func (*SetClientStatusResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetClientStatusResponse) GetClient() *Client {
@@ -837,7 +766,7 @@ type SetClientFeaturesRequest struct {
 
 func (x *SetClientFeaturesRequest) Reset() {
 	*x = SetClientFeaturesRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +778,7 @@ func (x *SetClientFeaturesRequest) String() string {
 func (*SetClientFeaturesRequest) ProtoMessage() {}
 
 func (x *SetClientFeaturesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[12]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +791,7 @@ func (x *SetClientFeaturesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientFeaturesRequest.ProtoReflect.Descriptor instead.
 func (*SetClientFeaturesRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetClientFeaturesRequest) GetClientId() string {
@@ -888,7 +817,7 @@ type SetClientFeaturesResponse struct {
 
 func (x *SetClientFeaturesResponse) Reset() {
 	*x = SetClientFeaturesResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +829,7 @@ func (x *SetClientFeaturesResponse) String() string {
 func (*SetClientFeaturesResponse) ProtoMessage() {}
 
 func (x *SetClientFeaturesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[13]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +842,7 @@ func (x *SetClientFeaturesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientFeaturesResponse.ProtoReflect.Descriptor instead.
 func (*SetClientFeaturesResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetClientFeaturesResponse) GetClient() *Client {
@@ -936,7 +865,7 @@ type SetClientPriceRequest struct {
 
 func (x *SetClientPriceRequest) Reset() {
 	*x = SetClientPriceRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +877,7 @@ func (x *SetClientPriceRequest) String() string {
 func (*SetClientPriceRequest) ProtoMessage() {}
 
 func (x *SetClientPriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[14]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +890,7 @@ func (x *SetClientPriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientPriceRequest.ProtoReflect.Descriptor instead.
 func (*SetClientPriceRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetClientPriceRequest) GetClientId() string {
@@ -1001,7 +930,7 @@ type SetClientPriceResponse struct {
 
 func (x *SetClientPriceResponse) Reset() {
 	*x = SetClientPriceResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +942,7 @@ func (x *SetClientPriceResponse) String() string {
 func (*SetClientPriceResponse) ProtoMessage() {}
 
 func (x *SetClientPriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[15]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +955,7 @@ func (x *SetClientPriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientPriceResponse.ProtoReflect.Descriptor instead.
 func (*SetClientPriceResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetClientPriceResponse) GetPrices() []*Price {
@@ -1047,7 +976,7 @@ type SetClientWebOriginsRequest struct {
 
 func (x *SetClientWebOriginsRequest) Reset() {
 	*x = SetClientWebOriginsRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +988,7 @@ func (x *SetClientWebOriginsRequest) String() string {
 func (*SetClientWebOriginsRequest) ProtoMessage() {}
 
 func (x *SetClientWebOriginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1001,7 @@ func (x *SetClientWebOriginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientWebOriginsRequest.ProtoReflect.Descriptor instead.
 func (*SetClientWebOriginsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetClientWebOriginsRequest) GetClientId() string {
@@ -1098,7 +1027,7 @@ type SetClientWebOriginsResponse struct {
 
 func (x *SetClientWebOriginsResponse) Reset() {
 	*x = SetClientWebOriginsResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1039,7 @@ func (x *SetClientWebOriginsResponse) String() string {
 func (*SetClientWebOriginsResponse) ProtoMessage() {}
 
 func (x *SetClientWebOriginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1052,7 @@ func (x *SetClientWebOriginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientWebOriginsResponse.ProtoReflect.Descriptor instead.
 func (*SetClientWebOriginsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetClientWebOriginsResponse) GetWebOrigins() []string {
@@ -1144,7 +1073,7 @@ type SetClientRedirectUrisRequest struct {
 
 func (x *SetClientRedirectUrisRequest) Reset() {
 	*x = SetClientRedirectUrisRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1085,7 @@ func (x *SetClientRedirectUrisRequest) String() string {
 func (*SetClientRedirectUrisRequest) ProtoMessage() {}
 
 func (x *SetClientRedirectUrisRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1098,7 @@ func (x *SetClientRedirectUrisRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientRedirectUrisRequest.ProtoReflect.Descriptor instead.
 func (*SetClientRedirectUrisRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetClientRedirectUrisRequest) GetClientId() string {
@@ -1195,7 +1124,7 @@ type SetClientRedirectUrisResponse struct {
 
 func (x *SetClientRedirectUrisResponse) Reset() {
 	*x = SetClientRedirectUrisResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1136,7 @@ func (x *SetClientRedirectUrisResponse) String() string {
 func (*SetClientRedirectUrisResponse) ProtoMessage() {}
 
 func (x *SetClientRedirectUrisResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1149,7 @@ func (x *SetClientRedirectUrisResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientRedirectUrisResponse.ProtoReflect.Descriptor instead.
 func (*SetClientRedirectUrisResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetClientRedirectUrisResponse) GetRedirectUris() []string {
@@ -1242,7 +1171,7 @@ type SetClientOperatorsRequest struct {
 
 func (x *SetClientOperatorsRequest) Reset() {
 	*x = SetClientOperatorsRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1183,7 @@ func (x *SetClientOperatorsRequest) String() string {
 func (*SetClientOperatorsRequest) ProtoMessage() {}
 
 func (x *SetClientOperatorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1196,7 @@ func (x *SetClientOperatorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientOperatorsRequest.ProtoReflect.Descriptor instead.
 func (*SetClientOperatorsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetClientOperatorsRequest) GetClientId() string {
@@ -1293,7 +1222,7 @@ type SetClientOperatorsResponse struct {
 
 func (x *SetClientOperatorsResponse) Reset() {
 	*x = SetClientOperatorsResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1234,7 @@ func (x *SetClientOperatorsResponse) String() string {
 func (*SetClientOperatorsResponse) ProtoMessage() {}
 
 func (x *SetClientOperatorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1247,7 @@ func (x *SetClientOperatorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClientOperatorsResponse.ProtoReflect.Descriptor instead.
 func (*SetClientOperatorsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetClientOperatorsResponse) GetOperators() *OperatorEnablement {
@@ -1340,7 +1269,7 @@ type SetClientLowBalanceThresholdRequest struct {
 
 func (x *SetClientLowBalanceThresholdRequest) Reset() {
 	*x = SetClientLowBalanceThresholdRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1281,7 @@ func (x *SetClientLowBalanceThresholdRequest) String() string {
 func (*SetClientLowBalanceThresholdRequest) ProtoMessage() {}
 
 func (x *SetClientLowBalanceThresholdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1294,7 @@ func (x *SetClientLowBalanceThresholdRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use SetClientLowBalanceThresholdRequest.ProtoReflect.Descriptor instead.
 func (*SetClientLowBalanceThresholdRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetClientLowBalanceThresholdRequest) GetClientId() string {
@@ -1392,7 +1321,7 @@ type SetClientLowBalanceThresholdResponse struct {
 
 func (x *SetClientLowBalanceThresholdResponse) Reset() {
 	*x = SetClientLowBalanceThresholdResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1333,7 @@ func (x *SetClientLowBalanceThresholdResponse) String() string {
 func (*SetClientLowBalanceThresholdResponse) ProtoMessage() {}
 
 func (x *SetClientLowBalanceThresholdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1346,7 @@ func (x *SetClientLowBalanceThresholdResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use SetClientLowBalanceThresholdResponse.ProtoReflect.Descriptor instead.
 func (*SetClientLowBalanceThresholdResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetClientLowBalanceThresholdResponse) GetLowBalanceThreshold() int64 {
@@ -1445,7 +1374,7 @@ type InviteUserRequest struct {
 
 func (x *InviteUserRequest) Reset() {
 	*x = InviteUserRequest{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1386,7 @@ func (x *InviteUserRequest) String() string {
 func (*InviteUserRequest) ProtoMessage() {}
 
 func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1399,7 @@ func (x *InviteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteUserRequest.ProtoReflect.Descriptor instead.
 func (*InviteUserRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InviteUserRequest) GetClientId() string {
@@ -1505,7 +1434,7 @@ type InviteUserResponse struct {
 
 func (x *InviteUserResponse) Reset() {
 	*x = InviteUserResponse{}
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1446,7 @@ func (x *InviteUserResponse) String() string {
 func (*InviteUserResponse) ProtoMessage() {}
 
 func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1459,7 @@ func (x *InviteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteUserResponse.ProtoReflect.Descriptor instead.
 func (*InviteUserResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_mnv_accounts_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InviteUserResponse) GetInvitation() *Invitation {
@@ -1551,14 +1480,7 @@ var File_mnv_accounts_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/accounts/v1/people.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\x8a\x01\n" +
-	"\x05Price\x12/\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
-	"\avariant\x18\x02 \x01(\tR\avariant\x12\x16\n" +
-	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1e\n" +
-	"\n" +
-	"overridden\x18\x04 \x01(\bR\n" +
-	"overridden\"\xf6\x03\n" +
+	"\x1bmnv/accounts/v1/admin.proto\x12\x0fmnv.accounts.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/accounts/v1/people.proto\x1a\x1bmnv/accounts/v1/types.proto\x1a\x1cmnv/options/v1/options.proto\"\xf6\x03\n" +
 	"\rClientDetails\x12/\n" +
 	"\x06client\x18\x01 \x01(\v2\x17.mnv.accounts.v1.ClientR\x06client\x12.\n" +
 	"\x06prices\x18\x02 \x03(\v2\x16.mnv.accounts.v1.PriceR\x06prices\x129\n" +
@@ -1694,97 +1616,96 @@ func file_mnv_accounts_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_admin_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_mnv_accounts_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_mnv_accounts_v1_admin_proto_goTypes = []any{
-	(*Price)(nil),                                // 0: mnv.accounts.v1.Price
-	(*ClientDetails)(nil),                        // 1: mnv.accounts.v1.ClientDetails
-	(*CreateClientRequest)(nil),                  // 2: mnv.accounts.v1.CreateClientRequest
-	(*CreateClientResponse)(nil),                 // 3: mnv.accounts.v1.CreateClientResponse
-	(*DescribeClientRequest)(nil),                // 4: mnv.accounts.v1.DescribeClientRequest
-	(*DescribeClientResponse)(nil),               // 5: mnv.accounts.v1.DescribeClientResponse
-	(*ListClientsRequest)(nil),                   // 6: mnv.accounts.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),                  // 7: mnv.accounts.v1.ListClientsResponse
-	(*TopUpBalanceRequest)(nil),                  // 8: mnv.accounts.v1.TopUpBalanceRequest
-	(*TopUpBalanceResponse)(nil),                 // 9: mnv.accounts.v1.TopUpBalanceResponse
-	(*SetClientStatusRequest)(nil),               // 10: mnv.accounts.v1.SetClientStatusRequest
-	(*SetClientStatusResponse)(nil),              // 11: mnv.accounts.v1.SetClientStatusResponse
-	(*SetClientFeaturesRequest)(nil),             // 12: mnv.accounts.v1.SetClientFeaturesRequest
-	(*SetClientFeaturesResponse)(nil),            // 13: mnv.accounts.v1.SetClientFeaturesResponse
-	(*SetClientPriceRequest)(nil),                // 14: mnv.accounts.v1.SetClientPriceRequest
-	(*SetClientPriceResponse)(nil),               // 15: mnv.accounts.v1.SetClientPriceResponse
-	(*SetClientWebOriginsRequest)(nil),           // 16: mnv.accounts.v1.SetClientWebOriginsRequest
-	(*SetClientWebOriginsResponse)(nil),          // 17: mnv.accounts.v1.SetClientWebOriginsResponse
-	(*SetClientRedirectUrisRequest)(nil),         // 18: mnv.accounts.v1.SetClientRedirectUrisRequest
-	(*SetClientRedirectUrisResponse)(nil),        // 19: mnv.accounts.v1.SetClientRedirectUrisResponse
-	(*SetClientOperatorsRequest)(nil),            // 20: mnv.accounts.v1.SetClientOperatorsRequest
-	(*SetClientOperatorsResponse)(nil),           // 21: mnv.accounts.v1.SetClientOperatorsResponse
-	(*SetClientLowBalanceThresholdRequest)(nil),  // 22: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
-	(*SetClientLowBalanceThresholdResponse)(nil), // 23: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	(*InviteUserRequest)(nil),                    // 24: mnv.accounts.v1.InviteUserRequest
-	(*InviteUserResponse)(nil),                   // 25: mnv.accounts.v1.InviteUserResponse
-	(LedgerKind)(0),                              // 26: mnv.accounts.v1.LedgerKind
-	(*Client)(nil),                               // 27: mnv.accounts.v1.Client
-	(*timestamppb.Timestamp)(nil),                // 28: google.protobuf.Timestamp
-	(*OperatorEnablement)(nil),                   // 29: mnv.accounts.v1.OperatorEnablement
-	(Feature)(0),                                 // 30: mnv.accounts.v1.Feature
-	(*LedgerEntry)(nil),                          // 31: mnv.accounts.v1.LedgerEntry
-	(ClientStatus)(0),                            // 32: mnv.accounts.v1.ClientStatus
+	(*ClientDetails)(nil),                        // 0: mnv.accounts.v1.ClientDetails
+	(*CreateClientRequest)(nil),                  // 1: mnv.accounts.v1.CreateClientRequest
+	(*CreateClientResponse)(nil),                 // 2: mnv.accounts.v1.CreateClientResponse
+	(*DescribeClientRequest)(nil),                // 3: mnv.accounts.v1.DescribeClientRequest
+	(*DescribeClientResponse)(nil),               // 4: mnv.accounts.v1.DescribeClientResponse
+	(*ListClientsRequest)(nil),                   // 5: mnv.accounts.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),                  // 6: mnv.accounts.v1.ListClientsResponse
+	(*TopUpBalanceRequest)(nil),                  // 7: mnv.accounts.v1.TopUpBalanceRequest
+	(*TopUpBalanceResponse)(nil),                 // 8: mnv.accounts.v1.TopUpBalanceResponse
+	(*SetClientStatusRequest)(nil),               // 9: mnv.accounts.v1.SetClientStatusRequest
+	(*SetClientStatusResponse)(nil),              // 10: mnv.accounts.v1.SetClientStatusResponse
+	(*SetClientFeaturesRequest)(nil),             // 11: mnv.accounts.v1.SetClientFeaturesRequest
+	(*SetClientFeaturesResponse)(nil),            // 12: mnv.accounts.v1.SetClientFeaturesResponse
+	(*SetClientPriceRequest)(nil),                // 13: mnv.accounts.v1.SetClientPriceRequest
+	(*SetClientPriceResponse)(nil),               // 14: mnv.accounts.v1.SetClientPriceResponse
+	(*SetClientWebOriginsRequest)(nil),           // 15: mnv.accounts.v1.SetClientWebOriginsRequest
+	(*SetClientWebOriginsResponse)(nil),          // 16: mnv.accounts.v1.SetClientWebOriginsResponse
+	(*SetClientRedirectUrisRequest)(nil),         // 17: mnv.accounts.v1.SetClientRedirectUrisRequest
+	(*SetClientRedirectUrisResponse)(nil),        // 18: mnv.accounts.v1.SetClientRedirectUrisResponse
+	(*SetClientOperatorsRequest)(nil),            // 19: mnv.accounts.v1.SetClientOperatorsRequest
+	(*SetClientOperatorsResponse)(nil),           // 20: mnv.accounts.v1.SetClientOperatorsResponse
+	(*SetClientLowBalanceThresholdRequest)(nil),  // 21: mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	(*SetClientLowBalanceThresholdResponse)(nil), // 22: mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	(*InviteUserRequest)(nil),                    // 23: mnv.accounts.v1.InviteUserRequest
+	(*InviteUserResponse)(nil),                   // 24: mnv.accounts.v1.InviteUserResponse
+	(*Client)(nil),                               // 25: mnv.accounts.v1.Client
+	(*Price)(nil),                                // 26: mnv.accounts.v1.Price
+	(*timestamppb.Timestamp)(nil),                // 27: google.protobuf.Timestamp
+	(*OperatorEnablement)(nil),                   // 28: mnv.accounts.v1.OperatorEnablement
+	(Feature)(0),                                 // 29: mnv.accounts.v1.Feature
+	(*LedgerEntry)(nil),                          // 30: mnv.accounts.v1.LedgerEntry
+	(ClientStatus)(0),                            // 31: mnv.accounts.v1.ClientStatus
+	(LedgerKind)(0),                              // 32: mnv.accounts.v1.LedgerKind
 	(Role)(0),                                    // 33: mnv.accounts.v1.Role
 	(*Invitation)(nil),                           // 34: mnv.accounts.v1.Invitation
 }
 var file_mnv_accounts_v1_admin_proto_depIdxs = []int32{
-	26, // 0: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
-	27, // 1: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
-	0,  // 2: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
-	28, // 3: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
-	29, // 4: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	28, // 5: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	30, // 6: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
-	27, // 7: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
-	1,  // 8: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
-	27, // 9: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
-	28, // 10: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 11: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
-	31, // 12: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
-	32, // 13: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
-	27, // 14: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
-	30, // 15: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
-	27, // 16: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
-	26, // 17: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	0,  // 18: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
-	29, // 19: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	29, // 20: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
-	33, // 21: mnv.accounts.v1.InviteUserRequest.role:type_name -> mnv.accounts.v1.Role
-	34, // 22: mnv.accounts.v1.InviteUserResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	2,  // 23: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
-	4,  // 24: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
-	6,  // 25: mnv.accounts.v1.AccountsAdminService.ListClients:input_type -> mnv.accounts.v1.ListClientsRequest
-	8,  // 26: mnv.accounts.v1.AccountsAdminService.TopUpBalance:input_type -> mnv.accounts.v1.TopUpBalanceRequest
-	10, // 27: mnv.accounts.v1.AccountsAdminService.SetClientStatus:input_type -> mnv.accounts.v1.SetClientStatusRequest
-	12, // 28: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
-	14, // 29: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
-	16, // 30: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
-	18, // 31: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:input_type -> mnv.accounts.v1.SetClientRedirectUrisRequest
-	20, // 32: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
-	22, // 33: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
-	24, // 34: mnv.accounts.v1.AccountsAdminService.InviteUser:input_type -> mnv.accounts.v1.InviteUserRequest
-	3,  // 35: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
-	5,  // 36: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
-	7,  // 37: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
-	9,  // 38: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
-	11, // 39: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
-	13, // 40: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
-	15, // 41: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
-	17, // 42: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
-	19, // 43: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:output_type -> mnv.accounts.v1.SetClientRedirectUrisResponse
-	21, // 44: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
-	23, // 45: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
-	25, // 46: mnv.accounts.v1.AccountsAdminService.InviteUser:output_type -> mnv.accounts.v1.InviteUserResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	25, // 0: mnv.accounts.v1.ClientDetails.client:type_name -> mnv.accounts.v1.Client
+	26, // 1: mnv.accounts.v1.ClientDetails.prices:type_name -> mnv.accounts.v1.Price
+	27, // 2: mnv.accounts.v1.ClientDetails.created_at:type_name -> google.protobuf.Timestamp
+	28, // 3: mnv.accounts.v1.ClientDetails.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	27, // 4: mnv.accounts.v1.CreateClientRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 5: mnv.accounts.v1.CreateClientRequest.features:type_name -> mnv.accounts.v1.Feature
+	25, // 6: mnv.accounts.v1.CreateClientResponse.client:type_name -> mnv.accounts.v1.Client
+	0,  // 7: mnv.accounts.v1.DescribeClientResponse.details:type_name -> mnv.accounts.v1.ClientDetails
+	25, // 8: mnv.accounts.v1.ListClientsResponse.items:type_name -> mnv.accounts.v1.Client
+	27, // 9: mnv.accounts.v1.TopUpBalanceRequest.balance_expires_at:type_name -> google.protobuf.Timestamp
+	25, // 10: mnv.accounts.v1.TopUpBalanceResponse.client:type_name -> mnv.accounts.v1.Client
+	30, // 11: mnv.accounts.v1.TopUpBalanceResponse.entry:type_name -> mnv.accounts.v1.LedgerEntry
+	31, // 12: mnv.accounts.v1.SetClientStatusRequest.status:type_name -> mnv.accounts.v1.ClientStatus
+	25, // 13: mnv.accounts.v1.SetClientStatusResponse.client:type_name -> mnv.accounts.v1.Client
+	29, // 14: mnv.accounts.v1.SetClientFeaturesRequest.features:type_name -> mnv.accounts.v1.Feature
+	25, // 15: mnv.accounts.v1.SetClientFeaturesResponse.client:type_name -> mnv.accounts.v1.Client
+	32, // 16: mnv.accounts.v1.SetClientPriceRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	26, // 17: mnv.accounts.v1.SetClientPriceResponse.prices:type_name -> mnv.accounts.v1.Price
+	28, // 18: mnv.accounts.v1.SetClientOperatorsRequest.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	28, // 19: mnv.accounts.v1.SetClientOperatorsResponse.operators:type_name -> mnv.accounts.v1.OperatorEnablement
+	33, // 20: mnv.accounts.v1.InviteUserRequest.role:type_name -> mnv.accounts.v1.Role
+	34, // 21: mnv.accounts.v1.InviteUserResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	1,  // 22: mnv.accounts.v1.AccountsAdminService.CreateClient:input_type -> mnv.accounts.v1.CreateClientRequest
+	3,  // 23: mnv.accounts.v1.AccountsAdminService.DescribeClient:input_type -> mnv.accounts.v1.DescribeClientRequest
+	5,  // 24: mnv.accounts.v1.AccountsAdminService.ListClients:input_type -> mnv.accounts.v1.ListClientsRequest
+	7,  // 25: mnv.accounts.v1.AccountsAdminService.TopUpBalance:input_type -> mnv.accounts.v1.TopUpBalanceRequest
+	9,  // 26: mnv.accounts.v1.AccountsAdminService.SetClientStatus:input_type -> mnv.accounts.v1.SetClientStatusRequest
+	11, // 27: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:input_type -> mnv.accounts.v1.SetClientFeaturesRequest
+	13, // 28: mnv.accounts.v1.AccountsAdminService.SetClientPrice:input_type -> mnv.accounts.v1.SetClientPriceRequest
+	15, // 29: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:input_type -> mnv.accounts.v1.SetClientWebOriginsRequest
+	17, // 30: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:input_type -> mnv.accounts.v1.SetClientRedirectUrisRequest
+	19, // 31: mnv.accounts.v1.AccountsAdminService.SetClientOperators:input_type -> mnv.accounts.v1.SetClientOperatorsRequest
+	21, // 32: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:input_type -> mnv.accounts.v1.SetClientLowBalanceThresholdRequest
+	23, // 33: mnv.accounts.v1.AccountsAdminService.InviteUser:input_type -> mnv.accounts.v1.InviteUserRequest
+	2,  // 34: mnv.accounts.v1.AccountsAdminService.CreateClient:output_type -> mnv.accounts.v1.CreateClientResponse
+	4,  // 35: mnv.accounts.v1.AccountsAdminService.DescribeClient:output_type -> mnv.accounts.v1.DescribeClientResponse
+	6,  // 36: mnv.accounts.v1.AccountsAdminService.ListClients:output_type -> mnv.accounts.v1.ListClientsResponse
+	8,  // 37: mnv.accounts.v1.AccountsAdminService.TopUpBalance:output_type -> mnv.accounts.v1.TopUpBalanceResponse
+	10, // 38: mnv.accounts.v1.AccountsAdminService.SetClientStatus:output_type -> mnv.accounts.v1.SetClientStatusResponse
+	12, // 39: mnv.accounts.v1.AccountsAdminService.SetClientFeatures:output_type -> mnv.accounts.v1.SetClientFeaturesResponse
+	14, // 40: mnv.accounts.v1.AccountsAdminService.SetClientPrice:output_type -> mnv.accounts.v1.SetClientPriceResponse
+	16, // 41: mnv.accounts.v1.AccountsAdminService.SetClientWebOrigins:output_type -> mnv.accounts.v1.SetClientWebOriginsResponse
+	18, // 42: mnv.accounts.v1.AccountsAdminService.SetClientRedirectUris:output_type -> mnv.accounts.v1.SetClientRedirectUrisResponse
+	20, // 43: mnv.accounts.v1.AccountsAdminService.SetClientOperators:output_type -> mnv.accounts.v1.SetClientOperatorsResponse
+	22, // 44: mnv.accounts.v1.AccountsAdminService.SetClientLowBalanceThreshold:output_type -> mnv.accounts.v1.SetClientLowBalanceThresholdResponse
+	24, // 45: mnv.accounts.v1.AccountsAdminService.InviteUser:output_type -> mnv.accounts.v1.InviteUserResponse
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_admin_proto_init() }
@@ -1794,19 +1715,19 @@ func file_mnv_accounts_v1_admin_proto_init() {
 	}
 	file_mnv_accounts_v1_people_proto_init()
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[6].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[8].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[0].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[5].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[7].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[13].OneofWrappers = []any{}
+	file_mnv_accounts_v1_admin_proto_msgTypes[21].OneofWrappers = []any{}
 	file_mnv_accounts_v1_admin_proto_msgTypes[22].OneofWrappers = []any{}
-	file_mnv_accounts_v1_admin_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_admin_proto_rawDesc), len(file_mnv_accounts_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

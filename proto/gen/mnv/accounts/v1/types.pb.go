@@ -814,6 +814,78 @@ func (x *LedgerEntry) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Price is what one operation of a kind costs a client, in credits. An operation takes its
+// variant's price when there is one, else its kind's (variant empty).
+type Price struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  LedgerKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=mnv.accounts.v1.LedgerKind" json:"kind,omitempty"`
+	// Empty for the kind's default; otherwise e.g. a verification serviceType.
+	Variant string `protobuf:"bytes,2,opt,name=variant,proto3" json:"variant,omitempty"`
+	Amount  int64  `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// True when this is the client's own override, false for the configured default.
+	Overridden    bool `protobuf:"varint,4,opt,name=overridden,proto3" json:"overridden,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Price) Reset() {
+	*x = Price{}
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Price) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Price) ProtoMessage() {}
+
+func (x *Price) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Price.ProtoReflect.Descriptor instead.
+func (*Price) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Price) GetKind() LedgerKind {
+	if x != nil {
+		return x.Kind
+	}
+	return LedgerKind_LEDGER_KIND_UNSPECIFIED
+}
+
+func (x *Price) GetVariant() string {
+	if x != nil {
+		return x.Variant
+	}
+	return ""
+}
+
+func (x *Price) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *Price) GetOverridden() bool {
+	if x != nil {
+		return x.Overridden
+	}
+	return false
+}
+
 var File_mnv_accounts_v1_types_proto protoreflect.FileDescriptor
 
 const file_mnv_accounts_v1_types_proto_rawDesc = "" +
@@ -870,7 +942,14 @@ const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\vdescription\x18\x06 \x01(\tH\x00R\vdescription\x88\x01\x01\x129\n" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x0e\n" +
-	"\f_description*d\n" +
+	"\f_description\"\x8a\x01\n" +
+	"\x05Price\x12/\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1b.mnv.accounts.v1.LedgerKindR\x04kind\x12\x18\n" +
+	"\avariant\x18\x02 \x01(\tR\avariant\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x1e\n" +
+	"\n" +
+	"overridden\x18\x04 \x01(\bR\n" +
+	"overridden*d\n" +
 	"\fClientStatus\x12\x1d\n" +
 	"\x19CLIENT_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CLIENT_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -914,7 +993,7 @@ func file_mnv_accounts_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_mnv_accounts_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_mnv_accounts_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_mnv_accounts_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_mnv_accounts_v1_types_proto_goTypes = []any{
 	(ClientStatus)(0),             // 0: mnv.accounts.v1.ClientStatus
 	(Feature)(0),                  // 1: mnv.accounts.v1.Feature
@@ -927,27 +1006,29 @@ var file_mnv_accounts_v1_types_proto_goTypes = []any{
 	(*ApiKey)(nil),                // 8: mnv.accounts.v1.ApiKey
 	(*SdkToken)(nil),              // 9: mnv.accounts.v1.SdkToken
 	(*LedgerEntry)(nil),           // 10: mnv.accounts.v1.LedgerEntry
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*Price)(nil),                 // 11: mnv.accounts.v1.Price
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_mnv_accounts_v1_types_proto_depIdxs = []int32{
 	2,  // 0: mnv.accounts.v1.OperatorGrant.methods:type_name -> mnv.accounts.v1.OperatorMethod
 	5,  // 1: mnv.accounts.v1.OperatorEnablement.grants:type_name -> mnv.accounts.v1.OperatorGrant
 	0,  // 2: mnv.accounts.v1.Client.client_status:type_name -> mnv.accounts.v1.ClientStatus
-	11, // 3: mnv.accounts.v1.Client.balance_expiry_date:type_name -> google.protobuf.Timestamp
+	12, // 3: mnv.accounts.v1.Client.balance_expiry_date:type_name -> google.protobuf.Timestamp
 	1,  // 4: mnv.accounts.v1.Client.enabled_features:type_name -> mnv.accounts.v1.Feature
 	3,  // 5: mnv.accounts.v1.ApiKey.role:type_name -> mnv.accounts.v1.Role
-	11, // 6: mnv.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	11, // 7: mnv.accounts.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
-	11, // 8: mnv.accounts.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 9: mnv.accounts.v1.SdkToken.created_at:type_name -> google.protobuf.Timestamp
-	11, // 10: mnv.accounts.v1.SdkToken.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 6: mnv.accounts.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	12, // 7: mnv.accounts.v1.ApiKey.last_used_at:type_name -> google.protobuf.Timestamp
+	12, // 8: mnv.accounts.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 9: mnv.accounts.v1.SdkToken.created_at:type_name -> google.protobuf.Timestamp
+	12, // 10: mnv.accounts.v1.SdkToken.expires_at:type_name -> google.protobuf.Timestamp
 	4,  // 11: mnv.accounts.v1.LedgerEntry.kind:type_name -> mnv.accounts.v1.LedgerKind
-	11, // 12: mnv.accounts.v1.LedgerEntry.created_at:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 12: mnv.accounts.v1.LedgerEntry.created_at:type_name -> google.protobuf.Timestamp
+	4,  // 13: mnv.accounts.v1.Price.kind:type_name -> mnv.accounts.v1.LedgerKind
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_types_proto_init() }
@@ -963,7 +1044,7 @@ func file_mnv_accounts_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_types_proto_rawDesc), len(file_mnv_accounts_v1_types_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

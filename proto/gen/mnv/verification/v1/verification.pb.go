@@ -1143,7 +1143,14 @@ type ListVerificationsRequest struct {
 	// Created at or after.
 	From *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
 	// Created before; after from when both are given (400 otherwise).
-	To            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
+	To *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=to,proto3" json:"to,omitempty"`
+	// Only verifications of this reason, the finer cause of their status.
+	Reason *string `protobuf:"bytes,6,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// Only verifications through this operator (an operator id, as GET /v1/api/operators lists
+	// them).
+	OperatorId *string `protobuf:"bytes,7,opt,name=operator_id,json=operatorId,proto3,oneof" json:"operator_id,omitempty"`
+	// Only verifications by this method.
+	ServiceType   *string `protobuf:"bytes,8,opt,name=service_type,json=serviceType,proto3,oneof" json:"service_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1211,6 +1218,27 @@ func (x *ListVerificationsRequest) GetTo() *timestamppb.Timestamp {
 		return x.To
 	}
 	return nil
+}
+
+func (x *ListVerificationsRequest) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *ListVerificationsRequest) GetOperatorId() string {
+	if x != nil && x.OperatorId != nil {
+		return *x.OperatorId
+	}
+	return ""
+}
+
+func (x *ListVerificationsRequest) GetServiceType() string {
+	if x != nil && x.ServiceType != nil {
+		return *x.ServiceType
+	}
+	return ""
 }
 
 type ListVerificationsResponse struct {
@@ -2755,17 +2783,24 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x0fverification_id\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06B\x04uuidR\x0everificationId\"`\n" +
 	"\x17GetVerificationResponse\x12E\n" +
-	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"\xad\x02\n" +
+	"\fverification\x18\x01 \x01(\v2!.mnv.verification.v1.VerificationR\fverification\"\xbc\x05\n" +
 	"\x18ListVerificationsRequest\x12#\n" +
 	"\x04page\x18\x01 \x01(\x05B\n" +
 	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
 	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12P\n" +
 	"\x06status\x18\x03 \x01(\tB3\xd2\xf3\x18/:\bVERIFIED:\fNOT_VERIFIED:\fUNDETERMINED:\aEXPIREDH\x02R\x06status\x88\x01\x01\x12.\n" +
 	"\x04from\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
-	"\x02to\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02toB\a\n" +
+	"\x02to\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\xc2\x01\n" +
+	"\x06reason\x18\x06 \x01(\tB\xa4\x01\xd2\xf3\x18\x9f\x01:\fNUMBER_MATCH:\x0fNUMBER_MISMATCH:\x13NO_NETWORK_IDENTITY:\x0fSESSION_EXPIRED:\rTOKEN_EXPIRED:(USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK:\x10OPERATOR_REFUSED:\rNUMBER_SHAREDH\x03R\x06reason\x88\x01\x01\x12N\n" +
+	"\voperator_id\x18\a \x01(\tB(\xd2\xf3\x18$2\x19^[a-z0-9][a-z0-9-]{0,62}$J\asandboxH\x04R\n" +
+	"operatorId\x88\x01\x01\x12L\n" +
+	"\fservice_type\x18\b \x01(\tB$\xd2\xf3\x18 :\x11HEADER_ENRICHMENT:\vNETWORK_APIH\x05R\vserviceType\x88\x01\x01B\a\n" +
 	"\x05_pageB\a\n" +
 	"\x05_sizeB\t\n" +
-	"\a_status\"\xbe\x01\n" +
+	"\a_statusB\t\n" +
+	"\a_reasonB\x0e\n" +
+	"\f_operator_idB\x0f\n" +
+	"\r_service_type\"\xbe\x01\n" +
 	"\x19ListVerificationsResponse\x127\n" +
 	"\x05items\x18\x01 \x03(\v2!.mnv.verification.v1.VerificationR\x05items\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\x05R\x04page\x12\x12\n" +
