@@ -85,8 +85,7 @@ type Auth struct {
 	routes map[string]route
 	// origins refuses a cross-origin write made with the session cookie (session.go).
 	origins      *http.CrossOriginProtection
-	auditor      Auditor
-	onAuditError func(error)
+	auditor *AuditQueue
 }
 
 // accountsRPCs is the prefix of the RPCs of accounts' public service, which owns credentials and
