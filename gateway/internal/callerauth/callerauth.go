@@ -84,7 +84,7 @@ type Auth struct {
 	// routes by method and route pattern.
 	routes map[string]route
 	// origins refuses a cross-origin write made with the session cookie (session.go).
-	origins      *http.CrossOriginProtection
+	origins *http.CrossOriginProtection
 	auditor *AuditQueue
 }
 
