@@ -426,16 +426,9 @@ var errNotSSOPerson = fault.New(fault.Conflict, "you sign in with a passkey: ste
 // max_age=0), and FinishSSO marks the session stepped up when the same person comes back
 // freshly signed in. returnTo is the console page to come back to.
 func (s *Service) StartSSOStepUp(ctx context.Context, p principal.Principal, returnTo string) (SSOStart, error) {
-	if returnTo == "" {
-		returnTo = "/console/"
-	}
-	// Only a page of the console, on this host (the gateway holds its redirects to the same).
-	if !strings.HasPrefix(returnTo, "/console/") && returnTo != "/console" || strings.ContainsAny(returnTo, "\\?#") ||
-		strings.Contains(returnTo, "//") || strings.Contains(returnTo, "/..") || strings.ContainsFunc(returnTo, func(r rune) bool { return r <= ' ' || r > '~' }) {
-		return SSOStart{}, fault.Invalid("returnTo", "must be a path of the console (/console/...)")
-	}
-	if returnTo == "/console" {
-		returnTo = "/console/"
+	returnTo, err := consolePage(returnTo)
+	if err != nil {
+		return SSOStart{}, err
 	}
 	sso, err := s.st.IsSSOPerson(ctx, p.UserID)
 	if err != nil {
@@ -455,6 +448,19 @@ func (s *Service) StartSSOStepUp(ctx context.Context, p principal.Principal, ret
 	up := &ssoStepUp{SessionID: p.SessionID, PersonID: p.UserID, Started: time.Now(), ReturnTo: returnTo}
 	return s.leave(ctx, p.ClientID, conf, up,
 		oauth2.SetAuthURLParam("prompt", "login"), oauth2.SetAuthURLParam("max_age", "0"))
+}
+
+// consolePage checks where a step-up sends the browser back: only a page of the console, on
+// this host, with no query of its own (the gateway holds its redirects to the console too).
+func consolePage(p string) (string, error) {
+	switch {
+	case p == "" || p == "/console":
+		return "/console/", nil
+	case !strings.HasPrefix(p, "/console/") || strings.ContainsAny(p, "\\?#%") || strings.Contains(p, "//") ||
+		strings.Contains(p, "/.") || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r > '~' }):
+		return "", fault.Invalid("returnTo", "must be a path of the console (/console/...)")
+	}
+	return p, nil
 }
 
 // finishStepUp marks the flow's session stepped up when the provider's ID token (already
