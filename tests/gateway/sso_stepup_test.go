@@ -28,6 +28,9 @@ type idp struct {
 	*mockoidc.MockOIDC
 	mu   sync.Mutex
 	asks []url.Values
+	// relogin is when an authorization last asked for a new login (prompt=login or max_age=0):
+	// the fake then authenticates the person again, as a provider does.
+	relogin time.Time
 }
 
 func startIdP(t *testing.T) *idp {
@@ -40,8 +43,12 @@ func startIdP(t *testing.T) *idp {
 	if err := m.AddMiddleware(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, mockoidc.AuthorizationEndpoint) {
+				q := r.URL.Query()
 				p.mu.Lock()
-				p.asks = append(p.asks, r.URL.Query())
+				p.asks = append(p.asks, q)
+				if q.Get("prompt") == "login" || q.Get("max_age") == "0" {
+					p.relogin = time.Now()
+				}
 				p.mu.Unlock()
 			}
 			next.ServeHTTP(w, r)
@@ -67,10 +74,12 @@ func (p *idp) lastAsk() url.Values {
 }
 
 // idpUser is a person at the provider, with when the provider last authenticated them
-// (auth_time; zero leaves the claim out, as a provider that ignores max_age would).
+// (auth_time; zero leaves the claim out, as a provider that ignores max_age would). With
+// honour set, an authorization that asked for a new login authenticates them then.
 type idpUser struct {
 	mockoidc.MockUser
 	authTime time.Time
+	honour   *idp
 }
 
 type idpClaims struct {
@@ -82,8 +91,16 @@ type idpClaims struct {
 
 func (u *idpUser) Claims(_ []string, base *mockoidc.IDTokenClaims) (jwt.Claims, error) {
 	c := &idpClaims{IDTokenClaims: base, Email: u.Email, Groups: u.Groups}
-	if !u.authTime.IsZero() {
-		c.AuthTime = u.authTime.Unix()
+	at := u.authTime
+	if u.honour != nil {
+		u.honour.mu.Lock()
+		if u.honour.relogin.After(at) {
+			at = u.honour.relogin
+		}
+		u.honour.mu.Unlock()
+	}
+	if !at.IsZero() {
+		c.AuthTime = at.Unix()
 	}
 	return c, nil
 }
@@ -302,9 +319,10 @@ func TestSSOStepUp(t *testing.T) {
 	b.cookies["__Host-mnv-sso"] = binding
 	refused("a callback without the flow's cookie")
 
-	// The step-up itself: the provider is asked to authenticate again, with PKCE and a nonce,
+	// The step-up itself: the provider is asked to authenticate again, with PKCE and a nonce
+	// (the person last logged in there an hour ago: only that new login makes auth_time fresh),
 	// and the same session is stepped up.
-	fresh := &idpUser{MockUser: boss.MockUser, authTime: time.Now()}
+	fresh := &idpUser{MockUser: boss.MockUser, authTime: time.Now().Add(-time.Hour), honour: p}
 	auth = start(fresh)
 	resp, _ = b.do("GET", auth, "")
 	ask := p.lastAsk()
