@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,9 +17,14 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/oauth2-proxy/mockoidc"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mnvhq/mnv/gateway/app"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/auth/authtest"
 	"github.com/mnvhq/mnv/services/platform/crypto"
+	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
 // idp is the client's own OpenID Connect provider, faked by mockoidc (an outside system). It
@@ -440,4 +446,83 @@ func metricSum(t *testing.T, f *full, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestAuditDropsAreCounted: what the queue cannot keep is counted by reason, never silently
+// lost: with room for one event and accounts unable to record, a third event finds the queue
+// full, and what is still waiting when the gateway stops is counted as dropped at shutdown.
+func TestAuditDropsAreCounted(t *testing.T) {
+	acc := apptest.Start(t)
+	ver := verificationtest.Start(t, acc.Addr, authtest.VerificationToken, nil)
+	con := connecttest.Start(t, acc.Addr, authtest.ConnectToken, nil)
+	cfg := app.DefaultConfig()
+	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr
+	cfg.InternalToken = authtest.GatewayToken
+	cfg.AuditQueue.Size = 1
+	cfg.AuditQueue.First, cfg.AuditQueue.MinBackoff, cfg.AuditQueue.MaxBackoff, cfg.AuditQueue.Drain =
+		500*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond
+	reg := prometheus.NewRegistry()
+	g, err := app.New(context.Background(), cfg, apptest.Logger(t), reg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = g.Close()
+		}
+	})
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	f := &full{stack: &stack{accounts: acc, handler: g.Handler(), url: srv.URL}, gateway: reg}
+
+	p := startIdP(t)
+	clientID, db := ssoClient(t, f, p)
+	ctx := context.Background()
+	b := signIn(t, f.stack, p, clientID, &idpUser{MockUser: mockoidc.MockUser{Subject: "sso-dropped", Email: "d@example.com", Groups: []string{"mnv-admins"}}, authTime: time.Now()})
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE accounts.audit_events IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	// One is being retried, one waits, the third finds no room.
+	for i := range 3 {
+		b.data("POST", "/v1/api/me/api-keys", fmt.Sprintf(`{"name":"k%d","role":"MEMBER"}`, i), http.StatusOK)
+	}
+	dropped := func(reason string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "mnv_gateway_audit_events_dropped_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" && l.GetValue() == reason {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	if n := metricSum(t, f, "mnv_gateway_audit_events_retried_total"); n != 2 {
+		t.Fatalf("events queued for retry: %v, want 2", n)
+	}
+	if n := dropped("full"); n != 1 {
+		t.Fatalf("events dropped for a full queue: %v, want 1", n)
+	}
+	closed = true
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dropped("shutdown"); n != 2 {
+		t.Fatalf("events dropped at shutdown: %v, want 2", n)
+	}
 }
