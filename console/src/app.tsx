@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, call, onSignedOut, onStepUpRequired } from './api/client';
 import { getPasskey } from './api/webauthn';
 import { base, match, navigate, onLinkClick, usePath } from './router';
-import { SessionContext, type Session } from './session';
+import { SessionContext, useSession, type Session } from './session';
 import { Dialog, ErrorBox, FormError, Loading, useAction } from './ui';
 import { SignIn } from './pages/sign-in';
 import { Invite } from './pages/invite';
@@ -120,6 +120,11 @@ function Shell({ path }: { path: string }) {
         </nav>
         {/* Keyed by the client: after a switch every page loads its data again. */}
         <main id="main" class="content" tabIndex={-1} key={session.membership?.clientId}>
+          {new URLSearchParams(location.search).get('step-up') === 'failed' && (
+            <p class="state state-error" role="alert">
+              Signing in again at your organisation did not complete: nothing was confirmed. Try the action again.
+            </p>
+          )}
           {page}
         </main>
       </div>
@@ -193,10 +198,14 @@ function Header({ session, onSwitched }: { session: Session; onSwitched: () => v
 /**
  * The step-up prompt: an action answered 403 STEP_UP_REQUIRED asks the person to confirm with
  * their passkey (a button, so the browser sees a gesture), then the API wrapper retries it once.
+ * A person of the client's single sign-on has no passkey: they confirm at their organisation's
+ * provider, which the browser leaves for and comes back from to this page (with ?step-up=failed
+ * when it was refused); they then do the action again.
  */
 function StepUp() {
   const [pending, setPending] = useState<{ resolve: () => void; reject: (e: Error) => void } | null>(null);
   const a = useAction();
+  const sso = !!useSession().session.singleSignOn;
   useEffect(() => {
     onStepUpRequired(() => new Promise<void>((resolve, reject) => setPending({ resolve, reject })));
   }, []);
@@ -205,6 +214,36 @@ function StepUp() {
     setPending(null);
     a.clear();
   };
+  if (sso) {
+    return (
+      <Dialog title="Confirm it is you" open={!!pending} onClose={cancel}>
+        <p>This action needs you to sign in again at your organisation. You come back to this page, then do the action again.</p>
+        <FormError error={a.error} />
+        <div class="dialog-actions">
+          <button type="button" class="button" onClick={cancel} disabled={a.busy}>
+            Cancel
+          </button>
+          <button
+            type="button"
+            class="button button-primary"
+            disabled={a.busy}
+            onClick={() =>
+              a.run(async () => {
+                const s = await call(
+                  'POST /v1/api/console/step-up/sso',
+                  () => api.POST('/v1/api/console/step-up/sso', { body: { returnTo: location.pathname } }),
+                  { stepUp: false },
+                );
+                location.assign(s.authorizationUrl);
+              })
+            }
+          >
+            {a.busy ? 'Going to your organisation…' : 'Sign in again at my organisation'}
+          </button>
+        </div>
+      </Dialog>
+    );
+  }
   return (
     <Dialog title="Confirm it is you" open={!!pending} onClose={cancel}>
       <p>This action needs a fresh confirmation with your passkey.</p>

@@ -103,6 +103,9 @@ type Config struct {
 	// (MNV_PRINCIPAL_CACHE_SIZE, MNV_PRINCIPAL_CACHE_MAX_AGE), kept in step with accounts as the
 	// services' caches are (gateway/internal/callerauth).
 	PrincipalCache principalcache.Config
+	// AuditQueue bounds the retries of console audit events accounts could not take at once
+	// (MNV_AUDIT_QUEUE_SIZE, MNV_AUDIT_RETRY_FOR; gateway/internal/callerauth/audit.go).
+	AuditQueue callerauth.AuditQueueConfig
 }
 
 // DefaultConfig is the configuration with every default set and no secrets.
@@ -112,6 +115,7 @@ func DefaultConfig() Config {
 		NumberHeaders: []string{"X-Mnv-Sandbox-Msisdn"},
 		MaxBodyBytes:  1 << 20, ShutdownTimeout: 15 * time.Second,
 		IPRate: 10, IPBurst: 50, AuthFailureRate: 1, AuthFailureBurst: 30,
+		AuditQueue: callerauth.DefaultAuditQueueConfig(),
 	}
 }
 
@@ -145,12 +149,17 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.AuthFailureRate = env.Float("MNV_AUTH_FAILURE_RATE", c.AuthFailureRate)
 	c.AuthFailureBurst = env.Int("MNV_AUTH_FAILURE_BURST", c.AuthFailureBurst)
 	c.RedisURL = env.Secret("MNV_REDIS_URL")
+	c.AuditQueue.Size = env.Int("MNV_AUDIT_QUEUE_SIZE", c.AuditQueue.Size)
+	c.AuditQueue.MaxAge = env.Duration("MNV_AUDIT_RETRY_FOR", c.AuditQueue.MaxAge)
 	c.PrincipalCache = principalcache.LoadConfig(env)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	if err := env.Err(); err != nil {
 		return c, err
 	}
 	if err := c.PrincipalCache.Validate(); err != nil {
+		return c, err
+	}
+	if err := c.AuditQueue.Validate(); err != nil {
 		return c, err
 	}
 	if c.MaxBodyBytes < 1024 {
@@ -215,12 +224,17 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		return nil, err
 	}
 	callers, err := callerauth.New(principals, openapigen.Routes)
-	if err == nil {
-		callers.WithAuditor(accountsAuth, func(err error) { log.Error("console audit event not recorded", zap.Error(err)) })
-	}
 	if err != nil {
 		return nil, fmt.Errorf("header rules: %w", err)
 	}
+	// Opened after the accounts connection it records through, so closed before it: Close
+	// retries what is queued while accounts can still be reached.
+	audits, err := callerauth.NewAuditQueue(accountsAuth, cfg.AuditQueue, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("audit queue: %w", err)
+	}
+	g.closer.Add("console audit queue", audits.Close)
+	callers.WithAuditor(audits)
 
 	metrics, err := middleware.NewMetrics(reg)
 	if err != nil {

@@ -456,6 +456,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/console/step-up/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a step-up with the client's identity provider
+         * @description Begins a step-up through the client's identity provider, for a person who signs in with it
+         *     (they have no passkey): the browser goes to the authorization URL, where the provider asks
+         *     them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+         *     callback, which marks this session stepped up when the same person signed in just now. A
+         *     short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+         *     they step up with a passkey.
+         *
+         *     Allowed for a SUSPENDED account (every other operation is 403 then).
+         */
+        post: operations["StartSsoStepUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me": {
         parameters: {
             query?: never;
@@ -2168,6 +2195,11 @@ export interface components {
             person: components["schemas"]["Person"] | null;
             session: components["schemas"]["ConsoleSession"] | null;
             /**
+             * @description True when the person signs in through the client's identity provider: they step up there
+             *     (StartSsoStepUp), having no passkey.
+             */
+            singleSignOn: boolean;
+            /**
              * Format: date-time
              * @description Until when the last step-up counts; unset when it does not.
              */
@@ -2896,6 +2928,17 @@ export interface components {
             clientId: string;
         };
         StartSsoSignInResponse: {
+            /** @description Where to send the browser. */
+            authorizationUrl: string;
+        };
+        StartSsoStepUpRequest: {
+            /**
+             * @description The console page to come back to once stepped up; the console's home when empty.
+             * @example /console/keys
+             */
+            returnTo?: string | null;
+        };
+        StartSsoStepUpResponse: {
             /** @description Where to send the browser. */
             authorizationUrl: string;
         };
@@ -4368,6 +4411,52 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["StartStepUpResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Step-up started";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    StartSsoStepUp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StartSsoStepUpRequest"];
+            };
+        };
+        responses: {
+            /** @description Step-up started */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StartSsoStepUpResponse"];
                         messages: (components["schemas"]["SuccessMessage"] & {
                             /** @constant */
                             httpStatus?: "OK";

@@ -84,9 +84,8 @@ type Auth struct {
 	// routes by method and route pattern.
 	routes map[string]route
 	// origins refuses a cross-origin write made with the session cookie (session.go).
-	origins      *http.CrossOriginProtection
-	auditor      Auditor
-	onAuditError func(error)
+	origins *http.CrossOriginProtection
+	auditor *AuditQueue
 }
 
 // accountsRPCs is the prefix of the RPCs of accounts' public service, which owns credentials and

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mnvhq/mnv/gateway/internal/envelope"
+	"github.com/mnvhq/mnv/services/accounts/accountsclient"
 	"github.com/mnvhq/mnv/services/platform/auth"
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/principal"
@@ -29,13 +31,12 @@ import (
 
 // Auditor records what a person did through their session: accounts.
 type Auditor interface {
-	RecordAudit(ctx context.Context, clientID, userID, sessionID, action, target string, status int, addr, userAgent string) error
+	RecordAudit(ctx context.Context, e accountsclient.AuditEvent) error
 }
 
-// WithAuditor makes a audit every state-changing request of a session through aud; onError
-// hears a record that failed (the answer has left by then).
-func (a *Auth) WithAuditor(aud Auditor, onError func(error)) *Auth {
-	a.auditor, a.onAuditError = aud, onError
+// WithAuditor makes a audit every state-changing request of a session through q.
+func (a *Auth) WithAuditor(q *AuditQueue) *Auth {
+	a.auditor = q
 	return a
 }
 
@@ -118,7 +119,8 @@ func (a *Auth) session(w http.ResponseWriter, r *http.Request, rt route, params 
 }
 
 // audit records the request once answered, whatever it answered: a refusal is worth reading
-// too. It outlives the request (a client that hangs up still did it), bounded to 5 s.
+// too. It outlives the request (a client that hangs up still did it); the queue retries it when
+// accounts cannot take it at once (audit.go).
 func (a *Auth) audit(r *http.Request, p principal.Principal, rt route, params map[string]string, status int) {
 	keys := make([]string, 0, len(params))
 	for k := range params {
@@ -129,15 +131,14 @@ func (a *Auth) audit(r *http.Request, p principal.Principal, rt route, params ma
 	for _, k := range keys {
 		target = append(target, params[k])
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-	defer cancel()
 	addr := r.RemoteAddr
 	if i := strings.LastIndexByte(addr, ':'); i > 0 {
 		addr = strings.Trim(addr[:i], "[]")
 	}
-	if err := a.auditor.RecordAudit(ctx, p.ClientID, p.UserID, p.SessionID, rt.action, strings.Join(target, ","), status, addr, r.UserAgent()); err != nil && a.onAuditError != nil {
-		a.onAuditError(err)
-	}
+	a.auditor.Record(r.Context(), accountsclient.AuditEvent{
+		ID: uuid.NewString(), At: time.Now(), ClientID: p.ClientID, UserID: p.UserID, SessionID: p.SessionID,
+		Action: rt.action, Target: strings.Join(target, ","), Status: status, Addr: addr, UserAgent: r.UserAgent(),
+	})
 }
 
 // statusWriter remembers the status a handler answered.

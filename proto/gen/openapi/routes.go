@@ -26,6 +26,7 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/console/sso/start", RPC: "/mnv.accounts.v1.PeopleService/StartSsoSignIn"},
 	{Method: "POST", Pattern: "/v1/api/console/step-up", RPC: "/mnv.accounts.v1.PeopleService/StepUp"},
 	{Method: "POST", Pattern: "/v1/api/console/step-up/options", RPC: "/mnv.accounts.v1.PeopleService/StartStepUp"},
+	{Method: "POST", Pattern: "/v1/api/console/step-up/sso", RPC: "/mnv.accounts.v1.PeopleService/StartSsoStepUp"},
 	{Method: "GET", Pattern: "/v1/api/me", RPC: "/mnv.accounts.v1.AccountsService/GetMe"},
 	{Method: "POST", Pattern: "/v1/api/me/api-key/generate", RPC: "/mnv.accounts.v1.AccountsService/GenerateFirstApiKey"},
 	{Method: "POST", Pattern: "/v1/api/me/api-key/rotate", RPC: "/mnv.accounts.v1.AccountsService/RotateApiKey"},

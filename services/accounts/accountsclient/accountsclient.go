@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/accountsclient/principalcache"
@@ -144,14 +145,28 @@ func (c *Client) AuthenticateSession(ctx context.Context, token string) (princip
 	return auth.PrincipalFromProto(resp.GetPrincipal()), nil
 }
 
-// RecordAudit records what a person did through their session: action is the route's RPC,
-// target the ids its path named, status the HTTP status answered.
-func (c *Client) RecordAudit(ctx context.Context, clientID, userID, sessionID, action, target string, status int, addr, userAgent string) error {
+// AuditEvent is what a person did through their session, as the gateway records it: Action is
+// the route's RPC, Target the ids its path named. ID and At are the gateway's, so a retried
+// record lands once and keeps the time of the action.
+type AuditEvent struct {
+	ID, ClientID, UserID, SessionID string
+	At                              time.Time
+	Action, Target                  string
+	Status                          int
+	Addr, UserAgent                 string
+}
+
+// RecordAudit records an audit event with accounts; a repeat of its ID is no second event.
+func (c *Client) RecordAudit(ctx context.Context, e AuditEvent) error {
 	c.awaitConn(ctx)
-	_, err := c.internal.RecordAudit(ctx, &accountsv1.RecordAuditRequest{
-		ClientId: clientID, UserId: userID, SessionId: sessionID, Action: action, Target: target,
-		Status: int32(min(max(status, 0), 999)), ClientAddress: addr, UserAgent: userAgent,
-	})
+	req := &accountsv1.RecordAuditRequest{
+		EventId: e.ID, ClientId: e.ClientID, UserId: e.UserID, SessionId: e.SessionID, Action: e.Action, Target: e.Target,
+		Status: int32(min(max(e.Status, 0), 999)), ClientAddress: e.Addr, UserAgent: e.UserAgent,
+	}
+	if !e.At.IsZero() {
+		req.At = timestamppb.New(e.At)
+	}
+	_, err := c.internal.RecordAudit(ctx, req)
 	return err
 }
 

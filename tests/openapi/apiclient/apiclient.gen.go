@@ -1384,6 +1384,10 @@ type GetSessionResponse struct {
 	Person      *Person         `json:"person"`
 	Session     *ConsoleSession `json:"session"`
 
+	// SingleSignOn True when the person signs in through the client's identity provider: they step up there
+	// (StartSsoStepUp), having no passkey.
+	SingleSignOn bool `json:"singleSignOn"`
+
 	// SteppedUpUntil Until when the last step-up counts; unset when it does not.
 	SteppedUpUntil *time.Time `json:"steppedUpUntil"`
 }
@@ -2114,6 +2118,20 @@ type StartSsoSignInResponse struct {
 	AuthorizationUrl string `json:"authorizationUrl"`
 }
 
+// StartSsoStepUpRequest defines model for StartSsoStepUpRequest.
+type StartSsoStepUpRequest struct {
+	// ReturnTo The console page to come back to once stepped up; the console's home when empty.
+	//
+	// Examples: /console/keys
+	ReturnTo *string `json:"returnTo,omitempty"`
+}
+
+// StartSsoStepUpResponse defines model for StartSsoStepUpResponse.
+type StartSsoStepUpResponse struct {
+	// AuthorizationUrl Where to send the browser.
+	AuthorizationUrl string `json:"authorizationUrl"`
+}
+
 // StartStepUpRequest defines model for StartStepUpRequest.
 type StartStepUpRequest = map[string]interface{}
 
@@ -2616,6 +2634,12 @@ type StepUpParams struct {
 
 // StartStepUpParams defines parameters for StartStepUp.
 type StartStepUpParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// StartSsoStepUpParams defines parameters for StartSsoStepUp.
+type StartSsoStepUpParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -3322,6 +3346,9 @@ type StepUpJSONRequestBody = StepUpRequest
 
 // StartStepUpJSONRequestBody defines body for StartStepUp for application/json ContentType.
 type StartStepUpJSONRequestBody = StartStepUpRequest
+
+// StartSsoStepUpJSONRequestBody defines body for StartSsoStepUp for application/json ContentType.
+type StartSsoStepUpJSONRequestBody = StartSsoStepUpRequest
 
 // GenerateFirstApiKeyJSONRequestBody defines body for GenerateFirstApiKey for application/json ContentType.
 type GenerateFirstApiKeyJSONRequestBody = GenerateFirstApiKeyRequest
@@ -4107,6 +4134,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
 	StartStepUp(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSsoStepUpWithBody Start a step-up with the client's identity provider
+	//
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+	StartSsoStepUpWithBody(ctx context.Context, params *StartSsoStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartSsoStepUp Start a step-up with the client's identity provider
+	//
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+	StartSsoStepUp(ctx context.Context, params *StartSsoStepUpParams, body StartSsoStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMe Tell who the caller is
 	//
@@ -5772,6 +5831,58 @@ func (c *APIClient) StartStepUpWithBody(ctx context.Context, params *StartStepUp
 // Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
 func (c *APIClient) StartStepUp(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartStepUpRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSsoStepUpWithBody Start a step-up with the client's identity provider
+//
+// Begins a step-up through the client's identity provider, for a person who signs in with it
+// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+// callback, which marks this session stepped up when the same person signed in just now. A
+// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+// they step up with a passkey.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+func (c *APIClient) StartSsoStepUpWithBody(ctx context.Context, params *StartSsoStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSsoStepUpRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartSsoStepUp Start a step-up with the client's identity provider
+//
+// Begins a step-up through the client's identity provider, for a person who signs in with it
+// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+// callback, which marks this session stepped up when the same person signed in just now. A
+// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+// they step up with a passkey.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+func (c *APIClient) StartSsoStepUp(ctx context.Context, params *StartSsoStepUpParams, body StartSsoStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartSsoStepUpRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8812,6 +8923,61 @@ func NewStartStepUpRequestWithBody(server string, params *StartStepUpParams, con
 	}
 
 	operationPath := fmt.Sprintf("/v1/api/console/step-up/options")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStartSsoStepUpRequest calls the generic StartSsoStepUp builder with application/json body
+func NewStartSsoStepUpRequest(server string, params *StartSsoStepUpParams, body StartSsoStepUpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartSsoStepUpRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartSsoStepUpRequestWithBody constructs an http.Request for the StartSsoStepUp method, with any body, and a specified content type
+func NewStartSsoStepUpRequestWithBody(server string, params *StartSsoStepUpParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/console/step-up/sso")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -13718,6 +13884,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/console/step-up/options (the `StartStepUp` operationId).
 	StartStepUpWithResponse(ctx context.Context, params *StartStepUpParams, body StartStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StartStepUpAnswer, error)
 
+	// StartSsoStepUpWithBodyWithResponse Start a step-up with the client's identity provider
+	//
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+	StartSsoStepUpWithBodyWithResponse(ctx context.Context, params *StartSsoStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSsoStepUpAnswer, error)
+
+	// StartSsoStepUpWithResponse Start a step-up with the client's identity provider
+	//
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	//
+	// Allowed for a SUSPENDED account (every other operation is 403 then).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+	StartSsoStepUpWithResponse(ctx context.Context, params *StartSsoStepUpParams, body StartSsoStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSsoStepUpAnswer, error)
+
 	// GetMeWithResponse Tell who the caller is
 	//
 	// Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -18571,6 +18769,186 @@ func (r StartStepUpAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StartStepUpAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartSsoStepUpAnswer200Headers the declared response headers of an HTTP 200 response for StartSsoStepUp
+type StartSsoStepUpAnswer200Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer400Headers the declared response headers of an HTTP 400 response for StartSsoStepUp
+type StartSsoStepUpAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer401Headers the declared response headers of an HTTP 401 response for StartSsoStepUp
+type StartSsoStepUpAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StartSsoStepUpAnswer403Headers the declared response headers of an HTTP 403 response for StartSsoStepUp
+type StartSsoStepUpAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer404Headers the declared response headers of an HTTP 404 response for StartSsoStepUp
+type StartSsoStepUpAnswer404Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer413Headers the declared response headers of an HTTP 413 response for StartSsoStepUp
+type StartSsoStepUpAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer429Headers the declared response headers of an HTTP 429 response for StartSsoStepUp
+type StartSsoStepUpAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer500Headers the declared response headers of an HTTP 500 response for StartSsoStepUp
+type StartSsoStepUpAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartSsoStepUpAnswer503Headers the declared response headers of an HTTP 503 response for StartSsoStepUp
+type StartSsoStepUpAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartSsoStepUpAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     StartSsoStepUpResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartSsoStepUpAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartSsoStepUpAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartSsoStepUpAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartSsoStepUpAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *StartSsoStepUpAnswer404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartSsoStepUpAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartSsoStepUpAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartSsoStepUpAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartSsoStepUpAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON200() *struct {
+	Data     StartSsoStepUpResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartSsoStepUpAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartSsoStepUpAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartSsoStepUpAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartSsoStepUpAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartSsoStepUpAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -30838,6 +31216,50 @@ func (c *ClientWithResponses) StartStepUpWithResponse(ctx context.Context, param
 	return ParseStartStepUpAnswer(rsp)
 }
 
+// StartSsoStepUpWithBodyWithResponse Start a step-up with the client's identity provider
+//
+// Begins a step-up through the client's identity provider, for a person who signs in with it
+// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+// callback, which marks this session stepped up when the same person signed in just now. A
+// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+// they step up with a passkey.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+func (c *ClientWithResponses) StartSsoStepUpWithBodyWithResponse(ctx context.Context, params *StartSsoStepUpParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartSsoStepUpAnswer, error) {
+	rsp, err := c.StartSsoStepUpWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSsoStepUpAnswer(rsp)
+}
+
+// StartSsoStepUpWithResponse Start a step-up with the client's identity provider
+//
+// Begins a step-up through the client's identity provider, for a person who signs in with it
+// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+// callback, which marks this session stepped up when the same person signed in just now. A
+// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+// they step up with a passkey.
+//
+// Allowed for a SUSPENDED account (every other operation is 403 then).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/console/step-up/sso (the `StartSsoStepUp` operationId).
+func (c *ClientWithResponses) StartSsoStepUpWithResponse(ctx context.Context, params *StartSsoStepUpParams, body StartSsoStepUpJSONRequestBody, reqEditors ...RequestEditorFn) (*StartSsoStepUpAnswer, error) {
+	rsp, err := c.StartSsoStepUp(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartSsoStepUpAnswer(rsp)
+}
+
 // GetMeWithResponse Tell who the caller is
 //
 // Tells the caller who it is: its client, with the features enabled for it, and the API key
@@ -36642,6 +37064,204 @@ func ParseStartStepUpAnswer(rsp *http.Response) (*StartStepUpAnswer, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers StartStepUpAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartSsoStepUpAnswer parses an HTTP response from a StartSsoStepUpWithResponse call
+func ParseStartSsoStepUpAnswer(rsp *http.Response) (*StartSsoStepUpAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartSsoStepUpAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     StartSsoStepUpResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartSsoStepUpAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartSsoStepUpAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartSsoStepUpAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartSsoStepUpAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers StartSsoStepUpAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartSsoStepUpAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartSsoStepUpAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartSsoStepUpAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartSsoStepUpAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -262,6 +262,9 @@ type Signed struct {
 	MaxAge     time.Duration
 	Person     Person
 	Membership Membership
+	// Next is set instead of a session when a single sign-on step-up came back (FinishSSO): the
+	// console page to send the browser to, with ?step-up=failed when it was refused.
+	Next string
 }
 
 // SignIn finishes a sign-in: the assertion must verify, with user verification, for a passkey
@@ -421,6 +424,8 @@ type Who struct {
 	Membership  Membership
 	Memberships []Membership
 	Session     Session
+	// SSO is true for a person of a client's provider: they step up there, having no passkey.
+	SSO bool
 }
 
 // WhoAmI describes p's session.
@@ -436,7 +441,11 @@ func (s *Service) WhoAmI(ctx context.Context, p principal.Principal) (Who, error
 	if err != nil {
 		return Who{}, err
 	}
-	w := Who{Person: person, Memberships: ms}
+	sso, err := s.st.IsSSOPerson(ctx, p.UserID)
+	if err != nil {
+		return Who{}, err
+	}
+	w := Who{Person: person, Memberships: ms, SSO: sso}
 	for _, m := range ms {
 		if m.ClientID == p.ClientID {
 			w.Membership = m
@@ -550,7 +559,7 @@ func (s *Service) StepUp(ctx context.Context, p principal.Principal, ceremonyID,
 		if err := s.used(ctx, st, u.p.ID, cred); err != nil {
 			return err
 		}
-		return st.StepUp(ctx, p.ClientID, p.SessionID)
+		return st.StepUp(ctx, p.ClientID, p.SessionID, p.UserID, s.cfg.IdleTimeout)
 	})
 	return time.Now().Add(s.cfg.StepUpWindow), err
 }
@@ -917,18 +926,37 @@ func audit(clientID, personID, action, target string, status int, meta Meta) Aud
 	return e
 }
 
-// Record writes one audit event of a person's session (the gateway's, after the call).
-func (s *Service) Record(ctx context.Context, clientID, personID, sessionID, action, target string, status int, meta Meta) error {
-	for _, id := range []string{clientID, personID, sessionID} {
+// Recorded is an audit event of a person's session as the gateway sends it.
+type Recorded struct {
+	// ID is the gateway's, so a retried record lands once ("": a new one).
+	ID string
+	// At is when the request was answered (zero: now); never later than now.
+	At                            time.Time
+	ClientID, PersonID, SessionID string
+	Action, Target                string
+	Status                        int
+}
+
+// Record writes one audit event of a person's session (the gateway's, after the call, retried
+// until it lands: a repeat of an ID is no second event).
+func (s *Service) Record(ctx context.Context, r Recorded, meta Meta) error {
+	for _, id := range []string{r.ClientID, r.PersonID, r.SessionID} {
 		if _, err := uuid.Parse(id); err != nil {
 			return fault.Invalid("client_id", "an audit event needs a client, a person and a session")
 		}
 	}
-	if action == "" {
+	if r.Action == "" {
 		return fault.Invalid("action", "an audit event needs an action")
 	}
-	e := audit(clientID, personID, clip(action, 100), target, status, meta)
-	e.SessionID = &sessionID
+	e := audit(r.ClientID, r.PersonID, clip(r.Action, 100), r.Target, r.Status, meta)
+	if r.ID != "" {
+		if _, err := uuid.Parse(r.ID); err != nil {
+			return fault.Invalid("event_id", "an audit event's id is a UUID")
+		}
+		e.ID = r.ID
+	}
+	e.At = r.At
+	e.SessionID = &r.SessionID
 	return s.st.InsertAudit(ctx, e)
 }
 

@@ -164,7 +164,11 @@ type Store interface {
 	EndSessionByToken(ctx context.Context, clientID string, fp []byte) error
 	// EndSessions ends every session of the person (clientID "": in every client) and counts them.
 	EndSessions(ctx context.Context, personID, clientID string) (int, error)
-	StepUp(ctx context.Context, clientID, sessionID string) error
+	// StepUp marks a usable session of the person (not ended, not past its end, not idle longer
+	// than idle) stepped up now; fault.ErrNotFound when there is none.
+	StepUp(ctx context.Context, clientID, sessionID, personID string, idle time.Duration) error
+	// IsSSOPerson tells whether the person signs in through a client's provider.
+	IsSSOPerson(ctx context.Context, personID string) (bool, error)
 
 	InsertAudit(ctx context.Context, e AuditEvent) error
 	ListAudit(ctx context.Context, clientID string, limit, offset int64) ([]AuditEvent, int64, error)

@@ -194,6 +194,17 @@ type ssoFlow struct {
 	Verifier string `json:"verifier"`
 	// Binding is the SHA-256 of the cookie that binds the flow to the browser that began it.
 	Binding []byte `json:"binding"`
+	// A step-up (StartSSOStepUp) names the session it steps up, its person, when it left (the
+	// provider's auth_time must not be older) and the console page to come back to; a sign-in
+	// names none.
+	StepUp *ssoStepUp `json:"stepUp,omitempty"`
+}
+
+type ssoStepUp struct {
+	SessionID string    `json:"session"`
+	PersonID  string    `json:"person"`
+	Started   time.Time `json:"started"`
+	ReturnTo  string    `json:"returnTo"`
 }
 
 // ssoFlowTTL is how long a person has at their provider.
@@ -255,18 +266,22 @@ func (s *Service) StartSSO(ctx context.Context, clientID string) (SSOStart, erro
 	if err != nil {
 		return SSOStart{}, err
 	}
+	return s.leave(ctx, clientID, conf, nil)
+}
+
+// leave keeps a flow (a sign-in, or a step-up when up is set) and answers where to send the
+// browser and the cookie that binds the flow to it.
+func (s *Service) leave(ctx context.Context, clientID string, conf *oauth2.Config, up *ssoStepUp, opts ...oauth2.AuthCodeOption) (SSOStart, error) {
 	binding := random(32)
 	sum := sha256.Sum256([]byte(binding))
-	flow := ssoFlow{Nonce: random(24), Verifier: oauth2.GenerateVerifier(), Binding: sum[:]}
+	flow := ssoFlow{Nonce: random(24), Verifier: oauth2.GenerateVerifier(), Binding: sum[:], StepUp: up}
 	b, _ := json.Marshal(flow)
 	state := uuid.NewString()
 	if err := s.st.InsertCeremony(ctx, Ceremony{ID: state, Purpose: PurposeSSO, Data: b, Subject: clientID}, ssoFlowTTL); err != nil {
 		return SSOStart{}, err
 	}
-	return SSOStart{
-		AuthorizationURL: conf.AuthCodeURL(state, oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier)),
-		Binding:          binding, MaxAge: ssoFlowTTL,
-	}, nil
+	opts = append(opts, oidc.Nonce(flow.Nonce), oauth2.S256ChallengeOption(flow.Verifier))
+	return SSOStart{AuthorizationURL: conf.AuthCodeURL(state, opts...), Binding: binding, MaxAge: ssoFlowTTL}, nil
 }
 
 // PurposeSSO is a single sign-on between the browser's leaving and its return.
@@ -278,9 +293,11 @@ var ErrSSO = errors.New("single sign-on failed")
 
 // FinishSSO completes a sign-in when the provider sends the browser back with code and state;
 // binding is the flow's cookie. Any failure wraps ErrSSO with its reason.
+// A step-up's return signs nobody in: Signed holds only Next, the page to go back to.
 func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, binding string, meta Meta) (Signed, error) {
+	next := "" // a refused step-up goes back to its page
 	fail := func(format string, args ...any) (Signed, error) {
-		return Signed{}, fmt.Errorf("%w: "+format, append([]any{ErrSSO}, args...)...)
+		return Signed{Next: next}, fmt.Errorf("%w: "+format, append([]any{ErrSSO}, args...)...)
 	}
 	for _, f := range []struct {
 		name, value string
@@ -303,6 +320,9 @@ func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, bin
 	var flow ssoFlow
 	if err := json.Unmarshal(c.Data, &flow); err != nil {
 		return Signed{}, err
+	}
+	if flow.StepUp != nil {
+		next = flow.StepUp.ReturnTo + "?step-up=failed"
 	}
 	sum := sha256.Sum256([]byte(binding))
 	if binding == "" || subtle.ConstantTimeCompare(sum[:], flow.Binding) != 1 {
@@ -340,13 +360,22 @@ func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, bin
 	if err := idt.Claims(&claims); err != nil {
 		return fail("the ID token's claims: %v", err)
 	}
+	key := s.fp.Sum("sso:" + clientID + "\x00" + idt.Issuer + "\x00" + idt.Subject)
+	if flow.StepUp != nil {
+		if err := s.finishStepUp(ctx, clientID, key, claims, *flow.StepUp, meta); err != nil {
+			if !errors.Is(err, ErrSSO) {
+				err = fmt.Errorf("%w: step-up: %w", ErrSSO, err)
+			}
+			return Signed{Next: next}, err
+		}
+		return Signed{Next: flow.StepUp.ReturnTo}, nil
+	}
 	role, ok := roleOf(claims[x.RoleClaim], x.AdminValues, x.MemberValues)
 	if !ok {
 		return fail("the claim %q gives no role", x.RoleClaim)
 	}
 	email, _ := claims["email"].(string)
 	name, _ := claims["name"].(string)
-	key := s.fp.Sum("sso:" + clientID + "\x00" + idt.Issuer + "\x00" + idt.Subject)
 	var out Signed
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		person, err := st.PersonBySSO(ctx, key)
@@ -384,6 +413,114 @@ func (s *Service) FinishSSO(ctx context.Context, code, state, providerError, bin
 		return st.InsertAudit(ctx, audit(clientID, person.ID, "SsoSignIn", "", 200, meta))
 	})
 	return out, err
+}
+
+// StepUpSkew is how far the provider's clock may be from ours when its auth_time is read.
+const StepUpSkew = time.Minute
+
+// errNotSSOPerson answers a single sign-on step-up asked by a person who has passkeys.
+var errNotSSOPerson = fault.New(fault.Conflict, "you sign in with a passkey: step up with it (POST /v1/api/console/step-up/options)")
+
+// StartSSOStepUp begins a step-up of p's session through its client's provider, for a person
+// who signs in with it: the provider is asked to authenticate them again (prompt=login,
+// max_age=0), and FinishSSO marks the session stepped up when the same person comes back
+// freshly signed in. returnTo is the console page to come back to.
+func (s *Service) StartSSOStepUp(ctx context.Context, p principal.Principal, returnTo string) (SSOStart, error) {
+	returnTo, err := consolePage(returnTo)
+	if err != nil {
+		return SSOStart{}, err
+	}
+	sso, err := s.st.IsSSOPerson(ctx, p.UserID)
+	if err != nil {
+		return SSOStart{}, err
+	}
+	if !sso {
+		return SSOStart{}, errNotSSOPerson
+	}
+	x, err := s.openSSO(ctx, p.ClientID)
+	if err != nil {
+		return SSOStart{}, err
+	}
+	_, conf, err := s.oauth(ctx, x)
+	if err != nil {
+		return SSOStart{}, err
+	}
+	up := &ssoStepUp{SessionID: p.SessionID, PersonID: p.UserID, Started: time.Now(), ReturnTo: returnTo}
+	return s.leave(ctx, p.ClientID, conf, up,
+		oauth2.SetAuthURLParam("prompt", "login"), oauth2.SetAuthURLParam("max_age", "0"))
+}
+
+// consolePage checks where a step-up sends the browser back: only a page of the console, on
+// this host, with no query of its own (the gateway holds its redirects to the console too).
+func consolePage(p string) (string, error) {
+	switch {
+	case p == "" || p == "/console":
+		return "/console/", nil
+	case !strings.HasPrefix(p, "/console/") || strings.ContainsAny(p, "\\?#%") || strings.Contains(p, "//") ||
+		strings.Contains(p, "/.") || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r > '~' }):
+		return "", fault.Invalid("returnTo", "must be a path of the console (/console/...)")
+	}
+	return p, nil
+}
+
+// finishStepUp marks the flow's session stepped up when the provider's ID token (already
+// verified: signature, issuer, audience, expiry, nonce) names the session's own person (key:
+// the fingerprint of client, issuer and subject) and says they signed in after the flow began.
+// It never opens a session or makes a person. Every refusal wraps ErrSSO with its reason.
+func (s *Service) finishStepUp(ctx context.Context, clientID string, key []byte, claims map[string]any, up ssoStepUp, meta Meta) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: step-up: "+format, append([]any{ErrSSO}, args...)...)
+	}
+	// auth_time is when the provider authenticated the person (OpenID Connect Core 2, required
+	// when max_age is asked). It must follow the flow's start, so it is the login the provider
+	// was just asked for, and be within the step-up window.
+	at, ok := claims["auth_time"].(float64)
+	if !ok {
+		return fail("the ID token has no auth_time")
+	}
+	authTime := time.Unix(int64(at), 0)
+	now := time.Now()
+	switch {
+	case authTime.Before(up.Started.Add(-StepUpSkew)):
+		return fail("auth_time %s is before the step-up began (%s)", authTime.UTC().Format(time.RFC3339), up.Started.UTC().Format(time.RFC3339))
+	case now.Sub(authTime) > s.cfg.StepUpWindow+StepUpSkew:
+		return fail("auth_time %s is older than the step-up window", authTime.UTC().Format(time.RFC3339))
+	case authTime.After(now.Add(StepUpSkew)):
+		return fail("auth_time %s is in the future", authTime.UTC().Format(time.RFC3339))
+	}
+	x, err := s.openSSO(ctx, clientID)
+	if err != nil {
+		return err
+	}
+	role, ok := roleOf(claims[x.RoleClaim], x.AdminValues, x.MemberValues)
+	if !ok {
+		return fail("the claim %q gives no role", x.RoleClaim)
+	}
+	return s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		person, err := st.PersonBySSO(ctx, key)
+		switch {
+		case errors.Is(err, fault.ErrNotFound):
+			return fail("the provider signed in a person who is not the session's")
+		case err != nil:
+			return err
+		case person.ID != up.PersonID:
+			return fail("the provider signed in another person than the session's")
+		}
+		// The provider's claim is the role, at every authentication.
+		if err := st.SetRole(ctx, clientID, person.ID, role); err != nil {
+			return err
+		}
+		err = st.StepUp(ctx, clientID, up.SessionID, person.ID, s.cfg.IdleTimeout)
+		if errors.Is(err, fault.ErrNotFound) {
+			return fail("the session has ended")
+		}
+		if err != nil {
+			return err
+		}
+		e := audit(clientID, person.ID, "SsoStepUp", "", 200, meta)
+		e.SessionID = &up.SessionID
+		return st.InsertAudit(ctx, e)
+	})
 }
 
 // roleOf maps a claim (a string or a list of strings) to a role: ADMIN when it holds one of

@@ -159,7 +159,7 @@ func (s *People) GetSession(ctx context.Context, _ *accountsv1.GetSessionRequest
 	out := &accountsv1.GetSessionResponse{
 		Person: personToProto(w.Person), Membership: membershipToProto(w.Membership),
 		Memberships: mapItems(w.Memberships, membershipToProto), Session: sessionToProto(w.Session, p.SessionID),
-		ClientStatus: statusToProto(p.Status),
+		ClientStatus: statusToProto(p.Status), SingleSignOn: w.SSO,
 	}
 	if p.SteppedUp() {
 		out.SteppedUpUntil = timestamppb.New(time.Now().Add(*p.StepUpValidFor))
@@ -354,8 +354,14 @@ func (s *Internal) AuthenticateSession(ctx context.Context, req *accountsv1.Auth
 
 // RecordAudit records what a person did through their session.
 func (s *Internal) RecordAudit(ctx context.Context, req *accountsv1.RecordAuditRequest) (*accountsv1.RecordAuditResponse, error) {
-	err := s.People.Record(ctx, req.GetClientId(), req.GetUserId(), req.GetSessionId(), req.GetAction(), req.GetTarget(),
-		int(req.GetStatus()), people.Meta{ClientAddress: req.GetClientAddress(), UserAgent: req.GetUserAgent()})
+	var at time.Time
+	if req.GetAt() != nil {
+		at = req.GetAt().AsTime()
+	}
+	err := s.People.Record(ctx, people.Recorded{
+		ID: req.GetEventId(), At: at, ClientID: req.GetClientId(), PersonID: req.GetUserId(), SessionID: req.GetSessionId(),
+		Action: req.GetAction(), Target: req.GetTarget(), Status: int(req.GetStatus()),
+	}, people.Meta{ClientAddress: req.GetClientAddress(), UserAgent: req.GetUserAgent()})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -449,6 +455,19 @@ func (s *People) StartSsoSignIn(ctx context.Context, req *accountsv1.StartSsoSig
 	return &accountsv1.StartSsoSignInResponse{AuthorizationUrl: st.AuthorizationURL}, nil
 }
 
+// StartSsoStepUp begins a step-up of the caller's session through the client's provider.
+func (s *People) StartSsoStepUp(ctx context.Context, req *accountsv1.StartSsoStepUpRequest) (*accountsv1.StartSsoStepUpResponse, error) {
+	st, err := s.People.StartSSOStepUp(ctx, principalOf(ctx), req.GetReturnTo())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	md := metadata.Pairs(MDSSOSet, st.Binding, MDSSOMaxAge, strconv.FormatInt(int64(st.MaxAge/time.Second), 10))
+	if err := grpc.SetHeader(ctx, md); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &accountsv1.StartSsoStepUpResponse{AuthorizationUrl: st.AuthorizationURL}, nil
+}
+
 // FinishSsoSignIn completes a sign-in when the provider sends the browser back. A failure of the
 // sign-in itself sends the browser to the sign-in page (the reason is logged, never shown).
 func (s *People) FinishSsoSignIn(ctx context.Context, req *accountsv1.FinishSsoSignInRequest) (*accountsv1.FinishSsoSignInResponse, error) {
@@ -465,8 +484,14 @@ func (s *People) FinishSsoSignIn(ctx context.Context, req *accountsv1.FinishSsoS
 	case errors.Is(err, people.ErrSSO):
 		s.Log.Warn("single sign-on refused", zap.Error(err))
 		to = consoleFailed
+		if sg.Next != "" {
+			to = sg.Next
+		}
 	case err != nil:
 		return nil, s.fail(ctx, err)
+	case sg.Next != "":
+		// A step-up came back: the session is stepped up, no cookie changes but the flow's.
+		to = sg.Next
 	default:
 		md.Append(MDSessionSet, sg.Token)
 		md.Append(MDSessionMaxAge, strconv.FormatInt(int64(sg.MaxAge/time.Second), 10))

@@ -117,6 +117,12 @@ func (s *Store) LockPerson(ctx context.Context, personID string) (bool, error) {
 	return sso, notFound(err, "lock person")
 }
 
+func (s *Store) IsSSOPerson(ctx context.Context, personID string) (bool, error) {
+	var sso bool
+	err := s.db.QueryRow(ctx, `SELECT sso_client IS NOT NULL FROM accounts.people WHERE id = $1`, personID).Scan(&sso)
+	return sso, notFound(err, "sso person")
+}
+
 // RenamePasskey renames a passkey of the person.
 func (s *Store) RenamePasskey(ctx context.Context, personID, id, name string) (people.Passkey, error) {
 	rows, err := s.db.Query(ctx, `UPDATE accounts.passkeys SET name = $3 WHERE person_id = $1 AND id = $2
@@ -351,17 +357,27 @@ func (s *Store) EndSessions(ctx context.Context, personID, clientID string) (int
 	return int(tag.RowsAffected()), notFound(err, "end sessions")
 }
 
-func (s *Store) StepUp(ctx context.Context, clientID, sessionID string) error {
-	_, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions SET stepped_up_at = now()
-		WHERE client_id = $1 AND id = $2 AND ended_at IS NULL`, clientID, sessionID)
+func (s *Store) StepUp(ctx context.Context, clientID, sessionID, personID string, idle time.Duration) error {
+	tag, err := s.db.Exec(ctx, `UPDATE accounts.console_sessions SET stepped_up_at = now()
+		WHERE client_id = $1 AND id = $2 AND person_id = $3 AND ended_at IS NULL AND expires_at > now()
+		  AND last_seen_at > now() - $4::interval`, clientID, sessionID, personID, idle)
+	if err == nil && tag.RowsAffected() == 0 {
+		return fault.ErrNotFound
+	}
 	return notFound(err, "step up")
 }
 
 func (s *Store) InsertAudit(ctx context.Context, e people.AuditEvent) error {
+	// A repeat of an event (the gateway retrying a record whose answer it lost) is no second one.
+	var at *time.Time
+	if !e.At.IsZero() {
+		at = &e.At
+	}
 	_, err := s.db.Exec(ctx, `INSERT INTO accounts.audit_events
-		(client_id, id, person_id, session_id, action, target, status, client_address, user_agent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		e.ClientID, e.ID, e.PersonID, e.SessionID, e.Action, e.Target, e.Status, e.ClientAddress, e.UserAgent)
+		(client_id, id, person_id, session_id, action, target, status, client_address, user_agent, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(coalesce($10, now()), now()))
+		ON CONFLICT (client_id, id) DO NOTHING`,
+		e.ClientID, e.ID, e.PersonID, e.SessionID, e.Action, e.Target, e.Status, e.ClientAddress, e.UserAgent, at)
 	return notFound(err, "insert audit event")
 }
 

@@ -491,6 +491,10 @@ type RecordAuditRequest struct {
 	Status        int32  `protobuf:"varint,6,opt,name=status,proto3" json:"status,omitempty"`
 	ClientAddress string `protobuf:"bytes,7,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	UserAgent     string `protobuf:"bytes,8,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	// The event's id, chosen by the gateway: a retried record lands once.
+	EventId string `protobuf:"bytes,9,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// When the request was answered: a record retried later keeps the time of the action.
+	At            *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -579,6 +583,20 @@ func (x *RecordAuditRequest) GetUserAgent() string {
 		return x.UserAgent
 	}
 	return ""
+}
+
+func (x *RecordAuditRequest) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *RecordAuditRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
 }
 
 type RecordAuditResponse struct {
@@ -1669,7 +1687,7 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x1aAuthenticateSessionRequest\x12#\n" +
 	"\rsession_token\x18\x01 \x01(\tR\fsessionToken\"X\n" +
 	"\x1bAuthenticateSessionResponse\x129\n" +
-	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"\xf7\x01\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x1b.mnv.principal.v1.PrincipalR\tprincipal\"\xbe\x02\n" +
 	"\x12RecordAuditRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -1680,7 +1698,10 @@ const file_mnv_accounts_v1_internal_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\x05R\x06status\x12%\n" +
 	"\x0eclient_address\x18\a \x01(\tR\rclientAddress\x12\x1d\n" +
 	"\n" +
-	"user_agent\x18\b \x01(\tR\tuserAgent\"\x15\n" +
+	"user_agent\x18\b \x01(\tR\tuserAgent\x12\x19\n" +
+	"\bevent_id\x18\t \x01(\tR\aeventId\x12*\n" +
+	"\x02at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x15\n" +
 	"\x13RecordAuditResponse\"\xcb\x01\n" +
 	"\fDebitRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12/\n" +
@@ -1814,8 +1835,8 @@ var file_mnv_accounts_v1_internal_proto_goTypes = []any{
 	(*GetClientPrincipalResponse)(nil),       // 28: mnv.accounts.v1.GetClientPrincipalResponse
 	(*durationpb.Duration)(nil),              // 29: google.protobuf.Duration
 	(*v1.Principal)(nil),                     // 30: mnv.principal.v1.Principal
-	(LedgerKind)(0),                          // 31: mnv.accounts.v1.LedgerKind
-	(*timestamppb.Timestamp)(nil),            // 32: google.protobuf.Timestamp
+	(*timestamppb.Timestamp)(nil),            // 31: google.protobuf.Timestamp
+	(LedgerKind)(0),                          // 32: mnv.accounts.v1.LedgerKind
 }
 var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	0,  // 0: mnv.accounts.v1.WatchPrincipalsResponse.kind:type_name -> mnv.accounts.v1.WatchPrincipalsResponse.Kind
@@ -1823,46 +1844,47 @@ var file_mnv_accounts_v1_internal_proto_depIdxs = []int32{
 	30, // 2: mnv.accounts.v1.AuthenticateResponse.principal:type_name -> mnv.principal.v1.Principal
 	30, // 3: mnv.accounts.v1.AuthenticateSdkTokenResponse.principal:type_name -> mnv.principal.v1.Principal
 	30, // 4: mnv.accounts.v1.AuthenticateSessionResponse.principal:type_name -> mnv.principal.v1.Principal
-	31, // 5: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
-	32, // 6: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
-	11, // 7: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
-	15, // 8: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
-	12, // 9: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
-	16, // 10: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
-	32, // 11: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
-	30, // 12: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.principal.v1.Principal
-	30, // 13: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.principal.v1.Principal
-	3,  // 14: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
-	5,  // 15: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
-	7,  // 16: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:input_type -> mnv.accounts.v1.AuthenticateSessionRequest
-	9,  // 17: mnv.accounts.v1.AccountsInternalService.RecordAudit:input_type -> mnv.accounts.v1.RecordAuditRequest
-	11, // 18: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
-	13, // 19: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
-	17, // 20: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
-	19, // 21: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
-	25, // 22: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
-	27, // 23: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
-	21, // 24: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
-	23, // 25: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
-	1,  // 26: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
-	4,  // 27: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
-	6,  // 28: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
-	8,  // 29: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:output_type -> mnv.accounts.v1.AuthenticateSessionResponse
-	10, // 30: mnv.accounts.v1.AccountsInternalService.RecordAudit:output_type -> mnv.accounts.v1.RecordAuditResponse
-	12, // 31: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
-	14, // 32: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
-	18, // 33: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
-	20, // 34: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
-	26, // 35: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
-	28, // 36: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
-	22, // 37: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
-	24, // 38: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
-	2,  // 39: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
-	27, // [27:40] is the sub-list for method output_type
-	14, // [14:27] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	31, // 5: mnv.accounts.v1.RecordAuditRequest.at:type_name -> google.protobuf.Timestamp
+	32, // 6: mnv.accounts.v1.DebitRequest.kind:type_name -> mnv.accounts.v1.LedgerKind
+	31, // 7: mnv.accounts.v1.DebitResponse.created_at:type_name -> google.protobuf.Timestamp
+	11, // 8: mnv.accounts.v1.DebitManyRequest.debits:type_name -> mnv.accounts.v1.DebitRequest
+	15, // 9: mnv.accounts.v1.DebitManyResponse.outcomes:type_name -> mnv.accounts.v1.DebitOutcome
+	12, // 10: mnv.accounts.v1.DebitOutcome.debit:type_name -> mnv.accounts.v1.DebitResponse
+	16, // 11: mnv.accounts.v1.DebitOutcome.failure:type_name -> mnv.accounts.v1.DebitFailure
+	31, // 12: mnv.accounts.v1.GetBalanceResponse.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 13: mnv.accounts.v1.AuthenticateClientSecretResponse.principal:type_name -> mnv.principal.v1.Principal
+	30, // 14: mnv.accounts.v1.GetClientPrincipalResponse.principal:type_name -> mnv.principal.v1.Principal
+	3,  // 15: mnv.accounts.v1.AccountsInternalService.Authenticate:input_type -> mnv.accounts.v1.AuthenticateRequest
+	5,  // 16: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:input_type -> mnv.accounts.v1.AuthenticateSdkTokenRequest
+	7,  // 17: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:input_type -> mnv.accounts.v1.AuthenticateSessionRequest
+	9,  // 18: mnv.accounts.v1.AccountsInternalService.RecordAudit:input_type -> mnv.accounts.v1.RecordAuditRequest
+	11, // 19: mnv.accounts.v1.AccountsInternalService.Debit:input_type -> mnv.accounts.v1.DebitRequest
+	13, // 20: mnv.accounts.v1.AccountsInternalService.DebitMany:input_type -> mnv.accounts.v1.DebitManyRequest
+	17, // 21: mnv.accounts.v1.AccountsInternalService.Refund:input_type -> mnv.accounts.v1.RefundRequest
+	19, // 22: mnv.accounts.v1.AccountsInternalService.GetBalance:input_type -> mnv.accounts.v1.GetBalanceRequest
+	25, // 23: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:input_type -> mnv.accounts.v1.AuthenticateClientSecretRequest
+	27, // 24: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:input_type -> mnv.accounts.v1.GetClientPrincipalRequest
+	21, // 25: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:input_type -> mnv.accounts.v1.CheckWebOriginRequest
+	23, // 26: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:input_type -> mnv.accounts.v1.CheckRedirectUriRequest
+	1,  // 27: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:input_type -> mnv.accounts.v1.WatchPrincipalsRequest
+	4,  // 28: mnv.accounts.v1.AccountsInternalService.Authenticate:output_type -> mnv.accounts.v1.AuthenticateResponse
+	6,  // 29: mnv.accounts.v1.AccountsInternalService.AuthenticateSdkToken:output_type -> mnv.accounts.v1.AuthenticateSdkTokenResponse
+	8,  // 30: mnv.accounts.v1.AccountsInternalService.AuthenticateSession:output_type -> mnv.accounts.v1.AuthenticateSessionResponse
+	10, // 31: mnv.accounts.v1.AccountsInternalService.RecordAudit:output_type -> mnv.accounts.v1.RecordAuditResponse
+	12, // 32: mnv.accounts.v1.AccountsInternalService.Debit:output_type -> mnv.accounts.v1.DebitResponse
+	14, // 33: mnv.accounts.v1.AccountsInternalService.DebitMany:output_type -> mnv.accounts.v1.DebitManyResponse
+	18, // 34: mnv.accounts.v1.AccountsInternalService.Refund:output_type -> mnv.accounts.v1.RefundResponse
+	20, // 35: mnv.accounts.v1.AccountsInternalService.GetBalance:output_type -> mnv.accounts.v1.GetBalanceResponse
+	26, // 36: mnv.accounts.v1.AccountsInternalService.AuthenticateClientSecret:output_type -> mnv.accounts.v1.AuthenticateClientSecretResponse
+	28, // 37: mnv.accounts.v1.AccountsInternalService.GetClientPrincipal:output_type -> mnv.accounts.v1.GetClientPrincipalResponse
+	22, // 38: mnv.accounts.v1.AccountsInternalService.CheckWebOrigin:output_type -> mnv.accounts.v1.CheckWebOriginResponse
+	24, // 39: mnv.accounts.v1.AccountsInternalService.CheckRedirectUri:output_type -> mnv.accounts.v1.CheckRedirectUriResponse
+	2,  // 40: mnv.accounts.v1.AccountsInternalService.WatchPrincipals:output_type -> mnv.accounts.v1.WatchPrincipalsResponse
+	28, // [28:41] is the sub-list for method output_type
+	15, // [15:28] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_mnv_accounts_v1_internal_proto_init() }

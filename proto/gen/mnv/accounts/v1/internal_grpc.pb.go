@@ -56,7 +56,8 @@ type AccountsInternalServiceClient interface {
 	// moves the idle timeout.
 	AuthenticateSession(ctx context.Context, in *AuthenticateSessionRequest, opts ...grpc.CallOption) (*AuthenticateSessionResponse, error)
 	// Records what a person did through the console's session (the gateway, after the call):
-	// the audit log of docs/api-decisions.md#console.
+	// the audit log of docs/api-decisions.md#console. Idempotent by (client_id, event_id): the
+	// gateway retries a record that failed, and a repeat is not a second event.
 	RecordAudit(ctx context.Context, in *RecordAuditRequest, opts ...grpc.CallOption) (*RecordAuditResponse, error)
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.
@@ -262,7 +263,8 @@ type AccountsInternalServiceServer interface {
 	// moves the idle timeout.
 	AuthenticateSession(context.Context, *AuthenticateSessionRequest) (*AuthenticateSessionResponse, error)
 	// Records what a person did through the console's session (the gateway, after the call):
-	// the audit log of docs/api-decisions.md#console.
+	// the audit log of docs/api-decisions.md#console. Idempotent by (client_id, event_id): the
+	// gateway retries a record that failed, and a repeat is not a second event.
 	RecordAudit(context.Context, *RecordAuditRequest) (*RecordAuditResponse, error)
 	// Charges the configured price of a kind. Idempotent by (client_id, reference): a repeat returns
 	// the first result with replayed=true. Never takes the balance below zero.

@@ -763,8 +763,11 @@ type GetSessionResponse struct {
 	// Until when the last step-up counts; unset when it does not.
 	SteppedUpUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=stepped_up_until,json=steppedUpUntil,proto3" json:"stepped_up_until,omitempty"`
 	ClientStatus   ClientStatus           `protobuf:"varint,6,opt,name=client_status,json=clientStatus,proto3,enum=mnv.accounts.v1.ClientStatus" json:"client_status,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// True when the person signs in through the client's identity provider: they step up there
+	// (StartSsoStepUp), having no passkey.
+	SingleSignOn  bool `protobuf:"varint,7,opt,name=single_sign_on,json=singleSignOn,proto3" json:"single_sign_on,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -837,6 +840,13 @@ func (x *GetSessionResponse) GetClientStatus() ClientStatus {
 		return x.ClientStatus
 	}
 	return ClientStatus_CLIENT_STATUS_UNSPECIFIED
+}
+
+func (x *GetSessionResponse) GetSingleSignOn() bool {
+	if x != nil {
+		return x.SingleSignOn
+	}
+	return false
 }
 
 type SignOutRequest struct {
@@ -1338,6 +1348,96 @@ func (x *StartStepUpResponse) GetOptionsJson() string {
 	return ""
 }
 
+type StartSsoStepUpRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The console page to come back to once stepped up; the console's home when empty.
+	ReturnTo      string `protobuf:"bytes,1,opt,name=return_to,json=returnTo,proto3" json:"return_to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartSsoStepUpRequest) Reset() {
+	*x = StartSsoStepUpRequest{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSsoStepUpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSsoStepUpRequest) ProtoMessage() {}
+
+func (x *StartSsoStepUpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSsoStepUpRequest.ProtoReflect.Descriptor instead.
+func (*StartSsoStepUpRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StartSsoStepUpRequest) GetReturnTo() string {
+	if x != nil {
+		return x.ReturnTo
+	}
+	return ""
+}
+
+type StartSsoStepUpResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where to send the browser.
+	AuthorizationUrl string `protobuf:"bytes,1,opt,name=authorization_url,json=authorizationUrl,proto3" json:"authorization_url,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StartSsoStepUpResponse) Reset() {
+	*x = StartSsoStepUpResponse{}
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSsoStepUpResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSsoStepUpResponse) ProtoMessage() {}
+
+func (x *StartSsoStepUpResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSsoStepUpResponse.ProtoReflect.Descriptor instead.
+func (*StartSsoStepUpResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *StartSsoStepUpResponse) GetAuthorizationUrl() string {
+	if x != nil {
+		return x.AuthorizationUrl
+	}
+	return ""
+}
+
 type StepUpRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	CeremonyId     string                 `protobuf:"bytes,1,opt,name=ceremony_id,json=ceremonyId,proto3" json:"ceremony_id,omitempty"`
@@ -1348,7 +1448,7 @@ type StepUpRequest struct {
 
 func (x *StepUpRequest) Reset() {
 	*x = StepUpRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1460,7 @@ func (x *StepUpRequest) String() string {
 func (*StepUpRequest) ProtoMessage() {}
 
 func (x *StepUpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[25]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1473,7 @@ func (x *StepUpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepUpRequest.ProtoReflect.Descriptor instead.
 func (*StepUpRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{25}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StepUpRequest) GetCeremonyId() string {
@@ -1399,7 +1499,7 @@ type StepUpResponse struct {
 
 func (x *StepUpResponse) Reset() {
 	*x = StepUpResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1511,7 @@ func (x *StepUpResponse) String() string {
 func (*StepUpResponse) ProtoMessage() {}
 
 func (x *StepUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[26]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1524,7 @@ func (x *StepUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepUpResponse.ProtoReflect.Descriptor instead.
 func (*StepUpResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{26}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StepUpResponse) GetSteppedUpUntil() *timestamppb.Timestamp {
@@ -1453,7 +1553,7 @@ type Passkey struct {
 
 func (x *Passkey) Reset() {
 	*x = Passkey{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1565,7 @@ func (x *Passkey) String() string {
 func (*Passkey) ProtoMessage() {}
 
 func (x *Passkey) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[27]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1578,7 @@ func (x *Passkey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Passkey.ProtoReflect.Descriptor instead.
 func (*Passkey) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{27}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Passkey) GetId() string {
@@ -1531,7 +1631,7 @@ type ListPasskeysRequest struct {
 
 func (x *ListPasskeysRequest) Reset() {
 	*x = ListPasskeysRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1643,7 @@ func (x *ListPasskeysRequest) String() string {
 func (*ListPasskeysRequest) ProtoMessage() {}
 
 func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[28]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1656,7 @@ func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPasskeysRequest.ProtoReflect.Descriptor instead.
 func (*ListPasskeysRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{28}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{30}
 }
 
 type ListPasskeysResponse struct {
@@ -1568,7 +1668,7 @@ type ListPasskeysResponse struct {
 
 func (x *ListPasskeysResponse) Reset() {
 	*x = ListPasskeysResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1680,7 @@ func (x *ListPasskeysResponse) String() string {
 func (*ListPasskeysResponse) ProtoMessage() {}
 
 func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[29]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1693,7 @@ func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPasskeysResponse.ProtoReflect.Descriptor instead.
 func (*ListPasskeysResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{29}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListPasskeysResponse) GetItems() []*Passkey {
@@ -1611,7 +1711,7 @@ type StartAddPasskeyRequest struct {
 
 func (x *StartAddPasskeyRequest) Reset() {
 	*x = StartAddPasskeyRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1723,7 @@ func (x *StartAddPasskeyRequest) String() string {
 func (*StartAddPasskeyRequest) ProtoMessage() {}
 
 func (x *StartAddPasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[30]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1736,7 @@ func (x *StartAddPasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAddPasskeyRequest.ProtoReflect.Descriptor instead.
 func (*StartAddPasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{30}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{32}
 }
 
 type StartAddPasskeyResponse struct {
@@ -1650,7 +1750,7 @@ type StartAddPasskeyResponse struct {
 
 func (x *StartAddPasskeyResponse) Reset() {
 	*x = StartAddPasskeyResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1762,7 @@ func (x *StartAddPasskeyResponse) String() string {
 func (*StartAddPasskeyResponse) ProtoMessage() {}
 
 func (x *StartAddPasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[31]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1775,7 @@ func (x *StartAddPasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartAddPasskeyResponse.ProtoReflect.Descriptor instead.
 func (*StartAddPasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{31}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StartAddPasskeyResponse) GetCeremonyId() string {
@@ -1705,7 +1805,7 @@ type AddPasskeyRequest struct {
 
 func (x *AddPasskeyRequest) Reset() {
 	*x = AddPasskeyRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1817,7 @@ func (x *AddPasskeyRequest) String() string {
 func (*AddPasskeyRequest) ProtoMessage() {}
 
 func (x *AddPasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[32]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1830,7 @@ func (x *AddPasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddPasskeyRequest.ProtoReflect.Descriptor instead.
 func (*AddPasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{32}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AddPasskeyRequest) GetCeremonyId() string {
@@ -1763,7 +1863,7 @@ type AddPasskeyResponse struct {
 
 func (x *AddPasskeyResponse) Reset() {
 	*x = AddPasskeyResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1875,7 @@ func (x *AddPasskeyResponse) String() string {
 func (*AddPasskeyResponse) ProtoMessage() {}
 
 func (x *AddPasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[33]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1888,7 @@ func (x *AddPasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddPasskeyResponse.ProtoReflect.Descriptor instead.
 func (*AddPasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{33}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AddPasskeyResponse) GetPasskey() *Passkey {
@@ -1809,7 +1909,7 @@ type RenamePasskeyRequest struct {
 
 func (x *RenamePasskeyRequest) Reset() {
 	*x = RenamePasskeyRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1921,7 @@ func (x *RenamePasskeyRequest) String() string {
 func (*RenamePasskeyRequest) ProtoMessage() {}
 
 func (x *RenamePasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[34]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1934,7 @@ func (x *RenamePasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenamePasskeyRequest.ProtoReflect.Descriptor instead.
 func (*RenamePasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{34}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RenamePasskeyRequest) GetPasskeyId() string {
@@ -1860,7 +1960,7 @@ type RenamePasskeyResponse struct {
 
 func (x *RenamePasskeyResponse) Reset() {
 	*x = RenamePasskeyResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1972,7 @@ func (x *RenamePasskeyResponse) String() string {
 func (*RenamePasskeyResponse) ProtoMessage() {}
 
 func (x *RenamePasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[35]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1985,7 @@ func (x *RenamePasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenamePasskeyResponse.ProtoReflect.Descriptor instead.
 func (*RenamePasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{35}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RenamePasskeyResponse) GetPasskey() *Passkey {
@@ -1904,7 +2004,7 @@ type DeletePasskeyRequest struct {
 
 func (x *DeletePasskeyRequest) Reset() {
 	*x = DeletePasskeyRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2016,7 @@ func (x *DeletePasskeyRequest) String() string {
 func (*DeletePasskeyRequest) ProtoMessage() {}
 
 func (x *DeletePasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[36]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2029,7 @@ func (x *DeletePasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePasskeyRequest.ProtoReflect.Descriptor instead.
 func (*DeletePasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{36}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeletePasskeyRequest) GetPasskeyId() string {
@@ -1948,7 +2048,7 @@ type DeletePasskeyResponse struct {
 
 func (x *DeletePasskeyResponse) Reset() {
 	*x = DeletePasskeyResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2060,7 @@ func (x *DeletePasskeyResponse) String() string {
 func (*DeletePasskeyResponse) ProtoMessage() {}
 
 func (x *DeletePasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[37]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2073,7 @@ func (x *DeletePasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePasskeyResponse.ProtoReflect.Descriptor instead.
 func (*DeletePasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{37}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeletePasskeyResponse) GetPasskey() *Passkey {
@@ -1995,7 +2095,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2107,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[38]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2120,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{38}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Member) GetPerson() *Person {
@@ -2052,7 +2152,7 @@ type ListMembersRequest struct {
 
 func (x *ListMembersRequest) Reset() {
 	*x = ListMembersRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2164,7 @@ func (x *ListMembersRequest) String() string {
 func (*ListMembersRequest) ProtoMessage() {}
 
 func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[39]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2177,7 @@ func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListMembersRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{39}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{41}
 }
 
 type ListMembersResponse struct {
@@ -2089,7 +2189,7 @@ type ListMembersResponse struct {
 
 func (x *ListMembersResponse) Reset() {
 	*x = ListMembersResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2201,7 @@ func (x *ListMembersResponse) String() string {
 func (*ListMembersResponse) ProtoMessage() {}
 
 func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[40]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2214,7 @@ func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListMembersResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{40}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListMembersResponse) GetItems() []*Member {
@@ -2134,7 +2234,7 @@ type SetMemberRoleRequest struct {
 
 func (x *SetMemberRoleRequest) Reset() {
 	*x = SetMemberRoleRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2246,7 @@ func (x *SetMemberRoleRequest) String() string {
 func (*SetMemberRoleRequest) ProtoMessage() {}
 
 func (x *SetMemberRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[41]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2259,7 @@ func (x *SetMemberRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberRoleRequest.ProtoReflect.Descriptor instead.
 func (*SetMemberRoleRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{41}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetMemberRoleRequest) GetUserId() string {
@@ -2185,7 +2285,7 @@ type SetMemberRoleResponse struct {
 
 func (x *SetMemberRoleResponse) Reset() {
 	*x = SetMemberRoleResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2297,7 @@ func (x *SetMemberRoleResponse) String() string {
 func (*SetMemberRoleResponse) ProtoMessage() {}
 
 func (x *SetMemberRoleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[42]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2310,7 @@ func (x *SetMemberRoleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMemberRoleResponse.ProtoReflect.Descriptor instead.
 func (*SetMemberRoleResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{42}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SetMemberRoleResponse) GetMember() *Member {
@@ -2229,7 +2329,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2341,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[43]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2354,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{43}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveMemberRequest) GetUserId() string {
@@ -2273,7 +2373,7 @@ type RemoveMemberResponse struct {
 
 func (x *RemoveMemberResponse) Reset() {
 	*x = RemoveMemberResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2385,7 @@ func (x *RemoveMemberResponse) String() string {
 func (*RemoveMemberResponse) ProtoMessage() {}
 
 func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[44]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2398,7 @@ func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{44}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RemoveMemberResponse) GetMember() *Member {
@@ -2324,7 +2424,7 @@ type Invitation struct {
 
 func (x *Invitation) Reset() {
 	*x = Invitation{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2436,7 @@ func (x *Invitation) String() string {
 func (*Invitation) ProtoMessage() {}
 
 func (x *Invitation) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[45]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2449,7 @@ func (x *Invitation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invitation.ProtoReflect.Descriptor instead.
 func (*Invitation) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{45}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Invitation) GetId() string {
@@ -2404,7 +2504,7 @@ type InviteMemberRequest struct {
 
 func (x *InviteMemberRequest) Reset() {
 	*x = InviteMemberRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2516,7 @@ func (x *InviteMemberRequest) String() string {
 func (*InviteMemberRequest) ProtoMessage() {}
 
 func (x *InviteMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[46]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2529,7 @@ func (x *InviteMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMemberRequest.ProtoReflect.Descriptor instead.
 func (*InviteMemberRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{46}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *InviteMemberRequest) GetEmail() string {
@@ -2457,7 +2557,7 @@ type InviteMemberResponse struct {
 
 func (x *InviteMemberResponse) Reset() {
 	*x = InviteMemberResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2569,7 @@ func (x *InviteMemberResponse) String() string {
 func (*InviteMemberResponse) ProtoMessage() {}
 
 func (x *InviteMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[47]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2582,7 @@ func (x *InviteMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InviteMemberResponse.ProtoReflect.Descriptor instead.
 func (*InviteMemberResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{47}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *InviteMemberResponse) GetInvitation() *Invitation {
@@ -2507,7 +2607,7 @@ type ListInvitationsRequest struct {
 
 func (x *ListInvitationsRequest) Reset() {
 	*x = ListInvitationsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2619,7 @@ func (x *ListInvitationsRequest) String() string {
 func (*ListInvitationsRequest) ProtoMessage() {}
 
 func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[48]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2632,7 @@ func (x *ListInvitationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsRequest.ProtoReflect.Descriptor instead.
 func (*ListInvitationsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{48}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{50}
 }
 
 type ListInvitationsResponse struct {
@@ -2544,7 +2644,7 @@ type ListInvitationsResponse struct {
 
 func (x *ListInvitationsResponse) Reset() {
 	*x = ListInvitationsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2656,7 @@ func (x *ListInvitationsResponse) String() string {
 func (*ListInvitationsResponse) ProtoMessage() {}
 
 func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[49]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2669,7 @@ func (x *ListInvitationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvitationsResponse.ProtoReflect.Descriptor instead.
 func (*ListInvitationsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{49}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListInvitationsResponse) GetItems() []*Invitation {
@@ -2588,7 +2688,7 @@ type RevokeInvitationRequest struct {
 
 func (x *RevokeInvitationRequest) Reset() {
 	*x = RevokeInvitationRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2700,7 @@ func (x *RevokeInvitationRequest) String() string {
 func (*RevokeInvitationRequest) ProtoMessage() {}
 
 func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[50]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2713,7 @@ func (x *RevokeInvitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationRequest.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{50}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RevokeInvitationRequest) GetInvitationId() string {
@@ -2632,7 +2732,7 @@ type RevokeInvitationResponse struct {
 
 func (x *RevokeInvitationResponse) Reset() {
 	*x = RevokeInvitationResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2744,7 @@ func (x *RevokeInvitationResponse) String() string {
 func (*RevokeInvitationResponse) ProtoMessage() {}
 
 func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[51]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2757,7 @@ func (x *RevokeInvitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeInvitationResponse.ProtoReflect.Descriptor instead.
 func (*RevokeInvitationResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{51}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RevokeInvitationResponse) GetInvitation() *Invitation {
@@ -2688,7 +2788,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2800,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[52]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2813,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{52}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AuditEvent) GetId() string {
@@ -2784,7 +2884,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2896,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[53]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2909,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{53}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListAuditEventsRequest) GetPage() int32 {
@@ -2839,7 +2939,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2951,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[54]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2964,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{54}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -2929,7 +3029,7 @@ type SsoSettings struct {
 
 func (x *SsoSettings) Reset() {
 	*x = SsoSettings{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3041,7 @@ func (x *SsoSettings) String() string {
 func (*SsoSettings) ProtoMessage() {}
 
 func (x *SsoSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[55]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3054,7 @@ func (x *SsoSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SsoSettings.ProtoReflect.Descriptor instead.
 func (*SsoSettings) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{55}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SsoSettings) GetIssuer() string {
@@ -3021,7 +3121,7 @@ type GetSsoSettingsRequest struct {
 
 func (x *GetSsoSettingsRequest) Reset() {
 	*x = GetSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3033,7 +3133,7 @@ func (x *GetSsoSettingsRequest) String() string {
 func (*GetSsoSettingsRequest) ProtoMessage() {}
 
 func (x *GetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[56]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3046,7 +3146,7 @@ func (x *GetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{56}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{58}
 }
 
 type GetSsoSettingsResponse struct {
@@ -3061,7 +3161,7 @@ type GetSsoSettingsResponse struct {
 
 func (x *GetSsoSettingsResponse) Reset() {
 	*x = GetSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3173,7 @@ func (x *GetSsoSettingsResponse) String() string {
 func (*GetSsoSettingsResponse) ProtoMessage() {}
 
 func (x *GetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[57]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3186,7 @@ func (x *GetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{57}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetSsoSettingsResponse) GetSettings() *SsoSettings {
@@ -3120,7 +3220,7 @@ type SetSsoSettingsRequest struct {
 
 func (x *SetSsoSettingsRequest) Reset() {
 	*x = SetSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3232,7 @@ func (x *SetSsoSettingsRequest) String() string {
 func (*SetSsoSettingsRequest) ProtoMessage() {}
 
 func (x *SetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[58]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3245,7 @@ func (x *SetSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{58}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SetSsoSettingsRequest) GetIssuer() string {
@@ -3207,7 +3307,7 @@ type SetSsoSettingsResponse struct {
 
 func (x *SetSsoSettingsResponse) Reset() {
 	*x = SetSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3319,7 @@ func (x *SetSsoSettingsResponse) String() string {
 func (*SetSsoSettingsResponse) ProtoMessage() {}
 
 func (x *SetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[59]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3332,7 @@ func (x *SetSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{59}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SetSsoSettingsResponse) GetSettings() *SsoSettings {
@@ -3257,7 +3357,7 @@ type DeleteSsoSettingsRequest struct {
 
 func (x *DeleteSsoSettingsRequest) Reset() {
 	*x = DeleteSsoSettingsRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3369,7 @@ func (x *DeleteSsoSettingsRequest) String() string {
 func (*DeleteSsoSettingsRequest) ProtoMessage() {}
 
 func (x *DeleteSsoSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[60]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3382,7 @@ func (x *DeleteSsoSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSsoSettingsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSsoSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{60}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{62}
 }
 
 type DeleteSsoSettingsResponse struct {
@@ -3293,7 +3393,7 @@ type DeleteSsoSettingsResponse struct {
 
 func (x *DeleteSsoSettingsResponse) Reset() {
 	*x = DeleteSsoSettingsResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3405,7 @@ func (x *DeleteSsoSettingsResponse) String() string {
 func (*DeleteSsoSettingsResponse) ProtoMessage() {}
 
 func (x *DeleteSsoSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[61]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3418,7 @@ func (x *DeleteSsoSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSsoSettingsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSsoSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{61}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{63}
 }
 
 type StartSsoSignInRequest struct {
@@ -3331,7 +3431,7 @@ type StartSsoSignInRequest struct {
 
 func (x *StartSsoSignInRequest) Reset() {
 	*x = StartSsoSignInRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3443,7 @@ func (x *StartSsoSignInRequest) String() string {
 func (*StartSsoSignInRequest) ProtoMessage() {}
 
 func (x *StartSsoSignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[62]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3456,7 @@ func (x *StartSsoSignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSsoSignInRequest.ProtoReflect.Descriptor instead.
 func (*StartSsoSignInRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{62}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *StartSsoSignInRequest) GetClientId() string {
@@ -3376,7 +3476,7 @@ type StartSsoSignInResponse struct {
 
 func (x *StartSsoSignInResponse) Reset() {
 	*x = StartSsoSignInResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3488,7 @@ func (x *StartSsoSignInResponse) String() string {
 func (*StartSsoSignInResponse) ProtoMessage() {}
 
 func (x *StartSsoSignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[63]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3501,7 @@ func (x *StartSsoSignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSsoSignInResponse.ProtoReflect.Descriptor instead.
 func (*StartSsoSignInResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{63}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *StartSsoSignInResponse) GetAuthorizationUrl() string {
@@ -3424,7 +3524,7 @@ type FinishSsoSignInRequest struct {
 
 func (x *FinishSsoSignInRequest) Reset() {
 	*x = FinishSsoSignInRequest{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3536,7 @@ func (x *FinishSsoSignInRequest) String() string {
 func (*FinishSsoSignInRequest) ProtoMessage() {}
 
 func (x *FinishSsoSignInRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[64]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3549,7 @@ func (x *FinishSsoSignInRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishSsoSignInRequest.ProtoReflect.Descriptor instead.
 func (*FinishSsoSignInRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{64}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *FinishSsoSignInRequest) GetCode() string {
@@ -3488,7 +3588,7 @@ type FinishSsoSignInResponse struct {
 
 func (x *FinishSsoSignInResponse) Reset() {
 	*x = FinishSsoSignInResponse{}
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3600,7 @@ func (x *FinishSsoSignInResponse) String() string {
 func (*FinishSsoSignInResponse) ProtoMessage() {}
 
 func (x *FinishSsoSignInResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_accounts_v1_people_proto_msgTypes[65]
+	mi := &file_mnv_accounts_v1_people_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3613,7 @@ func (x *FinishSsoSignInResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishSsoSignInResponse.ProtoReflect.Descriptor instead.
 func (*FinishSsoSignInResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{65}
+	return file_mnv_accounts_v1_people_proto_rawDescGZIP(), []int{67}
 }
 
 var File_mnv_accounts_v1_people_proto protoreflect.FileDescriptor
@@ -3582,7 +3682,7 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\n" +
 	"membership\x18\x02 \x01(\v2\x1b.mnv.accounts.v1.MembershipR\n" +
 	"membership\"\x13\n" +
-	"\x11GetSessionRequest\"\x86\x03\n" +
+	"\x11GetSessionRequest\"\xac\x03\n" +
 	"\x12GetSessionResponse\x12/\n" +
 	"\x06person\x18\x01 \x01(\v2\x17.mnv.accounts.v1.PersonR\x06person\x12;\n" +
 	"\n" +
@@ -3591,7 +3691,8 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\vmemberships\x18\x03 \x03(\v2\x1b.mnv.accounts.v1.MembershipR\vmemberships\x129\n" +
 	"\asession\x18\x04 \x01(\v2\x1f.mnv.accounts.v1.ConsoleSessionR\asession\x12D\n" +
 	"\x10stepped_up_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0esteppedUpUntil\x12B\n" +
-	"\rclient_status\x18\x06 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\"\x10\n" +
+	"\rclient_status\x18\x06 \x01(\x0e2\x1d.mnv.accounts.v1.ClientStatusR\fclientStatus\x12$\n" +
+	"\x0esingle_sign_on\x18\a \x01(\bR\fsingleSignOn\"\x10\n" +
 	"\x0eSignOutRequest\"\x11\n" +
 	"\x0fSignOutResponse\"\x15\n" +
 	"\x13ListSessionsRequest\"M\n" +
@@ -3616,7 +3717,11 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x13StartStepUpResponse\x12\x1f\n" +
 	"\vceremony_id\x18\x01 \x01(\tR\n" +
 	"ceremonyId\x12!\n" +
-	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"\x9b\x01\n" +
+	"\foptions_json\x18\x02 \x01(\tR\voptionsJson\"N\n" +
+	"\x15StartSsoStepUpRequest\x125\n" +
+	"\treturn_to\x18\x01 \x01(\tB\x18\xd2\xf3\x18\x14(\xac\x02J\r/console/keysP\x01R\breturnTo\"E\n" +
+	"\x16StartSsoStepUpResponse\x12+\n" +
+	"\x11authorization_url\x18\x01 \x01(\tR\x10authorizationUrl\"\x9b\x01\n" +
 	"\rStepUpRequest\x12S\n" +
 	"\vceremony_id\x18\x01 \x01(\tB2\xd2\xf3\x18.\b\x01B\x04uuidJ$7d444840-9dc0-11d1-b245-5ffdce74fad2R\n" +
 	"ceremonyId\x125\n" +
@@ -3772,7 +3877,7 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\tB\b\xd2\xf3\x18\x04(dP\x01R\x05state\x12\x1f\n" +
 	"\x05error\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xc8\x01P\x01R\x05error\x126\n" +
 	"\x11error_description\x18\x04 \x01(\tB\t\xd2\xf3\x18\x05(\xe8\aP\x01R\x10errorDescription\"\x19\n" +
-	"\x17FinishSsoSignInResponse2\xd0$\n" +
+	"\x17FinishSsoSignInResponse2\x8d&\n" +
 	"\rPeopleService\x12\x93\x01\n" +
 	"\vStartSignIn\x12#.mnv.accounts.v1.StartSignInRequest\x1a$.mnv.accounts.v1.StartSignInResponse\"9\xca\xf3\x185\b\x01J\x0fSign-in startedZ\x17Start a passkey sign-inb\aConsole\x12}\n" +
 	"\x06SignIn\x12\x1e.mnv.accounts.v1.SignInRequest\x1a\x1f.mnv.accounts.v1.SignInResponse\"2\xca\xf3\x18.\b\x01J\tSigned inZ\x16Sign in with a passkeyb\aConsole\x12\x9b\x01\n" +
@@ -3789,7 +3894,8 @@ const file_mnv_accounts_v1_people_proto_rawDesc = "" +
 	"\fSwitchClient\x12$.mnv.accounts.v1.SwitchClientRequest\x1a%.mnv.accounts.v1.SwitchClientResponse\"<\xca\xf3\x188\b\x06 \x01J\x0fClient switchedZ\x18Switch to another clientb\aConsole\x12\x8d\x01\n" +
 	"\vStartStepUp\x12#.mnv.accounts.v1.StartStepUpRequest\x1a$.mnv.accounts.v1.StartStepUpResponse\"3\xca\xf3\x18/\b\x06 \x01J\x0fStep-up startedZ\x0fStart a step-upb\aConsole\x12\x7f\n" +
 	"\x06StepUp\x12\x1e.mnv.accounts.v1.StepUpRequest\x1a\x1f.mnv.accounts.v1.StepUpResponse\"4\xca\xf3\x180\b\x06 \x01J\n" +
-	"Stepped upZ\x15Prove a passkey againb\aConsole\x12\x97\x01\n" +
+	"Stepped upZ\x15Prove a passkey againb\aConsole\x12\xba\x01\n" +
+	"\x0eStartSsoStepUp\x12&.mnv.accounts.v1.StartSsoStepUpRequest\x1a'.mnv.accounts.v1.StartSsoStepUpResponse\"W\xca\xf3\x18S\b\x06 \x01J\x0fStep-up startedZ3Start a step-up with the client's identity providerb\aConsole\x12\x97\x01\n" +
 	"\fListPasskeys\x12$.mnv.accounts.v1.ListPasskeysRequest\x1a%.mnv.accounts.v1.ListPasskeysResponse\":\xca\xf3\x186\b\x06 \x01J\x12Passkeys retrievedZ\x13List one's passkeysb\aConsole\x12\xb0\x01\n" +
 	"\x0fStartAddPasskey\x12'.mnv.accounts.v1.StartAddPasskeyRequest\x1a(.mnv.accounts.v1.StartAddPasskeyResponse\"J\xca\xf3\x18F\b\x06 \x01J\x1cPasskey registration startedZ\x16Start adding a passkeyb\aConsole\x88\x01\x01\x12\x8b\x01\n" +
 	"\n" +
@@ -3821,7 +3927,7 @@ func file_mnv_accounts_v1_people_proto_rawDescGZIP() []byte {
 	return file_mnv_accounts_v1_people_proto_rawDescData
 }
 
-var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_mnv_accounts_v1_people_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*Person)(nil),                    // 0: mnv.accounts.v1.Person
 	(*Membership)(nil),                // 1: mnv.accounts.v1.Membership
@@ -3848,96 +3954,98 @@ var file_mnv_accounts_v1_people_proto_goTypes = []any{
 	(*SwitchClientResponse)(nil),      // 22: mnv.accounts.v1.SwitchClientResponse
 	(*StartStepUpRequest)(nil),        // 23: mnv.accounts.v1.StartStepUpRequest
 	(*StartStepUpResponse)(nil),       // 24: mnv.accounts.v1.StartStepUpResponse
-	(*StepUpRequest)(nil),             // 25: mnv.accounts.v1.StepUpRequest
-	(*StepUpResponse)(nil),            // 26: mnv.accounts.v1.StepUpResponse
-	(*Passkey)(nil),                   // 27: mnv.accounts.v1.Passkey
-	(*ListPasskeysRequest)(nil),       // 28: mnv.accounts.v1.ListPasskeysRequest
-	(*ListPasskeysResponse)(nil),      // 29: mnv.accounts.v1.ListPasskeysResponse
-	(*StartAddPasskeyRequest)(nil),    // 30: mnv.accounts.v1.StartAddPasskeyRequest
-	(*StartAddPasskeyResponse)(nil),   // 31: mnv.accounts.v1.StartAddPasskeyResponse
-	(*AddPasskeyRequest)(nil),         // 32: mnv.accounts.v1.AddPasskeyRequest
-	(*AddPasskeyResponse)(nil),        // 33: mnv.accounts.v1.AddPasskeyResponse
-	(*RenamePasskeyRequest)(nil),      // 34: mnv.accounts.v1.RenamePasskeyRequest
-	(*RenamePasskeyResponse)(nil),     // 35: mnv.accounts.v1.RenamePasskeyResponse
-	(*DeletePasskeyRequest)(nil),      // 36: mnv.accounts.v1.DeletePasskeyRequest
-	(*DeletePasskeyResponse)(nil),     // 37: mnv.accounts.v1.DeletePasskeyResponse
-	(*Member)(nil),                    // 38: mnv.accounts.v1.Member
-	(*ListMembersRequest)(nil),        // 39: mnv.accounts.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),       // 40: mnv.accounts.v1.ListMembersResponse
-	(*SetMemberRoleRequest)(nil),      // 41: mnv.accounts.v1.SetMemberRoleRequest
-	(*SetMemberRoleResponse)(nil),     // 42: mnv.accounts.v1.SetMemberRoleResponse
-	(*RemoveMemberRequest)(nil),       // 43: mnv.accounts.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),      // 44: mnv.accounts.v1.RemoveMemberResponse
-	(*Invitation)(nil),                // 45: mnv.accounts.v1.Invitation
-	(*InviteMemberRequest)(nil),       // 46: mnv.accounts.v1.InviteMemberRequest
-	(*InviteMemberResponse)(nil),      // 47: mnv.accounts.v1.InviteMemberResponse
-	(*ListInvitationsRequest)(nil),    // 48: mnv.accounts.v1.ListInvitationsRequest
-	(*ListInvitationsResponse)(nil),   // 49: mnv.accounts.v1.ListInvitationsResponse
-	(*RevokeInvitationRequest)(nil),   // 50: mnv.accounts.v1.RevokeInvitationRequest
-	(*RevokeInvitationResponse)(nil),  // 51: mnv.accounts.v1.RevokeInvitationResponse
-	(*AuditEvent)(nil),                // 52: mnv.accounts.v1.AuditEvent
-	(*ListAuditEventsRequest)(nil),    // 53: mnv.accounts.v1.ListAuditEventsRequest
-	(*ListAuditEventsResponse)(nil),   // 54: mnv.accounts.v1.ListAuditEventsResponse
-	(*SsoSettings)(nil),               // 55: mnv.accounts.v1.SsoSettings
-	(*GetSsoSettingsRequest)(nil),     // 56: mnv.accounts.v1.GetSsoSettingsRequest
-	(*GetSsoSettingsResponse)(nil),    // 57: mnv.accounts.v1.GetSsoSettingsResponse
-	(*SetSsoSettingsRequest)(nil),     // 58: mnv.accounts.v1.SetSsoSettingsRequest
-	(*SetSsoSettingsResponse)(nil),    // 59: mnv.accounts.v1.SetSsoSettingsResponse
-	(*DeleteSsoSettingsRequest)(nil),  // 60: mnv.accounts.v1.DeleteSsoSettingsRequest
-	(*DeleteSsoSettingsResponse)(nil), // 61: mnv.accounts.v1.DeleteSsoSettingsResponse
-	(*StartSsoSignInRequest)(nil),     // 62: mnv.accounts.v1.StartSsoSignInRequest
-	(*StartSsoSignInResponse)(nil),    // 63: mnv.accounts.v1.StartSsoSignInResponse
-	(*FinishSsoSignInRequest)(nil),    // 64: mnv.accounts.v1.FinishSsoSignInRequest
-	(*FinishSsoSignInResponse)(nil),   // 65: mnv.accounts.v1.FinishSsoSignInResponse
-	(Role)(0),                         // 66: mnv.accounts.v1.Role
-	(*timestamppb.Timestamp)(nil),     // 67: google.protobuf.Timestamp
-	(ClientStatus)(0),                 // 68: mnv.accounts.v1.ClientStatus
+	(*StartSsoStepUpRequest)(nil),     // 25: mnv.accounts.v1.StartSsoStepUpRequest
+	(*StartSsoStepUpResponse)(nil),    // 26: mnv.accounts.v1.StartSsoStepUpResponse
+	(*StepUpRequest)(nil),             // 27: mnv.accounts.v1.StepUpRequest
+	(*StepUpResponse)(nil),            // 28: mnv.accounts.v1.StepUpResponse
+	(*Passkey)(nil),                   // 29: mnv.accounts.v1.Passkey
+	(*ListPasskeysRequest)(nil),       // 30: mnv.accounts.v1.ListPasskeysRequest
+	(*ListPasskeysResponse)(nil),      // 31: mnv.accounts.v1.ListPasskeysResponse
+	(*StartAddPasskeyRequest)(nil),    // 32: mnv.accounts.v1.StartAddPasskeyRequest
+	(*StartAddPasskeyResponse)(nil),   // 33: mnv.accounts.v1.StartAddPasskeyResponse
+	(*AddPasskeyRequest)(nil),         // 34: mnv.accounts.v1.AddPasskeyRequest
+	(*AddPasskeyResponse)(nil),        // 35: mnv.accounts.v1.AddPasskeyResponse
+	(*RenamePasskeyRequest)(nil),      // 36: mnv.accounts.v1.RenamePasskeyRequest
+	(*RenamePasskeyResponse)(nil),     // 37: mnv.accounts.v1.RenamePasskeyResponse
+	(*DeletePasskeyRequest)(nil),      // 38: mnv.accounts.v1.DeletePasskeyRequest
+	(*DeletePasskeyResponse)(nil),     // 39: mnv.accounts.v1.DeletePasskeyResponse
+	(*Member)(nil),                    // 40: mnv.accounts.v1.Member
+	(*ListMembersRequest)(nil),        // 41: mnv.accounts.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),       // 42: mnv.accounts.v1.ListMembersResponse
+	(*SetMemberRoleRequest)(nil),      // 43: mnv.accounts.v1.SetMemberRoleRequest
+	(*SetMemberRoleResponse)(nil),     // 44: mnv.accounts.v1.SetMemberRoleResponse
+	(*RemoveMemberRequest)(nil),       // 45: mnv.accounts.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),      // 46: mnv.accounts.v1.RemoveMemberResponse
+	(*Invitation)(nil),                // 47: mnv.accounts.v1.Invitation
+	(*InviteMemberRequest)(nil),       // 48: mnv.accounts.v1.InviteMemberRequest
+	(*InviteMemberResponse)(nil),      // 49: mnv.accounts.v1.InviteMemberResponse
+	(*ListInvitationsRequest)(nil),    // 50: mnv.accounts.v1.ListInvitationsRequest
+	(*ListInvitationsResponse)(nil),   // 51: mnv.accounts.v1.ListInvitationsResponse
+	(*RevokeInvitationRequest)(nil),   // 52: mnv.accounts.v1.RevokeInvitationRequest
+	(*RevokeInvitationResponse)(nil),  // 53: mnv.accounts.v1.RevokeInvitationResponse
+	(*AuditEvent)(nil),                // 54: mnv.accounts.v1.AuditEvent
+	(*ListAuditEventsRequest)(nil),    // 55: mnv.accounts.v1.ListAuditEventsRequest
+	(*ListAuditEventsResponse)(nil),   // 56: mnv.accounts.v1.ListAuditEventsResponse
+	(*SsoSettings)(nil),               // 57: mnv.accounts.v1.SsoSettings
+	(*GetSsoSettingsRequest)(nil),     // 58: mnv.accounts.v1.GetSsoSettingsRequest
+	(*GetSsoSettingsResponse)(nil),    // 59: mnv.accounts.v1.GetSsoSettingsResponse
+	(*SetSsoSettingsRequest)(nil),     // 60: mnv.accounts.v1.SetSsoSettingsRequest
+	(*SetSsoSettingsResponse)(nil),    // 61: mnv.accounts.v1.SetSsoSettingsResponse
+	(*DeleteSsoSettingsRequest)(nil),  // 62: mnv.accounts.v1.DeleteSsoSettingsRequest
+	(*DeleteSsoSettingsResponse)(nil), // 63: mnv.accounts.v1.DeleteSsoSettingsResponse
+	(*StartSsoSignInRequest)(nil),     // 64: mnv.accounts.v1.StartSsoSignInRequest
+	(*StartSsoSignInResponse)(nil),    // 65: mnv.accounts.v1.StartSsoSignInResponse
+	(*FinishSsoSignInRequest)(nil),    // 66: mnv.accounts.v1.FinishSsoSignInRequest
+	(*FinishSsoSignInResponse)(nil),   // 67: mnv.accounts.v1.FinishSsoSignInResponse
+	(Role)(0),                         // 68: mnv.accounts.v1.Role
+	(*timestamppb.Timestamp)(nil),     // 69: google.protobuf.Timestamp
+	(ClientStatus)(0),                 // 70: mnv.accounts.v1.ClientStatus
 }
 var file_mnv_accounts_v1_people_proto_depIdxs = []int32{
-	66, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
-	67, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
-	67, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
-	67, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
+	68, // 0: mnv.accounts.v1.Membership.role:type_name -> mnv.accounts.v1.Role
+	69, // 1: mnv.accounts.v1.ConsoleSession.created_at:type_name -> google.protobuf.Timestamp
+	69, // 2: mnv.accounts.v1.ConsoleSession.last_seen_at:type_name -> google.protobuf.Timestamp
+	69, // 3: mnv.accounts.v1.ConsoleSession.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 4: mnv.accounts.v1.SignInResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 5: mnv.accounts.v1.SignInResponse.membership:type_name -> mnv.accounts.v1.Membership
-	66, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
+	68, // 6: mnv.accounts.v1.StartInvitationResponse.role:type_name -> mnv.accounts.v1.Role
 	0,  // 7: mnv.accounts.v1.AcceptInvitationResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 8: mnv.accounts.v1.AcceptInvitationResponse.membership:type_name -> mnv.accounts.v1.Membership
 	0,  // 9: mnv.accounts.v1.GetSessionResponse.person:type_name -> mnv.accounts.v1.Person
 	1,  // 10: mnv.accounts.v1.GetSessionResponse.membership:type_name -> mnv.accounts.v1.Membership
 	1,  // 11: mnv.accounts.v1.GetSessionResponse.memberships:type_name -> mnv.accounts.v1.Membership
 	2,  // 12: mnv.accounts.v1.GetSessionResponse.session:type_name -> mnv.accounts.v1.ConsoleSession
-	67, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
-	68, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
+	69, // 13: mnv.accounts.v1.GetSessionResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	70, // 14: mnv.accounts.v1.GetSessionResponse.client_status:type_name -> mnv.accounts.v1.ClientStatus
 	2,  // 15: mnv.accounts.v1.ListSessionsResponse.items:type_name -> mnv.accounts.v1.ConsoleSession
 	1,  // 16: mnv.accounts.v1.SwitchClientResponse.membership:type_name -> mnv.accounts.v1.Membership
-	67, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
-	67, // 18: mnv.accounts.v1.Passkey.created_at:type_name -> google.protobuf.Timestamp
-	67, // 19: mnv.accounts.v1.Passkey.last_used_at:type_name -> google.protobuf.Timestamp
-	27, // 20: mnv.accounts.v1.ListPasskeysResponse.items:type_name -> mnv.accounts.v1.Passkey
-	27, // 21: mnv.accounts.v1.AddPasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
-	27, // 22: mnv.accounts.v1.RenamePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
-	27, // 23: mnv.accounts.v1.DeletePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	69, // 17: mnv.accounts.v1.StepUpResponse.stepped_up_until:type_name -> google.protobuf.Timestamp
+	69, // 18: mnv.accounts.v1.Passkey.created_at:type_name -> google.protobuf.Timestamp
+	69, // 19: mnv.accounts.v1.Passkey.last_used_at:type_name -> google.protobuf.Timestamp
+	29, // 20: mnv.accounts.v1.ListPasskeysResponse.items:type_name -> mnv.accounts.v1.Passkey
+	29, // 21: mnv.accounts.v1.AddPasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	29, // 22: mnv.accounts.v1.RenamePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
+	29, // 23: mnv.accounts.v1.DeletePasskeyResponse.passkey:type_name -> mnv.accounts.v1.Passkey
 	0,  // 24: mnv.accounts.v1.Member.person:type_name -> mnv.accounts.v1.Person
-	66, // 25: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
-	67, // 26: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
-	38, // 27: mnv.accounts.v1.ListMembersResponse.items:type_name -> mnv.accounts.v1.Member
-	66, // 28: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
-	38, // 29: mnv.accounts.v1.SetMemberRoleResponse.member:type_name -> mnv.accounts.v1.Member
-	38, // 30: mnv.accounts.v1.RemoveMemberResponse.member:type_name -> mnv.accounts.v1.Member
-	66, // 31: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
-	67, // 32: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
-	67, // 33: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
-	66, // 34: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
-	45, // 35: mnv.accounts.v1.InviteMemberResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	45, // 36: mnv.accounts.v1.ListInvitationsResponse.items:type_name -> mnv.accounts.v1.Invitation
-	45, // 37: mnv.accounts.v1.RevokeInvitationResponse.invitation:type_name -> mnv.accounts.v1.Invitation
-	67, // 38: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	68, // 25: mnv.accounts.v1.Member.role:type_name -> mnv.accounts.v1.Role
+	69, // 26: mnv.accounts.v1.Member.joined_at:type_name -> google.protobuf.Timestamp
+	40, // 27: mnv.accounts.v1.ListMembersResponse.items:type_name -> mnv.accounts.v1.Member
+	68, // 28: mnv.accounts.v1.SetMemberRoleRequest.role:type_name -> mnv.accounts.v1.Role
+	40, // 29: mnv.accounts.v1.SetMemberRoleResponse.member:type_name -> mnv.accounts.v1.Member
+	40, // 30: mnv.accounts.v1.RemoveMemberResponse.member:type_name -> mnv.accounts.v1.Member
+	68, // 31: mnv.accounts.v1.Invitation.role:type_name -> mnv.accounts.v1.Role
+	69, // 32: mnv.accounts.v1.Invitation.created_at:type_name -> google.protobuf.Timestamp
+	69, // 33: mnv.accounts.v1.Invitation.expires_at:type_name -> google.protobuf.Timestamp
+	68, // 34: mnv.accounts.v1.InviteMemberRequest.role:type_name -> mnv.accounts.v1.Role
+	47, // 35: mnv.accounts.v1.InviteMemberResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	47, // 36: mnv.accounts.v1.ListInvitationsResponse.items:type_name -> mnv.accounts.v1.Invitation
+	47, // 37: mnv.accounts.v1.RevokeInvitationResponse.invitation:type_name -> mnv.accounts.v1.Invitation
+	69, // 38: mnv.accounts.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	0,  // 39: mnv.accounts.v1.AuditEvent.person:type_name -> mnv.accounts.v1.Person
-	52, // 40: mnv.accounts.v1.ListAuditEventsResponse.items:type_name -> mnv.accounts.v1.AuditEvent
-	67, // 41: mnv.accounts.v1.SsoSettings.updated_at:type_name -> google.protobuf.Timestamp
-	55, // 42: mnv.accounts.v1.GetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
-	55, // 43: mnv.accounts.v1.SetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	54, // 40: mnv.accounts.v1.ListAuditEventsResponse.items:type_name -> mnv.accounts.v1.AuditEvent
+	69, // 41: mnv.accounts.v1.SsoSettings.updated_at:type_name -> google.protobuf.Timestamp
+	57, // 42: mnv.accounts.v1.GetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
+	57, // 43: mnv.accounts.v1.SetSsoSettingsResponse.settings:type_name -> mnv.accounts.v1.SsoSettings
 	3,  // 44: mnv.accounts.v1.PeopleService.StartSignIn:input_type -> mnv.accounts.v1.StartSignInRequest
 	5,  // 45: mnv.accounts.v1.PeopleService.SignIn:input_type -> mnv.accounts.v1.SignInRequest
 	7,  // 46: mnv.accounts.v1.PeopleService.StartInvitation:input_type -> mnv.accounts.v1.StartInvitationRequest
@@ -3949,55 +4057,57 @@ var file_mnv_accounts_v1_people_proto_depIdxs = []int32{
 	19, // 52: mnv.accounts.v1.PeopleService.SignOutEverywhere:input_type -> mnv.accounts.v1.SignOutEverywhereRequest
 	21, // 53: mnv.accounts.v1.PeopleService.SwitchClient:input_type -> mnv.accounts.v1.SwitchClientRequest
 	23, // 54: mnv.accounts.v1.PeopleService.StartStepUp:input_type -> mnv.accounts.v1.StartStepUpRequest
-	25, // 55: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
-	28, // 56: mnv.accounts.v1.PeopleService.ListPasskeys:input_type -> mnv.accounts.v1.ListPasskeysRequest
-	30, // 57: mnv.accounts.v1.PeopleService.StartAddPasskey:input_type -> mnv.accounts.v1.StartAddPasskeyRequest
-	32, // 58: mnv.accounts.v1.PeopleService.AddPasskey:input_type -> mnv.accounts.v1.AddPasskeyRequest
-	34, // 59: mnv.accounts.v1.PeopleService.RenamePasskey:input_type -> mnv.accounts.v1.RenamePasskeyRequest
-	36, // 60: mnv.accounts.v1.PeopleService.DeletePasskey:input_type -> mnv.accounts.v1.DeletePasskeyRequest
-	39, // 61: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
-	41, // 62: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
-	43, // 63: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
-	46, // 64: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
-	48, // 65: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
-	50, // 66: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
-	53, // 67: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
-	56, // 68: mnv.accounts.v1.PeopleService.GetSsoSettings:input_type -> mnv.accounts.v1.GetSsoSettingsRequest
-	58, // 69: mnv.accounts.v1.PeopleService.SetSsoSettings:input_type -> mnv.accounts.v1.SetSsoSettingsRequest
-	60, // 70: mnv.accounts.v1.PeopleService.DeleteSsoSettings:input_type -> mnv.accounts.v1.DeleteSsoSettingsRequest
-	62, // 71: mnv.accounts.v1.PeopleService.StartSsoSignIn:input_type -> mnv.accounts.v1.StartSsoSignInRequest
-	64, // 72: mnv.accounts.v1.PeopleService.FinishSsoSignIn:input_type -> mnv.accounts.v1.FinishSsoSignInRequest
-	4,  // 73: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
-	6,  // 74: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
-	8,  // 75: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
-	10, // 76: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
-	12, // 77: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
-	14, // 78: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
-	16, // 79: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
-	18, // 80: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
-	20, // 81: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
-	22, // 82: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
-	24, // 83: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
-	26, // 84: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
-	29, // 85: mnv.accounts.v1.PeopleService.ListPasskeys:output_type -> mnv.accounts.v1.ListPasskeysResponse
-	31, // 86: mnv.accounts.v1.PeopleService.StartAddPasskey:output_type -> mnv.accounts.v1.StartAddPasskeyResponse
-	33, // 87: mnv.accounts.v1.PeopleService.AddPasskey:output_type -> mnv.accounts.v1.AddPasskeyResponse
-	35, // 88: mnv.accounts.v1.PeopleService.RenamePasskey:output_type -> mnv.accounts.v1.RenamePasskeyResponse
-	37, // 89: mnv.accounts.v1.PeopleService.DeletePasskey:output_type -> mnv.accounts.v1.DeletePasskeyResponse
-	40, // 90: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
-	42, // 91: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
-	44, // 92: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
-	47, // 93: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
-	49, // 94: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
-	51, // 95: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
-	54, // 96: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
-	57, // 97: mnv.accounts.v1.PeopleService.GetSsoSettings:output_type -> mnv.accounts.v1.GetSsoSettingsResponse
-	59, // 98: mnv.accounts.v1.PeopleService.SetSsoSettings:output_type -> mnv.accounts.v1.SetSsoSettingsResponse
-	61, // 99: mnv.accounts.v1.PeopleService.DeleteSsoSettings:output_type -> mnv.accounts.v1.DeleteSsoSettingsResponse
-	63, // 100: mnv.accounts.v1.PeopleService.StartSsoSignIn:output_type -> mnv.accounts.v1.StartSsoSignInResponse
-	65, // 101: mnv.accounts.v1.PeopleService.FinishSsoSignIn:output_type -> mnv.accounts.v1.FinishSsoSignInResponse
-	73, // [73:102] is the sub-list for method output_type
-	44, // [44:73] is the sub-list for method input_type
+	27, // 55: mnv.accounts.v1.PeopleService.StepUp:input_type -> mnv.accounts.v1.StepUpRequest
+	25, // 56: mnv.accounts.v1.PeopleService.StartSsoStepUp:input_type -> mnv.accounts.v1.StartSsoStepUpRequest
+	30, // 57: mnv.accounts.v1.PeopleService.ListPasskeys:input_type -> mnv.accounts.v1.ListPasskeysRequest
+	32, // 58: mnv.accounts.v1.PeopleService.StartAddPasskey:input_type -> mnv.accounts.v1.StartAddPasskeyRequest
+	34, // 59: mnv.accounts.v1.PeopleService.AddPasskey:input_type -> mnv.accounts.v1.AddPasskeyRequest
+	36, // 60: mnv.accounts.v1.PeopleService.RenamePasskey:input_type -> mnv.accounts.v1.RenamePasskeyRequest
+	38, // 61: mnv.accounts.v1.PeopleService.DeletePasskey:input_type -> mnv.accounts.v1.DeletePasskeyRequest
+	41, // 62: mnv.accounts.v1.PeopleService.ListMembers:input_type -> mnv.accounts.v1.ListMembersRequest
+	43, // 63: mnv.accounts.v1.PeopleService.SetMemberRole:input_type -> mnv.accounts.v1.SetMemberRoleRequest
+	45, // 64: mnv.accounts.v1.PeopleService.RemoveMember:input_type -> mnv.accounts.v1.RemoveMemberRequest
+	48, // 65: mnv.accounts.v1.PeopleService.InviteMember:input_type -> mnv.accounts.v1.InviteMemberRequest
+	50, // 66: mnv.accounts.v1.PeopleService.ListInvitations:input_type -> mnv.accounts.v1.ListInvitationsRequest
+	52, // 67: mnv.accounts.v1.PeopleService.RevokeInvitation:input_type -> mnv.accounts.v1.RevokeInvitationRequest
+	55, // 68: mnv.accounts.v1.PeopleService.ListAuditEvents:input_type -> mnv.accounts.v1.ListAuditEventsRequest
+	58, // 69: mnv.accounts.v1.PeopleService.GetSsoSettings:input_type -> mnv.accounts.v1.GetSsoSettingsRequest
+	60, // 70: mnv.accounts.v1.PeopleService.SetSsoSettings:input_type -> mnv.accounts.v1.SetSsoSettingsRequest
+	62, // 71: mnv.accounts.v1.PeopleService.DeleteSsoSettings:input_type -> mnv.accounts.v1.DeleteSsoSettingsRequest
+	64, // 72: mnv.accounts.v1.PeopleService.StartSsoSignIn:input_type -> mnv.accounts.v1.StartSsoSignInRequest
+	66, // 73: mnv.accounts.v1.PeopleService.FinishSsoSignIn:input_type -> mnv.accounts.v1.FinishSsoSignInRequest
+	4,  // 74: mnv.accounts.v1.PeopleService.StartSignIn:output_type -> mnv.accounts.v1.StartSignInResponse
+	6,  // 75: mnv.accounts.v1.PeopleService.SignIn:output_type -> mnv.accounts.v1.SignInResponse
+	8,  // 76: mnv.accounts.v1.PeopleService.StartInvitation:output_type -> mnv.accounts.v1.StartInvitationResponse
+	10, // 77: mnv.accounts.v1.PeopleService.AcceptInvitation:output_type -> mnv.accounts.v1.AcceptInvitationResponse
+	12, // 78: mnv.accounts.v1.PeopleService.GetSession:output_type -> mnv.accounts.v1.GetSessionResponse
+	14, // 79: mnv.accounts.v1.PeopleService.SignOut:output_type -> mnv.accounts.v1.SignOutResponse
+	16, // 80: mnv.accounts.v1.PeopleService.ListSessions:output_type -> mnv.accounts.v1.ListSessionsResponse
+	18, // 81: mnv.accounts.v1.PeopleService.EndSession:output_type -> mnv.accounts.v1.EndSessionResponse
+	20, // 82: mnv.accounts.v1.PeopleService.SignOutEverywhere:output_type -> mnv.accounts.v1.SignOutEverywhereResponse
+	22, // 83: mnv.accounts.v1.PeopleService.SwitchClient:output_type -> mnv.accounts.v1.SwitchClientResponse
+	24, // 84: mnv.accounts.v1.PeopleService.StartStepUp:output_type -> mnv.accounts.v1.StartStepUpResponse
+	28, // 85: mnv.accounts.v1.PeopleService.StepUp:output_type -> mnv.accounts.v1.StepUpResponse
+	26, // 86: mnv.accounts.v1.PeopleService.StartSsoStepUp:output_type -> mnv.accounts.v1.StartSsoStepUpResponse
+	31, // 87: mnv.accounts.v1.PeopleService.ListPasskeys:output_type -> mnv.accounts.v1.ListPasskeysResponse
+	33, // 88: mnv.accounts.v1.PeopleService.StartAddPasskey:output_type -> mnv.accounts.v1.StartAddPasskeyResponse
+	35, // 89: mnv.accounts.v1.PeopleService.AddPasskey:output_type -> mnv.accounts.v1.AddPasskeyResponse
+	37, // 90: mnv.accounts.v1.PeopleService.RenamePasskey:output_type -> mnv.accounts.v1.RenamePasskeyResponse
+	39, // 91: mnv.accounts.v1.PeopleService.DeletePasskey:output_type -> mnv.accounts.v1.DeletePasskeyResponse
+	42, // 92: mnv.accounts.v1.PeopleService.ListMembers:output_type -> mnv.accounts.v1.ListMembersResponse
+	44, // 93: mnv.accounts.v1.PeopleService.SetMemberRole:output_type -> mnv.accounts.v1.SetMemberRoleResponse
+	46, // 94: mnv.accounts.v1.PeopleService.RemoveMember:output_type -> mnv.accounts.v1.RemoveMemberResponse
+	49, // 95: mnv.accounts.v1.PeopleService.InviteMember:output_type -> mnv.accounts.v1.InviteMemberResponse
+	51, // 96: mnv.accounts.v1.PeopleService.ListInvitations:output_type -> mnv.accounts.v1.ListInvitationsResponse
+	53, // 97: mnv.accounts.v1.PeopleService.RevokeInvitation:output_type -> mnv.accounts.v1.RevokeInvitationResponse
+	56, // 98: mnv.accounts.v1.PeopleService.ListAuditEvents:output_type -> mnv.accounts.v1.ListAuditEventsResponse
+	59, // 99: mnv.accounts.v1.PeopleService.GetSsoSettings:output_type -> mnv.accounts.v1.GetSsoSettingsResponse
+	61, // 100: mnv.accounts.v1.PeopleService.SetSsoSettings:output_type -> mnv.accounts.v1.SetSsoSettingsResponse
+	63, // 101: mnv.accounts.v1.PeopleService.DeleteSsoSettings:output_type -> mnv.accounts.v1.DeleteSsoSettingsResponse
+	65, // 102: mnv.accounts.v1.PeopleService.StartSsoSignIn:output_type -> mnv.accounts.v1.StartSsoSignInResponse
+	67, // 103: mnv.accounts.v1.PeopleService.FinishSsoSignIn:output_type -> mnv.accounts.v1.FinishSsoSignInResponse
+	74, // [74:104] is the sub-list for method output_type
+	44, // [44:74] is the sub-list for method input_type
 	44, // [44:44] is the sub-list for extension type_name
 	44, // [44:44] is the sub-list for extension extendee
 	0,  // [0:44] is the sub-list for field type_name
@@ -4009,15 +4119,15 @@ func file_mnv_accounts_v1_people_proto_init() {
 		return
 	}
 	file_mnv_accounts_v1_types_proto_init()
-	file_mnv_accounts_v1_people_proto_msgTypes[53].OneofWrappers = []any{}
-	file_mnv_accounts_v1_people_proto_msgTypes[58].OneofWrappers = []any{}
+	file_mnv_accounts_v1_people_proto_msgTypes[55].OneofWrappers = []any{}
+	file_mnv_accounts_v1_people_proto_msgTypes[60].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_accounts_v1_people_proto_rawDesc), len(file_mnv_accounts_v1_people_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -359,6 +359,33 @@ func local_request_PeopleService_StepUp_0(ctx context.Context, marshaler runtime
 	return msg, metadata, err
 }
 
+func request_PeopleService_StartSsoStepUp_0(ctx context.Context, marshaler runtime.Marshaler, client PeopleServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq StartSsoStepUpRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.StartSsoStepUp(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_PeopleService_StartSsoStepUp_0(ctx context.Context, marshaler runtime.Marshaler, server PeopleServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq StartSsoStepUpRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.StartSsoStepUp(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_PeopleService_ListPasskeys_0(ctx context.Context, marshaler runtime.Marshaler, client PeopleServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq ListPasskeysRequest
@@ -1122,6 +1149,26 @@ func RegisterPeopleServiceHandlerServer(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_PeopleService_StepUp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_PeopleService_StartSsoStepUp_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.accounts.v1.PeopleService/StartSsoStepUp", runtime.WithHTTPPathPattern("/v1/api/console/step-up/sso"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_PeopleService_StartSsoStepUp_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PeopleService_StartSsoStepUp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_PeopleService_ListPasskeys_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1706,6 +1753,23 @@ func RegisterPeopleServiceHandlerClient(ctx context.Context, mux *runtime.ServeM
 		}
 		forward_PeopleService_StepUp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_PeopleService_StartSsoStepUp_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.accounts.v1.PeopleService/StartSsoStepUp", runtime.WithHTTPPathPattern("/v1/api/console/step-up/sso"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_PeopleService_StartSsoStepUp_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_PeopleService_StartSsoStepUp_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_PeopleService_ListPasskeys_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -2011,6 +2075,7 @@ var (
 	pattern_PeopleService_SwitchClient_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "console", "session", "switch"}, ""))
 	pattern_PeopleService_StartStepUp_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "console", "step-up", "options"}, ""))
 	pattern_PeopleService_StepUp_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "console", "step-up"}, ""))
+	pattern_PeopleService_StartSsoStepUp_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "console", "step-up", "sso"}, ""))
 	pattern_PeopleService_ListPasskeys_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "console", "passkeys"}, ""))
 	pattern_PeopleService_StartAddPasskey_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "console", "passkeys", "options"}, ""))
 	pattern_PeopleService_AddPasskey_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "console", "passkeys"}, ""))
@@ -2043,6 +2108,7 @@ var (
 	forward_PeopleService_SwitchClient_0      = runtime.ForwardResponseMessage
 	forward_PeopleService_StartStepUp_0       = runtime.ForwardResponseMessage
 	forward_PeopleService_StepUp_0            = runtime.ForwardResponseMessage
+	forward_PeopleService_StartSsoStepUp_0    = runtime.ForwardResponseMessage
 	forward_PeopleService_ListPasskeys_0      = runtime.ForwardResponseMessage
 	forward_PeopleService_StartAddPasskey_0   = runtime.ForwardResponseMessage
 	forward_PeopleService_AddPasskey_0        = runtime.ForwardResponseMessage

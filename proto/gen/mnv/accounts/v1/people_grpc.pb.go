@@ -31,6 +31,7 @@ const (
 	PeopleService_SwitchClient_FullMethodName      = "/mnv.accounts.v1.PeopleService/SwitchClient"
 	PeopleService_StartStepUp_FullMethodName       = "/mnv.accounts.v1.PeopleService/StartStepUp"
 	PeopleService_StepUp_FullMethodName            = "/mnv.accounts.v1.PeopleService/StepUp"
+	PeopleService_StartSsoStepUp_FullMethodName    = "/mnv.accounts.v1.PeopleService/StartSsoStepUp"
 	PeopleService_ListPasskeys_FullMethodName      = "/mnv.accounts.v1.PeopleService/ListPasskeys"
 	PeopleService_StartAddPasskey_FullMethodName   = "/mnv.accounts.v1.PeopleService/StartAddPasskey"
 	PeopleService_AddPasskey_FullMethodName        = "/mnv.accounts.v1.PeopleService/AddPasskey"
@@ -100,6 +101,13 @@ type PeopleServiceClient interface {
 	StartStepUp(ctx context.Context, in *StartStepUpRequest, opts ...grpc.CallOption) (*StartStepUpResponse, error)
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
 	StepUp(ctx context.Context, in *StepUpRequest, opts ...grpc.CallOption) (*StepUpResponse, error)
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	StartSsoStepUp(ctx context.Context, in *StartSsoStepUpRequest, opts ...grpc.CallOption) (*StartSsoStepUpResponse, error)
 	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
 	ListPasskeys(ctx context.Context, in *ListPasskeysRequest, opts ...grpc.CallOption) (*ListPasskeysResponse, error)
 	// Begins the registration of another passkey for the signed-in person (after a step-up): a
@@ -268,6 +276,16 @@ func (c *peopleServiceClient) StepUp(ctx context.Context, in *StepUpRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StepUpResponse)
 	err := c.cc.Invoke(ctx, PeopleService_StepUp_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *peopleServiceClient) StartSsoStepUp(ctx context.Context, in *StartSsoStepUpRequest, opts ...grpc.CallOption) (*StartSsoStepUpResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartSsoStepUpResponse)
+	err := c.cc.Invoke(ctx, PeopleService_StartSsoStepUp_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -494,6 +512,13 @@ type PeopleServiceServer interface {
 	StartStepUp(context.Context, *StartStepUpRequest) (*StartStepUpResponse, error)
 	// Finishes a step-up: for the step-up window the session may do what can hurt.
 	StepUp(context.Context, *StepUpRequest) (*StepUpResponse, error)
+	// Begins a step-up through the client's identity provider, for a person who signs in with it
+	// (they have no passkey): the browser goes to the authorization URL, where the provider asks
+	// them to sign in again (prompt=login, max_age=0), and comes back through the single sign-on
+	// callback, which marks this session stepped up when the same person signed in just now. A
+	// short-lived cookie binds the flow to this browser. A person with passkeys is answered 409:
+	// they step up with a passkey.
+	StartSsoStepUp(context.Context, *StartSsoStepUpRequest) (*StartSsoStepUpResponse, error)
 	// Lists the signed-in person's own passkeys, oldest first: never a credential id.
 	ListPasskeys(context.Context, *ListPasskeysRequest) (*ListPasskeysResponse, error)
 	// Begins the registration of another passkey for the signed-in person (after a step-up): a
@@ -583,6 +608,9 @@ func (UnimplementedPeopleServiceServer) StartStepUp(context.Context, *StartStepU
 }
 func (UnimplementedPeopleServiceServer) StepUp(context.Context, *StepUpRequest) (*StepUpResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StepUp not implemented")
+}
+func (UnimplementedPeopleServiceServer) StartSsoStepUp(context.Context, *StartSsoStepUpRequest) (*StartSsoStepUpResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartSsoStepUp not implemented")
 }
 func (UnimplementedPeopleServiceServer) ListPasskeys(context.Context, *ListPasskeysRequest) (*ListPasskeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPasskeys not implemented")
@@ -868,6 +896,24 @@ func _PeopleService_StepUp_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(PeopleServiceServer).StepUp(ctx, req.(*StepUpRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PeopleService_StartSsoStepUp_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartSsoStepUpRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeopleServiceServer).StartSsoStepUp(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PeopleService_StartSsoStepUp_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeopleServiceServer).StartSsoStepUp(ctx, req.(*StartSsoStepUpRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1232,6 +1278,10 @@ var PeopleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StepUp",
 			Handler:    _PeopleService_StepUp_Handler,
+		},
+		{
+			MethodName: "StartSsoStepUp",
+			Handler:    _PeopleService_StartSsoStepUp_Handler,
 		},
 		{
 			MethodName: "ListPasskeys",
