@@ -16,6 +16,10 @@ CREATE TABLE verification.workflows (
     status          text        NOT NULL CHECK (status IN ('IN_PROGRESS', 'VERIFIED', 'NOT_VERIFIED', 'FAILED', 'EXPIRED')),
     decided_by      text        CHECK (decided_by IN ('SILENT', 'SMS_OTP')),
     reason          text,
+    -- What the SIM-swap check found, when the policy asked for one, and when the operator
+    -- answered.
+    sim_swap        text        NOT NULL DEFAULT 'NOT_CHECKED' CHECK (sim_swap IN ('NOT_CHECKED', 'NOT_SWAPPED', 'SWAPPED', 'UNAVAILABLE')),
+    sim_checked_at  timestamptz,
     -- The step in play (workflow_steps.seq).
     step_seq        int         NOT NULL DEFAULT 1,
     -- The one-time code in play: its step, the id of the derived key that hashed it, its keyed

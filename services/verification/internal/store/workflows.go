@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
+)
+
+// The workflows' tables (migrations 019, 020; docs/architecture.md#verification-workflows).
+
+const lookupSMSMessage = "sms_message"
+
+// smsMessageLookupFor is how long a provider's message id maps to its client: receipts come
+// within an SMS's validity period (48 hours at most by default on SMSCs), with margin.
+const smsMessageLookupFor = 7 * 24 * time.Hour
+
+// GetPolicy reads a client's workflow policy; false when it never set one.
+func (st *Store) GetPolicy(ctx context.Context, clientID string) (workflows.Policy, bool, error) {
+	var raw []byte
+	err := st.db.QueryRow(ctx, `SELECT policy FROM verification.workflow_policies WHERE client_id = $1`, clientID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workflows.Policy{}, false, nil
+	}
+	if err != nil {
+		return workflows.Policy{}, false, fmt.Errorf("get workflow policy: %w", err)
+	}
+	p, err := workflows.ParsePolicy(raw)
+	if err != nil {
+		return workflows.Policy{}, false, fmt.Errorf("stored workflow policy of %s: %w", clientID, err)
+	}
+	return p, true, nil
+}
+
+// PutPolicy writes a client's workflow policy.
+func (st *Store) PutPolicy(ctx context.Context, clientID string, p workflows.Policy, by string) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = st.db.Exec(ctx, `
+		INSERT INTO verification.workflow_policies (client_id, policy, updated_by, updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (client_id) DO UPDATE SET policy = EXCLUDED.policy, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+		clientID, raw, by)
+	if err != nil {
+		return fmt.Errorf("put workflow policy: %w", err)
+	}
+	return nil
+}
+
+// InsertWorkflow writes a new workflow and its steps, in one batch.
+func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error {
+	pol, err := json.Marshal(w.Policy)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO verification.workflows (client_id, id, number_sealed, number_hash, masked_number, country, locale, policy,
+			status, decided_by, reason, sim_swap, sim_checked_at, step_seq, code_step_id, code_key_id, code_hash, code_sealed,
+			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+		w.ClientID, w.ID, w.NumberSealed, w.NumberHash, w.Masked, w.Country, w.Locale, pol,
+		w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.SIMSwap, nullTime(w.SIMCheckedAt), w.StepSeq,
+		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed,
+		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended))
+	for _, s := range w.Steps {
+		queueStep(b, w, s)
+	}
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("insert workflow: %w", err)
+	}
+	return nil
+}
+
+// queueStep inserts a step, or updates what may change of it.
+func queueStep(b *pgx.Batch, w workflows.Workflow, s workflows.Step) {
+	b.Queue(`
+		INSERT INTO verification.workflow_steps (client_id, workflow_id, seq, id, channel, status, reason, verification_id,
+			charge_status, charged, balance_after, started_at, deadline, ended_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		ON CONFLICT (client_id, workflow_id, seq) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,
+			verification_id = EXCLUDED.verification_id, charge_status = EXCLUDED.charge_status, charged = EXCLUDED.charged,
+			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at`,
+		w.ClientID, w.ID, s.Seq, s.ID, s.Channel, s.Status, nullString(s.Reason), nullString(s.VerificationID),
+		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended))
+}
+
+// LockWorkflow reads a client's workflow and its steps, holding the workflow's row until the
+// transaction ends.
+func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflows.Workflow, error) {
+	if _, err := uuidKey(id); err != nil {
+		return workflows.Workflow{}, err
+	}
+	var (
+		w                                workflows.Workflow
+		pol                              []byte
+		decidedBy, reason, stepID, keyID *string
+		simAt, issued, expires, ended    *time.Time
+	)
+	err := st.db.QueryRow(ctx, `
+		SELECT client_id::text, id::text, number_sealed, number_hash, masked_number, country, locale, policy, status, decided_by,
+			reason, sim_swap, sim_checked_at, step_seq, code_step_id::text, code_key_id, code_hash, code_sealed, code_issued_at,
+			code_expires_at, attempts, resends, created_at, updated_at, ended_at
+		FROM verification.workflows WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id).Scan(
+		&w.ClientID, &w.ID, &w.NumberSealed, &w.NumberHash, &w.Masked, &w.Country, &w.Locale, &pol, &w.Status, &decidedBy,
+		&reason, &w.SIMSwap, &simAt, &w.StepSeq, &stepID, &keyID, &w.Code.Hash, &w.Code.Sealed, &issued,
+		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workflows.Workflow{}, fault.ErrNotFound
+	}
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("lock workflow: %w", err)
+	}
+	if err := json.Unmarshal(pol, &w.Policy); err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow %s: policy: %w", id, err)
+	}
+	w.DecidedBy, w.Reason = workflows.Channel(deref(decidedBy)), deref(reason)
+	w.Code.StepID, w.Code.KeyID = deref(stepID), deref(keyID)
+	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
+	rows, err := st.db.Query(ctx, `
+		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at
+		FROM verification.workflow_steps WHERE client_id = $1 AND workflow_id = $2 ORDER BY seq`, clientID, id)
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
+	}
+	w.Steps, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (workflows.Step, error) {
+		var (
+			s             workflows.Step
+			reason, verID *string
+			end           *time.Time
+		)
+		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end)
+		s.Reason, s.VerificationID, s.Ended = deref(reason), deref(verID), derefTime(end)
+		return s, err
+	})
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
+	}
+	return w, nil
+}
+
+// SaveWorkflow writes what changed of a locked workflow: its columns and its steps.
+func (st *Store) SaveWorkflow(ctx context.Context, w workflows.Workflow) error {
+	pol, err := json.Marshal(w.Policy)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	// Steps first: the workflow's code_step_id may name a step inserted here.
+	for _, s := range w.Steps {
+		queueStep(b, w, s)
+	}
+	b.Queue(`
+		UPDATE verification.workflows SET policy = $3, status = $4, decided_by = $5, reason = $6, step_seq = $7,
+			code_step_id = $8, code_key_id = $9, code_hash = $10, code_sealed = $11, code_issued_at = $12, code_expires_at = $13,
+			attempts = $14, resends = $15, updated_at = $16, ended_at = $17
+		WHERE client_id = $1 AND id = $2`,
+		w.ClientID, w.ID, pol, w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.StepSeq,
+		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed, nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt),
+		w.Code.Attempts, w.Code.Resends, w.Updated, nullTime(w.Ended))
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("save workflow: %w", err)
+	}
+	return nil
+}
+
+// AddMessages maps the provider's message ids of an SMS step to it, and to its client for the
+// receipts that bring an id alone. A retried job's ids are kept once.
+func (st *Store) AddMessages(ctx context.Context, clientID, stepID string, providerIDs []string) error {
+	b := &pgx.Batch{}
+	expires := time.Now().Add(smsMessageLookupFor)
+	for _, id := range providerIDs {
+		b.Queue(insertLookupSQL+` ON CONFLICT (kind, key) DO NOTHING`, lookupSMSMessage, []byte(id), clientID, expires)
+		b.Queue(`INSERT INTO verification.workflow_messages (client_id, provider_id, step_id) VALUES ($1, $2, $3)
+			ON CONFLICT (client_id, provider_id) DO NOTHING`, clientID, id, stepID)
+	}
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("add sms messages: %w", err)
+	}
+	return nil
+}
+
+// FindMessage finds the client, workflow and step of a provider's message id.
+func (st *Store) FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error) {
+	err = st.db.QueryRow(ctx, `SELECT client_id::text FROM verification.client_lookups WHERE kind = $1 AND key = $2`,
+		lookupSMSMessage, []byte(providerID)).Scan(&clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("find sms message: %w", err)
+	}
+	err = st.db.QueryRow(ctx, `
+		SELECT s.workflow_id::text, s.id::text FROM verification.workflow_messages m
+		JOIN verification.workflow_steps s ON s.client_id = m.client_id AND s.id = m.step_id
+		WHERE m.client_id = $1 AND m.provider_id = $2`, clientID, providerID).Scan(&workflowID, &stepID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("find sms message: %w", err)
+	}
+	return clientID, workflowID, stepID, nil
+}
+
+// EnqueueSMS queues a step's SMS job in the Store's transaction.
+func (st *Store) EnqueueSMS(ctx context.Context, job workflows.SMSJob) error {
+	return st.enqueue(ctx, []river.InsertManyParams{{Args: workflows.SMSArgs{SMSJob: job}}})
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
