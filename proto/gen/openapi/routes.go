@@ -77,6 +77,8 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/me/webhooks/{webhook_id=*}/deliveries", RPC: "/mnv.connect.v1.WebhookService/ListWebhookDeliveries"},
 	{Method: "POST", Pattern: "/v1/api/me/webhooks/{webhook_id=*}/rotate-secret", RPC: "/mnv.connect.v1.WebhookService/RotateWebhookSecret"},
 	{Method: "POST", Pattern: "/v1/api/me/webhooks/{webhook_id=*}/test", RPC: "/mnv.connect.v1.WebhookService/TestWebhook"},
+	{Method: "GET", Pattern: "/v1/api/me/workflow-policy", RPC: "/mnv.verification.v1.VerificationService/GetWorkflowPolicy"},
+	{Method: "PUT", Pattern: "/v1/api/me/workflow-policy", RPC: "/mnv.verification.v1.VerificationService/SetWorkflowPolicy"},
 	{Method: "GET", Pattern: "/v1/api/operators", RPC: "/mnv.verification.v1.VerificationService/ListOperators"},
 	{Method: "POST", Pattern: "/v1/api/opportunity", RPC: "/mnv.verification.v1.VerificationService/CreateTransaction"},
 	{Method: "GET", Pattern: "/v1/api/opportunity/{transaction_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetTransaction"},
@@ -87,4 +89,9 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/verify", RPC: "/mnv.verification.v1.VerificationService/Verify"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/capture", RPC: "/mnv.verification.v1.VerificationService/CaptureTransaction"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/complete", RPC: "/mnv.verification.v1.VerificationService/CompleteWebTransaction"},
+	{Method: "POST", Pattern: "/v1/api/workflows", RPC: "/mnv.verification.v1.VerificationService/StartWorkflow"},
+	{Method: "GET", Pattern: "/v1/api/workflows/{workflow_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetWorkflow"},
+	{Method: "POST", Pattern: "/v1/api/workflows/{workflow_id=*}/code", RPC: "/mnv.verification.v1.VerificationService/CheckWorkflowCode"},
+	{Method: "POST", Pattern: "/v1/api/workflows/{workflow_id=*}/resend", RPC: "/mnv.verification.v1.VerificationService/ResendWorkflowCode"},
+	{Method: "POST", Pattern: "/v1/api/workflows/{workflow_id=*}/silent", RPC: "/mnv.verification.v1.VerificationService/SubmitWorkflowSilent"},
 }
