@@ -471,6 +471,29 @@ func (s *Service) SilentResult(ctx context.Context, clientID, id string, o Silen
 	})
 }
 
+// SubmitSilent verifies the silent step's blob with verify (a verify of the workflow's number,
+// charged as one, run outside any transaction of the workflow: it has its own) and records its
+// outcome. A workflow whose step in play is not a silent one waiting is ErrNoSilentStep before
+// anything is verified.
+func (s *Service) SubmitSilent(ctx context.Context, clientID, id string, verify func(ctx context.Context, e164 string) (SilentOutcome, error)) (Workflow, error) {
+	w, err := s.Get(ctx, clientID, id)
+	if err != nil {
+		return Workflow{}, err
+	}
+	if cur := w.Current(); w.Final() || cur == nil || cur.Channel != Silent || cur.Status != StepPending {
+		return Workflow{}, ErrNoSilentStep
+	}
+	e164, err := s.vault.Open(w.NumberSealed, table, w.ID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	o, err := verify(ctx, e164)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.SilentResult(ctx, clientID, id, o)
+}
+
 // ErrNoCode is a check or a resend of a workflow with no code in play.
 var ErrNoCode = fault.New(fault.Conflict, "the workflow has no code in play")
 
