@@ -7523,7 +7523,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description The code the user typed. Anything is taken: a code that is not the policy's digits is a
+                     * @description The code the user typed, 1 to 32 characters: one that is not the policy's digits is a
                      *     wrong code, and counts as an attempt.
                      * @example 123456
                      */

@@ -48,6 +48,8 @@ func TestPolicyOf(t *testing.T) {
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: principal.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
 		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
+		{verificationv1.VerificationService_SetWorkflowPolicy_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Session: true, StepUp: true}},
+		{verificationv1.VerificationService_CheckWorkflowCode_FullMethodName, auth.Rule{Credential: principal.APIKey}},
 		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT", Session: true, StepUp: true}},
 		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT", Session: true}},
 	}
@@ -56,7 +58,7 @@ func TestPolicyOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tt.method, got, tt.want)
 		}
 	}
-	if n := len(p); n != 87 { // every RPC of the five services above
+	if n := len(p); n != 94 { // every RPC of the five services above
 		t.Errorf("%d rules", n)
 	}
 }

@@ -3359,7 +3359,7 @@ type GetWorkflowParams struct {
 
 // CheckWorkflowCodeJSONBody defines parameters for CheckWorkflowCode.
 type CheckWorkflowCodeJSONBody struct {
-	// Code The code the user typed. Anything is taken: a code that is not the policy's digits is a
+	// Code The code the user typed, 1 to 32 characters: one that is not the policy's digits is a
 	// wrong code, and counts as an attempt.
 	//
 	// Examples: 123456

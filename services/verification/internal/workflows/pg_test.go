@@ -472,7 +472,10 @@ func TestBruteForceFails(t *testing.T) {
 	// Malformed input counts as an attempt like any wrong code.
 	w2 := e.start(t)
 	e.work(t)
-	for _, typed := range []string{"", "12", "abcd"} {
+	if _, err := e.check(t, w2.ID, ""); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("an empty code: %v", err)
+	}
+	for _, typed := range []string{"1", "12", "abcd"} {
 		if _, err := e.check(t, w2.ID, typed); err != nil {
 			t.Fatal(err)
 		}

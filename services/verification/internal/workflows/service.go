@@ -494,6 +494,9 @@ func (s *Service) SubmitSilent(ctx context.Context, clientID, id string, verify 
 	return s.SilentResult(ctx, clientID, id, o)
 }
 
+// maxTyped bounds what a user may type as a code (the API's code field).
+const maxTyped = 32
+
 // ErrNoCode is a check or a resend of a workflow with no code in play.
 var ErrNoCode = fault.New(fault.Conflict, "the workflow has no code in play")
 
@@ -505,6 +508,10 @@ var ErrFinal = fault.New(fault.Conflict, "the workflow has ended")
 // VERIFIED (ErrFinal); every wrong code is counted in the same transaction. A wrong code is
 // not an error: the answer is the workflow, with one attempt fewer, or FAILED after the last.
 func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Workflow, error) {
+	if typed == "" || len(typed) > maxTyped {
+		// Far longer than any code (10 digits), so the bound tells a guesser nothing.
+		return Workflow{}, fault.Invalid("code", "must be 1 to %d characters", maxTyped)
+	}
 	code := otp.Parse(typed)
 	return s.locked(ctx, clientID, id, func(_ context.Context, _ Store, w *Workflow, e164 string, now time.Time) error {
 		if w.Final() {

@@ -325,7 +325,7 @@ func (x *SubmitWorkflowSilentResponse) GetWorkflow() *Workflow {
 type CheckWorkflowCodeRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
-	// The code the user typed. Anything is taken: a code that is not the policy's digits is a
+	// The code the user typed, 1 to 32 characters: one that is not the policy's digits is a
 	// wrong code, and counts as an attempt.
 	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1281,11 +1281,11 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"operatorId\x12I\n" +
 	"\fservice_type\x18\x04 \x01(\tB&\xd2\xf3\x18\"\b\x01:\x11HEADER_ENRICHMENT:\vNETWORK_APIR\vserviceType\"Y\n" +
 	"\x1cSubmitWorkflowSilentResponse\x129\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"o\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"q\n" +
 	"\x18CheckWorkflowCodeRequest\x12-\n" +
 	"\vworkflow_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
-	"workflowId\x12$\n" +
-	"\x04code\x18\x02 \x01(\tB\x10\xd2\xf3\x18\f\b\x01( J\x06123456R\x04code\"V\n" +
+	"workflowId\x12&\n" +
+	"\x04code\x18\x02 \x01(\tB\x12\xd2\xf3\x18\x0e\b\x01 \x01( J\x06123456R\x04code\"V\n" +
 	"\x19CheckWorkflowCodeResponse\x129\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"J\n" +
 	"\x19ResendWorkflowCodeRequest\x12-\n" +
@@ -1336,7 +1336,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\"\x9d\x01\n" +
 	"\x19SetWorkflowPolicyResponse\x12;\n" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\x12C\n" +
-	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\xea\x06\n" +
+	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\x85\a\n" +
 	"\x0eWorkflowPolicy\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -1350,9 +1350,10 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x17resend_cooldown_seconds\x18\a \x01(\x05B\t\xd2\xf3\x18\x05\x10\x00\x18\xd8\x04H\x05R\x15resendCooldownSeconds\x88\x01\x01\x12.\n" +
 	"\vmax_resends\x18\b \x01(\x05B\b\xd2\xf3\x18\x04\x10\x00\x18\x05H\x06R\n" +
 	"maxResends\x88\x01\x01\x12?\n" +
-	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwap\x12P\n" +
+	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwap\x12k\n" +
 	"\tcountries\x18\n" +
-	" \x03(\v22.mnv.verification.v1.WorkflowPolicy.CountriesEntryR\tcountries\x1ac\n" +
+	" \x03(\v22.mnv.verification.v1.WorkflowPolicy.CountriesEntryB\x19\xd2\xf3\x18\x15(\xfa\x01b\x102\n" +
+	"^[A-Z]{2}$J\x02GBR\tcountries\x1ac\n" +
 	"\x0eCountriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
 	"\x05value\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\x05value:\x028\x01B\x19\n" +
