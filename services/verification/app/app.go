@@ -373,6 +373,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	} else {
 		log.Warn("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
 	}
+	b.Loop(func(ctx context.Context) { flows.Sweep(ctx, workflows.SweepEvery) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
 		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus, Reports: usageReports, Workflows: flows,
 		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),

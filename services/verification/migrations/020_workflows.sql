@@ -65,9 +65,9 @@ CREATE TABLE verification.workflow_steps (
     UNIQUE (client_id, id),
     FOREIGN KEY (client_id, workflow_id) REFERENCES verification.workflows (client_id, id)
 );
--- The charge reconciler's way to a step charge left PENDING.
-CREATE INDEX workflow_steps_charge_pending ON verification.workflow_steps (started_at)
-    WHERE charge_status = 'PENDING';
+-- The sweep's way to the steps whose deadline may pass with nobody reading their workflow
+-- (workflows.Service.Sweep): those not ended yet.
+CREATE INDEX workflow_steps_open ON verification.workflow_steps (deadline) WHERE ended_at IS NULL;
 
 -- The SMSC's message ids of a step: a delivery receipt names one.
 CREATE TABLE verification.workflow_messages (

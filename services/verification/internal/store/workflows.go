@@ -211,6 +211,27 @@ func (st *Store) FindMessage(ctx context.Context, providerID string) (clientID, 
 	return clientID, workflowID, stepID, nil
 }
 
+// DueWorkflows lists workflows of any client in progress with an open step past its deadline.
+// It crosses clients, so it reads without a lock: each workflow is then locked by its client.
+func (st *Store) DueWorkflows(ctx context.Context, before time.Time, limit int) ([]workflows.WorkflowRef, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT s.client_id::text, s.workflow_id::text FROM verification.workflow_steps s
+		JOIN verification.workflows w ON w.client_id = s.client_id AND w.id = s.workflow_id AND w.step_seq = s.seq
+		WHERE s.ended_at IS NULL AND s.deadline < $1 AND w.status = 'IN_PROGRESS'
+		ORDER BY s.deadline LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("due workflows: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workflows.WorkflowRef, error) {
+		var w workflows.WorkflowRef
+		return w, r.Scan(&w.ClientID, &w.ID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("due workflows: %w", err)
+	}
+	return out, nil
+}
+
 // EnqueueSMS queues a step's SMS job in the Store's transaction.
 func (st *Store) EnqueueSMS(ctx context.Context, job workflows.SMSJob) error {
 	return st.enqueue(ctx, []river.InsertManyParams{{Args: workflows.SMSArgs{SMSJob: job}}})

@@ -664,6 +664,48 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestSweep: deadlines pass with nobody reading the workflow; the sweep moves them on and
+// expires them, with their events, and leaves the others.
+func TestSweep(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"silentTimeoutSeconds":10,"smsTimeoutSeconds":120}`)
+	ctx := context.Background()
+	w := e.start(t)
+	done := e.start(t)
+	if _, err := e.svc.SilentResult(ctx, e.client, done.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("nothing due: %d %v", n, err)
+	}
+	e.advance(11 * time.Second)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("the silent step due: %d %v", n, err)
+	}
+	if got := steps(e.get(t, w.ID)); got != "SILENT:TIMED_OUT SMS_OTP:QUEUED" {
+		t.Fatalf("after the sweep: %s", got)
+	}
+	e.work(t)
+	e.advance(121 * time.Second)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("the SMS step due: %d %v", n, err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("swept twice: %d %v", n, err)
+	}
+	got := e.get(t, w.ID)
+	if got.Status != workflows.Expired || got.Reason != workflows.ReasonStepTimedOut {
+		t.Fatalf("after the SMS timeout: %s %s", got.Status, got.Reason)
+	}
+	completed := 0
+	for _, ev := range e.events(t) {
+		completed += strings.Count(ev, `verification.workflow.completed`)
+	}
+	if completed != 2 {
+		t.Fatalf("%d completed events, want 2 (one verified, one expired)", completed)
+	}
+}
+
 // TestSilentDecides: the network's answer decides when it is definite, free of any SMS.
 func TestSilentDecides(t *testing.T) {
 	e := newEnv(t, 100, workflows.Ports{})

@@ -38,6 +38,10 @@ type Store interface {
 	// FindMessage finds the client, workflow and step of a provider's message id;
 	// fault.ErrNotFound for none.
 	FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error)
+	// DueWorkflows lists up to limit workflows, of any client, in progress with a step not
+	// ended whose deadline is before before; read without a lock (each is then locked by its
+	// client and checked again).
+	DueWorkflows(ctx context.Context, before time.Time, limit int) ([]WorkflowRef, error)
 	// EnqueueSMS queues the SMS job of a step in the transaction.
 	EnqueueSMS(ctx context.Context, job SMSJob) error
 	// Emit writes events in the transaction (refused outside one).
@@ -48,6 +52,9 @@ type Store interface {
 type Tx interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
 }
+
+// WorkflowRef names a workflow.
+type WorkflowRef struct{ ClientID, ID string }
 
 // SMSJob is the SMS job's arguments: a step to send, nothing else (the number and the code are
 // read from the workflow's row, so no job argument ever holds either).
@@ -270,9 +277,15 @@ func (s *Service) clearCode(w *Workflow) {
 	w.Code.StepID, w.Code.KeyID, w.Code.Hash, w.Code.Sealed = "", "", nil, nil
 }
 
-// end makes the workflow final.
+// end makes the workflow final, and ends its open steps with it (a final workflow has none, so
+// the sweep never looks at it again).
 func (s *Service) end(w *Workflow, st Status, by Channel, reason string, now time.Time) {
 	w.Status, w.DecidedBy, w.Reason, w.Ended = st, by, reason, now
+	for i := range w.Steps {
+		if w.Steps[i].Ended.IsZero() {
+			w.Steps[i].Ended = now
+		}
+	}
 	w.Code.Sealed = nil
 	if st != InProgress {
 		w.Code.Hash, w.Code.KeyID = nil, ""
@@ -432,6 +445,49 @@ func optional(s string) *string {
 	return &s
 }
 
+// SweepEvery is how often the sweep looks for deadlines passed: a step's timeout is seconds
+// to minutes, so an expiry is seen within seconds of it.
+const SweepEvery = 5 * time.Second
+
+// sweepBatch is how many due workflows one pass of the sweep takes.
+const sweepBatch = 100
+
+// SweepOnce times out the steps whose deadline passed with nobody reading their workflow (a
+// silent step nobody answered moves on, an SMS step nobody checked expires its workflow, with
+// its events), up to a batch, and answers how many workflows it looked at.
+func (s *Service) SweepOnce(ctx context.Context) (int, error) {
+	due, err := s.st.DueWorkflows(ctx, s.now(), sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range due {
+		if _, err := s.Get(ctx, r.ClientID, r.ID); err != nil {
+			return 0, err
+		}
+	}
+	return len(due), nil
+}
+
+// Sweep runs SweepOnce every interval until ctx ends; a full batch runs the next at once.
+func (s *Service) Sweep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.SweepOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("workflow sweep failed", zap.Error(err))
+		}
+		if n == sweepBatch && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // SilentOutcome is what the silent step's verification answered.
 type SilentOutcome struct {
 	// Status is the verify's: VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED.
@@ -565,9 +621,12 @@ func (s *Service) Resend(ctx context.Context, clientID, id string) (Workflow, er
 		case err != nil:
 			return err
 		}
-		if old := w.Step(w.Code.StepID); old != nil && old.Status == StepQueued {
-			// Not sent yet: its job will find it superseded and send nothing.
-			old.Status, old.Reason, old.Ended = StepSuperseded, ReasonSuperseded, now
+		if old := w.Step(w.Code.StepID); old != nil {
+			if old.Status == StepQueued {
+				// Not sent yet: its job will find it superseded and send nothing.
+				old.Status, old.Reason = StepSuperseded, ReasonSuperseded
+			}
+			old.Ended = now // its receipt may still come and say whether it was delivered
 		}
 		w.Code.Resends++
 		return s.sendCode(ctx, st, w, e164, now)
