@@ -160,4 +160,23 @@ func TestWorkflows(t *testing.T) {
 	if a := f.do(t, call{method: "POST", path: "/v1/api/workflows/" + bfID + "/code", headers: keyHeaders(c), body: `{"code":"3333333333"}`}); a.status != http.StatusConflict {
 		t.Fatalf("a guess after the last: %d %s", a.status, a.body)
 	}
+
+	// Usage: the client's steps by channel, country and status, read by a MEMBER.
+	u := f.data(t, call{method: "GET", path: "/v1/api/me/usage/workflows", headers: map[string]string{"X-API-KEY": member}})
+	totals := u["totals"].(map[string]any)
+	byDim := map[string]map[string]float64{}
+	for _, b := range totals["breakdowns"].([]any) {
+		b := b.(map[string]any)
+		m := map[string]float64{}
+		for _, k := range b["buckets"].([]any) {
+			k := k.(map[string]any)
+			m[k["value"].(string)] = k["count"].(float64)
+		}
+		byDim[b["dimension"].(string)] = m
+	}
+	// Steps: the silent verified one, the Wi-Fi one's silent and SMS, the brute-forced SMS.
+	if totals["count"] != float64(4) || byDim["channel"]["SILENT"] != 2 || byDim["channel"]["SMS_OTP"] != 2 || byDim["country"]["AE"] != 4 ||
+		byDim["status"]["VERIFIED"] != 1 || byDim["status"]["FAILED"] != 1 {
+		t.Fatalf("usage: %v", totals)
+	}
 }

@@ -1173,6 +1173,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/usage/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count workflow steps per day by channel, country and status
+         * @description The client's workflow steps per UTC day of a range, by channel, country and status, with
+         *     the credits charged (docs/api-decisions.md#usage).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetWorkflowUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/web-origins": {
         parameters: {
             query?: never;
@@ -6312,6 +6335,57 @@ export interface operations {
                             httpStatus?: "OK";
                             /** @constant */
                             message?: "Verification usage retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetWorkflowUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+                 *     last 30 days up to today.
+                 */
+                from?: string;
+                /**
+                 * @description Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+                 *     the 30 days up to it.
+                 */
+                to?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflow usage retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow usage retrieved successfully";
                         })[];
                         /** @constant */
                         success: true;

@@ -66,6 +66,7 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/me/stuck-plus/sessions/{session_id=*}/reveal", RPC: "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"},
 	{Method: "GET", Pattern: "/v1/api/me/usage/spend", RPC: "/mnv.accounts.v1.AccountsService/GetSpendUsage"},
 	{Method: "GET", Pattern: "/v1/api/me/usage/verifications", RPC: "/mnv.verification.v1.VerificationService/GetVerificationUsage"},
+	{Method: "GET", Pattern: "/v1/api/me/usage/workflows", RPC: "/mnv.verification.v1.VerificationService/GetWorkflowUsage"},
 	{Method: "GET", Pattern: "/v1/api/me/web-origins", RPC: "/mnv.accounts.v1.AccountsService/ListWebOrigins"},
 	{Method: "PUT", Pattern: "/v1/api/me/web-origins", RPC: "/mnv.accounts.v1.AccountsService/SetWebOrigins"},
 	{Method: "GET", Pattern: "/v1/api/me/webhooks", RPC: "/mnv.connect.v1.WebhookService/ListWebhooks"},

@@ -47,6 +47,8 @@ CREATE TABLE verification.workflow_steps (
     seq              int         NOT NULL CHECK (seq >= 1),
     id               uuid        NOT NULL,
     channel          text        NOT NULL CHECK (channel IN ('SILENT', 'SMS_OTP')),
+    -- The workflow's country, kept with each step for the usage route's breakdown.
+    country          text        NOT NULL,
     status           text        NOT NULL CHECK (status IN ('PENDING', 'QUEUED', 'SENT', 'DELIVERED',
                                      'UNDELIVERABLE', 'VERIFIED', 'NOT_VERIFIED', 'UNDETERMINED',
                                      'FAILED', 'EXPIRED', 'TIMED_OUT', 'REJECTED', 'BLOCKED', 'SUPERSEDED')),
@@ -65,6 +67,9 @@ CREATE TABLE verification.workflow_steps (
     UNIQUE (client_id, id),
     FOREIGN KEY (client_id, workflow_id) REFERENCES verification.workflows (client_id, id)
 );
+-- The usage route reads a client's steps by the day they started.
+CREATE INDEX workflow_steps_client_started ON verification.workflow_steps (client_id, started_at);
+
 -- The sweep's way to the steps whose deadline may pass with nobody reading their workflow
 -- (workflows.Service.Sweep): those not ended yet.
 CREATE INDEX workflow_steps_open ON verification.workflow_steps (deadline) WHERE ended_at IS NULL;

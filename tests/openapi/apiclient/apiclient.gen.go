@@ -3119,6 +3119,20 @@ type GetVerificationUsageParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// GetWorkflowUsageParams defines parameters for GetWorkflowUsage.
+type GetWorkflowUsageParams struct {
+	// From First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListWebOriginsParams defines parameters for ListWebOrigins.
 type ListWebOriginsParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -4722,6 +4736,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
 	GetVerificationUsage(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowUsage Count workflow steps per day by channel, country and status
+	//
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+	GetWorkflowUsage(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebOrigins List the web origins allowed to capture
 	//
@@ -6888,6 +6912,26 @@ func (c *APIClient) GetSpendUsage(ctx context.Context, params *GetSpendUsagePara
 // Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
 func (c *APIClient) GetVerificationUsage(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetVerificationUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowUsage Count workflow steps per day by channel, country and status
+//
+// The client's workflow steps per UTC day of a range, by channel, country and status, with
+// the credits charged (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+func (c *APIClient) GetWorkflowUsage(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11518,6 +11562,87 @@ func NewGetVerificationUsageRequest(server string, params *GetVerificationUsageP
 	return req, nil
 }
 
+// NewGetWorkflowUsageRequest constructs an http.Request for the GetWorkflowUsage method
+func NewGetWorkflowUsageRequest(server string, params *GetWorkflowUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/usage/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebOriginsRequest constructs an http.Request for the ListWebOrigins method
 func NewListWebOriginsRequest(server string, params *ListWebOriginsParams) (*http.Request, error) {
 	var err error
@@ -14352,6 +14477,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
 	GetVerificationUsageWithResponse(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*GetVerificationUsageAnswer, error)
+
+	// GetWorkflowUsageWithResponse Count workflow steps per day by channel, country and status
+	//
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+	GetWorkflowUsageWithResponse(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*GetWorkflowUsageAnswer, error)
 
 	// ListWebOriginsWithResponse List the web origins allowed to capture
 	//
@@ -25329,6 +25466,162 @@ func (r GetVerificationUsageAnswer) ContentType() string {
 	return ""
 }
 
+// GetWorkflowUsageAnswer200Headers the declared response headers of an HTTP 200 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer400Headers the declared response headers of an HTTP 400 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer401Headers the declared response headers of an HTTP 401 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetWorkflowUsageAnswer403Headers the declared response headers of an HTTP 403 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer429Headers the declared response headers of an HTTP 429 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer500Headers the declared response headers of an HTTP 500 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer503Headers the declared response headers of an HTTP 503 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWorkflowUsageAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+		// zeros), and the range's totals in the same shape.
+		Data     Usage `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWorkflowUsageAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetWorkflowUsageAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowUsageAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWorkflowUsageAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWorkflowUsageAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWorkflowUsageAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWorkflowUsageAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON200() *struct {
+	// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+	// zeros), and the range's totals in the same shape.
+	Data     Usage `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowUsageAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowUsageAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowUsageAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowUsageAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebOriginsAnswer200Headers the declared response headers of an HTTP 200 response for ListWebOrigins
 type ListWebOriginsAnswer200Headers struct {
 	XRequestId string
@@ -31761,6 +32054,24 @@ func (c *ClientWithResponses) GetVerificationUsageWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetVerificationUsageAnswer(rsp)
+}
+
+// GetWorkflowUsageWithResponse Count workflow steps per day by channel, country and status
+//
+// The client's workflow steps per UTC day of a range, by channel, country and status, with
+// the credits charged (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+func (c *ClientWithResponses) GetWorkflowUsageWithResponse(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*GetWorkflowUsageAnswer, error) {
+	rsp, err := c.GetWorkflowUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowUsageAnswer(rsp)
 }
 
 // ListWebOriginsWithResponse List the web origins allowed to capture
@@ -44040,6 +44351,172 @@ func ParseGetVerificationUsageAnswer(rsp *http.Response) (*GetVerificationUsageA
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetVerificationUsageAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowUsageAnswer parses an HTTP response from a GetWorkflowUsageWithResponse call
+func ParseGetWorkflowUsageAnswer(rsp *http.Response) (*GetWorkflowUsageAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowUsageAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+			// zeros), and the range's totals in the same shape.
+			Data     Usage `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWorkflowUsageAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetWorkflowUsageAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowUsageAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWorkflowUsageAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWorkflowUsageAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWorkflowUsageAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWorkflowUsageAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
@@ -67,6 +68,15 @@ func (s *Server) ResendWorkflowCode(ctx context.Context, req *verificationv1.Res
 		return nil, s.fail(ctx, err)
 	}
 	return &verificationv1.ResendWorkflowCodeResponse{Workflow: workflowToProto(w)}, nil
+}
+
+// GetWorkflowUsage counts the client's workflow steps per day (docs/api-decisions.md#usage).
+func (s *Server) GetWorkflowUsage(ctx context.Context, req *verificationv1.GetWorkflowUsageRequest) (*verificationv1.GetWorkflowUsageResponse, error) {
+	rep, err := s.Workflows.Usage(ctx, principalOf(ctx).ClientID, req.From, req.To)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetWorkflowUsageResponse{Usage: usagepb.ToProto(rep)}, nil
 }
 
 // GetWorkflowPolicy reads the client's policy, and what it gives a number of no override.

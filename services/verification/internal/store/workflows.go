@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/usage"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
 
@@ -84,13 +85,13 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 func queueStep(b *pgx.Batch, w workflows.Workflow, s workflows.Step) {
 	b.Queue(`
 		INSERT INTO verification.workflow_steps (client_id, workflow_id, seq, id, channel, status, reason, verification_id,
-			charge_status, charged, balance_after, started_at, deadline, ended_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			charge_status, charged, balance_after, started_at, deadline, ended_at, country)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (client_id, workflow_id, seq) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,
 			verification_id = EXCLUDED.verification_id, charge_status = EXCLUDED.charge_status, charged = EXCLUDED.charged,
 			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at`,
 		w.ClientID, w.ID, s.Seq, s.ID, s.Channel, s.Status, nullString(s.Reason), nullString(s.VerificationID),
-		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended))
+		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country)
 }
 
 // LockWorkflow reads a client's workflow and its steps, holding the workflow's row until the
@@ -228,6 +229,34 @@ func (st *Store) DueWorkflows(ctx context.Context, before time.Time, limit int) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("due workflows: %w", err)
+	}
+	return out, nil
+}
+
+// StepUsage reads a client's workflow steps per UTC day of r (the day each started), channel,
+// country and status (workflows.UsageDimensions), with their settled charges, from the steps
+// themselves along the client's index by time.
+func (st *Store) StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT (started_at AT TIME ZONE 'UTC')::date::timestamp, channel, country, status, count(*),
+			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED'), 0)::bigint
+		FROM verification.workflow_steps
+		WHERE client_id = $1 AND started_at >= $2::date::timestamp AT TIME ZONE 'UTC' AND started_at < $3::date::timestamp AT TIME ZONE 'UTC'
+		GROUP BY 1, 2, 3, 4`, clientID, r.From, r.End())
+	if err != nil {
+		return nil, fmt.Errorf("workflow usage: %w", err)
+	}
+	var (
+		out                      []usage.Row
+		day                      time.Time
+		channel, country, status string
+		count, charged           int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&day, &channel, &country, &status, &count, &charged}, func() error {
+		out = append(out, usage.Row{Day: day, Values: []string{channel, country, status}, Count: count, Charged: charged})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("workflow usage: %w", err)
 	}
 	return out, nil
 }

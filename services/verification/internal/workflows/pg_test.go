@@ -706,6 +706,53 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestUsage: a client's steps per day by channel, country and status, with the settled
+// charges; another client's are not counted.
+func TestUsage(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	w := e.start(t) // SILENT, then SMS
+	if _, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: "UNDETERMINED"}); err != nil {
+		t.Fatal(err)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	if _, err := e.check(t, w.ID, code); err != nil {
+		t.Fatal(err)
+	}
+	v := e.start(t)
+	if _, err := e.svc.SilentResult(ctx, e.client, v.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: uuid.NewString(), MobileNumber: gbNumber}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Usage(ctx, e.client, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range rep.Totals.Breakdowns {
+		for _, k := range b.Buckets {
+			got[b.Dimension+"="+k.Value] = fmt.Sprintf("%d/%d", k.Count, k.Charged)
+		}
+	}
+	want := map[string]string{
+		"channel=SILENT": "2/0", "channel=SMS_OTP": "1/3", "country=GB": "3/3",
+		"status=UNDETERMINED": "1/0", "status=VERIFIED": "2/3",
+	}
+	if rep.Totals.Count != 3 || rep.Totals.Charged != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("usage: %d steps, %d charged, %v; want 3, 3, %v", rep.Totals.Count, rep.Totals.Charged, got, want)
+	}
+	if last := rep.Days[len(rep.Days)-1]; last.Count != 3 {
+		t.Fatalf("today: %d steps", last.Count)
+	}
+	if _, err := e.svc.Usage(ctx, e.client, ptrS("2026-02-01"), ptrS("2025-01-01")); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("a reversed range: %v", err)
+	}
+}
+
+func ptrS(s string) *string { return &s }
+
 // TestSilentDecides: the network's answer decides when it is definite, free of any SMS.
 func TestSilentDecides(t *testing.T) {
 	e := newEnv(t, 100, workflows.Ports{})

@@ -15,6 +15,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/usage"
 	"github.com/mnvhq/mnv/services/verification/internal/otp"
 )
 
@@ -42,6 +43,8 @@ type Store interface {
 	// ended whose deadline is before before; read without a lock (each is then locked by its
 	// client and checked again).
 	DueWorkflows(ctx context.Context, before time.Time, limit int) ([]WorkflowRef, error)
+	// StepUsage reads a client's steps per day of r and UsageDimensions.
+	StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error)
 	// EnqueueSMS queues the SMS job of a step in the transaction.
 	EnqueueSMS(ctx context.Context, job SMSJob) error
 	// Emit writes events in the transaction (refused outside one).
@@ -443,6 +446,26 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// UsageDimensions are the usage route's, in the order of the store's rows.
+var UsageDimensions = []string{"channel", "country", "status"}
+
+// Usage is a client's workflow steps per day over the range of from and to (usage.ParseRange),
+// by channel, country and status (docs/api-decisions.md#usage). It reads the steps themselves:
+// they are far fewer than verifications (an SMS step follows only a silent step that could not
+// decide), and a step's status moves for minutes after its day, so a roll-up of closed days
+// would have to wait for its steps to end; it is the next step when volumes ask for it.
+func (s *Service) Usage(ctx context.Context, clientID string, from, to *string) (usage.Report, error) {
+	r, err := usage.ParseRange(from, to, s.Now())
+	if err != nil {
+		return usage.Report{}, err
+	}
+	rows, err := s.st.StepUsage(ctx, clientID, r)
+	if err != nil {
+		return usage.Report{}, err
+	}
+	return usage.Build(r, UsageDimensions, rows), nil
 }
 
 // SweepEvery is how often the sweep looks for deadlines passed: a step's timeout is seconds

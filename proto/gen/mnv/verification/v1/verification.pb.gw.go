@@ -755,6 +755,41 @@ func local_request_VerificationService_GetWorkflowPolicy_0(ctx context.Context, 
 	return msg, metadata, err
 }
 
+var filter_VerificationService_GetWorkflowUsage_0 = &utilities.DoubleArray{Encoding: map[string]int{}, Base: []int(nil), Check: []int(nil)}
+
+func request_VerificationService_GetWorkflowUsage_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetWorkflowUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_VerificationService_GetWorkflowUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetWorkflowUsage(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_VerificationService_GetWorkflowUsage_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetWorkflowUsageRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_VerificationService_GetWorkflowUsage_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.GetWorkflowUsage(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_VerificationService_SetWorkflowPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq SetWorkflowPolicyRequest
@@ -1188,6 +1223,26 @@ func RegisterVerificationServiceHandlerServer(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_GetWorkflowPolicy_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetWorkflowUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetWorkflowUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/workflows"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_VerificationService_GetWorkflowUsage_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_GetWorkflowUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetWorkflowUsage_0{resp.(*GetWorkflowUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_VerificationService_SetWorkflowPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1588,6 +1643,23 @@ func RegisterVerificationServiceHandlerClient(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_GetWorkflowPolicy_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_GetWorkflowUsage_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/GetWorkflowUsage", runtime.WithHTTPPathPattern("/v1/api/me/usage/workflows"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_VerificationService_GetWorkflowUsage_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_GetWorkflowUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetWorkflowUsage_0{resp.(*GetWorkflowUsageResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_VerificationService_SetWorkflowPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1698,6 +1770,15 @@ func (m response_VerificationService_ResendWorkflowCode_0) XXX_ResponseBody() in
 	return response.Workflow
 }
 
+type response_VerificationService_GetWorkflowUsage_0 struct {
+	*GetWorkflowUsageResponse
+}
+
+func (m response_VerificationService_GetWorkflowUsage_0) XXX_ResponseBody() interface{} {
+	response := m.GetWorkflowUsageResponse
+	return response.Usage
+}
+
 var (
 	pattern_VerificationService_ListOperators_0                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "api", "operators"}, ""))
 	pattern_VerificationService_CreateSdkSession_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "sdk", "session"}, ""))
@@ -1719,6 +1800,7 @@ var (
 	pattern_VerificationService_CheckWorkflowCode_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "api", "workflows", "workflow_id", "code"}, ""))
 	pattern_VerificationService_ResendWorkflowCode_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "api", "workflows", "workflow_id", "resend"}, ""))
 	pattern_VerificationService_GetWorkflowPolicy_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "workflow-policy"}, ""))
+	pattern_VerificationService_GetWorkflowUsage_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "workflows"}, ""))
 	pattern_VerificationService_SetWorkflowPolicy_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "workflow-policy"}, ""))
 )
 
@@ -1743,5 +1825,6 @@ var (
 	forward_VerificationService_CheckWorkflowCode_0            = runtime.ForwardResponseMessage
 	forward_VerificationService_ResendWorkflowCode_0           = runtime.ForwardResponseMessage
 	forward_VerificationService_GetWorkflowPolicy_0            = runtime.ForwardResponseMessage
+	forward_VerificationService_GetWorkflowUsage_0             = runtime.ForwardResponseMessage
 	forward_VerificationService_SetWorkflowPolicy_0            = runtime.ForwardResponseMessage
 )

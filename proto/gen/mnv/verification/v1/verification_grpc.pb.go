@@ -40,6 +40,7 @@ const (
 	VerificationService_CheckWorkflowCode_FullMethodName            = "/mnv.verification.v1.VerificationService/CheckWorkflowCode"
 	VerificationService_ResendWorkflowCode_FullMethodName           = "/mnv.verification.v1.VerificationService/ResendWorkflowCode"
 	VerificationService_GetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/GetWorkflowPolicy"
+	VerificationService_GetWorkflowUsage_FullMethodName             = "/mnv.verification.v1.VerificationService/GetWorkflowUsage"
 	VerificationService_SetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/SetWorkflowPolicy"
 )
 
@@ -114,6 +115,9 @@ type VerificationServiceClient interface {
 	// Sends a new code, which replaces the one in play.
 	ResendWorkflowCode(ctx context.Context, in *ResendWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWorkflowCodeResponse, error)
 	GetWorkflowPolicy(ctx context.Context, in *GetWorkflowPolicyRequest, opts ...grpc.CallOption) (*GetWorkflowPolicyResponse, error)
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	GetWorkflowUsage(ctx context.Context, in *GetWorkflowUsageRequest, opts ...grpc.CallOption) (*GetWorkflowUsageResponse, error)
 	// Replaces the client's workflow policy (ADMIN).
 	SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error)
 }
@@ -336,6 +340,16 @@ func (c *verificationServiceClient) GetWorkflowPolicy(ctx context.Context, in *G
 	return out, nil
 }
 
+func (c *verificationServiceClient) GetWorkflowUsage(ctx context.Context, in *GetWorkflowUsageRequest, opts ...grpc.CallOption) (*GetWorkflowUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowUsageResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWorkflowUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetWorkflowPolicyResponse)
@@ -417,6 +431,9 @@ type VerificationServiceServer interface {
 	// Sends a new code, which replaces the one in play.
 	ResendWorkflowCode(context.Context, *ResendWorkflowCodeRequest) (*ResendWorkflowCodeResponse, error)
 	GetWorkflowPolicy(context.Context, *GetWorkflowPolicyRequest) (*GetWorkflowPolicyResponse, error)
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error)
 	// Replaces the client's workflow policy (ADMIN).
 	SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error)
 	mustEmbedUnimplementedVerificationServiceServer()
@@ -491,6 +508,9 @@ func (UnimplementedVerificationServiceServer) ResendWorkflowCode(context.Context
 }
 func (UnimplementedVerificationServiceServer) GetWorkflowPolicy(context.Context, *GetWorkflowPolicyRequest) (*GetWorkflowPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetWorkflowPolicy not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflowUsage not implemented")
 }
 func (UnimplementedVerificationServiceServer) SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetWorkflowPolicy not implemented")
@@ -894,6 +914,24 @@ func _VerificationService_GetWorkflowPolicy_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_GetWorkflowUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWorkflowUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWorkflowUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWorkflowUsage(ctx, req.(*GetWorkflowUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_SetWorkflowPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetWorkflowPolicyRequest)
 	if err := dec(in); err != nil {
@@ -1002,6 +1040,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetWorkflowPolicy",
 			Handler:    _VerificationService_GetWorkflowPolicy_Handler,
+		},
+		{
+			MethodName: "GetWorkflowUsage",
+			Handler:    _VerificationService_GetWorkflowUsage_Handler,
 		},
 		{
 			MethodName: "SetWorkflowPolicy",

@@ -8,6 +8,7 @@ package verificationv1
 
 import (
 	_ "github.com/mnvhq/mnv/proto/gen/mnv/options/v1"
+	v1 "github.com/mnvhq/mnv/proto/gen/mnv/usage/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1258,11 +1259,114 @@ func (x *WorkflowSimSwap) GetMaxAgeHours() int32 {
 	return 0
 }
 
+type GetWorkflowUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `protobuf:"bytes,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
+	// Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To            *string `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowUsageRequest) Reset() {
+	*x = GetWorkflowUsageRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowUsageRequest) ProtoMessage() {}
+
+func (x *GetWorkflowUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkflowUsageRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetWorkflowUsageRequest) GetFrom() string {
+	if x != nil && x.From != nil {
+		return *x.From
+	}
+	return ""
+}
+
+func (x *GetWorkflowUsageRequest) GetTo() string {
+	if x != nil && x.To != nil {
+		return *x.To
+	}
+	return ""
+}
+
+type GetWorkflowUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Dimensions: channel (SILENT, SMS_OTP), country (the number's, ISO 3166-1 alpha-2; empty
+	// when unknown) and status (the step's now: VERIFIED, SENT, DELIVERED, TIMED_OUT, …), by the
+	// day each step started. Conversion of a channel is its VERIFIED count over its count.
+	Usage         *v1.Usage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkflowUsageResponse) Reset() {
+	*x = GetWorkflowUsageResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkflowUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkflowUsageResponse) ProtoMessage() {}
+
+func (x *GetWorkflowUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkflowUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkflowUsageResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetWorkflowUsageResponse) GetUsage() *v1.Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\n" +
-	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\"\x8f\x01\n" +
+	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\x8f\x01\n" +
 	"\x14StartWorkflowRequest\x12P\n" +
 	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+447400123456R\fmobileNumber\x12%\n" +
 	"\x06locale\x18\x02 \x01(\tB\r\xd2\xf3\x18\t(#J\x05en-GBR\x06locale\"R\n" +
@@ -1388,7 +1492,16 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x0fWorkflowSimSwap\x126\n" +
 	"\x04mode\x18\x01 \x01(\tB\"\xd2\xf3\x18\x1e:\x03OFF:\x05BLOCK:\bFALLBACK:\x06REPORTR\x04mode\x122\n" +
 	"\rmax_age_hours\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe0\x12H\x00R\vmaxAgeHours\x88\x01\x01B\x10\n" +
-	"\x0e_max_age_hoursBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\x0e_max_age_hours\"\xb7\x01\n" +
+	"\x17GetWorkflowUsageRequest\x12G\n" +
+	"\x04from\x18\x01 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-01H\x00R\x04from\x88\x01\x01\x12C\n" +
+	"\x02to\x18\x02 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
+	"2026-01-30H\x01R\x02to\x88\x01\x01B\a\n" +
+	"\x05_fromB\x05\n" +
+	"\x03_to\"E\n" +
+	"\x18GetWorkflowUsageResponse\x12)\n" +
+	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usageBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_workflows_proto_rawDescOnce sync.Once
@@ -1402,7 +1515,7 @@ func file_mnv_verification_v1_workflows_proto_rawDescGZIP() []byte {
 	return file_mnv_verification_v1_workflows_proto_rawDescData
 }
 
-var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*StartWorkflowRequest)(nil),         // 0: mnv.verification.v1.StartWorkflowRequest
 	(*StartWorkflowResponse)(nil),        // 1: mnv.verification.v1.StartWorkflowResponse
@@ -1423,8 +1536,11 @@ var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*WorkflowPolicy)(nil),               // 16: mnv.verification.v1.WorkflowPolicy
 	(*WorkflowSettings)(nil),             // 17: mnv.verification.v1.WorkflowSettings
 	(*WorkflowSimSwap)(nil),              // 18: mnv.verification.v1.WorkflowSimSwap
-	nil,                                  // 19: mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	(*timestamppb.Timestamp)(nil),        // 20: google.protobuf.Timestamp
+	(*GetWorkflowUsageRequest)(nil),      // 19: mnv.verification.v1.GetWorkflowUsageRequest
+	(*GetWorkflowUsageResponse)(nil),     // 20: mnv.verification.v1.GetWorkflowUsageResponse
+	nil,                                  // 21: mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                     // 23: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
@@ -1433,26 +1549,27 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 3: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	10, // 4: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	11, // 5: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
-	20, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
-	20, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	20, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	20, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	20, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	20, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	22, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
+	22, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	22, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	22, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
+	22, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	22, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
 	16, // 12: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	16, // 14: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	16, // 15: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	18, // 17: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	19, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	21, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
 	18, // 19: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	17, // 20: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	23, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	17, // 21: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
@@ -1465,13 +1582,14 @@ func file_mnv_verification_v1_workflows_proto_init() {
 	file_mnv_verification_v1_workflows_proto_msgTypes[16].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[17].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[18].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_workflows_proto_rawDesc), len(file_mnv_verification_v1_workflows_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
