@@ -366,7 +366,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// wait in the table, as the events do without Connect, and a code can still be checked.
 	workflowStores := pg.NewStores(pool, func(db pg.DB) workflows.Store { return newStore(db) })
 	workflowPorts := workflows.Ports{}
-	flows := workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log)
+	flowMetrics, err := workflows.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	flows := workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
 	if workflowPorts.SMS != nil {
 		river.AddWorker(queue.Workers(), &workflows.Worker{Service: flows})
 		queue.AddQueue(workflows.SMSQueue, jobWorkers)

@@ -14,11 +14,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
@@ -163,6 +165,7 @@ func (g guard) Allow(context.Context, string, string, string) error {
 }
 
 type env struct {
+	reg    *prometheus.Registry
 	pool   *pgxpool.Pool
 	svc    *workflows.Service
 	ledger *ledger
@@ -190,7 +193,12 @@ func newEnv(t *testing.T, balance int64, ports workflows.Ports) *env {
 		ports.SMS = e.smsc
 	}
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(e.logs), zap.DebugLevel)
-	e.svc = workflows.New(stores.Pool(), stores, keys.Vault, keys.Keyring, e.ledger, ports, zap.New(core))
+	e.reg = prometheus.NewRegistry()
+	m, err := workflows.NewMetrics(e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = workflows.New(stores.Pool(), stores, keys.Vault, keys.Keyring, e.ledger, ports, zap.New(core)).WithMetrics(m)
 	e.svc.Now = func() time.Time { e.clock.Lock(); defer e.clock.Unlock(); return e.now }
 	return e
 }
@@ -382,6 +390,20 @@ func TestWiFiUserFallsBackToSMS(t *testing.T) {
 	want := "verification.step:PENDING verification.step:UNDETERMINED verification.step:QUEUED verification.step:SENT verification.step:DELIVERED verification.step:VERIFIED verification.workflow.completed:VERIFIED"
 	if strings.Join(types, " ") != want {
 		t.Errorf("events:\n%s\nwant\n%s", strings.Join(types, " "), want)
+	}
+	series := metricstest.Gather(t, e.reg)
+	for name, want := range map[string]float64{
+		`mnv_verification_workflow_steps_total{channel=SMS_OTP,status=VERIFIED}`:    1,
+		`mnv_verification_workflow_steps_total{channel=SILENT,status=UNDETERMINED}`: 1,
+		`mnv_verification_workflow_steps_total{channel=SMS_OTP,status=SENT}`:        1,
+		`mnv_verification_workflows_total{decided_by=SMS_OTP,status=VERIFIED}`:      1,
+		`mnv_verification_workflow_sms_total{outcome=sent}`:                         1,
+		`mnv_verification_workflow_code_checks_total{outcome=mismatch}`:             1,
+		`mnv_verification_workflow_code_checks_total{outcome=matched}`:              1,
+	} {
+		if series[name] != want {
+			t.Errorf("%s = %v, want %v", name, series[name], want)
+		}
 	}
 	// The code in nothing kept or logged: logs, events, job arguments, the stored columns.
 	var rows strings.Builder

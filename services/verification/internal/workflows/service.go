@@ -83,6 +83,7 @@ type Service struct {
 	hasher  *otp.Hasher
 	ports   Ports
 	ledger  money.Ledger
+	metrics *Metrics
 	log     *zap.Logger
 	// Now is the clock (tests move it).
 	Now func() time.Time
@@ -92,6 +93,13 @@ type Service struct {
 // sender and derives the key of the codes' hashes.
 func New(st Store, tx Tx, vault *phone.Vault, keyring *crypto.Keyring, ledger money.Ledger, ports Ports, log *zap.Logger) *Service {
 	return &Service{st: st, tx: tx, vault: vault, keyring: keyring, hasher: otp.NewHasher(keyring), ports: ports, ledger: ledger, log: log, Now: time.Now}
+}
+
+// WithMetrics returns s counting into m.
+func (s *Service) WithMetrics(m *Metrics) *Service {
+	c := *s
+	c.metrics = m
+	return &c
 }
 
 const table = "workflows"
@@ -166,6 +174,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 	if err != nil {
 		return Workflow{}, err
 	}
+	s.metrics.changed(nil, w)
 	return w, nil
 }
 
@@ -319,13 +328,13 @@ func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx c
 	if _, err := uuid.Parse(id); err != nil {
 		return Workflow{}, fault.ErrNotFound
 	}
-	var out Workflow
+	var out, before Workflow
 	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		w, err := st.LockWorkflow(ctx, clientID, id)
 		if err != nil {
 			return err
 		}
-		before := cloneWorkflow(w)
+		before = cloneWorkflow(w)
 		e164, err := s.vault.Open(w.NumberSealed, table, w.ID)
 		if err != nil {
 			return err
@@ -347,6 +356,7 @@ func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx c
 	if err != nil && !keepOnError(err) {
 		return Workflow{}, err
 	}
+	s.metrics.changed(&before, out)
 	return out, err
 }
 
@@ -592,6 +602,8 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 		return Workflow{}, fault.Invalid("code", "must be 1 to %d characters", maxTyped)
 	}
 	code := otp.Parse(typed)
+	var counted string
+	defer func() { s.metrics.checked(counted) }()
 	return s.locked(ctx, clientID, id, func(_ context.Context, _ Store, w *Workflow, e164 string, now time.Time) error {
 		if w.Final() {
 			return kept{ErrFinal}
@@ -603,6 +615,7 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 		matched := s.hasher.Matches(code, otp.Binding{WorkflowID: w.ID, StepID: w.Code.StepID, Number: e164}, w.Code.KeyID, w.Code.Hash)
 		outcome, attempts := rules.Decide(w.codeState(), matched, now)
 		w.Code.Attempts = attempts
+		counted = checkOutcomes[outcome-1]
 		step := w.Step(w.Code.StepID)
 		switch outcome {
 		case otp.Matched:

@@ -79,8 +79,11 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 		outcome, _, err := saga.Complete(ctx, books{s}, in)
 		switch outcome {
 		case charge.Settled:
-		case charge.Rejected, charge.Voided:
+		case charge.Rejected:
+			s.metrics.sent(smsChargeRefused)
 			return nil // recorded by the books: nothing to send
+		case charge.Voided:
+			return nil
 		default:
 			return fmt.Errorf("sms step %s: charge: %w", step.ID, err)
 		}
@@ -92,11 +95,14 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 	code := otp.Parse(string(digits))
 	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, code, w.Policy.CodeTTL), Locale: w.Locale})
 	if errors.Is(err, ErrRefused) {
+		s.metrics.sent(smsRefused)
 		return s.refused(ctx, w, step.ID, err)
 	}
 	if err != nil {
+		s.metrics.sent(smsFailed)
 		return fmt.Errorf("sms step %s: send: %w", step.ID, err)
 	}
+	s.metrics.sent(smsSent)
 	_, err = s.locked(ctx, w.ClientID, w.ID, func(ctx context.Context, st Store, lw *Workflow, _ string, now time.Time) error {
 		if err := st.AddMessages(ctx, lw.ClientID, step.ID, ids); err != nil {
 			return err
