@@ -73,7 +73,7 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 	skip := map[string]string{
 		"Verify": "a sealed session", "CompleteWebTransaction": "a one-time code", "CompleteSessionAuthorization": "a pending authorization",
 		"CaptureTransaction": "captures once, from an origin", "UploadImport": "a CSV file", "GenerateFirstApiKey": "a client without keys",
-		"FinishSsoSignIn": "a provider's redirect back, answered with a redirect (tests/browser follows one)",
+		"FinishSsoSignIn":      "a provider's redirect back, answered with a redirect (tests/browser follows one)",
 		"SubmitWorkflowSilent": "a sealed session",
 	}
 	components := doc["components"].(map[string]any)["schemas"].(map[string]any)
