@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
+	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 )
 
 // workflowOf reads the workflow of an answer (data is the workflow).
@@ -178,5 +179,78 @@ func TestWorkflows(t *testing.T) {
 	if totals["count"] != float64(4) || byDim["channel"]["SILENT"] != 2 || byDim["channel"]["SMS_OTP"] != 2 || byDim["country"]["AE"] != 4 ||
 		byDim["status"]["VERIFIED"] != 1 || byDim["status"]["FAILED"] != 1 {
 		t.Fatalf("usage: %v", totals)
+	}
+}
+
+// TestWorkflowCodeOnThePage: the end user types the code on the client's page, which checks it
+// through the browser transaction the workflow was started for, bound to the client's web
+// origins like a capture. Attacks: another page's origin, no origin, another client's
+// transaction, brute force through the page (FAILED after the policy's attempts).
+func TestWorkflowCodeOnThePage(t *testing.T) {
+	f := start2(t)
+	const shop, mallory = "https://shop.example", "https://mallory.example"
+	c := f.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX)
+	f.data(t, call{method: "PUT", path: "/v1/api/me/web-origins", headers: meHeaders(c), body: `{"origins":["https://shop.example"]}`})
+	other := f.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX)
+	f.data(t, call{method: "PUT", path: "/v1/api/me/web-origins", headers: meHeaders(other), body: `{"origins":["https://other.example"]}`})
+	// Codes of 10 digits: three guesses below hit the code once in 3e9 runs.
+	f.data(t, call{method: "PUT", path: "/v1/api/me/workflow-policy", headers: meHeaders(c), body: `{"channels":["SMS_OTP"],"maxAttempts":3,"codeLength":10}`})
+	open := func(cl apptest.Client) string {
+		return f.data(t, call{method: "POST", path: "/v1/api/opportunity", headers: keyHeaders(cl),
+			body: `{"serviceCode":"VERIFY","metadataId":"signup-1"}`})["transactionId"].(string)
+	}
+	tr, foreign, bare := open(c), open(other), open(c)
+	startFor := func(tx string) answer {
+		return f.do(t, call{method: "POST", path: "/v1/api/workflows", headers: keyHeaders(c),
+			body: `{"mobileNumber":"+971501234567","transactionId":"` + tx + `"}`})
+	}
+	if a := startFor(foreign); a.status != http.StatusBadRequest || !strings.Contains(string(a.body), "transactionId") {
+		t.Fatalf("a workflow for another client's transaction: %d %s", a.status, a.body)
+	}
+	a := startFor(tr)
+	if w := workflowOf(t, a); a.status != http.StatusOK || w["transactionId"] != tr || stepsOf(w) != "SMS_OTP:QUEUED" {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	if a := startFor(tr); a.status != http.StatusConflict {
+		t.Fatalf("a second workflow for the transaction: %d %s", a.status, a.body)
+	}
+
+	page := func(tx, origin, code string) answer {
+		h := map[string]string{}
+		if origin != "" {
+			h["Origin"] = origin
+		}
+		return f.do(t, call{method: "POST", path: "/v1/api/web/transactions/" + tx + "/code", headers: h, body: `{"code":"` + code + `"}`})
+	}
+	for name, a := range map[string]answer{
+		"no Origin":                    page(tr, "", "0000000000"),
+		"the attacker's page":          page(tr, mallory, "0000000000"),
+		"another client's transaction": page(foreign, shop, "0000000000"),
+		"an unknown transaction":       page("00000000-0000-4000-8000-000000000000", shop, "0000000000"),
+	} {
+		if a.status != http.StatusForbidden || a.headers.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s: %d %s, want 403 without a CORS grant", name, a.status, a.body)
+		}
+	}
+	if a := page(bare, shop, "0000000000"); a.status != http.StatusNotFound {
+		t.Fatalf("a transaction without a workflow: %d %s", a.status, a.body)
+	}
+	// The refused calls above spent no attempt.
+	for i, guess := range []string{"1111111111", "2222222222", "3333333333"} {
+		a := page(tr, shop, guess)
+		w := workflowOf(t, a)
+		want := "IN_PROGRESS"
+		if i == 2 {
+			want = "FAILED"
+		}
+		if a.status != http.StatusOK || w["status"] != want || w["attemptsLeft"] != float64(2-i) || a.headers.Get("Access-Control-Allow-Origin") != shop {
+			t.Fatalf("guess %d on the page: %d %s %v", i+1, a.status, a.body, a.headers)
+		}
+		if strings.Contains(string(a.body), "mobileNumber") {
+			t.Fatalf("the page learns the number: %s", a.body)
+		}
+	}
+	if a := page(tr, shop, "4444444444"); a.status != http.StatusConflict {
+		t.Fatalf("a guess after the last: %d %s", a.status, a.body)
 	}
 }

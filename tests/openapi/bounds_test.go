@@ -75,6 +75,7 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 		"CaptureTransaction": "captures once, from an origin", "UploadImport": "a CSV file", "GenerateFirstApiKey": "a client without keys",
 		"FinishSsoSignIn":      "a provider's redirect back, answered with a redirect (tests/browser follows one)",
 		"SubmitWorkflowSilent": "a sealed session",
+		"CheckWebWorkflowCode": "from an origin, a transaction with a workflow",
 	}
 	components := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	resolve := func(s map[string]any) map[string]any {

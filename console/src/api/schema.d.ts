@@ -1594,6 +1594,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/web/transactions/{transactionId}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a workflow's code on the page
+         * @description Checks a code the user typed on the page of a browser transaction that has a workflow,
+         *     bound to the client's web origins like the capture; a wrong code is an attempt.
+         */
+        post: operations["CheckWebWorkflowCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/web/transactions/{transactionId}/complete": {
         parameters: {
             query?: never;
@@ -1807,6 +1828,16 @@ export interface components {
             operatorId: string | null;
             status: components["schemas"]["TransactionStatus"] | null;
             transactionId: string;
+        };
+        /** @description What a page learns of its check: where the workflow stands, nothing of the number. */
+        CheckWebWorkflowCodeResponse: {
+            /** Format: int32 */
+            attemptsLeft: number;
+            /** Format: date-time */
+            codeExpiresAt: string | null;
+            reason: string | null;
+            /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
+            status: string;
         };
         /** @description Client is an account as the client itself sees it. */
         Client: {
@@ -2863,6 +2894,12 @@ export interface components {
              * @example +447400123456
              */
             mobileNumber: string;
+            /**
+             * Format: uuid
+             * @description A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
+             *     code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
+             */
+            transactionId?: string | null;
         };
         StepUpRequest: {
             /**
@@ -3259,6 +3296,8 @@ export interface components {
             /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
             status: string;
             steps: components["schemas"]["WorkflowStep"][];
+            /** @description The browser transaction whose page may check the code. */
+            transactionId: string | null;
             workflowId: string;
         };
         /**
@@ -7427,6 +7466,62 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    CheckWebWorkflowCode: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only. */
+                Origin: components["parameters"]["Origin"];
+            };
+            path: {
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The code the user typed on the page, 1 to 32 characters.
+                     * @example 123456
+                     */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Code checked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CheckWebWorkflowCodeResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Code checked";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -89,6 +89,7 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/verifications/{verification_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetVerification"},
 	{Method: "POST", Pattern: "/v1/api/verify", RPC: "/mnv.verification.v1.VerificationService/Verify"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/capture", RPC: "/mnv.verification.v1.VerificationService/CaptureTransaction"},
+	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/code", RPC: "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/complete", RPC: "/mnv.verification.v1.VerificationService/CompleteWebTransaction"},
 	{Method: "POST", Pattern: "/v1/api/workflows", RPC: "/mnv.verification.v1.VerificationService/StartWorkflow"},
 	{Method: "GET", Pattern: "/v1/api/workflows/{workflow_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetWorkflow"},

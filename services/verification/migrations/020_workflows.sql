@@ -10,6 +10,9 @@ CREATE TABLE verification.workflows (
     -- The number's region (ISO 3166-1 alpha-2), '' when the numbering plans cannot tell.
     country         text        NOT NULL,
     locale          text        NOT NULL DEFAULT '',
+    -- The browser transaction whose page may check the code (docs/api-decisions.md#workflows):
+    -- one workflow per transaction.
+    transaction_id  uuid,
     -- The policy resolved for the number's country when the workflow started: an edit of the
     -- client's policy never changes a running workflow.
     policy          jsonb       NOT NULL,
@@ -39,6 +42,7 @@ CREATE TABLE verification.workflows (
     PRIMARY KEY (client_id, id)
 );
 CREATE INDEX workflows_client ON verification.workflows (client_id, created_at DESC, id);
+CREATE UNIQUE INDEX workflows_transaction ON verification.workflows (client_id, transaction_id) WHERE transaction_id IS NOT NULL;
 
 -- A workflow's steps, one per channel tried (and one per SMS sent: a resend is a step).
 CREATE TABLE verification.workflow_steps (

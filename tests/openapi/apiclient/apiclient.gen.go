@@ -964,6 +964,16 @@ type CaptureTransactionResponse struct {
 	TransactionId         string             `json:"transactionId"`
 }
 
+// CheckWebWorkflowCodeResponse What a page learns of its check: where the workflow stands, nothing of the number.
+type CheckWebWorkflowCodeResponse struct {
+	AttemptsLeft  int32      `json:"attemptsLeft"`
+	CodeExpiresAt *time.Time `json:"codeExpiresAt"`
+	Reason        *string    `json:"reason"`
+
+	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string `json:"status"`
+}
+
 // Client Client is an account as the client itself sees it.
 type Client struct {
 	// Balance Prepaid balance in credit units.
@@ -2095,6 +2105,10 @@ type StartWorkflowRequest struct {
 	//
 	// Examples: +447400123456
 	MobileNumber string `json:"mobileNumber"`
+
+	// TransactionId A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
+	// code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
+	TransactionId *openapi_types.UUID `json:"transactionId,omitempty"`
 }
 
 // StepUpRequest defines model for StepUpRequest.
@@ -2460,9 +2474,12 @@ type Workflow struct {
 	SimSwap string `json:"simSwap"`
 
 	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
-	Status     string         `json:"status"`
-	Steps      []WorkflowStep `json:"steps"`
-	WorkflowId string         `json:"workflowId"`
+	Status string         `json:"status"`
+	Steps  []WorkflowStep `json:"steps"`
+
+	// TransactionId The browser transaction whose page may check the code.
+	TransactionId *string `json:"transactionId"`
+	WorkflowId    string  `json:"workflowId"`
 }
 
 // WorkflowPolicy WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
@@ -3338,6 +3355,23 @@ type CaptureTransactionParams struct {
 	Origin Origin `json:"Origin"`
 }
 
+// CheckWebWorkflowCodeJSONBody defines parameters for CheckWebWorkflowCode.
+type CheckWebWorkflowCodeJSONBody struct {
+	// Code The code the user typed on the page, 1 to 32 characters.
+	//
+	// Examples: 123456
+	Code string `json:"code"`
+}
+
+// CheckWebWorkflowCodeParams defines parameters for CheckWebWorkflowCode.
+type CheckWebWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
 // CompleteWebTransactionJSONBody defines parameters for CompleteWebTransaction.
 type CompleteWebTransactionJSONBody struct {
 	// Code The one-time code the way back from the operator gave the browser (mnv_code).
@@ -3522,6 +3556,9 @@ type CreateSdkSessionJSONRequestBody = CreateSdkSessionRequest
 
 // VerifyJSONRequestBody defines body for Verify for application/json ContentType.
 type VerifyJSONRequestBody = VerifyRequest
+
+// CheckWebWorkflowCodeJSONRequestBody defines body for CheckWebWorkflowCode for application/json ContentType.
+type CheckWebWorkflowCodeJSONRequestBody CheckWebWorkflowCodeJSONBody
 
 // CompleteWebTransactionJSONRequestBody defines body for CompleteWebTransaction for application/json ContentType.
 type CompleteWebTransactionJSONRequestBody CompleteWebTransactionJSONBody
@@ -5042,6 +5079,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/capture (the `CaptureTransaction` operationId).
 	CaptureTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CaptureTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckWebWorkflowCodeWithBody Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckWebWorkflowCode Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompleteWebTransactionWithBody Complete a browser capture after the operator's authorization
 	//
@@ -7528,6 +7585,46 @@ func (c *APIClient) Verify(ctx context.Context, params *VerifyParams, body Verif
 // Corresponds with POST /v1/api/web/transactions/{transactionId}/capture (the `CaptureTransaction` operationId).
 func (c *APIClient) CaptureTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CaptureTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCaptureTransactionRequest(c.Server, transactionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckWebWorkflowCodeWithBody Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *APIClient) CheckWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWebWorkflowCodeRequestWithBody(c.Server, transactionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckWebWorkflowCode Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *APIClient) CheckWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWebWorkflowCodeRequest(c.Server, transactionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -13093,6 +13190,77 @@ func NewCaptureTransactionRequest(server string, transactionId openapi_types.UUI
 	return req, nil
 }
 
+// NewCheckWebWorkflowCodeRequest calls the generic CheckWebWorkflowCode builder with application/json body
+func NewCheckWebWorkflowCodeRequest(server string, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCheckWebWorkflowCodeRequestWithBody(server, transactionId, params, "application/json", bodyReader)
+}
+
+// NewCheckWebWorkflowCodeRequestWithBody constructs an http.Request for the CheckWebWorkflowCode method, with any body, and a specified content type
+func NewCheckWebWorkflowCodeRequestWithBody(server string, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/code", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
 // NewCompleteWebTransactionRequest calls the generic CompleteWebTransaction builder with application/json body
 func NewCompleteWebTransactionRequest(server string, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -14813,6 +14981,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/capture (the `CaptureTransaction` operationId).
 	CaptureTransactionWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CaptureTransactionParams, reqEditors ...RequestEditorFn) (*CaptureTransactionAnswer, error)
+
+	// CheckWebWorkflowCodeWithBodyWithResponse Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error)
+
+	// CheckWebWorkflowCodeWithResponse Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error)
 
 	// CompleteWebTransactionWithBodyWithResponse Complete a browser capture after the operator's authorization
 	//
@@ -29375,6 +29563,187 @@ func (r CaptureTransactionAnswer) ContentType() string {
 	return ""
 }
 
+// CheckWebWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer200Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type CheckWebWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data What a page learns of its check: where the workflow stands, nothing of the number.
+		Data     CheckWebWorkflowCodeResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CheckWebWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CheckWebWorkflowCodeAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CheckWebWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CheckWebWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CheckWebWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CheckWebWorkflowCodeAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckWebWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CheckWebWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CheckWebWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data What a page learns of its check: where the workflow stands, nothing of the number.
+	Data     CheckWebWorkflowCodeResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckWebWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckWebWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckWebWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckWebWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CompleteWebTransactionAnswer200Headers the declared response headers of an HTTP 200 response for CompleteWebTransaction
 type CompleteWebTransactionAnswer200Headers struct {
 	XRequestId string
@@ -32576,6 +32945,38 @@ func (c *ClientWithResponses) CaptureTransactionWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseCaptureTransactionAnswer(rsp)
+}
+
+// CheckWebWorkflowCodeWithBodyWithResponse Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWebWorkflowCodeWithBody(ctx, transactionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWebWorkflowCodeAnswer(rsp)
+}
+
+// CheckWebWorkflowCodeWithResponse Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWebWorkflowCode(ctx, transactionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWebWorkflowCodeAnswer(rsp)
 }
 
 // CompleteWebTransactionWithBodyWithResponse Complete a browser capture after the operator's authorization
@@ -48635,6 +49036,198 @@ func ParseCaptureTransactionAnswer(rsp *http.Response) (*CaptureTransactionAnswe
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CaptureTransactionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCheckWebWorkflowCodeAnswer parses an HTTP response from a CheckWebWorkflowCodeWithResponse call
+func ParseCheckWebWorkflowCodeAnswer(rsp *http.Response) (*CheckWebWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckWebWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data What a page learns of its check: where the workflow stands, nothing of the number.
+			Data     CheckWebWorkflowCodeResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CheckWebWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CheckWebWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers CheckWebWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CheckWebWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CheckWebWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CheckWebWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CheckWebWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CheckWebWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CheckWebWorkflowCodeAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -16,7 +16,9 @@ import (
 
 // StartWorkflow starts a verification workflow for a number.
 func (s *Server) StartWorkflow(ctx context.Context, req *verificationv1.StartWorkflowRequest) (*verificationv1.StartWorkflowResponse, error) {
-	w, err := s.Workflows.Start(ctx, workflows.StartRequest{ClientID: principalOf(ctx).ClientID, MobileNumber: req.GetMobileNumber(), Locale: req.GetLocale()})
+	w, err := s.Workflows.Start(ctx, workflows.StartRequest{
+		ClientID: principalOf(ctx).ClientID, MobileNumber: req.GetMobileNumber(), Locale: req.GetLocale(), TransactionID: req.TransactionId,
+	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -59,6 +61,27 @@ func (s *Server) CheckWorkflowCode(ctx context.Context, req *verificationv1.Chec
 		return nil, s.fail(ctx, err)
 	}
 	return &verificationv1.CheckWorkflowCodeResponse{Workflow: workflowToProto(w)}, nil
+}
+
+// CheckWebWorkflowCode checks a code typed on the page of a browser transaction (called by
+// the gateway only): the page's origin must be one the transaction's client allowed, checked
+// here as for a capture, whatever the gateway did.
+func (s *Server) CheckWebWorkflowCode(ctx context.Context, req *verificationv1.CheckWebWorkflowCodeRequest) (*verificationv1.CheckWebWorkflowCodeResponse, error) {
+	clientID, err := s.Browser.PageClient(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	w, err := s.Workflows.CheckCodeOfTransaction(ctx, clientID, req.GetTransactionId(), req.GetCode())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &verificationv1.CheckWebWorkflowCodeResponse{
+		Status: string(w.Status), Reason: optString(w.Reason), AttemptsLeft: int32(w.AttemptsLeft()), //nolint:gosec // G115: at most 10
+	}
+	if w.Code.StepID != "" && !w.Final() {
+		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
+	}
+	return out, nil
 }
 
 // ResendWorkflowCode sends a new code.
@@ -104,7 +127,7 @@ func workflowToProto(w workflows.Workflow) *verificationv1.Workflow {
 		MobileNumber: w.Masked, Country: w.Country, SimSwap: string(w.SIMSwap),
 		AttemptsLeft: int32(w.AttemptsLeft()), ResendsLeft: int32(w.ResendsLeft()), //nolint:gosec // G115: at most 10 and 5
 		ResendAt: tsOrNil(optTime(w.ResendAt())), Charged: w.Charged(),
-		CreatedAt: timestamppb.New(w.Created), EndedAt: tsOrNil(optTime(w.Ended)),
+		CreatedAt: timestamppb.New(w.Created), EndedAt: tsOrNil(optTime(w.Ended)), TransactionId: optString(w.TransactionID),
 	}
 	if w.Code.StepID != "" && !w.Final() {
 		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
 	"github.com/mnvhq/mnv/services/platform/usage"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
@@ -66,16 +67,20 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 	b.Queue(`
 		INSERT INTO verification.workflows (client_id, id, number_sealed, number_hash, masked_number, country, locale, policy,
 			status, decided_by, reason, sim_swap, sim_checked_at, step_seq, code_step_id, code_key_id, code_hash, code_sealed,
-			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
 		w.ClientID, w.ID, w.NumberSealed, w.NumberHash, w.Masked, w.Country, w.Locale, pol,
 		w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.SIMSwap, nullTime(w.SIMCheckedAt), w.StepSeq,
 		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed,
-		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended))
+		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended),
+		nullString(w.TransactionID))
 	for _, s := range w.Steps {
 		queueStep(b, w, s)
 	}
 	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		if pg.IsUniqueViolation(err, "workflows_transaction") {
+			return workflows.ErrTransactionTaken
+		}
 		return fmt.Errorf("insert workflow: %w", err)
 	}
 	return nil
@@ -101,19 +106,19 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		return workflows.Workflow{}, err
 	}
 	var (
-		w                                workflows.Workflow
-		pol                              []byte
-		decidedBy, reason, stepID, keyID *string
-		simAt, issued, expires, ended    *time.Time
+		w                                      workflows.Workflow
+		pol                                    []byte
+		decidedBy, reason, stepID, keyID, txID *string
+		simAt, issued, expires, ended          *time.Time
 	)
 	err := st.db.QueryRow(ctx, `
 		SELECT client_id::text, id::text, number_sealed, number_hash, masked_number, country, locale, policy, status, decided_by,
 			reason, sim_swap, sim_checked_at, step_seq, code_step_id::text, code_key_id, code_hash, code_sealed, code_issued_at,
-			code_expires_at, attempts, resends, created_at, updated_at, ended_at
+			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text
 		FROM verification.workflows WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id).Scan(
 		&w.ClientID, &w.ID, &w.NumberSealed, &w.NumberHash, &w.Masked, &w.Country, &w.Locale, &pol, &w.Status, &decidedBy,
 		&reason, &w.SIMSwap, &simAt, &w.StepSeq, &stepID, &keyID, &w.Code.Hash, &w.Code.Sealed, &issued,
-		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended)
+		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return workflows.Workflow{}, fault.ErrNotFound
 	}
@@ -124,7 +129,7 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		return workflows.Workflow{}, fmt.Errorf("workflow %s: policy: %w", id, err)
 	}
 	w.DecidedBy, w.Reason = workflows.Channel(deref(decidedBy)), deref(reason)
-	w.Code.StepID, w.Code.KeyID = deref(stepID), deref(keyID)
+	w.Code.StepID, w.Code.KeyID, w.TransactionID = deref(stepID), deref(keyID), deref(txID)
 	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
 	rows, err := st.db.Query(ctx, `
 		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at
@@ -146,6 +151,20 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
 	}
 	return w, nil
+}
+
+// WorkflowOfTransaction is the id of a client's workflow of a browser transaction.
+func (st *Store) WorkflowOfTransaction(ctx context.Context, clientID, transactionID string) (string, error) {
+	var id string
+	err := st.db.QueryRow(ctx, `SELECT id::text FROM verification.workflows WHERE client_id = $1 AND transaction_id = $2`,
+		clientID, transactionID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("workflow of transaction: %w", err)
+	}
+	return id, nil
 }
 
 // SaveWorkflow writes what changed of a locked workflow: its columns and its steps.

@@ -95,12 +95,14 @@ type Workflow struct {
 	Masked       string
 	Country      string
 	Locale       string
-	Policy       Resolved
-	Status       Status
-	DecidedBy    Channel // "" while in progress, and for an end no channel decided
-	Reason       string
-	SIMSwap      SIMSwapResult
-	SIMCheckedAt time.Time
+	// TransactionID is the browser transaction whose page may check the code, "" for none.
+	TransactionID string
+	Policy        Resolved
+	Status        Status
+	DecidedBy     Channel // "" while in progress, and for an end no channel decided
+	Reason        string
+	SIMSwap       SIMSwapResult
+	SIMCheckedAt  time.Time
 	// StepSeq is the step in play (Steps[StepSeq-1]).
 	StepSeq int
 	Code    CodeState

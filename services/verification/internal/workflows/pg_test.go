@@ -24,6 +24,8 @@ import (
 	"github.com/mnvhq/mnv/services/platform/money"
 	"github.com/mnvhq/mnv/services/platform/outbox"
 	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
@@ -774,6 +776,52 @@ func TestUsage(t *testing.T) {
 }
 
 func ptrS(s string) *string { return &s }
+
+// TestTransactionPage: a workflow started for a browser transaction takes its code by the
+// transaction; one workflow per transaction; another client's transaction is unknown.
+func TestTransactionPage(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	ctx := context.Background()
+	open := func(clientID string) string {
+		tr, err := store.New(e.pool).InsertTransaction(ctx, domain.Transaction{ID: uuid.NewString(), ClientID: clientID, ServiceCode: "VERIFY", MetadataID: "m",
+			Features: []string{"VERIFY"}, Operators: principal.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.ID
+	}
+	tr, foreign := open(e.client), open(uuid.NewString())
+	start := func(tx string) (workflows.Workflow, error) {
+		return e.svc.Start(ctx, workflows.StartRequest{ClientID: e.client, MobileNumber: gbNumber, TransactionID: &tx})
+	}
+	for _, bad := range []string{foreign, uuid.NewString(), "nope"} {
+		if _, err := start(bad); fault.Find(err, fault.InvalidArgument) == nil || fault.Find(err, fault.InvalidArgument).Field != "transactionId" {
+			t.Fatalf("start for transaction %s: %v, want 400 on transactionId", bad, err)
+		}
+	}
+	w, err := start(tr)
+	if err != nil || w.TransactionID != tr {
+		t.Fatalf("start: %v %q", err, w.TransactionID)
+	}
+	if _, err := start(tr); !errors.Is(err, workflows.ErrTransactionTaken) {
+		t.Fatalf("a second workflow for the transaction: %v", err)
+	}
+	if got := e.get(t, w.ID); got.TransactionID != tr {
+		t.Fatalf("stored transaction %q", got.TransactionID)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	if _, err := e.svc.CheckCodeOfTransaction(ctx, e.client, foreign, code); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("by another transaction: %v", err)
+	}
+	got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, wrong(code))
+	if err != nil || got.Status != workflows.InProgress || got.AttemptsLeft() != 4 {
+		t.Fatalf("a wrong code on the page: %v %s %d", err, got.Status, got.AttemptsLeft())
+	}
+	if got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, code); err != nil || got.Status != workflows.Verified {
+		t.Fatalf("the code on the page: %v %s", err, got.Status)
+	}
+}
 
 // TestSilentDecides: the network's answer decides when it is definite, free of any SMS.
 func TestSilentDecides(t *testing.T) {

@@ -25,7 +25,13 @@ type Store interface {
 	GetPolicy(ctx context.Context, clientID string) (Policy, bool, error)
 	// PutPolicy writes a client's policy (validated), by a credential (Principal.Credential()).
 	PutPolicy(ctx context.Context, clientID string, p Policy, by string) error
-	// InsertWorkflow writes a new workflow and its steps.
+	// TransactionClient is the client of a browser transaction; fault.ErrNotFound for none.
+	TransactionClient(ctx context.Context, transactionID string) (string, error)
+	// WorkflowOfTransaction is the id of a client's workflow of a browser transaction;
+	// fault.ErrNotFound for none.
+	WorkflowOfTransaction(ctx context.Context, clientID, transactionID string) (string, error)
+	// InsertWorkflow writes a new workflow and its steps; ErrTransactionTaken when its browser
+	// transaction has one already.
 	InsertWorkflow(ctx context.Context, w Workflow) error
 	// LockWorkflow reads a client's workflow with its steps and holds its row until the
 	// transaction ends; fault.ErrNotFound for none (another client's included).
@@ -130,7 +136,16 @@ type StartRequest struct {
 	ClientID     string
 	MobileNumber string
 	Locale       string
+	// TransactionID, when set, is a browser transaction of the client whose page may check
+	// the code (CheckCodeOfTransaction).
+	TransactionID *string
 }
+
+// ErrTransactionTaken is a start naming a browser transaction that has a workflow already.
+var ErrTransactionTaken = fault.New(fault.Conflict, "this browser transaction has a workflow already")
+
+// errNotATransaction is a start naming a transaction that is not one of the client's.
+var errNotATransaction = fault.Invalid("transactionId", "is not a browser transaction of this account")
 
 // Start starts a workflow for a number: its policy resolved for the number's country, the
 // SIM swap checked when the policy asks, and its first channel begun.
@@ -141,6 +156,21 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 	}
 	if len(req.Locale) > 35 {
 		return Workflow{}, fault.Invalid("locale", "at most 35 characters (a BCP 47 tag)")
+	}
+	var transactionID string
+	if req.TransactionID != nil {
+		if _, err := uuid.Parse(*req.TransactionID); err != nil {
+			return Workflow{}, errNotATransaction
+		}
+		// Another client's transaction is as unknown as one that does not exist.
+		owner, err := s.st.TransactionClient(ctx, *req.TransactionID)
+		if errors.Is(err, fault.ErrNotFound) || (err == nil && owner != req.ClientID) {
+			return Workflow{}, errNotATransaction
+		}
+		if err != nil {
+			return Workflow{}, err
+		}
+		transactionID = *req.TransactionID
 	}
 	pol, _, err := s.st.GetPolicy(ctx, req.ClientID)
 	if err != nil {
@@ -155,7 +185,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 	w := Workflow{
 		ClientID: req.ClientID, ID: id,
 		NumberSealed: s.vault.Seal(num.E164, table, id), NumberHash: s.vault.Hash(num.E164),
-		Masked: num.Masked(), Country: country, Locale: req.Locale,
+		Masked: num.Masked(), Country: country, Locale: req.Locale, TransactionID: transactionID,
 		Policy: pol.Resolve(country), Status: InProgress, SIMSwap: SIMNotChecked,
 		Created: now, Updated: now,
 	}
@@ -635,6 +665,20 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 		}
 		return nil
 	})
+}
+
+// CheckCodeOfTransaction checks a code typed on the page of a browser transaction of the
+// client (the page's origin checked by the caller): the transaction's workflow, as
+// CheckCode. A transaction without a workflow is fault.ErrNotFound.
+func (s *Service) CheckCodeOfTransaction(ctx context.Context, clientID, transactionID, typed string) (Workflow, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return Workflow{}, fault.ErrNotFound
+	}
+	id, err := s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.CheckCode(ctx, clientID, id, typed)
 }
 
 // Resend sends a new code: within the cooldown 429 with the time left, past the cap 409.

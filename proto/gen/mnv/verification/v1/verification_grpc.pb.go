@@ -29,6 +29,7 @@ const (
 	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
 	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
+	VerificationService_CheckWebWorkflowCode_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -92,6 +93,9 @@ type VerificationServiceClient interface {
 	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
 	// origins like the capture.
 	CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error)
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -224,6 +228,16 @@ func (c *verificationServiceClient) CompleteWebTransaction(ctx context.Context, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CompleteWebTransactionResponse)
 	err := c.cc.Invoke(ctx, VerificationService_CompleteWebTransaction_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWebWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CheckWebWorkflowCode_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +422,9 @@ type VerificationServiceServer interface {
 	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
 	// origins like the capture.
 	CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error)
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -475,6 +492,9 @@ func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context
 }
 func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompleteWebTransaction not implemented")
+}
+func (UnimplementedVerificationServiceServer) CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWebWorkflowCode not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -712,6 +732,24 @@ func _VerificationService_CompleteWebTransaction_Handler(srv interface{}, ctx co
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(VerificationServiceServer).CompleteWebTransaction(ctx, req.(*CompleteWebTransactionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_CheckWebWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWebWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CheckWebWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CheckWebWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CheckWebWorkflowCode(ctx, req.(*CheckWebWorkflowCodeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -996,6 +1034,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CompleteWebTransaction",
 			Handler:    _VerificationService_CompleteWebTransaction_Handler,
+		},
+		{
+			MethodName: "CheckWebWorkflowCode",
+			Handler:    _VerificationService_CheckWebWorkflowCode_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",

@@ -29,7 +29,10 @@ type StartWorkflowRequest struct {
 	// E.164 with the leading plus.
 	MobileNumber string `protobuf:"bytes,1,opt,name=mobile_number,json=mobileNumber,proto3" json:"mobile_number,omitempty"`
 	// The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
-	Locale        string `protobuf:"bytes,2,opt,name=locale,proto3" json:"locale,omitempty"`
+	Locale string `protobuf:"bytes,2,opt,name=locale,proto3" json:"locale,omitempty"`
+	// A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
+	// code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
+	TransactionId *string `protobuf:"bytes,3,opt,name=transaction_id,json=transactionId,proto3,oneof" json:"transaction_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -74,6 +77,13 @@ func (x *StartWorkflowRequest) GetMobileNumber() string {
 func (x *StartWorkflowRequest) GetLocale() string {
 	if x != nil {
 		return x.Locale
+	}
+	return ""
+}
+
+func (x *StartWorkflowRequest) GetTransactionId() string {
+	if x != nil && x.TransactionId != nil {
+		return *x.TransactionId
 	}
 	return ""
 }
@@ -537,9 +547,11 @@ type Workflow struct {
 	CodeExpiresAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=code_expires_at,json=codeExpiresAt,proto3" json:"code_expires_at,omitempty"`
 	// Credits charged for the workflow's own steps (an SMS); a silent step is charged as the
 	// verification it made.
-	Charged       int64                  `protobuf:"varint,13,opt,name=charged,proto3" json:"charged,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	Charged   int64                  `protobuf:"varint,13,opt,name=charged,proto3" json:"charged,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	EndedAt   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// The browser transaction whose page may check the code.
+	TransactionId *string `protobuf:"bytes,16,opt,name=transaction_id,json=transactionId,proto3,oneof" json:"transaction_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -677,6 +689,13 @@ func (x *Workflow) GetEndedAt() *timestamppb.Timestamp {
 		return x.EndedAt
 	}
 	return nil
+}
+
+func (x *Workflow) GetTransactionId() string {
+	if x != nil && x.TransactionId != nil {
+		return *x.TransactionId
+	}
+	return ""
 }
 
 type WorkflowStep struct {
@@ -1362,14 +1381,140 @@ func (x *GetWorkflowUsageResponse) GetUsage() *v1.Usage {
 	return nil
 }
 
+type CheckWebWorkflowCodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	// The code the user typed on the page, 1 to 32 characters.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebWorkflowCodeRequest) Reset() {
+	*x = CheckWebWorkflowCodeRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebWorkflowCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebWorkflowCodeRequest) ProtoMessage() {}
+
+func (x *CheckWebWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebWorkflowCodeRequest.ProtoReflect.Descriptor instead.
+func (*CheckWebWorkflowCodeRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CheckWebWorkflowCodeRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+func (x *CheckWebWorkflowCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// What a page learns of its check: where the workflow stands, nothing of the number.
+type CheckWebWorkflowCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status        string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Reason        *string                `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	AttemptsLeft  int32                  `protobuf:"varint,3,opt,name=attempts_left,json=attemptsLeft,proto3" json:"attempts_left,omitempty"`
+	CodeExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=code_expires_at,json=codeExpiresAt,proto3" json:"code_expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebWorkflowCodeResponse) Reset() {
+	*x = CheckWebWorkflowCodeResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebWorkflowCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebWorkflowCodeResponse) ProtoMessage() {}
+
+func (x *CheckWebWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebWorkflowCodeResponse.ProtoReflect.Descriptor instead.
+func (*CheckWebWorkflowCodeResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CheckWebWorkflowCodeResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CheckWebWorkflowCodeResponse) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *CheckWebWorkflowCodeResponse) GetAttemptsLeft() int32 {
+	if x != nil {
+		return x.AttemptsLeft
+	}
+	return 0
+}
+
+func (x *CheckWebWorkflowCodeResponse) GetCodeExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CodeExpiresAt
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\n" +
-	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\x8f\x01\n" +
+	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xda\x01\n" +
 	"\x14StartWorkflowRequest\x12P\n" +
 	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+447400123456R\fmobileNumber\x12%\n" +
-	"\x06locale\x18\x02 \x01(\tB\r\xd2\xf3\x18\t(#J\x05en-GBR\x06locale\"R\n" +
+	"\x06locale\x18\x02 \x01(\tB\r\xd2\xf3\x18\t(#J\x05en-GBR\x06locale\x126\n" +
+	"\x0etransaction_id\x18\x03 \x01(\tB\n" +
+	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01B\x11\n" +
+	"\x0f_transaction_id\"R\n" +
 	"\x15StartWorkflowResponse\x129\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"C\n" +
 	"\x12GetWorkflowRequest\x12-\n" +
@@ -1396,7 +1541,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
 	"workflowId\"W\n" +
 	"\x1aResendWorkflowCodeResponse\x129\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\x82\x05\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\xc1\x05\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x16\n" +
@@ -1416,9 +1561,11 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\acharged\x18\r \x01(\x03R\acharged\x129\n" +
 	"\n" +
 	"created_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
-	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAtB\r\n" +
+	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12*\n" +
+	"\x0etransaction_id\x18\x10 \x01(\tH\x02R\rtransactionId\x88\x01\x01B\r\n" +
 	"\v_decided_byB\t\n" +
-	"\a_reason\"\xe1\x02\n" +
+	"\a_reasonB\x11\n" +
+	"\x0f_transaction_id\"\xe1\x02\n" +
 	"\fWorkflowStep\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x18\n" +
@@ -1501,7 +1648,16 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x05_fromB\x05\n" +
 	"\x03_to\"E\n" +
 	"\x18GetWorkflowUsageResponse\x12)\n" +
-	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usageBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage\"z\n" +
+	"\x1bCheckWebWorkflowCodeRequest\x123\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\rtransactionId\x12&\n" +
+	"\x04code\x18\x02 \x01(\tB\x12\xd2\xf3\x18\x0e\b\x01 \x01( J\x06123456R\x04code\"\xc7\x01\n" +
+	"\x1cCheckWebWorkflowCodeResponse\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1b\n" +
+	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12#\n" +
+	"\rattempts_left\x18\x03 \x01(\x05R\fattemptsLeft\x12B\n" +
+	"\x0fcode_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
+	"\a_reasonBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_workflows_proto_rawDescOnce sync.Once
@@ -1515,7 +1671,7 @@ func file_mnv_verification_v1_workflows_proto_rawDescGZIP() []byte {
 	return file_mnv_verification_v1_workflows_proto_rawDescData
 }
 
-var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*StartWorkflowRequest)(nil),         // 0: mnv.verification.v1.StartWorkflowRequest
 	(*StartWorkflowResponse)(nil),        // 1: mnv.verification.v1.StartWorkflowResponse
@@ -1538,9 +1694,11 @@ var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*WorkflowSimSwap)(nil),              // 18: mnv.verification.v1.WorkflowSimSwap
 	(*GetWorkflowUsageRequest)(nil),      // 19: mnv.verification.v1.GetWorkflowUsageRequest
 	(*GetWorkflowUsageResponse)(nil),     // 20: mnv.verification.v1.GetWorkflowUsageResponse
-	nil,                                  // 21: mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	(*timestamppb.Timestamp)(nil),        // 22: google.protobuf.Timestamp
-	(*v1.Usage)(nil),                     // 23: mnv.usage.v1.Usage
+	(*CheckWebWorkflowCodeRequest)(nil),  // 21: mnv.verification.v1.CheckWebWorkflowCodeRequest
+	(*CheckWebWorkflowCodeResponse)(nil), // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	nil,                                  // 23: mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	(*timestamppb.Timestamp)(nil),        // 24: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                     // 25: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
@@ -1549,27 +1707,28 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 3: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	10, // 4: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	11, // 5: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
-	22, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
-	22, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	22, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	22, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	22, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	22, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	24, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
+	24, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	24, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	24, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
+	24, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	24, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
 	16, // 12: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	16, // 14: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	16, // 15: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	18, // 17: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	21, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	23, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
 	18, // 19: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	23, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	17, // 21: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	25, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	24, // 21: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 22: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
@@ -1577,19 +1736,21 @@ func file_mnv_verification_v1_workflows_proto_init() {
 	if File_mnv_verification_v1_workflows_proto != nil {
 		return
 	}
+	file_mnv_verification_v1_workflows_proto_msgTypes[0].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[10].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[11].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[16].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[17].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[19].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_workflows_proto_rawDesc), len(file_mnv_verification_v1_workflows_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
