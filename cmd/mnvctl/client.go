@@ -241,14 +241,14 @@ func (c *conn) price() *cobra.Command {
 		Args:  exactArgs(1, "CLIENT_ID"),
 	}
 	f := cmd.Flags()
-	kind := f.String("kind", "", "VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+	kind := f.String("kind", "", "VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP")
 	variant := f.String("variant", "", "optional refinement, e.g. a verification serviceType")
 	amount := f.Int64("amount", -1, "price in credits")
 	clear := f.Bool("clear", false, "remove the override, so the configured price applies")
 	return leaf(cmd, false, func(ctx context.Context, args []string) (result, error) {
 		k, ok := accountsv1.LedgerKind_value["LEDGER_KIND_"+strings.ToUpper(*kind)]
 		if !ok || k == 0 {
-			return result{}, usagef("--kind must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+			return result{}, usagef("--kind must be VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP")
 		}
 		req := &accountsv1.SetClientPriceRequest{ClientId: args[0], Kind: accountsv1.LedgerKind(k), Variant: *variant}
 		switch {

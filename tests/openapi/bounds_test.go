@@ -56,7 +56,12 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 		"sessionId":     unknown, "verificationId": unknown, "transactionId": unknown, "jobId": unknown,
 		"keyId": unknown, "tokenId": unknown, "deliveryId": unknown,
 	}
-	_, _, out := v.send(t, "POST", "/v1/api/me/sdk-tokens", key, `{"label":"bounds"}`, "application/json")
+	_, resp, out := v.send(t, "POST", "/v1/api/workflows", key, `{"mobileNumber":"+971501234573"}`, "application/json")
+	if resp.StatusCode != 200 || json.Unmarshal(out, &env) != nil {
+		t.Fatalf("POST /v1/api/workflows: %d %s", resp.StatusCode, out)
+	}
+	pathValues["workflowId"] = fmt.Sprint(env.Data["workflowId"])
+	_, _, out = v.send(t, "POST", "/v1/api/me/sdk-tokens", key, `{"label":"bounds"}`, "application/json")
 	if json.Unmarshal(out, &env) != nil {
 		t.Fatalf("sdk token: %s", out)
 	}
@@ -68,7 +73,9 @@ func TestSchemaValuesAreTheServersBounds(t *testing.T) {
 	skip := map[string]string{
 		"Verify": "a sealed session", "CompleteWebTransaction": "a one-time code", "CompleteSessionAuthorization": "a pending authorization",
 		"CaptureTransaction": "captures once, from an origin", "UploadImport": "a CSV file", "GenerateFirstApiKey": "a client without keys",
-		"FinishSsoSignIn": "a provider's redirect back, answered with a redirect (tests/browser follows one)",
+		"FinishSsoSignIn":      "a provider's redirect back, answered with a redirect (tests/browser follows one)",
+		"SubmitWorkflowSilent": "a sealed session",
+		"CheckWebWorkflowCode": "from an origin, a transaction with a workflow",
 	}
 	components := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	resolve := func(s map[string]any) map[string]any {
@@ -351,6 +358,20 @@ func validValue(s map[string]any, resolve func(map[string]any) map[string]any) (
 		}
 		return 1, true
 	case "object":
+		if props, ok := s["properties"].(map[string]any); ok {
+			// A message: its required properties, each at a valid value.
+			out := map[string]any{}
+			req, _ := s["required"].([]any)
+			for _, name := range req {
+				p, _ := props[name.(string)].(map[string]any)
+				val, ok := validValue(p, resolve)
+				if !ok {
+					return nil, false
+				}
+				out[name.(string)] = val
+			}
+			return out, true
+		}
 		names, _ := s["propertyNames"].(map[string]any)
 		k := "k"
 		if names != nil {

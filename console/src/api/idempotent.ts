@@ -18,4 +18,7 @@ export const idempotent: ReadonlySet<string> = new Set([
   "POST /v1/api/opportunity",
   "POST /v1/api/sdk/session",
   "POST /v1/api/verify",
+  "POST /v1/api/workflows",
+  "POST /v1/api/workflows/{workflowId}/resend",
+  "POST /v1/api/workflows/{workflowId}/silent",
 ]);

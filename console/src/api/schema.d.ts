@@ -1334,6 +1334,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/usage/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count workflow steps per day by channel, country and status
+         * @description The client's workflow steps per UTC day of a range, by channel, country and status, with
+         *     the credits charged (docs/api-decisions.md#usage).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetWorkflowUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/web-origins": {
         parameters: {
             query?: never;
@@ -1499,6 +1522,32 @@ export interface paths {
          *     Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key.
          */
         post: operations["TestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/me/workflow-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the workflow policy
+         * @description The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetWorkflowPolicy"];
+        /**
+         * Replace the workflow policy
+         * @description Replaces the client's workflow policy (ADMIN).
+         *
+         *     Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+         */
+        put: operations["SetWorkflowPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1706,6 +1755,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/web/transactions/{transactionId}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a workflow's code on the page
+         * @description Checks a code the user typed on the page of a browser transaction that has a workflow,
+         *     bound to the client's web origins like the capture; a wrong code is an attempt.
+         */
+        post: operations["CheckWebWorkflowCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/web/transactions/{transactionId}/complete": {
         parameters: {
             query?: never;
@@ -1724,6 +1794,114 @@ export interface paths {
          *     origins like the capture.
          */
         post: operations["CompleteWebTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a verification workflow
+         * @description Starts a verification workflow for a number: the channels of the client's policy, in
+         *     order, until one decides (docs/api-decisions.md#workflows).
+         *
+         *     The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+         */
+        post: operations["StartWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows/{workflowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a verification workflow
+         * @description The console may call it with a person's session instead of an API key.
+         */
+        get: operations["GetWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows/{workflowId}/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a one-time code
+         * @description Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+         */
+        post: operations["CheckWorkflowCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows/{workflowId}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a new one-time code
+         * @description Sends a new code, which replaces the one in play.
+         *
+         *     Honours Idempotency-Key.
+         */
+        post: operations["ResendWorkflowCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows/{workflowId}/silent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the silent step its blob
+         * @description Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+         *     one), the step takes its outcome.
+         *
+         *     Honours Idempotency-Key.
+         */
+        post: operations["SubmitWorkflowSilent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1825,6 +2003,16 @@ export interface components {
             operatorId: string | null;
             status: components["schemas"]["TransactionStatus"] | null;
             transactionId: string;
+        };
+        /** @description What a page learns of its check: where the workflow stands, nothing of the number. */
+        CheckWebWorkflowCodeResponse: {
+            /** Format: int32 */
+            attemptsLeft: number;
+            /** Format: date-time */
+            codeExpiresAt: string | null;
+            reason: string | null;
+            /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
+            status: string;
         };
         /** @description Client is an account as the client itself sees it. */
         Client: {
@@ -2047,7 +2235,7 @@ export interface components {
             /** @description Default true. */
             enabled?: boolean | null;
             /** @description Event types to receive; empty or ["*"]: every type. */
-            events?: ("*" | "verification.completed" | "balance.low" | "balance.expiring" | "balance.expired" | "api_key.created" | "api_key.revoked" | "api_key.rotated" | "import.completed" | "import.failed" | "stuck_plus.captured" | "integration.delivery_failed" | "webhook_endpoint.disabled")[];
+            events?: ("*" | "verification.completed" | "balance.low" | "balance.expiring" | "balance.expired" | "api_key.created" | "api_key.revoked" | "api_key.rotated" | "import.completed" | "import.failed" | "stuck_plus.captured" | "integration.delivery_failed" | "webhook_endpoint.disabled" | "verification.step" | "verification.workflow.completed")[];
             /**
              * Format: uri
              * @description Absolute https URL, under the same rules as integration endpoints.
@@ -2210,6 +2398,14 @@ export interface components {
             redirectUri: string;
             /** @description Unset when single sign-on is off. */
             settings: components["schemas"]["SsoSettings"] | null;
+        };
+        GetWorkflowPolicyResponse: {
+            /**
+             * @description The policy with every field filled in (the defaults for what the client left out), for the
+             *     numbers of no country of the overrides.
+             */
+            effective: components["schemas"]["WorkflowSettings"] | null;
+            policy: components["schemas"]["WorkflowPolicy"] | null;
         };
         /** @description ImportError is a bad row of an import. */
         ImportError: {
@@ -2393,9 +2589,12 @@ export interface components {
         };
         /**
          * @description LedgerKind classifies a balance change.
+         *
+         *     - `VERIFICATION_STEP`: A step of a verification workflow priced on its own (an SMS code), its variant the channel
+         *     and the number's country (SMS_OTP:GB).
          * @enum {string}
          */
-        LedgerKind: "TOP_UP" | "VERIFICATION" | "CONNECT_ENRICHMENT" | "STUCK_PLUS_REVEAL" | "REFUND" | "ADJUSTMENT";
+        LedgerKind: "TOP_UP" | "VERIFICATION" | "CONNECT_ENRICHMENT" | "STUCK_PLUS_REVEAL" | "REFUND" | "ADJUSTMENT" | "VERIFICATION_STEP";
         ListApiKeysResponse: {
             items: components["schemas"]["ApiKey"][];
             /** Format: int32 */
@@ -2830,6 +3029,10 @@ export interface components {
         SetWebOriginsResponse: {
             items: components["schemas"]["WebOrigin"][];
         };
+        SetWorkflowPolicyResponse: {
+            effective: components["schemas"]["WorkflowSettings"] | null;
+            policy: components["schemas"]["WorkflowPolicy"] | null;
+        };
         SignInRequest: {
             /**
              * Format: uuid
@@ -2947,6 +3150,24 @@ export interface components {
             ceremonyId: string;
             /** @description WebAuthn's PublicKeyCredentialRequestOptions as JSON, for the person's own passkeys. */
             optionsJson: string;
+        };
+        StartWorkflowRequest: {
+            /**
+             * @description The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
+             * @example en-GB
+             */
+            locale?: string | null;
+            /**
+             * @description E.164 with the leading plus.
+             * @example +447400123456
+             */
+            mobileNumber: string;
+            /**
+             * Format: uuid
+             * @description A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
+             *     code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
+             */
+            transactionId?: string | null;
         };
         StepUpRequest: {
             /**
@@ -3288,12 +3509,192 @@ export interface components {
         WebhookPatch: {
             description?: string | null;
             enabled?: boolean | null;
-            events?: ("*" | "verification.completed" | "balance.low" | "balance.expiring" | "balance.expired" | "api_key.created" | "api_key.revoked" | "api_key.rotated" | "import.completed" | "import.failed" | "stuck_plus.captured" | "integration.delivery_failed" | "webhook_endpoint.disabled")[];
+            events?: ("*" | "verification.completed" | "balance.low" | "balance.expiring" | "balance.expired" | "api_key.created" | "api_key.revoked" | "api_key.rotated" | "import.completed" | "import.failed" | "stuck_plus.captured" | "integration.delivery_failed" | "webhook_endpoint.disabled" | "verification.step" | "verification.workflow.completed")[];
             /**
              * Format: uri
              * @example https://crm.example/hook
              */
             url?: string | null;
+        };
+        /** @description Workflow is a verification workflow as its client sees it: never a code, the number masked. */
+        Workflow: {
+            /**
+             * Format: int32
+             * @description The codes that may still be tried.
+             */
+            attemptsLeft: number;
+            /**
+             * Format: int64
+             * @description Credits charged for the workflow's own steps (an SMS); a silent step is charged as the
+             *     verification it made.
+             */
+            charged: number;
+            /**
+             * Format: date-time
+             * @description When the code in play stops being accepted; absent when no code is in play.
+             */
+            codeExpiresAt: string | null;
+            /** @description The number's country (ISO 3166-1 alpha-2); empty when the numbering plans cannot tell. */
+            country: string;
+            /** Format: date-time */
+            createdAt: string | null;
+            /** @description The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did. */
+            decidedBy: string | null;
+            /** Format: date-time */
+            endedAt: string | null;
+            /** @description Masked. */
+            mobileNumber: string;
+            /**
+             * @description Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
+             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+             */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description When a resend is next allowed; absent when none is (no code in play, none left, ended).
+             */
+            resendAt: string | null;
+            /**
+             * Format: int32
+             * @description The resends left.
+             */
+            resendsLeft: number;
+            /** @description What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE. */
+            simSwap: string;
+            /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
+            status: string;
+            steps: components["schemas"]["WorkflowStep"][];
+            /** @description The browser transaction whose page may check the code. */
+            transactionId: string | null;
+            workflowId: string;
+        };
+        /**
+         * @description WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
+         *     left out takes the level above (docs/api-decisions.md#workflows).
+         */
+        WorkflowPolicy: {
+            /** @description In order, distinct: SILENT, SMS_OTP. */
+            channels: string[];
+            /** Format: int32 */
+            codeLength: number | null;
+            /** Format: int32 */
+            codeTtlSeconds: number | null;
+            /** @description Overrides by ISO 3166-1 alpha-2 country code. */
+            countries: {
+                [key: string]: components["schemas"]["WorkflowSettings"];
+            };
+            /** Format: int32 */
+            maxAttempts: number | null;
+            /** Format: int32 */
+            maxResends: number | null;
+            /** Format: int32 */
+            resendCooldownSeconds: number | null;
+            /** Format: int32 */
+            silentTimeoutSeconds: number | null;
+            simSwap: components["schemas"]["WorkflowSimSwap"] | null;
+            /** Format: int32 */
+            smsTimeoutSeconds: number | null;
+        };
+        /**
+         * @description WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
+         *     left out takes the level above (docs/api-decisions.md#workflows).
+         */
+        WorkflowPolicyInput: {
+            /** @description In order, distinct: SILENT, SMS_OTP. */
+            channels?: ("SILENT" | "SMS_OTP")[];
+            /** Format: int32 */
+            codeLength?: number | null;
+            /** Format: int32 */
+            codeTtlSeconds?: number | null;
+            /** @description Overrides by ISO 3166-1 alpha-2 country code. */
+            countries?: {
+                [key: string]: components["schemas"]["WorkflowSettingsInput"];
+            };
+            /** Format: int32 */
+            maxAttempts?: number | null;
+            /** Format: int32 */
+            maxResends?: number | null;
+            /** Format: int32 */
+            resendCooldownSeconds?: number | null;
+            /** Format: int32 */
+            silentTimeoutSeconds?: number | null;
+            simSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
+            /** Format: int32 */
+            smsTimeoutSeconds?: number | null;
+        };
+        WorkflowSettings: {
+            /** @description In order, distinct: SILENT, SMS_OTP. */
+            channels: string[];
+            /** Format: int32 */
+            codeLength: number | null;
+            /** Format: int32 */
+            codeTtlSeconds: number | null;
+            /** Format: int32 */
+            maxAttempts: number | null;
+            /** Format: int32 */
+            maxResends: number | null;
+            /** Format: int32 */
+            resendCooldownSeconds: number | null;
+            /** Format: int32 */
+            silentTimeoutSeconds: number | null;
+            simSwap: components["schemas"]["WorkflowSimSwap"] | null;
+            /** Format: int32 */
+            smsTimeoutSeconds: number | null;
+        };
+        WorkflowSettingsInput: {
+            /** @description In order, distinct: SILENT, SMS_OTP. */
+            channels?: ("SILENT" | "SMS_OTP")[];
+            /** Format: int32 */
+            codeLength?: number | null;
+            /** Format: int32 */
+            codeTtlSeconds?: number | null;
+            /** Format: int32 */
+            maxAttempts?: number | null;
+            /** Format: int32 */
+            maxResends?: number | null;
+            /** Format: int32 */
+            resendCooldownSeconds?: number | null;
+            /** Format: int32 */
+            silentTimeoutSeconds?: number | null;
+            simSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
+            /** Format: int32 */
+            smsTimeoutSeconds?: number | null;
+        };
+        WorkflowSimSwap: {
+            /** Format: int32 */
+            maxAgeHours: number | null;
+            /** @description OFF, BLOCK, FALLBACK or REPORT. */
+            mode: string;
+        };
+        WorkflowSimSwapInput: {
+            /** Format: int32 */
+            maxAgeHours?: number | null;
+            /**
+             * @description OFF, BLOCK, FALLBACK or REPORT.
+             * @enum {string|null}
+             */
+            mode?: "OFF" | "BLOCK" | "FALLBACK" | "REPORT" | null;
+        };
+        WorkflowStep: {
+            /** @description SILENT or SMS_OTP. */
+            channel: string;
+            /** Format: int64 */
+            charged: number;
+            /** Format: date-time */
+            endedAt: string | null;
+            reason: string | null;
+            /** Format: int32 */
+            seq: number;
+            /** Format: date-time */
+            startedAt: string | null;
+            /**
+             * @description PENDING, QUEUED, SENT, DELIVERED, UNDELIVERABLE, VERIFIED, NOT_VERIFIED, UNDETERMINED,
+             *     FAILED, EXPIRED, TIMED_OUT, REJECTED, BLOCKED or SUPERSEDED.
+             */
+            status: string;
+            stepId: string;
+            /** @description SILENT: the verification its blob made. */
+            verificationId: string | null;
         };
     };
     responses: {
@@ -6652,6 +7053,57 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    GetWorkflowUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+                 *     last 30 days up to today.
+                 */
+                from?: string;
+                /**
+                 * @description Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+                 *     the 30 days up to it.
+                 */
+                to?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflow usage retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow usage retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     ListWebOrigins: {
         parameters: {
             query?: never;
@@ -7159,6 +7611,90 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    GetWorkflowPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflow policy retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GetWorkflowPolicyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow policy retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    SetWorkflowPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WorkflowPolicyInput"];
+            };
+        };
+        responses: {
+            /** @description Workflow policy saved */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SetWorkflowPolicyResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow policy saved";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     ListOperators: {
         parameters: {
             query?: never;
@@ -7609,6 +8145,62 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    CheckWebWorkflowCode: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only. */
+                Origin: components["parameters"]["Origin"];
+            };
+            path: {
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The code the user typed on the page, 1 to 32 characters.
+                     * @example 123456
+                     */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Code checked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CheckWebWorkflowCodeResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Code checked";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     CompleteWebTransaction: {
         parameters: {
             query?: never;
@@ -7659,6 +8251,270 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    StartWorkflow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StartWorkflowRequest"];
+            };
+        };
+        responses: {
+            /** @description Workflow started */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Workflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow started";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetWorkflow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflow retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Workflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    CheckWorkflowCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The code the user typed, 1 to 32 characters: one that is not the policy's digits is a
+                     *     wrong code, and counts as an attempt.
+                     * @example 123456
+                     */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Code checked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Workflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Code checked";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ResendWorkflowCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Code sent */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Workflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Code sent";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    SubmitWorkflowSilent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The sealed blob of an SDK session or a browser capture, as for a verify. */
+                    encryptedMobileNumber: string;
+                    operatorId: string;
+                    /** @enum {string} */
+                    serviceType: "HEADER_ENRICHMENT" | "NETWORK_API";
+                };
+            };
+        };
+        responses: {
+            /** @description Silent step decided */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Workflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Silent step decided";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

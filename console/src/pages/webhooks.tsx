@@ -21,6 +21,8 @@ const events = [
   'stuck_plus.captured',
   'integration.delivery_failed',
   'webhook_endpoint.disabled',
+  'verification.step',
+  'verification.workflow.completed',
 ] as const;
 type Event = (typeof events)[number];
 

@@ -57,6 +57,10 @@ var unauthenticated = func() *http.ServeMux {
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/capture", group("capture"))
 	m.Handle("POST /v1/api/web/transactions/{id}/complete", group("capture"))
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/complete", group("capture"))
+	// A workflow's code typed on the page: its guesses are bounded by the workflow's attempts,
+	// and the address's budget keeps one page from trying many workflows.
+	m.Handle("POST /v1/api/web/transactions/{id}/code", group("capture"))
+	m.Handle("OPTIONS /v1/api/web/transactions/{id}/code", group("capture"))
 	m.Handle("GET /v1/api/sdk/session/callback", group("callback"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
 	m.Handle("GET /oauth2/authorize", group("camara"))

@@ -38,7 +38,8 @@ func request(t *testing.T, method string, change func(*optionsv1.Rule) *optionsv
 		usagev1.File_mnv_usage_v1_usage_proto,
 		accountsv1.File_mnv_accounts_v1_types_proto, accountsv1.File_mnv_accounts_v1_people_proto,
 		accountsv1.File_mnv_accounts_v1_accounts_proto, accountsv1.File_mnv_accounts_v1_admin_proto,
-		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_verification_proto,
+		accountsv1.File_mnv_accounts_v1_internal_proto, verificationv1.File_mnv_verification_v1_workflows_proto,
+		verificationv1.File_mnv_verification_v1_verification_proto,
 		connectv1.File_mnv_connect_v1_connect_proto, connectv1.File_mnv_connect_v1_webhooks_proto,
 	} {
 		fdp := protodesc.ToFileDescriptorProto(fd)

@@ -17,6 +17,7 @@ var tags = []struct{ name, description string }{
 	{"SDK tokens", "The narrow tokens native apps open SDK sessions with."},
 	{"Verifications", "Capturing a number in an app (SDK sessions) and verifying it from the backend."},
 	{"Browser flow", "Verifying a number in a web page: the backend opens a transaction, the page captures it, the backend reads the result. The page's origin must be one of the account's web origins."},
+	{"Workflows", "Verification workflows: one number through the channels of the account's policy, in order (the network's silent check, then a one-time code by SMS), until one decides; and the policy itself."},
 	{"Reveal", "STUCK_PLUS: the numbers captured for the account, revealed to an ADMIN key for a reason, and the audit of the reveals."},
 	{"Connect profiles", "The customer identity profiles of the CRM area, and their enrichment."},
 	{"Connect imports", "Importing profiles from CSV files."},

@@ -1,4 +1,5 @@
-// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture and /complete)
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture, /complete
+// and /code, a workflow's code typed on the page)
 // to the web origins the transaction's client allowed (docs/api-decisions.md#credentials). Those
 // routes take no credential, so without the binding any page could have a visitor's browser capture
 // a transaction it obtained elsewhere; a browser always says which page is calling in its Origin
@@ -48,6 +49,7 @@ const (
 	prefix        = "/v1/api/web/transactions/"
 	captureRoute  = "/v1/api/web/transactions/{transaction_id=*}/capture"
 	completeRoute = "/v1/api/web/transactions/{transaction_id=*}/complete"
+	codeRoute     = "/v1/api/web/transactions/{transaction_id=*}/code"
 )
 
 // checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
@@ -109,9 +111,9 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 	}
 }
 
-// transactionRoute returns the id of a browser route's path (prefix + "{id}/capture" or
-// "{id}/complete"), unvalidated (the verification service decides what exists), and the
-// route's pattern.
+// transactionRoute returns the id of a browser route's path (prefix + "{id}/capture",
+// "{id}/complete" or "{id}/code"), unvalidated (the verification service decides what
+// exists), and the route's pattern.
 func transactionRoute(path string) (id, route string, ok bool) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
@@ -125,6 +127,8 @@ func transactionRoute(path string) (id, route string, ok bool) {
 		return id, captureRoute, true
 	case action == "complete":
 		return id, completeRoute, true
+	case action == "code":
+		return id, codeRoute, true
 	}
 	return "", "", false
 }

@@ -19,6 +19,7 @@ func TestTransactionRoute(t *testing.T) {
 	}{
 		{"/v1/api/web/transactions/abc/capture", "abc", captureRoute, true},
 		{"/v1/api/web/transactions/abc/complete", "abc", completeRoute, true},
+		{"/v1/api/web/transactions/abc/code", "abc", codeRoute, true},
 		{"/v1/api/web/transactions/abc", "", "", false},
 		{"/v1/api/web/transactions/abc/", "", "", false},
 		{"/v1/api/web/transactions/abc/reveal", "", "", false},

@@ -304,6 +304,7 @@ var LedgerKinds = enumtable.New(map[money.Kind]accountsv1.LedgerKind{
 	money.KindVerification:      accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION,
 	money.KindConnectEnrichment: accountsv1.LedgerKind_LEDGER_KIND_CONNECT_ENRICHMENT,
 	money.KindStuckPlusReveal:   accountsv1.LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL,
+	money.KindVerificationStep:  accountsv1.LedgerKind_LEDGER_KIND_VERIFICATION_STEP,
 	money.KindRefund:            accountsv1.LedgerKind_LEDGER_KIND_REFUND,
 	money.KindAdjustment:        accountsv1.LedgerKind_LEDGER_KIND_ADJUSTMENT,
 })

@@ -10,7 +10,7 @@ import (
 )
 
 func TestLedgerKinds(t *testing.T) {
-	kinds := []money.Kind{money.KindTopUp, money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal, money.KindRefund, money.KindAdjustment}
+	kinds := []money.Kind{money.KindTopUp, money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal, money.KindVerificationStep, money.KindRefund, money.KindAdjustment}
 	if err := enumtable.Check(accountsclient.LedgerKinds, kinds, accountsv1.LedgerKind(0).Descriptor()); err != nil {
 		t.Error(err)
 	}

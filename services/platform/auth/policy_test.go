@@ -48,6 +48,8 @@ func TestPolicyOf(t *testing.T) {
 		{verificationv1.VerificationService_Verify_FullMethodName, auth.Rule{Credential: principal.APIKey}},
 		{verificationv1.VerificationService_CaptureTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
 		{verificationv1.VerificationService_CompleteWebTransaction_FullMethodName, auth.Rule{Credential: principal.Internal, Callers: []string{auth.CallerGateway}}},
+		{verificationv1.VerificationService_SetWorkflowPolicy_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Session: true, StepUp: true}},
+		{verificationv1.VerificationService_CheckWorkflowCode_FullMethodName, auth.Rule{Credential: principal.APIKey}},
 		{connectv1.ConnectService_CreateIntegration_FullMethodName, auth.Rule{Credential: principal.APIKey, AdminRole: true, Feature: "CONNECT", Session: true, StepUp: true}},
 		{connectv1.ConnectService_UploadImport_FullMethodName, auth.Rule{Credential: principal.APIKey, Feature: "CONNECT", Session: true}},
 		{accountsv1.PeopleService_DeletePasskey_FullMethodName, auth.Rule{Credential: principal.Session, AllowSuspended: true, StepUp: true}},

@@ -3,7 +3,9 @@ package crypto
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -16,6 +18,8 @@ import (
 type Keyring struct {
 	current string
 	aeads   map[string]cipher.AEAD
+	// raw keys, only for Derive: nothing else uses a data key but its AEAD.
+	raw map[string][]byte
 }
 
 // ErrOpen is returned for a ciphertext that does not open: unknown key, tampered data or wrong
@@ -27,7 +31,7 @@ const sealFormat = 1
 // ParseKeyring reads keys as "id:base64key[,id:base64key...]" (standard or URL base64, 32-byte
 // keys). The first key is the current one.
 func ParseKeyring(spec string) (*Keyring, error) {
-	k := &Keyring{aeads: map[string]cipher.AEAD{}}
+	k := &Keyring{aeads: map[string]cipher.AEAD{}, raw: map[string][]byte{}}
 	for i, part := range strings.Split(spec, ",") {
 		id, b64, ok := strings.Cut(strings.TrimSpace(part), ":")
 		if !ok || id == "" || len(id) > 32 {
@@ -49,6 +53,7 @@ func ParseKeyring(spec string) (*Keyring, error) {
 			return nil, fmt.Errorf("key %q: %w", id, err)
 		}
 		k.aeads[id] = aead
+		k.raw[id] = raw
 		if i == 0 {
 			k.current = id
 		}
@@ -121,4 +126,28 @@ func (k *Keyring) Open(ciphertext, ad []byte) ([]byte, error) {
 		return nil, ErrOpen
 	}
 	return plain, nil
+}
+
+// DerivedKeys are keys derived from a keyring's data keys for one purpose, by the id of the key
+// each comes from; Current is the id of the one to key new values with. The others check what
+// was keyed before a rotation.
+type DerivedKeys struct {
+	Current string
+	Keys    map[string][]byte
+}
+
+// Derive returns a 32-byte key for purpose from each data key (HKDF-SHA-256, the purpose as its
+// info), so a MAC or a second cipher is keyed from the service's data keys without ever using a
+// sealing key itself for anything but sealing: a derived key that leaks opens nothing, and each
+// purpose's keys are independent of every other's.
+func (k *Keyring) Derive(purpose string) DerivedKeys {
+	d := DerivedKeys{Current: k.current, Keys: make(map[string][]byte, len(k.raw))}
+	for id, raw := range k.raw {
+		key, err := hkdf.Key(sha256.New, raw, nil, "mnv.keyring.derive.v1|"+purpose, 32)
+		if err != nil { // only for a length HKDF cannot give; 32 it always can
+			panic(err)
+		}
+		d.Keys[id] = key
+	}
+	return d
 }

@@ -268,3 +268,34 @@ func TestKeyringRotation(t *testing.T) {
 		t.Errorf("data sealed after rotation did not open with key b: %v", err)
 	}
 }
+
+func TestDerive(t *testing.T) {
+	spec := crypto.NewKeySpec("k2") + "," + crypto.NewKeySpec("k1")
+	k, err := crypto.ParseKeyring(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := k.Derive("purpose-a"), k.Derive("purpose-b")
+	if a.Current != "k2" || len(a.Keys) != 2 || len(a.Keys["k1"]) != 32 {
+		t.Fatalf("derived keys %q, %d keys", a.Current, len(a.Keys))
+	}
+	if string(a.Keys["k2"]) == string(b.Keys["k2"]) || string(a.Keys["k1"]) == string(a.Keys["k2"]) {
+		t.Fatal("two purposes or two data keys derived the same key")
+	}
+	if again := k.Derive("purpose-a"); string(again.Keys["k2"]) != string(a.Keys["k2"]) {
+		t.Fatal("derivation is not deterministic")
+	}
+	// A derived key is not the data key: sealing with the raw key and the derived key differ.
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(strings.Split(spec, ",")[0], "k2:"))
+	if len(raw) != 32 || bytes.Equal(a.Keys["k2"], raw) {
+		t.Fatal("the derived key is the sealing key")
+	}
+	// The same data key in another keyring derives the same key (a rotation keeps old hashes).
+	other, err := crypto.ParseKeyring(strings.Split(spec, ",")[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(other.Derive("purpose-a").Keys["k1"]) != string(a.Keys["k1"]) {
+		t.Fatal("the same data key derived another key")
+	}
+}

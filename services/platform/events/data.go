@@ -102,3 +102,37 @@ type WebhookEndpointDisabledData struct {
 type PingData struct {
 	EndpointID string `json:"endpointId"`
 }
+
+// VerificationStepData: a step of a verification workflow changed status
+// (docs/api-decisions.md#workflows). Never a code.
+type VerificationStepData struct {
+	WorkflowID string `json:"workflowId"`
+	StepID     string `json:"stepId"`
+	Seq        int    `json:"seq"`
+	// Channel is SILENT or SMS_OTP.
+	Channel string `json:"channel"`
+	// Status is the step's new status (QUEUED, SENT, DELIVERED, UNDELIVERABLE, VERIFIED, …).
+	Status       string  `json:"status"`
+	Reason       *string `json:"reason"`
+	MobileNumber string  `json:"mobileNumber"` // masked
+	Country      string  `json:"country"`
+	// Charged is what the step itself was charged so far (an SMS step; a silent step is
+	// charged as its verification, which has its own event).
+	Charged int64 `json:"charged"`
+}
+
+// WorkflowCompletedData: a verification workflow reached its final status.
+type WorkflowCompletedData struct {
+	WorkflowID string `json:"workflowId"`
+	// Status is VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string `json:"status"`
+	// DecidedBy is the channel that decided, null when none did (no channel left, expired).
+	DecidedBy    *string `json:"decidedBy"`
+	Reason       *string `json:"reason"`
+	MobileNumber string  `json:"mobileNumber"` // masked
+	Country      string  `json:"country"`
+	// SIMSwap is what the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE.
+	SIMSwap string `json:"simSwap"`
+	// Charged is the sum of the workflow's own step charges.
+	Charged int64 `json:"charged"`
+}

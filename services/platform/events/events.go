@@ -29,6 +29,10 @@ const (
 	StuckPlusCaptured         = "stuck_plus.captured"
 	IntegrationDeliveryFailed = "integration.delivery_failed"
 	WebhookEndpointDisabled   = "webhook_endpoint.disabled"
+	// VerificationStep: a step of a verification workflow changed status.
+	VerificationStep = "verification.step"
+	// WorkflowCompleted: a verification workflow reached its final status.
+	WorkflowCompleted = "verification.workflow.completed"
 	// Ping is sent by POST /v1/api/me/webhooks/{id}/test, to that endpoint alone.
 	Ping = "ping"
 )
@@ -39,6 +43,7 @@ var Types = []string{
 	VerificationCompleted, BalanceLow, BalanceExpiring, BalanceExpired,
 	APIKeyCreated, APIKeyRevoked, APIKeyRotated, ImportCompleted, ImportFailed,
 	StuckPlusCaptured, IntegrationDeliveryFailed, WebhookEndpointDisabled,
+	VerificationStep, WorkflowCompleted,
 }
 
 // Known reports whether t is a type an endpoint may subscribe to.

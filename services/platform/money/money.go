@@ -21,8 +21,11 @@ const (
 	KindVerification      Kind = "VERIFICATION"
 	KindConnectEnrichment Kind = "CONNECT_ENRICHMENT"
 	KindStuckPlusReveal   Kind = "STUCK_PLUS_REVEAL"
-	KindRefund            Kind = "REFUND"
-	KindAdjustment        Kind = "ADJUSTMENT"
+	// KindVerificationStep is a step of a verification workflow with a price of its own (an
+	// SMS), its variant the channel and the number's country: "SMS_OTP:GB".
+	KindVerificationStep Kind = "VERIFICATION_STEP"
+	KindRefund           Kind = "REFUND"
+	KindAdjustment       Kind = "ADJUSTMENT"
 )
 
 // MaxDebitsPerCall is the most debits accounts takes in one DebitMany call (about one of its
@@ -31,7 +34,7 @@ const MaxDebitsPerCall = 500
 
 // Chargeable reports whether k is a kind that Debit may charge.
 func (k Kind) Chargeable() bool {
-	return k == KindVerification || k == KindConnectEnrichment || k == KindStuckPlusReveal
+	return k == KindVerification || k == KindConnectEnrichment || k == KindStuckPlusReveal || k == KindVerificationStep
 }
 
 // Charge is a debit to make: the price of Kind (and Variant) for ClientID, once per Reference.

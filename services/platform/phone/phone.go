@@ -235,3 +235,12 @@ func NewHasher(key []byte) (*Hasher, error) {
 // The input is hashed as given, not normalised: pass [Number.E164] from [Parse], since two
 // spellings of one number hash differently.
 func (h *Hasher) Sum(e164 string) []byte { return h.f.Sum(hashDomain + e164) }
+
+// IsRegion reports whether code is a region of the numbering plans (an ISO 3166-1 alpha-2
+// country the library has metadata for, "GB"), as Number.Region gives them.
+func IsRegion(code string) bool {
+	if len(code) != 2 {
+		return false
+	}
+	return phonenumbers.GetSupportedRegions()[code]
+}

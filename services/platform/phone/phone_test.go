@@ -334,3 +334,11 @@ func ExampleMask() {
 	fmt.Println(phone.Mask("+971501234567"))
 	// Output: +97150*****67
 }
+
+func TestIsRegion(t *testing.T) {
+	for code, want := range map[string]bool{"GB": true, "AE": true, "US": true, "gb": false, "ZZ": false, "001": false, "": false, "G": false} {
+		if got := phone.IsRegion(code); got != want {
+			t.Errorf("IsRegion(%q) = %v, want %v", code, got, want)
+		}
+	}
+}

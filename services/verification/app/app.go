@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"go.uber.org/zap"
 
 	connectv1 "github.com/mnvhq/mnv/proto/gen/mnv/connect/v1"
@@ -46,6 +47,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 	"github.com/mnvhq/mnv/services/verification/migrations"
 )
 
@@ -359,8 +361,25 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	browserStores := pg.NewStores(pool, func(db pg.DB) browser.Store { return newStore(db) })
 	rollupStores := pg.NewStores(pool, func(db pg.DB) reports.RollupStore { return newStore(db) })
 	usageReports := reports.New(newStore(pool), rollupStores)
+	// Verification workflows (docs/architecture.md#verification-workflows). Their SMS jobs are
+	// worked only where an SMS provider is wired (the SMPP adapter, Ports.SMS); elsewhere they
+	// wait in the table, as the events do without Connect, and a code can still be checked.
+	workflowStores := pg.NewStores(pool, func(db pg.DB) workflows.Store { return newStore(db) })
+	workflowPorts := workflows.Ports{}
+	flowMetrics, err := workflows.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	flows := workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
+	if workflowPorts.SMS != nil {
+		river.AddWorker(queue.Workers(), &workflows.Worker{Service: flows})
+		queue.AddQueue(workflows.SMSQueue, jobWorkers)
+	} else {
+		log.Warn("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
+	}
+	b.Loop(func(ctx context.Context) { flows.Sweep(ctx, workflows.SweepEvery) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
-		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus, Reports: usageReports,
+		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus, Reports: usageReports, Workflows: flows,
 		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),
 		NumberHeaders: ops.NumberHeaders(), Log: log,
 	})

@@ -179,19 +179,21 @@ func (e CreateTransactionRequestServiceCode) Valid() bool {
 
 // Defines values for CreateWebhookRequestEvents.
 const (
-	CreateWebhookRequestEventsApiKeyCreated             CreateWebhookRequestEvents = "api_key.created"
-	CreateWebhookRequestEventsApiKeyRevoked             CreateWebhookRequestEvents = "api_key.revoked"
-	CreateWebhookRequestEventsApiKeyRotated             CreateWebhookRequestEvents = "api_key.rotated"
-	CreateWebhookRequestEventsAsterisk                  CreateWebhookRequestEvents = "*"
-	CreateWebhookRequestEventsBalanceExpired            CreateWebhookRequestEvents = "balance.expired"
-	CreateWebhookRequestEventsBalanceExpiring           CreateWebhookRequestEvents = "balance.expiring"
-	CreateWebhookRequestEventsBalanceLow                CreateWebhookRequestEvents = "balance.low"
-	CreateWebhookRequestEventsImportCompleted           CreateWebhookRequestEvents = "import.completed"
-	CreateWebhookRequestEventsImportFailed              CreateWebhookRequestEvents = "import.failed"
-	CreateWebhookRequestEventsIntegrationDeliveryFailed CreateWebhookRequestEvents = "integration.delivery_failed"
-	CreateWebhookRequestEventsStuckPlusCaptured         CreateWebhookRequestEvents = "stuck_plus.captured"
-	CreateWebhookRequestEventsVerificationCompleted     CreateWebhookRequestEvents = "verification.completed"
-	CreateWebhookRequestEventsWebhookEndpointDisabled   CreateWebhookRequestEvents = "webhook_endpoint.disabled"
+	CreateWebhookRequestEventsApiKeyCreated                 CreateWebhookRequestEvents = "api_key.created"
+	CreateWebhookRequestEventsApiKeyRevoked                 CreateWebhookRequestEvents = "api_key.revoked"
+	CreateWebhookRequestEventsApiKeyRotated                 CreateWebhookRequestEvents = "api_key.rotated"
+	CreateWebhookRequestEventsAsterisk                      CreateWebhookRequestEvents = "*"
+	CreateWebhookRequestEventsBalanceExpired                CreateWebhookRequestEvents = "balance.expired"
+	CreateWebhookRequestEventsBalanceExpiring               CreateWebhookRequestEvents = "balance.expiring"
+	CreateWebhookRequestEventsBalanceLow                    CreateWebhookRequestEvents = "balance.low"
+	CreateWebhookRequestEventsImportCompleted               CreateWebhookRequestEvents = "import.completed"
+	CreateWebhookRequestEventsImportFailed                  CreateWebhookRequestEvents = "import.failed"
+	CreateWebhookRequestEventsIntegrationDeliveryFailed     CreateWebhookRequestEvents = "integration.delivery_failed"
+	CreateWebhookRequestEventsStuckPlusCaptured             CreateWebhookRequestEvents = "stuck_plus.captured"
+	CreateWebhookRequestEventsVerificationCompleted         CreateWebhookRequestEvents = "verification.completed"
+	CreateWebhookRequestEventsVerificationStep              CreateWebhookRequestEvents = "verification.step"
+	CreateWebhookRequestEventsVerificationWorkflowCompleted CreateWebhookRequestEvents = "verification.workflow.completed"
+	CreateWebhookRequestEventsWebhookEndpointDisabled       CreateWebhookRequestEvents = "webhook_endpoint.disabled"
 )
 
 // Valid indicates whether the value is a known member of the CreateWebhookRequestEvents enum.
@@ -220,6 +222,10 @@ func (e CreateWebhookRequestEvents) Valid() bool {
 	case CreateWebhookRequestEventsStuckPlusCaptured:
 		return true
 	case CreateWebhookRequestEventsVerificationCompleted:
+		return true
+	case CreateWebhookRequestEventsVerificationStep:
+		return true
+	case CreateWebhookRequestEventsVerificationWorkflowCompleted:
 		return true
 	case CreateWebhookRequestEventsWebhookEndpointDisabled:
 		return true
@@ -398,6 +404,7 @@ const (
 	LedgerKindSTUCKPLUSREVEAL   LedgerKind = "STUCK_PLUS_REVEAL"
 	LedgerKindTOPUP             LedgerKind = "TOP_UP"
 	LedgerKindVERIFICATION      LedgerKind = "VERIFICATION"
+	LedgerKindVERIFICATIONSTEP  LedgerKind = "VERIFICATION_STEP"
 )
 
 // Valid indicates whether the value is a known member of the LedgerKind enum.
@@ -414,6 +421,8 @@ func (e LedgerKind) Valid() bool {
 	case LedgerKindTOPUP:
 		return true
 	case LedgerKindVERIFICATION:
+		return true
+	case LedgerKindVERIFICATIONSTEP:
 		return true
 	default:
 		return false
@@ -635,19 +644,21 @@ func (e WebhookDisabledReason) Valid() bool {
 
 // Defines values for WebhookPatchEvents.
 const (
-	WebhookPatchEventsApiKeyCreated             WebhookPatchEvents = "api_key.created"
-	WebhookPatchEventsApiKeyRevoked             WebhookPatchEvents = "api_key.revoked"
-	WebhookPatchEventsApiKeyRotated             WebhookPatchEvents = "api_key.rotated"
-	WebhookPatchEventsAsterisk                  WebhookPatchEvents = "*"
-	WebhookPatchEventsBalanceExpired            WebhookPatchEvents = "balance.expired"
-	WebhookPatchEventsBalanceExpiring           WebhookPatchEvents = "balance.expiring"
-	WebhookPatchEventsBalanceLow                WebhookPatchEvents = "balance.low"
-	WebhookPatchEventsImportCompleted           WebhookPatchEvents = "import.completed"
-	WebhookPatchEventsImportFailed              WebhookPatchEvents = "import.failed"
-	WebhookPatchEventsIntegrationDeliveryFailed WebhookPatchEvents = "integration.delivery_failed"
-	WebhookPatchEventsStuckPlusCaptured         WebhookPatchEvents = "stuck_plus.captured"
-	WebhookPatchEventsVerificationCompleted     WebhookPatchEvents = "verification.completed"
-	WebhookPatchEventsWebhookEndpointDisabled   WebhookPatchEvents = "webhook_endpoint.disabled"
+	WebhookPatchEventsApiKeyCreated                 WebhookPatchEvents = "api_key.created"
+	WebhookPatchEventsApiKeyRevoked                 WebhookPatchEvents = "api_key.revoked"
+	WebhookPatchEventsApiKeyRotated                 WebhookPatchEvents = "api_key.rotated"
+	WebhookPatchEventsAsterisk                      WebhookPatchEvents = "*"
+	WebhookPatchEventsBalanceExpired                WebhookPatchEvents = "balance.expired"
+	WebhookPatchEventsBalanceExpiring               WebhookPatchEvents = "balance.expiring"
+	WebhookPatchEventsBalanceLow                    WebhookPatchEvents = "balance.low"
+	WebhookPatchEventsImportCompleted               WebhookPatchEvents = "import.completed"
+	WebhookPatchEventsImportFailed                  WebhookPatchEvents = "import.failed"
+	WebhookPatchEventsIntegrationDeliveryFailed     WebhookPatchEvents = "integration.delivery_failed"
+	WebhookPatchEventsStuckPlusCaptured             WebhookPatchEvents = "stuck_plus.captured"
+	WebhookPatchEventsVerificationCompleted         WebhookPatchEvents = "verification.completed"
+	WebhookPatchEventsVerificationStep              WebhookPatchEvents = "verification.step"
+	WebhookPatchEventsVerificationWorkflowCompleted WebhookPatchEvents = "verification.workflow.completed"
+	WebhookPatchEventsWebhookEndpointDisabled       WebhookPatchEvents = "webhook_endpoint.disabled"
 )
 
 // Valid indicates whether the value is a known member of the WebhookPatchEvents enum.
@@ -677,7 +688,74 @@ func (e WebhookPatchEvents) Valid() bool {
 		return true
 	case WebhookPatchEventsVerificationCompleted:
 		return true
+	case WebhookPatchEventsVerificationStep:
+		return true
+	case WebhookPatchEventsVerificationWorkflowCompleted:
+		return true
 	case WebhookPatchEventsWebhookEndpointDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowPolicyInputChannels.
+const (
+	WorkflowPolicyInputChannelsSILENT WorkflowPolicyInputChannels = "SILENT"
+	WorkflowPolicyInputChannelsSMSOTP WorkflowPolicyInputChannels = "SMS_OTP"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowPolicyInputChannels enum.
+func (e WorkflowPolicyInputChannels) Valid() bool {
+	switch e {
+	case WorkflowPolicyInputChannelsSILENT:
+		return true
+	case WorkflowPolicyInputChannelsSMSOTP:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowSettingsInputChannels.
+const (
+	WorkflowSettingsInputChannelsSILENT WorkflowSettingsInputChannels = "SILENT"
+	WorkflowSettingsInputChannelsSMSOTP WorkflowSettingsInputChannels = "SMS_OTP"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowSettingsInputChannels enum.
+func (e WorkflowSettingsInputChannels) Valid() bool {
+	switch e {
+	case WorkflowSettingsInputChannelsSILENT:
+		return true
+	case WorkflowSettingsInputChannelsSMSOTP:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowSimSwapInputMode.
+const (
+	WorkflowSimSwapInputModeBLOCK       WorkflowSimSwapInputMode = "BLOCK"
+	WorkflowSimSwapInputModeFALLBACK    WorkflowSimSwapInputMode = "FALLBACK"
+	WorkflowSimSwapInputModeLessThannil WorkflowSimSwapInputMode = "<nil>"
+	WorkflowSimSwapInputModeOFF         WorkflowSimSwapInputMode = "OFF"
+	WorkflowSimSwapInputModeREPORT      WorkflowSimSwapInputMode = "REPORT"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowSimSwapInputMode enum.
+func (e WorkflowSimSwapInputMode) Valid() bool {
+	switch e {
+	case WorkflowSimSwapInputModeBLOCK:
+		return true
+	case WorkflowSimSwapInputModeFALLBACK:
+		return true
+	case WorkflowSimSwapInputModeLessThannil:
+		return true
+	case WorkflowSimSwapInputModeOFF:
+		return true
+	case WorkflowSimSwapInputModeREPORT:
 		return true
 	default:
 		return false
@@ -846,6 +924,24 @@ func (e ListVerificationsParamsServiceType) Valid() bool {
 	}
 }
 
+// Defines values for SubmitWorkflowSilentJSONBodyServiceType.
+const (
+	SubmitWorkflowSilentJSONBodyServiceTypeHEADERENRICHMENT SubmitWorkflowSilentJSONBodyServiceType = "HEADER_ENRICHMENT"
+	SubmitWorkflowSilentJSONBodyServiceTypeNETWORKAPI       SubmitWorkflowSilentJSONBodyServiceType = "NETWORK_API"
+)
+
+// Valid indicates whether the value is a known member of the SubmitWorkflowSilentJSONBodyServiceType enum.
+func (e SubmitWorkflowSilentJSONBodyServiceType) Valid() bool {
+	switch e {
+	case SubmitWorkflowSilentJSONBodyServiceTypeHEADERENRICHMENT:
+		return true
+	case SubmitWorkflowSilentJSONBodyServiceTypeNETWORKAPI:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcceptInvitationRequest defines model for AcceptInvitationRequest.
 type AcceptInvitationRequest struct {
 	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
@@ -937,6 +1033,16 @@ type CaptureTransactionResponse struct {
 	OperatorId            *string            `json:"operatorId"`
 	Status                *TransactionStatus `json:"status"`
 	TransactionId         string             `json:"transactionId"`
+}
+
+// CheckWebWorkflowCodeResponse What a page learns of its check: where the workflow stands, nothing of the number.
+type CheckWebWorkflowCodeResponse struct {
+	AttemptsLeft  int32      `json:"attemptsLeft"`
+	CodeExpiresAt *time.Time `json:"codeExpiresAt"`
+	Reason        *string    `json:"reason"`
+
+	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string `json:"status"`
 }
 
 // Client Client is an account as the client itself sees it.
@@ -1401,6 +1507,14 @@ type GetSsoSettingsResponse struct {
 	Settings *SsoSettings `json:"settings"`
 }
 
+// GetWorkflowPolicyResponse defines model for GetWorkflowPolicyResponse.
+type GetWorkflowPolicyResponse struct {
+	// Effective The policy with every field filled in (the defaults for what the client left out), for the
+	// numbers of no country of the overrides.
+	Effective *WorkflowSettings `json:"effective"`
+	Policy    *WorkflowPolicy   `json:"policy"`
+}
+
 // ImportError ImportError is a bad row of an import.
 type ImportError struct {
 	Column  string `json:"column"`
@@ -1568,6 +1682,9 @@ type LedgerEntry struct {
 }
 
 // LedgerKind LedgerKind classifies a balance change.
+//
+// - `VERIFICATION_STEP`: A step of a verification workflow priced on its own (an SMS code), its variant the channel
+// and the number's country (SMS_OTP:GB).
 type LedgerKind string
 
 // ListApiKeysResponse defines model for ListApiKeysResponse.
@@ -1995,6 +2112,12 @@ type SetWebOriginsResponse struct {
 	Items []WebOrigin `json:"items"`
 }
 
+// SetWorkflowPolicyResponse defines model for SetWorkflowPolicyResponse.
+type SetWorkflowPolicyResponse struct {
+	Effective *WorkflowSettings `json:"effective"`
+	Policy    *WorkflowPolicy   `json:"policy"`
+}
+
 // SignInRequest defines model for SignInRequest.
 type SignInRequest struct {
 	// CeremonyId Examples: 7d444840-9dc0-11d1-b245-5ffdce74fad2
@@ -2141,6 +2264,23 @@ type StartStepUpResponse struct {
 
 	// OptionsJson WebAuthn's PublicKeyCredentialRequestOptions as JSON, for the person's own passkeys.
 	OptionsJson string `json:"optionsJson"`
+}
+
+// StartWorkflowRequest defines model for StartWorkflowRequest.
+type StartWorkflowRequest struct {
+	// Locale The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
+	//
+	// Examples: en-GB
+	Locale *string `json:"locale,omitempty"`
+
+	// MobileNumber E.164 with the leading plus.
+	//
+	// Examples: +447400123456
+	MobileNumber string `json:"mobileNumber"`
+
+	// TransactionId A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
+	// code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
+	TransactionId *openapi_types.UUID `json:"transactionId,omitempty"`
 }
 
 // StepUpRequest defines model for StepUpRequest.
@@ -2468,6 +2608,159 @@ type WebhookPatch struct {
 
 // WebhookPatchEvents defines model for WebhookPatch.Events.
 type WebhookPatchEvents string
+
+// Workflow Workflow is a verification workflow as its client sees it: never a code, the number masked.
+type Workflow struct {
+	// AttemptsLeft The codes that may still be tried.
+	AttemptsLeft int32 `json:"attemptsLeft"`
+
+	// Charged Credits charged for the workflow's own steps (an SMS); a silent step is charged as the
+	// verification it made.
+	Charged int64 `json:"charged"`
+
+	// CodeExpiresAt When the code in play stops being accepted; absent when no code is in play.
+	CodeExpiresAt *time.Time `json:"codeExpiresAt"`
+
+	// Country The number's country (ISO 3166-1 alpha-2); empty when the numbering plans cannot tell.
+	Country   string     `json:"country"`
+	CreatedAt *time.Time `json:"createdAt"`
+
+	// DecidedBy The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did.
+	DecidedBy *string    `json:"decidedBy"`
+	EndedAt   *time.Time `json:"endedAt"`
+
+	// MobileNumber Masked.
+	MobileNumber string `json:"mobileNumber"`
+
+	// Reason Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
+	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+	Reason *string `json:"reason"`
+
+	// ResendAt When a resend is next allowed; absent when none is (no code in play, none left, ended).
+	ResendAt *time.Time `json:"resendAt"`
+
+	// ResendsLeft The resends left.
+	ResendsLeft int32 `json:"resendsLeft"`
+
+	// SimSwap What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE.
+	SimSwap string `json:"simSwap"`
+
+	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string         `json:"status"`
+	Steps  []WorkflowStep `json:"steps"`
+
+	// TransactionId The browser transaction whose page may check the code.
+	TransactionId *string `json:"transactionId"`
+	WorkflowId    string  `json:"workflowId"`
+}
+
+// WorkflowPolicy WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
+// left out takes the level above (docs/api-decisions.md#workflows).
+type WorkflowPolicy struct {
+	// Channels In order, distinct: SILENT, SMS_OTP.
+	Channels       []string `json:"channels"`
+	CodeLength     *int32   `json:"codeLength"`
+	CodeTtlSeconds *int32   `json:"codeTtlSeconds"`
+
+	// Countries Overrides by ISO 3166-1 alpha-2 country code.
+	Countries             map[string]WorkflowSettings `json:"countries"`
+	MaxAttempts           *int32                      `json:"maxAttempts"`
+	MaxResends            *int32                      `json:"maxResends"`
+	ResendCooldownSeconds *int32                      `json:"resendCooldownSeconds"`
+	SilentTimeoutSeconds  *int32                      `json:"silentTimeoutSeconds"`
+	SimSwap               *WorkflowSimSwap            `json:"simSwap"`
+	SmsTimeoutSeconds     *int32                      `json:"smsTimeoutSeconds"`
+}
+
+// WorkflowPolicyInput WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
+// left out takes the level above (docs/api-decisions.md#workflows).
+type WorkflowPolicyInput struct {
+	// Channels In order, distinct: SILENT, SMS_OTP.
+	Channels       *[]WorkflowPolicyInputChannels `json:"channels,omitempty"`
+	CodeLength     *int32                         `json:"codeLength,omitempty"`
+	CodeTtlSeconds *int32                         `json:"codeTtlSeconds,omitempty"`
+
+	// Countries Overrides by ISO 3166-1 alpha-2 country code.
+	Countries             *map[string]WorkflowSettingsInput `json:"countries,omitempty"`
+	MaxAttempts           *int32                            `json:"maxAttempts,omitempty"`
+	MaxResends            *int32                            `json:"maxResends,omitempty"`
+	ResendCooldownSeconds *int32                            `json:"resendCooldownSeconds,omitempty"`
+	SilentTimeoutSeconds  *int32                            `json:"silentTimeoutSeconds,omitempty"`
+	SimSwap               *WorkflowSimSwapInput             `json:"simSwap,omitempty"`
+	SmsTimeoutSeconds     *int32                            `json:"smsTimeoutSeconds,omitempty"`
+}
+
+// WorkflowPolicyInputChannels defines model for WorkflowPolicyInput.Channels.
+type WorkflowPolicyInputChannels string
+
+// WorkflowSettings defines model for WorkflowSettings.
+type WorkflowSettings struct {
+	// Channels In order, distinct: SILENT, SMS_OTP.
+	Channels              []string         `json:"channels"`
+	CodeLength            *int32           `json:"codeLength"`
+	CodeTtlSeconds        *int32           `json:"codeTtlSeconds"`
+	MaxAttempts           *int32           `json:"maxAttempts"`
+	MaxResends            *int32           `json:"maxResends"`
+	ResendCooldownSeconds *int32           `json:"resendCooldownSeconds"`
+	SilentTimeoutSeconds  *int32           `json:"silentTimeoutSeconds"`
+	SimSwap               *WorkflowSimSwap `json:"simSwap"`
+	SmsTimeoutSeconds     *int32           `json:"smsTimeoutSeconds"`
+}
+
+// WorkflowSettingsInput defines model for WorkflowSettingsInput.
+type WorkflowSettingsInput struct {
+	// Channels In order, distinct: SILENT, SMS_OTP.
+	Channels              *[]WorkflowSettingsInputChannels `json:"channels,omitempty"`
+	CodeLength            *int32                           `json:"codeLength,omitempty"`
+	CodeTtlSeconds        *int32                           `json:"codeTtlSeconds,omitempty"`
+	MaxAttempts           *int32                           `json:"maxAttempts,omitempty"`
+	MaxResends            *int32                           `json:"maxResends,omitempty"`
+	ResendCooldownSeconds *int32                           `json:"resendCooldownSeconds,omitempty"`
+	SilentTimeoutSeconds  *int32                           `json:"silentTimeoutSeconds,omitempty"`
+	SimSwap               *WorkflowSimSwapInput            `json:"simSwap,omitempty"`
+	SmsTimeoutSeconds     *int32                           `json:"smsTimeoutSeconds,omitempty"`
+}
+
+// WorkflowSettingsInputChannels defines model for WorkflowSettingsInput.Channels.
+type WorkflowSettingsInputChannels string
+
+// WorkflowSimSwap defines model for WorkflowSimSwap.
+type WorkflowSimSwap struct {
+	MaxAgeHours *int32 `json:"maxAgeHours"`
+
+	// Mode OFF, BLOCK, FALLBACK or REPORT.
+	Mode string `json:"mode"`
+}
+
+// WorkflowSimSwapInput defines model for WorkflowSimSwapInput.
+type WorkflowSimSwapInput struct {
+	MaxAgeHours *int32 `json:"maxAgeHours,omitempty"`
+
+	// Mode OFF, BLOCK, FALLBACK or REPORT.
+	Mode *WorkflowSimSwapInputMode `json:"mode,omitempty"`
+}
+
+// WorkflowSimSwapInputMode OFF, BLOCK, FALLBACK or REPORT.
+type WorkflowSimSwapInputMode string
+
+// WorkflowStep defines model for WorkflowStep.
+type WorkflowStep struct {
+	// Channel SILENT or SMS_OTP.
+	Channel   string     `json:"channel"`
+	Charged   int64      `json:"charged"`
+	EndedAt   *time.Time `json:"endedAt"`
+	Reason    *string    `json:"reason"`
+	Seq       int32      `json:"seq"`
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status PENDING, QUEUED, SENT, DELIVERED, UNDELIVERABLE, VERIFIED, NOT_VERIFIED, UNDETERMINED,
+	// FAILED, EXPIRED, TIMED_OUT, REJECTED, BLOCKED or SUPERSEDED.
+	Status string `json:"status"`
+	StepId string `json:"stepId"`
+
+	// VerificationId SILENT: the verification its blob made.
+	VerificationId *string `json:"verificationId"`
+}
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -3075,6 +3368,20 @@ type GetVerificationUsageParams struct {
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
 
+// GetWorkflowUsageParams defines parameters for GetWorkflowUsage.
+type GetWorkflowUsageParams struct {
+	// From First day, YYYY-MM-DD (UTC). Alone, the range is the 30 days from it; with neither, the
+	// last 30 days up to today.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
+	// the 30 days up to it.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
 // ListWebOriginsParams defines parameters for ListWebOrigins.
 type ListWebOriginsParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -3162,6 +3469,18 @@ type RotateWebhookSecretParams struct {
 
 // TestWebhookParams defines parameters for TestWebhook.
 type TestWebhookParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// GetWorkflowPolicyParams defines parameters for GetWorkflowPolicy.
+type GetWorkflowPolicyParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// SetWorkflowPolicyParams defines parameters for SetWorkflowPolicy.
+type SetWorkflowPolicyParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -3284,6 +3603,23 @@ type CaptureTransactionParams struct {
 	Origin Origin `json:"Origin"`
 }
 
+// CheckWebWorkflowCodeJSONBody defines parameters for CheckWebWorkflowCode.
+type CheckWebWorkflowCodeJSONBody struct {
+	// Code The code the user typed on the page, 1 to 32 characters.
+	//
+	// Examples: 123456
+	Code string `json:"code"`
+}
+
+// CheckWebWorkflowCodeParams defines parameters for CheckWebWorkflowCode.
+type CheckWebWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
 // CompleteWebTransactionJSONBody defines parameters for CompleteWebTransaction.
 type CompleteWebTransactionJSONBody struct {
 	// Code The one-time code the way back from the operator gave the browser (mnv_code).
@@ -3301,6 +3637,68 @@ type CompleteWebTransactionParams struct {
 	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
 	Origin Origin `json:"Origin"`
 }
+
+// StartWorkflowParams defines parameters for StartWorkflow.
+type StartWorkflowParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// IdempotencyKey 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWorkflowParams defines parameters for GetWorkflow.
+type GetWorkflowParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// CheckWorkflowCodeJSONBody defines parameters for CheckWorkflowCode.
+type CheckWorkflowCodeJSONBody struct {
+	// Code The code the user typed, 1 to 32 characters: one that is not the policy's digits is a
+	// wrong code, and counts as an attempt.
+	//
+	// Examples: 123456
+	Code string `json:"code"`
+}
+
+// CheckWorkflowCodeParams defines parameters for CheckWorkflowCode.
+type CheckWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ResendWorkflowCodeJSONBody defines parameters for ResendWorkflowCode.
+type ResendWorkflowCodeJSONBody = map[string]interface{}
+
+// ResendWorkflowCodeParams defines parameters for ResendWorkflowCode.
+type ResendWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// IdempotencyKey 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SubmitWorkflowSilentJSONBody defines parameters for SubmitWorkflowSilent.
+type SubmitWorkflowSilentJSONBody struct {
+	// EncryptedMobileNumber The sealed blob of an SDK session or a browser capture, as for a verify.
+	EncryptedMobileNumber string                                  `json:"encryptedMobileNumber"`
+	OperatorId            string                                  `json:"operatorId"`
+	ServiceType           SubmitWorkflowSilentJSONBodyServiceType `json:"serviceType"`
+}
+
+// SubmitWorkflowSilentParams defines parameters for SubmitWorkflowSilent.
+type SubmitWorkflowSilentParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// IdempotencyKey 1 to 255 visible ASCII characters (letters, digits and punctuation; no spaces); any other key is 400. The same key with the same request within 24 hours returns the first answer (Idempotent-Replayed: true) and runs the operation once; with another request it is 422; while the first is still running, 409. Keys are scoped to the credential that sent them.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SubmitWorkflowSilentJSONBodyServiceType defines parameters for SubmitWorkflowSilent.
+type SubmitWorkflowSilentJSONBodyServiceType string
 
 // RotateApiKeyJSONRequestBody defines body for RotateApiKey for application/json ContentType.
 type RotateApiKeyJSONRequestBody = RotateApiKeyRequest
@@ -3410,6 +3808,9 @@ type UpdateWebhookJSONRequestBody = WebhookPatch
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody RotateWebhookSecretJSONBody
 
+// SetWorkflowPolicyJSONRequestBody defines body for SetWorkflowPolicy for application/json ContentType.
+type SetWorkflowPolicyJSONRequestBody = WorkflowPolicyInput
+
 // CreateTransactionJSONRequestBody defines body for CreateTransaction for application/json ContentType.
 type CreateTransactionJSONRequestBody = CreateTransactionRequest
 
@@ -3419,8 +3820,23 @@ type CreateSdkSessionJSONRequestBody = CreateSdkSessionRequest
 // VerifyJSONRequestBody defines body for Verify for application/json ContentType.
 type VerifyJSONRequestBody = VerifyRequest
 
+// CheckWebWorkflowCodeJSONRequestBody defines body for CheckWebWorkflowCode for application/json ContentType.
+type CheckWebWorkflowCodeJSONRequestBody CheckWebWorkflowCodeJSONBody
+
 // CompleteWebTransactionJSONRequestBody defines body for CompleteWebTransaction for application/json ContentType.
 type CompleteWebTransactionJSONRequestBody CompleteWebTransactionJSONBody
+
+// StartWorkflowJSONRequestBody defines body for StartWorkflow for application/json ContentType.
+type StartWorkflowJSONRequestBody = StartWorkflowRequest
+
+// CheckWorkflowCodeJSONRequestBody defines body for CheckWorkflowCode for application/json ContentType.
+type CheckWorkflowCodeJSONRequestBody CheckWorkflowCodeJSONBody
+
+// ResendWorkflowCodeJSONRequestBody defines body for ResendWorkflowCode for application/json ContentType.
+type ResendWorkflowCodeJSONRequestBody = ResendWorkflowCodeJSONBody
+
+// SubmitWorkflowSilentJSONRequestBody defines body for SubmitWorkflowSilent for application/json ContentType.
+type SubmitWorkflowSilentJSONRequestBody SubmitWorkflowSilentJSONBody
 
 // AsRole returns the union data inside the CreateApiKeyRequest_Role as a Role
 func (t CreateApiKeyRequest_Role) AsRole() (Role, error) {
@@ -4786,6 +5202,16 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
 	GetVerificationUsage(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetWorkflowUsage Count workflow steps per day by channel, country and status
+	//
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+	GetWorkflowUsage(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebOrigins List the web origins allowed to capture
 	//
 	// Lists the web origins from which the account's browser flows may be captured.
@@ -4929,6 +5355,35 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/api/me/webhooks/{webhookId}/test (the `TestWebhook` operationId).
 	TestWebhook(ctx context.Context, webhookId openapi_types.UUID, params *TestWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetWorkflowPolicy Read the workflow policy
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/workflow-policy (the `GetWorkflowPolicy` operationId).
+	GetWorkflowPolicy(ctx context.Context, params *GetWorkflowPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetWorkflowPolicyWithBody Replace the workflow policy
+	//
+	// Replaces the client's workflow policy (ADMIN).
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+	SetWorkflowPolicyWithBody(ctx context.Context, params *SetWorkflowPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetWorkflowPolicy Replace the workflow policy
+	//
+	// Replaces the client's workflow policy (ADMIN).
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+	SetWorkflowPolicy(ctx context.Context, params *SetWorkflowPolicyParams, body SetWorkflowPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListOperators List the operators and their methods
 	//
 	// Lists the operators the client may use, each with the service types the client may use
@@ -5053,6 +5508,26 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/capture (the `CaptureTransaction` operationId).
 	CaptureTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CaptureTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CheckWebWorkflowCodeWithBody Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckWebWorkflowCode Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CompleteWebTransactionWithBody Complete a browser capture after the operator's authorization
 	//
 	// Completes a capture that went through an operator's network API, once its browser came
@@ -5078,6 +5553,101 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartWorkflowWithBody Start a verification workflow
+	//
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	//
+	// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+	StartWorkflowWithBody(ctx context.Context, params *StartWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartWorkflow Start a verification workflow
+	//
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	//
+	// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+	StartWorkflow(ctx context.Context, params *StartWorkflowParams, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflow Read a verification workflow
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflow(ctx context.Context, workflowId openapi_types.UUID, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckWorkflowCodeWithBody Check a one-time code
+	//
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+	CheckWorkflowCodeWithBody(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckWorkflowCode Check a one-time code
+	//
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+	CheckWorkflowCode(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, body CheckWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWorkflowCodeWithBody Send a new one-time code
+	//
+	// Sends a new code, which replaces the one in play.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+	ResendWorkflowCodeWithBody(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWorkflowCode Send a new one-time code
+	//
+	// Sends a new code, which replaces the one in play.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+	ResendWorkflowCode(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, body ResendWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitWorkflowSilentWithBody Give the silent step its blob
+	//
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+	SubmitWorkflowSilentWithBody(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitWorkflowSilent Give the silent step its blob
+	//
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+	SubmitWorkflowSilent(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, body SubmitWorkflowSilentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetClient Get the client's details and balance
@@ -7142,6 +7712,26 @@ func (c *APIClient) GetVerificationUsage(ctx context.Context, params *GetVerific
 	return c.Client.Do(req)
 }
 
+// GetWorkflowUsage Count workflow steps per day by channel, country and status
+//
+// The client's workflow steps per UTC day of a range, by channel, country and status, with
+// the credits charged (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+func (c *APIClient) GetWorkflowUsage(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWebOrigins List the web origins allowed to capture
 //
 // Lists the web origins from which the account's browser flows may be captured.
@@ -7435,6 +8025,65 @@ func (c *APIClient) TestWebhook(ctx context.Context, webhookId openapi_types.UUI
 	return c.Client.Do(req)
 }
 
+// GetWorkflowPolicy Read the workflow policy
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/workflow-policy (the `GetWorkflowPolicy` operationId).
+func (c *APIClient) GetWorkflowPolicy(ctx context.Context, params *GetWorkflowPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowPolicyRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetWorkflowPolicyWithBody Replace the workflow policy
+//
+// Replaces the client's workflow policy (ADMIN).
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+func (c *APIClient) SetWorkflowPolicyWithBody(ctx context.Context, params *SetWorkflowPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetWorkflowPolicyRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetWorkflowPolicy Replace the workflow policy
+//
+// Replaces the client's workflow policy (ADMIN).
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+func (c *APIClient) SetWorkflowPolicy(ctx context.Context, params *SetWorkflowPolicyParams, body SetWorkflowPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetWorkflowPolicyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListOperators List the operators and their methods
 //
 // Lists the operators the client may use, each with the service types the client may use
@@ -7679,6 +8328,46 @@ func (c *APIClient) CaptureTransaction(ctx context.Context, transactionId openap
 	return c.Client.Do(req)
 }
 
+// CheckWebWorkflowCodeWithBody Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *APIClient) CheckWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWebWorkflowCodeRequestWithBody(c.Server, transactionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckWebWorkflowCode Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *APIClient) CheckWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWebWorkflowCodeRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CompleteWebTransactionWithBody Complete a browser capture after the operator's authorization
 //
 // Completes a capture that went through an operator's network API, once its browser came
@@ -7715,6 +8404,191 @@ func (c *APIClient) CompleteWebTransactionWithBody(ctx context.Context, transact
 // Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 func (c *APIClient) CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompleteWebTransactionRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartWorkflowWithBody Start a verification workflow
+//
+// Starts a verification workflow for a number: the channels of the client's policy, in
+// order, until one decides (docs/api-decisions.md#workflows).
+//
+// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+func (c *APIClient) StartWorkflowWithBody(ctx context.Context, params *StartWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartWorkflowRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartWorkflow Start a verification workflow
+//
+// Starts a verification workflow for a number: the channels of the client's policy, in
+// order, until one decides (docs/api-decisions.md#workflows).
+//
+// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+func (c *APIClient) StartWorkflow(ctx context.Context, params *StartWorkflowParams, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartWorkflowRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflow Read a verification workflow
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *APIClient) GetWorkflow(ctx context.Context, workflowId openapi_types.UUID, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, workflowId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckWorkflowCodeWithBody Check a one-time code
+//
+// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+func (c *APIClient) CheckWorkflowCodeWithBody(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWorkflowCodeRequestWithBody(c.Server, workflowId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckWorkflowCode Check a one-time code
+//
+// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+func (c *APIClient) CheckWorkflowCode(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, body CheckWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckWorkflowCodeRequest(c.Server, workflowId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWorkflowCodeWithBody Send a new one-time code
+//
+// Sends a new code, which replaces the one in play.
+//
+// Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+func (c *APIClient) ResendWorkflowCodeWithBody(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWorkflowCodeRequestWithBody(c.Server, workflowId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWorkflowCode Send a new one-time code
+//
+// Sends a new code, which replaces the one in play.
+//
+// Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+func (c *APIClient) ResendWorkflowCode(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, body ResendWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWorkflowCodeRequest(c.Server, workflowId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitWorkflowSilentWithBody Give the silent step its blob
+//
+// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+// one), the step takes its outcome.
+//
+// Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+func (c *APIClient) SubmitWorkflowSilentWithBody(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitWorkflowSilentRequestWithBody(c.Server, workflowId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitWorkflowSilent Give the silent step its blob
+//
+// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+// one), the step takes its outcome.
+//
+// Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+func (c *APIClient) SubmitWorkflowSilent(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, body SubmitWorkflowSilentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitWorkflowSilentRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11975,6 +12849,87 @@ func NewGetVerificationUsageRequest(server string, params *GetVerificationUsageP
 	return req, nil
 }
 
+// NewGetWorkflowUsageRequest constructs an http.Request for the GetWorkflowUsage method
+func NewGetWorkflowUsageRequest(server string, params *GetWorkflowUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/usage/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebOriginsRequest constructs an http.Request for the ListWebOrigins method
 func NewListWebOriginsRequest(server string, params *ListWebOriginsParams) (*http.Request, error) {
 	var err error
@@ -12631,6 +13586,103 @@ func NewTestWebhookRequest(server string, webhookId openapi_types.UUID, params *
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetWorkflowPolicyRequest constructs an http.Request for the GetWorkflowPolicy method
+func NewGetWorkflowPolicyRequest(server string, params *GetWorkflowPolicyParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/workflow-policy")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSetWorkflowPolicyRequest calls the generic SetWorkflowPolicy builder with application/json body
+func NewSetWorkflowPolicyRequest(server string, params *SetWorkflowPolicyParams, body SetWorkflowPolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetWorkflowPolicyRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSetWorkflowPolicyRequestWithBody constructs an http.Request for the SetWorkflowPolicy method, with any body, and a specified content type
+func NewSetWorkflowPolicyRequestWithBody(server string, params *SetWorkflowPolicyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/workflow-policy")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -13364,6 +14416,77 @@ func NewCaptureTransactionRequest(server string, transactionId openapi_types.UUI
 	return req, nil
 }
 
+// NewCheckWebWorkflowCodeRequest calls the generic CheckWebWorkflowCode builder with application/json body
+func NewCheckWebWorkflowCodeRequest(server string, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCheckWebWorkflowCodeRequestWithBody(server, transactionId, params, "application/json", bodyReader)
+}
+
+// NewCheckWebWorkflowCodeRequestWithBody constructs an http.Request for the CheckWebWorkflowCode method, with any body, and a specified content type
+func NewCheckWebWorkflowCodeRequestWithBody(server string, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/code", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
 // NewCompleteWebTransactionRequest calls the generic CompleteWebTransaction builder with application/json body
 func NewCompleteWebTransactionRequest(server string, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -13429,6 +14552,329 @@ func NewCompleteWebTransactionRequestWithBody(server string, transactionId opena
 		}
 
 		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewStartWorkflowRequest calls the generic StartWorkflow builder with application/json body
+func NewStartWorkflowRequest(server string, params *StartWorkflowParams, body StartWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartWorkflowRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewStartWorkflowRequestWithBody constructs an http.Request for the StartWorkflow method, with any body, and a specified content type
+func NewStartWorkflowRequestWithBody(server string, params *StartWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
+func NewGetWorkflowRequest(server string, workflowId openapi_types.UUID, params *GetWorkflowParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCheckWorkflowCodeRequest calls the generic CheckWorkflowCode builder with application/json body
+func NewCheckWorkflowCodeRequest(server string, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, body CheckWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCheckWorkflowCodeRequestWithBody(server, workflowId, params, "application/json", bodyReader)
+}
+
+// NewCheckWorkflowCodeRequestWithBody constructs an http.Request for the CheckWorkflowCode method, with any body, and a specified content type
+func NewCheckWorkflowCodeRequestWithBody(server string, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows/%s/code", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewResendWorkflowCodeRequest calls the generic ResendWorkflowCode builder with application/json body
+func NewResendWorkflowCodeRequest(server string, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, body ResendWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResendWorkflowCodeRequestWithBody(server, workflowId, params, "application/json", bodyReader)
+}
+
+// NewResendWorkflowCodeRequestWithBody constructs an http.Request for the ResendWorkflowCode method, with any body, and a specified content type
+func NewResendWorkflowCodeRequestWithBody(server string, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows/%s/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSubmitWorkflowSilentRequest calls the generic SubmitWorkflowSilent builder with application/json body
+func NewSubmitWorkflowSilentRequest(server string, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, body SubmitWorkflowSilentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubmitWorkflowSilentRequestWithBody(server, workflowId, params, "application/json", bodyReader)
+}
+
+// NewSubmitWorkflowSilentRequestWithBody constructs an http.Request for the SubmitWorkflowSilent method, with any body, and a specified content type
+func NewSubmitWorkflowSilentRequestWithBody(server string, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows/%s/silent", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
 
 	}
 
@@ -14599,6 +16045,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/api/me/usage/verifications (the `GetVerificationUsage` operationId).
 	GetVerificationUsageWithResponse(ctx context.Context, params *GetVerificationUsageParams, reqEditors ...RequestEditorFn) (*GetVerificationUsageAnswer, error)
 
+	// GetWorkflowUsageWithResponse Count workflow steps per day by channel, country and status
+	//
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+	GetWorkflowUsageWithResponse(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*GetWorkflowUsageAnswer, error)
+
 	// ListWebOriginsWithResponse List the web origins allowed to capture
 	//
 	// Lists the web origins from which the account's browser flows may be captured.
@@ -14756,6 +16214,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/me/webhooks/{webhookId}/test (the `TestWebhook` operationId).
 	TestWebhookWithResponse(ctx context.Context, webhookId openapi_types.UUID, params *TestWebhookParams, reqEditors ...RequestEditorFn) (*TestWebhookAnswer, error)
 
+	// GetWorkflowPolicyWithResponse Read the workflow policy
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/workflow-policy (the `GetWorkflowPolicy` operationId).
+	GetWorkflowPolicyWithResponse(ctx context.Context, params *GetWorkflowPolicyParams, reqEditors ...RequestEditorFn) (*GetWorkflowPolicyAnswer, error)
+
+	// SetWorkflowPolicyWithBodyWithResponse Replace the workflow policy
+	//
+	// Replaces the client's workflow policy (ADMIN).
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+	SetWorkflowPolicyWithBodyWithResponse(ctx context.Context, params *SetWorkflowPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetWorkflowPolicyAnswer, error)
+
+	// SetWorkflowPolicyWithResponse Replace the workflow policy
+	//
+	// Replaces the client's workflow policy (ADMIN).
+	//
+	// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+	SetWorkflowPolicyWithResponse(ctx context.Context, params *SetWorkflowPolicyParams, body SetWorkflowPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetWorkflowPolicyAnswer, error)
+
 	// ListOperatorsWithResponse List the operators and their methods
 	//
 	// Lists the operators the client may use, each with the service types the client may use
@@ -14892,6 +16381,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/capture (the `CaptureTransaction` operationId).
 	CaptureTransactionWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CaptureTransactionParams, reqEditors ...RequestEditorFn) (*CaptureTransactionAnswer, error)
 
+	// CheckWebWorkflowCodeWithBodyWithResponse Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error)
+
+	// CheckWebWorkflowCodeWithResponse Check a workflow's code on the page
+	//
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+	CheckWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error)
+
 	// CompleteWebTransactionWithBodyWithResponse Complete a browser capture after the operator's authorization
 	//
 	// Completes a capture that went through an operator's network API, once its browser came
@@ -14917,6 +16426,103 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransactionWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteWebTransactionAnswer, error)
+
+	// StartWorkflowWithBodyWithResponse Start a verification workflow
+	//
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	//
+	// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+	StartWorkflowWithBodyWithResponse(ctx context.Context, params *StartWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartWorkflowAnswer, error)
+
+	// StartWorkflowWithResponse Start a verification workflow
+	//
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	//
+	// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+	StartWorkflowWithResponse(ctx context.Context, params *StartWorkflowParams, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*StartWorkflowAnswer, error)
+
+	// GetWorkflowWithResponse Read a verification workflow
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflowWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowAnswer, error)
+
+	// CheckWorkflowCodeWithBodyWithResponse Check a one-time code
+	//
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+	CheckWorkflowCodeWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWorkflowCodeAnswer, error)
+
+	// CheckWorkflowCodeWithResponse Check a one-time code
+	//
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+	CheckWorkflowCodeWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, body CheckWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWorkflowCodeAnswer, error)
+
+	// ResendWorkflowCodeWithBodyWithResponse Send a new one-time code
+	//
+	// Sends a new code, which replaces the one in play.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+	ResendWorkflowCodeWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWorkflowCodeAnswer, error)
+
+	// ResendWorkflowCodeWithResponse Send a new one-time code
+	//
+	// Sends a new code, which replaces the one in play.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+	ResendWorkflowCodeWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, body ResendWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWorkflowCodeAnswer, error)
+
+	// SubmitWorkflowSilentWithBodyWithResponse Give the silent step its blob
+	//
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+	SubmitWorkflowSilentWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitWorkflowSilentAnswer, error)
+
+	// SubmitWorkflowSilentWithResponse Give the silent step its blob
+	//
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	//
+	// Honours Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+	SubmitWorkflowSilentWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, body SubmitWorkflowSilentJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitWorkflowSilentAnswer, error)
 }
 
 // GetClientAnswer200Headers the declared response headers of an HTTP 200 response for GetClient
@@ -26959,6 +28565,162 @@ func (r GetVerificationUsageAnswer) ContentType() string {
 	return ""
 }
 
+// GetWorkflowUsageAnswer200Headers the declared response headers of an HTTP 200 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer400Headers the declared response headers of an HTTP 400 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer401Headers the declared response headers of an HTTP 401 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetWorkflowUsageAnswer403Headers the declared response headers of an HTTP 403 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer429Headers the declared response headers of an HTTP 429 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer500Headers the declared response headers of an HTTP 500 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowUsageAnswer503Headers the declared response headers of an HTTP 503 response for GetWorkflowUsage
+type GetWorkflowUsageAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWorkflowUsageAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+		// zeros), and the range's totals in the same shape.
+		Data     Usage `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWorkflowUsageAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetWorkflowUsageAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowUsageAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWorkflowUsageAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWorkflowUsageAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWorkflowUsageAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWorkflowUsageAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON200() *struct {
+	// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+	// zeros), and the range's totals in the same shape.
+	Data     Usage `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowUsageAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowUsageAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowUsageAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowUsageAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowUsageAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebOriginsAnswer200Headers the declared response headers of an HTTP 200 response for ListWebOrigins
 type ListWebOriginsAnswer200Headers struct {
 	XRequestId string
@@ -28865,6 +30627,310 @@ func (r TestWebhookAnswer) ContentType() string {
 	return ""
 }
 
+// GetWorkflowPolicyAnswer200Headers the declared response headers of an HTTP 200 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowPolicyAnswer401Headers the declared response headers of an HTTP 401 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetWorkflowPolicyAnswer403Headers the declared response headers of an HTTP 403 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowPolicyAnswer429Headers the declared response headers of an HTTP 429 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWorkflowPolicyAnswer500Headers the declared response headers of an HTTP 500 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowPolicyAnswer503Headers the declared response headers of an HTTP 503 response for GetWorkflowPolicy
+type GetWorkflowPolicyAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWorkflowPolicyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     GetWorkflowPolicyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWorkflowPolicyAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowPolicyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWorkflowPolicyAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWorkflowPolicyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWorkflowPolicyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWorkflowPolicyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON200() *struct {
+	Data     GetWorkflowPolicyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowPolicyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowPolicyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowPolicyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowPolicyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowPolicyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetWorkflowPolicyAnswer200Headers the declared response headers of an HTTP 200 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer200Headers struct {
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer400Headers the declared response headers of an HTTP 400 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer400Headers struct {
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer401Headers the declared response headers of an HTTP 401 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SetWorkflowPolicyAnswer403Headers the declared response headers of an HTTP 403 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer403Headers struct {
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer413Headers the declared response headers of an HTTP 413 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer413Headers struct {
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer429Headers the declared response headers of an HTTP 429 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer500Headers the declared response headers of an HTTP 500 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer500Headers struct {
+	XRequestId string
+}
+
+// SetWorkflowPolicyAnswer503Headers the declared response headers of an HTTP 503 response for SetWorkflowPolicy
+type SetWorkflowPolicyAnswer503Headers struct {
+	XRequestId string
+}
+
+type SetWorkflowPolicyAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     SetWorkflowPolicyResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetWorkflowPolicyAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetWorkflowPolicyAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetWorkflowPolicyAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetWorkflowPolicyAnswer403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetWorkflowPolicyAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetWorkflowPolicyAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetWorkflowPolicyAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetWorkflowPolicyAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON200() *struct {
+	Data     SetWorkflowPolicyResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetWorkflowPolicyAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetWorkflowPolicyAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetWorkflowPolicyAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetWorkflowPolicyAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetWorkflowPolicyAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListOperatorsAnswer200Headers the declared response headers of an HTTP 200 response for ListOperators
 type ListOperatorsAnswer200Headers struct {
 	XRequestId string
@@ -30408,6 +32474,187 @@ func (r CaptureTransactionAnswer) ContentType() string {
 	return ""
 }
 
+// CheckWebWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer200Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// CheckWebWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for CheckWebWorkflowCode
+type CheckWebWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type CheckWebWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data What a page learns of its check: where the workflow stands, nothing of the number.
+		Data     CheckWebWorkflowCodeResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CheckWebWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CheckWebWorkflowCodeAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CheckWebWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CheckWebWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CheckWebWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CheckWebWorkflowCodeAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckWebWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CheckWebWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CheckWebWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data What a page learns of its check: where the workflow stands, nothing of the number.
+	Data     CheckWebWorkflowCodeResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CheckWebWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckWebWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckWebWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckWebWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckWebWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CompleteWebTransactionAnswer200Headers the declared response headers of an HTTP 200 response for CompleteWebTransaction
 type CompleteWebTransactionAnswer200Headers struct {
 	XRequestId string
@@ -30583,6 +32830,1031 @@ func (r CompleteWebTransactionAnswer) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CompleteWebTransactionAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for StartWorkflow
+type StartWorkflowAnswer200Headers struct {
+	IdempotentReplayed *string
+	XRequestId         string
+}
+
+// StartWorkflowAnswer400Headers the declared response headers of an HTTP 400 response for StartWorkflow
+type StartWorkflowAnswer400Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer401Headers the declared response headers of an HTTP 401 response for StartWorkflow
+type StartWorkflowAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// StartWorkflowAnswer402Headers the declared response headers of an HTTP 402 response for StartWorkflow
+type StartWorkflowAnswer402Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer403Headers the declared response headers of an HTTP 403 response for StartWorkflow
+type StartWorkflowAnswer403Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer409Headers the declared response headers of an HTTP 409 response for StartWorkflow
+type StartWorkflowAnswer409Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer413Headers the declared response headers of an HTTP 413 response for StartWorkflow
+type StartWorkflowAnswer413Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer422Headers the declared response headers of an HTTP 422 response for StartWorkflow
+type StartWorkflowAnswer422Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer429Headers the declared response headers of an HTTP 429 response for StartWorkflow
+type StartWorkflowAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// StartWorkflowAnswer500Headers the declared response headers of an HTTP 500 response for StartWorkflow
+type StartWorkflowAnswer500Headers struct {
+	XRequestId string
+}
+
+// StartWorkflowAnswer503Headers the declared response headers of an HTTP 503 response for StartWorkflow
+type StartWorkflowAnswer503Headers struct {
+	XRequestId string
+}
+
+type StartWorkflowAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+		Data     Workflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *Error402
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error422
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StartWorkflowAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StartWorkflowAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartWorkflowAnswer401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *StartWorkflowAnswer402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StartWorkflowAnswer403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *StartWorkflowAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *StartWorkflowAnswer413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *StartWorkflowAnswer422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartWorkflowAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartWorkflowAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartWorkflowAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartWorkflowAnswer) GetJSON200() *struct {
+	// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+	Data     Workflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartWorkflowAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartWorkflowAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r StartWorkflowAnswer) GetJSON402() *Error402 {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartWorkflowAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r StartWorkflowAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartWorkflowAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r StartWorkflowAnswer) GetJSON422() *Error422 {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StartWorkflowAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartWorkflowAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartWorkflowAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartWorkflowAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartWorkflowAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartWorkflowAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartWorkflowAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for GetWorkflow
+type GetWorkflowAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowAnswer400Headers the declared response headers of an HTTP 400 response for GetWorkflow
+type GetWorkflowAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowAnswer401Headers the declared response headers of an HTTP 401 response for GetWorkflow
+type GetWorkflowAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// GetWorkflowAnswer403Headers the declared response headers of an HTTP 403 response for GetWorkflow
+type GetWorkflowAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowAnswer404Headers the declared response headers of an HTTP 404 response for GetWorkflow
+type GetWorkflowAnswer404Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowAnswer429Headers the declared response headers of an HTTP 429 response for GetWorkflow
+type GetWorkflowAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWorkflowAnswer500Headers the declared response headers of an HTTP 500 response for GetWorkflow
+type GetWorkflowAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWorkflowAnswer503Headers the declared response headers of an HTTP 503 response for GetWorkflow
+type GetWorkflowAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWorkflowAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+		Data     Workflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWorkflowAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetWorkflowAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWorkflowAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWorkflowAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetWorkflowAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWorkflowAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWorkflowAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWorkflowAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowAnswer) GetJSON200() *struct {
+	// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+	Data     Workflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWorkflowAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWorkflowAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWorkflowAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWorkflowAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CheckWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer200Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer401Headers the declared response headers of an HTTP 401 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// CheckWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// CheckWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for CheckWorkflowCode
+type CheckWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type CheckWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+		Data     Workflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CheckWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CheckWorkflowCodeAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CheckWorkflowCodeAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CheckWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CheckWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CheckWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CheckWorkflowCodeAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CheckWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CheckWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+	Data     Workflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CheckWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResendWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer200Headers struct {
+	IdempotentReplayed *string
+	XRequestId         string
+}
+
+// ResendWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer401Headers the declared response headers of an HTTP 401 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ResendWorkflowCodeAnswer402Headers the declared response headers of an HTTP 402 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer402Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer422Headers the declared response headers of an HTTP 422 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer422Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// ResendWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for ResendWorkflowCode
+type ResendWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type ResendWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+		Data     Workflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *Error402
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error422
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResendWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResendWorkflowCodeAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResendWorkflowCodeAnswer401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *ResendWorkflowCodeAnswer402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResendWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResendWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResendWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ResendWorkflowCodeAnswer413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ResendWorkflowCodeAnswer422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResendWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+	Data     Workflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON402() *Error402 {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON422() *Error422 {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitWorkflowSilentAnswer200Headers the declared response headers of an HTTP 200 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer200Headers struct {
+	IdempotentReplayed *string
+	XRequestId         string
+}
+
+// SubmitWorkflowSilentAnswer400Headers the declared response headers of an HTTP 400 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer400Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer401Headers the declared response headers of an HTTP 401 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// SubmitWorkflowSilentAnswer402Headers the declared response headers of an HTTP 402 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer402Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer403Headers the declared response headers of an HTTP 403 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer403Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer404Headers the declared response headers of an HTTP 404 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer404Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer409Headers the declared response headers of an HTTP 409 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer409Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer413Headers the declared response headers of an HTTP 413 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer413Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer422Headers the declared response headers of an HTTP 422 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer422Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer429Headers the declared response headers of an HTTP 429 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer500Headers the declared response headers of an HTTP 500 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer500Headers struct {
+	XRequestId string
+}
+
+// SubmitWorkflowSilentAnswer503Headers the declared response headers of an HTTP 503 response for SubmitWorkflowSilent
+type SubmitWorkflowSilentAnswer503Headers struct {
+	XRequestId string
+}
+
+type SubmitWorkflowSilentAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+		Data     Workflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *Error402
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error422
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SubmitWorkflowSilentAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SubmitWorkflowSilentAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitWorkflowSilentAnswer401Headers
+	// Headers402 the parsed response headers for an HTTP 402 response
+	Headers402 *SubmitWorkflowSilentAnswer402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SubmitWorkflowSilentAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SubmitWorkflowSilentAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SubmitWorkflowSilentAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SubmitWorkflowSilentAnswer413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SubmitWorkflowSilentAnswer422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SubmitWorkflowSilentAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SubmitWorkflowSilentAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SubmitWorkflowSilentAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON200() *struct {
+	// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+	Data     Workflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON402() *Error402 {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON422() *Error422 {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SubmitWorkflowSilentAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitWorkflowSilentAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitWorkflowSilentAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitWorkflowSilentAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitWorkflowSilentAnswer) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -32321,6 +35593,24 @@ func (c *ClientWithResponses) GetVerificationUsageWithResponse(ctx context.Conte
 	return ParseGetVerificationUsageAnswer(rsp)
 }
 
+// GetWorkflowUsageWithResponse Count workflow steps per day by channel, country and status
+//
+// The client's workflow steps per UTC day of a range, by channel, country and status, with
+// the credits charged (docs/api-decisions.md#usage).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/usage/workflows (the `GetWorkflowUsage` operationId).
+func (c *ClientWithResponses) GetWorkflowUsageWithResponse(ctx context.Context, params *GetWorkflowUsageParams, reqEditors ...RequestEditorFn) (*GetWorkflowUsageAnswer, error) {
+	rsp, err := c.GetWorkflowUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowUsageAnswer(rsp)
+}
+
 // ListWebOriginsWithResponse List the web origins allowed to capture
 //
 // Lists the web origins from which the account's browser flows may be captured.
@@ -32568,6 +35858,55 @@ func (c *ClientWithResponses) TestWebhookWithResponse(ctx context.Context, webho
 	return ParseTestWebhookAnswer(rsp)
 }
 
+// GetWorkflowPolicyWithResponse Read the workflow policy
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/workflow-policy (the `GetWorkflowPolicy` operationId).
+func (c *ClientWithResponses) GetWorkflowPolicyWithResponse(ctx context.Context, params *GetWorkflowPolicyParams, reqEditors ...RequestEditorFn) (*GetWorkflowPolicyAnswer, error) {
+	rsp, err := c.GetWorkflowPolicy(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowPolicyAnswer(rsp)
+}
+
+// SetWorkflowPolicyWithBodyWithResponse Replace the workflow policy
+//
+// Replaces the client's workflow policy (ADMIN).
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+func (c *ClientWithResponses) SetWorkflowPolicyWithBodyWithResponse(ctx context.Context, params *SetWorkflowPolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetWorkflowPolicyAnswer, error) {
+	rsp, err := c.SetWorkflowPolicyWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetWorkflowPolicyAnswer(rsp)
+}
+
+// SetWorkflowPolicyWithResponse Replace the workflow policy
+//
+// Replaces the client's workflow policy (ADMIN).
+//
+// Needs an API key, or a person, with the ADMIN role (403 otherwise). The console may call it with a person's session instead of an API key. With a session, needs a passkey step-up within the last minutes (403 STEP_UP_REQUIRED otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/api/me/workflow-policy (the `SetWorkflowPolicy` operationId).
+func (c *ClientWithResponses) SetWorkflowPolicyWithResponse(ctx context.Context, params *SetWorkflowPolicyParams, body SetWorkflowPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*SetWorkflowPolicyAnswer, error) {
+	rsp, err := c.SetWorkflowPolicy(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetWorkflowPolicyAnswer(rsp)
+}
+
 // ListOperatorsWithResponse List the operators and their methods
 //
 // Lists the operators the client may use, each with the service types the client may use
@@ -32776,6 +36115,38 @@ func (c *ClientWithResponses) CaptureTransactionWithResponse(ctx context.Context
 	return ParseCaptureTransactionAnswer(rsp)
 }
 
+// CheckWebWorkflowCodeWithBodyWithResponse Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWebWorkflowCodeWithBody(ctx, transactionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWebWorkflowCodeAnswer(rsp)
+}
+
+// CheckWebWorkflowCodeWithResponse Check a workflow's code on the page
+//
+// Checks a code the user typed on the page of a browser transaction that has a workflow,
+// bound to the client's web origins like the capture; a wrong code is an attempt.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/code (the `CheckWebWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CheckWebWorkflowCodeParams, body CheckWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWebWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWebWorkflowCode(ctx, transactionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWebWorkflowCodeAnswer(rsp)
+}
+
 // CompleteWebTransactionWithBodyWithResponse Complete a browser capture after the operator's authorization
 //
 // Completes a capture that went through an operator's network API, once its browser came
@@ -32812,6 +36183,157 @@ func (c *ClientWithResponses) CompleteWebTransactionWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseCompleteWebTransactionAnswer(rsp)
+}
+
+// StartWorkflowWithBodyWithResponse Start a verification workflow
+//
+// Starts a verification workflow for a number: the channels of the client's policy, in
+// order, until one decides (docs/api-decisions.md#workflows).
+//
+// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+func (c *ClientWithResponses) StartWorkflowWithBodyWithResponse(ctx context.Context, params *StartWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartWorkflowAnswer, error) {
+	rsp, err := c.StartWorkflowWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartWorkflowAnswer(rsp)
+}
+
+// StartWorkflowWithResponse Start a verification workflow
+//
+// Starts a verification workflow for a number: the channels of the client's policy, in
+// order, until one decides (docs/api-decisions.md#workflows).
+//
+// The console may call it with a person's session instead of an API key. Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows (the `StartWorkflow` operationId).
+func (c *ClientWithResponses) StartWorkflowWithResponse(ctx context.Context, params *StartWorkflowParams, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*StartWorkflowAnswer, error) {
+	rsp, err := c.StartWorkflow(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartWorkflowAnswer(rsp)
+}
+
+// GetWorkflowWithResponse Read a verification workflow
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowAnswer, error) {
+	rsp, err := c.GetWorkflow(ctx, workflowId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowAnswer(rsp)
+}
+
+// CheckWorkflowCodeWithBodyWithResponse Check a one-time code
+//
+// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWorkflowCodeWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWorkflowCodeWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWorkflowCodeAnswer(rsp)
+}
+
+// CheckWorkflowCodeWithResponse Check a one-time code
+//
+// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/code (the `CheckWorkflowCode` operationId).
+func (c *ClientWithResponses) CheckWorkflowCodeWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *CheckWorkflowCodeParams, body CheckWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckWorkflowCodeAnswer, error) {
+	rsp, err := c.CheckWorkflowCode(ctx, workflowId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckWorkflowCodeAnswer(rsp)
+}
+
+// ResendWorkflowCodeWithBodyWithResponse Send a new one-time code
+//
+// Sends a new code, which replaces the one in play.
+//
+// Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWorkflowCodeWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWorkflowCodeWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWorkflowCodeAnswer(rsp)
+}
+
+// ResendWorkflowCodeWithResponse Send a new one-time code
+//
+// Sends a new code, which replaces the one in play.
+//
+// Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/resend (the `ResendWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWorkflowCodeWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *ResendWorkflowCodeParams, body ResendWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWorkflowCode(ctx, workflowId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWorkflowCodeAnswer(rsp)
+}
+
+// SubmitWorkflowSilentWithBodyWithResponse Give the silent step its blob
+//
+// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+// one), the step takes its outcome.
+//
+// Honours Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+func (c *ClientWithResponses) SubmitWorkflowSilentWithBodyWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitWorkflowSilentAnswer, error) {
+	rsp, err := c.SubmitWorkflowSilentWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitWorkflowSilentAnswer(rsp)
+}
+
+// SubmitWorkflowSilentWithResponse Give the silent step its blob
+//
+// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+// one), the step takes its outcome.
+//
+// Honours Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/workflows/{workflowId}/silent (the `SubmitWorkflowSilent` operationId).
+func (c *ClientWithResponses) SubmitWorkflowSilentWithResponse(ctx context.Context, workflowId openapi_types.UUID, params *SubmitWorkflowSilentParams, body SubmitWorkflowSilentJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitWorkflowSilentAnswer, error) {
+	rsp, err := c.SubmitWorkflowSilent(ctx, workflowId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitWorkflowSilentAnswer(rsp)
 }
 
 // ParseGetClientAnswer parses an HTTP response from a GetClientWithResponse call
@@ -46059,6 +49581,172 @@ func ParseGetVerificationUsageAnswer(rsp *http.Response) (*GetVerificationUsageA
 	return response, nil
 }
 
+// ParseGetWorkflowUsageAnswer parses an HTTP response from a GetWorkflowUsageWithResponse call
+func ParseGetWorkflowUsageAnswer(rsp *http.Response) (*GetWorkflowUsageAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowUsageAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Usage is what a usage route answers: every day of the range (days without usage too, with
+			// zeros), and the range's totals in the same shape.
+			Data     Usage `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWorkflowUsageAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetWorkflowUsageAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowUsageAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWorkflowUsageAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWorkflowUsageAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWorkflowUsageAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWorkflowUsageAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListWebOriginsAnswer parses an HTTP response from a ListWebOriginsWithResponse call
 func ParseListWebOriginsAnswer(rsp *http.Response) (*ListWebOriginsAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -48153,6 +51841,334 @@ func ParseTestWebhookAnswer(rsp *http.Response) (*TestWebhookAnswer, error) {
 	return response, nil
 }
 
+// ParseGetWorkflowPolicyAnswer parses an HTTP response from a GetWorkflowPolicyWithResponse call
+func ParseGetWorkflowPolicyAnswer(rsp *http.Response) (*GetWorkflowPolicyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowPolicyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     GetWorkflowPolicyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWorkflowPolicyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowPolicyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWorkflowPolicyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWorkflowPolicyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWorkflowPolicyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWorkflowPolicyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetWorkflowPolicyAnswer parses an HTTP response from a SetWorkflowPolicyWithResponse call
+func ParseSetWorkflowPolicyAnswer(rsp *http.Response) (*SetWorkflowPolicyAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetWorkflowPolicyAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     SetWorkflowPolicyResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetWorkflowPolicyAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetWorkflowPolicyAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetWorkflowPolicyAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetWorkflowPolicyAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetWorkflowPolicyAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetWorkflowPolicyAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetWorkflowPolicyAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetWorkflowPolicyAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListOperatorsAnswer parses an HTTP response from a ListOperatorsWithResponse call
 func ParseListOperatorsAnswer(rsp *http.Response) (*ListOperatorsAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -49849,6 +53865,198 @@ func ParseCaptureTransactionAnswer(rsp *http.Response) (*CaptureTransactionAnswe
 	return response, nil
 }
 
+// ParseCheckWebWorkflowCodeAnswer parses an HTTP response from a CheckWebWorkflowCodeWithResponse call
+func ParseCheckWebWorkflowCodeAnswer(rsp *http.Response) (*CheckWebWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckWebWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data What a page learns of its check: where the workflow stands, nothing of the number.
+			Data     CheckWebWorkflowCodeResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CheckWebWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CheckWebWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers CheckWebWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CheckWebWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CheckWebWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CheckWebWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CheckWebWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CheckWebWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CheckWebWorkflowCodeAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCompleteWebTransactionAnswer parses an HTTP response from a CompleteWebTransactionWithResponse call
 func ParseCompleteWebTransactionAnswer(rsp *http.Response) (*CompleteWebTransactionAnswer, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -50028,6 +54236,1158 @@ func ParseCompleteWebTransactionAnswer(rsp *http.Response) (*CompleteWebTransact
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CompleteWebTransactionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartWorkflowAnswer parses an HTTP response from a StartWorkflowWithResponse call
+func ParseStartWorkflowAnswer(rsp *http.Response) (*StartWorkflowAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartWorkflowAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+			Data     Workflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest Error402
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error422
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StartWorkflowAnswer200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StartWorkflowAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartWorkflowAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers StartWorkflowAnswer402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers StartWorkflowAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers StartWorkflowAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers StartWorkflowAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers StartWorkflowAnswer422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers StartWorkflowAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartWorkflowAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartWorkflowAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowAnswer parses an HTTP response from a GetWorkflowWithResponse call
+func ParseGetWorkflowAnswer(rsp *http.Response) (*GetWorkflowAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+			Data     Workflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWorkflowAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetWorkflowAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWorkflowAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWorkflowAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetWorkflowAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWorkflowAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWorkflowAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWorkflowAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCheckWorkflowCodeAnswer parses an HTTP response from a CheckWorkflowCodeWithResponse call
+func ParseCheckWorkflowCodeAnswer(rsp *http.Response) (*CheckWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+			Data     Workflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CheckWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CheckWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CheckWorkflowCodeAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CheckWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CheckWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CheckWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CheckWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CheckWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CheckWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CheckWorkflowCodeAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendWorkflowCodeAnswer parses an HTTP response from a ResendWorkflowCodeWithResponse call
+func ParseResendWorkflowCodeAnswer(rsp *http.Response) (*ResendWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+			Data     Workflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest Error402
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error422
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResendWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResendWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResendWorkflowCodeAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers ResendWorkflowCodeAnswer402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResendWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResendWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResendWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ResendWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers ResendWorkflowCodeAnswer422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResendWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendWorkflowCodeAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitWorkflowSilentAnswer parses an HTTP response from a SubmitWorkflowSilentWithResponse call
+func ParseSubmitWorkflowSilentAnswer(rsp *http.Response) (*SubmitWorkflowSilentAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitWorkflowSilentAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Workflow is a verification workflow as its client sees it: never a code, the number masked.
+			Data     Workflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest Error402
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error422
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SubmitWorkflowSilentAnswer200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SubmitWorkflowSilentAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SubmitWorkflowSilentAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 402:
+		var headers SubmitWorkflowSilentAnswer402Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers SubmitWorkflowSilentAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SubmitWorkflowSilentAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SubmitWorkflowSilentAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SubmitWorkflowSilentAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers SubmitWorkflowSilentAnswer422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SubmitWorkflowSilentAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SubmitWorkflowSilentAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SubmitWorkflowSilentAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

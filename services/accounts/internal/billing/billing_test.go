@@ -46,6 +46,7 @@ func TestDebit(t *testing.T) {
 	}{
 		{name: "charges the default price", balance: 10, req: debit("v-1"), wantCharged: 1, wantAfter: 9},
 		{name: "reveal costs 5", balance: 10, req: billing.DebitRequest{Kind: money.KindStuckPlusReveal, Reference: "r-1"}, wantCharged: 5, wantAfter: 5},
+		{name: "a workflow's SMS step costs 2, whatever its country", balance: 10, req: billing.DebitRequest{Kind: money.KindVerificationStep, Variant: "SMS_OTP:GB", Reference: "workflow-step:s-1"}, wantCharged: 2, wantAfter: 8},
 		{name: "last unit", balance: 1, req: debit("v-1"), wantCharged: 1, wantAfter: 0},
 		{name: "insufficient", balance: 4, req: billing.DebitRequest{Kind: money.KindStuckPlusReveal, Reference: "r-1"}, wantErr: money.ErrInsufficientBalance},
 		{name: "empty balance", balance: 0, req: debit("v-1"), wantErr: money.ErrInsufficientBalance},
@@ -412,6 +413,36 @@ func ledgerOwner(t *testing.T, env *accountstest.Env) string {
 	return role
 }
 
+// TestPriceOverridesByVariant: a client's override beats a configured price at every level, a
+// variant "A:B" falls back to "A", then to the kind.
+func TestPriceOverridesByVariant(t *testing.T) {
+	p, err := billing.ParsePrices("VERIFICATION_STEP/SMS_OTP:GB=6,VERIFICATION_STEP/SMS_OTP=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := func(variant string, amount int64) domain.Price {
+		return domain.Price{Kind: money.KindVerificationStep, Variant: variant, Amount: amount}
+	}
+	tests := []struct {
+		name      string
+		overrides []domain.Price
+		variant   string
+		want      int64
+	}{
+		{"configured, by country", nil, "SMS_OTP:GB", 6},
+		{"client's kind beats configured", []domain.Price{over("", 1)}, "SMS_OTP:GB", 1},
+		{"client's channel beats its kind", []domain.Price{over("", 1), over("SMS_OTP", 3)}, "SMS_OTP:GB", 3},
+		{"client's country beats its channel", []domain.Price{over("SMS_OTP", 3), over("SMS_OTP:GB", 9)}, "SMS_OTP:GB", 9},
+		{"another country's override does not apply", []domain.Price{over("SMS_OTP:AE", 9)}, "SMS_OTP:GB", 6},
+		{"another kind's override does not apply", []domain.Price{{Kind: money.KindVerification, Amount: 7}}, "SMS_OTP:FR", 4},
+	}
+	for _, tt := range tests {
+		if got := p.For(money.KindVerificationStep, tt.variant, tt.overrides); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestParsePrices(t *testing.T) {
 	tests := []struct {
 		spec    string
@@ -425,6 +456,11 @@ func TestParsePrices(t *testing.T) {
 		{spec: "VERIFICATION=2", kind: money.KindVerification, variant: "NETWORK_API", want: 2},
 		{spec: "VERIFICATION=2,VERIFICATION/NETWORK_API=3", kind: money.KindVerification, variant: "NETWORK_API", want: 3},
 		{spec: "STUCK_PLUS_REVEAL=0", kind: money.KindStuckPlusReveal, want: 0},
+		{spec: "", kind: money.KindVerificationStep, variant: "SMS_OTP:GB", want: 2},
+		{spec: "VERIFICATION_STEP/SMS_OTP=4", kind: money.KindVerificationStep, variant: "SMS_OTP:GB", want: 4},
+		{spec: "VERIFICATION_STEP/SMS_OTP=4,VERIFICATION_STEP/SMS_OTP:GB=6", kind: money.KindVerificationStep, variant: "SMS_OTP:GB", want: 6},
+		{spec: "VERIFICATION_STEP/SMS_OTP=4,VERIFICATION_STEP/SMS_OTP:GB=6", kind: money.KindVerificationStep, variant: "SMS_OTP:AE", want: 4},
+		{spec: "VERIFICATION_STEP/SMS_OTP:GB=6", kind: money.KindVerificationStep, variant: "SMS_OTP", want: 2},
 		{spec: "TOP_UP=1", wantErr: true},
 		{spec: "VERIFICATION=-1", wantErr: true},
 		{spec: "VERIFICATION", wantErr: true},

@@ -151,7 +151,7 @@ func (l *Ledger) DebitMany(ctx context.Context, reqs []DebitRequest) ([]DebitRes
 
 func validDebit(req DebitRequest) error {
 	if !req.Kind.Chargeable() {
-		return fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+		return fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP")
 	}
 	if err := ValidateReference("reference", req.Reference); err != nil {
 		return err

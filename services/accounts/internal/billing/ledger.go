@@ -180,7 +180,7 @@ func (l *Ledger) Prices(ctx context.Context, clientID string) ([]domain.Price, e
 // SetPrice sets (amount not nil) or clears a client's price override and returns the prices.
 func (l *Ledger) SetPrice(ctx context.Context, clientID string, kind money.Kind, variant string, amount *int64) ([]domain.Price, error) {
 	if !kind.Chargeable() {
-		return nil, fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL")
+		return nil, fault.Invalid("kind", "must be VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP")
 	}
 	if len(variant) > 64 {
 		return nil, fault.Invalid("variant", "must be at most 64 characters")

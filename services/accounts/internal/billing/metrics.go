@@ -27,7 +27,7 @@ var (
 	debitOutcomes  = []string{OutcomeCharged, OutcomeReplayed, OutcomeInsufficientBalance, OutcomeBalanceExpired, OutcomeSuspended, OutcomeConflict, OutcomeError}
 	refundOutcomes = []string{OutcomeRefunded, OutcomeReplayed, OutcomeNothingToRefund, OutcomeError}
 	batchPaths     = []string{PathOptimistic, PathFallback, PathLocked}
-	chargedKinds   = []money.Kind{money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal}
+	chargedKinds   = []money.Kind{money.KindVerification, money.KindConnectEnrichment, money.KindStuckPlusReveal, money.KindVerificationStep}
 )
 
 // Metrics count what the ledger does with money. A nil *Metrics counts nothing.

@@ -92,8 +92,9 @@ func TestMetrics(t *testing.T) {
 		if _, err := billing.NewMetrics(fresh); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(metricstest.Gather(t, fresh)); n != 3*7+3+4+1+1+3 {
-			t.Errorf("a fresh registry has %d series, want %d", n, 3*7+3+4+1+1+3)
+		// Debits and credits debited per chargeable kind (4, a workflow step's among them).
+		if n := len(metricstest.Gather(t, fresh)); n != 4*7+4+4+1+1+3 {
+			t.Errorf("a fresh registry has %d series, want %d", n, 4*7+4+4+1+1+3)
 		}
 	})
 	t.Run("a nil Metrics counts nothing", func(t *testing.T) {

@@ -24,12 +24,14 @@ type priceKey struct {
 }
 
 // DefaultPrices are the prices out of the box (docs/api-decisions.md#money): verification 1,
-// enrichment 1, reveal 5.
+// enrichment 1, reveal 5, a workflow's SMS step 2 (an SMS costs its sender more than a network
+// check).
 func DefaultPrices() Prices {
 	return Prices{byKey: map[priceKey]int64{
 		{money.KindVerification, ""}:      1,
 		{money.KindConnectEnrichment, ""}: 1,
 		{money.KindStuckPlusReveal, ""}:   5,
+		{money.KindVerificationStep, ""}:  2,
 	}}
 }
 
@@ -48,7 +50,7 @@ func ParsePrices(spec string) (Prices, error) {
 		}
 		kind, variant, _ := strings.Cut(strings.TrimSpace(key), "/")
 		if !money.Kind(kind).Chargeable() {
-			return p, fmt.Errorf("price %q: kind must be VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL", item)
+			return p, fmt.Errorf("price %q: kind must be VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP", item)
 		}
 		amount, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 		if err != nil || amount < 0 || amount > MaxAmount {
@@ -60,28 +62,30 @@ func ParsePrices(spec string) (Prices, error) {
 }
 
 // For returns the price of kind/variant for a client with overrides: the client's override of
-// the variant, else of the kind, else the configured price of the variant, else of the kind.
+// the variant, else of the kind, else the configured price of the variant, else of the kind. A
+// variant "A:B" (a workflow step's channel and country, "SMS_OTP:GB") falls back to "A" before
+// the kind, at each level: a client's price for SMS_OTP beats the configured SMS_OTP:GB.
 func (p Prices) For(kind money.Kind, variant string, overrides []domain.Price) int64 {
-	var kindOverride *int64
-	for i := range overrides {
-		o := &overrides[i]
-		if o.Kind != kind {
-			continue
-		}
-		if o.Variant == variant && variant != "" {
-			return o.Amount
-		}
-		if o.Variant == "" {
-			kindOverride = &o.Amount
+	variants := []string{variant}
+	if general, _, ok := strings.Cut(variant, ":"); ok && general != "" {
+		variants = append(variants, general)
+	}
+	if variant != "" {
+		variants = append(variants, "")
+	}
+	for _, v := range variants {
+		for i := range overrides {
+			if o := &overrides[i]; o.Kind == kind && o.Variant == v {
+				return o.Amount
+			}
 		}
 	}
-	if kindOverride != nil {
-		return *kindOverride
+	for _, v := range variants {
+		if a, ok := p.byKey[priceKey{kind, v}]; ok {
+			return a
+		}
 	}
-	if a, ok := p.byKey[priceKey{kind, variant}]; ok {
-		return a
-	}
-	return p.byKey[priceKey{kind, ""}]
+	return 0
 }
 
 // Effective lists the prices that apply to a client: every configured price, and every

@@ -148,6 +148,21 @@ func (s *Service) OriginAllowed(ctx context.Context, transactionID, origin strin
 	return false, err
 }
 
+// PageClient is the client of a transaction whose page, at origin, calls one of its browser
+// routes: domain.ErrOriginNotAllowed for an origin the client did not allow (none included) and
+// for an unknown transaction, which answers like a refused origin (a page learns nothing of
+// which ids exist). For the routes of other packages (a workflow's code typed on the page).
+func (s *Service) PageClient(ctx context.Context, transactionID, origin string) (string, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return "", domain.ErrOriginNotAllowed
+	}
+	clientID, err := s.checkOrigin(ctx, transactionID, origin)
+	if errors.Is(err, fault.ErrNotFound) {
+		return "", domain.ErrOriginNotAllowed
+	}
+	return clientID, err
+}
+
 // checkOrigin returns the transaction's client when origin may capture the transaction,
 // fault.ErrNotFound for an unknown transaction and domain.ErrOriginNotAllowed for any other
 // origin (none included).

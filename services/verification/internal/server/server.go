@@ -19,6 +19,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
 
 // Server implements VerificationService.
@@ -29,6 +30,7 @@ type Server struct {
 	Verifier  *verify.Service
 	StuckPlus *stuckplus.Service
 	Reports   *reports.Service
+	Workflows *workflows.Service
 	// NumberHeaders are the registry's number headers, read from the gateway's metadata.
 	NumberHeaders []string
 	Log           *zap.Logger

@@ -1990,7 +1990,7 @@ func (x *GetSpendUsageRequest) GetTo() string {
 type GetSpendUsageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Dimension: kind, the ledger's (TOP_UP, VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL,
-	// REFUND, ADJUSTMENT).
+	// VERIFICATION_STEP, REFUND, ADJUSTMENT).
 	Usage         *v1.Usage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -638,7 +638,7 @@ func (*RecordAuditResponse) Descriptor() ([]byte, []int) {
 type DebitRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	// VERIFICATION, CONNECT_ENRICHMENT or STUCK_PLUS_REVEAL.
+	// VERIFICATION, CONNECT_ENRICHMENT, STUCK_PLUS_REVEAL or VERIFICATION_STEP.
 	Kind LedgerKind `protobuf:"varint,2,opt,name=kind,proto3,enum=mnv.accounts.v1.LedgerKind" json:"kind,omitempty"`
 	// Refines the price, e.g. the serviceType of a verification; may be empty.
 	Variant string `protobuf:"bytes,3,opt,name=variant,proto3" json:"variant,omitempty"`

@@ -248,6 +248,9 @@ const (
 	LedgerKind_LEDGER_KIND_STUCK_PLUS_REVEAL  LedgerKind = 4
 	LedgerKind_LEDGER_KIND_REFUND             LedgerKind = 5
 	LedgerKind_LEDGER_KIND_ADJUSTMENT         LedgerKind = 6
+	// A step of a verification workflow priced on its own (an SMS code), its variant the channel
+	// and the number's country (SMS_OTP:GB).
+	LedgerKind_LEDGER_KIND_VERIFICATION_STEP LedgerKind = 7
 )
 
 // Enum value maps for LedgerKind.
@@ -260,6 +263,7 @@ var (
 		4: "LEDGER_KIND_STUCK_PLUS_REVEAL",
 		5: "LEDGER_KIND_REFUND",
 		6: "LEDGER_KIND_ADJUSTMENT",
+		7: "LEDGER_KIND_VERIFICATION_STEP",
 	}
 	LedgerKind_value = map[string]int32{
 		"LEDGER_KIND_UNSPECIFIED":        0,
@@ -269,6 +273,7 @@ var (
 		"LEDGER_KIND_STUCK_PLUS_REVEAL":  4,
 		"LEDGER_KIND_REFUND":             5,
 		"LEDGER_KIND_ADJUSTMENT":         6,
+		"LEDGER_KIND_VERIFICATION_STEP":  7,
 	}
 )
 
@@ -969,7 +974,7 @@ const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"ROLE_ADMIN\x10\x01\x12\x0f\n" +
-	"\vROLE_MEMBER\x10\x02*\xda\x01\n" +
+	"\vROLE_MEMBER\x10\x02*\xfd\x01\n" +
 	"\n" +
 	"LedgerKind\x12\x1b\n" +
 	"\x17LEDGER_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
@@ -978,7 +983,8 @@ const file_mnv_accounts_v1_types_proto_rawDesc = "" +
 	"\x1eLEDGER_KIND_CONNECT_ENRICHMENT\x10\x03\x12!\n" +
 	"\x1dLEDGER_KIND_STUCK_PLUS_REVEAL\x10\x04\x12\x16\n" +
 	"\x12LEDGER_KIND_REFUND\x10\x05\x12\x1a\n" +
-	"\x16LEDGER_KIND_ADJUSTMENT\x10\x06B;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
+	"\x16LEDGER_KIND_ADJUSTMENT\x10\x06\x12!\n" +
+	"\x1dLEDGER_KIND_VERIFICATION_STEP\x10\aB;Z9github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1;accountsv1b\x06proto3"
 
 var (
 	file_mnv_accounts_v1_types_proto_rawDescOnce sync.Once

@@ -1785,10 +1785,10 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"\x06secret\x18\n" +
 	" \x01(\tH\x00R\x06secret\x88\x01\x01\x12W\n" +
 	"\x1aprevious_secret_expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x17previousSecretExpiresAtB\t\n" +
-	"\a_secret\"\xcb\x03\n" +
+	"\a_secret\"\xff\x03\n" +
 	"\x14CreateWebhookRequest\x12N\n" +
-	"\x03url\x18\x01 \x01(\tB<\xd2\xf3\x188\b\x01(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookR\x03url\x12\x8a\x02\n" +
-	"\x06events\x18\x02 \x03(\tB\xf1\x01\xd2\xf3\x18\xec\x01:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabledR\x06events\x12+\n" +
+	"\x03url\x18\x01 \x01(\tB<\xd2\xf3\x188\b\x01(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookR\x03url\x12\xbe\x02\n" +
+	"\x06events\x18\x02 \x03(\tB\xa5\x02\xd2\xf3\x18\xa0\x02:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabled:\x11verification.step:\x1fverification.workflow.completedR\x06events\x12+\n" +
 	"\vdescription\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xf4\x03P\x01R\vdescription\x12\x1d\n" +
 	"\aenabled\x18\x04 \x01(\bH\x00R\aenabled\x88\x01\x01B\n" +
 	"\n" +
@@ -1814,10 +1814,10 @@ const file_mnv_connect_v1_webhooks_proto_rawDesc = "" +
 	"webhook_id\x18\x01 \x01(\tB\n" +
 	"\xd2\xf3\x18\x06B\x04uuidR\twebhookId\"O\n" +
 	"\x12GetWebhookResponse\x129\n" +
-	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"\xe3\x03\n" +
+	"\awebhook\x18\x01 \x01(\v2\x1f.mnv.connect.v1.WebhookEndpointR\awebhook\"\x97\x04\n" +
 	"\fWebhookPatch\x12Q\n" +
-	"\x03url\x18\x01 \x01(\tB:\xd2\xf3\x186(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookH\x00R\x03url\x88\x01\x01\x12\x8a\x02\n" +
-	"\x06events\x18\x02 \x03(\tB\xf1\x01\xd2\xf3\x18\xec\x01:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabledR\x06events\x120\n" +
+	"\x03url\x18\x01 \x01(\tB:\xd2\xf3\x186(\x80\x102\x12^https://[^\\s#@]+$B\x03uriJ\x18https://crm.example/hookH\x00R\x03url\x88\x01\x01\x12\xbe\x02\n" +
+	"\x06events\x18\x02 \x03(\tB\xa5\x02\xd2\xf3\x18\xa0\x02:\x01*:\x16verification.completed:\vbalance.low:\x10balance.expiring:\x0fbalance.expired:\x0fapi_key.created:\x0fapi_key.revoked:\x0fapi_key.rotated:\x10import.completed:\rimport.failed:\x13stuck_plus.captured:\x1bintegration.delivery_failed:\x19webhook_endpoint.disabled:\x11verification.step:\x1fverification.workflow.completedR\x06events\x120\n" +
 	"\vdescription\x18\x03 \x01(\tB\t\xd2\xf3\x18\x05(\xf4\x03P\x01H\x01R\vdescription\x88\x01\x01\x12\x1d\n" +
 	"\aenabled\x18\x04 \x01(\bH\x02R\aenabled\x88\x01\x01B\x06\n" +
 	"\x04_urlB\x0e\n" +

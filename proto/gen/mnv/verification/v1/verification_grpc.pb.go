@@ -29,11 +29,20 @@ const (
 	VerificationService_GetTransaction_FullMethodName               = "/mnv.verification.v1.VerificationService/GetTransaction"
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
 	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
+	VerificationService_CheckWebWorkflowCode_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
 	VerificationService_ListStuckPlusReveals_FullMethodName         = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
 	VerificationService_GetVerificationUsage_FullMethodName         = "/mnv.verification.v1.VerificationService/GetVerificationUsage"
+	VerificationService_StartWorkflow_FullMethodName                = "/mnv.verification.v1.VerificationService/StartWorkflow"
+	VerificationService_GetWorkflow_FullMethodName                  = "/mnv.verification.v1.VerificationService/GetWorkflow"
+	VerificationService_SubmitWorkflowSilent_FullMethodName         = "/mnv.verification.v1.VerificationService/SubmitWorkflowSilent"
+	VerificationService_CheckWorkflowCode_FullMethodName            = "/mnv.verification.v1.VerificationService/CheckWorkflowCode"
+	VerificationService_ResendWorkflowCode_FullMethodName           = "/mnv.verification.v1.VerificationService/ResendWorkflowCode"
+	VerificationService_GetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/GetWorkflowPolicy"
+	VerificationService_GetWorkflowUsage_FullMethodName             = "/mnv.verification.v1.VerificationService/GetWorkflowUsage"
+	VerificationService_SetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/SetWorkflowPolicy"
 )
 
 // VerificationServiceClient is the client API for VerificationService service.
@@ -84,6 +93,9 @@ type VerificationServiceClient interface {
 	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
 	// origins like the capture.
 	CompleteWebTransaction(ctx context.Context, in *CompleteWebTransactionRequest, opts ...grpc.CallOption) (*CompleteWebTransactionResponse, error)
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -95,6 +107,23 @@ type VerificationServiceClient interface {
 	// The client's verifications per UTC day of a range, by status, operator and method, with
 	// the credits charged and the range's totals (docs/api-decisions.md#usage).
 	GetVerificationUsage(ctx context.Context, in *GetVerificationUsageRequest, opts ...grpc.CallOption) (*GetVerificationUsageResponse, error)
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error)
+	GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error)
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	SubmitWorkflowSilent(ctx context.Context, in *SubmitWorkflowSilentRequest, opts ...grpc.CallOption) (*SubmitWorkflowSilentResponse, error)
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	CheckWorkflowCode(ctx context.Context, in *CheckWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWorkflowCodeResponse, error)
+	// Sends a new code, which replaces the one in play.
+	ResendWorkflowCode(ctx context.Context, in *ResendWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWorkflowCodeResponse, error)
+	GetWorkflowPolicy(ctx context.Context, in *GetWorkflowPolicyRequest, opts ...grpc.CallOption) (*GetWorkflowPolicyResponse, error)
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	GetWorkflowUsage(ctx context.Context, in *GetWorkflowUsageRequest, opts ...grpc.CallOption) (*GetWorkflowUsageResponse, error)
+	// Replaces the client's workflow policy (ADMIN).
+	SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error)
 }
 
 type verificationServiceClient struct {
@@ -205,6 +234,16 @@ func (c *verificationServiceClient) CompleteWebTransaction(ctx context.Context, 
 	return out, nil
 }
 
+func (c *verificationServiceClient) CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWebWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CheckWebWorkflowCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -249,6 +288,86 @@ func (c *verificationServiceClient) GetVerificationUsage(ctx context.Context, in
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetVerificationUsageResponse)
 	err := c.cc.Invoke(ctx, VerificationService_GetVerificationUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartWorkflowResponse)
+	err := c.cc.Invoke(ctx, VerificationService_StartWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) SubmitWorkflowSilent(ctx context.Context, in *SubmitWorkflowSilentRequest, opts ...grpc.CallOption) (*SubmitWorkflowSilentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitWorkflowSilentResponse)
+	err := c.cc.Invoke(ctx, VerificationService_SubmitWorkflowSilent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) CheckWorkflowCode(ctx context.Context, in *CheckWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_CheckWorkflowCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) ResendWorkflowCode(ctx context.Context, in *ResendWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResendWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ResendWorkflowCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) GetWorkflowPolicy(ctx context.Context, in *GetWorkflowPolicyRequest, opts ...grpc.CallOption) (*GetWorkflowPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowPolicyResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWorkflowPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) GetWorkflowUsage(ctx context.Context, in *GetWorkflowUsageRequest, opts ...grpc.CallOption) (*GetWorkflowUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkflowUsageResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWorkflowUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetWorkflowPolicyResponse)
+	err := c.cc.Invoke(ctx, VerificationService_SetWorkflowPolicy_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +422,9 @@ type VerificationServiceServer interface {
 	// saw, completes it. Answers as the capture does. Bound to the transaction's client's web
 	// origins like the capture.
 	CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error)
+	// Checks a code the user typed on the page of a browser transaction that has a workflow,
+	// bound to the client's web origins like the capture; a wrong code is an attempt.
+	CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -314,6 +436,23 @@ type VerificationServiceServer interface {
 	// The client's verifications per UTC day of a range, by status, operator and method, with
 	// the credits charged and the range's totals (docs/api-decisions.md#usage).
 	GetVerificationUsage(context.Context, *GetVerificationUsageRequest) (*GetVerificationUsageResponse, error)
+	// Starts a verification workflow for a number: the channels of the client's policy, in
+	// order, until one decides (docs/api-decisions.md#workflows).
+	StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error)
+	GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error)
+	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
+	// one), the step takes its outcome.
+	SubmitWorkflowSilent(context.Context, *SubmitWorkflowSilentRequest) (*SubmitWorkflowSilentResponse, error)
+	// Checks a code the user typed; a wrong one is an attempt, answered with the workflow.
+	CheckWorkflowCode(context.Context, *CheckWorkflowCodeRequest) (*CheckWorkflowCodeResponse, error)
+	// Sends a new code, which replaces the one in play.
+	ResendWorkflowCode(context.Context, *ResendWorkflowCodeRequest) (*ResendWorkflowCodeResponse, error)
+	GetWorkflowPolicy(context.Context, *GetWorkflowPolicyRequest) (*GetWorkflowPolicyResponse, error)
+	// The client's workflow steps per UTC day of a range, by channel, country and status, with
+	// the credits charged (docs/api-decisions.md#usage).
+	GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error)
+	// Replaces the client's workflow policy (ADMIN).
+	SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error)
 	mustEmbedUnimplementedVerificationServiceServer()
 }
 
@@ -354,6 +493,9 @@ func (UnimplementedVerificationServiceServer) CaptureTransaction(context.Context
 func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Context, *CompleteWebTransactionRequest) (*CompleteWebTransactionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompleteWebTransaction not implemented")
 }
+func (UnimplementedVerificationServiceServer) CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWebWorkflowCode not implemented")
+}
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
 }
@@ -368,6 +510,30 @@ func (UnimplementedVerificationServiceServer) ListStuckPlusReveals(context.Conte
 }
 func (UnimplementedVerificationServiceServer) GetVerificationUsage(context.Context, *GetVerificationUsageRequest) (*GetVerificationUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetVerificationUsage not implemented")
+}
+func (UnimplementedVerificationServiceServer) StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) SubmitWorkflowSilent(context.Context, *SubmitWorkflowSilentRequest) (*SubmitWorkflowSilentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitWorkflowSilent not implemented")
+}
+func (UnimplementedVerificationServiceServer) CheckWorkflowCode(context.Context, *CheckWorkflowCodeRequest) (*CheckWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWorkflowCode not implemented")
+}
+func (UnimplementedVerificationServiceServer) ResendWorkflowCode(context.Context, *ResendWorkflowCodeRequest) (*ResendWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResendWorkflowCode not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWorkflowPolicy(context.Context, *GetWorkflowPolicyRequest) (*GetWorkflowPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflowPolicy not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkflowUsage not implemented")
+}
+func (UnimplementedVerificationServiceServer) SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetWorkflowPolicy not implemented")
 }
 func (UnimplementedVerificationServiceServer) mustEmbedUnimplementedVerificationServiceServer() {}
 func (UnimplementedVerificationServiceServer) testEmbeddedByValue()                             {}
@@ -570,6 +736,24 @@ func _VerificationService_CompleteWebTransaction_Handler(srv interface{}, ctx co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_CheckWebWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWebWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CheckWebWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CheckWebWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CheckWebWorkflowCode(ctx, req.(*CheckWebWorkflowCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -660,6 +844,150 @@ func _VerificationService_GetVerificationUsage_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_StartWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).StartWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_StartWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).StartWorkflow(ctx, req.(*StartWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_GetWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWorkflow(ctx, req.(*GetWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_SubmitWorkflowSilent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitWorkflowSilentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).SubmitWorkflowSilent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_SubmitWorkflowSilent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).SubmitWorkflowSilent(ctx, req.(*SubmitWorkflowSilentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_CheckWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).CheckWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_CheckWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).CheckWorkflowCode(ctx, req.(*CheckWorkflowCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_ResendWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResendWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ResendWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ResendWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ResendWorkflowCode(ctx, req.(*ResendWorkflowCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_GetWorkflowPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWorkflowPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWorkflowPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWorkflowPolicy(ctx, req.(*GetWorkflowPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_GetWorkflowUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkflowUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWorkflowUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWorkflowUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWorkflowUsage(ctx, req.(*GetWorkflowUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_SetWorkflowPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetWorkflowPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).SetWorkflowPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_SetWorkflowPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).SetWorkflowPolicy(ctx, req.(*SetWorkflowPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // VerificationService_ServiceDesc is the grpc.ServiceDesc for VerificationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -708,6 +1036,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _VerificationService_CompleteWebTransaction_Handler,
 		},
 		{
+			MethodName: "CheckWebWorkflowCode",
+			Handler:    _VerificationService_CheckWebWorkflowCode_Handler,
+		},
+		{
 			MethodName: "CheckWebOrigin",
 			Handler:    _VerificationService_CheckWebOrigin_Handler,
 		},
@@ -726,6 +1058,38 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetVerificationUsage",
 			Handler:    _VerificationService_GetVerificationUsage_Handler,
+		},
+		{
+			MethodName: "StartWorkflow",
+			Handler:    _VerificationService_StartWorkflow_Handler,
+		},
+		{
+			MethodName: "GetWorkflow",
+			Handler:    _VerificationService_GetWorkflow_Handler,
+		},
+		{
+			MethodName: "SubmitWorkflowSilent",
+			Handler:    _VerificationService_SubmitWorkflowSilent_Handler,
+		},
+		{
+			MethodName: "CheckWorkflowCode",
+			Handler:    _VerificationService_CheckWorkflowCode_Handler,
+		},
+		{
+			MethodName: "ResendWorkflowCode",
+			Handler:    _VerificationService_ResendWorkflowCode_Handler,
+		},
+		{
+			MethodName: "GetWorkflowPolicy",
+			Handler:    _VerificationService_GetWorkflowPolicy_Handler,
+		},
+		{
+			MethodName: "GetWorkflowUsage",
+			Handler:    _VerificationService_GetWorkflowUsage_Handler,
+		},
+		{
+			MethodName: "SetWorkflowPolicy",
+			Handler:    _VerificationService_SetWorkflowPolicy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

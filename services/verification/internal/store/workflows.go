@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/usage"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
+)
+
+// The workflows' tables (migrations 019, 020; docs/architecture.md#verification-workflows).
+
+const lookupSMSMessage = "sms_message"
+
+// smsMessageLookupFor is how long a provider's message id maps to its client: receipts come
+// within an SMS's validity period (48 hours at most by default on SMSCs), with margin.
+const smsMessageLookupFor = 7 * 24 * time.Hour
+
+// GetPolicy reads a client's workflow policy; false when it never set one.
+func (st *Store) GetPolicy(ctx context.Context, clientID string) (workflows.Policy, bool, error) {
+	var raw []byte
+	err := st.db.QueryRow(ctx, `SELECT policy FROM verification.workflow_policies WHERE client_id = $1`, clientID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workflows.Policy{}, false, nil
+	}
+	if err != nil {
+		return workflows.Policy{}, false, fmt.Errorf("get workflow policy: %w", err)
+	}
+	p, err := workflows.ParsePolicy(raw)
+	if err != nil {
+		return workflows.Policy{}, false, fmt.Errorf("stored workflow policy of %s: %w", clientID, err)
+	}
+	return p, true, nil
+}
+
+// PutPolicy writes a client's workflow policy.
+func (st *Store) PutPolicy(ctx context.Context, clientID string, p workflows.Policy, by string) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = st.db.Exec(ctx, `
+		INSERT INTO verification.workflow_policies (client_id, policy, updated_by, updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (client_id) DO UPDATE SET policy = EXCLUDED.policy, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+		clientID, raw, by)
+	if err != nil {
+		return fmt.Errorf("put workflow policy: %w", err)
+	}
+	return nil
+}
+
+// InsertWorkflow writes a new workflow and its steps, in one batch.
+func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error {
+	pol, err := json.Marshal(w.Policy)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO verification.workflows (client_id, id, number_sealed, number_hash, masked_number, country, locale, policy,
+			status, decided_by, reason, sim_swap, sim_checked_at, step_seq, code_step_id, code_key_id, code_hash, code_sealed,
+			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+		w.ClientID, w.ID, w.NumberSealed, w.NumberHash, w.Masked, w.Country, w.Locale, pol,
+		w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.SIMSwap, nullTime(w.SIMCheckedAt), w.StepSeq,
+		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed,
+		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended),
+		nullString(w.TransactionID))
+	for _, s := range w.Steps {
+		queueStep(b, w, s)
+	}
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		if pg.IsUniqueViolation(err, "workflows_transaction") {
+			return workflows.ErrTransactionTaken
+		}
+		return fmt.Errorf("insert workflow: %w", err)
+	}
+	return nil
+}
+
+// queueStep inserts a step, or updates what may change of it.
+func queueStep(b *pgx.Batch, w workflows.Workflow, s workflows.Step) {
+	b.Queue(`
+		INSERT INTO verification.workflow_steps (client_id, workflow_id, seq, id, channel, status, reason, verification_id,
+			charge_status, charged, balance_after, started_at, deadline, ended_at, country)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (client_id, workflow_id, seq) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,
+			verification_id = EXCLUDED.verification_id, charge_status = EXCLUDED.charge_status, charged = EXCLUDED.charged,
+			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at`,
+		w.ClientID, w.ID, s.Seq, s.ID, s.Channel, s.Status, nullString(s.Reason), nullString(s.VerificationID),
+		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country)
+}
+
+// LockWorkflow reads a client's workflow and its steps, holding the workflow's row until the
+// transaction ends.
+func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflows.Workflow, error) {
+	if _, err := uuidKey(id); err != nil {
+		return workflows.Workflow{}, err
+	}
+	var (
+		w                                      workflows.Workflow
+		pol                                    []byte
+		decidedBy, reason, stepID, keyID, txID *string
+		simAt, issued, expires, ended          *time.Time
+	)
+	err := st.db.QueryRow(ctx, `
+		SELECT client_id::text, id::text, number_sealed, number_hash, masked_number, country, locale, policy, status, decided_by,
+			reason, sim_swap, sim_checked_at, step_seq, code_step_id::text, code_key_id, code_hash, code_sealed, code_issued_at,
+			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text
+		FROM verification.workflows WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id).Scan(
+		&w.ClientID, &w.ID, &w.NumberSealed, &w.NumberHash, &w.Masked, &w.Country, &w.Locale, &pol, &w.Status, &decidedBy,
+		&reason, &w.SIMSwap, &simAt, &w.StepSeq, &stepID, &keyID, &w.Code.Hash, &w.Code.Sealed, &issued,
+		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workflows.Workflow{}, fault.ErrNotFound
+	}
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("lock workflow: %w", err)
+	}
+	if err := json.Unmarshal(pol, &w.Policy); err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow %s: policy: %w", id, err)
+	}
+	w.DecidedBy, w.Reason = workflows.Channel(deref(decidedBy)), deref(reason)
+	w.Code.StepID, w.Code.KeyID, w.TransactionID = deref(stepID), deref(keyID), deref(txID)
+	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
+	rows, err := st.db.Query(ctx, `
+		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at
+		FROM verification.workflow_steps WHERE client_id = $1 AND workflow_id = $2 ORDER BY seq`, clientID, id)
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
+	}
+	w.Steps, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (workflows.Step, error) {
+		var (
+			s             workflows.Step
+			reason, verID *string
+			end           *time.Time
+		)
+		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end)
+		s.Reason, s.VerificationID, s.Ended = deref(reason), deref(verID), derefTime(end)
+		return s, err
+	})
+	if err != nil {
+		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
+	}
+	return w, nil
+}
+
+// WorkflowOfTransaction is the id of a client's workflow of a browser transaction.
+func (st *Store) WorkflowOfTransaction(ctx context.Context, clientID, transactionID string) (string, error) {
+	var id string
+	err := st.db.QueryRow(ctx, `SELECT id::text FROM verification.workflows WHERE client_id = $1 AND transaction_id = $2`,
+		clientID, transactionID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("workflow of transaction: %w", err)
+	}
+	return id, nil
+}
+
+// SaveWorkflow writes what changed of a locked workflow: its columns and its steps.
+func (st *Store) SaveWorkflow(ctx context.Context, w workflows.Workflow) error {
+	pol, err := json.Marshal(w.Policy)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	// Steps first: the workflow's code_step_id may name a step inserted here.
+	for _, s := range w.Steps {
+		queueStep(b, w, s)
+	}
+	b.Queue(`
+		UPDATE verification.workflows SET policy = $3, status = $4, decided_by = $5, reason = $6, step_seq = $7,
+			code_step_id = $8, code_key_id = $9, code_hash = $10, code_sealed = $11, code_issued_at = $12, code_expires_at = $13,
+			attempts = $14, resends = $15, updated_at = $16, ended_at = $17
+		WHERE client_id = $1 AND id = $2`,
+		w.ClientID, w.ID, pol, w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.StepSeq,
+		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed, nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt),
+		w.Code.Attempts, w.Code.Resends, w.Updated, nullTime(w.Ended))
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("save workflow: %w", err)
+	}
+	return nil
+}
+
+// AddMessages maps the provider's message ids of an SMS step to it, and to its client for the
+// receipts that bring an id alone. A retried job's ids are kept once.
+func (st *Store) AddMessages(ctx context.Context, clientID, stepID string, providerIDs []string) error {
+	b := &pgx.Batch{}
+	expires := time.Now().Add(smsMessageLookupFor)
+	for _, id := range providerIDs {
+		b.Queue(insertLookupSQL+` ON CONFLICT (kind, key) DO NOTHING`, lookupSMSMessage, []byte(id), clientID, expires)
+		b.Queue(`INSERT INTO verification.workflow_messages (client_id, provider_id, step_id) VALUES ($1, $2, $3)
+			ON CONFLICT (client_id, provider_id) DO NOTHING`, clientID, id, stepID)
+	}
+	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("add sms messages: %w", err)
+	}
+	return nil
+}
+
+// FindMessage finds the client, workflow and step of a provider's message id.
+func (st *Store) FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error) {
+	err = st.db.QueryRow(ctx, `SELECT client_id::text FROM verification.client_lookups WHERE kind = $1 AND key = $2`,
+		lookupSMSMessage, []byte(providerID)).Scan(&clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("find sms message: %w", err)
+	}
+	err = st.db.QueryRow(ctx, `
+		SELECT s.workflow_id::text, s.id::text FROM verification.workflow_messages m
+		JOIN verification.workflow_steps s ON s.client_id = m.client_id AND s.id = m.step_id
+		WHERE m.client_id = $1 AND m.provider_id = $2`, clientID, providerID).Scan(&workflowID, &stepID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", "", fault.ErrNotFound
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("find sms message: %w", err)
+	}
+	return clientID, workflowID, stepID, nil
+}
+
+// DueWorkflows lists workflows of any client in progress with an open step past its deadline.
+// It crosses clients, so it reads without a lock: each workflow is then locked by its client.
+func (st *Store) DueWorkflows(ctx context.Context, before time.Time, limit int) ([]workflows.WorkflowRef, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT s.client_id::text, s.workflow_id::text FROM verification.workflow_steps s
+		JOIN verification.workflows w ON w.client_id = s.client_id AND w.id = s.workflow_id AND w.step_seq = s.seq
+		WHERE s.ended_at IS NULL AND s.deadline < $1 AND w.status = 'IN_PROGRESS'
+		ORDER BY s.deadline LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("due workflows: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workflows.WorkflowRef, error) {
+		var w workflows.WorkflowRef
+		return w, r.Scan(&w.ClientID, &w.ID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("due workflows: %w", err)
+	}
+	return out, nil
+}
+
+// StepUsage reads a client's workflow steps per UTC day of r (the day each started), channel,
+// country and status (workflows.UsageDimensions), with their settled charges, from the steps
+// themselves along the client's index by time.
+func (st *Store) StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT (started_at AT TIME ZONE 'UTC')::date::timestamp, channel, country, status, count(*),
+			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED'), 0)::bigint
+		FROM verification.workflow_steps
+		WHERE client_id = $1 AND started_at >= $2::date::timestamp AT TIME ZONE 'UTC' AND started_at < $3::date::timestamp AT TIME ZONE 'UTC'
+		GROUP BY 1, 2, 3, 4`, clientID, r.From, r.End())
+	if err != nil {
+		return nil, fmt.Errorf("workflow usage: %w", err)
+	}
+	var (
+		out                      []usage.Row
+		day                      time.Time
+		channel, country, status string
+		count, charged           int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&day, &channel, &country, &status, &count, &charged}, func() error {
+		out = append(out, usage.Row{Day: day, Values: []string{channel, country, status}, Count: count, Charged: charged})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("workflow usage: %w", err)
+	}
+	return out, nil
+}
+
+// EnqueueSMS queues a step's SMS job in the Store's transaction.
+func (st *Store) EnqueueSMS(ctx context.Context, job workflows.SMSJob) error {
+	return st.enqueue(ctx, []river.InsertManyParams{{Args: workflows.SMSArgs{SMSJob: job}}})
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

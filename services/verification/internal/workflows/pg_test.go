@@ -1,0 +1,949 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/jobs"
+	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/pg"
+	"github.com/mnvhq/mnv/services/platform/principal"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
+	"github.com/mnvhq/mnv/services/verification/internal/store"
+	"github.com/mnvhq/mnv/services/verification/internal/verificationtest"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
+)
+
+// ledger stands in for accounts' ledger (another service): a price per variant, once per
+// reference, refused when the balance is short, refunds by reference.
+type ledger struct {
+	mu       sync.Mutex
+	balance  int64
+	prices   map[string]int64 // by variant; "" the kind's
+	debits   map[string]int64 // reference → amount
+	refunded map[string]bool
+	calls    int
+	down     bool
+}
+
+func newLedger(balance int64) *ledger {
+	return &ledger{balance: balance, prices: map[string]int64{"": 2, "SMS_OTP:GB": 3}, debits: map[string]int64{}, refunded: map[string]bool{}}
+}
+
+func (l *ledger) Debit(_ context.Context, c money.Charge) (money.Charged, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.down {
+		return money.Charged{}, money.Unknown("debit", errors.New("connection refused"), true)
+	}
+	if c.Kind != money.KindVerificationStep || !strings.HasPrefix(c.Reference, "workflow-step:") {
+		return money.Charged{}, fmt.Errorf("unexpected charge %+v", c)
+	}
+	if a, ok := l.debits[c.Reference]; ok {
+		return money.Charged{Amount: a, BalanceAfter: l.balance, Replayed: true}, nil
+	}
+	price, ok := l.prices[c.Variant]
+	if !ok {
+		price = l.prices[""]
+	}
+	if l.balance < price {
+		return money.Charged{}, money.ErrInsufficientBalance
+	}
+	l.balance -= price
+	l.debits[c.Reference] = price
+	return money.Charged{EntryID: uuid.NewString(), Amount: price, BalanceAfter: l.balance}, nil
+}
+
+func (l *ledger) Refund(_ context.Context, r money.Refund) (money.Refunded, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.debits[r.Reference]
+	if !ok {
+		return money.Refunded{}, money.ErrNothingToRefund
+	}
+	if !l.refunded[r.Reference] {
+		l.refunded[r.Reference] = true
+		l.balance += a
+	}
+	return money.Refunded{Amount: a, BalanceAfter: l.balance}, nil
+}
+
+func (l *ledger) Balance(context.Context, string) (int64, error) { return l.balance, nil }
+
+// net is what the client paid in all: debits less refunds.
+func (l *ledger) net() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for ref, a := range l.debits {
+		if !l.refunded[ref] {
+			n += a
+		}
+	}
+	return n
+}
+
+// smsc stands in for an operator's SMS centre (an outside system): it keeps what it was sent,
+// once per message id, and refuses or fails on demand.
+type smsc struct {
+	mu     sync.Mutex
+	sent   map[string]workflows.Message
+	calls  int
+	refuse bool
+	fail   bool
+}
+
+func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	switch {
+	case s.refuse:
+		return nil, fmt.Errorf("submit_sm: ESME_RINVDSTADR: %w", workflows.ErrRefused)
+	case s.fail:
+		return nil, errors.New("connection reset")
+	}
+	if s.sent == nil {
+		s.sent = map[string]workflows.Message{}
+	}
+	s.sent[m.ID] = m
+	return []string{"smsc-" + m.ID}, nil
+}
+
+var codeRE = regexp.MustCompile(`^([0-9]{4,10}) `)
+
+// code is the code the SMSC received for a step.
+func (s *smsc) code(t *testing.T, stepID string) string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.sent[stepID]
+	if !ok {
+		t.Fatalf("no SMS sent for step %s", stepID)
+	}
+	c := codeRE.FindStringSubmatch(m.Text)
+	if c == nil {
+		t.Fatalf("no code in %q", m.Text)
+	}
+	return c[1]
+}
+
+type swapper struct {
+	swapped bool
+	err     error
+	asked   int
+}
+
+func (s *swapper) Check(context.Context, string, time.Duration) (bool, time.Time, error) {
+	s.asked++
+	return s.swapped, time.Now(), s.err
+}
+
+type guard struct{ refuse bool }
+
+func (g guard) Allow(context.Context, string, string, string) error {
+	if g.refuse {
+		return fault.New(fault.PermissionDenied, "premium prefix")
+	}
+	return nil
+}
+
+type env struct {
+	reg    *prometheus.Registry
+	pool   *pgxpool.Pool
+	svc    *workflows.Service
+	ledger *ledger
+	smsc   *smsc
+	logs   *bytes.Buffer
+	client string
+	now    time.Time
+	clock  sync.Mutex
+}
+
+const gbNumber = "+447400123456"
+
+func newEnv(t *testing.T, balance int64, ports workflows.Ports) *env {
+	t.Helper()
+	pool := verificationtest.Database(t, 8)
+	queue, err := jobs.New(pool, jobs.Options{Schema: "verification"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := verificationtest.NewKeys(t)
+	stores := pg.NewStores(pool, func(db pg.DB) workflows.Store { return store.New(db).WithJobs(queue) })
+	e := &env{pool: pool, ledger: newLedger(balance), logs: &bytes.Buffer{}, client: uuid.NewString(), now: time.Now().UTC()}
+	if ports.SMS == nil {
+		e.smsc = &smsc{}
+		ports.SMS = e.smsc
+	}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(e.logs), zap.DebugLevel)
+	e.reg = prometheus.NewRegistry()
+	m, err := workflows.NewMetrics(e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = workflows.New(stores.Pool(), stores, keys.Vault, keys.Keyring, e.ledger, ports, zap.New(core)).WithMetrics(m)
+	e.svc.Now = func() time.Time { e.clock.Lock(); defer e.clock.Unlock(); return e.now }
+	return e
+}
+
+func (e *env) advance(d time.Duration) { e.clock.Lock(); e.now = e.now.Add(d); e.clock.Unlock() }
+
+func (e *env) setPolicy(t *testing.T, j string) {
+	t.Helper()
+	p, err := workflows.ParsePolicy([]byte(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.SetPolicy(context.Background(), e.client, p, "key:test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) start(t *testing.T) workflows.Workflow {
+	t.Helper()
+	w, err := e.svc.Start(context.Background(), workflows.StartRequest{ClientID: e.client, MobileNumber: gbNumber, Locale: "en-GB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// work runs the SMS jobs waiting in River's table, as the worker would, each twice (River runs
+// a job at least once): it answers the step ids worked.
+func (e *env) work(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := e.pool.Query(ctx, `SELECT id, args FROM verification.river_job WHERE kind = $1 AND state = 'available' ORDER BY id`, workflows.SMSKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		id   int64
+		args []byte
+	}
+	var js []job
+	for rows.Next() {
+		var j job
+		if err := rows.Scan(&j.id, &j.args); err != nil {
+			t.Fatal(err)
+		}
+		js = append(js, j)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, j := range js {
+		var a workflows.SMSArgs
+		if err := json.Unmarshal(j.args, &a); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
+				t.Fatalf("SendSMS: %v", err)
+			}
+		}
+		if _, err := e.pool.Exec(ctx, `UPDATE verification.river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, j.id); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, a.StepID)
+	}
+	return steps
+}
+
+func (e *env) get(t *testing.T, id string) workflows.Workflow {
+	t.Helper()
+	w, err := e.svc.Get(context.Background(), e.client, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env) check(t *testing.T, id, code string) (workflows.Workflow, error) {
+	t.Helper()
+	return e.svc.CheckCode(context.Background(), e.client, id, code)
+}
+
+// eventTypes lists the events written for the client, in order, with their data.
+func (e *env) events(t *testing.T) []string {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `SELECT args::text FROM verification.river_job WHERE kind = 'event.forward' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func wrong(code string) string {
+	b := []byte(code)
+	b[0] = '0' + (b[0]-'0'+1)%10
+	return string(b)
+}
+
+func steps(w workflows.Workflow) string {
+	var b strings.Builder
+	for _, s := range w.Steps {
+		fmt.Fprintf(&b, "%s:%s ", s.Channel, s.Status)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestWiFiUserFallsBackToSMS: the silent step undetermined (a phone on Wi-Fi), an SMS is
+// queued, sent once, delivered, a wrong code costs an attempt, the right one verifies; one
+// charge for the one SMS, the code in no log, event, job argument or stored column.
+func TestWiFiUserFallsBackToSMS(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	w := e.start(t)
+	if w.Status != workflows.InProgress || steps(w) != "SILENT:PENDING" || w.Country != "GB" || w.Masked != "+4474******56" {
+		t.Fatalf("started %+v", w)
+	}
+	w, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: "UNDETERMINED", Reason: "NO_NETWORK_IDENTITY", VerificationID: uuid.NewString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps(w) != "SILENT:UNDETERMINED SMS_OTP:QUEUED" || w.Status != workflows.InProgress {
+		t.Fatalf("after the silent step: %s %s", steps(w), w.Status)
+	}
+	worked := e.work(t)
+	if len(worked) != 1 || e.smsc.calls != 1 {
+		t.Fatalf("jobs %v, SMSC called %d times; want one job, one send", worked, e.smsc.calls)
+	}
+	sms := e.smsc.sent[worked[0]]
+	if sms.To != gbNumber || sms.ID != worked[0] {
+		t.Fatalf("sent %+v", sms)
+	}
+	code := e.smsc.code(t, worked[0])
+	if len(code) != 6 {
+		t.Fatalf("code of %d digits", len(code))
+	}
+	w = e.get(t, w.ID)
+	if steps(w) != "SILENT:UNDETERMINED SMS_OTP:SENT" || w.Charged() != 3 {
+		t.Fatalf("after the send: %s, charged %d", steps(w), w.Charged())
+	}
+	var sealed []byte
+	if err := e.pool.QueryRow(ctx, `SELECT code_sealed FROM verification.workflows WHERE client_id = $1 AND id = $2`, e.client, w.ID).Scan(&sealed); err != nil || sealed != nil {
+		t.Fatalf("the sealed code stayed after the send (%v)", err)
+	}
+	if err := e.svc.Receipt(ctx, "smsc-"+worked[0], workflows.ReceiptDelivered); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Receipt(ctx, "smsc-unknown", workflows.ReceiptDelivered); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("receipt of an unknown message: %v", err)
+	}
+	w, err = e.check(t, w.ID, wrong(code))
+	if err != nil || w.Status != workflows.InProgress || w.AttemptsLeft() != 4 || steps(w) != "SILENT:UNDETERMINED SMS_OTP:DELIVERED" {
+		t.Fatalf("wrong code: %v %s %d %s", err, w.Status, w.AttemptsLeft(), steps(w))
+	}
+	w, err = e.check(t, w.ID, code)
+	if err != nil || w.Status != workflows.Verified || w.DecidedBy != workflows.SMSOTP || w.Reason != workflows.ReasonCodeMatched {
+		t.Fatalf("right code: %v %+v", err, w)
+	}
+	// Single use: the same code again finds the workflow final.
+	if _, err := e.check(t, w.ID, code); fault.Find(err, fault.Conflict) == nil {
+		t.Fatalf("the code checked twice: %v", err)
+	}
+	if e.ledger.calls != 1 || e.ledger.net() != 3 || w.Charged() != 3 {
+		t.Fatalf("debits %d, paid %d, workflow charged %d; want one debit of 3", e.ledger.calls, e.ledger.net(), w.Charged())
+	}
+	evs := e.events(t)
+	var types []string
+	for _, ev := range evs {
+		var a outbox.Args
+		if err := json.Unmarshal([]byte(ev), &a); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range a.Events {
+			var data map[string]any
+			if err := json.Unmarshal([]byte(x.Data), &data); err != nil {
+				t.Fatal(err)
+			}
+			types = append(types, x.Type+":"+fmt.Sprint(data["status"]))
+		}
+	}
+	want := "verification.step:PENDING verification.step:UNDETERMINED verification.step:QUEUED verification.step:SENT verification.step:DELIVERED verification.step:VERIFIED verification.workflow.completed:VERIFIED"
+	if strings.Join(types, " ") != want {
+		t.Errorf("events:\n%s\nwant\n%s", strings.Join(types, " "), want)
+	}
+	series := metricstest.Gather(t, e.reg)
+	for name, want := range map[string]float64{
+		`mnv_verification_workflow_steps_total{channel=SMS_OTP,status=VERIFIED}`:    1,
+		`mnv_verification_workflow_steps_total{channel=SILENT,status=UNDETERMINED}`: 1,
+		`mnv_verification_workflow_steps_total{channel=SMS_OTP,status=SENT}`:        1,
+		`mnv_verification_workflows_total{decided_by=SMS_OTP,status=VERIFIED}`:      1,
+		`mnv_verification_workflow_sms_total{outcome=sent}`:                         1,
+		`mnv_verification_workflow_code_checks_total{outcome=mismatch}`:             1,
+		`mnv_verification_workflow_code_checks_total{outcome=matched}`:              1,
+	} {
+		if series[name] != want {
+			t.Errorf("%s = %v, want %v", name, series[name], want)
+		}
+	}
+	// The code in nothing kept or logged: logs, events, job arguments, the stored columns.
+	var rows strings.Builder
+	for _, q := range []string{
+		`SELECT coalesce(string_agg(args::text, ' '), '') FROM verification.river_job`,
+		`SELECT coalesce(string_agg(w::text, ' '), '') FROM verification.workflows w`,
+		`SELECT coalesce(string_agg(s::text, ' '), '') FROM verification.workflow_steps s`,
+	} {
+		var s string
+		if err := e.pool.QueryRow(ctx, q).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		rows.WriteString(s)
+	}
+	answer, _ := json.Marshal(w)
+	for what, text := range map[string]string{"logs": e.logs.String(), "database": rows.String(), "answer": string(answer)} {
+		if strings.Contains(text, code) {
+			t.Errorf("the code %s appears in the %s", "[code]", what)
+		}
+	}
+}
+
+// TestCodeNeverLogged: a whole workflow with a provider that fails, refuses and logs, at debug
+// level, leaves no code in zap's output.
+func TestCodeNeverLogged(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"resendCooldownSeconds":0}`)
+	w := e.start(t)
+	e.smsc.fail = true
+	ctx := context.Background()
+	rows, _ := e.pool.Query(ctx, `SELECT args FROM verification.river_job WHERE kind = $1`, workflows.SMSKind)
+	var args [][]byte
+	for rows.Next() {
+		var a []byte
+		_ = rows.Scan(&a)
+		args = append(args, a)
+	}
+	var a workflows.SMSArgs
+	_ = json.Unmarshal(args[0], &a)
+	if err := e.svc.SendSMS(ctx, a.SMSJob); err == nil {
+		t.Fatal("a failing SMSC did not fail the job")
+	}
+	e.smsc.fail = false
+	if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
+		t.Fatal(err)
+	}
+	code := e.smsc.code(t, a.StepID)
+	for range 3 {
+		_, _ = e.check(t, w.ID, wrong(code))
+	}
+	if _, err := e.svc.Resend(ctx, e.client, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.smsc.refuse = true
+	e.work(t)
+	if !strings.Contains(e.logs.String(), "sms refused") {
+		t.Fatalf("nothing logged, the test proves nothing:\n%s", e.logs.String())
+	}
+	if strings.Contains(e.logs.String(), code) {
+		t.Fatalf("the code was logged:\n%s", e.logs.String())
+	}
+}
+
+// TestBruteForceFails: N wrong codes fail the workflow; the right code after that is refused.
+func TestBruteForceFails(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"maxAttempts":3,"codeLength":4}`)
+	w := e.start(t)
+	if steps(w) != "SMS_OTP:QUEUED" {
+		t.Fatalf("started %s", steps(w))
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	for i := range 3 {
+		got, err := e.check(t, w.ID, wrong(code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 && got.Status != workflows.InProgress || i == 2 && (got.Status != workflows.Failed || got.Reason != workflows.ReasonTooManyAttempts) {
+			t.Fatalf("attempt %d: %s %s", i+1, got.Status, got.Reason)
+		}
+	}
+	if _, err := e.check(t, w.ID, code); fault.Find(err, fault.Conflict) == nil {
+		t.Fatalf("the right code after the last attempt: %v", err)
+	}
+	if _, err := e.svc.Resend(context.Background(), e.client, w.ID); fault.Find(err, fault.Conflict) == nil {
+		t.Fatalf("a resend of a failed workflow: %v", err)
+	}
+	// Malformed input counts as an attempt like any wrong code.
+	w2 := e.start(t)
+	e.work(t)
+	if _, err := e.check(t, w2.ID, ""); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("an empty code: %v", err)
+	}
+	for _, typed := range []string{"1", "12", "abcd"} {
+		if _, err := e.check(t, w2.ID, typed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.get(t, w2.ID); got.Status != workflows.Failed {
+		t.Fatalf("after 3 malformed codes: %s", got.Status)
+	}
+}
+
+// TestConcurrentChecks: two checks of the right code at once, one success; many wrong codes at
+// once, every one counted.
+func TestConcurrentChecks(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"maxAttempts":10}`)
+	for round := range 5 {
+		w := e.start(t)
+		code := e.smsc.code(t, e.work(t)[0])
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = e.check(t, w.ID, code)
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			} else if fault.Find(err, fault.Conflict) == nil {
+				t.Fatal(err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d checks of one code succeeded (%v)", round, ok, errs)
+		}
+	}
+	w := e.start(t)
+	code := e.smsc.code(t, e.work(t)[0])
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.check(t, w.ID, wrong(code)); err != nil && fault.Find(err, fault.Conflict) == nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got := e.get(t, w.ID)
+	if got.Status != workflows.Failed || got.Code.Attempts != 10 {
+		t.Fatalf("10 concurrent wrong codes: %s after %d attempts", got.Status, got.Code.Attempts)
+	}
+}
+
+// TestResend: the cooldown answers 429 with the time left; a resend makes a new code and the
+// old one stops matching; attempts are not reset; the cap answers 409.
+func TestResend(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"resendCooldownSeconds":30,"maxResends":1}`)
+	ctx := context.Background()
+	w := e.start(t)
+	first := e.smsc.code(t, e.work(t)[0])
+	if _, err := e.check(t, w.ID, wrong(first)); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(10 * time.Second)
+	_, err := e.svc.Resend(ctx, e.client, w.ID)
+	if f := fault.Find(err, fault.RateLimited); f == nil || f.RetryAfter != 20*time.Second {
+		t.Fatalf("resend in the cooldown: %v", err)
+	}
+	e.advance(20 * time.Second)
+	w, err = e.svc.Resend(ctx, e.client, w.ID)
+	if err != nil || w.ResendsLeft() != 0 || w.Code.Attempts != 1 {
+		t.Fatalf("resend: %v, %d left, %d attempts", err, w.ResendsLeft(), w.Code.Attempts)
+	}
+	second := e.smsc.code(t, e.work(t)[0])
+	e.advance(time.Minute)
+	if _, err := e.svc.Resend(ctx, e.client, w.ID); fault.Find(err, fault.Conflict) == nil {
+		t.Fatalf("resend past the cap: %v", err)
+	}
+	if first != second {
+		if got, _ := e.check(t, w.ID, first); got.Status != workflows.InProgress {
+			t.Fatalf("the replaced code: %s", got.Status)
+		}
+	}
+	if got, err := e.check(t, w.ID, second); err != nil || got.Status != workflows.Verified {
+		t.Fatalf("the new code: %v %s", err, got.Status)
+	}
+	if e.ledger.calls != 2 || e.ledger.net() != 6 {
+		t.Fatalf("two SMS, %d debits, paid %d", e.ledger.calls, e.ledger.net())
+	}
+}
+
+// TestResendBeforeTheFirstWasSent: the first job, run after a resend replaced its code, sends
+// nothing and charges nothing.
+func TestResendBeforeTheFirstWasSent(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"resendCooldownSeconds":0}`)
+	w := e.start(t)
+	if _, err := e.svc.Resend(context.Background(), e.client, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if worked := e.work(t); len(worked) != 2 || e.smsc.calls != 1 || e.ledger.calls != 1 {
+		t.Fatalf("%d jobs, %d sends, %d debits; want 2, 1, 1", len(worked), e.smsc.calls, e.ledger.calls)
+	}
+	if got := steps(e.get(t, w.ID)); got != "SMS_OTP:SUPERSEDED SMS_OTP:SENT" {
+		t.Fatalf("steps %s", got)
+	}
+}
+
+// TestRefusedSMSCostsNothing: an SMS the SMSC refuses is refunded and fails the workflow.
+func TestRefusedSMSCostsNothing(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	e.smsc.refuse = true
+	w := e.start(t)
+	e.work(t)
+	w = e.get(t, w.ID)
+	if w.Status != workflows.Failed || w.Reason != workflows.ReasonUndeliverable || steps(w) != "SMS_OTP:UNDELIVERABLE" ||
+		w.Steps[0].ChargeStatus != workflows.ChargeVoided || w.Charged() != 0 {
+		t.Fatalf("refused: %s %s %s %s %d", w.Status, w.Reason, steps(w), w.Steps[0].ChargeStatus, w.Charged())
+	}
+	if e.ledger.net() != 0 || e.ledger.balance != 100 {
+		t.Fatalf("paid %d, balance %d", e.ledger.net(), e.ledger.balance)
+	}
+}
+
+// TestChargeRefusedSendsNothing: a balance too low ends the step REJECTED, nothing sent; with
+// accounts away the job retries and sends once it is back, charged once.
+func TestChargeRefusedSendsNothing(t *testing.T) {
+	e := newEnv(t, 1, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	w := e.start(t)
+	e.work(t)
+	w = e.get(t, w.ID)
+	if e.smsc.calls != 0 || w.Status != workflows.Failed || w.Reason != "INSUFFICIENT_BALANCE" || steps(w) != "SMS_OTP:REJECTED" {
+		t.Fatalf("refused charge: %d sends, %s %s %s", e.smsc.calls, w.Status, w.Reason, steps(w))
+	}
+
+	e2 := newEnv(t, 100, workflows.Ports{})
+	e2.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	w = e2.start(t)
+	var a workflows.SMSArgs
+	if err := e2.pool.QueryRow(context.Background(), `SELECT args FROM verification.river_job WHERE kind = $1`, workflows.SMSKind).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	e2.ledger.down = true
+	if err := e2.svc.SendSMS(context.Background(), a.SMSJob); !errors.Is(err, fault.ErrUnavailable) || e2.smsc.calls != 0 {
+		t.Fatalf("accounts away: %v, %d sends", err, e2.smsc.calls)
+	}
+	e2.ledger.down = false
+	e2.work(t)
+	if e2.smsc.calls != 1 || e2.ledger.net() != 3 || e2.get(t, w.ID).Charged() != 3 {
+		t.Fatalf("after accounts came back: %d sends, paid %d", e2.smsc.calls, e2.ledger.net())
+	}
+}
+
+// TestTimeouts: a silent step past its timeout moves on when the workflow is read; an expired
+// code expires the workflow; an SMS step past its timeout expires it.
+func TestTimeouts(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"silentTimeoutSeconds":10,"codeTtlSeconds":60,"smsTimeoutSeconds":120}`)
+	w := e.start(t)
+	e.advance(11 * time.Second)
+	if got := steps(e.get(t, w.ID)); got != "SILENT:TIMED_OUT SMS_OTP:QUEUED" {
+		t.Fatalf("after the silent timeout: %s", got)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	e.advance(61 * time.Second)
+	got, err := e.check(t, w.ID, code)
+	if err != nil || got.Status != workflows.Expired || got.Reason != workflows.ReasonCodeExpired {
+		t.Fatalf("an expired code: %v %s %s", err, got.Status, got.Reason)
+	}
+
+	w = e.start(t)
+	e.advance(11 * time.Second)
+	e.get(t, w.ID)
+	e.work(t)
+	e.advance(121 * time.Second)
+	if got := e.get(t, w.ID); got.Status != workflows.Expired || got.Reason != workflows.ReasonStepTimedOut {
+		t.Fatalf("after the SMS timeout: %s %s", got.Status, got.Reason)
+	}
+}
+
+// TestSweep: deadlines pass with nobody reading the workflow; the sweep moves them on and
+// expires them, with their events, and leaves the others.
+func TestSweep(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"silentTimeoutSeconds":10,"smsTimeoutSeconds":120}`)
+	ctx := context.Background()
+	w := e.start(t)
+	done := e.start(t)
+	if _, err := e.svc.SilentResult(ctx, e.client, done.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("nothing due: %d %v", n, err)
+	}
+	e.advance(11 * time.Second)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("the silent step due: %d %v", n, err)
+	}
+	if got := steps(e.get(t, w.ID)); got != "SILENT:TIMED_OUT SMS_OTP:QUEUED" {
+		t.Fatalf("after the sweep: %s", got)
+	}
+	e.work(t)
+	e.advance(121 * time.Second)
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("the SMS step due: %d %v", n, err)
+	}
+	if n, err := e.svc.SweepOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("swept twice: %d %v", n, err)
+	}
+	got := e.get(t, w.ID)
+	if got.Status != workflows.Expired || got.Reason != workflows.ReasonStepTimedOut {
+		t.Fatalf("after the SMS timeout: %s %s", got.Status, got.Reason)
+	}
+	completed := 0
+	for _, ev := range e.events(t) {
+		completed += strings.Count(ev, `verification.workflow.completed`)
+	}
+	if completed != 2 {
+		t.Fatalf("%d completed events, want 2 (one verified, one expired)", completed)
+	}
+}
+
+// TestUsage: a client's steps per day by channel, country and status, with the settled
+// charges; another client's are not counted.
+func TestUsage(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	w := e.start(t) // SILENT, then SMS
+	if _, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: "UNDETERMINED"}); err != nil {
+		t.Fatal(err)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	if _, err := e.check(t, w.ID, code); err != nil {
+		t.Fatal(err)
+	}
+	v := e.start(t)
+	if _, err := e.svc.SilentResult(ctx, e.client, v.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: uuid.NewString(), MobileNumber: gbNumber}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Usage(ctx, e.client, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range rep.Totals.Breakdowns {
+		for _, k := range b.Buckets {
+			got[b.Dimension+"="+k.Value] = fmt.Sprintf("%d/%d", k.Count, k.Charged)
+		}
+	}
+	want := map[string]string{
+		"channel=SILENT": "2/0", "channel=SMS_OTP": "1/3", "country=GB": "3/3",
+		"status=UNDETERMINED": "1/0", "status=VERIFIED": "2/3",
+	}
+	if rep.Totals.Count != 3 || rep.Totals.Charged != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("usage: %d steps, %d charged, %v; want 3, 3, %v", rep.Totals.Count, rep.Totals.Charged, got, want)
+	}
+	if last := rep.Days[len(rep.Days)-1]; last.Count != 3 {
+		t.Fatalf("today: %d steps", last.Count)
+	}
+	if _, err := e.svc.Usage(ctx, e.client, ptrS("2026-02-01"), ptrS("2025-01-01")); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("a reversed range: %v", err)
+	}
+}
+
+func ptrS(s string) *string { return &s }
+
+// TestTransactionPage: a workflow started for a browser transaction takes its code by the
+// transaction; one workflow per transaction; another client's transaction is unknown.
+func TestTransactionPage(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	ctx := context.Background()
+	open := func(clientID string) string {
+		tr, err := store.New(e.pool).InsertTransaction(ctx, domain.Transaction{ID: uuid.NewString(), ClientID: clientID, ServiceCode: "VERIFY", MetadataID: "m",
+			Features: []string{"VERIFY"}, Operators: principal.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.ID
+	}
+	tr, foreign := open(e.client), open(uuid.NewString())
+	start := func(tx string) (workflows.Workflow, error) {
+		return e.svc.Start(ctx, workflows.StartRequest{ClientID: e.client, MobileNumber: gbNumber, TransactionID: &tx})
+	}
+	for _, bad := range []string{foreign, uuid.NewString(), "nope"} {
+		if _, err := start(bad); fault.Find(err, fault.InvalidArgument) == nil || fault.Find(err, fault.InvalidArgument).Field != "transactionId" {
+			t.Fatalf("start for transaction %s: %v, want 400 on transactionId", bad, err)
+		}
+	}
+	w, err := start(tr)
+	if err != nil || w.TransactionID != tr {
+		t.Fatalf("start: %v %q", err, w.TransactionID)
+	}
+	if _, err := start(tr); !errors.Is(err, workflows.ErrTransactionTaken) {
+		t.Fatalf("a second workflow for the transaction: %v", err)
+	}
+	if got := e.get(t, w.ID); got.TransactionID != tr {
+		t.Fatalf("stored transaction %q", got.TransactionID)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	if _, err := e.svc.CheckCodeOfTransaction(ctx, e.client, foreign, code); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("by another transaction: %v", err)
+	}
+	got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, wrong(code))
+	if err != nil || got.Status != workflows.InProgress || got.AttemptsLeft() != 4 {
+		t.Fatalf("a wrong code on the page: %v %s %d", err, got.Status, got.AttemptsLeft())
+	}
+	if got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, code); err != nil || got.Status != workflows.Verified {
+		t.Fatalf("the code on the page: %v %s", err, got.Status)
+	}
+}
+
+// TestSilentDecides: the network's answer decides when it is definite, free of any SMS.
+func TestSilentDecides(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	for status, want := range map[string]workflows.Status{"VERIFIED": workflows.Verified, "NOT_VERIFIED": workflows.NotVerified} {
+		w := e.start(t)
+		got, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: status})
+		if err != nil || got.Status != want || got.DecidedBy != workflows.Silent {
+			t.Fatalf("%s: %v %s %s", status, err, got.Status, got.DecidedBy)
+		}
+		if _, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: status}); fault.Find(err, fault.Conflict) == nil {
+			t.Fatalf("a second silent outcome: %v", err)
+		}
+	}
+	if len(e.work(t)) != 0 || e.ledger.calls != 0 {
+		t.Fatal("an SMS for a workflow the network decided")
+	}
+}
+
+// TestForeignWorkflowIsNotFound: another client's workflow id is 404 on every route.
+func TestForeignWorkflowIsNotFound(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	w := e.start(t)
+	other := uuid.NewString()
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"get":    func() error { _, err := e.svc.Get(ctx, other, w.ID); return err },
+		"check":  func() error { _, err := e.svc.CheckCode(ctx, other, w.ID, "123456"); return err },
+		"resend": func() error { _, err := e.svc.Resend(ctx, other, w.ID); return err },
+		"silent": func() error {
+			_, err := e.svc.SilentResult(ctx, other, w.ID, workflows.SilentOutcome{Status: "VERIFIED"})
+			return err
+		},
+		"malformed id": func() error { _, err := e.svc.Get(ctx, e.client, "nope"); return err },
+	} {
+		if err := call(); !errors.Is(err, fault.ErrNotFound) {
+			t.Errorf("%s: %v, want 404", name, err)
+		}
+	}
+	if got := e.get(t, w.ID); got.Status != workflows.InProgress || steps(got) != "SILENT:PENDING" {
+		t.Fatalf("the owner's workflow changed: %s", steps(got))
+	}
+}
+
+// TestSIMSwapAndGuard: the policy's SIM-swap modes and the pumping guard.
+func TestSIMSwapAndGuard(t *testing.T) {
+	cases := []struct {
+		name, policy string
+		swap         *swapper
+		guard        workflows.PumpingGuard
+		wantStatus   workflows.Status
+		wantReason   string
+		wantSteps    string
+		wantSIM      workflows.SIMSwapResult
+	}{
+		{"block, swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonSIMSwapped, "", workflows.SIMSwapped},
+		{"block, not swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotSwapped},
+		{"fallback, swapped: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMSwapped},
+		{"report, swapped", `{"simSwap":{"mode":"REPORT"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMSwapped},
+		{"block, operator away", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
+		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
+		{"off: never asked", `{}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotChecked},
+		{"swapped, only the silent channel", `{"channels":["SILENT"],"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonNoChannelLeft, "", workflows.SIMSwapped},
+		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: true}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SIMNotChecked},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ports := workflows.Ports{Guard: tc.guard}
+			if tc.swap != nil {
+				ports.SIMSwap = tc.swap
+			}
+			e := newEnv(t, 100, ports)
+			e.setPolicy(t, tc.policy)
+			w := e.start(t)
+			if w.Status != tc.wantStatus || w.Reason != tc.wantReason || steps(w) != tc.wantSteps || w.SIMSwap != tc.wantSIM {
+				t.Fatalf("got %s %q [%s] %s", w.Status, w.Reason, steps(w), w.SIMSwap)
+			}
+			if got := e.get(t, w.ID); got.Status != w.Status || got.SIMSwap != w.SIMSwap {
+				t.Fatalf("stored %s %s", got.Status, got.SIMSwap)
+			}
+			if tc.guard != nil && (len(e.work(t)) != 0 || e.ledger.calls != 0) {
+				t.Fatal("a blocked SMS was queued or charged")
+			}
+		})
+	}
+}
+
+// TestPolicyStoredAndResolved: a policy is validated before it is stored, read back as written,
+// and a workflow takes its number's country's override.
+func TestPolicyStoredAndResolved(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	if p, err := e.svc.Policy(ctx, e.client); err != nil || p.Channels != nil {
+		t.Fatalf("no policy: %+v %v", p, err)
+	}
+	bad, _ := workflows.ParsePolicy([]byte(`{"codeLength":12}`))
+	if _, err := e.svc.SetPolicy(ctx, e.client, bad, "key:x"); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("an invalid policy stored: %v", err)
+	}
+	e.setPolicy(t, `{"codeLength":8,"countries":{"GB":{"channels":["SMS_OTP"],"codeLength":5}}}`)
+	p, err := e.svc.Policy(ctx, e.client)
+	if err != nil || *p.CodeLength != 8 || *p.Countries["GB"].CodeLength != 5 {
+		t.Fatalf("read back %+v %v", p, err)
+	}
+	w := e.start(t)
+	if steps(w) != "SMS_OTP:QUEUED" || w.Policy.CodeLength != 5 {
+		t.Fatalf("GB workflow: %s, code length %d", steps(w), w.Policy.CodeLength)
+	}
+	if code := e.smsc.code(t, e.work(t)[0]); len(code) != 5 {
+		t.Fatalf("code of %d digits", len(code))
+	}
+	// An edit applies to the next workflows only.
+	e.setPolicy(t, `{"codeLength":4}`)
+	if got := e.get(t, w.ID); got.Policy.CodeLength != 5 {
+		t.Fatal("an edit changed a running workflow")
+	}
+	// Another client reads its own (none).
+	if p, _ := e.svc.Policy(ctx, uuid.NewString()); p.CodeLength != nil {
+		t.Fatal("another client's policy read")
+	}
+	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: e.client, MobileNumber: "07700900123"}); fault.Find(err, fault.InvalidArgument) == nil {
+		t.Fatalf("a national number started: %v", err)
+	}
+}

@@ -1,0 +1,50 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Message is one SMS for the provider to send.
+type Message struct {
+	// ID is our message id (the step's id): the provider's dedupe key, so a job retried after a
+	// crash between the send and its record does not send twice.
+	ID     string
+	To     string // E.164
+	Text   string
+	Locale string
+}
+
+// ErrRefused is what SMSProvider.Send wraps when the SMS centre refused the message for good
+// (an invalid destination, a barred number): the step is UNDELIVERABLE and its charge refunded.
+// Any other error is unknown (the message may or may not have gone) and the send is retried
+// under the same message id.
+var ErrRefused = errors.New("sms refused by the provider")
+
+// SMSProvider sends SMS (the SMPP client is one adapter; a voice, WhatsApp or HTTP aggregator
+// channel is another). Send answers the provider's ids of the message (one per part of a
+// concatenated message); a delivery receipt names one of them (Service.Receipt).
+type SMSProvider interface {
+	Send(ctx context.Context, m Message) (providerIDs []string, err error)
+}
+
+// Receipt statuses: what a delivery receipt says of a message.
+const (
+	ReceiptDelivered     = "DELIVERED"
+	ReceiptUndeliverable = "UNDELIVERABLE"
+)
+
+// SIMSwapChecker asks the number's operator whether its SIM changed within maxAge (CAMARA SIM Swap).
+// It is asked only when the policy's SIM-swap mode is not OFF; a nil one is "not
+// configured", treated as a check that could not be made.
+type SIMSwapChecker interface {
+	Check(ctx context.Context, number string, maxAge time.Duration) (swapped bool, checkedAt time.Time, err error)
+}
+
+// PumpingGuard decides whether an SMS to number may be sent for client (SMS pumping: premium
+// prefixes, velocity, the client's country allow-list and daily cap). A refusal blocks the step,
+// free. Nil allows every SMS.
+type PumpingGuard interface {
+	Allow(ctx context.Context, clientID, number, country string) error
+}

@@ -1,0 +1,742 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/crypto"
+	"github.com/mnvhq/mnv/services/platform/events"
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/money"
+	"github.com/mnvhq/mnv/services/platform/phone"
+	"github.com/mnvhq/mnv/services/platform/usage"
+	"github.com/mnvhq/mnv/services/verification/internal/otp"
+)
+
+// Store is what workflows need of the service's storage.
+type Store interface {
+	// GetPolicy reads a client's policy; false when it never set one.
+	GetPolicy(ctx context.Context, clientID string) (Policy, bool, error)
+	// PutPolicy writes a client's policy (validated), by a credential (Principal.Credential()).
+	PutPolicy(ctx context.Context, clientID string, p Policy, by string) error
+	// TransactionClient is the client of a browser transaction; fault.ErrNotFound for none.
+	TransactionClient(ctx context.Context, transactionID string) (string, error)
+	// WorkflowOfTransaction is the id of a client's workflow of a browser transaction;
+	// fault.ErrNotFound for none.
+	WorkflowOfTransaction(ctx context.Context, clientID, transactionID string) (string, error)
+	// InsertWorkflow writes a new workflow and its steps; ErrTransactionTaken when its browser
+	// transaction has one already.
+	InsertWorkflow(ctx context.Context, w Workflow) error
+	// LockWorkflow reads a client's workflow with its steps and holds its row until the
+	// transaction ends; fault.ErrNotFound for none (another client's included).
+	LockWorkflow(ctx context.Context, clientID, id string) (Workflow, error)
+	// SaveWorkflow writes what a transaction changed of a locked workflow: its own columns,
+	// and each step (inserted when new, updated otherwise).
+	SaveWorkflow(ctx context.Context, w Workflow) error
+	// AddMessages maps the provider's message ids of an SMS step to it (and to its client, for
+	// the receipts that name them alone).
+	AddMessages(ctx context.Context, clientID, stepID string, providerIDs []string) error
+	// FindMessage finds the client, workflow and step of a provider's message id;
+	// fault.ErrNotFound for none.
+	FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error)
+	// DueWorkflows lists up to limit workflows, of any client, in progress with a step not
+	// ended whose deadline is before before; read without a lock (each is then locked by its
+	// client and checked again).
+	DueWorkflows(ctx context.Context, before time.Time, limit int) ([]WorkflowRef, error)
+	// StepUsage reads a client's steps per day of r and UsageDimensions.
+	StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error)
+	// EnqueueSMS queues the SMS job of a step in the transaction.
+	EnqueueSMS(ctx context.Context, job SMSJob) error
+	// Emit writes events in the transaction (refused outside one).
+	Emit(ctx context.Context, evs ...events.Event) error
+}
+
+// Tx runs a function with the store inside one transaction.
+type Tx interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, st Store) error) error
+}
+
+// WorkflowRef names a workflow.
+type WorkflowRef struct{ ClientID, ID string }
+
+// SMSJob is the SMS job's arguments: a step to send, nothing else (the number and the code are
+// read from the workflow's row, so no job argument ever holds either).
+type SMSJob struct {
+	ClientID   string `json:"clientId"`
+	WorkflowID string `json:"workflowId"`
+	StepID     string `json:"stepId"`
+}
+
+// Ports are the channels' adapters; nil SIMSwap and Guard mean not configured and allow-all.
+type Ports struct {
+	SMS     SMSProvider
+	SIMSwap SIMSwapChecker
+	Guard   PumpingGuard
+}
+
+// Service runs workflows.
+type Service struct {
+	st      Store
+	tx      Tx
+	vault   *phone.Vault
+	keyring *crypto.Keyring
+	hasher  *otp.Hasher
+	ports   Ports
+	ledger  money.Ledger
+	metrics *Metrics
+	log     *zap.Logger
+	// Now is the clock (tests move it).
+	Now func() time.Time
+}
+
+// New returns a Service. keyring is the service's data keyring: it seals a code for its
+// sender and derives the key of the codes' hashes.
+func New(st Store, tx Tx, vault *phone.Vault, keyring *crypto.Keyring, ledger money.Ledger, ports Ports, log *zap.Logger) *Service {
+	return &Service{st: st, tx: tx, vault: vault, keyring: keyring, hasher: otp.NewHasher(keyring), ports: ports, ledger: ledger, log: log, Now: time.Now}
+}
+
+// WithMetrics returns s counting into m.
+func (s *Service) WithMetrics(m *Metrics) *Service {
+	c := *s
+	c.metrics = m
+	return &c
+}
+
+const table = "workflows"
+
+// now is the clock at PostgreSQL's precision, so a time kept in memory and the same time read
+// back agree.
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// Policy is the client's policy as written, or the defaults' empty policy.
+func (s *Service) Policy(ctx context.Context, clientID string) (Policy, error) {
+	p, _, err := s.st.GetPolicy(ctx, clientID)
+	return p, err
+}
+
+// SetPolicy validates and stores a client's policy; by names the credential that wrote it.
+func (s *Service) SetPolicy(ctx context.Context, clientID string, p Policy, by string) (Policy, error) {
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	if err := s.st.PutPolicy(ctx, clientID, p, by); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// StartRequest starts a workflow.
+type StartRequest struct {
+	ClientID     string
+	MobileNumber string
+	Locale       string
+	// TransactionID, when set, is a browser transaction of the client whose page may check
+	// the code (CheckCodeOfTransaction).
+	TransactionID *string
+}
+
+// ErrTransactionTaken is a start naming a browser transaction that has a workflow already.
+var ErrTransactionTaken = fault.New(fault.Conflict, "this browser transaction has a workflow already")
+
+// errNotATransaction is a start naming a transaction that is not one of the client's.
+var errNotATransaction = fault.Invalid("transactionId", "is not a browser transaction of this account")
+
+// Start starts a workflow for a number: its policy resolved for the number's country, the
+// SIM swap checked when the policy asks, and its first channel begun.
+func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error) {
+	num, err := phone.Parse(req.MobileNumber)
+	if err != nil {
+		return Workflow{}, fault.Invalid("mobileNumber", "must be a valid number in E.164 form")
+	}
+	if len(req.Locale) > 35 {
+		return Workflow{}, fault.Invalid("locale", "at most 35 characters (a BCP 47 tag)")
+	}
+	var transactionID string
+	if req.TransactionID != nil {
+		if _, err := uuid.Parse(*req.TransactionID); err != nil {
+			return Workflow{}, errNotATransaction
+		}
+		// Another client's transaction is as unknown as one that does not exist.
+		owner, err := s.st.TransactionClient(ctx, *req.TransactionID)
+		if errors.Is(err, fault.ErrNotFound) || (err == nil && owner != req.ClientID) {
+			return Workflow{}, errNotATransaction
+		}
+		if err != nil {
+			return Workflow{}, err
+		}
+		transactionID = *req.TransactionID
+	}
+	pol, _, err := s.st.GetPolicy(ctx, req.ClientID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	country := num.Region
+	if country == "001" {
+		country = ""
+	}
+	now := s.now()
+	id := uuid.Must(uuid.NewV7()).String()
+	w := Workflow{
+		ClientID: req.ClientID, ID: id,
+		NumberSealed: s.vault.Seal(num.E164, table, id), NumberHash: s.vault.Hash(num.E164),
+		Masked: num.Masked(), Country: country, Locale: req.Locale, TransactionID: transactionID,
+		Policy: pol.Resolve(country), Status: InProgress, SIMSwap: SIMNotChecked,
+		Created: now, Updated: now,
+	}
+	channels := s.simSwapGate(ctx, &w, num.E164)
+	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		if w.Status == InProgress {
+			if err := s.begin(ctx, st, &w, channels, num.E164, now); err != nil {
+				return err
+			}
+		}
+		if err := st.InsertWorkflow(ctx, w); err != nil {
+			return err
+		}
+		return s.emitChanges(ctx, st, w, nil)
+	})
+	if err != nil {
+		return Workflow{}, err
+	}
+	s.metrics.changed(nil, w)
+	return w, nil
+}
+
+// simSwapGate checks the SIM swap when the policy asks and answers the channels the workflow
+// may use: a recent swap fails it (BLOCK) or skips the silent step (FALLBACK: a swapped SIM's
+// network identity says nothing of who holds it). A check that cannot be made (no port, an
+// error) skips the silent step under BLOCK and FALLBACK too: what could not be ruled out is
+// treated as what the mode guards against, short of failing a user for an operator's outage.
+func (s *Service) simSwapGate(ctx context.Context, w *Workflow, e164 string) []Channel {
+	channels := slices.Clone(w.Policy.Channels)
+	mode := w.Policy.SIMSwapMode
+	if mode == SIMSwapOff || mode == "" {
+		return channels
+	}
+	swapped, unknown := false, true
+	if s.ports.SIMSwap != nil {
+		got, at, err := s.ports.SIMSwap.Check(ctx, e164, w.Policy.SIMSwapMaxAge)
+		if err != nil {
+			s.log.Warn("sim swap check failed", zap.String("workflow", w.ID), zap.Error(err))
+		} else {
+			swapped, unknown, w.SIMCheckedAt = got, false, at.UTC()
+		}
+	}
+	switch {
+	case unknown:
+		w.SIMSwap = SIMUnavailable
+	case swapped:
+		w.SIMSwap = SIMSwapped
+	default:
+		w.SIMSwap = SIMNotSwapped
+	}
+	if mode == SIMSwapReport || w.SIMSwap == SIMNotSwapped {
+		return channels
+	}
+	if mode == SIMSwapBlock && swapped {
+		w.Status, w.Reason, w.Ended = Failed, ReasonSIMSwapped, w.Created
+		return nil
+	}
+	return slices.DeleteFunc(channels, func(c Channel) bool { return c == Silent })
+}
+
+// begin starts the first of channels, or fails the workflow when there is none.
+func (s *Service) begin(ctx context.Context, st Store, w *Workflow, channels []Channel, e164 string, now time.Time) error {
+	if len(channels) == 0 {
+		s.end(w, Failed, "", ReasonNoChannelLeft, now)
+		return nil
+	}
+	w.Policy.Channels = channels // what this workflow runs, after the SIM-swap gate
+	return s.startChannel(ctx, st, w, channels[0], e164, now)
+}
+
+// startChannel adds a step of channel as the one in play.
+func (s *Service) startChannel(ctx context.Context, st Store, w *Workflow, c Channel, e164 string, now time.Time) error {
+	switch c {
+	case Silent:
+		s.addStep(w, Step{Channel: Silent, Status: StepPending, Deadline: now.Add(w.Policy.SilentTimeout)}, now)
+		return nil
+	case SMSOTP:
+		return s.sendCode(ctx, st, w, e164, now)
+	}
+	return fmt.Errorf("workflow %s: unknown channel %q", w.ID, c)
+}
+
+func (s *Service) addStep(w *Workflow, step Step, now time.Time) *Step {
+	step.ID = uuid.Must(uuid.NewV7()).String()
+	step.Seq = len(w.Steps) + 1
+	step.Started = now
+	if step.ChargeStatus == "" {
+		step.ChargeStatus = ChargeNone
+	}
+	w.Steps = append(w.Steps, step)
+	w.StepSeq = step.Seq
+	return &w.Steps[len(w.Steps)-1]
+}
+
+// sendCode makes a new code and queues its SMS as a new step: the code's keyed hash replaces
+// the one in play (the old code stops matching), the code is sealed for the sender, and the
+// job commits with them. The pumping guard is asked first; a refusal blocks the step and fails
+// the workflow, free.
+func (s *Service) sendCode(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+	if g := s.ports.Guard; g != nil {
+		if err := g.Allow(ctx, w.ClientID, e164, w.Country); err != nil {
+			if errors.Is(err, fault.ErrUnavailable) {
+				return err
+			}
+			s.log.Info("sms blocked by the pumping guard", zap.String("workflow", w.ID), zap.Error(err))
+			step := s.addStep(w, Step{Channel: SMSOTP, Status: StepBlocked, Reason: ReasonBlocked, Deadline: now}, now)
+			step.Ended = now
+			s.clearCode(w)
+			s.end(w, Failed, "", ReasonBlocked, now)
+			return nil
+		}
+	}
+	code, err := otp.Generate(w.Policy.CodeLength)
+	if err != nil {
+		return err
+	}
+	step := s.addStep(w, Step{Channel: SMSOTP, Status: StepQueued, Deadline: now.Add(w.Policy.SMSTimeout)}, now)
+	keyID, sum := s.hasher.Sum(code, otp.Binding{WorkflowID: w.ID, StepID: step.ID, Number: e164})
+	w.Code.StepID, w.Code.KeyID, w.Code.Hash = step.ID, keyID, sum
+	w.Code.Sealed = s.keyring.Seal([]byte(code.Digits()), codeAD(w.ClientID, w.ID, step.ID, e164))
+	w.Code.IssuedAt, w.Code.ExpiresAt = now, now.Add(w.Policy.CodeTTL)
+	return st.EnqueueSMS(ctx, SMSJob{ClientID: w.ClientID, WorkflowID: w.ID, StepID: step.ID})
+}
+
+// codeAD binds a sealed code to its client, workflow, step and number: it opens nowhere else.
+func codeAD(clientID, workflowID, stepID, e164 string) []byte {
+	return []byte("verification.workflows.code:" + clientID + ":" + workflowID + ":" + stepID + ":" + e164)
+}
+
+func (s *Service) clearCode(w *Workflow) {
+	w.Code.StepID, w.Code.KeyID, w.Code.Hash, w.Code.Sealed = "", "", nil, nil
+}
+
+// end makes the workflow final, and ends its open steps with it (a final workflow has none, so
+// the sweep never looks at it again).
+func (s *Service) end(w *Workflow, st Status, by Channel, reason string, now time.Time) {
+	w.Status, w.DecidedBy, w.Reason, w.Ended = st, by, reason, now
+	for i := range w.Steps {
+		if w.Steps[i].Ended.IsZero() {
+			w.Steps[i].Ended = now
+		}
+	}
+	w.Code.Sealed = nil
+	if st != InProgress {
+		w.Code.Hash, w.Code.KeyID = nil, ""
+	}
+}
+
+// advance moves past the step in play to the policy's next channel, or fails the workflow
+// when none is left.
+func (s *Service) advance(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+	cur := w.Current()
+	i := slices.Index(w.Policy.Channels, cur.Channel)
+	if i < 0 || i+1 >= len(w.Policy.Channels) {
+		s.end(w, Failed, "", ReasonNoChannelLeft, now)
+		return nil
+	}
+	return s.startChannel(ctx, st, w, w.Policy.Channels[i+1], e164, now)
+}
+
+// Get reads a client's workflow; a step past its deadline is timed out on the way
+// (fault.ErrNotFound for none, another client's included).
+func (s *Service) Get(ctx context.Context, clientID, id string) (Workflow, error) {
+	return s.locked(ctx, clientID, id, func(context.Context, Store, *Workflow, string, time.Time) error { return nil })
+}
+
+// locked runs fn on the client's workflow, locked, after timing out what is due, and saves
+// what changed with its events.
+func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error) (Workflow, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Workflow{}, fault.ErrNotFound
+	}
+	var out, before Workflow
+	err := s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
+		w, err := st.LockWorkflow(ctx, clientID, id)
+		if err != nil {
+			return err
+		}
+		before = cloneWorkflow(w)
+		e164, err := s.vault.Open(w.NumberSealed, table, w.ID)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if err := s.timeouts(ctx, st, &w, e164, now); err != nil {
+			return err
+		}
+		ferr := fn(ctx, st, &w, e164, now)
+		if ferr != nil && !keepOnError(ferr) {
+			return ferr
+		}
+		if err := s.save(ctx, st, before, w, now); err != nil {
+			return err
+		}
+		out = w
+		return ferr
+	})
+	if err != nil && !keepOnError(err) {
+		return Workflow{}, err
+	}
+	s.metrics.changed(&before, out)
+	return out, err
+}
+
+// kept is an error whose transaction still commits what the workflow became (a timeout
+// noticed on the way to a 409).
+type kept struct{ error }
+
+func (k kept) Unwrap() error { return k.error }
+
+func keepOnError(err error) bool {
+	var k kept
+	return errors.As(err, &k)
+}
+
+// timeouts ends the step in play when its deadline passed: a silent step moves on, an SMS
+// step with no code matched expires the workflow.
+func (s *Service) timeouts(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+	cur := w.Current()
+	if w.Final() || cur == nil || now.Before(cur.Deadline) {
+		return nil
+	}
+	switch cur.Channel {
+	case Silent:
+		if cur.Status != StepPending {
+			return nil
+		}
+		cur.Status, cur.Reason, cur.Ended = StepTimedOut, ReasonStepTimedOut, now
+		return s.advance(ctx, st, w, e164, now)
+	case SMSOTP:
+		if cur.Status == StepQueued || cur.Status == StepSent || cur.Status == StepDelivered || cur.Status == StepUndeliverable {
+			cur.Reason, cur.Ended = ReasonStepTimedOut, now
+			if cur.Status == StepQueued {
+				cur.Status = StepSuperseded
+			}
+			s.clearCode(w)
+			s.end(w, Expired, "", ReasonStepTimedOut, now)
+		}
+	}
+	return nil
+}
+
+func (s *Service) save(ctx context.Context, st Store, before, w Workflow, now time.Time) error {
+	if equalWorkflow(before, w) {
+		return nil
+	}
+	w.Updated = now
+	if err := st.SaveWorkflow(ctx, w); err != nil {
+		return err
+	}
+	return s.emitChanges(ctx, st, w, &before)
+}
+
+// emitChanges writes verification.step for each step whose status changed since before (every
+// step of a new workflow), and verification.workflow.completed when the workflow became final.
+func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before *Workflow) error {
+	var evs []events.Event
+	for _, step := range w.Steps {
+		if before != nil {
+			if old := before.Step(step.ID); old != nil && old.Status == step.Status {
+				continue
+			}
+		}
+		ev, err := events.New(w.ClientID, events.VerificationStep, events.VerificationStepData{
+			WorkflowID: w.ID, StepID: step.ID, Seq: step.Seq, Channel: string(step.Channel), Status: string(step.Status),
+			Reason: optional(step.Reason), MobileNumber: w.Masked, Country: w.Country, Charged: settled(step),
+		}, s.Now())
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	if w.Final() && (before == nil || !before.Final()) {
+		ev, err := events.New(w.ClientID, events.WorkflowCompleted, events.WorkflowCompletedData{
+			WorkflowID: w.ID, Status: string(w.Status), DecidedBy: optional(string(w.DecidedBy)), Reason: optional(w.Reason),
+			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), Charged: w.Charged(),
+		}, s.Now())
+		if err != nil {
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	return st.Emit(ctx, evs...)
+}
+
+func settled(s Step) int64 {
+	if s.ChargeStatus == ChargeSettled {
+		return s.Charged
+	}
+	return 0
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// UsageDimensions are the usage route's, in the order of the store's rows.
+var UsageDimensions = []string{"channel", "country", "status"}
+
+// Usage is a client's workflow steps per day over the range of from and to (usage.ParseRange),
+// by channel, country and status (docs/api-decisions.md#usage). It reads the steps themselves:
+// they are far fewer than verifications (an SMS step follows only a silent step that could not
+// decide), and a step's status moves for minutes after its day, so a roll-up of closed days
+// would have to wait for its steps to end; it is the next step when volumes ask for it.
+func (s *Service) Usage(ctx context.Context, clientID string, from, to *string) (usage.Report, error) {
+	r, err := usage.ParseRange(from, to, s.Now())
+	if err != nil {
+		return usage.Report{}, err
+	}
+	rows, err := s.st.StepUsage(ctx, clientID, r)
+	if err != nil {
+		return usage.Report{}, err
+	}
+	return usage.Build(r, UsageDimensions, rows), nil
+}
+
+// SweepEvery is how often the sweep looks for deadlines passed: a step's timeout is seconds
+// to minutes, so an expiry is seen within seconds of it.
+const SweepEvery = 5 * time.Second
+
+// sweepBatch is how many due workflows one pass of the sweep takes.
+const sweepBatch = 100
+
+// SweepOnce times out the steps whose deadline passed with nobody reading their workflow (a
+// silent step nobody answered moves on, an SMS step nobody checked expires its workflow, with
+// its events), up to a batch, and answers how many workflows it looked at.
+func (s *Service) SweepOnce(ctx context.Context) (int, error) {
+	due, err := s.st.DueWorkflows(ctx, s.now(), sweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range due {
+		if _, err := s.Get(ctx, r.ClientID, r.ID); err != nil {
+			return 0, err
+		}
+	}
+	return len(due), nil
+}
+
+// Sweep runs SweepOnce every interval until ctx ends; a full batch runs the next at once.
+func (s *Service) Sweep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.SweepOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("workflow sweep failed", zap.Error(err))
+		}
+		if n == sweepBatch && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SilentOutcome is what the silent step's verification answered.
+type SilentOutcome struct {
+	// Status is the verify's: VERIFIED, NOT_VERIFIED, UNDETERMINED or EXPIRED.
+	Status         string
+	Reason         string
+	VerificationID string
+}
+
+// ErrNoSilentStep is a silent outcome for a workflow whose step in play is not a silent one
+// waiting for it.
+var ErrNoSilentStep = fault.New(fault.Conflict, "the workflow has no silent step waiting for a blob")
+
+// SilentResult records the outcome of the silent step's verification: VERIFIED or NOT_VERIFIED
+// decide the workflow; anything else moves on to the next channel.
+func (s *Service) SilentResult(ctx context.Context, clientID, id string, o SilentOutcome) (Workflow, error) {
+	return s.locked(ctx, clientID, id, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+		cur := w.Current()
+		if w.Final() || cur == nil || cur.Channel != Silent || cur.Status != StepPending {
+			return kept{ErrNoSilentStep}
+		}
+		cur.VerificationID, cur.Reason, cur.Ended = o.VerificationID, o.Reason, now
+		switch o.Status {
+		case "VERIFIED":
+			cur.Status = StepVerified
+			s.end(w, Verified, Silent, ReasonNetworkVerified, now)
+		case "NOT_VERIFIED":
+			cur.Status = StepNotVerified
+			s.end(w, NotVerified, Silent, ReasonNumberMismatch, now)
+		case "EXPIRED":
+			cur.Status = StepExpired
+			return s.advance(ctx, st, w, e164, now)
+		default:
+			cur.Status = StepUndetermined
+			return s.advance(ctx, st, w, e164, now)
+		}
+		return nil
+	})
+}
+
+// SubmitSilent verifies the silent step's blob with verify (a verify of the workflow's number,
+// charged as one, run outside any transaction of the workflow: it has its own) and records its
+// outcome. A workflow whose step in play is not a silent one waiting is ErrNoSilentStep before
+// anything is verified.
+func (s *Service) SubmitSilent(ctx context.Context, clientID, id string, verify func(ctx context.Context, e164 string) (SilentOutcome, error)) (Workflow, error) {
+	w, err := s.Get(ctx, clientID, id)
+	if err != nil {
+		return Workflow{}, err
+	}
+	if cur := w.Current(); w.Final() || cur == nil || cur.Channel != Silent || cur.Status != StepPending {
+		return Workflow{}, ErrNoSilentStep
+	}
+	e164, err := s.vault.Open(w.NumberSealed, table, w.ID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	o, err := verify(ctx, e164)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.SilentResult(ctx, clientID, id, o)
+}
+
+// maxTyped bounds what a user may type as a code (the API's code field).
+const maxTyped = 32
+
+// ErrNoCode is a check or a resend of a workflow with no code in play.
+var ErrNoCode = fault.New(fault.Conflict, "the workflow has no code in play")
+
+// ErrFinal is a check or a resend of a workflow that ended.
+var ErrFinal = fault.New(fault.Conflict, "the workflow has ended")
+
+// CheckCode checks a code typed by the user. The workflow's row is held for the check, so of
+// two concurrent checks of the right code one matches and the other finds the workflow
+// VERIFIED (ErrFinal); every wrong code is counted in the same transaction. A wrong code is
+// not an error: the answer is the workflow, with one attempt fewer, or FAILED after the last.
+func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Workflow, error) {
+	if typed == "" || len(typed) > maxTyped {
+		// Far longer than any code (10 digits), so the bound tells a guesser nothing.
+		return Workflow{}, fault.Invalid("code", "must be 1 to %d characters", maxTyped)
+	}
+	code := otp.Parse(typed)
+	var counted string
+	defer func() { s.metrics.checked(counted) }()
+	return s.locked(ctx, clientID, id, func(_ context.Context, _ Store, w *Workflow, e164 string, now time.Time) error {
+		if w.Final() {
+			return kept{ErrFinal}
+		}
+		if w.Code.StepID == "" || w.Code.Hash == nil {
+			return kept{ErrNoCode}
+		}
+		rules := w.Policy.Code()
+		matched := s.hasher.Matches(code, otp.Binding{WorkflowID: w.ID, StepID: w.Code.StepID, Number: e164}, w.Code.KeyID, w.Code.Hash)
+		outcome, attempts := rules.Decide(w.codeState(), matched, now)
+		w.Code.Attempts = attempts
+		counted = checkOutcomes[outcome-1]
+		step := w.Step(w.Code.StepID)
+		switch outcome {
+		case otp.Matched:
+			step.Status, step.Reason, step.Ended = StepVerified, ReasonCodeMatched, now
+			s.clearCode(w)
+			s.end(w, Verified, SMSOTP, ReasonCodeMatched, now)
+		case otp.Mismatch:
+			step.Reason = ReasonCodeMismatch
+		case otp.Exhausted:
+			step.Status, step.Reason, step.Ended = StepFailed, ReasonTooManyAttempts, now
+			s.clearCode(w)
+			s.end(w, Failed, SMSOTP, ReasonTooManyAttempts, now)
+		case otp.Expired:
+			step.Status, step.Reason, step.Ended = StepExpired, ReasonCodeExpired, now
+			s.clearCode(w)
+			s.end(w, Expired, SMSOTP, ReasonCodeExpired, now)
+		}
+		return nil
+	})
+}
+
+// CheckCodeOfTransaction checks a code typed on the page of a browser transaction of the
+// client (the page's origin checked by the caller): the transaction's workflow, as
+// CheckCode. A transaction without a workflow is fault.ErrNotFound.
+func (s *Service) CheckCodeOfTransaction(ctx context.Context, clientID, transactionID, typed string) (Workflow, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return Workflow{}, fault.ErrNotFound
+	}
+	id, err := s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.CheckCode(ctx, clientID, id, typed)
+}
+
+// Resend sends a new code: within the cooldown 429 with the time left, past the cap 409.
+func (s *Service) Resend(ctx context.Context, clientID, id string) (Workflow, error) {
+	return s.locked(ctx, clientID, id, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+		if w.Final() {
+			return kept{ErrFinal}
+		}
+		cur := w.Current()
+		if cur == nil || cur.Channel != SMSOTP || w.Code.StepID == "" {
+			return kept{ErrNoCode}
+		}
+		err := w.Policy.Code().MayResend(w.codeState(), now)
+		var cd *otp.CooldownError
+		switch {
+		case errors.As(err, &cd):
+			return kept{fault.Limited("a new code can be sent later", cd.RetryAfter)}
+		case errors.Is(err, otp.ErrResendCap):
+			return kept{fault.New(fault.Conflict, "no resends left")}
+		case err != nil:
+			return err
+		}
+		if old := w.Step(w.Code.StepID); old != nil {
+			if old.Status == StepQueued {
+				// Not sent yet: its job will find it superseded and send nothing.
+				old.Status, old.Reason = StepSuperseded, ReasonSuperseded
+			}
+			old.Ended = now // its receipt may still come and say whether it was delivered
+		}
+		w.Code.Resends++
+		return s.sendCode(ctx, st, w, e164, now)
+	})
+}
+
+func (w Workflow) codeState() otp.State {
+	return otp.State{IssuedAt: w.Code.IssuedAt, ExpiresAt: w.Code.ExpiresAt, Attempts: w.Code.Attempts, Resends: w.Code.Resends}
+}
+
+func cloneWorkflow(w Workflow) Workflow {
+	c := w
+	c.Steps = slices.Clone(w.Steps)
+	return c
+}
+
+// equalWorkflow compares what SaveWorkflow writes.
+func equalWorkflow(a, b Workflow) bool {
+	if a.Status != b.Status || a.DecidedBy != b.DecidedBy || a.Reason != b.Reason || a.StepSeq != b.StepSeq ||
+		a.Code.StepID != b.Code.StepID || a.Code.Attempts != b.Code.Attempts || a.Code.Resends != b.Code.Resends ||
+		(a.Code.Sealed == nil) != (b.Code.Sealed == nil) || (a.Code.Hash == nil) != (b.Code.Hash == nil) ||
+		len(a.Steps) != len(b.Steps) || !slices.Equal(a.Policy.Channels, b.Policy.Channels) {
+		return false
+	}
+	for i := range a.Steps {
+		x, y := a.Steps[i], b.Steps[i]
+		if x.Status != y.Status || x.Reason != y.Reason || x.ChargeStatus != y.ChargeStatus || x.Charged != y.Charged ||
+			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) {
+			return false
+		}
+	}
+	return true
+}
