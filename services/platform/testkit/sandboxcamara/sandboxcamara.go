@@ -235,8 +235,8 @@ func (f *Fake) discovery(w http.ResponseWriter, _ *http.Request) {
 		"backchannel_authentication_endpoint":        f.URL + "/bc-authorize",
 		"backchannel_token_delivery_modes_supported": []string{"poll"},
 		"token_endpoint_auth_methods_supported":      []string{"client_secret_basic", "private_key_jwt"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"prompt_values_supported":               []string{"none"},
+		"code_challenge_methods_supported":           []string{"S256"},
+		"prompt_values_supported":                    []string{"none"},
 	})
 }
 
