@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
+	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 )
 
@@ -592,4 +593,31 @@ func (s *Swaps) RetrieveDate(ctx context.Context, kind SwapKind, e164, region, c
 		}
 	}
 	return d
+}
+
+// ErrSwapUnknown is the error of a check that got no answer to rely on (SIMSwapGate): the
+// policy decides what that means. It wraps the answer's reason and cause.
+var ErrSwapUnknown = errors.New("operatorapi: the swap check has no answer")
+
+// SIMSwapGate is Swaps as a workflow asks it: a SIM swap check of a number within maxAge, the
+// country taken from the number, the operator found as Swaps.Check finds it.
+type SIMSwapGate struct {
+	Swaps *Swaps
+	// Kind is the API asked (SIMSwap, the zero value, or DeviceSwap).
+	Kind SwapKind
+}
+
+// Check reports whether the number's SIM changed within maxAge and when the operator said so;
+// an unknown outcome is an error wrapping ErrSwapUnknown (and ErrUnavailable when the
+// operator did not answer).
+func (g SIMSwapGate) Check(ctx context.Context, number string, maxAge time.Duration) (bool, time.Time, error) {
+	n, err := phone.Parse(number)
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("%w: %w", ErrSwapUnknown, err)
+	}
+	a := g.Swaps.Check(ctx, g.Kind, n.E164, n.Region, maxAge, "")
+	if a.Outcome == SwapUnknown {
+		return false, time.Time{}, fmt.Errorf("%w: %s (%s): %w", ErrSwapUnknown, a.Reason, a.OperatorID, a.Err)
+	}
+	return a.Outcome == Swapped, time.Now(), nil
 }

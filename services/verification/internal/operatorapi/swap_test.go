@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +250,45 @@ func TestSwapsFindTheServingOperator(t *testing.T) {
 	}
 	if a := sw.Check(ctx, operatorapi.SIMSwap, "+33612345678", "DE", time.Hour, ""); a.Reason != operatorapi.ReasonNotOffered {
 		t.Errorf("a region without operators = %+v", a)
+	}
+}
+
+// SIMSwapGate is the check as the workflow asks it: a number and maxAge.
+func TestSIMSwapGate(t *testing.T) {
+	fake, ops := swapSetup(t)
+	fake.SetLine(line, sandboxcamara.Line{SIMChange: time.Now().Add(-3 * time.Hour)})
+	fake.SetLine("+447400123456", sandboxcamara.Line{Status5xx: http.StatusBadGateway})
+	sw, err := operatorapi.NewSwaps([]operators.Operator{ops["basic"]}, &http.Client{Timeout: 2 * time.Second}, operatorapi.SwapOptions{PollUnit: unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := operatorapi.SIMSwapGate{Swaps: sw}
+	ctx := context.Background()
+	// +447700900123 is a drama number the plans call invalid: the gate refuses to ask.
+	if _, _, err := g.Check(ctx, line, time.Hour); !errors.Is(err, operatorapi.ErrSwapUnknown) {
+		t.Fatalf("an invalid number: %v", err)
+	}
+	fake.SetLine("+447400123457", sandboxcamara.Line{SIMChange: time.Now().Add(-3 * time.Hour)})
+	for _, tt := range []struct {
+		number  string
+		maxAge  time.Duration
+		swapped bool
+		err     error
+	}{
+		{"+447400123457", 4 * time.Hour, true, nil},
+		{"+447400123457", 2 * time.Hour, false, nil},
+		{"+447400123456", time.Hour, false, operatorapi.ErrUnavailable},
+		{"+33612345678", time.Hour, false, operatorapi.ErrSwapUnknown}, // no French operator
+	} {
+		swapped, at, err := g.Check(ctx, tt.number, tt.maxAge)
+		if swapped != tt.swapped || (tt.err == nil) != (err == nil) || (tt.err != nil && !errors.Is(err, tt.err)) {
+			t.Errorf("%s within %v = %v, %v; want %v, %v", tt.number, tt.maxAge, swapped, err, tt.swapped, tt.err)
+		}
+		if err == nil && time.Since(at) > time.Minute {
+			t.Errorf("checked at %v", at)
+		}
+		if err != nil && strings.Contains(err.Error(), tt.number) {
+			t.Errorf("the error quotes the number: %v", err)
+		}
 	}
 }

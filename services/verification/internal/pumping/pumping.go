@@ -143,6 +143,8 @@ type Config struct {
 	// block off.
 	BlockMinStarts     int64
 	BlockMinConversion float64
+	// Window is the conversion counts' window (RedisCounters).
+	Window time.Duration
 }
 
 // DefaultDenyPrefixes are the non-geographic codes whose termination costs are high and
@@ -163,8 +165,10 @@ func DefaultConfig() Config {
 		PrefixLimit: ratelimit.Limit{Rate: 1, Burst: 60},
 		// Three codes at once (a user who asks again), then one per ten minutes.
 		NumberLimit:        ratelimit.Limit{Rate: 1.0 / 600, Burst: 3},
+		DailyCap:           1000,
 		BlockMinStarts:     200,
 		BlockMinConversion: 0.05,
+		Window:             DefaultWindow,
 	}
 }
 
@@ -182,6 +186,8 @@ func (c Config) Validate() error {
 		return errors.New("pumping: the daily cap is negative")
 	case c.BlockMinStarts < 0 || c.BlockMinConversion < 0 || c.BlockMinConversion > 1:
 		return errors.New("pumping: the block's minimum starts must be ≥ 0 and its conversion between 0 and 1")
+	case c.Window < time.Minute || c.Window > 24*time.Hour:
+		return errors.New("pumping: the window must be between 1m and 24h")
 	}
 	return nil
 }

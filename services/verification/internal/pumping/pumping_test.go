@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/verification/internal/pumping"
@@ -238,5 +239,54 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if !slices.Contains(pumping.DefaultConfig().DenyPrefixes, "+881") {
 		t.Error("the defaults lack +881")
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	c := pumping.LoadConfig(config.FromMap(map[string]string{
+		"MNV_PUMPING_DENY_PREFIXES":        "+881, +4470",
+		"MNV_PUMPING_NUMBER_PER_HOUR":      "12",
+		"MNV_PUMPING_DAILY_CAP":            "0",
+		"MNV_PUMPING_BLOCK_MIN_CONVERSION": "0.1",
+	}))
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.DenyPrefixes, []string{"+881", "+4470"}) || c.NumberLimit.Rate != 12.0/3600 || c.DailyCap != 0 ||
+		c.BlockMinConversion != 0.1 || c.PrefixDigits != 7 {
+		t.Fatalf("config = %+v", c)
+	}
+	if c := pumping.LoadConfig(config.FromMap(map[string]string{"MNV_PUMPING_DENY_PREFIXES": "none"})); len(c.DenyPrefixes) != 0 {
+		t.Fatalf("none gave %v", c.DenyPrefixes)
+	}
+	if c := pumping.LoadConfig(config.FromMap(map[string]string{"MNV_PUMPING_DENY_PREFIXES": "881"})); c.Validate() == nil {
+		t.Fatal("a prefix without + was accepted")
+	}
+}
+
+type clientsByID map[string]pumping.Client
+
+func (m clientsByID) PumpingClient(_ context.Context, id string) (pumping.Client, error) {
+	c, ok := m[id]
+	if !ok {
+		return pumping.Client{}, errors.New("no such client")
+	}
+	return c, nil
+}
+
+// ByID reads the client's rules by its id, as the workflow asks.
+func TestByID(t *testing.T) {
+	blocks, counters := newMem()
+	g, _ := memGuard(t, testConfig(), blocks, counters, memSpend{})
+	by := pumping.ByID{Guard: g, Clients: clientsByID{"gb": {Countries: []string{"GB"}}, "none": {}}}
+	ctx := context.Background()
+	if err := by.Allow(ctx, "gb", "+447400123456", "GB"); err != nil {
+		t.Fatal(err)
+	}
+	if err := by.Allow(ctx, "none", "+447400123457", "GB"); pumping.ReasonOf(err) != pumping.CountryNotAllowed {
+		t.Fatalf("no list: %v", err)
+	}
+	if err := by.Allow(ctx, "unknown", "+447400123458", "GB"); err == nil || pumping.ReasonOf(err) != "" {
+		t.Fatalf("unknown client: %v", err)
 	}
 }
