@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -231,6 +232,8 @@ type Guard struct {
 	// operator unblocks is sent to again soon after.
 	mu    sync.Mutex
 	known map[string]time.Time
+	// countsDown is set while the counters fail.
+	countsDown atomic.Bool
 }
 
 // New returns the guard of cfg over ports, its metrics registered with reg (nil: none).
@@ -358,14 +361,23 @@ func (g *Guard) Verified(ctx context.Context, e164 string) error {
 	return g.ports.Counters.AddVerified(ctx, g.Prefix(n.E164))
 }
 
-// count counts a start to prefix and blocks the prefix when its conversion collapsed at volume:
+// count counts a start to prefix (a counters failure is logged and passes) and blocks the prefix when its conversion collapsed at volume:
 // at least BlockMinStarts starts in the window and fewer than BlockMinConversion of them
 // checked OK. The block is recorded once (the store keeps one row per prefix; this process
 // remembers it), and only its recording raises the alert: metric, warn line, event name.
 func (g *Guard) count(ctx context.Context, prefix string) error {
 	starts, verified, err := g.ports.Counters.AddStart(ctx, prefix)
 	if err != nil {
-		return fmt.Errorf("pumping: counters: %w", err)
+		// The counts are Redis's. Without them no collapse is seen, but the other rules hold
+		// (the velocity falls back to this replica's buckets): as for the API's limits, a
+		// Redis outage costs the sharing, never the sends. Logged when it starts and ends.
+		if g.countsDown.CompareAndSwap(false, true) {
+			g.log.Warn("pumping: conversion counts unavailable; prefixes are not judged until Redis answers", zap.Error(err))
+		}
+		return nil
+	}
+	if g.countsDown.CompareAndSwap(true, false) {
+		g.log.Info("pumping: conversion counts available again")
 	}
 	if g.cfg.BlockMinStarts == 0 || starts < g.cfg.BlockMinStarts || float64(verified) >= g.cfg.BlockMinConversion*float64(starts) {
 		return nil

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mnvhq/mnv/services/platform/config"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
@@ -288,5 +291,41 @@ func TestByID(t *testing.T) {
 	}
 	if err := by.Allow(ctx, "unknown", "+447400123458", "GB"); err == nil || pumping.ReasonOf(err) != "" {
 		t.Fatalf("unknown client: %v", err)
+	}
+}
+
+type downCounters struct{}
+
+func (downCounters) AddStart(context.Context, string) (int64, int64, error) {
+	return 0, 0, errors.New("redis: connection refused")
+}
+func (downCounters) AddVerified(context.Context, string) error {
+	return errors.New("redis: connection refused")
+}
+
+// Counters that fail judge no prefix, but stop no send: the other rules hold. The outage is
+// logged once.
+func TestCountersDown(t *testing.T) {
+	cfg := testConfig()
+	blocks, _ := newMem()
+	core, logs := observer.New(zapcore.WarnLevel)
+	g, err := pumping.New(cfg, pumping.Ports{
+		Blocks: blocks, Spend: memSpend{}, Counters: downCounters{},
+		PrefixLimiter: ratelimit.NewLocal(cfg.PrefixLimit), NumberLimiter: ratelimit.NewLocal(cfg.NumberLimit),
+	}, zap.New(core), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, want := range []pumping.Reason{"", "", pumping.NumberVelocity} {
+		if err := g.Allow(ctx, gb, "+447400123456", ""); pumping.ReasonOf(err) != want || (want == "" && err != nil) {
+			t.Fatalf("send %d: %v, want %q", i, err, want)
+		}
+	}
+	if err := g.Allow(ctx, sandbox, "+881612345678", ""); pumping.ReasonOf(err) != pumping.PremiumPrefix {
+		t.Fatalf("premium: %v", err)
+	}
+	if n := logs.Len(); n != 1 {
+		t.Fatalf("%d warn lines, want 1", n)
 	}
 }
