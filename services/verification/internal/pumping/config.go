@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/mnvhq/mnv/services/platform/config"
-	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
 // LoadConfig reads the MNV_PUMPING_* variables over DefaultConfig (docs/operations.md, "Pumping
@@ -22,11 +21,11 @@ func LoadConfig(env *config.Env) Config {
 		}
 	}
 	c.PrefixDigits = env.Int("MNV_PUMPING_PREFIX_DIGITS", c.PrefixDigits)
-	c.PrefixLimit = ratelimit.Limit{
+	c.PrefixLimit = Limit{
 		Rate:  env.Float("MNV_PUMPING_PREFIX_RATE", c.PrefixLimit.Rate),
 		Burst: env.Int("MNV_PUMPING_PREFIX_BURST", c.PrefixLimit.Burst),
 	}
-	c.NumberLimit = ratelimit.Limit{
+	c.NumberLimit = Limit{
 		Rate:  env.Float("MNV_PUMPING_NUMBER_PER_HOUR", c.NumberLimit.Rate*3600) / 3600,
 		Burst: env.Int("MNV_PUMPING_NUMBER_BURST", c.NumberLimit.Burst),
 	}

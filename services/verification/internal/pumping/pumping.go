@@ -4,9 +4,10 @@
 // docs/architecture.md, "Pumping controls".
 //
 // Rules only: what is stored (the blocked prefixes, the day's spend) is behind the small ports
-// declared here, the velocity budgets are platform/ratelimit's limiters (Redis-backed when
-// MNV_REDIS_URL is set) and the conversion counts a Counters (Redis in production, counters.go).
-// It imports neither pgx nor gRPC (tests/arch).
+// declared here, the velocity budgets are a Limiter (platform/ratelimit's, Redis-backed when
+// MNV_REDIS_URL is set, which the app hands in: that package also holds gRPC interceptors, so
+// this one declares the method it uses rather than import it) and the conversion counts a
+// Counters (Redis, counters.go). It imports neither pgx nor gRPC (tests/arch).
 package pumping
 
 import (
@@ -25,7 +26,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mnvhq/mnv/services/platform/phone"
-	"github.com/mnvhq/mnv/services/platform/ratelimit"
 )
 
 // Reason is why a send was refused: one per rule, stable (the workflow reports it, metrics count
@@ -114,6 +114,18 @@ type Counters interface {
 	AddVerified(ctx context.Context, prefix string) error
 }
 
+// Limiter spends a velocity budget: ratelimit.Limiter's Allow (ratelimit.Store.Limiter).
+type Limiter interface {
+	Allow(ctx context.Context, key string) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// Limit is a velocity budget, ratelimit.Limit's shape (convert with ratelimit.Limit(l)): Rate
+// per second (0 or less: off) and Burst.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
 // Client is what the rules need of the client asking.
 type Client struct {
 	ID string
@@ -135,7 +147,7 @@ type Config struct {
 	PrefixDigits int
 	// PrefixLimit is the velocity per prefix across all clients; NumberLimit per client and
 	// number.
-	PrefixLimit, NumberLimit ratelimit.Limit
+	PrefixLimit, NumberLimit Limit
 	// DailyCap is the SMS spend cap per client and day, in credits; 0 is no cap.
 	DailyCap int64
 	// BlockMinStarts is the volume at which a prefix's conversion is judged: that many starts
@@ -163,9 +175,9 @@ func DefaultConfig() Config {
 		PrefixDigits: 7,
 		// A prefix of 7 digits is a range of up to a few hundred thousand lines: a second's
 		// worth, with a minute's burst, is far more than real sign-ups reach across all clients.
-		PrefixLimit: ratelimit.Limit{Rate: 1, Burst: 60},
+		PrefixLimit: Limit{Rate: 1, Burst: 60},
 		// Three codes at once (a user who asks again), then one per ten minutes.
-		NumberLimit:        ratelimit.Limit{Rate: 1.0 / 600, Burst: 3},
+		NumberLimit:        Limit{Rate: 1.0 / 600, Burst: 3},
 		DailyCap:           1000,
 		BlockMinStarts:     200,
 		BlockMinConversion: 0.05,
@@ -211,8 +223,8 @@ type Ports struct {
 	Spend    Spend
 	Counters Counters
 	// PrefixLimiter and NumberLimiter spend the velocity budgets (ratelimit.Store.Limiter with
-	// Config's limits, shared through Redis).
-	PrefixLimiter, NumberLimiter ratelimit.Limiter
+	// Config's limits, shared through Redis; a limit that is off lets everything through).
+	PrefixLimiter, NumberLimiter Limiter
 	// NumberKey turns a number into the key of its budget, so no number is written to Redis in
 	// clear (phone.Hasher.Sum in the app); nil: SHA-256.
 	NumberKey func(e164 string) []byte

@@ -77,8 +77,8 @@ func newMem() (*memBlocks, *memCounters) {
 
 func testConfig() pumping.Config {
 	c := pumping.DefaultConfig()
-	c.PrefixLimit = ratelimit.Limit{Rate: 0.001, Burst: 5}
-	c.NumberLimit = ratelimit.Limit{Rate: 0.001, Burst: 2}
+	c.PrefixLimit = pumping.Limit{Rate: 0.001, Burst: 5}
+	c.NumberLimit = pumping.Limit{Rate: 0.001, Burst: 2}
 	c.DailyCap = 100
 	return c
 }
@@ -88,7 +88,7 @@ func memGuard(t *testing.T, cfg pumping.Config, blocks *memBlocks, counters *mem
 	reg := prometheus.NewRegistry()
 	g, err := pumping.New(cfg, pumping.Ports{
 		Blocks: blocks, Spend: spend, Counters: counters,
-		PrefixLimiter: ratelimit.NewLocal(cfg.PrefixLimit), NumberLimiter: ratelimit.NewLocal(cfg.NumberLimit),
+		PrefixLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.PrefixLimit)), NumberLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.NumberLimit)),
 	}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestVelocityInMemory(t *testing.T) {
 func TestAutomaticBlock(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig()
-	cfg.PrefixLimit, cfg.NumberLimit = ratelimit.Limit{}, ratelimit.Limit{} // off: the block is what is tested
+	cfg.PrefixLimit, cfg.NumberLimit = pumping.Limit{}, pumping.Limit{} // off: the block is what is tested
 	cfg.BlockMinStarts, cfg.BlockMinConversion = 50, 0.2
 	blocks, counters := newMem()
 	g, reg := memGuard(t, cfg, blocks, counters, memSpend{})
@@ -311,7 +311,7 @@ func TestCountersDown(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	g, err := pumping.New(cfg, pumping.Ports{
 		Blocks: blocks, Spend: memSpend{}, Counters: downCounters{},
-		PrefixLimiter: ratelimit.NewLocal(cfg.PrefixLimit), NumberLimiter: ratelimit.NewLocal(cfg.NumberLimit),
+		PrefixLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.PrefixLimit)), NumberLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.NumberLimit)),
 	}, zap.New(core), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func newReplica(t *testing.T, cfg pumping.Config, redisURL, prefix string, block
 	reg := prometheus.NewRegistry()
 	g, err := pumping.New(cfg, pumping.Ports{
 		Blocks: blocks, Spend: spend, Counters: pumping.NewRedisCounters(rdb, prefix+"verification:pumping:", 0),
-		PrefixLimiter: rl.Limiter("pumping-prefix", cfg.PrefixLimit), NumberLimiter: rl.Limiter("pumping-number", cfg.NumberLimit),
+		PrefixLimiter: rl.Limiter("pumping-prefix", ratelimit.Limit(cfg.PrefixLimit)), NumberLimiter: rl.Limiter("pumping-number", ratelimit.Limit(cfg.NumberLimit)),
 	}, log, reg)
 	if err != nil {
 		t.Fatal(err)
