@@ -351,7 +351,7 @@ func (c *SwapClient) token(ctx context.Context, scope, e164 string) (string, Swa
 		return "", unknown(ReasonUnavailable, "", err)
 	}
 	if c.cfg.Grant == operators.GrantClientCredentials {
-		return c.clientCredentials(ctx, e, scope)
+		return c.clientCredentials(ctx, e)
 	}
 	return c.ciba(ctx, e, scope, e164)
 }
@@ -364,7 +364,7 @@ func (c *SwapClient) dropToken() {
 
 // clientCredentials gets (or reuses) the two-legged token. It asks for every scope of the APIs
 // the operator offers, so one token serves all of them.
-func (c *SwapClient) clientCredentials(ctx context.Context, e swapEndpoints, _ string) (string, SwapAnswer) {
+func (c *SwapClient) clientCredentials(ctx context.Context, e swapEndpoints) (string, SwapAnswer) {
 	c.mu.Lock()
 	if c.cc != nil && time.Now().Before(c.cc.expires) {
 		t := c.cc.value
