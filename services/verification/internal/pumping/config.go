@@ -3,6 +3,7 @@ package pumping
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/mnvhq/mnv/services/platform/config"
@@ -29,6 +30,10 @@ func LoadConfig(env *config.Env) Config {
 		Rate:  env.Float("MNV_PUMPING_NUMBER_PER_HOUR", c.NumberLimit.Rate*3600) / 3600,
 		Burst: env.Int("MNV_PUMPING_NUMBER_BURST", c.NumberLimit.Burst),
 	}
+	c.AddressLimit = Limit{
+		Rate:  env.Float("MNV_PUMPING_ADDRESS_PER_HOUR", c.AddressLimit.Rate*3600) / 3600,
+		Burst: env.Int("MNV_PUMPING_ADDRESS_BURST", c.AddressLimit.Burst),
+	}
 	c.DailyCap = int64(env.Int("MNV_PUMPING_DAILY_CAP", int(c.DailyCap)))
 	c.BlockMinStarts = int64(env.Int("MNV_PUMPING_BLOCK_MIN_STARTS", int(c.BlockMinStarts)))
 	c.BlockMinConversion = env.Float("MNV_PUMPING_BLOCK_MIN_CONVERSION", c.BlockMinConversion)
@@ -50,12 +55,17 @@ type ByID struct {
 
 // Allow reads the client and applies the rules (Guard.Allow).
 func (b ByID) Allow(ctx context.Context, clientID, number, country string) error {
+	return b.AllowFrom(ctx, clientID, number, country, netip.Addr{})
+}
+
+// AllowFrom is Allow with the end user's address (Guard.AllowFrom).
+func (b ByID) AllowFrom(ctx context.Context, clientID, number, country string, addr netip.Addr) error {
 	c, err := b.Clients.PumpingClient(ctx, clientID)
 	if err != nil {
 		return fmt.Errorf("pumping: client: %w", err)
 	}
 	c.ID = clientID
-	return b.Guard.Allow(ctx, c, number, country)
+	return b.Guard.AllowFrom(ctx, c, number, country, addr)
 }
 
 // Verified counts a code checked OK for number (Guard.Verified): the workflow calls it, or no

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ const (
 	SpendCap Reason = "SPEND_CAP"
 	// NumberVelocity: too many codes to this number for this client lately.
 	NumberVelocity Reason = "NUMBER_VELOCITY"
+	// AddressVelocity: too many codes asked for this client from the end user's address
+	// lately (AllowFrom).
+	AddressVelocity Reason = "ADDRESS_VELOCITY"
 	// PrefixVelocity: too many codes to this prefix, all clients together, lately.
 	PrefixVelocity Reason = "PREFIX_VELOCITY"
 )
@@ -146,8 +150,8 @@ type Config struct {
 	// velocity, the conversion counts and the automatic block (default 7: "+4474001").
 	PrefixDigits int
 	// PrefixLimit is the velocity per prefix across all clients; NumberLimit per client and
-	// number.
-	PrefixLimit, NumberLimit Limit
+	// number; AddressLimit per client and end-user address (an IPv6 address by its /64).
+	PrefixLimit, NumberLimit, AddressLimit Limit
 	// DailyCap is the SMS spend cap per client and day, in credits; 0 is no cap.
 	DailyCap int64
 	// BlockMinStarts is the volume at which a prefix's conversion is judged: that many starts
@@ -177,7 +181,10 @@ func DefaultConfig() Config {
 		// worth, with a minute's burst, is far more than real sign-ups reach across all clients.
 		PrefixLimit: Limit{Rate: 1, Burst: 60},
 		// Three codes at once (a user who asks again), then one per ten minutes.
-		NumberLimit:        Limit{Rate: 1.0 / 600, Burst: 3},
+		NumberLimit: Limit{Rate: 1.0 / 600, Burst: 3},
+		// One address may be many users (a carrier's NAT, an office): a minute per code, ten
+		// at once.
+		AddressLimit:       Limit{Rate: 1.0 / 60, Burst: 10},
 		DailyCap:           1000,
 		BlockMinStarts:     200,
 		BlockMinConversion: 0.05,
@@ -225,6 +232,9 @@ type Ports struct {
 	// PrefixLimiter and NumberLimiter spend the velocity budgets (ratelimit.Store.Limiter with
 	// Config's limits, shared through Redis; a limit that is off lets everything through).
 	PrefixLimiter, NumberLimiter Limiter
+	// AddressLimiter spends the budgets per client and end-user address (AllowFrom); nil: that
+	// rule is off.
+	AddressLimiter Limiter
 	// NumberKey turns a number into the key of its budget, so no number is written to Redis in
 	// clear (phone.Hasher.Sum in the app); nil: SHA-256.
 	NumberKey func(e164 string) []byte
@@ -300,6 +310,13 @@ func (g *Guard) Prefix(e164 string) string {
 // deny list or the velocity still shows its collapse); the budgets are spent last, so a send
 // refused by a rule costs none of them.
 func (g *Guard) Allow(ctx context.Context, c Client, e164, country string) error {
+	return g.AllowFrom(ctx, c, e164, country, netip.Addr{})
+}
+
+// AllowFrom is Allow for a start whose end user's address is known (a browser flow's, a
+// backend's X-Forwarded-For it vouches for): the budget per client and address applies too.
+// An invalid addr skips that rule.
+func (g *Guard) AllowFrom(ctx context.Context, c Client, e164, country string, addr netip.Addr) error {
 	n, err := phone.Parse(e164)
 	if err != nil {
 		return g.refuse(InvalidNumber, 0)
@@ -344,12 +361,30 @@ func (g *Guard) Allow(ctx context.Context, c Client, e164, country string) error
 	} else if !ok {
 		return g.refuse(NumberVelocity, wait)
 	}
+	if addr.IsValid() && g.ports.AddressLimiter != nil {
+		if ok, wait, err := g.ports.AddressLimiter.Allow(ctx, c.ID+":"+addressKey(addr)); err != nil {
+			return fmt.Errorf("pumping: address velocity: %w", err)
+		} else if !ok {
+			return g.refuse(AddressVelocity, wait)
+		}
+	}
 	if ok, wait, err := g.ports.PrefixLimiter.Allow(ctx, prefix); err != nil {
 		return fmt.Errorf("pumping: prefix velocity: %w", err)
 	} else if !ok {
 		return g.refuse(PrefixVelocity, wait)
 	}
 	return nil
+}
+
+// addressKey is an address's budget key: an IPv4 address itself, an IPv6 address its /64 (one
+// subscriber's usual allocation, which it can walk through at will).
+func addressKey(a netip.Addr) string {
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 func cmpOr(a, b int64) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -250,13 +251,14 @@ func TestLoadConfig(t *testing.T) {
 		"MNV_PUMPING_DENY_PREFIXES":        "+881, +4470",
 		"MNV_PUMPING_NUMBER_PER_HOUR":      "12",
 		"MNV_PUMPING_DAILY_CAP":            "0",
+		"MNV_PUMPING_ADDRESS_BURST":        "20",
 		"MNV_PUMPING_BLOCK_MIN_CONVERSION": "0.1",
 	}))
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.DenyPrefixes, []string{"+881", "+4470"}) || c.NumberLimit.Rate != 12.0/3600 || c.DailyCap != 0 ||
-		c.BlockMinConversion != 0.1 || c.PrefixDigits != 7 {
+		c.BlockMinConversion != 0.1 || c.PrefixDigits != 7 || c.AddressLimit.Burst != 20 {
 		t.Fatalf("config = %+v", c)
 	}
 	if c := pumping.LoadConfig(config.FromMap(map[string]string{"MNV_PUMPING_DENY_PREFIXES": "none"})); len(c.DenyPrefixes) != 0 {
@@ -327,5 +329,45 @@ func TestCountersDown(t *testing.T) {
 	}
 	if n := logs.Len(); n != 1 {
 		t.Fatalf("%d warn lines, want 1", n)
+	}
+}
+
+// Per client and end-user address: an IPv6 address counts by its /64.
+func TestAddressVelocity(t *testing.T) {
+	cfg := testConfig()
+	cfg.AddressLimit = pumping.Limit{Rate: 0.001, Burst: 2}
+	blocks, counters := newMem()
+	g, err := pumping.New(cfg, pumping.Ports{
+		Blocks: blocks, Spend: memSpend{}, Counters: counters,
+		PrefixLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.PrefixLimit)), NumberLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.NumberLimit)),
+		AddressLimiter: ratelimit.NewLocal(ratelimit.Limit(cfg.AddressLimit)),
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, tt := range []struct {
+		client pumping.Client
+		number string
+		addr   string
+		want   pumping.Reason
+	}{
+		{gb, "+447400200001", "2001:db8:1:2::1", ""},
+		{gb, "+447500200002", "2001:db8:1:2::ffff", ""},
+		{gb, "+447900200003", "2001:db8:1:2:abcd::9", pumping.AddressVelocity}, // the same /64
+		{gb, "+447900200004", "2001:db8:1:3::1", ""},                           // another /64
+		{pumping.Client{ID: "other", Countries: []string{"GB"}}, "+447900200005", "2001:db8:1:2::1", ""},
+		{gb, "+447800200006", "", ""}, // no address: the rule does not apply
+		{gb, "+447800200007", "192.0.2.7", ""},
+		{gb, "+447800200008", "::ffff:192.0.2.7", ""},
+		{gb, "+447500200009", "192.0.2.7", pumping.AddressVelocity},
+	} {
+		var a netip.Addr
+		if tt.addr != "" {
+			a = netip.MustParseAddr(tt.addr)
+		}
+		if err := g.AllowFrom(ctx, tt.client, tt.number, "", a); pumping.ReasonOf(err) != tt.want || (tt.want == "" && err != nil) {
+			t.Fatalf("start %d from %s: %v, want %q", i, tt.addr, err, tt.want)
+		}
 	}
 }
