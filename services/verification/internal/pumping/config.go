@@ -70,6 +70,6 @@ func (b ByID) AllowFrom(ctx context.Context, clientID, number, country string, a
 
 // Verified counts a code checked OK for number (Guard.Verified): the workflow calls it, or no
 // prefix ever converts.
-func (b ByID) Verified(ctx context.Context, number string) error {
-	return b.Guard.Verified(ctx, number)
+func (b ByID) Verified(ctx context.Context, number string) {
+	b.Guard.Verified(ctx, number)
 }

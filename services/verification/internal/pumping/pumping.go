@@ -399,13 +399,24 @@ func (g *Guard) refuse(r Reason, wait time.Duration) error {
 	return &Refusal{Reason: r, RetryAfter: wait}
 }
 
-// Verified counts a code checked OK for e164, the numerator of its prefix's conversion.
-func (g *Guard) Verified(ctx context.Context, e164 string) error {
-	n, err := phone.Parse(e164)
-	if err != nil {
-		return nil // no start was counted for it either
+// Verified counts a code checked OK for e164, the numerator of its prefix's conversion. It
+// never fails its caller: a code checked OK stays checked when the counts are away (the
+// failure is logged as AddStart's is). A number that does not parse had no start counted.
+func (g *Guard) Verified(ctx context.Context, e164 string) {
+	n, perr := phone.Parse(e164)
+	if perr != nil {
+		return
 	}
-	return g.ports.Counters.AddVerified(ctx, g.Prefix(n.E164))
+	if err := g.ports.Counters.AddVerified(ctx, g.Prefix(n.E164)); err != nil {
+		g.countsFailed(err)
+	}
+}
+
+// countsFailed logs the start of a counters outage, once.
+func (g *Guard) countsFailed(err error) {
+	if g.countsDown.CompareAndSwap(false, true) {
+		g.log.Warn("pumping: conversion counts unavailable; prefixes are not judged until Redis answers", zap.Error(err))
+	}
 }
 
 // count counts a start to prefix (a counters failure is logged and passes) and blocks the prefix when its conversion collapsed at volume:
@@ -418,9 +429,7 @@ func (g *Guard) count(ctx context.Context, prefix string) error {
 		// The counts are Redis's. Without them no collapse is seen, but the other rules hold
 		// (the velocity falls back to this replica's buckets): as for the API's limits, a
 		// Redis outage costs the sharing, never the sends. Logged when it starts and ends.
-		if g.countsDown.CompareAndSwap(false, true) {
-			g.log.Warn("pumping: conversion counts unavailable; prefixes are not judged until Redis answers", zap.Error(err))
-		}
+		g.countsFailed(err)
 		return nil
 	}
 	if g.countsDown.CompareAndSwap(true, false) {
