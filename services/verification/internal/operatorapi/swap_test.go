@@ -291,4 +291,13 @@ func TestSIMSwapGate(t *testing.T) {
 			t.Errorf("the error quotes the number: %v", err)
 		}
 	}
+	// The device swap gate asks the other API: the line's device never changed.
+	dev := operatorapi.SIMSwapGate{Swaps: sw, Kind: operatorapi.DeviceSwap}
+	if swapped, _, err := dev.Check(ctx, "+447400123457", 4*time.Hour); swapped || err != nil {
+		t.Errorf("device swap = %v, %v", swapped, err)
+	}
+	fake.SetLine("+447400123457", sandboxcamara.Line{DeviceChange: time.Now().Add(-time.Hour)})
+	if swapped, _, err := dev.Check(ctx, "+447400123457", 4*time.Hour); !swapped || err != nil {
+		t.Errorf("device swap after a change = %v, %v", swapped, err)
+	}
 }
