@@ -292,7 +292,8 @@ func (f *Fake) authorize(w http.ResponseWriter, r *http.Request) {
 	back(url.Values{"code": {code}})
 }
 
-// token is the token endpoint (authorization_code only).
+// token is the token endpoint: the authorization code grant here, the CIBA and client
+// credentials grants in swap.go.
 func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
@@ -346,9 +347,9 @@ func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// authenticate checks the client of a request to the endpoint aud (a private_key_jwt
-// assertion's audience): client_secret_basic, or private_key_jwt.
-func (f *Fake) authenticate(r *http.Request, aud string) (string, error) {
+// authenticate checks the client of a request: client_secret_basic, or private_key_jwt whose
+// assertion names one of aud as its audience.
+func (f *Fake) authenticate(r *http.Request, aud ...string) (string, error) {
 	if id, secret, ok := r.BasicAuth(); ok {
 		id, _ = url.QueryUnescape(id)
 		secret, _ = url.QueryUnescape(secret)
@@ -373,7 +374,7 @@ func (f *Fake) authenticate(r *http.Request, aud string) (string, error) {
 			return nil, errors.New("unknown client")
 		}
 		return c.PublicKey, nil
-	}, jwt.WithValidMethods([]string{"RS256", "PS256", "ES256"}), jwt.WithAudience(aud),
+	}, jwt.WithValidMethods([]string{"RS256", "PS256", "ES256"}), jwt.WithAudience(aud...),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(f.now))
 	switch {
 	case err != nil:

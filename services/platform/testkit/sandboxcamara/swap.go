@@ -109,7 +109,9 @@ func (f *Fake) bcAuthorize(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
 		return
 	}
-	clientID, err := f.authenticate(r, f.URL+"/bc-authorize")
+	// CIBA has the provider take its issuer, token endpoint or backchannel endpoint as an
+	// assertion's audience.
+	clientID, err := f.authenticate(r, f.URL, f.URL+"/token", f.URL+"/bc-authorize")
 	if err != nil {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
 		return
