@@ -28,5 +28,6 @@ var Tables = tenancy.Schema{Name: "verification", Tables: slices.Concat([]tenanc
 	{Name: "outbox", Class: tenancy.Local, Why: "the outbox of versions before the relay queue: no longer written, moved to relay jobs across clients at start"},
 	{Name: "client_lookups", Class: tenancy.Local, Why: "maps a capability that arrives alone (a browser's transaction id, an OAuth state, a CAMARA request id or token) to its client"},
 	{Name: "usage_rollup", Class: tenancy.Local, Why: "the usage roll-up's watermark: one row, the day before which every client's days are rolled up"},
+	{Name: "blocked_prefixes", Class: tenancy.Reference, Why: "the number prefixes no code is sent to by SMS, for every client: a block is global"},
 	{Name: "camara_keys", Class: tenancy.Local, Why: "the CAMARA provider's keys: one global row read at start, which no tenant row points at or joins"},
 }, idempotency.Tables(), tenancy.RiverTables())}

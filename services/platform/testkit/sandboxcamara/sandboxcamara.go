@@ -15,10 +15,15 @@
 //     the single-use code, the redirect URI and the PKCE verifier; its access tokens live at most
 //     300 s, are single use and come without a refresh token;
 //   - {apiRoot}/number-verification/v2/verify and /device-phone-number per the API definition:
-//     errors as {status, code, message}, x-correlator echoed.
+//     errors as {status, code, message}, x-correlator echoed;
+//   - for backend calls (swap.go): a CIBA backchannel authentication endpoint (/bc-authorize)
+//     with the CIBA grant at the token endpoint (pending for a set number of polls, slow_down
+//     when asked), the client credentials grant, and the SIM Swap (v2) and Device Swap (v1)
+//     APIs' check and retrieve-date.
 //
 // Behaviour knobs (SetBehaviour) make a line's calls slow, fail with a 5xx, or be refused with
-// 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK.
+// 403 NUMBER_VERIFICATION.USER_NOT_AUTHENTICATED_BY_MOBILE_NETWORK; SetLine and SetCIBA set what
+// the swap APIs and the backchannel flow answer.
 package sandboxcamara
 
 import (
@@ -105,12 +110,22 @@ type Fake struct {
 	behaviour map[string]Behaviour // by MSISDN; "" for every line
 	calls     int
 	lastCorr  string
+
+	// The backend flows (swap.go).
+	lines    map[string]Line // by MSISDN; "" for every line without its own
+	ciba     CIBA
+	cibaReqs map[string]*cibaRequest
+	polls    []time.Time
+	swapHits int
 }
 
 type grant struct {
 	clientID, redirectURI, challenge, msisdn string
 	scopes                                   []string
 	expires                                  time.Time
+	// reusable marks a token of the backend grants (CIBA, client credentials): good for any
+	// number of calls until it expires, as those grants' tokens are.
+	reusable bool
 }
 
 // Start serves a fake operator on addr ("127.0.0.1:0" for any free port).
@@ -137,6 +152,7 @@ func New(baseURL string, opts Options) *Fake {
 	f := &Fake{
 		URL: strings.TrimSuffix(baseURL, "/"), opts: opts, now: time.Now, clients: map[string]Client{},
 		codes: map[string]*grant{}, tokens: map[string]*grant{}, jtis: map[string]time.Time{}, behaviour: map[string]Behaviour{},
+		lines: map[string]Line{}, cibaReqs: map[string]*cibaRequest{},
 	}
 	for _, c := range opts.Clients {
 		f.clients[c.ID] = c
@@ -199,6 +215,7 @@ func (f *Fake) Handler() http.Handler {
 	m.HandleFunc("POST /token", f.token)
 	m.HandleFunc("POST /number-verification/v2/verify", f.api(ScopeVerify, f.verify))
 	m.HandleFunc("GET /number-verification/v2/device-phone-number", f.api(ScopeShare, f.share))
+	f.swapRoutes(m)
 	return m
 }
 
@@ -211,10 +228,15 @@ func (f *Fake) discovery(w http.ResponseWriter, _ *http.Request) {
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
-		"scopes_supported":                      []string{"openid", ScopeVerify, ScopeShare},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "private_key_jwt"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"prompt_values_supported":               []string{"none"},
+		"scopes_supported": []string{
+			"openid", ScopeVerify, ScopeShare, ScopeSIMSwapCheck, ScopeSIMSwapDate, ScopeDeviceSwapCheck, ScopeDeviceSwapDate,
+		},
+		"grant_types_supported":                      []string{"authorization_code", GrantCIBA, "client_credentials"},
+		"backchannel_authentication_endpoint":        f.URL + "/bc-authorize",
+		"backchannel_token_delivery_modes_supported": []string{"poll"},
+		"token_endpoint_auth_methods_supported":      []string{"client_secret_basic", "private_key_jwt"},
+		"code_challenge_methods_supported":           []string{"S256"},
+		"prompt_values_supported":                    []string{"none"},
 	})
 }
 
@@ -270,15 +292,24 @@ func (f *Fake) authorize(w http.ResponseWriter, r *http.Request) {
 	back(url.Values{"code": {code}})
 }
 
-// token is the token endpoint (authorization_code only).
+// token is the token endpoint: the authorization code grant here, the CIBA and client
+// credentials grants in swap.go.
 func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
 		return
 	}
-	clientID, err := f.authenticate(r)
+	clientID, err := f.authenticate(r, f.URL+"/token")
 	if err != nil {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+		return
+	}
+	switch r.PostForm.Get("grant_type") {
+	case GrantCIBA:
+		f.cibaToken(w, r, clientID)
+		return
+	case "client_credentials":
+		f.clientCredentials(w, r, clientID)
 		return
 	}
 	if r.PostForm.Get("grant_type") != "authorization_code" {
@@ -316,8 +347,9 @@ func (f *Fake) token(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// authenticate checks the client of a token request: client_secret_basic, or private_key_jwt.
-func (f *Fake) authenticate(r *http.Request) (string, error) {
+// authenticate checks the client of a request: client_secret_basic, or private_key_jwt whose
+// assertion names one of aud as its audience.
+func (f *Fake) authenticate(r *http.Request, aud ...string) (string, error) {
 	if id, secret, ok := r.BasicAuth(); ok {
 		id, _ = url.QueryUnescape(id)
 		secret, _ = url.QueryUnescape(secret)
@@ -342,7 +374,7 @@ func (f *Fake) authenticate(r *http.Request) (string, error) {
 			return nil, errors.New("unknown client")
 		}
 		return c.PublicKey, nil
-	}, jwt.WithValidMethods([]string{"RS256", "PS256", "ES256"}), jwt.WithAudience(f.URL+"/token"),
+	}, jwt.WithValidMethods([]string{"RS256", "PS256", "ES256"}), jwt.WithAudience(aud...),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(f.now))
 	switch {
 	case err != nil:

@@ -197,23 +197,29 @@ func (c *Client) Exchange(ctx context.Context, code, verifier string) (Token, er
 	return Token{AccessToken: t.AccessToken, Expiry: t.Expiry}, nil
 }
 
-// assertion is a private_key_jwt client assertion for the token endpoint: iss and sub the
-// client id, aud the token endpoint, a fresh jti, one minute of life.
+// assertion is a private_key_jwt client assertion for the token endpoint (signAssertion).
 func (c *Client) assertion(aud string) (string, error) {
+	return signAssertion(c.signer, c.cfg.ClientID, c.cfg.KeyID, aud)
+}
+
+// signAssertion is a private_key_jwt client assertion (RFC 7523) of clientID for the endpoint
+// aud: iss and sub the client id, a fresh jti, one minute of life, signed with key (RS256 for
+// an RSA key, ES256 for an EC one) and named kid when keyID is set.
+func signAssertion(key any, clientID, keyID, aud string) (string, error) {
 	now := time.Now()
 	claims := jwt.RegisteredClaims{
-		Issuer: c.cfg.ClientID, Subject: c.cfg.ClientID, Audience: jwt.ClaimStrings{aud}, ID: NewState(),
+		Issuer: clientID, Subject: clientID, Audience: jwt.ClaimStrings{aud}, ID: NewState(),
 		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)),
 	}
 	var method jwt.SigningMethod = jwt.SigningMethodES256
-	if _, ok := c.signer.(*rsa.PrivateKey); ok {
+	if _, ok := key.(*rsa.PrivateKey); ok {
 		method = jwt.SigningMethodRS256
 	}
 	t := jwt.NewWithClaims(method, claims)
-	if c.cfg.KeyID != "" {
-		t.Header["kid"] = c.cfg.KeyID
+	if keyID != "" {
+		t.Header["kid"] = keyID
 	}
-	s, err := t.SignedString(c.signer)
+	s, err := t.SignedString(key)
 	if err != nil {
 		return "", fmt.Errorf("operatorapi: client assertion: %w", err)
 	}

@@ -118,23 +118,8 @@ func (fc fileCAMARA) validate(sandbox bool) (*CAMARA, error) {
 	if strings.TrimSpace(fc.ClientID) == "" || strings.ContainsAny(fc.ClientID, " \t\r\n:") {
 		return nil, errors.New("clientId: required, without spaces or ':'")
 	}
-	switch c.ClientAuth {
-	case ClientSecretBasic:
-		if fc.ClientSecretFile == "" {
-			return nil, errors.New("clientSecretFile: required by client_secret_basic")
-		}
-		if fc.PrivateKeyFile != "" || fc.KeyID != "" {
-			return nil, errors.New("privateKeyFile: given, but clientAuth is client_secret_basic")
-		}
-	case PrivateKeyJWT:
-		if fc.PrivateKeyFile == "" {
-			return nil, errors.New("privateKeyFile: required by private_key_jwt")
-		}
-		if fc.ClientSecretFile != "" {
-			return nil, errors.New("clientSecretFile: given, but clientAuth is private_key_jwt")
-		}
-	default:
-		return nil, fmt.Errorf("clientAuth: %q is not %s or %s", fc.ClientAuth, ClientSecretBasic, PrivateKeyJWT)
+	if err := checkClientAuth(c.ClientAuth, fc.ClientSecretFile, fc.PrivateKeyFile, fc.KeyID); err != nil {
+		return nil, err
 	}
 	if len(c.Scopes) == 0 {
 		c.Scopes = slices.Clone(DefaultScopes)
@@ -151,6 +136,30 @@ func (fc fileCAMARA) validate(sandbox bool) (*CAMARA, error) {
 		return nil, errors.New("scopes: must include openid (the authorization code flow is OpenID Connect's)")
 	}
 	return c, nil
+}
+
+// checkClientAuth checks a client registration's authentication and the files it names; its
+// errors start with the field's name. The camara and swap blocks share it.
+func checkClientAuth(auth ClientAuth, secretFile, keyFile, keyID string) error {
+	switch auth {
+	case ClientSecretBasic:
+		if secretFile == "" {
+			return errors.New("clientSecretFile: required by client_secret_basic")
+		}
+		if keyFile != "" || keyID != "" {
+			return errors.New("privateKeyFile: given, but clientAuth is client_secret_basic")
+		}
+	case PrivateKeyJWT:
+		if keyFile == "" {
+			return errors.New("privateKeyFile: required by private_key_jwt")
+		}
+		if secretFile != "" {
+			return errors.New("clientSecretFile: given, but clientAuth is private_key_jwt")
+		}
+	default:
+		return fmt.Errorf("clientAuth: %q is not %s or %s", auth, ClientSecretBasic, PrivateKeyJWT)
+	}
+	return nil
 }
 
 // checkURL accepts an absolute https URL without user info, query or fragment; plain http only
@@ -174,35 +183,44 @@ func checkURL(s string, sandbox bool) error {
 
 // readSecrets reads the secret files, relative to dir.
 func (c *CAMARA) readSecrets(dir string) error {
+	secret, key, err := readClientSecrets("camara", dir, c.ClientAuth, c.ClientSecretFile, c.PrivateKeyFile)
+	c.ClientSecret, c.PrivateKeyPEM = secret, key
+	return err
+}
+
+// readClientSecrets reads the secret file of a client registration (block names it in errors),
+// relative to dir: the client secret for client_secret_basic, the PEM private key for
+// private_key_jwt.
+func readClientSecrets(block, dir string, auth ClientAuth, secretFile, keyFile string) (string, []byte, error) {
 	read := func(name, p string) ([]byte, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("camara.%s: %w", name, err)
+			return nil, fmt.Errorf("%s.%s: %w", block, name, err)
 		}
 		if b = bytes.TrimSpace(b); len(b) == 0 {
-			return nil, fmt.Errorf("camara.%s: %s is empty", name, p)
+			return nil, fmt.Errorf("%s.%s: %s is empty", block, name, p)
 		}
 		return b, nil
 	}
-	switch c.ClientAuth {
+	switch auth {
 	case ClientSecretBasic:
-		b, err := read("clientSecretFile", c.ClientSecretFile)
+		b, err := read("clientSecretFile", secretFile)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		c.ClientSecret = string(b)
+		return string(b), nil, nil
 	case PrivateKeyJWT:
-		b, err := read("privateKeyFile", c.PrivateKeyFile)
+		b, err := read("privateKeyFile", keyFile)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		if blk, _ := pem.Decode(b); blk == nil || !strings.HasSuffix(blk.Type, "PRIVATE KEY") {
-			return errors.New("camara.privateKeyFile: not a PEM private key")
+			return "", nil, fmt.Errorf("%s.privateKeyFile: not a PEM private key", block)
 		}
-		c.PrivateKeyPEM = b
+		return "", b, nil
 	}
-	return nil
+	return "", nil, nil
 }

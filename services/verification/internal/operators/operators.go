@@ -97,6 +97,9 @@ type Operator struct {
 	// CAMARA is, for the network API, how mnv reaches the operator's CAMARA Number
 	// Verification API; nil when the operator does not support NETWORK_API.
 	CAMARA *CAMARA
+	// Swap is how mnv asks the operator's CAMARA SIM Swap (and Device Swap) API whether a
+	// line's SIM changed recently; nil when mnv does not.
+	Swap *Swap
 }
 
 // Supports reports whether the operator supports method m.
@@ -180,6 +183,11 @@ func (o Operator) clone() Operator {
 		c.PrivateKeyPEM = slices.Clone(c.PrivateKeyPEM)
 		o.CAMARA = &c
 	}
+	if o.Swap != nil {
+		s := *o.Swap
+		s.PrivateKeyPEM = slices.Clone(s.PrivateKeyPEM)
+		o.Swap = &s
+	}
 	return o
 }
 
@@ -259,6 +267,7 @@ type fileOperator struct {
 	Sandbox          bool              `yaml:"sandbox"`
 	HeaderEnrichment *headerEnrichment `yaml:"headerEnrichment"`
 	CAMARA           *fileCAMARA       `yaml:"camara"`
+	Swap             *fileSwap         `yaml:"swap"`
 }
 
 type headerEnrichment struct {
@@ -303,6 +312,9 @@ func parse(data []byte, dir string) (*Registry, error) {
 		op, err := fo.validate()
 		if err == nil && op.CAMARA != nil && dir != "" {
 			err = op.CAMARA.readSecrets(dir)
+		}
+		if err == nil && op.Swap != nil && dir != "" {
+			err = op.Swap.readSecrets(dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("operators[%d] (id %q): %w", i, fo.ID, err)
@@ -368,6 +380,13 @@ func (fo fileOperator) validate() (Operator, error) {
 			return op, fmt.Errorf("camara.%w", err)
 		}
 		op.CAMARA = cc
+	}
+	if fo.Swap != nil {
+		sw, err := fo.Swap.validate(op.Sandbox)
+		if err != nil {
+			return op, fmt.Errorf("swap.%w", err)
+		}
+		op.Swap = sw
 	}
 
 	he := fo.HeaderEnrichment
