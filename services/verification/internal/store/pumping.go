@@ -7,7 +7,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/pumping"
 )
 
-// The blocked prefixes (migration 022) are global, a Reference table: a prefix blocked for one
+// The blocked prefixes (migration 020) are global, a Reference table: a prefix blocked for one
 // client's traffic is blocked for all of them, so these statements name no client.
 
 // PrefixBlocked reports whether any of prefixes is blocked (pumping.Blocks).
