@@ -325,6 +325,7 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	}
 
 	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
+	t.Run("the keyboard alone", func(t *testing.T) { e.keyboardWalk(t, admin) })
 
 	t.Run("the low-balance threshold set on the settings page", func(t *testing.T) { e.lowBalanceSettings(t, admin) })
 	t.Run("the cost shown before an enrichment and a reveal", func(t *testing.T) { e.costInDialogs(t, admin) })
