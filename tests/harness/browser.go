@@ -213,8 +213,11 @@ func (b *Browser) read(stdout io.Reader, ready chan<- error) {
 		}
 	}
 	err := b.cmd.Wait()
+	if err == nil {
+		err = errors.New("exit status 0")
+	}
 	b.mu.Lock()
-	b.exitErr = fmt.Errorf("the browser driver exited (%v): %s", err, b.stderr.String())
+	b.exitErr = fmt.Errorf("the browser driver exited (%w): %s", err, b.stderr.String())
 	for id, ch := range b.waiting {
 		msg := b.exitErr.Error()
 		ch <- reply{Error: &msg}

@@ -168,9 +168,6 @@ const ops = {
       await new Promise((r) => setTimeout(r, 100));
     }
   },
-  async waitForURL({ page, pattern, timeout: ms }) {
-    await get(page).waitForURL(new RegExp(pattern), { timeout: ms || timeout, waitUntil: 'commit' });
-  },
   async screenshot({ page }) {
     return (await get(page).screenshot({ fullPage: true, type: 'png' })).toString('base64');
   },
