@@ -27,6 +27,8 @@ CONSOLE := console
 CONSOLE_DIST := gateway/internal/console/dist
 # The reference webhook receiver of the tests (Node.js, the standardwebhooks npm library).
 RECEIVER := tests/webhooks/receiver
+# The browser tests' driver of Chromium (Node.js, the playwright-core npm library).
+BROWSER_DRIVER := tests/harness/browser
 # The CAMARA tests' relying party (Node.js, the openid-client npm library, a certified OIDC client).
 OIDCCLIENT := tests/camara/oidcclient
 # The SMPP tests' SMSC (Node.js, the smpp npm library, an SMPP implementation independent of ours).
@@ -52,6 +54,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 	$(MAKE) sdk-test; \
 	$(MAKE) console-check; \
 	$(MAKE) receiver-deps; \
+	$(MAKE) browser-deps; \
 	$(MAKE) oidcclient-deps; \
 	$(MAKE) smsc-deps; \
 	echo "== go test, every module, $$testp package(s) at a time"; \
@@ -102,7 +105,7 @@ bench: build ## Measure throughput (REST vs gRPC, debits, verify, Connect, webho
 # its session). PostgreSQL and Chromium are found, or started and installed, as for make test;
 # axe-core comes with the console's pinned npm packages.
 SCREENSHOTS := $(CURDIR)/out/screenshots
-screenshots: build $(CONSOLE)/node_modules/.package-lock.json ## Write a PNG of every console page, signed in against make run's suite, to out/screenshots/
+screenshots: build $(CONSOLE)/node_modules/.package-lock.json $(BROWSER_DRIVER)/node_modules/.package-lock.json ## Write a PNG of every console page, signed in against make run's suite, to out/screenshots/
 	@url=$$($(PG_ENSURE)); export DATABASE_URL="$$url"; export MNV_BIN_DIR=$(BIN); \
 	chromium=$$($(CHROMIUM_ENSURE)); export MNV_CHROMIUM="$$chromium"; \
 	rm -rf $(SCREENSHOTS); export MNV_SCREENSHOTS=$(SCREENSHOTS); \
@@ -187,6 +190,14 @@ $(RECEIVER)/node_modules/.package-lock.json: $(RECEIVER)/package-lock.json
 
 .PHONY: receiver-deps
 receiver-deps: $(RECEIVER)/node_modules/.package-lock.json ## Install the webhook test receiver's pinned npm packages
+
+# As for the receiver: npm ci only when the browser driver's lock file changed since the last install.
+$(BROWSER_DRIVER)/node_modules/.package-lock.json: $(BROWSER_DRIVER)/package-lock.json
+	@$(NODE_ENSURE)
+	npm ci --prefix $(BROWSER_DRIVER) --no-audit --no-fund --prefer-offline
+
+.PHONY: browser-deps
+browser-deps: $(BROWSER_DRIVER)/node_modules/.package-lock.json ## Install the browser tests' driver (playwright-core, which drives Debian's Chromium) pinned npm packages
 
 # As for the receiver: npm ci only when the CAMARA client's lock file changed since the last install.
 $(OIDCCLIENT)/node_modules/.package-lock.json: $(OIDCCLIENT)/package-lock.json

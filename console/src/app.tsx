@@ -97,7 +97,16 @@ function Shell({ path }: { path: string }) {
   }
   return (
     <SessionContext.Provider value={{ session, refresh: () => setTick((t) => t + 1) }}>
-      <a class="skip-link" href="#main">
+      {/* The router takes same-origin links, so the skip link moves the focus itself: a
+          fragment alone would leave it on the link. */}
+      <a
+        class="skip-link"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to the content
       </a>
       <Header session={session} onSwitched={() => setTick((t) => t + 1)} />

@@ -123,6 +123,29 @@ export function PageHeader({ title, children }: { title: string; children?: Comp
   );
 }
 
+// A modal <dialog> makes the page behind it inert, but Tab from its last control leaves the
+// document for the browser's own UI (headless: for nothing): keepTabInside cycles it within.
+function keepTabInside(e: KeyboardEvent) {
+  if (e.key !== 'Tab') return;
+  const d = e.currentTarget as HTMLDialogElement;
+  const stops = [...d.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, [tabindex]')].filter(
+    (el) => !(el as HTMLButtonElement).disabled && el.tabIndex >= 0 && el.getClientRects().length > 0,
+  );
+  const first = stops[0];
+  const last = stops[stops.length - 1];
+  if (!first || !last) {
+    e.preventDefault();
+    return;
+  }
+  if (e.shiftKey && (document.activeElement === first || !d.contains(document.activeElement))) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && (document.activeElement === last || !d.contains(document.activeElement))) {
+    e.preventDefault();
+    first.focus();
+  }
+}
+
 /** A modal dialog (the native <dialog>: focus kept inside, Escape closes). */
 export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -134,7 +157,7 @@ export function Dialog({ title, open, onClose, children }: { title: string; open
     if (!open && d.open) d.close();
   }, [open]);
   return (
-    <dialog ref={ref} class="dialog" aria-labelledby={id} onClose={onClose}>
+    <dialog ref={ref} class="dialog" aria-labelledby={id} onClose={onClose} onKeyDown={keepTabInside}>
       <h2 id={id}>{title}</h2>
       {open && children}
     </dialog>

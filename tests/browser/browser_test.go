@@ -10,16 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/services/platform/pgtest"
 	"github.com/mnvhq/mnv/tests/harness"
@@ -34,12 +29,12 @@ type env struct {
 	gateway string // http://gateway
 	demo    string // http://demo site
 	client  creds
-	browser context.Context
+	browser *harness.Browser
+	// visitor is the browser context of the demo's visitor: its tabs share its cookies
+	// (newPerson opens a context of one's own per person).
+	visitor *harness.Context
 	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
 	output  string // what make run printed once ready
-	// opts start a Chromium like the shared one (newPerson starts one per person: a browser
-	// context of one's own is refused by headless Chromium's Target.createTarget).
-	opts []chromedp.ExecAllocatorOption
 	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
 	// site's), for the NETWORK_API flow: it captures the transaction its URL names and finishes
 	// what comes back (see shopPage).
@@ -52,32 +47,27 @@ func TestBrowser(t *testing.T) {
 	e := setUp(t)
 
 	t.Run("VERIFY: the typed number is the one the network sees", func(t *testing.T) {
-		ctx := e.tab(t)
-		result, errText := e.runDemo(t, ctx, "#verify", sandboxNumber, sandboxNumber)
+		tab := e.tab(t)
+		result, errText := e.runDemo(t, tab, "#verify", sandboxNumber, sandboxNumber)
 		if result != "VERIFIED" || errText != "" {
 			t.Fatalf("result %q, error %q; want VERIFIED", result, errText)
 		}
-		var details string
-		if err := chromedp.Run(ctx, chromedp.Text("#details", &details, chromedp.ByQuery)); err != nil {
-			t.Fatal(err)
-		}
+		details := tab.Text(t, "#details")
 		if !strings.Contains(details, `"mobileNumberMasked": "+97150*****67"`) || strings.Contains(details, e.client.APIKey) {
 			t.Errorf("details %s", details)
 		}
-		screenshot(t, ctx)
+		screenshot(t, tab)
 	})
 
 	t.Run("VERIFY: another number than the network sees", func(t *testing.T) {
-		ctx := e.tab(t)
-		result, errText := e.runDemo(t, ctx, "#verify", "+971501234567", "+971509999999")
+		result, errText := e.runDemo(t, e.tab(t), "#verify", "+971501234567", "+971509999999")
 		if result != "NOT_VERIFIED" || errText != "" {
 			t.Fatalf("result %q, error %q; want NOT_VERIFIED", result, errText)
 		}
 	})
 
 	t.Run("STUCK_PLUS: the masked session is listed", func(t *testing.T) {
-		ctx := e.tab(t)
-		result, errText := e.runDemo(t, ctx, "#stuck-plus", "", "+971501234567")
+		result, errText := e.runDemo(t, e.tab(t), "#stuck-plus", "", "+971501234567")
 		if !strings.Contains(result, "+97150*****67") || errText != "" {
 			t.Fatalf("result %q, error %q; want the masked session", result, errText)
 		}
@@ -95,9 +85,9 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 		}))
 		defer foreign.Close()
 
-		ctx := e.tab(t)
-		captures := watchCaptures(ctx)
-		outcome := waitOutcome(t, ctx, foreign.URL)
+		tab := e.tab(t)
+		captures := watchCaptures(t, tab)
+		outcome := waitOutcome(t, tab, foreign.URL)
 		// The gateway answers a foreign origin without CORS headers, so the page cannot read the
 		// refusal: the SDK reports a network error, never a raw fetch error.
 		if outcome["mnvError"] != true || outcome["code"] != "NETWORK_ERROR" || outcome["httpStatus"] != float64(0) {
@@ -116,10 +106,9 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 	})
 
 	t.Run("MnvError: an unknown and an already captured transaction", func(t *testing.T) {
-		ctx := e.tab(t)
-		if err := chromedp.Run(ctx, chromedp.Navigate(e.demo), chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery)); err != nil {
-			t.Fatal(err)
-		}
+		tab := e.tab(t)
+		tab.Goto(t, e.demo)
+		tab.WaitVisible(t, `body[data-state="ready"]`)
 		tx := e.createTransaction(t, "VERIFY")
 		tests := []struct {
 			name, tx       string
@@ -137,7 +126,7 @@ catch (e) { window.outcome = { mnvError: e instanceof MnvError, code: e.code, ht
 			script := fmt.Sprintf(`import(%q).then(m => m.capture({ transactionId: %q, sandboxNumber: %q }))
   .then(r => ({ status: r.status }), e => ({ mnvError: e.name === 'MnvError' || e.constructor.name === 'MnvError', code: e.code, httpStatus: e.httpStatus, message: e.message, requestId: e.requestId }))`,
 				e.gateway+"/sdk/v1/mnv.js", tt.tx, sandboxNumber)
-			if err := chromedp.Run(ctx, chromedp.Evaluate(script, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+			if err := tab.EvalErr(script, &got); err != nil {
 				t.Fatalf("%s: %v", tt.name, err)
 			}
 			if tt.wantCode == "" {
@@ -176,16 +165,6 @@ func setUpWith(t *testing.T, extra map[string]string) *env {
 	if testing.Short() {
 		t.Skip("browser: needs Chromium, PostgreSQL and make run; skipped under -short")
 	}
-	chromium := os.Getenv("MNV_CHROMIUM")
-	if chromium == "" {
-		// make test sets it; alone, the test finds (or installs) one the same way.
-		out, err := exec.Command(filepath.Join(root, "deploy/local/chromium-ensure.sh")).Output()
-		if err != nil {
-			t.Fatalf("chromium-ensure.sh: %v", err)
-		}
-		chromium = strings.TrimSpace(string(out))
-	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	dbURL, drop, err := pgtest.CreateDatabase(ctx)
@@ -232,67 +211,40 @@ func setUpWith(t *testing.T, extra map[string]string) *env {
 	}
 	e.call(t, http.MethodPut, "/me/web-origins", map[string]any{"origins": append(origins, e.shop.URL)})
 
-	// The closed network of CI hangs Chromium's background connections without these flags.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
-		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1000, 900))
-	e.opts = opts
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(bcancel)
-	if err := chromedp.Run(bctx); err != nil {
-		t.Fatalf("start Chromium %s: %v", chromium, err)
-	}
-	e.browser = bctx
+	// Chromium (MNV_CHROMIUM, as make test sets it, or the one chromium-ensure.sh finds or
+	// installs), driven with playwright-core.
+	e.browser = harness.StartBrowser(t)
+	e.visitor = e.browser.NewContext(t, harness.ContextOptions{Width: 1000, Height: 900})
 	return e
 }
 
-// tab opens a new tab of the shared browser (same cookies: one visitor), closed with the test.
-func (e *env) tab(t *testing.T) context.Context {
+// tab opens a new tab of the visitor's context (same cookies: one visitor), closed with the
+// test.
+func (e *env) tab(t *testing.T) *harness.Page {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(e.browser)
-	t.Cleanup(cancel)
-	ctx, cancel = context.WithTimeout(ctx, 45*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return e.visitor.NewPage(t)
 }
 
 // runDemo loads the demo page, fills the numbers, clicks button and returns what the page shows.
-func (e *env) runDemo(t *testing.T, ctx context.Context, button, number, seen string) (result, errText string) {
+func (e *env) runDemo(t *testing.T, tab *harness.Page, button, number, seen string) (result, errText string) {
 	t.Helper()
-	fill := chromedp.Tasks{chromedp.SetValue("#sandbox-number", seen, chromedp.ByQuery)}
+	tab.Goto(t, e.demo)
+	tab.WaitVisible(t, `body[data-state="ready"]`)
+	tab.Fill(t, "#sandbox-number", seen)
 	if number != "" {
-		fill = append(fill, chromedp.SetValue("#number", number, chromedp.ByQuery))
+		tab.Fill(t, "#number", number)
 	}
-	err := chromedp.Run(ctx,
-		chromedp.Navigate(e.demo),
-		chromedp.WaitVisible(`body[data-state="ready"]`, chromedp.ByQuery),
-		fill,
-		chromedp.Click(button, chromedp.ByQuery),
-		chromedp.WaitVisible(`body[data-state="done"]`, chromedp.ByQuery),
-		chromedp.Text("#result", &result, chromedp.ByQuery),
-		chromedp.TextContent("#error", &errText, chromedp.ByQuery),
-	)
-	if err != nil {
-		var state string
-		_ = chromedp.Run(ctx, chromedp.AttributeValue("body", "data-state", &state, nil, chromedp.ByQuery))
-		t.Fatalf("the demo page (state %q): %v", state, err)
+	tab.Click(t, button)
+	if err := tab.WaitVisibleErr(`body[data-state="done"]`); err != nil {
+		t.Fatalf("the demo page (state %q): %v", tab.Attribute(t, "body", "data-state"), err)
 	}
-	return strings.TrimSpace(result), strings.TrimSpace(errText)
+	return strings.TrimSpace(tab.Text(t, "#result")), strings.TrimSpace(tab.TextContent(t, "#error"))
 }
 
 // screenshot keeps the demo page as a test artifact, out/browser-demo.png at the repo root.
-func screenshot(t *testing.T, ctx context.Context) {
+func screenshot(t *testing.T, tab *harness.Page) {
 	t.Helper()
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatal(err)
-	}
+	png := tab.Screenshot(t)
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -368,25 +320,48 @@ func (c *captures) statuses() []int {
 	return append([]int(nil), c.status...)
 }
 
-func watchCaptures(ctx context.Context) *captures {
+// (DevTools' Network domain: playwright's own response events leave preflights out.)
+func watchCaptures(t *testing.T, tab *harness.Page) *captures {
+	t.Helper()
 	c := &captures{}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if r, ok := ev.(*network.EventResponseReceived); ok && strings.Contains(r.Response.URL, "/web/transactions/") {
+	network := tab.CDP(t, "Network.responseReceived")
+	network.OnEvent(func(_ string, params json.RawMessage) {
+		var ev networkResponse
+		if json.Unmarshal(params, &ev) == nil && ev.Response != nil && strings.Contains(ev.Response.URL, "/web/transactions/") {
 			c.mu.Lock()
-			c.status = append(c.status, int(r.Response.Status))
+			c.status = append(c.status, ev.Response.Status)
 			c.mu.Unlock()
 		}
 	})
+	if err := network.Send("Network.enable", nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
+// networkResponse is what DevTools' Network.responseReceived and, as redirectResponse,
+// Network.requestWillBeSent say of an answer.
+type networkResponse struct {
+	Response         *networkAnswer `json:"response"`
+	RedirectResponse *networkAnswer `json:"redirectResponse"`
+	Request          struct {
+		URL string `json:"url"`
+	} `json:"request"`
+}
+
+type networkAnswer struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+}
+
 // waitOutcome loads url and waits for its script to set window.outcome.
-func waitOutcome(t *testing.T, ctx context.Context, url string) map[string]any {
+func waitOutcome(t *testing.T, tab *harness.Page, url string) map[string]any {
 	t.Helper()
 	var outcome map[string]any
-	err := chromedp.Run(ctx, network.Enable(), chromedp.Navigate(url),
-		chromedp.Poll(`window.outcome`, &outcome, chromedp.WithPollingTimeout(20*time.Second)))
-	if err != nil {
+	if _, err := tab.GotoErr(url); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	if err := tab.PollErr(`window.outcome`, &outcome, 20*time.Second); err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
 	return outcome

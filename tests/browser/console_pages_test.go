@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
-
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -32,34 +29,22 @@ func (e *env) consolePages(t *testing.T, p *person) {
 			name = "overview"
 		}
 		t.Run(name, func(t *testing.T) {
-			var heading string
 			var errors, loading int
-			err := chromedp.Run(p.ctx,
-				chromedp.Navigate(p.origin+"/console/"+page),
-				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-				chromedp.Poll(`document.querySelectorAll('.state-loading').length === 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-				chromedp.Text(`main h1`, &heading, chromedp.ByQuery),
-				chromedp.Evaluate(`document.querySelectorAll('.state-error').length`, &errors),
-				chromedp.Evaluate(`document.querySelectorAll('.state-loading').length`, &loading),
-			)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p.page.Goto(t, p.origin+"/console/"+page)
+			p.page.WaitVisible(t, `main h1`)
+			p.page.Poll(t, `document.querySelectorAll('.state-loading').length === 0`, nil, 15*time.Second)
+			heading := p.page.Text(t, `main h1`)
+			p.page.Eval(t, `document.querySelectorAll('.state-error').length`, &errors)
+			p.page.Eval(t, `document.querySelectorAll('.state-loading').length`, &loading)
 			if errors > 0 || strings.TrimSpace(heading) == "" {
-				var text string
-				_ = chromedp.Run(p.ctx, chromedp.Text(`main`, &text, chromedp.ByQuery))
+				text, _ := p.page.TextErr(`main`)
 				t.Fatalf("%s: heading %q, %d error states: %s", name, heading, errors, text)
 			}
 			var found []struct {
 				ID, Impact, Help string
 			}
-			err = chromedp.Run(p.ctx,
-				chromedp.Evaluate(string(axeSrc), nil),
-				chromedp.Evaluate(`axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help})))`,
-					&found, func(ep *runtime.EvaluateParams) *runtime.EvaluateParams { return ep.WithAwaitPromise(true) }))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p.page.Eval(t, string(axeSrc), nil)
+			p.page.Eval(t, `axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help})))`, &found)
 			for _, v := range found {
 				if v.Impact == "serious" || v.Impact == "critical" {
 					t.Errorf("axe %s (%s): %s", v.ID, v.Impact, v.Help)
@@ -74,10 +59,7 @@ func (e *env) consolePages(t *testing.T, p *person) {
 // when it is set (make screenshots), else to out/console-suite-<name>.png.
 func keepScreenshot(t *testing.T, p *person, name string) {
 	t.Helper()
-	var png []byte
-	if err := chromedp.Run(p.ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatal(err)
-	}
+	png := p.page.Screenshot(t)
 	dir, file := os.Getenv("MNV_SCREENSHOTS"), name+".png"
 	if dir == "" {
 		root, err := harness.RepoRoot()

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // lowBalanceSettings: an ADMIN sets the client's own low-balance threshold on the settings page
@@ -21,29 +19,21 @@ func (e *env) lowBalanceSettings(t *testing.T, p *person) {
 	save := func(own bool, value int64) string {
 		t.Helper()
 		radio := `input[name="low-balance-own"]:not(:checked)`
-		var status string
-		actions := []chromedp.Action{
-			chromedp.Navigate(p.origin + "/console/settings"),
-			chromedp.WaitVisible(`#low-balance-title`, chromedp.ByQuery),
-			chromedp.Poll(`document.querySelectorAll('.state-loading').length === 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-		}
+		p.page.Goto(t, p.origin+"/console/settings")
+		p.page.WaitVisible(t, `#low-balance-title`)
+		p.page.Poll(t, `document.querySelectorAll('.state-loading').length === 0`, nil, 15*time.Second)
 		if own != e.ownThreshold(t, p) {
-			actions = append(actions, chromedp.Click(radio, chromedp.ByQuery))
+			p.page.Click(t, radio)
 		}
 		if own {
 			sel := `section[aria-labelledby="low-balance-title"] input[type="number"]`
-			actions = append(actions, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.SetValue(sel, "", chromedp.ByQuery),
-				chromedp.SendKeys(sel, fmt.Sprint(value), chromedp.ByQuery))
+			p.page.WaitVisible(t, sel)
+			p.page.Fill(t, sel, "")
+			p.page.Type(t, sel, fmt.Sprint(value))
 		}
-		actions = append(actions,
-			chromedp.Click(`section[aria-labelledby="low-balance-title"] button[type="submit"]`, chromedp.ByQuery),
-			chromedp.Poll(`(document.querySelector('section[aria-labelledby="low-balance-title"] [role="status"]')?.textContent ?? '').startsWith('Saved')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-			chromedp.Text(`section[aria-labelledby="low-balance-title"] [role="status"]`, &status, chromedp.ByQuery),
-		)
-		if err := chromedp.Run(p.ctx, actions...); err != nil {
-			t.Fatal(err)
-		}
-		return status
+		p.page.Click(t, `section[aria-labelledby="low-balance-title"] button[type="submit"]`)
+		p.page.Poll(t, `(document.querySelector('section[aria-labelledby="low-balance-title"] [role="status"]')?.textContent ?? '').startsWith('Saved')`, nil, 10*time.Second)
+		return p.page.Text(t, `section[aria-labelledby="low-balance-title"] [role="status"]`)
 	}
 
 	if got := plain(save(true, above)); !strings.Contains(got, fmt.Sprint(above)) {
@@ -55,14 +45,11 @@ func (e *env) lowBalanceSettings(t *testing.T, p *person) {
 		t.Fatalf("after the settings page: %v, want %d", read.data(), above)
 	}
 	var warning string
-	err := chromedp.Run(p.ctx,
-		chromedp.Navigate(p.origin+"/console/"),
-		chromedp.Poll(`[...document.querySelectorAll('main .warning')].some(w => w.textContent.includes('low-balance threshold of'))`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-		chromedp.Evaluate(`[...document.querySelectorAll('main .warning')].map(w => w.textContent).join(' | ')`, &warning),
-	)
-	if err != nil {
+	p.page.Goto(t, p.origin+"/console/")
+	if err := p.page.PollErr(`[...document.querySelectorAll('main .warning')].some(w => w.textContent.includes('low-balance threshold of'))`, nil, 15*time.Second); err != nil {
 		t.Fatalf("the overview's warning below the threshold: %v", err)
 	}
+	p.page.Eval(t, `[...document.querySelectorAll('main .warning')].map(w => w.textContent).join(' | ')`, &warning)
 	if !strings.Contains(plain(warning), fmt.Sprint(above)) {
 		t.Errorf("overview warning %q does not name the threshold %d", warning, above)
 	}
@@ -132,28 +119,22 @@ func (e *env) costInDialogs(t *testing.T, p *person) {
 		{"connect", "Enrich", enrichment},
 		{"reveal", "Reveal", reveal},
 	} {
-		var text string
 		var shown int
-		err := chromedp.Run(p.ctx,
-			chromedp.Navigate(p.origin+"/console/"+d.page),
-			chromedp.Poll(fmt.Sprintf(`!!document.querySelector('main') && document.querySelectorAll('.state-loading').length === 0 && [...document.querySelectorAll('main table button')].some(b => b.textContent.startsWith(%q) && !b.disabled)`, d.button),
-				nil, chromedp.WithPollingTimeout(15*time.Second)),
-			chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll('main table button')].find(b => b.textContent.startsWith(%q) && !b.disabled).click()`, d.button), nil),
-			chromedp.Poll(`!!document.querySelector('dialog[open] .cost[data-credits]')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-			chromedp.Evaluate(`Number(document.querySelector('dialog[open] .cost').dataset.credits)`, &shown),
-			chromedp.Text(`dialog[open]`, &text, chromedp.ByQuery),
-		)
-		if err != nil {
+		p.page.Goto(t, p.origin+"/console/"+d.page)
+		p.page.Poll(t, fmt.Sprintf(`!!document.querySelector('main') && document.querySelectorAll('.state-loading').length === 0 && [...document.querySelectorAll('main table button')].some(b => b.textContent.startsWith(%q) && !b.disabled)`, d.button),
+			nil, 15*time.Second)
+		p.page.Eval(t, fmt.Sprintf(`[...document.querySelectorAll('main table button')].find(b => b.textContent.startsWith(%q) && !b.disabled).click()`, d.button), nil)
+		if err := p.page.PollErr(`!!document.querySelector('dialog[open] .cost[data-credits]')`, nil, 10*time.Second); err != nil {
 			t.Fatalf("%s: the confirm dialog's cost: %v", d.page, err)
 		}
+		p.page.Eval(t, `Number(document.querySelector('dialog[open] .cost').dataset.credits)`, &shown)
+		text := p.page.Text(t, `dialog[open]`)
 		if shown != d.credits || !strings.Contains(text, fmt.Sprintf("%d credits", d.credits)) {
 			t.Errorf("%s dialog: %q (cost %d), want it to say %d credits", d.page, text, shown, d.credits)
 		}
 		keepScreenshot(t, p, d.page+"-cost-dialog")
 		// Cancel: nothing confirmed, nothing charged.
-		if err := chromedp.Run(p.ctx, chromedp.Evaluate(`[...document.querySelectorAll('dialog[open] button')].find(b => b.textContent.trim() === 'Cancel').click()`, nil)); err != nil {
-			t.Fatal(err)
-		}
+		p.page.Eval(t, `[...document.querySelectorAll('dialog[open] button')].find(b => b.textContent.trim() === 'Cancel').click()`, nil)
 	}
 }
 
@@ -170,32 +151,29 @@ func (e *env) verificationFilters(t *testing.T, p *person) {
 	if want == 0 {
 		t.Fatalf("the API lists no NUMBER_MISMATCH verification: %v", listed)
 	}
-	pick := func(label, value string) chromedp.Action {
-		return chromedp.Evaluate(fmt.Sprintf(`(() => { const l = [...document.querySelectorAll('form.filters label')].find(l => l.textContent === %q);
+	pick := func(label, value string) {
+		t.Helper()
+		p.page.Eval(t, fmt.Sprintf(`(() => { const l = [...document.querySelectorAll('form.filters label')].find(l => l.textContent === %q);
   const s = document.getElementById(l.htmlFor); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, label, value), nil)
 	}
 	rows := `[...document.querySelectorAll('main table tbody tr')].map(r => r.children[3].textContent)`
 	var reasons []string
-	err := chromedp.Run(p.ctx,
-		chromedp.Navigate(p.origin+"/console/verifications"),
-		chromedp.Poll(`document.querySelectorAll('main table tbody tr').length > 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-		pick("Reason", "NUMBER_MISMATCH"),
-		chromedp.Poll(fmt.Sprintf(`(() => { const r = %s; return r.length === %d && r.every(x => x === 'Number mismatch'); })()`, rows, min(want, 25)), nil,
-			chromedp.WithPollingTimeout(10*time.Second)),
-		chromedp.Evaluate(rows, &reasons),
-	)
-	if err != nil {
+	p.page.Goto(t, p.origin+"/console/verifications")
+	p.page.Poll(t, `document.querySelectorAll('main table tbody tr').length > 0`, nil, 15*time.Second)
+	pick("Reason", "NUMBER_MISMATCH")
+	if err := p.page.PollErr(fmt.Sprintf(`(() => { const r = %s; return r.length === %d && r.every(x => x === 'Number mismatch'); })()`, rows, min(want, 25)), nil, 10*time.Second); err != nil {
 		t.Fatalf("the history filtered by reason (the API lists %d): %v", want, err)
 	}
+	p.page.Eval(t, rows, &reasons)
 	keepScreenshot(t, p, "verifications-by-reason")
 	var empty bool
-	err = chromedp.Run(p.ctx,
-		pick("Operator", "sandbox"),
-		chromedp.Poll(fmt.Sprintf(`%s.length === %d`, rows, min(want, 25)), nil, chromedp.WithPollingTimeout(10*time.Second)),
-		pick("Method", "NETWORK_API"),
-		chromedp.Poll(`!!document.querySelector('main .state-empty')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-		chromedp.Evaluate(`!!document.querySelector('main .state-empty')`, &empty),
-	)
+	pick("Operator", "sandbox")
+	p.page.Poll(t, fmt.Sprintf(`%s.length === %d`, rows, min(want, 25)), nil, 10*time.Second)
+	pick("Method", "NETWORK_API")
+	err := p.page.PollErr(`!!document.querySelector('main .state-empty')`, nil, 10*time.Second)
+	if err == nil {
+		err = p.page.EvalErr(`!!document.querySelector('main .state-empty')`, &empty)
+	}
 	if err != nil || !empty {
 		t.Fatalf("sandbox's NUMBER_MISMATCH by NETWORK_API (none were): %v, empty state %v", err, empty)
 	}

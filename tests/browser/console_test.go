@@ -2,23 +2,16 @@ package browser_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/webauthn"
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -31,51 +24,25 @@ import (
 // consoleLink is the invitation make run prints for the demo client's person.
 var consoleLink = regexp.MustCompile(`sign in as \S+ with a new passkey: (http://localhost:\d+/console/invite#(mnvinv_\w+))`)
 
-// person is a browser of its own (its own cookies) with a passkey authenticator, on the
-// console's origin.
+// person is a browser context of its own (its own cookies) with a passkey authenticator, on
+// the console's origin.
 type person struct {
-	ctx    context.Context
+	page   *harness.Page
 	origin string
-	// authenticator is the browser's virtual authenticator, which holds the person's passkeys.
-	authenticator webauthn.AuthenticatorID
+	// webAuthn is the tab's DevTools session whose virtual authenticator (authenticator)
+	// holds the person's passkeys.
+	webAuthn      *harness.CDP
+	authenticator string
 }
 
-// newPerson starts a browser of its own (its own profile and cookies) with a virtual
-// authenticator that verifies its user, at origin.
+// newPerson opens a browser context of its own (its own cookies) with a virtual authenticator
+// that verifies its user, at origin.
 func (e *env) newPerson(t *testing.T, origin string) *person {
 	t.Helper()
-	// Not t.TempDir: Chromium may still be writing its profile when the test's cleanup runs.
-	dir, err := os.MkdirTemp("", "mnv-console-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	opts := append(e.opts[:len(e.opts):len(e.opts)], chromedp.UserDataDir(dir))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(acancel)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(cancel)
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel)
-	var auth webauthn.AuthenticatorID
-	err = chromedp.Run(ctx,
-		chromedp.Navigate(origin+"/healthz"),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			if err := webauthn.Enable().Do(ctx); err != nil {
-				return err
-			}
-			var err error
-			auth, err = webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
-				Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
-				Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
-				IsUserVerified: true, AutomaticPresenceSimulation: true,
-			}).Do(ctx)
-			return err
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &person{ctx: ctx, origin: origin, authenticator: auth}
+	page := e.browser.NewContext(t, harness.ContextOptions{Width: 1000, Height: 900}).NewPage(t)
+	page.Goto(t, origin+"/healthz")
+	webAuthn, auth := page.VirtualAuthenticator(t)
+	return &person{page: page, origin: origin, webAuthn: webAuthn, authenticator: auth}
 }
 
 // run evaluates an async function body in the page with args (JSON) and decodes its result.
@@ -84,10 +51,7 @@ func (p *person) run(t *testing.T, body string, args any, out any) {
 	a, _ := json.Marshal(args)
 	js := fmt.Sprintf("(async (args) => { %s })(%s)", body, a)
 	var raw json.RawMessage
-	err := chromedp.Run(p.ctx, chromedp.Evaluate(js, &raw, func(ep *runtime.EvaluateParams) *runtime.EvaluateParams {
-		return ep.WithAwaitPromise(true)
-	}))
-	if err != nil {
+	if err := p.page.EvalErr(js, &raw); err != nil {
 		t.Fatalf("in the page: %v", err)
 	}
 	if out != nil {
@@ -214,10 +178,8 @@ func (e *env) testConsole(t *testing.T) {
 	t.Cleanup(evil.Close)
 	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
 	before := len(e.call(t, http.MethodGet, "/me/api-keys?size=100", nil)["items"].([]any))
-	other := &person{ctx: admin.ctx, origin: evilURL}
-	if err := chromedp.Run(admin.ctx, chromedp.Navigate(evilURL)); err != nil {
-		t.Fatal(err)
-	}
+	other := &person{page: admin.page, origin: evilURL}
+	admin.page.Goto(t, evilURL)
 	var crossStatus int
 	other.run(t, `try { const r = await fetch(args.url, {method: 'POST', credentials: 'include', headers: {'content-type': 'application/json'}, body: JSON.stringify({name: 'forged', role: 'ADMIN'})}); return r.status; } catch (e) { return -1; }`,
 		map[string]any{"url": origin + "/v1/api/me/api-keys"}, &crossStatus)
@@ -226,9 +188,7 @@ func (e *env) testConsole(t *testing.T) {
 	if after := len(e.call(t, http.MethodGet, "/me/api-keys?size=100", nil)["items"].([]any)); after != before {
 		t.Fatalf("a page on another origin created a key with the console's cookie (%d keys, were %d; status %d)", after, before, crossStatus)
 	}
-	if err := chromedp.Run(admin.ctx, chromedp.Navigate(origin+"/healthz")); err != nil {
-		t.Fatal(err)
-	}
+	admin.page.Goto(t, origin+"/healthz")
 
 	// A MEMBER, invited from the console, in a browser of their own.
 	inv := admin.api(t, "POST", "/me/invitations", map[string]any{"email": "member@example.com", "role": "MEMBER"})
@@ -365,6 +325,7 @@ return {status: r.status, body: await r.json()};`, nil, &upload)
 	}
 
 	t.Run("every page against the suite", func(t *testing.T) { e.consolePages(t, admin) })
+	t.Run("the keyboard alone", func(t *testing.T) { e.keyboardWalk(t, admin) })
 
 	t.Run("the low-balance threshold set on the settings page", func(t *testing.T) { e.lowBalanceSettings(t, admin) })
 	t.Run("the cost shown before an enrichment and a reveal", func(t *testing.T) { e.costInDialogs(t, admin) })
@@ -412,19 +373,17 @@ func (e *env) testSignOutEverywhere(t *testing.T, admin *person, origin string) 
 		t.Fatalf("%d sessions listed, want this browser's and the second's", n)
 	}
 	want(t, "the second browser signed in", phone.api(t, "GET", "/console/session", nil), http.StatusOK)
-	err := chromedp.Run(admin.ctx,
-		chromedp.Navigate(origin+"/console/sessions"),
-		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-		chromedp.Click(`//main//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
-		chromedp.Click(`//dialog[@open]//button[normalize-space()="Sign out everywhere"]`, chromedp.BySearch),
-		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
-	)
-	if err != nil {
+	admin.page.Goto(t, origin+"/console/sessions")
+	admin.page.WaitVisible(t, `main h1`)
+	admin.page.Click(t, `xpath=//main//button[normalize-space()="Sign out everywhere"]`)
+	admin.page.Click(t, `xpath=//dialog[@open]//button[normalize-space()="Sign out everywhere"]`)
+	if err := admin.page.WaitVisibleErr(`#sign-in-title`); err != nil {
 		t.Fatalf("sign out everywhere on the page: %v", err)
 	}
 	want(t, "this browser after signing out everywhere", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 	want(t, "the second browser after signing out everywhere", phone.api(t, "GET", "/me/ledger", nil), http.StatusUnauthorized)
-	if err := chromedp.Run(phone.ctx, chromedp.Navigate(origin+"/console/"), chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery)); err != nil {
+	phone.page.Goto(t, origin+"/console/")
+	if err := phone.page.WaitVisibleErr(`#sign-in-title`); err != nil {
 		t.Fatalf("the second browser's console did not go to sign-in: %v", err)
 	}
 }

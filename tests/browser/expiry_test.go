@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // consoleIdle is the idle timeout of TestBrowserConsoleSessionExpiry's make run: short enough to
@@ -30,14 +28,9 @@ func TestBrowserConsoleSessionExpiry(t *testing.T) {
 	origin := link.Scheme + "://" + link.Host
 	p := e.newPerson(t, origin)
 	want(t, "accept", p.accept(t, m[2], "Idle Person"), http.StatusOK)
-	err = chromedp.Run(p.ctx,
-		chromedp.Navigate(origin+"/console/"),
-		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-		chromedp.Poll(`document.querySelectorAll('.state-loading').length === 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.page.Goto(t, origin+"/console/")
+	p.page.WaitVisible(t, `main h1`)
+	p.page.Poll(t, `document.querySelectorAll('.state-loading').length === 0`, nil, 15*time.Second)
 	// In use, the session outlives its idle timeout: each request moves it.
 	for begun := time.Now(); time.Since(begun) < 2*consoleIdle; time.Sleep(consoleIdle / 3) {
 		want(t, "a session in use", p.api(t, "GET", "/console/session", nil), http.StatusOK)
@@ -45,16 +38,12 @@ func TestBrowserConsoleSessionExpiry(t *testing.T) {
 
 	time.Sleep(consoleIdle + 2*time.Second)
 	var path string
-	err = chromedp.Run(p.ctx,
-		chromedp.Click(`//nav//a[normalize-space()="Ledger"]`, chromedp.BySearch),
-		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
-		chromedp.Evaluate(`location.pathname + location.search`, &path),
-	)
-	if err != nil {
-		var text string
-		_ = chromedp.Run(p.ctx, chromedp.Text(`body`, &text, chromedp.ByQuery))
+	p.page.Click(t, `xpath=//nav//a[normalize-space()="Ledger"]`)
+	if err := p.page.WaitVisibleErr(`#sign-in-title`); err != nil {
+		text, _ := p.page.TextErr(`body`)
 		t.Fatalf("after the idle timeout the console did not go to sign-in: %v\n%s", err, text)
 	}
+	p.page.Eval(t, `location.pathname + location.search`, &path)
 	if !strings.HasPrefix(path, "/console/sign-in?next=") || !strings.Contains(path, "ledger") {
 		t.Fatalf("sent to %s, want the sign-in page that returns to the ledger", path)
 	}

@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,11 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -64,36 +58,37 @@ try {
 // mobileTab is a tab on line msisdn's mobile network ("" for none): its requests to make run's
 // CAMARA operator carry the sandbox header with msisdn, which is how that operator recognises
 // the line. It records the statuses of mnv's callback.
-func (e *env) mobileTab(t *testing.T, msisdn string) (context.Context, *callbacks) {
+func (e *env) mobileTab(t *testing.T, msisdn string) (*harness.Page, *callbacks) {
 	t.Helper()
-	ctx := e.tab(t)
+	tab := e.tab(t)
 	cb := &callbacks{}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *network.EventResponseReceived:
+	network := tab.CDP(t, "Network.responseReceived", "Network.requestWillBeSent")
+	network.OnEvent(func(method string, params json.RawMessage) {
+		var ev networkResponse
+		if json.Unmarshal(params, &ev) != nil {
+			return
+		}
+		switch method {
+		case "Network.responseReceived":
 			cb.record(ev.Response)
-		case *network.EventRequestWillBeSent:
+		case "Network.requestWillBeSent":
 			cb.record(ev.RedirectResponse) // a redirect's answer comes with the request it causes
-		case *fetch.EventRequestPaused:
-			// The network adds the line's header on the way to the operator.
-			go func() {
-				headers := []*fetch.HeaderEntry{{Name: "X-Mnv-Sandbox-Msisdn", Value: msisdn}}
-				for k, v := range ev.Request.Headers {
-					headers = append(headers, &fetch.HeaderEntry{Name: k, Value: fmt.Sprint(v)})
-				}
-				c := chromedp.FromContext(ctx)
-				_ = fetch.ContinueRequest(ev.RequestID).WithHeaders(headers).Do(cdp.WithExecutor(ctx, c.Target))
-			}()
 		}
 	})
-	actions := []chromedp.Action{network.Enable()}
-	if msisdn != "" {
-		actions = append(actions, fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: e.operatorURL(t) + "/*"}}))
-	}
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	if err := network.Send("Network.enable", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, cb
+	if msisdn != "" {
+		// The network adds the line's header on the way to the operator.
+		tab.Route(t, e.operatorURL(t)+"/**", func(q harness.RouteRequest) harness.RouteAnswer {
+			headers := map[string]string{"X-Mnv-Sandbox-Msisdn": msisdn}
+			for k, v := range q.Headers {
+				headers[k] = v
+			}
+			return harness.RouteAnswer{Continue: true, Headers: headers}
+		})
+	}
+	return tab, cb
 }
 
 // operatorURL is the base URL of make run's CAMARA operator, from the registry it wrote.
@@ -115,10 +110,10 @@ type callbacks struct {
 	status []int
 }
 
-func (c *callbacks) record(r *network.Response) {
+func (c *callbacks) record(r *networkAnswer) {
 	if r != nil && strings.Contains(r.URL, "/v1/api/sdk/session/callback") {
 		c.mu.Lock()
-		c.status = append(c.status, int(r.Status))
+		c.status = append(c.status, r.Status)
 		c.mu.Unlock()
 	}
 }
@@ -131,20 +126,20 @@ func (c *callbacks) statuses() []int {
 
 // awaitOutcome waits for the page (whichever the tab is on by then: it may navigate away and
 // back) to set a window.outcome that has key.
-func awaitOutcome(t *testing.T, ctx context.Context, key string) map[string]any {
+func awaitOutcome(t *testing.T, tab *harness.Page, key string) map[string]any {
 	t.Helper()
 	expr := fmt.Sprintf(`(() => { const o = window.outcome; return o && o[%q] ? o : null; })()`, key)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var out map[string]any
 		// A navigation under way destroys the context the expression runs in: try again.
-		if err := chromedp.Run(ctx, chromedp.Evaluate(expr, &out)); err == nil && out != nil {
+		if err := tab.EvalErr(expr, &out); err == nil && out != nil {
 			return out
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	var href string
-	_ = chromedp.Run(ctx, chromedp.Location(&href))
+	_ = tab.EvalErr(`location.href`, &href)
 	t.Fatalf("no window.outcome with %q on %s", key, href)
 	return nil
 }
@@ -226,9 +221,7 @@ func (e *env) networkAPI(t *testing.T) {
 		const line = "+971501112233"
 		ctx, cb := e.mobileTab(t, line)
 		tx := e.createTransaction(t, "VERIFY")
-		if err := chromedp.Run(ctx, chromedp.Navigate(e.shopURL(tx, camaraOperator, ""))); err != nil {
-			t.Fatal(err)
-		}
+		ctx.Goto(t, e.shopURL(tx, camaraOperator, ""))
 		got := awaitOutcome(t, ctx, "resumed")
 		if got["status"] != "CAPTURED" || got["operatorId"] != camaraOperator || got["blob"] == nil {
 			t.Fatalf("the page came back with %v, want CAPTURED through %s with the blob", got, camaraOperator)
@@ -256,9 +249,7 @@ func (e *env) networkAPI(t *testing.T) {
 		const line = "+971501112244"
 		ctx, _ := e.mobileTab(t, "")
 		tx := e.createTransaction(t, "VERIFY")
-		if err := chromedp.Run(ctx, chromedp.Navigate(e.shopURL(tx, camaraOperator, "manual"))); err != nil {
-			t.Fatal(err)
-		}
+		ctx.Goto(t, e.shopURL(tx, camaraOperator, "manual"))
 		started := awaitOutcome(t, ctx, "captured")
 		authURL, _ := started["authorizationUrl"].(string)
 		if started["status"] != "AUTHORIZATION_PENDING" || authURL == "" {
@@ -283,11 +274,8 @@ func (e *env) networkAPI(t *testing.T) {
 
 		visit := func(u string) string {
 			t.Helper()
-			var body string
-			if err := chromedp.Run(ctx, chromedp.Navigate(u), chromedp.Text("body", &body, chromedp.ByQuery)); err != nil {
-				t.Fatal(err)
-			}
-			return body
+			ctx.Goto(t, u)
+			return ctx.Text(t, "body")
 		}
 		if body := visit(forged.String()); !strings.Contains(body, `"INVALID_ARGUMENT"`) {
 			t.Errorf("a wrong state: %s", body)
@@ -296,9 +284,7 @@ func (e *env) networkAPI(t *testing.T) {
 			t.Fatalf("after a wrong state the transaction is %s, want AUTHORIZATION_PENDING", s)
 		}
 		// The right state completes it, and the page finishes.
-		if err := chromedp.Run(ctx, chromedp.Navigate(callback.String())); err != nil {
-			t.Fatal(err)
-		}
+		ctx.Goto(t, callback.String())
 		if got := awaitOutcome(t, ctx, "resumed"); got["status"] != "CAPTURED" {
 			t.Fatalf("the page came back with %v", got)
 		}
@@ -320,9 +306,7 @@ func (e *env) networkAPI(t *testing.T) {
 		// operator: she hands the link to a victim.
 		mallory, _ := e.mobileTab(t, "")
 		tx := e.createTransaction(t, "VERIFY")
-		if err := chromedp.Run(mallory, chromedp.Navigate(e.shopURL(tx, camaraOperator, "manual"))); err != nil {
-			t.Fatal(err)
-		}
+		mallory.Goto(t, e.shopURL(tx, camaraOperator, "manual"))
 		link, _ := awaitOutcome(t, mallory, "captured")["authorizationUrl"].(string)
 		if link == "" {
 			t.Fatal("no authorization URL")
@@ -331,9 +315,7 @@ func (e *env) networkAPI(t *testing.T) {
 		// and mnv sends the victim's browser to the shop's page, which is not the tab that
 		// captured.
 		victim, cb := e.mobileTab(t, "+971501112266")
-		if err := chromedp.Run(victim, chromedp.Navigate(link)); err != nil {
-			t.Fatal(err)
-		}
+		victim.Goto(t, link)
 		if got := awaitOutcome(t, victim, "failed"); got["code"] != "STATE_MISMATCH" {
 			t.Errorf("the victim's page: %v, want STATE_MISMATCH", got)
 		}
@@ -354,10 +336,8 @@ func (e *env) networkAPI(t *testing.T) {
 			t.Fatalf("their transaction: %d %v", status, data)
 		}
 		ctx, cb := e.mobileTab(t, "+971501112255")
-		completions := watchCompletions(ctx)
-		if err := chromedp.Run(ctx, chromedp.Navigate(e.shopURL(theirs, camaraOperator, ""))); err != nil {
-			t.Fatal(err)
-		}
+		completions := watchCompletions(t, ctx)
+		ctx.Goto(t, e.shopURL(theirs, camaraOperator, ""))
 		// The shop's page is not an origin of theirs: refused before anything is captured, and
 		// the browser hides the refusal from the page.
 		if got := awaitOutcome(t, ctx, "failed"); got["code"] != "NETWORK_ERROR" {
@@ -366,9 +346,7 @@ func (e *env) networkAPI(t *testing.T) {
 		// A link to the shop's page that claims their transaction came back: this tab sent
 		// none, so the page takes nothing and reads nothing.
 		crafted := e.shop.URL + "/#" + url.Values{"mnv_transaction": {theirs}, "mnv_code": {"lifted-or-guessed"}}.Encode()
-		if err := chromedp.Run(ctx, chromedp.Navigate(crafted)); err != nil {
-			t.Fatal(err)
-		}
+		ctx.Goto(t, crafted)
 		if got := awaitOutcome(t, ctx, "failed"); got["code"] != "STATE_MISMATCH" {
 			t.Errorf("a crafted return: %v, want STATE_MISMATCH", got)
 		}
@@ -408,14 +386,20 @@ func (r *completions) count() int {
 	return r.n
 }
 
-func watchCompletions(ctx context.Context) *completions {
+func watchCompletions(t *testing.T, tab *harness.Page) *completions {
+	t.Helper()
 	r := &completions{}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if q, ok := ev.(*network.EventRequestWillBeSent); ok && strings.HasSuffix(q.Request.URL, "/complete") {
+	network := tab.CDP(t, "Network.requestWillBeSent")
+	network.OnEvent(func(_ string, params json.RawMessage) {
+		var q networkResponse
+		if json.Unmarshal(params, &q) == nil && strings.HasSuffix(q.Request.URL, "/complete") {
 			r.mu.Lock()
 			r.n++
 			r.mu.Unlock()
 		}
 	})
+	if err := network.Send("Network.enable", nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }

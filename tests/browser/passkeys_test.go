@@ -1,14 +1,10 @@
 package browser_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/webauthn"
-	"github.com/chromedp/chromedp"
 )
 
 // testPasskeys: the signed-in person adds a second passkey from the console's "Your passkeys"
@@ -18,11 +14,8 @@ import (
 func (e *env) testPasskeys(t *testing.T, p *person, othersPasskey string) {
 	credentials := func() map[string]bool {
 		t.Helper()
-		var cs []*webauthn.Credential
-		if err := chromedp.Run(p.ctx, chromedp.ActionFunc(func(ctx context.Context) (err error) {
-			cs, err = webauthn.GetCredentials(p.authenticator).Do(ctx)
-			return err
-		})); err != nil {
+		cs, err := p.webAuthn.Credentials(p.authenticator)
+		if err != nil {
 			t.Fatal(err)
 		}
 		ids := map[string]bool{}
@@ -64,26 +57,20 @@ return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremo
 	// lost), since an authenticator that holds one of the person's passkeys refuses a second
 	// (the registration excludes the person's own).
 	for id := range before {
-		if err := chromedp.Run(p.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-			return webauthn.RemoveCredential(p.authenticator, id).Do(ctx)
-		})); err != nil {
+		if err := p.webAuthn.RemoveCredential(p.authenticator, id); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rows := `document.querySelectorAll('tr[data-passkey]').length`
-	err := chromedp.Run(p.ctx,
-		chromedp.Navigate(p.origin+"/console/passkeys"),
-		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-		chromedp.Poll(rows+` === 1`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-		chromedp.Click(`//main//button[normalize-space()="Add a passkey"]`, chromedp.BySearch),
-		chromedp.WaitVisible(`dialog[open] input`, chromedp.ByQuery),
-		chromedp.SendKeys(`dialog[open] input`, "Second device", chromedp.ByQuery),
-		chromedp.Click(`dialog[open] button[type=submit]`, chromedp.ByQuery),
-		chromedp.Poll(rows+` === 2`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-	)
-	if err != nil {
-		var text string
-		_ = chromedp.Run(p.ctx, chromedp.Text(`body`, &text, chromedp.ByQuery))
+	p.page.Goto(t, p.origin+"/console/passkeys")
+	p.page.WaitVisible(t, `main h1`)
+	p.page.Poll(t, rows+` === 1`, nil, 15*time.Second)
+	p.page.Click(t, `xpath=//main//button[normalize-space()="Add a passkey"]`)
+	p.page.WaitVisible(t, `dialog[open] input`)
+	p.page.Type(t, `dialog[open] input`, "Second device")
+	p.page.Click(t, `dialog[open] button[type=submit]`)
+	if err := p.page.PollErr(rows+` === 2`, nil, 15*time.Second); err != nil {
+		text, _ := p.page.TextErr(`body`)
 		t.Fatalf("add a passkey on the page: %v\n%s", err, text)
 	}
 	both := listed()
@@ -103,27 +90,22 @@ return await api('POST', '/console/step-up', {ceremonyId: start.body.data.ceremo
 	// Remove the first on the page (signed in a moment ago: stepped up), then try the last.
 	remove := func(name string) {
 		t.Helper()
-		err := chromedp.Run(p.ctx,
-			chromedp.Navigate(p.origin+"/console/passkeys"),
-			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-			chromedp.Poll(rows+` > 0`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-			chromedp.Click(`//main//button[@aria-label="Remove `+name+`"]`, chromedp.BySearch),
-			chromedp.Click(`//dialog[@open]//button[normalize-space()="Remove passkey"]`, chromedp.BySearch),
-		)
-		if err != nil {
-			t.Fatalf("remove %s: %v", name, err)
-		}
+		p.page.Goto(t, p.origin+"/console/passkeys")
+		p.page.WaitVisible(t, `main h1`)
+		p.page.Poll(t, rows+` > 0`, nil, 15*time.Second)
+		p.page.Click(t, `xpath=//main//button[@aria-label="Remove `+name+`"]`)
+		p.page.Click(t, `xpath=//dialog[@open]//button[normalize-space()="Remove passkey"]`)
 	}
 	remove("Unnamed passkey")
-	if err := chromedp.Run(p.ctx, chromedp.Poll(rows+` === 1`, nil, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+	if err := p.page.PollErr(rows+` === 1`, nil, 15*time.Second); err != nil {
 		t.Fatalf("the first passkey is still listed: %v", err)
 	}
 	remove("Second device")
 	var refusal string
-	err = chromedp.Run(p.ctx,
-		chromedp.WaitVisible(`dialog[open] .form-error`, chromedp.ByQuery),
-		chromedp.Text(`dialog[open] .form-error`, &refusal, chromedp.ByQuery),
-	)
+	err := p.page.WaitVisibleErr(`dialog[open] .form-error`)
+	if err == nil {
+		refusal, err = p.page.TextErr(`dialog[open] .form-error`)
+	}
 	if err != nil || !strings.Contains(refusal, "last passkey") {
 		t.Fatalf("removing the last passkey: %q, %v", refusal, err)
 	}

@@ -1,32 +1,22 @@
 package browser_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
-
 	"github.com/mnvhq/mnv/services/platform/principal"
 )
 
-// cookie is the browser's session cookie (HttpOnly: read through DevTools, as no page can).
+// cookie is the browser's session cookie (HttpOnly: read from the browser context, as no
+// page can).
 func (p *person) cookie(t *testing.T) string {
 	t.Helper()
 	var value string
-	err := chromedp.Run(p.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-		cs, err := network.GetCookies().WithURLs([]string{p.origin + "/"}).Do(ctx)
-		for _, c := range cs {
-			if c.Name == principal.SessionCookie {
-				value = c.Value
-			}
+	for _, c := range p.page.Context.Cookies(t, p.origin+"/") {
+		if c.Name == principal.SessionCookie {
+			value = c.Value
 		}
-		return err
-	}))
-	if err != nil {
-		t.Fatal(err)
 	}
 	return value
 }

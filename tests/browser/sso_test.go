@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 )
 
@@ -41,11 +40,8 @@ func (e *env) testSSO(t *testing.T, admin *person, origin, adminPersonID string)
 		idp.QueueUser(u)
 		start := p.api(t, "POST", "/console/sso/start", map[string]any{"clientId": e.client.ClientID})
 		want(t, "start single sign-on", start, http.StatusOK)
-		var at string
-		if err := chromedp.Run(p.ctx, chromedp.Navigate(start.data()["authorizationUrl"].(string)), chromedp.Location(&at)); err != nil {
-			t.Fatal(err)
-		}
-		return at
+		p.page.Goto(t, start.data()["authorizationUrl"].(string))
+		return p.page.URL(t)
 	}
 	member := &mockoidc.MockUser{Subject: "sso-member", Email: "dev@example.com", EmailVerified: true, Groups: []string{"engineering"}}
 	p := e.newPerson(t, origin)
@@ -83,10 +79,8 @@ func (e *env) testSSO(t *testing.T, admin *person, origin, adminPersonID string)
 	idp.QueueUser(member)
 	start := p.api(t, "POST", "/console/sso/start", map[string]any{"clientId": e.client.ClientID})
 	victim := e.newPerson(t, origin)
-	var at string
-	if err := chromedp.Run(victim.ctx, chromedp.Navigate(start.data()["authorizationUrl"].(string)), chromedp.Location(&at)); err != nil {
-		t.Fatal(err)
-	}
+	victim.page.Goto(t, start.data()["authorizationUrl"].(string))
+	at := victim.page.URL(t)
 	if !strings.Contains(at, "sso=failed") {
 		t.Fatalf("a browser that did not begin the flow ended at %s", at)
 	}
@@ -94,9 +88,8 @@ func (e *env) testSSO(t *testing.T, admin *person, origin, adminPersonID string)
 	// And a state is used once: coming back twice with it fails.
 	u, _ := url.Parse(start.data()["authorizationUrl"].(string))
 	replay := origin + "/v1/api/console/sso/callback?code=x&state=" + u.Query().Get("state")
-	if err := chromedp.Run(p.ctx, chromedp.Navigate(replay), chromedp.Location(&at)); err != nil {
-		t.Fatal(err)
-	}
+	p.page.Goto(t, replay)
+	at = p.page.URL(t)
 	if !strings.Contains(at, "sso=failed") {
 		t.Fatalf("a used state ended at %s", at)
 	}

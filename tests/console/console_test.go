@@ -7,9 +7,9 @@
 package console_test
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,11 +19,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -42,54 +37,47 @@ func TestSignInPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := startGateway(t, root)
-	browser := startChromium(t, root)
-
-	ctx, cancel := chromedp.NewContext(browser)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	browser := harness.StartBrowser(t)
+	bctx := browser.NewContext(t, harness.ContextOptions{Width: 1200, Height: 800})
+	bctx.AddInitScript(t, cspWatch)
+	p := bctx.NewPage(t)
 
 	var mu sync.Mutex
 	var problems []string
-	chromedp.ListenTarget(ctx, func(ev any) {
+	// What the browser logs itself (a CSP report, a failed load) comes in DevTools' Log domain.
+	logs := p.CDP(t, "Log.entryAdded")
+	logs.OnEvent(func(_ string, params json.RawMessage) {
+		var ev struct {
+			Entry struct{ Source, Level, Text, URL string }
+		}
+		_ = json.Unmarshal(params, &ev)
+		if ev.Entry.Level == "error" || strings.Contains(ev.Entry.Text, "Content Security Policy") {
+			mu.Lock()
+			problems = append(problems, fmt.Sprintf("log %s: %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+			mu.Unlock()
+		}
+	})
+	if err := logs.Send("Log.enable", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.OnConsole(func(m harness.ConsoleMessage) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.LevelError || strings.Contains(ev.Entry.Text, "Content Security Policy") {
-				problems = append(problems, fmt.Sprintf("log %s: %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
-			}
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value)+a.Description)
-				}
-				problems = append(problems, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+ev.ExceptionDetails.Error())
+		switch m.Type {
+		case "error", "warning":
+			problems = append(problems, fmt.Sprintf("console.%s: %s %s", m.Type, m.Text, m.URL))
+		case "pageerror":
+			problems = append(problems, "exception: "+m.Text)
 		}
 	})
 
 	start := time.Now()
-	var heading, button string
 	var csp []string
-	err = chromedp.Run(ctx,
-		log.Enable(), runtime.Enable(),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			_, err := page.AddScriptToEvaluateOnNewDocument(cspWatch).Do(ctx)
-			return err
-		}),
-		chromedp.Navigate(gateway+"/console/sign-in"),
-		chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
-		chromedp.Text(`#sign-in-title`, &heading, chromedp.ByQuery),
-		chromedp.Text(`main button`, &button, chromedp.ByQuery),
-		chromedp.Evaluate(`window.__csp`, &csp),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.Goto(t, gateway+"/console/sign-in")
+	p.WaitVisible(t, `#sign-in-title`)
+	heading := p.Text(t, `#sign-in-title`)
+	button := p.Text(t, `main button`)
+	p.Eval(t, `window.__csp`, &csp)
 	t.Logf("/console/sign-in usable after %s", time.Since(start).Round(time.Millisecond))
 	if heading != "Sign in" || button != "Sign in with a passkey" {
 		t.Errorf("heading %q, button %q", heading, button)
@@ -100,17 +88,12 @@ func TestSignInPage(t *testing.T) {
 
 	// Everything else under /console, signed out, ends on the sign-in page (the session is a
 	// 401 without a cookie) or says why it cannot.
-	var path, text string
-	err = chromedp.Run(ctx,
-		chromedp.Navigate(gateway+"/console/keys"),
-		chromedp.Poll(`location.pathname === '/console/sign-in' || !!document.querySelector('.state-error')`, nil, chromedp.WithPollingTimeout(15*time.Second)),
-		chromedp.Evaluate(`location.pathname`, &path),
-		chromedp.Text(`body`, &text, chromedp.ByQuery),
-		chromedp.Evaluate(`window.__csp`, &csp),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.Goto(t, gateway+"/console/keys")
+	p.Poll(t, `location.pathname === '/console/sign-in' || !!document.querySelector('.state-error')`, nil, 15*time.Second)
+	var path string
+	p.Eval(t, `location.pathname`, &path)
+	text := p.Text(t, `body`)
+	p.Eval(t, `window.__csp`, &csp)
 	t.Logf("/console/keys signed out: %s", path)
 	if len(csp) > 0 {
 		t.Errorf("CSP violations on %s: %v", path, csp)
@@ -119,12 +102,10 @@ func TestSignInPage(t *testing.T) {
 		t.Logf("stayed on %s: %s", path, strings.TrimSpace(text))
 	}
 
-	err = chromedp.Run(ctx, chromedp.Navigate(gateway+"/console/sign-in"), chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery))
-	if err != nil {
-		t.Fatal(err)
-	}
-	axe(t, ctx, root)
-	screenshot(t, ctx, root, "console-sign-in.png")
+	p.Goto(t, gateway+"/console/sign-in")
+	p.WaitVisible(t, `#sign-in-title`)
+	axe(t, p, root)
+	screenshot(t, p, root, "console-sign-in.png")
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -139,7 +120,7 @@ func TestSignInPage(t *testing.T) {
 
 // axe runs axe-core (console's pinned devDependency) in the page through DevTools, so the CSP
 // does not apply to it, and fails on a serious or critical violation.
-func axe(t *testing.T, ctx context.Context, root string) {
+func axe(t *testing.T, p *harness.Page, root string) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(root, "console/node_modules/axe-core/axe.min.js"))
 	if err != nil {
@@ -149,14 +130,8 @@ func axe(t *testing.T, ctx context.Context, root string) {
 		ID, Impact, Help string
 		Nodes            []struct{ Target []string }
 	}
-	err = chromedp.Run(ctx,
-		chromedp.Evaluate(string(src), nil),
-		chromedp.Evaluate(`axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => ({target: n.target.map(String)}))})))`,
-			&found, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.Eval(t, string(src), nil)
+	p.Eval(t, `axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => ({target: n.target.map(String)}))})))`, &found)
 	for _, v := range found {
 		msg := fmt.Sprintf("axe %s (%s): %s at %v", v.ID, v.Impact, v.Help, v.Nodes)
 		if v.Impact == "serious" || v.Impact == "critical" {
@@ -167,12 +142,9 @@ func axe(t *testing.T, ctx context.Context, root string) {
 	}
 }
 
-func screenshot(t *testing.T, ctx context.Context, root, name string) {
+func screenshot(t *testing.T, p *harness.Page, root, name string) {
 	t.Helper()
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
-		t.Fatal(err)
-	}
+	png := p.Screenshot(t)
 	out := filepath.Join(root, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -271,40 +243,4 @@ func gatewayBinary(root string) (string, error) {
 		}
 	})
 	return built, buildErr
-}
-
-// startChromium starts the headless Chromium the browser tests use (tests/browser's flags).
-func startChromium(t *testing.T, root string) context.Context {
-	t.Helper()
-	chromium := os.Getenv("MNV_CHROMIUM")
-	if chromium == "" {
-		out, err := exec.Command(filepath.Join(root, "deploy/local/chromium-ensure.sh")).Output()
-		if err != nil {
-			t.Fatalf("chromium-ensure.sh: %v", err)
-		}
-		chromium = strings.TrimSpace(string(out))
-	}
-	// Not t.TempDir: Chromium's helpers may still write the profile as the test ends, and
-	// TempDir's cleanup fails the test then; this one is removed after Chromium stops, as
-	// far as it can be.
-	profile, err := os.MkdirTemp("", "mnv-console-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(profile) })
-	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
-		chromedp.ExecPath(chromium), chromedp.UserDataDir(profile),
-		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1200, 800))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(bcancel)
-	if err := chromedp.Run(bctx); err != nil {
-		t.Fatalf("start Chromium %s: %v", chromium, err)
-	}
-	return bctx
 }

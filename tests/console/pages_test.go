@@ -1,8 +1,6 @@
 package console_test
 
 import (
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -11,11 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
-
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -23,7 +16,7 @@ import (
 const markup = `<img src=x onerror="document.title='owned'">`
 
 // fakeAnswers are the data of the console's /v1/api calls, which fakeAPI answers in the browser
-// (DevTools' Fetch domain) in the envelope, so every page renders signed in without backends.
+// (playwright's routes) in the envelope, so every page renders signed in without backends.
 // fakeKey is the fake API's new key: the shape of one, made at run time so that no literal in
 // the repository looks like a credential to a secret scanner.
 var fakeKey = "mnv_" + strings.Repeat("0", 40)
@@ -147,7 +140,7 @@ func TestPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := startGateway(t, root)
-	browser := startChromium(t, root)
+	browser := harness.StartBrowser(t)
 	answers := fakeAnswers(time.Now())
 
 	pages := []struct{ path, heading, shot string }{
@@ -168,42 +161,21 @@ func TestPages(t *testing.T) {
 		{"/console/settings", "Settings", "settings"},
 		{"/console/nothing-here", "No such page", ""},
 	}
-	ctx, cancel := chromedp.NewContext(browser)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-
 	api := newFakeAPI(answers)
-	api.listen(ctx)
-	err = chromedp.Run(ctx,
-		api.enable(),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			_, err := page.AddScriptToEvaluateOnNewDocument(cspWatch).Do(ctx)
-			return err
-		}),
-		chromedp.EmulateViewport(1280, 900),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := api.tab(t, browser, harness.ContextOptions{Width: 1280, Height: 900})
 	for _, p := range pages {
 		t.Run(p.path, func(t *testing.T) {
-			var heading, title string
+			var title string
 			var csp []string
 			var images, loading int
-			err := chromedp.Run(ctx,
-				chromedp.Navigate(gateway+p.path),
-				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-				chromedp.Text(`main h1`, &heading, chromedp.ByQuery),
-				chromedp.Evaluate(`document.title`, &title),
-				chromedp.Evaluate(`window.__csp`, &csp),
-				chromedp.Evaluate(`document.querySelectorAll('img').length`, &images),
-				chromedp.Evaluate(`document.querySelectorAll('.state-error').length`, &loading),
-			)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tab.Goto(t, gateway+p.path)
+			tab.WaitVisible(t, `main h1`)
+			tab.Poll(t, `!document.querySelector('.state-loading')`, nil, 10*time.Second)
+			heading := tab.Text(t, `main h1`)
+			tab.Eval(t, `document.title`, &title)
+			tab.Eval(t, `window.__csp`, &csp)
+			tab.Eval(t, `document.querySelectorAll('img').length`, &images)
+			tab.Eval(t, `document.querySelectorAll('.state-error').length`, &loading)
 			if heading != p.heading {
 				t.Errorf("heading %q, want %q", heading, p.heading)
 			}
@@ -214,13 +186,12 @@ func TestPages(t *testing.T) {
 				t.Errorf("markup from the API became elements: %d img, title %q", images, title)
 			}
 			if loading > 0 {
-				var text string
-				_ = chromedp.Run(ctx, chromedp.Text(`main`, &text, chromedp.ByQuery))
+				text, _ := tab.TextErr(`main`)
 				t.Errorf("an error state: %s", text)
 			}
-			axe(t, ctx, root)
+			axe(t, tab, root)
 			if p.shot != "" {
-				screenshot(t, ctx, root, "console-"+p.shot+".png")
+				screenshot(t, tab, root, "console-"+p.shot+".png")
 			}
 		})
 	}
@@ -228,27 +199,22 @@ func TestPages(t *testing.T) {
 	// secret shown once, with an Idempotency-Key sent (the document says CreateApiKey honours
 	// one), and none on a read.
 	t.Run("keyboard and a created key", func(t *testing.T) {
-		var focused, secret string
-		err := chromedp.Run(ctx,
-			chromedp.Navigate(gateway+"/console/keys"),
-			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-			chromedp.KeyEvent("\t"),
-			chromedp.Evaluate(`document.activeElement.className`, &focused),
-			chromedp.SendKeys(`form.inline-form input`, "CI", chromedp.ByQuery),
-			chromedp.KeyEvent("\r"),
-			chromedp.WaitVisible(`.secret-value`, chromedp.ByQuery),
-			chromedp.Text(`.secret-value`, &secret, chromedp.ByQuery),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var focused string
+		tab.Goto(t, gateway+"/console/keys")
+		tab.WaitVisible(t, `main h1`)
+		tab.Press(t, "Tab")
+		tab.Eval(t, `document.activeElement.className`, &focused)
+		tab.Type(t, `form.inline-form input`, "CI")
+		tab.Press(t, "Enter")
+		tab.WaitVisible(t, `.secret-value`)
+		secret := tab.Text(t, `.secret-value`)
 		if focused != "skip-link" {
 			t.Errorf("the first Tab focuses %q, not the skip link", focused)
 		}
 		if secret != fakeKey {
 			t.Errorf("secret shown %q", secret)
 		}
-		screenshot(t, ctx, root, "console-key-created.png")
+		screenshot(t, tab, root, "console-key-created.png")
 		if keys := api.requests("POST /v1/api/me/api-keys"); len(keys) != 1 || len(keys[0].idempotencyKey) < 32 {
 			t.Errorf("Idempotency-Key of the create: %+v", keys)
 		}
@@ -267,20 +233,13 @@ func TestPages(t *testing.T) {
 		before := len(api.requests("GET /v1/api/verifications"))
 		var picked []string
 		var options []string
-		err := chromedp.Run(ctx,
-			chromedp.Navigate(gateway+"/console/verifications"),
-			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-			chromedp.Poll(`!document.querySelector('.state-loading') && [...document.querySelectorAll('form.filters option')].some(o => o.value === 'etisalat')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-			chromedp.Evaluate(`[...document.querySelectorAll('form.filters option')].filter(o => o.value === 'du' || o.value === 'etisalat').map(o => o.textContent)`, &options),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab.Goto(t, gateway+"/console/verifications")
+		tab.WaitVisible(t, `main h1`)
+		tab.Poll(t, `!document.querySelector('.state-loading') && [...document.querySelectorAll('form.filters option')].some(o => o.value === 'etisalat')`, nil, 10*time.Second)
+		tab.Eval(t, `[...document.querySelectorAll('form.filters option')].filter(o => o.value === 'du' || o.value === 'etisalat').map(o => o.textContent)`, &options)
 		for _, f := range [][2]string{{"Reason", "NUMBER_MISMATCH"}, {"Operator", "etisalat"}, {"Method", "NETWORK_API"}, {"Outcome", "NOT_VERIFIED"}} {
 			var v string
-			if err := chromedp.Run(ctx, chromedp.Evaluate(pick(f[0], f[1]), &v)); err != nil {
-				t.Fatal(err)
-			}
+			tab.Eval(t, pick(f[0], f[1]), &v)
 			picked = append(picked, v)
 		}
 		want := url.Values{"reason": {"NUMBER_MISMATCH"}, "operatorId": {"etisalat"}, "serviceType": {"NETWORK_API"}, "status": {"NOT_VERIFIED"}}
@@ -306,11 +265,9 @@ func TestPages(t *testing.T) {
 		if len(options) != 2 || options[0] != "du (du)" || !strings.Contains(options[1], "(etisalat)") {
 			t.Errorf("operator choices %q, want the operators the API lists", options)
 		}
-		screenshot(t, ctx, root, "console-verifications-filtered.png")
+		screenshot(t, tab, root, "console-verifications-filtered.png")
 		// Back to Any: no parameter at all.
-		if err := chromedp.Run(ctx, chromedp.Evaluate(pick("Reason", ""), nil)); err != nil {
-			t.Fatal(err)
-		}
+		tab.Eval(t, pick("Reason", ""), nil)
 		deadline = time.Now().Add(5 * time.Second)
 		for {
 			reqs := api.requests("GET /v1/api/verifications")
@@ -324,28 +281,20 @@ func TestPages(t *testing.T) {
 		}
 	})
 	// On a phone's width every page fits: no sideways scroll of the page (wide tables scroll
-	// inside their panel).
+	// inside their panel). A phone's touch and meta viewport belong to a context of its own.
 	t.Run("a phone's width", func(t *testing.T) {
-		if err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) }()
+		phone := api.tab(t, browser, harness.ContextOptions{Width: 390, Height: 844, Mobile: true})
 		for _, p := range pages {
 			var overflow int
-			err := chromedp.Run(ctx,
-				chromedp.Navigate(gateway+p.path),
-				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-				chromedp.Evaluate(`document.documentElement.scrollWidth - window.innerWidth`, &overflow),
-			)
-			if err != nil {
-				t.Fatal(err)
-			}
+			phone.Goto(t, gateway+p.path)
+			phone.WaitVisible(t, `main h1`)
+			phone.Poll(t, `!document.querySelector('.state-loading')`, nil, 10*time.Second)
+			phone.Eval(t, `document.documentElement.scrollWidth - window.innerWidth`, &overflow)
 			if overflow > 0 {
 				t.Errorf("%s is %d px wider than the screen", p.path, overflow)
 			}
 			if p.shot == "overview" {
-				screenshot(t, ctx, root, "console-overview-phone.png")
+				screenshot(t, phone, root, "console-overview-phone.png")
 			}
 		}
 	})
@@ -364,20 +313,15 @@ func TestPages(t *testing.T) {
 			{"/console/settings", `[...document.querySelectorAll('main button, main input')].filter(b => !b.disabled && !b.closest('fieldset:disabled')).map(b => b.textContent || b.name || b.id)`},
 		} {
 			var enabled []string
-			err := chromedp.Run(ctx,
-				chromedp.Navigate(gateway+p.path),
-				chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-				chromedp.Poll(`!document.querySelector('.state-loading')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-				chromedp.Evaluate(p.enabled, &enabled),
-			)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tab.Goto(t, gateway+p.path)
+			tab.WaitVisible(t, `main h1`)
+			tab.Poll(t, `!document.querySelector('.state-loading')`, nil, 10*time.Second)
+			tab.Eval(t, p.enabled, &enabled)
 			if len(enabled) > 0 {
 				t.Errorf("%s: a MEMBER may press %q", p.path, enabled)
 			}
 			if p.path == "/console/team" {
-				screenshot(t, ctx, root, "console-team-member.png")
+				screenshot(t, tab, root, "console-team-member.png")
 			}
 		}
 	})
@@ -396,7 +340,7 @@ type request struct {
 type fakeAPI struct {
 	mu      sync.Mutex
 	answers map[string]any
-	hook    func(key string, n int, body string) (status int64, data any, handled bool)
+	hook    func(key string, n int, body string) (status int, data any, handled bool)
 	seen    map[string][]request
 	unknown []string
 }
@@ -405,8 +349,14 @@ func newFakeAPI(answers map[string]any) *fakeAPI {
 	return &fakeAPI{answers: answers, seen: map[string][]request{}}
 }
 
-func (f *fakeAPI) enable() chromedp.Action {
-	return fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*/v1/api/*"}})
+// tab is a tab of a context of its own whose /v1/api calls the fake API answers, with
+// cspWatch in each page.
+func (f *fakeAPI) tab(t *testing.T, b *harness.Browser, opts harness.ContextOptions) *harness.Page {
+	t.Helper()
+	c := b.NewContext(t, opts)
+	c.AddInitScript(t, cspWatch)
+	c.Route(t, "**/v1/api/**", f.answer)
+	return c.NewPage(t)
 }
 
 // set changes an answer.
@@ -431,60 +381,41 @@ func (f *fakeAPI) checkAnswered(t *testing.T) {
 	}
 }
 
-func (f *fakeAPI) listen(ctx context.Context) {
-	chromedp.ListenTarget(ctx, func(ev any) {
-		p, ok := ev.(*fetch.EventRequestPaused)
-		if !ok {
-			return
-		}
-		go func() {
-			u, _ := url.Parse(p.Request.URL)
-			key := p.Request.Method + " " + u.Path
-			r := request{query: u.Query()}
-			for k, v := range p.Request.Headers {
-				if strings.EqualFold(k, "Idempotency-Key") {
-					r.idempotencyKey, _ = v.(string)
-				}
-			}
-			for _, e := range p.Request.PostDataEntries {
-				b, _ := base64.StdEncoding.DecodeString(e.Bytes)
-				r.body += string(b)
-			}
-			f.mu.Lock()
-			f.seen[key] = append(f.seen[key], r)
-			n := len(f.seen[key])
-			hook := f.hook
-			f.mu.Unlock()
+// answer records a request of the page and answers it in the API's envelope.
+func (f *fakeAPI) answer(q harness.RouteRequest) harness.RouteAnswer {
+	u, _ := url.Parse(q.URL)
+	key := q.Method + " " + u.Path
+	r := request{query: u.Query(), idempotencyKey: q.Headers["idempotency-key"], body: q.PostData}
+	f.mu.Lock()
+	f.seen[key] = append(f.seen[key], r)
+	n := len(f.seen[key])
+	hook := f.hook
+	f.mu.Unlock()
 
-			status, data, handled := int64(200), any(nil), false
-			if hook != nil {
-				status, data, handled = hook(key, n, r.body)
-			}
-			if !handled {
-				f.mu.Lock()
-				var ok bool
-				if data, ok = f.answers[key]; ok {
-					status = 200
-				} else {
-					f.unknown = append(f.unknown, key)
-					status, data = 404, apiError{"NOT_FOUND", "not in the fake API"}
-				}
-				f.mu.Unlock()
-			}
-			var body []byte
-			if e, ok := data.(apiError); ok {
-				body, _ = json.Marshal(map[string]any{"success": false, "data": nil,
-					"messages": []any{map[string]any{"type": "ERROR", "code": e.code, "httpStatus": "ERROR", "message": e.message, "technical": false, "field": nil}}})
-			} else {
-				body, _ = json.Marshal(map[string]any{"success": true, "data": data,
-					"messages": []any{map[string]any{"type": "SUCCESS", "httpStatus": "OK", "message": "ok", "technical": false}}})
-			}
-			c := chromedp.FromContext(ctx)
-			_ = fetch.FulfillRequest(p.RequestID, status).
-				WithResponseHeaders([]*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}).
-				WithBody(base64.StdEncoding.EncodeToString(body)).Do(cdp.WithExecutor(ctx, c.Target))
-		}()
-	})
+	status, data, handled := 200, any(nil), false
+	if hook != nil {
+		status, data, handled = hook(key, n, r.body)
+	}
+	if !handled {
+		f.mu.Lock()
+		var ok bool
+		if data, ok = f.answers[key]; ok {
+			status = 200
+		} else {
+			f.unknown = append(f.unknown, key)
+			status, data = 404, apiError{"NOT_FOUND", "not in the fake API"}
+		}
+		f.mu.Unlock()
+	}
+	var body []byte
+	if e, ok := data.(apiError); ok {
+		body, _ = json.Marshal(map[string]any{"success": false, "data": nil,
+			"messages": []any{map[string]any{"type": "ERROR", "code": e.code, "httpStatus": "ERROR", "message": e.message, "technical": false, "field": nil}}})
+	} else {
+		body, _ = json.Marshal(map[string]any{"success": true, "data": data,
+			"messages": []any{map[string]any{"type": "SUCCESS", "httpStatus": "OK", "message": "ok", "technical": false}}})
+	}
+	return harness.RouteAnswer{Status: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(body)}
 }
 
 // apiError is an error answer of the fake API.

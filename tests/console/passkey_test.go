@@ -1,15 +1,10 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/webauthn"
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -36,11 +31,7 @@ func TestPasskeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := strings.Replace(startGateway(t, root), "127.0.0.1", "localhost", 1)
-	browser := startChromium(t, root)
-	ctx, cancel := chromedp.NewContext(browser)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	browser := harness.StartBrowser(t)
 
 	answers := fakeAnswers(time.Now())
 	answers["POST /v1/api/console/invitations/open"] = map[string]any{"ceremonyId": "cer-1", "clientName": "Acme Shop", "email": "new@example.com",
@@ -53,46 +44,29 @@ func TestPasskeys(t *testing.T) {
 	answers["POST /v1/api/console/step-up"] = map[string]any{"steppedUpUntil": time.Now().Add(5 * time.Minute).UTC().Format(time.RFC3339)}
 	api := newFakeAPI(answers)
 	// The first creation of a key needs a step-up; the retry after it is answered.
-	api.hook = func(key string, n int, _ string) (int64, any, bool) {
+	api.hook = func(key string, n int, _ string) (int, any, bool) {
 		if key == "POST /v1/api/me/api-keys" && n == 1 {
 			return 403, apiError{"STEP_UP_REQUIRED", "confirm with your passkey"}, true
 		}
 		return 0, nil, false
 	}
-	api.listen(ctx)
-
-	var authenticator webauthn.AuthenticatorID
-	err = chromedp.Run(ctx, api.enable(), webauthn.Enable().WithEnableUI(false),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			var err error
-			authenticator, err = webauthn.AddVirtualAuthenticator(&webauthn.VirtualAuthenticatorOptions{
-				Protocol: webauthn.AuthenticatorProtocolCtap2, Transport: webauthn.AuthenticatorTransportInternal,
-				HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true,
-			}).Do(ctx)
-			return err
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := api.tab(t, browser, harness.ContextOptions{Width: 1200, Height: 800})
+	webAuthn, authenticator := tab.VirtualAuthenticator(t)
 
 	t.Run("an invitation creates a passkey", func(t *testing.T) {
-		var address, client, path string
-		err := chromedp.Run(ctx,
-			chromedp.Navigate(gateway+"/console/invite#tok-secret-123"),
-			chromedp.WaitVisible(`form input`, chromedp.ByQuery),
-			chromedp.Evaluate(`location.href`, &address),
-			chromedp.Text(`.facts dd`, &client, chromedp.ByQuery),
-			chromedp.SendKeys(`form input`, "New Person", chromedp.ByQuery),
-			chromedp.Click(`form button[type=submit]`, chromedp.ByQuery),
-			chromedp.Poll(`location.pathname === '/console'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
-			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-			chromedp.Evaluate(`location.pathname`, &path),
-		)
-		if err != nil {
-			var text string
-			_ = chromedp.Run(ctx, chromedp.Text(`body`, &text, chromedp.ByQuery))
+		var address, path string
+		tab.Goto(t, gateway+"/console/invite#tok-secret-123")
+		tab.WaitVisible(t, `form input`)
+		tab.Eval(t, `location.href`, &address)
+		client := tab.Text(t, `.facts dd`)
+		tab.Type(t, `form input`, "New Person")
+		tab.Click(t, `form button[type=submit]`)
+		if err := tab.PollErr(`location.pathname === '/console'`, nil, 20*time.Second); err != nil {
+			text, _ := tab.TextErr(`body`)
 			t.Fatalf("%v\n%s", err, text)
 		}
+		tab.WaitVisible(t, `main h1`)
+		tab.Eval(t, `location.pathname`, &path)
 		if strings.Contains(address, "tok-secret") {
 			t.Errorf("the token stays in the address bar: %s", address)
 		}
@@ -114,22 +88,17 @@ func TestPasskeys(t *testing.T) {
 			!strings.Contains(body.CredentialJSON, `"attestationObject"`) || !strings.Contains(body.CredentialJSON, `"type":"public-key"`) {
 			t.Errorf("accept body %+v", body)
 		}
-		creds, err := webauthn.GetCredentials(authenticator).Do(cdpContext(ctx))
+		creds, err := webAuthn.Credentials(authenticator)
 		if err != nil || len(creds) != 1 || creds[0].RpID != "localhost" {
 			t.Errorf("the authenticator holds %d credentials (%v)", len(creds), err)
 		}
 	})
 
 	t.Run("sign-in asserts it", func(t *testing.T) {
-		err := chromedp.Run(ctx,
-			chromedp.Navigate(gateway+"/console/sign-in"),
-			chromedp.WaitVisible(`#sign-in-title`, chromedp.ByQuery),
-			chromedp.Click(`main button`, chromedp.ByQuery),
-			chromedp.Poll(`location.pathname === '/console'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab.Goto(t, gateway+"/console/sign-in")
+		tab.WaitVisible(t, `#sign-in-title`)
+		tab.Click(t, `main button`)
+		tab.Poll(t, `location.pathname === '/console'`, nil, 20*time.Second)
 		r := api.requests("POST /v1/api/console/sign-in")
 		if len(r) != 1 || !strings.Contains(r[0].body, `"ceremonyId":"cer-2"`) || !strings.Contains(r[0].body, `authenticatorData`) {
 			t.Errorf("sign-in: %+v", r)
@@ -137,26 +106,15 @@ func TestPasskeys(t *testing.T) {
 	})
 
 	t.Run("a step-up, then the action once more", func(t *testing.T) {
-		var secret string
-		err := chromedp.Run(ctx,
-			chromedp.Navigate(gateway+"/console/keys"),
-			chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-			chromedp.SendKeys(`form.inline-form input`, "CI", chromedp.ByQuery),
-			chromedp.Click(`form.inline-form button[type=submit]`, chromedp.ByQuery),
-			chromedp.WaitVisible(`dialog[open]`, chromedp.ByQuery),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
-		screenshot(t, ctx, root, "console-step-up.png")
-		err = chromedp.Run(ctx,
-			chromedp.Click(`dialog[open] .button-primary`, chromedp.ByQuery),
-			chromedp.WaitVisible(`.secret-value`, chromedp.ByQuery),
-			chromedp.Text(`.secret-value`, &secret, chromedp.ByQuery),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tab.Goto(t, gateway+"/console/keys")
+		tab.WaitVisible(t, `main h1`)
+		tab.Type(t, `form.inline-form input`, "CI")
+		tab.Click(t, `form.inline-form button[type=submit]`)
+		tab.WaitVisible(t, `dialog[open]`)
+		screenshot(t, tab, root, "console-step-up.png")
+		tab.Click(t, `dialog[open] .button-primary`)
+		tab.WaitVisible(t, `.secret-value`)
+		secret := tab.Text(t, `.secret-value`)
 		if secret == "" {
 			t.Error("no secret shown")
 		}
@@ -169,9 +127,4 @@ func TestPasskeys(t *testing.T) {
 		}
 	})
 	api.checkAnswered(t)
-}
-
-// cdpContext is ctx with its tab as the executor, for a cdproto command run outside Run.
-func cdpContext(ctx context.Context) context.Context {
-	return cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Target)
 }

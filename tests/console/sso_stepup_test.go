@@ -1,12 +1,9 @@
 package console_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/mnvhq/mnv/tests/harness"
 )
@@ -25,47 +22,36 @@ func TestSSOStepUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway := startGateway(t, root)
-	browser := startChromium(t, root)
-	ctx, cancel := chromedp.NewContext(browser)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	browser := harness.StartBrowser(t)
 
 	answers := fakeAnswers(time.Now())
 	session := answers["GET /v1/api/console/session"].(map[string]any)
 	session["singleSignOn"] = true
 	answers["POST /v1/api/console/step-up/sso"] = map[string]any{"authorizationUrl": gateway + "/console/keys?step-up=failed"}
 	api := newFakeAPI(answers)
-	api.hook = func(key string, _ int, _ string) (int64, any, bool) {
+	api.hook = func(key string, _ int, _ string) (int, any, bool) {
 		if key == "POST /v1/api/me/api-keys" {
 			return 403, apiError{"STEP_UP_REQUIRED", "confirm it is you"}, true
 		}
 		return 0, nil, false
 	}
-	api.listen(ctx)
+	tab := api.tab(t, browser, harness.ContextOptions{Width: 1200, Height: 800})
 
-	var offer, alert, path string
-	err = chromedp.Run(ctx, api.enable(),
-		chromedp.Navigate(gateway+"/console/keys"),
-		chromedp.WaitVisible(`main h1`, chromedp.ByQuery),
-		chromedp.SendKeys(`form.inline-form input`, "CI", chromedp.ByQuery),
-		chromedp.Click(`form.inline-form button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`dialog[open]`, chromedp.ByQuery),
-		chromedp.Text(`dialog[open] .button-primary`, &offer, chromedp.ByQuery),
-		chromedp.Click(`dialog[open] .button-primary`, chromedp.ByQuery),
-	)
-	if err == nil {
-		// The page has been left: a new document, waited for anew.
-		err = chromedp.Run(ctx, chromedp.WaitVisible(`main .state-error[role=alert]`, chromedp.ByQuery),
-			chromedp.Text(`main .state-error[role=alert]`, &alert, chromedp.ByQuery),
-			chromedp.Evaluate(`location.pathname+location.search`, &path),
-		)
-	}
-	if err != nil {
-		var text string
-		_ = chromedp.Run(ctx, chromedp.Text(`body`, &text, chromedp.ByQuery))
+	tab.Goto(t, gateway+"/console/keys")
+	tab.WaitVisible(t, `main h1`)
+	tab.Type(t, `form.inline-form input`, "CI")
+	tab.Click(t, `form.inline-form button[type=submit]`)
+	tab.WaitVisible(t, `dialog[open]`)
+	offer := tab.Text(t, `dialog[open] .button-primary`)
+	tab.Click(t, `dialog[open] .button-primary`)
+	// The page has been left: a new document, waited for anew.
+	if err := tab.WaitVisibleErr(`main .state-error[role=alert]`); err != nil {
+		text, _ := tab.TextErr(`body`)
 		t.Fatalf("%v\n%s", err, text)
 	}
+	alert := tab.Text(t, `main .state-error[role=alert]`)
+	var path string
+	tab.Eval(t, `location.pathname+location.search`, &path)
 	if !strings.Contains(offer, "organisation") {
 		t.Errorf("the step-up dialog offers %q", offer)
 	}

@@ -1,5 +1,5 @@
 // Web origins: the pages allowed to run the browser flow. The API takes the whole list at once.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, call } from '../api/client';
 import { useIsAdmin } from '../session';
 import { Field, FormError, Loaded, PageHeader, useAction, useLoad } from '../ui';
@@ -9,13 +9,13 @@ const pattern = '(https://[^/?#@\\s*]+|http://(localhost|127\\.0\\.0\\.1|\\[::1\
 export function WebOrigins() {
   const admin = useIsAdmin();
   const l = useLoad(() => call('GET /v1/api/me/web-origins', () => api.GET('/v1/api/me/web-origins')), []);
-  const [origins, setOrigins] = useState<string[]>([]);
+  // The list as loaded until a save answers with the new one: copied into state by an effect,
+  // the first render once loaded would show the empty state for a moment.
+  const [savedOrigins, setOrigins] = useState<string[] | null>(null);
+  const origins = savedOrigins ?? (l.state === 'ready' ? (l.data.items ?? []).map((o) => o.origin) : []);
   const [added, setAdded] = useState('');
   const [saved, setSaved] = useState('');
   const a = useAction();
-  useEffect(() => {
-    if (l.state === 'ready') setOrigins((l.data.items ?? []).map((o) => o.origin));
-  }, [l.state, l.data]);
   const save = (next: string[]) =>
     a.run(async () => {
       setSaved('');
