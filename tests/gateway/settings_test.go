@@ -114,6 +114,7 @@ func TestPrices(t *testing.T) {
 		{"STUCK_PLUS_REVEAL", "", 7, true},
 		{"VERIFICATION", "", 1, false},
 		{"VERIFICATION", "NETWORK_API", 3, true},
+		{"VERIFICATION_STEP", "", 2, false}, // a workflow's step (an SMS) when no channel or country price is set
 	}
 	if !reflect.DeepEqual(env.Data.Items, want) {
 		t.Fatalf("prices %+v, want %+v", env.Data.Items, want)
