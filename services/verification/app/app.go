@@ -375,7 +375,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		river.AddWorker(queue.Workers(), &workflows.Worker{Service: flows})
 		queue.AddQueue(workflows.SMSQueue, jobWorkers)
 	} else {
-		log.Warn("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
+		log.Info("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
 	}
 	b.Loop(func(ctx context.Context) { flows.Sweep(ctx, workflows.SweepEvery) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
