@@ -68,6 +68,7 @@ test: ## Run every test against a real PostgreSQL and Redis, and in Chromium (st
 # The packages whose tests run the stores' statements and the money paths over them.
 PARTITIONED_PKGS := ./services/accounts/internal/store/... ./services/accounts/internal/billing/... \
 	./services/verification/internal/store/... ./services/verification/internal/verify/... ./services/verification/internal/stuckplus/... \
+	./services/verification/internal/workflows/... \
 	./services/connect/internal/store/... ./services/connect/internal/profiles/... ./services/connect/internal/imports/...
 PARTITIONED_E2E := TestChargeHeardLate|TestRestartsLoseNoMoney|TestReconcilerSkipsAPoisonedCharge|TestConcurrentVerifies|TestEnrichmentCharges
 test-partitioned: build ## Run the store and money tests (services' and end-to-end) on tenant tables hash-partitioned by client_id

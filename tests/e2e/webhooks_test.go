@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/mnvhq/mnv/services/platform/findup"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -160,47 +155,12 @@ func verifiedEvents(t *testing.T, recs []harness.Received) []received {
 		if err := json.Unmarshal([]byte(rec.RawBody), &all); err != nil || len(all) != 4 {
 			t.Fatalf("body %s: want exactly id, type, createdAt, data", rec.RawBody)
 		}
-		if err := validateEvent(rec.RawBody); err != nil {
+		if err := harness.ValidateEvent(rec.RawBody); err != nil {
 			t.Fatalf("event %s does not match docs/events.schema.json: %v", rec.RawBody, err)
 		}
 		out = append(out, received{rec, e})
 	}
 	return out
-}
-
-// eventSchema is docs/events.schema.json compiled: every event delivered in these tests must
-// match what the documentation promises.
-var eventSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	path, err := findup.Path("docs/events.schema.json")
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("events.schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("events.schema.json")
-})
-
-func validateEvent(body string) error {
-	sch, err := eventSchema()
-	if err != nil {
-		return err
-	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(inst)
 }
 
 // awaitEvent waits for a verified delivery at path of an event of type typ whose data match

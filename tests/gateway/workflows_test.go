@@ -1,13 +1,18 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
+	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/tests/harness"
 )
 
 // workflowOf reads the workflow of an answer (data is the workflow).
@@ -180,6 +185,11 @@ func TestWorkflows(t *testing.T) {
 		byDim["status"]["VERIFIED"] != 1 || byDim["status"]["FAILED"] != 1 {
 		t.Fatalf("usage: %v", totals)
 	}
+	// Two workflows ended (the silent one verified, the brute-forced one failed), every step
+	// change an event, each as docs/events.schema.json says.
+	if seen := checkWorkflowEvents(t, f); seen["verification.workflow.completed"] != 2 || seen["verification.step"] < 6 {
+		t.Fatalf("workflow events: %v", seen)
+	}
 }
 
 // TestWorkflowCodeOnThePage: the end user types the code on the client's page, which checks it
@@ -253,4 +263,49 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	if a := page(tr, shop, "4444444444"); a.status != http.StatusConflict {
 		t.Fatalf("a guess after the last: %d %s", a.status, a.body)
 	}
+	// The workflow's events: its SMS step queued, then failed, and the workflow failed.
+	if seen := checkWorkflowEvents(t, f); seen["verification.step"] < 2 || seen["verification.workflow.completed"] != 1 {
+		t.Fatalf("workflow events: %v", seen)
+	}
+}
+
+// checkWorkflowEvents validates every workflow event verification wrote (its outbox jobs, in
+// its own database) against docs/events.schema.json, and answers how many there were by type.
+func checkWorkflowEvents(t *testing.T, f *full) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.ver.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT args FROM verification.river_job WHERE kind = $1 ORDER BY id`, outbox.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, raw := range raws {
+		var a outbox.Args
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range outbox.Events(a.Events) {
+			if !strings.HasPrefix(ev.Type, "verification.step") && ev.Type != "verification.workflow.completed" {
+				continue
+			}
+			body, err := ev.Body()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := harness.ValidateEvent(string(body)); err != nil {
+				t.Errorf("event %s does not match docs/events.schema.json: %v", body, err)
+			}
+			seen[ev.Type]++
+		}
+	}
+	return seen
 }

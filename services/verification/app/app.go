@@ -99,8 +99,9 @@ type Config struct {
 	// RevealChargeRepeats charges every reveal, not only a session's first
 	// (MNV_REVEAL_CHARGE_REPEATS).
 	RevealChargeRepeats bool
-	// Retention is how long expired sessions and stuck-plus numbers are kept
-	// (MNV_RETENTION_SESSIONS, MNV_RETENTION_STUCK_PLUS_NUMBERS; 0 keeps them), purged every
+	// Retention is how long expired sessions, stuck-plus numbers and ended workflows' numbers
+	// are kept (MNV_RETENTION_SESSIONS, MNV_RETENTION_STUCK_PLUS_NUMBERS,
+	// MNV_RETENTION_WORKFLOW_NUMBERS; 0 keeps them), purged every
 	// PurgeEvery (MNV_PURGE_EVERY).
 	Retention  retention.Config
 	PurgeEvery time.Duration
@@ -129,7 +130,7 @@ func DefaultConfig() Config {
 		AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093",
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute, NetworkAPITimeout: 5 * time.Second,
 		NumberAttemptsPerHour: 10, SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
-		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour},
+		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour, WorkflowNumbers: 30 * 24 * time.Hour},
 		PurgeEvery:   10 * time.Minute,
 		CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: facade.MaxTokenTTL,
 	}
@@ -165,6 +166,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.CAMARATokenTTL = env.Duration("MNV_CAMARA_TOKEN_TTL", c.CAMARATokenTTL)
 	c.Retention.Sessions = env.Duration("MNV_RETENTION_SESSIONS", c.Retention.Sessions)
 	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
+	c.Retention.WorkflowNumbers = env.Duration("MNV_RETENTION_WORKFLOW_NUMBERS", c.Retention.WorkflowNumbers)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -200,7 +202,7 @@ func (c Config) Validate() error {
 	if c.SettleAfter < 100*time.Millisecond || c.ReconcileEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_SETTLE_AFTER, MNV_RECONCILE_EVERY: must be at least 100ms"))
 	}
-	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.PurgeEvery < 100*time.Millisecond {
+	if c.Retention.Sessions < 0 || c.Retention.StuckPlusNumbers < 0 || c.Retention.WorkflowNumbers < 0 || c.PurgeEvery < 100*time.Millisecond {
 		errs = append(errs, errors.New("MNV_RETENTION_*: must not be negative (0 keeps); MNV_PURGE_EVERY: at least 100ms"))
 	}
 	if c.CAMARATokenTTL < time.Second || c.CAMARATokenTTL > facade.MaxTokenTTL {
@@ -375,7 +377,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		river.AddWorker(queue.Workers(), &workflows.Worker{Service: flows})
 		queue.AddQueue(workflows.SMSQueue, jobWorkers)
 	} else {
-		log.Warn("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
+		log.Info("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
 	}
 	b.Loop(func(ctx context.Context) { flows.Sweep(ctx, workflows.SweepEvery) })
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{

@@ -3,9 +3,11 @@
 CREATE TABLE verification.workflows (
     client_id       uuid        NOT NULL,
     id              uuid        NOT NULL,
-    -- The number sealed for this row (phone.Vault), its keyed hash, and its masked form.
-    number_sealed   bytea       NOT NULL,
-    number_hash     bytea       NOT NULL,
+    -- The number sealed for this row (phone.Vault), its keyed hash, and its masked form. The
+    -- sealed number and its hash are dropped MNV_RETENTION_WORKFLOW_NUMBERS after the workflow
+    -- ends (retention); the masked form stays.
+    number_sealed   bytea,
+    number_hash     bytea,
     masked_number   text        NOT NULL,
     -- The number's region (ISO 3166-1 alpha-2), '' when the numbering plans cannot tell.
     country         text        NOT NULL,
@@ -42,6 +44,8 @@ CREATE TABLE verification.workflows (
     PRIMARY KEY (client_id, id)
 );
 CREATE INDEX workflows_client ON verification.workflows (client_id, created_at DESC, id);
+-- The retention's way to the ended workflows that still hold their number.
+CREATE INDEX workflows_ended_numbers ON verification.workflows (ended_at) WHERE number_sealed IS NOT NULL AND ended_at IS NOT NULL;
 CREATE UNIQUE INDEX workflows_transaction ON verification.workflows (client_id, transaction_id) WHERE transaction_id IS NOT NULL;
 
 -- A workflow's steps, one per channel tried (and one per SMS sent: a resend is a step).

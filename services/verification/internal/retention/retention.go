@@ -16,6 +16,7 @@ type Store interface {
 	PurgeTransactions(ctx context.Context, age time.Duration, limit int) (int64, error)
 	PurgeSessions(ctx context.Context, age time.Duration, limit int) (int64, error)
 	DropStuckPlusNumbers(ctx context.Context, age time.Duration, limit int) (int64, error)
+	DropWorkflowNumbers(ctx context.Context, age time.Duration, limit int) (int64, error)
 }
 
 // Config is how long each kind of row is kept; 0 keeps it for good.
@@ -27,6 +28,9 @@ type Config struct {
 	// StuckPlusNumbers: the sealed number of a stuck-plus session, counted from its capture.
 	// The session (masked number) and its reveals stay.
 	StuckPlusNumbers time.Duration
+	// WorkflowNumbers: the sealed number (and its hash) of a verification workflow, counted
+	// from its end. The workflow (masked number), its steps and their charges stay.
+	WorkflowNumbers time.Duration
 }
 
 // Rules returns the rules of cfg over st, in an order that frees rows for the next rule:
@@ -36,5 +40,6 @@ func Rules(st Store, cfg Config) []purge.Rule {
 		purge.Aged{Name: "expired browser transactions", Age: cfg.Sessions, Purge: st.PurgeTransactions},
 		purge.Aged{Name: "expired capture sessions", Age: cfg.Sessions, Purge: st.PurgeSessions},
 		purge.Aged{Name: "stuck-plus numbers", Age: cfg.StuckPlusNumbers, Purge: st.DropStuckPlusNumbers},
+		purge.Aged{Name: "workflow numbers", Age: cfg.WorkflowNumbers, Purge: st.DropWorkflowNumbers},
 	)
 }

@@ -34,6 +34,19 @@ func (st *Store) sweep(ctx context.Context, what, candidates, remove string, age
 	return n, nil
 }
 
+// DropWorkflowNumbers drops the sealed number and its hash of workflows that ended more than
+// age ago (a final workflow never needs its number again: no code, no SMS, no step is left).
+func (st *Store) DropWorkflowNumbers(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	return st.sweep(ctx, "workflow numbers", `SELECT client_id::text, id::text FROM verification.workflows
+		WHERE ended_at < now() - make_interval(secs => $1) AND number_sealed IS NOT NULL
+		ORDER BY ended_at LIMIT $2`, `UPDATE verification.workflows w SET number_sealed = NULL, number_hash = NULL
+		FROM (SELECT id FROM verification.workflows
+			WHERE client_id = $1 AND id = ANY ($2::text[]::uuid[]) AND ended_at < now() - make_interval(secs => $3)
+				AND number_sealed IS NOT NULL AND status <> 'IN_PROGRESS'
+			FOR UPDATE SKIP LOCKED) old
+		WHERE w.client_id = $1 AND w.id = old.id`, age, limit)
+}
+
 // PurgeTransactions deletes browser transactions that expired more than age ago, with the
 // lookups of their ids. A STUCK_PLUS transaction whose capture made a stuck-plus session stays
 // with that session (it holds no number: the session does), and so does its lookup.

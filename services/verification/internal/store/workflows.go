@@ -78,7 +78,10 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 		queueStep(b, w, s)
 	}
 	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
-		if pg.IsUniqueViolation(err, "workflows_transaction") {
+		// The one unique key a new workflow can meet is its transaction's (its ids and its
+		// steps' are fresh UUIDv7s); the constraint is not named, since a partitioned or
+		// distributed table names its copies otherwise.
+		if pg.IsUniqueViolation(err, "") {
 			return workflows.ErrTransactionTaken
 		}
 		return fmt.Errorf("insert workflow: %w", err)

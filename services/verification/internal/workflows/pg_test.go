@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -820,6 +822,47 @@ func TestTransactionPage(t *testing.T) {
 	}
 	if got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, code); err != nil || got.Status != workflows.Verified {
 		t.Fatalf("the code on the page: %v %s", err, got.Status)
+	}
+}
+
+// TestEndedWorkflowsLoseTheirNumber: the retention drops the sealed number of workflows ended
+// long enough ago, never of one in progress; an ended workflow still reads without it.
+func TestEndedWorkflowsLoseTheirNumber(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	old, recent, running := e.start(t), e.start(t), e.start(t)
+	for _, w := range []workflows.Workflow{old, recent} {
+		if _, err := e.svc.SilentResult(ctx, e.client, w.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE verification.workflows SET ended_at = now() - interval '40 days' WHERE id = $1`, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A workflow in progress never loses its number, whatever its age.
+	if _, err := e.pool.Exec(ctx, `UPDATE verification.workflows SET created_at = now() - interval '40 days' WHERE id = $1`, running.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.New(e.pool).DropWorkflowNumbers(ctx, 30*24*time.Hour, 10)
+	if err != nil || n != 1 {
+		t.Fatalf("dropped %d (%v), want 1", n, err)
+	}
+	var kept []string
+	rows, err := e.pool.Query(ctx, `SELECT id::text FROM verification.workflows WHERE number_sealed IS NOT NULL AND number_hash IS NOT NULL ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || slices.Contains(kept, old.ID) {
+		t.Fatalf("numbers kept by %v; want the recent and the running one", kept)
+	}
+	if got := e.get(t, old.ID); got.Status != workflows.Verified || got.Masked != old.Masked {
+		t.Fatalf("the ended workflow reads %s %s", got.Status, got.Masked)
+	}
+	if _, err := e.check(t, old.ID, "123456"); fault.Find(err, fault.Conflict) == nil {
+		t.Fatalf("a check of the ended workflow: %v", err)
 	}
 }
 

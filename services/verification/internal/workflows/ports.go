@@ -25,6 +25,9 @@ var ErrRefused = errors.New("sms refused by the provider")
 // SMSProvider sends SMS (the SMPP client is one adapter; a voice, WhatsApp or HTTP aggregator
 // channel is another). Send answers the provider's ids of the message (one per part of a
 // concatenated message); a delivery receipt names one of them (Service.Receipt).
+//
+// The errors of every port here are logged, so they must never quote the number, the text or
+// the code (say "submit_sm: ESME_RINVDSTADR", not the destination).
 type SMSProvider interface {
 	Send(ctx context.Context, m Message) (providerIDs []string, err error)
 }

@@ -365,9 +365,11 @@ func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx c
 			return err
 		}
 		before = cloneWorkflow(w)
-		e164, err := s.vault.Open(w.NumberSealed, table, w.ID)
-		if err != nil {
-			return err
+		var e164 string
+		if w.NumberSealed != nil { // dropped by the retention only once the workflow ended
+			if e164, err = s.vault.Open(w.NumberSealed, table, w.ID); err != nil {
+				return err
+			}
 		}
 		now := s.now()
 		if err := s.timeouts(ctx, st, &w, e164, now); err != nil {
