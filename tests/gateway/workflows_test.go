@@ -235,6 +235,36 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	if a := page(bare, shop, "0000000000"); a.status != http.StatusNotFound {
 		t.Fatalf("a transaction without a workflow: %d %s", a.status, a.body)
 	}
+	// The page reads whether a code is expected, and asks for another, on the same binding.
+	read := func(tx, origin string) answer {
+		return f.do(t, call{method: "GET", path: "/v1/api/web/transactions/" + tx + "/workflow", headers: map[string]string{"Origin": origin}})
+	}
+	resend := func(tx, origin string) answer {
+		return f.do(t, call{method: "POST", path: "/v1/api/web/transactions/" + tx + "/resend", headers: map[string]string{"Origin": origin}, body: `{}`})
+	}
+	for name, a := range map[string]answer{
+		"a read from the attacker's page":   read(tr, mallory),
+		"a resend from the attacker's page": resend(tr, mallory),
+		"a read of another client's":        read(foreign, shop),
+	} {
+		if a.status != http.StatusForbidden || a.headers.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s: %d %s, want 403 without a CORS grant", name, a.status, a.body)
+		}
+	}
+	if a := read(bare, shop); a.status != http.StatusNotFound {
+		t.Fatalf("a read of a transaction without a workflow: %d %s", a.status, a.body)
+	}
+	a = read(tr, shop)
+	if w := dataOf(t, a); a.status != http.StatusOK || w["status"] != "IN_PROGRESS" || w["codeExpected"] != true || w["channel"] != "SMS_OTP" ||
+		w["attemptsLeft"] != float64(3) || w["codeExpiresAt"] == nil || a.headers.Get("Access-Control-Allow-Origin") != shop {
+		t.Fatalf("the page's read: %d %s", a.status, a.body)
+	}
+	if strings.Contains(string(a.body), "mobileNumber") || strings.Contains(string(a.body), "steps") {
+		t.Fatalf("the page's read says more than the page needs: %s", a.body)
+	}
+	if a := resend(tr, shop); a.status != http.StatusTooManyRequests || a.headers.Get("Retry-After") == "" {
+		t.Fatalf("a resend on the page in the cooldown: %d %s", a.status, a.body)
+	}
 	// The refused calls above spent no attempt.
 	for i, guess := range []string{"1111111111", "2222222222", "3333333333"} {
 		a := page(tr, shop, guess)
@@ -252,5 +282,11 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	}
 	if a := page(tr, shop, "4444444444"); a.status != http.StatusConflict {
 		t.Fatalf("a guess after the last: %d %s", a.status, a.body)
+	}
+	if a := read(tr, shop); a.status != http.StatusOK || dataOf(t, a)["status"] != "FAILED" || dataOf(t, a)["codeExpected"] == true {
+		t.Fatalf("the page's read of the failed workflow: %d %s", a.status, a.body)
+	}
+	if a := resend(tr, shop); a.status != http.StatusConflict {
+		t.Fatalf("a resend after the last guess: %d %s", a.status, a.body)
 	}
 }

@@ -100,6 +100,8 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/capture", RPC: "/mnv.verification.v1.VerificationService/CaptureTransaction"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/code", RPC: "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/complete", RPC: "/mnv.verification.v1.VerificationService/CompleteWebTransaction"},
+	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/resend", RPC: "/mnv.verification.v1.VerificationService/ResendWebWorkflowCode"},
+	{Method: "GET", Pattern: "/v1/api/web/transactions/{transaction_id=*}/workflow", RPC: "/mnv.verification.v1.VerificationService/GetWebWorkflow"},
 	{Method: "POST", Pattern: "/v1/api/workflows", RPC: "/mnv.verification.v1.VerificationService/StartWorkflow"},
 	{Method: "GET", Pattern: "/v1/api/workflows/{workflow_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetWorkflow"},
 	{Method: "POST", Pattern: "/v1/api/workflows/{workflow_id=*}/code", RPC: "/mnv.verification.v1.VerificationService/CheckWorkflowCode"},

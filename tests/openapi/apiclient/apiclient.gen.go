@@ -2529,6 +2529,29 @@ type WebOrigin struct {
 	Origin    string     `json:"origin"`
 }
 
+// WebWorkflow A transaction's workflow as its page sees it: whether to show a code field and what to say
+// beside it, nothing of the number.
+type WebWorkflow struct {
+	AttemptsLeft int32 `json:"attemptsLeft"`
+
+	// Channel The channel in progress (SILENT, SMS_OTP); absent once the workflow ended.
+	Channel *string `json:"channel"`
+
+	// CodeExpected A code was sent and is accepted: the page shows its code field.
+	CodeExpected bool `json:"codeExpected"`
+
+	// CodeExpiresAt When the code in play stops being accepted; absent when no code is in play.
+	CodeExpiresAt *time.Time `json:"codeExpiresAt"`
+	Reason        *string    `json:"reason"`
+
+	// ResendAt When a resend is next allowed; absent when none is.
+	ResendAt    *time.Time `json:"resendAt"`
+	ResendsLeft int32      `json:"resendsLeft"`
+
+	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string `json:"status"`
+}
+
 // WebhookAttempt WebhookAttempt is one attempt of a delivery.
 type WebhookAttempt struct {
 	Attempt    int32   `json:"attempt"`
@@ -3638,6 +3661,27 @@ type CompleteWebTransactionParams struct {
 	Origin Origin `json:"Origin"`
 }
 
+// ResendWebWorkflowCodeJSONBody defines parameters for ResendWebWorkflowCode.
+type ResendWebWorkflowCodeJSONBody = map[string]interface{}
+
+// ResendWebWorkflowCodeParams defines parameters for ResendWebWorkflowCode.
+type ResendWebWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// GetWebWorkflowParams defines parameters for GetWebWorkflow.
+type GetWebWorkflowParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
 // StartWorkflowParams defines parameters for StartWorkflow.
 type StartWorkflowParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -3825,6 +3869,9 @@ type CheckWebWorkflowCodeJSONRequestBody CheckWebWorkflowCodeJSONBody
 
 // CompleteWebTransactionJSONRequestBody defines body for CompleteWebTransaction for application/json ContentType.
 type CompleteWebTransactionJSONRequestBody CompleteWebTransactionJSONBody
+
+// ResendWebWorkflowCodeJSONRequestBody defines body for ResendWebWorkflowCode for application/json ContentType.
+type ResendWebWorkflowCodeJSONRequestBody = ResendWebWorkflowCodeJSONBody
 
 // StartWorkflowJSONRequestBody defines body for StartWorkflow for application/json ContentType.
 type StartWorkflowJSONRequestBody = StartWorkflowRequest
@@ -5553,6 +5600,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWebWorkflowCodeWithBody Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWebWorkflowCode Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebWorkflow Read a workflow's code state on the page
+	//
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	//
+	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+	GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartWorkflowWithBody Start a verification workflow
 	//
@@ -8404,6 +8479,64 @@ func (c *APIClient) CompleteWebTransactionWithBody(ctx context.Context, transact
 // Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 func (c *APIClient) CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompleteWebTransactionRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWebWorkflowCodeWithBody Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *APIClient) ResendWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWebWorkflowCodeRequestWithBody(c.Server, transactionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWebWorkflowCode Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *APIClient) ResendWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWebWorkflowCodeRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebWorkflow Read a workflow's code state on the page
+//
+// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+// attempts and resends left), bound to the client's web origins like the capture.
+//
+// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+func (c *APIClient) GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebWorkflowRequest(c.Server, transactionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14558,6 +14691,135 @@ func NewCompleteWebTransactionRequestWithBody(server string, transactionId opena
 	return req, nil
 }
 
+// NewResendWebWorkflowCodeRequest calls the generic ResendWebWorkflowCode builder with application/json body
+func NewResendWebWorkflowCodeRequest(server string, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResendWebWorkflowCodeRequestWithBody(server, transactionId, params, "application/json", bodyReader)
+}
+
+// NewResendWebWorkflowCodeRequestWithBody constructs an http.Request for the ResendWebWorkflowCode method, with any body, and a specified content type
+func NewResendWebWorkflowCodeRequestWithBody(server string, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewGetWebWorkflowRequest constructs an http.Request for the GetWebWorkflow method
+func NewGetWebWorkflowRequest(server string, transactionId openapi_types.UUID, params *GetWebWorkflowParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/workflow", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
 // NewStartWorkflowRequest calls the generic StartWorkflow builder with application/json body
 func NewStartWorkflowRequest(server string, params *StartWorkflowParams, body StartWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16426,6 +16688,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransactionWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteWebTransactionAnswer, error)
+
+	// ResendWebWorkflowCodeWithBodyWithResponse Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error)
+
+	// ResendWebWorkflowCodeWithResponse Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error)
+
+	// GetWebWorkflowWithResponse Read a workflow's code state on the page
+	//
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+	GetWebWorkflowWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*GetWebWorkflowAnswer, error)
 
 	// StartWorkflowWithBodyWithResponse Start a verification workflow
 	//
@@ -32836,6 +33128,344 @@ func (r CompleteWebTransactionAnswer) ContentType() string {
 	return ""
 }
 
+// ResendWebWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer200Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type ResendWebWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+		// beside it, nothing of the number.
+		Data     WebWorkflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResendWebWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResendWebWorkflowCodeAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResendWebWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResendWebWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResendWebWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ResendWebWorkflowCodeAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendWebWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResendWebWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendWebWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+	// beside it, nothing of the number.
+	Data     WebWorkflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendWebWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendWebWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendWebWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendWebWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for GetWebWorkflow
+type GetWebWorkflowAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer400Headers the declared response headers of an HTTP 400 response for GetWebWorkflow
+type GetWebWorkflowAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer403Headers the declared response headers of an HTTP 403 response for GetWebWorkflow
+type GetWebWorkflowAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer404Headers the declared response headers of an HTTP 404 response for GetWebWorkflow
+type GetWebWorkflowAnswer404Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer429Headers the declared response headers of an HTTP 429 response for GetWebWorkflow
+type GetWebWorkflowAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer500Headers the declared response headers of an HTTP 500 response for GetWebWorkflow
+type GetWebWorkflowAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer503Headers the declared response headers of an HTTP 503 response for GetWebWorkflow
+type GetWebWorkflowAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWebWorkflowAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+		// beside it, nothing of the number.
+		Data     WebWorkflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebWorkflowAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetWebWorkflowAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWebWorkflowAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetWebWorkflowAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWebWorkflowAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWebWorkflowAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebWorkflowAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON200() *struct {
+	// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+	// beside it, nothing of the number.
+	Data     WebWorkflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebWorkflowAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebWorkflowAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebWorkflowAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebWorkflowAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StartWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for StartWorkflow
 type StartWorkflowAnswer200Headers struct {
 	IdempotentReplayed *string
@@ -36183,6 +36813,54 @@ func (c *ClientWithResponses) CompleteWebTransactionWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseCompleteWebTransactionAnswer(rsp)
+}
+
+// ResendWebWorkflowCodeWithBodyWithResponse Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWebWorkflowCodeWithBody(ctx, transactionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWebWorkflowCodeAnswer(rsp)
+}
+
+// ResendWebWorkflowCodeWithResponse Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWebWorkflowCode(ctx, transactionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWebWorkflowCodeAnswer(rsp)
+}
+
+// GetWebWorkflowWithResponse Read a workflow's code state on the page
+//
+// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+// attempts and resends left), bound to the client's web origins like the capture.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+func (c *ClientWithResponses) GetWebWorkflowWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*GetWebWorkflowAnswer, error) {
+	rsp, err := c.GetWebWorkflow(ctx, transactionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebWorkflowAnswer(rsp)
 }
 
 // StartWorkflowWithBodyWithResponse Start a verification workflow
@@ -54236,6 +54914,358 @@ func ParseCompleteWebTransactionAnswer(rsp *http.Response) (*CompleteWebTransact
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CompleteWebTransactionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendWebWorkflowCodeAnswer parses an HTTP response from a ResendWebWorkflowCodeWithResponse call
+func ParseResendWebWorkflowCodeAnswer(rsp *http.Response) (*ResendWebWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendWebWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+			// beside it, nothing of the number.
+			Data     WebWorkflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResendWebWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResendWebWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResendWebWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResendWebWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResendWebWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ResendWebWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendWebWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResendWebWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendWebWorkflowCodeAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebWorkflowAnswer parses an HTTP response from a GetWebWorkflowWithResponse call
+func ParseGetWebWorkflowAnswer(rsp *http.Response) (*GetWebWorkflowAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebWorkflowAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+			// beside it, nothing of the number.
+			Data     WebWorkflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebWorkflowAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetWebWorkflowAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWebWorkflowAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetWebWorkflowAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWebWorkflowAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWebWorkflowAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebWorkflowAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

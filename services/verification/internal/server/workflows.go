@@ -84,6 +84,52 @@ func (s *Server) CheckWebWorkflowCode(ctx context.Context, req *verificationv1.C
 	return out, nil
 }
 
+// GetWebWorkflow reads the workflow of a browser transaction for its page (called by the
+// gateway only), the origin checked here as for a capture.
+func (s *Server) GetWebWorkflow(ctx context.Context, req *verificationv1.GetWebWorkflowRequest) (*verificationv1.GetWebWorkflowResponse, error) {
+	clientID, err := s.Browser.PageClient(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetWebWorkflowResponse{Workflow: webWorkflowToProto(w)}, nil
+}
+
+// ResendWebWorkflowCode sends a new code for the workflow of a browser transaction (called by
+// the gateway only), the origin checked here as for a capture.
+func (s *Server) ResendWebWorkflowCode(ctx context.Context, req *verificationv1.ResendWebWorkflowCodeRequest) (*verificationv1.ResendWebWorkflowCodeResponse, error) {
+	clientID, err := s.Browser.PageClient(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.ResendWebWorkflowCodeResponse{Workflow: webWorkflowToProto(w)}, nil
+}
+
+// webWorkflowToProto is what a page may know of a workflow: its state and the code's rules,
+// never the number, its country or the steps' records.
+func webWorkflowToProto(w workflows.Workflow) *verificationv1.WebWorkflow {
+	out := &verificationv1.WebWorkflow{
+		Status: string(w.Status), Reason: optString(w.Reason),
+		AttemptsLeft: int32(w.AttemptsLeft()), ResendsLeft: int32(w.ResendsLeft()), //nolint:gosec // G115: at most 10 and 5
+		ResendAt: tsOrNil(optTime(w.ResendAt())),
+	}
+	if cur := w.Current(); cur != nil && !w.Final() {
+		out.Channel = optString(string(cur.Channel))
+	}
+	if w.Code.StepID != "" && !w.Final() {
+		out.CodeExpected = true
+		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
+	}
+	return out
+}
+
 // ResendWorkflowCode sends a new code.
 func (s *Server) ResendWorkflowCode(ctx context.Context, req *verificationv1.ResendWorkflowCodeRequest) (*verificationv1.ResendWorkflowCodeResponse, error) {
 	w, err := s.Workflows.Resend(ctx, principalOf(ctx).ClientID, req.GetWorkflowId())

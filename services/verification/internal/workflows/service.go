@@ -671,14 +671,40 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 // client (the page's origin checked by the caller): the transaction's workflow, as
 // CheckCode. A transaction without a workflow is fault.ErrNotFound.
 func (s *Service) CheckCodeOfTransaction(ctx context.Context, clientID, transactionID, typed string) (Workflow, error) {
-	if _, err := uuid.Parse(transactionID); err != nil {
-		return Workflow{}, fault.ErrNotFound
-	}
-	id, err := s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
 	return s.CheckCode(ctx, clientID, id, typed)
+}
+
+// GetOfTransaction reads the workflow of a browser transaction of the client (the page's
+// origin checked by the caller), as Get: the page learns whether a code is in play without its
+// backend relaying it. A transaction without a workflow is fault.ErrNotFound.
+func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.Get(ctx, clientID, id)
+}
+
+// ResendOfTransaction sends a new code for the workflow of a browser transaction of the
+// client, as Resend: the same cooldown and cap, counted on the workflow, whichever route asks.
+func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.Resend(ctx, clientID, id)
+}
+
+// ofTransaction finds the workflow a browser transaction was started for.
+func (s *Service) ofTransaction(ctx context.Context, clientID, transactionID string) (string, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return "", fault.ErrNotFound
+	}
+	return s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
 }
 
 // Resend sends a new code: within the cooldown 429 with the time left, past the cap 409.

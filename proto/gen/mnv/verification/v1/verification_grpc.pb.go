@@ -30,6 +30,8 @@ const (
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
 	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
 	VerificationService_CheckWebWorkflowCode_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"
+	VerificationService_GetWebWorkflow_FullMethodName               = "/mnv.verification.v1.VerificationService/GetWebWorkflow"
+	VerificationService_ResendWebWorkflowCode_FullMethodName        = "/mnv.verification.v1.VerificationService/ResendWebWorkflowCode"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
@@ -96,6 +98,12 @@ type VerificationServiceClient interface {
 	// Checks a code the user typed on the page of a browser transaction that has a workflow,
 	// bound to the client's web origins like the capture; a wrong code is an attempt.
 	CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error)
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	GetWebWorkflow(ctx context.Context, in *GetWebWorkflowRequest, opts ...grpc.CallOption) (*GetWebWorkflowResponse, error)
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	ResendWebWorkflowCode(ctx context.Context, in *ResendWebWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -238,6 +246,26 @@ func (c *verificationServiceClient) CheckWebWorkflowCode(ctx context.Context, in
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebWorkflowCodeResponse)
 	err := c.cc.Invoke(ctx, VerificationService_CheckWebWorkflowCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) GetWebWorkflow(ctx context.Context, in *GetWebWorkflowRequest, opts ...grpc.CallOption) (*GetWebWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWebWorkflowResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWebWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) ResendWebWorkflowCode(ctx context.Context, in *ResendWebWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWebWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResendWebWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ResendWebWorkflowCode_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +453,12 @@ type VerificationServiceServer interface {
 	// Checks a code the user typed on the page of a browser transaction that has a workflow,
 	// bound to the client's web origins like the capture; a wrong code is an attempt.
 	CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error)
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	GetWebWorkflow(context.Context, *GetWebWorkflowRequest) (*GetWebWorkflowResponse, error)
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	ResendWebWorkflowCode(context.Context, *ResendWebWorkflowCodeRequest) (*ResendWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -495,6 +529,12 @@ func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Con
 }
 func (UnimplementedVerificationServiceServer) CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebWorkflowCode not implemented")
+}
+func (UnimplementedVerificationServiceServer) GetWebWorkflow(context.Context, *GetWebWorkflowRequest) (*GetWebWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWebWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) ResendWebWorkflowCode(context.Context, *ResendWebWorkflowCodeRequest) (*ResendWebWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResendWebWorkflowCode not implemented")
 }
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
@@ -750,6 +790,42 @@ func _VerificationService_CheckWebWorkflowCode_Handler(srv interface{}, ctx cont
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(VerificationServiceServer).CheckWebWorkflowCode(ctx, req.(*CheckWebWorkflowCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_GetWebWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWebWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWebWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWebWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWebWorkflow(ctx, req.(*GetWebWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_ResendWebWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResendWebWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ResendWebWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ResendWebWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ResendWebWorkflowCode(ctx, req.(*ResendWebWorkflowCodeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1038,6 +1114,14 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CheckWebWorkflowCode",
 			Handler:    _VerificationService_CheckWebWorkflowCode_Handler,
+		},
+		{
+			MethodName: "GetWebWorkflow",
+			Handler:    _VerificationService_GetWebWorkflow_Handler,
+		},
+		{
+			MethodName: "ResendWebWorkflowCode",
+			Handler:    _VerificationService_ResendWebWorkflowCode_Handler,
 		},
 		{
 			MethodName: "CheckWebOrigin",

@@ -1504,6 +1504,289 @@ func (x *CheckWebWorkflowCodeResponse) GetCodeExpiresAt() *timestamppb.Timestamp
 	return nil
 }
 
+type GetWebWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebWorkflowRequest) Reset() {
+	*x = GetWebWorkflowRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebWorkflowRequest) ProtoMessage() {}
+
+func (x *GetWebWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*GetWebWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetWebWorkflowRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+type GetWebWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *WebWorkflow           `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebWorkflowResponse) Reset() {
+	*x = GetWebWorkflowResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebWorkflowResponse) ProtoMessage() {}
+
+func (x *GetWebWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*GetWebWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetWebWorkflowResponse) GetWorkflow() *WebWorkflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type ResendWebWorkflowCodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendWebWorkflowCodeRequest) Reset() {
+	*x = ResendWebWorkflowCodeRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendWebWorkflowCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendWebWorkflowCodeRequest) ProtoMessage() {}
+
+func (x *ResendWebWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendWebWorkflowCodeRequest.ProtoReflect.Descriptor instead.
+func (*ResendWebWorkflowCodeRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ResendWebWorkflowCodeRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+type ResendWebWorkflowCodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *WebWorkflow           `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendWebWorkflowCodeResponse) Reset() {
+	*x = ResendWebWorkflowCodeResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendWebWorkflowCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendWebWorkflowCodeResponse) ProtoMessage() {}
+
+func (x *ResendWebWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendWebWorkflowCodeResponse.ProtoReflect.Descriptor instead.
+func (*ResendWebWorkflowCodeResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ResendWebWorkflowCodeResponse) GetWorkflow() *WebWorkflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+// A transaction's workflow as its page sees it: whether to show a code field and what to say
+// beside it, nothing of the number.
+type WebWorkflow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string  `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The channel in progress (SILENT, SMS_OTP); absent once the workflow ended.
+	Channel *string `protobuf:"bytes,3,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
+	// A code was sent and is accepted: the page shows its code field.
+	CodeExpected bool  `protobuf:"varint,4,opt,name=code_expected,json=codeExpected,proto3" json:"code_expected,omitempty"`
+	AttemptsLeft int32 `protobuf:"varint,5,opt,name=attempts_left,json=attemptsLeft,proto3" json:"attempts_left,omitempty"`
+	ResendsLeft  int32 `protobuf:"varint,6,opt,name=resends_left,json=resendsLeft,proto3" json:"resends_left,omitempty"`
+	// When a resend is next allowed; absent when none is.
+	ResendAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=resend_at,json=resendAt,proto3" json:"resend_at,omitempty"`
+	// When the code in play stops being accepted; absent when no code is in play.
+	CodeExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=code_expires_at,json=codeExpiresAt,proto3" json:"code_expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebWorkflow) Reset() {
+	*x = WebWorkflow{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebWorkflow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebWorkflow) ProtoMessage() {}
+
+func (x *WebWorkflow) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebWorkflow.ProtoReflect.Descriptor instead.
+func (*WebWorkflow) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WebWorkflow) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetChannel() string {
+	if x != nil && x.Channel != nil {
+		return *x.Channel
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetCodeExpected() bool {
+	if x != nil {
+		return x.CodeExpected
+	}
+	return false
+}
+
+func (x *WebWorkflow) GetAttemptsLeft() int32 {
+	if x != nil {
+		return x.AttemptsLeft
+	}
+	return 0
+}
+
+func (x *WebWorkflow) GetResendsLeft() int32 {
+	if x != nil {
+		return x.ResendsLeft
+	}
+	return 0
+}
+
+func (x *WebWorkflow) GetResendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResendAt
+	}
+	return nil
+}
+
+func (x *WebWorkflow) GetCodeExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CodeExpiresAt
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
@@ -1657,7 +1940,27 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12#\n" +
 	"\rattempts_left\x18\x03 \x01(\x05R\fattemptsLeft\x12B\n" +
 	"\x0fcode_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
-	"\a_reasonBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\a_reason\"L\n" +
+	"\x15GetWebWorkflowRequest\x123\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\rtransactionId\"V\n" +
+	"\x16GetWebWorkflowResponse\x12<\n" +
+	"\bworkflow\x18\x01 \x01(\v2 .mnv.verification.v1.WebWorkflowR\bworkflow\"S\n" +
+	"\x1cResendWebWorkflowCodeRequest\x123\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\rtransactionId\"]\n" +
+	"\x1dResendWebWorkflowCodeResponse\x12<\n" +
+	"\bworkflow\x18\x01 \x01(\v2 .mnv.verification.v1.WebWorkflowR\bworkflow\"\xe2\x02\n" +
+	"\vWebWorkflow\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1b\n" +
+	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12\x1d\n" +
+	"\achannel\x18\x03 \x01(\tH\x01R\achannel\x88\x01\x01\x12#\n" +
+	"\rcode_expected\x18\x04 \x01(\bR\fcodeExpected\x12#\n" +
+	"\rattempts_left\x18\x05 \x01(\x05R\fattemptsLeft\x12!\n" +
+	"\fresends_left\x18\x06 \x01(\x05R\vresendsLeft\x127\n" +
+	"\tresend_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bresendAt\x12B\n" +
+	"\x0fcode_expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
+	"\a_reasonB\n" +
+	"\n" +
+	"\b_channelBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_workflows_proto_rawDescOnce sync.Once
@@ -1671,34 +1974,39 @@ func file_mnv_verification_v1_workflows_proto_rawDescGZIP() []byte {
 	return file_mnv_verification_v1_workflows_proto_rawDescData
 }
 
-var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_mnv_verification_v1_workflows_proto_goTypes = []any{
-	(*StartWorkflowRequest)(nil),         // 0: mnv.verification.v1.StartWorkflowRequest
-	(*StartWorkflowResponse)(nil),        // 1: mnv.verification.v1.StartWorkflowResponse
-	(*GetWorkflowRequest)(nil),           // 2: mnv.verification.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),          // 3: mnv.verification.v1.GetWorkflowResponse
-	(*SubmitWorkflowSilentRequest)(nil),  // 4: mnv.verification.v1.SubmitWorkflowSilentRequest
-	(*SubmitWorkflowSilentResponse)(nil), // 5: mnv.verification.v1.SubmitWorkflowSilentResponse
-	(*CheckWorkflowCodeRequest)(nil),     // 6: mnv.verification.v1.CheckWorkflowCodeRequest
-	(*CheckWorkflowCodeResponse)(nil),    // 7: mnv.verification.v1.CheckWorkflowCodeResponse
-	(*ResendWorkflowCodeRequest)(nil),    // 8: mnv.verification.v1.ResendWorkflowCodeRequest
-	(*ResendWorkflowCodeResponse)(nil),   // 9: mnv.verification.v1.ResendWorkflowCodeResponse
-	(*Workflow)(nil),                     // 10: mnv.verification.v1.Workflow
-	(*WorkflowStep)(nil),                 // 11: mnv.verification.v1.WorkflowStep
-	(*GetWorkflowPolicyRequest)(nil),     // 12: mnv.verification.v1.GetWorkflowPolicyRequest
-	(*GetWorkflowPolicyResponse)(nil),    // 13: mnv.verification.v1.GetWorkflowPolicyResponse
-	(*SetWorkflowPolicyRequest)(nil),     // 14: mnv.verification.v1.SetWorkflowPolicyRequest
-	(*SetWorkflowPolicyResponse)(nil),    // 15: mnv.verification.v1.SetWorkflowPolicyResponse
-	(*WorkflowPolicy)(nil),               // 16: mnv.verification.v1.WorkflowPolicy
-	(*WorkflowSettings)(nil),             // 17: mnv.verification.v1.WorkflowSettings
-	(*WorkflowSimSwap)(nil),              // 18: mnv.verification.v1.WorkflowSimSwap
-	(*GetWorkflowUsageRequest)(nil),      // 19: mnv.verification.v1.GetWorkflowUsageRequest
-	(*GetWorkflowUsageResponse)(nil),     // 20: mnv.verification.v1.GetWorkflowUsageResponse
-	(*CheckWebWorkflowCodeRequest)(nil),  // 21: mnv.verification.v1.CheckWebWorkflowCodeRequest
-	(*CheckWebWorkflowCodeResponse)(nil), // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse
-	nil,                                  // 23: mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	(*timestamppb.Timestamp)(nil),        // 24: google.protobuf.Timestamp
-	(*v1.Usage)(nil),                     // 25: mnv.usage.v1.Usage
+	(*StartWorkflowRequest)(nil),          // 0: mnv.verification.v1.StartWorkflowRequest
+	(*StartWorkflowResponse)(nil),         // 1: mnv.verification.v1.StartWorkflowResponse
+	(*GetWorkflowRequest)(nil),            // 2: mnv.verification.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),           // 3: mnv.verification.v1.GetWorkflowResponse
+	(*SubmitWorkflowSilentRequest)(nil),   // 4: mnv.verification.v1.SubmitWorkflowSilentRequest
+	(*SubmitWorkflowSilentResponse)(nil),  // 5: mnv.verification.v1.SubmitWorkflowSilentResponse
+	(*CheckWorkflowCodeRequest)(nil),      // 6: mnv.verification.v1.CheckWorkflowCodeRequest
+	(*CheckWorkflowCodeResponse)(nil),     // 7: mnv.verification.v1.CheckWorkflowCodeResponse
+	(*ResendWorkflowCodeRequest)(nil),     // 8: mnv.verification.v1.ResendWorkflowCodeRequest
+	(*ResendWorkflowCodeResponse)(nil),    // 9: mnv.verification.v1.ResendWorkflowCodeResponse
+	(*Workflow)(nil),                      // 10: mnv.verification.v1.Workflow
+	(*WorkflowStep)(nil),                  // 11: mnv.verification.v1.WorkflowStep
+	(*GetWorkflowPolicyRequest)(nil),      // 12: mnv.verification.v1.GetWorkflowPolicyRequest
+	(*GetWorkflowPolicyResponse)(nil),     // 13: mnv.verification.v1.GetWorkflowPolicyResponse
+	(*SetWorkflowPolicyRequest)(nil),      // 14: mnv.verification.v1.SetWorkflowPolicyRequest
+	(*SetWorkflowPolicyResponse)(nil),     // 15: mnv.verification.v1.SetWorkflowPolicyResponse
+	(*WorkflowPolicy)(nil),                // 16: mnv.verification.v1.WorkflowPolicy
+	(*WorkflowSettings)(nil),              // 17: mnv.verification.v1.WorkflowSettings
+	(*WorkflowSimSwap)(nil),               // 18: mnv.verification.v1.WorkflowSimSwap
+	(*GetWorkflowUsageRequest)(nil),       // 19: mnv.verification.v1.GetWorkflowUsageRequest
+	(*GetWorkflowUsageResponse)(nil),      // 20: mnv.verification.v1.GetWorkflowUsageResponse
+	(*CheckWebWorkflowCodeRequest)(nil),   // 21: mnv.verification.v1.CheckWebWorkflowCodeRequest
+	(*CheckWebWorkflowCodeResponse)(nil),  // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	(*GetWebWorkflowRequest)(nil),         // 23: mnv.verification.v1.GetWebWorkflowRequest
+	(*GetWebWorkflowResponse)(nil),        // 24: mnv.verification.v1.GetWebWorkflowResponse
+	(*ResendWebWorkflowCodeRequest)(nil),  // 25: mnv.verification.v1.ResendWebWorkflowCodeRequest
+	(*ResendWebWorkflowCodeResponse)(nil), // 26: mnv.verification.v1.ResendWebWorkflowCodeResponse
+	(*WebWorkflow)(nil),                   // 27: mnv.verification.v1.WebWorkflow
+	nil,                                   // 28: mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                      // 30: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
@@ -1707,28 +2015,32 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	10, // 3: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	10, // 4: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	11, // 5: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
-	24, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
-	24, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	24, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	24, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	24, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	24, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	29, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
+	29, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	29, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
+	29, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	29, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
 	16, // 12: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	16, // 14: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	16, // 15: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	17, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	18, // 17: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	23, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	28, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
 	18, // 19: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	25, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	24, // 21: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 22: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	30, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	29, // 21: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 22: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	27, // 23: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	29, // 24: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
+	29, // 25: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 26: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
@@ -1744,13 +2056,14 @@ func file_mnv_verification_v1_workflows_proto_init() {
 	file_mnv_verification_v1_workflows_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[19].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_workflows_proto_rawDesc), len(file_mnv_verification_v1_workflows_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
