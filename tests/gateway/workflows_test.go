@@ -180,6 +180,36 @@ func TestWorkflows(t *testing.T) {
 		byDim["status"]["VERIFIED"] != 1 || byDim["status"]["FAILED"] != 1 {
 		t.Fatalf("usage: %v", totals)
 	}
+
+	// The list (the console's): paged, filtered, masked, the client's own only, read by a MEMBER.
+	list := func(h map[string]string, query string) (ids []string, total float64) {
+		t.Helper()
+		d := f.data(t, call{method: "GET", path: "/v1/api/workflows" + query, headers: h})
+		for _, it := range d["items"].([]any) {
+			w := it.(map[string]any)
+			if w["mobileNumber"] == number || len(w["steps"].([]any)) == 0 {
+				t.Fatalf("a listed workflow: %v", w)
+			}
+			ids = append(ids, w["workflowId"].(string))
+		}
+		return ids, d["totalItems"].(float64)
+	}
+	member2 := map[string]string{"X-API-KEY": member, "X-CLIENT-ID": c.ID}
+	if _, total := list(member2, ""); total != 3 {
+		t.Fatalf("the client's workflows: %v", total)
+	}
+	if ids, total := list(member2, "?status=FAILED&channel=SMS_OTP&country=AE"); total != 1 || ids[0] != bfID {
+		t.Fatalf("the failed SMS workflow: %v %v", ids, total)
+	}
+	if ids, total := list(member2, "?size=1&page=1"); total != 3 || len(ids) != 1 {
+		t.Fatalf("a page of one: %v %v", ids, total)
+	}
+	if _, total := list(keyHeaders(other), ""); total != 0 {
+		t.Fatalf("another client sees %v workflows", total)
+	}
+	if a := f.do(t, call{method: "GET", path: "/v1/api/workflows?channel=FAX", headers: member2}); a.status != http.StatusBadRequest {
+		t.Fatalf("an unknown channel: %d %s", a.status, a.body)
+	}
 }
 
 // TestWorkflowCodeOnThePage: the end user types the code on the client's page, which checks it

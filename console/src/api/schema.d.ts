@@ -1849,7 +1849,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List workflows
+         * @description Lists the client's workflows, newest first, with their steps (the console's list).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["ListWorkflows"];
         put?: never;
         /**
          * Start a verification workflow
@@ -2796,6 +2802,17 @@ export interface components {
         };
         ListWebhooksResponse: {
             items: components["schemas"]["WebhookEndpoint"][];
+            /** Format: int32 */
+            page: number;
+            /** Format: int32 */
+            size: number;
+            /** Format: int64 */
+            totalItems: number;
+            /** Format: int32 */
+            totalPages: number;
+        };
+        ListWorkflowsResponse: {
+            items: components["schemas"]["Workflow"][];
             /** Format: int32 */
             page: number;
             /** Format: int32 */
@@ -8414,6 +8431,54 @@ export interface operations {
             400: components["responses"]["Error400"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListWorkflows: {
+        parameters: {
+            query?: {
+                page?: number;
+                size?: number;
+                status?: "IN_PROGRESS" | "VERIFIED" | "NOT_VERIFIED" | "FAILED" | "EXPIRED";
+                /** @description Only workflows that took a step of this channel. */
+                channel?: "SILENT" | "SMS_OTP";
+                /** @description Only workflows of numbers of this country (ISO 3166-1 alpha-2). */
+                country?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflows retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListWorkflowsResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflows retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

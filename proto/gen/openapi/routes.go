@@ -102,6 +102,7 @@ var Routes = []Route{
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/complete", RPC: "/mnv.verification.v1.VerificationService/CompleteWebTransaction"},
 	{Method: "POST", Pattern: "/v1/api/web/transactions/{transaction_id=*}/resend", RPC: "/mnv.verification.v1.VerificationService/ResendWebWorkflowCode"},
 	{Method: "GET", Pattern: "/v1/api/web/transactions/{transaction_id=*}/workflow", RPC: "/mnv.verification.v1.VerificationService/GetWebWorkflow"},
+	{Method: "GET", Pattern: "/v1/api/workflows", RPC: "/mnv.verification.v1.VerificationService/ListWorkflows"},
 	{Method: "POST", Pattern: "/v1/api/workflows", RPC: "/mnv.verification.v1.VerificationService/StartWorkflow"},
 	{Method: "GET", Pattern: "/v1/api/workflows/{workflow_id=*}", RPC: "/mnv.verification.v1.VerificationService/GetWorkflow"},
 	{Method: "POST", Pattern: "/v1/api/workflows/{workflow_id=*}/code", RPC: "/mnv.verification.v1.VerificationService/CheckWorkflowCode"},

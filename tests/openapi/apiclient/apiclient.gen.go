@@ -924,6 +924,51 @@ func (e ListVerificationsParamsServiceType) Valid() bool {
 	}
 }
 
+// Defines values for ListWorkflowsParamsStatus.
+const (
+	ListWorkflowsParamsStatusEXPIRED     ListWorkflowsParamsStatus = "EXPIRED"
+	ListWorkflowsParamsStatusFAILED      ListWorkflowsParamsStatus = "FAILED"
+	ListWorkflowsParamsStatusINPROGRESS  ListWorkflowsParamsStatus = "IN_PROGRESS"
+	ListWorkflowsParamsStatusNOTVERIFIED ListWorkflowsParamsStatus = "NOT_VERIFIED"
+	ListWorkflowsParamsStatusVERIFIED    ListWorkflowsParamsStatus = "VERIFIED"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowsParamsStatus enum.
+func (e ListWorkflowsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowsParamsStatusEXPIRED:
+		return true
+	case ListWorkflowsParamsStatusFAILED:
+		return true
+	case ListWorkflowsParamsStatusINPROGRESS:
+		return true
+	case ListWorkflowsParamsStatusNOTVERIFIED:
+		return true
+	case ListWorkflowsParamsStatusVERIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowsParamsChannel.
+const (
+	ListWorkflowsParamsChannelSILENT ListWorkflowsParamsChannel = "SILENT"
+	ListWorkflowsParamsChannelSMSOTP ListWorkflowsParamsChannel = "SMS_OTP"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowsParamsChannel enum.
+func (e ListWorkflowsParamsChannel) Valid() bool {
+	switch e {
+	case ListWorkflowsParamsChannelSILENT:
+		return true
+	case ListWorkflowsParamsChannelSMSOTP:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SubmitWorkflowSilentJSONBodyServiceType.
 const (
 	SubmitWorkflowSilentJSONBodyServiceTypeHEADERENRICHMENT SubmitWorkflowSilentJSONBodyServiceType = "HEADER_ENRICHMENT"
@@ -1843,6 +1888,15 @@ type ListWebhooksResponse struct {
 	Size       int32             `json:"size"`
 	TotalItems int64             `json:"totalItems"`
 	TotalPages int32             `json:"totalPages"`
+}
+
+// ListWorkflowsResponse defines model for ListWorkflowsResponse.
+type ListWorkflowsResponse struct {
+	Items      []Workflow `json:"items"`
+	Page       int32      `json:"page"`
+	Size       int32      `json:"size"`
+	TotalItems int64      `json:"totalItems"`
+	TotalPages int32      `json:"totalPages"`
 }
 
 // LowBalanceThreshold LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
@@ -3681,6 +3735,28 @@ type GetWebWorkflowParams struct {
 	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
 	Origin Origin `json:"Origin"`
 }
+
+// ListWorkflowsParams defines parameters for ListWorkflows.
+type ListWorkflowsParams struct {
+	Page   *int32                     `form:"page,omitempty" json:"page,omitempty"`
+	Size   *int32                     `form:"size,omitempty" json:"size,omitempty"`
+	Status *ListWorkflowsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Channel Only workflows that took a step of this channel.
+	Channel *ListWorkflowsParamsChannel `form:"channel,omitempty" json:"channel,omitempty"`
+
+	// Country Only workflows of numbers of this country (ISO 3166-1 alpha-2).
+	Country *string `form:"country,omitempty" json:"country,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListWorkflowsParamsStatus defines parameters for ListWorkflows.
+type ListWorkflowsParamsStatus string
+
+// ListWorkflowsParamsChannel defines parameters for ListWorkflows.
+type ListWorkflowsParamsChannel string
 
 // StartWorkflowParams defines parameters for StartWorkflow.
 type StartWorkflowParams struct {
@@ -5628,6 +5704,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
 	GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkflows List workflows
+	//
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+	ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartWorkflowWithBody Start a verification workflow
 	//
@@ -8537,6 +8622,25 @@ func (c *APIClient) ResendWebWorkflowCode(ctx context.Context, transactionId ope
 // Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
 func (c *APIClient) GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWebWorkflowRequest(c.Server, transactionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkflows List workflows
+//
+// Lists the client's workflows, newest first, with their steps (the console's list).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+func (c *APIClient) ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkflowsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14820,6 +14924,123 @@ func NewGetWebWorkflowRequest(server string, transactionId openapi_types.UUID, p
 	return req, nil
 }
 
+// NewListWorkflowsRequest constructs an http.Request for the ListWorkflows method
+func NewListWorkflowsRequest(server string, params *ListWorkflowsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Size != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "size", *params.Size, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Country != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "country", *params.Country, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewStartWorkflowRequest calls the generic StartWorkflow builder with application/json body
 func NewStartWorkflowRequest(server string, params *StartWorkflowParams, body StartWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16718,6 +16939,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
 	GetWebWorkflowWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*GetWebWorkflowAnswer, error)
+
+	// ListWorkflowsWithResponse List workflows
+	//
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+	ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsAnswer, error)
 
 	// StartWorkflowWithBodyWithResponse Start a verification workflow
 	//
@@ -33466,6 +33698,158 @@ func (r GetWebWorkflowAnswer) ContentType() string {
 	return ""
 }
 
+// ListWorkflowsAnswer200Headers the declared response headers of an HTTP 200 response for ListWorkflows
+type ListWorkflowsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer400Headers the declared response headers of an HTTP 400 response for ListWorkflows
+type ListWorkflowsAnswer400Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer401Headers the declared response headers of an HTTP 401 response for ListWorkflows
+type ListWorkflowsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListWorkflowsAnswer403Headers the declared response headers of an HTTP 403 response for ListWorkflows
+type ListWorkflowsAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer429Headers the declared response headers of an HTTP 429 response for ListWorkflows
+type ListWorkflowsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListWorkflowsAnswer500Headers the declared response headers of an HTTP 500 response for ListWorkflows
+type ListWorkflowsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer503Headers the declared response headers of an HTTP 503 response for ListWorkflows
+type ListWorkflowsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListWorkflowsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListWorkflowsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWorkflowsAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWorkflowsAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkflowsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListWorkflowsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWorkflowsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWorkflowsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWorkflowsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON200() *struct {
+	Data     ListWorkflowsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkflowsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkflowsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkflowsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkflowsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StartWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for StartWorkflow
 type StartWorkflowAnswer200Headers struct {
 	IdempotentReplayed *string
@@ -36861,6 +37245,23 @@ func (c *ClientWithResponses) GetWebWorkflowWithResponse(ctx context.Context, tr
 		return nil, err
 	}
 	return ParseGetWebWorkflowAnswer(rsp)
+}
+
+// ListWorkflowsWithResponse List workflows
+//
+// Lists the client's workflows, newest first, with their steps (the console's list).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+func (c *ClientWithResponses) ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsAnswer, error) {
+	rsp, err := c.ListWorkflows(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkflowsAnswer(rsp)
 }
 
 // StartWorkflowWithBodyWithResponse Start a verification workflow
@@ -55266,6 +55667,170 @@ func ParseGetWebWorkflowAnswer(rsp *http.Response) (*GetWebWorkflowAnswer, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetWebWorkflowAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkflowsAnswer parses an HTTP response from a ListWorkflowsWithResponse call
+func ParseListWorkflowsAnswer(rsp *http.Response) (*ListWorkflowsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkflowsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListWorkflowsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWorkflowsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWorkflowsAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWorkflowsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListWorkflowsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWorkflowsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWorkflowsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWorkflowsAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

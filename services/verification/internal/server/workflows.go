@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
@@ -52,6 +53,26 @@ func (s *Server) SubmitWorkflowSilent(ctx context.Context, req *verificationv1.S
 		return nil, s.fail(ctx, err)
 	}
 	return &verificationv1.SubmitWorkflowSilentResponse{Workflow: workflowToProto(w)}, nil
+}
+
+// ListWorkflows lists the client's workflows, paged like the other lists.
+func (s *Server) ListWorkflows(ctx context.Context, req *verificationv1.ListWorkflowsRequest) (*verificationv1.ListWorkflowsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	f := workflows.ListFilter{Status: req.Status, Channel: req.Channel, Country: req.Country}
+	items, total, err := s.Workflows.List(ctx, principalOf(ctx).ClientID, f, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := make([]*verificationv1.Workflow, 0, len(items))
+	for _, w := range items {
+		out = append(out, workflowToProto(w))
+	}
+	return &verificationv1.ListWorkflowsResponse{
+		Items: out, Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
 }
 
 // CheckWorkflowCode checks a code the user typed; a wrong one is answered with the workflow.

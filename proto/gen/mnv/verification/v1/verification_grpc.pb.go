@@ -38,6 +38,7 @@ const (
 	VerificationService_ListStuckPlusReveals_FullMethodName         = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
 	VerificationService_GetVerificationUsage_FullMethodName         = "/mnv.verification.v1.VerificationService/GetVerificationUsage"
 	VerificationService_StartWorkflow_FullMethodName                = "/mnv.verification.v1.VerificationService/StartWorkflow"
+	VerificationService_ListWorkflows_FullMethodName                = "/mnv.verification.v1.VerificationService/ListWorkflows"
 	VerificationService_GetWorkflow_FullMethodName                  = "/mnv.verification.v1.VerificationService/GetWorkflow"
 	VerificationService_SubmitWorkflowSilent_FullMethodName         = "/mnv.verification.v1.VerificationService/SubmitWorkflowSilent"
 	VerificationService_CheckWorkflowCode_FullMethodName            = "/mnv.verification.v1.VerificationService/CheckWorkflowCode"
@@ -118,6 +119,8 @@ type VerificationServiceClient interface {
 	// Starts a verification workflow for a number: the channels of the client's policy, in
 	// order, until one decides (docs/api-decisions.md#workflows).
 	StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error)
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
 	GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error)
 	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
 	// one), the step takes its outcome.
@@ -332,6 +335,16 @@ func (c *verificationServiceClient) StartWorkflow(ctx context.Context, in *Start
 	return out, nil
 }
 
+func (c *verificationServiceClient) ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkflowsResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ListWorkflows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetWorkflowResponse)
@@ -473,6 +486,8 @@ type VerificationServiceServer interface {
 	// Starts a verification workflow for a number: the channels of the client's policy, in
 	// order, until one decides (docs/api-decisions.md#workflows).
 	StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error)
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
 	GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error)
 	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
 	// one), the step takes its outcome.
@@ -553,6 +568,9 @@ func (UnimplementedVerificationServiceServer) GetVerificationUsage(context.Conte
 }
 func (UnimplementedVerificationServiceServer) StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StartWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkflows not implemented")
 }
 func (UnimplementedVerificationServiceServer) GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetWorkflow not implemented")
@@ -938,6 +956,24 @@ func _VerificationService_StartWorkflow_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_ListWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ListWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ListWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ListWorkflows(ctx, req.(*ListWorkflowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_GetWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetWorkflowRequest)
 	if err := dec(in); err != nil {
@@ -1146,6 +1182,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StartWorkflow",
 			Handler:    _VerificationService_StartWorkflow_Handler,
+		},
+		{
+			MethodName: "ListWorkflows",
+			Handler:    _VerificationService_ListWorkflows_Handler,
 		},
 		{
 			MethodName: "GetWorkflow",
