@@ -97,7 +97,7 @@ function Level({ form, set, effective, prefix }: { form: Form; set: (f: Form) =>
       <Field label="SIM swap check">
         {(id) => (
           <select id={id} name={`${prefix}simSwap`} value={form.simMode} onChange={(e) => set({ ...form, simMode: (e.target as HTMLSelectElement).value })}>
-            <option value="">As the default ({words(effective?.simSwap?.mode ?? 'OFF')})</option>
+            <option value="">{prefix ? 'As the default' : `mnv's default (${words(effective?.simSwap?.mode ?? 'OFF')})`}</option>
             {simModes.map((m) => (
               <option key={m} value={m}>
                 {words(m)}
