@@ -68,6 +68,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("VERIFY on Wi-Fi: the network cannot tell, the page takes the SMS code", e.testWiFiCode)
+	t.Run("VERIFY on Wi-Fi: a new code on the page", e.testWiFiResend)
 
 	t.Run("STUCK_PLUS: the masked session is listed", func(t *testing.T) {
 		result, errText := e.runDemo(t, e.tab(t), "#stuck-plus", "", "+971501234567")

@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,6 +74,42 @@ func (e *env) testWiFiCode(t *testing.T) {
 		t.Errorf("the code field's last word %q", got)
 	}
 	screenshotAs(t, tab, "browser-demo-wifi-verified.png")
+}
+
+// testWiFiResend: on the page, a new code replaces the first (the demo client's policy set to
+// no cooldown for the test, and put back after): the first stops matching, the new one
+// verifies; the attempts are the workflow's across both codes.
+func (e *env) testWiFiResend(t *testing.T) {
+	e.call(t, http.MethodPut, "/me/workflow-policy", map[string]any{"resendCooldownSeconds": 0})
+	t.Cleanup(func() { e.call(t, http.MethodPut, "/me/workflow-policy", map[string]any{}) })
+	tab := e.tab(t)
+	tab.Goto(t, e.demo)
+	tab.WaitVisible(t, `body[data-state="ready"]`)
+	tab.Click(t, "#connection-wifi")
+	tab.Fill(t, "#number", sandboxNumber)
+	tab.Click(t, "#verify")
+	const field = `#code-section form.mnv-code input[autocomplete="one-time-code"]`
+	tab.WaitVisible(t, field)
+	first := e.smsCode(t, sandboxNumber)
+	tab.Poll(t, `!document.querySelector('.mnv-code-resend').disabled`, nil, 10*time.Second)
+	tab.Click(t, ".mnv-code-resend")
+	tab.Poll(t, `document.querySelector('.mnv-code-message').textContent.includes('on its way')`, nil, 10*time.Second)
+	second := e.smsCode(t, sandboxNumber)
+	if first != second {
+		tab.Fill(t, field, first)
+		tab.Click(t, ".mnv-code-submit")
+		tab.Poll(t, `document.querySelector('.mnv-code-message[role="alert"]')?.textContent.includes('4 attempts left')`, nil, 10*time.Second)
+	}
+	tab.Fill(t, field, second)
+	tab.Click(t, ".mnv-code-submit")
+	if err := tab.WaitVisibleErr(`body[data-state="done"]`); err != nil {
+		t.Fatalf("the demo page (state %q): %v", tab.Attribute(t, "body", "data-state"), err)
+	}
+	// Two SMS steps, the second verified (the first superseded, or sent where an SMSC is wired).
+	details := tab.Text(t, "#details")
+	if result := strings.TrimSpace(tab.Text(t, "#result")); result != "VERIFIED" || strings.Count(details, `"SMS_OTP:`) != 2 || !strings.Contains(details, `"SMS_OTP:VERIFIED"`) {
+		t.Fatalf("result %q, details %s; want VERIFIED by the second SMS step", result, details)
+	}
 }
 
 // smsCode reads the code of the demo client's newest workflow as its SMS carries it. make run
