@@ -12,6 +12,7 @@ import { Invite } from './pages/invite';
 import { Overview } from './pages/overview';
 import { Keys } from './pages/keys';
 import { Verifications, VerificationDetail } from './pages/verifications';
+import { Workflows, WorkflowDetail } from './pages/workflows';
 import { WebOrigins } from './pages/web-origins';
 import { Webhooks, WebhookDetail } from './pages/webhooks';
 import { Ledger } from './pages/ledger';
@@ -35,6 +36,8 @@ const routes: Route[] = [
   { path: '/console', page: Overview, nav: 'Overview' },
   { path: '/console/verifications', page: Verifications, nav: 'Verifications' },
   { path: '/console/verifications/:id', page: VerificationDetail },
+  { path: '/console/workflows', page: Workflows, nav: 'Workflows' },
+  { path: '/console/workflows/:id', page: WorkflowDetail },
   { path: '/console/keys', page: Keys, nav: 'Keys and SDK tokens' },
   { path: '/console/web-origins', page: WebOrigins, nav: 'Web origins' },
   { path: '/console/webhooks', page: Webhooks, nav: 'Webhooks' },

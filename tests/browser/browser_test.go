@@ -34,6 +34,7 @@ type env struct {
 	// (newPerson opens a context of one's own per person).
 	visitor *harness.Context
 	state   string // make run's MNV_STATE_DIR, where mnvctl finds it
+	db      string // make run's DATABASE_URL
 	output  string // what make run printed once ready
 	// shop is a page of the demo client's on an origin of its own (allowed, like the demo
 	// site's), for the NETWORK_API flow: it captures the transaction its URL names and finishes
@@ -65,6 +66,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("result %q, error %q; want NOT_VERIFIED", result, errText)
 		}
 	})
+
+	t.Run("VERIFY on Wi-Fi: the network cannot tell, the page takes the SMS code", e.testWiFiCode)
+	t.Run("VERIFY on Wi-Fi: a new code on the page", e.testWiFiResend)
 
 	t.Run("STUCK_PLUS: the masked session is listed", func(t *testing.T) {
 		result, errText := e.runDemo(t, e.tab(t), "#stuck-plus", "", "+971501234567")
@@ -187,7 +191,7 @@ func setUpWith(t *testing.T, extra map[string]string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(run.Stop)
-	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"], state: state}
+	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"], state: state, db: dbURL}
 	e.api = e.gateway + "/v1/api"
 	if err := run.WaitReady(ctx, e.gateway+"/readyz", 3*time.Minute); err != nil {
 		t.Fatal(err)
@@ -244,6 +248,12 @@ func (e *env) runDemo(t *testing.T, tab *harness.Page, button, number, seen stri
 // screenshot keeps the demo page as a test artifact, out/browser-demo.png at the repo root.
 func screenshot(t *testing.T, tab *harness.Page) {
 	t.Helper()
+	screenshotAs(t, tab, "browser-demo.png")
+}
+
+// screenshotAs keeps the page as out/<name> at the repo root.
+func screenshotAs(t *testing.T, tab *harness.Page, name string) {
+	t.Helper()
 	png := tab.Screenshot(t)
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -253,7 +263,7 @@ func screenshot(t *testing.T, tab *harness.Page) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "browser-demo.png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, name), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -75,6 +75,23 @@ func fakeAnswers(now time.Time) map[string]any {
 			map[string]any{"verificationId": "v2", "createdAt": iso(2 * time.Hour), "mobileNumber": "+97155*****12", "status": "NOT_VERIFIED", "reason": "MISMATCH", "operatorId": "etisalat", "charged": 5, "serviceType": "HEADER_ENRICHMENT"},
 			map[string]any{"verificationId": "v3", "createdAt": iso(3 * time.Hour), "mobileNumber": "+97150*****99", "status": "UNDETERMINED", "reason": "NO_NUMBER", "operatorId": "du", "charged": 0, "serviceType": "NETWORK_API"},
 		),
+		"GET /v1/api/workflows": page(fakeWorkflow(iso, "wf1", "VERIFIED", "SMS_OTP"), fakeWorkflow(iso, "wf2", "IN_PROGRESS", ""),
+			fakeWorkflow(iso, "wf3", "VERIFIED", "SILENT")),
+		"GET /v1/api/workflows/wf1": fakeWorkflow(iso, "wf1", "VERIFIED", "SMS_OTP"),
+		"GET /v1/api/me/workflow-policy": map[string]any{
+			"policy": map[string]any{"channels": []any{"SILENT", "SMS_OTP"}, "codeLength": 6, "codeTtlSeconds": nil, "maxAttempts": nil, "maxResends": nil,
+				"resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": nil,
+				"countries": map[string]any{"GB": map[string]any{"channels": []any{"SMS_OTP"}, "codeLength": 8, "codeTtlSeconds": nil, "maxAttempts": nil,
+					"maxResends": nil, "resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": map[string]any{"mode": "BLOCK", "maxAgeHours": 72}}}},
+			"effective": map[string]any{"channels": []any{"SILENT", "SMS_OTP"}, "codeLength": 6, "codeTtlSeconds": 300, "maxAttempts": 5, "maxResends": 3,
+				"resendCooldownSeconds": 30, "silentTimeoutSeconds": 60, "smsTimeoutSeconds": 600, "simSwap": map[string]any{"mode": "OFF", "maxAgeHours": 240}},
+		},
+		"PUT /v1/api/me/workflow-policy": map[string]any{"policy": map[string]any{"channels": []any{}, "countries": map[string]any{}}, "effective": nil},
+		"GET /v1/api/me/usage/workflows": map[string]any{"from": from, "to": to, "days": []any{},
+			"totals": map[string]any{"count": 30, "charged": 60, "credited": 0, "breakdowns": []any{map[string]any{"dimension": "channel", "buckets": []any{
+				map[string]any{"value": "SILENT", "count": 18, "charged": 0, "credited": 0},
+				map[string]any{"value": "SMS_OTP", "count": 12, "charged": 60, "credited": 0},
+			}}}}},
 		"GET /v1/api/operators": map[string]any{"items": []any{
 			map[string]any{"id": "du", "name": "du", "country": "AE", "mccMnc": []any{"424-03"}, "serviceTypes": []any{"HEADER_ENRICHMENT"}, "sandbox": false},
 			map[string]any{"id": "etisalat", "name": "e& " + markup, "country": "AE", "mccMnc": []any{"424-02"}, "serviceTypes": []any{"HEADER_ENRICHMENT", "NETWORK_API"}, "sandbox": false},
@@ -128,6 +145,32 @@ func fakeAnswers(now time.Time) map[string]any {
 	}
 }
 
+// fakeWorkflow is a workflow as the API answers it: a silent step, then (when SMS_OTP decided
+// it or it is in progress) an SMS step; the number masked, the country's code from the data.
+func fakeWorkflow(iso func(time.Duration) string, id, status, decidedBy string) map[string]any {
+	silentStatus, steps := "UNDETERMINED", []any{}
+	if decidedBy == "SILENT" {
+		silentStatus = "VERIFIED"
+	}
+	steps = append(steps, map[string]any{"stepId": id + "-s1", "seq": 1, "channel": "SILENT", "status": silentStatus, "reason": nil,
+		"verificationId": "v1", "charged": 0, "startedAt": iso(time.Hour), "endedAt": iso(59 * time.Minute)})
+	if decidedBy != "SILENT" {
+		smsStatus := "SENT"
+		if status == "VERIFIED" {
+			smsStatus = "VERIFIED"
+		}
+		steps = append(steps, map[string]any{"stepId": id + "-s2", "seq": 2, "channel": "SMS_OTP", "status": smsStatus, "reason": nil,
+			"verificationId": nil, "charged": 5, "startedAt": iso(59 * time.Minute), "endedAt": nil})
+	}
+	var decided any
+	if decidedBy != "" {
+		decided = decidedBy
+	}
+	return map[string]any{"workflowId": id, "status": status, "decidedBy": decided, "reason": nil, "mobileNumber": "+44740*****56",
+		"country": "GB", "simSwap": "NOT_CHECKED", "steps": steps, "attemptsLeft": 5, "resendsLeft": 3, "resendAt": nil, "codeExpiresAt": nil,
+		"charged": 5, "createdAt": iso(time.Hour), "endedAt": nil, "transactionId": nil}
+}
+
 // TestPages renders every page of the console signed in, against fakeAPI: each shows its
 // heading, with no CSP violation, no markup from the data turned into elements, no serious
 // or critical axe violation; each is kept as out/console-<page>.png.
@@ -147,6 +190,8 @@ func TestPages(t *testing.T) {
 		{"/console", "Overview", "overview"},
 		{"/console/verifications", "Verifications", "verifications"},
 		{"/console/verifications/v1", "Verification", "verification"},
+		{"/console/workflows", "Workflows", "workflows"},
+		{"/console/workflows/wf1", "Workflow", "workflow"},
 		{"/console/keys", "Keys and SDK tokens", "keys"},
 		{"/console/web-origins", "Web origins", "web-origins"},
 		{"/console/webhooks", "Webhooks", "webhooks"},
@@ -297,6 +342,37 @@ func TestPages(t *testing.T) {
 				screenshot(t, phone, root, "console-overview-phone.png")
 			}
 		}
+	})
+
+	// The workflow policy: an ADMIN changes the default's code length, adds an override for FR
+	// (codes by SMS only) and saves; the body keeps the GB override as it was and leaves unset
+	// fields out (they take the level above).
+	t.Run("workflow policy", func(t *testing.T) {
+		tab.Goto(t, gateway+"/console/settings")
+		tab.WaitVisible(t, `#workflow-policy form`)
+		tab.Fill(t, `#workflow-policy input[name="codeLength"]`, "8")
+		tab.Fill(t, `#workflow-policy .inline-form input`, "fr")
+		tab.Click(t, `#workflow-policy .inline-form button`)
+		tab.WaitVisible(t, `#workflow-policy select[name="FR-channels"]`)
+		var v string
+		tab.Eval(t, `(() => { const s = document.querySelector('#workflow-policy select[name="FR-channels"]'); s.value = 'SMS_OTP';
+  s.dispatchEvent(new Event('change', {bubbles: true})); return s.value; })()`, &v)
+		tab.Click(t, `#workflow-policy button[type="submit"]`)
+		tab.Poll(t, `document.querySelector('#workflow-policy [role="status"]').textContent === 'Saved.'`, nil, 10*time.Second)
+		puts := api.requests("PUT /v1/api/me/workflow-policy")
+		if len(puts) != 1 {
+			t.Fatalf("%d saves", len(puts))
+		}
+		var body map[string]any
+		if err := json.Unmarshal([]byte(puts[0].body), &body); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(body)
+		want := `{"channels":["SILENT","SMS_OTP"],"codeLength":8,"countries":{"FR":{"channels":["SMS_OTP"]},"GB":{"channels":["SMS_OTP"],"codeLength":8,"simSwap":{"maxAgeHours":72,"mode":"BLOCK"}}}}`
+		if string(got) != want {
+			t.Errorf("saved %s\nwant  %s", got, want)
+		}
+		screenshot(t, tab, root, "console-workflow-policy.png")
 	})
 
 	// A MEMBER sees the ADMIN actions disabled (the server refuses them anyway).

@@ -190,6 +190,36 @@ func TestWorkflows(t *testing.T) {
 	if seen := checkWorkflowEvents(t, f); seen["verification.workflow.completed"] != 2 || seen["verification.step"] < 6 {
 		t.Fatalf("workflow events: %v", seen)
 	}
+
+	// The list (the console's): paged, filtered, masked, the client's own only, read by a MEMBER.
+	list := func(h map[string]string, query string) (ids []string, total float64) {
+		t.Helper()
+		d := f.data(t, call{method: "GET", path: "/v1/api/workflows" + query, headers: h})
+		for _, it := range d["items"].([]any) {
+			w := it.(map[string]any)
+			if w["mobileNumber"] == number || len(w["steps"].([]any)) == 0 {
+				t.Fatalf("a listed workflow: %v", w)
+			}
+			ids = append(ids, w["workflowId"].(string))
+		}
+		return ids, d["totalItems"].(float64)
+	}
+	member2 := map[string]string{"X-API-KEY": member, "X-CLIENT-ID": c.ID}
+	if _, total := list(member2, ""); total != 3 {
+		t.Fatalf("the client's workflows: %v", total)
+	}
+	if ids, total := list(member2, "?status=FAILED&channel=SMS_OTP&country=AE"); total != 1 || ids[0] != bfID {
+		t.Fatalf("the failed SMS workflow: %v %v", ids, total)
+	}
+	if ids, total := list(member2, "?size=1&page=1"); total != 3 || len(ids) != 1 {
+		t.Fatalf("a page of one: %v %v", ids, total)
+	}
+	if _, total := list(keyHeaders(other), ""); total != 0 {
+		t.Fatalf("another client sees %v workflows", total)
+	}
+	if a := f.do(t, call{method: "GET", path: "/v1/api/workflows?channel=FAX", headers: member2}); a.status != http.StatusBadRequest {
+		t.Fatalf("an unknown channel: %d %s", a.status, a.body)
+	}
 }
 
 // TestWorkflowCodeOnThePage: the end user types the code on the client's page, which checks it
@@ -245,6 +275,36 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	if a := page(bare, shop, "0000000000"); a.status != http.StatusNotFound {
 		t.Fatalf("a transaction without a workflow: %d %s", a.status, a.body)
 	}
+	// The page reads whether a code is expected, and asks for another, on the same binding.
+	read := func(tx, origin string) answer {
+		return f.do(t, call{method: "GET", path: "/v1/api/web/transactions/" + tx + "/workflow", headers: map[string]string{"Origin": origin}})
+	}
+	resend := func(tx, origin string) answer {
+		return f.do(t, call{method: "POST", path: "/v1/api/web/transactions/" + tx + "/resend", headers: map[string]string{"Origin": origin}, body: `{}`})
+	}
+	for name, a := range map[string]answer{
+		"a read from the attacker's page":   read(tr, mallory),
+		"a resend from the attacker's page": resend(tr, mallory),
+		"a read of another client's":        read(foreign, shop),
+	} {
+		if a.status != http.StatusForbidden || a.headers.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s: %d %s, want 403 without a CORS grant", name, a.status, a.body)
+		}
+	}
+	if a := read(bare, shop); a.status != http.StatusNotFound {
+		t.Fatalf("a read of a transaction without a workflow: %d %s", a.status, a.body)
+	}
+	a = read(tr, shop)
+	if w := dataOf(t, a); a.status != http.StatusOK || w["status"] != "IN_PROGRESS" || w["codeExpected"] != true || w["channel"] != "SMS_OTP" ||
+		w["attemptsLeft"] != float64(3) || w["codeExpiresAt"] == nil || a.headers.Get("Access-Control-Allow-Origin") != shop {
+		t.Fatalf("the page's read: %d %s", a.status, a.body)
+	}
+	if strings.Contains(string(a.body), "mobileNumber") || strings.Contains(string(a.body), "steps") {
+		t.Fatalf("the page's read says more than the page needs: %s", a.body)
+	}
+	if a := resend(tr, shop); a.status != http.StatusTooManyRequests || a.headers.Get("Retry-After") == "" {
+		t.Fatalf("a resend on the page in the cooldown: %d %s", a.status, a.body)
+	}
 	// The refused calls above spent no attempt.
 	for i, guess := range []string{"1111111111", "2222222222", "3333333333"} {
 		a := page(tr, shop, guess)
@@ -262,6 +322,12 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	}
 	if a := page(tr, shop, "4444444444"); a.status != http.StatusConflict {
 		t.Fatalf("a guess after the last: %d %s", a.status, a.body)
+	}
+	if a := read(tr, shop); a.status != http.StatusOK || dataOf(t, a)["status"] != "FAILED" || dataOf(t, a)["codeExpected"] == true {
+		t.Fatalf("the page's read of the failed workflow: %d %s", a.status, a.body)
+	}
+	if a := resend(tr, shop); a.status != http.StatusConflict {
+		t.Fatalf("a resend after the last guess: %d %s", a.status, a.body)
 	}
 	// The workflow's events: its SMS step queued, then failed, and the workflow failed.
 	if seen := checkWorkflowEvents(t, f); seen["verification.step"] < 2 || seen["verification.workflow.completed"] != 1 {

@@ -75,6 +75,7 @@ type Server struct {
 type session struct {
 	seen         time.Time
 	transactions map[string]string // flow → transaction id
+	workflow     string            // the VERIFY flow's workflow, once started
 }
 
 // New returns the demo site for addr, whose page loads the SDK from and captures at
@@ -94,6 +95,7 @@ func New(addr, gatewayOrigin string) *Server {
 	})
 	mux.HandleFunc("POST /demo/api/transactions", s.createTransaction)
 	mux.HandleFunc("POST /demo/api/verify", s.verify)
+	mux.HandleFunc("GET /demo/api/workflow", s.workflow)
 	mux.HandleFunc("GET /demo/api/stuck-plus", s.stuckPlus)
 	s.handler = s.headers(mux)
 	return s
@@ -242,6 +244,39 @@ func (s *Server) createTransaction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"transactionId": out.TransactionID, "apiBase": s.gateway + "/v1/api"})
 }
 
+// sandboxOperator is the demo's only operator. A capture on Wi-Fi names none (no operator
+// saw the request); its blob holds no number, which the silent step finds UNDETERMINED.
+const sandboxOperator = "sandbox"
+
+// workflowAnswer is what the demo backend reads of a workflow (GET /v1/api/workflows/{id}).
+type workflowAnswer struct {
+	WorkflowID   string `json:"workflowId"`
+	Status       string `json:"status"`
+	DecidedBy    string `json:"decidedBy"`
+	Reason       string `json:"reason"`
+	MobileNumber string `json:"mobileNumber"` // masked
+	Charged      int64  `json:"charged"`
+	Steps        []struct {
+		Channel string `json:"channel"`
+		Status  string `json:"status"`
+	} `json:"steps"`
+}
+
+// page is what the page is told: the outcome and the masked number, never more.
+func (a workflowAnswer) page() map[string]any {
+	steps := make([]string, 0, len(a.Steps))
+	for _, st := range a.Steps {
+		steps = append(steps, st.Channel+":"+st.Status)
+	}
+	return map[string]any{
+		"status": a.Status, "decidedBy": a.DecidedBy, "reason": a.Reason, "verified": a.Status == "VERIFIED",
+		"mobileNumberMasked": a.MobileNumber, "steps": steps, "charged": a.Charged,
+	}
+}
+
+// verify runs the session's VERIFY transaction as a workflow (docs/sdk.md, "A code when the
+// network cannot tell"): the silent step with the captured blob first; when the network cannot
+// tell (Wi-Fi), the workflow sends a code by SMS and the page takes it on its transaction.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		MobileNumber string `json:"mobileNumber"`
@@ -249,7 +284,8 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &in) {
 		return
 	}
-	id := s.transaction(s.session(w, r), FlowVerify)
+	sess := s.session(w, r)
+	id := s.transaction(sess, FlowVerify)
 	if id == "" {
 		writeError(w, http.StatusConflict, "NO_TRANSACTION", "this session has started no VERIFY flow")
 		return
@@ -266,27 +302,41 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "NOT_CAPTURED", "the transaction is "+tx.Status+": capture it first")
 		return
 	}
-	var v struct {
-		VerificationID string `json:"verificationId"`
-		Status         string `json:"status"`
-		Reason         string `json:"reason"`
-		Verified       bool   `json:"verified"`
-	}
-	if !s.call(w, r, http.MethodPost, "/verify", map[string]string{
-		"mobileNumber": in.MobileNumber, "encryptedMobileNumber": tx.EncryptedMobileNumber,
-		"operatorId": tx.OperatorID, "serviceType": "HEADER_ENRICHMENT",
-	}, &v) {
+	var flow workflowAnswer
+	if !s.call(w, r, http.MethodPost, "/workflows", map[string]string{"mobileNumber": in.MobileNumber, "transactionId": id}, &flow) {
 		return
 	}
-	out := map[string]any{"status": v.Status, "reason": v.Reason, "verified": v.Verified}
-	// The kept verification shows the number masked: the page never needs more.
-	var kept struct {
-		MobileNumber string `json:"mobileNumber"`
+	s.mu.Lock()
+	sess.workflow = flow.WorkflowID
+	s.mu.Unlock()
+	op := tx.OperatorID
+	if op == "" {
+		op = sandboxOperator
 	}
-	if v.VerificationID != "" && s.fetch(r.Context(), http.MethodGet, "/verifications/"+url.PathEscape(v.VerificationID), nil, &kept) == nil {
-		out["mobileNumberMasked"] = kept.MobileNumber
+	if !s.call(w, r, http.MethodPost, "/workflows/"+url.PathEscape(flow.WorkflowID)+"/silent", map[string]string{
+		"encryptedMobileNumber": tx.EncryptedMobileNumber, "operatorId": op, "serviceType": "HEADER_ENRICHMENT",
+	}, &flow) {
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, flow.page())
+}
+
+// workflow reads the session's workflow: after the page's code field says how it ended, the
+// backend believes the workflow, not the page.
+func (s *Server) workflow(w http.ResponseWriter, r *http.Request) {
+	sess := s.session(w, r)
+	s.mu.Lock()
+	id := sess.workflow
+	s.mu.Unlock()
+	if id == "" {
+		writeError(w, http.StatusConflict, "NO_WORKFLOW", "this session has started no workflow")
+		return
+	}
+	var flow workflowAnswer
+	if !s.call(w, r, http.MethodGet, "/workflows/"+url.PathEscape(id), nil, &flow) {
+		return
+	}
+	writeJSON(w, http.StatusOK, flow.page())
 }
 
 func (s *Server) stuckPlus(w http.ResponseWriter, r *http.Request) {

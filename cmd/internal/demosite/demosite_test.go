@@ -41,13 +41,17 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasPrefix(p, "/opportunity/"):
 		id := strings.TrimPrefix(p, "/opportunity/")
 		ok(fmt.Sprintf(`{"transactionId":%q,"status":"CAPTURED","operatorId":"sandbox","encryptedMobileNumber":"blob-of-%s"}`, id, id))
-	case r.Method == http.MethodPost && p == "/verify":
+	case r.Method == http.MethodPost && p == "/workflows":
+		var in map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		ok(fmt.Sprintf(`{"workflowId":"wf-of-%s","status":"IN_PROGRESS","mobileNumber":"+97150*****67","steps":[{"channel":"SILENT","status":"PENDING"}]}`, in["transactionId"]))
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/workflows/") && strings.HasSuffix(p, "/silent"):
 		var in map[string]string
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		f.verified = append(f.verified, strings.TrimPrefix(in["encryptedMobileNumber"], "blob-of-"))
-		ok(`{"verificationId":"v-1","status":"VERIFIED","reason":"NUMBER_MATCH","verified":true}`)
-	case r.Method == http.MethodGet && p == "/verifications/v-1":
-		ok(`{"mobileNumber":"+97150*****67"}`)
+		ok(`{"workflowId":"wf-1","status":"VERIFIED","decidedBy":"SILENT","reason":"NETWORK_VERIFIED","mobileNumber":"+97150*****67","steps":[{"channel":"SILENT","status":"VERIFIED"}]}`)
+	case r.Method == http.MethodGet && strings.HasPrefix(p, "/workflows/wf-of-"):
+		ok(fmt.Sprintf(`{"workflowId":%q,"status":"VERIFIED","decidedBy":"SMS_OTP","mobileNumber":"+97150*****67","charged":5}`, strings.TrimPrefix(p, "/workflows/")))
 	case r.Method == http.MethodGet && p == "/me/stuck-plus/sessions":
 		items := make([]string, 0, f.n)
 		for i := 1; i <= f.n; i++ {
@@ -128,9 +132,11 @@ func TestSessionBinding(t *testing.T) {
 		want     string // part of the body
 	}{
 		{"mallory cannot verify alice's transaction", mallory, http.MethodPost, "/demo/api/verify", `{"mobileNumber":"+971501234567"}`, http.StatusConflict, "NO_TRANSACTION"},
+		{"mallory cannot read a workflow", mallory, http.MethodGet, "/demo/api/workflow", "", http.StatusConflict, "NO_WORKFLOW"},
 		{"mallory cannot read alice's stuck-plus session", mallory, http.MethodGet, "/demo/api/stuck-plus", "", http.StatusConflict, "NO_TRANSACTION"},
 		{"alice reads her stuck-plus session", alice, http.MethodGet, "/demo/api/stuck-plus", "", http.StatusOK, `"transactionId":"tx-2"`},
 		{"alice verifies her transaction", alice, http.MethodPost, "/demo/api/verify", `{"mobileNumber":"+971501234567"}`, http.StatusOK, `"mobileNumberMasked":"+97150*****67"`},
+		{"alice reads her workflow", alice, http.MethodGet, "/demo/api/workflow", "", http.StatusOK, `"charged":5`},
 		{"an unknown flow", alice, http.MethodPost, "/demo/api/transactions", `{"flow":"STEAL"}`, http.StatusBadRequest, "INVALID_ARGUMENT"},
 		{"a form post (another site's) is refused", alice, http.MethodPost, "/demo/api/transactions", "", http.StatusUnsupportedMediaType, "application/json"},
 	}

@@ -1800,7 +1800,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/api/workflows": {
+    "/v1/api/web/transactions/{transactionId}/resend": {
         parameters: {
             query?: never;
             header?: never;
@@ -1808,6 +1808,54 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
+        put?: never;
+        /**
+         * Send a new code on the page
+         * @description Sends a new code for the workflow of a browser transaction, with the backend route's
+         *     cooldown and cap (the workflow's, shared by both routes).
+         */
+        post: operations["ResendWebWorkflowCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/web/transactions/{transactionId}/workflow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a workflow's code state on the page
+         * @description Reads where the workflow of a browser transaction stands (whether a code is expected, the
+         *     attempts and resends left), bound to the client's web origins like the capture.
+         */
+        get: operations["GetWebWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List workflows
+         * @description Lists the client's workflows, newest first, with their steps (the console's list).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["ListWorkflows"];
         put?: never;
         /**
          * Start a verification workflow
@@ -2763,6 +2811,17 @@ export interface components {
             /** Format: int32 */
             totalPages: number;
         };
+        ListWorkflowsResponse: {
+            items: components["schemas"]["Workflow"][];
+            /** Format: int32 */
+            page: number;
+            /** Format: int32 */
+            size: number;
+            /** Format: int64 */
+            totalItems: number;
+            /** Format: int32 */
+            totalPages: number;
+        };
         /** @description LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event). */
         LowBalanceThreshold: {
             /**
@@ -3424,6 +3483,33 @@ export interface components {
             /** Format: date-time */
             createdAt: string | null;
             origin: string;
+        };
+        /**
+         * @description A transaction's workflow as its page sees it: whether to show a code field and what to say
+         *     beside it, nothing of the number.
+         */
+        WebWorkflow: {
+            /** Format: int32 */
+            attemptsLeft: number;
+            /** @description The channel in progress (SILENT, SMS_OTP); absent once the workflow ended. */
+            channel: string | null;
+            /** @description A code was sent and is accepted: the page shows its code field. */
+            codeExpected: boolean;
+            /**
+             * Format: date-time
+             * @description When the code in play stops being accepted; absent when no code is in play.
+             */
+            codeExpiresAt: string | null;
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description When a resend is next allowed; absent when none is.
+             */
+            resendAt: string | null;
+            /** Format: int32 */
+            resendsLeft: number;
+            /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
+            status: string;
         };
         /** @description WebhookAttempt is one attempt of a delivery. */
         WebhookAttempt: {
@@ -8251,6 +8337,148 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ResendWebWorkflowCode: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only. */
+                Origin: components["parameters"]["Origin"];
+            };
+            path: {
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Code sent */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebWorkflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Code sent";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    GetWebWorkflow: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only. */
+                Origin: components["parameters"]["Origin"];
+            };
+            path: {
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflow retrieved */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebWorkflow"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflow retrieved";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListWorkflows: {
+        parameters: {
+            query?: {
+                page?: number;
+                size?: number;
+                status?: "IN_PROGRESS" | "VERIFIED" | "NOT_VERIFIED" | "FAILED" | "EXPIRED";
+                /** @description Only workflows that took a step of this channel. */
+                channel?: "SILENT" | "SMS_OTP";
+                /** @description Only workflows of numbers of this country (ISO 3166-1 alpha-2). */
+                country?: string;
+            };
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Workflows retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListWorkflowsResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Workflows retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -1,9 +1,11 @@
 // Overview: the balance, its expiry, a low-balance warning, charts of spend and verifications
-// per day with the outcomes (the usage routes), and the last ledger entries.
+// per day with the outcomes (the usage routes), the workflows' steps by channel, and the last
+// ledger entries.
 import { api, call, type Schemas } from '../api/client';
 import { type Bar, BarChart } from '../chart';
 import { credits, day, when, words } from '../format';
 import { Badge, Loaded, PageHeader, useLoad } from '../ui';
+import { channelNames } from './workflows';
 
 export interface Usage {
   spend: Bar[];
@@ -30,7 +32,21 @@ export async function loadUsage(): Promise<Usage> {
   };
 }
 
+/** The workflows' steps over the last DAYS days by channel: how many, and what they cost. */
+export interface WorkflowUsage {
+  channels: { channel: string; steps: number; charged: number }[];
+}
+
+export async function loadWorkflowUsage(): Promise<WorkflowUsage> {
+  const to = new Date().toISOString().slice(0, 10);
+  const from = new Date(Date.now() - (DAYS - 1) * 86400000).toISOString().slice(0, 10);
+  const u = await call('GET /v1/api/me/usage/workflows', () => api.GET('/v1/api/me/usage/workflows', { params: { query: { from, to } } }));
+  const buckets = (u.totals?.breakdowns ?? []).find((x) => x.dimension === 'channel')?.buckets ?? [];
+  return { channels: buckets.map((b) => ({ channel: b.value, steps: b.count, charged: b.charged })).sort((a, b) => b.steps - a.steps) };
+}
+
 export function Overview() {
+  const workflows = useLoad(loadWorkflowUsage, []);
   const client = useLoad(() => call('GET /v1/api/clients', () => api.GET('/v1/api/clients')), []);
   const usage = useLoad(loadUsage, []);
   const threshold = useLoad(() => call('GET /v1/api/me/low-balance-threshold', () => api.GET('/v1/api/me/low-balance-threshold')), []);
@@ -74,6 +90,27 @@ export function Overview() {
             </>
           )}
         </Loaded>
+      </section>
+      <section aria-labelledby="workflows-title" class="panel">
+        <h2 id="workflows-title">Workflow steps, the last {DAYS} days</h2>
+        <Loaded load={workflows} isEmpty={(w) => w.channels.length === 0} empty="No workflow steps in the last two weeks.">
+          {(w) => (
+            <dl class="stats">
+              {w.channels.map((c) => (
+                <div key={c.channel}>
+                  <dt>{channelNames[c.channel] ?? words(c.channel)}</dt>
+                  <dd class="stat">
+                    {c.steps} step{c.steps === 1 ? '' : 's'}
+                  </dd>
+                  <dd class="muted">{credits(c.charged)} credits</dd>
+                </div>
+              ))}
+            </dl>
+          )}
+        </Loaded>
+        <p>
+          <a href="/console/workflows">All workflows</a>
+        </p>
       </section>
       <section aria-labelledby="recent-title" class="panel">
         <h2 id="recent-title">Latest ledger entries</h2>

@@ -1,10 +1,12 @@
 // Settings: the low-balance threshold (the balance.low event and the overview's warning) and
-// single sign-on with the client's own OpenID Connect provider; both changed by an ADMIN.
+// single sign-on with the client's own OpenID Connect provider, and the workflow policy; all
+// changed by an ADMIN.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, call, type Schemas } from '../api/client';
 import { credits } from '../format';
 import { useIsAdmin, useSession } from '../session';
 import { Confirm, Field, FormError, Loaded, PageHeader, useAction, useLoad } from '../ui';
+import { WorkflowPolicy } from './workflow-policy';
 
 const list = (s: string) =>
   s
@@ -42,6 +44,7 @@ export function Settings() {
     <>
       <PageHeader title="Settings" />
       <LowBalance />
+      <WorkflowPolicy />
       <Loaded load={l}>
         {(d) => (
           <section class="panel" aria-labelledby="sso-title">

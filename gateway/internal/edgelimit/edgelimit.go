@@ -61,6 +61,12 @@ var unauthenticated = func() *http.ServeMux {
 	// and the address's budget keeps one page from trying many workflows.
 	m.Handle("POST /v1/api/web/transactions/{id}/code", group("capture"))
 	m.Handle("OPTIONS /v1/api/web/transactions/{id}/code", group("capture"))
+	// The page's read of its workflow (polled while the silent step runs) and its resend: the
+	// resend's cooldown and cap are the workflow's, the address's budget bounds the rest.
+	m.Handle("GET /v1/api/web/transactions/{id}/workflow", group("capture"))
+	m.Handle("OPTIONS /v1/api/web/transactions/{id}/workflow", group("capture"))
+	m.Handle("POST /v1/api/web/transactions/{id}/resend", group("capture"))
+	m.Handle("OPTIONS /v1/api/web/transactions/{id}/resend", group("capture"))
 	m.Handle("GET /v1/api/sdk/session/callback", group("callback"))
 	m.Handle("POST /v1/api/me/api-key/generate", group("bootstrap"))
 	m.Handle("GET /oauth2/authorize", group("camara"))

@@ -1,5 +1,5 @@
-// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture, /complete
-// and /code, a workflow's code typed on the page)
+// Package weborigin binds the browser routes (/v1/api/web/transactions/{id}/capture, /complete,
+// and a workflow's /code typed on the page, its /workflow read and its /resend)
 // to the web origins the transaction's client allowed (docs/api-decisions.md#credentials). Those
 // routes take no credential, so without the binding any page could have a visitor's browser capture
 // a transaction it obtained elsewhere; a browser always says which page is calling in its Origin
@@ -50,6 +50,8 @@ const (
 	captureRoute  = "/v1/api/web/transactions/{transaction_id=*}/capture"
 	completeRoute = "/v1/api/web/transactions/{transaction_id=*}/complete"
 	codeRoute     = "/v1/api/web/transactions/{transaction_id=*}/code"
+	workflowRoute = "/v1/api/web/transactions/{transaction_id=*}/workflow"
+	resendRoute   = "/v1/api/web/transactions/{transaction_id=*}/resend"
 )
 
 // checkTimeout bounds the origin check: a browser waiting on a preflight gives up soon anyway.
@@ -100,7 +102,7 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 				h.Set("Access-Control-Allow-Headers", allowed)
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
@@ -112,7 +114,7 @@ func Middleware(check Checker, allowHeaders []string, log *zap.Logger) func(http
 }
 
 // transactionRoute returns the id of a browser route's path (prefix + "{id}/capture",
-// "{id}/complete" or "{id}/code"), unvalidated (the verification service decides what
+// "{id}/complete", "{id}/code", "{id}/workflow" or "{id}/resend"), unvalidated (the verification service decides what
 // exists), and the route's pattern.
 func transactionRoute(path string) (id, route string, ok bool) {
 	rest, ok := strings.CutPrefix(path, prefix)
@@ -129,6 +131,10 @@ func transactionRoute(path string) (id, route string, ok bool) {
 		return id, completeRoute, true
 	case action == "code":
 		return id, codeRoute, true
+	case action == "workflow":
+		return id, workflowRoute, true
+	case action == "resend":
+		return id, resendRoute, true
 	}
 	return "", "", false
 }

@@ -20,6 +20,8 @@ func TestTransactionRoute(t *testing.T) {
 		{"/v1/api/web/transactions/abc/capture", "abc", captureRoute, true},
 		{"/v1/api/web/transactions/abc/complete", "abc", completeRoute, true},
 		{"/v1/api/web/transactions/abc/code", "abc", codeRoute, true},
+		{"/v1/api/web/transactions/abc/workflow", "abc", workflowRoute, true},
+		{"/v1/api/web/transactions/abc/resend", "abc", resendRoute, true},
 		{"/v1/api/web/transactions/abc", "", "", false},
 		{"/v1/api/web/transactions/abc/", "", "", false},
 		{"/v1/api/web/transactions/abc/reveal", "", "", false},

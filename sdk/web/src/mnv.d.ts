@@ -7,6 +7,7 @@ export interface MnvErrorInit {
   message: string;
   requestId?: string;
   field?: string | null;
+  retryAfterMs?: number | null;
 }
 
 /**
@@ -24,6 +25,8 @@ export class MnvError extends Error {
   requestId?: string;
   /** The request field the error names, if any. */
   field?: string | null;
+  /** What the answer's Retry-After said (429, 503), in milliseconds; null when nothing. */
+  retryAfterMs: number | null;
 }
 
 export interface CaptureOptions {
@@ -137,3 +140,94 @@ export interface CamaraCodeOptions {
 
 /** The code for the client's backend; throws MnvError (STATE_MISMATCH, the provider's error). */
 export function camaraCode(o: CamaraCodeOptions): string;
+
+export interface WorkflowOptions {
+  /** The browser transaction the client's backend started the workflow for. */
+  transactionId: string;
+  /** The API's base, e.g. `https://api.example/v1/api`; defaults to the gateway that served this script. */
+  baseUrl?: string;
+  /** Per request; default 10000. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export type WorkflowStatus = 'IN_PROGRESS' | 'VERIFIED' | 'NOT_VERIFIED' | 'FAILED' | 'EXPIRED';
+
+/** A transaction's workflow as its page sees it: never the number. */
+export interface WorkflowState {
+  status: WorkflowStatus | (string & {});
+  /** Why it ended or moved on (CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED, …; more may come). */
+  reason?: string | null;
+  /** The channel in progress (SILENT, SMS_OTP); absent once ended. */
+  channel?: string | null;
+  /** A code was sent and is accepted: show the code field. */
+  codeExpected?: boolean;
+  attemptsLeft?: number;
+  resendsLeft?: number;
+  /** When a resend is next allowed (RFC 3339); absent when none is. */
+  resendAt?: string | null;
+  /** When the code in play stops being accepted (RFC 3339). */
+  codeExpiresAt?: string | null;
+}
+
+/** Reads where the transaction's workflow stands; NOT_FOUND when it has none. */
+export function workflowState(o: WorkflowOptions): Promise<WorkflowState>;
+
+export interface WaitForCodeOptions extends WorkflowOptions {
+  /** Between reads; default 2000. */
+  intervalMs?: number;
+  /** In all; default 120000, then TIMEOUT. */
+  waitMs?: number;
+}
+
+/** Resolves once the workflow expects a code or has ended (NOT_FOUND is waited out). */
+export function waitForCode(o: WaitForCodeOptions): Promise<WorkflowState>;
+
+export interface CheckCodeOptions extends WorkflowOptions {
+  /** What the user typed, 1 to 32 characters. */
+  code: string;
+}
+
+/** Checks the code: IN_PROGRESS with one attempt fewer when wrong, VERIFIED, FAILED or EXPIRED; 409 CONFLICT once ended. */
+export function checkCode(o: CheckCodeOptions): Promise<Pick<WorkflowState, 'status' | 'reason' | 'attemptsLeft' | 'codeExpiresAt'>>;
+
+/** Sends a new code; RATE_LIMITED (429, retryAfterMs) within the cooldown, never waited; 409 past the cap. */
+export function resendCode(o: WorkflowOptions): Promise<WorkflowState>;
+
+/** The default code field's wording; each may be replaced. */
+export interface CodeEntryText {
+  label?: string;
+  submit?: string;
+  resend?: string;
+  resendIn?: (seconds: number) => string;
+  checking?: string;
+  wrong?: (attemptsLeft: number) => string;
+  empty?: string;
+  sent?: string;
+  VERIFIED?: string;
+  FAILED?: string;
+  EXPIRED?: string;
+  NOT_VERIFIED?: string;
+  error?: string;
+}
+
+export interface CodeEntryOptions extends WorkflowOptions {
+  /** Where the form goes. */
+  container: Element;
+  /** What workflowState or waitForCode gave: the attempts and the resend time shown at first. */
+  state?: WorkflowState;
+  text?: CodeEntryText;
+}
+
+export interface CodeEntry {
+  form: HTMLFormElement;
+  /** The workflow's end, as the form saw it. */
+  result: Promise<{ status: WorkflowStatus | (string & {}); reason: string | null }>;
+  destroy(): void;
+}
+
+/**
+ * The SDK's code field: a labelled input (autocomplete="one-time-code", inputmode="numeric"),
+ * Verify, a resend button with its cooldown, and a live region reading out errors and the end.
+ */
+export function codeEntry(o: CodeEntryOptions): CodeEntry;

@@ -66,3 +66,32 @@ async function networkAPI(): Promise<string | null> {
   return back === null ? null : back.encryptedMobileNumber;
 }
 void networkAPI;
+
+import { workflowState, waitForCode, checkCode, resendCode, codeEntry } from '../src/mnv.js';
+import type { WorkflowState, CodeEntry, CodeEntryOptions } from '../src/mnv.js';
+
+async function codePage(container: HTMLElement): Promise<string> {
+  const o = { transactionId: 'tx', baseUrl: 'https://api.example/v1/api' };
+  const first: WorkflowState = await workflowState(o);
+  const w: WorkflowState = first.codeExpected === true ? first : await waitForCode({ ...o, intervalMs: 1000, waitMs: 60000 });
+  const r = await checkCode({ ...o, code: '123456' });
+  const left: number | undefined = r.attemptsLeft;
+  void left;
+  try {
+    await resendCode(o);
+  } catch (e) {
+    if (e instanceof MnvError && e.retryAfterMs !== null) void e.retryAfterMs;
+  }
+  const opts: CodeEntryOptions = { ...o, container, state: w, text: { label: 'Code', resendIn: (s: number) => `${s}` } };
+  const entry: CodeEntry = codeEntry(opts);
+  const form: HTMLFormElement = entry.form;
+  void form;
+  entry.destroy();
+  return (await entry.result).status;
+}
+void codePage;
+
+// @ts-expect-error the code is required
+void checkCode({ transactionId: 'tx' });
+// @ts-expect-error the container is required
+void codeEntry({ transactionId: 'tx' });

@@ -924,6 +924,51 @@ func (e ListVerificationsParamsServiceType) Valid() bool {
 	}
 }
 
+// Defines values for ListWorkflowsParamsStatus.
+const (
+	ListWorkflowsParamsStatusEXPIRED     ListWorkflowsParamsStatus = "EXPIRED"
+	ListWorkflowsParamsStatusFAILED      ListWorkflowsParamsStatus = "FAILED"
+	ListWorkflowsParamsStatusINPROGRESS  ListWorkflowsParamsStatus = "IN_PROGRESS"
+	ListWorkflowsParamsStatusNOTVERIFIED ListWorkflowsParamsStatus = "NOT_VERIFIED"
+	ListWorkflowsParamsStatusVERIFIED    ListWorkflowsParamsStatus = "VERIFIED"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowsParamsStatus enum.
+func (e ListWorkflowsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowsParamsStatusEXPIRED:
+		return true
+	case ListWorkflowsParamsStatusFAILED:
+		return true
+	case ListWorkflowsParamsStatusINPROGRESS:
+		return true
+	case ListWorkflowsParamsStatusNOTVERIFIED:
+		return true
+	case ListWorkflowsParamsStatusVERIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowsParamsChannel.
+const (
+	ListWorkflowsParamsChannelSILENT ListWorkflowsParamsChannel = "SILENT"
+	ListWorkflowsParamsChannelSMSOTP ListWorkflowsParamsChannel = "SMS_OTP"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowsParamsChannel enum.
+func (e ListWorkflowsParamsChannel) Valid() bool {
+	switch e {
+	case ListWorkflowsParamsChannelSILENT:
+		return true
+	case ListWorkflowsParamsChannelSMSOTP:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SubmitWorkflowSilentJSONBodyServiceType.
 const (
 	SubmitWorkflowSilentJSONBodyServiceTypeHEADERENRICHMENT SubmitWorkflowSilentJSONBodyServiceType = "HEADER_ENRICHMENT"
@@ -1845,6 +1890,15 @@ type ListWebhooksResponse struct {
 	TotalPages int32             `json:"totalPages"`
 }
 
+// ListWorkflowsResponse defines model for ListWorkflowsResponse.
+type ListWorkflowsResponse struct {
+	Items      []Workflow `json:"items"`
+	Page       int32      `json:"page"`
+	Size       int32      `json:"size"`
+	TotalItems int64      `json:"totalItems"`
+	TotalPages int32      `json:"totalPages"`
+}
+
 // LowBalanceThreshold LowBalanceThreshold is when a client hears that its balance runs low (the balance.low event).
 type LowBalanceThreshold struct {
 	// DefaultThreshold The service's default, what an unset threshold takes.
@@ -2527,6 +2581,29 @@ type VerifyRequestServiceType string
 type WebOrigin struct {
 	CreatedAt *time.Time `json:"createdAt"`
 	Origin    string     `json:"origin"`
+}
+
+// WebWorkflow A transaction's workflow as its page sees it: whether to show a code field and what to say
+// beside it, nothing of the number.
+type WebWorkflow struct {
+	AttemptsLeft int32 `json:"attemptsLeft"`
+
+	// Channel The channel in progress (SILENT, SMS_OTP); absent once the workflow ended.
+	Channel *string `json:"channel"`
+
+	// CodeExpected A code was sent and is accepted: the page shows its code field.
+	CodeExpected bool `json:"codeExpected"`
+
+	// CodeExpiresAt When the code in play stops being accepted; absent when no code is in play.
+	CodeExpiresAt *time.Time `json:"codeExpiresAt"`
+	Reason        *string    `json:"reason"`
+
+	// ResendAt When a resend is next allowed; absent when none is.
+	ResendAt    *time.Time `json:"resendAt"`
+	ResendsLeft int32      `json:"resendsLeft"`
+
+	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string `json:"status"`
 }
 
 // WebhookAttempt WebhookAttempt is one attempt of a delivery.
@@ -3638,6 +3715,49 @@ type CompleteWebTransactionParams struct {
 	Origin Origin `json:"Origin"`
 }
 
+// ResendWebWorkflowCodeJSONBody defines parameters for ResendWebWorkflowCode.
+type ResendWebWorkflowCodeJSONBody = map[string]interface{}
+
+// ResendWebWorkflowCodeParams defines parameters for ResendWebWorkflowCode.
+type ResendWebWorkflowCodeParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// GetWebWorkflowParams defines parameters for GetWebWorkflow.
+type GetWebWorkflowParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+
+	// Origin The calling page's origin, set by the browser. It must be one of the web origins of the transaction's account (PUT /v1/api/me/web-origins); any other origin, or none, is 403 and captures nothing. CORS is answered for those origins only.
+	Origin Origin `json:"Origin"`
+}
+
+// ListWorkflowsParams defines parameters for ListWorkflows.
+type ListWorkflowsParams struct {
+	Page   *int32                     `form:"page,omitempty" json:"page,omitempty"`
+	Size   *int32                     `form:"size,omitempty" json:"size,omitempty"`
+	Status *ListWorkflowsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Channel Only workflows that took a step of this channel.
+	Channel *ListWorkflowsParamsChannel `form:"channel,omitempty" json:"channel,omitempty"`
+
+	// Country Only workflows of numbers of this country (ISO 3166-1 alpha-2).
+	Country *string `form:"country,omitempty" json:"country,omitempty"`
+
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListWorkflowsParamsStatus defines parameters for ListWorkflows.
+type ListWorkflowsParamsStatus string
+
+// ListWorkflowsParamsChannel defines parameters for ListWorkflows.
+type ListWorkflowsParamsChannel string
+
 // StartWorkflowParams defines parameters for StartWorkflow.
 type StartWorkflowParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
@@ -3825,6 +3945,9 @@ type CheckWebWorkflowCodeJSONRequestBody CheckWebWorkflowCodeJSONBody
 
 // CompleteWebTransactionJSONRequestBody defines body for CompleteWebTransaction for application/json ContentType.
 type CompleteWebTransactionJSONRequestBody CompleteWebTransactionJSONBody
+
+// ResendWebWorkflowCodeJSONRequestBody defines body for ResendWebWorkflowCode for application/json ContentType.
+type ResendWebWorkflowCodeJSONRequestBody = ResendWebWorkflowCodeJSONBody
 
 // StartWorkflowJSONRequestBody defines body for StartWorkflow for application/json ContentType.
 type StartWorkflowJSONRequestBody = StartWorkflowRequest
@@ -5553,6 +5676,43 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWebWorkflowCodeWithBody Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResendWebWorkflowCode Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebWorkflow Read a workflow's code state on the page
+	//
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	//
+	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+	GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkflows List workflows
+	//
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+	ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartWorkflowWithBody Start a verification workflow
 	//
@@ -8404,6 +8564,83 @@ func (c *APIClient) CompleteWebTransactionWithBody(ctx context.Context, transact
 // Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 func (c *APIClient) CompleteWebTransaction(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCompleteWebTransactionRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWebWorkflowCodeWithBody Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *APIClient) ResendWebWorkflowCodeWithBody(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWebWorkflowCodeRequestWithBody(c.Server, transactionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResendWebWorkflowCode Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *APIClient) ResendWebWorkflowCode(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResendWebWorkflowCodeRequest(c.Server, transactionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebWorkflow Read a workflow's code state on the page
+//
+// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+// attempts and resends left), bound to the client's web origins like the capture.
+//
+// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+func (c *APIClient) GetWebWorkflow(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebWorkflowRequest(c.Server, transactionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkflows List workflows
+//
+// Lists the client's workflows, newest first, with their steps (the console's list).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+func (c *APIClient) ListWorkflows(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkflowsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -14558,6 +14795,252 @@ func NewCompleteWebTransactionRequestWithBody(server string, transactionId opena
 	return req, nil
 }
 
+// NewResendWebWorkflowCodeRequest calls the generic ResendWebWorkflowCode builder with application/json body
+func NewResendWebWorkflowCodeRequest(server string, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResendWebWorkflowCodeRequestWithBody(server, transactionId, params, "application/json", bodyReader)
+}
+
+// NewResendWebWorkflowCodeRequestWithBody constructs an http.Request for the ResendWebWorkflowCode method, with any body, and a specified content type
+func NewResendWebWorkflowCodeRequestWithBody(server string, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/resend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewGetWebWorkflowRequest constructs an http.Request for the GetWebWorkflow method
+func NewGetWebWorkflowRequest(server string, transactionId openapi_types.UUID, params *GetWebWorkflowParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "transactionId", transactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/web/transactions/%s/workflow", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Origin", params.Origin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Origin", headerParam1)
+
+	}
+
+	return req, nil
+}
+
+// NewListWorkflowsRequest constructs an http.Request for the ListWorkflows method
+func NewListWorkflowsRequest(server string, params *ListWorkflowsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/workflows")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Size != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "size", *params.Size, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Country != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "country", *params.Country, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewStartWorkflowRequest calls the generic StartWorkflow builder with application/json body
 func NewStartWorkflowRequest(server string, params *StartWorkflowParams, body StartWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -16426,6 +16909,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/api/web/transactions/{transactionId}/complete (the `CompleteWebTransaction` operationId).
 	CompleteWebTransactionWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *CompleteWebTransactionParams, body CompleteWebTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteWebTransactionAnswer, error)
+
+	// ResendWebWorkflowCodeWithBodyWithResponse Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error)
+
+	// ResendWebWorkflowCodeWithResponse Send a new code on the page
+	//
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+	ResendWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error)
+
+	// GetWebWorkflowWithResponse Read a workflow's code state on the page
+	//
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+	GetWebWorkflowWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*GetWebWorkflowAnswer, error)
+
+	// ListWorkflowsWithResponse List workflows
+	//
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+	ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsAnswer, error)
 
 	// StartWorkflowWithBodyWithResponse Start a verification workflow
 	//
@@ -32836,6 +33360,496 @@ func (r CompleteWebTransactionAnswer) ContentType() string {
 	return ""
 }
 
+// ResendWebWorkflowCodeAnswer200Headers the declared response headers of an HTTP 200 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer200Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer400Headers the declared response headers of an HTTP 400 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer400Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer403Headers the declared response headers of an HTTP 403 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer403Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer404Headers the declared response headers of an HTTP 404 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer404Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer409Headers the declared response headers of an HTTP 409 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer409Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer413Headers the declared response headers of an HTTP 413 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer413Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer429Headers the declared response headers of an HTTP 429 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer500Headers the declared response headers of an HTTP 500 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer500Headers struct {
+	XRequestId string
+}
+
+// ResendWebWorkflowCodeAnswer503Headers the declared response headers of an HTTP 503 response for ResendWebWorkflowCode
+type ResendWebWorkflowCodeAnswer503Headers struct {
+	XRequestId string
+}
+
+type ResendWebWorkflowCodeAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+		// beside it, nothing of the number.
+		Data     WebWorkflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error409
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error413
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResendWebWorkflowCodeAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResendWebWorkflowCodeAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResendWebWorkflowCodeAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResendWebWorkflowCodeAnswer404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResendWebWorkflowCodeAnswer409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ResendWebWorkflowCodeAnswer413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResendWebWorkflowCodeAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResendWebWorkflowCodeAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResendWebWorkflowCodeAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON200() *struct {
+	// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+	// beside it, nothing of the number.
+	Data     WebWorkflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON409() *Error409 {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON413() *Error413 {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResendWebWorkflowCodeAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResendWebWorkflowCodeAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResendWebWorkflowCodeAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResendWebWorkflowCodeAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResendWebWorkflowCodeAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for GetWebWorkflow
+type GetWebWorkflowAnswer200Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer400Headers the declared response headers of an HTTP 400 response for GetWebWorkflow
+type GetWebWorkflowAnswer400Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer403Headers the declared response headers of an HTTP 403 response for GetWebWorkflow
+type GetWebWorkflowAnswer403Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer404Headers the declared response headers of an HTTP 404 response for GetWebWorkflow
+type GetWebWorkflowAnswer404Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer429Headers the declared response headers of an HTTP 429 response for GetWebWorkflow
+type GetWebWorkflowAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer500Headers the declared response headers of an HTTP 500 response for GetWebWorkflow
+type GetWebWorkflowAnswer500Headers struct {
+	XRequestId string
+}
+
+// GetWebWorkflowAnswer503Headers the declared response headers of an HTTP 503 response for GetWebWorkflow
+type GetWebWorkflowAnswer503Headers struct {
+	XRequestId string
+}
+
+type GetWebWorkflowAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+		// beside it, nothing of the number.
+		Data     WebWorkflow `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error404
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebWorkflowAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetWebWorkflowAnswer400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWebWorkflowAnswer403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetWebWorkflowAnswer404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWebWorkflowAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWebWorkflowAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebWorkflowAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON200() *struct {
+	// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+	// beside it, nothing of the number.
+	Data     WebWorkflow `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON404() *Error404 {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWebWorkflowAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebWorkflowAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebWorkflowAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebWorkflowAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebWorkflowAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWorkflowsAnswer200Headers the declared response headers of an HTTP 200 response for ListWorkflows
+type ListWorkflowsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer400Headers the declared response headers of an HTTP 400 response for ListWorkflows
+type ListWorkflowsAnswer400Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer401Headers the declared response headers of an HTTP 401 response for ListWorkflows
+type ListWorkflowsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListWorkflowsAnswer403Headers the declared response headers of an HTTP 403 response for ListWorkflows
+type ListWorkflowsAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer429Headers the declared response headers of an HTTP 429 response for ListWorkflows
+type ListWorkflowsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListWorkflowsAnswer500Headers the declared response headers of an HTTP 500 response for ListWorkflows
+type ListWorkflowsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListWorkflowsAnswer503Headers the declared response headers of an HTTP 503 response for ListWorkflows
+type ListWorkflowsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListWorkflowsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data     ListWorkflowsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error400
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWorkflowsAnswer200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWorkflowsAnswer400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkflowsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListWorkflowsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWorkflowsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWorkflowsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWorkflowsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON200() *struct {
+	Data     ListWorkflowsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON400() *Error400 {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWorkflowsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkflowsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkflowsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkflowsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkflowsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StartWorkflowAnswer200Headers the declared response headers of an HTTP 200 response for StartWorkflow
 type StartWorkflowAnswer200Headers struct {
 	IdempotentReplayed *string
@@ -36183,6 +37197,71 @@ func (c *ClientWithResponses) CompleteWebTransactionWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseCompleteWebTransactionAnswer(rsp)
+}
+
+// ResendWebWorkflowCodeWithBodyWithResponse Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWebWorkflowCodeWithBodyWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWebWorkflowCodeWithBody(ctx, transactionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWebWorkflowCodeAnswer(rsp)
+}
+
+// ResendWebWorkflowCodeWithResponse Send a new code on the page
+//
+// Sends a new code for the workflow of a browser transaction, with the backend route's
+// cooldown and cap (the workflow's, shared by both routes).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/api/web/transactions/{transactionId}/resend (the `ResendWebWorkflowCode` operationId).
+func (c *ClientWithResponses) ResendWebWorkflowCodeWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *ResendWebWorkflowCodeParams, body ResendWebWorkflowCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ResendWebWorkflowCodeAnswer, error) {
+	rsp, err := c.ResendWebWorkflowCode(ctx, transactionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResendWebWorkflowCodeAnswer(rsp)
+}
+
+// GetWebWorkflowWithResponse Read a workflow's code state on the page
+//
+// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+// attempts and resends left), bound to the client's web origins like the capture.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/web/transactions/{transactionId}/workflow (the `GetWebWorkflow` operationId).
+func (c *ClientWithResponses) GetWebWorkflowWithResponse(ctx context.Context, transactionId openapi_types.UUID, params *GetWebWorkflowParams, reqEditors ...RequestEditorFn) (*GetWebWorkflowAnswer, error) {
+	rsp, err := c.GetWebWorkflow(ctx, transactionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebWorkflowAnswer(rsp)
+}
+
+// ListWorkflowsWithResponse List workflows
+//
+// Lists the client's workflows, newest first, with their steps (the console's list).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/workflows (the `ListWorkflows` operationId).
+func (c *ClientWithResponses) ListWorkflowsWithResponse(ctx context.Context, params *ListWorkflowsParams, reqEditors ...RequestEditorFn) (*ListWorkflowsAnswer, error) {
+	rsp, err := c.ListWorkflows(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkflowsAnswer(rsp)
 }
 
 // StartWorkflowWithBodyWithResponse Start a verification workflow
@@ -54236,6 +55315,522 @@ func ParseCompleteWebTransactionAnswer(rsp *http.Response) (*CompleteWebTransact
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CompleteWebTransactionAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResendWebWorkflowCodeAnswer parses an HTTP response from a ResendWebWorkflowCodeWithResponse call
+func ParseResendWebWorkflowCodeAnswer(rsp *http.Response) (*ResendWebWorkflowCodeAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResendWebWorkflowCodeAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+			// beside it, nothing of the number.
+			Data     WebWorkflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResendWebWorkflowCodeAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResendWebWorkflowCodeAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResendWebWorkflowCodeAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResendWebWorkflowCodeAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResendWebWorkflowCodeAnswer409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ResendWebWorkflowCodeAnswer413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResendWebWorkflowCodeAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResendWebWorkflowCodeAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResendWebWorkflowCodeAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebWorkflowAnswer parses an HTTP response from a GetWebWorkflowWithResponse call
+func ParseGetWebWorkflowAnswer(rsp *http.Response) (*GetWebWorkflowAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebWorkflowAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A transaction's workflow as its page sees it: whether to show a code field and what to say
+			// beside it, nothing of the number.
+			Data     WebWorkflow `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebWorkflowAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetWebWorkflowAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWebWorkflowAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetWebWorkflowAnswer404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWebWorkflowAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWebWorkflowAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebWorkflowAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkflowsAnswer parses an HTTP response from a ListWorkflowsWithResponse call
+func ParseListWorkflowsAnswer(rsp *http.Response) (*ListWorkflowsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkflowsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data     ListWorkflowsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWorkflowsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWorkflowsAnswer400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWorkflowsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListWorkflowsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWorkflowsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWorkflowsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWorkflowsAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -1,6 +1,6 @@
 // The demo page's script: what a client's own page does with the browser SDK. The server puts
 // the gateway's address into the import below.
-import { capture, network, MnvError } from {{.SDK}};
+import { capture, network, waitForCode, codeEntry, MnvError } from {{.SDK}};
 
 const $ = (id) => document.getElementById(id);
 
@@ -29,8 +29,21 @@ function showNetwork() {
   $('network').textContent = text;
 }
 
+// wifi is the simulated connection: on Wi-Fi the operator's proxy adds no number, so the
+// capture goes without the sandbox's number header, as a phone on Wi-Fi would.
+const wifi = () => $('connection-wifi').checked;
+
+function showConnection() {
+  $('sandbox-number').disabled = wifi();
+}
+
+let entry = null;
+
 function reset(state) {
   document.body.dataset.state = state;
+  if (entry !== null) entry.destroy();
+  entry = null;
+  $('code-section').hidden = true;
   for (const id of ['result', 'details', 'error']) $(id).textContent = '';
   delete $('result').dataset.status;
   delete $('error').dataset.code;
@@ -44,18 +57,36 @@ function showError(e) {
   $('error').hidden = false;
 }
 
+function showResult(v) {
+  $('result').textContent = v.status;
+  $('result').dataset.status = v.status;
+  $('details').textContent = JSON.stringify(v, null, 2);
+}
+
 async function run(flow) {
   reset('running');
-  for (const b of document.querySelectorAll('button')) b.disabled = true;
+  for (const b of document.querySelectorAll('.buttons button')) b.disabled = true;
   try {
     const { transactionId } = await backend('POST', '/demo/api/transactions', { flow });
-    const sandboxNumber = $('sandbox-number').value.trim() || undefined;
+    const sandboxNumber = wifi() ? undefined : $('sandbox-number').value.trim() || undefined;
     const captured = await capture({ transactionId, sandboxNumber });
     if (flow === 'VERIFY') {
-      const v = await backend('POST', '/demo/api/verify', { mobileNumber: $('number').value.trim() });
-      $('result').textContent = v.status;
-      $('result').dataset.status = v.status;
-      $('details').textContent = JSON.stringify(v, null, 2);
+      let v = await backend('POST', '/demo/api/verify', { mobileNumber: $('number').value.trim() });
+      if (v.status === 'IN_PROGRESS') {
+        // The network could not tell: the workflow sent a code, which this page takes on its
+        // transaction; then the backend reads the workflow, the proof the page is not.
+        document.body.dataset.state = 'code';
+        showResult(v);
+        const state = await waitForCode({ transactionId });
+        if (state.codeExpected) {
+          $('code-section').hidden = false;
+          entry = codeEntry({ transactionId, container: $('code'), state });
+          entry.form.querySelector('input').focus();
+          await entry.result;
+        }
+        v = await backend('GET', '/demo/api/workflow');
+      }
+      showResult(v);
     } else {
       const s = await backend('GET', '/demo/api/stuck-plus');
       $('result').textContent = `Stuck-plus session ${s.session.mobileNumberMasked}`;
@@ -65,12 +96,14 @@ async function run(flow) {
   } catch (e) {
     showError(e);
   } finally {
-    for (const b of document.querySelectorAll('button')) b.disabled = false;
+    for (const b of document.querySelectorAll('.buttons button')) b.disabled = false;
     document.body.dataset.state = 'done';
   }
 }
 
 $('verify').addEventListener('click', () => run('VERIFY'));
 $('stuck-plus').addEventListener('click', () => run('STUCK_PLUS'));
+for (const r of document.querySelectorAll('input[name="connection"]')) r.addEventListener('change', showConnection);
 showNetwork();
+showConnection();
 document.body.dataset.state = 'ready';

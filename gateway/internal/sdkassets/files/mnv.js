@@ -24,6 +24,8 @@ export class MnvError extends Error {
     this.httpStatus = init.httpStatus;
     this.requestId = init.requestId;
     this.field = init.field === undefined ? null : init.field;
+    // What Retry-After said (429, 503), in milliseconds; null when it said nothing.
+    this.retryAfterMs = init.retryAfterMs === undefined ? null : init.retryAfterMs;
     if (init.cause !== undefined) this.cause = init.cause;
   }
 }
@@ -75,7 +77,8 @@ function isEnvelope(body) {
 
 // request sends one API call under the options' timeout and signal, retrying as the rule at the
 // top says, and resolves to the envelope's data or rejects with an MnvError.
-async function request(o, path, init) {
+async function request(o, path, init, rules) {
+  const retry = !rules || rules.retry !== false;
   const timeoutMs = o.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : o.timeoutMs;
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError('mnv: timeoutMs must be a positive number');
   const url = resolveBaseUrl(o.baseUrl) + path;
@@ -118,7 +121,7 @@ async function request(o, path, init) {
         throw badResponse(res, requestId);
       }
       const wait = res.status === 429 || res.status === 503 ? retryAfterMs(res) : null;
-      if (wait !== null && attempt < MAX_RETRIES && Date.now() + wait < deadline) {
+      if (retry && wait !== null && attempt < MAX_RETRIES && Date.now() + wait < deadline) {
         await sleep(wait, ctl.signal);
         if (why !== null) throw stopped();
         continue;
@@ -131,6 +134,7 @@ async function request(o, path, init) {
         message: typeof m.message === 'string' ? m.message : 'HTTP ' + res.status,
         requestId,
         field: typeof m.field === 'string' ? m.field : null,
+        retryAfterMs: wait,
       });
     }
   } finally {
@@ -374,6 +378,215 @@ export function camaraCode(o) {
     throw new MnvError({ code: 'BAD_RESPONSE', httpStatus: 0, message: 'mnv: the redirect carries no code' });
   }
   return code;
+}
+
+// A code when the network cannot tell (verification workflows). A workflow the client's
+// backend started for a browser transaction (POST /v1/api/workflows with its transactionId)
+// moves to a one-time code by SMS when its silent step is UNDETERMINED (Wi-Fi, roaming, another
+// operator). The page then reads, checks and resends on the transaction, with no credential:
+// the routes are bound to the client's web origins like the capture. The attempts, the resend
+// cooldown and its cap are the workflow's, whichever of the page or the backend uses them.
+
+function transactionPath(o, action) {
+  requireOptions(o);
+  requireString(o, 'transactionId');
+  return '/web/transactions/' + encodeURIComponent(o.transactionId) + '/' + action;
+}
+
+// FINAL are the workflow statuses that end it: the page stops asking.
+const FINAL = ['VERIFIED', 'NOT_VERIFIED', 'FAILED', 'EXPIRED'];
+
+// workflowState reads where the transaction's workflow stands: status, reason, channel,
+// codeExpected (a code was sent and is accepted), attemptsLeft, resendsLeft, resendAt,
+// codeExpiresAt. A transaction without a workflow rejects with NOT_FOUND.
+export function workflowState(o) {
+  return Promise.resolve().then(() => request(o, transactionPath(o, 'workflow'), { method: 'GET' }));
+}
+
+// waitForCode asks every intervalMs (default 2000) until the workflow expects a code or has
+// ended, and resolves to that state; NOT_FOUND (the backend has not started the workflow yet)
+// is waited out like IN_PROGRESS. It rejects with TIMEOUT after waitMs (default 120000), or
+// ABORTED when signal aborts.
+export function waitForCode(o) {
+  return Promise.resolve().then(async () => {
+    transactionPath(o, 'workflow');
+    const every = o.intervalMs === undefined ? 2000 : o.intervalMs;
+    const waitMs = o.waitMs === undefined ? 120000 : o.waitMs;
+    if (typeof every !== 'number' || !(every > 0)) throw new TypeError('mnv: intervalMs must be a positive number');
+    if (typeof waitMs !== 'number' || !(waitMs > 0)) throw new TypeError('mnv: waitMs must be a positive number');
+    const until = Date.now() + waitMs;
+    for (;;) {
+      if (o.signal && o.signal.aborted) throw aborted(o.signal.reason);
+      try {
+        const w = await workflowState(o);
+        if (w && (w.codeExpected === true || FINAL.includes(w.status))) return w;
+      } catch (err) {
+        if (!(err instanceof MnvError) || err.code !== 'NOT_FOUND') throw err;
+      }
+      if (Date.now() + every > until) throw timedOut(waitMs);
+      await sleep(every, o.signal || new AbortController().signal);
+    }
+  });
+}
+
+// checkCode checks the code the user typed: it resolves to { status, reason, attemptsLeft,
+// codeExpiresAt } (a wrong code is IN_PROGRESS with one attempt fewer, or FAILED after the
+// last; VERIFIED when it matched; EXPIRED past its lifetime). A workflow that ended already, or
+// has no code in play, rejects with CONFLICT (409).
+export function checkCode(o) {
+  return Promise.resolve().then(() => {
+    const path = transactionPath(o, 'code');
+    requireString(o, 'code');
+    return request(o, path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code: o.code }) });
+  });
+}
+
+// resendCode asks for a new code and resolves to the workflow's new state. Within the cooldown
+// it rejects with RATE_LIMITED (429) and retryAfterMs, never waiting: the page shows the
+// time left (resendAt). Past the cap it rejects with a 409.
+export function resendCode(o) {
+  return Promise.resolve().then(() =>
+    request(o, transactionPath(o, 'resend'), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' }, { retry: false }),
+  );
+}
+
+const CODE_TEXT = {
+  label: 'Code sent to your phone by SMS',
+  submit: 'Verify',
+  resend: 'Send a new code',
+  resendIn: (s) => 'Send a new code in ' + s + ' s',
+  checking: 'Checking…',
+  wrong: (left) => 'That code is not right. ' + left + (left === 1 ? ' attempt' : ' attempts') + ' left.',
+  empty: 'Type the code from the SMS.',
+  sent: 'A new code is on its way.',
+  VERIFIED: 'Your number is verified.',
+  FAILED: 'Too many wrong codes: the verification failed.',
+  EXPIRED: 'The code expired: start again.',
+  NOT_VERIFIED: 'The number could not be verified.',
+  error: 'Something went wrong; try again.',
+};
+
+let entries = 0;
+
+// codeEntry puts a code field into container (the SDK's default UI): a labelled input with
+// autocomplete="one-time-code" and inputmode="numeric", a Verify button, a resend button that
+// shows its cooldown, and a live region that reads out errors and the outcome. state is what
+// workflowState or waitForCode gave (its attempts and resend time). It returns { form, result,
+// destroy }: result resolves to the final { status, reason } (VERIFIED, FAILED, EXPIRED). text
+// overrides the wording (see CODE_TEXT). The page styles it through the mnv-code classes.
+export function codeEntry(o) {
+  requireOptions(o);
+  requireString(o, 'transactionId');
+  if (!o.container || typeof o.container.appendChild !== 'function') throw new TypeError('mnv: container (an element) is required');
+  const doc = o.container.ownerDocument;
+  const t = { ...CODE_TEXT, ...(o.text || {}) };
+  const id = 'mnv-code-' + ++entries;
+  const el = (tag, props) => Object.assign(doc.createElement(tag), props);
+
+  const form = el('form', { className: 'mnv-code', noValidate: true });
+  const label = el('label', { htmlFor: id, textContent: t.label });
+  const input = el('input', { id, name: 'one-time-code', type: 'text', autocomplete: 'one-time-code', inputMode: 'numeric', spellcheck: false });
+  input.setAttribute('autocomplete', 'one-time-code');
+  input.setAttribute('inputmode', 'numeric');
+  input.setAttribute('pattern', '[0-9]*');
+  input.setAttribute('maxlength', '32');
+  input.setAttribute('aria-describedby', id + '-msg');
+  const submit = el('button', { type: 'submit', className: 'mnv-code-submit', textContent: t.submit });
+  const resend = el('button', { type: 'button', className: 'mnv-code-resend', textContent: t.resend });
+  // role=status is read out politely; an error switches it to alert, read at once.
+  const msg = el('p', { id: id + '-msg', className: 'mnv-code-message' });
+  msg.setAttribute('role', 'status');
+  msg.setAttribute('aria-live', 'polite');
+  form.append(label, input, submit, resend, msg);
+  o.container.appendChild(form);
+
+  let state = o.state || {};
+  let timer = null;
+  let finish;
+  const result = new Promise((resolve) => (finish = resolve));
+
+  const say = (text, error) => {
+    msg.setAttribute('role', error ? 'alert' : 'status');
+    msg.className = 'mnv-code-message' + (error ? ' mnv-code-error' : '');
+    msg.textContent = text;
+    if (error) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
+  };
+  const cooldown = () => {
+    clearTimeout(timer);
+    // No resend left: the button goes, rather than staying disabled with no reason given.
+    resend.hidden = state.resendsLeft === 0;
+    const at = state.resendAt ? Date.parse(state.resendAt) : NaN;
+    const left = Number.isNaN(at) ? 0 : Math.ceil((at - Date.now()) / 1000);
+    resend.disabled = resend.hidden || left > 0;
+    resend.textContent = left > 0 ? t.resendIn(left) : t.resend;
+    if (left > 0) timer = setTimeout(cooldown, 1000);
+  };
+  const end = (s) => {
+    clearTimeout(timer);
+    input.disabled = submit.disabled = resend.disabled = true;
+    say(t[s.status] || t.error, s.status !== 'VERIFIED');
+    form.dataset.status = s.status;
+    finish({ status: s.status, reason: s.reason === undefined ? null : s.reason });
+  };
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const code = input.value.replace(/\s+/g, '');
+    if (code === '') {
+      say(t.empty, true);
+      input.focus();
+      return;
+    }
+    submit.disabled = true;
+    say(t.checking, false);
+    try {
+      const r = await checkCode({ ...o, code });
+      state = { ...state, ...r };
+      if (FINAL.includes(r.status)) return end(r);
+      say(t.wrong(r.attemptsLeft), true);
+      input.value = '';
+      input.focus();
+    } catch (err) {
+      if (!(err instanceof MnvError) || err.httpStatus !== 409) {
+        say(t.error, true);
+        return;
+      }
+      // Ended meanwhile (another tab, the backend, the code's lifetime): say how it ended.
+      try {
+        state = { ...state, ...(await workflowState(o)) };
+        if (FINAL.includes(state.status)) return end(state);
+      } catch {
+        // fall through to the generic message
+      }
+      say(t.error, true);
+    } finally {
+      if (!FINAL.includes(state.status)) submit.disabled = false;
+    }
+  });
+  resend.addEventListener('click', async () => {
+    resend.disabled = true;
+    try {
+      state = { ...state, ...(await resendCode(o)) };
+      say(t.sent, false);
+      input.focus();
+    } catch (err) {
+      if (err instanceof MnvError && err.retryAfterMs !== null) state = { ...state, resendAt: new Date(Date.now() + err.retryAfterMs).toISOString() };
+      else say(t.error, true);
+    }
+    cooldown();
+  });
+
+  if (FINAL.includes(state.status)) end(state);
+  else cooldown();
+  return {
+    form,
+    result,
+    destroy() {
+      clearTimeout(timer);
+      form.remove();
+    },
+  };
 }
 
 // network tells what the browser knows of its connection (the Network Information API, where

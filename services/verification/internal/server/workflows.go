@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
@@ -54,6 +55,26 @@ func (s *Server) SubmitWorkflowSilent(ctx context.Context, req *verificationv1.S
 	return &verificationv1.SubmitWorkflowSilentResponse{Workflow: workflowToProto(w)}, nil
 }
 
+// ListWorkflows lists the client's workflows, paged like the other lists.
+func (s *Server) ListWorkflows(ctx context.Context, req *verificationv1.ListWorkflowsRequest) (*verificationv1.ListWorkflowsResponse, error) {
+	pg, err := paging.Parse(req.Page, req.Size)
+	if err != nil {
+		return nil, err
+	}
+	f := workflows.ListFilter{Status: req.Status, Channel: req.Channel, Country: req.Country}
+	items, total, err := s.Workflows.List(ctx, principalOf(ctx).ClientID, f, pg.Limit(), pg.Offset())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := make([]*verificationv1.Workflow, 0, len(items))
+	for _, w := range items {
+		out = append(out, workflowToProto(w))
+	}
+	return &verificationv1.ListWorkflowsResponse{
+		Items: out, Page: pg.Number, Size: pg.Size, TotalItems: total, TotalPages: pg.TotalPages(total),
+	}, nil
+}
+
 // CheckWorkflowCode checks a code the user typed; a wrong one is answered with the workflow.
 func (s *Server) CheckWorkflowCode(ctx context.Context, req *verificationv1.CheckWorkflowCodeRequest) (*verificationv1.CheckWorkflowCodeResponse, error) {
 	w, err := s.Workflows.CheckCode(ctx, principalOf(ctx).ClientID, req.GetWorkflowId(), req.GetCode())
@@ -82,6 +103,52 @@ func (s *Server) CheckWebWorkflowCode(ctx context.Context, req *verificationv1.C
 		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
 	}
 	return out, nil
+}
+
+// GetWebWorkflow reads the workflow of a browser transaction for its page (called by the
+// gateway only), the origin checked here as for a capture.
+func (s *Server) GetWebWorkflow(ctx context.Context, req *verificationv1.GetWebWorkflowRequest) (*verificationv1.GetWebWorkflowResponse, error) {
+	clientID, err := s.Browser.PageClient(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.GetWebWorkflowResponse{Workflow: webWorkflowToProto(w)}, nil
+}
+
+// ResendWebWorkflowCode sends a new code for the workflow of a browser transaction (called by
+// the gateway only), the origin checked here as for a capture.
+func (s *Server) ResendWebWorkflowCode(ctx context.Context, req *verificationv1.ResendWebWorkflowCodeRequest) (*verificationv1.ResendWebWorkflowCodeResponse, error) {
+	clientID, err := s.Browser.PageClient(ctx, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Origin)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &verificationv1.ResendWebWorkflowCodeResponse{Workflow: webWorkflowToProto(w)}, nil
+}
+
+// webWorkflowToProto is what a page may know of a workflow: its state and the code's rules,
+// never the number, its country or the steps' records.
+func webWorkflowToProto(w workflows.Workflow) *verificationv1.WebWorkflow {
+	out := &verificationv1.WebWorkflow{
+		Status: string(w.Status), Reason: optString(w.Reason),
+		AttemptsLeft: int32(w.AttemptsLeft()), ResendsLeft: int32(w.ResendsLeft()), //nolint:gosec // G115: at most 10 and 5
+		ResendAt: tsOrNil(optTime(w.ResendAt())),
+	}
+	if cur := w.Current(); cur != nil && !w.Final() {
+		out.Channel = optString(string(cur.Channel))
+	}
+	if w.Code.StepID != "" && !w.Final() {
+		out.CodeExpected = true
+		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
+	}
+	return out
 }
 
 // ResendWorkflowCode sends a new code.

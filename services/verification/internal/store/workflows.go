@@ -315,3 +315,68 @@ func derefTime(t *time.Time) time.Time {
 	}
 	return t.UTC()
 }
+
+// ListWorkflows reads a page of a client's workflows, newest first, with their steps (the
+// console's list and its timeline), along the client's index by time. A channel filter keeps
+// the workflows that took a step of that channel.
+func (st *Store) ListWorkflows(ctx context.Context, clientID string, f workflows.ListFilter, limit, offset int64) ([]workflows.Workflow, int64, error) {
+	items, total, err := pg.Page(ctx, st.db, pg.PageQuery{
+		Columns: `client_id::text, id::text, masked_number, country, status, decided_by, reason, sim_swap, attempts, resends,
+			policy, created_at, ended_at, transaction_id::text, code_step_id::text, code_issued_at, code_expires_at, step_seq`,
+		From: `FROM verification.workflows w WHERE client_id = $1
+			AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR country = $3)
+			AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM verification.workflow_steps s
+				WHERE s.client_id = w.client_id AND s.workflow_id = w.id AND s.channel = $4))`,
+		Order: "created_at DESC, w.id",
+		Args:  []any{clientID, f.Status, f.Country, f.Channel},
+	}, limit, offset, func(r pgx.Row) (workflows.Workflow, error) {
+		var (
+			w                               workflows.Workflow
+			pol                             []byte
+			decidedBy, reason, txID, stepID *string
+			ended, issued, expires          *time.Time
+		)
+		if err := r.Scan(&w.ClientID, &w.ID, &w.Masked, &w.Country, &w.Status, &decidedBy, &reason, &w.SIMSwap, &w.Code.Attempts,
+			&w.Code.Resends, &pol, &w.Created, &ended, &txID, &stepID, &issued, &expires, &w.StepSeq); err != nil {
+			return w, err
+		}
+		w.DecidedBy, w.Reason, w.TransactionID, w.Ended = workflows.Channel(deref(decidedBy)), deref(reason), deref(txID), derefTime(ended)
+		w.Code.StepID, w.Code.IssuedAt, w.Code.ExpiresAt = deref(stepID), derefTime(issued), derefTime(expires)
+		return w, json.Unmarshal(pol, &w.Policy)
+	})
+	if err != nil || len(items) == 0 {
+		if err != nil {
+			err = fmt.Errorf("list workflows: %w", err)
+		}
+		return items, total, err
+	}
+	ids := make([]string, len(items))
+	at := make(map[string]int, len(items))
+	for i, w := range items {
+		ids[i], at[w.ID] = w.ID, i
+	}
+	rows, err := st.db.Query(ctx, `
+		SELECT workflow_id::text, id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, started_at, ended_at
+		FROM verification.workflow_steps WHERE client_id = $1 AND workflow_id = ANY($2::uuid[]) ORDER BY workflow_id, seq`, clientID, ids)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list workflows' steps: %w", err)
+	}
+	var (
+		wid, id, channel, status, chargeStatus string
+		seq                                    int
+		reason, verID                          *string
+		charged                                int64
+		started                                time.Time
+		end                                    *time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&wid, &id, &seq, &channel, &status, &reason, &verID, &chargeStatus, &charged, &started, &end}, func() error {
+		w := &items[at[wid]]
+		w.Steps = append(w.Steps, workflows.Step{ID: id, Seq: seq, Channel: workflows.Channel(channel), Status: workflows.StepStatus(status),
+			Reason: deref(reason), VerificationID: deref(verID), ChargeStatus: workflows.ChargeStatus(chargeStatus), Charged: charged,
+			Started: started, Ended: derefTime(end)})
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("list workflows' steps: %w", err)
+	}
+	return items, total, nil
+}

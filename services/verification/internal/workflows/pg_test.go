@@ -816,10 +816,33 @@ func TestTransactionPage(t *testing.T) {
 	if _, err := e.svc.CheckCodeOfTransaction(ctx, e.client, foreign, code); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("by another transaction: %v", err)
 	}
+	if _, err := e.svc.GetOfTransaction(ctx, e.client, foreign); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("read by another transaction: %v", err)
+	}
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, "nope"); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("resend by a malformed transaction: %v", err)
+	}
+	// The page reads that a code is in play, as its backend would.
+	if got, err := e.svc.GetOfTransaction(ctx, e.client, tr); err != nil || got.Status != workflows.InProgress || got.Code.StepID == "" || got.Current().Channel != workflows.SMSOTP {
+		t.Fatalf("read on the page: %v %s %q", err, got.Status, got.Code.StepID)
+	}
 	got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, wrong(code))
 	if err != nil || got.Status != workflows.InProgress || got.AttemptsLeft() != 4 {
 		t.Fatalf("a wrong code on the page: %v %s %d", err, got.Status, got.AttemptsLeft())
 	}
+	// The attempts and the resend cooldown are the workflow's: the backend's check counts
+	// against the page's, and the page's resend waits like the backend's.
+	if got, err := e.check(t, w.ID, wrong(code)); err != nil || got.AttemptsLeft() != 3 {
+		t.Fatalf("a wrong code by the backend: %v %d", err, got.AttemptsLeft())
+	}
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr); fault.Find(err, fault.RateLimited) == nil {
+		t.Fatalf("a resend on the page in the cooldown: %v", err)
+	}
+	e.advance(31 * time.Second)
+	if got, err := e.svc.ResendOfTransaction(ctx, e.client, tr); err != nil || got.Code.Resends != 1 || got.AttemptsLeft() != 3 {
+		t.Fatalf("a resend on the page: %v %+v", err, got.Code)
+	}
+	code = e.smsc.code(t, e.work(t)[0])
 	if got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, code); err != nil || got.Status != workflows.Verified {
 		t.Fatalf("the code on the page: %v %s", err, got.Status)
 	}
@@ -988,5 +1011,57 @@ func TestPolicyStoredAndResolved(t *testing.T) {
 	}
 	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: e.client, MobileNumber: "07700900123"}); fault.Find(err, fault.InvalidArgument) == nil {
 		t.Fatalf("a national number started: %v", err)
+	}
+}
+
+// TestList: the console's list, newest first with its steps, filtered by status, channel and
+// country, paged; another client's workflows are not in it.
+func TestList(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	silent := e.start(t) // SILENT pending
+	if _, err := e.svc.SilentResult(ctx, e.client, silent.ID, workflows.SilentOutcome{Status: "VERIFIED"}); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(time.Second)
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	sms := e.start(t)
+	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: uuid.NewString(), MobileNumber: gbNumber}); err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(s string) *string { return &s }
+	for _, tt := range []struct {
+		name string
+		f    workflows.ListFilter
+		want []string
+	}{
+		{"all, newest first", workflows.ListFilter{}, []string{sms.ID, silent.ID}},
+		{"verified", workflows.ListFilter{Status: ptr("VERIFIED")}, []string{silent.ID}},
+		{"in progress", workflows.ListFilter{Status: ptr("IN_PROGRESS")}, []string{sms.ID}},
+		{"a step by SMS", workflows.ListFilter{Channel: ptr("SMS_OTP")}, []string{sms.ID}},
+		{"a silent step", workflows.ListFilter{Channel: ptr("SILENT")}, []string{silent.ID}},
+		{"GB", workflows.ListFilter{Country: ptr("GB")}, []string{sms.ID, silent.ID}},
+		{"FR", workflows.ListFilter{Country: ptr("FR")}, nil},
+	} {
+		items, total, err := e.svc.List(ctx, e.client, tt.f, 10, 0)
+		var got []string
+		for _, w := range items {
+			got = append(got, w.ID)
+		}
+		if err != nil || total != int64(len(tt.want)) || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: %v, %d %v; want %v", tt.name, err, total, got, tt.want)
+		}
+	}
+	items, total, err := e.svc.List(ctx, e.client, workflows.ListFilter{}, 1, 1)
+	if err != nil || total != 2 || len(items) != 1 || items[0].ID != silent.ID {
+		t.Fatalf("the second page of one: %v %d %v", err, total, items)
+	}
+	w := items[0]
+	if len(w.Steps) != 1 || w.Steps[0].Channel != workflows.Silent || w.Steps[0].Status != workflows.StepVerified || w.DecidedBy != workflows.Silent || w.Masked == "" || w.Masked == gbNumber {
+		t.Fatalf("the listed workflow: %+v", w)
+	}
+	items, _, _ = e.svc.List(ctx, e.client, workflows.ListFilter{Status: ptr("IN_PROGRESS")}, 10, 0)
+	if len(items) != 1 || items[0].Code.StepID == "" || items[0].Code.ExpiresAt.IsZero() || items[0].Current().Channel != workflows.SMSOTP {
+		t.Fatalf("the listed workflow with a code in play: %+v", items)
 	}
 }

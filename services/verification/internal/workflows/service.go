@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -51,6 +52,9 @@ type Store interface {
 	DueWorkflows(ctx context.Context, before time.Time, limit int) ([]WorkflowRef, error)
 	// StepUsage reads a client's steps per day of r and UsageDimensions.
 	StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error)
+	// ListWorkflows reads a page of a client's workflows with their steps, newest first, and
+	// the count of all that f keeps.
+	ListWorkflows(ctx context.Context, clientID string, f ListFilter, limit, offset int64) ([]Workflow, int64, error)
 	// EnqueueSMS queues the SMS job of a step in the transaction.
 	EnqueueSMS(ctx context.Context, job SMSJob) error
 	// Emit writes events in the transaction (refused outside one).
@@ -673,14 +677,63 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 // client (the page's origin checked by the caller): the transaction's workflow, as
 // CheckCode. A transaction without a workflow is fault.ErrNotFound.
 func (s *Service) CheckCodeOfTransaction(ctx context.Context, clientID, transactionID, typed string) (Workflow, error) {
-	if _, err := uuid.Parse(transactionID); err != nil {
-		return Workflow{}, fault.ErrNotFound
-	}
-	id, err := s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
 	return s.CheckCode(ctx, clientID, id, typed)
+}
+
+// ListFilter narrows a client's list of workflows; nil is any.
+type ListFilter struct {
+	Status  *string
+	Channel *string // a step of this channel was taken
+	Country *string
+}
+
+// List reads a page of the client's workflows, newest first, as they are stored: one whose
+// deadline passed unread shows IN_PROGRESS until the sweep or a read times it out (seconds).
+func (s *Service) List(ctx context.Context, clientID string, f ListFilter, limit, offset int64) ([]Workflow, int64, error) {
+	switch {
+	case f.Status != nil && !slices.Contains([]Status{InProgress, Verified, NotVerified, Failed, Expired}, Status(*f.Status)):
+		return nil, 0, fault.Invalid("status", "must be IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED")
+	case f.Channel != nil && !slices.Contains([]Channel{Silent, SMSOTP}, Channel(*f.Channel)):
+		return nil, 0, fault.Invalid("channel", "must be SILENT or SMS_OTP")
+	case f.Country != nil && !countryCode.MatchString(*f.Country):
+		return nil, 0, fault.Invalid("country", "must be an ISO 3166-1 alpha-2 code, such as GB")
+	}
+	return s.st.ListWorkflows(ctx, clientID, f, limit, offset)
+}
+
+var countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
+
+// GetOfTransaction reads the workflow of a browser transaction of the client (the page's
+// origin checked by the caller), as Get: the page learns whether a code is in play without its
+// backend relaying it. A transaction without a workflow is fault.ErrNotFound.
+func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.Get(ctx, clientID, id)
+}
+
+// ResendOfTransaction sends a new code for the workflow of a browser transaction of the
+// client, as Resend: the same cooldown and cap, counted on the workflow, whichever route asks.
+func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+	id, err := s.ofTransaction(ctx, clientID, transactionID)
+	if err != nil {
+		return Workflow{}, err
+	}
+	return s.Resend(ctx, clientID, id)
+}
+
+// ofTransaction finds the workflow a browser transaction was started for.
+func (s *Service) ofTransaction(ctx context.Context, clientID, transactionID string) (string, error) {
+	if _, err := uuid.Parse(transactionID); err != nil {
+		return "", fault.ErrNotFound
+	}
+	return s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
 }
 
 // Resend sends a new code: within the cooldown 429 with the time left, past the cap 409.

@@ -2982,7 +2982,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x82&\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\xba*\n" +
 	"\x13VerificationService\x12\xc8\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
@@ -2994,13 +2994,16 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x0eGetTransaction\x12*.mnv.verification.v1.GetTransactionRequest\x1a+.mnv.verification.v1.GetTransactionResponse\"\\\xca\xf3\x18X\b\x02J\"Transaction retrieved successfullyZ\"Get a browser transaction's resultb\fBrowser flow\x12\xc9\x01\n" +
 	"\x12CaptureTransaction\x12..mnv.verification.v1.CaptureTransactionRequest\x1a/.mnv.verification.v1.CaptureTransactionResponse\"R\xca\xf3\x18N\b\x04\x12\x01\x01J\x14Transaction capturedZ!Capture the number in the browserb\fBrowser flowx\x01\x12\xf1\x01\n" +
 	"\x16CompleteWebTransaction\x122.mnv.verification.v1.CompleteWebTransactionRequest\x1a3.mnv.verification.v1.CompleteWebTransactionResponse\"n\xca\xf3\x18j\b\x04\x12\x01\x01J\x14Transaction capturedZ=Complete a browser capture after the operator's authorizationb\fBrowser flowx\x01\x12\xc9\x01\n" +
-	"\x14CheckWebWorkflowCode\x120.mnv.verification.v1.CheckWebWorkflowCodeRequest\x1a1.mnv.verification.v1.CheckWebWorkflowCodeResponse\"L\xca\xf3\x18H\b\x04\x12\x01\x01J\fCode checkedZ#Check a workflow's code on the pageb\fBrowser flowx\x01\x12t\n" +
+	"\x14CheckWebWorkflowCode\x120.mnv.verification.v1.CheckWebWorkflowCodeRequest\x1a1.mnv.verification.v1.CheckWebWorkflowCodeResponse\"L\xca\xf3\x18H\b\x04\x12\x01\x01J\fCode checkedZ#Check a workflow's code on the pageb\fBrowser flowx\x01\x12\xc0\x01\n" +
+	"\x0eGetWebWorkflow\x12*.mnv.verification.v1.GetWebWorkflowRequest\x1a+.mnv.verification.v1.GetWebWorkflowResponse\"U\xca\xf3\x18Q\b\x04\x12\x01\x01J\x12Workflow retrievedZ(Read a workflow's code state on the pageb\fBrowser flow\x12\xc1\x01\n" +
+	"\x15ResendWebWorkflowCode\x121.mnv.verification.v1.ResendWebWorkflowCodeRequest\x1a2.mnv.verification.v1.ResendWebWorkflowCodeResponse\"A\xca\xf3\x18=\b\x04\x12\x01\x01J\tCode sentZ\x1bSend a new code on the pageb\fBrowser flowx\x01\x12t\n" +
 	"\x0eCheckWebOrigin\x12*.mnv.verification.v1.CheckWebOriginRequest\x1a+.mnv.verification.v1.CheckWebOriginResponse\"\t\xca\xf3\x18\x05\b\x04\x12\x01\x01\x12\xe6\x01\n" +
 	"\x15ListStuckPlusSessions\x121.mnv.verification.v1.ListStuckPlusSessionsRequest\x1a2.mnv.verification.v1.ListStuckPlusSessionsResponse\"f\xca\xf3\x18b\b\x028\x02J*Stuck-plus sessions retrieved successfullyZ%List the captured STUCK_PLUS sessionsb\x06Reveal\x80\x01\x01\x12\xdd\x01\n" +
 	"\x16RevealStuckPlusSession\x122.mnv.verification.v1.RevealStuckPlusSessionRequest\x1a3.mnv.verification.v1.RevealStuckPlusSessionResponse\"Z\xca\xf3\x18V\b\x02\x18\x010\x018\x02J\x0fNumber revealedZ)Reveal the number of a STUCK_PLUS sessionb\x06Revealp\x01x\x01\x80\x01\x01\x88\x01\x01\x12\xcc\x01\n" +
 	"\x14ListStuckPlusReveals\x120.mnv.verification.v1.ListStuckPlusRevealsRequest\x1a1.mnv.verification.v1.ListStuckPlusRevealsResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x1eReveals retrieved successfullyZ\x18List the reveals (audit)b\x06Reveal\x80\x01\x01\x12\xf6\x01\n" +
 	"\x14GetVerificationUsage\x120.mnv.verification.v1.GetVerificationUsageRequest\x1a1.mnv.verification.v1.GetVerificationUsageResponse\"y\xca\xf3\x18u\b\x028\x02J)Verification usage retrieved successfullyZ:Count verifications per day by status, operator and methodb\x05Usage\x80\x01\x01\x12\xb1\x01\n" +
-	"\rStartWorkflow\x12).mnv.verification.v1.StartWorkflowRequest\x1a*.mnv.verification.v1.StartWorkflowResponse\"I\xca\xf3\x18E\b\x020\x01J\x10Workflow startedZ\x1dStart a verification workflowb\tWorkflowsp\x01\x80\x01\x01\x12\xb5\x01\n" +
+	"\rStartWorkflow\x12).mnv.verification.v1.StartWorkflowRequest\x1a*.mnv.verification.v1.StartWorkflowResponse\"I\xca\xf3\x18E\b\x020\x01J\x10Workflow startedZ\x1dStart a verification workflowb\tWorkflowsp\x01\x80\x01\x01\x12\xae\x01\n" +
+	"\rListWorkflows\x12).mnv.verification.v1.ListWorkflowsRequest\x1a*.mnv.verification.v1.ListWorkflowsResponse\"F\xca\xf3\x18B\b\x02J Workflows retrieved successfullyZ\x0eList workflowsb\tWorkflows\x80\x01\x01\x12\xb5\x01\n" +
 	"\vGetWorkflow\x12'.mnv.verification.v1.GetWorkflowRequest\x1a(.mnv.verification.v1.GetWorkflowResponse\"S\xca\xf3\x18O\b\x02J\x1fWorkflow retrieved successfullyZ\x1cRead a verification workflowb\tWorkflows\x80\x01\x01\x12\xc8\x01\n" +
 	"\x14SubmitWorkflowSilent\x120.mnv.verification.v1.SubmitWorkflowSilentRequest\x1a1.mnv.verification.v1.SubmitWorkflowSilentResponse\"K\xca\xf3\x18G\b\x020\x01J\x13Silent step decidedZ\x1dGive the silent step its blobb\tWorkflowsp\x01x\x01\x12\xac\x01\n" +
 	"\x11CheckWorkflowCode\x12-.mnv.verification.v1.CheckWorkflowCodeRequest\x1a..mnv.verification.v1.CheckWorkflowCodeResponse\"8\xca\xf3\x184\b\x02J\fCode checkedZ\x15Check a one-time codeb\tWorkflowsx\x01\x12\xb3\x01\n" +
@@ -3067,23 +3070,29 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),                // 40: google.protobuf.Timestamp
 	(*v1.Usage)(nil),                             // 41: mnv.usage.v1.Usage
 	(*CheckWebWorkflowCodeRequest)(nil),          // 42: mnv.verification.v1.CheckWebWorkflowCodeRequest
-	(*StartWorkflowRequest)(nil),                 // 43: mnv.verification.v1.StartWorkflowRequest
-	(*GetWorkflowRequest)(nil),                   // 44: mnv.verification.v1.GetWorkflowRequest
-	(*SubmitWorkflowSilentRequest)(nil),          // 45: mnv.verification.v1.SubmitWorkflowSilentRequest
-	(*CheckWorkflowCodeRequest)(nil),             // 46: mnv.verification.v1.CheckWorkflowCodeRequest
-	(*ResendWorkflowCodeRequest)(nil),            // 47: mnv.verification.v1.ResendWorkflowCodeRequest
-	(*GetWorkflowPolicyRequest)(nil),             // 48: mnv.verification.v1.GetWorkflowPolicyRequest
-	(*GetWorkflowUsageRequest)(nil),              // 49: mnv.verification.v1.GetWorkflowUsageRequest
-	(*SetWorkflowPolicyRequest)(nil),             // 50: mnv.verification.v1.SetWorkflowPolicyRequest
-	(*CheckWebWorkflowCodeResponse)(nil),         // 51: mnv.verification.v1.CheckWebWorkflowCodeResponse
-	(*StartWorkflowResponse)(nil),                // 52: mnv.verification.v1.StartWorkflowResponse
-	(*GetWorkflowResponse)(nil),                  // 53: mnv.verification.v1.GetWorkflowResponse
-	(*SubmitWorkflowSilentResponse)(nil),         // 54: mnv.verification.v1.SubmitWorkflowSilentResponse
-	(*CheckWorkflowCodeResponse)(nil),            // 55: mnv.verification.v1.CheckWorkflowCodeResponse
-	(*ResendWorkflowCodeResponse)(nil),           // 56: mnv.verification.v1.ResendWorkflowCodeResponse
-	(*GetWorkflowPolicyResponse)(nil),            // 57: mnv.verification.v1.GetWorkflowPolicyResponse
-	(*GetWorkflowUsageResponse)(nil),             // 58: mnv.verification.v1.GetWorkflowUsageResponse
-	(*SetWorkflowPolicyResponse)(nil),            // 59: mnv.verification.v1.SetWorkflowPolicyResponse
+	(*GetWebWorkflowRequest)(nil),                // 43: mnv.verification.v1.GetWebWorkflowRequest
+	(*ResendWebWorkflowCodeRequest)(nil),         // 44: mnv.verification.v1.ResendWebWorkflowCodeRequest
+	(*StartWorkflowRequest)(nil),                 // 45: mnv.verification.v1.StartWorkflowRequest
+	(*ListWorkflowsRequest)(nil),                 // 46: mnv.verification.v1.ListWorkflowsRequest
+	(*GetWorkflowRequest)(nil),                   // 47: mnv.verification.v1.GetWorkflowRequest
+	(*SubmitWorkflowSilentRequest)(nil),          // 48: mnv.verification.v1.SubmitWorkflowSilentRequest
+	(*CheckWorkflowCodeRequest)(nil),             // 49: mnv.verification.v1.CheckWorkflowCodeRequest
+	(*ResendWorkflowCodeRequest)(nil),            // 50: mnv.verification.v1.ResendWorkflowCodeRequest
+	(*GetWorkflowPolicyRequest)(nil),             // 51: mnv.verification.v1.GetWorkflowPolicyRequest
+	(*GetWorkflowUsageRequest)(nil),              // 52: mnv.verification.v1.GetWorkflowUsageRequest
+	(*SetWorkflowPolicyRequest)(nil),             // 53: mnv.verification.v1.SetWorkflowPolicyRequest
+	(*CheckWebWorkflowCodeResponse)(nil),         // 54: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	(*GetWebWorkflowResponse)(nil),               // 55: mnv.verification.v1.GetWebWorkflowResponse
+	(*ResendWebWorkflowCodeResponse)(nil),        // 56: mnv.verification.v1.ResendWebWorkflowCodeResponse
+	(*StartWorkflowResponse)(nil),                // 57: mnv.verification.v1.StartWorkflowResponse
+	(*ListWorkflowsResponse)(nil),                // 58: mnv.verification.v1.ListWorkflowsResponse
+	(*GetWorkflowResponse)(nil),                  // 59: mnv.verification.v1.GetWorkflowResponse
+	(*SubmitWorkflowSilentResponse)(nil),         // 60: mnv.verification.v1.SubmitWorkflowSilentResponse
+	(*CheckWorkflowCodeResponse)(nil),            // 61: mnv.verification.v1.CheckWorkflowCodeResponse
+	(*ResendWorkflowCodeResponse)(nil),           // 62: mnv.verification.v1.ResendWorkflowCodeResponse
+	(*GetWorkflowPolicyResponse)(nil),            // 63: mnv.verification.v1.GetWorkflowPolicyResponse
+	(*GetWorkflowUsageResponse)(nil),             // 64: mnv.verification.v1.GetWorkflowUsageResponse
+	(*SetWorkflowPolicyResponse)(nil),            // 65: mnv.verification.v1.SetWorkflowPolicyResponse
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
@@ -3127,45 +3136,51 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	24, // 38: mnv.verification.v1.VerificationService.CaptureTransaction:input_type -> mnv.verification.v1.CaptureTransactionRequest
 	28, // 39: mnv.verification.v1.VerificationService.CompleteWebTransaction:input_type -> mnv.verification.v1.CompleteWebTransactionRequest
 	42, // 40: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:input_type -> mnv.verification.v1.CheckWebWorkflowCodeRequest
-	25, // 41: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
-	31, // 42: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
-	33, // 43: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
-	36, // 44: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
-	38, // 45: mnv.verification.v1.VerificationService.GetVerificationUsage:input_type -> mnv.verification.v1.GetVerificationUsageRequest
-	43, // 46: mnv.verification.v1.VerificationService.StartWorkflow:input_type -> mnv.verification.v1.StartWorkflowRequest
-	44, // 47: mnv.verification.v1.VerificationService.GetWorkflow:input_type -> mnv.verification.v1.GetWorkflowRequest
-	45, // 48: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:input_type -> mnv.verification.v1.SubmitWorkflowSilentRequest
-	46, // 49: mnv.verification.v1.VerificationService.CheckWorkflowCode:input_type -> mnv.verification.v1.CheckWorkflowCodeRequest
-	47, // 50: mnv.verification.v1.VerificationService.ResendWorkflowCode:input_type -> mnv.verification.v1.ResendWorkflowCodeRequest
-	48, // 51: mnv.verification.v1.VerificationService.GetWorkflowPolicy:input_type -> mnv.verification.v1.GetWorkflowPolicyRequest
-	49, // 52: mnv.verification.v1.VerificationService.GetWorkflowUsage:input_type -> mnv.verification.v1.GetWorkflowUsageRequest
-	50, // 53: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
-	7,  // 54: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 55: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	11, // 56: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
-	14, // 57: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	16, // 58: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	18, // 59: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	21, // 60: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	23, // 61: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	27, // 62: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	29, // 63: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
-	51, // 64: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
-	26, // 65: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	32, // 66: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	34, // 67: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	37, // 68: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	39, // 69: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
-	52, // 70: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
-	53, // 71: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
-	54, // 72: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
-	55, // 73: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
-	56, // 74: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
-	57, // 75: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
-	58, // 76: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
-	59, // 77: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
-	54, // [54:78] is the sub-list for method output_type
-	30, // [30:54] is the sub-list for method input_type
+	43, // 41: mnv.verification.v1.VerificationService.GetWebWorkflow:input_type -> mnv.verification.v1.GetWebWorkflowRequest
+	44, // 42: mnv.verification.v1.VerificationService.ResendWebWorkflowCode:input_type -> mnv.verification.v1.ResendWebWorkflowCodeRequest
+	25, // 43: mnv.verification.v1.VerificationService.CheckWebOrigin:input_type -> mnv.verification.v1.CheckWebOriginRequest
+	31, // 44: mnv.verification.v1.VerificationService.ListStuckPlusSessions:input_type -> mnv.verification.v1.ListStuckPlusSessionsRequest
+	33, // 45: mnv.verification.v1.VerificationService.RevealStuckPlusSession:input_type -> mnv.verification.v1.RevealStuckPlusSessionRequest
+	36, // 46: mnv.verification.v1.VerificationService.ListStuckPlusReveals:input_type -> mnv.verification.v1.ListStuckPlusRevealsRequest
+	38, // 47: mnv.verification.v1.VerificationService.GetVerificationUsage:input_type -> mnv.verification.v1.GetVerificationUsageRequest
+	45, // 48: mnv.verification.v1.VerificationService.StartWorkflow:input_type -> mnv.verification.v1.StartWorkflowRequest
+	46, // 49: mnv.verification.v1.VerificationService.ListWorkflows:input_type -> mnv.verification.v1.ListWorkflowsRequest
+	47, // 50: mnv.verification.v1.VerificationService.GetWorkflow:input_type -> mnv.verification.v1.GetWorkflowRequest
+	48, // 51: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:input_type -> mnv.verification.v1.SubmitWorkflowSilentRequest
+	49, // 52: mnv.verification.v1.VerificationService.CheckWorkflowCode:input_type -> mnv.verification.v1.CheckWorkflowCodeRequest
+	50, // 53: mnv.verification.v1.VerificationService.ResendWorkflowCode:input_type -> mnv.verification.v1.ResendWorkflowCodeRequest
+	51, // 54: mnv.verification.v1.VerificationService.GetWorkflowPolicy:input_type -> mnv.verification.v1.GetWorkflowPolicyRequest
+	52, // 55: mnv.verification.v1.VerificationService.GetWorkflowUsage:input_type -> mnv.verification.v1.GetWorkflowUsageRequest
+	53, // 56: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
+	7,  // 57: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 58: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 59: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 60: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 61: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 62: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 63: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 64: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 65: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	29, // 66: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
+	54, // 67: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
+	55, // 68: mnv.verification.v1.VerificationService.GetWebWorkflow:output_type -> mnv.verification.v1.GetWebWorkflowResponse
+	56, // 69: mnv.verification.v1.VerificationService.ResendWebWorkflowCode:output_type -> mnv.verification.v1.ResendWebWorkflowCodeResponse
+	26, // 70: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	32, // 71: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	34, // 72: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	37, // 73: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	39, // 74: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
+	57, // 75: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
+	58, // 76: mnv.verification.v1.VerificationService.ListWorkflows:output_type -> mnv.verification.v1.ListWorkflowsResponse
+	59, // 77: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
+	60, // 78: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
+	61, // 79: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
+	62, // 80: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
+	63, // 81: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
+	64, // 82: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
+	65, // 83: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
+	57, // [57:84] is the sub-list for method output_type
+	30, // [30:57] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name

@@ -30,12 +30,15 @@ const (
 	VerificationService_CaptureTransaction_FullMethodName           = "/mnv.verification.v1.VerificationService/CaptureTransaction"
 	VerificationService_CompleteWebTransaction_FullMethodName       = "/mnv.verification.v1.VerificationService/CompleteWebTransaction"
 	VerificationService_CheckWebWorkflowCode_FullMethodName         = "/mnv.verification.v1.VerificationService/CheckWebWorkflowCode"
+	VerificationService_GetWebWorkflow_FullMethodName               = "/mnv.verification.v1.VerificationService/GetWebWorkflow"
+	VerificationService_ResendWebWorkflowCode_FullMethodName        = "/mnv.verification.v1.VerificationService/ResendWebWorkflowCode"
 	VerificationService_CheckWebOrigin_FullMethodName               = "/mnv.verification.v1.VerificationService/CheckWebOrigin"
 	VerificationService_ListStuckPlusSessions_FullMethodName        = "/mnv.verification.v1.VerificationService/ListStuckPlusSessions"
 	VerificationService_RevealStuckPlusSession_FullMethodName       = "/mnv.verification.v1.VerificationService/RevealStuckPlusSession"
 	VerificationService_ListStuckPlusReveals_FullMethodName         = "/mnv.verification.v1.VerificationService/ListStuckPlusReveals"
 	VerificationService_GetVerificationUsage_FullMethodName         = "/mnv.verification.v1.VerificationService/GetVerificationUsage"
 	VerificationService_StartWorkflow_FullMethodName                = "/mnv.verification.v1.VerificationService/StartWorkflow"
+	VerificationService_ListWorkflows_FullMethodName                = "/mnv.verification.v1.VerificationService/ListWorkflows"
 	VerificationService_GetWorkflow_FullMethodName                  = "/mnv.verification.v1.VerificationService/GetWorkflow"
 	VerificationService_SubmitWorkflowSilent_FullMethodName         = "/mnv.verification.v1.VerificationService/SubmitWorkflowSilent"
 	VerificationService_CheckWorkflowCode_FullMethodName            = "/mnv.verification.v1.VerificationService/CheckWorkflowCode"
@@ -96,6 +99,12 @@ type VerificationServiceClient interface {
 	// Checks a code the user typed on the page of a browser transaction that has a workflow,
 	// bound to the client's web origins like the capture; a wrong code is an attempt.
 	CheckWebWorkflowCode(ctx context.Context, in *CheckWebWorkflowCodeRequest, opts ...grpc.CallOption) (*CheckWebWorkflowCodeResponse, error)
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	GetWebWorkflow(ctx context.Context, in *GetWebWorkflowRequest, opts ...grpc.CallOption) (*GetWebWorkflowResponse, error)
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	ResendWebWorkflowCode(ctx context.Context, in *ResendWebWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error)
@@ -110,6 +119,8 @@ type VerificationServiceClient interface {
 	// Starts a verification workflow for a number: the channels of the client's policy, in
 	// order, until one decides (docs/api-decisions.md#workflows).
 	StartWorkflow(ctx context.Context, in *StartWorkflowRequest, opts ...grpc.CallOption) (*StartWorkflowResponse, error)
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
 	GetWorkflow(ctx context.Context, in *GetWorkflowRequest, opts ...grpc.CallOption) (*GetWorkflowResponse, error)
 	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
 	// one), the step takes its outcome.
@@ -244,6 +255,26 @@ func (c *verificationServiceClient) CheckWebWorkflowCode(ctx context.Context, in
 	return out, nil
 }
 
+func (c *verificationServiceClient) GetWebWorkflow(ctx context.Context, in *GetWebWorkflowRequest, opts ...grpc.CallOption) (*GetWebWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWebWorkflowResponse)
+	err := c.cc.Invoke(ctx, VerificationService_GetWebWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) ResendWebWorkflowCode(ctx context.Context, in *ResendWebWorkflowCodeRequest, opts ...grpc.CallOption) (*ResendWebWorkflowCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResendWebWorkflowCodeResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ResendWebWorkflowCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) CheckWebOrigin(ctx context.Context, in *CheckWebOriginRequest, opts ...grpc.CallOption) (*CheckWebOriginResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CheckWebOriginResponse)
@@ -298,6 +329,16 @@ func (c *verificationServiceClient) StartWorkflow(ctx context.Context, in *Start
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StartWorkflowResponse)
 	err := c.cc.Invoke(ctx, VerificationService_StartWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verificationServiceClient) ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkflowsResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ListWorkflows_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +466,12 @@ type VerificationServiceServer interface {
 	// Checks a code the user typed on the page of a browser transaction that has a workflow,
 	// bound to the client's web origins like the capture; a wrong code is an attempt.
 	CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error)
+	// Reads where the workflow of a browser transaction stands (whether a code is expected, the
+	// attempts and resends left), bound to the client's web origins like the capture.
+	GetWebWorkflow(context.Context, *GetWebWorkflowRequest) (*GetWebWorkflowResponse, error)
+	// Sends a new code for the workflow of a browser transaction, with the backend route's
+	// cooldown and cap (the workflow's, shared by both routes).
+	ResendWebWorkflowCode(context.Context, *ResendWebWorkflowCodeRequest) (*ResendWebWorkflowCodeResponse, error)
 	// Tells the gateway whether a page origin may call the browser routes of a transaction (its
 	// CORS answer). An unknown transaction allows no origin. No HTTP route.
 	CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error)
@@ -439,6 +486,8 @@ type VerificationServiceServer interface {
 	// Starts a verification workflow for a number: the channels of the client's policy, in
 	// order, until one decides (docs/api-decisions.md#workflows).
 	StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error)
+	// Lists the client's workflows, newest first, with their steps (the console's list).
+	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
 	GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error)
 	// Hands the workflow's silent step its sealed blob: verified as a verify (and charged as
 	// one), the step takes its outcome.
@@ -496,6 +545,12 @@ func (UnimplementedVerificationServiceServer) CompleteWebTransaction(context.Con
 func (UnimplementedVerificationServiceServer) CheckWebWorkflowCode(context.Context, *CheckWebWorkflowCodeRequest) (*CheckWebWorkflowCodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebWorkflowCode not implemented")
 }
+func (UnimplementedVerificationServiceServer) GetWebWorkflow(context.Context, *GetWebWorkflowRequest) (*GetWebWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWebWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) ResendWebWorkflowCode(context.Context, *ResendWebWorkflowCodeRequest) (*ResendWebWorkflowCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResendWebWorkflowCode not implemented")
+}
 func (UnimplementedVerificationServiceServer) CheckWebOrigin(context.Context, *CheckWebOriginRequest) (*CheckWebOriginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckWebOrigin not implemented")
 }
@@ -513,6 +568,9 @@ func (UnimplementedVerificationServiceServer) GetVerificationUsage(context.Conte
 }
 func (UnimplementedVerificationServiceServer) StartWorkflow(context.Context, *StartWorkflowRequest) (*StartWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method StartWorkflow not implemented")
+}
+func (UnimplementedVerificationServiceServer) ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkflows not implemented")
 }
 func (UnimplementedVerificationServiceServer) GetWorkflow(context.Context, *GetWorkflowRequest) (*GetWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetWorkflow not implemented")
@@ -754,6 +812,42 @@ func _VerificationService_CheckWebWorkflowCode_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_GetWebWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWebWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).GetWebWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_GetWebWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).GetWebWorkflow(ctx, req.(*GetWebWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_ResendWebWorkflowCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResendWebWorkflowCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ResendWebWorkflowCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ResendWebWorkflowCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ResendWebWorkflowCode(ctx, req.(*ResendWebWorkflowCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_CheckWebOrigin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CheckWebOriginRequest)
 	if err := dec(in); err != nil {
@@ -858,6 +952,24 @@ func _VerificationService_StartWorkflow_Handler(srv interface{}, ctx context.Con
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(VerificationServiceServer).StartWorkflow(ctx, req.(*StartWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerificationService_ListWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ListWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ListWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ListWorkflows(ctx, req.(*ListWorkflowsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1040,6 +1152,14 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _VerificationService_CheckWebWorkflowCode_Handler,
 		},
 		{
+			MethodName: "GetWebWorkflow",
+			Handler:    _VerificationService_GetWebWorkflow_Handler,
+		},
+		{
+			MethodName: "ResendWebWorkflowCode",
+			Handler:    _VerificationService_ResendWebWorkflowCode_Handler,
+		},
+		{
 			MethodName: "CheckWebOrigin",
 			Handler:    _VerificationService_CheckWebOrigin_Handler,
 		},
@@ -1062,6 +1182,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StartWorkflow",
 			Handler:    _VerificationService_StartWorkflow_Handler,
+		},
+		{
+			MethodName: "ListWorkflows",
+			Handler:    _VerificationService_ListWorkflows_Handler,
 		},
 		{
 			MethodName: "GetWorkflow",

@@ -132,6 +132,160 @@ func (x *StartWorkflowResponse) GetWorkflow() *Workflow {
 	return nil
 }
 
+type ListWorkflowsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Page   *int32                 `protobuf:"varint,1,opt,name=page,proto3,oneof" json:"page,omitempty"`
+	Size   *int32                 `protobuf:"varint,2,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	Status *string                `protobuf:"bytes,3,opt,name=status,proto3,oneof" json:"status,omitempty"`
+	// Only workflows that took a step of this channel.
+	Channel *string `protobuf:"bytes,4,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
+	// Only workflows of numbers of this country (ISO 3166-1 alpha-2).
+	Country       *string `protobuf:"bytes,5,opt,name=country,proto3,oneof" json:"country,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsRequest) Reset() {
+	*x = ListWorkflowsRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsRequest) ProtoMessage() {}
+
+func (x *ListWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListWorkflowsRequest) GetPage() int32 {
+	if x != nil && x.Page != nil {
+		return *x.Page
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetSize() int32 {
+	if x != nil && x.Size != nil {
+		return *x.Size
+	}
+	return 0
+}
+
+func (x *ListWorkflowsRequest) GetStatus() string {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetChannel() string {
+	if x != nil && x.Channel != nil {
+		return *x.Channel
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetCountry() string {
+	if x != nil && x.Country != nil {
+		return *x.Country
+	}
+	return ""
+}
+
+type ListWorkflowsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*Workflow            `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Page          int32                  `protobuf:"varint,2,opt,name=page,proto3" json:"page,omitempty"`
+	Size          int32                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	TotalItems    int64                  `protobuf:"varint,4,opt,name=total_items,json=totalItems,proto3" json:"total_items,omitempty"`
+	TotalPages    int32                  `protobuf:"varint,5,opt,name=total_pages,json=totalPages,proto3" json:"total_pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkflowsResponse) Reset() {
+	*x = ListWorkflowsResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkflowsResponse) ProtoMessage() {}
+
+func (x *ListWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListWorkflowsResponse) GetItems() []*Workflow {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListWorkflowsResponse) GetPage() int32 {
+	if x != nil {
+		return x.Page
+	}
+	return 0
+}
+
+func (x *ListWorkflowsResponse) GetSize() int32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ListWorkflowsResponse) GetTotalItems() int64 {
+	if x != nil {
+		return x.TotalItems
+	}
+	return 0
+}
+
+func (x *ListWorkflowsResponse) GetTotalPages() int32 {
+	if x != nil {
+		return x.TotalPages
+	}
+	return 0
+}
+
 type GetWorkflowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkflowId    string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
@@ -141,7 +295,7 @@ type GetWorkflowRequest struct {
 
 func (x *GetWorkflowRequest) Reset() {
 	*x = GetWorkflowRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[2]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +307,7 @@ func (x *GetWorkflowRequest) String() string {
 func (*GetWorkflowRequest) ProtoMessage() {}
 
 func (x *GetWorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[2]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +320,7 @@ func (x *GetWorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{2}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetWorkflowRequest) GetWorkflowId() string {
@@ -185,7 +339,7 @@ type GetWorkflowResponse struct {
 
 func (x *GetWorkflowResponse) Reset() {
 	*x = GetWorkflowResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[3]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -197,7 +351,7 @@ func (x *GetWorkflowResponse) String() string {
 func (*GetWorkflowResponse) ProtoMessage() {}
 
 func (x *GetWorkflowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[3]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -210,7 +364,7 @@ func (x *GetWorkflowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowResponse.ProtoReflect.Descriptor instead.
 func (*GetWorkflowResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{3}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetWorkflowResponse) GetWorkflow() *Workflow {
@@ -233,7 +387,7 @@ type SubmitWorkflowSilentRequest struct {
 
 func (x *SubmitWorkflowSilentRequest) Reset() {
 	*x = SubmitWorkflowSilentRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[4]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +399,7 @@ func (x *SubmitWorkflowSilentRequest) String() string {
 func (*SubmitWorkflowSilentRequest) ProtoMessage() {}
 
 func (x *SubmitWorkflowSilentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[4]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +412,7 @@ func (x *SubmitWorkflowSilentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitWorkflowSilentRequest.ProtoReflect.Descriptor instead.
 func (*SubmitWorkflowSilentRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{4}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitWorkflowSilentRequest) GetWorkflowId() string {
@@ -298,7 +452,7 @@ type SubmitWorkflowSilentResponse struct {
 
 func (x *SubmitWorkflowSilentResponse) Reset() {
 	*x = SubmitWorkflowSilentResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[5]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +464,7 @@ func (x *SubmitWorkflowSilentResponse) String() string {
 func (*SubmitWorkflowSilentResponse) ProtoMessage() {}
 
 func (x *SubmitWorkflowSilentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[5]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +477,7 @@ func (x *SubmitWorkflowSilentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitWorkflowSilentResponse.ProtoReflect.Descriptor instead.
 func (*SubmitWorkflowSilentResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{5}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitWorkflowSilentResponse) GetWorkflow() *Workflow {
@@ -345,7 +499,7 @@ type CheckWorkflowCodeRequest struct {
 
 func (x *CheckWorkflowCodeRequest) Reset() {
 	*x = CheckWorkflowCodeRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +511,7 @@ func (x *CheckWorkflowCodeRequest) String() string {
 func (*CheckWorkflowCodeRequest) ProtoMessage() {}
 
 func (x *CheckWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[6]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +524,7 @@ func (x *CheckWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWorkflowCodeRequest.ProtoReflect.Descriptor instead.
 func (*CheckWorkflowCodeRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{6}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CheckWorkflowCodeRequest) GetWorkflowId() string {
@@ -396,7 +550,7 @@ type CheckWorkflowCodeResponse struct {
 
 func (x *CheckWorkflowCodeResponse) Reset() {
 	*x = CheckWorkflowCodeResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +562,7 @@ func (x *CheckWorkflowCodeResponse) String() string {
 func (*CheckWorkflowCodeResponse) ProtoMessage() {}
 
 func (x *CheckWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[7]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +575,7 @@ func (x *CheckWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWorkflowCodeResponse.ProtoReflect.Descriptor instead.
 func (*CheckWorkflowCodeResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{7}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckWorkflowCodeResponse) GetWorkflow() *Workflow {
@@ -440,7 +594,7 @@ type ResendWorkflowCodeRequest struct {
 
 func (x *ResendWorkflowCodeRequest) Reset() {
 	*x = ResendWorkflowCodeRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +606,7 @@ func (x *ResendWorkflowCodeRequest) String() string {
 func (*ResendWorkflowCodeRequest) ProtoMessage() {}
 
 func (x *ResendWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[8]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +619,7 @@ func (x *ResendWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResendWorkflowCodeRequest.ProtoReflect.Descriptor instead.
 func (*ResendWorkflowCodeRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{8}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResendWorkflowCodeRequest) GetWorkflowId() string {
@@ -484,7 +638,7 @@ type ResendWorkflowCodeResponse struct {
 
 func (x *ResendWorkflowCodeResponse) Reset() {
 	*x = ResendWorkflowCodeResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +650,7 @@ func (x *ResendWorkflowCodeResponse) String() string {
 func (*ResendWorkflowCodeResponse) ProtoMessage() {}
 
 func (x *ResendWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[9]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +663,7 @@ func (x *ResendWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResendWorkflowCodeResponse.ProtoReflect.Descriptor instead.
 func (*ResendWorkflowCodeResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{9}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResendWorkflowCodeResponse) GetWorkflow() *Workflow {
@@ -558,7 +712,7 @@ type Workflow struct {
 
 func (x *Workflow) Reset() {
 	*x = Workflow{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +724,7 @@ func (x *Workflow) String() string {
 func (*Workflow) ProtoMessage() {}
 
 func (x *Workflow) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[10]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +737,7 @@ func (x *Workflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
 func (*Workflow) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{10}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Workflow) GetWorkflowId() string {
@@ -719,7 +873,7 @@ type WorkflowStep struct {
 
 func (x *WorkflowStep) Reset() {
 	*x = WorkflowStep{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +885,7 @@ func (x *WorkflowStep) String() string {
 func (*WorkflowStep) ProtoMessage() {}
 
 func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[11]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +898,7 @@ func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowStep.ProtoReflect.Descriptor instead.
 func (*WorkflowStep) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{11}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkflowStep) GetStepId() string {
@@ -818,7 +972,7 @@ type GetWorkflowPolicyRequest struct {
 
 func (x *GetWorkflowPolicyRequest) Reset() {
 	*x = GetWorkflowPolicyRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +984,7 @@ func (x *GetWorkflowPolicyRequest) String() string {
 func (*GetWorkflowPolicyRequest) ProtoMessage() {}
 
 func (x *GetWorkflowPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[12]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +997,7 @@ func (x *GetWorkflowPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkflowPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{12}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{14}
 }
 
 type GetWorkflowPolicyResponse struct {
@@ -858,7 +1012,7 @@ type GetWorkflowPolicyResponse struct {
 
 func (x *GetWorkflowPolicyResponse) Reset() {
 	*x = GetWorkflowPolicyResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1024,7 @@ func (x *GetWorkflowPolicyResponse) String() string {
 func (*GetWorkflowPolicyResponse) ProtoMessage() {}
 
 func (x *GetWorkflowPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[13]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1037,7 @@ func (x *GetWorkflowPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetWorkflowPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{13}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetWorkflowPolicyResponse) GetPolicy() *WorkflowPolicy {
@@ -909,7 +1063,7 @@ type SetWorkflowPolicyRequest struct {
 
 func (x *SetWorkflowPolicyRequest) Reset() {
 	*x = SetWorkflowPolicyRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1075,7 @@ func (x *SetWorkflowPolicyRequest) String() string {
 func (*SetWorkflowPolicyRequest) ProtoMessage() {}
 
 func (x *SetWorkflowPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[14]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1088,7 @@ func (x *SetWorkflowPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWorkflowPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetWorkflowPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{14}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetWorkflowPolicyRequest) GetPolicy() *WorkflowPolicy {
@@ -954,7 +1108,7 @@ type SetWorkflowPolicyResponse struct {
 
 func (x *SetWorkflowPolicyResponse) Reset() {
 	*x = SetWorkflowPolicyResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1120,7 @@ func (x *SetWorkflowPolicyResponse) String() string {
 func (*SetWorkflowPolicyResponse) ProtoMessage() {}
 
 func (x *SetWorkflowPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[15]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1133,7 @@ func (x *SetWorkflowPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWorkflowPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetWorkflowPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{15}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetWorkflowPolicyResponse) GetPolicy() *WorkflowPolicy {
@@ -1018,7 +1172,7 @@ type WorkflowPolicy struct {
 
 func (x *WorkflowPolicy) Reset() {
 	*x = WorkflowPolicy{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1184,7 @@ func (x *WorkflowPolicy) String() string {
 func (*WorkflowPolicy) ProtoMessage() {}
 
 func (x *WorkflowPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[16]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1197,7 @@ func (x *WorkflowPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowPolicy.ProtoReflect.Descriptor instead.
 func (*WorkflowPolicy) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{16}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WorkflowPolicy) GetChannels() []string {
@@ -1134,7 +1288,7 @@ type WorkflowSettings struct {
 
 func (x *WorkflowSettings) Reset() {
 	*x = WorkflowSettings{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1300,7 @@ func (x *WorkflowSettings) String() string {
 func (*WorkflowSettings) ProtoMessage() {}
 
 func (x *WorkflowSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[17]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1313,7 @@ func (x *WorkflowSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowSettings.ProtoReflect.Descriptor instead.
 func (*WorkflowSettings) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{17}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WorkflowSettings) GetChannels() []string {
@@ -1236,7 +1390,7 @@ type WorkflowSimSwap struct {
 
 func (x *WorkflowSimSwap) Reset() {
 	*x = WorkflowSimSwap{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1402,7 @@ func (x *WorkflowSimSwap) String() string {
 func (*WorkflowSimSwap) ProtoMessage() {}
 
 func (x *WorkflowSimSwap) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[18]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1415,7 @@ func (x *WorkflowSimSwap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowSimSwap.ProtoReflect.Descriptor instead.
 func (*WorkflowSimSwap) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{18}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WorkflowSimSwap) GetMode() string {
@@ -1292,7 +1446,7 @@ type GetWorkflowUsageRequest struct {
 
 func (x *GetWorkflowUsageRequest) Reset() {
 	*x = GetWorkflowUsageRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1458,7 @@ func (x *GetWorkflowUsageRequest) String() string {
 func (*GetWorkflowUsageRequest) ProtoMessage() {}
 
 func (x *GetWorkflowUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[19]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1471,7 @@ func (x *GetWorkflowUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkflowUsageRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{19}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetWorkflowUsageRequest) GetFrom() string {
@@ -1346,7 +1500,7 @@ type GetWorkflowUsageResponse struct {
 
 func (x *GetWorkflowUsageResponse) Reset() {
 	*x = GetWorkflowUsageResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1512,7 @@ func (x *GetWorkflowUsageResponse) String() string {
 func (*GetWorkflowUsageResponse) ProtoMessage() {}
 
 func (x *GetWorkflowUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[20]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1525,7 @@ func (x *GetWorkflowUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetWorkflowUsageResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{20}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetWorkflowUsageResponse) GetUsage() *v1.Usage {
@@ -1392,7 +1546,7 @@ type CheckWebWorkflowCodeRequest struct {
 
 func (x *CheckWebWorkflowCodeRequest) Reset() {
 	*x = CheckWebWorkflowCodeRequest{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1558,7 @@ func (x *CheckWebWorkflowCodeRequest) String() string {
 func (*CheckWebWorkflowCodeRequest) ProtoMessage() {}
 
 func (x *CheckWebWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[21]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1571,7 @@ func (x *CheckWebWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebWorkflowCodeRequest.ProtoReflect.Descriptor instead.
 func (*CheckWebWorkflowCodeRequest) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{21}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckWebWorkflowCodeRequest) GetTransactionId() string {
@@ -1448,7 +1602,7 @@ type CheckWebWorkflowCodeResponse struct {
 
 func (x *CheckWebWorkflowCodeResponse) Reset() {
 	*x = CheckWebWorkflowCodeResponse{}
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1614,7 @@ func (x *CheckWebWorkflowCodeResponse) String() string {
 func (*CheckWebWorkflowCodeResponse) ProtoMessage() {}
 
 func (x *CheckWebWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[22]
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1627,7 @@ func (x *CheckWebWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckWebWorkflowCodeResponse.ProtoReflect.Descriptor instead.
 func (*CheckWebWorkflowCodeResponse) Descriptor() ([]byte, []int) {
-	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{22}
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CheckWebWorkflowCodeResponse) GetStatus() string {
@@ -1504,6 +1658,289 @@ func (x *CheckWebWorkflowCodeResponse) GetCodeExpiresAt() *timestamppb.Timestamp
 	return nil
 }
 
+type GetWebWorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebWorkflowRequest) Reset() {
+	*x = GetWebWorkflowRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebWorkflowRequest) ProtoMessage() {}
+
+func (x *GetWebWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*GetWebWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetWebWorkflowRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+type GetWebWorkflowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *WebWorkflow           `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebWorkflowResponse) Reset() {
+	*x = GetWebWorkflowResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebWorkflowResponse) ProtoMessage() {}
+
+func (x *GetWebWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*GetWebWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetWebWorkflowResponse) GetWorkflow() *WebWorkflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+type ResendWebWorkflowCodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TransactionId string                 `protobuf:"bytes,1,opt,name=transaction_id,json=transactionId,proto3" json:"transaction_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendWebWorkflowCodeRequest) Reset() {
+	*x = ResendWebWorkflowCodeRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendWebWorkflowCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendWebWorkflowCodeRequest) ProtoMessage() {}
+
+func (x *ResendWebWorkflowCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendWebWorkflowCodeRequest.ProtoReflect.Descriptor instead.
+func (*ResendWebWorkflowCodeRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ResendWebWorkflowCodeRequest) GetTransactionId() string {
+	if x != nil {
+		return x.TransactionId
+	}
+	return ""
+}
+
+type ResendWebWorkflowCodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Workflow      *WebWorkflow           `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendWebWorkflowCodeResponse) Reset() {
+	*x = ResendWebWorkflowCodeResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendWebWorkflowCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendWebWorkflowCodeResponse) ProtoMessage() {}
+
+func (x *ResendWebWorkflowCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendWebWorkflowCodeResponse.ProtoReflect.Descriptor instead.
+func (*ResendWebWorkflowCodeResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ResendWebWorkflowCodeResponse) GetWorkflow() *WebWorkflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+// A transaction's workflow as its page sees it: whether to show a code field and what to say
+// beside it, nothing of the number.
+type WebWorkflow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
+	Status string  `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Reason *string `protobuf:"bytes,2,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The channel in progress (SILENT, SMS_OTP); absent once the workflow ended.
+	Channel *string `protobuf:"bytes,3,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
+	// A code was sent and is accepted: the page shows its code field.
+	CodeExpected bool  `protobuf:"varint,4,opt,name=code_expected,json=codeExpected,proto3" json:"code_expected,omitempty"`
+	AttemptsLeft int32 `protobuf:"varint,5,opt,name=attempts_left,json=attemptsLeft,proto3" json:"attempts_left,omitempty"`
+	ResendsLeft  int32 `protobuf:"varint,6,opt,name=resends_left,json=resendsLeft,proto3" json:"resends_left,omitempty"`
+	// When a resend is next allowed; absent when none is.
+	ResendAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=resend_at,json=resendAt,proto3" json:"resend_at,omitempty"`
+	// When the code in play stops being accepted; absent when no code is in play.
+	CodeExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=code_expires_at,json=codeExpiresAt,proto3" json:"code_expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebWorkflow) Reset() {
+	*x = WebWorkflow{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebWorkflow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebWorkflow) ProtoMessage() {}
+
+func (x *WebWorkflow) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebWorkflow.ProtoReflect.Descriptor instead.
+func (*WebWorkflow) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *WebWorkflow) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetChannel() string {
+	if x != nil && x.Channel != nil {
+		return *x.Channel
+	}
+	return ""
+}
+
+func (x *WebWorkflow) GetCodeExpected() bool {
+	if x != nil {
+		return x.CodeExpected
+	}
+	return false
+}
+
+func (x *WebWorkflow) GetAttemptsLeft() int32 {
+	if x != nil {
+		return x.AttemptsLeft
+	}
+	return 0
+}
+
+func (x *WebWorkflow) GetResendsLeft() int32 {
+	if x != nil {
+		return x.ResendsLeft
+	}
+	return 0
+}
+
+func (x *WebWorkflow) GetResendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResendAt
+	}
+	return nil
+}
+
+func (x *WebWorkflow) GetCodeExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CodeExpiresAt
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
@@ -1516,7 +1953,30 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01B\x11\n" +
 	"\x0f_transaction_id\"R\n" +
 	"\x15StartWorkflowResponse\x129\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"C\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\xd7\x02\n" +
+	"\x14ListWorkflowsRequest\x12#\n" +
+	"\x04page\x18\x01 \x01(\x05B\n" +
+	"\xd2\xf3\x18\x06\x10\x00\x18\xa0\x8d\x06H\x00R\x04page\x88\x01\x01\x12!\n" +
+	"\x04size\x18\x02 \x01(\x05B\b\xd2\xf3\x18\x04\x10\x01\x18dH\x01R\x04size\x88\x01\x01\x12W\n" +
+	"\x06status\x18\x03 \x01(\tB:\xd2\xf3\x186:\vIN_PROGRESS:\bVERIFIED:\fNOT_VERIFIED:\x06FAILED:\aEXPIREDH\x02R\x06status\x88\x01\x01\x124\n" +
+	"\achannel\x18\x04 \x01(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPH\x03R\achannel\x88\x01\x01\x123\n" +
+	"\acountry\x18\x05 \x01(\tB\x14\xd2\xf3\x18\x102\n" +
+	"^[A-Z]{2}$J\x02GBH\x04R\acountry\x88\x01\x01B\a\n" +
+	"\x05_pageB\a\n" +
+	"\x05_sizeB\t\n" +
+	"\a_statusB\n" +
+	"\n" +
+	"\b_channelB\n" +
+	"\n" +
+	"\b_country\"\xb6\x01\n" +
+	"\x15ListWorkflowsResponse\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.mnv.verification.v1.WorkflowR\x05items\x12\x12\n" +
+	"\x04page\x18\x02 \x01(\x05R\x04page\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x05R\x04size\x12\x1f\n" +
+	"\vtotal_items\x18\x04 \x01(\x03R\n" +
+	"totalItems\x12\x1f\n" +
+	"\vtotal_pages\x18\x05 \x01(\x05R\n" +
+	"totalPages\"C\n" +
 	"\x12GetWorkflowRequest\x12-\n" +
 	"\vworkflow_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
 	"workflowId\"P\n" +
@@ -1657,7 +2117,27 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12#\n" +
 	"\rattempts_left\x18\x03 \x01(\x05R\fattemptsLeft\x12B\n" +
 	"\x0fcode_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
-	"\a_reasonBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\a_reason\"L\n" +
+	"\x15GetWebWorkflowRequest\x123\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\rtransactionId\"V\n" +
+	"\x16GetWebWorkflowResponse\x12<\n" +
+	"\bworkflow\x18\x01 \x01(\v2 .mnv.verification.v1.WebWorkflowR\bworkflow\"S\n" +
+	"\x1cResendWebWorkflowCodeRequest\x123\n" +
+	"\x0etransaction_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\rtransactionId\"]\n" +
+	"\x1dResendWebWorkflowCodeResponse\x12<\n" +
+	"\bworkflow\x18\x01 \x01(\v2 .mnv.verification.v1.WebWorkflowR\bworkflow\"\xe2\x02\n" +
+	"\vWebWorkflow\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1b\n" +
+	"\x06reason\x18\x02 \x01(\tH\x00R\x06reason\x88\x01\x01\x12\x1d\n" +
+	"\achannel\x18\x03 \x01(\tH\x01R\achannel\x88\x01\x01\x12#\n" +
+	"\rcode_expected\x18\x04 \x01(\bR\fcodeExpected\x12#\n" +
+	"\rattempts_left\x18\x05 \x01(\x05R\fattemptsLeft\x12!\n" +
+	"\fresends_left\x18\x06 \x01(\x05R\vresendsLeft\x127\n" +
+	"\tresend_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bresendAt\x12B\n" +
+	"\x0fcode_expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
+	"\a_reasonB\n" +
+	"\n" +
+	"\b_channelBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_workflows_proto_rawDescOnce sync.Once
@@ -1671,64 +2151,76 @@ func file_mnv_verification_v1_workflows_proto_rawDescGZIP() []byte {
 	return file_mnv_verification_v1_workflows_proto_rawDescData
 }
 
-var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_mnv_verification_v1_workflows_proto_goTypes = []any{
-	(*StartWorkflowRequest)(nil),         // 0: mnv.verification.v1.StartWorkflowRequest
-	(*StartWorkflowResponse)(nil),        // 1: mnv.verification.v1.StartWorkflowResponse
-	(*GetWorkflowRequest)(nil),           // 2: mnv.verification.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),          // 3: mnv.verification.v1.GetWorkflowResponse
-	(*SubmitWorkflowSilentRequest)(nil),  // 4: mnv.verification.v1.SubmitWorkflowSilentRequest
-	(*SubmitWorkflowSilentResponse)(nil), // 5: mnv.verification.v1.SubmitWorkflowSilentResponse
-	(*CheckWorkflowCodeRequest)(nil),     // 6: mnv.verification.v1.CheckWorkflowCodeRequest
-	(*CheckWorkflowCodeResponse)(nil),    // 7: mnv.verification.v1.CheckWorkflowCodeResponse
-	(*ResendWorkflowCodeRequest)(nil),    // 8: mnv.verification.v1.ResendWorkflowCodeRequest
-	(*ResendWorkflowCodeResponse)(nil),   // 9: mnv.verification.v1.ResendWorkflowCodeResponse
-	(*Workflow)(nil),                     // 10: mnv.verification.v1.Workflow
-	(*WorkflowStep)(nil),                 // 11: mnv.verification.v1.WorkflowStep
-	(*GetWorkflowPolicyRequest)(nil),     // 12: mnv.verification.v1.GetWorkflowPolicyRequest
-	(*GetWorkflowPolicyResponse)(nil),    // 13: mnv.verification.v1.GetWorkflowPolicyResponse
-	(*SetWorkflowPolicyRequest)(nil),     // 14: mnv.verification.v1.SetWorkflowPolicyRequest
-	(*SetWorkflowPolicyResponse)(nil),    // 15: mnv.verification.v1.SetWorkflowPolicyResponse
-	(*WorkflowPolicy)(nil),               // 16: mnv.verification.v1.WorkflowPolicy
-	(*WorkflowSettings)(nil),             // 17: mnv.verification.v1.WorkflowSettings
-	(*WorkflowSimSwap)(nil),              // 18: mnv.verification.v1.WorkflowSimSwap
-	(*GetWorkflowUsageRequest)(nil),      // 19: mnv.verification.v1.GetWorkflowUsageRequest
-	(*GetWorkflowUsageResponse)(nil),     // 20: mnv.verification.v1.GetWorkflowUsageResponse
-	(*CheckWebWorkflowCodeRequest)(nil),  // 21: mnv.verification.v1.CheckWebWorkflowCodeRequest
-	(*CheckWebWorkflowCodeResponse)(nil), // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse
-	nil,                                  // 23: mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	(*timestamppb.Timestamp)(nil),        // 24: google.protobuf.Timestamp
-	(*v1.Usage)(nil),                     // 25: mnv.usage.v1.Usage
+	(*StartWorkflowRequest)(nil),          // 0: mnv.verification.v1.StartWorkflowRequest
+	(*StartWorkflowResponse)(nil),         // 1: mnv.verification.v1.StartWorkflowResponse
+	(*ListWorkflowsRequest)(nil),          // 2: mnv.verification.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),         // 3: mnv.verification.v1.ListWorkflowsResponse
+	(*GetWorkflowRequest)(nil),            // 4: mnv.verification.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),           // 5: mnv.verification.v1.GetWorkflowResponse
+	(*SubmitWorkflowSilentRequest)(nil),   // 6: mnv.verification.v1.SubmitWorkflowSilentRequest
+	(*SubmitWorkflowSilentResponse)(nil),  // 7: mnv.verification.v1.SubmitWorkflowSilentResponse
+	(*CheckWorkflowCodeRequest)(nil),      // 8: mnv.verification.v1.CheckWorkflowCodeRequest
+	(*CheckWorkflowCodeResponse)(nil),     // 9: mnv.verification.v1.CheckWorkflowCodeResponse
+	(*ResendWorkflowCodeRequest)(nil),     // 10: mnv.verification.v1.ResendWorkflowCodeRequest
+	(*ResendWorkflowCodeResponse)(nil),    // 11: mnv.verification.v1.ResendWorkflowCodeResponse
+	(*Workflow)(nil),                      // 12: mnv.verification.v1.Workflow
+	(*WorkflowStep)(nil),                  // 13: mnv.verification.v1.WorkflowStep
+	(*GetWorkflowPolicyRequest)(nil),      // 14: mnv.verification.v1.GetWorkflowPolicyRequest
+	(*GetWorkflowPolicyResponse)(nil),     // 15: mnv.verification.v1.GetWorkflowPolicyResponse
+	(*SetWorkflowPolicyRequest)(nil),      // 16: mnv.verification.v1.SetWorkflowPolicyRequest
+	(*SetWorkflowPolicyResponse)(nil),     // 17: mnv.verification.v1.SetWorkflowPolicyResponse
+	(*WorkflowPolicy)(nil),                // 18: mnv.verification.v1.WorkflowPolicy
+	(*WorkflowSettings)(nil),              // 19: mnv.verification.v1.WorkflowSettings
+	(*WorkflowSimSwap)(nil),               // 20: mnv.verification.v1.WorkflowSimSwap
+	(*GetWorkflowUsageRequest)(nil),       // 21: mnv.verification.v1.GetWorkflowUsageRequest
+	(*GetWorkflowUsageResponse)(nil),      // 22: mnv.verification.v1.GetWorkflowUsageResponse
+	(*CheckWebWorkflowCodeRequest)(nil),   // 23: mnv.verification.v1.CheckWebWorkflowCodeRequest
+	(*CheckWebWorkflowCodeResponse)(nil),  // 24: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	(*GetWebWorkflowRequest)(nil),         // 25: mnv.verification.v1.GetWebWorkflowRequest
+	(*GetWebWorkflowResponse)(nil),        // 26: mnv.verification.v1.GetWebWorkflowResponse
+	(*ResendWebWorkflowCodeRequest)(nil),  // 27: mnv.verification.v1.ResendWebWorkflowCodeRequest
+	(*ResendWebWorkflowCodeResponse)(nil), // 28: mnv.verification.v1.ResendWebWorkflowCodeResponse
+	(*WebWorkflow)(nil),                   // 29: mnv.verification.v1.WebWorkflow
+	nil,                                   // 30: mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                      // 32: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
-	10, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
-	10, // 1: mnv.verification.v1.GetWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
-	10, // 2: mnv.verification.v1.SubmitWorkflowSilentResponse.workflow:type_name -> mnv.verification.v1.Workflow
-	10, // 3: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
-	10, // 4: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
-	11, // 5: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
-	24, // 6: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
-	24, // 7: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	24, // 8: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	24, // 9: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	24, // 10: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	24, // 11: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
-	16, // 12: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	17, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	16, // 14: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	16, // 15: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	17, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	18, // 17: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	23, // 18: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	18, // 19: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	25, // 20: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	24, // 21: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 22: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	12, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
+	12, // 1: mnv.verification.v1.ListWorkflowsResponse.items:type_name -> mnv.verification.v1.Workflow
+	12, // 2: mnv.verification.v1.GetWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
+	12, // 3: mnv.verification.v1.SubmitWorkflowSilentResponse.workflow:type_name -> mnv.verification.v1.Workflow
+	12, // 4: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
+	12, // 5: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
+	13, // 6: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
+	31, // 7: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
+	31, // 8: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	31, // 9: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	31, // 10: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
+	31, // 11: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	31, // 12: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	18, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 14: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	18, // 15: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	18, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 17: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	20, // 18: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	30, // 19: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	20, // 20: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	32, // 21: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	31, // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 23: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	29, // 24: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	31, // 25: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
+	31, // 26: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	19, // 27: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
@@ -1737,20 +2229,22 @@ func file_mnv_verification_v1_workflows_proto_init() {
 		return
 	}
 	file_mnv_verification_v1_workflows_proto_msgTypes[0].OneofWrappers = []any{}
-	file_mnv_verification_v1_workflows_proto_msgTypes[10].OneofWrappers = []any{}
-	file_mnv_verification_v1_workflows_proto_msgTypes[11].OneofWrappers = []any{}
-	file_mnv_verification_v1_workflows_proto_msgTypes[16].OneofWrappers = []any{}
-	file_mnv_verification_v1_workflows_proto_msgTypes[17].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[2].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[12].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[13].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[18].OneofWrappers = []any{}
 	file_mnv_verification_v1_workflows_proto_msgTypes[19].OneofWrappers = []any{}
-	file_mnv_verification_v1_workflows_proto_msgTypes[22].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[20].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[21].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[24].OneofWrappers = []any{}
+	file_mnv_verification_v1_workflows_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_workflows_proto_rawDesc), len(file_mnv_verification_v1_workflows_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
