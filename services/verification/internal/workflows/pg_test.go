@@ -109,6 +109,8 @@ type smsc struct {
 	calls  int
 	refuse bool
 	fail   bool
+	// notSent fails as a provider that knows nothing left (workflows.ErrNotSent).
+	notSent bool
 }
 
 func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
@@ -120,6 +122,8 @@ func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
 		return nil, fmt.Errorf("submit_sm: ESME_RINVDSTADR: %w", workflows.ErrRefused)
 	case s.fail:
 		return nil, errors.New("connection reset")
+	case s.notSent:
+		return nil, fmt.Errorf("no session: %w", workflows.ErrNotSent)
 	}
 	if s.sent == nil {
 		s.sent = map[string]workflows.Message{}
@@ -945,5 +949,58 @@ func TestPolicyStoredAndResolved(t *testing.T) {
 	}
 	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: e.client, MobileNumber: "07700900123"}); fault.Find(err, fault.InvalidArgument) == nil {
 		t.Fatalf("a national number started: %v", err)
+	}
+}
+
+// TestSendInDoubt: an attempt whose submit had an unknown outcome makes the next one in doubt
+// (flagged in the log and the metric, and sent again); one the provider knows never left does not.
+func TestSendInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fail         func(*smsc, bool)
+		inDoubt      float64
+		attemptsKept int
+	}{
+		{"outcome unknown", func(s *smsc, on bool) { s.fail = on }, 1, 2},
+		{"known not sent", func(s *smsc, on bool) { s.notSent = on }, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 100, workflows.Ports{})
+			e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+			w := e.start(t)
+			ctx := context.Background()
+			var raw []byte
+			if err := e.pool.QueryRow(ctx, `SELECT args FROM verification.river_job WHERE kind = $1`, workflows.SMSKind).Scan(&raw); err != nil {
+				t.Fatal(err)
+			}
+			var a workflows.SMSArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				t.Fatal(err)
+			}
+			tc.fail(e.smsc, true)
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err == nil {
+				t.Fatal("a failing SMSC did not fail the job")
+			}
+			tc.fail(e.smsc, false)
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
+				t.Fatal(err)
+			}
+			got := e.get(t, w.ID)
+			if got := got.Step(a.StepID); got.Status != workflows.StepSent || got.SendAttempts != tc.attemptsKept {
+				t.Errorf("step %s with %d attempts, want SENT with %d", got.Status, got.SendAttempts, tc.attemptsKept)
+			}
+			series := metricstest.Gather(t, e.reg)
+			if got := series[`mnv_verification_workflow_sms_total{outcome=in_doubt}`]; got != tc.inDoubt {
+				t.Errorf("in_doubt = %v, want %v", got, tc.inDoubt)
+			}
+			if logged := strings.Contains(e.logs.String(), "sms in doubt"); logged != (tc.inDoubt > 0) {
+				t.Errorf("in doubt logged: %v, want %v:\n%s", logged, tc.inDoubt > 0, e.logs.String())
+			}
+			// A job run again after the send changes nothing and sends nothing.
+			calls := e.smsc.calls
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil || e.smsc.calls != calls {
+				t.Errorf("a rerun after the send: err %v, %d more calls", err, e.smsc.calls-calls)
+			}
+		})
 	}
 }

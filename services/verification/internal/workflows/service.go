@@ -734,7 +734,7 @@ func equalWorkflow(a, b Workflow) bool {
 	for i := range a.Steps {
 		x, y := a.Steps[i], b.Steps[i]
 		if x.Status != y.Status || x.Reason != y.Reason || x.ChargeStatus != y.ChargeStatus || x.Charged != y.Charged ||
-			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) {
+			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) || x.SendAttempts != y.SendAttempts {
 			return false
 		}
 	}
