@@ -197,3 +197,11 @@ func receiptStatus(s smpp.MessageState) (status string, final bool) {
 	}
 	return "", false
 }
+
+// ReceiptFunc is a Receipts of one function.
+type ReceiptFunc func(ctx context.Context, providerID, status string) error
+
+// Receipt calls f.
+func (f ReceiptFunc) Receipt(ctx context.Context, providerID, status string) error {
+	return f(ctx, providerID, status)
+}
