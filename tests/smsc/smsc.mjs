@@ -3,7 +3,8 @@
 // our Go code. The Go tests start it with `node smsc.mjs`, read {"smpp":port,"control":port} from
 // its first line of stdout, and steer it over a small HTTP control port:
 //
-//   POST /config   {systemId, password, undeliverable: [numbers], receiptDelayMs, refuseReceipts}
+//   POST /config   {systemId, password, undeliverable: [numbers], refuse: [numbers], receiptDelayMs,
+//                  refuseReceipts}  (a submit to a refused number is answered ESME_RINVDSTADR)
 //   POST /throttle {count}        answer the next count submit_sm with ESME_RTHROTTLED
 //   POST /dropAfter {count, mode} after count more submit_sm are answered, take the next one
 //                                 unanswered and end the session ("close": FIN after what was
@@ -26,6 +27,7 @@ const config = {
   systemId: 'mnv',
   password: 'secret',
   undeliverable: [],
+  refuse: [],
   receiptDelayMs: 0,
   refuseReceipts: false,
 };
@@ -150,6 +152,12 @@ const server = smpp.createServer((session) => {
       rec.status = smpp.ESME_RTHROTTLED;
       rec.answered = true;
       session.send(pdu.response({ command_status: smpp.ESME_RTHROTTLED }));
+      return;
+    }
+    if (config.refuse.includes(rec.dest)) {
+      rec.status = smpp.ESME_RINVDSTADR;
+      rec.answered = true;
+      session.send(pdu.response({ command_status: smpp.ESME_RINVDSTADR }));
       return;
     }
     rec.status = 0;

@@ -199,7 +199,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
-	errs := []error{c.Config.Validate(relay.LongestAttempt)}
+	errs := []error{c.Config.Validate(max(relay.LongestAttempt, workflows.AttemptTimeout))}
 	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
 		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 1s and 1h"))
 	}

@@ -37,8 +37,12 @@ type Receipts interface {
 // only enqueues, so a slow database never holds up submits' answers.
 const receiptQueue = 4096
 
-// receiptWorkers record receipts in parallel.
-const receiptWorkers = 4
+// receiptWorkers record receipts in parallel; receiptAttempts is how many times each is tried
+// (about 4.5 s of pauses in all).
+const (
+	receiptWorkers  = 4
+	receiptAttempts = 10
+)
 
 // Provider sends the workflows' SMS over one bind. Until the first bind succeeds, Send answers
 // workflows.ErrNotSent and the job retries; from then on the smpp client keeps the session.
@@ -171,18 +175,27 @@ func (p *Provider) recordReceipts() {
 		if !final {
 			continue
 		}
+		// A receipt may overtake the record of its message id (an SMSC that delivers at once
+		// answers the submit and sends the receipt together): an unknown id is asked again for
+		// a few seconds before it is taken for another system's message or a purged workflow.
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err := p.receipts.Receipt(ctx, r.MessageID, status)
 			cancel()
-			if err == nil || errors.Is(err, fault.ErrNotFound) {
-				break // an unknown id: another system's message, or a purged workflow
-			}
-			if attempt == 4 {
-				p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
+			if err == nil {
 				break
 			}
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+			if attempt == receiptAttempts-1 {
+				if !errors.Is(err, fault.ErrNotFound) {
+					p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
+				}
+				break
+			}
+			select {
+			case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			case <-p.stop:
+				return
+			}
 		}
 	}
 }
