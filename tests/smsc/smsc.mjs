@@ -91,6 +91,10 @@ function endSession(session, mode) {
   else session.close(); // socket.end(): what was written is delivered, then FIN
 }
 
+// A client killed mid-session (kill -9) can leave a write racing the reset; the SMSC must
+// outlive it, as an operator's does, and say so on stderr.
+process.on('uncaughtException', (err) => console.error('smsc: uncaught:', err));
+
 const server = smpp.createServer((session) => {
   session.id = ++nextSession;
   session.dropping = false;
@@ -195,7 +199,11 @@ const control = http.createServer(async (req, res) => {
     if (req.method !== 'POST') return json(404, { error: 'not found' });
     const b = await body(req);
     switch (url.pathname) {
-      case '/config': Object.assign(config, b); return json(200, config);
+      case '/config':
+        Object.assign(config, b);
+        config.undeliverable = config.undeliverable || []; // Go sends a nil list as null
+        config.refuse = config.refuse || [];
+        return json(200, config);
       case '/throttle': throttle = b.count | 0; return json(200, { throttle });
       case '/dropAfter': dropAfter = { count: b.count | 0, mode: b.mode || 'close' }; return json(200, dropAfter);
       case '/unbind':
