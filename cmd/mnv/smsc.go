@@ -29,5 +29,19 @@ func startSandboxSMSC(vcfg *verification.Config) (*sandboxsmsc.Server, error) {
 		return nil, err
 	}
 	vcfg.SMPP.Addr, vcfg.SMPP.SystemID, vcfg.SMPP.Password = srv.Addr(), sandboxSMSCSystemID, password
+	vcfg.SandboxInbox = inbox{srv}
 	return srv, nil
+}
+
+// inbox is the sandbox SMSC as verification reads it: each client sees its own workflows'
+// messages only (GET /v1/api/me/sandbox/sms).
+type inbox struct{ srv *sandboxsmsc.Server }
+
+func (i inbox) Sent() []verification.SandboxMessage {
+	all := i.srv.All()
+	out := make([]verification.SandboxMessage, len(all))
+	for k, m := range all {
+		out[k] = verification.SandboxMessage{ProviderIDs: m.IDs, From: m.From, Text: m.Text, At: m.At}
+	}
+	return out
 }

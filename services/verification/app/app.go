@@ -119,7 +119,16 @@ type Config struct {
 	// SMPP is the SMS centre the workflows' one-time codes go through (MNV_SMPP_*); no
 	// address: no SMS provider, and the SMS jobs wait in their table.
 	SMPP SMPPConfig
+	// SandboxInbox is the sandbox SMS centre `make run` starts in its process, which clients
+	// may read (GET /v1/api/me/sandbox/sms); nil (the service's own binary): 404.
+	SandboxInbox SandboxInbox
 }
+
+// SandboxInbox and SandboxMessage are the sandbox SMS centre as the workflows read it.
+type (
+	SandboxInbox   = workflows.SandboxInbox
+	SandboxMessage = workflows.SandboxMessage
+)
 
 // SMPPConfig is the bind to an operator's or aggregator's SMS centre.
 type SMPPConfig struct {
@@ -410,6 +419,9 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		workflowPorts.SMS = sms
 	}
 	flows = workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
+	if cfg.SandboxInbox != nil {
+		flows = flows.WithSandbox(cfg.SandboxInbox)
+	}
 	if sms != nil {
 		sms.Start()
 		// Closed before the job queue stops: the submits in flight have their answers, one still

@@ -313,3 +313,27 @@ func derefTime(t *time.Time) time.Time {
 	}
 	return t.UTC()
 }
+
+// ClientMessages finds which of the provider's message ids are a client's, with their
+// workflow, step and masked number (the sandbox SMS centre's page).
+func (st *Store) ClientMessages(ctx context.Context, clientID string, providerIDs []string) (map[string]workflows.MessageRef, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT m.provider_id, s.workflow_id::text, s.id::text, w.masked_number FROM verification.workflow_messages m
+		JOIN verification.workflow_steps s ON s.client_id = m.client_id AND s.id = m.step_id
+		JOIN verification.workflows w ON w.client_id = s.client_id AND w.id = s.workflow_id
+		WHERE m.client_id = $1 AND m.provider_id = ANY($2)`, clientID, providerIDs)
+	if err != nil {
+		return nil, fmt.Errorf("client sms messages: %w", err)
+	}
+	out := map[string]workflows.MessageRef{}
+	var id string
+	var ref workflows.MessageRef
+	_, err = pgx.ForEachRow(rows, []any{&id, &ref.WorkflowID, &ref.StepID, &ref.Masked}, func() error {
+		out[id] = ref
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client sms messages: %w", err)
+	}
+	return out, nil
+}

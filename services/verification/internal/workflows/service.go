@@ -45,6 +45,8 @@ type Store interface {
 	// FindMessage finds the client, workflow and step of a provider's message id;
 	// fault.ErrNotFound for none.
 	FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error)
+	// ClientMessages finds which of the provider's message ids are the client's.
+	ClientMessages(ctx context.Context, clientID string, providerIDs []string) (map[string]MessageRef, error)
 	// DueWorkflows lists up to limit workflows, of any client, in progress with a step not
 	// ended whose deadline is before before; read without a lock (each is then locked by its
 	// client and checked again).
@@ -90,6 +92,7 @@ type Service struct {
 	ports   Ports
 	ledger  money.Ledger
 	metrics *Metrics
+	sandbox SandboxInbox
 	log     *zap.Logger
 	// Now is the clock (tests move it).
 	Now func() time.Time

@@ -2982,7 +2982,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x82&\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\xd8'\n" +
 	"\x13VerificationService\x12\xc8\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
@@ -3006,7 +3006,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11CheckWorkflowCode\x12-.mnv.verification.v1.CheckWorkflowCodeRequest\x1a..mnv.verification.v1.CheckWorkflowCodeResponse\"8\xca\xf3\x184\b\x02J\fCode checkedZ\x15Check a one-time codeb\tWorkflowsx\x01\x12\xb3\x01\n" +
 	"\x12ResendWorkflowCode\x12..mnv.verification.v1.ResendWorkflowCodeRequest\x1a/.mnv.verification.v1.ResendWorkflowCodeResponse\"<\xca\xf3\x188\b\x020\x01J\tCode sentZ\x18Send a new one-time codeb\tWorkflowsp\x01x\x01\x12\xcc\x01\n" +
 	"\x11GetWorkflowPolicy\x12-.mnv.verification.v1.GetWorkflowPolicyRequest\x1a..mnv.verification.v1.GetWorkflowPolicyResponse\"X\xca\xf3\x18T\b\x028\x02J&Workflow policy retrieved successfullyZ\x18Read the workflow policyb\tWorkflows\x80\x01\x01\x12\xe7\x01\n" +
-	"\x10GetWorkflowUsage\x12,.mnv.verification.v1.GetWorkflowUsageRequest\x1a-.mnv.verification.v1.GetWorkflowUsageResponse\"v\xca\xf3\x18r\b\x028\x02J%Workflow usage retrieved successfullyZ;Count workflow steps per day by channel, country and statusb\x05Usage\x80\x01\x01\x12\xc3\x01\n" +
+	"\x10GetWorkflowUsage\x12,.mnv.verification.v1.GetWorkflowUsageRequest\x1a-.mnv.verification.v1.GetWorkflowUsageResponse\"v\xca\xf3\x18r\b\x028\x02J%Workflow usage retrieved successfullyZ;Count workflow steps per day by channel, country and statusb\x05Usage\x80\x01\x01\x12\xd3\x01\n" +
+	"\x0eListSandboxSms\x12*.mnv.verification.v1.ListSandboxSmsRequest\x1a+.mnv.verification.v1.ListSandboxSmsResponse\"h\xca\xf3\x18d\b\x028\x02J\"Sandbox SMS retrieved successfullyZ,Read the SMS the sandbox SMS centre was sentb\tWorkflows\x80\x01\x01\x12\xc3\x01\n" +
 	"\x11SetWorkflowPolicy\x12-.mnv.verification.v1.SetWorkflowPolicyRequest\x1a..mnv.verification.v1.SetWorkflowPolicyResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x15Workflow policy savedZ\x1bReplace the workflow policyb\tWorkflows\x80\x01\x01\x88\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
@@ -3074,16 +3075,18 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*ResendWorkflowCodeRequest)(nil),            // 47: mnv.verification.v1.ResendWorkflowCodeRequest
 	(*GetWorkflowPolicyRequest)(nil),             // 48: mnv.verification.v1.GetWorkflowPolicyRequest
 	(*GetWorkflowUsageRequest)(nil),              // 49: mnv.verification.v1.GetWorkflowUsageRequest
-	(*SetWorkflowPolicyRequest)(nil),             // 50: mnv.verification.v1.SetWorkflowPolicyRequest
-	(*CheckWebWorkflowCodeResponse)(nil),         // 51: mnv.verification.v1.CheckWebWorkflowCodeResponse
-	(*StartWorkflowResponse)(nil),                // 52: mnv.verification.v1.StartWorkflowResponse
-	(*GetWorkflowResponse)(nil),                  // 53: mnv.verification.v1.GetWorkflowResponse
-	(*SubmitWorkflowSilentResponse)(nil),         // 54: mnv.verification.v1.SubmitWorkflowSilentResponse
-	(*CheckWorkflowCodeResponse)(nil),            // 55: mnv.verification.v1.CheckWorkflowCodeResponse
-	(*ResendWorkflowCodeResponse)(nil),           // 56: mnv.verification.v1.ResendWorkflowCodeResponse
-	(*GetWorkflowPolicyResponse)(nil),            // 57: mnv.verification.v1.GetWorkflowPolicyResponse
-	(*GetWorkflowUsageResponse)(nil),             // 58: mnv.verification.v1.GetWorkflowUsageResponse
-	(*SetWorkflowPolicyResponse)(nil),            // 59: mnv.verification.v1.SetWorkflowPolicyResponse
+	(*ListSandboxSmsRequest)(nil),                // 50: mnv.verification.v1.ListSandboxSmsRequest
+	(*SetWorkflowPolicyRequest)(nil),             // 51: mnv.verification.v1.SetWorkflowPolicyRequest
+	(*CheckWebWorkflowCodeResponse)(nil),         // 52: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	(*StartWorkflowResponse)(nil),                // 53: mnv.verification.v1.StartWorkflowResponse
+	(*GetWorkflowResponse)(nil),                  // 54: mnv.verification.v1.GetWorkflowResponse
+	(*SubmitWorkflowSilentResponse)(nil),         // 55: mnv.verification.v1.SubmitWorkflowSilentResponse
+	(*CheckWorkflowCodeResponse)(nil),            // 56: mnv.verification.v1.CheckWorkflowCodeResponse
+	(*ResendWorkflowCodeResponse)(nil),           // 57: mnv.verification.v1.ResendWorkflowCodeResponse
+	(*GetWorkflowPolicyResponse)(nil),            // 58: mnv.verification.v1.GetWorkflowPolicyResponse
+	(*GetWorkflowUsageResponse)(nil),             // 59: mnv.verification.v1.GetWorkflowUsageResponse
+	(*ListSandboxSmsResponse)(nil),               // 60: mnv.verification.v1.ListSandboxSmsResponse
+	(*SetWorkflowPolicyResponse)(nil),            // 61: mnv.verification.v1.SetWorkflowPolicyResponse
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
@@ -3139,33 +3142,35 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	47, // 50: mnv.verification.v1.VerificationService.ResendWorkflowCode:input_type -> mnv.verification.v1.ResendWorkflowCodeRequest
 	48, // 51: mnv.verification.v1.VerificationService.GetWorkflowPolicy:input_type -> mnv.verification.v1.GetWorkflowPolicyRequest
 	49, // 52: mnv.verification.v1.VerificationService.GetWorkflowUsage:input_type -> mnv.verification.v1.GetWorkflowUsageRequest
-	50, // 53: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
-	7,  // 54: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 55: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	11, // 56: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
-	14, // 57: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	16, // 58: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	18, // 59: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	21, // 60: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	23, // 61: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	27, // 62: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	29, // 63: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
-	51, // 64: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
-	26, // 65: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	32, // 66: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	34, // 67: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	37, // 68: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	39, // 69: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
-	52, // 70: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
-	53, // 71: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
-	54, // 72: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
-	55, // 73: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
-	56, // 74: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
-	57, // 75: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
-	58, // 76: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
-	59, // 77: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
-	54, // [54:78] is the sub-list for method output_type
-	30, // [30:54] is the sub-list for method input_type
+	50, // 53: mnv.verification.v1.VerificationService.ListSandboxSms:input_type -> mnv.verification.v1.ListSandboxSmsRequest
+	51, // 54: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
+	7,  // 55: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 56: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 57: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 58: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 59: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 60: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 61: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 62: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 63: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	29, // 64: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
+	52, // 65: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
+	26, // 66: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	32, // 67: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	34, // 68: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	37, // 69: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	39, // 70: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
+	53, // 71: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
+	54, // 72: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
+	55, // 73: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
+	56, // 74: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
+	57, // 75: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
+	58, // 76: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
+	59, // 77: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
+	60, // 78: mnv.verification.v1.VerificationService.ListSandboxSms:output_type -> mnv.verification.v1.ListSandboxSmsResponse
+	61, // 79: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
+	55, // [55:80] is the sub-list for method output_type
+	30, // [30:55] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
