@@ -1004,3 +1004,43 @@ func TestSendInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// inbox is a sandbox SMS centre holding what the fake SMSC was sent, plus a message of no
+// workflow of ours.
+type inbox struct{ s *smsc }
+
+func (i inbox) Sent() []workflows.SandboxMessage {
+	i.s.mu.Lock()
+	defer i.s.mu.Unlock()
+	out := []workflows.SandboxMessage{{ProviderIDs: []string{"someone-else"}, From: "x", Text: "not ours"}}
+	for id, m := range i.s.sent {
+		out = append(out, workflows.SandboxMessage{ProviderIDs: []string{"smsc-" + id}, From: "mnv", Text: m.Text, At: time.Now()})
+	}
+	return out
+}
+
+// TestSandboxSMS: a client reads the sandbox SMS centre's messages of its own workflows only,
+// with the number masked; without a sandbox the route is not there.
+func TestSandboxSMS(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	ctx := context.Background()
+	if _, err := e.svc.SandboxSMS(ctx, e.client); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("without a sandbox: %v, want not found", err)
+	}
+	e.svc.WithSandbox(inbox{e.smsc})
+	w := e.start(t)
+	steps := e.work(t)
+	got, err := e.svc.SandboxSMS(ctx, e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := e.smsc.code(t, steps[0])
+	if len(got) != 1 || got[0].WorkflowID != w.ID || got[0].StepID != steps[0] || !strings.HasPrefix(got[0].Text, code) ||
+		got[0].Masked != w.Masked || strings.Contains(got[0].Masked, gbNumber[4:]) {
+		t.Fatalf("sandbox SMS %+v", got)
+	}
+	if other, err := e.svc.SandboxSMS(ctx, uuid.NewString()); err != nil || len(other) != 0 {
+		t.Fatalf("another client reads %+v, %v", other, err)
+	}
+}
