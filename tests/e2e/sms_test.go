@@ -218,6 +218,12 @@ const smsOnly = `{"channels":["SMS_OTP"],"maxAttempts":3,"resendCooldownSeconds"
 func TestSMSWorkflow(t *testing.T) {
 	undeliverable, refused := nextNumber(), nextNumber()
 	s := startSMSSuite(t, harness.SMSCConfig{Undeliverable: []string{strings.TrimPrefix(undeliverable, "+")}, Refuse: []string{strings.TrimPrefix(refused, "+")}})
+	// A code at the shortest lifetime a policy allows (60 s), started first and checked last, so
+	// the other cases run while it ages.
+	expiring := s.client(t, `{"channels":["SMS_OTP"],"codeTtlSeconds":60}`)
+	expiringNumber := nextNumber()
+	expired := s.start(t, expiring, expiringNumber)
+	expiresAt := time.Now().Add(60 * time.Second)
 
 	t.Run("Wi-Fi user: silent UNDETERMINED, SMS delivered, code checked, VERIFIED, charged the SMS only", func(t *testing.T) {
 		c := s.client(t, `{"channels":["SILENT","SMS_OTP"],"maxAttempts":3}`)
@@ -366,6 +372,18 @@ func TestSMSWorkflow(t *testing.T) {
 		s.smsc.DropAfter(10, "close")
 		numbers := s.burst(t, c, 30)
 		s.everyTakenOnce(t, numbers)
+	})
+
+	t.Run("expired code: EXPIRED, and the right code no longer matches", func(t *testing.T) {
+		code := s.code(t, expiringNumber)
+		time.Sleep(time.Until(expiresAt.Add(time.Second)))
+		status, w := s.check(t, expiring, expired.WorkflowID, code)
+		if status != http.StatusOK || w.Status != "EXPIRED" || w.Reason != "CODE_EXPIRED" {
+			t.Fatalf("the right code after its lifetime: %d %+v", status, w)
+		}
+		if status, _ := s.check(t, expiring, expired.WorkflowID, code); status != http.StatusConflict {
+			t.Fatalf("a check of an expired workflow: %d, want 409", status)
+		}
 	})
 }
 
