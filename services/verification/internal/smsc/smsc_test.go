@@ -14,6 +14,7 @@ import (
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/smpp"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxsmsc"
+	"github.com/mnvhq/mnv/services/verification/internal/otp"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
 
@@ -138,6 +139,25 @@ func TestReceiptStatus(t *testing.T) {
 	} {
 		if got, final := receiptStatus(s); got != want || final != (want != "") {
 			t.Errorf("%v: %q %v, want %q", s, got, final, want)
+		}
+	}
+}
+
+// TestTextsFitOneSMS: every language's text, with the longest code and lifetime a policy
+// allows, is one SMS part (a second part is a second charge from the operator), in GSM 7-bit
+// wherever the language's letters are in it.
+func TestTextsFitOneSMS(t *testing.T) {
+	for _, tc := range []struct {
+		locale string
+		gsm    bool
+	}{{"en-GB", true}, {"fr-FR", true}, {"de-DE", true}, {"es-ES", true}, {"ar-AE", false}, {"xx", true}} {
+		text := workflows.Text(tc.locale, otp.Parse("1234567890"), 30*time.Minute)
+		enc, err := smpp.EncodeText(text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.locale, err)
+		}
+		if len(enc.Parts) != 1 || (enc.DataCoding == smpp.CodingDefault) != tc.gsm {
+			t.Errorf("%s: %q is %d parts, coding %#x; want one, GSM %v", tc.locale, text, len(enc.Parts), enc.DataCoding, tc.gsm)
 		}
 	}
 }

@@ -269,12 +269,16 @@ func (s *Service) Receipt(ctx context.Context, providerID, status string) error 
 
 // texts are the SMS's words per language (the locale's first subtag); English for the rest.
 // The code comes first, so a phone's autofill and a glance at the notification both find it.
+// Each is one SMS part with the longest code and lifetime (a second part is a second charge
+// from the operator): in GSM 7-bit, 160 characters, so Spanish goes without the accents GSM
+// lacks (á, í, ó, ú), as Spanish SMS commonly do; Arabic needs UCS-2, 70 characters, so it is
+// short. TestTextsFitOneSMS (internal/smsc) holds them to it.
 var texts = map[string]string{
 	"en": "%s is your verification code. It expires in %d minutes. Do not share it.",
 	"fr": "%s est votre code de vérification. Il expire dans %d minutes. Ne le partagez pas.",
 	"de": "%s ist Ihr Bestätigungscode. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
-	"es": "%s es tu código de verificación. Caduca en %d minutos. No lo compartas.",
-	"ar": "%s هو رمز التحقق الخاص بك. تنتهي صلاحيته خلال %d دقائق. لا تشاركه.",
+	"es": "%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.",
+	"ar": "%s هو رمز التحقق. ينتهي خلال %d دقيقة. لا تشاركه.",
 }
 
 // Text is the SMS carrying code, in locale's language.
