@@ -277,7 +277,7 @@ var texts = map[string]string{
 	"en": "%s is your verification code. It expires in %d minutes. Do not share it.",
 	"fr": "%s est votre code de vérification. Il expire dans %d minutes. Ne le partagez pas.",
 	"de": "%s ist Ihr Bestätigungscode. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
-	"es": "%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.",
+	"es": "%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.", //nolint:misspell // Spanish, without the accents GSM lacks
 	"ar": "%s هو رمز التحقق. ينتهي خلال %d دقيقة. لا تشاركه.",
 }
 
