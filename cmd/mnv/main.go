@@ -177,6 +177,15 @@ func run(ctx context.Context, env *config.Env, log *zap.Logger, reg *prometheus.
 		log.Info("sandbox-camara operator (a fake CAMARA operator) started", zap.String("url", camaraFake.URL))
 	}
 
+	smsc, err := startSandboxSMSC(&vcfg)
+	if err != nil {
+		return fmt.Errorf("sandbox SMSC: %w", err)
+	}
+	if smsc != nil {
+		defer smsc.Close()
+		log.Info("sandbox SMSC started: the workflows' SMS go there", zap.String("addr", smsc.Addr()))
+	}
+
 	// Each app logs as its component and labels its metrics with its service.
 	logOf := func(name string) *zap.Logger { return log.With(zap.String("component", name)) }
 	regOf := func(name string) prometheus.Registerer {

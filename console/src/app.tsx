@@ -23,6 +23,7 @@ import { AuditLog } from './pages/audit-log';
 import { Settings } from './pages/settings';
 import { Reveal } from './pages/reveal';
 import { Connect } from './pages/connect';
+import { SandboxSms } from './pages/sandbox-sms';
 import { NotFound } from './pages/not-found';
 
 interface Route {
@@ -44,6 +45,7 @@ const routes: Route[] = [
   { path: '/console/webhooks/:id', page: WebhookDetail },
   { path: '/console/connect', page: Connect, nav: 'Connect' },
   { path: '/console/reveal', page: Reveal, nav: 'Reveal' },
+  { path: '/console/sandbox-sms', page: SandboxSms, nav: 'Sandbox SMS' },
   { path: '/console/ledger', page: Ledger, nav: 'Ledger' },
   { path: '/console/team', page: Team, nav: 'Team' },
   { path: '/console/passkeys', page: Passkeys, nav: 'Your passkeys' },

@@ -88,6 +88,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxsmsc"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -133,6 +134,9 @@ type Options struct {
 	// UsageRows are the verifications benchmark G seeds; UsageCalls its timed calls per range,
 	// UsageLive its calls before the roll-up.
 	UsageRows, UsageCalls, UsageLive int
+	SkipWorkflows                    bool
+	// Workflows are benchmark H's workflows, on WorkflowWorkers workers.
+	Workflows, WorkflowWorkers int
 }
 
 func main() { os.Exit(run()) }
@@ -166,6 +170,9 @@ func run() int {
 	flag.IntVar(&opts.UsageRows, "usage-rows", 10_000_000, "verifications benchmark G seeds for its client, over 365 days")
 	flag.IntVar(&opts.UsageCalls, "usage-calls", 50, "calls of benchmark G per range")
 	flag.IntVar(&opts.UsageLive, "usage-live-calls", 3, "365-day calls of benchmark G before the roll-up, read from the rows alone (0: none)")
+	flag.BoolVar(&opts.SkipWorkflows, "skip-workflows", false, "do not run benchmark H (verification workflows: SMS over one SMPP bind to VERIFIED)")
+	flag.IntVar(&opts.Workflows, "workflows", 500, "workflows of benchmark H")
+	flag.IntVar(&opts.WorkflowWorkers, "workflows-c", 16, "concurrent workers of benchmark H")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	openLoop := flag.String("open-loop", "0.5,0.25", "shares of benchmark C's many-client peak to run an open loop at, comma-separated (the p99 goal is at 0.5; empty: none)")
 	flag.Parse()
@@ -179,8 +186,8 @@ func run() int {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows and -usage-calls must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.Workflows < 1 || opts.WorkflowWorkers < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows, -usage-calls, -workflows and -workflows-c must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
 		return 2
 	}
 
@@ -284,6 +291,15 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		}
 		defer camaraOp.Close()
 		hopts.ProcessEnv["verification"] = append(hopts.ProcessEnv["verification"], "MNV_OPERATORS_FILE="+camaraOp.Registry)
+	}
+	var smsc *sandboxsmsc.Server
+	if !opts.SkipWorkflows {
+		var env []string
+		if smsc, env, err = startBenchSMSC(); err != nil {
+			return fmt.Errorf("benchmark H: %w", err)
+		}
+		defer smsc.Close()
+		hopts.ProcessEnv["verification"] = append(hopts.ProcessEnv["verification"], env...)
 	}
 	fmt.Fprintln(progress, "== starting accounts, verification, connect and gateway")
 	if opts.Pprof != "" {
@@ -395,6 +411,18 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Flows = append(append(rep.Flows, cam.Sequential...), cam.Concurrent...)
 		rep.Added = append(rep.Added, cam.Added...)
 		rep.Checks = append(rep.Checks, cam.Checks...)
+	}
+	if opts.SkipWorkflows {
+		rep.Notes = append(rep.Notes, "benchmark H (workflows over SMS) skipped: -skip-workflows")
+	} else {
+		fmt.Fprintln(progress, "== H: verification workflows, SMS over one SMPP bind to VERIFIED")
+		wf, err := benchWorkflows(ctx, s, smsc, opts.Workflows, opts.WorkflowWorkers, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark H: %w", err)
+		}
+		rep.Flows = append(rep.Flows, wf.Flow)
+		rep.Notes = append(rep.Notes, wf.Notes...)
+		rep.Checks = append(rep.Checks, wf.Checks...)
 	}
 	// Last: its ten million rows would slow what runs after them.
 	if opts.SkipUsage {

@@ -162,6 +162,7 @@ func (r Report) String() string {
 			fmt.Fprintf(&b, "%-*s  %10s  %10s  %10s  %10s  %10s  %6s  %7s\n", nameW, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
 		}
 		b.WriteString("\nF: one verification end to end; verify = the verify call alone, flow = from the session (facade: the authorization) to the verify's answer\n")
+		b.WriteString("H: one workflow end to end; verify = from the start to its SMS at the SMSC, flow = from the start to the VERIFIED answer of its code\n")
 		row("benchmark", "flows/s", "verify p50", "verify p99", "flow p50", "flow p99", "ok", "errors")
 		row(strings.Repeat("-", nameW), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 10),
 			strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 7))

@@ -23,7 +23,7 @@ func (e *env) consolePages(t *testing.T, p *person) {
 	if err != nil {
 		t.Fatalf("axe-core: %v (make console-check installs it)", err)
 	}
-	for _, page := range []string{"", "verifications", "workflows", "keys", "web-origins", "webhooks", "connect", "reveal", "ledger", "team", "passkeys", "sessions", "audit-log", "settings"} {
+	for _, page := range []string{"", "verifications", "workflows", "keys", "web-origins", "webhooks", "connect", "reveal", "sandbox-sms", "ledger", "team", "passkeys", "sessions", "audit-log", "settings"} {
 		name := page
 		if name == "" {
 			name = "overview"

@@ -1,18 +1,13 @@
 package browser_test
 
 import (
-	"context"
 	"net/http"
-	"os"
-	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -112,39 +107,40 @@ func (e *env) testWiFiResend(t *testing.T) {
 	}
 }
 
-// smsCode reads the code of the demo client's newest workflow as its SMS carries it. make run
-// wires no SMS provider yet, so the SMS job waits with the code sealed for its sender (bound
-// to the workflow, its step and the number); the test opens it with make run's data keys, as
-// the sender does, and changes nothing.
+// smsCode reads the code of the demo client's newest SMS not read before, as the client reads
+// it: make run's sandbox SMS centre keeps what it was sent, and GET /me/sandbox/sms lists the
+// client's own (the number masked). It waits for the message to arrive.
 func (e *env) smsCode(t *testing.T, number string) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.db)
-	if err != nil {
-		t.Fatal(err)
+	digits := regexp.MustCompile(`\b[0-9]{4,10}\b`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		items, _ := e.call(t, http.MethodGet, "/me/sandbox/sms", nil)["items"].([]any)
+		if len(items) > 0 {
+			m := items[0].(map[string]any)
+			step, _ := m["stepId"].(string)
+			masked, _ := m["mobileNumber"].(string)
+			if !smsRead[step] {
+				if strings.Contains(masked, number[4:]) {
+					t.Errorf("the sandbox shows the whole number: %q", masked)
+				}
+				code := digits.FindString(m["text"].(string))
+				if code == "" {
+					t.Fatalf("no code in the sandbox's message %q", m["text"])
+				}
+				smsRead[step] = true
+				return code
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new SMS in the sandbox for the demo client (%d listed)", len(items))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	defer conn.Close(ctx)
-	var id, step string
-	var sealed []byte
-	if err := conn.QueryRow(ctx, `SELECT id::text, code_step_id::text, code_sealed FROM verification.workflows
-		WHERE client_id = $1 AND status = 'IN_PROGRESS' AND code_sealed IS NOT NULL ORDER BY created_at DESC LIMIT 1`,
-		e.client.ClientID).Scan(&id, &step, &sealed); err != nil {
-		t.Fatalf("the demo client's workflow with a code to send: %v", err)
-	}
-	spec, err := os.ReadFile(filepath.Join(e.state, "secrets", "data-keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := crypto.ParseKeyring(strings.TrimSpace(string(spec)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	digits, err := keys.Open(sealed, []byte("verification.workflows.code:"+e.client.ClientID+":"+id+":"+step+":"+number))
-	if err != nil {
-		t.Fatalf("open the code of workflow %s: %v", id, err)
-	}
-	return string(digits)
 }
+
+// smsRead holds the steps whose SMS a test has read (the subtests run one after another).
+var smsRead = map[string]bool{}
 
 // disabled tells whether the element selector names is disabled.
 func disabled(t *testing.T, tab *harness.Page, selector string) bool {

@@ -138,6 +138,9 @@ func fakeAnswers(now time.Time) map[string]any {
 			map[string]any{"id": "s1", "current": true, "userAgent": "Chromium on Linux", "clientAddress": "127.0.0.1", "createdAt": iso(time.Hour), "lastSeenAt": iso(0), "expiresAt": iso(-11 * time.Hour)},
 			map[string]any{"id": "s2", "current": false, "userAgent": "Safari on iPhone", "clientAddress": "10.0.0.7", "createdAt": iso(50 * time.Hour), "lastSeenAt": iso(3 * time.Hour), "expiresAt": iso(-2 * time.Hour)},
 		}},
+		"GET /v1/api/me/sandbox/sms": map[string]any{"items": []any{
+			map[string]any{"workflowId": "wf1", "stepId": "st1", "mobileNumber": "+97150*****67", "from": "mnv", "text": "123456 is your verification code. " + markup, "receivedAt": iso(time.Minute)},
+		}},
 		"GET /v1/api/me/audit-log": page(
 			map[string]any{"id": "a1", "at": iso(time.Hour), "person": person, "action": "CreateApiKey", "target": "k2", "status": 200, "clientAddress": "127.0.0.1", "userAgent": "Chromium"},
 			map[string]any{"id": "a2", "at": iso(2 * time.Hour), "person": person, "action": "RevealStuckPlusSession", "target": "sp0", "status": 403, "clientAddress": "127.0.0.1", "userAgent": "Chromium"},
@@ -198,6 +201,7 @@ func TestPages(t *testing.T) {
 		{"/console/webhooks/w1", "Webhook endpoint", "webhook"},
 		{"/console/connect", "Connect", "connect"},
 		{"/console/reveal", "Reveal", "reveal"},
+		{"/console/sandbox-sms", "Sandbox SMS", "sandbox-sms"},
 		{"/console/ledger", "Ledger", "ledger"},
 		{"/console/team", "Team", "team"},
 		{"/console/passkeys", "Your passkeys", "passkeys"},

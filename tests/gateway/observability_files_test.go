@@ -100,6 +100,8 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	vcfg.InternalToken, vcfg.DataKeys, vcfg.NumberHashKey = authtest.VerificationToken, verificationtest.DataKeys, verificationtest.NumberHashKey
 	vcfg.InternalCallers = authtest.Callers()
 	vcfg.ConnectAddr = "127.0.0.1:1" // the relay and its metrics exist where Connect is configured
+	// The SMPP bind's metrics exist where an SMS centre is configured (its bind fails: none is there).
+	vcfg.SMPP = verification.SMPPConfig{Addr: "127.0.0.1:1", SystemID: "mnv", Window: 10}
 	stop(verification.New(ctx, vcfg, log, on()))
 	ccfg := connect.DefaultConfig()
 	ccfg.GRPCAddr, ccfg.DatabaseURL = "127.0.0.1:0", pgtest.NewDatabase(t)

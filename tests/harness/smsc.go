@@ -37,7 +37,9 @@ type SMSCConfig struct {
 	SystemID string `json:"systemId"`
 	Password string `json:"password"`
 	// Undeliverable numbers get an UNDELIV receipt; every other one DELIVRD.
-	Undeliverable  []string `json:"undeliverable"`
+	Undeliverable []string `json:"undeliverable"`
+	// Refuse numbers: their submits are answered ESME_RINVDSTADR (refused for good).
+	Refuse         []string `json:"refuse"`
 	ReceiptDelayMs int      `json:"receiptDelayMs"`
 	// RefuseReceipts sends no receipt at all.
 	RefuseReceipts bool `json:"refuseReceipts"`

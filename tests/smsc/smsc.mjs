@@ -3,7 +3,8 @@
 // our Go code. The Go tests start it with `node smsc.mjs`, read {"smpp":port,"control":port} from
 // its first line of stdout, and steer it over a small HTTP control port:
 //
-//   POST /config   {systemId, password, undeliverable: [numbers], receiptDelayMs, refuseReceipts}
+//   POST /config   {systemId, password, undeliverable: [numbers], refuse: [numbers], receiptDelayMs,
+//                  refuseReceipts}  (a submit to a refused number is answered ESME_RINVDSTADR)
 //   POST /throttle {count}        answer the next count submit_sm with ESME_RTHROTTLED
 //   POST /dropAfter {count, mode} after count more submit_sm are answered, take the next one
 //                                 unanswered and end the session ("close": FIN after what was
@@ -26,6 +27,7 @@ const config = {
   systemId: 'mnv',
   password: 'secret',
   undeliverable: [],
+  refuse: [],
   receiptDelayMs: 0,
   refuseReceipts: false,
 };
@@ -88,6 +90,10 @@ function endSession(session, mode) {
   else if (mode === 'reset') session.destroy();
   else session.close(); // socket.end(): what was written is delivered, then FIN
 }
+
+// A client killed mid-session (kill -9) can leave a write racing the reset; the SMSC must
+// outlive it, as an operator's does, and say so on stderr.
+process.on('uncaughtException', (err) => console.error('smsc: uncaught:', err));
 
 const server = smpp.createServer((session) => {
   session.id = ++nextSession;
@@ -152,6 +158,12 @@ const server = smpp.createServer((session) => {
       session.send(pdu.response({ command_status: smpp.ESME_RTHROTTLED }));
       return;
     }
+    if (config.refuse.includes(rec.dest)) {
+      rec.status = smpp.ESME_RINVDSTADR;
+      rec.answered = true;
+      session.send(pdu.response({ command_status: smpp.ESME_RINVDSTADR }));
+      return;
+    }
     rec.status = 0;
     rec.messageId = hexId();
     rec.answered = true;
@@ -187,7 +199,11 @@ const control = http.createServer(async (req, res) => {
     if (req.method !== 'POST') return json(404, { error: 'not found' });
     const b = await body(req);
     switch (url.pathname) {
-      case '/config': Object.assign(config, b); return json(200, config);
+      case '/config':
+        Object.assign(config, b);
+        config.undeliverable = config.undeliverable || []; // Go sends a nil list as null
+        config.refuse = config.refuse || [];
+        return json(200, config);
       case '/throttle': throttle = b.count | 0; return json(200, { throttle });
       case '/dropAfter': dropAfter = { count: b.count | 0, mode: b.mode || 'close' }; return json(200, dropAfter);
       case '/unbind':

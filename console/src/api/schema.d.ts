@@ -1138,6 +1138,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/me/sandbox/sms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the SMS the sandbox SMS centre was sent
+         * @description The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+         *     the SMS centre is a real one).
+         *
+         *     The console may call it with a person's session instead of an API key.
+         */
+        get: operations["ListSandboxSms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/me/sdk-tokens": {
         parameters: {
             query?: never;
@@ -2728,6 +2751,13 @@ export interface components {
         ListRedirectUrisResponse: {
             items: components["schemas"]["RedirectUri"][];
         };
+        /**
+         * @description The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+         *     first: where a newcomer reads the code without an operator.
+         */
+        ListSandboxSmsResponse: {
+            items: components["schemas"]["SandboxSms"][];
+        };
         ListSdkTokensResponse: {
             items: components["schemas"]["SdkToken"][];
             /** Format: int32 */
@@ -3017,6 +3047,17 @@ export interface components {
         RotateClientApiKeyResponse: {
             /** @description The new API key, shown once. Same role and name as the old one. */
             newApiKey: string;
+        };
+        SandboxSms: {
+            from: string;
+            /** @description The receiver, masked. */
+            mobileNumber: string;
+            /** Format: date-time */
+            receivedAt: string | null;
+            stepId: string;
+            /** @description The whole text, the one-time code included: it is the sandbox's. */
+            text: string;
+            workflowId: string;
         };
         /** @description SdkToken describes a narrow-scoped token for native SDKs. The token is shown only once. */
         SdkToken: {
@@ -6626,6 +6667,45 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    ListSandboxSms: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sandbox SMS retrieved successfully */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ListSandboxSmsResponse"];
+                        messages: (components["schemas"]["SuccessMessage"] & {
+                            /** @constant */
+                            httpStatus?: "OK";
+                            /** @constant */
+                            message?: "Sandbox SMS retrieved successfully";
+                        })[];
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -64,6 +64,7 @@ var Routes = []Route{
 	{Method: "GET", Pattern: "/v1/api/me/prices", RPC: "/mnv.accounts.v1.AccountsService/ListPrices"},
 	{Method: "GET", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/ListRedirectUris"},
 	{Method: "PUT", Pattern: "/v1/api/me/redirect-uris", RPC: "/mnv.accounts.v1.AccountsService/SetRedirectUris"},
+	{Method: "GET", Pattern: "/v1/api/me/sandbox/sms", RPC: "/mnv.verification.v1.VerificationService/ListSandboxSms"},
 	{Method: "GET", Pattern: "/v1/api/me/sdk-tokens", RPC: "/mnv.accounts.v1.AccountsService/ListSdkTokens"},
 	{Method: "POST", Pattern: "/v1/api/me/sdk-tokens", RPC: "/mnv.accounts.v1.AccountsService/CreateSdkToken"},
 	{Method: "DELETE", Pattern: "/v1/api/me/sdk-tokens/{token_id=*}", RPC: "/mnv.accounts.v1.AccountsService/RevokeSdkToken"},

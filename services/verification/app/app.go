@@ -44,6 +44,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/seal"
 	"github.com/mnvhq/mnv/services/verification/internal/server"
 	"github.com/mnvhq/mnv/services/verification/internal/sessions"
+	"github.com/mnvhq/mnv/services/verification/internal/smsc"
 	"github.com/mnvhq/mnv/services/verification/internal/store"
 	"github.com/mnvhq/mnv/services/verification/internal/stuckplus"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
@@ -116,6 +117,32 @@ type Config struct {
 	CAMARAIssuer string
 	// CAMARATokenTTL is the life of a CAMARA access token, at most 300 s (MNV_CAMARA_TOKEN_TTL).
 	CAMARATokenTTL time.Duration
+	// SMPP is the SMS centre the workflows' one-time codes go through (MNV_SMPP_*); no
+	// address: no SMS provider, and the SMS jobs wait in their table.
+	SMPP SMPPConfig
+	// SandboxInbox is the sandbox SMS centre `make run` starts in its process, which clients
+	// may read (GET /v1/api/me/sandbox/sms); nil (the service's own binary): 404.
+	SandboxInbox SandboxInbox
+}
+
+// SandboxInbox and SandboxMessage are the sandbox SMS centre as the workflows read it.
+type (
+	SandboxInbox   = workflows.SandboxInbox
+	SandboxMessage = workflows.SandboxMessage
+)
+
+// SMPPConfig is the bind to an operator's or aggregator's SMS centre.
+type SMPPConfig struct {
+	Addr       string // host:port (MNV_SMPP_ADDR)
+	SystemID   string // MNV_SMPP_SYSTEM_ID
+	Password   string // MNV_SMPP_PASSWORD[_FILE]
+	SystemType string // MNV_SMPP_SYSTEM_TYPE
+	// Source is the sender the phone shows, a number or an alphanumeric name (MNV_SMPP_SOURCE).
+	Source string
+	// Window is the most submits unanswered at once (MNV_SMPP_WINDOW), as the SMSC's contract says.
+	Window int
+	// TLS connects over TLS, the host's name checked against the system's roots (MNV_SMPP_TLS).
+	TLS bool
 }
 
 // vars are verification's own names of the common variables.
@@ -168,6 +195,11 @@ func LoadConfig(env *config.Env) (Config, error) {
 	c.Retention.StuckPlusNumbers = env.Duration("MNV_RETENTION_STUCK_PLUS_NUMBERS", c.Retention.StuckPlusNumbers)
 	c.Retention.WorkflowNumbers = env.Duration("MNV_RETENTION_WORKFLOW_NUMBERS", c.Retention.WorkflowNumbers)
 	c.PurgeEvery = env.Duration("MNV_PURGE_EVERY", c.PurgeEvery)
+	c.SMPP = SMPPConfig{
+		Addr: env.String("MNV_SMPP_ADDR", ""), SystemID: env.String("MNV_SMPP_SYSTEM_ID", ""), Password: env.Secret("MNV_SMPP_PASSWORD"),
+		SystemType: env.String("MNV_SMPP_SYSTEM_TYPE", ""), Source: env.String("MNV_SMPP_SOURCE", "mnv"),
+		Window: env.Int("MNV_SMPP_WINDOW", 10), TLS: env.Bool("MNV_SMPP_TLS", false),
+	}
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
 	if err := errors.Join(env.Err(), err); err != nil {
@@ -178,7 +210,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
-	errs := []error{c.Config.Validate(relay.LongestAttempt)}
+	errs := []error{c.Config.Validate(max(relay.LongestAttempt, workflows.AttemptTimeout))}
 	if c.SessionTTL < time.Second || c.SessionTTL > time.Hour {
 		errs = append(errs, errors.New("MNV_SESSION_TTL: must be between 1s and 1h"))
 	}
@@ -207,6 +239,9 @@ func (c Config) Validate() error {
 	}
 	if c.CAMARATokenTTL < time.Second || c.CAMARATokenTTL > facade.MaxTokenTTL {
 		errs = append(errs, errors.New("MNV_CAMARA_TOKEN_TTL: must be between 1s and 300s"))
+	}
+	if err := c.SMPP.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.CAMARAAddr != "" {
 		if err := checkIssuer(c.CAMARAIssuer); err != nil {
@@ -372,10 +407,30 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	flows := workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
-	if workflowPorts.SMS != nil {
+	var flows *workflows.Service
+	var sms *smsc.Provider
+	if cfg.SMPP.Addr != "" {
+		smscMetrics, err := smsc.NewMetrics(reg)
+		if err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		// Receipts come only once flows exists: Start binds after it is made.
+		sms = smsc.New(cfg.SMPP.smsc(), smsc.ReceiptFunc(func(ctx context.Context, id, status string) error {
+			return flows.Receipt(ctx, id, status)
+		}), smscMetrics, log)
+		workflowPorts.SMS = sms
+	}
+	flows = workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
+	if cfg.SandboxInbox != nil {
+		flows = flows.WithSandbox(cfg.SandboxInbox)
+	}
+	if sms != nil {
+		sms.Start()
+		// Closed before the job queue stops: the submits in flight have their answers, one still
+		// waiting for the window fails as not sent and its job runs again after the restart.
+		b.Add("smsc bind", sms.Close)
 		river.AddWorker(queue.Workers(), &workflows.Worker{Service: flows})
-		queue.AddQueue(workflows.SMSQueue, jobWorkers)
+		queue.AddQueue(workflows.SMSQueue, smsJobWorkers(cfg.SMPP.Window))
 	} else {
 		log.Info("no SMS provider: workflows' SMS steps wait in the job table until a process with one sends them")
 	}

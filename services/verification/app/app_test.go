@@ -59,6 +59,19 @@ func TestLoadConfigCredentials(t *testing.T) {
 		{"malformed callers", func(m map[string]string) { m["MNV_INTERNAL_CALLERS"] = "gateway:" + authtest.GatewayToken }, "MNV_INTERNAL_CALLERS: entry 1 (gateway)", nil},
 		{"a certificate without its key", func(m map[string]string) { m["MNV_GRPC_TLS_CERT"] = "/tls/tls.crt" }, "MNV_GRPC_TLS_CERT and MNV_GRPC_TLS_KEY", nil},
 		{"a malformed sandbox switch", func(m map[string]string) { m["MNV_SANDBOX"] = "yes please" }, "MNV_SANDBOX", nil},
+		{"an SMSC", func(m map[string]string) {
+			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_WINDOW"] = "smsc.example:2775", "mnv", "20"
+			m["MNV_SMPP_PASSWORD_FILE"] = writeFile(t, "pw"+"1234")
+		}, "", func(t *testing.T, c app.Config) {
+			if c.SMPP.Addr != "smsc.example:2775" || c.SMPP.SystemID != "mnv" || c.SMPP.Password != "pw1234" || c.SMPP.Window != 20 || c.SMPP.Source != "mnv" {
+				t.Errorf("SMPP %+v", c.SMPP)
+			}
+		}},
+		{"an SMSC without a system id", func(m map[string]string) { m["MNV_SMPP_ADDR"] = "smsc.example:2775" }, "MNV_SMPP_SYSTEM_ID", nil},
+		{"an SMSC password too long", func(m map[string]string) {
+			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_PASSWORD"] = "smsc.example:2775", "mnv", strings.Repeat("p", 9)
+		}, "MNV_SMPP_PASSWORD", nil},
+		{"an SMSC without a port", func(m map[string]string) { m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"] = "smsc.example", "mnv" }, "MNV_SMPP_ADDR", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,4 +121,14 @@ func TestSandboxOperatorNeedsTheSwitch(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "MNV_SANDBOX=true") || !strings.Contains(err.Error(), `"sandbox"`) {
 		t.Fatalf("New = %v, want a refusal naming the operator and MNV_SANDBOX", err)
 	}
+}
+
+// writeFile writes content to a file of the test's and names it.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

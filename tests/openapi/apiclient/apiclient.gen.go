@@ -1817,6 +1817,12 @@ type ListRedirectUrisResponse struct {
 	Items []RedirectUri `json:"items"`
 }
 
+// ListSandboxSmsResponse The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+// first: where a newcomer reads the code without an operator.
+type ListSandboxSmsResponse struct {
+	Items []SandboxSms `json:"items"`
+}
+
 // ListSdkTokensResponse defines model for ListSdkTokensResponse.
 type ListSdkTokensResponse struct {
 	Items      []SdkToken `json:"items"`
@@ -2088,6 +2094,20 @@ type RotateApiKeyResponse struct {
 type RotateClientApiKeyResponse struct {
 	// NewApiKey The new API key, shown once. Same role and name as the old one.
 	NewApiKey string `json:"newApiKey"`
+}
+
+// SandboxSms defines model for SandboxSms.
+type SandboxSms struct {
+	From string `json:"from"`
+
+	// MobileNumber The receiver, masked.
+	MobileNumber string     `json:"mobileNumber"`
+	ReceivedAt   *time.Time `json:"receivedAt"`
+	StepId       string     `json:"stepId"`
+
+	// Text The whole text, the one-time code included: it is the sandbox's.
+	Text       string `json:"text"`
+	WorkflowId string `json:"workflowId"`
 }
 
 // SdkToken SdkToken describes a narrow-scoped token for native SDKs. The token is shown only once.
@@ -3332,6 +3352,12 @@ type ListRedirectUrisParams struct {
 
 // SetRedirectUrisParams defines parameters for SetRedirectUris.
 type SetRedirectUrisParams struct {
+	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
+	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
+}
+
+// ListSandboxSmsParams defines parameters for ListSandboxSms.
+type ListSandboxSmsParams struct {
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
@@ -5182,6 +5208,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/redirect-uris (the `SetRedirectUris` operationId).
 	SetRedirectUris(ctx context.Context, params *SetRedirectUrisParams, body SetRedirectUrisJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSandboxSms Read the SMS the sandbox SMS centre was sent
+	//
+	// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+	// the SMS centre is a real one).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Corresponds with GET /v1/api/me/sandbox/sms (the `ListSandboxSms` operationId).
+	ListSandboxSms(ctx context.Context, params *ListSandboxSmsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSdkTokens List the SDK tokens
 	//
@@ -7580,6 +7616,26 @@ func (c *APIClient) SetRedirectUrisWithBody(ctx context.Context, params *SetRedi
 // Corresponds with PUT /v1/api/me/redirect-uris (the `SetRedirectUris` operationId).
 func (c *APIClient) SetRedirectUris(ctx context.Context, params *SetRedirectUrisParams, body SetRedirectUrisJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetRedirectUrisRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSandboxSms Read the SMS the sandbox SMS centre was sent
+//
+// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+// the SMS centre is a real one).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Corresponds with GET /v1/api/me/sandbox/sms (the `ListSandboxSms` operationId).
+func (c *APIClient) ListSandboxSms(ctx context.Context, params *ListSandboxSmsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSandboxSmsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -12342,6 +12398,48 @@ func NewSetRedirectUrisRequestWithBody(server string, params *SetRedirectUrisPar
 	return req, nil
 }
 
+// NewListSandboxSmsRequest constructs an http.Request for the ListSandboxSms method
+func NewListSandboxSmsRequest(server string, params *ListSandboxSmsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/api/me/sandbox/sms")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListSdkTokensRequest constructs an http.Request for the ListSdkTokens method
 func NewListSdkTokensRequest(server string, params *ListSdkTokensParams) (*http.Request, error) {
 	var err error
@@ -16369,6 +16467,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/api/me/redirect-uris (the `SetRedirectUris` operationId).
 	SetRedirectUrisWithResponse(ctx context.Context, params *SetRedirectUrisParams, body SetRedirectUrisJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRedirectUrisAnswer, error)
+
+	// ListSandboxSmsWithResponse Read the SMS the sandbox SMS centre was sent
+	//
+	// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+	// the SMS centre is a real one).
+	//
+	// The console may call it with a person's session instead of an API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/api/me/sandbox/sms (the `ListSandboxSms` operationId).
+	ListSandboxSmsWithResponse(ctx context.Context, params *ListSandboxSmsParams, reqEditors ...RequestEditorFn) (*ListSandboxSmsAnswer, error)
 
 	// ListSdkTokensWithResponse List the SDK tokens
 	//
@@ -27293,6 +27403,148 @@ func (r SetRedirectUrisAnswer) ContentType() string {
 	return ""
 }
 
+// ListSandboxSmsAnswer200Headers the declared response headers of an HTTP 200 response for ListSandboxSms
+type ListSandboxSmsAnswer200Headers struct {
+	XRequestId string
+}
+
+// ListSandboxSmsAnswer401Headers the declared response headers of an HTTP 401 response for ListSandboxSms
+type ListSandboxSmsAnswer401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+}
+
+// ListSandboxSmsAnswer403Headers the declared response headers of an HTTP 403 response for ListSandboxSms
+type ListSandboxSmsAnswer403Headers struct {
+	XRequestId string
+}
+
+// ListSandboxSmsAnswer429Headers the declared response headers of an HTTP 429 response for ListSandboxSms
+type ListSandboxSmsAnswer429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
+// ListSandboxSmsAnswer500Headers the declared response headers of an HTTP 500 response for ListSandboxSms
+type ListSandboxSmsAnswer500Headers struct {
+	XRequestId string
+}
+
+// ListSandboxSmsAnswer503Headers the declared response headers of an HTTP 503 response for ListSandboxSms
+type ListSandboxSmsAnswer503Headers struct {
+	XRequestId string
+}
+
+type ListSandboxSmsAnswer struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+		// first: where a newcomer reads the code without an operator.
+		Data     ListSandboxSmsResponse `json:"data"`
+		Messages []struct {
+			HttpStatus interface{} `json:"httpStatus"`
+			Message    interface{} `json:"message"`
+			Technical  interface{} `json:"technical"`
+			Type       interface{} `json:"type"`
+		} `json:"messages"`
+		Success interface{} `json:"success"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error401
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error403
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error429
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error500
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error503
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSandboxSmsAnswer200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSandboxSmsAnswer401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSandboxSmsAnswer403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSandboxSmsAnswer429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListSandboxSmsAnswer500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSandboxSmsAnswer503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON200() *struct {
+	// Data The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+	// first: where a newcomer reads the code without an operator.
+	Data     ListSandboxSmsResponse `json:"data"`
+	Messages []struct {
+		HttpStatus interface{} `json:"httpStatus"`
+		Message    interface{} `json:"message"`
+		Technical  interface{} `json:"technical"`
+		Type       interface{} `json:"type"`
+	} `json:"messages"`
+	Success interface{} `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON401() *Error401 {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON403() *Error403 {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON429() *Error429 {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON500() *Error500 {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSandboxSmsAnswer) GetJSON503() *Error503 {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSandboxSmsAnswer) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSandboxSmsAnswer) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSandboxSmsAnswer) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSandboxSmsAnswer) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSdkTokensAnswer200Headers the declared response headers of an HTTP 200 response for ListSdkTokens
 type ListSdkTokensAnswer200Headers struct {
 	XRequestId string
@@ -36363,6 +36615,24 @@ func (c *ClientWithResponses) SetRedirectUrisWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseSetRedirectUrisAnswer(rsp)
+}
+
+// ListSandboxSmsWithResponse Read the SMS the sandbox SMS centre was sent
+//
+// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+// the SMS centre is a real one).
+//
+// The console may call it with a person's session instead of an API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/api/me/sandbox/sms (the `ListSandboxSms` operationId).
+func (c *ClientWithResponses) ListSandboxSmsWithResponse(ctx context.Context, params *ListSandboxSmsParams, reqEditors ...RequestEditorFn) (*ListSandboxSmsAnswer, error) {
+	rsp, err := c.ListSandboxSms(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSandboxSmsAnswer(rsp)
 }
 
 // ListSdkTokensWithResponse List the SDK tokens
@@ -48688,6 +48958,155 @@ func ParseSetRedirectUrisAnswer(rsp *http.Response) (*SetRedirectUrisAnswer, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetRedirectUrisAnswer503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSandboxSmsAnswer parses an HTTP response from a ListSandboxSmsWithResponse call
+func ParseListSandboxSmsAnswer(rsp *http.Response) (*ListSandboxSmsAnswer, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSandboxSmsAnswer{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+			// first: where a newcomer reads the code without an operator.
+			Data     ListSandboxSmsResponse `json:"data"`
+			Messages []struct {
+				HttpStatus interface{} `json:"httpStatus"`
+				Message    interface{} `json:"message"`
+				Technical  interface{} `json:"technical"`
+				Type       interface{} `json:"type"`
+			} `json:"messages"`
+			Success interface{} `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error429
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error500
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSandboxSmsAnswer200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSandboxSmsAnswer401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSandboxSmsAnswer403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSandboxSmsAnswer429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListSandboxSmsAnswer500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSandboxSmsAnswer503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -321,3 +321,19 @@ func resolvedToProto(r workflows.Resolved) *verificationv1.WorkflowSettings {
 	}
 	return out
 }
+
+// ListSandboxSms lists the sandbox SMS centre's messages of the client's workflows (404 where
+// the SMS centre is a real one).
+func (s *Server) ListSandboxSms(ctx context.Context, _ *verificationv1.ListSandboxSmsRequest) (*verificationv1.ListSandboxSmsResponse, error) {
+	msgs, err := s.Workflows.SandboxSMS(ctx, principalOf(ctx).ClientID)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &verificationv1.ListSandboxSmsResponse{Items: make([]*verificationv1.SandboxSms, len(msgs))}
+	for i, m := range msgs {
+		out.Items[i] = &verificationv1.SandboxSms{
+			WorkflowId: m.WorkflowID, StepId: m.StepID, MobileNumber: m.Masked, From: m.From, Text: m.Text, ReceivedAt: timestamppb.New(m.At),
+		}
+	}
+	return out, nil
+}

@@ -93,13 +93,13 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 func queueStep(b *pgx.Batch, w workflows.Workflow, s workflows.Step) {
 	b.Queue(`
 		INSERT INTO verification.workflow_steps (client_id, workflow_id, seq, id, channel, status, reason, verification_id,
-			charge_status, charged, balance_after, started_at, deadline, ended_at, country)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			charge_status, charged, balance_after, started_at, deadline, ended_at, country, send_attempts)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (client_id, workflow_id, seq) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,
 			verification_id = EXCLUDED.verification_id, charge_status = EXCLUDED.charge_status, charged = EXCLUDED.charged,
-			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at`,
+			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at, send_attempts = EXCLUDED.send_attempts`,
 		w.ClientID, w.ID, s.Seq, s.ID, s.Channel, s.Status, nullString(s.Reason), nullString(s.VerificationID),
-		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country)
+		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country, s.SendAttempts)
 }
 
 // LockWorkflow reads a client's workflow and its steps, holding the workflow's row until the
@@ -135,7 +135,8 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 	w.Code.StepID, w.Code.KeyID, w.TransactionID = deref(stepID), deref(keyID), deref(txID)
 	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
 	rows, err := st.db.Query(ctx, `
-		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at
+		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at,
+			send_attempts
 		FROM verification.workflow_steps WHERE client_id = $1 AND workflow_id = $2 ORDER BY seq`, clientID, id)
 	if err != nil {
 		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
@@ -146,7 +147,7 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 			reason, verID *string
 			end           *time.Time
 		)
-		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end)
+		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end, &s.SendAttempts)
 		s.Reason, s.VerificationID, s.Ended = deref(reason), deref(verID), derefTime(end)
 		return s, err
 	})
@@ -379,4 +380,28 @@ func (st *Store) ListWorkflows(ctx context.Context, clientID string, f workflows
 		return nil, 0, fmt.Errorf("list workflows' steps: %w", err)
 	}
 	return items, total, nil
+}
+
+// ClientMessages finds which of the provider's message ids are a client's, with their
+// workflow, step and masked number (the sandbox SMS centre's page).
+func (st *Store) ClientMessages(ctx context.Context, clientID string, providerIDs []string) (map[string]workflows.MessageRef, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT m.provider_id, s.workflow_id::text, s.id::text, w.masked_number FROM verification.workflow_messages m
+		JOIN verification.workflow_steps s ON s.client_id = m.client_id AND s.id = m.step_id
+		JOIN verification.workflows w ON w.client_id = s.client_id AND w.id = s.workflow_id
+		WHERE m.client_id = $1 AND m.provider_id = ANY($2)`, clientID, providerIDs)
+	if err != nil {
+		return nil, fmt.Errorf("client sms messages: %w", err)
+	}
+	out := map[string]workflows.MessageRef{}
+	var id string
+	var ref workflows.MessageRef
+	_, err = pgx.ForEachRow(rows, []any{&id, &ref.WorkflowID, &ref.StepID, &ref.Masked}, func() error {
+		out[id] = ref
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client sms messages: %w", err)
+	}
+	return out, nil
 }

@@ -38,5 +38,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[SMSArgs]) error {
 	return w.Service.SendSMS(ctx, job.Args.SMSJob)
 }
 
-// Timeout bounds an attempt: the debit and the send, each bounded on its own.
-func (w *Worker) Timeout(*river.Job[SMSArgs]) time.Duration { return 30 * time.Second }
+// AttemptTimeout bounds an attempt: the debit and the send, each bounded on its own. River's
+// rescue of abandoned jobs (MNV_JOBS_RESCUE_AFTER) must wait longer.
+const AttemptTimeout = 30 * time.Second
+
+// Timeout is AttemptTimeout.
+func (w *Worker) Timeout(*river.Job[SMSArgs]) time.Duration { return AttemptTimeout }

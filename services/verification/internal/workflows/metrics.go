@@ -20,10 +20,11 @@ const (
 	smsRefused       = "refused"
 	smsFailed        = "failed"
 	smsChargeRefused = "charge_refused"
+	smsInDoubt       = "in_doubt"
 )
 
 var (
-	smsOutcomes   = []string{smsSent, smsRefused, smsFailed, smsChargeRefused}
+	smsOutcomes   = []string{smsSent, smsRefused, smsFailed, smsChargeRefused, smsInDoubt}
 	checkOutcomes = []string{"matched", "mismatch", "exhausted", "expired"}
 	finalStatuses = []Status{Verified, NotVerified, Failed, Expired}
 )
@@ -42,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"status", "decided_by"}),
 		sms: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "verification", Name: "workflow_sms_total",
-			Help: "SMS sends of workflows by outcome: sent (the provider took it), refused (for good, refunded), failed (unknown, retried), charge_refused (not sent).",
+			Help: "SMS sends of workflows by outcome: sent (the provider took it), refused (for good, refunded), failed (unknown, retried), charge_refused (not sent), in_doubt (sent again although an earlier submit's outcome was lost: possibly doubled).",
 		}, []string{"outcome"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "verification", Name: "workflow_code_checks_total",

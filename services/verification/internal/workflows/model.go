@@ -139,6 +139,10 @@ type Step struct {
 	Started        time.Time
 	Deadline       time.Time
 	Ended          time.Time
+	// SendAttempts counts the SMS job's submits of the step's message, each committed before
+	// its submit: above zero with no message ids recorded, an earlier attempt's outcome is
+	// unknown (docs/architecture.md#sms-over-smpp).
+	SendAttempts int
 }
 
 // Charged is the sum of the workflow's settled step charges.

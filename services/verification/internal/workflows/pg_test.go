@@ -111,6 +111,8 @@ type smsc struct {
 	calls  int
 	refuse bool
 	fail   bool
+	// notSent fails as a provider that knows nothing left (workflows.ErrNotSent).
+	notSent bool
 }
 
 func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
@@ -122,6 +124,8 @@ func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
 		return nil, fmt.Errorf("submit_sm: ESME_RINVDSTADR: %w", workflows.ErrRefused)
 	case s.fail:
 		return nil, errors.New("connection reset")
+	case s.notSent:
+		return nil, fmt.Errorf("no session: %w", workflows.ErrNotSent)
 	}
 	if s.sent == nil {
 		s.sent = map[string]workflows.Message{}
@@ -1063,5 +1067,98 @@ func TestList(t *testing.T) {
 	items, _, _ = e.svc.List(ctx, e.client, workflows.ListFilter{Status: ptr("IN_PROGRESS")}, 10, 0)
 	if len(items) != 1 || items[0].Code.StepID == "" || items[0].Code.ExpiresAt.IsZero() || items[0].Current().Channel != workflows.SMSOTP {
 		t.Fatalf("the listed workflow with a code in play: %+v", items)
+	}
+}
+
+// TestSendInDoubt: an attempt whose submit had an unknown outcome makes the next one in doubt
+// (flagged in the log and the metric, and sent again); one the provider knows never left does not.
+func TestSendInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fail         func(*smsc, bool)
+		inDoubt      float64
+		attemptsKept int
+	}{
+		{"outcome unknown", func(s *smsc, on bool) { s.fail = on }, 1, 2},
+		{"known not sent", func(s *smsc, on bool) { s.notSent = on }, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 100, workflows.Ports{})
+			e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+			w := e.start(t)
+			ctx := context.Background()
+			var raw []byte
+			if err := e.pool.QueryRow(ctx, `SELECT args FROM verification.river_job WHERE kind = $1`, workflows.SMSKind).Scan(&raw); err != nil {
+				t.Fatal(err)
+			}
+			var a workflows.SMSArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				t.Fatal(err)
+			}
+			tc.fail(e.smsc, true)
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err == nil {
+				t.Fatal("a failing SMSC did not fail the job")
+			}
+			tc.fail(e.smsc, false)
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
+				t.Fatal(err)
+			}
+			got := e.get(t, w.ID)
+			if got := got.Step(a.StepID); got.Status != workflows.StepSent || got.SendAttempts != tc.attemptsKept {
+				t.Errorf("step %s with %d attempts, want SENT with %d", got.Status, got.SendAttempts, tc.attemptsKept)
+			}
+			series := metricstest.Gather(t, e.reg)
+			if got := series[`mnv_verification_workflow_sms_total{outcome=in_doubt}`]; got != tc.inDoubt {
+				t.Errorf("in_doubt = %v, want %v", got, tc.inDoubt)
+			}
+			if logged := strings.Contains(e.logs.String(), "sms in doubt"); logged != (tc.inDoubt > 0) {
+				t.Errorf("in doubt logged: %v, want %v:\n%s", logged, tc.inDoubt > 0, e.logs.String())
+			}
+			// A job run again after the send changes nothing and sends nothing.
+			calls := e.smsc.calls
+			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil || e.smsc.calls != calls {
+				t.Errorf("a rerun after the send: err %v, %d more calls", err, e.smsc.calls-calls)
+			}
+		})
+	}
+}
+
+// inbox is a sandbox SMS centre holding what the fake SMSC was sent, plus a message of no
+// workflow of ours.
+type inbox struct{ s *smsc }
+
+func (i inbox) Sent() []workflows.SandboxMessage {
+	i.s.mu.Lock()
+	defer i.s.mu.Unlock()
+	out := []workflows.SandboxMessage{{ProviderIDs: []string{"someone-else"}, From: "x", Text: "not ours"}}
+	for id, m := range i.s.sent {
+		out = append(out, workflows.SandboxMessage{ProviderIDs: []string{"smsc-" + id}, From: "mnv", Text: m.Text, At: time.Now()})
+	}
+	return out
+}
+
+// TestSandboxSMS: a client reads the sandbox SMS centre's messages of its own workflows only,
+// with the number masked; without a sandbox the route is not there.
+func TestSandboxSMS(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	ctx := context.Background()
+	if _, err := e.svc.SandboxSMS(ctx, e.client); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("without a sandbox: %v, want not found", err)
+	}
+	e.svc.WithSandbox(inbox{e.smsc})
+	w := e.start(t)
+	steps := e.work(t)
+	got, err := e.svc.SandboxSMS(ctx, e.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := e.smsc.code(t, steps[0])
+	if len(got) != 1 || got[0].WorkflowID != w.ID || got[0].StepID != steps[0] || !strings.HasPrefix(got[0].Text, code) ||
+		got[0].Masked != w.Masked || strings.Contains(got[0].Masked, gbNumber[4:]) {
+		t.Fatalf("sandbox SMS %+v", got)
+	}
+	if other, err := e.svc.SandboxSMS(ctx, uuid.NewString()); err != nil || len(other) != 0 {
+		t.Fatalf("another client reads %+v, %v", other, err)
 	}
 }

@@ -22,6 +22,10 @@ type Message struct {
 // under the same message id.
 var ErrRefused = errors.New("sms refused by the provider")
 
+// ErrNotSent is what SMSProvider.Send wraps when it knows the message did not reach the SMS
+// centre (no session, closed before a byte went out): the retry is not in doubt.
+var ErrNotSent = errors.New("sms not sent")
+
 // SMSProvider sends SMS (the SMPP client is one adapter; a voice, WhatsApp or HTTP aggregator
 // channel is another). Send answers the provider's ids of the message (one per part of a
 // concatenated message); a delivery receipt names one of them (Service.Receipt).

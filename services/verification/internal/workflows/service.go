@@ -46,6 +46,8 @@ type Store interface {
 	// FindMessage finds the client, workflow and step of a provider's message id;
 	// fault.ErrNotFound for none.
 	FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error)
+	// ClientMessages finds which of the provider's message ids are the client's.
+	ClientMessages(ctx context.Context, clientID string, providerIDs []string) (map[string]MessageRef, error)
 	// DueWorkflows lists up to limit workflows, of any client, in progress with a step not
 	// ended whose deadline is before before; read without a lock (each is then locked by its
 	// client and checked again).
@@ -94,6 +96,7 @@ type Service struct {
 	ports   Ports
 	ledger  money.Ledger
 	metrics *Metrics
+	sandbox SandboxInbox
 	log     *zap.Logger
 	// Now is the clock (tests move it).
 	Now func() time.Time
@@ -789,7 +792,7 @@ func equalWorkflow(a, b Workflow) bool {
 	for i := range a.Steps {
 		x, y := a.Steps[i], b.Steps[i]
 		if x.Status != y.Status || x.Reason != y.Reason || x.ChargeStatus != y.ChargeStatus || x.Charged != y.Charged ||
-			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) {
+			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) || x.SendAttempts != y.SendAttempts {
 			return false
 		}
 	}

@@ -93,10 +93,28 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 		return fmt.Errorf("sms step %s: open the code: %w", step.ID, err)
 	}
 	code := otp.Parse(string(digits))
+	// The attempt is committed before the submit, so the next attempt after a crash (or after
+	// a submit whose outcome was lost) knows the message may already be on its way.
+	send, inDoubt, err := s.markSending(ctx, w, step.ID)
+	if err != nil || !send {
+		return err
+	}
+	if inDoubt {
+		s.metrics.sent(smsInDoubt)
+		s.log.Warn("sms in doubt: an earlier attempt's submit has no recorded outcome; sending again, which may double it",
+			zap.String("workflow", w.ID), zap.String("step", step.ID))
+	}
 	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, code, w.Policy.CodeTTL), Locale: w.Locale})
 	if errors.Is(err, ErrRefused) {
 		s.metrics.sent(smsRefused)
 		return s.refused(ctx, w, step.ID, err)
+	}
+	if errors.Is(err, ErrNotSent) {
+		s.metrics.sent(smsFailed)
+		if uerr := s.unmarkSending(ctx, w, step.ID); uerr != nil {
+			s.log.Warn("sms not sent: the attempt stays counted (the next is flagged in doubt)", zap.String("step", step.ID), zap.Error(uerr))
+		}
+		return fmt.Errorf("sms step %s: send: %w", step.ID, err)
 	}
 	if err != nil {
 		s.metrics.sent(smsFailed)
@@ -112,6 +130,36 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 		}
 		if st := lw.Step(step.ID); st.Status == StepQueued {
 			st.Status = StepSent
+		}
+		return nil
+	})
+	return err
+}
+
+// markSending counts a submit of the step's message and commits it before the submit. It
+// answers whether the step is still to be sent and whether an earlier attempt's submit has no
+// recorded outcome (in doubt: it may have reached the SMS centre).
+func (s *Service) markSending(ctx context.Context, w Workflow, stepID string) (send, inDoubt bool, err error) {
+	_, err = s.locked(ctx, w.ClientID, w.ID, func(_ context.Context, _ Store, lw *Workflow, _ string, _ time.Time) error {
+		step := lw.Step(stepID)
+		if step == nil || step.Status != StepQueued || lw.Final() || lw.Code.StepID != stepID || lw.Code.Sealed == nil {
+			return nil // superseded or decided while it was charged: the sweep or the books end it
+		}
+		send, inDoubt = true, step.SendAttempts > 0
+		step.SendAttempts++
+		return nil
+	})
+	if errors.Is(err, fault.ErrNotFound) {
+		return false, false, nil
+	}
+	return send, inDoubt, err
+}
+
+// unmarkSending takes back the count of a submit the provider is sure never left.
+func (s *Service) unmarkSending(ctx context.Context, w Workflow, stepID string) error {
+	_, err := s.locked(ctx, w.ClientID, w.ID, func(_ context.Context, _ Store, lw *Workflow, _ string, _ time.Time) error {
+		if step := lw.Step(stepID); step != nil && step.Status == StepQueued && step.SendAttempts > 0 {
+			step.SendAttempts--
 		}
 		return nil
 	})
@@ -221,12 +269,16 @@ func (s *Service) Receipt(ctx context.Context, providerID, status string) error 
 
 // texts are the SMS's words per language (the locale's first subtag); English for the rest.
 // The code comes first, so a phone's autofill and a glance at the notification both find it.
+// Each is one SMS part with the longest code and lifetime (a second part is a second charge
+// from the operator): in GSM 7-bit, 160 characters, so Spanish goes without the accents GSM
+// lacks (á, í, ó, ú), as Spanish SMS commonly do; Arabic needs UCS-2, 70 characters, so it is
+// short. TestTextsFitOneSMS (internal/smsc) holds them to it.
 var texts = map[string]string{
 	"en": "%s is your verification code. It expires in %d minutes. Do not share it.",
 	"fr": "%s est votre code de vérification. Il expire dans %d minutes. Ne le partagez pas.",
 	"de": "%s ist Ihr Bestätigungscode. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
-	"es": "%s es tu código de verificación. Caduca en %d minutos. No lo compartas.",
-	"ar": "%s هو رمز التحقق الخاص بك. تنتهي صلاحيته خلال %d دقائق. لا تشاركه.",
+	"es": "%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.", //nolint:misspell // Spanish, without the accents GSM lacks
+	"ar": "%s هو رمز التحقق. ينتهي خلال %d دقيقة. لا تشاركه.",
 }
 
 // Text is the SMS carrying code, in locale's language.

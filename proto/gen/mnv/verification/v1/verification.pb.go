@@ -2982,7 +2982,7 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x1bTRANSACTION_STATUS_CAPTURED\x10\x02\x12*\n" +
 	"&TRANSACTION_STATUS_NO_NETWORK_IDENTITY\x10\x03\x12\x1e\n" +
 	"\x1aTRANSACTION_STATUS_EXPIRED\x10\x04\x12,\n" +
-	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\xba*\n" +
+	"(TRANSACTION_STATUS_AUTHORIZATION_PENDING\x10\x052\x90,\n" +
 	"\x13VerificationService\x12\xc8\x01\n" +
 	"\rListOperators\x12).mnv.verification.v1.ListOperatorsRequest\x1a*.mnv.verification.v1.ListOperatorsResponse\"`\xca\xf3\x18\\\b\x02J Operators retrieved successfullyZ$List the operators and their methodsb\rVerifications\x80\x01\x01\x12\xcb\x01\n" +
 	"\x10CreateSdkSession\x12,.mnv.verification.v1.CreateSdkSessionRequest\x1a-.mnv.verification.v1.CreateSdkSessionResponse\"Z\xca\xf3\x18V\b\x03(\x010\x01J\x13SDK session createdZ*Open an SDK session and capture the numberb\rVerifications\x12\xef\x01\n" +
@@ -3009,7 +3009,8 @@ const file_mnv_verification_v1_verification_proto_rawDesc = "" +
 	"\x11CheckWorkflowCode\x12-.mnv.verification.v1.CheckWorkflowCodeRequest\x1a..mnv.verification.v1.CheckWorkflowCodeResponse\"8\xca\xf3\x184\b\x02J\fCode checkedZ\x15Check a one-time codeb\tWorkflowsx\x01\x12\xb3\x01\n" +
 	"\x12ResendWorkflowCode\x12..mnv.verification.v1.ResendWorkflowCodeRequest\x1a/.mnv.verification.v1.ResendWorkflowCodeResponse\"<\xca\xf3\x188\b\x020\x01J\tCode sentZ\x18Send a new one-time codeb\tWorkflowsp\x01x\x01\x12\xcc\x01\n" +
 	"\x11GetWorkflowPolicy\x12-.mnv.verification.v1.GetWorkflowPolicyRequest\x1a..mnv.verification.v1.GetWorkflowPolicyResponse\"X\xca\xf3\x18T\b\x028\x02J&Workflow policy retrieved successfullyZ\x18Read the workflow policyb\tWorkflows\x80\x01\x01\x12\xe7\x01\n" +
-	"\x10GetWorkflowUsage\x12,.mnv.verification.v1.GetWorkflowUsageRequest\x1a-.mnv.verification.v1.GetWorkflowUsageResponse\"v\xca\xf3\x18r\b\x028\x02J%Workflow usage retrieved successfullyZ;Count workflow steps per day by channel, country and statusb\x05Usage\x80\x01\x01\x12\xc3\x01\n" +
+	"\x10GetWorkflowUsage\x12,.mnv.verification.v1.GetWorkflowUsageRequest\x1a-.mnv.verification.v1.GetWorkflowUsageResponse\"v\xca\xf3\x18r\b\x028\x02J%Workflow usage retrieved successfullyZ;Count workflow steps per day by channel, country and statusb\x05Usage\x80\x01\x01\x12\xd3\x01\n" +
+	"\x0eListSandboxSms\x12*.mnv.verification.v1.ListSandboxSmsRequest\x1a+.mnv.verification.v1.ListSandboxSmsResponse\"h\xca\xf3\x18d\b\x028\x02J\"Sandbox SMS retrieved successfullyZ,Read the SMS the sandbox SMS centre was sentb\tWorkflows\x80\x01\x01\x12\xc3\x01\n" +
 	"\x11SetWorkflowPolicy\x12-.mnv.verification.v1.SetWorkflowPolicyRequest\x1a..mnv.verification.v1.SetWorkflowPolicyResponse\"O\xca\xf3\x18K\b\x02\x18\x018\x02J\x15Workflow policy savedZ\x1bReplace the workflow policyb\tWorkflows\x80\x01\x01\x88\x01\x01BCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
@@ -3080,19 +3081,21 @@ var file_mnv_verification_v1_verification_proto_goTypes = []any{
 	(*ResendWorkflowCodeRequest)(nil),            // 50: mnv.verification.v1.ResendWorkflowCodeRequest
 	(*GetWorkflowPolicyRequest)(nil),             // 51: mnv.verification.v1.GetWorkflowPolicyRequest
 	(*GetWorkflowUsageRequest)(nil),              // 52: mnv.verification.v1.GetWorkflowUsageRequest
-	(*SetWorkflowPolicyRequest)(nil),             // 53: mnv.verification.v1.SetWorkflowPolicyRequest
-	(*CheckWebWorkflowCodeResponse)(nil),         // 54: mnv.verification.v1.CheckWebWorkflowCodeResponse
-	(*GetWebWorkflowResponse)(nil),               // 55: mnv.verification.v1.GetWebWorkflowResponse
-	(*ResendWebWorkflowCodeResponse)(nil),        // 56: mnv.verification.v1.ResendWebWorkflowCodeResponse
-	(*StartWorkflowResponse)(nil),                // 57: mnv.verification.v1.StartWorkflowResponse
-	(*ListWorkflowsResponse)(nil),                // 58: mnv.verification.v1.ListWorkflowsResponse
-	(*GetWorkflowResponse)(nil),                  // 59: mnv.verification.v1.GetWorkflowResponse
-	(*SubmitWorkflowSilentResponse)(nil),         // 60: mnv.verification.v1.SubmitWorkflowSilentResponse
-	(*CheckWorkflowCodeResponse)(nil),            // 61: mnv.verification.v1.CheckWorkflowCodeResponse
-	(*ResendWorkflowCodeResponse)(nil),           // 62: mnv.verification.v1.ResendWorkflowCodeResponse
-	(*GetWorkflowPolicyResponse)(nil),            // 63: mnv.verification.v1.GetWorkflowPolicyResponse
-	(*GetWorkflowUsageResponse)(nil),             // 64: mnv.verification.v1.GetWorkflowUsageResponse
-	(*SetWorkflowPolicyResponse)(nil),            // 65: mnv.verification.v1.SetWorkflowPolicyResponse
+	(*ListSandboxSmsRequest)(nil),                // 53: mnv.verification.v1.ListSandboxSmsRequest
+	(*SetWorkflowPolicyRequest)(nil),             // 54: mnv.verification.v1.SetWorkflowPolicyRequest
+	(*CheckWebWorkflowCodeResponse)(nil),         // 55: mnv.verification.v1.CheckWebWorkflowCodeResponse
+	(*GetWebWorkflowResponse)(nil),               // 56: mnv.verification.v1.GetWebWorkflowResponse
+	(*ResendWebWorkflowCodeResponse)(nil),        // 57: mnv.verification.v1.ResendWebWorkflowCodeResponse
+	(*StartWorkflowResponse)(nil),                // 58: mnv.verification.v1.StartWorkflowResponse
+	(*ListWorkflowsResponse)(nil),                // 59: mnv.verification.v1.ListWorkflowsResponse
+	(*GetWorkflowResponse)(nil),                  // 60: mnv.verification.v1.GetWorkflowResponse
+	(*SubmitWorkflowSilentResponse)(nil),         // 61: mnv.verification.v1.SubmitWorkflowSilentResponse
+	(*CheckWorkflowCodeResponse)(nil),            // 62: mnv.verification.v1.CheckWorkflowCodeResponse
+	(*ResendWorkflowCodeResponse)(nil),           // 63: mnv.verification.v1.ResendWorkflowCodeResponse
+	(*GetWorkflowPolicyResponse)(nil),            // 64: mnv.verification.v1.GetWorkflowPolicyResponse
+	(*GetWorkflowUsageResponse)(nil),             // 65: mnv.verification.v1.GetWorkflowUsageResponse
+	(*ListSandboxSmsResponse)(nil),               // 66: mnv.verification.v1.ListSandboxSmsResponse
+	(*SetWorkflowPolicyResponse)(nil),            // 67: mnv.verification.v1.SetWorkflowPolicyResponse
 }
 var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	0,  // 0: mnv.verification.v1.Operator.service_types:type_name -> mnv.verification.v1.ServiceType
@@ -3151,36 +3154,38 @@ var file_mnv_verification_v1_verification_proto_depIdxs = []int32{
 	50, // 53: mnv.verification.v1.VerificationService.ResendWorkflowCode:input_type -> mnv.verification.v1.ResendWorkflowCodeRequest
 	51, // 54: mnv.verification.v1.VerificationService.GetWorkflowPolicy:input_type -> mnv.verification.v1.GetWorkflowPolicyRequest
 	52, // 55: mnv.verification.v1.VerificationService.GetWorkflowUsage:input_type -> mnv.verification.v1.GetWorkflowUsageRequest
-	53, // 56: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
-	7,  // 57: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
-	9,  // 58: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
-	11, // 59: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
-	14, // 60: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
-	16, // 61: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
-	18, // 62: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
-	21, // 63: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
-	23, // 64: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
-	27, // 65: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
-	29, // 66: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
-	54, // 67: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
-	55, // 68: mnv.verification.v1.VerificationService.GetWebWorkflow:output_type -> mnv.verification.v1.GetWebWorkflowResponse
-	56, // 69: mnv.verification.v1.VerificationService.ResendWebWorkflowCode:output_type -> mnv.verification.v1.ResendWebWorkflowCodeResponse
-	26, // 70: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
-	32, // 71: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
-	34, // 72: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
-	37, // 73: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
-	39, // 74: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
-	57, // 75: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
-	58, // 76: mnv.verification.v1.VerificationService.ListWorkflows:output_type -> mnv.verification.v1.ListWorkflowsResponse
-	59, // 77: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
-	60, // 78: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
-	61, // 79: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
-	62, // 80: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
-	63, // 81: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
-	64, // 82: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
-	65, // 83: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
-	57, // [57:84] is the sub-list for method output_type
-	30, // [30:57] is the sub-list for method input_type
+	53, // 56: mnv.verification.v1.VerificationService.ListSandboxSms:input_type -> mnv.verification.v1.ListSandboxSmsRequest
+	54, // 57: mnv.verification.v1.VerificationService.SetWorkflowPolicy:input_type -> mnv.verification.v1.SetWorkflowPolicyRequest
+	7,  // 58: mnv.verification.v1.VerificationService.ListOperators:output_type -> mnv.verification.v1.ListOperatorsResponse
+	9,  // 59: mnv.verification.v1.VerificationService.CreateSdkSession:output_type -> mnv.verification.v1.CreateSdkSessionResponse
+	11, // 60: mnv.verification.v1.VerificationService.CompleteSessionAuthorization:output_type -> mnv.verification.v1.CompleteSessionAuthorizationResponse
+	14, // 61: mnv.verification.v1.VerificationService.Verify:output_type -> mnv.verification.v1.VerifyResponse
+	16, // 62: mnv.verification.v1.VerificationService.GetVerification:output_type -> mnv.verification.v1.GetVerificationResponse
+	18, // 63: mnv.verification.v1.VerificationService.ListVerifications:output_type -> mnv.verification.v1.ListVerificationsResponse
+	21, // 64: mnv.verification.v1.VerificationService.CreateTransaction:output_type -> mnv.verification.v1.CreateTransactionResponse
+	23, // 65: mnv.verification.v1.VerificationService.GetTransaction:output_type -> mnv.verification.v1.GetTransactionResponse
+	27, // 66: mnv.verification.v1.VerificationService.CaptureTransaction:output_type -> mnv.verification.v1.CaptureTransactionResponse
+	29, // 67: mnv.verification.v1.VerificationService.CompleteWebTransaction:output_type -> mnv.verification.v1.CompleteWebTransactionResponse
+	55, // 68: mnv.verification.v1.VerificationService.CheckWebWorkflowCode:output_type -> mnv.verification.v1.CheckWebWorkflowCodeResponse
+	56, // 69: mnv.verification.v1.VerificationService.GetWebWorkflow:output_type -> mnv.verification.v1.GetWebWorkflowResponse
+	57, // 70: mnv.verification.v1.VerificationService.ResendWebWorkflowCode:output_type -> mnv.verification.v1.ResendWebWorkflowCodeResponse
+	26, // 71: mnv.verification.v1.VerificationService.CheckWebOrigin:output_type -> mnv.verification.v1.CheckWebOriginResponse
+	32, // 72: mnv.verification.v1.VerificationService.ListStuckPlusSessions:output_type -> mnv.verification.v1.ListStuckPlusSessionsResponse
+	34, // 73: mnv.verification.v1.VerificationService.RevealStuckPlusSession:output_type -> mnv.verification.v1.RevealStuckPlusSessionResponse
+	37, // 74: mnv.verification.v1.VerificationService.ListStuckPlusReveals:output_type -> mnv.verification.v1.ListStuckPlusRevealsResponse
+	39, // 75: mnv.verification.v1.VerificationService.GetVerificationUsage:output_type -> mnv.verification.v1.GetVerificationUsageResponse
+	58, // 76: mnv.verification.v1.VerificationService.StartWorkflow:output_type -> mnv.verification.v1.StartWorkflowResponse
+	59, // 77: mnv.verification.v1.VerificationService.ListWorkflows:output_type -> mnv.verification.v1.ListWorkflowsResponse
+	60, // 78: mnv.verification.v1.VerificationService.GetWorkflow:output_type -> mnv.verification.v1.GetWorkflowResponse
+	61, // 79: mnv.verification.v1.VerificationService.SubmitWorkflowSilent:output_type -> mnv.verification.v1.SubmitWorkflowSilentResponse
+	62, // 80: mnv.verification.v1.VerificationService.CheckWorkflowCode:output_type -> mnv.verification.v1.CheckWorkflowCodeResponse
+	63, // 81: mnv.verification.v1.VerificationService.ResendWorkflowCode:output_type -> mnv.verification.v1.ResendWorkflowCodeResponse
+	64, // 82: mnv.verification.v1.VerificationService.GetWorkflowPolicy:output_type -> mnv.verification.v1.GetWorkflowPolicyResponse
+	65, // 83: mnv.verification.v1.VerificationService.GetWorkflowUsage:output_type -> mnv.verification.v1.GetWorkflowUsageResponse
+	66, // 84: mnv.verification.v1.VerificationService.ListSandboxSms:output_type -> mnv.verification.v1.ListSandboxSmsResponse
+	67, // 85: mnv.verification.v1.VerificationService.SetWorkflowPolicy:output_type -> mnv.verification.v1.SetWorkflowPolicyResponse
+	58, // [58:86] is the sub-list for method output_type
+	30, // [30:58] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name

@@ -954,6 +954,27 @@ func local_request_VerificationService_GetWorkflowUsage_0(ctx context.Context, m
 	return msg, metadata, err
 }
 
+func request_VerificationService_ListSandboxSms_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListSandboxSmsRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListSandboxSms(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_VerificationService_ListSandboxSms_0(ctx context.Context, marshaler runtime.Marshaler, server VerificationServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListSandboxSmsRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.ListSandboxSms(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_VerificationService_SetWorkflowPolicy_0(ctx context.Context, marshaler runtime.Marshaler, client VerificationServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq SetWorkflowPolicyRequest
@@ -1487,6 +1508,26 @@ func RegisterVerificationServiceHandlerServer(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_GetWorkflowUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetWorkflowUsage_0{resp.(*GetWorkflowUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_ListSandboxSms_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/ListSandboxSms", runtime.WithHTTPPathPattern("/v1/api/me/sandbox/sms"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_VerificationService_ListSandboxSms_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_ListSandboxSms_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_VerificationService_SetWorkflowPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1972,6 +2013,23 @@ func RegisterVerificationServiceHandlerClient(ctx context.Context, mux *runtime.
 		}
 		forward_VerificationService_GetWorkflowUsage_0(annotatedContext, mux, outboundMarshaler, w, req, response_VerificationService_GetWorkflowUsage_0{resp.(*GetWorkflowUsageResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_VerificationService_ListSandboxSms_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/mnv.verification.v1.VerificationService/ListSandboxSms", runtime.WithHTTPPathPattern("/v1/api/me/sandbox/sms"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_VerificationService_ListSandboxSms_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_VerificationService_ListSandboxSms_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPut, pattern_VerificationService_SetWorkflowPolicy_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -2135,6 +2193,7 @@ var (
 	pattern_VerificationService_ResendWorkflowCode_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "api", "workflows", "workflow_id", "resend"}, ""))
 	pattern_VerificationService_GetWorkflowPolicy_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "workflow-policy"}, ""))
 	pattern_VerificationService_GetWorkflowUsage_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "usage", "workflows"}, ""))
+	pattern_VerificationService_ListSandboxSms_0               = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 2, 4}, []string{"v1", "api", "me", "sandbox", "sms"}, ""))
 	pattern_VerificationService_SetWorkflowPolicy_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "api", "me", "workflow-policy"}, ""))
 )
 
@@ -2164,5 +2223,6 @@ var (
 	forward_VerificationService_ResendWorkflowCode_0           = runtime.ForwardResponseMessage
 	forward_VerificationService_GetWorkflowPolicy_0            = runtime.ForwardResponseMessage
 	forward_VerificationService_GetWorkflowUsage_0             = runtime.ForwardResponseMessage
+	forward_VerificationService_ListSandboxSms_0               = runtime.ForwardResponseMessage
 	forward_VerificationService_SetWorkflowPolicy_0            = runtime.ForwardResponseMessage
 )

@@ -45,6 +45,7 @@ const (
 	VerificationService_ResendWorkflowCode_FullMethodName           = "/mnv.verification.v1.VerificationService/ResendWorkflowCode"
 	VerificationService_GetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/GetWorkflowPolicy"
 	VerificationService_GetWorkflowUsage_FullMethodName             = "/mnv.verification.v1.VerificationService/GetWorkflowUsage"
+	VerificationService_ListSandboxSms_FullMethodName               = "/mnv.verification.v1.VerificationService/ListSandboxSms"
 	VerificationService_SetWorkflowPolicy_FullMethodName            = "/mnv.verification.v1.VerificationService/SetWorkflowPolicy"
 )
 
@@ -133,6 +134,9 @@ type VerificationServiceClient interface {
 	// The client's workflow steps per UTC day of a range, by channel, country and status, with
 	// the credits charged (docs/api-decisions.md#usage).
 	GetWorkflowUsage(ctx context.Context, in *GetWorkflowUsageRequest, opts ...grpc.CallOption) (*GetWorkflowUsageResponse, error)
+	// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+	// the SMS centre is a real one).
+	ListSandboxSms(ctx context.Context, in *ListSandboxSmsRequest, opts ...grpc.CallOption) (*ListSandboxSmsResponse, error)
 	// Replaces the client's workflow policy (ADMIN).
 	SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error)
 }
@@ -405,6 +409,16 @@ func (c *verificationServiceClient) GetWorkflowUsage(ctx context.Context, in *Ge
 	return out, nil
 }
 
+func (c *verificationServiceClient) ListSandboxSms(ctx context.Context, in *ListSandboxSmsRequest, opts ...grpc.CallOption) (*ListSandboxSmsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSandboxSmsResponse)
+	err := c.cc.Invoke(ctx, VerificationService_ListSandboxSms_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *verificationServiceClient) SetWorkflowPolicy(ctx context.Context, in *SetWorkflowPolicyRequest, opts ...grpc.CallOption) (*SetWorkflowPolicyResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetWorkflowPolicyResponse)
@@ -500,6 +514,9 @@ type VerificationServiceServer interface {
 	// The client's workflow steps per UTC day of a range, by channel, country and status, with
 	// the credits charged (docs/api-decisions.md#usage).
 	GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error)
+	// The sandbox SMS centre's messages of the client's workflows (`make run` only: 404 where
+	// the SMS centre is a real one).
+	ListSandboxSms(context.Context, *ListSandboxSmsRequest) (*ListSandboxSmsResponse, error)
 	// Replaces the client's workflow policy (ADMIN).
 	SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error)
 	mustEmbedUnimplementedVerificationServiceServer()
@@ -589,6 +606,9 @@ func (UnimplementedVerificationServiceServer) GetWorkflowPolicy(context.Context,
 }
 func (UnimplementedVerificationServiceServer) GetWorkflowUsage(context.Context, *GetWorkflowUsageRequest) (*GetWorkflowUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetWorkflowUsage not implemented")
+}
+func (UnimplementedVerificationServiceServer) ListSandboxSms(context.Context, *ListSandboxSmsRequest) (*ListSandboxSmsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSandboxSms not implemented")
 }
 func (UnimplementedVerificationServiceServer) SetWorkflowPolicy(context.Context, *SetWorkflowPolicyRequest) (*SetWorkflowPolicyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetWorkflowPolicy not implemented")
@@ -1082,6 +1102,24 @@ func _VerificationService_GetWorkflowUsage_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerificationService_ListSandboxSms_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSandboxSmsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerificationServiceServer).ListSandboxSms(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerificationService_ListSandboxSms_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerificationServiceServer).ListSandboxSms(ctx, req.(*ListSandboxSmsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VerificationService_SetWorkflowPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetWorkflowPolicyRequest)
 	if err := dec(in); err != nil {
@@ -1210,6 +1248,10 @@ var VerificationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetWorkflowUsage",
 			Handler:    _VerificationService_GetWorkflowUsage_Handler,
+		},
+		{
+			MethodName: "ListSandboxSms",
+			Handler:    _VerificationService_ListSandboxSms_Handler,
 		},
 		{
 			MethodName: "SetWorkflowPolicy",

@@ -1941,6 +1941,174 @@ func (x *WebWorkflow) GetCodeExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type ListSandboxSmsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSandboxSmsRequest) Reset() {
+	*x = ListSandboxSmsRequest{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSandboxSmsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSandboxSmsRequest) ProtoMessage() {}
+
+func (x *ListSandboxSmsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSandboxSmsRequest.ProtoReflect.Descriptor instead.
+func (*ListSandboxSmsRequest) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{30}
+}
+
+// The messages the sandbox SMS centre of `make run` was sent for the client's workflows, newest
+// first: where a newcomer reads the code without an operator.
+type ListSandboxSmsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*SandboxSms          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSandboxSmsResponse) Reset() {
+	*x = ListSandboxSmsResponse{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSandboxSmsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSandboxSmsResponse) ProtoMessage() {}
+
+func (x *ListSandboxSmsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSandboxSmsResponse.ProtoReflect.Descriptor instead.
+func (*ListSandboxSmsResponse) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListSandboxSmsResponse) GetItems() []*SandboxSms {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type SandboxSms struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkflowId string                 `protobuf:"bytes,1,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	StepId     string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// The receiver, masked.
+	MobileNumber string `protobuf:"bytes,3,opt,name=mobile_number,json=mobileNumber,proto3" json:"mobile_number,omitempty"`
+	From         string `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"`
+	// The whole text, the one-time code included: it is the sandbox's.
+	Text          string                 `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	ReceivedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=received_at,json=receivedAt,proto3" json:"received_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxSms) Reset() {
+	*x = SandboxSms{}
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxSms) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxSms) ProtoMessage() {}
+
+func (x *SandboxSms) ProtoReflect() protoreflect.Message {
+	mi := &file_mnv_verification_v1_workflows_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxSms.ProtoReflect.Descriptor instead.
+func (*SandboxSms) Descriptor() ([]byte, []int) {
+	return file_mnv_verification_v1_workflows_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SandboxSms) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *SandboxSms) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *SandboxSms) GetMobileNumber() string {
+	if x != nil {
+		return x.MobileNumber
+	}
+	return ""
+}
+
+func (x *SandboxSms) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *SandboxSms) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SandboxSms) GetReceivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReceivedAt
+	}
+	return nil
+}
+
 var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
@@ -2137,7 +2305,20 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x0fcode_expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rcodeExpiresAtB\t\n" +
 	"\a_reasonB\n" +
 	"\n" +
-	"\b_channelBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
+	"\b_channel\"\x17\n" +
+	"\x15ListSandboxSmsRequest\"O\n" +
+	"\x16ListSandboxSmsResponse\x125\n" +
+	"\x05items\x18\x01 \x03(\v2\x1f.mnv.verification.v1.SandboxSmsR\x05items\"\xd0\x01\n" +
+	"\n" +
+	"SandboxSms\x12\x1f\n" +
+	"\vworkflow_id\x18\x01 \x01(\tR\n" +
+	"workflowId\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12#\n" +
+	"\rmobile_number\x18\x03 \x01(\tR\fmobileNumber\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12;\n" +
+	"\vreceived_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"receivedAtBCZAgithub.com/mnvhq/mnv/proto/gen/mnv/verification/v1;verificationv1b\x06proto3"
 
 var (
 	file_mnv_verification_v1_workflows_proto_rawDescOnce sync.Once
@@ -2151,7 +2332,7 @@ func file_mnv_verification_v1_workflows_proto_rawDescGZIP() []byte {
 	return file_mnv_verification_v1_workflows_proto_rawDescData
 }
 
-var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_mnv_verification_v1_workflows_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*StartWorkflowRequest)(nil),          // 0: mnv.verification.v1.StartWorkflowRequest
 	(*StartWorkflowResponse)(nil),         // 1: mnv.verification.v1.StartWorkflowResponse
@@ -2183,9 +2364,12 @@ var file_mnv_verification_v1_workflows_proto_goTypes = []any{
 	(*ResendWebWorkflowCodeRequest)(nil),  // 27: mnv.verification.v1.ResendWebWorkflowCodeRequest
 	(*ResendWebWorkflowCodeResponse)(nil), // 28: mnv.verification.v1.ResendWebWorkflowCodeResponse
 	(*WebWorkflow)(nil),                   // 29: mnv.verification.v1.WebWorkflow
-	nil,                                   // 30: mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	(*timestamppb.Timestamp)(nil),         // 31: google.protobuf.Timestamp
-	(*v1.Usage)(nil),                      // 32: mnv.usage.v1.Usage
+	(*ListSandboxSmsRequest)(nil),         // 30: mnv.verification.v1.ListSandboxSmsRequest
+	(*ListSandboxSmsResponse)(nil),        // 31: mnv.verification.v1.ListSandboxSmsResponse
+	(*SandboxSms)(nil),                    // 32: mnv.verification.v1.SandboxSms
+	nil,                                   // 33: mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	(*timestamppb.Timestamp)(nil),         // 34: google.protobuf.Timestamp
+	(*v1.Usage)(nil),                      // 35: mnv.usage.v1.Usage
 }
 var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	12, // 0: mnv.verification.v1.StartWorkflowResponse.workflow:type_name -> mnv.verification.v1.Workflow
@@ -2195,32 +2379,34 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	12, // 4: mnv.verification.v1.CheckWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	12, // 5: mnv.verification.v1.ResendWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.Workflow
 	13, // 6: mnv.verification.v1.Workflow.steps:type_name -> mnv.verification.v1.WorkflowStep
-	31, // 7: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
-	31, // 8: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	31, // 9: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
-	31, // 10: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	31, // 11: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	31, // 12: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	34, // 7: mnv.verification.v1.Workflow.resend_at:type_name -> google.protobuf.Timestamp
+	34, // 8: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	34, // 9: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
+	34, // 10: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
+	34, // 11: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	34, // 12: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
 	18, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	19, // 14: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	18, // 15: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	18, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
 	19, // 17: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
 	20, // 18: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	30, // 19: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	33, // 19: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
 	20, // 20: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	32, // 21: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	31, // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	35, // 21: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	34, // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
 	29, // 23: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
 	29, // 24: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
-	31, // 25: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
-	31, // 26: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	19, // 27: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	34, // 25: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
+	34, // 26: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	32, // 27: mnv.verification.v1.ListSandboxSmsResponse.items:type_name -> mnv.verification.v1.SandboxSms
+	34, // 28: mnv.verification.v1.SandboxSms.received_at:type_name -> google.protobuf.Timestamp
+	19, // 29: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
@@ -2244,7 +2430,7 @@ func file_mnv_verification_v1_workflows_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mnv_verification_v1_workflows_proto_rawDesc), len(file_mnv_verification_v1_workflows_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,220 @@
+// Package smsc is mnv's side of an operator's SMS centre: the workflows' SMS provider over one
+// SMPP transceiver bind (services/platform/smpp), its delivery receipts handed to the
+// workflows, and its counters per bind. What it guarantees across a crash is
+// docs/architecture.md#sms-over-smpp.
+package smsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/smpp"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
+)
+
+// Config is the bind and the sender.
+type Config struct {
+	// Name labels the bind's metrics (several SMSCs may one day be bound at once).
+	Name string
+	smpp.Config
+	// Source is the sender the phone shows: a number or an alphanumeric name.
+	Source string
+}
+
+// Receipts is where delivery receipts go (workflows.Service).
+type Receipts interface {
+	Receipt(ctx context.Context, providerID, status string) error
+}
+
+// receiptQueue is how many receipts may wait for the database: the SMSC's reading goroutine
+// only enqueues, so a slow database never holds up submits' answers.
+const receiptQueue = 4096
+
+// receiptWorkers record receipts in parallel; receiptAttempts is how many times each is tried
+// (about 4.5 s of pauses in all).
+const (
+	receiptWorkers  = 4
+	receiptAttempts = 10
+)
+
+// Provider sends the workflows' SMS over one bind. Until the first bind succeeds, Send answers
+// workflows.ErrNotSent and the job retries; from then on the smpp client keeps the session.
+type Provider struct {
+	cfg      Config
+	receipts Receipts
+	metrics  *Metrics
+	log      *zap.Logger
+
+	client   atomic.Pointer[smpp.Client]
+	queue    chan smpp.Receipt
+	stop     chan struct{}
+	binding  sync.WaitGroup // the first bind
+	workers  sync.WaitGroup // the receipts' recorders
+	stopOnce sync.Once
+}
+
+// New makes a provider; Start binds it.
+func New(cfg Config, receipts Receipts, m *Metrics, log *zap.Logger) *Provider {
+	return &Provider{cfg: cfg, receipts: receipts, metrics: m, log: log, queue: make(chan smpp.Receipt, receiptQueue), stop: make(chan struct{})}
+}
+
+// Start records receipts and binds, retrying the first bind in the background until it
+// succeeds or Close: an SMSC away at start-up delays the SMS, it does not stop the service.
+func (p *Provider) Start() {
+	for range receiptWorkers {
+		p.workers.Add(1)
+		go p.recordReceipts()
+	}
+	cfg := p.cfg.Config
+	cfg.OnReceipt = p.onReceipt
+	cfg.Observer = p.metrics.observer(p.cfg.Name)
+	p.binding.Add(1)
+	go func() {
+		defer p.binding.Done()
+		pause := time.Second
+		for {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				select {
+				case <-p.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			c, err := smpp.Dial(ctx, cfg)
+			cancel()
+			if err == nil {
+				p.client.Store(c)
+				p.log.Info("smsc bound", zap.String("smsc", p.cfg.Name), zap.String("addr", p.cfg.Addr))
+				return
+			}
+			p.metrics.bindFailed(p.cfg.Name)
+			p.log.Warn("smsc bind failed; retrying", zap.String("smsc", p.cfg.Name), zap.String("addr", p.cfg.Addr), zap.Error(err))
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 30*time.Second)
+		}
+	}()
+}
+
+// Close unbinds (submits in flight get their answers first) and stops recording receipts
+// once those queued are recorded.
+func (p *Provider) Close() error {
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		p.binding.Wait() // no client appears after this
+		if c := p.client.Load(); c != nil {
+			_ = c.Close() // no receipt is handed over after this
+		}
+		close(p.queue)
+		p.workers.Wait()
+	})
+	return nil
+}
+
+// Send submits m with a delivery receipt asked for. A refusal for good is workflows.ErrRefused;
+// a failure the SMSC never saw is workflows.ErrNotSent; any other failure (the outcome unknown)
+// is a plain error, and the job's retry is then in doubt.
+func (p *Provider) Send(ctx context.Context, m workflows.Message) ([]string, error) {
+	c := p.client.Load()
+	if c == nil {
+		return nil, fmt.Errorf("smsc %s not bound yet: %w", p.cfg.Name, workflows.ErrNotSent)
+	}
+	ids, err := c.Submit(ctx, smpp.Message{From: p.cfg.Source, To: m.To, Text: m.Text, RegisteredDelivery: true})
+	if err == nil {
+		return ids, nil
+	}
+	return ids, classify(err, len(ids) > 0)
+}
+
+// classify maps a submit's error to the provider port's: refused for good, surely not sent, or
+// unknown. Parts already taken (partial) make any failure unknown but a refusal.
+func classify(err error, partial bool) error {
+	var st smpp.Status
+	switch {
+	case errors.As(err, &st) && !st.Transient():
+		return fmt.Errorf("%w: %w", workflows.ErrRefused, err)
+	case partial || smpp.Uncertain(err):
+		return err
+	case errors.Is(err, smpp.ErrClosed) || errors.As(err, &st) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// Closed before a byte left, throttled past the retries, or waited too long for the
+		// window or a session: the SMSC took nothing.
+		return fmt.Errorf("%w: %w", workflows.ErrNotSent, err)
+	default:
+		return err // the text could not be encoded, or something unforeseen: treated as unknown
+	}
+}
+
+// onReceipt runs on the session's reading goroutine: it only enqueues. A full queue drops the
+// receipt (counted): the step then stays SENT until its deadline, as if the SMSC sent none.
+func (p *Provider) onReceipt(r smpp.Receipt) {
+	select {
+	case p.queue <- r:
+	default:
+		p.metrics.receiptDropped(p.cfg.Name)
+	}
+}
+
+// recordReceipts hands final receipts to the workflows; intermediate states (ENROUTE,
+// ACCEPTD) change nothing.
+func (p *Provider) recordReceipts() {
+	defer p.workers.Done()
+	for r := range p.queue {
+		p.metrics.receipt(p.cfg.Name, r.State)
+		status, final := receiptStatus(r.State)
+		if !final {
+			continue
+		}
+		// A receipt may overtake the record of its message id (an SMSC that delivers at once
+		// answers the submit and sends the receipt together): an unknown id is asked again for
+		// a few seconds before it is taken for another system's message or a purged workflow.
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := p.receipts.Receipt(ctx, r.MessageID, status)
+			cancel()
+			if err == nil {
+				break
+			}
+			if attempt == receiptAttempts-1 {
+				if !errors.Is(err, fault.ErrNotFound) {
+					p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
+				}
+				break
+			}
+			select {
+			case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			case <-p.stop:
+				return
+			}
+		}
+	}
+}
+
+// receiptStatus maps a receipt's final state to the workflows' receipt status.
+func receiptStatus(s smpp.MessageState) (status string, final bool) {
+	switch s {
+	case smpp.StateDelivered:
+		return workflows.ReceiptDelivered, true
+	case smpp.StateUndeliverable, smpp.StateExpired, smpp.StateDeleted, smpp.StateRejected:
+		return workflows.ReceiptUndeliverable, true
+	}
+	return "", false
+}
+
+// ReceiptFunc is a Receipts of one function.
+type ReceiptFunc func(ctx context.Context, providerID, status string) error
+
+// Receipt calls f.
+func (f ReceiptFunc) Receipt(ctx context.Context, providerID, status string) error {
+	return f(ctx, providerID, status)
+}

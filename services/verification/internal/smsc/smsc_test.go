@@ -1,0 +1,163 @@
+package smsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/mnvhq/mnv/services/platform/metricstest"
+	"github.com/mnvhq/mnv/services/platform/smpp"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxsmsc"
+	"github.com/mnvhq/mnv/services/verification/internal/otp"
+	"github.com/mnvhq/mnv/services/verification/internal/workflows"
+)
+
+// receipts keeps what the provider recorded.
+type receipts struct {
+	mu  sync.Mutex
+	got map[string]string
+}
+
+func (r *receipts) Receipt(_ context.Context, id, status string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got[id] = status
+	return nil
+}
+
+func (r *receipts) of(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got[id]
+}
+
+// TestSendAndReceipt: a message goes over a real SMPP bind (the sandbox SMSC), its receipt
+// comes back to the workflows as DELIVERED, and the bind's counters say so.
+func TestSendAndReceipt(t *testing.T) {
+	password := fmt.Sprintf("pw%06d", time.Now().Nanosecond()%1000000)
+	srv, err := sandboxsmsc.Listen("127.0.0.1:0", sandboxsmsc.Config{SystemID: "mnv", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &receipts{got: map[string]string{}}
+	p := New(Config{Name: "sandbox", Source: "mnv", Config: smpp.Config{Addr: srv.Addr(), SystemID: "mnv", Password: password}}, rec, m, zap.NewNop())
+	p.Start()
+	defer p.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ids []string
+	for {
+		ids, err = p.Send(ctx, workflows.Message{ID: "step-1", To: "+33612345678", Text: "123456 is your verification code."})
+		if !errors.Is(err, workflows.ErrNotSent) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the first bind is made in the background
+	}
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("Send = %v, %v", ids, err)
+	}
+	got := srv.Messages("33612345678")
+	if len(got) != 1 || got[0].Text != "123456 is your verification code." || got[0].From != "mnv" {
+		t.Fatalf("the SMSC has %+v", got)
+	}
+	for rec.of(ids[0]) == "" && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := rec.of(ids[0]); s != workflows.ReceiptDelivered {
+		t.Fatalf("receipt %q, want %s", s, workflows.ReceiptDelivered)
+	}
+	series := metricstest.Gather(t, reg)
+	for name, want := range map[string]float64{
+		`mnv_smpp_bound{smsc=sandbox}`:                           1,
+		`mnv_smpp_binds_total{smsc=sandbox}`:                     1,
+		`mnv_smpp_submits_total{outcome=submitted,smsc=sandbox}`: 1,
+		`mnv_smpp_receipts_total{smsc=sandbox,state=DELIVERED}`:  1,
+		`mnv_smpp_submits_total{outcome=rejected,smsc=sandbox}`:  0,
+		`mnv_smpp_receipts_dropped_total{smsc=sandbox}`:          0,
+	} {
+		if series[name] != want {
+			t.Errorf("%s = %v, want %v", name, series[name], want)
+		}
+	}
+}
+
+// TestNotBoundIsNotSent: before any bind, nothing left, so the retry is not in doubt.
+func TestNotBoundIsNotSent(t *testing.T) {
+	p := New(Config{Name: "away", Config: smpp.Config{Addr: "127.0.0.1:1"}}, &receipts{}, nil, zap.NewNop())
+	if _, err := p.Send(context.Background(), workflows.Message{To: "+33612345678", Text: "x"}); !errors.Is(err, workflows.ErrNotSent) {
+		t.Fatalf("Send before a bind = %v, want ErrNotSent", err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		partial bool
+		want    error // nil: neither refused nor not sent (the outcome is unknown)
+	}{
+		{"invalid destination", smpp.StatusInvalidDestAddr, false, workflows.ErrRefused},
+		{"refused after a part", smpp.StatusInvalidDestAddr, true, workflows.ErrRefused},
+		{"throttled past the retries", smpp.StatusThrottled, false, workflows.ErrNotSent},
+		{"throttled after a part", smpp.StatusThrottled, true, nil},
+		{"closed", smpp.ErrClosed, false, workflows.ErrNotSent},
+		{"connection lost in flight", smpp.ErrConnectionLost, false, nil},
+		{"no response", smpp.ErrResponseTimeout, false, nil},
+		{"waited for the window too long", context.DeadlineExceeded, false, workflows.ErrNotSent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := classify(fmt.Errorf("smpp: submit part 1 of 1: %w", tc.err), tc.partial)
+			refused, notSent := errors.Is(got, workflows.ErrRefused), errors.Is(got, workflows.ErrNotSent)
+			switch {
+			case tc.want == nil && (refused || notSent):
+				t.Errorf("%v: refused %v, not sent %v; want unknown", got, refused, notSent)
+			case tc.want != nil && !errors.Is(got, tc.want):
+				t.Errorf("%v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReceiptStatus(t *testing.T) {
+	for s, want := range map[smpp.MessageState]string{
+		smpp.StateDelivered: workflows.ReceiptDelivered, smpp.StateUndeliverable: workflows.ReceiptUndeliverable,
+		smpp.StateExpired: workflows.ReceiptUndeliverable, smpp.StateRejected: workflows.ReceiptUndeliverable,
+		smpp.StateDeleted: workflows.ReceiptUndeliverable, smpp.StateEnroute: "", smpp.StateAccepted: "", smpp.StateUnknown: "",
+	} {
+		if got, final := receiptStatus(s); got != want || final != (want != "") {
+			t.Errorf("%v: %q %v, want %q", s, got, final, want)
+		}
+	}
+}
+
+// TestTextsFitOneSMS: every language's text, with the longest code and lifetime a policy
+// allows, is one SMS part (a second part is a second charge from the operator), in GSM 7-bit
+// wherever the language's letters are in it.
+func TestTextsFitOneSMS(t *testing.T) {
+	for _, tc := range []struct {
+		locale string
+		gsm    bool
+	}{{"en-GB", true}, {"fr-FR", true}, {"de-DE", true}, {"es-ES", true}, {"ar-AE", false}, {"xx", true}} {
+		text := workflows.Text(tc.locale, otp.Parse("1234567890"), 30*time.Minute)
+		enc, err := smpp.EncodeText(text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.locale, err)
+		}
+		if len(enc.Parts) != 1 || (enc.DataCoding == smpp.CodingDefault) != tc.gsm {
+			t.Errorf("%s: %q is %d parts, coding %#x; want one, GSM %v", tc.locale, text, len(enc.Parts), enc.DataCoding, tc.gsm)
+		}
+	}
+}
