@@ -133,6 +133,9 @@ type Options struct {
 	// UsageRows are the verifications benchmark G seeds; UsageCalls its timed calls per range,
 	// UsageLive its calls before the roll-up.
 	UsageRows, UsageCalls, UsageLive int
+	SkipConsole                      bool
+	// ConsoleLoads are benchmark H's loads of the console's first page, cold and warm each.
+	ConsoleLoads int
 }
 
 func main() { os.Exit(run()) }
@@ -166,6 +169,8 @@ func run() int {
 	flag.IntVar(&opts.UsageRows, "usage-rows", 10_000_000, "verifications benchmark G seeds for its client, over 365 days")
 	flag.IntVar(&opts.UsageCalls, "usage-calls", 50, "calls of benchmark G per range")
 	flag.IntVar(&opts.UsageLive, "usage-live-calls", 3, "365-day calls of benchmark G before the roll-up, read from the rows alone (0: none)")
+	flag.BoolVar(&opts.SkipConsole, "skip-console", false, "do not run benchmark H (the console's first page in Chromium, signed in with a passkey)")
+	flag.IntVar(&opts.ConsoleLoads, "console-loads", 20, "loads of benchmark H's first page, cold and warm each")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	openLoop := flag.String("open-loop", "0.5,0.25", "shares of benchmark C's many-client peak to run an open loop at, comma-separated (the p99 goal is at 0.5; empty: none)")
 	flag.Parse()
@@ -179,8 +184,8 @@ func run() int {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows and -usage-calls must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.ConsoleLoads < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows, -usage-calls and -console-loads must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
 		return 2
 	}
 
@@ -260,7 +265,7 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A to F into rep and stops the suite again.
+// measure starts the suite, runs benchmarks A to H into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
 	hopts := harness.Options{Env: suiteEnv, ProcessEnv: map[string][]string{}}
 	for name, n := range opts.Procs {
@@ -395,6 +400,17 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Flows = append(append(rep.Flows, cam.Sequential...), cam.Concurrent...)
 		rep.Added = append(rep.Added, cam.Added...)
 		rep.Checks = append(rep.Checks, cam.Checks...)
+	}
+	if opts.SkipConsole {
+		rep.Notes = append(rep.Notes, "benchmark H (the console's first page) skipped: -skip-console")
+	} else {
+		fmt.Fprintln(progress, "== H: the console's first page in Chromium, signed in with a passkey")
+		con, err := benchConsole(ctx, s, opts.ConsoleLoads, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark H: %w", err)
+		}
+		rep.Goals = append(rep.Goals, con.Goals...)
+		rep.Notes = append(rep.Notes, con.Notes...)
 	}
 	// Last: its ten million rows would slow what runs after them.
 	if opts.SkipUsage {
