@@ -93,11 +93,7 @@ func (s *Service) StartAddPasskey(ctx context.Context, p principal.Principal) (O
 	if sso {
 		return Options{}, errSSOPasskey
 	}
-	person, err := s.st.PersonByID(ctx, p.UserID)
-	if err != nil {
-		return Options{}, err
-	}
-	u, err := s.loadUser(ctx, s.st, person)
+	u, err := s.userByID(ctx, s.st, p.UserID)
 	if err != nil {
 		return Options{}, err
 	}
@@ -136,11 +132,7 @@ func (s *Service) AddPasskey(ctx context.Context, p principal.Principal, ceremon
 		if sso {
 			return errSSOPasskey
 		}
-		person, err := st.PersonByID(ctx, p.UserID)
-		if err != nil {
-			return err
-		}
-		u, err := s.loadUser(ctx, st, person)
+		u, err := s.userByID(ctx, st, p.UserID)
 		if err != nil {
 			return err
 		}
@@ -153,7 +145,7 @@ func (s *Service) AddPasskey(ctx context.Context, p principal.Principal, ceremon
 		if err != nil {
 			return err
 		}
-		k := Passkey{ID: uuid.NewString(), PersonID: person.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
+		k := Passkey{ID: uuid.NewString(), PersonID: u.p.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
 		if err := st.InsertPasskey(ctx, k); err != nil {
 			return err
 		}

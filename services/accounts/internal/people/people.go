@@ -189,6 +189,15 @@ func NormalEmail(e string) string { return strings.ToLower(strings.TrimSpace(e))
 
 func (s *Service) emailFP(e string) []byte { return s.fp.Sum("email:" + NormalEmail(e)) }
 
+// userByID reads the person of id and their passkeys.
+func (s *Service) userByID(ctx context.Context, st Store, id string) (*user, error) {
+	person, err := st.PersonByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.loadUser(ctx, st, person)
+}
+
 // loadUser reads a person and their passkeys.
 func (s *Service) loadUser(ctx context.Context, st Store, p Person) (*user, error) {
 	p, err := s.open(p)
@@ -515,11 +524,7 @@ func (s *Service) SwitchClient(ctx context.Context, p principal.Principal, clien
 
 // StartStepUp begins a step-up with one of p's person's passkeys.
 func (s *Service) StartStepUp(ctx context.Context, p principal.Principal) (Options, error) {
-	person, err := s.st.PersonByID(ctx, p.UserID)
-	if err != nil {
-		return Options{}, err
-	}
-	u, err := s.loadUser(ctx, s.st, person)
+	u, err := s.userByID(ctx, s.st, p.UserID)
 	if err != nil {
 		return Options{}, err
 	}
@@ -544,11 +549,7 @@ func (s *Service) StepUp(ctx context.Context, p principal.Principal, ceremonyID,
 		if err != nil {
 			return err
 		}
-		person, err := st.PersonByID(ctx, p.UserID)
-		if err != nil {
-			return err
-		}
-		u, err := s.loadUser(ctx, st, person)
+		u, err := s.userByID(ctx, st, p.UserID)
 		if err != nil {
 			return err
 		}
