@@ -136,17 +136,8 @@ func (s *Service) AddPasskey(ctx context.Context, p principal.Principal, ceremon
 		if err != nil {
 			return err
 		}
-		// go-webauthn checks the ceremony's user handle is this person's.
-		cred, err := s.wa.CreateCredential(u, data, parsed)
+		k, err := s.register(ctx, st, u, data, parsed, name)
 		if err != nil {
-			return ErrCeremony
-		}
-		b, err := json.Marshal(cred)
-		if err != nil {
-			return err
-		}
-		k := Passkey{ID: uuid.NewString(), PersonID: u.p.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
-		if err := st.InsertPasskey(ctx, k); err != nil {
 			return err
 		}
 		out, err = passkeyInfo(k)

@@ -198,6 +198,21 @@ func (s *Service) userByID(ctx context.Context, st Store, id string) (*user, err
 	return s.loadUser(ctx, st, person)
 }
 
+// register checks a registration ceremony's answer for u (go-webauthn checks its user handle
+// is u's) and keeps the new passkey, named name.
+func (s *Service) register(ctx context.Context, st Store, u *user, data webauthn.SessionData, parsed *protocol.ParsedCredentialCreationData, name string) (Passkey, error) {
+	cred, err := s.wa.CreateCredential(u, data, parsed)
+	if err != nil {
+		return Passkey{}, ErrCeremony
+	}
+	b, err := json.Marshal(cred)
+	if err != nil {
+		return Passkey{}, err
+	}
+	k := Passkey{ID: uuid.NewString(), PersonID: u.p.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
+	return k, st.InsertPasskey(ctx, k)
+}
+
 // loadUser reads a person and their passkeys.
 func (s *Service) loadUser(ctx context.Context, st Store, p Person) (*user, error) {
 	p, err := s.open(p)
@@ -764,15 +779,7 @@ func (s *Service) Accept(ctx context.Context, token, ceremonyID, credentialJSON,
 			if err != nil {
 				return ErrCeremony
 			}
-			cred, err := s.wa.CreateCredential(u, data, parsed)
-			if err != nil {
-				return ErrCeremony
-			}
-			b, err := json.Marshal(cred)
-			if err != nil {
-				return err
-			}
-			if err := st.InsertPasskey(ctx, Passkey{ID: uuid.NewString(), PersonID: person.ID, CredentialID: cred.ID, Credential: b}); err != nil {
+			if _, err := s.register(ctx, st, u, data, parsed, ""); err != nil {
 				return err
 			}
 		}
