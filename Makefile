@@ -97,7 +97,7 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME executions each, default 30000x
 	done
 
 .PHONY: bench
-bench: build ## Measure throughput (REST vs gRPC, debits, verify, Connect, webhooks) and CAMARA latency, next to the raw Postgres limit
+bench: build ## Measure throughput (REST vs gRPC, debits, verify, Connect, webhooks), CAMARA latency, usage and the console's first page, next to the raw Postgres limit
 	@url=$$($(PG_ENSURE)); DATABASE_URL="$$url" MNV_BIN_DIR=$(BIN) go run ./tests/bench
 
 .PHONY: screenshots

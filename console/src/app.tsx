@@ -6,7 +6,7 @@ import { api, call, onSignedOut, onStepUpRequired } from './api/client';
 import { getPasskey } from './api/webauthn';
 import { base, match, navigate, onLinkClick, usePath } from './router';
 import { SessionContext, useSession, type Session } from './session';
-import { Dialog, ErrorBox, FormError, Loading, useAction } from './ui';
+import { Dialog, DialogActions, ErrorBox, FormError, Loading, useAction } from './ui';
 import { SignIn } from './pages/sign-in';
 import { Invite } from './pages/invite';
 import { Overview } from './pages/overview';
@@ -233,28 +233,22 @@ function StepUp() {
       <Dialog title="Confirm it is you" open={!!pending} onClose={cancel}>
         <p>This action needs you to sign in again at your organisation. You come back to this page, then do the action again.</p>
         <FormError error={a.error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={cancel} disabled={a.busy}>
-            Cancel
-          </button>
-          <button
-            type="button"
-            class="button button-primary"
-            disabled={a.busy}
-            onClick={() =>
-              a.run(async () => {
-                const s = await call(
-                  'POST /v1/api/console/step-up/sso',
-                  () => api.POST('/v1/api/console/step-up/sso', { body: { returnTo: location.pathname } }),
-                  { stepUp: false },
-                );
-                location.assign(s.authorizationUrl);
-              })
-            }
-          >
-            {a.busy ? 'Going to your organisation…' : 'Sign in again at my organisation'}
-          </button>
-        </div>
+        <DialogActions
+          onCancel={cancel}
+          busy={a.busy}
+          label="Sign in again at my organisation"
+          busyLabel="Going to your organisation…"
+          onAction={() =>
+            a.run(async () => {
+              const s = await call(
+                'POST /v1/api/console/step-up/sso',
+                () => api.POST('/v1/api/console/step-up/sso', { body: { returnTo: location.pathname } }),
+                { stepUp: false },
+              );
+              location.assign(s.authorizationUrl);
+            })
+          }
+        />
       </Dialog>
     );
   }
@@ -262,31 +256,25 @@ function StepUp() {
     <Dialog title="Confirm it is you" open={!!pending} onClose={cancel}>
       <p>This action needs a fresh confirmation with your passkey.</p>
       <FormError error={a.error} />
-      <div class="dialog-actions">
-        <button type="button" class="button" onClick={cancel} disabled={a.busy}>
-          Cancel
-        </button>
-        <button
-          type="button"
-          class="button button-primary"
-          disabled={a.busy}
-          onClick={() =>
-            a.run(async () => {
-              const o = await call('POST /v1/api/console/step-up/options', () => api.POST('/v1/api/console/step-up/options', { body: {} }), {
-                stepUp: false,
-              });
-              const credentialJson = await getPasskey(o.optionsJson);
-              await call('POST /v1/api/console/step-up', () => api.POST('/v1/api/console/step-up', { body: { ceremonyId: o.ceremonyId, credentialJson } }), {
-                stepUp: false,
-              });
-              pending?.resolve();
-              setPending(null);
-            })
-          }
-        >
-          {a.busy ? 'Waiting for the passkey…' : 'Use my passkey'}
-        </button>
-      </div>
+      <DialogActions
+        onCancel={cancel}
+        busy={a.busy}
+        label="Use my passkey"
+        busyLabel="Waiting for the passkey…"
+        onAction={() =>
+          a.run(async () => {
+            const o = await call('POST /v1/api/console/step-up/options', () => api.POST('/v1/api/console/step-up/options', { body: {} }), {
+              stepUp: false,
+            });
+            const credentialJson = await getPasskey(o.optionsJson);
+            await call('POST /v1/api/console/step-up', () => api.POST('/v1/api/console/step-up', { body: { ceremonyId: o.ceremonyId, credentialJson } }), {
+              stepUp: false,
+            });
+            pending?.resolve();
+            setPending(null);
+          })
+        }
+      />
     </Dialog>
   );
 }

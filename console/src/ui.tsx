@@ -187,25 +187,86 @@ export function Confirm({
     <Dialog title={title} open={open} onClose={onClose}>
       <div class="dialog-body">{children}</div>
       <FormError error={a.error} />
-      <div class="dialog-actions">
-        <button type="button" class="button" onClick={onClose} disabled={a.busy}>
-          Cancel
-        </button>
-        <button
-          type="button"
-          class={danger ? 'button button-danger' : 'button button-primary'}
-          disabled={a.busy}
-          onClick={() =>
-            a.run(async () => {
-              await onConfirm();
-              onClose();
-            })
-          }
-        >
-          {a.busy ? 'Working…' : confirmLabel}
-        </button>
-      </div>
+      <DialogActions
+        onCancel={onClose}
+        busy={a.busy}
+        danger={danger}
+        label={confirmLabel}
+        busyLabel="Working…"
+        onAction={() =>
+          a.run(async () => {
+            await onConfirm();
+            onClose();
+          })
+        }
+      />
     </Dialog>
+  );
+}
+
+/**
+ * A dialog's Cancel and its one action, both disabled while the action runs (then busyLabel
+ * says so). Without onAction the action submits the dialog's form.
+ */
+export function DialogActions({
+  onCancel,
+  busy,
+  label,
+  busyLabel,
+  onAction,
+  danger = false,
+  disabled = false,
+}: {
+  onCancel: () => void;
+  busy: boolean;
+  label: string;
+  busyLabel: string;
+  onAction?: () => void;
+  danger?: boolean;
+  disabled?: boolean;
+}) {
+  return (
+    <div class="dialog-actions">
+      <button type="button" class="button" onClick={onCancel} disabled={busy}>
+        Cancel
+      </button>
+      <button type={onAction ? 'button' : 'submit'} class={danger ? 'button button-danger' : 'button button-primary'} disabled={busy || disabled} onClick={onAction}>
+        {busy ? busyLabel : label}
+      </button>
+    </div>
+  );
+}
+
+/** A column of TableHead: its heading, right-aligned (`num`) for figures. */
+export type Column = string | { label: string; num?: boolean };
+
+/**
+ * A table's head: a column header each (scope="col", so a screen reader names each cell's
+ * column), and with `actions` a last column for the row's buttons, named for screen readers
+ * only.
+ */
+export function TableHead({ columns, actions = false }: { columns: Column[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) =>
+          typeof c === 'string' ? (
+            <th scope="col" key={c}>
+              {c}
+            </th>
+          ) : (
+            <th scope="col" key={c.label} class={c.num ? 'num' : undefined}>
+              {c.label}
+            </th>
+          ),
+        )}
+        {actions && (
+          <th scope="col">
+            <span class="visually-hidden">Actions</span>
+          </th>
+        )}
+      </tr>
+    </thead>
   );
 }
 

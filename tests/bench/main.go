@@ -137,6 +137,9 @@ type Options struct {
 	SkipWorkflows                    bool
 	// Workflows are benchmark H's workflows, on WorkflowWorkers workers.
 	Workflows, WorkflowWorkers int
+	SkipConsole                bool
+	// ConsoleLoads are benchmark I's loads of the console's first page, cold and warm each.
+	ConsoleLoads int
 }
 
 func main() { os.Exit(run()) }
@@ -173,6 +176,8 @@ func run() int {
 	flag.BoolVar(&opts.SkipWorkflows, "skip-workflows", false, "do not run benchmark H (verification workflows: SMS over one SMPP bind to VERIFIED)")
 	flag.IntVar(&opts.Workflows, "workflows", 500, "workflows of benchmark H")
 	flag.IntVar(&opts.WorkflowWorkers, "workflows-c", 16, "concurrent workers of benchmark H")
+	flag.BoolVar(&opts.SkipConsole, "skip-console", false, "do not run benchmark I (the console's first page in Chromium, signed in with a passkey)")
+	flag.IntVar(&opts.ConsoleLoads, "console-loads", 20, "loads of benchmark I's first page, cold and warm each")
 	flag.BoolVar(&skipPGBench, "skip-pgbench", false, "do not measure the raw PostgreSQL limit")
 	openLoop := flag.String("open-loop", "0.5,0.25", "shares of benchmark C's many-client peak to run an open loop at, comma-separated (the p99 goal is at 0.5; empty: none)")
 	flag.Parse()
@@ -186,8 +191,8 @@ func run() int {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.Workflows < 1 || opts.WorkflowWorkers < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows, -usage-calls, -workflows and -workflows-c must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.Workflows < 1 || opts.WorkflowWorkers < 1 || opts.ConsoleLoads < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows, -usage-calls, -workflows, -workflows-c and -console-loads must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
 		return 2
 	}
 
@@ -267,7 +272,7 @@ func run() int {
 	return 0
 }
 
-// measure starts the suite, runs benchmarks A to F into rep and stops the suite again.
+// measure starts the suite, runs benchmarks A to H into rep and stops the suite again.
 func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, rep *Report) (err error) {
 	hopts := harness.Options{Env: suiteEnv, ProcessEnv: map[string][]string{}}
 	for name, n := range opts.Procs {
@@ -423,6 +428,17 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		rep.Flows = append(rep.Flows, wf.Flow)
 		rep.Notes = append(rep.Notes, wf.Notes...)
 		rep.Checks = append(rep.Checks, wf.Checks...)
+	}
+	if opts.SkipConsole {
+		rep.Notes = append(rep.Notes, "benchmark I (the console's first page) skipped: -skip-console")
+	} else {
+		fmt.Fprintln(progress, "== I: the console's first page in Chromium, signed in with a passkey")
+		con, err := benchConsole(ctx, s, opts.ConsoleLoads, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark I: %w", err)
+		}
+		rep.Goals = append(rep.Goals, con.Goals...)
+		rep.Notes = append(rep.Notes, con.Notes...)
 	}
 	// Last: its ten million rows would slow what runs after them.
 	if opts.SkipUsage {

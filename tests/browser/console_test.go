@@ -35,6 +35,21 @@ type person struct {
 	authenticator string
 }
 
+// consoleInvitation is the invitation make run printed for the demo client's person: the
+// console's origin and the token.
+func (e *env) consoleInvitation(t *testing.T) (origin, token string) {
+	t.Helper()
+	m := consoleLink.FindStringSubmatch(e.output)
+	if m == nil {
+		t.Fatalf("make run printed no console invitation:\n%s", e.output)
+	}
+	link, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return link.Scheme + "://" + link.Host, m[2]
+}
+
 // newPerson opens a browser context of its own (its own cookies) with a virtual authenticator
 // that verifies its user, at origin.
 func (e *env) newPerson(t *testing.T, origin string) *person {
@@ -120,27 +135,19 @@ func want(t *testing.T, what string, a answer, status int) {
 }
 
 func (e *env) testConsole(t *testing.T) {
-	m := consoleLink.FindStringSubmatch(e.output)
-	if m == nil {
-		t.Fatalf("make run printed no console invitation:\n%s", e.output)
-	}
-	link, err := url.Parse(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	origin := link.Scheme + "://" + link.Host
+	origin, token := e.consoleInvitation(t)
 	admin := e.newPerson(t, origin)
 
 	// Not signed in: the session routes and the API-key routes alike are 401.
 	want(t, "session before sign-in", admin.api(t, "GET", "/console/session", nil), http.StatusUnauthorized)
 	want(t, "keys before sign-in", admin.api(t, "GET", "/me/api-keys", nil), http.StatusUnauthorized)
 
-	acc := admin.accept(t, m[2], "Dev Eloper")
+	acc := admin.accept(t, token, "Dev Eloper")
 	want(t, "accept", acc, http.StatusOK)
 	if acc.data()["membership"].(map[string]any)["role"] != "ADMIN" {
 		t.Fatalf("accepted as %v", acc.data())
 	}
-	want(t, "the invitation again", admin.accept(t, m[2], "Again"), http.StatusNotFound)
+	want(t, "the invitation again", admin.accept(t, token, "Again"), http.StatusNotFound)
 
 	s := admin.api(t, "GET", "/console/session", nil)
 	want(t, "session", s, http.StatusOK)

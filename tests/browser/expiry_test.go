@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +16,9 @@ const consoleIdle = 3 * time.Second
 // it, the console sends them back to sign-in at their next click, and the API answers 401.
 func TestBrowserConsoleSessionExpiry(t *testing.T) {
 	e := setUpWith(t, map[string]string{"MNV_CONSOLE_SESSION_IDLE": consoleIdle.String()})
-	m := consoleLink.FindStringSubmatch(e.output)
-	if m == nil {
-		t.Fatalf("make run printed no console invitation:\n%s", e.output)
-	}
-	link, err := url.Parse(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	origin := link.Scheme + "://" + link.Host
+	origin, token := e.consoleInvitation(t)
 	p := e.newPerson(t, origin)
-	want(t, "accept", p.accept(t, m[2], "Idle Person"), http.StatusOK)
+	want(t, "accept", p.accept(t, token, "Idle Person"), http.StatusOK)
 	p.page.Goto(t, origin+"/console/")
 	p.page.WaitVisible(t, `main h1`)
 	p.page.Poll(t, `document.querySelectorAll('.state-loading').length === 0`, nil, 15*time.Second)

@@ -29,15 +29,7 @@ const cspWatch = `window.__csp = [];
 document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));`
 
 func TestSignInPage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateway := startGateway(t, root)
-	browser := harness.StartBrowser(t)
+	root, gateway, browser := setUp(t)
 	bctx := browser.NewContext(t, harness.ContextOptions{Width: 1200, Height: 800})
 	bctx.AddInitScript(t, cspWatch)
 	p := bctx.NewPage(t)
@@ -153,6 +145,20 @@ func screenshot(t *testing.T, p *harness.Page, root, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: out/%s", name)
+}
+
+// setUp skips t under -short, else starts the gateway binary alone (startGateway) and
+// Chromium: the checkout, the gateway's URL and the browser, all stopped when t ends.
+func setUp(t *testing.T) (root, gateway string, browser *harness.Browser) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, startGateway(t, root), harness.StartBrowser(t)
 }
 
 // startGateway runs bin/gateway ($MNV_BIN_DIR, as make test builds it, or built now) on a free

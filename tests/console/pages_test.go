@@ -178,15 +178,7 @@ func fakeWorkflow(iso func(time.Duration) string, id, status, decidedBy string) 
 // heading, with no CSP violation, no markup from the data turned into elements, no serious
 // or critical axe violation; each is kept as out/console-<page>.png.
 func TestPages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateway := startGateway(t, root)
-	browser := harness.StartBrowser(t)
+	root, gateway, browser := setUp(t)
 	answers := fakeAnswers(time.Now())
 
 	pages := []struct{ path, heading, shot string }{

@@ -23,15 +23,9 @@ const (
 // asserts it, and an action answered 403 STEP_UP_REQUIRED asks for it again and is retried once,
 // with a new Idempotency-Key. The server's checks of the credentials are the people API's tests.
 func TestPasskeys(t *testing.T) {
-	if testing.Short() {
-		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateway := strings.Replace(startGateway(t, root), "127.0.0.1", "localhost", 1)
-	browser := harness.StartBrowser(t)
+	root, gateway, browser := setUp(t)
+	// An IP address cannot be a WebAuthn RP ID: the tab opens the gateway by name.
+	gateway = strings.Replace(gateway, "127.0.0.1", "localhost", 1)
 
 	answers := fakeAnswers(time.Now())
 	answers["POST /v1/api/console/invitations/open"] = map[string]any{"ceremonyId": "cer-1", "clientName": "Acme Shop", "email": "new@example.com",

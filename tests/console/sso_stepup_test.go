@@ -14,15 +14,7 @@ import (
 // authorization URL. Here that URL stands for the provider sending the browser back refused,
 // which the page says. The flow's checks themselves are tests/gateway's TestSSOStepUp.
 func TestSSOStepUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("console: needs Chromium and the gateway binary; skipped under -short")
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateway := startGateway(t, root)
-	browser := harness.StartBrowser(t)
+	_, gateway, browser := setUp(t)
 
 	answers := fakeAnswers(time.Now())
 	session := answers["GET /v1/api/console/session"].(map[string]any)

@@ -124,6 +124,9 @@ func StartBrowser(t testing.TB) *Browser {
 	return b
 }
 
+// LaunchBrowser is StartBrowser outside a test (make bench): the caller closes the browser.
+func LaunchBrowser() (*Browser, error) { return startBrowser() }
+
 func startBrowser() (*Browser, error) {
 	chromium, err := ChromiumPath()
 	if err != nil {
@@ -311,33 +314,60 @@ type Context struct {
 // NewContext opens a context (1000×900 unless opts say otherwise), closed when t ends.
 func (b *Browser) NewContext(t testing.TB, opts ContextOptions) *Context {
 	t.Helper()
-	var id string
-	if err := b.call("newContext", map[string]any{"width": opts.Width, "height": opts.Height, "mobile": opts.Mobile}, &id); err != nil {
+	c, err := b.OpenContext(opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Context{b: b, id: id}
-	t.Cleanup(func() { _ = b.call("closeContext", map[string]any{"context": id}, nil) })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// OpenContext is NewContext outside a test: the caller closes the context.
+func (b *Browser) OpenContext(opts ContextOptions) (*Context, error) {
+	var id string
+	if err := b.call("newContext", map[string]any{"width": opts.Width, "height": opts.Height, "mobile": opts.Mobile}, &id); err != nil {
+		return nil, err
+	}
+	return &Context{b: b, id: id}, nil
+}
+
+// Close closes the context and its tabs.
+func (c *Context) Close() error {
+	return c.b.call("closeContext", map[string]any{"context": c.id}, nil)
 }
 
 // NewPage opens a tab of the context, closed when t ends.
 func (c *Context) NewPage(t testing.TB) *Page {
 	t.Helper()
-	var id string
-	if err := c.b.call("newPage", map[string]any{"context": c.id}, &id); err != nil {
+	p, err := c.OpenPage()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.b.call("closePage", map[string]any{"page": id}, nil) })
-	return &Page{b: c.b, id: id, Context: c}
+	t.Cleanup(func() { _ = c.b.call("closePage", map[string]any{"page": p.id}, nil) })
+	return p
+}
+
+// OpenPage is NewPage outside a test: the tab closes with its context.
+func (c *Context) OpenPage() (*Page, error) {
+	var id string
+	if err := c.b.call("newPage", map[string]any{"context": c.id}, &id); err != nil {
+		return nil, err
+	}
+	return &Page{b: c.b, id: id, Context: c}, nil
 }
 
 // AddInitScript runs script in every page of the context before the page's own scripts (the
 // page's Content-Security-Policy does not apply to it).
 func (c *Context) AddInitScript(t testing.TB, script string) {
 	t.Helper()
-	if err := c.b.call("addInitScript", map[string]any{"context": c.id, "script": script}, nil); err != nil {
+	if err := c.AddInitScriptErr(script); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// AddInitScriptErr is AddInitScript that returns its error.
+func (c *Context) AddInitScriptErr(script string) error {
+	return c.b.call("addInitScript", map[string]any{"context": c.id, "script": script}, nil)
 }
 
 // Cookie is a browser cookie.
@@ -354,11 +384,30 @@ type Cookie struct {
 // Cookies are the context's cookies sent to urls.
 func (c *Context) Cookies(t testing.TB, urls ...string) []Cookie {
 	t.Helper()
-	var cs []Cookie
-	if err := c.b.call("cookies", map[string]any{"context": c.id, "urls": urls}, &cs); err != nil {
+	cs, err := c.CookiesErr(urls...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// CookiesErr is Cookies that returns its error.
+func (c *Context) CookiesErr(urls ...string) ([]Cookie, error) {
+	var cs []Cookie
+	err := c.b.call("cookies", map[string]any{"context": c.id, "urls": urls}, &cs)
+	return cs, err
+}
+
+// AddCookies gives the context cookies another context holds (Cookies): a second visitor with
+// the first one's session. A domain without a leading dot is the host's alone, so a __Host-
+// cookie stays one.
+func (c *Context) AddCookies(cs []Cookie) error {
+	out := make([]map[string]any, 0, len(cs))
+	for _, k := range cs {
+		out = append(out, map[string]any{"name": k.Name, "value": k.Value, "domain": k.Domain, "path": k.Path,
+			"httpOnly": k.HTTPOnly, "secure": k.Secure, "sameSite": k.SameSite})
+	}
+	return c.b.call("addCookies", map[string]any{"context": c.id, "cookies": out}, nil)
 }
 
 // RouteRequest is a request the browser is about to send, held for a route's handler.
@@ -623,9 +672,22 @@ func (s *CDP) OnEvent(fn func(method string, params json.RawMessage)) {
 // authenticator's id.
 func (p *Page) VirtualAuthenticator(t testing.TB) (*CDP, string) {
 	t.Helper()
-	s := p.CDP(t)
-	if err := s.Send("WebAuthn.enable", map[string]any{"enableUI": false}, nil); err != nil {
+	s, id, err := p.AddVirtualAuthenticator()
+	if err != nil {
 		t.Fatal(err)
+	}
+	return s, id
+}
+
+// AddVirtualAuthenticator is VirtualAuthenticator that returns its error.
+func (p *Page) AddVirtualAuthenticator() (*CDP, string, error) {
+	var sid string
+	if err := p.doErr("cdpSession", map[string]any{"events": []string(nil)}, &sid); err != nil {
+		return nil, "", err
+	}
+	s := &CDP{b: p.b, id: sid}
+	if err := s.Send("WebAuthn.enable", map[string]any{"enableUI": false}, nil); err != nil {
+		return nil, "", err
 	}
 	var added struct {
 		AuthenticatorID string `json:"authenticatorId"`
@@ -635,12 +697,12 @@ func (p *Page) VirtualAuthenticator(t testing.TB) (*CDP, string) {
 		"hasUserVerification": true, "isUserVerified": true, "automaticPresenceSimulation": true,
 	}}, &added)
 	if err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	if added.AuthenticatorID == "" {
-		t.Fatal(errors.New("WebAuthn.addVirtualAuthenticator: no id"))
+		return nil, "", errors.New("WebAuthn.addVirtualAuthenticator: no id")
 	}
-	return s, added.AuthenticatorID
+	return s, added.AuthenticatorID, nil
 }
 
 // WebAuthnCredential is a credential the virtual authenticator holds.

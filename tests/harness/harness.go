@@ -37,7 +37,10 @@ const NumberHashKey = "e2e-number-hash-key-0123456789abcdefghij"
 
 // Suite is a running mnv.
 type Suite struct {
-	GatewayURL       string
+	GatewayURL string
+	// ConsoleURL is the gateway by the name the console's passkeys belong to (localhost):
+	// MNV_CONSOLE_ORIGIN, where a browser opens the console.
+	ConsoleURL       string
 	AccountsAddr     string
 	VerificationAddr string
 	ConnectAddr      string
@@ -203,6 +206,10 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 	accountsAddr, verificationAddr, connectAddr, httpAddr, camaraAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
 	s.AccountsAddr, s.VerificationAddr, s.ConnectAddr, s.GatewayURL = accountsAddr, verificationAddr, connectAddr, "http://"+httpAddr
 	s.CAMARAAddr = camaraAddr
+	// The console's passkeys belong to a host name, never an IP address: localhost, on the
+	// gateway's port, as make run does.
+	_, httpPort, _ := net.SplitHostPort(httpAddr)
+	s.ConsoleURL = "http://localhost:" + httpPort
 	var callers auth.Callers
 	for name, token := range s.Tokens {
 		callers = callers.With(name, token)
@@ -251,6 +258,7 @@ func Start(ctx context.Context, opts Options) (_ *Suite, err error) {
 		"MNV_DATA_KEYS=e2e:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		"MNV_ADMIN_TOKEN="+s.AdminToken,
 		"MNV_CONNECT_ADDR="+connectAddr,
+		"MNV_CONSOLE_ORIGIN="+s.ConsoleURL,
 	)); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, call } from '../api/client';
 import { when } from '../format';
-import { Badge, Loaded, PageHeader, Pager, useLoad } from '../ui';
+import { Badge, Loaded, PageHeader, Pager, TableHead, useLoad } from '../ui';
 
 export function AuditLog() {
   const [page, setPage] = useState(0);
@@ -14,16 +14,7 @@ export function AuditLog() {
         {(d) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Who</th>
-                  <th scope="col">What</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">From</th>
-                </tr>
-              </thead>
+              <TableHead columns={['When', 'Who', 'What', 'Target', 'Outcome', 'From']} />
               <tbody>
                 {d.items!.map((e) => (
                   <tr key={e.id}>

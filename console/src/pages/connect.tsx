@@ -6,7 +6,7 @@ import { api, call, type Schemas } from '../api/client';
 import { count, when, words } from '../format';
 import { Cost, usePrices } from '../prices';
 import { useIsAdmin } from '../session';
-import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, useAction, useLoad } from '../ui';
+import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, TableHead, useAction, useLoad } from '../ui';
 
 export function Connect() {
   const overview = useLoad(() => call('GET /v1/api/me/connect/overview', () => api.GET('/v1/api/me/connect/overview')), []);
@@ -109,18 +109,7 @@ function Profiles() {
         {(d) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Number</th>
-                  <th scope="col">External id</th>
-                  <th scope="col">Matched</th>
-                  <th scope="col">Enrichment</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Name', 'Number', 'External id', 'Matched', 'Enrichment']} actions />
               <tbody>
                 {d.items!.map((p) => (
                   <tr key={p.id}>

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { when, words } from '../format';
 import { useIsAdmin } from '../session';
-import { Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, useAction, useLoad } from '../ui';
+import { Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, TableHead, useAction, useLoad } from '../ui';
 
 export function Keys() {
   return (
@@ -70,19 +70,7 @@ function ApiKeys() {
         {(k) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Name', 'Key', 'Role', 'Created', 'Last used', 'Expires']} actions />
               <tbody>
                 {k.items!.map((key) => (
                   <tr key={key.id}>
@@ -209,17 +197,7 @@ function SdkTokens() {
         {(t) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Label</th>
-                  <th scope="col">Token</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Label', 'Token', 'Created', 'Expires']} actions />
               <tbody>
                 {t.items!.map((tok) => (
                   <tr key={tok.id}>

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, call } from '../api/client';
 import { credits, when, words } from '../format';
-import { Loaded, PageHeader, Pager, useLoad } from '../ui';
+import { Loaded, PageHeader, Pager, TableHead, useLoad } from '../ui';
 
 export function Ledger() {
   const [page, setPage] = useState(0);
@@ -14,20 +14,7 @@ export function Ledger() {
         {(d) => (
           <>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Reference</th>
-                  <th scope="col">Description</th>
-                  <th scope="col" class="num">
-                    Amount
-                  </th>
-                  <th scope="col" class="num">
-                    Balance after
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['When', 'Kind', 'Reference', 'Description', { label: 'Amount', num: true }, { label: 'Balance after', num: true }]} />
               <tbody>
                 {d.items!.map((e) => (
                   <tr key={e.id}>

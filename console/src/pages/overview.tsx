@@ -4,7 +4,7 @@
 import { api, call, type Schemas } from '../api/client';
 import { type Bar, BarChart } from '../chart';
 import { credits, day, when, words } from '../format';
-import { Badge, Loaded, PageHeader, useLoad } from '../ui';
+import { Badge, Loaded, PageHeader, TableHead, useLoad } from '../ui';
 import { channelNames } from './workflows';
 
 export interface Usage {
@@ -117,18 +117,7 @@ export function Overview() {
         <Loaded load={ledger} isEmpty={(l) => !l.items?.length} empty="No ledger entries yet.">
           {(l) => (
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col" class="num">
-                    Amount
-                  </th>
-                  <th scope="col" class="num">
-                    Balance after
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['When', 'Kind', { label: 'Amount', num: true }, { label: 'Balance after', num: true }]} />
               <tbody>
                 {l.items!.slice(0, 5).map((e) => (
                   <tr key={e.id}>

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { createPasskey } from '../api/webauthn';
 import { when } from '../format';
-import { Badge, Confirm, Dialog, Field, FormError, Loaded, PageHeader, useAction, useLoad } from '../ui';
+import { Badge, Confirm, Dialog, DialogActions, Field, FormError, Loaded, PageHeader, TableHead, useAction, useLoad } from '../ui';
 
 type Passkey = Schemas['Passkey'];
 
@@ -29,17 +29,7 @@ export function Passkeys() {
       <Loaded load={l} isEmpty={(d) => !d.items?.length} empty="You have no passkeys.">
         {(d) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Added</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Name', 'Kind', 'Added', 'Last used']} actions />
             <tbody>
               {d.items!.map((k) => (
                 <tr key={k.id} data-passkey={k.id}>
@@ -112,14 +102,7 @@ function AddPasskey({ open, onClose, onAdded }: { open: boolean; onClose: () => 
           {(id, d) => <input id={id} aria-describedby={d} value={name} maxLength={100} onInput={(e) => setName((e.target as HTMLInputElement).value)} />}
         </Field>
         <FormError error={a.error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={close} disabled={a.busy}>
-            Cancel
-          </button>
-          <button type="submit" class="button button-primary" disabled={a.busy}>
-            {a.busy ? 'Waiting for your passkey…' : 'Create passkey'}
-          </button>
-        </div>
+        <DialogActions onCancel={close} busy={a.busy} label="Create passkey" busyLabel="Waiting for your passkey…" />
       </form>
     </Dialog>
   );
@@ -146,14 +129,7 @@ function Rename({ passkey, onClose, onRenamed }: { passkey: Passkey; onClose: ()
           {(id, d) => <input id={id} aria-describedby={d} value={name} required maxLength={100} onInput={(e) => setName((e.target as HTMLInputElement).value)} />}
         </Field>
         <FormError error={a.error} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={onClose} disabled={a.busy}>
-            Cancel
-          </button>
-          <button type="submit" class="button button-primary" disabled={a.busy || !name.trim()}>
-            {a.busy ? 'Saving…' : 'Save'}
-          </button>
-        </div>
+        <DialogActions onCancel={onClose} busy={a.busy} disabled={!name.trim()} label="Save" busyLabel="Saving…" />
       </form>
     </Dialog>
   );

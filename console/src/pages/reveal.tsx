@@ -5,7 +5,7 @@ import { api, call, type Schemas } from '../api/client';
 import { credits, when } from '../format';
 import { Cost, usePrices } from '../prices';
 import { useIsAdmin } from '../session';
-import { Dialog, Field, FormError, Loaded, PageHeader, Pager, useAction, useLoad } from '../ui';
+import { Dialog, DialogActions, Field, FormError, Loaded, PageHeader, Pager, TableHead, useAction, useLoad } from '../ui';
 
 export function Reveal() {
   const admin = useIsAdmin();
@@ -33,18 +33,7 @@ export function Reveal() {
           {(d) => (
             <>
               <table class="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Captured</th>
-                    <th scope="col">Number</th>
-                    <th scope="col">Operator</th>
-                    <th scope="col">Metadata id</th>
-                    <th scope="col">Revealed</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Captured', 'Number', 'Operator', 'Metadata id', 'Revealed']} actions />
                 <tbody>
                   {d.items!.map((s) => (
                     <tr key={s.id}>
@@ -75,16 +64,7 @@ export function Reveal() {
           {(d) => (
             <>
               <table class="table">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Session</th>
-                    <th scope="col">Reason</th>
-                    <th scope="col" class="num">
-                      Charged
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['When', 'Session', 'Reason', { label: 'Charged', num: true }]} />
                 <tbody>
                   {d.items!.map((r) => (
                     <tr key={r.id}>
@@ -171,14 +151,7 @@ function RevealDialog({ session, onClose, onDone }: { session: Schemas['StuckPlu
             )}
           </Field>
           <FormError error={a.error} />
-          <div class="dialog-actions">
-            <button type="button" class="button" onClick={close} disabled={a.busy}>
-              Cancel
-            </button>
-            <button type="submit" class="button button-primary" disabled={a.busy}>
-              {a.busy ? 'Revealing…' : 'Reveal'}
-            </button>
-          </div>
+          <DialogActions onCancel={close} busy={a.busy} label="Reveal" busyLabel="Revealing…" />
         </form>
       )}
     </Dialog>

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { when } from '../format';
 import { base, navigate } from '../router';
-import { Badge, Confirm, Loaded, PageHeader, useLoad } from '../ui';
+import { Badge, Confirm, Loaded, PageHeader, TableHead, useLoad } from '../ui';
 
 export function Sessions() {
   const l = useLoad(() => call('GET /v1/api/console/sessions', () => api.GET('/v1/api/console/sessions')), []);
@@ -20,18 +20,7 @@ export function Sessions() {
       <Loaded load={l} isEmpty={(d) => !d.items?.length} empty="No active sessions.">
         {(d) => (
           <table class="table">
-            <thead>
-              <tr>
-                <th scope="col">Browser</th>
-                <th scope="col">From</th>
-                <th scope="col">Signed in</th>
-                <th scope="col">Last seen</th>
-                <th scope="col">Expires</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Browser', 'From', 'Signed in', 'Last seen', 'Expires']} actions />
             <tbody>
               {d.items!.map((s) => (
                 <tr key={s.id}>

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { roleName, when, words } from '../format';
 import { useIsAdmin, useSession } from '../session';
-import { Confirm, Field, FormError, Loaded, PageHeader, SecretOnce, useAction, useLoad } from '../ui';
+import { Confirm, Field, FormError, Loaded, PageHeader, SecretOnce, TableHead, useAction, useLoad } from '../ui';
 
 type RoleName = 'ADMIN' | 'MEMBER';
 
@@ -29,17 +29,7 @@ export function Team() {
         <Loaded load={members} isEmpty={(d) => !d.items?.length} empty="No members.">
           {(d) => (
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Joined</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Name', 'E-mail', 'Role', 'Joined']} actions />
               <tbody>
                 {d.items!.map((m) => {
                   const name = m.person?.name || m.person?.email || '';
@@ -129,17 +119,7 @@ export function Team() {
         <Loaded load={invitations} isEmpty={(d) => !d.items?.length} empty="No pending invitations.">
           {(d) => (
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Sent</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['E-mail', 'Role', 'Sent', 'Expires']} actions />
               <tbody>
                 {d.items!.map((i) => (
                   <tr key={i.id}>

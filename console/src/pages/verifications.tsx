@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import type { operations } from '../api/schema';
 import { credits, when, words } from '../format';
-import { Badge, Field, Loaded, PageHeader, Pager, useLoad } from '../ui';
+import { Badge, Field, Loaded, PageHeader, Pager, TableHead, useLoad } from '../ui';
 
 type Status = NonNullable<Schemas['Verification']['status']>;
 type Query = NonNullable<operations['ListVerifications']['parameters']['query']>;
@@ -165,18 +165,7 @@ export function Verifications() {
           <>
             <p class="muted">{l.totalItems} in all</p>
             <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Number</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Operator</th>
-                  <th scope="col" class="num">
-                    Charged
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['When', 'Number', 'Outcome', 'Reason', 'Operator', { label: 'Charged', num: true }]} />
               <tbody>
                 {l.items!.map((v) => (
                   <tr key={v.verificationId}>

@@ -6,7 +6,7 @@ import { api, call, type Schemas } from '../api/client';
 import { when, words } from '../format';
 import { navigate } from '../router';
 import { useIsAdmin } from '../session';
-import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, useAction, useLoad } from '../ui';
+import { Badge, Confirm, Field, FormError, Loaded, PageHeader, Pager, SecretOnce, TableHead, useAction, useLoad } from '../ui';
 
 const events = [
   'verification.completed',
@@ -114,14 +114,7 @@ export function Webhooks() {
           {(d) => (
             <>
               <table class="table">
-                <thead>
-                  <tr>
-                    <th scope="col">URL</th>
-                    <th scope="col">Description</th>
-                    <th scope="col">Events</th>
-                    <th scope="col">State</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['URL', 'Description', 'Events', 'State']} />
                 <tbody>
                   {d.items!.map((w) => (
                     <tr key={w.id}>
@@ -285,18 +278,7 @@ export function WebhookDetail({ id }: { id?: string }) {
           {(d) => (
             <>
               <table class="table">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Last answer</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['When', 'Event', 'Status', 'Attempts', 'Last answer']} actions />
                 <tbody>
                   {d.items!.map((x) => (
                     <Delivery key={x.id} d={x} admin={admin} onDone={deliveries.reload} />

@@ -20,6 +20,18 @@ const StepDays = 31
 // nothing to write is three short statements.
 const RollEvery = 10 * time.Minute
 
+// RollUpStep is a Roller's RollUp for a service: one transaction (inTx) in which write writes
+// the next closed days, at most StepDays of them and each Grace after its end; it answers how
+// many. write is the service's store method (its RollupStore's, as a method expression).
+func RollUpStep[S any](ctx context.Context, inTx func(context.Context, func(context.Context, S) error) error,
+	write func(st S, ctx context.Context, grace time.Duration, maxDays int) (until time.Time, days int, err error)) (days int, err error) {
+	err = inTx(ctx, func(ctx context.Context, st S) error {
+		_, days, err = write(st, ctx, Grace, StepDays)
+		return err
+	})
+	return days, err
+}
+
 // Roller runs a service's roll-up of closed days: at start, then every Every. Each pass calls
 // RollUp, one transaction writing up to StepDays days, until it writes none.
 type Roller struct {

@@ -64,6 +64,20 @@ func ParseRange(from, to *string, now time.Time) (Range, error) {
 	return r, nil
 }
 
+// Answer is a route's report: the range of from and to (ParseRange at now), the rows read reads
+// over it, added up by Build split by dims. Every service's usage route is this with its store.
+func Answer(from, to *string, now time.Time, dims []string, read func(Range) ([]Row, error)) (Report, error) {
+	r, err := ParseRange(from, to, now)
+	if err != nil {
+		return Report{}, err
+	}
+	rows, err := read(r)
+	if err != nil {
+		return Report{}, err
+	}
+	return Build(r, dims, rows), nil
+}
+
 func parseDay(field, s string) (time.Time, error) {
 	d, err := time.Parse(layout, s)
 	if err != nil {

@@ -111,6 +111,9 @@ const ops = {
   async cookies({ context, urls }) {
     return await get(context).cookies(urls);
   },
+  async addCookies({ context, cookies }) {
+    await get(context).addCookies(cookies);
+  },
   async goto({ page, url }) {
     const r = await get(page).goto(url);
     return r ? r.status() : 0;

@@ -93,11 +93,7 @@ func (s *Service) StartAddPasskey(ctx context.Context, p principal.Principal) (O
 	if sso {
 		return Options{}, errSSOPasskey
 	}
-	person, err := s.st.PersonByID(ctx, p.UserID)
-	if err != nil {
-		return Options{}, err
-	}
-	u, err := s.loadUser(ctx, s.st, person)
+	u, err := s.userByID(ctx, s.st, p.UserID)
 	if err != nil {
 		return Options{}, err
 	}
@@ -136,25 +132,12 @@ func (s *Service) AddPasskey(ctx context.Context, p principal.Principal, ceremon
 		if sso {
 			return errSSOPasskey
 		}
-		person, err := st.PersonByID(ctx, p.UserID)
+		u, err := s.userByID(ctx, st, p.UserID)
 		if err != nil {
 			return err
 		}
-		u, err := s.loadUser(ctx, st, person)
+		k, err := s.register(ctx, st, u, data, parsed, name)
 		if err != nil {
-			return err
-		}
-		// go-webauthn checks the ceremony's user handle is this person's.
-		cred, err := s.wa.CreateCredential(u, data, parsed)
-		if err != nil {
-			return ErrCeremony
-		}
-		b, err := json.Marshal(cred)
-		if err != nil {
-			return err
-		}
-		k := Passkey{ID: uuid.NewString(), PersonID: person.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
-		if err := st.InsertPasskey(ctx, k); err != nil {
 			return err
 		}
 		out, err = passkeyInfo(k)

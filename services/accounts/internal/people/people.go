@@ -189,6 +189,30 @@ func NormalEmail(e string) string { return strings.ToLower(strings.TrimSpace(e))
 
 func (s *Service) emailFP(e string) []byte { return s.fp.Sum("email:" + NormalEmail(e)) }
 
+// userByID reads the person of id and their passkeys.
+func (s *Service) userByID(ctx context.Context, st Store, id string) (*user, error) {
+	person, err := st.PersonByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.loadUser(ctx, st, person)
+}
+
+// register checks a registration ceremony's answer for u (go-webauthn checks its user handle
+// is u's) and keeps the new passkey, named name.
+func (s *Service) register(ctx context.Context, st Store, u *user, data webauthn.SessionData, parsed *protocol.ParsedCredentialCreationData, name string) (Passkey, error) {
+	cred, err := s.wa.CreateCredential(u, data, parsed)
+	if err != nil {
+		return Passkey{}, ErrCeremony
+	}
+	b, err := json.Marshal(cred)
+	if err != nil {
+		return Passkey{}, err
+	}
+	k := Passkey{ID: uuid.NewString(), PersonID: u.p.ID, CredentialID: cred.ID, Credential: b, Name: name, CreatedAt: time.Now()}
+	return k, st.InsertPasskey(ctx, k)
+}
+
 // loadUser reads a person and their passkeys.
 func (s *Service) loadUser(ctx context.Context, st Store, p Person) (*user, error) {
 	p, err := s.open(p)
@@ -515,11 +539,7 @@ func (s *Service) SwitchClient(ctx context.Context, p principal.Principal, clien
 
 // StartStepUp begins a step-up with one of p's person's passkeys.
 func (s *Service) StartStepUp(ctx context.Context, p principal.Principal) (Options, error) {
-	person, err := s.st.PersonByID(ctx, p.UserID)
-	if err != nil {
-		return Options{}, err
-	}
-	u, err := s.loadUser(ctx, s.st, person)
+	u, err := s.userByID(ctx, s.st, p.UserID)
 	if err != nil {
 		return Options{}, err
 	}
@@ -544,11 +564,7 @@ func (s *Service) StepUp(ctx context.Context, p principal.Principal, ceremonyID,
 		if err != nil {
 			return err
 		}
-		person, err := st.PersonByID(ctx, p.UserID)
-		if err != nil {
-			return err
-		}
-		u, err := s.loadUser(ctx, st, person)
+		u, err := s.userByID(ctx, st, p.UserID)
 		if err != nil {
 			return err
 		}
@@ -763,15 +779,7 @@ func (s *Service) Accept(ctx context.Context, token, ceremonyID, credentialJSON,
 			if err != nil {
 				return ErrCeremony
 			}
-			cred, err := s.wa.CreateCredential(u, data, parsed)
-			if err != nil {
-				return ErrCeremony
-			}
-			b, err := json.Marshal(cred)
-			if err != nil {
-				return err
-			}
-			if err := st.InsertPasskey(ctx, Passkey{ID: uuid.NewString(), PersonID: person.ID, CredentialID: cred.ID, Credential: b}); err != nil {
+			if _, err := s.register(ctx, st, u, data, parsed, ""); err != nil {
 				return err
 			}
 		}

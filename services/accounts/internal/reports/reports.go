@@ -39,23 +39,13 @@ func New(st Store, tx Tx) *Service { return &Service{st: st, tx: tx, now: time.N
 
 // Spend is a client's ledger over the range of from and to (usage.ParseRange).
 func (s *Service) Spend(ctx context.Context, clientID string, from, to *string) (usage.Report, error) {
-	r, err := usage.ParseRange(from, to, s.now())
-	if err != nil {
-		return usage.Report{}, err
-	}
-	rows, err := s.st.SpendUsage(ctx, clientID, r)
-	if err != nil {
-		return usage.Report{}, err
-	}
-	return usage.Build(r, Dimensions, rows), nil
+	return usage.Answer(from, to, s.now(), Dimensions, func(r usage.Range) ([]usage.Row, error) {
+		return s.st.SpendUsage(ctx, clientID, r)
+	})
 }
 
 // RollUp writes the next closed days (up to usage.StepDays) in one transaction and answers
 // how many.
 func (s *Service) RollUp(ctx context.Context) (days int, err error) {
-	err = s.tx.InTx(ctx, func(ctx context.Context, st RollupStore) error {
-		_, days, err = st.RollUpSpend(ctx, usage.Grace, usage.StepDays)
-		return err
-	})
-	return days, err
+	return usage.RollUpStep(ctx, s.tx.InTx, RollupStore.RollUpSpend)
 }

@@ -41,28 +41,18 @@ func New(st Store, tx Tx) *Service { return &Service{st: st, tx: tx, now: time.N
 // Verifications is a client's usage over the range of from and to (usage.ParseRange), only
 // operator's when it is not nil.
 func (s *Service) Verifications(ctx context.Context, clientID string, from, to, operator *string) (usage.Report, error) {
-	r, err := usage.ParseRange(from, to, s.now())
-	if err != nil {
-		return usage.Report{}, err
-	}
-	if operator != nil {
-		if err := (freetext.Rule{Max: 64}).Check("operator", *operator); err != nil {
-			return usage.Report{}, err
+	return usage.Answer(from, to, s.now(), Dimensions, func(r usage.Range) ([]usage.Row, error) {
+		if operator != nil {
+			if err := (freetext.Rule{Max: 64}).Check("operator", *operator); err != nil {
+				return nil, err
+			}
 		}
-	}
-	rows, err := s.st.VerificationUsage(ctx, clientID, r, operator)
-	if err != nil {
-		return usage.Report{}, err
-	}
-	return usage.Build(r, Dimensions, rows), nil
+		return s.st.VerificationUsage(ctx, clientID, r, operator)
+	})
 }
 
 // RollUp writes the next closed days (up to usage.StepDays) in one transaction and answers
 // how many.
 func (s *Service) RollUp(ctx context.Context) (days int, err error) {
-	err = s.tx.InTx(ctx, func(ctx context.Context, st RollupStore) error {
-		_, days, err = st.RollUpUsage(ctx, usage.Grace, usage.StepDays)
-		return err
-	})
-	return days, err
+	return usage.RollUpStep(ctx, s.tx.InTx, RollupStore.RollUpUsage)
 }
