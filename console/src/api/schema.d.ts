@@ -3153,6 +3153,13 @@ export interface components {
         };
         StartWorkflowRequest: {
             /**
+             * @description The end user's IP address as the client's backend saw it (IPv4 or IPv6): the pumping
+             *     controls' budget per client and address (an IPv6 address by its /64). Absent, that budget
+             *     does not apply (the caller's own address is the backend's, not the user's).
+             * @example 203.0.113.7
+             */
+            endUserIp?: string | null;
+            /**
              * @description The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
              * @example en-GB
              */
@@ -3546,7 +3553,8 @@ export interface components {
             mobileNumber: string;
             /**
              * @description Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
+             *     which pumping rule refused), … (more may come: branch on status).
              */
             reason: string | null;
             /**
@@ -3559,6 +3567,12 @@ export interface components {
              * @description The resends left.
              */
             resendsLeft: number;
+            /**
+             * Format: date-time
+             * @description When the operator answered the SIM-swap check (sim_swap NOT_SWAPPED or SWAPPED); absent
+             *     when no answer came.
+             */
+            simCheckedAt: string | null;
             /** @description What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE. */
             simSwap: string;
             /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
@@ -3583,6 +3597,11 @@ export interface components {
             countries: {
                 [key: string]: components["schemas"]["WorkflowSettings"];
             };
+            /**
+             * Format: int64
+             * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+             */
+            dailySmsCap: number | null;
             /** Format: int32 */
             maxAttempts: number | null;
             /** Format: int32 */
@@ -3592,6 +3611,11 @@ export interface components {
             /** Format: int32 */
             silentTimeoutSeconds: number | null;
             simSwap: components["schemas"]["WorkflowSimSwap"] | null;
+            /**
+             * @description The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+             *     none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+             */
+            smsCountries: string[];
             /** Format: int32 */
             smsTimeoutSeconds: number | null;
         };
@@ -3610,6 +3634,11 @@ export interface components {
             countries?: {
                 [key: string]: components["schemas"]["WorkflowSettingsInput"];
             };
+            /**
+             * Format: int64
+             * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+             */
+            dailySmsCap?: number | null;
             /** Format: int32 */
             maxAttempts?: number | null;
             /** Format: int32 */
@@ -3619,6 +3648,11 @@ export interface components {
             /** Format: int32 */
             silentTimeoutSeconds?: number | null;
             simSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
+            /**
+             * @description The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+             *     none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+             */
+            smsCountries?: string[];
             /** Format: int32 */
             smsTimeoutSeconds?: number | null;
         };
@@ -3682,6 +3716,11 @@ export interface components {
             charged: number;
             /** Format: date-time */
             endedAt: string | null;
+            /**
+             * @description A BLOCKED SMS step: the pumping rule that refused it (INVALID_NUMBER, NOT_MOBILE,
+             *     COUNTRY_NOT_ALLOWED, PREMIUM_PREFIX, PREFIX_BLOCKED, SPEND_CAP, NUMBER_VELOCITY,
+             *     ADDRESS_VELOCITY, PREFIX_VELOCITY; SMS_BLOCKED when the controls could not look).
+             */
             reason: string | null;
             /** Format: int32 */
             seq: number;

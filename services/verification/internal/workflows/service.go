@@ -482,6 +482,7 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 		ev, err := events.New(w.ClientID, events.VerificationStep, events.VerificationStepData{
 			WorkflowID: w.ID, StepID: step.ID, Seq: step.Seq, Channel: string(step.Channel), Status: string(step.Status),
 			Reason: optional(step.Reason), MobileNumber: w.Masked, Country: w.Country, Charged: settled(step),
+			SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
 		}, s.Now())
 		if err != nil {
 			return err
@@ -491,7 +492,8 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 	if w.Final() && (before == nil || !before.Final()) {
 		ev, err := events.New(w.ClientID, events.WorkflowCompleted, events.WorkflowCompletedData{
 			WorkflowID: w.ID, Status: string(w.Status), DecidedBy: optional(string(w.DecidedBy)), Reason: optional(w.Reason),
-			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), Charged: w.Charged(),
+			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
+			Charged: w.Charged(),
 		}, s.Now())
 		if err != nil {
 			return err
@@ -509,6 +511,14 @@ func settled(s Step) int64 {
 		return s.Charged
 	}
 	return 0
+}
+
+func optionalTime(t time.Time) *events.Time {
+	if t.IsZero() {
+		return nil
+	}
+	et := events.Time(t)
+	return &et
 }
 
 func optional(s string) *string {
