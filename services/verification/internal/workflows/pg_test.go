@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -649,6 +650,36 @@ func TestRefusedSMSCostsNothing(t *testing.T) {
 	}
 	if e.ledger.net() != 0 || e.ledger.balance != 100 {
 		t.Fatalf("paid %d, balance %d", e.ledger.net(), e.ledger.balance)
+	}
+}
+
+// TestPumpingInputs: what the pumping guard reads of a client comes from its policy (allow-list,
+// own cap), and its day's SMS spend is its settled SMS steps' charges: a sent SMS counts, a
+// refused one (voided, refunded) does not, another client's never does; the sum is what the
+// ledger fake holds for the client.
+func TestPumpingInputs(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	st := store.New(e.pool)
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"smsCountries":["GB","FR"],"dailySmsCap":40}`)
+	c, err := st.PumpingClient(ctx, e.client)
+	if err != nil || c.ID != e.client || !slices.Equal(c.Countries, []string{"GB", "FR"}) || c.DailyCap != 40 || c.Sandbox {
+		t.Fatalf("pumping client %+v %v", c, err)
+	}
+	if c, err := st.PumpingClient(ctx, uuid.NewString()); err != nil || len(c.Countries) != 0 || c.DailyCap != 0 {
+		t.Fatalf("a client without a policy: %+v %v", c, err)
+	}
+	e.start(t)
+	e.work(t) // sent: settled
+	e.smsc.refuse = true
+	e.start(t)
+	e.work(t) // refused: voided
+	spent, err := st.SpentToday(ctx, e.client)
+	if err != nil || spent != 3 || spent != e.ledger.net() {
+		t.Fatalf("spent today %d (%v), ledger %d; want the one sent SMS's 3", spent, err, e.ledger.net())
+	}
+	if spent, err := st.SpentToday(ctx, uuid.NewString()); err != nil || spent != 0 {
+		t.Fatalf("another client spent %d %v", spent, err)
 	}
 }
 
