@@ -273,6 +273,42 @@ func TestWorkflowGuards(t *testing.T) {
 		}
 	})
 
+	t.Run("the address budget is per client and end-user address (an IPv6 address by its /64)", func(t *testing.T) {
+		a, b := g.client(t, "VERIFY"), g.client(t, "VERIFY")
+		for _, c := range []harness.Client{a, b} {
+			g.policy(t, c, `{"channels":["SMS_OTP"],"smsCountries":["GB"]}`)
+		}
+		// Each start its own prefix (+44741NN…), so only the address budget (burst 10) is shared.
+		n := 0
+		startFrom := func(c harness.Client, ip string) workflowAnswer {
+			t.Helper()
+			n++
+			var w workflowAnswer
+			body := fmt.Sprintf(`{"mobileNumber":"+44741%02d00001","endUserIp":"%s"}`, n, ip)
+			expect(t, g.s, http.StatusOK, "POST", "/v1/api/workflows", keyOf(c), body).decode(t, &w)
+			return w
+		}
+		for i := range 10 {
+			ip := "2001:db8:7:1::" + strconv.Itoa(i+1) // one /64, ten addresses
+			if w := startFrom(a, ip); w.steps() != "SMS_OTP:QUEUED" {
+				t.Fatalf("start %d within the burst: %s [%s]", i+1, w.Status, w.steps())
+			}
+		}
+		if w := startFrom(a, "2001:db8:7:1:ffff::1"); w.steps() != "SMS_OTP:BLOCKED:ADDRESS_VELOCITY" {
+			t.Fatalf("11th from the /64: %s [%s]", w.Status, w.steps())
+		}
+		if w := startFrom(a, "2001:db8:7:2::1"); w.steps() != "SMS_OTP:QUEUED" {
+			t.Fatalf("another /64: %s [%s]", w.Status, w.steps())
+		}
+		if w := startFrom(b, "2001:db8:7:1::1"); w.steps() != "SMS_OTP:QUEUED" {
+			t.Fatalf("another client from the same address: %s [%s]", w.Status, w.steps())
+		}
+		bad := callSuite(t, g.s, "POST", "/v1/api/workflows", keyOf(a), `{"mobileNumber":"+447419900001","endUserIp":"not-an-address"}`)
+		if bad.status != http.StatusBadRequest {
+			t.Fatalf("an endUserIp that is not an address: %d %s", bad.status, bad.raw)
+		}
+	})
+
 	t.Run("another client's workflow is 404", func(t *testing.T) {
 		owner, other := g.client(t, "VERIFY"), g.client(t, "VERIFY")
 		g.policy(t, owner, `{"channels":["SMS_OTP"],"smsCountries":["GB"]}`)

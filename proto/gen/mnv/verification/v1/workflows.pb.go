@@ -1552,13 +1552,13 @@ var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\n" +
-	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xa4\x02\n" +
+	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xe2\x02\n" +
 	"\x14StartWorkflowRequest\x12P\n" +
 	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+447400123456R\fmobileNumber\x12%\n" +
 	"\x06locale\x18\x02 \x01(\tB\r\xd2\xf3\x18\t(#J\x05en-GBR\x06locale\x126\n" +
 	"\x0etransaction_id\x18\x03 \x01(\tB\n" +
-	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01\x128\n" +
-	"\vend_user_ip\x18\x04 \x01(\tB\x13\xd2\xf3\x18\x0f(-J\v203.0.113.7H\x01R\tendUserIp\x88\x01\x01B\x11\n" +
+	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01\x12v\n" +
+	"\vend_user_ip\x18\x04 \x01(\tBQ\xd2\xf3\x18M(-2<^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$J\v203.0.113.7H\x01R\tendUserIp\x88\x01\x01B\x11\n" +
 	"\x0f_transaction_idB\x0e\n" +
 	"\f_end_user_ip\"R\n" +
 	"\x15StartWorkflowResponse\x129\n" +
