@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,7 +69,14 @@ type guardSuite struct {
 	s           *harness.Suite
 	fake        *sandboxcamara.Fake
 	metricsAddr string
+	// run makes this run's prefixes its own: the prefix budgets and counts live in Redis
+	// beyond the suite, keyed by prefix alone (10 digits here, MNV_PUMPING_PREFIX_DIGITS).
+	run int
 }
+
+// number is the i-th (0–99) GB mobile number of prefix k (0–99) of this run: +44740 k run i,
+// its prefix +44740 k run.
+func (g guardSuite) number(k, i int) string { return fmt.Sprintf("+44740%02d%03d%02d", k, g.run, i) }
 
 func startGuardSuite(t *testing.T) guardSuite {
 	t.Helper()
@@ -110,9 +118,9 @@ func startGuardSuite(t *testing.T) guardSuite {
 	env := append(append(append([]string{}, mainEnv...), webhookEnv...), "MNV_REDIS_URL="+redistest.URL(t))
 	s := ownSuite(t, harness.Options{Env: env, ProcessEnv: map[string][]string{"verification": {
 		"MNV_OPERATORS_FILE=" + registry, "MNV_METRICS_ADDR=" + metricsAddr,
-		"MNV_PUMPING_PREFIX_RATE=0.001", "MNV_PUMPING_PREFIX_BURST=3",
+		"MNV_PUMPING_PREFIX_RATE=0.001", "MNV_PUMPING_PREFIX_BURST=3", "MNV_PUMPING_PREFIX_DIGITS=10",
 	}}})
-	return guardSuite{s: s, fake: fake, metricsAddr: metricsAddr}
+	return guardSuite{s: s, fake: fake, metricsAddr: metricsAddr, run: mathrand.IntN(1000)}
 }
 
 func (g guardSuite) client(t *testing.T, features string) harness.Client {
@@ -180,9 +188,9 @@ func TestWorkflowGuards(t *testing.T) {
 			// event: the event that carries the check (the first of the workflow).
 			event string
 		}{
-			{"BLOCK", "+447400100001", "FAILED", "SIM_SWAPPED", "", "verification.workflow.completed"},
-			{"FALLBACK", "+447400100002", "IN_PROGRESS", "", "SMS_OTP:QUEUED", "verification.step"},
-			{"REPORT", "+447400100003", "IN_PROGRESS", "", "SILENT:PENDING", "verification.step"},
+			{"BLOCK", g.number(1, 1), "FAILED", "SIM_SWAPPED", "", "verification.workflow.completed"},
+			{"FALLBACK", g.number(1, 2), "IN_PROGRESS", "", "SMS_OTP:QUEUED", "verification.step"},
+			{"REPORT", g.number(1, 3), "IN_PROGRESS", "", "SILENT:PENDING", "verification.step"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.mode, func(t *testing.T) {
@@ -215,9 +223,9 @@ func TestWorkflowGuards(t *testing.T) {
 			})
 		}
 		// A line whose SIM did not change passes under BLOCK, checked.
-		g.fake.SetLine("+447400100004", sandboxcamara.Line{SIMChange: time.Now().Add(-30 * 24 * time.Hour)})
+		g.fake.SetLine(g.number(1, 4), sandboxcamara.Line{SIMChange: time.Now().Add(-30 * 24 * time.Hour)})
 		g.policy(t, c, `{"simSwap":{"mode":"BLOCK","maxAgeHours":24},"smsCountries":["GB"]}`)
-		if w := g.start(t, c, "+447400100004"); w.Status != "IN_PROGRESS" || w.SIMSwap != "NOT_SWAPPED" || w.SIMCheckedAt == nil {
+		if w := g.start(t, c, g.number(1, 4)); w.Status != "IN_PROGRESS" || w.SIMSwap != "NOT_SWAPPED" || w.SIMCheckedAt == nil {
 			t.Fatalf("an old swap: %s %s %v", w.Status, w.SIMSwap, w.SIMCheckedAt)
 		}
 	})
@@ -226,11 +234,11 @@ func TestWorkflowGuards(t *testing.T) {
 		c := g.client(t, "VERIFY")
 		// No list yet: no SMS anywhere.
 		g.policy(t, c, `{"channels":["SMS_OTP"]}`)
-		if w := g.start(t, c, "+447400200001"); w.Status != "FAILED" || w.reason() != "SMS_BLOCKED" || w.steps() != "SMS_OTP:BLOCKED:COUNTRY_NOT_ALLOWED" {
+		if w := g.start(t, c, g.number(2, 1)); w.Status != "FAILED" || w.reason() != "SMS_BLOCKED" || w.steps() != "SMS_OTP:BLOCKED:COUNTRY_NOT_ALLOWED" {
 			t.Fatalf("empty list: %s %q [%s]", w.Status, w.reason(), w.steps())
 		}
 		g.policy(t, c, `{"channels":["SMS_OTP"],"smsCountries":["FR"]}`)
-		if w := g.start(t, c, "+447400200002"); w.Status != "FAILED" || w.steps() != "SMS_OTP:BLOCKED:COUNTRY_NOT_ALLOWED" || w.charged() != "0" {
+		if w := g.start(t, c, g.number(2, 2)); w.Status != "FAILED" || w.steps() != "SMS_OTP:BLOCKED:COUNTRY_NOT_ALLOWED" || w.charged() != "0" {
 			t.Fatalf("GB, list FR: %s [%s] charged %s", w.Status, w.steps(), w.charged())
 		}
 		if w := g.start(t, c, "+33612345678"); w.Status != "IN_PROGRESS" || w.steps() != "SMS_OTP:QUEUED" {
@@ -258,17 +266,17 @@ func TestWorkflowGuards(t *testing.T) {
 		}
 		// The burst of 3 to +4474003…: two from a, one from b; then neither may send.
 		for i, c := range []harness.Client{a, a, b} {
-			if w := g.start(t, c, fmt.Sprintf("+44740030000%d", i)); w.steps() != "SMS_OTP:QUEUED" {
+			if w := g.start(t, c, g.number(3, i)); w.steps() != "SMS_OTP:QUEUED" {
 				t.Fatalf("send %d within the burst: %s [%s]", i+1, w.Status, w.steps())
 			}
 		}
 		for i, c := range []harness.Client{b, a} {
-			if w := g.start(t, c, fmt.Sprintf("+44740030001%d", i)); w.steps() != "SMS_OTP:BLOCKED:PREFIX_VELOCITY" {
+			if w := g.start(t, c, g.number(3, 10+i)); w.steps() != "SMS_OTP:BLOCKED:PREFIX_VELOCITY" {
 				t.Fatalf("send past the burst: %s [%s]", w.Status, w.steps())
 			}
 		}
 		// Another prefix has its own budget.
-		if w := g.start(t, b, "+447400400001"); w.steps() != "SMS_OTP:QUEUED" {
+		if w := g.start(t, b, g.number(4, 1)); w.steps() != "SMS_OTP:QUEUED" {
 			t.Fatalf("another prefix: %s [%s]", w.Status, w.steps())
 		}
 	})
@@ -278,13 +286,13 @@ func TestWorkflowGuards(t *testing.T) {
 		for _, c := range []harness.Client{a, b} {
 			g.policy(t, c, `{"channels":["SMS_OTP"],"smsCountries":["GB"]}`)
 		}
-		// Each start its own prefix (+44741NN…), so only the address budget (burst 10) is shared.
+		// Each start its own prefix (10–22), so only the address budget (burst 10) is shared.
 		n := 0
 		startFrom := func(c harness.Client, ip string) workflowAnswer {
 			t.Helper()
 			n++
 			var w workflowAnswer
-			body := fmt.Sprintf(`{"mobileNumber":"+44741%02d00001","endUserIp":"%s"}`, n, ip)
+			body := fmt.Sprintf(`{"mobileNumber":"%s","endUserIp":"%s"}`, g.number(9+n, 1), ip)
 			expect(t, g.s, http.StatusOK, "POST", "/v1/api/workflows", keyOf(c), body).decode(t, &w)
 			return w
 		}
@@ -312,7 +320,7 @@ func TestWorkflowGuards(t *testing.T) {
 	t.Run("another client's workflow is 404", func(t *testing.T) {
 		owner, other := g.client(t, "VERIFY"), g.client(t, "VERIFY")
 		g.policy(t, owner, `{"channels":["SMS_OTP"],"smsCountries":["GB"]}`)
-		w := g.start(t, owner, "+447400500001")
+		w := g.start(t, owner, g.number(5, 1))
 		for _, r := range []struct{ method, path, body string }{
 			{"GET", "/v1/api/workflows/" + w.WorkflowID, ""},
 			{"POST", "/v1/api/workflows/" + w.WorkflowID + "/code", `{"code":"123456"}`},
@@ -338,6 +346,7 @@ func TestWorkflowGuards(t *testing.T) {
 		}
 		blockedBefore := g.metric(t, "mnv_pumping_prefixes_blocked_total")
 		const starts, workers = 10_000, 16
+		premium := fmt.Sprintf("+88161%03d00", g.run) // the prefix: 10 digits
 		var next atomic.Int64
 		var mu sync.Mutex
 		reasons := map[string]int{}
@@ -351,8 +360,9 @@ func TestWorkflowGuards(t *testing.T) {
 					if i >= starts {
 						return
 					}
-					// Iridium (+8816…), all under the prefix +8816123.
-					r, err := send(g.s, "POST", "/v1/api/workflows", keyOf(c), fmt.Sprintf(`{"mobileNumber":"+8816123%05d"}`, i))
+					// Iridium (+8816…), a hundred numbers under this run's prefix (a refused
+					// start spends no number budget, so they repeat).
+					r, err := send(g.s, "POST", "/v1/api/workflows", keyOf(c), fmt.Sprintf(`{"mobileNumber":"%s%02d"}`, premium, i%100))
 					key := ""
 					switch {
 					case err != nil:
@@ -392,12 +402,12 @@ func TestWorkflowGuards(t *testing.T) {
 		defer conn.Close(context.Background())
 		var rows, prefixRows int
 		if err := conn.QueryRow(context.Background(),
-			`SELECT count(*), count(*) FILTER (WHERE prefix = '+8816123' AND reason = 'conversion' AND starts >= 200) FROM verification.blocked_prefixes`).
+			`SELECT count(*), count(*) FILTER (WHERE prefix = $1 AND reason = 'conversion' AND starts >= 200) FROM verification.blocked_prefixes`, premium).
 			Scan(&rows, &prefixRows); err != nil {
 			t.Fatal(err)
 		}
 		if rows != 1 || prefixRows != 1 {
-			t.Fatalf("blocked prefixes: %d rows, %d of +8816123; want the one", rows, prefixRows)
+			t.Fatalf("blocked prefixes: %d rows, %d of %s; want the one", rows, prefixRows, premium)
 		}
 		var charged int
 		if err := conn.QueryRow(context.Background(),
