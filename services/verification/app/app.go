@@ -375,7 +375,16 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// wait in the table, as the events do without Connect, and a code can still be checked.
 	workflowStores := pg.NewStores(pool, func(db pg.DB) workflows.Store { return newStore(db) })
 	workflowPorts := workflows.Ports{}
-	guard, err := a.pumpingGuard(cfg, store.New(pool), hasher, reg, log)
+	// The guard reads (the client's policy, its day's spend, the blocked prefixes) while the
+	// workflow's transaction holds a connection of the main pool: from that pool, starts that
+	// took every connection would each wait for one more, forever. A small pool of its own
+	// breaks that cycle; its reads need nothing of the transaction.
+	guardPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: pumpingConns, ApplicationName: "mnv-verification-pumping"})
+	if err != nil {
+		return nil, fmt.Errorf("database pool of the pumping controls: %w", err)
+	}
+	b.AddFunc("database pool of the pumping controls", guardPool.Close)
+	guard, err := a.pumpingGuard(cfg, store.New(guardPool), hasher, reg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -456,6 +465,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	return a, nil
 }
+
+// pumpingConns is the pumping controls' own pool: each SMS a workflow asks for makes up to four
+// short reads (policy, blocked prefixes, spend, and a block's insert).
+const pumpingConns = 4
 
 // hasCAMARA reports whether an operator of ops is reached through its CAMARA API.
 func hasCAMARA(ops *operators.Registry) bool {
