@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/mnvhq/mnv/services/platform/crypto"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
@@ -14,11 +15,21 @@ import (
 // sandboxCAMARAClient is mnv's client id at the fake operator.
 const sandboxCAMARAClient = "mnv-sandbox"
 
+// SandboxSwappedNumber is the line whose SIM (and device) the sandbox operator says changed an
+// hour ago: a workflow started for it under a SIM-swap policy sees SWAPPED. A GB mobile number
+// (the pumping controls send codes to mobile lines only).
+const SandboxSwappedNumber = "+447400900666"
+
 // startSandboxCAMARA starts the sandbox CAMARA operator (platform/testkit/sandboxcamara) on
 // loopback and points verification at a registry with the sandbox operator and a sandbox-camara
 // operator (NETWORK_API) reached through it, so the NETWORK_API flow can be walked with curl. It
 // does nothing when the sandbox is off or MNV_OPERATORS_FILE names a registry of its own. The
 // device identifies its line to the fake with the sandbox header, X-Mnv-Sandbox-Msisdn.
+//
+// sandbox-camara also answers CAMARA SIM Swap and Device Swap (its swap block, two-legged so a
+// check costs no backchannel wait), so a workflow policy's SIM-swap gate works out of the box:
+// every line's SIM and device never changed, except SandboxSwappedNumber's, changed an hour
+// before the run started (docs/operations.md#sim-swap-settings).
 func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr string) (*sandboxcamara.Fake, error) {
 	if !vcfg.Sandbox || vcfg.OperatorsFile != "" {
 		return nil, nil
@@ -60,7 +71,18 @@ operators:
       clientId: %s
       clientAuth: client_secret_basic
       clientSecretFile: sandbox-camara.secret
+    swap:
+      discoveryUrl: %[1]s
+      apiRoot: %[2]s
+      clientId: %[3]s
+      clientAuth: client_secret_basic
+      clientSecretFile: sandbox-camara.secret
+      grant: client_credentials
+      simSwap: v2
+      deviceSwap: v1
 `, f.DiscoveryURL(), f.URL, sandboxCAMARAClient)
+	swappedAt := time.Now().Add(-time.Hour).UTC()
+	f.SetLine(SandboxSwappedNumber, sandboxcamara.Line{SIMChange: swappedAt, DeviceChange: swappedAt})
 	for _, w := range []struct{ path, text string }{{secretFile, secret + "\n"}, {registry, yaml}} {
 		if err := os.WriteFile(w.path, []byte(w.text), 0o600); err != nil {
 			_ = f.Close()

@@ -53,6 +53,9 @@ func TestRunReleasesEverything(t *testing.T) {
 		{name: "the demo site's port is taken", taken: "demo"},
 		{name: "verification fails to build", env: map[string]string{"MNV_OPERATORS_FILE": "/nonexistent/operators.yaml"}, wantErr: "verification: MNV_OPERATORS_FILE"},
 		{name: "stopped after a clean start"},
+		// The registry make run writes for the sandbox (the sandbox-camara operator with its
+		// camara and swap blocks) loads: verification builds its NETWORK_API and swap clients.
+		{name: "the sandbox's registry loads", env: map[string]string{"MNV_SANDBOX": "true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

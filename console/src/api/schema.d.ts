@@ -3253,6 +3253,13 @@ export interface components {
         };
         StartWorkflowRequest: {
             /**
+             * @description The end user's IP address as the client's backend saw it (IPv4 or IPv6): the pumping
+             *     controls' budget per client and address (an IPv6 address by its /64). Absent, that budget
+             *     does not apply (the caller's own address is the backend's, not the user's).
+             * @example 203.0.113.7
+             */
+            endUserIp?: string | null;
+            /**
              * @description The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
              * @example en-GB
              */
@@ -3673,7 +3680,8 @@ export interface components {
             mobileNumber: string;
             /**
              * @description Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
+             *     which pumping rule refused), … (more may come: branch on status).
              */
             reason: string | null;
             /**
@@ -3686,6 +3694,12 @@ export interface components {
              * @description The resends left.
              */
             resendsLeft: number;
+            /**
+             * Format: date-time
+             * @description When the operator answered the SIM-swap check (sim_swap NOT_SWAPPED or SWAPPED); absent
+             *     when no answer came.
+             */
+            simCheckedAt: string | null;
             /** @description What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE. */
             simSwap: string;
             /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
@@ -3710,6 +3724,11 @@ export interface components {
             countries: {
                 [key: string]: components["schemas"]["WorkflowSettings"];
             };
+            /**
+             * Format: int64
+             * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+             */
+            dailySmsCap: number | null;
             /** Format: int32 */
             maxAttempts: number | null;
             /** Format: int32 */
@@ -3719,6 +3738,11 @@ export interface components {
             /** Format: int32 */
             silentTimeoutSeconds: number | null;
             simSwap: components["schemas"]["WorkflowSimSwap"] | null;
+            /**
+             * @description The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+             *     none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+             */
+            smsCountries: string[];
             /** Format: int32 */
             smsTimeoutSeconds: number | null;
         };
@@ -3737,6 +3761,11 @@ export interface components {
             countries?: {
                 [key: string]: components["schemas"]["WorkflowSettingsInput"];
             };
+            /**
+             * Format: int64
+             * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+             */
+            dailySmsCap?: number | null;
             /** Format: int32 */
             maxAttempts?: number | null;
             /** Format: int32 */
@@ -3746,6 +3775,11 @@ export interface components {
             /** Format: int32 */
             silentTimeoutSeconds?: number | null;
             simSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
+            /**
+             * @description The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+             *     none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+             */
+            smsCountries?: string[];
             /** Format: int32 */
             smsTimeoutSeconds?: number | null;
         };
@@ -3809,6 +3843,11 @@ export interface components {
             charged: number;
             /** Format: date-time */
             endedAt: string | null;
+            /**
+             * @description A BLOCKED SMS step: the pumping rule that refused it (INVALID_NUMBER, NOT_MOBILE,
+             *     COUNTRY_NOT_ALLOWED, PREMIUM_PREFIX, PREFIX_BLOCKED, SPEND_CAP, NUMBER_VELOCITY,
+             *     ADDRESS_VELOCITY, PREFIX_VELOCITY; SMS_BLOCKED when the controls could not look).
+             */
             reason: string | null;
             /** Format: int32 */
             seq: number;

@@ -119,6 +119,10 @@ type VerificationStepData struct {
 	// Charged is what the step itself was charged so far (an SMS step; a silent step is
 	// charged as its verification, which has its own event).
 	Charged int64 `json:"charged"`
+	// SIMSwap and SIMCheckedAt are the workflow's SIM-swap check, made before its first step
+	// (WorkflowCompletedData's), so a step's receiver knows what the step was gated on.
+	SIMSwap      string `json:"simSwap"`
+	SIMCheckedAt *Time  `json:"simCheckedAt"`
 }
 
 // WorkflowCompletedData: a verification workflow reached its final status.
@@ -133,6 +137,8 @@ type WorkflowCompletedData struct {
 	Country      string  `json:"country"`
 	// SIMSwap is what the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE.
 	SIMSwap string `json:"simSwap"`
+	// SIMCheckedAt is when the operator answered the check, null when none answered.
+	SIMCheckedAt *Time `json:"simCheckedAt"`
 	// Charged is the sum of the workflow's own step charges.
 	Charged int64 `json:"charged"`
 }

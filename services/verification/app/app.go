@@ -38,6 +38,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/network"
 	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
+	"github.com/mnvhq/mnv/services/verification/internal/pumping"
 	"github.com/mnvhq/mnv/services/verification/internal/relay"
 	"github.com/mnvhq/mnv/services/verification/internal/reports"
 	"github.com/mnvhq/mnv/services/verification/internal/retention"
@@ -123,6 +124,10 @@ type Config struct {
 	// SandboxInbox is the sandbox SMS centre `make run` starts in its process, which clients
 	// may read (GET /v1/api/me/sandbox/sms); nil (the service's own binary): 404.
 	SandboxInbox SandboxInbox
+	// Pumping are the pumping controls' settings (MNV_PUMPING_*, docs/operations.md#pumping-controls):
+	// every SMS of a workflow passes them. Their budgets and counts are in MNV_REDIS_URL's
+	// Redis when set, shared by the replicas.
+	Pumping pumping.Config
 }
 
 // SandboxInbox and SandboxMessage are the sandbox SMS centre as the workflows read it.
@@ -154,7 +159,7 @@ var vars = service.Vars{
 func DefaultConfig() Config {
 	return Config{
 		Config:       service.DefaultConfig("127.0.0.1:9092", vars),
-		AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093",
+		AccountsAddr: "127.0.0.1:9091", ConnectAddr: "127.0.0.1:9093", Pumping: pumping.DefaultConfig(),
 		SessionTTL: 300 * time.Second, TransactionTTL: 10 * time.Minute, NetworkAPITimeout: 5 * time.Second,
 		NumberAttemptsPerHour: 10, SettleAfter: 30 * time.Second, ReconcileEvery: 5 * time.Second,
 		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour, WorkflowNumbers: 30 * 24 * time.Hour},
@@ -200,6 +205,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 		SystemType: env.String("MNV_SMPP_SYSTEM_TYPE", ""), Source: env.String("MNV_SMPP_SOURCE", "mnv"),
 		Window: env.Int("MNV_SMPP_WINDOW", 10), TLS: env.Bool("MNV_SMPP_TLS", false),
 	}
+	c.Pumping = pumping.LoadConfig(env)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
 	if err := errors.Join(env.Err(), err); err != nil {
@@ -227,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.PrincipalCache.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Pumping.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("MNV_PUMPING_*: %w", err))
 	}
 	if c.NumberAttemptsPerHour < 0 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST, MNV_NUMBER_ATTEMPTS_PER_HOUR: must not be negative (burst at least 1)"))
@@ -403,6 +412,27 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	// wait in the table, as the events do without Connect, and a code can still be checked.
 	workflowStores := pg.NewStores(pool, func(db pg.DB) workflows.Store { return newStore(db) })
 	workflowPorts := workflows.Ports{}
+	// The guard reads (the client's policy, its day's spend, the blocked prefixes) while the
+	// workflow's transaction holds a connection of the main pool: from that pool, starts that
+	// took every connection would each wait for one more, forever. A small pool of its own
+	// breaks that cycle; its reads need nothing of the transaction.
+	guardPool, err := pg.Open(ctx, cfg.DatabaseURL, pg.PoolConfig{MaxConns: pumpingConns, ApplicationName: "mnv-verification-pumping"})
+	if err != nil {
+		return nil, fmt.Errorf("database pool of the pumping controls: %w", err)
+	}
+	b.AddFunc("database pool of the pumping controls", guardPool.Close)
+	guard, err := a.pumpingGuard(cfg, store.New(guardPool), hasher, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	workflowPorts.Guard = guard
+	if swaps, err := operatorapi.NewSwaps(ops.List(), &http.Client{Timeout: cfg.NetworkAPITimeout}, operatorapi.SwapOptions{}); err != nil {
+		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
+	} else if swaps.Len() > 0 {
+		// The registry's operators with swap settings answer the policies' SIM-swap checks;
+		// without any, a policy's check is "not configured" (UNAVAILABLE) and its mode decides.
+		workflowPorts.SIMSwap = operatorapi.SIMSwapGate{Swaps: swaps}
+	}
 	flowMetrics, err := workflows.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -438,7 +468,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	verificationv1.RegisterVerificationServiceServer(srv, &server.Server{
 		Sessions: sess, Verifier: verifier, StuckPlus: stuckPlus, Reports: usageReports, Workflows: flows,
 		Browser:       browser.New(browserStores.Pool(), browserStores, net, sess, stuckPlus, accounts, cfg.TransactionTTL),
-		NumberHeaders: ops.NumberHeaders(), Log: log,
+		NumberHeaders: ops.NumberHeaders(), Sandbox: cfg.Sandbox, Log: log,
 	})
 	b.Loop(func(ctx context.Context) { verifier.Reconcile(ctx, cfg.ReconcileEvery) })
 	b.Loop(usage.Roller{Name: "verifications", RollUp: usageReports.RollUp, Every: usage.RollEvery, Log: log}.Run)
@@ -492,6 +522,10 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	}
 	return a, nil
 }
+
+// pumpingConns is the pumping controls' own pool: each SMS a workflow asks for makes up to four
+// short reads (policy, blocked prefixes, spend, and a block's insert).
+const pumpingConns = 4
 
 // hasCAMARA reports whether an operator of ops is reached through its CAMARA API.
 func hasCAMARA(ops *operators.Registry) bool {

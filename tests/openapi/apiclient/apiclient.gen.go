@@ -2342,6 +2342,13 @@ type StartStepUpResponse struct {
 
 // StartWorkflowRequest defines model for StartWorkflowRequest.
 type StartWorkflowRequest struct {
+	// EndUserIp The end user's IP address as the client's backend saw it (IPv4 or IPv6): the pumping
+	// controls' budget per client and address (an IPv6 address by its /64). Absent, that budget
+	// does not apply (the caller's own address is the backend's, not the user's).
+	//
+	// Examples: 203.0.113.7
+	EndUserIp *string `json:"endUserIp,omitempty"`
+
 	// Locale The language of the SMS (BCP 47, "en-GB"); English when absent or unknown.
 	//
 	// Examples: en-GB
@@ -2730,7 +2737,8 @@ type Workflow struct {
 	MobileNumber string `json:"mobileNumber"`
 
 	// Reason Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
+	// which pumping rule refused), … (more may come: branch on status).
 	Reason *string `json:"reason"`
 
 	// ResendAt When a resend is next allowed; absent when none is (no code in play, none left, ended).
@@ -2738,6 +2746,10 @@ type Workflow struct {
 
 	// ResendsLeft The resends left.
 	ResendsLeft int32 `json:"resendsLeft"`
+
+	// SimCheckedAt When the operator answered the SIM-swap check (sim_swap NOT_SWAPPED or SWAPPED); absent
+	// when no answer came.
+	SimCheckedAt *time.Time `json:"simCheckedAt"`
 
 	// SimSwap What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE.
 	SimSwap string `json:"simSwap"`
@@ -2760,13 +2772,20 @@ type WorkflowPolicy struct {
 	CodeTtlSeconds *int32   `json:"codeTtlSeconds"`
 
 	// Countries Overrides by ISO 3166-1 alpha-2 country code.
-	Countries             map[string]WorkflowSettings `json:"countries"`
-	MaxAttempts           *int32                      `json:"maxAttempts"`
-	MaxResends            *int32                      `json:"maxResends"`
-	ResendCooldownSeconds *int32                      `json:"resendCooldownSeconds"`
-	SilentTimeoutSeconds  *int32                      `json:"silentTimeoutSeconds"`
-	SimSwap               *WorkflowSimSwap            `json:"simSwap"`
-	SmsTimeoutSeconds     *int32                      `json:"smsTimeoutSeconds"`
+	Countries map[string]WorkflowSettings `json:"countries"`
+
+	// DailySmsCap The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+	DailySmsCap           *int64           `json:"dailySmsCap"`
+	MaxAttempts           *int32           `json:"maxAttempts"`
+	MaxResends            *int32           `json:"maxResends"`
+	ResendCooldownSeconds *int32           `json:"resendCooldownSeconds"`
+	SilentTimeoutSeconds  *int32           `json:"silentTimeoutSeconds"`
+	SimSwap               *WorkflowSimSwap `json:"simSwap"`
+
+	// SmsCountries The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+	// none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+	SmsCountries      []string `json:"smsCountries"`
+	SmsTimeoutSeconds *int32   `json:"smsTimeoutSeconds"`
 }
 
 // WorkflowPolicyInput WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
@@ -2778,13 +2797,20 @@ type WorkflowPolicyInput struct {
 	CodeTtlSeconds *int32                         `json:"codeTtlSeconds,omitempty"`
 
 	// Countries Overrides by ISO 3166-1 alpha-2 country code.
-	Countries             *map[string]WorkflowSettingsInput `json:"countries,omitempty"`
-	MaxAttempts           *int32                            `json:"maxAttempts,omitempty"`
-	MaxResends            *int32                            `json:"maxResends,omitempty"`
-	ResendCooldownSeconds *int32                            `json:"resendCooldownSeconds,omitempty"`
-	SilentTimeoutSeconds  *int32                            `json:"silentTimeoutSeconds,omitempty"`
-	SimSwap               *WorkflowSimSwapInput             `json:"simSwap,omitempty"`
-	SmsTimeoutSeconds     *int32                            `json:"smsTimeoutSeconds,omitempty"`
+	Countries *map[string]WorkflowSettingsInput `json:"countries,omitempty"`
+
+	// DailySmsCap The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+	DailySmsCap           *int64                `json:"dailySmsCap,omitempty"`
+	MaxAttempts           *int32                `json:"maxAttempts,omitempty"`
+	MaxResends            *int32                `json:"maxResends,omitempty"`
+	ResendCooldownSeconds *int32                `json:"resendCooldownSeconds,omitempty"`
+	SilentTimeoutSeconds  *int32                `json:"silentTimeoutSeconds,omitempty"`
+	SimSwap               *WorkflowSimSwapInput `json:"simSwap,omitempty"`
+
+	// SmsCountries The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+	// none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+	SmsCountries      *[]string `json:"smsCountries,omitempty"`
+	SmsTimeoutSeconds *int32    `json:"smsTimeoutSeconds,omitempty"`
 }
 
 // WorkflowPolicyInputChannels defines model for WorkflowPolicyInput.Channels.
@@ -2843,9 +2869,13 @@ type WorkflowSimSwapInputMode string
 // WorkflowStep defines model for WorkflowStep.
 type WorkflowStep struct {
 	// Channel SILENT or SMS_OTP.
-	Channel   string     `json:"channel"`
-	Charged   int64      `json:"charged"`
-	EndedAt   *time.Time `json:"endedAt"`
+	Channel string     `json:"channel"`
+	Charged int64      `json:"charged"`
+	EndedAt *time.Time `json:"endedAt"`
+
+	// Reason A BLOCKED SMS step: the pumping rule that refused it (INVALID_NUMBER, NOT_MOBILE,
+	// COUNTRY_NOT_ALLOWED, PREMIUM_PREFIX, PREFIX_BLOCKED, SPEND_CAP, NUMBER_VELOCITY,
+	// ADDRESS_VELOCITY, PREFIX_VELOCITY; SMS_BLOCKED when the controls could not look).
 	Reason    *string    `json:"reason"`
 	Seq       int32      `json:"seq"`
 	StartedAt *time.Time `json:"startedAt"`

@@ -68,6 +68,27 @@ func (b ByID) AllowFrom(ctx context.Context, clientID, number, country string, a
 	return b.Guard.AllowFrom(ctx, c, number, country, addr)
 }
 
+// Request is one send asked by client id.
+type Request struct {
+	ClientID, Number, Country string
+	// Sandbox: the caller knows the client to be a sandbox client (its principal's SANDBOX
+	// feature, kept by the workflow from its start); Clients may say so too.
+	Sandbox bool
+	// Addr is the end user's address; invalid skips the per-address budget.
+	Addr netip.Addr
+}
+
+// Check reads the client and applies the rules to r (Guard.AllowFrom).
+func (b ByID) Check(ctx context.Context, r Request) error {
+	c, err := b.Clients.PumpingClient(ctx, r.ClientID)
+	if err != nil {
+		return fmt.Errorf("pumping: client: %w", err)
+	}
+	c.ID = r.ClientID
+	c.Sandbox = c.Sandbox || r.Sandbox
+	return b.Guard.AllowFrom(ctx, c, r.Number, r.Country, r.Addr)
+}
+
 // Verified counts a code checked OK for number (Guard.Verified): the workflow calls it, or no
 // prefix ever converts.
 func (b ByID) Verified(ctx context.Context, number string) {

@@ -70,6 +70,10 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return "pumping: refused: " + string(r.Reason) }
 
+// Code is the refusal's reason as a string, which a caller reports without knowing this
+// package (the workflow's step reason).
+func (r *Refusal) Code() string { return string(r.Reason) }
+
 // ReasonOf returns the reason of a refusal error, or "" for any other error (nil included).
 func ReasonOf(err error) Reason {
 	var r *Refusal

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -291,6 +292,57 @@ func TestByID(t *testing.T) {
 	}
 	if err := by.Allow(ctx, "unknown", "+447400123458", "GB"); err == nil || pumping.ReasonOf(err) != "" {
 		t.Fatalf("unknown client: %v", err)
+	}
+}
+
+// Check takes the caller's word that a client is a sandbox one (its allow-list is not asked),
+// never the other way round, and names the refusal's rule by Code.
+func TestByIDCheck(t *testing.T) {
+	blocks, counters := newMem()
+	g, _ := memGuard(t, testConfig(), blocks, counters, memSpend{})
+	by := pumping.ByID{Guard: g, Clients: clientsByID{"none": {}, "sandbox": {Sandbox: true}}}
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		r    pumping.Request
+		want pumping.Reason
+	}{
+		{"no list", pumping.Request{ClientID: "none", Number: "+447400123401"}, pumping.CountryNotAllowed},
+		{"sandbox by the caller", pumping.Request{ClientID: "none", Number: "+447400123402", Sandbox: true}, ""},
+		{"sandbox by the clients", pumping.Request{ClientID: "sandbox", Number: "+447400123403"}, ""},
+		{"sandbox, premium", pumping.Request{ClientID: "none", Number: "+881612345678", Sandbox: true}, pumping.PremiumPrefix},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := by.Check(ctx, tc.r)
+			if pumping.ReasonOf(err) != tc.want || (tc.want == "") != (err == nil) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			var coded interface{ Code() string }
+			if err != nil && (!errors.As(err, &coded) || coded.Code() != string(tc.want)) {
+				t.Fatalf("%v has no Code %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// LocalCounters count starts and conversions per prefix in the current window only.
+func TestLocalCounters(t *testing.T) {
+	ctx := context.Background()
+	c := pumping.NewLocalCounters(time.Minute)
+	for range 3 {
+		if _, _, err := c.AddStart(ctx, "+4474001"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AddVerified(ctx, "+4474001"); err != nil {
+		t.Fatal(err)
+	}
+	if s, v, _ := c.AddStart(ctx, "+4474001"); s != 4 || v != 1 {
+		t.Fatalf("starts %d verified %d, want 4 1", s, v)
+	}
+	if s, v, _ := c.AddStart(ctx, "+4474002"); s != 1 || v != 0 {
+		t.Fatalf("another prefix: %d %d", s, v)
 	}
 }
 

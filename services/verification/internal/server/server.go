@@ -33,7 +33,11 @@ type Server struct {
 	Workflows *workflows.Service
 	// NumberHeaders are the registry's number headers, read from the gateway's metadata.
 	NumberHeaders []string
-	Log           *zap.Logger
+	// Sandbox is MNV_SANDBOX: only then is a client with the SANDBOX feature a sandbox client
+	// to the pumping controls (its codes go to the sandbox SMSC, its allow-list is not asked).
+	// In production no feature lets a client text the world.
+	Sandbox bool
+	Log     *zap.Logger
 }
 
 func (s *Server) fail(ctx context.Context, err error) error {

@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	verificationv1 "github.com/mnvhq/mnv/proto/gen/mnv/verification/v1"
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/paging"
 	"github.com/mnvhq/mnv/services/platform/usage/usagepb"
+	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/verify"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
@@ -17,8 +20,18 @@ import (
 
 // StartWorkflow starts a verification workflow for a number.
 func (s *Server) StartWorkflow(ctx context.Context, req *verificationv1.StartWorkflowRequest) (*verificationv1.StartWorkflowResponse, error) {
+	p := principalOf(ctx)
+	var addr netip.Addr
+	if req.EndUserIp != nil {
+		a, err := netip.ParseAddr(req.GetEndUserIp())
+		if err != nil || a.Zone() != "" {
+			return nil, s.fail(ctx, fault.Invalid("endUserIp", "must be an IPv4 or IPv6 address"))
+		}
+		addr = a
+	}
 	w, err := s.Workflows.Start(ctx, workflows.StartRequest{
-		ClientID: principalOf(ctx).ClientID, MobileNumber: req.GetMobileNumber(), Locale: req.GetLocale(), TransactionID: req.TransactionId,
+		ClientID: p.ClientID, MobileNumber: req.GetMobileNumber(), Locale: req.GetLocale(), TransactionID: req.TransactionId,
+		Sandbox: s.Sandbox && p.Has(operators.FeatureSandbox), EndUserAddress: addr,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -195,6 +208,7 @@ func workflowToProto(w workflows.Workflow) *verificationv1.Workflow {
 		AttemptsLeft: int32(w.AttemptsLeft()), ResendsLeft: int32(w.ResendsLeft()), //nolint:gosec // G115: at most 10 and 5
 		ResendAt: tsOrNil(optTime(w.ResendAt())), Charged: w.Charged(),
 		CreatedAt: timestamppb.New(w.Created), EndedAt: tsOrNil(optTime(w.Ended)), TransactionId: optString(w.TransactionID),
+		SimCheckedAt: tsOrNil(optTime(w.SIMCheckedAt)),
 	}
 	if w.Code.StepID != "" && !w.Final() {
 		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
@@ -279,6 +293,7 @@ func policyToProto(p workflows.Policy) *verificationv1.WorkflowPolicy {
 		Channels: s.Channels, SilentTimeoutSeconds: s.SilentTimeoutSeconds, SmsTimeoutSeconds: s.SmsTimeoutSeconds,
 		CodeLength: s.CodeLength, CodeTtlSeconds: s.CodeTtlSeconds, MaxAttempts: s.MaxAttempts,
 		ResendCooldownSeconds: s.ResendCooldownSeconds, MaxResends: s.MaxResends, SimSwap: s.SimSwap,
+		SmsCountries: p.SMSCountries, DailySmsCap: p.DailySMSCap,
 	}
 	if len(p.Countries) > 0 {
 		out.Countries = map[string]*verificationv1.WorkflowSettings{}
@@ -294,7 +309,7 @@ func policyFromProto(p *verificationv1.WorkflowPolicy) workflows.Policy {
 		Channels: p.GetChannels(), SilentTimeoutSeconds: p.SilentTimeoutSeconds, SmsTimeoutSeconds: p.SmsTimeoutSeconds,
 		CodeLength: p.CodeLength, CodeTtlSeconds: p.CodeTtlSeconds, MaxAttempts: p.MaxAttempts,
 		ResendCooldownSeconds: p.ResendCooldownSeconds, MaxResends: p.MaxResends, SimSwap: p.GetSimSwap(),
-	})}
+	}), SMSCountries: p.GetSmsCountries(), DailySMSCap: p.DailySmsCap}
 	if len(p.GetCountries()) > 0 {
 		out.Countries = map[string]workflows.Settings{}
 		for cc, c := range p.GetCountries() {

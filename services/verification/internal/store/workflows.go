@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,13 +68,14 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 	b.Queue(`
 		INSERT INTO verification.workflows (client_id, id, number_sealed, number_hash, masked_number, country, locale, policy,
 			status, decided_by, reason, sim_swap, sim_checked_at, step_seq, code_step_id, code_key_id, code_hash, code_sealed,
-			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id, sandbox, end_user_address)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26,
+			$27, $28::inet)`,
 		w.ClientID, w.ID, w.NumberSealed, w.NumberHash, w.Masked, w.Country, w.Locale, pol,
 		w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.SIMSwap, nullTime(w.SIMCheckedAt), w.StepSeq,
 		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed,
 		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended),
-		nullString(w.TransactionID))
+		nullString(w.TransactionID), w.Sandbox, nullAddr(w.Address))
 	for _, s := range w.Steps {
 		queueStep(b, w, s)
 	}
@@ -112,16 +114,17 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		w                                      workflows.Workflow
 		pol                                    []byte
 		decidedBy, reason, stepID, keyID, txID *string
+		addr                                   *string
 		simAt, issued, expires, ended          *time.Time
 	)
 	err := st.db.QueryRow(ctx, `
 		SELECT client_id::text, id::text, number_sealed, number_hash, masked_number, country, locale, policy, status, decided_by,
 			reason, sim_swap, sim_checked_at, step_seq, code_step_id::text, code_key_id, code_hash, code_sealed, code_issued_at,
-			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text
+			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text, sandbox, host(end_user_address)
 		FROM verification.workflows WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id).Scan(
 		&w.ClientID, &w.ID, &w.NumberSealed, &w.NumberHash, &w.Masked, &w.Country, &w.Locale, &pol, &w.Status, &decidedBy,
 		&reason, &w.SIMSwap, &simAt, &w.StepSeq, &stepID, &keyID, &w.Code.Hash, &w.Code.Sealed, &issued,
-		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID)
+		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID, &w.Sandbox, &addr)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return workflows.Workflow{}, fault.ErrNotFound
 	}
@@ -134,6 +137,11 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 	w.DecidedBy, w.Reason = workflows.Channel(deref(decidedBy)), deref(reason)
 	w.Code.StepID, w.Code.KeyID, w.TransactionID = deref(stepID), deref(keyID), deref(txID)
 	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
+	if addr != nil {
+		if w.Address, err = netip.ParseAddr(*addr); err != nil {
+			return workflows.Workflow{}, fmt.Errorf("workflow %s: end user address: %w", id, err)
+		}
+	}
 	rows, err := st.db.Query(ctx, `
 		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at,
 			send_attempts
@@ -293,6 +301,14 @@ func nullString(s string) *string {
 	if s == "" {
 		return nil
 	}
+	return &s
+}
+
+func nullAddr(a netip.Addr) *string {
+	if !a.IsValid() {
+		return nil
+	}
+	s := a.String()
 	return &s
 }
 

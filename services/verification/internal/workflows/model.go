@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"net/netip"
 	"time"
 )
 
@@ -103,6 +104,11 @@ type Workflow struct {
 	Reason        string
 	SIMSwap       SIMSwapResult
 	SIMCheckedAt  time.Time
+	// Sandbox and Address are the start's, kept for the pumping guard of a later SMS step
+	// (SMSRequest): Address is the end user's as the per-address budget keys it (an IPv6
+	// address by its /64), invalid when the start gave none.
+	Sandbox bool
+	Address netip.Addr
 	// StepSeq is the step in play (Steps[StepSeq-1]).
 	StepSeq int
 	Code    CodeState

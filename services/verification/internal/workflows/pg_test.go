@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -163,13 +164,33 @@ func (s *swapper) Check(context.Context, string, time.Duration) (bool, time.Time
 	return s.swapped, time.Now(), s.err
 }
 
-type guard struct{ refuse bool }
+// guard is a pumping guard that refuses with a reason (when set) and records what it was
+// asked and the numbers counted as converted.
+type guard struct {
+	refuse   string
+	asked    *[]workflows.SMSRequest
+	verified *[]string
+}
 
-func (g guard) Allow(context.Context, string, string, string) error {
-	if g.refuse {
-		return fault.New(fault.PermissionDenied, "premium prefix")
+type refusal string
+
+func (r refusal) Error() string { return "refused: " + string(r) }
+func (r refusal) Code() string  { return string(r) }
+
+func (g guard) Allow(_ context.Context, r workflows.SMSRequest) error {
+	if g.asked != nil {
+		*g.asked = append(*g.asked, r)
+	}
+	if g.refuse != "" {
+		return refusal(g.refuse)
 	}
 	return nil
+}
+
+func (g guard) Verified(_ context.Context, number string) {
+	if g.verified != nil {
+		*g.verified = append(*g.verified, number)
+	}
 }
 
 type env struct {
@@ -637,6 +658,36 @@ func TestRefusedSMSCostsNothing(t *testing.T) {
 	}
 }
 
+// TestPumpingInputs: what the pumping guard reads of a client comes from its policy (allow-list,
+// own cap), and its day's SMS spend is its settled SMS steps' charges: a sent SMS counts, a
+// refused one (voided, refunded) does not, another client's never does; the sum is what the
+// ledger fake holds for the client.
+func TestPumpingInputs(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	ctx := context.Background()
+	st := store.New(e.pool)
+	e.setPolicy(t, `{"channels":["SMS_OTP"],"smsCountries":["GB","FR"],"dailySmsCap":40}`)
+	c, err := st.PumpingClient(ctx, e.client)
+	if err != nil || c.ID != e.client || !slices.Equal(c.Countries, []string{"GB", "FR"}) || c.DailyCap != 40 || c.Sandbox {
+		t.Fatalf("pumping client %+v %v", c, err)
+	}
+	if c, err := st.PumpingClient(ctx, uuid.NewString()); err != nil || len(c.Countries) != 0 || c.DailyCap != 0 {
+		t.Fatalf("a client without a policy: %+v %v", c, err)
+	}
+	e.start(t)
+	e.work(t) // sent: settled
+	e.smsc.refuse = true
+	e.start(t)
+	e.work(t) // refused: voided
+	spent, err := st.SpentToday(ctx, e.client)
+	if err != nil || spent != 3 || spent != e.ledger.net() {
+		t.Fatalf("spent today %d (%v), ledger %d; want the one sent SMS's 3", spent, err, e.ledger.net())
+	}
+	if spent, err := st.SpentToday(ctx, uuid.NewString()); err != nil || spent != 0 {
+		t.Fatalf("another client spent %d %v", spent, err)
+	}
+}
+
 // TestChargeRefusedSendsNothing: a balance too low ends the step REJECTED, nothing sent; with
 // accounts away the job retries and sends once it is back, charged once.
 func TestChargeRefusedSendsNothing(t *testing.T) {
@@ -956,7 +1007,7 @@ func TestSIMSwapAndGuard(t *testing.T) {
 		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
 		{"off: never asked", `{}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotChecked},
 		{"swapped, only the silent channel", `{"channels":["SILENT"],"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonNoChannelLeft, "", workflows.SIMSwapped},
-		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: true}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SIMNotChecked},
+		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: "PREMIUM_PREFIX"}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SIMNotChecked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -976,7 +1027,57 @@ func TestSIMSwapAndGuard(t *testing.T) {
 			if tc.guard != nil && (len(e.work(t)) != 0 || e.ledger.calls != 0) {
 				t.Fatal("a blocked SMS was queued or charged")
 			}
+			if tc.guard != nil && w.Steps[0].Reason != "PREMIUM_PREFIX" {
+				t.Fatalf("the blocked step's reason %q, want the guard's", w.Steps[0].Reason)
+			}
 		})
+	}
+}
+
+// TestGuardSeesTheStart: the guard of an SMS step begun after the start (the silent step timed
+// out by the sweep) is asked with the start's sandbox flag and end user's address (an IPv6
+// address by its /64), and a code checked OK is counted as its prefix's conversion once.
+func TestGuardSeesTheStart(t *testing.T) {
+	var asked []workflows.SMSRequest
+	var verified []string
+	e := newEnv(t, 100, workflows.Ports{Guard: guard{asked: &asked, verified: &verified}})
+	ctx := context.Background()
+	w, err := e.svc.Start(ctx, workflows.StartRequest{
+		ClientID: e.client, MobileNumber: gbNumber, Sandbox: true, EndUserAddress: netip.MustParseAddr("2001:db8:1:2:aaaa::7"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 0 {
+		t.Fatal("the guard was asked before any SMS")
+	}
+	e.advance(2 * time.Minute)
+	if _, err := e.svc.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := workflows.SMSRequest{ClientID: e.client, Number: gbNumber, Country: "GB", Sandbox: true, Address: netip.MustParseAddr("2001:db8:1:2::")}
+	if len(asked) != 1 || asked[0] != want {
+		t.Fatalf("asked %+v, want %+v", asked, want)
+	}
+	code := e.smsc.code(t, e.work(t)[0])
+	wrong := "000000"
+	if code == wrong {
+		wrong = "111111"
+	}
+	if _, err := e.check(t, w.ID, wrong); err != nil {
+		t.Fatal(err)
+	}
+	if len(verified) != 0 {
+		t.Fatalf("a wrong code counted as converted: %v", verified)
+	}
+	if got, err := e.check(t, w.ID, code); err != nil || got.Status != workflows.Verified {
+		t.Fatalf("right code: %v %v", got.Status, err)
+	}
+	if _, err := e.check(t, w.ID, code); !errors.Is(err, workflows.ErrFinal) {
+		t.Fatalf("second check: %v", err)
+	}
+	if len(verified) != 1 || verified[0] != gbNumber {
+		t.Fatalf("conversions counted %v, want the number once", verified)
 	}
 }
 

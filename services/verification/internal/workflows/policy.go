@@ -61,11 +61,25 @@ type Settings struct {
 }
 
 // Policy is a client's workflow policy: its default settings and overrides by country (ISO
-// 3166-1 alpha-2, as the number's region).
+// 3166-1 alpha-2, as the number's region), and what the pumping controls take from it.
+//
+// SMSCountries and DailySMSCap are the client's, not a country's: the policy is the one owner
+// of a client's workflow settings, so the SMS allow-list and spend cap live here rather than in
+// accounts (docs/architecture.md, "Pumping controls").
 type Policy struct {
 	Settings
 	Countries map[string]Settings `json:"countries,omitempty"`
+	// SMSCountries are the countries (ISO 3166-1 alpha-2, upper case) a code may be sent to by
+	// SMS. Empty allows none: a client opts in country by country, so a leaked key cannot
+	// text the world (a sandbox client's codes go to the sandbox SMSC and are not asked).
+	SMSCountries []string `json:"smsCountries,omitempty"`
+	// DailySMSCap caps the client's SMS spend per UTC day, in credits; nil takes the
+	// service's (MNV_PUMPING_DAILY_CAP).
+	DailySMSCap *int64 `json:"dailySmsCap,omitempty"`
 }
+
+// MaxDailySMSCap bounds a client's own cap: far above any real day, far below an overflow.
+const MaxDailySMSCap = 1_000_000_000
 
 // Resolved is the policy that applies to one workflow: every field set. A workflow keeps it
 // from its start, so an edit of the policy never changes a running workflow.
@@ -141,6 +155,20 @@ func (p Policy) Validate() error {
 		if err := s.validate("countries." + cc + "."); err != nil {
 			return err
 		}
+	}
+	if len(p.SMSCountries) > maxCountries {
+		return fault.Invalid("smsCountries", "at most %d countries", maxCountries)
+	}
+	for i, cc := range p.SMSCountries {
+		if !phone.IsRegion(cc) {
+			return fault.Invalid(fmt.Sprintf("smsCountries[%d]", i), "%q is not an ISO 3166-1 alpha-2 country code of the numbering plans (upper case)", cc)
+		}
+		if slices.Index(p.SMSCountries, cc) != i {
+			return fault.Invalid(fmt.Sprintf("smsCountries[%d]", i), "%s is listed twice", cc)
+		}
+	}
+	if c := p.DailySMSCap; c != nil && (*c < 1 || *c > MaxDailySMSCap) {
+		return fault.Invalid("dailySmsCap", "must be between 1 and %d credits", MaxDailySMSCap)
 	}
 	return nil
 }

@@ -40,9 +40,23 @@ func TestPolicyValidate(t *testing.T) {
 		{"lower-case country", `{"countries":{"gb":{"codeLength":6}}}`, "countries"},
 		{"country's value", `{"countries":{"GB":{"codeLength":12}}}`, "countries.GB.codeLength"},
 		{"country's channels", `{"countries":{"AE":{"channels":["SILENT","SILENT"]}}}`, "countries.AE.channels[1]"},
+		{"sms countries and cap", `{"smsCountries":["GB","FR"],"dailySmsCap":500}`, ""},
+		{"sms countries empty", `{"smsCountries":[]}`, ""},
+		{"sms country unknown", `{"smsCountries":["GB","XX"]}`, "smsCountries[1]"},
+		{"sms country lower case", `{"smsCountries":["gb"]}`, "smsCountries[0]"},
+		{"sms country twice", `{"smsCountries":["FR","GB","FR"]}`, "smsCountries[2]"},
+		{"cap zero", `{"dailySmsCap":0}`, "dailySmsCap"},
+		{"cap too high", `{"dailySmsCap":1000000001}`, "dailySmsCap"},
+		{"allow-list is not a country's", `{"countries":{"GB":{"smsCountries":["GB"]}}}`, "parse"},
 	}
 	for _, tc := range cases {
 		p, err := workflows.ParsePolicy([]byte(tc.json))
+		if tc.wantField == "parse" {
+			if err == nil {
+				t.Errorf("%s: parsed", tc.name)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 )
 
@@ -49,9 +50,23 @@ type SIMSwapChecker interface {
 	Check(ctx context.Context, number string, maxAge time.Duration) (swapped bool, checkedAt time.Time, err error)
 }
 
-// PumpingGuard decides whether an SMS to number may be sent for client (SMS pumping: premium
-// prefixes, velocity, the client's country allow-list and daily cap). A refusal blocks the step,
-// free. Nil allows every SMS.
+// SMSRequest is one SMS the workflow asks the pumping guard about.
+type SMSRequest struct {
+	ClientID string
+	Number   string // E.164
+	Country  string // the number's region as the workflow has it, "" when unknown
+	// Sandbox: the workflow was started by a sandbox client (its codes go to the sandbox SMSC).
+	Sandbox bool
+	// Address is the end user's address the start gave; invalid when it gave none.
+	Address netip.Addr
+}
+
+// PumpingGuard decides whether an SMS may be sent (SMS pumping: premium prefixes, velocity,
+// the client's country allow-list and daily cap). A refusal blocks the step, free; an error
+// with a Code() string method names its reason, which the step reports. Verified counts a
+// code checked OK for number, the conversion the guard judges prefixes by. Nil allows every
+// SMS.
 type PumpingGuard interface {
-	Allow(ctx context.Context, clientID, number, country string) error
+	Allow(ctx context.Context, r SMSRequest) error
+	Verified(ctx context.Context, number string)
 }

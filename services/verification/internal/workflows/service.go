@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"time"
@@ -146,6 +147,12 @@ type StartRequest struct {
 	// TransactionID, when set, is a browser transaction of the client whose page may check
 	// the code (CheckCodeOfTransaction).
 	TransactionID *string
+	// Sandbox: the client asking is a sandbox client (the SANDBOX feature of its principal):
+	// its codes go to the sandbox SMSC, so the pumping guard does not ask its allow-list.
+	Sandbox bool
+	// EndUserAddress is the address of the end user the workflow verifies, when the start
+	// gives it: the pumping guard's budget per client and address. Invalid: none.
+	EndUserAddress netip.Addr
 }
 
 // ErrTransactionTaken is a start naming a browser transaction that has a workflow already.
@@ -194,6 +201,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 		NumberSealed: s.vault.Seal(num.E164, table, id), NumberHash: s.vault.Hash(num.E164),
 		Masked: num.Masked(), Country: country, Locale: req.Locale, TransactionID: transactionID,
 		Policy: pol.Resolve(country), Status: InProgress, SIMSwap: SIMNotChecked,
+		Sandbox: req.Sandbox, Address: budgetAddress(req.EndUserAddress),
 		Created: now, Updated: now,
 	}
 	channels := s.simSwapGate(ctx, &w, num.E164)
@@ -213,6 +221,20 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 	}
 	s.metrics.changed(nil, w)
 	return w, nil
+}
+
+// budgetAddress is the part of an address the per-address budget keys: an IPv4 address itself,
+// an IPv6 address its /64 (one subscriber's usual allocation). Only that is kept.
+func budgetAddress(a netip.Addr) netip.Addr {
+	if !a.IsValid() {
+		return netip.Addr{}
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
 }
 
 // simSwapGate checks the SIM swap when the policy asks and answers the channels the workflow
@@ -293,12 +315,20 @@ func (s *Service) addStep(w *Workflow, step Step, now time.Time) *Step {
 // the workflow, free.
 func (s *Service) sendCode(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
 	if g := s.ports.Guard; g != nil {
-		if err := g.Allow(ctx, w.ClientID, e164, w.Country); err != nil {
+		err := g.Allow(ctx, SMSRequest{ClientID: w.ClientID, Number: e164, Country: w.Country, Sandbox: w.Sandbox, Address: w.Address})
+		if err != nil {
 			if errors.Is(err, fault.ErrUnavailable) {
 				return err
 			}
 			s.log.Info("sms blocked by the pumping guard", zap.String("workflow", w.ID), zap.Error(err))
-			step := s.addStep(w, Step{Channel: SMSOTP, Status: StepBlocked, Reason: ReasonBlocked, Deadline: now}, now)
+			// The step says which rule refused (COUNTRY_NOT_ALLOWED, PREMIUM_PREFIX, …); a
+			// guard that could not look refuses too, as SMS_BLOCKED: it must not let money out.
+			reason := ReasonBlocked
+			var coded interface{ Code() string }
+			if errors.As(err, &coded) && coded.Code() != "" {
+				reason = coded.Code()
+			}
+			step := s.addStep(w, Step{Channel: SMSOTP, Status: StepBlocked, Reason: reason, Deadline: now}, now)
 			step.Ended = now
 			s.clearCode(w)
 			s.end(w, Failed, "", ReasonBlocked, now)
@@ -461,6 +491,7 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 		ev, err := events.New(w.ClientID, events.VerificationStep, events.VerificationStepData{
 			WorkflowID: w.ID, StepID: step.ID, Seq: step.Seq, Channel: string(step.Channel), Status: string(step.Status),
 			Reason: optional(step.Reason), MobileNumber: w.Masked, Country: w.Country, Charged: settled(step),
+			SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
 		}, s.Now())
 		if err != nil {
 			return err
@@ -470,7 +501,8 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 	if w.Final() && (before == nil || !before.Final()) {
 		ev, err := events.New(w.ClientID, events.WorkflowCompleted, events.WorkflowCompletedData{
 			WorkflowID: w.ID, Status: string(w.Status), DecidedBy: optional(string(w.DecidedBy)), Reason: optional(w.Reason),
-			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), Charged: w.Charged(),
+			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
+			Charged: w.Charged(),
 		}, s.Now())
 		if err != nil {
 			return err
@@ -488,6 +520,14 @@ func settled(s Step) int64 {
 		return s.Charged
 	}
 	return 0
+}
+
+func optionalTime(t time.Time) *events.Time {
+	if t.IsZero() {
+		return nil
+	}
+	et := events.Time(t)
+	return &et
 }
 
 func optional(s string) *string {
@@ -641,9 +681,9 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 		return Workflow{}, fault.Invalid("code", "must be 1 to %d characters", maxTyped)
 	}
 	code := otp.Parse(typed)
-	var counted string
+	var counted, matchedNumber string
 	defer func() { s.metrics.checked(counted) }()
-	return s.locked(ctx, clientID, id, func(_ context.Context, _ Store, w *Workflow, e164 string, now time.Time) error {
+	w, err := s.locked(ctx, clientID, id, func(_ context.Context, _ Store, w *Workflow, e164 string, now time.Time) error {
 		if w.Final() {
 			return kept{ErrFinal}
 		}
@@ -661,6 +701,7 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 			step.Status, step.Reason, step.Ended = StepVerified, ReasonCodeMatched, now
 			s.clearCode(w)
 			s.end(w, Verified, SMSOTP, ReasonCodeMatched, now)
+			matchedNumber = e164
 		case otp.Mismatch:
 			step.Reason = ReasonCodeMismatch
 		case otp.Exhausted:
@@ -674,6 +715,12 @@ func (s *Service) CheckCode(ctx context.Context, clientID, id, typed string) (Wo
 		}
 		return nil
 	})
+	// A code checked OK is its prefix's conversion: without it every prefix would look like
+	// an attack to the guard. Counted once the match is committed.
+	if err == nil && matchedNumber != "" && s.ports.Guard != nil {
+		s.ports.Guard.Verified(ctx, matchedNumber)
+	}
+	return w, err
 }
 
 // CheckCodeOfTransaction checks a code typed on the page of a browser transaction of the

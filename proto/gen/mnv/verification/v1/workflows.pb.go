@@ -33,6 +33,10 @@ type StartWorkflowRequest struct {
 	// A browser transaction of the client (POST /v1/api/opportunity) whose page may check the
 	// code itself (POST /v1/api/web/transactions/{transactionId}/code); one workflow each.
 	TransactionId *string `protobuf:"bytes,3,opt,name=transaction_id,json=transactionId,proto3,oneof" json:"transaction_id,omitempty"`
+	// The end user's IP address as the client's backend saw it (IPv4 or IPv6): the pumping
+	// controls' budget per client and address (an IPv6 address by its /64). Absent, that budget
+	// does not apply (the caller's own address is the backend's, not the user's).
+	EndUserIp     *string `protobuf:"bytes,4,opt,name=end_user_ip,json=endUserIp,proto3,oneof" json:"end_user_ip,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -84,6 +88,13 @@ func (x *StartWorkflowRequest) GetLocale() string {
 func (x *StartWorkflowRequest) GetTransactionId() string {
 	if x != nil && x.TransactionId != nil {
 		return *x.TransactionId
+	}
+	return ""
+}
+
+func (x *StartWorkflowRequest) GetEndUserIp() string {
+	if x != nil && x.EndUserIp != nil {
+		return *x.EndUserIp
 	}
 	return ""
 }
@@ -682,7 +693,8 @@ type Workflow struct {
 	// The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did.
 	DecidedBy *string `protobuf:"bytes,3,opt,name=decided_by,json=decidedBy,proto3,oneof" json:"decided_by,omitempty"`
 	// Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, … (more may come: branch on status).
+	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
+	// which pumping rule refused), … (more may come: branch on status).
 	Reason *string `protobuf:"bytes,4,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
 	// Masked.
 	MobileNumber string `protobuf:"bytes,5,opt,name=mobile_number,json=mobileNumber,proto3" json:"mobile_number,omitempty"`
@@ -706,6 +718,9 @@ type Workflow struct {
 	EndedAt   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
 	// The browser transaction whose page may check the code.
 	TransactionId *string `protobuf:"bytes,16,opt,name=transaction_id,json=transactionId,proto3,oneof" json:"transaction_id,omitempty"`
+	// When the operator answered the SIM-swap check (sim_swap NOT_SWAPPED or SWAPPED); absent
+	// when no answer came.
+	SimCheckedAt  *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=sim_checked_at,json=simCheckedAt,proto3" json:"sim_checked_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -852,6 +867,13 @@ func (x *Workflow) GetTransactionId() string {
 	return ""
 }
 
+func (x *Workflow) GetSimCheckedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SimCheckedAt
+	}
+	return nil
+}
+
 type WorkflowStep struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
@@ -860,7 +882,10 @@ type WorkflowStep struct {
 	Channel string `protobuf:"bytes,3,opt,name=channel,proto3" json:"channel,omitempty"`
 	// PENDING, QUEUED, SENT, DELIVERED, UNDELIVERABLE, VERIFIED, NOT_VERIFIED, UNDETERMINED,
 	// FAILED, EXPIRED, TIMED_OUT, REJECTED, BLOCKED or SUPERSEDED.
-	Status string  `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// A BLOCKED SMS step: the pumping rule that refused it (INVALID_NUMBER, NOT_MOBILE,
+	// COUNTRY_NOT_ALLOWED, PREMIUM_PREFIX, PREFIX_BLOCKED, SPEND_CAP, NUMBER_VELOCITY,
+	// ADDRESS_VELOCITY, PREFIX_VELOCITY; SMS_BLOCKED when the controls could not look).
 	Reason *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
 	// SILENT: the verification its blob made.
 	VerificationId *string                `protobuf:"bytes,6,opt,name=verification_id,json=verificationId,proto3,oneof" json:"verification_id,omitempty"`
@@ -1165,7 +1190,12 @@ type WorkflowPolicy struct {
 	MaxResends            *int32           `protobuf:"varint,8,opt,name=max_resends,json=maxResends,proto3,oneof" json:"max_resends,omitempty"`
 	SimSwap               *WorkflowSimSwap `protobuf:"bytes,9,opt,name=sim_swap,json=simSwap,proto3" json:"sim_swap,omitempty"`
 	// Overrides by ISO 3166-1 alpha-2 country code.
-	Countries     map[string]*WorkflowSettings `protobuf:"bytes,10,rep,name=countries,proto3" json:"countries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Countries map[string]*WorkflowSettings `protobuf:"bytes,10,rep,name=countries,proto3" json:"countries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The countries (ISO 3166-1 alpha-2) a code may be sent to by SMS, distinct. Empty allows
+	// none (a sandbox client's codes go to the sandbox SMSC and are not asked).
+	SmsCountries []string `protobuf:"bytes,11,rep,name=sms_countries,json=smsCountries,proto3" json:"sms_countries,omitempty"`
+	// The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
+	DailySmsCap   *int64 `protobuf:"varint,12,opt,name=daily_sms_cap,json=dailySmsCap,proto3,oneof" json:"daily_sms_cap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1268,6 +1298,20 @@ func (x *WorkflowPolicy) GetCountries() map[string]*WorkflowSettings {
 		return x.Countries
 	}
 	return nil
+}
+
+func (x *WorkflowPolicy) GetSmsCountries() []string {
+	if x != nil {
+		return x.SmsCountries
+	}
+	return nil
+}
+
+func (x *WorkflowPolicy) GetDailySmsCap() int64 {
+	if x != nil && x.DailySmsCap != nil {
+		return *x.DailySmsCap
+	}
+	return 0
 }
 
 type WorkflowSettings struct {
@@ -2113,13 +2157,15 @@ var File_mnv_verification_v1_workflows_proto protoreflect.FileDescriptor
 
 const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\n" +
-	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xda\x01\n" +
+	"#mnv/verification/v1/workflows.proto\x12\x13mnv.verification.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cmnv/options/v1/options.proto\x1a\x18mnv/usage/v1/usage.proto\"\xe2\x02\n" +
 	"\x14StartWorkflowRequest\x12P\n" +
 	"\rmobile_number\x18\x01 \x01(\tB+\xd2\xf3\x18'\b\x012\x14^\\+[1-9][0-9]{6,14}$J\r+447400123456R\fmobileNumber\x12%\n" +
 	"\x06locale\x18\x02 \x01(\tB\r\xd2\xf3\x18\t(#J\x05en-GBR\x06locale\x126\n" +
 	"\x0etransaction_id\x18\x03 \x01(\tB\n" +
-	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01B\x11\n" +
-	"\x0f_transaction_id\"R\n" +
+	"\xd2\xf3\x18\x06B\x04uuidH\x00R\rtransactionId\x88\x01\x01\x12v\n" +
+	"\vend_user_ip\x18\x04 \x01(\tBQ\xd2\xf3\x18M(-2<^([0-9]{1,3}(\\.[0-9]{1,3}){3}|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)$J\v203.0.113.7H\x01R\tendUserIp\x88\x01\x01B\x11\n" +
+	"\x0f_transaction_idB\x0e\n" +
+	"\f_end_user_ip\"R\n" +
 	"\x15StartWorkflowResponse\x129\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\xd7\x02\n" +
 	"\x14ListWorkflowsRequest\x12#\n" +
@@ -2169,7 +2215,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
 	"workflowId\"W\n" +
 	"\x1aResendWorkflowCodeResponse\x129\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\xc1\x05\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\x83\x06\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x16\n" +
@@ -2190,7 +2236,8 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12*\n" +
-	"\x0etransaction_id\x18\x10 \x01(\tH\x02R\rtransactionId\x88\x01\x01B\r\n" +
+	"\x0etransaction_id\x18\x10 \x01(\tH\x02R\rtransactionId\x88\x01\x01\x12@\n" +
+	"\x0esim_checked_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\fsimCheckedAtB\r\n" +
 	"\v_decided_byB\t\n" +
 	"\a_reasonB\x11\n" +
 	"\x0f_transaction_id\"\xe1\x02\n" +
@@ -2215,7 +2262,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\"\x9d\x01\n" +
 	"\x19SetWorkflowPolicyResponse\x12;\n" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\x12C\n" +
-	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\x85\a\n" +
+	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\x8c\b\n" +
 	"\x0eWorkflowPolicy\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2232,7 +2279,10 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwap\x12k\n" +
 	"\tcountries\x18\n" +
 	" \x03(\v22.mnv.verification.v1.WorkflowPolicy.CountriesEntryB\x19\xd2\xf3\x18\x15(\xfa\x01b\x102\n" +
-	"^[A-Z]{2}$J\x02GBR\tcountries\x1ac\n" +
+	"^[A-Z]{2}$J\x02GBR\tcountries\x12<\n" +
+	"\rsms_countries\x18\v \x03(\tB\x17\xd2\xf3\x18\x13(\xfa\x012\n" +
+	"^[A-Z]{2}$J\x02GBR\fsmsCountries\x125\n" +
+	"\rdaily_sms_cap\x18\f \x01(\x03B\f\xd2\xf3\x18\b\x10\x01\x18\x80\x94\xeb\xdc\x03H\aR\vdailySmsCap\x88\x01\x01\x1ac\n" +
 	"\x0eCountriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
 	"\x05value\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\x05value:\x028\x01B\x19\n" +
@@ -2242,7 +2292,8 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x11_code_ttl_secondsB\x0f\n" +
 	"\r_max_attemptsB\x1a\n" +
 	"\x18_resend_cooldown_secondsB\x0e\n" +
-	"\f_max_resends\"\xb5\x05\n" +
+	"\f_max_resendsB\x10\n" +
+	"\x0e_daily_sms_cap\"\xb5\x05\n" +
 	"\x10WorkflowSettings\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2383,30 +2434,31 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	34, // 8: mnv.verification.v1.Workflow.code_expires_at:type_name -> google.protobuf.Timestamp
 	34, // 9: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
 	34, // 10: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
-	34, // 11: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	34, // 12: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
-	18, // 13: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	19, // 14: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	18, // 15: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	18, // 16: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	19, // 17: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	20, // 18: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	33, // 19: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	20, // 20: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	35, // 21: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	34, // 22: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
-	29, // 23: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
-	29, // 24: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
-	34, // 25: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
-	34, // 26: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	32, // 27: mnv.verification.v1.ListSandboxSmsResponse.items:type_name -> mnv.verification.v1.SandboxSms
-	34, // 28: mnv.verification.v1.SandboxSms.received_at:type_name -> google.protobuf.Timestamp
-	19, // 29: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	34, // 11: mnv.verification.v1.Workflow.sim_checked_at:type_name -> google.protobuf.Timestamp
+	34, // 12: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	34, // 13: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	18, // 14: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 15: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	18, // 16: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	18, // 17: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 18: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	20, // 19: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	33, // 20: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	20, // 21: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	35, // 22: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	34, // 23: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 24: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	29, // 25: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	34, // 26: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
+	34, // 27: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	32, // 28: mnv.verification.v1.ListSandboxSmsResponse.items:type_name -> mnv.verification.v1.SandboxSms
+	34, // 29: mnv.verification.v1.SandboxSms.received_at:type_name -> google.protobuf.Timestamp
+	19, // 30: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
