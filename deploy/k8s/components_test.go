@@ -93,6 +93,7 @@ var secretVars = map[string]bool{
 	"MNV_DATA_KEYS":                 true,
 	"MNV_NUMBER_HASH_KEY":           true,
 	"MNV_REDIS_URL":                 true,
+	"MNV_SMPP_PASSWORD":             true,
 }
 
 // facadePort is verification's CAMARA facade (plain HTTP, for the gateway alone), set by
