@@ -181,21 +181,13 @@ func setUpWith(t *testing.T, extra map[string]string) *env {
 	for k, v := range extra {
 		vars[k] = v
 	}
-	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR", "MNV_DEMO_ADDR"} {
-		if vars[name], err = harness.FreeAddr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run, err := harness.StartMakeRun(root, vars)
+	run, err := harness.StartMakeRunReady(ctx, root, vars, 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(run.Stop)
 	e := &env{gateway: "http://" + vars["MNV_HTTP_ADDR"], demo: "http://" + vars["MNV_DEMO_ADDR"], state: state, db: dbURL}
 	e.api = e.gateway + "/v1/api"
-	if err := run.WaitReady(ctx, e.gateway+"/readyz", 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	if !strings.Contains(run.Output(), "Demo site: "+e.demo) {
 		t.Fatalf("make run does not print the demo's address %s:\n%s", e.demo, run.Output())
 	}

@@ -67,19 +67,11 @@ func TestReadmeRuns(t *testing.T) {
 		"MNV_STATE_DIR": filepath.Join(home, ".mnv"),
 		"MNV_LOG_LEVEL": "warn",
 	}
-	for _, name := range []string{"MNV_HTTP_ADDR", "MNV_ACCOUNTS_GRPC_ADDR", "MNV_VERIFICATION_GRPC_ADDR", "MNV_CONNECT_GRPC_ADDR", "MNV_DEMO_ADDR"} {
-		if env[name], err = harness.FreeAddr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	suite, err := harness.StartMakeRun(root, env)
+	suite, err := harness.StartMakeRunReady(ctx, root, env, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(suite.Stop)
-	if err := suite.WaitReady(ctx, "http://"+env["MNV_HTTP_ADDR"]+"/readyz", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	// A start where nothing is wrong is quiet: a warning there reads as a fault to a newcomer.
 	// (The principal streams open in the first moments; give them one.)
 	time.Sleep(time.Second)
