@@ -60,8 +60,10 @@ func TestSampleCPUCountsMessages(t *testing.T) {
 	}
 	c.Close()
 	d := sampleCPU().sub(before)
-	// 10 round trips send at least 20 segments, and each wakes the other side.
-	if d.Segments < 20 || d.Switches < 10 {
+	// 10 round trips send at least 20 segments. The process's context switches move too, but
+	// not once per round trip: Go's scheduler may find the answer ready without sleeping (9 of
+	// 10 once in .ci/run), so only that they are counted is held.
+	if d.Segments < 20 || d.Switches < 1 {
 		t.Fatalf("over 10 loopback round trips sampleCPU counted %v segments and %v context switches", d.Segments, d.Switches)
 	}
 }
