@@ -66,7 +66,9 @@ func ParsePrices(spec string) (Prices, error) {
 // variant "A:B" (a workflow step's channel and country, "SMS_OTP:GB") falls back to "A" before
 // the kind, at each level: a client's price for SMS_OTP beats the configured SMS_OTP:GB.
 func (p Prices) For(kind money.Kind, variant string, overrides []domain.Price) int64 {
-	variants := []string{variant}
+	// At most three variants, kept on the stack: For runs for every debit of a batch.
+	var buf [3]string
+	variants := append(buf[:0], variant)
 	if general, _, ok := strings.Cut(variant, ":"); ok && general != "" {
 		variants = append(variants, general)
 	}
