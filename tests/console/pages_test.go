@@ -271,6 +271,9 @@ func TestPages(t *testing.T) {
 			return fmt.Sprintf(`(() => { const l = [...document.querySelectorAll('form.filters label')].find(l => l.textContent === %q);
   const s = document.getElementById(l.htmlFor); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); return s.value; })()`, label, value)
 		}
+		// The list's request follows each pick within a render and a fetch; under make test's
+		// load (every package at once on two cores) that has taken over five seconds.
+		const listWait = 20 * time.Second
 		before := len(api.requests("GET /v1/api/verifications"))
 		var picked []string
 		var options []string
@@ -284,7 +287,7 @@ func TestPages(t *testing.T) {
 			picked = append(picked, v)
 		}
 		want := url.Values{"reason": {"NUMBER_MISMATCH"}, "operatorId": {"etisalat"}, "serviceType": {"NETWORK_API"}, "status": {"NOT_VERIFIED"}}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(listWait)
 		var last url.Values
 		for {
 			reqs := api.requests("GET /v1/api/verifications")
@@ -309,7 +312,7 @@ func TestPages(t *testing.T) {
 		screenshot(t, tab, root, "console-verifications-filtered.png")
 		// Back to Any: no parameter at all.
 		tab.Eval(t, pick("Reason", ""), nil)
-		deadline = time.Now().Add(5 * time.Second)
+		deadline = time.Now().Add(listWait)
 		for {
 			reqs := api.requests("GET /v1/api/verifications")
 			if q := reqs[len(reqs)-1].query; !q.Has("reason") && q.Get("operatorId") == "etisalat" {
