@@ -43,6 +43,10 @@ type SMSCConfig struct {
 	ReceiptDelayMs int      `json:"receiptDelayMs"`
 	// RefuseReceipts sends no receipt at all.
 	RefuseReceipts bool `json:"refuseReceipts"`
+	// TLSCert and TLSKey (PEM files) make the SMPP port speak TLS only, as an SMSC reached
+	// over the internet does (MNV_SMPP_TLS). They are read at start-up, not over the control port.
+	TLSCert string `json:"-"`
+	TLSKey  string `json:"-"`
 }
 
 // SMSCSubmit is one submit_sm the test SMSC read, as npm's smpp decoded it.
@@ -141,6 +145,9 @@ func StartSMSC(t testing.TB, cfg SMSCConfig) *SMSC {
 	}
 	cmd := exec.Command("node", "smsc.mjs")
 	cmd.Dir = filepath.Join(root, SMSCDir)
+	if cfg.TLSCert != "" {
+		cmd.Env = append(os.Environ(), "SMSC_TLS_CERT="+cfg.TLSCert, "SMSC_TLS_KEY="+cfg.TLSKey)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

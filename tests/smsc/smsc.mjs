@@ -20,6 +20,10 @@
 // A submit_sm is "accepted" once its submit_sm_resp with a message id has been written; one
 // read on a session that is being dropped or unbound is recorded unanswered and never accepted,
 // so a test can tell a message the client lost from one the SMSC took.
+//
+// With SMSC_TLS_CERT and SMSC_TLS_KEY (PEM files) in its environment, the SMPP port speaks TLS
+// only (npm smpp's server over node:tls); the control port stays plain HTTP.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import smpp from 'smpp';
 
@@ -95,7 +99,11 @@ function endSession(session, mode) {
 // outlive it, as an operator's does, and say so on stderr.
 process.on('uncaughtException', (err) => console.error('smsc: uncaught:', err));
 
-const server = smpp.createServer((session) => {
+const tlsOptions = process.env.SMSC_TLS_CERT
+  ? { cert: readFileSync(process.env.SMSC_TLS_CERT), key: readFileSync(process.env.SMSC_TLS_KEY) }
+  : {};
+
+const server = smpp.createServer(tlsOptions, (session) => {
   session.id = ++nextSession;
   session.dropping = false;
   session.on('error', () => {}); // a client that went away; nothing to do

@@ -90,14 +90,16 @@ func CredentialOptions(token, caFile string) ([]grpc.DialOption, error) {
 // caFile's CAs (MNV_GRPC_TLS_CA), TLS 1.3 only. The gRPC calls use it, and so does the
 // gateway's proxy to verification's CAMARA facade, which the same certificate serves.
 func TLSConfig(caFile string) (*tls.Config, error) {
-	pool, err := loadCAs(caFile)
+	pool, err := LoadCAs(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("MNV_GRPC_TLS_CA: %w", err)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
 }
 
-func loadCAs(file string) (*x509.CertPool, error) {
+// LoadCAs reads the PEM certificates of file into a pool, for a client that trusts them rather
+// than the system's roots (also the SMS centre's MNV_SMPP_TLS_CA).
+func LoadCAs(file string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package smpp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -47,8 +49,12 @@ type Config struct {
 	// Observer, when set, hears what happens (binds, submits, throttles, lost sessions), for
 	// metrics; it is called synchronously and must not block.
 	Observer Observer
-	// Dial replaces net.Dialer's DialContext (tests, TLS).
+	// Dial replaces net.Dialer's DialContext (tests).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when set, runs the session over TLS with it: the handshake is part of the connect,
+	// within DialTimeout, before the bind's credentials are written. An empty ServerName is
+	// taken from Addr's host. Nil: plain TCP, as most SMSCs on a private link expect.
+	TLS *tls.Config
 }
 
 func (c *Config) defaults() {
@@ -132,6 +138,9 @@ var (
 	// whether it took the part is unknown.
 	ErrMalformedResponse = errors.New("smpp: unreadable response")
 	errUnbound           = errors.New("smpp: the SMSC unbound")
+	// ErrTLSExpected: over plain TCP, the SMSC answered the bind in TLS; the client should be
+	// set up for TLS (Config.TLS).
+	ErrTLSExpected = errors.New("smpp: the SMSC answered in TLS; connect over TLS")
 )
 
 // Retryable reports whether the caller may send the message again: after a throttle that
@@ -426,6 +435,14 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	_ = nc.SetDeadline(deadline)
 	// Closing the connection is what interrupts a blocked read when ctx ends early.
 	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
+	if c.cfg.TLS != nil {
+		nc, err = c.handshake(ctx, nc)
+		if err != nil {
+			stop()
+			_ = nc.Close()
+			return nil, err
+		}
+	}
 	s, err := c.bind(nc)
 	if !stop() || err != nil {
 		_ = nc.Close()
@@ -439,6 +456,28 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
+// answeredInTLS reports whether the SMSC's first octets are a TLS record's header (an alert or
+// a handshake), as a TLS server's answer to a plain bind may be. No SMPP PDU starts so: its
+// command_length would be over 350 MB.
+func answeredInTLS(br *bufio.Reader) bool {
+	b, err := br.Peek(3)
+	return err == nil && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03 && b[2] <= 0x04
+}
+
+// handshake runs TLS over nc; the certificate is checked before a byte of the bind (the
+// password) is written. Its error names the SMSC and what TLS said, never the credentials.
+func (c *Client) handshake(ctx context.Context, nc net.Conn) (net.Conn, error) {
+	cfg := c.cfg.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(c.cfg.Addr)
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nc, fmt.Errorf("smpp: TLS handshake with %s: %w", c.cfg.Addr, err)
+	}
+	return tc, nil
+}
+
 func (c *Client) bind(nc net.Conn) (*session, error) {
 	seq := c.nextSeq()
 	b, err := Encode(PDU{Command: BindTransceiver, Seq: seq, Body: &Bind{
@@ -448,13 +487,20 @@ func (c *Client) bind(nc net.Conn) (*session, error) {
 		return nil, err
 	}
 	if _, err := nc.Write(b); err != nil {
-		return nil, fmt.Errorf("smpp: bind: %w", err)
+		return nil, fmt.Errorf("smpp: bind to %s: %w", c.cfg.Addr, err)
 	}
 	br := bufio.NewReader(nc)
+	if c.cfg.TLS == nil && answeredInTLS(br) {
+		return nil, fmt.Errorf("smpp: bind to %s: %w", c.cfg.Addr, ErrTLSExpected)
+	}
 	for {
 		p, err := ReadPDU(br)
 		if err != nil {
-			return nil, fmt.Errorf("smpp: bind: %w", err)
+			if c.cfg.TLS == nil && errors.Is(err, io.EOF) {
+				// What an SMSC that speaks TLS only (OpenSSL's, Node's) does to plain TCP.
+				return nil, fmt.Errorf("smpp: bind to %s: the SMSC closed the connection without an answer (does it expect TLS?): %w", c.cfg.Addr, err)
+			}
+			return nil, fmt.Errorf("smpp: bind to %s: %w", c.cfg.Addr, err)
 		}
 		if p.Seq != seq || !(p.Command == BindTransceiverResp || p.Command == GenericNack) {
 			if p.Command == EnquireLink { // an SMSC may probe before it answers

@@ -146,8 +146,12 @@ type SMPPConfig struct {
 	Source string
 	// Window is the most submits unanswered at once (MNV_SMPP_WINDOW), as the SMSC's contract says.
 	Window int
-	// TLS connects over TLS, the host's name checked against the system's roots (MNV_SMPP_TLS).
-	TLS bool
+	// TLS connects over TLS (MNV_SMPP_TLS): the SMSC's certificate checked against the
+	// system's roots, or TLSCAFile's CAs (MNV_SMPP_TLS_CA), for the host of Addr or
+	// TLSServerName (MNV_SMPP_TLS_SERVER_NAME), before the bind's password is sent.
+	TLS           bool
+	TLSCAFile     string
+	TLSServerName string
 }
 
 // vars are verification's own names of the common variables.
@@ -204,6 +208,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 		Addr: env.String("MNV_SMPP_ADDR", ""), SystemID: env.String("MNV_SMPP_SYSTEM_ID", ""), Password: env.Secret("MNV_SMPP_PASSWORD"),
 		SystemType: env.String("MNV_SMPP_SYSTEM_TYPE", ""), Source: env.String("MNV_SMPP_SOURCE", "mnv"),
 		Window: env.Int("MNV_SMPP_WINDOW", 10), TLS: env.Bool("MNV_SMPP_TLS", false),
+		TLSCAFile: env.String("MNV_SMPP_TLS_CA", ""), TLSServerName: env.String("MNV_SMPP_TLS_SERVER_NAME", ""),
 	}
 	c.Pumping = pumping.LoadConfig(env)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
@@ -445,7 +450,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 		// Receipts come only once flows exists: Start binds after it is made.
-		sms = smsc.New(cfg.SMPP.smsc(), smsc.ReceiptFunc(func(ctx context.Context, id, status string) error {
+		smscCfg, err := cfg.SMPP.smsc()
+		if err != nil {
+			return nil, err
+		}
+		sms = smsc.New(smscCfg, smsc.ReceiptFunc(func(ctx context.Context, id, status string) error {
 			return flows.Receipt(ctx, id, status)
 		}), smscMetrics, log)
 		workflowPorts.SMS = sms

@@ -67,6 +67,17 @@ func TestLoadConfigCredentials(t *testing.T) {
 				t.Errorf("SMPP %+v", c.SMPP)
 			}
 		}},
+		{"an SMSC over TLS", func(m map[string]string) {
+			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_TLS"] = "smsc.example:3550", "mnv", "true"
+			m["MNV_SMPP_TLS_CA"], m["MNV_SMPP_TLS_SERVER_NAME"] = "/tls/smsc-ca.crt", "smsc.operator.example"
+		}, "", func(t *testing.T, c app.Config) {
+			if !c.SMPP.TLS || c.SMPP.TLSCAFile != "/tls/smsc-ca.crt" || c.SMPP.TLSServerName != "smsc.operator.example" {
+				t.Errorf("SMPP %+v", c.SMPP)
+			}
+		}},
+		{"an SMSC's CA without TLS", func(m map[string]string) {
+			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_TLS_CA"] = "smsc.example:2775", "mnv", "/tls/smsc-ca.crt"
+		}, "MNV_SMPP_TLS=true", nil},
 		{"an SMSC without a system id", func(m map[string]string) { m["MNV_SMPP_ADDR"] = "smsc.example:2775" }, "MNV_SMPP_SYSTEM_ID", nil},
 		{"an SMSC password too long", func(m map[string]string) {
 			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_PASSWORD"] = "smsc.example:2775", "mnv", strings.Repeat("p", 9)

@@ -12,25 +12,20 @@
 package operatorapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -47,7 +42,7 @@ type Client struct {
 	cfg      operators.CAMARA
 	redirect string
 	http     *http.Client
-	signer   any // the private key of private_key_jwt
+	reg      registration
 
 	mu       sync.Mutex
 	endpoint *oauth2.Endpoint // found by discovery, or given
@@ -59,32 +54,16 @@ func New(op operators.Operator, redirectURI string, hc *http.Client) (*Client, e
 	if op.CAMARA == nil {
 		return nil, fmt.Errorf("operatorapi: operator %q has no CAMARA settings", op.ID)
 	}
-	c := &Client{op: op, cfg: *op.CAMARA, redirect: redirectURI, http: hc}
+	reg, err := newRegistration(op.ID, "", op.CAMARA.Registration)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{op: op, cfg: *op.CAMARA, redirect: redirectURI, http: hc, reg: reg}
 	if c.cfg.DiscoveryURL == "" {
 		c.endpoint = &oauth2.Endpoint{AuthURL: c.cfg.AuthorizationEndpoint, TokenURL: c.cfg.TokenEndpoint}
 	}
-	if c.cfg.ClientAuth == operators.PrivateKeyJWT {
-		key, err := parseKey(c.cfg.PrivateKeyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("operatorapi: operator %q: privateKeyFile: %w", op.ID, err)
-		}
-		c.signer = key
-	}
 	return c, nil
 }
-
-func parseKey(p []byte) (any, error) {
-	if k, err := jwt.ParseRSAPrivateKeyFromPEM(p); err == nil {
-		return k, nil
-	}
-	if k, err := jwt.ParseECPrivateKeyFromPEM(p); err == nil {
-		return k, nil
-	}
-	return nil, errors.New("neither an RSA nor an EC private key")
-}
-
-// discovery paths: go-oidc wants the issuer; the registry gives the document's URL.
-const wellKnown = "/.well-known/openid-configuration"
 
 // endpoints returns the operator's authorization and token endpoints, discovering them on
 // first use (an operator down at start-up must not stop mnv) and keeping them once found.
@@ -94,24 +73,13 @@ func (c *Client) endpoints(ctx context.Context) (oauth2.Endpoint, error) {
 	if c.endpoint != nil {
 		return *c.endpoint, nil
 	}
-	issuer, ok := cutSuffix(c.cfg.DiscoveryURL, wellKnown)
-	if !ok {
-		return oauth2.Endpoint{}, fmt.Errorf("%w: discoveryUrl %q does not end in %s", ErrUnavailable, c.cfg.DiscoveryURL, wellKnown)
-	}
-	p, err := oidc.NewProvider(oidc.ClientContext(ctx, c.http), issuer)
+	p, err := discover(ctx, c.http, c.cfg.DiscoveryURL)
 	if err != nil {
-		return oauth2.Endpoint{}, fmt.Errorf("%w: discovery: %w", ErrUnavailable, err)
+		return oauth2.Endpoint{}, err
 	}
 	e := p.Endpoint()
 	c.endpoint = &e
 	return e, nil
-}
-
-func cutSuffix(s, suffix string) (string, bool) {
-	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
-		return s, false
-	}
-	return s[:len(s)-len(suffix)], true
 }
 
 // config is the oauth2 configuration of the operator.
@@ -178,13 +146,13 @@ func (c *Client) Exchange(ctx context.Context, code, verifier string) (Token, er
 	}
 	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}
 	if c.cfg.ClientAuth == operators.PrivateKeyJWT {
-		assertion, err := c.assertion(e.TokenURL)
+		params, err := c.reg.assertion(e.TokenURL)
 		if err != nil {
 			return Token{}, err
 		}
-		opts = append(opts,
-			oauth2.SetAuthURLParam("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-			oauth2.SetAuthURLParam("client_assertion", assertion))
+		for k := range params {
+			opts = append(opts, oauth2.SetAuthURLParam(k, params.Get(k)))
+		}
 	}
 	t, err := c.config(e).Exchange(context.WithValue(ctx, oauth2.HTTPClient, c.http), code, opts...)
 	if err != nil {
@@ -195,35 +163,6 @@ func (c *Client) Exchange(ctx context.Context, code, verifier string) (Token, er
 		return Token{}, fmt.Errorf("%w: token: %w", ErrUnavailable, err)
 	}
 	return Token{AccessToken: t.AccessToken, Expiry: t.Expiry}, nil
-}
-
-// assertion is a private_key_jwt client assertion for the token endpoint (signAssertion).
-func (c *Client) assertion(aud string) (string, error) {
-	return signAssertion(c.signer, c.cfg.ClientID, c.cfg.KeyID, aud)
-}
-
-// signAssertion is a private_key_jwt client assertion (RFC 7523) of clientID for the endpoint
-// aud: iss and sub the client id, a fresh jti, one minute of life, signed with key (RS256 for
-// an RSA key, ES256 for an EC one) and named kid when keyID is set.
-func signAssertion(key any, clientID, keyID, aud string) (string, error) {
-	now := time.Now()
-	claims := jwt.RegisteredClaims{
-		Issuer: clientID, Subject: clientID, Audience: jwt.ClaimStrings{aud}, ID: NewState(),
-		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)),
-	}
-	var method jwt.SigningMethod = jwt.SigningMethodES256
-	if _, ok := key.(*rsa.PrivateKey); ok {
-		method = jwt.SigningMethodRS256
-	}
-	t := jwt.NewWithClaims(method, claims)
-	if keyID != "" {
-		t.Header["kid"] = keyID
-	}
-	s, err := t.SignedString(key)
-	if err != nil {
-		return "", fmt.Errorf("operatorapi: client assertion: %w", err)
-	}
-	return s, nil
 }
 
 // Answer is what the operator's API answered: Status 200 with Verified (phoneNumberVerify) or
@@ -313,42 +252,11 @@ func (c *Client) Share(ctx context.Context, accessToken, correlator string) (Ans
 // answer is ErrUnavailable; any other answer is an Answer with its status (and, for an error,
 // its CAMARA code) and the body.
 func (c *Client) call(ctx context.Context, method, path, accessToken string, body []byte, correlator string) (Answer, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.cfg.APIRoot+"/number-verification/v2"+path, rd)
+	a, err := callAPI(ctx, c.http, method, c.cfg.APIRoot+"/number-verification/v2"+path, accessToken, body, correlator)
 	if err != nil {
-		return Answer{}, nil, fmt.Errorf("operatorapi: %w", err)
+		return Answer{}, nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
-	if correlator != "" {
-		req.Header.Set("x-correlator", correlator)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return Answer{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return Answer{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		return Answer{}, nil, fmt.Errorf("%w: status %d", ErrUnavailable, resp.StatusCode)
-	}
-	a := Answer{Status: resp.StatusCode}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(raw, &e) // a 4xx without the CAMARA body keeps its status alone
-		a.Code = e.Code
-	}
-	return a, raw, nil
+	return Answer{Status: a.status, Code: a.code}, a.raw, nil
 }
 
 // Clients are the clients of a registry's NETWORK_API operators, by operator id.

@@ -59,10 +59,10 @@ func setup(t *testing.T) (*sandboxcamara.Fake, map[string]operators.Operator) {
 		return operators.Operator{ID: "op-" + c.ClientID, Methods: []operators.Method{operators.MethodNetworkAPI}, CAMARA: &c}
 	}
 	return f, map[string]operators.Operator{
-		"basic": op(operators.CAMARA{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "s3cret"}),
-		"rsa":   op(operators.CAMARA{ClientID: "rsa", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, rsaKey), KeyID: "k1"}),
-		"ec":    op(operators.CAMARA{ClientID: "ec", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, ecKey), HashedPhoneNumber: true}),
-		"wrong": op(operators.CAMARA{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "nope"}),
+		"basic": op(operators.CAMARA{Registration: operators.Registration{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "s3cret"}}),
+		"rsa":   op(operators.CAMARA{Registration: operators.Registration{ClientID: "rsa", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, rsaKey), KeyID: "k1"}}),
+		"ec":    op(operators.CAMARA{Registration: operators.Registration{ClientID: "ec", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, ecKey)}, HashedPhoneNumber: true}),
+		"wrong": op(operators.CAMARA{Registration: operators.Registration{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "nope"}}),
 	}
 }
 

@@ -1,7 +1,6 @@
 package operatorapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/mnvhq/mnv/services/platform/phone"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
@@ -132,11 +129,11 @@ type SwapOptions struct {
 
 // SwapClient calls one operator's swap APIs.
 type SwapClient struct {
-	op     operators.Operator
-	cfg    operators.Swap
-	http   *http.Client
-	signer any
-	opts   SwapOptions
+	op   operators.Operator
+	cfg  operators.Swap
+	http *http.Client
+	reg  registration
+	opts SwapOptions
 
 	mu        sync.Mutex
 	endpoints *swapEndpoints
@@ -162,16 +159,13 @@ func NewSwap(op operators.Operator, hc *http.Client, o SwapOptions) (*SwapClient
 	if o.MaxWait <= 0 {
 		o.MaxWait = 30 * time.Second
 	}
-	c := &SwapClient{op: op, cfg: *op.Swap, http: hc, opts: o}
+	reg, err := newRegistration(op.ID, "swap.", op.Swap.Registration)
+	if err != nil {
+		return nil, err
+	}
+	c := &SwapClient{op: op, cfg: *op.Swap, http: hc, reg: reg, opts: o}
 	if c.cfg.DiscoveryURL == "" {
 		c.endpoints = &swapEndpoints{token: c.cfg.TokenEndpoint, backchannel: c.cfg.BackchannelEndpoint}
-	}
-	if c.cfg.ClientAuth == operators.PrivateKeyJWT {
-		key, err := parseKey(c.cfg.PrivateKeyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("operatorapi: operator %q: swap.privateKeyFile: %w", op.ID, err)
-		}
-		c.signer = key
 	}
 	return c, nil
 }
@@ -275,44 +269,24 @@ func (c *SwapClient) call(ctx context.Context, kind SwapKind, op, e164 string, b
 		body["phoneNumber"] = e164
 	}
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIRoot+"/"+kind.String()+"/"+v+"/"+op, bytes.NewReader(b))
+	ans, err := callAPI(ctx, c.http, http.MethodPost, c.cfg.APIRoot+"/"+kind.String()+"/"+v+"/"+op, tok, b, correlator)
 	if err != nil {
-		return nil, unknown(ReasonUnavailable, "", fmt.Errorf("operatorapi: %w", err))
+		return nil, unknown(ReasonUnavailable, ans.code, fmt.Errorf("operatorapi: %s %s: %w", kind, op, err))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	if correlator != "" {
-		req.Header.Set("x-correlator", correlator)
+	if ans.status == http.StatusOK {
+		return ans.raw, SwapAnswer{}
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, unknown(ReasonUnavailable, "", fmt.Errorf("%w: %s: %w", ErrUnavailable, kind, err))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return nil, unknown(ReasonUnavailable, "", fmt.Errorf("%w: %s: %w", ErrUnavailable, kind, err))
-	}
-	if resp.StatusCode == http.StatusOK {
-		return raw, SwapAnswer{}
-	}
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(raw, &e)
-	err = fmt.Errorf("operatorapi: %s %s: status %d %s", kind, op, resp.StatusCode, e.Code)
-	switch {
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return nil, unknown(ReasonUnavailable, e.Code, fmt.Errorf("%w: %w", ErrUnavailable, err))
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, unknown(ReasonNotServed, e.Code, err)
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		if resp.StatusCode == http.StatusUnauthorized {
+	err = fmt.Errorf("operatorapi: %s %s: status %d %s", kind, op, ans.status, ans.code)
+	switch ans.status {
+	case http.StatusNotFound:
+		return nil, unknown(ReasonNotServed, ans.code, err)
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if ans.status == http.StatusUnauthorized {
 			c.dropToken() // an expired or revoked two-legged token is asked for again next time
 		}
-		return nil, unknown(ReasonClientRefused, e.Code, err)
+		return nil, unknown(ReasonClientRefused, ans.code, err)
 	}
-	return nil, unknown(ReasonRefused, e.Code, err)
+	return nil, unknown(ReasonRefused, ans.code, err)
 }
 
 // discover finds the token and backchannel endpoints on first use (an operator down at start-up
@@ -323,13 +297,9 @@ func (c *SwapClient) discover(ctx context.Context) (swapEndpoints, error) {
 	if c.endpoints != nil {
 		return *c.endpoints, nil
 	}
-	issuer, ok := cutSuffix(c.cfg.DiscoveryURL, wellKnown)
-	if !ok {
-		return swapEndpoints{}, fmt.Errorf("%w: discoveryUrl does not end in %s", ErrUnavailable, wellKnown)
-	}
-	p, err := oidc.NewProvider(oidc.ClientContext(ctx, c.http), issuer)
+	p, err := discover(ctx, c.http, c.cfg.DiscoveryURL)
 	if err != nil {
-		return swapEndpoints{}, fmt.Errorf("%w: discovery: %w", ErrUnavailable, err)
+		return swapEndpoints{}, err
 	}
 	var extra struct {
 		Backchannel string `json:"backchannel_authentication_endpoint"`
@@ -473,13 +443,14 @@ func (c *SwapClient) tokenRequest(ctx context.Context, endpoint string, form url
 func (c *SwapClient) post(ctx context.Context, endpoint string, form url.Values) ([]byte, SwapAnswer) {
 	form = cloneValues(form)
 	if c.cfg.ClientAuth == operators.PrivateKeyJWT {
-		assertion, err := signAssertion(c.signer, c.cfg.ClientID, c.cfg.KeyID, endpoint)
+		params, err := c.reg.assertion(endpoint)
 		if err != nil {
 			return nil, unknown(ReasonClientRefused, "", err)
 		}
 		form.Set("client_id", c.cfg.ClientID)
-		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
-		form.Set("client_assertion", assertion)
+		for k := range params {
+			form.Set(k, params.Get(k))
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -46,10 +46,10 @@ func swapSetup(t *testing.T) (*sandboxcamara.Fake, map[string]operators.Operator
 		return operators.Operator{ID: id, Country: "GB", Methods: []operators.Method{operators.MethodHeaderEnrichment}, Swap: &s}
 	}
 	return f, map[string]operators.Operator{
-		"basic": op("op-basic", operators.Swap{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret}),
-		"ec":    op("op-ec", operators.Swap{ClientID: "ec", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, ecKey)}),
-		"cc":    op("op-cc", operators.Swap{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret, Grant: operators.GrantClientCredentials}),
-		"wrong": op("op-wrong", operators.Swap{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "not-" + secret}),
+		"basic": op("op-basic", operators.Swap{Registration: operators.Registration{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret}}),
+		"ec":    op("op-ec", operators.Swap{Registration: operators.Registration{ClientID: "ec", ClientAuth: operators.PrivateKeyJWT, PrivateKeyPEM: pemOf(t, ecKey)}}),
+		"cc":    op("op-cc", operators.Swap{Registration: operators.Registration{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret}, Grant: operators.GrantClientCredentials}),
+		"wrong": op("op-wrong", operators.Swap{Registration: operators.Registration{ClientID: "basic", ClientAuth: operators.ClientSecretBasic, ClientSecret: "not-" + secret}}),
 	}
 }
 

@@ -311,10 +311,10 @@ func parse(data []byte, dir string) (*Registry, error) {
 	for i, fo := range f.Operators {
 		op, err := fo.validate()
 		if err == nil && op.CAMARA != nil && dir != "" {
-			err = op.CAMARA.readSecrets(dir)
+			err = op.CAMARA.readSecrets("camara", dir)
 		}
 		if err == nil && op.Swap != nil && dir != "" {
-			err = op.Swap.readSecrets(dir)
+			err = op.Swap.readSecrets("swap", dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("operators[%d] (id %q): %w", i, fo.ID, err)

@@ -42,15 +42,7 @@ type Swap struct {
 	// APIRoot is the root of the operator's CAMARA APIs: SIM Swap is at
 	// APIRoot + "/sim-swap/" + SIMSwapVersion.
 	APIRoot string
-	// ClientID, ClientAuth, ClientSecretFile, PrivateKeyFile and KeyID are mnv's client
-	// registration, as in CAMARA; ClientSecret and PrivateKeyPEM are the files' contents (Load).
-	ClientID         string
-	ClientAuth       ClientAuth
-	ClientSecretFile string
-	PrivateKeyFile   string
-	KeyID            string
-	ClientSecret     string
-	PrivateKeyPEM    []byte
+	Registration
 	// Grant is the token grant: CIBA (default) or client credentials.
 	Grant SwapGrant
 	// Purpose is the purpose put in the scope beside the operation's scope.
@@ -66,11 +58,7 @@ type fileSwap struct {
 	TokenEndpoint       string `yaml:"tokenEndpoint"`
 	BackchannelEndpoint string `yaml:"backchannelAuthenticationEndpoint"`
 	APIRoot             string `yaml:"apiRoot"`
-	ClientID            string `yaml:"clientId"`
-	ClientAuth          string `yaml:"clientAuth"`
-	ClientSecretFile    string `yaml:"clientSecretFile"`
-	PrivateKeyFile      string `yaml:"privateKeyFile"`
-	KeyID               string `yaml:"keyId"`
+	fileRegistration    `yaml:",inline"`
 	Grant               string `yaml:"grant"`
 	Purpose             string `yaml:"purpose"`
 	SIMSwap             string `yaml:"simSwap"`
@@ -87,9 +75,8 @@ var (
 func (fs fileSwap) validate(sandbox bool) (*Swap, error) {
 	s := &Swap{
 		DiscoveryURL: fs.DiscoveryURL, TokenEndpoint: fs.TokenEndpoint, BackchannelEndpoint: fs.BackchannelEndpoint,
-		APIRoot: strings.TrimSuffix(fs.APIRoot, "/"), ClientID: fs.ClientID, ClientAuth: ClientAuth(fs.ClientAuth),
-		ClientSecretFile: fs.ClientSecretFile, PrivateKeyFile: fs.PrivateKeyFile, KeyID: fs.KeyID,
-		Grant: SwapGrant(fs.Grant), Purpose: fs.Purpose, SIMSwapVersion: fs.SIMSwap, DeviceSwapVersion: fs.DeviceSwap,
+		APIRoot: strings.TrimSuffix(fs.APIRoot, "/"), Grant: SwapGrant(fs.Grant), Purpose: fs.Purpose,
+		SIMSwapVersion: fs.SIMSwap, DeviceSwapVersion: fs.DeviceSwap,
 	}
 	if s.Grant == "" {
 		s.Grant = GrantCIBA
@@ -97,40 +84,19 @@ func (fs fileSwap) validate(sandbox bool) (*Swap, error) {
 	if s.Grant != GrantCIBA && s.Grant != GrantClientCredentials {
 		return nil, fmt.Errorf("grant: %q is not %s or %s", fs.Grant, GrantCIBA, GrantClientCredentials)
 	}
-	explicit := fs.TokenEndpoint != "" || fs.BackchannelEndpoint != ""
-	switch {
-	case fs.DiscoveryURL != "" && explicit:
-		return nil, errors.New("discoveryUrl: give either discoveryUrl or the endpoints, not both")
-	case fs.DiscoveryURL != "":
-		if err := checkURL(fs.DiscoveryURL, sandbox); err != nil {
-			return nil, fmt.Errorf("discoveryUrl: %w", err)
-		}
-	default:
-		fields := []struct{ name, v string }{{"tokenEndpoint", fs.TokenEndpoint}}
-		if s.Grant == GrantCIBA {
-			fields = append(fields, struct{ name, v string }{"backchannelAuthenticationEndpoint", fs.BackchannelEndpoint})
-		} else if fs.BackchannelEndpoint != "" {
-			return nil, errors.New("backchannelAuthenticationEndpoint: given, but the grant is client_credentials")
-		}
-		for _, f := range fields {
-			if f.v == "" {
-				return nil, fmt.Errorf("%s: required without discoveryUrl", f.name)
-			}
-			if err := checkURL(f.v, sandbox); err != nil {
-				return nil, fmt.Errorf("%s: %w", f.name, err)
-			}
-		}
+	// The backchannel endpoint is CIBA's alone.
+	endpoints := []endpoint{{"tokenEndpoint", fs.TokenEndpoint}, {"backchannelAuthenticationEndpoint", fs.BackchannelEndpoint}}
+	if s.Grant != GrantCIBA && fs.BackchannelEndpoint != "" && fs.DiscoveryURL == "" {
+		return nil, errors.New("backchannelAuthenticationEndpoint: given, but the grant is client_credentials")
 	}
-	if fs.APIRoot == "" {
-		return nil, errors.New("apiRoot: required")
+	if s.Grant != GrantCIBA && fs.DiscoveryURL == "" {
+		endpoints = endpoints[:1] // given beside discoveryUrl, it is refused for mixing the two
 	}
-	if err := checkURL(fs.APIRoot, sandbox); err != nil {
-		return nil, fmt.Errorf("apiRoot: %w", err)
+	if err := checkEndpoints(fs.DiscoveryURL, "the endpoints", endpoints, fs.APIRoot, sandbox); err != nil {
+		return nil, err
 	}
-	if strings.TrimSpace(fs.ClientID) == "" || strings.ContainsAny(fs.ClientID, " \t\r\n:") {
-		return nil, errors.New("clientId: required, without spaces or ':'")
-	}
-	if err := checkClientAuth(s.ClientAuth, fs.ClientSecretFile, fs.PrivateKeyFile, fs.KeyID); err != nil {
+	var err error
+	if s.Registration, err = fs.fileRegistration.validate(); err != nil {
 		return nil, err
 	}
 	if s.Purpose == "" {
@@ -148,11 +114,4 @@ func (fs fileSwap) validate(sandbox bool) (*Swap, error) {
 		}
 	}
 	return s, nil
-}
-
-// readSecrets reads the secret files, relative to dir.
-func (s *Swap) readSecrets(dir string) error {
-	secret, key, err := readClientSecrets("swap", dir, s.ClientAuth, s.ClientSecretFile, s.PrivateKeyFile)
-	s.ClientSecret, s.PrivateKeyPEM = secret, key
-	return err
 }

@@ -54,6 +54,7 @@ func TestSwapBlock(t *testing.T) {
 		{"bad version", `{` + swapBase + `, simSwap: "2"}`, []string{"swap.simSwap:", "version"}},
 		{"unknown grant", `{` + swapBase + `, grant: password, simSwap: v2}`, []string{"swap.grant:", "password"}},
 		{"discovery and endpoints", `{` + swapBase + `, tokenEndpoint: "https://op.example/t", simSwap: v2}`, []string{"swap.discoveryUrl:", "not both"}},
+		{"two-legged, discovery and a backchannel endpoint", `{` + swapBase + `, grant: client_credentials, backchannelAuthenticationEndpoint: "https://op.example/bc", simSwap: v2}`, []string{"swap.discoveryUrl:", "not both"}},
 		{"CIBA without its endpoint", `{tokenEndpoint: "https://op.example/t", apiRoot: "https://a", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: s, simSwap: v2}`, []string{"swap.backchannelAuthenticationEndpoint:", "required"}},
 		{"two-legged with a backchannel endpoint", `{tokenEndpoint: "https://op.example/t", backchannelAuthenticationEndpoint: "https://op.example/bc", grant: client_credentials, apiRoot: "https://a", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: s, simSwap: v2}`, []string{"swap.backchannelAuthenticationEndpoint:", "client_credentials"}},
 		{"plain http", `{discoveryUrl: "http://op.example/.well-known/openid-configuration", apiRoot: "https://a", clientId: mnv, clientAuth: client_secret_basic, clientSecretFile: s, simSwap: v2}`, []string{"swap.discoveryUrl:", "plain http"}},
