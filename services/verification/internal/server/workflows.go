@@ -60,7 +60,7 @@ func (s *Server) SubmitWorkflowSilent(ctx context.Context, req *verificationv1.S
 			return workflows.SilentOutcome{}, err
 		}
 		v := r.Verification
-		return workflows.SilentOutcome{Status: string(v.Status), Reason: v.Reason, VerificationID: v.ID}, nil
+		return workflows.SilentOutcome{Status: string(v.Status), Reason: v.Reason, VerificationID: v.ID, Charged: v.Charged, BalanceAfter: v.BalanceAfter}, nil
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
