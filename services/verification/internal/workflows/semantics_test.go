@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -339,6 +340,32 @@ func TestSIMSwapWithTheFakeOperator(t *testing.T) {
 			}
 			if tt.wantStatus == workflows.Failed && (len(pendingJobs(t, e)) != 0 || e.ledger.calls != 0) {
 				t.Fatal("a failed start queued or charged an SMS")
+			}
+		})
+	}
+}
+
+// TestAppNameInTheSMS: the policy's app name (the country's over the default part's) is in the
+// text the SMS centre gets; a workflow keeps the name it started with.
+func TestAppNameInTheSMS(t *testing.T) {
+	tests := []struct {
+		name, policy, locale, want string
+	}{
+		{"no name", `{"channels":["SMS_OTP"]}`, "en-GB", " is your verification code."},
+		{"the default part's", `{"channels":["SMS_OTP"],"appName":"Acme"}`, "en-GB", " is your Acme verification code."},
+		{"the country's", `{"channels":["SMS_OTP"],"appName":"Acme","countries":{"GB":{"appName":"Acme UK"}}}`, "fr-FR", " est votre code de vérification Acme UK."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, 100, workflows.Ports{})
+			e.setPolicy(t, tt.policy)
+			if _, err := e.svc.Start(context.Background(), workflows.StartRequest{ClientID: e.client, MobileNumber: gbNumber, Locale: tt.locale}); err != nil {
+				t.Fatal(err)
+			}
+			e.setPolicy(t, `{"channels":["SMS_OTP"],"appName":"Changed"}`) // after the start: not this workflow's
+			step := e.work(t)[0]
+			if text := e.smsc.sent[step].Text; !strings.Contains(text, tt.want) {
+				t.Fatalf("text %q, want it to contain %q", text, tt.want)
 			}
 		})
 	}
