@@ -125,7 +125,7 @@ func (s *Server) GetWebWorkflow(ctx context.Context, req *verificationv1.GetWebW
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId())
+	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Addr)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -139,7 +139,7 @@ func (s *Server) ResendWebWorkflowCode(ctx context.Context, req *verificationv1.
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId())
+	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Addr)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -877,14 +877,14 @@ func TestTransactionPage(t *testing.T) {
 	if _, err := e.svc.CheckCodeOfTransaction(ctx, e.client, foreign, code); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("by another transaction: %v", err)
 	}
-	if _, err := e.svc.GetOfTransaction(ctx, e.client, foreign); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := e.svc.GetOfTransaction(ctx, e.client, foreign, netip.Addr{}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("read by another transaction: %v", err)
 	}
-	if _, err := e.svc.ResendOfTransaction(ctx, e.client, "nope"); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, "nope", netip.Addr{}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("resend by a malformed transaction: %v", err)
 	}
 	// The page reads that a code is in play, as its backend would.
-	if got, err := e.svc.GetOfTransaction(ctx, e.client, tr); err != nil || got.Status != workflows.InProgress || got.Code.StepID == "" || got.Current().Channel != workflows.SMSOTP {
+	if got, err := e.svc.GetOfTransaction(ctx, e.client, tr, netip.Addr{}); err != nil || got.Status != workflows.InProgress || got.Code.StepID == "" || got.Current().Channel != workflows.SMSOTP {
 		t.Fatalf("read on the page: %v %s %q", err, got.Status, got.Code.StepID)
 	}
 	got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, wrong(code))
@@ -896,11 +896,11 @@ func TestTransactionPage(t *testing.T) {
 	if got, err := e.check(t, w.ID, wrong(code)); err != nil || got.AttemptsLeft() != 3 {
 		t.Fatalf("a wrong code by the backend: %v %d", err, got.AttemptsLeft())
 	}
-	if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr); fault.Find(err, fault.RateLimited) == nil {
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr, netip.Addr{}); fault.Find(err, fault.RateLimited) == nil {
 		t.Fatalf("a resend on the page in the cooldown: %v", err)
 	}
 	e.advance(31 * time.Second)
-	if got, err := e.svc.ResendOfTransaction(ctx, e.client, tr); err != nil || got.Code.Resends != 1 || got.AttemptsLeft() != 3 {
+	if got, err := e.svc.ResendOfTransaction(ctx, e.client, tr, netip.Addr{}); err != nil || got.Code.Resends != 1 || got.AttemptsLeft() != 3 {
 		t.Fatalf("a resend on the page: %v %+v", err, got.Code)
 	}
 	code = e.smsc.code(t, e.work(t)[0])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
+	"github.com/mnvhq/mnv/services/platform/principal"
 	"github.com/mnvhq/mnv/services/platform/ratelimit"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
+	"github.com/mnvhq/mnv/services/verification/internal/domain"
 	"github.com/mnvhq/mnv/services/verification/internal/operatorapi"
 	"github.com/mnvhq/mnv/services/verification/internal/operators"
 	"github.com/mnvhq/mnv/services/verification/internal/pumping"
@@ -366,6 +369,64 @@ func TestAppNameInTheSMS(t *testing.T) {
 			step := e.work(t)[0]
 			if text := e.smsc.sent[step].Text; !strings.Contains(text, tt.want) {
 				t.Fatalf("text %q, want it to contain %q", text, tt.want)
+			}
+		})
+	}
+}
+
+// TestPageAddress: on the page's routes the browser's address (as the gateway resolved it) is
+// the workflow's end-user address when its start gave none, so the pumping guard's budget per
+// address applies to the page's resends, and to an SMS a page's read begins (a silent step
+// timed out); an address the start gave is kept; an IPv6 address is kept by its /64.
+func TestPageAddress(t *testing.T) {
+	tests := []struct {
+		name, start, page, want string // "" none
+	}{
+		{"the page's, when the start gave none", "", "198.51.100.7", "198.51.100.7"},
+		{"the start's is kept", "203.0.113.9", "198.51.100.7", "203.0.113.9"},
+		{"an IPv6 page by its /64", "", "2001:db8:5:6:7:8:9:a", "2001:db8:5:6::"},
+		{"no address anywhere", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []workflows.SMSRequest
+			e := newEnv(t, 100, workflows.Ports{Guard: guard{asked: &asked}})
+			e.setPolicy(t, `{"silentTimeoutSeconds":5,"resendCooldownSeconds":0}`)
+			ctx := context.Background()
+			tr, err := store.New(e.pool).InsertTransaction(ctx, domain.Transaction{ID: uuid.NewString(), ClientID: e.client, ServiceCode: "VERIFY", MetadataID: "m",
+				Features: []string{"VERIFY"}, Operators: principal.DefaultOperators(), Status: domain.TransactionPending, ExpiresAt: time.Now().Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := workflows.StartRequest{ClientID: e.client, MobileNumber: gbNumber, TransactionID: &tr.ID}
+			if tt.start != "" {
+				req.EndUserAddress = netip.MustParseAddr(tt.start)
+			}
+			if _, err := e.svc.Start(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			var page netip.Addr
+			if tt.page != "" {
+				page = netip.MustParseAddr(tt.page)
+			}
+			// The silent step times out while the page reads: the SMS it begins is the page's.
+			e.advance(10 * time.Second)
+			w, err := e.svc.GetOfTransaction(ctx, e.client, tr.ID, page)
+			if err != nil || steps(w) != "SILENT:TIMED_OUT SMS_OTP:QUEUED" {
+				t.Fatalf("read: %v %s", err, steps(w))
+			}
+			if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr.ID, page); err != nil {
+				t.Fatal(err)
+			}
+			var want netip.Addr
+			if tt.want != "" {
+				want = netip.MustParseAddr(tt.want)
+			}
+			if len(asked) != 2 || asked[0].Address != want || asked[1].Address != want {
+				t.Fatalf("the guard was asked %+v, want two sends from %v", asked, want)
+			}
+			if got := e.get(t, w.ID); got.Address != want {
+				t.Fatalf("stored address %v, want %v", got.Address, want)
 			}
 		})
 	}

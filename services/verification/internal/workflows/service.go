@@ -403,6 +403,15 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (Workflow, error
 // locked runs fn on the client's workflow, locked, after timing out what is due, and saves
 // what changed with its events.
 func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error) (Workflow, error) {
+	return s.lockedFrom(ctx, clientID, id, netip.Addr{}, fn)
+}
+
+// lockedFrom is locked for a request of the end user's own browser from addr (the page's
+// routes, the address as the gateway resolved it behind its trusted proxies): a workflow whose
+// start gave no end-user address takes this one, before anything is timed out, so an SMS this
+// request or a later one begins is in that address's pumping budget. An address the start gave
+// is kept (the client's backend vouched for it).
+func (s *Service) lockedFrom(ctx context.Context, clientID, id string, addr netip.Addr, fn func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error) (Workflow, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return Workflow{}, fault.ErrNotFound
 	}
@@ -413,6 +422,9 @@ func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx c
 			return err
 		}
 		before = cloneWorkflow(w)
+		if !w.Address.IsValid() && !w.Final() {
+			w.Address = budgetAddress(addr)
+		}
 		var e164 string
 		if w.NumberSealed != nil { // dropped by the retention only once the workflow ended
 			if e164, err = s.vault.Open(w.NumberSealed, table, w.ID); err != nil {
@@ -781,22 +793,26 @@ var countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
 // GetOfTransaction reads the workflow of a browser transaction of the client (the page's
 // origin checked by the caller), as Get: the page learns whether a code is in play without its
 // backend relaying it. A transaction without a workflow is fault.ErrNotFound.
-func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+// The page's address (pageAddr: the end user's browser, invalid when unknown) becomes the
+// workflow's end-user address when its start gave none (lockedFrom).
+func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string, pageAddr netip.Addr) (Workflow, error) {
 	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
-	return s.Get(ctx, clientID, id)
+	return s.lockedFrom(ctx, clientID, id, pageAddr, func(context.Context, Store, *Workflow, string, time.Time) error { return nil })
 }
 
 // ResendOfTransaction sends a new code for the workflow of a browser transaction of the
 // client, as Resend: the same cooldown and cap, counted on the workflow, whichever route asks.
-func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+// The page's address is the workflow's end-user address when its start gave none, so the
+// pumping budget per address applies to the page's resends without the client passing it.
+func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string, pageAddr netip.Addr) (Workflow, error) {
 	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
-	return s.Resend(ctx, clientID, id)
+	return s.resend(ctx, clientID, id, pageAddr)
 }
 
 // ofTransaction finds the workflow a browser transaction was started for.
@@ -827,7 +843,11 @@ func sending(s Step) bool {
 // Resend sends a new code: within the cooldown 429 with the time left, past the cap 409, while
 // the code in play is still being sent 429 (ErrCodeSending).
 func (s *Service) Resend(ctx context.Context, clientID, id string) (Workflow, error) {
-	return s.locked(ctx, clientID, id, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+	return s.resend(ctx, clientID, id, netip.Addr{})
+}
+
+func (s *Service) resend(ctx context.Context, clientID, id string, pageAddr netip.Addr) (Workflow, error) {
+	return s.lockedFrom(ctx, clientID, id, pageAddr, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
 		if w.Final() {
 			return kept{ErrFinal}
 		}
@@ -874,7 +894,7 @@ func cloneWorkflow(w Workflow) Workflow {
 // equalWorkflow compares what SaveWorkflow writes.
 func equalWorkflow(a, b Workflow) bool {
 	if a.Status != b.Status || a.DecidedBy != b.DecidedBy || a.Reason != b.Reason || a.StepSeq != b.StepSeq ||
-		a.Code.StepID != b.Code.StepID || a.Code.Attempts != b.Code.Attempts || a.Code.Resends != b.Code.Resends ||
+		a.Code.StepID != b.Code.StepID || a.Code.Attempts != b.Code.Attempts || a.Code.Resends != b.Code.Resends || a.Address != b.Address ||
 		(a.Code.Sealed == nil) != (b.Code.Sealed == nil) || (a.Code.Hash == nil) != (b.Code.Hash == nil) ||
 		len(a.Steps) != len(b.Steps) || !slices.Equal(a.Policy.Channels, b.Policy.Channels) {
 		return false
