@@ -94,8 +94,16 @@ func TestWorkflows(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("silent: %d %s", a.status, a.body)
 	}
-	if w := workflowOf(t, a); w["status"] != "VERIFIED" || w["decidedBy"] != "SILENT" || stepsOf(w) != "SILENT:VERIFIED" {
+	w = workflowOf(t, a)
+	if w["status"] != "VERIFIED" || w["decidedBy"] != "SILENT" || stepsOf(w) != "SILENT:VERIFIED" {
 		t.Fatalf("silent verified: %s", a.body)
+	}
+	// Its total is what its verification was charged (under the verification's own debit),
+	// shown on the silent step too.
+	silent := w["steps"].([]any)[0].(map[string]any)
+	v := f.data(t, call{method: "GET", path: "/v1/api/verifications/" + silent["verificationId"].(string), headers: keyHeaders(c)})
+	if vc, _ := v["charged"].(float64); vc <= 0 || w["charged"] != vc || silent["charged"] != vc {
+		t.Fatalf("a workflow decided by its silent step: charged %v, its step %v, its verification %v", w["charged"], silent["charged"], v["charged"])
 	}
 
 	// A phone on Wi-Fi: no network identity, the SMS step takes over.
