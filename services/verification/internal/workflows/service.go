@@ -833,11 +833,12 @@ var ErrCodeSending = fault.Limited("the code is still being sent; ask for anothe
 // charges and submits within seconds when the SMS centre and accounts answer.
 const sendingRetryAfter = 5 * time.Second
 
-// sending reports whether a QUEUED SMS step's job has begun: its charge was asked for (the
-// job's first transaction makes it PENDING) or a submit was counted. Until then a resend may
-// supersede it safely: the job, under the workflow's lock, finds it superseded and stops.
+// sending reports whether a QUEUED SMS step's job is under way: its charge asked for (the
+// job's first transaction makes it PENDING) or paid, or a submit counted. Until then a resend
+// may supersede it safely: the job, under the workflow's lock, finds it superseded and stops.
+// A charge that ended otherwise (voided, rejected) leaves the job nothing to do either.
 func sending(s Step) bool {
-	return s.Status == StepQueued && (s.ChargeStatus != ChargeNone || s.SendAttempts > 0)
+	return s.Status == StepQueued && (s.ChargeStatus == ChargePending || s.ChargeStatus == ChargeSettled || s.SendAttempts > 0)
 }
 
 // Resend sends a new code: within the cooldown 429 with the time left, past the cap 409, while
