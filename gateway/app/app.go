@@ -428,10 +428,13 @@ func (g *Gateway) principals(ctx context.Context, reg prometheus.Registerer) (*p
 }
 
 // captureMetadata passes the client address (as resolved behind the trusted proxies), the
-// operator number headers and the page's Origin to the services, on the two capture routes
-// only: a number header means nothing anywhere else, and is personal data. The verification
-// service reads them (auth.MDClientIP, auth.MDHeaderPrefix, auth.MDOrigin) on those routes'
-// RPCs only.
+// operator number headers and the page's Origin to the services, on the routes where the
+// caller is the end user's device: the SDK session and the browser's routes, which take no
+// credential (the capture, and the page's workflow routes: read, code, resend). A number
+// header means nothing anywhere else, and is personal data. The verification service reads
+// them (auth.MDClientIP, auth.MDHeaderPrefix, auth.MDOrigin) on those routes' RPCs only; on
+// the page's workflow routes the address is the end user's for the pumping budget per address
+// (docs/architecture.md, "Pumping controls").
 func captureMetadata(rules *callerauth.Auth, numberHeaders []string) func(context.Context, *http.Request) metadata.MD {
 	type numberHeader struct{ name, key string }
 	headers := make([]numberHeader, len(numberHeaders))

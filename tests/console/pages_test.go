@@ -80,7 +80,8 @@ func fakeAnswers(now time.Time) map[string]any {
 		"GET /v1/api/workflows/wf1": fakeWorkflow(iso, "wf1", "VERIFIED", "SMS_OTP"),
 		"GET /v1/api/me/workflow-policy": map[string]any{
 			"policy": map[string]any{"channels": []any{"SILENT", "SMS_OTP"}, "codeLength": 6, "codeTtlSeconds": nil, "maxAttempts": nil, "maxResends": nil,
-				"resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": nil,
+				"resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": nil, "appName": nil,
+				"smsCountries": []any{"GB", "FR"}, "dailySmsCap": 500,
 				"countries": map[string]any{"GB": map[string]any{"channels": []any{"SMS_OTP"}, "codeLength": 8, "codeTtlSeconds": nil, "maxAttempts": nil,
 					"maxResends": nil, "resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": map[string]any{"mode": "BLOCK", "maxAgeHours": 72}}}},
 			"effective": map[string]any{"channels": []any{"SILENT", "SMS_OTP"}, "codeLength": 6, "codeTtlSeconds": 300, "maxAttempts": 5, "maxResends": 3,
@@ -343,13 +344,18 @@ func TestPages(t *testing.T) {
 		}
 	})
 
-	// The workflow policy: an ADMIN changes the default's code length, adds an override for FR
-	// (codes by SMS only) and saves; the body keeps the GB override as it was and leaves unset
-	// fields out (they take the level above).
+	// The workflow policy: an ADMIN changes the default's code length, SIM-swap age and app
+	// name, the GB override's SIM-swap age, adds an override for FR (codes by SMS only) and
+	// saves; the body keeps the rest of the GB override and what the page does not edit (the
+	// SMS allow-list and cap) as they were, and leaves unset fields out (they take the level
+	// above).
 	t.Run("workflow policy", func(t *testing.T) {
 		tab.Goto(t, gateway+"/console/settings")
 		tab.WaitVisible(t, `#workflow-policy form`)
 		tab.Fill(t, `#workflow-policy input[name="codeLength"]`, "8")
+		tab.Fill(t, `#workflow-policy input[name="simMaxAgeHours"]`, "48")
+		tab.Fill(t, `#workflow-policy input[name="appName"]`, "Acme")
+		tab.Fill(t, `#workflow-policy input[name="GB-simMaxAgeHours"]`, "24")
 		tab.Fill(t, `#workflow-policy .inline-form input`, "fr")
 		tab.Click(t, `#workflow-policy .inline-form button`)
 		tab.WaitVisible(t, `#workflow-policy select[name="FR-channels"]`)
@@ -367,7 +373,9 @@ func TestPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := json.Marshal(body)
-		want := `{"channels":["SILENT","SMS_OTP"],"codeLength":8,"countries":{"FR":{"channels":["SMS_OTP"]},"GB":{"channels":["SMS_OTP"],"codeLength":8,"simSwap":{"maxAgeHours":72,"mode":"BLOCK"}}}}`
+		want := `{"appName":"Acme","channels":["SILENT","SMS_OTP"],"codeLength":8,"countries":{"FR":{"channels":["SMS_OTP"]},` +
+			`"GB":{"channels":["SMS_OTP"],"codeLength":8,"simSwap":{"maxAgeHours":24,"mode":"BLOCK"}}},"dailySmsCap":500,` +
+			`"simSwap":{"maxAgeHours":48},"smsCountries":["GB","FR"]}`
 		if string(got) != want {
 			t.Errorf("saved %s\nwant  %s", got, want)
 		}

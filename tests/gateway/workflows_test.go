@@ -94,8 +94,16 @@ func TestWorkflows(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("silent: %d %s", a.status, a.body)
 	}
-	if w := workflowOf(t, a); w["status"] != "VERIFIED" || w["decidedBy"] != "SILENT" || stepsOf(w) != "SILENT:VERIFIED" {
+	w = workflowOf(t, a)
+	if w["status"] != "VERIFIED" || w["decidedBy"] != "SILENT" || stepsOf(w) != "SILENT:VERIFIED" {
 		t.Fatalf("silent verified: %s", a.body)
+	}
+	// Its total is what its verification was charged (under the verification's own debit),
+	// shown on the silent step too.
+	silent := w["steps"].([]any)[0].(map[string]any)
+	v := f.data(t, call{method: "GET", path: "/v1/api/verifications/" + silent["verificationId"].(string), headers: keyHeaders(c)})
+	if vc, _ := v["charged"].(float64); vc <= 0 || w["charged"] != vc || silent["charged"] != vc {
+		t.Fatalf("a workflow decided by its silent step: charged %v, its step %v, its verification %v", w["charged"], silent["charged"], v["charged"])
 	}
 
 	// A phone on Wi-Fi: no network identity, the SMS step takes over.
@@ -294,6 +302,9 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	if a := read(bare, shop); a.status != http.StatusNotFound {
 		t.Fatalf("a read of a transaction without a workflow: %d %s", a.status, a.body)
 	}
+	if got := endUserAddress(t, f, tr); got != "" {
+		t.Fatalf("the workflow has an end-user address %q before any page's call reached it", got)
+	}
 	a = read(tr, shop)
 	if w := dataOf(t, a); a.status != http.StatusOK || w["status"] != "IN_PROGRESS" || w["codeExpected"] != true || w["channel"] != "SMS_OTP" ||
 		w["attemptsLeft"] != float64(3) || w["codeExpiresAt"] == nil || a.headers.Get("Access-Control-Allow-Origin") != shop {
@@ -301,6 +312,12 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	}
 	if strings.Contains(string(a.body), "mobileNumber") || strings.Contains(string(a.body), "steps") {
 		t.Fatalf("the page's read says more than the page needs: %s", a.body)
+	}
+	// The start gave no endUserIp: the page's address, as the gateway resolved it (the test's
+	// loopback socket, no trusted proxy), became the workflow's end-user address, the pumping
+	// budget's key for the SMS the page's calls begin.
+	if got := endUserAddress(t, f, tr); got != "127.0.0.1" {
+		t.Fatalf("the workflow's end-user address after the page's read: %q, want the page's", got)
 	}
 	if a := resend(tr, shop); a.status != http.StatusTooManyRequests || a.headers.Get("Retry-After") == "" {
 		t.Fatalf("a resend on the page in the cooldown: %d %s", a.status, a.body)
@@ -333,6 +350,26 @@ func TestWorkflowCodeOnThePage(t *testing.T) {
 	if seen := checkWorkflowEvents(t, f); seen["verification.step"] < 2 || seen["verification.workflow.completed"] != 1 {
 		t.Fatalf("workflow events: %v", seen)
 	}
+}
+
+// endUserAddress is the end-user address verification keeps on the workflow of a browser
+// transaction ("" for none), read from its own database.
+func endUserAddress(t *testing.T, f *full, transactionID string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.ver.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var addr *string
+	if err := conn.QueryRow(ctx, `SELECT host(end_user_address) FROM verification.workflows WHERE transaction_id = $1`, transactionID).Scan(&addr); err != nil {
+		t.Fatal(err)
+	}
+	if addr == nil {
+		return ""
+	}
+	return *addr
 }
 
 // checkWorkflowEvents validates every workflow event verification wrote (its outbox jobs, in

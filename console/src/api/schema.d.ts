@@ -3714,6 +3714,11 @@ export interface components {
          *     left out takes the level above (docs/api-decisions.md#workflows).
          */
         WorkflowPolicy: {
+            /**
+             * @description The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
+             *     characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
+             */
+            appName: string | null;
             /** @description In order, distinct: SILENT, SMS_OTP. */
             channels: string[];
             /** Format: int32 */
@@ -3751,6 +3756,12 @@ export interface components {
          *     left out takes the level above (docs/api-decisions.md#workflows).
          */
         WorkflowPolicyInput: {
+            /**
+             * @description The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
+             *     characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
+             * @example Acme
+             */
+            appName?: string | null;
             /** @description In order, distinct: SILENT, SMS_OTP. */
             channels?: ("SILENT" | "SMS_OTP")[];
             /** Format: int32 */
@@ -3784,6 +3795,8 @@ export interface components {
             smsTimeoutSeconds?: number | null;
         };
         WorkflowSettings: {
+            /** @description The app or brand the SMS text names, as the policy's app_name. */
+            appName: string | null;
             /** @description In order, distinct: SILENT, SMS_OTP. */
             channels: string[];
             /** Format: int32 */
@@ -3803,6 +3816,11 @@ export interface components {
             smsTimeoutSeconds: number | null;
         };
         WorkflowSettingsInput: {
+            /**
+             * @description The app or brand the SMS text names, as the policy's app_name.
+             * @example Acme
+             */
+            appName?: string | null;
             /** @description In order, distinct: SILENT, SMS_OTP. */
             channels?: ("SILENT" | "SMS_OTP")[];
             /** Format: int32 */

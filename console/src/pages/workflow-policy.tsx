@@ -1,6 +1,8 @@
-// The workflow policy (Settings): the channels a workflow runs and the code's rules, by default
-// and per country. An ADMIN saves it (after a fresh passkey check, which the API asks for); a
-// MEMBER reads it. An empty field takes the level above: the default's, or mnv's.
+// The workflow policy (Settings): the channels a workflow runs, the code's rules, the SIM-swap
+// check and the app name the SMS gives, by default and per country. An ADMIN saves it (after a
+// fresh passkey check, which the API asks for); a MEMBER reads it. An empty field takes the level
+// above: the default's, or mnv's. What the page does not edit (the SMS allow-list and daily cap)
+// is sent back as it was read: the PUT replaces the whole policy.
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, type Schemas } from '../api/client';
 import { words } from '../format';
@@ -39,6 +41,7 @@ interface Form {
   values: Record<NumberKey, string>;
   simMode: string;
   simMaxAge: string;
+  appName: string;
 }
 
 function toForm(s: Partial<Schemas['WorkflowSettings']> | null | undefined): Form {
@@ -49,6 +52,7 @@ function toForm(s: Partial<Schemas['WorkflowSettings']> | null | undefined): For
     values,
     simMode: s?.simSwap?.mode ?? '',
     simMaxAge: s?.simSwap?.maxAgeHours == null ? '' : String(s.simSwap.maxAgeHours),
+    appName: s?.appName ?? '',
   };
 }
 
@@ -56,7 +60,9 @@ function fromForm(f: Form): Settings {
   const out: Settings = {};
   if (f.order) out.channels = f.order.split(',') as Channel[];
   for (const n of numbers) if (f.values[n.key] !== '') out[n.key] = Number(f.values[n.key]);
-  if (f.simMode) out.simSwap = { mode: f.simMode as (typeof simModes)[number], ...(f.simMaxAge ? { maxAgeHours: Number(f.simMaxAge) } : {}) };
+  if (f.simMode || f.simMaxAge)
+    out.simSwap = { ...(f.simMode ? { mode: f.simMode as (typeof simModes)[number] } : {}), ...(f.simMaxAge ? { maxAgeHours: Number(f.simMaxAge) } : {}) };
+  if (f.appName !== '') out.appName = f.appName;
   return out;
 }
 
@@ -106,6 +112,36 @@ function Level({ form, set, effective, prefix }: { form: Form; set: (f: Form) =>
           </select>
         )}
       </Field>
+      <Field label="SIM swap counts as recent within (hours)" hint={`1 to 2400; empty: ${effective?.simSwap?.maxAgeHours ?? 'the default'}.`}>
+        {(id, d) => (
+          <input
+            id={id}
+            name={`${prefix}simMaxAgeHours`}
+            aria-describedby={d}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            max={2400}
+            value={form.simMaxAge}
+            placeholder={effective?.simSwap?.maxAgeHours == null ? '' : String(effective.simSwap.maxAgeHours)}
+            onInput={(e) => set({ ...form, simMaxAge: (e.target as HTMLInputElement).value })}
+          />
+        )}
+      </Field>
+      <Field label="App name in the SMS" hint="Up to 20 letters, digits or common signs (GSM): “123456 is your Acme verification code”. Empty: no name.">
+        {(id, d) => (
+          <input
+            id={id}
+            name={`${prefix}appName`}
+            aria-describedby={d}
+            maxLength={20}
+            autoComplete="off"
+            value={form.appName}
+            placeholder={effective?.appName ?? ''}
+            onInput={(e) => set({ ...form, appName: (e.target as HTMLInputElement).value })}
+          />
+        )}
+      </Field>
     </div>
   );
 }
@@ -141,6 +177,9 @@ export function WorkflowPolicy() {
               void a.run(async () => {
                 setSaved('');
                 const body: Schemas['WorkflowPolicyInput'] = {
+                  // Not on this page: kept as read, or the PUT would clear them.
+                  ...(d.policy?.smsCountries?.length ? { smsCountries: d.policy.smsCountries } : {}),
+                  ...(d.policy?.dailySmsCap != null ? { dailySmsCap: d.policy.dailySmsCap } : {}),
                   ...fromForm(form),
                   countries: Object.fromEntries(Object.entries(countries).map(([c, f]) => [c, fromForm(f)])),
                 };

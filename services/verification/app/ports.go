@@ -74,7 +74,8 @@ func (a *App) pumpingGuard(cfg Config, st *store.Store, hasher *phone.Hasher, re
 type workflowGuard struct{ by pumping.ByID }
 
 func (g workflowGuard) Allow(ctx context.Context, r workflows.SMSRequest) error {
-	return g.by.Check(ctx, pumping.Request{ClientID: r.ClientID, Number: r.Number, Country: r.Country, Sandbox: r.Sandbox, Addr: r.Address})
+	return g.by.Check(ctx, pumping.Request{ClientID: r.ClientID, Number: r.Number, Country: r.Country, Sandbox: r.Sandbox, Addr: r.Address,
+		SpentToday: r.SpentToday})
 }
 
 func (g workflowGuard) Verified(ctx context.Context, number string) { g.by.Verified(ctx, number) }

@@ -2766,6 +2766,10 @@ type Workflow struct {
 // WorkflowPolicy WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
 // left out takes the level above (docs/api-decisions.md#workflows).
 type WorkflowPolicy struct {
+	// AppName The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
+	// characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
+	AppName *string `json:"appName"`
+
 	// Channels In order, distinct: SILENT, SMS_OTP.
 	Channels       []string `json:"channels"`
 	CodeLength     *int32   `json:"codeLength"`
@@ -2791,6 +2795,12 @@ type WorkflowPolicy struct {
 // WorkflowPolicyInput WorkflowPolicy is a client's policy: its default settings and overrides by country; a field
 // left out takes the level above (docs/api-decisions.md#workflows).
 type WorkflowPolicyInput struct {
+	// AppName The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
+	// characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
+	//
+	// Examples: Acme
+	AppName *string `json:"appName,omitempty"`
+
 	// Channels In order, distinct: SILENT, SMS_OTP.
 	Channels       *[]WorkflowPolicyInputChannels `json:"channels,omitempty"`
 	CodeLength     *int32                         `json:"codeLength,omitempty"`
@@ -2818,6 +2828,9 @@ type WorkflowPolicyInputChannels string
 
 // WorkflowSettings defines model for WorkflowSettings.
 type WorkflowSettings struct {
+	// AppName The app or brand the SMS text names, as the policy's app_name.
+	AppName *string `json:"appName"`
+
 	// Channels In order, distinct: SILENT, SMS_OTP.
 	Channels              []string         `json:"channels"`
 	CodeLength            *int32           `json:"codeLength"`
@@ -2832,6 +2845,11 @@ type WorkflowSettings struct {
 
 // WorkflowSettingsInput defines model for WorkflowSettingsInput.
 type WorkflowSettingsInput struct {
+	// AppName The app or brand the SMS text names, as the policy's app_name.
+	//
+	// Examples: Acme
+	AppName *string `json:"appName,omitempty"`
+
 	// Channels In order, distinct: SILENT, SMS_OTP.
 	Channels              *[]WorkflowSettingsInputChannels `json:"channels,omitempty"`
 	CodeLength            *int32                           `json:"codeLength,omitempty"`

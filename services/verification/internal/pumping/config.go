@@ -76,6 +76,9 @@ type Request struct {
 	Sandbox bool
 	// Addr is the end user's address; invalid skips the per-address budget.
 	Addr netip.Addr
+	// SpentToday, when set, is the client's spend of the day as the caller's transaction sees
+	// it under its per-client lock (Client.SpentToday).
+	SpentToday SpendFunc
 }
 
 // Check reads the client and applies the rules to r (Guard.AllowFrom).
@@ -86,6 +89,9 @@ func (b ByID) Check(ctx context.Context, r Request) error {
 	}
 	c.ID = r.ClientID
 	c.Sandbox = c.Sandbox || r.Sandbox
+	if r.SpentToday != nil {
+		c.SpentToday = r.SpentToday
+	}
 	return b.Guard.AllowFrom(ctx, c, r.Number, r.Country, r.Addr)
 }
 

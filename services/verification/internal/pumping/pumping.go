@@ -108,7 +108,8 @@ type Blocks interface {
 	BlockPrefix(ctx context.Context, b Block) (created bool, err error)
 }
 
-// Spend tells a client's SMS spend of the current day (UTC), in credits, from the ledger.
+// Spend tells a client's SMS spend of the current day (UTC), in credits, from the ledger: the
+// settled charges and the sends reserved but not yet paid.
 type Spend interface {
 	SpentToday(ctx context.Context, clientID string) (int64, error)
 }
@@ -144,7 +145,16 @@ type Client struct {
 	Sandbox bool
 	// DailyCap is the client's own cap on SMS spend per day, in credits; 0 takes Config's.
 	DailyCap int64
+	// SpentToday, when set, reads the client's spend of the day in place of Ports.Spend: the
+	// caller's own transaction, under a per-client lock it takes there and holds until it
+	// commits the send it asks about, so concurrent sends each see the others' reservations and
+	// the cap holds exactly (docs/architecture.md, "Pumping controls"). It is called only when
+	// a cap applies, so a client without one never waits on that lock.
+	SpentToday SpendFunc
 }
+
+// SpendFunc reads a client's SMS spend of the day, in credits (Client.SpentToday).
+type SpendFunc func(ctx context.Context) (int64, error)
 
 // Config are the rules' settings (docs/operations.md, "Pumping controls").
 type Config struct {
@@ -351,7 +361,11 @@ func (g *Guard) AllowFrom(ctx context.Context, c Client, e164, country string, a
 		return g.refuse(PrefixBlocked, 0)
 	}
 	if limit := cmpOr(c.DailyCap, g.cfg.DailyCap); limit > 0 {
-		spent, err := g.ports.Spend.SpentToday(ctx, c.ID)
+		read := c.SpentToday
+		if read == nil {
+			read = func(ctx context.Context) (int64, error) { return g.ports.Spend.SpentToday(ctx, c.ID) }
+		}
+		spent, err := read(ctx)
 		if err != nil {
 			return fmt.Errorf("pumping: spend: %w", err)
 		}

@@ -422,3 +422,42 @@ func TestAddressVelocity(t *testing.T) {
 		}
 	}
 }
+
+// TestSpentTodayOfTheCaller: a client's SpentToday (the caller's transaction, under its lock)
+// replaces the Spend port, and is read only when a cap applies: a client without a cap never
+// takes the lock behind it.
+func TestSpentTodayOfTheCaller(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		defaultCap int64
+		clientCap  int64
+		spent      int64
+		want       pumping.Reason
+		wantReads  int
+	}{
+		{"under the default cap", 100, 0, 99, "", 1},
+		{"at the default cap", 100, 0, 100, pumping.SpendCap, 1},
+		{"at the client's cap", 0, 5, 5, pumping.SpendCap, 1},
+		{"no cap: never read", 0, 0, 1_000_000, "", 0},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.DailyCap = tt.defaultCap
+			blocks, counters := newMem()
+			// The port says nothing was spent: only the caller's reading may refuse.
+			g, _ := memGuard(t, cfg, blocks, counters, memSpend{})
+			reads := 0
+			c := pumping.Client{ID: "c-tx", Countries: []string{"GB"}, DailyCap: tt.clientCap,
+				SpentToday: func(context.Context) (int64, error) { reads++; return tt.spent, nil }}
+			err := g.Allow(ctx, c, fmt.Sprintf("+4474001234%02d", 70+i), "GB")
+			if got := pumping.ReasonOf(err); got != tt.want || (tt.want == "" && err != nil) {
+				t.Fatalf("Allow = %v, want %q", err, tt.want)
+			}
+			if reads != tt.wantReads {
+				t.Fatalf("the caller's spend was read %d times, want %d", reads, tt.wantReads)
+			}
+		})
+	}
+}

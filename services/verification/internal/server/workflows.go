@@ -60,7 +60,7 @@ func (s *Server) SubmitWorkflowSilent(ctx context.Context, req *verificationv1.S
 			return workflows.SilentOutcome{}, err
 		}
 		v := r.Verification
-		return workflows.SilentOutcome{Status: string(v.Status), Reason: v.Reason, VerificationID: v.ID}, nil
+		return workflows.SilentOutcome{Status: string(v.Status), Reason: v.Reason, VerificationID: v.ID, Charged: v.Charged, BalanceAfter: v.BalanceAfter}, nil
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -125,7 +125,7 @@ func (s *Server) GetWebWorkflow(ctx context.Context, req *verificationv1.GetWebW
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId())
+	w, err := s.Workflows.GetOfTransaction(ctx, clientID, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Addr)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -139,7 +139,7 @@ func (s *Server) ResendWebWorkflowCode(ctx context.Context, req *verificationv1.
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId())
+	w, err := s.Workflows.ResendOfTransaction(ctx, clientID, req.GetTransactionId(), networkOf(ctx, s.NumberHeaders).Addr)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -261,7 +261,7 @@ func settingsToProto(s workflows.Settings) *verificationv1.WorkflowSettings {
 	out := &verificationv1.WorkflowSettings{
 		SilentTimeoutSeconds: optInt32(s.SilentTimeoutSeconds), SmsTimeoutSeconds: optInt32(s.SMSTimeoutSeconds),
 		CodeLength: optInt32(s.CodeLength), CodeTtlSeconds: optInt32(s.CodeTTLSeconds), MaxAttempts: optInt32(s.MaxAttempts),
-		ResendCooldownSeconds: optInt32(s.ResendCooldownSeconds), MaxResends: optInt32(s.MaxResends),
+		ResendCooldownSeconds: optInt32(s.ResendCooldownSeconds), MaxResends: optInt32(s.MaxResends), AppName: s.AppName,
 	}
 	for _, c := range s.Channels {
 		out.Channels = append(out.Channels, string(c))
@@ -276,7 +276,7 @@ func settingsFromProto(p *verificationv1.WorkflowSettings) workflows.Settings {
 	s := workflows.Settings{
 		SilentTimeoutSeconds: optInt(p.SilentTimeoutSeconds), SMSTimeoutSeconds: optInt(p.SmsTimeoutSeconds),
 		CodeLength: optInt(p.CodeLength), CodeTTLSeconds: optInt(p.CodeTtlSeconds), MaxAttempts: optInt(p.MaxAttempts),
-		ResendCooldownSeconds: optInt(p.ResendCooldownSeconds), MaxResends: optInt(p.MaxResends),
+		ResendCooldownSeconds: optInt(p.ResendCooldownSeconds), MaxResends: optInt(p.MaxResends), AppName: p.AppName,
 	}
 	for _, c := range p.GetChannels() {
 		s.Channels = append(s.Channels, workflows.Channel(c))
@@ -293,7 +293,7 @@ func policyToProto(p workflows.Policy) *verificationv1.WorkflowPolicy {
 		Channels: s.Channels, SilentTimeoutSeconds: s.SilentTimeoutSeconds, SmsTimeoutSeconds: s.SmsTimeoutSeconds,
 		CodeLength: s.CodeLength, CodeTtlSeconds: s.CodeTtlSeconds, MaxAttempts: s.MaxAttempts,
 		ResendCooldownSeconds: s.ResendCooldownSeconds, MaxResends: s.MaxResends, SimSwap: s.SimSwap,
-		SmsCountries: p.SMSCountries, DailySmsCap: p.DailySMSCap,
+		SmsCountries: p.SMSCountries, DailySmsCap: p.DailySMSCap, AppName: s.AppName,
 	}
 	if len(p.Countries) > 0 {
 		out.Countries = map[string]*verificationv1.WorkflowSettings{}
@@ -308,7 +308,7 @@ func policyFromProto(p *verificationv1.WorkflowPolicy) workflows.Policy {
 	out := workflows.Policy{Settings: settingsFromProto(&verificationv1.WorkflowSettings{
 		Channels: p.GetChannels(), SilentTimeoutSeconds: p.SilentTimeoutSeconds, SmsTimeoutSeconds: p.SmsTimeoutSeconds,
 		CodeLength: p.CodeLength, CodeTtlSeconds: p.CodeTtlSeconds, MaxAttempts: p.MaxAttempts,
-		ResendCooldownSeconds: p.ResendCooldownSeconds, MaxResends: p.MaxResends, SimSwap: p.GetSimSwap(),
+		ResendCooldownSeconds: p.ResendCooldownSeconds, MaxResends: p.MaxResends, SimSwap: p.GetSimSwap(), AppName: p.AppName,
 	}), SMSCountries: p.GetSmsCountries(), DailySMSCap: p.DailySmsCap}
 	if len(p.GetCountries()) > 0 {
 		out.Countries = map[string]workflows.Settings{}
@@ -330,6 +330,9 @@ func resolvedToProto(r workflows.Resolved) *verificationv1.WorkflowSettings {
 		CodeTtlSeconds: secs(r.CodeTTL), MaxAttempts: n(r.MaxAttempts), ResendCooldownSeconds: secs(r.ResendCooldown),
 		MaxResends: n(r.MaxResends),
 		SimSwap:    &verificationv1.WorkflowSimSwap{Mode: string(r.SIMSwapMode), MaxAgeHours: n(int(r.SIMSwapMaxAge / time.Hour))},
+	}
+	if r.AppName != "" {
+		out.AppName = &r.AppName
 	}
 	for _, c := range r.Channels {
 		out.Channels = append(out.Channels, string(c))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,20 +145,39 @@ func TestReceiptStatus(t *testing.T) {
 }
 
 // TestTextsFitOneSMS: every language's text, with the longest code and lifetime a policy
-// allows, is one SMS part (a second part is a second charge from the operator), in GSM 7-bit
-// wherever the language's letters are in it.
+// allows, with no app name and with the longest one (of the widest characters too), is one SMS
+// part (a second part is a second charge from the operator), in GSM 7-bit wherever the
+// language's letters are in it.
 func TestTextsFitOneSMS(t *testing.T) {
+	longest := strings.Repeat("W", workflows.MaxAppName)
 	for _, tc := range []struct {
 		locale string
 		gsm    bool
 	}{{"en-GB", true}, {"fr-FR", true}, {"de-DE", true}, {"es-ES", true}, {"ar-AE", false}, {"xx", true}} {
-		text := workflows.Text(tc.locale, otp.Parse("1234567890"), 30*time.Minute)
-		enc, err := smpp.EncodeText(text)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.locale, err)
+		for _, app := range []string{"", longest, "Ñ@£$¥èéùìòÇØøÅåΔ_ΦΓ"} {
+			text := workflows.Text(tc.locale, app, otp.Parse("1234567890"), 30*time.Minute)
+			enc, err := smpp.EncodeText(text)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.locale, err)
+			}
+			if len(enc.Parts) != 1 || (enc.DataCoding == smpp.CodingDefault) != tc.gsm {
+				t.Errorf("%s, app %q: %q is %d parts, coding %#x; want one, GSM %v", tc.locale, app, text, len(enc.Parts), enc.DataCoding, tc.gsm)
+			}
+			if app != "" && !strings.Contains(text, app) {
+				t.Errorf("%s: %q does not name the app", tc.locale, text)
+			}
 		}
-		if len(enc.Parts) != 1 || (enc.DataCoding == smpp.CodingDefault) != tc.gsm {
-			t.Errorf("%s: %q is %d parts, coding %#x; want one, GSM %v", tc.locale, text, len(enc.Parts), enc.DataCoding, tc.gsm)
+	}
+}
+
+// TestAppNameCharactersAreGSMBasic: each character a policy's app name may use is one septet
+// of the SMPP encoder's GSM 7-bit (the basic table, not the extension's two), so the length
+// bound is a bound on the message.
+func TestAppNameCharactersAreGSMBasic(t *testing.T) {
+	for _, r := range workflows.GSMPrinted() {
+		enc, err := smpp.EncodeText(strings.Repeat(string(r), 160))
+		if err != nil || enc.DataCoding != smpp.CodingDefault || len(enc.Parts) != 1 {
+			t.Errorf("%q: not one GSM septet (%v)", r, err)
 		}
 	}
 }

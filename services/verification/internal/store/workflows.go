@@ -179,7 +179,8 @@ func (st *Store) WorkflowOfTransaction(ctx context.Context, clientID, transactio
 	return id, nil
 }
 
-// SaveWorkflow writes what changed of a locked workflow: its columns and its steps.
+// SaveWorkflow writes what changed of a locked workflow: its columns and its steps. The end
+// user's address is written only where the start gave none (the page's, workflows.lockedFrom).
 func (st *Store) SaveWorkflow(ctx context.Context, w workflows.Workflow) error {
 	pol, err := json.Marshal(w.Policy)
 	if err != nil {
@@ -193,11 +194,12 @@ func (st *Store) SaveWorkflow(ctx context.Context, w workflows.Workflow) error {
 	b.Queue(`
 		UPDATE verification.workflows SET policy = $3, status = $4, decided_by = $5, reason = $6, step_seq = $7,
 			code_step_id = $8, code_key_id = $9, code_hash = $10, code_sealed = $11, code_issued_at = $12, code_expires_at = $13,
-			attempts = $14, resends = $15, updated_at = $16, ended_at = $17
+			attempts = $14, resends = $15, updated_at = $16, ended_at = $17,
+			end_user_address = coalesce(end_user_address, $18::inet)
 		WHERE client_id = $1 AND id = $2`,
 		w.ClientID, w.ID, pol, w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.StepSeq,
 		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed, nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt),
-		w.Code.Attempts, w.Code.Resends, w.Updated, nullTime(w.Ended))
+		w.Code.Attempts, w.Code.Resends, w.Updated, nullTime(w.Ended), nullAddr(w.Address))
 	if err := st.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("save workflow: %w", err)
 	}
@@ -266,11 +268,13 @@ func (st *Store) DueWorkflows(ctx context.Context, before time.Time, limit int) 
 
 // StepUsage reads a client's workflow steps per UTC day of r (the day each started), channel,
 // country and status (workflows.UsageDimensions), with their settled charges, from the steps
-// themselves along the client's index by time.
+// themselves along the client's index by time. A silent step's charge is its verification's,
+// which the verifications' usage counts already: it is left out here, so the two reports
+// never count one debit twice.
 func (st *Store) StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error) {
 	rows, err := st.db.Query(ctx, `
 		SELECT (started_at AT TIME ZONE 'UTC')::date::timestamp, channel, country, status, count(*),
-			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED'), 0)::bigint
+			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED' AND channel <> 'SILENT'), 0)::bigint
 		FROM verification.workflow_steps
 		WHERE client_id = $1 AND started_at >= $2::date::timestamp AT TIME ZONE 'UTC' AND started_at < $3::date::timestamp AT TIME ZONE 'UTC'
 		GROUP BY 1, 2, 3, 4`, clientID, r.From, r.End())

@@ -43,8 +43,10 @@ const (
 	StepSuperseded    StepStatus = "SUPERSEDED"
 )
 
-// ChargeStatus is where a step's own charge stands (SMS steps; a silent step is charged as
-// its verification).
+// ChargeStatus is where a step's charge stands. An SMS step is charged on its own (reference
+// workflow-step:<id>); a silent step is charged as its verification, under the verification's
+// own debit, and shows that charge (SETTLED with the verification's amount) so the workflow's
+// answer tells everything it cost.
 type ChargeStatus string
 
 // Charge statuses.
@@ -79,10 +81,13 @@ const (
 	ReasonUndeliverable   = "SMS_UNDELIVERABLE"
 	ReasonSMSCRefused     = "SMSC_REFUSED"
 	ReasonSIMSwapped      = "SIM_SWAPPED"
-	ReasonNoChannelLeft   = "NO_CHANNEL_LEFT"
-	ReasonBlocked         = "SMS_BLOCKED"
-	ReasonSuperseded      = "SUPERSEDED"
-	ReasonWorkflowEnded   = "WORKFLOW_ENDED"
+	// ReasonSIMSwapUnknown: the policy's SIM-swap mode is BLOCK and the check could not be
+	// made (the operator unreachable, refusing, or no operator offers it): failed closed.
+	ReasonSIMSwapUnknown = "SIM_SWAP_UNKNOWN"
+	ReasonNoChannelLeft  = "NO_CHANNEL_LEFT"
+	ReasonBlocked        = "SMS_BLOCKED"
+	ReasonSuperseded     = "SUPERSEDED"
+	ReasonWorkflowEnded  = "WORKFLOW_ENDED"
 )
 
 // Workflow is one number verified through the channels of its resolved policy.
@@ -151,7 +156,8 @@ type Step struct {
 	SendAttempts int
 }
 
-// Charged is the sum of the workflow's settled step charges.
+// Charged is the sum of the workflow's settled step charges: every charge the workflow caused,
+// the silent step's verification included.
 func (w Workflow) Charged() int64 {
 	var n int64
 	for _, s := range w.Steps {

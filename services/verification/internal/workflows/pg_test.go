@@ -209,7 +209,13 @@ const gbNumber = "+447400123456"
 
 func newEnv(t *testing.T, balance int64, ports workflows.Ports) *env {
 	t.Helper()
-	pool := verificationtest.Database(t, 8)
+	return newEnvConns(t, balance, ports, 8)
+}
+
+// newEnvConns is newEnv with a pool of conns connections (a test of concurrent starts).
+func newEnvConns(t *testing.T, balance int64, ports workflows.Ports, conns int32) *env {
+	t.Helper()
+	pool := verificationtest.Database(t, conns)
 	queue, err := jobs.New(pool, jobs.Options{Schema: "verification"})
 	if err != nil {
 		t.Fatal(err)
@@ -871,14 +877,14 @@ func TestTransactionPage(t *testing.T) {
 	if _, err := e.svc.CheckCodeOfTransaction(ctx, e.client, foreign, code); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("by another transaction: %v", err)
 	}
-	if _, err := e.svc.GetOfTransaction(ctx, e.client, foreign); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := e.svc.GetOfTransaction(ctx, e.client, foreign, netip.Addr{}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("read by another transaction: %v", err)
 	}
-	if _, err := e.svc.ResendOfTransaction(ctx, e.client, "nope"); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, "nope", netip.Addr{}); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("resend by a malformed transaction: %v", err)
 	}
 	// The page reads that a code is in play, as its backend would.
-	if got, err := e.svc.GetOfTransaction(ctx, e.client, tr); err != nil || got.Status != workflows.InProgress || got.Code.StepID == "" || got.Current().Channel != workflows.SMSOTP {
+	if got, err := e.svc.GetOfTransaction(ctx, e.client, tr, netip.Addr{}); err != nil || got.Status != workflows.InProgress || got.Code.StepID == "" || got.Current().Channel != workflows.SMSOTP {
 		t.Fatalf("read on the page: %v %s %q", err, got.Status, got.Code.StepID)
 	}
 	got, err := e.svc.CheckCodeOfTransaction(ctx, e.client, tr, wrong(code))
@@ -890,11 +896,11 @@ func TestTransactionPage(t *testing.T) {
 	if got, err := e.check(t, w.ID, wrong(code)); err != nil || got.AttemptsLeft() != 3 {
 		t.Fatalf("a wrong code by the backend: %v %d", err, got.AttemptsLeft())
 	}
-	if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr); fault.Find(err, fault.RateLimited) == nil {
+	if _, err := e.svc.ResendOfTransaction(ctx, e.client, tr, netip.Addr{}); fault.Find(err, fault.RateLimited) == nil {
 		t.Fatalf("a resend on the page in the cooldown: %v", err)
 	}
 	e.advance(31 * time.Second)
-	if got, err := e.svc.ResendOfTransaction(ctx, e.client, tr); err != nil || got.Code.Resends != 1 || got.AttemptsLeft() != 3 {
+	if got, err := e.svc.ResendOfTransaction(ctx, e.client, tr, netip.Addr{}); err != nil || got.Code.Resends != 1 || got.AttemptsLeft() != 3 {
 		t.Fatalf("a resend on the page: %v %+v", err, got.Code)
 	}
 	code = e.smsc.code(t, e.work(t)[0])
@@ -1003,8 +1009,11 @@ func TestSIMSwapAndGuard(t *testing.T) {
 		{"block, not swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotSwapped},
 		{"fallback, swapped: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMSwapped},
 		{"report, swapped", `{"simSwap":{"mode":"REPORT"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMSwapped},
-		{"block, operator away", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
-		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
+		// BLOCK fails closed when the check has no answer: no code to a SIM that may be swapped.
+		{"block, operator away", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{err: errors.New("503")}, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
+		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
+		{"fallback, operator away: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
+		{"report, operator away", `{"simSwap":{"mode":"REPORT"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMUnavailable},
 		{"off: never asked", `{}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotChecked},
 		{"swapped, only the silent channel", `{"channels":["SILENT"],"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonNoChannelLeft, "", workflows.SIMSwapped},
 		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: "PREMIUM_PREFIX"}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SIMNotChecked},
@@ -1056,8 +1065,12 @@ func TestGuardSeesTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := workflows.SMSRequest{ClientID: e.client, Number: gbNumber, Country: "GB", Sandbox: true, Address: netip.MustParseAddr("2001:db8:1:2::")}
-	if len(asked) != 1 || asked[0] != want {
-		t.Fatalf("asked %+v, want %+v", asked, want)
+	if len(asked) != 1 || asked[0].SpentToday == nil {
+		t.Fatalf("asked %+v, want one request that reads the spend in its transaction", asked)
+	}
+	if got := asked[0]; got.ClientID != want.ClientID || got.Number != want.Number || got.Country != want.Country ||
+		got.Sandbox != want.Sandbox || got.Address != want.Address {
+		t.Fatalf("asked %+v, want %+v", got, want)
 	}
 	code := e.smsc.code(t, e.work(t)[0])
 	wrong := "000000"

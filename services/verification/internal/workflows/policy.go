@@ -2,10 +2,13 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/phone"
@@ -58,6 +61,10 @@ type Settings struct {
 	ResendCooldownSeconds *int      `json:"resendCooldownSeconds,omitempty"`
 	MaxResends            *int      `json:"maxResends,omitempty"`
 	SIMSwap               *SIMSwap  `json:"simSwap,omitempty"`
+	// AppName is the client's app or brand as the SMS text names it ("… is your <appName>
+	// verification code"): 1 to MaxAppName characters of the GSM 03.38 basic set, so every
+	// text still fits one SMS part (TestTextsFitOneSMS). Absent: a text without a name.
+	AppName *string `json:"appName,omitempty"`
 }
 
 // Policy is a client's workflow policy: its default settings and overrides by country (ISO
@@ -94,6 +101,7 @@ type Resolved struct {
 	MaxResends     int           `json:"maxResends"`
 	SIMSwapMode    SIMSwapMode   `json:"simSwapMode"`
 	SIMSwapMaxAge  time.Duration `json:"simSwapMaxAge"`
+	AppName        string        `json:"appName,omitempty"`
 }
 
 // Code is the one-time code rules of the resolved policy.
@@ -201,6 +209,11 @@ func (s *Settings) validate(prefix string) error {
 			return fault.Invalid(prefix+b.name, "must be between %d and %d", b.min, b.max)
 		}
 	}
+	if n := s.AppName; n != nil {
+		if err := validAppName(*n); err != nil {
+			return fault.Invalid(prefix+"appName", "%s", err.Error())
+		}
+	}
 	if sw := s.SIMSwap; sw != nil {
 		if sw.Mode != "" && !slices.Contains(knownSIMSwapModes, sw.Mode) {
 			return fault.Invalid(prefix+"simSwap.mode", "must be one of %v", knownSIMSwapModes)
@@ -246,6 +259,9 @@ func (s Settings) apply(r *Resolved) {
 	ints(s.MaxAttempts, &r.MaxAttempts)
 	secs(s.ResendCooldownSeconds, &r.ResendCooldown)
 	ints(s.MaxResends, &r.MaxResends)
+	if s.AppName != nil {
+		r.AppName = *s.AppName
+	}
 	if sw := s.SIMSwap; sw != nil {
 		if sw.Mode != "" {
 			r.SIMSwapMode = sw.Mode
@@ -254,6 +270,36 @@ func (s Settings) apply(r *Resolved) {
 			r.SIMSwapMaxAge = time.Duration(*sw.MaxAgeHours) * time.Hour
 		}
 	}
+}
+
+// MaxAppName is the longest app name a policy may give the SMS text, in characters: with the
+// longest code and lifetime every text still fits one SMS part.
+const MaxAppName = 20
+
+// gsmPrinted are the printable characters of the GSM 03.38 default alphabet's basic table: one
+// septet each in GSM 7-bit (the extension table's characters, such as '€' or '{', take two,
+// and the line breaks would let a name forge lines of the text). smsc's tests hold it to the
+// SMPP encoder's table.
+const gsmPrinted = "@£$¥èéùìòÇØøÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
+
+// GSMPrinted lists the characters an app name may use (for tests of the SMS encoding).
+func GSMPrinted() string { return gsmPrinted }
+
+// validAppName checks an app name: 1 to MaxAppName characters of gsmPrinted, not starting or
+// ending with a space.
+func validAppName(n string) error {
+	if l := utf8.RuneCountInString(n); l < 1 || l > MaxAppName {
+		return fmt.Errorf("must be 1 to %d characters", MaxAppName)
+	}
+	if strings.TrimSpace(n) != n {
+		return errors.New("must not start or end with a space")
+	}
+	for _, r := range n {
+		if !strings.ContainsRune(gsmPrinted, r) {
+			return fmt.Errorf("%q is not a character of the GSM 03.38 basic set (letters, digits, common signs; no line break, no €, [, ], {, }, ~, ^, | or \\)", r)
+		}
+	}
+	return nil
 }
 
 // ParsePolicy reads a policy as stored (the API's JSON), refusing unknown fields so a typo

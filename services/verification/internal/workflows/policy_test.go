@@ -12,6 +12,8 @@ import (
 
 func ptr(v int) *int { return &v }
 
+func str(v string) *string { return &v }
+
 func TestPolicyValidate(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -48,6 +50,17 @@ func TestPolicyValidate(t *testing.T) {
 		{"cap zero", `{"dailySmsCap":0}`, "dailySmsCap"},
 		{"cap too high", `{"dailySmsCap":1000000001}`, "dailySmsCap"},
 		{"allow-list is not a country's", `{"countries":{"GB":{"smsCountries":["GB"]}}}`, "parse"},
+		{"app name", `{"appName":"Acme Shop"}`, ""},
+		{"app name of 20, GSM letters", `{"appName":"Ñandù & Søn ¿Ça? 123"}`, ""},
+		{"app name per country", `{"countries":{"DE":{"appName":"Acme DE"}}}`, ""},
+		{"app name empty", `{"appName":""}`, "appName"},
+		{"app name of 21", `{"appName":"ABCDEFGHIJKLMNOPQRSTU"}`, "appName"},
+		{"app name with a line break", `{"appName":"Acme\nPay now"}`, "appName"},
+		{"app name with an extension character", `{"appName":"Acme {Shop}"}`, "appName"},
+		{"app name with the euro sign", `{"appName":"Acme €"}`, "appName"},
+		{"app name outside GSM", `{"appName":"Acme ☎"}`, "appName"},
+		{"app name with a trailing space", `{"appName":"Acme "}`, "appName"},
+		{"country's app name", `{"countries":{"FR":{"appName":"Acme ~"}}}`, "countries.FR.appName"},
 	}
 	for _, tc := range cases {
 		p, err := workflows.ParsePolicy([]byte(tc.json))
@@ -83,9 +96,9 @@ func TestParsePolicyRefusesUnknownFields(t *testing.T) {
 
 func TestPolicyResolve(t *testing.T) {
 	p := workflows.Policy{
-		Settings: workflows.Settings{CodeLength: ptr(8), MaxAttempts: ptr(3), SIMSwap: &workflows.SIMSwap{Mode: workflows.SIMSwapReport}},
+		Settings: workflows.Settings{CodeLength: ptr(8), MaxAttempts: ptr(3), SIMSwap: &workflows.SIMSwap{Mode: workflows.SIMSwapReport}, AppName: str("Acme")},
 		Countries: map[string]workflows.Settings{
-			"GB": {Channels: []workflows.Channel{workflows.SMSOTP}, CodeLength: ptr(4), SIMSwap: &workflows.SIMSwap{MaxAgeHours: ptr(24)}},
+			"GB": {Channels: []workflows.Channel{workflows.SMSOTP}, CodeLength: ptr(4), SIMSwap: &workflows.SIMSwap{MaxAgeHours: ptr(24)}, AppName: str("Acme UK")},
 		},
 	}
 	gb := p.Resolve("GB")
@@ -93,11 +106,12 @@ func TestPolicyResolve(t *testing.T) {
 	want.Channels = []workflows.Channel{workflows.SMSOTP}
 	want.CodeLength, want.MaxAttempts = 4, 3 // the country's, then the default part's
 	want.SIMSwapMode, want.SIMSwapMaxAge = workflows.SIMSwapReport, 24*time.Hour
+	want.AppName = "Acme UK"
 	if !reflect.DeepEqual(gb, want) {
 		t.Errorf("GB resolved to %+v, want %+v", gb, want)
 	}
 	ae := p.Resolve("AE")
-	if ae.CodeLength != 8 || ae.MaxAttempts != 3 || !reflect.DeepEqual(ae.Channels, workflows.DefaultPolicy.Channels) || ae.SIMSwapMaxAge != 240*time.Hour {
+	if ae.CodeLength != 8 || ae.MaxAttempts != 3 || !reflect.DeepEqual(ae.Channels, workflows.DefaultPolicy.Channels) || ae.SIMSwapMaxAge != 240*time.Hour || ae.AppName != "Acme" {
 		t.Errorf("AE resolved to %+v", ae)
 	}
 	if got := (workflows.Policy{}).Resolve(""); !reflect.DeepEqual(got, workflows.DefaultPolicy) {

@@ -59,6 +59,11 @@ type SMSRequest struct {
 	Sandbox bool
 	// Address is the end user's address the start gave; invalid when it gave none.
 	Address netip.Addr
+	// SpentToday reads the client's SMS spend of the day in the transaction that will queue the
+	// SMS, under a per-client lock held until it commits (Store.LockSMSSpend): the guard calls
+	// it only when a daily cap applies, so concurrent sends of a capped client are serialised
+	// there and the cap holds exactly, while a client without a cap never waits.
+	SpentToday func(ctx context.Context) (int64, error)
 }
 
 // PumpingGuard decides whether an SMS may be sent (SMS pumping: premium prefixes, velocity,

@@ -60,6 +60,11 @@ type Store interface {
 	ListWorkflows(ctx context.Context, clientID string, f ListFilter, limit, offset int64) ([]Workflow, int64, error)
 	// EnqueueSMS queues the SMS job of a step in the transaction.
 	EnqueueSMS(ctx context.Context, job SMSJob) error
+	// LockSMSSpend takes the client's SMS-cap lock until the transaction ends and answers its
+	// SMS spend of the UTC day: the settled charges, and an estimate for each SMS step queued
+	// and not yet paid (reserved), the steps in play of workflowID left out (its row is held
+	// by this transaction, which replaces them). Meaningful inside a transaction only.
+	LockSMSSpend(ctx context.Context, clientID, workflowID string) (int64, error)
 	// Emit writes events in the transaction (refused outside one).
 	Emit(ctx context.Context, evs ...events.Event) error
 }
@@ -239,9 +244,11 @@ func budgetAddress(a netip.Addr) netip.Addr {
 
 // simSwapGate checks the SIM swap when the policy asks and answers the channels the workflow
 // may use: a recent swap fails it (BLOCK) or skips the silent step (FALLBACK: a swapped SIM's
-// network identity says nothing of who holds it). A check that cannot be made (no port, an
-// error) skips the silent step under BLOCK and FALLBACK too: what could not be ruled out is
-// treated as what the mode guards against, short of failing a user for an operator's outage.
+// network identity says nothing of who holds it). A check that cannot be made (no port, the
+// operator unreachable or refusing) is told apart in the answer (simSwap UNAVAILABLE, no
+// simCheckedAt) and decided by the mode: BLOCK fails closed (FAILED SIM_SWAP_UNKNOWN: a code
+// must not go to a SIM that may have been swapped when the client asked for the swap to block),
+// FALLBACK skips the silent step as for a swap, REPORT goes on.
 func (s *Service) simSwapGate(ctx context.Context, w *Workflow, e164 string) []Channel {
 	channels := slices.Clone(w.Policy.Channels)
 	mode := w.Policy.SIMSwapMode
@@ -268,8 +275,11 @@ func (s *Service) simSwapGate(ctx context.Context, w *Workflow, e164 string) []C
 	if mode == SIMSwapReport || w.SIMSwap == SIMNotSwapped {
 		return channels
 	}
-	if mode == SIMSwapBlock && swapped {
+	if mode == SIMSwapBlock {
 		w.Status, w.Reason, w.Ended = Failed, ReasonSIMSwapped, w.Created
+		if unknown {
+			w.Reason = ReasonSIMSwapUnknown
+		}
 		return nil
 	}
 	return slices.DeleteFunc(channels, func(c Channel) bool { return c == Silent })
@@ -315,7 +325,8 @@ func (s *Service) addStep(w *Workflow, step Step, now time.Time) *Step {
 // the workflow, free.
 func (s *Service) sendCode(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
 	if g := s.ports.Guard; g != nil {
-		err := g.Allow(ctx, SMSRequest{ClientID: w.ClientID, Number: e164, Country: w.Country, Sandbox: w.Sandbox, Address: w.Address})
+		err := g.Allow(ctx, SMSRequest{ClientID: w.ClientID, Number: e164, Country: w.Country, Sandbox: w.Sandbox, Address: w.Address,
+			SpentToday: func(ctx context.Context) (int64, error) { return st.LockSMSSpend(ctx, w.ClientID, w.ID) }})
 		if err != nil {
 			if errors.Is(err, fault.ErrUnavailable) {
 				return err
@@ -392,6 +403,15 @@ func (s *Service) Get(ctx context.Context, clientID, id string) (Workflow, error
 // locked runs fn on the client's workflow, locked, after timing out what is due, and saves
 // what changed with its events.
 func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error) (Workflow, error) {
+	return s.lockedFrom(ctx, clientID, id, netip.Addr{}, fn)
+}
+
+// lockedFrom is locked for a request of the end user's own browser from addr (the page's
+// routes, the address as the gateway resolved it behind its trusted proxies): a workflow whose
+// start gave no end-user address takes this one, before anything is timed out, so an SMS this
+// request or a later one begins is in that address's pumping budget. An address the start gave
+// is kept (the client's backend vouched for it).
+func (s *Service) lockedFrom(ctx context.Context, clientID, id string, addr netip.Addr, fn func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error) (Workflow, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return Workflow{}, fault.ErrNotFound
 	}
@@ -402,6 +422,9 @@ func (s *Service) locked(ctx context.Context, clientID, id string, fn func(ctx c
 			return err
 		}
 		before = cloneWorkflow(w)
+		if !w.Address.IsValid() && !w.Final() {
+			w.Address = budgetAddress(addr)
+		}
 		var e164 string
 		if w.NumberSealed != nil { // dropped by the retention only once the workflow ended
 			if e164, err = s.vault.Open(w.NumberSealed, table, w.ID); err != nil {
@@ -606,6 +629,11 @@ type SilentOutcome struct {
 	Status         string
 	Reason         string
 	VerificationID string
+	// Charged is what the verification was charged (its own debit; 0 for an outcome nobody
+	// pays for, such as UNDETERMINED), and BalanceAfter the balance it left: the step shows
+	// them, the ledger is not asked again.
+	Charged      int64
+	BalanceAfter *int64
 }
 
 // ErrNoSilentStep is a silent outcome for a workflow whose step in play is not a silent one
@@ -621,6 +649,11 @@ func (s *Service) SilentResult(ctx context.Context, clientID, id string, o Silen
 			return kept{ErrNoSilentStep}
 		}
 		cur.VerificationID, cur.Reason, cur.Ended = o.VerificationID, o.Reason, now
+		if o.Charged > 0 {
+			// Paid by the verification's own debit: recorded here only so the workflow's answer
+			// and events tell the whole cost (SpentToday counts SMS steps only).
+			cur.ChargeStatus, cur.Charged, cur.BalanceAfter = ChargeSettled, o.Charged, o.BalanceAfter
+		}
 		switch o.Status {
 		case "VERIFIED":
 			cur.Status = StepVerified
@@ -760,22 +793,26 @@ var countryCode = regexp.MustCompile(`^[A-Z]{2}$`)
 // GetOfTransaction reads the workflow of a browser transaction of the client (the page's
 // origin checked by the caller), as Get: the page learns whether a code is in play without its
 // backend relaying it. A transaction without a workflow is fault.ErrNotFound.
-func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+// The page's address (pageAddr: the end user's browser, invalid when unknown) becomes the
+// workflow's end-user address when its start gave none (lockedFrom).
+func (s *Service) GetOfTransaction(ctx context.Context, clientID, transactionID string, pageAddr netip.Addr) (Workflow, error) {
 	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
-	return s.Get(ctx, clientID, id)
+	return s.lockedFrom(ctx, clientID, id, pageAddr, func(context.Context, Store, *Workflow, string, time.Time) error { return nil })
 }
 
 // ResendOfTransaction sends a new code for the workflow of a browser transaction of the
 // client, as Resend: the same cooldown and cap, counted on the workflow, whichever route asks.
-func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string) (Workflow, error) {
+// The page's address is the workflow's end-user address when its start gave none, so the
+// pumping budget per address applies to the page's resends without the client passing it.
+func (s *Service) ResendOfTransaction(ctx context.Context, clientID, transactionID string, pageAddr netip.Addr) (Workflow, error) {
 	id, err := s.ofTransaction(ctx, clientID, transactionID)
 	if err != nil {
 		return Workflow{}, err
 	}
-	return s.Resend(ctx, clientID, id)
+	return s.resend(ctx, clientID, id, pageAddr)
 }
 
 // ofTransaction finds the workflow a browser transaction was started for.
@@ -786,9 +823,32 @@ func (s *Service) ofTransaction(ctx context.Context, clientID, transactionID str
 	return s.st.WorkflowOfTransaction(ctx, clientID, transactionID)
 }
 
-// Resend sends a new code: within the cooldown 429 with the time left, past the cap 409.
+// ErrCodeSending is a resend asked while the code in play is still being sent: its SMS job
+// has begun (its charge is pending or paid, or a submit was made) and the step is not SENT yet.
+// Superseding it then could leave a paid message unsent, or put two codes on the handset for
+// one resend; the caller asks again in a moment (429 with Retry-After, as the cooldown).
+var ErrCodeSending = fault.Limited("the code is still being sent; ask for another once it has been sent", sendingRetryAfter)
+
+// sendingRetryAfter is what a resend refused by ErrCodeSending is told to wait: an SMS job
+// charges and submits within seconds when the SMS centre and accounts answer.
+const sendingRetryAfter = 5 * time.Second
+
+// sending reports whether a QUEUED SMS step's job is under way: its charge asked for (the
+// job's first transaction makes it PENDING) or paid, or a submit counted. Until then a resend
+// may supersede it safely: the job, under the workflow's lock, finds it superseded and stops.
+// A charge that ended otherwise (voided, rejected) leaves the job nothing to do either.
+func sending(s Step) bool {
+	return s.Status == StepQueued && (s.ChargeStatus == ChargePending || s.ChargeStatus == ChargeSettled || s.SendAttempts > 0)
+}
+
+// Resend sends a new code: within the cooldown 429 with the time left, past the cap 409, while
+// the code in play is still being sent 429 (ErrCodeSending).
 func (s *Service) Resend(ctx context.Context, clientID, id string) (Workflow, error) {
-	return s.locked(ctx, clientID, id, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
+	return s.resend(ctx, clientID, id, netip.Addr{})
+}
+
+func (s *Service) resend(ctx context.Context, clientID, id string, pageAddr netip.Addr) (Workflow, error) {
+	return s.lockedFrom(ctx, clientID, id, pageAddr, func(ctx context.Context, st Store, w *Workflow, e164 string, now time.Time) error {
 		if w.Final() {
 			return kept{ErrFinal}
 		}
@@ -808,7 +868,11 @@ func (s *Service) Resend(ctx context.Context, clientID, id string) (Workflow, er
 		}
 		if old := w.Step(w.Code.StepID); old != nil {
 			if old.Status == StepQueued {
-				// Not sent yet: its job will find it superseded and send nothing.
+				if sending(*old) {
+					return kept{ErrCodeSending}
+				}
+				// Its job has not begun: it will find the step superseded and neither charge
+				// nor send anything.
 				old.Status, old.Reason = StepSuperseded, ReasonSuperseded
 			}
 			old.Ended = now // its receipt may still come and say whether it was delivered
@@ -831,7 +895,7 @@ func cloneWorkflow(w Workflow) Workflow {
 // equalWorkflow compares what SaveWorkflow writes.
 func equalWorkflow(a, b Workflow) bool {
 	if a.Status != b.Status || a.DecidedBy != b.DecidedBy || a.Reason != b.Reason || a.StepSeq != b.StepSeq ||
-		a.Code.StepID != b.Code.StepID || a.Code.Attempts != b.Code.Attempts || a.Code.Resends != b.Code.Resends ||
+		a.Code.StepID != b.Code.StepID || a.Code.Attempts != b.Code.Attempts || a.Code.Resends != b.Code.Resends || a.Address != b.Address ||
 		(a.Code.Sealed == nil) != (b.Code.Sealed == nil) || (a.Code.Hash == nil) != (b.Code.Hash == nil) ||
 		len(a.Steps) != len(b.Steps) || !slices.Equal(a.Policy.Channels, b.Policy.Channels) {
 		return false

@@ -104,7 +104,7 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 		s.log.Warn("sms in doubt: an earlier attempt's submit has no recorded outcome; sending again, which may double it",
 			zap.String("workflow", w.ID), zap.String("step", step.ID))
 	}
-	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, code, w.Policy.CodeTTL), Locale: w.Locale})
+	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, w.Policy.AppName, code, w.Policy.CodeTTL), Locale: w.Locale})
 	if errors.Is(err, ErrRefused) {
 		s.metrics.sent(smsRefused)
 		return s.refused(ctx, w, step.ID, err)
@@ -267,27 +267,48 @@ func (s *Service) Receipt(ctx context.Context, providerID, status string) error 
 	return err
 }
 
-// texts are the SMS's words per language (the locale's first subtag); English for the rest.
-// The code comes first, so a phone's autofill and a glance at the notification both find it.
-// Each is one SMS part with the longest code and lifetime (a second part is a second charge
-// from the operator): in GSM 7-bit, 160 characters, so Spanish goes without the accents GSM
-// lacks (á, í, ó, ú), as Spanish SMS commonly do; Arabic needs UCS-2, 70 characters, so it is
-// short. TestTextsFitOneSMS (internal/smsc) holds them to it.
-var texts = map[string]string{
-	"en": "%s is your verification code. It expires in %d minutes. Do not share it.",
-	"fr": "%s est votre code de vérification. Il expire dans %d minutes. Ne le partagez pas.",
-	"de": "%s ist Ihr Bestätigungscode. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
-	"es": "%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.", //nolint:misspell // Spanish, without the accents GSM lacks
-	"ar": "%s هو رمز التحقق. ينتهي خلال %d دقيقة. لا تشاركه.",
+// texts are the SMS's words per language (the locale's first subtag), without and with the
+// policy's app name; English for the rest. The code comes first, so a phone's autofill and a
+// glance at the notification both find it. Each is one SMS part with the longest code, app
+// name and lifetime (a second part is a second charge from the operator): in GSM 7-bit, 160
+// characters, so Spanish goes without the accents GSM lacks (á, í, ó, ú), as Spanish SMS
+// commonly do; Arabic needs UCS-2, 70 characters, so it is short, and with a name shorter
+// still. TestTextsFitOneSMS (internal/smsc) holds them to it.
+var texts = map[string]struct{ plain, named string }{
+	"en": {
+		"%s is your verification code. It expires in %d minutes. Do not share it.",
+		"%s is your %s verification code. It expires in %d minutes. Do not share it.",
+	},
+	"fr": {
+		"%s est votre code de vérification. Il expire dans %d minutes. Ne le partagez pas.",
+		"%s est votre code de vérification %s. Il expire dans %d minutes. Ne le partagez pas.",
+	},
+	"de": {
+		"%s ist Ihr Bestätigungscode. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
+		"%s ist Ihr Bestätigungscode für %s. Er läuft in %d Minuten ab. Geben Sie ihn nicht weiter.",
+	},
+	"es": {
+		"%s es tu codigo de verificacion. Caduca en %d minutos. No lo compartas.",       //nolint:misspell // Spanish, without the accents GSM lacks
+		"%s es tu codigo de verificacion de %s. Caduca en %d minutos. No lo compartas.", //nolint:misspell // Spanish, without the accents GSM lacks
+	},
+	"ar": {
+		"%s هو رمز التحقق. ينتهي خلال %d دقيقة. لا تشاركه.",
+		"%s رمز %s. ينتهي خلال %d دقيقة. لا تشاركه.",
+	},
 }
 
-// Text is the SMS carrying code, in locale's language.
-func Text(locale string, code otp.Code, ttl time.Duration) string {
+// Text is the SMS carrying code, in locale's language, naming appName when it is not empty
+// (the policy's, validated: GSM 03.38 basic characters, at most MaxAppName).
+func Text(locale, appName string, code otp.Code, ttl time.Duration) string {
 	lang, _, _ := strings.Cut(strings.ToLower(locale), "-")
 	lang, _, _ = strings.Cut(lang, "_")
 	t, ok := texts[lang]
 	if !ok {
 		t = texts["en"]
 	}
-	return fmt.Sprintf(t, code.Digits(), max(1, int(ttl/time.Minute)))
+	minutes := max(1, int(ttl/time.Minute))
+	if appName == "" {
+		return fmt.Sprintf(t.plain, code.Digits(), minutes)
+	}
+	return fmt.Sprintf(t.named, code.Digits(), appName, minutes)
 }

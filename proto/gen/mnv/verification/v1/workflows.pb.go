@@ -1195,7 +1195,10 @@ type WorkflowPolicy struct {
 	// none (a sandbox client's codes go to the sandbox SMSC and are not asked).
 	SmsCountries []string `protobuf:"bytes,11,rep,name=sms_countries,json=smsCountries,proto3" json:"sms_countries,omitempty"`
 	// The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
-	DailySmsCap   *int64 `protobuf:"varint,12,opt,name=daily_sms_cap,json=dailySmsCap,proto3,oneof" json:"daily_sms_cap,omitempty"`
+	DailySmsCap *int64 `protobuf:"varint,12,opt,name=daily_sms_cap,json=dailySmsCap,proto3,oneof" json:"daily_sms_cap,omitempty"`
+	// The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
+	// characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
+	AppName       *string `protobuf:"bytes,13,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1314,6 +1317,13 @@ func (x *WorkflowPolicy) GetDailySmsCap() int64 {
 	return 0
 }
 
+func (x *WorkflowPolicy) GetAppName() string {
+	if x != nil && x.AppName != nil {
+		return *x.AppName
+	}
+	return ""
+}
+
 type WorkflowSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// In order, distinct: SILENT, SMS_OTP.
@@ -1326,8 +1336,10 @@ type WorkflowSettings struct {
 	ResendCooldownSeconds *int32           `protobuf:"varint,7,opt,name=resend_cooldown_seconds,json=resendCooldownSeconds,proto3,oneof" json:"resend_cooldown_seconds,omitempty"`
 	MaxResends            *int32           `protobuf:"varint,8,opt,name=max_resends,json=maxResends,proto3,oneof" json:"max_resends,omitempty"`
 	SimSwap               *WorkflowSimSwap `protobuf:"bytes,9,opt,name=sim_swap,json=simSwap,proto3" json:"sim_swap,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// The app or brand the SMS text names, as the policy's app_name.
+	AppName       *string `protobuf:"bytes,10,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkflowSettings) Reset() {
@@ -1421,6 +1433,13 @@ func (x *WorkflowSettings) GetSimSwap() *WorkflowSimSwap {
 		return x.SimSwap
 	}
 	return nil
+}
+
+func (x *WorkflowSettings) GetAppName() string {
+	if x != nil && x.AppName != nil {
+		return *x.AppName
+	}
+	return ""
 }
 
 type WorkflowSimSwap struct {
@@ -2262,7 +2281,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\"\x9d\x01\n" +
 	"\x19SetWorkflowPolicyResponse\x12;\n" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\x12C\n" +
-	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\x8c\b\n" +
+	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\xc9\b\n" +
 	"\x0eWorkflowPolicy\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2282,7 +2301,9 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"^[A-Z]{2}$J\x02GBR\tcountries\x12<\n" +
 	"\rsms_countries\x18\v \x03(\tB\x17\xd2\xf3\x18\x13(\xfa\x012\n" +
 	"^[A-Z]{2}$J\x02GBR\fsmsCountries\x125\n" +
-	"\rdaily_sms_cap\x18\f \x01(\x03B\f\xd2\xf3\x18\b\x10\x01\x18\x80\x94\xeb\xdc\x03H\aR\vdailySmsCap\x88\x01\x01\x1ac\n" +
+	"\rdaily_sms_cap\x18\f \x01(\x03B\f\xd2\xf3\x18\b\x10\x01\x18\x80\x94\xeb\xdc\x03H\aR\vdailySmsCap\x88\x01\x01\x12.\n" +
+	"\bapp_name\x18\r \x01(\tB\x0e\xd2\xf3\x18\n" +
+	" \x01(\x14J\x04AcmeH\bR\aappName\x88\x01\x01\x1ac\n" +
 	"\x0eCountriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
 	"\x05value\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\x05value:\x028\x01B\x19\n" +
@@ -2293,7 +2314,8 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\r_max_attemptsB\x1a\n" +
 	"\x18_resend_cooldown_secondsB\x0e\n" +
 	"\f_max_resendsB\x10\n" +
-	"\x0e_daily_sms_cap\"\xb5\x05\n" +
+	"\x0e_daily_sms_capB\v\n" +
+	"\t_app_name\"\xf2\x05\n" +
 	"\x10WorkflowSettings\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2307,14 +2329,18 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x17resend_cooldown_seconds\x18\a \x01(\x05B\t\xd2\xf3\x18\x05\x10\x00\x18\xd8\x04H\x05R\x15resendCooldownSeconds\x88\x01\x01\x12.\n" +
 	"\vmax_resends\x18\b \x01(\x05B\b\xd2\xf3\x18\x04\x10\x00\x18\x05H\x06R\n" +
 	"maxResends\x88\x01\x01\x12?\n" +
-	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwapB\x19\n" +
+	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwap\x12.\n" +
+	"\bapp_name\x18\n" +
+	" \x01(\tB\x0e\xd2\xf3\x18\n" +
+	" \x01(\x14J\x04AcmeH\aR\aappName\x88\x01\x01B\x19\n" +
 	"\x17_silent_timeout_secondsB\x16\n" +
 	"\x14_sms_timeout_secondsB\x0e\n" +
 	"\f_code_lengthB\x13\n" +
 	"\x11_code_ttl_secondsB\x0f\n" +
 	"\r_max_attemptsB\x1a\n" +
 	"\x18_resend_cooldown_secondsB\x0e\n" +
-	"\f_max_resends\"\x8f\x01\n" +
+	"\f_max_resendsB\v\n" +
+	"\t_app_name\"\x8f\x01\n" +
 	"\x0fWorkflowSimSwap\x126\n" +
 	"\x04mode\x18\x01 \x01(\tB\"\xd2\xf3\x18\x1e:\x03OFF:\x05BLOCK:\bFALLBACK:\x06REPORTR\x04mode\x122\n" +
 	"\rmax_age_hours\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe0\x12H\x00R\vmaxAgeHours\x88\x01\x01B\x10\n" +
