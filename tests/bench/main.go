@@ -134,7 +134,11 @@ type Options struct {
 	// UsageRows are the verifications benchmark G seeds; UsageCalls its timed calls per range,
 	// UsageLive its calls before the roll-up.
 	UsageRows, UsageCalls, UsageLive int
-	SkipWorkflows                    bool
+	// SkipWorkflowUsage skips G's workflow part; WorkflowUsageSteps are the steps it seeds (its
+	// calls are G's).
+	SkipWorkflowUsage  bool
+	WorkflowUsageSteps int
+	SkipWorkflows      bool
 	// Workflows are benchmark H's workflows, on WorkflowWorkers workers.
 	Workflows, WorkflowWorkers int
 	SkipConsole                bool
@@ -173,6 +177,8 @@ func run() int {
 	flag.IntVar(&opts.UsageRows, "usage-rows", 10_000_000, "verifications benchmark G seeds for its client, over 365 days")
 	flag.IntVar(&opts.UsageCalls, "usage-calls", 50, "calls of benchmark G per range")
 	flag.IntVar(&opts.UsageLive, "usage-live-calls", 3, "365-day calls of benchmark G before the roll-up, read from the rows alone (0: none)")
+	flag.BoolVar(&opts.SkipWorkflowUsage, "skip-workflow-usage", false, "do not run benchmark G's workflow part (the workflow usage route over seeded steps)")
+	flag.IntVar(&opts.WorkflowUsageSteps, "workflow-usage-steps", 2_000_000, "workflow steps benchmark G's workflow part seeds for its client, over 365 days")
 	flag.BoolVar(&opts.SkipWorkflows, "skip-workflows", false, "do not run benchmark H (verification workflows: SMS over one SMPP bind to VERIFIED)")
 	flag.IntVar(&opts.Workflows, "workflows", 500, "workflows of benchmark H")
 	flag.IntVar(&opts.WorkflowWorkers, "workflows-c", 16, "concurrent workers of benchmark H")
@@ -191,7 +197,7 @@ func run() int {
 		opts.VerifyRounds = cfg.Rounds
 	}
 	if cfg.Workers < 1 || cfg.Duration <= 0 || cfg.Rounds < 1 || cfg.Warmup < 0 || opts.GRPCConns < 1 || opts.VerifyRounds < 0 || opts.ConnectRows < 1 ||
-		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.Workflows < 1 || opts.WorkflowWorkers < 1 || opts.ConsoleLoads < 1 || flag.NArg() > 0 {
+		opts.WebhookEvents < 1 || opts.WebhookEndpoints < 1 || opts.CAMARAFlows < 1 || opts.CAMARAWorkers < 0 || opts.UsageRows < 1 || opts.UsageCalls < 1 || opts.UsageLive < 0 || opts.WorkflowUsageSteps < 4 || opts.Workflows < 1 || opts.WorkflowWorkers < 1 || opts.ConsoleLoads < 1 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "bench: -c, -d, -rounds, -grpc-conns, -connect-rows, -webhook-events, -webhook-endpoints, -camara-flows, -usage-rows, -usage-calls, -workflows, -workflows-c and -console-loads must be positive, -warmup, -verify-rounds, -camara-c and -usage-live-calls not negative; no arguments")
 		return 2
 	}
@@ -439,6 +445,18 @@ func measure(ctx context.Context, cfg Config, opts Options, progress io.Writer, 
 		}
 		rep.Goals = append(rep.Goals, con.Goals...)
 		rep.Notes = append(rep.Notes, con.Notes...)
+	}
+	// Before G's verifications, lighter: two million steps in another table.
+	if opts.SkipWorkflowUsage {
+		rep.Notes = append(rep.Notes, "benchmark G's workflow part (workflow usage) skipped: -skip-workflow-usage")
+	} else {
+		fmt.Fprintln(progress, "== G (workflows): the workflow usage route over a year of seeded steps")
+		us, err := benchWorkflowUsage(ctx, s, opts.WorkflowUsageSteps, opts.UsageCalls, opts.UsageLive, progress)
+		if err != nil {
+			return fmt.Errorf("benchmark G (workflows): %w", err)
+		}
+		rep.Goals = append(rep.Goals, us.Goals...)
+		rep.Notes = append(rep.Notes, us.Notes...)
 	}
 	// Last: its ten million rows would slow what runs after them.
 	if opts.SkipUsage {

@@ -95,48 +95,9 @@ func benchUsage(ctx context.Context, s *harness.Suite, rows, calls, live int, pr
 	path := func(days int) string {
 		return fmt.Sprintf("/v1/api/me/usage/verifications?from=%s&to=%s", today.AddDate(0, 0, 1-days).Format(time.DateOnly), today.Format(time.DateOnly))
 	}
-	get := func(p string) (time.Duration, int64, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.GatewayURL+p, nil)
-		if err != nil {
-			return 0, 0, err
-		}
-		req.Header.Set("X-API-KEY", c.APIKey)
-		t := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, 0, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		d := time.Since(t)
-		if err != nil {
-			return 0, 0, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, 0, fmt.Errorf("GET %s: %d %s", p, resp.StatusCode, body)
-		}
-		var env struct {
-			Data struct {
-				Totals struct {
-					Count int64 `json:"count"`
-				} `json:"totals"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(body, &env); err != nil {
-			return 0, 0, err
-		}
-		return d, env.Data.Totals.Count, nil
-	}
+	get := func(p string) (time.Duration, int64, error) { return usageGet(ctx, s, c.APIKey, p) }
 	timeCalls := func(days, n int) (p50, p99 time.Duration, count int64, err error) {
-		var ds []time.Duration
-		for range n {
-			d, got, err := get(path(days))
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			ds, count = append(ds, d), got
-		}
-		return percentileUnsorted(ds, 50), percentileUnsorted(ds, 99), count, nil
+		return timeUsage(ctx, s, c.APIKey, path(days), n)
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	if live > 0 {
@@ -151,32 +112,8 @@ func benchUsage(ctx context.Context, s *harness.Suite, rows, calls, live int, pr
 
 	// The roll-up runs when verification starts: restart it, and wait for the watermark.
 	t0 = time.Now()
-	if err := s.Kill("verification", syscall.SIGTERM); err != nil {
+	if err := restartForRollup(ctx, s, conn, "verification.usage_rollup", today); err != nil {
 		return res, err
-	}
-	if err := s.Restart("verification"); err != nil {
-		return res, err
-	}
-	if err := s.WaitReady(ctx, time.Minute); err != nil {
-		return res, err
-	}
-	want := today.Format(time.DateOnly)
-	for {
-		var until *time.Time
-		if err := conn.QueryRow(ctx, `SELECT rolled_until::timestamp FROM verification.usage_rollup`).Scan(&until); err != nil {
-			return res, err
-		}
-		if until != nil && until.Format(time.DateOnly) >= want {
-			break
-		}
-		if time.Since(t0) > 10*time.Minute {
-			return res, fmt.Errorf("the usage roll-up did not reach %s within 10 minutes (at %v)", want, until)
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("G: the roll-up caught up with the seeded year in %s (from verification's restart, its start-up included)", time.Since(t0).Round(100*time.Millisecond)))
 	for _, r := range []struct {
@@ -195,4 +132,86 @@ func benchUsage(ctx context.Context, s *harness.Suite, rows, calls, live int, pr
 			Detail: fmt.Sprintf("p50 %.1f ms over %d calls through the gateway, one at a time; %d verifications in the range", ms(p50), calls, count)})
 	}
 	return res, nil
+}
+
+// usageGet calls a usage route through the gateway with key, and answers how long it took and
+// the answer's total count.
+func usageGet(ctx context.Context, s *harness.Suite, key, p string) (time.Duration, int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.GatewayURL+p, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("X-API-KEY", key)
+	t := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(t)
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %d %s", p, resp.StatusCode, body)
+	}
+	var env struct {
+		Data struct {
+			Totals struct {
+				Count int64 `json:"count"`
+			} `json:"totals"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return 0, 0, err
+	}
+	return d, env.Data.Totals.Count, nil
+}
+
+// timeUsage calls a usage route n times one at a time and answers the p50, the p99 and the
+// answer's total count.
+func timeUsage(ctx context.Context, s *harness.Suite, key, p string, n int) (p50, p99 time.Duration, count int64, err error) {
+	var ds []time.Duration
+	for range n {
+		d, got, err := usageGet(ctx, s, key, p)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		ds, count = append(ds, d), got
+	}
+	return percentileUnsorted(ds, 50), percentileUnsorted(ds, 99), count, nil
+}
+
+// restartForRollup restarts verification, whose roll-ups run at its start, and waits until the
+// watermark of table (one row, rolled_until) reaches today's day.
+func restartForRollup(ctx context.Context, s *harness.Suite, conn *pgx.Conn, table string, today time.Time) error {
+	t0 := time.Now()
+	if err := s.Kill("verification", syscall.SIGTERM); err != nil {
+		return err
+	}
+	if err := s.Restart("verification"); err != nil {
+		return err
+	}
+	if err := s.WaitReady(ctx, time.Minute); err != nil {
+		return err
+	}
+	want := today.Format(time.DateOnly)
+	for {
+		var until *time.Time
+		if err := conn.QueryRow(ctx, `SELECT rolled_until::timestamp FROM `+table).Scan(&until); err != nil {
+			return err
+		}
+		if until != nil && until.Format(time.DateOnly) >= want {
+			return nil
+		}
+		if time.Since(t0) > 10*time.Minute {
+			return fmt.Errorf("the roll-up of %s did not reach %s within 10 minutes (at %v)", table, want, until)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -86,6 +86,10 @@ func (e *env) testWiFiResend(t *testing.T) {
 	const field = `#code-section form.mnv-code input[autocomplete="one-time-code"]`
 	tab.WaitVisible(t, field)
 	first := e.smsCode(t, sandboxNumber)
+	// The sandbox keeps a message when it takes the submit, a moment before the step is recorded
+	// SENT; a resend in between is answered 429 (the code is still being sent), as a person's
+	// would be. A person reads the SMS first; the test waits for the record.
+	e.waitSMSSent(t)
 	tab.Poll(t, `!document.querySelector('.mnv-code-resend').disabled`, nil, 10*time.Second)
 	tab.Click(t, ".mnv-code-resend")
 	tab.Poll(t, `document.querySelector('.mnv-code-message').textContent.includes('on its way')`, nil, 10*time.Second)
@@ -136,6 +140,34 @@ func (e *env) smsCode(t *testing.T, number string) string {
 			t.Fatalf("no new SMS in the sandbox for the demo client (%d listed)", len(items))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitSMSSent waits until the newest workflow's SMS steps have all left QUEUED (the SMS
+// centre's answer recorded).
+func (e *env) waitSMSSent(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		items, _ := e.call(t, http.MethodGet, "/workflows?size=1", nil)["items"].([]any)
+		queued, sms := false, false
+		if len(items) > 0 {
+			steps, _ := items[0].(map[string]any)["steps"].([]any)
+			for _, s := range steps {
+				st, _ := s.(map[string]any)
+				if st["channel"] == "SMS_OTP" {
+					sms = true
+					queued = queued || st["status"] == "QUEUED"
+				}
+			}
+		}
+		if sms && !queued {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the newest workflow's SMS step is still QUEUED (or none): %v", items)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mnvhq/mnv/gateway/app"
+	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
@@ -202,8 +203,15 @@ func (b *browser) data(method, path, body string, want int) map[string]any {
 // seals it (the operator's PUT /me/sso needs a stepped-up ADMIN, which is what is tested here).
 func ssoClient(t *testing.T, f *full, p *idp) (string, *pgx.Conn) {
 	t.Helper()
+	c, db := ssoClientOf(t, f, p, 1000)
+	return c.ID, db
+}
+
+// ssoClientOf is ssoClient with the client's balance and features, and its first API key.
+func ssoClientOf(t *testing.T, f *full, p *idp, balance int64, features ...accountsv1.Feature) (apptest.Client, *pgx.Conn) {
+	t.Helper()
 	ctx := context.Background()
-	c := f.accounts.CreateClient(t, 1000)
+	c := f.accounts.CreateClient(t, balance, features...)
 	db, err := pgx.Connect(ctx, f.accounts.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +229,7 @@ func ssoClient(t *testing.T, f *full, p *idp) (string, *pgx.Conn) {
 		c.ID, cfg.Issuer, cfg.ClientID, sealed); err != nil {
 		t.Fatal(err)
 	}
-	return c.ID, db
+	return c, db
 }
 
 // signIn signs a new browser in through the provider as u.

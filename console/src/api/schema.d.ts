@@ -7289,6 +7289,16 @@ export interface operations {
                  *     the 30 days up to it.
                  */
                 to?: string;
+                /**
+                 * @description Only this channel's steps: with it, each day's status breakdown is the channel's, so its
+                 *     VERIFIED count over the day's count is the channel's conversion that day.
+                 */
+                channel?: "SILENT" | "SMS_OTP";
+                /**
+                 * @description Only the steps of numbers of this country (ISO 3166-1 alpha-2); with channel, a channel's
+                 *     conversion in one country.
+                 */
+                country?: string;
             };
             header?: {
                 /** @description An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id. */

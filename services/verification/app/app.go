@@ -481,6 +481,7 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	})
 	b.Loop(func(ctx context.Context) { verifier.Reconcile(ctx, cfg.ReconcileEvery) })
 	b.Loop(usage.Roller{Name: "verifications", RollUp: usageReports.RollUp, Every: usage.RollEvery, Log: log}.Run)
+	b.Loop(usage.Roller{Name: "workflows", RollUp: flows.RollUp, Every: usage.RollEvery, Log: log}.Run)
 	// The reveals whose charge a crash or an absent accounts left PENDING.
 	reveals := stuckPlus.Reconciler(cfg.SettleAfter, log)
 	b.Loop(func(ctx context.Context) { reveals.Run(ctx, cfg.ReconcileEvery) })

@@ -822,6 +822,24 @@ func (e SetMemberRoleJSONBodyRole1) Valid() bool {
 	}
 }
 
+// Defines values for GetWorkflowUsageParamsChannel.
+const (
+	GetWorkflowUsageParamsChannelSILENT GetWorkflowUsageParamsChannel = "SILENT"
+	GetWorkflowUsageParamsChannelSMSOTP GetWorkflowUsageParamsChannel = "SMS_OTP"
+)
+
+// Valid indicates whether the value is a known member of the GetWorkflowUsageParamsChannel enum.
+func (e GetWorkflowUsageParamsChannel) Valid() bool {
+	switch e {
+	case GetWorkflowUsageParamsChannelSILENT:
+		return true
+	case GetWorkflowUsageParamsChannelSMSOTP:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListWebhookDeliveriesParamsStatus.
 const (
 	ListWebhookDeliveriesParamsStatusCANCELLED ListWebhookDeliveriesParamsStatus = "CANCELLED"
@@ -3529,9 +3547,20 @@ type GetWorkflowUsageParams struct {
 	// the 30 days up to it.
 	To *string `form:"to,omitempty" json:"to,omitempty"`
 
+	// Channel Only this channel's steps: with it, each day's status breakdown is the channel's, so its
+	// VERIFIED count over the day's count is the channel's conversion that day.
+	Channel *GetWorkflowUsageParamsChannel `form:"channel,omitempty" json:"channel,omitempty"`
+
+	// Country Only the steps of numbers of this country (ISO 3166-1 alpha-2); with channel, a channel's
+	// conversion in one country.
+	Country *string `form:"country,omitempty" json:"country,omitempty"`
+
 	// XRequestId An id for the request, 1 to 128 visible ASCII characters, echoed on the response; an invalid one is replaced by a new id.
 	XRequestId *RequestId `json:"X-Request-Id,omitempty"`
 }
+
+// GetWorkflowUsageParamsChannel defines parameters for GetWorkflowUsage.
+type GetWorkflowUsageParamsChannel string
 
 // ListWebOriginsParams defines parameters for ListWebOrigins.
 type ListWebOriginsParams struct {
@@ -13275,6 +13304,30 @@ func NewGetWorkflowUsageRequest(server string, params *GetWorkflowUsageParams) (
 		if params.To != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Country != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "country", *params.Country, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -175,7 +175,8 @@ func (s *Server) ResendWorkflowCode(ctx context.Context, req *verificationv1.Res
 
 // GetWorkflowUsage counts the client's workflow steps per day (docs/api-decisions.md#usage).
 func (s *Server) GetWorkflowUsage(ctx context.Context, req *verificationv1.GetWorkflowUsageRequest) (*verificationv1.GetWorkflowUsageResponse, error) {
-	rep, err := s.Workflows.Usage(ctx, principalOf(ctx).ClientID, req.From, req.To)
+	rep, err := s.Workflows.Usage(ctx, principalOf(ctx).ClientID, req.From, req.To,
+		workflows.UsageFilter{Channel: req.Channel, Country: req.Country})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/pg"
-	"github.com/mnvhq/mnv/services/platform/usage"
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
 
@@ -262,36 +261,6 @@ func (st *Store) DueWorkflows(ctx context.Context, before time.Time, limit int) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("due workflows: %w", err)
-	}
-	return out, nil
-}
-
-// StepUsage reads a client's workflow steps per UTC day of r (the day each started), channel,
-// country and status (workflows.UsageDimensions), with their settled charges, from the steps
-// themselves along the client's index by time. A silent step's charge is its verification's,
-// which the verifications' usage counts already: it is left out here, so the two reports
-// never count one debit twice.
-func (st *Store) StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error) {
-	rows, err := st.db.Query(ctx, `
-		SELECT (started_at AT TIME ZONE 'UTC')::date::timestamp, channel, country, status, count(*),
-			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED' AND channel <> 'SILENT'), 0)::bigint
-		FROM verification.workflow_steps
-		WHERE client_id = $1 AND started_at >= $2::date::timestamp AT TIME ZONE 'UTC' AND started_at < $3::date::timestamp AT TIME ZONE 'UTC'
-		GROUP BY 1, 2, 3, 4`, clientID, r.From, r.End())
-	if err != nil {
-		return nil, fmt.Errorf("workflow usage: %w", err)
-	}
-	var (
-		out                      []usage.Row
-		day                      time.Time
-		channel, country, status string
-		count, charged           int64
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&day, &channel, &country, &status, &count, &charged}, func() error {
-		out = append(out, usage.Row{Day: day, Values: []string{channel, country, status}, Count: count, Charged: charged})
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("workflow usage: %w", err)
 	}
 	return out, nil
 }

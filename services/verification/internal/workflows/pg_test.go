@@ -813,7 +813,7 @@ func TestUsage(t *testing.T) {
 	if _, err := e.svc.Start(ctx, workflows.StartRequest{ClientID: uuid.NewString(), MobileNumber: gbNumber}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.svc.Usage(ctx, e.client, nil, nil)
+	rep, err := e.svc.Usage(ctx, e.client, nil, nil, workflows.UsageFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -833,7 +833,7 @@ func TestUsage(t *testing.T) {
 	if last := rep.Days[len(rep.Days)-1]; last.Count != 3 {
 		t.Fatalf("today: %d steps", last.Count)
 	}
-	if _, err := e.svc.Usage(ctx, e.client, ptrS("2026-02-01"), ptrS("2025-01-01")); fault.Find(err, fault.InvalidArgument) == nil {
+	if _, err := e.svc.Usage(ctx, e.client, ptrS("2026-02-01"), ptrS("2025-01-01"), workflows.UsageFilter{}); fault.Find(err, fault.InvalidArgument) == nil {
 		t.Fatalf("a reversed range: %v", err)
 	}
 }

@@ -320,7 +320,7 @@ func TestSIMSwapWithTheFakeOperator(t *testing.T) {
 			fake.SetLine(gbNumber, tt.line)
 			op := operators.Operator{ID: "op-gb", Country: "GB", Methods: []operators.Method{operators.MethodHeaderEnrichment}, Swap: &operators.Swap{
 				DiscoveryURL: fake.DiscoveryURL(), APIRoot: fake.URL, Purpose: operators.DefaultSwapPurpose, SIMSwapVersion: "v2",
-				ClientID: "mnv", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret, Grant: operators.GrantClientCredentials,
+				Registration: operators.Registration{ClientID: "mnv", ClientAuth: operators.ClientSecretBasic, ClientSecret: secret}, Grant: operators.GrantClientCredentials,
 			}}
 			sw, err := operatorapi.NewSwaps([]operators.Operator{op}, &http.Client{Timeout: 2 * time.Second}, operatorapi.SwapOptions{})
 			if err != nil {

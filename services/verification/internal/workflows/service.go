@@ -53,8 +53,16 @@ type Store interface {
 	// ended whose deadline is before before; read without a lock (each is then locked by its
 	// client and checked again).
 	DueWorkflows(ctx context.Context, before time.Time, limit int) ([]WorkflowRef, error)
-	// StepUsage reads a client's steps per day of r and UsageDimensions.
-	StepUsage(ctx context.Context, clientID string, r usage.Range) ([]usage.Row, error)
+	// StepUsage reads a client's steps per day of r and UsageDimensions, only those f keeps:
+	// the days before the roll-up's watermark from the roll-up, the others from the steps.
+	StepUsage(ctx context.Context, clientID string, r usage.Range, f UsageFilter) ([]usage.Row, error)
+	// CorrectStepUsage moves the roll-up's counts of the days already rolled up by moves (a
+	// step of such a day changed), in the transaction (refused outside one).
+	CorrectStepUsage(ctx context.Context, clientID string, moves []UsageMove) error
+	// RollUpWorkflowUsage writes the next closed days, at most maxDays, each grace after its
+	// end, into the roll-up, in the transaction (refused outside one); it answers the
+	// watermark and how many days it wrote.
+	RollUpWorkflowUsage(ctx context.Context, grace time.Duration, maxDays int) (until time.Time, days int, err error)
 	// ListWorkflows reads a page of a client's workflows with their steps, newest first, and
 	// the count of all that f keeps.
 	ListWorkflows(ctx context.Context, clientID string, f ListFilter, limit, offset int64) ([]Workflow, int64, error)
@@ -498,6 +506,13 @@ func (s *Service) save(ctx context.Context, st Store, before, w Workflow, now ti
 	if err := st.SaveWorkflow(ctx, w); err != nil {
 		return err
 	}
+	// A step of a day already rolled up that moved (a late receipt, a charge settled on a
+	// retry) moves its count in the roll-up in this same transaction.
+	if moves := usageMoves(before, w, now); len(moves) > 0 {
+		if err := st.CorrectStepUsage(ctx, w.ClientID, moves); err != nil {
+			return err
+		}
+	}
 	return s.emitChanges(ctx, st, w, &before)
 }
 
@@ -558,26 +573,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// UsageDimensions are the usage route's, in the order of the store's rows.
-var UsageDimensions = []string{"channel", "country", "status"}
-
-// Usage is a client's workflow steps per day over the range of from and to (usage.ParseRange),
-// by channel, country and status (docs/api-decisions.md#usage). It reads the steps themselves:
-// they are far fewer than verifications (an SMS step follows only a silent step that could not
-// decide), and a step's status moves for minutes after its day, so a roll-up of closed days
-// would have to wait for its steps to end; it is the next step when volumes ask for it.
-func (s *Service) Usage(ctx context.Context, clientID string, from, to *string) (usage.Report, error) {
-	r, err := usage.ParseRange(from, to, s.Now())
-	if err != nil {
-		return usage.Report{}, err
-	}
-	rows, err := s.st.StepUsage(ctx, clientID, r)
-	if err != nil {
-		return usage.Report{}, err
-	}
-	return usage.Build(r, UsageDimensions, rows), nil
 }
 
 // SweepEvery is how often the sweep looks for deadlines passed: a step's timeout is seconds

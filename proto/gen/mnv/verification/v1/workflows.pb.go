@@ -1502,7 +1502,13 @@ type GetWorkflowUsageRequest struct {
 	From *string `protobuf:"bytes,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
 	// Last day, YYYY-MM-DD (UTC), on or after from; at most 366 days in all. Alone, the range is
 	// the 30 days up to it.
-	To            *string `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	To *string `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	// Only this channel's steps: with it, each day's status breakdown is the channel's, so its
+	// VERIFIED count over the day's count is the channel's conversion that day.
+	Channel *string `protobuf:"bytes,3,opt,name=channel,proto3,oneof" json:"channel,omitempty"`
+	// Only the steps of numbers of this country (ISO 3166-1 alpha-2); with channel, a channel's
+	// conversion in one country.
+	Country       *string `protobuf:"bytes,4,opt,name=country,proto3,oneof" json:"country,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1551,11 +1557,26 @@ func (x *GetWorkflowUsageRequest) GetTo() string {
 	return ""
 }
 
+func (x *GetWorkflowUsageRequest) GetChannel() string {
+	if x != nil && x.Channel != nil {
+		return *x.Channel
+	}
+	return ""
+}
+
+func (x *GetWorkflowUsageRequest) GetCountry() string {
+	if x != nil && x.Country != nil {
+		return *x.Country
+	}
+	return ""
+}
+
 type GetWorkflowUsageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Dimensions: channel (SILENT, SMS_OTP), country (the number's, ISO 3166-1 alpha-2; empty
 	// when unknown) and status (the step's now: VERIFIED, SENT, DELIVERED, TIMED_OUT, …), by the
-	// day each step started. Conversion of a channel is its VERIFIED count over its count.
+	// day each step started. The breakdowns are per dimension: a channel's conversion (its
+	// VERIFIED count over its count) is read with the channel filter, per country with both.
 	Usage         *v1.Usage `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2344,14 +2365,21 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x0fWorkflowSimSwap\x126\n" +
 	"\x04mode\x18\x01 \x01(\tB\"\xd2\xf3\x18\x1e:\x03OFF:\x05BLOCK:\bFALLBACK:\x06REPORTR\x04mode\x122\n" +
 	"\rmax_age_hours\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x01\x18\xe0\x12H\x00R\vmaxAgeHours\x88\x01\x01B\x10\n" +
-	"\x0e_max_age_hours\"\xb7\x01\n" +
+	"\x0e_max_age_hours\"\xba\x02\n" +
 	"\x17GetWorkflowUsageRequest\x12G\n" +
 	"\x04from\x18\x01 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
 	"2026-01-01H\x00R\x04from\x88\x01\x01\x12C\n" +
 	"\x02to\x18\x02 \x01(\tB.\xd2\xf3\x18*2\x1c^[0-9]{4}-[0-9]{2}-[0-9]{2}$J\n" +
-	"2026-01-30H\x01R\x02to\x88\x01\x01B\a\n" +
+	"2026-01-30H\x01R\x02to\x88\x01\x01\x124\n" +
+	"\achannel\x18\x03 \x01(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPH\x02R\achannel\x88\x01\x01\x123\n" +
+	"\acountry\x18\x04 \x01(\tB\x14\xd2\xf3\x18\x102\n" +
+	"^[A-Z]{2}$J\x02GBH\x03R\acountry\x88\x01\x01B\a\n" +
 	"\x05_fromB\x05\n" +
-	"\x03_to\"E\n" +
+	"\x03_toB\n" +
+	"\n" +
+	"\b_channelB\n" +
+	"\n" +
+	"\b_country\"E\n" +
 	"\x18GetWorkflowUsageResponse\x12)\n" +
 	"\x05usage\x18\x01 \x01(\v2\x13.mnv.usage.v1.UsageR\x05usage\"z\n" +
 	"\x1bCheckWebWorkflowCodeRequest\x123\n" +
