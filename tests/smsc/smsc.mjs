@@ -6,7 +6,8 @@
 //   POST /config   {systemId, password, undeliverable: [numbers], refuse: [numbers], receiptDelayMs,
 //                  refuseReceipts, receiptReference}  (a submit to a refused number is answered
 //                  ESME_RINVDSTADR; receiptReference false leaves user_message_reference out of
-//                  the receipts, as some operators' SMSCs do)
+//                  the receipts, as some operators' SMSCs do; "alternate" leaves it out of every
+//                  other receipt, so one run meets both kinds)
 //   POST /throttle {count}        answer the next count submit_sm with ESME_RTHROTTLED
 //   POST /dropAfter {count, mode} after count more submit_sm are answered, take the next one
 //                                 unanswered and end the session ("close": FIN after what was
@@ -49,6 +50,7 @@ const binds = [];
 const enquired = [];
 const bound = new Set();
 const pendingReceipts = []; // receipts waiting for a bound session
+let alternate = false; // receiptReference "alternate": whether the last receipt echoed it
 
 function hexId() {
   nextId += 1;
@@ -94,7 +96,10 @@ function sendReceipt(r) {
     receipted_message_id: r.messageId,
     message_state: r.stat === 'DELIVRD' ? smpp.MESSAGE_STATE.DELIVERED : smpp.MESSAGE_STATE.UNDELIVERABLE,
   };
-  if (config.receiptReference && r.reference != null) {
+  if (r.echo === undefined) { // decided once per receipt, so a receipt sent again is the same
+    r.echo = config.receiptReference === 'alternate' ? (alternate = !alternate) : !!config.receiptReference;
+  }
+  if (r.echo && r.reference != null) {
     pdu.user_message_reference = r.reference;
     rec.reference = r.reference;
   }
