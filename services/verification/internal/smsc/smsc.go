@@ -124,9 +124,10 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Send submits m with a delivery receipt asked for. A refusal for good is workflows.ErrRefused;
-// a failure the SMSC never saw is workflows.ErrNotSent; any other failure (the outcome unknown)
-// is a plain error, and the job's retry is then in doubt.
+// Send submits m with a delivery receipt asked for and m.Reference as user_message_reference,
+// which the SMSC echoes in the receipt. A refusal for good is workflows.ErrRefused; a failure
+// the SMSC never saw is workflows.ErrNotSent; any other failure (the outcome unknown) is a
+// plain error, and the job's retry is then in doubt (held for the receipt first).
 func (p *Provider) Send(ctx context.Context, m workflows.Message) ([]string, error) {
 	c := p.client.Load()
 	if c == nil {

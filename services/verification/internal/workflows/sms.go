@@ -39,9 +39,11 @@ func Variant(c Channel, country string) string {
 }
 
 // SendSMS is the SMS job's work (at least once per step): it has the step paid, then sends its
-// code under the step's id as the message id, and records the provider's ids with the step
-// SENT, clearing the sealed code. A step that is no longer the one to send (a resend replaced
-// it, the workflow ended) is superseded and sends nothing. An error retries the job.
+// code with the attempt's reference, and records the provider's ids with the step SENT,
+// clearing the sealed code. A step that is no longer the one to send (a resend replaced it, the
+// workflow ended) is superseded and sends nothing. A step in doubt (an earlier submit's outcome
+// lost) is held for its receipt first: *HeldError, which the worker turns into a snooze
+// (docs/architecture.md#sms-over-smpp). Another error retries the job.
 func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 	var (
 		send bool
