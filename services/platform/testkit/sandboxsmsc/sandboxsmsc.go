@@ -187,13 +187,15 @@ func (s *Server) serve(nc net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, nc)
 		delete(s.bound, ss)
-		// What the client never acknowledged waits for the next bind, as an operator's SMSC
-		// keeps a receipt until it is acknowledged.
-		for _, r := range ss.unacked {
-			s.waiting = append(s.waiting, r)
-		}
+		unacked := ss.unacked
+		ss.unacked = map[uint32]*smpp.ShortMessage{}
 		s.mu.Unlock()
 		_ = nc.Close()
+		// What the client never acknowledged goes to another bound session or waits for the
+		// next bind, as an operator's SMSC keeps a receipt until it is acknowledged.
+		for _, r := range unacked {
+			s.send(nil, r)
+		}
 	}()
 	br := bufio.NewReader(nc)
 	for {
@@ -329,21 +331,27 @@ func (ss *session) receipt(id string, sm *smpp.ShortMessage) {
 	if ref, ok := sm.TLVs.Get(smpp.TagUserMessageReference); ok {
 		r.TLVs = append(r.TLVs, smpp.TLV{Tag: smpp.TagUserMessageReference, Value: ref})
 	}
-	to := ss
-	ss.s.mu.Lock()
-	if _, ok := ss.s.bound[ss]; !ok {
+	ss.s.send(ss, r)
+}
+
+// send delivers a receipt on prefer while it is bound, else on another bound session, else
+// keeps it for the next bind.
+func (s *Server) send(prefer *session, r *smpp.ShortMessage) {
+	s.mu.Lock()
+	to := prefer
+	if _, ok := s.bound[to]; !ok {
 		to = nil
-		for b := range ss.s.bound {
+		for b := range s.bound {
 			to = b
 			break
 		}
 	}
 	if to == nil {
-		ss.s.waiting = append(ss.s.waiting, r)
+		s.waiting = append(s.waiting, r)
 	}
-	ss.s.mu.Unlock()
+	s.mu.Unlock()
 	if to != nil {
-		to.deliver(r) // on a session that ended meanwhile, it waits for the next bind
+		to.deliver(r) // a session that ended meanwhile hands it on
 	}
 }
 
@@ -362,7 +370,7 @@ func receiptText(text string) string {
 }
 
 // deliver sends a receipt on the session, kept as unacknowledged until its deliver_sm_resp;
-// a session that ended meanwhile leaves it for the next bind.
+// a session that ended meanwhile hands it on.
 func (ss *session) deliver(r *smpp.ShortMessage) {
 	ss.wmu.Lock()
 	ss.seq++
@@ -370,8 +378,8 @@ func (ss *session) deliver(r *smpp.ShortMessage) {
 	ss.wmu.Unlock()
 	ss.s.mu.Lock()
 	if _, ok := ss.s.bound[ss]; !ok {
-		ss.s.waiting = append(ss.s.waiting, r)
 		ss.s.mu.Unlock()
+		ss.s.send(nil, r) // another bound session, or the next bind
 		return
 	}
 	ss.unacked[seq] = r
