@@ -47,6 +47,9 @@ type SMSCConfig struct {
 	// over the internet does (MNV_SMPP_TLS). They are read at start-up, not over the control port.
 	TLSCert string `json:"-"`
 	TLSKey  string `json:"-"`
+	// ReceiptReference, when false, leaves user_message_reference out of the receipts (some
+	// operators' SMSCs do); nil or true echoes the submit's.
+	ReceiptReference *bool `json:"receiptReference,omitempty"`
 }
 
 // SMSCSubmit is one submit_sm the test SMSC read, as npm's smpp decoded it.
@@ -66,6 +69,8 @@ type SMSCSubmit struct {
 		Total int `json:"total"`
 		Seq   int `json:"seq"`
 	} `json:"concat"`
+	// Reference is the submit's user_message_reference (nil: none).
+	Reference *int `json:"reference"`
 	// Status is the command_status it answered (nil: never answered).
 	Status    *int   `json:"status"`
 	MessageID string `json:"messageId"`
@@ -82,6 +87,8 @@ type SMSCReceipt struct {
 	Stat      string `json:"stat"`
 	SessionID int    `json:"sessionId"`
 	Acked     bool   `json:"acked"`
+	// Reference is the user_message_reference the receipt carried (nil: none).
+	Reference *int `json:"reference"`
 }
 
 // SMSCBind is one bind attempt and the status it was answered with.

@@ -4,7 +4,10 @@
 // its first line of stdout, and steer it over a small HTTP control port:
 //
 //   POST /config   {systemId, password, undeliverable: [numbers], refuse: [numbers], receiptDelayMs,
-//                  refuseReceipts}  (a submit to a refused number is answered ESME_RINVDSTADR)
+//                  refuseReceipts, receiptReference}  (a submit to a refused number is answered
+//                  ESME_RINVDSTADR; receiptReference false leaves user_message_reference out of
+//                  the receipts, as some operators' SMSCs do; "alternate" leaves it out of every
+//                  other receipt, so one run meets both kinds)
 //   POST /throttle {count}        answer the next count submit_sm with ESME_RTHROTTLED
 //   POST /dropAfter {count, mode} after count more submit_sm are answered, take the next one
 //                                 unanswered and end the session ("close": FIN after what was
@@ -21,6 +24,11 @@
 // read on a session that is being dropped or unbound is recorded unanswered and never accepted,
 // so a test can tell a message the client lost from one the SMSC took.
 //
+// Receipts behave as an operator's: each echoes the submit's user_message_reference (unless
+// receiptReference is false) and carries the text's first 20 characters, and one the client did
+// not acknowledge before its session ended (a process killed, a dropped connection) is sent
+// again on the next bind rather than lost.
+//
 // With SMSC_TLS_CERT and SMSC_TLS_KEY (PEM files) in its environment, the SMPP port speaks TLS
 // only (npm smpp's server over node:tls); the control port stays plain HTTP.
 import { readFileSync } from 'node:fs';
@@ -34,6 +42,7 @@ const config = {
   refuse: [],
   receiptDelayMs: 0,
   refuseReceipts: false,
+  receiptReference: true,
 };
 let throttle = 0;
 let dropAfter = null; // {count, mode}
@@ -45,6 +54,7 @@ const binds = [];
 const enquired = [];
 const bound = new Set();
 const pendingReceipts = []; // receipts waiting for a bound session
+let alternate = false; // receiptReference "alternate": whether the last receipt echoed it
 
 function hexId() {
   nextId += 1;
@@ -65,26 +75,49 @@ function yymmddhhmm(d) {
   return p(d.getUTCFullYear() % 100) + p(d.getUTCMonth() + 1) + p(d.getUTCDate()) + p(d.getUTCHours()) + p(d.getUTCMinutes());
 }
 
+// receiptText is a message's start as the receipt's text field shows it: its first 20
+// characters, up to the first that GSM 03.38 does not write as its ASCII octet, so the receipt
+// stays one GSM text (npm's smpp would otherwise send it all as UCS-2 or Latin-1).
+function receiptText(text) {
+  const chars = [...(text || '')].slice(0, 20);
+  const cut = chars.findIndex((c) => c.charCodeAt(0) >= 0x80 || '@$_`^{}[]~\\|'.includes(c));
+  return (cut < 0 ? chars : chars.slice(0, cut)).join('');
+}
+
 function sendReceipt(r) {
   const session = [...bound][0];
   if (!session) {
     pendingReceipts.push(r);
     return;
   }
-  const rec = { messageId: r.messageId, dest: r.dest, stat: r.stat, sessionId: session.id, acked: false, status: null };
-  receipts.push(rec);
-  const text = `id:${r.messageId} sub:001 dlvrd:${r.stat === 'DELIVRD' ? '001' : '000'} submit date:${yymmddhhmm(r.at)} done date:${yymmddhhmm(new Date())} stat:${r.stat} err:${r.stat === 'DELIVRD' ? '000' : '001'} text:`;
-  session.deliver_sm({
+  const rec = { messageId: r.messageId, dest: r.dest, stat: r.stat, sessionId: session.id, acked: false, status: null, reference: null };
+  const text = `id:${r.messageId} sub:001 dlvrd:${r.stat === 'DELIVRD' ? '001' : '000'} submit date:${yymmddhhmm(r.at)} done date:${yymmddhhmm(new Date())} stat:${r.stat} err:${r.stat === 'DELIVRD' ? '000' : '001'} text:${receiptText(r.text)}`;
+  const pdu = {
     source_addr: r.dest,
     destination_addr: r.source,
     esm_class: smpp.ESM_CLASS.MC_DELIVERY_RECEIPT,
     short_message: text,
     receipted_message_id: r.messageId,
     message_state: r.stat === 'DELIVRD' ? smpp.MESSAGE_STATE.DELIVERED : smpp.MESSAGE_STATE.UNDELIVERABLE,
-  }, (resp) => {
+  };
+  if (r.echo === undefined) { // decided once per receipt, so a receipt sent again is the same
+    r.echo = config.receiptReference === 'alternate' ? (alternate = !alternate) : !!config.receiptReference;
+  }
+  if (r.echo && r.reference != null) {
+    pdu.user_message_reference = r.reference;
+    rec.reference = r.reference;
+  }
+  const sent = session.deliver_sm(pdu, (resp) => {
+    session.unacked.delete(r);
     rec.acked = resp.command_status === 0;
     rec.status = resp.command_status;
   });
+  if (sent === false) { // the socket was no longer writable: not sent at all
+    pendingReceipts.push(r);
+    return;
+  }
+  session.unacked.add(r);
+  receipts.push(rec);
 }
 
 function endSession(session, mode) {
@@ -107,7 +140,15 @@ const server = smpp.createServer(tlsOptions, (session) => {
   session.id = ++nextSession;
   session.dropping = false;
   session.on('error', () => {}); // a client that went away; nothing to do
-  session.on('close', () => bound.delete(session));
+  session.unacked = new Set(); // receipts sent on this session and not acknowledged yet
+  session.on('close', () => {
+    bound.delete(session);
+    // An operator's SMSC keeps a receipt until it is acknowledged: what this session never
+    // acknowledged goes to another bound session, or waits for the next bind.
+    const unacked = [...session.unacked];
+    session.unacked.clear();
+    for (const r of unacked) sendReceipt(r);
+  });
 
   session.on('bind_transceiver', (pdu) => {
     let status = 0;
@@ -147,6 +188,7 @@ const server = smpp.createServer(tlsOptions, (session) => {
       registeredDelivery: pdu.registered_delivery,
       text: typeof sm === 'string' ? sm : sm.message,
       concat: concat(sm.udh),
+      reference: pdu.user_message_reference ?? null,
       status: null,
       messageId: null,
       answered: false,
@@ -180,6 +222,7 @@ const server = smpp.createServer(tlsOptions, (session) => {
       const r = {
         messageId: rec.messageId, source: rec.source, dest: rec.dest, at: new Date(),
         stat: config.undeliverable.includes(rec.dest) ? 'UNDELIV' : 'DELIVRD',
+        text: rec.text, reference: rec.reference,
       };
       setTimeout(() => sendReceipt(r), config.receiptDelayMs);
     }

@@ -227,6 +227,81 @@ func TestReceipts(t *testing.T) {
 	}
 }
 
+// TestReceiptReference: npm's smpp reads our user_message_reference off the submit and the SMSC
+// echoes it in the receipt, with the text's first 20 characters; an SMSC that leaves the
+// reference out still gives the text.
+func TestReceiptReference(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		echo *bool
+	}{
+		{"echoed", nil},
+		{"left out", new(bool)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, harness.SMSCConfig{ReceiptReference: tc.echo})
+			got := make(chan smpp.Receipt, 1)
+			cfg := clientConfig(s)
+			cfg.OnReceipt = func(r smpp.Receipt) { got <- r }
+			c := dial(t, cfg)
+			ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550110", Text: "123456 is your verification code.",
+				RegisteredDelivery: true, Reference: 0xA55A, HasReference: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs := s.Received(); len(rs) != 1 || rs[0].Reference == nil || *rs[0].Reference != 0xA55A {
+				t.Fatalf("the SMSC read %+v", rs)
+			}
+			select {
+			case r := <-got:
+				echoed := tc.echo == nil
+				if r.MessageID != ids[0] || r.HasReference != echoed || (echoed && r.Reference != 0xA55A) || r.Text != "123456 is your verif" {
+					t.Fatalf("receipt %+v", r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no receipt")
+			}
+		})
+	}
+}
+
+// TestUnacknowledgedReceiptComesAgain: a receipt whose session ended before the client
+// acknowledged it is sent again on the next bind, as an operator's SMSC does.
+func TestUnacknowledgedReceiptComesAgain(t *testing.T) {
+	s := start(t, harness.SMSCConfig{})
+	got := make(chan smpp.Receipt, 4)
+	release := make(chan struct{})
+	var first sync.Once
+	cfg := clientConfig(s)
+	cfg.OnReceipt = func(r smpp.Receipt) {
+		got <- r
+		first.Do(func() { <-release }) // the first is held unacknowledged while the session ends
+	}
+	c := dial(t, cfg)
+	ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550111", Text: "code 3", RegisteredDelivery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		select {
+		case r := <-got:
+			if r.MessageID != ids[0] {
+				t.Fatalf("receipt %d: %+v, want id %s", i, r, ids[0])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("receipt %d did not come", i)
+		}
+		if i == 0 {
+			s.Drop("reset")
+			close(release)
+		}
+	}
+	await(t, "the second copy acknowledged", func() bool {
+		rs := s.Receipts()
+		return len(rs) == 2 && !rs[0].Acked && rs[1].Acked && rs[1].SessionID != rs[0].SessionID
+	})
+}
+
 // outbox sends messages by their own ids the way the verification service's outbox will: a
 // failure that may be retried is retried, by the message's id, until every message is taken.
 // It returns how many times it called Submit for each id.

@@ -178,6 +178,12 @@ type Message struct {
 	RegisteredDelivery bool
 	// ServiceType is the SMSC's service_type, usually empty.
 	ServiceType string
+	// Reference, when HasReference, goes with every part as user_message_reference: the
+	// caller's two-octet reference, which SMSCs echo in the part's delivery receipt. It is no
+	// dedupe key (no SMSC we know dedupes on it); it lets a receipt whose message id the caller
+	// never learnt be matched to its message (docs/architecture.md#sms-over-smpp).
+	Reference    uint16
+	HasReference bool
 }
 
 // Client is a bound transceiver session with one SMSC, rebound whenever it is lost. Submit and
@@ -347,6 +353,9 @@ func (c *Client) Submit(ctx context.Context, m Message) ([]string, error) {
 	}
 	if text.Concatenated() {
 		base.ESMClass |= ESMClassUDHI
+	}
+	if m.HasReference {
+		base.TLVs = TLVs{{Tag: TagUserMessageReference, Value: []byte{byte(m.Reference >> 8), byte(m.Reference)}}}
 	}
 	ids := make([]string, 0, len(text.Parts))
 	for i, part := range text.Parts {

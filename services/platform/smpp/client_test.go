@@ -2,6 +2,7 @@ package smpp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -221,6 +222,25 @@ func TestSubmitParts(t *testing.T) {
 		}
 		if ids[i] == "" {
 			t.Fatalf("part %d has no id", i)
+		}
+		if _, ok := sm.TLVs.UserMessageReference(); ok {
+			t.Fatalf("part %d carries a reference nobody gave", i)
+		}
+	}
+
+	// A reference goes with every part, big-endian, as user_message_reference.
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	if _, err := c.Submit(context.Background(), Message{From: "mnv", To: "+447700900123", Text: strings.Repeat("long ", 40), Reference: 0xBEEF, HasReference: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d submits", len(got))
+	}
+	for i, sm := range got {
+		if v, _ := sm.TLVs.Get(TagUserMessageReference); !bytes.Equal(v, []byte{0xBE, 0xEF}) {
+			t.Fatalf("part %d: user_message_reference %x", i, v)
 		}
 	}
 }
@@ -442,8 +462,10 @@ func TestReceipts(t *testing.T) {
 				c.write(PDU{Command: BindTransceiverResp, Seq: p.Seq, Body: &BindResp{}})
 			case SubmitSM:
 				c.write(PDU{Command: SubmitSMResp, Seq: p.Seq, Body: &SMResp{MessageID: "r1"}})
+				ref, _ := p.Body.(*ShortMessage).TLVs.Get(TagUserMessageReference)
 				c.write(PDU{Command: DeliverSM, Seq: 900, Body: &ShortMessage{ESMClass: ESMClassReceipt, Source: "1",
-					Short: []byte("id:r1 sub:001 dlvrd:001 submit date:2611291200 done date:2611291200 stat:DELIVRD err:000 text:")}})
+					Short: []byte("id:r1 sub:001 dlvrd:001 submit date:2611291200 done date:2611291200 stat:DELIVRD err:000 text:hi"),
+					TLVs:  TLVs{{Tag: TagUserMessageReference, Value: ref}}}})
 				c.write(PDU{Command: DeliverSM, Seq: 901, Body: &ShortMessage{ESMClass: ESMClassReceipt, Short: []byte("garbage")}})
 			case DeliverSMResp:
 				acks <- p
@@ -456,12 +478,12 @@ func TestReceipts(t *testing.T) {
 	cfg.OnReceipt = func(r Receipt) { got <- r }
 	cfg.Observer = ev
 	c := dial(t, cfg)
-	if _, err := c.Submit(context.Background(), Message{From: "mnv", To: "1", Text: "hi", RegisteredDelivery: true}); err != nil {
+	if _, err := c.Submit(context.Background(), Message{From: "mnv", To: "1", Text: "hi", RegisteredDelivery: true, Reference: 7, HasReference: true}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case r := <-got:
-		if r.MessageID != "r1" || r.State != StateDelivered || r.Dest != "1" {
+		if r.MessageID != "r1" || r.State != StateDelivered || r.Dest != "1" || !r.HasReference || r.Reference != 7 || r.Text != "hi" {
 			t.Fatalf("%+v", r)
 		}
 	case <-time.After(5 * time.Second):

@@ -24,10 +24,17 @@ type Receipt struct {
 	DoneDate   time.Time
 	// Err is the network-specific error code of the text's err field ("000" when none).
 	Err string
-	// Dest is the number the message went to (the receipt's source_addr).
+	// Dest is the number the message went to (the receipt's source_addr), as the SMSC wrote
+	// it (usually international digits without "+").
 	Dest string
-	// The text's "text" field is not kept: it repeats the start of the message, which for mnv
-	// is a one-time code.
+	// Reference is the user_message_reference the submit carried, when the SMSC echoed it
+	// (HasReference).
+	Reference    uint16
+	HasReference bool
+	// Text is the text's "text" field: the first characters of the message (20 by custom) as
+	// the SMSC renders them, "" when it sends none. For mnv it holds a one-time code: it is
+	// compared, never logged, printed or kept.
+	Text string
 }
 
 // ErrNotReceipt is ParseReceipt's answer for a deliver_sm that is not a delivery receipt.
@@ -60,6 +67,7 @@ func ParseReceipt(m *ShortMessage) (Receipt, error) {
 		r.State = st
 	}
 	r.Dest = m.Source
+	r.Reference, r.HasReference = m.TLVs.UserMessageReference()
 	if r.MessageID == "" {
 		return r, errors.New("smpp: delivery receipt without a message id")
 	}
@@ -112,6 +120,8 @@ func parseReceiptText(s string) Receipt {
 			r.State = statStates[r.Stat]
 		case "err":
 			r.Err = v
+		case "text":
+			r.Text = v
 		}
 	}
 	return r

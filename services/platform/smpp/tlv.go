@@ -69,6 +69,16 @@ func (ts TLVs) ReceiptedMessageID() (string, bool) {
 	return string(v), len(v) > 0
 }
 
+// UserMessageReference is user_message_reference: the ESME's own reference of a message, two
+// octets, which an SMSC echoes in the message's delivery receipt. Any other length is not one.
+func (ts TLVs) UserMessageReference() (uint16, bool) {
+	v, ok := ts.Get(TagUserMessageReference)
+	if !ok || len(v) != 2 {
+		return 0, false
+	}
+	return uint16(v[0])<<8 | uint16(v[1]), true
+}
+
 // MessageState is message_state: where the message a receipt is about ended up.
 func (ts TLVs) MessageState() (MessageState, bool) {
 	v, ok := ts.Get(TagMessageState)

@@ -121,6 +121,10 @@ type Config struct {
 	// SMPP is the SMS centre the workflows' one-time codes go through (MNV_SMPP_*); no
 	// address: no SMS provider, and the SMS jobs wait in their table.
 	SMPP SMPPConfig
+	// SMSInDoubtHold is how long an SMS step in doubt (its submit's outcome lost) waits for a
+	// delivery receipt before its message is sent again (MNV_SMS_IN_DOUBT_HOLD, default 30s;
+	// 0 sends again at once): docs/architecture.md#sms-over-smpp.
+	SMSInDoubtHold time.Duration
 	// SandboxInbox is the sandbox SMS centre `make run` starts in its process, which clients
 	// may read (GET /v1/api/me/sandbox/sms); nil (the service's own binary): 404.
 	SandboxInbox SandboxInbox
@@ -169,6 +173,7 @@ func DefaultConfig() Config {
 		Retention:    retention.Config{Sessions: 7 * 24 * time.Hour, StuckPlusNumbers: 30 * 24 * time.Hour, WorkflowNumbers: 30 * 24 * time.Hour},
 		PurgeEvery:   10 * time.Minute,
 		CAMARAIssuer: "http://127.0.0.1:8080", CAMARATokenTTL: facade.MaxTokenTTL,
+		SMSInDoubtHold: workflows.DefaultInDoubtHold,
 	}
 }
 
@@ -210,6 +215,7 @@ func LoadConfig(env *config.Env) (Config, error) {
 		Window: env.Int("MNV_SMPP_WINDOW", 10), TLS: env.Bool("MNV_SMPP_TLS", false),
 		TLSCAFile: env.String("MNV_SMPP_TLS_CA", ""), TLSServerName: env.String("MNV_SMPP_TLS_SERVER_NAME", ""),
 	}
+	c.SMSInDoubtHold = env.Duration("MNV_SMS_IN_DOUBT_HOLD", c.SMSInDoubtHold)
 	c.Pumping = pumping.LoadConfig(env)
 	env.Require("MNV_INTERNAL_TOKEN", c.InternalToken)
 	env.Require("MNV_NUMBER_HASH_KEY", c.NumberHashKey)
@@ -241,6 +247,10 @@ func (c Config) Validate() error {
 	}
 	if err := c.Pumping.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("MNV_PUMPING_*: %w", err))
+	}
+	if c.SMSInDoubtHold < 0 || c.SMSInDoubtHold > 10*time.Minute {
+		// A hold longer than a code's usual life would only ever end at its cap (half of it).
+		errs = append(errs, errors.New("MNV_SMS_IN_DOUBT_HOLD: must be between 0 (send again at once) and 10m"))
 	}
 	if c.NumberAttemptsPerHour < 0 {
 		errs = append(errs, errors.New("MNV_CLIENT_RATE, MNV_CLIENT_BURST, MNV_NUMBER_ATTEMPTS_PER_HOUR: must not be negative (burst at least 1)"))
@@ -454,12 +464,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 		if err != nil {
 			return nil, err
 		}
-		sms = smsc.New(smscCfg, smsc.ReceiptFunc(func(ctx context.Context, id, status string) error {
-			return flows.Receipt(ctx, id, status)
-		}), smscMetrics, log)
+		sms = smsc.New(smscCfg, smsc.LateReceipts{Service: &flows}, smscMetrics, log)
 		workflowPorts.SMS = sms
 	}
-	flows = workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics)
+	flows = workflows.New(workflowStores.Pool(), workflowStores, vault, b.Keyring, accounts, workflowPorts, log).WithMetrics(flowMetrics).
+		WithInDoubtHold(cfg.SMSInDoubtHold)
 	if cfg.SandboxInbox != nil {
 		flows = flows.WithSandbox(cfg.SandboxInbox)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -78,6 +79,13 @@ func TestLoadConfigCredentials(t *testing.T) {
 		{"an SMSC's CA without TLS", func(m map[string]string) {
 			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_TLS_CA"] = "smsc.example:2775", "mnv", "/tls/smsc-ca.crt"
 		}, "MNV_SMPP_TLS=true", nil},
+		{"an in-doubt hold", func(m map[string]string) { m["MNV_SMS_IN_DOUBT_HOLD"] = "5s" }, "", func(t *testing.T, c app.Config) {
+			if c.SMSInDoubtHold != 5*time.Second {
+				t.Errorf("hold %s", c.SMSInDoubtHold)
+			}
+		}},
+		{"an in-doubt hold too long", func(m map[string]string) { m["MNV_SMS_IN_DOUBT_HOLD"] = "1h" }, "MNV_SMS_IN_DOUBT_HOLD", nil},
+		{"a negative in-doubt hold", func(m map[string]string) { m["MNV_SMS_IN_DOUBT_HOLD"] = "-1s" }, "MNV_SMS_IN_DOUBT_HOLD", nil},
 		{"an SMSC without a system id", func(m map[string]string) { m["MNV_SMPP_ADDR"] = "smsc.example:2775" }, "MNV_SMPP_SYSTEM_ID", nil},
 		{"an SMSC password too long", func(m map[string]string) {
 			m["MNV_SMPP_ADDR"], m["MNV_SMPP_SYSTEM_ID"], m["MNV_SMPP_PASSWORD"] = "smsc.example:2775", "mnv", strings.Repeat("p", 9)

@@ -3,7 +3,9 @@
 // operator, and a quick SMSC for Go tests. It accepts transceiver binds with the configured
 // credentials, answers submit_sm with message ids, keeps the newest messages in memory
 // (concatenated parts joined back into one text) for Messages and All to read, and sends a
-// DELIVRD receipt for each part when registered delivery was asked. It holds what it was sent,
+// DELIVRD receipt for each part when registered delivery was asked, as an operator's does: it
+// echoes the submit's user_message_reference and the text's first 20 characters, and a receipt
+// whose session ended before it was acknowledged is sent again on the next bind. It holds what it was sent,
 // codes included, in memory only and logs nothing. The SMPP client is proved against an
 // independent SMSC in tests/smsc; this one is for running, not for proving.
 //
@@ -58,7 +60,10 @@ type Server struct {
 	partial  map[partKey]*joining // concatenated messages still missing parts
 	nextID   uint64
 	conns    map[net.Conn]struct{}
-	closed   bool
+	bound    map[*session]struct{}
+	// waiting are the receipts no bound session has acknowledged yet: sent on the next bind.
+	waiting []*smpp.ShortMessage
+	closed  bool
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -85,7 +90,8 @@ func Listen(addr string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandboxsmsc: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, partial: map[partKey]*joining{}, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, partial: map[partKey]*joining{}, conns: map[net.Conn]struct{}{},
+		bound: map[*session]struct{}{}, closing: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -158,6 +164,9 @@ type session struct {
 	wmu   sync.Mutex
 	bound bool
 	seq   uint32
+	// unacked are the receipts sent on this session and not acknowledged yet, by sequence
+	// number (under s.mu).
+	unacked map[uint32]*smpp.ShortMessage
 }
 
 func (ss *session) write(p smpp.PDU) {
@@ -173,13 +182,21 @@ func (ss *session) write(p smpp.PDU) {
 
 func (s *Server) serve(nc net.Conn) {
 	defer s.wg.Done()
+	ss := &session{s: s, nc: nc, seq: 1 << 24, unacked: map[uint32]*smpp.ShortMessage{}}
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, nc)
+		delete(s.bound, ss)
+		unacked := ss.unacked
+		ss.unacked = map[uint32]*smpp.ShortMessage{}
 		s.mu.Unlock()
 		_ = nc.Close()
+		// What the client never acknowledged goes to another bound session or waits for the
+		// next bind, as an operator's SMSC keeps a receipt until it is acknowledged.
+		for _, r := range unacked {
+			s.send(nil, r)
+		}
 	}()
-	ss := &session{s: s, nc: nc, seq: 1 << 24}
 	br := bufio.NewReader(nc)
 	for {
 		p, err := smpp.ReadPDU(br)
@@ -213,6 +230,10 @@ func (s *Server) serve(nc net.Conn) {
 			ss.submit(p)
 		case smpp.DeliverSM:
 			ss.write(smpp.PDU{Command: smpp.DeliverSMResp, Status: smpp.StatusInvalidBindStatus, Seq: p.Seq})
+		case smpp.DeliverSMResp:
+			s.mu.Lock()
+			delete(ss.unacked, p.Seq)
+			s.mu.Unlock()
 		default:
 			if !p.Command.IsResponse() {
 				ss.write(smpp.PDU{Command: smpp.GenericNack, Status: smpp.StatusInvalidCmdID, Seq: p.Seq})
@@ -234,7 +255,18 @@ func (ss *session) bind(p smpp.PDU) {
 		st = smpp.StatusInvalidPassword
 	}
 	ss.write(smpp.PDU{Command: smpp.BindTransceiverResp, Status: st, Seq: p.Seq, Body: &smpp.BindResp{SystemID: "sandbox"}})
-	ss.bound = ss.bound || st == smpp.StatusOK
+	if st != smpp.StatusOK {
+		return
+	}
+	ss.bound = true
+	ss.s.mu.Lock()
+	ss.s.bound[ss] = struct{}{}
+	waiting := ss.s.waiting
+	ss.s.waiting = nil
+	ss.s.mu.Unlock()
+	for _, r := range waiting {
+		ss.deliver(r)
+	}
 }
 
 func (ss *session) submit(p smpp.PDU) {
@@ -269,7 +301,8 @@ func (ss *session) submit(p smpp.PDU) {
 	}
 }
 
-// receipt sends a DELIVRD receipt for one part on the session that submitted it.
+// receipt sends a DELIVRD receipt for one part, on the session that submitted it while it is
+// bound, else on another, else on the next bind.
 func (ss *session) receipt(id string, sm *smpp.ShortMessage) {
 	defer ss.s.wg.Done()
 	at := time.Now()
@@ -282,21 +315,76 @@ func (ss *session) receipt(id string, sm *smpp.ShortMessage) {
 			return
 		}
 	}
-	text := smpp.FormatReceipt(smpp.Receipt{MessageID: id, State: smpp.StateDelivered, Submitted: 1, Delivered: 1,
-		SubmitDate: at, DoneDate: time.Now(), Err: "000"}, "")
-	ss.wmu.Lock()
-	ss.seq++
-	seq := ss.seq
-	ss.wmu.Unlock()
-	ss.write(smpp.PDU{Command: smpp.DeliverSM, Seq: seq, Body: &smpp.ShortMessage{
+	text, _ := smpp.DecodeText(sm.DataCoding, sm.Short)
+	r := &smpp.ShortMessage{
 		SourceTON: sm.DestTON, SourceNPI: sm.DestNPI, Source: sm.Dest,
 		DestTON: sm.SourceTON, DestNPI: sm.SourceNPI, Dest: sm.Source,
-		ESMClass: smpp.ESMClassReceipt, Short: []byte(text),
+		ESMClass: smpp.ESMClassReceipt,
+		Short: []byte(smpp.FormatReceipt(smpp.Receipt{MessageID: id, State: smpp.StateDelivered, Submitted: 1, Delivered: 1,
+			SubmitDate: at, DoneDate: time.Now(), Err: "000"}, receiptText(text))),
 		TLVs: smpp.TLVs{
 			{Tag: smpp.TagReceiptedMessageID, Value: append([]byte(id), 0)},
 			{Tag: smpp.TagMessageState, Value: []byte{byte(smpp.StateDelivered)}},
 		},
-	}})
+	}
+	// The submit's reference comes back, as SMPP 3.4 has a receipt carry it.
+	if ref, ok := sm.TLVs.Get(smpp.TagUserMessageReference); ok {
+		r.TLVs = append(r.TLVs, smpp.TLV{Tag: smpp.TagUserMessageReference, Value: ref})
+	}
+	ss.s.send(ss, r)
+}
+
+// send delivers a receipt on prefer while it is bound, else on another bound session, else
+// keeps it for the next bind.
+func (s *Server) send(prefer *session, r *smpp.ShortMessage) {
+	s.mu.Lock()
+	to := prefer
+	if _, ok := s.bound[to]; !ok {
+		to = nil
+		for b := range s.bound {
+			to = b
+			break
+		}
+	}
+	if to == nil {
+		s.waiting = append(s.waiting, r)
+	}
+	s.mu.Unlock()
+	if to != nil {
+		to.deliver(r) // a session that ended meanwhile hands it on
+	}
+}
+
+// receiptText is the start of a message as a receipt's text field shows it: its first 20
+// characters, up to the first that GSM 03.38 does not write as its ASCII octet (a letter
+// outside ASCII, '@', '$', '_', an extension character), so its reader never misreads octets.
+func receiptText(text string) string {
+	r := []rune(text)
+	r = r[:min(len(r), 20)]
+	for i, c := range r {
+		if c >= 0x80 || strings.ContainsRune("@$_`^{}[]~\\|", c) {
+			return string(r[:i])
+		}
+	}
+	return string(r)
+}
+
+// deliver sends a receipt on the session, kept as unacknowledged until its deliver_sm_resp;
+// a session that ended meanwhile hands it on.
+func (ss *session) deliver(r *smpp.ShortMessage) {
+	ss.wmu.Lock()
+	ss.seq++
+	seq := ss.seq
+	ss.wmu.Unlock()
+	ss.s.mu.Lock()
+	if _, ok := ss.s.bound[ss]; !ok {
+		ss.s.mu.Unlock()
+		ss.s.send(nil, r) // another bound session, or the next bind
+		return
+	}
+	ss.unacked[seq] = r
+	ss.s.mu.Unlock()
+	ss.write(smpp.PDU{Command: smpp.DeliverSM, Seq: seq, Body: r})
 }
 
 // store keeps a message, or a part until its message is whole, and returns the part's id.

@@ -1,9 +1,11 @@
 package sandboxsmsc_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -147,6 +149,84 @@ func TestReceipts(t *testing.T) {
 		if r.State != smpp.StateDelivered || r.Dest != "15550009" || (r.MessageID != ids[0] && r.MessageID != ids[1]) {
 			t.Fatalf("receipt %+v for ids %v", r, ids)
 		}
+	}
+}
+
+// TestReceiptEchoesTheReference: a receipt carries the submit's user_message_reference back,
+// and the text's first 20 characters.
+func TestReceiptEchoesTheReference(t *testing.T) {
+	s := start(t, sandboxsmsc.Config{})
+	got := make(chan smpp.Receipt, 2)
+	c := dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt) { got <- r } })
+	for _, m := range []smpp.Message{
+		{From: "mnv", To: "+15550010", Text: "123456 is your verification code.", RegisteredDelivery: true, Reference: 0xCAFE, HasReference: true},
+		{From: "mnv", To: "+15550011", Text: "123456 ist Ihr Bestätigungscode.", RegisteredDelivery: true},
+	} {
+		if _, err := c.Submit(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]smpp.Receipt{
+		"15550010": {Reference: 0xCAFE, HasReference: true, Text: "123456 is your verif"},
+		"15550011": {Text: "123456 ist Ihr Best"}, // up to the first letter GSM does not write as ASCII
+	}
+	for range want {
+		select {
+		case r := <-got:
+			w := want[r.Dest]
+			if r.Reference != w.Reference || r.HasReference != w.HasReference || r.Text != w.Text {
+				t.Fatalf("receipt to %s: reference %#x (%v), text %q; want %#x (%v), %q", r.Dest, r.Reference, r.HasReference, r.Text, w.Reference, w.HasReference, w.Text)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no receipt")
+		}
+	}
+}
+
+// TestUnacknowledgedReceiptWaitsForTheNextBind: a receipt whose session ended before the client
+// acknowledged it (a process killed) is sent on the next bind, not lost.
+func TestUnacknowledgedReceiptWaitsForTheNextBind(t *testing.T) {
+	s := start(t, sandboxsmsc.Config{})
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	send := func(p smpp.PDU) {
+		b, err := smpp.Encode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(smpp.PDU{Command: smpp.BindTransceiver, Seq: 1, Body: &smpp.Bind{SystemID: "mnv", Password: password, InterfaceVersion: smpp.InterfaceVersion}})
+	send(smpp.PDU{Command: smpp.SubmitSM, Seq: 2, Body: &smpp.ShortMessage{DestTON: 1, DestNPI: 1, Dest: "15550012", RegisteredDelivery: 1,
+		Short: []byte("123456 is your code"), TLVs: smpp.TLVs{{Tag: smpp.TagUserMessageReference, Value: []byte{0, 9}}}}})
+	var id string
+	for {
+		p, err := smpp.ReadPDU(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Command == smpp.SubmitSMResp {
+			id = p.Body.(*smpp.SMResp).MessageID
+		}
+		if p.Command == smpp.DeliverSM {
+			break // read, never acknowledged
+		}
+	}
+	_ = nc.Close()
+	got := make(chan smpp.Receipt, 1)
+	dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt) { got <- r } })
+	select {
+	case r := <-got:
+		if r.MessageID != id || r.Dest != "15550012" || r.Reference != 9 || !r.HasReference {
+			t.Fatalf("receipt %+v, want the one of %s", r, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the unacknowledged receipt was lost")
 	}
 }
 

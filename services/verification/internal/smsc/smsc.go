@@ -28,9 +28,11 @@ type Config struct {
 	Source string
 }
 
-// Receipts is where delivery receipts go (workflows.Service).
+// Receipts is where delivery receipts go (workflows.Service): by the message id the submit
+// answered, and, for an id that stays unknown, matched to a step in doubt.
 type Receipts interface {
 	Receipt(ctx context.Context, providerID, status string) error
+	ReceiptInDoubt(ctx context.Context, r workflows.DeliveryReceipt) error
 }
 
 // receiptQueue is how many receipts may wait for the database: the SMSC's reading goroutine
@@ -122,15 +124,17 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Send submits m with a delivery receipt asked for. A refusal for good is workflows.ErrRefused;
-// a failure the SMSC never saw is workflows.ErrNotSent; any other failure (the outcome unknown)
-// is a plain error, and the job's retry is then in doubt.
+// Send submits m with a delivery receipt asked for and m.Reference as user_message_reference,
+// which the SMSC echoes in the receipt. A refusal for good is workflows.ErrRefused; a failure
+// the SMSC never saw is workflows.ErrNotSent; any other failure (the outcome unknown) is a
+// plain error, and the job's retry is then in doubt (held for the receipt first).
 func (p *Provider) Send(ctx context.Context, m workflows.Message) ([]string, error) {
 	c := p.client.Load()
 	if c == nil {
 		return nil, fmt.Errorf("smsc %s not bound yet: %w", p.cfg.Name, workflows.ErrNotSent)
 	}
-	ids, err := c.Submit(ctx, smpp.Message{From: p.cfg.Source, To: m.To, Text: m.Text, RegisteredDelivery: true})
+	ids, err := c.Submit(ctx, smpp.Message{From: p.cfg.Source, To: m.To, Text: m.Text, RegisteredDelivery: true,
+		Reference: m.Reference, HasReference: true})
 	if err == nil {
 		return ids, nil
 	}
@@ -175,27 +179,43 @@ func (p *Provider) recordReceipts() {
 		if !final {
 			continue
 		}
-		// A receipt may overtake the record of its message id (an SMSC that delivers at once
-		// answers the submit and sends the receipt together): an unknown id is asked again for
-		// a few seconds before it is taken for another system's message or a purged workflow.
-		for attempt := 0; ; attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := p.receipts.Receipt(ctx, r.MessageID, status)
-			cancel()
-			if err == nil {
-				break
-			}
-			if attempt == receiptAttempts-1 {
-				if !errors.Is(err, fault.ErrNotFound) {
-					p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
-				}
-				break
-			}
-			select {
-			case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-			case <-p.stop:
-				return
-			}
+		p.record(r, status)
+	}
+}
+
+// record hands one final receipt to the workflows. A receipt may overtake the record of its
+// message id (an SMSC that delivers at once answers the submit and sends the receipt
+// together): an unknown id is asked again for a few seconds. One still unknown then is
+// matched against the steps in doubt of its number (a submit whose answer was lost, or whose
+// record a crash prevented: workflows.Service.ReceiptInDoubt); only one that matches none is
+// taken for another system's message or a purged workflow, and dropped.
+func (p *Provider) record(r smpp.Receipt, status string) {
+	err := p.retry(func(ctx context.Context) error { return p.receipts.Receipt(ctx, r.MessageID, status) }, true)
+	if errors.Is(err, fault.ErrNotFound) {
+		err = p.retry(func(ctx context.Context) error {
+			return p.receipts.ReceiptInDoubt(ctx, workflows.DeliveryReceipt{ProviderID: r.MessageID, Status: status, To: r.Dest,
+				Reference: r.Reference, HasReference: r.HasReference, Text: r.Text})
+		}, false)
+	}
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
+		p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
+	}
+}
+
+// retry calls f until it succeeds, up to receiptAttempts times with growing pauses (none once
+// the provider is closing); fault.ErrNotFound is retried only when notFound says so.
+func (p *Provider) retry(f func(ctx context.Context) error, notFound bool) error {
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := f(ctx)
+		cancel()
+		if err == nil || (!notFound && errors.Is(err, fault.ErrNotFound)) || attempt == receiptAttempts-1 {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		case <-p.stop:
+			return err
 		}
 	}
 }
@@ -211,10 +231,16 @@ func receiptStatus(s smpp.MessageState) (status string, final bool) {
 	return "", false
 }
 
-// ReceiptFunc is a Receipts of one function.
-type ReceiptFunc func(ctx context.Context, providerID, status string) error
+// LateReceipts is a Receipts that is made before the workflows' service it hands receipts to
+// (the service needs the provider first): *Service is set before Start binds.
+type LateReceipts struct{ Service **workflows.Service }
 
-// Receipt calls f.
-func (f ReceiptFunc) Receipt(ctx context.Context, providerID, status string) error {
-	return f(ctx, providerID, status)
+// Receipt calls the service's Receipt.
+func (l LateReceipts) Receipt(ctx context.Context, providerID, status string) error {
+	return (*l.Service).Receipt(ctx, providerID, status)
+}
+
+// ReceiptInDoubt calls the service's ReceiptInDoubt.
+func (l LateReceipts) ReceiptInDoubt(ctx context.Context, r workflows.DeliveryReceipt) error {
+	return (*l.Service).ReceiptInDoubt(ctx, r)
 }

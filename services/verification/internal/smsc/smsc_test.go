@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/mnvhq/mnv/services/platform/fault"
 	"github.com/mnvhq/mnv/services/platform/metricstest"
 	"github.com/mnvhq/mnv/services/platform/smpp"
 	"github.com/mnvhq/mnv/services/platform/testkit/sandboxsmsc"
@@ -21,14 +23,27 @@ import (
 
 // receipts keeps what the provider recorded.
 type receipts struct {
-	mu  sync.Mutex
-	got map[string]string
+	mu      sync.Mutex
+	got     map[string]string
+	inDoubt []workflows.DeliveryReceipt
+	// unknown answers every id as never recorded (a crash lost the submit's record).
+	unknown bool
 }
 
 func (r *receipts) Receipt(_ context.Context, id, status string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.unknown {
+		return fault.ErrNotFound
+	}
 	r.got[id] = status
+	return nil
+}
+
+func (r *receipts) ReceiptInDoubt(_ context.Context, d workflows.DeliveryReceipt) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inDoubt = append(r.inDoubt, d)
 	return nil
 }
 
@@ -93,6 +108,50 @@ func TestSendAndReceipt(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, series[name], want)
 		}
 	}
+}
+
+// TestUnknownIdIsMatchedInDoubt: a receipt whose message id stays unknown for the retries is
+// handed over to be matched against the steps in doubt, with the number, the attempt's
+// reference the SMSC echoed and the start of the text.
+func TestUnknownIdIsMatchedInDoubt(t *testing.T) {
+	password := fmt.Sprintf("pw%06d", time.Now().Nanosecond()%1000000)
+	srv, err := sandboxsmsc.Listen("127.0.0.1:0", sandboxsmsc.Config{SystemID: "mnv", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rec := &receipts{got: map[string]string{}, unknown: true}
+	p := New(Config{Name: "sandbox", Source: "mnv", Config: smpp.Config{Addr: srv.Addr(), SystemID: "mnv", Password: password}}, rec, nil, zap.NewNop())
+	p.Start()
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var ids []string
+	for {
+		ids, err = p.Send(ctx, workflows.Message{ID: "step-1", To: "+33612345678", Text: "123456 is your verification code.", Reference: 0x1234})
+		if !errors.Is(err, workflows.ErrNotSent) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("Send = %v, %v", ids, err)
+	}
+	want := workflows.DeliveryReceipt{ProviderID: ids[0], Status: workflows.ReceiptDelivered, To: "33612345678",
+		Reference: 0x1234, HasReference: true, Text: "123456 is your verif"}
+	for ctx.Err() == nil {
+		rec.mu.Lock()
+		got := slices.Clone(rec.inDoubt)
+		rec.mu.Unlock()
+		if len(got) > 0 {
+			if len(got) != 1 || got[0] != want {
+				t.Fatalf("in doubt %+v, want %+v", got, want)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the receipt of an unknown id was not matched in doubt")
 }
 
 // TestNotBoundIsNotSent: before any bind, nothing left, so the retry is not in doubt.

@@ -12,7 +12,7 @@ import (
 	"github.com/mnvhq/mnv/services/verification/internal/workflows"
 )
 
-// The workflow usage's roll-up (migration 023; docs/architecture.md#usage).
+// The workflow usage's roll-up (migration 024; docs/architecture.md#usage).
 
 // StepUsage reads a client's workflow steps per UTC day of r (the day each started), channel,
 // country and status (workflows.UsageDimensions), with their settled charges, only those f

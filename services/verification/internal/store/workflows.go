@@ -94,13 +94,14 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 func queueStep(b *pgx.Batch, w workflows.Workflow, s workflows.Step) {
 	b.Queue(`
 		INSERT INTO verification.workflow_steps (client_id, workflow_id, seq, id, channel, status, reason, verification_id,
-			charge_status, charged, balance_after, started_at, deadline, ended_at, country, send_attempts)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			charge_status, charged, balance_after, started_at, deadline, ended_at, country, send_attempts, in_doubt_since)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (client_id, workflow_id, seq) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,
 			verification_id = EXCLUDED.verification_id, charge_status = EXCLUDED.charge_status, charged = EXCLUDED.charged,
-			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at, send_attempts = EXCLUDED.send_attempts`,
+			balance_after = EXCLUDED.balance_after, ended_at = EXCLUDED.ended_at, send_attempts = EXCLUDED.send_attempts,
+			in_doubt_since = EXCLUDED.in_doubt_since`,
 		w.ClientID, w.ID, s.Seq, s.ID, s.Channel, s.Status, nullString(s.Reason), nullString(s.VerificationID),
-		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country, s.SendAttempts)
+		s.ChargeStatus, s.Charged, s.BalanceAfter, s.Started, s.Deadline, nullTime(s.Ended), w.Country, s.SendAttempts, nullTime(s.InDoubtSince))
 }
 
 // LockWorkflow reads a client's workflow and its steps, holding the workflow's row until the
@@ -143,7 +144,7 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 	}
 	rows, err := st.db.Query(ctx, `
 		SELECT id::text, seq, channel, status, reason, verification_id::text, charge_status, charged, balance_after, started_at, deadline, ended_at,
-			send_attempts
+			send_attempts, in_doubt_since
 		FROM verification.workflow_steps WHERE client_id = $1 AND workflow_id = $2 ORDER BY seq`, clientID, id)
 	if err != nil {
 		return workflows.Workflow{}, fmt.Errorf("workflow steps: %w", err)
@@ -152,10 +153,11 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		var (
 			s             workflows.Step
 			reason, verID *string
-			end           *time.Time
+			end, doubt    *time.Time
 		)
-		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end, &s.SendAttempts)
-		s.Reason, s.VerificationID, s.Ended = deref(reason), deref(verID), derefTime(end)
+		err := r.Scan(&s.ID, &s.Seq, &s.Channel, &s.Status, &reason, &verID, &s.ChargeStatus, &s.Charged, &s.BalanceAfter, &s.Started, &s.Deadline, &end,
+			&s.SendAttempts, &doubt)
+		s.Reason, s.VerificationID, s.Ended, s.InDoubtSince = deref(reason), deref(verID), derefTime(end), derefTime(doubt)
 		return s, err
 	})
 	if err != nil {
@@ -242,6 +244,33 @@ func (st *Store) FindMessage(ctx context.Context, providerID string) (clientID, 
 		return "", "", "", fmt.Errorf("find sms message: %w", err)
 	}
 	return clientID, workflowID, stepID, nil
+}
+
+// stepsInDoubtLimit bounds the steps a receipt is matched against: one number has few SMS in
+// flight at once, and more is someone's loop, not a message to settle.
+const stepsInDoubtLimit = 20
+
+// StepsInDoubt lists the SMS steps, of any client, still QUEUED with a submit counted whose
+// workflow's number hashes to numberHash, newest first, along the small partial index of the
+// steps being sent (migration 023). It crosses clients, as the receipt it serves names none,
+// so it reads without a lock: each step is then locked by its client and checked again.
+func (st *Store) StepsInDoubt(ctx context.Context, numberHash []byte) ([]workflows.StepRef, error) {
+	rows, err := st.db.Query(ctx, `
+		SELECT s.client_id::text, s.workflow_id::text, s.id::text FROM verification.workflow_steps s
+		JOIN verification.workflows w ON w.client_id = s.client_id AND w.id = s.workflow_id
+		WHERE s.status = 'QUEUED' AND s.send_attempts > 0 AND s.channel = 'SMS_OTP' AND w.number_hash = $1
+		ORDER BY s.started_at DESC LIMIT $2`, numberHash, stepsInDoubtLimit)
+	if err != nil {
+		return nil, fmt.Errorf("steps in doubt: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (workflows.StepRef, error) {
+		var s workflows.StepRef
+		return s, r.Scan(&s.ClientID, &s.WorkflowID, &s.StepID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("steps in doubt: %w", err)
+	}
+	return out, nil
 }
 
 // DueWorkflows lists workflows of any client in progress with an open step past its deadline.

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -33,9 +34,14 @@ type Worker struct {
 	Service *Service
 }
 
-// Work sends one step's SMS.
+// Work sends one step's SMS. A step in doubt held for its receipt snoozes the job (which
+// costs none of its attempts) until the hold has passed.
 func (w *Worker) Work(ctx context.Context, job *river.Job[SMSArgs]) error {
-	return w.Service.SendSMS(ctx, job.Args.SMSJob)
+	err := w.Service.SendSMS(ctx, job.Args.SMSJob)
+	if held := (*HeldError)(nil); errors.As(err, &held) {
+		return river.JobSnooze(held.Wait)
+	}
+	return err
 }
 
 // AttemptTimeout bounds an attempt: the debit and the send, each bounded on its own. River's

@@ -21,10 +21,12 @@ const (
 	smsFailed        = "failed"
 	smsChargeRefused = "charge_refused"
 	smsInDoubt       = "in_doubt"
+	// smsInDoubtResolved: a step in doubt settled by its delivery receipt, not sent again.
+	smsInDoubtResolved = "in_doubt_resolved"
 )
 
 var (
-	smsOutcomes   = []string{smsSent, smsRefused, smsFailed, smsChargeRefused, smsInDoubt}
+	smsOutcomes   = []string{smsSent, smsRefused, smsFailed, smsChargeRefused, smsInDoubt, smsInDoubtResolved}
 	checkOutcomes = []string{"matched", "mismatch", "exhausted", "expired"}
 	finalStatuses = []Status{Verified, NotVerified, Failed, Expired}
 )
@@ -43,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"status", "decided_by"}),
 		sms: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "verification", Name: "workflow_sms_total",
-			Help: "SMS sends of workflows by outcome: sent (the provider took it), refused (for good, refunded), failed (unknown, retried), charge_refused (not sent), in_doubt (sent again although an earlier submit's outcome was lost: possibly doubled).",
+			Help: "SMS sends of workflows by outcome: sent (the provider took it), refused (for good, refunded), failed (unknown, retried), charge_refused (not sent), in_doubt (sent again although an earlier submit's outcome was lost and no receipt matched it within the hold: possibly doubled), in_doubt_resolved (a step in doubt settled by its delivery receipt, not sent again).",
 		}, []string{"outcome"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mnv", Subsystem: "verification", Name: "workflow_code_checks_total",

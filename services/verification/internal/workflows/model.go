@@ -154,6 +154,10 @@ type Step struct {
 	// its submit: above zero with no message ids recorded, an earlier attempt's outcome is
 	// unknown (docs/architecture.md#sms-over-smpp).
 	SendAttempts int
+	// InDoubtSince is when an attempt first found the step in doubt (QUEUED with an attempt
+	// counted): its resend waits a hold from then for a delivery receipt that settles it. Zero
+	// while it never was.
+	InDoubtSince time.Time
 }
 
 // Charged is the sum of the workflow's settled step charges: every charge the workflow caused,

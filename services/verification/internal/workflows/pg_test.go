@@ -114,6 +114,10 @@ type smsc struct {
 	fail   bool
 	// notSent fails as a provider that knows nothing left (workflows.ErrNotSent).
 	notSent bool
+	// answerLost takes the message and fails as if its answer were lost (the outcome unknown).
+	answerLost bool
+	// during runs in Send after the message is taken, before its answer (a receipt overtaking it).
+	during func(m workflows.Message)
 }
 
 func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
@@ -132,7 +136,22 @@ func (s *smsc) Send(_ context.Context, m workflows.Message) ([]string, error) {
 		s.sent = map[string]workflows.Message{}
 	}
 	s.sent[m.ID] = m
+	if s.answerLost {
+		return nil, errors.New("connection reset with the submit in flight")
+	}
+	if s.during != nil {
+		s.mu.Unlock()
+		s.during(m)
+		s.mu.Lock()
+	}
 	return []string{"smsc-" + m.ID}, nil
+}
+
+// message is what the SMSC took for a step.
+func (s *smsc) message(stepID string) workflows.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent[stepID]
 }
 
 var codeRE = regexp.MustCompile(`^([0-9]{4,10}) `)
@@ -482,6 +501,10 @@ func TestCodeNeverLogged(t *testing.T) {
 		t.Fatal("a failing SMSC did not fail the job")
 	}
 	e.smsc.fail = false
+	if err := e.svc.SendSMS(ctx, a.SMSJob); err == nil {
+		t.Fatal("the step in doubt was not held")
+	}
+	e.advance(workflows.DefaultInDoubtHold) // no receipt came within the hold
 	if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
 		t.Fatal(err)
 	}
@@ -1214,6 +1237,14 @@ func TestSendInDoubt(t *testing.T) {
 				t.Fatal("a failing SMSC did not fail the job")
 			}
 			tc.fail(e.smsc, false)
+			if tc.inDoubt > 0 {
+				// In doubt: held for a receipt (none comes here), then sent again.
+				var held *workflows.HeldError
+				if err := e.svc.SendSMS(ctx, a.SMSJob); !errors.As(err, &held) || held.Wait != workflows.DefaultInDoubtHold {
+					t.Fatalf("a step in doubt: %v, want held %s", err, workflows.DefaultInDoubtHold)
+				}
+				e.advance(workflows.DefaultInDoubtHold)
+			}
 			if err := e.svc.SendSMS(ctx, a.SMSJob); err != nil {
 				t.Fatal(err)
 			}
@@ -1274,5 +1305,247 @@ func TestSandboxSMS(t *testing.T) {
 	}
 	if other, err := e.svc.SandboxSMS(ctx, uuid.NewString()); err != nil || len(other) != 0 {
 		t.Fatalf("another client reads %+v, %v", other, err)
+	}
+}
+
+// smsJob is the one SMS job waiting in River's table.
+func (e *env) smsJob(t *testing.T) workflows.SMSJob {
+	t.Helper()
+	var raw []byte
+	if err := e.pool.QueryRow(context.Background(), `SELECT args FROM verification.river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, workflows.SMSKind).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var a workflows.SMSArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.SMSJob
+}
+
+// sealed reports whether the workflow still keeps its code sealed for the sender.
+func (e *env) sealed(t *testing.T, id string) bool {
+	t.Helper()
+	var sealed bool
+	if err := e.pool.QueryRow(context.Background(), `SELECT code_sealed IS NOT NULL FROM verification.workflows WHERE id = $1`, id).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	return sealed
+}
+
+// TestInDoubtSettledByReceipt: a step whose submit reached the SMSC but whose answer was lost
+// is in doubt; the SMSC's receipt, whose message id no step recorded, is matched to it by the
+// attempt's reference it echoes, or by the start of the text when it echoes none, and the step
+// is settled: the held job sends nothing again. A receipt of another number, another attempt
+// or another code matches nothing, and the step is sent again once the hold has passed.
+func TestInDoubtSettledByReceipt(t *testing.T) {
+	digits := strings.TrimPrefix(gbNumber, "+")
+	for _, tc := range []struct {
+		name    string
+		receipt func(m workflows.Message) workflows.DeliveryReceipt
+		status  string // the receipt's status; "" for DELIVERED
+		match   bool
+	}{
+		{"by reference", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: digits, Reference: m.Reference, HasReference: true, Text: "garbled"}
+		}, "", true},
+		{"by reference, undeliverable, number with +", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: gbNumber, Reference: m.Reference, HasReference: true}
+		}, workflows.ReceiptUndeliverable, true},
+		{"by text when no reference", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: digits, Text: m.Text[:20]}
+		}, "", true},
+		{"another number", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: "447400123457", Reference: m.Reference, HasReference: true, Text: m.Text[:20]}
+		}, "", false},
+		{"another attempt's reference", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: digits, Reference: m.Reference + 1, HasReference: true, Text: m.Text[:20]}
+		}, "", false},
+		{"another code's text", func(m workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: digits, Text: wrong(m.Text[:6]) + m.Text[6:20]}
+		}, "", false},
+		{"no reference and no text", func(workflows.Message) workflows.DeliveryReceipt {
+			return workflows.DeliveryReceipt{To: digits}
+		}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 100, workflows.Ports{})
+			e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+			w := e.start(t)
+			job := e.smsJob(t)
+			ctx := context.Background()
+			e.smsc.answerLost = true
+			if err := e.svc.SendSMS(ctx, job); err == nil {
+				t.Fatal("a lost answer did not fail the job")
+			}
+			e.smsc.answerLost = false
+			m := e.smsc.message(job.StepID)
+			if m.Reference != workflows.MessageReference(job.StepID, 1) {
+				t.Fatalf("reference %#x, want the first attempt's", m.Reference)
+			}
+			// The job's retry finds the step in doubt and holds it.
+			var held *workflows.HeldError
+			if err := e.svc.SendSMS(ctx, job); !errors.As(err, &held) {
+				t.Fatalf("retry in doubt: %v, want held", err)
+			}
+			r := tc.receipt(m)
+			r.ProviderID, r.Status = "smsc-lost-"+job.StepID, tc.status
+			if r.Status == "" {
+				r.Status = workflows.ReceiptDelivered
+			}
+			err := e.svc.ReceiptInDoubt(ctx, r)
+			if tc.match != (err == nil) || (!tc.match && !errors.Is(err, fault.ErrNotFound)) {
+				t.Fatalf("ReceiptInDoubt = %v, want a match: %v", err, tc.match)
+			}
+			e.advance(workflows.DefaultInDoubtHold)
+			calls := e.smsc.calls
+			if err := e.svc.SendSMS(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			gw := e.get(t, w.ID)
+			got := gw.Step(job.StepID)
+			series := metricstest.Gather(t, e.reg)
+			if tc.match {
+				want := workflows.StepDelivered
+				if r.Status == workflows.ReceiptUndeliverable {
+					want = workflows.StepUndeliverable
+				}
+				if e.smsc.calls != calls || got.Status != want || got.SendAttempts != 1 || e.sealed(t, w.ID) {
+					t.Fatalf("after the hold: %d more sends, step %s with %d attempts, sealed %v; want none, %s, 1, false",
+						e.smsc.calls-calls, got.Status, got.SendAttempts, e.sealed(t, w.ID), want)
+				}
+				// The receipt's id is the step's now: a later receipt of it takes the normal path.
+				if _, _, step, err := store.New(e.pool).FindMessage(ctx, r.ProviderID); err != nil || step != job.StepID {
+					t.Fatalf("FindMessage = %s, %v", step, err)
+				}
+				if series[`mnv_verification_workflow_sms_total{outcome=in_doubt_resolved}`] != 1 || series[`mnv_verification_workflow_sms_total{outcome=in_doubt}`] != 0 {
+					t.Fatalf("metrics %v", series)
+				}
+				if !strings.Contains(e.logs.String(), "sms in doubt settled by a delivery receipt") {
+					t.Fatalf("not logged:\n%s", e.logs.String())
+				}
+			} else {
+				if e.smsc.calls != calls+1 || got.Status != workflows.StepSent || got.SendAttempts != 2 {
+					t.Fatalf("after the hold: %d more sends, step %s with %d attempts; want 1, SENT, 2", e.smsc.calls-calls, got.Status, got.SendAttempts)
+				}
+				if series[`mnv_verification_workflow_sms_total{outcome=in_doubt_resolved}`] != 0 || series[`mnv_verification_workflow_sms_total{outcome=in_doubt}`] != 1 {
+					t.Fatalf("metrics %v", series)
+				}
+			}
+			if code := m.Text[:6]; strings.Contains(e.logs.String(), code) || strings.Contains(e.logs.String(), digits) {
+				t.Fatalf("the code or the number was logged:\n%s", e.logs.String())
+			}
+		})
+	}
+}
+
+// TestReceiptOvertakesItsAnswer: a receipt that comes, and is matched as in doubt, before the
+// submit's answer is recorded converges with that record: one message id, the step DELIVERED,
+// one send, no error.
+func TestReceiptOvertakesItsAnswer(t *testing.T) {
+	e := newEnv(t, 100, workflows.Ports{})
+	e.setPolicy(t, `{"channels":["SMS_OTP"]}`)
+	w := e.start(t)
+	job := e.smsJob(t)
+	ctx := context.Background()
+	var overtook error
+	e.smsc.during = func(m workflows.Message) {
+		overtook = e.svc.ReceiptInDoubt(ctx, workflows.DeliveryReceipt{ProviderID: "smsc-" + m.ID, Status: workflows.ReceiptDelivered,
+			To: m.To, Reference: m.Reference, HasReference: true})
+	}
+	if err := e.svc.SendSMS(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if overtook != nil {
+		t.Fatalf("the overtaking receipt: %v", overtook)
+	}
+	// River runs a job at least once: again, nothing more.
+	if err := e.svc.SendSMS(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	gw := e.get(t, w.ID)
+	got := gw.Step(job.StepID)
+	var ids int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM verification.workflow_messages WHERE step_id = $1`, job.StepID).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflows.StepDelivered || got.SendAttempts != 1 || e.smsc.calls != 1 || ids != 1 || e.sealed(t, w.ID) {
+		t.Fatalf("step %s, %d attempts, %d sends, %d ids, sealed %v", got.Status, got.SendAttempts, e.smsc.calls, ids, e.sealed(t, w.ID))
+	}
+	// The normal path's receipt of the same id changes nothing more.
+	if err := e.svc.Receipt(ctx, "smsc-"+job.StepID, workflows.ReceiptDelivered); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInDoubtHoldNeverOutlastsTheCode: the hold of a step in doubt takes at most half of what
+// is left of its code's life, and a hold of 0 sends again at once.
+func TestInDoubtHoldNeverOutlastsTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		want time.Duration // 0: sent at once
+	}{
+		{"a hold longer than the code", 10 * time.Minute, 30 * time.Second}, // a 60 s code
+		{"a short hold", 5 * time.Second, 5 * time.Second},
+		{"no hold", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 100, workflows.Ports{})
+			e.svc = e.svc.WithInDoubtHold(tc.hold)
+			e.setPolicy(t, `{"channels":["SMS_OTP"],"codeTtlSeconds":60}`)
+			e.start(t)
+			job := e.smsJob(t)
+			ctx := context.Background()
+			e.smsc.fail = true
+			_ = e.svc.SendSMS(ctx, job)
+			e.smsc.fail = false
+			err := e.svc.SendSMS(ctx, job)
+			var held *workflows.HeldError
+			switch {
+			case tc.want == 0 && err != nil:
+				t.Fatalf("no hold: %v", err)
+			case tc.want > 0 && (!errors.As(err, &held) || held.Wait != tc.want):
+				t.Fatalf("%v, want held %s", err, tc.want)
+			}
+			if tc.want > 0 {
+				// Held again before the end (the hold runs from the first look, not each one).
+				e.advance(tc.want - time.Second)
+				if err := e.svc.SendSMS(ctx, job); !errors.As(err, &held) || held.Wait != time.Second {
+					t.Fatalf("a second look: %v, want held 1s", err)
+				}
+				e.advance(time.Second)
+				if err := e.svc.SendSMS(ctx, job); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if e.smsc.calls != 2 {
+				t.Fatalf("%d sends, want 2", e.smsc.calls)
+			}
+		})
+	}
+}
+
+func TestTextMatches(t *testing.T) {
+	const text = "123456 is your verification code. It expires in 5 minutes."
+	for _, tc := range []struct {
+		name, got, text string
+		want            bool
+	}{
+		{"the first 20 characters", text[:20], text, true},
+		{"fewer", "123456 is", text, true},
+		{"the code alone", "123456", text, true},
+		{"another code", "123457 is your verif", text, false},
+		{"a part of the code", "12345", text, false},
+		{"other words", "123456 est votre cod", text, false},
+		{"empty", "", text, false},
+		{"longer than the text", text + "!", text, false},
+		{"German, GSM's ä read as Latin-1", "123456 ist Ihr Best\xe4", "123456 ist Ihr Bestätigungscode.", true},
+		{"UCS-2 octets", "\x001\x002\x003", "123456 هو رمز التحقق", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := workflows.TextMatches(tc.got, tc.text, "123456"); got != tc.want {
+				t.Fatalf("TextMatches(%q) = %v, want %v", tc.got, got, tc.want)
+			}
+		})
 	}
 }

@@ -9,12 +9,19 @@ import (
 
 // Message is one SMS for the provider to send.
 type Message struct {
-	// ID is our message id (the step's id): the provider's dedupe key, so a job retried after a
-	// crash between the send and its record does not send twice.
+	// ID is our message id (the step's id), for the provider's logs and an HTTP aggregator
+	// that takes a client reference. It is no dedupe key: SMPP has none, so a job retried after
+	// a crash between the send and its record may send again; what keeps that from doubling
+	// the SMS is the hold of a step in doubt and the matching of receipts to it
+	// (docs/architecture.md#sms-over-smpp).
 	ID     string
 	To     string // E.164
 	Text   string
 	Locale string
+	// Reference is this attempt's two-octet reference (MessageReference of the step and the
+	// attempt): the SMPP adapter sends it as user_message_reference, which SMSCs echo in the
+	// delivery receipt, so a receipt whose message id was never recorded still finds its step.
+	Reference uint16
 }
 
 // ErrRefused is what SMSProvider.Send wraps when the SMS centre refused the message for good
@@ -35,6 +42,22 @@ var ErrNotSent = errors.New("sms not sent")
 // the code (say "submit_sm: ESME_RINVDSTADR", not the destination).
 type SMSProvider interface {
 	Send(ctx context.Context, m Message) (providerIDs []string, err error)
+}
+
+// DeliveryReceipt is a delivery receipt whose message id no step recorded
+// (Service.ReceiptInDoubt): what else it says, to find the step in doubt it is about.
+type DeliveryReceipt struct {
+	ProviderID string
+	Status     string // ReceiptDelivered or ReceiptUndeliverable
+	// To is the number the message went to, as the SMS centre wrote it (international digits,
+	// with or without "+").
+	To string
+	// Reference is the user_message_reference the SMS centre echoed (HasReference).
+	Reference    uint16
+	HasReference bool
+	// Text is the start of the message as the SMS centre gives it back ("" when it gives none).
+	// It holds a one-time code: it is compared, never logged or kept.
+	Text string
 }
 
 // Receipt statuses: what a delivery receipt says of a message.

@@ -47,6 +47,10 @@ type Store interface {
 	// FindMessage finds the client, workflow and step of a provider's message id;
 	// fault.ErrNotFound for none.
 	FindMessage(ctx context.Context, providerID string) (clientID, workflowID, stepID string, err error)
+	// StepsInDoubt lists the SMS steps, of any client, still QUEUED with a submit counted (one
+	// may have reached the SMS centre) whose workflow's number has the keyed hash numberHash;
+	// read without a lock (each is then locked by its client and checked again).
+	StepsInDoubt(ctx context.Context, numberHash []byte) ([]StepRef, error)
 	// ClientMessages finds which of the provider's message ids are the client's.
 	ClientMessages(ctx context.Context, clientID string, providerIDs []string) (map[string]MessageRef, error)
 	// DueWorkflows lists up to limit workflows, of any client, in progress with a step not
@@ -85,6 +89,9 @@ type Tx interface {
 // WorkflowRef names a workflow.
 type WorkflowRef struct{ ClientID, ID string }
 
+// StepRef names a workflow's step.
+type StepRef struct{ ClientID, WorkflowID, StepID string }
+
 // SMSJob is the SMS job's arguments: a step to send, nothing else (the number and the code are
 // read from the workflow's row, so no job argument ever holds either).
 type SMSJob struct {
@@ -111,7 +118,9 @@ type Service struct {
 	ledger  money.Ledger
 	metrics *Metrics
 	sandbox SandboxInbox
-	log     *zap.Logger
+	// hold is how long a step in doubt waits for a receipt before it is sent again.
+	hold time.Duration
+	log  *zap.Logger
 	// Now is the clock (tests move it).
 	Now func() time.Time
 }
@@ -119,7 +128,22 @@ type Service struct {
 // New returns a Service. keyring is the service's data keyring: it seals a code for its
 // sender and derives the key of the codes' hashes.
 func New(st Store, tx Tx, vault *phone.Vault, keyring *crypto.Keyring, ledger money.Ledger, ports Ports, log *zap.Logger) *Service {
-	return &Service{st: st, tx: tx, vault: vault, keyring: keyring, hasher: otp.NewHasher(keyring), ports: ports, ledger: ledger, log: log, Now: time.Now}
+	return &Service{st: st, tx: tx, vault: vault, keyring: keyring, hasher: otp.NewHasher(keyring), ports: ports, ledger: ledger,
+		hold: DefaultInDoubtHold, log: log, Now: time.Now}
+}
+
+// DefaultInDoubtHold is how long a step in doubt waits for a delivery receipt before its
+// message is sent again (MNV_SMS_IN_DOUBT_HOLD): an SMSC's receipt of a delivered SMS usually
+// comes within seconds, and the receipts' recorder asks for an unknown message id for about
+// five seconds before it matches the receipt against the steps in doubt.
+const DefaultInDoubtHold = 30 * time.Second
+
+// WithInDoubtHold returns s holding a step in doubt for d before it sends it again (0: at
+// once, as at-least-once alone would).
+func (s *Service) WithInDoubtHold(d time.Duration) *Service {
+	c := *s
+	c.hold = max(0, d)
+	return &c
 }
 
 // WithMetrics returns s counting into m.
@@ -898,7 +922,8 @@ func equalWorkflow(a, b Workflow) bool {
 	for i := range a.Steps {
 		x, y := a.Steps[i], b.Steps[i]
 		if x.Status != y.Status || x.Reason != y.Reason || x.ChargeStatus != y.ChargeStatus || x.Charged != y.Charged ||
-			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) || x.SendAttempts != y.SendAttempts {
+			x.VerificationID != y.VerificationID || !x.Ended.Equal(y.Ended) || x.SendAttempts != y.SendAttempts ||
+			!x.InDoubtSince.Equal(y.InDoubtSince) {
 			return false
 		}
 	}

@@ -2,8 +2,11 @@ package workflows
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,9 +39,11 @@ func Variant(c Channel, country string) string {
 }
 
 // SendSMS is the SMS job's work (at least once per step): it has the step paid, then sends its
-// code under the step's id as the message id, and records the provider's ids with the step
-// SENT, clearing the sealed code. A step that is no longer the one to send (a resend replaced
-// it, the workflow ended) is superseded and sends nothing. An error retries the job.
+// code with the attempt's reference, and records the provider's ids with the step SENT,
+// clearing the sealed code. A step that is no longer the one to send (a resend replaced it, the
+// workflow ended) is superseded and sends nothing. A step in doubt (an earlier submit's outcome
+// lost) is held for its receipt first: *HeldError, which the worker turns into a snooze
+// (docs/architecture.md#sms-over-smpp). Another error retries the job.
 func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 	var (
 		send bool
@@ -95,16 +100,20 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 	code := otp.Parse(string(digits))
 	// The attempt is committed before the submit, so the next attempt after a crash (or after
 	// a submit whose outcome was lost) knows the message may already be on its way.
-	send, inDoubt, err := s.markSending(ctx, w, step.ID)
-	if err != nil || !send {
+	m, err := s.markSending(ctx, w, step.ID)
+	if err != nil || !m.send {
+		if err == nil && m.wait > 0 {
+			return &HeldError{Wait: m.wait}
+		}
 		return err
 	}
-	if inDoubt {
+	if m.inDoubt {
 		s.metrics.sent(smsInDoubt)
-		s.log.Warn("sms in doubt: an earlier attempt's submit has no recorded outcome; sending again, which may double it",
+		s.log.Warn("sms in doubt: an earlier attempt's submit has no recorded outcome and no receipt matched it within the hold; sending again, which may double it",
 			zap.String("workflow", w.ID), zap.String("step", step.ID))
 	}
-	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, w.Policy.AppName, code, w.Policy.CodeTTL), Locale: w.Locale})
+	ids, err := s.ports.SMS.Send(ctx, Message{ID: step.ID, To: e164, Text: Text(w.Locale, w.Policy.AppName, code, w.Policy.CodeTTL), Locale: w.Locale,
+		Reference: MessageReference(step.ID, m.attempt)})
 	if errors.Is(err, ErrRefused) {
 		s.metrics.sent(smsRefused)
 		return s.refused(ctx, w, step.ID, err)
@@ -136,23 +145,79 @@ func (s *Service) SendSMS(ctx context.Context, job SMSJob) error {
 	return err
 }
 
+// sendDecision is what markSending decided.
+type sendDecision struct {
+	send    bool
+	attempt int // the attempt counted, from 1
+	inDoubt bool
+	wait    time.Duration // > 0: held, not sent; the job comes back after it
+}
+
 // markSending counts a submit of the step's message and commits it before the submit. It
-// answers whether the step is still to be sent and whether an earlier attempt's submit has no
-// recorded outcome (in doubt: it may have reached the SMS centre).
-func (s *Service) markSending(ctx context.Context, w Workflow, stepID string) (send, inDoubt bool, err error) {
-	_, err = s.locked(ctx, w.ClientID, w.ID, func(_ context.Context, _ Store, lw *Workflow, _ string, _ time.Time) error {
+// answers whether the step is still to be sent, the attempt's number, and whether an earlier
+// attempt's submit has no recorded outcome (in doubt: it may have reached the SMS centre).
+//
+// A step in doubt is held before it is sent again: the first attempt that finds it so records
+// when (in_doubt_since), and none sends until the hold has passed from then, so that the
+// delivery receipt of a message the SMS centre took settles the step first
+// (ReceiptInDoubt) and nothing is sent twice. The hold never takes more than half of what was
+// left of the code's life when the doubt was seen: a resend must still leave the user time to
+// type the code.
+func (s *Service) markSending(ctx context.Context, w Workflow, stepID string) (m sendDecision, err error) {
+	_, err = s.locked(ctx, w.ClientID, w.ID, func(_ context.Context, _ Store, lw *Workflow, _ string, now time.Time) error {
 		step := lw.Step(stepID)
 		if step == nil || step.Status != StepQueued || lw.Final() || lw.Code.StepID != stepID || lw.Code.Sealed == nil {
 			return nil // superseded or decided while it was charged: the sweep or the books end it
 		}
-		send, inDoubt = true, step.SendAttempts > 0
+		if step.SendAttempts > 0 && s.hold > 0 {
+			if step.InDoubtSince.IsZero() {
+				step.InDoubtSince = now
+			}
+			until := step.InDoubtSince.Add(s.hold)
+			if exp := lw.Code.ExpiresAt; !exp.IsZero() && exp.After(step.InDoubtSince) {
+				until = minTime(until, step.InDoubtSince.Add(exp.Sub(step.InDoubtSince)/2))
+			}
+			if now.Before(until) {
+				m.wait = until.Sub(now)
+				return nil // in_doubt_since is committed: the hold runs from the first look
+			}
+		}
+		m.send, m.inDoubt = true, step.SendAttempts > 0
 		step.SendAttempts++
+		m.attempt = step.SendAttempts
 		return nil
 	})
 	if errors.Is(err, fault.ErrNotFound) {
-		return false, false, nil
+		return sendDecision{}, nil
 	}
-	return send, inDoubt, err
+	return m, err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// HeldError is SendSMS's answer for a step in doubt whose hold has not passed: nothing was
+// sent, and the job is to come back after Wait (the worker snoozes it).
+type HeldError struct{ Wait time.Duration }
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("sms in doubt: held %s for a delivery receipt before sending again", e.Wait)
+}
+
+// MessageReference is the two-octet reference of a step's message at an attempt (from 1): the
+// first two octets of SHA-256 of both. It goes out as SMPP's user_message_reference and comes
+// back in the receipt, so a receipt whose message id was never recorded (the process died
+// before it, or the submit's answer was lost) is matched to the attempt that sent it. Two
+// octets collide one time in 65,536, and a receipt is matched only among the steps in doubt of
+// its own number, so a wrong match takes two steps of one number in doubt at once and a
+// collision.
+func MessageReference(stepID string, attempt int) uint16 {
+	sum := sha256.Sum256([]byte(stepID + "/" + strconv.Itoa(attempt)))
+	return binary.BigEndian.Uint16(sum[:2])
 }
 
 // unmarkSending takes back the count of a submit the provider is sure never left.
@@ -265,6 +330,123 @@ func (s *Service) Receipt(ctx context.Context, providerID, status string) error 
 		return nil
 	})
 	return err
+}
+
+// ReceiptInDoubt matches a delivery receipt whose message id no step recorded to the step it
+// is about, among the SMS steps in doubt (QUEUED with a submit counted) of the receipt's number:
+// by the attempt's reference when the SMS centre echoed it, else by the start of the text,
+// which for a step in doubt is still the code sealed on its workflow. A match records the
+// receipt's message id for the step, clears the sealed code (the SMS centre has it) and
+// applies the receipt as Receipt does, so the held job finds the step no longer QUEUED and
+// sends nothing. No match is fault.ErrNotFound (another system's message, a purged
+// workflow, or a step already settled).
+//
+// It is idempotent with the submit's own record: a receipt that overtakes its submit's
+// answer may settle the step here first; the answer then adds the same message id (kept
+// once) and finds the step no longer QUEUED.
+func (s *Service) ReceiptInDoubt(ctx context.Context, r DeliveryReceipt) error {
+	if r.Status != ReceiptDelivered && r.Status != ReceiptUndeliverable {
+		return fault.Invalid("status", "must be %s or %s", ReceiptDelivered, ReceiptUndeliverable)
+	}
+	if r.ProviderID == "" || (!r.HasReference && r.Text == "") {
+		return fault.ErrNotFound // nothing to match by
+	}
+	// Recorded meanwhile (the submit's answer came after all): the normal path.
+	if err := s.Receipt(ctx, r.ProviderID, r.Status); !errors.Is(err, fault.ErrNotFound) {
+		return err
+	}
+	digits := strings.TrimPrefix(r.To, "+")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return fault.ErrNotFound // not a number: no step of ours
+	}
+	e164 := "+" + digits
+	refs, err := s.st.StepsInDoubt(ctx, s.vault.Hash(e164))
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		matched, by, err := s.settleInDoubt(ctx, ref, r, e164)
+		if err != nil {
+			return err
+		}
+		if matched {
+			s.metrics.sent(smsInDoubtResolved)
+			s.log.Info("sms in doubt settled by a delivery receipt: not sent again",
+				zap.String("workflow", ref.WorkflowID), zap.String("step", ref.StepID), zap.String("matched_by", by), zap.String("status", r.Status))
+			return nil
+		}
+	}
+	return fault.ErrNotFound
+}
+
+// settleInDoubt locks ref's workflow and, when the receipt is its step's, records it.
+func (s *Service) settleInDoubt(ctx context.Context, ref StepRef, r DeliveryReceipt, e164 string) (matched bool, by string, err error) {
+	_, err = s.locked(ctx, ref.ClientID, ref.WorkflowID, func(ctx context.Context, st Store, w *Workflow, num string, _ time.Time) error {
+		step := w.Step(ref.StepID)
+		if step == nil || step.Channel != SMSOTP || step.Status != StepQueued || step.SendAttempts == 0 || num != e164 {
+			return nil // settled or superseded since it was listed, or a hash's coincidence
+		}
+		switch {
+		case r.HasReference:
+			for a := 1; a <= step.SendAttempts && !matched; a++ {
+				matched = MessageReference(step.ID, a) == r.Reference
+			}
+			by = "reference"
+		case w.Code.StepID == step.ID && w.Code.Sealed != nil:
+			digits, err := s.keyring.Open(w.Code.Sealed, codeAD(w.ClientID, w.ID, step.ID, num))
+			if err != nil {
+				return fmt.Errorf("sms step %s: open the code: %w", step.ID, err)
+			}
+			code := otp.Parse(string(digits))
+			matched = TextMatches(r.Text, Text(w.Locale, w.Policy.AppName, code, w.Policy.CodeTTL), code.Digits())
+			by = "text"
+		}
+		if !matched {
+			return nil
+		}
+		if err := st.AddMessages(ctx, w.ClientID, step.ID, []string{r.ProviderID}); err != nil {
+			return err
+		}
+		if w.Code.StepID == step.ID {
+			w.Code.Sealed = nil // the SMSC has it: only the hash stays
+		}
+		if r.Status == ReceiptDelivered {
+			step.Status = StepDelivered
+		} else {
+			step.Status, step.Reason = StepUndeliverable, ReasonUndeliverable
+		}
+		return nil
+	})
+	if errors.Is(err, fault.ErrNotFound) {
+		return false, "", nil // purged since it was listed
+	}
+	return matched, by, err
+}
+
+// TextMatches reports whether a receipt's text field (the message's first characters, 20 by
+// custom, as the SMS centre renders them) is the start of text, whose code is digits. SMS
+// centres render it in their own encoding of the receipt (GSM 03.38's or Latin-1's octets,
+// sometimes UCS-2's): digits, spaces and ASCII letters read the same in all but UCS-2, so the
+// two are compared byte by byte up to the first byte outside ASCII of either, and the code,
+// which every text starts with, must be there whole. A centre that echoes UCS-2 octets never
+// matches here: its receipts are matched by reference, or not at all (then the hold resends).
+func TextMatches(got, text, digits string) bool {
+	if digits == "" || !strings.HasPrefix(got, digits) {
+		return false
+	}
+	for i := 0; i < len(got); i++ {
+		if i >= len(text) {
+			return false
+		}
+		a, b := got[i], text[i]
+		if a >= 0x80 || b >= 0x80 {
+			return true
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 // texts are the SMS's words per language (the locale's first subtag), without and with the
