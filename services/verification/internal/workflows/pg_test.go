@@ -1478,7 +1478,7 @@ func TestReceiptOvertakesItsAnswer(t *testing.T) {
 }
 
 // TestInDoubtHoldNeverOutlastsTheCode: the hold of a step in doubt takes at most half of what
-// is left of its code's life, and a hold of 0 sends again at once.
+// is left of its code's life, a hold of 0 sends again at once, and each doubt has its own hold.
 func TestInDoubtHoldNeverOutlastsTheCode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -1513,9 +1513,14 @@ func TestInDoubtHoldNeverOutlastsTheCode(t *testing.T) {
 				if err := e.svc.SendSMS(ctx, job); !errors.As(err, &held) || held.Wait != time.Second {
 					t.Fatalf("a second look: %v, want held 1s", err)
 				}
+				// The send after the hold loses its outcome too: its doubt is held in its turn,
+				// not sent again at once.
 				e.advance(time.Second)
-				if err := e.svc.SendSMS(ctx, job); err != nil {
-					t.Fatal(err)
+				e.smsc.fail = true
+				_ = e.svc.SendSMS(ctx, job)
+				e.smsc.fail = false
+				if err := e.svc.SendSMS(ctx, job); !errors.As(err, &held) {
+					t.Fatalf("the second doubt: %v, want held", err)
 				}
 			}
 			if e.smsc.calls != 2 {

@@ -183,6 +183,8 @@ func (s *Service) markSending(ctx context.Context, w Workflow, stepID string) (m
 			}
 		}
 		m.send, m.inDoubt = true, step.SendAttempts > 0
+		// This attempt's outcome may be lost in its turn: its doubt gets a hold of its own.
+		step.InDoubtSince = time.Time{}
 		step.SendAttempts++
 		m.attempt = step.SendAttempts
 		return nil
