@@ -210,7 +210,7 @@ func workflowToProto(w workflows.Workflow) *verificationv1.Workflow {
 		ResendAt: tsOrNil(optTime(w.ResendAt())), Charged: w.Charged(),
 		CreatedAt: timestamppb.New(w.Created), EndedAt: tsOrNil(optTime(w.Ended)), TransactionId: optString(w.TransactionID),
 		SimCheckedAt: tsOrNil(optTime(w.SIMCheckedAt)),
-		DeviceSwap: string(w.DeviceSwap), DeviceCheckedAt: tsOrNil(optTime(w.DeviceCheckedAt)),
+		DeviceSwap:   string(w.DeviceSwap), DeviceCheckedAt: tsOrNil(optTime(w.DeviceCheckedAt)),
 	}
 	if w.Code.StepID != "" && !w.Final() {
 		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
