@@ -20,6 +20,11 @@ const sandboxCAMARAClient = "mnv-sandbox"
 // (the pumping controls send codes to mobile lines only).
 const SandboxSwappedNumber = "+447400900666"
 
+// SandboxDeviceSwappedNumber is the line the sandbox operator says moved to another device an
+// hour ago, its SIM unchanged: a workflow for it under a device-swap policy sees its device
+// SWAPPED while a SIM-swap check alone lets it through.
+const SandboxDeviceSwappedNumber = "+447400900667"
+
 // startSandboxCAMARA starts the sandbox CAMARA operator (platform/testkit/sandboxcamara) on
 // loopback and points verification at a registry with the sandbox operator and a sandbox-camara
 // operator (NETWORK_API) reached through it, so the NETWORK_API flow can be walked with curl. It
@@ -27,9 +32,10 @@ const SandboxSwappedNumber = "+447400900666"
 // device identifies its line to the fake with the sandbox header, X-Mnv-Sandbox-Msisdn.
 //
 // sandbox-camara also answers CAMARA SIM Swap and Device Swap (its swap block, two-legged so a
-// check costs no backchannel wait), so a workflow policy's SIM-swap gate works out of the box:
-// every line's SIM and device never changed, except SandboxSwappedNumber's, changed an hour
-// before the run started (docs/operations.md#sim-swap-settings).
+// check costs no backchannel wait), so a workflow policy's SIM-swap and device-swap gates work
+// out of the box: every line's SIM and device never changed, except SandboxSwappedNumber's, both
+// changed an hour before the run started, and SandboxDeviceSwappedNumber's device alone
+// (docs/operations.md#sim-swap-settings).
 func startSandboxCAMARA(state string, vcfg *verification.Config, gatewayAddr string) (*sandboxcamara.Fake, error) {
 	if !vcfg.Sandbox || vcfg.OperatorsFile != "" {
 		return nil, nil
@@ -83,6 +89,7 @@ operators:
 `, f.DiscoveryURL(), f.URL, sandboxCAMARAClient)
 	swappedAt := time.Now().Add(-time.Hour).UTC()
 	f.SetLine(SandboxSwappedNumber, sandboxcamara.Line{SIMChange: swappedAt, DeviceChange: swappedAt})
+	f.SetLine(SandboxDeviceSwappedNumber, sandboxcamara.Line{DeviceChange: swappedAt})
 	for _, w := range []struct{ path, text string }{{secretFile, secret + "\n"}, {registry, yaml}} {
 		if err := os.WriteFile(w.path, []byte(w.text), 0o600); err != nil {
 			_ = f.Close()

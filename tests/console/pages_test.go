@@ -83,9 +83,11 @@ func fakeAnswers(now time.Time) map[string]any {
 				"resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": nil, "appName": nil,
 				"smsCountries": []any{"GB", "FR"}, "dailySmsCap": 500,
 				"countries": map[string]any{"GB": map[string]any{"channels": []any{"SMS_OTP"}, "codeLength": 8, "codeTtlSeconds": nil, "maxAttempts": nil,
-					"maxResends": nil, "resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": map[string]any{"mode": "BLOCK", "maxAgeHours": 72}}}},
+					"maxResends": nil, "resendCooldownSeconds": nil, "silentTimeoutSeconds": nil, "smsTimeoutSeconds": nil, "simSwap": map[string]any{"mode": "BLOCK", "maxAgeHours": 72},
+					"deviceSwap": map[string]any{"mode": "REPORT", "maxAgeHours": nil}}}},
 			"effective": map[string]any{"channels": []any{"SILENT", "SMS_OTP"}, "codeLength": 6, "codeTtlSeconds": 300, "maxAttempts": 5, "maxResends": 3,
-				"resendCooldownSeconds": 30, "silentTimeoutSeconds": 60, "smsTimeoutSeconds": 600, "simSwap": map[string]any{"mode": "OFF", "maxAgeHours": 240}},
+				"resendCooldownSeconds": 30, "silentTimeoutSeconds": 60, "smsTimeoutSeconds": 600, "simSwap": map[string]any{"mode": "OFF", "maxAgeHours": 240},
+				"deviceSwap": map[string]any{"mode": "OFF", "maxAgeHours": 240}},
 		},
 		"PUT /v1/api/me/workflow-policy": map[string]any{"policy": map[string]any{"channels": []any{}, "countries": map[string]any{}}, "effective": nil},
 		"GET /v1/api/me/usage/workflows": map[string]any{"from": from, "to": to, "days": []any{},
@@ -171,7 +173,7 @@ func fakeWorkflow(iso func(time.Duration) string, id, status, decidedBy string) 
 		decided = decidedBy
 	}
 	return map[string]any{"workflowId": id, "status": status, "decidedBy": decided, "reason": nil, "mobileNumber": "+44740*****56",
-		"country": "GB", "simSwap": "NOT_CHECKED", "steps": steps, "attemptsLeft": 5, "resendsLeft": 3, "resendAt": nil, "codeExpiresAt": nil,
+		"country": "GB", "simSwap": "NOT_CHECKED", "deviceSwap": "NOT_SWAPPED", "steps": steps, "attemptsLeft": 5, "resendsLeft": 3, "resendAt": nil, "codeExpiresAt": nil,
 		"charged": 5, "createdAt": iso(time.Hour), "endedAt": nil, "transactionId": nil}
 }
 
@@ -344,11 +346,11 @@ func TestPages(t *testing.T) {
 		}
 	})
 
-	// The workflow policy: an ADMIN changes the default's code length, SIM-swap age and app
-	// name, the GB override's SIM-swap age, adds an override for FR (codes by SMS only) and
-	// saves; the body keeps the rest of the GB override and what the page does not edit (the
-	// SMS allow-list and cap) as they were, and leaves unset fields out (they take the level
-	// above).
+	// The workflow policy: an ADMIN changes the default's code length, SIM-swap age, device-swap
+	// mode and app name, the GB override's SIM-swap and device-swap ages, adds an override for
+	// FR (codes by SMS only) and saves; the body keeps the rest of the GB override (its
+	// device-swap mode) and what the page does not edit (the SMS allow-list and cap) as they
+	// were, and leaves unset fields out (they take the level above).
 	t.Run("workflow policy", func(t *testing.T) {
 		tab.Goto(t, gateway+"/console/settings")
 		tab.WaitVisible(t, `#workflow-policy form`)
@@ -356,6 +358,10 @@ func TestPages(t *testing.T) {
 		tab.Fill(t, `#workflow-policy input[name="simMaxAgeHours"]`, "48")
 		tab.Fill(t, `#workflow-policy input[name="appName"]`, "Acme")
 		tab.Fill(t, `#workflow-policy input[name="GB-simMaxAgeHours"]`, "24")
+		tab.Fill(t, `#workflow-policy input[name="GB-deviceMaxAgeHours"]`, "12")
+		var mode string
+		tab.Eval(t, `(() => { const s = document.querySelector('#workflow-policy select[name="deviceSwap"]'); s.value = 'BLOCK';
+  s.dispatchEvent(new Event('change', {bubbles: true})); return s.value; })()`, &mode)
 		tab.Fill(t, `#workflow-policy .inline-form input`, "fr")
 		tab.Click(t, `#workflow-policy .inline-form button`)
 		tab.WaitVisible(t, `#workflow-policy select[name="FR-channels"]`)
@@ -374,8 +380,8 @@ func TestPages(t *testing.T) {
 		}
 		got, _ := json.Marshal(body)
 		want := `{"appName":"Acme","channels":["SILENT","SMS_OTP"],"codeLength":8,"countries":{"FR":{"channels":["SMS_OTP"]},` +
-			`"GB":{"channels":["SMS_OTP"],"codeLength":8,"simSwap":{"maxAgeHours":24,"mode":"BLOCK"}}},"dailySmsCap":500,` +
-			`"simSwap":{"maxAgeHours":48},"smsCountries":["GB","FR"]}`
+			`"GB":{"channels":["SMS_OTP"],"codeLength":8,"deviceSwap":{"maxAgeHours":12,"mode":"REPORT"},"simSwap":{"maxAgeHours":24,"mode":"BLOCK"}}},` +
+			`"dailySmsCap":500,"deviceSwap":{"mode":"BLOCK"},"simSwap":{"maxAgeHours":48},"smsCountries":["GB","FR"]}`
 		if string(got) != want {
 			t.Errorf("saved %s\nwant  %s", got, want)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	connecttest "github.com/mnvhq/mnv/services/connect/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/auth/authtest"
+	verificationapp "github.com/mnvhq/mnv/services/verification/app"
 	verificationtest "github.com/mnvhq/mnv/services/verification/app/apptest"
 )
 
@@ -42,10 +43,13 @@ func startB(t testing.TB) *stack { return startWith(t, apptest.Logger(t)).stack 
 
 // startWith starts every service and the gateway over real sockets, with log as the gateway's
 // logger.
-func startWith(t testing.TB, log *zap.Logger) *full {
+func startWith(t testing.TB, log *zap.Logger) *full { return startEditing(t, log, nil) }
+
+// startEditing is startWith with verification's configuration edited (an operator registry).
+func startEditing(t testing.TB, log *zap.Logger, edit func(*verificationapp.Config)) *full {
 	t.Helper()
 	acc := apptest.Start(t)
-	ver := verificationtest.Start(t, acc.Addr, authtest.VerificationToken, nil)
+	ver := verificationtest.Start(t, acc.Addr, authtest.VerificationToken, edit)
 	con := connecttest.Start(t, acc.Addr, authtest.ConnectToken, nil)
 	cfg := app.DefaultConfig()
 	cfg.AccountsAddr, cfg.VerificationAddr, cfg.ConnectAddr = acc.Addr, ver.Addr, con.Addr

@@ -4,14 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	accountsv1 "github.com/mnvhq/mnv/proto/gen/mnv/accounts/v1"
 	"github.com/mnvhq/mnv/services/accounts/app/apptest"
 	"github.com/mnvhq/mnv/services/platform/outbox"
+	"github.com/mnvhq/mnv/services/platform/testkit/sandboxcamara"
+	verificationapp "github.com/mnvhq/mnv/services/verification/app"
 	"github.com/mnvhq/mnv/tests/harness"
 )
 
@@ -411,4 +417,81 @@ func checkWorkflowEvents(t *testing.T, f *full) map[string]int {
 		}
 	}
 	return seen
+}
+
+// TestWorkflowSwapChecks: a workflow's SIM-swap and device-swap checks through the gateway, the
+// real services and a fake operator offering both CAMARA APIs: the answer, the workflow read
+// back and the events carry each check's result and time. A line whose device moved an hour
+// ago, its SIM unchanged, fails under a device-swap BLOCK (DEVICE_SWAPPED) while the SIM check,
+// reported, says NOT_SWAPPED; a clean line goes on with both NOT_SWAPPED.
+func TestWorkflowSwapChecks(t *testing.T) {
+	secret := "swap-" + uuid.NewString() // made at run time: no literal looks like a credential
+	fake, err := sandboxcamara.Start("127.0.0.1:0", sandboxcamara.Options{Clients: []sandboxcamara.Client{{ID: "mnv", Secret: secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	const moved, clean = "+447400900667", "+447400900668"
+	fake.SetLine(moved, sandboxcamara.Line{DeviceChange: time.Now().Add(-time.Hour)})
+	dir := t.TempDir()
+	registry := filepath.Join(dir, "operators.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "swap.secret"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(registry, []byte(`operators:
+  - id: sandbox
+    name: mnv sandbox
+    country: ZZ
+    methods: [HEADER_ENRICHMENT]
+    sandbox: true
+    headerEnrichment: {trustedRanges: ["127.0.0.0/8"], numberHeader: X-Mnv-Sandbox-Msisdn}
+    swap:
+      discoveryUrl: `+fake.DiscoveryURL()+`
+      apiRoot: `+fake.URL+`
+      clientId: mnv
+      clientAuth: client_secret_basic
+      clientSecretFile: swap.secret
+      grant: client_credentials
+      simSwap: v2
+      deviceSwap: v1
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := startEditing(t, apptest.Logger(t), func(c *verificationapp.Config) { c.OperatorsFile = registry })
+	c := f.accounts.CreateClient(t, 10, accountsv1.Feature_FEATURE_VERIFY, accountsv1.Feature_FEATURE_SANDBOX)
+	f.data(t, call{method: "PUT", path: "/v1/api/me/workflow-policy", headers: meHeaders(c),
+		body: `{"smsCountries":["GB"],"simSwap":{"mode":"REPORT"},"deviceSwap":{"mode":"BLOCK","maxAgeHours":24}}`})
+	// A device-swap age out of range is 400 on its field.
+	if a := f.do(t, call{method: "PUT", path: "/v1/api/me/workflow-policy", headers: meHeaders(c), body: `{"deviceSwap":{"maxAgeHours":2401}}`}); a.status != http.StatusBadRequest || !strings.Contains(string(a.body), "deviceSwap.maxAgeHours") {
+		t.Fatalf("a device-swap age of 2401 hours: %d %s", a.status, a.body)
+	}
+	eff := f.data(t, call{method: "GET", path: "/v1/api/me/workflow-policy", headers: meHeaders(c)})["effective"].(map[string]any)
+	if d, _ := eff["deviceSwap"].(map[string]any); d["mode"] != "BLOCK" || d["maxAgeHours"] != float64(24) {
+		t.Fatalf("the effective device swap: %v", eff["deviceSwap"])
+	}
+	for _, tt := range []struct {
+		number, status, reason, steps, sim, device string
+	}{
+		{moved, "FAILED", "DEVICE_SWAPPED", "", "NOT_SWAPPED", "SWAPPED"},
+		{clean, "IN_PROGRESS", "", "SILENT:PENDING", "NOT_SWAPPED", "NOT_SWAPPED"},
+	} {
+		a := f.do(t, call{method: "POST", path: "/v1/api/workflows", headers: keyHeaders(c), body: `{"mobileNumber":"` + tt.number + `"}`})
+		if a.status != http.StatusOK {
+			t.Fatalf("start %s: %d %s", tt.number, a.status, a.body)
+		}
+		started := workflowOf(t, a)
+		read := f.data(t, call{method: "GET", path: "/v1/api/workflows/" + started["workflowId"].(string), headers: keyHeaders(c)})
+		for name, w := range map[string]map[string]any{"started": started, "read back": read} {
+			reason, _ := w["reason"].(string)
+			if w["status"] != tt.status || reason != tt.reason || stepsOf(w) != tt.steps || w["simSwap"] != tt.sim || w["deviceSwap"] != tt.device ||
+				w["simCheckedAt"] == nil || w["deviceCheckedAt"] == nil {
+				t.Fatalf("%s %s: %v", tt.number, name, w)
+			}
+		}
+	}
+	// The failed workflow's completion and every step change, as docs/events.schema.json says
+	// (which asks for deviceSwap and deviceCheckedAt).
+	if seen := checkWorkflowEvents(t, f); seen["verification.workflow.completed"] != 1 || seen["verification.step"] != 1 {
+		t.Fatalf("workflow events: %v", seen)
+	}
 }

@@ -3674,14 +3674,25 @@ export interface components {
             createdAt: string | null;
             /** @description The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did. */
             decidedBy: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator answered the device-swap check; absent when no answer came.
+             */
+            deviceCheckedAt: string | null;
+            /**
+             * @description What the device-swap check found, as sim_swap (the check asks whether the line moved to
+             *     another device, where the number's operator offers it).
+             */
+            deviceSwap: string;
             /** Format: date-time */
             endedAt: string | null;
             /** @description Masked. */
             mobileNumber: string;
             /**
              * @description Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-             *     SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
-             *     which pumping rule refused), … (more may come: branch on status).
+             *     SMS_UNDELIVERABLE, SIM_SWAPPED, SIM_SWAP_UNKNOWN, DEVICE_SWAPPED, DEVICE_SWAP_UNKNOWN,
+             *     NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says which pumping rule refused), …
+             *     (more may come: branch on status).
              */
             reason: string | null;
             /**
@@ -3700,7 +3711,10 @@ export interface components {
              *     when no answer came.
              */
             simCheckedAt: string | null;
-            /** @description What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE. */
+            /**
+             * @description What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE (the
+             *     operator did not answer) or NOT_OFFERED (no operator offers the check for the number).
+             */
             simSwap: string;
             /** @description IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED. */
             status: string;
@@ -3734,6 +3748,11 @@ export interface components {
              * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
              */
             dailySmsCap: number | null;
+            /**
+             * @description The device-swap check: the same modes and maximum age as sim_swap, asked of the operator's
+             *     Device Swap API where it offers one.
+             */
+            deviceSwap: components["schemas"]["WorkflowSimSwap"] | null;
             /** Format: int32 */
             maxAttempts: number | null;
             /** Format: int32 */
@@ -3777,6 +3796,11 @@ export interface components {
              * @description The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
              */
             dailySmsCap?: number | null;
+            /**
+             * @description The device-swap check: the same modes and maximum age as sim_swap, asked of the operator's
+             *     Device Swap API where it offers one.
+             */
+            deviceSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
             /** Format: int32 */
             maxAttempts?: number | null;
             /** Format: int32 */
@@ -3803,6 +3827,8 @@ export interface components {
             codeLength: number | null;
             /** Format: int32 */
             codeTtlSeconds: number | null;
+            /** @description The device-swap check, as the policy's device_swap. */
+            deviceSwap: components["schemas"]["WorkflowSimSwap"] | null;
             /** Format: int32 */
             maxAttempts: number | null;
             /** Format: int32 */
@@ -3827,6 +3853,8 @@ export interface components {
             codeLength?: number | null;
             /** Format: int32 */
             codeTtlSeconds?: number | null;
+            /** @description The device-swap check, as the policy's device_swap. */
+            deviceSwap?: components["schemas"]["WorkflowSimSwapInput"] | null;
             /** Format: int32 */
             maxAttempts?: number | null;
             /** Format: int32 */
@@ -3839,12 +3867,14 @@ export interface components {
             /** Format: int32 */
             smsTimeoutSeconds?: number | null;
         };
+        /** @description WorkflowSimSwap is a swap check's part of a policy: the SIM-swap one, or the device-swap one. */
         WorkflowSimSwap: {
             /** Format: int32 */
             maxAgeHours: number | null;
             /** @description OFF, BLOCK, FALLBACK or REPORT. */
             mode: string;
         };
+        /** @description WorkflowSimSwap is a swap check's part of a policy: the SIM-swap one, or the device-swap one. */
         WorkflowSimSwapInput: {
             /** Format: int32 */
             maxAgeHours?: number | null;

@@ -1,5 +1,5 @@
 // The workflow policy (Settings): the channels a workflow runs, the code's rules, the SIM-swap
-// check and the app name the SMS gives, by default and per country. An ADMIN saves it (after a
+// and device-swap checks and the app name the SMS gives, by default and per country. An ADMIN saves it (after a
 // fresh passkey check, which the API asks for); a MEMBER reads it. An empty field takes the level
 // above: the default's, or mnv's. What the page does not edit (the SMS allow-list and daily cap)
 // is sent back as it was read: the PUT replaces the whole policy.
@@ -21,7 +21,7 @@ const orders: { value: string; channels: Channel[] }[] = [
   { value: 'SMS_OTP,SILENT', channels: ['SMS_OTP', 'SILENT'] },
 ];
 const orderName = (v: string) => (v === '' ? 'As the default' : v.split(',').map((c) => channelNames[c] ?? words(c)).join(', then '));
-const simModes = ['OFF', 'BLOCK', 'FALLBACK', 'REPORT'] as const;
+const swapModes = ['OFF', 'BLOCK', 'FALLBACK', 'REPORT'] as const;
 
 // The numeric rules, with their bounds (the API's).
 const numbers = [
@@ -41,6 +41,8 @@ interface Form {
   values: Record<NumberKey, string>;
   simMode: string;
   simMaxAge: string;
+  devMode: string;
+  devMaxAge: string;
   appName: string;
 }
 
@@ -52,6 +54,8 @@ function toForm(s: Partial<Schemas['WorkflowSettings']> | null | undefined): For
     values,
     simMode: s?.simSwap?.mode ?? '',
     simMaxAge: s?.simSwap?.maxAgeHours == null ? '' : String(s.simSwap.maxAgeHours),
+    devMode: s?.deviceSwap?.mode ?? '',
+    devMaxAge: s?.deviceSwap?.maxAgeHours == null ? '' : String(s.deviceSwap.maxAgeHours),
     appName: s?.appName ?? '',
   };
 }
@@ -60,10 +64,60 @@ function fromForm(f: Form): Settings {
   const out: Settings = {};
   if (f.order) out.channels = f.order.split(',') as Channel[];
   for (const n of numbers) if (f.values[n.key] !== '') out[n.key] = Number(f.values[n.key]);
-  if (f.simMode || f.simMaxAge)
-    out.simSwap = { ...(f.simMode ? { mode: f.simMode as (typeof simModes)[number] } : {}), ...(f.simMaxAge ? { maxAgeHours: Number(f.simMaxAge) } : {}) };
+  if (f.simMode || f.simMaxAge) out.simSwap = swapOf(f.simMode, f.simMaxAge);
+  if (f.devMode || f.devMaxAge) out.deviceSwap = swapOf(f.devMode, f.devMaxAge);
   if (f.appName !== '') out.appName = f.appName;
   return out;
+}
+
+/** A swap check's part of a level, the fields left empty left out. */
+function swapOf(mode: string, maxAge: string): NonNullable<Settings['simSwap']> {
+  return { ...(mode ? { mode: mode as (typeof swapModes)[number] } : {}), ...(maxAge ? { maxAgeHours: Number(maxAge) } : {}) };
+}
+
+/** A swap check's two fields (SIM swap's, or device swap's): its mode and maximum age. */
+function SwapFields(p: {
+  what: string;
+  name: string;
+  prefix: string;
+  mode: string;
+  maxAge: string;
+  effective: Schemas['WorkflowSettings']['simSwap'] | undefined;
+  setMode: (v: string) => void;
+  setMaxAge: (v: string) => void;
+}) {
+  return (
+    <>
+      <Field label={`${p.what} check`}>
+        {(id) => (
+          <select id={id} name={`${p.prefix}${p.name}Swap`} value={p.mode} onChange={(e) => p.setMode((e.target as HTMLSelectElement).value)}>
+            <option value="">{p.prefix ? 'As the default' : `mnv's default (${words(p.effective?.mode ?? 'OFF')})`}</option>
+            {swapModes.map((m) => (
+              <option key={m} value={m}>
+                {words(m)}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label={`${p.what} counts as recent within (hours)`} hint={`1 to 2400; empty: ${p.effective?.maxAgeHours ?? 'the default'}.`}>
+        {(id, d) => (
+          <input
+            id={id}
+            name={`${p.prefix}${p.name}MaxAgeHours`}
+            aria-describedby={d}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            max={2400}
+            value={p.maxAge}
+            placeholder={p.effective?.maxAgeHours == null ? '' : String(p.effective.maxAgeHours)}
+            onInput={(e) => p.setMaxAge((e.target as HTMLInputElement).value)}
+          />
+        )}
+      </Field>
+    </>
+  );
 }
 
 /** One level's fields: the default's, or a country's. */
@@ -100,34 +154,26 @@ function Level({ form, set, effective, prefix }: { form: Form; set: (f: Form) =>
           )}
         </Field>
       ))}
-      <Field label="SIM swap check">
-        {(id) => (
-          <select id={id} name={`${prefix}simSwap`} value={form.simMode} onChange={(e) => set({ ...form, simMode: (e.target as HTMLSelectElement).value })}>
-            <option value="">{prefix ? 'As the default' : `mnv's default (${words(effective?.simSwap?.mode ?? 'OFF')})`}</option>
-            {simModes.map((m) => (
-              <option key={m} value={m}>
-                {words(m)}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field label="SIM swap counts as recent within (hours)" hint={`1 to 2400; empty: ${effective?.simSwap?.maxAgeHours ?? 'the default'}.`}>
-        {(id, d) => (
-          <input
-            id={id}
-            name={`${prefix}simMaxAgeHours`}
-            aria-describedby={d}
-            type="number"
-            inputMode="numeric"
-            min={1}
-            max={2400}
-            value={form.simMaxAge}
-            placeholder={effective?.simSwap?.maxAgeHours == null ? '' : String(effective.simSwap.maxAgeHours)}
-            onInput={(e) => set({ ...form, simMaxAge: (e.target as HTMLInputElement).value })}
-          />
-        )}
-      </Field>
+      <SwapFields
+        what="SIM swap"
+        name="sim"
+        prefix={prefix}
+        mode={form.simMode}
+        maxAge={form.simMaxAge}
+        effective={effective?.simSwap}
+        setMode={(v) => set({ ...form, simMode: v })}
+        setMaxAge={(v) => set({ ...form, simMaxAge: v })}
+      />
+      <SwapFields
+        what="Device swap"
+        name="device"
+        prefix={prefix}
+        mode={form.devMode}
+        maxAge={form.devMaxAge}
+        effective={effective?.deviceSwap}
+        setMode={(v) => set({ ...form, devMode: v })}
+        setMaxAge={(v) => set({ ...form, devMaxAge: v })}
+      />
       <Field label="App name in the SMS" hint="Up to 20 letters, digits or common signs (GSM): “123456 is your Acme verification code”. Empty: no name.">
         {(id, d) => (
           <input

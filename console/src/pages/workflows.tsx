@@ -177,6 +177,8 @@ export function WorkflowDetail({ id }: { id?: string }) {
               <dd>{d.decidedBy ? `${channelNames[d.decidedBy] ?? words(d.decidedBy)}${d.reason ? ` (${words(d.reason)})` : ''}` : d.reason ? words(d.reason) : 'Not decided yet'}</dd>
               <dt>SIM swap</dt>
               <dd>{words(d.simSwap)}</dd>
+              <dt>Device swap</dt>
+              <dd>{words(d.deviceSwap)}</dd>
               <dt>Charged</dt>
               <dd>{credits(d.charged)} credits</dd>
               <dt>Ended</dt>

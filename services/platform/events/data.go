@@ -123,6 +123,9 @@ type VerificationStepData struct {
 	// (WorkflowCompletedData's), so a step's receiver knows what the step was gated on.
 	SIMSwap      string `json:"simSwap"`
 	SIMCheckedAt *Time  `json:"simCheckedAt"`
+	// DeviceSwap and DeviceCheckedAt are its device-swap check, made with the SIM one.
+	DeviceSwap      string `json:"deviceSwap"`
+	DeviceCheckedAt *Time  `json:"deviceCheckedAt"`
 }
 
 // WorkflowCompletedData: a verification workflow reached its final status.
@@ -135,10 +138,14 @@ type WorkflowCompletedData struct {
 	Reason       *string `json:"reason"`
 	MobileNumber string  `json:"mobileNumber"` // masked
 	Country      string  `json:"country"`
-	// SIMSwap is what the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE.
+	// SIMSwap is what the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE,
+	// NOT_OFFERED.
 	SIMSwap string `json:"simSwap"`
 	// SIMCheckedAt is when the operator answered the check, null when none answered.
 	SIMCheckedAt *Time `json:"simCheckedAt"`
+	// DeviceSwap and DeviceCheckedAt are the device-swap check's, alike.
+	DeviceSwap      string `json:"deviceSwap"`
+	DeviceCheckedAt *Time  `json:"deviceCheckedAt"`
 	// Charged is the sum of the workflow's own step charges.
 	Charged int64 `json:"charged"`
 }

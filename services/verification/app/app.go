@@ -444,9 +444,11 @@ func New(ctx context.Context, cfg Config, log *zap.Logger, reg prometheus.Regist
 	if swaps, err := operatorapi.NewSwaps(ops.List(), &http.Client{Timeout: cfg.NetworkAPITimeout}, operatorapi.SwapOptions{}); err != nil {
 		return nil, fmt.Errorf("MNV_OPERATORS_FILE: %w", err)
 	} else if swaps.Len() > 0 {
-		// The registry's operators with swap settings answer the policies' SIM-swap checks;
-		// without any, a policy's check is "not configured" (UNAVAILABLE) and its mode decides.
+		// The registry's operators with swap settings answer the policies' SIM-swap and
+		// device-swap checks (each operator the APIs its block names); without any, a policy's
+		// check is "not configured" (NOT_OFFERED) and its mode decides.
 		workflowPorts.SIMSwap = operatorapi.SIMSwapGate{Swaps: swaps}
+		workflowPorts.DeviceSwap = operatorapi.SIMSwapGate{Swaps: swaps, Kind: operatorapi.DeviceSwap}
 	}
 	flowMetrics, err := workflows.NewMetrics(reg)
 	if err != nil {

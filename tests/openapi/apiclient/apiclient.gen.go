@@ -2748,15 +2748,23 @@ type Workflow struct {
 	CreatedAt *time.Time `json:"createdAt"`
 
 	// DecidedBy The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did.
-	DecidedBy *string    `json:"decidedBy"`
-	EndedAt   *time.Time `json:"endedAt"`
+	DecidedBy *string `json:"decidedBy"`
+
+	// DeviceCheckedAt When the operator answered the device-swap check; absent when no answer came.
+	DeviceCheckedAt *time.Time `json:"deviceCheckedAt"`
+
+	// DeviceSwap What the device-swap check found, as sim_swap (the check asks whether the line moved to
+	// another device, where the number's operator offers it).
+	DeviceSwap string     `json:"deviceSwap"`
+	EndedAt    *time.Time `json:"endedAt"`
 
 	// MobileNumber Masked.
 	MobileNumber string `json:"mobileNumber"`
 
 	// Reason Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
-	// which pumping rule refused), … (more may come: branch on status).
+	// SMS_UNDELIVERABLE, SIM_SWAPPED, SIM_SWAP_UNKNOWN, DEVICE_SWAPPED, DEVICE_SWAP_UNKNOWN,
+	// NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says which pumping rule refused), …
+	// (more may come: branch on status).
 	Reason *string `json:"reason"`
 
 	// ResendAt When a resend is next allowed; absent when none is (no code in play, none left, ended).
@@ -2769,7 +2777,8 @@ type Workflow struct {
 	// when no answer came.
 	SimCheckedAt *time.Time `json:"simCheckedAt"`
 
-	// SimSwap What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE.
+	// SimSwap What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE (the
+	// operator did not answer) or NOT_OFFERED (no operator offers the check for the number).
 	SimSwap string `json:"simSwap"`
 
 	// Status IN_PROGRESS, VERIFIED, NOT_VERIFIED, FAILED or EXPIRED.
@@ -2797,7 +2806,11 @@ type WorkflowPolicy struct {
 	Countries map[string]WorkflowSettings `json:"countries"`
 
 	// DailySmsCap The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
-	DailySmsCap           *int64           `json:"dailySmsCap"`
+	DailySmsCap *int64 `json:"dailySmsCap"`
+
+	// DeviceSwap The device-swap check: the same modes and maximum age as sim_swap, asked of the operator's
+	// Device Swap API where it offers one.
+	DeviceSwap            *WorkflowSimSwap `json:"deviceSwap"`
 	MaxAttempts           *int32           `json:"maxAttempts"`
 	MaxResends            *int32           `json:"maxResends"`
 	ResendCooldownSeconds *int32           `json:"resendCooldownSeconds"`
@@ -2828,7 +2841,11 @@ type WorkflowPolicyInput struct {
 	Countries *map[string]WorkflowSettingsInput `json:"countries,omitempty"`
 
 	// DailySmsCap The client's cap on its SMS spend per UTC day, in credits; absent: the service's.
-	DailySmsCap           *int64                `json:"dailySmsCap,omitempty"`
+	DailySmsCap *int64 `json:"dailySmsCap,omitempty"`
+
+	// DeviceSwap The device-swap check: the same modes and maximum age as sim_swap, asked of the operator's
+	// Device Swap API where it offers one.
+	DeviceSwap            *WorkflowSimSwapInput `json:"deviceSwap,omitempty"`
 	MaxAttempts           *int32                `json:"maxAttempts,omitempty"`
 	MaxResends            *int32                `json:"maxResends,omitempty"`
 	ResendCooldownSeconds *int32                `json:"resendCooldownSeconds,omitempty"`
@@ -2850,9 +2867,12 @@ type WorkflowSettings struct {
 	AppName *string `json:"appName"`
 
 	// Channels In order, distinct: SILENT, SMS_OTP.
-	Channels              []string         `json:"channels"`
-	CodeLength            *int32           `json:"codeLength"`
-	CodeTtlSeconds        *int32           `json:"codeTtlSeconds"`
+	Channels       []string `json:"channels"`
+	CodeLength     *int32   `json:"codeLength"`
+	CodeTtlSeconds *int32   `json:"codeTtlSeconds"`
+
+	// DeviceSwap The device-swap check, as the policy's device_swap.
+	DeviceSwap            *WorkflowSimSwap `json:"deviceSwap"`
 	MaxAttempts           *int32           `json:"maxAttempts"`
 	MaxResends            *int32           `json:"maxResends"`
 	ResendCooldownSeconds *int32           `json:"resendCooldownSeconds"`
@@ -2869,21 +2889,24 @@ type WorkflowSettingsInput struct {
 	AppName *string `json:"appName,omitempty"`
 
 	// Channels In order, distinct: SILENT, SMS_OTP.
-	Channels              *[]WorkflowSettingsInputChannels `json:"channels,omitempty"`
-	CodeLength            *int32                           `json:"codeLength,omitempty"`
-	CodeTtlSeconds        *int32                           `json:"codeTtlSeconds,omitempty"`
-	MaxAttempts           *int32                           `json:"maxAttempts,omitempty"`
-	MaxResends            *int32                           `json:"maxResends,omitempty"`
-	ResendCooldownSeconds *int32                           `json:"resendCooldownSeconds,omitempty"`
-	SilentTimeoutSeconds  *int32                           `json:"silentTimeoutSeconds,omitempty"`
-	SimSwap               *WorkflowSimSwapInput            `json:"simSwap,omitempty"`
-	SmsTimeoutSeconds     *int32                           `json:"smsTimeoutSeconds,omitempty"`
+	Channels       *[]WorkflowSettingsInputChannels `json:"channels,omitempty"`
+	CodeLength     *int32                           `json:"codeLength,omitempty"`
+	CodeTtlSeconds *int32                           `json:"codeTtlSeconds,omitempty"`
+
+	// DeviceSwap The device-swap check, as the policy's device_swap.
+	DeviceSwap            *WorkflowSimSwapInput `json:"deviceSwap,omitempty"`
+	MaxAttempts           *int32                `json:"maxAttempts,omitempty"`
+	MaxResends            *int32                `json:"maxResends,omitempty"`
+	ResendCooldownSeconds *int32                `json:"resendCooldownSeconds,omitempty"`
+	SilentTimeoutSeconds  *int32                `json:"silentTimeoutSeconds,omitempty"`
+	SimSwap               *WorkflowSimSwapInput `json:"simSwap,omitempty"`
+	SmsTimeoutSeconds     *int32                `json:"smsTimeoutSeconds,omitempty"`
 }
 
 // WorkflowSettingsInputChannels defines model for WorkflowSettingsInput.Channels.
 type WorkflowSettingsInputChannels string
 
-// WorkflowSimSwap defines model for WorkflowSimSwap.
+// WorkflowSimSwap WorkflowSimSwap is a swap check's part of a policy: the SIM-swap one, or the device-swap one.
 type WorkflowSimSwap struct {
 	MaxAgeHours *int32 `json:"maxAgeHours"`
 
@@ -2891,7 +2914,7 @@ type WorkflowSimSwap struct {
 	Mode string `json:"mode"`
 }
 
-// WorkflowSimSwapInput defines model for WorkflowSimSwapInput.
+// WorkflowSimSwapInput WorkflowSimSwap is a swap check's part of a policy: the SIM-swap one, or the device-swap one.
 type WorkflowSimSwapInput struct {
 	MaxAgeHours *int32 `json:"maxAgeHours,omitempty"`
 

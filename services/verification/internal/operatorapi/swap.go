@@ -570,25 +570,44 @@ func (s *Swaps) RetrieveDate(ctx context.Context, kind SwapKind, e164, region, c
 // policy decides what that means. It wraps the answer's reason and cause.
 var ErrSwapUnknown = errors.New("operatorapi: the swap check has no answer")
 
-// SIMSwapGate is Swaps as a workflow asks it: a SIM swap check of a number within maxAge, the
-// country taken from the number, the operator found as Swaps.Check finds it.
+// SIMSwapGate is Swaps as a workflow asks it (workflows.SwapChecker): a SIM swap (or, with
+// Kind DeviceSwap, device swap) check of a number within maxAge, the country taken from the
+// number, the operator found as Swaps.Check finds it.
 type SIMSwapGate struct {
 	Swaps *Swaps
 	// Kind is the API asked (SIMSwap, the zero value, or DeviceSwap).
 	Kind SwapKind
 }
 
-// Check reports whether the number's SIM changed within maxAge and when the operator said so;
-// an unknown outcome is an error wrapping ErrSwapUnknown (and ErrUnavailable when the
-// operator did not answer).
+// Check reports whether the number's SIM (or device) changed within maxAge and when the
+// operator said so; an unknown outcome is a *GateError, wrapping ErrSwapUnknown (and
+// ErrUnavailable when the operator did not answer).
 func (g SIMSwapGate) Check(ctx context.Context, number string, maxAge time.Duration) (bool, time.Time, error) {
 	n, err := phone.Parse(number)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("%w: %w", ErrSwapUnknown, err)
+		return false, time.Time{}, &GateError{Reason: ReasonRefused, err: err}
 	}
 	a := g.Swaps.Check(ctx, g.Kind, n.E164, n.Region, maxAge, "")
 	if a.Outcome == SwapUnknown {
-		return false, time.Time{}, fmt.Errorf("%w: %s (%s): %w", ErrSwapUnknown, a.Reason, a.OperatorID, a.Err)
+		return false, time.Time{}, &GateError{Reason: a.Reason, OperatorID: a.OperatorID, err: a.Err}
 	}
 	return a.Outcome == Swapped, time.Now(), nil
 }
+
+// GateError is a gate's check with no answer to rely on: the answer's reason and operator, and
+// its cause (which holds no number).
+type GateError struct {
+	Reason     string
+	OperatorID string
+	err        error
+}
+
+func (e *GateError) Error() string {
+	return fmt.Sprintf("%v: %s (%s): %v", ErrSwapUnknown, e.Reason, e.OperatorID, e.err)
+}
+
+func (e *GateError) Unwrap() []error { return []error{ErrSwapUnknown, e.err} }
+
+// NotOffered reports that no operator offers the API for the number: the workflow tells it
+// apart from an operator that did not answer (NOT_OFFERED, not UNAVAILABLE).
+func (e *GateError) NotOffered() bool { return e.Reason == ReasonNotOffered }

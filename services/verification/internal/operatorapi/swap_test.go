@@ -291,6 +291,14 @@ func TestSIMSwapGate(t *testing.T) {
 			t.Errorf("the error quotes the number: %v", err)
 		}
 	}
+	// The workflow tells "no operator offers it" from "the operator did not answer".
+	for number, want := range map[string]bool{"+33612345678": true, "+447400123456": false} {
+		_, _, err := g.Check(ctx, number, time.Hour)
+		var ge *operatorapi.GateError
+		if !errors.As(err, &ge) || ge.NotOffered() != want {
+			t.Errorf("%s: %v, not offered %v", number, err, want)
+		}
+	}
 	// The device swap gate asks the other API: the line's device never changed.
 	dev := operatorapi.SIMSwapGate{Swaps: sw, Kind: operatorapi.DeviceSwap}
 	if swapped, _, err := dev.Check(ctx, "+447400123457", 4*time.Hour); swapped || err != nil {

@@ -210,6 +210,7 @@ func workflowToProto(w workflows.Workflow) *verificationv1.Workflow {
 		ResendAt: tsOrNil(optTime(w.ResendAt())), Charged: w.Charged(),
 		CreatedAt: timestamppb.New(w.Created), EndedAt: tsOrNil(optTime(w.Ended)), TransactionId: optString(w.TransactionID),
 		SimCheckedAt: tsOrNil(optTime(w.SIMCheckedAt)),
+		DeviceSwap:   string(w.DeviceSwap), DeviceCheckedAt: tsOrNil(optTime(w.DeviceCheckedAt)),
 	}
 	if w.Code.StepID != "" && !w.Final() {
 		out.CodeExpiresAt = timestamppb.New(w.Code.ExpiresAt)
@@ -267,9 +268,7 @@ func settingsToProto(s workflows.Settings) *verificationv1.WorkflowSettings {
 	for _, c := range s.Channels {
 		out.Channels = append(out.Channels, string(c))
 	}
-	if s.SIMSwap != nil {
-		out.SimSwap = &verificationv1.WorkflowSimSwap{Mode: string(s.SIMSwap.Mode), MaxAgeHours: optInt32(s.SIMSwap.MaxAgeHours)}
-	}
+	out.SimSwap, out.DeviceSwap = swapToProto(s.SIMSwap), swapToProto(s.DeviceSwap)
 	return out
 }
 
@@ -282,10 +281,22 @@ func settingsFromProto(p *verificationv1.WorkflowSettings) workflows.Settings {
 	for _, c := range p.GetChannels() {
 		s.Channels = append(s.Channels, workflows.Channel(c))
 	}
-	if sw := p.GetSimSwap(); sw != nil {
-		s.SIMSwap = &workflows.SIMSwap{Mode: workflows.SIMSwapMode(sw.GetMode()), MaxAgeHours: optInt(sw.MaxAgeHours)}
-	}
+	s.SIMSwap, s.DeviceSwap = swapFromProto(p.GetSimSwap()), swapFromProto(p.GetDeviceSwap())
 	return s
+}
+
+func swapToProto(sw *workflows.Swap) *verificationv1.WorkflowSimSwap {
+	if sw == nil {
+		return nil
+	}
+	return &verificationv1.WorkflowSimSwap{Mode: string(sw.Mode), MaxAgeHours: optInt32(sw.MaxAgeHours)}
+}
+
+func swapFromProto(sw *verificationv1.WorkflowSimSwap) *workflows.Swap {
+	if sw == nil {
+		return nil
+	}
+	return &workflows.Swap{Mode: workflows.SwapMode(sw.GetMode()), MaxAgeHours: optInt(sw.MaxAgeHours)}
 }
 
 func policyToProto(p workflows.Policy) *verificationv1.WorkflowPolicy {
@@ -293,7 +304,7 @@ func policyToProto(p workflows.Policy) *verificationv1.WorkflowPolicy {
 	out := &verificationv1.WorkflowPolicy{
 		Channels: s.Channels, SilentTimeoutSeconds: s.SilentTimeoutSeconds, SmsTimeoutSeconds: s.SmsTimeoutSeconds,
 		CodeLength: s.CodeLength, CodeTtlSeconds: s.CodeTtlSeconds, MaxAttempts: s.MaxAttempts,
-		ResendCooldownSeconds: s.ResendCooldownSeconds, MaxResends: s.MaxResends, SimSwap: s.SimSwap,
+		ResendCooldownSeconds: s.ResendCooldownSeconds, MaxResends: s.MaxResends, SimSwap: s.SimSwap, DeviceSwap: s.DeviceSwap,
 		SmsCountries: p.SMSCountries, DailySmsCap: p.DailySMSCap, AppName: s.AppName,
 	}
 	if len(p.Countries) > 0 {
@@ -310,6 +321,7 @@ func policyFromProto(p *verificationv1.WorkflowPolicy) workflows.Policy {
 		Channels: p.GetChannels(), SilentTimeoutSeconds: p.SilentTimeoutSeconds, SmsTimeoutSeconds: p.SmsTimeoutSeconds,
 		CodeLength: p.CodeLength, CodeTtlSeconds: p.CodeTtlSeconds, MaxAttempts: p.MaxAttempts,
 		ResendCooldownSeconds: p.ResendCooldownSeconds, MaxResends: p.MaxResends, SimSwap: p.GetSimSwap(), AppName: p.AppName,
+		DeviceSwap: p.GetDeviceSwap(),
 	}), SMSCountries: p.GetSmsCountries(), DailySMSCap: p.DailySmsCap}
 	if len(p.GetCountries()) > 0 {
 		out.Countries = map[string]workflows.Settings{}
@@ -331,6 +343,7 @@ func resolvedToProto(r workflows.Resolved) *verificationv1.WorkflowSettings {
 		CodeTtlSeconds: secs(r.CodeTTL), MaxAttempts: n(r.MaxAttempts), ResendCooldownSeconds: secs(r.ResendCooldown),
 		MaxResends: n(r.MaxResends),
 		SimSwap:    &verificationv1.WorkflowSimSwap{Mode: string(r.SIMSwapMode), MaxAgeHours: n(int(r.SIMSwapMaxAge / time.Hour))},
+		DeviceSwap: &verificationv1.WorkflowSimSwap{Mode: string(r.DeviceSwapMode), MaxAgeHours: n(int(r.DeviceSwapMaxAge / time.Hour))},
 	}
 	if r.AppName != "" {
 		out.AppName = &r.AppName

@@ -67,14 +67,15 @@ func (st *Store) InsertWorkflow(ctx context.Context, w workflows.Workflow) error
 	b.Queue(`
 		INSERT INTO verification.workflows (client_id, id, number_sealed, number_hash, masked_number, country, locale, policy,
 			status, decided_by, reason, sim_swap, sim_checked_at, step_seq, code_step_id, code_key_id, code_hash, code_sealed,
-			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id, sandbox, end_user_address)
+			code_issued_at, code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id, sandbox, end_user_address,
+			device_swap, device_checked_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26,
-			$27, $28::inet)`,
+			$27, $28::inet, $29, $30)`,
 		w.ClientID, w.ID, w.NumberSealed, w.NumberHash, w.Masked, w.Country, w.Locale, pol,
 		w.Status, nullString(string(w.DecidedBy)), nullString(w.Reason), w.SIMSwap, nullTime(w.SIMCheckedAt), w.StepSeq,
 		nullString(w.Code.StepID), nullString(w.Code.KeyID), w.Code.Hash, w.Code.Sealed,
 		nullTime(w.Code.IssuedAt), nullTime(w.Code.ExpiresAt), w.Code.Attempts, w.Code.Resends, w.Created, w.Updated, nullTime(w.Ended),
-		nullString(w.TransactionID), w.Sandbox, nullAddr(w.Address))
+		nullString(w.TransactionID), w.Sandbox, nullAddr(w.Address), w.DeviceSwap, nullTime(w.DeviceCheckedAt))
 	for _, s := range w.Steps {
 		queueStep(b, w, s)
 	}
@@ -111,20 +112,22 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 		return workflows.Workflow{}, err
 	}
 	var (
-		w                                      workflows.Workflow
-		pol                                    []byte
-		decidedBy, reason, stepID, keyID, txID *string
-		addr                                   *string
-		simAt, issued, expires, ended          *time.Time
+		w                                       workflows.Workflow
+		pol                                     []byte
+		decidedBy, reason, stepID, keyID, txID  *string
+		addr                                    *string
+		simAt, deviceAt, issued, expires, ended *time.Time
 	)
 	err := st.db.QueryRow(ctx, `
 		SELECT client_id::text, id::text, number_sealed, number_hash, masked_number, country, locale, policy, status, decided_by,
 			reason, sim_swap, sim_checked_at, step_seq, code_step_id::text, code_key_id, code_hash, code_sealed, code_issued_at,
-			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text, sandbox, host(end_user_address)
+			code_expires_at, attempts, resends, created_at, updated_at, ended_at, transaction_id::text, sandbox, host(end_user_address),
+			device_swap, device_checked_at
 		FROM verification.workflows WHERE client_id = $1 AND id = $2 FOR UPDATE`, clientID, id).Scan(
 		&w.ClientID, &w.ID, &w.NumberSealed, &w.NumberHash, &w.Masked, &w.Country, &w.Locale, &pol, &w.Status, &decidedBy,
 		&reason, &w.SIMSwap, &simAt, &w.StepSeq, &stepID, &keyID, &w.Code.Hash, &w.Code.Sealed, &issued,
-		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID, &w.Sandbox, &addr)
+		&expires, &w.Code.Attempts, &w.Code.Resends, &w.Created, &w.Updated, &ended, &txID, &w.Sandbox, &addr,
+		&w.DeviceSwap, &deviceAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return workflows.Workflow{}, fault.ErrNotFound
 	}
@@ -137,6 +140,7 @@ func (st *Store) LockWorkflow(ctx context.Context, clientID, id string) (workflo
 	w.DecidedBy, w.Reason = workflows.Channel(deref(decidedBy)), deref(reason)
 	w.Code.StepID, w.Code.KeyID, w.TransactionID = deref(stepID), deref(keyID), deref(txID)
 	w.SIMCheckedAt, w.Code.IssuedAt, w.Code.ExpiresAt, w.Ended = derefTime(simAt), derefTime(issued), derefTime(expires), derefTime(ended)
+	w.DeviceCheckedAt = derefTime(deviceAt)
 	if addr != nil {
 		if w.Address, err = netip.ParseAddr(*addr); err != nil {
 			return workflows.Workflow{}, fmt.Errorf("workflow %s: end user address: %w", id, err)
@@ -341,7 +345,7 @@ func derefTime(t *time.Time) time.Time {
 func (st *Store) ListWorkflows(ctx context.Context, clientID string, f workflows.ListFilter, limit, offset int64) ([]workflows.Workflow, int64, error) {
 	items, total, err := pg.Page(ctx, st.db, pg.PageQuery{
 		Columns: `client_id::text, id::text, masked_number, country, status, decided_by, reason, sim_swap, attempts, resends,
-			policy, created_at, ended_at, transaction_id::text, code_step_id::text, code_issued_at, code_expires_at, step_seq`,
+			policy, created_at, ended_at, transaction_id::text, code_step_id::text, code_issued_at, code_expires_at, step_seq, device_swap`,
 		From: `FROM verification.workflows w WHERE client_id = $1
 			AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR country = $3)
 			AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM verification.workflow_steps s
@@ -356,7 +360,7 @@ func (st *Store) ListWorkflows(ctx context.Context, clientID string, f workflows
 			ended, issued, expires          *time.Time
 		)
 		if err := r.Scan(&w.ClientID, &w.ID, &w.Masked, &w.Country, &w.Status, &decidedBy, &reason, &w.SIMSwap, &w.Code.Attempts,
-			&w.Code.Resends, &pol, &w.Created, &ended, &txID, &stepID, &issued, &expires, &w.StepSeq); err != nil {
+			&w.Code.Resends, &pol, &w.Created, &ended, &txID, &stepID, &issued, &expires, &w.StepSeq, &w.DeviceSwap); err != nil {
 			return w, err
 		}
 		w.DecidedBy, w.Reason, w.TransactionID, w.Ended = workflows.Channel(deref(decidedBy)), deref(reason), deref(txID), derefTime(ended)

@@ -58,15 +58,19 @@ const (
 	ChargeVoided   ChargeStatus = "VOIDED"
 )
 
-// SIMSwapResult is what the SIM-swap check found.
-type SIMSwapResult string
+// SwapResult is what a SIM-swap or device-swap check found.
+type SwapResult string
 
-// SIM-swap results.
+// Swap check results. UNAVAILABLE and NOT_OFFERED are both a check that could not be made:
+// the operator did not answer (down, refusing, not serving the number), or no operator of the
+// number's country offers the API (or none is configured); the policy's mode decides either
+// the same way.
 const (
-	SIMNotChecked  SIMSwapResult = "NOT_CHECKED"
-	SIMNotSwapped  SIMSwapResult = "NOT_SWAPPED"
-	SIMSwapped     SIMSwapResult = "SWAPPED"
-	SIMUnavailable SIMSwapResult = "UNAVAILABLE"
+	SwapNotChecked  SwapResult = "NOT_CHECKED"
+	SwapNotSwapped  SwapResult = "NOT_SWAPPED"
+	SwapSwapped     SwapResult = "SWAPPED"
+	SwapUnavailable SwapResult = "UNAVAILABLE"
+	SwapNotOffered  SwapResult = "NOT_OFFERED"
 )
 
 // Reasons a workflow or step ended (docs/api-decisions.md#workflows). More may come.
@@ -84,10 +88,14 @@ const (
 	// ReasonSIMSwapUnknown: the policy's SIM-swap mode is BLOCK and the check could not be
 	// made (the operator unreachable, refusing, or no operator offers it): failed closed.
 	ReasonSIMSwapUnknown = "SIM_SWAP_UNKNOWN"
-	ReasonNoChannelLeft  = "NO_CHANNEL_LEFT"
-	ReasonBlocked        = "SMS_BLOCKED"
-	ReasonSuperseded     = "SUPERSEDED"
-	ReasonWorkflowEnded  = "WORKFLOW_ENDED"
+	ReasonDeviceSwapped  = "DEVICE_SWAPPED"
+	// ReasonDeviceSwapUnknown: the device-swap mode is BLOCK and the check could not be made,
+	// as ReasonSIMSwapUnknown.
+	ReasonDeviceSwapUnknown = "DEVICE_SWAP_UNKNOWN"
+	ReasonNoChannelLeft     = "NO_CHANNEL_LEFT"
+	ReasonBlocked           = "SMS_BLOCKED"
+	ReasonSuperseded        = "SUPERSEDED"
+	ReasonWorkflowEnded     = "WORKFLOW_ENDED"
 )
 
 // Workflow is one number verified through the channels of its resolved policy.
@@ -107,8 +115,12 @@ type Workflow struct {
 	Status        Status
 	DecidedBy     Channel // "" while in progress, and for an end no channel decided
 	Reason        string
-	SIMSwap       SIMSwapResult
-	SIMCheckedAt  time.Time
+	// SIMSwap and DeviceSwap are what the start's swap checks found; SIMCheckedAt and
+	// DeviceCheckedAt when the operator answered (zero when it did not).
+	SIMSwap         SwapResult
+	SIMCheckedAt    time.Time
+	DeviceSwap      SwapResult
+	DeviceCheckedAt time.Time
 	// Sandbox and Address are the start's, kept for the pumping guard of a later SMS step
 	// (SMSRequest): Address is the end user's as the per-address budget keys it (an IPv6
 	// address by its /64), invalid when the start gave none.

@@ -1026,20 +1026,20 @@ func TestSIMSwapAndGuard(t *testing.T) {
 		wantStatus   workflows.Status
 		wantReason   string
 		wantSteps    string
-		wantSIM      workflows.SIMSwapResult
+		wantSIM      workflows.SwapResult
 	}{
-		{"block, swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonSIMSwapped, "", workflows.SIMSwapped},
-		{"block, not swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotSwapped},
-		{"fallback, swapped: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMSwapped},
-		{"report, swapped", `{"simSwap":{"mode":"REPORT"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMSwapped},
+		{"block, swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonSIMSwapped, "", workflows.SwapSwapped},
+		{"block, not swapped", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapNotSwapped},
+		{"fallback, swapped: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SwapSwapped},
+		{"report, swapped", `{"simSwap":{"mode":"REPORT"}}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapSwapped},
 		// BLOCK fails closed when the check has no answer: no code to a SIM that may be swapped.
-		{"block, operator away", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{err: errors.New("503")}, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
-		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
-		{"fallback, operator away: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
-		{"report, operator away", `{"simSwap":{"mode":"REPORT"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMUnavailable},
-		{"off: never asked", `{}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotChecked},
-		{"swapped, only the silent channel", `{"channels":["SILENT"],"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonNoChannelLeft, "", workflows.SIMSwapped},
-		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: "PREMIUM_PREFIX"}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SIMNotChecked},
+		{"block, operator away", `{"simSwap":{"mode":"BLOCK"}}`, &swapper{err: errors.New("503")}, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SwapUnavailable},
+		{"block, not configured", `{"simSwap":{"mode":"BLOCK"}}`, nil, nil, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SwapNotOffered},
+		{"fallback, operator away: no silent step", `{"simSwap":{"mode":"FALLBACK"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SwapUnavailable},
+		{"report, operator away", `{"simSwap":{"mode":"REPORT"}}`, &swapper{err: errors.New("503")}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapUnavailable},
+		{"off: never asked", `{}`, &swapper{swapped: true}, nil, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapNotChecked},
+		{"swapped, only the silent channel", `{"channels":["SILENT"],"simSwap":{"mode":"FALLBACK"}}`, &swapper{swapped: true}, nil, workflows.Failed, workflows.ReasonNoChannelLeft, "", workflows.SwapSwapped},
+		{"the guard refuses the SMS", `{"channels":["SMS_OTP"]}`, nil, guard{refuse: "PREMIUM_PREFIX"}, workflows.Failed, workflows.ReasonBlocked, "SMS_OTP:BLOCKED", workflows.SwapNotChecked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

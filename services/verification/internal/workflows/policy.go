@@ -29,23 +29,26 @@ const (
 
 var knownChannels = []Channel{Silent, SMSOTP}
 
-// SIMSwapMode is what a recent SIM swap does to a workflow (docs/api-decisions.md#workflows).
-type SIMSwapMode string
+// SwapMode is what a recent SIM swap, or device swap, does to a workflow
+// (docs/api-decisions.md#workflows).
+type SwapMode string
 
-// SIM-swap modes.
+// Swap modes: OFF never asks; BLOCK fails the workflow on a recent swap (or no answer);
+// FALLBACK skips the silent step; REPORT only says what the check found.
 const (
-	SIMSwapOff      SIMSwapMode = "OFF"
-	SIMSwapBlock    SIMSwapMode = "BLOCK"
-	SIMSwapFallback SIMSwapMode = "FALLBACK"
-	SIMSwapReport   SIMSwapMode = "REPORT"
+	SwapOff      SwapMode = "OFF"
+	SwapBlock    SwapMode = "BLOCK"
+	SwapFallback SwapMode = "FALLBACK"
+	SwapReport   SwapMode = "REPORT"
 )
 
-var knownSIMSwapModes = []SIMSwapMode{SIMSwapOff, SIMSwapBlock, SIMSwapFallback, SIMSwapReport}
+var knownSwapModes = []SwapMode{SwapOff, SwapBlock, SwapFallback, SwapReport}
 
-// SIMSwap is the SIM-swap part of a policy: a swap within MaxAgeHours counts as recent.
-type SIMSwap struct {
-	Mode        SIMSwapMode `json:"mode,omitempty"`
-	MaxAgeHours *int        `json:"maxAgeHours,omitempty"`
+// Swap is the SIM-swap part of a policy, or its device-swap part (the same fields, the same
+// meaning, asked of the operator's other API): a swap within MaxAgeHours counts as recent.
+type Swap struct {
+	Mode        SwapMode `json:"mode,omitempty"`
+	MaxAgeHours *int     `json:"maxAgeHours,omitempty"`
 }
 
 // Settings is a policy's default part, or one country's override of it: a field left out
@@ -60,7 +63,10 @@ type Settings struct {
 	MaxAttempts           *int      `json:"maxAttempts,omitempty"`
 	ResendCooldownSeconds *int      `json:"resendCooldownSeconds,omitempty"`
 	MaxResends            *int      `json:"maxResends,omitempty"`
-	SIMSwap               *SIMSwap  `json:"simSwap,omitempty"`
+	SIMSwap               *Swap     `json:"simSwap,omitempty"`
+	// DeviceSwap asks the number's operator whether the line moved to another device (CAMARA
+	// Device Swap), where the operator offers it.
+	DeviceSwap *Swap `json:"deviceSwap,omitempty"`
 	// AppName is the client's app or brand as the SMS text names it ("… is your <appName>
 	// verification code"): 1 to MaxAppName characters of the GSM 03.38 basic set, so every
 	// text still fits one SMS part (TestTextsFitOneSMS). Absent: a text without a name.
@@ -99,9 +105,12 @@ type Resolved struct {
 	MaxAttempts    int           `json:"maxAttempts"`
 	ResendCooldown time.Duration `json:"resendCooldown"`
 	MaxResends     int           `json:"maxResends"`
-	SIMSwapMode    SIMSwapMode   `json:"simSwapMode"`
+	SIMSwapMode    SwapMode      `json:"simSwapMode"`
 	SIMSwapMaxAge  time.Duration `json:"simSwapMaxAge"`
-	AppName        string        `json:"appName,omitempty"`
+	// DeviceSwapMode is "" in a workflow stored before the device-swap part existed: OFF.
+	DeviceSwapMode   SwapMode      `json:"deviceSwapMode,omitempty"`
+	DeviceSwapMaxAge time.Duration `json:"deviceSwapMaxAge,omitempty"`
+	AppName          string        `json:"appName,omitempty"`
 }
 
 // Code is the one-time code rules of the resolved policy.
@@ -111,18 +120,21 @@ func (r Resolved) Code() otp.Rules {
 
 // DefaultPolicy is what a client that never set a policy gets, and what a policy's missing
 // fields take (docs/api-decisions.md#workflows): the network first, then an SMS code of 6
-// digits valid 5 minutes, 5 attempts, a resend every 30 s up to 3, SIM swap not checked.
+// digits valid 5 minutes, 5 attempts, a resend every 30 s up to 3, SIM and device swap not
+// checked.
 var DefaultPolicy = Resolved{
-	Channels:       []Channel{Silent, SMSOTP},
-	SilentTimeout:  60 * time.Second,
-	SMSTimeout:     600 * time.Second,
-	CodeLength:     6,
-	CodeTTL:        300 * time.Second,
-	MaxAttempts:    5,
-	ResendCooldown: 30 * time.Second,
-	MaxResends:     3,
-	SIMSwapMode:    SIMSwapOff,
-	SIMSwapMaxAge:  240 * time.Hour,
+	Channels:         []Channel{Silent, SMSOTP},
+	SilentTimeout:    60 * time.Second,
+	SMSTimeout:       600 * time.Second,
+	CodeLength:       6,
+	CodeTTL:          300 * time.Second,
+	MaxAttempts:      5,
+	ResendCooldown:   30 * time.Second,
+	MaxResends:       3,
+	SIMSwapMode:      SwapOff,
+	SIMSwapMaxAge:    240 * time.Hour,
+	DeviceSwapMode:   SwapOff,
+	DeviceSwapMaxAge: 240 * time.Hour,
 }
 
 // bound is an integer field's allowed range.
@@ -214,13 +226,26 @@ func (s *Settings) validate(prefix string) error {
 			return fault.Invalid(prefix+"appName", "%s", err.Error())
 		}
 	}
-	if sw := s.SIMSwap; sw != nil {
-		if sw.Mode != "" && !slices.Contains(knownSIMSwapModes, sw.Mode) {
-			return fault.Invalid(prefix+"simSwap.mode", "must be one of %v", knownSIMSwapModes)
+	for _, g := range []struct {
+		name string
+		sw   *Swap
+	}{{"simSwap", s.SIMSwap}, {"deviceSwap", s.DeviceSwap}} {
+		if err := g.sw.validate(prefix + g.name); err != nil {
+			return err
 		}
-		if v := sw.MaxAgeHours; v != nil && (*v < 1 || *v > 2400) {
-			return fault.Invalid(prefix+"simSwap.maxAgeHours", "must be between 1 and 2400")
-		}
+	}
+	return nil
+}
+
+func (sw *Swap) validate(field string) error {
+	if sw == nil {
+		return nil
+	}
+	if sw.Mode != "" && !slices.Contains(knownSwapModes, sw.Mode) {
+		return fault.Invalid(field+".mode", "must be one of %v", knownSwapModes)
+	}
+	if v := sw.MaxAgeHours; v != nil && (*v < 1 || *v > 2400) {
+		return fault.Invalid(field+".maxAgeHours", "must be between 1 and 2400")
 	}
 	return nil
 }
@@ -262,13 +287,19 @@ func (s Settings) apply(r *Resolved) {
 	if s.AppName != nil {
 		r.AppName = *s.AppName
 	}
-	if sw := s.SIMSwap; sw != nil {
-		if sw.Mode != "" {
-			r.SIMSwapMode = sw.Mode
-		}
-		if sw.MaxAgeHours != nil {
-			r.SIMSwapMaxAge = time.Duration(*sw.MaxAgeHours) * time.Hour
-		}
+	s.SIMSwap.apply(&r.SIMSwapMode, &r.SIMSwapMaxAge)
+	s.DeviceSwap.apply(&r.DeviceSwapMode, &r.DeviceSwapMaxAge)
+}
+
+func (sw *Swap) apply(mode *SwapMode, maxAge *time.Duration) {
+	if sw == nil {
+		return
+	}
+	if sw.Mode != "" {
+		*mode = sw.Mode
+	}
+	if sw.MaxAgeHours != nil {
+		*maxAge = time.Duration(*sw.MaxAgeHours) * time.Hour
 	}
 }
 

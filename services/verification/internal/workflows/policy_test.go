@@ -38,6 +38,11 @@ func TestPolicyValidate(t *testing.T) {
 		{"channel twice", `{"channels":["SMS_OTP","SMS_OTP"]}`, "channels[1]"},
 		{"sim swap mode", `{"simSwap":{"mode":"MAYBE"}}`, "simSwap.mode"},
 		{"sim swap age", `{"simSwap":{"maxAgeHours":0}}`, "simSwap.maxAgeHours"},
+		{"device swap", `{"deviceSwap":{"mode":"FALLBACK","maxAgeHours":2400},"countries":{"GB":{"deviceSwap":{"mode":"BLOCK"}}}}`, ""},
+		{"device swap mode", `{"deviceSwap":{"mode":"ON"}}`, "deviceSwap.mode"},
+		{"device swap age 0", `{"deviceSwap":{"maxAgeHours":0}}`, "deviceSwap.maxAgeHours"},
+		{"device swap age 2401", `{"deviceSwap":{"mode":"REPORT","maxAgeHours":2401}}`, "deviceSwap.maxAgeHours"},
+		{"country's device swap", `{"countries":{"FR":{"deviceSwap":{"mode":"block"}}}}`, "countries.FR.deviceSwap.mode"},
 		{"unknown country", `{"countries":{"XX":{"codeLength":6}}}`, "countries"},
 		{"lower-case country", `{"countries":{"gb":{"codeLength":6}}}`, "countries"},
 		{"country's value", `{"countries":{"GB":{"codeLength":12}}}`, "countries.GB.codeLength"},
@@ -87,7 +92,7 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestParsePolicyRefusesUnknownFields(t *testing.T) {
-	for _, j := range []string{`{"codeLen":6}`, `{"countries":{"GB":{"countries":{}}}}`, `{"simSwap":{"maxAge":3}}`, `[]`, `{"codeLength":"6"}`} {
+	for _, j := range []string{`{"codeLen":6}`, `{"countries":{"GB":{"countries":{}}}}`, `{"simSwap":{"maxAge":3}}`, `{"deviceSwap":{"maxAge":3}}`, `[]`, `{"codeLength":"6"}`} {
 		if _, err := workflows.ParsePolicy([]byte(j)); fault.Find(err, fault.InvalidArgument) == nil {
 			t.Errorf("ParsePolicy(%s) = %v, want 400", j, err)
 		}
@@ -96,22 +101,26 @@ func TestParsePolicyRefusesUnknownFields(t *testing.T) {
 
 func TestPolicyResolve(t *testing.T) {
 	p := workflows.Policy{
-		Settings: workflows.Settings{CodeLength: ptr(8), MaxAttempts: ptr(3), SIMSwap: &workflows.SIMSwap{Mode: workflows.SIMSwapReport}, AppName: str("Acme")},
+		Settings: workflows.Settings{CodeLength: ptr(8), MaxAttempts: ptr(3), SIMSwap: &workflows.Swap{Mode: workflows.SwapReport},
+			DeviceSwap: &workflows.Swap{Mode: workflows.SwapBlock}, AppName: str("Acme")},
 		Countries: map[string]workflows.Settings{
-			"GB": {Channels: []workflows.Channel{workflows.SMSOTP}, CodeLength: ptr(4), SIMSwap: &workflows.SIMSwap{MaxAgeHours: ptr(24)}, AppName: str("Acme UK")},
+			"GB": {Channels: []workflows.Channel{workflows.SMSOTP}, CodeLength: ptr(4), SIMSwap: &workflows.Swap{MaxAgeHours: ptr(24)},
+				DeviceSwap: &workflows.Swap{MaxAgeHours: ptr(48)}, AppName: str("Acme UK")},
 		},
 	}
 	gb := p.Resolve("GB")
 	want := workflows.DefaultPolicy
 	want.Channels = []workflows.Channel{workflows.SMSOTP}
 	want.CodeLength, want.MaxAttempts = 4, 3 // the country's, then the default part's
-	want.SIMSwapMode, want.SIMSwapMaxAge = workflows.SIMSwapReport, 24*time.Hour
+	want.SIMSwapMode, want.SIMSwapMaxAge = workflows.SwapReport, 24*time.Hour
+	want.DeviceSwapMode, want.DeviceSwapMaxAge = workflows.SwapBlock, 48*time.Hour
 	want.AppName = "Acme UK"
 	if !reflect.DeepEqual(gb, want) {
 		t.Errorf("GB resolved to %+v, want %+v", gb, want)
 	}
 	ae := p.Resolve("AE")
-	if ae.CodeLength != 8 || ae.MaxAttempts != 3 || !reflect.DeepEqual(ae.Channels, workflows.DefaultPolicy.Channels) || ae.SIMSwapMaxAge != 240*time.Hour || ae.AppName != "Acme" {
+	if ae.CodeLength != 8 || ae.MaxAttempts != 3 || !reflect.DeepEqual(ae.Channels, workflows.DefaultPolicy.Channels) || ae.SIMSwapMaxAge != 240*time.Hour || ae.AppName != "Acme" ||
+		ae.DeviceSwapMode != workflows.SwapBlock || ae.DeviceSwapMaxAge != 240*time.Hour {
 		t.Errorf("AE resolved to %+v", ae)
 	}
 	if got := (workflows.Policy{}).Resolve(""); !reflect.DeepEqual(got, workflows.DefaultPolicy) {

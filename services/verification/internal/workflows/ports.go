@@ -66,10 +66,13 @@ const (
 	ReceiptUndeliverable = "UNDELIVERABLE"
 )
 
-// SIMSwapChecker asks the number's operator whether its SIM changed within maxAge (CAMARA SIM Swap).
-// It is asked only when the policy's SIM-swap mode is not OFF; a nil one is "not
-// configured", treated as a check that could not be made.
-type SIMSwapChecker interface {
+// SwapChecker asks the number's operator whether its SIM (CAMARA SIM Swap), or its device
+// (CAMARA Device Swap), changed within maxAge. It is asked only when the policy's mode for that
+// check is not OFF; a nil one is "not configured", a check no operator offers. An error is a
+// check that could not be made: one with a NotOffered() bool method answering true says no
+// operator offers the API for the number (NOT_OFFERED), any other the operator did not answer
+// (UNAVAILABLE).
+type SwapChecker interface {
 	Check(ctx context.Context, number string, maxAge time.Duration) (swapped bool, checkedAt time.Time, err error)
 }
 

@@ -302,15 +302,15 @@ func TestSIMSwapWithTheFakeOperator(t *testing.T) {
 		wantStatus workflows.Status
 		wantReason string
 		wantSteps  string
-		wantSIM    workflows.SIMSwapResult
+		wantSIM    workflows.SwapResult
 	}{
-		{"block, the operator erring", "BLOCK", sandboxcamara.Line{Status5xx: http.StatusServiceUnavailable}, false, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
-		{"block, the operator unreachable", "BLOCK", sandboxcamara.Line{}, true, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
-		{"block, not served", "BLOCK", sandboxcamara.Line{NotServed: true}, false, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SIMUnavailable},
-		{"block, swapped an hour ago", "BLOCK", sandboxcamara.Line{SIMChange: time.Now().Add(-time.Hour)}, false, workflows.Failed, workflows.ReasonSIMSwapped, "", workflows.SIMSwapped},
-		{"block, no recent swap", "BLOCK", sandboxcamara.Line{SIMChange: time.Now().Add(-2000 * time.Hour)}, false, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMNotSwapped},
-		{"fallback, the operator erring", "FALLBACK", sandboxcamara.Line{Status5xx: http.StatusBadGateway}, false, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SIMUnavailable},
-		{"report, the operator erring", "REPORT", sandboxcamara.Line{Status5xx: http.StatusBadGateway}, false, workflows.InProgress, "", "SILENT:PENDING", workflows.SIMUnavailable},
+		{"block, the operator erring", "BLOCK", sandboxcamara.Line{Status5xx: http.StatusServiceUnavailable}, false, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SwapUnavailable},
+		{"block, the operator unreachable", "BLOCK", sandboxcamara.Line{}, true, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SwapUnavailable},
+		{"block, not served", "BLOCK", sandboxcamara.Line{NotServed: true}, false, workflows.Failed, workflows.ReasonSIMSwapUnknown, "", workflows.SwapUnavailable},
+		{"block, swapped an hour ago", "BLOCK", sandboxcamara.Line{SIMChange: time.Now().Add(-time.Hour)}, false, workflows.Failed, workflows.ReasonSIMSwapped, "", workflows.SwapSwapped},
+		{"block, no recent swap", "BLOCK", sandboxcamara.Line{SIMChange: time.Now().Add(-2000 * time.Hour)}, false, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapNotSwapped},
+		{"fallback, the operator erring", "FALLBACK", sandboxcamara.Line{Status5xx: http.StatusBadGateway}, false, workflows.InProgress, "", "SMS_OTP:QUEUED", workflows.SwapUnavailable},
+		{"report, the operator erring", "REPORT", sandboxcamara.Line{Status5xx: http.StatusBadGateway}, false, workflows.InProgress, "", "SILENT:PENDING", workflows.SwapUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,7 +338,7 @@ func TestSIMSwapWithTheFakeOperator(t *testing.T) {
 			if w.Status != tt.wantStatus || w.Reason != tt.wantReason || steps(w) != tt.wantSteps || w.SIMSwap != tt.wantSIM {
 				t.Fatalf("got %s %q [%s] %s", w.Status, w.Reason, steps(w), w.SIMSwap)
 			}
-			if (tt.wantSIM == workflows.SIMUnavailable) != w.SIMCheckedAt.IsZero() {
+			if (tt.wantSIM == workflows.SwapUnavailable) != w.SIMCheckedAt.IsZero() {
 				t.Fatalf("simCheckedAt %v with %s", w.SIMCheckedAt, w.SIMSwap)
 			}
 			if stored := e.get(t, w.ID); stored.Status != w.Status || stored.Reason != w.Reason || stored.SIMSwap != w.SIMSwap {

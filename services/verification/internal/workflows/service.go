@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,11 +101,13 @@ type SMSJob struct {
 	StepID     string `json:"stepId"`
 }
 
-// Ports are the channels' adapters; nil SIMSwap and Guard mean not configured and allow-all.
+// Ports are the channels' adapters; nil SIMSwap and DeviceSwap mean not configured (no
+// operator offers the check), a nil Guard allows all.
 type Ports struct {
-	SMS     SMSProvider
-	SIMSwap SIMSwapChecker
-	Guard   PumpingGuard
+	SMS        SMSProvider
+	SIMSwap    SwapChecker
+	DeviceSwap SwapChecker
+	Guard      PumpingGuard
 }
 
 // Service runs workflows.
@@ -199,7 +202,7 @@ var ErrTransactionTaken = fault.New(fault.Conflict, "this browser transaction ha
 var errNotATransaction = fault.Invalid("transactionId", "is not a browser transaction of this account")
 
 // Start starts a workflow for a number: its policy resolved for the number's country, the
-// SIM swap checked when the policy asks, and its first channel begun.
+// SIM and device swap checked when the policy asks, and its first channel begun.
 func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error) {
 	num, err := phone.Parse(req.MobileNumber)
 	if err != nil {
@@ -237,11 +240,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (Workflow, error)
 		ClientID: req.ClientID, ID: id,
 		NumberSealed: s.vault.Seal(num.E164, table, id), NumberHash: s.vault.Hash(num.E164),
 		Masked: num.Masked(), Country: country, Locale: req.Locale, TransactionID: transactionID,
-		Policy: pol.Resolve(country), Status: InProgress, SIMSwap: SIMNotChecked,
+		Policy: pol.Resolve(country), Status: InProgress, SIMSwap: SwapNotChecked, DeviceSwap: SwapNotChecked,
 		Sandbox: req.Sandbox, Address: budgetAddress(req.EndUserAddress),
 		Created: now, Updated: now,
 	}
-	channels := s.simSwapGate(ctx, &w, num.E164)
+	channels := s.swapGates(ctx, &w, num.E164)
 	err = s.tx.InTx(ctx, func(ctx context.Context, st Store) error {
 		if w.Status == InProgress {
 			if err := s.begin(ctx, st, &w, channels, num.E164, now); err != nil {
@@ -274,47 +277,78 @@ func budgetAddress(a netip.Addr) netip.Addr {
 	return a
 }
 
-// simSwapGate checks the SIM swap when the policy asks and answers the channels the workflow
-// may use: a recent swap fails it (BLOCK) or skips the silent step (FALLBACK: a swapped SIM's
-// network identity says nothing of who holds it). A check that cannot be made (no port, the
-// operator unreachable or refusing) is told apart in the answer (simSwap UNAVAILABLE, no
-// simCheckedAt) and decided by the mode: BLOCK fails closed (FAILED SIM_SWAP_UNKNOWN: a code
-// must not go to a SIM that may have been swapped when the client asked for the swap to block),
-// FALLBACK skips the silent step as for a swap, REPORT goes on.
-func (s *Service) simSwapGate(ctx context.Context, w *Workflow, e164 string) []Channel {
+// swapGate is one swap check of a workflow's start: its policy mode, the port asked, and the
+// reasons a BLOCK fails the workflow with.
+type swapGate struct {
+	name            string // for the log
+	mode            SwapMode
+	maxAge          time.Duration
+	port            SwapChecker
+	swapped, failed string // ReasonSIMSwapped, ReasonSIMSwapUnknown; the device's
+	result          *SwapResult
+	checkedAt       *time.Time
+}
+
+// swapGates checks the SIM swap and the device swap when the policy asks, both at once (a
+// start waits for the slower, not for the two one after the other), and answers the channels
+// the workflow may use. Each check's mode decides alike: a recent swap fails the workflow
+// (BLOCK, SIM_SWAPPED or DEVICE_SWAPPED) or skips the silent step (FALLBACK: a swapped SIM's,
+// or a moved line's, network identity says nothing of who holds it); REPORT goes on. A check
+// that cannot be made is told apart in the answer (UNAVAILABLE: the operator did not answer;
+// NOT_OFFERED: no operator offers the API for the number, or none is configured; no checked-at
+// time either way) and decided by the mode: BLOCK fails closed (SIM_SWAP_UNKNOWN,
+// DEVICE_SWAP_UNKNOWN: a code must not go to a line that may have changed hands when the client
+// asked for the swap to block), FALLBACK skips the silent step as for a swap, REPORT goes on.
+// With both checks blocking, the SIM's reason is the workflow's.
+func (s *Service) swapGates(ctx context.Context, w *Workflow, e164 string) []Channel {
+	gates := []swapGate{
+		{"sim swap", w.Policy.SIMSwapMode, w.Policy.SIMSwapMaxAge, s.ports.SIMSwap, ReasonSIMSwapped, ReasonSIMSwapUnknown, &w.SIMSwap, &w.SIMCheckedAt},
+		{"device swap", w.Policy.DeviceSwapMode, w.Policy.DeviceSwapMaxAge, s.ports.DeviceSwap, ReasonDeviceSwapped, ReasonDeviceSwapUnknown, &w.DeviceSwap, &w.DeviceCheckedAt},
+	}
+	var wg sync.WaitGroup
+	for i := range gates {
+		if g := &gates[i]; g.mode != SwapOff && g.mode != "" {
+			wg.Go(func() { s.checkSwap(ctx, w.ID, e164, g) })
+		}
+	}
+	wg.Wait()
 	channels := slices.Clone(w.Policy.Channels)
-	mode := w.Policy.SIMSwapMode
-	if mode == SIMSwapOff || mode == "" {
-		return channels
-	}
-	swapped, unknown := false, true
-	if s.ports.SIMSwap != nil {
-		got, at, err := s.ports.SIMSwap.Check(ctx, e164, w.Policy.SIMSwapMaxAge)
-		if err != nil {
-			s.log.Warn("sim swap check failed", zap.String("workflow", w.ID), zap.Error(err))
-		} else {
-			swapped, unknown, w.SIMCheckedAt = got, false, at.UTC()
+	for _, g := range gates {
+		if g.mode == SwapOff || g.mode == "" || g.mode == SwapReport || *g.result == SwapNotSwapped {
+			continue
 		}
+		if g.mode == SwapBlock {
+			w.Status, w.Reason, w.Ended = Failed, g.swapped, w.Created
+			if *g.result != SwapSwapped {
+				w.Reason = g.failed
+			}
+			return nil
+		}
+		channels = slices.DeleteFunc(channels, func(c Channel) bool { return c == Silent })
 	}
+	return channels
+}
+
+// checkSwap asks g's port and records what it found in the workflow (each gate its own fields,
+// so two checks at once write nothing in common).
+func (s *Service) checkSwap(ctx context.Context, workflowID, e164 string, g *swapGate) {
+	if g.port == nil {
+		*g.result = SwapNotOffered
+		return
+	}
+	swapped, at, err := g.port.Check(ctx, e164, g.maxAge)
+	var offered interface{ NotOffered() bool }
 	switch {
-	case unknown:
-		w.SIMSwap = SIMUnavailable
+	case errors.As(err, &offered) && offered.NotOffered():
+		*g.result = SwapNotOffered
+	case err != nil:
+		s.log.Warn(g.name+" check failed", zap.String("workflow", workflowID), zap.Error(err))
+		*g.result = SwapUnavailable
 	case swapped:
-		w.SIMSwap = SIMSwapped
+		*g.result, *g.checkedAt = SwapSwapped, at.UTC().Truncate(time.Microsecond)
 	default:
-		w.SIMSwap = SIMNotSwapped
+		*g.result, *g.checkedAt = SwapNotSwapped, at.UTC().Truncate(time.Microsecond) // PostgreSQL's precision, as now
 	}
-	if mode == SIMSwapReport || w.SIMSwap == SIMNotSwapped {
-		return channels
-	}
-	if mode == SIMSwapBlock {
-		w.Status, w.Reason, w.Ended = Failed, ReasonSIMSwapped, w.Created
-		if unknown {
-			w.Reason = ReasonSIMSwapUnknown
-		}
-		return nil
-	}
-	return slices.DeleteFunc(channels, func(c Channel) bool { return c == Silent })
 }
 
 // begin starts the first of channels, or fails the workflow when there is none.
@@ -323,7 +357,7 @@ func (s *Service) begin(ctx context.Context, st Store, w *Workflow, channels []C
 		s.end(w, Failed, "", ReasonNoChannelLeft, now)
 		return nil
 	}
-	w.Policy.Channels = channels // what this workflow runs, after the SIM-swap gate
+	w.Policy.Channels = channels // what this workflow runs, after the swap gates
 	return s.startChannel(ctx, st, w, channels[0], e164, now)
 }
 
@@ -554,6 +588,7 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 			WorkflowID: w.ID, StepID: step.ID, Seq: step.Seq, Channel: string(step.Channel), Status: string(step.Status),
 			Reason: optional(step.Reason), MobileNumber: w.Masked, Country: w.Country, Charged: settled(step),
 			SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
+			DeviceSwap: string(w.DeviceSwap), DeviceCheckedAt: optionalTime(w.DeviceCheckedAt),
 		}, s.Now())
 		if err != nil {
 			return err
@@ -564,6 +599,7 @@ func (s *Service) emitChanges(ctx context.Context, st Store, w Workflow, before 
 		ev, err := events.New(w.ClientID, events.WorkflowCompleted, events.WorkflowCompletedData{
 			WorkflowID: w.ID, Status: string(w.Status), DecidedBy: optional(string(w.DecidedBy)), Reason: optional(w.Reason),
 			MobileNumber: w.Masked, Country: w.Country, SIMSwap: string(w.SIMSwap), SIMCheckedAt: optionalTime(w.SIMCheckedAt),
+			DeviceSwap: string(w.DeviceSwap), DeviceCheckedAt: optionalTime(w.DeviceCheckedAt),
 			Charged: w.Charged(),
 		}, s.Now())
 		if err != nil {

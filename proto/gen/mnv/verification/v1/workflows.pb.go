@@ -693,14 +693,16 @@ type Workflow struct {
 	// The channel that decided (SILENT, SMS_OTP); absent while in progress and when none did.
 	DecidedBy *string `protobuf:"bytes,3,opt,name=decided_by,json=decidedBy,proto3,oneof" json:"decided_by,omitempty"`
 	// Why: NETWORK_VERIFIED, NUMBER_MISMATCH, CODE_MATCHED, TOO_MANY_ATTEMPTS, CODE_EXPIRED,
-	// SMS_UNDELIVERABLE, SIM_SWAPPED, NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says
-	// which pumping rule refused), … (more may come: branch on status).
+	// SMS_UNDELIVERABLE, SIM_SWAPPED, SIM_SWAP_UNKNOWN, DEVICE_SWAPPED, DEVICE_SWAP_UNKNOWN,
+	// NO_CHANNEL_LEFT, SMS_BLOCKED (the blocked step's reason says which pumping rule refused), …
+	// (more may come: branch on status).
 	Reason *string `protobuf:"bytes,4,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
 	// Masked.
 	MobileNumber string `protobuf:"bytes,5,opt,name=mobile_number,json=mobileNumber,proto3" json:"mobile_number,omitempty"`
 	// The number's country (ISO 3166-1 alpha-2); empty when the numbering plans cannot tell.
 	Country string `protobuf:"bytes,6,opt,name=country,proto3" json:"country,omitempty"`
-	// What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED or UNAVAILABLE.
+	// What the SIM-swap check found: NOT_CHECKED, NOT_SWAPPED, SWAPPED, UNAVAILABLE (the
+	// operator did not answer) or NOT_OFFERED (no operator offers the check for the number).
 	SimSwap string          `protobuf:"bytes,7,opt,name=sim_swap,json=simSwap,proto3" json:"sim_swap,omitempty"`
 	Steps   []*WorkflowStep `protobuf:"bytes,8,rep,name=steps,proto3" json:"steps,omitempty"`
 	// The codes that may still be tried.
@@ -720,9 +722,14 @@ type Workflow struct {
 	TransactionId *string `protobuf:"bytes,16,opt,name=transaction_id,json=transactionId,proto3,oneof" json:"transaction_id,omitempty"`
 	// When the operator answered the SIM-swap check (sim_swap NOT_SWAPPED or SWAPPED); absent
 	// when no answer came.
-	SimCheckedAt  *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=sim_checked_at,json=simCheckedAt,proto3" json:"sim_checked_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SimCheckedAt *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=sim_checked_at,json=simCheckedAt,proto3" json:"sim_checked_at,omitempty"`
+	// What the device-swap check found, as sim_swap (the check asks whether the line moved to
+	// another device, where the number's operator offers it).
+	DeviceSwap string `protobuf:"bytes,18,opt,name=device_swap,json=deviceSwap,proto3" json:"device_swap,omitempty"`
+	// When the operator answered the device-swap check; absent when no answer came.
+	DeviceCheckedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=device_checked_at,json=deviceCheckedAt,proto3" json:"device_checked_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -870,6 +877,20 @@ func (x *Workflow) GetTransactionId() string {
 func (x *Workflow) GetSimCheckedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.SimCheckedAt
+	}
+	return nil
+}
+
+func (x *Workflow) GetDeviceSwap() string {
+	if x != nil {
+		return x.DeviceSwap
+	}
+	return ""
+}
+
+func (x *Workflow) GetDeviceCheckedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeviceCheckedAt
 	}
 	return nil
 }
@@ -1198,7 +1219,10 @@ type WorkflowPolicy struct {
 	DailySmsCap *int64 `protobuf:"varint,12,opt,name=daily_sms_cap,json=dailySmsCap,proto3,oneof" json:"daily_sms_cap,omitempty"`
 	// The app or brand the SMS text names ("123456 is your Acme verification code"): 1 to 20
 	// characters of the GSM 03.38 basic set, no leading or trailing space; absent: no name.
-	AppName       *string `protobuf:"bytes,13,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
+	AppName *string `protobuf:"bytes,13,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
+	// The device-swap check: the same modes and maximum age as sim_swap, asked of the operator's
+	// Device Swap API where it offers one.
+	DeviceSwap    *WorkflowSimSwap `protobuf:"bytes,14,opt,name=device_swap,json=deviceSwap,proto3" json:"device_swap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1324,6 +1348,13 @@ func (x *WorkflowPolicy) GetAppName() string {
 	return ""
 }
 
+func (x *WorkflowPolicy) GetDeviceSwap() *WorkflowSimSwap {
+	if x != nil {
+		return x.DeviceSwap
+	}
+	return nil
+}
+
 type WorkflowSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// In order, distinct: SILENT, SMS_OTP.
@@ -1337,7 +1368,9 @@ type WorkflowSettings struct {
 	MaxResends            *int32           `protobuf:"varint,8,opt,name=max_resends,json=maxResends,proto3,oneof" json:"max_resends,omitempty"`
 	SimSwap               *WorkflowSimSwap `protobuf:"bytes,9,opt,name=sim_swap,json=simSwap,proto3" json:"sim_swap,omitempty"`
 	// The app or brand the SMS text names, as the policy's app_name.
-	AppName       *string `protobuf:"bytes,10,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
+	AppName *string `protobuf:"bytes,10,opt,name=app_name,json=appName,proto3,oneof" json:"app_name,omitempty"`
+	// The device-swap check, as the policy's device_swap.
+	DeviceSwap    *WorkflowSimSwap `protobuf:"bytes,11,opt,name=device_swap,json=deviceSwap,proto3" json:"device_swap,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1442,6 +1475,14 @@ func (x *WorkflowSettings) GetAppName() string {
 	return ""
 }
 
+func (x *WorkflowSettings) GetDeviceSwap() *WorkflowSimSwap {
+	if x != nil {
+		return x.DeviceSwap
+	}
+	return nil
+}
+
+// WorkflowSimSwap is a swap check's part of a policy: the SIM-swap one, or the device-swap one.
 type WorkflowSimSwap struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// OFF, BLOCK, FALLBACK or REPORT.
@@ -2255,7 +2296,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\vworkflow_id\x18\x01 \x01(\tB\f\xd2\xf3\x18\b\b\x01B\x04uuidR\n" +
 	"workflowId\"W\n" +
 	"\x1aResendWorkflowCodeResponse\x129\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\x83\x06\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x1d.mnv.verification.v1.WorkflowR\bworkflow\"\xec\x06\n" +
 	"\bWorkflow\x12\x1f\n" +
 	"\vworkflow_id\x18\x01 \x01(\tR\n" +
 	"workflowId\x12\x16\n" +
@@ -2277,7 +2318,10 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"created_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\bended_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12*\n" +
 	"\x0etransaction_id\x18\x10 \x01(\tH\x02R\rtransactionId\x88\x01\x01\x12@\n" +
-	"\x0esim_checked_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\fsimCheckedAtB\r\n" +
+	"\x0esim_checked_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\fsimCheckedAt\x12\x1f\n" +
+	"\vdevice_swap\x18\x12 \x01(\tR\n" +
+	"deviceSwap\x12F\n" +
+	"\x11device_checked_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\x0fdeviceCheckedAtB\r\n" +
 	"\v_decided_byB\t\n" +
 	"\a_reasonB\x11\n" +
 	"\x0f_transaction_id\"\xe1\x02\n" +
@@ -2302,7 +2346,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\"\x9d\x01\n" +
 	"\x19SetWorkflowPolicyResponse\x12;\n" +
 	"\x06policy\x18\x01 \x01(\v2#.mnv.verification.v1.WorkflowPolicyR\x06policy\x12C\n" +
-	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\xc9\b\n" +
+	"\teffective\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\teffective\"\x90\t\n" +
 	"\x0eWorkflowPolicy\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2324,7 +2368,9 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"^[A-Z]{2}$J\x02GBR\fsmsCountries\x125\n" +
 	"\rdaily_sms_cap\x18\f \x01(\x03B\f\xd2\xf3\x18\b\x10\x01\x18\x80\x94\xeb\xdc\x03H\aR\vdailySmsCap\x88\x01\x01\x12.\n" +
 	"\bapp_name\x18\r \x01(\tB\x0e\xd2\xf3\x18\n" +
-	" \x01(\x14J\x04AcmeH\bR\aappName\x88\x01\x01\x1ac\n" +
+	" \x01(\x14J\x04AcmeH\bR\aappName\x88\x01\x01\x12E\n" +
+	"\vdevice_swap\x18\x0e \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\n" +
+	"deviceSwap\x1ac\n" +
 	"\x0eCountriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
 	"\x05value\x18\x02 \x01(\v2%.mnv.verification.v1.WorkflowSettingsR\x05value:\x028\x01B\x19\n" +
@@ -2336,7 +2382,7 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\x18_resend_cooldown_secondsB\x0e\n" +
 	"\f_max_resendsB\x10\n" +
 	"\x0e_daily_sms_capB\v\n" +
-	"\t_app_name\"\xf2\x05\n" +
+	"\t_app_name\"\xb9\x06\n" +
 	"\x10WorkflowSettings\x121\n" +
 	"\bchannels\x18\x01 \x03(\tB\x15\xd2\xf3\x18\x11:\x06SILENT:\aSMS_OTPR\bchannels\x12D\n" +
 	"\x16silent_timeout_seconds\x18\x02 \x01(\x05B\t\xd2\xf3\x18\x05\x10\x05\x18\xd8\x04H\x00R\x14silentTimeoutSeconds\x88\x01\x01\x12>\n" +
@@ -2353,7 +2399,9 @@ const file_mnv_verification_v1_workflows_proto_rawDesc = "" +
 	"\bsim_swap\x18\t \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\asimSwap\x12.\n" +
 	"\bapp_name\x18\n" +
 	" \x01(\tB\x0e\xd2\xf3\x18\n" +
-	" \x01(\x14J\x04AcmeH\aR\aappName\x88\x01\x01B\x19\n" +
+	" \x01(\x14J\x04AcmeH\aR\aappName\x88\x01\x01\x12E\n" +
+	"\vdevice_swap\x18\v \x01(\v2$.mnv.verification.v1.WorkflowSimSwapR\n" +
+	"deviceSwapB\x19\n" +
 	"\x17_silent_timeout_secondsB\x16\n" +
 	"\x14_sms_timeout_secondsB\x0e\n" +
 	"\f_code_lengthB\x13\n" +
@@ -2489,30 +2537,33 @@ var file_mnv_verification_v1_workflows_proto_depIdxs = []int32{
 	34, // 9: mnv.verification.v1.Workflow.created_at:type_name -> google.protobuf.Timestamp
 	34, // 10: mnv.verification.v1.Workflow.ended_at:type_name -> google.protobuf.Timestamp
 	34, // 11: mnv.verification.v1.Workflow.sim_checked_at:type_name -> google.protobuf.Timestamp
-	34, // 12: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
-	34, // 13: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
-	18, // 14: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	19, // 15: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	18, // 16: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	18, // 17: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
-	19, // 18: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
-	20, // 19: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	33, // 20: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
-	20, // 21: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
-	35, // 22: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
-	34, // 23: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
-	29, // 24: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
-	29, // 25: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
-	34, // 26: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
-	34, // 27: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
-	32, // 28: mnv.verification.v1.ListSandboxSmsResponse.items:type_name -> mnv.verification.v1.SandboxSms
-	34, // 29: mnv.verification.v1.SandboxSms.received_at:type_name -> google.protobuf.Timestamp
-	19, // 30: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	34, // 12: mnv.verification.v1.Workflow.device_checked_at:type_name -> google.protobuf.Timestamp
+	34, // 13: mnv.verification.v1.WorkflowStep.started_at:type_name -> google.protobuf.Timestamp
+	34, // 14: mnv.verification.v1.WorkflowStep.ended_at:type_name -> google.protobuf.Timestamp
+	18, // 15: mnv.verification.v1.GetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 16: mnv.verification.v1.GetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	18, // 17: mnv.verification.v1.SetWorkflowPolicyRequest.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	18, // 18: mnv.verification.v1.SetWorkflowPolicyResponse.policy:type_name -> mnv.verification.v1.WorkflowPolicy
+	19, // 19: mnv.verification.v1.SetWorkflowPolicyResponse.effective:type_name -> mnv.verification.v1.WorkflowSettings
+	20, // 20: mnv.verification.v1.WorkflowPolicy.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	33, // 21: mnv.verification.v1.WorkflowPolicy.countries:type_name -> mnv.verification.v1.WorkflowPolicy.CountriesEntry
+	20, // 22: mnv.verification.v1.WorkflowPolicy.device_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	20, // 23: mnv.verification.v1.WorkflowSettings.sim_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	20, // 24: mnv.verification.v1.WorkflowSettings.device_swap:type_name -> mnv.verification.v1.WorkflowSimSwap
+	35, // 25: mnv.verification.v1.GetWorkflowUsageResponse.usage:type_name -> mnv.usage.v1.Usage
+	34, // 26: mnv.verification.v1.CheckWebWorkflowCodeResponse.code_expires_at:type_name -> google.protobuf.Timestamp
+	29, // 27: mnv.verification.v1.GetWebWorkflowResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	29, // 28: mnv.verification.v1.ResendWebWorkflowCodeResponse.workflow:type_name -> mnv.verification.v1.WebWorkflow
+	34, // 29: mnv.verification.v1.WebWorkflow.resend_at:type_name -> google.protobuf.Timestamp
+	34, // 30: mnv.verification.v1.WebWorkflow.code_expires_at:type_name -> google.protobuf.Timestamp
+	32, // 31: mnv.verification.v1.ListSandboxSmsResponse.items:type_name -> mnv.verification.v1.SandboxSms
+	34, // 32: mnv.verification.v1.SandboxSms.received_at:type_name -> google.protobuf.Timestamp
+	19, // 33: mnv.verification.v1.WorkflowPolicy.CountriesEntry.value:type_name -> mnv.verification.v1.WorkflowSettings
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_mnv_verification_v1_workflows_proto_init() }
