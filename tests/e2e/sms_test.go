@@ -525,16 +525,25 @@ func TestSMSBacklogSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	inDoubt := s.everyTakenOnce(t, numbers)
-	unacked := 0
+	copies := map[int]int{} // copies the SMSC took of a message → how many messages
+	for n := range numbers {
+		copies[accepted(s.to(n))]++
+	}
+	// A receipt the SMSC sent again: one the kill left unanswered (sent again on the next bind),
+	// or one answered with the temporary error (not recorded yet, sent again shortly after).
+	unanswered, deferred := 0, 0
 	for _, r := range s.smsc.Receipts() {
-		if !r.Acked {
-			unacked++
+		switch {
+		case r.Status == nil:
+			unanswered++
+		case !r.Acked:
+			deferred++
 		}
 	}
 	settled, resent := s.inDoubtLogged()
 	logs := s.Logs("verification")
-	t.Logf("%d of %d taken before the kill; %d receipts sent again on the next bind; %d steps in doubt settled by their receipt (%d by reference, %d by text), %d sent again after the hold (%d steps with more than one attempt); every message taken once",
-		taken, len(numbers), unacked, settled, strings.Count(logs, `"matched_by":"reference"`), strings.Count(logs, `"matched_by":"text"`), resent, inDoubt)
+	t.Logf("%d of %d taken before the kill; copies the SMSC took per message %v; receipts sent again: %d left unanswered by the kill, %d deferred; %d steps in doubt settled by their receipt (%d by reference, %d by text), %d sent again after the hold (%d steps with more than one attempt)",
+		taken, len(numbers), copies, unanswered, deferred, settled, strings.Count(logs, `"matched_by":"reference"`), strings.Count(logs, `"matched_by":"text"`), resent, inDoubt)
 }
 
 // inDoubtLogged counts verification's logs of steps in doubt settled by a receipt, and of those

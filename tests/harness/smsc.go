@@ -87,6 +87,9 @@ type SMSCReceipt struct {
 	Stat      string `json:"stat"`
 	SessionID int    `json:"sessionId"`
 	Acked     bool   `json:"acked"`
+	// Status is the deliver_sm_resp's command_status (nil: never answered); a non-zero one is a
+	// receipt the client deferred, sent again later.
+	Status *int `json:"status"`
 	// Reference is the user_message_reference the receipt carried (nil: none).
 	Reference *int `json:"reference"`
 }

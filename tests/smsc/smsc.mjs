@@ -4,7 +4,7 @@
 // its first line of stdout, and steer it over a small HTTP control port:
 //
 //   POST /config   {systemId, password, undeliverable: [numbers], refuse: [numbers], receiptDelayMs,
-//                  refuseReceipts, receiptReference}  (a submit to a refused number is answered
+//                  refuseReceipts, receiptReference, receiptRetryMs}  (a submit to a refused number is answered
 //                  ESME_RINVDSTADR; receiptReference false leaves user_message_reference out of
 //                  the receipts, as some operators' SMSCs do; "alternate" leaves it out of every
 //                  other receipt, so one run meets both kinds)
@@ -27,7 +27,8 @@
 // Receipts behave as an operator's: each echoes the submit's user_message_reference (unless
 // receiptReference is false) and carries the text's first 20 characters, and one the client did
 // not acknowledge before its session ended (a process killed, a dropped connection) is sent
-// again on the next bind rather than lost.
+// again on the next bind rather than lost; one it answered with an error status is sent again
+// after receiptRetryMs (200 ms).
 //
 // With SMSC_TLS_CERT and SMSC_TLS_KEY (PEM files) in its environment, the SMPP port speaks TLS
 // only (npm smpp's server over node:tls); the control port stays plain HTTP.
@@ -43,6 +44,7 @@ const config = {
   receiptDelayMs: 0,
   refuseReceipts: false,
   receiptReference: true,
+  receiptRetryMs: 200,
 };
 let throttle = 0;
 let dropAfter = null; // {count, mode}
@@ -111,6 +113,9 @@ function sendReceipt(r) {
     session.unacked.delete(r);
     rec.acked = resp.command_status === 0;
     rec.status = resp.command_status;
+    // A non-zero answer (ESME_RX_T_APPN: the client could not take it yet) is "not delivered":
+    // an operator's SMSC keeps the receipt and tries again later, on whatever session is bound.
+    if (resp.command_status !== 0) setTimeout(() => sendReceipt(r), config.receiptRetryMs);
   });
   if (sent === false) { // the socket was no longer writable: not sent at all
     pendingReceipts.push(r);

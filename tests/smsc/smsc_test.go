@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,7 +185,7 @@ func TestReceipts(t *testing.T) {
 	s := start(t, harness.SMSCConfig{Undeliverable: []string{"15550666"}, ReceiptDelayMs: int(delay / time.Millisecond)})
 	got := make(chan smpp.Receipt, 10)
 	cfg := clientConfig(s)
-	cfg.OnReceipt = func(r smpp.Receipt) { got <- r }
+	cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { got <- r; ack(true) }
 	c := dial(t, cfg)
 	tests := []struct {
 		to   string
@@ -242,7 +243,7 @@ func TestReceiptReference(t *testing.T) {
 			s := start(t, harness.SMSCConfig{ReceiptReference: tc.echo})
 			got := make(chan smpp.Receipt, 1)
 			cfg := clientConfig(s)
-			cfg.OnReceipt = func(r smpp.Receipt) { got <- r }
+			cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { got <- r; ack(true) }
 			c := dial(t, cfg)
 			ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550110", Text: "123456 is your verification code.",
 				RegisteredDelivery: true, Reference: 0xA55A, HasReference: true})
@@ -270,12 +271,16 @@ func TestReceiptReference(t *testing.T) {
 func TestUnacknowledgedReceiptComesAgain(t *testing.T) {
 	s := start(t, harness.SMSCConfig{})
 	got := make(chan smpp.Receipt, 4)
-	release := make(chan struct{})
-	var first sync.Once
+	held := make(chan smpp.Ack, 1)
+	var n atomic.Int32
 	cfg := clientConfig(s)
-	cfg.OnReceipt = func(r smpp.Receipt) {
+	cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) {
+		if n.Add(1) == 1 {
+			held <- ack // the first is left unacknowledged while the session ends
+		} else {
+			ack(true)
+		}
 		got <- r
-		first.Do(func() { <-release }) // the first is held unacknowledged while the session ends
 	}
 	c := dial(t, cfg)
 	ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550111", Text: "code 3", RegisteredDelivery: true})
@@ -293,13 +298,54 @@ func TestUnacknowledgedReceiptComesAgain(t *testing.T) {
 		}
 		if i == 0 {
 			s.Drop("reset")
-			close(release)
 		}
 	}
 	await(t, "the second copy acknowledged", func() bool {
 		rs := s.Receipts()
 		return len(rs) == 2 && !rs[0].Acked && rs[1].Acked && rs[1].SessionID != rs[0].SessionID
 	})
+	(<-held)(true) // too late: its session is gone, so nothing is written
+	if rs := s.Receipts(); len(rs) != 2 || rs[0].Status != nil {
+		t.Fatalf("receipts %+v after the late acknowledgement", rs)
+	}
+}
+
+// TestDeferredReceiptComesAgain: a receipt the client answers with a temporary error (it could
+// not record it yet) is sent again later on the same session, and is done once acknowledged.
+func TestDeferredReceiptComesAgain(t *testing.T) {
+	s := start(t, harness.SMSCConfig{})
+	got := make(chan smpp.Receipt, 4)
+	var n atomic.Int32
+	cfg := clientConfig(s)
+	cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) {
+		ack(n.Add(1) > 1) // the first is deferred, as when the database is away
+		got <- r
+	}
+	c := dial(t, cfg)
+	ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550112", Text: "code 4", RegisteredDelivery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		select {
+		case r := <-got:
+			if r.MessageID != ids[0] {
+				t.Fatalf("receipt %d: %+v, want id %s", i, r, ids[0])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("receipt %d did not come", i)
+		}
+	}
+	await(t, "the second copy acknowledged", func() bool {
+		rs := s.Receipts()
+		return len(rs) == 2 && !rs[0].Acked && rs[0].Status != nil && *rs[0].Status == int(smpp.StatusReceiptDeferred) &&
+			rs[1].Acked && rs[1].SessionID == rs[0].SessionID
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("a third copy: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
 }
 
 // outbox sends messages by their own ids the way the verification service's outbox will: a

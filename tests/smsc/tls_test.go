@@ -51,7 +51,7 @@ func TestTLS(t *testing.T) {
 		cfg := clientConfig(secure)
 		cfg.TLS = &tls.Config{RootCAs: trusted, MinVersion: tls.VersionTLS12}
 		got := make(chan smpp.Receipt, 1)
-		cfg.OnReceipt = func(r smpp.Receipt) { got <- r }
+		cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { got <- r; ack(true) }
 		c := dial(t, cfg)
 		ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550100", Text: "123456 is your code", RegisteredDelivery: true})
 		if err != nil || len(ids) != 1 {

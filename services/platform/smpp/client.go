@@ -42,10 +42,13 @@ type Config struct {
 	// ThrottleRetries is how many times before Submit gives the status back (default 8).
 	ThrottleMin, ThrottleMax time.Duration
 	ThrottleRetries          int
-	// OnReceipt is handed each delivery receipt, on the session's reading goroutine, before the
-	// deliver_sm is answered: a receipt whose handler did not return is sent again by the SMSC
-	// after a reconnect. It should only record or enqueue, and must not call Close.
-	OnReceipt func(Receipt)
+	// OnReceipt is handed each delivery receipt with the Ack that answers its deliver_sm: the
+	// SMSC keeps a receipt until it is acknowledged, so a handler acknowledges once the receipt
+	// is where a crash cannot lose it (recorded), and not before. It runs on the session's
+	// reading goroutine, which reads nothing else meanwhile: it must only enqueue (or, with its
+	// queue full, call ack(false) at once), never block, and must not call Close. Nil: every
+	// receipt is acknowledged as it arrives.
+	OnReceipt func(r Receipt, ack Ack)
 	// Observer, when set, hears what happens (binds, submits, throttles, lost sessions), for
 	// metrics; it is called synchronously and must not block.
 	Observer Observer
@@ -104,6 +107,22 @@ const (
 	// acknowledged all the same, since the SMSC would only send it again.
 	EventReceiptUnreadable
 )
+
+// Ack answers one receipt's deliver_sm: ok true with ESME_ROK (the receipt is ours now, the
+// SMSC forgets it), false with ESME_RX_T_APPN, SMPP's temporary error of the receiving
+// application, on which the SMSC keeps the receipt and delivers it again later. It may be called
+// from any goroutine, at any time; only its first call answers. Once the session the receipt
+// came on has ended, it writes nothing: a deliver_sm can only be answered on its own session,
+// and the SMSC sends an unanswered receipt again on the next bind.
+//
+// The client keeps nothing per receipt awaiting its Ack (the Ack holds the session and the
+// sequence number), so how many may be unanswered at once is bounded by the SMSC's own window of
+// deliver_sm and by the handler's queue, which answers ack(false) when it is full.
+type Ack func(ok bool)
+
+// StatusReceiptDeferred is what Ack(false) answers: a temporary error of the receiving
+// application (ESME_RX_T_APPN), on which an SMSC delivers the receipt again later.
+const StatusReceiptDeferred = StatusTempAppError
 
 // Event is one thing an Observer hears.
 type Event struct {
@@ -707,6 +726,8 @@ func (s *session) undecodable(de *DecodeError) {
 	_ = s.write(PDU{Command: GenericNack, Status: status, Seq: de.Seq})
 }
 
+// deliver answers a deliver_sm: a receipt when its handler acknowledges it, anything else at
+// once.
 func (s *session) deliver(p PDU) {
 	sm, _ := p.Body.(*ShortMessage)
 	r, err := ParseReceipt(sm)
@@ -718,10 +739,27 @@ func (s *session) deliver(p PDU) {
 	default:
 		s.c.observe(Event{Kind: EventReceipt})
 		if s.c.cfg.OnReceipt != nil {
-			s.c.cfg.OnReceipt(r)
+			s.c.cfg.OnReceipt(r, s.ack(p.Seq))
+			return
 		}
 	}
 	_ = s.write(PDU{Command: DeliverSMResp, Seq: p.Seq, Body: &SMResp{}})
+}
+
+// ack is the Ack of the deliver_sm seq: its first call writes the deliver_sm_resp on this
+// session, unless the session ended (write then sends nothing).
+func (s *session) ack(seq uint32) Ack {
+	var once atomic.Bool
+	return func(ok bool) {
+		if !once.CompareAndSwap(false, true) {
+			return
+		}
+		st := StatusOK
+		if !ok {
+			st = StatusReceiptDeferred
+		}
+		_ = s.write(PDU{Command: DeliverSMResp, Status: st, Seq: seq, Body: &SMResp{}})
+	}
 }
 
 // enquire sends enquire_link on the interval; a session that does not answer is dead.

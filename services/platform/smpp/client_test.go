@@ -447,8 +447,9 @@ func TestEnquireLink(t *testing.T) {
 	waitFor(t, "a rebind after enquire_link went unanswered", func() bool { return smsc.conns.Load() >= 2 })
 }
 
-// TestReceipts: a receipt reaches OnReceipt before its deliver_sm is answered; one that cannot
-// be read is answered all the same, so the SMSC does not send it forever.
+// TestReceipts: a receipt reaches OnReceipt, read whole, and its deliver_sm is answered when
+// the handler acknowledges it; one that cannot be read is answered all the same, so the SMSC
+// does not send it forever.
 func TestReceipts(t *testing.T) {
 	acks := make(chan PDU, 2)
 	smsc := startSMSC(t, func(c *smscConn) {
@@ -475,7 +476,7 @@ func TestReceipts(t *testing.T) {
 	got := make(chan Receipt, 1)
 	ev := &events{}
 	cfg := testConfig(smsc.ln.Addr().String())
-	cfg.OnReceipt = func(r Receipt) { got <- r }
+	cfg.OnReceipt = func(r Receipt, ack Ack) { got <- r; ack(true) }
 	cfg.Observer = ev
 	c := dial(t, cfg)
 	if _, err := c.Submit(context.Background(), Message{From: "mnv", To: "1", Text: "hi", RegisteredDelivery: true, Reference: 7, HasReference: true}); err != nil {
@@ -704,4 +705,213 @@ func TestBackoff(t *testing.T) {
 	if d := b.next(); d > 100*time.Millisecond {
 		t.Fatalf("after reset: %s", d)
 	}
+}
+
+// receiptPDU is a DELIVRD receipt of message id "r<seq>" as a deliver_sm of sequence seq.
+func receiptPDU(seq uint32) PDU {
+	return PDU{Command: DeliverSM, Seq: seq, Body: &ShortMessage{ESMClass: ESMClassReceipt, Source: "1",
+		Short: fmt.Appendf(nil, "id:r%d sub:001 dlvrd:001 submit date:2611291200 done date:2611291200 stat:DELIVRD err:000 text:hi", seq)}}
+}
+
+// answer is a deliver_sm_resp the script SMSC read, and on which connection.
+type answer struct {
+	conn   int
+	seq    uint32
+	status Status
+}
+
+// receiptSMSC answers binds, submits and enquire_link, sends each connection's receipts
+// (receipts(n) for the n-th) right after its bind, and hands every deliver_sm_resp to answers
+// and every connection to conns.
+func receiptSMSC(t *testing.T, receipts func(n int) []uint32) (*scriptSMSC, chan answer, chan *smscConn) {
+	answers, conns := make(chan answer, 16), make(chan *smscConn, 4)
+	smsc := startSMSC(t, func(c *smscConn) {
+		conns <- c
+		for {
+			p, err := c.read()
+			if err != nil {
+				return
+			}
+			switch p.Command {
+			case BindTransceiver:
+				c.write(PDU{Command: BindTransceiverResp, Seq: p.Seq, Body: &BindResp{}})
+				for _, seq := range receipts(c.n) {
+					c.write(receiptPDU(seq))
+				}
+			case SubmitSM:
+				c.write(PDU{Command: SubmitSMResp, Seq: p.Seq, Body: &SMResp{MessageID: "m"}})
+			case EnquireLink:
+				c.write(PDU{Command: EnquireLinkResp, Seq: p.Seq})
+			case DeliverSMResp:
+				answers <- answer{conn: c.n, seq: p.Seq, status: p.Status}
+			case Unbind:
+				c.write(PDU{Command: UnbindResp, Seq: p.Seq})
+				return
+			}
+		}
+	})
+	return smsc, answers, conns
+}
+
+// handed is a receipt as the handler got it, with its Ack.
+type handed struct {
+	r   Receipt
+	ack Ack
+}
+
+// queueHandler is a handler as a caller writes one: it enqueues, and with its queue full
+// answers the receipt at once with the temporary error.
+func queueHandler(queue chan handed) func(Receipt, Ack) {
+	return func(r Receipt, ack Ack) {
+		select {
+		case queue <- handed{r, ack}:
+		default:
+			ack(false)
+		}
+	}
+}
+
+func expectAnswers(t *testing.T, answers chan answer, want ...answer) {
+	t.Helper()
+	for _, w := range want {
+		select {
+		case a := <-answers:
+			if a != w {
+				t.Fatalf("deliver_sm_resp %+v, want %+v", a, w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no deliver_sm_resp, want %+v", w)
+		}
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("a deliver_sm_resp more: %+v", a)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestReceiptAck: a receipt's deliver_sm is answered when, and only as, its handler says: later
+// and from another goroutine, with ESME_ROK or the temporary error, once however often Ack is
+// called, at once when the handler's queue is full; the session reads and submits meanwhile.
+func TestReceiptAck(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		queue int // the handler's queue
+		// run acknowledges the receipts the handler queued, by sequence number.
+		run  func(t *testing.T, c *Client, acks map[uint32]Ack)
+		want []answer
+	}{
+		{"acknowledged later, from another goroutine", 2, func(t *testing.T, c *Client, acks map[uint32]Ack) {
+			// Unanswered receipts hold up neither the reader nor a submit.
+			if _, err := c.Submit(context.Background(), Message{From: "mnv", To: "1", Text: "meanwhile"}); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { acks[901](true) })
+			wg.Wait()
+			wg.Go(func() { acks[900](false) })
+			wg.Wait()
+		}, []answer{{1, 901, StatusOK}, {1, 900, StatusTempAppError}}},
+		{"acknowledged once however often Ack is called", 2, func(t *testing.T, _ *Client, acks map[uint32]Ack) {
+			acks[900](true)
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() { acks[900](i%2 == 0) })
+			}
+			wg.Wait()
+			acks[901](true) // written after any second answer of 900 would have been
+		}, []answer{{1, 900, StatusOK}, {1, 901, StatusOK}}},
+		{"a full queue answers the temporary error at once", 1, func(t *testing.T, _ *Client, acks map[uint32]Ack) {
+			if _, queued := acks[901]; queued {
+				t.Fatal("901 was queued in a full queue")
+			}
+			acks[900](true)
+		}, []answer{{1, 901, StatusTempAppError}, {1, 900, StatusOK}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			smsc, answers, _ := receiptSMSC(t, func(int) []uint32 { return []uint32{900, 901} })
+			queue := make(chan handed, tc.queue)
+			cfg := testConfig(smsc.ln.Addr().String())
+			cfg.OnReceipt = queueHandler(queue)
+			c := dial(t, cfg)
+			if tc.queue == 1 {
+				// The full queue's answer comes without anyone acknowledging (nor taking the
+				// first receipt off the queue).
+				expectAnswers(t, answers, tc.want[0])
+				tc.want = tc.want[1:]
+			}
+			acks := map[uint32]Ack{}
+			for range tc.queue {
+				select {
+				case h := <-queue:
+					var seq uint32
+					if _, err := fmt.Sscanf(h.r.MessageID, "r%d", &seq); err != nil {
+						t.Fatal(err)
+					}
+					acks[seq] = h.ack
+				case <-time.After(5 * time.Second):
+					t.Fatal("no receipt")
+				}
+			}
+			expectAnswers(t, answers) // none before Ack is called
+			tc.run(t, c, acks)
+			expectAnswers(t, answers, tc.want...)
+		})
+	}
+}
+
+// countingConn counts the writes on a connection.
+type countingConn struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestReceiptAckAfterSessionEnded: a receipt acknowledged after its session ended writes
+// nothing, on that connection or the next; the SMSC sends it again on the next bind, where its
+// new deliver_sm is answered.
+func TestReceiptAckAfterSessionEnded(t *testing.T) {
+	smsc, answers, conns := receiptSMSC(t, func(int) []uint32 { return []uint32{900} })
+	dialed := make(chan *countingConn, 4)
+	queue := make(chan handed, 4)
+	cfg := testConfig(smsc.ln.Addr().String())
+	cfg.OnReceipt = queueHandler(queue)
+	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cc := &countingConn{Conn: nc}
+		dialed <- cc
+		return cc, nil
+	}
+	dial(t, cfg)
+	next := func() handed {
+		t.Helper()
+		select {
+		case h := <-queue:
+			return h
+		case <-time.After(5 * time.Second):
+			t.Fatal("no receipt")
+			return handed{}
+		}
+	}
+	first, firstConn := next(), <-dialed
+	(<-conns).nc.Close() // the session ends with the receipt unanswered
+	again := next()      // sent again on the next bind
+	if again.r.MessageID != first.r.MessageID || smsc.conns.Load() != 2 {
+		t.Fatalf("receipt %+v on %d connections", again.r, smsc.conns.Load())
+	}
+	writes := firstConn.writes.Load()
+	first.ack(true)
+	if n := firstConn.writes.Load(); n != writes {
+		t.Fatalf("%d writes on the ended session after its receipt's Ack", n-writes)
+	}
+	expectAnswers(t, answers) // nor on the new one
+	again.ack(true)
+	expectAnswers(t, answers, answer{2, 900, StatusOK})
 }

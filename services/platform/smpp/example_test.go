@@ -18,10 +18,22 @@ func Example() {
 	}
 	defer smsc.Close()
 
-	receipts := make(chan smpp.Receipt, 1)
+	// The handler only enqueues; the receipt is acknowledged once it is recorded, and a full
+	// queue asks the SMSC to send it again later.
+	type receipt struct {
+		smpp.Receipt
+		ack smpp.Ack
+	}
+	receipts := make(chan receipt, 16)
 	client, err := smpp.Dial(context.Background(), smpp.Config{
 		Addr: smsc.Addr(), SystemID: "mnv", Password: "sandbox",
-		OnReceipt: func(r smpp.Receipt) { receipts <- r }, // record it, nothing slow
+		OnReceipt: func(r smpp.Receipt, ack smpp.Ack) {
+			select {
+			case receipts <- receipt{r, ack}:
+			default:
+				ack(false)
+			}
+		},
 	})
 	if err != nil {
 		panic(err)
@@ -41,6 +53,8 @@ func Example() {
 		fmt.Println("send again later, by the message's own id; uncertain:", smpp.Uncertain(err))
 	}
 	r := <-receipts
+	// ... recorded where a crash cannot lose it, then:
+	r.ack(true)
 	fmt.Println("receipt:", r.State, r.MessageID == ids[0])
 	fmt.Println("the handset reads:", smsc.Messages("447700900123")[0].Text)
 	// Output:

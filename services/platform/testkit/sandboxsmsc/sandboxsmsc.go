@@ -5,7 +5,8 @@
 // (concatenated parts joined back into one text) for Messages and All to read, and sends a
 // DELIVRD receipt for each part when registered delivery was asked, as an operator's does: it
 // echoes the submit's user_message_reference and the text's first 20 characters, and a receipt
-// whose session ended before it was acknowledged is sent again on the next bind. It holds what it was sent,
+// whose session ended before it was acknowledged is sent again on the next bind (one answered
+// with an error status, again shortly after). It holds what it was sent,
 // codes included, in memory only and logs nothing. The SMPP client is proved against an
 // independent SMSC in tests/smsc; this one is for running, not for proving.
 //
@@ -232,8 +233,13 @@ func (s *Server) serve(nc net.Conn) {
 			ss.write(smpp.PDU{Command: smpp.DeliverSMResp, Status: smpp.StatusInvalidBindStatus, Seq: p.Seq})
 		case smpp.DeliverSMResp:
 			s.mu.Lock()
+			r := ss.unacked[p.Seq]
 			delete(ss.unacked, p.Seq)
 			s.mu.Unlock()
+			if r != nil && p.Status != smpp.StatusOK {
+				s.wg.Add(1)
+				go s.sendLater(ss, r)
+			}
 		default:
 			if !p.Command.IsResponse() {
 				ss.write(smpp.PDU{Command: smpp.GenericNack, Status: smpp.StatusInvalidCmdID, Seq: p.Seq})
@@ -352,6 +358,23 @@ func (s *Server) send(prefer *session, r *smpp.ShortMessage) {
 	s.mu.Unlock()
 	if to != nil {
 		to.deliver(r) // a session that ended meanwhile hands it on
+	}
+}
+
+// receiptRetry is how long a receipt the client answered with an error status (it could not
+// take it yet) waits before it is sent again.
+const receiptRetry = 200 * time.Millisecond
+
+// sendLater sends a receipt again after receiptRetry, as an operator's SMSC keeps a receipt the
+// client did not take and tries again; a closing server drops it.
+func (s *Server) sendLater(prefer *session, r *smpp.ShortMessage) {
+	defer s.wg.Done()
+	t := time.NewTimer(receiptRetry)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		s.send(prefer, r)
+	case <-s.closing:
 	}
 }
 

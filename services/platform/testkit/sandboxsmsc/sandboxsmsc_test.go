@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func TestReceipts(t *testing.T) {
 	var mu sync.Mutex
 	var got []smpp.Receipt
 	c := dial(t, s, func(cfg *smpp.Config) {
-		cfg.OnReceipt = func(r smpp.Receipt) { mu.Lock(); got = append(got, r); mu.Unlock() }
+		cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { mu.Lock(); got = append(got, r); mu.Unlock(); ack(true) }
 	})
 	ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550009", Text: strings.Repeat("x", 200), RegisteredDelivery: true})
 	if err != nil {
@@ -157,7 +158,7 @@ func TestReceipts(t *testing.T) {
 func TestReceiptEchoesTheReference(t *testing.T) {
 	s := start(t, sandboxsmsc.Config{})
 	got := make(chan smpp.Receipt, 2)
-	c := dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt) { got <- r } })
+	c := dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { got <- r; ack(true) } })
 	for _, m := range []smpp.Message{
 		{From: "mnv", To: "+15550010", Text: "123456 is your verification code.", RegisteredDelivery: true, Reference: 0xCAFE, HasReference: true},
 		{From: "mnv", To: "+15550011", Text: "123456 ist Ihr Bestätigungscode.", RegisteredDelivery: true},
@@ -219,7 +220,7 @@ func TestUnacknowledgedReceiptWaitsForTheNextBind(t *testing.T) {
 	}
 	_ = nc.Close()
 	got := make(chan smpp.Receipt, 1)
-	dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt) { got <- r } })
+	dial(t, s, func(cfg *smpp.Config) { cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) { got <- r; ack(true) } })
 	select {
 	case r := <-got:
 		if r.MessageID != id || r.Dest != "15550012" || r.Reference != 9 || !r.HasReference {
@@ -227,6 +228,39 @@ func TestUnacknowledgedReceiptWaitsForTheNextBind(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the unacknowledged receipt was lost")
+	}
+}
+
+// TestDeferredReceiptComesAgain: a receipt the client answers with an error status (it could
+// not take it yet) is sent again shortly after, until it is acknowledged.
+func TestDeferredReceiptComesAgain(t *testing.T) {
+	s := start(t, sandboxsmsc.Config{})
+	got := make(chan smpp.Receipt, 4)
+	var n atomic.Int32
+	c := dial(t, s, func(cfg *smpp.Config) {
+		cfg.OnReceipt = func(r smpp.Receipt, ack smpp.Ack) {
+			ack(n.Add(1) > 2) // deferred twice, then taken
+			got <- r
+		}
+	})
+	ids, err := c.Submit(context.Background(), smpp.Message{From: "mnv", To: "+15550013", Text: "123456 is your code", RegisteredDelivery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		select {
+		case r := <-got:
+			if r.MessageID != ids[0] {
+				t.Fatalf("copy %d: %+v, want the receipt of %s", i, r, ids[0])
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("copy %d of the deferred receipt did not come", i)
+		}
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("a copy after the acknowledgement: %+v", r)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
 

@@ -16,8 +16,15 @@ type Metrics struct {
 	submits      *prometheus.CounterVec
 	throttles    *prometheus.CounterVec
 	receipts     *prometheus.CounterVec
-	dropped      *prometheus.CounterVec
+	deferred     *prometheus.CounterVec
 }
+
+// Why a receipt was answered with the temporary error (ESME_RX_T_APPN), so the SMSC sends it
+// again later: the queue to the database was full, or recording it failed.
+const (
+	deferredQueueFull   = "queue_full"
+	deferredNotRecorded = "not_recorded"
+)
 
 // NewMetrics creates the metrics and registers them on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -33,10 +40,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		submits:      counter("submits_total", "submit_sm parts by outcome: submitted (the SMSC took it) or rejected (refused for good).", "outcome"),
 		throttles:    counter("throttles_total", "Parts the SMSC refused for now (ESME_RTHROTTLED, ESME_RMSGQFUL), sent again after a pause."),
 		receipts:     counter("receipts_total", "Delivery receipts by state (DELIVERED, UNDELIVERABLE, EXPIRED, …; unreadable for those that could not be read).", "state"),
-		dropped:      counter("receipts_dropped_total", "Receipts dropped because the queue to the database was full: their steps wait for their deadline."),
+		deferred: counter("receipts_deferred_total", "Receipts answered with a temporary error, which the SMSC sends again later, by reason: "+
+			"queue_full (the queue to the database was full) or not_recorded (recording it failed, the database away).", "reason"),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bound, m.binds, m.bindFailures, m.disconnects, m.submits, m.throttles, m.receipts, m.dropped} {
+		for _, c := range []prometheus.Collector{m.bound, m.binds, m.bindFailures, m.disconnects, m.submits, m.throttles, m.receipts, m.deferred} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -52,9 +60,11 @@ func (m *Metrics) observer(name string) smpp.Observer {
 		return nil
 	}
 	m.bound.WithLabelValues(name).Set(0)
-	for _, c := range []*prometheus.CounterVec{m.binds, m.bindFailures, m.disconnects, m.throttles, m.dropped} {
+	for _, c := range []*prometheus.CounterVec{m.binds, m.bindFailures, m.disconnects, m.throttles} {
 		c.WithLabelValues(name)
 	}
+	m.deferred.WithLabelValues(name, deferredQueueFull)
+	m.deferred.WithLabelValues(name, deferredNotRecorded)
 	m.submits.WithLabelValues(name, "submitted")
 	m.submits.WithLabelValues(name, "rejected")
 	return smpp.ObserverFunc(func(e smpp.Event) {
@@ -91,8 +101,8 @@ func (m *Metrics) receipt(name string, s smpp.MessageState) {
 	}
 }
 
-func (m *Metrics) receiptDropped(name string) {
+func (m *Metrics) receiptDeferred(name, reason string) {
 	if m != nil {
-		m.dropped.WithLabelValues(name).Inc()
+		m.deferred.WithLabelValues(name, reason).Inc()
 	}
 }

@@ -35,8 +35,10 @@ type Receipts interface {
 	ReceiptInDoubt(ctx context.Context, r workflows.DeliveryReceipt) error
 }
 
-// receiptQueue is how many receipts may wait for the database: the SMSC's reading goroutine
-// only enqueues, so a slow database never holds up submits' answers.
+// receiptQueue is how many receipts may wait for the database, unacknowledged: the SMSC's
+// reading goroutine only enqueues, so a slow database never holds up submits' answers, and a
+// receipt that finds the queue full is answered with a temporary error at once (the SMSC sends
+// it again later).
 const receiptQueue = 4096
 
 // receiptWorkers record receipts in parallel; receiptAttempts is how many times each is tried
@@ -54,17 +56,28 @@ type Provider struct {
 	metrics  *Metrics
 	log      *zap.Logger
 
-	client   atomic.Pointer[smpp.Client]
-	queue    chan smpp.Receipt
-	stop     chan struct{}
-	binding  sync.WaitGroup // the first bind
-	workers  sync.WaitGroup // the receipts' recorders
-	stopOnce sync.Once
+	client atomic.Pointer[smpp.Client]
+	queue  chan receipt
+	// retryPause is the first pause between a receipt's attempts, growing by as much each time
+	// (tests shorten it).
+	retryPause time.Duration
+	stop       chan struct{}
+	binding    sync.WaitGroup // the first bind
+	workers    sync.WaitGroup // the receipts' recorders
+	stopOnce   sync.Once
 }
 
 // New makes a provider; Start binds it.
 func New(cfg Config, receipts Receipts, m *Metrics, log *zap.Logger) *Provider {
-	return &Provider{cfg: cfg, receipts: receipts, metrics: m, log: log, queue: make(chan smpp.Receipt, receiptQueue), stop: make(chan struct{})}
+	return &Provider{cfg: cfg, receipts: receipts, metrics: m, log: log, queue: make(chan receipt, receiptQueue),
+		retryPause: 100 * time.Millisecond, stop: make(chan struct{})}
+}
+
+// receipt is a delivery receipt waiting to be recorded, and the Ack that answers the SMSC once
+// it is.
+type receipt struct {
+	smpp.Receipt
+	ack smpp.Ack
 }
 
 // Start records receipts and binds, retrying the first bind in the background until it
@@ -109,17 +122,18 @@ func (p *Provider) Start() {
 	}()
 }
 
-// Close unbinds (submits in flight get their answers first) and stops recording receipts
-// once those queued are recorded.
+// Close stops recording receipts and unbinds (submits in flight get their answers first).
+// Receipts still queued are left unacknowledged, and one being recorded when Close came is
+// answered with the temporary error if its session is still up: the SMSC sends them again to
+// the next bind, this process's or another's.
 func (p *Provider) Close() error {
 	p.stopOnce.Do(func() {
 		close(p.stop)
+		p.workers.Wait()
 		p.binding.Wait() // no client appears after this
 		if c := p.client.Load(); c != nil {
-			_ = c.Close() // no receipt is handed over after this
+			_ = c.Close()
 		}
-		close(p.queue)
-		p.workers.Wait()
 	})
 	return nil
 }
@@ -159,27 +173,59 @@ func classify(err error, partial bool) error {
 	}
 }
 
-// onReceipt runs on the session's reading goroutine: it only enqueues. A full queue drops the
-// receipt (counted): the step then stays SENT until its deadline, as if the SMSC sent none.
-func (p *Provider) onReceipt(r smpp.Receipt) {
+// onReceipt runs on the session's reading goroutine: it only enqueues, and the receipt is
+// acknowledged once recorded. A full queue answers the temporary error at once (counted): the
+// SMSC keeps the receipt and sends it again later, when the queue has room.
+func (p *Provider) onReceipt(r smpp.Receipt, ack smpp.Ack) {
 	select {
-	case p.queue <- r:
+	case p.queue <- receipt{r, ack}:
 	default:
-		p.metrics.receiptDropped(p.cfg.Name)
+		ack(false)
+		p.metrics.receiptDeferred(p.cfg.Name, deferredQueueFull)
 	}
 }
 
-// recordReceipts hands final receipts to the workflows; intermediate states (ENROUTE,
-// ACCEPTD) change nothing.
+// recordReceipts hands final receipts to the workflows and acknowledges each once it is
+// recorded, or known to be no step of ours; intermediate states (ENROUTE, ACCEPTD) change
+// nothing and are acknowledged at once. A receipt that could not be recorded (the database
+// away) is answered with the temporary error, so the SMSC sends it again later. Once Close
+// began, what is left in the queue is neither recorded nor answered.
 func (p *Provider) recordReceipts() {
 	defer p.workers.Done()
-	for r := range p.queue {
+	for {
+		var r receipt
+		select {
+		case <-p.stop:
+			return
+		case r = <-p.queue:
+		}
+		select {
+		case <-p.stop:
+			return // taken as Close came: left for the SMSC to send again, like the rest
+		default:
+		}
 		p.metrics.receipt(p.cfg.Name, r.State)
 		status, final := receiptStatus(r.State)
 		if !final {
+			r.ack(true)
 			continue
 		}
-		p.record(r, status)
+		err := p.record(r.Receipt, status)
+		select {
+		case <-p.stop:
+			// The retries were cut short: whether it is ours is not known, so the SMSC keeps it.
+			if err != nil {
+				r.ack(false)
+				return
+			}
+		default:
+		}
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
+			r.ack(false)
+			p.metrics.receiptDeferred(p.cfg.Name, deferredNotRecorded)
+			continue
+		}
+		r.ack(true)
 	}
 }
 
@@ -188,8 +234,10 @@ func (p *Provider) recordReceipts() {
 // together): an unknown id is asked again for a few seconds. One still unknown then is
 // matched against the steps in doubt of its number (a submit whose answer was lost, or whose
 // record a crash prevented: workflows.Service.ReceiptInDoubt); only one that matches none is
-// taken for another system's message or a purged workflow, and dropped.
-func (p *Provider) record(r smpp.Receipt, status string) {
+// taken for another system's message or a purged workflow (fault.ErrNotFound: acknowledged,
+// since nothing will ever match it). Any other error is a receipt not recorded, which the SMSC
+// is asked to send again.
+func (p *Provider) record(r smpp.Receipt, status string) error {
 	err := p.retry(func(ctx context.Context) error { return p.receipts.Receipt(ctx, r.MessageID, status) }, true)
 	if errors.Is(err, fault.ErrNotFound) {
 		err = p.retry(func(ctx context.Context) error {
@@ -198,8 +246,9 @@ func (p *Provider) record(r smpp.Receipt, status string) {
 		}, false)
 	}
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
-		p.log.Warn("delivery receipt not recorded", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
+		p.log.Warn("delivery receipt not recorded; the SMSC is asked to send it again", zap.String("smsc", p.cfg.Name), zap.String("message_id", r.MessageID), zap.Error(err))
 	}
+	return err
 }
 
 // retry calls f until it succeeds, up to receiptAttempts times with growing pauses (none once
@@ -213,7 +262,7 @@ func (p *Provider) retry(f func(ctx context.Context) error, notFound bool) error
 			return err
 		}
 		select {
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		case <-time.After(time.Duration(attempt+1) * p.retryPause):
 		case <-p.stop:
 			return err
 		}

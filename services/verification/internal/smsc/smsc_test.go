@@ -28,11 +28,24 @@ type receipts struct {
 	inDoubt []workflows.DeliveryReceipt
 	// unknown answers every id as never recorded (a crash lost the submit's record).
 	unknown bool
+	// noStep answers every receipt in doubt as matching no step (another system's message).
+	noStep bool
+	// fail is how many calls fail as with the database away.
+	fail int
+	// calls counts Receipt's calls.
+	calls int
 }
+
+var errDatabaseAway = errors.New("database away")
 
 func (r *receipts) Receipt(_ context.Context, id, status string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.calls++
+	if r.fail > 0 {
+		r.fail--
+		return errDatabaseAway
+	}
 	if r.unknown {
 		return fault.ErrNotFound
 	}
@@ -44,7 +57,16 @@ func (r *receipts) ReceiptInDoubt(_ context.Context, d workflows.DeliveryReceipt
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inDoubt = append(r.inDoubt, d)
+	if r.noStep {
+		return fault.ErrNotFound
+	}
 	return nil
+}
+
+func (r *receipts) counts() (calls, inDoubt int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls, len(r.inDoubt)
 }
 
 func (r *receipts) of(id string) string {
@@ -97,12 +119,13 @@ func TestSendAndReceipt(t *testing.T) {
 	}
 	series := metricstest.Gather(t, reg)
 	for name, want := range map[string]float64{
-		`mnv_smpp_bound{smsc=sandbox}`:                           1,
-		`mnv_smpp_binds_total{smsc=sandbox}`:                     1,
-		`mnv_smpp_submits_total{outcome=submitted,smsc=sandbox}`: 1,
-		`mnv_smpp_receipts_total{smsc=sandbox,state=DELIVERED}`:  1,
-		`mnv_smpp_submits_total{outcome=rejected,smsc=sandbox}`:  0,
-		`mnv_smpp_receipts_dropped_total{smsc=sandbox}`:          0,
+		`mnv_smpp_bound{smsc=sandbox}`:                                       1,
+		`mnv_smpp_binds_total{smsc=sandbox}`:                                 1,
+		`mnv_smpp_submits_total{outcome=submitted,smsc=sandbox}`:             1,
+		`mnv_smpp_receipts_total{smsc=sandbox,state=DELIVERED}`:              1,
+		`mnv_smpp_submits_total{outcome=rejected,smsc=sandbox}`:              0,
+		`mnv_smpp_receipts_deferred_total{reason=queue_full,smsc=sandbox}`:   0,
+		`mnv_smpp_receipts_deferred_total{reason=not_recorded,smsc=sandbox}`: 0,
 	} {
 		if series[name] != want {
 			t.Errorf("%s = %v, want %v", name, series[name], want)
@@ -238,5 +261,167 @@ func TestAppNameCharactersAreGSMBasic(t *testing.T) {
 		if err != nil || enc.DataCoding != smpp.CodingDefault || len(enc.Parts) != 1 {
 			t.Errorf("%q: not one GSM septet (%v)", r, err)
 		}
+	}
+}
+
+// sendOne starts p, sends one message once it is bound and returns its ids.
+func sendOne(t *testing.T, p *Provider, to string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		ids, err := p.Send(ctx, workflows.Message{ID: "step-1", To: to, Text: "123456 is your verification code.", Reference: 0x4242})
+		if errors.Is(err, workflows.ErrNotSent) && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond) // the first bind is made in the background
+			continue
+		}
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("Send = %v, %v", ids, err)
+		}
+		return ids
+	}
+}
+
+// TestReceiptAcknowledgedOnceRecorded: a receipt is acknowledged once it is recorded or known
+// to be no step of ours; one whose record failed (the database away) is answered with the
+// temporary error, and the SMSC sends it again until it is recorded. The sandbox SMSC sends a
+// receipt again 200 ms after such an answer and never after an acknowledgement.
+func TestReceiptAcknowledgedOnceRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rec  *receipts
+		// calls and inDoubt are Receipt's and ReceiptInDoubt's calls in all, deferred the
+		// receipts answered with the temporary error.
+		calls, inDoubt int
+		deferred       float64
+		recorded       bool
+	}{
+		{"recorded at once", &receipts{got: map[string]string{}}, 1, 0, 0, true},
+		{"record failed: deferred, sent again, recorded", &receipts{got: map[string]string{}, fail: receiptAttempts},
+			receiptAttempts + 1, 0, 1, true},
+		{"no step of ours: acknowledged", &receipts{got: map[string]string{}, unknown: true, noStep: true}, receiptAttempts, 1, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := sandboxsmsc.Listen("127.0.0.1:0", sandboxsmsc.Config{SystemID: "mnv", Password: "pw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			reg := prometheus.NewRegistry()
+			m, err := NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := New(Config{Name: "sandbox", Source: "mnv", Config: smpp.Config{Addr: srv.Addr(), SystemID: "mnv", Password: "pw"}}, tc.rec, m, zap.NewNop())
+			p.retryPause = time.Millisecond
+			p.Start()
+			defer p.Close()
+			ids := sendOne(t, p, "+33612345679")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				calls, inDoubt := tc.rec.counts()
+				if (calls >= tc.calls && inDoubt >= tc.inDoubt) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // a copy the SMSC sent again would be taken by now
+			if calls, inDoubt := tc.rec.counts(); calls != tc.calls || inDoubt != tc.inDoubt {
+				t.Fatalf("%d Receipt and %d ReceiptInDoubt calls, want %d and %d", calls, inDoubt, tc.calls, tc.inDoubt)
+			}
+			if got := tc.rec.of(ids[0]); (got == workflows.ReceiptDelivered) != tc.recorded {
+				t.Fatalf("recorded %q, want recorded %v", got, tc.recorded)
+			}
+			series := metricstest.Gather(t, reg)
+			if got := series[`mnv_smpp_receipts_deferred_total{reason=not_recorded,smsc=sandbox}`]; got != tc.deferred {
+				t.Fatalf("deferred not_recorded = %v, want %v", got, tc.deferred)
+			}
+		})
+	}
+}
+
+// ackLog keeps the answers given to receipts, by message id.
+type ackLog struct {
+	mu  sync.Mutex
+	got map[string][]bool
+}
+
+func (a *ackLog) ack(id string) smpp.Ack {
+	return func(ok bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.got[id] = append(a.got[id], ok)
+	}
+}
+
+func (a *ackLog) of(id string) []bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.got[id])
+}
+
+// blockingReceipts records a receipt once released, telling started when it begins.
+type blockingReceipts struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingReceipts) Receipt(context.Context, string, string) error {
+	b.started <- struct{}{}
+	<-b.release
+	return nil
+}
+
+func (b *blockingReceipts) ReceiptInDoubt(context.Context, workflows.DeliveryReceipt) error {
+	return fault.ErrNotFound
+}
+
+// TestReceiptQueueFullAndClose: a receipt that finds the queue full is answered with the
+// temporary error at once (counted); at Close, the receipts being recorded are acknowledged once
+// recorded, and those still queued are not answered at all (the SMSC sends them to the next
+// bind).
+func TestReceiptQueueFullAndClose(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &blockingReceipts{started: make(chan struct{}, receiptWorkers), release: make(chan struct{})}
+	p := New(Config{Name: "away", Config: smpp.Config{Addr: "127.0.0.1:1"}}, rec, m, zap.NewNop())
+	p.queue = make(chan receipt, 2)
+	m.observer("away") // the series exist from the start, as when bound
+	acks := &ackLog{got: map[string][]bool{}}
+	delivered := func(id string) smpp.Receipt { return smpp.Receipt{MessageID: id, State: smpp.StateDelivered} }
+	p.Start()
+	var busy []string // one per worker, each blocked recording it
+	for i := range receiptWorkers {
+		id := fmt.Sprintf("busy-%d", i)
+		busy = append(busy, id)
+		p.onReceipt(delivered(id), acks.ack(id))
+		<-rec.started
+	}
+	for _, id := range []string{"queued-1", "queued-2", "refused"} {
+		p.onReceipt(delivered(id), acks.ack(id))
+	}
+	if got := acks.of("refused"); !slices.Equal(got, []bool{false}) {
+		t.Fatalf("a receipt finding the queue full: answers %v, want the temporary error at once", got)
+	}
+	closed := make(chan struct{})
+	go func() { _ = p.Close(); close(closed) }()
+	<-p.stop
+	close(rec.release)
+	<-closed
+	for _, id := range busy {
+		if got := acks.of(id); !slices.Equal(got, []bool{true}) {
+			t.Errorf("%s, recorded as Close came: answers %v, want one acknowledgement", id, got)
+		}
+	}
+	for _, id := range []string{"queued-1", "queued-2"} {
+		if got := acks.of(id); len(got) != 0 {
+			t.Errorf("%s, queued at Close: answers %v, want none", id, got)
+		}
+	}
+	if got := metricstest.Gather(t, reg)[`mnv_smpp_receipts_deferred_total{reason=queue_full,smsc=away}`]; got != 1 {
+		t.Errorf("deferred queue_full = %v, want 1", got)
 	}
 }
