@@ -461,8 +461,10 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	}
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
-	// Closing the connection is what interrupts a blocked read when ctx ends early.
-	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
+	// Closing the connection is what interrupts a blocked read when ctx ends early (the TCP
+	// one: nc becomes the TLS connection over it, and the closure must not read nc meanwhile).
+	raw := nc
+	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
 	if c.cfg.TLS != nil {
 		nc, err = c.handshake(ctx, nc)
 		if err != nil {
