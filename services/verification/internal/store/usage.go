@@ -59,12 +59,52 @@ func (st *Store) VerificationUsage(ctx context.Context, clientID string, r usage
 // committed meanwhile is then in their snapshots. It answers the watermark and how many days
 // it rolled up (0 when none could be).
 func (st *Store) RollUpUsage(ctx context.Context, grace time.Duration, maxDays int) (until time.Time, days int, err error) {
+	return st.rollUpDays(ctx, dayRollUp{
+		name:      "usage",
+		watermark: "verification.usage_rollup",
+		start: func(ctx context.Context, rolled *time.Time, bound time.Time) (from *time.Time, _ time.Time, err error) {
+			// A day with a verification still waiting for its charge is not rolled up yet.
+			err = st.db.QueryRow(ctx, `SELECT least($1::date,
+					(SELECT min(recorded_at) AT TIME ZONE 'UTC' FROM verification.unsettled)::date)::timestamp,
+					coalesce($2::date, (SELECT min(created_at) AT TIME ZONE 'UTC' FROM verification.verifications)::date)::timestamp`,
+				bound, rolled).Scan(&bound, &from)
+			return from, bound, err
+		},
+		insert: `INSERT INTO verification.usage_days (client_id, day, status, operator_id, service_type, count, charged)
+			SELECT client_id, (created_at AT TIME ZONE 'UTC')::date, status, operator_id, service_type, count(*), sum(charged)
+			FROM verification.verifications
+			WHERE created_at >= $1::date::timestamp AT TIME ZONE 'UTC' AND created_at < $2::date::timestamp AT TIME ZONE 'UTC'
+			GROUP BY 1, 2, 3, 4, 5`,
+	}, grace, maxDays)
+}
+
+// dayRollUp is what differs between the usage roll-ups (verifications', workflow steps'): the
+// rest of a pass, rollUpDays, is one.
+type dayRollUp struct {
+	name      string // for errors: "roll up <name>: …"
+	watermark string // the one-row table holding rolled_until
+	// start answers the first day to roll up (nil: nothing recorded yet) from the watermark
+	// (nil: none yet), and the bound, which it may lower for days that must wait.
+	start func(ctx context.Context, rolled *time.Time, bound time.Time) (from *time.Time, _ time.Time, err error)
+	// insert writes every client's rows of the days [$1, $2) into the roll-up's table.
+	insert string
+}
+
+// rollUpDays is one pass of a roll-up r, in the Store's transaction (refused outside one): it
+// locks the watermark, takes the bound (grace ago, and no earlier than the start of the oldest
+// open transaction of the service's role, read first so that what committed meanwhile is in
+// the later statements' snapshots), rolls up at most maxDays days from the watermark to the
+// bound, and moves the watermark. It answers the watermark and how many days it rolled up.
+func (st *Store) rollUpDays(ctx context.Context, r dayRollUp, grace time.Duration, maxDays int) (until time.Time, days int, err error) {
+	fail := func(err error) (time.Time, int, error) {
+		return until, 0, fmt.Errorf("roll up %s: %w", r.name, err)
+	}
 	if _, ok := st.db.(pgx.Tx); !ok {
-		return until, 0, fmt.Errorf("roll up usage: %w", pg.ErrNoTx)
+		return fail(pg.ErrNoTx)
 	}
 	var rolled *time.Time
-	if err := st.db.QueryRow(ctx, `SELECT rolled_until::timestamp FROM verification.usage_rollup FOR UPDATE`).Scan(&rolled); err != nil {
-		return until, 0, fmt.Errorf("roll up usage: %w", err)
+	if err := st.db.QueryRow(ctx, `SELECT rolled_until::timestamp FROM `+r.watermark+` FOR UPDATE`).Scan(&rolled); err != nil {
+		return fail(err)
 	}
 	// The first read of pg_stat_activity in a transaction takes its copy of the backends.
 	var bound time.Time
@@ -72,19 +112,16 @@ func (st *Store) RollUpUsage(ctx context.Context, grace time.Duration, maxDays i
 			(SELECT min(xact_start) AT TIME ZONE 'UTC' FROM pg_stat_activity
 			 WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid()))::date::timestamp`,
 		grace.Seconds()).Scan(&bound); err != nil {
-		return until, 0, fmt.Errorf("roll up usage: %w", err)
+		return fail(err)
 	}
-	var from *time.Time
-	if err := st.db.QueryRow(ctx, `SELECT least($1::date,
-			(SELECT min(recorded_at) AT TIME ZONE 'UTC' FROM verification.unsettled)::date)::timestamp,
-			coalesce($2::date, (SELECT min(created_at) AT TIME ZONE 'UTC' FROM verification.verifications)::date)::timestamp`,
-		bound, rolled).Scan(&bound, &from); err != nil {
-		return until, 0, fmt.Errorf("roll up usage: %w", err)
+	from, bound, err := r.start(ctx, rolled, bound)
+	if err != nil {
+		return fail(err)
 	}
 	if from == nil {
 		// Nothing recorded yet, nor can be before the bound: the watermark starts there.
-		if _, err := st.db.Exec(ctx, `UPDATE verification.usage_rollup SET rolled_until = $1::date`, bound); err != nil {
-			return until, 0, fmt.Errorf("roll up usage: %w", err)
+		if _, err := st.db.Exec(ctx, `UPDATE `+r.watermark+` SET rolled_until = $1::date`, bound); err != nil {
+			return fail(err)
 		}
 		return bound, 0, nil
 	}
@@ -95,15 +132,11 @@ func (st *Store) RollUpUsage(ctx context.Context, grace time.Duration, maxDays i
 	if !to.After(*from) {
 		return *from, 0, nil
 	}
-	if _, err := st.db.Exec(ctx, `INSERT INTO verification.usage_days (client_id, day, status, operator_id, service_type, count, charged)
-		SELECT client_id, (created_at AT TIME ZONE 'UTC')::date, status, operator_id, service_type, count(*), sum(charged)
-		FROM verification.verifications
-		WHERE created_at >= $1::date::timestamp AT TIME ZONE 'UTC' AND created_at < $2::date::timestamp AT TIME ZONE 'UTC'
-		GROUP BY 1, 2, 3, 4, 5`, *from, to); err != nil {
-		return until, 0, fmt.Errorf("roll up usage: %w", err)
+	if _, err := st.db.Exec(ctx, r.insert, *from, to); err != nil {
+		return fail(err)
 	}
-	if _, err := st.db.Exec(ctx, `UPDATE verification.usage_rollup SET rolled_until = $1::date`, to); err != nil {
-		return until, 0, fmt.Errorf("roll up usage: %w", err)
+	if _, err := st.db.Exec(ctx, `UPDATE `+r.watermark+` SET rolled_until = $1::date`, to); err != nil {
+		return fail(err)
 	}
 	return to, int(to.Sub(*from) / (24 * time.Hour)), nil
 }

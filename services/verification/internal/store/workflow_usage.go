@@ -135,51 +135,20 @@ func (st *Store) CorrectStepUsage(ctx context.Context, clientID string, moves []
 // to end. The open transactions are read first, and everything else after, in later
 // statements. It answers the watermark and how many days it rolled up (0 when none could be).
 func (st *Store) RollUpWorkflowUsage(ctx context.Context, grace time.Duration, maxDays int) (until time.Time, days int, err error) {
-	if _, ok := st.db.(pgx.Tx); !ok {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", pg.ErrNoTx)
-	}
-	var rolled *time.Time
-	if err := st.db.QueryRow(ctx, `SELECT rolled_until::timestamp FROM verification.workflow_usage_rollup FOR UPDATE`).Scan(&rolled); err != nil {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-	}
-	// The first read of pg_stat_activity in a transaction takes its copy of the backends.
-	var bound time.Time
-	if err := st.db.QueryRow(ctx, `SELECT least((now() - make_interval(secs => $1)) AT TIME ZONE 'UTC',
-			(SELECT min(xact_start) AT TIME ZONE 'UTC' FROM pg_stat_activity
-			 WHERE datname = current_database() AND usename = current_user AND pid <> pg_backend_pid()))::date::timestamp`,
-		grace.Seconds()).Scan(&bound); err != nil {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-	}
-	var from *time.Time
-	if err := st.db.QueryRow(ctx, `SELECT coalesce($1::date,
-			(SELECT min(started_at) AT TIME ZONE 'UTC' FROM verification.workflow_steps)::date)::timestamp`,
-		rolled).Scan(&from); err != nil {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-	}
-	if from == nil {
-		// No step yet, nor can one start before the bound: the watermark starts there.
-		if _, err := st.db.Exec(ctx, `UPDATE verification.workflow_usage_rollup SET rolled_until = $1::date`, bound); err != nil {
-			return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-		}
-		return bound, 0, nil
-	}
-	to := from.AddDate(0, 0, maxDays)
-	if bound.Before(to) {
-		to = bound
-	}
-	if !to.After(*from) {
-		return *from, 0, nil
-	}
-	if _, err := st.db.Exec(ctx, `INSERT INTO verification.workflow_usage_days (client_id, day, channel, country, status, count, charged)
-		SELECT client_id, (started_at AT TIME ZONE 'UTC')::date, channel, country, status, count(*),
-			coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED' AND channel <> 'SILENT'), 0)
-		FROM verification.workflow_steps
-		WHERE started_at >= $1::date::timestamp AT TIME ZONE 'UTC' AND started_at < $2::date::timestamp AT TIME ZONE 'UTC'
-		GROUP BY 1, 2, 3, 4, 5`, *from, to); err != nil {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-	}
-	if _, err := st.db.Exec(ctx, `UPDATE verification.workflow_usage_rollup SET rolled_until = $1::date`, to); err != nil {
-		return until, 0, fmt.Errorf("roll up workflow usage: %w", err)
-	}
-	return to, int(to.Sub(*from) / (24 * time.Hour)), nil
+	return st.rollUpDays(ctx, dayRollUp{
+		name:      "workflow usage",
+		watermark: "verification.workflow_usage_rollup",
+		start: func(ctx context.Context, rolled *time.Time, bound time.Time) (from *time.Time, _ time.Time, err error) {
+			err = st.db.QueryRow(ctx, `SELECT coalesce($1::date,
+					(SELECT min(started_at) AT TIME ZONE 'UTC' FROM verification.workflow_steps)::date)::timestamp`,
+				rolled).Scan(&from)
+			return from, bound, err
+		},
+		insert: `INSERT INTO verification.workflow_usage_days (client_id, day, channel, country, status, count, charged)
+			SELECT client_id, (started_at AT TIME ZONE 'UTC')::date, channel, country, status, count(*),
+				coalesce(sum(charged) FILTER (WHERE charge_status = 'SETTLED' AND channel <> 'SILENT'), 0)
+			FROM verification.workflow_steps
+			WHERE started_at >= $1::date::timestamp AT TIME ZONE 'UTC' AND started_at < $2::date::timestamp AT TIME ZONE 'UTC'
+			GROUP BY 1, 2, 3, 4, 5`,
+	}, grace, maxDays)
 }
